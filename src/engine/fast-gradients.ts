@@ -1,0 +1,238 @@
+/**
+ * Faster training kernels and gradients for the tfjs `wasm` and `cpu` backends.
+ *
+ * Stock tfjs cannot train a CNN usefully on a CPU: the cpu backend's
+ * Conv2DBackpropFilter is a naive loop and the wasm backend has none at all.
+ * Everything here is composed from kernels the backend already runs fast
+ * (Conv2D, Transpose, Slice, BatchMatMul) and falls back to the stock path for
+ * any case it does not cover — never to a wrong answer.
+ *
+ * - `Conv2DBackpropFilter` kernel: dW[kh,kw,ci,co] is a stride-1 convolution of
+ *   x (as [ci,H,W,B]) with dy (as a [oH,oW,B,co] filter, dilated by the
+ *   forward stride). Registered for the fused-conv path too, which calls the
+ *   kernel directly rather than through the Conv2D gradient.
+ * - `Conv2D` gradient: for stride 1 (any padding), dx is a convolution of dy
+ *   with the flipped, transposed filter; dW goes to the kernel above.
+ * - `Conv2D` on wasm: a numeric or 'same' `pad` is rewritten as the equivalent
+ *   explicit padding. Measured: the wasm kernel computes wrong values (and then
+ *   corrupts its heap) for numeric pads and for 'same' with a 1-high filter and
+ *   stride 2, where XNNPACK's own SAME rule is used; explicit pads are right.
+ * - `BatchMatMul` / `_FusedMatMul` on wasm: transposed operands are transposed
+ *   explicitly first (wasm runs transpose-flagged matmul far slower).
+ */
+import type { Tf, TensorInfo, KernelBackend, Tensor } from './tfjs-types.js';
+
+type KernelFunc = (args: { inputs: Record<string, TensorInfo>; backend: KernelBackend; attrs: Record<string, unknown> }) => TensorInfo | TensorInfo[];
+type PadAttr = 'same' | 'valid' | number | number[][];
+
+export interface FastGradientsReport {
+  backend: string;
+  installed: string[];
+}
+
+const installedOn = new WeakMap<object, Set<string>>();
+
+/** Installs the faster kernels/gradients for the current backend of `tf`. Idempotent per backend. */
+export function installFastGradients(tf: Tf, backendName: string = tf.getBackend()): FastGradientsReport {
+  const key = tf.engine() as object;
+  const done = installedOn.get(key) ?? new Set<string>();
+  installedOn.set(key, done);
+  const installed: string[] = [];
+  const once = (name: string, install: () => void) => {
+    const id = `${backendName}:${name}`;
+    if (done.has(id)) return;
+    install();
+    done.add(id);
+    installed.push(name);
+  };
+  if (backendName === 'wasm' || backendName === 'cpu') {
+    once('Conv2DBackpropFilter', () => registerConvBackpropFilterKernel(tf, backendName));
+  }
+  if (backendName === 'wasm') {
+    once('Conv2D-explicit-pad', () => registerExplicitPadConv(tf, backendName, 'Conv2D'));
+    once('FusedConv2D-explicit-pad', () => registerExplicitPadConv(tf, backendName, 'FusedConv2D'));
+    once('BatchMatMul', () => registerExplicitTransposeMatMul(tf, backendName, 'BatchMatMul'));
+    once('_FusedMatMul', () => registerExplicitTransposeMatMul(tf, backendName, '_FusedMatMul'));
+  }
+  once('Conv2D-gradient', () => registerConvGradient(tf));
+  return { backend: backendName, installed };
+}
+
+function kernel(tf: Tf, name: string, backendName: string): KernelFunc {
+  const k = tf.getKernel(name, backendName);
+  if (!k) throw new Error(`tandem fast gradients: kernel '${name}' is missing on backend '${backendName}'`);
+  return k.kernelFunc as unknown as KernelFunc;
+}
+
+function one(out: TensorInfo | TensorInfo[]): TensorInfo {
+  return Array.isArray(out) ? out[0] : out;
+}
+
+function pair(v: number | number[] | undefined, dflt: number): [number, number] {
+  if (v === undefined) return [dflt, dflt];
+  return typeof v === 'number' ? [v, v] : [v[0], v[1] ?? v[0]];
+}
+
+/**
+ * Is this a conv the convolution-based formulas cover? NHWC, no dilation, no
+ * rounding mode, and no numeric pad on a non-square filter (tfjs sizes that
+ * case's output width from the filter height; only the stock kernels agree
+ * with that, so they keep it).
+ */
+function convIsCovered(attrs: Record<string, unknown>, filterShape: number[]): boolean {
+  const format = (attrs.dataFormat as string | undefined) ?? 'NHWC';
+  const [dh, dw] = pair(attrs.dilations as number | number[] | undefined, 1);
+  const squareOrNamedPad = typeof attrs.pad !== 'number' || filterShape[0] === filterShape[1];
+  return format === 'NHWC' && dh === 1 && dw === 1 && attrs.dimRoundingMode == null && squareOrNamedPad;
+}
+
+function registerConvBackpropFilterKernel(tf: Tf, backendName: string): void {
+  const stock = tf.getKernel('Conv2DBackpropFilter', backendName);
+  const stockFunc = stock ? (stock.kernelFunc as unknown as KernelFunc) : undefined;
+  if (stock) tf.unregisterKernel('Conv2DBackpropFilter', backendName);
+  const transpose = kernel(tf, 'Transpose', backendName);
+  const conv = kernel(tf, 'Conv2D', backendName);
+  const slice = kernel(tf, 'Slice', backendName);
+  tf.registerKernel({
+    kernelName: 'Conv2DBackpropFilter',
+    backendName,
+    kernelFunc: ((args: Parameters<KernelFunc>[0]) => {
+      const { inputs, backend, attrs } = args;
+      if (!convIsCovered(attrs, attrs.filterShape as number[])) {
+        if (stockFunc) return stockFunc(args);
+        return delegateToCpu(tf, 'Conv2DBackpropFilter', args);
+      }
+      const x = inputs.x, dy = inputs.dy;
+      const filterShape = attrs.filterShape as [number, number, number, number];
+      const info = tf.backend_util.computeConv2DInfo(
+        x.shape as [number, number, number, number], filterShape,
+        attrs.strides as [number, number] | number, 1, attrs.pad as 'same', undefined, false, 'channelsLast');
+      const { strideHeight: sH, strideWidth: sW, outHeight: oH, outWidth: oW, inHeight: H, inWidth: W } = info;
+      const [fH, fW, C1] = filterShape;
+      const B = x.shape[0];
+      const top = info.padInfo.top, left = info.padInfo.left;
+      // Padding that makes a stride-1, dilation-s convolution produce exactly fH x fW outputs.
+      let bottom = fH + sH * (oH - 1) - H - top;
+      let right = fW + sW * (oW - 1) - W - left;
+      const temps: TensorInfo[] = [];
+      let xT = one(transpose({ inputs: { x }, backend, attrs: { perm: [3, 1, 2, 0] } })); // [C1,H,W,B]
+      temps.push(xT);
+      if (bottom < 0 || right < 0) { // rows/cols the forward conv never read
+        const keepH = H + Math.min(bottom, 0), keepW = W + Math.min(right, 0);
+        xT = one(slice({ inputs: { x: xT }, backend, attrs: { begin: [0, 0, 0, 0], size: [C1, keepH, keepW, B] } }));
+        temps.push(xT);
+        bottom = Math.max(bottom, 0);
+        right = Math.max(right, 0);
+      }
+      const dyT = one(transpose({ inputs: { x: dy }, backend, attrs: { perm: [1, 2, 0, 3] } })); // [oH,oW,B,C2]
+      temps.push(dyT);
+      const dwT = one(conv({
+        inputs: { x: xT, filter: dyT }, backend,
+        attrs: { strides: [1, 1], pad: [[0, 0], [top, bottom], [left, right], [0, 0]], dataFormat: 'NHWC', dilations: [sH, sW] },
+      })); // [C1,fH,fW,C2]
+      temps.push(dwT);
+      const dw = one(transpose({ inputs: { x: dwT }, backend, attrs: { perm: [1, 2, 0, 3] } }));
+      for (const t of temps) backend.disposeData(t.dataId);
+      return dw;
+    }) as never,
+  });
+}
+
+/** Runs a stock cpu kernel for a backend that lacks it: inputs copied to cpu, result copied back. */
+function delegateToCpu(tf: Tf, kernelName: string, args: Parameters<KernelFunc>[0]): TensorInfo {
+  const cpuKernel = tf.getKernel(kernelName, 'cpu');
+  const cpu = tf.findBackend('cpu');
+  if (!cpuKernel || !cpu) throw new Error(`tandem: kernel '${kernelName}' has no cpu fallback; register the cpu backend`);
+  const { inputs, backend, attrs } = args;
+  const ids: object[] = [];
+  const cpuInputs: Record<string, TensorInfo> = {};
+  for (const [name, t] of Object.entries(inputs)) {
+    if (t == null) continue; // optional inputs (a fused kernel's bias)
+    const dataId = cpu.write(backend.readSync(t.dataId) as Float32Array, t.shape, t.dtype);
+    ids.push(dataId);
+    cpuInputs[name] = { dataId, shape: t.shape, dtype: t.dtype };
+  }
+  const out = one((cpuKernel.kernelFunc as unknown as KernelFunc)({ inputs: cpuInputs, backend: cpu, attrs }));
+  const values = cpu.readSync(out.dataId) as Float32Array;
+  for (const id of ids) cpu.disposeData(id);
+  cpu.disposeData(out.dataId);
+  const b = backend as unknown as { makeOutput(shape: number[], dtype: string, v?: unknown, values?: Float32Array): TensorInfo };
+  return b.makeOutput(out.shape, out.dtype, null, values);
+}
+
+function registerExplicitTransposeMatMul(tf: Tf, backendName: string, kernelName: 'BatchMatMul' | '_FusedMatMul'): void {
+  const stock = tf.getKernel(kernelName, backendName);
+  if (!stock) return;
+  const stockFunc = stock.kernelFunc as unknown as KernelFunc;
+  const transpose = kernel(tf, 'Transpose', backendName);
+  tf.unregisterKernel(kernelName, backendName);
+  tf.registerKernel({
+    kernelName,
+    backendName,
+    kernelFunc: ((args: Parameters<KernelFunc>[0]) => {
+      const { inputs, backend, attrs } = args;
+      if (!attrs.transposeA && !attrs.transposeB) return stockFunc(args);
+      const temps: TensorInfo[] = [];
+      const swapLast = (t: TensorInfo): TensorInfo => {
+        const r = t.shape.length;
+        const perm = [...Array(r).keys()];
+        [perm[r - 2], perm[r - 1]] = [perm[r - 1], perm[r - 2]];
+        const out = one(transpose({ inputs: { x: t }, backend, attrs: { perm } }));
+        temps.push(out);
+        return out;
+      };
+      const a = attrs.transposeA ? swapLast(inputs.a) : inputs.a;
+      const b = attrs.transposeB ? swapLast(inputs.b) : inputs.b;
+      const out = stockFunc({ inputs: { ...inputs, a, b }, backend, attrs: { ...attrs, transposeA: false, transposeB: false } });
+      for (const t of temps) backend.disposeData(t.dataId);
+      return out;
+    }) as never,
+  });
+}
+
+function registerExplicitPadConv(tf: Tf, backendName: string, kernelName: 'Conv2D' | 'FusedConv2D'): void {
+  const stockFunc = kernel(tf, kernelName, backendName);
+  tf.unregisterKernel(kernelName, backendName);
+  tf.registerKernel({
+    kernelName,
+    backendName,
+    kernelFunc: ((args: Parameters<KernelFunc>[0]) => {
+      const { pad, strides, dilations, dimRoundingMode, dataFormat } = args.attrs;
+      if (pad !== 'same' && typeof pad !== 'number') return stockFunc(args);
+      const [fH, fW] = args.inputs.filter.shape;
+      if (typeof pad === 'number' && fH !== fW) return delegateToCpu(tf, kernelName, args);
+      const info = tf.backend_util.computeConv2DInfo(
+        args.inputs.x.shape as [number, number, number, number], args.inputs.filter.shape as [number, number, number, number],
+        strides as number, dilations as number, pad, dimRoundingMode as 'round', false,
+        tf.backend_util.convertConv2DDataFormat(((dataFormat as string) ?? 'NHWC') as 'NHWC'));
+      const p = info.padInfo;
+      return stockFunc({ ...args, attrs: { ...args.attrs, pad: [[0, 0], [p.top, p.bottom], [p.left, p.right], [0, 0]] } });
+    }) as never,
+  });
+}
+
+function registerConvGradient(tf: Tf): void {
+  const stock = tf.getGradient('Conv2D');
+  if (!stock) throw new Error('tandem fast gradients: tfjs has no Conv2D gradient registered');
+  tf.registerGradient({
+    kernelName: 'Conv2D',
+    inputsToSave: ['x', 'filter'],
+    gradFunc: (dy: Tensor | Tensor[], saved: Tensor[], attrs: Record<string, unknown>) => {
+      const grads = stock.gradFunc(dy, saved, attrs as never);
+      const [sh, sw] = pair(attrs.strides as number | number[], 1);
+      const [x, w] = saved as [import('@tensorflow/tfjs').Tensor4D, import('@tensorflow/tfjs').Tensor4D];
+      if (!convIsCovered(attrs, w.shape) || sh !== 1 || sw !== 1) return grads;
+      const [fH, fW] = w.shape;
+      const info = tf.backend_util.computeConv2DInfo(x.shape, w.shape, 1, 1, attrs.pad as 'same', undefined, false, 'channelsLast');
+      const p = info.padInfo;
+      // dx = full correlation of dy with the spatially flipped filter, in/out channels swapped.
+      const pad: [[number, number], [number, number], [number, number], [number, number]] =
+        [[0, 0], [fH - 1 - p.top, fH - 1 - p.bottom], [fW - 1 - p.left, fW - 1 - p.right], [0, 0]];
+      if (pad.some(([a, b]) => a < 0 || b < 0)) return grads; // padding wider than the filter: stock path
+      return {
+        x: () => tf.conv2d(dy as import('@tensorflow/tfjs').Tensor4D, tf.transpose(tf.reverse(w, [0, 1]), [0, 1, 3, 2]) as import('@tensorflow/tfjs').Tensor4D, 1, pad),
+        filter: grads.filter,
+      };
+    },
+  } as never);
+}

@@ -1,0 +1,104 @@
+/**
+ * Builtin models. Each is a plain TensorFlow.js layers model built by a factory
+ * from the worker's own `tf`, shaped by the data (input shape, class count) and
+ * initialised from the seed, so every engine that builds it gets the same values.
+ * All output logits (no softmax layer): the loss applies the softmax.
+ */
+import type { Tf, LayersModel } from '../engine/tfjs-types.js';
+
+export interface ModelOptions {
+  /** [height, width, channels] of one input sample. */
+  inputShape: number[];
+  classes: number;
+  seed: number;
+}
+
+export type ModelFactory = (tf: Tf, options: ModelOptions) => LayersModel | Promise<LayersModel>;
+
+export interface BuiltinModel {
+  factory: ModelFactory;
+  /** Smallest height/width the architecture accepts. */
+  minImageSize: number;
+  /** An input shape to use when the data does not fix one (synthetic data). */
+  preferredInputShape?: number[];
+  description: string;
+}
+
+/** Seeded initialisers: layer i of a model gets seed + i, so values depend on the seed only. */
+function seeded(tf: Tf, seed: number) {
+  let next = 0;
+  return () => tf.initializers.glorotUniform({ seed: seed + 7919 * next++ });
+}
+
+const mlp: ModelFactory = (tf, { inputShape, classes, seed }) => {
+  const init = seeded(tf, seed);
+  return tf.sequential({
+    name: 'mlp',
+    layers: [
+      tf.layers.flatten({ inputShape }),
+      tf.layers.dense({ units: 128, activation: 'relu', kernelInitializer: init() }),
+      tf.layers.dense({ units: 64, activation: 'relu', kernelInitializer: init() }),
+      tf.layers.dense({ units: classes, kernelInitializer: init(), name: 'logits' }),
+    ],
+  });
+};
+
+/** Three conv3x3+relu+maxpool blocks (32/64/64), then FC 512 and the classifier: ~90% of parameters in FC. */
+const alexnetMini: ModelFactory = (tf, { inputShape, classes, seed }) => {
+  const init = seeded(tf, seed);
+  const block = (filters: number, first: boolean) => [
+    tf.layers.conv2d({ ...(first ? { inputShape } : {}), filters, kernelSize: 3, padding: 'same', activation: 'relu', kernelInitializer: init() }),
+    tf.layers.maxPooling2d({ poolSize: 2, strides: 2 }),
+  ];
+  return tf.sequential({
+    name: 'alexnet_mini',
+    layers: [
+      ...block(32, true), ...block(64, false), ...block(64, false),
+      tf.layers.flatten(),
+      tf.layers.dense({ units: 512, activation: 'relu', kernelInitializer: init(), name: 'fc1' }),
+      tf.layers.dense({ units: classes, kernelInitializer: init(), name: 'logits' }),
+    ],
+  });
+};
+
+/** The real AlexNet shapes (one tower): 227x227x3 input, ~61M parameters at 1000 classes. */
+const alexnet: ModelFactory = (tf, { inputShape, classes, seed }) => {
+  const init = seeded(tf, seed);
+  const conv = (filters: number, kernelSize: number, strides: number, padding: 'same' | 'valid', extra = {}) =>
+    tf.layers.conv2d({ filters, kernelSize, strides, padding, activation: 'relu', kernelInitializer: init(), ...extra });
+  const pool = () => tf.layers.maxPooling2d({ poolSize: 3, strides: 2 });
+  return tf.sequential({
+    name: 'alexnet',
+    layers: [
+      conv(96, 11, 4, 'valid', { inputShape }), pool(),
+      conv(256, 5, 1, 'same'), pool(),
+      conv(384, 3, 1, 'same'), conv(384, 3, 1, 'same'), conv(256, 3, 1, 'same'), pool(),
+      tf.layers.flatten(),
+      tf.layers.dense({ units: 4096, activation: 'relu', kernelInitializer: init(), name: 'fc6' }),
+      tf.layers.dense({ units: 4096, activation: 'relu', kernelInitializer: init(), name: 'fc7' }),
+      tf.layers.dense({ units: classes, kernelInitializer: init(), name: 'logits' }),
+    ],
+  });
+};
+
+/** All-convolutional, global average pooling, no big FC layer: the opposite of AlexNet-like. */
+const convnetGap: ModelFactory = (tf, { inputShape, classes, seed }) => {
+  const init = seeded(tf, seed);
+  return tf.sequential({
+    name: 'convnet_gap',
+    layers: [
+      tf.layers.conv2d({ inputShape, filters: 32, kernelSize: 3, padding: 'same', activation: 'relu', kernelInitializer: init() }),
+      tf.layers.conv2d({ filters: 64, kernelSize: 3, strides: 2, padding: 'same', activation: 'relu', kernelInitializer: init() }),
+      tf.layers.conv2d({ filters: 128, kernelSize: 3, strides: 2, padding: 'same', activation: 'relu', kernelInitializer: init() }),
+      tf.layers.conv2d({ filters: classes, kernelSize: 1, padding: 'valid', kernelInitializer: init(), name: 'classifier' }),
+      tf.layers.globalAveragePooling2d({ name: 'logits' }),
+    ],
+  });
+};
+
+export const BUILTIN_MODELS: Readonly<Record<string, BuiltinModel>> = {
+  'mlp': { factory: mlp, minImageSize: 1, description: 'two hidden dense layers (128, 64)' },
+  'alexnet-mini': { factory: alexnetMini, minImageSize: 8, preferredInputShape: [32, 32, 3], description: 'AlexNet-like for CPUs: 3 conv blocks, FC 512' },
+  'alexnet': { factory: alexnet, minImageSize: 195, preferredInputShape: [227, 227, 3], description: 'AlexNet shapes, 227x227x3, ~61M parameters' },
+  'convnet-gap': { factory: convnetGap, minImageSize: 4, preferredInputShape: [32, 32, 3], description: 'all-conv with global average pooling' },
+};

@@ -1,0 +1,83 @@
+// The faster conv/matmul kernels and gradients against tfjs's stock ones,
+// computed two ways on the same inputs: stock first, then with tandem's installed.
+import t from 'tap';
+import * as tf from '@tensorflow/tfjs';
+import { installFastGradients } from '../src/engine/fast-gradients.js';
+import { startBackend } from '../src/engine/backend.js';
+
+type Case = { name: string; x: number[]; w: number[]; strides: number | [number, number]; pad: 'same' | 'valid' | number };
+const cases: Case[] = [];
+for (const pad of ['same', 'valid', 1] as const) {
+  for (const strides of [1, 2, [2, 1]] as (number | [number, number])[]) {
+    for (const [x, w] of [[[2, 7, 7, 3], [3, 3, 3, 4]], [[1, 8, 6, 2], [2, 2, 2, 3]], [[3, 5, 5, 1], [5, 5, 1, 2]], [[2, 6, 9, 2], [1, 3, 2, 2]]]) {
+      cases.push({ name: `x${x} w${w} s${strides} ${pad}`, x, w, strides, pad });
+    }
+  }
+}
+
+function seededTensor(shape: number[], seed: number) {
+  return tf.randomUniform(shape, -1, 1, 'float32', seed);
+}
+
+function convGrads(c: Case) {
+  return tf.tidy(() => {
+    const x = seededTensor(c.x, 1), w = seededTensor(c.w, 2);
+    const f = (a: tf.Tensor, b: tf.Tensor) => tf.conv2d(a as tf.Tensor4D, b as tf.Tensor4D, c.strides, c.pad).square().sum();
+    const [dx, dw] = tf.grads(f)([x, w]);
+    return [dx.arraySync(), dw.arraySync()];
+  });
+}
+
+function fusedGrads(c: Case) { // linear fused conv calls Conv2DBackpropFilter directly
+  return tf.tidy(() => {
+    const x = seededTensor(c.x, 3), w = seededTensor(c.w, 4);
+    const [, dw] = tf.grads((a: tf.Tensor, b: tf.Tensor) =>
+      tf.fused.conv2d({ x: a as tf.Tensor4D, filter: b as tf.Tensor4D, strides: c.strides, pad: c.pad }).square().sum())([x, w]);
+    return dw.arraySync();
+  });
+}
+
+function matmulGrads(ta: boolean, tb: boolean) {
+  return tf.tidy(() => {
+    const a = seededTensor(ta ? [5, 4] : [4, 5], 5), b = seededTensor(tb ? [3, 5] : [5, 3], 6);
+    const [da, db] = tf.grads((p: tf.Tensor, q: tf.Tensor) => tf.matMul(p, q, ta, tb).square().sum())([a, b]);
+    return [da.arraySync(), db.arraySync()];
+  });
+}
+
+function maxAbsDiff(a: unknown, b: unknown): number {
+  const fa = [a].flat(5) as number[], fb = [b].flat(5) as number[];
+  if (fa.length !== fb.length) return Infinity;
+  return fa.reduce((m, v, i) => Math.max(m, Math.abs(v - fb[i])), 0);
+}
+
+t.test('cpu: conv2d dx/dW and fused dW equal the stock gradients for every padding/stride case', async t => {
+  await tf.setBackend('cpu');
+  const stock = cases.map(c => ({ conv: convGrads(c), fused: fusedGrads(c) }));
+  const stockMM = [[false, false], [true, false], [false, true], [true, true]].map(([a, b]) => matmulGrads(a, b));
+  const report = installFastGradients(tf, 'cpu');
+  t.ok(report.installed.includes('Conv2DBackpropFilter'), 'filter kernel replaced on cpu');
+  cases.forEach((c, i) => {
+    const fast = convGrads(c);
+    t.ok(maxAbsDiff(fast[0], stock[i].conv[0]) < 1e-4, `dx ${c.name}`);
+    t.ok(maxAbsDiff(fast[1], stock[i].conv[1]) < 1e-4, `dW ${c.name}`);
+    t.ok(maxAbsDiff(fusedGrads(c), stock[i].fused) < 1e-4, `fused dW ${c.name}`);
+  });
+  // Unsupported (dilated) convolution still runs the stock path.
+  const dil = tf.tidy(() => tf.conv2d(seededTensor([1, 6, 6, 1], 1) as tf.Tensor4D, seededTensor([3, 3, 1, 1], 2) as tf.Tensor4D, 1, 'same', 'NHWC', 2).sum().arraySync());
+  t.type(dil, 'number');
+  t.equal(installFastGradients(tf, 'cpu').installed.length, 0, 'installing twice is a no-op');
+  // Reference: wasm with tandem's kernels must match the cpu stock results too.
+  await startBackend(tf, 'wasm');
+  cases.forEach((c, i) => {
+    const fast = convGrads(c);
+    t.ok(maxAbsDiff(fast[0], stock[i].conv[0]) < 1e-3, `wasm dx ${c.name}`);
+    t.ok(maxAbsDiff(fast[1], stock[i].conv[1]) < 1e-3, `wasm dW ${c.name}`);
+    t.ok(maxAbsDiff(fusedGrads(c), stock[i].fused) < 1e-3, `wasm fused dW ${c.name}`);
+  });
+  [[false, false], [true, false], [false, true], [true, true]].forEach(([a, b], i) => {
+    const g = matmulGrads(a, b);
+    t.ok(maxAbsDiff(g, stockMM[i]) < 1e-4, `wasm matmul grads transposeA=${a} transposeB=${b}`);
+  });
+  await tf.setBackend('cpu');
+});
