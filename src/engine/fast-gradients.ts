@@ -74,16 +74,21 @@ function pair(v: number | number[] | undefined, dflt: number): [number, number] 
 }
 
 /**
- * Is this a conv the convolution-based formulas cover? NHWC, no dilation, no
- * rounding mode, and no numeric pad on a non-square filter (tfjs sizes that
- * case's output width from the filter height; only the stock kernels agree
- * with that, so they keep it).
+ * A numeric pad is only well defined in tfjs for a square filter and equal
+ * strides: tfjs sizes the output width from the filter height and the height
+ * stride. Only the stock kernels agree with that, so they keep such cases.
  */
+function numericPadIsUniform(attrs: Record<string, unknown>, filterShape: number[]): boolean {
+  if (typeof attrs.pad !== 'number') return true;
+  const [sh, sw] = pair(attrs.strides as number | number[] | undefined, 1);
+  return filterShape[0] === filterShape[1] && sh === sw;
+}
+
+/** Is this a conv the convolution-based formulas cover? NHWC, no dilation, no rounding mode, a well-defined pad. */
 function convIsCovered(attrs: Record<string, unknown>, filterShape: number[]): boolean {
   const format = (attrs.dataFormat as string | undefined) ?? 'NHWC';
   const [dh, dw] = pair(attrs.dilations as number | number[] | undefined, 1);
-  const squareOrNamedPad = typeof attrs.pad !== 'number' || filterShape[0] === filterShape[1];
-  return format === 'NHWC' && dh === 1 && dw === 1 && attrs.dimRoundingMode == null && squareOrNamedPad;
+  return format === 'NHWC' && dh === 1 && dw === 1 && attrs.dimRoundingMode == null && numericPadIsUniform(attrs, filterShape);
 }
 
 function registerConvBackpropFilterKernel(tf: Tf, backendName: string): void {
@@ -199,8 +204,7 @@ function registerExplicitPadConv(tf: Tf, backendName: string, kernelName: 'Conv2
     kernelFunc: ((args: Parameters<KernelFunc>[0]) => {
       const { pad, strides, dilations, dimRoundingMode, dataFormat } = args.attrs;
       if (pad !== 'same' && typeof pad !== 'number') return stockFunc(args);
-      const [fH, fW] = args.inputs.filter.shape;
-      if (typeof pad === 'number' && fH !== fW) return delegateToCpu(tf, kernelName, args);
+      if (!numericPadIsUniform(args.attrs, args.inputs.filter.shape)) return delegateToCpu(tf, kernelName, args);
       const info = tf.backend_util.computeConv2DInfo(
         args.inputs.x.shape as [number, number, number, number], args.inputs.filter.shape as [number, number, number, number],
         strides as number, dilations as number, pad, dimRoundingMode as 'round', false,
