@@ -1,0 +1,167 @@
+/**
+ * Worker entry of a device's compute thread: its own tfjs engine, the model
+ * replica, forward and backward. The only file of the compute side that
+ * touches `parentPort`. Every failure goes back as data with device, step and
+ * phase; the main thread rethrows it with that context.
+ */
+import { parentPort } from 'node:worker_threads';
+import * as tf from '@tensorflow/tfjs';
+import { serializeError } from '../errors.js';
+import { startBackend } from '../engine/backend.js';
+import { buildModel, classificationLoss, outputsProbabilities } from '../model/resolve-model.js';
+import { layoutParameters, type ParameterGroup, type ParameterLayout } from '../model/parameter-layout.js';
+import { inputSlotIndex, INPUT_SLOTS } from '../data/shard-loader.js';
+import { ControlBlock, type Phase } from './control-block.js';
+import { gradSlots, paramSlots, type SharedBuffers } from './shared-buffers.js';
+import type { FromCompute, ModelArtifactsData, ToCompute } from './protocol.js';
+import type { ResolvedConfig } from '../config.js';
+import type { LayersModel } from '../engine/tfjs-types.js';
+
+if (!parentPort) throw new Error('compute-worker must run as a worker thread');
+const port = parentPort;
+
+let device = -1;
+let config: ResolvedConfig;
+let control: ControlBlock;
+let model: LayersModel;
+let layout: ParameterLayout;
+let buffers: SharedBuffers;
+let groups: ParameterGroup[];
+let params: Float32Array;
+let grads: Float32Array;
+let probabilities = false;
+let phase: Phase = 'setup';
+let step = 0;
+
+function send(msg: FromCompute, transfer: ArrayBuffer[] = []): void { port.postMessage(msg, transfer); }
+
+function enter(p: Phase): void {
+  phase = p;
+  control?.setPhase(device, p, step);
+  const fi = config?.faultInjection;
+  if (fi && fi.device === device && fi.step === step && fi.phase === p) {
+    if (fi.kind === 'exit') process.exit(3);
+    throw new Error(`injected fault (${fi.kind}) in ${p}`);
+  }
+}
+
+port.on('message', (msg: ToCompute) => {
+  handle(msg).catch(err => {
+    send({ type: 'error', device, step, phase, error: serializeError(err) });
+  });
+});
+
+async function handle(msg: ToCompute): Promise<void> {
+  switch (msg.type) {
+    case 'init': return init(msg.device, msg.config, msg.control, msg.groupCount);
+    case 'buffers': return attach(msg.buffers, msg.groups);
+    case 'step': return trainStep(msg.step);
+    case 'finish': return finish(msg.lastStep, msg.exportModel);
+    default: { const never: never = msg; throw new Error(`unknown message ${JSON.stringify(never)}`); }
+  }
+}
+
+async function init(d: number, c: ResolvedConfig, controlBuffer: SharedArrayBuffer, groupCount: number): Promise<void> {
+  device = d;
+  config = c;
+  control = new ControlBlock(controlBuffer, c.devices, groupCount, c.stallTimeoutMs);
+  enter('setup');
+  await startBackend(tf, c.backend);
+  model = await buildModel(tf, c.model);
+  probabilities = outputsProbabilities(model);
+  const weights = model.trainableWeights.map(w => ({ name: w.originalName, shape: [...w.shape] as number[] }));
+  layout = layoutParameters(weights);
+  send({ type: 'built', device, weights, numTensors: tf.memory().numTensors });
+}
+
+function attach(b: SharedBuffers, g: ParameterGroup[]): void {
+  buffers = b;
+  groups = g;
+  params = paramSlots(b)[device];
+  grads = gradSlots(b)[device];
+  if (layout.total !== b.total) throw new Error(`device ${device} built a model of ${layout.total} parameters, the run expects ${b.total}`);
+  // Device 0's initial values are the run's: its comm thread broadcasts them (step 0).
+  if (device === 0) writeVariables(params, 'read');
+  for (let gi = 0; gi < groups.length; gi++) control.markGradsReady(device, gi, 0);
+  send({ type: 'initialised', device });
+}
+
+/** Copies between the model's variables and a flat slot (transmission order). */
+function writeVariables(slot: Float32Array, direction: 'read' | 'write'): void {
+  const vars = model.trainableWeights;
+  for (const spec of layout.variables) {
+    const v = vars[spec.modelIndex];
+    const view = slot.subarray(spec.offset, spec.offset + spec.size);
+    if (direction === 'read') {
+      view.set(v.read().dataSync() as Float32Array);
+    } else {
+      const t = tf.tensor(view, spec.shape, 'float32');
+      v.write(t);
+      t.dispose();
+    }
+  }
+}
+
+function waitForUpdate(ofStep: number): void {
+  for (let gi = 0; gi < groups.length; gi++) {
+    control.waitApplied(device, gi, ofStep, `device ${device}'s comm thread to apply the update of step ${ofStep}`);
+  }
+}
+
+async function trainStep(s: number): Promise<void> {
+  step = s;
+  const t0 = performance.now();
+  enter('load');
+  waitForUpdate(s - 1);
+  writeVariables(params, 'write');
+  const slot = inputSlotIndex(device, s % INPUT_SLOTS);
+  const x = new Float32Array(buffers.inputs, slot * buffers.inputSlotSize * 4, buffers.inputSlotSize);
+  const y = new Int32Array(buffers.labels, slot * buffers.labelSlotSize * 4, buffers.labelSlotSize);
+  const t1 = performance.now();
+  enter('forward');
+  const xs = tf.tensor(x, [config.perDevice, ...config.sampleShape], 'float32');
+  const ys = tf.tensor(y, [config.perDevice], 'int32');
+  let correct = 0;
+  // Marks the start of backward: its gradient is the first one backward runs.
+  const backwardMarker = tf.customGrad(((t: import('@tensorflow/tfjs').Tensor) => ({
+    value: t.clone(),
+    gradFunc: (dy: import('@tensorflow/tfjs').Tensor) => { enter('backward'); return dy; },
+  })) as never) as (t: import('@tensorflow/tfjs').Tensor) => import('@tensorflow/tfjs').Tensor;
+  const vars = model.trainableWeights.map(w => w.read() as import('@tensorflow/tfjs').Variable);
+  const { value, grads: g } = tf.variableGrads(() => {
+    const out = backwardMarker(model.apply(xs, { training: true }) as import('@tensorflow/tfjs').Tensor);
+    const { loss, correct: c } = classificationLoss(tf, out, ys, config.classes, probabilities);
+    correct = c.dataSync()[0];
+    c.dispose();
+    return loss as import('@tensorflow/tfjs').Scalar;
+  }, vars);
+  const loss = value.dataSync()[0];
+  enter('handoff');
+  for (const spec of layout.variables) {
+    const gv = g[vars[spec.modelIndex].name];
+    grads.set(gv.dataSync() as Float32Array, spec.offset);
+  }
+  tf.dispose([value, xs, ys, ...Object.values(g)]);
+  for (let gi = 0; gi < groups.length; gi++) control.markGradsReady(device, gi, s);
+  const t2 = performance.now();
+  enter('idle');
+  send({ type: 'stepDone', device, step: s, loss, correct, count: config.perDevice, computeMs: t2 - t1, loadMs: t1 - t0, numTensors: tf.memory().numTensors });
+}
+
+async function finish(lastStep: number, exportModel: boolean): Promise<void> {
+  step = lastStep;
+  enter('export');
+  waitForUpdate(lastStep);
+  writeVariables(params, 'write');
+  let artifacts: ModelArtifactsData | undefined;
+  if (exportModel) {
+    await model.save(tf.io.withSaveHandler(async a => {
+      const data = a.weightData;
+      const weightData = Array.isArray(data) ? tf.io.concatenateArrayBuffers(data) : (data as ArrayBuffer);
+      artifacts = { modelTopology: a.modelTopology as object, weightSpecs: a.weightSpecs as never, weightData };
+      return { modelArtifactsInfo: { dateSaved: new Date(), modelTopologyType: 'JSON' } };
+    }));
+  }
+  enter('done');
+  send({ type: 'finished', device, artifacts, numTensors: tf.memory().numTensors }, artifacts ? [artifacts.weightData] : []);
+}

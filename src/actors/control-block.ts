@@ -1,0 +1,146 @@
+/**
+ * The control words every thread of a run shares: an abort flag, a stop flag,
+ * the barrier of the comm threads, and per device its phase, step and the
+ * sequence numbers of the gradient hand-off (compute -> comm) and of the
+ * applied update (comm -> compute). All waits are Atomics.wait in slices, each
+ * checking the abort flag, with a stall deadline: every wait has a way out.
+ */
+import { TandemError } from '../errors.js';
+
+/** `handoff`: the compute thread writes gradients to shared memory; `exchange`/`update`: the comm thread. */
+export const PHASES = ['idle', 'setup', 'load', 'forward', 'backward', 'handoff', 'exchange', 'update', 'export', 'done'] as const;
+export type Phase = (typeof PHASES)[number];
+
+// Slots of the header (the piscina habit: named constants for header words).
+const ABORT = 0;
+const STOP = 1;
+const BARRIER_COUNT = 2;
+const BARRIER_GENERATION = 3;
+const HEADER = 8;
+// Per-device words.
+const PHASE = 0;
+const STEP = 1;
+const PER_GROUP = 2; // [gradsReady, applied] per group
+const GRADS_READY = 0;
+const APPLIED = 1;
+
+const WAIT_SLICE_MS = 50;
+
+export class ControlBlock {
+  readonly words: Int32Array;
+  readonly devices: number;
+  readonly groups: number;
+  readonly stallTimeoutMs: number;
+  private readonly stride: number;
+
+  static byteLength(devices: number, groups: number): number {
+    return (HEADER + devices * (2 + PER_GROUP * groups)) * 4;
+  }
+
+  constructor(buffer: SharedArrayBuffer, devices: number, groups: number, stallTimeoutMs: number) {
+    this.words = new Int32Array(buffer);
+    this.devices = devices;
+    this.groups = groups;
+    this.stallTimeoutMs = stallTimeoutMs;
+    this.stride = 2 + PER_GROUP * groups;
+  }
+
+  private base(device: number): number { return HEADER + device * this.stride; }
+
+  get aborted(): boolean { return Atomics.load(this.words, ABORT) !== 0; }
+  get stopped(): boolean { return Atomics.load(this.words, STOP) !== 0; }
+
+  /** Wakes every waiter: they see the flag and leave. */
+  abort(): void { Atomics.store(this.words, ABORT, 1); this.wakeAll(); }
+  stop(): void { Atomics.store(this.words, STOP, 1); this.wakeAll(); }
+
+  private wakeAll(): void {
+    for (let i = 0; i < this.words.length; i++) Atomics.notify(this.words, i);
+  }
+
+  setPhase(device: number, phase: Phase, step: number): void {
+    Atomics.store(this.words, this.base(device) + PHASE, PHASES.indexOf(phase));
+    Atomics.store(this.words, this.base(device) + STEP, step);
+  }
+
+  phaseOf(device: number): { phase: Phase; step: number } {
+    return {
+      phase: PHASES[Atomics.load(this.words, this.base(device) + PHASE)] ?? 'idle',
+      step: Atomics.load(this.words, this.base(device) + STEP),
+    };
+  }
+
+  private groupWord(device: number, group: number, which: number): number {
+    return this.base(device) + 2 + group * PER_GROUP + which;
+  }
+
+  markGradsReady(device: number, group: number, step: number): void { this.publish(this.groupWord(device, group, GRADS_READY), step); }
+  markApplied(device: number, group: number, step: number): void { this.publish(this.groupWord(device, group, APPLIED), step); }
+  gradsReady(device: number, group: number): number { return Atomics.load(this.words, this.groupWord(device, group, GRADS_READY)); }
+  applied(device: number, group: number): number { return Atomics.load(this.words, this.groupWord(device, group, APPLIED)); }
+
+  /** Waits until the compute side handed over `group` of `step`. False when the run is stopping. */
+  waitGradsReady(device: number, group: number, step: number, what: string): boolean {
+    return this.waitAtLeast(this.groupWord(device, group, GRADS_READY), step, what);
+  }
+
+  /** Waits until the comm side applied `group` of `step`. */
+  waitApplied(device: number, group: number, step: number, what: string): boolean {
+    return this.waitAtLeast(this.groupWord(device, group, APPLIED), step, what);
+  }
+
+  /** Non-blocking form for the main thread. */
+  async waitAppliedAsync(device: number, group: number, step: number): Promise<void> {
+    const index = this.groupWord(device, group, APPLIED);
+    for (;;) {
+      const seen = Atomics.load(this.words, index);
+      if (seen >= step) return;
+      if (this.aborted) throw new TandemError('ABORTED', 'run aborted');
+      const { async, value } = Atomics.waitAsync(this.words, index, seen, WAIT_SLICE_MS);
+      if (async) await value;
+    }
+  }
+
+  private publish(index: number, value: number): void {
+    Atomics.store(this.words, index, value);
+    Atomics.notify(this.words, index);
+  }
+
+  private waitAtLeast(index: number, target: number, what: string): boolean {
+    const deadline = Date.now() + this.stallTimeoutMs;
+    for (;;) {
+      const seen = Atomics.load(this.words, index);
+      if (seen >= target) return true;
+      this.checkAbort();
+      if (this.stopped) return false;
+      if (Date.now() > deadline) throw stalled(what, this.stallTimeoutMs);
+      Atomics.wait(this.words, index, seen, WAIT_SLICE_MS);
+    }
+  }
+
+  checkAbort(): void {
+    if (this.aborted) throw new TandemError('ABORTED', 'run aborted by another thread');
+  }
+
+  /** Sense-reversing barrier of the `devices` comm threads. */
+  barrier(what: string): void {
+    const generation = Atomics.load(this.words, BARRIER_GENERATION);
+    if (Atomics.add(this.words, BARRIER_COUNT, 1) === this.devices - 1) {
+      Atomics.store(this.words, BARRIER_COUNT, 0);
+      Atomics.add(this.words, BARRIER_GENERATION, 1);
+      Atomics.notify(this.words, BARRIER_GENERATION);
+      return;
+    }
+    const deadline = Date.now() + this.stallTimeoutMs;
+    while (Atomics.load(this.words, BARRIER_GENERATION) === generation) {
+      this.checkAbort();
+      if (Date.now() > deadline) throw stalled(what, this.stallTimeoutMs);
+      Atomics.wait(this.words, BARRIER_GENERATION, generation, WAIT_SLICE_MS);
+    }
+  }
+}
+
+function stalled(what: string, ms: number): TandemError {
+  return new TandemError('STALLED', `waited ${(ms / 1000).toFixed(1)} s for ${what}; a peer device stopped responding ` +
+    '(raise stallTimeoutMs if steps are legitimately this slow)');
+}

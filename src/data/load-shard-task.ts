@@ -1,0 +1,41 @@
+/**
+ * Piscina task (worker side): reads the samples of one device's shard into the
+ * shared input and label buffers. Checks what can only be checked at loading:
+ * labels in range and finite inputs, naming the sample index.
+ */
+import { TandemError } from '../errors.js';
+import type { DatasetSpec } from './dataset.js';
+import { sampleSize } from './dataset.js';
+import { resolveDataset } from './resolve-dataset.js';
+
+export interface LoadShardTask {
+  dataset: DatasetSpec;
+  indices: Int32Array;
+  inputs: SharedArrayBuffer;
+  /** In floats. */
+  inputOffset: number;
+  labels: SharedArrayBuffer;
+  /** In int32s. */
+  labelOffset: number;
+}
+
+export default async function loadShard(task: LoadShardTask): Promise<number> {
+  const ds = await resolveDataset(task.dataset);
+  const inputs = new Float32Array(task.inputs);
+  const labels = new Int32Array(task.labels);
+  const per = sampleSize(ds.sampleShape);
+  task.indices.forEach((index, i) => {
+    const offset = task.inputOffset + i * per;
+    const label = ds.read(index, inputs, offset);
+    if (!Number.isInteger(label) || label < 0 || label >= ds.classes) {
+      throw new TandemError('BAD_CONFIG', `dataset ${task.dataset.source}: sample ${index} has label ${label}, outside [0, ${ds.classes})`);
+    }
+    for (let k = offset; k < offset + per; k++) {
+      if (!Number.isFinite(inputs[k])) {
+        throw new TandemError('BAD_CONFIG', `dataset ${task.dataset.source}: sample ${index} has a non-finite input value at element ${k - offset}`);
+      }
+    }
+    labels[task.labelOffset + i] = label;
+  });
+  return task.indices.length;
+}

@@ -1,0 +1,46 @@
+/** Builds a model from its spec (builtin name or module path) on the caller's own `tf`. */
+import { TandemError } from '../errors.js';
+import type { LayersModel, Tf, Tensor } from '../engine/tfjs-types.js';
+import { isModulePath, loadDefaultExport, resolveModuleUrl } from '../data/resolve-dataset.js';
+import { BUILTIN_MODELS, type ModelFactory, type ModelOptions } from './builtin-models.js';
+
+export interface ModelSpec {
+  source: string;
+  options: ModelOptions;
+}
+
+export async function resolveModelFactory(source: string): Promise<ModelFactory> {
+  const builtin = BUILTIN_MODELS[source];
+  if (builtin) return builtin.factory;
+  if (!isModulePath(source)) {
+    throw new TandemError('UNKNOWN_MODEL', `unknown model '${source}'. Builtins: ${Object.keys(BUILTIN_MODELS).join(', ')}; ` +
+      'or give a path to an ES module whose default export is (tf, options) => tf.LayersModel.');
+  }
+  return loadDefaultExport<ModelFactory>(resolveModuleUrl(source, 'model'), 'model');
+}
+
+export async function buildModel(tf: Tf, spec: ModelSpec): Promise<LayersModel> {
+  const factory = await resolveModelFactory(spec.source);
+  const model = await factory(tf, spec.options);
+  if (!model || typeof (model as LayersModel).apply !== 'function' || !Array.isArray((model as LayersModel).trainableWeights)) {
+    throw new TandemError('BAD_CONFIG', `model factory '${spec.source}' did not return a tf.LayersModel`);
+  }
+  return model;
+}
+
+/** True when the model ends in a softmax (outputs probabilities, not logits). */
+export function outputsProbabilities(model: LayersModel): boolean {
+  const last = model.layers[model.layers.length - 1];
+  const activation = (last.getConfig() as { activation?: unknown }).activation;
+  return activation === 'softmax';
+}
+
+/** Mean cross-entropy of `output` against integer `labels`, and the number of correct predictions. */
+export function classificationLoss(tf: Tf, output: Tensor, labels: Tensor, classes: number, probabilities: boolean): { loss: Tensor; correct: Tensor } {
+  const oneHot = tf.oneHot(labels as import('@tensorflow/tfjs').Tensor1D, classes);
+  const loss = probabilities
+    ? tf.metrics.categoricalCrossentropy(oneHot, output).mean()
+    : tf.losses.softmaxCrossEntropy(oneHot, output);
+  const correct = tf.tidy(() => tf.equal(tf.argMax(output, -1), labels).sum());
+  return { loss, correct };
+}

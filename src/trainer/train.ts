@@ -1,0 +1,249 @@
+/**
+ * `train(config)`: the main-thread side of a run. Validates the config before
+ * any thread starts, spawns one DeviceActor per device, lays out shared
+ * memory once the replicas report their variables, drives the steps
+ * (loading step s+1 while step s trains), and ends every thread whether the
+ * run succeeds or fails. The first failure of any thread rejects the run with
+ * the device, step and phase.
+ */
+import { mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { resolveConfig, type ResolvedConfig, type TrainConfig } from '../config.js';
+import { TandemError } from '../errors.js';
+import { ControlBlock } from '../actors/control-block.js';
+import { DeviceActor, deviceError } from '../actors/device-actor.js';
+import { allocateModelBuffers, paramSlots, type SharedBuffers } from '../actors/shared-buffers.js';
+import type { FromComm, FromCompute, ModelArtifactsData, WeightShape } from '../actors/protocol.js';
+import { allocateInputBuffers, ShardLoader } from '../data/shard-loader.js';
+import { GlobalBatchSampler } from '../data/sampler.js';
+import { sampleSize } from '../data/dataset.js';
+import { layoutParameters, type ParameterLayout } from '../model/parameter-layout.js';
+import { optimizerStateSlots } from '../optim/flat-optimizer.js';
+import { exchangeGroups } from '../pipeline/strategy.js';
+import { writeModelFiles } from './model-files.js';
+
+export interface StepMetrics {
+  step: number;
+  loss: number;
+  accuracy: number;
+  samplesPerSecond: number;
+  stepMs: number;
+  /** Per device: compute-thread ms (forward+backward+handoff). */
+  computeMs: number[];
+  /** tfjs tensors alive on each device after the step. */
+  numTensors: number[];
+}
+
+export interface TrainSummary {
+  config: Omit<ResolvedConfig, 'faultInjection'>;
+  steps: number;
+  finalLoss: number;
+  finalAccuracy: number;
+  samplesPerSecond: number;
+  wallSeconds: number;
+  meanStepMs: number;
+  timings: { meanComputeMs: number; meanExchangeMs: number; meanUpdateMs: number; meanLoadWaitMs: number };
+  parameters: number;
+  history: { step: number; loss: number; accuracy: number }[];
+  /** Final parameters in model order (`model.trainableWeights`), from device 0. */
+  weights: { name: string; shape: number[]; values: Float32Array }[];
+  modelPath?: string;
+}
+
+export interface TrainHooks {
+  /** After each step, once every device has applied its update: every replica's parameters. */
+  onStepApplied?(step: number, replicas: Float32Array[], layout: ParameterLayout): void;
+  onStep?(metrics: StepMetrics): void;
+}
+
+export async function train(config: TrainConfig, hooks: TrainHooks = {}): Promise<TrainSummary> {
+  const resolved = await resolveConfig(config);
+  return new TrainingRun(resolved, hooks).run();
+}
+
+type Waiter = { need: number; got: FromCompute[]; resolve: (m: FromCompute[]) => void };
+
+class TrainingRun {
+  private readonly control: ControlBlock;
+  private readonly controlBuffer: SharedArrayBuffer;
+  private readonly actors: DeviceActor[] = [];
+  private loader?: ShardLoader;
+  private failure?: TandemError;
+  private rejectRun?: (err: TandemError) => void;
+  private readonly waiters = new Map<string, Waiter>();
+  private readonly commStats = { exchangeMs: 0, updateMs: 0, count: 0 };
+
+  constructor(private readonly cfg: ResolvedConfig, private readonly hooks: TrainHooks) {
+    const groupCount = 1; // sequential: one group. (Strategies with more groups size this from the layout.)
+    this.controlBuffer = new SharedArrayBuffer(ControlBlock.byteLength(cfg.devices, groupCount));
+    this.control = new ControlBlock(this.controlBuffer, cfg.devices, groupCount, cfg.stallTimeoutMs);
+    this.control.words.fill(-1, 8); // per-device sequence words start "before step 0"
+    for (let d = 0; d < cfg.devices; d++) this.control.setPhase(d, 'setup', 0);
+  }
+
+  async run(): Promise<TrainSummary> {
+    const failed = new Promise<never>((_, reject) => { this.rejectRun = reject; });
+    failed.catch(() => {});
+    try {
+      return await Promise.race([this.drive(), failed]);
+    } catch (err) {
+      throw this.failure ?? err;
+    } finally {
+      this.control.abort();
+      await Promise.all(this.actors.map(a => a.close()));
+      await this.loader?.close();
+    }
+  }
+
+  private fail(err: TandemError): void {
+    if (this.failure) return;
+    this.failure = err;
+    this.control.abort();
+    this.rejectRun?.(err);
+  }
+
+  private onCompute(msg: FromCompute): void {
+    if (msg.type === 'error') {
+      this.fail(deviceError('compute', msg.device, msg.step, msg.phase, msg.error));
+      return;
+    }
+    const key = msg.type === 'stepDone' ? `stepDone:${msg.step}` : msg.type;
+    const w = this.waiters.get(key);
+    if (!w) return;
+    w.got.push(msg);
+    if (w.got.length === w.need) { this.waiters.delete(key); w.resolve(w.got); }
+  }
+
+  private onComm(msg: FromComm): void {
+    switch (msg.type) {
+      case 'error':
+        if (msg.error.code === 'ABORTED' && this.failure) return;
+        this.fail(deviceError('comm', msg.device, msg.step, msg.phase, msg.error));
+        return;
+      case 'exchanged':
+        this.commStats.exchangeMs += msg.exchangeMs;
+        this.commStats.updateMs += msg.updateMs;
+        this.commStats.count++;
+        return;
+      case 'stopped':
+        return;
+      default: { const never: never = msg; throw new Error(`unknown comm message ${JSON.stringify(never)}`); }
+    }
+  }
+
+  /** Resolves when every device sent a message of `key`. Register before posting. */
+  private expectAll(key: string): Promise<FromCompute[]> {
+    return new Promise(resolve => this.waiters.set(key, { need: this.cfg.devices, got: [], resolve }));
+  }
+
+  private async drive(): Promise<TrainSummary> {
+    const cfg = this.cfg;
+    const started = performance.now();
+    const built = this.expectAll('built');
+    for (let d = 0; d < cfg.devices; d++) {
+      const actor = new DeviceActor(d, this.control, {
+        onCompute: m => this.onCompute(m),
+        onComm: m => this.onComm(m),
+        onFailure: e => this.fail(e),
+      });
+      this.actors.push(actor);
+      actor.postCompute({ type: 'init', device: d, config: cfg, control: this.controlBuffer, groupCount: 1 });
+    }
+    const reports = (await built) as (FromCompute & { type: 'built' })[];
+    const weights = reports.find(r => r.device === 0)!.weights;
+    const layout = layoutParameters(weights);
+    for (const r of reports) {
+      if (JSON.stringify(r.weights.map(w => w.shape)) !== JSON.stringify(weights.map(w => w.shape))) {
+        throw new TandemError('BAD_CONFIG', `device ${r.device} built a model with different variables than device 0; the model factory must be deterministic in shape`);
+      }
+    }
+    const groups = exchangeGroups(cfg.strategy, layout);
+    const input = allocateInputBuffers(cfg.devices, cfg.perDevice, sampleSize(cfg.sampleShape));
+    const buffers: SharedBuffers = {
+      control: this.controlBuffer,
+      ...allocateModelBuffers(cfg.devices, layout.total, optimizerStateSlots(cfg.optimizer)),
+      ...input,
+    };
+    const sampler = new GlobalBatchSampler(cfg.datasetSize, cfg.batch, cfg.seed);
+    this.loader = new ShardLoader(cfg.data, input, sampler, cfg.devices, cfg.loaderThreads);
+    let loading = this.loader.fill(1);
+
+    const initialised = this.expectAll('initialised');
+    for (const a of this.actors) a.postCompute({ type: 'buffers', buffers, groups });
+    await initialised;
+    for (const a of this.actors) a.startComm({ type: 'start', device: a.device, config: cfg, control: this.controlBuffer, buffers, groups });
+
+    const history: TrainSummary['history'] = [];
+    let computeTotal = 0, loadWaitTotal = 0;
+    const trainStart = performance.now();
+    const replicas = paramSlots(buffers);
+    for (let step = 1; step <= cfg.steps; step++) {
+      const t0 = performance.now();
+      await loading;
+      loadWaitTotal += performance.now() - t0;
+      const done = this.expectAll(`stepDone:${step}`);
+      for (const a of this.actors) a.postCompute({ type: 'step', step });
+      const results = (await done) as (FromCompute & { type: 'stepDone' })[];
+      results.sort((a, b) => a.device - b.device);
+      // Step s+1's inputs go into the other slot while the comm threads finish step s.
+      if (step < cfg.steps) loading = this.loader.fill(step + 1);
+      const loss = results.reduce((s, r) => s + r.loss, 0) / results.length;
+      const accuracy = results.reduce((s, r) => s + r.correct, 0) / cfg.batch;
+      const stepMs = performance.now() - t0;
+      const computeMs = results.map(r => r.computeMs);
+      computeTotal += Math.max(...computeMs);
+      history.push({ step, loss, accuracy });
+      this.hooks.onStep?.({ step, loss, accuracy, stepMs, samplesPerSecond: cfg.batch / (stepMs / 1000), computeMs, numTensors: results.map(r => r.numTensors) });
+      if (this.hooks.onStepApplied) {
+        await Promise.all(this.actors.map(a => this.control.waitAppliedAsync(a.device, 0, step)));
+        this.hooks.onStepApplied(step, replicas, layout);
+      }
+    }
+    const finished = this.expectAll('finished');
+    for (const a of this.actors) a.postCompute({ type: 'finish', lastStep: cfg.steps, exportModel: a.device === 0 && cfg.out !== undefined });
+    const fin = (await finished) as (FromCompute & { type: 'finished' })[];
+    const trainSeconds = (performance.now() - trainStart) / 1000;
+    const last = history[history.length - 1];
+    const artifacts = fin.find(f => f.device === 0)?.artifacts;
+    const summary: TrainSummary = {
+      config: withoutFault(cfg),
+      steps: cfg.steps,
+      finalLoss: last.loss,
+      finalAccuracy: last.accuracy,
+      samplesPerSecond: (cfg.steps * cfg.batch) / trainSeconds,
+      wallSeconds: (performance.now() - started) / 1000,
+      meanStepMs: (trainSeconds * 1000) / cfg.steps,
+      timings: {
+        meanComputeMs: computeTotal / cfg.steps,
+        meanExchangeMs: this.commStats.exchangeMs / Math.max(1, this.commStats.count),
+        meanUpdateMs: this.commStats.updateMs / Math.max(1, this.commStats.count),
+        meanLoadWaitMs: loadWaitTotal / cfg.steps,
+      },
+      parameters: layout.total,
+      history,
+      weights: modelOrderWeights(weights, layout, replicas[0]),
+    };
+    if (cfg.out) await this.writeOutputs(cfg.out, summary, artifacts);
+    return summary;
+  }
+
+  private async writeOutputs(dir: string, summary: TrainSummary, artifacts?: ModelArtifactsData): Promise<void> {
+    await mkdir(dir, { recursive: true });
+    if (artifacts) summary.modelPath = await writeModelFiles(dir, artifacts);
+    const { weights, ...rest } = summary;
+    void weights;
+    await writeFile(path.join(dir, 'summary.json'), JSON.stringify(rest, null, 2));
+  }
+}
+
+function withoutFault(cfg: ResolvedConfig): Omit<ResolvedConfig, 'faultInjection'> {
+  const { faultInjection, ...rest } = cfg;
+  void faultInjection;
+  return rest;
+}
+
+function modelOrderWeights(weights: WeightShape[], layout: ParameterLayout, slot: Float32Array): TrainSummary['weights'] {
+  const out: TrainSummary['weights'] = weights.map(w => ({ name: w.name, shape: w.shape, values: new Float32Array(0) }));
+  for (const v of layout.variables) out[v.modelIndex].values = slot.slice(v.offset, v.offset + v.size);
+  return out;
+}
