@@ -14,5 +14,6 @@ export type { Dataset, DatasetFactory, DatasetOptions } from './data/dataset.js'
 export { SharedMemoryCollective, shardOf } from './collectives/shared-memory-collective.js';
 export type { Collective, AllReduceKind, SlotSet } from './collectives/collective.js';
 export { fileModelHandler } from './trainer/model-files.js';
+export { trainReference } from './trainer/reference.js';
 export { STRATEGIES } from './pipeline/strategy.js';
 export type { StrategyName } from './pipeline/strategy.js';

@@ -1,0 +1,46 @@
+/**
+ * The single-engine reference loop: no workers, no shared memory, tfjs's own
+ * optimizers, the whole global batch at once. Data-parallel training must
+ * give what this gives (the lossless invariant); tests compare the two.
+ */
+import * as tf from '@tensorflow/tfjs';
+import { resolveConfig, type TrainConfig } from '../config.js';
+import { startBackend } from '../engine/backend.js';
+import { buildModel, classificationLoss, outputsProbabilities } from '../model/resolve-model.js';
+import { resolveDataset } from '../data/resolve-dataset.js';
+import { GlobalBatchSampler } from '../data/sampler.js';
+import { sampleSize } from '../data/dataset.js';
+import type { TrainSummary } from './train.js';
+
+export async function trainReference(config: TrainConfig): Promise<{ weights: TrainSummary['weights']; losses: number[] }> {
+  const cfg = await resolveConfig(config);
+  await startBackend(tf, cfg.backend);
+  const model = await buildModel(tf, cfg.model);
+  const probabilities = outputsProbabilities(model);
+  const ds = await resolveDataset(cfg.data);
+  const sampler = new GlobalBatchSampler(cfg.datasetSize, cfg.batch, cfg.seed);
+  const o = cfg.optimizer;
+  const optimizer = o.kind === 'adam' ? tf.train.adam(o.lr, o.beta1, o.beta2, o.epsilon)
+    : o.momentum > 0 ? tf.train.momentum(o.lr, o.momentum) : tf.train.sgd(o.lr);
+  const per = sampleSize(cfg.sampleShape);
+  const x = new Float32Array(cfg.batch * per), y = new Int32Array(cfg.batch);
+  const losses: number[] = [];
+  const vars = model.trainableWeights.map(w => w.read() as tf.Variable);
+  for (let step = 1; step <= cfg.steps; step++) {
+    sampler.batchIndices(step).forEach((index, i) => { y[i] = ds.read(index, x, i * per); });
+    const loss = tf.tidy(() => {
+      const xs = tf.tensor(x, [cfg.batch, ...cfg.sampleShape]), ys = tf.tensor(y, [cfg.batch], 'int32');
+      return optimizer.minimize(() => {
+        const { loss, correct } = classificationLoss(tf, model.apply(xs, { training: true }) as tf.Tensor, ys, cfg.classes, probabilities);
+        correct.dispose();
+        return loss as tf.Scalar;
+      }, true, vars) as tf.Scalar;
+    });
+    losses.push(loss.dataSync()[0]);
+    loss.dispose();
+  }
+  const weights = model.trainableWeights.map(w => ({ name: w.originalName, shape: [...w.shape] as number[], values: w.read().dataSync() as Float32Array }));
+  optimizer.dispose();
+  model.dispose();
+  return { weights, losses };
+}

@@ -1,0 +1,48 @@
+// Lossless: N devices on the same global batches give the parameters of the
+// single-engine reference loop (tfjs's own optimizers, whole batch at once),
+// and every replica holds identical parameters after every step.
+import t from 'tap';
+import { train, trainReference, type TrainConfig } from '../src/index.js';
+
+const TOLERANCE = 2e-5; // cpu backend on both sides: float32 summation order only
+
+function maxAbsDiff(a: { values: Float32Array }[], b: { values: Float32Array }[]): number {
+  let m = 0;
+  a.forEach((w, i) => w.values.forEach((v, j) => { m = Math.max(m, Math.abs(v - b[i].values[j])); }));
+  return m;
+}
+
+const base = { data: 'synthetic-images', imageSize: [12, 12, 1], classes: 5, datasetSize: 240, batch: 12, steps: 5, backend: 'cpu', seed: 3 } as const;
+
+for (const model of ['mlp', 'alexnet-mini']) {
+  for (const opt of [{ optimizer: 'sgd', lr: 0.05, momentum: 0.9 }, { optimizer: 'adam', lr: 0.01 }] as const) {
+    t.test(`${model} ${opt.optimizer}: 1, 2, 3 devices x both all-reduce forms equal the reference`, async t => {
+      const cfg: TrainConfig = { ...base, imageSize: [...base.imageSize], model, ...opt };
+      const ref = await trainReference(cfg);
+      t.ok(ref.losses.every(Number.isFinite), 'reference trains');
+      for (const devices of [1, 2, 3]) {
+        for (const allReduce of ['sharded', 'primary'] as const) {
+          let replicaChecks = 0, replicaMismatch = 0;
+          const run = await train({ ...cfg, devices, allReduce }, {
+            onStepApplied(_step, replicas) {
+              replicaChecks++;
+              for (const r of replicas) if (!r.every((v, i) => v === replicas[0][i])) replicaMismatch++;
+            },
+          });
+          const diff = maxAbsDiff(run.weights, ref.weights);
+          t.ok(diff < TOLERANCE, `${devices} device(s), ${allReduce}: max |param - reference| = ${diff.toExponential(2)} < ${TOLERANCE}`);
+          t.equal(replicaChecks, cfg.steps, 'replicas checked after every step');
+          t.equal(replicaMismatch, 0, 'all replicas bit-identical after every step');
+          t.ok(Math.abs(run.history[0].loss - ref.losses[0]) < 1e-4, 'first-step loss equals the reference loss');
+        }
+      }
+    });
+  }
+}
+
+t.test('the comparison can fail: a different learning rate is detected', async t => {
+  const cfg: TrainConfig = { ...base, imageSize: [...base.imageSize], model: 'mlp', optimizer: 'sgd', lr: 0.05 };
+  const ref = await trainReference(cfg);
+  const run = await train({ ...cfg, lr: 0.051, devices: 2 });
+  t.ok(maxAbsDiff(run.weights, ref.weights) > TOLERANCE);
+});
