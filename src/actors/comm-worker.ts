@@ -20,15 +20,15 @@ port.once('message', (msg: ToComm) => {
   let step = 0;
   let phase: Phase = 'setup';
   const send = (m: FromComm) => port.postMessage(m);
-  run(msg, (s, p) => { step = s; phase = p; })
+  const control = new ControlBlock(msg.control, msg.config.devices, msg.groups.length, msg.config.stallTimeoutMs);
+  run(msg, control, (s, p) => { step = s; phase = p; control.setPhase(msg.device, p, s, 'comm'); })
     .then(() => send({ type: 'stopped', device: msg.device }))
     .catch(err => send({ type: 'error', device: msg.device, step, phase, error: serializeError(err) }))
     .finally(() => port.close());
 });
 
-async function run(msg: ToComm, at: (step: number, phase: Phase) => void): Promise<void> {
+async function run(msg: ToComm, control: ControlBlock, at: (step: number, phase: Phase) => void): Promise<void> {
   const { device, config, buffers, groups } = msg;
-  const control = new ControlBlock(msg.control, config.devices, groups.length, config.stallTimeoutMs);
   const collective = new SharedMemoryCollective(config.allReduce, device, config.devices, control);
   const params = paramSlots(buffers), grads = gradSlots(buffers);
   const mine = params[device], myGrads = grads[device];

@@ -10,6 +10,7 @@ import { TandemError } from '../errors.js';
 /** `handoff`: the compute thread writes gradients to shared memory; `exchange`/`update`: the comm thread. */
 export const PHASES = ['idle', 'setup', 'load', 'forward', 'backward', 'handoff', 'exchange', 'update', 'export', 'done'] as const;
 export type Phase = (typeof PHASES)[number];
+export type ThreadSide = 'compute' | 'comm';
 
 // Slots of the header (the piscina habit: named constants for header words).
 const ABORT = 0;
@@ -17,10 +18,12 @@ const STOP = 1;
 const BARRIER_COUNT = 2;
 const BARRIER_GENERATION = 3;
 const HEADER = 8;
-// Per-device words.
+// Per-device words: phase and step of each of its two threads, then per group [gradsReady, applied].
 const PHASE = 0;
 const STEP = 1;
-const PER_GROUP = 2; // [gradsReady, applied] per group
+const COMM_OFFSET = 2;
+const DEVICE_HEADER = 4;
+const PER_GROUP = 2;
 const GRADS_READY = 0;
 const APPLIED = 1;
 
@@ -34,7 +37,7 @@ export class ControlBlock {
   private readonly stride: number;
 
   static byteLength(devices: number, groups: number): number {
-    return (HEADER + devices * (2 + PER_GROUP * groups)) * 4;
+    return (HEADER + devices * (DEVICE_HEADER + PER_GROUP * groups)) * 4;
   }
 
   constructor(buffer: SharedArrayBuffer, devices: number, groups: number, stallTimeoutMs: number) {
@@ -42,7 +45,7 @@ export class ControlBlock {
     this.devices = devices;
     this.groups = groups;
     this.stallTimeoutMs = stallTimeoutMs;
-    this.stride = 2 + PER_GROUP * groups;
+    this.stride = DEVICE_HEADER + PER_GROUP * groups;
   }
 
   private base(device: number): number { return HEADER + device * this.stride; }
@@ -58,20 +61,22 @@ export class ControlBlock {
     for (let i = 0; i < this.words.length; i++) Atomics.notify(this.words, i);
   }
 
-  setPhase(device: number, phase: Phase, step: number): void {
-    Atomics.store(this.words, this.base(device) + PHASE, PHASES.indexOf(phase));
-    Atomics.store(this.words, this.base(device) + STEP, step);
+  setPhase(device: number, phase: Phase, step: number, side: ThreadSide = 'compute'): void {
+    const at = this.base(device) + (side === 'comm' ? COMM_OFFSET : 0);
+    Atomics.store(this.words, at + PHASE, PHASES.indexOf(phase));
+    Atomics.store(this.words, at + STEP, step);
   }
 
-  phaseOf(device: number): { phase: Phase; step: number } {
+  phaseOf(device: number, side: ThreadSide = 'compute'): { phase: Phase; step: number } {
+    const at = this.base(device) + (side === 'comm' ? COMM_OFFSET : 0);
     return {
-      phase: PHASES[Atomics.load(this.words, this.base(device) + PHASE)] ?? 'idle',
-      step: Atomics.load(this.words, this.base(device) + STEP),
+      phase: PHASES[Atomics.load(this.words, at + PHASE)] ?? 'idle',
+      step: Atomics.load(this.words, at + STEP),
     };
   }
 
   private groupWord(device: number, group: number, which: number): number {
-    return this.base(device) + 2 + group * PER_GROUP + which;
+    return this.base(device) + DEVICE_HEADER + group * PER_GROUP + which;
   }
 
   markGradsReady(device: number, group: number, step: number): void { this.publish(this.groupWord(device, group, GRADS_READY), step); }

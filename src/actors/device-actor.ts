@@ -37,7 +37,7 @@ export class DeviceActor {
 
   private fail(side: string, cause: string, code: 'DEVICE_FAILED' | 'WORKER_EXITED', err?: Error): void {
     if (this.closing) return;
-    const { phase, step } = this.control.phaseOf(this.device);
+    const { phase, step } = this.control.phaseOf(this.device, side as 'compute' | 'comm');
     this.events.onFailure(new TandemError(code, `device ${this.device} failed at step ${step} in phase ${phase} (${side} thread): ${cause}`,
       { device: this.device, step, phase }, { cause: err }));
   }

@@ -77,8 +77,14 @@ class TrainingRun {
     const groupCount = 1; // sequential: one group. (Strategies with more groups size this from the layout.)
     this.controlBuffer = new SharedArrayBuffer(ControlBlock.byteLength(cfg.devices, groupCount));
     this.control = new ControlBlock(this.controlBuffer, cfg.devices, groupCount, cfg.stallTimeoutMs);
-    this.control.words.fill(-1, 8); // per-device sequence words start "before step 0"
-    for (let d = 0; d < cfg.devices; d++) this.control.setPhase(d, 'setup', 0);
+    for (let d = 0; d < cfg.devices; d++) {
+      for (let g = 0; g < groupCount; g++) { // sequence words start "before step 0"
+        this.control.markGradsReady(d, g, -1);
+        this.control.markApplied(d, g, -1);
+      }
+      this.control.setPhase(d, 'setup', 0, 'compute');
+      this.control.setPhase(d, 'setup', 0, 'comm');
+    }
   }
 
   async run(): Promise<TrainSummary> {

@@ -1,0 +1,49 @@
+// Bad configuration is refused with a clear TandemError before any thread starts.
+import t from 'tap';
+import { readFileSync, writeFileSync, mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { train, type TrainConfig } from '../src/index.js';
+import { parseTrainArgs } from '../src/cli/parse-train-args.js';
+
+function osThreads(): number {
+  return Number(/Threads:\s+(\d+)/.exec(readFileSync('/proc/self/status', 'utf8'))![1]);
+}
+
+const dir = mkdtempSync(path.join(os.tmpdir(), 'tandem-config-'));
+const wrongShapeModel = path.join(dir, 'wrong-shape.mjs');
+writeFileSync(wrongShapeModel, `export default (tf) => tf.sequential({ layers: [tf.layers.dense({ inputShape: [5], units: 10 })] });`);
+
+const cases: [string, TrainConfig, string, RegExp][] = [
+  ['0 devices', { devices: 0 }, 'BAD_CONFIG', /config\.devices/],
+  ['fractional devices', { devices: 1.5 }, 'BAD_CONFIG', /config\.devices/],
+  ['unknown model', { model: 'resnet-9000' }, 'UNKNOWN_MODEL', /unknown model 'resnet-9000'.*Builtins: mlp/],
+  ['unknown dataset', { data: 'imagenet' }, 'UNKNOWN_DATASET', /unknown dataset 'imagenet'/],
+  ['batch not divisible', { devices: 3, batch: 32 }, 'BAD_CONFIG', /divisible by devices 3/],
+  ['missing module', { model: './no/such/model.mjs' }, 'MODULE_NOT_FOUND', /no such file/],
+  ['model shape does not match data', { model: wrongShapeModel, data: 'mnist' }, 'SHAPE_MISMATCH', /takes inputs of shape \[5\].*\[28, 28, 1\]/],
+  ['image too small for alexnet', { model: 'alexnet', data: 'mnist' }, 'SHAPE_MISMATCH', /at least 195x195/],
+  ['unknown option', { devcies: 2 } as TrainConfig, 'BAD_CONFIG', /config\.devcies: unknown option/],
+  ['unknown backend', { backend: 'webgpu' as 'cpu' }, 'BAD_CONFIG', /config\.backend/],
+  ['tensorflow backend not installed', { backend: 'tensorflow' }, 'BACKEND_UNAVAILABLE', /tfjs-node/],
+  ['steps and epochs', { steps: 3, epochs: 1 }, 'BAD_CONFIG', /steps or epochs/],
+  ['negative lr', { lr: -1 }, 'BAD_CONFIG', /config\.lr/],
+  ['batch larger than data', { data: 'synthetic-images', datasetSize: 10, batch: 16 }, 'BAD_CONFIG', /larger than the dataset/],
+];
+
+t.test('bad configs fail with a code and a message naming the field, and start no thread', async t => {
+  await train({ devices: 0 }).catch(() => {}); // warm up lazy module loading
+  for (const [name, config, code, message] of cases) {
+    const before = osThreads();
+    await t.rejects(train(config), { name: 'TandemError', code, message }, name);
+    t.equal(osThreads(), before, `${name}: no thread started`);
+  }
+});
+
+t.test('CLI flags map to the config; bad flags are named', async t => {
+  const { config, json } = parseTrainArgs(['--model', 'alexnet-mini', '--devices', '3', '--batch', '48', '--lr', '0.1', '--image-size', '16x16', '--all-reduce', 'primary', '--json']);
+  t.same(config, { model: 'alexnet-mini', devices: 3, batch: 48, lr: 0.1, imageSize: [16, 16], allReduce: 'primary' });
+  t.equal(json, true);
+  t.throws(() => parseTrainArgs(['--devices', 'two']), { code: 'BAD_CONFIG', message: /--devices must be a number/ });
+  t.throws(() => parseTrainArgs(['--bogus']), { code: 'BAD_CONFIG', message: /bogus/ });
+});

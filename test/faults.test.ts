@@ -1,0 +1,37 @@
+// A device that throws or dies in forward, backward or the gradient exchange
+// makes `train` reject promptly, naming device, step and phase; every thread
+// ends, so the process exits on its own.
+import t from 'tap';
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+const script = fileURLToPath(new URL('./fixtures/faulty-run.js', import.meta.url));
+
+function runFaulty(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise(resolve => {
+    execFile(process.execPath, [script, ...args], { timeout: 60_000 }, (err, stdout, stderr) => {
+      resolve({ code: err ? (err as NodeJS.ErrnoException & { code?: number }).code as unknown as number ?? 1 : 0, stdout, stderr });
+    });
+  });
+}
+
+const cases = [
+  ['1', '3', 'forward', 'throw'], ['0', '2', 'backward', 'throw'], ['1', '4', 'exchange', 'throw'],
+  ['0', '3', 'forward', 'exit'], ['1', '2', 'backward', 'exit'], ['0', '4', 'exchange', 'exit'],
+];
+
+for (const [device, step, phase, kind] of cases) {
+  t.test(`${kind} in ${phase} on device ${device} at step ${step}`, async t => {
+    const r = await runFaulty([device, step, phase, kind]);
+    t.equal(r.code, 0, 'the process exited normally on its own (no orphaned thread kept it alive)');
+    const line = r.stdout.trim().split('\n').pop() ?? '{}';
+    const out = JSON.parse(line) as { outcome: string; code: string; message: string; context: { device: number; step: number; phase: string }; seconds: number };
+    t.equal(out.outcome, 'rejected');
+    t.equal(out.context?.device, Number(device), `message names the device: ${out.message}`);
+    t.equal(out.context?.step, Number(step), 'and the step');
+    t.equal(out.context?.phase, phase, 'and the phase');
+    t.match(out.message, new RegExp(`device ${device} failed at step ${step} in phase ${phase}`));
+    t.equal(out.code, kind === 'exit' ? 'WORKER_EXITED' : 'DEVICE_FAILED');
+    t.ok(out.seconds < 30, `rejected after ${out.seconds} s`);
+  });
+}
