@@ -1,0 +1,92 @@
+/**
+ * `npm run bench -- scaling`: samples/s of alexnet-mini for
+ *  (a) stock tfjs model.fit on the cpu backend, one thread (few steps: it is slow),
+ *  (b) one tandem device, (c) two tandem devices,
+ *  (d) two independent one-device trainings at the same time (the machine's two-thread ceiling);
+ * and all-reduce bandwidth (both forms, 1-64 MB) beside a plain TypedArray.set copy.
+ */
+import { Worker } from 'node:worker_threads';
+import { once } from 'node:events';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { train, type TrainConfig } from '../src/index.js';
+import { ControlBlock } from '../src/actors/control-block.js';
+
+export interface ScalingOptions { steps: number; stockSteps: number; perDeviceBatch: number; out: string }
+
+const MODEL: TrainConfig = { model: 'alexnet-mini', data: 'synthetic-images', imageSize: [32, 32, 3], datasetSize: 8192, optimizer: 'sgd', lr: 0.01, momentum: 0.9 };
+
+async function stockFit(steps: number, batch: number): Promise<number> {
+  const tf = await import('@tensorflow/tfjs');
+  await tf.setBackend('cpu'); // stock kernels: tandem's are not installed in this thread
+  const { BUILTIN_MODELS } = await import('../src/model/builtin-models.js');
+  const model = await BUILTIN_MODELS['alexnet-mini'].factory(tf, { inputShape: [32, 32, 3], classes: 10, seed: 1 });
+  model.compile({ optimizer: tf.train.momentum(0.01, 0.9), loss: 'categoricalCrossentropy' });
+  const x = tf.randomUniform([batch * steps, 32, 32, 3]);
+  const y = tf.oneHot(tf.tensor1d(Array.from({ length: batch * steps }, (_, i) => i % 10), 'int32'), 10);
+  const t0 = performance.now();
+  await model.fit(x, y, { batchSize: batch, epochs: 1, shuffle: false, verbose: 0 });
+  const seconds = (performance.now() - t0) / 1000;
+  tf.dispose([x, y]);
+  model.dispose();
+  return (batch * steps) / seconds;
+}
+
+async function allReduceMs(kind: 'sharded' | 'primary', devices: number, bytes: number, repeats: number): Promise<number> {
+  const length = bytes / 4;
+  const control = new SharedArrayBuffer(ControlBlock.byteLength(devices, 1));
+  const data = new SharedArrayBuffer(devices * bytes);
+  new Float32Array(data).fill(1);
+  const workers = Array.from({ length: devices }, (_, rank) =>
+    new Worker(new URL('./allreduce-rank.js', import.meta.url), { workerData: { rank, size: devices, kind, control, data, length, repeats } }));
+  const times = await Promise.all(workers.map(async w => (await once(w, 'message'))[0] as number));
+  await Promise.all(workers.map(w => w.terminate()));
+  return Math.max(...times);
+}
+
+function copyMs(bytes: number, repeats: number): number {
+  const a = new Float32Array(bytes / 4).fill(1), b = new Float32Array(bytes / 4);
+  b.set(a);
+  const t0 = performance.now();
+  for (let i = 0; i < repeats; i++) b.set(a);
+  return (performance.now() - t0) / repeats;
+}
+
+export async function runScaling(opts: ScalingOptions): Promise<void> {
+  const b = opts.perDeviceBatch;
+  console.log(`scaling bench: alexnet-mini 32x32x3, ${b} samples per device per step, ${opts.steps} steps, wasm backend; ${os.cpus().length} cores`);
+  const one = await train({ ...MODEL, devices: 1, batch: b, steps: opts.steps });
+  const two = await train({ ...MODEL, devices: 2, batch: 2 * b, steps: opts.steps });
+  const pair = await Promise.all([0, 1].map(i => train({ ...MODEL, devices: 1, batch: b, steps: opts.steps, seed: 1 + i })));
+  const independent = pair[0].samplesPerSecond + pair[1].samplesPerSecond;
+  console.log(`stock tfjs model.fit on cpu, ${opts.stockSteps} step(s) of ${b} (slow: naive Conv2DBackpropFilter)...`);
+  const stock = await stockFit(opts.stockSteps, b);
+  const rows = [
+    { run: '(a) stock tfjs model.fit, cpu backend, 1 thread', samplesPerSecond: stock },
+    { run: '(b) tandem, 1 device', samplesPerSecond: one.samplesPerSecond },
+    { run: '(c) tandem, 2 devices', samplesPerSecond: two.samplesPerSecond },
+    { run: '(d) 2 independent 1-device trainings at once', samplesPerSecond: independent },
+  ];
+  console.log('\n| run | samples/s |\n|---|---:|');
+  for (const r of rows) console.log(`| ${r.run} | ${r.samplesPerSecond.toFixed(1)} |`);
+  const ratios = { cOverB: two.samplesPerSecond / one.samplesPerSecond, cOverD: two.samplesPerSecond / independent, bOverA: one.samplesPerSecond / stock };
+  console.log(`\n(c)/(b) = ${ratios.cOverB.toFixed(2)}   (c)/(d) = ${ratios.cOverD.toFixed(2)} (scaling efficiency)   (b)/(a) = ${ratios.bOverA.toFixed(0)}x`);
+
+  const bandwidth: { bytes: number; primaryGBs: number; shardedGBs: number; copyGBs: number }[] = [];
+  for (const mb of [1, 4, 16, 64]) {
+    const bytes = mb * 2 ** 20;
+    const repeats = mb >= 16 ? 5 : 20;
+    const primary = await allReduceMs('primary', 2, bytes, repeats);
+    const sharded = await allReduceMs('sharded', 2, bytes, repeats);
+    const copy = copyMs(bytes, repeats);
+    bandwidth.push({ bytes, primaryGBs: bytes / primary / 1e6, shardedGBs: bytes / sharded / 1e6, copyGBs: bytes / copy / 1e6 });
+  }
+  console.log('\nall-reduce mean, 2 ranks, shared memory (GB/s = buffer bytes per rank / time)\n| size | primary reduce+broadcast | sharded reduce-scatter+all-gather | TypedArray.set copy |\n|---:|---:|---:|---:|');
+  for (const r of bandwidth) console.log(`| ${r.bytes / 2 ** 20} MB | ${r.primaryGBs.toFixed(2)} | ${r.shardedGBs.toFixed(2)} | ${r.copyGBs.toFixed(2)} |`);
+
+  const json = { bench: 'scaling', date: new Date().toISOString(), cores: os.cpus().length, options: opts, rows, ratios, bandwidth,
+    timings: { one: one.timings, two: two.timings } };
+  mkdirSync(opts.out, { recursive: true });
+  writeFileSync(`${opts.out}/scaling.json`, JSON.stringify(json, null, 2));
+  console.log(`\nJSON: ${opts.out}/scaling.json`);
+}
