@@ -1,0 +1,122 @@
+/**
+ * Gradient-ready events from one backward pass — the one module that uses
+ * tfjs engine internals (pinned: @tensorflow/tfjs 4.22.0).
+ *
+ * The forward pass is recorded once on the engine's tape; the tape is then
+ * walked in reverse exactly as tfjs's own `gradients` does (same per-node
+ * gradient functions, same accumulation order, so bit-identical values), and
+ * each variable's gradient is announced as soon as the walk has passed the
+ * earliest tape node that reads the variable: no remaining node can add to it.
+ * Nothing is recomputed.
+ */
+import { TandemError } from '../errors.js';
+import type { Tensor, Tf, Variable } from './tfjs-types.js';
+
+interface TapeNode {
+  id: number;
+  kernelName: string;
+  inputs: Record<string, Tensor>;
+  outputs: Tensor[];
+  gradient?: (dys: (Tensor | null)[]) => Record<string, () => Tensor>;
+  saved?: Tensor[];
+}
+
+interface EngineInternals {
+  startTape(): void;
+  endTape(): void;
+  scopedRun<T>(start: () => void, end: () => void, f: () => T): T;
+  tidy<T>(nameOrFn: string, fn: () => T): T;
+  state: { activeTape: TapeNode[] | null; gradientDepth: number };
+}
+
+/** The engine, checked to have the internals this module relies on. */
+export function tapeInternals(tf: Tf): EngineInternals {
+  const e = tf.engine() as unknown as Partial<EngineInternals>;
+  const missing = (['startTape', 'endTape', 'scopedRun', 'tidy'] as const).filter(k => typeof e[k] !== 'function');
+  if (!e.state || typeof e.state !== 'object' || !('activeTape' in e.state) || typeof e.state.gradientDepth !== 'number') missing.push('state.activeTape/gradientDepth' as never);
+  if (missing.length > 0) {
+    throw new TandemError('TFJS_INTERNALS', `tfjs ${tf.version_core} lacks the engine internals tandem's gradient-ready backward uses ` +
+      `(${missing.join(', ')}). tandem is built against @tensorflow/tfjs 4.22.0: install that exact version.`);
+  }
+  return e as EngineInternals;
+}
+
+/** Tape nodes on a path from some variable to y, inputs pruned to those that depend on a variable. */
+function nodesFromVarsToY(tape: TapeNode[], vars: Tensor[], y: Tensor): TapeNode[] {
+  const fromVars = new Set(vars.map(v => v.id));
+  const reachable = new Set<number>();
+  for (const node of tape) {
+    if (Object.values(node.inputs).some(t => fromVars.has(t.id))) {
+      reachable.add(node.id);
+      for (const o of node.outputs) fromVars.add(o.id);
+    }
+  }
+  const toY = new Set([y.id]);
+  const leadsToY = new Set<number>();
+  for (let i = tape.length - 1; i >= 0; i--) {
+    const node = tape[i];
+    if (node.outputs.some(o => toY.has(o.id))) {
+      leadsToY.add(node.id);
+      for (const t of Object.values(node.inputs)) toY.add(t.id);
+    }
+  }
+  const out: TapeNode[] = [];
+  for (const node of tape) {
+    if (!reachable.has(node.id) || !leadsToY.has(node.id)) continue;
+    const inputs: Record<string, Tensor> = {};
+    for (const [name, t] of Object.entries(node.inputs)) if (fromVars.has(t.id)) inputs[name] = t;
+    out.push({ ...node, inputs });
+  }
+  return out;
+}
+
+/**
+ * Runs `loss` forward once, then backward, calling `onReady(i, gradient)` for
+ * each `vars[i]` as soon as its gradient is final (output layer first). The
+ * gradient tensor is only valid during the callback. A variable the loss does
+ * not depend on gets a zero gradient, after all others. Returns the loss
+ * (the caller disposes it).
+ */
+export function backwardWithGradientReady(tf: Tf, loss: () => Tensor, vars: Variable[], onReady: (index: number, gradient: Tensor) => void): Tensor {
+  const engine = tapeInternals(tf);
+  const y = engine.scopedRun(() => engine.startTape(), () => engine.endTape(), () => engine.tidy('forward', loss));
+  if (y.rank !== 0) throw new TandemError('BAD_CONFIG', `the loss must be a scalar, got shape [${y.shape.join(', ')}]`);
+  const tape = engine.state.activeTape;
+  if (!Array.isArray(tape)) throw new TandemError('TFJS_INTERNALS', 'tfjs recorded no tape for the forward pass (engine.state.activeTape is not an array)');
+  try {
+    const nodes = nodesFromVarsToY(tape, vars, y);
+    // The earliest node (forward order) reading each variable: once the reverse walk passes it, the gradient is final.
+    const readyAfter = new Map<number, number[]>();
+    const unused: number[] = [];
+    vars.forEach((v, index) => {
+      const first = nodes.findIndex(n => Object.values(n.inputs).some(t => t.id === v.id));
+      if (first < 0) { unused.push(index); return; }
+      const list = readyAfter.get(first) ?? [];
+      list.push(index);
+      readyAfter.set(first, list);
+    });
+    engine.tidy('backward', () => {
+      const acc = new Map<number, Tensor>([[y.id, tf.onesLike(y)]]);
+      for (let i = nodes.length - 1; i >= 0; i--) {
+        const node = nodes[i];
+        if (!node.gradient) throw new Error(`Cannot compute gradient: gradient function not found for ${node.kernelName}.`);
+        const grads = node.gradient(node.outputs.map(o => acc.get(o.id) ?? null));
+        for (const [name, x] of Object.entries(node.inputs)) {
+          if (!(name in grads)) throw new Error(`Cannot backprop through input ${name} of ${node.kernelName}.`);
+          const dx = engine.tidy('grad', () => grads[name]());
+          const current = acc.get(x.id);
+          if (current === undefined) acc.set(x.id, dx);
+          else { acc.set(x.id, tf.add(current, dx)); current.dispose(); }
+        }
+        for (const index of readyAfter.get(i) ?? []) onReady(index, acc.get(vars[index].id)!);
+      }
+      for (const index of unused) onReady(index, tf.zerosLike(vars[index]));
+    });
+  } finally {
+    if (engine.state.gradientDepth === 0) {
+      for (const node of tape) for (const t of node.saved ?? []) t.dispose();
+      engine.state.activeTape = null;
+    }
+  }
+  return y;
+}
