@@ -7,7 +7,8 @@ import { TandemError } from './errors.js';
 import { BACKENDS, assertBackendAvailable, type BackendName } from './engine/backend.js';
 import { OPTIMIZERS, type OptimizerConfig, type OptimizerName } from './optim/flat-optimizer.js';
 import { ALL_REDUCE_KINDS, type AllReduceKind } from './collectives/collective.js';
-import { STRATEGIES, type StrategyName } from './pipeline/strategy.js';
+import { STRATEGIES, type StrategyOptions, type StrategySpec } from './pipeline/strategy.js';
+import { parseLink, type LinkModel } from './pipeline/link-model.js';
 import { BUILTIN_MODELS } from './model/builtin-models.js';
 import { BUILTIN_DATASETS, isModulePath, resolveDataset, resolveModuleUrl } from './data/resolve-dataset.js';
 import type { DatasetSpec } from './data/dataset.js';
@@ -39,7 +40,17 @@ export interface TrainConfig {
   momentum?: number;
   optimizer?: OptimizerName;
   seed?: number;
-  strategy?: StrategyName;
+  /** A built-in strategy name or a `CustomStrategy` (library API only). Default `sequential`. */
+  strategy?: StrategySpec;
+  /** two-group: number of layers (transmission order) in the FC group. */
+  splitLayer?: number;
+  /** buckets: bucket cap and first-bucket cap in MB. */
+  bucketCapMB?: number;
+  firstBucketMB?: number;
+  /** EMULATED link between devices, e.g. `1gbps` or `10gbps:0.05ms`. */
+  link?: string;
+  /** Write a Chrome trace (Perfetto / chrome://tracing) of the run here. */
+  trace?: string;
   allReduce?: AllReduceKind;
   /** Directory for model.json + weights.bin + summary.json. */
   out?: string;
@@ -68,7 +79,11 @@ export interface ResolvedConfig {
   stepsPerEpoch: number;
   optimizer: OptimizerConfig;
   seed: number;
-  strategy: StrategyName;
+  /** The strategy's name (a custom strategy's groups are computed on the main thread). */
+  strategy: string;
+  strategyOptions: StrategyOptions;
+  link?: LinkModel;
+  trace?: string;
   allReduce: AllReduceKind;
   out?: string;
   stallTimeoutMs: number;
@@ -77,7 +92,7 @@ export interface ResolvedConfig {
 }
 
 const KNOWN_KEYS = new Set(['model', 'data', 'devices', 'backend', 'batch', 'steps', 'epochs', 'lr', 'momentum', 'optimizer', 'seed',
-  'strategy', 'allReduce', 'out', 'classes', 'imageSize', 'datasetSize', 'stallTimeoutMs', 'loaderThreads', 'faultInjection']);
+  'strategy', 'splitLayer', 'bucketCapMB', 'firstBucketMB', 'link', 'trace', 'allReduce', 'out', 'classes', 'imageSize', 'datasetSize', 'stallTimeoutMs', 'loaderThreads', 'faultInjection']);
 
 function bad(field: string, message: string): never {
   throw new TandemError('BAD_CONFIG', `config.${field}: ${message}`);
@@ -117,7 +132,25 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
   const optimizer: OptimizerConfig = optimizerName === 'adam'
     ? { kind: 'adam', lr, beta1: 0.9, beta2: 0.999, epsilon: 1e-7 }
     : { kind: 'sgd', lr, momentum };
-  const strategy = oneOf('strategy', config.strategy ?? 'sequential', STRATEGIES);
+  const spec = config.strategy ?? 'sequential';
+  let strategy: string;
+  if (typeof spec === 'object' && spec !== null) {
+    if (typeof spec.name !== 'string' || typeof spec.groups !== 'function') bad('strategy', 'a custom strategy needs a name and a groups(layout) function');
+    strategy = spec.name;
+  } else {
+    strategy = oneOf('strategy', spec, STRATEGIES);
+  }
+  const strategyOptions: StrategyOptions = {
+    splitLayer: config.splitLayer === undefined ? undefined : positiveInt('splitLayer', config.splitLayer),
+    bucketCapMB: finite('bucketCapMB', config.bucketCapMB ?? 0.5, 1e-6, 1e6),
+    firstBucketMB: finite('firstBucketMB', config.firstBucketMB ?? 0.125, 1e-6, 1e6),
+  };
+  let link: LinkModel | undefined;
+  if (config.link !== undefined && config.link !== 'none') {
+    if (typeof config.link !== 'string') bad('link', 'must be a string like 1gbps');
+    link = parseLink(config.link);
+  }
+  if (config.trace !== undefined && (typeof config.trace !== 'string' || config.trace === '')) bad('trace', 'must be a file path');
   const allReduce = oneOf('allReduce', config.allReduce ?? 'sharded', ALL_REDUCE_KINDS);
   const stallTimeoutMs = finite('stallTimeoutMs', config.stallTimeoutMs ?? 120_000, 100, 24 * 3600_000);
   const loaderThreads = positiveInt('loaderThreads', config.loaderThreads ?? Math.min(2, Math.max(1, os.availableParallelism() - 1)), 16);
@@ -199,7 +232,7 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
 
   return {
     model, data, datasetSize: meta.size, sampleShape, classes: meta.classes, devices, backend, batch,
-    perDevice: batch / devices, steps, stepsPerEpoch, optimizer, seed, strategy, allReduce, out: config.out,
+    perDevice: batch / devices, steps, stepsPerEpoch, optimizer, seed, strategy, strategyOptions, link, trace: config.trace, allReduce, out: config.out,
     stallTimeoutMs, loaderThreads, faultInjection: fi,
   };
 }

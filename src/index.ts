@@ -1,6 +1,6 @@
 // The public API of tandem, re-exported explicitly.
-export { train } from './trainer/train.js';
-export type { TrainSummary, TrainHooks, StepMetrics } from './trainer/train.js';
+export { train, startTraining } from './trainer/train.js';
+export type { TrainSummary, TrainHooks, StepMetrics, TrainingHandle } from './trainer/train.js';
 export { resolveConfig } from './config.js';
 export type { TrainConfig, ResolvedConfig, FaultInjection } from './config.js';
 export { TandemError } from './errors.js';
@@ -15,5 +15,19 @@ export { SharedMemoryCollective, shardOf } from './collectives/shared-memory-col
 export type { Collective, AllReduceKind, SlotSet } from './collectives/collective.js';
 export { fileModelHandler } from './trainer/model-files.js';
 export { trainReference } from './trainer/reference.js';
-export { STRATEGIES } from './pipeline/strategy.js';
-export type { StrategyName } from './pipeline/strategy.js';
+export { STRATEGIES, MAX_GROUPS, exchangeGroups, sequentialGroups, twoGroups, perLayerGroups, bucketRange, defaultSplitLayer } from './pipeline/strategy.js';
+export type { StrategyName, StrategySpec, CustomStrategy, StrategyOptions } from './pipeline/strategy.js';
+export { layersOf, layoutParameters } from './model/parameter-layout.js';
+export type { ParameterLayout, ParameterGroup, ParameterSpec, LayerRange } from './model/parameter-layout.js';
+export { parseLink, allReduceWireMs } from './pipeline/link-model.js';
+export type { LinkModel } from './pipeline/link-model.js';
+export { completeGroups } from './pipeline/operators/complete-groups.js';
+export { handOff } from './pipeline/operators/hand-off.js';
+export { allReduceGroup } from './pipeline/operators/all-reduce-group.js';
+export { emulateLink } from './pipeline/operators/emulate-link.js';
+export { applyGroupUpdate } from './pipeline/operators/apply-group-update.js';
+export { publishApplied } from './pipeline/operators/publish-applied.js';
+export type { GradientReady, GroupReady, GroupExchange } from './pipeline/events.js';
+export { backwardWithGradientReady } from './engine/gradient-tape.js';
+export type { Span, SpanKind } from './monitor/span.js';
+export { chromeTrace, writeChromeTrace } from './monitor/chrome-trace.js';

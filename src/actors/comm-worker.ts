@@ -1,14 +1,23 @@
 /**
  * Worker entry of a device's comm thread. It runs beside the compute thread:
- * waits (Atomics) for each group's gradients, all-reduces them with the peers'
- * comm threads, applies the optimizer update to this device's parameters in
- * shared memory, and publishes the group as applied. Step 0 is the start:
- * device 0's initial parameters are broadcast to every replica.
+ * for each step and each exchange group in order, it waits (Atomics) for the
+ * compute side's hand-off, then runs the group through the comm half of the
+ * gradient pipeline — all-reduce mean with the peers' comm threads, the
+ * emulated link if any, the optimizer update of this device's parameters in
+ * shared memory, publish "applied". Step 0 is the start: device 0's initial
+ * parameters are broadcast to every replica.
  */
 import { parentPort } from 'node:worker_threads';
+import { lastValueFrom, of, type OperatorFunction } from 'rxjs';
 import { serializeError } from '../errors.js';
-import { applyUpdate } from '../optim/flat-optimizer.js';
 import { SharedMemoryCollective } from '../collectives/shared-memory-collective.js';
+import { allReduceGroup } from '../pipeline/operators/all-reduce-group.js';
+import { emulateLink } from '../pipeline/operators/emulate-link.js';
+import { applyGroupUpdate } from '../pipeline/operators/apply-group-update.js';
+import { publishApplied } from '../pipeline/operators/publish-applied.js';
+import type { GroupExchange } from '../pipeline/events.js';
+import { MAX_GROUPS } from '../pipeline/strategy.js';
+import { wallNow, type Span } from '../monitor/span.js';
 import { ControlBlock, type Phase } from './control-block.js';
 import { gradSlots, optimizerStateOf, paramSlots } from './shared-buffers.js';
 import type { FromComm, ToComm } from './protocol.js';
@@ -20,7 +29,7 @@ port.once('message', (msg: ToComm) => {
   let step = 0;
   let phase: Phase = 'setup';
   const send = (m: FromComm) => port.postMessage(m);
-  const control = new ControlBlock(msg.control, msg.config.devices, msg.groups.length, msg.config.stallTimeoutMs);
+  const control = new ControlBlock(msg.control, msg.config.devices, MAX_GROUPS, msg.config.stallTimeoutMs);
   run(msg, control, (s, p) => { step = s; phase = p; control.setPhase(msg.device, p, s, 'comm'); })
     .then(() => send({ type: 'stopped', device: msg.device }))
     .catch(err => send({ type: 'error', device: msg.device, step, phase, error: serializeError(err) }))
@@ -31,9 +40,15 @@ async function run(msg: ToComm, control: ControlBlock, at: (step: number, phase:
   const { device, config, buffers, groups } = msg;
   const collective = new SharedMemoryCollective(config.allReduce, device, config.devices, control);
   const params = paramSlots(buffers), grads = gradSlots(buffers);
-  const mine = params[device], myGrads = grads[device];
-  const state = optimizerStateOf(buffers, device);
   const fi = config.faultInjection;
+
+  // The comm half of the pipeline, one group at a time.
+  const stages: OperatorFunction<GroupExchange, GroupExchange>[] = [allReduceGroup(collective, grads, groups)];
+  if (config.link) stages.push(emulateLink(config.link, config.devices, groups));
+  stages.push(applyGroupUpdate(config.optimizer, params[device], grads[device], optimizerStateOf(buffers, device), groups));
+  stages.push(publishApplied(control, device));
+  const exchange = (unit: GroupExchange) =>
+    lastValueFrom(stages.reduce((obs, op) => obs.pipe(op), of(unit)));
 
   at(0, 'setup');
   for (let g = 0; g < groups.length; g++) {
@@ -44,22 +59,26 @@ async function run(msg: ToComm, control: ControlBlock, at: (step: number, phase:
 
   for (let step = 1; step <= config.steps; step++) {
     for (let g = 0; g < groups.length; g++) {
-      const { start, end } = groups[g];
       at(step, 'exchange');
-      const t0 = performance.now();
+      const waitStart = wallNow();
       if (!control.waitGradsReady(device, g, step, `device ${device}'s gradients of step ${step}`)) return;
       if (fi && fi.device === device && fi.step === step && fi.phase === 'exchange') {
         if (fi.kind === 'exit') process.exit(3);
         throw new Error('injected fault (throw) in exchange');
       }
-      const t1 = performance.now();
-      await collective.allReduceMean(grads, start, end);
-      const t2 = performance.now();
+      const done = await exchange({ step, group: g, waitStart, waitEnd: wallNow() });
       at(step, 'update');
-      applyUpdate(config.optimizer, mine, myGrads, state, start, end, step);
-      control.markApplied(device, g, step);
-      const t3 = performance.now();
-      port.postMessage({ type: 'exchanged', device, step, group: g, waitMs: t1 - t0, exchangeMs: t2 - t1, updateMs: t3 - t2 } satisfies FromComm);
+      const name = groups[g].name;
+      const span = (kind: Span['kind'], label: string, start: number, end: number): Span => ({ device, thread: 'comm', kind, name: label, step, group: g, start, end });
+      const spans = [
+        span('wait', `wait ${name}`, done.waitStart, done.waitEnd),
+        span('exchange', `exchange ${name}`, done.exchangeStart!, done.exchangeEnd!),
+        span('apply', `apply ${name}`, done.applyStart!, done.applyEnd!),
+      ];
+      port.postMessage({
+        type: 'exchanged', device, step, group: g, waitMs: done.waitEnd - done.waitStart,
+        exchangeMs: done.exchangeEnd! - done.exchangeStart!, updateMs: done.applyEnd! - done.applyStart!, spans,
+      } satisfies FromComm);
     }
   }
 }

@@ -16,6 +16,12 @@ import { gradSlots, paramSlots, type SharedBuffers } from './shared-buffers.js';
 import type { FromCompute, ModelArtifactsData, ToCompute } from './protocol.js';
 import type { ResolvedConfig } from '../config.js';
 import type { LayersModel } from '../engine/tfjs-types.js';
+import { Subject, tap } from 'rxjs';
+import { backwardWithGradientReady } from '../engine/gradient-tape.js';
+import { completeGroups } from '../pipeline/operators/complete-groups.js';
+import { handOff } from '../pipeline/operators/hand-off.js';
+import type { GradientReady } from '../pipeline/events.js';
+import { wallNow, type Span } from '../monitor/span.js';
 
 if (!parentPort) throw new Error('compute-worker must run as a worker thread');
 const port = parentPort;
@@ -32,6 +38,15 @@ let grads: Float32Array;
 let probabilities = false;
 let phase: Phase = 'setup';
 let step = 0;
+let spans: Span[] = [];
+let byModelIndex: number[] = [];
+/** Gradient-ready events of this device's backward passes: the compute half of the pipeline. */
+const gradientReady$ = new Subject<GradientReady>();
+let groupBackwardStart = 0;
+
+function span(kind: Span['kind'], name: string, start: number, end: number, group?: number): void {
+  spans.push({ device, thread: 'compute', kind, name, step, group, start, end });
+}
 
 function send(msg: FromCompute, transfer: ArrayBuffer[] = []): void { port.postMessage(msg, transfer); }
 
@@ -77,6 +92,17 @@ async function init(d: number, c: ResolvedConfig, controlBuffer: SharedArrayBuff
 function attach(b: SharedBuffers, g: ParameterGroup[]): void {
   buffers = b;
   groups = g;
+  byModelIndex = [];
+  layout.variables.forEach((v, i) => { byModelIndex[v.modelIndex] = i; });
+  // Compute half of the pipeline: a group goes to the comm thread the moment it is complete.
+  gradientReady$.pipe(
+    completeGroups(groups),
+    tap(gr => { // the group's share of backward, for the timeline
+      span('backward', `backward group ${groups[gr.group].name}`, groupBackwardStart, gr.at, gr.group);
+      groupBackwardStart = gr.at;
+    }),
+    handOff(control, device),
+  ).subscribe({ error: err => send({ type: 'error', device, step, phase, error: serializeError(err) }) });
   params = paramSlots(b)[device];
   grads = gradSlots(b)[device];
   if (layout.total !== b.total) throw new Error(`device ${device} built a model of ${layout.total} parameters, the run expects ${b.total}`);
@@ -110,42 +136,55 @@ function waitForUpdate(ofStep: number): void {
 
 async function trainStep(s: number): Promise<void> {
   step = s;
-  const t0 = performance.now();
+  spans = [];
+  const t0 = wallNow();
   enter('load');
   waitForUpdate(s - 1);
   writeVariables(params, 'write');
   const slot = inputSlotIndex(device, s % INPUT_SLOTS);
   const x = new Float32Array(buffers.inputs, slot * buffers.inputSlotSize * 4, buffers.inputSlotSize);
   const y = new Int32Array(buffers.labels, slot * buffers.labelSlotSize * 4, buffers.labelSlotSize);
-  const t1 = performance.now();
+  const t1 = wallNow();
+  span('load', 'load', t0, t1);
   enter('forward');
   const xs = tf.tensor(x, [config.perDevice, ...config.sampleShape], 'float32');
   const ys = tf.tensor(y, [config.perDevice], 'int32');
   let correct = 0;
+  let backwardStart = 0;
   // Marks the start of backward: its gradient is the first one backward runs.
   const backwardMarker = tf.customGrad(((t: import('@tensorflow/tfjs').Tensor) => ({
     value: t.clone(),
-    gradFunc: (dy: import('@tensorflow/tfjs').Tensor) => { enter('backward'); return dy; },
+    gradFunc: (dy: import('@tensorflow/tfjs').Tensor) => {
+      backwardStart = wallNow();
+      groupBackwardStart = backwardStart;
+      span('forward', 'forward', t1, backwardStart);
+      enter('backward');
+      return dy;
+    },
   })) as never) as (t: import('@tensorflow/tfjs').Tensor) => import('@tensorflow/tfjs').Tensor;
   const vars = model.trainableWeights.map(w => w.read() as import('@tensorflow/tfjs').Variable);
-  const { value, grads: g } = tf.variableGrads(() => {
+  let lastReady = 0;
+  const value = backwardWithGradientReady(tf, () => {
     const out = backwardMarker(model.apply(xs, { training: true }) as import('@tensorflow/tfjs').Tensor);
     const { loss, correct: c } = classificationLoss(tf, out, ys, config.classes, probabilities);
     correct = c.dataSync()[0];
     c.dispose();
-    return loss as import('@tensorflow/tfjs').Scalar;
-  }, vars);
+    return loss;
+  }, vars, (modelIndex, gradient) => {
+    const spec = layout.variables[byModelIndex[modelIndex]];
+    grads.set(gradient.dataSync() as Float32Array, spec.offset);
+    const now = wallNow();
+    if (lastReady === 0) lastReady = backwardStart;
+    if (now > lastReady) span('backward', `backward ${spec.layer}`, lastReady, now);
+    lastReady = now;
+    gradientReady$.next({ step: s, start: spec.offset, end: spec.offset + spec.size, layer: spec.layer, at: now });
+  });
   const loss = value.dataSync()[0];
-  enter('handoff');
-  for (const spec of layout.variables) {
-    const gv = g[vars[spec.modelIndex].name];
-    grads.set(gv.dataSync() as Float32Array, spec.offset);
-  }
-  tf.dispose([value, xs, ys, ...Object.values(g)]);
-  for (let gi = 0; gi < groups.length; gi++) control.markGradsReady(device, gi, s);
-  const t2 = performance.now();
+  value.dispose();
+  tf.dispose([xs, ys]);
+  const t2 = wallNow();
   enter('idle');
-  send({ type: 'stepDone', device, step: s, loss, correct, count: config.perDevice, computeMs: t2 - t1, loadMs: t1 - t0, numTensors: tf.memory().numTensors });
+  send({ type: 'stepDone', device, step: s, loss, correct, count: config.perDevice, computeMs: t2 - t1, loadMs: t1 - t0, numTensors: tf.memory().numTensors, spans });
 }
 
 async function finish(lastStep: number, exportModel: boolean): Promise<void> {

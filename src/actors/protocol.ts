@@ -7,6 +7,7 @@ import type { SerializedError } from '../errors.js';
 import type { ParameterGroup } from '../model/parameter-layout.js';
 import type { SharedBuffers } from './shared-buffers.js';
 import type { Phase } from './control-block.js';
+import type { Span } from '../monitor/span.js';
 
 export interface WeightShape { name: string; shape: number[] }
 
@@ -28,7 +29,7 @@ export type ToCompute =
 export type FromCompute =
   | { type: 'built'; device: number; weights: WeightShape[]; numTensors: number }
   | { type: 'initialised'; device: number }
-  | { type: 'stepDone'; device: number; step: number; loss: number; correct: number; count: number; computeMs: number; loadMs: number; numTensors: number }
+  | { type: 'stepDone'; device: number; step: number; loss: number; correct: number; count: number; computeMs: number; loadMs: number; numTensors: number; spans: Span[] }
   | { type: 'finished'; device: number; artifacts?: ModelArtifactsData; numTensors: number }
   | { type: 'error'; device: number; step: number; phase: Phase; error: SerializedError };
 
@@ -44,6 +45,6 @@ export type ToComm = {
 
 // comm thread -> main
 export type FromComm =
-  | { type: 'exchanged'; device: number; step: number; group: number; waitMs: number; exchangeMs: number; updateMs: number }
+  | { type: 'exchanged'; device: number; step: number; group: number; waitMs: number; exchangeMs: number; updateMs: number; spans: Span[] }
   | { type: 'stopped'; device: number }
   | { type: 'error'; device: number; step: number; phase: Phase; error: SerializedError };

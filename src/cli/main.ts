@@ -8,7 +8,10 @@ const HELP = `tandem — train TensorFlow.js models on several devices at once
   tandem train [--config FILE.json] [--model NAME|PATH] [--data NAME|PATH] [--devices N]
                [--backend wasm|cpu|tensorflow] [--batch GLOBAL] [--steps N | --epochs N]
                [--lr X] [--momentum X] [--optimizer sgd|adam] [--seed N]
-               [--strategy sequential] [--all-reduce sharded|primary]
+               [--strategy sequential|two-group|per-layer|buckets] [--split-layer P]
+               [--bucket-mb MB] [--first-bucket-mb MB] [--all-reduce sharded|primary]
+               [--link BANDWIDTH[:LATENCY]]   (EMULATED link, e.g. 1gbps, 10gbps:0.05ms)
+               [--trace FILE.json]            (Chrome trace: Perfetto / chrome://tracing)
                [--classes C] [--image-size HxW[xC]] [--dataset-size N]
                [--out DIR] [--json] [--quiet]
 
@@ -42,7 +45,11 @@ async function main(argv: string[]): Promise<number> {
         console.log(`done: ${summary.steps} steps on ${summary.config.devices} device(s) (${summary.config.backend}), ` +
           `final loss ${summary.finalLoss.toFixed(4)}, batch accuracy ${(summary.finalAccuracy * 100).toFixed(1)}%, ` +
           `${summary.samplesPerSecond.toFixed(0)} samples/s`);
+        if (summary.link) console.log(`link: EMULATED ${summary.link.label} (exchange held to that link's speed)`);
+        console.log(`strategy: ${summary.strategy.name} (${summary.strategy.groups.length} exchange group(s)); ` +
+          `mean step ${summary.meanStepMs.toFixed(1)} ms, compute ${summary.timings.meanComputeMs.toFixed(1)} ms, exchange ${summary.timings.meanExchangeMs.toFixed(1)} ms per group`);
         if (summary.modelPath) console.log(`model: ${summary.modelPath}`);
+        if (summary.tracePath) console.log(`trace: ${summary.tracePath}`);
         if (summary.config.out) console.log(`summary: ${summary.config.out}/summary.json`);
       }
       return 0;

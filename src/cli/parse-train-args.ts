@@ -6,8 +6,9 @@ import type { TrainConfig } from '../config.js';
 
 export interface TrainCliOptions { config: TrainConfig; json: boolean; quiet: boolean }
 
-const NUMBER_FLAGS = { devices: 'devices', batch: 'batch', steps: 'steps', epochs: 'epochs', lr: 'lr', momentum: 'momentum', seed: 'seed', classes: 'classes', 'dataset-size': 'datasetSize' } as const;
-const STRING_FLAGS = { model: 'model', data: 'data', backend: 'backend', optimizer: 'optimizer', strategy: 'strategy', 'all-reduce': 'allReduce', out: 'out' } as const;
+const NUMBER_FLAGS = { devices: 'devices', batch: 'batch', steps: 'steps', epochs: 'epochs', lr: 'lr', momentum: 'momentum', seed: 'seed', classes: 'classes', 'dataset-size': 'datasetSize',
+  'split-layer': 'splitLayer', 'bucket-mb': 'bucketCapMB', 'first-bucket-mb': 'firstBucketMB' } as const;
+const STRING_FLAGS = { model: 'model', data: 'data', backend: 'backend', optimizer: 'optimizer', strategy: 'strategy', 'all-reduce': 'allReduce', out: 'out', link: 'link', trace: 'trace' } as const;
 
 export function parseTrainArgs(argv: string[]): TrainCliOptions {
   const options: Record<string, { type: 'string' | 'boolean' }> = { config: { type: 'string' }, json: { type: 'boolean' }, quiet: { type: 'boolean' }, 'image-size': { type: 'string' } };

@@ -33,7 +33,8 @@ interface EngineInternals {
 export function tapeInternals(tf: Tf): EngineInternals {
   const e = tf.engine() as unknown as Partial<EngineInternals>;
   const missing = (['startTape', 'endTape', 'scopedRun', 'tidy'] as const).filter(k => typeof e[k] !== 'function');
-  if (!e.state || typeof e.state !== 'object' || !('activeTape' in e.state) || typeof e.state.gradientDepth !== 'number') missing.push('state.activeTape/gradientDepth' as never);
+  const tape = e.state?.activeTape;
+  if (!e.state || typeof e.state.gradientDepth !== 'number' || (tape != null && !Array.isArray(tape))) missing.push('state.activeTape/gradientDepth' as never);
   if (missing.length > 0) {
     throw new TandemError('TFJS_INTERNALS', `tfjs ${tf.version_core} lacks the engine internals tandem's gradient-ready backward uses ` +
       `(${missing.join(', ')}). tandem is built against @tensorflow/tfjs 4.22.0: install that exact version.`);

@@ -13,6 +13,19 @@ export interface ParameterSpec {
   offset: number;
   /** Index of the variable in `model.trainableWeights`. */
   modelIndex: number;
+  /** The layer it belongs to (its name up to the last '/'). */
+  layer: string;
+}
+
+/** A layer of the layout: consecutive variables of one layer, in transmission order. */
+export interface LayerRange {
+  name: string;
+  start: number;
+  end: number;
+  /** Indices into `layout.variables`. */
+  variables: number[];
+  /** True when the layer holds a rank-2 kernel (a fully connected layer). */
+  fullyConnected: boolean;
 }
 
 export interface ParameterGroup {
@@ -35,8 +48,25 @@ export function layoutParameters(weights: { name: string; shape: number[] }[]): 
   for (let i = weights.length - 1; i >= 0; i--) {
     const { name, shape } = weights[i];
     const size = shape.reduce((a, b) => a * b, 1);
-    variables.push({ name, shape: [...shape], size, offset, modelIndex: i });
+    const cut = name.lastIndexOf('/');
+    variables.push({ name, shape: [...shape], size, offset, modelIndex: i, layer: cut > 0 ? name.slice(0, cut) : name });
     offset += size;
   }
   return { variables, total: offset, groups: [{ name: 'all', start: 0, end: offset }] };
+}
+
+/** The layers of a layout in transmission order (output layer first). */
+export function layersOf(layout: ParameterLayout): LayerRange[] {
+  const layers: LayerRange[] = [];
+  layout.variables.forEach((v, i) => {
+    const last = layers[layers.length - 1];
+    if (last && last.name === v.layer) {
+      last.end = v.offset + v.size;
+      last.variables.push(i);
+      last.fullyConnected ||= v.shape.length === 2;
+    } else {
+      layers.push({ name: v.layer, start: v.offset, end: v.offset + v.size, variables: [i], fullyConnected: v.shape.length === 2 });
+    }
+  });
+  return layers;
 }

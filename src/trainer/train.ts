@@ -19,7 +19,10 @@ import { GlobalBatchSampler } from '../data/sampler.js';
 import { sampleSize } from '../data/dataset.js';
 import { layoutParameters, type ParameterLayout } from '../model/parameter-layout.js';
 import { optimizerStateSlots } from '../optim/flat-optimizer.js';
-import { exchangeGroups } from '../pipeline/strategy.js';
+import { exchangeGroups, MAX_GROUPS, type StrategySpec } from '../pipeline/strategy.js';
+import { Subject, type Observable } from 'rxjs';
+import type { Span } from '../monitor/span.js';
+import { writeChromeTrace } from '../monitor/chrome-trace.js';
 import { writeModelFiles } from './model-files.js';
 
 export interface StepMetrics {
@@ -44,6 +47,10 @@ export interface TrainSummary {
   meanStepMs: number;
   timings: { meanComputeMs: number; meanExchangeMs: number; meanUpdateMs: number; meanLoadWaitMs: number };
   parameters: number;
+  strategy: { name: string; groups: { name: string; parameters: number }[] };
+  /** Present when the link was EMULATED (`--link`): the exchange was held to this link's speed. */
+  link?: { emulated: true; label: string; bitsPerSecond: number; latencyMs: number };
+  tracePath?: string;
   history: { step: number; loss: number; accuracy: number }[];
   /** Final parameters in model order (`model.trainableWeights`), from device 0. */
   weights: { name: string; shape: number[]; values: Float32Array }[];
@@ -54,11 +61,44 @@ export interface TrainHooks {
   /** After each step, once every device has applied its update: every replica's parameters. */
   onStepApplied?(step: number, replicas: Float32Array[], layout: ParameterLayout): void;
   onStep?(metrics: StepMetrics): void;
+  /** Spans of the device threads as they are reported. */
+  onSpans?(spans: Span[]): void;
 }
 
 export async function train(config: TrainConfig, hooks: TrainHooks = {}): Promise<TrainSummary> {
   const resolved = await resolveConfig(config);
-  return new TrainingRun(resolved, hooks).run();
+  return new TrainingRun(resolved, config.strategy ?? 'sequential', hooks).run();
+}
+
+/** A run in progress: its spans and step metrics as RxJS streams on the main thread, and its result. */
+export interface TrainingHandle {
+  /** Every span of every device thread, as it is reported (about once per step and group). */
+  timeline$: Observable<Span>;
+  metrics$: Observable<StepMetrics>;
+  done: Promise<TrainSummary>;
+}
+
+/**
+ * Starts a run and returns its streams at once.
+ *
+ * @example
+ * const run = startTraining({ model: 'alexnet-mini', strategy: 'two-group', link: '1gbps' });
+ * run.timeline$.pipe(filter(s => s.kind === 'exchange')).subscribe(s => console.log(s.device, s.name, s.end - s.start));
+ * const summary = await run.done;
+ */
+export function startTraining(config: TrainConfig, hooks: TrainHooks = {}): TrainingHandle {
+  const timeline$ = new Subject<Span>();
+  const metrics$ = new Subject<StepMetrics>();
+  const done = (async () => {
+    const resolved = await resolveConfig(config);
+    return new TrainingRun(resolved, config.strategy ?? 'sequential', {
+      ...hooks,
+      onSpans: spans => { for (const s of spans) timeline$.next(s); hooks.onSpans?.(spans); },
+      onStep: m => { metrics$.next(m); hooks.onStep?.(m); },
+    }).run();
+  })();
+  done.then(() => { timeline$.complete(); metrics$.complete(); }, err => { timeline$.error(err); metrics$.error(err); });
+  return { timeline$: timeline$.asObservable(), metrics$: metrics$.asObservable(), done };
 }
 
 type Waiter = { need: number; got: FromCompute[]; resolve: (m: FromCompute[]) => void };
@@ -72,9 +112,12 @@ class TrainingRun {
   private rejectRun?: (err: TandemError) => void;
   private readonly waiters = new Map<string, Waiter>();
   private readonly commStats = { exchangeMs: 0, updateMs: 0, count: 0 };
+  private groups: { name: string; start: number; end: number }[] = [];
 
-  constructor(private readonly cfg: ResolvedConfig, private readonly hooks: TrainHooks) {
-    const groupCount = 1; // sequential: one group. (Strategies with more groups size this from the layout.)
+  private readonly spans: Span[] = [];
+
+  constructor(private readonly cfg: ResolvedConfig, private readonly strategy: StrategySpec, private readonly hooks: TrainHooks) {
+    const groupCount = MAX_GROUPS; // control words for as many groups as any strategy may use
     this.controlBuffer = new SharedArrayBuffer(ControlBlock.byteLength(cfg.devices, groupCount));
     this.control = new ControlBlock(this.controlBuffer, cfg.devices, groupCount, cfg.stallTimeoutMs);
     for (let d = 0; d < cfg.devices; d++) {
@@ -113,6 +156,7 @@ class TrainingRun {
       this.fail(deviceError('compute', msg.device, msg.step, msg.phase, msg.error));
       return;
     }
+    if (msg.type === 'stepDone') this.recordSpans(msg.spans);
     const key = msg.type === 'stepDone' ? `stepDone:${msg.step}` : msg.type;
     const w = this.waiters.get(key);
     if (!w) return;
@@ -127,6 +171,7 @@ class TrainingRun {
         this.fail(deviceError('comm', msg.device, msg.step, msg.phase, msg.error));
         return;
       case 'exchanged':
+        this.recordSpans(msg.spans);
         this.commStats.exchangeMs += msg.exchangeMs;
         this.commStats.updateMs += msg.updateMs;
         this.commStats.count++;
@@ -135,6 +180,11 @@ class TrainingRun {
         return;
       default: { const never: never = msg; throw new Error(`unknown comm message ${JSON.stringify(never)}`); }
     }
+  }
+
+  private recordSpans(spans: Span[]): void {
+    if (this.cfg.trace && this.spans.length < 500_000) this.spans.push(...spans);
+    this.hooks.onSpans?.(spans);
   }
 
   /** Resolves when every device sent a message of `key`. Register before posting. */
@@ -153,7 +203,7 @@ class TrainingRun {
         onFailure: e => this.fail(e),
       });
       this.actors.push(actor);
-      actor.postCompute({ type: 'init', device: d, config: cfg, control: this.controlBuffer, groupCount: 1 });
+      actor.postCompute({ type: 'init', device: d, config: cfg, control: this.controlBuffer, groupCount: MAX_GROUPS });
     }
     const reports = (await built) as (FromCompute & { type: 'built' })[];
     const weights = reports.find(r => r.device === 0)!.weights;
@@ -163,7 +213,8 @@ class TrainingRun {
         throw new TandemError('BAD_CONFIG', `device ${r.device} built a model with different variables than device 0; the model factory must be deterministic in shape`);
       }
     }
-    const groups = exchangeGroups(cfg.strategy, layout);
+    const groups = exchangeGroups(this.strategy, layout, cfg.strategyOptions);
+    this.groups = groups;
     const input = allocateInputBuffers(cfg.devices, cfg.perDevice, sampleSize(cfg.sampleShape));
     const buffers: SharedBuffers = {
       control: this.controlBuffer,
@@ -206,7 +257,7 @@ class TrainingRun {
       history.push({ step, loss, accuracy });
       this.hooks.onStep?.({ step, loss, accuracy, stepMs, samplesPerSecond: cfg.batch / (stepMs / 1000), computeMs, numTensors: results.map(r => r.numTensors) });
       if (this.hooks.onStepApplied) {
-        await Promise.all(this.actors.map(a => this.control.waitAppliedAsync(a.device, 0, step)));
+        await Promise.all(this.actors.flatMap(a => groups.map((_, g) => this.control.waitAppliedAsync(a.device, g, step))));
         this.hooks.onStepApplied(step, replicas, layout);
       }
     }
@@ -231,10 +282,13 @@ class TrainingRun {
         meanLoadWaitMs: loadWaitTotal / cfg.steps,
       },
       parameters: layout.total,
+      strategy: { name: cfg.strategy, groups: groups.map(g => ({ name: g.name, parameters: g.end - g.start })) },
+      link: cfg.link ? { emulated: true, label: cfg.link.label, bitsPerSecond: cfg.link.bandwidth, latencyMs: cfg.link.latencyMs } : undefined,
       history,
       weights: modelOrderWeights(weights, layout, replicas[0]),
     };
     if (cfg.out) await this.writeOutputs(cfg.out, summary, artifacts);
+    if (cfg.trace) summary.tracePath = await writeChromeTrace(cfg.trace, this.spans, { strategy: cfg.strategy, link: summary.link });
     return summary;
   }
 

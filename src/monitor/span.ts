@@ -1,0 +1,22 @@
+/** A timed span of one device thread, for the timeline and the Chrome trace. */
+export const SPAN_KINDS = ['load', 'forward', 'backward', 'handoff', 'wait', 'exchange', 'apply'] as const;
+export type SpanKind = (typeof SPAN_KINDS)[number];
+
+export interface Span {
+  device: number;
+  thread: 'compute' | 'comm';
+  kind: SpanKind;
+  /** e.g. `backward fc1`, `exchange fc`. */
+  name: string;
+  step: number;
+  /** Exchange group, for backward/exchange/apply spans of a group. */
+  group?: number;
+  /** Milliseconds since the Unix epoch (performance.timeOrigin + performance.now()): comparable across threads. */
+  start: number;
+  end: number;
+}
+
+/** Now, in the clock every thread of the run shares. */
+export function wallNow(): number {
+  return performance.timeOrigin + performance.now();
+}
