@@ -1,10 +1,11 @@
-/** `npm run bench -- NAME [--steps N] [--stock-steps N] [--batch N] [--out DIR]` */
+/** `npm run bench -- scaling|overlap [--steps N] [--stock-steps N] [--batch N] [--links none,1gbps,…] [--out DIR]` */
 import { parseArgs } from 'node:util';
 import { runScaling } from './scaling.js';
+import { runOverlap } from './overlap.js';
 
 const { positionals, values } = parseArgs({
   allowPositionals: true,
-  options: { steps: { type: 'string' }, 'stock-steps': { type: 'string' }, batch: { type: 'string' }, out: { type: 'string' } },
+  options: { links: { type: 'string' }, steps: { type: 'string' }, 'stock-steps': { type: 'string' }, batch: { type: 'string' }, out: { type: 'string' } },
 });
 const name = positionals[0] ?? 'scaling';
 switch (name) {
@@ -16,7 +17,15 @@ switch (name) {
       out: values.out ?? 'bench/results',
     });
     break;
+  case 'overlap':
+    await runOverlap({
+      steps: Number(values.steps ?? 30),
+      perDeviceBatch: Number(values.batch ?? 32),
+      links: (values.links ?? 'none,10gbps,1gbps,100mbps').split(','),
+      out: values.out ?? 'bench/results',
+    });
+    break;
   default:
-    console.error(`unknown bench '${name}'. Benches: scaling`);
+    console.error(`unknown bench '${name}'. Benches: scaling, overlap`);
     process.exitCode = 1;
 }

@@ -45,7 +45,17 @@ export interface TrainSummary {
   samplesPerSecond: number;
   wallSeconds: number;
   meanStepMs: number;
-  timings: { meanComputeMs: number; meanExchangeMs: number; meanUpdateMs: number; meanLoadWaitMs: number };
+  /** Mean step time after the warm-up steps (min(3, steps/5)). */
+  steadyStepMs: number;
+  timings: {
+    /** Compute-thread time (forward + backward + hand-off) per step after warm-up, slowest device. */
+    steadyComputeMs: number;
+    meanComputeMs: number;
+    /** Per exchange group: all-reduce (with any emulated link hold), averaged over groups and steps. */
+    meanExchangeMs: number;
+    meanUpdateMs: number;
+    meanLoadWaitMs: number;
+  };
   parameters: number;
   strategy: { name: string; groups: { name: string; parameters: number }[] };
   /** Present when the link was EMULATED (`--link`): the exchange was held to this link's speed. */
@@ -236,24 +246,29 @@ class TrainingRun {
     for (const a of this.actors) a.startComm({ type: 'start', device: a.device, config: cfg, control: this.controlBuffer, buffers, groups });
 
     const history: TrainSummary['history'] = [];
-    let computeTotal = 0, loadWaitTotal = 0;
+    let computeTotal = 0, loadWaitTotal = 0, steadyCompute = 0;
+    const stepStarts: number[] = [];
+    // Steady-state figures leave out the first steps (engine warm-up, JIT).
+    const warmup = Math.min(3, Math.floor(cfg.steps / 5));
     const trainStart = performance.now();
     const replicas = paramSlots(buffers);
     for (let step = 1; step <= cfg.steps; step++) {
       const t0 = performance.now();
       await loading;
       loadWaitTotal += performance.now() - t0;
+      stepStarts.push(t0);
       const done = this.expectAll(`stepDone:${step}`);
       for (const a of this.actors) a.postCompute({ type: 'step', step });
+      // Step s+1's inputs go into the other slot (step s-1's, finished) while step s trains.
+      if (step < cfg.steps) { loading = load(step + 1); loading.catch(() => {}); }
       const results = (await done) as (FromCompute & { type: 'stepDone' })[];
       results.sort((a, b) => a.device - b.device);
-      // Step s+1's inputs go into the other slot while the comm threads finish step s.
-      if (step < cfg.steps) { loading = load(step + 1); loading.catch(() => {}); }
       const loss = results.reduce((s, r) => s + r.loss, 0) / results.length;
       const accuracy = results.reduce((s, r) => s + r.correct, 0) / cfg.batch;
       const stepMs = performance.now() - t0;
       const computeMs = results.map(r => r.computeMs);
       computeTotal += Math.max(...computeMs);
+      if (step > warmup) steadyCompute += Math.max(...computeMs);
       history.push({ step, loss, accuracy });
       this.hooks.onStep?.({ step, loss, accuracy, stepMs, samplesPerSecond: cfg.batch / (stepMs / 1000), computeMs, numTensors: results.map(r => r.numTensors) });
       if (this.hooks.onStepApplied) {
@@ -264,7 +279,9 @@ class TrainingRun {
     const finished = this.expectAll('finished');
     for (const a of this.actors) a.postCompute({ type: 'finish', lastStep: cfg.steps, exportModel: a.device === 0 && cfg.out !== undefined });
     const fin = (await finished) as (FromCompute & { type: 'finished' })[];
-    const trainSeconds = (performance.now() - trainStart) / 1000;
+    const trainEnd = performance.now();
+    const trainSeconds = (trainEnd - trainStart) / 1000;
+    const steadySteps = cfg.steps - warmup;
     const last = history[history.length - 1];
     const artifacts = fin.find(f => f.device === 0)?.artifacts;
     const summary: TrainSummary = {
@@ -275,7 +292,9 @@ class TrainingRun {
       samplesPerSecond: (cfg.steps * cfg.batch) / trainSeconds,
       wallSeconds: (performance.now() - started) / 1000,
       meanStepMs: (trainSeconds * 1000) / cfg.steps,
+      steadyStepMs: (trainEnd - stepStarts[warmup]) / steadySteps,
       timings: {
+        steadyComputeMs: steadyCompute / steadySteps,
         meanComputeMs: computeTotal / cfg.steps,
         meanExchangeMs: this.commStats.exchangeMs / Math.max(1, this.commStats.count),
         meanUpdateMs: this.commStats.updateMs / Math.max(1, this.commStats.count),
