@@ -40,8 +40,11 @@ export interface TrainConfig {
   momentum?: number;
   optimizer?: OptimizerName;
   seed?: number;
-  /** A built-in strategy name or a `CustomStrategy` (library API only). Default `sequential`. */
-  strategy?: StrategySpec;
+  /** A built-in strategy name, `auto`, or a `CustomStrategy` (library API only). Default `sequential`. */
+  strategy?: StrategySpec | 'auto';
+  /** `auto` (profile, then decide): the AlexNet-like conditions. Defaults 0.25 and 0.25. */
+  timeShare?: number;
+  paramShare?: number;
   /** two-group: number of layers (transmission order) in the FC group. */
   splitLayer?: number;
   /** buckets: bucket cap and first-bucket cap in MB. */
@@ -92,7 +95,7 @@ export interface ResolvedConfig {
 }
 
 const KNOWN_KEYS = new Set(['model', 'data', 'devices', 'backend', 'batch', 'steps', 'epochs', 'lr', 'momentum', 'optimizer', 'seed',
-  'strategy', 'splitLayer', 'bucketCapMB', 'firstBucketMB', 'link', 'trace', 'allReduce', 'out', 'classes', 'imageSize', 'datasetSize', 'stallTimeoutMs', 'loaderThreads', 'faultInjection']);
+  'strategy', 'timeShare', 'paramShare', 'splitLayer', 'bucketCapMB', 'firstBucketMB', 'link', 'trace', 'allReduce', 'out', 'classes', 'imageSize', 'datasetSize', 'stallTimeoutMs', 'loaderThreads', 'faultInjection']);
 
 function bad(field: string, message: string): never {
   throw new TandemError('BAD_CONFIG', `config.${field}: ${message}`);
@@ -138,7 +141,7 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
     if (typeof spec.name !== 'string' || typeof spec.groups !== 'function') bad('strategy', 'a custom strategy needs a name and a groups(layout) function');
     strategy = spec.name;
   } else {
-    strategy = oneOf('strategy', spec, STRATEGIES);
+    strategy = oneOf('strategy', spec, [...STRATEGIES, 'auto'] as const);
   }
   const strategyOptions: StrategyOptions = {
     splitLayer: config.splitLayer === undefined ? undefined : positiveInt('splitLayer', config.splitLayer),
@@ -150,6 +153,8 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
     if (typeof config.link !== 'string') bad('link', 'must be a string like 1gbps');
     link = parseLink(config.link);
   }
+  if (config.timeShare !== undefined) finite('timeShare', config.timeShare, 0, 1);
+  if (config.paramShare !== undefined) finite('paramShare', config.paramShare, 0, 1);
   if (config.trace !== undefined && (typeof config.trace !== 'string' || config.trace === '')) bad('trace', 'must be a file path');
   const allReduce = oneOf('allReduce', config.allReduce ?? 'sharded', ALL_REDUCE_KINDS);
   const stallTimeoutMs = finite('stallTimeoutMs', config.stallTimeoutMs ?? 120_000, 100, 24 * 3600_000);

@@ -37,9 +37,12 @@ function fusedGrads(c: Case) { // linear fused conv calls Conv2DBackpropFilter d
   });
 }
 
-function matmulGrads(ta: boolean, tb: boolean) {
+// Small shapes, and a 2-row batch against a big weight matrix (the swapped-transpose path).
+const MM_SHAPES: [number, number, number][] = [[4, 5, 3], [2, 50, 40]];
+
+function matmulGrads(ta: boolean, tb: boolean, [m, k, n]: [number, number, number]) {
   return tf.tidy(() => {
-    const a = seededTensor(ta ? [5, 4] : [4, 5], 5), b = seededTensor(tb ? [3, 5] : [5, 3], 6);
+    const a = seededTensor(ta ? [k, m] : [m, k], 5), b = seededTensor(tb ? [n, k] : [k, n], 6);
     const [da, db] = tf.grads((p: tf.Tensor, q: tf.Tensor) => tf.matMul(p, q, ta, tb).square().sum())([a, b]);
     return [da.arraySync(), db.arraySync()];
   });
@@ -54,7 +57,8 @@ function maxAbsDiff(a: unknown, b: unknown): number {
 t.test('cpu: conv2d dx/dW and fused dW equal the stock gradients for every padding/stride case', async t => {
   await tf.setBackend('cpu');
   const stock = cases.map(c => ({ conv: convGrads(c), fused: fusedGrads(c) }));
-  const stockMM = [[false, false], [true, false], [false, true], [true, true]].map(([a, b]) => matmulGrads(a, b));
+  const FLAGS = [[false, false], [true, false], [false, true], [true, true]];
+  const stockMM = MM_SHAPES.map(shape => FLAGS.map(([a, b]) => matmulGrads(a, b, shape)));
   const report = installFastGradients(tf, 'cpu');
   t.ok(report.installed.includes('Conv2DBackpropFilter'), 'filter kernel replaced on cpu');
   cases.forEach((c, i) => {
@@ -75,9 +79,9 @@ t.test('cpu: conv2d dx/dW and fused dW equal the stock gradients for every paddi
     t.ok(maxAbsDiff(fast[1], stock[i].conv[1]) < 1e-3, `wasm dW ${c.name}`);
     t.ok(maxAbsDiff(fusedGrads(c), stock[i].fused) < 1e-3, `wasm fused dW ${c.name}`);
   });
-  [[false, false], [true, false], [false, true], [true, true]].forEach(([a, b], i) => {
-    const g = matmulGrads(a, b);
-    t.ok(maxAbsDiff(g, stockMM[i]) < 1e-4, `wasm matmul grads transposeA=${a} transposeB=${b}`);
-  });
+  MM_SHAPES.forEach((shape, s) => FLAGS.forEach(([a, b], i) => {
+    const g = matmulGrads(a, b, shape);
+    t.ok(maxAbsDiff(g, stockMM[s][i]) < 1e-4, `wasm matmul grads ${shape} transposeA=${a} transposeB=${b}`);
+  }));
   await tf.setBackend('cpu');
 });

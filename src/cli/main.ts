@@ -2,6 +2,11 @@
 import { train } from '../trainer/train.js';
 import { TandemError } from '../errors.js';
 import { parseTrainArgs } from './parse-train-args.js';
+import { resolveConfig } from '../config.js';
+import { profileModel } from '../profiling/profile-model.js';
+import { decideAlexNetLike } from '../profiling/alexnet-like.js';
+import { predictStrategies } from '../profiling/cost-model.js';
+import { profileReport } from './profile-report.js';
 
 const HELP = `tandem — train TensorFlow.js models on several devices at once
 
@@ -14,6 +19,12 @@ const HELP = `tandem — train TensorFlow.js models on several devices at once
                [--trace FILE.json]            (Chrome trace: Perfetto / chrome://tracing)
                [--classes C] [--image-size HxW[xC]] [--dataset-size N]
                [--out DIR] [--json] [--quiet]
+
+  tandem profile --model NAME|PATH [--data …] [--batch GLOBAL] [--devices N] [--steps N]
+               [--time-share X] [--param-share X] [--link BANDWIDTH] [--json]
+
+  --strategy auto profiles first, then picks two-group at p for AlexNet-like models,
+  otherwise the strategy the cost model predicts fastest.
 
 Models: mlp, alexnet-mini, alexnet, convnet-gap, or an ES module (tf, options) => tf.LayersModel.
 Data:   mnist, synthetic-images, or an ES module (options) => Dataset.`;
@@ -28,9 +39,13 @@ async function main(argv: string[]): Promise<number> {
       console.log(HELP);
       return 0;
     case 'train': {
-      const { config, json, quiet } = parseTrainArgs(rest);
+      const { config, json, quiet } = parseTrainArgs(rest, 'train');
       const every = Math.max(1, Math.floor((config.steps ?? 100) / 20));
       const summary = await train(config, {
+        onAutoChoice(choice) {
+          if (json) console.log(JSON.stringify({ event: 'auto', strategy: choice.strategy, splitLayer: choice.splitLayer, reason: choice.reason }));
+          else if (!quiet) console.log(`auto: picked ${choice.strategy}${choice.splitLayer ? ` (p = ${choice.splitLayer} layers with parameters)` : ''}: ${choice.reason}`);
+        },
         onStep(m) {
           if (json) console.log(JSON.stringify({ event: 'step', ...m }));
           else if (!quiet && (m.step % every === 0 || m.step === 1)) {
@@ -54,8 +69,18 @@ async function main(argv: string[]): Promise<number> {
       }
       return 0;
     }
+    case 'profile': {
+      const { config, json, profileSteps } = parseTrainArgs(rest, 'profile');
+      const resolved = await resolveConfig({ ...config, strategy: 'sequential', steps: 1 });
+      const profile = await profileModel({ ...config, strategy: 'sequential', steps: 1 }, { steps: profileSteps });
+      const verdict = decideAlexNetLike(profile.layers, { timeShare: config.timeShare ?? 0.25, paramShare: config.paramShare ?? 0.25 });
+      const predictions = predictStrategies(profile, resolved.devices, resolved.strategyOptions, resolved.link);
+      if (json) console.log(JSON.stringify({ profile, verdict, predictions, link: resolved.link ? { ...resolved.link, emulated: true } : undefined }));
+      else console.log(profileReport(profile, verdict, predictions, resolved.devices, resolved.link?.label));
+      return 0;
+    }
     default:
-      throw new TandemError('BAD_CONFIG', `unknown command '${command}'. Commands: train. See tandem --help.`);
+      throw new TandemError('BAD_CONFIG', `unknown command '${command}'. Commands: train, profile. See tandem --help.`);
   }
 }
 

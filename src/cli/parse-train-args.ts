@@ -4,13 +4,14 @@ import { parseArgs } from 'node:util';
 import { TandemError } from '../errors.js';
 import type { TrainConfig } from '../config.js';
 
-export interface TrainCliOptions { config: TrainConfig; json: boolean; quiet: boolean }
+export interface TrainCliOptions { config: TrainConfig; json: boolean; quiet: boolean; profileSteps?: number }
 
 const NUMBER_FLAGS = { devices: 'devices', batch: 'batch', steps: 'steps', epochs: 'epochs', lr: 'lr', momentum: 'momentum', seed: 'seed', classes: 'classes', 'dataset-size': 'datasetSize',
-  'split-layer': 'splitLayer', 'bucket-mb': 'bucketCapMB', 'first-bucket-mb': 'firstBucketMB' } as const;
+  'split-layer': 'splitLayer', 'time-share': 'timeShare', 'param-share': 'paramShare', 'bucket-mb': 'bucketCapMB', 'first-bucket-mb': 'firstBucketMB' } as const;
 const STRING_FLAGS = { model: 'model', data: 'data', backend: 'backend', optimizer: 'optimizer', strategy: 'strategy', 'all-reduce': 'allReduce', out: 'out', link: 'link', trace: 'trace' } as const;
 
-export function parseTrainArgs(argv: string[]): TrainCliOptions {
+/** `command` profile reads --steps as the number of measured steps, not training steps. */
+export function parseTrainArgs(argv: string[], command: 'train' | 'profile' = 'train'): TrainCliOptions {
   const options: Record<string, { type: 'string' | 'boolean' }> = { config: { type: 'string' }, json: { type: 'boolean' }, quiet: { type: 'boolean' }, 'image-size': { type: 'string' } };
   for (const f of [...Object.keys(NUMBER_FLAGS), ...Object.keys(STRING_FLAGS)]) options[f] = { type: 'string' };
   let values: Record<string, string | boolean | undefined>;
@@ -41,5 +42,7 @@ export function parseTrainArgs(argv: string[]): TrainCliOptions {
     if (parts.some(p => !Number.isInteger(p))) throw new TandemError('BAD_CONFIG', `--image-size must look like 32x32 or 32x32x3, got '${values['image-size']}'`);
     c.imageSize = parts;
   }
-  return { config, json: values.json === true, quiet: values.quiet === true };
+  let profileSteps: number | undefined;
+  if (command === 'profile' && c.steps !== undefined) { profileSteps = c.steps as number; delete c.steps; }
+  return { config, json: values.json === true, quiet: values.quiet === true, profileSteps };
 }

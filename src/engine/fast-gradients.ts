@@ -186,9 +186,27 @@ function registerExplicitTransposeMatMul(tf: Tf, backendName: string, kernelName
         temps.push(out);
         return out;
       };
-      const a = attrs.transposeA ? swapLast(inputs.a) : inputs.a;
-      const b = attrs.transposeB ? swapLast(inputs.b) : inputs.b;
-      const out = stockFunc({ inputs: { ...inputs, a, b }, backend, attrs: { ...attrs, transposeA: false, transposeB: false } });
+      const size = (t: TensorInfo) => t.shape.reduce((p, d) => p * d, 1);
+      const { a, b } = inputs;
+      const ta = attrs.transposeA === true, tb = attrs.transposeB === true;
+      const rows = ta ? a.shape[a.shape.length - 1] : a.shape[a.shape.length - 2];
+      const cols = tb ? b.shape[b.shape.length - 2] : b.shape[b.shape.length - 1];
+      const outSize = size(a) / (a.shape[a.shape.length - 1] * a.shape[a.shape.length - 2]) * rows * cols;
+      // op(A)·op(B) = (op'(B)·op'(A))^T: transposing the small operand and the output beats
+      // transposing a big weight matrix (a dense layer's backward at small batch).
+      const direct = (ta ? size(a) : 0) + (tb ? size(b) : 0);
+      const swapped = (ta ? 0 : size(a)) + (tb ? 0 : size(b)) + outSize;
+      const plain = kernelName === 'BatchMatMul';
+      let out: TensorInfo | TensorInfo[];
+      if (plain && swapped < direct) {
+        const bb = tb ? b : swapLast(b), aa = ta ? a : swapLast(a);
+        const outT = one(stockFunc({ inputs: { a: bb, b: aa }, backend, attrs: { ...attrs, transposeA: false, transposeB: false } }));
+        temps.push(outT);
+        out = swapLast(outT);
+        temps.pop(); // the result is returned, not disposed
+      } else {
+        out = stockFunc({ inputs: { ...inputs, a: ta ? swapLast(a) : a, b: tb ? swapLast(b) : b }, backend, attrs: { ...attrs, transposeA: false, transposeB: false } });
+      }
       for (const t of temps) backend.disposeData(t.dataId);
       return out;
     }) as never,

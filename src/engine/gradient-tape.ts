@@ -121,3 +121,19 @@ export function backwardWithGradientReady(tf: Tf, loss: () => Tensor, vars: Vari
   }
   return y;
 }
+
+/**
+ * Runs `f` the way a training forward runs: with the tape recording (tfjs
+ * then takes the unfused kernels it uses under gradients), then drops the
+ * tape. For timing a forward pass as training sees it.
+ */
+export function forwardAsInTraining(tf: Tf, f: () => Tensor): Tensor {
+  const engine = tapeInternals(tf);
+  const y = engine.scopedRun(() => engine.startTape(), () => engine.endTape(), () => engine.tidy('forward', f));
+  const tape = engine.state.activeTape;
+  if (engine.state.gradientDepth === 0 && Array.isArray(tape)) {
+    for (const node of tape) for (const t of node.saved ?? []) t.dispose();
+    engine.state.activeTape = null;
+  }
+  return y;
+}

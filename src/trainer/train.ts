@@ -23,6 +23,7 @@ import { exchangeGroups, MAX_GROUPS, type StrategySpec } from '../pipeline/strat
 import { Subject, type Observable } from 'rxjs';
 import type { Span } from '../monitor/span.js';
 import { writeChromeTrace } from '../monitor/chrome-trace.js';
+import { chooseStrategy, type AutoChoice } from '../profiling/choose-strategy.js';
 import { writeModelFiles } from './model-files.js';
 
 export interface StepMetrics {
@@ -61,6 +62,8 @@ export interface TrainSummary {
   /** Present when the link was EMULATED (`--link`): the exchange was held to this link's speed. */
   link?: { emulated: true; label: string; bitsPerSecond: number; latencyMs: number };
   tracePath?: string;
+  /** With `strategy: 'auto'`: what was picked and why. */
+  auto?: { strategy: string; splitLayer?: number; reason: string };
   history: { step: number; loss: number; accuracy: number }[];
   /** Final parameters in model order (`model.trainableWeights`), from device 0. */
   weights: { name: string; shape: number[]; values: Float32Array }[];
@@ -73,11 +76,21 @@ export interface TrainHooks {
   onStep?(metrics: StepMetrics): void;
   /** Spans of the device threads as they are reported. */
   onSpans?(spans: Span[]): void;
+  /** With `strategy: 'auto'`: what the profiler decided, before training starts. */
+  onAutoChoice?(choice: AutoChoice): void;
 }
 
 export async function train(config: TrainConfig, hooks: TrainHooks = {}): Promise<TrainSummary> {
+  let auto: AutoChoice | undefined;
+  if (config.strategy === 'auto') {
+    await resolveConfig(config); // bad input fails before profiling starts a thread
+    auto = await chooseStrategy(config);
+    hooks.onAutoChoice?.(auto);
+    config = { ...config, strategy: auto.strategy, splitLayer: auto.splitLayer };
+  }
   const resolved = await resolveConfig(config);
-  return new TrainingRun(resolved, config.strategy ?? 'sequential', hooks).run();
+  const autoNote = auto && { strategy: auto.strategy, splitLayer: auto.splitLayer, reason: auto.reason };
+  return new TrainingRun(resolved, (config.strategy ?? 'sequential') as StrategySpec, hooks, autoNote).run();
 }
 
 /** A run in progress: its spans and step metrics as RxJS streams on the main thread, and its result. */
@@ -100,12 +113,11 @@ export function startTraining(config: TrainConfig, hooks: TrainHooks = {}): Trai
   const timeline$ = new Subject<Span>();
   const metrics$ = new Subject<StepMetrics>();
   const done = (async () => {
-    const resolved = await resolveConfig(config);
-    return new TrainingRun(resolved, config.strategy ?? 'sequential', {
+    return train(config, {
       ...hooks,
       onSpans: spans => { for (const s of spans) timeline$.next(s); hooks.onSpans?.(spans); },
       onStep: m => { metrics$.next(m); hooks.onStep?.(m); },
-    }).run();
+    });
   })();
   done.then(() => { timeline$.complete(); metrics$.complete(); }, err => { timeline$.error(err); metrics$.error(err); });
   return { timeline$: timeline$.asObservable(), metrics$: metrics$.asObservable(), done };
@@ -126,7 +138,8 @@ class TrainingRun {
 
   private readonly spans: Span[] = [];
 
-  constructor(private readonly cfg: ResolvedConfig, private readonly strategy: StrategySpec, private readonly hooks: TrainHooks) {
+  constructor(private readonly cfg: ResolvedConfig, private readonly strategy: StrategySpec, private readonly hooks: TrainHooks,
+    private readonly auto?: TrainSummary['auto']) {
     const groupCount = MAX_GROUPS; // control words for as many groups as any strategy may use
     this.controlBuffer = new SharedArrayBuffer(ControlBlock.byteLength(cfg.devices, groupCount));
     this.control = new ControlBlock(this.controlBuffer, cfg.devices, groupCount, cfg.stallTimeoutMs);
@@ -302,6 +315,7 @@ class TrainingRun {
       },
       parameters: layout.total,
       strategy: { name: cfg.strategy, groups: groups.map(g => ({ name: g.name, parameters: g.end - g.start })) },
+      auto: this.auto,
       link: cfg.link ? { emulated: true, label: cfg.link.label, bitsPerSecond: cfg.link.bandwidth, latencyMs: cfg.link.latencyMs } : undefined,
       history,
       weights: modelOrderWeights(weights, layout, replicas[0]),

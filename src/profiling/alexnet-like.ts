@@ -1,0 +1,79 @@
+/**
+ * The AlexNet-like decision of seed 000 (claims 8-10), as a pure function.
+ *
+ * How the seed's two open conditions are read here:
+ * 1. Walk the m layers in transmission order (output layer first),
+ *    accumulating compute time (forward + backward). p is the last layer for
+ *    which the time of layers 1..p, as a share of the whole, is still
+ *    <= `timeShare`: the walk stops before the first layer that would break it.
+ * 2. The remaining layers p+1..m must hold <= `paramShare` of all parameters.
+ * Both hold -> AlexNet-like: layers 1..p are the FC group, p+1..m the conv group.
+ *
+ * Defaults 0.25 / 0.25: the seed's own picture is ~20% of compute and ~90% of
+ * parameters in the FC layers; 0.25 accepts that with margin, and a network
+ * whose cheap top layers leave more than a quarter of the parameters behind
+ * would gain little from exchanging the top group early.
+ */
+import type { LayerCost } from './layer-profile.js';
+import { layerTimeMs } from './layer-profile.js';
+
+export interface AlexNetConditions {
+  /** Condition 1: the FC group's share of compute time is at most this. */
+  timeShare: number;
+  /** Condition 2: the conv group's share of parameters is at most this. */
+  paramShare: number;
+}
+
+export const DEFAULT_CONDITIONS: AlexNetConditions = { timeShare: 0.25, paramShare: 0.25 };
+
+export interface AlexNetVerdict {
+  alexnetLike: boolean;
+  /** Number of layers (transmission order) in the FC group. */
+  p: number;
+  fcGroup: string[];
+  convGroup: string[];
+  /** Compute-time share of layers 1..p. */
+  fcTimeShare: number;
+  /** Parameter share of layers p+1..m. */
+  convParamShare: number;
+  conditions: AlexNetConditions;
+  /** Why, in one sentence; for a negative verdict: which condition failed and by how much. */
+  reason: string;
+}
+
+const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
+
+export function decideAlexNetLike(layers: readonly LayerCost[], conditions: AlexNetConditions = DEFAULT_CONDITIONS): AlexNetVerdict {
+  const m = layers.length;
+  const totalTime = layers.reduce((s, l) => s + layerTimeMs(l), 0);
+  const totalParams = layers.reduce((s, l) => s + l.parameters, 0);
+  let p = 0, time = 0;
+  while (p < m) {
+    const next = time + layerTimeMs(layers[p]);
+    if (totalTime > 0 && next / totalTime > conditions.timeShare) break;
+    time = next;
+    p++;
+  }
+  const fcTimeShare = totalTime > 0 ? time / totalTime : 0;
+  const convParams = layers.slice(p).reduce((s, l) => s + l.parameters, 0);
+  const convParamShare = totalParams > 0 ? convParams / totalParams : 0;
+  const base = { p, fcGroup: layers.slice(0, p).map(l => l.name), convGroup: layers.slice(p).map(l => l.name), fcTimeShare, convParamShare, conditions };
+  if (m === 0) return { ...base, alexnetLike: false, reason: 'the model has no layers' };
+  if (p === 0) {
+    const share = totalTime > 0 ? layerTimeMs(layers[0]) / totalTime : 0;
+    return { ...base, alexnetLike: false, reason: `condition 1 failed: the output layer ${layers[0].name} alone takes ${pct(share)} of compute, ` +
+      `over the ${pct(conditions.timeShare)} limit by ${pct(share - conditions.timeShare)}` };
+  }
+  if (p === m) return { ...base, alexnetLike: false, reason: `all ${m} layers fit in the ${pct(conditions.timeShare)} time share: no layer is left for a conv group` };
+  if (convParamShare > conditions.paramShare) {
+    return { ...base, alexnetLike: false, reason: `condition 2 failed: after the top ${p} layer(s) (${pct(fcTimeShare)} of compute) the remaining ${m - p} layers hold ` +
+      `${pct(convParamShare)} of the parameters, over the ${pct(conditions.paramShare)} limit by ${pct(convParamShare - conditions.paramShare)}` };
+  }
+  return { ...base, alexnetLike: true, reason: `the top ${p} layer(s) take ${pct(fcTimeShare)} of compute (<= ${pct(conditions.timeShare)}) ` +
+    `and the remaining ${m - p} hold ${pct(convParamShare)} of the parameters (<= ${pct(conditions.paramShare)})` };
+}
+
+/** The two-group split in parameterised layers: how many layers with parameters are among the FC group. */
+export function parameterisedSplit(layers: readonly LayerCost[], p: number): number {
+  return layers.slice(0, p).filter(l => l.parameters > 0).length;
+}
