@@ -17,7 +17,7 @@ t.test('alexnet-mini and alexnet are AlexNet-like with the FC layers first; conv
     { model: 'mlp', batch: 64, like: false },
   ];
   for (const c of cases) {
-    const profile = await profileModel({ ...synthetic, model: c.model, batch: c.batch }, { steps: 2, warmupSteps: 1, reps: 2 });
+    const profile = await profileModel({ ...synthetic, model: c.model, batch: c.batch }, { steps: 3, warmupSteps: 2, reps: 3 });
     const v = decideAlexNetLike(profile.layers);
     t.equal(v.alexnetLike, c.like, `${c.model}: ${v.reason}`);
     if (c.like) {
