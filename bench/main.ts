@@ -1,11 +1,12 @@
-/** `npm run bench -- scaling|overlap [--steps N] [--stock-steps N] [--batch N] [--links none,1gbps,…] [--out DIR]` */
+/** `npm run bench -- scaling|overlap|profile [--steps N] [--models a,b] [--stock-steps N] [--batch N] [--links none,1gbps,…] [--out DIR]` */
 import { parseArgs } from 'node:util';
 import { runScaling } from './scaling.js';
 import { runOverlap } from './overlap.js';
+import { runProfileBench } from './profile.js';
 
 const { positionals, values } = parseArgs({
   allowPositionals: true,
-  options: { links: { type: 'string' }, steps: { type: 'string' }, 'stock-steps': { type: 'string' }, batch: { type: 'string' }, out: { type: 'string' } },
+  options: { models: { type: 'string' }, links: { type: 'string' }, steps: { type: 'string' }, 'stock-steps': { type: 'string' }, batch: { type: 'string' }, out: { type: 'string' } },
 });
 const name = positionals[0] ?? 'scaling';
 switch (name) {
@@ -25,7 +26,16 @@ switch (name) {
       out: values.out ?? 'bench/results',
     });
     break;
+  case 'profile':
+    await runProfileBench({
+      steps: Number(values.steps ?? 20),
+      perDeviceBatch: Number(values.batch ?? 32),
+      links: (values.links ?? 'none,1gbps,100mbps').split(','),
+      models: (values.models ?? 'alexnet-mini,convnet-gap').split(','),
+      out: values.out ?? 'bench/results',
+    });
+    break;
   default:
-    console.error(`unknown bench '${name}'. Benches: scaling, overlap`);
+    console.error(`unknown bench '${name}'. Benches: scaling, overlap, profile`);
     process.exitCode = 1;
 }

@@ -12,6 +12,10 @@ export function profileReport(profile: ModelProfile, verdict: AlexNetVerdict, pr
   const lines: string[] = [];
   lines.push(`profile of ${profile.model} on ${profile.backend}, ${profile.batch} samples per device; ${profile.measuredSteps} measured steps after ${profile.warmupSteps} warm-up`);
   lines.push(`measured step: forward ${profile.stepForwardMs.toFixed(1)} ms, backward ${profile.stepBackwardMs.toFixed(1)} ms, per-step overhead ${profile.overheadMs.toFixed(2)} ms`);
+  if (profile.calibration) {
+    lines.push(`calibrated on a real ${profile.calibration.devices}-device run (sequential, shared memory): layer times x${profile.calibration.computeScale.toFixed(2)}, ` +
+      `runtime overhead ${profile.overheadMs.toFixed(1)} ms per step`);
+  }
   lines.push('layers in transmission order (output layer first); times are per-layer measurements scaled to the measured step');
   lines.push('| # | layer | class | fwd ms | bwd ms | time share | cumulative | parameters | param share |');
   lines.push('|---:|---|---|---:|---:|---:|---:|---:|---:|');

@@ -29,6 +29,8 @@ export interface ModelProfile {
   updateBytesPerMs: number;
   measuredSteps: number;
   warmupSteps: number;
+  /** Set when calibrated against a short real run (see profileModel). */
+  calibration?: { devices: number; computeScale: number; steadyStepMs: number };
   /** The model's trainable variables (model order), to lay out exchange groups exactly as a run does. */
   weights: { name: string; shape: number[] }[];
 }
