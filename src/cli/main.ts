@@ -13,7 +13,7 @@ const HELP = `tandem — train TensorFlow.js models on several devices at once
   tandem train [--config FILE.json] [--model NAME|PATH] [--data NAME|PATH] [--devices N]
                [--backend wasm|cpu|tensorflow] [--batch GLOBAL] [--steps N | --epochs N]
                [--lr X] [--momentum X] [--optimizer sgd|adam] [--seed N]
-               [--strategy sequential|two-group|per-layer|buckets] [--split-layer P]
+               [--strategy sequential|two-group|per-layer|buckets|auto] [--split-layer P]
                [--bucket-mb MB] [--first-bucket-mb MB] [--all-reduce sharded|primary]
                [--link BANDWIDTH[:LATENCY]]   (EMULATED link, e.g. 1gbps, 10gbps:0.05ms)
                [--trace FILE.json]            (Chrome trace: Perfetto / chrome://tracing)
