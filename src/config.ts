@@ -15,6 +15,25 @@ import type { DatasetSpec } from './data/dataset.js';
 import { MNIST_META } from './data/mnist.js';
 import { SYNTHETIC_DEFAULTS } from './data/synthetic-images.js';
 import type { ModelSpec } from './model/resolve-model.js';
+import { HEAD_KINDS, type HeadKind } from './classifier/classifier-head.js';
+import { LabelPartition } from './classifier/label-partition.js';
+
+export const METHODS = ['data-parallel', 'local-head', 'partial-fc'] as const;
+export type Method = (typeof METHODS)[number];
+
+/** Method B (local-head) and the Partial FC comparison mode. */
+export interface ClassifierConfig {
+  embedding: number;
+  head: HeadKind;
+  scale: number;
+  margin: number;
+  /** partial-fc: share of each device's class centres in a step's softmax (positives always in). */
+  sampleRate: number;
+  /** partition[d] = labels device d owns. */
+  partition: number[][];
+  exportDevice: number;
+  exportClassifier: boolean;
+}
 
 export const FAULT_PHASES = ['forward', 'backward', 'exchange'] as const;
 /** Test hook: make one device fail at one step and phase. */
@@ -26,6 +45,21 @@ export interface FaultInjection {
 }
 
 export interface TrainConfig {
+  /** `data-parallel` (default), `local-head` (method B: each device owns a share of the labels), `partial-fc`. */
+  method?: Method;
+  /** Method B / partial-fc: embedding size the model outputs (its factory gets classes = embedding). Default 128. */
+  embedding?: number;
+  head?: HeadKind;
+  /** cosine head: scale s (default 30) and additive angular margin in radians (default 0). */
+  scale?: number;
+  margin?: number;
+  sampleRate?: number;
+  /** A user label partition: one list of labels per device. Default: contiguous shares. */
+  partition?: number[][];
+  /** Samples held out at the end of the dataset for evaluation. Default 10% for the classifier methods, else 0. */
+  heldOut?: number;
+  exportDevice?: number;
+  exportClassifier?: boolean;
   /** Builtin model name or path to an ES module `(tf, options) => tf.LayersModel`. Default `mlp`. */
   model?: string;
   /** Builtin dataset name or path to an ES module `(options) => Dataset`. Default `mnist`. */
@@ -69,6 +103,10 @@ export interface TrainConfig {
 }
 
 export interface ResolvedConfig {
+  method: Method;
+  classifier?: ClassifierConfig;
+  /** Samples [0, trainSize) train; [trainSize, datasetSize) are held out. */
+  trainSize: number;
   model: ModelSpec;
   data: DatasetSpec;
   datasetSize: number;
@@ -94,7 +132,7 @@ export interface ResolvedConfig {
   faultInjection?: FaultInjection;
 }
 
-const KNOWN_KEYS = new Set(['model', 'data', 'devices', 'backend', 'batch', 'steps', 'epochs', 'lr', 'momentum', 'optimizer', 'seed',
+const KNOWN_KEYS = new Set(['method', 'embedding', 'head', 'scale', 'margin', 'sampleRate', 'partition', 'heldOut', 'exportDevice', 'exportClassifier', 'model', 'data', 'devices', 'backend', 'batch', 'steps', 'epochs', 'lr', 'momentum', 'optimizer', 'seed',
   'strategy', 'timeShare', 'paramShare', 'splitLayer', 'bucketCapMB', 'firstBucketMB', 'link', 'trace', 'allReduce', 'out', 'classes', 'imageSize', 'datasetSize', 'stallTimeoutMs', 'loaderThreads', 'faultInjection']);
 
 function bad(field: string, message: string): never {
@@ -205,7 +243,36 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
     meta = { size: ds.size, sampleShape: ds.sampleShape, classes: ds.classes };
   }
   const sampleShape = [...meta.sampleShape];
-  if (meta.size < batch) bad('batch', `global batch ${batch} is larger than the dataset (${meta.size} samples)`);
+  const method = oneOf('method', config.method ?? 'data-parallel', METHODS);
+  const heldOut = config.heldOut ?? (method === 'data-parallel' ? 0 : Math.floor(meta.size / 10));
+  if (!Number.isInteger(heldOut) || heldOut < 0 || heldOut >= meta.size) bad('heldOut', `must be an integer in [0, ${meta.size}), got ${JSON.stringify(heldOut)}`);
+  const trainSize = meta.size - heldOut;
+  if (trainSize < batch) bad('batch', `global batch ${batch} is larger than the training samples (${trainSize} of ${meta.size}; ${heldOut} held out)`);
+  let classifier: ClassifierConfig | undefined;
+  if (method !== 'data-parallel') {
+    const partition = config.partition !== undefined
+      ? LabelPartition.fromShares(meta.classes, config.partition)
+      : LabelPartition.contiguous(meta.classes, devices);
+    if (partition.devices !== devices) bad('partition', `lists ${partition.devices} devices but the run has ${devices}`);
+    const head = oneOf('head', config.head ?? 'linear', HEAD_KINDS);
+    const exportDevice = config.exportDevice ?? 0;
+    if (!Number.isInteger(exportDevice) || exportDevice < 0 || exportDevice >= devices) bad('exportDevice', `must be a device in [0, ${devices})`);
+    classifier = {
+      embedding: positiveInt('embedding', config.embedding ?? 128, 65536),
+      head,
+      scale: finite('scale', config.scale ?? (head === 'cosine' ? 30 : 1), 1e-6, 1e6),
+      margin: finite('margin', config.margin ?? 0, 0, Math.PI / 2),
+      sampleRate: finite('sampleRate', config.sampleRate ?? 1, 1e-6, 1),
+      partition: partition.labels.map(l => Array.from(l)),
+      exportDevice,
+      exportClassifier: config.exportClassifier ?? false,
+    };
+    if (config.sampleRate !== undefined && method !== 'partial-fc') bad('sampleRate', 'applies to --method partial-fc only');
+  } else {
+    for (const k of ['embedding', 'head', 'scale', 'margin', 'sampleRate', 'partition', 'exportDevice', 'exportClassifier'] as const) {
+      if (config[k] !== undefined) bad(k, `applies to --method local-head or partial-fc, not data-parallel`);
+    }
+  }
 
   if (builtinModel) {
     const [h, w] = sampleShape;
@@ -214,13 +281,15 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
         `data '${dataSource}' gives ${sampleShape.join('x')}. Use --image-size with synthetic-images, or another model.`);
     }
   }
+  // The classifier methods build the model as a feature extractor: its output is the embedding.
+  const outputs = classifier ? classifier.embedding : meta.classes;
   const model: ModelSpec = {
     source: builtinModel ? modelSource : resolveModuleUrl(modelSource, 'model'),
-    options: { inputShape: sampleShape, classes: meta.classes, seed },
+    options: { inputShape: sampleShape, classes: outputs, seed },
   };
-  if (!builtinModel) await checkModuleModelShapes(model, sampleShape, meta.classes, modelSource, dataSource);
+  if (!builtinModel) await checkModuleModelShapes(model, sampleShape, outputs, modelSource, dataSource);
 
-  const stepsPerEpoch = Math.floor(meta.size / batch);
+  const stepsPerEpoch = Math.floor(trainSize / batch);
   if (config.steps !== undefined && config.epochs !== undefined) bad('steps', 'give steps or epochs, not both');
   const steps = config.epochs !== undefined
     ? positiveInt('epochs', config.epochs, 1_000_000) * stepsPerEpoch
@@ -236,6 +305,7 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
   if (config.out !== undefined && (typeof config.out !== 'string' || config.out === '')) bad('out', 'must be a directory path');
 
   return {
+    method, classifier, trainSize,
     model, data, datasetSize: meta.size, sampleShape, classes: meta.classes, devices, backend, batch,
     perDevice: batch / devices, steps, stepsPerEpoch, optimizer, seed, strategy, strategyOptions, link, trace: config.trace, allReduce, out: config.out,
     stallTimeoutMs, loaderThreads, faultInjection: fi,

@@ -78,6 +78,7 @@ async function run(msg: ToComm, control: ControlBlock, at: (step: number, phase:
       port.postMessage({
         type: 'exchanged', device, step, group: g, waitMs: done.waitEnd - done.waitStart,
         exchangeMs: done.exchangeEnd! - done.exchangeStart!, updateMs: done.applyEnd! - done.applyStart!, spans,
+        carried: { start: groups[g].start, end: groups[g].end },
       } satisfies FromComm);
     }
   }

@@ -22,6 +22,9 @@ import { completeGroups } from '../pipeline/operators/complete-groups.js';
 import { handOff } from '../pipeline/operators/hand-off.js';
 import type { GradientReady } from '../pipeline/events.js';
 import { wallNow, type Span } from '../monitor/span.js';
+import { ClassifierHead } from '../classifier/classifier-head.js';
+import { LabelPartition } from '../classifier/label-partition.js';
+import { partialFcStep, type PartialFcContext } from '../classifier/partial-fc.js';
 
 if (!parentPort) throw new Error('compute-worker must run as a worker thread');
 const port = parentPort;
@@ -36,6 +39,8 @@ let groups: ParameterGroup[];
 let params: Float32Array;
 let grads: Float32Array;
 let probabilities = false;
+let head: ClassifierHead | undefined;
+let partition: LabelPartition | undefined;
 let phase: Phase = 'setup';
 let step = 0;
 let spans: Span[] = [];
@@ -84,6 +89,13 @@ async function init(d: number, c: ResolvedConfig, controlBuffer: SharedArrayBuff
   await startBackend(tf, c.backend);
   model = await buildModel(tf, c.model);
   probabilities = outputsProbabilities(model);
+  if (c.classifier) {
+    partition = LabelPartition.fromShares(c.classes, c.classifier.partition);
+    head = new ClassifierHead(tf, {
+      kind: c.classifier.head, embedding: c.classifier.embedding, labels: partition.labels[d], totalClasses: c.classes,
+      scale: c.classifier.scale, margin: c.classifier.margin, seed: c.seed,
+    }, c.optimizer);
+  }
   const weights = model.trainableWeights.map(w => ({ name: w.originalName, shape: [...w.shape] as number[] }));
   layout = layoutParameters(weights);
   send({ type: 'built', device, weights, numTensors: tf.memory().numTensors });
@@ -163,14 +175,37 @@ async function trainStep(s: number): Promise<void> {
     },
   })) as never) as (t: import('@tensorflow/tfjs').Tensor) => import('@tensorflow/tfjs').Tensor;
   const vars = model.trainableWeights.map(w => w.read() as import('@tensorflow/tfjs').Variable);
+  // local-head: the head's variables join backward, their gradients stay here.
+  const allVars = config.method === 'local-head' && head ? [...vars, ...head.vars] : vars;
+  let headGrads: Float32Array[] = [];
+  let partialFcLoss = NaN;
   let lastReady = 0;
   const value = backwardWithGradientReady(tf, () => {
     const out = backwardMarker(model.apply(xs, { training: true }) as import('@tensorflow/tfjs').Tensor);
-    const { loss, correct: c } = classificationLoss(tf, out, ys, config.classes, probabilities);
-    correct = c.dataSync()[0];
-    c.dispose();
-    return loss;
-  }, vars, (modelIndex, gradient) => {
+    switch (config.method) {
+      case 'data-parallel': {
+        const { loss, correct: c } = classificationLoss(tf, out, ys, config.classes, probabilities);
+        correct = c.dataSync()[0];
+        c.dispose();
+        return loss;
+      }
+      case 'local-head': {
+        const { loss, correct: c } = classificationLoss(tf, head!.logits(out, ys), ys, head!.config.labels.length, false);
+        correct = c.dataSync()[0];
+        c.dispose();
+        return loss;
+      }
+      case 'partial-fc': {
+        const r = partialFcStep(partialFcContext(s), out);
+        partialFcLoss = r.loss;
+        correct = r.correct;
+        headGrads = r.headGrads;
+        return r.surrogate;
+      }
+      default: { const never: never = config.method; throw new Error(`unknown method ${String(never)}`); }
+    }
+  }, allVars, (modelIndex, gradient) => {
+    if (modelIndex >= vars.length) { headGrads[modelIndex - vars.length] = gradient.dataSync().slice() as Float32Array; return; }
     const spec = layout.variables[byModelIndex[modelIndex]];
     grads.set(gradient.dataSync() as Float32Array, spec.offset);
     const now = wallNow();
@@ -179,12 +214,28 @@ async function trainStep(s: number): Promise<void> {
     lastReady = now;
     gradientReady$.next({ step: s, start: spec.offset, end: spec.offset + spec.size, layer: spec.layer, at: now });
   });
-  const loss = value.dataSync()[0];
+  const loss = config.method === 'partial-fc' ? partialFcLoss : value.dataSync()[0];
   value.dispose();
   tf.dispose([xs, ys]);
+  head?.update(headGrads, s); // local: never exchanged
   const t2 = wallNow();
   enter('idle');
   send({ type: 'stepDone', device, step: s, loss, correct, count: config.perDevice, computeMs: t2 - t1, loadMs: t1 - t0, numTensors: tf.memory().numTensors, spans });
+}
+
+function partialFcContext(s: number): PartialFcContext {
+  const c = config.classifier!;
+  const B = config.batch;
+  const globalLabels = new Int32Array(B);
+  for (let d = 0; d < config.devices; d++) {
+    const at = inputSlotIndex(d, s % INPUT_SLOTS) * buffers.labelSlotSize;
+    globalLabels.set(new Int32Array(buffers.labels, at * 4, config.perDevice), d * config.perDevice);
+  }
+  return {
+    tf, control, device, devices: config.devices, perDevice: config.perDevice, embedding: c.embedding, buffers: buffers.partialFc!,
+    globalLabels, owner: partition!.owner, localIndex: partition!.localIndex, localClasses: partition!.size(device),
+    sampleRate: c.sampleRate, seed: config.seed, step: s, w: head!.vars[0], b: head!.vars[1],
+  };
 }
 
 async function finish(lastStep: number, exportModel: boolean): Promise<void> {
@@ -202,5 +253,6 @@ async function finish(lastStep: number, exportModel: boolean): Promise<void> {
     }));
   }
   enter('done');
-  send({ type: 'finished', device, artifacts, numTensors: tf.memory().numTensors }, artifacts ? [artifacts.weightData] : []);
+  const headValues = head ? { ...head.values(), labels: head.config.labels } : undefined;
+  send({ type: 'finished', device, artifacts, head: headValues, numTensors: tf.memory().numTensors }, artifacts ? [artifacts.weightData] : []);
 }

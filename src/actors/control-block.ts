@@ -17,6 +17,8 @@ const ABORT = 0;
 const STOP = 1;
 const BARRIER_COUNT = 2;
 const BARRIER_GENERATION = 3;
+const COMPUTE_BARRIER_COUNT = 4;
+const COMPUTE_BARRIER_GENERATION = 5;
 const HEADER = 8;
 // Per-device words: phase and step of each of its two threads, then per group [gradsReady, applied].
 const PHASE = 0;
@@ -127,20 +129,30 @@ export class ControlBlock {
     if (this.aborted) throw new TandemError('ABORTED', 'run aborted by another thread');
   }
 
-  /** Sense-reversing barrier of the `devices` comm threads. */
+  /** Barrier of the `devices` comm threads. */
   barrier(what: string): void {
-    const generation = Atomics.load(this.words, BARRIER_GENERATION);
-    if (Atomics.add(this.words, BARRIER_COUNT, 1) === this.devices - 1) {
-      Atomics.store(this.words, BARRIER_COUNT, 0);
-      Atomics.add(this.words, BARRIER_GENERATION, 1);
-      Atomics.notify(this.words, BARRIER_GENERATION);
+    this.arrive(BARRIER_COUNT, BARRIER_GENERATION, what);
+  }
+
+  /** Barrier of the `devices` compute threads (Partial FC's exchanges inside a step). */
+  computeBarrier(what: string): void {
+    this.arrive(COMPUTE_BARRIER_COUNT, COMPUTE_BARRIER_GENERATION, what);
+  }
+
+  /** Sense-reversing barrier on a (count, generation) pair of words. */
+  private arrive(countWord: number, generationWord: number, what: string): void {
+    const generation = Atomics.load(this.words, generationWord);
+    if (Atomics.add(this.words, countWord, 1) === this.devices - 1) {
+      Atomics.store(this.words, countWord, 0);
+      Atomics.add(this.words, generationWord, 1);
+      Atomics.notify(this.words, generationWord);
       return;
     }
     const deadline = Date.now() + this.stallTimeoutMs;
-    while (Atomics.load(this.words, BARRIER_GENERATION) === generation) {
+    while (Atomics.load(this.words, generationWord) === generation) {
       this.checkAbort();
       if (Date.now() > deadline) throw stalled(what, this.stallTimeoutMs);
-      Atomics.wait(this.words, BARRIER_GENERATION, generation, WAIT_SLICE_MS);
+      Atomics.wait(this.words, generationWord, generation, WAIT_SLICE_MS);
     }
   }
 }

@@ -11,6 +11,9 @@ import type { Span } from '../monitor/span.js';
 
 export interface WeightShape { name: string; shape: number[] }
 
+/** A device's classifier head after training: W [embedding, labels.length], b, and its global labels. */
+export interface HeadValues { w: Float32Array; b?: Float32Array; labels: Int32Array }
+
 /** The model as tfjs's save handler gives it, weights as one buffer. */
 export interface ModelArtifactsData {
   modelTopology: object;
@@ -30,7 +33,7 @@ export type FromCompute =
   | { type: 'built'; device: number; weights: WeightShape[]; numTensors: number }
   | { type: 'initialised'; device: number }
   | { type: 'stepDone'; device: number; step: number; loss: number; correct: number; count: number; computeMs: number; loadMs: number; numTensors: number; spans: Span[] }
-  | { type: 'finished'; device: number; artifacts?: ModelArtifactsData; numTensors: number }
+  | { type: 'finished'; device: number; artifacts?: ModelArtifactsData; head?: HeadValues; numTensors: number }
   | { type: 'error'; device: number; step: number; phase: Phase; error: SerializedError };
 
 // main -> comm thread
@@ -45,6 +48,6 @@ export type ToComm = {
 
 // comm thread -> main
 export type FromComm =
-  | { type: 'exchanged'; device: number; step: number; group: number; waitMs: number; exchangeMs: number; updateMs: number; spans: Span[] }
+  | { type: 'exchanged'; device: number; step: number; group: number; waitMs: number; exchangeMs: number; updateMs: number; spans: Span[]; carried: { start: number; end: number } }
   | { type: 'stopped'; device: number }
   | { type: 'error'; device: number; step: number; phase: Phase; error: SerializedError };

@@ -6,6 +6,7 @@
  */
 import { TandemError } from '../errors.js';
 import type { InputBuffers } from '../data/shard-loader.js';
+import type { PartialFcBuffers } from '../classifier/partial-fc.js';
 
 export interface SharedBuffers extends InputBuffers {
   control: SharedArrayBuffer;
@@ -16,6 +17,8 @@ export interface SharedBuffers extends InputBuffers {
   total: number;
   stateSlots: number;
   devices: number;
+  /** Partial FC's exchange buffers (features, per-sample statistics, feature gradients). */
+  partialFc?: PartialFcBuffers;
 }
 
 export function allocateShared(bytes: number, what: string): SharedArrayBuffer {

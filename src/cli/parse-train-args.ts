@@ -7,12 +7,14 @@ import type { TrainConfig } from '../config.js';
 export interface TrainCliOptions { config: TrainConfig; json: boolean; quiet: boolean; profileSteps?: number }
 
 const NUMBER_FLAGS = { devices: 'devices', batch: 'batch', steps: 'steps', epochs: 'epochs', lr: 'lr', momentum: 'momentum', seed: 'seed', classes: 'classes', 'dataset-size': 'datasetSize',
-  'split-layer': 'splitLayer', 'time-share': 'timeShare', 'param-share': 'paramShare', 'bucket-mb': 'bucketCapMB', 'first-bucket-mb': 'firstBucketMB' } as const;
-const STRING_FLAGS = { model: 'model', data: 'data', backend: 'backend', optimizer: 'optimizer', strategy: 'strategy', 'all-reduce': 'allReduce', out: 'out', link: 'link', trace: 'trace' } as const;
+  'split-layer': 'splitLayer', embedding: 'embedding', scale: 'scale', margin: 'margin', 'sample-rate': 'sampleRate',
+  'held-out': 'heldOut', 'export-device': 'exportDevice', 'time-share': 'timeShare', 'param-share': 'paramShare', 'bucket-mb': 'bucketCapMB', 'first-bucket-mb': 'firstBucketMB' } as const;
+const STRING_FLAGS = { model: 'model', data: 'data', backend: 'backend', optimizer: 'optimizer', strategy: 'strategy', 'all-reduce': 'allReduce', out: 'out', method: 'method', head: 'head', link: 'link', trace: 'trace' } as const;
 
 /** `command` profile reads --steps as the number of measured steps, not training steps. */
 export function parseTrainArgs(argv: string[], command: 'train' | 'profile' = 'train'): TrainCliOptions {
-  const options: Record<string, { type: 'string' | 'boolean' }> = { config: { type: 'string' }, json: { type: 'boolean' }, quiet: { type: 'boolean' }, 'image-size': { type: 'string' } };
+  const options: Record<string, { type: 'string' | 'boolean' }> = { config: { type: 'string' }, json: { type: 'boolean' }, quiet: { type: 'boolean' },
+    'image-size': { type: 'string' }, 'export-classifier': { type: 'boolean' } };
   for (const f of [...Object.keys(NUMBER_FLAGS), ...Object.keys(STRING_FLAGS)]) options[f] = { type: 'string' };
   let values: Record<string, string | boolean | undefined>;
   try {
@@ -37,6 +39,7 @@ export function parseTrainArgs(argv: string[], command: 'train' | 'profile' = 't
     c[key] = n;
   }
   for (const [flag, key] of Object.entries(STRING_FLAGS)) if (typeof values[flag] === 'string') c[key] = values[flag];
+  if (values['export-classifier'] === true) c.exportClassifier = true;
   if (typeof values['image-size'] === 'string') {
     const parts = values['image-size'].split(/[x,]/).map(Number);
     if (parts.some(p => !Number.isInteger(p))) throw new TandemError('BAD_CONFIG', `--image-size must look like 32x32 or 32x32x3, got '${values['image-size']}'`);

@@ -11,6 +11,16 @@ export interface Dataset {
   readonly classes: number;
   /** Writes sample `index` into `out` at `offset`; returns its label. */
   read(index: number, out: Float32Array, offset: number): number;
+  /** The label of sample `index` without reading it (optional: tandem reads the sample when absent). */
+  label?(index: number): number;
+}
+
+/** The label of every sample in [0, count), cheaply where the dataset can. */
+export function labelsOf(ds: Dataset, count: number): Int32Array {
+  const out = new Int32Array(count);
+  const scratch = ds.label ? undefined : new Float32Array(sampleSize(ds.sampleShape));
+  for (let i = 0; i < count; i++) out[i] = ds.label ? ds.label(i) : ds.read(i, scratch!, 0);
+  return out;
 }
 
 export interface DatasetOptions {

@@ -17,6 +17,8 @@ export interface LoadShardTask {
   labels: SharedArrayBuffer;
   /** In int32s. */
   labelOffset: number;
+  /** Method B: global label -> this device's local label (-1: not owned). */
+  labelMap?: Int32Array;
 }
 
 export default async function loadShard(task: LoadShardTask): Promise<number> {
@@ -35,7 +37,13 @@ export default async function loadShard(task: LoadShardTask): Promise<number> {
         throw new TandemError('BAD_CONFIG', `dataset ${task.dataset.source}: sample ${index} has a non-finite input value at element ${k - offset}`);
       }
     }
-    labels[task.labelOffset + i] = label;
+    if (task.labelMap) {
+      const local = task.labelMap[label];
+      if (local < 0) throw new TandemError('BAD_CONFIG', `sample ${index} has label ${label}, which this device does not own (loader bug)`);
+      labels[task.labelOffset + i] = local;
+    } else {
+      labels[task.labelOffset + i] = label;
+    }
   });
   return task.indices.length;
 }

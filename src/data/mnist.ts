@@ -22,6 +22,9 @@ export function loadMnist(): Dataset {
     size: order.length,
     sampleShape: [28, 28, 1],
     classes: 10,
+    label(index) {
+      return order[index][0];
+    },
     read(index, out, offset) {
       const [digit, position] = order[index];
       const src = perClass[digit];

@@ -7,12 +7,14 @@
 import { prng } from './synthetic-images.js';
 
 export class GlobalBatchSampler {
+  readonly devices: number;
   readonly stepsPerEpoch: number;
   private epoch = -1;
   private permutation: Int32Array = new Int32Array(0);
 
-  constructor(readonly datasetSize: number, readonly batch: number, readonly seed: number) {
+  constructor(readonly datasetSize: number, readonly batch: number, readonly seed: number, devices = 1) {
     this.stepsPerEpoch = Math.floor(datasetSize / batch);
+    this.devices = devices;
   }
 
   /** Indices of global batch `step` (counted from 1). */
@@ -27,8 +29,8 @@ export class GlobalBatchSampler {
   }
 
   /** Device `device`'s contiguous shard of global batch `step`. */
-  shardIndices(step: number, device: number, devices: number): Int32Array {
-    const per = this.batch / devices;
+  shardIndices(step: number, device: number): Int32Array {
+    const per = this.batch / this.devices;
     return this.batchIndices(step).slice(device * per, (device + 1) * per);
   }
 }

@@ -6,7 +6,10 @@
 import { Piscina } from 'piscina';
 import type { DatasetSpec } from './dataset.js';
 import type { LoadShardTask } from './load-shard-task.js';
-import type { GlobalBatchSampler } from './sampler.js';
+/** Which dataset indices device d reads at step s. */
+export interface ShardSampler {
+  shardIndices(step: number, device: number): Int32Array;
+}
 
 export interface InputBuffers {
   inputs: SharedArrayBuffer;
@@ -34,17 +37,27 @@ export function inputSlotIndex(device: number, slot: number): number {
   return device * INPUT_SLOTS + slot;
 }
 
+export interface ShardLoaderOptions {
+  /** Threads per pool. */
+  threads: number;
+  /** One pool per device (method B's dedicated loaders) instead of one shared pool. */
+  poolPerDevice?: boolean;
+  /** labelMap[d][label] = device d's local index of a global label (method B). */
+  labelMaps?: Int32Array[];
+}
+
 export class ShardLoader {
-  private readonly pool: Piscina;
+  private readonly pools: Piscina[];
 
   constructor(private readonly dataset: DatasetSpec, private readonly buffers: InputBuffers,
-    private readonly sampler: GlobalBatchSampler, private readonly devices: number, threads: number) {
-    this.pool = new Piscina({
+    private readonly sampler: ShardSampler, private readonly devices: number, private readonly options: ShardLoaderOptions) {
+    const pools = options.poolPerDevice ? devices : 1;
+    this.pools = Array.from({ length: pools }, () => new Piscina({
       filename: new URL('./load-shard-task.js', import.meta.url).href,
-      minThreads: threads,
-      maxThreads: threads,
+      minThreads: options.threads,
+      maxThreads: options.threads,
       idleTimeout: 60_000,
-    });
+    }));
   }
 
   /** Fills every device's slot `step % 2` with its shard of global batch `step`. */
@@ -55,18 +68,19 @@ export class ShardLoader {
       const at = inputSlotIndex(d, slot);
       const task: LoadShardTask = {
         dataset: this.dataset,
-        indices: this.sampler.shardIndices(step, d, this.devices),
+        indices: this.sampler.shardIndices(step, d),
         inputs: this.buffers.inputs,
         inputOffset: at * this.buffers.inputSlotSize,
         labels: this.buffers.labels,
         labelOffset: at * this.buffers.labelSlotSize,
+        labelMap: this.options.labelMaps?.[d],
       };
-      tasks.push(this.pool.run(task));
+      tasks.push(this.pools[this.pools.length === 1 ? 0 : d].run(task));
     }
     await Promise.all(tasks);
   }
 
   async close(): Promise<void> {
-    await this.pool.destroy();
+    await Promise.all(this.pools.map(p => p.destroy()));
   }
 }

@@ -39,6 +39,9 @@ export function syntheticImages(options: DatasetOptions): Dataset {
     size,
     sampleShape: [h, w, c],
     classes,
+    label(index) {
+      return Math.floor(prng((options.seed + 1) * 1000003 + index * 7919)() * classes);
+    },
     read(index, out, offset) {
       const s = prng((options.seed + 1) * 1000003 + index * 7919);
       const label = Math.floor(s() * classes);

@@ -24,6 +24,9 @@ import { Subject, type Observable } from 'rxjs';
 import type { Span } from '../monitor/span.js';
 import { writeChromeTrace } from '../monitor/chrome-trace.js';
 import { chooseStrategy, type AutoChoice } from '../profiling/choose-strategy.js';
+import { allocatePartialFc } from '../classifier/partial-fc.js';
+import { createLoader } from './create-loader.js';
+import { classifierResult, type ClassifierSummary } from '../classifier/classifier-result.js';
 import { writeModelFiles } from './model-files.js';
 
 export interface StepMetrics {
@@ -62,6 +65,8 @@ export interface TrainSummary {
   /** Present when the link was EMULATED (`--link`): the exchange was held to this link's speed. */
   link?: { emulated: true; label: string; bitsPerSecond: number; latencyMs: number };
   tracePath?: string;
+  /** Method B / partial-fc: heads, what was exchanged, held-out evaluation. */
+  classifier?: ClassifierSummary;
   /** With `strategy: 'auto'`: what was picked and why. */
   auto?: { strategy: string; splitLayer?: number; reason: string };
   history: { step: number; loss: number; accuracy: number }[];
@@ -135,6 +140,8 @@ class TrainingRun {
   private readonly waiters = new Map<string, Waiter>();
   private readonly commStats = { exchangeMs: 0, updateMs: 0, count: 0 };
   private groups: { name: string; start: number; end: number }[] = [];
+  /** What the collectives carried in step 1, per device message (float ranges of the shared layout). */
+  private readonly carried: { start: number; end: number }[] = [];
 
   private readonly spans: Span[] = [];
 
@@ -198,6 +205,7 @@ class TrainingRun {
         this.commStats.exchangeMs += msg.exchangeMs;
         this.commStats.updateMs += msg.updateMs;
         this.commStats.count++;
+        if (msg.step === 1) this.carried.push(msg.carried);
         return;
       case 'stopped':
         return;
@@ -244,8 +252,8 @@ class TrainingRun {
       ...allocateModelBuffers(cfg.devices, layout.total, optimizerStateSlots(cfg.optimizer)),
       ...input,
     };
-    const sampler = new GlobalBatchSampler(cfg.datasetSize, cfg.batch, cfg.seed);
-    this.loader = new ShardLoader(cfg.data, input, sampler, cfg.devices, cfg.loaderThreads);
+    if (cfg.method === 'partial-fc') buffers.partialFc = allocatePartialFc(cfg.devices, cfg.batch, cfg.classifier!.embedding);
+    this.loader = await createLoader(cfg, input);
     const load = (step: number) => this.loader!.fill(step).catch((err: unknown) => {
       const e = err as Error;
       throw new TandemError('DATA_FAILED', `loading the inputs of step ${step} failed: ${e.message}`, { device: -1, step, phase: 'load' }, { cause: err });
@@ -290,13 +298,14 @@ class TrainingRun {
       }
     }
     const finished = this.expectAll('finished');
-    for (const a of this.actors) a.postCompute({ type: 'finish', lastStep: cfg.steps, exportModel: a.device === 0 && cfg.out !== undefined });
+    for (const a of this.actors) a.postCompute({ type: 'finish', lastStep: cfg.steps, exportModel: a.device === (cfg.classifier?.exportDevice ?? 0) && (cfg.out !== undefined || cfg.method !== 'data-parallel') });
     const fin = (await finished) as (FromCompute & { type: 'finished' })[];
     const trainEnd = performance.now();
     const trainSeconds = (trainEnd - trainStart) / 1000;
     const steadySteps = cfg.steps - warmup;
     const last = history[history.length - 1];
-    const artifacts = fin.find(f => f.device === 0)?.artifacts;
+    const exportDevice = cfg.classifier?.exportDevice ?? 0;
+    const artifacts = fin.find(f => f.device === exportDevice)?.artifacts;
     const summary: TrainSummary = {
       config: withoutFault(cfg),
       steps: cfg.steps,
@@ -320,7 +329,13 @@ class TrainingRun {
       history,
       weights: modelOrderWeights(weights, layout, replicas[0]),
     };
+    if (cfg.classifier) {
+      summary.classifier = await classifierResult(cfg, layout, this.carried, fin, artifacts!);
+    }
     if (cfg.out) await this.writeOutputs(cfg.out, summary, artifacts);
+    if (cfg.out && summary.classifier?.fullClassifier) {
+      summary.classifier.classifierPath = await writeModelFiles(path.join(cfg.out, 'classifier'), summary.classifier.fullClassifier);
+    }
     if (cfg.trace) summary.tracePath = await writeChromeTrace(cfg.trace, this.spans, { strategy: cfg.strategy, link: summary.link });
     return summary;
   }
@@ -330,6 +345,7 @@ class TrainingRun {
     if (artifacts) summary.modelPath = await writeModelFiles(dir, artifacts);
     const { weights, ...rest } = summary;
     void weights;
+    if (rest.classifier) rest.classifier = { ...rest.classifier, fullClassifier: undefined };
     await writeFile(path.join(dir, 'summary.json'), JSON.stringify(rest, null, 2));
   }
 }

@@ -1,0 +1,109 @@
+/**
+ * After a method-B or partial-fc run: what each device held and exchanged,
+ * the full classifier assembled from the heads in label order (optional
+ * export), and the held-out evaluation of the exported extractor.
+ */
+import { Worker } from 'node:worker_threads';
+import type { ResolvedConfig } from '../config.js';
+import type { FromCompute, HeadValues, ModelArtifactsData } from '../actors/protocol.js';
+import type { ParameterLayout } from '../model/parameter-layout.js';
+import { TandemError } from '../errors.js';
+import type { EvaluateReply, EvaluateRequest } from './evaluate-worker.js';
+
+export interface ClassifierSummary {
+  method: string;
+  classes: number;
+  localClasses: number[];
+  /** Classifier parameter bytes each device holds. */
+  classifierBytesPerDevice: number[];
+  /** Bytes each device put through collectives per step: the shared (extractor) parameters, plus partial-fc's features and statistics. */
+  exchangedBytesPerStep: number;
+  /** The shared-layout variables the collectives carried (never a head: heads are not in the shared layout). */
+  carriedVariables: string[];
+  heldOut?: { samples: number; centreAccuracy: number; classifierAccuracy?: number };
+  fullClassifier?: ModelArtifactsData;
+  classifierPath?: string;
+}
+
+/** W [E, C] and b [C] in global label order, from every device's head. */
+export function assembleClassifier(heads: HeadValues[], embedding: number, classes: number): { w: Float32Array; b?: Float32Array } {
+  const w = new Float32Array(embedding * classes);
+  const hasBias = heads.every(h => h.b);
+  const b = hasBias ? new Float32Array(classes) : undefined;
+  for (const h of heads) {
+    const n = h.labels.length;
+    h.labels.forEach((label, j) => {
+      for (let e = 0; e < embedding; e++) w[e * classes + label] = h.w[e * n + j];
+      if (b && h.b) b[label] = h.b[j];
+    });
+  }
+  return { w, b };
+}
+
+export async function classifierResult(cfg: ResolvedConfig, layout: ParameterLayout, carried: { start: number; end: number }[],
+  finished: (FromCompute & { type: 'finished' })[], extractor: ModelArtifactsData): Promise<ClassifierSummary> {
+  const c = cfg.classifier!;
+  const heads = finished.sort((a, b) => a.device - b.device).map(f => f.head!);
+  const carriedVariables = layout.variables.filter(v => carried.some(r => v.offset < r.end && v.offset + v.size > r.start)).map(v => v.name);
+  const collectiveBytes = carried.reduce((s, r) => s + (r.end - r.start) * 4, 0) / cfg.devices;
+  const partialFcBytes = cfg.method === 'partial-fc' ? (cfg.perDevice * c.embedding + 2 * cfg.batch + 2 + cfg.batch * c.embedding) * 4 : 0;
+  const { w, b } = assembleClassifier(heads, c.embedding, cfg.classes);
+  const heldOutCount = cfg.datasetSize - cfg.trainSize;
+  let heldOut: ClassifierSummary['heldOut'];
+  if (heldOutCount > 0) {
+    const reply = await evaluate({ backend: cfg.backend, extractor, data: cfg.data, from: cfg.trainSize, to: cfg.datasetSize, classes: cfg.classes,
+      embedding: c.embedding, head: c.head, w, b });
+    heldOut = { samples: heldOutCount, centreAccuracy: reply.centreAccuracy, classifierAccuracy: reply.classifierAccuracy };
+  }
+  const summary: ClassifierSummary = {
+    method: cfg.method, classes: cfg.classes, localClasses: heads.map(h => h.labels.length),
+    classifierBytesPerDevice: heads.map(h => h.w.byteLength + (h.b?.byteLength ?? 0)),
+    exchangedBytesPerStep: collectiveBytes + partialFcBytes, carriedVariables, heldOut,
+  };
+  if (c.exportClassifier) summary.fullClassifier = await fullClassifierArtifacts(extractor, w, b, c.embedding, cfg.classes, c.head);
+  return summary;
+}
+
+async function evaluate(request: EvaluateRequest): Promise<Extract<EvaluateReply, { type: 'result' }>> {
+  const worker = new Worker(new URL('./evaluate-worker.js', import.meta.url), { workerData: request, name: 'tandem-evaluate' });
+  try {
+    const reply = await new Promise<EvaluateReply>((resolve, reject) => {
+      worker.once('message', resolve);
+      worker.once('error', reject);
+      worker.once('exit', code => reject(new TandemError('WORKER_EXITED', `the evaluation thread exited with code ${code}`)));
+    });
+    if (reply.type === 'error') throw new TandemError('DEVICE_FAILED', `held-out evaluation failed: ${reply.error.message}`);
+    return reply;
+  } finally {
+    await worker.terminate();
+  }
+}
+
+/** extractor + a dense layer over all C classes (a cosine head as normalised centres: same argmax), as TF.js artifacts. */
+async function fullClassifierArtifacts(extractor: ModelArtifactsData, w: Float32Array, b: Float32Array | undefined,
+  embedding: number, classes: number, head: string): Promise<ModelArtifactsData> {
+  const tf = await import('@tensorflow/tfjs');
+  if (tf.getBackend() !== 'cpu') await tf.setBackend('cpu');
+  const base = await tf.loadLayersModel(tf.io.fromMemory({ modelTopology: extractor.modelTopology, weightSpecs: extractor.weightSpecs as never, weightData: extractor.weightData }));
+  let kernel = w;
+  if (head === 'cosine') {
+    kernel = w.slice();
+    for (let c = 0; c < classes; c++) {
+      let n = 0;
+      for (let e = 0; e < embedding; e++) n += kernel[e * classes + c] ** 2;
+      n = Math.sqrt(n) + 1e-12;
+      for (let e = 0; e < embedding; e++) kernel[e * classes + c] /= n;
+    }
+  }
+  const dense = tf.layers.dense({ units: classes, useBias: b !== undefined && head === 'linear', name: 'classifier_all_classes' });
+  const model = tf.sequential({ layers: [...base.layers, dense] });
+  dense.setWeights(b !== undefined && head === 'linear' ? [tf.tensor(kernel, [embedding, classes]), tf.tensor(b)] : [tf.tensor(kernel, [embedding, classes])]);
+  let out: ModelArtifactsData | undefined;
+  await model.save(tf.io.withSaveHandler(async a => {
+    const data = a.weightData;
+    out = { modelTopology: a.modelTopology as object, weightSpecs: a.weightSpecs as never, weightData: Array.isArray(data) ? tf.io.concatenateArrayBuffers(data) : data as ArrayBuffer };
+    return { modelArtifactsInfo: { dateSaved: new Date(), modelTopologyType: 'JSON' } };
+  }));
+  model.dispose();
+  return out!;
+}

@@ -1,0 +1,95 @@
+/**
+ * Worker entry of the held-out evaluation, on the run's backend: embeddings
+ * of the held-out samples from the exported extractor; nearest class-centre
+ * accuracy (centres from the even-numbered held-out samples, probes the odd
+ * ones, cosine similarity); and, with the assembled heads, full-classifier
+ * accuracy over all C classes.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import * as tf from '@tensorflow/tfjs';
+import { serializeError } from '../errors.js';
+import { startBackend, type BackendName } from '../engine/backend.js';
+import { resolveDataset } from '../data/resolve-dataset.js';
+import { sampleSize, type DatasetSpec } from '../data/dataset.js';
+import type { ModelArtifactsData } from '../actors/protocol.js';
+
+export interface EvaluateRequest {
+  backend: BackendName;
+  extractor: ModelArtifactsData;
+  data: DatasetSpec;
+  from: number;
+  to: number;
+  classes: number;
+  embedding: number;
+  head: 'linear' | 'cosine';
+  w: Float32Array;
+  b?: Float32Array;
+}
+export type EvaluateReply =
+  | { type: 'result'; centreAccuracy: number; classifierAccuracy: number }
+  | { type: 'error'; error: ReturnType<typeof serializeError> };
+
+const port = parentPort!;
+evaluate(workerData as EvaluateRequest).then(
+  r => port.postMessage({ type: 'result', ...r } satisfies EvaluateReply),
+  err => port.postMessage({ type: 'error', error: serializeError(err) } satisfies EvaluateReply),
+);
+
+async function evaluate(req: EvaluateRequest): Promise<{ centreAccuracy: number; classifierAccuracy: number }> {
+  await startBackend(tf, req.backend);
+  const model = await tf.loadLayersModel(tf.io.fromMemory({ modelTopology: req.extractor.modelTopology, weightSpecs: req.extractor.weightSpecs as never, weightData: req.extractor.weightData }));
+  const ds = await resolveDataset(req.data);
+  const n = req.to - req.from, E = req.embedding, C = req.classes;
+  const per = sampleSize(ds.sampleShape);
+  const emb = new Float32Array(n * E), raw = new Float32Array(n * E);
+  const labels = new Int32Array(n);
+  const chunk = 128;
+  for (let start = 0; start < n; start += chunk) {
+    const m = Math.min(chunk, n - start);
+    const x = new Float32Array(m * per);
+    for (let i = 0; i < m; i++) labels[start + i] = ds.read(req.from + start + i, x, i * per);
+    const e = tf.tidy(() => model.predict(tf.tensor(x, [m, ...ds.sampleShape])) as tf.Tensor);
+    const unit = tf.tidy(() => tf.div(e, tf.add(tf.norm(e, 'euclidean', 1, true), 1e-12)));
+    raw.set(e.dataSync() as Float32Array, start * E);
+    emb.set(unit.dataSync() as Float32Array, start * E);
+    tf.dispose([e, unit]);
+  }
+  // Nearest class centre: centres from even held-out samples, probes are the odd ones.
+  const centres = new Float32Array(C * E), counts = new Int32Array(C);
+  for (let i = 0; i < n; i += 2) { counts[labels[i]]++; for (let e = 0; e < E; e++) centres[labels[i] * E + e] += emb[i * E + e]; }
+  const withCentre: number[] = [];
+  for (let c = 0; c < C; c++) {
+    if (!counts[c]) continue;
+    withCentre.push(c);
+    let norm = 0;
+    for (let e = 0; e < E; e++) norm += centres[c * E + e] ** 2;
+    norm = Math.sqrt(norm) + 1e-12;
+    for (let e = 0; e < E; e++) centres[c * E + e] /= norm;
+  }
+  let probes = 0, hits = 0;
+  for (let i = 1; i < n; i += 2) {
+    if (!counts[labels[i]]) continue;
+    probes++;
+    let best = -1, bestScore = -Infinity;
+    for (const c of withCentre) {
+      let s = 0;
+      for (let e = 0; e < E; e++) s += emb[i * E + e] * centres[c * E + e];
+      if (s > bestScore) { bestScore = s; best = c; }
+    }
+    if (best === labels[i]) hits++;
+  }
+  // Full classifier over all C classes.
+  const predicted = tf.tidy(() => {
+    const probesT = tf.tensor(req.head === 'linear' ? raw : emb, [n, E]);
+    let w = tf.tensor(req.w, [E, C]);
+    if (req.head === 'cosine') w = tf.div(w, tf.add(tf.norm(w, 'euclidean', 0, true), 1e-12));
+    const logits = req.head === 'linear' && req.b ? tf.add(tf.matMul(probesT, w), tf.tensor(req.b)) : tf.matMul(probesT, w);
+    return tf.argMax(logits, 1);
+  });
+  const pred = predicted.dataSync();
+  predicted.dispose();
+  let correct = 0;
+  for (let i = 0; i < n; i++) if (pred[i] === labels[i]) correct++;
+  model.dispose();
+  return { centreAccuracy: probes ? hits / probes : 0, classifierAccuracy: correct / n };
+}

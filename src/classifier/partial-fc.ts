@@ -1,0 +1,170 @@
+/**
+ * The Partial FC comparison mode (insightface): every device computes logits
+ * for its own class shard over the whole global batch, and the softmax is
+ * normalised over all classes of all devices. Inside one step, on the compute
+ * threads, through shared memory and four barriers:
+ *   1. all-gather the features (each device writes its rows; labels are
+ *      already in the shared input buffers),
+ *   2. all-reduce the per-sample max of the logits,
+ *   3. all-reduce the per-sample sum of exponentials,
+ *   4. all-reduce (sum) the feature gradients and the loss parts.
+ * Every device reduces the slots in rank order, so all get the same bits.
+ * Negative class centres may be sampled (`sampleRate` < 1): each device keeps
+ * the classes present in the global batch and a seeded random share of the rest.
+ * Linear heads only.
+ */
+import type { Tf, Tensor } from '../engine/tfjs-types.js';
+import type { ControlBlock } from '../actors/control-block.js';
+import { prng } from '../data/synthetic-images.js';
+
+export interface PartialFcBuffers {
+  /** [B, E] gathered features. */
+  features: SharedArrayBuffer;
+  /** Per device: max [B], sum [B], loss, correct. */
+  stats: SharedArrayBuffer;
+  /** Per device: [B, E] partial feature gradients. */
+  dFeatures: SharedArrayBuffer;
+}
+
+export function allocatePartialFc(devices: number, batch: number, embedding: number): PartialFcBuffers {
+  return {
+    features: new SharedArrayBuffer(batch * embedding * 4),
+    stats: new SharedArrayBuffer(devices * (2 * batch + 2) * 4),
+    dFeatures: new SharedArrayBuffer(devices * batch * embedding * 4),
+  };
+}
+
+export interface PartialFcContext {
+  tf: Tf;
+  control: ControlBlock;
+  device: number;
+  devices: number;
+  perDevice: number;
+  embedding: number;
+  buffers: PartialFcBuffers;
+  /** Global labels of the global batch (rank order of the devices' shards). */
+  globalLabels: Int32Array;
+  /** owner[label], localIndex[label]. */
+  owner: Int32Array;
+  localIndex: Int32Array;
+  localClasses: number;
+  sampleRate: number;
+  seed: number;
+  step: number;
+  w: Tensor;
+  b: Tensor;
+}
+
+export interface PartialFcResult {
+  /** sum(embedding * dL/dembedding * devices): its gradient is this device's share of the extractor gradient, ready for an all-reduce mean. */
+  surrogate: Tensor;
+  /** The global mean loss (the same on every device). */
+  loss: number;
+  /** Correct predictions among the samples whose labels this device owns. */
+  correct: number;
+  /** dL/dW [E, C_local] and dL/db [C_local] (zeros for unsampled centres). */
+  headGrads: Float32Array[];
+}
+
+/** The classes of this device's shard in this step's softmax: all, or positives + sampled negatives. */
+export function sampledClasses(ctx: Pick<PartialFcContext, 'globalLabels' | 'owner' | 'localIndex' | 'device' | 'localClasses' | 'sampleRate' | 'seed' | 'step'>): Int32Array {
+  const { localClasses, sampleRate } = ctx;
+  if (sampleRate >= 1) return Int32Array.from({ length: localClasses }, (_, i) => i);
+  const keep = new Uint8Array(localClasses);
+  let kept = 0;
+  for (const y of ctx.globalLabels) if (ctx.owner[y] === ctx.device && !keep[ctx.localIndex[y]]) { keep[ctx.localIndex[y]] = 1; kept++; }
+  const want = Math.max(kept, Math.round(sampleRate * localClasses));
+  const r = prng(ctx.seed * 7919 + ctx.step * 104729 + ctx.device);
+  const negatives: number[] = [];
+  for (let i = 0; i < localClasses; i++) if (!keep[i]) negatives.push(i);
+  for (let i = negatives.length - 1; i > 0; i--) { const j = Math.floor(r() * (i + 1)); [negatives[i], negatives[j]] = [negatives[j], negatives[i]]; }
+  for (let i = 0; kept < want && i < negatives.length; i++, kept++) keep[negatives[i]] = 1;
+  const out: number[] = [];
+  keep.forEach((k, i) => { if (k) out.push(i); });
+  return Int32Array.from(out);
+}
+
+export function partialFcStep(ctx: PartialFcContext, embedding: Tensor): PartialFcResult {
+  const { tf, control, device, devices, perDevice, buffers } = ctx;
+  const E = ctx.embedding, B = perDevice * devices;
+  const features = new Float32Array(buffers.features);
+  const stats = new Float32Array(buffers.stats);
+  const statsOf = (d: number) => stats.subarray(d * (2 * B + 2), (d + 1) * (2 * B + 2));
+  const mine = statsOf(device);
+
+  // 1. all-gather features.
+  features.set(embedding.dataSync() as Float32Array, device * perDevice * E);
+  control.computeBarrier(`peers' features (partial-fc all-gather, step ${ctx.step})`);
+
+  const selected = sampledClasses(ctx);
+  const K = selected.length;
+  // Target column (in `selected`) of each sample this device owns, else -1.
+  const position = new Int32Array(ctx.localClasses).fill(-1);
+  selected.forEach((c, j) => { position[c] = j; });
+  const target = Int32Array.from(ctx.globalLabels, y => (ctx.owner[y] === device ? position[ctx.localIndex[y]] : -1));
+
+  // Plain arrays leave the tidy through these (returning them would make tidy walk every element).
+  let dy = new Float32Array(0), lossMean = 0, correctSum = 0, ownCorrect = 0;
+  let headGrads: Float32Array[] = [];
+  tf.tidy(() => {
+    const fAll = tf.tensor(features, [B, E]);
+    const idx = tf.tensor1d(selected, 'int32');
+    const wSel = K === ctx.localClasses ? ctx.w : tf.gather(ctx.w, idx, 1);
+    const bSel = K === ctx.localClasses ? ctx.b : tf.gather(ctx.b, idx);
+    const z = tf.add(tf.matMul(fAll, wSel), bSel);
+    // 2. global max per sample.
+    mine.set(tf.max(z, 1).dataSync() as Float32Array, 0);
+    control.computeBarrier(`peers' logit maxima (partial-fc, step ${ctx.step})`);
+    const m = new Float32Array(B).fill(-Infinity);
+    for (let d = 0; d < devices; d++) { const s = statsOf(d); for (let i = 0; i < B; i++) m[i] = Math.max(m[i], s[i]); }
+    const e = tf.exp(tf.sub(z, tf.tensor(m, [B, 1])));
+    // 3. global sum of exponentials per sample.
+    mine.set(tf.sum(e, 1).dataSync() as Float32Array, B);
+    control.computeBarrier(`peers' exponential sums (partial-fc, step ${ctx.step})`);
+    const total = new Float32Array(B);
+    for (let d = 0; d < devices; d++) { const s = statsOf(d); for (let i = 0; i < B; i++) total[i] = Math.fround(total[i] + s[B + i]); }
+    const p = tf.div(e, tf.tensor(total, [B, 1]));
+    const pData = p.dataSync() as Float32Array;
+    const zData = z.dataSync() as Float32Array;
+    let loss = 0, correct = 0;
+    const oneHot = new Float32Array(B * K);
+    for (let i = 0; i < B; i++) {
+      if (target[i] < 0) continue;
+      oneHot[i * K + target[i]] = 1;
+      loss -= Math.log(pData[i * K + target[i]]);
+      if (zData[i * K + target[i]] >= m[i]) correct++;
+    }
+    const dz = tf.div(tf.sub(p, tf.tensor(oneHot, [B, K])), B);
+    const dW = tf.matMul(fAll, dz, true, false);
+    const db = tf.sum(dz, 0);
+    // 4. feature gradients and loss parts, summed over devices.
+    const dF = new Float32Array(buffers.dFeatures, device * B * E * 4, B * E);
+    dF.set(tf.matMul(dz, wSel, false, true).dataSync() as Float32Array);
+    mine[2 * B] = loss;
+    mine[2 * B + 1] = correct;
+    ownCorrect = correct;
+    control.computeBarrier(`peers' feature gradients (partial-fc, step ${ctx.step})`);
+    const mySlice = new Float32Array(perDevice * E);
+    let lossSum = 0;
+    for (let d = 0; d < devices; d++) {
+      const part = new Float32Array(buffers.dFeatures, (d * B + device * perDevice) * E * 4, perDevice * E);
+      for (let k = 0; k < mySlice.length; k++) mySlice[k] = Math.fround(mySlice[k] + part[k]);
+      lossSum += statsOf(d)[2 * B];
+      correctSum += statsOf(d)[2 * B + 1];
+    }
+    // Scatter the sampled centres' gradients back into the full head.
+    const dWData = dW.dataSync() as Float32Array, dbData = db.dataSync() as Float32Array;
+    const gradW = new Float32Array(E * ctx.localClasses), gradB = new Float32Array(ctx.localClasses);
+    selected.forEach((c, j) => {
+      gradB[c] = dbData[j];
+      for (let r = 0; r < E; r++) gradW[r * ctx.localClasses + c] = dWData[r * K + j];
+    });
+    for (let k = 0; k < mySlice.length; k++) mySlice[k] *= devices; // the pipeline averages; the global loss needs the sum
+    dy = mySlice;
+    lossMean = lossSum / B;
+    headGrads = [gradW, gradB];
+  });
+  const surrogate = tf.sum(tf.mul(embedding, tf.tensor(dy, embedding.shape)));
+  void correctSum;
+  return { surrogate, loss: lossMean, correct: ownCorrect, headGrads };
+}

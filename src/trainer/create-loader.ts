@@ -1,0 +1,39 @@
+/**
+ * The data loaders of a run: one global-batch sampler and pool for
+ * data-parallel and partial-fc; for method B (local-head) one dedicated pool
+ * per device, each reading only the samples of the labels it owns, mapped to
+ * local indices.
+ */
+import type { ResolvedConfig } from '../config.js';
+import { GlobalBatchSampler } from '../data/sampler.js';
+import { LocalLabelSampler } from '../data/local-label-sampler.js';
+import { ShardLoader, type InputBuffers } from '../data/shard-loader.js';
+import { resolveDataset } from '../data/resolve-dataset.js';
+import { labelsOf } from '../data/dataset.js';
+import { LabelPartition } from '../classifier/label-partition.js';
+import { TandemError } from '../errors.js';
+
+export async function createLoader(cfg: ResolvedConfig, input: InputBuffers): Promise<ShardLoader> {
+  if (cfg.method !== 'local-head') {
+    const sampler = new GlobalBatchSampler(cfg.trainSize, cfg.batch, cfg.seed, cfg.devices);
+    return new ShardLoader(cfg.data, input, sampler, cfg.devices, { threads: cfg.loaderThreads });
+  }
+  const partition = LabelPartition.fromShares(cfg.classes, cfg.classifier!.partition);
+  const { owned, labelMaps } = ownedSamples(partition, labelsOf(await resolveDataset(cfg.data), cfg.trainSize));
+  owned.forEach((o, d) => {
+    if (o.length === 0) throw new TandemError('BAD_CONFIG', `device ${d} owns labels with no training samples; use more data or fewer classes per device`);
+  });
+  const sampler = new LocalLabelSampler(owned, cfg.perDevice, cfg.seed);
+  return new ShardLoader(cfg.data, input, sampler, cfg.devices, { threads: 1, poolPerDevice: true, labelMaps });
+}
+
+/** Per device: the training indices whose labels it owns, and its global -> local label map. */
+export function ownedSamples(partition: LabelPartition, labels: Int32Array): { owned: Int32Array[]; labelMaps: Int32Array[] } {
+  const counts = new Int32Array(partition.devices);
+  for (const y of labels) counts[partition.owner[y]]++;
+  const owned = Array.from(counts, n => new Int32Array(n));
+  const fill = new Int32Array(partition.devices);
+  labels.forEach((y, i) => { const d = partition.owner[y]; owned[d][fill[d]++] = i; });
+  const labelMaps = partition.labels.map((_, d) => Int32Array.from(partition.owner, (o, label) => (o === d ? partition.localIndex[label] : -1)));
+  return { owned, labelMaps };
+}
