@@ -104,7 +104,7 @@ export function partialFcStep(ctx: PartialFcContext, embedding: Tensor): Partial
   const target = Int32Array.from(ctx.globalLabels, y => (ctx.owner[y] === device ? position[ctx.localIndex[y]] : -1));
 
   // Plain arrays leave the tidy through these (returning them would make tidy walk every element).
-  let dy = new Float32Array(0), lossMean = 0, correctSum = 0, ownCorrect = 0;
+  let dy = new Float32Array(0), lossMean = 0, ownCorrect = 0;
   let headGrads: Float32Array[] = [];
   tf.tidy(() => {
     const fAll = tf.tensor(features, [B, E]);
@@ -150,7 +150,6 @@ export function partialFcStep(ctx: PartialFcContext, embedding: Tensor): Partial
       const part = new Float32Array(buffers.dFeatures, (d * B + device * perDevice) * E * 4, perDevice * E);
       for (let k = 0; k < mySlice.length; k++) mySlice[k] = Math.fround(mySlice[k] + part[k]);
       lossSum += statsOf(d)[2 * B];
-      correctSum += statsOf(d)[2 * B + 1];
     }
     // Scatter the sampled centres' gradients back into the full head.
     const dWData = dW.dataSync() as Float32Array, dbData = db.dataSync() as Float32Array;
@@ -165,6 +164,5 @@ export function partialFcStep(ctx: PartialFcContext, embedding: Tensor): Partial
     headGrads = [gradW, gradB];
   });
   const surrogate = tf.sum(tf.mul(embedding, tf.tensor(dy, embedding.shape)));
-  void correctSum;
   return { surrogate, loss: lossMean, correct: ownCorrect, headGrads };
 }
