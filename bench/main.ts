@@ -1,12 +1,13 @@
-/** `npm run bench -- scaling|overlap|profile [--steps N] [--models a,b] [--stock-steps N] [--batch N] [--links none,1gbps,…] [--out DIR]` */
+/** `npm run bench -- scaling|overlap|profile|classifier [--steps N] [--classes 1000,10000] [--models a,b] [--stock-steps N] [--batch N] [--links none,1gbps,…] [--out DIR]` */
 import { parseArgs } from 'node:util';
 import { runScaling } from './scaling.js';
 import { runOverlap } from './overlap.js';
 import { runProfileBench } from './profile.js';
+import { runClassifierBench } from './classifier.js';
 
 const { positionals, values } = parseArgs({
   allowPositionals: true,
-  options: { models: { type: 'string' }, links: { type: 'string' }, steps: { type: 'string' }, 'stock-steps': { type: 'string' }, batch: { type: 'string' }, out: { type: 'string' } },
+  options: { classes: { type: 'string' }, models: { type: 'string' }, links: { type: 'string' }, steps: { type: 'string' }, 'stock-steps': { type: 'string' }, batch: { type: 'string' }, out: { type: 'string' } },
 });
 const name = positionals[0] ?? 'scaling';
 switch (name) {
@@ -35,7 +36,15 @@ switch (name) {
       out: values.out ?? 'bench/results',
     });
     break;
+  case 'classifier':
+    await runClassifierBench({
+      classes: (values.classes ?? '1000,10000,100000').split(',').map(Number),
+      steps: Number(values.steps ?? 100),
+      batch: Number(values.batch ?? 128),
+      out: values.out ?? 'bench/results',
+    });
+    break;
   default:
-    console.error(`unknown bench '${name}'. Benches: scaling, overlap, profile`);
+    console.error(`unknown bench '${name}'. Benches: scaling, overlap, profile, classifier`);
     process.exitCode = 1;
 }

@@ -60,6 +60,8 @@ export interface TrainConfig {
   heldOut?: number;
   exportDevice?: number;
   exportClassifier?: boolean;
+  /** Held-out samples evaluated after training (the first of the held-out range). Default 2000. */
+  evalSamples?: number;
   /** Builtin model name or path to an ES module `(tf, options) => tf.LayersModel`. Default `mlp`. */
   model?: string;
   /** Builtin dataset name or path to an ES module `(options) => Dataset`. Default `mnist`. */
@@ -107,6 +109,7 @@ export interface ResolvedConfig {
   classifier?: ClassifierConfig;
   /** Samples [0, trainSize) train; [trainSize, datasetSize) are held out. */
   trainSize: number;
+  evalSamples: number;
   model: ModelSpec;
   data: DatasetSpec;
   datasetSize: number;
@@ -132,7 +135,7 @@ export interface ResolvedConfig {
   faultInjection?: FaultInjection;
 }
 
-const KNOWN_KEYS = new Set(['method', 'embedding', 'head', 'scale', 'margin', 'sampleRate', 'partition', 'heldOut', 'exportDevice', 'exportClassifier', 'model', 'data', 'devices', 'backend', 'batch', 'steps', 'epochs', 'lr', 'momentum', 'optimizer', 'seed',
+const KNOWN_KEYS = new Set(['evalSamples', 'method', 'embedding', 'head', 'scale', 'margin', 'sampleRate', 'partition', 'heldOut', 'exportDevice', 'exportClassifier', 'model', 'data', 'devices', 'backend', 'batch', 'steps', 'epochs', 'lr', 'momentum', 'optimizer', 'seed',
   'strategy', 'timeShare', 'paramShare', 'splitLayer', 'bucketCapMB', 'firstBucketMB', 'link', 'trace', 'allReduce', 'out', 'classes', 'imageSize', 'datasetSize', 'stallTimeoutMs', 'loaderThreads', 'faultInjection']);
 
 function bad(field: string, message: string): never {
@@ -305,7 +308,7 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
   if (config.out !== undefined && (typeof config.out !== 'string' || config.out === '')) bad('out', 'must be a directory path');
 
   return {
-    method, classifier, trainSize,
+    method, classifier, trainSize, evalSamples: positiveInt('evalSamples', config.evalSamples ?? 2000),
     model, data, datasetSize: meta.size, sampleShape, classes: meta.classes, devices, backend, batch,
     perDevice: batch / devices, steps, stepsPerEpoch, optimizer, seed, strategy, strategyOptions, link, trace: config.trace, allReduce, out: config.out,
     stallTimeoutMs, loaderThreads, faultInjection: fi,

@@ -20,7 +20,7 @@ export interface ClassifierSummary {
   exchangedBytesPerStep: number;
   /** The shared-layout variables the collectives carried (never a head: heads are not in the shared layout). */
   carriedVariables: string[];
-  heldOut?: { samples: number; centreAccuracy: number; classifierAccuracy?: number };
+  heldOut?: { samples: number; centreAccuracy?: number; classifierAccuracy?: number };
   fullClassifier?: ModelArtifactsData;
   classifierPath?: string;
 }
@@ -51,9 +51,9 @@ export async function classifierResult(cfg: ResolvedConfig, layout: ParameterLay
   const heldOutCount = cfg.datasetSize - cfg.trainSize;
   let heldOut: ClassifierSummary['heldOut'];
   if (heldOutCount > 0) {
-    const reply = await evaluate({ backend: cfg.backend, extractor, data: cfg.data, from: cfg.trainSize, to: cfg.datasetSize, classes: cfg.classes,
-      embedding: c.embedding, head: c.head, w, b });
-    heldOut = { samples: heldOutCount, centreAccuracy: reply.centreAccuracy, classifierAccuracy: reply.classifierAccuracy };
+    const reply = await evaluateHeldOut({ backend: cfg.backend, extractor, data: cfg.data, from: cfg.trainSize, to: cfg.datasetSize, classes: cfg.classes,
+      embedding: c.embedding, head: c.head, w, b, maxSamples: cfg.evalSamples });
+    heldOut = { samples: reply.samples, centreAccuracy: reply.centreAccuracy, classifierAccuracy: reply.classifierAccuracy };
   }
   const summary: ClassifierSummary = {
     method: cfg.method, classes: cfg.classes, localClasses: heads.map(h => h.labels.length),
@@ -64,7 +64,8 @@ export async function classifierResult(cfg: ResolvedConfig, layout: ParameterLay
   return summary;
 }
 
-async function evaluate(request: EvaluateRequest): Promise<Extract<EvaluateReply, { type: 'result' }>> {
+/** Runs the held-out evaluation on its own worker thread, with the run's backend. */
+export async function evaluateHeldOut(request: EvaluateRequest): Promise<Extract<EvaluateReply, { type: 'result' }>> {
   const worker = new Worker(new URL('./evaluate-worker.js', import.meta.url), { workerData: request, name: 'tandem-evaluate' });
   try {
     const reply = await new Promise<EvaluateReply>((resolve, reject) => {

@@ -22,11 +22,14 @@ export interface EvaluateRequest {
   classes: number;
   embedding: number;
   head: 'linear' | 'cosine';
-  w: Float32Array;
+  /** The assembled heads; absent when the model itself is the classifier (data-parallel). */
+  w?: Float32Array;
   b?: Float32Array;
+  /** Evaluate at most this many held-out samples (the first ones). */
+  maxSamples: number;
 }
 export type EvaluateReply =
-  | { type: 'result'; centreAccuracy: number; classifierAccuracy: number }
+  | { type: 'result'; samples: number; centreAccuracy?: number; classifierAccuracy: number }
   | { type: 'error'; error: ReturnType<typeof serializeError> };
 
 const port = parentPort!;
@@ -35,11 +38,11 @@ evaluate(workerData as EvaluateRequest).then(
   err => port.postMessage({ type: 'error', error: serializeError(err) } satisfies EvaluateReply),
 );
 
-async function evaluate(req: EvaluateRequest): Promise<{ centreAccuracy: number; classifierAccuracy: number }> {
+async function evaluate(req: EvaluateRequest): Promise<{ samples: number; centreAccuracy?: number; classifierAccuracy: number }> {
   await startBackend(tf, req.backend);
   const model = await tf.loadLayersModel(tf.io.fromMemory({ modelTopology: req.extractor.modelTopology, weightSpecs: req.extractor.weightSpecs as never, weightData: req.extractor.weightData }));
   const ds = await resolveDataset(req.data);
-  const n = req.to - req.from, E = req.embedding, C = req.classes;
+  const n = Math.min(req.to - req.from, req.maxSamples), E = req.embedding, C = req.classes;
   const per = sampleSize(ds.sampleShape);
   const emb = new Float32Array(n * E), raw = new Float32Array(n * E);
   const labels = new Int32Array(n);
@@ -53,6 +56,17 @@ async function evaluate(req: EvaluateRequest): Promise<{ centreAccuracy: number;
     raw.set(e.dataSync() as Float32Array, start * E);
     emb.set(unit.dataSync() as Float32Array, start * E);
     tf.dispose([e, unit]);
+  }
+  const headW = req.w;
+  if (!headW) { // the model is the classifier: its outputs are the class scores
+    let correct = 0;
+    for (let i = 0; i < n; i++) {
+      let best = 0;
+      for (let c = 1; c < C; c++) if (raw[i * E + c] > raw[i * E + best]) best = c;
+      if (best === labels[i]) correct++;
+    }
+    model.dispose();
+    return { samples: n, classifierAccuracy: correct / n };
   }
   // Nearest class centre: centres from even held-out samples, probes are the odd ones.
   const centres = new Float32Array(C * E), counts = new Int32Array(C);
@@ -81,7 +95,7 @@ async function evaluate(req: EvaluateRequest): Promise<{ centreAccuracy: number;
   // Full classifier over all C classes.
   const predicted = tf.tidy(() => {
     const probesT = tf.tensor(req.head === 'linear' ? raw : emb, [n, E]);
-    let w = tf.tensor(req.w, [E, C]);
+    let w = tf.tensor(headW, [E, C]);
     if (req.head === 'cosine') w = tf.div(w, tf.add(tf.norm(w, 'euclidean', 0, true), 1e-12));
     const logits = req.head === 'linear' && req.b ? tf.add(tf.matMul(probesT, w), tf.tensor(req.b)) : tf.matMul(probesT, w);
     return tf.argMax(logits, 1);
@@ -91,5 +105,5 @@ async function evaluate(req: EvaluateRequest): Promise<{ centreAccuracy: number;
   let correct = 0;
   for (let i = 0; i < n; i++) if (pred[i] === labels[i]) correct++;
   model.dispose();
-  return { centreAccuracy: probes ? hits / probes : 0, classifierAccuracy: correct / n };
+  return { samples: n, centreAccuracy: probes ? hits / probes : 0, classifierAccuracy: correct / n };
 }

@@ -19,7 +19,7 @@ const HELP = `tandem — train TensorFlow.js models on several devices at once
                [--trace FILE.json]            (Chrome trace: Perfetto / chrome://tracing)
                [--classes C] [--image-size HxW[xC]] [--dataset-size N]
                [--method data-parallel|local-head|partial-fc] [--embedding E] [--head linear|cosine]
-               [--scale S] [--margin M] [--sample-rate R] [--held-out N] [--export-device D] [--export-classifier]
+               [--scale S] [--margin M] [--sample-rate R] [--held-out N] [--eval-samples N] [--export-device D] [--export-classifier]
                [--out DIR] [--json] [--quiet]
 
   tandem profile --model NAME|PATH [--data …] [--batch GLOBAL] [--devices N] [--steps N]
@@ -65,11 +65,12 @@ async function main(argv: string[]): Promise<number> {
         if (summary.link) console.log(`link: EMULATED ${summary.link.label} (exchange held to that link's speed)`);
         console.log(`strategy: ${summary.strategy.name} (${summary.strategy.groups.length} exchange group(s)); ` +
           `mean step ${summary.meanStepMs.toFixed(1)} ms, compute ${summary.timings.meanComputeMs.toFixed(1)} ms, exchange ${summary.timings.meanExchangeMs.toFixed(1)} ms per group`);
+        if (summary.heldOut) console.log(`held-out accuracy: ${(summary.heldOut.accuracy * 100).toFixed(2)}% on ${summary.heldOut.samples} samples`);
         const cl = summary.classifier;
         if (cl) {
           console.log(`${cl.method}: ${cl.classes} classes as ${cl.localClasses.join(' + ')} per device; classifier bytes per device ${cl.classifierBytesPerDevice.join(', ')}; ` +
             `exchanged per step ${(cl.exchangedBytesPerStep / 2 ** 20).toFixed(2)} MiB`);
-          if (cl.heldOut) console.log(`held-out (${cl.heldOut.samples} samples): nearest class-centre accuracy ${(cl.heldOut.centreAccuracy * 100).toFixed(1)}%, ` +
+          if (cl.heldOut) console.log(`held-out (${cl.heldOut.samples} samples): nearest class-centre accuracy ${((cl.heldOut.centreAccuracy ?? 0) * 100).toFixed(1)}%, ` +
             `full-classifier accuracy ${((cl.heldOut.classifierAccuracy ?? 0) * 100).toFixed(1)}%`);
           if (cl.classifierPath) console.log(`classifier (all ${cl.classes} classes): ${cl.classifierPath}`);
         }

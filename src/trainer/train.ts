@@ -26,7 +26,7 @@ import { writeChromeTrace } from '../monitor/chrome-trace.js';
 import { chooseStrategy, type AutoChoice } from '../profiling/choose-strategy.js';
 import { allocatePartialFc } from '../classifier/partial-fc.js';
 import { createLoader } from './create-loader.js';
-import { classifierResult, type ClassifierSummary } from '../classifier/classifier-result.js';
+import { classifierResult, evaluateHeldOut, type ClassifierSummary } from '../classifier/classifier-result.js';
 import { writeModelFiles } from './model-files.js';
 
 export interface StepMetrics {
@@ -65,6 +65,8 @@ export interface TrainSummary {
   /** Present when the link was EMULATED (`--link`): the exchange was held to this link's speed. */
   link?: { emulated: true; label: string; bitsPerSecond: number; latencyMs: number };
   tracePath?: string;
+  /** Data-parallel with `heldOut` samples: accuracy of the trained model on them. */
+  heldOut?: { samples: number; accuracy: number };
   /** Method B / partial-fc: heads, what was exchanged, held-out evaluation. */
   classifier?: ClassifierSummary;
   /** With `strategy: 'auto'`: what was picked and why. */
@@ -298,7 +300,7 @@ class TrainingRun {
       }
     }
     const finished = this.expectAll('finished');
-    for (const a of this.actors) a.postCompute({ type: 'finish', lastStep: cfg.steps, exportModel: a.device === (cfg.classifier?.exportDevice ?? 0) && (cfg.out !== undefined || cfg.method !== 'data-parallel') });
+    for (const a of this.actors) a.postCompute({ type: 'finish', lastStep: cfg.steps, exportModel: a.device === (cfg.classifier?.exportDevice ?? 0) && (cfg.out !== undefined || cfg.method !== 'data-parallel' || cfg.trainSize < cfg.datasetSize) });
     const fin = (await finished) as (FromCompute & { type: 'finished' })[];
     const trainEnd = performance.now();
     const trainSeconds = (trainEnd - trainStart) / 1000;
@@ -331,6 +333,10 @@ class TrainingRun {
     };
     if (cfg.classifier) {
       summary.classifier = await classifierResult(cfg, layout, this.carried, fin, artifacts!);
+    } else if (cfg.trainSize < cfg.datasetSize) {
+      const r = await evaluateHeldOut({ backend: cfg.backend, extractor: artifacts!, data: cfg.data, from: cfg.trainSize, to: cfg.datasetSize,
+        classes: cfg.classes, embedding: cfg.classes, head: 'linear', maxSamples: cfg.evalSamples });
+      summary.heldOut = { samples: r.samples, accuracy: r.classifierAccuracy };
     }
     if (cfg.out) await this.writeOutputs(cfg.out, summary, artifacts);
     if (cfg.out && summary.classifier?.fullClassifier) {
