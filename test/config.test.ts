@@ -28,7 +28,14 @@ const cases: [string, TrainConfig, string, RegExp][] = [
   ['tensorflow backend not installed', { backend: 'tensorflow' }, 'BACKEND_UNAVAILABLE', /tfjs-node/],
   ['steps and epochs', { steps: 3, epochs: 1 }, 'BAD_CONFIG', /steps or epochs/],
   ['negative lr', { lr: -1 }, 'BAD_CONFIG', /config\.lr/],
-  ['batch larger than data', { data: 'synthetic-images', datasetSize: 10, batch: 16 }, 'BAD_CONFIG', /larger than the dataset/],
+  ['batch larger than data', { data: 'synthetic-images', datasetSize: 10, batch: 16 }, 'BAD_CONFIG', /larger than the training samples/],
+  ['fewer classes than devices (method B)', { method: 'local-head', data: 'synthetic-images', classes: 3, devices: 4, batch: 8 }, 'BAD_CONFIG', /cannot share 3 classes among 4 devices/],
+  ['sample rate outside partial-fc', { method: 'local-head', data: 'synthetic-images', sampleRate: 0.5 }, 'BAD_CONFIG', /sampleRate: applies to --method partial-fc only/],
+  ['classifier option on data-parallel', { embedding: 64 }, 'BAD_CONFIG', /config\.embedding: applies to --method local-head or partial-fc/],
+  ['partition of the wrong device count', { method: 'local-head', data: 'synthetic-images', classes: 4, devices: 2, partition: [[0, 1, 2, 3]] }, 'BAD_CONFIG', /lists 1 devices but the run has 2/],
+  ['unknown method', { method: 'model-parallel' as 'local-head' }, 'BAD_CONFIG', /config\.method/],
+  ['unknown strategy', { strategy: 'fastest' as 'auto' }, 'BAD_CONFIG', /config\.strategy/],
+  ['bad link', { link: 'fast' }, 'BAD_CONFIG', /--link 'fast'/],
 ];
 
 t.test('bad configs fail with a code and a message naming the field, and start no thread', async t => {
