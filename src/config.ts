@@ -41,7 +41,8 @@ export interface FaultInjection {
   device: number;
   step: number;
   phase: (typeof FAULT_PHASES)[number];
-  kind: 'throw' | 'exit';
+  /** throw an exception, exit the thread, or hang (a busy loop that never returns). */
+  kind: 'throw' | 'exit' | 'hang';
 }
 
 export interface TrainConfig {
@@ -98,7 +99,10 @@ export interface TrainConfig {
   imageSize?: number[];
   /** Samples in a synthetic dataset. */
   datasetSize?: number;
-  /** How long any thread waits for a peer before failing the run. */
+  /**
+   * Watchdog: how long the main thread waits for a device's report before failing the run and naming it.
+   * Device threads waiting on a peer give up after twice this (so the watchdog, which knows who is silent, speaks first).
+   */
   stallTimeoutMs?: number;
   loaderThreads?: number;
   faultInjection?: FaultInjection;
@@ -303,7 +307,7 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
     positiveInt('faultInjection.step', fi.step);
     if (!Number.isInteger(fi.device) || fi.device < 0 || fi.device >= devices) bad('faultInjection.device', `must be in [0, ${devices})`);
     oneOf('faultInjection.phase', fi.phase, FAULT_PHASES);
-    oneOf('faultInjection.kind', fi.kind, ['throw', 'exit'] as const);
+    oneOf('faultInjection.kind', fi.kind, ['throw', 'exit', 'hang'] as const);
   }
   if (config.out !== undefined && (typeof config.out !== 'string' || config.out === '')) bad('out', 'must be a directory path');
 

@@ -1,4 +1,4 @@
-// A device that throws or dies in forward, backward or the gradient exchange
+// A device that throws, dies or hangs in forward, backward or the gradient exchange
 // makes `train` reject promptly, naming device, step and phase; every thread
 // ends, so the process exits on its own.
 import t from 'tap';
@@ -18,11 +18,12 @@ function runFaulty(args: string[]): Promise<{ code: number | null; stdout: strin
 const cases = [
   ['1', '3', 'forward', 'throw'], ['0', '2', 'backward', 'throw'], ['1', '4', 'exchange', 'throw'],
   ['0', '3', 'forward', 'exit'], ['1', '2', 'backward', 'exit'], ['0', '4', 'exchange', 'exit'],
+  ['1', '2', 'forward', 'hang', '1500'], ['0', '3', 'backward', 'hang', '1500'], ['1', '3', 'exchange', 'hang', '1500'],
 ];
 
-for (const [device, step, phase, kind] of cases) {
+for (const [device, step, phase, kind, stall] of cases) {
   t.test(`${kind} in ${phase} on device ${device} at step ${step}`, async t => {
-    const r = await runFaulty([device, step, phase, kind]);
+    const r = await runFaulty([device, step, phase, kind, ...(stall ? [stall] : [])]);
     t.equal(r.code, 0, 'the process exited normally on its own (no orphaned thread kept it alive)');
     const line = r.stdout.trim().split('\n').pop() ?? '{}';
     const out = JSON.parse(line) as { outcome: string; code: string; message: string; context: { device: number; step: number; phase: string }; seconds: number };
@@ -30,8 +31,10 @@ for (const [device, step, phase, kind] of cases) {
     t.equal(out.context?.device, Number(device), `message names the device: ${out.message}`);
     t.equal(out.context?.step, Number(step), 'and the step');
     t.equal(out.context?.phase, phase, 'and the phase');
-    t.match(out.message, new RegExp(`device ${device} failed at step ${step} in phase ${phase}`));
-    t.equal(out.code, kind === 'exit' ? 'WORKER_EXITED' : 'DEVICE_FAILED');
+    t.match(out.message, kind === 'hang'
+      ? new RegExp(`device ${device} stopped responding at step ${step} in phase ${phase}`)
+      : new RegExp(`device ${device} failed at step ${step} in phase ${phase}`));
+    t.equal(out.code, { exit: 'WORKER_EXITED', throw: 'DEVICE_FAILED', hang: 'STALLED' }[kind]);
     t.ok(out.seconds < 30, `rejected after ${out.seconds} s`);
   });
 }

@@ -29,7 +29,8 @@ port.once('message', (msg: ToComm) => {
   let step = 0;
   let phase: Phase = 'setup';
   const send = (m: FromComm) => port.postMessage(m);
-  const control = new ControlBlock(msg.control, msg.config.devices, MAX_GROUPS, msg.config.stallTimeoutMs);
+  const control = new ControlBlock(msg.control, msg.config.devices, MAX_GROUPS, 2 * msg.config.stallTimeoutMs);
+  control.owner = { device: msg.device, side: 'comm' };
   run(msg, control, (s, p) => { step = s; phase = p; control.setPhase(msg.device, p, s, 'comm'); })
     .then(() => send({ type: 'stopped', device: msg.device }))
     .catch(err => send({ type: 'error', device: msg.device, step, phase, error: serializeError(err) }))
@@ -64,6 +65,7 @@ async function run(msg: ToComm, control: ControlBlock, at: (step: number, phase:
       if (!control.waitGradsReady(device, g, step, `device ${device}'s gradients of step ${step}`)) return;
       if (fi && fi.device === device && fi.step === step && fi.phase === 'exchange') {
         if (fi.kind === 'exit') process.exit(3);
+    if (fi.kind === 'hang') for (;;) { /* a device that stops responding */ }
         throw new Error('injected fault (throw) in exchange');
       }
       const done = await exchange({ step, group: g, waitStart, waitEnd: wallNow() });

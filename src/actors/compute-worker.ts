@@ -61,7 +61,8 @@ function enter(p: Phase): void {
   const fi = config?.faultInjection;
   if (fi && fi.device === device && fi.step === step && fi.phase === p) {
     if (fi.kind === 'exit') process.exit(3);
-    throw new Error(`injected fault (${fi.kind}) in ${p}`);
+    if (fi.kind === 'hang') for (;;) { /* a device that stops responding */ }
+    throw new Error(`injected fault (throw) in ${p}`);
   }
 }
 
@@ -84,7 +85,8 @@ async function handle(msg: ToCompute): Promise<void> {
 async function init(d: number, c: ResolvedConfig, controlBuffer: SharedArrayBuffer, groupCount: number): Promise<void> {
   device = d;
   config = c;
-  control = new ControlBlock(controlBuffer, c.devices, groupCount, c.stallTimeoutMs);
+  control = new ControlBlock(controlBuffer, c.devices, groupCount, 2 * c.stallTimeoutMs);
+  control.owner = { device: d, side: 'compute' };
   enter('setup');
   await startBackend(tf, c.backend);
   model = await buildModel(tf, c.model);

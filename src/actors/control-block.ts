@@ -24,12 +24,13 @@ const HEADER = 8;
 const PHASE = 0;
 const STEP = 1;
 const COMM_OFFSET = 2;
-const DEVICE_HEADER = 4;
+const HEARTBEAT = 4; // [compute, comm]: bumped by every wait slice and phase change
+const DEVICE_HEADER = 6;
 const PER_GROUP = 2;
 const GRADS_READY = 0;
 const APPLIED = 1;
 
-const WAIT_SLICE_MS = 50;
+export const WAIT_SLICE_MS = 50;
 
 export class ControlBlock {
   readonly words: Int32Array;
@@ -37,6 +38,8 @@ export class ControlBlock {
   readonly groups: number;
   readonly stallTimeoutMs: number;
   private readonly stride: number;
+  /** The thread using this block, whose heartbeat its waits bump. */
+  owner?: { device: number; side: ThreadSide };
 
   static byteLength(devices: number, groups: number): number {
     return (HEADER + devices * (DEVICE_HEADER + PER_GROUP * groups)) * 4;
@@ -67,6 +70,20 @@ export class ControlBlock {
     const at = this.base(device) + (side === 'comm' ? COMM_OFFSET : 0);
     Atomics.store(this.words, at + PHASE, PHASES.indexOf(phase));
     Atomics.store(this.words, at + STEP, step);
+    this.beat(device, side);
+  }
+
+  /** Proof of life of a thread. */
+  beat(device: number, side: ThreadSide): void {
+    Atomics.add(this.words, this.base(device) + HEARTBEAT + (side === 'comm' ? 1 : 0), 1);
+  }
+
+  heartbeat(device: number, side: ThreadSide): number {
+    return Atomics.load(this.words, this.base(device) + HEARTBEAT + (side === 'comm' ? 1 : 0));
+  }
+
+  private beatOwner(): void {
+    if (this.owner) this.beat(this.owner.device, this.owner.side);
   }
 
   phaseOf(device: number, side: ThreadSide = 'compute'): { phase: Phase; step: number } {
@@ -121,6 +138,7 @@ export class ControlBlock {
       this.checkAbort();
       if (this.stopped) return false;
       if (Date.now() > deadline) throw stalled(what, this.stallTimeoutMs);
+      this.beatOwner();
       Atomics.wait(this.words, index, seen, WAIT_SLICE_MS);
     }
   }
@@ -152,6 +170,7 @@ export class ControlBlock {
     while (Atomics.load(this.words, generationWord) === generation) {
       this.checkAbort();
       if (Date.now() > deadline) throw stalled(what, this.stallTimeoutMs);
+      this.beatOwner();
       Atomics.wait(this.words, generationWord, generation, WAIT_SLICE_MS);
     }
   }

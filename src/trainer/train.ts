@@ -10,7 +10,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { resolveConfig, type ResolvedConfig, type TrainConfig } from '../config.js';
 import { TandemError } from '../errors.js';
-import { ControlBlock } from '../actors/control-block.js';
+import { ControlBlock, WAIT_SLICE_MS } from '../actors/control-block.js';
 import { DeviceActor, deviceError } from '../actors/device-actor.js';
 import { allocateModelBuffers, paramSlots, type SharedBuffers } from '../actors/shared-buffers.js';
 import type { FromComm, FromCompute, ModelArtifactsData, WeightShape } from '../actors/protocol.js';
@@ -220,9 +220,40 @@ class TrainingRun {
     this.hooks.onSpans?.(spans);
   }
 
+  /**
+   * Which thread stopped: threads that wait bump their heartbeat every wait slice; one whose
+   * heartbeat stands still while it is busy (not idle) is hung. Falls back to the first silent device.
+   */
+  private async nameHungThread(silent: number[]): Promise<TandemError> {
+    const sides = ['compute', 'comm'] as const;
+    const before = this.actors.map(a => sides.map(s => this.control.heartbeat(a.device, s)));
+    await new Promise(r => setTimeout(r, 6 * WAIT_SLICE_MS));
+    for (const a of this.actors) {
+      for (const [i, side] of sides.entries()) {
+        const { phase, step } = this.control.phaseOf(a.device, side);
+        if (phase === 'idle' || phase === 'done' || this.control.heartbeat(a.device, side) !== before[a.device][i]) continue;
+        return new TandemError('STALLED', `device ${a.device} stopped responding at step ${step} in phase ${phase} (${side} thread: no sign of life for ` +
+          `${(this.cfg.stallTimeoutMs / 1000).toFixed(1)} s; raise stallTimeoutMs if a step is legitimately this slow)`, { device: a.device, step, phase });
+      }
+    }
+    const d = silent[0] ?? 0;
+    const { phase, step } = this.control.phaseOf(d);
+    return new TandemError('STALLED', `device ${d} sent no report for ${(this.cfg.stallTimeoutMs / 1000).toFixed(1)} s at step ${step} in phase ${phase} ` +
+      `(silent: device ${silent.join(', ')}; raise stallTimeoutMs if a step is legitimately this slow)`, { device: d, step, phase });
+  }
+
   /** Resolves when every device sent a message of `key`. Register before posting. */
   private expectAll(key: string): Promise<FromCompute[]> {
-    return new Promise(resolve => this.waiters.set(key, { need: this.cfg.devices, got: [], resolve }));
+    return new Promise(resolve => {
+      const waiter: Waiter = { need: this.cfg.devices, got: [], resolve: msgs => { clearTimeout(timer); resolve(msgs); } };
+      // Watchdog: a device that stops responding is named here, where it is known who is silent.
+      const timer = setTimeout(() => {
+        const silent = this.actors.map(a => a.device).filter(d => !waiter.got.some(m => (m as { device: number }).device === d));
+        void this.nameHungThread(silent).then(err => this.fail(err));
+      }, this.cfg.stallTimeoutMs);
+      timer.unref();
+      this.waiters.set(key, waiter);
+    });
   }
 
   private async drive(): Promise<TrainSummary> {
