@@ -41,8 +41,8 @@ export interface FaultInjection {
   device: number;
   step: number;
   phase: (typeof FAULT_PHASES)[number];
-  /** throw an exception, exit the thread, or hang (a busy loop that never returns). */
-  kind: 'throw' | 'exit' | 'hang';
+  /** throw an exception, exit the thread, hang (a busy loop that never returns), or (forward only) make the output NaN. */
+  kind: 'throw' | 'exit' | 'hang' | 'nan';
 }
 
 export interface TrainConfig {
@@ -307,7 +307,8 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
     positiveInt('faultInjection.step', fi.step);
     if (!Number.isInteger(fi.device) || fi.device < 0 || fi.device >= devices) bad('faultInjection.device', `must be in [0, ${devices})`);
     oneOf('faultInjection.phase', fi.phase, FAULT_PHASES);
-    oneOf('faultInjection.kind', fi.kind, ['throw', 'exit', 'hang'] as const);
+    oneOf('faultInjection.kind', fi.kind, ['throw', 'exit', 'hang', 'nan'] as const);
+    if (fi.kind === 'nan' && fi.phase !== 'forward') bad('faultInjection.kind', "'nan' is injected in the forward pass only");
   }
   if (config.out !== undefined && (typeof config.out !== 'string' || config.out === '')) bad('out', 'must be a directory path');
 

@@ -15,7 +15,8 @@ export type TandemErrorCode =
   | 'ABORTED'
   | 'TFJS_INTERNALS'
   | 'OUT_OF_MEMORY'
-  | 'DATA_FAILED';
+  | 'DATA_FAILED'
+  | 'NON_FINITE';
 
 /** Where a device failure happened, when it happened on a device. */
 export interface DeviceFailureContext {

@@ -38,3 +38,12 @@ for (const [device, step, phase, kind, stall] of cases) {
     t.ok(out.seconds < 30, `rejected after ${out.seconds} s`);
   });
 }
+
+t.test('a NaN in the forward pass is stopped at the first gradient, named, before any parameter changes', async t => {
+  const { train } = await import('../src/index.js');
+  let appliedSteps = 0;
+  const run = train({ model: 'mlp', data: 'synthetic-images', imageSize: [8, 8, 1], datasetSize: 256, batch: 16, steps: 5, devices: 2, backend: 'cpu',
+    faultInjection: { device: 1, step: 3, phase: 'forward', kind: 'nan' } }, { onStepApplied: () => { appliedSteps++; } });
+  await t.rejects(run, { code: 'NON_FINITE', context: { device: 1, step: 3 }, message: /the gradient of logits\/(kernel|bias) has NaN at element 0 in step 3/ });
+  t.equal(appliedSteps, 2, 'steps 1 and 2 applied, step 3 never');
+});

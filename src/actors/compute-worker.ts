@@ -6,7 +6,7 @@
  */
 import { parentPort } from 'node:worker_threads';
 import * as tf from '@tensorflow/tfjs';
-import { serializeError } from '../errors.js';
+import { serializeError, TandemError } from '../errors.js';
 import { startBackend } from '../engine/backend.js';
 import { buildModel, classificationLoss, outputsProbabilities } from '../model/resolve-model.js';
 import { layoutParameters, type ParameterGroup, type ParameterLayout } from '../model/parameter-layout.js';
@@ -59,7 +59,7 @@ function enter(p: Phase): void {
   phase = p;
   control?.setPhase(device, p, step);
   const fi = config?.faultInjection;
-  if (fi && fi.device === device && fi.step === step && fi.phase === p) {
+  if (fi && fi.device === device && fi.step === step && fi.phase === p && fi.kind !== 'nan') {
     if (fi.kind === 'exit') process.exit(3);
     if (fi.kind === 'hang') for (;;) { /* a device that stops responding */ }
     throw new Error(`injected fault (throw) in ${p}`);
@@ -183,7 +183,9 @@ async function trainStep(s: number): Promise<void> {
   let partialFcLoss = NaN;
   let lastReady = 0;
   const value = backwardWithGradientReady(tf, () => {
-    const out = backwardMarker(model.apply(xs, { training: true }) as import('@tensorflow/tfjs').Tensor);
+    let out = backwardMarker(model.apply(xs, { training: true }) as import('@tensorflow/tfjs').Tensor);
+    const fi = config.faultInjection;
+    if (fi?.kind === 'nan' && fi.device === device && fi.step === s) out = tf.mul(out, NaN);
     switch (config.method) {
       case 'data-parallel': {
         const { loss, correct: c } = classificationLoss(tf, out, ys, config.classes, probabilities);
@@ -207,9 +209,12 @@ async function trainStep(s: number): Promise<void> {
       default: { const never: never = config.method; throw new Error(`unknown method ${String(never)}`); }
     }
   }, allVars, (modelIndex, gradient) => {
-    if (modelIndex >= vars.length) { headGrads[modelIndex - vars.length] = gradient.dataSync().slice() as Float32Array; return; }
+    const values = gradient.dataSync() as Float32Array;
+    const name = modelIndex >= vars.length ? head!.vars[modelIndex - vars.length].name : model.trainableWeights[modelIndex].originalName;
+    assertFinite(values, name, s);
+    if (modelIndex >= vars.length) { headGrads[modelIndex - vars.length] = values.slice(); return; }
     const spec = layout.variables[byModelIndex[modelIndex]];
-    grads.set(gradient.dataSync() as Float32Array, spec.offset);
+    grads.set(values, spec.offset);
     const now = wallNow();
     if (lastReady === 0) lastReady = backwardStart;
     if (now > lastReady) span('backward', `backward ${spec.layer}`, lastReady, now);
@@ -223,6 +228,16 @@ async function trainStep(s: number): Promise<void> {
   const t2 = wallNow();
   enter('idle');
   send({ type: 'stepDone', device, step: s, loss, correct, count: config.perDevice, computeMs: t2 - t1, loadMs: t1 - t0, numTensors: tf.memory().numTensors, spans });
+}
+
+/** Stops a non-finite gradient before it is handed over (and so before it can reach any parameter). */
+function assertFinite(values: Float32Array, name: string, s: number): void {
+  for (let i = 0; i < values.length; i++) {
+    if (!Number.isFinite(values[i])) {
+      throw new TandemError('NON_FINITE', `the gradient of ${name} has ${values[i]} at element ${i} in step ${s} (the first non-finite gradient of ` +
+        'this backward pass, output layer first); lower the learning rate, check the inputs, or clip the loss');
+    }
+  }
 }
 
 function partialFcContext(s: number): PartialFcContext {

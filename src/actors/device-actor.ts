@@ -61,7 +61,7 @@ export class DeviceActor {
 
 /** An error reported as data by a device thread, rethrown on the main thread with its context. */
 export function deviceError(side: 'compute' | 'comm', device: number, step: number, phase: string, error: SerializedError): TandemError {
-  const err = new TandemError(error.code === 'STALLED' ? 'STALLED' : 'DEVICE_FAILED',
+  const err = new TandemError(error.code === 'STALLED' || error.code === 'NON_FINITE' ? error.code : 'DEVICE_FAILED',
     `device ${device} failed at step ${step} in phase ${phase} (${side} thread): ${error.name}: ${error.message}`,
     { device, step, phase });
   if (error.stack) err.stack = `${err.name}: ${err.message}\n    --- on device ${device} ---\n${error.stack}`;
