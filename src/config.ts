@@ -35,7 +35,7 @@ export interface ClassifierConfig {
   exportClassifier: boolean;
 }
 
-export const FAULT_PHASES = ['forward', 'backward', 'exchange'] as const;
+export const FAULT_PHASES = ['load', 'forward', 'backward', 'exchange', 'update'] as const;
 /** Test hook: make one device fail at one step and phase. */
 export interface FaultInjection {
   device: number;

@@ -19,6 +19,8 @@ const cases = [
   ['1', '3', 'forward', 'throw'], ['0', '2', 'backward', 'throw'], ['1', '4', 'exchange', 'throw'],
   ['0', '3', 'forward', 'exit'], ['1', '2', 'backward', 'exit'], ['0', '4', 'exchange', 'exit'],
   ['1', '2', 'forward', 'hang', '1500'], ['0', '3', 'backward', 'hang', '1500'], ['1', '3', 'exchange', 'hang', '1500'],
+  ['1', '3', 'update', 'throw'], ['0', '2', 'update', 'exit'], ['1', '2', 'update', 'hang', '1500'],
+  ['0', '3', 'load', 'throw'], ['1', '2', 'load', 'exit'], ['0', '4', 'load', 'hang', '1500'],
 ];
 
 for (const [device, step, phase, kind, stall] of cases) {
@@ -34,7 +36,7 @@ for (const [device, step, phase, kind, stall] of cases) {
     t.match(out.message, kind === 'hang'
       ? new RegExp(`device ${device} stopped responding at step ${step} in phase ${phase}`)
       : new RegExp(`device ${device} failed at step ${step} in phase ${phase}`));
-    t.equal(out.code, { exit: 'WORKER_EXITED', throw: 'DEVICE_FAILED', hang: 'STALLED' }[kind]);
+    t.equal(out.code, phase === 'load' && kind !== 'hang' ? 'DATA_FAILED' : { exit: 'WORKER_EXITED', throw: 'DEVICE_FAILED', hang: 'STALLED' }[kind]);
     t.ok(out.seconds < 30, `rejected after ${out.seconds} s`);
   });
 }

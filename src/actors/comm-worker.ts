@@ -8,7 +8,7 @@
  * parameters are broadcast to every replica.
  */
 import { parentPort } from 'node:worker_threads';
-import { lastValueFrom, of, type OperatorFunction } from 'rxjs';
+import { lastValueFrom, of, tap, type OperatorFunction } from 'rxjs';
 import { serializeError } from '../errors.js';
 import { SharedMemoryCollective } from '../collectives/shared-memory-collective.js';
 import { allReduceGroup } from '../pipeline/operators/all-reduce-group.js';
@@ -37,6 +37,12 @@ port.once('message', (msg: ToComm) => {
     .finally(() => port.close());
 });
 
+function injectFault(kind: string, phase: string): void {
+  if (kind === 'exit') process.exit(3);
+  if (kind === 'hang') for (;;) { /* a device that stops responding */ }
+  throw new Error(`injected fault (throw) in ${phase}`);
+}
+
 async function run(msg: ToComm, control: ControlBlock, at: (step: number, phase: Phase) => void): Promise<void> {
   const { device, config, buffers, groups } = msg;
   const collective = new SharedMemoryCollective(config.allReduce, device, config.devices, control);
@@ -46,6 +52,10 @@ async function run(msg: ToComm, control: ControlBlock, at: (step: number, phase:
   // The comm half of the pipeline, one group at a time.
   const stages: OperatorFunction<GroupExchange, GroupExchange>[] = [allReduceGroup(collective, grads, groups)];
   if (config.link) stages.push(emulateLink(config.link, config.devices, groups));
+  stages.push(tap(unit => { // the update phase begins
+    at(unit.step, 'update');
+    if (fi && fi.device === device && fi.step === unit.step && fi.phase === 'update') injectFault(fi.kind, 'update');
+  }));
   stages.push(applyGroupUpdate(config.optimizer, params[device], grads[device], optimizerStateOf(buffers, device), groups));
   stages.push(publishApplied(control, device));
   const exchange = (unit: GroupExchange) =>
@@ -63,13 +73,8 @@ async function run(msg: ToComm, control: ControlBlock, at: (step: number, phase:
       at(step, 'exchange');
       const waitStart = wallNow();
       if (!control.waitGradsReady(device, g, step, `device ${device}'s gradients of step ${step}`)) return;
-      if (fi && fi.device === device && fi.step === step && fi.phase === 'exchange') {
-        if (fi.kind === 'exit') process.exit(3);
-    if (fi.kind === 'hang') for (;;) { /* a device that stops responding */ }
-        throw new Error('injected fault (throw) in exchange');
-      }
+      if (fi && fi.device === device && fi.step === step && fi.phase === 'exchange') injectFault(fi.kind, 'exchange');
       const done = await exchange({ step, group: g, waitStart, waitEnd: wallNow() });
-      at(step, 'update');
       const name = groups[g].name;
       const span = (kind: Span['kind'], label: string, start: number, end: number): Span => ({ device, thread: 'comm', kind, name: label, step, group: g, start, end });
       const spans = [

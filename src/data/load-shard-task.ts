@@ -19,9 +19,18 @@ export interface LoadShardTask {
   labelOffset: number;
   /** Method B: global label -> this device's local label (-1: not owned). */
   labelMap?: Int32Array;
+  /** Test hook: fail this load. */
+  fault?: 'throw' | 'exit' | 'hang' | 'nan';
 }
 
 export default async function loadShard(task: LoadShardTask): Promise<number> {
+  switch (task.fault) {
+    case 'throw': throw new Error('injected fault (throw) in load');
+    case 'exit': process.exit(3);
+    // eslint-disable-next-line no-fallthrough
+    case 'hang': for (;;) { /* a loader that stops responding */ }
+    default: break;
+  }
   const ds = await resolveDataset(task.dataset);
   const inputs = new Float32Array(task.inputs);
   const labels = new Int32Array(task.labels);

@@ -44,10 +44,21 @@ export interface ShardLoaderOptions {
   poolPerDevice?: boolean;
   /** labelMap[d][label] = device d's local index of a global label (method B). */
   labelMaps?: Int32Array[];
+  /** Test hook: fail the load of (device, step). */
+  fault?: { device: number; step: number; kind: 'throw' | 'exit' | 'hang' | 'nan' };
+}
+
+/** A failed load, with the device whose shard it was. */
+export class ShardLoadError extends Error {
+  constructor(readonly device: number, readonly step: number, cause: unknown) {
+    super(cause instanceof Error ? cause.message : String(cause), { cause });
+  }
 }
 
 export class ShardLoader {
   private readonly pools: Piscina[];
+  /** Devices whose shard of the latest fill has not arrived yet. */
+  readonly pending = new Set<number>();
 
   constructor(private readonly dataset: DatasetSpec, private readonly buffers: InputBuffers,
     private readonly sampler: ShardSampler, private readonly devices: number, private readonly options: ShardLoaderOptions) {
@@ -74,8 +85,12 @@ export class ShardLoader {
         labels: this.buffers.labels,
         labelOffset: at * this.buffers.labelSlotSize,
         labelMap: this.options.labelMaps?.[d],
+        fault: this.options.fault && this.options.fault.device === d && this.options.fault.step === step ? this.options.fault.kind : undefined,
       };
-      tasks.push(this.pools[this.pools.length === 1 ? 0 : d].run(task));
+      this.pending.add(d);
+      tasks.push(this.pools[this.pools.length === 1 ? 0 : d].run(task).then(
+        n => { this.pending.delete(d); return n; },
+        (err: unknown) => { throw new ShardLoadError(d, step, err); }));
     }
     await Promise.all(tasks);
   }

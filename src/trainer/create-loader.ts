@@ -16,7 +16,7 @@ import { TandemError } from '../errors.js';
 export async function createLoader(cfg: ResolvedConfig, input: InputBuffers): Promise<ShardLoader> {
   if (cfg.method !== 'local-head') {
     const sampler = new GlobalBatchSampler(cfg.trainSize, cfg.batch, cfg.seed, cfg.devices);
-    return new ShardLoader(cfg.data, input, sampler, cfg.devices, { threads: cfg.loaderThreads });
+    return new ShardLoader(cfg.data, input, sampler, cfg.devices, { threads: cfg.loaderThreads, fault: loadFault(cfg) });
   }
   const partition = LabelPartition.fromShares(cfg.classes, cfg.classifier!.partition);
   const { owned, labelMaps } = ownedSamples(partition, labelsOf(await resolveDataset(cfg.data), cfg.trainSize));
@@ -24,7 +24,12 @@ export async function createLoader(cfg: ResolvedConfig, input: InputBuffers): Pr
     if (o.length === 0) throw new TandemError('BAD_CONFIG', `device ${d} owns labels with no training samples; use more data or fewer classes per device`);
   });
   const sampler = new LocalLabelSampler(owned, cfg.perDevice, cfg.seed);
-  return new ShardLoader(cfg.data, input, sampler, cfg.devices, { threads: 1, poolPerDevice: true, labelMaps });
+  return new ShardLoader(cfg.data, input, sampler, cfg.devices, { threads: 1, poolPerDevice: true, labelMaps, fault: loadFault(cfg) });
+}
+
+function loadFault(cfg: ResolvedConfig) {
+  const fi = cfg.faultInjection;
+  return fi?.phase === 'load' ? { device: fi.device, step: fi.step, kind: fi.kind } : undefined;
 }
 
 /** Per device: the training indices whose labels it owns, and its global -> local label map. */

@@ -14,7 +14,7 @@ import { ControlBlock, WAIT_SLICE_MS } from '../actors/control-block.js';
 import { DeviceActor, deviceError } from '../actors/device-actor.js';
 import { allocateModelBuffers, paramSlots, type SharedBuffers } from '../actors/shared-buffers.js';
 import type { FromComm, FromCompute, ModelArtifactsData, WeightShape } from '../actors/protocol.js';
-import { allocateInputBuffers, ShardLoader } from '../data/shard-loader.js';
+import { allocateInputBuffers, ShardLoadError, type ShardLoader } from '../data/shard-loader.js';
 import { GlobalBatchSampler } from '../data/sampler.js';
 import { sampleSize } from '../data/dataset.js';
 import { layoutParameters, type ParameterLayout } from '../model/parameter-layout.js';
@@ -220,6 +220,24 @@ class TrainingRun {
     this.hooks.onSpans?.(spans);
   }
 
+  /** `promise` (a step's loading), or a STALLED failure naming the loader's device if it takes longer than the watchdog allows. */
+  private async withinStallTimeout<T>(promise: Promise<T>, step: number): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        const d = [...(this.loader?.pending ?? [])][0] ?? -1;
+        reject(new TandemError('STALLED', `device ${d} stopped responding at step ${step} in phase load (data loader: no result for ` +
+          `${(this.cfg.stallTimeoutMs / 1000).toFixed(1)} s; raise stallTimeoutMs if loading is legitimately this slow)`, { device: d, step, phase: 'load' }));
+      }, this.cfg.stallTimeoutMs);
+      timer.unref();
+    });
+    try {
+      return await Promise.race([promise, timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   /**
    * Which thread stopped: threads that wait bump their heartbeat every wait slice; one whose
    * heartbeat stands still while it is busy (not idle) is hung. Falls back to the first silent device.
@@ -288,8 +306,9 @@ class TrainingRun {
     if (cfg.method === 'partial-fc') buffers.partialFc = allocatePartialFc(cfg.devices, cfg.batch, cfg.classifier!.embedding);
     this.loader = await createLoader(cfg, input);
     const load = (step: number) => this.loader!.fill(step).catch((err: unknown) => {
-      const e = err as Error;
-      throw new TandemError('DATA_FAILED', `loading the inputs of step ${step} failed: ${e.message}`, { device: -1, step, phase: 'load' }, { cause: err });
+      const device = err instanceof ShardLoadError ? err.device : -1;
+      throw new TandemError('DATA_FAILED', `device ${device} failed at step ${step} in phase load (data loader): ${(err as Error).message}`,
+        { device, step, phase: 'load' }, { cause: err });
     });
     let loading = load(1);
     loading.catch(() => {}); // awaited below; a failure must not be unhandled meanwhile
@@ -308,7 +327,7 @@ class TrainingRun {
     const replicas = paramSlots(buffers);
     for (let step = 1; step <= cfg.steps; step++) {
       const t0 = performance.now();
-      await loading;
+      await this.withinStallTimeout(loading, step);
       loadWaitTotal += performance.now() - t0;
       stepStarts.push(t0);
       const done = this.expectAll(`stepDone:${step}`);
