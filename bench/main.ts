@@ -1,9 +1,10 @@
-/** `npm run bench -- scaling|overlap|profile|classifier [--steps N] [--classes 1000,10000] [--models a,b] [--stock-steps N] [--batch N] [--links none,1gbps,…] [--out DIR]` */
+/** `npm run bench -- scaling|overlap|profile|classifier|faults [--steps N] [--classes 1000,10000] [--models a,b] [--stock-steps N] [--batch N] [--links none,1gbps,…] [--out DIR]` */
 import { parseArgs } from 'node:util';
 import { runScaling } from './scaling.js';
 import { runOverlap } from './overlap.js';
 import { runProfileBench } from './profile.js';
 import { runClassifierBench } from './classifier.js';
+import { runFaultMatrix } from './faults.js';
 
 const { positionals, values } = parseArgs({
   allowPositionals: true,
@@ -44,7 +45,10 @@ switch (name) {
       out: values.out ?? 'bench/results',
     });
     break;
+  case 'faults':
+    await runFaultMatrix(values.out ?? 'bench/results', 2000);
+    break;
   default:
-    console.error(`unknown bench '${name}'. Benches: scaling, overlap, profile, classifier`);
+    console.error(`unknown bench '${name}'. Benches: scaling, overlap, profile, classifier, faults`);
     process.exitCode = 1;
 }

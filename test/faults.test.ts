@@ -5,7 +5,7 @@ import t from 'tap';
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
-const script = fileURLToPath(new URL('./fixtures/faulty-run.js', import.meta.url));
+const script = fileURLToPath(new URL('../bench/fault-run.js', import.meta.url)); // the fault-matrix bench's runner
 
 function runFaulty(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise(resolve => {
