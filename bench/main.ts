@@ -1,10 +1,11 @@
-/** `npm run bench -- scaling|overlap|profile|classifier|faults [--steps N] [--classes 1000,10000] [--models a,b] [--stock-steps N] [--batch N] [--links none,1gbps,…] [--out DIR]` */
+/** `npm run bench -- scaling|overlap|profile|classifier|faults|soak [--steps N] [--classes 1000,10000] [--models a,b] [--stock-steps N] [--batch N] [--links none,1gbps,…] [--out DIR]` */
 import { parseArgs } from 'node:util';
 import { runScaling } from './scaling.js';
 import { runOverlap } from './overlap.js';
 import { runProfileBench } from './profile.js';
 import { runClassifierBench } from './classifier.js';
 import { runFaultMatrix } from './faults.js';
+import { runSoak } from './soak.js';
 
 const { positionals, values } = parseArgs({
   allowPositionals: true,
@@ -45,10 +46,13 @@ switch (name) {
       out: values.out ?? 'bench/results',
     });
     break;
+  case 'soak':
+    await runSoak(Number(values.steps ?? 2000), values.out ?? 'bench/results');
+    break;
   case 'faults':
     await runFaultMatrix(values.out ?? 'bench/results', 2000);
     break;
   default:
-    console.error(`unknown bench '${name}'. Benches: scaling, overlap, profile, classifier, faults`);
+    console.error(`unknown bench '${name}'. Benches: scaling, overlap, profile, classifier, faults, soak`);
     process.exitCode = 1;
 }
