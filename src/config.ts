@@ -61,6 +61,13 @@ export interface TrainConfig {
   heldOut?: number;
   exportDevice?: number;
   exportClassifier?: boolean;
+  /**
+   * A non-finite gradient: `error` (default) fails the run naming the first offending variable, before it is
+   * handed over; `skip-step` hands it over and every device skips the update of each group whose averaged
+   * gradient is non-finite (identically everywhere; with overlapped strategies a group already applied in
+   * that step stays applied), with a warning naming the first offending variable.
+   */
+  onNan?: 'error' | 'skip-step';
   /** Held-out samples evaluated after training (the first of the held-out range). Default 2000. */
   evalSamples?: number;
   /** Builtin model name or path to an ES module `(tf, options) => tf.LayersModel`. Default `mlp`. */
@@ -114,6 +121,7 @@ export interface ResolvedConfig {
   /** Samples [0, trainSize) train; [trainSize, datasetSize) are held out. */
   trainSize: number;
   evalSamples: number;
+  onNan: 'error' | 'skip-step';
   model: ModelSpec;
   data: DatasetSpec;
   datasetSize: number;
@@ -139,7 +147,7 @@ export interface ResolvedConfig {
   faultInjection?: FaultInjection;
 }
 
-const KNOWN_KEYS = new Set(['evalSamples', 'method', 'embedding', 'head', 'scale', 'margin', 'sampleRate', 'partition', 'heldOut', 'exportDevice', 'exportClassifier', 'model', 'data', 'devices', 'backend', 'batch', 'steps', 'epochs', 'lr', 'momentum', 'optimizer', 'seed',
+const KNOWN_KEYS = new Set(['onNan', 'evalSamples', 'method', 'embedding', 'head', 'scale', 'margin', 'sampleRate', 'partition', 'heldOut', 'exportDevice', 'exportClassifier', 'model', 'data', 'devices', 'backend', 'batch', 'steps', 'epochs', 'lr', 'momentum', 'optimizer', 'seed',
   'strategy', 'timeShare', 'paramShare', 'splitLayer', 'bucketCapMB', 'firstBucketMB', 'link', 'trace', 'allReduce', 'out', 'classes', 'imageSize', 'datasetSize', 'stallTimeoutMs', 'loaderThreads', 'faultInjection']);
 
 function bad(field: string, message: string): never {
@@ -313,6 +321,7 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
   if (config.out !== undefined && (typeof config.out !== 'string' || config.out === '')) bad('out', 'must be a directory path');
 
   return {
+    onNan: oneOf('onNan', config.onNan ?? 'error', ['error', 'skip-step'] as const),
     method, classifier, trainSize, evalSamples: positiveInt('evalSamples', config.evalSamples ?? 2000),
     model, data, datasetSize: meta.size, sampleShape, classes: meta.classes, devices, backend, batch,
     perDevice: batch / devices, steps, stepsPerEpoch, optimizer, seed, strategy, strategyOptions, link, trace: config.trace, allReduce, out: config.out,

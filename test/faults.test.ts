@@ -49,3 +49,15 @@ t.test('a NaN in the forward pass is stopped at the first gradient, named, befor
   await t.rejects(run, { code: 'NON_FINITE', context: { device: 1, step: 3 }, message: /the gradient of logits\/(kernel|bias) has NaN at element 0 in step 3/ });
   t.equal(appliedSteps, 2, 'steps 1 and 2 applied, step 3 never');
 });
+
+t.test("onNan 'skip-step': the step's update is skipped on every device, named, and training goes on", async t => {
+  const { train } = await import('../src/index.js');
+  let mismatch = 0;
+  const summary = await train({ model: 'mlp', data: 'synthetic-images', imageSize: [8, 8, 1], datasetSize: 256, batch: 16, steps: 5, devices: 2, backend: 'cpu',
+    onNan: 'skip-step', faultInjection: { device: 1, step: 3, phase: 'forward', kind: 'nan' } },
+  { onStepApplied: (_s, replicas) => { for (const r of replicas) if (!r.every((v, i) => v === replicas[0][i])) mismatch++; } });
+  t.same(summary.skippedUpdates.map(s => [s.step, s.group]), [[3, 0]], 'step 3 skipped, nothing else');
+  t.match(summary.skippedUpdates[0].variable, /^logits\/(kernel|bias) on device 1$/);
+  t.equal(mismatch, 0, 'replicas identical after every step');
+  t.ok(summary.weights.every(w => w.values.every(Number.isFinite)), 'parameters finite');
+});

@@ -56,7 +56,7 @@ async function run(msg: ToComm, control: ControlBlock, at: (step: number, phase:
     at(unit.step, 'update');
     if (fi && fi.device === device && fi.step === unit.step && fi.phase === 'update') injectFault(fi.kind, 'update');
   }));
-  stages.push(applyGroupUpdate(config.optimizer, params[device], grads[device], optimizerStateOf(buffers, device), groups));
+  stages.push(applyGroupUpdate(config.optimizer, params[device], grads[device], optimizerStateOf(buffers, device), groups, config.onNan === 'skip-step'));
   stages.push(publishApplied(control, device));
   const exchange = (unit: GroupExchange) =>
     lastValueFrom(stages.reduce((obs, op) => obs.pipe(op), of(unit)));
@@ -85,7 +85,7 @@ async function run(msg: ToComm, control: ControlBlock, at: (step: number, phase:
       port.postMessage({
         type: 'exchanged', device, step, group: g, waitMs: done.waitEnd - done.waitStart,
         exchangeMs: done.exchangeEnd! - done.exchangeStart!, updateMs: done.applyEnd! - done.applyStart!, spans,
-        carried: { start: groups[g].start, end: groups[g].end },
+        carried: { start: groups[g].start, end: groups[g].end }, skipped: done.skipped === true,
       } satisfies FromComm);
     }
   }

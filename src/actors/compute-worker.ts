@@ -181,6 +181,7 @@ async function trainStep(s: number): Promise<void> {
   const allVars = config.method === 'local-head' && head ? [...vars, ...head.vars] : vars;
   let headGrads: Float32Array[] = [];
   let partialFcLoss = NaN;
+  let nonFinite: string | undefined;
   let lastReady = 0;
   const value = backwardWithGradientReady(tf, () => {
     let out = backwardMarker(model.apply(xs, { training: true }) as import('@tensorflow/tfjs').Tensor);
@@ -211,7 +212,11 @@ async function trainStep(s: number): Promise<void> {
   }, allVars, (modelIndex, gradient) => {
     const values = gradient.dataSync() as Float32Array;
     const name = modelIndex >= vars.length ? head!.vars[modelIndex - vars.length].name : model.trainableWeights[modelIndex].originalName;
-    assertFinite(values, name, s);
+    const bad = firstNonFinite(values);
+    if (bad >= 0) {
+      if (config.onNan === 'error') throw nonFiniteError(values[bad], name, bad, s);
+      nonFinite ??= name; // skip-step: handed over; the comm side skips the group's update
+    }
     if (modelIndex >= vars.length) { headGrads[modelIndex - vars.length] = values.slice(); return; }
     const spec = layout.variables[byModelIndex[modelIndex]];
     grads.set(values, spec.offset);
@@ -224,20 +229,21 @@ async function trainStep(s: number): Promise<void> {
   const loss = config.method === 'partial-fc' ? partialFcLoss : value.dataSync()[0];
   value.dispose();
   tf.dispose([xs, ys]);
-  head?.update(headGrads, s); // local: never exchanged
+  if (!(nonFinite && headGrads.some(g => firstNonFinite(g) >= 0))) head?.update(headGrads, s); // local: never exchanged
   const t2 = wallNow();
   enter('idle');
-  send({ type: 'stepDone', device, step: s, loss, correct, count: config.perDevice, computeMs: t2 - t1, loadMs: t1 - t0, numTensors: tf.memory().numTensors, spans });
+  send({ type: 'stepDone', device, step: s, loss, correct, count: config.perDevice, computeMs: t2 - t1, loadMs: t1 - t0, numTensors: tf.memory().numTensors, spans, nonFinite });
 }
 
-/** Stops a non-finite gradient before it is handed over (and so before it can reach any parameter). */
-function assertFinite(values: Float32Array, name: string, s: number): void {
-  for (let i = 0; i < values.length; i++) {
-    if (!Number.isFinite(values[i])) {
-      throw new TandemError('NON_FINITE', `the gradient of ${name} has ${values[i]} at element ${i} in step ${s} (the first non-finite gradient of ` +
-        'this backward pass, output layer first); lower the learning rate, check the inputs, or clip the loss');
-    }
-  }
+function firstNonFinite(values: Float32Array): number {
+  for (let i = 0; i < values.length; i++) if (!Number.isFinite(values[i])) return i;
+  return -1;
+}
+
+/** `onNan: 'error'`: raised before the gradient is handed over, so before it can reach any parameter. */
+function nonFiniteError(value: number, name: string, at: number, s: number): TandemError {
+  return new TandemError('NON_FINITE', `the gradient of ${name} has ${value} at element ${at} in step ${s} (the first non-finite gradient of ` +
+    "this backward pass, output layer first); lower the learning rate, check the inputs, clip the loss, or use onNan: 'skip-step'");
 }
 
 function partialFcContext(s: number): PartialFcContext {

@@ -32,7 +32,7 @@ export type ToCompute =
 export type FromCompute =
   | { type: 'built'; device: number; weights: WeightShape[]; numTensors: number }
   | { type: 'initialised'; device: number }
-  | { type: 'stepDone'; device: number; step: number; loss: number; correct: number; count: number; computeMs: number; loadMs: number; numTensors: number; spans: Span[] }
+  | { type: 'stepDone'; device: number; step: number; loss: number; correct: number; count: number; computeMs: number; loadMs: number; numTensors: number; spans: Span[]; nonFinite?: string }
   | { type: 'finished'; device: number; artifacts?: ModelArtifactsData; head?: HeadValues; numTensors: number }
   | { type: 'error'; device: number; step: number; phase: Phase; error: SerializedError };
 
@@ -48,6 +48,6 @@ export type ToComm = {
 
 // comm thread -> main
 export type FromComm =
-  | { type: 'exchanged'; device: number; step: number; group: number; waitMs: number; exchangeMs: number; updateMs: number; spans: Span[]; carried: { start: number; end: number } }
+  | { type: 'exchanged'; device: number; step: number; group: number; waitMs: number; exchangeMs: number; updateMs: number; spans: Span[]; carried: { start: number; end: number }; skipped: boolean }
   | { type: 'stopped'; device: number }
   | { type: 'error'; device: number; step: number; phase: Phase; error: SerializedError };

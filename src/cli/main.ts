@@ -20,7 +20,7 @@ const HELP = `tandem — train TensorFlow.js models on several devices at once
                [--classes C] [--image-size HxW[xC]] [--dataset-size N]
                [--method data-parallel|local-head|partial-fc] [--embedding E] [--head linear|cosine]
                [--scale S] [--margin M] [--sample-rate R] [--held-out N] [--eval-samples N] [--export-device D] [--export-classifier]
-               [--out DIR] [--json] [--quiet]
+               [--on-nan error|skip-step] [--out DIR] [--json] [--quiet]
 
   tandem profile --model NAME|PATH [--data …] [--batch GLOBAL] [--devices N] [--steps N]
                [--time-share X] [--param-share X] [--link BANDWIDTH] [--json]
@@ -65,6 +65,7 @@ async function main(argv: string[]): Promise<number> {
         if (summary.link) console.log(`link: EMULATED ${summary.link.label} (exchange held to that link's speed)`);
         console.log(`strategy: ${summary.strategy.name} (${summary.strategy.groups.length} exchange group(s)); ` +
           `mean step ${summary.meanStepMs.toFixed(1)} ms, compute ${summary.timings.meanComputeMs.toFixed(1)} ms, exchange ${summary.timings.meanExchangeMs.toFixed(1)} ms per group`);
+        for (const sk of summary.skippedUpdates) console.warn(`warning: step ${sk.step}, group ${sk.group}: update skipped, non-finite gradient (first: ${sk.variable ?? 'unknown'})`);
         if (summary.heldOut) console.log(`held-out accuracy: ${(summary.heldOut.accuracy * 100).toFixed(2)}% on ${summary.heldOut.samples} samples`);
         const cl = summary.classifier;
         if (cl) {

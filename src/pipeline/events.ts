@@ -28,4 +28,6 @@ export interface GroupExchange {
   exchangeEnd?: number;
   applyStart?: number;
   applyEnd?: number;
+  /** The averaged gradient of the group was not finite: its update was skipped (`onNan: 'skip-step'`). */
+  skipped?: boolean;
 }

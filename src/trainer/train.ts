@@ -65,6 +65,8 @@ export interface TrainSummary {
   /** Present when the link was EMULATED (`--link`): the exchange was held to this link's speed. */
   link?: { emulated: true; label: string; bitsPerSecond: number; latencyMs: number };
   tracePath?: string;
+  /** onNan 'skip-step': the group updates skipped for a non-finite gradient, with the first offending variable. */
+  skippedUpdates: { step: number; group: number; variable?: string }[];
   /** Data-parallel with `heldOut` samples: accuracy of the trained model on them. */
   heldOut?: { samples: number; accuracy: number };
   /** Method B / partial-fc: heads, what was exchanged, held-out evaluation. */
@@ -142,6 +144,9 @@ class TrainingRun {
   private readonly waiters = new Map<string, Waiter>();
   private readonly commStats = { exchangeMs: 0, updateMs: 0, count: 0 };
   private groups: { name: string; start: number; end: number }[] = [];
+  /** onNan 'skip-step': the (step, group) updates skipped, and the first offending variable per step. */
+  private readonly skipped: { step: number; group: number; variable?: string }[] = [];
+  private readonly nonFinite = new Map<number, string>();
   /** What the collectives carried in step 1, per device message (float ranges of the shared layout). */
   private readonly carried: { start: number; end: number }[] = [];
 
@@ -208,6 +213,7 @@ class TrainingRun {
         this.commStats.updateMs += msg.updateMs;
         this.commStats.count++;
         if (msg.step === 1) this.carried.push(msg.carried);
+        if (msg.skipped && msg.device === 0) this.skipped.push({ step: msg.step, group: msg.group });
         return;
       case 'stopped':
         return;
@@ -336,6 +342,8 @@ class TrainingRun {
       if (step < cfg.steps) { loading = load(step + 1); loading.catch(() => {}); }
       const results = (await done) as (FromCompute & { type: 'stepDone' })[];
       results.sort((a, b) => a.device - b.device);
+      const offender = results.find(r => r.nonFinite);
+      if (offender) this.nonFinite.set(step, `${offender.nonFinite} on device ${offender.device}`);
       const loss = results.reduce((s, r) => s + r.loss, 0) / results.length;
       const accuracy = results.reduce((s, r) => s + r.correct, 0) / cfg.batch;
       const stepMs = performance.now() - t0;
@@ -377,6 +385,7 @@ class TrainingRun {
       parameters: layout.total,
       strategy: { name: cfg.strategy, groups: groups.map(g => ({ name: g.name, parameters: g.end - g.start })) },
       auto: this.auto,
+      skippedUpdates: this.skipped.map(sk => ({ ...sk, variable: this.nonFinite.get(sk.step) })),
       link: cfg.link ? { emulated: true, label: cfg.link.label, bitsPerSecond: cfg.link.bandwidth, latencyMs: cfg.link.latencyMs } : undefined,
       history,
       weights: modelOrderWeights(weights, layout, replicas[0]),

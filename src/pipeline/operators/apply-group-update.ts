@@ -6,17 +6,25 @@ import type { GroupExchange } from '../events.js';
 
 /**
  * Applies the optimizer update of one averaged group to this device's
- * parameters (shared memory), on the comm thread.
+ * parameters (shared memory), on the comm thread. With `skipNonFinite`, a
+ * group whose averaged gradient holds a NaN or infinity is not applied (the
+ * average is the same bits on every device, so every device skips it).
  *
  * @example
  * of(unit).pipe(allReduceGroup(…), applyGroupUpdate(optimizer, params, grads, state, groups), publishApplied(…));
  */
 export function applyGroupUpdate(optimizer: OptimizerConfig, params: Float32Array, grads: Float32Array, state: Float32Array[],
-  groups: readonly ParameterGroup[]): MonoTypeOperatorFunction<GroupExchange> {
+  groups: readonly ParameterGroup[], skipNonFinite = false): MonoTypeOperatorFunction<GroupExchange> {
   return map(unit => {
     const { start, end } = groups[unit.group];
     const applyStart = wallNow();
+    if (skipNonFinite && !allFinite(grads, start, end)) return { ...unit, applyStart, applyEnd: wallNow(), skipped: true };
     applyUpdate(optimizer, params, grads, state, start, end, unit.step);
     return { ...unit, applyStart, applyEnd: wallNow() };
   });
+}
+
+function allFinite(values: Float32Array, start: number, end: number): boolean {
+  for (let i = start; i < end; i++) if (!Number.isFinite(values[i])) return false;
+  return true;
 }
