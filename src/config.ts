@@ -70,6 +70,12 @@ export interface TrainConfig {
   onNan?: 'error' | 'skip-step';
   /** Held-out samples evaluated after training (the first of the held-out range). Default 2000. */
   evalSamples?: number;
+  /** Write a checkpoint every K steps (and when stopped). */
+  checkpointEvery?: number;
+  /** Where checkpoints go. Default: `out`. */
+  checkpointDir?: string;
+  /** Continue from the latest checkpoint in this directory (or this checkpoint file). `steps` counts from the start of the run. */
+  resume?: string;
   /** Builtin model name or path to an ES module `(tf, options) => tf.LayersModel`. Default `mlp`. */
   model?: string;
   /** Builtin dataset name or path to an ES module `(options) => Dataset`. Default `mnist`. */
@@ -122,6 +128,9 @@ export interface ResolvedConfig {
   trainSize: number;
   evalSamples: number;
   onNan: 'error' | 'skip-step';
+  checkpointEvery?: number;
+  checkpointDir?: string;
+  resume?: string;
   model: ModelSpec;
   data: DatasetSpec;
   datasetSize: number;
@@ -147,7 +156,7 @@ export interface ResolvedConfig {
   faultInjection?: FaultInjection;
 }
 
-const KNOWN_KEYS = new Set(['onNan', 'evalSamples', 'method', 'embedding', 'head', 'scale', 'margin', 'sampleRate', 'partition', 'heldOut', 'exportDevice', 'exportClassifier', 'model', 'data', 'devices', 'backend', 'batch', 'steps', 'epochs', 'lr', 'momentum', 'optimizer', 'seed',
+const KNOWN_KEYS = new Set(['checkpointEvery', 'checkpointDir', 'resume', 'onNan', 'evalSamples', 'method', 'embedding', 'head', 'scale', 'margin', 'sampleRate', 'partition', 'heldOut', 'exportDevice', 'exportClassifier', 'model', 'data', 'devices', 'backend', 'batch', 'steps', 'epochs', 'lr', 'momentum', 'optimizer', 'seed',
   'strategy', 'timeShare', 'paramShare', 'splitLayer', 'bucketCapMB', 'firstBucketMB', 'link', 'trace', 'allReduce', 'out', 'classes', 'imageSize', 'datasetSize', 'stallTimeoutMs', 'loaderThreads', 'faultInjection']);
 
 function bad(field: string, message: string): never {
@@ -322,6 +331,7 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
 
   return {
     onNan: oneOf('onNan', config.onNan ?? 'error', ['error', 'skip-step'] as const),
+    ...checkpointOptions(config),
     method, classifier, trainSize, evalSamples: positiveInt('evalSamples', config.evalSamples ?? 2000),
     model, data, datasetSize: meta.size, sampleShape, classes: meta.classes, devices, backend, batch,
     perDevice: batch / devices, steps, stepsPerEpoch, optimizer, seed, strategy, strategyOptions, link, trace: config.trace, allReduce, out: config.out,
@@ -348,4 +358,15 @@ async function checkModuleModelShapes(spec: ModelSpec, sampleShape: number[], cl
   } finally {
     model.dispose();
   }
+}
+
+function checkpointOptions(config: TrainConfig): Pick<ResolvedConfig, 'checkpointEvery' | 'checkpointDir' | 'resume'> {
+  const every = config.checkpointEvery === undefined ? undefined : positiveInt('checkpointEvery', config.checkpointEvery);
+  for (const k of ['checkpointDir', 'resume'] as const) {
+    if (config[k] !== undefined && (typeof config[k] !== 'string' || config[k] === '')) bad(k, 'must be a path');
+  }
+  if (every !== undefined && config.checkpointDir === undefined && config.out === undefined) {
+    bad('checkpointEvery', 'needs a place for the checkpoints: give checkpointDir or out');
+  }
+  return { checkpointEvery: every, checkpointDir: config.checkpointDir, resume: config.resume };
 }

@@ -16,7 +16,8 @@ export type TandemErrorCode =
   | 'TFJS_INTERNALS'
   | 'OUT_OF_MEMORY'
   | 'DATA_FAILED'
-  | 'NON_FINITE';
+  | 'NON_FINITE'
+  | 'BAD_CHECKPOINT';
 
 /** Where a device failure happened, when it happened on a device. */
 export interface DeviceFailureContext {

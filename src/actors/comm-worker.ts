@@ -66,9 +66,10 @@ async function run(msg: ToComm, control: ControlBlock, at: (step: number, phase:
     if (!control.waitGradsReady(device, g, 0, `device ${device}'s compute thread to build its model`)) return;
   }
   await collective.broadcast(params, 0, 0, buffers.total);
-  for (let g = 0; g < groups.length; g++) control.markApplied(device, g, 0);
+  // Parameters in place: as if step firstStep-1 had just been applied (0, or a resumed checkpoint's step).
+  for (let g = 0; g < groups.length; g++) control.markApplied(device, g, msg.firstStep - 1);
 
-  for (let step = 1; step <= config.steps; step++) {
+  for (let step = msg.firstStep; step <= config.steps; step++) {
     for (let g = 0; g < groups.length; g++) {
       at(step, 'exchange');
       const waitStart = wallNow();

@@ -78,6 +78,8 @@ async function handle(msg: ToCompute): Promise<void> {
     case 'buffers': return attach(msg.buffers, msg.groups);
     case 'step': return trainStep(msg.step);
     case 'finish': return finish(msg.lastStep, msg.exportModel);
+    case 'snapshotHead': return send({ type: 'headSnapshot', device, head: head?.snapshot() });
+    case 'restoreHead': head!.restore(msg.head); return send({ type: 'headRestored', device });
     default: { const never: never = msg; throw new Error(`unknown message ${JSON.stringify(never)}`); }
   }
 }

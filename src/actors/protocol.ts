@@ -8,6 +8,7 @@ import type { ParameterGroup } from '../model/parameter-layout.js';
 import type { SharedBuffers } from './shared-buffers.js';
 import type { Phase } from './control-block.js';
 import type { Span } from '../monitor/span.js';
+import type { HeadState } from '../checkpoint/checkpoint-file.js';
 
 export interface WeightShape { name: string; shape: number[] }
 
@@ -26,13 +27,17 @@ export type ToCompute =
   | { type: 'init'; device: number; config: ResolvedConfig; control: SharedArrayBuffer; groupCount: number }
   | { type: 'buffers'; buffers: SharedBuffers; groups: ParameterGroup[] }
   | { type: 'step'; step: number }
-  | { type: 'finish'; lastStep: number; exportModel: boolean };
+  | { type: 'finish'; lastStep: number; exportModel: boolean }
+  | { type: 'snapshotHead' }
+  | { type: 'restoreHead'; head: HeadState };
 
 // compute thread -> main
 export type FromCompute =
   | { type: 'built'; device: number; weights: WeightShape[]; numTensors: number }
   | { type: 'initialised'; device: number }
   | { type: 'stepDone'; device: number; step: number; loss: number; correct: number; count: number; computeMs: number; loadMs: number; numTensors: number; spans: Span[]; nonFinite?: string }
+  | { type: 'headSnapshot'; device: number; head?: HeadState }
+  | { type: 'headRestored'; device: number }
   | { type: 'finished'; device: number; artifacts?: ModelArtifactsData; head?: HeadValues; numTensors: number }
   | { type: 'error'; device: number; step: number; phase: Phase; error: SerializedError };
 
@@ -44,6 +49,8 @@ export type ToComm = {
   control: SharedArrayBuffer;
   buffers: SharedBuffers;
   groups: ParameterGroup[];
+  /** The first step to train (1, or the step after a resumed checkpoint's). */
+  firstStep: number;
 };
 
 // comm thread -> main

@@ -96,6 +96,24 @@ export class ClassifierHead {
     return { w: this.flat[0].slice(), b: this.flat[1]?.slice() };
   }
 
+  /** Parameters and optimizer state, for a checkpoint. */
+  snapshot(): { w: Float32Array; b?: Float32Array; state: Float32Array[][] } {
+    return { w: this.flat[0].slice(), b: this.flat[1]?.slice(), state: this.state.map(s => s.map(v => v.slice())) };
+  }
+
+  /** Back to a checkpoint's parameters and optimizer state. */
+  restore(h: { w: Float32Array; b?: Float32Array; state: Float32Array[][] }): void {
+    const values = [h.w, h.b].slice(0, this.flat.length) as Float32Array[];
+    values.forEach((v, i) => {
+      if (v.length !== this.flat[i].length) throw new Error(`head variable ${i} has ${this.flat[i].length} values, the checkpoint ${v.length}`);
+      this.flat[i].set(v);
+      const t = this.tf.tensor(this.flat[i], this.vars[i].shape);
+      this.vars[i].assign(t);
+      t.dispose();
+      h.state[i].forEach((st, j) => this.state[i][j].set(st));
+    });
+  }
+
   get bytes(): number { return this.flat.reduce((s, f) => s + f.byteLength, 0); }
 
   dispose(): void { this.tf.dispose(this.vars); }

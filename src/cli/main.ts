@@ -1,5 +1,5 @@
 /** The `tandem` command line. */
-import { train } from '../trainer/train.js';
+import { startTraining } from '../trainer/train.js';
 import { TandemError } from '../errors.js';
 import { parseTrainArgs } from './parse-train-args.js';
 import { resolveConfig } from '../config.js';
@@ -20,7 +20,9 @@ const HELP = `tandem — train TensorFlow.js models on several devices at once
                [--classes C] [--image-size HxW[xC]] [--dataset-size N]
                [--method data-parallel|local-head|partial-fc] [--embedding E] [--head linear|cosine]
                [--scale S] [--margin M] [--sample-rate R] [--held-out N] [--eval-samples N] [--export-device D] [--export-classifier]
-               [--on-nan error|skip-step] [--out DIR] [--json] [--quiet]
+               [--on-nan error|skip-step] [--checkpoint-every K] [--checkpoint-dir DIR] [--resume DIR|FILE]
+               [--out DIR] [--json] [--quiet]
+  SIGINT/SIGTERM finish the current step, write a checkpoint (to --checkpoint-dir or --out) and exit non-zero.
 
   tandem profile --model NAME|PATH [--data …] [--batch GLOBAL] [--devices N] [--steps N]
                [--time-share X] [--param-share X] [--link BANDWIDTH] [--json]
@@ -43,7 +45,7 @@ async function main(argv: string[]): Promise<number> {
     case 'train': {
       const { config, json, quiet } = parseTrainArgs(rest, 'train');
       const every = Math.max(1, Math.floor((config.steps ?? 100) / 20));
-      const summary = await train(config, {
+      const run = startTraining(config, {
         onAutoChoice(choice) {
           if (json) console.log(JSON.stringify({ event: 'auto', strategy: choice.strategy, splitLayer: choice.splitLayer, reason: choice.reason }));
           else if (!quiet) console.log(`auto: picked ${choice.strategy}${choice.splitLayer ? ` (p = ${choice.splitLayer} layers with parameters)` : ''}: ${choice.reason}`);
@@ -55,6 +57,22 @@ async function main(argv: string[]): Promise<number> {
           }
         },
       });
+      let signal: NodeJS.Signals | undefined;
+      const onSignal = (sig: NodeJS.Signals) => {
+        if (signal) return;
+        signal = sig;
+        console.error(`tandem: ${sig}: finishing the current step, then checkpointing and stopping…`);
+        run.stop();
+      };
+      process.on('SIGINT', onSignal);
+      process.on('SIGTERM', onSignal);
+      let summary: Awaited<typeof run.done>;
+      try {
+        summary = await run.done;
+      } finally {
+        process.off('SIGINT', onSignal);
+        process.off('SIGTERM', onSignal);
+      }
       const { weights, history, ...rest2 } = summary;
       void weights; void history;
       if (json) console.log(JSON.stringify({ event: 'summary', ...rest2 }));
@@ -78,6 +96,10 @@ async function main(argv: string[]): Promise<number> {
         if (summary.modelPath) console.log(`model${cl ? ' (feature extractor)' : ''}: ${summary.modelPath}`);
         if (summary.tracePath) console.log(`trace: ${summary.tracePath}`);
         if (summary.config.out) console.log(`summary: ${summary.config.out}/summary.json`);
+      }
+      if (summary.stoppedAt !== undefined) {
+        console.error(`tandem: stopped after step ${summary.stoppedAt} on ${signal ?? 'request'}; checkpoint: ${summary.checkpointPath ?? 'none (give --checkpoint-dir or --out)'}`);
+        return signal === 'SIGTERM' ? 143 : 130;
       }
       return 0;
     }

@@ -26,6 +26,8 @@ import { writeChromeTrace } from '../monitor/chrome-trace.js';
 import { chooseStrategy, type AutoChoice } from '../profiling/choose-strategy.js';
 import { allocatePartialFc } from '../classifier/partial-fc.js';
 import { createLoader } from './create-loader.js';
+import { writeCheckpoint, type HeadState } from '../checkpoint/checkpoint-file.js';
+import { checkpointDirOf, loadResume, restoreShared, takeCheckpoint } from '../checkpoint/run-checkpoints.js';
 import { classifierResult, evaluateHeldOut, type ClassifierSummary } from '../classifier/classifier-result.js';
 import { writeModelFiles } from './model-files.js';
 
@@ -43,7 +45,14 @@ export interface StepMetrics {
 
 export interface TrainSummary {
   config: Omit<ResolvedConfig, 'faultInjection'>;
+  /** The last step trained (the run's steps, or where it was stopped). */
   steps: number;
+  /** 1, or the step after the checkpoint the run resumed from. */
+  firstStep: number;
+  /** Set when `stop()` (SIGINT/SIGTERM on the CLI) ended the run early, after this step. */
+  stoppedAt?: number;
+  /** The last checkpoint written. */
+  checkpointPath?: string;
   finalLoss: number;
   finalAccuracy: number;
   samplesPerSecond: number;
@@ -85,6 +94,8 @@ export interface TrainHooks {
   onStep?(metrics: StepMetrics): void;
   /** Spans of the device threads as they are reported. */
   onSpans?(spans: Span[]): void;
+  /** Polled after every step: true finishes the run there (with a checkpoint if a checkpoint directory is known). */
+  shouldStop?(): boolean;
   /** With `strategy: 'auto'`: what the profiler decided, before training starts. */
   onAutoChoice?(choice: AutoChoice): void;
 }
@@ -104,6 +115,8 @@ export async function train(config: TrainConfig, hooks: TrainHooks = {}): Promis
 
 /** A run in progress: its spans and step metrics as RxJS streams on the main thread, and its result. */
 export interface TrainingHandle {
+  /** Finish the current step, checkpoint if a checkpoint directory is configured, end cleanly (`done` resolves with `stoppedAt`). */
+  stop(): void;
   /** Every span of every device thread, as it is reported (about once per step and group). */
   timeline$: Observable<Span>;
   metrics$: Observable<StepMetrics>;
@@ -121,15 +134,17 @@ export interface TrainingHandle {
 export function startTraining(config: TrainConfig, hooks: TrainHooks = {}): TrainingHandle {
   const timeline$ = new Subject<Span>();
   const metrics$ = new Subject<StepMetrics>();
+  let stopRequested = false;
   const done = (async () => {
     return train(config, {
       ...hooks,
+      shouldStop: () => stopRequested || hooks.shouldStop?.() === true,
       onSpans: spans => { for (const s of spans) timeline$.next(s); hooks.onSpans?.(spans); },
       onStep: m => { metrics$.next(m); hooks.onStep?.(m); },
     });
   })();
   done.then(() => { timeline$.complete(); metrics$.complete(); }, err => { timeline$.error(err); metrics$.error(err); });
-  return { timeline$: timeline$.asObservable(), metrics$: metrics$.asObservable(), done };
+  return { timeline$: timeline$.asObservable(), metrics$: metrics$.asObservable(), done, stop: () => { stopRequested = true; } };
 }
 
 type Waiter = { need: number; got: FromCompute[]; resolve: (m: FromCompute[]) => void };
@@ -143,6 +158,8 @@ class TrainingRun {
   private rejectRun?: (err: TandemError) => void;
   private readonly waiters = new Map<string, Waiter>();
   private readonly commStats = { exchangeMs: 0, updateMs: 0, count: 0 };
+  private lastCheckpoint?: string;
+  private stoppedAt?: number;
   private groups: { name: string; start: number; end: number }[] = [];
   /** onNan 'skip-step': the (step, group) updates skipped, and the first offending variable per step. */
   private readonly skipped: { step: number; group: number; variable?: string }[] = [];
@@ -316,22 +333,44 @@ class TrainingRun {
       throw new TandemError('DATA_FAILED', `device ${device} failed at step ${step} in phase load (data loader): ${(err as Error).message}`,
         { device, step, phase: 'load' }, { cause: err });
     });
-    let loading = load(1);
+    const resume = cfg.resume ? await loadResume(cfg, weights) : undefined;
+    const firstStep = (resume?.step ?? 0) + 1;
+    let loading = load(firstStep);
     loading.catch(() => {}); // awaited below; a failure must not be unhandled meanwhile
 
     const initialised = this.expectAll('initialised');
     for (const a of this.actors) a.postCompute({ type: 'buffers', buffers, groups });
     await initialised;
-    for (const a of this.actors) a.startComm({ type: 'start', device: a.device, config: cfg, control: this.controlBuffer, buffers, groups });
+    if (resume) {
+      restoreShared(buffers, resume);
+      if (resume.heads) {
+        const restored = this.expectAll('headRestored');
+        for (const a of this.actors) a.postCompute({ type: 'restoreHead', head: resume.heads[a.device] });
+        await restored;
+      }
+    }
+    for (const a of this.actors) a.startComm({ type: 'start', device: a.device, config: cfg, control: this.controlBuffer, buffers, groups, firstStep });
+    const checkpointDir = checkpointDirOf(cfg);
+    const checkpoint = async (step: number) => {
+      await Promise.all(this.actors.flatMap(a => groups.map((_, g) => this.control.waitAppliedAsync(a.device, g, step))));
+      let heads: HeadState[] | undefined;
+      if (cfg.classifier) {
+        const snaps = this.expectAll('headSnapshot');
+        for (const a of this.actors) a.postCompute({ type: 'snapshotHead' });
+        heads = ((await snaps) as (FromCompute & { type: 'headSnapshot' })[]).sort((a, b) => a.device - b.device).map(m => m.head!);
+      }
+      this.lastCheckpoint = await writeCheckpoint(checkpointDir!, takeCheckpoint(cfg, step, weights, buffers, heads));
+    };
+    let lastStep = cfg.steps;
 
     const history: TrainSummary['history'] = [];
     let computeTotal = 0, loadWaitTotal = 0, steadyCompute = 0;
     const stepStarts: number[] = [];
     // Steady-state figures leave out the first steps (engine warm-up, JIT).
-    const warmup = Math.min(3, Math.floor(cfg.steps / 5));
+    const warmup = firstStep - 1 + Math.min(3, Math.floor((cfg.steps - firstStep + 1) / 5));
     const trainStart = performance.now();
     const replicas = paramSlots(buffers);
-    for (let step = 1; step <= cfg.steps; step++) {
+    for (let step = firstStep; step <= cfg.steps; step++) {
       const t0 = performance.now();
       await this.withinStallTimeout(loading, step);
       loadWaitTotal += performance.now() - t0;
@@ -356,31 +395,39 @@ class TrainingRun {
         await Promise.all(this.actors.flatMap(a => groups.map((_, g) => this.control.waitAppliedAsync(a.device, g, step))));
         this.hooks.onStepApplied(step, replicas, layout);
       }
+      const stopping = this.hooks.shouldStop?.() === true;
+      if (checkpointDir && ((cfg.checkpointEvery && step % cfg.checkpointEvery === 0) || (stopping && step < cfg.steps))) await checkpoint(step);
+      if (stopping && step < cfg.steps) { lastStep = step; this.stoppedAt = step; break; }
     }
     const finished = this.expectAll('finished');
-    for (const a of this.actors) a.postCompute({ type: 'finish', lastStep: cfg.steps, exportModel: a.device === (cfg.classifier?.exportDevice ?? 0) && (cfg.out !== undefined || cfg.method !== 'data-parallel' || cfg.trainSize < cfg.datasetSize) });
+    for (const a of this.actors) a.postCompute({ type: 'finish', lastStep, exportModel: a.device === (cfg.classifier?.exportDevice ?? 0) && (cfg.out !== undefined || cfg.method !== 'data-parallel' || cfg.trainSize < cfg.datasetSize) });
     const fin = (await finished) as (FromCompute & { type: 'finished' })[];
+    this.control.stop(); // comm threads still waiting for a later step (after a stop) leave now
     const trainEnd = performance.now();
     const trainSeconds = (trainEnd - trainStart) / 1000;
-    const steadySteps = cfg.steps - warmup;
+    const ranSteps = lastStep - firstStep + 1;
+    const steadySteps = lastStep - warmup;
     const last = history[history.length - 1];
     const exportDevice = cfg.classifier?.exportDevice ?? 0;
     const artifacts = fin.find(f => f.device === exportDevice)?.artifacts;
     const summary: TrainSummary = {
       config: withoutFault(cfg),
-      steps: cfg.steps,
+      steps: lastStep,
+      firstStep,
+      stoppedAt: this.stoppedAt,
+      checkpointPath: this.lastCheckpoint,
       finalLoss: last.loss,
       finalAccuracy: last.accuracy,
-      samplesPerSecond: (cfg.steps * cfg.batch) / trainSeconds,
+      samplesPerSecond: (ranSteps * cfg.batch) / trainSeconds,
       wallSeconds: (performance.now() - started) / 1000,
-      meanStepMs: (trainSeconds * 1000) / cfg.steps,
+      meanStepMs: (trainSeconds * 1000) / ranSteps,
       steadyStepMs: (trainEnd - stepStarts[warmup]) / steadySteps,
       timings: {
         steadyComputeMs: steadyCompute / steadySteps,
-        meanComputeMs: computeTotal / cfg.steps,
+        meanComputeMs: computeTotal / ranSteps,
         meanExchangeMs: this.commStats.exchangeMs / Math.max(1, this.commStats.count),
         meanUpdateMs: this.commStats.updateMs / Math.max(1, this.commStats.count),
-        meanLoadWaitMs: loadWaitTotal / cfg.steps,
+        meanLoadWaitMs: loadWaitTotal / ranSteps,
       },
       parameters: layout.total,
       strategy: { name: cfg.strategy, groups: groups.map(g => ({ name: g.name, parameters: g.end - g.start })) },

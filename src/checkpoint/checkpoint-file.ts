@@ -1,0 +1,93 @@
+/**
+ * Checkpoints: everything a run needs to continue exactly — step, parameters,
+ * optimizer state, every device's local head (method B / partial-fc) — packed
+ * with msgpackr and written atomically (temporary file, flush, rename) with a
+ * SHA-256 of the payload. Data-loader positions and sampling streams are pure
+ * functions of (seed, step), so the step restores them.
+ */
+import { createHash } from 'node:crypto';
+import { mkdir, open, readdir, readFile, rename, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { Packr } from 'msgpackr';
+import { TandemError } from '../errors.js';
+
+const packr = new Packr({ structuredClone: true });
+const MAGIC = 'tandem-checkpoint';
+const VERSION = 1;
+const NAME = /^checkpoint-(\d{9})\.tandem$/;
+
+export interface HeadState { w: Float32Array; b?: Float32Array; state: Float32Array[][] }
+
+export interface Checkpoint {
+  step: number;
+  /** Variable names and shapes of the shared layout (model order), to refuse a checkpoint of another model. */
+  weights: { name: string; shape: number[] }[];
+  /** The shared parameters, one slot (all replicas are identical). */
+  params: Float32Array;
+  /** The optimizer state of the shared parameters (one slot per state vector). */
+  optimizerState: Float32Array[];
+  /** Per device, its local head (classifier methods). */
+  heads?: HeadState[];
+  /** The run's identity: model, method, optimizer, devices, batch, seed. */
+  fingerprint: string;
+}
+
+export function checkpointPath(dir: string, step: number): string {
+  return path.join(dir, `checkpoint-${String(step).padStart(9, '0')}.tandem`);
+}
+
+/** Writes `checkpoint` into `dir` atomically; a crash mid-write leaves every earlier checkpoint intact. */
+export async function writeCheckpoint(dir: string, checkpoint: Checkpoint): Promise<string> {
+  await mkdir(dir, { recursive: true });
+  const payload = packr.pack(checkpoint);
+  const sha256 = createHash('sha256').update(payload).digest('hex');
+  const file = checkpointPath(dir, checkpoint.step);
+  const tmp = `${file}.tmp-${process.pid}`;
+  const handle = await open(tmp, 'w');
+  try {
+    await handle.writeFile(packr.pack({ magic: MAGIC, version: VERSION, sha256, payload }));
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  await rename(tmp, file);
+  return file;
+}
+
+export async function readCheckpoint(file: string): Promise<Checkpoint> {
+  let outer: { magic?: string; version?: number; sha256?: string; payload?: Uint8Array };
+  try {
+    outer = packr.unpack(await readFile(file)) as typeof outer;
+  } catch (err) {
+    throw new TandemError('BAD_CHECKPOINT', `checkpoint ${file} cannot be read (${(err as Error).message}): it is truncated or not a tandem checkpoint`);
+  }
+  if (!outer || outer.magic !== MAGIC || !outer.payload || typeof outer.sha256 !== 'string') {
+    throw new TandemError('BAD_CHECKPOINT', `${file} is not a tandem checkpoint (or it is truncated)`);
+  }
+  if (outer.version !== VERSION) throw new TandemError('BAD_CHECKPOINT', `checkpoint ${file} has format version ${outer.version}; this tandem reads version ${VERSION}`);
+  const sha256 = createHash('sha256').update(outer.payload).digest('hex');
+  if (sha256 !== outer.sha256) {
+    throw new TandemError('BAD_CHECKPOINT', `checkpoint ${file} is corrupt: its checksum does not match its contents (altered or partly written); ` +
+      'resume from an earlier checkpoint');
+  }
+  return packr.unpack(outer.payload) as Checkpoint;
+}
+
+/** The latest complete checkpoint in `dir` (temporary files of an interrupted write are ignored). */
+export async function latestCheckpoint(dir: string): Promise<string> {
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch {
+    throw new TandemError('BAD_CHECKPOINT', `--resume ${dir}: no such directory`);
+  }
+  const steps = names.map(n => NAME.exec(n)).filter((m): m is RegExpExecArray => m !== null).map(m => Number(m[1])).sort((a, b) => b - a);
+  if (steps.length === 0) throw new TandemError('BAD_CHECKPOINT', `--resume ${dir}: no checkpoint-*.tandem file in it`);
+  return checkpointPath(dir, steps[0]);
+}
+
+/** Removes leftovers of interrupted writes. */
+export async function removeTemporaries(dir: string): Promise<void> {
+  const names = await readdir(dir).catch(() => [] as string[]);
+  await Promise.all(names.filter(n => n.includes('.tandem.tmp-')).map(n => rm(path.join(dir, n), { force: true })));
+}

@@ -1,0 +1,57 @@
+/**
+ * Taking and restoring a run's checkpoint on the main thread: the shared
+ * parameters and optimizer state are read from (written to) shared memory
+ * directly; the local heads come from (go to) the compute threads.
+ */
+import path from 'node:path';
+import { statSync } from 'node:fs';
+import type { ResolvedConfig } from '../config.js';
+import { TandemError } from '../errors.js';
+import { optimizerStateOf, paramSlots, type SharedBuffers } from '../actors/shared-buffers.js';
+import type { WeightShape } from '../actors/protocol.js';
+import { latestCheckpoint, readCheckpoint, type Checkpoint, type HeadState } from './checkpoint-file.js';
+
+/** What must match for a checkpoint to continue this run exactly. */
+export function runFingerprint(cfg: ResolvedConfig): string {
+  return JSON.stringify({
+    model: cfg.model, data: cfg.data, method: cfg.method, optimizer: cfg.optimizer, devices: cfg.devices, batch: cfg.batch, seed: cfg.seed,
+    classifier: cfg.classifier && { ...cfg.classifier, exportDevice: undefined, exportClassifier: undefined },
+  });
+}
+
+/** Reads the checkpoint to resume from (`resume` is a checkpoint file or a directory: its latest), checked against this run. */
+export async function loadResume(cfg: ResolvedConfig, weights: WeightShape[]): Promise<Checkpoint> {
+  const target = cfg.resume!;
+  const file = statSync(target, { throwIfNoEntry: false })?.isFile() ? target : await latestCheckpoint(target);
+  const ckpt = await readCheckpoint(file);
+  if (JSON.stringify(ckpt.weights) !== JSON.stringify(weights)) {
+    throw new TandemError('BAD_CHECKPOINT', `checkpoint ${file} holds a different model (variables ${ckpt.weights.map(w => w.name).join(', ')}); resume with the model it was written by`);
+  }
+  if (ckpt.fingerprint !== runFingerprint(cfg)) {
+    throw new TandemError('BAD_CHECKPOINT', `checkpoint ${file} was written by a run with other settings (model, data, method, optimizer, devices, batch or seed); ` +
+      'resume with the same settings (the strategy, link and step count may change)');
+  }
+  if (ckpt.step >= cfg.steps) {
+    throw new TandemError('BAD_CHECKPOINT', `checkpoint ${file} is at step ${ckpt.step}, and the run has ${cfg.steps} steps: nothing left to train (steps count from the start of the run)`);
+  }
+  return ckpt;
+}
+
+/** Shared parameters into device 0's slot (the step-0 broadcast copies them to every replica) and every device's optimizer state. */
+export function restoreShared(buffers: SharedBuffers, ckpt: Checkpoint): void {
+  paramSlots(buffers)[0].set(ckpt.params);
+  for (let d = 0; d < buffers.devices; d++) optimizerStateOf(buffers, d).forEach((s, j) => s.set(ckpt.optimizerState[j]));
+}
+
+export function takeCheckpoint(cfg: ResolvedConfig, step: number, weights: WeightShape[], buffers: SharedBuffers, heads?: HeadState[]): Checkpoint {
+  return {
+    step, weights, fingerprint: runFingerprint(cfg),
+    params: paramSlots(buffers)[0].slice(),
+    optimizerState: optimizerStateOf(buffers, 0).map(s => s.slice()),
+    heads,
+  };
+}
+
+export function checkpointDirOf(cfg: ResolvedConfig): string | undefined {
+  return cfg.checkpointDir ?? (cfg.out ? path.resolve(cfg.out) : undefined);
+}

@@ -1,0 +1,75 @@
+// Checkpoints: resume is exact (both methods), damaged checkpoints are refused,
+// an interrupted write leaves the previous one, SIGINT checkpoints and exits.
+import t from 'tap';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync, copyFileSync, existsSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { train, type TrainConfig } from '../src/index.js';
+import { latestCheckpoint, readCheckpoint } from '../src/checkpoint/checkpoint-file.js';
+
+const tmp = () => mkdtempSync(path.join(os.tmpdir(), 'tandem-ckpt-'));
+const same = (a: { values: Float32Array }[], b: { values: Float32Array }[]) => a.every((w, i) => w.values.every((v, j) => v === b[i].values[j]));
+
+for (const [name, extra] of [
+  ['data-parallel, adam, two-group', { optimizer: 'adam', lr: 0.01, strategy: 'two-group', model: 'alexnet-mini', imageSize: [8, 8, 1] }],
+  ['local-head (method B), sgd+momentum', { method: 'local-head', embedding: 8, classes: 6, momentum: 0.9 }],
+  ['partial-fc, sample rate 0.5', { method: 'partial-fc', embedding: 8, classes: 6, sampleRate: 0.5, optimizer: 'adam', lr: 0.01 }],
+] as [string, TrainConfig][]) {
+  t.test(`resume is exact: ${name}`, async t => {
+    const base: TrainConfig = { model: 'mlp', data: 'synthetic-images', imageSize: [6, 6, 1], datasetSize: 300, batch: 12, devices: 2, backend: 'cpu', seed: 7, ...extra };
+    const dir = tmp();
+    const full = await train({ ...base, steps: 8 });
+    const first = await train({ ...base, steps: 4, checkpointEvery: 4, checkpointDir: dir });
+    t.ok(first.checkpointPath && existsSync(first.checkpointPath), 'checkpoint written at step 4');
+    const resumed = await train({ ...base, steps: 8, resume: dir });
+    t.equal(resumed.firstStep, 5, 'continues at step 5; steps count from the start of the run');
+    t.ok(same(resumed.weights, full.weights), '4 + 4 steps = 8 uninterrupted steps, bit for bit');
+    t.same(resumed.history.map(h => h.loss), full.history.slice(4).map(h => h.loss), 'same losses after the resume');
+  });
+}
+
+t.test('damaged checkpoints are refused; an interrupted write leaves the previous one', async t => {
+  const dir = tmp();
+  const base: TrainConfig = { model: 'mlp', data: 'synthetic-images', imageSize: [6, 6, 1], datasetSize: 300, batch: 12, devices: 2, backend: 'cpu', steps: 4, checkpointEvery: 2, checkpointDir: dir };
+  await train(base);
+  const latest = await latestCheckpoint(dir);
+  t.match(path.basename(latest), /checkpoint-000000004\.tandem/);
+  const bytes = readFileSync(latest);
+  const truncated = path.join(dir, 'truncated.tandem');
+  writeFileSync(truncated, bytes.subarray(0, bytes.length >> 1));
+  await t.rejects(readCheckpoint(truncated), { code: 'BAD_CHECKPOINT', message: /truncated/ });
+  const altered = Buffer.from(bytes);
+  altered[altered.length - 100] ^= 0xff;
+  const alteredFile = path.join(dir, 'altered.tandem');
+  writeFileSync(alteredFile, altered);
+  await t.rejects(readCheckpoint(alteredFile), { code: 'BAD_CHECKPOINT', message: /checksum does not match/ });
+  await t.rejects(train({ ...base, steps: 6, checkpointEvery: undefined, resume: alteredFile }), { code: 'BAD_CHECKPOINT' });
+  // A crash during the write of step 6's checkpoint: only a partial temporary file exists.
+  writeFileSync(path.join(dir, 'checkpoint-000000006.tandem.tmp-12345'), bytes.subarray(0, 100));
+  t.equal(await latestCheckpoint(dir), latest, 'the partial write is ignored; the latest complete checkpoint is used');
+  t.equal((await readCheckpoint(latest)).step, 4);
+  await t.rejects(train({ ...base, model: 'alexnet-mini', imageSize: [8, 8, 1], checkpointEvery: undefined, steps: 6, resume: dir }), { code: 'BAD_CHECKPOINT', message: /different model/ });
+  await t.rejects(train({ ...base, checkpointEvery: undefined, resume: dir }), { message: /nothing left to train/ });
+  copyFileSync(latest, latest); // (file untouched by the refusals)
+  t.ok(readdirSync(dir).includes(path.basename(latest)));
+});
+
+t.test('SIGINT: the CLI finishes the step, checkpoints, exits non-zero, leaves no thread', async t => {
+  const dir = tmp();
+  const bin = fileURLToPath(new URL('../../bin/tandem.js', import.meta.url));
+  const child = spawn(process.execPath, [bin, 'train', '--model', 'mlp', '--data', 'synthetic-images', '--image-size', '6x6x1', '--dataset-size', '300',
+    '--batch', '12', '--steps', '100000', '--backend', 'cpu', '--checkpoint-dir', dir, '--json'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '', err = '';
+  child.stdout.on('data', d => {
+    out += d;
+    if (out.includes('"step":20,') && !child.killed) child.kill('SIGINT');
+  });
+  child.stderr.on('data', d => { err += d; });
+  const code = await new Promise<number | null>(resolve => child.on('exit', c => resolve(c)));
+  t.equal(code, 130, `exit code 130 after SIGINT (stderr: ${err.trim().split('\n').pop()})`);
+  t.match(err, /stopped after step \d+ on SIGINT; checkpoint: /);
+  const ckpt = await readCheckpoint(await latestCheckpoint(dir));
+  t.ok(ckpt.step >= 20, `checkpoint at step ${ckpt.step}`);
+});
