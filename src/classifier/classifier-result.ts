@@ -3,11 +3,10 @@
  * the full classifier assembled from the heads in label order (optional
  * export), and the held-out evaluation of the exported extractor.
  */
-import { Worker } from 'node:worker_threads';
+import { runOneShotWorker } from '../actors/one-shot-worker.js';
 import type { ResolvedConfig } from '../config.js';
 import type { FromCompute, HeadValues, ModelArtifactsData } from '../actors/protocol.js';
 import type { ParameterLayout } from '../model/parameter-layout.js';
-import { TandemError } from '../errors.js';
 import type { EvaluateReply, EvaluateRequest } from './evaluate-worker.js';
 
 export interface ClassifierSummary {
@@ -66,18 +65,7 @@ export async function classifierResult(cfg: ResolvedConfig, layout: ParameterLay
 
 /** Runs the held-out evaluation on its own worker thread, with the run's backend. */
 export async function evaluateHeldOut(request: EvaluateRequest): Promise<Extract<EvaluateReply, { type: 'result' }>> {
-  const worker = new Worker(new URL('./evaluate-worker.js', import.meta.url), { workerData: request, name: 'tandem-evaluate' });
-  try {
-    const reply = await new Promise<EvaluateReply>((resolve, reject) => {
-      worker.once('message', resolve);
-      worker.once('error', reject);
-      worker.once('exit', code => reject(new TandemError('WORKER_EXITED', `the evaluation thread exited with code ${code}`)));
-    });
-    if (reply.type === 'error') throw new TandemError('DEVICE_FAILED', `held-out evaluation failed: ${reply.error.message}`);
-    return reply;
-  } finally {
-    await worker.terminate();
-  }
+  return runOneShotWorker<Extract<EvaluateReply, { type: 'result' }>>(new URL('./evaluate-worker.js', import.meta.url), request, 'held-out evaluation');
 }
 
 /** extractor + a dense layer over all C classes (a cosine head as normalised centres: same argmax), as TF.js artifacts. */

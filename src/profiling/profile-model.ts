@@ -1,7 +1,6 @@
 /** Main side of the profiler: runs the profile worker and returns its measurements. */
-import { Worker } from 'node:worker_threads';
 import { resolveConfig, type TrainConfig } from '../config.js';
-import { TandemError } from '../errors.js';
+import { runOneShotWorker } from '../actors/one-shot-worker.js';
 import type { ModelProfile } from './layer-profile.js';
 import type { ProfileReply, ProfileRequest } from './profile-worker.js';
 import { train } from '../trainer/train.js';
@@ -27,19 +26,8 @@ const DEFAULT_WARMUP = 6;
 export async function profileModel(config: TrainConfig, options: ProfileOptions = {}): Promise<ModelProfile> {
   const resolved = await resolveConfig({ ...config, strategy: 'sequential' });
   const request: ProfileRequest = { config: resolved, warmupSteps: options.warmupSteps ?? DEFAULT_WARMUP, steps: options.steps ?? 5, reps: options.reps ?? 3 };
-  let profile: ModelProfile;
-  const worker = new Worker(new URL('./profile-worker.js', import.meta.url), { workerData: request, name: 'tandem-profiler' });
-  try {
-    const reply = await new Promise<ProfileReply>((resolve, reject) => {
-      worker.once('message', resolve);
-      worker.once('error', reject);
-      worker.once('exit', code => reject(new TandemError('WORKER_EXITED', `the profiler thread exited with code ${code}`)));
-    });
-    if (reply.type === 'error') throw new TandemError(reply.error.code ?? 'DEVICE_FAILED', `profiling ${config.model ?? 'mlp'} failed: ${reply.error.message}`);
-    profile = reply.profile;
-  } finally {
-    await worker.terminate();
-  }
+  const { profile } = await runOneShotWorker<Extract<ProfileReply, { type: 'profile' }>>(new URL('./profile-worker.js', import.meta.url), request,
+    `profiler of ${config.model ?? 'mlp'}`);
   if (options.calibrate !== false) await calibrate(profile, config, request.warmupSteps + request.steps);
   return profile;
 }

@@ -1,0 +1,27 @@
+/**
+ * A worker thread that does one job and answers once (the profiler, the
+ * held-out evaluation): its reply, or a TandemError if it fails or exits
+ * first; the thread is always ended.
+ */
+import { Worker } from 'node:worker_threads';
+import { TandemError, type SerializedError } from '../errors.js';
+
+export type OneShotReply<R> = R | { type: 'error'; error: SerializedError };
+
+export async function runOneShotWorker<R extends { type: string }>(file: URL, workerData: unknown, what: string): Promise<R> {
+  const worker = new Worker(file, { workerData, name: `tandem-${what}` });
+  try {
+    const reply = await new Promise<OneShotReply<R>>((resolve, reject) => {
+      worker.once('message', resolve);
+      worker.once('error', reject);
+      worker.once('exit', code => reject(new TandemError('WORKER_EXITED', `the ${what} thread exited with code ${code}`)));
+    });
+    if (reply.type === 'error') {
+      const { error } = reply as { error: SerializedError };
+      throw new TandemError(error.code ?? 'DEVICE_FAILED', `${what} failed: ${error.message}`);
+    }
+    return reply as R;
+  } finally {
+    await worker.terminate();
+  }
+}
