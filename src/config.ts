@@ -292,6 +292,7 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
       exportClassifier: config.exportClassifier ?? false,
     };
     if (config.sampleRate !== undefined && method !== 'partial-fc') bad('sampleRate', 'applies to --method partial-fc only');
+    if (method === 'partial-fc' && head !== 'linear') bad('head', 'partial-fc supports --head linear only; use --method local-head for a cosine head');
   } else {
     for (const k of ['embedding', 'head', 'scale', 'margin', 'sampleRate', 'partition', 'exportDevice', 'exportClassifier'] as const) {
       if (config[k] !== undefined) bad(k, `applies to --method local-head or partial-fc, not data-parallel`);
