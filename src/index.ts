@@ -1,5 +1,7 @@
 // The public API of tandem, re-exported explicitly.
-export { train, startTraining } from './trainer/train.js';
+export { train, start, startTraining } from './trainer/train.js';
+export type { RunEvent } from './monitor/run-event.js';
+export { timelineSvg, timelinePng, spansFromChromeTrace, overlapShare, SPAN_COLOURS } from './monitor/timeline-picture.js';
 export type { TrainSummary, TrainHooks, StepMetrics, TrainingHandle } from './trainer/train.js';
 export { resolveConfig } from './config.js';
 export type { TrainConfig, ResolvedConfig, FaultInjection } from './config.js';

@@ -7,6 +7,10 @@ import { profileModel } from '../profiling/profile-model.js';
 import { decideAlexNetLike } from '../profiling/alexnet-like.js';
 import { predictStrategies } from '../profiling/cost-model.js';
 import { profileReport } from './profile-report.js';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { spansFromChromeTrace, timelinePng, timelineSvg } from '../monitor/timeline-picture.js';
+import { ProgressDisplay } from './progress-display.js';
 
 const HELP = `tandem — train TensorFlow.js models on several devices at once
 
@@ -24,13 +28,16 @@ const HELP = `tandem — train TensorFlow.js models on several devices at once
                [--out DIR] [--json] [--quiet]
   SIGINT/SIGTERM finish the current step, write a checkpoint (to --checkpoint-dir or --out) and exit non-zero.
 
+  tandem trace TRACE.json --svg OUT.svg [--png OUT.png]   (draws a trace written by --trace or --out)
+
   tandem profile --model NAME|PATH [--data …] [--batch GLOBAL] [--devices N] [--steps N]
                [--time-share X] [--param-share X] [--link BANDWIDTH] [--json]
 
   --strategy auto profiles first, then picks two-group at p for AlexNet-like models,
   otherwise the strategy the cost model predicts fastest.
 
-Models: mlp, alexnet-mini, alexnet, convnet-gap, or an ES module (tf, options) => tf.LayersModel.
+Models: mlp, alexnet-mini, alexnet, convnet-gap, an ES module (tf, options) => tf.LayersModel,
+        or a TensorFlow.js layers model.json (trained from its weights and written back in the same format).
 Data:   mnist, synthetic-images, or an ES module (options) => Dataset.`;
 
 async function main(argv: string[]): Promise<number> {
@@ -44,18 +51,15 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     case 'train': {
       const { config, json, quiet } = parseTrainArgs(rest, 'train');
-      const every = Math.max(1, Math.floor((config.steps ?? 100) / 20));
+      const progress = new ProgressDisplay({ json, quiet, tty: process.stdout.isTTY === true });
       const run = startTraining(config, {
         onAutoChoice(choice) {
           if (json) console.log(JSON.stringify({ event: 'auto', strategy: choice.strategy, splitLayer: choice.splitLayer, reason: choice.reason }));
           else if (!quiet) console.log(`auto: picked ${choice.strategy}${choice.splitLayer ? ` (p = ${choice.splitLayer} layers with parameters)` : ''}: ${choice.reason}`);
         },
-        onStep(m) {
-          if (json) console.log(JSON.stringify({ event: 'step', ...m }));
-          else if (!quiet && (m.step % every === 0 || m.step === 1)) {
-            console.log(`step ${m.step}  loss ${m.loss.toFixed(4)}  acc ${(m.accuracy * 100).toFixed(1)}%  ${m.samplesPerSecond.toFixed(0)} samples/s`);
-          }
-        },
+        onStep: m => progress.step(m),
+        onSpans: spans => progress.spans(spans),
+        onEvent: e => progress.event(e),
       });
       let signal: NodeJS.Signals | undefined;
       const onSignal = (sig: NodeJS.Signals) => {
@@ -94,13 +98,30 @@ async function main(argv: string[]): Promise<number> {
           if (cl.classifierPath) console.log(`classifier (all ${cl.classes} classes): ${cl.classifierPath}`);
         }
         if (summary.modelPath) console.log(`model${cl ? ' (feature extractor)' : ''}: ${summary.modelPath}`);
-        if (summary.tracePath) console.log(`trace: ${summary.tracePath}`);
+        if (summary.tracePath) console.log(`trace: ${summary.tracePath} (open in Perfetto or chrome://tracing)`);
+        if (summary.timelinePath) console.log(`timeline picture: ${summary.timelinePath}`);
         if (summary.config.out) console.log(`summary: ${summary.config.out}/summary.json`);
       }
       if (summary.stoppedAt !== undefined) {
         console.error(`tandem: stopped after step ${summary.stoppedAt} on ${signal ?? 'request'}; checkpoint: ${summary.checkpointPath ?? 'none (give --checkpoint-dir or --out)'}`);
         return signal === 'SIGTERM' ? 143 : 130;
       }
+      return 0;
+    }
+    case 'trace': {
+      const { values, positionals } = parseArgs({ args: rest, allowPositionals: true, options: { svg: { type: 'string' }, png: { type: 'string' } } });
+      const file = positionals[0];
+      if (!file || (!values.svg && !values.png)) throw new TandemError('BAD_CONFIG', 'usage: tandem trace TRACE.json --svg OUT.svg [--png OUT.png]');
+      let trace: Parameters<typeof spansFromChromeTrace>[0];
+      try {
+        trace = JSON.parse(readFileSync(file, 'utf8'));
+      } catch (err) {
+        throw new TandemError('BAD_CONFIG', `tandem trace ${file}: ${(err as Error).message}`);
+      }
+      if (!trace || !Array.isArray(trace.traceEvents)) throw new TandemError('BAD_CONFIG', `tandem trace ${file}: not a Chrome trace (no traceEvents)`);
+      const spans = spansFromChromeTrace(trace);
+      if (values.svg) { writeFileSync(values.svg, timelineSvg(spans, `tandem timeline: ${file}`)); console.log(`svg: ${values.svg} (${spans.length} spans)`); }
+      if (values.png) { writeFileSync(values.png, timelinePng(spans)); console.log(`png: ${values.png}`); }
       return 0;
     }
     case 'profile': {

@@ -10,7 +10,7 @@ import { syntheticImages } from './synthetic-images.js';
 export const BUILTIN_DATASETS = ['mnist', 'synthetic-images'] as const;
 
 export function isModulePath(source: string): boolean {
-  return source.startsWith('.') || source.startsWith('/') || source.startsWith('file:') || /\.(m?js|cjs)$/.test(source);
+  return source.startsWith('.') || source.startsWith('/') || source.startsWith('file:') || /\.(m?js|cjs|json)$/.test(source);
 }
 
 /** Absolute file URL of a user module, or a clear error if it is not there. */

@@ -2,7 +2,13 @@
 import { TandemError } from '../errors.js';
 import type { LayersModel, Tf, Tensor } from '../engine/tfjs-types.js';
 import { isModulePath, loadDefaultExport, resolveModuleUrl } from '../data/resolve-dataset.js';
+
+function resolveModulePath(source: string): string {
+  return fileURLToPath(resolveModuleUrl(source, 'model'));
+}
 import { BUILTIN_MODELS, type ModelFactory, type ModelOptions } from './builtin-models.js';
+import { fileURLToPath } from 'node:url';
+import { fileModelHandler } from '../trainer/model-files.js';
 
 export interface ModelSpec {
   source: string;
@@ -12,6 +18,11 @@ export interface ModelSpec {
 export async function resolveModelFactory(source: string): Promise<ModelFactory> {
   const builtin = BUILTIN_MODELS[source];
   if (builtin) return builtin.factory;
+  if (source.endsWith('.json')) {
+    // An existing TensorFlow.js layers model (topology + weights): trained from its own weights.
+    const file = source.startsWith('file:') ? fileURLToPath(source) : resolveModulePath(source);
+    return tf => tf.loadLayersModel(fileModelHandler(file));
+  }
   if (!isModulePath(source)) {
     throw new TandemError('UNKNOWN_MODEL', `unknown model '${source}'. Builtins: ${Object.keys(BUILTIN_MODELS).join(', ')}; ` +
       'or give a path to an ES module whose default export is (tf, options) => tf.LayersModel.');

@@ -22,6 +22,8 @@ import { optimizerStateSlots } from '../optim/flat-optimizer.js';
 import { exchangeGroups, MAX_GROUPS, type StrategySpec } from '../pipeline/strategy.js';
 import { Subject, type Observable } from 'rxjs';
 import type { Span } from '../monitor/span.js';
+import type { RunEvent } from '../monitor/run-event.js';
+import { timelineSvg } from '../monitor/timeline-picture.js';
 import { writeChromeTrace } from '../monitor/chrome-trace.js';
 import { chooseStrategy, type AutoChoice } from '../profiling/choose-strategy.js';
 import { allocatePartialFc } from '../classifier/partial-fc.js';
@@ -74,6 +76,8 @@ export interface TrainSummary {
   /** Present when the link was EMULATED (`--link`): the exchange was held to this link's speed. */
   link?: { emulated: true; label: string; bitsPerSecond: number; latencyMs: number };
   tracePath?: string;
+  /** With `out`: the timeline picture of the last steps. */
+  timelinePath?: string;
   /** onNan 'skip-step': the group updates skipped for a non-finite gradient, with the first offending variable. */
   skippedUpdates: { step: number; group: number; variable?: string }[];
   /** Data-parallel with `heldOut` samples: accuracy of the trained model on them. */
@@ -94,6 +98,8 @@ export interface TrainHooks {
   onStep?(metrics: StepMetrics): void;
   /** Spans of the device threads as they are reported. */
   onSpans?(spans: Span[]): void;
+  /** Lifecycle events and warnings (see RunEvent). */
+  onEvent?(event: RunEvent): void;
   /** Polled after every step: true finishes the run there (with a checkpoint if a checkpoint directory is known). */
   shouldStop?(): boolean;
   /** With `strategy: 'auto'`: what the profiler decided, before training starts. */
@@ -106,6 +112,7 @@ export async function train(config: TrainConfig, hooks: TrainHooks = {}): Promis
     await resolveConfig(config); // bad input fails before profiling starts a thread
     auto = await chooseStrategy(config);
     hooks.onAutoChoice?.(auto);
+    hooks.onEvent?.({ type: 'auto', strategy: auto.strategy, splitLayer: auto.splitLayer, reason: auto.reason });
     config = { ...config, strategy: auto.strategy, splitLayer: auto.splitLayer };
   }
   const resolved = await resolveConfig(config);
@@ -120,6 +127,8 @@ export interface TrainingHandle {
   /** Every span of every device thread, as it is reported (about once per step and group). */
   timeline$: Observable<Span>;
   metrics$: Observable<StepMetrics>;
+  /** Lifecycle events and warnings: started, auto, ready, epoch, checkpoint, warning, stopped, finished. */
+  events$: Observable<RunEvent>;
   done: Promise<TrainSummary>;
 }
 
@@ -134,6 +143,7 @@ export interface TrainingHandle {
 export function startTraining(config: TrainConfig, hooks: TrainHooks = {}): TrainingHandle {
   const timeline$ = new Subject<Span>();
   const metrics$ = new Subject<StepMetrics>();
+  const events$ = new Subject<RunEvent>();
   let stopRequested = false;
   const done = (async () => {
     return train(config, {
@@ -141,10 +151,18 @@ export function startTraining(config: TrainConfig, hooks: TrainHooks = {}): Trai
       shouldStop: () => stopRequested || hooks.shouldStop?.() === true,
       onSpans: spans => { for (const s of spans) timeline$.next(s); hooks.onSpans?.(spans); },
       onStep: m => { metrics$.next(m); hooks.onStep?.(m); },
+      onEvent: e => { events$.next(e); hooks.onEvent?.(e); },
     });
   })();
-  done.then(() => { timeline$.complete(); metrics$.complete(); }, err => { timeline$.error(err); metrics$.error(err); });
-  return { timeline$: timeline$.asObservable(), metrics$: metrics$.asObservable(), done, stop: () => { stopRequested = true; } };
+  done.then(() => { timeline$.complete(); metrics$.complete(); events$.complete(); },
+    err => { timeline$.error(err); metrics$.error(err); events$.error(err); });
+  done.catch(() => {}); // the caller handles `done`; the streams carry the error too
+  return { timeline$: timeline$.asObservable(), metrics$: metrics$.asObservable(), events$: events$.asObservable(), done, stop: () => { stopRequested = true; } };
+}
+
+/** The library's front door: `start(config)` = `startTraining(config)`. */
+export function start(config: TrainConfig, hooks: TrainHooks = {}): TrainingHandle {
+  return startTraining(config, hooks);
 }
 
 type Waiter = { need: number; got: FromCompute[]; resolve: (m: FromCompute[]) => void };
@@ -230,7 +248,10 @@ class TrainingRun {
         this.commStats.updateMs += msg.updateMs;
         this.commStats.count++;
         if (msg.step === 1) this.carried.push(msg.carried);
-        if (msg.skipped && msg.device === 0) this.skipped.push({ step: msg.step, group: msg.group });
+        if (msg.skipped && msg.device === 0) {
+          this.skipped.push({ step: msg.step, group: msg.group });
+          this.hooks.onEvent?.({ type: 'warning', step: msg.step, message: `update of group ${msg.group} skipped: non-finite averaged gradient` });
+        }
         return;
       case 'stopped':
         return;
@@ -239,7 +260,7 @@ class TrainingRun {
   }
 
   private recordSpans(spans: Span[]): void {
-    if (this.cfg.trace && this.spans.length < 500_000) this.spans.push(...spans);
+    if ((this.cfg.trace || this.cfg.out) && this.spans.length < 500_000) this.spans.push(...spans);
     this.hooks.onSpans?.(spans);
   }
 
@@ -335,6 +356,7 @@ class TrainingRun {
     });
     const resume = cfg.resume ? await loadResume(cfg, weights) : undefined;
     const firstStep = (resume?.step ?? 0) + 1;
+    this.hooks.onEvent?.({ type: 'started', devices: cfg.devices, backend: cfg.backend, method: cfg.method, strategy: cfg.strategy, steps: cfg.steps, firstStep, stepsPerEpoch: cfg.stepsPerEpoch });
     let loading = load(firstStep);
     loading.catch(() => {}); // awaited below; a failure must not be unhandled meanwhile
 
@@ -350,6 +372,7 @@ class TrainingRun {
       }
     }
     for (const a of this.actors) a.startComm({ type: 'start', device: a.device, config: cfg, control: this.controlBuffer, buffers, groups, firstStep });
+    this.hooks.onEvent?.({ type: 'ready', parameters: layout.total, groups: groups.length });
     const checkpointDir = checkpointDirOf(cfg);
     const checkpoint = async (step: number) => {
       await Promise.all(this.actors.flatMap(a => groups.map((_, g) => this.control.waitAppliedAsync(a.device, g, step))));
@@ -360,6 +383,7 @@ class TrainingRun {
         heads = ((await snaps) as (FromCompute & { type: 'headSnapshot' })[]).sort((a, b) => a.device - b.device).map(m => m.head!);
       }
       this.lastCheckpoint = await writeCheckpoint(checkpointDir!, takeCheckpoint(cfg, step, weights, buffers, heads));
+      this.hooks.onEvent?.({ type: 'checkpoint', step, path: this.lastCheckpoint });
     };
     let lastStep = cfg.steps;
 
@@ -371,6 +395,7 @@ class TrainingRun {
     const trainStart = performance.now();
     const replicas = paramSlots(buffers);
     for (let step = firstStep; step <= cfg.steps; step++) {
+      if ((step - 1) % cfg.stepsPerEpoch === 0) this.hooks.onEvent?.({ type: 'epoch', epoch: Math.floor((step - 1) / cfg.stepsPerEpoch) + 1, step });
       const t0 = performance.now();
       await this.withinStallTimeout(loading, step);
       loadWaitTotal += performance.now() - t0;
@@ -397,7 +422,7 @@ class TrainingRun {
       }
       const stopping = this.hooks.shouldStop?.() === true;
       if (checkpointDir && ((cfg.checkpointEvery && step % cfg.checkpointEvery === 0) || (stopping && step < cfg.steps))) await checkpoint(step);
-      if (stopping && step < cfg.steps) { lastStep = step; this.stoppedAt = step; break; }
+      if (stopping && step < cfg.steps) { lastStep = step; this.stoppedAt = step; this.hooks.onEvent?.({ type: 'stopped', step }); break; }
     }
     const finished = this.expectAll('finished');
     for (const a of this.actors) a.postCompute({ type: 'finish', lastStep, exportModel: a.device === (cfg.classifier?.exportDevice ?? 0) && (cfg.out !== undefined || cfg.method !== 'data-parallel' || cfg.trainSize < cfg.datasetSize) });
@@ -449,6 +474,15 @@ class TrainingRun {
       summary.classifier.classifierPath = await writeModelFiles(path.join(cfg.out, 'classifier'), summary.classifier.fullClassifier);
     }
     if (cfg.trace) summary.tracePath = await writeChromeTrace(cfg.trace, this.spans, { strategy: cfg.strategy, link: summary.link });
+    if (cfg.out) {
+      // The picture of the last steps: enough to see the schedule, few enough to read it.
+      const recent = this.spans.filter(sp => sp.step > lastStep - 3);
+      summary.timelinePath = path.join(cfg.out, 'timeline.svg');
+      await writeFile(summary.timelinePath, timelineSvg(recent, `tandem: ${cfg.model.source}, ${cfg.devices} devices, ${cfg.strategy}` +
+        `${cfg.link ? `, link ${cfg.link.label} (emulated)` : ''}; steps ${Math.max(firstStep, lastStep - 2)}-${lastStep}`));
+      if (!cfg.trace) summary.tracePath = await writeChromeTrace(path.join(cfg.out, 'trace.json'), this.spans, { strategy: cfg.strategy, link: summary.link });
+    }
+    this.hooks.onEvent?.({ type: 'finished', steps: lastStep, modelPath: summary.modelPath, tracePath: summary.tracePath, timelinePath: summary.timelinePath });
     return summary;
   }
 

@@ -1,0 +1,67 @@
+/**
+ * What `tandem train` shows while it runs: on a TTY a progress bar per epoch
+ * (loss, accuracy, samples/s, and the share of exchange time hidden under
+ * backward); otherwise plain lines about every 5% of an epoch (CI logs);
+ * `--json`: one JSON object per line; `--quiet`: nothing but the end.
+ */
+import type { StepMetrics } from '../trainer/train.js';
+import type { RunEvent } from '../monitor/run-event.js';
+import type { Span } from '../monitor/span.js';
+import { overlapShare } from '../monitor/timeline-picture.js';
+
+export class ProgressDisplay {
+  private epoch = 1;
+  private epochStart = 1;
+  private stepsPerEpoch = 1;
+  private recent: Span[] = [];
+
+  constructor(private readonly mode: { json: boolean; quiet: boolean; tty: boolean }) {}
+
+  event(e: RunEvent): void {
+    if (this.mode.json) { console.log(JSON.stringify({ event: e.type, ...e })); return; }
+    if (this.mode.quiet) return;
+    switch (e.type) {
+      case 'started':
+        console.log(`training on ${e.devices} device(s), ${e.backend}, ${e.method}, strategy ${e.strategy}, steps ${e.firstStep}..${e.steps}`);
+        this.stepsPerEpoch = e.stepsPerEpoch;
+        return;
+      case 'auto': console.log(`auto: picked ${e.strategy}${e.splitLayer ? ` (p = ${e.splitLayer} layers with parameters)` : ''}: ${e.reason}`); return;
+      case 'ready': return;
+      case 'epoch':
+        if (this.mode.tty && e.epoch > 1) process.stdout.write('\n');
+        this.epoch = e.epoch;
+        this.epochStart = e.step;
+        return;
+      case 'checkpoint': this.line(`checkpoint: ${e.path}`); return;
+      case 'warning': this.line(`warning at step ${e.step}: ${e.message}`); return;
+      case 'stopped': this.line(`stopped after step ${e.step}`); return;
+      case 'finished': if (this.mode.tty) process.stdout.write('\n'); return;
+      default: { const never: never = e; void never; }
+    }
+  }
+
+  spans(spans: Span[]): void {
+    this.recent.push(...spans);
+    if (this.recent.length > 4000) this.recent = this.recent.slice(-2000);
+  }
+
+  step(m: StepMetrics): void {
+    if (this.mode.json) { console.log(JSON.stringify({ event: 'step', ...m })); return; }
+    if (this.mode.quiet) return;
+    const inEpoch = m.step - this.epochStart + 1;
+    const overlap = overlapShare(this.recent.filter(s => s.step === m.step - 1));
+    const text = `loss ${m.loss.toFixed(4)}  acc ${(m.accuracy * 100).toFixed(1)}%  ${m.samplesPerSecond.toFixed(0)} samples/s  overlap ${(overlap * 100).toFixed(0)}%`;
+    this.recent = this.recent.filter(s => s.step >= m.step - 1);
+    if (this.mode.tty) {
+      const width = 24, done = Math.min(width, Math.round((inEpoch / this.stepsPerEpoch) * width));
+      process.stdout.write(`\repoch ${this.epoch} [${'#'.repeat(done)}${'.'.repeat(width - done)}] step ${m.step}  ${text}   `);
+    } else if (m.step === 1 || m.step % Math.max(1, Math.floor(this.stepsPerEpoch / 20)) === 0) {
+      console.log(`epoch ${this.epoch} step ${m.step}  ${text}`);
+    }
+  }
+
+  private line(text: string): void {
+    if (this.mode.tty) process.stdout.write(`\n${text}\n`);
+    else console.log(text);
+  }
+}

@@ -1,0 +1,10 @@
+/** Lifecycle events and warnings of a run (`events$`), in the order they happen. */
+export type RunEvent =
+  | { type: 'started'; devices: number; backend: string; method: string; strategy: string; steps: number; firstStep: number; stepsPerEpoch: number }
+  | { type: 'auto'; strategy: string; splitLayer?: number; reason: string }
+  | { type: 'ready'; parameters: number; groups: number }
+  | { type: 'epoch'; epoch: number; step: number }
+  | { type: 'checkpoint'; step: number; path: string }
+  | { type: 'warning'; step: number; message: string }
+  | { type: 'stopped'; step: number }
+  | { type: 'finished'; steps: number; modelPath?: string; tracePath?: string; timelinePath?: string };
