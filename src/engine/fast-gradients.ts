@@ -23,7 +23,6 @@
 import type { Tf, TensorInfo, KernelBackend, Tensor } from './tfjs-types.js';
 
 type KernelFunc = (args: { inputs: Record<string, TensorInfo>; backend: KernelBackend; attrs: Record<string, unknown> }) => TensorInfo | TensorInfo[];
-type PadAttr = 'same' | 'valid' | number | number[][];
 
 export interface FastGradientsReport {
   backend: string;

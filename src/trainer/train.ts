@@ -15,12 +15,11 @@ import { DeviceActor, deviceError } from '../actors/device-actor.js';
 import { allocateModelBuffers, paramSlots, type SharedBuffers } from '../actors/shared-buffers.js';
 import type { FromComm, FromCompute, ModelArtifactsData, WeightShape } from '../actors/protocol.js';
 import { allocateInputBuffers, ShardLoadError, type ShardLoader } from '../data/shard-loader.js';
-import { GlobalBatchSampler } from '../data/sampler.js';
 import { sampleSize } from '../data/dataset.js';
 import { layoutParameters, type ParameterLayout } from '../model/parameter-layout.js';
 import { optimizerStateSlots } from '../optim/flat-optimizer.js';
 import { exchangeGroups, MAX_GROUPS, type StrategySpec } from '../pipeline/strategy.js';
-import { Subject, type Observable } from 'rxjs';
+import { Subject } from 'rxjs';
 import type { Span } from '../monitor/span.js';
 import type { RunEvent } from '../monitor/run-event.js';
 import { timelineSvg } from '../monitor/timeline-picture.js';
@@ -30,81 +29,10 @@ import { allocatePartialFc } from '../classifier/partial-fc.js';
 import { createLoader } from './create-loader.js';
 import { writeCheckpoint, type HeadState } from '../checkpoint/checkpoint-file.js';
 import { checkpointDirOf, loadResume, restoreShared, takeCheckpoint } from '../checkpoint/run-checkpoints.js';
-import { classifierResult, evaluateHeldOut, type ClassifierSummary } from '../classifier/classifier-result.js';
+import { classifierResult, evaluateHeldOut } from '../classifier/classifier-result.js';
 import { writeModelFiles } from './model-files.js';
-
-export interface StepMetrics {
-  step: number;
-  loss: number;
-  accuracy: number;
-  samplesPerSecond: number;
-  stepMs: number;
-  /** Per device: compute-thread ms (forward+backward+handoff). */
-  computeMs: number[];
-  /** tfjs tensors alive on each device after the step. */
-  numTensors: number[];
-}
-
-export interface TrainSummary {
-  config: Omit<ResolvedConfig, 'faultInjection'>;
-  /** The last step trained (the run's steps, or where it was stopped). */
-  steps: number;
-  /** 1, or the step after the checkpoint the run resumed from. */
-  firstStep: number;
-  /** Set when `stop()` (SIGINT/SIGTERM on the CLI) ended the run early, after this step. */
-  stoppedAt?: number;
-  /** The last checkpoint written. */
-  checkpointPath?: string;
-  finalLoss: number;
-  finalAccuracy: number;
-  samplesPerSecond: number;
-  wallSeconds: number;
-  meanStepMs: number;
-  /** Mean step time after the warm-up steps (min(3, steps/5)). */
-  steadyStepMs: number;
-  timings: {
-    /** Compute-thread time (forward + backward + hand-off) per step after warm-up, slowest device. */
-    steadyComputeMs: number;
-    meanComputeMs: number;
-    /** Per exchange group: all-reduce (with any emulated link hold), averaged over groups and steps. */
-    meanExchangeMs: number;
-    meanUpdateMs: number;
-    meanLoadWaitMs: number;
-  };
-  parameters: number;
-  strategy: { name: string; groups: { name: string; parameters: number }[] };
-  /** Present when the link was EMULATED (`--link`): the exchange was held to this link's speed. */
-  link?: { emulated: true; label: string; bitsPerSecond: number; latencyMs: number };
-  tracePath?: string;
-  /** With `out`: the timeline picture of the last steps. */
-  timelinePath?: string;
-  /** onNan 'skip-step': the group updates skipped for a non-finite gradient, with the first offending variable. */
-  skippedUpdates: { step: number; group: number; variable?: string }[];
-  /** Data-parallel with `heldOut` samples: accuracy of the trained model on them. */
-  heldOut?: { samples: number; accuracy: number };
-  /** Method B / partial-fc: heads, what was exchanged, held-out evaluation. */
-  classifier?: ClassifierSummary;
-  /** With `strategy: 'auto'`: what was picked and why. */
-  auto?: { strategy: string; splitLayer?: number; reason: string };
-  history: { step: number; loss: number; accuracy: number }[];
-  /** Final parameters in model order (`model.trainableWeights`), from device 0. */
-  weights: { name: string; shape: number[]; values: Float32Array }[];
-  modelPath?: string;
-}
-
-export interface TrainHooks {
-  /** After each step, once every device has applied its update: every replica's parameters. */
-  onStepApplied?(step: number, replicas: Float32Array[], layout: ParameterLayout): void;
-  onStep?(metrics: StepMetrics): void;
-  /** Spans of the device threads as they are reported. */
-  onSpans?(spans: Span[]): void;
-  /** Lifecycle events and warnings (see RunEvent). */
-  onEvent?(event: RunEvent): void;
-  /** Polled after every step: true finishes the run there (with a checkpoint if a checkpoint directory is known). */
-  shouldStop?(): boolean;
-  /** With `strategy: 'auto'`: what the profiler decided, before training starts. */
-  onAutoChoice?(choice: AutoChoice): void;
-}
+import type { StepMetrics, TrainHooks, TrainSummary, TrainingHandle } from './run-types.js';
+export type { StepMetrics, TrainHooks, TrainSummary, TrainingHandle } from './run-types.js';
 
 export async function train(config: TrainConfig, hooks: TrainHooks = {}): Promise<TrainSummary> {
   let auto: AutoChoice | undefined;
@@ -120,17 +48,6 @@ export async function train(config: TrainConfig, hooks: TrainHooks = {}): Promis
   return new TrainingRun(resolved, (config.strategy ?? 'sequential') as StrategySpec, hooks, autoNote).run();
 }
 
-/** A run in progress: its spans and step metrics as RxJS streams on the main thread, and its result. */
-export interface TrainingHandle {
-  /** Finish the current step, checkpoint if a checkpoint directory is configured, end cleanly (`done` resolves with `stoppedAt`). */
-  stop(): void;
-  /** Every span of every device thread, as it is reported (about once per step and group). */
-  timeline$: Observable<Span>;
-  metrics$: Observable<StepMetrics>;
-  /** Lifecycle events and warnings: started, auto, ready, epoch, checkpoint, warning, stopped, finished. */
-  events$: Observable<RunEvent>;
-  done: Promise<TrainSummary>;
-}
 
 /**
  * Starts a run and returns its streams at once.
@@ -178,7 +95,6 @@ class TrainingRun {
   private readonly commStats = { exchangeMs: 0, updateMs: 0, count: 0 };
   private lastCheckpoint?: string;
   private stoppedAt?: number;
-  private groups: { name: string; start: number; end: number }[] = [];
   /** onNan 'skip-step': the (step, group) updates skipped, and the first offending variable per step. */
   private readonly skipped: { step: number; group: number; variable?: string }[] = [];
   private readonly nonFinite = new Map<number, string>();
@@ -340,7 +256,6 @@ class TrainingRun {
       }
     }
     const groups = exchangeGroups(this.strategy, layout, cfg.strategyOptions);
-    this.groups = groups;
     const input = allocateInputBuffers(cfg.devices, cfg.perDevice, sampleSize(cfg.sampleShape));
     const buffers: SharedBuffers = {
       control: this.controlBuffer,

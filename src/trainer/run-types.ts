@@ -1,0 +1,93 @@
+/** The shapes a run reports: per-step metrics, the final summary, hooks and the handle of a started run. */
+import type { Observable } from 'rxjs';
+import type { ResolvedConfig } from '../config.js';
+import type { ParameterLayout } from '../model/parameter-layout.js';
+import type { Span } from '../monitor/span.js';
+import type { RunEvent } from '../monitor/run-event.js';
+import type { AutoChoice } from '../profiling/choose-strategy.js';
+import type { ClassifierSummary } from '../classifier/classifier-result.js';
+
+export interface StepMetrics {
+  step: number;
+  loss: number;
+  accuracy: number;
+  samplesPerSecond: number;
+  stepMs: number;
+  /** Per device: compute-thread ms (forward+backward+handoff). */
+  computeMs: number[];
+  /** tfjs tensors alive on each device after the step. */
+  numTensors: number[];
+}
+
+export interface TrainSummary {
+  config: Omit<ResolvedConfig, 'faultInjection'>;
+  /** The last step trained (the run's steps, or where it was stopped). */
+  steps: number;
+  /** 1, or the step after the checkpoint the run resumed from. */
+  firstStep: number;
+  /** Set when `stop()` (SIGINT/SIGTERM on the CLI) ended the run early, after this step. */
+  stoppedAt?: number;
+  /** The last checkpoint written. */
+  checkpointPath?: string;
+  finalLoss: number;
+  finalAccuracy: number;
+  samplesPerSecond: number;
+  wallSeconds: number;
+  meanStepMs: number;
+  /** Mean step time after the warm-up steps (min(3, steps/5)). */
+  steadyStepMs: number;
+  timings: {
+    /** Compute-thread time (forward + backward + hand-off) per step after warm-up, slowest device. */
+    steadyComputeMs: number;
+    meanComputeMs: number;
+    /** Per exchange group: all-reduce (with any emulated link hold), averaged over groups and steps. */
+    meanExchangeMs: number;
+    meanUpdateMs: number;
+    meanLoadWaitMs: number;
+  };
+  parameters: number;
+  strategy: { name: string; groups: { name: string; parameters: number }[] };
+  /** Present when the link was EMULATED (`--link`): the exchange was held to this link's speed. */
+  link?: { emulated: true; label: string; bitsPerSecond: number; latencyMs: number };
+  tracePath?: string;
+  /** With `out`: the timeline picture of the last steps. */
+  timelinePath?: string;
+  /** onNan 'skip-step': the group updates skipped for a non-finite gradient, with the first offending variable. */
+  skippedUpdates: { step: number; group: number; variable?: string }[];
+  /** Data-parallel with `heldOut` samples: accuracy of the trained model on them. */
+  heldOut?: { samples: number; accuracy: number };
+  /** Method B / partial-fc: heads, what was exchanged, held-out evaluation. */
+  classifier?: ClassifierSummary;
+  /** With `strategy: 'auto'`: what was picked and why. */
+  auto?: { strategy: string; splitLayer?: number; reason: string };
+  history: { step: number; loss: number; accuracy: number }[];
+  /** Final parameters in model order (`model.trainableWeights`), from device 0. */
+  weights: { name: string; shape: number[]; values: Float32Array }[];
+  modelPath?: string;
+}
+
+export interface TrainHooks {
+  /** After each step, once every device has applied its update: every replica's parameters. */
+  onStepApplied?(step: number, replicas: Float32Array[], layout: ParameterLayout): void;
+  onStep?(metrics: StepMetrics): void;
+  /** Spans of the device threads as they are reported. */
+  onSpans?(spans: Span[]): void;
+  /** Lifecycle events and warnings (see RunEvent). */
+  onEvent?(event: RunEvent): void;
+  /** Polled after every step: true finishes the run there (with a checkpoint if a checkpoint directory is known). */
+  shouldStop?(): boolean;
+  /** With `strategy: 'auto'`: what the profiler decided, before training starts. */
+  onAutoChoice?(choice: AutoChoice): void;
+}
+
+/** A run in progress: its spans and step metrics as RxJS streams on the main thread, and its result. */
+export interface TrainingHandle {
+  /** Finish the current step, checkpoint if a checkpoint directory is configured, end cleanly (`done` resolves with `stoppedAt`). */
+  stop(): void;
+  /** Every span of every device thread, as it is reported (about once per step and group). */
+  timeline$: Observable<Span>;
+  metrics$: Observable<StepMetrics>;
+  /** Lifecycle events and warnings: started, auto, ready, epoch, checkpoint, warning, stopped, finished. */
+  events$: Observable<RunEvent>;
+  done: Promise<TrainSummary>;
+}
