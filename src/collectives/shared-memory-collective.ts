@@ -21,15 +21,26 @@ export function shardOf(from: number, to: number, rank: number, size: number): [
   return [start, start + base + (rank < extra ? 1 : 0)];
 }
 
-/** Mean over all slots of [start, end), written into `out` (which may be one of the slots). */
+const BLOCK = 4096;
+const scratch = new Float32Array(BLOCK);
+
+/**
+ * Mean over all slots of [start, end), written into `out` (which may be one of
+ * the slots). Block by block, slot by slot (tight typed-array loops); each
+ * element is summed in rank order, rounded to float32 at every addition (a
+ * Float32Array store rounds), then divided: the same bits on every rank.
+ */
 export function reduceMeanInto(slots: SlotSet, out: Float32Array, start: number, end: number): void {
   const n = slots.length;
   if (n === 1) { if (out !== slots[0]) out.set(slots[0].subarray(start, end), start); return; }
-  const first = slots[0];
-  for (let i = start; i < end; i++) {
-    let sum = first[i];
-    for (let r = 1; r < n; r++) sum = Math.fround(sum + slots[r][i]);
-    out[i] = Math.fround(sum / n);
+  for (let b = start; b < end; b += BLOCK) {
+    const len = Math.min(BLOCK, end - b);
+    scratch.set(slots[0].subarray(b, b + len));
+    for (let r = 1; r < n; r++) {
+      const src = slots[r];
+      for (let i = 0; i < len; i++) scratch[i] += src[b + i];
+    }
+    for (let i = 0; i < len; i++) out[b + i] = scratch[i] / n;
   }
 }
 
