@@ -15,8 +15,8 @@ const name = positionals[0] ?? 'scaling';
 switch (name) {
   case 'scaling':
     await runScaling({
-      steps: Number(values.steps ?? 60),
-      stockSteps: Number(values['stock-steps'] ?? 2),
+      steps: Number(values.steps ?? 100),
+      stockSteps: Number(values['stock-steps'] ?? 1),
       perDeviceBatch: Number(values.batch ?? 32),
       out: values.out ?? 'bench/results',
     });
