@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import * as tf from '@tensorflow/tfjs';
 import { PNG } from 'pngjs';
 import { start, train, trainReference, fileModelHandler, timelineSvg, timelinePng, spansFromChromeTrace, type RunEvent, type Span } from '../src/index.js';
-import { writeModelFiles } from '../src/trainer/model-files.js';
+import { modelArtifacts, writeModelFiles } from '../src/trainer/model-files.js';
 import { drawnSpans } from '../src/monitor/timeline-picture.js';
 
 const tmp = () => mkdtempSync(path.join(os.tmpdir(), 'tandem-front-'));
@@ -57,10 +57,7 @@ t.test('--model path/to/model.json trains an existing TF.js model and writes it 
   await tf.setBackend('cpu');
   const dir = tmp();
   const original = tf.sequential({ layers: [tf.layers.flatten({ inputShape: [6, 6, 1] }), tf.layers.dense({ units: 16, activation: 'relu' }), tf.layers.dense({ units: 4, activation: 'softmax' })] });
-  await original.save(tf.io.withSaveHandler(async a => {
-    await writeModelFiles(dir, { modelTopology: a.modelTopology as object, weightSpecs: a.weightSpecs as never, weightData: a.weightData as ArrayBuffer });
-    return { modelArtifactsInfo: { dateSaved: new Date(), modelTopologyType: 'JSON' } };
-  }));
+  await writeModelFiles(dir, await modelArtifacts(tf, original));
   const before = original.getWeights().map(w => w.dataSync().slice());
   const cfg = { model: path.join(dir, 'model.json'), data: 'synthetic-images', imageSize: [6, 6, 1], classes: 4, datasetSize: 120, batch: 12, steps: 5, devices: 2, backend: 'cpu', optimizer: 'adam', lr: 0.01 } as const;
   const out = tmp();

@@ -19,6 +19,7 @@ import type { GroupExchange } from '../pipeline/events.js';
 import { MAX_GROUPS } from '../pipeline/strategy.js';
 import { wallNow, type Span } from '../monitor/span.js';
 import { ControlBlock, type Phase } from './control-block.js';
+import { injectFault, type InjectedFault } from './fault-injection.js';
 import { gradSlots, optimizerStateOf, paramSlots } from './shared-buffers.js';
 import type { FromComm, ToComm } from './protocol.js';
 
@@ -37,12 +38,6 @@ port.once('message', (msg: ToComm) => {
     .finally(() => port.close());
 });
 
-function injectFault(kind: string, phase: string): void {
-  if (kind === 'exit') process.exit(3);
-  if (kind === 'hang') for (;;) { /* a device that stops responding */ }
-  throw new Error(`injected fault (throw) in ${phase}`);
-}
-
 async function run(msg: ToComm, control: ControlBlock, at: (step: number, phase: Phase) => void): Promise<void> {
   const { device, config, buffers, groups } = msg;
   const collective = new SharedMemoryCollective(config.allReduce, device, config.devices, control);
@@ -54,7 +49,7 @@ async function run(msg: ToComm, control: ControlBlock, at: (step: number, phase:
   if (config.link) stages.push(emulateLink(config.link, config.devices, groups));
   stages.push(tap(unit => { // the update phase begins
     at(unit.step, 'update');
-    if (fi && fi.device === device && fi.step === unit.step && fi.phase === 'update') injectFault(fi.kind, 'update');
+    if (fi && fi.device === device && fi.step === unit.step && fi.phase === 'update') injectFault(fi.kind as InjectedFault, 'update');
   }));
   stages.push(applyGroupUpdate(config.optimizer, params[device], grads[device], optimizerStateOf(buffers, device), groups, config.onNan === 'skip-step'));
   stages.push(publishApplied(control, device));
@@ -74,7 +69,7 @@ async function run(msg: ToComm, control: ControlBlock, at: (step: number, phase:
       at(step, 'exchange');
       const waitStart = wallNow();
       if (!control.waitGradsReady(device, g, step, `device ${device}'s gradients of step ${step}`)) return;
-      if (fi && fi.device === device && fi.step === step && fi.phase === 'exchange') injectFault(fi.kind, 'exchange');
+      if (fi && fi.device === device && fi.step === step && fi.phase === 'exchange') injectFault(fi.kind as InjectedFault, 'exchange');
       const done = await exchange({ step, group: g, waitStart, waitEnd: wallNow() });
       const name = groups[g].name;
       const span = (kind: Span['kind'], label: string, start: number, end: number): Span => ({ device, thread: 'comm', kind, name: label, step, group: g, start, end });

@@ -13,7 +13,7 @@ import { layoutParameters, type ParameterGroup, type ParameterLayout } from '../
 import { inputSlotIndex, INPUT_SLOTS } from '../data/shard-loader.js';
 import { ControlBlock, type Phase } from './control-block.js';
 import { gradSlots, paramSlots, type SharedBuffers } from './shared-buffers.js';
-import type { FromCompute, ModelArtifactsData, ToCompute } from './protocol.js';
+import type { FromCompute, ToCompute } from './protocol.js';
 import type { ResolvedConfig } from '../config.js';
 import type { LayersModel } from '../engine/tfjs-types.js';
 import { Subject, tap } from 'rxjs';
@@ -23,6 +23,8 @@ import { handOff } from '../pipeline/operators/hand-off.js';
 import type { GradientReady } from '../pipeline/events.js';
 import { wallNow, type Span } from '../monitor/span.js';
 import { ClassifierHead } from '../classifier/classifier-head.js';
+import { modelArtifacts } from '../trainer/model-files.js';
+import { injectFault } from './fault-injection.js';
 import { LabelPartition } from '../classifier/label-partition.js';
 import { partialFcStep, type PartialFcContext } from '../classifier/partial-fc.js';
 
@@ -59,11 +61,7 @@ function enter(p: Phase): void {
   phase = p;
   control?.setPhase(device, p, step);
   const fi = config?.faultInjection;
-  if (fi && fi.device === device && fi.step === step && fi.phase === p && fi.kind !== 'nan') {
-    if (fi.kind === 'exit') process.exit(3);
-    if (fi.kind === 'hang') for (;;) { /* a device that stops responding */ }
-    throw new Error(`injected fault (throw) in ${p}`);
-  }
+  if (fi && fi.device === device && fi.step === step && fi.phase === p && fi.kind !== 'nan') injectFault(fi.kind, p);
 }
 
 port.on('message', (msg: ToCompute) => {
@@ -268,15 +266,7 @@ async function finish(lastStep: number, exportModel: boolean): Promise<void> {
   enter('export');
   waitForUpdate(lastStep);
   writeVariables(params, 'write');
-  let artifacts: ModelArtifactsData | undefined;
-  if (exportModel) {
-    await model.save(tf.io.withSaveHandler(async a => {
-      const data = a.weightData;
-      const weightData = Array.isArray(data) ? tf.io.concatenateArrayBuffers(data) : (data as ArrayBuffer);
-      artifacts = { modelTopology: a.modelTopology as object, weightSpecs: a.weightSpecs as never, weightData };
-      return { modelArtifactsInfo: { dateSaved: new Date(), modelTopologyType: 'JSON' } };
-    }));
-  }
+  const artifacts = exportModel ? await modelArtifacts(tf, model) : undefined;
   enter('done');
   const headValues = head ? { ...head.values(), labels: head.config.labels } : undefined;
   send({ type: 'finished', device, artifacts, head: headValues, numTensors: tf.memory().numTensors }, artifacts ? [artifacts.weightData] : []);

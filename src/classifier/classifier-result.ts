@@ -4,6 +4,7 @@
  * export), and the held-out evaluation of the exported extractor.
  */
 import { runOneShotWorker } from '../actors/one-shot-worker.js';
+import { modelArtifacts } from '../trainer/model-files.js';
 import type { ResolvedConfig } from '../config.js';
 import type { FromCompute, HeadValues, ModelArtifactsData } from '../actors/protocol.js';
 import type { ParameterLayout } from '../model/parameter-layout.js';
@@ -87,12 +88,7 @@ async function fullClassifierArtifacts(extractor: ModelArtifactsData, w: Float32
   const dense = tf.layers.dense({ units: classes, useBias: b !== undefined && head === 'linear', name: 'classifier_all_classes' });
   const model = tf.sequential({ layers: [...base.layers, dense] });
   dense.setWeights(b !== undefined && head === 'linear' ? [tf.tensor(kernel, [embedding, classes]), tf.tensor(b)] : [tf.tensor(kernel, [embedding, classes])]);
-  let out: ModelArtifactsData | undefined;
-  await model.save(tf.io.withSaveHandler(async a => {
-    const data = a.weightData;
-    out = { modelTopology: a.modelTopology as object, weightSpecs: a.weightSpecs as never, weightData: Array.isArray(data) ? tf.io.concatenateArrayBuffers(data) : data as ArrayBuffer };
-    return { modelArtifactsInfo: { dateSaved: new Date(), modelTopologyType: 'JSON' } };
-  }));
+  const out = await modelArtifacts(tf, model);
   model.dispose();
-  return out!;
+  return out;
 }

@@ -4,6 +4,7 @@
  * labels in range and finite inputs, naming the sample index.
  */
 import { TandemError } from '../errors.js';
+import { injectFault } from '../actors/fault-injection.js';
 import type { DatasetSpec } from './dataset.js';
 import { sampleSize } from './dataset.js';
 import { resolveDataset } from './resolve-dataset.js';
@@ -24,13 +25,7 @@ export interface LoadShardTask {
 }
 
 export default async function loadShard(task: LoadShardTask): Promise<number> {
-  switch (task.fault) {
-    case 'throw': throw new Error('injected fault (throw) in load');
-    case 'exit': process.exit(3);
-    // eslint-disable-next-line no-fallthrough
-    case 'hang': for (;;) { /* a loader that stops responding */ }
-    default: break;
-  }
+  if (task.fault && task.fault !== 'nan') injectFault(task.fault, 'load');
   const ds = await resolveDataset(task.dataset);
   const inputs = new Float32Array(task.inputs);
   const labels = new Int32Array(task.labels);
