@@ -4,7 +4,7 @@
  */
 import os from 'node:os';
 import { TandemError } from './errors.js';
-import { BACKENDS, assertBackendAvailable, type BackendName } from './engine/backend.js';
+import { BACKENDS, assertBackendAvailable, defaultBackend, type BackendName } from './engine/backend.js';
 import { OPTIMIZERS, type OptimizerConfig, type OptimizerName } from './optim/flat-optimizer.js';
 import { ALL_REDUCE_KINDS, type AllReduceKind } from './collectives/collective.js';
 import { STRATEGIES, type StrategyOptions, type StrategySpec } from './pipeline/strategy.js';
@@ -81,7 +81,10 @@ export interface TrainConfig {
   /** Builtin dataset name or path to an ES module `(options) => Dataset`. Default `mnist`. */
   data?: string;
   devices?: number;
+  /** Default: `native` when the oneDNN addon was built, else `wasm` (env `TANDEM_BACKEND` overrides the default). */
   backend?: BackendName;
+  /** OpenMP threads per device for the native backend. Default 1 (one core per device). */
+  nativeThreads?: number;
   /** Global batch size: each device trains on batch / devices samples per step. */
   batch?: number;
   steps?: number;
@@ -138,6 +141,7 @@ export interface ResolvedConfig {
   classes: number;
   devices: number;
   backend: BackendName;
+  nativeThreads: number;
   batch: number;
   perDevice: number;
   steps: number;
@@ -156,7 +160,7 @@ export interface ResolvedConfig {
   faultInjection?: FaultInjection;
 }
 
-const KNOWN_KEYS = new Set(['checkpointEvery', 'checkpointDir', 'resume', 'onNan', 'evalSamples', 'method', 'embedding', 'head', 'scale', 'margin', 'sampleRate', 'partition', 'heldOut', 'exportDevice', 'exportClassifier', 'model', 'data', 'devices', 'backend', 'batch', 'steps', 'epochs', 'lr', 'momentum', 'optimizer', 'seed',
+const KNOWN_KEYS = new Set(['checkpointEvery', 'checkpointDir', 'resume', 'onNan', 'evalSamples', 'method', 'embedding', 'head', 'scale', 'margin', 'sampleRate', 'partition', 'heldOut', 'exportDevice', 'exportClassifier', 'model', 'data', 'devices', 'backend', 'nativeThreads', 'batch', 'steps', 'epochs', 'lr', 'momentum', 'optimizer', 'seed',
   'strategy', 'timeShare', 'paramShare', 'splitLayer', 'bucketCapMB', 'firstBucketMB', 'link', 'trace', 'allReduce', 'out', 'classes', 'imageSize', 'datasetSize', 'stallTimeoutMs', 'loaderThreads', 'faultInjection']);
 
 function bad(field: string, message: string): never {
@@ -184,8 +188,9 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
   for (const key of Object.keys(config)) if (!KNOWN_KEYS.has(key)) bad(key, `unknown option (known: ${[...KNOWN_KEYS].join(', ')})`);
   const maxDevices = 64;
   const devices = positiveInt('devices', config.devices ?? 2, maxDevices);
-  const backend = oneOf('backend', config.backend ?? 'wasm', BACKENDS);
+  const backend = oneOf('backend', config.backend ?? defaultBackend(), BACKENDS);
   assertBackendAvailable(backend);
+  const nativeThreads = positiveInt('nativeThreads', config.nativeThreads ?? 1, 256);
   const batch = positiveInt('batch', config.batch ?? 32);
   if (batch % devices !== 0) bad('batch', `global batch ${batch} must be divisible by devices ${devices} (each device trains batch/devices samples); try ${Math.max(devices, batch - (batch % devices))}`);
   const seed = config.seed ?? 1;
@@ -334,7 +339,7 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
     onNan: oneOf('onNan', config.onNan ?? 'error', ['error', 'skip-step'] as const),
     ...checkpointOptions(config),
     method, classifier, trainSize, evalSamples: positiveInt('evalSamples', config.evalSamples ?? 2000),
-    model, data, datasetSize: meta.size, sampleShape, classes: meta.classes, devices, backend, batch,
+    model, data, datasetSize: meta.size, sampleShape, classes: meta.classes, devices, backend, nativeThreads, batch,
     perDevice: batch / devices, steps, stepsPerEpoch, optimizer, seed, strategy, strategyOptions, link, trace: config.trace, allReduce, out: config.out,
     stallTimeoutMs, loaderThreads, faultInjection: fi,
   };

@@ -88,7 +88,7 @@ async function init(d: number, c: ResolvedConfig, controlBuffer: SharedArrayBuff
   control = new ControlBlock(controlBuffer, c.devices, groupCount, 2 * c.stallTimeoutMs);
   control.owner = { device: d, side: 'compute' };
   enter('setup');
-  await startBackend(tf, c.backend);
+  await startBackend(tf, c.backend, { nativeThreads: c.nativeThreads });
   model = await buildModel(tf, c.model);
   probabilities = outputsProbabilities(model);
   if (c.classifier) {

@@ -15,7 +15,8 @@ import { ProgressDisplay } from './progress-display.js';
 const HELP = `tandem — train TensorFlow.js models on several devices at once
 
   tandem train [--config FILE.json] [--model NAME|PATH] [--data NAME|PATH] [--devices N]
-               [--backend wasm|cpu|tensorflow] [--batch GLOBAL] [--steps N | --epochs N]
+               [--backend native|wasm|cpu|tensorflow] [--native-threads N]
+               [--batch GLOBAL] [--steps N | --epochs N]
                [--lr X] [--momentum X] [--optimizer sgd|adam] [--seed N]
                [--strategy sequential|two-group|per-layer|buckets|auto] [--split-layer P]
                [--bucket-mb MB] [--first-bucket-mb MB] [--all-reduce sharded|primary]

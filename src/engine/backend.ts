@@ -1,15 +1,19 @@
 /**
  * Compute backends a device can run on, and how each is started inside a worker.
- * `wasm` (default: SIMD, one thread per engine), `cpu` (pure JS), and
- * `tensorflow` (@tensorflow/tfjs-node-gpu or -node, only when the user installed it).
+ * `native` (default when the oneDNN addon was built: tfjs's cpu backend with
+ * oneDNN/C++ kernels), `wasm` (default otherwise: SIMD, one thread per engine),
+ * `cpu` (pure JS), and `tensorflow` (@tensorflow/tfjs-node-gpu or -node, only
+ * when the user installed it).
  */
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { TandemError } from '../errors.js';
 import { installFastGradients } from './fast-gradients.js';
+import { loadNativeAddon, NATIVE_HOW_TO } from './native/native-addon.js';
+import { registerNativeBackend } from './native/native-backend.js';
 import type { Tf } from './tfjs-types.js';
 
-export const BACKENDS = ['wasm', 'cpu', 'tensorflow'] as const;
+export const BACKENDS = ['native', 'wasm', 'cpu', 'tensorflow'] as const;
 export type BackendName = (typeof BACKENDS)[number];
 
 const require = createRequire(import.meta.url);
@@ -26,8 +30,37 @@ export function findTensorflowPackage(): string | undefined {
   return undefined;
 }
 
+let noticeShown = false;
+
+/**
+ * The backend a run gets when its config names none: `TANDEM_BACKEND` when set,
+ * else `native` when the addon loaded, else `wasm` with a one-line notice (once per process).
+ */
+export function defaultBackend(): BackendName {
+  const fromEnv = process.env.TANDEM_BACKEND;
+  if (fromEnv) {
+    if (!(BACKENDS as readonly string[]).includes(fromEnv)) {
+      throw new TandemError('BAD_CONFIG', `TANDEM_BACKEND='${fromEnv}' is not a backend; use one of ${BACKENDS.join(', ')}`);
+    }
+    return fromEnv as BackendName;
+  }
+  const load = loadNativeAddon();
+  if (load.loaded) return 'native';
+  if (!noticeShown) {
+    noticeShown = true;
+    process.stderr.write(`tandem: native kernels unavailable (${load.reason}); using wasm. For the fast path, ${NATIVE_HOW_TO}.\n`);
+  }
+  return 'wasm';
+}
+
 /** Throws a clear error when `name` cannot run on this machine. Main thread, before threads start. */
 export function assertBackendAvailable(name: BackendName): void {
+  if (name === 'native') {
+    const load = loadNativeAddon();
+    if (!load.loaded) {
+      throw new TandemError('BACKEND_UNAVAILABLE', `backend 'native' is not available: ${load.reason}. To get it, ${NATIVE_HOW_TO}; or use --backend wasm.`);
+    }
+  }
   if (name === 'tensorflow' && !findTensorflowPackage()) {
     throw new TandemError('BACKEND_UNAVAILABLE',
       "backend 'tensorflow' needs @tensorflow/tfjs-node-gpu or @tensorflow/tfjs-node, and neither is installed. " +
@@ -35,9 +68,17 @@ export function assertBackendAvailable(name: BackendName): void {
   }
 }
 
+export interface BackendOptions {
+  /** OpenMP threads of the native backend on this thread (default 1). */
+  nativeThreads?: number;
+}
+
 /** Starts `name` on this thread's tfjs and installs tandem's faster gradients. Worker side. */
-export async function startBackend(tf: Tf, name: BackendName): Promise<void> {
+export async function startBackend(tf: Tf, name: BackendName, options: BackendOptions = {}): Promise<void> {
   switch (name) {
+    case 'native':
+      registerNativeBackend(tf, { threads: options.nativeThreads });
+      break;
     case 'wasm': {
       const wasm = await import('@tensorflow/tfjs-backend-wasm');
       const dir = path.dirname(require.resolve('@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm-simd.wasm'));

@@ -240,6 +240,7 @@ function registerConvGradient(tf: Tf): void {
     inputsToSave: ['x', 'filter'],
     gradFunc: (dy: Tensor | Tensor[], saved: Tensor[], attrs: Record<string, unknown>) => {
       const grads = stock.gradFunc(dy, saved, attrs as never);
+      if (tf.getBackend() === 'native') return grads; // native Conv2DBackpropInput beats dx-as-a-convolution
       const [sh, sw] = pair(attrs.strides as number | number[], 1);
       const [x, w] = saved as [import('@tensorflow/tfjs').Tensor4D, import('@tensorflow/tfjs').Tensor4D];
       if (!convIsCovered(attrs, w.shape) || sh !== 1 || sw !== 1) return grads;

@@ -32,7 +32,7 @@ function median(xs: number[]): number {
 }
 
 async function profile({ config, warmupSteps, steps, reps }: ProfileRequest): Promise<ModelProfile> {
-  await startBackend(tf, config.backend);
+  await startBackend(tf, config.backend, { nativeThreads: config.nativeThreads });
   const model = await buildModel(tf, config.model);
   if (!(model instanceof tf.Sequential)) {
     throw new TandemError('BAD_CONFIG', `the profiler times layers one after another and needs a tf.Sequential model; '${config.model.source}' is a functional model. ` +

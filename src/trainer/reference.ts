@@ -14,7 +14,7 @@ import type { TrainSummary } from './train.js';
 
 export async function trainReference(config: TrainConfig): Promise<{ weights: TrainSummary['weights']; losses: number[] }> {
   const cfg = await resolveConfig(config);
-  await startBackend(tf, cfg.backend);
+  await startBackend(tf, cfg.backend, { nativeThreads: cfg.nativeThreads });
   const model = await buildModel(tf, cfg.model);
   const probabilities = outputsProbabilities(model);
   const ds = await resolveDataset(cfg.data);

@@ -1,0 +1,118 @@
+// tandem's native kernels: oneDNN convolution and matmul, C++ pooling and
+// elementwise loops, on the tfjs cpu backend's Float32Arrays without copies.
+#include <malloc.h>
+#include <omp.h>
+
+#include <sstream>
+
+#include "dnnl-context.h"
+
+namespace tandem {
+
+Ctx& GetCtx(Napi::Env env) {
+  Ctx* c = env.GetInstanceData<Ctx>();
+  if (!c) {
+    c = new Ctx();
+    env.SetInstanceData<Ctx>(c);  // deleted with the environment (thread exit)
+  }
+  return *c;
+}
+
+float* F32(const Napi::Value& v, size_t need, const char* name) {
+  if (!v.IsTypedArray() || v.As<Napi::TypedArray>().TypedArrayType() != napi_float32_array)
+    throw Napi::TypeError::New(v.Env(), std::string(name) + " must be a Float32Array");
+  auto a = v.As<Napi::Float32Array>();
+  if (a.ElementLength() < need) {
+    std::ostringstream os;
+    os << name << " holds " << a.ElementLength() << " floats, the kernel needs " << need;
+    throw Napi::RangeError::New(v.Env(), os.str());
+  }
+  return a.Data();
+}
+
+float* OptionalF32(const Napi::Value& v, size_t need, const char* name) {
+  if (v.IsNull() || v.IsUndefined()) return nullptr;
+  return F32(v, need, name);
+}
+
+int Int(const Napi::Value& v, const char* name) {
+  if (!v.IsNumber()) throw Napi::TypeError::New(v.Env(), std::string(name) + " must be a number");
+  return v.As<Napi::Number>().Int32Value();
+}
+
+Activation ReadActivation(const Napi::Value& v) {
+  int a = Int(v, "activation");
+  if (a < 0 || a > 5) throw Napi::RangeError::New(v.Env(), "activation code must be 0..5");
+  return static_cast<Activation>(a);
+}
+
+void AppendActivation(dnnl::primitive_attr& attr, Activation act, float alpha) {
+  using dnnl::algorithm;
+  dnnl::post_ops ops;
+  switch (act) {
+    case Activation::Linear: return;
+    case Activation::Relu: ops.append_eltwise(1.f, algorithm::eltwise_relu, 0.f, 0.f); break;
+    case Activation::Relu6: ops.append_eltwise(1.f, algorithm::eltwise_clip, 0.f, 6.f); break;
+    case Activation::LeakyRelu: ops.append_eltwise(1.f, algorithm::eltwise_relu, alpha, 0.f); break;
+    case Activation::Sigmoid: ops.append_eltwise(1.f, algorithm::eltwise_logistic, 0.f, 0.f); break;
+    case Activation::Elu: ops.append_eltwise(1.f, algorithm::eltwise_elu, 1.f, 0.f); break;
+  }
+  attr.set_post_ops(ops);
+}
+
+namespace {
+
+Napi::Value SetNumThreads(const Napi::CallbackInfo& info) {
+  int n = Int(info[0], "threads");
+  if (n < 1) throw Napi::RangeError::New(info.Env(), "threads must be at least 1");
+  omp_set_num_threads(n);  // per OS thread: every worker sets its own
+  return info.Env().Undefined();
+}
+
+// retainFreedMemory(mmapThresholdBytes, trimThresholdBytes): tfjs allocates a fresh
+// Float32Array for every kernel output; with glibc's defaults, large ones are
+// mmap'ed and unmapped each time, and every first touch of a page faults
+// (~1 ms per 4 MB output). Raising both thresholds lets freed blocks be reused.
+Napi::Value RetainFreedMemory(const Napi::CallbackInfo& info) {
+  int mmapThreshold = Int(info[0], "mmapThresholdBytes"), trimThreshold = Int(info[1], "trimThresholdBytes");
+  bool ok = mallopt(M_MMAP_THRESHOLD, mmapThreshold) == 1 && mallopt(M_TRIM_THRESHOLD, trimThreshold) == 1;
+  return Napi::Boolean::New(info.Env(), ok);
+}
+
+Napi::Value GetNumThreads(const Napi::CallbackInfo& info) {
+  return Napi::Number::New(info.Env(), omp_get_max_threads());
+}
+
+Napi::Value Version(const Napi::CallbackInfo& info) {
+  auto v = dnnl::version();
+  std::ostringstream os;
+  os << v->major << '.' << v->minor << '.' << v->patch;
+  auto o = Napi::Object::New(info.Env());
+  o.Set("onednn", os.str());
+  o.Set("cpuRuntime", v->cpu_runtime == DNNL_RUNTIME_OMP ? "openmp" : v->cpu_runtime == DNNL_RUNTIME_SEQ ? "sequential" : "other");
+  return o;
+}
+
+Napi::Value PrimitivesCreated(const Napi::CallbackInfo& info) {
+  return Napi::Number::New(info.Env(), static_cast<double>(GetCtx(info.Env()).primitivesCreated));
+}
+
+Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  exports.Set("setNumThreads", Napi::Function::New(env, SetNumThreads));
+  exports.Set("retainFreedMemory", Napi::Function::New(env, RetainFreedMemory));
+  exports.Set("getNumThreads", Napi::Function::New(env, GetNumThreads));
+  exports.Set("version", Napi::Function::New(env, Version));
+  exports.Set("primitivesCreated", Napi::Function::New(env, PrimitivesCreated));
+  RegisterConv(env, exports);
+  RegisterMatmul(env, exports);
+  RegisterPool(env, exports);
+  RegisterEltwise(env, exports);
+  return exports;
+}
+
+}  // namespace
+}  // namespace tandem
+
+static Napi::Object InitTandemNative(Napi::Env env, Napi::Object exports) { return tandem::Init(env, exports); }
+
+NODE_API_MODULE(tandem_native, InitTandemNative)

@@ -1,0 +1,194 @@
+// 2-D convolution with oneDNN: forward (optional bias and fused activation),
+// backward data and backward weights. NHWC activations are used as they are;
+// weights stay HWIO in JS and are reordered into the layout oneDNN picks
+// (format_tag::any) through a cached reorder. One cached primitive per shape.
+#include <sstream>
+
+#include "dnnl-context.h"
+
+namespace tandem {
+
+struct ConvShape {
+  int N, H, W, C, KH, KW, OC, sh, sw, pt, pl, pb, pr, OH, OW;
+  size_t xSize() const { return (size_t)N * H * W * C; }
+  size_t ySize() const { return (size_t)N * OH * OW * OC; }
+  size_t wSize() const { return (size_t)KH * KW * C * OC; }
+};
+
+namespace {
+
+enum class ConvKind { Forward, BackwardData, BackwardWeights };
+
+ConvShape ReadShape(const Napi::Value& v) {
+  if (!v.IsArray() || v.As<Napi::Array>().Length() != 15)
+    throw Napi::TypeError::New(v.Env(), "conv shape = [N,H,W,C,KH,KW,OC,strideH,strideW,padTop,padLeft,padBottom,padRight,outH,outW]");
+  auto a = v.As<Napi::Array>();
+  int s[15];
+  for (uint32_t i = 0; i < 15; i++) s[i] = Int(a.Get(i), "conv shape entry");
+  ConvShape c{s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], s[9], s[10], s[11], s[12], s[13], s[14]};
+  bool ok = c.N > 0 && c.H > 0 && c.W > 0 && c.C > 0 && c.KH > 0 && c.KW > 0 && c.OC > 0 && c.sh > 0 && c.sw > 0 &&
+            c.pt >= 0 && c.pl >= 0 && c.pb >= 0 && c.pr >= 0 &&
+            c.OH == (c.H + c.pt + c.pb - c.KH) / c.sh + 1 && c.OW == (c.W + c.pl + c.pr - c.KW) / c.sw + 1 &&
+            c.OH > 0 && c.OW > 0;
+  if (!ok) throw Napi::RangeError::New(v.Env(), "conv shape is inconsistent (output size must be (in + pads - filter) / stride + 1)");
+  return c;
+}
+
+std::string Key(ConvKind kind, const ConvShape& s, bool bias, Activation act, float alpha) {
+  std::ostringstream k;
+  k << static_cast<int>(kind) << '|' << s.N << ',' << s.H << ',' << s.W << ',' << s.C << ',' << s.KH << ',' << s.KW << ','
+    << s.OC << ',' << s.sh << ',' << s.sw << ',' << s.pt << ',' << s.pl << ',' << s.pb << ',' << s.pr << '|' << bias << '|'
+    << static_cast<int>(act) << '|' << alpha;
+  return k.str();
+}
+
+dnnl::convolution_forward::primitive_desc ForwardPd(Ctx& c, ConvEntry& e, const ConvShape& s, bool bias,
+                                                    Activation act, float alpha, bool userScratch) {
+  memory::dims strides{s.sh, s.sw}, padL{s.pt, s.pl}, padR{s.pb, s.pr};
+  memory::desc wAny({s.OC, s.C, s.KH, s.KW}, dt::f32, tag::any);
+  dnnl::primitive_attr attr;
+  if (userScratch) attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  AppendActivation(attr, act, alpha);
+  auto d = bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
+                                                  e.x_md, wAny, e.b_md, e.y_md, strides, padL, padR)
+                : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
+                                                  e.x_md, wAny, e.y_md, strides, padL, padR);
+  return dnnl::convolution_forward::primitive_desc(d, attr, c.eng);
+}
+
+ConvEntry& GetConv(Ctx& c, ConvKind kind, const ConvShape& s, bool bias, Activation act, float alpha) {
+  auto key = Key(kind, s, bias, act, alpha);
+  auto it = c.conv.find(key);
+  if (it != c.conv.end()) return *it->second;
+
+  auto e = std::make_unique<ConvEntry>();
+  e->x_md = memory::desc({s.N, s.C, s.H, s.W}, dt::f32, tag::nhwc);
+  e->y_md = memory::desc({s.N, s.OC, s.OH, s.OW}, dt::f32, tag::nhwc);
+  e->w_md = memory::desc({s.OC, s.C, s.KH, s.KW}, dt::f32, tag::hwio);
+  e->b_md = memory::desc({s.OC}, dt::f32, tag::x);
+  memory::dims strides{s.sh, s.sw}, padL{s.pt, s.pl}, padR{s.pb, s.pr};
+  memory::desc wAny({s.OC, s.C, s.KH, s.KW}, dt::f32, tag::any);
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  memory::desc primW, scratchMd;
+  switch (kind) {
+    case ConvKind::Forward: {
+      auto pd = ForwardPd(c, *e, s, bias, act, alpha, true);
+      e->prim = dnnl::convolution_forward(pd);
+      primW = pd.weights_desc();
+      scratchMd = pd.scratchpad_desc();
+      break;
+    }
+    case ConvKind::BackwardData: {
+      auto hint = ForwardPd(c, *e, s, false, Activation::Linear, 0.f, false);
+      auto d = dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, e->x_md, wAny, e->y_md,
+                                                     strides, padL, padR);
+      dnnl::convolution_backward_data::primitive_desc pd(d, attr, c.eng, hint);
+      e->prim = dnnl::convolution_backward_data(pd);
+      primW = pd.weights_desc();
+      scratchMd = pd.scratchpad_desc();
+      break;
+    }
+    case ConvKind::BackwardWeights: {
+      auto hint = ForwardPd(c, *e, s, bias, Activation::Linear, 0.f, false);
+      auto d = bias ? dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, e->x_md, wAny,
+                                                               e->b_md, e->y_md, strides, padL, padR)
+                    : dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, e->x_md, wAny,
+                                                               e->y_md, strides, padL, padR);
+      dnnl::convolution_backward_weights::primitive_desc pd(d, attr, c.eng, hint);
+      e->prim = dnnl::convolution_backward_weights(pd);
+      primW = pd.diff_weights_desc();
+      scratchMd = pd.scratchpad_desc();
+      break;
+    }
+  }
+  e->scratch = memory(scratchMd, c.eng);
+  if (primW != e->w_md) {
+    e->reorder_w = true;
+    e->w_buf = memory(primW, c.eng);
+    memory plain(e->w_md, c.eng, DNNL_MEMORY_NONE);
+    e->w_reorder = kind == ConvKind::BackwardWeights ? dnnl::reorder(e->w_buf, plain) : dnnl::reorder(plain, e->w_buf);
+  }
+  c.primitivesCreated++;
+  auto* p = e.get();
+  c.conv.emplace(std::move(key), std::move(e));
+  return *p;
+}
+
+// conv2dForward(x, w, bias | null, y, shape, activation, alpha)
+Napi::Value Conv2dForward(const Napi::CallbackInfo& info) {
+  return Guard(info, "conv2dForward", [&]() -> Napi::Value {
+    auto& c = GetCtx(info.Env());
+    ConvShape s = ReadShape(info[4]);
+    float* x = F32(info[0], s.xSize(), "x");
+    float* w = F32(info[1], s.wSize(), "filter");
+    float* b = OptionalF32(info[2], s.OC, "bias");
+    float* y = F32(info[3], s.ySize(), "y");
+    Activation act = ReadActivation(info[5]);
+    float alpha = static_cast<float>(info[6].ToNumber().DoubleValue());
+    auto& e = GetConv(c, ConvKind::Forward, s, b != nullptr, act, alpha);
+    memory wm(e.w_md, c.eng, w);
+    if (e.reorder_w) e.w_reorder.execute(c.strm, wm, e.w_buf);
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory(e.x_md, c.eng, x)},
+                                         {DNNL_ARG_WEIGHTS, e.reorder_w ? e.w_buf : wm},
+                                         {DNNL_ARG_DST, memory(e.y_md, c.eng, y)},
+                                         {DNNL_ARG_SCRATCHPAD, e.scratch}};
+    if (b) args.insert({DNNL_ARG_BIAS, memory(e.b_md, c.eng, b)});
+    e.prim.execute(c.strm, args);
+    c.strm.wait();
+    return info.Env().Undefined();
+  });
+}
+
+// conv2dBackwardData(dy, w, dx, shape)
+Napi::Value Conv2dBackwardData(const Napi::CallbackInfo& info) {
+  return Guard(info, "conv2dBackwardData", [&]() -> Napi::Value {
+    auto& c = GetCtx(info.Env());
+    ConvShape s = ReadShape(info[3]);
+    float* dy = F32(info[0], s.ySize(), "dy");
+    float* w = F32(info[1], s.wSize(), "filter");
+    float* dx = F32(info[2], s.xSize(), "dx");
+    auto& e = GetConv(c, ConvKind::BackwardData, s, false, Activation::Linear, 0.f);
+    memory wm(e.w_md, c.eng, w);
+    if (e.reorder_w) e.w_reorder.execute(c.strm, wm, e.w_buf);
+    e.prim.execute(c.strm, {{DNNL_ARG_DIFF_DST, memory(e.y_md, c.eng, dy)},
+                            {DNNL_ARG_WEIGHTS, e.reorder_w ? e.w_buf : wm},
+                            {DNNL_ARG_DIFF_SRC, memory(e.x_md, c.eng, dx)},
+                            {DNNL_ARG_SCRATCHPAD, e.scratch}});
+    c.strm.wait();
+    return info.Env().Undefined();
+  });
+}
+
+// conv2dBackwardWeights(x, dy, dw, dbias | null, shape)
+Napi::Value Conv2dBackwardWeights(const Napi::CallbackInfo& info) {
+  return Guard(info, "conv2dBackwardWeights", [&]() -> Napi::Value {
+    auto& c = GetCtx(info.Env());
+    ConvShape s = ReadShape(info[4]);
+    float* x = F32(info[0], s.xSize(), "x");
+    float* dy = F32(info[1], s.ySize(), "dy");
+    float* dw = F32(info[2], s.wSize(), "dw");
+    float* db = OptionalF32(info[3], s.OC, "dbias");
+    auto& e = GetConv(c, ConvKind::BackwardWeights, s, db != nullptr, Activation::Linear, 0.f);
+    memory dwm(e.w_md, c.eng, dw);
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory(e.x_md, c.eng, x)},
+                                         {DNNL_ARG_DIFF_DST, memory(e.y_md, c.eng, dy)},
+                                         {DNNL_ARG_DIFF_WEIGHTS, e.reorder_w ? e.w_buf : dwm},
+                                         {DNNL_ARG_SCRATCHPAD, e.scratch}};
+    if (db) args.insert({DNNL_ARG_DIFF_BIAS, memory(e.b_md, c.eng, db)});
+    e.prim.execute(c.strm, args);
+    if (e.reorder_w) e.w_reorder.execute(c.strm, e.w_buf, dwm);
+    c.strm.wait();
+    return info.Env().Undefined();
+  });
+}
+
+}  // namespace
+
+void RegisterConv(Napi::Env env, Napi::Object exports) {
+  exports.Set("conv2dForward", Napi::Function::New(env, Conv2dForward));
+  exports.Set("conv2dBackwardData", Napi::Function::New(env, Conv2dBackwardData));
+  exports.Set("conv2dBackwardWeights", Napi::Function::New(env, Conv2dBackwardWeights));
+}
+
+}  // namespace tandem

@@ -1,0 +1,66 @@
+// Batched matrix product with oneDNN: c[b] = act(op(a[b]) @ op(b[b]) + bias),
+// row-major, batch dims broadcast when one side has batch 1. One cached
+// primitive per shape, transposition, bias and activation.
+#include <sstream>
+
+#include "dnnl-context.h"
+
+namespace tandem {
+
+namespace {
+
+// matmul(a, b, bias | null, c, batchA, batchB, M, K, N, transposeA, transposeB, activation, alpha)
+Napi::Value Matmul(const Napi::CallbackInfo& info) {
+  return Guard(info, "matmul", [&]() -> Napi::Value {
+    auto& cx = GetCtx(info.Env());
+    int batchA = Int(info[4], "batchA"), batchB = Int(info[5], "batchB");
+    int M = Int(info[6], "M"), K = Int(info[7], "K"), N = Int(info[8], "N");
+    bool ta = info[9].ToBoolean(), tb = info[10].ToBoolean();
+    Activation act = ReadActivation(info[11]);
+    float alpha = static_cast<float>(info[12].ToNumber().DoubleValue());
+    if (batchA < 1 || batchB < 1 || M < 1 || K < 1 || N < 1 || (batchA != batchB && batchA != 1 && batchB != 1))
+      throw Napi::RangeError::New(info.Env(), "matmul: sizes must be positive and batches equal or 1");
+    int batch = batchA > batchB ? batchA : batchB;
+    float* a = F32(info[0], (size_t)batchA * M * K, "a");
+    float* b = F32(info[1], (size_t)batchB * K * N, "b");
+    float* bias = OptionalF32(info[2], N, "bias");
+    float* c = F32(info[3], (size_t)batch * M * N, "c");
+
+    std::ostringstream k;
+    k << batchA << ',' << batchB << ',' << M << ',' << K << ',' << N << ',' << ta << ',' << tb << ',' << (bias != nullptr)
+      << ',' << static_cast<int>(act) << ',' << alpha;
+    auto& ent = cx.matmul[k.str()];
+    if (!ent) {
+      ent = std::make_unique<MatmulEntry>();
+      ent->a_md = memory::desc({batchA, M, K}, dt::f32, ta ? tag::acb : tag::abc);
+      ent->b_md = memory::desc({batchB, K, N}, dt::f32, tb ? tag::acb : tag::abc);
+      ent->c_md = memory::desc({batch, M, N}, dt::f32, tag::abc);
+      ent->bias_md = memory::desc({1, 1, N}, dt::f32, tag::abc);
+      dnnl::primitive_attr attr;
+      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+      AppendActivation(attr, act, alpha);
+      auto d = bias ? dnnl::matmul::desc(ent->a_md, ent->b_md, ent->bias_md, ent->c_md)
+                    : dnnl::matmul::desc(ent->a_md, ent->b_md, ent->c_md);
+      dnnl::matmul::primitive_desc pd(d, attr, cx.eng);
+      ent->prim = dnnl::matmul(pd);
+      ent->scratch = memory(pd.scratchpad_desc(), cx.eng);
+      cx.primitivesCreated++;
+    }
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory(ent->a_md, cx.eng, a)},
+                                         {DNNL_ARG_WEIGHTS, memory(ent->b_md, cx.eng, b)},
+                                         {DNNL_ARG_DST, memory(ent->c_md, cx.eng, c)},
+                                         {DNNL_ARG_SCRATCHPAD, ent->scratch}};
+    if (bias) args.insert({DNNL_ARG_BIAS, memory(ent->bias_md, cx.eng, bias)});
+    ent->prim.execute(cx.strm, args);
+    cx.strm.wait();
+    return info.Env().Undefined();
+  });
+}
+
+}  // namespace
+
+void RegisterMatmul(Napi::Env env, Napi::Object exports) {
+  exports.Set("matmul", Napi::Function::New(env, Matmul));
+}
+
+}  // namespace tandem

@@ -1,0 +1,101 @@
+/**
+ * Conv2D, FusedConv2D, Conv2DBackpropInput and Conv2DBackpropFilter on oneDNN.
+ * Covered: float32, NHWC, dilation 1, any strides and paddings whose output
+ * size oneDNN's formula reproduces (tfjs sizes numeric pads in its own way:
+ * those shapes fall back). FusedConv2D: bias [OC] and linear/relu/relu6/
+ * leakyrelu/sigmoid/elu (prelu falls back).
+ */
+import type { NamedAttrMap } from '@tensorflow/tfjs-core';
+import { activationCode, float32Values, isLastAxisVector, optionalInput, output, pair, sameShape, sizeOf,
+  type NativeKernel, type NativeKernelContext } from './native-kernel.js';
+import type { NativeConvShape } from './native-addon.js';
+
+type Shape4 = [number, number, number, number];
+type Conv2DInfo = ReturnType<NativeKernelContext['tf']['backend_util']['computeConv2DInfo']>;
+
+/** The addon's shape array for this convolution, or undefined when oneDNN cannot reproduce tfjs's geometry. */
+function convShape(ctx: NativeKernelContext, xShape: number[], filterShape: number[], attrs: NamedAttrMap): { shape: NativeConvShape; info: Conv2DInfo } | undefined {
+  if (xShape.length !== 4 || filterShape.length !== 4) return undefined;
+  if (((attrs.dataFormat as string | undefined) ?? 'NHWC') !== 'NHWC') return undefined;
+  const [dh, dw] = pair(attrs.dilations, 1);
+  if (dh !== 1 || dw !== 1) return undefined;
+  if (xShape[3] !== filterShape[2]) return undefined;
+  let info: Conv2DInfo;
+  try {
+    info = ctx.tf.backend_util.computeConv2DInfo(xShape as Shape4, filterShape as Shape4, attrs.strides as number | [number, number],
+      1, attrs.pad as 'same', attrs.dimRoundingMode as 'floor' | undefined, false, 'channelsLast');
+  } catch {
+    return undefined; // the stock kernel reports the user's mistake
+  }
+  const p = info.padInfo;
+  const [n, h, w, c] = xShape;
+  const [kh, kw, , oc] = filterShape;
+  const sh = info.strideHeight, sw = info.strideWidth;
+  if ([p.top, p.left, p.bottom, p.right].some(v => v < 0)) return undefined;
+  const oh = Math.floor((h + p.top + p.bottom - kh) / sh) + 1;
+  const ow = Math.floor((w + p.left + p.right - kw) / sw) + 1;
+  if (oh !== info.outHeight || ow !== info.outWidth || oh < 1 || ow < 1) return undefined;
+  return { shape: [n, h, w, c, kh, kw, oc, sh, sw, p.top, p.left, p.bottom, p.right, oh, ow], info };
+}
+
+export function convKernels(ctx: NativeKernelContext): NativeKernel[] {
+  const { addon } = ctx;
+  return [
+    {
+      kernelName: 'Conv2D',
+      run({ inputs, attrs, backend }) {
+        const x = float32Values(backend, inputs.x), filter = float32Values(backend, inputs.filter);
+        const geometry = x && filter && convShape(ctx, inputs.x.shape, inputs.filter.shape, attrs);
+        if (!x || !filter || !geometry) return undefined;
+        const y = new Float32Array(sizeOf(geometry.info.outShape));
+        addon.conv2dForward(x, filter, null, y, geometry.shape, 0, 0);
+        return output(backend, geometry.info.outShape, y);
+      },
+    },
+    {
+      kernelName: 'FusedConv2D',
+      run(args) {
+        const { inputs, attrs, backend } = args;
+        const x = float32Values(backend, inputs.x), filter = float32Values(backend, inputs.filter);
+        const activation = activationCode(attrs.activation);
+        const biasInput = optionalInput(args, 'bias');
+        if (!x || !filter || activation === undefined || optionalInput(args, 'preluActivationWeights')) return undefined;
+        const geometry = convShape(ctx, inputs.x.shape, inputs.filter.shape, attrs);
+        if (!geometry) return undefined;
+        let bias: Float32Array | null = null;
+        if (biasInput) {
+          const b = float32Values(backend, biasInput);
+          if (!b || !isLastAxisVector(biasInput.shape, geometry.shape[6]) || biasInput.shape.length > 4) return undefined;
+          bias = b;
+        }
+        const y = new Float32Array(sizeOf(geometry.info.outShape));
+        addon.conv2dForward(x, filter, bias, y, geometry.shape, activation, (attrs.leakyreluAlpha as number | undefined) ?? 0.2);
+        return output(backend, geometry.info.outShape, y);
+      },
+    },
+    {
+      kernelName: 'Conv2DBackpropInput',
+      run({ inputs, attrs, backend }) {
+        const dy = float32Values(backend, inputs.dy), filter = float32Values(backend, inputs.filter);
+        const inputShape = attrs.inputShape as number[];
+        const geometry = dy && filter && convShape(ctx, inputShape, inputs.filter.shape, attrs);
+        if (!dy || !filter || !geometry || !sameShape(geometry.info.outShape, inputs.dy.shape)) return undefined;
+        const dx = new Float32Array(sizeOf(inputShape));
+        addon.conv2dBackwardData(dy, filter, dx, geometry.shape);
+        return output(backend, [...inputShape], dx);
+      },
+    },
+    {
+      kernelName: 'Conv2DBackpropFilter',
+      run({ inputs, attrs, backend }) {
+        const x = float32Values(backend, inputs.x), dy = float32Values(backend, inputs.dy);
+        const filterShape = attrs.filterShape as number[];
+        const geometry = x && dy && convShape(ctx, inputs.x.shape, filterShape, attrs);
+        if (!x || !dy || !geometry || !sameShape(geometry.info.outShape, inputs.dy.shape)) return undefined;
+        const dw = new Float32Array(sizeOf(filterShape));
+        addon.conv2dBackwardWeights(x, dy, dw, null, geometry.shape);
+        return output(backend, [...filterShape], dw);
+      },
+    },
+  ];
+}

@@ -1,0 +1,71 @@
+/**
+ * The elementwise and reduction kernels that dominate a training profile once
+ * convolutions and matmuls are native: Relu, the relu gradient (a kernel of
+ * tandem's own, `TandemReluGrad`, used by the native backend's Relu gradient),
+ * Add of a per-channel bias, and Sum over leading axes (the bias gradient).
+ * Each does the same float operations in the same order as the stock kernel
+ * (bit-identical); other shapes and dtypes fall back.
+ */
+import { float32Values, isLastAxisVector, output, sizeOf, type NativeKernel, type NativeKernelContext } from './native-kernel.js';
+
+/** Kernel name of the fused relu gradient dx = dy * step(x). Registered on the native backend only. */
+export const RELU_GRAD_KERNEL = 'TandemReluGrad';
+
+export function elementwiseKernels(ctx: NativeKernelContext): NativeKernel[] {
+  const { addon, tf } = ctx;
+  return [
+    {
+      kernelName: 'Relu',
+      run({ inputs, backend }) {
+        const x = float32Values(backend, inputs.x);
+        if (!x) return undefined;
+        const y = new Float32Array(x.length);
+        addon.relu(x, y, x.length);
+        return output(backend, [...inputs.x.shape], y);
+      },
+    },
+    {
+      kernelName: RELU_GRAD_KERNEL,
+      run({ inputs, backend }) {
+        const dy = float32Values(backend, inputs.dy), x = float32Values(backend, inputs.x);
+        if (!dy || !x || dy.length !== x.length) return undefined;
+        const dx = new Float32Array(x.length);
+        addon.reluGrad(dy, x, dx, x.length);
+        return output(backend, [...inputs.x.shape], dx);
+      },
+    },
+    {
+      kernelName: 'Add',
+      run({ inputs, backend }) {
+        const a = float32Values(backend, inputs.a), b = float32Values(backend, inputs.b);
+        if (!a || !b) return undefined;
+        // full + vector along the last axis, either way round (float addition commutes exactly)
+        const [full, fullValues, vector, vectorValues] = a.length >= b.length
+          ? [inputs.a, a, inputs.b, b] : [inputs.b, b, inputs.a, a];
+        const cols = full.shape[full.shape.length - 1];
+        if (full.shape.length === 0 || vector.shape.length > full.shape.length || !isLastAxisVector(vector.shape, cols) || cols < 1) return undefined;
+        const y = new Float32Array(fullValues.length);
+        addon.addRowVector(fullValues, vectorValues, y, fullValues.length / cols, cols);
+        return output(backend, [...full.shape], y);
+      },
+    },
+    {
+      kernelName: 'Sum',
+      run({ inputs, attrs, backend }) {
+        const x = float32Values(backend, inputs.x);
+        if (!x) return undefined;
+        const shape = inputs.x.shape;
+        const axes = [...new Set(tf.util.parseAxisParam(attrs.axis as number | number[], shape))].sort((p, q) => p - q);
+        // leading axes only: the sum is then a column sum over contiguous rows
+        if (axes.length === 0 || axes.some((axis, i) => axis !== i)) return undefined;
+        const kept = shape.slice(axes.length);
+        const cols = sizeOf(kept);
+        if (cols < 1) return undefined;
+        const out = new Float32Array(cols);
+        addon.sumRows(x, out, x.length / cols, cols);
+        const outShape = attrs.keepDims ? shape.map((d, i) => (i < axes.length ? 1 : d)) : kept;
+        return output(backend, outShape, out);
+      },
+    },
+  ];
+}

@@ -1,0 +1,79 @@
+/**
+ * The optional native addon (native/, built by node-gyp at install when
+ * oneDNN's headers are present: Debian's libdnnl-dev). Loaded once per thread;
+ * when it is missing, `loadNativeAddon` says why instead of throwing.
+ *
+ * Every function works in place on Float32Arrays (ArrayBuffer- or
+ * SharedArrayBuffer-backed) and throws a TypeError/RangeError naming the
+ * argument when one is too short.
+ */
+import { createRequire } from 'node:module';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+/** Fused activation codes, as native/src/dnnl-context.h numbers them. */
+export const NATIVE_ACTIVATIONS = { linear: 0, relu: 1, relu6: 2, leakyrelu: 3, sigmoid: 4, elu: 5 } as const;
+export type NativeActivation = keyof typeof NATIVE_ACTIVATIONS;
+
+/** [N,H,W,C, KH,KW,OC, strideH,strideW, padTop,padLeft,padBottom,padRight, outH,outW] */
+export type NativeConvShape = readonly number[];
+/** [N,H,W,C, filterH,filterW, strideH,strideW, padTop,padLeft, outH,outW] */
+export type NativePoolShape = readonly number[];
+type F32 = Float32Array;
+
+export interface NativeAddon {
+  setNumThreads(threads: number): void;
+  getNumThreads(): number;
+  /** glibc mallopt: keep freed blocks up to these sizes for reuse (process-wide). True when both were accepted. */
+  retainFreedMemory(mmapThresholdBytes: number, trimThresholdBytes: number): boolean;
+  version(): { onednn: string; cpuRuntime: string };
+  /** oneDNN primitives this thread has created (cached per shape: stays flat in steady state). */
+  primitivesCreated(): number;
+  conv2dForward(x: F32, filter: F32, bias: F32 | null, y: F32, shape: NativeConvShape, activation: number, alpha: number): void;
+  conv2dBackwardData(dy: F32, filter: F32, dx: F32, shape: NativeConvShape): void;
+  conv2dBackwardWeights(x: F32, dy: F32, dw: F32, dbias: F32 | null, shape: NativeConvShape): void;
+  matmul(a: F32, b: F32, bias: F32 | null, c: F32, batchA: number, batchB: number, m: number, k: number, n: number,
+    transposeA: boolean, transposeB: boolean, activation: number, alpha: number): void;
+  maxPool(x: F32, y: F32, shape: NativePoolShape): void;
+  /** dx must be zero-filled. */
+  maxPoolGrad(dy: F32, x: F32, dx: F32, shape: NativePoolShape): void;
+  relu(x: F32, y: F32, size: number): void;
+  reluGrad(dy: F32, x: F32, dx: F32, size: number): void;
+  addRowVector(x: F32, v: F32, y: F32, rows: number, cols: number): void;
+  sumRows(x: F32, out: F32, rows: number, cols: number): void;
+}
+
+export type NativeAddonLoad =
+  | { loaded: true; addon: NativeAddon; path: string }
+  | { loaded: false; reason: string; path: string };
+
+const require = createRequire(import.meta.url);
+// This file runs from dist/src/engine/native/: the addon is built in <package>/native/build/Release/.
+const DEFAULT_PATH = fileURLToPath(new URL('../../../../native/build/Release/tandem_native.node', import.meta.url));
+const EXPORTS: (keyof NativeAddon)[] = ['setNumThreads', 'getNumThreads', 'retainFreedMemory', 'version', 'primitivesCreated', 'conv2dForward',
+  'conv2dBackwardData', 'conv2dBackwardWeights', 'matmul', 'maxPool', 'maxPoolGrad', 'relu', 'reluGrad', 'addRowVector', 'sumRows'];
+
+let cached: NativeAddonLoad | undefined;
+
+/** How to get the native path, for messages. */
+export const NATIVE_HOW_TO = 'install oneDNN (Debian/Ubuntu: apt-get install libdnnl-dev) and run npm install again';
+
+/** Loads the addon (once per thread). `TANDEM_NATIVE_ADDON` overrides its path. */
+export function loadNativeAddon(): NativeAddonLoad {
+  if (cached) return cached;
+  const path = process.env.TANDEM_NATIVE_ADDON || DEFAULT_PATH;
+  if (!existsSync(path)) {
+    cached = { loaded: false, path, reason: `the native addon was not built (${path} is missing)` };
+    return cached;
+  }
+  try {
+    const addon = require(path) as Partial<NativeAddon>;
+    const missing = EXPORTS.filter(name => typeof addon[name] !== 'function');
+    cached = missing.length > 0
+      ? { loaded: false, path, reason: `the native addon at ${path} is out of date (missing ${missing.join(', ')}); run npm install again` }
+      : { loaded: true, path, addon: addon as NativeAddon };
+  } catch (err) {
+    cached = { loaded: false, path, reason: `the native addon at ${path} failed to load: ${(err as Error).message.split('\n')[0]}` };
+  }
+  return cached;
+}

@@ -1,0 +1,116 @@
+/**
+ * The `native` backend: the tfjs cpu backend (same data, same kernels) with
+ * oneDNN/C++ kernels registered over the ones that dominate training. Every
+ * native kernel falls back to the stock cpu kernel for a case it does not
+ * cover. Registered per thread (each worker has its own tfjs and its own
+ * oneDNN primitives); OpenMP threads per worker are set here (default 1).
+ *
+ * @example
+ * registerNativeBackend(tf, { threads: 1 });
+ * await tf.setBackend('native');
+ */
+import { MathBackendCPU } from '@tensorflow/tfjs-backend-cpu';
+import type { KernelFunc, NamedAttrMap } from '@tensorflow/tfjs-core';
+import { TandemError } from '../../errors.js';
+import type { Tf, Tensor } from '../tfjs-types.js';
+import { loadNativeAddon, NATIVE_HOW_TO, type NativeAddon } from './native-addon.js';
+import type { NativeKernel, NativeKernelArgs } from './native-kernel.js';
+import { convKernels } from './conv-kernels.js';
+import { matmulKernels } from './matmul-kernels.js';
+import { poolKernels } from './pool-kernels.js';
+import { elementwiseKernels, RELU_GRAD_KERNEL } from './elementwise-kernels.js';
+
+export const NATIVE_BACKEND = 'native';
+
+export interface NativeBackendOptions {
+  /** OpenMP threads for this thread's oneDNN calls (default 1: one core per device). */
+  threads?: number;
+}
+
+/** How often each native kernel ran natively and how often it fell back to the stock kernel, on this thread. */
+export type NativeKernelCounts = Record<string, { native: number; fallback: number }>;
+
+const counts: NativeKernelCounts = {};
+const registeredOn = new WeakSet<object>();
+
+export function nativeKernelCounts(): NativeKernelCounts {
+  return structuredClone(counts);
+}
+
+/** The kernel names the native backend implements itself. */
+export function nativeKernelNames(tf: Tf, addon: NativeAddon): string[] {
+  return allKernels(tf, addon).map(k => k.kernelName);
+}
+
+function allKernels(tf: Tf, addon: NativeAddon): NativeKernel[] {
+  const ctx = { tf, addon };
+  return [...convKernels(ctx), ...matmulKernels(ctx), ...poolKernels(ctx), ...elementwiseKernels(ctx)];
+}
+
+/** A cpu backend that does not greet the user with tfjs's "install tfjs-node" notice. */
+class NativeCpuBackend extends MathBackendCPU {
+  constructor() {
+    super();
+    (this as unknown as { firstUse: boolean }).firstUse = false;
+  }
+}
+
+/**
+ * Registers the `native` backend on this thread's tfjs (idempotent) and sets
+ * the addon's thread count. Throws BACKEND_UNAVAILABLE when the addon is not built.
+ */
+export function registerNativeBackend(tf: Tf, options: NativeBackendOptions = {}): NativeAddon {
+  const load = loadNativeAddon();
+  if (!load.loaded) {
+    throw new TandemError('BACKEND_UNAVAILABLE', `backend 'native' is not available: ${load.reason}. To get it, ${NATIVE_HOW_TO}; or use --backend wasm.`);
+  }
+  const { addon } = load;
+  const threads = options.threads ?? 1;
+  if (!Number.isInteger(threads) || threads < 1) throw new TandemError('BAD_CONFIG', `native threads must be a positive integer, got ${threads}`);
+  addon.setNumThreads(threads);
+  // Every kernel output is a fresh Float32Array: let glibc reuse freed blocks
+  // (up to 64 MiB) instead of mapping fresh pages that fault on first touch.
+  addon.retainFreedMemory(64 * 2 ** 20, 512 * 2 ** 20);
+  const engine = tf.engine() as object;
+  if (registeredOn.has(engine)) return addon;
+  registeredOn.add(engine);
+
+  tf.registerBackend(NATIVE_BACKEND, () => new NativeCpuBackend(), 0);
+  const natives = new Map(allKernels(tf, addon).map(k => [k.kernelName, k]));
+  for (const stock of tf.getKernelsForBackend('cpu')) {
+    const native = natives.get(stock.kernelName);
+    tf.registerKernel({ ...stock, backendName: NATIVE_BACKEND, kernelFunc: native ? withFallback(native, stock.kernelFunc) : stock.kernelFunc });
+  }
+  const reluGrad = natives.get(RELU_GRAD_KERNEL);
+  if (reluGrad) tf.registerKernel({ kernelName: RELU_GRAD_KERNEL, backendName: NATIVE_BACKEND, kernelFunc: withFallback(reluGrad, undefined) });
+  registerReluGradient(tf);
+  return addon;
+}
+
+function withFallback(native: NativeKernel, stock: KernelFunc | undefined): KernelFunc {
+  const count = counts[native.kernelName] ??= { native: 0, fallback: 0 };
+  return (args => {
+    const out = native.run(args as unknown as NativeKernelArgs);
+    if (out) {
+      count.native++;
+      return out;
+    }
+    count.fallback++;
+    if (!stock) throw new TandemError('BACKEND_UNAVAILABLE', `native kernel ${native.kernelName} cannot run these inputs and has no stock kernel`);
+    return stock(args);
+  }) as KernelFunc;
+}
+
+/** Relu's gradient as one native kernel on the native backend; tfjs's own (step, cast, multiply) elsewhere. */
+function registerReluGradient(tf: Tf): void {
+  const stock = tf.getGradient('Relu');
+  if (!stock) throw new Error('tandem native backend: tfjs has no Relu gradient registered');
+  tf.registerGradient({
+    kernelName: 'Relu',
+    inputsToSave: ['x'],
+    gradFunc: (dy: Tensor | Tensor[], saved: Tensor[], attrs: NamedAttrMap) => {
+      if (tf.getBackend() !== NATIVE_BACKEND || saved[0].dtype !== 'float32') return stock.gradFunc(dy, saved, attrs);
+      return { x: () => tf.engine().runKernel(RELU_GRAD_KERNEL, { dy: dy as Tensor, x: saved[0] }) as Tensor };
+    },
+  });
+}
