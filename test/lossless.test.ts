@@ -3,8 +3,13 @@
 // and every replica holds identical parameters after every step.
 import t from 'tap';
 import { train, trainReference, type TrainConfig } from '../src/index.js';
+import { loadNativeAddon } from '../src/engine/native/native-addon.js';
+import type { BackendName } from '../src/engine/backend.js';
 
-// cpu backend on both sides, so the differences are float32 summation order only.
+// The same backend on both sides, so the differences are float32 summation order only:
+// TANDEM_BACKEND when set (CI's wasm pass), else native when the addon is built, else cpu.
+const BACKEND: BackendName = (process.env.TANDEM_BACKEND as BackendName | undefined) ?? (loadNativeAddon().loaded ? 'native' : 'cpu');
+t.comment(`lossless on backend ${BACKEND}`);
 // Adam moves every parameter by ~lr per step whatever the gradient's size, so
 // order-of-summation noise in near-zero gradients shows up larger there.
 const TOLERANCE = 2e-5;
@@ -16,11 +21,11 @@ function maxAbsDiff(a: { values: Float32Array }[], b: { values: Float32Array }[]
   return m;
 }
 
-const base = { data: 'synthetic-images', imageSize: [12, 12, 1], classes: 5, datasetSize: 240, batch: 12, steps: 5, backend: 'cpu', seed: 3 } as const;
+const base = { data: 'synthetic-images', imageSize: [12, 12, 1], classes: 5, datasetSize: 240, batch: 12, steps: 5, backend: BACKEND, seed: 3 } as const;
 
 for (const model of ['mlp', 'alexnet-mini']) {
   for (const opt of [{ optimizer: 'sgd', lr: 0.05, momentum: 0.9 }, { optimizer: 'adam', lr: 0.01 }] as const) {
-    t.test(`${model} ${opt.optimizer}: 1, 2, 3 devices x both all-reduce forms equal the reference`, async t => {
+    t.test(`${BACKEND} ${model} ${opt.optimizer}: 1, 2, 3 devices x both all-reduce forms equal the reference`, async t => {
       const cfg: TrainConfig = { ...base, imageSize: [...base.imageSize], model, ...opt };
       const ref = await trainReference(cfg);
       t.ok(ref.losses.every(Number.isFinite), 'reference trains');

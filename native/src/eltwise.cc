@@ -1,8 +1,10 @@
 // The elementwise and reduction loops that dominate a training profile once
 // convolutions and matmuls are native: relu and its gradient, adding a
 // per-channel bias, and summing rows (the bias gradient). Each computes the
-// same float operations in the same order as the tfjs cpu kernel it replaces.
+// same operations in the same order as the tfjs cpu kernel it replaces (whose
+// JS arithmetic is double, rounded to float32 when stored).
 #include <cmath>
+#include <vector>
 
 #include "dnnl-context.h"
 
@@ -55,16 +57,18 @@ Napi::Value AddRowVector(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
-// sumRows(x, out, rows, cols): out[c] = x[0, c] + x[1, c] + ... in row order, from 0
+// sumRows(x, out, rows, cols): out[c] = x[0, c] + x[1, c] + ... in row order, from 0,
+// accumulated in double and rounded once, as the JS loop of tfjs's Sum does.
 Napi::Value SumRows(const Napi::CallbackInfo& info) {
   size_t rows = Count(info[2]), cols = Count(info[3]);
   const float* x = F32(info[0], rows * cols, "x");
   float* out = F32(info[1], cols, "out");
-  for (size_t c = 0; c < cols; c++) out[c] = 0.f;
+  std::vector<double> acc(cols, 0.0);
   for (size_t r = 0; r < rows; r++) {
     const float* xr = x + r * cols;
-    for (size_t c = 0; c < cols; c++) out[c] += xr[c];
+    for (size_t c = 0; c < cols; c++) acc[c] += xr[c];
   }
+  for (size_t c = 0; c < cols; c++) out[c] = static_cast<float>(acc[c]);
   return info.Env().Undefined();
 }
 

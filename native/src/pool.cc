@@ -86,6 +86,7 @@ Napi::Value MaxPool(const Napi::CallbackInfo& info) {
 
 // maxPoolGrad(dy, x, dx, shape): dx must be zero-filled; each window adds its
 // dy to its winner, windows in output order (the order tfjs sums them in).
+// Overlapping windows accumulate in double and round once, as tfjs's JS does.
 Napi::Value MaxPoolGrad(const Napi::CallbackInfo& info) {
   PoolShape p = ReadPoolShape(info[3]);
   const float* dy = F32(info[0], (size_t)p.N * p.OH * p.OW * p.C, "dy");
@@ -93,15 +94,21 @@ Napi::Value MaxPoolGrad(const Napi::CallbackInfo& info) {
   float* dx = F32(info[2], (size_t)p.N * p.H * p.W * p.C, "dx");
   std::vector<float> best(p.C);
   std::vector<int32_t> at(p.C);
+  const bool overlapping = p.FH > p.sh || p.FW > p.sw;
+  std::vector<double> acc(overlapping ? (size_t)p.N * p.H * p.W * p.C : 0, 0.0);
   ForEachWindow(p, x, best.data(), at.data(), [&](const float* xn, size_t cell, int hs, int ws, int width) {
-    float* dxn = dx + (xn - x);
+    size_t base = xn - x;
     const float* pdy = dy + cell * p.C;
     for (int c = 0; c < p.C; c++) {
       if (at[c] < 0) continue;
       int h = hs + at[c] / width, w = ws + at[c] % width;
-      dxn[((size_t)h * p.W + w) * p.C + c] += pdy[c];
+      size_t i = base + ((size_t)h * p.W + w) * p.C + c;
+      if (overlapping) acc[i] += pdy[c];
+      else dx[i] = pdy[c];  // at most one window reaches this cell
     }
   });
+  if (overlapping)
+    for (size_t i = 0; i < acc.size(); i++) dx[i] = static_cast<float>(acc[i]);
   return info.Env().Undefined();
 }
 
