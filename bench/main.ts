@@ -1,4 +1,4 @@
-/** `npm run bench -- scaling|overlap|profile|classifier|faults|soak [--steps N] [--classes 1000,10000] [--models a,b] [--stock-steps N] [--batch N] [--links none,1gbps,…] [--out DIR]` */
+/** `npm run bench -- scaling|kernels|overlap|profile|classifier|faults|soak [--steps N] [--classes 1000,10000] [--models a,b] [--stock-steps N] [--batch N] [--links none,1gbps,…] [--out DIR]` */
 import { parseArgs } from 'node:util';
 import { runScaling } from './scaling.js';
 import { runOverlap } from './overlap.js';
@@ -6,6 +6,7 @@ import { runProfileBench } from './profile.js';
 import { runClassifierBench } from './classifier.js';
 import { runFaultMatrix } from './faults.js';
 import { runSoak } from './soak.js';
+import { runKernelBench } from './kernels.js';
 
 const { positionals, values } = parseArgs({
   allowPositionals: true,
@@ -18,6 +19,13 @@ switch (name) {
       steps: Number(values.steps ?? 100),
       stockSteps: Number(values['stock-steps'] ?? 1),
       perDeviceBatch: Number(values.batch ?? 32),
+      out: values.out ?? 'bench/results',
+    });
+    break;
+  case 'kernels':
+    await runKernelBench({
+      steps: Number(values.steps ?? 100),
+      batch: Number(values.batch ?? 32),
       out: values.out ?? 'bench/results',
     });
     break;
@@ -53,6 +61,6 @@ switch (name) {
     await runFaultMatrix(values.out ?? 'bench/results', 2000);
     break;
   default:
-    console.error(`unknown bench '${name}'. Benches: scaling, overlap, profile, classifier, faults, soak`);
+    console.error(`unknown bench '${name}'. Benches: scaling, kernels, overlap, profile, classifier, faults, soak`);
     process.exitCode = 1;
 }

@@ -1,8 +1,10 @@
 /**
  * `npm run bench -- scaling`: samples/s of alexnet-mini for
  *  (a) stock tfjs model.fit on the cpu backend, one thread (few steps: it is slow),
+ *  for each tandem backend (native when built, wasm):
  *  (b) one tandem device, (c) two tandem devices,
  *  (d) two independent one-device trainings at the same time (the machine's two-thread ceiling);
+ *  PyTorch on the same model when `python3 -c "import torch"` works: (t1) one thread, (t2) DDP/gloo, 2 processes;
  * tandem rates are steady state (after the warm-up steps);
  * and all-reduce bandwidth (both forms, 1-64 MB) beside a plain TypedArray.set copy.
  */
@@ -10,7 +12,9 @@ import { Worker } from 'node:worker_threads';
 import { once } from 'node:events';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
-import { train, type TrainConfig, type TrainSummary } from '../src/index.js';
+import { train, type TrainConfig, type TrainSummary, type BackendName } from '../src/index.js';
+import { loadNativeAddon } from '../src/engine/native/native-addon.js';
+import { findTorchPython, runTorchReference, type TorchStepResult } from './torch-reference.js';
 import { ControlBlock } from '../src/actors/control-block.js';
 
 export interface ScalingOptions { steps: number; stockSteps: number; perDeviceBatch: number; out: string }
@@ -55,25 +59,55 @@ function copyMs(bytes: number, repeats: number): number {
 
 export async function runScaling(opts: ScalingOptions): Promise<void> {
   const b = opts.perDeviceBatch;
-  console.log(`scaling bench: alexnet-mini 32x32x3, ${b} samples per device per step, ${opts.steps} steps, wasm backend; ${os.cpus().length} cores`);
-  const one = await train({ ...MODEL, devices: 1, batch: b, steps: opts.steps });
-  const two = await train({ ...MODEL, devices: 2, batch: 2 * b, steps: opts.steps, strategy: 'two-group' });
-  const pair = await Promise.all([0, 1].map(i => train({ ...MODEL, devices: 1, batch: b, steps: opts.steps, seed: 1 + i })));
+  const native = loadNativeAddon();
+  const backends: BackendName[] = native.loaded ? ['native', 'wasm'] : ['wasm'];
+  console.log(`scaling bench: alexnet-mini 32x32x3, ${b} samples per device per step, ${opts.steps} steps, backends ${backends.join(', ')}; ${os.cpus().length} cores` +
+    (native.loaded ? '' : ` (native unavailable: ${native.reason})`));
   // Steady state (after the warm-up steps: wasm tier-up, first loads), as the profiler and overlap benches measure.
   const rate = (r: TrainSummary) => r.config.batch / (r.steadyStepMs / 1000);
-  const independent = rate(pair[0]) + rate(pair[1]);
+  const rows: { run: string; samplesPerSecond: number; msPerStep?: number }[] = [];
+  const perBackend: Record<string, { one: TrainSummary; two: TrainSummary; independent: number }> = {};
+  for (const backend of backends) {
+    const config = { ...MODEL, backend };
+    const one = await train({ ...config, devices: 1, batch: b, steps: opts.steps });
+    const two = await train({ ...config, devices: 2, batch: 2 * b, steps: opts.steps, strategy: 'two-group' });
+    const pair = await Promise.all([0, 1].map(i => train({ ...config, devices: 1, batch: b, steps: opts.steps, seed: 1 + i })));
+    const independent = rate(pair[0]) + rate(pair[1]);
+    perBackend[backend] = { one, two, independent };
+    rows.push({ run: `(b) tandem ${backend}, 1 device`, samplesPerSecond: rate(one), msPerStep: one.steadyStepMs });
+    rows.push({ run: `(c) tandem ${backend}, 2 devices (two-group)`, samplesPerSecond: rate(two), msPerStep: two.steadyStepMs });
+    rows.push({ run: `(d) tandem ${backend}, 2 independent 1-device trainings at once`, samplesPerSecond: independent });
+  }
+  const python = findTorchPython();
+  let torch: { single: TorchStepResult; ddp: TorchStepResult } | undefined;
+  if (python) {
+    console.log(`PyTorch reference (${python}): the same model, 1 thread; then DDP (gloo) on 2 processes of 1 thread...`);
+    const single = await runTorchReference(python, { mode: 'single', batch: b, steps: opts.steps, threads: 1 });
+    const ddp = await runTorchReference(python, { mode: 'ddp', batch: b, steps: opts.steps, threads: 1, procs: 2 });
+    torch = { single, ddp };
+    rows.push({ run: `(t1) PyTorch ${single.torch}, 1 process, 1 thread`, samplesPerSecond: single.samplesPerSecond, msPerStep: single.msPerStep });
+    rows.push({ run: `(t2) PyTorch ${ddp.torch} DDP gloo, 2 processes x 1 thread`, samplesPerSecond: ddp.samplesPerSecond, msPerStep: ddp.msPerStep });
+  } else {
+    console.log('(no torch column: `python3 -c "import torch"` fails here; Debian: apt-get install python3-torch)');
+  }
   console.log(`stock tfjs model.fit on cpu, ${opts.stockSteps} step(s) of ${b} (slow: naive Conv2DBackpropFilter)...`);
   const stock = await stockFit(opts.stockSteps, b);
-  const rows = [
-    { run: '(a) stock tfjs model.fit, cpu backend, 1 thread', samplesPerSecond: stock },
-    { run: '(b) tandem, 1 device', samplesPerSecond: rate(one) },
-    { run: '(c) tandem, 2 devices (two-group)', samplesPerSecond: rate(two) },
-    { run: '(d) 2 independent 1-device trainings at once', samplesPerSecond: independent },
-  ];
-  console.log('\n| run | samples/s |\n|---|---:|');
-  for (const r of rows) console.log(`| ${r.run} | ${r.samplesPerSecond.toFixed(1)} |`);
-  const ratios = { cOverB: rate(two) / rate(one), cOverD: rate(two) / independent, bOverA: rate(one) / stock };
-  console.log(`\n(c)/(b) = ${ratios.cOverB.toFixed(2)}   (c)/(d) = ${ratios.cOverD.toFixed(2)} (scaling efficiency)   (b)/(a) = ${ratios.bOverA.toFixed(0)}x`);
+  rows.unshift({ run: '(a) stock tfjs model.fit, cpu backend, 1 thread', samplesPerSecond: stock });
+  console.log('\n| run | samples/s | ms/step |\n|---|---:|---:|');
+  for (const r of rows) console.log(`| ${r.run} | ${r.samplesPerSecond.toFixed(1)} | ${r.msPerStep === undefined ? '' : r.msPerStep.toFixed(1)} |`);
+  const ratios: Record<string, number> = {};
+  for (const backend of backends) {
+    const p = perBackend[backend];
+    ratios[`${backend} (c)/(b)`] = rate(p.two) / rate(p.one);
+    ratios[`${backend} (c)/(d)`] = rate(p.two) / p.independent;
+  }
+  if (torch && perBackend.native) {
+    ratios['native 1-device step / PyTorch 1-thread step'] = perBackend.native.one.steadyStepMs / torch.single.msPerStep;
+    ratios['native 2 devices / PyTorch DDP samples/s'] = rate(perBackend.native.two) / torch.ddp.samplesPerSecond;
+  }
+  console.log('');
+  for (const [k, v] of Object.entries(ratios)) console.log(`${k} = ${v.toFixed(2)}`);
+  if (torch && perBackend.native) console.log('(targets: step time ratio <= 1.2; samples/s ratio >= 1.0)');
 
   const bandwidth: { bytes: number; primaryGBs: number; shardedGBs: number; copyGBs: number }[] = [];
   for (const mb of [1, 4, 16, 64]) {
@@ -87,8 +121,8 @@ export async function runScaling(opts: ScalingOptions): Promise<void> {
   console.log('\nall-reduce mean, 2 ranks, shared memory (GB/s = buffer bytes per rank / time)\n| size | primary reduce+broadcast | sharded reduce-scatter+all-gather | TypedArray.set copy |\n|---:|---:|---:|---:|');
   for (const r of bandwidth) console.log(`| ${r.bytes / 2 ** 20} MB | ${r.primaryGBs.toFixed(2)} | ${r.shardedGBs.toFixed(2)} | ${r.copyGBs.toFixed(2)} |`);
 
-  const json = { bench: 'scaling', date: new Date().toISOString(), cores: os.cpus().length, options: opts, rows, ratios, bandwidth,
-    timings: { one: one.timings, two: two.timings } };
+  const json = { bench: 'scaling', date: new Date().toISOString(), cores: os.cpus().length, options: opts, rows, ratios, bandwidth, torch: torch ?? null,
+    timings: Object.fromEntries(backends.map(k => [k, { one: perBackend[k].one.timings, two: perBackend[k].two.timings }])) };
   mkdirSync(opts.out, { recursive: true });
   writeFileSync(`${opts.out}/scaling.json`, JSON.stringify(json, null, 2));
   console.log(`\nJSON: ${opts.out}/scaling.json`);
