@@ -3,7 +3,7 @@
  * per training step, beside stock tfjs (cpu backend), tandem's wasm kernels and
  * PyTorch (when `python3 -c "import torch"` works here).
  *  1. Every kernel of an alexnet-mini training step at its real shape (batch 32):
- *     native, stock cpu, wasm: median ms.
+ *     native, cpu (tfjs's, with tandem's Conv2DBackpropFilter), wasm: median ms.
  *  2. One training step of alexnet-mini (batch 32, one device, steady state) per
  *     tandem backend, and PyTorch's single-thread step of the same model, in this run.
  */
@@ -77,7 +77,8 @@ export async function runKernelBench(opts: KernelBenchOptions): Promise<void> {
     for (const b of backends) row[b] = timeKernel(b, c);
     return row;
   });
-  console.log(`\n| kernel | ${backends.map(b => `${b} ms`).join(' | ')} |${backends.includes('native') ? ' stock cpu / native |' : ''}\n|---|${backends.map(() => '---:').join('|')}|${backends.includes('native') ? '---:|' : ''}`);
+  console.log('\n(cpu = the tfjs cpu backend with tandem\'s Conv2DBackpropFilter: its stock one is a naive loop, ~seconds per call here)');
+  console.log(`| kernel | ${backends.map(b => `${b} ms`).join(' | ')} |${backends.includes('native') ? ' cpu / native |' : ''}\n|---|${backends.map(() => '---:').join('|')}|${backends.includes('native') ? '---:|' : ''}`);
   for (const r of kernels) {
     const ratio = backends.includes('native') ? ` ${((r.cpu as number) / (r.native as number)).toFixed(1)}x |` : '';
     console.log(`| ${r.kernel} | ${backends.map(b => (r[b] as number).toFixed(3)).join(' | ')} |${ratio}`);
