@@ -40,6 +40,12 @@ int Int(const Napi::Value& v, const char* name) {
   return v.As<Napi::Number>().Int32Value();
 }
 
+void ReadInts(const Napi::Value& v, uint32_t count, const char* usage, int* out) {
+  if (!v.IsArray() || v.As<Napi::Array>().Length() != count) throw Napi::TypeError::New(v.Env(), usage);
+  auto a = v.As<Napi::Array>();
+  for (uint32_t i = 0; i < count; i++) out[i] = Int(a.Get(i), usage);
+}
+
 Activation ReadActivation(const Napi::Value& v) {
   int a = Int(v, "activation");
   if (a < 0 || a > 5) throw Napi::RangeError::New(v.Env(), "activation code must be 0..5");

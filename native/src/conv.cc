@@ -20,11 +20,8 @@ namespace {
 enum class ConvKind { Forward, BackwardData, BackwardWeights };
 
 ConvShape ReadShape(const Napi::Value& v) {
-  if (!v.IsArray() || v.As<Napi::Array>().Length() != 15)
-    throw Napi::TypeError::New(v.Env(), "conv shape = [N,H,W,C,KH,KW,OC,strideH,strideW,padTop,padLeft,padBottom,padRight,outH,outW]");
-  auto a = v.As<Napi::Array>();
   int s[15];
-  for (uint32_t i = 0; i < 15; i++) s[i] = Int(a.Get(i), "conv shape entry");
+  ReadInts(v, 15, "conv shape = [N,H,W,C,KH,KW,OC,strideH,strideW,padTop,padLeft,padBottom,padRight,outH,outW]", s);
   ConvShape c{s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], s[9], s[10], s[11], s[12], s[13], s[14]};
   bool ok = c.N > 0 && c.H > 0 && c.W > 0 && c.C > 0 && c.KH > 0 && c.KW > 0 && c.OC > 0 && c.sh > 0 && c.sw > 0 &&
             c.pt >= 0 && c.pl >= 0 && c.pb >= 0 && c.pr >= 0 &&
@@ -115,6 +112,15 @@ ConvEntry& GetConv(Ctx& c, ConvKind kind, const ConvShape& s, bool bias, Activat
   return *p;
 }
 
+// The weights in the layout the primitive wants: the user's HWIO array, or the
+// entry's buffer after the cached reorder (forward and backward data).
+memory PrimitiveWeights(Ctx& c, ConvEntry& e, float* w) {
+  memory user(e.w_md, c.eng, w);
+  if (!e.reorder_w) return user;
+  e.w_reorder.execute(c.strm, user, e.w_buf);
+  return e.w_buf;
+}
+
 // conv2dForward(x, w, bias | null, y, shape, activation, alpha)
 Napi::Value Conv2dForward(const Napi::CallbackInfo& info) {
   return Guard(info, "conv2dForward", [&]() -> Napi::Value {
@@ -127,10 +133,8 @@ Napi::Value Conv2dForward(const Napi::CallbackInfo& info) {
     Activation act = ReadActivation(info[5]);
     float alpha = static_cast<float>(info[6].ToNumber().DoubleValue());
     auto& e = GetConv(c, ConvKind::Forward, s, b != nullptr, act, alpha);
-    memory wm(e.w_md, c.eng, w);
-    if (e.reorder_w) e.w_reorder.execute(c.strm, wm, e.w_buf);
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory(e.x_md, c.eng, x)},
-                                         {DNNL_ARG_WEIGHTS, e.reorder_w ? e.w_buf : wm},
+                                         {DNNL_ARG_WEIGHTS, PrimitiveWeights(c, e, w)},
                                          {DNNL_ARG_DST, memory(e.y_md, c.eng, y)},
                                          {DNNL_ARG_SCRATCHPAD, e.scratch}};
     if (b) args.insert({DNNL_ARG_BIAS, memory(e.b_md, c.eng, b)});
@@ -149,10 +153,8 @@ Napi::Value Conv2dBackwardData(const Napi::CallbackInfo& info) {
     float* w = F32(info[1], s.wSize(), "filter");
     float* dx = F32(info[2], s.xSize(), "dx");
     auto& e = GetConv(c, ConvKind::BackwardData, s, false, Activation::Linear, 0.f);
-    memory wm(e.w_md, c.eng, w);
-    if (e.reorder_w) e.w_reorder.execute(c.strm, wm, e.w_buf);
     e.prim.execute(c.strm, {{DNNL_ARG_DIFF_DST, memory(e.y_md, c.eng, dy)},
-                            {DNNL_ARG_WEIGHTS, e.reorder_w ? e.w_buf : wm},
+                            {DNNL_ARG_WEIGHTS, PrimitiveWeights(c, e, w)},
                             {DNNL_ARG_DIFF_SRC, memory(e.x_md, c.eng, dx)},
                             {DNNL_ARG_SCRATCHPAD, e.scratch}});
     c.strm.wait();

@@ -48,6 +48,8 @@ float* F32(const Napi::Value& v, size_t need, const char* name);
 // Optional Float32Array: nullptr for null/undefined.
 float* OptionalF32(const Napi::Value& v, size_t need, const char* name);
 int Int(const Napi::Value& v, const char* name);
+// Reads a JS array of exactly `count` numbers into out; a TypeError shows `usage` otherwise.
+void ReadInts(const Napi::Value& v, uint32_t count, const char* usage, int* out);
 
 // Fused activations, numbered as in src/engine/native/native-addon.ts.
 enum class Activation : int { Linear = 0, Relu = 1, Relu6 = 2, LeakyRelu = 3, Sigmoid = 4, Elu = 5 };

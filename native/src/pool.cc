@@ -17,11 +17,8 @@ struct PoolShape {
 };
 
 PoolShape ReadPoolShape(const Napi::Value& v) {
-  if (!v.IsArray() || v.As<Napi::Array>().Length() != 12)
-    throw Napi::TypeError::New(v.Env(), "pool shape = [N,H,W,C,filterH,filterW,strideH,strideW,padTop,padLeft,outH,outW]");
-  auto a = v.As<Napi::Array>();
   int s[12];
-  for (uint32_t i = 0; i < 12; i++) s[i] = Int(a.Get(i), "pool shape entry");
+  ReadInts(v, 12, "pool shape = [N,H,W,C,filterH,filterW,strideH,strideW,padTop,padLeft,outH,outW]", s);
   PoolShape p{s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], s[9], s[10], s[11]};
   if (p.N < 1 || p.H < 1 || p.W < 1 || p.C < 1 || p.FH < 1 || p.FW < 1 || p.sh < 1 || p.sw < 1 || p.pt < 0 || p.pl < 0 ||
       p.OH < 1 || p.OW < 1)

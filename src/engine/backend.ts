@@ -9,7 +9,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { TandemError } from '../errors.js';
 import { installFastGradients } from './fast-gradients.js';
-import { loadNativeAddon, NATIVE_HOW_TO } from './native/native-addon.js';
+import { loadNativeAddon, NATIVE_HOW_TO, requireNativeAddon } from './native/native-addon.js';
 import { registerNativeBackend } from './native/native-backend.js';
 import type { Tf } from './tfjs-types.js';
 
@@ -55,12 +55,7 @@ export function defaultBackend(): BackendName {
 
 /** Throws a clear error when `name` cannot run on this machine. Main thread, before threads start. */
 export function assertBackendAvailable(name: BackendName): void {
-  if (name === 'native') {
-    const load = loadNativeAddon();
-    if (!load.loaded) {
-      throw new TandemError('BACKEND_UNAVAILABLE', `backend 'native' is not available: ${load.reason}. To get it, ${NATIVE_HOW_TO}; or use --backend wasm.`);
-    }
-  }
+  if (name === 'native') requireNativeAddon();
   if (name === 'tensorflow' && !findTensorflowPackage()) {
     throw new TandemError('BACKEND_UNAVAILABLE',
       "backend 'tensorflow' needs @tensorflow/tfjs-node-gpu or @tensorflow/tfjs-node, and neither is installed. " +

@@ -20,6 +20,7 @@
  * - `BatchMatMul` / `_FusedMatMul` on wasm: transposed operands are transposed
  *   explicitly first (wasm runs transpose-flagged matmul far slower).
  */
+import { pair } from './kernel-attrs.js';
 import type { Tf, TensorInfo, KernelBackend, Tensor } from './tfjs-types.js';
 
 type KernelFunc = (args: { inputs: Record<string, TensorInfo>; backend: KernelBackend; attrs: Record<string, unknown> }) => TensorInfo | TensorInfo[];
@@ -67,11 +68,6 @@ function one(out: TensorInfo | TensorInfo[]): TensorInfo {
   return Array.isArray(out) ? out[0] : out;
 }
 
-function pair(v: number | number[] | undefined, dflt: number): [number, number] {
-  if (v === undefined) return [dflt, dflt];
-  return typeof v === 'number' ? [v, v] : [v[0], v[1] ?? v[0]];
-}
-
 /**
  * A numeric pad is only well defined in tfjs for a square filter and equal
  * strides: tfjs sizes the output width from the filter height and the height
@@ -79,14 +75,14 @@ function pair(v: number | number[] | undefined, dflt: number): [number, number] 
  */
 function numericPadIsUniform(attrs: Record<string, unknown>, filterShape: number[]): boolean {
   if (typeof attrs.pad !== 'number') return true;
-  const [sh, sw] = pair(attrs.strides as number | number[] | undefined, 1);
+  const [sh, sw] = pair(attrs.strides, 1);
   return filterShape[0] === filterShape[1] && sh === sw;
 }
 
 /** Is this a conv the convolution-based formulas cover? NHWC, no dilation, no rounding mode, a well-defined pad. */
 function convIsCovered(attrs: Record<string, unknown>, filterShape: number[]): boolean {
   const format = (attrs.dataFormat as string | undefined) ?? 'NHWC';
-  const [dh, dw] = pair(attrs.dilations as number | number[] | undefined, 1);
+  const [dh, dw] = pair(attrs.dilations, 1);
   return format === 'NHWC' && dh === 1 && dw === 1 && attrs.dimRoundingMode == null && numericPadIsUniform(attrs, filterShape);
 }
 
@@ -241,7 +237,7 @@ function registerConvGradient(tf: Tf): void {
     gradFunc: (dy: Tensor | Tensor[], saved: Tensor[], attrs: Record<string, unknown>) => {
       const grads = stock.gradFunc(dy, saved, attrs as never);
       if (tf.getBackend() === 'native') return grads; // native Conv2DBackpropInput beats dx-as-a-convolution
-      const [sh, sw] = pair(attrs.strides as number | number[], 1);
+      const [sh, sw] = pair(attrs.strides, 1);
       const [x, w] = saved as [import('@tensorflow/tfjs').Tensor4D, import('@tensorflow/tfjs').Tensor4D];
       if (!convIsCovered(attrs, w.shape) || sh !== 1 || sw !== 1) return grads;
       const [fH, fW] = w.shape;

@@ -6,7 +6,8 @@
  * leakyrelu/sigmoid/elu (prelu falls back).
  */
 import type { NamedAttrMap } from '@tensorflow/tfjs-core';
-import { activationCode, float32Values, isLastAxisVector, optionalInput, output, pair, sameShape, sizeOf,
+import { pair } from '../kernel-attrs.js';
+import { activationCode, float32Values, isLastAxisVector, optionalInput, output, sameShape, sizeOf,
   type NativeKernel, type NativeKernelContext } from './native-kernel.js';
 import type { NativeConvShape } from './native-addon.js';
 

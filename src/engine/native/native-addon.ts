@@ -10,6 +10,7 @@
 import { createRequire } from 'node:module';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { TandemError } from '../../errors.js';
 
 /** Fused activation codes, as native/src/dnnl-context.h numbers them. */
 export const NATIVE_ACTIVATIONS = { linear: 0, relu: 1, relu6: 2, leakyrelu: 3, sigmoid: 4, elu: 5 } as const;
@@ -76,4 +77,13 @@ export function loadNativeAddon(): NativeAddonLoad {
     cached = { loaded: false, path, reason: `the native addon at ${path} failed to load: ${(err as Error).message.split('\n')[0]}` };
   }
   return cached;
+}
+
+/** The addon, or BACKEND_UNAVAILABLE saying why it is missing and how to get it. */
+export function requireNativeAddon(): NativeAddon {
+  const load = loadNativeAddon();
+  if (!load.loaded) {
+    throw new TandemError('BACKEND_UNAVAILABLE', `backend 'native' is not available: ${load.reason}. To get it, ${NATIVE_HOW_TO}; or use --backend wasm.`);
+  }
+  return load.addon;
 }

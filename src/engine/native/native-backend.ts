@@ -13,7 +13,7 @@ import { MathBackendCPU } from '@tensorflow/tfjs-backend-cpu';
 import type { KernelFunc, NamedAttrMap } from '@tensorflow/tfjs-core';
 import { TandemError } from '../../errors.js';
 import type { Tf, Tensor } from '../tfjs-types.js';
-import { loadNativeAddon, NATIVE_HOW_TO, type NativeAddon } from './native-addon.js';
+import { requireNativeAddon, type NativeAddon } from './native-addon.js';
 import type { NativeKernel, NativeKernelArgs } from './native-kernel.js';
 import { convKernels } from './conv-kernels.js';
 import { matmulKernels } from './matmul-kernels.js';
@@ -37,11 +37,6 @@ export function nativeKernelCounts(): NativeKernelCounts {
   return structuredClone(counts);
 }
 
-/** The kernel names the native backend implements itself. */
-export function nativeKernelNames(tf: Tf, addon: NativeAddon): string[] {
-  return allKernels(tf, addon).map(k => k.kernelName);
-}
-
 function allKernels(tf: Tf, addon: NativeAddon): NativeKernel[] {
   const ctx = { tf, addon };
   return [...convKernels(ctx), ...matmulKernels(ctx), ...poolKernels(ctx), ...elementwiseKernels(ctx)];
@@ -60,11 +55,7 @@ class NativeCpuBackend extends MathBackendCPU {
  * the addon's thread count. Throws BACKEND_UNAVAILABLE when the addon is not built.
  */
 export function registerNativeBackend(tf: Tf, options: NativeBackendOptions = {}): NativeAddon {
-  const load = loadNativeAddon();
-  if (!load.loaded) {
-    throw new TandemError('BACKEND_UNAVAILABLE', `backend 'native' is not available: ${load.reason}. To get it, ${NATIVE_HOW_TO}; or use --backend wasm.`);
-  }
-  const { addon } = load;
+  const addon = requireNativeAddon();
   const threads = options.threads ?? 1;
   if (!Number.isInteger(threads) || threads < 1) throw new TandemError('BAD_CONFIG', `native threads must be a positive integer, got ${threads}`);
   addon.setNumThreads(threads);

@@ -48,14 +48,6 @@ export function sameShape(a: readonly number[], b: readonly number[]): boolean {
   return a.length === b.length && a.every((d, i) => d === b[i]);
 }
 
-/** [h, w] from a number or a pair. */
-export function pair(v: unknown, fallback: number): [number, number] {
-  if (v === undefined || v === null) return [fallback, fallback];
-  if (typeof v === 'number') return [v, v];
-  const a = v as number[];
-  return [a[0], a[1] ?? a[0]];
-}
-
 /** The addon's activation code for a tfjs fused activation, or undefined (prelu, unknown: stock kernel). */
 export function activationCode(activation: unknown): number | undefined {
   const name = (activation ?? 'linear') as string;
