@@ -100,11 +100,15 @@ class TrainingRun {
   private readonly nonFinite = new Map<number, string>();
   /** What the collectives carried in step 1, per device message (float ranges of the shared layout). */
   private readonly carried: { start: number; end: number }[] = [];
+  /** 'exchanged' reports received per device, and who waits for a count of them (see `commReports`). */
+  private readonly exchangedBy: number[];
+  private exchangedWaiter?: () => void;
 
   private readonly spans: Span[] = [];
 
   constructor(private readonly cfg: ResolvedConfig, private readonly strategy: StrategySpec, private readonly hooks: TrainHooks,
     private readonly auto?: TrainSummary['auto']) {
+    this.exchangedBy = new Array<number>(cfg.devices).fill(0);
     const groupCount = MAX_GROUPS; // control words for as many groups as any strategy may use
     this.controlBuffer = new SharedArrayBuffer(ControlBlock.byteLength(cfg.devices, groupCount));
     this.control = new ControlBlock(this.controlBuffer, cfg.devices, groupCount, cfg.stallTimeoutMs);
@@ -159,6 +163,8 @@ class TrainingRun {
         this.fail(deviceError('comm', msg.device, msg.step, msg.phase, msg.error));
         return;
       case 'exchanged':
+        this.exchangedBy[msg.device]++;
+        this.exchangedWaiter?.();
         this.recordSpans(msg.spans);
         this.commStats.exchangeMs += msg.exchangeMs;
         this.commStats.updateMs += msg.updateMs;
@@ -218,6 +224,31 @@ class TrainingRun {
     const { phase, step } = this.control.phaseOf(d);
     return new TandemError('STALLED', `device ${d} sent no report for ${(this.cfg.stallTimeoutMs / 1000).toFixed(1)} s at step ${step} in phase ${phase} ` +
       `(silent: device ${silent.join(', ')}; raise stallTimeoutMs if a step is legitimately this slow)`, { device: d, step, phase });
+  }
+
+  /**
+   * Resolves when every device's comm thread has reported `need` exchanges. The comm thread marks a
+   * group applied (which lets compute finish) before its report is posted, and reports travel on another
+   * port than compute's, so the last step's reports (its spans, its timings) can arrive after `finished`.
+   */
+  private commReports(need: number, lastStep: number): Promise<void> {
+    const complete = () => this.exchangedBy.every(n => n >= need);
+    if (complete()) return Promise.resolve();
+    return new Promise(resolve => {
+      const timer = setTimeout(() => {
+        const d = Math.max(0, this.exchangedBy.findIndex(n => n < need));
+        this.fail(new TandemError('STALLED', `device ${d}'s comm thread reported ${this.exchangedBy[d]} of ${need} exchanges ` +
+          `${(this.cfg.stallTimeoutMs / 1000).toFixed(1)} s after training finished (raise stallTimeoutMs if the link is legitimately this slow)`,
+          { device: d, step: lastStep, phase: 'exchange' }));
+      }, this.cfg.stallTimeoutMs);
+      timer.unref();
+      this.exchangedWaiter = () => {
+        if (!complete()) return;
+        clearTimeout(timer);
+        this.exchangedWaiter = undefined;
+        resolve();
+      };
+    });
   }
 
   /** Resolves when every device sent a message of `key`. Register before posting. */
@@ -342,6 +373,7 @@ class TrainingRun {
     const finished = this.expectAll('finished');
     for (const a of this.actors) a.postCompute({ type: 'finish', lastStep, exportModel: a.device === (cfg.classifier?.exportDevice ?? 0) && (cfg.out !== undefined || cfg.method !== 'data-parallel' || cfg.trainSize < cfg.datasetSize) });
     const fin = (await finished) as (FromCompute & { type: 'finished' })[];
+    await this.commReports((lastStep - firstStep + 1) * groups.length, lastStep);
     this.control.stop(); // comm threads still waiting for a later step (after a stop) leave now
     const trainEnd = performance.now();
     const trainSeconds = (trainEnd - trainStart) / 1000;
