@@ -6,7 +6,8 @@
  *  (d) two independent one-device trainings at the same time (the machine's two-thread ceiling);
  *  PyTorch on the same model when `python3 -c "import torch"` works: (t1) one thread, (t2) DDP/gloo, 2 processes;
  * tandem rates are steady state (after the warm-up steps);
- * and all-reduce bandwidth (both forms, 1-64 MB) beside a plain TypedArray.set copy.
+ * and all-reduce bandwidth (both forms, 1-64 MB; the mean in JS, and in the native addon
+ * when built, as the native backend's comm threads run it) beside a plain TypedArray.set copy.
  */
 import { Worker } from 'node:worker_threads';
 import { once } from 'node:events';
@@ -37,13 +38,13 @@ async function stockFit(steps: number, batch: number): Promise<number> {
   return (batch * steps) / seconds;
 }
 
-async function allReduceMs(kind: 'sharded' | 'primary', devices: number, bytes: number, repeats: number): Promise<number> {
+async function allReduceMs(kind: 'sharded' | 'primary', arithmetic: 'js' | 'native', devices: number, bytes: number, repeats: number): Promise<number> {
   const length = bytes / 4;
   const control = new SharedArrayBuffer(ControlBlock.byteLength(devices, 1));
   const data = new SharedArrayBuffer(devices * bytes);
   new Float32Array(data).fill(1);
   const workers = Array.from({ length: devices }, (_, rank) =>
-    new Worker(new URL('./allreduce-rank.js', import.meta.url), { workerData: { rank, size: devices, kind, control, data, length, repeats } }));
+    new Worker(new URL('./allreduce-rank.js', import.meta.url), { workerData: { rank, size: devices, kind, arithmetic, control, data, length, repeats } }));
   const times = await Promise.all(workers.map(async w => (await once(w, 'message'))[0] as number));
   await Promise.all(workers.map(w => w.terminate()));
   return Math.max(...times);
@@ -109,17 +110,20 @@ export async function runScaling(opts: ScalingOptions): Promise<void> {
   for (const [k, v] of Object.entries(ratios)) console.log(`${k} = ${v.toFixed(2)}`);
   if (torch && perBackend.native) console.log('(targets: step time ratio <= 1.2; samples/s ratio >= 1.0)');
 
-  const bandwidth: { bytes: number; primaryGBs: number; shardedGBs: number; copyGBs: number }[] = [];
-  for (const mb of [1, 4, 16, 64]) {
-    const bytes = mb * 2 ** 20;
-    const repeats = mb >= 16 ? 5 : 20;
-    const primary = await allReduceMs('primary', 2, bytes, repeats);
-    const sharded = await allReduceMs('sharded', 2, bytes, repeats);
-    const copy = copyMs(bytes, repeats);
-    bandwidth.push({ bytes, primaryGBs: bytes / primary / 1e6, shardedGBs: bytes / sharded / 1e6, copyGBs: bytes / copy / 1e6 });
+  const bandwidth: { bytes: number; arithmetic: 'js' | 'native'; primaryGBs: number; shardedGBs: number; copyGBs: number }[] = [];
+  for (const arithmetic of native.loaded ? ['js', 'native'] as const : ['js'] as const) {
+    for (const mb of [1, 4, 16, 64]) {
+      const bytes = mb * 2 ** 20;
+      const repeats = mb >= 16 ? 5 : 20;
+      const primary = await allReduceMs('primary', arithmetic, 2, bytes, repeats);
+      const sharded = await allReduceMs('sharded', arithmetic, 2, bytes, repeats);
+      const copy = copyMs(bytes, repeats);
+      bandwidth.push({ bytes, arithmetic, primaryGBs: bytes / primary / 1e6, shardedGBs: bytes / sharded / 1e6, copyGBs: bytes / copy / 1e6 });
+    }
   }
-  console.log('\nall-reduce mean, 2 ranks, shared memory (GB/s = buffer bytes per rank / time)\n| size | primary reduce+broadcast | sharded reduce-scatter+all-gather | TypedArray.set copy |\n|---:|---:|---:|---:|');
-  for (const r of bandwidth) console.log(`| ${r.bytes / 2 ** 20} MB | ${r.primaryGBs.toFixed(2)} | ${r.shardedGBs.toFixed(2)} | ${r.copyGBs.toFixed(2)} |`);
+  console.log('\nall-reduce mean, 2 ranks, shared memory (GB/s = buffer bytes per rank / time); the mean computed in JS or in the native addon\n' +
+    '| size | mean in | primary reduce+broadcast | sharded reduce-scatter+all-gather | TypedArray.set copy |\n|---:|---|---:|---:|---:|');
+  for (const r of bandwidth) console.log(`| ${r.bytes / 2 ** 20} MB | ${r.arithmetic} | ${r.primaryGBs.toFixed(2)} | ${r.shardedGBs.toFixed(2)} | ${r.copyGBs.toFixed(2)} |`);
 
   const json = { bench: 'scaling', date: new Date().toISOString(), cores: os.cpus().length, options: opts, rows, ratios, bandwidth, torch: torch ?? null,
     timings: Object.fromEntries(backends.map(k => [k, { one: perBackend[k].one.timings, two: perBackend[k].two.timings }])) };

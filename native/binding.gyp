@@ -1,12 +1,12 @@
 {
   "targets": [{
     "target_name": "tandem_native",
-    "sources": ["src/addon.cc", "src/conv.cc", "src/matmul.cc", "src/pool.cc", "src/eltwise.cc"],
+    "sources": ["src/addon.cc", "src/conv.cc", "src/matmul.cc", "src/pool.cc", "src/eltwise.cc", "src/flat-ops.cc"],
     "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
     "defines": ["NAPI_VERSION=8", "NAPI_CPP_EXCEPTIONS"],
     "cflags!": ["-fno-exceptions"],
     "cflags_cc!": ["-fno-exceptions", "-fno-rtti"],
-    "cflags_cc": ["-std=gnu++17", "-O3", "-fexceptions", "-fopenmp"],
+    "cflags_cc": ["-std=gnu++17", "-O3", "-fexceptions", "-fopenmp", "-ffp-contract=off"],
     "libraries": ["-ldnnl", "-fopenmp"]
   }]
 }

@@ -1,5 +1,6 @@
 // tandem's native kernels: oneDNN convolution and matmul, C++ pooling and
-// elementwise loops, on the tfjs cpu backend's Float32Arrays without copies.
+// elementwise loops, on the tfjs cpu backend's Float32Arrays without copies;
+// and the comm side's all-reduce mean and optimizer updates on flat ranges.
 #include <malloc.h>
 #include <omp.h>
 
@@ -113,6 +114,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   RegisterMatmul(env, exports);
   RegisterPool(env, exports);
   RegisterEltwise(env, exports);
+  RegisterFlatOps(env, exports);
   return exports;
 }
 

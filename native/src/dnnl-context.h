@@ -71,5 +71,6 @@ void RegisterConv(Napi::Env env, Napi::Object exports);
 void RegisterMatmul(Napi::Env env, Napi::Object exports);
 void RegisterPool(Napi::Env env, Napi::Object exports);
 void RegisterEltwise(Napi::Env env, Napi::Object exports);
+void RegisterFlatOps(Napi::Env env, Napi::Object exports);
 
 }  // namespace tandem

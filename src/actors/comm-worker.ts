@@ -11,6 +11,7 @@ import { parentPort } from 'node:worker_threads';
 import { lastValueFrom, of, tap, type OperatorFunction } from 'rxjs';
 import { serializeError } from '../errors.js';
 import { SharedMemoryCollective } from '../collectives/shared-memory-collective.js';
+import { flatArithmeticFor } from '../optim/flat-arithmetic.js';
 import { allReduceGroup } from '../pipeline/operators/all-reduce-group.js';
 import { emulateLink } from '../pipeline/operators/emulate-link.js';
 import { applyGroupUpdate } from '../pipeline/operators/apply-group-update.js';
@@ -40,7 +41,8 @@ port.once('message', (msg: ToComm) => {
 
 async function run(msg: ToComm, control: ControlBlock, at: (step: number, phase: Phase) => void): Promise<void> {
   const { device, config, buffers, groups } = msg;
-  const collective = new SharedMemoryCollective(config.allReduce, device, config.devices, control);
+  const arithmetic = flatArithmeticFor(config.backend);
+  const collective = new SharedMemoryCollective(config.allReduce, device, config.devices, control, arithmetic);
   const params = paramSlots(buffers), grads = gradSlots(buffers);
   const fi = config.faultInjection;
 
@@ -51,7 +53,7 @@ async function run(msg: ToComm, control: ControlBlock, at: (step: number, phase:
     at(unit.step, 'update');
     if (fi && fi.device === device && fi.step === unit.step && fi.phase === 'update') injectFault(fi.kind as InjectedFault, 'update');
   }));
-  stages.push(applyGroupUpdate(config.optimizer, params[device], grads[device], optimizerStateOf(buffers, device), groups, config.onNan === 'skip-step'));
+  stages.push(applyGroupUpdate(config.optimizer, params[device], grads[device], optimizerStateOf(buffers, device), groups, config.onNan === 'skip-step', arithmetic));
   stages.push(publishApplied(control, device));
   const exchange = (unit: GroupExchange) =>
     lastValueFrom(stages.reduce((obs, op) => obs.pipe(op), of(unit)));

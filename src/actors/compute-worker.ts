@@ -4,6 +4,7 @@
  * touches `parentPort`. Every failure goes back as data with device, step and
  * phase; the main thread rethrows it with that context.
  */
+import { flatArithmeticFor } from '../optim/flat-arithmetic.js';
 import { parentPort } from 'node:worker_threads';
 import * as tf from '@tensorflow/tfjs';
 import { serializeError, TandemError } from '../errors.js';
@@ -96,7 +97,7 @@ async function init(d: number, c: ResolvedConfig, controlBuffer: SharedArrayBuff
     head = new ClassifierHead(tf, {
       kind: c.classifier.head, embedding: c.classifier.embedding, labels: partition.labels[d], totalClasses: c.classes,
       scale: c.classifier.scale, margin: c.classifier.margin, seed: c.seed,
-    }, c.optimizer);
+    }, c.optimizer, flatArithmeticFor(c.backend));
   }
   const weights = model.trainableWeights.map(w => ({ name: w.originalName, shape: [...w.shape] as number[] }));
   layout = layoutParameters(weights);

@@ -8,7 +8,8 @@
  * optimizer as the shared parameters; they never enter a collective.
  */
 import type { Tf, Tensor, Variable } from '../engine/tfjs-types.js';
-import { applyUpdate, optimizerStateSlots, type OptimizerConfig } from '../optim/flat-optimizer.js';
+import { optimizerStateSlots, type OptimizerConfig } from '../optim/flat-optimizer.js';
+import { JS_ARITHMETIC, type FlatArithmetic } from '../optim/flat-arithmetic.js';
 import { prng } from '../data/synthetic-images.js';
 
 /**
@@ -53,7 +54,8 @@ export class ClassifierHead {
   private readonly flat: Float32Array[];
   private readonly state: Float32Array[][];
 
-  constructor(private readonly tf: Tf, readonly config: HeadConfig, private readonly optimizer: OptimizerConfig) {
+  constructor(private readonly tf: Tf, readonly config: HeadConfig, private readonly optimizer: OptimizerConfig,
+    private readonly arithmetic: FlatArithmetic = JS_ARITHMETIC) {
     const { embedding, seed, labels } = config;
     const classes = labels.length;
     const w = tf.tensor(initialHeadWeights(seed, labels, embedding, config.totalClasses), [embedding, classes]);
@@ -84,7 +86,7 @@ export class ClassifierHead {
   /** Applies one optimizer step from gradients (same order as `vars`) and writes the new values into the variables. */
   update(grads: Float32Array[], step: number): void {
     this.flat.forEach((f, i) => {
-      applyUpdate(this.optimizer, f, grads[i], this.state[i], 0, f.length, step);
+      this.arithmetic.applyUpdate(this.optimizer, f, grads[i], this.state[i], 0, f.length, step);
       const t = this.tf.tensor(f, this.vars[i].shape);
       this.vars[i].assign(t);
       t.dispose();

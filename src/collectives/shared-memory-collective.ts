@@ -12,6 +12,7 @@
  */
 import type { ControlBlock } from '../actors/control-block.js';
 import type { AllReduceKind, Collective, SlotSet } from './collective.js';
+import type { FlatArithmetic } from '../optim/flat-arithmetic.js';
 
 /** Slice [start, end) of rank `rank` when [from, to) is split in `size` near-equal shards. */
 export function shardOf(from: number, to: number, rank: number, size: number): [number, number] {
@@ -50,6 +51,8 @@ export class SharedMemoryCollective implements Collective {
     readonly rank: number,
     readonly size: number,
     private readonly control: ControlBlock,
+    /** Who computes the mean: the JS loop below, or the native addon's (the same bits). */
+    private readonly arithmetic: Pick<FlatArithmetic, 'reduceMeanInto'> = { reduceMeanInto },
   ) {}
 
   async allReduceMean(slots: SlotSet, start: number, end: number): Promise<void> {
@@ -58,14 +61,14 @@ export class SharedMemoryCollective implements Collective {
     switch (this.kind) {
       case 'primary':
         this.control.barrier('peers to hand over their gradients (primary reduce)');
-        if (this.rank === 0) reduceMeanInto(slots, mine, start, end);
+        if (this.rank === 0) this.arithmetic.reduceMeanInto(slots, mine, start, end);
         this.control.barrier('the primary device to reduce');
         if (this.rank !== 0) mine.set(slots[0].subarray(start, end), start);
         break;
       case 'sharded': {
         this.control.barrier('peers to hand over their gradients (reduce-scatter)');
         const [s, e] = shardOf(start, end, this.rank, this.size);
-        reduceMeanInto(slots, mine, s, e);
+        this.arithmetic.reduceMeanInto(slots, mine, s, e);
         this.control.barrier('peers to reduce their shards');
         for (let r = 0; r < this.size; r++) {
           if (r === this.rank) continue;

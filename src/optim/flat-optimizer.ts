@@ -20,6 +20,11 @@ export function optimizerStateSlots(config: OptimizerConfig): number {
   }
 }
 
+/** Adam's bias corrections at `step` (from 1), as tfjs computes them: 1 - fround(beta^step). */
+export function adamBiasCorrections(config: { beta1: number; beta2: number }, step: number): [number, number] {
+  return [1 - Math.fround(Math.pow(config.beta1, step)), 1 - Math.fround(Math.pow(config.beta2, step))];
+}
+
 /**
  * Applies one update to params[start, end) from grads[start, end).
  * `state` holds `optimizerStateSlots` arrays as long as params; `step` counts from 1.
@@ -44,8 +49,7 @@ export function applyUpdate(config: OptimizerConfig, params: Float32Array, grads
     case 'adam': {
       const { lr, beta1, beta2, epsilon } = config;
       const [m, v] = state;
-      const c1 = 1 - Math.fround(Math.pow(beta1, step));
-      const c2 = 1 - Math.fround(Math.pow(beta2, step));
+      const [c1, c2] = adamBiasCorrections(config, step);
       for (let i = start; i < end; i++) {
         const g = grads[i];
         const mi = Math.fround(beta1 * m[i] + (1 - beta1) * g);

@@ -12,8 +12,7 @@ import { TandemError } from '../errors.js';
 import { startBackend } from '../engine/backend.js';
 import { backwardWithGradientReady, forwardAsInTraining } from '../engine/gradient-tape.js';
 import { buildModel, classificationLoss, outputsProbabilities } from '../model/resolve-model.js';
-import { applyUpdate } from '../optim/flat-optimizer.js';
-import { reduceMeanInto } from '../collectives/shared-memory-collective.js';
+import { flatArithmeticFor } from '../optim/flat-arithmetic.js';
 import type { ResolvedConfig } from '../config.js';
 import type { LayerCost, ModelProfile } from './layer-profile.js';
 
@@ -108,13 +107,14 @@ async function profile({ config, warmupSteps, steps, reps }: ProfileRequest): Pr
   }
 
   // 3. Exchange and update throughput of shared memory on this machine.
+  const arithmetic = flatArithmeticFor(config.backend); // what the comm threads will run
   const n = 1 << 20;
   const a = new Float32Array(n).fill(1), c = new Float32Array(n).fill(2), st = [new Float32Array(n), new Float32Array(n)];
   const tr = performance.now();
-  for (let i = 0; i < 5; i++) reduceMeanInto([a, c], a, 0, n);
+  for (let i = 0; i < 5; i++) arithmetic.reduceMeanInto([a, c], a, 0, n);
   const reduceMs = (performance.now() - tr) / 5;
   const tu = performance.now();
-  for (let i = 0; i < 5; i++) applyUpdate(config.optimizer, a, c, st, 0, n, i + 1);
+  for (let i = 0; i < 5; i++) arithmetic.applyUpdate(config.optimizer, a, c, st, 0, n, i + 1);
   const updateMs = (performance.now() - tu) / 5;
 
   const weights = model.trainableWeights.map(w => ({ name: w.originalName, shape: [...w.shape] as number[] }));

@@ -42,6 +42,13 @@ export interface NativeAddon {
   reluGrad(dy: F32, x: F32, dx: F32, size: number): void;
   addRowVector(x: F32, v: F32, y: F32, rows: number, cols: number): void;
   sumRows(x: F32, out: F32, rows: number, cols: number): void;
+  /** out[start, end) = mean of the slots there, summed in float32 in slot order (as `reduceMeanInto`). */
+  reduceMean(slots: readonly F32[], out: F32, start: number, end: number): void;
+  /** tfjs's sgd (acc null) or momentum update of [start, end), as `applyUpdate`. */
+  sgdUpdate(params: F32, grads: F32, acc: F32 | null, start: number, end: number, lr: number, momentum: number): void;
+  /** tfjs's adam update of [start, end), as `applyUpdate`; c1, c2 = 1 - fround(beta^step). */
+  adamUpdate(params: F32, grads: F32, m: F32, v: F32, start: number, end: number, lr: number, beta1: number, beta2: number,
+    epsilon: number, c1: number, c2: number): void;
 }
 
 export type NativeAddonLoad =
@@ -52,7 +59,8 @@ const require = createRequire(import.meta.url);
 // This file runs from dist/src/engine/native/: the addon is built in <package>/native/build/Release/.
 const DEFAULT_PATH = fileURLToPath(new URL('../../../../native/build/Release/tandem_native.node', import.meta.url));
 const EXPORTS: (keyof NativeAddon)[] = ['setNumThreads', 'getNumThreads', 'retainFreedMemory', 'version', 'primitivesCreated', 'conv2dForward',
-  'conv2dBackwardData', 'conv2dBackwardWeights', 'matmul', 'maxPool', 'maxPoolGrad', 'relu', 'reluGrad', 'addRowVector', 'sumRows'];
+  'conv2dBackwardData', 'conv2dBackwardWeights', 'matmul', 'maxPool', 'maxPoolGrad', 'relu', 'reluGrad', 'addRowVector', 'sumRows',
+  'reduceMean', 'sgdUpdate', 'adamUpdate'];
 
 let cached: NativeAddonLoad | undefined;
 

@@ -1,0 +1,112 @@
+// The comm side's arithmetic on flat parameter ranges: the mean over device
+// slots of an all-reduce, and the optimizer updates of src/optim/flat-optimizer.ts.
+// Each does what the JS does, in the same order and precision, so the two give
+// the same bits: float32 sums in rank order; the updates in double (JS numbers),
+// rounded to float32 when stored. Built with -ffp-contract=off (no fused multiply-add).
+#include <cmath>
+#include <vector>
+
+#include "dnnl-context.h"
+
+namespace tandem {
+namespace {
+
+constexpr size_t kBlock = 1024;
+
+void ReadRange(const Napi::CallbackInfo& info, size_t at, size_t* start, size_t* end) {
+  int s = Int(info[at], "start"), e = Int(info[at + 1], "end");
+  if (s < 0 || e < s) throw Napi::RangeError::New(info.Env(), "need 0 <= start <= end");
+  *start = static_cast<size_t>(s);
+  *end = static_cast<size_t>(e);
+}
+
+double Number(const Napi::Value& v, const char* name) {
+  if (!v.IsNumber()) throw Napi::TypeError::New(v.Env(), std::string(name) + " must be a number");
+  return v.As<Napi::Number>().DoubleValue();
+}
+
+// reduceMean(slots, out, start, end): out[i] = (slots[0][i] + ... + slots[n-1][i]) / n for
+// i in [start, end), summed in float32 in slot order; out may be one of the slots.
+Napi::Value ReduceMean(const Napi::CallbackInfo& info) {
+  size_t start, end;
+  ReadRange(info, 2, &start, &end);
+  if (!info[0].IsArray()) throw Napi::TypeError::New(info.Env(), "slots must be an array of Float32Arrays");
+  auto list = info[0].As<Napi::Array>();
+  const uint32_t n = list.Length();
+  if (n == 0) throw Napi::RangeError::New(info.Env(), "slots must hold at least one Float32Array");
+  std::vector<const float*> slots(n);
+  for (uint32_t r = 0; r < n; r++) slots[r] = F32(list.Get(r), end, "slots[r]");
+  float* out = F32(info[1], end, "out");
+  // JS divides in double and rounds to float32; float32 division gives the same bits (a double
+  // has more than 2x24+2 bits: rounding twice is innocuous), and for n a power of two so does
+  // multiplying by the exact reciprocal.
+  const bool powerOfTwo = (n & (n - 1)) == 0;
+  const float count = static_cast<float>(n), reciprocal = 1.f / count;
+  float acc[kBlock];
+  for (size_t b = start; b < end; b += kBlock) {
+    const size_t len = std::min(kBlock, end - b);
+    for (size_t i = 0; i < len; i++) acc[i] = slots[0][b + i];
+    for (uint32_t r = 1; r < n; r++) {
+      const float* src = slots[r] + b;
+      for (size_t i = 0; i < len; i++) acc[i] += src[i];
+    }
+    if (powerOfTwo) {
+      for (size_t i = 0; i < len; i++) out[b + i] = acc[i] * reciprocal;
+    } else {
+      for (size_t i = 0; i < len; i++) out[b + i] = acc[i] / count;
+    }
+  }
+  return info.Env().Undefined();
+}
+
+// sgdUpdate(params, grads, acc | null, start, end, lr, momentum)
+Napi::Value SgdUpdate(const Napi::CallbackInfo& info) {
+  size_t start, end;
+  ReadRange(info, 3, &start, &end);
+  float* p = F32(info[0], end, "params");
+  const float* g = F32(info[1], end, "grads");
+  float* acc = OptionalF32(info[2], end, "acc");
+  const double lr = Number(info[5], "lr"), momentum = Number(info[6], "momentum");
+  if (acc) {
+    for (size_t i = start; i < end; i++) {
+      const float a = static_cast<float>(acc[i] * momentum + static_cast<double>(g[i]));
+      acc[i] = a;
+      p[i] = static_cast<float>(p[i] - lr * a);
+    }
+  } else {
+    for (size_t i = start; i < end; i++) p[i] = static_cast<float>(p[i] - lr * g[i]);
+  }
+  return info.Env().Undefined();
+}
+
+// adamUpdate(params, grads, m, v, start, end, lr, beta1, beta2, epsilon, c1, c2): c1, c2 the
+// bias corrections 1 - beta^step, computed by the caller (JS's Math.pow).
+Napi::Value AdamUpdate(const Napi::CallbackInfo& info) {
+  size_t start, end;
+  ReadRange(info, 4, &start, &end);
+  float* p = F32(info[0], end, "params");
+  const float* g = F32(info[1], end, "grads");
+  float* m = F32(info[2], end, "m");
+  float* v = F32(info[3], end, "v");
+  const double lr = Number(info[6], "lr"), beta1 = Number(info[7], "beta1"), beta2 = Number(info[8], "beta2");
+  const double epsilon = Number(info[9], "epsilon"), c1 = Number(info[10], "c1"), c2 = Number(info[11], "c2");
+  for (size_t i = start; i < end; i++) {
+    const double gi = g[i];
+    const float mi = static_cast<float>(beta1 * m[i] + (1 - beta1) * gi);
+    const float vi = static_cast<float>(beta2 * v[i] + (1 - beta2) * gi * gi);
+    m[i] = mi;
+    v[i] = vi;
+    p[i] = static_cast<float>(p[i] - lr * (mi / c1) / (std::sqrt(vi / c2) + epsilon));
+  }
+  return info.Env().Undefined();
+}
+
+}  // namespace
+
+void RegisterFlatOps(Napi::Env env, Napi::Object exports) {
+  exports.Set("reduceMean", Napi::Function::New(env, ReduceMean));
+  exports.Set("sgdUpdate", Napi::Function::New(env, SgdUpdate));
+  exports.Set("adamUpdate", Napi::Function::New(env, AdamUpdate));
+}
+
+}  // namespace tandem

@@ -1,0 +1,51 @@
+/**
+ * Arithmetic on flat parameter ranges — the mean of an all-reduce and the
+ * optimizer update, on the comm threads (and a classifier head's update on
+ * the compute thread) — as one swappable pair: the JS loops,
+ * or the native addon's vectorised C++ (with the `native` backend). Both give
+ * the same bits (the same operations in the same order and precision; tested
+ * against each other), so which one runs never changes a parameter.
+ */
+import type { BackendName } from '../engine/backend.js';
+import { requireNativeAddon } from '../engine/native/native-addon.js';
+import { adamBiasCorrections, applyUpdate, type OptimizerConfig } from './flat-optimizer.js';
+import { reduceMeanInto } from '../collectives/shared-memory-collective.js';
+import type { SlotSet } from '../collectives/collective.js';
+
+export interface FlatArithmetic {
+  readonly name: 'js' | 'native';
+  /** out[start, end) = the mean over the slots (summed in float32 in slot order); out may be a slot. */
+  reduceMeanInto(slots: SlotSet, out: Float32Array, start: number, end: number): void;
+  /** One optimizer update of params[start, end); `step` counts from 1. */
+  applyUpdate(config: OptimizerConfig, params: Float32Array, grads: Float32Array, state: Float32Array[], start: number, end: number, step: number): void;
+}
+
+export const JS_ARITHMETIC: FlatArithmetic = { name: 'js', reduceMeanInto, applyUpdate };
+
+/** The addon's loops (throws BACKEND_UNAVAILABLE, with the fix, when the addon did not load). */
+export function nativeArithmetic(): FlatArithmetic {
+  const addon = requireNativeAddon();
+  return {
+    name: 'native',
+    reduceMeanInto(slots, out, start, end) {
+      if (slots.length === 1) { if (out !== slots[0]) out.set(slots[0].subarray(start, end), start); return; }
+      if (end > start) addon.reduceMean(slots, out, start, end);
+    },
+    applyUpdate(config, params, grads, state, start, end, step) {
+      switch (config.kind) {
+        case 'sgd': addon.sgdUpdate(params, grads, config.momentum > 0 ? state[0] : null, start, end, config.lr, config.momentum); return;
+        case 'adam': {
+          const [c1, c2] = adamBiasCorrections(config, step);
+          addon.adamUpdate(params, grads, state[0], state[1], start, end, config.lr, config.beta1, config.beta2, config.epsilon, c1, c2);
+          return;
+        }
+        default: { const never: never = config; throw new Error(`unknown optimizer ${String(never)}`); }
+      }
+    },
+  };
+}
+
+/** What a device training on `backend` uses: the native loops with the native backend, the JS ones otherwise. */
+export function flatArithmeticFor(backend: BackendName): FlatArithmetic {
+  return backend === 'native' ? nativeArithmetic() : JS_ARITHMETIC;
+}
