@@ -85,6 +85,11 @@ export interface TrainConfig {
   backend?: BackendName;
   /** OpenMP threads per device for the native backend. Default 1 (one core per device). */
   nativeThreads?: number;
+  /**
+   * Native backend: run each Conv2D layer (relu or linear, channels-last, dilation 1) as one fused
+   * kernel — convolution + bias + activation — in training. Default true (`--no-native-fusion` turns it off).
+   */
+  nativeFusion?: boolean;
   /** Global batch size: each device trains on batch / devices samples per step. */
   batch?: number;
   steps?: number;
@@ -142,6 +147,7 @@ export interface ResolvedConfig {
   devices: number;
   backend: BackendName;
   nativeThreads: number;
+  nativeFusion: boolean;
   batch: number;
   perDevice: number;
   steps: number;
@@ -160,7 +166,7 @@ export interface ResolvedConfig {
   faultInjection?: FaultInjection;
 }
 
-const KNOWN_KEYS = new Set(['checkpointEvery', 'checkpointDir', 'resume', 'onNan', 'evalSamples', 'method', 'embedding', 'head', 'scale', 'margin', 'sampleRate', 'partition', 'heldOut', 'exportDevice', 'exportClassifier', 'model', 'data', 'devices', 'backend', 'nativeThreads', 'batch', 'steps', 'epochs', 'lr', 'momentum', 'optimizer', 'seed',
+const KNOWN_KEYS = new Set(['checkpointEvery', 'checkpointDir', 'resume', 'onNan', 'evalSamples', 'method', 'embedding', 'head', 'scale', 'margin', 'sampleRate', 'partition', 'heldOut', 'exportDevice', 'exportClassifier', 'model', 'data', 'devices', 'backend', 'nativeThreads', 'nativeFusion', 'batch', 'steps', 'epochs', 'lr', 'momentum', 'optimizer', 'seed',
   'strategy', 'timeShare', 'paramShare', 'splitLayer', 'bucketCapMB', 'firstBucketMB', 'link', 'trace', 'allReduce', 'out', 'classes', 'imageSize', 'datasetSize', 'stallTimeoutMs', 'loaderThreads', 'faultInjection']);
 
 function bad(field: string, message: string): never {
@@ -191,6 +197,8 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
   const backend = oneOf('backend', config.backend ?? defaultBackend(), BACKENDS);
   assertBackendAvailable(backend);
   const nativeThreads = positiveInt('nativeThreads', config.nativeThreads ?? 1, 256);
+  const nativeFusion = config.nativeFusion ?? true;
+  if (typeof nativeFusion !== 'boolean') bad('nativeFusion', `must be true or false, got ${JSON.stringify(nativeFusion)}`);
   const batch = positiveInt('batch', config.batch ?? 32);
   if (batch % devices !== 0) bad('batch', `global batch ${batch} must be divisible by devices ${devices} (each device trains batch/devices samples); try ${Math.max(devices, batch - (batch % devices))}`);
   const seed = config.seed ?? 1;
@@ -339,7 +347,7 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
     onNan: oneOf('onNan', config.onNan ?? 'error', ['error', 'skip-step'] as const),
     ...checkpointOptions(config),
     method, classifier, trainSize, evalSamples: positiveInt('evalSamples', config.evalSamples ?? 2000),
-    model, data, datasetSize: meta.size, sampleShape, classes: meta.classes, devices, backend, nativeThreads, batch,
+    model, data, datasetSize: meta.size, sampleShape, classes: meta.classes, devices, backend, nativeThreads, nativeFusion, batch,
     perDevice: batch / devices, steps, stepsPerEpoch, optimizer, seed, strategy, strategyOptions, link, trace: config.trace, allReduce, out: config.out,
     stallTimeoutMs, loaderThreads, faultInjection: fi,
   };

@@ -56,7 +56,7 @@ function runOn(backend: 'native' | 'cpu', inputs: Input[], f: (...xs: tf.Tensor[
 function maxRelDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
   let m = 0;
   for (let i = 0; i < a.length; i++) {
-    if (Number.isNaN(a[i]) && Number.isNaN(b[i])) continue;
+    if ((Number.isNaN(a[i]) && Number.isNaN(b[i])) || a[i] === b[i]) continue; // equal infinities included
     m = Math.max(m, Math.abs(a[i] - b[i]) / Math.max(1, Math.abs(b[i])));
   }
   return m;
@@ -154,6 +154,28 @@ function registerTests() {
     t.equal(matched, 2 * cases, `${cases} random matmuls, plain and fused, match stock`);
     const ranM = counts('BatchMatMul').native - before.m, ranF = counts('_FusedMatMul').native - before.f;
     t.ok(ranM >= cases && ranF >= cases / 2, `they ran natively (BatchMatMul ${ranM}, _FusedMatMul ${ranF})`);
+    t.end();
+  });
+
+  t.test('fused activations keep NaN and infinities where stock keeps them (conv and matmul, every activation)', t => {
+    const rand = prng(13);
+    const special = (shape: number[]): Input => {
+      const input = randomInput(rand, shape);
+      const v = input.values as Float32Array;
+      for (let i = 0; i < v.length; i += 7) v[i] = [NaN, Infinity, -Infinity, 1e30, -1e30][(i / 7) % 5];
+      return input;
+    };
+    let matched = 0, cases = 0;
+    for (const activation of ['linear', 'relu', 'relu6', 'leakyrelu', 'sigmoid', 'elu'] as const) {
+      const x = special([2, 5, 5, 3]), f = randomInput(rand, [2, 2, 3, 4]), b = randomInput(rand, [4]);
+      matched += compare(t, `fused conv2d ${activation} with NaN/Inf`, [x, f, b], (a, k, bias) =>
+        tf.fused.conv2d({ x: a as tf.Tensor4D, filter: k as tf.Tensor4D, strides: 1, pad: 'same', bias, activation, leakyreluAlpha: 0.3 }), { tol: 1e-4 });
+      const a = special([6, 9]), w = randomInput(rand, [9, 5]), bias = randomInput(rand, [5]);
+      matched += compare(t, `fused matMul ${activation} with NaN/Inf`, [a, w, bias], (p, q, z) =>
+        tf.fused.matMul({ a: p, b: q, bias: z, activation, leakyreluAlpha: 0.1 }), { tol: 1e-4 });
+      cases += 2;
+    }
+    t.equal(matched, cases, `${cases} fused kernels with NaN, ±Infinity and huge inputs: NaN exactly where stock has it, the rest equal`);
     t.end();
   });
 

@@ -2,6 +2,7 @@
 // elementwise loops, on the tfjs cpu backend's Float32Arrays without copies;
 // and the comm side's all-reduce mean and optimizer updates on flat ranges.
 #include <malloc.h>
+#include <cmath>
 #include <omp.h>
 
 #include <sstream>
@@ -53,18 +54,25 @@ Activation ReadActivation(const Napi::Value& v) {
   return static_cast<Activation>(a);
 }
 
-void AppendActivation(dnnl::primitive_attr& attr, Activation act, float alpha) {
-  using dnnl::algorithm;
-  dnnl::post_ops ops;
+void ApplyActivation(float* y, size_t n, Activation act, double alpha) {
   switch (act) {
     case Activation::Linear: return;
-    case Activation::Relu: ops.append_eltwise(1.f, algorithm::eltwise_relu, 0.f, 0.f); break;
-    case Activation::Relu6: ops.append_eltwise(1.f, algorithm::eltwise_clip, 0.f, 6.f); break;
-    case Activation::LeakyRelu: ops.append_eltwise(1.f, algorithm::eltwise_relu, alpha, 0.f); break;
-    case Activation::Sigmoid: ops.append_eltwise(1.f, algorithm::eltwise_logistic, 0.f, 0.f); break;
-    case Activation::Elu: ops.append_eltwise(1.f, algorithm::eltwise_elu, 1.f, 0.f); break;
+    case Activation::Relu:  // Math.max(0, x): NaN stays NaN, -0 becomes 0
+      for (size_t i = 0; i < n; i++) { float v = y[i]; y[i] = (v > 0.f || v != v) ? v : 0.f; }
+      return;
+    case Activation::Relu6:  // Math.min(Math.max(0, x), 6)
+      for (size_t i = 0; i < n; i++) { float v = y[i]; y[i] = v != v ? v : v > 6.f ? 6.f : v > 0.f ? v : 0.f; }
+      return;
+    case Activation::LeakyRelu:  // x < 0 ? alpha * x : x
+      for (size_t i = 0; i < n; i++) { float v = y[i]; if (v < 0.f) y[i] = static_cast<float>(alpha * v); }
+      return;
+    case Activation::Sigmoid:  // 1 / (1 + Math.exp(-x))
+      for (size_t i = 0; i < n; i++) y[i] = static_cast<float>(1.0 / (1.0 + std::exp(-static_cast<double>(y[i]))));
+      return;
+    case Activation::Elu:  // x >= 0 ? x : Math.exp(x) - 1
+      for (size_t i = 0; i < n; i++) { float v = y[i]; if (!(v >= 0.f)) y[i] = static_cast<float>(std::exp(static_cast<double>(v)) - 1.0); }
+      return;
   }
-  attr.set_post_ops(ops);
 }
 
 namespace {

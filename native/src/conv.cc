@@ -31,21 +31,19 @@ ConvShape ReadShape(const Napi::Value& v) {
   return c;
 }
 
-std::string Key(ConvKind kind, const ConvShape& s, bool bias, Activation act, float alpha) {
+std::string Key(ConvKind kind, const ConvShape& s, bool bias) {
   std::ostringstream k;
   k << static_cast<int>(kind) << '|' << s.N << ',' << s.H << ',' << s.W << ',' << s.C << ',' << s.KH << ',' << s.KW << ','
-    << s.OC << ',' << s.sh << ',' << s.sw << ',' << s.pt << ',' << s.pl << ',' << s.pb << ',' << s.pr << '|' << bias << '|'
-    << static_cast<int>(act) << '|' << alpha;
+    << s.OC << ',' << s.sh << ',' << s.sw << ',' << s.pt << ',' << s.pl << ',' << s.pb << ',' << s.pr << '|' << bias;
   return k.str();
 }
 
 dnnl::convolution_forward::primitive_desc ForwardPd(Ctx& c, ConvEntry& e, const ConvShape& s, bool bias,
-                                                    Activation act, float alpha, bool userScratch) {
+                                                    bool userScratch) {
   memory::dims strides{s.sh, s.sw}, padL{s.pt, s.pl}, padR{s.pb, s.pr};
   memory::desc wAny({s.OC, s.C, s.KH, s.KW}, dt::f32, tag::any);
   dnnl::primitive_attr attr;
   if (userScratch) attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  AppendActivation(attr, act, alpha);
   auto d = bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
                                                   e.x_md, wAny, e.b_md, e.y_md, strides, padL, padR)
                 : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
@@ -53,8 +51,8 @@ dnnl::convolution_forward::primitive_desc ForwardPd(Ctx& c, ConvEntry& e, const 
   return dnnl::convolution_forward::primitive_desc(d, attr, c.eng);
 }
 
-ConvEntry& GetConv(Ctx& c, ConvKind kind, const ConvShape& s, bool bias, Activation act, float alpha) {
-  auto key = Key(kind, s, bias, act, alpha);
+ConvEntry& GetConv(Ctx& c, ConvKind kind, const ConvShape& s, bool bias) {
+  auto key = Key(kind, s, bias);
   auto it = c.conv.find(key);
   if (it != c.conv.end()) return *it->second;
 
@@ -70,14 +68,14 @@ ConvEntry& GetConv(Ctx& c, ConvKind kind, const ConvShape& s, bool bias, Activat
   memory::desc primW, scratchMd;
   switch (kind) {
     case ConvKind::Forward: {
-      auto pd = ForwardPd(c, *e, s, bias, act, alpha, true);
+      auto pd = ForwardPd(c, *e, s, bias, true);
       e->prim = dnnl::convolution_forward(pd);
       primW = pd.weights_desc();
       scratchMd = pd.scratchpad_desc();
       break;
     }
     case ConvKind::BackwardData: {
-      auto hint = ForwardPd(c, *e, s, false, Activation::Linear, 0.f, false);
+      auto hint = ForwardPd(c, *e, s, false, false);
       auto d = dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, e->x_md, wAny, e->y_md,
                                                      strides, padL, padR);
       dnnl::convolution_backward_data::primitive_desc pd(d, attr, c.eng, hint);
@@ -87,7 +85,7 @@ ConvEntry& GetConv(Ctx& c, ConvKind kind, const ConvShape& s, bool bias, Activat
       break;
     }
     case ConvKind::BackwardWeights: {
-      auto hint = ForwardPd(c, *e, s, bias, Activation::Linear, 0.f, false);
+      auto hint = ForwardPd(c, *e, s, bias, false);
       auto d = bias ? dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, e->x_md, wAny,
                                                                e->b_md, e->y_md, strides, padL, padR)
                     : dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, e->x_md, wAny,
@@ -131,8 +129,8 @@ Napi::Value Conv2dForward(const Napi::CallbackInfo& info) {
     float* b = OptionalF32(info[2], s.OC, "bias");
     float* y = F32(info[3], s.ySize(), "y");
     Activation act = ReadActivation(info[5]);
-    float alpha = static_cast<float>(info[6].ToNumber().DoubleValue());
-    auto& e = GetConv(c, ConvKind::Forward, s, b != nullptr, act, alpha);
+    double alpha = info[6].ToNumber().DoubleValue();
+    auto& e = GetConv(c, ConvKind::Forward, s, b != nullptr);
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory(e.x_md, c.eng, x)},
                                          {DNNL_ARG_WEIGHTS, PrimitiveWeights(c, e, w)},
                                          {DNNL_ARG_DST, memory(e.y_md, c.eng, y)},
@@ -140,6 +138,7 @@ Napi::Value Conv2dForward(const Napi::CallbackInfo& info) {
     if (b) args.insert({DNNL_ARG_BIAS, memory(e.b_md, c.eng, b)});
     e.prim.execute(c.strm, args);
     c.strm.wait();
+    ApplyActivation(y, s.ySize(), act, alpha);
     return info.Env().Undefined();
   });
 }
@@ -152,7 +151,7 @@ Napi::Value Conv2dBackwardData(const Napi::CallbackInfo& info) {
     float* dy = F32(info[0], s.ySize(), "dy");
     float* w = F32(info[1], s.wSize(), "filter");
     float* dx = F32(info[2], s.xSize(), "dx");
-    auto& e = GetConv(c, ConvKind::BackwardData, s, false, Activation::Linear, 0.f);
+    auto& e = GetConv(c, ConvKind::BackwardData, s, false);
     e.prim.execute(c.strm, {{DNNL_ARG_DIFF_DST, memory(e.y_md, c.eng, dy)},
                             {DNNL_ARG_WEIGHTS, PrimitiveWeights(c, e, w)},
                             {DNNL_ARG_DIFF_SRC, memory(e.x_md, c.eng, dx)},
@@ -171,7 +170,7 @@ Napi::Value Conv2dBackwardWeights(const Napi::CallbackInfo& info) {
     float* dy = F32(info[1], s.ySize(), "dy");
     float* dw = F32(info[2], s.wSize(), "dw");
     float* db = OptionalF32(info[3], s.OC, "dbias");
-    auto& e = GetConv(c, ConvKind::BackwardWeights, s, db != nullptr, Activation::Linear, 0.f);
+    auto& e = GetConv(c, ConvKind::BackwardWeights, s, db != nullptr);
     memory dwm(e.w_md, c.eng, dw);
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory(e.x_md, c.eng, x)},
                                          {DNNL_ARG_DIFF_DST, memory(e.y_md, c.eng, dy)},

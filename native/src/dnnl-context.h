@@ -54,8 +54,10 @@ void ReadInts(const Napi::Value& v, uint32_t count, const char* usage, int* out)
 // Fused activations, numbered as in src/engine/native/native-addon.ts.
 enum class Activation : int { Linear = 0, Relu = 1, Relu6 = 2, LeakyRelu = 3, Sigmoid = 4, Elu = 5 };
 Activation ReadActivation(const Napi::Value& v);
-// Adds the activation as a post-op (nothing for Linear).
-void AppendActivation(dnnl::primitive_attr& attr, Activation act, float alpha);
+// Applies the activation to y[0, n) in place, as tfjs's cpu kernels compute it (JS arithmetic
+// in double, rounded to float32 when stored). Not a oneDNN post-op: oneDNN's relu, clip and exp
+// turn NaN into numbers (max/min with a constant), and a NaN must reach the user.
+void ApplyActivation(float* y, size_t n, Activation act, double alpha);
 
 // Runs f, turning oneDNN errors into JS errors that name the kernel.
 template <typename F>

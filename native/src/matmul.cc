@@ -17,7 +17,7 @@ Napi::Value Matmul(const Napi::CallbackInfo& info) {
     int M = Int(info[6], "M"), K = Int(info[7], "K"), N = Int(info[8], "N");
     bool ta = info[9].ToBoolean(), tb = info[10].ToBoolean();
     Activation act = ReadActivation(info[11]);
-    float alpha = static_cast<float>(info[12].ToNumber().DoubleValue());
+    double alpha = info[12].ToNumber().DoubleValue();
     if (batchA < 1 || batchB < 1 || M < 1 || K < 1 || N < 1 || (batchA != batchB && batchA != 1 && batchB != 1))
       throw Napi::RangeError::New(info.Env(), "matmul: sizes must be positive and batches equal or 1");
     int batch = batchA > batchB ? batchA : batchB;
@@ -27,8 +27,7 @@ Napi::Value Matmul(const Napi::CallbackInfo& info) {
     float* c = F32(info[3], (size_t)batch * M * N, "c");
 
     std::ostringstream k;
-    k << batchA << ',' << batchB << ',' << M << ',' << K << ',' << N << ',' << ta << ',' << tb << ',' << (bias != nullptr)
-      << ',' << static_cast<int>(act) << ',' << alpha;
+    k << batchA << ',' << batchB << ',' << M << ',' << K << ',' << N << ',' << ta << ',' << tb << ',' << (bias != nullptr);
     auto& ent = cx.matmul[k.str()];
     if (!ent) {
       ent = std::make_unique<MatmulEntry>();
@@ -38,7 +37,6 @@ Napi::Value Matmul(const Napi::CallbackInfo& info) {
       ent->bias_md = memory::desc({1, 1, N}, dt::f32, tag::abc);
       dnnl::primitive_attr attr;
       attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-      AppendActivation(attr, act, alpha);
       auto d = bias ? dnnl::matmul::desc(ent->a_md, ent->b_md, ent->bias_md, ent->c_md)
                     : dnnl::matmul::desc(ent->a_md, ent->b_md, ent->c_md);
       dnnl::matmul::primitive_desc pd(d, attr, cx.eng);
@@ -53,6 +51,7 @@ Napi::Value Matmul(const Napi::CallbackInfo& info) {
     if (bias) args.insert({DNNL_ARG_BIAS, memory(ent->bias_md, cx.eng, bias)});
     ent->prim.execute(cx.strm, args);
     cx.strm.wait();
+    ApplyActivation(c, static_cast<size_t>(batch) * M * N, act, alpha);
     return info.Env().Undefined();
   });
 }

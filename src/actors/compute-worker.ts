@@ -9,7 +9,7 @@ import { parentPort } from 'node:worker_threads';
 import * as tf from '@tensorflow/tfjs';
 import { serializeError, TandemError } from '../errors.js';
 import { startBackend } from '../engine/backend.js';
-import { buildModel, classificationLoss, outputsProbabilities } from '../model/resolve-model.js';
+import { buildTrainingModel, classificationLoss, outputsProbabilities } from '../model/resolve-model.js';
 import { layoutParameters, type ParameterGroup, type ParameterLayout } from '../model/parameter-layout.js';
 import { inputSlotIndex, INPUT_SLOTS } from '../data/shard-loader.js';
 import { ControlBlock, type Phase } from './control-block.js';
@@ -90,7 +90,7 @@ async function init(d: number, c: ResolvedConfig, controlBuffer: SharedArrayBuff
   control.owner = { device: d, side: 'compute' };
   enter('setup');
   await startBackend(tf, c.backend, { nativeThreads: c.nativeThreads });
-  model = await buildModel(tf, c.model);
+  model = await buildTrainingModel(tf, c);
   probabilities = outputsProbabilities(model);
   if (c.classifier) {
     partition = LabelPartition.fromShares(c.classes, c.classifier.partition);

@@ -14,7 +14,7 @@ const STRING_FLAGS = { model: 'model', data: 'data', backend: 'backend', optimiz
 /** `command` profile reads --steps as the number of measured steps, not training steps. */
 export function parseTrainArgs(argv: string[], command: 'train' | 'profile' = 'train'): TrainCliOptions {
   const options: Record<string, { type: 'string' | 'boolean' }> = { config: { type: 'string' }, json: { type: 'boolean' }, quiet: { type: 'boolean' },
-    'image-size': { type: 'string' }, 'export-classifier': { type: 'boolean' } };
+    'image-size': { type: 'string' }, 'export-classifier': { type: 'boolean' }, 'no-native-fusion': { type: 'boolean' } };
   for (const f of [...Object.keys(NUMBER_FLAGS), ...Object.keys(STRING_FLAGS)]) options[f] = { type: 'string' };
   let values: Record<string, string | boolean | undefined>;
   try {
@@ -40,6 +40,7 @@ export function parseTrainArgs(argv: string[], command: 'train' | 'profile' = 't
   }
   for (const [flag, key] of Object.entries(STRING_FLAGS)) if (typeof values[flag] === 'string') c[key] = values[flag];
   if (values['export-classifier'] === true) c.exportClassifier = true;
+  if (values['no-native-fusion'] === true) c.nativeFusion = false;
   if (typeof values['image-size'] === 'string') {
     const parts = values['image-size'].split(/[x,]/).map(Number);
     if (parts.some(p => !Number.isInteger(p))) throw new TandemError('BAD_CONFIG', `--image-size must look like 32x32 or 32x32x3, got '${values['image-size']}'`);

@@ -9,6 +9,8 @@ function resolveModulePath(source: string): string {
 import { BUILTIN_MODELS, type ModelFactory, type ModelOptions } from './builtin-models.js';
 import { fileURLToPath } from 'node:url';
 import { fileModelHandler } from '../trainer/model-files.js';
+import type { BackendName } from '../engine/backend.js';
+import { fuseConvLayers } from '../engine/native/fused-conv-layers.js';
 
 export interface ModelSpec {
   source: string;
@@ -36,6 +38,13 @@ export async function buildModel(tf: Tf, spec: ModelSpec): Promise<LayersModel> 
   if (!model || typeof (model as LayersModel).apply !== 'function' || !Array.isArray((model as LayersModel).trainableWeights)) {
     throw new TandemError('BAD_CONFIG', `model factory '${spec.source}' did not return a tf.LayersModel`);
   }
+  return model;
+}
+
+/** The model as a device trains it: on the native backend (unless `nativeFusion` is off) its Conv2D layers run fused. */
+export async function buildTrainingModel(tf: Tf, cfg: { model: ModelSpec; backend: BackendName; nativeFusion: boolean }): Promise<LayersModel> {
+  const model = await buildModel(tf, cfg.model);
+  if (cfg.backend === 'native' && cfg.nativeFusion) fuseConvLayers(tf, model);
   return model;
 }
 

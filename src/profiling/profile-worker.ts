@@ -11,7 +11,7 @@ import { serializeError } from '../errors.js';
 import { TandemError } from '../errors.js';
 import { startBackend } from '../engine/backend.js';
 import { backwardWithGradientReady, forwardAsInTraining } from '../engine/gradient-tape.js';
-import { buildModel, classificationLoss, outputsProbabilities } from '../model/resolve-model.js';
+import { buildTrainingModel, classificationLoss, outputsProbabilities } from '../model/resolve-model.js';
 import { flatArithmeticFor } from '../optim/flat-arithmetic.js';
 import type { ResolvedConfig } from '../config.js';
 import type { LayerCost, ModelProfile } from './layer-profile.js';
@@ -32,7 +32,7 @@ function median(xs: number[]): number {
 
 async function profile({ config, warmupSteps, steps, reps }: ProfileRequest): Promise<ModelProfile> {
   await startBackend(tf, config.backend, { nativeThreads: config.nativeThreads });
-  const model = await buildModel(tf, config.model);
+  const model = await buildTrainingModel(tf, config);
   if (!(model instanceof tf.Sequential)) {
     throw new TandemError('BAD_CONFIG', `the profiler times layers one after another and needs a tf.Sequential model; '${config.model.source}' is a functional model. ` +
       'Choose a strategy yourself (--strategy two-group --split-layer P, per-layer, buckets).');

@@ -6,7 +6,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { resolveConfig, type TrainConfig } from '../config.js';
 import { startBackend } from '../engine/backend.js';
-import { buildModel, classificationLoss, outputsProbabilities } from '../model/resolve-model.js';
+import { buildTrainingModel, classificationLoss, outputsProbabilities } from '../model/resolve-model.js';
 import { resolveDataset } from '../data/resolve-dataset.js';
 import { GlobalBatchSampler } from '../data/sampler.js';
 import { sampleSize } from '../data/dataset.js';
@@ -15,7 +15,7 @@ import type { TrainSummary } from './train.js';
 export async function trainReference(config: TrainConfig): Promise<{ weights: TrainSummary['weights']; losses: number[] }> {
   const cfg = await resolveConfig(config);
   await startBackend(tf, cfg.backend, { nativeThreads: cfg.nativeThreads });
-  const model = await buildModel(tf, cfg.model);
+  const model = await buildTrainingModel(tf, cfg);
   const probabilities = outputsProbabilities(model);
   const ds = await resolveDataset(cfg.data);
   const sampler = new GlobalBatchSampler(cfg.datasetSize, cfg.batch, cfg.seed);

@@ -19,6 +19,7 @@ import { convKernels } from './conv-kernels.js';
 import { matmulKernels } from './matmul-kernels.js';
 import { poolKernels } from './pool-kernels.js';
 import { elementwiseKernels, RELU_GRAD_KERNEL } from './elementwise-kernels.js';
+import { FUSED_CONV_KERNEL, registerFusedConvGradient } from './fused-conv-layers.js';
 
 export const NATIVE_BACKEND = 'native';
 
@@ -75,6 +76,13 @@ export function registerNativeBackend(tf: Tf, options: NativeBackendOptions = {}
   const reluGrad = natives.get(RELU_GRAD_KERNEL);
   if (reluGrad) tf.registerKernel({ kernelName: RELU_GRAD_KERNEL, backendName: NATIVE_BACKEND, kernelFunc: withFallback(reluGrad, undefined) });
   registerReluGradient(tf);
+  // A fused Conv2D layer's kernel (fused-conv-layers.ts): FusedConv2D's, under its own name so that it can have a gradient.
+  const fusedConv = natives.get('FusedConv2D'), stockFusedConv = tf.getKernel('FusedConv2D', 'cpu');
+  if (fusedConv && stockFusedConv) {
+    tf.registerKernel({ kernelName: FUSED_CONV_KERNEL, backendName: NATIVE_BACKEND,
+      kernelFunc: withFallback({ kernelName: FUSED_CONV_KERNEL, run: fusedConv.run }, stockFusedConv.kernelFunc) });
+    registerFusedConvGradient(tf);
+  }
   return addon;
 }
 
