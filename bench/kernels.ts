@@ -27,6 +27,8 @@ function alexnetMiniKernels(b: number): KernelCase[] {
   convs.forEach(([s, c, oc], i) => {
     const x = [b, s, s, c], w = [3, 3, c, oc], y = [b, s, s, oc];
     cases.push({ name: `conv${i + 1} forward ${x.join('x')} * 3x3x${c}x${oc}`, inputs: [x, w], run: (a, k) => tf.conv2d(a as tf.Tensor4D, k as tf.Tensor4D, 1, 'same') });
+    cases.push({ name: `conv${i + 1} fused forward + bias + relu (one kernel)`, inputs: [x, w, [oc]], run: (a, k, bias) =>
+      tf.fused.conv2d({ x: a as tf.Tensor4D, filter: k as tf.Tensor4D, strides: 1, pad: 'same', bias, activation: 'relu' }) });
     if (i > 0) cases.push({ name: `conv${i + 1} backprop input`, inputs: [y, w], run: (g, k) => tf.engine().runKernel('Conv2DBackpropInput', { dy: g, filter: k }, { strides: 1, pad: 'same', dataFormat: 'NHWC', inputShape: x }) as tf.Tensor });
     cases.push({ name: `conv${i + 1} backprop filter`, inputs: [x, y], run: (a, g) => tf.engine().runKernel('Conv2DBackpropFilter', { x: a, dy: g }, { strides: 1, pad: 'same', dataFormat: 'NHWC', filterShape: w }) as tf.Tensor });
     cases.push({ name: `maxpool${i + 1} forward ${y.join('x')}`, inputs: [y], run: a => tf.maxPool(a as tf.Tensor4D, 2, 2, 'valid') });

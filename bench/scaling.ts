@@ -2,7 +2,7 @@
  * `npm run bench -- scaling`: samples/s of alexnet-mini for
  *  (a) stock tfjs model.fit on the cpu backend, one thread (few steps: it is slow),
  *  for each tandem backend (native when built, wasm):
- *  (b) one tandem device, (c) two tandem devices,
+ *  (b) one tandem device, (c) two tandem devices (on native also without the fused Conv2D layers: what fusion buys),
  *  (d) two independent one-device trainings at the same time (the machine's two-thread ceiling);
  *  PyTorch on the same model when `python3 -c "import torch"` works: (t1) one thread, (t2) DDP/gloo, 2 processes;
  * tandem rates are steady state (after the warm-up steps);
@@ -78,6 +78,12 @@ export async function runScaling(opts: ScalingOptions): Promise<void> {
     rows.push({ run: `(b) tandem ${backend}, 1 device`, samplesPerSecond: rate(one), msPerStep: one.steadyStepMs });
     rows.push({ run: `(c) tandem ${backend}, 2 devices (two-group)`, samplesPerSecond: rate(two), msPerStep: two.steadyStepMs });
     rows.push({ run: `(d) tandem ${backend}, 2 independent 1-device trainings at once`, samplesPerSecond: independent });
+    if (backend === 'native') {
+      const oneUnfused = await train({ ...config, devices: 1, batch: b, steps: opts.steps, nativeFusion: false });
+      const twoUnfused = await train({ ...config, devices: 2, batch: 2 * b, steps: opts.steps, strategy: 'two-group', nativeFusion: false });
+      rows.push({ run: '(b-) tandem native, 1 device, Conv2D layers not fused', samplesPerSecond: rate(oneUnfused), msPerStep: oneUnfused.steadyStepMs });
+      rows.push({ run: '(c-) tandem native, 2 devices, Conv2D layers not fused', samplesPerSecond: rate(twoUnfused), msPerStep: twoUnfused.steadyStepMs });
+    }
   }
   const python = findTorchPython();
   let torch: { single: TorchStepResult; ddp: TorchStepResult } | undefined;

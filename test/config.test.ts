@@ -51,6 +51,7 @@ t.test('CLI flags map to the config; bad flags are named', async t => {
   const { config, json } = parseTrainArgs(['--model', 'alexnet-mini', '--devices', '3', '--batch', '48', '--lr', '0.1', '--image-size', '16x16', '--all-reduce', 'primary', '--json']);
   t.same(config, { model: 'alexnet-mini', devices: 3, batch: 48, lr: 0.1, imageSize: [16, 16], allReduce: 'primary' });
   t.equal(json, true);
+  t.same(parseTrainArgs(['--backend', 'native', '--native-threads', '2', '--no-native-fusion']).config, { backend: 'native', nativeThreads: 2, nativeFusion: false });
   t.throws(() => parseTrainArgs(['--devices', 'two']), { code: 'BAD_CONFIG', message: /--devices must be a number/ });
   t.throws(() => parseTrainArgs(['--bogus']), { code: 'BAD_CONFIG', message: /bogus/ });
 });
