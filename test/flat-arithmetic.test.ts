@@ -3,7 +3,8 @@
 // (NaN, ±Infinity, -0, subnormals, overflowing sums).
 // Skipped when the addon is not built, unless TANDEM_REQUIRE_NATIVE=1 (CI).
 import t from 'tap';
-import { loadNativeAddon } from '../src/engine/native/native-addon.js';
+import { nativeAddonOrSkip } from './fixtures/native-addon-or-skip.js';
+import type { NativeAddon } from '../src/engine/native/native-addon.js';
 import { JS_ARITHMETIC, nativeArithmetic, flatArithmeticFor, type FlatArithmetic } from '../src/optim/flat-arithmetic.js';
 import type { OptimizerConfig } from '../src/optim/flat-optimizer.js';
 
@@ -17,7 +18,6 @@ function prng(seed: number): () => number {
   };
 }
 
-const load = loadNativeAddon();
 const SPECIAL = [NaN, Infinity, -Infinity, -0, 0, 1e-40, -3e-39, 3e38, -3.3e38, 1e-30];
 
 /** Random floats on a SharedArrayBuffer (as the device slots are), a few of them special. */
@@ -33,7 +33,7 @@ function firstDifference(a: Float32Array, b: Float32Array): number {
   return -1;
 }
 
-function registerTests(native: FlatArithmetic): void {
+function registerTests(native: FlatArithmetic, addon: NativeAddon): void {
   t.test('reduceMeanInto: native = JS, bit for bit (1-4 slots, in place or not, odd ranges)', async t => {
     const r = prng(7);
     let cases = 0, mismatches = 0;
@@ -85,16 +85,11 @@ function registerTests(native: FlatArithmetic): void {
     t.equal(flatArithmeticFor('native').name, 'native');
     t.equal(flatArithmeticFor('wasm').name, 'js');
     t.equal(flatArithmeticFor('cpu').name, 'js');
-    const addon = load.loaded ? load.addon : undefined;
-    t.throws(() => addon!.reduceMean([new Float32Array(4), new Float32Array(2)], new Float32Array(4), 0, 4), { name: 'RangeError', message: /slots\[r\] holds 2 floats/ });
-    t.throws(() => addon!.sgdUpdate(new Float32Array(4), new Float64Array(4) as unknown as Float32Array, null, 0, 4, 0.1, 0), { name: 'TypeError', message: /grads must be a Float32Array/ });
-    t.throws(() => addon!.adamUpdate(new Float32Array(4), new Float32Array(4), new Float32Array(4), new Float32Array(4), 3, 1, 0.1, 0.9, 0.99, 1e-7, 0.1, 0.01), { name: 'RangeError', message: /start <= end/ });
+    t.throws(() => addon.reduceMean([new Float32Array(4), new Float32Array(2)], new Float32Array(4), 0, 4), { name: 'RangeError', message: /slots\[r\] holds 2 floats/ });
+    t.throws(() => addon.sgdUpdate(new Float32Array(4), new Float64Array(4) as unknown as Float32Array, null, 0, 4, 0.1, 0), { name: 'TypeError', message: /grads must be a Float32Array/ });
+    t.throws(() => addon.adamUpdate(new Float32Array(4), new Float32Array(4), new Float32Array(4), new Float32Array(4), 3, 1, 0.1, 0.9, 0.99, 1e-7, 0.1, 0.01), { name: 'RangeError', message: /start <= end/ });
   });
 }
 
-if (!load.loaded) {
-  if (process.env.TANDEM_REQUIRE_NATIVE === '1') t.fail(`TANDEM_REQUIRE_NATIVE=1 but ${load.reason}`);
-  else t.comment(`skipped: native addon not built: ${load.reason}`);
-} else {
-  registerTests(nativeArithmetic());
-}
+const addon = nativeAddonOrSkip();
+if (addon) registerTests(nativeArithmetic(), addon);

@@ -6,7 +6,7 @@
 import t from 'tap';
 import * as tf from '@tensorflow/tfjs';
 import { startBackend } from '../src/engine/backend.js';
-import { loadNativeAddon } from '../src/engine/native/native-addon.js';
+import { nativeAddonOrSkip } from './fixtures/native-addon-or-skip.js';
 import { nativeKernelCounts } from '../src/engine/native/native-backend.js';
 import { fuseConvLayers, FUSED_CONV_KERNEL } from '../src/engine/native/fused-conv-layers.js';
 import { train, type TrainConfig } from '../src/index.js';
@@ -96,11 +96,7 @@ function registerTests(): void {
   });
 }
 
-const load = loadNativeAddon();
-if (!load.loaded) {
-  if (process.env.TANDEM_REQUIRE_NATIVE === '1') t.fail(`TANDEM_REQUIRE_NATIVE=1 but ${load.reason}`);
-  else t.comment(`skipped: native addon not built: ${load.reason}`);
-} else {
+if (nativeAddonOrSkip()) {
   await startBackend(tf, 'native');
   registerTests();
 }

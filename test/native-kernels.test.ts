@@ -6,18 +6,16 @@
 import t from 'tap';
 import * as tf from '@tensorflow/tfjs';
 import { startBackend } from '../src/engine/backend.js';
-import { loadNativeAddon } from '../src/engine/native/native-addon.js';
+import { nativeAddonOrSkip } from './fixtures/native-addon-or-skip.js';
+import type { NativeAddon } from '../src/engine/native/native-addon.js';
 import { nativeKernelCounts } from '../src/engine/native/native-backend.js';
 
-const load = loadNativeAddon();
-if (!load.loaded) {
-  if (process.env.TANDEM_REQUIRE_NATIVE === '1') t.fail(`TANDEM_REQUIRE_NATIVE=1 but ${load.reason}`);
-  else t.comment(`skipped: native addon not built: ${load.reason}`);
-} else {
+const addon = nativeAddonOrSkip();
+if (addon) {
   await startBackend(tf, 'native');
   await tf.setBackend('cpu'); // create the stock backend once
   await tf.setBackend('native');
-  registerTests();
+  registerTests(addon);
 }
 
 /** Deterministic PRNG (mulberry32) for shapes and values. */
@@ -97,7 +95,7 @@ function pad(rand: () => number): 'same' | 'valid' | number | [[number, number],
   return [[0, 0], [Math.floor(rand() * 3), Math.floor(rand() * 3)], [Math.floor(rand() * 3), Math.floor(rand() * 3)], [0, 0]];
 }
 
-function registerTests() {
+function registerTests(addon: NativeAddon) {
   t.test('Conv2D, FusedConv2D and both conv backprops match stock on random shapes, strides, paddings', t => {
     const rand = prng(11);
     let cases = 0, matched = 0;
@@ -276,14 +274,12 @@ function registerTests() {
     values.set(randomInput(rand, [2, 6, 6, 2]).values);
     const f = randomInput(rand, [3, 3, 2, 3]);
     t.equal(compare(t, 'conv on a SAB-backed input', [{ shape: [2, 6, 6, 2], values }, f], (a, k) => tf.conv2d(a as tf.Tensor4D, k as tf.Tensor4D, 1, 'same')), 1, 'same as stock');
-    if (load.loaded) {
-      load.addon.setNumThreads(2);
-      t.equal(load.addon.getNumThreads(), 2, 'two OpenMP threads on this thread');
-      t.equal(compare(t, 'conv with 2 threads', [{ shape: [2, 6, 6, 2], values }, f], (a, k) => tf.conv2d(a as tf.Tensor4D, k as tf.Tensor4D, 1, 'same')), 1, 'same answer with 2 threads');
-      load.addon.setNumThreads(1);
-      t.throws(() => load.addon.conv2dForward(new Float32Array(3), new Float32Array(1), null, new Float32Array(1), [1, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 2, 2], 0, 0),
-        /x holds 3 floats, the kernel needs 4/, 'a too-short array is a RangeError naming the argument');
-    }
+    addon.setNumThreads(2);
+    t.equal(addon.getNumThreads(), 2, 'two OpenMP threads on this thread');
+    t.equal(compare(t, 'conv with 2 threads', [{ shape: [2, 6, 6, 2], values }, f], (a, k) => tf.conv2d(a as tf.Tensor4D, k as tf.Tensor4D, 1, 'same')), 1, 'same answer with 2 threads');
+    addon.setNumThreads(1);
+    t.throws(() => addon.conv2dForward(new Float32Array(3), new Float32Array(1), null, new Float32Array(1), [1, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 2, 2], 0, 0),
+      /x holds 3 floats, the kernel needs 4/, 'a too-short array is a RangeError naming the argument');
     t.end();
   });
 }
