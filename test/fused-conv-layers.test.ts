@@ -44,6 +44,7 @@ function registerTests(): void {
     const plain = buildModel(), fused = buildModel();
     const names = fuseConvLayers(tf, fused);
     t.same(names.sort(), ['inner_relu_valid', 'linear_strided_nobias', 'relu_same'], 'relu and linear layers fused, nested ones included; sigmoid and elu left alone');
+    t.same(fuseConvLayers(tf, fused), [], 'fusing again changes nothing (the fused layers have a call of their own now)');
     const before = nativeKernelCounts()[FUSED_CONV_KERNEL]?.native ?? 0;
     const a = lossAndGradients(plain, x, y), b = lossAndGradients(fused, x, y);
     t.equal((nativeKernelCounts()[FUSED_CONV_KERNEL]?.native ?? 0) - before, 3, 'the fused kernel ran natively, once per fused layer');

@@ -6,8 +6,8 @@
  * cores that memory traffic, not the arithmetic, bounds the step (alexnet-mini:
  * ~17 ms per step unfused vs ~12 fused alone, ~30 vs ~15 two at once).
  *
- * `fuseConvLayers` makes a model's eligible Conv2D layers (relu or linear,
- * channels-last, dilation 1, same/valid padding) call one kernel,
+ * `fuseConvLayers` makes a model's eligible Conv2D layers (tfjs's own call;
+ * relu or linear, channels-last, dilation 1, same/valid padding) call one kernel,
  * `TandemFusedConv2D` — convolution + bias + activation in one oneDNN call —
  * whose gradient is registered here: relu's derivative from the output (y > 0
  * exactly where the pre-activation is > 0; NaN stays NaN), the bias gradient
@@ -60,11 +60,14 @@ function notFusable(layer: ConvLayer): string | undefined {
  */
 export function fuseConvLayers(tf: Tf, model: LayersModel): string[] {
   const fused: string[] = [];
+  // tfjs's own Conv2D.call: a subclass (or instance) with a call of its own computes something else and is left alone.
+  const probe = tf.layers.conv2d({ filters: 1, kernelSize: 1 }) as unknown as ConvLayer;
+  const stockCall = probe.call;
   const visit = (layer: LayerLike) => {
     for (const inner of layer.layers ?? []) visit(inner);
     if (layer.getClassName() !== 'Conv2D') return;
     const conv = layer as unknown as ConvLayer;
-    if (notFusable(conv) !== undefined) return;
+    if (conv.call !== stockCall || notFusable(conv) !== undefined) return;
     const activation = conv.activation?.getClassName() ?? 'linear';
     const attrs = { strides: conv.strides, pad: conv.padding, dataFormat: 'NHWC', dilations: [1, 1], activation } as unknown as NamedAttrMap;
     conv.call = inputs => tf.tidy(() => {
