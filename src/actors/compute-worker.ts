@@ -4,11 +4,11 @@
  * touches `parentPort`. Every failure goes back as data with device, step and
  * phase; the main thread rethrows it with that context.
  */
-import { flatArithmeticFor } from '../optim/flat-arithmetic.js';
 import { parentPort } from 'node:worker_threads';
 import * as tf from '@tensorflow/tfjs';
 import { serializeError, TandemError } from '../errors.js';
 import { startBackend } from '../engine/backend.js';
+import { flatArithmeticFor } from '../optim/flat-arithmetic.js';
 import { buildTrainingModel, classificationLoss, outputsProbabilities } from '../model/resolve-model.js';
 import { layoutParameters, type ParameterGroup, type ParameterLayout } from '../model/parameter-layout.js';
 import { inputSlotIndex, INPUT_SLOTS } from '../data/shard-loader.js';

@@ -28,8 +28,8 @@ export function nativeArithmetic(): FlatArithmetic {
   return {
     name: 'native',
     reduceMeanInto(slots, out, start, end) {
-      if (slots.length === 1) { if (out !== slots[0]) out.set(slots[0].subarray(start, end), start); return; }
-      if (end > start) addon.reduceMean(slots, out, start, end);
+      if (slots.length === 1) reduceMeanInto(slots, out, start, end); // a copy at most: the JS one
+      else if (end > start) addon.reduceMean(slots, out, start, end);
     },
     applyUpdate(config, params, grads, state, start, end, step) {
       switch (config.kind) {

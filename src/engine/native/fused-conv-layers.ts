@@ -42,15 +42,14 @@ interface LayerLike { name: string; getClassName(): string; layers?: LayerLike[]
 
 const FUSABLE_ACTIVATIONS = new Set(['relu', 'linear']);
 
-/** Why `layer` cannot run fused, or undefined when it can. */
-function notFusable(layer: ConvLayer): string | undefined {
-  const activation = layer.activation?.getClassName() ?? 'linear';
-  if (!FUSABLE_ACTIVATIONS.has(activation)) return `activation ${activation}`;
-  if (layer.rank !== 2) return `rank ${layer.rank}`;
-  if (layer.dataFormat !== 'channelsLast') return layer.dataFormat;
-  if (layer.dilationRate.some(d => d !== 1)) return `dilation ${layer.dilationRate.join('x')}`;
-  if (layer.padding !== 'same' && layer.padding !== 'valid') return `padding ${layer.padding}`;
-  return undefined;
+function activationOf(layer: ConvLayer): string {
+  return layer.activation?.getClassName() ?? 'linear';
+}
+
+/** Whether the one kernel computes what `layer` computes: 2-D, channels-last, dilation 1, same/valid, relu or linear. */
+function fusable(layer: ConvLayer): boolean {
+  return FUSABLE_ACTIVATIONS.has(activationOf(layer)) && layer.rank === 2 && layer.dataFormat === 'channelsLast' &&
+    layer.dilationRate.every(d => d === 1) && (layer.padding === 'same' || layer.padding === 'valid');
 }
 
 /**
@@ -67,9 +66,8 @@ export function fuseConvLayers(tf: Tf, model: LayersModel): string[] {
     for (const inner of layer.layers ?? []) visit(inner);
     if (layer.getClassName() !== 'Conv2D') return;
     const conv = layer as unknown as ConvLayer;
-    if (conv.call !== stockCall || notFusable(conv) !== undefined) return;
-    const activation = conv.activation?.getClassName() ?? 'linear';
-    const attrs = { strides: conv.strides, pad: conv.padding, dataFormat: 'NHWC', dilations: [1, 1], activation } as unknown as NamedAttrMap;
+    if (conv.call !== stockCall || !fusable(conv)) return;
+    const attrs = { strides: conv.strides, pad: conv.padding, dataFormat: 'NHWC', dilations: [1, 1], activation: activationOf(conv) } as unknown as NamedAttrMap;
     conv.call = inputs => tf.tidy(() => {
       const x = Array.isArray(inputs) ? inputs[0] : inputs;
       const kernelInputs: Record<string, Tensor> = { x, filter: conv.kernel.read() };
