@@ -7,16 +7,7 @@ import { nativeAddonOrSkip } from './fixtures/native-addon-or-skip.js';
 import type { NativeAddon } from '../src/engine/native/native-addon.js';
 import { JS_ARITHMETIC, nativeArithmetic, flatArithmeticFor, type FlatArithmetic } from '../src/optim/flat-arithmetic.js';
 import type { OptimizerConfig } from '../src/optim/flat-optimizer.js';
-
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let x = Math.imul(a ^ (a >>> 15), a | 1);
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { prng } from '../src/data/synthetic-images.js'; // mulberry32, for shapes and values
 
 const SPECIAL = [NaN, Infinity, -Infinity, -0, 0, 1e-40, -3e-39, 3e38, -3.3e38, 1e-30];
 

@@ -9,6 +9,7 @@ import { startBackend } from '../src/engine/backend.js';
 import { nativeAddonOrSkip } from './fixtures/native-addon-or-skip.js';
 import type { NativeAddon } from '../src/engine/native/native-addon.js';
 import { nativeKernelCounts } from '../src/engine/native/native-backend.js';
+import { prng } from '../src/data/synthetic-images.js'; // mulberry32, for shapes and values
 
 const addon = nativeAddonOrSkip();
 if (addon) {
@@ -16,17 +17,6 @@ if (addon) {
   await tf.setBackend('cpu'); // create the stock backend once
   await tf.setBackend('native');
   registerTests(addon);
-}
-
-/** Deterministic PRNG (mulberry32) for shapes and values. */
-function prng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let x = Math.imul(a ^ (a >>> 15), 1 | a);
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 type Values = Float32Array | Int32Array;
