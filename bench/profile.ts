@@ -19,7 +19,7 @@ export async function runProfileBench(opts: ProfileBenchOptions): Promise<void> 
   for (const model of opts.models) {
     const base: TrainConfig = { model, data: 'synthetic-images', imageSize: [32, 32, 3], datasetSize: 8192, devices: 2, batch: 2 * opts.perDeviceBatch,
       steps: opts.steps, optimizer: 'sgd', lr: 0.01, momentum: 0.9 };
-    const profile = await profileModel(base);
+    const profile = await profileModel(base, train);
     const verdict = decideAlexNetLike(profile.layers);
     console.log(`\n${profileReport(profile, verdict, predictStrategies(profile, 2, { bucketCapMB: 0.5, firstBucketMB: 0.125 }), 2)}`);
     console.log(`\npredicted vs measured, ${model}, 2 devices (links EMULATED)`);

@@ -16,7 +16,7 @@ import os from 'node:os';
 import { train, type TrainConfig, type TrainSummary, type BackendName } from '../src/index.js';
 import { loadNativeAddon } from '../src/engine/native/native-addon.js';
 import { findTorchPython, runTorchReference, type TorchStepResult } from './torch-reference.js';
-import { ControlBlock } from '../src/actors/control-block.js';
+import { SHARED_MEMORY_TRANSPORT } from '../src/collectives/shared-memory-transport.js';
 
 export interface ScalingOptions { steps: number; stockSteps: number; perDeviceBatch: number; out: string }
 
@@ -40,11 +40,13 @@ async function stockFit(steps: number, batch: number): Promise<number> {
 
 async function allReduceMs(kind: 'sharded' | 'primary', arithmetic: 'js' | 'native', devices: number, bytes: number, repeats: number): Promise<number> {
   const length = bytes / 4;
-  const control = new SharedArrayBuffer(ControlBlock.byteLength(devices, 1));
   const data = new SharedArrayBuffer(devices * bytes);
   new Float32Array(data).fill(1);
+  // The run's gradient buffer as the transport sees it: registered, so the peers' slots are read in place.
+  const { handles } = SHARED_MEMORY_TRANSPORT.prepare({ name: 'bench', size: devices, registered: [{ buffer: data, slotFloats: length, slots: devices }],
+    stagingFloats: 1 << 16, options: { allReduce: kind } });
   const workers = Array.from({ length: devices }, (_, rank) =>
-    new Worker(new URL('./allreduce-rank.js', import.meta.url), { workerData: { rank, size: devices, kind, arithmetic, control, data, length, repeats } }));
+    new Worker(new URL('./allreduce-rank.js', import.meta.url), { workerData: { handle: handles[rank], arithmetic, data, length, repeats } }));
   const times = await Promise.all(workers.map(async w => (await once(w, 'message'))[0] as number));
   await Promise.all(workers.map(w => w.terminate()));
   return Math.max(...times);

@@ -1,13 +1,16 @@
 /**
- * Training configuration: what the user gives (`TrainConfig`), the checks that
- * run before any thread starts, and the resolved form every thread receives.
+ * Training configuration: the checks that run before any thread starts, and
+ * the resolution of defaults into the form every thread receives (the shapes
+ * are in config-types.ts).
  */
 import os from 'node:os';
 import { TandemError } from './errors.js';
-import { BACKENDS, assertBackendAvailable, defaultBackend, type BackendName } from './engine/backend.js';
-import { OPTIMIZERS, type OptimizerConfig, type OptimizerName } from './optim/flat-optimizer.js';
-import { ALL_REDUCE_KINDS, type AllReduceKind } from './collectives/collective.js';
-import { STRATEGIES, type StrategyOptions, type StrategySpec } from './pipeline/strategy.js';
+import { assertBackendAvailable, defaultBackend } from './engine/backend.js';
+import { engineNames } from './engine/engine-registry.js';
+import { OPTIMIZERS, type OptimizerConfig } from './optim/flat-optimizer.js';
+import { ALL_REDUCE_KINDS } from './collectives/collective.js';
+import { DEFAULT_TRANSPORT, getTransport } from './collectives/transport-registry.js';
+import { STRATEGIES, type StrategyOptions } from './pipeline/strategy.js';
 import { parseLink, type LinkModel } from './pipeline/link-model.js';
 import { BUILTIN_MODELS } from './model/builtin-models.js';
 import { BUILTIN_DATASETS, isModulePath, resolveDataset, resolveModuleUrl } from './data/resolve-dataset.js';
@@ -15,159 +18,15 @@ import type { DatasetSpec } from './data/dataset.js';
 import { MNIST_META } from './data/mnist.js';
 import { SYNTHETIC_DEFAULTS } from './data/synthetic-images.js';
 import type { ModelSpec } from './model/resolve-model.js';
-import { HEAD_KINDS, type HeadKind } from './classifier/classifier-head.js';
-import { LabelPartition } from './classifier/label-partition.js';
-
-export const METHODS = ['data-parallel', 'local-head', 'partial-fc'] as const;
-export type Method = (typeof METHODS)[number];
-
-/** Method B (local-head) and the Partial FC comparison mode. */
-export interface ClassifierConfig {
-  embedding: number;
-  head: HeadKind;
-  scale: number;
-  margin: number;
-  /** partial-fc: share of each device's class centres in a step's softmax (positives always in). */
-  sampleRate: number;
-  /** partition[d] = labels device d owns. */
-  partition: number[][];
-  exportDevice: number;
-  exportClassifier: boolean;
-}
-
-export const FAULT_PHASES = ['load', 'forward', 'backward', 'exchange', 'update'] as const;
-/** Test hook: make one device fail at one step and phase. */
-export interface FaultInjection {
-  device: number;
-  step: number;
-  phase: (typeof FAULT_PHASES)[number];
-  /** throw an exception, exit the thread, hang (a busy loop that never returns), or (forward only) make the output NaN. */
-  kind: 'throw' | 'exit' | 'hang' | 'nan';
-}
-
-export interface TrainConfig {
-  /** `data-parallel` (default), `local-head` (method B: each device owns a share of the labels), `partial-fc`. */
-  method?: Method;
-  /** Method B / partial-fc: embedding size the model outputs (its factory gets classes = embedding). Default 128. */
-  embedding?: number;
-  head?: HeadKind;
-  /** cosine head: scale s (default 30) and additive angular margin in radians (default 0). */
-  scale?: number;
-  margin?: number;
-  sampleRate?: number;
-  /** A user label partition: one list of labels per device. Default: contiguous shares. */
-  partition?: number[][];
-  /** Samples held out at the end of the dataset for evaluation. Default 10% for the classifier methods, else 0. */
-  heldOut?: number;
-  exportDevice?: number;
-  exportClassifier?: boolean;
-  /**
-   * A non-finite gradient: `error` (default) fails the run naming the first offending variable, before it is
-   * handed over; `skip-step` hands it over and every device skips the update of each group whose averaged
-   * gradient is non-finite (identically everywhere; with overlapped strategies a group already applied in
-   * that step stays applied), with a warning naming the first offending variable.
-   */
-  onNan?: 'error' | 'skip-step';
-  /** Held-out samples evaluated after training (the first of the held-out range). Default 2000. */
-  evalSamples?: number;
-  /** Write a checkpoint every K steps (and when stopped). */
-  checkpointEvery?: number;
-  /** Where checkpoints go. Default: `out`. */
-  checkpointDir?: string;
-  /** Continue from the latest checkpoint in this directory (or this checkpoint file). `steps` counts from the start of the run. */
-  resume?: string;
-  /** Builtin model name or path to an ES module `(tf, options) => tf.LayersModel`. Default `mlp`. */
-  model?: string;
-  /** Builtin dataset name or path to an ES module `(options) => Dataset`. Default `mnist`. */
-  data?: string;
-  devices?: number;
-  /** Default: `native` when the oneDNN addon was built, else `wasm` (env `TANDEM_BACKEND` overrides the default). */
-  backend?: BackendName;
-  /** OpenMP threads per device for the native backend. Default 1 (one core per device). */
-  nativeThreads?: number;
-  /**
-   * Native backend: run each Conv2D layer (relu or linear, channels-last, dilation 1) as one fused
-   * kernel — convolution + bias + activation — in training. Default true (`--no-native-fusion` turns it off).
-   */
-  nativeFusion?: boolean;
-  /** Global batch size: each device trains on batch / devices samples per step. */
-  batch?: number;
-  steps?: number;
-  epochs?: number;
-  lr?: number;
-  momentum?: number;
-  optimizer?: OptimizerName;
-  seed?: number;
-  /** A built-in strategy name, `auto`, or a `CustomStrategy` (library API only). Default `sequential`. */
-  strategy?: StrategySpec | 'auto';
-  /** `auto` (profile, then decide): the AlexNet-like conditions. Defaults 0.25 and 0.25. */
-  timeShare?: number;
-  paramShare?: number;
-  /** two-group: number of layers (transmission order) in the FC group. */
-  splitLayer?: number;
-  /** buckets: bucket cap and first-bucket cap in MB. */
-  bucketCapMB?: number;
-  firstBucketMB?: number;
-  /** EMULATED link between devices, e.g. `1gbps` or `10gbps:0.05ms`. */
-  link?: string;
-  /** Write a Chrome trace (Perfetto / chrome://tracing) of the run here. */
-  trace?: string;
-  allReduce?: AllReduceKind;
-  /** Directory for model.json + weights.bin + summary.json. */
-  out?: string;
-  classes?: number;
-  /** [height, width] or [height, width, channels] of synthetic images. */
-  imageSize?: number[];
-  /** Samples in a synthetic dataset. */
-  datasetSize?: number;
-  /**
-   * Watchdog: how long the main thread waits for a device's report before failing the run and naming it.
-   * Device threads waiting on a peer give up after twice this (so the watchdog, which knows who is silent, speaks first).
-   */
-  stallTimeoutMs?: number;
-  loaderThreads?: number;
-  faultInjection?: FaultInjection;
-}
-
-export interface ResolvedConfig {
-  method: Method;
-  classifier?: ClassifierConfig;
-  /** Samples [0, trainSize) train; [trainSize, datasetSize) are held out. */
-  trainSize: number;
-  evalSamples: number;
-  onNan: 'error' | 'skip-step';
-  checkpointEvery?: number;
-  checkpointDir?: string;
-  resume?: string;
-  model: ModelSpec;
-  data: DatasetSpec;
-  datasetSize: number;
-  sampleShape: number[];
-  classes: number;
-  devices: number;
-  backend: BackendName;
-  nativeThreads: number;
-  nativeFusion: boolean;
-  batch: number;
-  perDevice: number;
-  steps: number;
-  stepsPerEpoch: number;
-  optimizer: OptimizerConfig;
-  seed: number;
-  /** The strategy's name (a custom strategy's groups are computed on the main thread). */
-  strategy: string;
-  strategyOptions: StrategyOptions;
-  link?: LinkModel;
-  trace?: string;
-  allReduce: AllReduceKind;
-  out?: string;
-  stallTimeoutMs: number;
-  loaderThreads: number;
-  faultInjection?: FaultInjection;
-}
+import { getMethod } from './methods/method-registry.js';
+import { loadPlugins } from './plugins/load-plugins.js';
+import { singleProcess } from './world/topology.js';
+import { FAULT_PHASES, type ClassifierConfig, type ResolvedConfig, type TrainConfig } from './config-types.js';
+export { METHODS, FAULT_PHASES } from './config-types.js';
+export type { ClassifierConfig, FaultInjection, Method, ResolvedConfig, TrainConfig } from './config-types.js';
 
 const KNOWN_KEYS = new Set(['checkpointEvery', 'checkpointDir', 'resume', 'onNan', 'evalSamples', 'method', 'embedding', 'head', 'scale', 'margin', 'sampleRate', 'partition', 'heldOut', 'exportDevice', 'exportClassifier', 'model', 'data', 'devices', 'backend', 'nativeThreads', 'nativeFusion', 'batch', 'steps', 'epochs', 'lr', 'momentum', 'optimizer', 'seed',
-  'strategy', 'timeShare', 'paramShare', 'splitLayer', 'bucketCapMB', 'firstBucketMB', 'link', 'trace', 'allReduce', 'out', 'classes', 'imageSize', 'datasetSize', 'stallTimeoutMs', 'loaderThreads', 'faultInjection']);
+  'strategy', 'timeShare', 'paramShare', 'splitLayer', 'bucketCapMB', 'firstBucketMB', 'link', 'trace', 'allReduce', 'transport', 'plugins', 'out', 'classes', 'imageSize', 'datasetSize', 'stallTimeoutMs', 'loaderThreads', 'faultInjection']);
 
 function bad(field: string, message: string): never {
   throw new TandemError('BAD_CONFIG', `config.${field}: ${message}`);
@@ -192,9 +51,12 @@ function oneOf<T extends string>(field: string, v: unknown, options: readonly T[
 export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig> {
   if (config === null || typeof config !== 'object') bad('', 'must be an object');
   for (const key of Object.keys(config)) if (!KNOWN_KEYS.has(key)) bad(key, `unknown option (known: ${[...KNOWN_KEYS].join(', ')})`);
+  const plugins = pluginUrls(config.plugins);
+  await loadPlugins(plugins); // before the names below are checked: plugins register transports, methods and engines
   const maxDevices = 64;
   const devices = positiveInt('devices', config.devices ?? 2, maxDevices);
-  const backend = oneOf('backend', config.backend ?? defaultBackend(), BACKENDS);
+  const topology = singleProcess(devices);
+  const backend = oneOf('backend', config.backend ?? defaultBackend(), engineNames());
   assertBackendAvailable(backend);
   const nativeThreads = positiveInt('nativeThreads', config.nativeThreads ?? 1, 256);
   const nativeFusion = config.nativeFusion ?? true;
@@ -232,6 +94,8 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
   if (config.paramShare !== undefined) finite('paramShare', config.paramShare, 0, 1);
   if (config.trace !== undefined && (typeof config.trace !== 'string' || config.trace === '')) bad('trace', 'must be a file path');
   const allReduce = oneOf('allReduce', config.allReduce ?? 'sharded', ALL_REDUCE_KINDS);
+  if (config.transport !== undefined && (typeof config.transport !== 'string' || config.transport === '')) bad('transport', 'must be the name of a registered transport');
+  const transport = getTransport(config.transport ?? DEFAULT_TRANSPORT);
   const stallTimeoutMs = finite('stallTimeoutMs', config.stallTimeoutMs ?? 120_000, 100, 24 * 3600_000);
   const loaderThreads = positiveInt('loaderThreads', config.loaderThreads ?? Math.min(2, Math.max(1, os.availableParallelism() - 1)), 16);
 
@@ -280,37 +144,12 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
     meta = { size: ds.size, sampleShape: ds.sampleShape, classes: ds.classes };
   }
   const sampleShape = [...meta.sampleShape];
-  const method = oneOf('method', config.method ?? 'data-parallel', METHODS);
-  const heldOut = config.heldOut ?? (method === 'data-parallel' ? 0 : Math.floor(meta.size / 10));
+  const method = getMethod(config.method ?? 'data-parallel');
+  const heldOut = config.heldOut ?? method.defaultHeldOut(meta.size);
   if (!Number.isInteger(heldOut) || heldOut < 0 || heldOut >= meta.size) bad('heldOut', `must be an integer in [0, ${meta.size}), got ${JSON.stringify(heldOut)}`);
   const trainSize = meta.size - heldOut;
   if (trainSize < batch) bad('batch', `global batch ${batch} is larger than the training samples (${trainSize} of ${meta.size}; ${heldOut} held out)`);
-  let classifier: ClassifierConfig | undefined;
-  if (method !== 'data-parallel') {
-    const partition = config.partition !== undefined
-      ? LabelPartition.fromShares(meta.classes, config.partition)
-      : LabelPartition.contiguous(meta.classes, devices);
-    if (partition.devices !== devices) bad('partition', `lists ${partition.devices} devices but the run has ${devices}`);
-    const head = oneOf('head', config.head ?? 'linear', HEAD_KINDS);
-    const exportDevice = config.exportDevice ?? 0;
-    if (!Number.isInteger(exportDevice) || exportDevice < 0 || exportDevice >= devices) bad('exportDevice', `must be a device in [0, ${devices})`);
-    classifier = {
-      embedding: positiveInt('embedding', config.embedding ?? 128, 65536),
-      head,
-      scale: finite('scale', config.scale ?? (head === 'cosine' ? 30 : 1), 1e-6, 1e6),
-      margin: finite('margin', config.margin ?? 0, 0, Math.PI / 2),
-      sampleRate: finite('sampleRate', config.sampleRate ?? 1, 1e-6, 1),
-      partition: partition.labels.map(l => Array.from(l)),
-      exportDevice,
-      exportClassifier: config.exportClassifier ?? false,
-    };
-    if (config.sampleRate !== undefined && method !== 'partial-fc') bad('sampleRate', 'applies to --method partial-fc only');
-    if (method === 'partial-fc' && head !== 'linear') bad('head', 'partial-fc supports --head linear only; use --method local-head for a cosine head');
-  } else {
-    for (const k of ['embedding', 'head', 'scale', 'margin', 'sampleRate', 'partition', 'exportDevice', 'exportClassifier'] as const) {
-      if (config[k] !== undefined) bad(k, `applies to --method local-head or partial-fc, not data-parallel`);
-    }
-  }
+  const classifier: ClassifierConfig | undefined = method.resolveOptions(config, { classes: meta.classes, devices });
 
   if (builtinModel) {
     const [h, w] = sampleShape;
@@ -343,14 +182,25 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
   }
   if (config.out !== undefined && (typeof config.out !== 'string' || config.out === '')) bad('out', 'must be a directory path');
 
-  return {
+  const resolved: ResolvedConfig = {
     onNan: oneOf('onNan', config.onNan ?? 'error', ['error', 'skip-step'] as const),
     ...checkpointOptions(config),
-    method, classifier, trainSize, evalSamples: positiveInt('evalSamples', config.evalSamples ?? 2000),
-    model, data, datasetSize: meta.size, sampleShape, classes: meta.classes, devices, backend, nativeThreads, nativeFusion, batch,
-    perDevice: batch / devices, steps, stepsPerEpoch, optimizer, seed, strategy, strategyOptions, link, trace: config.trace, allReduce, out: config.out,
-    stallTimeoutMs, loaderThreads, faultInjection: fi,
+    method: method.name, classifier, trainSize, evalSamples: positiveInt('evalSamples', config.evalSamples ?? 2000),
+    model, data, datasetSize: meta.size, sampleShape, classes: meta.classes, devices, topology, backend, nativeThreads, nativeFusion, batch,
+    perDevice: batch / devices, steps, stepsPerEpoch, optimizer, seed, strategy, strategyOptions, link, trace: config.trace, allReduce,
+    transport: transport.name, plugins, out: config.out, stallTimeoutMs, loaderThreads, faultInjection: fi,
   };
+  if (method.computeCommunicator(resolved) && !transport.blocking) {
+    bad('transport', `'${transport.name}' cannot complete a collective inside a forward or backward pass, which --method ${method.name} needs; ` +
+      `use a transport that can (${DEFAULT_TRANSPORT})`);
+  }
+  return resolved;
+}
+
+function pluginUrls(plugins: unknown): string[] {
+  if (plugins === undefined) return [];
+  if (!Array.isArray(plugins) || plugins.some(p => typeof p !== 'string' || p === '')) bad('plugins', 'must be a list of ES module paths');
+  return (plugins as string[]).map(p => resolveModuleUrl(p, 'plugins'));
 }
 
 /** Builds a user module's model once on this thread (cpu backend) to check it against the data. */

@@ -4,6 +4,7 @@
  */
 export type TandemErrorCode =
   | 'BAD_CONFIG'
+  | 'BAD_DATA'
   | 'UNKNOWN_MODEL'
   | 'UNKNOWN_DATASET'
   | 'MODULE_NOT_FOUND'
@@ -38,16 +39,34 @@ export class TandemError extends Error {
   }
 }
 
-/** An error as it crosses a thread boundary: plain data, rethrown with context on the other side. */
+/** An error as it crosses a thread (or process) boundary: plain data, with its code, context and causes. */
 export interface SerializedError {
   name: string;
   message: string;
   stack?: string;
   code?: TandemErrorCode;
+  context?: DeviceFailureContext;
+  cause?: SerializedError;
 }
 
-export function serializeError(err: unknown): SerializedError {
-  if (err instanceof TandemError) return { name: err.name, message: err.message, stack: err.stack, code: err.code };
-  if (err instanceof Error) return { name: err.name, message: err.message, stack: err.stack };
-  return { name: 'Error', message: String(err) };
+export function serializeError(err: unknown, depth = 0): SerializedError {
+  if (!(err instanceof Error)) return { name: 'Error', message: String(err) };
+  const out: SerializedError = { name: err.name, message: err.message, stack: err.stack };
+  if (err instanceof TandemError) {
+    out.code = err.code;
+    if (err.context) out.context = { ...err.context };
+  }
+  if (err.cause !== undefined && depth < 8) out.cause = serializeError(err.cause, depth + 1);
+  return out;
+}
+
+/** The error again, on this side: a TandemError when it had a code (same code, context and causes), else an Error. */
+export function deserializeError(data: SerializedError): Error {
+  const cause = data.cause ? deserializeError(data.cause) : undefined;
+  const err = data.code
+    ? new TandemError(data.code, data.message, data.context, cause ? { cause } : undefined)
+    : new Error(data.message, cause ? { cause } : undefined);
+  if (!data.code) err.name = data.name;
+  if (data.stack) err.stack = data.stack;
+  return err;
 }

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { train, resolveConfig, fileModelHandler, type TrainConfig } from '../src/index.js';
 import { LabelPartition } from '../src/classifier/label-partition.js';
 import { initialHeadWeights } from '../src/classifier/classifier-head.js';
-import { ownedSamples } from '../src/trainer/create-loader.js';
+import { ownedSamples } from '../src/methods/method-loaders.js';
 import { LocalLabelSampler } from '../src/data/local-label-sampler.js';
 import { GlobalBatchSampler } from '../src/data/sampler.js';
 import { ShardLoader, allocateInputBuffers, inputSlotIndex } from '../src/data/shard-loader.js';

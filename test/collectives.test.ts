@@ -3,20 +3,26 @@
 import t from 'tap';
 import { Worker } from 'node:worker_threads';
 import { once } from 'node:events';
-import { ControlBlock } from '../src/actors/control-block.js';
-import { shardOf } from '../src/collectives/shared-memory-collective.js';
+import { shardOf } from '../src/collectives/reduce-slots.js';
+import { SHARED_MEMORY_TRANSPORT } from '../src/collectives/shared-memory-transport.js';
+import type { AllReduceKind } from '../src/collectives/collective.js';
 
-async function runRanks(size: number, kind: string, length: number, ranges: [number, number][], op: string, fill: (r: number, i: number) => number) {
-  const control = new SharedArrayBuffer(ControlBlock.byteLength(size, 1));
+/** Each rank's buffer is its slot of one shared buffer, registered with the transport (read in place) unless `staging` (tiny staging area: chunks). */
+async function runRanks(size: number, kind: string, length: number, ranges: [number, number][], op: string, fill: (r: number, i: number) => number,
+  options: { staging?: boolean; blocking?: boolean } = {}) {
   const data = new SharedArrayBuffer(Math.max(1, size * length * 4));
   const slots = Array.from({ length: size }, (_, r) => new Float32Array(data, r * length * 4, length));
   slots.forEach((s, r) => s.forEach((_, i) => { s[i] = fill(r, i); }));
   const before = slots.map(s => Float32Array.from(s));
+  const { handles } = SHARED_MEMORY_TRANSPORT.prepare({
+    name: 'test', size, registered: options.staging ? [] : [{ buffer: data, slotFloats: length, slots: size }],
+    stagingFloats: options.staging ? 7 : 1 << 16, options: { allReduce: kind as AllReduceKind },
+  });
   const workers = Array.from({ length: size }, (_, rank) => new Worker(new URL('./fixtures/collective-worker.js', import.meta.url),
-    { workerData: { rank, size, kind, control, data, length, ranges, op } }));
-  await Promise.all(workers.map(w => once(w, 'message')));
+    { workerData: { handle: handles[rank], data, length, ranges, op, blocking: options.blocking } }));
+  const replies = await Promise.all(workers.map(w => once(w, 'message').then(([m]) => m as unknown)));
   await Promise.all(workers.map(w => w.terminate()));
-  return { before, after: slots };
+  return { before, after: slots, replies };
 }
 
 t.test('shardOf covers a range exactly once, shards differ by at most one', async t => {

@@ -5,7 +5,8 @@
 import t from 'tap';
 import { nativeAddonOrSkip } from './fixtures/native-addon-or-skip.js';
 import type { NativeAddon } from '../src/engine/native/native-addon.js';
-import { JS_ARITHMETIC, nativeArithmetic, flatArithmeticFor, type FlatArithmetic } from '../src/optim/flat-arithmetic.js';
+import { JS_ARITHMETIC, nativeArithmetic, type FlatArithmetic } from '../src/optim/flat-arithmetic.js';
+import { flatArithmeticFor } from '../src/engine/backend.js';
 import type { OptimizerConfig } from '../src/optim/flat-optimizer.js';
 import { prng } from '../src/data/synthetic-images.js'; // mulberry32, for shapes and values
 

@@ -22,7 +22,7 @@ t.test('alexnet-mini and alexnet are AlexNet-like with the FC layers first; conv
     { model: 'mlp', batch: 64, like: false },
   ];
   for (const c of cases) {
-    const profile = await profileModel({ ...synthetic, backend: 'wasm', model: c.model, batch: c.batch }, { steps: 3, warmupSteps: 2, reps: 3 });
+    const profile = await profileModel({ ...synthetic, backend: 'wasm', model: c.model, batch: c.batch }, train, { steps: 3, warmupSteps: 2, reps: 3 });
     const v = decideAlexNetLike(profile.layers);
     t.equal(v.alexnetLike, c.like, `${c.model}: ${v.reason}`);
     if (c.like) {

@@ -2,16 +2,17 @@
  * Worker entry of a device's comm thread. It runs beside the compute thread:
  * for each step and each exchange group in order, it waits (Atomics) for the
  * compute side's hand-off, then runs the group through the comm half of the
- * gradient pipeline — all-reduce mean with the peers' comm threads, the
- * emulated link if any, the optimizer update of this device's parameters in
- * shared memory, publish "applied". Step 0 is the start: device 0's initial
- * parameters are broadcast to every replica.
+ * gradient pipeline — all-reduce mean of its gradients through the run's
+ * transport, the emulated link if any, the optimizer update of this device's
+ * parameters in shared memory, publish "applied". Step 0 is the start: device
+ * 0's initial parameters are broadcast to every replica.
  */
 import { parentPort } from 'node:worker_threads';
 import { lastValueFrom, of, tap, type OperatorFunction } from 'rxjs';
 import { serializeError } from '../errors.js';
-import { SharedMemoryCollective } from '../collectives/shared-memory-collective.js';
-import { flatArithmeticFor } from '../optim/flat-arithmetic.js';
+import { openCollective } from '../collectives/transport-registry.js';
+import { getEngine } from '../engine/engine-registry.js';
+import { loadPlugins } from '../plugins/load-plugins.js';
 import { allReduceGroup } from '../pipeline/operators/all-reduce-group.js';
 import { emulateLink } from '../pipeline/operators/emulate-link.js';
 import { applyGroupUpdate } from '../pipeline/operators/apply-group-update.js';
@@ -23,6 +24,8 @@ import { ControlBlock, type Phase } from './control-block.js';
 import { injectFault, type InjectedFault } from './fault-injection.js';
 import { gradSlots, optimizerStateOf, paramSlots } from './shared-buffers.js';
 import type { FromComm, ToComm } from './protocol.js';
+import type { Collective } from '../collectives/collective.js';
+import type { FlatArithmetic } from '../optim/flat-arithmetic.js';
 
 if (!parentPort) throw new Error('comm-worker must run as a worker thread');
 const port = parentPort;
@@ -30,28 +33,42 @@ const port = parentPort;
 port.once('message', (msg: ToComm) => {
   let step = 0;
   let phase: Phase = 'setup';
+  const { local, rank } = msg.device;
   const send = (m: FromComm) => port.postMessage(m);
-  const control = new ControlBlock(msg.control, msg.config.devices, MAX_GROUPS, 2 * msg.config.stallTimeoutMs);
-  control.owner = { device: msg.device, side: 'comm' };
-  run(msg, control, (s, p) => { step = s; phase = p; control.setPhase(msg.device, p, s, 'comm'); })
-    .then(() => send({ type: 'stopped', device: msg.device }))
-    .catch(err => send({ type: 'error', device: msg.device, step, phase, error: serializeError(err) }))
+  const control = new ControlBlock(msg.control, msg.config.topology.localDevices, MAX_GROUPS, 2 * msg.config.stallTimeoutMs);
+  control.owner = { device: local, side: 'comm' };
+  loadPlugins(msg.config.plugins)
+    .then(() => run(msg, control, (s, p) => { step = s; phase = p; control.setPhase(local, p, s, 'comm'); }))
+    .then(() => send({ type: 'stopped', device: rank }))
+    .catch(err => send({ type: 'error', device: rank, step, phase, error: serializeError(err) }))
     .finally(() => port.close());
 });
 
 async function run(msg: ToComm, control: ControlBlock, at: (step: number, phase: Phase) => void): Promise<void> {
-  const { device, config, buffers, groups } = msg;
-  const arithmetic = flatArithmeticFor(config.backend);
-  const collective = new SharedMemoryCollective(config.allReduce, device, config.devices, control, arithmetic);
+  const { device: { local: device, rank }, config, buffers, groups } = msg;
+  const arithmetic = getEngine(config.backend).arithmetic();
+  const collective = openCollective(msg.collective, {
+    timeoutMs: 2 * config.stallTimeoutMs, isAborted: () => control.aborted, heartbeat: () => control.beat(device, 'comm'), reducer: arithmetic,
+  });
+  try {
+    await exchangeSteps(msg, control, at, collective, arithmetic);
+  } finally {
+    collective.close();
+  }
+}
+
+async function exchangeSteps(msg: ToComm, control: ControlBlock, at: (step: number, phase: Phase) => void,
+  collective: Collective, arithmetic: FlatArithmetic): Promise<void> {
+  const { device: { local: device, rank }, config, buffers, groups } = msg;
   const params = paramSlots(buffers), grads = gradSlots(buffers);
   const fi = config.faultInjection;
 
   // The comm half of the pipeline, one group at a time.
-  const stages: OperatorFunction<GroupExchange, GroupExchange>[] = [allReduceGroup(collective, grads, groups)];
+  const stages: OperatorFunction<GroupExchange, GroupExchange>[] = [allReduceGroup(collective, grads[device], groups)];
   if (config.link) stages.push(emulateLink(config.link, config.devices, groups));
   stages.push(tap(unit => { // the update phase begins
     at(unit.step, 'update');
-    if (fi && fi.device === device && fi.step === unit.step && fi.phase === 'update') injectFault(fi.kind as InjectedFault, 'update');
+    if (fi && fi.device === rank && fi.step === unit.step && fi.phase === 'update') injectFault(fi.kind as InjectedFault, 'update');
   }));
   stages.push(applyGroupUpdate(config.optimizer, params[device], grads[device], optimizerStateOf(buffers, device), groups, config.onNan === 'skip-step', arithmetic));
   stages.push(publishApplied(control, device));
@@ -62,7 +79,7 @@ async function run(msg: ToComm, control: ControlBlock, at: (step: number, phase:
   for (let g = 0; g < groups.length; g++) {
     if (!control.waitGradsReady(device, g, 0, `device ${device}'s compute thread to build its model`)) return;
   }
-  await collective.broadcast(params, 0, 0, buffers.total);
+  await collective.broadcast(params[device], 0, 0, buffers.total);
   // Parameters in place: as if step firstStep-1 had just been applied (0, or a resumed checkpoint's step).
   for (let g = 0; g < groups.length; g++) control.markApplied(device, g, msg.firstStep - 1);
 
@@ -71,17 +88,17 @@ async function run(msg: ToComm, control: ControlBlock, at: (step: number, phase:
       at(step, 'exchange');
       const waitStart = wallNow();
       if (!control.waitGradsReady(device, g, step, `device ${device}'s gradients of step ${step}`)) return;
-      if (fi && fi.device === device && fi.step === step && fi.phase === 'exchange') injectFault(fi.kind as InjectedFault, 'exchange');
+      if (fi && fi.device === rank && fi.step === step && fi.phase === 'exchange') injectFault(fi.kind as InjectedFault, 'exchange');
       const done = await exchange({ step, group: g, waitStart, waitEnd: wallNow() });
       const name = groups[g].name;
-      const span = (kind: Span['kind'], label: string, start: number, end: number): Span => ({ device, thread: 'comm', kind, name: label, step, group: g, start, end });
+      const span = (kind: Span['kind'], label: string, start: number, end: number): Span => ({ device: rank, thread: 'comm', kind, name: label, step, group: g, start, end });
       const spans = [
         span('wait', `wait ${name}`, done.waitStart, done.waitEnd),
         span('exchange', `exchange ${name}`, done.exchangeStart!, done.exchangeEnd!),
         span('apply', `apply ${name}`, done.applyStart!, done.applyEnd!),
       ];
       port.postMessage({
-        type: 'exchanged', device, step, group: g, waitMs: done.waitEnd - done.waitStart,
+        type: 'exchanged', device: rank, step, group: g, waitMs: done.waitEnd - done.waitStart,
         exchangeMs: done.exchangeEnd! - done.exchangeStart!, updateMs: done.applyEnd! - done.applyStart!, spans,
         carried: { start: groups[g].start, end: groups[g].end }, skipped: done.skipped === true,
       } satisfies FromComm);

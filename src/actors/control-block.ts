@@ -1,11 +1,14 @@
 /**
  * The control words every thread of a run shares: an abort flag, a stop flag,
- * the barrier of the comm threads, and per device its phase, step and the
+ * and per device its phase, step and the
  * sequence numbers of the gradient hand-off (compute -> comm) and of the
  * applied update (comm -> compute). All waits are Atomics.wait in slices, each
  * checking the abort flag, with a stall deadline: every wait has a way out.
  */
 import { TandemError } from '../errors.js';
+import { stalledError, WAIT_SLICE_MS } from '../collectives/shared-barrier.js';
+
+export { WAIT_SLICE_MS };
 
 /** `handoff`: the compute thread writes gradients to shared memory; `exchange`/`update`: the comm thread. */
 export const PHASES = ['idle', 'setup', 'load', 'forward', 'backward', 'handoff', 'exchange', 'update', 'export', 'done'] as const;
@@ -15,10 +18,6 @@ export type ThreadSide = 'compute' | 'comm';
 // Slots of the header (the piscina habit: named constants for header words).
 const ABORT = 0;
 const STOP = 1;
-const BARRIER_COUNT = 2;
-const BARRIER_GENERATION = 3;
-const COMPUTE_BARRIER_COUNT = 4;
-const COMPUTE_BARRIER_GENERATION = 5;
 const HEADER = 8;
 // Per-device words: phase and step of each of its two threads, then per group [gradsReady, applied].
 const PHASE = 0;
@@ -30,7 +29,6 @@ const PER_GROUP = 2;
 const GRADS_READY = 0;
 const APPLIED = 1;
 
-export const WAIT_SLICE_MS = 50;
 
 export class ControlBlock {
   readonly words: Int32Array;
@@ -137,7 +135,7 @@ export class ControlBlock {
       if (seen >= target) return true;
       this.checkAbort();
       if (this.stopped) return false;
-      if (Date.now() > deadline) throw stalled(what, this.stallTimeoutMs);
+      if (Date.now() > deadline) throw stalledError(what, this.stallTimeoutMs);
       this.beatOwner();
       Atomics.wait(this.words, index, seen, WAIT_SLICE_MS);
     }
@@ -146,37 +144,5 @@ export class ControlBlock {
   checkAbort(): void {
     if (this.aborted) throw new TandemError('ABORTED', 'run aborted by another thread');
   }
-
-  /** Barrier of the `devices` comm threads. */
-  barrier(what: string): void {
-    this.arrive(BARRIER_COUNT, BARRIER_GENERATION, what);
-  }
-
-  /** Barrier of the `devices` compute threads (Partial FC's exchanges inside a step). */
-  computeBarrier(what: string): void {
-    this.arrive(COMPUTE_BARRIER_COUNT, COMPUTE_BARRIER_GENERATION, what);
-  }
-
-  /** Sense-reversing barrier on a (count, generation) pair of words. */
-  private arrive(countWord: number, generationWord: number, what: string): void {
-    const generation = Atomics.load(this.words, generationWord);
-    if (Atomics.add(this.words, countWord, 1) === this.devices - 1) {
-      Atomics.store(this.words, countWord, 0);
-      Atomics.add(this.words, generationWord, 1);
-      Atomics.notify(this.words, generationWord);
-      return;
-    }
-    const deadline = Date.now() + this.stallTimeoutMs;
-    while (Atomics.load(this.words, generationWord) === generation) {
-      this.checkAbort();
-      if (Date.now() > deadline) throw stalled(what, this.stallTimeoutMs);
-      this.beatOwner();
-      Atomics.wait(this.words, generationWord, generation, WAIT_SLICE_MS);
-    }
-  }
 }
 
-function stalled(what: string, ms: number): TandemError {
-  return new TandemError('STALLED', `waited ${(ms / 1000).toFixed(1)} s for ${what}; a peer device stopped responding ` +
-    '(raise stallTimeoutMs if steps are legitimately this slow)');
-}

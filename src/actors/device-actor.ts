@@ -3,10 +3,10 @@
  * each a worker with a typed mailbox. Unexpected exits and uncaught errors are
  * reported to `onFailure` with the device, step and phase from the control block.
  */
-import { Worker } from 'node:worker_threads';
-import { TandemError, type SerializedError } from '../errors.js';
+import { Worker, type TransferListItem } from 'node:worker_threads';
+import { TandemError, deserializeError, type SerializedError } from '../errors.js';
 import type { ControlBlock } from './control-block.js';
-import type { FromComm, FromCompute, ToComm, ToCompute } from './protocol.js';
+import type { DeviceIdentity, FromComm, FromCompute, ToComm, ToCompute } from './protocol.js';
 
 export interface DeviceActorEvents {
   onCompute(msg: FromCompute): void;
@@ -20,7 +20,11 @@ export class DeviceActor {
   private closing = false;
   private commDone = false;
 
-  constructor(readonly device: number, private readonly control: ControlBlock, private readonly events: DeviceActorEvents) {
+  /** The device's global rank (its name in messages and errors). */
+  readonly device: number;
+
+  constructor(readonly identity: DeviceIdentity, private readonly control: ControlBlock, private readonly events: DeviceActorEvents) {
+    this.device = identity.rank;
     this.compute = this.spawn('compute-worker.js', 'compute', m => events.onCompute(m as FromCompute));
   }
 
@@ -37,19 +41,19 @@ export class DeviceActor {
 
   private fail(side: string, cause: string, code: 'DEVICE_FAILED' | 'WORKER_EXITED', err?: Error): void {
     if (this.closing) return;
-    const { phase, step } = this.control.phaseOf(this.device, side as 'compute' | 'comm');
+    const { phase, step } = this.control.phaseOf(this.identity.local, side as 'compute' | 'comm');
     this.events.onFailure(new TandemError(code, `device ${this.device} failed at step ${step} in phase ${phase} (${side} thread): ${cause}`,
       { device: this.device, step, phase }, { cause: err }));
   }
 
-  postCompute(msg: ToCompute): void { this.compute.postMessage(msg); }
+  postCompute(msg: ToCompute, transfer: TransferListItem[] = []): void { this.compute.postMessage(msg, transfer); }
 
-  startComm(msg: ToComm): void {
+  startComm(msg: ToComm, transfer: TransferListItem[] = []): void {
     this.comm = this.spawn('comm-worker.js', 'comm', m => {
       if ((m as FromComm).type === 'stopped') this.commDone = true; // its exit is the end of its work
       this.events.onComm(m as FromComm);
     });
-    this.comm.postMessage(msg);
+    this.comm.postMessage(msg, transfer);
   }
 
   /** Ends both threads. Idempotent. */
@@ -59,11 +63,14 @@ export class DeviceActor {
   }
 }
 
-/** An error reported as data by a device thread, rethrown on the main thread with its context. */
+/**
+ * An error reported as data by a device thread, rethrown on the main thread with its context: the code it
+ * was raised with (DEVICE_FAILED for an error without one), the original error as its cause.
+ */
 export function deviceError(side: 'compute' | 'comm', device: number, step: number, phase: string, error: SerializedError): TandemError {
-  const err = new TandemError(error.code === 'STALLED' || error.code === 'NON_FINITE' ? error.code : 'DEVICE_FAILED',
+  const err = new TandemError(error.code ?? 'DEVICE_FAILED',
     `device ${device} failed at step ${step} in phase ${phase} (${side} thread): ${error.name}: ${error.message}`,
-    { device, step, phase });
+    { device, step, phase }, { cause: deserializeError(error) });
   if (error.stack) err.stack = `${err.name}: ${err.message}\n    --- on device ${device} ---\n${error.stack}`;
   return err;
 }

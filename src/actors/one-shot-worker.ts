@@ -4,7 +4,7 @@
  * first; the thread is always ended.
  */
 import { Worker } from 'node:worker_threads';
-import { TandemError, type SerializedError } from '../errors.js';
+import { TandemError, deserializeError, type SerializedError } from '../errors.js';
 
 export type OneShotReply<R> = R | { type: 'error'; error: SerializedError };
 
@@ -18,7 +18,7 @@ export async function runOneShotWorker<R extends { type: string }>(file: URL, wo
     });
     if (reply.type === 'error') {
       const { error } = reply as { error: SerializedError };
-      throw new TandemError(error.code ?? 'DEVICE_FAILED', `${what} failed: ${error.message}`);
+      throw new TandemError(error.code ?? 'DEVICE_FAILED', `${what} failed: ${error.message}`, error.context, { cause: deserializeError(error) });
     }
     return reply as R;
   } finally {

@@ -1,14 +1,17 @@
 /**
  * Messages between the main thread and a device's two threads. Shared by both
  * sides and nothing else: one union per direction, discriminated by `type`.
+ * Every request to a compute thread has one reply type (`ComputeReplyOf`),
+ * matched on the main thread by (type, step).
  */
-import type { ResolvedConfig } from '../config.js';
+import type { ResolvedConfig } from '../config-types.js';
 import type { SerializedError } from '../errors.js';
 import type { ParameterGroup } from '../model/parameter-layout.js';
 import type { SharedBuffers } from './shared-buffers.js';
 import type { Phase } from './control-block.js';
 import type { Span } from '../monitor/span.js';
 import type { HeadState } from '../checkpoint/checkpoint-file.js';
+import type { RankHandle } from '../collectives/transport.js';
 
 export interface WeightShape { name: string; shape: number[] }
 
@@ -22,33 +25,53 @@ export interface ModelArtifactsData {
   weightData: ArrayBuffer;
 }
 
+/** Which device a thread is: its index in this process (control words, shared slots) and its global rank (names, data, labels). */
+export interface DeviceIdentity {
+  local: number;
+  rank: number;
+}
+
 // main -> compute thread
 export type ToCompute =
-  | { type: 'init'; device: number; config: ResolvedConfig; control: SharedArrayBuffer; groupCount: number }
-  | { type: 'buffers'; buffers: SharedBuffers; groups: ParameterGroup[] }
+  | { type: 'init'; device: DeviceIdentity; config: ResolvedConfig; control: SharedArrayBuffer; groupCount: number }
+  | { type: 'buffers'; buffers: SharedBuffers; groups: ParameterGroup[]; collective?: RankHandle }
   | { type: 'step'; step: number }
   | { type: 'finish'; lastStep: number; exportModel: boolean }
-  | { type: 'snapshotHead' }
+  | { type: 'snapshotHead'; step: number }
   | { type: 'restoreHead'; head: HeadState };
 
-// compute thread -> main
+// compute thread -> main (`device` is the global rank)
 export type FromCompute =
   | { type: 'built'; device: number; weights: WeightShape[]; numTensors: number }
   | { type: 'initialised'; device: number }
   | { type: 'stepDone'; device: number; step: number; loss: number; correct: number; count: number; computeMs: number; loadMs: number; numTensors: number; spans: Span[]; nonFinite?: string }
-  | { type: 'headSnapshot'; device: number; head?: HeadState }
+  | { type: 'headSnapshot'; device: number; step: number; head?: HeadState }
   | { type: 'headRestored'; device: number }
   | { type: 'finished'; device: number; artifacts?: ModelArtifactsData; head?: HeadValues; numTensors: number }
   | { type: 'error'; device: number; step: number; phase: Phase; error: SerializedError };
 
+/** The reply a compute thread sends to each request. */
+export interface ComputeReplies {
+  init: 'built';
+  buffers: 'initialised';
+  step: 'stepDone';
+  finish: 'finished';
+  snapshotHead: 'headSnapshot';
+  restoreHead: 'headRestored';
+}
+export type ComputeReplyOf<R extends ToCompute['type']> = Extract<FromCompute, { type: ComputeReplies[R] }>;
+export type FinishedReport = Extract<FromCompute, { type: 'finished' }>;
+
 // main -> comm thread
 export type ToComm = {
   type: 'start';
-  device: number;
+  device: DeviceIdentity;
   config: ResolvedConfig;
   control: SharedArrayBuffer;
   buffers: SharedBuffers;
   groups: ParameterGroup[];
+  /** This rank's end of the gradient communicator. */
+  collective: RankHandle;
   /** The first step to train (1, or the step after a resumed checkpoint's). */
   firstStep: number;
 };

@@ -1,12 +1,12 @@
 /**
- * The fixed shared-memory layout of a run. Each buffer holds one slot per
- * device; a slot is the device's full copy (parameters, gradients, optimizer
+ * The fixed shared-memory layout of a run in one process. Each buffer holds
+ * one slot per local device; a slot is the device's full copy (parameters, gradients, optimizer
  * state) in the transmission-order layout of `ParameterLayout`. Tensors cross
  * threads as (buffer, offset, length), never copied into messages.
  */
 import { TandemError } from '../errors.js';
 import type { InputBuffers } from '../data/shard-loader.js';
-import type { PartialFcBuffers } from '../classifier/partial-fc.js';
+import type { SlotBuffer } from '../collectives/transport.js';
 
 export interface SharedBuffers extends InputBuffers {
   control: SharedArrayBuffer;
@@ -16,9 +16,13 @@ export interface SharedBuffers extends InputBuffers {
   /** Floats per device slot of params/grads. */
   total: number;
   stateSlots: number;
+  /** Slots: this process's devices. */
   devices: number;
-  /** Partial FC's exchange buffers (features, per-sample statistics, feature gradients). */
-  partialFc?: PartialFcBuffers;
+}
+
+/** The parameter and gradient buffers as a transport may read them in place (slot r = local device r). */
+export function registeredSlots(b: SharedBuffers): SlotBuffer[] {
+  return [b.params, b.grads].map(buffer => ({ buffer, slotFloats: b.total, slots: b.devices }));
 }
 
 export function allocateShared(bytes: number, what: string): SharedArrayBuffer {

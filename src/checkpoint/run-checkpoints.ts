@@ -5,7 +5,7 @@
  */
 import path from 'node:path';
 import { statSync } from 'node:fs';
-import type { ResolvedConfig } from '../config.js';
+import type { ResolvedConfig } from '../config-types.js';
 import { TandemError } from '../errors.js';
 import { optimizerStateOf, paramSlots, type SharedBuffers } from '../actors/shared-buffers.js';
 import type { WeightShape } from '../actors/protocol.js';

@@ -5,7 +5,7 @@
  */
 import { runOneShotWorker } from '../actors/one-shot-worker.js';
 import { modelArtifacts } from '../trainer/model-files.js';
-import type { ResolvedConfig } from '../config.js';
+import type { ResolvedConfig } from '../config-types.js';
 import type { FromCompute, HeadValues, ModelArtifactsData } from '../actors/protocol.js';
 import type { ParameterLayout } from '../model/parameter-layout.js';
 import type { EvaluateReply, EvaluateRequest } from './evaluate-worker.js';

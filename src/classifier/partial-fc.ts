@@ -2,46 +2,34 @@
  * The Partial FC comparison mode (insightface): every device computes logits
  * for its own class shard over the whole global batch, and the softmax is
  * normalised over all classes of all devices. Inside one step, on the compute
- * threads, through shared memory and four barriers:
- *   1. all-gather the features (each device writes its rows; labels are
- *      already in the shared input buffers),
- *   2. all-reduce the per-sample max of the logits,
- *   3. all-reduce the per-sample sum of exponentials,
- *   4. all-reduce (sum) the feature gradients and the loss parts.
- * Every device reduces the slots in rank order, so all get the same bits.
+ * threads, through the compute communicator's blocking collectives (this runs
+ * inside the synchronous backward pass):
+ *   1. all-gather the features (labels are already in the shared input buffers),
+ *   2. all-reduce (max) the per-sample max of the logits,
+ *   3. all-reduce (sum) the per-sample sum of exponentials,
+ *   4. all-reduce (sum) the feature gradients, all-gather the loss parts.
+ * Every reduction adds the ranks in rank order, so all get the same bits.
  * Negative class centres may be sampled (`sampleRate` < 1): each device keeps
  * the classes present in the global batch and a seeded random share of the rest.
  * Linear heads only.
  */
 import type { Tf, Tensor } from '../engine/tfjs-types.js';
-import type { ControlBlock } from '../actors/control-block.js';
+import type { BlockingCollective } from '../collectives/collective.js';
 import { prng } from '../data/synthetic-images.js';
 
-export interface PartialFcBuffers {
-  /** [B, E] gathered features. */
-  features: SharedArrayBuffer;
-  /** Per device: max [B], sum [B], loss, correct. */
-  stats: SharedArrayBuffer;
-  /** Per device: [B, E] partial feature gradients. */
-  dFeatures: SharedArrayBuffer;
-}
-
-export function allocatePartialFc(devices: number, batch: number, embedding: number): PartialFcBuffers {
-  return {
-    features: new SharedArrayBuffer(batch * embedding * 4),
-    stats: new SharedArrayBuffer(devices * (2 * batch + 2) * 4),
-    dFeatures: new SharedArrayBuffer(devices * batch * embedding * 4),
-  };
+/** Floats per rank a staging area needs to move Partial FC's largest exchange (the feature gradients) in one piece. */
+export function partialFcStagingFloats(batch: number, embedding: number): number {
+  return batch * embedding;
 }
 
 export interface PartialFcContext {
   tf: Tf;
-  control: ControlBlock;
+  /** The compute communicator (one rank per device, in device order). */
+  collective: BlockingCollective;
   device: number;
   devices: number;
   perDevice: number;
   embedding: number;
-  buffers: PartialFcBuffers;
   /** Global labels of the global batch (rank order of the devices' shards). */
   globalLabels: Int32Array;
   /** owner[label], localIndex[label]. */
@@ -85,16 +73,12 @@ export function sampledClasses(ctx: Pick<PartialFcContext, 'globalLabels' | 'own
 }
 
 export function partialFcStep(ctx: PartialFcContext, embedding: Tensor): PartialFcResult {
-  const { tf, control, device, devices, perDevice, buffers } = ctx;
+  const { tf, collective, device, devices, perDevice } = ctx;
   const E = ctx.embedding, B = perDevice * devices;
-  const features = new Float32Array(buffers.features);
-  const stats = new Float32Array(buffers.stats);
-  const statsOf = (d: number) => stats.subarray(d * (2 * B + 2), (d + 1) * (2 * B + 2));
-  const mine = statsOf(device);
 
   // 1. all-gather features.
-  features.set(embedding.dataSync() as Float32Array, device * perDevice * E);
-  control.computeBarrier(`peers' features (partial-fc all-gather, step ${ctx.step})`);
+  const features = new Float32Array(B * E);
+  collective.allGather(embedding.dataSync() as Float32Array, features);
 
   const selected = sampledClasses(ctx);
   const K = selected.length;
@@ -113,16 +97,12 @@ export function partialFcStep(ctx: PartialFcContext, embedding: Tensor): Partial
     const bSel = K === ctx.localClasses ? ctx.b : tf.gather(ctx.b, idx);
     const z = tf.add(tf.matMul(fAll, wSel), bSel);
     // 2. global max per sample.
-    mine.set(tf.max(z, 1).dataSync() as Float32Array, 0);
-    control.computeBarrier(`peers' logit maxima (partial-fc, step ${ctx.step})`);
-    const m = new Float32Array(B).fill(-Infinity);
-    for (let d = 0; d < devices; d++) { const s = statsOf(d); for (let i = 0; i < B; i++) m[i] = Math.max(m[i], s[i]); }
+    const m = Float32Array.from(tf.max(z, 1).dataSync() as Float32Array);
+    collective.allReduce(m, 0, B, 'max');
     const e = tf.exp(tf.sub(z, tf.tensor(m, [B, 1])));
     // 3. global sum of exponentials per sample.
-    mine.set(tf.sum(e, 1).dataSync() as Float32Array, B);
-    control.computeBarrier(`peers' exponential sums (partial-fc, step ${ctx.step})`);
-    const total = new Float32Array(B);
-    for (let d = 0; d < devices; d++) { const s = statsOf(d); for (let i = 0; i < B; i++) total[i] = Math.fround(total[i] + s[B + i]); }
+    const total = Float32Array.from(tf.sum(e, 1).dataSync() as Float32Array);
+    collective.allReduce(total, 0, B, 'sum');
     const p = tf.div(e, tf.tensor(total, [B, 1]));
     const pData = p.dataSync() as Float32Array;
     const zData = z.dataSync() as Float32Array;
@@ -137,20 +117,15 @@ export function partialFcStep(ctx: PartialFcContext, embedding: Tensor): Partial
     const dz = tf.div(tf.sub(p, tf.tensor(oneHot, [B, K])), B);
     const dW = tf.matMul(fAll, dz, true, false);
     const db = tf.sum(dz, 0);
-    // 4. feature gradients and loss parts, summed over devices.
-    const dF = new Float32Array(buffers.dFeatures, device * B * E * 4, B * E);
-    dF.set(tf.matMul(dz, wSel, false, true).dataSync() as Float32Array);
-    mine[2 * B] = loss;
-    mine[2 * B + 1] = correct;
+    // 4. feature gradients summed over devices (this device keeps its samples' rows); loss parts gathered.
+    const dF = Float32Array.from(tf.matMul(dz, wSel, false, true).dataSync() as Float32Array);
+    collective.allReduce(dF, 0, B * E, 'sum');
+    const mySlice = dF.slice(device * perDevice * E, (device + 1) * perDevice * E);
+    const parts = new Float32Array(2 * devices);
+    collective.allGather(Float32Array.of(loss, correct), parts);
     ownCorrect = correct;
-    control.computeBarrier(`peers' feature gradients (partial-fc, step ${ctx.step})`);
-    const mySlice = new Float32Array(perDevice * E);
     let lossSum = 0;
-    for (let d = 0; d < devices; d++) {
-      const part = new Float32Array(buffers.dFeatures, (d * B + device * perDevice) * E * 4, perDevice * E);
-      for (let k = 0; k < mySlice.length; k++) mySlice[k] = Math.fround(mySlice[k] + part[k]);
-      lossSum += statsOf(d)[2 * B];
-    }
+    for (let d = 0; d < devices; d++) lossSum += parts[2 * d];
     // Scatter the sampled centres' gradients back into the full head.
     const dWData = dW.dataSync() as Float32Array, dbData = db.dataSync() as Float32Array;
     const gradW = new Float32Array(E * ctx.localClasses), gradB = new Float32Array(ctx.localClasses);

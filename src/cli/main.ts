@@ -1,5 +1,5 @@
 /** The `tandem` command line. */
-import { startTraining } from '../trainer/train.js';
+import { startTraining, train } from '../trainer/train.js';
 import { TandemError } from '../errors.js';
 import { parseTrainArgs } from './parse-train-args.js';
 import { resolveConfig } from '../config.js';
@@ -128,7 +128,7 @@ async function main(argv: string[]): Promise<number> {
     case 'profile': {
       const { config, json, profileSteps } = parseTrainArgs(rest, 'profile');
       const resolved = await resolveConfig({ ...config, strategy: 'sequential', steps: 1 });
-      const profile = await profileModel({ ...config, strategy: 'sequential', steps: 1 }, { steps: profileSteps });
+      const profile = await profileModel({ ...config, strategy: 'sequential', steps: 1 }, train, { steps: profileSteps });
       const verdict = decideAlexNetLike(profile.layers, { timeShare: config.timeShare ?? 0.25, paramShare: config.paramShare ?? 0.25 });
       const predictions = predictStrategies(profile, resolved.devices, resolved.strategyOptions, resolved.link);
       if (json) console.log(JSON.stringify({ profile, verdict, predictions, link: resolved.link ? { ...resolved.link, emulated: true } : undefined }));

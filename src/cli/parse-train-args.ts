@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { TandemError } from '../errors.js';
-import type { TrainConfig } from '../config.js';
+import type { TrainConfig } from '../config-types.js';
 
 export interface TrainCliOptions { config: TrainConfig; json: boolean; quiet: boolean; profileSteps?: number }
 

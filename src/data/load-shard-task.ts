@@ -3,7 +3,7 @@
  * shared input and label buffers. Checks what can only be checked at loading:
  * labels in range and finite inputs, naming the sample index.
  */
-import { TandemError } from '../errors.js';
+import { TandemError, serializeError, type SerializedError } from '../errors.js';
 import { injectFault } from '../actors/fault-injection.js';
 import type { DatasetSpec } from './dataset.js';
 import { sampleSize } from './dataset.js';
@@ -24,8 +24,19 @@ export interface LoadShardTask {
   fault?: 'throw' | 'exit' | 'hang' | 'nan';
 }
 
-export default async function loadShard(task: LoadShardTask): Promise<number> {
+/** The task's answer: the samples read, or its error as data (so its code survives the thread boundary). */
+export type LoadShardResult = { type: 'loaded'; count: number } | { type: 'error'; error: SerializedError };
+
+export default async function loadShard(task: LoadShardTask): Promise<LoadShardResult> {
   if (task.fault && task.fault !== 'nan') injectFault(task.fault, 'load');
+  try {
+    return { type: 'loaded', count: await readShard(task) };
+  } catch (err) {
+    return { type: 'error', error: serializeError(err) };
+  }
+}
+
+async function readShard(task: LoadShardTask): Promise<number> {
   const ds = await resolveDataset(task.dataset);
   const inputs = new Float32Array(task.inputs);
   const labels = new Int32Array(task.labels);
@@ -34,16 +45,16 @@ export default async function loadShard(task: LoadShardTask): Promise<number> {
     const offset = task.inputOffset + i * per;
     const label = ds.read(index, inputs, offset);
     if (!Number.isInteger(label) || label < 0 || label >= ds.classes) {
-      throw new TandemError('BAD_CONFIG', `dataset ${task.dataset.source}: sample ${index} has label ${label}, outside [0, ${ds.classes})`);
+      throw new TandemError('BAD_DATA', `dataset ${task.dataset.source}: sample ${index} has label ${label}, outside [0, ${ds.classes})`);
     }
     for (let k = offset; k < offset + per; k++) {
       if (!Number.isFinite(inputs[k])) {
-        throw new TandemError('BAD_CONFIG', `dataset ${task.dataset.source}: sample ${index} has a non-finite input value at element ${k - offset}`);
+        throw new TandemError('BAD_DATA', `dataset ${task.dataset.source}: sample ${index} has a non-finite input value at element ${k - offset}`);
       }
     }
     if (task.labelMap) {
       const local = task.labelMap[label];
-      if (local < 0) throw new TandemError('BAD_CONFIG', `sample ${index} has label ${label}, which this device does not own (loader bug)`);
+      if (local < 0) throw new TandemError('BAD_DATA', `sample ${index} has label ${label}, which this device does not own (loader bug)`);
       labels[task.labelOffset + i] = local;
     } else {
       labels[task.labelOffset + i] = label;

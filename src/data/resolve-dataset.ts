@@ -14,7 +14,7 @@ export function isModulePath(source: string): boolean {
 }
 
 /** Absolute file URL of a user module, or a clear error if it is not there. */
-export function resolveModuleUrl(source: string, what: 'model' | 'data'): string {
+export function resolveModuleUrl(source: string, what: 'model' | 'data' | 'plugins'): string {
   if (source.startsWith('file:')) return source;
   const file = path.resolve(source);
   if (!existsSync(file)) {

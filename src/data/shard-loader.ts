@@ -5,7 +5,8 @@
  */
 import { Piscina } from 'piscina';
 import type { DatasetSpec } from './dataset.js';
-import type { LoadShardTask } from './load-shard-task.js';
+import type { LoadShardResult, LoadShardTask } from './load-shard-task.js';
+import { deserializeError } from '../errors.js';
 /** Which dataset indices device d reads at step s. */
 export interface ShardSampler {
   shardIndices(step: number, device: number): Int32Array;
@@ -44,6 +45,8 @@ export interface ShardLoaderOptions {
   poolPerDevice?: boolean;
   /** labelMap[d][label] = device d's local index of a global label (method B). */
   labelMaps?: Int32Array[];
+  /** Global rank of each local device (default: the local index). Samplers, label maps and faults speak global ranks. */
+  ranks?: readonly number[];
   /** Test hook: fail the load of (device, step). */
   fault?: { device: number; step: number; kind: 'throw' | 'exit' | 'hang' | 'nan' };
 }
@@ -57,7 +60,7 @@ export class ShardLoadError extends Error {
 
 export class ShardLoader {
   private readonly pools: Piscina[];
-  /** Devices whose shard of the latest fill has not arrived yet. */
+  /** Devices (global ranks) whose shard of the latest fill has not arrived yet. */
   readonly pending = new Set<number>();
 
   constructor(private readonly dataset: DatasetSpec, private readonly buffers: InputBuffers,
@@ -74,9 +77,10 @@ export class ShardLoader {
   /** Fills every device's slot `step % 2` with its shard of global batch `step`. */
   async fill(step: number): Promise<void> {
     const slot = step % INPUT_SLOTS;
-    const tasks: Promise<number>[] = [];
-    for (let d = 0; d < this.devices; d++) {
-      const at = inputSlotIndex(d, slot);
+    const tasks: Promise<void>[] = [];
+    for (let local = 0; local < this.devices; local++) {
+      const d = this.options.ranks?.[local] ?? local;
+      const at = inputSlotIndex(local, slot);
       const task: LoadShardTask = {
         dataset: this.dataset,
         indices: this.sampler.shardIndices(step, d),
@@ -88,8 +92,11 @@ export class ShardLoader {
         fault: this.options.fault && this.options.fault.device === d && this.options.fault.step === step ? this.options.fault.kind : undefined,
       };
       this.pending.add(d);
-      tasks.push(this.pools[this.pools.length === 1 ? 0 : d].run(task).then(
-        n => { this.pending.delete(d); return n; },
+      tasks.push((this.pools[this.pools.length === 1 ? 0 : local].run(task) as Promise<LoadShardResult>).then(
+        r => {
+          if (r.type === 'error') throw new ShardLoadError(d, step, deserializeError(r.error));
+          this.pending.delete(d);
+        },
         (err: unknown) => { throw new ShardLoadError(d, step, err); }));
     }
     await Promise.all(tasks);

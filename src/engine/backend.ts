@@ -1,34 +1,23 @@
 /**
- * Compute backends a device can run on, and how each is started inside a worker.
- * `native` (default when the oneDNN addon was built: tfjs's cpu backend with
- * oneDNN/C++ kernels), `wasm` (default otherwise: SIMD, one thread per engine),
- * `cpu` (pure JS), and `tensorflow` (@tensorflow/tfjs-node-gpu or -node, only
- * when the user installed it).
+ * Starting an engine on a thread, and the default choice. The engines
+ * themselves — `native` (default when the oneDNN addon was built), `wasm`
+ * (default otherwise), `cpu`, `tensorflow` (only when the user installed
+ * tfjs-node) and any a plugin registers — live in the engine registry.
  */
-import { createRequire } from 'node:module';
-import path from 'node:path';
 import { TandemError } from '../errors.js';
 import { installFastGradients } from './fast-gradients.js';
-import { loadNativeAddon, NATIVE_HOW_TO, requireNativeAddon } from './native/native-addon.js';
-import { registerNativeBackend } from './native/native-backend.js';
+import { assertEngineAvailable, engineNames, getEngine } from './engine-registry.js';
+import type { FlatArithmetic } from '../optim/flat-arithmetic.js';
+import { NATIVE_ENGINE } from './engines/native-engine.js';
+import { loadNativeAddon, NATIVE_HOW_TO } from './native/native-addon.js';
+import type { EngineStartOptions } from './engine.js';
 import type { Tf } from './tfjs-types.js';
+export { findTensorflowPackage } from './engines/tensorflow-engine.js';
 
+/** The built-in engines. */
 export const BACKENDS = ['native', 'wasm', 'cpu', 'tensorflow'] as const;
-export type BackendName = (typeof BACKENDS)[number];
-
-const require = createRequire(import.meta.url);
-const TENSORFLOW_PACKAGES = ['@tensorflow/tfjs-node-gpu', '@tensorflow/tfjs-node'];
-
-/** Which package provides the `tensorflow` backend here, or undefined. Checked before any thread starts. */
-export function findTensorflowPackage(): string | undefined {
-  for (const name of TENSORFLOW_PACKAGES) {
-    try {
-      require.resolve(name);
-      return name;
-    } catch { /* not installed */ }
-  }
-  return undefined;
-}
+/** A built-in engine's name, or a registered plugin engine's. */
+export type BackendName = (typeof BACKENDS)[number] | (string & {});
 
 let noticeShown = false;
 
@@ -39,64 +28,38 @@ let noticeShown = false;
 export function defaultBackend(): BackendName {
   const fromEnv = process.env.TANDEM_BACKEND;
   if (fromEnv) {
-    if (!(BACKENDS as readonly string[]).includes(fromEnv)) {
-      throw new TandemError('BAD_CONFIG', `TANDEM_BACKEND='${fromEnv}' is not a backend; use one of ${BACKENDS.join(', ')}`);
+    if (!engineNames().includes(fromEnv)) {
+      throw new TandemError('BAD_CONFIG', `TANDEM_BACKEND='${fromEnv}' is not a backend; use one of ${engineNames().join(', ')}`);
     }
-    return fromEnv as BackendName;
+    return fromEnv;
   }
-  const load = loadNativeAddon();
-  if (load.loaded) return 'native';
+  if (NATIVE_ENGINE.unavailable() === undefined) return 'native';
   if (!noticeShown) {
     noticeShown = true;
-    process.stderr.write(`tandem: native kernels unavailable (${load.reason}); using wasm. For the fast path, ${NATIVE_HOW_TO}.\n`);
+    const load = loadNativeAddon();
+    process.stderr.write(`tandem: native kernels unavailable (${load.loaded ? '' : load.reason}); using wasm. For the fast path, ${NATIVE_HOW_TO}.\n`);
   }
   return 'wasm';
 }
 
 /** Throws a clear error when `name` cannot run on this machine. Main thread, before threads start. */
 export function assertBackendAvailable(name: BackendName): void {
-  if (name === 'native') requireNativeAddon();
-  if (name === 'tensorflow' && !findTensorflowPackage()) {
-    throw new TandemError('BACKEND_UNAVAILABLE',
-      "backend 'tensorflow' needs @tensorflow/tfjs-node-gpu or @tensorflow/tfjs-node, and neither is installed. " +
-      "Install one (npm install @tensorflow/tfjs-node@4.22.0; it downloads libtensorflow) or use --backend wasm.");
-  }
+  assertEngineAvailable(name);
 }
 
-export interface BackendOptions {
-  /** OpenMP threads of the native backend on this thread (default 1). */
-  nativeThreads?: number;
-}
+export type BackendOptions = EngineStartOptions;
 
-/** Starts `name` on this thread's tfjs and installs tandem's faster gradients. Worker side. */
+/** Starts engine `name` on this thread's tfjs and installs tandem's faster gradients. Worker side. */
 export async function startBackend(tf: Tf, name: BackendName, options: BackendOptions = {}): Promise<void> {
-  switch (name) {
-    case 'native':
-      registerNativeBackend(tf, { threads: options.nativeThreads });
-      break;
-    case 'wasm': {
-      const wasm = await import('@tensorflow/tfjs-backend-wasm');
-      const dir = path.dirname(require.resolve('@tensorflow/tfjs-backend-wasm/dist/tfjs-backend-wasm-simd.wasm'));
-      wasm.setWasmPaths(dir + path.sep);
-      // Threaded wasm does not start in Node: one SIMD thread per engine.
-      tf.env().set('WASM_HAS_MULTITHREAD_SUPPORT', false);
-      break;
-    }
-    case 'cpu':
-      break;
-    case 'tensorflow': {
-      const pkg = findTensorflowPackage();
-      if (!pkg) assertBackendAvailable(name);
-      await import(pkg as string);
-      break;
-    }
-    default: {
-      const never: never = name;
-      throw new TandemError('BAD_CONFIG', `unknown backend '${String(never)}'`);
-    }
-  }
+  const engine = assertEngineAvailable(name);
+  await engine.start(tf, options);
   const ok = await tf.setBackend(name);
   if (!ok) throw new TandemError('BACKEND_UNAVAILABLE', `backend '${name}' failed to start on this thread`);
   await tf.ready();
-  installFastGradients(tf, name);
+  installFastGradients(tf, name, { convInputGradientAsConvolution: engine.capabilities.convInputGradientAsConvolution });
+}
+
+/** The comm-side arithmetic of a device training on `backend`: its engine's (native loops for native, the JS ones otherwise). */
+export function flatArithmeticFor(backend: BackendName): FlatArithmetic {
+  return getEngine(backend).arithmetic();
 }

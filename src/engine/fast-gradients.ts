@@ -33,8 +33,10 @@ export interface FastGradientsReport {
 const installedOn = new WeakMap<object, Set<string>>();
 
 /** Installs the faster kernels/gradients for the current backend of `tf`. Idempotent per backend. */
-export function installFastGradients(tf: Tf, backendName: string = tf.getBackend()): FastGradientsReport {
+export function installFastGradients(tf: Tf, backendName: string = tf.getBackend(),
+  options: { convInputGradientAsConvolution?: boolean } = {}): FastGradientsReport {
   const key = tf.engine() as object;
+  if (options.convInputGradientAsConvolution === false) stockConvInputGradient(tf).add(backendName);
   const done = installedOn.get(key) ?? new Set<string>();
   installedOn.set(key, done);
   const installed: string[] = [];
@@ -228,6 +230,16 @@ function registerExplicitPadConv(tf: Tf, backendName: string, kernelName: 'Conv2
   });
 }
 
+const stockDxBackends = new WeakMap<object, Set<string>>();
+
+/** The backends of this tfjs whose engines keep their own Conv2D input gradient (their kernel beats dx-as-a-convolution). */
+function stockConvInputGradient(tf: Tf): Set<string> {
+  const key = tf.engine() as object;
+  let set = stockDxBackends.get(key);
+  if (!set) stockDxBackends.set(key, set = new Set());
+  return set;
+}
+
 function registerConvGradient(tf: Tf): void {
   const stock = tf.getGradient('Conv2D');
   if (!stock) throw new Error('tandem fast gradients: tfjs has no Conv2D gradient registered');
@@ -236,7 +248,7 @@ function registerConvGradient(tf: Tf): void {
     inputsToSave: ['x', 'filter'],
     gradFunc: (dy: Tensor | Tensor[], saved: Tensor[], attrs: Record<string, unknown>) => {
       const grads = stock.gradFunc(dy, saved, attrs as never);
-      if (tf.getBackend() === 'native') return grads; // native Conv2DBackpropInput beats dx-as-a-convolution
+      if (stockConvInputGradient(tf).has(tf.getBackend())) return grads; // e.g. native: its Conv2DBackpropInput is faster
       const [sh, sw] = pair(attrs.strides, 1);
       const [x, w] = saved as [import('@tensorflow/tfjs').Tensor4D, import('@tensorflow/tfjs').Tensor4D];
       if (!convIsCovered(attrs, w.shape) || sh !== 1 || sw !== 1) return grads;

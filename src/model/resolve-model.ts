@@ -8,9 +8,8 @@ function resolveModulePath(source: string): string {
 }
 import { BUILTIN_MODELS, type ModelFactory, type ModelOptions } from './builtin-models.js';
 import { fileURLToPath } from 'node:url';
-import { fileModelHandler } from '../trainer/model-files.js';
-import type { BackendName } from '../engine/backend.js';
-import { fuseConvLayers } from '../engine/native/fused-conv-layers.js';
+import { fileModelHandler } from './file-model-handler.js';
+import { getEngine } from '../engine/engine-registry.js';
 
 export interface ModelSpec {
   source: string;
@@ -41,10 +40,10 @@ export async function buildModel(tf: Tf, spec: ModelSpec): Promise<LayersModel> 
   return model;
 }
 
-/** The model as a device trains it: on the native backend (unless `nativeFusion` is off) its Conv2D layers run fused. */
-export async function buildTrainingModel(tf: Tf, cfg: { model: ModelSpec; backend: BackendName; nativeFusion: boolean }): Promise<LayersModel> {
+/** The model as a device trains it, prepared by its engine (native, unless `nativeFusion` is off: Conv2D layers run fused). */
+export async function buildTrainingModel(tf: Tf, cfg: { model: ModelSpec; backend: string; nativeFusion: boolean }): Promise<LayersModel> {
   const model = await buildModel(tf, cfg.model);
-  if (cfg.backend === 'native' && cfg.nativeFusion) fuseConvLayers(tf, model);
+  getEngine(cfg.backend).prepareModel?.(tf, model, { nativeFusion: cfg.nativeFusion });
   return model;
 }
 

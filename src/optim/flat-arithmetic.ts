@@ -2,20 +2,18 @@
  * Arithmetic on flat parameter ranges — the mean of an all-reduce and the
  * optimizer update, on the comm threads (and a classifier head's update on
  * the compute thread) — as one swappable pair: the JS loops,
- * or the native addon's vectorised C++ (with the `native` backend). Both give
+ * or the native addon's vectorised C++ (the `native` engine's). Both give
  * the same bits (the same operations in the same order and precision; tested
  * against each other), so which one runs never changes a parameter.
  */
-import type { BackendName } from '../engine/backend.js';
 import { requireNativeAddon } from '../engine/native/native-addon.js';
 import { adamBiasCorrections, applyUpdate, type OptimizerConfig } from './flat-optimizer.js';
-import { reduceMeanInto } from '../collectives/shared-memory-collective.js';
-import type { SlotSet } from '../collectives/collective.js';
+import { reduceMeanInto } from '../collectives/reduce-slots.js';
+import type { SlotReducer } from '../collectives/collective.js';
 
-export interface FlatArithmetic {
+/** The reduction (`SlotReducer`) and the optimizer update. */
+export interface FlatArithmetic extends SlotReducer {
   readonly name: 'js' | 'native';
-  /** out[start, end) = the mean over the slots (summed in float32 in slot order); out may be a slot. */
-  reduceMeanInto(slots: SlotSet, out: Float32Array, start: number, end: number): void;
   /** One optimizer update of params[start, end); `step` counts from 1. */
   applyUpdate(config: OptimizerConfig, params: Float32Array, grads: Float32Array, state: Float32Array[], start: number, end: number, step: number): void;
 }
@@ -43,9 +41,4 @@ export function nativeArithmetic(): FlatArithmetic {
       }
     },
   };
-}
-
-/** What a device training on `backend` uses: the native loops with the native backend, the JS ones otherwise. */
-export function flatArithmeticFor(backend: BackendName): FlatArithmetic {
-  return backend === 'native' ? nativeArithmetic() : JS_ARITHMETIC;
 }

@@ -3,11 +3,11 @@
  * it is AlexNet-like; if so, two-group at p (method A); otherwise the
  * strategy the cost model predicts fastest for this device count and link.
  */
-import type { TrainConfig } from '../config.js';
+import type { TrainConfig } from '../config-types.js';
 import { resolveConfig } from '../config.js';
 import { decideAlexNetLike, parameterisedSplit, DEFAULT_CONDITIONS, type AlexNetVerdict } from './alexnet-like.js';
 import { predictStrategies, type Prediction } from './cost-model.js';
-import { profileModel, type ProfileOptions } from './profile-model.js';
+import { profileModel, type ProfileOptions, type RunTrial } from './profile-model.js';
 import type { ModelProfile } from './layer-profile.js';
 import type { StrategyName } from '../pipeline/strategy.js';
 
@@ -20,9 +20,10 @@ export interface AutoChoice {
   profile: ModelProfile;
 }
 
-export async function chooseStrategy(config: TrainConfig, options: ProfileOptions = {}): Promise<AutoChoice> {
+/** `runTrial` runs the profiler's calibration run: the trainer passes its own `train`. */
+export async function chooseStrategy(config: TrainConfig, runTrial: RunTrial, options: ProfileOptions = {}): Promise<AutoChoice> {
   const resolved = await resolveConfig({ ...config, strategy: 'sequential' });
-  const profile = await profileModel(config, options);
+  const profile = await profileModel(config, runTrial, options);
   const conditions = { timeShare: config.timeShare ?? DEFAULT_CONDITIONS.timeShare, paramShare: config.paramShare ?? DEFAULT_CONDITIONS.paramShare };
   const verdict = decideAlexNetLike(profile.layers, conditions);
   const split = verdict.alexnetLike ? parameterisedSplit(profile.layers, verdict.p) : 0;

@@ -12,8 +12,8 @@ import { TandemError } from '../errors.js';
 import { startBackend } from '../engine/backend.js';
 import { backwardWithGradientReady, forwardAsInTraining } from '../engine/gradient-tape.js';
 import { buildTrainingModel, classificationLoss, outputsProbabilities } from '../model/resolve-model.js';
-import { flatArithmeticFor } from '../optim/flat-arithmetic.js';
-import type { ResolvedConfig } from '../config.js';
+import { flatArithmeticFor } from '../engine/backend.js';
+import type { ResolvedConfig } from '../config-types.js';
 import type { LayerCost, ModelProfile } from './layer-profile.js';
 
 export interface ProfileRequest { config: ResolvedConfig; warmupSteps: number; steps: number; reps: number }

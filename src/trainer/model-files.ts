@@ -1,5 +1,5 @@
-/** Writes and reads a model in the TensorFlow.js layers format (model.json + one weights file). */
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+/** Writes a model in the TensorFlow.js layers format (model.json + one weights file); src/model/file-model-handler.ts reads it. */
+import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { ModelArtifactsData } from '../actors/protocol.js';
 
@@ -24,23 +24,6 @@ export async function writeModelFiles(dir: string, artifacts: ModelArtifactsData
   const file = path.join(dir, 'model.json');
   await writeAtomically(file, JSON.stringify(modelJson));
   return file;
-}
-
-/** A tfjs IOHandler over model.json on disk, for `tf.loadLayersModel` without tfjs-node. */
-export function fileModelHandler(modelJsonPath: string) {
-  return {
-    async load() {
-      const json = JSON.parse(await readFile(modelJsonPath, 'utf8')) as {
-        modelTopology: object; weightsManifest: { paths: string[]; weights: { name: string; shape: number[]; dtype: 'float32' }[] }[];
-      };
-      const dir = path.dirname(modelJsonPath);
-      const buffers: Buffer[] = [];
-      const weightSpecs = json.weightsManifest.flatMap(g => g.weights);
-      for (const g of json.weightsManifest) for (const p of g.paths) buffers.push(await readFile(path.join(dir, p)));
-      const all = Buffer.concat(buffers);
-      return { modelTopology: json.modelTopology, weightSpecs, weightData: all.buffer.slice(all.byteOffset, all.byteOffset + all.byteLength) };
-    },
-  };
 }
 
 /** A model's topology and weights in memory (one weights buffer), through tfjs's own save path. */

@@ -4,7 +4,8 @@
  * give what this gives (the lossless invariant); tests compare the two.
  */
 import * as tf from '@tensorflow/tfjs';
-import { resolveConfig, type TrainConfig } from '../config.js';
+import { resolveConfig } from '../config.js';
+import type { TrainConfig } from '../config-types.js';
 import { startBackend } from '../engine/backend.js';
 import { buildTrainingModel, classificationLoss, outputsProbabilities } from '../model/resolve-model.js';
 import { resolveDataset } from '../data/resolve-dataset.js';

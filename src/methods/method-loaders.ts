@@ -1,10 +1,10 @@
 /**
- * The data loaders of a run: one global-batch sampler and pool for
- * data-parallel and partial-fc; for method B (local-head) one dedicated pool
- * per device, each reading only the samples of the labels it owns, mapped to
+ * The data loaders the built-in methods use: one global-batch sampler and
+ * pool (data-parallel, partial-fc); for method B one dedicated pool per
+ * device, each reading only the samples of the labels it owns, mapped to
  * local indices.
  */
-import type { ResolvedConfig } from '../config.js';
+import type { ResolvedConfig } from '../config-types.js';
 import { GlobalBatchSampler } from '../data/sampler.js';
 import { LocalLabelSampler } from '../data/local-label-sampler.js';
 import { ShardLoader, type InputBuffers } from '../data/shard-loader.js';
@@ -12,19 +12,23 @@ import { resolveDataset } from '../data/resolve-dataset.js';
 import { labelsOf } from '../data/dataset.js';
 import { LabelPartition } from '../classifier/label-partition.js';
 import { TandemError } from '../errors.js';
+import { localRanks } from '../world/topology.js';
 
-export async function createLoader(cfg: ResolvedConfig, input: InputBuffers): Promise<ShardLoader> {
-  if (cfg.method !== 'local-head') {
-    const sampler = new GlobalBatchSampler(cfg.trainSize, cfg.batch, cfg.seed, cfg.devices);
-    return new ShardLoader(cfg.data, input, sampler, cfg.devices, { threads: cfg.loaderThreads, fault: loadFault(cfg) });
-  }
+/** Every device reads its share of one seeded global batch per step. */
+export async function createGlobalBatchLoader(cfg: ResolvedConfig, input: InputBuffers): Promise<ShardLoader> {
+  const sampler = new GlobalBatchSampler(cfg.trainSize, cfg.batch, cfg.seed, cfg.devices);
+  return new ShardLoader(cfg.data, input, sampler, cfg.topology.localDevices, { threads: cfg.loaderThreads, ranks: localRanks(cfg.topology), fault: loadFault(cfg) });
+}
+
+/** Method B: every device reads only the samples of the labels it owns (BAD_DATA when it owns none). */
+export async function createLocalLabelLoader(cfg: ResolvedConfig, input: InputBuffers): Promise<ShardLoader> {
   const partition = LabelPartition.fromShares(cfg.classes, cfg.classifier!.partition);
   const { owned, labelMaps } = ownedSamples(partition, labelsOf(await resolveDataset(cfg.data), cfg.trainSize));
   owned.forEach((o, d) => {
-    if (o.length === 0) throw new TandemError('BAD_CONFIG', `device ${d} owns labels with no training samples; use more data or fewer classes per device`);
+    if (o.length === 0) throw new TandemError('BAD_DATA', `device ${d} owns labels with no training samples; use more data or fewer classes per device`);
   });
-  const sampler = new LocalLabelSampler(owned, cfg.perDevice, cfg.seed);
-  return new ShardLoader(cfg.data, input, sampler, cfg.devices, { threads: 1, poolPerDevice: true, labelMaps, fault: loadFault(cfg) });
+  const sampler = new LocalLabelSampler(owned, cfg.perDevice, cfg.seed); // indexed by global rank
+  return new ShardLoader(cfg.data, input, sampler, cfg.topology.localDevices, { threads: 1, poolPerDevice: true, labelMaps, ranks: localRanks(cfg.topology), fault: loadFault(cfg) });
 }
 
 function loadFault(cfg: ResolvedConfig) {

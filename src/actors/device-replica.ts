@@ -1,0 +1,265 @@
+/**
+ * One device's compute side, as one object: its tfjs engine, the model
+ * replica, the method's part of the device (loss, local head), forward and
+ * backward, and the compute half of the gradient pipeline. The compute
+ * worker owns one and forwards its mailbox to it; every reply goes out
+ * through `send`.
+ */
+import * as tf from '@tensorflow/tfjs';
+import { Subject, tap } from 'rxjs';
+import { TandemError, serializeError } from '../errors.js';
+import { startBackend } from '../engine/backend.js';
+import { getEngine } from '../engine/engine-registry.js';
+import { buildTrainingModel } from '../model/resolve-model.js';
+import { layoutParameters, type ParameterGroup, type ParameterLayout } from '../model/parameter-layout.js';
+import { inputSlotIndex, INPUT_SLOTS } from '../data/shard-loader.js';
+import { backwardWithGradientReady } from '../engine/gradient-tape.js';
+import { completeGroups } from '../pipeline/operators/complete-groups.js';
+import { handOff } from '../pipeline/operators/hand-off.js';
+import type { GradientReady } from '../pipeline/events.js';
+import { wallNow, type Span } from '../monitor/span.js';
+import { modelArtifacts } from '../trainer/model-files.js';
+import { openCollective } from '../collectives/transport-registry.js';
+import type { Collective } from '../collectives/collective.js';
+import type { RankHandle } from '../collectives/transport.js';
+import { getMethod } from '../methods/method-registry.js';
+import type { DeviceMethod } from '../methods/training-method.js';
+import type { ResolvedConfig } from '../config-types.js';
+import type { LayersModel, Tensor, Variable } from '../engine/tfjs-types.js';
+import type { HeadState } from '../checkpoint/checkpoint-file.js';
+import { injectFault } from './fault-injection.js';
+import { ControlBlock, type Phase } from './control-block.js';
+import { gradSlots, paramSlots, type SharedBuffers } from './shared-buffers.js';
+import type { DeviceIdentity, FromCompute } from './protocol.js';
+
+type Send = (msg: FromCompute, transfer?: ArrayBuffer[]) => void;
+
+/** The replica after `build`. */
+interface Built {
+  model: LayersModel;
+  layout: ParameterLayout;
+}
+
+/** After `attach`: where the shared buffers are, and the method's part of the device. */
+interface Attached {
+  buffers: SharedBuffers;
+  groups: ParameterGroup[];
+  params: Float32Array;
+  grads: Float32Array;
+  /** layout index of each model variable. */
+  byModelIndex: number[];
+  collective?: Collective;
+  method: DeviceMethod;
+}
+
+export class DeviceReplica {
+  readonly local: number;
+  readonly rank: number;
+  private readonly control: ControlBlock;
+  private phase: Phase = 'setup';
+  private step = 0;
+  private spans: Span[] = [];
+  private built?: Built;
+  private attached?: Attached;
+  /** Gradient-ready events of this device's backward passes: the compute half of the pipeline. */
+  private readonly gradientReady$ = new Subject<GradientReady>();
+  private groupBackwardStart = 0;
+
+  constructor(device: DeviceIdentity, private readonly config: ResolvedConfig, control: SharedArrayBuffer, groupCount: number,
+    private readonly send: Send) {
+    this.local = device.local;
+    this.rank = device.rank;
+    this.control = new ControlBlock(control, config.topology.localDevices, groupCount, 2 * config.stallTimeoutMs);
+    this.control.owner = { device: this.local, side: 'compute' };
+  }
+
+  /** Where the device is, for an error report. */
+  get where(): { device: number; step: number; phase: Phase } { return { device: this.rank, step: this.step, phase: this.phase }; }
+
+  private enter(p: Phase): void {
+    this.phase = p;
+    this.control.setPhase(this.local, p, this.step);
+    const fi = this.config.faultInjection;
+    if (fi && fi.device === this.rank && fi.step === this.step && fi.phase === p && fi.kind !== 'nan') injectFault(fi.kind, p);
+  }
+
+  private span(kind: Span['kind'], name: string, start: number, end: number, group?: number): void {
+    this.spans.push({ device: this.rank, thread: 'compute', kind, name, step: this.step, group, start, end });
+  }
+
+  async build(): Promise<void> {
+    const c = this.config;
+    this.enter('setup');
+    await startBackend(tf, c.backend, { nativeThreads: c.nativeThreads });
+    const model = await buildTrainingModel(tf, c);
+    const weights = model.trainableWeights.map(w => ({ name: w.originalName, shape: [...w.shape] as number[] }));
+    this.built = { model, layout: layoutParameters(weights) };
+    this.send({ type: 'built', device: this.rank, weights, numTensors: tf.memory().numTensors });
+  }
+
+  attach(buffers: SharedBuffers, groups: ParameterGroup[], handle?: RankHandle): void {
+    const { layout, model } = this.need();
+    const c = this.config;
+    const byModelIndex: number[] = [];
+    layout.variables.forEach((v, i) => { byModelIndex[v.modelIndex] = i; });
+    const collective = handle && openCollective(handle, {
+      timeoutMs: 2 * this.config.stallTimeoutMs, isAborted: () => this.control.aborted, heartbeat: () => this.control.beat(this.local, 'compute'),
+    });
+    const method = getMethod(c.method).createDevice({ tf, cfg: c, device: this.rank, model, arithmetic: getEngine(c.backend).arithmetic(),
+      collective: collective?.blocking });
+    this.attached = { buffers, groups, params: paramSlots(buffers)[this.local], grads: gradSlots(buffers)[this.local], byModelIndex, collective, method };
+    // Compute half of the pipeline: a group goes to the comm thread the moment it is complete.
+    this.gradientReady$.pipe(
+      completeGroups(groups),
+      tap(gr => { // the group's share of backward, for the timeline
+        this.span('backward', `backward group ${groups[gr.group].name}`, this.groupBackwardStart, gr.at, gr.group);
+        this.groupBackwardStart = gr.at;
+      }),
+      handOff(this.control, this.local),
+    ).subscribe({ error: err => this.send({ type: 'error', ...this.where, error: serializeError(err) }) });
+    if (layout.total !== buffers.total) throw new Error(`device ${this.rank} built a model of ${layout.total} parameters, the run expects ${buffers.total}`);
+    // Device 0's initial values are the run's: its comm thread broadcasts them (step 0).
+    if (this.local === 0) this.copyVariables(this.attached.params, 'read');
+    for (let gi = 0; gi < groups.length; gi++) this.control.markGradsReady(this.local, gi, 0);
+    this.send({ type: 'initialised', device: this.rank });
+  }
+
+  private need(): Built {
+    if (!this.built) throw new Error('the device was asked to work before it built its model');
+    return this.built;
+  }
+
+  private needAttached(): Built & Attached {
+    if (!this.attached) throw new Error('the device was asked to train before it was given its buffers');
+    return { ...this.need(), ...this.attached };
+  }
+
+  /** Copies between the model's variables and a flat slot (transmission order). */
+  private copyVariables(slot: Float32Array, direction: 'read' | 'write'): void {
+    const { model, layout } = this.need();
+    const vars = model.trainableWeights;
+    for (const spec of layout.variables) {
+      const v = vars[spec.modelIndex];
+      const view = slot.subarray(spec.offset, spec.offset + spec.size);
+      if (direction === 'read') {
+        view.set(v.read().dataSync() as Float32Array);
+      } else {
+        const t = tf.tensor(view, spec.shape, 'float32');
+        v.write(t);
+        t.dispose();
+      }
+    }
+  }
+
+  private waitForUpdate(ofStep: number): void {
+    const { groups } = this.needAttached();
+    for (let gi = 0; gi < groups.length; gi++) {
+      this.control.waitApplied(this.local, gi, ofStep, `device ${this.rank}'s comm thread to apply the update of step ${ofStep}`);
+    }
+  }
+
+  snapshot(step: number): void {
+    this.send({ type: 'headSnapshot', device: this.rank, step, head: this.needAttached().method.snapshot() });
+  }
+
+  restore(head: HeadState): void {
+    this.needAttached().method.restore(head);
+    this.send({ type: 'headRestored', device: this.rank });
+  }
+
+  async trainStep(s: number): Promise<void> {
+    const { model, layout, buffers, params, grads, byModelIndex, method } = this.needAttached();
+    const cfg = this.config;
+    this.step = s;
+    this.spans = [];
+    const t0 = wallNow();
+    this.enter('load');
+    this.waitForUpdate(s - 1);
+    this.copyVariables(params, 'write');
+    const slot = inputSlotIndex(this.local, s % INPUT_SLOTS);
+    const x = new Float32Array(buffers.inputs, slot * buffers.inputSlotSize * 4, buffers.inputSlotSize);
+    const y = new Int32Array(buffers.labels, slot * buffers.labelSlotSize * 4, buffers.labelSlotSize);
+    const t1 = wallNow();
+    this.span('load', 'load', t0, t1);
+    this.enter('forward');
+    const xs = tf.tensor(x, [cfg.perDevice, ...cfg.sampleShape], 'float32');
+    const ys = tf.tensor(y, [cfg.perDevice], 'int32');
+    let backwardStart = 0;
+    // Marks the start of backward: its gradient is the first one backward runs.
+    const backwardMarker = tf.customGrad(((t: Tensor) => ({
+      value: t.clone(),
+      gradFunc: (dy: Tensor) => {
+        backwardStart = wallNow();
+        this.groupBackwardStart = backwardStart;
+        this.span('forward', 'forward', t1, backwardStart);
+        this.enter('backward');
+        return dy;
+      },
+    })) as never) as (t: Tensor) => Tensor;
+    const vars = model.trainableWeights.map(w => w.read() as Variable);
+    const localVars = method.localVariables;
+    let stepLoss: ReturnType<DeviceMethod['loss']> | undefined;
+    let localGrads: Float32Array[] = [];
+    let nonFinite: string | undefined;
+    let lastReady = 0;
+    const value = backwardWithGradientReady(tf, () => {
+      let out = backwardMarker(model.apply(xs, { training: true }) as Tensor);
+      const fi = cfg.faultInjection;
+      if (fi?.kind === 'nan' && fi.device === this.rank && fi.step === s) out = tf.mul(out, NaN);
+      stepLoss = method.loss(out, ys, y, s);
+      return stepLoss.loss;
+    }, [...vars, ...localVars], (modelIndex, gradient) => {
+      const values = gradient.dataSync() as Float32Array;
+      const local = modelIndex >= vars.length;
+      const name = local ? localVars[modelIndex - vars.length].name : model.trainableWeights[modelIndex].originalName;
+      const bad = firstNonFinite(values);
+      if (bad >= 0) {
+        if (cfg.onNan === 'error') throw nonFiniteError(values[bad], name, bad, s);
+        nonFinite ??= name; // skip-step: handed over; the comm side skips the group's update
+      }
+      if (local) { localGrads[modelIndex - vars.length] = values.slice(); return; }
+      const spec = layout.variables[byModelIndex[modelIndex]];
+      grads.set(values, spec.offset);
+      const now = wallNow();
+      if (lastReady === 0) lastReady = backwardStart;
+      if (now > lastReady) this.span('backward', `backward ${spec.layer}`, lastReady, now);
+      lastReady = now;
+      this.gradientReady$.next({ step: s, start: spec.offset, end: spec.offset + spec.size, layer: spec.layer, at: now });
+    });
+    const result = stepLoss!;
+    const loss = result.reportedLoss ?? value.dataSync()[0];
+    value.dispose();
+    tf.dispose([xs, ys]);
+    if (result.localGradients) localGrads = result.localGradients;
+    // Local state is never exchanged; a non-finite local gradient under skip-step skips the local update too.
+    if (localGrads.length > 0 && !(nonFinite && localGrads.some(g => firstNonFinite(g) >= 0))) method.applyLocal(localGrads, s);
+    const t2 = wallNow();
+    this.enter('idle');
+    this.send({ type: 'stepDone', device: this.rank, step: s, loss, correct: result.correct, count: cfg.perDevice, computeMs: t2 - t1, loadMs: t1 - t0,
+      numTensors: tf.memory().numTensors, spans: this.spans, nonFinite });
+  }
+
+  async finish(lastStep: number, exportModel: boolean): Promise<void> {
+    const { model, params, method, collective } = this.needAttached();
+    this.step = lastStep;
+    this.enter('export');
+    this.waitForUpdate(lastStep);
+    this.copyVariables(params, 'write');
+    const artifacts = exportModel ? await modelArtifacts(tf, model) : undefined;
+    this.enter('done');
+    collective?.close();
+    this.send({ type: 'finished', device: this.rank, artifacts, head: method.finalValues(), numTensors: tf.memory().numTensors },
+      artifacts ? [artifacts.weightData] : []);
+  }
+}
+
+function firstNonFinite(values: Float32Array): number {
+  for (let i = 0; i < values.length; i++) if (!Number.isFinite(values[i])) return i;
+  return -1;
+}
+
+/** `onNan: 'error'`: raised before the gradient is handed over, so before it can reach any parameter. */
+function nonFiniteError(value: number, name: string, at: number, s: number): TandemError {
+  return new TandemError('NON_FINITE', `the gradient of ${name} has ${value} at element ${at} in step ${s} (the first non-finite gradient of ` +
+    "this backward pass, output layer first); lower the learning rate, check the inputs, clip the loss, or use onNan: 'skip-step'");
+}

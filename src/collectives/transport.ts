@@ -1,0 +1,65 @@
+/**
+ * What a transport is: a named way for the ranks of a communicator to reach
+ * each other. The main thread prepares a communicator once (allocates shared
+ * memory, makes channels, names a rendezvous) and hands each rank a
+ * `RankHandle`; the rank's own thread opens its `Collective` from it. A new
+ * transport is one file that exports a `Transport` and registers it
+ * (`registerTransport`), from the library or from a plugin module.
+ */
+import type { TransferListItem } from 'node:worker_threads';
+import type { AllReduceKind, Collective, CollectiveEnv } from './collective.js';
+
+/** A SharedArrayBuffer of `slots` equal slots of `slotFloats` floats: slot r is rank r's copy. */
+export interface SlotBuffer {
+  buffer: SharedArrayBuffer;
+  slotFloats: number;
+  slots: number;
+}
+
+export interface TransportOptions {
+  /** Shared memory: the all-reduce algorithm (the same bits either way). */
+  allReduce: AllReduceKind;
+}
+
+/** One communicator, as the main thread asks for it. */
+export interface CommunicatorSpec {
+  /** What it is for, in messages: `gradients` (comm threads) or `compute` (compute threads). */
+  name: string;
+  /** Its ranks in this process. */
+  size: number;
+  /**
+   * Buffers whose rank-r slot a rank may pass as its buffer: a transport that can use them in place
+   * (shared memory) does; the others treat them as any buffer.
+   */
+  registered: SlotBuffer[];
+  /** Floats per rank of the staging area for buffers that are not registered (a hint; larger ones go in chunks). */
+  stagingFloats: number;
+  options: TransportOptions;
+}
+
+/** What one rank needs to open its end: structured-cloneable data, posted to its thread. */
+export interface RankHandle {
+  transport: string;
+  communicator: string;
+  rank: number;
+  size: number;
+  data: unknown;
+}
+
+export interface PreparedCommunicator {
+  handles: RankHandle[];
+  /** Per rank: objects to transfer (not copy) with its handle, e.g. MessagePorts. */
+  transfer: TransferListItem[][];
+}
+
+export interface Transport {
+  readonly name: string;
+  /** One line for `--help` and errors. */
+  readonly description: string;
+  /** Whether its collectives offer `blocking` (needed by methods that communicate inside forward/backward). */
+  readonly blocking: boolean;
+  /** Main thread, before any rank opens. */
+  prepare(spec: CommunicatorSpec): PreparedCommunicator;
+  /** On the rank's thread. */
+  open(handle: RankHandle, env: CollectiveEnv): Collective;
+}

@@ -1,0 +1,177 @@
+/**
+ * The shapes of a training configuration: what the user gives (`TrainConfig`)
+ * and the resolved form every thread receives (`ResolvedConfig`). Types only,
+ * so that every layer can name them without importing the checks.
+ */
+import type { BackendName } from './engine/backend.js';
+import type { OptimizerConfig, OptimizerName } from './optim/flat-optimizer.js';
+import type { AllReduceKind } from './collectives/collective.js';
+import type { StrategyOptions, StrategySpec } from './pipeline/strategy.js';
+import type { LinkModel } from './pipeline/link-model.js';
+import type { DatasetSpec } from './data/dataset.js';
+import type { ModelSpec } from './model/resolve-model.js';
+import type { HeadKind } from './classifier/classifier-head.js';
+import type { Topology } from './world/topology.js';
+
+/** The built-in training methods (more can be registered: see methods/method-registry.ts). */
+export const METHODS = ['data-parallel', 'local-head', 'partial-fc'] as const;
+export type Method = (typeof METHODS)[number] | (string & {});
+
+/** Method B (local-head) and the Partial FC comparison mode. */
+export interface ClassifierConfig {
+  embedding: number;
+  head: HeadKind;
+  scale: number;
+  margin: number;
+  /** partial-fc: share of each device's class centres in a step's softmax (positives always in). */
+  sampleRate: number;
+  /** partition[d] = labels device d owns. */
+  partition: number[][];
+  exportDevice: number;
+  exportClassifier: boolean;
+}
+
+export const FAULT_PHASES = ['load', 'forward', 'backward', 'exchange', 'update'] as const;
+/** Test hook: make one device fail at one step and phase. */
+export interface FaultInjection {
+  device: number;
+  step: number;
+  phase: (typeof FAULT_PHASES)[number];
+  /** throw an exception, exit the thread, hang (a busy loop that never returns), or (forward only) make the output NaN. */
+  kind: 'throw' | 'exit' | 'hang' | 'nan';
+}
+
+export interface TrainConfig {
+  /** `data-parallel` (default), `local-head` (method B: each device owns a share of the labels), `partial-fc`. */
+  method?: Method;
+  /** Method B / partial-fc: embedding size the model outputs (its factory gets classes = embedding). Default 128. */
+  embedding?: number;
+  head?: HeadKind;
+  /** cosine head: scale s (default 30) and additive angular margin in radians (default 0). */
+  scale?: number;
+  margin?: number;
+  sampleRate?: number;
+  /** A user label partition: one list of labels per device. Default: contiguous shares. */
+  partition?: number[][];
+  /** Samples held out at the end of the dataset for evaluation. Default 10% for the classifier methods, else 0. */
+  heldOut?: number;
+  exportDevice?: number;
+  exportClassifier?: boolean;
+  /**
+   * A non-finite gradient: `error` (default) fails the run naming the first offending variable, before it is
+   * handed over; `skip-step` hands it over and every device skips the update of each group whose averaged
+   * gradient is non-finite (identically everywhere; with overlapped strategies a group already applied in
+   * that step stays applied), with a warning naming the first offending variable.
+   */
+  onNan?: 'error' | 'skip-step';
+  /** Held-out samples evaluated after training (the first of the held-out range). Default 2000. */
+  evalSamples?: number;
+  /** Write a checkpoint every K steps (and when stopped). */
+  checkpointEvery?: number;
+  /** Where checkpoints go. Default: `out`. */
+  checkpointDir?: string;
+  /** Continue from the latest checkpoint in this directory (or this checkpoint file). `steps` counts from the start of the run. */
+  resume?: string;
+  /** Builtin model name or path to an ES module `(tf, options) => tf.LayersModel`. Default `mlp`. */
+  model?: string;
+  /** Builtin dataset name or path to an ES module `(options) => Dataset`. Default `mnist`. */
+  data?: string;
+  devices?: number;
+  /** Default: `native` when the oneDNN addon was built, else `wasm` (env `TANDEM_BACKEND` overrides the default). */
+  backend?: BackendName;
+  /** OpenMP threads per device for the native backend. Default 1 (one core per device). */
+  nativeThreads?: number;
+  /**
+   * Native backend: run each Conv2D layer (relu or linear, channels-last, dilation 1) as one fused
+   * kernel — convolution + bias + activation — in training. Default true (`--no-native-fusion` turns it off).
+   */
+  nativeFusion?: boolean;
+  /** Global batch size: each device trains on batch / devices samples per step. */
+  batch?: number;
+  steps?: number;
+  epochs?: number;
+  lr?: number;
+  momentum?: number;
+  optimizer?: OptimizerName;
+  seed?: number;
+  /** A built-in strategy name, `auto`, or a `CustomStrategy` (library API only). Default `sequential`. */
+  strategy?: StrategySpec | 'auto';
+  /** `auto` (profile, then decide): the AlexNet-like conditions. Defaults 0.25 and 0.25. */
+  timeShare?: number;
+  paramShare?: number;
+  /** two-group: number of layers (transmission order) in the FC group. */
+  splitLayer?: number;
+  /** buckets: bucket cap and first-bucket cap in MB. */
+  bucketCapMB?: number;
+  firstBucketMB?: number;
+  /** EMULATED link between devices, e.g. `1gbps` or `10gbps:0.05ms`. */
+  link?: string;
+  /** Write a Chrome trace (Perfetto / chrome://tracing) of the run here. */
+  trace?: string;
+  allReduce?: AllReduceKind;
+  /** How the devices' collectives reach each other: a registered transport. Default `shared-memory`. */
+  transport?: string;
+  /**
+   * ES modules (paths) loaded in every thread of the run before anything else: each registers what it
+   * brings — a transport (`registerTransport`), a method (`registerMethod`), an engine (`registerEngine`).
+   */
+  plugins?: string[];
+  /** Directory for model.json + weights.bin + summary.json. */
+  out?: string;
+  classes?: number;
+  /** [height, width] or [height, width, channels] of synthetic images. */
+  imageSize?: number[];
+  /** Samples in a synthetic dataset. */
+  datasetSize?: number;
+  /**
+   * Watchdog: how long the main thread waits for a device's report before failing the run and naming it.
+   * Device threads waiting on a peer give up after twice this (so the watchdog, which knows who is silent, speaks first).
+   */
+  stallTimeoutMs?: number;
+  loaderThreads?: number;
+  faultInjection?: FaultInjection;
+}
+
+export interface ResolvedConfig {
+  method: Method;
+  classifier?: ClassifierConfig;
+  /** Samples [0, trainSize) train; [trainSize, datasetSize) are held out. */
+  trainSize: number;
+  evalSamples: number;
+  onNan: 'error' | 'skip-step';
+  checkpointEvery?: number;
+  checkpointDir?: string;
+  resume?: string;
+  model: ModelSpec;
+  data: DatasetSpec;
+  datasetSize: number;
+  sampleShape: number[];
+  classes: number;
+  /** Replicas in the job (the world size: processes × local devices). */
+  devices: number;
+  /** Processes × local devices, and this process's rank. */
+  topology: Topology;
+  backend: BackendName;
+  nativeThreads: number;
+  nativeFusion: boolean;
+  batch: number;
+  perDevice: number;
+  steps: number;
+  stepsPerEpoch: number;
+  optimizer: OptimizerConfig;
+  seed: number;
+  /** The strategy's name (a custom strategy's groups are computed on the main thread). */
+  strategy: string;
+  strategyOptions: StrategyOptions;
+  link?: LinkModel;
+  trace?: string;
+  allReduce: AllReduceKind;
+  transport: string;
+  /** Plugin module URLs (file:), loaded by every thread. */
+  plugins: string[];
+  out?: string;
+  stallTimeoutMs: number;
+  loaderThreads: number;
+  faultInjection?: FaultInjection;
+}
+

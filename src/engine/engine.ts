@@ -1,0 +1,43 @@
+/**
+ * What an engine is: a tfjs backend as a device runs it, with the answers
+ * the rest of tandem asks of it — can it start here, how it starts on a
+ * thread, which arithmetic its comm side runs, how a model is prepared for
+ * it, and its capabilities. A new engine (a GPU one) is one file that exports
+ * an `Engine` and registers it (`registerEngine`).
+ */
+import type { FlatArithmetic } from '../optim/flat-arithmetic.js';
+import type { LayersModel, Tf } from './tfjs-types.js';
+
+export interface EngineCapabilities {
+  /** `dataSync()` works (the hot path reads gradients synchronously); false on WebGPU in Node. */
+  synchronousReads: boolean;
+  /** Where a replica's parameters live between steps: host memory (shared buffers) or device memory. */
+  parameters: 'host' | 'device';
+  /** Conv2D's input gradient as a convolution of dy (tandem's fast gradient) beats the engine's own kernel. */
+  convInputGradientAsConvolution: boolean;
+}
+
+export interface EngineStartOptions {
+  /** OpenMP threads of the native engine on this thread (default 1). */
+  nativeThreads?: number;
+}
+
+export interface EngineModelOptions {
+  /** Native: run Conv2D layers as one fused kernel. */
+  nativeFusion: boolean;
+}
+
+export interface Engine {
+  /** The tfjs backend name it registers and the config's `backend`. */
+  readonly name: string;
+  readonly description: string;
+  readonly capabilities: EngineCapabilities;
+  /** Undefined when it can run on this machine; else the error message: why not, and the fix. */
+  unavailable(): string | undefined;
+  /** On a device thread: registers and selects the backend on this thread's tfjs. */
+  start(tf: Tf, options: EngineStartOptions): Promise<void>;
+  /** The arithmetic of the comm side (all-reduce mean, optimizer updates) with this engine. */
+  arithmetic(): FlatArithmetic;
+  /** Rewrites a freshly built model for this engine (in place). */
+  prepareModel?(tf: Tf, model: LayersModel, options: EngineModelOptions): void;
+}

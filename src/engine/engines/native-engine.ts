@@ -1,0 +1,23 @@
+/** The `native` engine: tfjs's cpu backend with oneDNN/C++ kernels (native/), and the addon's comm-side arithmetic. */
+import type { Engine } from '../engine.js';
+import { loadNativeAddon, NATIVE_HOW_TO } from '../native/native-addon.js';
+import { registerNativeBackend } from '../native/native-backend.js';
+import { fuseConvLayers } from '../native/fused-conv-layers.js';
+import { nativeArithmetic } from '../../optim/flat-arithmetic.js';
+
+export const NATIVE_ENGINE: Engine = {
+  name: 'native',
+  description: "tfjs's cpu backend with oneDNN kernels (default when the addon was built)",
+  capabilities: { synchronousReads: true, parameters: 'host', convInputGradientAsConvolution: false },
+  unavailable() {
+    const load = loadNativeAddon();
+    return load.loaded ? undefined : `backend 'native' is not available: ${load.reason}. To get it, ${NATIVE_HOW_TO}; or use --backend wasm.`;
+  },
+  async start(tf, options) {
+    registerNativeBackend(tf, { threads: options.nativeThreads });
+  },
+  arithmetic: nativeArithmetic,
+  prepareModel(tf, model, options) {
+    if (options.nativeFusion) fuseConvLayers(tf, model);
+  },
+};

@@ -1,0 +1,45 @@
+/** The options of the classifier methods (local-head, partial-fc), checked and resolved before any thread starts. */
+import { TandemError } from '../errors.js';
+import type { ClassifierConfig, TrainConfig } from '../config-types.js';
+import { HEAD_KINDS, type HeadKind } from '../classifier/classifier-head.js';
+import { LabelPartition } from '../classifier/label-partition.js';
+import type { MethodResolveContext } from './training-method.js';
+
+/** Options only the classifier methods take. */
+export const CLASSIFIER_OPTION_KEYS = ['embedding', 'head', 'scale', 'margin', 'sampleRate', 'partition', 'exportDevice', 'exportClassifier'] as const;
+
+function bad(field: string, message: string): never {
+  throw new TandemError('BAD_CONFIG', `config.${field}: ${message}`);
+}
+
+function inRange(field: string, v: unknown, min: number, max: number, integer = false): number {
+  if (typeof v !== 'number' || !Number.isFinite(v) || v < min || v > max || (integer && !Number.isInteger(v))) {
+    bad(field, integer ? `must be an integer in [${min}, ${max}], got ${JSON.stringify(v)}` : `must be a number in [${min}, ${max}], got ${JSON.stringify(v)}`);
+  }
+  return v;
+}
+
+export function resolveClassifierOptions(config: TrainConfig, ctx: MethodResolveContext, method: string): ClassifierConfig {
+  const { classes, devices } = ctx;
+  const partition = config.partition !== undefined
+    ? LabelPartition.fromShares(classes, config.partition)
+    : LabelPartition.contiguous(classes, devices);
+  if (partition.devices !== devices) bad('partition', `lists ${partition.devices} devices but the run has ${devices}`);
+  const head = config.head ?? 'linear';
+  if (!HEAD_KINDS.includes(head)) bad('head', `must be one of ${HEAD_KINDS.join(', ')}, got ${JSON.stringify(head)}`);
+  const exportDevice = config.exportDevice ?? 0;
+  if (!Number.isInteger(exportDevice) || exportDevice < 0 || exportDevice >= devices) bad('exportDevice', `must be a device in [0, ${devices})`);
+  const resolved: ClassifierConfig = {
+    embedding: inRange('embedding', config.embedding ?? 128, 1, 65536, true),
+    head: head as HeadKind,
+    scale: inRange('scale', config.scale ?? (head === 'cosine' ? 30 : 1), 1e-6, 1e6),
+    margin: inRange('margin', config.margin ?? 0, 0, Math.PI / 2),
+    sampleRate: inRange('sampleRate', config.sampleRate ?? 1, 1e-6, 1),
+    partition: partition.labels.map(l => Array.from(l)),
+    exportDevice,
+    exportClassifier: config.exportClassifier ?? false,
+  };
+  if (config.sampleRate !== undefined && method !== 'partial-fc') bad('sampleRate', 'applies to --method partial-fc only');
+  if (method === 'partial-fc' && head !== 'linear') bad('head', 'partial-fc supports --head linear only; use --method local-head for a cosine head');
+  return resolved;
+}

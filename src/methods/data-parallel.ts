@@ -1,0 +1,48 @@
+/**
+ * Data-parallel training: every device holds a full replica and trains on
+ * its share of the global batch; every gradient is averaged across the world.
+ */
+import { TandemError } from '../errors.js';
+import { classificationLoss, outputsProbabilities } from '../model/resolve-model.js';
+import { evaluateHeldOut } from '../classifier/classifier-result.js';
+import { CLASSIFIER_OPTION_KEYS } from './classifier-options.js';
+import { createGlobalBatchLoader } from './method-loaders.js';
+import type { DeviceMethod, TrainingMethod } from './training-method.js';
+
+export const DATA_PARALLEL: TrainingMethod = {
+  name: 'data-parallel',
+  description: 'a full replica per device, each on its share of the global batch; every gradient averaged',
+  resolveOptions(config) {
+    for (const k of CLASSIFIER_OPTION_KEYS) {
+      if (config[k] !== undefined) throw new TandemError('BAD_CONFIG', `config.${k}: applies to --method local-head or partial-fc, not data-parallel`);
+    }
+    return undefined;
+  },
+  defaultHeldOut: () => 0,
+  createLoader: createGlobalBatchLoader,
+  computeCommunicator: () => undefined,
+  localState: false,
+  exportDevice: cfg => ({ device: 0, always: cfg.trainSize < cfg.datasetSize }),
+  createDevice({ tf, cfg, model }): DeviceMethod {
+    const probabilities = outputsProbabilities(model);
+    return {
+      localVariables: [],
+      loss(out, ys) {
+        const { loss, correct: c } = classificationLoss(tf, out, ys, cfg.classes, probabilities);
+        const correct = c.dataSync()[0];
+        c.dispose();
+        return { loss, correct };
+      },
+      applyLocal() { /* no local state */ },
+      snapshot: () => undefined,
+      restore() { throw new TandemError('BAD_CHECKPOINT', 'a data-parallel device has no local state to restore'); },
+      finalValues: () => undefined,
+    };
+  },
+  async summarize({ cfg, artifacts }) {
+    if (cfg.trainSize >= cfg.datasetSize) return {};
+    const r = await evaluateHeldOut({ backend: cfg.backend, extractor: artifacts!, data: cfg.data, from: cfg.trainSize, to: cfg.datasetSize,
+      classes: cfg.classes, embedding: cfg.classes, head: 'linear', maxSamples: cfg.evalSamples });
+    return { heldOut: { samples: r.samples, accuracy: r.classifierAccuracy! } };
+  },
+};

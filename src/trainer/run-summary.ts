@@ -1,0 +1,127 @@
+/**
+ * The last phase of a run: the summary (timings, history, final weights, the
+ * method's part), and what `out` and `trace` ask to be written: model files,
+ * summary.json, the Chrome trace, the timeline picture.
+ */
+import { mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { ResolvedConfig } from '../config-types.js';
+import type { FinishedReport, ModelArtifactsData, WeightShape } from '../actors/protocol.js';
+import type { ParameterGroup, ParameterLayout } from '../model/parameter-layout.js';
+import type { TrainingMethod } from '../methods/training-method.js';
+import { timelineSvg } from '../monitor/timeline-picture.js';
+import { writeChromeTrace } from '../monitor/chrome-trace.js';
+import { writeModelFiles } from './model-files.js';
+import type { RunLedger } from './run-ledger.js';
+import type { TrainHooks, TrainSummary } from './run-types.js';
+
+/** What the step loop measured. */
+export interface StepLoopResult {
+  lastStep: number;
+  stoppedAt?: number;
+  history: TrainSummary['history'];
+  computeTotal: number;
+  loadWaitTotal: number;
+  steadyCompute: number;
+  stepStarts: number[];
+  warmup: number;
+  trainStart: number;
+}
+
+export interface SummaryInputs {
+  cfg: ResolvedConfig;
+  method: TrainingMethod;
+  layout: ParameterLayout;
+  weights: WeightShape[];
+  groups: ParameterGroup[];
+  /** One replica's parameters (all are identical). */
+  replica: Float32Array;
+  firstStep: number;
+  loop: StepLoopResult;
+  finished: FinishedReport[];
+  ledger: RunLedger;
+  auto?: TrainSummary['auto'];
+  wallSeconds: number;
+  hooks: TrainHooks;
+}
+
+export async function finishSummary(x: SummaryInputs): Promise<TrainSummary> {
+  const { cfg, loop, ledger, layout, firstStep } = x;
+  const { lastStep, warmup } = loop;
+  const trainEnd = performance.now();
+  const trainSeconds = (trainEnd - loop.trainStart) / 1000;
+  const ranSteps = lastStep - firstStep + 1;
+  const steadySteps = lastStep - warmup;
+  const last = loop.history[loop.history.length - 1];
+  const exportDevice = x.method.exportDevice(cfg).device;
+  const artifacts = x.finished.find(f => f.device === exportDevice)?.artifacts;
+  const summary: TrainSummary = {
+    config: withoutFault(cfg),
+    steps: lastStep,
+    firstStep,
+    stoppedAt: loop.stoppedAt,
+    checkpointPath: ledger.lastCheckpoint,
+    finalLoss: last.loss,
+    finalAccuracy: last.accuracy,
+    samplesPerSecond: (ranSteps * cfg.batch) / trainSeconds,
+    wallSeconds: x.wallSeconds,
+    meanStepMs: (trainSeconds * 1000) / ranSteps,
+    steadyStepMs: (trainEnd - loop.stepStarts[warmup - firstStep + 1]) / steadySteps,
+    timings: {
+      steadyComputeMs: loop.steadyCompute / steadySteps,
+      meanComputeMs: loop.computeTotal / ranSteps,
+      meanExchangeMs: ledger.commStats.exchangeMs / Math.max(1, ledger.commStats.count),
+      meanUpdateMs: ledger.commStats.updateMs / Math.max(1, ledger.commStats.count),
+      meanLoadWaitMs: loop.loadWaitTotal / ranSteps,
+    },
+    parameters: layout.total,
+    strategy: { name: cfg.strategy, groups: x.groups.map(g => ({ name: g.name, parameters: g.end - g.start })) },
+    auto: x.auto,
+    skippedUpdates: ledger.skipped.map(sk => ({ ...sk, variable: ledger.nonFinite.get(sk.step) })),
+    link: cfg.link ? { emulated: true, label: cfg.link.label, bitsPerSecond: cfg.link.bandwidth, latencyMs: cfg.link.latencyMs } : undefined,
+    history: loop.history,
+    weights: modelOrderWeights(x.weights, layout, x.replica),
+  };
+  Object.assign(summary, await x.method.summarize({ cfg, layout, carried: ledger.carried, finished: x.finished, artifacts }));
+  await writeRunFiles(cfg, summary, ledger, firstStep, lastStep, artifacts);
+  x.hooks.onEvent?.({ type: 'finished', steps: lastStep, modelPath: summary.modelPath, tracePath: summary.tracePath, timelinePath: summary.timelinePath });
+  return summary;
+}
+
+async function writeRunFiles(cfg: ResolvedConfig, summary: TrainSummary, ledger: RunLedger, firstStep: number, lastStep: number,
+  artifacts?: ModelArtifactsData): Promise<void> {
+  if (cfg.out) await writeOutputs(cfg.out, summary, artifacts);
+  if (cfg.out && summary.classifier?.fullClassifier) {
+    summary.classifier.classifierPath = await writeModelFiles(path.join(cfg.out, 'classifier'), summary.classifier.fullClassifier);
+  }
+  if (cfg.trace) summary.tracePath = await writeChromeTrace(cfg.trace, ledger.spans, { strategy: cfg.strategy, link: summary.link });
+  if (cfg.out) {
+    // The picture of the last steps: enough to see the schedule, few enough to read it.
+    const recent = ledger.spans.filter(sp => sp.step > lastStep - 3);
+    summary.timelinePath = path.join(cfg.out, 'timeline.svg');
+    await writeFile(summary.timelinePath, timelineSvg(recent, `tandem: ${cfg.model.source}, ${cfg.devices} devices, ${cfg.strategy}` +
+      `${cfg.link ? `, link ${cfg.link.label} (emulated)` : ''}; steps ${Math.max(firstStep, lastStep - 2)}-${lastStep}`));
+    if (!cfg.trace) summary.tracePath = await writeChromeTrace(path.join(cfg.out, 'trace.json'), ledger.spans, { strategy: cfg.strategy, link: summary.link });
+  }
+}
+
+async function writeOutputs(dir: string, summary: TrainSummary, artifacts?: ModelArtifactsData): Promise<void> {
+  await mkdir(dir, { recursive: true });
+  if (artifacts) summary.modelPath = await writeModelFiles(dir, artifacts);
+  const { weights, ...rest } = summary;
+  void weights;
+  if (rest.classifier) rest.classifier = { ...rest.classifier, fullClassifier: undefined };
+  await writeFile(path.join(dir, 'summary.json'), JSON.stringify(rest, null, 2));
+}
+
+function withoutFault(cfg: ResolvedConfig): Omit<ResolvedConfig, 'faultInjection'> {
+  const { faultInjection, ...rest } = cfg;
+  void faultInjection;
+  return rest;
+}
+
+function modelOrderWeights(weights: WeightShape[], layout: ParameterLayout, slot: Float32Array): TrainSummary['weights'] {
+  const out: TrainSummary['weights'] = weights.map(w => ({ name: w.name, shape: w.shape, values: new Float32Array(0) }));
+  for (const v of layout.variables) out[v.modelIndex].values = slot.slice(v.offset, v.offset + v.size);
+  return out;
+}

@@ -1,0 +1,335 @@
+/**
+ * The main-thread side of one run, in phases: spawn the device actors and
+ * build their models; lay out shared memory, communicators and the loader;
+ * restore a checkpoint; the step loop (loading step s+1 while step s trains,
+ * checkpoints on the way); finish and export; the summary. Every thread ends
+ * whether the run succeeds or fails; the first failure of any thread rejects
+ * the run with the device, step, phase and the code it was raised with.
+ */
+import type { ResolvedConfig } from '../config-types.js';
+import { TandemError } from '../errors.js';
+import { ControlBlock, WAIT_SLICE_MS } from '../actors/control-block.js';
+import { DeviceActor, deviceError } from '../actors/device-actor.js';
+import { allocateModelBuffers, paramSlots, registeredSlots, type SharedBuffers } from '../actors/shared-buffers.js';
+import type { FromComm, FromCompute, FinishedReport, WeightShape } from '../actors/protocol.js';
+import { allocateInputBuffers, ShardLoadError, type ShardLoader } from '../data/shard-loader.js';
+import { sampleSize } from '../data/dataset.js';
+import { layoutParameters, type ParameterGroup, type ParameterLayout } from '../model/parameter-layout.js';
+import { optimizerStateSlots } from '../optim/flat-optimizer.js';
+import { exchangeGroups, MAX_GROUPS, type StrategySpec } from '../pipeline/strategy.js';
+import { getTransport } from '../collectives/transport-registry.js';
+import type { PreparedCommunicator } from '../collectives/transport.js';
+import { getMethod } from '../methods/method-registry.js';
+import type { TrainingMethod } from '../methods/training-method.js';
+import { writeCheckpoint, type Checkpoint, type HeadState } from '../checkpoint/checkpoint-file.js';
+import { checkpointDirOf, loadResume, restoreShared, takeCheckpoint } from '../checkpoint/run-checkpoints.js';
+import { globalRank, localRanks } from '../world/topology.js';
+import { ComputeReplies } from './compute-replies.js';
+import { RunLedger } from './run-ledger.js';
+import { finishSummary, type StepLoopResult } from './run-summary.js';
+import type { TrainHooks, TrainSummary } from './run-types.js';
+
+/** Phase 1's result: the model every replica built. */
+interface Built { weights: WeightShape[]; layout: ParameterLayout }
+
+/** Phase 2's result: where everything lives. */
+interface LaidOut extends Built { groups: ParameterGroup[]; buffers: SharedBuffers; load(step: number): Promise<void> }
+
+export class TrainingRun {
+  private readonly control: ControlBlock;
+  private readonly controlBuffer: SharedArrayBuffer;
+  private readonly actors: DeviceActor[] = [];
+  private readonly method: TrainingMethod;
+  private readonly replies: ComputeReplies;
+  private readonly ledger: RunLedger;
+  private loader?: ShardLoader;
+  private failure?: TandemError;
+  private rejectRun?: (err: TandemError) => void;
+
+  constructor(private readonly cfg: ResolvedConfig, private readonly strategy: StrategySpec, private readonly hooks: TrainHooks,
+    private readonly auto?: TrainSummary['auto']) {
+    const local = cfg.topology.localDevices;
+    this.method = getMethod(cfg.method);
+    const groupCount = MAX_GROUPS; // control words for as many groups as any strategy may use
+    this.controlBuffer = new SharedArrayBuffer(ControlBlock.byteLength(local, groupCount));
+    this.control = new ControlBlock(this.controlBuffer, local, groupCount, cfg.stallTimeoutMs);
+    for (let d = 0; d < local; d++) {
+      for (let g = 0; g < groupCount; g++) { // sequence words start "before step 0"
+        this.control.markGradsReady(d, g, -1);
+        this.control.markApplied(d, g, -1);
+      }
+      this.control.setPhase(d, 'setup', 0, 'compute');
+      this.control.setPhase(d, 'setup', 0, 'comm');
+    }
+    this.replies = new ComputeReplies(localRanks(cfg.topology), cfg.stallTimeoutMs,
+      silent => void this.nameHungThread(silent).then(err => this.fail(err)));
+    this.ledger = new RunLedger(cfg, hooks, err => this.fail(err));
+  }
+
+  async run(): Promise<TrainSummary> {
+    const failed = new Promise<never>((_, reject) => { this.rejectRun = reject; });
+    failed.catch(() => {});
+    try {
+      return await Promise.race([this.drive(), failed]);
+    } catch (err) {
+      throw this.failure ?? err;
+    } finally {
+      this.control.abort();
+      await Promise.all(this.actors.map(a => a.close()));
+      await this.loader?.close();
+    }
+  }
+
+  private async drive(): Promise<TrainSummary> {
+    const started = performance.now();
+    const built = await this.spawn();
+    const laidOut = await this.layOut(built);
+    const resume = this.cfg.resume ? await loadResume(this.cfg, built.weights) : undefined;
+    const firstStep = (resume?.step ?? 0) + 1;
+    const cfg = this.cfg;
+    this.hooks.onEvent?.({ type: 'started', devices: cfg.devices, backend: cfg.backend, method: cfg.method, strategy: cfg.strategy, steps: cfg.steps, firstStep, stepsPerEpoch: cfg.stepsPerEpoch });
+    let loading = laidOut.load(firstStep);
+    loading.catch(() => {}); // awaited in the step loop; a failure must not be unhandled meanwhile
+    await this.attach(laidOut);
+    if (resume) await this.restore(laidOut, resume);
+    this.startExchange(laidOut, firstStep);
+    this.hooks.onEvent?.({ type: 'ready', parameters: built.layout.total, groups: laidOut.groups.length });
+    const loop = await this.stepLoop(laidOut, firstStep, loading);
+    const finished = await this.finish(laidOut, firstStep, loop.lastStep);
+    return finishSummary({
+      cfg, method: this.method, layout: built.layout, weights: built.weights, groups: laidOut.groups, replica: paramSlots(laidOut.buffers)[0],
+      firstStep, loop, finished, ledger: this.ledger, auto: this.auto, wallSeconds: (performance.now() - started) / 1000, hooks: this.hooks,
+    });
+  }
+
+  /** Phase 1: one actor per local device; each builds its replica and reports its variables. */
+  private async spawn(): Promise<Built> {
+    const { cfg } = this;
+    const built = this.replies.expect('built');
+    for (let d = 0; d < cfg.topology.localDevices; d++) {
+      const actor = new DeviceActor({ local: d, rank: globalRank(cfg.topology, d) }, this.control, {
+        onCompute: m => this.onCompute(m),
+        onComm: m => this.onComm(m),
+        onFailure: e => this.fail(e),
+      });
+      this.actors.push(actor);
+      actor.postCompute({ type: 'init', device: actor.identity, config: cfg, control: this.controlBuffer, groupCount: MAX_GROUPS });
+    }
+    const reports = await built;
+    const weights = reports[0].weights;
+    for (const r of reports) {
+      if (JSON.stringify(r.weights.map(w => w.shape)) !== JSON.stringify(weights.map(w => w.shape))) {
+        throw new TandemError('BAD_CONFIG', `device ${r.device} built a model with different variables than device ${reports[0].device}; the model factory must be deterministic in shape`);
+      }
+    }
+    return { weights, layout: layoutParameters(weights) };
+  }
+
+  /** Phase 2: exchange groups, shared buffers, the data loader. */
+  private async layOut(built: Built): Promise<LaidOut> {
+    const { cfg } = this;
+    const groups = exchangeGroups(this.strategy, built.layout, cfg.strategyOptions);
+    const local = cfg.topology.localDevices;
+    const input = allocateInputBuffers(local, cfg.perDevice, sampleSize(cfg.sampleShape));
+    const buffers: SharedBuffers = {
+      control: this.controlBuffer,
+      ...allocateModelBuffers(local, built.layout.total, optimizerStateSlots(cfg.optimizer)),
+      ...input,
+    };
+    this.loader = await this.method.createLoader(cfg, input);
+    const load = (step: number) => this.loader!.fill(step).catch((err: unknown) => {
+      const device = err instanceof ShardLoadError ? err.device : -1;
+      throw new TandemError('DATA_FAILED', `device ${device} failed at step ${step} in phase load (data loader): ${(err as Error).message}`,
+        { device, step, phase: 'load' }, { cause: err instanceof ShardLoadError ? err.cause : err });
+    });
+    return { ...built, groups, buffers, load };
+  }
+
+  /** A communicator of this process's devices on the run's transport. */
+  private communicator(name: string, buffers: SharedBuffers | undefined, stagingFloats: number): PreparedCommunicator {
+    const { cfg } = this;
+    return getTransport(cfg.transport).prepare({
+      name, size: cfg.topology.localDevices, registered: buffers ? registeredSlots(buffers) : [], stagingFloats,
+      options: { allReduce: cfg.allReduce },
+    });
+  }
+
+  /** Every compute thread gets the shared buffers (and the compute communicator, for a method that needs one). */
+  private async attach({ buffers, groups }: LaidOut): Promise<void> {
+    const needs = this.method.computeCommunicator(this.cfg);
+    const compute = needs && this.communicator('compute', undefined, needs.stagingFloats);
+    const initialised = this.replies.expect('initialised');
+    for (const a of this.actors) {
+      a.postCompute({ type: 'buffers', buffers, groups, collective: compute?.handles[a.identity.local] }, compute?.transfer[a.identity.local]);
+    }
+    await initialised;
+  }
+
+  /** Phase 3: a checkpoint's shared parameters and optimizer state, and the devices' local state. */
+  private async restore({ buffers }: LaidOut, resume: Checkpoint): Promise<void> {
+    restoreShared(buffers, resume);
+    if (!resume.heads) return;
+    const restored = this.replies.expect('headRestored');
+    for (const a of this.actors) a.postCompute({ type: 'restoreHead', head: resume.heads[a.identity.rank] });
+    await restored;
+  }
+
+  /** The comm threads start, each with its end of the gradient communicator. */
+  private startExchange({ buffers, groups }: LaidOut, firstStep: number): void {
+    const gradients = this.communicator('gradients', buffers, 1 << 16);
+    for (const a of this.actors) {
+      a.startComm({ type: 'start', device: a.identity, config: this.cfg, control: this.controlBuffer, buffers, groups,
+        collective: gradients.handles[a.identity.local], firstStep }, gradients.transfer[a.identity.local]);
+    }
+  }
+
+  /** Resolves when every device applied every group of `step`. */
+  private applied(groups: ParameterGroup[], step: number): Promise<void> {
+    return Promise.all(this.actors.flatMap(a => groups.map((_, g) => this.control.waitAppliedAsync(a.identity.local, g, step)))).then(() => undefined);
+  }
+
+  private async checkpoint(laidOut: LaidOut, dir: string, step: number): Promise<void> {
+    await this.applied(laidOut.groups, step);
+    let heads: HeadState[] | undefined;
+    if (this.method.localState) {
+      const snaps = this.replies.expect('headSnapshot', step);
+      for (const a of this.actors) a.postCompute({ type: 'snapshotHead', step });
+      heads = (await snaps).map(m => m.head!);
+    }
+    const written = await writeCheckpoint(dir, takeCheckpoint(this.cfg, step, laidOut.weights, laidOut.buffers, heads));
+    this.ledger.checkpointWritten(written);
+    this.hooks.onEvent?.({ type: 'checkpoint', step, path: written });
+  }
+
+  /** Phase 4: the steps, with checkpoints; ends early when `shouldStop` says so. */
+  private async stepLoop(laidOut: LaidOut, firstStep: number, loading: Promise<void>): Promise<StepLoopResult> {
+    const { cfg, hooks } = this;
+    const checkpointDir = checkpointDirOf(cfg);
+    const result: StepLoopResult = { lastStep: cfg.steps, history: [], computeTotal: 0, loadWaitTotal: 0, steadyCompute: 0, stepStarts: [],
+      // Steady-state figures leave out the first steps (engine warm-up, JIT).
+      warmup: firstStep - 1 + Math.min(3, Math.floor((cfg.steps - firstStep + 1) / 5)), trainStart: performance.now() };
+    const replicas = paramSlots(laidOut.buffers);
+    for (let step = firstStep; step <= cfg.steps; step++) {
+      if ((step - 1) % cfg.stepsPerEpoch === 0) hooks.onEvent?.({ type: 'epoch', epoch: Math.floor((step - 1) / cfg.stepsPerEpoch) + 1, step });
+      const t0 = performance.now();
+      await this.withinStallTimeout(loading, step);
+      result.loadWaitTotal += performance.now() - t0;
+      result.stepStarts.push(t0);
+      const done = this.replies.expect('stepDone', step);
+      for (const a of this.actors) a.postCompute({ type: 'step', step });
+      // Step s+1's inputs go into the other slot (step s-1's, finished) while step s trains.
+      if (step < cfg.steps) { loading = laidOut.load(step + 1); loading.catch(() => {}); }
+      const results = await done;
+      this.ledger.stepDone(step, results);
+      const loss = results.reduce((s, r) => s + r.loss, 0) / results.length;
+      const accuracy = results.reduce((s, r) => s + r.correct, 0) / cfg.batch;
+      const stepMs = performance.now() - t0;
+      const computeMs = results.map(r => r.computeMs);
+      result.computeTotal += Math.max(...computeMs);
+      if (step > result.warmup) result.steadyCompute += Math.max(...computeMs);
+      result.history.push({ step, loss, accuracy });
+      hooks.onStep?.({ step, loss, accuracy, stepMs, samplesPerSecond: cfg.batch / (stepMs / 1000), computeMs, numTensors: results.map(r => r.numTensors) });
+      if (hooks.onStepApplied) {
+        await this.applied(laidOut.groups, step);
+        hooks.onStepApplied(step, replicas, laidOut.layout);
+      }
+      const stopping = hooks.shouldStop?.() === true;
+      if (checkpointDir && ((cfg.checkpointEvery && step % cfg.checkpointEvery === 0) || (stopping && step < cfg.steps))) {
+        await this.checkpoint(laidOut, checkpointDir, step);
+      }
+      if (stopping && step < cfg.steps) {
+        result.lastStep = step;
+        result.stoppedAt = step;
+        hooks.onEvent?.({ type: 'stopped', step });
+        break;
+      }
+    }
+    return result;
+  }
+
+  /** Phase 5: every device finishes (the export device exports its model); every comm report is in. */
+  private async finish(laidOut: LaidOut, firstStep: number, lastStep: number): Promise<FinishedReport[]> {
+    const { cfg } = this;
+    const exporter = this.method.exportDevice(cfg);
+    const finished = this.replies.expect('finished');
+    for (const a of this.actors) {
+      a.postCompute({ type: 'finish', lastStep, exportModel: a.identity.rank === exporter.device && (cfg.out !== undefined || exporter.always) });
+    }
+    const fin = await finished;
+    await this.ledger.allExchangesReported((lastStep - firstStep + 1) * laidOut.groups.length, lastStep);
+    this.control.stop(); // comm threads still waiting for a later step (after a stop) leave now
+    return fin;
+  }
+
+  private fail(err: TandemError): void {
+    if (this.failure) return;
+    this.failure = err;
+    this.control.abort();
+    this.rejectRun?.(err);
+  }
+
+  private onCompute(msg: FromCompute): void {
+    if (msg.type === 'error') {
+      this.fail(deviceError('compute', msg.device, msg.step, msg.phase, msg.error));
+      return;
+    }
+    if (msg.type === 'stepDone') this.ledger.recordSpans(msg.spans);
+    this.replies.deliver(msg);
+  }
+
+  private onComm(msg: FromComm): void {
+    switch (msg.type) {
+      case 'error':
+        if (msg.error.code === 'ABORTED' && this.failure) return;
+        this.fail(deviceError('comm', msg.device, msg.step, msg.phase, msg.error));
+        return;
+      case 'exchanged':
+        this.ledger.exchanged(msg);
+        return;
+      case 'stopped':
+        return;
+      default: { const never: never = msg; throw new Error(`unknown comm message ${JSON.stringify(never)}`); }
+    }
+  }
+
+  /** `promise` (a step's loading), or a STALLED failure naming the loader's device if it takes longer than the watchdog allows. */
+  private async withinStallTimeout<T>(promise: Promise<T>, step: number): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        const d = [...(this.loader?.pending ?? [])][0] ?? -1;
+        reject(new TandemError('STALLED', `device ${d} stopped responding at step ${step} in phase load (data loader: no result for ` +
+          `${(this.cfg.stallTimeoutMs / 1000).toFixed(1)} s; raise stallTimeoutMs if loading is legitimately this slow)`, { device: d, step, phase: 'load' }));
+      }, this.cfg.stallTimeoutMs);
+      timer.unref();
+    });
+    try {
+      return await Promise.race([promise, timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * Which thread stopped: threads that wait bump their heartbeat every wait slice; one whose
+   * heartbeat stands still while it is busy (not idle) is hung. Falls back to the first silent device.
+   */
+  private async nameHungThread(silent: number[]): Promise<TandemError> {
+    const sides = ['compute', 'comm'] as const;
+    const before = this.actors.map(a => sides.map(s => this.control.heartbeat(a.identity.local, s)));
+    await new Promise(r => setTimeout(r, 6 * WAIT_SLICE_MS));
+    for (const [i, a] of this.actors.entries()) {
+      for (const [j, side] of sides.entries()) {
+        const { phase, step } = this.control.phaseOf(a.identity.local, side);
+        if (phase === 'idle' || phase === 'done' || this.control.heartbeat(a.identity.local, side) !== before[i][j]) continue;
+        return new TandemError('STALLED', `device ${a.identity.rank} stopped responding at step ${step} in phase ${phase} (${side} thread: no sign of life for ` +
+          `${(this.cfg.stallTimeoutMs / 1000).toFixed(1)} s; raise stallTimeoutMs if a step is legitimately this slow)`, { device: a.identity.rank, step, phase });
+      }
+    }
+    const d = silent[0] ?? 0;
+    const { phase, step } = this.control.phaseOf(d - globalRank(this.cfg.topology, 0));
+    return new TandemError('STALLED', `device ${d} sent no report for ${(this.cfg.stallTimeoutMs / 1000).toFixed(1)} s at step ${step} in phase ${phase} ` +
+      `(silent: device ${silent.join(', ')}; raise stallTimeoutMs if a step is legitimately this slow)`, { device: d, step, phase });
+  }
+}
+

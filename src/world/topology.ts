@@ -1,0 +1,36 @@
+/**
+ * Who is in a job: processes (hosts, or one process per GPU) × the device
+ * actors of each process. "Replicas in the job" — the global batch split, the
+ * label partition, the mean of an all-reduce — use the world; "threads here"
+ * — actors, control words, shared-memory slots, loader slots — use the local
+ * count. A device is named by its global rank; inside its process it is
+ * local device `globalRank - process * localDevices`.
+ */
+export interface Topology {
+  /** Processes in the job. */
+  processes: number;
+  /** This process's rank, in [0, processes). */
+  process: number;
+  /** Devices (actors) in every process. */
+  localDevices: number;
+}
+
+/** The topology of a job that is this one process. */
+export function singleProcess(localDevices: number): Topology {
+  return { processes: 1, process: 0, localDevices };
+}
+
+/** Replicas in the job. */
+export function worldSize(t: Topology): number {
+  return t.processes * t.localDevices;
+}
+
+/** The global rank of this process's local device `local`. */
+export function globalRank(t: Topology, local: number): number {
+  return t.process * t.localDevices + local;
+}
+
+/** The global ranks of this process's devices, in local order. */
+export function localRanks(t: Topology): number[] {
+  return Array.from({ length: t.localDevices }, (_, d) => globalRank(t, d));
+}
