@@ -4,8 +4,8 @@ import type { GradientReady, GroupReady } from '../events.js';
 
 /**
  * Emits a `GroupReady` the moment the last gradient of an exchange group has
- * arrived, per step. State (floats still missing per group) lives in the
- * subscription's closure and resets at each new step.
+ * arrived, per step. State (floats still missing per group, ranges seen)
+ * lives in the subscription's closure and resets at each new step.
  *
  * @example
  * gradientReady$.pipe(completeGroups(groups), handOff(control, device)).subscribe();
@@ -14,12 +14,21 @@ export function completeGroups(groups: readonly ParameterGroup[]): OperatorFunct
   return source => new Observable<GroupReady>(subscriber => {
     let step = -1;
     let missing: number[] = [];
+    /** Starts of the ranges already received this step: a range arriving twice is an error even before its group completes. */
+    let seen = new Set<number>();
     return source.subscribe({
       next(g) {
         if (g.step !== step) {
           step = g.step;
           missing = groups.map(gr => gr.end - gr.start);
+          seen = new Set();
         }
+        if (seen.has(g.start)) {
+          const i = groups.findIndex(gr => g.start >= gr.start && g.start < gr.end);
+          subscriber.error(new Error(`group ${groups[i]?.name ?? '?'} received a gradient twice in step ${step}`));
+          return;
+        }
+        seen.add(g.start);
         for (let i = 0; i < groups.length; i++) {
           const lo = Math.max(g.start, groups[i].start), hi = Math.min(g.end, groups[i].end);
           if (hi <= lo) continue;

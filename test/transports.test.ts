@@ -1,0 +1,89 @@
+// A transport is one file: a toy second transport (MessagePorts, no shared memory) is loaded as a
+// plugin through the registry, runs every collective on real worker threads, and trains 2 devices
+// to the same parameters as the built-in shared-memory transport.
+import t from 'tap';
+import { Worker } from 'node:worker_threads';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
+import { train, resolveConfig, type TrainConfig } from '../src/index.js';
+import { getTransport, registerTransport, transportNames } from '../src/collectives/transport-registry.js';
+import { SHARED_MEMORY_TRANSPORT } from '../src/collectives/shared-memory-transport.js';
+import { loadPlugins } from '../src/plugins/load-plugins.js';
+
+const plugin = fileURLToPath(new URL('./fixtures/message-port-transport.js', import.meta.url));
+const pluginUrl = new URL('./fixtures/message-port-transport.js', import.meta.url).href;
+
+/** Every rank's slot of one buffer after `op` over `ranges`, through `transport` (registered slots for shared memory). */
+async function collectiveRun(transport: string, size: number, length: number, ranges: [number, number][], op: string, fill: (r: number, i: number) => number) {
+  const data = new SharedArrayBuffer(size * length * 4);
+  const slots = Array.from({ length: size }, (_, r) => new Float32Array(data, r * length * 4, length));
+  slots.forEach((s, r) => s.forEach((_, i) => { s[i] = fill(r, i); }));
+  const { handles, transfer } = getTransport(transport).prepare({ name: 'test', size, registered: [{ buffer: data, slotFloats: length, slots: size }],
+    stagingFloats: 1 << 16, options: { allReduce: 'sharded' } });
+  const workers = handles.map((handle, rank) => new Worker(new URL('./fixtures/collective-worker.js', import.meta.url),
+    { workerData: { handle, data, length, ranges, op, plugins: [pluginUrl] }, transferList: transfer[rank] }));
+  const replies = await Promise.all(workers.map(async w => { const got: unknown[] = []; w.on('message', m => got.push(m)); await once(w, 'exit'); return got; }));
+  return { slots, replies };
+}
+
+t.before(() => loadPlugins([pluginUrl]));
+
+t.test('the plugin registered its transport beside the built-in one; duplicates and unknown names are refused', async t => {
+  t.same(transportNames().sort(), ['message-port', 'shared-memory']);
+  t.throws(() => registerTransport(SHARED_MEMORY_TRANSPORT), { code: 'BAD_CONFIG', message: /already registered/ });
+  await t.rejects(resolveConfig({ transport: 'carrier-pigeon' }), { code: 'BAD_CONFIG', message: /transport 'carrier-pigeon' is not registered \(registered: .*shared-memory/ });
+});
+
+t.test('message-port collectives give the shared-memory transport\'s bits: sum, mean, max, all-gather, broadcast', async t => {
+  const fill = (r: number, i: number) => Math.sin(r * 3.7 + i * 0.31) * (r + 1) * 1e3 + (i % 5 === 0 ? 1e-4 : 0);
+  for (const size of [2, 3]) {
+    for (const op of ['sum', 'mean', 'max', 'broadcast', 'allGather'] as const) {
+      const ranges: [number, number][] = op === 'allGather' ? [[3, 40]] : [[0, 0], [1, 4], [4, 1031]];
+      const sm = await collectiveRun('shared-memory', size, 1031, ranges, op, fill);
+      const mp = await collectiveRun('message-port', size, 1031, ranges, op, fill);
+      if (op === 'allGather') {
+        for (let r = 0; r < size; r++) t.same(mp.replies[r][0], sm.replies[r][0], `${size} ranks, all-gather: rank ${r} gathered the same`);
+        const expect = Float32Array.from({ length: size * 37 }, (_, k) => Math.fround(fill(Math.floor(k / 37), 3 + (k % 37))));
+        t.same(sm.replies[0][0], expect, `${size} ranks, all-gather: rank order, every part`);
+        continue;
+      }
+      let identical = true;
+      for (let r = 0; r < size; r++) for (let i = 0; i < 1031; i++) if (!Object.is(mp.slots[r][i], sm.slots[r][i])) identical = false;
+      t.ok(identical, `${size} ranks, ${op}: every rank holds the shared-memory transport's bits`);
+      if (op === 'sum' || op === 'max') {
+        const i = 500;
+        const want = op === 'max' ? Math.max(...Array.from({ length: size }, (_, r) => Math.fround(fill(r, i))))
+          : Array.from({ length: size }, (_, r) => Math.fround(fill(r, i))).reduce((a, b) => Math.fround(a + b));
+        t.equal(mp.slots[size - 1][i], want, `${size} ranks, ${op} of element ${i} computed by hand`);
+      }
+    }
+  }
+});
+
+t.test('2 devices train through the message-port transport to the same parameters as through shared memory', async t => {
+  const base: TrainConfig = { model: 'alexnet-mini', data: 'synthetic-images', imageSize: [12, 12, 3], classes: 5, datasetSize: 96, batch: 8,
+    steps: 5, devices: 2, strategy: 'two-group', optimizer: 'adam', lr: 0.01, seed: 3 };
+  const sm = await train(base);
+  const mp = await train({ ...base, transport: 'message-port', plugins: [plugin] });
+  t.equal(mp.config.transport, 'message-port');
+  t.equal(sm.config.transport, 'shared-memory');
+  let worst = 0, identical = true;
+  sm.weights.forEach((w, k) => w.values.forEach((v, i) => {
+    const u = mp.weights[k].values[i];
+    if (!Object.is(u, v)) identical = false;
+    worst = Math.max(worst, Math.abs(u - v));
+  }));
+  t.ok(identical, `bit-identical parameters (max |difference| ${worst})`);
+  t.same(mp.history.map(h => h.loss), sm.history.map(h => h.loss), 'the same losses every step');
+  t.ok(sm.weights.length > 0 && sm.history.length === 5, 'both runs trained');
+});
+
+t.test('a method that communicates inside backward is refused on a transport that cannot block, before any thread starts', async t => {
+  await t.rejects(resolveConfig({ model: 'mlp', data: 'synthetic-images', classes: 6, method: 'partial-fc', transport: 'message-port', plugins: [plugin] }),
+    { code: 'BAD_CONFIG', message: /'message-port' cannot complete a collective inside a forward or backward pass, which --method partial-fc needs/ });
+});
+
+t.test('a plugin that is not there is named', async t => {
+  await t.rejects(resolveConfig({ plugins: ['./no-such-plugin.mjs'] }), { code: 'MODULE_NOT_FOUND', message: /no-such-plugin\.mjs/ });
+});
+
