@@ -69,6 +69,42 @@ module.exports = {
       to: { path: '^src/(trainer|actors|classifier)/' },
     },
     {
+      name: 'collectives-are-rank-local',
+      severity: 'error',
+      comment:
+        'A collective sees only its own rank\'s buffer and reaches its peers through its transport; it must ' +
+        'not reach into the device actors (control block, shared buffers) or the methods that use it, so a ' +
+        'network or hierarchical transport can take its place.',
+      from: { path: '^src/collectives/' },
+      to: { path: '^src/(actors|methods|pipeline)/' },
+    },
+    {
+      name: 'actors-not-to-method-internals',
+      severity: 'error',
+      comment:
+        'The device threads know a method only through the method registry (src/methods): classifier heads, ' +
+        'Partial FC and label partitions are method internals. An actor importing them is a method switch ' +
+        'creeping back into the actors.',
+      from: { path: '^src/actors/' },
+      to: { path: '^src/classifier/' },
+    },
+    {
+      name: 'engines-through-the-registry',
+      severity: 'error',
+      comment:
+        'Which engine runs is answered by the engine registry (src/engine/engine-registry.ts); outside src/engine ' +
+        '(and optim\'s native arithmetic) nothing imports an engine implementation or the native kernels directly.',
+      from: { path: '^src/', pathNot: '^src/(engine|optim)/' },
+      to: { path: '^src/engine/(engines|native)/' },
+    },
+    {
+      name: 'world-is-a-leaf',
+      severity: 'error',
+      comment: 'The topology is plain data about the job; everything may use it, it uses nothing.',
+      from: { path: '^src/world/' },
+      to: { path: '^src/' , pathNot: '^src/world/' },
+    },
+    {
       name: 'monitor-not-to-trainer',
       severity: 'error',
       comment:

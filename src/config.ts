@@ -6,7 +6,7 @@
 import os from 'node:os';
 import { TandemError } from './errors.js';
 import { assertBackendAvailable, defaultBackend } from './engine/backend.js';
-import { engineNames } from './engine/engine-registry.js';
+import { engineNames, getEngine } from './engine/engine-registry.js';
 import { OPTIMIZERS, type OptimizerConfig } from './optim/flat-optimizer.js';
 import { ALL_REDUCE_KINDS } from './collectives/collective.js';
 import { DEFAULT_TRANSPORT, getTransport } from './collectives/transport-registry.js';
@@ -58,6 +58,11 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
   const topology = singleProcess(devices);
   const backend = oneOf('backend', config.backend ?? defaultBackend(), engineNames());
   assertBackendAvailable(backend);
+  const { capabilities } = getEngine(backend);
+  if (!capabilities.synchronousReads || capabilities.parameters !== 'host') {
+    throw new TandemError('BACKEND_UNAVAILABLE', `backend '${backend}' ${!capabilities.synchronousReads ? 'cannot read tensors synchronously' : 'keeps parameters on the device'}, ` +
+      "and tandem's device threads hand gradients over synchronously from host memory; use native, wasm or cpu");
+  }
   const nativeThreads = positiveInt('nativeThreads', config.nativeThreads ?? 1, 256);
   const nativeFusion = config.nativeFusion ?? true;
   if (typeof nativeFusion !== 'boolean') bad('nativeFusion', `must be true or false, got ${JSON.stringify(nativeFusion)}`);

@@ -51,7 +51,7 @@ export async function classifierResult(cfg: ResolvedConfig, layout: ParameterLay
   const heldOutCount = cfg.datasetSize - cfg.trainSize;
   let heldOut: ClassifierSummary['heldOut'];
   if (heldOutCount > 0) {
-    const reply = await evaluateHeldOut({ backend: cfg.backend, extractor, data: cfg.data, from: cfg.trainSize, to: cfg.datasetSize, classes: cfg.classes,
+    const reply = await evaluateHeldOut({ backend: cfg.backend, plugins: cfg.plugins, extractor, data: cfg.data, from: cfg.trainSize, to: cfg.datasetSize, classes: cfg.classes,
       embedding: c.embedding, head: c.head, w, b, maxSamples: cfg.evalSamples });
     heldOut = { samples: reply.samples, centreAccuracy: reply.centreAccuracy, classifierAccuracy: reply.classifierAccuracy };
   }

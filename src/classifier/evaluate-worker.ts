@@ -10,11 +10,14 @@ import * as tf from '@tensorflow/tfjs';
 import { serializeError } from '../errors.js';
 import { startBackend, type BackendName } from '../engine/backend.js';
 import { resolveDataset } from '../data/resolve-dataset.js';
+import { loadPlugins } from '../plugins/load-plugins.js';
 import { sampleSize, type DatasetSpec } from '../data/dataset.js';
 import type { ModelArtifactsData } from '../actors/protocol.js';
 
 export interface EvaluateRequest {
   backend: BackendName;
+  /** The run's plugin modules (a plugin engine must be registered here too). */
+  plugins: string[];
   extractor: ModelArtifactsData;
   data: DatasetSpec;
   from: number;
@@ -39,6 +42,7 @@ evaluate(workerData as EvaluateRequest).then(
 );
 
 async function evaluate(req: EvaluateRequest): Promise<{ samples: number; centreAccuracy?: number; classifierAccuracy: number }> {
+  await loadPlugins(req.plugins);
   await startBackend(tf, req.backend);
   const model = await tf.loadLayersModel(tf.io.fromMemory({ modelTopology: req.extractor.modelTopology, weightSpecs: req.extractor.weightSpecs as never, weightData: req.extractor.weightData }));
   const ds = await resolveDataset(req.data);

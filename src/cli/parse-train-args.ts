@@ -9,16 +9,17 @@ export interface TrainCliOptions { config: TrainConfig; json: boolean; quiet: bo
 const NUMBER_FLAGS = { devices: 'devices', 'native-threads': 'nativeThreads', batch: 'batch', steps: 'steps', epochs: 'epochs', lr: 'lr', momentum: 'momentum', seed: 'seed', classes: 'classes', 'dataset-size': 'datasetSize',
   'split-layer': 'splitLayer', embedding: 'embedding', scale: 'scale', margin: 'margin', 'sample-rate': 'sampleRate',
   'held-out': 'heldOut', 'eval-samples': 'evalSamples', 'checkpoint-every': 'checkpointEvery', 'export-device': 'exportDevice', 'time-share': 'timeShare', 'param-share': 'paramShare', 'bucket-mb': 'bucketCapMB', 'first-bucket-mb': 'firstBucketMB' } as const;
-const STRING_FLAGS = { model: 'model', data: 'data', backend: 'backend', optimizer: 'optimizer', strategy: 'strategy', 'all-reduce': 'allReduce', out: 'out', method: 'method', head: 'head', 'on-nan': 'onNan', 'checkpoint-dir': 'checkpointDir', resume: 'resume', link: 'link', trace: 'trace' } as const;
+const STRING_FLAGS = { model: 'model', data: 'data', backend: 'backend', optimizer: 'optimizer', strategy: 'strategy', 'all-reduce': 'allReduce', transport: 'transport', out: 'out', method: 'method', head: 'head', 'on-nan': 'onNan', 'checkpoint-dir': 'checkpointDir', resume: 'resume', link: 'link', trace: 'trace' } as const;
 
 /** `command` profile reads --steps as the number of measured steps, not training steps. */
 export function parseTrainArgs(argv: string[], command: 'train' | 'profile' = 'train'): TrainCliOptions {
   const options: Record<string, { type: 'string' | 'boolean' }> = { config: { type: 'string' }, json: { type: 'boolean' }, quiet: { type: 'boolean' },
     'image-size': { type: 'string' }, 'export-classifier': { type: 'boolean' }, 'no-native-fusion': { type: 'boolean' } };
+  const multiple: Record<string, { type: 'string'; multiple: true }> = { plugin: { type: 'string', multiple: true } };
   for (const f of [...Object.keys(NUMBER_FLAGS), ...Object.keys(STRING_FLAGS)]) options[f] = { type: 'string' };
-  let values: Record<string, string | boolean | undefined>;
+  let values: Record<string, string | boolean | string[] | undefined>;
   try {
-    ({ values } = parseArgs({ args: argv, options, allowPositionals: false, strict: true }));
+    ({ values } = parseArgs({ args: argv, options: { ...options, ...multiple }, allowPositionals: false, strict: true }));
   } catch (err) {
     throw new TandemError('BAD_CONFIG', `tandem train: ${(err as Error).message}. See tandem --help.`);
   }
@@ -39,6 +40,7 @@ export function parseTrainArgs(argv: string[], command: 'train' | 'profile' = 't
     c[key] = n;
   }
   for (const [flag, key] of Object.entries(STRING_FLAGS)) if (typeof values[flag] === 'string') c[key] = values[flag];
+  if (Array.isArray(values.plugin)) c.plugins = [...((c.plugins as string[] | undefined) ?? []), ...values.plugin];
   if (values['export-classifier'] === true) c.exportClassifier = true;
   if (values['no-native-fusion'] === true) c.nativeFusion = false;
   if (typeof values['image-size'] === 'string') {

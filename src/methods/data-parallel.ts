@@ -41,7 +41,7 @@ export const DATA_PARALLEL: TrainingMethod = {
   },
   async summarize({ cfg, artifacts }) {
     if (cfg.trainSize >= cfg.datasetSize) return {};
-    const r = await evaluateHeldOut({ backend: cfg.backend, extractor: artifacts!, data: cfg.data, from: cfg.trainSize, to: cfg.datasetSize,
+    const r = await evaluateHeldOut({ backend: cfg.backend, plugins: cfg.plugins, extractor: artifacts!, data: cfg.data, from: cfg.trainSize, to: cfg.datasetSize,
       classes: cfg.classes, embedding: cfg.classes, head: 'linear', maxSamples: cfg.evalSamples });
     return { heldOut: { samples: r.samples, accuracy: r.classifierAccuracy! } };
   },

@@ -13,6 +13,7 @@ import { startBackend } from '../engine/backend.js';
 import { backwardWithGradientReady, forwardAsInTraining } from '../engine/gradient-tape.js';
 import { buildTrainingModel, classificationLoss, outputsProbabilities } from '../model/resolve-model.js';
 import { flatArithmeticFor } from '../engine/backend.js';
+import { loadPlugins } from '../plugins/load-plugins.js';
 import type { ResolvedConfig } from '../config-types.js';
 import type { LayerCost, ModelProfile } from './layer-profile.js';
 
@@ -31,6 +32,7 @@ function median(xs: number[]): number {
 }
 
 async function profile({ config, warmupSteps, steps, reps }: ProfileRequest): Promise<ModelProfile> {
+  await loadPlugins(config.plugins);
   await startBackend(tf, config.backend, { nativeThreads: config.nativeThreads });
   const model = await buildTrainingModel(tf, config);
   if (!(model instanceof tf.Sequential)) {
