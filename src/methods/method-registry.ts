@@ -1,29 +1,17 @@
 /**
- * The registry of training methods (tfjs-core's registry habit: config
- * objects by name, duplicates refused). data-parallel, local-head and
- * partial-fc are built in; others register from a plugin module.
+ * The registry of training methods: data-parallel, local-head and partial-fc
+ * are built in; others register from a plugin module.
  */
 import { TandemError } from '../errors.js';
+import { NamedRegistry } from '../named-registry.js';
 import type { TrainingMethod } from './training-method.js';
 import { DATA_PARALLEL } from './data-parallel.js';
 import { LOCAL_HEAD, PARTIAL_FC } from './classifier-methods.js';
 
-const methods = new Map<string, TrainingMethod>([DATA_PARALLEL, LOCAL_HEAD, PARTIAL_FC].map(m => [m.name, m]));
+const methods = new NamedRegistry<TrainingMethod>('training method', [DATA_PARALLEL, LOCAL_HEAD, PARTIAL_FC], (name, known) =>
+  new TandemError('BAD_CONFIG', `config.method: must be one of ${known.join(', ')}, got ${JSON.stringify(name)} ` +
+    '(a plugin module that registers another method must be listed in `plugins`)'));
 
-export function registerMethod(method: TrainingMethod): void {
-  if (methods.has(method.name)) throw new TandemError('BAD_CONFIG', `a training method named '${method.name}' is already registered; give yours another name`);
-  methods.set(method.name, method);
-}
-
-export function methodNames(): string[] {
-  return [...methods.keys()];
-}
-
-export function getMethod(name: string): TrainingMethod {
-  const m = methods.get(name);
-  if (!m) {
-    throw new TandemError('BAD_CONFIG', `config.method: must be one of ${methodNames().join(', ')}, got ${JSON.stringify(name)} ` +
-      '(a plugin module that registers another method must be listed in `plugins`)');
-  }
-  return m;
-}
+export function registerMethod(method: TrainingMethod): void { methods.register(method); }
+export function methodNames(): string[] { return methods.names(); }
+export function getMethod(name: string): TrainingMethod { return methods.get(name); }
