@@ -112,6 +112,12 @@ export interface TrainConfig {
   /** How the devices' collectives reach each other: a registered transport. Default `shared-memory`. */
   transport?: string;
   /**
+   * BatchNormalization in training: `sync` (default) normalises with the statistics of the global batch (a collective
+   * inside forward and backward), so N devices give what one engine gives; `local` uses each device's own batch
+   * (PyTorch DDP's default, faster, not equal to one engine) and averages the moving statistics after every step.
+   */
+  batchNorm?: 'sync' | 'local';
+  /**
    * ES modules (paths) loaded in every thread of the run before anything else: each registers what it
    * brings — a transport (`registerTransport`), a method (`registerMethod`), an engine (`registerEngine`).
    */
@@ -167,6 +173,7 @@ export interface ResolvedConfig {
   trace?: string;
   allReduce: AllReduceKind;
   transport: string;
+  batchNorm: 'sync' | 'local';
   /** Plugin module URLs (file:), loaded by every thread. */
   plugins: string[];
   out?: string;

@@ -26,7 +26,7 @@ export { METHODS, FAULT_PHASES } from './config-types.js';
 export type { ClassifierConfig, FaultInjection, Method, ResolvedConfig, TrainConfig } from './config-types.js';
 
 const KNOWN_KEYS = new Set(['checkpointEvery', 'checkpointDir', 'resume', 'onNan', 'evalSamples', 'method', 'embedding', 'head', 'scale', 'margin', 'sampleRate', 'partition', 'heldOut', 'exportDevice', 'exportClassifier', 'model', 'data', 'devices', 'backend', 'nativeThreads', 'nativeFusion', 'batch', 'steps', 'epochs', 'lr', 'momentum', 'optimizer', 'seed',
-  'strategy', 'timeShare', 'paramShare', 'splitLayer', 'bucketCapMB', 'firstBucketMB', 'link', 'trace', 'allReduce', 'transport', 'plugins', 'out', 'classes', 'imageSize', 'datasetSize', 'stallTimeoutMs', 'loaderThreads', 'faultInjection']);
+  'strategy', 'timeShare', 'paramShare', 'splitLayer', 'bucketCapMB', 'firstBucketMB', 'link', 'trace', 'allReduce', 'transport', 'batchNorm', 'plugins', 'out', 'classes', 'imageSize', 'datasetSize', 'stallTimeoutMs', 'loaderThreads', 'faultInjection']);
 
 function bad(field: string, message: string): never {
   throw new TandemError('BAD_CONFIG', `config.${field}: ${message}`);
@@ -193,7 +193,7 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
     method: method.name, classifier, trainSize, evalSamples: positiveInt('evalSamples', config.evalSamples ?? 2000),
     model, data, datasetSize: meta.size, sampleShape, classes: meta.classes, devices, topology, backend, nativeThreads, nativeFusion, batch,
     perDevice: batch / devices, steps, stepsPerEpoch, optimizer, seed, strategy, strategyOptions, link, trace: config.trace, allReduce,
-    transport: transport.name, plugins, out: config.out, stallTimeoutMs, loaderThreads, faultInjection: fi,
+    transport: transport.name, batchNorm: oneOf('batchNorm', config.batchNorm ?? 'sync', ['sync', 'local'] as const), plugins, out: config.out, stallTimeoutMs, loaderThreads, faultInjection: fi,
   };
   if (method.computeCommunicator(resolved) && !transport.blocking) {
     bad('transport', `'${transport.name}' cannot complete a collective inside a forward or backward pass, which --method ${method.name} needs; ` +

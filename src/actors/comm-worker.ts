@@ -22,7 +22,7 @@ import { MAX_GROUPS } from '../pipeline/strategy.js';
 import { wallNow, type Span } from '../monitor/span.js';
 import { ControlBlock, type Phase } from './control-block.js';
 import { injectFault, type InjectedFault } from './fault-injection.js';
-import { gradSlots, optimizerStateOf, paramSlots } from './shared-buffers.js';
+import { gradSlots, modelStateSlots, optimizerStateOf, paramSlots } from './shared-buffers.js';
 import type { FromComm, ToComm } from './protocol.js';
 import type { Collective } from '../collectives/collective.js';
 import type { FlatArithmetic } from '../optim/flat-arithmetic.js';
@@ -80,6 +80,7 @@ async function exchangeSteps(msg: ToComm, control: ControlBlock, at: (step: numb
     if (!control.waitGradsReady(device, g, 0, `device ${device}'s compute thread to build its model`)) return;
   }
   await collective.broadcast(params[device], 0, 0, buffers.total);
+  if (buffers.stateTotal > 0) await collective.broadcast(modelStateSlots(buffers)[device], 0, 0, buffers.stateTotal); // non-trainable weights too
   // Parameters in place: as if step firstStep-1 had just been applied (0, or a resumed checkpoint's step).
   for (let g = 0; g < groups.length; g++) control.markApplied(device, g, msg.firstStep - 1);
 

@@ -11,6 +11,7 @@ import { TandemError, serializeError } from '../errors.js';
 import { startBackend } from '../engine/backend.js';
 import { getEngine } from '../engine/engine-registry.js';
 import { buildTrainingModel } from '../model/resolve-model.js';
+import { batchNormalizationLayers, syncBatchNormalization } from '../model/sync-batch-norm.js';
 import { layoutParameters, type ParameterGroup, type ParameterLayout } from '../model/parameter-layout.js';
 import { inputSlotIndex, INPUT_SLOTS } from '../data/shard-loader.js';
 import { backwardWithGradientReady } from '../engine/gradient-tape.js';
@@ -25,11 +26,11 @@ import type { RankHandle } from '../collectives/transport.js';
 import { getMethod } from '../methods/method-registry.js';
 import type { DeviceMethod } from '../methods/training-method.js';
 import type { ResolvedConfig } from '../config-types.js';
-import type { LayersModel, Tensor, Variable } from '../engine/tfjs-types.js';
+import type { LayersModel, LayerVariable, Tensor, Variable } from '../engine/tfjs-types.js';
 import type { HeadState } from '../checkpoint/checkpoint-file.js';
 import { injectFault } from './fault-injection.js';
 import { ControlBlock, type Phase } from './control-block.js';
-import { gradSlots, paramSlots, type SharedBuffers } from './shared-buffers.js';
+import { gradSlots, modelStateSlots, paramSlots, type SharedBuffers } from './shared-buffers.js';
 import type { DeviceIdentity, FromCompute } from './protocol.js';
 
 type Send = (msg: FromCompute, transfer?: ArrayBuffer[]) => void;
@@ -50,6 +51,10 @@ interface Attached {
   byModelIndex: number[];
   collective?: Collective;
   method: DeviceMethod;
+  /** This device's slot of the non-trainable weights (device 0's values after the step-0 broadcast). */
+  modelState: Float32Array;
+  /** Whether the broadcast non-trainable weights were written into the model (once, before the first step). */
+  stateApplied: boolean;
 }
 
 export class DeviceReplica {
@@ -64,6 +69,8 @@ export class DeviceReplica {
   /** Gradient-ready events of this device's backward passes: the compute half of the pipeline. */
   private readonly gradientReady$ = new Subject<GradientReady>();
   private groupBackwardStart = 0;
+  /** batchNorm 'local': the moving statistics averaged over the devices after every step. */
+  private averagedState?: LayerVariable[];
 
   constructor(device: DeviceIdentity, private readonly config: ResolvedConfig, control: SharedArrayBuffer, groupCount: number,
     private readonly send: Send) {
@@ -93,8 +100,9 @@ export class DeviceReplica {
     await startBackend(tf, c.backend, { nativeThreads: c.nativeThreads });
     const model = await buildTrainingModel(tf, c);
     const weights = model.trainableWeights.map(w => ({ name: w.originalName, shape: [...w.shape] as number[] }));
+    const state = model.nonTrainableWeights.map(w => ({ name: w.originalName, shape: [...w.shape] as number[] }));
     this.built = { model, layout: layoutParameters(weights) };
-    this.send({ type: 'built', device: this.rank, weights, numTensors: tf.memory().numTensors });
+    this.send({ type: 'built', device: this.rank, weights, state, batchNormLayers: batchNormLayers(model), numTensors: tf.memory().numTensors });
   }
 
   attach(buffers: SharedBuffers, groups: ParameterGroup[], handle?: RankHandle): void {
@@ -105,9 +113,15 @@ export class DeviceReplica {
     const collective = handle && openCollective(handle, {
       timeoutMs: 2 * this.config.stallTimeoutMs, isAborted: () => this.control.aborted, heartbeat: () => this.control.beat(this.local, 'compute'),
     });
+    const batchNorm = batchNormalizationLayers(model);
+    if (collective && batchNorm.length > 0 && c.devices > 1) {
+      if (c.batchNorm === 'sync') syncBatchNormalization(tf, model, collective.blocking!);
+      else this.averagedState = movingStatistics(model);
+    }
     const method = getMethod(c.method).createDevice({ tf, cfg: c, device: this.rank, model, arithmetic: getEngine(c.backend).arithmetic(),
       collective: collective?.blocking });
-    this.attached = { buffers, groups, params: paramSlots(buffers)[this.local], grads: gradSlots(buffers)[this.local], byModelIndex, collective, method };
+    this.attached = { buffers, groups, params: paramSlots(buffers)[this.local], grads: gradSlots(buffers)[this.local],
+      modelState: modelStateSlots(buffers)[this.local], byModelIndex, collective, method, stateApplied: false };
     // Compute half of the pipeline: a group goes to the comm thread the moment it is complete.
     this.gradientReady$.pipe(
       completeGroups(groups),
@@ -118,8 +132,11 @@ export class DeviceReplica {
       handOff(this.control, this.local),
     ).subscribe({ error: err => this.send({ type: 'error', ...this.where, error: serializeError(err) }) });
     if (layout.total !== buffers.total) throw new Error(`device ${this.rank} built a model of ${layout.total} parameters, the run expects ${buffers.total}`);
-    // Device 0's initial values are the run's: its comm thread broadcasts them (step 0).
-    if (this.local === 0) this.copyVariables(this.attached.params, 'read');
+    // Device 0's initial values are the run's, trainable or not: its comm thread broadcasts them (step 0).
+    if (this.local === 0) {
+      this.copyVariables(this.attached.params, 'read');
+      this.attached.modelState.set(readState(model));
+    }
     for (let gi = 0; gi < groups.length; gi++) this.control.markGradsReady(this.local, gi, 0);
     this.send({ type: 'initialised', device: this.rank });
   }
@@ -159,7 +176,8 @@ export class DeviceReplica {
   }
 
   snapshot(step: number): void {
-    this.send({ type: 'headSnapshot', device: this.rank, step, head: this.needAttached().method.snapshot() });
+    const { method, model } = this.needAttached();
+    this.send({ type: 'headSnapshot', device: this.rank, step, head: method.snapshot(), state: readState(model) });
   }
 
   restore(head: HeadState): void {
@@ -176,6 +194,7 @@ export class DeviceReplica {
     this.enter('load');
     this.waitForUpdate(s - 1);
     this.copyVariables(params, 'write');
+    if (!this.attached!.stateApplied) { writeState(model, this.attached!.modelState); this.attached!.stateApplied = true; }
     const slot = inputSlotIndex(this.local, s % INPUT_SLOTS);
     const x = new Float32Array(buffers.inputs, slot * buffers.inputSlotSize * 4, buffers.inputSlotSize);
     const y = new Int32Array(buffers.labels, slot * buffers.labelSlotSize * 4, buffers.labelSlotSize);
@@ -233,10 +252,29 @@ export class DeviceReplica {
     if (result.localGradients) localGrads = result.localGradients;
     // Local state is never exchanged; a non-finite local gradient under skip-step skips the local update too.
     if (localGrads.length > 0 && !(nonFinite && localGrads.some(g => firstNonFinite(g) >= 0))) method.applyLocal(localGrads, s);
+    if (this.averagedState) await this.averageState(this.averagedState);
     const t2 = wallNow();
     this.enter('idle');
     this.send({ type: 'stepDone', device: this.rank, step: s, loss, correct: result.correct, count: cfg.perDevice, computeMs: t2 - t1, loadMs: t1 - t0,
       numTensors: tf.memory().numTensors, spans: this.spans, nonFinite });
+  }
+
+  /** The mean of `vars` over every device, written back: afterwards every device holds the same bits. */
+  private async averageState(vars: LayerVariable[]): Promise<void> {
+    const { collective } = this.needAttached();
+    const parts = vars.map(v => v.read().dataSync() as Float32Array);
+    const flat = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
+    let at = 0;
+    for (const p of parts) { flat.set(p, at); at += p.length; }
+    await collective!.allReduce(flat, 0, flat.length, 'mean');
+    at = 0;
+    for (const v of vars) {
+      const size = (v.shape as number[]).reduce((a, b) => a * b, 1);
+      const t = tf.tensor(flat.subarray(at, at + size), v.shape as number[], 'float32');
+      v.write(t);
+      t.dispose();
+      at += size;
+    }
   }
 
   async finish(lastStep: number, exportModel: boolean): Promise<void> {
@@ -248,9 +286,40 @@ export class DeviceReplica {
     const artifacts = exportModel ? await modelArtifacts(tf, model) : undefined;
     this.enter('done');
     collective?.close();
-    this.send({ type: 'finished', device: this.rank, artifacts, head: method.finalValues(), numTensors: tf.memory().numTensors },
+    this.send({ type: 'finished', device: this.rank, artifacts, head: method.finalValues(), state: readState(model), numTensors: tf.memory().numTensors },
       artifacts ? [artifacts.weightData] : []);
   }
+}
+
+/** The model's non-trainable weights, model order, as one flat array. */
+function readState(model: LayersModel): Float32Array {
+  const parts = model.nonTrainableWeights.map(w => w.read().dataSync() as Float32Array);
+  const out = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) { out.set(p, at); at += p.length; }
+  return out;
+}
+
+/** Sets the model's non-trainable weights from one flat array (model order). */
+function writeState(model: LayersModel, flat: Float32Array): void {
+  let at = 0;
+  for (const w of model.nonTrainableWeights) {
+    const size = (w.shape as number[]).reduce((a, b) => a * b, 1);
+    const t = tf.tensor(flat.subarray(at, at + size), w.shape as number[], 'float32');
+    w.write(t);
+    t.dispose();
+    at += size;
+  }
+}
+
+/** Names of the BatchNormalization layers of `model`, nested models included. */
+function batchNormLayers(model: LayersModel): string[] {
+  return batchNormalizationLayers(model).map(l => l.name);
+}
+
+/** The moving statistics of the BatchNormalization layers of `model`. */
+function movingStatistics(model: LayersModel): LayerVariable[] {
+  return batchNormalizationLayers(model).flatMap(l => [l.movingMean, l.movingVariance] as unknown as LayerVariable[]);
 }
 
 function firstNonFinite(values: Float32Array): number {

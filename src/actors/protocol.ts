@@ -42,12 +42,13 @@ export type ToCompute =
 
 // compute thread -> main (`device` is the global rank)
 export type FromCompute =
-  | { type: 'built'; device: number; weights: WeightShape[]; numTensors: number }
+  /** `weights`: trainable (the shared layout); `state`: the non-trainable weights (model order); BatchNormalization layers by name. */
+  | { type: 'built'; device: number; weights: WeightShape[]; state: WeightShape[]; batchNormLayers: string[]; numTensors: number }
   | { type: 'initialised'; device: number }
   | { type: 'stepDone'; device: number; step: number; loss: number; correct: number; count: number; computeMs: number; loadMs: number; numTensors: number; spans: Span[]; nonFinite?: string }
-  | { type: 'headSnapshot'; device: number; step: number; head?: HeadState }
+  | { type: 'headSnapshot'; device: number; step: number; head?: HeadState; state?: Float32Array }
   | { type: 'headRestored'; device: number }
-  | { type: 'finished'; device: number; artifacts?: ModelArtifactsData; head?: HeadValues; numTensors: number }
+  | { type: 'finished'; device: number; artifacts?: ModelArtifactsData; head?: HeadValues; state: Float32Array; numTensors: number }
   | { type: 'error'; device: number; step: number; phase: Phase; error: SerializedError };
 
 /** The reply a compute thread sends to each request. */

@@ -13,6 +13,10 @@ export interface SharedBuffers extends InputBuffers {
   params: SharedArrayBuffer;
   grads: SharedArrayBuffer;
   optimizerState: SharedArrayBuffer;
+  /** The model's non-trainable weights (BatchNormalization's moving statistics, frozen layers), model order: device 0's reach every replica at step 0. */
+  modelState: SharedArrayBuffer;
+  /** Floats per device slot of modelState. */
+  stateTotal: number;
   /** Floats per device slot of params/grads. */
   total: number;
   stateSlots: number;
@@ -22,7 +26,10 @@ export interface SharedBuffers extends InputBuffers {
 
 /** The parameter and gradient buffers as a transport may read them in place (slot r = local device r). */
 export function registeredSlots(b: SharedBuffers): SlotBuffer[] {
-  return [b.params, b.grads].map(buffer => ({ buffer, slotFloats: b.total, slots: b.devices }));
+  return [
+    ...[b.params, b.grads].map(buffer => ({ buffer, slotFloats: b.total, slots: b.devices })),
+    { buffer: b.modelState, slotFloats: b.stateTotal, slots: b.devices },
+  ];
 }
 
 export function allocateShared(bytes: number, what: string): SharedArrayBuffer {
@@ -34,13 +41,19 @@ export function allocateShared(bytes: number, what: string): SharedArrayBuffer {
   }
 }
 
-export function allocateModelBuffers(devices: number, total: number, stateSlots: number): Pick<SharedBuffers, 'params' | 'grads' | 'optimizerState' | 'total' | 'stateSlots' | 'devices'> {
+export function allocateModelBuffers(devices: number, total: number, stateSlots: number, stateTotal: number):
+  Pick<SharedBuffers, 'params' | 'grads' | 'optimizerState' | 'modelState' | 'stateTotal' | 'total' | 'stateSlots' | 'devices'> {
   return {
     params: allocateShared(devices * total * 4, 'parameters'),
     grads: allocateShared(devices * total * 4, 'gradients'),
     optimizerState: allocateShared(Math.max(1, devices * stateSlots * total * 4), 'optimizer state'),
-    total, stateSlots, devices,
+    modelState: allocateShared(Math.max(1, devices * stateTotal * 4), 'non-trainable weights'),
+    total, stateSlots, devices, stateTotal,
   };
+}
+
+export function modelStateSlots(b: SharedBuffers): Float32Array[] {
+  return slots(b.modelState, b.devices, b.stateTotal);
 }
 
 export function paramSlots(b: SharedBuffers): Float32Array[] {

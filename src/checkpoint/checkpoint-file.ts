@@ -28,6 +28,9 @@ export interface Checkpoint {
   optimizerState: Float32Array[];
   /** Per device, its local head (classifier methods). */
   heads?: HeadState[];
+  /** The model's non-trainable weights (model order, one flat array) and their names and shapes. */
+  state?: Float32Array;
+  stateWeights?: { name: string; shape: number[] }[];
   /** The run's identity: model, method, optimizer, devices, batch, seed. */
   fingerprint: string;
 }

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { statSync } from 'node:fs';
 import type { ResolvedConfig } from '../config-types.js';
 import { TandemError } from '../errors.js';
-import { optimizerStateOf, paramSlots, type SharedBuffers } from '../actors/shared-buffers.js';
+import { modelStateSlots, optimizerStateOf, paramSlots, type SharedBuffers } from '../actors/shared-buffers.js';
 import type { WeightShape } from '../actors/protocol.js';
 import { latestCheckpoint, readCheckpoint, type Checkpoint, type HeadState } from './checkpoint-file.js';
 
@@ -15,17 +15,22 @@ import { latestCheckpoint, readCheckpoint, type Checkpoint, type HeadState } fro
 export function runFingerprint(cfg: ResolvedConfig): string {
   return JSON.stringify({
     model: cfg.model, data: cfg.data, method: cfg.method, optimizer: cfg.optimizer, devices: cfg.devices, batch: cfg.batch, seed: cfg.seed,
+    ...(cfg.batchNorm === 'local' ? { batchNorm: 'local' } : {}),
     classifier: cfg.classifier && { ...cfg.classifier, exportDevice: undefined, exportClassifier: undefined },
   });
 }
 
 /** Reads the checkpoint to resume from (`resume` is a checkpoint file or a directory: its latest), checked against this run. */
-export async function loadResume(cfg: ResolvedConfig, weights: WeightShape[]): Promise<Checkpoint> {
+export async function loadResume(cfg: ResolvedConfig, weights: WeightShape[], state: WeightShape[] = []): Promise<Checkpoint> {
   const target = cfg.resume!;
   const file = statSync(target, { throwIfNoEntry: false })?.isFile() ? target : await latestCheckpoint(target);
   const ckpt = await readCheckpoint(file);
   if (JSON.stringify(ckpt.weights) !== JSON.stringify(weights)) {
     throw new TandemError('BAD_CHECKPOINT', `checkpoint ${file} holds a different model (variables ${ckpt.weights.map(w => w.name).join(', ')}); resume with the model it was written by`);
+  }
+  if (state.length > 0 && (!ckpt.state || JSON.stringify(ckpt.stateWeights) !== JSON.stringify(state))) {
+    throw new TandemError('BAD_CHECKPOINT', `checkpoint ${file} does not hold this model's non-trainable weights (${state.map(w => w.name).join(', ')}), ` +
+      'so resuming would not continue the run exactly (a checkpoint written before tandem kept them, or of another model); start again or resume from a newer checkpoint');
   }
   if (ckpt.fingerprint !== runFingerprint(cfg)) {
     throw new TandemError('BAD_CHECKPOINT', `checkpoint ${file} was written by a run with other settings (model, data, method, optimizer, devices, batch or seed); ` +
@@ -37,18 +42,21 @@ export async function loadResume(cfg: ResolvedConfig, weights: WeightShape[]): P
   return ckpt;
 }
 
-/** Shared parameters into device 0's slot (the step-0 broadcast copies them to every replica) and every device's optimizer state. */
+/** Shared parameters and non-trainable weights into device 0's slots (the step-0 broadcast copies them to every replica) and every device's optimizer state. */
 export function restoreShared(buffers: SharedBuffers, ckpt: Checkpoint): void {
   paramSlots(buffers)[0].set(ckpt.params);
+  if (ckpt.state && buffers.stateTotal > 0) modelStateSlots(buffers)[0].set(ckpt.state);
   for (let d = 0; d < buffers.devices; d++) optimizerStateOf(buffers, d).forEach((s, j) => s.set(ckpt.optimizerState[j]));
 }
 
-export function takeCheckpoint(cfg: ResolvedConfig, step: number, weights: WeightShape[], buffers: SharedBuffers, heads?: HeadState[]): Checkpoint {
+export function takeCheckpoint(cfg: ResolvedConfig, step: number, weights: WeightShape[], buffers: SharedBuffers, heads?: HeadState[],
+  modelState?: { weights: WeightShape[]; values: Float32Array }): Checkpoint {
   return {
     step, weights, fingerprint: runFingerprint(cfg),
     params: paramSlots(buffers)[0].slice(),
     optimizerState: optimizerStateOf(buffers, 0).map(s => s.slice()),
     heads,
+    ...(modelState && modelState.weights.length > 0 ? { state: modelState.values, stateWeights: modelState.weights } : {}),
   };
 }
 

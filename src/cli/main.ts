@@ -21,6 +21,7 @@ const HELP = `tandem — train TensorFlow.js models on several devices at once
                [--strategy sequential|two-group|per-layer|buckets|auto] [--split-layer P]
                [--bucket-mb MB] [--first-bucket-mb MB] [--all-reduce sharded|primary]
                [--transport NAME] [--plugin MODULE …]  (a plugin registers a transport, method or engine)
+               [--batch-norm sync|local]      (sync: global-batch statistics, as one engine; local: per device)
                [--link BANDWIDTH[:LATENCY]]   (EMULATED link, e.g. 1gbps, 10gbps:0.05ms)
                [--trace FILE.json]            (Chrome trace: Perfetto / chrome://tracing)
                [--classes C] [--image-size HxW[xC]] [--dataset-size N]

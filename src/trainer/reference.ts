@@ -13,10 +13,22 @@ import { GlobalBatchSampler } from '../data/sampler.js';
 import { sampleSize } from '../data/dataset.js';
 import type { TrainSummary } from './train.js';
 
-export async function trainReference(config: TrainConfig): Promise<{ weights: TrainSummary['weights']; losses: number[] }> {
+export interface ReferenceOptions {
+  /** Values for weights of the built model, by name (e.g. the non-trainable weights a run started from). */
+  initialWeights?: { name: string; values: Float32Array }[];
+}
+
+export async function trainReference(config: TrainConfig, options: ReferenceOptions = {}): Promise<{
+  weights: TrainSummary['weights']; nonTrainableWeights: TrainSummary['nonTrainableWeights']; losses: number[];
+}> {
   const cfg = await resolveConfig(config);
   await startBackend(tf, cfg.backend, { nativeThreads: cfg.nativeThreads });
   const model = await buildTrainingModel(tf, cfg);
+  for (const { name, values } of options.initialWeights ?? []) {
+    const w = model.weights.find(v => v.originalName === name);
+    if (!w) throw new Error(`trainReference: the model has no weight named ${name}`);
+    w.write(tf.tensor(values, w.shape as number[], 'float32'));
+  }
   const probabilities = outputsProbabilities(model);
   const ds = await resolveDataset(cfg.data);
   const sampler = new GlobalBatchSampler(cfg.datasetSize, cfg.batch, cfg.seed);
@@ -40,8 +52,9 @@ export async function trainReference(config: TrainConfig): Promise<{ weights: Tr
     losses.push(loss.dataSync()[0]);
     loss.dispose();
   }
-  const weights = model.trainableWeights.map(w => ({ name: w.originalName, shape: [...w.shape] as number[], values: w.read().dataSync() as Float32Array }));
+  const values = (ws: typeof model.weights) => ws.map(w => ({ name: w.originalName, shape: [...w.shape] as number[], values: w.read().dataSync() as Float32Array }));
+  const weights = values(model.trainableWeights), nonTrainableWeights = values(model.nonTrainableWeights);
   optimizer.dispose();
   model.dispose();
-  return { weights, losses };
+  return { weights, nonTrainableWeights, losses };
 }

@@ -36,6 +36,8 @@ export interface SummaryInputs {
   groups: ParameterGroup[];
   /** One replica's parameters (all are identical). */
   replica: Float32Array;
+  /** The non-trainable weights' names and shapes (model order). */
+  state: WeightShape[];
   firstStep: number;
   loop: StepLoopResult;
   finished: FinishedReport[];
@@ -81,6 +83,8 @@ export async function finishSummary(x: SummaryInputs): Promise<TrainSummary> {
     link: cfg.link ? { emulated: true, label: cfg.link.label, bitsPerSecond: cfg.link.bandwidth, latencyMs: cfg.link.latencyMs } : undefined,
     history: loop.history,
     weights: modelOrderWeights(x.weights, layout, x.replica),
+    nonTrainableWeights: splitState(x.state, x.finished[0].state),
+    nonTrainableIdentical: x.finished.every(f => sameBits(f.state, x.finished[0].state)),
   };
   Object.assign(summary, await x.method.summarize({ cfg, layout, carried: ledger.carried, finished: x.finished, artifacts }));
   await writeRunFiles(cfg, summary, ledger, firstStep, lastStep, artifacts);
@@ -108,8 +112,9 @@ async function writeRunFiles(cfg: ResolvedConfig, summary: TrainSummary, ledger:
 async function writeOutputs(dir: string, summary: TrainSummary, artifacts?: ModelArtifactsData): Promise<void> {
   await mkdir(dir, { recursive: true });
   if (artifacts) summary.modelPath = await writeModelFiles(dir, artifacts);
-  const { weights, ...rest } = summary;
+  const { weights, nonTrainableWeights, ...rest } = summary;
   void weights;
+  void nonTrainableWeights;
   if (rest.classifier) rest.classifier = { ...rest.classifier, fullClassifier: undefined };
   await writeFile(path.join(dir, 'summary.json'), JSON.stringify(rest, null, 2));
 }
@@ -118,6 +123,22 @@ function withoutFault(cfg: ResolvedConfig): Omit<ResolvedConfig, 'faultInjection
   const { faultInjection, ...rest } = cfg;
   void faultInjection;
   return rest;
+}
+
+function splitState(shapes: WeightShape[], flat: Float32Array): TrainSummary['nonTrainableWeights'] {
+  let at = 0;
+  return shapes.map(w => {
+    const size = w.shape.reduce((a, b) => a * b, 1);
+    const values = flat.slice(at, at + size);
+    at += size;
+    return { name: w.name, shape: w.shape, values };
+  });
+}
+
+function sameBits(a: Float32Array, b: Float32Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (!Object.is(a[i], b[i])) return false;
+  return true;
 }
 
 function modelOrderWeights(weights: WeightShape[], layout: ParameterLayout, slot: Float32Array): TrainSummary['weights'] {

@@ -63,6 +63,10 @@ export interface TrainSummary {
   history: { step: number; loss: number; accuracy: number }[];
   /** Final parameters in model order (`model.trainableWeights`), from device 0. */
   weights: { name: string; shape: number[]; values: Float32Array }[];
+  /** Final non-trainable weights in model order (`model.nonTrainableWeights`: BatchNormalization's moving statistics, frozen layers), from device 0. */
+  nonTrainableWeights: { name: string; shape: number[]; values: Float32Array }[];
+  /** Whether every device ended with bit-identical non-trainable weights. */
+  nonTrainableIdentical: boolean;
   modelPath?: string;
 }
 

@@ -29,8 +29,8 @@ import { RunLedger } from './run-ledger.js';
 import { finishSummary, type StepLoopResult } from './run-summary.js';
 import type { TrainHooks, TrainSummary } from './run-types.js';
 
-/** Phase 1's result: the model every replica built. */
-interface Built { weights: WeightShape[]; layout: ParameterLayout }
+/** Phase 1's result: the model every replica built (trainable weights in `layout`, non-trainable ones in `state`). */
+interface Built { weights: WeightShape[]; layout: ParameterLayout; state: WeightShape[]; stateTotal: number; batchNormLayers: string[] }
 
 /** Phase 2's result: where everything lives. */
 interface LaidOut extends Built { groups: ParameterGroup[]; buffers: SharedBuffers; load(step: number): Promise<void> }
@@ -84,7 +84,7 @@ export class TrainingRun {
     const started = performance.now();
     const built = await this.spawn();
     const laidOut = await this.layOut(built);
-    const resume = this.cfg.resume ? await loadResume(this.cfg, built.weights) : undefined;
+    const resume = this.cfg.resume ? await loadResume(this.cfg, built.weights, built.state) : undefined;
     const firstStep = (resume?.step ?? 0) + 1;
     const cfg = this.cfg;
     this.hooks.onEvent?.({ type: 'started', devices: cfg.devices, backend: cfg.backend, method: cfg.method, strategy: cfg.strategy, steps: cfg.steps, firstStep, stepsPerEpoch: cfg.stepsPerEpoch });
@@ -97,7 +97,7 @@ export class TrainingRun {
     const loop = await this.stepLoop(laidOut, firstStep, loading);
     const finished = await this.finish(laidOut, firstStep, loop.lastStep);
     return finishSummary({
-      cfg, method: this.method, layout: built.layout, weights: built.weights, groups: laidOut.groups, replica: paramSlots(laidOut.buffers)[0],
+      cfg, method: this.method, layout: built.layout, weights: built.weights, state: built.state, groups: laidOut.groups, replica: paramSlots(laidOut.buffers)[0],
       firstStep, loop, finished, ledger: this.ledger, auto: this.auto, wallSeconds: (performance.now() - started) / 1000, hooks: this.hooks,
     });
   }
@@ -116,13 +116,14 @@ export class TrainingRun {
       actor.postCompute({ type: 'init', device: actor.identity, config: cfg, control: this.controlBuffer, groupCount: MAX_GROUPS });
     }
     const reports = await built;
-    const weights = reports[0].weights;
+    const { weights, state, batchNormLayers } = reports[0];
     for (const r of reports) {
-      if (JSON.stringify(r.weights.map(w => w.shape)) !== JSON.stringify(weights.map(w => w.shape))) {
+      if (JSON.stringify([r.weights, r.state].map(ws => ws.map(w => w.shape))) !== JSON.stringify([weights, state].map(ws => ws.map(w => w.shape)))) {
         throw new TandemError('BAD_CONFIG', `device ${r.device} built a model with different variables than device ${reports[0].device}; the model factory must be deterministic in shape`);
       }
     }
-    return { weights, layout: layoutParameters(weights) };
+    const stateTotal = state.reduce((n, w) => n + w.shape.reduce((a, b) => a * b, 1), 0);
+    return { weights, layout: layoutParameters(weights), state, stateTotal, batchNormLayers };
   }
 
   /** Phase 2: exchange groups, shared buffers, the data loader. */
@@ -133,7 +134,7 @@ export class TrainingRun {
     const input = allocateInputBuffers(local, cfg.perDevice, sampleSize(cfg.sampleShape));
     const buffers: SharedBuffers = {
       control: this.controlBuffer,
-      ...allocateModelBuffers(local, built.layout.total, optimizerStateSlots(cfg.optimizer)),
+      ...allocateModelBuffers(local, built.layout.total, optimizerStateSlots(cfg.optimizer), built.stateTotal),
       ...input,
     };
     this.loader = await this.method.createLoader(cfg, input);
@@ -154,10 +155,19 @@ export class TrainingRun {
     });
   }
 
-  /** Every compute thread gets the shared buffers (and the compute communicator, for a method that needs one). */
-  private async attach({ buffers, groups }: LaidOut): Promise<void> {
-    const needs = this.method.computeCommunicator(this.cfg);
-    const compute = needs && this.communicator('compute', undefined, needs.stagingFloats);
+  /**
+   * Every compute thread gets the shared buffers, and the compute communicator when something communicates
+   * between the compute threads: a method (Partial FC), or BatchNormalization layers on more than one device.
+   */
+  private async attach({ buffers, groups, batchNormLayers }: LaidOut): Promise<void> {
+    const { cfg } = this;
+    const needs = this.method.computeCommunicator(cfg);
+    const batchNorm = batchNormLayers.length > 0 && cfg.devices > 1;
+    if (batchNorm && cfg.batchNorm === 'sync' && !getTransport(cfg.transport).blocking) {
+      throw new TandemError('BAD_CONFIG', `the model's BatchNormalization layers (${batchNormLayers.join(', ')}) need a collective inside forward and ` +
+        `backward for batchNorm 'sync', which transport '${cfg.transport}' cannot complete there; use batchNorm: 'local' (--batch-norm local) or the shared-memory transport`);
+    }
+    const compute = (needs || batchNorm) ? this.communicator('compute', undefined, Math.max(needs?.stagingFloats ?? 0, 1 << 16)) : undefined;
     const initialised = this.replies.expect('initialised');
     for (const a of this.actors) {
       a.postCompute({ type: 'buffers', buffers, groups, collective: compute?.handles[a.identity.local] }, compute?.transfer[a.identity.local]);
@@ -191,14 +201,22 @@ export class TrainingRun {
   private async checkpoint(laidOut: LaidOut, dir: string, step: number): Promise<void> {
     await this.applied(laidOut.groups, step);
     let heads: HeadState[] | undefined;
-    if (this.method.localState) {
-      const snaps = this.replies.expect('headSnapshot', step);
-      for (const a of this.actors) a.postCompute({ type: 'snapshotHead', step });
-      heads = (await snaps).map(m => m.head!);
+    let modelState: { weights: WeightShape[]; values: Float32Array } | undefined;
+    if (this.method.localState || laidOut.stateTotal > 0) {
+      const snaps = await this.snapshots(step);
+      if (this.method.localState) heads = snaps.map(m => m.head!);
+      modelState = { weights: laidOut.state, values: snaps[0].state! };
     }
-    const written = await writeCheckpoint(dir, takeCheckpoint(this.cfg, step, laidOut.weights, laidOut.buffers, heads));
+    const written = await writeCheckpoint(dir, takeCheckpoint(this.cfg, step, laidOut.weights, laidOut.buffers, heads, modelState));
     this.ledger.checkpointWritten(written);
     this.hooks.onEvent?.({ type: 'checkpoint', step, path: written });
+  }
+
+  /** Every device's local state (its head) and non-trainable weights, as of the step it finished last. */
+  private async snapshots(step: number) {
+    const snaps = this.replies.expect('headSnapshot', step);
+    for (const a of this.actors) a.postCompute({ type: 'snapshotHead', step });
+    return snaps;
   }
 
   /** Phase 4: the steps, with checkpoints; ends early when `shouldStop` says so. */
