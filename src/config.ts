@@ -221,8 +221,10 @@ async function checkModuleModelShapes(spec: ModelSpec, sampleShape: number[], cl
     if (!fits) {
       throw new TandemError('SHAPE_MISMATCH', `model '${modelSource}' takes inputs of shape [${input.join(', ')}] but data '${dataSource}' gives [${sampleShape.join(', ')}]`);
     }
-    if (output.length !== 1 || output[0] !== classes) {
-      throw new TandemError('SHAPE_MISMATCH', `model '${modelSource}' outputs shape [${output.join(', ')}] but data '${dataSource}' has ${classes} classes`);
+    const binary = classes === 2 && output[0] === 1; // one score (sigmoid or logit) for two classes
+    if (output.length !== 1 || (output[0] !== classes && !binary)) {
+      throw new TandemError('SHAPE_MISMATCH', `model '${modelSource}' outputs shape [${output.join(', ')}] but data '${dataSource}' has ${classes} classes ` +
+        `(give ${classes} outputs${classes === 2 ? ', or 1 for binary cross-entropy' : ''})`);
     }
   } finally {
     model.dispose();

@@ -11,6 +11,7 @@ import { TandemError, serializeError } from '../errors.js';
 import { startBackend } from '../engine/backend.js';
 import { getEngine } from '../engine/engine-registry.js';
 import { buildTrainingModel } from '../model/resolve-model.js';
+import { withRegularization } from '../model/output-loss.js';
 import { batchNormalizationLayers, syncBatchNormalization } from '../model/sync-batch-norm.js';
 import { layoutParameters, type ParameterGroup, type ParameterLayout } from '../model/parameter-layout.js';
 import { inputSlotIndex, INPUT_SLOTS } from '../data/shard-loader.js';
@@ -226,7 +227,11 @@ export class DeviceReplica {
       const fi = cfg.faultInjection;
       if (fi?.kind === 'nan' && fi.device === this.rank && fi.step === s) out = tf.mul(out, NaN);
       stepLoss = method.loss(out, ys, y, s);
-      return stepLoss.loss;
+      const total = withRegularization(tf, model, stepLoss.loss); // kernel/bias/activity penalties, as model.fit adds them
+      if (total !== stepLoss.loss && stepLoss.reportedLoss !== undefined) {
+        stepLoss.reportedLoss += total.dataSync()[0] - stepLoss.loss.dataSync()[0];
+      }
+      return total;
     }, [...vars, ...localVars], (modelIndex, gradient) => {
       const values = gradient.dataSync() as Float32Array;
       const local = modelIndex >= vars.length;

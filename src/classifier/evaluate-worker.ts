@@ -11,6 +11,7 @@ import { serializeError } from '../errors.js';
 import { startBackend, type BackendName } from '../engine/backend.js';
 import { resolveDataset } from '../data/resolve-dataset.js';
 import { loadPlugins } from '../plugins/load-plugins.js';
+import { outputLossOf } from '../model/output-loss.js';
 import { sampleSize, type DatasetSpec } from '../data/dataset.js';
 import type { ModelArtifactsData } from '../actors/protocol.js';
 
@@ -46,7 +47,9 @@ async function evaluate(req: EvaluateRequest): Promise<{ samples: number; centre
   await startBackend(tf, req.backend);
   const model = await tf.loadLayersModel(tf.io.fromMemory({ modelTopology: req.extractor.modelTopology, weightSpecs: req.extractor.weightSpecs as never, weightData: req.extractor.weightData }));
   const ds = await resolveDataset(req.data);
-  const n = Math.min(req.to - req.from, req.maxSamples), E = req.embedding, C = req.classes;
+  const n = Math.min(req.to - req.from, req.maxSamples), C = req.classes;
+  // The model as classifier outputs one score per class, or one for a binary model (two classes).
+  const E = req.w ? req.embedding : (model.outputs[0].shape.at(-1) as number);
   const per = sampleSize(ds.sampleShape);
   const emb = new Float32Array(n * E), raw = new Float32Array(n * E);
   const labels = new Int32Array(n);
@@ -64,7 +67,10 @@ async function evaluate(req: EvaluateRequest): Promise<{ samples: number; centre
   const headW = req.w;
   if (!headW) { // the model is the classifier: its outputs are the class scores
     let correct = 0;
+    const binary = E === 1 && outputLossOf(model, C).kind === 'binary';
+    const threshold = outputLossOf(model, C).fromProbabilities ? 0.5 : 0;
     for (let i = 0; i < n; i++) {
+      if (binary) { if (Number(raw[i] > threshold) === labels[i]) correct++; continue; }
       let best = 0;
       for (let c = 1; c < C; c++) if (raw[i * E + c] > raw[i * E + best]) best = c;
       if (best === labels[i]) correct++;

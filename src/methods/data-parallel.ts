@@ -3,7 +3,7 @@
  * its share of the global batch; every gradient is averaged across the world.
  */
 import { TandemError } from '../errors.js';
-import { classificationLoss, outputsProbabilities } from '../model/resolve-model.js';
+import { outputLoss, outputLossOf } from '../model/output-loss.js';
 import { evaluateHeldOut } from '../classifier/classifier-result.js';
 import { CLASSIFIER_OPTION_KEYS } from './classifier-options.js';
 import { createGlobalBatchLoader } from './method-loaders.js';
@@ -24,11 +24,11 @@ export const DATA_PARALLEL: TrainingMethod = {
   localState: false,
   exportDevice: cfg => ({ device: 0, always: cfg.trainSize < cfg.datasetSize }),
   createDevice({ tf, cfg, model }): DeviceMethod {
-    const probabilities = outputsProbabilities(model);
+    const spec = outputLossOf(model, cfg.classes);
     return {
       localVariables: [],
       loss(out, ys) {
-        const { loss, correct: c } = classificationLoss(tf, out, ys, cfg.classes, probabilities);
+        const { loss, correct: c } = outputLoss(tf, out, ys, spec, cfg.classes);
         const correct = c.dataSync()[0];
         c.dispose();
         return { loss, correct };

@@ -10,6 +10,7 @@ import { BUILTIN_MODELS, type ModelFactory, type ModelOptions } from './builtin-
 import { fileURLToPath } from 'node:url';
 import { fileModelHandler } from './file-model-handler.js';
 import { getEngine } from '../engine/engine-registry.js';
+import { outputActivation } from './output-loss.js';
 
 export interface ModelSpec {
   source: string;
@@ -47,11 +48,9 @@ export async function buildTrainingModel(tf: Tf, cfg: { model: ModelSpec; backen
   return model;
 }
 
-/** True when the model ends in a softmax (outputs probabilities, not logits). */
+/** True when the model ends in a softmax (outputs probabilities, not logits), whatever layer applies it. */
 export function outputsProbabilities(model: LayersModel): boolean {
-  const last = model.layers[model.layers.length - 1];
-  const activation = (last.getConfig() as { activation?: unknown }).activation;
-  return activation === 'softmax';
+  return outputActivation(model) === 'softmax';
 }
 
 /** Mean cross-entropy of `output` against integer `labels`, and the number of correct predictions. */

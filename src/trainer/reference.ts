@@ -7,7 +7,8 @@ import * as tf from '@tensorflow/tfjs';
 import { resolveConfig } from '../config.js';
 import type { TrainConfig } from '../config-types.js';
 import { startBackend } from '../engine/backend.js';
-import { buildTrainingModel, classificationLoss, outputsProbabilities } from '../model/resolve-model.js';
+import { buildTrainingModel } from '../model/resolve-model.js';
+import { outputLoss, outputLossOf, withRegularization } from '../model/output-loss.js';
 import { resolveDataset } from '../data/resolve-dataset.js';
 import { GlobalBatchSampler } from '../data/sampler.js';
 import { sampleSize } from '../data/dataset.js';
@@ -29,7 +30,7 @@ export async function trainReference(config: TrainConfig, options: ReferenceOpti
     if (!w) throw new Error(`trainReference: the model has no weight named ${name}`);
     w.write(tf.tensor(values, w.shape as number[], 'float32'));
   }
-  const probabilities = outputsProbabilities(model);
+  const spec = outputLossOf(model, cfg.classes);
   const ds = await resolveDataset(cfg.data);
   const sampler = new GlobalBatchSampler(cfg.datasetSize, cfg.batch, cfg.seed);
   const o = cfg.optimizer;
@@ -44,9 +45,9 @@ export async function trainReference(config: TrainConfig, options: ReferenceOpti
     const loss = tf.tidy(() => {
       const xs = tf.tensor(x, [cfg.batch, ...cfg.sampleShape]), ys = tf.tensor(y, [cfg.batch], 'int32');
       return optimizer.minimize(() => {
-        const { loss, correct } = classificationLoss(tf, model.apply(xs, { training: true }) as tf.Tensor, ys, cfg.classes, probabilities);
+        const { loss, correct } = outputLoss(tf, model.apply(xs, { training: true }) as tf.Tensor, ys, spec, cfg.classes);
         correct.dispose();
-        return loss as tf.Scalar;
+        return withRegularization(tf, model, loss) as tf.Scalar;
       }, true, vars) as tf.Scalar;
     });
     losses.push(loss.dataSync()[0]);

@@ -1,0 +1,72 @@
+// The loss a user's model trains with is the loss model.fit would use: regularization penalties counted,
+// probabilities from a separate softmax layer recognised, a single sigmoid output trained with binary
+// cross-entropy. Compared two ways: tandem on 1 and 3 devices against tfjs's own model.fit on the same
+// global batches, in the same order.
+import t from 'tap';
+import { fileURLToPath } from 'node:url';
+import * as tf from '@tensorflow/tfjs';
+import { train, resolveConfig, startBackend, type TrainConfig, type TrainSummary } from '../src/index.js';
+import { buildModel } from '../src/model/resolve-model.js';
+import { resolveDataset } from '../src/data/resolve-dataset.js';
+import { GlobalBatchSampler } from '../src/data/sampler.js';
+import { sampleSize } from '../src/data/dataset.js';
+
+const model = (name: string) => fileURLToPath(new URL(`../../test/fixtures/models/${name}.mjs`, import.meta.url));
+const backend = process.env.TANDEM_BACKEND as TrainConfig['backend'] | undefined;
+
+/** tfjs's own model.fit over the run's global batches (sgd, no shuffling): the single-engine answer. */
+async function fitReference(config: TrainConfig, loss: 'sparseCategoricalCrossentropy' | 'binaryCrossentropy'): Promise<TrainSummary['weights']> {
+  const cfg = await resolveConfig({ ...config, devices: 1 });
+  await startBackend(tf, cfg.backend);
+  const m = await buildModel(tf, cfg.model);
+  const ds = await resolveDataset(cfg.data);
+  const sampler = new GlobalBatchSampler(cfg.trainSize, cfg.batch, cfg.seed);
+  const per = sampleSize(cfg.sampleShape), n = cfg.steps * cfg.batch;
+  const x = new Float32Array(n * per), y = new Float32Array(n);
+  for (let s = 1; s <= cfg.steps; s++) {
+    sampler.batchIndices(s).forEach((index, i) => { const k = (s - 1) * cfg.batch + i; y[k] = ds.read(index, x, k * per); });
+  }
+  m.compile({ optimizer: tf.train.sgd(cfg.optimizer.lr), loss });
+  const ys = loss === 'binaryCrossentropy' ? tf.tensor2d(y, [n, 1]) : tf.tensor1d(y);
+  await m.fit(tf.tensor(x, [n, ...cfg.sampleShape]), ys, { batchSize: cfg.batch, epochs: 1, shuffle: false, verbose: 0 });
+  return m.trainableWeights.map(w => ({ name: w.originalName, shape: [...w.shape] as number[], values: w.read().dataSync() as Float32Array }));
+}
+
+function worstDifference(a: TrainSummary['weights'], b: TrainSummary['weights']): number {
+  let worst = 0;
+  a.forEach((w, k) => w.values.forEach((v, i) => { worst = Math.max(worst, Math.abs(v - b[k].values[i])); }));
+  return worst;
+}
+
+const base: TrainConfig = { data: 'synthetic-images', imageSize: [6, 6, 1], classes: 4, datasetSize: 96, batch: 12, steps: 6,
+  optimizer: 'sgd', lr: 0.1, momentum: 0, seed: 11, backend };
+
+const cases = [
+  { name: 'l2-softmax', classes: 4, loss: 'sparseCategoricalCrossentropy', what: 'L2/L1 regularizers counted' },
+  { name: 'softmax-layer', classes: 4, loss: 'sparseCategoricalCrossentropy', what: 'a separate softmax layer read as probabilities' },
+  { name: 'binary-sigmoid', classes: 2, loss: 'binaryCrossentropy', what: 'one sigmoid output: binary cross-entropy' },
+] as const;
+
+for (const c of cases) {
+  t.test(`${c.name}: ${c.what}; 1 and 3 devices = model.fit on the global batches`, async t => {
+    const cfg: TrainConfig = { ...base, model: model(c.name), classes: c.classes };
+    const ref = await fitReference(cfg, c.loss);
+    for (const devices of [1, 3]) {
+      const run = await train({ ...cfg, devices });
+      const worst = worstDifference(run.weights, ref);
+      t.ok(worst < 1e-5, `${devices} device(s): max |param - model.fit| = ${worst.toExponential(2)} < 1e-5`);
+      t.ok(Number.isFinite(run.finalLoss), 'a finite loss');
+    }
+  });
+}
+
+t.test('the comparison can fail: the same model without its regularizers trains elsewhere', async t => {
+  const run = await train({ ...base, model: model('l2-softmax'), devices: 2 });
+  const withoutPenalties = await fitReference({ ...base, model: model('dense-softmax') }, 'sparseCategoricalCrossentropy');
+  const worst = worstDifference(run.weights, withoutPenalties);
+  t.ok(worst > 1e-3, `ignoring the penalties would be seen: max |difference| ${worst.toExponential(2)}`);
+});
+
+t.test('a binary model is refused for more than two classes, with the fix', async t => {
+  await t.rejects(resolveConfig({ ...base, model: model('binary-sigmoid'), classes: 3 }), { code: 'SHAPE_MISMATCH', message: /outputs shape \[1\] but data .* has 3 classes/ });
+});
