@@ -73,3 +73,14 @@ t.test('a checkpoint holds the moving statistics: resuming a BatchNormalization 
   t.equal(worstDifference(resumed.weights, whole.weights), 0, 'parameters: the same bits');
   t.equal(worstDifference(resumed.nonTrainableWeights, whole.nonTrainableWeights), 0, 'moving statistics: the same bits');
 });
+
+t.test('random layers draw from (seed, device, step): a run repeats bit for bit, and so does its resume', async t => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'tandem-dropout-'));
+  const cfg: TrainConfig = { ...images, model: model('random-layers'), imageSize: [6, 6, 1], devices: 2, steps: 6 };
+  const first = await train(cfg);
+  const again = await train(cfg);
+  t.equal(worstDifference(again.weights, first.weights), 0, 'the same run twice: the same bits');
+  await train({ ...cfg, checkpointEvery: 3, checkpointDir: dir });
+  const resumed = await train({ ...cfg, resume: path.join(dir, 'checkpoint-000000003.tandem') });
+  t.equal(worstDifference(resumed.weights, first.weights), 0, 'resumed at step 3: the same bits as the uninterrupted run');
+});

@@ -12,6 +12,7 @@ import { startBackend } from '../engine/backend.js';
 import { getEngine } from '../engine/engine-registry.js';
 import { buildTrainingModel } from '../model/resolve-model.js';
 import { withRegularization } from '../model/output-loss.js';
+import { seedRandomLayers, type RandomLayerSeeds } from '../model/seeded-random-layers.js';
 import { batchNormalizationLayers, syncBatchNormalization } from '../model/sync-batch-norm.js';
 import { layoutParameters, type ParameterGroup, type ParameterLayout } from '../model/parameter-layout.js';
 import { inputSlotIndex, INPUT_SLOTS } from '../data/shard-loader.js';
@@ -40,6 +41,8 @@ type Send = (msg: FromCompute, transfer?: ArrayBuffer[]) => void;
 interface Built {
   model: LayersModel;
   layout: ParameterLayout;
+  /** The model's random layers, drawing from (seed, rank, step). */
+  random: RandomLayerSeeds;
 }
 
 /** After `attach`: where the shared buffers are, and the method's part of the device. */
@@ -102,7 +105,7 @@ export class DeviceReplica {
     const model = await buildTrainingModel(tf, c);
     const weights = model.trainableWeights.map(w => ({ name: w.originalName, shape: [...w.shape] as number[] }));
     const state = model.nonTrainableWeights.map(w => ({ name: w.originalName, shape: [...w.shape] as number[] }));
-    this.built = { model, layout: layoutParameters(weights) };
+    this.built = { model, layout: layoutParameters(weights), random: seedRandomLayers(tf, model) };
     this.send({ type: 'built', device: this.rank, weights, state, batchNormLayers: batchNormLayers(model), numTensors: tf.memory().numTensors });
   }
 
@@ -187,7 +190,7 @@ export class DeviceReplica {
   }
 
   async trainStep(s: number): Promise<void> {
-    const { model, layout, buffers, params, grads, byModelIndex, method } = this.needAttached();
+    const { model, layout, buffers, params, grads, byModelIndex, method, random } = this.needAttached();
     const cfg = this.config;
     this.step = s;
     this.spans = [];
@@ -202,6 +205,7 @@ export class DeviceReplica {
     const t1 = wallNow();
     this.span('load', 'load', t0, t1);
     this.enter('forward');
+    random.at(cfg.seed, this.rank, s);
     const xs = tf.tensor(x, [cfg.perDevice, ...cfg.sampleShape], 'float32');
     const ys = tf.tensor(y, [cfg.perDevice], 'int32');
     let backwardStart = 0;
