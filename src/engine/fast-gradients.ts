@@ -51,6 +51,11 @@ export function installFastGradients(tf: Tf, backendName: string = tf.getBackend
     once('Conv2DBackpropFilter', () => registerConvBackpropFilterKernel(tf, backendName));
   }
   if (backendName === 'wasm') {
+    // Kernels training needs that wasm lacks (depthwise/separable convolution gradients, the Embedding
+    // gradient, einsum): the cpu backend's, on a copy of the data — correct, not fast.
+    for (const name of WASM_MISSING_TRAINING_KERNELS) {
+      if (!tf.getKernel(name, backendName) && tf.getKernel(name, 'cpu')) once(`${name}-on-cpu`, () => registerOnCpu(tf, backendName, name));
+    }
     once('Conv2D-explicit-pad', () => registerExplicitPadConv(tf, backendName, 'Conv2D'));
     once('FusedConv2D-explicit-pad', () => registerExplicitPadConv(tf, backendName, 'FusedConv2D'));
     once('BatchMatMul', () => registerExplicitTransposeMatMul(tf, backendName, 'BatchMatMul'));
@@ -141,6 +146,14 @@ function registerConvBackpropFilterKernel(tf: Tf, backendName: string): void {
 }
 
 /** Runs a stock cpu kernel for a backend that lacks it: inputs copied to cpu, result copied back. */
+/** Kernels wasm (tfjs-backend-wasm 4.22) has no implementation of, whose gradients common layers use. */
+export const WASM_MISSING_TRAINING_KERNELS = ['DepthwiseConv2dNativeBackpropFilter', 'DepthwiseConv2dNativeBackpropInput', 'UnsortedSegmentSum', 'Einsum'] as const;
+
+/** `kernelName` on `backendName`, computed by the cpu backend's kernel on a copy of the inputs. */
+function registerOnCpu(tf: Tf, backendName: string, kernelName: string): void {
+  tf.registerKernel({ kernelName, backendName, kernelFunc: ((args: Parameters<KernelFunc>[0]) => delegateToCpu(tf, kernelName, args)) as never });
+}
+
 function delegateToCpu(tf: Tf, kernelName: string, args: Parameters<KernelFunc>[0]): TensorInfo {
   const cpuKernel = tf.getKernel(kernelName, 'cpu');
   const cpu = tf.findBackend('cpu');

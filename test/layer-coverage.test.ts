@@ -1,0 +1,33 @@
+// Layers whose gradients need kernels the wasm engine lacks (depthwise and separable convolutions,
+// Embedding) and recurrent layers train on every engine: 1, 2 and 3 devices equal one engine on
+// the global batch (within 1e-5).
+import t from 'tap';
+import { fileURLToPath } from 'node:url';
+import { train, trainReference, type TrainConfig, type TrainSummary } from '../src/index.js';
+
+const fixture = (name: string) => fileURLToPath(new URL(`../../test/fixtures/${name}.mjs`, import.meta.url));
+const backend = process.env.TANDEM_BACKEND as TrainConfig['backend'] | undefined;
+
+function worstDifference(a: TrainSummary['weights'], b: TrainSummary['weights']): number {
+  let worst = 0;
+  a.forEach((w, k) => w.values.forEach((v, i) => { worst = Math.max(worst, Math.abs(v - b[k].values[i])); }));
+  return worst;
+}
+
+const cases: [string, TrainConfig][] = [
+  ['DepthwiseConv2D + SeparableConv2D', { model: fixture('models/depthwise'), data: 'synthetic-images', imageSize: [8, 8, 3], classes: 4 }],
+  ['Embedding + LSTM + GRU', { model: fixture('models/embedding-rnn'), data: fixture('tokens'), classes: 3 }],
+];
+
+for (const [what, cfg] of cases) {
+  t.test(`${what}: 1, 2 and 3 devices = one engine on the global batch`, async t => {
+    const run: TrainConfig = { ...cfg, datasetSize: 96, batch: 12, steps: 4, optimizer: 'adam', lr: 0.01, seed: 4, backend };
+    const ref = await trainReference({ ...run, devices: 1 });
+    for (const devices of [1, 2, 3]) {
+      const s = await train({ ...run, devices });
+      const worst = worstDifference(s.weights, ref.weights);
+      t.ok(worst < 1e-5, `${devices} device(s) on ${s.config.backend}: max |param - reference| = ${worst.toExponential(2)} < 1e-5`);
+      t.ok(s.finalLoss < s.history[0].loss + 1, 'trained');
+    }
+  });
+}
