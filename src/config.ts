@@ -212,6 +212,7 @@ function pluginUrls(plugins: unknown): string[] {
 async function checkModuleModelShapes(spec: ModelSpec, sampleShape: number[], classes: number, modelSource: string, dataSource: string): Promise<void> {
   const tf = await import('@tensorflow/tfjs');
   const { buildModel } = await import('./model/resolve-model.js');
+  const { assertTrainable } = await import('./model/trainability.js');
   if (tf.getBackend() !== 'cpu') await tf.setBackend('cpu');
   const model = await buildModel(tf, spec);
   try {
@@ -226,6 +227,7 @@ async function checkModuleModelShapes(spec: ModelSpec, sampleShape: number[], cl
       throw new TandemError('SHAPE_MISMATCH', `model '${modelSource}' outputs shape [${output.join(', ')}] but data '${dataSource}' has ${classes} classes ` +
         `(give ${classes} outputs${classes === 2 ? ', or 1 for binary cross-entropy' : ''})`);
     }
+    assertTrainable(tf, model, sampleShape, modelSource);
   } finally {
     model.dispose();
   }

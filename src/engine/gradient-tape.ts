@@ -137,3 +137,29 @@ export function forwardAsInTraining(tf: Tf, f: () => Tensor): Tensor {
   }
   return y;
 }
+
+/**
+ * The tape nodes a backward pass from `loss` to `vars` would need a gradient for and tfjs has none
+ * (kernel name and position on the recorded tape, whose length is returned too). Runs the forward once.
+ */
+export function nodesWithoutGradient(tf: Tf, loss: () => Tensor, vars: Variable[]): { missing: { kernelName: string; at: number }[] } {
+  const engine = tapeInternals(tf);
+  const y = engine.scopedRun(() => engine.startTape(), () => engine.endTape(), () => engine.tidy('forward', loss));
+  const tape = engine.state.activeTape;
+  if (!Array.isArray(tape)) throw new TandemError('TFJS_INTERNALS', 'tfjs recorded no tape for the forward pass (engine.state.activeTape is not an array)');
+  try {
+    const needed = new Set(nodesFromVarsToY(tape, vars, y).map(n => n.id));
+    return { missing: tape.flatMap((n, at) => (needed.has(n.id) && !n.gradient ? [{ kernelName: n.kernelName, at }] : [])) };
+  } finally {
+    if (engine.state.gradientDepth === 0) {
+      for (const node of tape) for (const t of node.saved ?? []) t.dispose();
+      engine.state.activeTape = null;
+    }
+    y.dispose();
+  }
+}
+
+/** The current tape's length (nodes recorded so far), 0 when none is recording. */
+export function tapeLength(tf: Tf): number {
+  return tapeInternals(tf).state.activeTape?.length ?? 0;
+}
