@@ -1,4 +1,4 @@
-/** `npm run bench -- scaling|kernels|overlap|profile|classifier|faults|soak [--steps N] [--classes 1000,10000] [--models a,b] [--stock-steps N] [--batch N] [--links none,1gbps,…] [--out DIR]` */
+/** `npm run bench -- scaling|kernels|overlap|profile|classifier|faults|soak|models [--steps N] [--classes 1000,10000] [--models a,b] [--stock-steps N] [--batch N] [--links none,1gbps,…] [--out DIR]` */
 import { parseArgs } from 'node:util';
 import { runScaling } from './scaling.js';
 import { runOverlap } from './overlap.js';
@@ -7,6 +7,7 @@ import { runClassifierBench } from './classifier.js';
 import { runFaultMatrix } from './faults.js';
 import { runSoak } from './soak.js';
 import { runKernelBench } from './kernels.js';
+import { runModelsBench } from './models.js';
 
 const { positionals, values } = parseArgs({
   allowPositionals: true,
@@ -54,6 +55,9 @@ switch (name) {
       out: values.out ?? 'bench/results',
     });
     break;
+  case 'models':
+    await runModelsBench({ steps: Number(values.steps ?? 30), perDeviceBatch: Number(values.batch ?? 16), out: values.out ?? 'bench/results' });
+    break;
   case 'soak':
     await runSoak(Number(values.steps ?? 2000), values.out ?? 'bench/results');
     break;
@@ -61,6 +65,6 @@ switch (name) {
     await runFaultMatrix(values.out ?? 'bench/results', 2000);
     break;
   default:
-    console.error(`unknown bench '${name}'. Benches: scaling, kernels, overlap, profile, classifier, faults, soak`);
+    console.error(`unknown bench '${name}'. Benches: scaling, kernels, overlap, profile, classifier, faults, soak, models`);
     process.exitCode = 1;
 }

@@ -40,3 +40,14 @@ t.test('a model that cannot be trained is refused before any thread starts, nami
   const s = await train({ ...base, model: fixture('models/strided-slice-first'), devices: 2 });
   t.equal(s.steps, 2, 'the same layer before every trainable weight needs no gradient: it trains');
 });
+
+t.test('the BatchNormalization builtins (resnet-mini, mobilenet-mini) on 2 devices = one engine on the global batch', async t => {
+  for (const model of ['resnet-mini', 'mobilenet-mini']) {
+    const cfg: TrainConfig = { model, data: 'synthetic-images', imageSize: [8, 8, 3], classes: 4, datasetSize: 96, batch: 12, steps: 3,
+      optimizer: 'sgd', lr: 0.05, seed: 2, backend };
+    const ref = await trainReference({ ...cfg, devices: 1 });
+    const s = await train({ ...cfg, devices: 2 });
+    const params = worstDifference(s.weights, ref.weights), moving = worstDifference(s.nonTrainableWeights, ref.nonTrainableWeights);
+    t.ok(params < 1e-5 && moving < 1e-5, `${model}: max |param - reference| ${params.toExponential(2)}, |moving statistic - reference| ${moving.toExponential(2)}`);
+  }
+});

@@ -39,7 +39,7 @@ const HELP = `tandem — train TensorFlow.js models on several devices at once
   --strategy auto profiles first, then picks two-group at p for AlexNet-like models,
   otherwise the strategy the cost model predicts fastest.
 
-Models: mlp, alexnet-mini, alexnet, convnet-gap, an ES module (tf, options) => tf.LayersModel,
+Models: mlp, alexnet-mini, alexnet, convnet-gap, resnet-mini, mobilenet-mini, an ES module (tf, options) => tf.LayersModel,
         or a TensorFlow.js layers model.json (trained from its weights and written back in the same format).
 Data:   mnist, synthetic-images, or an ES module (options) => Dataset.`;
 

@@ -96,9 +96,52 @@ const convnetGap: ModelFactory = (tf, { inputShape, classes, seed }) => {
   });
 };
 
+/** ResNet-style: a conv stem and two residual blocks (conv-BN-relu-conv-BN + shortcut), global average pooling. */
+const resnetMini: ModelFactory = (tf, { inputShape, classes, seed }) => {
+  const init = seeded(tf, seed);
+  const conv = (filters: number, strides = 1) => tf.layers.conv2d({ filters, kernelSize: 3, strides, padding: 'same', useBias: false, kernelInitializer: init() });
+  const bn = () => tf.layers.batchNormalization({});
+  const relu = () => tf.layers.activation({ activation: 'relu' });
+  type Sym = import('@tensorflow/tfjs').SymbolicTensor;
+  const apply = (layer: { apply(x: Sym | Sym[]): unknown }, x: Sym | Sym[]) => layer.apply(x) as Sym;
+  const block = (x: Sym, filters: number, strides: number): Sym => {
+    let y = apply(relu(), apply(bn(), apply(conv(filters, strides), x)));
+    y = apply(bn(), apply(conv(filters), y));
+    const shortcut = strides === 1 ? x : apply(bn(), apply(tf.layers.conv2d({ filters, kernelSize: 1, strides, useBias: false, kernelInitializer: init() }), x));
+    return apply(relu(), [apply(tf.layers.add(), [y, shortcut])] as never);
+  };
+  const input = tf.input({ shape: inputShape });
+  let x = apply(relu(), apply(bn(), apply(conv(16), input)));
+  x = block(x, 16, 1);
+  x = block(x, 32, 2);
+  const out = apply(tf.layers.dense({ units: classes, kernelInitializer: init(), name: 'logits' }), apply(tf.layers.globalAveragePooling2d({}), x));
+  return tf.model({ name: 'resnet_mini', inputs: input, outputs: out });
+};
+
+/** MobileNet-style: a conv stem, three depthwise-separable blocks (depthwise-BN-relu, pointwise-BN-relu), global average pooling. */
+const mobilenetMini: ModelFactory = (tf, { inputShape, classes, seed }) => {
+  const init = seeded(tf, seed);
+  const bnRelu = () => [tf.layers.batchNormalization({}), tf.layers.activation({ activation: 'relu6' })];
+  const separable = (filters: number, strides: number) => [
+    tf.layers.depthwiseConv2d({ kernelSize: 3, strides, padding: 'same', useBias: false, depthwiseInitializer: init() }), ...bnRelu(),
+    tf.layers.conv2d({ filters, kernelSize: 1, useBias: false, kernelInitializer: init() }), ...bnRelu(),
+  ];
+  return tf.sequential({
+    name: 'mobilenet_mini',
+    layers: [
+      tf.layers.conv2d({ inputShape, filters: 16, kernelSize: 3, strides: 2, padding: 'same', useBias: false, kernelInitializer: init() }), ...bnRelu(),
+      ...separable(32, 1), ...separable(64, 2), ...separable(64, 1),
+      tf.layers.globalAveragePooling2d({}),
+      tf.layers.dense({ units: classes, kernelInitializer: init(), name: 'logits' }),
+    ],
+  });
+};
+
 export const BUILTIN_MODELS: Readonly<Record<string, BuiltinModel>> = {
   'mlp': { factory: mlp, minImageSize: 1, description: 'two hidden dense layers (128, 64)' },
   'alexnet-mini': { factory: alexnetMini, minImageSize: 8, preferredInputShape: [32, 32, 3], description: 'AlexNet-like for CPUs: 3 conv blocks, FC 512' },
   'alexnet': { factory: alexnet, minImageSize: 195, preferredInputShape: [227, 227, 3], description: 'AlexNet shapes, 227x227x3, ~61M parameters' },
   'convnet-gap': { factory: convnetGap, minImageSize: 4, preferredInputShape: [32, 32, 3], description: 'all-conv with global average pooling' },
+  'resnet-mini': { factory: resnetMini, minImageSize: 4, preferredInputShape: [32, 32, 3], description: 'ResNet-style: two residual blocks with BatchNormalization' },
+  'mobilenet-mini': { factory: mobilenetMini, minImageSize: 8, preferredInputShape: [32, 32, 3], description: 'MobileNet-style: depthwise-separable blocks with BatchNormalization' },
 };
