@@ -13,6 +13,9 @@ import type { ModelSpec } from './model/resolve-model.js';
 import type { HeadKind } from './classifier/classifier-head.js';
 import type { Topology } from './world/topology.js';
 
+export const LOSS_KINDS = ['categorical', 'binary', 'mse'] as const;
+export type LossKind = (typeof LOSS_KINDS)[number];
+
 /** The built-in training methods (more can be registered: see methods/method-registry.ts). */
 export const METHODS = ['data-parallel', 'local-head', 'partial-fc'] as const;
 export type Method = (typeof METHODS)[number] | (string & {});
@@ -118,6 +121,12 @@ export interface TrainConfig {
    */
   batchNorm?: 'sync' | 'local';
   /**
+   * The loss: `categorical` (sparse categorical cross-entropy, from logits or a softmax), `binary` (one output on two
+   * classes, from a sigmoid or a logit), `mse` (regression: one output, float targets from a data module).
+   * Default: the loss a saved model.json was compiled with (its trainingConfig), else read from the model's output.
+   */
+  loss?: LossKind;
+  /**
    * ES modules (paths) loaded in every thread of the run before anything else: each registers what it
    * brings — a transport (`registerTransport`), a method (`registerMethod`), an engine (`registerEngine`).
    */
@@ -174,6 +183,8 @@ export interface ResolvedConfig {
   allReduce: AllReduceKind;
   transport: string;
   batchNorm: 'sync' | 'local';
+  /** The loss, when the config or a saved model's trainingConfig names one (else read from the model's output on each device). */
+  loss?: LossKind;
   /** Plugin module URLs (file:), loaded by every thread. */
   plugins: string[];
   out?: string;

@@ -4,6 +4,8 @@
  * are in config-types.ts).
  */
 import os from 'node:os';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { TandemError } from './errors.js';
 import { assertBackendAvailable, defaultBackend } from './engine/backend.js';
 import { engineNames, getEngine } from './engine/engine-registry.js';
@@ -21,12 +23,12 @@ import type { ModelSpec } from './model/resolve-model.js';
 import { getMethod } from './methods/method-registry.js';
 import { loadPlugins } from './plugins/load-plugins.js';
 import { singleProcess } from './world/topology.js';
-import { FAULT_PHASES, type ClassifierConfig, type ResolvedConfig, type TrainConfig } from './config-types.js';
-export { METHODS, FAULT_PHASES } from './config-types.js';
-export type { ClassifierConfig, FaultInjection, Method, ResolvedConfig, TrainConfig } from './config-types.js';
+import { FAULT_PHASES, LOSS_KINDS, type ClassifierConfig, type LossKind, type ResolvedConfig, type TrainConfig } from './config-types.js';
+export { METHODS, FAULT_PHASES, LOSS_KINDS } from './config-types.js';
+export type { ClassifierConfig, FaultInjection, LossKind, Method, ResolvedConfig, TrainConfig } from './config-types.js';
 
 const KNOWN_KEYS = new Set(['checkpointEvery', 'checkpointDir', 'resume', 'onNan', 'evalSamples', 'method', 'embedding', 'head', 'scale', 'margin', 'sampleRate', 'partition', 'heldOut', 'exportDevice', 'exportClassifier', 'model', 'data', 'devices', 'backend', 'nativeThreads', 'nativeFusion', 'batch', 'steps', 'epochs', 'lr', 'momentum', 'optimizer', 'seed',
-  'strategy', 'timeShare', 'paramShare', 'splitLayer', 'bucketCapMB', 'firstBucketMB', 'link', 'trace', 'allReduce', 'transport', 'batchNorm', 'plugins', 'out', 'classes', 'imageSize', 'datasetSize', 'stallTimeoutMs', 'loaderThreads', 'faultInjection']);
+  'strategy', 'timeShare', 'paramShare', 'splitLayer', 'bucketCapMB', 'firstBucketMB', 'link', 'trace', 'allReduce', 'transport', 'batchNorm', 'loss', 'plugins', 'out', 'classes', 'imageSize', 'datasetSize', 'stallTimeoutMs', 'loaderThreads', 'faultInjection']);
 
 function bad(field: string, message: string): never {
   throw new TandemError('BAD_CONFIG', `config.${field}: ${message}`);
@@ -169,7 +171,9 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
     source: builtinModel ? modelSource : resolveModuleUrl(modelSource, 'model'),
     options: { inputShape: sampleShape, classes: outputs, seed },
   };
-  if (!builtinModel) await checkModuleModelShapes(model, sampleShape, outputs, modelSource, dataSource);
+  const loss = resolveLoss(config.loss, model.source, method.name, dataSource, meta.classes);
+  if (builtinModel && loss === 'mse') bad('loss', `mse needs a model with one output; builtin '${modelSource}' outputs one score per class`);
+  if (!builtinModel) await checkModuleModelShapes(model, sampleShape, outputs, modelSource, dataSource, loss);
 
   const stepsPerEpoch = Math.floor(trainSize / batch);
   if (config.steps !== undefined && config.epochs !== undefined) bad('steps', 'give steps or epochs, not both');
@@ -193,7 +197,7 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
     method: method.name, classifier, trainSize, evalSamples: positiveInt('evalSamples', config.evalSamples ?? 2000),
     model, data, datasetSize: meta.size, sampleShape, classes: meta.classes, devices, topology, backend, nativeThreads, nativeFusion, batch,
     perDevice: batch / devices, steps, stepsPerEpoch, optimizer, seed, strategy, strategyOptions, link, trace: config.trace, allReduce,
-    transport: transport.name, batchNorm: oneOf('batchNorm', config.batchNorm ?? 'sync', ['sync', 'local'] as const), plugins, out: config.out, stallTimeoutMs, loaderThreads, faultInjection: fi,
+    transport: transport.name, loss, batchNorm: oneOf('batchNorm', config.batchNorm ?? 'sync', ['sync', 'local'] as const), plugins, out: config.out, stallTimeoutMs, loaderThreads, faultInjection: fi,
   };
   if (method.computeCommunicator(resolved) && !transport.blocking) {
     bad('transport', `'${transport.name}' cannot complete a collective inside a forward or backward pass, which --method ${method.name} needs; ` +
@@ -209,7 +213,42 @@ function pluginUrls(plugins: unknown): string[] {
 }
 
 /** Builds a user module's model once on this thread (cpu backend) to check it against the data. */
-async function checkModuleModelShapes(spec: ModelSpec, sampleShape: number[], classes: number, modelSource: string, dataSource: string): Promise<void> {
+/** The loss the config names, else the one a saved model.json was compiled with (its trainingConfig), else undefined (read from the output). */
+function resolveLoss(given: unknown, source: string, method: string, dataSource: string, classes: number): LossKind | undefined {
+  const loss = given === undefined ? savedLoss(source) : oneOf('loss', given, LOSS_KINDS);
+  if (loss === undefined) return undefined;
+  if (method !== 'data-parallel' && loss !== 'categorical') bad('loss', `--method ${method} trains a classifier head with categorical cross-entropy; '${loss}' applies to data-parallel`);
+  if (loss === 'mse' && (BUILTIN_DATASETS as readonly string[]).includes(dataSource)) {
+    bad('loss', `mse (regression) needs float targets: a data module whose read(index, out, offset) returns the target; '${dataSource}' has class labels`);
+  }
+  if (loss === 'binary' && classes !== 2) bad('loss', `binary cross-entropy needs two classes; the data has ${classes}`);
+  return loss;
+}
+
+/** The loss in a saved model.json's trainingConfig (written when the model was compiled before saving), as a tandem loss. */
+function savedLoss(source: string): LossKind | undefined {
+  if (!source.endsWith('.json')) return undefined;
+  let json: { trainingConfig?: { loss?: unknown } };
+  try {
+    json = JSON.parse(readFileSync(source.startsWith('file:') ? fileURLToPath(source) : source, 'utf8')) as typeof json;
+  } catch {
+    return undefined; // the model loader reports an unreadable model.json
+  }
+  const saved = json.trainingConfig?.loss;
+  if (saved === undefined) return undefined;
+  const name = typeof saved === 'string' ? saved : JSON.stringify(saved);
+  const kinds: Record<string, LossKind> = {
+    sparseCategoricalCrossentropy: 'categorical', categoricalCrossentropy: 'categorical', sparse_categorical_crossentropy: 'categorical',
+    categorical_crossentropy: 'categorical', binaryCrossentropy: 'binary', binary_crossentropy: 'binary',
+    meanSquaredError: 'mse', mean_squared_error: 'mse', mse: 'mse',
+  };
+  const kind = kinds[name];
+  if (!kind) bad('loss', `${source} was compiled with loss ${name}, which tandem does not train; give loss: categorical, binary or mse`);
+  return kind;
+}
+
+async function checkModuleModelShapes(spec: ModelSpec, sampleShape: number[], classes: number, modelSource: string, dataSource: string,
+  loss?: LossKind): Promise<void> {
   const tf = await import('@tensorflow/tfjs');
   const { buildModel } = await import('./model/resolve-model.js');
   const { assertTrainable } = await import('./model/trainability.js');
@@ -223,7 +262,10 @@ async function checkModuleModelShapes(spec: ModelSpec, sampleShape: number[], cl
       throw new TandemError('SHAPE_MISMATCH', `model '${modelSource}' takes inputs of shape [${input.join(', ')}] but data '${dataSource}' gives [${sampleShape.join(', ')}]`);
     }
     const binary = classes === 2 && output[0] === 1; // one score (sigmoid or logit) for two classes
-    if (output.length !== 1 || (output[0] !== classes && !binary)) {
+    if (loss === 'mse' && (output.length !== 1 || output[0] !== 1)) {
+      throw new TandemError('SHAPE_MISMATCH', `model '${modelSource}' outputs shape [${output.join(', ')}]; loss mse trains one output against one float target per sample`);
+    }
+    if (loss !== 'mse' && (output.length !== 1 || (output[0] !== classes && !binary))) {
       throw new TandemError('SHAPE_MISMATCH', `model '${modelSource}' outputs shape [${output.join(', ')}] but data '${dataSource}' has ${classes} classes ` +
         `(give ${classes} outputs${classes === 2 ? ', or 1 for binary cross-entropy' : ''})`);
     }

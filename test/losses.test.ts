@@ -15,7 +15,7 @@ const model = (name: string) => fileURLToPath(new URL(`../../test/fixtures/model
 const backend = process.env.TANDEM_BACKEND as TrainConfig['backend'] | undefined;
 
 /** tfjs's own model.fit over the run's global batches (sgd, no shuffling): the single-engine answer. */
-async function fitReference(config: TrainConfig, loss: 'sparseCategoricalCrossentropy' | 'binaryCrossentropy'): Promise<TrainSummary['weights']> {
+async function fitReference(config: TrainConfig, loss: 'sparseCategoricalCrossentropy' | 'binaryCrossentropy' | 'meanSquaredError'): Promise<TrainSummary['weights']> {
   const cfg = await resolveConfig({ ...config, devices: 1 });
   await startBackend(tf, cfg.backend);
   const m = await buildModel(tf, cfg.model);
@@ -27,7 +27,7 @@ async function fitReference(config: TrainConfig, loss: 'sparseCategoricalCrossen
     sampler.batchIndices(s).forEach((index, i) => { const k = (s - 1) * cfg.batch + i; y[k] = ds.read(index, x, k * per); });
   }
   m.compile({ optimizer: tf.train.sgd(cfg.optimizer.lr), loss });
-  const ys = loss === 'binaryCrossentropy' ? tf.tensor2d(y, [n, 1]) : tf.tensor1d(y);
+  const ys = loss === 'sparseCategoricalCrossentropy' ? tf.tensor1d(y) : tf.tensor2d(y, [n, 1]);
   await m.fit(tf.tensor(x, [n, ...cfg.sampleShape]), ys, { batchSize: cfg.batch, epochs: 1, shuffle: false, verbose: 0 });
   return m.trainableWeights.map(w => ({ name: w.originalName, shape: [...w.shape] as number[], values: w.read().dataSync() as Float32Array }));
 }
@@ -69,4 +69,38 @@ t.test('the comparison can fail: the same model without its regularizers trains 
 
 t.test('a binary model is refused for more than two classes, with the fix', async t => {
   await t.rejects(resolveConfig({ ...base, model: model('binary-sigmoid'), classes: 3 }), { code: 'SHAPE_MISMATCH', message: /outputs shape \[1\] but data .* has 3 classes/ });
+});
+
+t.test('regression: loss mse with float targets from a data module; 1 and 3 devices = model.fit with meanSquaredError', async t => {
+  const cfg: TrainConfig = { ...base, model: model('regressor'), data: fileURLToPath(new URL('../../test/fixtures/regression.mjs', import.meta.url)),
+    classes: undefined, imageSize: undefined, loss: 'mse', lr: 0.05 };
+  const ref = await fitReference(cfg, 'meanSquaredError');
+  for (const devices of [1, 3]) {
+    const run = await train({ ...cfg, devices });
+    const worst = worstDifference(run.weights, ref);
+    t.ok(worst < 1e-5, `${devices} device(s): max |param - model.fit| = ${worst.toExponential(2)} < 1e-5`);
+    t.ok(run.finalLoss < run.history[0].loss, `the squared error falls: ${run.history[0].loss.toFixed(4)} -> ${run.finalLoss.toFixed(4)}`);
+    t.ok(Number.isNaN(run.finalAccuracy), 'no accuracy for a regression');
+  }
+  await t.rejects(resolveConfig({ ...base, model: 'mlp', loss: 'mse' }), { code: 'BAD_CONFIG', message: /mse \(regression\) needs float targets/ });
+});
+
+t.test('a saved model.json carries the loss it was compiled with (trainingConfig); one tandem cannot train is refused', async t => {
+  const { mkdtempSync, writeFileSync, readFileSync } = await import('node:fs');
+  const os = await import('node:os');
+  const path = await import('node:path');
+  const out = mkdtempSync(path.join(os.tmpdir(), 'tandem-saved-'));
+  const first = await train({ ...base, model: model('binary-sigmoid'), classes: 2, devices: 1, steps: 1, out });
+  t.ok(first.modelPath, 'a model.json written');
+  const json = JSON.parse(readFileSync(first.modelPath!, 'utf8')) as Record<string, unknown>;
+  const withLoss = (loss: string) => {
+    const file = path.join(out, `compiled-${loss}.json`);
+    writeFileSync(file, JSON.stringify({ ...json, trainingConfig: { loss, optimizer_config: { class_name: 'SGD', config: {} } } })); // weights beside it
+    return file;
+  };
+  const cfg = await resolveConfig({ ...base, model: withLoss('binaryCrossentropy'), classes: 2 });
+  t.equal(cfg.loss, 'binary', 'binaryCrossentropy read from trainingConfig');
+  await t.rejects(resolveConfig({ ...base, model: withLoss('hinge'), classes: 2 }), { code: 'BAD_CONFIG', message: /compiled with loss hinge, which tandem does not train/ });
+  const given = await resolveConfig({ ...base, model: withLoss('hinge'), classes: 2, loss: 'binary' });
+  t.equal(given.loss, 'binary', 'the config\'s loss wins over the saved one');
 });

@@ -202,12 +202,13 @@ export class DeviceReplica {
     const slot = inputSlotIndex(this.local, s % INPUT_SLOTS);
     const x = new Float32Array(buffers.inputs, slot * buffers.inputSlotSize * 4, buffers.inputSlotSize);
     const y = new Int32Array(buffers.labels, slot * buffers.labelSlotSize * 4, buffers.labelSlotSize);
+    const targets = cfg.loss === 'mse' ? new Float32Array(buffers.labels, slot * buffers.labelSlotSize * 4, buffers.labelSlotSize) : undefined;
     const t1 = wallNow();
     this.span('load', 'load', t0, t1);
     this.enter('forward');
     random.at(cfg.seed, this.rank, s);
     const xs = tf.tensor(x, [cfg.perDevice, ...cfg.sampleShape], 'float32');
-    const ys = tf.tensor(y, [cfg.perDevice], 'int32');
+    const ys = targets ? tf.tensor(targets, [cfg.perDevice], 'float32') : tf.tensor(y, [cfg.perDevice], 'int32');
     let backwardStart = 0;
     // Marks the start of backward: its gradient is the first one backward runs.
     const backwardMarker = tf.customGrad(((t: Tensor) => ({

@@ -50,7 +50,8 @@ export class ProgressDisplay {
     if (this.mode.quiet) return;
     const inEpoch = m.step - this.epochStart + 1;
     const overlap = overlapShare(this.recent.filter(s => s.step === m.step - 1));
-    const text = `loss ${m.loss.toFixed(4)}  acc ${(m.accuracy * 100).toFixed(1)}%  ${m.samplesPerSecond.toFixed(0)} samples/s  overlap ${(overlap * 100).toFixed(0)}%`;
+    const acc = Number.isNaN(m.accuracy) ? '' : `  acc ${(m.accuracy * 100).toFixed(1)}%`; // regression has no accuracy
+    const text = `loss ${m.loss.toFixed(4)}${acc}  ${m.samplesPerSecond.toFixed(0)} samples/s  overlap ${(overlap * 100).toFixed(0)}%`;
     this.recent = this.recent.filter(s => s.step >= m.step - 1);
     if (this.mode.tty) {
       const width = 24, done = Math.min(width, Math.round((inEpoch / this.stepsPerEpoch) * width));

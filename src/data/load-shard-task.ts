@@ -20,6 +20,8 @@ export interface LoadShardTask {
   labelOffset: number;
   /** Method B: global label -> this device's local label (-1: not owned). */
   labelMap?: Int32Array;
+  /** Regression: `read` returns a float target, stored as float32 in the label slot (any finite value). */
+  floatTargets?: boolean;
   /** Test hook: fail this load. */
   fault?: 'throw' | 'exit' | 'hang' | 'nan';
 }
@@ -40,11 +42,15 @@ async function readShard(task: LoadShardTask): Promise<number> {
   const ds = await resolveDataset(task.dataset);
   const inputs = new Float32Array(task.inputs);
   const labels = new Int32Array(task.labels);
+  const targets = new Float32Array(task.labels);
   const per = sampleSize(ds.sampleShape);
   task.indices.forEach((index, i) => {
     const offset = task.inputOffset + i * per;
     const label = ds.read(index, inputs, offset);
-    if (!Number.isInteger(label) || label < 0 || label >= ds.classes) {
+    if (task.floatTargets) {
+      if (!Number.isFinite(label)) throw new TandemError('BAD_DATA', `dataset ${task.dataset.source}: sample ${index} has target ${label}, not a finite number`);
+      targets[task.labelOffset + i] = label;
+    } else if (!Number.isInteger(label) || label < 0 || label >= ds.classes) {
       throw new TandemError('BAD_DATA', `dataset ${task.dataset.source}: sample ${index} has label ${label}, outside [0, ${ds.classes})`);
     }
     for (let k = offset; k < offset + per; k++) {
@@ -56,7 +62,7 @@ async function readShard(task: LoadShardTask): Promise<number> {
       const local = task.labelMap[label];
       if (local < 0) throw new TandemError('BAD_DATA', `sample ${index} has label ${label}, which this device does not own (loader bug)`);
       labels[task.labelOffset + i] = local;
-    } else {
+    } else if (!task.floatTargets) {
       labels[task.labelOffset + i] = label;
     }
   });

@@ -45,6 +45,8 @@ export interface ShardLoaderOptions {
   poolPerDevice?: boolean;
   /** labelMap[d][label] = device d's local index of a global label (method B). */
   labelMaps?: Int32Array[];
+  /** Regression: the dataset's `read` returns float targets (stored as float32 in the label slots). */
+  floatTargets?: boolean;
   /** Global rank of each local device (default: the local index). Samplers, label maps and faults speak global ranks. */
   ranks?: readonly number[];
   /** Test hook: fail the load of (device, step). */
@@ -89,6 +91,7 @@ export class ShardLoader {
         labels: this.buffers.labels,
         labelOffset: at * this.buffers.labelSlotSize,
         labelMap: this.options.labelMaps?.[d],
+        floatTargets: this.options.floatTargets,
         fault: this.options.fault && this.options.fault.device === d && this.options.fault.step === step ? this.options.fault.kind : undefined,
       };
       this.pending.add(d);

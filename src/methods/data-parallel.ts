@@ -24,7 +24,7 @@ export const DATA_PARALLEL: TrainingMethod = {
   localState: false,
   exportDevice: cfg => ({ device: 0, always: cfg.trainSize < cfg.datasetSize }),
   createDevice({ tf, cfg, model }): DeviceMethod {
-    const spec = outputLossOf(model, cfg.classes);
+    const spec = outputLossOf(model, cfg.classes, cfg.loss);
     return {
       localVariables: [],
       loss(out, ys) {
@@ -40,7 +40,7 @@ export const DATA_PARALLEL: TrainingMethod = {
     };
   },
   async summarize({ cfg, artifacts }) {
-    if (cfg.trainSize >= cfg.datasetSize) return {};
+    if (cfg.trainSize >= cfg.datasetSize || cfg.loss === 'mse') return {}; // held-out accuracy: classification only
     const r = await evaluateHeldOut({ backend: cfg.backend, plugins: cfg.plugins, extractor: artifacts!, data: cfg.data, from: cfg.trainSize, to: cfg.datasetSize,
       classes: cfg.classes, embedding: cfg.classes, head: 'linear', maxSamples: cfg.evalSamples });
     return { heldOut: { samples: r.samples, accuracy: r.classifierAccuracy! } };

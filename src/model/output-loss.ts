@@ -9,7 +9,7 @@
 import type { LayersModel, Tensor, Tf } from '../engine/tfjs-types.js';
 
 export interface OutputLoss {
-  kind: 'categorical' | 'binary';
+  kind: 'categorical' | 'binary' | 'mse';
   /** The output is already a probability (softmax / sigmoid), not a logit. */
   fromProbabilities: boolean;
 }
@@ -25,16 +25,21 @@ export function outputActivation(model: LayersModel): string {
   return typeof activation === 'string' ? activation : 'linear';
 }
 
-/** What the model's output is, for `classes` classes (a single output on two classes is binary). */
-export function outputLossOf(model: LayersModel, classes: number): OutputLoss {
+/** What the model's output is, for `classes` classes (a single output on two classes is binary), unless `kind` says. */
+export function outputLossOf(model: LayersModel, classes: number, kind?: OutputLoss['kind']): OutputLoss {
+  if (kind === 'mse') return { kind, fromProbabilities: false };
+  if (kind) return { kind, fromProbabilities: outputActivation(model) === (kind === 'binary' ? 'sigmoid' : 'softmax') };
   const units = model.outputs[0].shape[model.outputs[0].shape.length - 1];
   const activation = outputActivation(model);
   if (units === 1 && classes === 2) return { kind: 'binary', fromProbabilities: activation === 'sigmoid' };
   return { kind: 'categorical', fromProbabilities: activation === 'softmax' };
 }
 
-/** The mean loss of `output` against integer `labels`, and the number of correct predictions. */
+/** The mean loss of `output` against `labels` (integer classes; float targets for mse), and the number of correct predictions (NaN for mse). */
 export function outputLoss(tf: Tf, output: Tensor, labels: Tensor, spec: OutputLoss, classes: number): { loss: Tensor; correct: Tensor } {
+  if (spec.kind === 'mse') {
+    return { loss: tf.losses.meanSquaredError(tf.reshape(labels, output.shape), output), correct: tf.scalar(NaN) };
+  }
   if (spec.kind === 'categorical') {
     const oneHot = tf.oneHot(labels as import('@tensorflow/tfjs').Tensor1D, classes);
     const loss = spec.fromProbabilities

@@ -30,20 +30,21 @@ export async function trainReference(config: TrainConfig, options: ReferenceOpti
     if (!w) throw new Error(`trainReference: the model has no weight named ${name}`);
     w.write(tf.tensor(values, w.shape as number[], 'float32'));
   }
-  const spec = outputLossOf(model, cfg.classes);
+  const spec = outputLossOf(model, cfg.classes, cfg.loss);
+  const floatTargets = cfg.loss === 'mse';
   const ds = await resolveDataset(cfg.data);
   const sampler = new GlobalBatchSampler(cfg.datasetSize, cfg.batch, cfg.seed);
   const o = cfg.optimizer;
   const optimizer = o.kind === 'adam' ? tf.train.adam(o.lr, o.beta1, o.beta2, o.epsilon)
     : o.momentum > 0 ? tf.train.momentum(o.lr, o.momentum) : tf.train.sgd(o.lr);
   const per = sampleSize(cfg.sampleShape);
-  const x = new Float32Array(cfg.batch * per), y = new Int32Array(cfg.batch);
+  const x = new Float32Array(cfg.batch * per), y = floatTargets ? new Float32Array(cfg.batch) : new Int32Array(cfg.batch);
   const losses: number[] = [];
   const vars = model.trainableWeights.map(w => w.read() as tf.Variable);
   for (let step = 1; step <= cfg.steps; step++) {
     sampler.batchIndices(step).forEach((index, i) => { y[i] = ds.read(index, x, i * per); });
     const loss = tf.tidy(() => {
-      const xs = tf.tensor(x, [cfg.batch, ...cfg.sampleShape]), ys = tf.tensor(y, [cfg.batch], 'int32');
+      const xs = tf.tensor(x, [cfg.batch, ...cfg.sampleShape]), ys = tf.tensor(y, [cfg.batch], floatTargets ? 'float32' : 'int32');
       return optimizer.minimize(() => {
         const { loss, correct } = outputLoss(tf, model.apply(xs, { training: true }) as tf.Tensor, ys, spec, cfg.classes);
         correct.dispose();
