@@ -4,6 +4,7 @@
  * PyTorch (when `python3 -c "import torch"` works here).
  *  1. Every kernel of an alexnet-mini training step at its real shape (batch 32):
  *     native, cpu (tfjs's, with tandem's Conv2DBackpropFilter), wasm: median ms.
+ *     Then the kernels of depthwise convolution, BatchNormalization (training) and an embedding.
  *  2. One training step of alexnet-mini (batch 32, one device, steady state) per
  *     tandem backend, and PyTorch's single-thread step of the same model, in this run.
  */
@@ -46,6 +47,27 @@ function alexnetMiniKernels(b: number): KernelCase[] {
   return cases;
 }
 
+/** The kernels of the layers issue 13 asked about: depthwise convolution, BatchNormalization in training, an embedding. */
+function otherLayerKernels(b: number): KernelCase[] {
+  const x = [b, 16, 16, 32], w = [3, 3, 32, 1];
+  const ids = (a: tf.Tensor) => tf.cast(tf.mul(tf.abs(a), 999), 'int32'); // 0..999 from the random inputs
+  const bnTraining = (a: tf.Tensor) => {
+    const { mean, variance } = tf.moments(a, [0, 1, 2]);
+    return tf.batchNorm(a as tf.Tensor4D, mean, variance, tf.zeros([32]), tf.ones([32]), 1e-3);
+  };
+  return [
+    { name: `depthwise conv forward ${x.join('x')} * 3x3x32x1`, inputs: [x, w], run: (a, k) => tf.depthwiseConv2d(a as tf.Tensor4D, k as tf.Tensor4D, 1, 'same') },
+    { name: 'depthwise conv backprop input', inputs: [x, w], run: (g, k) =>
+      tf.engine().runKernel('DepthwiseConv2dNativeBackpropInput', { dy: g, filter: k }, { strides: 1, pad: 'same', dilations: 1, inputShape: x }) as tf.Tensor },
+    { name: 'depthwise conv backprop filter', inputs: [x, x], run: (a, g) =>
+      tf.engine().runKernel('DepthwiseConv2dNativeBackpropFilter', { x: a, dy: g }, { strides: 1, pad: 'same', dilations: 1, filterShape: w }) as tf.Tensor },
+    { name: `batch norm training forward ${x.join('x')} (moments + batchNorm)`, inputs: [x], run: a => bnTraining(a) },
+    { name: 'batch norm training gradient (dx)', inputs: [x, x], run: (a, g) => tf.grad(t => tf.sum(tf.mul(bnTraining(t), g)))(a) },
+    { name: `embedding gather ${b * 16} ids from 1000x64`, inputs: [[b * 16], [1000, 64]], run: (a, table) => tf.gather(table, ids(a)) },
+    { name: 'embedding gradient (UnsortedSegmentSum) into 1000x64', inputs: [[b * 16], [b * 16, 64]], run: (a, g) => tf.unsortedSegmentSum(g, ids(a), 1000) },
+  ];
+}
+
 /** Median ms of `run` on `backend`: repeats until ~300 ms or 25 runs (at least 2, the first discarded). */
 function timeKernel(backend: KernelBackend, c: KernelCase): number {
   tf.setBackend(backend);
@@ -74,7 +96,7 @@ export async function runKernelBench(opts: KernelBenchOptions): Promise<void> {
   console.log(`kernels bench: alexnet-mini shapes, batch ${opts.batch}, one thread per engine; ${os.cpus().length} cores; ` +
     (native.loaded ? `native = oneDNN ${native.addon.version().onednn}` : `native backend unavailable (${native.reason})`));
   for (const b of backends) await startBackend(tf, b);
-  const kernels = alexnetMiniKernels(opts.batch).map(c => {
+  const kernels = [...alexnetMiniKernels(opts.batch), ...otherLayerKernels(opts.batch)].map(c => {
     const row: Record<string, number | string> = { kernel: c.name };
     for (const b of backends) row[b] = timeKernel(b, c);
     return row;

@@ -255,6 +255,10 @@ async function checkModuleModelShapes(spec: ModelSpec, sampleShape: number[], cl
   if (tf.getBackend() !== 'cpu') await tf.setBackend('cpu');
   const model = await buildModel(tf, spec);
   try {
+    if (model.inputs.length !== 1 || model.outputs.length !== 1) {
+      throw new TandemError('SHAPE_MISMATCH', `model '${modelSource}' has ${model.inputs.length} inputs and ${model.outputs.length} outputs; tandem trains ` +
+        'models with one input (the data\'s sample) and one output (the loss\'s). Concatenate inputs in the data module, or train each output as its own model');
+    }
     const input = model.inputs[0].shape.slice(1);
     const output = model.outputs[0].shape.slice(1);
     const fits = input.length === sampleShape.length && input.every((d, i) => d === null || d === sampleShape[i]);

@@ -37,6 +37,7 @@ t.test('a model that cannot be trained is refused before any thread starts, nami
   const base: TrainConfig = { data: 'synthetic-images', imageSize: [4, 4, 1], classes: 3, datasetSize: 48, batch: 12, steps: 2, backend };
   await t.rejects(resolveConfig({ ...base, model: fixture('models/strided-slice') }),
     { code: 'BAD_CONFIG', message: /layer 'every_other' \(EveryOther\) runs the kernel StridedSlice, which has no gradient.*trainable: false.*tf\.slice/ });
+  await t.rejects(resolveConfig({ ...base, model: fixture('models/two-outputs') }), { code: 'SHAPE_MISMATCH', message: /1 inputs and 2 outputs; tandem trains models with one input/ });
   const s = await train({ ...base, model: fixture('models/strided-slice-first'), devices: 2 });
   t.equal(s.steps, 2, 'the same layer before every trainable weight needs no gradient: it trains');
 });
