@@ -64,7 +64,7 @@ function otherLayerKernels(b: number): KernelCase[] {
     { name: `batch norm training forward ${x.join('x')} (moments + batchNorm)`, inputs: [x], run: a => bnTraining(a) },
     { name: 'batch norm training gradient (dx)', inputs: [x, x], run: (a, g) => tf.grad(t => tf.sum(tf.mul(bnTraining(t), g)))(a) },
     { name: `embedding gather ${b * 16} ids from 1000x64`, inputs: [[b * 16], [1000, 64]], run: (a, table) => tf.gather(table, ids(a)) },
-    { name: 'embedding gradient (UnsortedSegmentSum) into 1000x64', inputs: [[b * 16], [b * 16, 64]], run: (a, g) => tf.unsortedSegmentSum(g, ids(a), 1000) },
+    { name: 'embedding gradient (UnsortedSegmentSum) into 1000x64', inputs: [[b * 16], [b * 16, 64]], run: (a, g) => tf.unsortedSegmentSum(g, ids(a) as tf.Tensor1D, 1000) },
   ];
 }
 

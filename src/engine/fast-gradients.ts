@@ -61,6 +61,7 @@ export function installFastGradients(tf: Tf, backendName: string = tf.getBackend
     once('BatchMatMul', () => registerExplicitTransposeMatMul(tf, backendName, 'BatchMatMul'));
     once('_FusedMatMul', () => registerExplicitTransposeMatMul(tf, backendName, '_FusedMatMul'));
   }
+  if (SEGMENT_SUM_BACKENDS.has(backendName)) once('UnsortedSegmentSum', () => registerSegmentSum(tf, backendName));
   once('Conv2D-gradient', () => registerConvGradient(tf));
   return { backend: backendName, installed };
 }
@@ -147,7 +148,52 @@ function registerConvBackpropFilterKernel(tf: Tf, backendName: string): void {
 
 /** Runs a stock cpu kernel for a backend that lacks it: inputs copied to cpu, result copied back. */
 /** Kernels wasm (tfjs-backend-wasm 4.22) has no implementation of, whose gradients common layers use. */
-export const WASM_MISSING_TRAINING_KERNELS = ['DepthwiseConv2dNativeBackpropFilter', 'DepthwiseConv2dNativeBackpropInput', 'UnsortedSegmentSum', 'Einsum'] as const;
+export const WASM_MISSING_TRAINING_KERNELS = ['DepthwiseConv2dNativeBackpropFilter', 'DepthwiseConv2dNativeBackpropInput', 'Einsum'] as const;
+
+/** Backends whose UnsortedSegmentSum (the Embedding gradient) tandem replaces by one pass over the rows. */
+const SEGMENT_SUM_BACKENDS = new Set(['cpu', 'native', 'wasm']);
+
+/**
+ * UnsortedSegmentSum in one pass: out[ids[i]] += x[i], accumulated in float64 in row order, rounded once
+ * — the bits of tfjs's cpu kernel (a masked sum per segment, accumulated the same way), without its
+ * numSegments passes over x (seconds for an embedding gradient of 1,000 rows). Ids outside
+ * [0, numSegments) are skipped, as the mask skips them.
+ */
+export function segmentSum(x: ArrayLike<number>, ids: ArrayLike<number>, numSegments: number, rowSize: number, out: Float32Array | Int32Array): void {
+  const acc = new Float64Array(numSegments * rowSize);
+  for (let i = 0; i < ids.length; i++) {
+    const s = ids[i];
+    if (!(s >= 0 && s < numSegments)) continue;
+    const from = i * rowSize, to = s * rowSize;
+    for (let k = 0; k < rowSize; k++) acc[to + k] += x[from + k];
+  }
+  out.set(acc);
+}
+
+function registerSegmentSum(tf: Tf, backendName: string): void {
+  if (tf.getKernel('UnsortedSegmentSum', backendName)) tf.unregisterKernel('UnsortedSegmentSum', backendName);
+  tf.registerKernel({
+    kernelName: 'UnsortedSegmentSum',
+    backendName,
+    kernelFunc: ((args: Parameters<KernelFunc>[0]) => {
+      const { inputs, backend, attrs } = args;
+      const { x, segmentIds } = inputs as { x: TensorInfo; segmentIds: TensorInfo };
+      const numSegments = attrs.numSegments as number;
+      const idCount = segmentIds.shape.reduce((a, b) => a * b, 1);
+      const rowSize = x.shape.reduce((a, b) => a * b, 1) / Math.max(1, idCount);
+      const outShape = [numSegments, ...x.shape.slice(segmentIds.shape.length)];
+      const out = x.dtype === 'int32' ? new Int32Array(numSegments * rowSize) : new Float32Array(numSegments * rowSize);
+      segmentSum(backend.readSync(x.dataId) as Float32Array, backend.readSync(segmentIds.dataId) as Int32Array, numSegments, rowSize, out);
+      return makeOutput(backendName, backend, outShape, x.dtype === 'int32' ? 'int32' : 'float32', out);
+    }) as never,
+  });
+}
+
+/** A new tensor of `values` on `backend` (wasm writes through its makeOutput, the cpu-based backends through makeTensorInfo). */
+function makeOutput(backendName: string, backend: unknown, shape: number[], dtype: 'float32' | 'int32', values: Float32Array | Int32Array): TensorInfo {
+  const b = backend as { makeOutput(s: number[], d: string, m: null, v: unknown): TensorInfo; makeTensorInfo(s: number[], d: string, v: unknown): TensorInfo };
+  return backendName === 'wasm' ? b.makeOutput(shape, dtype, null, values) : b.makeTensorInfo(shape, dtype, values);
+}
 
 /** `kernelName` on `backendName`, computed by the cpu backend's kernel on a copy of the inputs. */
 function registerOnCpu(tf: Tf, backendName: string, kernelName: string): void {
