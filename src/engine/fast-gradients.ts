@@ -21,6 +21,7 @@
  *   explicitly first (wasm runs transpose-flagged matmul far slower).
  */
 import { pair } from './kernel-attrs.js';
+import { registerDepthwiseFilterKernel } from './depthwise-filter-kernel.js';
 import type { Tf, TensorInfo, KernelBackend, Tensor } from './tfjs-types.js';
 
 type KernelFunc = (args: { inputs: Record<string, TensorInfo>; backend: KernelBackend; attrs: Record<string, unknown> }) => TensorInfo | TensorInfo[];
@@ -61,7 +62,10 @@ export function installFastGradients(tf: Tf, backendName: string = tf.getBackend
     once('BatchMatMul', () => registerExplicitTransposeMatMul(tf, backendName, 'BatchMatMul'));
     once('_FusedMatMul', () => registerExplicitTransposeMatMul(tf, backendName, '_FusedMatMul'));
   }
-  if (SEGMENT_SUM_BACKENDS.has(backendName)) once('UnsortedSegmentSum', () => registerSegmentSum(tf, backendName));
+  if (SEGMENT_SUM_BACKENDS.has(backendName)) {
+    once('UnsortedSegmentSum', () => registerSegmentSum(tf, backendName));
+    once('DepthwiseConv2dNativeBackpropFilter', () => registerDepthwiseFilterKernel(tf, backendName, (args: Parameters<KernelFunc>[0]) => delegateToCpu(tf, 'DepthwiseConv2dNativeBackpropFilter', args)));
+  }
   once('Conv2D-gradient', () => registerConvGradient(tf));
   return { backend: backendName, installed };
 }
@@ -148,7 +152,7 @@ function registerConvBackpropFilterKernel(tf: Tf, backendName: string): void {
 
 /** Runs a stock cpu kernel for a backend that lacks it: inputs copied to cpu, result copied back. */
 /** Kernels wasm (tfjs-backend-wasm 4.22) has no implementation of, whose gradients common layers use. */
-export const WASM_MISSING_TRAINING_KERNELS = ['DepthwiseConv2dNativeBackpropFilter', 'DepthwiseConv2dNativeBackpropInput', 'Einsum'] as const;
+export const WASM_MISSING_TRAINING_KERNELS = ['DepthwiseConv2dNativeBackpropInput', 'Einsum'] as const;
 
 /** Backends whose UnsortedSegmentSum (the Embedding gradient) tandem replaces by one pass over the rows. */
 const SEGMENT_SUM_BACKENDS = new Set(['cpu', 'native', 'wasm']);
