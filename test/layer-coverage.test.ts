@@ -3,16 +3,12 @@
 // the global batch (within 1e-5).
 import t from 'tap';
 import { fileURLToPath } from 'node:url';
-import { train, trainReference, type TrainConfig, type TrainSummary } from '../src/index.js';
+import { train, trainReference, type TrainConfig } from '../src/index.js';
+import { worstDifference } from './fixtures/weights-difference.js';
 
 const fixture = (name: string) => fileURLToPath(new URL(`../../test/fixtures/${name}.mjs`, import.meta.url));
 const backend = process.env.TANDEM_BACKEND as TrainConfig['backend'] | undefined;
 
-function worstDifference(a: TrainSummary['weights'], b: TrainSummary['weights']): number {
-  let worst = 0;
-  a.forEach((w, k) => w.values.forEach((v, i) => { worst = Math.max(worst, Math.abs(v - b[k].values[i])); }));
-  return worst;
-}
 
 const cases: [string, TrainConfig][] = [
   ['DepthwiseConv2D + SeparableConv2D', { model: fixture('models/depthwise'), data: 'synthetic-images', imageSize: [8, 8, 3], classes: 4 }],

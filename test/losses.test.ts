@@ -6,6 +6,7 @@ import t from 'tap';
 import { fileURLToPath } from 'node:url';
 import * as tf from '@tensorflow/tfjs';
 import { train, resolveConfig, startBackend, type TrainConfig, type TrainSummary } from '../src/index.js';
+import { worstDifference } from './fixtures/weights-difference.js';
 import { buildModel } from '../src/model/resolve-model.js';
 import { resolveDataset } from '../src/data/resolve-dataset.js';
 import { GlobalBatchSampler } from '../src/data/sampler.js';
@@ -32,11 +33,6 @@ async function fitReference(config: TrainConfig, loss: 'sparseCategoricalCrossen
   return m.trainableWeights.map(w => ({ name: w.originalName, shape: [...w.shape] as number[], values: w.read().dataSync() as Float32Array }));
 }
 
-function worstDifference(a: TrainSummary['weights'], b: TrainSummary['weights']): number {
-  let worst = 0;
-  a.forEach((w, k) => w.values.forEach((v, i) => { worst = Math.max(worst, Math.abs(v - b[k].values[i])); }));
-  return worst;
-}
 
 const base: TrainConfig = { data: 'synthetic-images', imageSize: [6, 6, 1], classes: 4, datasetSize: 96, batch: 12, steps: 6,
   optimizer: 'sgd', lr: 0.1, momentum: 0, seed: 11, backend };

@@ -7,20 +7,13 @@ import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { train, trainReference, type TrainConfig, type TrainSummary } from '../src/index.js';
+import { train, trainReference, type TrainConfig } from '../src/index.js';
+import { worstDifference } from './fixtures/weights-difference.js';
 
 const model = (name: string) => fileURLToPath(new URL(`../../test/fixtures/models/${name}.mjs`, import.meta.url));
 const transportPlugin = fileURLToPath(new URL('./fixtures/message-port-transport.js', import.meta.url));
 const backend = process.env.TANDEM_BACKEND as TrainConfig['backend'] | undefined;
 
-function worstDifference(a: TrainSummary['weights'], b: TrainSummary['weights']): number {
-  let worst = 0;
-  a.forEach((w, k) => {
-    if (w.name !== b[k].name) throw new Error(`weight ${k}: ${w.name} against ${b[k].name}`);
-    w.values.forEach((v, i) => { worst = Math.max(worst, Math.abs(v - b[k].values[i])); });
-  });
-  return worst;
-}
 
 const images: TrainConfig = { data: 'synthetic-images', imageSize: [8, 8, 3], classes: 4, datasetSize: 96, batch: 12, steps: 5,
   optimizer: 'sgd', lr: 0.05, momentum: 0.9, seed: 7, backend };

@@ -12,6 +12,7 @@ import { startBackend } from '../engine/backend.js';
 import { getEngine } from '../engine/engine-registry.js';
 import { buildTrainingModel } from '../model/resolve-model.js';
 import { withRegularization } from '../model/output-loss.js';
+import { readFlat, writeFlat } from '../model/flat-weights.js';
 import { seedRandomLayers, type RandomLayerSeeds } from '../model/seeded-random-layers.js';
 import { batchNormalizationLayers, syncBatchNormalization } from '../model/sync-batch-norm.js';
 import { layoutParameters, type ParameterGroup, type ParameterLayout } from '../model/parameter-layout.js';
@@ -271,20 +272,9 @@ export class DeviceReplica {
 
   /** The mean of `vars` over every device, written back: afterwards every device holds the same bits. */
   private async averageState(vars: LayerVariable[]): Promise<void> {
-    const { collective } = this.needAttached();
-    const parts = vars.map(v => v.read().dataSync() as Float32Array);
-    const flat = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
-    let at = 0;
-    for (const p of parts) { flat.set(p, at); at += p.length; }
-    await collective!.allReduce(flat, 0, flat.length, 'mean');
-    at = 0;
-    for (const v of vars) {
-      const size = (v.shape as number[]).reduce((a, b) => a * b, 1);
-      const t = tf.tensor(flat.subarray(at, at + size), v.shape as number[], 'float32');
-      v.write(t);
-      t.dispose();
-      at += size;
-    }
+    const flat = readFlat(vars);
+    await this.needAttached().collective!.allReduce(flat, 0, flat.length, 'mean');
+    writeFlat(tf, vars, flat);
   }
 
   async finish(lastStep: number, exportModel: boolean): Promise<void> {
@@ -303,23 +293,12 @@ export class DeviceReplica {
 
 /** The model's non-trainable weights, model order, as one flat array. */
 function readState(model: LayersModel): Float32Array {
-  const parts = model.nonTrainableWeights.map(w => w.read().dataSync() as Float32Array);
-  const out = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) { out.set(p, at); at += p.length; }
-  return out;
+  return readFlat(model.nonTrainableWeights);
 }
 
 /** Sets the model's non-trainable weights from one flat array (model order). */
 function writeState(model: LayersModel, flat: Float32Array): void {
-  let at = 0;
-  for (const w of model.nonTrainableWeights) {
-    const size = (w.shape as number[]).reduce((a, b) => a * b, 1);
-    const t = tf.tensor(flat.subarray(at, at + size), w.shape as number[], 'float32');
-    w.write(t);
-    t.dispose();
-    at += size;
-  }
+  writeFlat(tf, model.nonTrainableWeights, flat);
 }
 
 /** Names of the BatchNormalization layers of `model`, nested models included. */

@@ -1,0 +1,21 @@
+/** A list of model weights as one flat Float32Array (in list order), and back: how state crosses threads and collectives. */
+import type { LayerVariable, Tf } from '../engine/tfjs-types.js';
+
+export function readFlat(vars: readonly LayerVariable[]): Float32Array {
+  const parts = vars.map(v => v.read().dataSync() as Float32Array);
+  const out = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) { out.set(p, at); at += p.length; }
+  return out;
+}
+
+export function writeFlat(tf: Tf, vars: readonly LayerVariable[], flat: Float32Array): void {
+  let at = 0;
+  for (const v of vars) {
+    const size = (v.shape as number[]).reduce((a, b) => a * b, 1);
+    const t = tf.tensor(flat.subarray(at, at + size), v.shape as number[], 'float32');
+    v.write(t);
+    t.dispose();
+    at += size;
+  }
+}
