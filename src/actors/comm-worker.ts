@@ -45,7 +45,7 @@ port.once('message', (msg: ToComm) => {
 });
 
 async function run(msg: ToComm, control: ControlBlock, at: (step: number, phase: Phase) => void): Promise<void> {
-  const { device: { local: device, rank }, config, buffers, groups } = msg;
+  const { device: { local: device }, config } = msg;
   const arithmetic = getEngine(config.backend).arithmetic();
   const collective = openCollective(msg.collective, {
     timeoutMs: 2 * config.stallTimeoutMs, isAborted: () => control.aborted, heartbeat: () => control.beat(device, 'comm'), reducer: arithmetic,

@@ -182,7 +182,8 @@ export class DeviceReplica {
 
   snapshot(step: number): void {
     const { method, model } = this.needAttached();
-    this.send({ type: 'headSnapshot', device: this.rank, step, head: method.snapshot(), state: readState(model) });
+    // The non-trainable weights are the same on every device at a checkpoint: the first device of the process sends them.
+    this.send({ type: 'headSnapshot', device: this.rank, step, head: method.snapshot(), state: this.local === 0 ? readState(model) : undefined });
   }
 
   restore(head: HeadState): void {

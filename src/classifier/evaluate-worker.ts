@@ -67,8 +67,9 @@ async function evaluate(req: EvaluateRequest): Promise<{ samples: number; centre
   const headW = req.w;
   if (!headW) { // the model is the classifier: its outputs are the class scores
     let correct = 0;
-    const binary = E === 1 && outputLossOf(model, C).kind === 'binary';
-    const threshold = outputLossOf(model, C).fromProbabilities ? 0.5 : 0;
+    const spec = outputLossOf(model, C);
+    const binary = E === 1 && spec.kind === 'binary';
+    const threshold = spec.fromProbabilities ? 0.5 : 0;
     for (let i = 0; i < n; i++) {
       if (binary) { if (Number(raw[i] > threshold) === labels[i]) correct++; continue; }
       let best = 0;

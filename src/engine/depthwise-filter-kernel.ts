@@ -8,6 +8,7 @@
  */
 import type { NamedAttrMap } from '@tensorflow/tfjs-core';
 import type { Tf, TensorInfo } from './tfjs-types.js';
+import { kernelOutput } from './kernel-output.js';
 
 export interface DepthwiseGeometry {
   batch: number; inHeight: number; inWidth: number; inChannels: number;
@@ -70,8 +71,7 @@ export function registerDepthwiseFilterKernel(tf: Tf, backendName: string, onCpu
         filterHeight: info.filterHeight, filterWidth: info.filterWidth, strideHeight: info.strideHeight, strideWidth: info.strideWidth,
         top: info.padInfo.top, left: info.padInfo.left,
       });
-      const b = backend as unknown as { makeOutput(s: number[], d: string, m: null, v: unknown): TensorInfo; makeTensorInfo(s: number[], d: string, v: unknown): TensorInfo };
-      return backendName === 'wasm' ? b.makeOutput(info.filterShape, 'float32', null, dW) : b.makeTensorInfo(info.filterShape, 'float32', dW);
+      return kernelOutput(backendName, backend, info.filterShape, 'float32', dW);
     }) as never,
   });
 }

@@ -22,6 +22,7 @@
  */
 import { pair } from './kernel-attrs.js';
 import { registerDepthwiseFilterKernel } from './depthwise-filter-kernel.js';
+import { kernelOutput } from './kernel-output.js';
 import type { Tf, TensorInfo, KernelBackend, Tensor } from './tfjs-types.js';
 
 type KernelFunc = (args: { inputs: Record<string, TensorInfo>; backend: KernelBackend; attrs: Record<string, unknown> }) => TensorInfo | TensorInfo[];
@@ -188,16 +189,11 @@ function registerSegmentSum(tf: Tf, backendName: string): void {
       const outShape = [numSegments, ...x.shape.slice(segmentIds.shape.length)];
       const out = x.dtype === 'int32' ? new Int32Array(numSegments * rowSize) : new Float32Array(numSegments * rowSize);
       segmentSum(backend.readSync(x.dataId) as Float32Array, backend.readSync(segmentIds.dataId) as Int32Array, numSegments, rowSize, out);
-      return makeOutput(backendName, backend, outShape, x.dtype === 'int32' ? 'int32' : 'float32', out);
+      return kernelOutput(backendName, backend, outShape, x.dtype === 'int32' ? 'int32' : 'float32', out);
     }) as never,
   });
 }
 
-/** A new tensor of `values` on `backend` (wasm writes through its makeOutput, the cpu-based backends through makeTensorInfo). */
-function makeOutput(backendName: string, backend: unknown, shape: number[], dtype: 'float32' | 'int32', values: Float32Array | Int32Array): TensorInfo {
-  const b = backend as { makeOutput(s: number[], d: string, m: null, v: unknown): TensorInfo; makeTensorInfo(s: number[], d: string, v: unknown): TensorInfo };
-  return backendName === 'wasm' ? b.makeOutput(shape, dtype, null, values) : b.makeTensorInfo(shape, dtype, values);
-}
 
 /** `kernelName` on `backendName`, computed by the cpu backend's kernel on a copy of the inputs. */
 function registerOnCpu(tf: Tf, backendName: string, kernelName: string): void {
