@@ -14,7 +14,7 @@ import { buildTrainingModel } from '../model/resolve-model.js';
 import { withRegularization } from '../model/output-loss.js';
 import { readFlat, writeFlat } from '../model/flat-weights.js';
 import { seedRandomLayers, type RandomLayerSeeds } from '../model/seeded-random-layers.js';
-import { batchNormalizationLayers, syncBatchNormalization } from '../model/sync-batch-norm.js';
+import { batchNormalizationLayers, trainBatchNormalization } from '../model/sync-batch-norm.js';
 import { layoutParameters, type ParameterGroup, type ParameterLayout } from '../model/parameter-layout.js';
 import { inputSlotIndex, INPUT_SLOTS } from '../data/shard-loader.js';
 import { backwardWithGradientReady } from '../engine/gradient-tape.js';
@@ -119,10 +119,9 @@ export class DeviceReplica {
       timeoutMs: 2 * this.config.stallTimeoutMs, isAborted: () => this.control.aborted, heartbeat: () => this.control.beat(this.local, 'compute'),
     });
     const batchNorm = batchNormalizationLayers(model);
-    if (collective && batchNorm.length > 0 && c.devices > 1) {
-      if (c.batchNorm === 'sync') syncBatchNormalization(tf, model, collective.blocking!);
-      else this.averagedState = movingStatistics(model);
-    }
+    const syncBatchNorm = collective && c.devices > 1 && c.batchNorm === 'sync';
+    if (batchNorm.length > 0) trainBatchNormalization(tf, model, syncBatchNorm ? collective.blocking : undefined);
+    if (collective && batchNorm.length > 0 && c.devices > 1 && c.batchNorm === 'local') this.averagedState = movingStatistics(model);
     const method = getMethod(c.method).createDevice({ tf, cfg: c, device: this.rank, model, arithmetic: getEngine(c.backend).arithmetic(),
       collective: collective?.blocking });
     this.attached = { buffers, groups, params: paramSlots(buffers)[this.local], grads: gradSlots(buffers)[this.local],

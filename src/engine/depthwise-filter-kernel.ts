@@ -3,8 +3,9 @@
  * and SeparableConv2D) as flat loops: tfjs's cpu kernel walks the same loops
  * in the same order with the same float64 dot products, but reads every
  * element through TensorBuffer.get — ~280 ms per call at MobileNet shapes. The
- * same bits, without the indexing overhead. Registered for the cpu, native
- * and wasm engines (wasm has no kernel of its own).
+ * same bits, without the indexing overhead. Registered for the cpu and wasm
+ * engines (wasm has no kernel of its own); native runs oneDNN's grouped
+ * convolution instead (native/src/conv.cc).
  */
 import type { NamedAttrMap } from '@tensorflow/tfjs-core';
 import type { Tf, TensorInfo } from './tfjs-types.js';

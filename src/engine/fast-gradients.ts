@@ -63,8 +63,8 @@ export function installFastGradients(tf: Tf, backendName: string = tf.getBackend
     once('BatchMatMul', () => registerExplicitTransposeMatMul(tf, backendName, 'BatchMatMul'));
     once('_FusedMatMul', () => registerExplicitTransposeMatMul(tf, backendName, '_FusedMatMul'));
   }
-  if (SEGMENT_SUM_BACKENDS.has(backendName)) {
-    once('UnsortedSegmentSum', () => registerSegmentSum(tf, backendName));
+  if (SEGMENT_SUM_BACKENDS.has(backendName)) once('UnsortedSegmentSum', () => registerSegmentSum(tf, backendName));
+  if (FLAT_DEPTHWISE_FILTER_BACKENDS.has(backendName)) {
     once('DepthwiseConv2dNativeBackpropFilter', () => registerDepthwiseFilterKernel(tf, backendName, (args: Parameters<KernelFunc>[0]) => delegateToCpu(tf, 'DepthwiseConv2dNativeBackpropFilter', args)));
   }
   once('Conv2D-gradient', () => registerConvGradient(tf));
@@ -157,6 +157,8 @@ export const WASM_MISSING_TRAINING_KERNELS = ['DepthwiseConv2dNativeBackpropInpu
 
 /** Backends whose UnsortedSegmentSum (the Embedding gradient) tandem replaces by one pass over the rows. */
 const SEGMENT_SUM_BACKENDS = new Set(['cpu', 'native', 'wasm']);
+/** Native runs every depthwise kernel on oneDNN (a grouped convolution); cpu and wasm get the flat loops. */
+const FLAT_DEPTHWISE_FILTER_BACKENDS = new Set(['cpu', 'wasm']);
 
 /**
  * UnsortedSegmentSum in one pass: out[ids[i]] += x[i], accumulated in float64 in row order, rounded once
