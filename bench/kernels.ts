@@ -64,9 +64,9 @@ function otherLayerKernels(b: number): KernelCase[] {
     { name: 'depthwise conv backprop filter', inputs: [x, x], run: (a, g) =>
       tf.engine().runKernel('DepthwiseConv2dNativeBackpropFilter', { x: a, dy: g }, { strides: 1, pad: 'same', dilations: 1, filterShape: w }) as tf.Tensor },
     { name: `batch norm training forward ${x.join('x')}, tfjs's ops (moments + batchNorm)`, inputs: [x], run: a => bnStock(a) },
-    { name: 'batch norm training gradient (dx), tfjs\'s ops', inputs: [x, x], run: (a, g) => tf.grad(t => tf.sum(tf.mul(bnStock(t), g)))(a) },
+    { name: 'batch norm training forward + gradient (dx from dy), tfjs\'s ops', inputs: [x, x], run: (a, g) => tf.grad(bnStock)(a, g) },
     { name: 'batch norm training forward, tandem\'s kernel (what a run uses)', inputs: [x], run: a => bnTandem(a) },
-    { name: 'batch norm training gradient (dx), tandem\'s kernel', inputs: [x, x], run: (a, g) => tf.grad(t => tf.sum(tf.mul(bnTandem(t), g)))(a) },
+    { name: 'batch norm training forward + gradient (dx from dy), tandem\'s kernel', inputs: [x, x], run: (a, g) => tf.grad(bnTandem)(a, g) },
     { name: `embedding gather ${b * 16} ids from 1000x64`, inputs: [[b * 16], [1000, 64]], run: (a, table) => tf.gather(table, ids(a)) },
     { name: 'embedding gradient (UnsortedSegmentSum) into 1000x64', inputs: [[b * 16], [b * 16, 64]], run: (a, g) => tf.unsortedSegmentSum(g, ids(a) as tf.Tensor1D, 1000) },
   ];
