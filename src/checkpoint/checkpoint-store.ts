@@ -16,7 +16,8 @@ const liveWriters = new Set<string>();
 const TEMPORARY = /\.tandem\.tmp-(\d+)(?:-([0-9a-f]+)-\d+)?$/;
 
 export class CheckpointStore {
-  private readonly writer = randomBytes(4).toString('hex');
+  /** This store's id in the names of its temporaries. */
+  readonly writer = randomBytes(4).toString('hex');
   private writes = 0;
 
   constructor(readonly dir: string, private readonly keep: number) {
