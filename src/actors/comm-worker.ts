@@ -74,7 +74,7 @@ async function exchangeSteps(msg: ToComm, control: ControlBlock, at: (step: numb
   if (device === 0 && buffers.preimage) { // what the update overwrites, for a checkpoint of an aborted run
     const preimage = new StepPreimage(buffers.preimage, groups.length, buffers.total, buffers.stateSlots);
     const state = optimizerStateOf(buffers, device);
-    stages.push(tap(unit => preimage.save(unit.group, groups[unit.group], unit.step, params[device], state)));
+    stages.push(tap(unit => preimage.save(unit.group, groups.length, groups[unit.group], unit.step, params[device], state)));
   }
   stages.push(applyGroupUpdate(config.optimizer, params[device], grads[device], optimizerStateOf(buffers, device), groups, config.onNan === 'skip-step', arithmetic));
   stages.push(publishApplied(control, device));

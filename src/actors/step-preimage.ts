@@ -5,9 +5,11 @@
  * step s and the others at s-1. Device 0's comm thread therefore copies each
  * group's parameters and optimizer state here just before applying that
  * group's update (with a marker word per group: invalid during the copy, then
- * the step whose update follows). After every thread has ended, `rebuild`
- * picks, group by group, the live values or the copy to assemble the newest
- * step that every group can give. Allocated only when the run checkpoints.
+ * the step whose update follows). The last group of a step needs no copy:
+ * once it is applied, the step is complete. After every thread has ended,
+ * `rebuild` picks, group by group, the live values or the copy to assemble the
+ * newest step that every group can give. Allocated only when the run
+ * checkpoints (and only read by an abort).
  */
 import type { ParameterGroup } from '../model/parameter-layout.js';
 import { allocateShared } from './shared-buffers.js';
@@ -36,8 +38,9 @@ export class StepPreimage {
     this.state = Array.from({ length: stateSlots }, (_, j) => new Float32Array(buffer, 4 * (groupCount + total * (1 + j)), total));
   }
 
-  /** Comm thread, before applying `step`'s update of `group` ([start, end)): keep the values it will overwrite. */
-  save(group: number, { start, end }: ParameterGroup, step: number, params: Float32Array, state: Float32Array[]): void {
+  /** Comm thread, before applying `step`'s update of `group` ([start, end)) of `groupCount`: keep the values it will overwrite. */
+  save(group: number, groupCount: number, { start, end }: ParameterGroup, step: number, params: Float32Array, state: Float32Array[]): void {
+    if (group === groupCount - 1) return; // the update that completes the step
     Atomics.store(this.marks, group, NONE); // a copy cut short is never used
     this.params.set(params.subarray(start, end), start);
     this.state.forEach((s, j) => s.set(state[j].subarray(start, end), start));
@@ -47,11 +50,18 @@ export class StepPreimage {
   /**
    * Main thread, every thread of the run ended: the newest step k such that every group holds step k either live
    * (`applied(g)` = k, no update of it in flight) or in the copy (made before the update of k+1). Undefined when none.
+   * `updating`: the step whose update device 0's comm thread was in when it ended, if it was in one.
    */
-  rebuild(groups: readonly ParameterGroup[], applied: (group: number) => number, params: Float32Array, state: Float32Array[]):
-    { step: number; params: Float32Array; optimizerState: Float32Array[] } | undefined {
+  rebuild(groups: readonly ParameterGroup[], applied: (group: number) => number, updating: number | undefined, params: Float32Array,
+    state: Float32Array[]): { step: number; params: Float32Array; optimizerState: Float32Array[] } | undefined {
+    const last = groups.length - 1;
     const sources = groups.map((_, g) => {
-      const live = applied(g), mark = Atomics.load(this.marks, g);
+      const live = applied(g);
+      if (g === last) { // no copy: intact unless its own update was in flight (every earlier group of that step applied)
+        const inFlight = updating === live + 1 && groups.every((_, h) => h === last || applied(h) >= live + 1);
+        return { live: inFlight ? undefined : live, copy: undefined };
+      }
+      const mark = Atomics.load(this.marks, g);
       const liveIntact = mark !== live + 1; // mark = live + 1: the update of step live + 1 may be half written
       return { live: liveIntact ? live : undefined, copy: mark === NONE ? undefined : mark - 1 };
     });

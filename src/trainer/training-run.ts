@@ -10,7 +10,7 @@ import type { ResolvedConfig } from '../config-types.js';
 import { TandemError } from '../errors.js';
 import { ControlBlock, WAIT_SLICE_MS } from '../actors/control-block.js';
 import { DeviceActor, deviceError } from '../actors/device-actor.js';
-import { allocateModelBuffers, optimizerStateOf, paramSlots, registeredSlots, type SharedBuffers } from '../actors/shared-buffers.js';
+import { allocateModelBuffers, paramSlots, registeredSlots, type SharedBuffers } from '../actors/shared-buffers.js';
 import type { FromComm, FromCompute, FinishedReport, WeightShape } from '../actors/protocol.js';
 import { allocateInputBuffers, ShardLoadError, type ShardLoader } from '../data/shard-loader.js';
 import { sampleSize } from '../data/dataset.js';
@@ -21,10 +21,11 @@ import { getTransport } from '../collectives/transport-registry.js';
 import type { PreparedCommunicator } from '../collectives/transport.js';
 import { getMethod } from '../methods/method-registry.js';
 import type { TrainingMethod } from '../methods/training-method.js';
-import { checkpointPath, type Checkpoint, type HeadState } from '../checkpoint/checkpoint-file.js';
-import { checkpointDirOf, loadResume, restoreShared, runFingerprint, takeCheckpoint } from '../checkpoint/run-checkpoints.js';
+import type { Checkpoint, HeadState } from '../checkpoint/checkpoint-file.js';
+import { checkpointDirOf, loadResume, restoreShared, takeCheckpoint } from '../checkpoint/run-checkpoints.js';
 import { CheckpointStore } from '../checkpoint/checkpoint-store.js';
 import { StepPreimage } from '../actors/step-preimage.js';
+import { writeAbortCheckpoint } from './abort-checkpoint.js';
 import { globalRank, localRanks } from '../world/topology.js';
 import { ComputeReplies } from './compute-replies.js';
 import { RunLedger } from './run-ledger.js';
@@ -192,7 +193,9 @@ export class TrainingRun {
       control: this.controlBuffer,
       ...allocateModelBuffers(local, built.layout.total, optimizerStateSlots(cfg.optimizer), built.stateTotal),
       ...input,
-      preimage: this.store ? StepPreimage.allocate(groups.length, built.layout.total, optimizerStateSlots(cfg.optimizer)) : undefined,
+      // The pre-update copy serves the abort checkpoint, written when the run's whole state is in shared memory.
+      preimage: this.store && !this.method.localState && built.stateTotal === 0
+        ? StepPreimage.allocate(groups.length, built.layout.total, optimizerStateSlots(cfg.optimizer)) : undefined,
     };
     this.loader = await this.method.createLoader(cfg, input);
     const load = (step: number) => this.loader!.fill(step).catch((err: unknown) => {
@@ -353,30 +356,26 @@ export class TrainingRun {
     return new TandemError('ABORTED', `run aborted: ${why}; ${saved}`);
   }
 
-  /**
-   * After an abort, every thread ended: a checkpoint of the last step every group completed, from shared memory
-   * (the live parameters and the pre-update copy). Says what it did.
-   */
+  /** After an abort, every thread ended: the last completed step checkpointed (abort-checkpoint.ts); says what was done. */
   private async checkpointLastCompleted(): Promise<string> {
-    const { laidOut, store, cfg } = this;
+    const { laidOut, store } = this;
     const latest = this.ledger.lastCheckpoint ? `; the latest checkpoint is ${this.ledger.lastCheckpoint}` : '';
     if (!store) return 'no checkpoint (no checkpointDir or out)';
-    const preimage = laidOut?.buffers.preimage;
-    if (!laidOut || !preimage) return `no checkpoint: training had not started${latest}`;
-    if (this.method.localState || laidOut.stateTotal > 0) {
-      return `no checkpoint of the last completed step: this run's ${this.method.localState ? 'local heads' : 'non-trainable weights'} live on the device threads${latest}`;
+    const outcome = await writeAbortCheckpoint({
+      cfg: this.cfg, store, control: this.control, laidOut, firstStep: this.firstStep, lastCheckpoint: this.ledger.lastCheckpoint,
+      stateOnThreads: this.method.localState ? 'local heads' : laidOut && laidOut.stateTotal > 0 ? 'non-trainable weights' : undefined,
+    });
+    switch (outcome.kind) {
+      case 'written':
+        this.ledger.checkpointWritten(outcome.path);
+        this.hooks.onEvent?.({ type: 'checkpoint', step: outcome.step, path: outcome.path });
+        return `checkpoint of step ${outcome.step}, the last step every device completed: ${outcome.path}`;
+      case 'already': return `the last completed step is ${outcome.step}, checkpointed: ${outcome.path}`;
+      case 'none': return `no checkpoint: ${outcome.reason}${latest}`;
+      default: { const never: never = outcome; throw new Error(`unknown outcome ${JSON.stringify(never)}`); }
     }
-    const { buffers, groups } = laidOut;
-    const rebuilt = new StepPreimage(preimage, groups.length, buffers.total, buffers.stateSlots)
-      .rebuild(groups, g => this.control.applied(0, g), paramSlots(buffers)[0], optimizerStateOf(buffers, 0));
-    if (!rebuilt || rebuilt.step < this.firstStep) return `no step was completed${latest}`;
-    const { step } = rebuilt;
-    if (this.ledger.lastCheckpoint === checkpointPath(store.dir, step)) return `the last completed step is ${step}, checkpointed: ${this.ledger.lastCheckpoint}`;
-    const file = await store.write({ step, weights: laidOut.weights, fingerprint: runFingerprint(cfg), params: rebuilt.params, optimizerState: rebuilt.optimizerState });
-    this.ledger.checkpointWritten(file);
-    this.hooks.onEvent?.({ type: 'checkpoint', step, path: file });
-    return `checkpoint of step ${step}, the last step every device completed: ${file}`;
   }
+
 
   /** Phase 5: every device finishes (the export device exports its model); every comm report is in. */
   private async finish(laidOut: LaidOut, firstStep: number, lastStep: number): Promise<FinishedReport[]> {
