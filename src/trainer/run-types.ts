@@ -25,7 +25,7 @@ export interface TrainSummary {
   steps: number;
   /** 1, or the step after the checkpoint the run resumed from. */
   firstStep: number;
-  /** Set when `stop()` (SIGINT/SIGTERM on the CLI) ended the run early, after this step. */
+  /** Set when `stop()` (SIGINT/SIGTERM/SIGHUP on the CLI) ended the run early, after this step. */
   stoppedAt?: number;
   /** The last checkpoint written. */
   checkpointPath?: string;
