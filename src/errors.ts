@@ -13,6 +13,7 @@ export type TandemErrorCode =
   | 'DEVICE_FAILED'
   | 'WORKER_EXITED'
   | 'STALLED'
+  | 'PEER_LOST'
   | 'ABORTED'
   | 'TFJS_INTERNALS'
   | 'OUT_OF_MEMORY'

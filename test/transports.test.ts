@@ -18,7 +18,7 @@ async function collectiveRun(transport: string, size: number, length: number, ra
   const data = new SharedArrayBuffer(size * length * 4);
   const slots = Array.from({ length: size }, (_, r) => new Float32Array(data, r * length * 4, length));
   slots.forEach((s, r) => s.forEach((_, i) => { s[i] = fill(r, i); }));
-  const { handles, transfer } = getTransport(transport).prepare({ name: 'test', size, registered: [{ buffer: data, slotFloats: length, slots: size }],
+  const { handles, transfer } = await getTransport(transport).prepare({ name: 'test', size, registered: [{ buffer: data, slotFloats: length, slots: size }],
     stagingFloats: 1 << 16, options: { allReduce: 'sharded' } });
   const workers = handles.map((handle, rank) => new Worker(new URL('./fixtures/collective-worker.js', import.meta.url),
     { workerData: { handle, data, length, ranges, op, plugins: [pluginUrl] }, transferList: transfer[rank] }));

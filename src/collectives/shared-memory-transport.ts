@@ -28,7 +28,8 @@ export interface SharedMemoryData {
   registered: SlotBuffer[];
 }
 
-export const SHARED_MEMORY_TRANSPORT: Transport = {
+/** Prepares synchronously (nothing to wait for). */
+export const SHARED_MEMORY_TRANSPORT: Omit<Transport, 'prepare'> & { prepare(spec: CommunicatorSpec): PreparedCommunicator } = {
   name: 'shared-memory',
   description: 'threads of one process, through SharedArrayBuffers (zero-copy for the run\'s parameter and gradient buffers)',
   blocking: true,

@@ -8,10 +8,18 @@ import { NamedRegistry } from '../named-registry.js';
 import type { Collective, CollectiveEnv } from './collective.js';
 import type { RankHandle, Transport } from './transport.js';
 import { SHARED_MEMORY_TRANSPORT } from './shared-memory-transport.js';
+import { GLOO_TRANSPORT } from './gloo-transport.js';
+import { GLOO_HOW_TO, loadGlooAddon } from './gloo/gloo-addon.js';
 
-const transports = new NamedRegistry<Transport>('transport', [SHARED_MEMORY_TRANSPORT], (name, known) =>
-  new TandemError('BAD_CONFIG', `transport '${name}' is not registered (registered: ${known.join(', ')}); ` +
-    'a plugin module that registers it must be listed in `plugins`'));
+/** Gloo is built in when its addon loaded (built at install when libgloo-dev is there). */
+const gloo = loadGlooAddon();
+
+const transports = new NamedRegistry<Transport>('transport', gloo.loaded ? [SHARED_MEMORY_TRANSPORT, GLOO_TRANSPORT] : [SHARED_MEMORY_TRANSPORT],
+  (name, known) => (name === GLOO_TRANSPORT.name && !gloo.loaded
+    ? new TandemError('BAD_CONFIG', `transport 'gloo' is not available: ${gloo.reason}. To get it, ${GLOO_HOW_TO} ` +
+      '(apt-get install libgloo-dev && npm install)')
+    : new TandemError('BAD_CONFIG', `transport '${name}' is not registered (registered: ${known.join(', ')}); ` +
+      'a plugin module that registers it must be listed in `plugins`')));
 
 export const DEFAULT_TRANSPORT = SHARED_MEMORY_TRANSPORT.name;
 

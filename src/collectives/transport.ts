@@ -58,8 +58,8 @@ export interface Transport {
   readonly description: string;
   /** Whether its collectives offer `blocking` (needed by methods that communicate inside forward/backward). */
   readonly blocking: boolean;
-  /** Main thread, before any rank opens. */
-  prepare(spec: CommunicatorSpec): PreparedCommunicator;
+  /** Main thread, before any rank opens (a promise when it must wait, e.g. for a rendezvous store to listen). */
+  prepare(spec: CommunicatorSpec): PreparedCommunicator | Promise<PreparedCommunicator>;
   /** On the rank's thread. */
   open(handle: RankHandle, env: CollectiveEnv): Collective;
 }

@@ -33,6 +33,9 @@ import { finishSummary, type StepLoopResult } from './run-summary.js';
 import type { TrainHooks, TrainSummary } from './run-types.js';
 import type { StopKind, StopRequest } from './stop-request.js';
 
+/** How long a PEER_LOST failure waits for the lost peer's own error (in this process), which names the cause. */
+const PEER_LOST_GRACE_MS = 500;
+
 /** Phase 1's result: the model every replica built (trainable weights in `layout`, non-trainable ones in `state`). */
 interface Built { weights: WeightShape[]; layout: ParameterLayout; state: WeightShape[]; stateTotal: number; batchNormLayers: string[] }
 
@@ -48,6 +51,7 @@ export class TrainingRun {
   private readonly ledger: RunLedger;
   private loader?: ShardLoader;
   private failure?: TandemError;
+  private peerLost?: NodeJS.Timeout;
   private rejectRun?: (err: TandemError) => void;
   private store?: CheckpointStore;
   private laidOut?: LaidOut;
@@ -138,7 +142,7 @@ export class TrainingRun {
     loading.catch(() => {}); // awaited in the step loop; a failure must not be unhandled meanwhile
     await this.attach(laidOut);
     if (resume) await this.restore(laidOut, resume);
-    this.startExchange(laidOut, firstStep);
+    await this.startExchange(laidOut, firstStep);
     this.hooks.onEvent?.({ type: 'ready', parameters: built.layout.total, groups: laidOut.groups.length });
     const loop = await this.stepLoop(laidOut, firstStep, loading);
     const finished = await this.finish(laidOut, firstStep, loop.lastStep);
@@ -207,7 +211,7 @@ export class TrainingRun {
   }
 
   /** A communicator of this process's devices on the run's transport. */
-  private communicator(name: string, buffers: SharedBuffers | undefined, stagingFloats: number): PreparedCommunicator {
+  private async communicator(name: string, buffers: SharedBuffers | undefined, stagingFloats: number): Promise<PreparedCommunicator> {
     const { cfg } = this;
     return getTransport(cfg.transport).prepare({
       name, size: cfg.topology.localDevices, registered: buffers ? registeredSlots(buffers) : [], stagingFloats,
@@ -227,7 +231,7 @@ export class TrainingRun {
       throw new TandemError('BAD_CONFIG', `the model's BatchNormalization layers (${batchNormLayers.join(', ')}) need a collective inside forward and ` +
         `backward for batchNorm 'sync', which transport '${cfg.transport}' cannot complete there; use batchNorm: 'local' (--batch-norm local) or the shared-memory transport`);
     }
-    const compute = (needs || batchNorm) ? this.communicator('compute', undefined, Math.max(needs?.stagingFloats ?? 0, 1 << 16)) : undefined;
+    const compute = (needs || batchNorm) ? await this.communicator('compute', undefined, Math.max(needs?.stagingFloats ?? 0, 1 << 16)) : undefined;
     const initialised = this.replies.expect('initialised');
     for (const a of this.actors) {
       a.postCompute({ type: 'buffers', buffers, groups, collective: compute?.handles[a.identity.local] }, compute?.transfer[a.identity.local]);
@@ -245,8 +249,8 @@ export class TrainingRun {
   }
 
   /** The comm threads start, each with its end of the gradient communicator. */
-  private startExchange({ buffers, groups }: LaidOut, firstStep: number): void {
-    const gradients = this.communicator('gradients', buffers, 1 << 16);
+  private async startExchange({ buffers, groups }: LaidOut, firstStep: number): Promise<void> {
+    const gradients = await this.communicator('gradients', buffers, 1 << 16);
     for (const a of this.actors) {
       a.startComm({ type: 'start', device: a.identity, config: this.cfg, control: this.controlBuffer, buffers, groups,
         collective: gradients.handles[a.identity.local], firstStep }, gradients.transfer[a.identity.local]);
@@ -393,6 +397,17 @@ export class TrainingRun {
 
   private fail(err: TandemError): void {
     if (this.failure) return;
+    if (err.code === 'PEER_LOST') {
+      // A rank that lost its peer usually hears of it before the peer's own error (the cause) arrives: wait a moment for it.
+      this.peerLost ??= setTimeout(() => this.failNow(err), PEER_LOST_GRACE_MS);
+      return;
+    }
+    this.failNow(err);
+  }
+
+  private failNow(err: TandemError): void {
+    if (this.failure) return;
+    clearTimeout(this.peerLost);
     this.failure = err;
     this.control.abort();
     this.rejectRun?.(err);

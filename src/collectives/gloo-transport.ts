@@ -1,0 +1,180 @@
+/**
+ * The gloo transport: every rank is one rank of a Gloo context (a full mesh of
+ * TCP pairs, the addon in native/gloo), reached at an address — 127.0.0.1 for
+ * the threads of one process, a host's address across machines. The store
+ * the ranks meet at is served by the process that prepares the communicator
+ * (tcp-store-server.ts), or any `tcp://` or `file://` store named in the handle.
+ *
+ * All-reduce gives the shared-memory transport's bits: a reduce-scatter as an
+ * all-to-all (rank r receives every rank's copy of its shard r, the same
+ * shards as `shardOf`), the shard reduced over the ranks in rank order with
+ * the reference loops (or the engine's reducer, the same bits), then an
+ * all-gather of the shards. It moves what a ring moves (2(N-1)/N of the
+ * buffer per rank) without Gloo's ring order of additions.
+ *
+ * Every operation is synchronous for the calling thread (the rank's comm or
+ * compute thread), so `blocking` is offered; the addon runs it on the
+ * context's own thread and the caller beats its heartbeat meanwhile, so the
+ * run's watchdog never takes a rank waiting for a peer for a hung one. Gloo
+ * gives up after the communicator's timeout (STALLED); a peer whose
+ * connection closes fails the operation at once (PEER_LOST, naming the
+ * peer's rank). An aborted run is seen before each operation and between
+ * chunks (ABORTED): a Gloo call in flight cannot be interrupted, it ends with
+ * a peer's failure or the timeout. A context in which an operation failed is
+ * closed.
+ */
+import { TandemError } from '../errors.js';
+import type { BlockingCollective, Collective, CollectiveEnv, ReduceOp, SlotReducer } from './collective.js';
+import type { CommunicatorSpec, PreparedCommunicator, RankHandle, Transport } from './transport.js';
+import { reduceMeanInto, reduceSlotsInto, shardOf } from './reduce-slots.js';
+import { isGlooFailure, loadGlooAddon, GLOO_HOW_TO, type GlooContext } from './gloo/gloo-addon.js';
+import { startStoreServer } from './gloo/tcp-store-server.js';
+import { WAIT_SLICE_MS } from './shared-barrier.js';
+
+/** What a rank needs to join its Gloo context (structured-cloneable). */
+export interface GlooRankData {
+  /** `tcp://host:port` or `file:///dir`. */
+  store: string;
+  /** The communicator's keys in the store (unique in the job). */
+  prefix: string;
+  /** The address this rank listens on. */
+  hostname: string;
+  /** Floats reduced per all-to-all (default GLOO_CHUNK_FLOATS). */
+  chunkFloats?: number;
+}
+
+/** Floats of a buffer reduced per all-to-all (bounds the scratch to about 4 bytes × this). */
+export const GLOO_CHUNK_FLOATS = 1 << 22;
+
+let communicators = 0;
+
+export const GLOO_TRANSPORT: Transport = {
+  name: 'gloo',
+  description: 'Gloo over TCP (libgloo-dev): ranks reach each other at network addresses, 127.0.0.1 inside one process; rank-ordered sums',
+  blocking: true,
+  async prepare(spec: CommunicatorSpec): Promise<PreparedCommunicator> {
+    const server = await startStoreServer({ host: '127.0.0.1', closeAfterClients: spec.size });
+    const data: GlooRankData = { store: server.url, prefix: `${spec.name}.${process.pid}.${++communicators}`, hostname: '127.0.0.1' };
+    const handles: RankHandle[] = Array.from({ length: spec.size }, (_, rank) =>
+      ({ transport: 'gloo', communicator: spec.name, rank, size: spec.size, data }));
+    return { handles, transfer: handles.map(() => []) };
+  },
+  open(handle: RankHandle, env: CollectiveEnv): Collective {
+    return openGlooCollective(handle.rank, handle.size, handle.data as GlooRankData, env, handle.communicator);
+  },
+};
+
+/** Joins the Gloo context of `data` as `rank` of `size` (blocks until every rank joined, or the timeout). */
+export function openGlooCollective(rank: number, size: number, data: GlooRankData, env: CollectiveEnv, name = 'gloo'): GlooCollective {
+  const load = loadGlooAddon();
+  if (!load.loaded) throw new TandemError('BAD_CONFIG', `transport 'gloo' is not available: ${load.reason}. To get it, ${GLOO_HOW_TO}`);
+  if (env.isAborted()) throw new TandemError('ABORTED', 'run aborted by another thread');
+  try {
+    const context = new load.addon.GlooContext({ rank, size, store: data.store, prefix: data.prefix, hostname: data.hostname,
+      timeoutMs: env.timeoutMs, onWait: () => env.heartbeat?.(), waitSliceMs: WAIT_SLICE_MS });
+    context.connect();
+    return new GlooCollective(context, env, data.chunkFloats ?? GLOO_CHUNK_FLOATS);
+  } catch (err) {
+    if (!isGlooFailure(err)) throw err;
+    const code = err.glooKind === 'invalid' ? 'BAD_CONFIG' : 'STALLED';
+    throw new TandemError(code, `gloo rank ${rank} of ${size} could not join communicator '${name}' (store ${data.store}, ` +
+      `listening on ${data.hostname}) within ${(env.timeoutMs / 1000).toFixed(1)} s: ${err.message}`, undefined, { cause: err });
+  }
+}
+
+export class GlooCollective implements Collective {
+  readonly transport = 'gloo';
+  readonly rank: number;
+  readonly size: number;
+  readonly blocking: BlockingCollective;
+  private readonly reducer: SlotReducer;
+  private scratch = new Float32Array(0);
+  private open = true;
+
+  constructor(private readonly context: GlooContext, private readonly env: CollectiveEnv, private readonly chunkFloats = GLOO_CHUNK_FLOATS) {
+    this.rank = context.rank;
+    this.size = context.size;
+    this.reducer = env.reducer ?? { reduceMeanInto };
+    this.blocking = {
+      allReduce: (buf, start, end, op) => this.allReduceNow(buf, start, end, op),
+      allGather: (mine, all) => this.allGatherNow(mine, all),
+      broadcast: (buf, root, start, end) => this.broadcastNow(buf, root, start, end),
+      barrier: () => this.run('a barrier', () => this.context.barrier()),
+    };
+  }
+
+  async allReduce(buf: Float32Array, start: number, end: number, op: ReduceOp): Promise<void> { this.allReduceNow(buf, start, end, op); }
+  async allGather(mine: Float32Array, all: Float32Array): Promise<void> { this.allGatherNow(mine, all); }
+  async broadcast(buf: Float32Array, root: number, start: number, end: number): Promise<void> { this.broadcastNow(buf, root, start, end); }
+  async barrier(): Promise<void> { this.blocking.barrier(); }
+
+  close(): void {
+    this.open = false;
+    this.context.close();
+  }
+
+  private allReduceNow(buf: Float32Array, start: number, end: number, op: ReduceOp): void {
+    if (this.size === 1 || end <= start) return;
+    for (let c = start; c < end; c += this.chunkFloats) this.allReduceChunk(buf.subarray(c, Math.min(end, c + this.chunkFloats)), op);
+  }
+
+  /** Reduce-scatter (all-to-all of the shards, rank-ordered reduction of mine), then all-gather of the shards. */
+  private allReduceChunk(view: Float32Array, op: ReduceOp): void {
+    const counts = Array.from({ length: this.size }, (_, r) => { const [s, e] = shardOf(0, view.length, r, this.size); return e - s; });
+    const mine = counts[this.rank];
+    if (this.scratch.length < this.size * mine) this.scratch = new Float32Array(this.size * mine);
+    const received = this.scratch.subarray(0, this.size * mine);
+    this.run(`peers' shards (all-reduce ${op})`, () => this.context.allToAllV(view, counts, received, counts.map(() => mine)));
+    const slots = counts.map((_, r) => received.subarray(r * mine, (r + 1) * mine));
+    if (op === 'mean') this.reducer.reduceMeanInto(slots, slots[0], 0, mine);
+    else reduceSlotsInto(slots, slots[0], 0, mine, op);
+    this.run(`peers' reduced shards (all-reduce ${op})`, () => this.context.allGatherV(slots[0], view, counts));
+  }
+
+  private allGatherNow(mine: Float32Array, all: Float32Array): void {
+    if (all.length !== mine.length * this.size) throw new RangeError(`allGather: ${all.length} floats received for ${this.size} ranks of ${mine.length}`);
+    if (this.size === 1) { all.set(mine); return; }
+    this.run("peers' parts (all-gather)", () => this.context.allGather(mine, all));
+  }
+
+  private broadcastNow(buf: Float32Array, root: number, start: number, end: number): void {
+    if (this.size === 1 || end <= start) return;
+    this.run(`rank ${root}'s values (broadcast)`, () => this.context.broadcast(buf.subarray(start, end), root));
+  }
+
+  /** One Gloo call: ABORTED before it when the run aborted; its failure as a TandemError (and the context closed). */
+  private run(what: string, call: () => void): void {
+    if (!this.open) throw new TandemError('ABORTED', `gloo rank ${this.rank}: the communicator is closed (a previous operation failed or it was closed)`);
+    if (this.env.isAborted()) throw new TandemError('ABORTED', 'run aborted by another thread');
+    this.env.heartbeat?.();
+    try {
+      translated(this.rank, `waiting for ${what}`, this.env.timeoutMs, call);
+    } catch (err) {
+      this.close();
+      throw err;
+    }
+  }
+}
+
+/** Runs a Gloo call, turning the addon's failure into a TandemError with a code and the peer's rank. */
+function translated<T>(rank: number, what: string, timeoutMs: number, call: () => T): T {
+  try {
+    return call();
+  } catch (err) {
+    if (!isGlooFailure(err)) throw err;
+    const peer = err.peerRank >= 0 ? `peer rank ${err.peerRank}` : 'a peer';
+    switch (err.glooKind) {
+      case 'timeout':
+        throw new TandemError('STALLED', `gloo rank ${rank}: ${peer} did not answer within ${(timeoutMs / 1000).toFixed(1)} s ` +
+          `while ${what} (raise stallTimeoutMs if steps are legitimately this slow): ${err.message}`, undefined, { cause: err });
+      case 'peer':
+      case 'io':
+        throw new TandemError('PEER_LOST', `gloo rank ${rank}: lost ${peer} while ${what}: ${err.message}`, undefined, { cause: err });
+      case 'closed':
+        throw new TandemError('ABORTED', `gloo rank ${rank}: the communicator is closed`, undefined, { cause: err });
+      case 'invalid':
+        throw new TandemError('BAD_CONFIG', `gloo rank ${rank}: ${err.message}`, undefined, { cause: err });
+      default: { const never: never = err.glooKind; throw new Error(`unknown gloo failure ${String(never)}`); }
+    }
+  }
+}
