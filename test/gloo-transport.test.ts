@@ -11,7 +11,7 @@ import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { reduceSlotsInto } from '../src/collectives/reduce-slots.js';
-import { startStoreServer } from '../src/collectives/gloo/tcp-store-server.js';
+import { startStoreServer, type StoreServer } from '../src/collectives/gloo/tcp-store-server.js';
 import type { GlooRankData } from '../src/collectives/gloo-transport.js';
 import { train, type TrainConfig } from '../src/index.js';
 import type { GlooRankJob, GlooRankReply, GlooScript } from './fixtures/gloo-rank-worker.js';
@@ -44,8 +44,13 @@ function startRanks(size: number, script: GlooScript | ((rank: number) => GlooSc
   return { inputs, replies, gate: new Int32Array(gate), workers, done: exited.then((): RanksRun => ({ inputs, replies, gate: new Int32Array(gate) })) };
 }
 
+const servers: StoreServer[] = [];
+t.teardown(() => Promise.all(servers.map(s => s.close()))); // those whose ranks did not all come (they close themselves otherwise)
+
+/** A store for one communicator of `size` ranks (it closes once they have all connected and left). */
 async function storeFor(size: number): Promise<GlooRankData> {
   const server = await startStoreServer({ closeAfterClients: size });
+  servers.push(server);
   return { store: server.url, prefix: `test.${Math.random().toString(36).slice(2)}`, hostname: '127.0.0.1' };
 }
 

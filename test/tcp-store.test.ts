@@ -54,6 +54,12 @@ t.test('a malformed request closes its connection only; the server closes itself
   await t.rejects(StoreClient.connect(server.url, 1000), { code: 'STALLED', message: /unreachable/ });
 });
 
+t.test('a port already in use is refused with BAD_CONFIG naming it', async t => {
+  const first = await startStoreServer();
+  t.teardown(() => first.close());
+  await t.rejects(startStoreServer({ port: first.port }), { code: 'BAD_CONFIG', message: new RegExp(`cannot listen on 127\\.0\\.0\\.1:${first.port}: .*EADDRINUSE`) });
+});
+
 t.test('store URLs: tcp://host:port and [v6] hosts; anything else is BAD_CONFIG', async t => {
   t.same(parseStoreUrl('tcp://10.0.0.1:29500'), { host: '10.0.0.1', port: 29500 });
   t.same(parseStoreUrl('tcp://[::1]:29500'), { host: '::1', port: 29500 });

@@ -31,15 +31,12 @@
 #include <gloo/transport/tcp/device.h>
 
 #include <cmath>
-#include <condition_variable>
 #include <cstring>
-#include <functional>
 #include <memory>
-#include <mutex>
-#include <thread>
 #include <string>
 #include <vector>
 
+#include "gloo-executor.h"
 #include "gloo-tcp-store.h"
 
 namespace tandem_gloo {
@@ -53,56 +50,6 @@ struct Options {
   std::chrono::milliseconds waitSlice{50};
 };
 
-// The context's own thread (not libuv's pool): runs one Gloo call at a time while the
-// calling JS thread waits for it in slices, calling its onWait (the thread's heartbeat).
-class Executor {
- public:
-  Executor() : thread_([this] { Loop(); }) {}
-  ~Executor() {
-    { std::lock_guard<std::mutex> lock(mu_); stop_ = true; }
-    cv_.notify_all();
-    thread_.join();
-  }
-  void Start(std::function<void()> job) {
-    std::lock_guard<std::mutex> lock(mu_);
-    job_ = std::move(job);
-    done_ = false;
-    error_ = nullptr;
-    cv_.notify_all();
-  }
-  bool WaitFor(std::chrono::milliseconds ms) {
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, ms, [&] { return done_; });
-  }
-  std::exception_ptr Error() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return error_;
-  }
-
- private:
-  void Loop() {
-    for (;;) {
-      std::function<void()> job;
-      {
-        std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait(lock, [&] { return stop_ || job_; });
-        if (!job_) return;
-        job = std::move(job_);
-        job_ = nullptr;
-      }
-      std::exception_ptr error;
-      try { job(); } catch (...) { error = std::current_exception(); }
-      { std::lock_guard<std::mutex> lock(mu_); error_ = error; done_ = true; }
-      cv_.notify_all();
-    }
-  }
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::function<void()> job_;
-  bool done_ = true, stop_ = false;
-  std::exception_ptr error_;
-  std::thread thread_;  // last: starts once the members above exist
-};
 
 std::unique_ptr<gloo::rendezvous::Store> OpenStore(const std::string& url, std::chrono::milliseconds timeout) {
   if (url.rfind("file://", 0) == 0) return std::make_unique<gloo::rendezvous::FileStore>(url.substr(7));
@@ -134,11 +81,12 @@ class GlooContext : public Napi::ObjectWrap<GlooContext> {
  public:
   static Napi::Function Define(Napi::Env env) {
     return DefineClass(env, "GlooContext", {
+      InstanceMethod("connect", &GlooContext::ConnectMethod), InstanceMethod("close", &GlooContext::Close),
       InstanceMethod("allReduce", &GlooContext::AllReduce), InstanceMethod("allGather", &GlooContext::AllGather),
       InstanceMethod("allGatherV", &GlooContext::AllGatherV), InstanceMethod("allToAllV", &GlooContext::AllToAllV),
       InstanceMethod("broadcast", &GlooContext::Broadcast), InstanceMethod("barrier", &GlooContext::Barrier),
-      InstanceMethod("connect", &GlooContext::ConnectMethod), InstanceMethod("close", &GlooContext::Close), InstanceAccessor("rank", &GlooContext::Rank, nullptr),
-      InstanceAccessor("size", &GlooContext::Size, nullptr), InstanceAccessor("peers", &GlooContext::Peers, nullptr)});
+      InstanceAccessor("rank", &GlooContext::Rank, nullptr), InstanceAccessor("size", &GlooContext::Size, nullptr),
+      InstanceAccessor("peers", &GlooContext::Peers, nullptr)});
   }
 
   explicit GlooContext(const Napi::CallbackInfo& info) : Napi::ObjectWrap<GlooContext>(info) {
@@ -227,9 +175,6 @@ class GlooContext : public Napi::ObjectWrap<GlooContext> {
     c->Release();
   }
 
-  // Runs `op`; a Gloo exception becomes a pending JS Error that names the peer rank. Never throws a C++
-  // exception into N-API: the call may fail while the thread is being terminated (a peer closed its pairs
-  // because of that), when no JavaScript can run and only returning quietly is safe.
   // Runs `op` on the executor, calling onWait every slice until it is done.
   std::exception_ptr RunWaiting(napi_env env, const std::function<void()>& op) {
     if (!executor_) executor_ = std::make_unique<Executor>();
@@ -246,6 +191,9 @@ class GlooContext : public Napi::ObjectWrap<GlooContext> {
     return executor_->Error();
   }
 
+  // Runs `op`; a Gloo exception becomes a pending JS Error that names the peer rank. Never throws a C++
+  // exception into N-API: the call may fail while the thread is being terminated (a peer closed its pairs
+  // because of that), when no JavaScript can run and only returning quietly is safe.
   template <typename F>
   bool Guard(napi_env env, F op) {
     std::exception_ptr error = RunWaiting(env, op);

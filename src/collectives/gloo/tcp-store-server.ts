@@ -7,6 +7,7 @@
  */
 import net from 'node:net';
 import { once } from 'node:events';
+import { TandemError } from '../../errors.js';
 import { encodeReply, parseRequest, type StoreReply, type StoreRequest } from './store-protocol.js';
 
 export interface StoreServerOptions {
@@ -114,9 +115,13 @@ export async function startStoreServer(options: StoreServerOptions = {}): Promis
     });
     serve(socket, store);
   });
-  const closed = once(server, 'close').then(() => undefined);
+  const closed = new Promise<void>(resolve => server.once('close', () => resolve()));
   server.listen(options.port ?? 0, host);
-  await once(server, 'listening');
+  try {
+    await once(server, 'listening'); // rejects on 'error'
+  } catch (err) {
+    throw new TandemError('BAD_CONFIG', `the rendezvous store cannot listen on ${host}:${options.port ?? 0}: ${(err as Error).message}`, undefined, { cause: err });
+  }
   server.unref(); // a store never keeps a process alive by itself
   const port = (server.address() as net.AddressInfo).port;
   return {
