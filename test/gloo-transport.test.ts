@@ -8,7 +8,7 @@ import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { reduceSlotsInto } from '../src/collectives/reduce-slots.js';
 import { startStoreServer, type StoreServer } from '../src/collectives/gloo/tcp-store-server.js';
@@ -129,6 +129,26 @@ if (glooAddonOrSkip()) {
     t.equal(err.error.code, 'PEER_LOST');
     t.match(err.error.message, /peer rank 1 \(\[127\.0\.0\.1\]:\d+\)/, `the message names the peer: ${err.error.message}`);
     t.ok(err.afterMs < 5000, `failed ${err.afterMs} ms after the operation started`);
+  });
+
+  t.test('a peer process killed with SIGKILL: the survivor fails within seconds with PEER_LOST naming the peer rank', async t => {
+    const data = await storeFor(2);
+    const survivor = startRanks(2, 'all-reduce-after-join', data, { only: [0], length: 1 << 16 });
+    const child = spawn(process.execPath, [fileURLToPath(new URL('./fixtures/gloo-rank-process.js', import.meta.url)), '1', '2', data.store, data.prefix],
+      { stdio: ['pipe', 'pipe', 'inherit'] });
+    const exited = once(child, 'exit');
+    const [joined] = await once(child.stdout!, 'data') as [Buffer];
+    t.equal(joined.toString(), 'joined\n', 'the peer process joined');
+    const killedAt = Date.now();
+    child.kill('SIGKILL');
+    const run = await survivor.done;
+    const seenAfter = Date.now() - killedAt;
+    t.same(await exited, [null, 'SIGKILL']);
+    const err = run.replies[0].find(m => m.type === 'error');
+    if (err?.type !== 'error') { t.fail(`rank 0 did not fail: ${JSON.stringify(run.replies[0])}`); return; }
+    t.equal(err.error.code, 'PEER_LOST');
+    t.match(err.error.message, /lost peer rank 1 .*peer rank 1 \(\[127\.0\.0\.1\]:\d+\)/, err.error.message);
+    t.ok(seenAfter < 5000, `the survivor's thread had ended ${seenAfter} ms after the kill`);
   });
 
   t.test('a peer that hangs: the survivor fails with STALLED at the timeout, and the hanging rank ends when let go', async t => {
