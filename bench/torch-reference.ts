@@ -1,10 +1,11 @@
 /**
- * PyTorch reference numbers for the benches: runs bench/torch/alexnet_mini.py (the same
- * alexnet-mini, 32x32x3 images, SGD lr 0.01 momentum 0.9, on synthetic data) in a Python that
- * has torch, one process ('single') or several under DistributedDataParallel with gloo ('ddp'),
- * and returns its ms per step and samples/s.
+ * PyTorch reference numbers for the benches: runs bench/torch/<model>.py (the same network as
+ * tandem's builtin of that name, 32x32x3 images, SGD lr 0.01 momentum 0.9, on synthetic data;
+ * the runner is bench/torch/harness.py) in a Python that has torch, one process ('single') or
+ * several under DistributedDataParallel with gloo ('ddp'), and returns its ms per step, samples/s
+ * and the model's parameter counts.
  *
- * `npm run bench -- kernels` and `npm run bench -- scaling` call it; their torch column appears
+ * `npm run bench -- kernels|scaling|models` call it; their torch column appears
  * only where {@link findTorchPython} finds a Python for which `python3 -c "import torch"` works
  * (TANDEM_TORCH_PYTHON, then `python3`, then `/usr/bin/python3`), and is simply left out elsewhere.
  */
@@ -12,13 +13,23 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
+/** The builtin models that have a PyTorch twin in bench/torch/. */
+export const TORCH_MODELS = ['alexnet-mini', 'resnet-mini', 'mobilenet-mini'] as const;
+export type TorchModel = typeof TORCH_MODELS[number];
+
 export interface TorchStepResult {
   mode: 'single' | 'ddp';
+  model: TorchModel;
   torch: string;
   threads: number;
   batch: number;
   steps: number;
   procs?: number;
+  /** ddp only: per-process ('local') or global-batch ('sync') BatchNormalization statistics. */
+  batchNorm?: 'local' | 'sync';
+  /** Element counts as Keras counts them (non-trainable: BatchNormalization's moving statistics). */
+  trainableParameters: number;
+  nonTrainableParameters: number;
   msPerStep: number;
   medianMsPerStep: number;
   samplesPerSecond: number;
@@ -26,6 +37,10 @@ export interface TorchStepResult {
 
 export interface TorchReferenceOptions {
   mode: 'single' | 'ddp';
+  /** Default 'alexnet-mini'. */
+  model?: TorchModel;
+  /** ddp only (the script's default: 'local', DDP's own). */
+  batchNorm?: 'local' | 'sync';
   /** Samples per process per step. */
   batch: number;
   /** Timed steps. */
@@ -45,13 +60,15 @@ const PROBE_TIMEOUT_MS = 20_000; // importing torch takes a second or two on a c
 const STDERR_TAIL_LINES = 20;
 
 /**
- * The script's path. The compiled module lives at dist/bench/torch-reference.js and the script is
- * not copied into dist/, so it is two levels up; the second candidate serves a run from the source.
+ * The model's script (bench/torch/resnet_mini.py for 'resnet-mini'). The compiled module lives at
+ * dist/bench/torch-reference.js and the scripts are not copied into dist/, so they are two levels
+ * up; the second candidate serves a run from the source.
  */
-export function torchScriptPath(): string {
+export function torchScriptPath(model: TorchModel): string {
+  const file = `${model.replaceAll('-', '_')}.py`;
   const candidates = [
-    new URL('../../bench/torch/alexnet_mini.py', import.meta.url),
-    new URL('./torch/alexnet_mini.py', import.meta.url),
+    new URL(`../../bench/torch/${file}`, import.meta.url),
+    new URL(`./torch/${file}`, import.meta.url),
   ].map(u => fileURLToPath(u));
   return candidates.find(p => existsSync(p)) ?? candidates[0];
 }
@@ -71,38 +88,43 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+/** The first of `names` in `record` that is not an integer >= min, described; undefined when all are. */
+function badInteger(record: Record<string, unknown>, names: string[], min: number): string | undefined {
+  const bad = names.find(n => typeof record[n] !== 'number' || !Number.isInteger(record[n]) || (record[n] as number) < min);
+  return bad === undefined ? undefined : `bad "${bad}": ${JSON.stringify(record[bad])}`;
+}
+
+/** The first of `names` in `record` that is not a finite number > 0, described. */
+function badRate(record: Record<string, unknown>, names: string[]): string | undefined {
+  const bad = names.find(n => typeof record[n] !== 'number' || !Number.isFinite(record[n]) || (record[n] as number) <= 0);
+  return bad === undefined ? undefined : `bad "${bad}": ${JSON.stringify(record[bad])}`;
+}
+
 /** Checks the script's JSON line; returns a description of what is wrong, or the result. */
 function validateResult(value: unknown, options: TorchReferenceOptions): TorchStepResult | string {
   if (!isRecord(value)) return 'not a JSON object';
-  const { mode, torch, threads, batch, steps, procs, msPerStep, medianMsPerStep, samplesPerSecond } = value;
+  const { mode, model, torch, batch, steps, procs, batchNorm } = value;
   if (mode !== 'single' && mode !== 'ddp') return `bad "mode": ${JSON.stringify(mode)}`;
   if (mode !== options.mode) return `"mode" is ${mode}, ${options.mode} was asked for`;
+  const askedModel = options.model ?? 'alexnet-mini';
+  if (model !== askedModel) return `"model" is ${JSON.stringify(model)}, ${askedModel} was asked for`;
   if (typeof torch !== 'string' || torch === '') return `bad "torch": ${JSON.stringify(torch)}`;
-  const counts = { threads, batch, steps };
-  for (const [name, v] of Object.entries(counts)) {
-    if (typeof v !== 'number' || !Number.isInteger(v) || v < 1) return `bad "${name}": ${JSON.stringify(v)}`;
-  }
-  const rates = { msPerStep, medianMsPerStep, samplesPerSecond };
-  for (const [name, v] of Object.entries(rates)) {
-    if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) return `bad "${name}": ${JSON.stringify(v)}`;
-  }
+  const bad = badInteger(value, ['threads', 'batch', 'steps'], 1)
+    ?? badInteger(value, ['trainableParameters', 'nonTrainableParameters'], 0)
+    ?? badRate(value, ['msPerStep', 'medianMsPerStep', 'samplesPerSecond'])
+    ?? (mode === 'ddp' ? badInteger(value, ['procs'], 1) : undefined);
+  if (bad !== undefined) return bad;
   if (batch !== options.batch || steps !== options.steps) {
     return `ran batch ${String(batch)} x ${String(steps)} steps, batch ${options.batch} x ${options.steps} was asked for`;
   }
+  if (mode === 'ddp' && batchNorm !== (options.batchNorm ?? 'local')) return `"batchNorm" is ${JSON.stringify(batchNorm)}, ${options.batchNorm ?? 'local'} was asked for`;
+  const numbers = value as Record<string, number>;
   const result: TorchStepResult = {
-    mode,
-    torch,
-    threads: threads as number,
-    batch: batch as number,
-    steps: steps as number,
-    msPerStep: msPerStep as number,
-    medianMsPerStep: medianMsPerStep as number,
-    samplesPerSecond: samplesPerSecond as number,
+    mode, model: askedModel, torch, threads: numbers.threads, batch: numbers.batch, steps: numbers.steps,
+    trainableParameters: numbers.trainableParameters, nonTrainableParameters: numbers.nonTrainableParameters,
+    msPerStep: numbers.msPerStep, medianMsPerStep: numbers.medianMsPerStep, samplesPerSecond: numbers.samplesPerSecond,
   };
-  if (mode === 'ddp') {
-    if (typeof procs !== 'number' || !Number.isInteger(procs) || procs < 1) return `bad "procs": ${JSON.stringify(procs)}`;
-    result.procs = procs;
-  }
+  if (mode === 'ddp') Object.assign(result, { procs: procs as number, batchNorm: batchNorm as 'local' | 'sync' });
   return result;
 }
 
@@ -126,11 +148,12 @@ export function runTorchReference(python: string, options: TorchReferenceOptions
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   if (!(timeoutMs > 0)) throw new RangeError(`runTorchReference: timeoutMs must be > 0, got ${timeoutMs}`);
 
-  const args = [torchScriptPath(), '--mode', options.mode, '--batch', String(options.batch), '--steps', String(options.steps)];
+  const args = [torchScriptPath(options.model ?? 'alexnet-mini'), '--mode', options.mode, '--batch', String(options.batch), '--steps', String(options.steps)];
   if (options.warmup !== undefined) args.push('--warmup', String(options.warmup));
   if (options.threads !== undefined) args.push('--threads', String(options.threads));
   if (options.mode === 'ddp') {
     if (options.procs !== undefined) args.push('--procs', String(options.procs));
+    if (options.batchNorm !== undefined) args.push('--batch-norm', options.batchNorm);
     // the script's own ddp deadline fires first, so it can still stop its ranks and say why
     const scriptTimeoutS = timeoutMs >= 30_000 ? timeoutMs / 1000 - 10 : (timeoutMs * 0.8) / 1000;
     args.push('--timeout', String(Math.max(1, Math.floor(scriptTimeoutS))));

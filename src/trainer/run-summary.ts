@@ -15,6 +15,14 @@ import { writeModelFiles } from './model-files.js';
 import type { RunLedger } from './run-ledger.js';
 import type { TrainHooks, TrainSummary } from './run-types.js';
 
+/**
+ * Untimed first steps of a run of `steps` steps (engine warm-up, JIT): the steady-state figures
+ * (`steadyStepMs`: the wall time of the later steps over their count) leave them out.
+ */
+export function warmupSteps(steps: number): number {
+  return Math.min(3, Math.floor(steps / 5));
+}
+
 /** What the step loop measured. */
 export interface StepLoopResult {
   lastStep: number;

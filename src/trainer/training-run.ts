@@ -29,7 +29,7 @@ import { writeAbortCheckpoint } from './abort-checkpoint.js';
 import { globalRank, localRanks } from '../world/topology.js';
 import { ComputeReplies } from './compute-replies.js';
 import { RunLedger } from './run-ledger.js';
-import { finishSummary, type StepLoopResult } from './run-summary.js';
+import { finishSummary, warmupSteps, type StepLoopResult } from './run-summary.js';
 import type { TrainHooks, TrainSummary } from './run-types.js';
 import type { StopKind, StopRequest } from './stop-request.js';
 
@@ -290,8 +290,7 @@ export class TrainingRun {
   private async stepLoop(laidOut: LaidOut, firstStep: number, loading: Promise<void>): Promise<StepLoopResult> {
     const { cfg, hooks } = this;
     const result: StepLoopResult = { lastStep: cfg.steps, history: [], computeTotal: 0, loadWaitTotal: 0, steadyCompute: 0, stepStarts: [],
-      // Steady-state figures leave out the first steps (engine warm-up, JIT).
-      warmup: firstStep - 1 + Math.min(3, Math.floor((cfg.steps - firstStep + 1) / 5)), trainStart: performance.now() };
+      warmup: firstStep - 1 + warmupSteps(cfg.steps - firstStep + 1), trainStart: performance.now() };
     const replicas = paramSlots(laidOut.buffers);
     this.stepping = 'stepping';
     for (let step = firstStep; step <= cfg.steps; step++) {
