@@ -40,8 +40,8 @@ def worst_difference(reference_model, module):
 
 
 def rank_main(rank, init_method, failures):
-    harness.set_torch_threads(__import__('torch'), 1)
     import torch
+    harness.set_torch_threads(torch, 1)
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
     from sync_batch_norm import convert_sync_batch_norm
