@@ -248,6 +248,37 @@ function registerTests(addon: NativeAddon) {
     t.end();
   });
 
+  t.test('broadcasting arithmetic and comparisons, and Sum, Mean over any axes are bit-identical to stock', t => {
+    const rand = prng(16);
+    const names = ['Add', 'Sub', 'Multiply', 'RealDiv', 'Minimum', 'Maximum', 'Greater', 'GreaterEqual', 'Less', 'LessEqual', 'Equal', 'Sum', 'Mean'];
+    const before = names.map(k => counts(k).native);
+    let matched = 0, cases = 0;
+    for (; cases < 40; cases++) {
+      const shape = Array.from({ length: 1 + Math.floor(rand() * 4) }, () => 1 + Math.floor(rand() * 6));
+      // the other operand: a suffix of the shape with some axes set to 1 (numpy broadcasting), either side
+      const other = shape.slice(Math.floor(rand() * shape.length)).map(d => (rand() < 0.4 ? 1 : d));
+      const a = randomInput(rand, shape, rand() < 0.3), b = randomInput(rand, other, rand() < 0.3); // ties: equal elements for the comparisons
+      const [x, y] = rand() < 0.5 ? [a, b] : [b, a];
+      const name = `[${x.shape}] and [${y.shape}]`;
+      matched += compare(t, `add ${name}`, [x, y], (p, q) => tf.add(p, q), { exact: true });
+      matched += compare(t, `sub ${name}`, [x, y], (p, q) => tf.sub(p, q), { exact: true });
+      matched += compare(t, `mul ${name}`, [x, y], (p, q) => tf.mul(p, q), { exact: true });
+      matched += compare(t, `div ${name}`, [x, y], (p, q) => tf.div(p, q), { exact: true });
+      matched += compare(t, `min, max ${name}`, [x, y], (p, q) => [tf.minimum(p, q), tf.maximum(p, q)], { exact: true });
+      matched += compare(t, `comparisons ${name}`, [x, y], (p, q) => [tf.greater(p, q), tf.greaterEqual(p, q), tf.less(p, q), tf.lessEqual(p, q), tf.equal(p, q)], { exact: true });
+      const axes = shape.map((_, i) => i).filter(() => rand() < 0.5);
+      const reduceOver = axes.length > 0 ? axes : [shape.length - 1];
+      matched += compare(t, `sum [${shape}] axes ${reduceOver}`, [a], z => [tf.sum(z, reduceOver), tf.sum(z, reduceOver, true)], { exact: true });
+      matched += compare(t, `mean [${shape}] axes ${reduceOver}`, [a], z => [tf.mean(z, reduceOver), tf.mean(z, reduceOver, true)], { exact: true });
+    }
+    matched += compare(t, 'global average pooling and its gradient', [randomInput(rand, [4, 6, 6, 8])], z => tf.grad(v => tf.mean(v, [1, 2]))(z), { exact: true });
+    matched += compare(t, 'relu6 and its gradient', [randomInput(rand, [3, 5, 5, 4])], z => tf.grad(v => tf.minimum(tf.relu(tf.mul(v, 8)), 6))(z), { exact: true });
+    t.equal(matched, cases * 8 + 2, `${cases} random shapes: all bit-identical`);
+    const ran = names.map((k, i) => counts(k).native - before[i]);
+    t.ok(ran.every(r => r >= cases), `they ran natively (${names.map((k, i) => `${k} ${ran[i]}`).join(', ')})`);
+    t.end();
+  });
+
   t.test('cases the addon does not cover fall back to the stock kernel, with the stock answer', t => {
     const rand = prng(15);
     const x = randomInput(rand, [2, 9, 9, 3]), f = randomInput(rand, [3, 3, 3, 4]);
@@ -266,11 +297,12 @@ function registerTests(addon: NativeAddon) {
     t.equal(compare(t, 'two-sided batch broadcast', [randomInput(rand, [2, 1, 3, 4]), randomInput(rand, [1, 3, 4, 2])], (p, q) => tf.matMul(p, q)), 1, 'batch [2,1] x [1,3]: stock answer');
     t.ok(fallbacks('BatchMatMul') > m0, 'two-sided broadcast fell back');
     const s0 = fallbacks('Sum');
-    t.equal(compare(t, 'sum over the last axis', [randomInput(rand, [3, 4, 5])], z => tf.sum(z, [1, 2]), { exact: true }), 1, 'trailing axes: stock answer');
-    t.ok(fallbacks('Sum') > s0, 'trailing-axes sum fell back');
+    t.equal(compare(t, 'int32 sum', [{ shape: [3, 2], values: new Int32Array([1, 2, 3, 4, 5, 6]), dtype: 'int32' }], z => tf.sum(z, 0), { exact: true }), 1, 'int32 sum: stock answer');
+    t.ok(fallbacks('Sum') > s0, 'int32 sum fell back');
     const a0 = fallbacks('Add');
-    t.equal(compare(t, 'add of a column', [randomInput(rand, [3, 4]), randomInput(rand, [3, 1])], (p, q) => tf.add(p, q), { exact: true }), 1, 'column broadcast: stock answer');
-    t.ok(fallbacks('Add') > a0, 'column broadcast fell back');
+    t.equal(compare(t, 'int32 add', [{ shape: [2], values: new Int32Array([1, 2]), dtype: 'int32' }, { shape: [2], values: new Int32Array([3, -4]), dtype: 'int32' }],
+      (p, q) => tf.add(p, q), { exact: true }), 1, 'int32 add: stock answer');
+    t.ok(fallbacks('Add') > a0, 'int32 add fell back');
     t.end();
   });
 

@@ -2,11 +2,14 @@
  * The elementwise and reduction kernels that dominate a training profile once
  * convolutions and matmuls are native: Relu, the relu gradient (a kernel of
  * tandem's own, `TandemReluGrad`, used by the native backend's Relu gradient),
- * Add of a per-channel bias, and Sum over leading axes (the bias gradient).
- * Each does the same float operations in the same order as the stock kernel
- * (bit-identical); other shapes and dtypes fall back.
+ * Add of a per-channel bias, and Sum over leading axes (the bias gradient) in
+ * C++; any other broadcast of the binary arithmetic and comparison kernels
+ * and Sum or Mean over any axes as flat loops (broadcast-kernels.ts). Each does the same float
+ * operations in the same order as the stock kernel (bit-identical); other
+ * dtypes fall back.
  */
-import { float32Values, isLastAxisVector, output, sizeOf, type NativeKernel, type NativeKernelContext } from './native-kernel.js';
+import { float32Values, isLastAxisVector, output, sizeOf, type NativeKernel, type NativeKernelArgs, type NativeKernelContext } from './native-kernel.js';
+import { ARITHMETIC_OPS, broadcastBinary, COMPARISON_OPS, reduceAxes, type BinaryOp, type FlatResult } from './broadcast-kernels.js';
 
 /** Kernel name of the fused relu gradient dx = dy * step(x). Registered on the native backend only. */
 export const RELU_GRAD_KERNEL = 'TandemReluGrad';
@@ -43,7 +46,9 @@ export function elementwiseKernels(ctx: NativeKernelContext): NativeKernel[] {
         const [full, fullValues, vector, vectorValues] = a.length >= b.length
           ? [inputs.a, a, inputs.b, b] : [inputs.b, b, inputs.a, a];
         const cols = full.shape[full.shape.length - 1];
-        if (full.shape.length === 0 || vector.shape.length > full.shape.length || !isLastAxisVector(vector.shape, cols) || cols < 1) return undefined;
+        if (full.shape.length === 0 || vector.shape.length > full.shape.length || !isLastAxisVector(vector.shape, cols) || cols < 1) {
+          return flatOutput(backend, broadcastBinary('Add', inputs.a.shape, a, inputs.b.shape, b));
+        }
         const y = new Float32Array(fullValues.length);
         addon.addRowVector(fullValues, vectorValues, y, fullValues.length / cols, cols);
         return output(backend, [...full.shape], y);
@@ -56,8 +61,9 @@ export function elementwiseKernels(ctx: NativeKernelContext): NativeKernel[] {
         if (!x) return undefined;
         const shape = inputs.x.shape;
         const axes = [...new Set(tf.util.parseAxisParam(attrs.axis as number | number[], shape))].sort((p, q) => p - q);
-        // leading axes only: the sum is then a column sum over contiguous rows
-        if (axes.length === 0 || axes.some((axis, i) => axis !== i)) return undefined;
+        if (shape.length === 0 || x.length === 0) return undefined;
+        // leading axes: a column sum over contiguous rows, in C++; other axes: flat loops
+        if (axes.length === 0 || axes.some((axis, i) => axis !== i)) return flatOutput(backend, reduceAxes('sum', shape, x, axes, attrs.keepDims === true));
         const kept = shape.slice(axes.length);
         const cols = sizeOf(kept);
         if (cols < 1) return undefined;
@@ -67,5 +73,29 @@ export function elementwiseKernels(ctx: NativeKernelContext): NativeKernel[] {
         return output(backend, outShape, out);
       },
     },
+    ...[...ARITHMETIC_OPS.filter(op => op !== 'Add'), ...COMPARISON_OPS].map(op => binaryKernel(op)),
+    {
+      kernelName: 'Mean',
+      run({ inputs, attrs, backend }) {
+        const x = float32Values(backend, inputs.x), shape = inputs.x.shape;
+        if (!x || shape.length === 0 || x.length === 0) return undefined;
+        const axes = [...new Set(tf.util.parseAxisParam(attrs.axis as number | number[], shape))].sort((p, q) => p - q);
+        return flatOutput(backend, reduceAxes('mean', shape, x, axes, attrs.keepDims === true));
+      },
+    },
   ];
+}
+
+function binaryKernel(op: BinaryOp): NativeKernel {
+  return {
+    kernelName: op,
+    run({ inputs, backend }) {
+      const a = float32Values(backend, inputs.a), b = float32Values(backend, inputs.b);
+      return a && b ? flatOutput(backend, broadcastBinary(op, inputs.a.shape, a, inputs.b.shape, b)) : undefined;
+    },
+  };
+}
+
+function flatOutput(backend: NativeKernelArgs['backend'], result: FlatResult | undefined) {
+  return result && backend.makeTensorInfo(result.shape, result.dtype, result.values);
 }
