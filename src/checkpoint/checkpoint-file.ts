@@ -6,10 +6,12 @@
  * functions of (seed, step), so the step restores them.
  */
 import { createHash } from 'node:crypto';
-import { mkdir, open, readdir, readFile, rename, rm } from 'node:fs/promises';
+import { readdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { Packr } from 'msgpackr';
 import { TandemError } from '../errors.js';
+import { writeFileAtomically } from '../output/atomic-write.js';
+import { makeDirectory } from '../output/make-directory.js';
 
 const packr = new Packr({ structuredClone: true });
 const MAGIC = 'tandem-checkpoint';
@@ -41,20 +43,10 @@ export function checkpointPath(dir: string, step: number): string {
 
 /** Writes `checkpoint` into `dir` atomically; a crash mid-write leaves every earlier checkpoint intact. */
 export async function writeCheckpoint(dir: string, checkpoint: Checkpoint): Promise<string> {
-  await mkdir(dir, { recursive: true });
+  await makeDirectory(dir, `checkpoint directory ${dir}`);
   const payload = packr.pack(checkpoint);
   const sha256 = createHash('sha256').update(payload).digest('hex');
-  const file = checkpointPath(dir, checkpoint.step);
-  const tmp = `${file}.tmp-${process.pid}`;
-  const handle = await open(tmp, 'w');
-  try {
-    await handle.writeFile(packr.pack({ magic: MAGIC, version: VERSION, sha256, payload }));
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-  await rename(tmp, file);
-  return file;
+  return writeFileAtomically(checkpointPath(dir, checkpoint.step), packr.pack({ magic: MAGIC, version: VERSION, sha256, payload }), { sync: true });
 }
 
 export async function readCheckpoint(file: string): Promise<Checkpoint> {

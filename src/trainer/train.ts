@@ -11,21 +11,27 @@ import type { Span } from '../monitor/span.js';
 import type { RunEvent } from '../monitor/run-event.js';
 import { chooseStrategy, type AutoChoice } from '../profiling/choose-strategy.js';
 import { TrainingRun } from './training-run.js';
+import { claimOutputs } from '../output/claim-outputs.js';
 import type { StepMetrics, TrainHooks, TrainSummary, TrainingHandle } from './run-types.js';
 export type { StepMetrics, TrainHooks, TrainSummary, TrainingHandle } from './run-types.js';
 
 export async function train(config: TrainConfig, hooks: TrainHooks = {}): Promise<TrainSummary> {
-  let auto: AutoChoice | undefined;
-  if (config.strategy === 'auto') {
-    await resolveConfig(config); // bad input fails before profiling starts a thread
-    auto = await chooseStrategy(config, train);
-    hooks.onAutoChoice?.(auto);
-    hooks.onEvent?.({ type: 'auto', strategy: auto.strategy, splitLayer: auto.splitLayer, reason: auto.reason });
-    config = { ...config, strategy: auto.strategy, splitLayer: auto.splitLayer };
+  const checked = await resolveConfig(config); // bad input fails before any output is touched or thread started
+  const lock = await claimOutputs(checked, message => hooks.onEvent?.({ type: 'warning', step: 0, message }));
+  try {
+    let auto: AutoChoice | undefined;
+    if (config.strategy === 'auto') {
+      auto = await chooseStrategy(config, train);
+      hooks.onAutoChoice?.(auto);
+      hooks.onEvent?.({ type: 'auto', strategy: auto.strategy, splitLayer: auto.splitLayer, reason: auto.reason });
+      config = { ...config, strategy: auto.strategy, splitLayer: auto.splitLayer };
+    }
+    const resolved = auto ? await resolveConfig(config) : checked;
+    const autoNote = auto && { strategy: auto.strategy, splitLayer: auto.splitLayer, reason: auto.reason };
+    return await new TrainingRun(resolved, (config.strategy ?? 'sequential') as StrategySpec, hooks, autoNote).run();
+  } finally {
+    await lock.release();
   }
-  const resolved = await resolveConfig(config);
-  const autoNote = auto && { strategy: auto.strategy, splitLayer: auto.splitLayer, reason: auto.reason };
-  return new TrainingRun(resolved, (config.strategy ?? 'sequential') as StrategySpec, hooks, autoNote).run();
 }
 
 
