@@ -66,7 +66,7 @@ t.test('model.json and weights.bin: truncated, empty, {}, not a model, weights s
     'weights.bin missing');
 });
 
-t.test('model modules: a syntax error, a factory that throws (with tandem\'s context, the cause kept), no model returned', async t => {
+t.test('model modules and plugins: a syntax error, a factory that throws (with tandem\'s context, the cause kept), no model returned', async t => {
   const syntax = file('syntax-model.mjs', 'export default (tf) => {\n  return tf.sequential({ layers: [,, };\n};\n');
   await refused(t, { model: syntax }, 'BAD_MODEL', /model module .*syntax-model\.mjs cannot be loaded: SyntaxError: .*\(line 2: /, 'model module with a syntax error');
   const throws = file('throws-model.mjs', 'export default () => { throw new RangeError("no GPU here"); };');
@@ -77,6 +77,8 @@ t.test('model modules: a syntax error, a factory that throws (with tandem\'s con
   t.equal(osThreads(), before, 'no thread started');
   const nothing = file('nothing-model.mjs', 'export default () => ({ layers: [] });');
   await refused(t, { model: nothing }, 'BAD_MODEL', /expected it to return a tf\.LayersModel .*found an object with keys layers/, 'a factory returning no model');
+  const plugin = file('syntax-plugin.mjs', 'import { registerTransport } from "tandem";\nregisterTransport({ name: "x", });;\nexport const = 1;\n');
+  await refused(t, { model: 'mlp', plugins: [plugin] }, 'BAD_CONFIG', /plugin module .*syntax-plugin\.mjs cannot be loaded: SyntaxError: .*\(line 3: export const = 1;\)/, 'a plugin with a syntax error');
   const noDefault = file('no-default.mjs', 'export const model = 1;');
   await refused(t, { model: noDefault }, 'BAD_MODEL', /expected a default export function .*found no default export/, 'a module without a default export');
 });
