@@ -1,7 +1,8 @@
 // Every place a run writes is created and probed before any thread starts:
 // a bad --out, --trace or --checkpoint-dir fails at once naming the path and
-// the reason; results are written atomically, and a write that fails (full
-// disk) names the path and leaves no temporary behind.
+// the reason; a disk without room for the model is refused before step 1;
+// results are written atomically, and a write that fails (full disk) names
+// the path and leaves no temporary behind.
 import t from 'tap';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -63,8 +64,11 @@ t.test('a full disk (a 32 KiB tmpfs): the failed write names its path and remove
   t.equal(readFileSync(trace, 'utf8'), '{"old": true}', 'trace.json keeps its old contents whole (atomic write)');
   t.same(readdirSync(full), ['trace.json'], 'no temporary left behind');
 
-  // A run whose --out has room for the probe and the lock but not the model: the error names weights.bin, nothing partial stays.
+  // A run whose --out has room for the probe and the lock but not the model: refused once the model is built, before step 1.
   const out = path.join(full, 'run');
-  await t.rejects(train({ ...tiny, out }), { code: 'WRITE_FAILED', message: /cannot write .*run\/weights\.bin: no space left on the device \(ENOSPC\)/ });
+  const events: string[] = []; // (a checkpoint holds the parameters and sgd's momentum: twice the model)
+  await t.rejects(train({ ...tiny, out, checkpointEvery: 1 }, { onEvent: e => events.push(e.type) }),
+    { code: 'BAD_OUTPUT', message: /--out .*run: no room for the results: the trained model needs 54 KiB, a checkpoint needs 107 KiB, and the file system of .*run has \d+ KiB free/ });
+  t.same(events, [], 'refused before the run started training');
   t.same(readdirSync(out), [], 'no temporary and no lock left in --out');
 });

@@ -25,6 +25,7 @@ import { writeCheckpoint, type Checkpoint, type HeadState } from '../checkpoint/
 import { checkpointDirOf, loadResume, restoreShared, takeCheckpoint } from '../checkpoint/run-checkpoints.js';
 import { globalRank, localRanks } from '../world/topology.js';
 import { ComputeReplies } from './compute-replies.js';
+import { checkRoomForResults, resultNeeds } from '../output/room-for-results.js';
 import { RunLedger } from './run-ledger.js';
 import { finishSummary, type StepLoopResult } from './run-summary.js';
 import type { TrainHooks, TrainSummary } from './run-types.js';
@@ -83,6 +84,7 @@ export class TrainingRun {
   private async drive(): Promise<TrainSummary> {
     const started = performance.now();
     const built = await this.spawn();
+    await checkRoomForResults(resultNeeds(this.cfg, built.layout.total, built.stateTotal)); // before step 1, not at the end
     const laidOut = await this.layOut(built);
     const resume = this.cfg.resume ? await loadResume(this.cfg, built.weights, built.state) : undefined;
     const firstStep = (resume?.step ?? 0) + 1;
