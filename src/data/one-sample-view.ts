@@ -3,7 +3,8 @@
  * sample (offset 0), never the shared buffer of a whole batch: a read that
  * writes past its sample cannot reach a neighbour's (which made runs differ).
  * Writing past a typed array is silently dropped, so the first read of each
- * reader goes through a watching view that fails loudly on such a write;
+ * reader of a user module (one per shard and step) goes through a watching
+ * view (a proxy: ~60x slower, hence once) that fails loudly on such a write;
  * `out.set(values, offset)` past the end throws by itself and is named too.
  */
 import { fileURLToPath } from 'node:url';
@@ -12,14 +13,16 @@ import { sampleSize, type Dataset } from './dataset.js';
 
 export class SampleReader {
   readonly sampleFloats: number;
-  private watchNext = true;
+  /** Whether the next read is watched: the first one of a user module's reader (builtins are tandem's own code). */
+  private watchNext: boolean;
 
   private readonly source: string;
 
   /** `source` (a builtin name or a module URL) names the dataset in errors. */
   constructor(private readonly ds: Dataset, source: string) {
     this.sampleFloats = sampleSize(ds.sampleShape);
-    this.source = source.startsWith('file:') ? fileURLToPath(source) : source;
+    this.watchNext = source.startsWith('file:');
+    this.source = this.watchNext ? fileURLToPath(source) : source;
   }
 
   /** Sample `index` into out[at, at + sampleFloats); returns its label (or target). */
