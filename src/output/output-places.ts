@@ -16,36 +16,36 @@ import { fsReason } from './fs-reason.js';
 /** The files `--out DIR` receives (src/trainer/run-summary.ts and model-files.ts write them). */
 export const OUT_FILES = { model: 'model.json', weights: 'weights.bin', summary: 'summary.json', timeline: 'timeline.svg', trace: 'trace.json', classifierDir: 'classifier' } as const;
 
-/** A place a run writes: `label` names it as the user gave it (`--out out/run`). */
+/** A place a run writes: `label` names it as the user gave it (`--out out/run`); `lock`: the run locks that directory. */
 export type OutputPlace =
-  | { kind: 'directory'; path: string; label: string }
+  | { kind: 'directory'; path: string; label: string; lock: boolean }
   | { kind: 'file'; path: string; label: string };
 
 /** Every place a run of `cfg` writes, directories before the files in them. */
 export function outputPlacesOf(cfg: Pick<ResolvedConfig, 'out' | 'trace' | 'checkpointDir' | 'classifier'>): OutputPlace[] {
   const places: OutputPlace[] = [];
-  const directory = (p: string, label: string) => places.push({ kind: 'directory', path: path.resolve(p), label });
+  const directory = (p: string, label: string, lock: boolean) => places.push({ kind: 'directory', path: path.resolve(p), label, lock });
   const file = (p: string, label: string) => places.push({ kind: 'file', path: path.resolve(p), label });
   if (cfg.out !== undefined) {
     const label = `--out ${cfg.out}`;
-    directory(cfg.out, label);
+    directory(cfg.out, label, true);
     for (const name of [OUT_FILES.model, OUT_FILES.weights, OUT_FILES.summary, OUT_FILES.timeline]) file(path.join(cfg.out, name), label);
     if (cfg.trace === undefined) file(path.join(cfg.out, OUT_FILES.trace), label);
     if (cfg.classifier?.exportClassifier) {
       const dir = path.join(cfg.out, OUT_FILES.classifierDir);
-      directory(dir, label);
+      directory(dir, label, false);
       for (const name of [OUT_FILES.model, OUT_FILES.weights]) file(path.join(dir, name), label);
     }
   }
   if (cfg.trace !== undefined) file(cfg.trace, `--trace ${cfg.trace}`);
-  if (cfg.checkpointDir !== undefined) directory(cfg.checkpointDir, `--checkpoint-dir ${cfg.checkpointDir}`);
+  if (cfg.checkpointDir !== undefined) directory(cfg.checkpointDir, `--checkpoint-dir ${cfg.checkpointDir}`, true);
   return places;
 }
 
 /** The directories among `places` a run lock covers: where checkpoints and results go. */
 export function lockedDirectories(places: readonly OutputPlace[]): OutputPlace[] {
   const seen = new Set<string>();
-  return places.filter(p => p.kind === 'directory' && !p.path.endsWith(path.sep + OUT_FILES.classifierDir) && !seen.has(p.path) && seen.add(p.path));
+  return places.filter(p => p.kind === 'directory' && p.lock && !seen.has(p.path) && seen.add(p.path));
 }
 
 /** Creates and probes every place; the first that cannot be written fails with BAD_OUTPUT naming it and the reason. */
