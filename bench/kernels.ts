@@ -14,6 +14,7 @@ import * as tf from '@tensorflow/tfjs';
 import { train, type TrainConfig, type BackendName } from '../src/index.js';
 import { startBackend } from '../src/engine/backend.js';
 import { loadNativeAddon } from '../src/engine/native/native-addon.js';
+import { batchNormTraining } from '../src/model/batch-norm-training.js';
 import { findTorchPython, runTorchReference } from './torch-reference.js';
 
 export interface KernelBenchOptions { steps: number; batch: number; out: string }
@@ -51,18 +52,21 @@ function alexnetMiniKernels(b: number): KernelCase[] {
 function otherLayerKernels(b: number): KernelCase[] {
   const x = [b, 16, 16, 32], w = [3, 3, 32, 1];
   const ids = (a: tf.Tensor) => tf.cast(tf.mul(tf.abs(a), 999), 'int32'); // 0..999 from the random inputs
-  const bnTraining = (a: tf.Tensor) => {
+  const bnStock = (a: tf.Tensor) => {
     const { mean, variance } = tf.moments(a, [0, 1, 2]);
     return tf.batchNorm(a as tf.Tensor4D, mean, variance, tf.zeros([32]), tf.ones([32]), 1e-3);
   };
+  const bnTandem = (a: tf.Tensor) => batchNormTraining(tf, a, tf.ones([32]), tf.zeros([32]), { axis: -1, epsilon: 1e-3 }).y;
   return [
     { name: `depthwise conv forward ${x.join('x')} * 3x3x32x1`, inputs: [x, w], run: (a, k) => tf.depthwiseConv2d(a as tf.Tensor4D, k as tf.Tensor4D, 1, 'same') },
     { name: 'depthwise conv backprop input', inputs: [x, w], run: (g, k) =>
       tf.engine().runKernel('DepthwiseConv2dNativeBackpropInput', { dy: g, filter: k }, { strides: 1, pad: 'same', dilations: 1, inputShape: x }) as tf.Tensor },
     { name: 'depthwise conv backprop filter', inputs: [x, x], run: (a, g) =>
       tf.engine().runKernel('DepthwiseConv2dNativeBackpropFilter', { x: a, dy: g }, { strides: 1, pad: 'same', dilations: 1, filterShape: w }) as tf.Tensor },
-    { name: `batch norm training forward ${x.join('x')} (moments + batchNorm)`, inputs: [x], run: a => bnTraining(a) },
-    { name: 'batch norm training gradient (dx)', inputs: [x, x], run: (a, g) => tf.grad(t => tf.sum(tf.mul(bnTraining(t), g)))(a) },
+    { name: `batch norm training forward ${x.join('x')}, tfjs's ops (moments + batchNorm)`, inputs: [x], run: a => bnStock(a) },
+    { name: 'batch norm training forward + gradient (dx from dy), tfjs\'s ops', inputs: [x, x], run: (a, g) => tf.grad(bnStock)(a, g) },
+    { name: 'batch norm training forward, tandem\'s kernel (what a run uses)', inputs: [x], run: a => bnTandem(a) },
+    { name: 'batch norm training forward + gradient (dx from dy), tandem\'s kernel', inputs: [x, x], run: (a, g) => tf.grad(bnTandem)(a, g) },
     { name: `embedding gather ${b * 16} ids from 1000x64`, inputs: [[b * 16], [1000, 64]], run: (a, table) => tf.gather(table, ids(a)) },
     { name: 'embedding gradient (UnsortedSegmentSum) into 1000x64', inputs: [[b * 16], [b * 16, 64]], run: (a, g) => tf.unsortedSegmentSum(g, ids(a) as tf.Tensor1D, 1000) },
   ];

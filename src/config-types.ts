@@ -73,6 +73,13 @@ export interface TrainConfig {
   checkpointEvery?: number;
   /** Where checkpoints go. Default: `out`. */
   checkpointDir?: string;
+  /** Keep only the K newest checkpoints of the checkpoint directory (older ones are removed after each write). Default 3; 0 keeps all. */
+  keepCheckpoints?: number;
+  /**
+   * After `stop()` (the CLI: a first SIGINT/SIGTERM/SIGHUP), how long the step in flight may take to finish and reach its stop
+   * checkpoint; past it the run is aborted as by `abort()` (a second signal). Default 5000.
+   */
+  stopGraceMs?: number;
   /** Continue from the latest checkpoint in this directory (or this checkpoint file). `steps` counts from the start of the run. */
   resume?: string;
   /** Builtin model name or path to an ES module `(tf, options) => tf.LayersModel`. Default `mlp`. */
@@ -156,6 +163,8 @@ export interface ResolvedConfig {
   onNan: 'error' | 'skip-step';
   checkpointEvery?: number;
   checkpointDir?: string;
+  keepCheckpoints: number;
+  stopGraceMs: number;
   resume?: string;
   model: ModelSpec;
   data: DatasetSpec;

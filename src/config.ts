@@ -28,7 +28,7 @@ import { FAULT_PHASES, LOSS_KINDS, type ClassifierConfig, type LossKind, type Re
 export { METHODS, FAULT_PHASES, LOSS_KINDS } from './config-types.js';
 export type { ClassifierConfig, FaultInjection, LossKind, Method, ResolvedConfig, TrainConfig } from './config-types.js';
 
-const KNOWN_KEYS = new Set(['checkpointEvery', 'checkpointDir', 'resume', 'onNan', 'evalSamples', 'method', 'embedding', 'head', 'scale', 'margin', 'sampleRate', 'partition', 'heldOut', 'exportDevice', 'exportClassifier', 'model', 'data', 'devices', 'backend', 'nativeThreads', 'nativeFusion', 'batch', 'steps', 'epochs', 'lr', 'momentum', 'optimizer', 'seed',
+const KNOWN_KEYS = new Set(['checkpointEvery', 'checkpointDir', 'keepCheckpoints', 'stopGraceMs', 'resume', 'onNan', 'evalSamples', 'method', 'embedding', 'head', 'scale', 'margin', 'sampleRate', 'partition', 'heldOut', 'exportDevice', 'exportClassifier', 'model', 'data', 'devices', 'backend', 'nativeThreads', 'nativeFusion', 'batch', 'steps', 'epochs', 'lr', 'momentum', 'optimizer', 'seed',
   'strategy', 'timeShare', 'paramShare', 'splitLayer', 'bucketCapMB', 'firstBucketMB', 'link', 'trace', 'allReduce', 'transport', 'batchNorm', 'loss', 'plugins', 'out', 'classes', 'imageSize', 'datasetSize', 'stallTimeoutMs', 'loaderThreads', 'faultInjection']);
 
 function bad(field: string, message: string): never {
@@ -281,7 +281,7 @@ async function checkModuleModelShapes(spec: ModelSpec, sampleShape: number[], cl
   }
 }
 
-function checkpointOptions(config: TrainConfig): Pick<ResolvedConfig, 'checkpointEvery' | 'checkpointDir' | 'resume'> {
+function checkpointOptions(config: TrainConfig): Pick<ResolvedConfig, 'checkpointEvery' | 'checkpointDir' | 'resume' | 'keepCheckpoints' | 'stopGraceMs'> {
   const every = config.checkpointEvery === undefined ? undefined : positiveInt('checkpointEvery', config.checkpointEvery);
   for (const k of ['checkpointDir', 'resume'] as const) {
     if (config[k] !== undefined && (typeof config[k] !== 'string' || config[k] === '')) bad(k, 'must be a path');
@@ -289,5 +289,8 @@ function checkpointOptions(config: TrainConfig): Pick<ResolvedConfig, 'checkpoin
   if (every !== undefined && config.checkpointDir === undefined && config.out === undefined) {
     bad('checkpointEvery', 'needs a place for the checkpoints: give checkpointDir or out');
   }
-  return { checkpointEvery: every, checkpointDir: config.checkpointDir, resume: config.resume };
+  const keep = config.keepCheckpoints ?? 3;
+  if (!Number.isInteger(keep) || keep < 0) bad('keepCheckpoints', `must be an integer >= 0 (0 keeps every checkpoint), got ${JSON.stringify(keep)}`);
+  const stopGraceMs = finite('stopGraceMs', config.stopGraceMs ?? 5000, 0, 24 * 3600_000);
+  return { checkpointEvery: every, checkpointDir: config.checkpointDir, resume: config.resume, keepCheckpoints: keep, stopGraceMs };
 }

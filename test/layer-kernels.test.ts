@@ -1,11 +1,11 @@
 // tandem's kernels for the slow layers give the bits of tfjs's own cpu kernels: the Embedding
 // gradient (UnsortedSegmentSum in one pass) on random shapes, repeated and out-of-range ids; the
-// depthwise filter gradient on strides, paddings and channel multipliers; and they are what the
-// cpu, native and wasm engines run after startBackend.
+// depthwise filter and input gradients on strides, paddings and channel multipliers; and they are
+// what the engines run after startBackend.
 import t from 'tap';
 import * as tf from '@tensorflow/tfjs';
 import { segmentSum } from '../src/engine/fast-gradients.js';
-import { depthwiseFilterGradient } from '../src/engine/depthwise-filter-kernel.js';
+import { DEPTHWISE_GRADIENT_KERNELS, depthwiseFilterGradient, depthwiseInputGradient } from '../src/engine/depthwise-gradient-kernels.js';
 import { startBackend } from '../src/engine/backend.js';
 import { prng } from '../src/data/synthetic-images.js';
 import { loadNativeAddon } from '../src/engine/native/native-addon.js';
@@ -28,36 +28,40 @@ t.test('one pass = tfjs\'s stock cpu kernel, bit for bit', async t => {
   t.ok(stock, 'tfjs has a stock kernel to compare with');
 });
 
-t.test('the depthwise filter gradient = tfjs\'s stock cpu kernel, bit for bit, on every engine', async t => {
+t.test('the depthwise filter and input gradients = tfjs\'s stock cpu kernels, bit for bit, on cpu and wasm (native: oneDNN, native-kernels.test)', async t => {
   await tf.setBackend('cpu');
-  const stockKernel = tf.getKernel('DepthwiseConv2dNativeBackpropFilter', 'cpu')!.kernelFunc;
-  const engines = ['cpu', 'wasm', ...(loadNativeAddon().loaded ? ['native'] : [])];
+  const stockKernels = DEPTHWISE_GRADIENT_KERNELS.map(name => tf.getKernel(name, 'cpu')!.kernelFunc);
+  const engines = ['cpu', 'wasm'] as const;
   type Shape4 = [number, number, number, number];
   const cases: [Shape4, Shape4, number, 'same' | 'valid'][] = [
     [[2, 7, 7, 3], [3, 3, 3, 1], 1, 'same'], [[2, 8, 8, 4], [3, 3, 4, 2], 2, 'same'], [[1, 9, 6, 2], [5, 3, 2, 3], 2, 'valid'], [[3, 4, 4, 5], [1, 1, 5, 1], 1, 'valid'],
   ];
-  const stockOf = (x: tf.Tensor, dy: tf.Tensor, filterShape: number[], stride: number, pad: 'same' | 'valid') =>
-    tf.tidy(() => (tf.engine().runKernel('DepthwiseConv2dNativeBackpropFilter', { x, dy }, { strides: stride, pad, dilations: 1, filterShape }) as tf.Tensor).dataSync().slice());
-  const stock: Float32Array[] = [];
+  const gradients = (x: tf.Tensor, w: tf.Tensor, dy: tf.Tensor, xs: Shape4, ws: Shape4, stride: number, pad: 'same' | 'valid') => tf.tidy(() => [
+    (tf.engine().runKernel('DepthwiseConv2dNativeBackpropFilter', { x, dy }, { strides: stride, pad, dilations: 1, filterShape: ws }) as tf.Tensor).dataSync().slice(),
+    (tf.engine().runKernel('DepthwiseConv2dNativeBackpropInput', { dy, filter: w }, { strides: stride, pad, dilations: 1, inputShape: xs }) as tf.Tensor).dataSync().slice(),
+  ] as Float32Array[]);
   const inputs = cases.map(([xs, ws, stride, pad], i) => {
-    const x = tf.randomUniform(xs, -1, 1, 'float32', i + 1);
-    const y = tf.depthwiseConv2d(x as tf.Tensor4D, tf.zeros(ws) as tf.Tensor4D, stride, pad);
+    const x = tf.randomUniform(xs, -1, 1, 'float32', i + 1), w = tf.randomUniform(ws, -1, 1, 'float32', i + 21);
+    const y = tf.depthwiseConv2d(x as tf.Tensor4D, w as tf.Tensor4D, stride, pad);
     const dy = tf.randomUniform(y.shape, -1, 1, 'float32', i + 11);
     y.dispose();
-    stock.push(stockOf(x, dy, ws, stride, pad) as Float32Array); // tfjs's own (tandem's is not installed on this engine yet)
-    return { x: x.dataSync().slice(), xs, dy: dy.dataSync().slice(), dys: dy.shape, ws, stride, pad };
+    const stock = gradients(x, w, dy, xs, ws, stride, pad); // tfjs's own (tandem's are not installed on this engine yet)
+    return { x: x.dataSync().slice(), w: w.dataSync().slice(), dy: dy.dataSync().slice(), xs, dys: dy.shape, ws, stride, pad, stock };
   });
   for (const engine of engines) {
     await startBackend(tf, engine);
-    inputs.forEach((c, i) => {
-      const got = stockOf(tf.tensor(c.x, c.xs), tf.tensor(c.dy, c.dys), c.ws, c.stride, c.pad);
-      t.same(Array.from(got), Array.from(stock[i]), `${engine}: x ${c.xs.join('x')}, filter ${c.ws.join('x')}, stride ${c.stride}, ${c.pad}`);
-    });
+    for (const c of inputs) {
+      const [dW, dx] = gradients(tf.tensor(c.x, c.xs), tf.tensor(c.w, c.ws), tf.tensor(c.dy, c.dys), c.xs, c.ws, c.stride, c.pad);
+      const name = `${engine}: x ${c.xs.join('x')}, filter ${c.ws.join('x')}, stride ${c.stride}, ${c.pad}`;
+      t.same(Array.from(dW), Array.from(c.stock[0]), `${name}: filter gradient`);
+      t.same(Array.from(dx), Array.from(c.stock[1]), `${name}: input gradient`);
+    }
   }
-  t.not(tf.getKernel('DepthwiseConv2dNativeBackpropFilter', 'cpu')!.kernelFunc, stockKernel, 'the cpu engine runs tandem\'s kernel, not the stock one');
-  const flat = depthwiseFilterGradient(inputs[0].x, inputs[0].dy, { batch: 2, inHeight: 7, inWidth: 7, inChannels: 3, outHeight: 7, outWidth: 7, outChannels: 3,
-    filterHeight: 3, filterWidth: 3, strideHeight: 1, strideWidth: 1, top: 1, left: 1 });
-  t.same(Array.from(flat), Array.from(stock[0]), 'the loops themselves, called directly');
+  DEPTHWISE_GRADIENT_KERNELS.forEach((name, i) => t.not(tf.getKernel(name, 'cpu')!.kernelFunc, stockKernels[i], `the cpu engine runs tandem's ${name}, not the stock one`));
+  const geometry = { batch: 2, inHeight: 7, inWidth: 7, inChannels: 3, outHeight: 7, outWidth: 7, outChannels: 3,
+    filterHeight: 3, filterWidth: 3, strideHeight: 1, strideWidth: 1, top: 1, left: 1 };
+  t.same(Array.from(depthwiseFilterGradient(inputs[0].x, inputs[0].dy, geometry)), Array.from(inputs[0].stock[0]), 'the filter loops themselves, called directly');
+  t.same(Array.from(depthwiseInputGradient(inputs[0].dy, inputs[0].w, geometry)), Array.from(inputs[0].stock[1]), 'the input loops themselves, called directly');
 });
 
 t.test('every engine runs the one-pass kernel and gets the stock answer', async t => {

@@ -120,6 +120,39 @@ function registerTests(addon: NativeAddon) {
     t.end();
   });
 
+  t.test('DepthwiseConv2dNative and both of its backprops match stock on random shapes, channel multipliers, strides, paddings', t => {
+    const rand = prng(13);
+    let cases = 0, matched = 0;
+    const names = ['DepthwiseConv2dNative', 'DepthwiseConv2dNativeBackpropInput', 'DepthwiseConv2dNativeBackpropFilter'];
+    const before = names.map(k => counts(k).native);
+    while (cases < 40) {
+      const [n, h, w, c] = [1 + Math.floor(rand() * 3), 1 + Math.floor(rand() * 10), 1 + Math.floor(rand() * 10), 1 + Math.floor(rand() * 6)];
+      const [kh, kw, m] = [1 + Math.floor(rand() * 4), 1 + Math.floor(rand() * 4), 1 + Math.floor(rand() * 3)];
+      const s = 1 + Math.floor(rand() * 2); // tfjs's depthwise convolution wants equal strides
+      const p = rand() < 0.5 ? 'same' as const : 'valid' as const;
+      let outShape: number[];
+      try {
+        outShape = tf.backend_util.computeConv2DInfo([n, h, w, c], [kh, kw, c, m], s, 1, p, undefined, true).outShape;
+      } catch { continue; }
+      if (outShape.some(d => d < 1)) continue;
+      cases++;
+      const x = randomInput(rand, [n, h, w, c]), f = randomInput(rand, [kh, kw, c, m]), dy = randomInput(rand, outShape);
+      const name = `x[${n},${h},${w},${c}] f[${kh},${kw},${c},${m}] s${s} ${p}`;
+      matched += compare(t, `depthwise ${name}`, [x, f], (a, k) => tf.depthwiseConv2d(a as tf.Tensor4D, k as tf.Tensor4D, s, p));
+      matched += compare(t, `depthwise backprop input ${name}`, [dy, f], (g, k) =>
+        tf.engine().runKernel(names[1], { dy: g, filter: k }, { strides: s, pad: p, dilations: 1, inputShape: [n, h, w, c] }) as tf.Tensor);
+      matched += compare(t, `depthwise backprop filter ${name}`, [x, dy], (a, g) =>
+        tf.engine().runKernel(names[2], { x: a, dy: g }, { strides: s, pad: p, dilations: 1, filterShape: [kh, kw, c, m] }) as tf.Tensor);
+    }
+    t.equal(matched, cases * 3, `${cases} random depthwise convolutions: forward, backprop input and filter match stock`);
+    const ran = names.map((k, i) => counts(k).native - before[i]);
+    t.ok(ran.every(r => r === cases), `every case ran on oneDNN (${names.map((k, i) => `${k} ${ran[i]}`).join(', ')} of ${cases})`);
+    const dilated = compare(t, 'dilated depthwise', [randomInput(rand, [1, 7, 7, 2]), randomInput(rand, [3, 3, 2, 1])], (a, k) =>
+      tf.depthwiseConv2d(a as tf.Tensor4D, k as tf.Tensor4D, 1, 'same', 'NHWC', 2));
+    t.equal(dilated, 1, 'dilation 2 falls back to the stock answer');
+    t.end();
+  });
+
   t.test('BatchMatMul and _FusedMatMul match stock: batches, broadcasting, transposes, bias, activations', t => {
     const rand = prng(12);
     const before = { m: counts('BatchMatMul').native, f: counts('_FusedMatMul').native };
@@ -268,7 +301,7 @@ function registerTests(addon: NativeAddon) {
     t.equal(addon.getNumThreads(), 2, 'two OpenMP threads on this thread');
     t.equal(compare(t, 'conv with 2 threads', [{ shape: [2, 6, 6, 2], values }, f], (a, k) => tf.conv2d(a as tf.Tensor4D, k as tf.Tensor4D, 1, 'same')), 1, 'same answer with 2 threads');
     addon.setNumThreads(1);
-    t.throws(() => addon.conv2dForward(new Float32Array(3), new Float32Array(1), null, new Float32Array(1), [1, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 2, 2], 0, 0),
+    t.throws(() => addon.conv2dForward(new Float32Array(3), new Float32Array(1), null, new Float32Array(1), [1, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 2, 2, 1], 0, 0),
       /x holds 3 floats, the kernel needs 4/, 'a too-short array is a RangeError naming the argument');
     t.end();
   });

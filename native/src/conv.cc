@@ -2,6 +2,8 @@
 // backward data and backward weights. NHWC activations are used as they are;
 // weights stay HWIO in JS and are reordered into the layout oneDNN picks
 // (format_tag::any) through a cached reorder. One cached primitive per shape.
+// Groups: G = C and OC = C·M is tfjs's depthwise convolution, whose filter
+// [KH, KW, C, M] is described to oneDNN by strides as {G, M, 1, KH, KW}.
 #include <sstream>
 
 #include "dnnl-context.h"
@@ -9,10 +11,10 @@
 namespace tandem {
 
 struct ConvShape {
-  int N, H, W, C, KH, KW, OC, sh, sw, pt, pl, pb, pr, OH, OW;
+  int N, H, W, C, KH, KW, OC, sh, sw, pt, pl, pb, pr, OH, OW, G;
   size_t xSize() const { return (size_t)N * H * W * C; }
   size_t ySize() const { return (size_t)N * OH * OW * OC; }
-  size_t wSize() const { return (size_t)KH * KW * C * OC; }
+  size_t wSize() const { return (size_t)KH * KW * (C / G) * OC; }
 };
 
 namespace {
@@ -20,28 +22,42 @@ namespace {
 enum class ConvKind { Forward, BackwardData, BackwardWeights };
 
 ConvShape ReadShape(const Napi::Value& v) {
-  int s[15];
-  ReadInts(v, 15, "conv shape = [N,H,W,C,KH,KW,OC,strideH,strideW,padTop,padLeft,padBottom,padRight,outH,outW]", s);
-  ConvShape c{s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], s[9], s[10], s[11], s[12], s[13], s[14]};
+  int s[16];
+  ReadInts(v, 16, "conv shape = [N,H,W,C,KH,KW,OC,strideH,strideW,padTop,padLeft,padBottom,padRight,outH,outW,groups]", s);
+  ConvShape c{s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], s[9], s[10], s[11], s[12], s[13], s[14], s[15]};
   bool ok = c.N > 0 && c.H > 0 && c.W > 0 && c.C > 0 && c.KH > 0 && c.KW > 0 && c.OC > 0 && c.sh > 0 && c.sw > 0 &&
             c.pt >= 0 && c.pl >= 0 && c.pb >= 0 && c.pr >= 0 &&
             c.OH == (c.H + c.pt + c.pb - c.KH) / c.sh + 1 && c.OW == (c.W + c.pl + c.pr - c.KW) / c.sw + 1 &&
-            c.OH > 0 && c.OW > 0;
-  if (!ok) throw Napi::RangeError::New(v.Env(), "conv shape is inconsistent (output size must be (in + pads - filter) / stride + 1)");
+            c.OH > 0 && c.OW > 0 && (c.G == 1 || (c.G == c.C && c.OC % c.G == 0));
+  if (!ok) throw Napi::RangeError::New(v.Env(), "conv shape is inconsistent (output size must be (in + pads - filter) / stride + 1; groups 1, or groups = channels for a depthwise convolution)");
   return c;
 }
 
 std::string Key(ConvKind kind, const ConvShape& s, bool bias) {
   std::ostringstream k;
   k << static_cast<int>(kind) << '|' << s.N << ',' << s.H << ',' << s.W << ',' << s.C << ',' << s.KH << ',' << s.KW << ','
-    << s.OC << ',' << s.sh << ',' << s.sw << ',' << s.pt << ',' << s.pl << ',' << s.pb << ',' << s.pr << '|' << bias;
+    << s.OC << ',' << s.sh << ',' << s.sw << ',' << s.pt << ',' << s.pl << ',' << s.pb << ',' << s.pr << ',' << s.G << '|'
+    << bias;
   return k.str();
+}
+
+// The weights' dims as oneDNN names them: OIHW, or GOIHW for a depthwise convolution.
+memory::dims WeightDims(const ConvShape& s) {
+  if (s.G == 1) return {s.OC, s.C, s.KH, s.KW};
+  return {s.G, s.OC / s.G, 1, s.KH, s.KW};
+}
+
+// tfjs's filter layout: HWIO, or [KH, KW, C, M] (depthwise) given by strides.
+memory::desc UserWeights(const ConvShape& s) {
+  if (s.G == 1) return memory::desc(WeightDims(s), dt::f32, tag::hwio);
+  memory::dim M = s.OC / s.G;
+  return memory::desc(WeightDims(s), dt::f32, memory::dims{M, 1, 1, (memory::dim)s.KW * s.G * M, (memory::dim)s.G * M});
 }
 
 dnnl::convolution_forward::primitive_desc ForwardPd(Ctx& c, ConvEntry& e, const ConvShape& s, bool bias,
                                                     bool userScratch) {
   memory::dims strides{s.sh, s.sw}, padL{s.pt, s.pl}, padR{s.pb, s.pr};
-  memory::desc wAny({s.OC, s.C, s.KH, s.KW}, dt::f32, tag::any);
+  memory::desc wAny(WeightDims(s), dt::f32, tag::any);
   dnnl::primitive_attr attr;
   if (userScratch) attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   auto d = bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
@@ -59,10 +75,10 @@ ConvEntry& GetConv(Ctx& c, ConvKind kind, const ConvShape& s, bool bias) {
   auto e = std::make_unique<ConvEntry>();
   e->x_md = memory::desc({s.N, s.C, s.H, s.W}, dt::f32, tag::nhwc);
   e->y_md = memory::desc({s.N, s.OC, s.OH, s.OW}, dt::f32, tag::nhwc);
-  e->w_md = memory::desc({s.OC, s.C, s.KH, s.KW}, dt::f32, tag::hwio);
+  e->w_md = UserWeights(s);
   e->b_md = memory::desc({s.OC}, dt::f32, tag::x);
   memory::dims strides{s.sh, s.sw}, padL{s.pt, s.pl}, padR{s.pb, s.pr};
-  memory::desc wAny({s.OC, s.C, s.KH, s.KW}, dt::f32, tag::any);
+  memory::desc wAny(WeightDims(s), dt::f32, tag::any);
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   memory::desc primW, scratchMd;

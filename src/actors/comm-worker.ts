@@ -22,6 +22,7 @@ import { MAX_GROUPS } from '../pipeline/strategy.js';
 import { wallNow, type Span } from '../monitor/span.js';
 import { ControlBlock, type Phase } from './control-block.js';
 import { injectFault, type InjectedFault } from './fault-injection.js';
+import { StepPreimage } from './step-preimage.js';
 import { gradSlots, modelStateSlots, optimizerStateOf, paramSlots } from './shared-buffers.js';
 import type { FromComm, ToComm } from './protocol.js';
 import type { Collective } from '../collectives/collective.js';
@@ -70,6 +71,11 @@ async function exchangeSteps(msg: ToComm, control: ControlBlock, at: (step: numb
     at(unit.step, 'update');
     if (fi && fi.device === rank && fi.step === unit.step && fi.phase === 'update') injectFault(fi.kind as InjectedFault, 'update');
   }));
+  if (device === 0 && buffers.preimage) { // what the update overwrites, for a checkpoint of an aborted run
+    const preimage = new StepPreimage(buffers.preimage, groups.length, buffers.total, buffers.stateSlots);
+    const state = optimizerStateOf(buffers, device);
+    stages.push(tap(unit => preimage.save(unit.group, groups.length, groups[unit.group], unit.step, params[device], state)));
+  }
   stages.push(applyGroupUpdate(config.optimizer, params[device], grads[device], optimizerStateOf(buffers, device), groups, config.onNan === 'skip-step', arithmetic));
   stages.push(publishApplied(control, device));
   const exchange = (unit: GroupExchange) =>

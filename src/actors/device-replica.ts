@@ -14,7 +14,7 @@ import { buildTrainingModel } from '../model/resolve-model.js';
 import { withRegularization } from '../model/output-loss.js';
 import { readFlat, writeFlat } from '../model/flat-weights.js';
 import { seedRandomLayers, type RandomLayerSeeds } from '../model/seeded-random-layers.js';
-import { batchNormalizationLayers, syncBatchNormalization } from '../model/sync-batch-norm.js';
+import { batchNormalizationLayers, trainBatchNormalization } from '../model/sync-batch-norm.js';
 import { layoutParameters, type ParameterGroup, type ParameterLayout } from '../model/parameter-layout.js';
 import { inputSlotIndex, INPUT_SLOTS } from '../data/shard-loader.js';
 import { backwardWithGradientReady } from '../engine/gradient-tape.js';
@@ -119,10 +119,9 @@ export class DeviceReplica {
       timeoutMs: 2 * this.config.stallTimeoutMs, isAborted: () => this.control.aborted, heartbeat: () => this.control.beat(this.local, 'compute'),
     });
     const batchNorm = batchNormalizationLayers(model);
-    if (collective && batchNorm.length > 0 && c.devices > 1) {
-      if (c.batchNorm === 'sync') syncBatchNormalization(tf, model, collective.blocking!);
-      else this.averagedState = movingStatistics(model);
-    }
+    const syncBatchNorm = collective && c.devices > 1 && c.batchNorm === 'sync';
+    if (batchNorm.length > 0) trainBatchNormalization(tf, model, syncBatchNorm ? collective.blocking : undefined);
+    if (collective && batchNorm.length > 0 && c.devices > 1 && c.batchNorm === 'local') this.averagedState = movingStatistics(model);
     const method = getMethod(c.method).createDevice({ tf, cfg: c, device: this.rank, model, arithmetic: getEngine(c.backend).arithmetic(),
       collective: collective?.blocking });
     this.attached = { buffers, groups, params: paramSlots(buffers)[this.local], grads: gradSlots(buffers)[this.local],
@@ -228,6 +227,7 @@ export class DeviceReplica {
     let stepLoss: ReturnType<DeviceMethod['loss']> | undefined;
     let localGrads: Float32Array[] = [];
     let nonFinite: string | undefined;
+    let nonFiniteLoss: number | undefined;
     let lastReady = 0;
     const value = backwardWithGradientReady(tf, () => {
       let out = backwardMarker(model.apply(xs, { training: true }) as Tensor);
@@ -238,19 +238,26 @@ export class DeviceReplica {
       if (total !== stepLoss.loss && stepLoss.reportedLoss !== undefined) {
         stepLoss.reportedLoss += total.dataSync()[0] - stepLoss.loss.dataSync()[0];
       }
+      nonFiniteLoss = [total.dataSync()[0], stepLoss.reportedLoss ?? 0].find(v => !Number.isFinite(v));
       return total;
     }, [...vars, ...localVars], (modelIndex, gradient) => {
+      // A non-finite loss stops the step: nothing is handed over (onNan 'error': the main thread fails the run, naming
+      // every such device), or NaN is (skip-step: every device then skips every group of the step). Backward still
+      // runs to its end, so that collectives inside it (BatchNormalization sync, partial-fc) stay in step.
+      if (nonFiniteLoss !== undefined && cfg.onNan === 'error') return;
       const values = gradient.dataSync() as Float32Array;
       const local = modelIndex >= vars.length;
       const name = local ? localVars[modelIndex - vars.length].name : model.trainableWeights[modelIndex].originalName;
-      const bad = firstNonFinite(values);
+      const bad = nonFiniteLoss === undefined ? firstNonFinite(values) : -1;
       if (bad >= 0) {
         if (cfg.onNan === 'error') throw nonFiniteError(values[bad], name, bad, s);
         nonFinite ??= name; // skip-step: handed over; the comm side skips the group's update
       }
+      if (nonFiniteLoss !== undefined) nonFinite ??= `the loss (${nonFiniteLoss})`;
       if (local) { localGrads[modelIndex - vars.length] = values.slice(); return; }
       const spec = layout.variables[byModelIndex[modelIndex]];
-      grads.set(values, spec.offset);
+      if (nonFiniteLoss === undefined) grads.set(values, spec.offset);
+      else grads.fill(NaN, spec.offset, spec.offset + spec.size);
       const now = wallNow();
       if (lastReady === 0) lastReady = backwardStart;
       if (now > lastReady) this.span('backward', `backward ${spec.layer}`, lastReady, now);
@@ -263,12 +270,13 @@ export class DeviceReplica {
     tf.dispose([xs, ys]);
     if (result.localGradients) localGrads = result.localGradients;
     // Local state is never exchanged; a non-finite local gradient under skip-step skips the local update too.
-    if (localGrads.length > 0 && !(nonFinite && localGrads.some(g => firstNonFinite(g) >= 0))) method.applyLocal(localGrads, s);
+    const skipLocal = nonFiniteLoss !== undefined || (nonFinite !== undefined && localGrads.some(g => firstNonFinite(g) >= 0));
+    if (localGrads.length > 0 && !skipLocal) method.applyLocal(localGrads, s);
     if (this.averagedState) await this.averageState(this.averagedState);
     const t2 = wallNow();
     this.enter('idle');
     this.send({ type: 'stepDone', device: this.rank, step: s, loss, correct: result.correct, count: cfg.perDevice, computeMs: t2 - t1, loadMs: t1 - t0,
-      numTensors: tf.memory().numTensors, spans: this.spans, nonFinite });
+      numTensors: tf.memory().numTensors, spans: this.spans, nonFinite, nonFiniteLoss });
   }
 
   /** The mean of `vars` over every device, written back: afterwards every device holds the same bits. */

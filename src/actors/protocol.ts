@@ -45,7 +45,9 @@ export type FromCompute =
   /** `weights`: trainable (the shared layout); `state`: the non-trainable weights (model order); BatchNormalization layers by name. */
   | { type: 'built'; device: number; weights: WeightShape[]; state: WeightShape[]; batchNormLayers: string[]; numTensors: number }
   | { type: 'initialised'; device: number }
-  | { type: 'stepDone'; device: number; step: number; loss: number; correct: number; count: number; computeMs: number; loadMs: number; numTensors: number; spans: Span[]; nonFinite?: string }
+  | { type: 'stepDone'; device: number; step: number; loss: number; correct: number; count: number; computeMs: number; loadMs: number; numTensors: number; spans: Span[]; nonFinite?: string;
+      /** The step's loss on this device when it was not finite: nothing (onNan 'error') or NaN (skip-step) was handed over. */
+      nonFiniteLoss?: number }
   | { type: 'headSnapshot'; device: number; step: number; head?: HeadState; state?: Float32Array }
   | { type: 'headRestored'; device: number }
   | { type: 'finished'; device: number; artifacts?: ModelArtifactsData; head?: HeadValues; state: Float32Array; numTensors: number }

@@ -22,6 +22,8 @@ export interface SharedBuffers extends InputBuffers {
   stateSlots: number;
   /** Slots: this process's devices. */
   devices: number;
+  /** When the run checkpoints: device 0's values before the update in flight (step-preimage.ts). */
+  preimage?: SharedArrayBuffer;
 }
 
 /** The parameter and gradient buffers as a transport may read them in place (slot r = local device r). */

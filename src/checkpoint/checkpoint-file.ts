@@ -5,7 +5,7 @@
  * SHA-256 of the payload. Data-loader positions and sampling streams are pure
  * functions of (seed, step), so the step restores them.
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { readdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { Packr } from 'msgpackr';
@@ -17,6 +17,8 @@ const packr = new Packr({ structuredClone: true });
 const MAGIC = 'tandem-checkpoint';
 const VERSION = 1;
 const NAME = /^checkpoint-(\d{9})\.tandem$/;
+/** Between a checkpoint's name and the tag of its temporary file. */
+export const TMP_INFIX = '.tmp-';
 
 export interface HeadState { w: Float32Array; b?: Float32Array; state: Float32Array[][] }
 
@@ -41,12 +43,17 @@ export function checkpointPath(dir: string, step: number): string {
   return path.join(dir, `checkpoint-${String(step).padStart(9, '0')}.tandem`);
 }
 
-/** Writes `checkpoint` into `dir` atomically; a crash mid-write leaves every earlier checkpoint intact. */
-export async function writeCheckpoint(dir: string, checkpoint: Checkpoint): Promise<string> {
+/**
+ * Writes `checkpoint` into `dir` atomically; a crash mid-write leaves every earlier checkpoint intact. The temporary
+ * file is `<checkpoint>.tmp-<tag>` (`tag`: `<pid>-<writer>-<n>`, unique per write: see checkpoint-store.ts); a failed
+ * write removes it and fails with WRITE_FAILED naming the checkpoint and the reason.
+ */
+export async function writeCheckpoint(dir: string, checkpoint: Checkpoint, tag = `${process.pid}-${randomBytes(4).toString('hex')}-0`): Promise<string> {
   await makeDirectory(dir, `checkpoint directory ${dir}`);
   const payload = packr.pack(checkpoint);
   const sha256 = createHash('sha256').update(payload).digest('hex');
-  return writeFileAtomically(checkpointPath(dir, checkpoint.step), packr.pack({ magic: MAGIC, version: VERSION, sha256, payload }), { sync: true });
+  const file = checkpointPath(dir, checkpoint.step);
+  return writeFileAtomically(file, packr.pack({ magic: MAGIC, version: VERSION, sha256, payload }), { sync: true, temporary: `${file}${TMP_INFIX}${tag}` });
 }
 
 export async function readCheckpoint(file: string): Promise<Checkpoint> {
@@ -68,6 +75,16 @@ export async function readCheckpoint(file: string): Promise<Checkpoint> {
   return packr.unpack(outer.payload) as Checkpoint;
 }
 
+/** The steps of the complete checkpoints in `dir`, newest first. */
+export async function checkpointSteps(dir: string): Promise<number[]> {
+  const names = await readdir(dir).catch(() => [] as string[]);
+  return stepsOf(names);
+}
+
+function stepsOf(names: string[]): number[] {
+  return names.map(n => NAME.exec(n)).filter((m): m is RegExpExecArray => m !== null).map(m => Number(m[1])).sort((a, b) => b - a);
+}
+
 /** The latest complete checkpoint in `dir` (temporary files of an interrupted write are ignored). */
 export async function latestCheckpoint(dir: string): Promise<string> {
   let names: string[];
@@ -76,13 +93,8 @@ export async function latestCheckpoint(dir: string): Promise<string> {
   } catch {
     throw new TandemError('BAD_CHECKPOINT', `--resume ${dir}: no such directory`);
   }
-  const steps = names.map(n => NAME.exec(n)).filter((m): m is RegExpExecArray => m !== null).map(m => Number(m[1])).sort((a, b) => b - a);
+  const steps = stepsOf(names);
   if (steps.length === 0) throw new TandemError('BAD_CHECKPOINT', `--resume ${dir}: no checkpoint-*.tandem file in it`);
   return checkpointPath(dir, steps[0]);
 }
 
-/** Removes leftovers of interrupted writes. */
-export async function removeTemporaries(dir: string): Promise<void> {
-  const names = await readdir(dir).catch(() => [] as string[]);
-  await Promise.all(names.filter(n => n.includes('.tandem.tmp-')).map(n => rm(path.join(dir, n), { force: true })));
-}

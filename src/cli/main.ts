@@ -13,6 +13,8 @@ import { writeFileAtomically } from '../output/atomic-write.js';
 import { parseArgs } from 'node:util';
 import { spansFromChromeTrace, timelinePng, timelineSvg } from '../monitor/timeline-picture.js';
 import { ProgressDisplay } from './progress-display.js';
+import { stopOnSignals } from './stop-signals.js';
+import { guardStdio } from './stdio-guard.js';
 
 const HELP = `tandem — train TensorFlow.js models on several devices at once
 
@@ -31,8 +33,12 @@ const HELP = `tandem — train TensorFlow.js models on several devices at once
                [--method data-parallel|local-head|partial-fc] [--embedding E] [--head linear|cosine]
                [--scale S] [--margin M] [--sample-rate R] [--held-out N] [--eval-samples N] [--export-device D] [--export-classifier]
                [--on-nan error|skip-step] [--checkpoint-every K] [--checkpoint-dir DIR] [--resume DIR|FILE]
+               [--keep-checkpoints K]         (the K newest checkpoints are kept; default 3, 0 keeps all)
+               [--stop-grace-ms MS]           (how long a stopped step may take; default 5000)
                [--out DIR] [--json] [--quiet]
-  SIGINT/SIGTERM finish the current step, write a checkpoint (to --checkpoint-dir or --out) and exit non-zero.
+  SIGINT/SIGTERM/SIGHUP finish the current step, write a checkpoint (to --checkpoint-dir or --out) and exit with
+  130/143/129; a second one (or the step still running after --stop-grace-ms) aborts the step and checkpoints the
+  last completed step. Output to a closed pipe (| head) is dropped; training goes on.
 
   tandem trace TRACE.json --svg OUT.svg [--png OUT.png]   (draws a trace written by --trace or --out)
 
@@ -67,21 +73,16 @@ async function main(argv: string[]): Promise<number> {
         onSpans: spans => progress.spans(spans),
         onEvent: e => progress.event(e),
       });
-      let signal: NodeJS.Signals | undefined;
-      const onSignal = (sig: NodeJS.Signals) => {
-        if (signal) return;
-        signal = sig;
-        console.error(`tandem: ${sig}: finishing the current step, then checkpointing and stopping…`);
-        run.stop();
-      };
-      process.on('SIGINT', onSignal);
-      process.on('SIGTERM', onSignal);
+      const signals = stopOnSignals(run, line => console.error(line));
       let summary: Awaited<typeof run.done>;
       try {
         summary = await run.done;
+      } catch (err) {
+        if (!(signals.received && err instanceof TandemError && err.code === 'ABORTED')) throw err;
+        console.error(`tandem: ${err.message}`);
+        return signals.exitCode;
       } finally {
-        process.off('SIGINT', onSignal);
-        process.off('SIGTERM', onSignal);
+        signals.dispose();
       }
       const { weights, history, ...rest2 } = summary;
       void weights; void history;
@@ -109,8 +110,8 @@ async function main(argv: string[]): Promise<number> {
         if (summary.config.out) console.log(`summary: ${summary.config.out}/summary.json`);
       }
       if (summary.stoppedAt !== undefined) {
-        console.error(`tandem: stopped after step ${summary.stoppedAt} on ${signal ?? 'request'}; checkpoint: ${summary.checkpointPath ?? 'none (give --checkpoint-dir or --out)'}`);
-        return signal === 'SIGTERM' ? 143 : 130;
+        console.error(`tandem: stopped after step ${summary.stoppedAt} on ${signals.received ?? 'request'}; checkpoint: ${summary.checkpointPath ?? 'none (give --checkpoint-dir or --out)'}`);
+        return signals.exitCode || 130;
       }
       return 0;
     }
@@ -147,6 +148,7 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
+guardStdio();
 main(process.argv.slice(2)).then(code => { process.exitCode = code; }, (err: unknown) => {
   if (err instanceof TandemError) console.error(`tandem: ${err.message}`);
   else console.error(err);

@@ -36,6 +36,7 @@ export class ProgressDisplay {
       case 'warning': this.line(`warning${e.step > 0 ? ` at step ${e.step}` : ''}: ${e.message}`); return; // step 0: before training
       case 'stopped': this.line(`stopped after step ${e.step}`); return;
       case 'finished': if (this.mode.tty) process.stdout.write('\n'); return;
+      case 'failed': return; // the command prints the error itself
       default: { const never: never = e; void never; }
     }
   }

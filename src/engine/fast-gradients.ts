@@ -21,7 +21,7 @@
  *   explicitly first (wasm runs transpose-flagged matmul far slower).
  */
 import { pair } from './kernel-attrs.js';
-import { registerDepthwiseFilterKernel } from './depthwise-filter-kernel.js';
+import { DEPTHWISE_GRADIENT_KERNELS, registerDepthwiseGradientKernel } from './depthwise-gradient-kernels.js';
 import { kernelOutput } from './kernel-output.js';
 import type { Tf, TensorInfo, KernelBackend, Tensor } from './tfjs-types.js';
 
@@ -63,9 +63,11 @@ export function installFastGradients(tf: Tf, backendName: string = tf.getBackend
     once('BatchMatMul', () => registerExplicitTransposeMatMul(tf, backendName, 'BatchMatMul'));
     once('_FusedMatMul', () => registerExplicitTransposeMatMul(tf, backendName, '_FusedMatMul'));
   }
-  if (SEGMENT_SUM_BACKENDS.has(backendName)) {
-    once('UnsortedSegmentSum', () => registerSegmentSum(tf, backendName));
-    once('DepthwiseConv2dNativeBackpropFilter', () => registerDepthwiseFilterKernel(tf, backendName, (args: Parameters<KernelFunc>[0]) => delegateToCpu(tf, 'DepthwiseConv2dNativeBackpropFilter', args)));
+  if (SEGMENT_SUM_BACKENDS.has(backendName)) once('UnsortedSegmentSum', () => registerSegmentSum(tf, backendName));
+  if (FLAT_DEPTHWISE_BACKENDS.has(backendName)) {
+    for (const name of DEPTHWISE_GRADIENT_KERNELS) {
+      once(name, () => registerDepthwiseGradientKernel(tf, backendName, name, (args: Parameters<KernelFunc>[0]) => delegateToCpu(tf, name, args)));
+    }
   }
   once('Conv2D-gradient', () => registerConvGradient(tf));
   return { backend: backendName, installed };
@@ -157,6 +159,8 @@ export const WASM_MISSING_TRAINING_KERNELS = ['DepthwiseConv2dNativeBackpropInpu
 
 /** Backends whose UnsortedSegmentSum (the Embedding gradient) tandem replaces by one pass over the rows. */
 const SEGMENT_SUM_BACKENDS = new Set(['cpu', 'native', 'wasm']);
+/** Native runs every depthwise kernel on oneDNN (a grouped convolution); cpu and wasm get the flat gradient loops. */
+const FLAT_DEPTHWISE_BACKENDS = new Set(['cpu', 'wasm']);
 
 /**
  * UnsortedSegmentSum in one pass: out[ids[i]] += x[i], accumulated in float64 in row order, rounded once

@@ -1,4 +1,6 @@
 /** Lifecycle events and warnings of a run (`events$`), in the order they happen. */
+import type { TandemErrorCode } from '../errors.js';
+
 export type RunEvent =
   | { type: 'started'; devices: number; backend: string; method: string; strategy: string; steps: number; firstStep: number; stepsPerEpoch: number }
   | { type: 'auto'; strategy: string; splitLayer?: number; reason: string }
@@ -7,4 +9,6 @@ export type RunEvent =
   | { type: 'checkpoint'; step: number; path: string }
   | { type: 'warning'; step: number; message: string }
   | { type: 'stopped'; step: number }
-  | { type: 'finished'; steps: number; modelPath?: string; tracePath?: string; timelinePath?: string };
+  | { type: 'finished'; steps: number; modelPath?: string; tracePath?: string; timelinePath?: string }
+  /** The run failed (or was aborted): the last event; `done` rejects with the same error. The streams complete, they never error. */
+  | { type: 'failed'; code?: TandemErrorCode; message: string; device?: number; step?: number; phase?: string };

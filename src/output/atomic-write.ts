@@ -18,11 +18,13 @@ export function temporaryNameFor(file: string): string {
 export interface AtomicWriteOptions {
   /** fsync before the rename (checkpoints: the bytes are on disk before the name is). */
   sync?: boolean;
+  /** The temporary file's name, when the caller names its own (checkpoints: see checkpoint-store.ts); default temporaryNameFor(file). */
+  temporary?: string;
 }
 
 /** Writes `data` to `file` atomically; returns `file`. Fails with WRITE_FAILED naming `file` and the reason. */
 export async function writeFileAtomically(file: string, data: string | Uint8Array, options: AtomicWriteOptions = {}): Promise<string> {
-  const tmp = temporaryNameFor(file);
+  const tmp = options.temporary ?? temporaryNameFor(file);
   try {
     const handle = await open(tmp, 'wx');
     try {

@@ -25,7 +25,7 @@ export interface TrainSummary {
   steps: number;
   /** 1, or the step after the checkpoint the run resumed from. */
   firstStep: number;
-  /** Set when `stop()` (SIGINT/SIGTERM on the CLI) ended the run early, after this step. */
+  /** Set when `stop()` (SIGINT/SIGTERM/SIGHUP on the CLI) ended the run early, after this step. */
   stoppedAt?: number;
   /** The last checkpoint written. */
   checkpointPath?: string;
@@ -86,12 +86,21 @@ export interface TrainHooks {
 
 /** A run in progress: its spans and step metrics as RxJS streams on the main thread, and its result. */
 export interface TrainingHandle {
-  /** Finish the current step, checkpoint if a checkpoint directory is configured, end cleanly (`done` resolves with `stoppedAt`). */
+  /**
+   * Finish the current step, checkpoint if a checkpoint directory is configured, end cleanly (`done` resolves with `stoppedAt`).
+   * A step that has not reached its stop checkpoint `stopGraceMs` later is aborted, as by `abort()`.
+   */
   stop(): void;
+  /**
+   * End now: the step in flight is abandoned (every thread ends, even a hung one), a checkpoint of the last step every
+   * device completed is written (with a checkpoint directory, when the run's state is all in shared memory: not for
+   * local heads or non-trainable weights), and `done` rejects with ABORTED, naming the checkpoint.
+   */
+  abort(): void;
   /** Every span of every device thread, as it is reported (about once per step and group). */
   timeline$: Observable<Span>;
   metrics$: Observable<StepMetrics>;
-  /** Lifecycle events and warnings: started, auto, ready, epoch, checkpoint, warning, stopped, finished. */
+  /** Lifecycle events and warnings: started, auto, ready, epoch, checkpoint, warning, stopped, finished; or, last, failed. */
   events$: Observable<RunEvent>;
   done: Promise<TrainSummary>;
 }

@@ -6,16 +6,16 @@
 import { resolveConfig } from '../config.js';
 import type { TrainConfig } from '../config-types.js';
 import type { StrategySpec } from '../pipeline/strategy.js';
-import { Subject } from 'rxjs';
-import type { Span } from '../monitor/span.js';
-import type { RunEvent } from '../monitor/run-event.js';
 import { chooseStrategy, type AutoChoice } from '../profiling/choose-strategy.js';
 import { TrainingRun } from './training-run.js';
 import { claimOutputs } from '../output/claim-outputs.js';
+import { failedEvent, RunStreams } from './run-streams.js';
+import { StopRequest } from './stop-request.js';
 import type { StepMetrics, TrainHooks, TrainSummary, TrainingHandle } from './run-types.js';
 export type { StepMetrics, TrainHooks, TrainSummary, TrainingHandle } from './run-types.js';
 
-export async function train(config: TrainConfig, hooks: TrainHooks = {}): Promise<TrainSummary> {
+/** `stopRequest`: how `startTraining`'s handle (and the CLI's signals) stop or abort the run. */
+export async function train(config: TrainConfig, hooks: TrainHooks = {}, stopRequest?: StopRequest): Promise<TrainSummary> {
   const checked = await resolveConfig(config); // bad input fails before any output is touched or thread started
   const lock = await claimOutputs(checked, message => hooks.onEvent?.({ type: 'warning', step: 0, message }));
   try {
@@ -28,7 +28,7 @@ export async function train(config: TrainConfig, hooks: TrainHooks = {}): Promis
     }
     const resolved = auto ? await resolveConfig(config) : checked;
     const autoNote = auto && { strategy: auto.strategy, splitLayer: auto.splitLayer, reason: auto.reason };
-    return await new TrainingRun(resolved, (config.strategy ?? 'sequential') as StrategySpec, hooks, autoNote).run();
+    return await new TrainingRun(resolved, (config.strategy ?? 'sequential') as StrategySpec, hooks, autoNote, stopRequest).run();
   } finally {
     await lock.release();
   }
@@ -36,7 +36,8 @@ export async function train(config: TrainConfig, hooks: TrainHooks = {}): Promis
 
 
 /**
- * Starts a run and returns its streams at once.
+ * Starts a run and returns its streams at once. No subscriber can end the process: a failed run sends a `failed`
+ * event and completes the streams (`done` rejects); an exception in a subscriber becomes one `warning` event.
  *
  * @example
  * const run = startTraining({ model: 'alexnet-mini', strategy: 'two-group', link: '1gbps' });
@@ -44,23 +45,23 @@ export async function train(config: TrainConfig, hooks: TrainHooks = {}): Promis
  * const summary = await run.done;
  */
 export function startTraining(config: TrainConfig, hooks: TrainHooks = {}): TrainingHandle {
-  const timeline$ = new Subject<Span>();
-  const metrics$ = new Subject<StepMetrics>();
-  const events$ = new Subject<RunEvent>();
-  let stopRequested = false;
-  const done = (async () => {
-    return train(config, {
-      ...hooks,
-      shouldStop: () => stopRequested || hooks.shouldStop?.() === true,
-      onSpans: spans => { for (const s of spans) timeline$.next(s); hooks.onSpans?.(spans); },
-      onStep: m => { metrics$.next(m); hooks.onStep?.(m); },
-      onEvent: e => { events$.next(e); hooks.onEvent?.(e); },
-    });
-  })();
-  done.then(() => { timeline$.complete(); metrics$.complete(); events$.complete(); },
-    err => { timeline$.error(err); metrics$.error(err); events$.error(err); });
-  done.catch(() => {}); // the caller handles `done`; the streams carry the error too
-  return { timeline$: timeline$.asObservable(), metrics$: metrics$.asObservable(), events$: events$.asObservable(), done, stop: () => { stopRequested = true; } };
+  const streams = new RunStreams();
+  const request = new StopRequest();
+  const done = train(config, {
+    ...hooks,
+    onSpans: spans => { for (const s of spans) streams.span(s); hooks.onSpans?.(spans); },
+    onStep: m => { streams.step(m); hooks.onStep?.(m); },
+    onEvent: e => { streams.event(e); hooks.onEvent?.(e); },
+  }, request);
+  done.then(() => streams.complete(), err => {
+    streams.fail(err);
+    hooks.onEvent?.(failedEvent(err));
+  }).catch(() => {}); // a hook that throws on the failure adds nothing to it
+  done.catch(() => {}); // the caller handles `done`; the failure is also the last event
+  return {
+    timeline$: streams.timeline$, metrics$: streams.metrics$, events$: streams.events$, done,
+    stop: () => request.stop(), abort: () => request.abort(),
+  };
 }
 
 /** The library's front door: `start(config)` = `startTraining(config)`. */

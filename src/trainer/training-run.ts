@@ -21,14 +21,18 @@ import { getTransport } from '../collectives/transport-registry.js';
 import type { PreparedCommunicator } from '../collectives/transport.js';
 import { getMethod } from '../methods/method-registry.js';
 import type { TrainingMethod } from '../methods/training-method.js';
-import { writeCheckpoint, type Checkpoint, type HeadState } from '../checkpoint/checkpoint-file.js';
+import type { Checkpoint, HeadState } from '../checkpoint/checkpoint-file.js';
 import { checkpointDirOf, loadResume, restoreShared, takeCheckpoint } from '../checkpoint/run-checkpoints.js';
+import { CheckpointStore } from '../checkpoint/checkpoint-store.js';
+import { StepPreimage } from '../actors/step-preimage.js';
+import { writeAbortCheckpoint } from './abort-checkpoint.js';
 import { globalRank, localRanks } from '../world/topology.js';
 import { ComputeReplies } from './compute-replies.js';
 import { checkRoomForResults, resultNeeds } from '../output/room-for-results.js';
 import { RunLedger } from './run-ledger.js';
 import { finishSummary, type StepLoopResult } from './run-summary.js';
 import type { TrainHooks, TrainSummary } from './run-types.js';
+import type { StopKind, StopRequest } from './stop-request.js';
 
 /** Phase 1's result: the model every replica built (trainable weights in `layout`, non-trainable ones in `state`). */
 interface Built { weights: WeightShape[]; layout: ParameterLayout; state: WeightShape[]; stateTotal: number; batchNormLayers: string[] }
@@ -46,9 +50,19 @@ export class TrainingRun {
   private loader?: ShardLoader;
   private failure?: TandemError;
   private rejectRun?: (err: TandemError) => void;
+  private store?: CheckpointStore;
+  private laidOut?: LaidOut;
+  private firstStep = 1;
+  /** The step the devices are training (0 before the first). */
+  private stepInFlight = 0;
+  private stepping: 'before' | 'stepping' | 'after' = 'before';
+  /** Set when the run was aborted (`abort()`, or a stop that outlived its grace period). */
+  private abortCause?: 'request' | 'grace';
+  private graceTimer?: NodeJS.Timeout;
+  private ending?: Promise<void>;
 
   constructor(private readonly cfg: ResolvedConfig, private readonly strategy: StrategySpec, private readonly hooks: TrainHooks,
-    private readonly auto?: TrainSummary['auto']) {
+    private readonly auto?: TrainSummary['auto'], private readonly stopRequest?: StopRequest) {
     const local = cfg.topology.localDevices;
     this.method = getMethod(cfg.method);
     const groupCount = MAX_GROUPS; // control words for as many groups as any strategy may use
@@ -70,24 +84,56 @@ export class TrainingRun {
   async run(): Promise<TrainSummary> {
     const failed = new Promise<never>((_, reject) => { this.rejectRun = reject; });
     failed.catch(() => {});
+    const unlisten = this.stopRequest?.listen(kind => this.onStopRequest(kind));
     try {
       return await Promise.race([this.drive(), failed]);
     } catch (err) {
+      if (this.abortCause) {
+        await this.endThreads(); // nothing moves in shared memory any more
+        throw await this.abortedError(this.abortCause);
+      }
       throw this.failure ?? err;
     } finally {
+      unlisten?.();
+      clearTimeout(this.graceTimer);
+      await this.endThreads();
+      this.store?.close();
+    }
+  }
+
+  /** Every thread of the run ends (once). */
+  private endThreads(): Promise<void> {
+    this.ending ??= (async () => {
       this.control.abort();
       await Promise.all(this.actors.map(a => a.close()));
       await this.loader?.close();
-    }
+    })();
+    return this.ending;
+  }
+
+  /** stop: the step loop ends after the step in flight, which has `stopGraceMs` to reach its stop checkpoint; abort: now. */
+  private onStopRequest(kind: StopKind): void {
+    if (kind === 'abort') { this.abort('request'); return; }
+    if (this.stepping === 'after' || this.graceTimer) return;
+    this.graceTimer = setTimeout(() => this.abort('grace'), this.cfg.stopGraceMs);
+  }
+
+  private abort(cause: 'request' | 'grace'): void {
+    if (this.failure) return;
+    this.abortCause = cause;
+    this.fail(new TandemError('ABORTED', 'run aborted')); // the error the run rejects with is made once the checkpoint is written
   }
 
   private async drive(): Promise<TrainSummary> {
     const started = performance.now();
+    await this.openCheckpointStore();
     const built = await this.spawn();
     await checkRoomForResults(resultNeeds(this.cfg, built.layout.total, built.stateTotal)); // before step 1, not at the end
     const laidOut = await this.layOut(built);
+    this.laidOut = laidOut;
     const resume = this.cfg.resume ? await loadResume(this.cfg, built.weights, built.state) : undefined;
     const firstStep = (resume?.step ?? 0) + 1;
+    this.firstStep = firstStep;
     const cfg = this.cfg;
     this.hooks.onEvent?.({ type: 'started', devices: cfg.devices, backend: cfg.backend, method: cfg.method, strategy: cfg.strategy, steps: cfg.steps, firstStep, stepsPerEpoch: cfg.stepsPerEpoch });
     let loading = laidOut.load(firstStep);
@@ -102,6 +148,17 @@ export class TrainingRun {
       cfg, method: this.method, layout: built.layout, weights: built.weights, state: built.state, groups: laidOut.groups, replica: paramSlots(laidOut.buffers)[0],
       firstStep, loop, finished, ledger: this.ledger, auto: this.auto, wallSeconds: (performance.now() - started) / 1000, hooks: this.hooks,
     });
+  }
+
+  /** The checkpoint directory, cleared of temporaries that interrupted writes left. */
+  private async openCheckpointStore(): Promise<void> {
+    const dir = checkpointDirOf(this.cfg);
+    if (!dir) return;
+    this.store = new CheckpointStore(dir, this.cfg.keepCheckpoints);
+    const stale = await this.store.removeStaleTemporaries();
+    if (stale.length > 0) {
+      this.hooks.onEvent?.({ type: 'warning', step: 0, message: `removed ${stale.length} temporary file(s) that interrupted checkpoint writes left in ${dir}: ${stale.join(', ')}` });
+    }
   }
 
   /** Phase 1: one actor per local device; each builds its replica and reports its variables. */
@@ -138,6 +195,9 @@ export class TrainingRun {
       control: this.controlBuffer,
       ...allocateModelBuffers(local, built.layout.total, optimizerStateSlots(cfg.optimizer), built.stateTotal),
       ...input,
+      // The pre-update copy serves the abort checkpoint, written when the run's whole state is in shared memory.
+      preimage: this.store && !this.method.localState && built.stateTotal === 0
+        ? StepPreimage.allocate(groups.length, built.layout.total, optimizerStateSlots(cfg.optimizer)) : undefined,
     };
     this.loader = await this.method.createLoader(cfg, input);
     const load = (step: number) => this.loader!.fill(step).catch((err: unknown) => {
@@ -200,7 +260,8 @@ export class TrainingRun {
     return Promise.all(this.actors.flatMap(a => groups.map((_, g) => this.control.waitAppliedAsync(a.identity.local, g, step)))).then(() => undefined);
   }
 
-  private async checkpoint(laidOut: LaidOut, dir: string, step: number): Promise<void> {
+  /** `taken`: called once the checkpoint's values are in hand (before the file is written). */
+  private async checkpoint(laidOut: LaidOut, step: number, taken?: () => void): Promise<void> {
     await this.applied(laidOut.groups, step);
     let heads: HeadState[] | undefined;
     let modelState: { weights: WeightShape[]; values: Float32Array } | undefined;
@@ -209,7 +270,9 @@ export class TrainingRun {
       if (this.method.localState) heads = snaps.map(m => m.head!);
       modelState = { weights: laidOut.state, values: snaps[0].state! };
     }
-    const written = await writeCheckpoint(dir, takeCheckpoint(this.cfg, step, laidOut.weights, laidOut.buffers, heads, modelState));
+    const checkpoint = takeCheckpoint(this.cfg, step, laidOut.weights, laidOut.buffers, heads, modelState);
+    taken?.();
+    const written = await this.store!.write(checkpoint);
     this.ledger.checkpointWritten(written);
     this.hooks.onEvent?.({ type: 'checkpoint', step, path: written });
   }
@@ -224,12 +287,13 @@ export class TrainingRun {
   /** Phase 4: the steps, with checkpoints; ends early when `shouldStop` says so. */
   private async stepLoop(laidOut: LaidOut, firstStep: number, loading: Promise<void>): Promise<StepLoopResult> {
     const { cfg, hooks } = this;
-    const checkpointDir = checkpointDirOf(cfg);
     const result: StepLoopResult = { lastStep: cfg.steps, history: [], computeTotal: 0, loadWaitTotal: 0, steadyCompute: 0, stepStarts: [],
       // Steady-state figures leave out the first steps (engine warm-up, JIT).
       warmup: firstStep - 1 + Math.min(3, Math.floor((cfg.steps - firstStep + 1) / 5)), trainStart: performance.now() };
     const replicas = paramSlots(laidOut.buffers);
+    this.stepping = 'stepping';
     for (let step = firstStep; step <= cfg.steps; step++) {
+      this.stepInFlight = step;
       if ((step - 1) % cfg.stepsPerEpoch === 0) hooks.onEvent?.({ type: 'epoch', epoch: Math.floor((step - 1) / cfg.stepsPerEpoch) + 1, step });
       const t0 = performance.now();
       await this.withinStallTimeout(loading, step);
@@ -240,6 +304,7 @@ export class TrainingRun {
       // Step s+1's inputs go into the other slot (step s-1's, finished) while step s trains.
       if (step < cfg.steps) { loading = laidOut.load(step + 1); loading.catch(() => {}); }
       const results = await done;
+      this.checkLoss(step, results);
       this.ledger.stepDone(step, results);
       const loss = results.reduce((s, r) => s + r.loss, 0) / results.length;
       const accuracy = results.reduce((s, r) => s + r.correct, 0) / cfg.batch;
@@ -253,10 +318,12 @@ export class TrainingRun {
         await this.applied(laidOut.groups, step);
         hooks.onStepApplied(step, replicas, laidOut.layout);
       }
-      const stopping = hooks.shouldStop?.() === true;
-      if (checkpointDir && ((cfg.checkpointEvery && step % cfg.checkpointEvery === 0) || (stopping && step < cfg.steps))) {
-        await this.checkpoint(laidOut, checkpointDir, step);
+      const stopping = hooks.shouldStop?.() === true || this.stopRequest?.requested !== undefined;
+      const disarmGrace = () => { clearTimeout(this.graceTimer); this.stepping = 'after'; };
+      if (this.store && ((cfg.checkpointEvery && step % cfg.checkpointEvery === 0) || (stopping && step < cfg.steps))) {
+        await this.checkpoint(laidOut, step, stopping ? disarmGrace : undefined);
       }
+      if (stopping) disarmGrace();
       if (stopping && step < cfg.steps) {
         result.lastStep = step;
         result.stoppedAt = step;
@@ -264,8 +331,53 @@ export class TrainingRun {
         break;
       }
     }
+    this.stepping = 'after';
+    clearTimeout(this.graceTimer);
     return result;
   }
+
+  /** A non-finite loss: onNan 'error' fails the run naming the step and every such device; skip-step warns (every update of the step is skipped). */
+  private checkLoss(step: number, results: { device: number; nonFiniteLoss?: number }[]): void {
+    const bad = results.filter(r => r.nonFiniteLoss !== undefined);
+    if (bad.length === 0) return;
+    const where = bad.map(r => `device ${r.device} (${r.nonFiniteLoss})`).join(', ');
+    if (this.cfg.onNan === 'error') {
+      throw new TandemError('NON_FINITE', `the loss is not finite in step ${step} on ${where}: the step was stopped before any gradient was ` +
+        "handed over, so no parameter changed; lower the learning rate, check the inputs and the model's output for an overflow, or use onNan: 'skip-step'",
+      { device: bad[0].device, step, phase: 'forward' });
+    }
+    this.hooks.onEvent?.({ type: 'warning', step, message: `the loss is not finite on ${where}: every update of step ${step} is skipped` });
+  }
+
+  /** The error of an aborted run, once every thread ended and the last completed step is checkpointed. */
+  private async abortedError(cause: 'request' | 'grace'): Promise<TandemError> {
+    const why = cause === 'grace'
+      ? `step ${this.stepInFlight} did not reach its stop checkpoint within stopGraceMs (${this.cfg.stopGraceMs} ms) of the stop request`
+      : `on request during step ${this.stepInFlight}`;
+    const saved = await this.checkpointLastCompleted().catch((err: unknown) => `writing its checkpoint failed: ${(err as Error).message}`);
+    return new TandemError('ABORTED', `run aborted: ${why}; ${saved}`);
+  }
+
+  /** After an abort, every thread ended: the last completed step checkpointed (abort-checkpoint.ts); says what was done. */
+  private async checkpointLastCompleted(): Promise<string> {
+    const { laidOut, store } = this;
+    const latest = this.ledger.lastCheckpoint ? `; the latest checkpoint is ${this.ledger.lastCheckpoint}` : '';
+    if (!store) return 'no checkpoint (no checkpointDir or out)';
+    const outcome = await writeAbortCheckpoint({
+      cfg: this.cfg, store, control: this.control, laidOut, firstStep: this.firstStep, lastCheckpoint: this.ledger.lastCheckpoint,
+      stateOnThreads: this.method.localState ? 'local heads' : laidOut && laidOut.stateTotal > 0 ? 'non-trainable weights' : undefined,
+    });
+    switch (outcome.kind) {
+      case 'written':
+        this.ledger.checkpointWritten(outcome.path);
+        this.hooks.onEvent?.({ type: 'checkpoint', step: outcome.step, path: outcome.path });
+        return `checkpoint of step ${outcome.step}, the last step every device completed: ${outcome.path}`;
+      case 'already': return `the last completed step is ${outcome.step}, checkpointed: ${outcome.path}`;
+      case 'none': return `no checkpoint: ${outcome.reason}${latest}`;
+      default: { const never: never = outcome; throw new Error(`unknown outcome ${JSON.stringify(never)}`); }
+    }
+  }
+
 
   /** Phase 5: every device finishes (the export device exports its model); every comm report is in. */
   private async finish(laidOut: LaidOut, firstStep: number, lastStep: number): Promise<FinishedReport[]> {

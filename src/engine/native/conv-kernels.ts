@@ -1,5 +1,7 @@
 /**
- * Conv2D, FusedConv2D, Conv2DBackpropInput and Conv2DBackpropFilter on oneDNN.
+ * Conv2D, FusedConv2D, Conv2DBackpropInput and Conv2DBackpropFilter on oneDNN,
+ * and DepthwiseConv2dNative with its input and filter gradients (a grouped
+ * convolution, groups = input channels).
  * Covered: float32, NHWC, dilation 1, any strides and paddings whose output
  * size oneDNN's formula reproduces (tfjs sizes numeric pads in its own way:
  * those shapes fall back). FusedConv2D: bias [OC] and linear/relu/relu6/
@@ -14,8 +16,12 @@ import type { NativeConvShape } from './native-addon.js';
 type Shape4 = [number, number, number, number];
 type Conv2DInfo = ReturnType<NativeKernelContext['tf']['backend_util']['computeConv2DInfo']>;
 
+/** Regular (filter [KH, KW, C, OC]) or depthwise (filter [KH, KW, C, M], OC = C·M). */
+type ConvKind = 'regular' | 'depthwise';
+
 /** The addon's shape array for this convolution, or undefined when oneDNN cannot reproduce tfjs's geometry. */
-function convShape(ctx: NativeKernelContext, xShape: number[], filterShape: number[], attrs: NamedAttrMap): { shape: NativeConvShape; info: Conv2DInfo } | undefined {
+function convShape(ctx: NativeKernelContext, xShape: number[], filterShape: number[], attrs: NamedAttrMap,
+  kind: ConvKind = 'regular'): { shape: NativeConvShape; info: Conv2DInfo } | undefined {
   if (xShape.length !== 4 || filterShape.length !== 4) return undefined;
   if (((attrs.dataFormat as string | undefined) ?? 'NHWC') !== 'NHWC') return undefined;
   const [dh, dw] = pair(attrs.dilations, 1);
@@ -24,35 +30,26 @@ function convShape(ctx: NativeKernelContext, xShape: number[], filterShape: numb
   let info: Conv2DInfo;
   try {
     info = ctx.tf.backend_util.computeConv2DInfo(xShape as Shape4, filterShape as Shape4, attrs.strides as number | [number, number],
-      1, attrs.pad as 'same', attrs.dimRoundingMode as 'floor' | undefined, false, 'channelsLast');
+      1, attrs.pad as 'same', attrs.dimRoundingMode as 'floor' | undefined, kind === 'depthwise', 'channelsLast');
   } catch {
     return undefined; // the stock kernel reports the user's mistake
   }
   const p = info.padInfo;
   const [n, h, w, c] = xShape;
-  const [kh, kw, , oc] = filterShape;
+  const [kh, kw] = filterShape;
+  const oc = info.outChannels, groups = kind === 'depthwise' ? c : 1;
   const sh = info.strideHeight, sw = info.strideWidth;
   if ([p.top, p.left, p.bottom, p.right].some(v => v < 0)) return undefined;
   const oh = Math.floor((h + p.top + p.bottom - kh) / sh) + 1;
   const ow = Math.floor((w + p.left + p.right - kw) / sw) + 1;
   if (oh !== info.outHeight || ow !== info.outWidth || oh < 1 || ow < 1) return undefined;
-  return { shape: [n, h, w, c, kh, kw, oc, sh, sw, p.top, p.left, p.bottom, p.right, oh, ow], info };
+  return { shape: [n, h, w, c, kh, kw, oc, sh, sw, p.top, p.left, p.bottom, p.right, oh, ow, groups], info };
 }
 
 export function convKernels(ctx: NativeKernelContext): NativeKernel[] {
   const { addon } = ctx;
   return [
-    {
-      kernelName: 'Conv2D',
-      run({ inputs, attrs, backend }) {
-        const x = float32Values(backend, inputs.x), filter = float32Values(backend, inputs.filter);
-        const geometry = x && filter && convShape(ctx, inputs.x.shape, inputs.filter.shape, attrs);
-        if (!x || !filter || !geometry) return undefined;
-        const y = new Float32Array(sizeOf(geometry.info.outShape));
-        addon.conv2dForward(x, filter, null, y, geometry.shape, 0, 0);
-        return output(backend, geometry.info.outShape, y);
-      },
-    },
+    forward(ctx, 'Conv2D', 'regular'),
     {
       kernelName: 'FusedConv2D',
       run(args) {
@@ -74,29 +71,54 @@ export function convKernels(ctx: NativeKernelContext): NativeKernel[] {
         return output(backend, geometry.info.outShape, y);
       },
     },
-    {
-      kernelName: 'Conv2DBackpropInput',
-      run({ inputs, attrs, backend }) {
-        const dy = float32Values(backend, inputs.dy), filter = float32Values(backend, inputs.filter);
-        const inputShape = attrs.inputShape as number[];
-        const geometry = dy && filter && convShape(ctx, inputShape, inputs.filter.shape, attrs);
-        if (!dy || !filter || !geometry || !sameShape(geometry.info.outShape, inputs.dy.shape)) return undefined;
-        const dx = new Float32Array(sizeOf(inputShape));
-        addon.conv2dBackwardData(dy, filter, dx, geometry.shape);
-        return output(backend, [...inputShape], dx);
-      },
-    },
-    {
-      kernelName: 'Conv2DBackpropFilter',
-      run({ inputs, attrs, backend }) {
-        const x = float32Values(backend, inputs.x), dy = float32Values(backend, inputs.dy);
-        const filterShape = attrs.filterShape as number[];
-        const geometry = x && dy && convShape(ctx, inputs.x.shape, filterShape, attrs);
-        if (!x || !dy || !geometry || !sameShape(geometry.info.outShape, inputs.dy.shape)) return undefined;
-        const dw = new Float32Array(sizeOf(filterShape));
-        addon.conv2dBackwardWeights(x, dy, dw, null, geometry.shape);
-        return output(backend, [...filterShape], dw);
-      },
-    },
+    backpropInput(ctx, 'Conv2DBackpropInput', 'regular'),
+    backpropFilter(ctx, 'Conv2DBackpropFilter', 'regular'),
+    forward(ctx, 'DepthwiseConv2dNative', 'depthwise'),
+    backpropInput(ctx, 'DepthwiseConv2dNativeBackpropInput', 'depthwise'),
+    backpropFilter(ctx, 'DepthwiseConv2dNativeBackpropFilter', 'depthwise'),
   ];
+}
+
+function forward(ctx: NativeKernelContext, kernelName: string, kind: ConvKind): NativeKernel {
+  return {
+    kernelName,
+    run({ inputs, attrs, backend }) {
+      const x = float32Values(backend, inputs.x), filter = float32Values(backend, inputs.filter);
+      const geometry = x && filter && convShape(ctx, inputs.x.shape, inputs.filter.shape, attrs, kind);
+      if (!x || !filter || !geometry) return undefined;
+      const y = new Float32Array(sizeOf(geometry.info.outShape));
+      ctx.addon.conv2dForward(x, filter, null, y, geometry.shape, 0, 0);
+      return output(backend, geometry.info.outShape, y);
+    },
+  };
+}
+
+function backpropInput(ctx: NativeKernelContext, kernelName: string, kind: ConvKind): NativeKernel {
+  return {
+    kernelName,
+    run({ inputs, attrs, backend }) {
+      const dy = float32Values(backend, inputs.dy), filter = float32Values(backend, inputs.filter);
+      const inputShape = attrs.inputShape as number[];
+      const geometry = dy && filter && convShape(ctx, inputShape, inputs.filter.shape, attrs, kind);
+      if (!dy || !filter || !geometry || !sameShape(geometry.info.outShape, inputs.dy.shape)) return undefined;
+      const dx = new Float32Array(sizeOf(inputShape));
+      ctx.addon.conv2dBackwardData(dy, filter, dx, geometry.shape);
+      return output(backend, [...inputShape], dx);
+    },
+  };
+}
+
+function backpropFilter(ctx: NativeKernelContext, kernelName: string, kind: ConvKind): NativeKernel {
+  return {
+    kernelName,
+    run({ inputs, attrs, backend }) {
+      const x = float32Values(backend, inputs.x), dy = float32Values(backend, inputs.dy);
+      const filterShape = attrs.filterShape as number[];
+      const geometry = x && dy && convShape(ctx, inputs.x.shape, filterShape, attrs, kind);
+      if (!x || !dy || !geometry || !sameShape(geometry.info.outShape, inputs.dy.shape)) return undefined;
+      const dw = new Float32Array(sizeOf(filterShape));
+      ctx.addon.conv2dBackwardWeights(x, dy, dw, null, geometry.shape);
+      return output(backend, [...filterShape], dw);
+    },
+  };
 }
