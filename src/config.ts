@@ -17,6 +17,7 @@ import { parseLink, type LinkModel } from './pipeline/link-model.js';
 import { BUILTIN_MODELS } from './model/builtin-models.js';
 import { BUILTIN_DATASETS, isModulePath, resolveDataset, resolveModuleUrl } from './data/resolve-dataset.js';
 import type { DatasetSpec } from './data/dataset.js';
+import { probeFirstSample } from './data/dataset-checks.js';
 import { MNIST_META } from './data/mnist.js';
 import { SYNTHETIC_DEFAULTS } from './data/synthetic-images.js';
 import type { ModelSpec } from './model/resolve-model.js';
@@ -148,6 +149,7 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
   } else {
     data = { source: resolveModuleUrl(dataSource, 'data'), options: { seed, classes: config.classes, imageShape, size: config.datasetSize } };
     const ds = await resolveDataset(data);
+    probeFirstSample(ds, data.source);
     meta = { size: ds.size, sampleShape: ds.sampleShape, classes: ds.classes };
   }
   const sampleShape = [...meta.sampleShape];

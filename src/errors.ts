@@ -19,7 +19,11 @@ export type TandemErrorCode =
   | 'OUT_OF_MEMORY'
   | 'DATA_FAILED'
   | 'NON_FINITE'
-  | 'BAD_CHECKPOINT';
+  | 'BAD_CHECKPOINT'
+  | 'BAD_MODEL'
+  | 'BAD_OUTPUT'
+  | 'WRITE_FAILED'
+  | 'RUN_LOCKED';
 
 /** Where a device failure happened, when it happened on a device. */
 export interface DeviceFailureContext {

@@ -6,10 +6,12 @@
  * functions of (seed, step), so the step restores them.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, open, readdir, readFile, rename, rm } from 'node:fs/promises';
+import { readdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { Packr } from 'msgpackr';
 import { TandemError } from '../errors.js';
+import { writeFileAtomically } from '../output/atomic-write.js';
+import { makeDirectory } from '../output/make-directory.js';
 
 const packr = new Packr({ structuredClone: true });
 const MAGIC = 'tandem-checkpoint';
@@ -44,28 +46,14 @@ export function checkpointPath(dir: string, step: number): string {
 /**
  * Writes `checkpoint` into `dir` atomically; a crash mid-write leaves every earlier checkpoint intact. The temporary
  * file is `<checkpoint>.tmp-<tag>` (`tag`: `<pid>-<writer>-<n>`, unique per write: see checkpoint-store.ts); a failed
- * write removes it.
+ * write removes it and fails with WRITE_FAILED naming the checkpoint and the reason.
  */
 export async function writeCheckpoint(dir: string, checkpoint: Checkpoint, tag = `${process.pid}-${randomBytes(4).toString('hex')}-0`): Promise<string> {
-  await mkdir(dir, { recursive: true });
+  await makeDirectory(dir, `checkpoint directory ${dir}`);
   const payload = packr.pack(checkpoint);
   const sha256 = createHash('sha256').update(payload).digest('hex');
   const file = checkpointPath(dir, checkpoint.step);
-  const tmp = `${file}${TMP_INFIX}${tag}`;
-  try {
-    const handle = await open(tmp, 'w');
-    try {
-      await handle.writeFile(packr.pack({ magic: MAGIC, version: VERSION, sha256, payload }));
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    await rename(tmp, file);
-  } catch (err) {
-    await rm(tmp, { force: true }).catch(() => {});
-    throw err;
-  }
-  return file;
+  return writeFileAtomically(file, packr.pack({ magic: MAGIC, version: VERSION, sha256, payload }), { sync: true, temporary: `${file}${TMP_INFIX}${tag}` });
 }
 
 export async function readCheckpoint(file: string): Promise<Checkpoint> {

@@ -9,10 +9,11 @@ import { parentPort, workerData } from 'node:worker_threads';
 import * as tf from '@tensorflow/tfjs';
 import { serializeError } from '../errors.js';
 import { startBackend, type BackendName } from '../engine/backend.js';
+import { SampleReader } from '../data/one-sample-view.js';
 import { resolveDataset } from '../data/resolve-dataset.js';
 import { loadPlugins } from '../plugins/load-plugins.js';
 import { outputLossOf } from '../model/output-loss.js';
-import { sampleSize, type DatasetSpec } from '../data/dataset.js';
+import type { DatasetSpec } from '../data/dataset.js';
 import type { ModelArtifactsData } from '../actors/protocol.js';
 
 export interface EvaluateRequest {
@@ -50,14 +51,15 @@ async function evaluate(req: EvaluateRequest): Promise<{ samples: number; centre
   const n = Math.min(req.to - req.from, req.maxSamples), C = req.classes;
   // The model as classifier outputs one score per class, or one for a binary model (two classes).
   const E = req.w ? req.embedding : (model.outputs[0].shape.at(-1) as number);
-  const per = sampleSize(ds.sampleShape);
+  const reader = new SampleReader(ds, req.data.source);
+  const per = reader.sampleFloats;
   const emb = new Float32Array(n * E), raw = new Float32Array(n * E);
   const labels = new Int32Array(n);
   const chunk = 128;
   for (let start = 0; start < n; start += chunk) {
     const m = Math.min(chunk, n - start);
     const x = new Float32Array(m * per);
-    for (let i = 0; i < m; i++) labels[start + i] = ds.read(req.from + start + i, x, i * per);
+    for (let i = 0; i < m; i++) labels[start + i] = reader.read(req.from + start + i, x, i * per);
     const e = tf.tidy(() => model.predict(tf.tensor(x, [m, ...ds.sampleShape])) as tf.Tensor);
     const unit = tf.tidy(() => tf.div(e, tf.add(tf.norm(e, 'euclidean', 1, true), 1e-12)));
     raw.set(e.dataSync() as Float32Array, start * E);

@@ -7,7 +7,9 @@ import { profileModel } from '../profiling/profile-model.js';
 import { decideAlexNetLike } from '../profiling/alexnet-like.js';
 import { predictStrategies } from '../profiling/cost-model.js';
 import { profileReport } from './profile-report.js';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
+import { prepareOutputPlaces } from '../output/output-places.js';
+import { writeFileAtomically } from '../output/atomic-write.js';
 import { parseArgs } from 'node:util';
 import { spansFromChromeTrace, timelinePng, timelineSvg } from '../monitor/timeline-picture.js';
 import { ProgressDisplay } from './progress-display.js';
@@ -125,8 +127,10 @@ async function main(argv: string[]): Promise<number> {
       }
       if (!trace || !Array.isArray(trace.traceEvents)) throw new TandemError('BAD_CONFIG', `tandem trace ${file}: not a Chrome trace (no traceEvents)`);
       const spans = spansFromChromeTrace(trace);
-      if (values.svg) { writeFileSync(values.svg, timelineSvg(spans, `tandem timeline: ${file}`)); console.log(`svg: ${values.svg} (${spans.length} spans)`); }
-      if (values.png) { writeFileSync(values.png, timelinePng(spans)); console.log(`png: ${values.png}`); }
+      const pictures = [['--svg', values.svg], ['--png', values.png]].flatMap(([flag, p]) => p ? [{ kind: 'file' as const, path: p, label: `${flag} ${p}` }] : []);
+      await prepareOutputPlaces(pictures);
+      if (values.svg) { await writeFileAtomically(values.svg, timelineSvg(spans, `tandem timeline: ${file}`)); console.log(`svg: ${values.svg} (${spans.length} spans)`); }
+      if (values.png) { await writeFileAtomically(values.png, timelinePng(spans)); console.log(`png: ${values.png}`); }
       return 0;
     }
     case 'profile': {

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { TandemError } from '../errors.js';
 import type { TrainConfig } from '../config-types.js';
+import { fsReason } from '../output/fs-reason.js';
 
 export interface TrainCliOptions { config: TrainConfig; json: boolean; quiet: boolean; profileSteps?: number }
 
@@ -19,18 +20,11 @@ export function parseTrainArgs(argv: string[], command: 'train' | 'profile' = 't
   for (const f of [...Object.keys(NUMBER_FLAGS), ...Object.keys(STRING_FLAGS)]) options[f] = { type: 'string' };
   let values: Record<string, string | boolean | string[] | undefined>;
   try {
-    ({ values } = parseArgs({ args: argv, options: { ...options, ...multiple }, allowPositionals: false, strict: true }));
+    ({ values } = parseArgs({ args: withNegativeNumbers(argv), options: { ...options, ...multiple }, allowPositionals: false, strict: true }));
   } catch (err) {
     throw new TandemError('BAD_CONFIG', `tandem train: ${(err as Error).message}. See tandem --help.`);
   }
-  let config: TrainConfig = {};
-  if (typeof values.config === 'string') {
-    try {
-      config = JSON.parse(readFileSync(values.config, 'utf8')) as TrainConfig;
-    } catch (err) {
-      throw new TandemError('BAD_CONFIG', `--config ${values.config}: ${(err as Error).message}`);
-    }
-  }
+  const config: TrainConfig = typeof values.config === 'string' ? readConfigFile(values.config) : {};
   const c = config as Record<string, unknown>;
   for (const [flag, key] of Object.entries(NUMBER_FLAGS)) {
     const v = values[flag];
@@ -49,6 +43,43 @@ export function parseTrainArgs(argv: string[], command: 'train' | 'profile' = 't
     c.imageSize = parts;
   }
   let profileSteps: number | undefined;
-  if (command === 'profile' && c.steps !== undefined) { profileSteps = c.steps as number; delete c.steps; }
+  if (command === 'profile' && c.steps !== undefined) {
+    profileSteps = c.steps as number;
+    if (!Number.isInteger(profileSteps) || profileSteps < 1) throw new TandemError('BAD_CONFIG', `tandem profile --steps (measured steps) must be an integer >= 1, got ${profileSteps}`);
+    delete c.steps;
+  }
   return { config, json: values.json === true, quiet: values.quiet === true, profileSteps };
+}
+
+/** `--devices -1` as `--devices=-1`: parseArgs would read "-1" as an option and call the argument ambiguous. */
+function withNegativeNumbers(argv: string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const flag = argv[i].startsWith('--') ? argv[i].slice(2) : '';
+    if (flag in NUMBER_FLAGS && /^-(\d|\.\d|Infinity)/.test(argv[i + 1] ?? '')) out.push(`${argv[i]}=${argv[++i]}`);
+    else out.push(argv[i]);
+  }
+  return out;
+}
+
+/** A `--config` file: JSON holding one object of train options; anything else is named with what was found. */
+function readConfigFile(file: string): TrainConfig {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new TandemError('BAD_CONFIG', `--config ${file}: cannot read it: ${fsReason(err)}`, undefined, { cause: err });
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (err) {
+    const found = text.trim() === '' ? 'an empty file' : `invalid JSON (${(err as Error).message})`;
+    throw new TandemError('BAD_CONFIG', `--config ${file}: expected a JSON object of train options (e.g. {"model": "mlp", "devices": 2}), found ${found}`);
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    const found = parsed === null ? 'null' : Array.isArray(parsed) ? 'an array' : `${typeof parsed} ${JSON.stringify(parsed)}`;
+    throw new TandemError('BAD_CONFIG', `--config ${file}: expected a JSON object of train options (e.g. {"model": "mlp", "devices": 2}), found ${found}`);
+  }
+  return parsed as TrainConfig;
 }

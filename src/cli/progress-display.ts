@@ -33,7 +33,7 @@ export class ProgressDisplay {
         this.epochStart = e.step;
         return;
       case 'checkpoint': this.line(`checkpoint: ${e.path}`); return;
-      case 'warning': this.line(`warning at step ${e.step}: ${e.message}`); return;
+      case 'warning': this.line(`warning${e.step > 0 ? ` at step ${e.step}` : ''}: ${e.message}`); return; // step 0: before training
       case 'stopped': this.line(`stopped after step ${e.step}`); return;
       case 'finished': if (this.mode.tty) process.stdout.write('\n'); return;
       case 'failed': return; // the command prints the error itself

@@ -1,13 +1,13 @@
 /**
  * Piscina task (worker side): reads the samples of one device's shard into the
- * shared input and label buffers. Checks what can only be checked at loading:
+ * shared input and label buffers, each through a view of exactly that sample. Checks what can only be checked at loading:
  * labels in range and finite inputs, naming the sample index.
  */
 import { TandemError, serializeError, type SerializedError } from '../errors.js';
 import { injectFault } from '../actors/fault-injection.js';
 import type { DatasetSpec } from './dataset.js';
-import { sampleSize } from './dataset.js';
 import { resolveDataset } from './resolve-dataset.js';
+import { SampleReader } from './one-sample-view.js';
 
 export interface LoadShardTask {
   dataset: DatasetSpec;
@@ -43,10 +43,11 @@ async function readShard(task: LoadShardTask): Promise<number> {
   const inputs = new Float32Array(task.inputs);
   const labels = new Int32Array(task.labels);
   const targets = new Float32Array(task.labels);
-  const per = sampleSize(ds.sampleShape);
+  const reader = new SampleReader(ds, task.dataset.source);
+  const per = reader.sampleFloats;
   task.indices.forEach((index, i) => {
     const offset = task.inputOffset + i * per;
-    const label = ds.read(index, inputs, offset);
+    const label = reader.read(index, inputs, offset);
     if (task.floatTargets) {
       if (!Number.isFinite(label)) throw new TandemError('BAD_DATA', `dataset ${task.dataset.source}: sample ${index} has target ${label}, not a finite number`);
       targets[task.labelOffset + i] = label;

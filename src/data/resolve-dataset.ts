@@ -1,11 +1,13 @@
 /** Builds a dataset from its spec: a builtin name or a module path. Same code on every thread. */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { TandemError } from '../errors.js';
 import type { Dataset, DatasetFactory, DatasetSpec } from './dataset.js';
 import { loadMnist } from './mnist.js';
 import { syntheticImages } from './synthetic-images.js';
+import { importUserModule, userModuleErrorCode } from './import-user-module.js';
+import { checkedDataset } from './dataset-checks.js';
 
 export const BUILTIN_DATASETS = ['mnist', 'synthetic-images'] as const;
 
@@ -24,10 +26,11 @@ export function resolveModuleUrl(source: string, what: 'model' | 'data' | 'plugi
   return pathToFileURL(file).href;
 }
 
-export async function loadDefaultExport<T>(url: string, what: string): Promise<T> {
-  const mod = (await import(url)) as { default?: unknown };
+export async function loadDefaultExport<T>(url: string, what: 'model' | 'data'): Promise<T> {
+  const mod = await importUserModule(url, what);
   if (typeof mod.default !== 'function') {
-    throw new TandemError('BAD_CONFIG', `${what} module ${url} has no default export function; export default (…) => …`);
+    throw new TandemError(userModuleErrorCode(what), `${what} module ${fileURLToPath(url)}: expected a default export function (export default (…) => …), ` +
+      `found ${mod.default === undefined ? 'no default export' : `a default export of type ${typeof mod.default}`}`);
   }
   return mod.default as T;
 }
@@ -52,8 +55,19 @@ async function build(spec: DatasetSpec): Promise<Dataset> {
       if (!isModulePath(spec.source)) {
         throw new TandemError('UNKNOWN_DATASET', `unknown dataset '${spec.source}'. Builtins: ${BUILTIN_DATASETS.join(', ')}; or give a path to an ES module.`);
       }
-      const factory = await loadDefaultExport<DatasetFactory>(resolveModuleUrl(spec.source, 'data'), 'data');
-      return factory(spec.options);
+      const url = resolveModuleUrl(spec.source, 'data');
+      const factory = await loadDefaultExport<DatasetFactory>(url, 'data');
+      return checkedDataset(await callDataFactory(factory, spec, url), fileURLToPath(url));
     }
+  }
+}
+
+async function callDataFactory(factory: DatasetFactory, spec: DatasetSpec, url: string): Promise<unknown> {
+  try {
+    return await factory(spec.options);
+  } catch (err) {
+    if (err instanceof TandemError) throw err;
+    throw new TandemError('BAD_DATA', `data module ${fileURLToPath(url)}: its factory threw ${err instanceof Error ? `${err.name}: ${err.message}` : String(err)}`,
+      undefined, { cause: err });
   }
 }

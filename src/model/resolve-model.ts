@@ -34,11 +34,21 @@ export async function resolveModelFactory(source: string): Promise<ModelFactory>
 
 export async function buildModel(tf: Tf, spec: ModelSpec): Promise<LayersModel> {
   const factory = await resolveModelFactory(spec.source);
-  const model = await factory(tf, spec.options);
-  if (!model || typeof (model as LayersModel).apply !== 'function' || !Array.isArray((model as LayersModel).trainableWeights)) {
-    throw new TandemError('BAD_CONFIG', `model factory '${spec.source}' did not return a tf.LayersModel`);
+  const name = spec.source.startsWith('file:') ? fileURLToPath(spec.source) : spec.source;
+  let model: unknown;
+  try {
+    model = await factory(tf, spec.options);
+  } catch (err) {
+    if (err instanceof TandemError) throw err;
+    const what = name.endsWith('.json') ? `tfjs cannot build the model ${name}` : `the model factory of ${name} threw`;
+    throw new TandemError('BAD_MODEL', `${what} (options ${JSON.stringify(spec.options)}): ${err instanceof Error ? `${err.name}: ${err.message}` : String(err)}`,
+      undefined, { cause: err });
   }
-  return model;
+  if (!model || typeof (model as LayersModel).apply !== 'function' || !Array.isArray((model as LayersModel).trainableWeights)) {
+    throw new TandemError('BAD_MODEL', `model factory ${name}: expected it to return a tf.LayersModel (tf.sequential(…) or tf.model(…)), found ` +
+      `${model === null ? 'null' : typeof model === 'object' ? `an object with keys ${Object.keys(model).slice(0, 6).join(', ') || 'none'}` : typeof model}`);
+  }
+  return model as LayersModel;
 }
 
 /** The model as a device trains it, prepared by its engine (native, unless `nativeFusion` is off: Conv2D layers run fused). */

@@ -2,11 +2,12 @@
  * Chrome trace export (the JSON trace event format: opens in Perfetto and
  * chrome://tracing). One process per device, two threads each: compute and
  * comm; every span a complete ('X') event, timestamps in microseconds from
- * the first span.
+ * the first span. Written atomically (a temporary file, then renamed).
  */
-import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Span } from './span.js';
+import { writeFileAtomically } from '../output/atomic-write.js';
+import { makeDirectory } from '../output/make-directory.js';
 
 interface TraceEvent {
   name: string;
@@ -39,7 +40,6 @@ export function chromeTrace(spans: readonly Span[], metadata: Record<string, unk
 }
 
 export async function writeChromeTrace(file: string, spans: readonly Span[], metadata: Record<string, unknown> = {}): Promise<string> {
-  await mkdir(path.dirname(path.resolve(file)), { recursive: true });
-  await writeFile(file, JSON.stringify(chromeTrace(spans, metadata)));
-  return file;
+  await makeDirectory(path.dirname(path.resolve(file)), `trace ${file}`);
+  return writeFileAtomically(file, JSON.stringify(chromeTrace(spans, metadata)));
 }

@@ -10,7 +10,7 @@
  * registerTransport({ name: 'my-transport', … });
  * // config: { transport: 'my-transport', plugins: ['./my-transport.mjs'] }
  */
-import { TandemError } from '../errors.js';
+import { importUserModule } from '../data/import-user-module.js';
 
 const loaded = new Map<string, Promise<void>>();
 
@@ -21,9 +21,9 @@ export function loadPlugins(urls: readonly string[]): Promise<void> {
 function loadPlugin(url: string): Promise<void> {
   let p = loaded.get(url);
   if (!p) {
-    p = import(url).then(() => undefined, (err: unknown) => {
+    p = importUserModule(url, 'plugin').then(() => undefined, (err: unknown) => {
       loaded.delete(url);
-      throw new TandemError('BAD_CONFIG', `plugin ${url} failed to load: ${err instanceof Error ? err.message : String(err)}`, undefined, { cause: err });
+      throw err; // BAD_CONFIG naming the plugin's file (and the line of a syntax error)
     });
     loaded.set(url, p);
   }

@@ -1,5 +1,6 @@
 /** Main side of the profiler: runs the profile worker and returns its measurements. */
 import { resolveConfig } from '../config.js';
+import { TandemError } from '../errors.js';
 import type { TrainConfig } from '../config-types.js';
 import { runOneShotWorker } from '../actors/one-shot-worker.js';
 import type { ModelProfile } from './layer-profile.js';
@@ -40,16 +41,26 @@ const DEFAULT_WARMUP = 6;
 
 export async function profileModel(config: TrainConfig, runTrial: RunTrial, options: ProfileOptions = {}): Promise<ModelProfile> {
   const resolved = await resolveConfig({ ...config, strategy: 'sequential' });
-  const request: ProfileRequest = { config: resolved, warmupSteps: options.warmupSteps ?? DEFAULT_WARMUP, steps: options.steps ?? 5, reps: options.reps ?? 3 };
+  const request: ProfileRequest = { config: resolved, warmupSteps: count('warmupSteps', options.warmupSteps ?? DEFAULT_WARMUP, 0),
+    steps: count('steps', options.steps ?? 5, 1), reps: count('reps', options.reps ?? 3, 1) };
   const { profile } = await runOneShotWorker<Extract<ProfileReply, { type: 'profile' }>>(new URL('./profile-worker.js', import.meta.url), request,
     `profiler of ${config.model ?? 'mlp'}`);
   if (options.calibrate !== false) await calibrate(profile, config, request.warmupSteps + request.steps, runTrial);
   return profile;
 }
 
+/** A profiler option: an integer in [min, 10,000]; the profile would be NaN or empty otherwise. */
+function count(option: keyof ProfileOptions, value: unknown, min: number): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > 10_000) {
+    throw new TandemError('BAD_CONFIG', `profile.${option}: must be an integer in [${min}, 10000], got ${JSON.stringify(value)}`);
+  }
+  return value;
+}
+
 async function calibrate(profile: ModelProfile, config: TrainConfig, steps: number, runTrial: RunTrial): Promise<void> {
-  const { link, trace, out, faultInjection, ...plain } = config;
-  void link; void trace; void out; void faultInjection;
+  // A trial writes nothing: no outputs, no checkpoints (the run being profiled for holds those places).
+  const { link, trace, out, faultInjection, checkpointDir, checkpointEvery, resume, ...plain } = config;
+  void link; void trace; void out; void faultInjection; void checkpointDir; void checkpointEvery; void resume;
   const run = await runTrial({ ...plain, strategy: 'sequential', steps, epochs: undefined });
   const measured = profile.stepForwardMs + profile.stepBackwardMs;
   const scale = measured > 0 ? run.timings.steadyComputeMs / measured : 1;

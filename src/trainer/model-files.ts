@@ -1,19 +1,15 @@
 /** Writes a model in the TensorFlow.js layers format (model.json + one weights file); src/model/file-model-handler.ts reads it. */
-import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { ModelArtifactsData } from '../actors/protocol.js';
+import { writeFileAtomically } from '../output/atomic-write.js';
+import { makeDirectory } from '../output/make-directory.js';
+import { OUT_FILES } from '../output/output-places.js';
 
-export const WEIGHTS_FILE = 'weights.bin';
-
-async function writeAtomically(file: string, data: string | Uint8Array): Promise<void> {
-  const tmp = `${file}.tmp-${process.pid}`;
-  await writeFile(tmp, data);
-  await rename(tmp, file);
-}
+export const WEIGHTS_FILE = OUT_FILES.weights;
 
 export async function writeModelFiles(dir: string, artifacts: ModelArtifactsData): Promise<string> {
-  await mkdir(dir, { recursive: true });
-  await writeAtomically(path.join(dir, WEIGHTS_FILE), new Uint8Array(artifacts.weightData));
+  await makeDirectory(dir, `model directory ${dir}`);
+  await writeFileAtomically(path.join(dir, WEIGHTS_FILE), new Uint8Array(artifacts.weightData));
   const modelJson = {
     format: 'layers-model',
     generatedBy: 'tandem',
@@ -21,8 +17,8 @@ export async function writeModelFiles(dir: string, artifacts: ModelArtifactsData
     modelTopology: artifacts.modelTopology,
     weightsManifest: [{ paths: [WEIGHTS_FILE], weights: artifacts.weightSpecs }],
   };
-  const file = path.join(dir, 'model.json');
-  await writeAtomically(file, JSON.stringify(modelJson));
+  const file = path.join(dir, OUT_FILES.model);
+  await writeFileAtomically(file, JSON.stringify(modelJson));
   return file;
 }
 

@@ -9,9 +9,9 @@ import type { TrainConfig } from '../config-types.js';
 import { startBackend } from '../engine/backend.js';
 import { buildTrainingModel } from '../model/resolve-model.js';
 import { outputLoss, outputLossOf, withRegularization } from '../model/output-loss.js';
+import { SampleReader } from '../data/one-sample-view.js';
 import { resolveDataset } from '../data/resolve-dataset.js';
 import { GlobalBatchSampler } from '../data/sampler.js';
-import { sampleSize } from '../data/dataset.js';
 import type { TrainSummary } from './train.js';
 
 export interface ReferenceOptions {
@@ -37,12 +37,13 @@ export async function trainReference(config: TrainConfig, options: ReferenceOpti
   const o = cfg.optimizer;
   const optimizer = o.kind === 'adam' ? tf.train.adam(o.lr, o.beta1, o.beta2, o.epsilon)
     : o.momentum > 0 ? tf.train.momentum(o.lr, o.momentum) : tf.train.sgd(o.lr);
-  const per = sampleSize(cfg.sampleShape);
+  const reader = new SampleReader(ds, cfg.data.source);
+  const per = reader.sampleFloats;
   const x = new Float32Array(cfg.batch * per), y = floatTargets ? new Float32Array(cfg.batch) : new Int32Array(cfg.batch);
   const losses: number[] = [];
   const vars = model.trainableWeights.map(w => w.read() as tf.Variable);
   for (let step = 1; step <= cfg.steps; step++) {
-    sampler.batchIndices(step).forEach((index, i) => { y[i] = ds.read(index, x, i * per); });
+    sampler.batchIndices(step).forEach((index, i) => { y[i] = reader.read(index, x, i * per); });
     const loss = tf.tidy(() => {
       const xs = tf.tensor(x, [cfg.batch, ...cfg.sampleShape]), ys = tf.tensor(y, [cfg.batch], floatTargets ? 'float32' : 'int32');
       return optimizer.minimize(() => {

@@ -1,9 +1,9 @@
 /**
  * The last phase of a run: the summary (timings, history, final weights, the
  * method's part), and what `out` and `trace` ask to be written: model files,
- * summary.json, the Chrome trace, the timeline picture.
+ * summary.json, the Chrome trace, the timeline picture (each written
+ * atomically; their places were prepared before any thread started).
  */
-import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { ResolvedConfig } from '../config-types.js';
 import type { FinishedReport, ModelArtifactsData, WeightShape } from '../actors/protocol.js';
@@ -12,6 +12,9 @@ import type { TrainingMethod } from '../methods/training-method.js';
 import { timelineSvg } from '../monitor/timeline-picture.js';
 import { writeChromeTrace } from '../monitor/chrome-trace.js';
 import { writeModelFiles } from './model-files.js';
+import { writeFileAtomically } from '../output/atomic-write.js';
+import { makeDirectory } from '../output/make-directory.js';
+import { OUT_FILES } from '../output/output-places.js';
 import type { RunLedger } from './run-ledger.js';
 import type { TrainHooks, TrainSummary } from './run-types.js';
 
@@ -104,27 +107,27 @@ async function writeRunFiles(cfg: ResolvedConfig, summary: TrainSummary, ledger:
   artifacts?: ModelArtifactsData): Promise<void> {
   if (cfg.out) await writeOutputs(cfg.out, summary, artifacts);
   if (cfg.out && summary.classifier?.fullClassifier) {
-    summary.classifier.classifierPath = await writeModelFiles(path.join(cfg.out, 'classifier'), summary.classifier.fullClassifier);
+    summary.classifier.classifierPath = await writeModelFiles(path.join(cfg.out, OUT_FILES.classifierDir), summary.classifier.fullClassifier);
   }
   if (cfg.trace) summary.tracePath = await writeChromeTrace(cfg.trace, ledger.spans, { strategy: cfg.strategy, link: summary.link });
   if (cfg.out) {
     // The picture of the last steps: enough to see the schedule, few enough to read it.
     const recent = ledger.spans.filter(sp => sp.step > lastStep - 3);
-    summary.timelinePath = path.join(cfg.out, 'timeline.svg');
-    await writeFile(summary.timelinePath, timelineSvg(recent, `tandem: ${cfg.model.source}, ${cfg.devices} devices, ${cfg.strategy}` +
+    summary.timelinePath = path.join(cfg.out, OUT_FILES.timeline);
+    await writeFileAtomically(summary.timelinePath, timelineSvg(recent, `tandem: ${cfg.model.source}, ${cfg.devices} devices, ${cfg.strategy}` +
       `${cfg.link ? `, link ${cfg.link.label} (emulated)` : ''}; steps ${Math.max(firstStep, lastStep - 2)}-${lastStep}`));
-    if (!cfg.trace) summary.tracePath = await writeChromeTrace(path.join(cfg.out, 'trace.json'), ledger.spans, { strategy: cfg.strategy, link: summary.link });
+    if (!cfg.trace) summary.tracePath = await writeChromeTrace(path.join(cfg.out, OUT_FILES.trace), ledger.spans, { strategy: cfg.strategy, link: summary.link });
   }
 }
 
 async function writeOutputs(dir: string, summary: TrainSummary, artifacts?: ModelArtifactsData): Promise<void> {
-  await mkdir(dir, { recursive: true });
+  await makeDirectory(dir, `--out ${dir}`);
   if (artifacts) summary.modelPath = await writeModelFiles(dir, artifacts);
   const { weights, nonTrainableWeights, ...rest } = summary;
   void weights;
   void nonTrainableWeights;
   if (rest.classifier) rest.classifier = { ...rest.classifier, fullClassifier: undefined };
-  await writeFile(path.join(dir, 'summary.json'), JSON.stringify(rest, null, 2));
+  await writeFileAtomically(path.join(dir, OUT_FILES.summary), JSON.stringify(rest, null, 2));
 }
 
 function withoutFault(cfg: ResolvedConfig): Omit<ResolvedConfig, 'faultInjection'> {

@@ -8,6 +8,7 @@ import type { TrainConfig } from '../config-types.js';
 import type { StrategySpec } from '../pipeline/strategy.js';
 import { chooseStrategy, type AutoChoice } from '../profiling/choose-strategy.js';
 import { TrainingRun } from './training-run.js';
+import { claimOutputs } from '../output/claim-outputs.js';
 import { failedEvent, RunStreams } from './run-streams.js';
 import { StopRequest } from './stop-request.js';
 import type { StepMetrics, TrainHooks, TrainSummary, TrainingHandle } from './run-types.js';
@@ -15,17 +16,22 @@ export type { StepMetrics, TrainHooks, TrainSummary, TrainingHandle } from './ru
 
 /** `stopRequest`: how `startTraining`'s handle (and the CLI's signals) stop or abort the run. */
 export async function train(config: TrainConfig, hooks: TrainHooks = {}, stopRequest?: StopRequest): Promise<TrainSummary> {
-  let auto: AutoChoice | undefined;
-  if (config.strategy === 'auto') {
-    await resolveConfig(config); // bad input fails before profiling starts a thread
-    auto = await chooseStrategy(config, train);
-    hooks.onAutoChoice?.(auto);
-    hooks.onEvent?.({ type: 'auto', strategy: auto.strategy, splitLayer: auto.splitLayer, reason: auto.reason });
-    config = { ...config, strategy: auto.strategy, splitLayer: auto.splitLayer };
+  const checked = await resolveConfig(config); // bad input fails before any output is touched or thread started
+  const lock = await claimOutputs(checked, message => hooks.onEvent?.({ type: 'warning', step: 0, message }));
+  try {
+    let auto: AutoChoice | undefined;
+    if (config.strategy === 'auto') {
+      auto = await chooseStrategy(config, train);
+      hooks.onAutoChoice?.(auto);
+      hooks.onEvent?.({ type: 'auto', strategy: auto.strategy, splitLayer: auto.splitLayer, reason: auto.reason });
+      config = { ...config, strategy: auto.strategy, splitLayer: auto.splitLayer };
+    }
+    const resolved = auto ? await resolveConfig(config) : checked;
+    const autoNote = auto && { strategy: auto.strategy, splitLayer: auto.splitLayer, reason: auto.reason };
+    return await new TrainingRun(resolved, (config.strategy ?? 'sequential') as StrategySpec, hooks, autoNote, stopRequest).run();
+  } finally {
+    await lock.release();
   }
-  const resolved = await resolveConfig(config);
-  const autoNote = auto && { strategy: auto.strategy, splitLayer: auto.splitLayer, reason: auto.reason };
-  return new TrainingRun(resolved, (config.strategy ?? 'sequential') as StrategySpec, hooks, autoNote, stopRequest).run();
 }
 
 

@@ -28,6 +28,7 @@ import { StepPreimage } from '../actors/step-preimage.js';
 import { writeAbortCheckpoint } from './abort-checkpoint.js';
 import { globalRank, localRanks } from '../world/topology.js';
 import { ComputeReplies } from './compute-replies.js';
+import { checkRoomForResults, resultNeeds } from '../output/room-for-results.js';
 import { RunLedger } from './run-ledger.js';
 import { finishSummary, warmupSteps, type StepLoopResult } from './run-summary.js';
 import type { TrainHooks, TrainSummary } from './run-types.js';
@@ -131,6 +132,7 @@ export class TrainingRun {
     const started = performance.now();
     await this.openCheckpointStore();
     const built = await this.spawn();
+    await checkRoomForResults(resultNeeds(this.cfg, built.layout.total, built.stateTotal)); // before step 1, not at the end
     const laidOut = await this.layOut(built);
     this.laidOut = laidOut;
     const resume = this.cfg.resume ? await loadResume(this.cfg, built.weights, built.state) : undefined;

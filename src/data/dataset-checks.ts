@@ -1,0 +1,47 @@
+/**
+ * A data module's dataset, checked where it is built (on the main thread
+ * before any device thread, and again in each loader): an object with a
+ * positive size, a sample shape of positive integers, at least one class and
+ * a `read` function. Each failure is BAD_DATA naming the module and what was
+ * expected against what was found.
+ */
+import { fileURLToPath } from 'node:url';
+import { TandemError } from '../errors.js';
+import type { Dataset } from './dataset.js';
+import { SampleReader } from './one-sample-view.js';
+
+const EXPECTED = 'a Dataset { size, sampleShape, classes, read(index, out, offset) → label }';
+
+function found(v: unknown): string {
+  if (v === undefined) return 'nothing (undefined)';
+  if (v === null) return 'null';
+  if (typeof v === 'function') return 'a function';
+  const text = JSON.stringify(v);
+  return text === undefined ? typeof v : text.length > 60 ? `${text.slice(0, 60)}…` : text;
+}
+
+export function checkedDataset(ds: unknown, file: string): Dataset {
+  const bad = (what: string, expected: string, value: unknown): never => {
+    throw new TandemError('BAD_DATA', `data module ${file}: ${what}: expected ${expected}, found ${found(value)}`);
+  };
+  if (ds === null || typeof ds !== 'object') bad('its factory returned no dataset', EXPECTED, ds);
+  const d = ds as Partial<Dataset>;
+  if (!Number.isInteger(d.size) || (d.size as number) < 1) bad('size', 'an integer >= 1 (the number of samples)', d.size);
+  if (!Array.isArray(d.sampleShape) || d.sampleShape.length === 0 || d.sampleShape.some(n => !Number.isInteger(n) || n < 1)) {
+    bad('sampleShape', 'a non-empty list of positive integers, e.g. [28, 28, 1]', d.sampleShape);
+  }
+  if (!Number.isInteger(d.classes) || (d.classes as number) < 1) bad('classes', 'an integer >= 1 (labels are 0 … classes-1; 1 for regression)', d.classes);
+  if (typeof d.read !== 'function') bad('read', 'a function read(index, out, offset) → label', d.read);
+  if (d.label !== undefined && typeof d.label !== 'function') bad('label', 'a function label(index), or no label at all', d.label);
+  return d as Dataset;
+}
+
+/** Reads sample 0 as a loader would, on this thread: a read that throws, writes past its sample or returns no number is named before any thread starts. */
+export function probeFirstSample(ds: Dataset, source: string): void {
+  const reader = new SampleReader(ds, source);
+  const label = reader.read(0, new Float32Array(reader.sampleFloats), 0);
+  if (typeof label !== 'number' || !Number.isFinite(label)) {
+    throw new TandemError('BAD_DATA', `dataset ${source.startsWith('file:') ? fileURLToPath(source) : source}: read(0, out, offset) returned ${found(label)}; expected the sample's label ` +
+      `(an integer in [0, ${ds.classes})) or, for a regression, its target (a finite number)`);
+  }
+}

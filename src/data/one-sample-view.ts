@@ -1,0 +1,67 @@
+/**
+ * A dataset's `read(index, out, offset)` gets `out` = a view of exactly one
+ * sample (offset 0), never the shared buffer of a whole batch: a read that
+ * writes past its sample cannot reach a neighbour's (which made runs differ).
+ * Writing past a typed array is silently dropped, so the first read of each
+ * reader of a user module (one per shard and step) goes through a watching
+ * view (a proxy: ~60x slower, hence once) that fails loudly on such a write;
+ * `out.set(values, offset)` past the end throws by itself and is named too.
+ */
+import { fileURLToPath } from 'node:url';
+import { TandemError } from '../errors.js';
+import { sampleSize, type Dataset } from './dataset.js';
+
+export class SampleReader {
+  readonly sampleFloats: number;
+  /** Whether the next read is watched: the first one of a user module's reader (builtins are tandem's own code). */
+  private watchNext: boolean;
+
+  private readonly source: string;
+
+  /** `source` (a builtin name or a module URL) names the dataset in errors. */
+  constructor(private readonly ds: Dataset, source: string) {
+    this.sampleFloats = sampleSize(ds.sampleShape);
+    this.watchNext = source.startsWith('file:');
+    this.source = this.watchNext ? fileURLToPath(source) : source;
+  }
+
+  /** Sample `index` into out[at, at + sampleFloats); returns its label (or target). */
+  read(index: number, out: Float32Array, at: number): number {
+    const view = out.subarray(at, at + this.sampleFloats);
+    if (view.length !== this.sampleFloats) throw new Error(`internal: no room for a sample of ${this.sampleFloats} floats at ${at} of ${out.length}`);
+    const given = this.watchNext ? watchedView(view, index, this.source) : view;
+    this.watchNext = false;
+    try {
+      return this.ds.read(index, given, 0);
+    } catch (err) {
+      if (err instanceof TandemError) throw err;
+      throw new TandemError('BAD_DATA', `dataset ${this.source}: read(${index}, out, 0) threw ${err instanceof Error ? `${err.name}: ${err.message}` : String(err)} ` +
+        `(out is a view of exactly one sample: ${this.sampleFloats} floats from offset 0)`, undefined, { cause: err });
+    }
+  }
+}
+
+/** `view`, behind a proxy that throws on a write to an element it does not have. */
+function watchedView(view: Float32Array, index: number, source: string): Float32Array {
+  return new Proxy(view, {
+    get(target, key) {
+      const value: unknown = Reflect.get(target, key, target);
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    },
+    set(target, key, value) {
+      if (outsideElement(key, target.length)) {
+        throw new TandemError('BAD_DATA', `dataset ${source}: read(${index}, out, 0) wrote out[${String(key)}], past its sample: out holds exactly one sample ` +
+          `(${target.length} floats from offset 0), and a write past it would overwrite another sample`);
+      }
+      return Reflect.set(target, key, value, target);
+    },
+  });
+}
+
+/** A numeric key (as typed arrays read keys) that is not an element of an array of `length`. */
+function outsideElement(key: string | symbol, length: number): boolean {
+  if (typeof key !== 'string') return false;
+  const n = Number(key);
+  if (key !== String(n) && key !== '-0') return false; // a named property, not an element
+  return !(Number.isInteger(n) && n >= 0 && n < length && key !== '-0');
+}

@@ -1,0 +1,132 @@
+/**
+ * A run lock on a directory a run writes (`--out`, `--checkpoint-dir`): the
+ * file `.tandem-run.lock`, holding the owner's host, PID and process start
+ * time, created with its contents in one step (a hard link of a finished
+ * temporary file), so no reader ever sees it half written. A second run on
+ * the directory is refused with the owner's PID; a lock left by a process
+ * of this host that no longer runs is taken over, with a notice.
+ */
+import { link, readFile, rename, rm } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { TandemError } from '../errors.js';
+import { fsErrorCode, fsReason } from './fs-reason.js';
+import { temporaryNameFor, writeFileAtomically } from './atomic-write.js';
+
+export const LOCK_FILE = '.tandem-run.lock';
+
+/** What a lock file holds. */
+export interface LockOwner { host: string; pid: number; startTicks?: number; started: string; token: string }
+
+/** The locks a run holds; `release` removes those that are still its own. */
+export interface RunLock { readonly files: readonly string[]; release(): Promise<void> }
+
+/** Locks every directory (each named by `label` in messages) or none; `notice` hears about stale locks taken over. */
+export async function acquireRunLock(dirs: readonly { path: string; label: string }[], notice: (message: string) => void): Promise<RunLock> {
+  const owner = thisProcess();
+  const held: string[] = [];
+  const release = async () => { await Promise.all(held.map(f => releaseLock(f, owner.token))); held.length = 0; };
+  try {
+    for (const dir of dirs) {
+      const file = path.join(dir.path, LOCK_FILE);
+      await lockOne(file, dir.label, owner, notice);
+      held.push(file);
+    }
+  } catch (err) {
+    await release();
+    throw err;
+  }
+  return { files: [...held], release };
+}
+
+function thisProcess(): LockOwner {
+  return { host: os.hostname(), pid: process.pid, startTicks: startTicksOf(process.pid), started: new Date().toISOString(),
+    token: `${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}` };
+}
+
+async function lockOne(file: string, label: string, owner: LockOwner, notice: (message: string) => void): Promise<void> {
+  const text = JSON.stringify(owner);
+  for (let attempt = 0; attempt < 3; attempt++) {
+    if (await createWith(file, text, label)) return;
+    const held = await readFile(file, 'utf8').catch(() => undefined);
+    if (held === undefined) continue; // released meanwhile: try again
+    const other = parseOwner(held);
+    if (!other) {
+      throw new TandemError('RUN_LOCKED', `${label}: the run lock ${file} is not a tandem lock file (${JSON.stringify(held.slice(0, 60))}); ` +
+        'remove it if no tandem run uses this directory');
+    }
+    if (!isStale(other)) {
+      throw new TandemError('RUN_LOCKED', `${label} is in use by another tandem run: PID ${other.pid} on ${other.host}, started ${other.started} ` +
+        `(lock ${file}). Wait for it to end or give another directory${other.host === os.hostname() ? '' : '; tandem cannot tell from this host whether it still runs'}`);
+    }
+    if (await takeOver(file, held)) {
+      notice(`${label}: took over the run lock of PID ${other.pid} on ${other.host} (started ${other.started}), which is no longer running`);
+    }
+  }
+  throw new TandemError('RUN_LOCKED', `${label}: could not take the run lock ${file}: other runs keep taking it`);
+}
+
+/** Creates `file` holding `text` in one step; false when it exists. */
+async function createWith(file: string, text: string, label: string): Promise<boolean> {
+  const tmp = await writeFileAtomically(temporaryNameFor(file), text);
+  try {
+    await link(tmp, file);
+    return true;
+  } catch (err) {
+    if (fsErrorCode(err) === 'EEXIST') return false;
+    throw new TandemError('BAD_OUTPUT', `${label}: cannot create the run lock ${file}: ${fsReason(err)}`, undefined, { cause: err });
+  } finally {
+    await rm(tmp, { force: true });
+  }
+}
+
+function parseOwner(text: string): LockOwner | undefined {
+  try {
+    const o = JSON.parse(text) as Partial<LockOwner> | null;
+    return o && typeof o.host === 'string' && Number.isInteger(o.pid) && typeof o.token === 'string' ? o as LockOwner : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A lock of this host whose process is gone (or whose PID now belongs to a process started later). */
+function isStale(owner: LockOwner): boolean {
+  if (owner.host !== os.hostname()) return false;
+  try {
+    process.kill(owner.pid, 0);
+  } catch (err) {
+    return fsErrorCode(err) === 'ESRCH';
+  }
+  const now = startTicksOf(owner.pid);
+  return owner.startTicks !== undefined && now !== undefined && now !== owner.startTicks;
+}
+
+/** Start time of a process in clock ticks since boot (Linux /proc), to tell a reused PID from its first owner. */
+function startTicksOf(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Moves the stale lock aside; if what was moved is not the stale lock read (another run took over meanwhile), puts it back. */
+async function takeOver(file: string, staleText: string): Promise<boolean> {
+  const aside = temporaryNameFor(file);
+  try {
+    await rename(file, aside);
+  } catch {
+    return false;
+  }
+  const moved = await readFile(aside, 'utf8').catch(() => '');
+  if (moved !== staleText) await link(aside, file).catch(() => {});
+  await rm(aside, { force: true });
+  return moved === staleText;
+}
+
+async function releaseLock(file: string, token: string): Promise<void> {
+  const held = parseOwner(await readFile(file, 'utf8').catch(() => ''));
+  if (held?.token === token) await rm(file, { force: true });
+}
