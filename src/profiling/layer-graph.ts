@@ -58,11 +58,11 @@ export function layerGraph(tf: Tf, model: LayersModel): LayerGraph {
     const depths = Object.keys(graph.nodesByDepth).map(Number).sort((a, b) => b - a);
     for (const node of depths.flatMap(d => graph.nodesByDepth[d])) {
       if (node.outboundLayer.getClassName() === 'InputLayer') continue;
-      const ins = node.inputTensors.map(t => produced.get(key(t)) ?? missingInput(node.outboundLayer, container));
+      const ins = node.inputTensors.map(t => produced.get(key(t)) ?? unordered(`layer '${node.outboundLayer.name}'`, container));
       const outs = call(node.outboundLayer, ins, node.outputTensors.map(key));
       node.outputTensors.forEach((t, i) => produced.set(key(t), outs[i]));
     }
-    return graph.outputs.map(t => produced.get(key(t)) ?? missingInput(container, container));
+    return graph.outputs.map(t => produced.get(key(t)) ?? unordered('its output', container));
   };
   const call = (layer: Layer, inputs: string[], outputs: string[]): string[] => {
     if (layer instanceof tf.LayersModel) return inline(layer, inputs);
@@ -78,7 +78,7 @@ function leafLayers(tf: Tf, model: LayersModel): Layer[] {
     : layer.getClassName() === 'InputLayer' ? [] : [layer]));
 }
 
-function missingInput(layer: Layer, container: LayersModel): never {
-  throw new TandemError('BAD_CONFIG', `the profiler cannot order layer '${layer.name}' of model '${container.name}': ` +
-    'one of its inputs is produced by no earlier layer of the graph');
+function unordered(what: string, container: LayersModel): never {
+  throw new TandemError('BAD_CONFIG', `the profiler cannot order ${what} in model '${container.name}': ` +
+    'a tensor it reads is produced by no earlier layer of the graph');
 }
