@@ -15,6 +15,7 @@ import { kernelSiteOf, startBackend, flatArithmeticFor } from '../engine/backend
 import { backwardWithGradientReady } from '../engine/gradient-tape.js';
 import { buildTrainingModel, classificationLoss, outputsProbabilities } from '../model/resolve-model.js';
 import { loadPlugins } from '../plugins/load-plugins.js';
+import { trainBatchNormalization } from '../model/sync-batch-norm.js';
 import type { ResolvedConfig } from '../config-types.js';
 import type { ModelProfile } from './layer-profile.js';
 import { clockOfKind, layerClock, type ClockKind, type LayerClock } from './layer-clock.js';
@@ -35,6 +36,7 @@ async function profile({ config, warmupSteps, steps, reps, clock: kind }: Profil
   const engineOptions = { nativeThreads: config.nativeThreads };
   await startBackend(tf, config.backend, engineOptions);
   const model = await buildTrainingModel(tf, config);
+  trainBatchNormalization(tf, model); // BatchNormalization on tandem's kernel, as the devices train it (local statistics: no collective here)
   const graph = layerGraph(tf, model); // refuses what it cannot walk before any timing
   const clock = kind ? clockOfKind(kind) : layerClock(kernelSiteOf(config.backend, engineOptions));
   try {
