@@ -1,8 +1,9 @@
-/** `npm run bench -- scaling|kernels|overlap|profile|classifier|faults|soak|models [--steps N] [--classes 1000,10000] [--models a,b] [--stock-steps N] [--batch N] [--links none,1gbps,…] [--out DIR]` */
+/** `npm run bench -- scaling|kernels|overlap|profile|profile-clock|classifier|faults|soak|models [--steps N] [--runs N] [--busy N] [--classes 1000,10000] [--models a,b] [--stock-steps N] [--batch N] [--links none,1gbps,…] [--out DIR]` */
 import { parseArgs } from 'node:util';
 import { runScaling } from './scaling.js';
 import { runOverlap } from './overlap.js';
 import { runProfileBench } from './profile.js';
+import { runProfileClockBench } from './profile-clock.js';
 import { runClassifierBench } from './classifier.js';
 import { runFaultMatrix } from './faults.js';
 import { runSoak } from './soak.js';
@@ -11,7 +12,7 @@ import { runModelsBench } from './models.js';
 
 const { positionals, values } = parseArgs({
   allowPositionals: true,
-  options: { classes: { type: 'string' }, models: { type: 'string' }, links: { type: 'string' }, steps: { type: 'string' }, 'stock-steps': { type: 'string' }, batch: { type: 'string' }, out: { type: 'string' } },
+  options: { classes: { type: 'string' }, models: { type: 'string' }, links: { type: 'string' }, steps: { type: 'string' }, 'stock-steps': { type: 'string' }, batch: { type: 'string' }, out: { type: 'string' }, runs: { type: 'string' }, busy: { type: 'string' } },
 });
 const name = positionals[0] ?? 'scaling';
 switch (name) {
@@ -47,6 +48,15 @@ switch (name) {
       out: values.out ?? 'bench/results',
     });
     break;
+  case 'profile-clock':
+    await runProfileClockBench({
+      models: (values.models ?? 'alexnet-mini').split(','),
+      runs: Number(values.runs ?? 3),
+      busy: Number(values.busy ?? 0),
+      perDeviceBatch: Number(values.batch ?? 32),
+      out: values.out ?? 'bench/results',
+    });
+    break;
   case 'classifier':
     await runClassifierBench({
       classes: (values.classes ?? '1000,10000,100000').split(',').map(Number),
@@ -65,6 +75,6 @@ switch (name) {
     await runFaultMatrix(values.out ?? 'bench/results', 2000);
     break;
   default:
-    console.error(`unknown bench '${name}'. Benches: scaling, kernels, overlap, profile, classifier, faults, soak, models`);
+    console.error(`unknown bench '${name}'. Benches: scaling, kernels, overlap, profile, profile-clock, classifier, faults, soak, models`);
     process.exitCode = 1;
 }

@@ -22,7 +22,7 @@ export type { Transport, TransportOptions, CommunicatorSpec, RankHandle, Prepare
 export { registerMethod, getMethod, methodNames } from './methods/method-registry.js';
 export type { TrainingMethod, DeviceMethod, DeviceMethodContext, StepLoss, MethodSummary, MethodSummaryContext, MethodResolveContext } from './methods/training-method.js';
 export { registerEngine, getEngine, engineNames } from './engine/engine-registry.js';
-export type { Engine, EngineCapabilities, EngineStartOptions } from './engine/engine.js';
+export type { Engine, EngineCapabilities, EngineStartOptions, KernelSite } from './engine/engine.js';
 export { singleProcess, worldSize, globalRank, localRanks } from './world/topology.js';
 export type { Topology } from './world/topology.js';
 export { fileModelHandler } from './model/file-model-handler.js';

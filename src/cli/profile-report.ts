@@ -1,7 +1,7 @@
 /** The text report of `tandem profile`: per-layer table, verdict, predicted step times. */
 import type { ModelProfile } from '../profiling/layer-profile.js';
 import { layerTimeMs } from '../profiling/layer-profile.js';
-import type { AlexNetVerdict } from '../profiling/alexnet-like.js';
+import { marginSentence, type AlexNetVerdict } from '../profiling/alexnet-like.js';
 import type { Prediction } from '../profiling/cost-model.js';
 
 const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
@@ -11,6 +11,7 @@ export function profileReport(profile: ModelProfile, verdict: AlexNetVerdict, pr
   const params = profile.layers.reduce((s, l) => s + l.parameters, 0);
   const lines: string[] = [];
   lines.push(`profile of ${profile.model} on ${profile.backend}, ${profile.batch} samples per device; ${profile.measuredSteps} measured steps after ${profile.warmupSteps} warm-up`);
+  lines.push(`clock: ${profile.clock.kind} — ${profile.clock.reason}; each layer's time is the median of ${profile.reps} repetitions`);
   lines.push(`measured step: forward ${profile.stepForwardMs.toFixed(1)} ms, backward ${profile.stepBackwardMs.toFixed(1)} ms, per-step overhead ${profile.overheadMs.toFixed(2)} ms`);
   if (profile.calibration) {
     lines.push(`calibrated on a real ${profile.calibration.devices}-device run (sequential, shared memory): layer times x${profile.calibration.computeScale.toFixed(2)}, ` +
@@ -28,6 +29,7 @@ export function profileReport(profile: ModelProfile, verdict: AlexNetVerdict, pr
   lines.push('');
   lines.push(`verdict: ${verdict.alexnetLike ? 'AlexNet-like' : 'not AlexNet-like'} (conditions: time share <= ${pct(verdict.conditions.timeShare)}, remaining-parameter share <= ${pct(verdict.conditions.paramShare)})`);
   lines.push(`  ${verdict.reason}`);
+  lines.push(`  ${marginSentence(verdict)}`);
   lines.push(`  p = ${verdict.p}; FC group: ${verdict.fcGroup.join(', ') || '(none)'}; conv group: ${verdict.convGroup.join(', ') || '(none)'}`);
   lines.push('');
   lines.push(`predicted step time on ${devices} device(s), link ${link ? `${link} (EMULATED in training runs)` : 'none (shared memory)'}:`);

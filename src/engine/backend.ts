@@ -10,7 +10,7 @@ import { assertEngineAvailable, engineNames, getEngine } from './engine-registry
 import type { FlatArithmetic } from '../optim/flat-arithmetic.js';
 import { NATIVE_ENGINE } from './engines/native-engine.js';
 import { loadNativeAddon, NATIVE_HOW_TO } from './native/native-addon.js';
-import type { EngineStartOptions } from './engine.js';
+import type { EngineStartOptions, KernelSite } from './engine.js';
 import type { Tf } from './tfjs-types.js';
 export { findTensorflowPackage } from './engines/tensorflow-engine.js';
 
@@ -62,4 +62,9 @@ export async function startBackend(tf: Tf, name: BackendName, options: BackendOp
 /** The comm-side arithmetic of a device training on `backend`: its engine's (native loops for native, the JS ones otherwise). */
 export function flatArithmeticFor(backend: BackendName): FlatArithmetic {
   return getEngine(backend).arithmetic();
+}
+
+/** Where `backend`'s kernels run when started with `options` (an engine that does not say: its own threads). */
+export function kernelSiteOf(backend: BackendName, options: BackendOptions = {}): KernelSite {
+  return getEngine(backend).kernelSite?.(options) ?? 'engine-threads';
 }

@@ -22,6 +22,14 @@ export interface EngineStartOptions {
   nativeThreads?: number;
 }
 
+/**
+ * Where an engine's kernels do their work, as seen from the thread that calls
+ * them: on that thread itself, on threads of the engine's own (a thread pool:
+ * OpenMP, TensorFlow's intra-op pool), or on an accelerator. The profiler
+ * picks its clock from this (thread CPU time, process CPU time, wall clock).
+ */
+export type KernelSite = 'calling-thread' | 'engine-threads' | 'accelerator';
+
 export interface EngineModelOptions {
   /** Native: run Conv2D layers as one fused kernel. */
   nativeFusion: boolean;
@@ -38,6 +46,8 @@ export interface Engine {
   start(tf: Tf, options: EngineStartOptions): Promise<void>;
   /** The arithmetic of the comm side (all-reduce mean, optimizer updates) with this engine. */
   arithmetic(): FlatArithmetic;
+  /** Where its kernels run when started with `options`; absent: 'engine-threads' (the clock that counts every thread). */
+  kernelSite?(options: EngineStartOptions): KernelSite;
   /** Rewrites a freshly built model for this engine (in place). */
   prepareModel?(tf: Tf, model: LayersModel, options: EngineModelOptions): void;
 }

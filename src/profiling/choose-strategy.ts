@@ -5,7 +5,7 @@
  */
 import type { TrainConfig } from '../config-types.js';
 import { resolveConfig } from '../config.js';
-import { decideAlexNetLike, parameterisedSplit, DEFAULT_CONDITIONS, type AlexNetVerdict } from './alexnet-like.js';
+import { decideAlexNetLike, marginSentence, parameterisedSplit, DEFAULT_CONDITIONS, type AlexNetVerdict } from './alexnet-like.js';
 import { predictStrategies, type Prediction } from './cost-model.js';
 import { profileModel, type ProfileOptions, type RunTrial } from './profile-model.js';
 import type { ModelProfile } from './layer-profile.js';
@@ -30,10 +30,10 @@ export async function chooseStrategy(config: TrainConfig, runTrial: RunTrial, op
   const predictions = predictStrategies(profile, resolved.devices, { ...resolved.strategyOptions, splitLayer: split > 0 ? split : undefined }, resolved.link);
   if (verdict.alexnetLike && split > 0) {
     return { strategy: 'two-group', splitLayer: split, verdict, predictions, profile,
-      reason: `AlexNet-like: ${verdict.reason}; two-group with the FC group = ${verdict.fcGroup.join(', ')}` };
+      reason: `AlexNet-like: ${verdict.reason} (${marginSentence(verdict)}); two-group with the FC group = ${verdict.fcGroup.join(', ')}` };
   }
   const fastest = [...predictions].sort((a, b) => a.stepMs - b.stepMs)[0];
   return { strategy: fastest.strategy as StrategyName, verdict, predictions, profile,
-    reason: `not AlexNet-like (${verdict.reason}); the cost model predicts ${fastest.strategy} fastest at ${fastest.stepMs.toFixed(1)} ms/step` +
+    reason: `not AlexNet-like (${verdict.reason}; ${marginSentence(verdict)}); the cost model predicts ${fastest.strategy} fastest at ${fastest.stepMs.toFixed(1)} ms/step` +
       ` (${predictions.map(p => `${p.strategy} ${p.stepMs.toFixed(1)}`).join(', ')})` };
 }

@@ -1,3 +1,5 @@
+import type { ClockKind } from './layer-clock.js';
+
 /** What the profiler measures: per layer, in transmission order (output layer first). */
 export interface LayerCost {
   name: string;
@@ -29,6 +31,10 @@ export interface ModelProfile {
   updateBytesPerMs: number;
   measuredSteps: number;
   warmupSteps: number;
+  /** Timed repetitions per layer (their median is the layer's time). */
+  reps: number;
+  /** The clock every time above was measured on, and why that one. */
+  clock: { kind: ClockKind; reason: string };
   /** Set when calibrated against a short real run (see profileModel). */
   calibration?: { devices: number; computeScale: number; steadyStepMs: number };
   /** The model's trainable variables (model order), to lay out exchange groups exactly as a run does. */

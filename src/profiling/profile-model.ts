@@ -5,13 +5,21 @@ import type { TrainConfig } from '../config-types.js';
 import { runOneShotWorker } from '../actors/one-shot-worker.js';
 import type { ModelProfile } from './layer-profile.js';
 import type { ProfileReply, ProfileRequest } from './profile-worker.js';
+import type { ClockKind } from './layer-clock.js';
 
 export interface ProfileOptions {
   /** Measured steps (after warm-up). Default 5. */
   steps?: number;
   warmupSteps?: number;
-  /** Timed repetitions per layer. Default 3. */
+  /** Timed repetitions per layer (after one discarded); the median counts. Default 3. */
   reps?: number;
+  /**
+   * The clock to time on. Default: the one the engine's kernel site calls for —
+   * the profiling thread's CPU time where the engine computes on that thread
+   * (wasm, cpu, native with one OpenMP thread), the process's CPU time where it
+   * has threads of its own, wall clock on an accelerator (see layer-clock.ts).
+   */
+  clock?: ClockKind;
   /**
    * Calibrate with a short real run (sequential, shared memory) on the
    * configured devices: per-layer times are scaled to the compute time a
@@ -42,7 +50,7 @@ const DEFAULT_WARMUP = 6;
 export async function profileModel(config: TrainConfig, runTrial: RunTrial, options: ProfileOptions = {}): Promise<ModelProfile> {
   const resolved = await resolveConfig({ ...config, strategy: 'sequential' });
   const request: ProfileRequest = { config: resolved, warmupSteps: count('warmupSteps', options.warmupSteps ?? DEFAULT_WARMUP, 0),
-    steps: count('steps', options.steps ?? 5, 1), reps: count('reps', options.reps ?? 3, 1) };
+    steps: count('steps', options.steps ?? 5, 1), reps: count('reps', options.reps ?? 3, 1), clock: options.clock };
   const { profile } = await runOneShotWorker<Extract<ProfileReply, { type: 'profile' }>>(new URL('./profile-worker.js', import.meta.url), request,
     `profiler of ${config.model ?? 'mlp'}`);
   if (options.calibrate !== false) await calibrate(profile, config, request.warmupSteps + request.steps, runTrial);

@@ -1,23 +1,28 @@
 /**
  * Worker entry of the profiler: on its own engine (the backend the devices
  * use), pre-trains the model a few steps exactly as a device does (discarding
- * warm-up steps), then times every layer's forward and backward in isolation
- * and scales those to the measured step, so that per-layer shares are the
- * layers' own and the totals are the real step's.
+ * warm-up steps), then times every layer's forward and backward alone, in
+ * topological order (Sequential and functional models alike), and scales
+ * those to the measured step, so that per-layer shares are the layers' own and
+ * the totals are the real step's. Every time is taken on the profiler's clock
+ * (the thread's CPU time where the engine computes on this thread), so a busy
+ * machine does not stretch some layers' times and not others'.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import * as tf from '@tensorflow/tfjs';
 import { serializeError } from '../errors.js';
-import { TandemError } from '../errors.js';
-import { startBackend } from '../engine/backend.js';
-import { backwardWithGradientReady, forwardAsInTraining } from '../engine/gradient-tape.js';
+import { kernelSiteOf, startBackend, flatArithmeticFor } from '../engine/backend.js';
+import { backwardWithGradientReady } from '../engine/gradient-tape.js';
 import { buildTrainingModel, classificationLoss, outputsProbabilities } from '../model/resolve-model.js';
-import { flatArithmeticFor } from '../engine/backend.js';
 import { loadPlugins } from '../plugins/load-plugins.js';
+import { trainBatchNormalization } from '../model/sync-batch-norm.js';
 import type { ResolvedConfig } from '../config-types.js';
-import type { LayerCost, ModelProfile } from './layer-profile.js';
+import type { ModelProfile } from './layer-profile.js';
+import { clockOfKind, layerClock, type ClockKind, type LayerClock } from './layer-clock.js';
+import { layerGraph } from './layer-graph.js';
+import { median, timeLayers } from './time-layers.js';
 
-export interface ProfileRequest { config: ResolvedConfig; warmupSteps: number; steps: number; reps: number }
+export interface ProfileRequest { config: ResolvedConfig; warmupSteps: number; steps: number; reps: number; clock?: ClockKind }
 export type ProfileReply = { type: 'profile'; profile: ModelProfile } | { type: 'error'; error: ReturnType<typeof serializeError> };
 
 const port = parentPort!;
@@ -26,34 +31,54 @@ profile(workerData as ProfileRequest).then(
   err => port.postMessage({ type: 'error', error: serializeError(err) } satisfies ProfileReply),
 );
 
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)];
+async function profile({ config, warmupSteps, steps, reps, clock: kind }: ProfileRequest): Promise<ModelProfile> {
+  await loadPlugins(config.plugins);
+  const engineOptions = { nativeThreads: config.nativeThreads };
+  await startBackend(tf, config.backend, engineOptions);
+  const model = await buildTrainingModel(tf, config);
+  trainBatchNormalization(tf, model); // BatchNormalization on tandem's kernel, as the devices train it (local statistics: no collective here)
+  const graph = layerGraph(tf, model); // refuses what it cannot walk before any timing
+  const clock = kind ? clockOfKind(kind) : layerClock(kernelSiteOf(config.backend, engineOptions));
+  try {
+    const b = config.perDevice;
+    const x = tf.randomUniform([b, ...config.sampleShape], 0, 1, 'float32', 1);
+    const y = tf.tensor1d(Array.from({ length: b }, (_, i) => i % config.classes), 'int32');
+    const step = measureSteps(model, x, y, config, clock, warmupSteps, steps);
+    const layers = timeLayers(tf, graph, x, clock, reps);
+    // Scale the isolated times to the measured step (shares stay the layers' own).
+    const sumF = layers.reduce((s, l) => s + l.forwardMs, 0), sumB = layers.reduce((s, l) => s + l.backwardMs, 0);
+    for (const l of layers) {
+      l.forwardMs *= sumF > 0 ? step.forwardMs / sumF : 0;
+      l.backwardMs *= sumB > 0 ? step.backwardMs / sumB : 0;
+    }
+    const throughput = measureThroughput(config, clock);
+    const weights = model.trainableWeights.map(w => ({ name: w.originalName, shape: [...w.shape] as number[] }));
+    tf.dispose([x, y]);
+    model.dispose();
+    return {
+      model: config.model.source, backend: config.backend, batch: b, layers: layers.reverse(),
+      stepForwardMs: step.forwardMs, stepBackwardMs: step.backwardMs, overheadMs: step.overheadMs, ...throughput,
+      measuredSteps: steps, warmupSteps, reps, clock: { kind: clock.kind, reason: clock.reason }, weights,
+    };
+  } finally {
+    clock.close();
+  }
 }
 
-async function profile({ config, warmupSteps, steps, reps }: ProfileRequest): Promise<ModelProfile> {
-  await loadPlugins(config.plugins);
-  await startBackend(tf, config.backend, { nativeThreads: config.nativeThreads });
-  const model = await buildTrainingModel(tf, config);
-  if (!(model instanceof tf.Sequential)) {
-    throw new TandemError('BAD_CONFIG', `the profiler times layers one after another and needs a tf.Sequential model; '${config.model.source}' is a functional model. ` +
-      'Choose a strategy yourself (--strategy two-group --split-layer P, per-layer, buckets).');
-  }
-  const b = config.perDevice;
-  const x = tf.randomUniform([b, ...config.sampleShape], 0, 1, 'float32', 1);
-  const y = tf.tensor1d(Array.from({ length: b }, (_, i) => i % config.classes), 'int32');
+type Model = Awaited<ReturnType<typeof buildTrainingModel>>;
+
+/** Real training steps, as a device runs them: medians of forward, backward and loading the parameters. */
+function measureSteps(model: Model, x: tf.Tensor, y: tf.Tensor, config: ResolvedConfig, clock: LayerClock, warmupSteps: number, steps: number) {
   const probabilities = outputsProbabilities(model);
   const vars = model.trainableWeights.map(w => w.read() as tf.Variable);
-
-  // 1. Real training steps, as a device runs them.
   const fwd: number[] = [], bwd: number[] = [], overhead: number[] = [];
   const flat = vars.map(v => v.dataSync().slice() as Float32Array);
   for (let s = 0; s < warmupSteps + steps; s++) {
-    const t0 = performance.now();
+    const t0 = clock.nowMs();
     vars.forEach((v, i) => { const t = tf.tensor(flat[i], v.shape); v.assign(t); t.dispose(); }); // parameters into the engine
-    const t1 = performance.now();
+    const t1 = clock.nowMs();
     let tb = 0;
-    const marker = tf.customGrad(((t: tf.Tensor) => ({ value: t.clone(), gradFunc: (dy: tf.Tensor) => { tb = performance.now(); return dy; } })) as never) as (t: tf.Tensor) => tf.Tensor;
+    const marker = tf.customGrad(((t: tf.Tensor) => ({ value: t.clone(), gradFunc: (dy: tf.Tensor) => { tb = clock.nowMs(); return dy; } })) as never) as (t: tf.Tensor) => tf.Tensor;
     const loss = backwardWithGradientReady(tf, () => {
       const { loss, correct } = classificationLoss(tf, marker(model.apply(x, { training: true }) as tf.Tensor), y, config.classes, probabilities);
       correct.dispose();
@@ -61,71 +86,22 @@ async function profile({ config, warmupSteps, steps, reps }: ProfileRequest): Pr
     }, vars, (i, g) => { flat[i].set(g.dataSync() as Float32Array); });
     loss.dataSync();
     loss.dispose();
-    const t2 = performance.now();
+    const t2 = clock.nowMs();
     if (s >= warmupSteps) { fwd.push(tb - t1); bwd.push(t2 - tb); overhead.push(t1 - t0); }
   }
+  return { forwardMs: median(fwd), backwardMs: median(bwd), overheadMs: median(overhead) };
+}
 
-  // 2. Every layer alone: forward, and forward+backward against a fixed upstream gradient.
-  const layers: LayerCost[] = [];
-  let input: tf.Tensor = x;
-  for (const layer of model.layers) {
-    const weights = layer.trainableWeights.map(w => w.read() as tf.Variable);
-    const out = tf.tidy(() => layer.apply(input, { training: true }) as tf.Tensor);
-    const dy = tf.randomUniform(out.shape, -1, 1, 'float32', 2);
-    const f: number[] = [], fb: number[] = [];
-    const differentiable = input !== x || weights.length > 0;
-    for (let r = 0; r < reps + 1; r++) {
-      const t0 = performance.now();
-      const o = forwardAsInTraining(tf, () => layer.apply(input, { training: true }) as tf.Tensor);
-      o.dataSync();
-      o.dispose();
-      const t1 = performance.now();
-      if (differentiable) tf.tidy(() => {
-        const xs = input === x ? [] : [input];
-        const grads = tf.grads((...args: tf.Tensor[]) => {
-          const inp = input === x ? input : args[0];
-          return tf.sum(tf.mul(layer.apply(inp, { training: true }) as tf.Tensor, dy));
-        })([...xs, ...weights]);
-        grads.forEach(g => g.dataSync());
-      });
-      const t2 = performance.now();
-      if (r > 0) { f.push(t1 - t0); fb.push(t2 - t1); }
-    }
-    const forwardMs = median(f);
-    const parameters = weights.reduce((s, w) => s + w.size, 0);
-    layers.push({ name: layer.name, className: layer.getClassName(), forwardMs, backwardMs: Math.max(0, median(fb) - forwardMs),
-      parameters, bytes: parameters * 4, outputSize: out.size });
-    dy.dispose();
-    if (input !== x) input.dispose();
-    input = out;
-  }
-  if (input !== x) input.dispose();
-  // Scale the isolated times to the measured step (shares stay the layers' own).
-  const stepForwardMs = median(fwd), stepBackwardMs = median(bwd);
-  const sumF = layers.reduce((s, l) => s + l.forwardMs, 0), sumB = layers.reduce((s, l) => s + l.backwardMs, 0);
-  for (const l of layers) {
-    l.forwardMs *= sumF > 0 ? stepForwardMs / sumF : 0;
-    l.backwardMs *= sumB > 0 ? stepBackwardMs / sumB : 0;
-  }
-
-  // 3. Exchange and update throughput of shared memory on this machine.
-  const arithmetic = flatArithmeticFor(config.backend); // what the comm threads will run
+/** Exchange and update throughput of shared memory on this machine (bytes per ms), with the comm side's arithmetic. */
+function measureThroughput(config: ResolvedConfig, clock: LayerClock): { exchangeBytesPerMs: number; updateBytesPerMs: number } {
+  const arithmetic = flatArithmeticFor(config.backend);
   const n = 1 << 20;
   const a = new Float32Array(n).fill(1), c = new Float32Array(n).fill(2), st = [new Float32Array(n), new Float32Array(n)];
-  const tr = performance.now();
+  const tr = clock.nowMs();
   for (let i = 0; i < 5; i++) arithmetic.reduceMeanInto([a, c], a, 0, n);
-  const reduceMs = (performance.now() - tr) / 5;
-  const tu = performance.now();
+  const reduceMs = (clock.nowMs() - tr) / 5;
+  const tu = clock.nowMs();
   for (let i = 0; i < 5; i++) arithmetic.applyUpdate(config.optimizer, a, c, st, 0, n, i + 1);
-  const updateMs = (performance.now() - tu) / 5;
-
-  const weights = model.trainableWeights.map(w => ({ name: w.originalName, shape: [...w.shape] as number[] }));
-  tf.dispose([x, y]);
-  model.dispose();
-  return {
-    model: config.model.source, backend: config.backend, batch: b, layers: layers.reverse(),
-    stepForwardMs, stepBackwardMs, overheadMs: median(overhead),
-    exchangeBytesPerMs: (n * 4) / reduceMs, updateBytesPerMs: (n * 4) / updateMs,
-    measuredSteps: steps, warmupSteps, weights,
-  };
+  const updateMs = (clock.nowMs() - tu) / 5;
+  return { exchangeBytesPerMs: (n * 4) / reduceMs, updateBytesPerMs: (n * 4) / updateMs };
 }

@@ -9,4 +9,5 @@ export const CPU_ENGINE: Engine = {
   unavailable: () => undefined,
   async start() { /* built into tfjs */ },
   arithmetic: () => JS_ARITHMETIC,
+  kernelSite: () => 'calling-thread',
 };

@@ -17,6 +17,8 @@ export const NATIVE_ENGINE: Engine = {
     registerNativeBackend(tf, { threads: options.nativeThreads });
   },
   arithmetic: nativeArithmetic,
+  // One OpenMP thread: a parallel region runs on the calling thread (measured: no thread is added). More: a pool.
+  kernelSite: options => ((options.nativeThreads ?? 1) === 1 ? 'calling-thread' : 'engine-threads'),
   prepareModel(tf, model, options) {
     if (options.nativeFusion) fuseConvLayers(tf, model);
   },

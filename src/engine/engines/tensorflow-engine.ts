@@ -30,4 +30,6 @@ export const TENSORFLOW_ENGINE: Engine = {
     await import(findTensorflowPackage() as string);
   },
   arithmetic: () => JS_ARITHMETIC,
+  // libtensorflow runs kernels on its own thread pool, or on the GPU with tfjs-node-gpu.
+  kernelSite: () => (findTensorflowPackage()?.endsWith('-gpu') ? 'accelerator' : 'engine-threads'),
 };

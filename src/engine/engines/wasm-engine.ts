@@ -19,4 +19,5 @@ export const WASM_ENGINE: Engine = {
     tf.env().set('WASM_HAS_MULTITHREAD_SUPPORT', false);
   },
   arithmetic: () => JS_ARITHMETIC,
+  kernelSite: () => 'calling-thread',
 };
