@@ -23,6 +23,7 @@
 import { pair } from './kernel-attrs.js';
 import { DEPTHWISE_GRADIENT_KERNELS, registerDepthwiseGradientKernel } from './depthwise-gradient-kernels.js';
 import { kernelOutput } from './kernel-output.js';
+import { registerResizeNearestGradient } from './resize-nearest-gradient.js';
 import type { Tf, TensorInfo, KernelBackend, Tensor } from './tfjs-types.js';
 
 type KernelFunc = (args: { inputs: Record<string, TensorInfo>; backend: KernelBackend; attrs: Record<string, unknown> }) => TensorInfo | TensorInfo[];
@@ -69,6 +70,7 @@ export function installFastGradients(tf: Tf, backendName: string = tf.getBackend
       once(name, () => registerDepthwiseGradientKernel(tf, backendName, name, (args: Parameters<KernelFunc>[0]) => delegateToCpu(tf, name, args)));
     }
   }
+  if (CPU_KERNEL_BACKENDS.has(backendName)) once('ResizeNearestNeighborGrad', () => registerResizeNearestGradient(tf, backendName));
   once('Conv2D-gradient', () => registerConvGradient(tf));
   return { backend: backendName, installed };
 }
@@ -159,6 +161,8 @@ export const WASM_MISSING_TRAINING_KERNELS = ['DepthwiseConv2dNativeBackpropInpu
 
 /** Backends whose UnsortedSegmentSum (the Embedding gradient) tandem replaces by one pass over the rows. */
 const SEGMENT_SUM_BACKENDS = new Set(['cpu', 'native', 'wasm']);
+/** Backends that run tfjs's cpu kernels (native underneath), whose wrong ResizeNearestNeighborGrad tandem replaces. */
+const CPU_KERNEL_BACKENDS = new Set(['cpu', 'native']);
 /** Native runs every depthwise kernel on oneDNN (a grouped convolution); cpu and wasm get the flat gradient loops. */
 const FLAT_DEPTHWISE_BACKENDS = new Set(['cpu', 'wasm']);
 

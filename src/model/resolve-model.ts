@@ -34,7 +34,14 @@ export async function resolveModelFactory(source: string): Promise<ModelFactory>
 
 export async function buildModel(tf: Tf, spec: ModelSpec): Promise<LayersModel> {
   const factory = await resolveModelFactory(spec.source);
-  const model = await factory(tf, spec.options);
+  let model: LayersModel;
+  try {
+    model = await factory(tf, spec.options);
+  } catch (e) {
+    if (e instanceof TandemError) throw e;
+    throw new TandemError('BAD_CONFIG', `model factory '${spec.source}' threw while building the model, before any device started: ` +
+      `${e instanceof Error ? e.message : String(e)}. TensorFlow.js cannot build it as written: check the layer it names.`);
+  }
   if (!model || typeof (model as LayersModel).apply !== 'function' || !Array.isArray((model as LayersModel).trainableWeights)) {
     throw new TandemError('BAD_CONFIG', `model factory '${spec.source}' did not return a tf.LayersModel`);
   }
