@@ -4,19 +4,24 @@
  * runs; a kernel on the way from a weight to the loss that has no gradient in
  * tfjs (StridedSlice, GatherNd, TopK, Cumprod, Einsum, …) makes the run
  * impossible, and the error names the layer, its class, the kernel and the
- * way out; a layer whose forward throws inside tfjs (e.g. Resizing 4.22 in a
+ * way out; a stateful recurrent layer, and a layer whose forward throws inside tfjs (e.g. Resizing 4.22 in a
  * model) is named the same way. Kernels an engine lacks are another matter: every engine has a
  * path for every kernel training needs (wasm borrows the cpu backend's).
  */
 import { TandemError } from '../errors.js';
 import { nodesWithoutGradient, tapeLength } from '../engine/gradient-tape.js';
 import type { LayersModel, Tensor, Tf, Variable } from '../engine/tfjs-types.js';
+import { allLayers } from './all-layers.js';
 
 interface LayerLike {
   name: string;
   getClassName(): string;
   call(inputs: Tensor | Tensor[], kwargs: Record<string, unknown>): Tensor | Tensor[];
+  stateful?: boolean;
   layers?: LayerLike[];
+  layer?: LayerLike;
+  forwardLayer?: LayerLike;
+  backwardLayer?: LayerLike;
 }
 
 /** Throws BAD_CONFIG naming the first layer whose kernel has no gradient on the way from a trainable weight to the output. */
@@ -24,8 +29,9 @@ export function assertTrainable(tf: Tf, model: LayersModel, sampleShape: number[
   const spans: { layer: LayerLike; from: number; to: number }[] = [];
   const running: LayerLike[] = [];
   const restore: (() => void)[] = [];
+  const layers = allLayers(model.layers as unknown as LayerLike[]);
+  assertStateless(layers, source);
   const visit = (layer: LayerLike) => {
-    for (const inner of layer.layers ?? []) visit(inner);
     const stock = layer.call;
     layer.call = function (this: LayerLike, inputs, kwargs) {
       const from = tapeLength(tf);
@@ -37,9 +43,9 @@ export function assertTrainable(tf: Tf, model: LayersModel, sampleShape: number[
     };
     restore.push(() => { layer.call = stock; });
   };
-  for (const layer of model.layers as unknown as LayerLike[]) visit(layer);
+  layers.forEach(visit);
   let missing: { kernelName: string; at: number }[];
-  const x = tf.zeros([2, ...sampleShape]);
+  const x = tf.zeros([model.inputs[0].shape[0] ?? 2, ...sampleShape]); // a model built for a fixed batch size gets it
   try {
     missing = nodesWithoutGradient(tf, () => tf.sum(model.apply(x, { training: true }) as Tensor),
       model.trainableWeights.map(w => w.read() as Variable)).missing;
@@ -66,4 +72,13 @@ function forwardFailure(e: unknown, layer: LayerLike | undefined, source: string
   return new TandemError('BAD_CONFIG', `model '${source}' cannot be trained: ${where} throws in a training forward pass on one ` +
     `TensorFlow.js engine, before any device starts (${e instanceof Error ? e.message : String(e)}). TensorFlow.js itself cannot run it ` +
     'in a model: remove the layer, or do its work in the data module.');
+}
+
+/** A stateful recurrent layer carries its state from one batch to the next: refused, naming it. */
+function assertStateless(layers: LayerLike[], source: string): void {
+  const stateful = layers.find(l => l.stateful === true);
+  if (!stateful) return;
+  throw new TandemError('BAD_CONFIG', `model '${source}' cannot be trained: layer '${stateful.name}' (${stateful.getClassName()}) is stateful — ` +
+    'its state carries from one batch to the next, and tandem\'s batches are shuffled samples split across devices, and its state is ' +
+    'no weight (checkpoints do not hold it). Build it with stateful: false.');
 }
