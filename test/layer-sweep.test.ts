@@ -43,7 +43,7 @@ for (const { model, data, branches } of TRAINED) {
   });
 }
 
-/** Layers tfjs 4.22 cannot train in a model (its own model.fit throws too), and stateful RNNs: refused, by class and cause. */
+/** Layers (and layer options) tfjs 4.22 cannot train in a model (its own model.fit throws too), and stateful RNNs: refused, by class and cause. */
 const REFUSED: [fixture: string, layerClass: string, cause: RegExp][] = [
   ['refused-thresholdedReLU', 'ThresholdedReLU', /runs the kernel Greater, which has no gradient.*trainable: false/],
   ['refused-masking', 'Masking', /runs the kernel NotEqual, which has no gradient.*trainable: false/],
@@ -52,6 +52,11 @@ const REFUSED: [fixture: string, layerClass: string, cause: RegExp][] = [
   ['refused-resizing', 'Resizing', /throws in a training forward pass.*x must be rank 3 or 4.*remove the layer, or do its work in the data module/],
   ['refused-randomWidth', 'RandomWidth', /threw while building the model.*Negative dimension size caused by adding layer random_width/],
   ['refused-statefulLstm', 'LSTM', /is stateful.*Build it with stateful: false/],
+  // Options of layers that train otherwise:
+  ['refused-dilatedConv2d', 'Conv2D', /runs the kernel \w*[cC]onv2[dD]\w*, whose gradient throws in TensorFlow.js \(.*dilation rates greater than 1.*trainable: false/],
+  ['refused-causalConv1d', 'Conv1D', /throws in a training forward pass.*CAUSAL padding/],
+  ['refused-layerNormNoCenter', 'LayerNormalization', /runs the kernel FusedBatchNorm, whose gradient throws.*an input is undefined/],
+  ['refused-batchNormNoScale', 'BatchNormalization', /throws in a training forward pass/],
 ];
 
 t.test('layers that cannot train are refused before any thread starts, naming the layer, the cause and the way out', async t => {

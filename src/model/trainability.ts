@@ -2,7 +2,8 @@
  * Before any thread starts: can backward reach every trainable weight of the
  * model? One forward on the caller's tfjs (cpu) records the kernels each layer
  * runs; a kernel on the way from a weight to the loss that has no gradient in
- * tfjs (StridedSlice, GatherNd, TopK, Cumprod, Einsum, …) makes the run
+ * tfjs (StridedSlice, GatherNd, TopK, Cumprod, Einsum, …), or whose gradient
+ * throws (Conv2D with dilation > 1: each one is run once), makes the run
  * impossible, and the error names the layer, its class, the kernel and the
  * way out; a stateful recurrent layer, and a layer whose forward throws inside tfjs (e.g. Resizing 4.22 in a
  * model) is named the same way. Kernels an engine lacks are another matter: every engine has a
@@ -44,7 +45,7 @@ export function assertTrainable(tf: Tf, model: LayersModel, sampleShape: number[
     restore.push(() => { layer.call = stock; });
   };
   layers.forEach(visit);
-  let missing: { kernelName: string; at: number }[];
+  let missing: { kernelName: string; at: number; throws?: string }[];
   const x = tf.zeros([model.inputs[0].shape[0] ?? 2, ...sampleShape]); // a model built for a fixed batch size gets it
   try {
     missing = nodesWithoutGradient(tf, () => tf.sum(model.apply(x, { training: true }) as Tensor),
@@ -56,12 +57,13 @@ export function assertTrainable(tf: Tf, model: LayersModel, sampleShape: number[
     for (const r of restore) r();
   }
   if (missing.length === 0) return;
-  const { kernelName, at } = missing[0];
+  const { kernelName, at, throws } = missing[0];
   // The innermost layer whose call recorded the node.
   const owner = spans.filter(s => s.from <= at && at < s.to).sort((a, b) => (a.to - a.from) - (b.to - b.from))[0]?.layer;
   const where = owner ? `layer '${owner.name}' (${owner.getClassName()})` : 'the model';
-  throw new TandemError('BAD_CONFIG', `model '${source}' cannot be trained: ${where} runs the kernel ${kernelName}, which has no gradient in ` +
-    `TensorFlow.js, and a trainable weight lies before it. Freeze the weights before it (trainable: false), or compute it with ops that have ` +
+  const gradient = throws === undefined ? 'which has no gradient in TensorFlow.js' : `whose gradient throws in TensorFlow.js (${throws})`;
+  throw new TandemError('BAD_CONFIG', `model '${source}' cannot be trained: ${where} runs the kernel ${kernelName}, ${gradient}` +
+    `, and a trainable weight lies before it (or is its own). Freeze those weights (trainable: false), or compute it with ops that have ` +
     `gradients${kernelName === 'StridedSlice' ? ' (tf.slice instead of tf.stridedSlice)' : ''}.`);
 }
 
