@@ -172,7 +172,7 @@ function throwingGradients(tf: Tf, tape: TapeNode[], nodes: TapeNode[]): { kerne
   for (const node of nodes) {
     try {
       tf.tidy(() => {
-        const grads = node.gradient!(node.outputs.map(o => tf.onesLike(o)));
+        const grads = node.gradient!(node.outputs.map(o => tf.ones(o.shape, 'float32'))); // as tfjs seeds a backward: float ones
         for (const name of Object.keys(node.inputs)) grads[name]?.();
       });
     } catch (e) {
