@@ -106,3 +106,20 @@ t.test('ResizeNearestNeighborGrad (UpSampling2D): a batch gets the gradients of 
     tf.dispose([x, w, batch, one]);
   }
 });
+
+t.test('MaxPoolGrad and MaxPool3DGrad with tied maxima (the wasm kernels drop or double them): every output gradient reaches one input', async t => {
+  const { backend: name } = await resolveConfig({ ...images, model: 'mlp' });
+  await startBackend(tf, name);
+  const cases: [string, tf.Tensor, (x: tf.Tensor) => tf.Tensor][] = [
+    ['2D, all equal', tf.fill([2, 4, 4, 3], -1), x => tf.maxPool(x as tf.Tensor4D, 3, 1, 'same')],
+    ['2D, zeros after a ReLU', tf.relu(tf.randomNormal([2, 6, 6, 3], 0, 1, 'float32', 4)), x => tf.maxPool(x as tf.Tensor4D, 3, 2, 'same')],
+    ['3D, all equal', tf.fill([1, 2, 4, 4, 2], -1), x => tf.maxPool3d(x as tf.Tensor5D, [1, 3, 3], 1, 'same')],
+  ];
+  for (const [what, x, pool] of cases) {
+    const dy = tf.randomNormal(pool(x).shape, 0, 1, 'float32', 5);
+    const dx = tf.grad(x => tf.sum(tf.mul(pool(x), dy)))(x);
+    const [sumDx, sumDy] = [tf.sum(dx).dataSync()[0], tf.sum(dy).dataSync()[0]];
+    t.ok(Math.abs(sumDx - sumDy) < 1e-4, `${name}, ${what}: Σ dx ${sumDx.toFixed(5)} = Σ dy ${sumDy.toFixed(5)}`);
+    tf.dispose([x, dy, dx]);
+  }
+});
