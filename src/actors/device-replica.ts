@@ -12,7 +12,7 @@ import { startBackend } from '../engine/backend.js';
 import { getEngine } from '../engine/engine-registry.js';
 import { buildTrainingModel } from '../model/resolve-model.js';
 import { withRegularization } from '../model/output-loss.js';
-import { readFlat, writeFlat } from '../model/flat-weights.js';
+import { assignWeight, readFlat, writeFlat } from '../model/flat-weights.js';
 import { seedRandomLayers, type RandomLayerSeeds } from '../model/seeded-random-layers.js';
 import { batchNormalizationLayers, trainBatchNormalization } from '../model/sync-batch-norm.js';
 import { layoutParameters, type ParameterGroup, type ParameterLayout } from '../model/parameter-layout.js';
@@ -166,7 +166,7 @@ export class DeviceReplica {
         view.set(v.read().dataSync() as Float32Array);
       } else {
         const t = tf.tensor(view, spec.shape, 'float32');
-        v.write(t);
+        assignWeight(v, t);
         t.dispose();
       }
     }

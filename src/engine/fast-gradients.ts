@@ -23,6 +23,7 @@
 import { pair } from './kernel-attrs.js';
 import { DEPTHWISE_GRADIENT_KERNELS, registerDepthwiseGradientKernel } from './depthwise-gradient-kernels.js';
 import { kernelOutput } from './kernel-output.js';
+import { registerResizeNearestGradient } from './resize-nearest-gradient.js';
 import type { Tf, TensorInfo, KernelBackend, Tensor } from './tfjs-types.js';
 
 type KernelFunc = (args: { inputs: Record<string, TensorInfo>; backend: KernelBackend; attrs: Record<string, unknown> }) => TensorInfo | TensorInfo[];
@@ -58,6 +59,9 @@ export function installFastGradients(tf: Tf, backendName: string = tf.getBackend
     for (const name of WASM_MISSING_TRAINING_KERNELS) {
       if (!tf.getKernel(name, backendName) && tf.getKernel(name, 'cpu')) once(`${name}-on-cpu`, () => registerOnCpu(tf, backendName, name));
     }
+    for (const name of WASM_WRONG_TRAINING_KERNELS) {
+      once(`${name}-on-cpu`, () => { tf.unregisterKernel(name, backendName); registerOnCpu(tf, backendName, name); });
+    }
     once('Conv2D-explicit-pad', () => registerExplicitPadConv(tf, backendName, 'Conv2D'));
     once('FusedConv2D-explicit-pad', () => registerExplicitPadConv(tf, backendName, 'FusedConv2D'));
     once('BatchMatMul', () => registerExplicitTransposeMatMul(tf, backendName, 'BatchMatMul'));
@@ -69,6 +73,7 @@ export function installFastGradients(tf: Tf, backendName: string = tf.getBackend
       once(name, () => registerDepthwiseGradientKernel(tf, backendName, name, (args: Parameters<KernelFunc>[0]) => delegateToCpu(tf, name, args)));
     }
   }
+  if (CPU_KERNEL_BACKENDS.has(backendName)) once('ResizeNearestNeighborGrad', () => registerResizeNearestGradient(tf, backendName));
   once('Conv2D-gradient', () => registerConvGradient(tf));
   return { backend: backendName, installed };
 }
@@ -156,9 +161,18 @@ function registerConvBackpropFilterKernel(tf: Tf, backendName: string): void {
 /** Runs a stock cpu kernel for a backend that lacks it: inputs copied to cpu, result copied back. */
 /** Kernels wasm (tfjs-backend-wasm 4.22) has no implementation of, whose gradients common layers use. */
 export const WASM_MISSING_TRAINING_KERNELS = ['DepthwiseConv2dNativeBackpropInput', 'Einsum'] as const;
+/**
+ * Kernels wasm (4.22) computes wrongly in training, run on the cpu backend's instead. MaxPoolGrad and
+ * MaxPool3DGrad: where pooling windows hold tied maxima (zeros after a ReLU) wasm's kernels drop or double
+ * gradients (16 equal values under a 3x3 'same' pooling: 1 of 16 outputs' gradients passed on); tfjs's
+ * cpu kernels send each output's gradient to one input.
+ */
+export const WASM_WRONG_TRAINING_KERNELS = ['MaxPoolGrad', 'MaxPool3DGrad'] as const;
 
 /** Backends whose UnsortedSegmentSum (the Embedding gradient) tandem replaces by one pass over the rows. */
 const SEGMENT_SUM_BACKENDS = new Set(['cpu', 'native', 'wasm']);
+/** Backends that run tfjs's cpu kernels (native underneath), whose wrong ResizeNearestNeighborGrad tandem replaces. */
+const CPU_KERNEL_BACKENDS = new Set(['cpu', 'native']);
 /** Native runs every depthwise kernel on oneDNN (a grouped convolution); cpu and wasm get the flat gradient loops. */
 const FLAT_DEPTHWISE_BACKENDS = new Set(['cpu', 'wasm']);
 

@@ -47,7 +47,7 @@ function nodesFromVarsToY(tape: TapeNode[], vars: Tensor[], y: Tensor): TapeNode
   const fromVars = new Set(vars.map(v => v.id));
   const reachable = new Set<number>();
   for (const node of tape) {
-    if (Object.values(node.inputs).some(t => fromVars.has(t.id))) {
+    if (Object.values(node.inputs).some(t => t != null && fromVars.has(t.id))) {
       reachable.add(node.id);
       for (const o of node.outputs) fromVars.add(o.id);
     }
@@ -58,14 +58,14 @@ function nodesFromVarsToY(tape: TapeNode[], vars: Tensor[], y: Tensor): TapeNode
     const node = tape[i];
     if (node.outputs.some(o => toY.has(o.id))) {
       leadsToY.add(node.id);
-      for (const t of Object.values(node.inputs)) toY.add(t.id);
+      for (const t of Object.values(node.inputs)) if (t != null) toY.add(t.id);
     }
   }
   const out: TapeNode[] = [];
   for (const node of tape) {
     if (!reachable.has(node.id) || !leadsToY.has(node.id)) continue;
     const inputs: Record<string, Tensor> = {};
-    for (const [name, t] of Object.entries(node.inputs)) if (fromVars.has(t.id)) inputs[name] = t;
+    for (const [name, t] of Object.entries(node.inputs)) if (t != null && fromVars.has(t.id)) inputs[name] = t;
     out.push({ ...node, inputs });
   }
   return out;
@@ -142,14 +142,19 @@ export function forwardAsInTraining(tf: Tf, f: () => Tensor): Tensor {
  * The tape nodes a backward pass from `loss` to `vars` would need a gradient for and tfjs has none
  * (kernel name and position on the recorded tape, whose length is returned too). Runs the forward once.
  */
-export function nodesWithoutGradient(tf: Tf, loss: () => Tensor, vars: Variable[]): { missing: { kernelName: string; at: number }[] } {
+export function nodesWithoutGradient(tf: Tf, loss: () => Tensor, vars: Variable[]): { missing: { kernelName: string; at: number; throws?: string }[] } {
   const engine = tapeInternals(tf);
   const y = engine.scopedRun(() => engine.startTape(), () => engine.endTape(), () => engine.tidy('forward', loss));
   const tape = engine.state.activeTape;
   if (!Array.isArray(tape)) throw new TandemError('TFJS_INTERNALS', 'tfjs recorded no tape for the forward pass (engine.state.activeTape is not an array)');
   try {
-    const needed = new Set(nodesFromVarsToY(tape, vars, y).map(n => n.id));
-    return { missing: tape.flatMap((n, at) => (needed.has(n.id) && !n.gradient ? [{ kernelName: n.kernelName, at }] : [])) };
+    const nodes = nodesFromVarsToY(tape, vars, y);
+    const needed = new Set(nodes.map(n => n.id));
+    const missing = tape.flatMap((n, at) => !needed.has(n.id) ? []
+      : !n.gradient ? [{ kernelName: n.kernelName, at }]
+        : Object.values(n.inputs).some(t => t == null) ? [{ kernelName: n.kernelName, at, throws: 'an input is undefined (an optional weight the layer does not have), which tfjs\'s gradient walk cannot pass' }]
+          : []);
+    return { missing: missing.length > 0 ? missing : throwingGradients(tf, tape, nodes) };
   } finally {
     if (engine.state.gradientDepth === 0) {
       for (const node of tape) for (const t of node.saved ?? []) t.dispose();
@@ -157,6 +162,24 @@ export function nodesWithoutGradient(tf: Tf, loss: () => Tensor, vars: Variable[
     }
     y.dispose();
   }
+}
+
+/**
+ * The first of `nodes` whose gradient throws (tfjs asserts inside some gradient functions, e.g. Conv2D with
+ * dilation > 1), found by running each one once on ones for its outputs' gradients: as a missing gradient.
+ */
+function throwingGradients(tf: Tf, tape: TapeNode[], nodes: TapeNode[]): { kernelName: string; at: number; throws: string }[] {
+  for (const node of nodes) {
+    try {
+      tf.tidy(() => {
+        const grads = node.gradient!(node.outputs.map(o => tf.ones(o.shape, 'float32'))); // as tfjs seeds a backward: float ones
+        for (const name of Object.keys(node.inputs)) grads[name]?.();
+      });
+    } catch (e) {
+      return [{ kernelName: node.kernelName, at: tape.findIndex(n => n.id === node.id), throws: e instanceof Error ? e.message : String(e) }];
+    }
+  }
+  return [];
 }
 
 /** The current tape's length (nodes recorded so far), 0 when none is recording. */

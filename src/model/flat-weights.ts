@@ -1,5 +1,5 @@
 /** A list of model weights as one flat Float32Array (in list order), and back: how state crosses threads and collectives. */
-import type { LayerVariable, Tf } from '../engine/tfjs-types.js';
+import type { LayerVariable, Tensor, Tf, Variable } from '../engine/tfjs-types.js';
 
 export function readFlat(vars: readonly LayerVariable[]): Float32Array {
   const parts = vars.map(v => v.read().dataSync() as Float32Array);
@@ -14,8 +14,17 @@ export function writeFlat(tf: Tf, vars: readonly LayerVariable[], flat: Float32A
   for (const v of vars) {
     const size = (v.shape as number[]).reduce((a, b) => a * b, 1);
     const t = tf.tensor(flat.subarray(at, at + size), v.shape as number[], 'float32');
-    v.write(t);
+    assignWeight(v, t);
     t.dispose();
     at += size;
   }
+}
+
+/**
+ * Sets a weight's value as tfjs's optimizers do: without its constraint (kernelConstraint, …). tfjs 4.22
+ * applies a constraint only in LayerVariable.write (setWeights), never while `model.fit` trains; tandem
+ * trains as that one engine does, so writing a replica's weights must not project them either.
+ */
+export function assignWeight(v: LayerVariable, value: Tensor): void {
+  (v.read() as Variable).assign(value);
 }

@@ -1,19 +1,29 @@
 /**
  * Random layers drawn deterministically: in training, every Dropout,
  * SpatialDropout1D, GaussianNoise, GaussianDropout and AlphaDropout layer of a
- * device's model draws from a stream keyed by (run seed, device rank, step,
- * layer), instead of tfjs's unseeded Math.random (or, with a layer `seed`,
- * the same mask every step). So a run, and its resume from a checkpoint, give
- * the same bits; each device draws its own masks for its own samples, as
- * PyTorch DDP does. Unlike one engine on the global batch, the masks of N
- * devices are not the ones a single engine would draw (the same distribution,
- * other values).
+ * device's model, and every recurrent layer with `dropout` or
+ * `recurrentDropout` (LSTM, GRU, SimpleRNN, ConvLSTM2D: their cells' masks),
+ * draws from a stream keyed by (run seed, device rank, step, layer), instead
+ * of tfjs's unseeded Math.random (or, with a layer `seed`, the same mask every
+ * step). Layers inside wrappers (Bidirectional, TimeDistributed) and nested
+ * models count. So a run, and its resume from a checkpoint, give the same
+ * bits; each device draws its own masks for its own samples, as PyTorch DDP
+ * does. Unlike one engine on the global batch, the masks of N devices are not
+ * the ones a single engine would draw (the same distribution, other values) —
+ * unless that engine draws shard by shard (`shards`, the reference's way).
  *
  * @example
  * const seeds = seedRandomLayers(tf, model);
  * seeds.at(runSeed, rank, step); // before each training forward
  */
 import type { LayersModel, Tensor, Tf } from '../engine/tfjs-types.js';
+import { allLayers } from './all-layers.js';
+
+interface RecurrentCell {
+  dropout?: number;
+  recurrentDropout?: number;
+  dropoutFunc?: (x: Tensor, rate: number) => Tensor;
+}
 
 interface RandomLayer {
   name: string;
@@ -21,12 +31,23 @@ interface RandomLayer {
   stddev?: number;
   seed?: number;
   noiseShape?: number[];
+  cell?: RecurrentCell;
   call(inputs: Tensor | Tensor[], kwargs: Record<string, unknown>): Tensor | Tensor[];
   getClassName(): string;
   layers?: RandomLayer[];
+  /** A wrapper's layer (TimeDistributed, Bidirectional's forward one). */
+  layer?: RandomLayer;
+  forwardLayer?: RandomLayer;
+  backwardLayer?: RandomLayer;
 }
 
 const RANDOM_LAYERS = new Set(['Dropout', 'SpatialDropout1D', 'GaussianNoise', 'GaussianDropout', 'AlphaDropout']);
+
+/** Does `layer` draw at random in training? */
+function drawsAtRandom(layer: RandomLayer): boolean {
+  const cell = layer.cell;
+  return RANDOM_LAYERS.has(layer.getClassName()) || (cell !== undefined && ((cell.dropout ?? 0) > 0 || (cell.recurrentDropout ?? 0) > 0));
+}
 
 /** A 31-bit mix of integers (murmur3's finaliser over each), stable across engines and threads. */
 export function mixSeed(...parts: number[]): number {
@@ -47,25 +68,32 @@ export interface RandomLayerSeeds {
   at(runSeed: number, rank: number, step: number): void;
 }
 
-/** Makes every random layer of `model` draw from the stream the last `at` keyed. */
-export function seedRandomLayers(tf: Tf, model: LayersModel): RandomLayerSeeds {
+/**
+ * Makes every random layer of `model` draw from the stream the last `at` keyed. With `shards` > 1 (the
+ * single-engine reference of an N-device run) a batch is drawn as N devices draw it: split into N contiguous
+ * shards, shard k keyed as device rank + k — so one engine can compute what N devices compute.
+ */
+export function seedRandomLayers(tf: Tf, model: LayersModel, shards = 1): RandomLayerSeeds {
   let key = [0, 0, 0];
-  const found: RandomLayer[] = [];
-  const visit = (layer: RandomLayer) => {
-    for (const inner of layer.layers ?? []) visit(inner);
-    if (RANDOM_LAYERS.has(layer.getClassName())) found.push(layer);
-  };
-  for (const layer of model.layers as unknown as RandomLayer[]) visit(layer);
+  const found = allLayers(model.layers as unknown as RandomLayer[]).filter(drawsAtRandom);
   found.forEach((layer, index) => {
     const stock = layer.call.bind(layer);
     layer.call = (inputs, kwargs) => {
       if (kwargs?.training !== true) return stock(inputs, kwargs);
-      const seed = mixSeed(key[0], key[1], key[2], index);
       const x = Array.isArray(inputs) ? inputs[0] : inputs;
-      return tf.tidy(() => seededCall(tf, layer, x, seed, () => stock(inputs, kwargs) as Tensor));
+      const draw = (part: Tensor, partKwargs: Record<string, unknown>, k: number) =>
+        seededCall(tf, layer, part, mixSeed(key[0], key[1] + k, key[2], index), () => stock(part, partKwargs) as Tensor);
+      return tf.tidy(() => shards === 1 ? draw(x, kwargs, 0) : tf.concat(shardsOf(tf, x, kwargs, shards).map(([part, kw], k) => draw(part, kw, k)), 0));
     };
   });
   return { layers: found.map(l => l.name), at: (runSeed, rank, step) => { key = [runSeed, rank, step]; } };
+}
+
+/** `x` and every batch-sized tensor among `kwargs` (an RNN's mask), cut into `shards` contiguous pieces along the batch. */
+function shardsOf(tf: Tf, x: Tensor, kwargs: Record<string, unknown>, shards: number): [Tensor, Record<string, unknown>][] {
+  const batched = (v: unknown): v is Tensor => v instanceof tf.Tensor && v.shape[0] === x.shape[0];
+  const pieces = Object.fromEntries(Object.entries(kwargs).filter(([, v]) => batched(v)).map(([k, v]) => [k, tf.split(v as Tensor, shards, 0)]));
+  return tf.split(x, shards, 0).map((part, i) => [part, { ...kwargs, ...Object.fromEntries(Object.entries(pieces).map(([k, ps]) => [k, ps[i]])) }]);
 }
 
 function seededCall(tf: Tf, layer: RandomLayer, x: Tensor, seed: number, stock: () => Tensor): Tensor {
@@ -92,7 +120,12 @@ function seededCall(tf: Tf, layer: RandomLayer, x: Tensor, seed: number, stock: 
       const b = -a * alphaP * rate;
       return tf.add(tf.mul(tf.add(tf.mul(x, kept), tf.mul(tf.add(kept, -1), alphaP)), a), b);
     }
-    default:
-      return stock();
+    default: { // a recurrent layer: its cell draws each mask through dropoutFunc, the n-th draw of this call keyed n
+      const cell = layer.cell!;
+      const own = cell.dropoutFunc;
+      let n = 0;
+      cell.dropoutFunc = (ones, rate) => tf.dropout(ones, rate, undefined, mixSeed(seed, n++));
+      try { return stock(); } finally { cell.dropoutFunc = own; }
+    }
   }
 }

@@ -16,6 +16,7 @@
 import type { BlockingCollective } from '../collectives/collective.js';
 import type { LayersModel, Tensor, Tf } from '../engine/tfjs-types.js';
 import { batchNormTraining } from './batch-norm-training.js';
+import { allLayers } from './all-layers.js';
 
 interface LayerVariableLike { read(): Tensor; write(t: Tensor): void }
 
@@ -35,15 +36,9 @@ interface BatchNormLayer {
   layers?: BatchNormLayer[];
 }
 
-/** Every BatchNormalization layer of `model` (nested models included), in layer order. */
+/** Every BatchNormalization layer of `model` (nested models and wrappers' layers included: TimeDistributed), in layer order. */
 export function batchNormalizationLayers(model: LayersModel): BatchNormLayer[] {
-  const found: BatchNormLayer[] = [];
-  const visit = (layer: BatchNormLayer) => {
-    for (const inner of layer.layers ?? []) visit(inner);
-    if (layer.getClassName() === 'BatchNormalization') found.push(layer);
-  };
-  for (const layer of model.layers as unknown as BatchNormLayer[]) visit(layer);
-  return found;
+  return allLayers(model.layers as unknown as BatchNormLayer[]).filter(layer => layer.getClassName() === 'BatchNormalization');
 }
 
 /**

@@ -21,8 +21,11 @@ export class ComputeReplies {
   constructor(private readonly devices: readonly number[], private readonly watchdogMs: number,
     private readonly onSilent: (silent: number[]) => void) {}
 
-  /** Resolves with one reply of `type` (for `step`, when the reply carries one) from every device, in device order. */
-  expect<T extends ReplyType>(type: T, step?: number): Promise<Reply<T>[]> {
+  /**
+   * Resolves with one reply of `type` (for `step`, when the reply carries one) from every device, in device order.
+   * `watchdogMs` overrides the watchdog for this request (setup, which loads engines and builds models, gets longer).
+   */
+  expect<T extends ReplyType>(type: T, step?: number, watchdogMs = this.watchdogMs): Promise<Reply<T>[]> {
     const key = keyOf(type, step);
     if (this.waiters.has(key)) throw new Error(`replies of ${key} are already awaited`);
     return new Promise(resolve => {
@@ -30,7 +33,7 @@ export class ComputeReplies {
       const timer = setTimeout(() => {
         const waiter = this.waiters.get(key);
         if (waiter) this.onSilent(this.devices.filter(d => !waiter.got.some(m => m.device === d)));
-      }, this.watchdogMs);
+      }, watchdogMs);
       timer.unref();
       this.waiters.set(key, {
         got: [],

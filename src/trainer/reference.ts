@@ -11,12 +11,19 @@ import { buildTrainingModel } from '../model/resolve-model.js';
 import { outputLoss, outputLossOf, withRegularization } from '../model/output-loss.js';
 import { SampleReader } from '../data/one-sample-view.js';
 import { resolveDataset } from '../data/resolve-dataset.js';
+import { seedRandomLayers } from '../model/seeded-random-layers.js';
 import { GlobalBatchSampler } from '../data/sampler.js';
 import type { TrainSummary } from './train.js';
 
 export interface ReferenceOptions {
   /** Values for weights of the built model, by name (e.g. the non-trainable weights a run started from). */
   initialWeights?: { name: string; values: Float32Array }[];
+  /**
+   * Random layers (Dropout, GaussianNoise, …) draw as a run on this many devices draws them (each device's
+   * shard of the batch with its own keyed stream), instead of tfjs's unseeded draws: the reference of a
+   * run with random layers.
+   */
+  randomLayersAsDevices?: number;
 }
 
 export async function trainReference(config: TrainConfig, options: ReferenceOptions = {}): Promise<{
@@ -30,6 +37,7 @@ export async function trainReference(config: TrainConfig, options: ReferenceOpti
     if (!w) throw new Error(`trainReference: the model has no weight named ${name}`);
     w.write(tf.tensor(values, w.shape as number[], 'float32'));
   }
+  const random = options.randomLayersAsDevices === undefined ? undefined : seedRandomLayers(tf, model, options.randomLayersAsDevices);
   const spec = outputLossOf(model, cfg.classes, cfg.loss);
   const floatTargets = cfg.loss === 'mse';
   const ds = await resolveDataset(cfg.data);
@@ -44,6 +52,7 @@ export async function trainReference(config: TrainConfig, options: ReferenceOpti
   const vars = model.trainableWeights.map(w => w.read() as tf.Variable);
   for (let step = 1; step <= cfg.steps; step++) {
     sampler.batchIndices(step).forEach((index, i) => { y[i] = reader.read(index, x, i * per); });
+    random?.at(cfg.seed, 0, step);
     const loss = tf.tidy(() => {
       const xs = tf.tensor(x, [cfg.batch, ...cfg.sampleShape]), ys = tf.tensor(y, [cfg.batch], floatTargets ? 'float32' : 'int32');
       return optimizer.minimize(() => {

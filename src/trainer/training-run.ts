@@ -36,6 +36,8 @@ import type { StopKind, StopRequest } from './stop-request.js';
 
 /** How long a PEER_LOST failure waits for the lost peer's own error (in this process), which names the cause. */
 const PEER_LOST_GRACE_MS = 500;
+/** How long a device may take to set up (engine, model, first broadcast) before it is called hung; see setupWatchdogMs. */
+const SETUP_WATCHDOG_MS = 60_000;
 
 /** Phase 1's result: the model every replica built (trainable weights in `layout`, non-trainable ones in `state`). */
 interface Built { weights: WeightShape[]; layout: ParameterLayout; state: WeightShape[]; stateTotal: number; batchNormLayers: string[] }
@@ -165,10 +167,18 @@ export class TrainingRun {
     }
   }
 
+  /**
+   * Setup (loading an engine, building the model, the first broadcast) is not a step: a device still doing
+   * it on a busy machine is slow, not hung. It gets SETUP_WATCHDOG_MS, or the stall timeout when that is longer.
+   */
+  private setupWatchdogMs(): number {
+    return Math.max(this.cfg.stallTimeoutMs, SETUP_WATCHDOG_MS);
+  }
+
   /** Phase 1: one actor per local device; each builds its replica and reports its variables. */
   private async spawn(): Promise<Built> {
     const { cfg } = this;
-    const built = this.replies.expect('built');
+    const built = this.replies.expect('built', undefined, this.setupWatchdogMs());
     for (let d = 0; d < cfg.topology.localDevices; d++) {
       const actor = new DeviceActor({ local: d, rank: globalRank(cfg.topology, d) }, this.control, {
         onCompute: m => this.onCompute(m),
@@ -234,7 +244,7 @@ export class TrainingRun {
         `backward for batchNorm 'sync', which transport '${cfg.transport}' cannot complete there; use batchNorm: 'local' (--batch-norm local) or the shared-memory transport`);
     }
     const compute = (needs || batchNorm) ? await this.communicator('compute', undefined, Math.max(needs?.stagingFloats ?? 0, 1 << 16)) : undefined;
-    const initialised = this.replies.expect('initialised');
+    const initialised = this.replies.expect('initialised', undefined, this.setupWatchdogMs());
     for (const a of this.actors) {
       a.postCompute({ type: 'buffers', buffers, groups, collective: compute?.handles[a.identity.local] }, compute?.transfer[a.identity.local]);
     }
