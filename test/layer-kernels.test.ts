@@ -11,6 +11,8 @@ import { prng } from '../src/data/synthetic-images.js';
 import { loadNativeAddon } from '../src/engine/native/native-addon.js';
 
 let stockSegmentSum: unknown;
+/** tfjs's own MaxPoolGrad on cpu, taken before any test installs tandem's kernels on this thread. */
+const stockMaxPoolGrad = tf.getKernel('MaxPoolGrad', 'cpu')!.kernelFunc;
 
 t.test('one pass = tfjs\'s stock cpu kernel, bit for bit', async t => {
   await tf.setBackend('cpu'); // stock: tandem's kernel is not installed on this engine yet
@@ -78,4 +80,37 @@ t.test('every engine runs the one-pass kernel and gets the stock answer', async 
     t.same(Array.from(got), Array.from(want), `${engine}: the same bits`);
   }
   t.not(tf.getKernel('UnsortedSegmentSum', 'cpu')!.kernelFunc, stockSegmentSum, 'the cpu engine runs tandem\'s kernel, not the stock one');
+});
+
+t.test('MaxPoolGrad = tfjs\'s stock cpu kernel, bit for bit, on cpu and wasm: ties, overlapping windows, strides, paddings', async t => {
+  await tf.setBackend('cpu');
+  type Shape4 = [number, number, number, number];
+  const cases: [Shape4, number, number, 'same' | 'valid' | number][] = [
+    [[2, 7, 7, 3], 3, 1, 'same'], [[2, 8, 8, 4], 3, 2, 'same'], [[1, 9, 6, 2], 2, 2, 'valid'], [[3, 5, 5, 5], 3, 2, 'valid'], [[2, 6, 6, 2], 3, 1, 1],
+  ];
+  const r = prng(31);
+  const attrsOf = (filterSize: number, strides: number, pad: 'same' | 'valid' | number) => ({ filterSize, strides, pad, ...(typeof pad === 'number' ? { dimRoundingMode: 'floor' } : {}) });
+  const gradientOf = (x: tf.Tensor, dy: tf.Tensor, y: tf.Tensor, filterSize: number, strides: number, pad: 'same' | 'valid' | number) => tf.tidy(() =>
+    (tf.engine().runKernel('MaxPoolGrad', { dy, input: x, output: y }, attrsOf(filterSize, strides, pad)) as tf.Tensor).dataSync().slice());
+  const stockGradientOf = (x: tf.Tensor, dy: tf.Tensor, y: tf.Tensor, filterSize: number, strides: number, pad: 'same' | 'valid' | number) => {
+    const out = stockMaxPoolGrad({ inputs: { dy, input: x, output: y }, backend: tf.backend(), attrs: attrsOf(filterSize, strides, pad) }) as tf.TensorInfo;
+    return (tf.backend().readSync(out.dataId) as Float32Array).slice();
+  };
+  const inputs = cases.map(([xs, filterSize, strides, pad]) => {
+    // small integers: many tied maxima, as after a ReLU
+    const x = Float32Array.from({ length: xs.reduce((a, b) => a * b, 1) }, () => Math.max(0, Math.floor(r() * 5) - 2));
+    const y = tf.maxPool(tf.tensor(x, xs) as tf.Tensor4D, filterSize, strides, pad, typeof pad === 'number' ? 'floor' : undefined);
+    const dy = Float32Array.from({ length: y.size }, () => r() * 2 - 1);
+    const stock = stockGradientOf(tf.tensor(x, xs), tf.tensor(dy, y.shape), y, filterSize, strides, pad); // tfjs's kernel, called directly
+    return { x, xs, dy, ys: y.shape, filterSize, strides, pad, stock };
+  });
+  for (const engine of ['cpu', 'wasm'] as const) {
+    await startBackend(tf, engine);
+    for (const c of inputs) {
+      const y = tf.maxPool(tf.tensor(c.x, c.xs) as tf.Tensor4D, c.filterSize, c.strides, c.pad, typeof c.pad === 'number' ? 'floor' : undefined);
+      const got = gradientOf(tf.tensor(c.x, c.xs), tf.tensor(c.dy, c.ys), y, c.filterSize, c.strides, c.pad);
+      t.same(Array.from(got), Array.from(c.stock), `${engine}: x ${c.xs.join('x')}, pool ${c.filterSize} stride ${c.strides} pad ${c.pad}`);
+    }
+  }
+  t.not(tf.getKernel('MaxPoolGrad', 'cpu')!.kernelFunc, stockMaxPoolGrad, 'the cpu engine runs tandem\'s kernel, not the stock one');
 });

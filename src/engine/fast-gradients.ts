@@ -22,6 +22,7 @@
  */
 import { pair } from './kernel-attrs.js';
 import { DEPTHWISE_GRADIENT_KERNELS, registerDepthwiseGradientKernel } from './depthwise-gradient-kernels.js';
+import { registerMaxPoolGradientKernel } from './max-pool-gradient-kernel.js';
 import { kernelOutput } from './kernel-output.js';
 import { registerResizeNearestGradient } from './resize-nearest-gradient.js';
 import type { Tf, TensorInfo, KernelBackend, Tensor } from './tfjs-types.js';
@@ -72,6 +73,9 @@ export function installFastGradients(tf: Tf, backendName: string = tf.getBackend
     for (const name of DEPTHWISE_GRADIENT_KERNELS) {
       once(name, () => registerDepthwiseGradientKernel(tf, backendName, name, (args: Parameters<KernelFunc>[0]) => delegateToCpu(tf, name, args)));
     }
+  }
+  if (FLAT_DEPTHWISE_BACKENDS.has(backendName)) {
+    once('MaxPoolGrad', () => registerMaxPoolGradientKernel(tf, backendName, (args: Parameters<KernelFunc>[0]) => delegateToCpu(tf, 'MaxPoolGrad', args)));
   }
   if (CPU_KERNEL_BACKENDS.has(backendName)) once('ResizeNearestNeighborGrad', () => registerResizeNearestGradient(tf, backendName));
   once('Conv2D-gradient', () => registerConvGradient(tf));
@@ -165,7 +169,8 @@ export const WASM_MISSING_TRAINING_KERNELS = ['DepthwiseConv2dNativeBackpropInpu
  * Kernels wasm (4.22) computes wrongly in training, run on the cpu backend's instead. MaxPoolGrad and
  * MaxPool3DGrad: where pooling windows hold tied maxima (zeros after a ReLU) wasm's kernels drop or double
  * gradients (16 equal values under a 3x3 'same' pooling: 1 of 16 outputs' gradients passed on); tfjs's
- * cpu kernels send each output's gradient to one input.
+ * cpu kernels send each output's gradient to one input. (MaxPoolGrad then gets tandem's flat loops,
+ * max-pool-gradient-kernel.ts, with the cpu kernel's bits.)
  */
 export const WASM_WRONG_TRAINING_KERNELS = ['MaxPoolGrad', 'MaxPool3DGrad'] as const;
 
@@ -173,7 +178,7 @@ export const WASM_WRONG_TRAINING_KERNELS = ['MaxPoolGrad', 'MaxPool3DGrad'] as c
 const SEGMENT_SUM_BACKENDS = new Set(['cpu', 'native', 'wasm']);
 /** Backends that run tfjs's cpu kernels (native underneath), whose wrong ResizeNearestNeighborGrad tandem replaces. */
 const CPU_KERNEL_BACKENDS = new Set(['cpu', 'native']);
-/** Native runs every depthwise kernel on oneDNN (a grouped convolution); cpu and wasm get the flat gradient loops. */
+/** Native runs every depthwise kernel and MaxPoolGrad in C++ (oneDNN, pool.cc); cpu and wasm get tandem's flat gradient loops. */
 const FLAT_DEPTHWISE_BACKENDS = new Set(['cpu', 'wasm']);
 
 /**
