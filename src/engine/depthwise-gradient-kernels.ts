@@ -12,6 +12,7 @@
 import type { NamedAttrMap } from '@tensorflow/tfjs-core';
 import type { Tf, TensorInfo } from './tfjs-types.js';
 import { kernelOutput } from './kernel-output.js';
+import { replaceKernel, type AnyKernel } from './replace-kernel.js';
 
 export interface DepthwiseGeometry {
   batch: number; inHeight: number; inWidth: number; inChannels: number;
@@ -83,8 +84,6 @@ export function depthwiseInputGradient(dy: ArrayLike<number>, filter: ArrayLike<
   return dx;
 }
 
-/** A kernel function as tandem calls it (the arguments are whatever tfjs passes). */
-type AnyKernel = (args: never) => TensorInfo;
 type Shape4 = [number, number, number, number];
 interface KernelArgs { inputs: Record<string, TensorInfo>; backend: { readSync(id: unknown): unknown }; attrs: NamedAttrMap }
 
@@ -111,27 +110,20 @@ export const DEPTHWISE_GRADIENT_KERNELS = Object.keys(DEPTHWISE_GRADIENTS) as De
 /** Registers the flat kernel `name` on `backendName`; dilated or non-float cases keep the kernel that was there (or the cpu's). */
 export function registerDepthwiseGradientKernel(tf: Tf, backendName: string, name: DepthwiseGradientName, onCpu: AnyKernel): void {
   const spec = DEPTHWISE_GRADIENTS[name];
-  const stock = tf.getKernel(name, backendName);
-  const fallback: AnyKernel = stock ? (stock.kernelFunc as unknown as AnyKernel) : onCpu;
-  if (stock) tf.unregisterKernel(name, backendName);
-  tf.registerKernel({
-    kernelName: name,
-    backendName,
-    kernelFunc: ((args: unknown) => {
-      const a = args as KernelArgs;
-      const [first, second] = spec.inputs.map(k => a.inputs[k]);
-      const dilations = a.attrs.dilations as number | number[] | undefined;
-      const dilated = Array.isArray(dilations) ? dilations.some(d => d !== 1) : dilations !== undefined && dilations !== 1;
-      if (dilated || first.dtype !== 'float32' || second.dtype !== 'float32' || a.attrs.dimRoundingMode != null) return fallback(args as never);
-      const [inShape, filterShape] = spec.shapes(a);
-      const info = tf.backend_util.computeConv2DInfo(inShape, filterShape, a.attrs.strides as number, 1, a.attrs.pad as 'same', undefined, true);
-      const out = spec.compute(a.backend.readSync(first.dataId) as Float32Array, a.backend.readSync(second.dataId) as Float32Array, {
-        batch: info.batchSize, inHeight: info.inHeight, inWidth: info.inWidth, inChannels: info.inChannels,
-        outHeight: info.outHeight, outWidth: info.outWidth, outChannels: info.outChannels,
-        filterHeight: info.filterHeight, filterWidth: info.filterWidth, strideHeight: info.strideHeight, strideWidth: info.strideWidth,
-        top: info.padInfo.top, left: info.padInfo.left,
-      });
-      return kernelOutput(backendName, a.backend, spec.outShape(info), 'float32', out);
-    }) as never,
+  replaceKernel(tf, backendName, name, onCpu, (args, fallback) => {
+    const a = args as KernelArgs;
+    const [first, second] = spec.inputs.map(k => a.inputs[k]);
+    const dilations = a.attrs.dilations as number | number[] | undefined;
+    const dilated = Array.isArray(dilations) ? dilations.some(d => d !== 1) : dilations !== undefined && dilations !== 1;
+    if (dilated || first.dtype !== 'float32' || second.dtype !== 'float32' || a.attrs.dimRoundingMode != null) return fallback(args as never);
+    const [inShape, filterShape] = spec.shapes(a);
+    const info = tf.backend_util.computeConv2DInfo(inShape, filterShape, a.attrs.strides as number, 1, a.attrs.pad as 'same', undefined, true);
+    const out = spec.compute(a.backend.readSync(first.dataId) as Float32Array, a.backend.readSync(second.dataId) as Float32Array, {
+      batch: info.batchSize, inHeight: info.inHeight, inWidth: info.inWidth, inChannels: info.inChannels,
+      outHeight: info.outHeight, outWidth: info.outWidth, outChannels: info.outChannels,
+      filterHeight: info.filterHeight, filterWidth: info.filterWidth, strideHeight: info.strideHeight, strideWidth: info.strideWidth,
+      top: info.padInfo.top, left: info.padInfo.left,
+    });
+    return kernelOutput(backendName, a.backend, spec.outShape(info), 'float32', out);
   });
 }

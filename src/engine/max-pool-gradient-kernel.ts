@@ -14,6 +14,7 @@
 import type { NamedAttrMap } from '@tensorflow/tfjs-core';
 import type { Tf, TensorInfo } from './tfjs-types.js';
 import { kernelOutput } from './kernel-output.js';
+import { replaceKernel, type AnyKernel } from './replace-kernel.js';
 
 export interface PoolGeometry {
   batch: number; inHeight: number; inWidth: number; channels: number; outHeight: number; outWidth: number;
@@ -46,30 +47,20 @@ export function maxPoolGradient(x: ArrayLike<number>, dy: ArrayLike<number>, g: 
   return Float32Array.from(dx);
 }
 
-/** A kernel function as tandem calls it (the arguments are whatever tfjs passes). */
-type AnyKernel = (args: never) => TensorInfo;
 interface KernelArgs { inputs: { dy: TensorInfo; input: TensorInfo }; backend: { readSync(id: unknown): unknown }; attrs: NamedAttrMap }
 
 /** Registers the flat kernel on `backendName`; non-float cases keep the kernel that was there (or `onCpu`). */
 export function registerMaxPoolGradientKernel(tf: Tf, backendName: string, onCpu: AnyKernel): void {
-  const name = 'MaxPoolGrad';
-  const stock = tf.getKernel(name, backendName);
-  const fallback: AnyKernel = stock ? (stock.kernelFunc as unknown as AnyKernel) : onCpu;
-  if (stock) tf.unregisterKernel(name, backendName);
-  tf.registerKernel({
-    kernelName: name,
-    backendName,
-    kernelFunc: ((args: unknown) => {
-      const { inputs, backend, attrs } = args as KernelArgs;
-      if (inputs.input.dtype !== 'float32' || inputs.dy.dtype !== 'float32') return fallback(args as never);
-      const info = tf.backend_util.computePool2DInfo(inputs.input.shape as [number, number, number, number], attrs.filterSize as number,
-        attrs.strides as number, 1, attrs.pad as 'same', attrs.dimRoundingMode as 'floor' | undefined);
-      const dx = maxPoolGradient(backend.readSync(inputs.input.dataId) as Float32Array, backend.readSync(inputs.dy.dataId) as Float32Array, {
-        batch: info.batchSize, inHeight: info.inHeight, inWidth: info.inWidth, channels: info.inChannels, outHeight: info.outHeight, outWidth: info.outWidth,
-        filterHeight: info.filterHeight, filterWidth: info.filterWidth, strideHeight: info.strideHeight, strideWidth: info.strideWidth,
-        top: info.padInfo.top, left: info.padInfo.left,
-      });
-      return kernelOutput(backendName, backend, [...inputs.input.shape], 'float32', dx);
-    }) as never,
+  replaceKernel(tf, backendName, 'MaxPoolGrad', onCpu, (args, fallback) => {
+    const { inputs, backend, attrs } = args as KernelArgs;
+    if (inputs.input.dtype !== 'float32' || inputs.dy.dtype !== 'float32') return fallback(args as never);
+    const info = tf.backend_util.computePool2DInfo(inputs.input.shape as [number, number, number, number], attrs.filterSize as number,
+      attrs.strides as number, 1, attrs.pad as 'same', attrs.dimRoundingMode as 'floor' | undefined);
+    const dx = maxPoolGradient(backend.readSync(inputs.input.dataId) as Float32Array, backend.readSync(inputs.dy.dataId) as Float32Array, {
+      batch: info.batchSize, inHeight: info.inHeight, inWidth: info.inWidth, channels: info.inChannels, outHeight: info.outHeight, outWidth: info.outWidth,
+      filterHeight: info.filterHeight, filterWidth: info.filterWidth, strideHeight: info.strideHeight, strideWidth: info.strideWidth,
+      top: info.padInfo.top, left: info.padInfo.left,
+    });
+    return kernelOutput(backendName, backend, [...inputs.input.shape], 'float32', dx);
   });
 }
