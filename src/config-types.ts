@@ -12,6 +12,7 @@ import type { DatasetSpec } from './data/dataset.js';
 import type { ModelSpec } from './model/resolve-model.js';
 import type { HeadKind } from './classifier/classifier-head.js';
 import type { Topology } from './world/topology.js';
+import type { Rendezvous } from './world/rendezvous.js';
 
 export const LOSS_KINDS = ['categorical', 'binary', 'mse'] as const;
 export type LossKind = (typeof LOSS_KINDS)[number];
@@ -86,7 +87,14 @@ export interface TrainConfig {
   model?: string;
   /** Builtin dataset name or path to an ES module `(options) => Dataset`. Default `mnist`. */
   data?: string;
+  /** Devices per host (the world is hosts × devices). Default 2. */
   devices?: number;
+  /** Processes (hosts) in the job, each with `devices` devices. Default 1. */
+  hosts?: number;
+  /** This process's rank among the hosts, in [0, hosts). Host 0 serves the rendezvous store and alone writes outputs. */
+  hostRank?: number;
+  /** hosts > 1: `HOST:PORT` where host 0 serves the store every rank meets at. */
+  rendezvous?: string;
   /** Default: `native` when the oneDNN addon was built, else `wasm` (env `TANDEM_BACKEND` overrides the default). */
   backend?: BackendName;
   /** OpenMP threads per device for the native backend. Default 1 (one core per device). */
@@ -175,6 +183,8 @@ export interface ResolvedConfig {
   devices: number;
   /** Processes × local devices, and this process's rank. */
   topology: Topology;
+  /** Several hosts: where host 0 serves the store. */
+  rendezvous?: Rendezvous;
   backend: BackendName;
   nativeThreads: number;
   nativeFusion: boolean;

@@ -23,12 +23,13 @@ import { SYNTHETIC_DEFAULTS } from './data/synthetic-images.js';
 import type { ModelSpec } from './model/resolve-model.js';
 import { getMethod } from './methods/method-registry.js';
 import { loadPlugins } from './plugins/load-plugins.js';
-import { singleProcess } from './world/topology.js';
+import { worldSize } from './world/topology.js';
+import { HOSTS_TRANSPORT, resolveHosts } from './world/resolve-hosts.js';
 import { FAULT_PHASES, LOSS_KINDS, type ClassifierConfig, type LossKind, type ResolvedConfig, type TrainConfig } from './config-types.js';
 export { METHODS, FAULT_PHASES, LOSS_KINDS } from './config-types.js';
 export type { ClassifierConfig, FaultInjection, LossKind, Method, ResolvedConfig, TrainConfig } from './config-types.js';
 
-const KNOWN_KEYS = new Set(['checkpointEvery', 'checkpointDir', 'keepCheckpoints', 'stopGraceMs', 'resume', 'onNan', 'evalSamples', 'method', 'embedding', 'head', 'scale', 'margin', 'sampleRate', 'partition', 'heldOut', 'exportDevice', 'exportClassifier', 'model', 'data', 'devices', 'backend', 'nativeThreads', 'nativeFusion', 'batch', 'steps', 'epochs', 'lr', 'momentum', 'optimizer', 'seed',
+const KNOWN_KEYS = new Set(['hosts', 'hostRank', 'rendezvous', 'checkpointEvery', 'checkpointDir', 'keepCheckpoints', 'stopGraceMs', 'resume', 'onNan', 'evalSamples', 'method', 'embedding', 'head', 'scale', 'margin', 'sampleRate', 'partition', 'heldOut', 'exportDevice', 'exportClassifier', 'model', 'data', 'devices', 'backend', 'nativeThreads', 'nativeFusion', 'batch', 'steps', 'epochs', 'lr', 'momentum', 'optimizer', 'seed',
   'strategy', 'timeShare', 'paramShare', 'splitLayer', 'bucketCapMB', 'firstBucketMB', 'link', 'trace', 'allReduce', 'transport', 'batchNorm', 'loss', 'plugins', 'out', 'classes', 'imageSize', 'datasetSize', 'stallTimeoutMs', 'loaderThreads', 'faultInjection']);
 
 function bad(field: string, message: string): never {
@@ -57,8 +58,10 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
   const plugins = pluginUrls(config.plugins);
   await loadPlugins(plugins); // before the names below are checked: plugins register transports, methods and engines
   const maxDevices = 64;
-  const devices = positiveInt('devices', config.devices ?? 2, maxDevices);
-  const topology = singleProcess(devices);
+  const localDevices = positiveInt('devices', config.devices ?? 2, maxDevices);
+  const { topology, rendezvous } = resolveHosts(config, localDevices);
+  const devices = worldSize(topology); // replicas in the job: batch split, labels, mean
+  const writer = topology.process === 0; // host 0 alone writes the model, summary, trace and checkpoints
   const backend = oneOf('backend', config.backend ?? defaultBackend(), engineNames());
   assertBackendAvailable(backend);
   const { capabilities } = getEngine(backend);
@@ -70,7 +73,7 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
   const nativeFusion = config.nativeFusion ?? true;
   if (typeof nativeFusion !== 'boolean') bad('nativeFusion', `must be true or false, got ${JSON.stringify(nativeFusion)}`);
   const batch = positiveInt('batch', config.batch ?? 32);
-  if (batch % devices !== 0) bad('batch', `global batch ${batch} must be divisible by devices ${devices} (each device trains batch/devices samples); try ${Math.max(devices, batch - (batch % devices))}`);
+  if (batch % devices !== 0) bad('batch', `global batch ${batch} must be divisible by devices ${devices}${topology.processes > 1 ? ` (${topology.processes} hosts × ${localDevices})` : ''} (each device trains batch/devices samples); try ${Math.max(devices, batch - (batch % devices))}`);
   const seed = config.seed ?? 1;
   if (!Number.isInteger(seed) || seed < 0) bad('seed', `must be a non-negative integer, got ${JSON.stringify(seed)}`);
   const optimizerName = oneOf('optimizer', config.optimizer ?? 'sgd', OPTIMIZERS);
@@ -103,7 +106,7 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
   if (config.trace !== undefined && (typeof config.trace !== 'string' || config.trace === '')) bad('trace', 'must be a file path');
   const allReduce = oneOf('allReduce', config.allReduce ?? 'sharded', ALL_REDUCE_KINDS);
   if (config.transport !== undefined && (typeof config.transport !== 'string' || config.transport === '')) bad('transport', 'must be the name of a registered transport');
-  const transport = getTransport(config.transport ?? DEFAULT_TRANSPORT);
+  const transport = getTransport(config.transport ?? (topology.processes > 1 ? HOSTS_TRANSPORT : DEFAULT_TRANSPORT));
   const stallTimeoutMs = finite('stallTimeoutMs', config.stallTimeoutMs ?? 120_000, 100, 24 * 3600_000);
   const loaderThreads = positiveInt('loaderThreads', config.loaderThreads ?? Math.min(2, Math.max(1, os.availableParallelism() - 1)), 16);
 
@@ -195,11 +198,11 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
 
   const resolved: ResolvedConfig = {
     onNan: oneOf('onNan', config.onNan ?? 'error', ['error', 'skip-step'] as const),
-    ...checkpointOptions(config),
+    ...checkpointOptions(config, writer),
     method: method.name, classifier, trainSize, evalSamples: positiveInt('evalSamples', config.evalSamples ?? 2000),
-    model, data, datasetSize: meta.size, sampleShape, classes: meta.classes, devices, topology, backend, nativeThreads, nativeFusion, batch,
-    perDevice: batch / devices, steps, stepsPerEpoch, optimizer, seed, strategy, strategyOptions, link, trace: config.trace, allReduce,
-    transport: transport.name, loss, batchNorm: oneOf('batchNorm', config.batchNorm ?? 'sync', ['sync', 'local'] as const), plugins, out: config.out, stallTimeoutMs, loaderThreads, faultInjection: fi,
+    model, data, datasetSize: meta.size, sampleShape, classes: meta.classes, devices, topology, rendezvous, backend, nativeThreads, nativeFusion, batch,
+    perDevice: batch / devices, steps, stepsPerEpoch, optimizer, seed, strategy, strategyOptions, link, trace: writer ? config.trace : undefined, allReduce,
+    transport: transport.name, loss, batchNorm: oneOf('batchNorm', config.batchNorm ?? 'sync', ['sync', 'local'] as const), plugins, out: writer ? config.out : undefined, stallTimeoutMs, loaderThreads, faultInjection: fi,
   };
   if (method.computeCommunicator(resolved) && !transport.blocking) {
     bad('transport', `'${transport.name}' cannot complete a collective inside a forward or backward pass, which --method ${method.name} needs; ` +
@@ -281,7 +284,8 @@ async function checkModuleModelShapes(spec: ModelSpec, sampleShape: number[], cl
   }
 }
 
-function checkpointOptions(config: TrainConfig): Pick<ResolvedConfig, 'checkpointEvery' | 'checkpointDir' | 'resume' | 'keepCheckpoints' | 'stopGraceMs'> {
+/** `writer`: this process writes checkpoints (host 0; every other host writes nothing). */
+function checkpointOptions(config: TrainConfig, writer: boolean): Pick<ResolvedConfig, 'checkpointEvery' | 'checkpointDir' | 'resume' | 'keepCheckpoints' | 'stopGraceMs'> {
   const every = config.checkpointEvery === undefined ? undefined : positiveInt('checkpointEvery', config.checkpointEvery);
   for (const k of ['checkpointDir', 'resume'] as const) {
     if (config[k] !== undefined && (typeof config[k] !== 'string' || config[k] === '')) bad(k, 'must be a path');
@@ -292,5 +296,5 @@ function checkpointOptions(config: TrainConfig): Pick<ResolvedConfig, 'checkpoin
   const keep = config.keepCheckpoints ?? 3;
   if (!Number.isInteger(keep) || keep < 0) bad('keepCheckpoints', `must be an integer >= 0 (0 keeps every checkpoint), got ${JSON.stringify(keep)}`);
   const stopGraceMs = finite('stopGraceMs', config.stopGraceMs ?? 5000, 0, 24 * 3600_000);
-  return { checkpointEvery: every, checkpointDir: config.checkpointDir, resume: config.resume, keepCheckpoints: keep, stopGraceMs };
+  return { checkpointEvery: every, checkpointDir: writer ? config.checkpointDir : undefined, resume: config.resume, keepCheckpoints: keep, stopGraceMs };
 }

@@ -15,6 +15,18 @@ import { spansFromChromeTrace, timelinePng, timelineSvg } from '../monitor/timel
 import { ProgressDisplay } from './progress-display.js';
 import { stopOnSignals } from './stop-signals.js';
 import { guardStdio } from './stdio-guard.js';
+import { hostFieldsFromEnv, type HostFields } from '../world/host-args.js';
+import { launchHosts } from '../world/launch.js';
+import type { TrainConfig } from '../config-types.js';
+
+/** `config` with the host fields that are set (no undefined keys added). */
+function withHostFields(config: TrainConfig, hosts: HostFields): TrainConfig {
+  const out: TrainConfig = { ...config };
+  if (hosts.hosts !== undefined) out.hosts = hosts.hosts;
+  if (hosts.hostRank !== undefined) out.hostRank = hosts.hostRank;
+  if (hosts.rendezvous !== undefined) out.rendezvous = hosts.rendezvous;
+  return out;
+}
 
 const HELP = `tandem — train TensorFlow.js models on several devices at once
 
@@ -40,6 +52,13 @@ const HELP = `tandem — train TensorFlow.js models on several devices at once
   130/143/129; a second one (or the step still running after --stop-grace-ms) aborts the step and checkpoints the
   last completed step. Output to a closed pipe (| head) is dropped; training goes on.
 
+  Several hosts (data-parallel, transport gloo): every host runs the same command with
+               --hosts N --host-rank R --rendezvous HOST:PORT   (host 0's address; host 0 serves the store there)
+  (or TANDEM_HOSTS, TANDEM_HOST_RANK, TANDEM_RENDEZVOUS; rank and size also from mpirun's OMPI_COMM_WORLD_RANK/SIZE
+  or Slurm's SLURM_PROCID/NTASKS). --devices is the devices per host; --batch the global batch over all hosts.
+
+  tandem launch --hosts N [train flags…]   (N local processes on 127.0.0.1, output prefixed [host R]; one failing ends all)
+
   tandem trace TRACE.json --svg OUT.svg [--png OUT.png]   (draws a trace written by --trace or --out)
 
   tandem profile --model NAME|PATH [--data …] [--batch GLOBAL] [--devices N] [--steps N]
@@ -62,7 +81,9 @@ async function main(argv: string[]): Promise<number> {
       console.log(HELP);
       return 0;
     case 'train': {
-      const { config, json, quiet } = parseTrainArgs(rest, 'train');
+      const parsed = parseTrainArgs(rest, 'train');
+      const { json, quiet } = parsed;
+      const config = withHostFields(parsed.config, hostFieldsFromEnv(parsed.config, process.env));
       const progress = new ProgressDisplay({ json, quiet, tty: process.stdout.isTTY === true });
       const run = startTraining(config, {
         onAutoChoice(choice) {
@@ -91,6 +112,8 @@ async function main(argv: string[]): Promise<number> {
         console.log(`done: ${summary.steps} steps on ${summary.config.devices} device(s) (${summary.config.backend}), ` +
           `final loss ${summary.finalLoss.toFixed(4)}, batch accuracy ${(summary.finalAccuracy * 100).toFixed(1)}%, ` +
           `${summary.samplesPerSecond.toFixed(0)} samples/s`);
+        const { topology } = summary.config;
+        if (topology.processes > 1) console.log(`host ${topology.process} of ${topology.processes}: replica checksum ${summary.replicaChecksum}${topology.process === 0 ? '' : ' (host 0 writes the outputs)'}`);
         if (summary.link) console.log(`link: EMULATED ${summary.link.label} (exchange held to that link's speed)`);
         console.log(`strategy: ${summary.strategy.name} (${summary.strategy.groups.length} exchange group(s)); ` +
           `mean step ${summary.meanStepMs.toFixed(1)} ms, compute ${summary.timings.meanComputeMs.toFixed(1)} ms, exchange ${summary.timings.meanExchangeMs.toFixed(1)} ms per group`);
@@ -115,6 +138,9 @@ async function main(argv: string[]): Promise<number> {
       }
       return 0;
     }
+    case 'launch':
+      return launchHosts(rest, (host, line) => (line.stream === 'stderr' ? process.stderr : process.stdout).write(`[host ${host}] ${line.text}\n`),
+        line => console.error(`tandem launch: ${line}`));
     case 'trace': {
       const { values, positionals } = parseArgs({ args: rest, allowPositionals: true, options: { svg: { type: 'string' }, png: { type: 'string' } } });
       const file = positionals[0];
@@ -144,7 +170,7 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     default:
-      throw new TandemError('BAD_CONFIG', `unknown command '${command}'. Commands: train, profile. See tandem --help.`);
+      throw new TandemError('BAD_CONFIG', `unknown command '${command}'. Commands: train, launch, trace, profile. See tandem --help.`);
   }
 }
 

@@ -25,7 +25,7 @@
  */
 import { TandemError } from '../errors.js';
 import type { BlockingCollective, Collective, CollectiveEnv, ReduceOp, SlotReducer } from './collective.js';
-import type { CommunicatorSpec, PreparedCommunicator, RankHandle, Transport } from './transport.js';
+import type { CommunicatorSpec, CommunicatorWorld, PreparedCommunicator, RankHandle, Transport } from './transport.js';
 import { reduceMeanInto, reduceSlotsInto, shardOf } from './reduce-slots.js';
 import { isGlooFailure, loadGlooAddon, GLOO_HOW_TO, type GlooContext } from './gloo/gloo-addon.js';
 import { startStoreServer } from './gloo/tcp-store-server.js';
@@ -41,6 +41,8 @@ export interface GlooRankData {
   hostname: string;
   /** Floats reduced per all-to-all (default GLOO_CHUNK_FLOATS). */
   chunkFloats?: number;
+  /** Several processes: ranks per process, so that a lost peer is named with its host (rank / ranksPerProcess). */
+  ranksPerProcess?: number;
 }
 
 /** Floats of a buffer reduced per all-to-all (bounds the scratch to about 4 bytes × this). */
@@ -53,6 +55,7 @@ export const GLOO_TRANSPORT: Transport = {
   description: 'Gloo over TCP (libgloo-dev): ranks reach each other at network addresses, 127.0.0.1 inside one process; rank-ordered sums',
   blocking: true,
   async prepare(spec: CommunicatorSpec): Promise<PreparedCommunicator> {
+    if (spec.world) return worldHandles(spec, spec.world);
     const server = await startStoreServer({ host: '127.0.0.1', closeAfterClients: spec.size });
     const data: GlooRankData = { store: server.url, prefix: `${spec.name}.${process.pid}.${++communicators}`, hostname: '127.0.0.1' };
     const handles: RankHandle[] = Array.from({ length: spec.size }, (_, rank) =>
@@ -64,6 +67,14 @@ export const GLOO_TRANSPORT: Transport = {
   },
 };
 
+/** This process's ranks of a communicator spanning processes: the store is the job's (host 0's), not served here. */
+function worldHandles(spec: CommunicatorSpec, world: CommunicatorWorld): PreparedCommunicator {
+  const data: GlooRankData = { store: world.store, prefix: world.key, hostname: world.hostname, ranksPerProcess: world.ranksPerProcess };
+  const handles: RankHandle[] = Array.from({ length: spec.size }, (_, local) =>
+    ({ transport: 'gloo', communicator: spec.name, rank: world.rankOffset + local, size: world.worldSize, data }));
+  return { handles, transfer: handles.map(() => []) };
+}
+
 /** Joins the Gloo context of `data` as `rank` of `size` (blocks until every rank joined, or the timeout). */
 export function openGlooCollective(rank: number, size: number, data: GlooRankData, env: CollectiveEnv, name = 'gloo'): GlooCollective {
   const load = loadGlooAddon();
@@ -73,7 +84,7 @@ export function openGlooCollective(rank: number, size: number, data: GlooRankDat
     const context = new load.addon.GlooContext({ rank, size, store: data.store, prefix: data.prefix, hostname: data.hostname,
       timeoutMs: env.timeoutMs, onWait: () => env.heartbeat?.(), waitSliceMs: WAIT_SLICE_MS });
     context.connect();
-    return new GlooCollective(context, env, data.chunkFloats ?? GLOO_CHUNK_FLOATS);
+    return new GlooCollective(context, env, data.chunkFloats ?? GLOO_CHUNK_FLOATS, data.ranksPerProcess);
   } catch (err) {
     if (!isGlooFailure(err)) throw err;
     const code = err.glooKind === 'invalid' ? 'BAD_CONFIG' : 'STALLED';
@@ -91,7 +102,8 @@ export class GlooCollective implements Collective {
   private scratch = new Float32Array(0);
   private open = true;
 
-  constructor(private readonly context: GlooContext, private readonly env: CollectiveEnv, private readonly chunkFloats = GLOO_CHUNK_FLOATS) {
+  constructor(private readonly context: GlooContext, private readonly env: CollectiveEnv, private readonly chunkFloats = GLOO_CHUNK_FLOATS,
+    private readonly ranksPerProcess?: number) {
     this.rank = context.rank;
     this.size = context.size;
     this.reducer = env.reducer ?? { reduceMeanInto };
@@ -148,7 +160,7 @@ export class GlooCollective implements Collective {
     if (this.env.isAborted()) throw new TandemError('ABORTED', 'run aborted by another thread');
     this.env.heartbeat?.();
     try {
-      translated(this.rank, `waiting for ${what}`, this.env.timeoutMs, call);
+      translated(this.rank, `waiting for ${what}`, this.env.timeoutMs, call, this.ranksPerProcess);
     } catch (err) {
       this.close();
       throw err;
@@ -157,12 +169,13 @@ export class GlooCollective implements Collective {
 }
 
 /** Runs a Gloo call, turning the addon's failure into a TandemError with a code and the peer's rank. */
-function translated<T>(rank: number, what: string, timeoutMs: number, call: () => T): T {
+function translated<T>(rank: number, what: string, timeoutMs: number, call: () => T, ranksPerProcess?: number): T {
   try {
     return call();
   } catch (err) {
     if (!isGlooFailure(err)) throw err;
-    const peer = err.peerRank >= 0 ? `peer rank ${err.peerRank}` : 'a peer';
+    const host = ranksPerProcess && err.peerRank >= 0 ? ` (host ${Math.floor(err.peerRank / ranksPerProcess)})` : '';
+    const peer = err.peerRank >= 0 ? `peer rank ${err.peerRank}${host}` : 'a peer';
     switch (err.glooKind) {
       case 'timeout':
         throw new TandemError('STALLED', `gloo rank ${rank}: ${peer} did not answer within ${(timeoutMs / 1000).toFixed(1)} s ` +

@@ -15,6 +15,7 @@
  * bits and so does every other transport that reduces in rank order.
  */
 import type { AllReduceKind, BlockingCollective, Collective, CollectiveEnv, ReduceOp, SlotReducer, SlotSet } from './collective.js';
+import { TandemError } from '../errors.js';
 import type { CommunicatorSpec, PreparedCommunicator, RankHandle, SlotBuffer, Transport } from './transport.js';
 import { reduceMeanInto, reduceSlotsInto, shardOf } from './reduce-slots.js';
 import { BARRIER_WORDS, SharedBarrier } from './shared-barrier.js';
@@ -34,6 +35,7 @@ export const SHARED_MEMORY_TRANSPORT: Omit<Transport, 'prepare'> & { prepare(spe
   description: 'threads of one process, through SharedArrayBuffers (zero-copy for the run\'s parameter and gradient buffers)',
   blocking: true,
   prepare(spec: CommunicatorSpec): PreparedCommunicator {
+    if (spec.world) throw new TandemError('BAD_CONFIG', "transport 'shared-memory' reaches the devices of one process only; several hosts need transport 'gloo'");
     const stagingFloats = Math.max(1, spec.stagingFloats);
     const data: SharedMemoryData = {
       algorithm: spec.options.allReduce,

@@ -35,6 +35,25 @@ export interface CommunicatorSpec {
   /** Floats per rank of the staging area for buffers that are not registered (a hint; larger ones go in chunks). */
   stagingFloats: number;
   options: TransportOptions;
+  /**
+   * Several processes: this process's ranks are `rankOffset .. rankOffset + size - 1` of a communicator of
+   * `worldSize` ranks, meeting at `store` (served by host 0). A transport that reaches only one process
+   * refuses it (BAD_CONFIG); absent, the communicator is this process's `size` ranks.
+   */
+  world?: CommunicatorWorld;
+}
+
+export interface CommunicatorWorld {
+  /** `tcp://host:port` (host 0's store). */
+  store: string;
+  rankOffset: number;
+  worldSize: number;
+  /** The address this process's ranks listen on for their peers. */
+  hostname: string;
+  /** Ranks per process (to name a lost peer's host). */
+  ranksPerProcess: number;
+  /** Unique in the job, the same on every host (the communicator's keys in the store). */
+  key: string;
 }
 
 /** What one rank needs to open its end: structured-cloneable data, posted to its thread. */

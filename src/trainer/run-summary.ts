@@ -5,6 +5,7 @@
  * atomically; their places were prepared before any thread started).
  */
 import path from 'node:path';
+import { replicaChecksum } from './replica-checksum.js';
 import type { ResolvedConfig } from '../config-types.js';
 import type { FinishedReport, ModelArtifactsData, WeightShape } from '../actors/protocol.js';
 import type { ParameterGroup, ParameterLayout } from '../model/parameter-layout.js';
@@ -88,6 +89,7 @@ export async function finishSummary(x: SummaryInputs): Promise<TrainSummary> {
       meanLoadWaitMs: loop.loadWaitTotal / ranSteps,
     },
     parameters: layout.total,
+    replicaChecksum: replicaChecksum(x.replica),
     strategy: { name: cfg.strategy, groups: x.groups.map(g => ({ name: g.name, parameters: g.end - g.start })) },
     auto: x.auto,
     skippedUpdates: ledger.skipped.map(sk => ({ ...sk, variable: ledger.nonFinite.get(sk.step) })),

@@ -46,6 +46,8 @@ export interface TrainSummary {
     meanLoadWaitMs: number;
   };
   parameters: number;
+  /** Digest of the bits of this process's replica (every replica is identical; compare it across hosts). */
+  replicaChecksum: string;
   strategy: { name: string; groups: { name: string; parameters: number }[] };
   /** Present when the link was EMULATED (`--link`): the exchange was held to this link's speed. */
   link?: { emulated: true; label: string; bitsPerSecond: number; latencyMs: number };

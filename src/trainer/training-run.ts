@@ -27,6 +27,8 @@ import { CheckpointStore } from '../checkpoint/checkpoint-store.js';
 import { StepPreimage } from '../actors/step-preimage.js';
 import { writeAbortCheckpoint } from './abort-checkpoint.js';
 import { globalRank, localRanks } from '../world/topology.js';
+import { addressTowards, serveRendezvous, storeUrl } from '../world/rendezvous.js';
+import type { StoreServer } from '../collectives/gloo/tcp-store-server.js';
 import { ComputeReplies } from './compute-replies.js';
 import { checkRoomForResults, resultNeeds } from '../output/room-for-results.js';
 import { RunLedger } from './run-ledger.js';
@@ -66,6 +68,8 @@ export class TrainingRun {
   private abortCause?: 'request' | 'grace';
   private graceTimer?: NodeJS.Timeout;
   private ending?: Promise<void>;
+  /** Several hosts: host 0's store (on host 0) and the address this host's ranks listen on. */
+  private world?: { server?: StoreServer; hostname: string };
 
   constructor(private readonly cfg: ResolvedConfig, private readonly strategy: StrategySpec, private readonly hooks: TrainHooks,
     private readonly auto?: TrainSummary['auto'], private readonly stopRequest?: StopRequest) {
@@ -104,6 +108,7 @@ export class TrainingRun {
       clearTimeout(this.graceTimer);
       await this.endThreads();
       this.store?.close();
+      await this.world?.server?.close();
     }
   }
 
@@ -133,6 +138,7 @@ export class TrainingRun {
   private async drive(): Promise<TrainSummary> {
     const started = performance.now();
     await this.openCheckpointStore();
+    await this.joinWorld();
     const built = await this.spawn();
     await checkRoomForResults(resultNeeds(this.cfg, built.layout.total, built.stateTotal)); // before step 1, not at the end
     const laidOut = await this.layOut(built);
@@ -222,12 +228,24 @@ export class TrainingRun {
     return { ...built, groups, buffers, load };
   }
 
-  /** A communicator of this process's devices on the run's transport. */
+  /** Several hosts: host 0 serves the store at the rendezvous; every host finds the address it reaches it from. */
+  private async joinWorld(): Promise<void> {
+    const { rendezvous, topology } = this.cfg;
+    if (!rendezvous) return;
+    const server = topology.process === 0 ? await serveRendezvous(rendezvous) : undefined;
+    this.world = { server, hostname: '' };
+    this.world.hostname = await addressTowards(rendezvous, this.setupWatchdogMs());
+  }
+
+  /** A communicator of this process's devices on the run's transport (several hosts: of every host's devices, by global rank). */
   private async communicator(name: string, buffers: SharedBuffers | undefined, stagingFloats: number): Promise<PreparedCommunicator> {
-    const { cfg } = this;
+    const { cfg, world } = this;
+    const { topology } = cfg;
     return getTransport(cfg.transport).prepare({
-      name, size: cfg.topology.localDevices, registered: buffers ? registeredSlots(buffers) : [], stagingFloats,
+      name, size: topology.localDevices, registered: buffers ? registeredSlots(buffers) : [], stagingFloats,
       options: { allReduce: cfg.allReduce },
+      world: world && cfg.rendezvous && { store: storeUrl(cfg.rendezvous), rankOffset: globalRank(topology, 0), worldSize: cfg.devices,
+        hostname: world.hostname, ranksPerProcess: topology.localDevices, key: `tandem.${name}` },
     });
   }
 
@@ -320,7 +338,8 @@ export class TrainingRun {
       this.checkLoss(step, results);
       this.ledger.stepDone(step, results);
       const loss = results.reduce((s, r) => s + r.loss, 0) / results.length;
-      const accuracy = results.reduce((s, r) => s + r.correct, 0) / cfg.batch;
+      // This process's devices' samples (the whole global batch on one host; metrics are not gathered across hosts yet).
+      const accuracy = results.reduce((s, r) => s + r.correct, 0) / (cfg.perDevice * cfg.topology.localDevices);
       const stepMs = performance.now() - t0;
       const computeMs = results.map(r => r.computeMs);
       result.computeTotal += Math.max(...computeMs);

@@ -34,3 +34,13 @@ export function globalRank(t: Topology, local: number): number {
 export function localRanks(t: Topology): number[] {
   return Array.from({ length: t.localDevices }, (_, d) => globalRank(t, d));
 }
+
+/** The topology of process `process` of `processes`, each with `localDevices` devices. */
+export function multiProcess(processes: number, process: number, localDevices: number): Topology {
+  return { processes, process, localDevices };
+}
+
+/** The process (host) that holds global rank `rank`. */
+export function processOf(t: Topology, rank: number): number {
+  return Math.floor(rank / t.localDevices);
+}

@@ -1,0 +1,43 @@
+/**
+ * The hosts of a run, checked before any thread starts: `hosts` processes
+ * (default 1: the job is this process, exactly as before), this one being
+ * `hostRank`, meeting at `rendezvous`. What does not work across hosts yet is
+ * refused here, naming the option.
+ */
+import { TandemError } from '../errors.js';
+import type { TrainConfig } from '../config-types.js';
+import { multiProcess, singleProcess, type Topology } from './topology.js';
+import { parseRendezvous, type Rendezvous } from './rendezvous.js';
+
+export interface ResolvedHosts { topology: Topology; rendezvous?: Rendezvous }
+
+/** The transport that spans processes. */
+export const HOSTS_TRANSPORT = 'gloo';
+
+function bad(field: string, message: string): never {
+  throw new TandemError('BAD_CONFIG', `config.${field}: ${message}`);
+}
+
+export function resolveHosts(config: TrainConfig, localDevices: number): ResolvedHosts {
+  const hosts = config.hosts ?? 1;
+  if (!Number.isInteger(hosts) || hosts < 1 || hosts > 1024) bad('hosts', `must be an integer in [1, 1024], got ${JSON.stringify(hosts)}`);
+  const hostRank = config.hostRank ?? 0;
+  if (!Number.isInteger(hostRank) || hostRank < 0 || hostRank >= hosts) bad('hostRank', `must be an integer in [0, ${hosts}) for ${hosts} host(s), got ${JSON.stringify(hostRank)}`);
+  if (hosts === 1) {
+    if (config.rendezvous !== undefined) bad('rendezvous', 'is for several hosts (hosts > 1)');
+    return { topology: singleProcess(localDevices) };
+  }
+  if (typeof config.rendezvous !== 'string') bad('rendezvous', `${hosts} hosts need host 0's address and a free port to meet at, e.g. --rendezvous 10.0.0.1:29500 (or TANDEM_RENDEZVOUS)`);
+  refuseAcrossHosts(config);
+  return { topology: multiProcess(hosts, hostRank, localDevices), rendezvous: parseRendezvous('rendezvous', config.rendezvous) };
+}
+
+/** What is not done across hosts yet (issue 15): refused before any thread starts. */
+function refuseAcrossHosts(config: TrainConfig): void {
+  const not = (field: string, what: string) => bad(field, `${what} does not work across hosts yet (hosts > 1 supports data-parallel ` +
+    `over the ${HOSTS_TRANSPORT} transport, without resume; host 0 writes the outputs)`);
+  if ((config.method ?? 'data-parallel') !== 'data-parallel') not('method', `method '${config.method}'`);
+  if (config.strategy === 'auto') not('strategy', "strategy 'auto' (it profiles in one process)");
+  if (config.transport !== undefined && config.transport !== HOSTS_TRANSPORT) not('transport', `transport '${config.transport}'`);
+  if (config.resume !== undefined) not('resume', 'resume (host 0 would have to read and broadcast the checkpoint)');
+}
