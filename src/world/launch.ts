@@ -105,7 +105,7 @@ function signalNumber(signal: NodeJS.Signals): number {
 }
 
 /** A port nobody listens on at 127.0.0.1 now (host 0 listens on it a moment later). */
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   const server = net.createServer();
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');

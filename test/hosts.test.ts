@@ -1,0 +1,97 @@
+// Several hosts on loopback, real processes and sockets on 127.0.0.1: `tandem launch --hosts 2 --devices 1` trains to
+// the bits of one process with `--devices 2` (same global batch, data-parallel, sequential), every host's replica has
+// the same checksum, host 0 alone writes outputs; a host killed with SIGKILL ends the other host (run directly, no
+// launcher) and the launcher within 10 s, non-zero, naming the lost host. Every process is torn down.
+import t from 'tap';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import readline from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { glooAddonOrSkip } from './fixtures/gloo-addon-or-skip.js';
+import { freePort } from '../src/world/launch.js';
+
+const CLI = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
+const TRAIN = ['--model', 'mlp', '--data', 'synthetic-images', '--image-size', '8x8x1', '--classes', '4', '--dataset-size', '64',
+  '--batch', '8', '--seed', '3', '--strategy', 'sequential', '--json'];
+
+interface Proc { child: ChildProcess; lines: string[]; stderr: string[]; ended: Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }> }
+
+const live = new Set<ChildProcess>();
+t.teardown(() => { for (const c of live) c.kill('SIGKILL'); });
+
+/** `tandem ARGS`; `onLine` sees every stdout and stderr line as it comes. */
+function tandem(args: string[], onLine: (line: string) => void = () => {}): Proc {
+  const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  live.add(child);
+  const lines: string[] = [], stderr: string[] = [];
+  readline.createInterface({ input: child.stdout! }).on('line', l => { lines.push(l); onLine(l); });
+  readline.createInterface({ input: child.stderr! }).on('line', l => { stderr.push(l); onLine(l); });
+  const ended = once(child, 'close').then(([code, signal]) => { live.delete(child); return { code: code as number | null, signal: signal as NodeJS.Signals | null, at: Date.now() }; });
+  return { child, lines, stderr, ended };
+}
+
+/** The `summary` JSON line of `lines`, with a `[host r] ` prefix stripped when given. */
+function summaryOf(lines: string[], prefix = ''): { replicaChecksum: string; config: { devices: number; out?: string } } {
+  const line = lines.find(l => l.startsWith(`${prefix}{"event":"summary"`));
+  if (!line) throw new Error(`no summary in:\n${lines.join('\n')}`);
+  return JSON.parse(line.slice(prefix.length));
+}
+
+/** Resolves on the first line that matches. */
+function firstLine(pattern: RegExp): { onLine: (line: string) => void; seen: Promise<string> } {
+  let hit: (line: string) => void = () => {};
+  const seen = new Promise<string>(resolve => { hit = resolve; });
+  return { onLine: line => { if (pattern.test(line)) hit(line); }, seen };
+}
+
+if (glooAddonOrSkip()) {
+  t.test('launch --hosts 2 --devices 1 equals one process with --devices 2, bit for bit; replicas identical across hosts', async t => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'tandem-hosts-'));
+    t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+    const hosts = tandem(['launch', '--hosts', '2', '--devices', '1', ...TRAIN, '--steps', '6', '--out', path.join(dir, 'hosts')]);
+    const one = tandem(['train', '--devices', '2', ...TRAIN, '--steps', '6', '--out', path.join(dir, 'one')]);
+    const [h, o] = await Promise.all([hosts.ended, one.ended]);
+    t.equal(h.code, 0, `launch: ${hosts.stderr.join('\n')}`);
+    t.equal(o.code, 0, `one process: ${one.stderr.join('\n')}`);
+    const [s0, s1, single] = [summaryOf(hosts.lines, '[host 0] '), summaryOf(hosts.lines, '[host 1] '), summaryOf(one.lines)];
+    t.equal(s0.config.devices, 2, 'the world is 2 hosts × 1 device');
+    t.equal(s1.replicaChecksum, s0.replicaChecksum, 'host 1 replica = host 0 replica');
+    t.equal(s0.replicaChecksum, single.replicaChecksum, 'hosts replica = one-process replica');
+    t.ok(readFileSync(path.join(dir, 'hosts', 'weights.bin')).equals(readFileSync(path.join(dir, 'one', 'weights.bin'))), 'weights.bin bit-identical');
+    t.equal(s1.config.out, undefined, 'host 1 writes nothing');
+    t.same(readdirSync(path.join(dir, 'hosts')).sort(), readdirSync(path.join(dir, 'one')).sort(), 'host 0 writes what one process writes');
+  });
+
+  t.test('host 1 killed with SIGKILL: host 0 (no launcher) exits within 10 s, non-zero, naming host 1', async t => {
+    const rendezvous = `127.0.0.1:${await freePort()}`;
+    const host = (rank: number, onLine?: (l: string) => void) =>
+      tandem(['train', '--hosts', '2', '--host-rank', String(rank), '--rendezvous', rendezvous, '--devices', '1', ...TRAIN, '--steps', '100000'], onLine);
+    const stepping = firstLine(/"event":"step","step":3\b/);
+    const h0 = host(0);
+    const h1 = host(1, stepping.onLine);
+    await Promise.race([stepping.seen, h1.ended.then(e => { throw new Error(`host 1 ended first (${e.code}): ${h1.stderr.join('\n')}`); })]);
+    const killedAt = Date.now();
+    h1.child.kill('SIGKILL');
+    const end = await h0.ended;
+    t.not(end.code, 0, 'host 0 exits non-zero');
+    t.ok(end.at - killedAt < 10_000, `host 0 ended ${end.at - killedAt} ms after the kill`);
+    t.match(h0.stderr.join('\n'), /peer rank 1 \(host 1\)/, `names the lost host: ${h0.stderr.join(' | ')}`);
+  });
+
+  t.test('launch: a host killed with SIGKILL ends the launch within 10 s, non-zero, naming it', async t => {
+    const stepping = firstLine(/^\[host 1\] \{"event":"step","step":3\b/);
+    const launch = tandem(['launch', '--hosts', '2', '--devices', '1', ...TRAIN, '--steps', '100000'], stepping.onLine);
+    await Promise.race([stepping.seen, launch.ended.then(e => { throw new Error(`launch ended first (${e.code}): ${launch.stderr.join('\n')}`); })]);
+    const pid = Number(/host 1: (\d+)/.exec(launch.stderr.join('\n'))?.[1]);
+    t.ok(pid > 0, 'the launcher names host 1\'s pid');
+    const killedAt = Date.now();
+    process.kill(pid, 'SIGKILL');
+    const end = await launch.ended;
+    t.not(end.code, 0, 'launch exits non-zero');
+    t.ok(end.at - killedAt < 10_000, `launch ended ${end.at - killedAt} ms after the kill`);
+    t.match(launch.stderr.join('\n'), /failed: host 1 was killed by SIGKILL/);
+  });
+}
