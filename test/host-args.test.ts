@@ -1,0 +1,65 @@
+// The hosts of a run, before any thread starts: flags and environment (tandem's, mpirun's, Slurm's), the rendezvous
+// address, the topology hosts × devices, and what is refused across hosts yet. No process or socket is started.
+import t from 'tap';
+import { hostFieldsFromEnv } from '../src/world/host-args.js';
+import { parseRendezvous } from '../src/world/rendezvous.js';
+import { resolveHosts } from '../src/world/resolve-hosts.js';
+import { splitLaunchArgs } from '../src/world/launch.js';
+import { parseTrainArgs } from '../src/cli/parse-train-args.js';
+import { resolveConfig } from '../src/config.js';
+import { worldSize } from '../src/world/topology.js';
+
+t.test('flags win over the environment; a launcher\'s rank and size are read as a pair', async t => {
+  t.same(hostFieldsFromEnv({}, {}), {});
+  t.same(hostFieldsFromEnv({}, { TANDEM_HOSTS: '3', TANDEM_HOST_RANK: '2', TANDEM_RENDEZVOUS: 'h0:29500' }), { hosts: 3, hostRank: 2, rendezvous: 'h0:29500' });
+  t.same(hostFieldsFromEnv({ hostRank: 0 }, { OMPI_COMM_WORLD_RANK: '1', OMPI_COMM_WORLD_SIZE: '2' }), { hostRank: 0, hosts: 2 });
+  t.same(hostFieldsFromEnv({}, { SLURM_PROCID: '3', SLURM_NTASKS: '4' }), { hosts: 4, hostRank: 3 });
+  t.same(hostFieldsFromEnv({}, { OMPI_COMM_WORLD_RANK: '1', OMPI_COMM_WORLD_SIZE: '2', SLURM_PROCID: '0', SLURM_NTASKS: '8' }), { hosts: 2, hostRank: 1 }, 'one launcher only');
+  t.throws(() => hostFieldsFromEnv({}, { SLURM_PROCID: 'x', SLURM_NTASKS: '2' }), { code: 'BAD_CONFIG', message: /SLURM_PROCID/ });
+  t.same(parseTrainArgs(['--hosts', '2', '--host-rank', '1', '--rendezvous', '10.0.0.1:29500']).config, { hosts: 2, hostRank: 1, rendezvous: '10.0.0.1:29500' });
+});
+
+t.test('rendezvous addresses', async t => {
+  t.same(parseRendezvous('rendezvous', '10.0.0.1:29500'), { host: '10.0.0.1', port: 29500 });
+  t.same(parseRendezvous('rendezvous', '[::1]:80'), { host: '::1', port: 80 });
+  for (const bad of ['10.0.0.1', 'h:0', 'h:70000', ':1', 'a b:1']) t.throws(() => parseRendezvous('rendezvous', bad), { code: 'BAD_CONFIG' }, bad);
+});
+
+t.test('the topology is hosts × devices; one host is the single-process topology', async t => {
+  t.same(resolveHosts({}, 2), { topology: { processes: 1, process: 0, localDevices: 2 } });
+  const two = resolveHosts({ hosts: 2, hostRank: 1, rendezvous: '127.0.0.1:5000' }, 3);
+  t.same(two.topology, { processes: 2, process: 1, localDevices: 3 });
+  t.equal(worldSize(two.topology), 6);
+  t.throws(() => resolveHosts({ hosts: 2 }, 1), { code: 'BAD_CONFIG', message: /rendezvous/ });
+  t.throws(() => resolveHosts({ hosts: 2, hostRank: 2, rendezvous: 'h:1' }, 1), { code: 'BAD_CONFIG', message: /hostRank/ });
+  t.throws(() => resolveHosts({ rendezvous: 'h:1' }, 1), { code: 'BAD_CONFIG', message: /rendezvous/ });
+});
+
+t.test('not yet across hosts: refused before any thread starts, naming the option', async t => {
+  const base = { hosts: 2, hostRank: 0, rendezvous: '127.0.0.1:1', devices: 1, data: 'synthetic-images', imageSize: [8, 8, 1], classes: 4, datasetSize: 64, batch: 8 };
+  await t.rejects(resolveConfig({ ...base, method: 'local-head' }), { code: 'BAD_CONFIG', message: /config\.method: method 'local-head' does not work across hosts yet/ });
+  await t.rejects(resolveConfig({ ...base, strategy: 'auto' }), { code: 'BAD_CONFIG', message: /config\.strategy/ });
+  await t.rejects(resolveConfig({ ...base, transport: 'shared-memory' }), { code: 'BAD_CONFIG', message: /config\.transport/ });
+  await t.rejects(resolveConfig({ ...base, resume: '/tmp/x' }), { code: 'BAD_CONFIG', message: /config\.resume/ });
+  await t.rejects(resolveConfig({ ...base, batch: 9 }), { code: 'BAD_CONFIG', message: /divisible by devices 2 \(2 hosts × 1\)/ });
+});
+
+t.test('host 0 writes the outputs; the others resolve with none', async t => {
+  const base = { hosts: 2, rendezvous: '127.0.0.1:1', devices: 1, data: 'synthetic-images', imageSize: [8, 8, 1], classes: 4, datasetSize: 64, batch: 8,
+    out: '/tmp/o', trace: '/tmp/t.json', checkpointDir: '/tmp/c', checkpointEvery: 2 };
+  const [h0, h1] = await Promise.all([resolveConfig({ ...base, hostRank: 0 }), resolveConfig({ ...base, hostRank: 1 })]).catch(err => {
+    if (err.message.includes("'gloo' is not available")) return [undefined, undefined];
+    throw err;
+  });
+  if (!h0 || !h1) { t.comment('skipped: gloo addon not built'); return; }
+  t.same([h0.out, h0.trace, h0.checkpointDir, h0.transport, h0.devices], ['/tmp/o', '/tmp/t.json', '/tmp/c', 'gloo', 2]);
+  t.same([h1.out, h1.trace, h1.checkpointDir], [undefined, undefined, undefined]);
+});
+
+t.test('launch: --hosts taken out, the flags it sets itself refused', async t => {
+  t.same(splitLaunchArgs(['--hosts', '2', '--devices', '1']), { hosts: 2, trainArgs: ['--devices', '1'] });
+  t.same(splitLaunchArgs(['--devices=1', '--hosts=3']), { hosts: 3, trainArgs: ['--devices=1'] });
+  t.throws(() => splitLaunchArgs(['--devices', '1']), { code: 'BAD_CONFIG', message: /usage/ });
+  t.throws(() => splitLaunchArgs(['--hosts', '2', '--host-rank', '1']), { code: 'BAD_CONFIG', message: /--host-rank/ });
+  t.throws(() => splitLaunchArgs(['--hosts', 'two']), { code: 'BAD_CONFIG' });
+});
