@@ -1,5 +1,5 @@
-// Several hosts on loopback, real processes and sockets on 127.0.0.1: `tandem launch --hosts 2 --devices 1` trains to
-// the bits of one process with `--devices 2` (same global batch, data-parallel, sequential), every host's replica has
+// Several hosts on loopback, real processes and sockets on 127.0.0.1: `tandem launch --hosts 2 --devices 1` (and 2 × 2)
+// trains to the bits of one process with `--devices 2` (and 4) (same global batch, data-parallel, sequential), every host's replica has
 // the same checksum, host 0 alone writes outputs; a host killed with SIGKILL ends the other host (run directly, no
 // launcher) and the launcher within 10 s, non-zero, naming the lost host. Every process is torn down.
 import t from 'tap';
@@ -48,22 +48,24 @@ function firstLine(pattern: RegExp): { onLine: (line: string) => void; seen: Pro
 }
 
 if (glooAddonOrSkip()) {
-  t.test('launch --hosts 2 --devices 1 equals one process with --devices 2, bit for bit; replicas identical across hosts', async t => {
-    const dir = mkdtempSync(path.join(tmpdir(), 'tandem-hosts-'));
-    t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-    const hosts = tandem(['launch', '--hosts', '2', '--devices', '1', ...TRAIN, '--steps', '6', '--out', path.join(dir, 'hosts')]);
-    const one = tandem(['train', '--devices', '2', ...TRAIN, '--steps', '6', '--out', path.join(dir, 'one')]);
-    const [h, o] = await Promise.all([hosts.ended, one.ended]);
-    t.equal(h.code, 0, `launch: ${hosts.stderr.join('\n')}`);
-    t.equal(o.code, 0, `one process: ${one.stderr.join('\n')}`);
-    const [s0, s1, single] = [summaryOf(hosts.lines, '[host 0] '), summaryOf(hosts.lines, '[host 1] '), summaryOf(one.lines)];
-    t.equal(s0.config.devices, 2, 'the world is 2 hosts × 1 device');
-    t.equal(s1.replicaChecksum, s0.replicaChecksum, 'host 1 replica = host 0 replica');
-    t.equal(s0.replicaChecksum, single.replicaChecksum, 'hosts replica = one-process replica');
-    t.ok(readFileSync(path.join(dir, 'hosts', 'weights.bin')).equals(readFileSync(path.join(dir, 'one', 'weights.bin'))), 'weights.bin bit-identical');
-    t.equal(s1.config.out, undefined, 'host 1 writes nothing');
-    t.same(readdirSync(path.join(dir, 'hosts')).sort(), readdirSync(path.join(dir, 'one')).sort(), 'host 0 writes what one process writes');
-  });
+  for (const [hosts, devices] of [[2, 1], [2, 2]]) {
+    t.test(`launch --hosts ${hosts} --devices ${devices} equals one process with --devices ${hosts * devices}, bit for bit; replicas identical across hosts`, async t => {
+      const dir = mkdtempSync(path.join(tmpdir(), 'tandem-hosts-'));
+      t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+      const launch = tandem(['launch', '--hosts', String(hosts), '--devices', String(devices), ...TRAIN, '--steps', '6', '--out', path.join(dir, 'hosts')]);
+      const one = tandem(['train', '--devices', String(hosts * devices), ...TRAIN, '--steps', '6', '--out', path.join(dir, 'one')]);
+      const [h, o] = await Promise.all([launch.ended, one.ended]);
+      t.equal(h.code, 0, `launch: ${launch.stderr.join('\n')}`);
+      t.equal(o.code, 0, `one process: ${one.stderr.join('\n')}`);
+      const single = summaryOf(one.lines);
+      const perHost = Array.from({ length: hosts }, (_, r) => summaryOf(launch.lines, `[host ${r}] `));
+      t.equal(perHost[0].config.devices, hosts * devices, `the world is ${hosts} hosts × ${devices} device(s)`);
+      perHost.forEach((s, r) => t.equal(s.replicaChecksum, single.replicaChecksum, `host ${r}'s replica = the one-process replica`));
+      t.ok(readFileSync(path.join(dir, 'hosts', 'weights.bin')).equals(readFileSync(path.join(dir, 'one', 'weights.bin'))), 'weights.bin bit-identical');
+      perHost.slice(1).forEach((s, r) => t.equal(s.config.out, undefined, `host ${r + 1} writes nothing`));
+      t.same(readdirSync(path.join(dir, 'hosts')).sort(), readdirSync(path.join(dir, 'one')).sort(), 'host 0 writes what one process writes');
+    });
+  }
 
   t.test('host 1 killed with SIGKILL: host 0 (no launcher) exits within 10 s, non-zero, naming host 1', async t => {
     const rendezvous = `127.0.0.1:${await freePort()}`;
