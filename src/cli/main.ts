@@ -17,6 +17,7 @@ import { stopOnSignals } from './stop-signals.js';
 import { guardStdio } from './stdio-guard.js';
 import { hostFieldsFromEnv, type HostFields } from '../world/host-args.js';
 import { launchHosts } from '../world/launch.js';
+import { abortWhenLauncherGoes } from './launcher-link.js';
 import type { TrainConfig } from '../config-types.js';
 
 /** `config` with the host fields that are set (no undefined keys added). */
@@ -95,6 +96,7 @@ async function main(argv: string[]): Promise<number> {
         onEvent: e => progress.event(e),
       });
       const signals = stopOnSignals(run, line => console.error(line));
+      const unlinkLauncher = abortWhenLauncherGoes(run, line => console.error(line));
       let summary: Awaited<typeof run.done>;
       try {
         summary = await run.done;
@@ -104,6 +106,7 @@ async function main(argv: string[]): Promise<number> {
         return signals.exitCode;
       } finally {
         signals.dispose();
+        unlinkLauncher();
       }
       const { weights, history, ...rest2 } = summary;
       void weights; void history;
@@ -161,6 +164,7 @@ async function main(argv: string[]): Promise<number> {
     }
     case 'profile': {
       const { config, json, profileSteps } = parseTrainArgs(rest, 'profile');
+      if ((config.hosts ?? 1) > 1) throw new TandemError('BAD_CONFIG', 'tandem profile runs in one process: leave out --hosts (profile one host, then train with --hosts)');
       const resolved = await resolveConfig({ ...config, strategy: 'sequential', steps: 1 });
       const profile = await profileModel({ ...config, strategy: 'sequential', steps: 1 }, train, { steps: profileSteps });
       const verdict = decideAlexNetLike(profile.layers, { timeShare: config.timeShare ?? 0.25, paramShare: config.paramShare ?? 0.25 });

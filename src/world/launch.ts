@@ -5,10 +5,12 @@
  * tests, and later one process per GPU. Every line a host writes is passed on
  * with its rank; SIGINT/SIGTERM/SIGHUP are forwarded to every host; when one
  * host fails (non-zero exit, or killed) the others are stopped, and the
- * launcher exits non-zero naming the first host that failed.
+ * launcher exits non-zero naming the first host that failed. Each host has an
+ * IPC channel to the launcher, so a host whose launcher is gone aborts.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
+import { constants } from 'node:os';
 import { once } from 'node:events';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -46,7 +48,7 @@ export async function launchHosts(argv: string[], onLine: (host: number, line: H
   }
   if (!firstFailure) return 0;
   say(`failed: host ${firstFailure.host} ${failed(firstFailure)}`);
-  return firstFailure.kind === 'exited' ? firstFailure.code : 128 + signalNumber(firstFailure.signal);
+  return firstFailure.kind === 'exited' ? firstFailure.code : 128 + (constants.signals[firstFailure.signal] ?? 0);
 }
 
 /** `--hosts N` out of the train flags; the flags the launcher sets itself are refused. */
@@ -69,7 +71,7 @@ function startHost(host: number, hosts: number, port: number, trainArgs: string[
   const env = { ...process.env };
   for (const k of ['TANDEM_HOSTS', 'TANDEM_HOST_RANK', 'TANDEM_RENDEZVOUS']) delete env[k];
   const child = spawn(process.execPath, [CLI, 'train', ...trainArgs, '--hosts', String(hosts), '--host-rank', String(host), '--rendezvous', `127.0.0.1:${port}`],
-    { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    { env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] }); // the channel: a host whose launcher is gone aborts (cli/launcher-link.ts)
   for (const stream of ['stdout', 'stderr'] as const) {
     readline.createInterface({ input: child[stream]!, crlfDelay: Infinity }).on('line', text => onLine(host, { stream, text }));
   }
@@ -97,11 +99,6 @@ function stopOthers(children: ChildProcess[]): void {
   running.forEach(c => c.kill('SIGTERM'));
   const timer = setTimeout(() => running.forEach(c => { if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL'); }), STOP_GRACE_MS);
   timer.unref();
-}
-
-function signalNumber(signal: NodeJS.Signals): number {
-  const numbers: Partial<Record<NodeJS.Signals, number>> = { SIGHUP: 1, SIGINT: 2, SIGKILL: 9, SIGTERM: 15, SIGSEGV: 11, SIGABRT: 6 };
-  return numbers[signal] ?? 0;
 }
 
 /** A port nobody listens on at 127.0.0.1 now (host 0 listens on it a moment later). */
