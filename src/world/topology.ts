@@ -39,8 +39,3 @@ export function localRanks(t: Topology): number[] {
 export function multiProcess(processes: number, process: number, localDevices: number): Topology {
   return { processes, process, localDevices };
 }
-
-/** The process (host) that holds global rank `rank`. */
-export function processOf(t: Topology, rank: number): number {
-  return Math.floor(rank / t.localDevices);
-}
