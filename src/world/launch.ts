@@ -32,7 +32,11 @@ export async function launchHosts(argv: string[], onLine: (host: number, line: H
   const port = await freePort();
   const children = Array.from({ length: hosts }, (_, host) => startHost(host, hosts, port, trainArgs, onLine));
   say(`${hosts} hosts, rendezvous 127.0.0.1:${port}; pids ${children.map((c, h) => `host ${h}: ${c.pid}`).join(', ')}`);
-  const forward = (signal: NodeJS.Signals) => children.forEach(c => { if (c.exitCode === null && c.signalCode === null) c.kill(signal); });
+  let forwarded: NodeJS.Signals | undefined;
+  const forward = (signal: NodeJS.Signals) => {
+    forwarded ??= signal;
+    children.forEach(c => { if (c.exitCode === null && c.signalCode === null) c.kill(signal); });
+  };
   for (const s of FORWARDED_SIGNALS) process.on(s, forward);
   let firstFailure: HostEnd | undefined;
   try {
@@ -40,6 +44,7 @@ export async function launchHosts(argv: string[], onLine: (host: number, line: H
       const end = await hostEnd(child, host);
       if (firstFailure || failed(end) === undefined) return;
       firstFailure = end;
+      if (forwarded) return; // every host has the signal already: a second one would abort their stop
       say(`host ${host} ${failed(end)}; stopping the other hosts`);
       stopOthers(children);
     }));
@@ -47,7 +52,7 @@ export async function launchHosts(argv: string[], onLine: (host: number, line: H
     for (const s of FORWARDED_SIGNALS) process.off(s, forward);
   }
   if (!firstFailure) return 0;
-  say(`failed: host ${firstFailure.host} ${failed(firstFailure)}`);
+  say(forwarded ? `stopped on ${forwarded}: host ${firstFailure.host} ${failed(firstFailure)}` : `failed: host ${firstFailure.host} ${failed(firstFailure)}`);
   return firstFailure.kind === 'exited' ? firstFailure.code : 128 + (constants.signals[firstFailure.signal] ?? 0);
 }
 
@@ -71,7 +76,9 @@ function startHost(host: number, hosts: number, port: number, trainArgs: string[
   const env = { ...process.env };
   for (const k of ['TANDEM_HOSTS', 'TANDEM_HOST_RANK', 'TANDEM_RENDEZVOUS']) delete env[k];
   const child = spawn(process.execPath, [CLI, 'train', ...trainArgs, '--hosts', String(hosts), '--host-rank', String(host), '--rendezvous', `127.0.0.1:${port}`],
-    { env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] }); // the channel: a host whose launcher is gone aborts (cli/launcher-link.ts)
+    // Its own process group: a terminal's Ctrl-C reaches the launcher only, which forwards it once (two would abort the stop).
+    // The IPC channel: a host whose launcher is gone aborts (cli/launcher-link.ts).
+    { env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'], detached: true });
   for (const stream of ['stdout', 'stderr'] as const) {
     readline.createInterface({ input: child[stream]!, crlfDelay: Infinity }).on('line', text => onLine(host, { stream, text }));
   }
