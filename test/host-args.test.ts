@@ -35,9 +35,15 @@ t.test('the topology is hosts × devices; one host is the single-process topolog
   t.throws(() => resolveHosts({ rendezvous: 'h:1' }, 1), { code: 'BAD_CONFIG', message: /rendezvous/ });
 });
 
-t.test('not yet across hosts: refused before any thread starts, naming the option', async t => {
+t.test('not yet across hosts: refused before any thread starts, naming the option; local-head and partial-fc resolve', async t => {
   const base = { hosts: 2, hostRank: 0, rendezvous: '127.0.0.1:1', devices: 1, data: 'synthetic-images', imageSize: [8, 8, 1], classes: 4, datasetSize: 64, batch: 8 };
-  await t.rejects(resolveConfig({ ...base, method: 'local-head' }), { code: 'BAD_CONFIG', message: /config\.method: method 'local-head' does not work across hosts yet/ });
+  await t.rejects(resolveConfig({ ...base, method: 'squared-error' }), { code: 'BAD_CONFIG', message: /config\.method: method 'squared-error' does not work across hosts yet/ });
+  for (const method of ['local-head', 'partial-fc']) {
+    const ok = await resolveConfig({ ...base, method });
+    t.equal(ok.topology.processes, 2, `${method} runs across hosts`);
+    await t.rejects(resolveConfig({ ...base, method, checkpointEvery: 2, out: '/tmp/o' }), { code: 'BAD_CONFIG', message: /config\.checkpointEvery: checkpoints of method/ });
+    await t.rejects(resolveConfig({ ...base, devices: 2, batch: 8, method, exportDevice: 2 }), { code: 'BAD_CONFIG', message: /config\.exportDevice: 2 is not on host 0/ });
+  }
   await t.rejects(resolveConfig({ ...base, strategy: 'auto' }), { code: 'BAD_CONFIG', message: /config\.strategy/ });
   await t.rejects(resolveConfig({ ...base, transport: 'shared-memory' }), { code: 'BAD_CONFIG', message: /config\.transport/ });
   await t.rejects(resolveConfig({ ...base, resume: '/tmp/x' }), { code: 'BAD_CONFIG', message: /config\.resume/ });

@@ -293,9 +293,10 @@ export class DeviceReplica {
     this.waitForUpdate(lastStep);
     this.copyVariables(params, 'write');
     const artifacts = exportModel ? await modelArtifacts(tf, model) : undefined;
+    const worldHeads = method.worldHeads?.();
     this.enter('done');
     collective?.close();
-    this.send({ type: 'finished', device: this.rank, artifacts, head: method.finalValues(), state: readState(model), numTensors: tf.memory().numTensors },
+    this.send({ type: 'finished', device: this.rank, artifacts, head: method.finalValues(), worldHeads, state: readState(model), numTensors: tf.memory().numTensors },
       artifacts ? [artifacts.weightData] : []);
   }
 }

@@ -50,7 +50,7 @@ export type FromCompute =
       nonFiniteLoss?: number }
   | { type: 'headSnapshot'; device: number; step: number; head?: HeadState; state?: Float32Array }
   | { type: 'headRestored'; device: number }
-  | { type: 'finished'; device: number; artifacts?: ModelArtifactsData; head?: HeadValues; state: Float32Array; numTensors: number }
+  | { type: 'finished'; device: number; artifacts?: ModelArtifactsData; head?: HeadValues; worldHeads?: HeadValues[]; state: Float32Array; numTensors: number }
   | { type: 'error'; device: number; step: number; phase: Phase; error: SerializedError };
 
 /** The reply a compute thread sends to each request. */

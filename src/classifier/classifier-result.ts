@@ -1,7 +1,9 @@
 /**
  * After a method-B or partial-fc run: what each device held and exchanged,
  * the full classifier assembled from the heads in label order (optional
- * export), and the held-out evaluation of the exported extractor.
+ * export), and the held-out evaluation of the exported extractor. Across hosts
+ * the heads come gathered from every host; only the host holding the exported
+ * extractor (host 0) evaluates and assembles the full classifier.
  */
 import { runOneShotWorker } from '../actors/one-shot-worker.js';
 import { modelArtifacts } from '../trainer/model-files.js';
@@ -41,16 +43,17 @@ export function assembleClassifier(heads: HeadValues[], embedding: number, class
 }
 
 export async function classifierResult(cfg: ResolvedConfig, layout: ParameterLayout, carried: { start: number; end: number }[],
-  finished: (FromCompute & { type: 'finished' })[], extractor: ModelArtifactsData): Promise<ClassifierSummary> {
+  finished: (FromCompute & { type: 'finished' })[], extractor: ModelArtifactsData | undefined): Promise<ClassifierSummary> {
   const c = cfg.classifier!;
-  const heads = finished.sort((a, b) => a.device - b.device).map(f => f.head!);
+  const heads = worldHeadsOf(finished);
   const carriedVariables = layout.variables.filter(v => carried.some(r => v.offset < r.end && v.offset + v.size > r.start)).map(v => v.name);
-  const collectiveBytes = carried.reduce((s, r) => s + (r.end - r.start) * 4, 0) / cfg.devices;
+  // `carried` holds what this process's devices reported: per device, divide by the local count.
+  const collectiveBytes = carried.reduce((s, r) => s + (r.end - r.start) * 4, 0) / cfg.topology.localDevices;
   const partialFcBytes = cfg.method === 'partial-fc' ? (cfg.perDevice * c.embedding + 2 * cfg.batch + 2 + cfg.batch * c.embedding) * 4 : 0;
   const { w, b } = assembleClassifier(heads, c.embedding, cfg.classes);
   const heldOutCount = cfg.datasetSize - cfg.trainSize;
   let heldOut: ClassifierSummary['heldOut'];
-  if (heldOutCount > 0) {
+  if (heldOutCount > 0 && extractor) {
     const reply = await evaluateHeldOut({ backend: cfg.backend, plugins: cfg.plugins, extractor, data: cfg.data, from: cfg.trainSize, to: cfg.datasetSize, classes: cfg.classes,
       embedding: c.embedding, head: c.head, w, b, maxSamples: cfg.evalSamples });
     heldOut = { samples: reply.samples, centreAccuracy: reply.centreAccuracy, classifierAccuracy: reply.classifierAccuracy };
@@ -60,8 +63,17 @@ export async function classifierResult(cfg: ResolvedConfig, layout: ParameterLay
     classifierBytesPerDevice: heads.map(h => h.w.byteLength + (h.b?.byteLength ?? 0)),
     exchangedBytesPerStep: collectiveBytes + partialFcBytes, carriedVariables, heldOut,
   };
-  if (c.exportClassifier) summary.fullClassifier = await fullClassifierArtifacts(extractor, w, b, c.embedding, cfg.classes, c.head);
+  if (c.exportClassifier && extractor) summary.fullClassifier = await fullClassifierArtifacts(extractor, w, b, c.embedding, cfg.classes, c.head);
   return summary;
+}
+
+/**
+ * Every global rank's head in rank order: gathered across hosts by the devices (`worldHeads`), or, in one
+ * process, the local devices' own.
+ */
+function worldHeadsOf(finished: (FromCompute & { type: 'finished' })[]): HeadValues[] {
+  const gathered = finished.find(f => f.worldHeads)?.worldHeads;
+  return gathered ?? [...finished].sort((a, b) => a.device - b.device).map(f => f.head!);
 }
 
 /** Runs the held-out evaluation on its own worker thread, with the run's backend. */

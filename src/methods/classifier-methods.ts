@@ -9,6 +9,7 @@
 import { ClassifierHead } from '../classifier/classifier-head.js';
 import { LabelPartition } from '../classifier/label-partition.js';
 import { classifierResult } from '../classifier/classifier-result.js';
+import { gatherHeads } from '../classifier/gather-heads.js';
 import { partialFcStagingFloats, partialFcStep } from '../classifier/partial-fc.js';
 import { classificationLoss } from '../model/resolve-model.js';
 import { resolveClassifierOptions } from './classifier-options.js';
@@ -24,7 +25,7 @@ function classifierMethod(name: string): ClassifierMethodParts {
     localState: true,
     exportDevice: cfg => ({ device: cfg.classifier!.exportDevice, always: true }),
     async summarize({ cfg, layout, carried, finished, artifacts }) {
-      return { classifier: await classifierResult(cfg, layout, carried, finished, artifacts!) };
+      return { classifier: await classifierResult(cfg, layout, carried, finished, artifacts) };
     },
   };
 }
@@ -46,15 +47,25 @@ function headDevice(ctx: DeviceMethodContext, loss: (head: ClassifierHead, parti
     snapshot: () => head.snapshot(),
     restore: state => head.restore(state),
     finalValues: () => ({ ...head.values(), labels: head.config.labels }),
+    worldHeads: () => {
+      if (cfg.topology.processes === 1 || !ctx.collective) return undefined;
+      const mine = { ...head.values(), labels: head.config.labels };
+      const maxLabels = Math.max(...partition.labels.map(l => l.length));
+      return gatherHeads(ctx.collective, mine, cfg.devices, { embedding: c.embedding, maxLabels, bias: mine.b !== undefined });
+    },
   };
 }
+
+/** Staging of local-head's compute communicator (used only to gather the heads across hosts): chunks, any head size fits. */
+const HEAD_GATHER_STAGING_FLOATS = 1 << 16;
 
 export const LOCAL_HEAD: TrainingMethod = {
   name: 'local-head',
   description: 'method B: each device owns a share of the labels and trains its own head locally; only the feature extractor is averaged',
   ...classifierMethod('local-head'),
   createLoader: createLocalLabelLoader,
-  computeCommunicator: () => undefined,
+  // One process needs none; across hosts the heads reach host 0 through it after training.
+  computeCommunicator: cfg => (cfg.topology.processes > 1 ? { stagingFloats: HEAD_GATHER_STAGING_FLOATS } : undefined),
   createDevice: ctx => headDevice(ctx, head => (out, ys): StepLoss => {
     const { loss, correct: c } = classificationLoss(ctx.tf, head.logits(out, ys), ys, head.config.labels.length, false);
     const correct = c.dataSync()[0];

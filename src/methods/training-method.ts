@@ -83,6 +83,8 @@ export interface DeviceMethod {
   restore(state: HeadState): void;
   /** After training: what the device reports (its head). */
   finalValues(): HeadValues | undefined;
+  /** After training, collective over the compute communicator (every rank calls it): every global rank's head when the run spans hosts, else undefined. */
+  worldHeads?(): HeadValues[] | undefined;
 }
 
 export interface MethodSummaryContext {

@@ -165,7 +165,8 @@ export class TrainingRun {
   /** The checkpoint directory, cleared of temporaries that interrupted writes left. */
   private async openCheckpointStore(): Promise<void> {
     const dir = checkpointDirOf(this.cfg);
-    if (!dir) return;
+    // Across hosts, host 0 holds only its own devices' heads: a method with local state writes no checkpoint there yet.
+    if (!dir || (this.method.localState && this.cfg.topology.processes > 1)) return;
     this.store = new CheckpointStore(dir, this.cfg.keepCheckpoints);
     const stale = await this.store.removeStaleTemporaries();
     if (stale.length > 0) {

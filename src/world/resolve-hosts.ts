@@ -28,16 +28,26 @@ export function resolveHosts(config: TrainConfig, localDevices: number): Resolve
     return { topology: singleProcess(localDevices) };
   }
   if (typeof config.rendezvous !== 'string') bad('rendezvous', `${hosts} hosts need host 0's address and a free port to meet at, e.g. --rendezvous 10.0.0.1:29500 (or TANDEM_RENDEZVOUS)`);
-  refuseAcrossHosts(config);
+  refuseAcrossHosts(config, localDevices);
   return { topology: multiProcess(hosts, hostRank, localDevices), rendezvous: parseRendezvous('rendezvous', config.rendezvous) };
 }
 
+/** The methods that run across hosts: their label partitions and compute collectives span the world's global ranks. */
+const ACROSS_HOSTS_METHODS = new Set(['data-parallel', 'local-head', 'partial-fc']);
+
 /** What is not done across hosts yet (issue 15): refused before any thread starts. */
-function refuseAcrossHosts(config: TrainConfig): void {
-  const not = (field: string, what: string) => bad(field, `${what} does not work across hosts yet (hosts > 1 supports data-parallel ` +
+function refuseAcrossHosts(config: TrainConfig, localDevices: number): void {
+  const not = (field: string, what: string) => bad(field, `${what} does not work across hosts yet (hosts > 1 supports data-parallel, local-head and partial-fc ` +
     `over the ${HOSTS_TRANSPORT} transport, without resume; host 0 writes the outputs)`);
-  if ((config.method ?? 'data-parallel') !== 'data-parallel') not('method', `method '${config.method}'`);
+  const method = config.method ?? 'data-parallel';
+  if (!ACROSS_HOSTS_METHODS.has(method)) not('method', `method '${method}'`);
   if (config.strategy === 'auto') not('strategy', "strategy 'auto' (it profiles in one process)");
   if (config.transport !== undefined && config.transport !== HOSTS_TRANSPORT) not('transport', `transport '${config.transport}'`);
+  if (method !== 'data-parallel' && config.checkpointEvery !== undefined) {
+    not('checkpointEvery', `checkpoints of method '${method}' (host 0 holds only its own devices' heads)`);
+  }
+  if (config.exportDevice !== undefined && config.exportDevice >= localDevices) {
+    bad('exportDevice', `${config.exportDevice} is not on host 0 (its devices are global ranks 0..${localDevices - 1}); host 0 exports the model`);
+  }
   if (config.resume !== undefined) not('resume', 'resume (host 0 would have to read and broadcast the checkpoint)');
 }
