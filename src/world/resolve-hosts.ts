@@ -35,9 +35,8 @@ export function resolveHosts(config: TrainConfig, localDevices: number): Resolve
 /** What is not done across hosts yet (issue 15): refused before any thread starts. */
 function refuseAcrossHosts(config: TrainConfig): void {
   const not = (field: string, what: string) => bad(field, `${what} does not work across hosts yet (hosts > 1 supports data-parallel ` +
-    `over the ${HOSTS_TRANSPORT} transport, without resume; host 0 writes the outputs)`);
+    `over the ${HOSTS_TRANSPORT} transport; host 0 writes the outputs)`);
   if ((config.method ?? 'data-parallel') !== 'data-parallel') not('method', `method '${config.method}'`);
   if (config.strategy === 'auto') not('strategy', "strategy 'auto' (it profiles in one process)");
   if (config.transport !== undefined && config.transport !== HOSTS_TRANSPORT) not('transport', `transport '${config.transport}'`);
-  if (config.resume !== undefined) not('resume', 'resume (host 0 would have to read and broadcast the checkpoint)');
 }
