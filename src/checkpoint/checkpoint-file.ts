@@ -39,6 +39,9 @@ export interface Checkpoint {
   fingerprint: string;
 }
 
+/** A checkpoint file's bytes and where they were read (`source`: a file, or host 0's file sent over the network). */
+export interface CheckpointBytes { source: string; bytes: Uint8Array }
+
 export function checkpointPath(dir: string, step: number): string {
   return path.join(dir, `checkpoint-${String(step).padStart(9, '0')}.tandem`);
 }
@@ -57,9 +60,14 @@ export async function writeCheckpoint(dir: string, checkpoint: Checkpoint, tag =
 }
 
 export async function readCheckpoint(file: string): Promise<Checkpoint> {
+  return decodeCheckpoint(await readFile(file), file);
+}
+
+/** A checkpoint file's bytes (`file` names where they came from in errors), checked as readCheckpoint does. */
+export function decodeCheckpoint(bytes: Uint8Array, file: string): Checkpoint {
   let outer: { magic?: string; version?: number; sha256?: string; payload?: Uint8Array };
   try {
-    outer = packr.unpack(await readFile(file)) as typeof outer;
+    outer = packr.unpack(bytes) as typeof outer;
   } catch (err) {
     throw new TandemError('BAD_CHECKPOINT', `checkpoint ${file} cannot be read (${(err as Error).message}): it is truncated or not a tandem checkpoint`);
   }

@@ -9,7 +9,8 @@ import type { ResolvedConfig } from '../config-types.js';
 import { TandemError } from '../errors.js';
 import { modelStateSlots, optimizerStateOf, paramSlots, type SharedBuffers } from '../actors/shared-buffers.js';
 import type { WeightShape } from '../actors/protocol.js';
-import { latestCheckpoint, readCheckpoint, type Checkpoint, type HeadState } from './checkpoint-file.js';
+import { readFile } from 'node:fs/promises';
+import { decodeCheckpoint, latestCheckpoint, type Checkpoint, type CheckpointBytes, type HeadState } from './checkpoint-file.js';
 
 /** What must match for a checkpoint to continue this run exactly. */
 export function runFingerprint(cfg: ResolvedConfig): string {
@@ -22,9 +23,23 @@ export function runFingerprint(cfg: ResolvedConfig): string {
 
 /** Reads the checkpoint to resume from (`resume` is a checkpoint file or a directory: its latest), checked against this run. */
 export async function loadResume(cfg: ResolvedConfig, weights: WeightShape[], state: WeightShape[] = []): Promise<Checkpoint> {
+  return checkResume(cfg, await readResumeBytes(cfg), weights, state);
+}
+
+/** The bytes of the checkpoint to resume from (`resume` is a checkpoint file or a directory: its latest). */
+export async function readResumeBytes(cfg: ResolvedConfig): Promise<CheckpointBytes> {
   const target = cfg.resume!;
   const file = statSync(target, { throwIfNoEntry: false })?.isFile() ? target : await latestCheckpoint(target);
-  const ckpt = await readCheckpoint(file);
+  try {
+    return { source: file, bytes: await readFile(file) };
+  } catch (err) {
+    throw new TandemError('BAD_CHECKPOINT', `checkpoint ${file} cannot be read: ${(err as Error).message}`, undefined, { cause: err });
+  }
+}
+
+/** A checkpoint's bytes decoded and checked against this run. */
+export function checkResume(cfg: ResolvedConfig, { source: file, bytes }: CheckpointBytes, weights: WeightShape[], state: WeightShape[] = []): Checkpoint {
+  const ckpt = decodeCheckpoint(bytes, file);
   if (JSON.stringify(ckpt.weights) !== JSON.stringify(weights)) {
     throw new TandemError('BAD_CHECKPOINT', `checkpoint ${file} holds a different model (variables ${ckpt.weights.map(w => w.name).join(', ')}); resume with the model it was written by`);
   }

@@ -136,7 +136,8 @@ async function main(argv: string[]): Promise<number> {
         if (summary.config.out) console.log(`summary: ${summary.config.out}/summary.json`);
       }
       if (summary.stoppedAt !== undefined) {
-        console.error(`tandem: stopped after step ${summary.stoppedAt} on ${signals.received ?? 'request'}; checkpoint: ${summary.checkpointPath ?? 'none (give --checkpoint-dir or --out)'}`);
+        const checkpoint = summary.checkpointPath ?? (summary.config.topology.process > 0 ? "host 0's" : 'none (give --checkpoint-dir or --out)');
+        console.error(`tandem: stopped after step ${summary.stoppedAt} on ${signals.received ?? 'request'}; checkpoint: ${checkpoint}`);
         return signals.exitCode || 130;
       }
       return 0;

@@ -22,13 +22,14 @@ import type { PreparedCommunicator } from '../collectives/transport.js';
 import { getMethod } from '../methods/method-registry.js';
 import type { TrainingMethod } from '../methods/training-method.js';
 import type { Checkpoint, HeadState } from '../checkpoint/checkpoint-file.js';
-import { checkpointDirOf, loadResume, restoreShared, takeCheckpoint } from '../checkpoint/run-checkpoints.js';
+import { checkpointDirOf, checkResume, readResumeBytes, restoreShared, takeCheckpoint } from '../checkpoint/run-checkpoints.js';
 import { CheckpointStore } from '../checkpoint/checkpoint-store.js';
 import { StepPreimage } from '../actors/step-preimage.js';
 import { writeAbortCheckpoint } from './abort-checkpoint.js';
 import { globalRank, localRanks } from '../world/topology.js';
 import { addressTowards, serveRendezvous, storeUrl } from '../world/rendezvous.js';
 import type { StoreServer } from '../collectives/gloo/tcp-store-server.js';
+import { HostChannel } from '../world/host-channel.js';
 import { ComputeReplies } from './compute-replies.js';
 import { checkRoomForResults, resultNeeds } from '../output/room-for-results.js';
 import { RunLedger } from './run-ledger.js';
@@ -68,8 +69,8 @@ export class TrainingRun {
   private abortCause?: 'request' | 'grace';
   private graceTimer?: NodeJS.Timeout;
   private ending?: Promise<void>;
-  /** Several hosts: host 0's store (on host 0) and the address this host's ranks listen on. */
-  private world?: { server?: StoreServer; hostname: string };
+  /** Several hosts: host 0's store (on host 0), the address this host's ranks listen on, this host's line to the others. */
+  private world?: { server?: StoreServer; hostname: string; channel?: HostChannel };
 
   constructor(private readonly cfg: ResolvedConfig, private readonly strategy: StrategySpec, private readonly hooks: TrainHooks,
     private readonly auto?: TrainSummary['auto'], private readonly stopRequest?: StopRequest) {
@@ -108,6 +109,7 @@ export class TrainingRun {
       clearTimeout(this.graceTimer);
       await this.endThreads();
       this.store?.close();
+      this.world?.channel?.close();
       await this.world?.server?.close();
     }
   }
@@ -143,7 +145,7 @@ export class TrainingRun {
     await checkRoomForResults(resultNeeds(this.cfg, built.layout.total, built.stateTotal)); // before step 1, not at the end
     const laidOut = await this.layOut(built);
     this.laidOut = laidOut;
-    const resume = this.cfg.resume ? await loadResume(this.cfg, built.weights, built.state) : undefined;
+    const resume = this.cfg.resume ? await this.loadResume(built) : undefined;
     const firstStep = (resume?.step ?? 0) + 1;
     this.firstStep = firstStep;
     const cfg = this.cfg;
@@ -236,6 +238,27 @@ export class TrainingRun {
     const server = topology.process === 0 ? await serveRendezvous(rendezvous) : undefined;
     this.world = { server, hostname: '' };
     this.world.hostname = await addressTowards(rendezvous, this.setupWatchdogMs());
+    this.world.channel = await HostChannel.open(storeUrl(rendezvous), topology, this.setupWatchdogMs());
+  }
+
+  /** The checkpoint to resume from, checked against this run; several hosts: host 0 reads it and sends it to the others. */
+  private async loadResume({ weights, state }: Built): Promise<Checkpoint> {
+    const channel = this.world?.channel;
+    const bytes = channel ? await channel.shareCheckpoint(() => readResumeBytes(this.cfg)) : await readResumeBytes(this.cfg);
+    return checkResume(this.cfg, bytes, weights, state);
+  }
+
+  /**
+   * Whether to stop after `step`: asked here; several hosts: asked on any host after the step before, agreed between
+   * them (host-channel.ts), so every host stops after the same step, one step after the request.
+   */
+  private async stopAfter(step: number): Promise<boolean> {
+    const wanted = this.hooks.shouldStop?.() === true || this.stopRequest?.requested !== undefined;
+    const channel = this.world?.channel;
+    if (!channel) return wanted;
+    const agreed = step > this.firstStep && await channel.stopAgreed(step - 1);
+    if (!agreed && step < this.cfg.steps) await channel.submitStop(step, wanted);
+    return agreed;
   }
 
   /** A communicator of this process's devices on the run's transport (several hosts: of every host's devices, by global rank). */
@@ -351,7 +374,7 @@ export class TrainingRun {
         await this.applied(laidOut.groups, step);
         hooks.onStepApplied(step, replicas, laidOut.layout);
       }
-      const stopping = hooks.shouldStop?.() === true || this.stopRequest?.requested !== undefined;
+      const stopping = await this.stopAfter(step);
       const disarmGrace = () => { clearTimeout(this.graceTimer); this.stepping = 'after'; };
       if (this.store && ((cfg.checkpointEvery && step % cfg.checkpointEvery === 0) || (stopping && step < cfg.steps))) {
         await this.checkpoint(laidOut, step, stopping ? disarmGrace : undefined);
