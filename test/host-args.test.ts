@@ -35,16 +35,17 @@ t.test('the topology is hosts × devices; one host is the single-process topolog
   t.throws(() => resolveHosts({ rendezvous: 'h:1' }, 1), { code: 'BAD_CONFIG', message: /rendezvous/ });
 });
 
-t.test('not yet across hosts: refused before any thread starts, naming the option; local-head and partial-fc resolve', async t => {
+t.test('not yet across hosts: refused before any thread starts, naming the option; local-head and partial-fc resolve, with checkpoints and resume; auto resolves', async t => {
   const base = { hosts: 2, hostRank: 0, rendezvous: '127.0.0.1:1', devices: 1, data: 'synthetic-images', imageSize: [8, 8, 1], classes: 4, datasetSize: 64, batch: 8 };
   await t.rejects(resolveConfig({ ...base, method: 'squared-error' }), { code: 'BAD_CONFIG', message: /config\.method: method 'squared-error' does not work across hosts yet/ });
   for (const method of ['local-head', 'partial-fc']) {
     const ok = await resolveConfig({ ...base, method });
     t.equal(ok.topology.processes, 2, `${method} runs across hosts`);
-    await t.rejects(resolveConfig({ ...base, method, checkpointEvery: 2, out: '/tmp/o' }), { code: 'BAD_CONFIG', message: /config\.checkpointEvery: checkpoints of method/ });
+    const ckpt = await resolveConfig({ ...base, method, checkpointEvery: 2, out: '/tmp/o', resume: '/tmp/o' });
+    t.same([ckpt.checkpointEvery, ckpt.resume], [2, '/tmp/o'], `${method}: checkpoints and resume across hosts`);
     await t.rejects(resolveConfig({ ...base, devices: 2, batch: 8, method, exportDevice: 2 }), { code: 'BAD_CONFIG', message: /config\.exportDevice: 2 is not on host 0/ });
   }
-  await t.rejects(resolveConfig({ ...base, strategy: 'auto' }), { code: 'BAD_CONFIG', message: /config\.strategy/ });
+  t.equal((await resolveConfig({ ...base, strategy: 'auto' })).strategy, 'auto', "strategy 'auto' across hosts (host 0 profiles)");
   await t.rejects(resolveConfig({ ...base, transport: 'shared-memory' }), { code: 'BAD_CONFIG', message: /config\.transport/ });
   await t.rejects(resolveConfig({ ...base, batch: 9 }), { code: 'BAD_CONFIG', message: /divisible by devices 2 \(2 hosts × 1\)/ });
 });

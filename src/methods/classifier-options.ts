@@ -25,6 +25,7 @@ export function resolveClassifierOptions(config: TrainConfig, ctx: MethodResolve
     ? LabelPartition.fromShares(classes, config.partition)
     : LabelPartition.contiguous(classes, devices);
   if (partition.devices !== devices) bad('partition', `lists ${partition.devices} devices but the run has ${devices}`);
+  if (method === 'local-head') refuseLoneLabels(partition, config.partition !== undefined);
   const head = config.head ?? 'linear';
   if (!HEAD_KINDS.includes(head)) bad('head', `must be one of ${HEAD_KINDS.join(', ')}, got ${JSON.stringify(head)}`);
   const exportDevice = config.exportDevice ?? 0;
@@ -42,4 +43,18 @@ export function resolveClassifierOptions(config: TrainConfig, ctx: MethodResolve
   if (config.sampleRate !== undefined && method !== 'partial-fc') bad('sampleRate', 'applies to --method partial-fc only');
   if (method === 'partial-fc' && head !== 'linear') bad('head', 'partial-fc supports --head linear only; use --method local-head for a cosine head');
   return resolved;
+}
+
+/**
+ * local-head's loss is a softmax over the device's own labels: over one label it is constant (probability 1, loss 0,
+ * no gradient), so that device's head and its samples would train nothing. Refused, naming the device and the fixes.
+ */
+function refuseLoneLabels(partition: LabelPartition, given: boolean): void {
+  const lone = partition.labels.findIndex(ls => ls.length === 1);
+  if (lone === -1) return;
+  const { classes, devices } = partition;
+  bad(given ? 'partition' : 'classes', `method local-head: device ${lone} owns a single label (${partition.labels[lone][0]}) of ${classes} classes over ${devices} devices; ` +
+    'its softmax over one label is constant (loss 0, no gradient), so its head and its samples would train nothing. ' +
+    `Give every device at least 2 labels: ${given ? 'a partition with 2 or more labels per device, ' : ''}at least ${2 * devices} classes, ` +
+    `${classes >= 2 ? `at most ${Math.floor(classes / 2)} device(s), ` : ''}or --method partial-fc (one softmax over every class)`);
 }

@@ -1,12 +1,15 @@
 /**
  * The front door: `train(config)` validates the config before any thread
- * starts (and with `strategy: 'auto'` profiles first), then runs it
+ * starts (and with `strategy: 'auto'` profiles first: across hosts, host 0
+ * profiles and every host runs its choice), then runs it
  * (training-run.ts); `startTraining` returns the run's streams at once.
  */
 import { resolveConfig } from '../config.js';
-import type { TrainConfig } from '../config-types.js';
-import type { StrategySpec } from '../pipeline/strategy.js';
-import { chooseStrategy, type AutoChoice } from '../profiling/choose-strategy.js';
+import type { ResolvedConfig, TrainConfig } from '../config-types.js';
+import type { StrategyName, StrategySpec } from '../pipeline/strategy.js';
+import { chooseStrategy } from '../profiling/choose-strategy.js';
+import { decideOnHost0, type Decided } from '../world/decide-on-host0.js';
+import type { StoreServer } from '../collectives/gloo/tcp-store-server.js';
 import { TrainingRun } from './training-run.js';
 import { claimOutputs } from '../output/claim-outputs.js';
 import { failedEvent, RunStreams } from './run-streams.js';
@@ -18,20 +21,38 @@ export type { StepMetrics, TrainHooks, TrainSummary, TrainingHandle } from './ru
 export async function train(config: TrainConfig, hooks: TrainHooks = {}, stopRequest?: StopRequest): Promise<TrainSummary> {
   const checked = await resolveConfig(config); // bad input fails before any output is touched or thread started
   const lock = await claimOutputs(checked, message => hooks.onEvent?.({ type: 'warning', step: 0, message }));
+  let served: StoreServer | undefined;
   try {
-    let auto: AutoChoice | undefined;
+    let autoNote: AutoNote | undefined;
     if (config.strategy === 'auto') {
-      auto = await chooseStrategy(config, train);
-      hooks.onAutoChoice?.(auto);
-      hooks.onEvent?.({ type: 'auto', strategy: auto.strategy, splitLayer: auto.splitLayer, reason: auto.reason });
-      config = { ...config, strategy: auto.strategy, splitLayer: auto.splitLayer };
+      ({ value: autoNote, server: served } = await pickStrategy(config, checked, hooks));
+      config = { ...config, strategy: autoNote.strategy as StrategyName, splitLayer: autoNote.splitLayer };
     }
-    const resolved = auto ? await resolveConfig(config) : checked;
-    const autoNote = auto && { strategy: auto.strategy, splitLayer: auto.splitLayer, reason: auto.reason };
-    return await new TrainingRun(resolved, (config.strategy ?? 'sequential') as StrategySpec, hooks, autoNote, stopRequest).run();
+    const resolved = autoNote ? await resolveConfig(config) : checked;
+    return await new TrainingRun(resolved, (config.strategy ?? 'sequential') as StrategySpec, hooks, autoNote, stopRequest, served).run();
   } finally {
+    await served?.close();
     await lock.release();
   }
+}
+
+type AutoNote = NonNullable<TrainSummary['auto']>;
+
+/**
+ * `strategy: 'auto'`: profile and choose. Several hosts: host 0 alone profiles and reports the choice; every host runs
+ * it (host 0 serves the rendezvous store from then on: `server`, for the run).
+ */
+async function pickStrategy(config: TrainConfig, checked: ResolvedConfig, hooks: TrainHooks): Promise<Decided<AutoNote>> {
+  const choose = async (): Promise<AutoNote> => {
+    const auto = await chooseStrategy(config, train);
+    hooks.onAutoChoice?.(auto);
+    hooks.onEvent?.({ type: 'auto', strategy: auto.strategy, splitLayer: auto.splitLayer, reason: auto.reason });
+    return { strategy: auto.strategy, splitLayer: auto.splitLayer, reason: auto.reason };
+  };
+  if (!checked.rendezvous) return { value: await choose() };
+  const decided = await decideOnHost0(checked, choose);
+  if (checked.topology.process === 0) return decided;
+  return { ...decided, value: { ...decided.value, reason: `host 0 chose: ${decided.value.reason}` } };
 }
 
 

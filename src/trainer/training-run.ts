@@ -73,7 +73,7 @@ export class TrainingRun {
   private world?: { server?: StoreServer; hostname: string; channel?: HostChannel };
 
   constructor(private readonly cfg: ResolvedConfig, private readonly strategy: StrategySpec, private readonly hooks: TrainHooks,
-    private readonly auto?: TrainSummary['auto'], private readonly stopRequest?: StopRequest) {
+    private readonly auto?: TrainSummary['auto'], private readonly stopRequest?: StopRequest, private readonly served?: StoreServer) {
     const local = cfg.topology.localDevices;
     this.method = getMethod(cfg.method);
     const groupCount = MAX_GROUPS; // control words for as many groups as any strategy may use
@@ -167,8 +167,7 @@ export class TrainingRun {
   /** The checkpoint directory, cleared of temporaries that interrupted writes left. */
   private async openCheckpointStore(): Promise<void> {
     const dir = checkpointDirOf(this.cfg);
-    // Across hosts, host 0 holds only its own devices' heads: a method with local state writes no checkpoint there yet.
-    if (!dir || (this.method.localState && this.cfg.topology.processes > 1)) return;
+    if (!dir) return;
     this.store = new CheckpointStore(dir, this.cfg.keepCheckpoints);
     const stale = await this.store.removeStaleTemporaries();
     if (stale.length > 0) {
@@ -231,11 +230,14 @@ export class TrainingRun {
     return { ...built, groups, buffers, load };
   }
 
-  /** Several hosts: host 0 serves the store at the rendezvous; every host finds the address it reaches it from. */
+  /**
+   * Several hosts: host 0 serves the store at the rendezvous (or takes over `served`, the store train() opened to
+   * agree on an auto strategy); every host finds the address it reaches it from.
+   */
   private async joinWorld(): Promise<void> {
     const { rendezvous, topology } = this.cfg;
     if (!rendezvous) return;
-    const server = topology.process === 0 ? await serveRendezvous(rendezvous) : undefined;
+    const server = topology.process === 0 ? this.served ?? await serveRendezvous(rendezvous) : undefined;
     this.world = { server, hostname: '' };
     this.world.hostname = await addressTowards(rendezvous, this.setupWatchdogMs());
     this.world.channel = await HostChannel.open(storeUrl(rendezvous), topology, this.setupWatchdogMs());
@@ -316,6 +318,14 @@ export class TrainingRun {
     return Promise.all(this.actors.flatMap(a => groups.map((_, g) => this.control.waitAppliedAsync(a.identity.local, g, step)))).then(() => undefined);
   }
 
+  /**
+   * Several hosts, a method with local heads, a host other than 0: at each checkpoint its devices' heads go to host 0,
+   * which writes the checkpoint (it holds every head then: the file one process of the same world would write).
+   */
+  private sendsHeads(): boolean {
+    return this.method.localState && this.cfg.topology.process !== 0 && this.world?.channel !== undefined;
+  }
+
   /** `taken`: called once the checkpoint's values are in hand (before the file is written). */
   private async checkpoint(laidOut: LaidOut, step: number, taken?: () => void): Promise<void> {
     await this.applied(laidOut.groups, step);
@@ -326,6 +336,13 @@ export class TrainingRun {
       if (this.method.localState) heads = snaps.map(m => m.head!);
       modelState = { weights: laidOut.state, values: snaps[0].state! };
     }
+    const channel = this.world?.channel;
+    if (!this.store) { // a host other than 0 (sendsHeads): host 0 writes
+      taken?.();
+      await channel!.sendHeads(step, heads!);
+      return;
+    }
+    if (heads && channel) heads = await channel.collectHeads(step, heads);
     const checkpoint = takeCheckpoint(this.cfg, step, laidOut.weights, laidOut.buffers, heads, modelState);
     taken?.();
     const written = await this.store!.write(checkpoint);
@@ -376,7 +393,7 @@ export class TrainingRun {
       }
       const stopping = await this.stopAfter(step);
       const disarmGrace = () => { clearTimeout(this.graceTimer); this.stepping = 'after'; };
-      if (this.store && ((cfg.checkpointEvery && step % cfg.checkpointEvery === 0) || (stopping && step < cfg.steps))) {
+      if ((this.store || this.sendsHeads()) && ((cfg.checkpointEvery && step % cfg.checkpointEvery === 0) || (stopping && step < cfg.steps))) {
         await this.checkpoint(laidOut, step, stopping ? disarmGrace : undefined);
       }
       if (stopping) disarmGrace();

@@ -3,23 +3,32 @@
  * 0's rendezvous store (one connection per host, on the main thread):
  * - the checkpoint to resume from: host 0 reads it and publishes its bytes,
  *   every other host takes them from the store (no shared filesystem);
+ * - a checkpoint's local heads (local-head, partial-fc): every other host
+ *   publishes its devices' heads of the step, host 0 collects them in global
+ *   rank order and writes the one checkpoint a single process would write;
+ * - the strategy `--strategy auto` picked: host 0 profiles and publishes its
+ *   choice (or its failure), every other host takes it;
  * - whether to stop: each host adds its wish after step s to one counter per
  *   step; the last to arrive publishes the verdict, read after step s+1, so
  *   every host stops after the same step (s+1), or none does. Reading it a
  *   step later never waits on a host that is gone: step s+1's all-reduce, which
  *   needs every host, fails first with PEER_LOST naming it.
  */
+import { Packr } from 'msgpackr';
 import { TandemError } from '../errors.js';
 import { StoreClient } from '../collectives/gloo/tcp-store-client.js';
 import type { Topology } from './topology.js';
-import type { CheckpointBytes } from '../checkpoint/checkpoint-file.js';
+import type { CheckpointBytes, HeadState } from '../checkpoint/checkpoint-file.js';
 
 /** A stop wish weighs this much in a step's counter; an arrival weighs 1 (hosts < this). */
 const STOP_WEIGHT = 1 << 16;
 const RESUME_KEY = 'tandem.resume';
+const AUTO_KEY = 'tandem.auto';
 /** The first byte of the resume key's value: the checkpoint's bytes follow, or host 0's error message. */
 const RESUME_OK = 1;
 const RESUME_FAILED = 0;
+/** Float32Arrays travel as themselves (the checkpoint file's packing). */
+const packr = new Packr({ structuredClone: true });
 
 export class HostChannel {
   private constructor(private readonly client: StoreClient, private readonly topology: Topology) {}
@@ -43,6 +52,53 @@ export class HostChannel {
       return ckpt;
     } catch (err) {
       await this.client.set(RESUME_KEY, frame(RESUME_FAILED, { message: (err as Error).message }, new Uint8Array(0))).catch(() => {});
+      throw err;
+    }
+  }
+
+  /**
+   * A host other than 0, at a checkpoint of `step`: its devices' heads (local order) go to host 0. One payload key per
+   * host, overwritten at each checkpoint (the store keeps what it is given), and a marker per step that host 0 waits
+   * on. Host 0 reads the payload before its devices start step+1, whose all-reduce this host needs before it can
+   * reach its next checkpoint: the payload is never overwritten before it is read.
+   */
+  async sendHeads(step: number, heads: HeadState[]): Promise<void> {
+    const process = this.topology.process;
+    await this.client.set(`tandem.heads.${process}`, packr.pack({ step, heads }));
+    await this.client.set(`tandem.heads.${process}.at.${step}`, '');
+  }
+
+  /** Host 0, at a checkpoint of `step`: its own devices' heads (`mine`) and every other host's, in global rank order. */
+  async collectHeads(step: number, mine: HeadState[]): Promise<HeadState[]> {
+    const all = [...mine];
+    for (let p = 1; p < this.topology.processes; p++) {
+      await this.client.wait([`tandem.heads.${p}.at.${step}`]);
+      const sent = packr.unpack(await this.client.get(`tandem.heads.${p}`)) as { step: number; heads: HeadState[] };
+      if (sent.step !== step || sent.heads.length !== this.topology.localDevices) {
+        throw new TandemError('BAD_CONFIG', `host ${p} sent the heads of step ${sent.step} (${sent.heads.length} devices) for host 0's checkpoint of step ${step} ` +
+          `(${this.topology.localDevices} devices): every host must run with the same flags (--devices, --checkpoint-every)`);
+      }
+      all.push(...sent.heads);
+    }
+    return all;
+  }
+
+  /**
+   * `--strategy auto` across hosts: host 0 runs `choose` (it profiles) and publishes the choice, or its failure;
+   * every host resolves with host 0's choice. The other hosts wait for it as long as host 0 profiles.
+   */
+  async shareChoice<T extends object>(choose: () => Promise<T>): Promise<T> {
+    if (this.topology.process !== 0) {
+      const sent = JSON.parse((await this.client.get(AUTO_KEY)).toString()) as { ok: true; choice: T } | { ok: false; message: string };
+      if (!sent.ok) throw new TandemError('BAD_CONFIG', `host 0 could not pick a strategy for --strategy auto: ${sent.message}`);
+      return sent.choice;
+    }
+    try {
+      const choice = await choose();
+      await this.client.set(AUTO_KEY, JSON.stringify({ ok: true, choice }));
+      return choice;
+    } catch (err) {
+      await this.client.set(AUTO_KEY, JSON.stringify({ ok: false, message: (err as Error).message })).catch(() => {});
       throw err;
     }
   }

@@ -38,16 +38,11 @@ const ACROSS_HOSTS_METHODS = new Set(['data-parallel', 'local-head', 'partial-fc
 /** What is not done across hosts yet (issue 15): refused before any thread starts. */
 function refuseAcrossHosts(config: TrainConfig, localDevices: number): void {
   const not = (field: string, what: string) => bad(field, `${what} does not work across hosts yet (hosts > 1 supports data-parallel, local-head and partial-fc ` +
-    `over the ${HOSTS_TRANSPORT} transport; data-parallel resumes; host 0 writes the outputs)`);
+    `over the ${HOSTS_TRANSPORT} transport; host 0 writes the outputs and checkpoints)`);
   const method = config.method ?? 'data-parallel';
   if (!ACROSS_HOSTS_METHODS.has(method)) not('method', `method '${method}'`);
-  if (config.strategy === 'auto') not('strategy', "strategy 'auto' (it profiles in one process)");
   if (config.transport !== undefined && config.transport !== HOSTS_TRANSPORT) not('transport', `transport '${config.transport}'`);
-  if (method !== 'data-parallel' && config.checkpointEvery !== undefined) {
-    not('checkpointEvery', `checkpoints of method '${method}' (host 0 holds only its own devices' heads)`);
-  }
   if (config.exportDevice !== undefined && config.exportDevice >= localDevices) {
     bad('exportDevice', `${config.exportDevice} is not on host 0 (its devices are global ranks 0..${localDevices - 1}); host 0 exports the model`);
   }
-  if (method !== 'data-parallel' && config.resume !== undefined) not('resume', `resume of method '${method}' (its heads are not in host 0's checkpoints)`);
 }
