@@ -19,7 +19,7 @@ import { checkpointPath } from '../src/checkpoint/checkpoint-file.js';
 const CLI = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
 /** 5 classes over 2 devices: heads of 3 and 2 labels. */
 const TRAIN = ['--model', 'mlp', '--data', 'synthetic-images', '--image-size', '8x8x1', '--classes', '5', '--dataset-size', '90',
-  '--batch', '8', '--seed', '3', '--embedding', '8', '--export-classifier', '--optimizer', 'adam', '--json'];
+  '--batch', '8', '--seed', '3', '--embedding', '8', '--export-classifier', '--optimizer', 'adam', '--json', '--verbose']; // --verbose: host 1 prints its events too
 const HOSTS = ['--hosts', '2', '--devices', '1'];
 
 type Assert = Pick<typeof t, 'ok' | 'equal' | 'comment'>;

@@ -22,7 +22,7 @@ const BN_CONVNET = fileURLToPath(new URL('../../test/fixtures/models/bn-convnet.
 const STEPS = '4';
 /** The same run as custom-strategy-host.ts's. */
 const TRAIN = ['--model', 'mlp', '--data', 'synthetic-images', '--image-size', '8x8x1', '--classes', '4', '--dataset-size', '64',
-  '--batch', '8', '--seed', '3', '--steps', STEPS, '--json'];
+  '--batch', '8', '--seed', '3', '--steps', STEPS, '--json', '--verbose']; // --verbose: host 1 prints its events too
 const LAUNCH = ['launch', '--hosts', '2', '--devices', '1'];
 const AT_ONCE = 3;
 
