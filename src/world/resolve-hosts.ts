@@ -11,8 +11,13 @@ import { parseRendezvous, type Rendezvous } from './rendezvous.js';
 
 export interface ResolvedHosts { topology: Topology; rendezvous?: Rendezvous }
 
-/** The transport that spans processes. */
-export const HOSTS_TRANSPORT = 'gloo';
+/** The transports that span processes: flat Gloo, and shared memory inside a host with Gloo between hosts. */
+export const HOSTS_TRANSPORTS = ['hierarchical', 'gloo'] as const;
+
+/** The default across hosts: hierarchical with several devices per host; with one, the flat gloo it would equal. */
+export function hostsTransport(localDevices: number): string {
+  return localDevices > 1 ? 'hierarchical' : 'gloo';
+}
 
 function bad(field: string, message: string): never {
   throw new TandemError('BAD_CONFIG', `config.${field}: ${message}`);
@@ -38,11 +43,11 @@ const ACROSS_HOSTS_METHODS = new Set(['data-parallel', 'local-head', 'partial-fc
 /** What is not done across hosts yet (issue 15): refused before any thread starts. */
 function refuseAcrossHosts(config: TrainConfig, localDevices: number): void {
   const not = (field: string, what: string) => bad(field, `${what} does not work across hosts yet (hosts > 1 supports data-parallel, local-head and partial-fc ` +
-    `over the ${HOSTS_TRANSPORT} transport; data-parallel resumes; host 0 writes the outputs)`);
+    `over the ${HOSTS_TRANSPORTS.join(' or ')} transport; data-parallel resumes; host 0 writes the outputs)`);
   const method = config.method ?? 'data-parallel';
   if (!ACROSS_HOSTS_METHODS.has(method)) not('method', `method '${method}'`);
   if (config.strategy === 'auto') not('strategy', "strategy 'auto' (it profiles in one process)");
-  if (config.transport !== undefined && config.transport !== HOSTS_TRANSPORT) not('transport', `transport '${config.transport}'`);
+  if (config.transport !== undefined && !(HOSTS_TRANSPORTS as readonly string[]).includes(config.transport)) not('transport', `transport '${config.transport}'`);
   if (method !== 'data-parallel' && config.checkpointEvery !== undefined) {
     not('checkpointEvery', `checkpoints of method '${method}' (host 0 holds only its own devices' heads)`);
   }
