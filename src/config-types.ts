@@ -41,8 +41,12 @@ export interface FaultInjection {
   device: number;
   step: number;
   phase: (typeof FAULT_PHASES)[number];
-  /** throw an exception, exit the thread, hang (a busy loop that never returns), or (forward only) make the output NaN. */
-  kind: 'throw' | 'exit' | 'hang' | 'nan';
+  /**
+   * throw an exception, exit the thread, hang (a busy loop that never returns), (forward only) make the output NaN, or
+   * (update only) `perturb`: move the device's first parameter of group 0 by 0.01 after its update, a replica
+   * that silently diverges (what the replica check, `replicaCheckEvery`, must catch).
+   */
+  kind: 'throw' | 'exit' | 'hang' | 'nan' | 'perturb';
 }
 
 export interface TrainConfig {
@@ -72,6 +76,11 @@ export interface TrainConfig {
   evalSamples?: number;
   /** Write a checkpoint every K steps (and when stopped). */
   checkpointEvery?: number;
+  /**
+   * Compare a digest of every replica's parameter bits (every device of every host) every K steps; a difference ends
+   * the run on every host with REPLICA_DIVERGED. Default 100; 0 turns it off.
+   */
+  replicaCheckEvery?: number;
   /** Where checkpoints go. Default: `out`. */
   checkpointDir?: string;
   /** Keep only the K newest checkpoints of the checkpoint directory (older ones are removed after each write). Default 3; 0 keeps all. */
@@ -170,6 +179,8 @@ export interface ResolvedConfig {
   evalSamples: number;
   onNan: 'error' | 'skip-step';
   checkpointEvery?: number;
+  /** 0: off. */
+  replicaCheckEvery: number;
   checkpointDir?: string;
   keepCheckpoints: number;
   stopGraceMs: number;

@@ -29,7 +29,9 @@ import { FAULT_PHASES, LOSS_KINDS, type ClassifierConfig, type LossKind, type Re
 export { METHODS, FAULT_PHASES, LOSS_KINDS } from './config-types.js';
 export type { ClassifierConfig, FaultInjection, LossKind, Method, ResolvedConfig, TrainConfig } from './config-types.js';
 
-const KNOWN_KEYS = new Set(['hosts', 'hostRank', 'rendezvous', 'checkpointEvery', 'checkpointDir', 'keepCheckpoints', 'stopGraceMs', 'resume', 'onNan', 'evalSamples', 'method', 'embedding', 'head', 'scale', 'margin', 'sampleRate', 'partition', 'heldOut', 'exportDevice', 'exportClassifier', 'model', 'data', 'devices', 'backend', 'nativeThreads', 'nativeFusion', 'batch', 'steps', 'epochs', 'lr', 'momentum', 'optimizer', 'seed',
+/** Steps between two replica checks (a digest of every replica's parameters, compared across devices and hosts). */
+const DEFAULT_REPLICA_CHECK_EVERY = 100;
+const KNOWN_KEYS = new Set(['hosts', 'hostRank', 'rendezvous', 'checkpointEvery', 'replicaCheckEvery', 'checkpointDir', 'keepCheckpoints', 'stopGraceMs', 'resume', 'onNan', 'evalSamples', 'method', 'embedding', 'head', 'scale', 'margin', 'sampleRate', 'partition', 'heldOut', 'exportDevice', 'exportClassifier', 'model', 'data', 'devices', 'backend', 'nativeThreads', 'nativeFusion', 'batch', 'steps', 'epochs', 'lr', 'momentum', 'optimizer', 'seed',
   'strategy', 'timeShare', 'paramShare', 'splitLayer', 'bucketCapMB', 'firstBucketMB', 'link', 'trace', 'allReduce', 'transport', 'batchNorm', 'loss', 'plugins', 'out', 'classes', 'imageSize', 'datasetSize', 'stallTimeoutMs', 'loaderThreads', 'faultInjection']);
 
 function bad(field: string, message: string): never {
@@ -38,6 +40,11 @@ function bad(field: string, message: string): never {
 
 function positiveInt(field: string, v: unknown, max = Number.MAX_SAFE_INTEGER): number {
   if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > max) bad(field, `must be an integer in [1, ${max}], got ${JSON.stringify(v)}`);
+  return v;
+}
+
+function nonNegativeInt(field: string, v: unknown): number {
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) bad(field, `must be an integer >= 0 (0: off), got ${JSON.stringify(v)}`);
   return v;
 }
 
@@ -191,14 +198,16 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
     positiveInt('faultInjection.step', fi.step);
     if (!Number.isInteger(fi.device) || fi.device < 0 || fi.device >= devices) bad('faultInjection.device', `must be in [0, ${devices})`);
     oneOf('faultInjection.phase', fi.phase, FAULT_PHASES);
-    oneOf('faultInjection.kind', fi.kind, ['throw', 'exit', 'hang', 'nan'] as const);
+    oneOf('faultInjection.kind', fi.kind, ['throw', 'exit', 'hang', 'nan', 'perturb'] as const);
     if (fi.kind === 'nan' && fi.phase !== 'forward') bad('faultInjection.kind', "'nan' is injected in the forward pass only");
+    if (fi.kind === 'perturb' && fi.phase !== 'update') bad('faultInjection.kind', "'perturb' is injected in the update only");
   }
   if (config.out !== undefined && (typeof config.out !== 'string' || config.out === '')) bad('out', 'must be a directory path');
 
   const resolved: ResolvedConfig = {
     onNan: oneOf('onNan', config.onNan ?? 'error', ['error', 'skip-step'] as const),
     ...checkpointOptions(config, writer),
+    replicaCheckEvery: config.replicaCheckEvery === undefined ? DEFAULT_REPLICA_CHECK_EVERY : nonNegativeInt('replicaCheckEvery', config.replicaCheckEvery),
     method: method.name, classifier, trainSize, evalSamples: positiveInt('evalSamples', config.evalSamples ?? 2000),
     model, data, datasetSize: meta.size, sampleShape, classes: meta.classes, devices, topology, rendezvous, backend, nativeThreads, nativeFusion, batch,
     perDevice: batch / devices, steps, stepsPerEpoch, optimizer, seed, strategy, strategyOptions, link, trace: writer ? config.trace : undefined, allReduce,

@@ -23,7 +23,8 @@ export type TandemErrorCode =
   | 'BAD_MODEL'
   | 'BAD_OUTPUT'
   | 'WRITE_FAILED'
-  | 'RUN_LOCKED';
+  | 'RUN_LOCKED'
+  | 'REPLICA_DIVERGED';
 
 /** Where a device failure happened, when it happened on a device. */
 export interface DeviceFailureContext {

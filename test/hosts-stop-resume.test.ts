@@ -18,7 +18,7 @@ import { freePort } from '../src/world/launch.js';
 
 const CLI = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
 const TRAIN = ['--model', 'mlp', '--data', 'synthetic-images', '--image-size', '8x8x1', '--classes', '4',
-  '--dataset-size', '64', '--batch', '8', '--seed', '3', '--strategy', 'sequential', '--optimizer', 'adam', '--json'];
+  '--dataset-size', '64', '--batch', '8', '--seed', '3', '--strategy', 'sequential', '--optimizer', 'adam', '--json', '--verbose'];  // --verbose: host 1 prints its steps too
 const HOSTS = ['--hosts', '2', '--devices', '1'];
 /** Far more steps than the stopped run gets to (it is stopped at its third step). */
 const MANY_STEPS = '2000';

@@ -15,7 +15,7 @@ import { freePort } from '../src/world/launch.js';
 
 const CLI = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
 const TRAIN = ['--model', 'mlp', '--data', 'synthetic-images', '--image-size', '8x8x1', '--classes', '4', '--dataset-size', '64',
-  '--batch', '8', '--seed', '3', '--strategy', 'sequential', '--json'];
+  '--batch', '8', '--seed', '3', '--strategy', 'sequential', '--json', '--verbose']; // --verbose: host 1 prints its steps too
 
 interface Proc { child: ChildProcess; lines: string[]; stderr: string[]; ended: Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }> }
 

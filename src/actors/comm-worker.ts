@@ -21,7 +21,7 @@ import type { GroupExchange } from '../pipeline/events.js';
 import { MAX_GROUPS } from '../pipeline/strategy.js';
 import { wallNow, type Span } from '../monitor/span.js';
 import { ControlBlock, type Phase } from './control-block.js';
-import { injectFault, type InjectedFault } from './fault-injection.js';
+import { injectFault, perturbParameter, type InjectedFault } from './fault-injection.js';
 import { StepPreimage } from './step-preimage.js';
 import { gradSlots, modelStateSlots, optimizerStateOf, paramSlots } from './shared-buffers.js';
 import type { FromComm, ToComm } from './protocol.js';
@@ -69,7 +69,7 @@ async function exchangeSteps(msg: ToComm, control: ControlBlock, at: (step: numb
   if (config.link) stages.push(emulateLink(config.link, config.devices, groups));
   stages.push(tap(unit => { // the update phase begins
     at(unit.step, 'update');
-    if (fi && fi.device === rank && fi.step === unit.step && fi.phase === 'update') injectFault(fi.kind as InjectedFault, 'update');
+    if (fi && fi.device === rank && fi.step === unit.step && fi.phase === 'update' && fi.kind !== 'perturb') injectFault(fi.kind as InjectedFault, 'update');
   }));
   if (device === 0 && buffers.preimage) { // what the update overwrites, for a checkpoint of an aborted run
     const preimage = new StepPreimage(buffers.preimage, groups.length, buffers.total, buffers.stateSlots);
@@ -77,6 +77,9 @@ async function exchangeSteps(msg: ToComm, control: ControlBlock, at: (step: numb
     stages.push(tap(unit => preimage.save(unit.group, groups.length, groups[unit.group], unit.step, params[device], state)));
   }
   stages.push(applyGroupUpdate(config.optimizer, params[device], grads[device], optimizerStateOf(buffers, device), groups, config.onNan === 'skip-step', arithmetic));
+  if (fi?.kind === 'perturb' && fi.device === rank) { // test fault: this replica differs after fi.step's update of group 0
+    stages.push(tap(unit => { if (unit.step === fi.step && unit.group === 0) perturbParameter(params[device], groups[0].start); }));
+  }
   stages.push(publishApplied(control, device));
   const exchange = (unit: GroupExchange) =>
     lastValueFrom(stages.reduce((obs, op) => obs.pipe(op), of(unit)));
@@ -95,7 +98,7 @@ async function exchangeSteps(msg: ToComm, control: ControlBlock, at: (step: numb
       at(step, 'exchange');
       const waitStart = wallNow();
       if (!control.waitGradsReady(device, g, step, `device ${device}'s gradients of step ${step}`)) return;
-      if (fi && fi.device === rank && fi.step === step && fi.phase === 'exchange') injectFault(fi.kind as InjectedFault, 'exchange');
+      if (fi && fi.device === rank && fi.step === step && fi.phase === 'exchange' && fi.kind !== 'perturb') injectFault(fi.kind as InjectedFault, 'exchange');
       const done = await exchange({ step, group: g, waitStart, waitEnd: wallNow() });
       const name = groups[g].name;
       const span = (kind: Span['kind'], label: string, start: number, end: number): Span => ({ device: rank, thread: 'comm', kind, name: label, step, group: g, start, end });

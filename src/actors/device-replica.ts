@@ -92,7 +92,7 @@ export class DeviceReplica {
     this.phase = p;
     this.control.setPhase(this.local, p, this.step);
     const fi = this.config.faultInjection;
-    if (fi && fi.device === this.rank && fi.step === this.step && fi.phase === p && fi.kind !== 'nan') injectFault(fi.kind, p);
+    if (fi && fi.device === this.rank && fi.step === this.step && fi.phase === p && fi.kind !== 'nan' && fi.kind !== 'perturb') injectFault(fi.kind, p);
   }
 
   private span(kind: Span['kind'], name: string, start: number, end: number, group?: number): void {

@@ -48,7 +48,8 @@ const HELP = `tandem — train TensorFlow.js models on several devices at once
                [--on-nan error|skip-step] [--checkpoint-every K] [--checkpoint-dir DIR] [--resume DIR|FILE]
                [--keep-checkpoints K]         (the K newest checkpoints are kept; default 3, 0 keeps all)
                [--stop-grace-ms MS]           (how long a stopped step may take; default 5000)
-               [--out DIR] [--json] [--quiet]
+               [--replica-check-every K]      (compare every replica's parameter bits every K steps; default 100, 0: off)
+               [--out DIR] [--json] [--quiet] [--verbose]  (--verbose: a host other than 0 shows its own progress too)
   SIGINT/SIGTERM/SIGHUP finish the current step, write a checkpoint (to --checkpoint-dir or --out) and exit with
   130/143/129; a second one (or the step still running after --stop-grace-ms) aborts the step and checkpoints the
   last completed step. Output to a closed pipe (| head) is dropped; training goes on.
@@ -57,6 +58,8 @@ const HELP = `tandem — train TensorFlow.js models on several devices at once
                --hosts N --host-rank R --rendezvous HOST:PORT   (host 0's address; host 0 serves the store there)
   (or TANDEM_HOSTS, TANDEM_HOST_RANK, TANDEM_RENDEZVOUS; rank and size also from mpirun's OMPI_COMM_WORLD_RANK/SIZE
   or Slurm's SLURM_PROCID/NTASKS). --devices is the devices per host; --batch the global batch over all hosts.
+  Host 0 shows the world (metrics over every device, every host's warnings; --trace: a process per host); the other
+  hosts print warnings, errors and a final line (--verbose: their own progress too).
 
   tandem launch --hosts N [train flags…]   (N local processes on 127.0.0.1, output prefixed [host R]; one failing ends all)
 
@@ -83,9 +86,10 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     case 'train': {
       const parsed = parseTrainArgs(rest, 'train');
-      const { json, quiet } = parsed;
+      const { json, quiet, verbose } = parsed;
       const config = withHostFields(parsed.config, hostFieldsFromEnv(parsed.config, process.env));
-      const progress = new ProgressDisplay({ json, quiet, tty: process.stdout.isTTY === true });
+      const host = (config.hosts ?? 1) > 1 ? config.hostRank ?? 0 : undefined;
+      const progress = new ProgressDisplay({ json, quiet, tty: process.stdout.isTTY === true, host, verbose });
       const run = startTraining(config, {
         onAutoChoice(choice) {
           if (json) console.log(JSON.stringify({ event: 'auto', strategy: choice.strategy, splitLayer: choice.splitLayer, reason: choice.reason }));
@@ -110,12 +114,14 @@ async function main(argv: string[]): Promise<number> {
       }
       const { weights, history, ...rest2 } = summary;
       void weights; void history;
+      const { topology } = summary.config;
       if (json) console.log(JSON.stringify({ event: 'summary', ...rest2 }));
-      else {
+      else if (topology.process > 0 && !verbose) {
+        console.log(`host ${topology.process} of ${topology.processes} done: ${summary.steps} steps, replica checksum ${summary.replicaChecksum} (host 0 shows the world and writes the outputs)`);
+      } else {
         console.log(`done: ${summary.steps} steps on ${summary.config.devices} device(s) (${summary.config.backend}), ` +
           `final loss ${summary.finalLoss.toFixed(4)}, batch accuracy ${(summary.finalAccuracy * 100).toFixed(1)}%, ` +
           `${summary.samplesPerSecond.toFixed(0)} samples/s`);
-        const { topology } = summary.config;
         if (topology.processes > 1) console.log(`host ${topology.process} of ${topology.processes}: replica checksum ${summary.replicaChecksum}${topology.process === 0 ? '' : ' (host 0 writes the outputs)'}`);
         if (summary.link) console.log(`link: EMULATED ${summary.link.label} (exchange held to that link's speed)`);
         console.log(`strategy: ${summary.strategy.name} (${summary.strategy.groups.length} exchange group(s)); ` +

@@ -3,6 +3,9 @@
  * (loss, accuracy, samples/s, and the share of exchange time hidden under
  * backward); otherwise plain lines about every 5% of an epoch (CI logs);
  * `--json`: one JSON object per line; `--quiet`: nothing but the end.
+ * Several hosts: host 0 shows the world (its run's hooks see every host's
+ * metrics and warnings), lines carry `host` in JSON; a host other than 0
+ * shows only warnings (and, in JSON, its failure) unless `verbose`.
  */
 import type { StepMetrics } from '../trainer/train.js';
 import type { RunEvent } from '../monitor/run-event.js';
@@ -15,10 +18,17 @@ export class ProgressDisplay {
   private stepsPerEpoch = 1;
   private recent: Span[] = [];
 
-  constructor(private readonly mode: { json: boolean; quiet: boolean; tty: boolean }) {}
+  /** host: this process's host rank, when the run has several hosts. */
+  constructor(private readonly mode: { json: boolean; quiet: boolean; tty: boolean; host?: number; verbose?: boolean }) {}
+
+  /** A host other than 0, not verbose: warnings and errors only. */
+  private get muted(): boolean {
+    return (this.mode.host ?? 0) > 0 && this.mode.verbose !== true;
+  }
 
   event(e: RunEvent): void {
-    if (this.mode.json) { console.log(JSON.stringify({ event: e.type, ...e })); return; }
+    if (this.muted && e.type !== 'warning' && e.type !== 'failed') return;
+    if (this.mode.json) { console.log(JSON.stringify({ event: e.type, ...e, ...(this.mode.host === undefined ? {} : { host: e.host ?? this.mode.host }) })); return; }
     if (this.mode.quiet) return;
     switch (e.type) {
       case 'started':
@@ -33,7 +43,9 @@ export class ProgressDisplay {
         this.epochStart = e.step;
         return;
       case 'checkpoint': this.line(`checkpoint: ${e.path}`); return;
-      case 'warning': this.line(`warning${e.step > 0 ? ` at step ${e.step}` : ''}: ${e.message}`); return; // step 0: before training
+      case 'warning': // step 0: before training
+        this.line(`warning${e.host !== undefined && e.host !== this.mode.host ? ` (host ${e.host})` : ''}${e.step > 0 ? ` at step ${e.step}` : ''}: ${e.message}`);
+        return;
       case 'stopped': this.line(`stopped after step ${e.step}`); return;
       case 'finished': if (this.mode.tty) process.stdout.write('\n'); return;
       case 'failed': return; // the command prints the error itself
@@ -47,6 +59,7 @@ export class ProgressDisplay {
   }
 
   step(m: StepMetrics): void {
+    if (this.muted) return;
     if (this.mode.json) { console.log(JSON.stringify({ event: 'step', ...m })); return; }
     if (this.mode.quiet) return;
     const inEpoch = m.step - this.epochStart + 1;

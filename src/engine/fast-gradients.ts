@@ -25,9 +25,11 @@ import { DEPTHWISE_GRADIENT_KERNELS, registerDepthwiseGradientKernel } from './d
 import { registerMaxPoolGradientKernel } from './max-pool-gradient-kernel.js';
 import { kernelOutput } from './kernel-output.js';
 import { registerResizeNearestGradient } from './resize-nearest-gradient.js';
+import { replaceKernel, type AnyKernel } from './replace-kernel.js';
 import type { Tf, TensorInfo, KernelBackend, Tensor } from './tfjs-types.js';
 
-type KernelFunc = (args: { inputs: Record<string, TensorInfo>; backend: KernelBackend; attrs: Record<string, unknown> }) => TensorInfo | TensorInfo[];
+type KernelArgs = { inputs: Record<string, TensorInfo>; backend: KernelBackend; attrs: Record<string, unknown> };
+type KernelFunc = (args: KernelArgs) => TensorInfo | TensorInfo[];
 
 export interface FastGradientsReport {
   backend: string;
@@ -110,55 +112,51 @@ function convIsCovered(attrs: Record<string, unknown>, filterShape: number[]): b
   return format === 'NHWC' && dh === 1 && dw === 1 && attrs.dimRoundingMode == null && numericPadIsUniform(attrs, filterShape);
 }
 
+/** `kernelName` on `backendName` replaced by `run`, whose fallback is the stock kernel (or the cpu backend's on a copy). */
+function replaceWith(tf: Tf, backendName: string, kernelName: string, run: (args: KernelArgs, fallback: KernelFunc) => TensorInfo | TensorInfo[]): void {
+  replaceKernel(tf, backendName, kernelName, (args => delegateToCpu(tf, kernelName, args as KernelArgs)) as AnyKernel,
+    (args, fallback) => run(args as KernelArgs, fallback as unknown as KernelFunc) as TensorInfo);
+}
+
 function registerConvBackpropFilterKernel(tf: Tf, backendName: string): void {
-  const stock = tf.getKernel('Conv2DBackpropFilter', backendName);
-  const stockFunc = stock ? (stock.kernelFunc as unknown as KernelFunc) : undefined;
-  if (stock) tf.unregisterKernel('Conv2DBackpropFilter', backendName);
   const transpose = kernel(tf, 'Transpose', backendName);
   const conv = kernel(tf, 'Conv2D', backendName);
   const slice = kernel(tf, 'Slice', backendName);
-  tf.registerKernel({
-    kernelName: 'Conv2DBackpropFilter',
-    backendName,
-    kernelFunc: ((args: Parameters<KernelFunc>[0]) => {
-      const { inputs, backend, attrs } = args;
-      if (!convIsCovered(attrs, attrs.filterShape as number[])) {
-        if (stockFunc) return stockFunc(args);
-        return delegateToCpu(tf, 'Conv2DBackpropFilter', args);
-      }
-      const x = inputs.x, dy = inputs.dy;
-      const filterShape = attrs.filterShape as [number, number, number, number];
-      const info = tf.backend_util.computeConv2DInfo(
-        x.shape as [number, number, number, number], filterShape,
-        attrs.strides as [number, number] | number, 1, attrs.pad as 'same', undefined, false, 'channelsLast');
-      const { strideHeight: sH, strideWidth: sW, outHeight: oH, outWidth: oW, inHeight: H, inWidth: W } = info;
-      const [fH, fW, C1] = filterShape;
-      const B = x.shape[0];
-      const top = info.padInfo.top, left = info.padInfo.left;
-      // Padding that makes a stride-1, dilation-s convolution produce exactly fH x fW outputs.
-      let bottom = fH + sH * (oH - 1) - H - top;
-      let right = fW + sW * (oW - 1) - W - left;
-      const temps: TensorInfo[] = [];
-      let xT = one(transpose({ inputs: { x }, backend, attrs: { perm: [3, 1, 2, 0] } })); // [C1,H,W,B]
+  replaceWith(tf, backendName, 'Conv2DBackpropFilter', (args, fallback) => {
+    const { inputs, backend, attrs } = args;
+    if (!convIsCovered(attrs, attrs.filterShape as number[])) return fallback(args);
+    const x = inputs.x, dy = inputs.dy;
+    const filterShape = attrs.filterShape as [number, number, number, number];
+    const info = tf.backend_util.computeConv2DInfo(
+      x.shape as [number, number, number, number], filterShape,
+      attrs.strides as [number, number] | number, 1, attrs.pad as 'same', undefined, false, 'channelsLast');
+    const { strideHeight: sH, strideWidth: sW, outHeight: oH, outWidth: oW, inHeight: H, inWidth: W } = info;
+    const [fH, fW, C1] = filterShape;
+    const B = x.shape[0];
+    const top = info.padInfo.top, left = info.padInfo.left;
+    // Padding that makes a stride-1, dilation-s convolution produce exactly fH x fW outputs.
+    let bottom = fH + sH * (oH - 1) - H - top;
+    let right = fW + sW * (oW - 1) - W - left;
+    const temps: TensorInfo[] = [];
+    let xT = one(transpose({ inputs: { x }, backend, attrs: { perm: [3, 1, 2, 0] } })); // [C1,H,W,B]
+    temps.push(xT);
+    if (bottom < 0 || right < 0) { // rows/cols the forward conv never read
+      const keepH = H + Math.min(bottom, 0), keepW = W + Math.min(right, 0);
+      xT = one(slice({ inputs: { x: xT }, backend, attrs: { begin: [0, 0, 0, 0], size: [C1, keepH, keepW, B] } }));
       temps.push(xT);
-      if (bottom < 0 || right < 0) { // rows/cols the forward conv never read
-        const keepH = H + Math.min(bottom, 0), keepW = W + Math.min(right, 0);
-        xT = one(slice({ inputs: { x: xT }, backend, attrs: { begin: [0, 0, 0, 0], size: [C1, keepH, keepW, B] } }));
-        temps.push(xT);
-        bottom = Math.max(bottom, 0);
-        right = Math.max(right, 0);
-      }
-      const dyT = one(transpose({ inputs: { x: dy }, backend, attrs: { perm: [1, 2, 0, 3] } })); // [oH,oW,B,C2]
-      temps.push(dyT);
-      const dwT = one(conv({
-        inputs: { x: xT, filter: dyT }, backend,
-        attrs: { strides: [1, 1], pad: [[0, 0], [top, bottom], [left, right], [0, 0]], dataFormat: 'NHWC', dilations: [sH, sW] },
-      })); // [C1,fH,fW,C2]
-      temps.push(dwT);
-      const dw = one(transpose({ inputs: { x: dwT }, backend, attrs: { perm: [1, 2, 0, 3] } }));
-      for (const t of temps) backend.disposeData(t.dataId);
-      return dw;
-    }) as never,
+      bottom = Math.max(bottom, 0);
+      right = Math.max(right, 0);
+    }
+    const dyT = one(transpose({ inputs: { x: dy }, backend, attrs: { perm: [1, 2, 0, 3] } })); // [oH,oW,B,C2]
+    temps.push(dyT);
+    const dwT = one(conv({
+      inputs: { x: xT, filter: dyT }, backend,
+      attrs: { strides: [1, 1], pad: [[0, 0], [top, bottom], [left, right], [0, 0]], dataFormat: 'NHWC', dilations: [sH, sW] },
+    })); // [C1,fH,fW,C2]
+    temps.push(dwT);
+    const dw = one(transpose({ inputs: { x: dwT }, backend, attrs: { perm: [1, 2, 0, 3] } }));
+    for (const t of temps) backend.disposeData(t.dataId);
+    return dw;
   });
 }
 
@@ -199,21 +197,16 @@ export function segmentSum(x: ArrayLike<number>, ids: ArrayLike<number>, numSegm
 }
 
 function registerSegmentSum(tf: Tf, backendName: string): void {
-  if (tf.getKernel('UnsortedSegmentSum', backendName)) tf.unregisterKernel('UnsortedSegmentSum', backendName);
-  tf.registerKernel({
-    kernelName: 'UnsortedSegmentSum',
-    backendName,
-    kernelFunc: ((args: Parameters<KernelFunc>[0]) => {
-      const { inputs, backend, attrs } = args;
-      const { x, segmentIds } = inputs as { x: TensorInfo; segmentIds: TensorInfo };
-      const numSegments = attrs.numSegments as number;
-      const idCount = segmentIds.shape.reduce((a, b) => a * b, 1);
-      const rowSize = x.shape.reduce((a, b) => a * b, 1) / Math.max(1, idCount);
-      const outShape = [numSegments, ...x.shape.slice(segmentIds.shape.length)];
-      const out = x.dtype === 'int32' ? new Int32Array(numSegments * rowSize) : new Float32Array(numSegments * rowSize);
-      segmentSum(backend.readSync(x.dataId) as Float32Array, backend.readSync(segmentIds.dataId) as Int32Array, numSegments, rowSize, out);
-      return kernelOutput(backendName, backend, outShape, x.dtype === 'int32' ? 'int32' : 'float32', out);
-    }) as never,
+  replaceWith(tf, backendName, 'UnsortedSegmentSum', args => {
+    const { inputs, backend, attrs } = args;
+    const { x, segmentIds } = inputs as { x: TensorInfo; segmentIds: TensorInfo };
+    const numSegments = attrs.numSegments as number;
+    const idCount = segmentIds.shape.reduce((a, b) => a * b, 1);
+    const rowSize = x.shape.reduce((a, b) => a * b, 1) / Math.max(1, idCount);
+    const outShape = [numSegments, ...x.shape.slice(segmentIds.shape.length)];
+    const out = x.dtype === 'int32' ? new Int32Array(numSegments * rowSize) : new Float32Array(numSegments * rowSize);
+    segmentSum(backend.readSync(x.dataId) as Float32Array, backend.readSync(segmentIds.dataId) as Int32Array, numSegments, rowSize, out);
+    return kernelOutput(backendName, backend, outShape, x.dtype === 'int32' ? 'int32' : 'float32', out);
   });
 }
 
@@ -245,70 +238,57 @@ function delegateToCpu(tf: Tf, kernelName: string, args: Parameters<KernelFunc>[
 }
 
 function registerExplicitTransposeMatMul(tf: Tf, backendName: string, kernelName: 'BatchMatMul' | '_FusedMatMul'): void {
-  const stock = tf.getKernel(kernelName, backendName);
-  if (!stock) return;
-  const stockFunc = stock.kernelFunc as unknown as KernelFunc;
+  if (!tf.getKernel(kernelName, backendName)) return;
   const transpose = kernel(tf, 'Transpose', backendName);
-  tf.unregisterKernel(kernelName, backendName);
-  tf.registerKernel({
-    kernelName,
-    backendName,
-    kernelFunc: ((args: Parameters<KernelFunc>[0]) => {
-      const { inputs, backend, attrs } = args;
-      if (!attrs.transposeA && !attrs.transposeB) return stockFunc(args);
-      const temps: TensorInfo[] = [];
-      const swapLast = (t: TensorInfo): TensorInfo => {
-        const r = t.shape.length;
-        const perm = [...Array(r).keys()];
-        [perm[r - 2], perm[r - 1]] = [perm[r - 1], perm[r - 2]];
-        const out = one(transpose({ inputs: { x: t }, backend, attrs: { perm } }));
-        temps.push(out);
-        return out;
-      };
-      const size = (t: TensorInfo) => t.shape.reduce((p, d) => p * d, 1);
-      const { a, b } = inputs;
-      const ta = attrs.transposeA === true, tb = attrs.transposeB === true;
-      const rows = ta ? a.shape[a.shape.length - 1] : a.shape[a.shape.length - 2];
-      const cols = tb ? b.shape[b.shape.length - 2] : b.shape[b.shape.length - 1];
-      const outSize = size(a) / (a.shape[a.shape.length - 1] * a.shape[a.shape.length - 2]) * rows * cols;
-      // op(A)·op(B) = (op'(B)·op'(A))^T: transposing the small operand and the output beats
-      // transposing a big weight matrix (a dense layer's backward at small batch).
-      const direct = (ta ? size(a) : 0) + (tb ? size(b) : 0);
-      const swapped = (ta ? 0 : size(a)) + (tb ? 0 : size(b)) + outSize;
-      const plain = kernelName === 'BatchMatMul';
-      let out: TensorInfo | TensorInfo[];
-      if (plain && swapped < direct) {
-        const bb = tb ? b : swapLast(b), aa = ta ? a : swapLast(a);
-        const outT = one(stockFunc({ inputs: { a: bb, b: aa }, backend, attrs: { ...attrs, transposeA: false, transposeB: false } }));
-        temps.push(outT);
-        out = swapLast(outT);
-        temps.pop(); // the result is returned, not disposed
-      } else {
-        out = stockFunc({ inputs: { ...inputs, a: ta ? swapLast(a) : a, b: tb ? swapLast(b) : b }, backend, attrs: { ...attrs, transposeA: false, transposeB: false } });
-      }
-      for (const t of temps) backend.disposeData(t.dataId);
+  replaceWith(tf, backendName, kernelName, (args, stockFunc) => {
+    const { inputs, backend, attrs } = args;
+    if (!attrs.transposeA && !attrs.transposeB) return stockFunc(args);
+    const temps: TensorInfo[] = [];
+    const swapLast = (t: TensorInfo): TensorInfo => {
+      const r = t.shape.length;
+      const perm = [...Array(r).keys()];
+      [perm[r - 2], perm[r - 1]] = [perm[r - 1], perm[r - 2]];
+      const out = one(transpose({ inputs: { x: t }, backend, attrs: { perm } }));
+      temps.push(out);
       return out;
-    }) as never,
+    };
+    const size = (t: TensorInfo) => t.shape.reduce((p, d) => p * d, 1);
+    const { a, b } = inputs;
+    const ta = attrs.transposeA === true, tb = attrs.transposeB === true;
+    const rows = ta ? a.shape[a.shape.length - 1] : a.shape[a.shape.length - 2];
+    const cols = tb ? b.shape[b.shape.length - 2] : b.shape[b.shape.length - 1];
+    const outSize = size(a) / (a.shape[a.shape.length - 1] * a.shape[a.shape.length - 2]) * rows * cols;
+    // op(A)·op(B) = (op'(B)·op'(A))^T: transposing the small operand and the output beats
+    // transposing a big weight matrix (a dense layer's backward at small batch).
+    const direct = (ta ? size(a) : 0) + (tb ? size(b) : 0);
+    const swapped = (ta ? 0 : size(a)) + (tb ? 0 : size(b)) + outSize;
+    const plain = kernelName === 'BatchMatMul';
+    let out: TensorInfo | TensorInfo[];
+    if (plain && swapped < direct) {
+      const bb = tb ? b : swapLast(b), aa = ta ? a : swapLast(a);
+      const outT = one(stockFunc({ inputs: { a: bb, b: aa }, backend, attrs: { ...attrs, transposeA: false, transposeB: false } }));
+      temps.push(outT);
+      out = swapLast(outT);
+      temps.pop(); // the result is returned, not disposed
+    } else {
+      out = stockFunc({ inputs: { ...inputs, a: ta ? swapLast(a) : a, b: tb ? swapLast(b) : b }, backend, attrs: { ...attrs, transposeA: false, transposeB: false } });
+    }
+    for (const t of temps) backend.disposeData(t.dataId);
+    return out;
   });
 }
 
 function registerExplicitPadConv(tf: Tf, backendName: string, kernelName: 'Conv2D' | 'FusedConv2D'): void {
-  const stockFunc = kernel(tf, kernelName, backendName);
-  tf.unregisterKernel(kernelName, backendName);
-  tf.registerKernel({
-    kernelName,
-    backendName,
-    kernelFunc: ((args: Parameters<KernelFunc>[0]) => {
-      const { pad, strides, dilations, dimRoundingMode, dataFormat } = args.attrs;
-      if (pad !== 'same' && typeof pad !== 'number') return stockFunc(args);
-      if (!numericPadIsUniform(args.attrs, args.inputs.filter.shape)) return delegateToCpu(tf, kernelName, args);
-      const info = tf.backend_util.computeConv2DInfo(
-        args.inputs.x.shape as [number, number, number, number], args.inputs.filter.shape as [number, number, number, number],
-        strides as number, dilations as number, pad, dimRoundingMode as 'round', false,
-        tf.backend_util.convertConv2DDataFormat(((dataFormat as string) ?? 'NHWC') as 'NHWC'));
-      const p = info.padInfo;
-      return stockFunc({ ...args, attrs: { ...args.attrs, pad: [[0, 0], [p.top, p.bottom], [p.left, p.right], [0, 0]] } });
-    }) as never,
+  replaceWith(tf, backendName, kernelName, (args, stockFunc) => {
+    const { pad, strides, dilations, dimRoundingMode, dataFormat } = args.attrs;
+    if (pad !== 'same' && typeof pad !== 'number') return stockFunc(args);
+    if (!numericPadIsUniform(args.attrs, args.inputs.filter.shape)) return delegateToCpu(tf, kernelName, args);
+    const info = tf.backend_util.computeConv2DInfo(
+      args.inputs.x.shape as [number, number, number, number], args.inputs.filter.shape as [number, number, number, number],
+      strides as number, dilations as number, pad, dimRoundingMode as 'round', false,
+      tf.backend_util.convertConv2DDataFormat(((dataFormat as string) ?? 'NHWC') as 'NHWC'));
+    const p = info.padInfo;
+    return stockFunc({ ...args, attrs: { ...args.attrs, pad: [[0, 0], [p.top, p.bottom], [p.left, p.right], [0, 0]] } });
   });
 }
 

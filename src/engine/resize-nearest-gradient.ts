@@ -11,6 +11,7 @@
  */
 import type { Tf, TensorInfo } from './tfjs-types.js';
 import { kernelOutput } from './kernel-output.js';
+import { replaceKernel, type AnyKernel } from './replace-kernel.js';
 
 export interface ResizeGeometry {
   batch: number; inHeight: number; inWidth: number; channels: number; outHeight: number; outWidth: number;
@@ -46,17 +47,14 @@ export function resizeNearestGradient(dy: ArrayLike<number>, g: ResizeGeometry):
 /** Replaces `backendName`'s ResizeNearestNeighborGrad by the kernel above. */
 export function registerResizeNearestGradient(tf: Tf, backendName: string): void {
   const name = 'ResizeNearestNeighborGrad';
-  if (tf.getKernel(name, backendName)) tf.unregisterKernel(name, backendName);
-  tf.registerKernel({
-    kernelName: name,
-    backendName,
-    kernelFunc: ((args: { inputs: Record<string, TensorInfo>; backend: { readSync(id: unknown): unknown }; attrs: Record<string, unknown> }) => {
-      const { images, dy } = args.inputs;
-      const [batch, inHeight, inWidth, channels] = images.shape;
-      const g: ResizeGeometry = { batch, inHeight, inWidth, channels, outHeight: dy.shape[1], outWidth: dy.shape[2],
-        alignCorners: args.attrs.alignCorners === true, halfPixelCenters: args.attrs.halfPixelCenters === true };
-      const dx = resizeNearestGradient(args.backend.readSync(dy.dataId) as Float32Array, g);
-      return kernelOutput(backendName, args.backend, [...images.shape], 'float32', dx);
-    }) as never,
+  const cpuOnly: AnyKernel = () => { throw new Error(`tandem: ${name} on ${backendName} has no fallback`); };
+  replaceKernel(tf, backendName, name, cpuOnly, raw => {
+    const args = raw as { inputs: Record<string, TensorInfo>; backend: { readSync(id: unknown): unknown }; attrs: Record<string, unknown> };
+    const { images, dy } = args.inputs;
+    const [batch, inHeight, inWidth, channels] = images.shape;
+    const g: ResizeGeometry = { batch, inHeight, inWidth, channels, outHeight: dy.shape[1], outWidth: dy.shape[2],
+      alignCorners: args.attrs.alignCorners === true, halfPixelCenters: args.attrs.halfPixelCenters === true };
+    const dx = resizeNearestGradient(args.backend.readSync(dy.dataId) as Float32Array, g);
+    return kernelOutput(backendName, args.backend, [...images.shape], 'float32', dx);
   });
 }

@@ -33,7 +33,7 @@ export async function createLocalLabelLoader(cfg: ResolvedConfig, input: InputBu
 
 function loadFault(cfg: ResolvedConfig) {
   const fi = cfg.faultInjection;
-  return fi?.phase === 'load' ? { device: fi.device, step: fi.step, kind: fi.kind } : undefined;
+  return fi?.phase === 'load' && fi.kind !== 'perturb' ? { device: fi.device, step: fi.step, kind: fi.kind } : undefined; // perturb: update only
 }
 
 /** Per device: the training indices whose labels it owns, and its global -> local label map. */

@@ -1,7 +1,11 @@
-/** Lifecycle events and warnings of a run (`events$`), in the order they happen. */
+/**
+ * Lifecycle events and warnings of a run (`events$`), in the order they happen. Several hosts: every event carries
+ * `host`, the host it happened on; host 0's stream has its own events and the other hosts' warnings (a host's
+ * failure arrives there as a warning).
+ */
 import type { TandemErrorCode } from '../errors.js';
 
-export type RunEvent =
+export type RunEvent = ({ host?: number } & (
   | { type: 'started'; devices: number; backend: string; method: string; strategy: string; steps: number; firstStep: number; stepsPerEpoch: number }
   | { type: 'auto'; strategy: string; splitLayer?: number; reason: string }
   | { type: 'ready'; parameters: number; groups: number }
@@ -11,4 +15,4 @@ export type RunEvent =
   | { type: 'stopped'; step: number }
   | { type: 'finished'; steps: number; modelPath?: string; tracePath?: string; timelinePath?: string }
   /** The run failed (or was aborted): the last event; `done` rejects with the same error. The streams complete, they never error. */
-  | { type: 'failed'; code?: TandemErrorCode; message: string; device?: number; step?: number; phase?: string };
+  | { type: 'failed'; code?: TandemErrorCode; message: string; device?: number; step?: number; phase?: string }));

@@ -3,7 +3,10 @@ export const SPAN_KINDS = ['load', 'forward', 'backward', 'handoff', 'wait', 'ex
 export type SpanKind = (typeof SPAN_KINDS)[number];
 
 export interface Span {
+  /** Global rank. */
   device: number;
+  /** Several hosts: the host the device is on. */
+  host?: number;
   thread: 'compute' | 'comm';
   kind: SpanKind;
   /** e.g. `backward fc1`, `exchange fc`. */

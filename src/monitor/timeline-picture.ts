@@ -79,10 +79,12 @@ export function timelinePng(spans: readonly Span[]): Buffer {
 }
 
 /** Spans back from a Chrome trace written by tandem (microseconds from the first span). */
-export function spansFromChromeTrace(trace: { traceEvents: { ph: string; name: string; cat?: string; ts?: number; dur?: number; pid: number; tid: number; args?: { step?: number; group?: number } }[] }): Span[] {
+export function spansFromChromeTrace(trace: { traceEvents: { ph: string; name: string; cat?: string; ts?: number; dur?: number; pid: number; tid: number; args?: { step?: number; group?: number; device?: number } }[] }): Span[] {
+  // A trace of several hosts: process = host, thread 2d / 2d+1 = device d's compute / comm, `args.device` = d.
   return trace.traceEvents.filter(e => e.ph === 'X').map(e => ({
-    device: e.pid, thread: e.tid === 0 ? 'compute' : 'comm', kind: e.cat as SpanKind, name: e.name, step: e.args?.step ?? 0, group: e.args?.group,
+    device: e.args?.device ?? e.pid, thread: e.tid % 2 === 0 ? 'compute' : 'comm', kind: e.cat as SpanKind, name: e.name, step: e.args?.step ?? 0, group: e.args?.group,
     start: (e.ts ?? 0) / 1000, end: ((e.ts ?? 0) + (e.dur ?? 0)) / 1000,
+    ...(e.args?.device === undefined ? {} : { host: e.pid }),
   }));
 }
 

@@ -30,7 +30,10 @@ export class RunLedger {
     this.firstRank = cfg.topology.process * cfg.topology.localDevices;
   }
 
+  /** Several hosts: spans of this host are stamped with it (host 0 records the other hosts' spans too, stamped there). */
   recordSpans(spans: Span[]): void {
+    const { topology } = this.cfg;
+    if (topology.processes > 1) for (const s of spans) s.host ??= topology.process;
     if ((this.cfg.trace || this.cfg.out) && this.spans.length < 500_000) this.spans.push(...spans);
     this.hooks.onSpans?.(spans);
   }

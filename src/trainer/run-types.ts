@@ -99,8 +99,9 @@ export interface TrainingHandle {
    * local heads or non-trainable weights), and `done` rejects with ABORTED, naming the checkpoint.
    */
   abort(): void;
-  /** Every span of every device thread, as it is reported (about once per step and group). */
+  /** Every span of every device thread, as it is reported (about once per step and group). Several hosts: host 0's has every host's. */
   timeline$: Observable<Span>;
+  /** One per step. Several hosts: on host 0 the world's (every device of every host), elsewhere the host's own devices'. */
   metrics$: Observable<StepMetrics>;
   /** Lifecycle events and warnings: started, auto, ready, epoch, checkpoint, warning, stopped, finished; or, last, failed. */
   events$: Observable<RunEvent>;

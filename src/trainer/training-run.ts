@@ -36,6 +36,8 @@ import { RunLedger } from './run-ledger.js';
 import { finishSummary, warmupSteps, type StepLoopResult } from './run-summary.js';
 import type { TrainHooks, TrainSummary } from './run-types.js';
 import type { StopKind, StopRequest } from './stop-request.js';
+import { ReplicaCheck } from './replica-check.js';
+import { WorldMonitor } from './world-monitor.js';
 
 /** How long a PEER_LOST failure waits for the lost peer's own error (in this process), which names the cause. */
 const PEER_LOST_GRACE_MS = 500;
@@ -71,9 +73,16 @@ export class TrainingRun {
   private ending?: Promise<void>;
   /** Several hosts: host 0's store (on host 0), the address this host's ranks listen on, this host's line to the others. */
   private world?: { server?: StoreServer; hostname: string; channel?: HostChannel };
+  /** Several hosts: host 0 sees the world's metrics, spans and warnings (world-monitor.ts); its hooks are `hooks`. */
+  private readonly monitor: WorldMonitor;
+  private readonly hooks: TrainHooks;
+  private replicaCheck: ReplicaCheck;
 
-  constructor(private readonly cfg: ResolvedConfig, private readonly strategy: StrategySpec, private readonly hooks: TrainHooks,
+  constructor(private readonly cfg: ResolvedConfig, private readonly strategy: StrategySpec, outerHooks: TrainHooks,
     private readonly auto?: TrainSummary['auto'], private readonly stopRequest?: StopRequest) {
+    this.monitor = new WorldMonitor(cfg, outerHooks);
+    this.hooks = this.monitor.hooks;
+    this.replicaCheck = new ReplicaCheck(cfg);
     const local = cfg.topology.localDevices;
     this.method = getMethod(cfg.method);
     const groupCount = MAX_GROUPS; // control words for as many groups as any strategy may use
@@ -89,7 +98,7 @@ export class TrainingRun {
     }
     this.replies = new ComputeReplies(localRanks(cfg.topology), cfg.stallTimeoutMs,
       silent => void this.nameHungThread(silent).then(err => this.fail(err)));
-    this.ledger = new RunLedger(cfg, hooks, err => this.fail(err));
+    this.ledger = new RunLedger(cfg, this.hooks, err => this.fail(err));
   }
 
   async run(): Promise<TrainSummary> {
@@ -101,13 +110,17 @@ export class TrainingRun {
     } catch (err) {
       if (this.abortCause) {
         await this.endThreads(); // nothing moves in shared memory any more
-        throw await this.abortedError(this.abortCause);
+        const aborted = await this.abortedError(this.abortCause);
+        await this.monitor.failed(aborted);
+        throw aborted;
       }
+      await this.monitor.failed(this.failure ?? err);
       throw this.failure ?? err;
     } finally {
       unlisten?.();
       clearTimeout(this.graceTimer);
       await this.endThreads();
+      await this.monitor.close();
       this.store?.close();
       this.world?.channel?.close();
       await this.world?.server?.close();
@@ -158,6 +171,7 @@ export class TrainingRun {
     this.hooks.onEvent?.({ type: 'ready', parameters: built.layout.total, groups: laidOut.groups.length });
     const loop = await this.stepLoop(laidOut, firstStep, loading);
     const finished = await this.finish(laidOut, firstStep, loop.lastStep);
+    loop.history = await this.monitor.finish(loop.history);
     return finishSummary({
       cfg, method: this.method, layout: built.layout, weights: built.weights, state: built.state, groups: laidOut.groups, replica: paramSlots(laidOut.buffers)[0],
       firstStep, loop, finished, ledger: this.ledger, auto: this.auto, wallSeconds: (performance.now() - started) / 1000, hooks: this.hooks,
@@ -239,6 +253,8 @@ export class TrainingRun {
     this.world = { server, hostname: '' };
     this.world.hostname = await addressTowards(rendezvous, this.setupWatchdogMs());
     this.world.channel = await HostChannel.open(storeUrl(rendezvous), topology, this.setupWatchdogMs());
+    this.replicaCheck = new ReplicaCheck(this.cfg, this.world.channel);
+    await this.monitor.open(this.world.channel, spans => this.ledger.recordSpans(spans));
   }
 
   /** The checkpoint to resume from, checked against this run; several hosts: host 0 reads it and sends it to the others. */
@@ -362,18 +378,20 @@ export class TrainingRun {
       this.checkLoss(step, results);
       this.ledger.stepDone(step, results);
       const loss = results.reduce((s, r) => s + r.loss, 0) / results.length;
-      // This process's devices' samples (the whole global batch on one host; metrics are not gathered across hosts yet).
-      const accuracy = results.reduce((s, r) => s + r.correct, 0) / (cfg.perDevice * cfg.topology.localDevices);
+      // This process's devices' samples (the whole global batch on one host; several hosts: host 0's monitor sees the world's).
+      const correct = results.reduce((s, r) => s + r.correct, 0);
+      const accuracy = correct / (cfg.perDevice * cfg.topology.localDevices);
       const stepMs = performance.now() - t0;
       const computeMs = results.map(r => r.computeMs);
       result.computeTotal += Math.max(...computeMs);
       if (step > result.warmup) result.steadyCompute += Math.max(...computeMs);
       result.history.push({ step, loss, accuracy });
-      hooks.onStep?.({ step, loss, accuracy, stepMs, samplesPerSecond: cfg.batch / (stepMs / 1000), computeMs, numTensors: results.map(r => r.numTensors) });
-      if (hooks.onStepApplied) {
-        await this.applied(laidOut.groups, step);
-        hooks.onStepApplied(step, replicas, laidOut.layout);
-      }
+      const numTensors = results.map(r => r.numTensors);
+      this.monitor.step({ step, losses: results.map(r => r.loss), correct, stepMs, computeMs, numTensors },
+        { step, loss, accuracy, stepMs, samplesPerSecond: cfg.batch / (stepMs / 1000), computeMs, numTensors });
+      if (hooks.onStepApplied || this.replicaCheck.due(step)) await this.applied(laidOut.groups, step);
+      hooks.onStepApplied?.(step, replicas, laidOut.layout);
+      if (this.replicaCheck.due(step)) await this.replicaCheck.afterApplied(step, replicas);
       const stopping = await this.stopAfter(step);
       const disarmGrace = () => { clearTimeout(this.graceTimer); this.stepping = 'after'; };
       if (this.store && ((cfg.checkpointEvery && step % cfg.checkpointEvery === 0) || (stopping && step < cfg.steps))) {

@@ -7,7 +7,11 @@
  *   step; the last to arrive publishes the verdict, read after step s+1, so
  *   every host stops after the same step (s+1), or none does. Reading it a
  *   step later never waits on a host that is gone: step s+1's all-reduce, which
- *   needs every host, fails first with PEER_LOST naming it.
+ *   needs every host, fails first with PEER_LOST naming it;
+ * - the replica check: each host publishes its devices' parameter digests
+ *   after step s and reads every host's once step s+1 is applied (so, as for
+ *   the stop, they are all there: the read never waits on a host);
+ * - where host 0's monitor hub listens (world/monitor-hub.ts).
  */
 import { TandemError } from '../errors.js';
 import { StoreClient } from '../collectives/gloo/tcp-store-client.js';
@@ -17,6 +21,7 @@ import type { CheckpointBytes } from '../checkpoint/checkpoint-file.js';
 /** A stop wish weighs this much in a step's counter; an arrival weighs 1 (hosts < this). */
 const STOP_WEIGHT = 1 << 16;
 const RESUME_KEY = 'tandem.resume';
+const MONITOR_KEY = 'tandem.monitor.port';
 /** The first byte of the resume key's value: the checkpoint's bytes follow, or host 0's error message. */
 const RESUME_OK = 1;
 const RESUME_FAILED = 0;
@@ -60,6 +65,27 @@ export class HostChannel {
   /** Whether any host wished to stop after `step` (call it once step+1 is done): the same answer on every host. */
   async stopAgreed(step: number): Promise<boolean> {
     return (await this.client.get(`tandem.stop.${step}.agreed`)).toString() === '1';
+  }
+
+  /** This host's devices' digests of step `step`'s parameters (replica-check.ts). */
+  async submitDigests(step: number, digests: string[]): Promise<void> {
+    await this.client.set(`tandem.replicas.${step}.${this.topology.process}`, JSON.stringify(digests));
+  }
+
+  /** Every host's digests of `step`, by host (call it once step+1 is applied here: every host has published them). */
+  async digestsOf(step: number): Promise<string[][]> {
+    const hosts = Array.from({ length: this.topology.processes }, (_, h) => this.client.get(`tandem.replicas.${step}.${h}`));
+    return (await Promise.all(hosts)).map(v => JSON.parse(v.toString()) as string[]);
+  }
+
+  /** Host 0: the port its monitor hub listens on. */
+  async publishMonitorPort(port: number): Promise<void> {
+    await this.client.set(MONITOR_KEY, String(port));
+  }
+
+  /** The port host 0's monitor hub listens on (waits for host 0 to publish it). */
+  async monitorPort(): Promise<number> {
+    return Number((await this.client.get(MONITOR_KEY)).toString());
   }
 
   close(): void { this.client.close(); }
