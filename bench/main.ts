@@ -1,4 +1,4 @@
-/** `npm run bench -- scaling|kernels|overlap|profile|profile-clock|classifier|faults|soak|models [--steps N] [--runs N] [--busy N] [--classes 1000,10000] [--models a,b] [--stock-steps N] [--batch N] [--links none,1gbps,…] [--out DIR]` */
+/** `npm run bench -- scaling|kernels|overlap|profile|profile-clock|classifier|faults|soak|models|hosts|hosts-allreduce [--steps N] [--runs N] [--busy N] [--classes 1000,10000] [--models a,b] [--stock-steps N] [--batch N] [--links none,1gbps,…] [--out DIR]` */
 import { parseArgs } from 'node:util';
 import { runScaling } from './scaling.js';
 import { runOverlap } from './overlap.js';
@@ -9,6 +9,7 @@ import { runFaultMatrix } from './faults.js';
 import { runSoak } from './soak.js';
 import { runKernelBench } from './kernels.js';
 import { runModelsBench } from './models.js';
+import { runHostsAllReduceBench } from './hosts-allreduce.js';
 
 const { positionals, values } = parseArgs({
   allowPositionals: true,
@@ -67,6 +68,9 @@ switch (name) {
     break;
   case 'models':
     await runModelsBench({ steps: Number(values.steps ?? 30), perDeviceBatch: Number(values.batch ?? 16), out: values.out ?? 'bench/results' });
+    break;
+  case 'hosts-allreduce':
+    await runHostsAllReduceBench({ hosts: 2, local: 2, megabytes: [4, 32], repeats: Number(values.runs ?? 20), out: values.out ?? 'bench/results' });
     break;
   case 'soak':
     await runSoak(Number(values.steps ?? 2000), values.out ?? 'bench/results');

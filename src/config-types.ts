@@ -136,7 +136,7 @@ export interface TrainConfig {
   /** Write a Chrome trace (Perfetto / chrome://tracing) of the run here. */
   trace?: string;
   allReduce?: AllReduceKind;
-  /** How the devices' collectives reach each other: a registered transport. Default `shared-memory`. */
+  /** How the devices' collectives reach each other: a registered transport. Default `shared-memory`; several hosts: `hierarchical` (`gloo` with one device per host). */
   transport?: string;
   /**
    * BatchNormalization in training: `sync` (default) normalises with the statistics of the global batch (a collective

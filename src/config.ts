@@ -24,7 +24,7 @@ import type { ModelSpec } from './model/resolve-model.js';
 import { getMethod } from './methods/method-registry.js';
 import { loadPlugins } from './plugins/load-plugins.js';
 import { worldSize } from './world/topology.js';
-import { HOSTS_TRANSPORT, resolveHosts } from './world/resolve-hosts.js';
+import { hostsTransport, resolveHosts } from './world/resolve-hosts.js';
 import { FAULT_PHASES, LOSS_KINDS, type ClassifierConfig, type LossKind, type ResolvedConfig, type TrainConfig } from './config-types.js';
 export { METHODS, FAULT_PHASES, LOSS_KINDS } from './config-types.js';
 export type { ClassifierConfig, FaultInjection, LossKind, Method, ResolvedConfig, TrainConfig } from './config-types.js';
@@ -113,7 +113,7 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
   if (config.trace !== undefined && (typeof config.trace !== 'string' || config.trace === '')) bad('trace', 'must be a file path');
   const allReduce = oneOf('allReduce', config.allReduce ?? 'sharded', ALL_REDUCE_KINDS);
   if (config.transport !== undefined && (typeof config.transport !== 'string' || config.transport === '')) bad('transport', 'must be the name of a registered transport');
-  const transport = getTransport(config.transport ?? (topology.processes > 1 ? HOSTS_TRANSPORT : DEFAULT_TRANSPORT));
+  const transport = getTransport(config.transport ?? (topology.processes > 1 ? hostsTransport(topology.localDevices) : DEFAULT_TRANSPORT));
   const stallTimeoutMs = finite('stallTimeoutMs', config.stallTimeoutMs ?? 120_000, 100, 24 * 3600_000);
   const loaderThreads = positiveInt('loaderThreads', config.loaderThreads ?? Math.min(2, Math.max(1, os.availableParallelism() - 1)), 16);
 

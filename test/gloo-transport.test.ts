@@ -209,9 +209,12 @@ if (glooAddonOrSkip()) {
   });
 }
 
-t.test('without the addon, the gloo transport is refused before any thread starts, saying how to get it', async t => {
+t.test('without the addon, the gloo and hierarchical transports are refused before any thread starts, saying how to get it', async t => {
   const registry = fileURLToPath(new URL('../src/collectives/transport-registry.js', import.meta.url));
   const script = `import('${registry}').then(m => m.getTransport('gloo')).then(() => console.log('accepted'), e => console.log(e.code, e.message))`;
   const out = execFileSync(process.execPath, ['-e', script], { env: { ...process.env, TANDEM_GLOO_ADDON: '/nonexistent/tandem_gloo.node' }, encoding: 'utf8' });
   t.match(out, /^BAD_CONFIG transport 'gloo' is not available: the gloo addon was not built .*apt-get install libgloo-dev && npm install/);
+  const hier = execFileSync(process.execPath, ['-e', script.replace("getTransport('gloo')", "getTransport('hierarchical')")],
+    { env: { ...process.env, TANDEM_GLOO_ADDON: '/nonexistent/tandem_gloo.node' }, encoding: 'utf8' });
+  t.match(hier, /^BAD_CONFIG transport 'hierarchical' is not available: the gloo addon was not built/, 'so is the hierarchical transport');
 });

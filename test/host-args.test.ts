@@ -4,6 +4,7 @@ import t from 'tap';
 import { hostFieldsFromEnv } from '../src/world/host-args.js';
 import { parseRendezvous } from '../src/world/rendezvous.js';
 import { resolveHosts } from '../src/world/resolve-hosts.js';
+import { loadGlooAddon } from '../src/collectives/gloo/gloo-addon.js';
 import { splitLaunchArgs } from '../src/world/launch.js';
 import { parseTrainArgs } from '../src/cli/parse-train-args.js';
 import { resolveConfig } from '../src/config.js';
@@ -47,6 +48,11 @@ t.test('not yet across hosts: refused before any thread starts, naming the optio
   }
   t.equal((await resolveConfig({ ...base, strategy: 'auto' })).strategy, 'auto', "strategy 'auto' across hosts (host 0 profiles)");
   await t.rejects(resolveConfig({ ...base, transport: 'shared-memory' }), { code: 'BAD_CONFIG', message: /config\.transport/ });
+  if (loadGlooAddon().loaded) {
+    t.equal((await resolveConfig(base)).transport, 'gloo', 'one device per host: flat gloo by default');
+    t.equal((await resolveConfig({ ...base, devices: 2 })).transport, 'hierarchical', 'several devices per host: hierarchical by default');
+    t.equal((await resolveConfig({ ...base, devices: 2, transport: 'gloo' })).transport, 'gloo', 'flat gloo stays selectable');
+  }
   await t.rejects(resolveConfig({ ...base, batch: 9 }), { code: 'BAD_CONFIG', message: /divisible by devices 2 \(2 hosts × 1\)/ });
 });
 

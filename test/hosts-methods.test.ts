@@ -1,5 +1,5 @@
 // local-head and partial-fc across hosts, real processes and sockets on 127.0.0.1: `tandem launch --hosts 2 --devices 1`
-// trains to the bits of one process with `--devices 2` — the extractor (`weights.bin`), the full classifier assembled on
+// (and partial-fc 2 × 2, over the hierarchical transport) trains to the bits of one process with `--devices 2` (4) — the extractor (`weights.bin`), the full classifier assembled on
 // host 0 from every host's head (`classifier/weights.bin`), the held-out accuracies — and every host's replica has the same
 // checksum. 5 classes over 2 devices: shares of 3 and 2 labels (the heads' gather pads the smaller one). Every process is torn down.
 import t from 'tap';
@@ -18,7 +18,7 @@ const TRAIN = ['--model', 'mlp', '--data', 'synthetic-images', '--image-size', '
 
 interface Ended { code: number | null; lines: string[]; stderr: string[] }
 interface Summary {
-  replicaChecksum: string; config: { devices: number; out?: string };
+  replicaChecksum: string; config: { devices: number; out?: string; transport: string };
   classifier: { classifierPath?: string; localClasses: number[]; heldOut?: { centreAccuracy?: number; classifierAccuracy?: number } };
 }
 
@@ -45,26 +45,29 @@ function summaryOf(lines: string[], prefix = ''): Summary {
 }
 
 if (glooAddonOrSkip()) {
-  for (const method of ['local-head', 'partial-fc']) {
-    t.test(`${method}: launch --hosts 2 --devices 1 equals one process with --devices 2, bit for bit; heads reach host 0`, async t => {
+  // partial-fc 2 x 2: its compute collectives (all-gather, blocking max and sum all-reduces) on the hierarchical transport.
+  for (const [method, devices] of [['local-head', 1], ['partial-fc', 1], ['partial-fc', 2]] as const) {
+    t.test(`${method}: launch --hosts 2 --devices ${devices} equals one process with --devices ${2 * devices}, bit for bit; heads reach host 0`, async t => {
       const dir = mkdtempSync(path.join(tmpdir(), `tandem-hosts-${method}-`));
       t.teardown(() => rmSync(dir, { recursive: true, force: true }));
       const [h, o] = await Promise.all([
-        tandem(['launch', '--hosts', '2', '--devices', '1', '--method', method, ...TRAIN, '--out', path.join(dir, 'hosts')]),
-        tandem(['train', '--devices', '2', '--method', method, ...TRAIN, '--out', path.join(dir, 'one')]),
+        tandem(['launch', '--hosts', '2', '--devices', String(devices), '--method', method, ...TRAIN, '--out', path.join(dir, 'hosts')]),
+        tandem(['train', '--devices', String(2 * devices), '--method', method, ...TRAIN, '--out', path.join(dir, 'one')]),
       ]);
       t.equal(h.code, 0, `launch: ${h.stderr.join('\n')}`);
       t.equal(o.code, 0, `one process: ${o.stderr.join('\n')}`);
       const single = summaryOf(o.lines);
       const [host0, host1] = [0, 1].map(r => summaryOf(h.lines, `[host ${r}] `));
-      t.same(single.classifier.localClasses, [3, 2], 'labels shared 3 + 2');
+      const shares = devices === 1 ? [3, 2] : [2, 1, 1, 1];
+      t.same(single.classifier.localClasses, shares, `labels shared ${shares.join(' + ')}`);
+      t.equal(host0.config.transport, devices > 1 ? 'hierarchical' : 'gloo', 'the default transport across hosts');
       [host0, host1].forEach((s, r) => t.equal(s.replicaChecksum, single.replicaChecksum, `host ${r}'s replica = the one-process replica`));
       const same = (file: string) => readFileSync(path.join(dir, 'hosts', file)).equals(readFileSync(path.join(dir, 'one', file)));
       t.ok(same('weights.bin'), 'extractor weights.bin bit-identical');
       t.ok(same(path.join('classifier', 'weights.bin')), 'full classifier (every head, host 1\'s too) bit-identical');
       const placeless = (s: Summary) => ({ ...s.classifier, classifierPath: undefined });
       t.same(placeless(host0), placeless(single), 'host 0\'s classifier summary (held-out accuracies too) = one process\'s');
-      t.same(host1.classifier.localClasses, [3, 2], 'host 1 knows every head');
+      t.same(host1.classifier.localClasses, shares, 'host 1 knows every head');
       t.equal(host1.classifier.heldOut, undefined, 'host 1 evaluates nothing');
       t.equal(host1.config.out, undefined, 'host 1 writes nothing');
     });

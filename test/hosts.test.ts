@@ -34,7 +34,7 @@ function tandem(args: string[], onLine: (line: string) => void = () => {}): Proc
 }
 
 /** The `summary` JSON line of `lines`, with a `[host r] ` prefix stripped when given. */
-function summaryOf(lines: string[], prefix = ''): { replicaChecksum: string; config: { devices: number; out?: string } } {
+function summaryOf(lines: string[], prefix = ''): { replicaChecksum: string; config: { devices: number; out?: string; transport: string } } {
   const line = lines.find(l => l.startsWith(`${prefix}{"event":"summary"`));
   if (!line) throw new Error(`no summary in:\n${lines.join('\n')}`);
   return JSON.parse(line.slice(prefix.length));
@@ -60,6 +60,7 @@ if (glooAddonOrSkip()) {
       const single = summaryOf(one.lines);
       const perHost = Array.from({ length: hosts }, (_, r) => summaryOf(launch.lines, `[host ${r}] `));
       t.equal(perHost[0].config.devices, hosts * devices, `the world is ${hosts} hosts × ${devices} device(s)`);
+      t.equal(perHost[0].config.transport, devices > 1 ? 'hierarchical' : 'gloo', 'the default transport across hosts');
       perHost.forEach((s, r) => t.equal(s.replicaChecksum, single.replicaChecksum, `host ${r}'s replica = the one-process replica`));
       t.ok(readFileSync(path.join(dir, 'hosts', 'weights.bin')).equals(readFileSync(path.join(dir, 'one', 'weights.bin'))), 'weights.bin bit-identical');
       perHost.slice(1).forEach((s, r) => t.equal(s.config.out, undefined, `host ${r + 1} writes nothing`));

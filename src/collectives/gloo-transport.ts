@@ -43,6 +43,11 @@ export interface GlooRankData {
   chunkFloats?: number;
   /** Several processes: ranks per process, so that a lost peer is named with its host (rank / ranksPerProcess). */
   ranksPerProcess?: number;
+  /**
+   * One rank per host (the hierarchical transport's contexts across hosts): context rank q is host q and global
+   * rank q * stride + offset, as errors name it.
+   */
+  crossHost?: { stride: number; offset: number };
 }
 
 /** Floats of a buffer reduced per all-to-all (bounds the scratch to about 4 bytes × this). */
@@ -84,11 +89,12 @@ export function openGlooCollective(rank: number, size: number, data: GlooRankDat
     const context = new load.addon.GlooContext({ rank, size, store: data.store, prefix: data.prefix, hostname: data.hostname,
       timeoutMs: env.timeoutMs, onWait: () => env.heartbeat?.(), waitSliceMs: WAIT_SLICE_MS });
     context.connect();
-    return new GlooCollective(context, env, data.chunkFloats ?? GLOO_CHUNK_FLOATS, data.ranksPerProcess);
+    return new GlooCollective(context, env, data.chunkFloats ?? GLOO_CHUNK_FLOATS, peerNaming(data));
   } catch (err) {
     if (!isGlooFailure(err)) throw err;
     const code = err.glooKind === 'invalid' ? 'BAD_CONFIG' : 'STALLED';
-    throw new TandemError(code, `gloo rank ${rank} of ${size} could not join communicator '${name}' (store ${data.store}, ` +
+    const who = data.crossHost ? `host ${rank} (global rank ${rank * data.crossHost.stride + data.crossHost.offset})` : `rank ${rank}`;
+    throw new TandemError(code, `gloo ${who} of ${size} could not join communicator '${name}' (store ${data.store}, ` +
       `listening on ${data.hostname}) within ${(env.timeoutMs / 1000).toFixed(1)} s: ${err.message}`, undefined, { cause: err });
   }
 }
@@ -103,7 +109,7 @@ export class GlooCollective implements Collective {
   private open = true;
 
   constructor(private readonly context: GlooContext, private readonly env: CollectiveEnv, private readonly chunkFloats = GLOO_CHUNK_FLOATS,
-    private readonly ranksPerProcess?: number) {
+    private readonly naming: PeerNaming = FLAT_NAMING) {
     this.rank = context.rank;
     this.size = context.size;
     this.reducer = env.reducer ?? { reduceMeanInto };
@@ -154,13 +160,21 @@ export class GlooCollective implements Collective {
     this.run(`rank ${root}'s values (broadcast)`, () => this.context.broadcast(buf.subarray(start, end), root));
   }
 
+  /**
+   * The addon's all-to-all (`GlooContext.allToAllV`) with this collective's checks and error translation, for a
+   * transport composed on top of it (hierarchical-transport.ts); `what` says what the rank waits for, in errors.
+   */
+  allToAllV(what: string, input: Float32Array, inCounts: number[], output: Float32Array, outCounts: number[]): void {
+    this.run(what, () => this.context.allToAllV(input, inCounts, output, outCounts));
+  }
+
   /** One Gloo call: ABORTED before it when the run aborted; its failure as a TandemError (and the context closed). */
   private run(what: string, call: () => void): void {
-    if (!this.open) throw new TandemError('ABORTED', `gloo rank ${this.rank}: the communicator is closed (a previous operation failed or it was closed)`);
+    if (!this.open) throw new TandemError('ABORTED', `gloo ${this.naming.self(this.rank)}: the communicator is closed (a previous operation failed or it was closed)`);
     if (this.env.isAborted()) throw new TandemError('ABORTED', 'run aborted by another thread');
     this.env.heartbeat?.();
     try {
-      translated(this.rank, `waiting for ${what}`, this.env.timeoutMs, call, this.ranksPerProcess);
+      translated(this.naming.self(this.rank), `waiting for ${what}`, this.env.timeoutMs, call, this.naming);
     } catch (err) {
       this.close();
       throw err;
@@ -168,25 +182,37 @@ export class GlooCollective implements Collective {
   }
 }
 
+/** How errors name this rank and a peer (by the context's rank). */
+interface PeerNaming { self(rank: number): string; peer(rank: number): string }
+const FLAT_NAMING: PeerNaming = { self: rank => `rank ${rank}`, peer: rank => `peer rank ${rank}` };
+
+function peerNaming({ ranksPerProcess, crossHost }: GlooRankData): PeerNaming {
+  if (crossHost) {
+    const global = (q: number) => q * crossHost.stride + crossHost.offset;
+    return { self: q => `rank ${global(q)} (host ${q})`, peer: q => `peer rank ${global(q)} (host ${q})` };
+  }
+  if (ranksPerProcess) return { self: FLAT_NAMING.self, peer: q => `peer rank ${q} (host ${Math.floor(q / ranksPerProcess)})` };
+  return FLAT_NAMING;
+}
+
 /** Runs a Gloo call, turning the addon's failure into a TandemError with a code and the peer's rank. */
-function translated<T>(rank: number, what: string, timeoutMs: number, call: () => T, ranksPerProcess?: number): T {
+function translated<T>(self: string, what: string, timeoutMs: number, call: () => T, naming: PeerNaming): T {
   try {
     return call();
   } catch (err) {
     if (!isGlooFailure(err)) throw err;
-    const host = ranksPerProcess && err.peerRank >= 0 ? ` (host ${Math.floor(err.peerRank / ranksPerProcess)})` : '';
-    const peer = err.peerRank >= 0 ? `peer rank ${err.peerRank}${host}` : 'a peer';
+    const peer = err.peerRank >= 0 ? naming.peer(err.peerRank) : 'a peer';
     switch (err.glooKind) {
       case 'timeout':
-        throw new TandemError('STALLED', `gloo rank ${rank}: ${peer} did not answer within ${(timeoutMs / 1000).toFixed(1)} s ` +
+        throw new TandemError('STALLED', `gloo ${self}: ${peer} did not answer within ${(timeoutMs / 1000).toFixed(1)} s ` +
           `while ${what} (raise stallTimeoutMs if steps are legitimately this slow): ${err.message}`, undefined, { cause: err });
       case 'peer':
       case 'io':
-        throw new TandemError('PEER_LOST', `gloo rank ${rank}: lost ${peer} while ${what}: ${err.message}`, undefined, { cause: err });
+        throw new TandemError('PEER_LOST', `gloo ${self}: lost ${peer} while ${what}: ${err.message}`, undefined, { cause: err });
       case 'closed':
-        throw new TandemError('ABORTED', `gloo rank ${rank}: the communicator is closed`, undefined, { cause: err });
+        throw new TandemError('ABORTED', `gloo ${self}: the communicator is closed`, undefined, { cause: err });
       case 'invalid':
-        throw new TandemError('BAD_CONFIG', `gloo rank ${rank}: ${err.message}`, undefined, { cause: err });
+        throw new TandemError('BAD_CONFIG', `gloo ${self}: ${err.message}`, undefined, { cause: err });
       default: { const never: never = err.glooKind; throw new Error(`unknown gloo failure ${String(never)}`); }
     }
   }

@@ -157,15 +157,20 @@ export class SharedMemoryCollective implements Collective {
   private peersOf(buf: Float32Array): SlotSet | undefined {
     const known = this.peers.get(buf);
     if (known) return known;
-    for (const reg of this.data.registered) {
-      if (buf.buffer !== reg.buffer || reg.slots !== this.size) continue;
-      const slotBytes = reg.slotFloats * 4;
-      const within = buf.byteOffset - this.rank * slotBytes;
-      if (within < 0 || within + buf.byteLength > slotBytes) continue;
-      const slots = Array.from({ length: this.size }, (_, r) => new Float32Array(reg.buffer, r * slotBytes + within, buf.length));
-      this.peers.set(buf, slots);
-      return slots;
-    }
-    return undefined;
+    const slots = peerSlotsOf(this.data.registered, this.rank, this.size, buf);
+    if (slots) this.peers.set(buf, slots);
+    return slots;
   }
+}
+
+/** Every rank's copy of `buf` when `buf` lies in rank `rank`'s slot of one of the registered buffers of `size` slots, else undefined. */
+export function peerSlotsOf(registered: readonly SlotBuffer[], rank: number, size: number, buf: Float32Array): SlotSet | undefined {
+  for (const reg of registered) {
+    if (buf.buffer !== reg.buffer || reg.slots !== size) continue;
+    const slotBytes = reg.slotFloats * 4;
+    const within = buf.byteOffset - rank * slotBytes;
+    if (within < 0 || within + buf.byteLength > slotBytes) continue;
+    return Array.from({ length: size }, (_, r) => new Float32Array(reg.buffer, r * slotBytes + within, buf.length));
+  }
+  return undefined;
 }

@@ -9,14 +9,16 @@ import type { Collective, CollectiveEnv } from './collective.js';
 import type { RankHandle, Transport } from './transport.js';
 import { SHARED_MEMORY_TRANSPORT } from './shared-memory-transport.js';
 import { GLOO_TRANSPORT } from './gloo-transport.js';
+import { HIERARCHICAL_TRANSPORT } from './hierarchical-transport.js';
 import { GLOO_HOW_TO, loadGlooAddon } from './gloo/gloo-addon.js';
 
-/** Gloo is built in when its addon loaded (built at install when libgloo-dev is there). */
+/** Gloo and the hierarchical transport (shared memory + Gloo) are built in when the Gloo addon loaded (built at install when libgloo-dev is there). */
 const gloo = loadGlooAddon();
+const GLOO_BASED = [GLOO_TRANSPORT, HIERARCHICAL_TRANSPORT];
 
-const transports = new NamedRegistry<Transport>('transport', gloo.loaded ? [SHARED_MEMORY_TRANSPORT, GLOO_TRANSPORT] : [SHARED_MEMORY_TRANSPORT],
-  (name, known) => (name === GLOO_TRANSPORT.name && !gloo.loaded
-    ? new TandemError('BAD_CONFIG', `transport 'gloo' is not available: ${gloo.reason}. To get it, ${GLOO_HOW_TO} ` +
+const transports = new NamedRegistry<Transport>('transport', gloo.loaded ? [SHARED_MEMORY_TRANSPORT, ...GLOO_BASED] : [SHARED_MEMORY_TRANSPORT],
+  (name, known) => (GLOO_BASED.some(t => t.name === name) && !gloo.loaded
+    ? new TandemError('BAD_CONFIG', `transport '${name}' is not available: ${gloo.reason}. To get it, ${GLOO_HOW_TO} ` +
       '(apt-get install libgloo-dev && npm install)')
     : new TandemError('BAD_CONFIG', `transport '${name}' is not registered (registered: ${known.join(', ')}); ` +
       'a plugin module that registers it must be listed in `plugins`')));

@@ -11,8 +11,13 @@ import { parseRendezvous, type Rendezvous } from './rendezvous.js';
 
 export interface ResolvedHosts { topology: Topology; rendezvous?: Rendezvous }
 
-/** The transport that spans processes. */
-export const HOSTS_TRANSPORT = 'gloo';
+/** The transports that span processes: flat Gloo, and shared memory inside a host with Gloo between hosts. */
+export const HOSTS_TRANSPORTS = ['hierarchical', 'gloo'] as const;
+
+/** The default across hosts: hierarchical with several devices per host; with one, the flat gloo it would equal. */
+export function hostsTransport(localDevices: number): string {
+  return localDevices > 1 ? 'hierarchical' : 'gloo';
+}
 
 function bad(field: string, message: string): never {
   throw new TandemError('BAD_CONFIG', `config.${field}: ${message}`);
@@ -38,10 +43,10 @@ const ACROSS_HOSTS_METHODS = new Set(['data-parallel', 'local-head', 'partial-fc
 /** What is not done across hosts yet (issue 15): refused before any thread starts. */
 function refuseAcrossHosts(config: TrainConfig, localDevices: number): void {
   const not = (field: string, what: string) => bad(field, `${what} does not work across hosts yet (hosts > 1 supports data-parallel, local-head and partial-fc ` +
-    `over the ${HOSTS_TRANSPORT} transport; host 0 writes the outputs and checkpoints)`);
+    `over the ${HOSTS_TRANSPORTS.join(' or ')} transport; host 0 writes the outputs and checkpoints)`);
   const method = config.method ?? 'data-parallel';
   if (!ACROSS_HOSTS_METHODS.has(method)) not('method', `method '${method}'`);
-  if (config.transport !== undefined && config.transport !== HOSTS_TRANSPORT) not('transport', `transport '${config.transport}'`);
+  if (config.transport !== undefined && !(HOSTS_TRANSPORTS as readonly string[]).includes(config.transport)) not('transport', `transport '${config.transport}'`);
   if (config.exportDevice !== undefined && config.exportDevice >= localDevices) {
     bad('exportDevice', `${config.exportDevice} is not on host 0 (its devices are global ranks 0..${localDevices - 1}); host 0 exports the model`);
   }
