@@ -54,7 +54,9 @@ export function timelineLayout(spans: readonly Span[], title: string): TimelineL
   const base = { width: PICTURE_WIDTH, marks: [], lines: [], swatches: [], spans: [] };
   if (drawn.length === 0) return { ...base, height: 60, texts: [text(title, 10, 18, 'start', 'title'), text('no spans', 10, 40)] };
   const devices = [...new Set(drawn.map(s => s.device))].sort((a, b) => a - b);
-  const t0 = Math.min(...drawn.map(s => s.start)), t1 = Math.max(...drawn.map(s => s.end));
+  // Loops, not Math.min(...spans): a whole long run is more spans than a call takes arguments.
+  let t0 = Infinity, t1 = -Infinity;
+  for (const s of drawn) { t0 = Math.min(t0, s.start); t1 = Math.max(t1, s.end); }
   const scale = (PICTURE_WIDTH - LEFT - RIGHT) / Math.max(1e-9, t1 - t0);
   const x = (t: number) => LEFT + (t - t0) * scale;
   const y = (device: number, thread: Span['thread']) => TOP + devices.indexOf(device) * (2 * LANE + 2 * GAP) + (thread === 'comm' ? LANE + GAP / 2 : 0);
