@@ -12,7 +12,7 @@ export const SPAN_COLOURS: Record<SpanKind, string> = {
 };
 
 export const PICTURE_WIDTH = 1200;
-const LANE = 22, GAP = 6, LEFT = 110, RIGHT = 40, TOP = 44, CHAR = 6;
+const LANE = 22, GAP = 6, LEFT = 120, RIGHT = 40, TOP = 44, CHAR = 6;
 const INK = '#222222', AXIS = '#333333', MARK = '#c8c8c8';
 
 export interface TextItem { text: string; x: number; y: number; size: 'title' | 'label'; anchor: TextAnchor; fill: string }
