@@ -2,6 +2,9 @@
 export { train, start, startTraining } from './trainer/train.js';
 export type { RunEvent } from './monitor/run-event.js';
 export { timelineSvg, timelinePng, spansFromChromeTrace, overlapShare, SPAN_COLOURS } from './monitor/timeline-picture.js';
+export type { TimelineOptions } from './monitor/timeline-picture.js';
+export { DEFAULT_STEP_RANGE, selectSteps, parseStepRange } from './monitor/step-range.js';
+export type { StepRange, StepSelection } from './monitor/step-range.js';
 export type { TrainSummary, TrainHooks, StepMetrics, TrainingHandle } from './trainer/train.js';
 export { resolveConfig } from './config.js';
 export type { TrainConfig, ResolvedConfig, FaultInjection } from './config.js';

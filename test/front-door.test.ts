@@ -48,9 +48,13 @@ t.test('the timeline picture draws every span of a recorded trace; the PNG is a 
   t.ok(coloured > 1000, `the PNG has the lanes drawn (${coloured} coloured pixels)`);
   const cli = fileURLToPath(new URL('../../bin/tandem.js', import.meta.url));
   const outSvg = path.join(out, 'cli.svg'), outPng = path.join(out, 'cli.png');
-  await new Promise<void>((resolve, reject) => execFile(process.execPath, [cli, 'trace', summary.tracePath!, '--svg', outSvg, '--png', outPng], err => err ? reject(err) : resolve()));
-  t.equal((readFileSync(outSvg, 'utf8').match(/<rect class="span"/g) ?? []).length, drawn.length, 'tandem trace --svg draws them all too');
+  const traceCli = (...args: string[]) => new Promise<void>((resolve, reject) => execFile(process.execPath, [cli, 'trace', summary.tracePath!, '--svg', outSvg, '--png', outPng, ...args], err => err ? reject(err) : resolve()));
+  await traceCli('--all');
+  t.equal((readFileSync(outSvg, 'utf8').match(/<rect class="span"/g) ?? []).length, drawn.length, 'tandem trace --all --svg draws them all too');
   t.ok(PNG.sync.read(readFileSync(outPng)).width === 1200, 'tandem trace --png writes a valid PNG');
+  await traceCli();
+  const lastThree = drawnSpans(spans.filter(s => s.step > 4 - 3));
+  t.equal((readFileSync(outSvg, 'utf8').match(/<rect class="span"/g) ?? []).length, lastThree.length, `tandem trace draws the last three steps by default (${lastThree.length} spans)`);
 });
 
 t.test('--model path/to/model.json trains an existing TF.js model and writes it back in the same format', async t => {

@@ -7,11 +7,7 @@ import { profileModel } from '../profiling/profile-model.js';
 import { decideAlexNetLike } from '../profiling/alexnet-like.js';
 import { predictStrategies } from '../profiling/cost-model.js';
 import { profileReport } from './profile-report.js';
-import { readFileSync } from 'node:fs';
-import { prepareOutputPlaces } from '../output/output-places.js';
-import { writeFileAtomically } from '../output/atomic-write.js';
-import { parseArgs } from 'node:util';
-import { spansFromChromeTrace, timelinePng, timelineSvg } from '../monitor/timeline-picture.js';
+import { traceCommand } from './trace-command.js';
 import { ProgressDisplay } from './progress-display.js';
 import { stopOnSignals } from './stop-signals.js';
 import { guardStdio } from './stdio-guard.js';
@@ -63,7 +59,8 @@ const HELP = `tandem — train TensorFlow.js models on several devices at once
 
   tandem launch --hosts N [train flags…]   (N local processes on 127.0.0.1, output prefixed [host R]; one failing ends all)
 
-  tandem trace TRACE.json --svg OUT.svg [--png OUT.png]   (draws a trace written by --trace or --out)
+  tandem trace TRACE.json --svg OUT.svg [--png OUT.png] [--steps A..B | --last N | --all]
+               (draws a trace written by --trace or --out; default: the last 3 steps)
 
   tandem profile --model NAME|PATH [--data …] [--batch GLOBAL] [--devices N] [--steps N]
                [--time-share X] [--param-share X] [--link BANDWIDTH] [--json]
@@ -151,24 +148,8 @@ async function main(argv: string[]): Promise<number> {
     case 'launch':
       return launchHosts(rest, (host, line) => (line.stream === 'stderr' ? process.stderr : process.stdout).write(`[host ${host}] ${line.text}\n`),
         line => console.error(`tandem launch: ${line}`));
-    case 'trace': {
-      const { values, positionals } = parseArgs({ args: rest, allowPositionals: true, options: { svg: { type: 'string' }, png: { type: 'string' } } });
-      const file = positionals[0];
-      if (!file || (!values.svg && !values.png)) throw new TandemError('BAD_CONFIG', 'usage: tandem trace TRACE.json --svg OUT.svg [--png OUT.png]');
-      let trace: Parameters<typeof spansFromChromeTrace>[0];
-      try {
-        trace = JSON.parse(readFileSync(file, 'utf8'));
-      } catch (err) {
-        throw new TandemError('BAD_CONFIG', `tandem trace ${file}: ${(err as Error).message}`);
-      }
-      if (!trace || !Array.isArray(trace.traceEvents)) throw new TandemError('BAD_CONFIG', `tandem trace ${file}: not a Chrome trace (no traceEvents)`);
-      const spans = spansFromChromeTrace(trace);
-      const pictures = [['--svg', values.svg], ['--png', values.png]].flatMap(([flag, p]) => p ? [{ kind: 'file' as const, path: p, label: `${flag} ${p}` }] : []);
-      await prepareOutputPlaces(pictures);
-      if (values.svg) { await writeFileAtomically(values.svg, timelineSvg(spans, `tandem timeline: ${file}`)); console.log(`svg: ${values.svg} (${spans.length} spans)`); }
-      if (values.png) { await writeFileAtomically(values.png, timelinePng(spans)); console.log(`png: ${values.png}`); }
-      return 0;
-    }
+    case 'trace':
+      return traceCommand(rest);
     case 'profile': {
       const { config, json, profileSteps } = parseTrainArgs(rest, 'profile');
       if ((config.hosts ?? 1) > 1) throw new TandemError('BAD_CONFIG', 'tandem profile runs in one process: leave out --hosts (profile one host, then train with --hosts)');

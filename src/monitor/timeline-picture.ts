@@ -2,79 +2,66 @@
  * The timeline picture: one lane pair per device (compute above, comm below),
  * every span a rectangle coloured by its kind, time left to right — so the
  * FC-group exchange running under conv backprop is visible at a glance.
- * As SVG (with a legend and a time axis) or as PNG (the same rectangles).
+ * Title, lane labels, step marks, time axis and legend in both pictures: the
+ * positions come from one layout (timeline-layout.ts), drawn as SVG or as PNG
+ * (pngjs, text in the built-in bitmap font).
  */
 import { PNG } from 'pngjs';
 import type { Span, SpanKind } from './span.js';
+import { timelineLayout, type TextItem, type TimelineLayout } from './timeline-layout.js';
+import { createRaster, drawText, fillRect } from './raster.js';
+import { describeSelection, selectSteps, type StepRange } from './step-range.js';
 
-export const SPAN_COLOURS: Record<SpanKind, string> = {
-  load: '#9e9e9e', forward: '#4e79a7', backward: '#f28e2b', handoff: '#76b7b2', wait: '#e0e0e0', exchange: '#e15759', apply: '#59a14f',
-};
+export { SPAN_COLOURS, drawnSpans } from './timeline-layout.js';
 
-const LANE = 22, GAP = 6, LEFT = 110, RIGHT = 20, TOP = 30, WIDTH = 1200;
-
-interface Layout { devices: number[]; t0: number; t1: number; x(t: number): number; y(device: number, thread: Span['thread']): number; height: number }
-
-/** Spans drawn: per-layer backward spans are drawn; the per-group ones (which cover them) are skipped to keep the lanes readable. */
-export function drawnSpans(spans: readonly Span[]): Span[] {
-  return spans.filter(s => !(s.kind === 'backward' && s.group !== undefined && s.thread === 'compute') && s.end > s.start);
+export interface TimelineOptions {
+  /** Steps to draw (default: every span given, and the title is left as it is); the title then says which steps are drawn. */
+  steps?: StepRange;
 }
 
-function layout(spans: readonly Span[]): Layout {
-  const devices = [...new Set(spans.map(s => s.device))].sort((a, b) => a - b);
-  const t0 = Math.min(...spans.map(s => s.start)), t1 = Math.max(...spans.map(s => s.end));
-  const scale = (WIDTH - LEFT - RIGHT) / Math.max(1e-9, t1 - t0);
-  return {
-    devices, t0, t1,
-    x: t => LEFT + (t - t0) * scale,
-    y: (device, thread) => TOP + devices.indexOf(device) * (2 * LANE + 2 * GAP) + (thread === 'comm' ? LANE + GAP / 2 : 0),
-    height: TOP + devices.length * (2 * LANE + 2 * GAP) + 40,
-  };
+function layoutFor(spans: readonly Span[], title: string, options: TimelineOptions): TimelineLayout {
+  if (!options.steps) return timelineLayout(spans, title);
+  const selection = selectSteps(spans, options.steps);
+  return timelineLayout(selection.spans, `${title}; ${describeSelection(selection)}`);
 }
 
 const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+const SVG_FONT_SIZE: Record<TextItem['size'], number> = { title: 13, label: 11 };
+/** Bitmap font scale per text size in the PNG (5×7 glyphs: 7 or 14 pixels high). */
+const PNG_TEXT_SCALE: Record<TextItem['size'], number> = { title: 2, label: 1 };
 
-export function timelineSvg(spans: readonly Span[], title = 'tandem timeline'): string {
-  const drawn = drawnSpans(spans);
-  if (drawn.length === 0) return `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="60"><text x="10" y="30">no spans</text></svg>`;
-  const L = layout(drawn);
-  const out: string[] = [];
-  out.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${L.height}" font-family="sans-serif" font-size="11">`);
-  out.push(`<rect width="100%" height="100%" fill="white"/><text x="10" y="18" font-size="13">${esc(title)}</text>`);
-  for (const d of L.devices) {
-    out.push(`<text x="10" y="${L.y(d, 'compute') + 15}">device ${d} compute</text><text x="10" y="${L.y(d, 'comm') + 15}">device ${d} comm</text>`);
+export function timelineSvg(spans: readonly Span[], title = 'tandem timeline', options: TimelineOptions = {}): string {
+  const L = layoutFor(spans, title, options);
+  const out = [`<svg xmlns="http://www.w3.org/2000/svg" width="${L.width}" height="${L.height}" font-family="sans-serif" font-size="11">`,
+    '<rect width="100%" height="100%" fill="white"/>'];
+  const line = (l: TimelineLayout['lines'][number]) => `<line x1="${l.x1.toFixed(2)}" y1="${l.y1}" x2="${l.x2.toFixed(2)}" y2="${l.y2}" stroke="${l.stroke}"/>`;
+  out.push(...L.marks.map(line));
+  for (const b of L.spans) {
+    const s = b.span;
+    out.push(`<rect class="span" x="${b.x.toFixed(2)}" y="${b.y}" width="${b.width.toFixed(2)}" height="${b.height}" fill="${b.fill}"><title>${esc(s.name)} (step ${s.step}, ${(s.end - s.start).toFixed(2)} ms)</title></rect>`);
   }
-  for (const s of drawn) {
-    const x = L.x(s.start), w = Math.max(0.5, L.x(s.end) - x);
-    out.push(`<rect class="span" x="${x.toFixed(2)}" y="${L.y(s.device, s.thread)}" width="${w.toFixed(2)}" height="${LANE}" fill="${SPAN_COLOURS[s.kind]}"><title>${esc(s.name)} (step ${s.step}, ${(s.end - s.start).toFixed(2)} ms)</title></rect>`);
-  }
-  const axisY = L.height - 30, ms = L.t1 - L.t0;
-  out.push(`<line x1="${LEFT}" y1="${axisY}" x2="${WIDTH - RIGHT}" y2="${axisY}" stroke="#333"/><text x="${LEFT}" y="${axisY + 14}">0 ms</text>` +
-    `<text x="${WIDTH - RIGHT - 60}" y="${axisY + 14}">${ms.toFixed(1)} ms</text>`);
-  let lx = LEFT + 120;
-  for (const [kind, colour] of Object.entries(SPAN_COLOURS)) {
-    out.push(`<rect x="${lx}" y="${axisY + 6}" width="10" height="10" fill="${colour}"/><text x="${lx + 14}" y="${axisY + 15}">${kind}</text>`);
-    lx += 90;
+  out.push(...L.lines.map(line));
+  out.push(...L.swatches.map(b => `<rect x="${b.x}" y="${b.y}" width="${b.width}" height="${b.height}" fill="${b.fill}"/>`));
+  for (const t of L.texts) {
+    const size = t.size === 'label' ? '' : ` font-size="${SVG_FONT_SIZE[t.size]}"`, anchor = t.anchor === 'start' ? '' : ` text-anchor="${t.anchor}"`;
+    out.push(`<text x="${+t.x.toFixed(2)}" y="${t.y}"${size}${anchor} fill="${t.fill}">${esc(t.text)}</text>`);
   }
   out.push('</svg>');
   return out.join('\n');
 }
 
-export function timelinePng(spans: readonly Span[]): Buffer {
-  const drawn = drawnSpans(spans);
-  const L = drawn.length ? layout(drawn) : { height: 60 } as Layout;
-  const png = new PNG({ width: WIDTH, height: L.height });
-  png.data.fill(255);
-  const fill = (x0: number, y0: number, x1: number, y1: number, hex: string) => {
-    const r = parseInt(hex.slice(1, 3), 16), g = parseInt(hex.slice(3, 5), 16), b = parseInt(hex.slice(5, 7), 16);
-    for (let y = Math.max(0, Math.floor(y0)); y < Math.min(png.height, Math.ceil(y1)); y++) {
-      for (let x = Math.max(0, Math.floor(x0)); x < Math.min(png.width, Math.max(Math.floor(x0) + 1, Math.ceil(x1))); x++) {
-        const i = (y * png.width + x) * 4;
-        png.data[i] = r; png.data[i + 1] = g; png.data[i + 2] = b; png.data[i + 3] = 255;
-      }
-    }
-  };
-  for (const s of drawn) fill(L.x(s.start), L.y(s.device, s.thread), L.x(s.end), L.y(s.device, s.thread) + LANE, SPAN_COLOURS[s.kind]);
+export function timelinePng(spans: readonly Span[], title = 'tandem timeline', options: TimelineOptions = {}): Buffer {
+  const L = layoutFor(spans, title, options);
+  const raster = createRaster(L.width, L.height);
+  // Lines are one pixel wide, on the pixel column or row they start in.
+  const line = (l: TimelineLayout['lines'][number]) => fillRect(raster, l.x1, l.y1, Math.max(l.x2, l.x1 + 1), Math.max(l.y2, l.y1 + 1), l.stroke);
+  L.marks.forEach(line);
+  for (const b of L.spans) fillRect(raster, b.x, b.y, b.x + b.width, b.y + b.height, b.fill);
+  L.lines.forEach(line);
+  for (const b of L.swatches) fillRect(raster, b.x, b.y, b.x + b.width, b.y + b.height, b.fill);
+  for (const t of L.texts) drawText(raster, t.text, t.x, t.y, t.fill, PNG_TEXT_SCALE[t.size], t.anchor);
+  const png = new PNG({ width: L.width, height: L.height });
+  png.data.set(raster.data);
   return PNG.sync.write(png);
 }
 

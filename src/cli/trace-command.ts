@@ -1,0 +1,59 @@
+/**
+ * `tandem trace TRACE.json --svg OUT.svg [--png OUT.png] [--steps A..B | --last N | --all]`:
+ * draws a Chrome trace written by `--trace` or `--out`; by default the last
+ * three steps, so the spans are wide enough to see.
+ */
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { TandemError } from '../errors.js';
+import { prepareOutputPlaces } from '../output/output-places.js';
+import { writeFileAtomically } from '../output/atomic-write.js';
+import { drawnSpans, spansFromChromeTrace, timelinePng, timelineSvg } from '../monitor/timeline-picture.js';
+import { DEFAULT_STEP_RANGE, parseStepRange, selectSteps, stepsText, type StepRange } from '../monitor/step-range.js';
+
+export const TRACE_USAGE = 'tandem trace TRACE.json --svg OUT.svg [--png OUT.png] [--steps A..B | --last N | --all]';
+
+function stepRangeOf(values: { steps?: string; last?: string; all?: boolean }): StepRange {
+  const given = [values.steps !== undefined && '--steps', values.last !== undefined && '--last', values.all && '--all'].filter(Boolean);
+  if (given.length > 1) throw new TandemError('BAD_CONFIG', `tandem trace: ${given.join(' and ')} both choose the steps drawn; give one`);
+  if (values.all) return { kind: 'all' };
+  if (values.steps !== undefined) return parseStepRange(values.steps);
+  if (values.last !== undefined) {
+    const count = Number(values.last);
+    if (!Number.isInteger(count) || count < 1) throw new TandemError('BAD_CONFIG', `--last ${values.last}: expected a number of steps (1 or more)`);
+    return { kind: 'last', count };
+  }
+  return DEFAULT_STEP_RANGE;
+}
+
+function readTrace(file: string): Parameters<typeof spansFromChromeTrace>[0] {
+  let trace: Parameters<typeof spansFromChromeTrace>[0];
+  try {
+    trace = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (err) {
+    throw new TandemError('BAD_CONFIG', `tandem trace ${file}: ${(err as Error).message}`);
+  }
+  if (!trace || !Array.isArray(trace.traceEvents)) throw new TandemError('BAD_CONFIG', `tandem trace ${file}: not a Chrome trace (no traceEvents)`);
+  return trace;
+}
+
+export async function traceCommand(args: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args, allowPositionals: true,
+    options: { svg: { type: 'string' }, png: { type: 'string' }, steps: { type: 'string' }, last: { type: 'string' }, all: { type: 'boolean' } },
+  });
+  const file = positionals[0];
+  if (!file || (!values.svg && !values.png)) throw new TandemError('BAD_CONFIG', `usage: ${TRACE_USAGE}`);
+  const steps = stepRangeOf(values);
+  const spans = spansFromChromeTrace(readTrace(file));
+  const selection = selectSteps(spans, steps);
+  if (spans.length > 0 && selection.spans.length === 0) {
+    throw new TandemError('BAD_CONFIG', `tandem trace ${file}: no span in the steps asked for; the trace holds steps ${selection.runFirst}-${selection.runLast}`);
+  }
+  const pictures = [['--svg', values.svg], ['--png', values.png]].flatMap(([flag, p]) => p ? [{ kind: 'file' as const, path: p, label: `${flag} ${p}` }] : []);
+  await prepareOutputPlaces(pictures);
+  const title = `tandem timeline: ${file}`, drawn = `${drawnSpans(selection.spans).length} spans drawn, ${selection.first === undefined ? 'no steps' : stepsText(selection.first, selection.last!)}`;
+  if (values.svg) { await writeFileAtomically(values.svg, timelineSvg(spans, title, { steps })); console.log(`svg: ${values.svg} (${drawn})`); }
+  if (values.png) { await writeFileAtomically(values.png, timelinePng(spans, title, { steps })); console.log(`png: ${values.png} (${drawn})`); }
+  return 0;
+}
