@@ -81,7 +81,10 @@ export class DeviceReplica {
     private readonly send: Send) {
     this.local = device.local;
     this.rank = device.rank;
-    this.control = new ControlBlock(control, config.topology.localDevices, groupCount, 2 * config.stallTimeoutMs);
+    // Waits on this device's own comm thread. Several hosts: that thread may wait on another host for twice the stall
+    // timeout per Gloo call, and its failure names that host: it speaks first.
+    const waitFactor = config.topology.processes > 1 ? 3 : 2;
+    this.control = new ControlBlock(control, config.topology.localDevices, groupCount, waitFactor * config.stallTimeoutMs);
     this.control.owner = { device: this.local, side: 'compute' };
   }
 

@@ -48,6 +48,7 @@ const HELP = `tandem — train TensorFlow.js models on several devices at once
                [--on-nan error|skip-step] [--checkpoint-every K] [--checkpoint-dir DIR] [--resume DIR|FILE]
                [--keep-checkpoints K]         (the K newest checkpoints are kept; default 3, 0 keeps all)
                [--stop-grace-ms MS]           (how long a stopped step may take; default 5000)
+               [--stall-timeout-ms MS]        (watchdog: a silent device fails the run after MS, a silent peer host after 2 × MS; default 120000)
                [--out DIR] [--json] [--quiet]
   SIGINT/SIGTERM/SIGHUP finish the current step, write a checkpoint (to --checkpoint-dir or --out) and exit with
   130/143/129; a second one (or the step still running after --stop-grace-ms) aborts the step and checkpoints the

@@ -18,7 +18,7 @@
  * run's watchdog never takes a rank waiting for a peer for a hung one. Gloo
  * gives up after the communicator's timeout (STALLED); a peer whose
  * connection closes fails the operation at once (PEER_LOST, naming the
- * peer's rank). An aborted run is seen before each operation and between
+ * peer's rank, and across processes its host and address). An aborted run is seen before each operation and between
  * chunks (ABORTED): a Gloo call in flight cannot be interrupted, it ends with
  * a peer's failure or the timeout. A context in which an operation failed is
  * closed.
@@ -27,7 +27,7 @@ import { TandemError } from '../errors.js';
 import type { BlockingCollective, Collective, CollectiveEnv, ReduceOp, SlotReducer } from './collective.js';
 import type { CommunicatorSpec, CommunicatorWorld, PreparedCommunicator, RankHandle, Transport } from './transport.js';
 import { reduceMeanInto, reduceSlotsInto, shardOf } from './reduce-slots.js';
-import { isGlooFailure, loadGlooAddon, GLOO_HOW_TO, type GlooContext } from './gloo/gloo-addon.js';
+import { isGlooFailure, loadGlooAddon, GLOO_HOW_TO, type GlooContext, type GlooFailure } from './gloo/gloo-addon.js';
 import { startStoreServer } from './gloo/tcp-store-server.js';
 import { WAIT_SLICE_MS } from './shared-barrier.js';
 
@@ -174,8 +174,7 @@ function translated<T>(rank: number, what: string, timeoutMs: number, call: () =
     return call();
   } catch (err) {
     if (!isGlooFailure(err)) throw err;
-    const host = ranksPerProcess && err.peerRank >= 0 ? ` (host ${Math.floor(err.peerRank / ranksPerProcess)})` : '';
-    const peer = err.peerRank >= 0 ? `peer rank ${err.peerRank}${host}` : 'a peer';
+    const peer = err.peerRank >= 0 ? `peer rank ${err.peerRank}${hostOf(err, ranksPerProcess)}` : 'a peer';
     switch (err.glooKind) {
       case 'timeout':
         throw new TandemError('STALLED', `gloo rank ${rank}: ${peer} did not answer within ${(timeoutMs / 1000).toFixed(1)} s ` +
@@ -190,4 +189,11 @@ function translated<T>(rank: number, what: string, timeoutMs: number, call: () =
       default: { const never: never = err.glooKind; throw new Error(`unknown gloo failure ${String(never)}`); }
     }
   }
+}
+
+/** ` (host H, ADDRESS)` of a failure's peer across processes: its host, and the address the addon names it by (`peer rank R ([ADDR]:PORT)`). */
+function hostOf(err: GlooFailure, ranksPerProcess?: number): string {
+  if (!ranksPerProcess) return '';
+  const address = new RegExp(`peer rank ${err.peerRank} \\(\\[?([^\\]\\s()]+?)\\]?:\\d+\\)`).exec(err.message)?.[1];
+  return ` (host ${Math.floor(err.peerRank / ranksPerProcess)}${address ? `, ${address}` : ''})`;
 }
