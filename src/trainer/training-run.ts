@@ -355,7 +355,8 @@ export class TrainingRun {
       await this.withinStallTimeout(loading, step);
       result.loadWaitTotal += performance.now() - t0;
       result.stepStarts.push(t0);
-      const done = this.replies.expect('stepDone', step);
+      // The first step waits on the comm threads' start (joining the communicator, the step-0 broadcast): setup's watchdog.
+      const done = this.replies.expect('stepDone', step, step === firstStep ? this.setupWatchdogMs() : undefined);
       for (const a of this.actors) a.postCompute({ type: 'step', step });
       // Step s+1's inputs go into the other slot (step s-1's, finished) while step s trains.
       if (step < cfg.steps) { loading = laidOut.load(step + 1); loading.catch(() => {}); }
