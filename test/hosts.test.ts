@@ -1,51 +1,19 @@
 // Several hosts on loopback, real processes and sockets on 127.0.0.1: `tandem launch --hosts 2 --devices 1` (and 2 × 2)
 // trains to the bits of one process with `--devices 2` (and 4) (same global batch, data-parallel, sequential), every host's replica has
 // the same checksum, host 0 alone writes outputs; a host killed with SIGKILL ends the other host (run directly, no
-// launcher) and the launcher within 10 s, non-zero, naming the lost host. Every process is torn down.
+// launcher) and the launcher within 10 s, non-zero, naming the lost host (and its address). Every process is torn down.
 import t from 'tap';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import readline from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import { glooAddonOrSkip } from './fixtures/gloo-addon-or-skip.js';
+import { firstLine, killAllTandems, summaryOf, tandem } from './fixtures/tandem-lines.js';
 import { freePort } from '../src/world/launch.js';
 
-const CLI = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
 const TRAIN = ['--model', 'mlp', '--data', 'synthetic-images', '--image-size', '8x8x1', '--classes', '4', '--dataset-size', '64',
   '--batch', '8', '--seed', '3', '--strategy', 'sequential', '--json', '--verbose']; // --verbose: host 1 prints its steps too
 
-interface Proc { child: ChildProcess; lines: string[]; stderr: string[]; ended: Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }> }
-
-const live = new Set<ChildProcess>();
-t.teardown(() => { for (const c of live) c.kill('SIGKILL'); });
-
-/** `tandem ARGS`; `onLine` sees every stdout and stderr line as it comes. */
-function tandem(args: string[], onLine: (line: string) => void = () => {}): Proc {
-  const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  live.add(child);
-  const lines: string[] = [], stderr: string[] = [];
-  readline.createInterface({ input: child.stdout! }).on('line', l => { lines.push(l); onLine(l); });
-  readline.createInterface({ input: child.stderr! }).on('line', l => { stderr.push(l); onLine(l); });
-  const ended = once(child, 'close').then(([code, signal]) => { live.delete(child); return { code: code as number | null, signal: signal as NodeJS.Signals | null, at: Date.now() }; });
-  return { child, lines, stderr, ended };
-}
-
-/** The `summary` JSON line of `lines`, with a `[host r] ` prefix stripped when given. */
-function summaryOf(lines: string[], prefix = ''): { replicaChecksum: string; config: { devices: number; out?: string; transport: string } } {
-  const line = lines.find(l => l.startsWith(`${prefix}{"event":"summary"`));
-  if (!line) throw new Error(`no summary in:\n${lines.join('\n')}`);
-  return JSON.parse(line.slice(prefix.length));
-}
-
-/** Resolves on the first line that matches. */
-function firstLine(pattern: RegExp): { onLine: (line: string) => void; seen: Promise<string> } {
-  let hit: (line: string) => void = () => {};
-  const seen = new Promise<string>(resolve => { hit = resolve; });
-  return { onLine: line => { if (pattern.test(line)) hit(line); }, seen };
-}
+t.teardown(killAllTandems);
 
 if (glooAddonOrSkip()) {
   for (const [hosts, devices] of [[2, 1], [2, 2]]) {
@@ -81,7 +49,7 @@ if (glooAddonOrSkip()) {
     const end = await h0.ended;
     t.not(end.code, 0, 'host 0 exits non-zero');
     t.ok(end.at - killedAt < 10_000, `host 0 ended ${end.at - killedAt} ms after the kill`);
-    t.match(h0.stderr.join('\n'), /peer rank 1 \(host 1\)/, `names the lost host: ${h0.stderr.join(' | ')}`);
+    t.match(h0.stderr.join('\n'), /peer rank 1 \(host 1, 127\.0\.0\.1\)/, `names the lost host: ${h0.stderr.join(' | ')}`);
   });
 
   t.test('launch: a host killed with SIGKILL ends the launch within 10 s, non-zero, naming it', async t => {

@@ -20,7 +20,7 @@ import { publishApplied } from '../pipeline/operators/publish-applied.js';
 import type { GroupExchange } from '../pipeline/events.js';
 import { MAX_GROUPS } from '../pipeline/strategy.js';
 import { wallNow, type Span } from '../monitor/span.js';
-import { ControlBlock, type Phase } from './control-block.js';
+import { ControlBlock, threadWaitMs, type Phase } from './control-block.js';
 import { injectFault, perturbParameter, type InjectedFault } from './fault-injection.js';
 import { StepPreimage } from './step-preimage.js';
 import { gradSlots, modelStateSlots, optimizerStateOf, paramSlots } from './shared-buffers.js';
@@ -36,7 +36,7 @@ port.once('message', (msg: ToComm) => {
   let phase: Phase = 'setup';
   const { local, rank } = msg.device;
   const send = (m: FromComm) => port.postMessage(m);
-  const control = new ControlBlock(msg.control, msg.config.topology.localDevices, MAX_GROUPS, 2 * msg.config.stallTimeoutMs);
+  const control = new ControlBlock(msg.control, msg.config.topology.localDevices, MAX_GROUPS, threadWaitMs(msg.config.stallTimeoutMs, msg.config.topology.processes));
   control.owner = { device: local, side: 'comm' };
   loadPlugins(msg.config.plugins)
     .then(() => run(msg, control, (s, p) => { step = s; phase = p; control.setPhase(local, p, s, 'comm'); }))

@@ -30,6 +30,15 @@ const GRADS_READY = 0;
 const APPLIED = 1;
 
 
+/**
+ * How long a device thread waits on the other thread of its process (stall deadline of its control block): twice the
+ * stall timeout; several hosts: four times, since that thread may itself wait on another host for twice the stall
+ * timeout (a Gloo call, the hosts' stop agreement), whose failure names that host and should speak first.
+ */
+export function threadWaitMs(stallTimeoutMs: number, processes: number): number {
+  return (processes > 1 ? 4 : 2) * stallTimeoutMs;
+}
+
 export class ControlBlock {
   readonly words: Int32Array;
   readonly devices: number;

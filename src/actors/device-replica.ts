@@ -32,7 +32,7 @@ import type { ResolvedConfig } from '../config-types.js';
 import type { LayersModel, LayerVariable, Tensor, Variable } from '../engine/tfjs-types.js';
 import type { HeadState } from '../checkpoint/checkpoint-file.js';
 import { injectFault } from './fault-injection.js';
-import { ControlBlock, type Phase } from './control-block.js';
+import { ControlBlock, threadWaitMs, type Phase } from './control-block.js';
 import { gradSlots, modelStateSlots, paramSlots, type SharedBuffers } from './shared-buffers.js';
 import type { DeviceIdentity, FromCompute } from './protocol.js';
 
@@ -81,7 +81,7 @@ export class DeviceReplica {
     private readonly send: Send) {
     this.local = device.local;
     this.rank = device.rank;
-    this.control = new ControlBlock(control, config.topology.localDevices, groupCount, 2 * config.stallTimeoutMs);
+    this.control = new ControlBlock(control, config.topology.localDevices, groupCount, threadWaitMs(config.stallTimeoutMs, config.topology.processes));
     this.control.owner = { device: this.local, side: 'compute' };
   }
 

@@ -45,6 +45,7 @@ const HELP = `tandem — train TensorFlow.js models on several devices at once
                [--keep-checkpoints K]         (the K newest checkpoints are kept; default 3, 0 keeps all)
                [--stop-grace-ms MS]           (how long a stopped step may take; default 5000)
                [--replica-check-every K]      (compare every replica's parameter bits every K steps; default 100, 0: off)
+               [--stall-timeout-ms MS]        (watchdog: a silent device fails the run after MS, a silent peer host after 2 × MS; default 120000)
                [--out DIR] [--json] [--quiet] [--verbose]  (--verbose: a host other than 0 shows its own progress too)
   SIGINT/SIGTERM/SIGHUP finish the current step, write a checkpoint (to --checkpoint-dir or --out) and exit with
   130/143/129; a second one (or the step still running after --stop-grace-ms) aborts the step and checkpoints the

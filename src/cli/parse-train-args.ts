@@ -10,7 +10,7 @@ export interface TrainCliOptions { config: TrainConfig; json: boolean; quiet: bo
 
 const NUMBER_FLAGS = { devices: 'devices', hosts: 'hosts', 'host-rank': 'hostRank', 'native-threads': 'nativeThreads', batch: 'batch', steps: 'steps', epochs: 'epochs', lr: 'lr', momentum: 'momentum', seed: 'seed', classes: 'classes', 'dataset-size': 'datasetSize',
   'split-layer': 'splitLayer', embedding: 'embedding', scale: 'scale', margin: 'margin', 'sample-rate': 'sampleRate',
-  'held-out': 'heldOut', 'eval-samples': 'evalSamples', 'checkpoint-every': 'checkpointEvery', 'replica-check-every': 'replicaCheckEvery', 'keep-checkpoints': 'keepCheckpoints', 'stop-grace-ms': 'stopGraceMs', 'export-device': 'exportDevice', 'time-share': 'timeShare', 'param-share': 'paramShare', 'bucket-mb': 'bucketCapMB', 'first-bucket-mb': 'firstBucketMB' } as const;
+  'held-out': 'heldOut', 'eval-samples': 'evalSamples', 'checkpoint-every': 'checkpointEvery', 'replica-check-every': 'replicaCheckEvery', 'keep-checkpoints': 'keepCheckpoints', 'stop-grace-ms': 'stopGraceMs', 'stall-timeout-ms': 'stallTimeoutMs', 'export-device': 'exportDevice', 'time-share': 'timeShare', 'param-share': 'paramShare', 'bucket-mb': 'bucketCapMB', 'first-bucket-mb': 'firstBucketMB' } as const;
 const STRING_FLAGS = { model: 'model', data: 'data', backend: 'backend', optimizer: 'optimizer', strategy: 'strategy', 'all-reduce': 'allReduce', transport: 'transport', 'batch-norm': 'batchNorm', loss: 'loss', out: 'out', method: 'method', head: 'head', 'on-nan': 'onNan', 'checkpoint-dir': 'checkpointDir', resume: 'resume', link: 'link', trace: 'trace', rendezvous: 'rendezvous' } as const;
 
 /** `command` profile reads --steps as the number of measured steps, not training steps. */

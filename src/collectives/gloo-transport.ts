@@ -18,7 +18,7 @@
  * run's watchdog never takes a rank waiting for a peer for a hung one. Gloo
  * gives up after the communicator's timeout (STALLED); a peer whose
  * connection closes fails the operation at once (PEER_LOST, naming the
- * peer's rank). An aborted run is seen before each operation and between
+ * peer's rank, and across processes its host and address). An aborted run is seen before each operation and between
  * chunks (ABORTED): a Gloo call in flight cannot be interrupted, it ends with
  * a peer's failure or the timeout. A context in which an operation failed is
  * closed.
@@ -27,7 +27,7 @@ import { TandemError } from '../errors.js';
 import type { BlockingCollective, Collective, CollectiveEnv, ReduceOp, SlotReducer } from './collective.js';
 import type { CommunicatorSpec, CommunicatorWorld, PreparedCommunicator, RankHandle, Transport } from './transport.js';
 import { reduceMeanInto, reduceSlotsInto, shardOf } from './reduce-slots.js';
-import { isGlooFailure, loadGlooAddon, GLOO_HOW_TO, type GlooContext } from './gloo/gloo-addon.js';
+import { isGlooFailure, loadGlooAddon, GLOO_HOW_TO, type GlooContext, type GlooFailure } from './gloo/gloo-addon.js';
 import { startStoreServer } from './gloo/tcp-store-server.js';
 import { WAIT_SLICE_MS } from './shared-barrier.js';
 
@@ -183,15 +183,15 @@ export class GlooCollective implements Collective {
 }
 
 /** How errors name this rank and a peer (by the context's rank). */
-interface PeerNaming { self(rank: number): string; peer(rank: number): string }
+interface PeerNaming { self(rank: number): string; peer(rank: number, address?: string): string }
 const FLAT_NAMING: PeerNaming = { self: rank => `rank ${rank}`, peer: rank => `peer rank ${rank}` };
 
 function peerNaming({ ranksPerProcess, crossHost }: GlooRankData): PeerNaming {
   if (crossHost) {
     const global = (q: number) => q * crossHost.stride + crossHost.offset;
-    return { self: q => `rank ${global(q)} (host ${q})`, peer: q => `peer rank ${global(q)} (host ${q})` };
+    return { self: q => `rank ${global(q)} (host ${q})`, peer: (q, address) => `peer rank ${global(q)} (host ${q}${address ? `, ${address}` : ''})` };
   }
-  if (ranksPerProcess) return { self: FLAT_NAMING.self, peer: q => `peer rank ${q} (host ${Math.floor(q / ranksPerProcess)})` };
+  if (ranksPerProcess) return { self: FLAT_NAMING.self, peer: (q, address) => `peer rank ${q} (host ${Math.floor(q / ranksPerProcess)}${address ? `, ${address}` : ''})` };
   return FLAT_NAMING;
 }
 
@@ -201,7 +201,7 @@ function translated<T>(self: string, what: string, timeoutMs: number, call: () =
     return call();
   } catch (err) {
     if (!isGlooFailure(err)) throw err;
-    const peer = err.peerRank >= 0 ? naming.peer(err.peerRank) : 'a peer';
+    const peer = err.peerRank >= 0 ? naming.peer(err.peerRank, peerAddress(err)) : 'a peer';
     switch (err.glooKind) {
       case 'timeout':
         throw new TandemError('STALLED', `gloo ${self}: ${peer} did not answer within ${(timeoutMs / 1000).toFixed(1)} s ` +
@@ -216,4 +216,9 @@ function translated<T>(self: string, what: string, timeoutMs: number, call: () =
       default: { const never: never = err.glooKind; throw new Error(`unknown gloo failure ${String(never)}`); }
     }
   }
+}
+
+/** The address the addon names a failure's peer by (`peer rank R ([ADDR]:PORT)` in its message), if it does. */
+function peerAddress(err: GlooFailure): string | undefined {
+  return new RegExp(`peer rank ${err.peerRank} \\(\\[?([^\\]\\s()]+?)\\]?:\\d+\\)`).exec(err.message)?.[1];
 }

@@ -3,7 +3,8 @@
  * (type, step): `expect('stepDone', 7)` resolves with every device's reply to
  * step 7, typed as that reply. Register before posting the request. A
  * request that some device leaves unanswered for the watchdog's time calls
- * `onSilent` with the devices that did not reply.
+ * `onSilent` with the devices that did not reply (and a way to ask whether
+ * the request is still unanswered).
  */
 import type { FromCompute } from '../actors/protocol.js';
 
@@ -19,7 +20,7 @@ export class ComputeReplies {
   private readonly waiters = new Map<string, Waiter>();
 
   constructor(private readonly devices: readonly number[], private readonly watchdogMs: number,
-    private readonly onSilent: (silent: number[]) => void) {}
+    private readonly onSilent: (silent: number[], unanswered: () => boolean) => void) {}
 
   /**
    * Resolves with one reply of `type` (for `step`, when the reply carries one) from every device, in device order.
@@ -32,7 +33,7 @@ export class ComputeReplies {
       // Watchdog: a device that stops responding is named here, where it is known who is silent.
       const timer = setTimeout(() => {
         const waiter = this.waiters.get(key);
-        if (waiter) this.onSilent(this.devices.filter(d => !waiter.got.some(m => m.device === d)));
+        if (waiter) this.onSilent(this.devices.filter(d => !waiter.got.some(m => m.device === d)), () => this.waiters.get(key) === waiter);
       }, watchdogMs);
       timer.unref();
       this.waiters.set(key, {

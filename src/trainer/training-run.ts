@@ -97,7 +97,7 @@ export class TrainingRun {
       this.control.setPhase(d, 'setup', 0, 'comm');
     }
     this.replies = new ComputeReplies(localRanks(cfg.topology), cfg.stallTimeoutMs,
-      silent => void this.nameHungThread(silent).then(err => this.fail(err)));
+      (silent, unanswered) => void this.nameHungThread(silent, unanswered).then(err => { if (err) this.fail(err); }));
     this.ledger = new RunLedger(cfg, this.hooks, err => this.fail(err));
   }
 
@@ -254,7 +254,8 @@ export class TrainingRun {
     const server = topology.process === 0 ? this.served ?? await serveRendezvous(rendezvous) : undefined;
     this.world = { server, hostname: '' };
     this.world.hostname = await addressTowards(rendezvous, this.setupWatchdogMs());
-    this.world.channel = await HostChannel.open(storeUrl(rendezvous), topology, this.setupWatchdogMs());
+    this.world.channel = await HostChannel.open(storeUrl(rendezvous), topology, this.setupWatchdogMs(), 2 * this.cfg.stallTimeoutMs,
+      this.world.hostname);
     this.replicaCheck = new ReplicaCheck(this.cfg, this.world.channel);
     await this.monitor.open(this.world.channel, spans => this.ledger.recordSpans(spans));
   }
@@ -387,7 +388,8 @@ export class TrainingRun {
       await this.withinStallTimeout(loading, step);
       result.loadWaitTotal += performance.now() - t0;
       result.stepStarts.push(t0);
-      const done = this.replies.expect('stepDone', step);
+      // The first step waits on the comm threads' start (joining the communicator, the step-0 broadcast): setup's watchdog.
+      const done = this.replies.expect('stepDone', step, step === firstStep ? this.setupWatchdogMs() : undefined);
       for (const a of this.actors) a.postCompute({ type: 'step', step });
       // Step s+1's inputs go into the other slot (step s-1's, finished) while step s trains.
       if (step < cfg.steps) { loading = laidOut.load(step + 1); loading.catch(() => {}); }
@@ -546,24 +548,41 @@ export class TrainingRun {
 
   /**
    * Which thread stopped: threads that wait bump their heartbeat every wait slice; one whose
-   * heartbeat stands still while it is busy (not idle) is hung. Falls back to the first silent device.
+   * heartbeat stands still while it is busy (not idle) is hung. Several hosts: a busy thread still beating waits on
+   * another host, which is slow, not dead (a checkpoint write, a warm-up): its own wait ends by itself (PEER_LOST, or
+   * STALLED naming the host after twice stallTimeoutMs), so look again until then, or until the reply came (none then).
+   * Falls back to the first silent device.
    */
-  private async nameHungThread(silent: number[]): Promise<TandemError> {
-    const sides = ['compute', 'comm'] as const;
-    const before = this.actors.map(a => sides.map(s => this.control.heartbeat(a.identity.local, s)));
-    await new Promise(r => setTimeout(r, 6 * WAIT_SLICE_MS));
-    for (const [i, a] of this.actors.entries()) {
-      for (const [j, side] of sides.entries()) {
-        const { phase, step } = this.control.phaseOf(a.identity.local, side);
-        if (phase === 'idle' || phase === 'done' || this.control.heartbeat(a.identity.local, side) !== before[i][j]) continue;
-        return new TandemError('STALLED', `device ${a.identity.rank} stopped responding at step ${step} in phase ${phase} (${side} thread: no sign of life for ` +
-          `${(this.cfg.stallTimeoutMs / 1000).toFixed(1)} s; raise stallTimeoutMs if a step is legitimately this slow)`, { device: a.identity.rank, step, phase });
-      }
+  private async nameHungThread(silent: number[], unanswered: () => boolean): Promise<TandemError | undefined> {
+    const patience = Date.now() + (this.cfg.topology.processes > 1 ? 2 * this.cfg.stallTimeoutMs : 0);
+    for (;;) {
+      const look = await this.lookForHungThread();
+      if (!unanswered()) return undefined;
+      if (look.hung) return look.hung;
+      if (!look.waiting || this.failure || Date.now() >= patience) break;
     }
     const d = silent[0] ?? 0;
     const { phase, step } = this.control.phaseOf(d - globalRank(this.cfg.topology, 0));
     return new TandemError('STALLED', `device ${d} sent no report for ${(this.cfg.stallTimeoutMs / 1000).toFixed(1)} s at step ${step} in phase ${phase} ` +
       `(silent: device ${silent.join(', ')}; raise stallTimeoutMs if a step is legitimately this slow)`, { device: d, step, phase });
+  }
+
+  /** One look at the heartbeats (over a few wait slices): a busy thread that stood still, and whether a busy one beat. */
+  private async lookForHungThread(): Promise<{ hung?: TandemError; waiting: boolean }> {
+    const sides = ['compute', 'comm'] as const;
+    const before = this.actors.map(a => sides.map(s => this.control.heartbeat(a.identity.local, s)));
+    await new Promise(r => setTimeout(r, 6 * WAIT_SLICE_MS));
+    let waiting = false;
+    for (const [i, a] of this.actors.entries()) {
+      for (const [j, side] of sides.entries()) {
+        const { phase, step } = this.control.phaseOf(a.identity.local, side);
+        if (phase === 'idle' || phase === 'done') continue;
+        if (this.control.heartbeat(a.identity.local, side) !== before[i][j]) { waiting = true; continue; }
+        return { waiting, hung: new TandemError('STALLED', `device ${a.identity.rank} stopped responding at step ${step} in phase ${phase} (${side} thread: no sign of life for ` +
+          `${(this.cfg.stallTimeoutMs / 1000).toFixed(1)} s; raise stallTimeoutMs if a step is legitimately this slow)`, { device: a.identity.rank, step, phase }) };
+      }
+    }
+    return { waiting };
   }
 }
 

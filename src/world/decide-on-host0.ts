@@ -23,8 +23,8 @@ export async function decideOnHost0<T extends object>(cfg: ResolvedConfig, decid
   const server = cfg.topology.process === 0 ? await serveRendezvous(rendezvous) : undefined;
   let channel: HostChannel | undefined;
   try {
-    await addressTowards(rendezvous, Math.max(cfg.stallTimeoutMs, REACH_MS));
-    channel = await HostChannel.open(storeUrl(rendezvous), cfg.topology, DECISION_WAIT_MS);
+    const address = await addressTowards(rendezvous, Math.max(cfg.stallTimeoutMs, REACH_MS));
+    channel = await HostChannel.open(storeUrl(rendezvous), cfg.topology, DECISION_WAIT_MS, 2 * cfg.stallTimeoutMs, address);
     return { value: await channel.shareChoice(decide), server };
   } catch (err) {
     await server?.close();

@@ -17,10 +17,16 @@
  *   after step s and reads every host's once step s+1 is applied (so, as for
  *   the stop, they are all there: the read never waits on a host);
  * - where host 0's monitor hub listens (world/monitor-hub.ts).
+ * Between steps these calls answer at once unless a host is gone or silent:
+ * host 0's store closing the connection is PEER_LOST naming host 0; a stop
+ * verdict missing after the peer wait (twice stallTimeoutMs, as a Gloo call)
+ * is STALLED naming the hosts whose wishes are missing (each host also marks
+ * its own wish, and publishes its address when it joins); no answer at all
+ * from the store, STALLED naming host 0. Each names the step.
  */
 import { Packr } from 'msgpackr';
 import { TandemError } from '../errors.js';
-import { StoreClient } from '../collectives/gloo/tcp-store-client.js';
+import { parseStoreUrl, StoreClient } from '../collectives/gloo/tcp-store-client.js';
 import type { Topology } from './topology.js';
 import type { CheckpointBytes, HeadState } from '../checkpoint/checkpoint-file.js';
 
@@ -29,6 +35,11 @@ const STOP_WEIGHT = 1 << 16;
 const RESUME_KEY = 'tandem.resume';
 const AUTO_KEY = 'tandem.auto';
 const MONITOR_KEY = 'tandem.monitor.port';
+/** How much longer than the peer wait a store request may go unanswered before host 0 is taken for silent. */
+const NO_ANSWER_MARGIN_MS = 1000;
+
+const stopKey = (step: number) => `tandem.stop.${step}`;
+const addressKey = (host: number) => `tandem.host${host}.address`;
 /** The first byte of the resume key's value: the checkpoint's bytes follow, or host 0's error message. */
 const RESUME_OK = 1;
 const RESUME_FAILED = 0;
@@ -36,10 +47,16 @@ const RESUME_FAILED = 0;
 const packr = new Packr({ structuredClone: true });
 
 export class HostChannel {
-  private constructor(private readonly client: StoreClient, private readonly topology: Topology) {}
+  private constructor(private readonly client: StoreClient, private readonly topology: Topology, private readonly peerWaitMs: number) {}
 
-  static async open(storeUrl: string, topology: Topology, timeoutMs: number): Promise<HostChannel> {
-    return new HostChannel(await StoreClient.connect(storeUrl, timeoutMs), topology);
+  /**
+   * `timeoutMs`: the store's wait for a key at setup; `peerWaitMs`: how long a host may keep the others waiting between
+   * steps; `address`: this host's address, for the others' messages.
+   */
+  static async open(storeUrl: string, topology: Topology, timeoutMs: number, peerWaitMs: number, address: string): Promise<HostChannel> {
+    const client = await StoreClient.connect(storeUrl, timeoutMs);
+    await client.set(addressKey(topology.process), address);
+    return new HostChannel(client, topology, peerWaitMs);
   }
 
   /** Host 0 runs `read` and publishes what it read (or its failure); every host resolves with the same bytes. */
@@ -110,17 +127,64 @@ export class HostChannel {
 
   /**
    * This host's wish to stop, after `step`, before it starts step+1. The last host to add its wish publishes the
-   * verdict; step+1's all-reduce needs every host, so once step+1 is done here every wish is in (stopAgreed).
+   * verdict; step+1's all-reduce needs every host, so once step+1 is done here every wish is in, or about to be (stopAgreed).
    */
   async submitStop(step: number, wanted: boolean): Promise<void> {
-    const key = `tandem.stop.${step}`;
-    const count = await this.client.add(key, 1 + (wanted ? STOP_WEIGHT : 0));
-    if (count % STOP_WEIGHT === this.topology.processes) await this.client.set(`${key}.agreed`, count >= STOP_WEIGHT ? '1' : '0');
+    const key = stopKey(step);
+    await this.betweenSteps(step, 'adding its stop wish', async () => {
+      const [count] = await Promise.all([this.client.add(key, 1 + (wanted ? STOP_WEIGHT : 0)), this.client.set(`${key}.host${this.topology.process}`, '1')]);
+      if (count % STOP_WEIGHT === this.topology.processes) await this.client.set(`${key}.agreed`, count >= STOP_WEIGHT ? '1' : '0');
+    });
   }
 
   /** Whether any host wished to stop after `step` (call it once step+1 is done): the same answer on every host. */
   async stopAgreed(step: number): Promise<boolean> {
-    return (await this.client.get(`tandem.stop.${step}.agreed`)).toString() === '1';
+    const agreed = await this.betweenSteps(step + 1, 'reading the stop verdict', async () => {
+      try {
+        return await this.client.get(`${stopKey(step)}.agreed`, this.peerWaitMs);
+      } catch (err) {
+        if (!this.client.isOpen) throw err;
+        throw await this.missingWishes(step); // the store answered: the verdict is not there
+      }
+    });
+    return agreed.toString() === '1';
+  }
+
+  /** STALLED naming the hosts (rank and address) whose stop wish after `step` is not in the store. */
+  private async missingWishes(step: number): Promise<TandemError> {
+    const has = (key: string) => this.client.get(key, 0).then(v => v.toString(), () => undefined);
+    const missing: string[] = [];
+    for (let r = 0; r < this.topology.processes; r++) {
+      if (await has(`${stopKey(step)}.host${r}`) === undefined) missing.push(`host ${r} (${await has(addressKey(r)) ?? 'address unknown'})`);
+    }
+    const who = missing.length > 0 ? missing.join(', ') : 'the last host to add its wish';
+    return new TandemError('STALLED', `host ${this.topology.process}: ${who} did not add its stop wish after step ${step} within ` +
+      `${(this.peerWaitMs / 1000).toFixed(1)} s (a cut link or a frozen host; raise stallTimeoutMs if a host is legitimately this slow)`);
+  }
+
+  /** `call` to host 0's store after `step`; a closed connection, or no answer at all, as an error naming host 0. */
+  private async betweenSteps<T>(step: number, what: string, call: () => Promise<T>): Promise<T> {
+    const host0 = `host 0 (${parseStoreUrl(this.client.url).host}, serving the rendezvous store ${this.client.url})`;
+    const waitMs = this.peerWaitMs + NO_ANSWER_MARGIN_MS;
+    let timer: NodeJS.Timeout | undefined;
+    let silent: TandemError | undefined;
+    const silence = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        silent = new TandemError('STALLED', `host ${this.topology.process}: ${host0} did not answer within ${(waitMs / 1000).toFixed(1)} s ` +
+          `after step ${step} while ${what} (a cut link or a frozen host; raise stallTimeoutMs if host 0 is legitimately this slow)`);
+        reject(silent);
+        this.client.close();
+      }, waitMs);
+    });
+    try {
+      return await Promise.race([call(), silence]);
+    } catch (err) {
+      if (err === silent || this.client.isOpen) throw err;
+      throw new TandemError('PEER_LOST', `host ${this.topology.process}: lost ${host0} after step ${step} while ${what}: ${(err as Error).message}`,
+        undefined, { cause: err });
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** This host's devices' digests of step `step`'s parameters (replica-check.ts). */

@@ -33,16 +33,20 @@ export class StoreClient {
   }
 
   async set(key: string, value: Buffer | string): Promise<void> { await this.request('SET', key, Buffer.from(value)); }
-  async get(key: string): Promise<Buffer> { return this.request('GET', key, Buffer.alloc(0)); }
+  /** `timeoutMs`: this request's wait for the key, instead of the client's (0: answered at once). */
+  async get(key: string, timeoutMs = this.timeoutMs): Promise<Buffer> { return this.request('GET', key, Buffer.alloc(0), timeoutMs); }
   async wait(keys: string[]): Promise<void> { for (const key of keys) await this.request('WAIT', key, Buffer.alloc(0)); }
   async add(key: string, delta: number): Promise<number> { return Number((await this.request('ADD', key, Buffer.from(String(delta)))).toString()); }
 
+  /** False once the connection closed (the store went away, or `close()`). */
+  get isOpen(): boolean { return !this.socket.destroyed; }
+
   close(): void { this.socket.destroy(); }
 
-  private async request(command: StoreCommand, key: string, value: Buffer): Promise<Buffer> {
+  private async request(command: StoreCommand, key: string, value: Buffer, timeoutMs = this.timeoutMs): Promise<Buffer> {
     if (this.socket.destroyed) throw new TandemError('STALLED', `rendezvous store ${this.url}: the connection is closed`);
     const reply = new Promise<StoreReply>((resolve, reject) => this.replies.push({ resolve, reject }));
-    this.socket.write(encodeRequest({ command, timeoutMs: this.timeoutMs, key, value }));
+    this.socket.write(encodeRequest({ command, timeoutMs, key, value }));
     const r = await reply;
     if (!r.ok) throw new TandemError('STALLED', `rendezvous store ${this.url}: ${r.message}`);
     return r.value;
