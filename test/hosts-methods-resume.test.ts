@@ -6,37 +6,22 @@
 // stops both hosts after the same step with a stop checkpoint holding host 1's head too, and resuming it is exact.
 // Adam, so the heads' optimizer state matters. Synchronised on the processes' output lines; every process is torn down.
 import t from 'tap';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import readline from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import { glooAddonOrSkip } from './fixtures/gloo-addon-or-skip.js';
+import { killAllTandems, tandemMerged, type MergedProcess } from './fixtures/tandem-lines.js';
 import { checkpointPath } from '../src/checkpoint/checkpoint-file.js';
 
-const CLI = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
 /** 5 classes over 2 devices: heads of 3 and 2 labels. */
 const TRAIN = ['--model', 'mlp', '--data', 'synthetic-images', '--image-size', '8x8x1', '--classes', '5', '--dataset-size', '90',
   '--batch', '8', '--seed', '3', '--embedding', '8', '--export-classifier', '--optimizer', 'adam', '--json', '--verbose']; // --verbose: host 1 prints its events too
 const HOSTS = ['--hosts', '2', '--devices', '1'];
 
 type Assert = Pick<typeof t, 'ok' | 'equal' | 'comment'>;
-interface Proc { child: ChildProcess; lines: string[]; ended: Promise<number | null> }
-
-const live = new Set<ChildProcess>();
-t.teardown(() => { for (const c of live) c.kill('SIGKILL'); });
-
-/** `tandem ARGS`; `onLine` sees every stdout and stderr line as it comes. */
-function tandem(args: string[], onLine: (line: string) => void = () => {}): Proc {
-  const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  live.add(child);
-  const lines: string[] = [];
-  for (const stream of [child.stdout!, child.stderr!]) readline.createInterface({ input: stream }).on('line', l => { lines.push(l); onLine(l); });
-  const ended = once(child, 'close').then(([code]) => { live.delete(child); return code as number | null; });
-  return { child, lines, ended };
-}
+type Proc = MergedProcess;
+const tandem = tandemMerged;
+t.teardown(killAllTandems);
 
 /** Both runs exit 0 (their output shown otherwise). */
 async function bothSucceed(t: Assert, runs: Record<string, Proc>): Promise<void> {

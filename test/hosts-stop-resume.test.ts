@@ -5,38 +5,23 @@
 // launcher) stops the other after the same step too.
 // Synchronised on the processes' output lines; every process is torn down.
 import t from 'tap';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import readline from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import { glooAddonOrSkip } from './fixtures/gloo-addon-or-skip.js';
+import { killAllTandems, tandemMerged, type MergedProcess } from './fixtures/tandem-lines.js';
 import { checkpointPath } from '../src/checkpoint/checkpoint-file.js';
 import { freePort } from '../src/world/launch.js';
 
-const CLI = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
 const TRAIN = ['--model', 'mlp', '--data', 'synthetic-images', '--image-size', '8x8x1', '--classes', '4',
   '--dataset-size', '64', '--batch', '8', '--seed', '3', '--strategy', 'sequential', '--optimizer', 'adam', '--json', '--verbose'];  // --verbose: host 1 prints its steps too
 const HOSTS = ['--hosts', '2', '--devices', '1'];
 /** Far more steps than the stopped run gets to (it is stopped at its third step). */
 const MANY_STEPS = '2000';
 
-interface Proc { child: ChildProcess; lines: string[]; ended: Promise<number | null> }
-
-const live = new Set<ChildProcess>();
-t.teardown(() => { for (const c of live) c.kill('SIGKILL'); });
-
-/** `tandem ARGS`; `onLine` sees every stdout and stderr line as it comes. */
-function tandem(args: string[], onLine: (line: string) => void = () => {}): Proc {
-  const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  live.add(child);
-  const lines: string[] = [];
-  for (const stream of [child.stdout!, child.stderr!]) readline.createInterface({ input: stream }).on('line', l => { lines.push(l); onLine(l); });
-  const ended = once(child, 'close').then(([code]) => { live.delete(child); return code as number | null; });
-  return { child, lines, ended };
-}
+type Proc = MergedProcess;
+const tandem = tandemMerged;
+t.teardown(killAllTandems);
 
 function launch(args: string[], onLine?: (line: string) => void): Proc {
   return tandem(['launch', ...args], onLine);
