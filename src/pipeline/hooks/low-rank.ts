@@ -1,8 +1,8 @@
 /**
  * The small dense linear algebra of PowerSGD over row-major Float32Arrays:
  * products with a thin matrix (accumulated in float64, stored in float32),
- * Gram-Schmidt orthonormalisation of columns, and seeded Gaussian matrices.
- * Plain loops in a fixed order, so equal inputs give equal bits on every rank.
+ * Gram-Schmidt orthonormalisation of columns (float32 or float64), and
+ * seeded Gaussian matrices. Plain loops in a fixed order, so equal inputs give equal bits on every rank.
  */
 
 /** p[n×r] = m[n×c] · q[c×r]. */
@@ -21,7 +21,7 @@ export function multiply(m: Float32Array, q: Float32Array, p: Float32Array, n: n
 }
 
 /** q[c×r] = m[n×c]ᵀ · p[n×r]. */
-export function multiplyTransposed(m: Float32Array, p: Float32Array, q: Float32Array, n: number, c: number, r: number): void {
+export function multiplyTransposed(m: Float32Array, p: Floats, q: Float32Array, n: number, c: number, r: number): void {
   const acc = new Float64Array(c * r);
   for (let i = 0; i < n; i++) {
     const base = i * c;
@@ -34,8 +34,11 @@ export function multiplyTransposed(m: Float32Array, p: Float32Array, q: Float32A
   for (let x = 0; x < c * r; x++) q[x] = acc[x];
 }
 
+/** Float32 or float64 storage. */
+export type Floats = Float32Array | Float64Array;
+
 /** m[n×c] = p[n×r] · q[c×r]ᵀ. */
-export function multiplyByTransposed(p: Float32Array, q: Float32Array, m: Float32Array, n: number, c: number, r: number): void {
+export function multiplyByTransposed(p: Floats, q: Float32Array, m: Float32Array, n: number, c: number, r: number): void {
   for (let i = 0; i < n; i++) {
     for (let j = 0; j < c; j++) {
       let s = 0;
@@ -46,7 +49,7 @@ export function multiplyByTransposed(p: Float32Array, q: Float32Array, m: Float3
 }
 
 /** The columns of a[n×r] made orthonormal in place (modified Gram-Schmidt; a zero column stays zero). */
-export function orthonormalizeColumns(a: Float32Array, n: number, r: number): void {
+export function orthonormalizeColumns(a: Floats, n: number, r: number): void {
   for (let k = 0; k < r; k++) {
     let norm = 0;
     for (let i = 0; i < n; i++) norm += a[i * r + k] * a[i * r + k];

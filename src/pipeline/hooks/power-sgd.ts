@@ -9,8 +9,9 @@
  * columns, Q = Mᵀ P, all-reduce mean of Q, M ≈ P Qᵀ. The rest (biases, small
  * tensors) is all-reduced uncompressed. With error feedback each rank keeps
  * M − P Qᵀ and adds it to the next step's M; with warm start Q carries over
- * between steps; the first Q is drawn from the run's seed, the same on every
- * rank. Before `startStep` the group is all-reduced uncompressed.
+ * between steps (orthonormalised before use: the same span, better
+ * conditioned in float32); the first Q is drawn from the run's seed, the same
+ * on every rank. Before `startStep` the group is all-reduced uncompressed.
  */
 import type { Collective } from '../../collectives/collective.js';
 import type { BucketInfo, CommHook, CommHookOptions, GradBucket } from '../comm-hook.js';
@@ -20,6 +21,8 @@ interface Compressed {
   /** Float offset of the matrix in the group; its shape and rank. */
   offset: number; rows: number; cols: number; rank: number;
   p: Float32Array; q: Float32Array;
+  /** P with orthonormal columns, in float64 (computed alike on every rank from the same all-reduced P). */
+  pHat: Float64Array;
   /** Error feedback: M − P Qᵀ of the last step (per rank). */
   residual?: Float32Array;
 }
@@ -55,7 +58,7 @@ export function compressibleShape(shape: readonly number[], rank: number, minCom
 }
 
 function initPowerSgd(info: BucketInfo, options: CommHookOptions): PowerSgdState {
-  const found: Omit<Compressed, 'p' | 'q'>[] = [];
+  const found: Omit<Compressed, 'p' | 'q' | 'pHat'>[] = [];
   for (const v of info.variables) {
     const m = compressibleShape(v.shape, options.rank, options.minCompressionRate);
     if (m) found.push({ offset: v.offset, ...m, residual: options.errorFeedback ? new Float32Array(v.size) : undefined });
@@ -72,7 +75,7 @@ function initPowerSgd(info: BucketInfo, options: CommHookOptions): PowerSgdState
   let pAt = 0, qAt = 0;
   const matrices = found.map(m => {
     const p = pAll.subarray(pAt, pAt += m.rows * m.rank), q = qAll.subarray(qAt, qAt += m.cols * m.rank);
-    return { ...m, p, q };
+    return { ...m, p, q, pHat: new Float64Array(m.rows * m.rank) };
   });
   return {
     matrices, plain, plainBuffer: new Float32Array(plain.reduce((n, v) => n + v.size, 0)), pAll, qAll,
@@ -92,17 +95,19 @@ async function exchangePowerSgd(bucket: GradBucket, state: PowerSgdState, collec
   for (const m of state.matrices) {
     const mat = buffer.subarray(m.offset, m.offset + m.rows * m.cols);
     if (m.residual) for (let i = 0; i < mat.length; i++) { mat[i] += m.residual[i]; m.residual[i] = mat[i]; } // residual holds M until the end
+    orthonormalizeColumns(m.q, m.cols, m.rank); // the same span as last step's Q, well conditioned in float32
     multiply(mat, m.q, m.p, m.rows, m.cols, m.rank);
   }
   await collective.allReduce(state.pAll, 0, state.pAll.length, 'mean');
   for (const m of state.matrices) {
-    orthonormalizeColumns(m.p, m.rows, m.rank);
-    multiplyTransposed(buffer.subarray(m.offset, m.offset + m.rows * m.cols), m.p, m.q, m.rows, m.cols, m.rank);
+    m.pHat.set(m.p);
+    orthonormalizeColumns(m.pHat, m.rows, m.rank);
+    multiplyTransposed(buffer.subarray(m.offset, m.offset + m.rows * m.cols), m.pHat, m.q, m.rows, m.cols, m.rank);
   }
   await collective.allReduce(state.qAll, 0, state.qAll.length, 'mean');
   for (const m of state.matrices) {
     const mat = buffer.subarray(m.offset, m.offset + m.rows * m.cols);
-    multiplyByTransposed(m.p, m.q, mat, m.rows, m.cols, m.rank);
+    multiplyByTransposed(m.pHat, m.q, mat, m.rows, m.cols, m.rank);
     if (m.residual) for (let i = 0; i < mat.length; i++) { const left = m.residual[i] - mat[i]; m.residual[i] = Number.isFinite(left) ? left : 0; }
   }
 }
@@ -117,10 +122,9 @@ async function allReducePlain(buffer: Float32Array, state: PowerSgdState, collec
   for (const v of state.plain) { buffer.set(state.plainBuffer.subarray(at, at + v.size), v.offset); at += v.size; }
 }
 
-/** Q from the run's seed (the same on every rank), orthonormalised: once with warm start, else every step. */
+/** Q from the run's seed (the same on every rank): once with warm start, else every step. */
 function drawQ(state: PowerSgdState, step: number): void {
   state.matrices.forEach((m, i) => {
     seededNormals(mixSeed(state.seed, state.group, i, state.warmStart ? 0 : step), m.q);
-    orthonormalizeColumns(m.q, m.cols, m.rank);
   });
 }
