@@ -1,4 +1,4 @@
-/** `npm run bench -- scaling|kernels|overlap|profile|profile-clock|classifier|faults|soak|models|hosts|hosts-allreduce [--steps N] [--runs N] [--busy N] [--classes 1000,10000] [--models a,b] [--stock-steps N] [--batch N] [--links none,1gbps,…] [--out DIR]` */
+/** `npm run bench -- scaling|kernels|overlap|profile|profile-clock|classifier|faults|soak|models|hosts|hosts-allreduce|comm-hooks [--steps N] [--runs N] [--busy N] [--classes 1000,10000] [--models a,b] [--stock-steps N] [--batch N] [--links none,1gbps,…] [--out DIR]` */
 import { parseArgs } from 'node:util';
 import { runScaling } from './scaling.js';
 import { runOverlap } from './overlap.js';
@@ -10,6 +10,7 @@ import { runSoak } from './soak.js';
 import { runKernelBench } from './kernels.js';
 import { runModelsBench } from './models.js';
 import { runHostsAllReduceBench } from './hosts-allreduce.js';
+import { runCommHooksBench } from './comm-hooks.js';
 
 const { positionals, values } = parseArgs({
   allowPositionals: true,
@@ -65,6 +66,9 @@ switch (name) {
       batch: Number(values.batch ?? 128),
       out: values.out ?? 'bench/results',
     });
+    break;
+  case 'comm-hooks':
+    await runCommHooksBench({ steps: Number(values.steps ?? 300), batch: Number(values.batch ?? 64), devices: 2, out: values.out ?? 'bench/results' });
     break;
   case 'models':
     await runModelsBench({ steps: Number(values.steps ?? 30), perDeviceBatch: Number(values.batch ?? 16), out: values.out ?? 'bench/results' });

@@ -13,6 +13,8 @@ import type { ModelSpec } from './model/resolve-model.js';
 import type { HeadKind } from './classifier/classifier-head.js';
 import type { Topology } from './world/topology.js';
 import type { Rendezvous } from './world/rendezvous.js';
+import type { CommHookOptions } from './pipeline/comm-hook.js';
+import type { ResolvedCommHook } from './pipeline/resolve-comm-hook.js';
 
 export const LOSS_KINDS = ['categorical', 'binary', 'mse'] as const;
 export type LossKind = (typeof LOSS_KINDS)[number];
@@ -139,6 +141,13 @@ export interface TrainConfig {
   /** How the devices' collectives reach each other: a registered transport. Default `shared-memory`; several hosts: `hierarchical` (`gloo` with one device per host). */
   transport?: string;
   /**
+   * What replaces the all-reduce of each exchange group: `fp16`, `bf16`, `powersgd`, a hook registered by a plugin, or a module
+   * path whose default export is a hook (see comm-hook.ts). Default none: the plain all-reduce, bit for bit.
+   */
+  commHook?: string;
+  /** Options of the hook: errorFeedback, rank, startStep, warmStart, minCompressionRate. */
+  commHookOptions?: Partial<CommHookOptions>;
+  /**
    * BatchNormalization in training: `sync` (default) normalises with the statistics of the global batch (a collective
    * inside forward and backward), so N devices give what one engine gives; `local` uses each device's own batch
    * (PyTorch DDP's default, faster, not equal to one engine) and averages the moving statistics after every step.
@@ -212,6 +221,8 @@ export interface ResolvedConfig {
   trace?: string;
   allReduce: AllReduceKind;
   transport: string;
+  /** The communication hook; absent: the plain all-reduce. */
+  commHook?: ResolvedCommHook;
   batchNorm: 'sync' | 'local';
   /** The loss, when the config or a saved model's trainingConfig names one (else read from the model's output on each device). */
   loss?: LossKind;

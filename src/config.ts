@@ -14,6 +14,7 @@ import { ALL_REDUCE_KINDS } from './collectives/collective.js';
 import { DEFAULT_TRANSPORT, getTransport } from './collectives/transport-registry.js';
 import { STRATEGIES, type StrategyOptions } from './pipeline/strategy.js';
 import { parseLink, type LinkModel } from './pipeline/link-model.js';
+import { resolveCommHook } from './pipeline/resolve-comm-hook.js';
 import { BUILTIN_MODELS } from './model/builtin-models.js';
 import { BUILTIN_DATASETS, isModulePath, resolveDataset, resolveModuleUrl } from './data/resolve-dataset.js';
 import type { DatasetSpec } from './data/dataset.js';
@@ -32,7 +33,7 @@ export type { ClassifierConfig, FaultInjection, LossKind, Method, ResolvedConfig
 /** Steps between two replica checks (a digest of every replica's parameters, compared across devices and hosts). */
 const DEFAULT_REPLICA_CHECK_EVERY = 100;
 const KNOWN_KEYS = new Set(['hosts', 'hostRank', 'rendezvous', 'checkpointEvery', 'replicaCheckEvery', 'checkpointDir', 'keepCheckpoints', 'stopGraceMs', 'resume', 'onNan', 'evalSamples', 'method', 'embedding', 'head', 'scale', 'margin', 'sampleRate', 'partition', 'heldOut', 'exportDevice', 'exportClassifier', 'model', 'data', 'devices', 'backend', 'nativeThreads', 'nativeFusion', 'batch', 'steps', 'epochs', 'lr', 'momentum', 'optimizer', 'seed',
-  'strategy', 'timeShare', 'paramShare', 'splitLayer', 'bucketCapMB', 'firstBucketMB', 'link', 'trace', 'allReduce', 'transport', 'batchNorm', 'loss', 'plugins', 'out', 'classes', 'imageSize', 'datasetSize', 'stallTimeoutMs', 'loaderThreads', 'faultInjection']);
+  'strategy', 'timeShare', 'paramShare', 'splitLayer', 'bucketCapMB', 'firstBucketMB', 'link', 'trace', 'allReduce', 'transport', 'commHook', 'commHookOptions', 'batchNorm', 'loss', 'plugins', 'out', 'classes', 'imageSize', 'datasetSize', 'stallTimeoutMs', 'loaderThreads', 'faultInjection']);
 
 function bad(field: string, message: string): never {
   throw new TandemError('BAD_CONFIG', `config.${field}: ${message}`);
@@ -114,6 +115,7 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
   const allReduce = oneOf('allReduce', config.allReduce ?? 'sharded', ALL_REDUCE_KINDS);
   if (config.transport !== undefined && (typeof config.transport !== 'string' || config.transport === '')) bad('transport', 'must be the name of a registered transport');
   const transport = getTransport(config.transport ?? (topology.processes > 1 ? hostsTransport(topology.localDevices) : DEFAULT_TRANSPORT));
+  const commHook = await resolveCommHook(config.commHook, config.commHookOptions);
   const stallTimeoutMs = finite('stallTimeoutMs', config.stallTimeoutMs ?? 120_000, 100, 24 * 3600_000);
   const loaderThreads = positiveInt('loaderThreads', config.loaderThreads ?? Math.min(2, Math.max(1, os.availableParallelism() - 1)), 16);
 
@@ -211,7 +213,7 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
     method: method.name, classifier, trainSize, evalSamples: positiveInt('evalSamples', config.evalSamples ?? 2000),
     model, data, datasetSize: meta.size, sampleShape, classes: meta.classes, devices, topology, rendezvous, backend, nativeThreads, nativeFusion, batch,
     perDevice: batch / devices, steps, stepsPerEpoch, optimizer, seed, strategy, strategyOptions, link, trace: writer ? config.trace : undefined, allReduce,
-    transport: transport.name, loss, batchNorm: oneOf('batchNorm', config.batchNorm ?? 'sync', ['sync', 'local'] as const), plugins, out: writer ? config.out : undefined, stallTimeoutMs, loaderThreads, faultInjection: fi,
+    transport: transport.name, commHook, loss, batchNorm: oneOf('batchNorm', config.batchNorm ?? 'sync', ['sync', 'local'] as const), plugins, out: writer ? config.out : undefined, stallTimeoutMs, loaderThreads, faultInjection: fi,
   };
   if (method.computeCommunicator(resolved) && !transport.blocking) {
     bad('transport', `'${transport.name}' cannot complete a collective inside a forward or backward pass, which --method ${method.name} needs; ` +

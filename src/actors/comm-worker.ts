@@ -3,7 +3,7 @@
  * for each step and each exchange group in order, it waits (Atomics) for the
  * compute side's hand-off, then runs the group through the comm half of the
  * gradient pipeline — all-reduce mean of its gradients through the run's
- * transport, the emulated link if any, the optimizer update of this device's
+ * transport (or the run's communication hook in its place), the emulated link if any, the optimizer update of this device's
  * parameters in shared memory, publish "applied". Step 0 is the start: device
  * 0's initial parameters are broadcast to every replica.
  */
@@ -14,6 +14,9 @@ import { openCollective } from '../collectives/transport-registry.js';
 import { getEngine } from '../engine/engine-registry.js';
 import { loadPlugins } from '../plugins/load-plugins.js';
 import { allReduceGroup } from '../pipeline/operators/all-reduce-group.js';
+import { commHookGroup } from '../pipeline/operators/comm-hook-group.js';
+import { loadCommHook } from '../pipeline/comm-hooks.js';
+import { CountingCollective } from '../pipeline/counting-collective.js';
 import { emulateLink } from '../pipeline/operators/emulate-link.js';
 import { applyGroupUpdate } from '../pipeline/operators/apply-group-update.js';
 import { publishApplied } from '../pipeline/operators/publish-applied.js';
@@ -64,8 +67,12 @@ async function exchangeSteps(msg: ToComm, control: ControlBlock, at: (step: numb
   const params = paramSlots(buffers), grads = gradSlots(buffers);
   const fi = config.faultInjection;
 
-  // The comm half of the pipeline, one group at a time.
-  const stages: OperatorFunction<GroupExchange, GroupExchange>[] = [allReduceGroup(collective, grads[device], groups)];
+  // The comm half of the pipeline, one group at a time: the all-reduce, or the run's hook in its place.
+  const wire = new CountingCollective(collective);
+  const hook = config.commHook;
+  const stages: OperatorFunction<GroupExchange, GroupExchange>[] = [hook
+    ? commHookGroup(await loadCommHook(hook.name, hook.module), hook.options, wire, grads[device], groups, msg.variables, config.seed)
+    : allReduceGroup(wire, grads[device], groups)];
   if (config.link) stages.push(emulateLink(config.link, config.devices, groups));
   stages.push(tap(unit => { // the update phase begins
     at(unit.step, 'update');
@@ -88,7 +95,7 @@ async function exchangeSteps(msg: ToComm, control: ControlBlock, at: (step: numb
   for (let g = 0; g < groups.length; g++) {
     if (!control.waitGradsReady(device, g, 0, `device ${device}'s compute thread to build its model`)) return;
   }
-  await collective.broadcast(params[device], 0, 0, buffers.total);
+  await collective.broadcast(params[device], 0, 0, buffers.total); // not counted: `wire` measures the gradient exchange
   if (buffers.stateTotal > 0) await collective.broadcast(modelStateSlots(buffers)[device], 0, 0, buffers.stateTotal); // non-trainable weights too
   // Parameters in place: as if step firstStep-1 had just been applied (0, or a resumed checkpoint's step).
   for (let g = 0; g < groups.length; g++) control.markApplied(device, g, msg.firstStep - 1);
@@ -100,6 +107,7 @@ async function exchangeSteps(msg: ToComm, control: ControlBlock, at: (step: numb
       if (!control.waitGradsReady(device, g, step, `device ${device}'s gradients of step ${step}`)) return;
       if (fi && fi.device === rank && fi.step === step && fi.phase === 'exchange' && fi.kind !== 'perturb') injectFault(fi.kind as InjectedFault, 'exchange');
       const done = await exchange({ step, group: g, waitStart, waitEnd: wallNow() });
+      const wireFloats = wire.take();
       const name = groups[g].name;
       const span = (kind: Span['kind'], label: string, start: number, end: number): Span => ({ device: rank, thread: 'comm', kind, name: label, step, group: g, start, end });
       const spans = [
@@ -110,7 +118,7 @@ async function exchangeSteps(msg: ToComm, control: ControlBlock, at: (step: numb
       port.postMessage({
         type: 'exchanged', device: rank, step, group: g, waitMs: done.waitEnd - done.waitStart,
         exchangeMs: done.exchangeEnd! - done.exchangeStart!, updateMs: done.applyEnd! - done.applyStart!, spans,
-        carried: { start: groups[g].start, end: groups[g].end }, skipped: done.skipped === true,
+        carried: { start: groups[g].start, end: groups[g].end }, skipped: done.skipped === true, wireFloats,
       } satisfies FromComm);
     }
   }

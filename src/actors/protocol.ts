@@ -12,6 +12,7 @@ import type { Phase } from './control-block.js';
 import type { Span } from '../monitor/span.js';
 import type { HeadState } from '../checkpoint/checkpoint-file.js';
 import type { RankHandle } from '../collectives/transport.js';
+import type { ParameterSpec } from '../model/parameter-layout.js';
 
 export interface WeightShape { name: string; shape: number[] }
 
@@ -73,6 +74,8 @@ export type ToComm = {
   control: SharedArrayBuffer;
   buffers: SharedBuffers;
   groups: ParameterGroup[];
+  /** The layout's variables (shapes and offsets), for a communication hook. */
+  variables: ParameterSpec[];
   /** This rank's end of the gradient communicator. */
   collective: RankHandle;
   /** The first step to train (1, or the step after a resumed checkpoint's). */
@@ -81,6 +84,8 @@ export type ToComm = {
 
 // comm thread -> main
 export type FromComm =
-  | { type: 'exchanged'; device: number; step: number; group: number; waitMs: number; exchangeMs: number; updateMs: number; spans: Span[]; carried: { start: number; end: number }; skipped: boolean }
+  | { type: 'exchanged'; device: number; step: number; group: number; waitMs: number; exchangeMs: number; updateMs: number; spans: Span[]; carried: { start: number; end: number }; skipped: boolean;
+      /** Floats this rank handed to the collective for the exchange (the wire measure, with or without a hook). */
+      wireFloats: number }
   | { type: 'stopped'; device: number }
   | { type: 'error'; device: number; step: number; phase: Phase; error: SerializedError };

@@ -11,14 +11,17 @@ export interface TrainCliOptions { config: TrainConfig; json: boolean; quiet: bo
 const NUMBER_FLAGS = { devices: 'devices', hosts: 'hosts', 'host-rank': 'hostRank', 'native-threads': 'nativeThreads', batch: 'batch', steps: 'steps', epochs: 'epochs', lr: 'lr', momentum: 'momentum', seed: 'seed', classes: 'classes', 'dataset-size': 'datasetSize',
   'split-layer': 'splitLayer', embedding: 'embedding', scale: 'scale', margin: 'margin', 'sample-rate': 'sampleRate',
   'held-out': 'heldOut', 'eval-samples': 'evalSamples', 'checkpoint-every': 'checkpointEvery', 'replica-check-every': 'replicaCheckEvery', 'keep-checkpoints': 'keepCheckpoints', 'stop-grace-ms': 'stopGraceMs', 'stall-timeout-ms': 'stallTimeoutMs', 'export-device': 'exportDevice', 'time-share': 'timeShare', 'param-share': 'paramShare', 'bucket-mb': 'bucketCapMB', 'first-bucket-mb': 'firstBucketMB' } as const;
-const STRING_FLAGS = { model: 'model', data: 'data', backend: 'backend', optimizer: 'optimizer', strategy: 'strategy', 'all-reduce': 'allReduce', transport: 'transport', 'batch-norm': 'batchNorm', loss: 'loss', out: 'out', method: 'method', head: 'head', 'on-nan': 'onNan', 'checkpoint-dir': 'checkpointDir', resume: 'resume', link: 'link', trace: 'trace', rendezvous: 'rendezvous' } as const;
+/** --powersgd-rank etc.: fields of commHookOptions. */
+const HOOK_NUMBER_FLAGS = { 'powersgd-rank': 'rank', 'powersgd-start-step': 'startStep', 'powersgd-min-compression': 'minCompressionRate' } as const;
+const STRING_FLAGS = { model: 'model', data: 'data', backend: 'backend', optimizer: 'optimizer', strategy: 'strategy', 'all-reduce': 'allReduce', transport: 'transport', 'comm-hook': 'commHook', 'batch-norm': 'batchNorm', loss: 'loss', out: 'out', method: 'method', head: 'head', 'on-nan': 'onNan', 'checkpoint-dir': 'checkpointDir', resume: 'resume', link: 'link', trace: 'trace', rendezvous: 'rendezvous' } as const;
 
 /** `command` profile reads --steps as the number of measured steps, not training steps. */
 export function parseTrainArgs(argv: string[], command: 'train' | 'profile' = 'train'): TrainCliOptions {
   const options: Record<string, { type: 'string' | 'boolean' }> = { config: { type: 'string' }, json: { type: 'boolean' }, quiet: { type: 'boolean' }, verbose: { type: 'boolean' },
-    'image-size': { type: 'string' }, 'export-classifier': { type: 'boolean' }, 'no-native-fusion': { type: 'boolean' } };
+    'image-size': { type: 'string' }, 'export-classifier': { type: 'boolean' }, 'no-native-fusion': { type: 'boolean' },
+    'no-error-feedback': { type: 'boolean' }, 'no-warm-start': { type: 'boolean' } };
   const multiple: Record<string, { type: 'string'; multiple: true }> = { plugin: { type: 'string', multiple: true } };
-  for (const f of [...Object.keys(NUMBER_FLAGS), ...Object.keys(STRING_FLAGS)]) options[f] = { type: 'string' };
+  for (const f of [...Object.keys(NUMBER_FLAGS), ...Object.keys(STRING_FLAGS), ...Object.keys(HOOK_NUMBER_FLAGS)]) options[f] = { type: 'string' };
   let values: Record<string, string | boolean | string[] | undefined>;
   try {
     ({ values } = parseArgs({ args: withNegativeNumbers(argv), options: { ...options, ...multiple }, allowPositionals: false, strict: true }));
@@ -38,6 +41,7 @@ export function parseTrainArgs(argv: string[], command: 'train' | 'profile' = 't
   if (Array.isArray(values.plugin)) c.plugins = [...((c.plugins as string[] | undefined) ?? []), ...values.plugin];
   if (values['export-classifier'] === true) c.exportClassifier = true;
   if (values['no-native-fusion'] === true) c.nativeFusion = false;
+  hookOptions(values, c);
   if (typeof values['image-size'] === 'string') {
     const parts = values['image-size'].split(/[x,]/).map(Number);
     if (parts.some(p => !Number.isInteger(p))) throw new TandemError('BAD_CONFIG', `--image-size must look like 32x32 or 32x32x3, got '${values['image-size']}'`);
@@ -50,6 +54,20 @@ export function parseTrainArgs(argv: string[], command: 'train' | 'profile' = 't
     delete c.steps;
   }
   return { config, json: values.json === true, quiet: values.quiet === true, verbose: values.verbose === true, profileSteps };
+}
+
+/** --powersgd-* / --no-error-feedback / --no-warm-start into config.commHookOptions. */
+function hookOptions(values: Record<string, string | boolean | string[] | undefined>, c: Record<string, unknown>): void {
+  const o: Record<string, unknown> = { ...((c.commHookOptions as Record<string, unknown> | undefined) ?? {}) };
+  for (const [flag, key] of Object.entries(HOOK_NUMBER_FLAGS)) {
+    const v = values[flag];
+    if (typeof v !== 'string') continue;
+    if (v.trim() === '' || !Number.isFinite(Number(v))) throw new TandemError('BAD_CONFIG', `--${flag} must be a number, got '${v}'`);
+    o[key] = Number(v);
+  }
+  if (values['no-error-feedback'] === true) o.errorFeedback = false;
+  if (values['no-warm-start'] === true) o.warmStart = false;
+  if (Object.keys(o).length > 0) c.commHookOptions = o;
 }
 
 /** `--devices -1` as `--devices=-1`: parseArgs would read "-1" as an option and call the argument ambiguous. */

@@ -13,7 +13,7 @@ import type { TrainHooks } from './run-types.js';
 
 export class RunLedger {
   readonly spans: Span[] = [];
-  readonly commStats = { exchangeMs: 0, updateMs: 0, count: 0 };
+  readonly commStats = { exchangeMs: 0, updateMs: 0, count: 0, wireFloats: 0 };
   /** onNan 'skip-step': the (step, group) updates skipped, and the first offending variable per step. */
   readonly skipped: { step: number; group: number }[] = [];
   readonly nonFinite = new Map<number, string>();
@@ -54,6 +54,7 @@ export class RunLedger {
     this.commStats.exchangeMs += msg.exchangeMs;
     this.commStats.updateMs += msg.updateMs;
     this.commStats.count++;
+    this.commStats.wireFloats += msg.wireFloats;
     if (msg.step === 1) this.carried.push(msg.carried);
     if (msg.skipped && msg.device === 0) {
       this.skipped.push({ step: msg.step, group: msg.group });

@@ -90,6 +90,7 @@ export async function finishSummary(x: SummaryInputs): Promise<TrainSummary> {
     },
     parameters: layout.total,
     replicaChecksum: replicaChecksum(x.replica),
+    wire: wireOf(cfg.commHook?.name ?? 'none', ledger.commStats.wireFloats / Math.max(1, ranSteps * cfg.topology.localDevices)),
     strategy: { name: cfg.strategy, groups: x.groups.map(g => ({ name: g.name, parameters: g.end - g.start })) },
     auto: x.auto,
     skippedUpdates: ledger.skipped.map(sk => ({ ...sk, variable: ledger.nonFinite.get(sk.step) })),
@@ -158,4 +159,8 @@ function modelOrderWeights(weights: WeightShape[], layout: ParameterLayout, slot
   const out: TrainSummary['weights'] = weights.map(w => ({ name: w.name, shape: w.shape, values: new Float32Array(0) }));
   for (const v of layout.variables) out[v.modelIndex].values = slot.slice(v.offset, v.offset + v.size);
   return out;
+}
+
+function wireOf(commHook: string, floatsPerStep: number): TrainSummary['wire'] {
+  return { commHook, floatsPerStep, bytesPerStep: 4 * floatsPerStep };
 }

@@ -49,6 +49,8 @@ export interface TrainSummary {
   /** Digest of the bits of this process's replica (every replica is identical; compare it across hosts). */
   replicaChecksum: string;
   strategy: { name: string; groups: { name: string; parameters: number }[] };
+  /** What each rank handed its gradient collective per step (floats; bytes = 4×), measured, and the hook that sent it (none: all-reduce). */
+  wire: { commHook: string; floatsPerStep: number; bytesPerStep: number };
   /** Present when the link was EMULATED (`--link`): the exchange was held to this link's speed. */
   link?: { emulated: true; label: string; bitsPerSecond: number; latencyMs: number };
   tracePath?: string;

@@ -322,10 +322,10 @@ export class TrainingRun {
   }
 
   /** The comm threads start, each with its end of the gradient communicator. */
-  private async startExchange({ buffers, groups }: LaidOut, firstStep: number): Promise<void> {
+  private async startExchange({ buffers, groups, layout }: LaidOut, firstStep: number): Promise<void> {
     const gradients = await this.communicator('gradients', buffers, 1 << 16);
     for (const a of this.actors) {
-      a.startComm({ type: 'start', device: a.identity, config: this.cfg, control: this.controlBuffer, buffers, groups,
+      a.startComm({ type: 'start', device: a.identity, config: this.cfg, control: this.controlBuffer, buffers, groups, variables: layout.variables,
         collective: gradients.handles[a.identity.local], firstStep }, gradients.transfer[a.identity.local]);
     }
   }

@@ -1,0 +1,94 @@
+/**
+ * IEEE half precision (fp16) and bfloat16 (bf16) as 16-bit codes, rounded to
+ * nearest even, and the packing of two codes per float32 word (the
+ * transports move Float32Arrays; copying one Float32Array into another keeps
+ * the bits, NaN patterns included, so packed words cross intact).
+ */
+
+export type HalfFormat = 'fp16' | 'bf16';
+
+/** Largest finite fp16. */
+export const FP16_MAX = 65504;
+
+const f32 = new Float32Array(1);
+const u32 = new Uint32Array(f32.buffer);
+
+/** The fp16 code of a float32 (round to nearest even; beyond ±65504 gives ±Infinity). */
+export function toFp16(x: number): number {
+  f32[0] = x;
+  const bits = u32[0];
+  const sign = (bits >>> 16) & 0x8000;
+  const exp = (bits >>> 23) & 0xff;
+  let mant = bits & 0x7fffff;
+  if (exp === 0xff) return sign | 0x7c00 | (mant ? 0x200 : 0);
+  const e = exp - 127 + 15;
+  if (e >= 0x1f) return sign | 0x7c00;
+  if (e <= 0) { // subnormal fp16
+    if (e < -10) return sign;
+    mant |= 0x800000;
+    const shift = 14 - e;
+    let half = mant >>> shift;
+    const rem = mant & ((1 << shift) - 1), mid = 1 << (shift - 1);
+    if (rem > mid || (rem === mid && (half & 1))) half++;
+    return sign | half;
+  }
+  let half = (e << 10) | (mant >>> 13);
+  const rem = mant & 0x1fff;
+  if (rem > 0x1000 || (rem === 0x1000 && (half & 1))) half++; // a carry into the exponent is right (up to Infinity)
+  return sign | half;
+}
+
+/** The bf16 code of a float32: its top 16 bits, rounded to nearest even (NaN stays NaN). */
+export function toBf16(x: number): number {
+  f32[0] = x;
+  const bits = u32[0];
+  if ((bits & 0x7f800000) === 0x7f800000 && (bits & 0x7fffff) !== 0) return (bits >>> 16) | 0x40;
+  return ((bits + 0x7fff + ((bits >>> 16) & 1)) >>> 16) & 0xffff;
+}
+
+function fp16Value(h: number): number {
+  const sign = h & 0x8000 ? -1 : 1, exp = (h >>> 10) & 0x1f, m = h & 0x3ff;
+  if (exp === 0) return sign * m * 2 ** -24;
+  if (exp === 31) return m ? NaN : sign * Infinity;
+  return sign * (1 + m / 1024) * 2 ** (exp - 15);
+}
+
+/** Every code's float32 value, per format (exact: every fp16 and bf16 value is a float32). */
+const DECODE: Record<HalfFormat, Float32Array> = {
+  fp16: Float32Array.from({ length: 65536 }, (_, h) => fp16Value(h)),
+  bf16: (() => { const t = new Uint32Array(65536); for (let h = 0; h < 65536; h++) t[h] = h << 16; return new Float32Array(t.buffer); })(),
+};
+
+export function decodeTable(format: HalfFormat): Float32Array {
+  return DECODE[format];
+}
+
+/** Float32 words needed to hold n 16-bit codes. */
+export function packedWords(n: number): number {
+  return Math.ceil(n / 2);
+}
+
+/**
+ * Encodes `values` into `packed` (two codes per word, little-endian halves) and writes what the codes decode to
+ * into `sent` (may be `values`). Finite fp16 values beyond ±65504 saturate to ±65504.
+ */
+export function encodeHalves(format: HalfFormat, values: Float32Array, packed: Float32Array, sent: Float32Array): void {
+  const codes = new Uint16Array(packed.buffer, packed.byteOffset, packed.length * 2);
+  const decode = DECODE[format];
+  const encode = format === 'fp16' ? toFp16 : toBf16;
+  for (let i = 0; i < values.length; i++) {
+    let v = values[i];
+    if (format === 'fp16' && Number.isFinite(v)) v = Math.max(-FP16_MAX, Math.min(FP16_MAX, v));
+    const code = encode(v);
+    codes[i] = code;
+    sent[i] = decode[code];
+  }
+  if (values.length % 2 === 1) codes[values.length] = 0;
+}
+
+/** out[i] += the value of code i of `packed` (float32 rounding at each addition), for i < out.length. */
+export function addDecoded(format: HalfFormat, packed: Float32Array, out: Float32Array): void {
+  const codes = new Uint16Array(packed.buffer, packed.byteOffset, packed.length * 2);
+  const decode = DECODE[format];
+  for (let i = 0; i < out.length; i++) out[i] += decode[codes[i]];
+}

@@ -1,0 +1,56 @@
+/**
+ * The `commHook` and `commHookOptions` of a config, checked before any thread
+ * starts: a registered hook's name or a module path (whose default export is
+ * the hook, loaded here once to check it), and the options with defaults.
+ */
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { TandemError } from '../errors.js';
+import { DEFAULT_COMM_HOOK_OPTIONS, type CommHookOptions } from './comm-hook.js';
+import { getCommHook, loadCommHook } from './comm-hooks.js';
+
+/** A run's hook as every thread receives it: `module` (file: URL) when it was given as a path. */
+export interface ResolvedCommHook {
+  name: string;
+  module?: string;
+  options: CommHookOptions;
+}
+
+function bad(field: string, message: string): never {
+  throw new TandemError('BAD_CONFIG', `config.${field}: ${message}`);
+}
+
+export async function resolveCommHook(spec: unknown, options: unknown): Promise<ResolvedCommHook | undefined> {
+  if (spec === undefined || spec === 'none') {
+    if (options !== undefined) bad('commHookOptions', 'given without commHook; name a hook (fp16, bf16, powersgd or a module path)');
+    return undefined;
+  }
+  if (typeof spec !== 'string' || spec === '') bad('commHook', 'must be a registered hook name (fp16, bf16, powersgd) or a module path');
+  const resolvedOptions = hookOptions(options);
+  if (!isPath(spec)) return { name: getCommHook(spec).name, options: resolvedOptions };
+  const file = path.resolve(spec.startsWith('file:') ? new URL(spec).pathname : spec);
+  if (!existsSync(file)) bad('commHook', `${spec}: no such file (${file}); give a registered hook name or a path to an ES module whose default export is a hook`);
+  const module = pathToFileURL(file).href;
+  const hook = await loadCommHook(spec, module);
+  return { name: hook.name, module, options: resolvedOptions };
+}
+
+function isPath(spec: string): boolean {
+  return spec.startsWith('.') || spec.startsWith('/') || spec.startsWith('file:') || /\.(m?js|cjs)$/.test(spec);
+}
+
+function hookOptions(given: unknown): CommHookOptions {
+  if (given === undefined) return { ...DEFAULT_COMM_HOOK_OPTIONS };
+  if (given === null || typeof given !== 'object' || Array.isArray(given)) bad('commHookOptions', 'must be an object like { rank: 2 }');
+  const o = { ...DEFAULT_COMM_HOOK_OPTIONS, ...(given as Partial<CommHookOptions>) };
+  for (const key of Object.keys(given)) {
+    if (!(key in DEFAULT_COMM_HOOK_OPTIONS)) bad(`commHookOptions.${key}`, `unknown option (known: ${Object.keys(DEFAULT_COMM_HOOK_OPTIONS).join(', ')})`);
+  }
+  for (const key of ['errorFeedback', 'warmStart'] as const) if (typeof o[key] !== 'boolean') bad(`commHookOptions.${key}`, `must be true or false, got ${JSON.stringify(o[key])}`);
+  for (const key of ['rank', 'startStep'] as const) {
+    if (!Number.isInteger(o[key]) || o[key] < (key === 'rank' ? 1 : 0)) bad(`commHookOptions.${key}`, `must be an integer >= ${key === 'rank' ? 1 : 0}, got ${JSON.stringify(o[key])}`);
+  }
+  if (typeof o.minCompressionRate !== 'number' || !(o.minCompressionRate >= 1)) bad('commHookOptions.minCompressionRate', `must be a number >= 1, got ${JSON.stringify(o.minCompressionRate)}`);
+  return o;
+}
