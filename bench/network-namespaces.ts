@@ -13,6 +13,7 @@
  *   net.close();
  */
 import { execFileSync, spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
+import { existsSync } from 'node:fs';
 
 export type LinkRate = 'none' | `${number}${'kbit' | 'mbit' | 'gbit'}`;
 
@@ -65,9 +66,24 @@ process.on('exit', () => { for (const pair of open) pair.close(); });
 
 let made = 0;
 
+/**
+ * Deletes the pairs of processes that are gone (a test runner's SIGKILL leaves no chance to clean up): a pair is named
+ * `td<pid><letter>h<host>`, and a pid with no /proc entry made it.
+ */
+function removeOrphans(): void {
+  let list = '';
+  try { list = run('ip', ['netns', 'list']); } catch { return; }
+  for (const line of list.split('\n')) {
+    const m = /^(td(\d+)[a-z]h[01])\b/.exec(line);
+    if (!m || Number(m[2]) === process.pid || existsSync(`/proc/${m[2]}`)) continue;
+    try { run('ip', ['netns', 'del', m[1]]); } catch { /* raced with its owner */ }
+  }
+}
+
 /** Two namespaces joined by a veth pair, addresses 10.213.S.1 and 10.213.S.2 (S from this process, unique per pair). */
 export function makeHostPair(): HostPair {
-  const tag = `${process.pid % 100000}${String.fromCharCode(97 + (made % 26))}`;
+  if (made === 0) removeOrphans();
+  const tag = `${process.pid}${String.fromCharCode(97 + (made % 26))}`;
   const subnet = (process.pid * 7 + made++) % 250;
   const names = [`td${tag}h0`, `td${tag}h1`] as const;
   const links = [`tv${tag}0`, `tv${tag}1`] as const;

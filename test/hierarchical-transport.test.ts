@@ -139,7 +139,7 @@ if (glooAddonOrSkip()) {
       const news = runs[0].news.find(m => m.rank === rank && m.type !== 'joined');
       if (news?.type !== 'error') { t.fail(`rank ${rank} did not fail: ${JSON.stringify(news)}`); continue; }
       t.equal(news.code, 'PEER_LOST', news.message);
-      t.match(news.message, new RegExp(`gloo rank ${rank} \\(host 0\\): lost peer rank ${rank + 2} \\(host 1\\)`), news.message);
+      t.match(news.message, new RegExp(`gloo rank ${rank} \\(host 0\\): lost peer rank ${rank + 2} \\(host 1, 127\\.0\\.0\\.1\\)`), news.message);
     }
   });
 
@@ -152,7 +152,7 @@ if (glooAddonOrSkip()) {
       const news = runs[0].news.find(m => m.rank === rank && m.type !== 'joined');
       if (news?.type !== 'error') { t.fail(`rank ${rank} did not fail: ${JSON.stringify(news)}`); continue; }
       t.equal(news.code, 'STALLED', news.message);
-      t.match(news.message, /peer rank [23] \(host 1\) did not answer within 1\.0 s/, news.message);
+      t.match(news.message, /peer rank [23] \(host 1, 127\.0\.0\.1\) did not answer within 1\.0 s/, news.message);
       t.ok(news.heartbeats >= 5, `rank ${rank} beat its heartbeat ${news.heartbeats} times while it waited`);
     }
     runs[1].child.kill('SIGKILL');

@@ -25,7 +25,7 @@ const STALL_MS = 3000;
 const PEER_WAIT_MS = 2 * STALL_MS;
 const PORT = 29500;
 const TRAIN = ['--model', 'mlp', '--data', 'synthetic-images', '--image-size', '8x8x1', '--classes', '4', '--dataset-size', '64',
-  '--batch', '8', '--seed', '3', '--strategy', 'sequential', '--optimizer', 'adam', '--json'];
+  '--batch', '8', '--seed', '3', '--strategy', 'sequential', '--optimizer', 'adam', '--json', '--verbose'];  // --verbose: host 1 prints its steps too
 /** Steps of the runs that finish (and of the one-process reference). */
 const STEPS = 12;
 const MANY_STEPS = 100000;
