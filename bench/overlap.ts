@@ -4,7 +4,9 @@
  * bound max(compute, comm) and the sequential sum compute + comm. compute and
  * comm are the per-step compute-thread time and the total exchange time
  * (all groups, emulated link included) measured in the sequential run; step
- * times and compute are steady-state (after the warm-up steps).
+ * times and compute are steady-state (after the warm-up steps). Then, per
+ * link, two-group and per-layer once more with `forwardWait: 'step'` (the whole
+ * update waited for before forward) beside the default per-group forward waits.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { train, type TrainConfig, type TrainSummary } from '../src/index.js';
@@ -12,6 +14,8 @@ import { train, type TrainConfig, type TrainSummary } from '../src/index.js';
 export interface OverlapOptions { steps: number; perDeviceBatch: number; links: string[]; out: string }
 
 const STRATEGIES = ['sequential', 'two-group', 'per-layer', 'buckets'] as const;
+/** Strategies also run with forwardWait 'step', for the comparison with the default per-group waits. */
+const WAIT_COMPARED = ['two-group', 'per-layer'] as const;
 
 function exchangePerStep(s: TrainSummary): number {
   return s.timings.meanExchangeMs * s.strategy.groups.length;
@@ -37,7 +41,14 @@ export async function runOverlap(opts: OverlapOptions): Promise<void> {
       const r = results[strategy];
       console.log(`| ${strategy} | ${r.strategy.groups.length} | ${r.steadyStepMs.toFixed(1)} | ${(r.steadyStepMs / lower).toFixed(2)} | ${(r.steadyStepMs / sum).toFixed(2)} |`);
       rows.push({ link, emulated: link !== 'none', strategy, groups: r.strategy.groups.length, stepMs: r.steadyStepMs, computeMs: compute, commMs: comm,
-        lowerBoundMs: lower, sumMs: sum, fcGroupExchangeMs: strategy === 'two-group' ? r.timings.meanExchangeMs : undefined });
+        lowerBoundMs: lower, sumMs: sum, fcGroupExchangeMs: strategy === 'two-group' ? r.timings.meanExchangeMs : undefined, forwardWait: 'group' });
+    }
+    console.log('\n| strategy | forward waits per group, step ms | per step, step ms | group / step |\n|---|---:|---:|---:|');
+    for (const strategy of WAIT_COMPARED) {
+      const perStep = await train({ ...base, strategy, link, forwardWait: 'step' });
+      const perGroup = results[strategy].steadyStepMs;
+      console.log(`| ${strategy} | ${perGroup.toFixed(1)} | ${perStep.steadyStepMs.toFixed(1)} | ${(perGroup / perStep.steadyStepMs).toFixed(3)} |`);
+      rows.push({ link, emulated: link !== 'none', strategy, groups: perStep.strategy.groups.length, stepMs: perStep.steadyStepMs, forwardWait: 'step' });
     }
   }
   mkdirSync(opts.out, { recursive: true });

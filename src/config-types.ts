@@ -154,6 +154,13 @@ export interface TrainConfig {
    */
   batchNorm?: 'sync' | 'local';
   /**
+   * When the next forward waits for the previous step's update: `group` (default) just before the first layer that
+   * uses each exchange group (the parameters are written group by group, inside forward), `step` before forward
+   * starts, for every group at once. The parameters are the same bits either way; `step` is for a custom layer that
+   * reads a weight another layer holds (tandem cannot see that read).
+   */
+  forwardWait?: 'group' | 'step';
+  /**
    * The loss: `categorical` (sparse categorical cross-entropy, from logits or a softmax), `binary` (one output on two
    * classes, from a sigmoid or a logit), `mse` (regression: one output, float targets from a data module).
    * Default: the loss a saved model.json was compiled with (its trainingConfig), else read from the model's output.
@@ -224,6 +231,7 @@ export interface ResolvedConfig {
   /** The communication hook; absent: the plain all-reduce. */
   commHook?: ResolvedCommHook;
   batchNorm: 'sync' | 'local';
+  forwardWait: 'group' | 'step';
   /** The loss, when the config or a saved model's trainingConfig names one (else read from the model's output on each device). */
   loss?: LossKind;
   /** Plugin module URLs (file:), loaded by every thread. */

@@ -33,7 +33,7 @@ export type { ClassifierConfig, FaultInjection, LossKind, Method, ResolvedConfig
 /** Steps between two replica checks (a digest of every replica's parameters, compared across devices and hosts). */
 const DEFAULT_REPLICA_CHECK_EVERY = 100;
 const KNOWN_KEYS = new Set(['hosts', 'hostRank', 'rendezvous', 'checkpointEvery', 'replicaCheckEvery', 'checkpointDir', 'keepCheckpoints', 'stopGraceMs', 'resume', 'onNan', 'evalSamples', 'method', 'embedding', 'head', 'scale', 'margin', 'sampleRate', 'partition', 'heldOut', 'exportDevice', 'exportClassifier', 'model', 'data', 'devices', 'backend', 'nativeThreads', 'nativeFusion', 'batch', 'steps', 'epochs', 'lr', 'momentum', 'optimizer', 'seed',
-  'strategy', 'timeShare', 'paramShare', 'splitLayer', 'bucketCapMB', 'firstBucketMB', 'link', 'trace', 'allReduce', 'transport', 'commHook', 'commHookOptions', 'batchNorm', 'loss', 'plugins', 'out', 'classes', 'imageSize', 'datasetSize', 'stallTimeoutMs', 'loaderThreads', 'faultInjection']);
+  'strategy', 'timeShare', 'paramShare', 'splitLayer', 'bucketCapMB', 'firstBucketMB', 'link', 'trace', 'allReduce', 'transport', 'commHook', 'commHookOptions', 'batchNorm', 'forwardWait', 'loss', 'plugins', 'out', 'classes', 'imageSize', 'datasetSize', 'stallTimeoutMs', 'loaderThreads', 'faultInjection']);
 
 function bad(field: string, message: string): never {
   throw new TandemError('BAD_CONFIG', `config.${field}: ${message}`);
@@ -213,7 +213,8 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
     method: method.name, classifier, trainSize, evalSamples: positiveInt('evalSamples', config.evalSamples ?? 2000),
     model, data, datasetSize: meta.size, sampleShape, classes: meta.classes, devices, topology, rendezvous, backend, nativeThreads, nativeFusion, batch,
     perDevice: batch / devices, steps, stepsPerEpoch, optimizer, seed, strategy, strategyOptions, link, trace: writer ? config.trace : undefined, allReduce,
-    transport: transport.name, commHook, loss, batchNorm: oneOf('batchNorm', config.batchNorm ?? 'sync', ['sync', 'local'] as const), plugins, out: writer ? config.out : undefined, stallTimeoutMs, loaderThreads, faultInjection: fi,
+    transport: transport.name, commHook, loss, batchNorm: oneOf('batchNorm', config.batchNorm ?? 'sync', ['sync', 'local'] as const),
+    forwardWait: oneOf('forwardWait', config.forwardWait ?? 'group', ['group', 'step'] as const), plugins, out: writer ? config.out : undefined, stallTimeoutMs, loaderThreads, faultInjection: fi,
   };
   if (method.computeCommunicator(resolved) && !transport.blocking) {
     bad('transport', `'${transport.name}' cannot complete a collective inside a forward or backward pass, which --method ${method.name} needs; ` +

@@ -4,7 +4,8 @@
 // `--devices 2` and sequential (every strategy equals sequential bit for bit: strategies.test.ts; sequential across
 // hosts: hosts.test.ts). And sync BatchNormalization across hosts (its statistics all-reduced over Gloo inside forward
 // and backward): a BN convnet on 2 hosts × 1 = one process with `--devices 2`, bit for bit, moving statistics included.
-// At most 3 runs at once (a launch is 3 processes). Every process is torn down.
+// The launches wait for each exchange group inside forward (forwardWait 'group', the default), the one-process
+// references for the whole update before forward (`--forward-wait step`). At most 3 runs at once (a launch is 3 processes). Every process is torn down.
 import t from 'tap';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -70,13 +71,14 @@ if (glooAddonOrSkip()) {
     };
     const bnArgs = [...TRAIN, '--model', BN_CONVNET, '--batch-norm', 'sync'];
     const runs: Record<string, () => Promise<Ended>> = {
-      reference: () => node(CLI, ['train', '--devices', '2', ...TRAIN, '--strategy', 'sequential', '--out', out('reference')]),
+      // The references wait for the whole update before forward; the launches wait per group inside forward (the default).
+      reference: () => node(CLI, ['train', '--devices', '2', ...TRAIN, '--strategy', 'sequential', '--forward-wait', 'step', '--out', out('reference')]),
       'two-group': () => node(CLI, [...LAUNCH, ...TRAIN, '--strategy', 'two-group', '--out', out('two-group')]),
       'per-layer': () => node(CLI, [...LAUNCH, ...TRAIN, '--strategy', 'per-layer', '--out', out('per-layer')]),
       buckets: () => node(CLI, [...LAUNCH, ...TRAIN, '--strategy', 'buckets', '--bucket-mb', '0.004', '--first-bucket-mb', '0.001', '--out', out('buckets')]),
       auto: () => node(CLI, [...LAUNCH, ...TRAIN, '--strategy', 'auto', '--out', out('auto')]),
       custom,
-      'bn reference': () => node(CLI, ['train', '--devices', '2', ...bnArgs, '--out', out('bn reference')]),
+      'bn reference': () => node(CLI, ['train', '--devices', '2', ...bnArgs, '--forward-wait', 'step', '--out', out('bn reference')]),
       bn: () => node(CLI, [...LAUNCH, ...bnArgs, '--out', out('bn')]),
     };
     const names = Object.keys(runs);

@@ -1,5 +1,6 @@
 // Every strategy gives exactly the parameters `sequential` gives (only the
-// schedule changes); overlap really happens with two-group on a slow
+// schedule changes; the strategies with per-group forward waits, sequential
+// waiting for the whole step); overlap really happens with two-group on a slow
 // (emulated) link and never with sequential; user strategies run through the API.
 import t from 'tap';
 import { train, startTraining, twoGroups, bucketRange, defaultSplitLayer, layoutParameters, exchangeGroups, type CustomStrategy, type TrainConfig, type Span } from '../src/index.js';
@@ -15,8 +16,10 @@ const fcThenBuckets: CustomStrategy = {
 };
 
 t.test('every strategy = sequential, bit for bit, on 1-3 devices', async t => {
+  // The reference waits for the whole update before forward (forwardWait 'step'); the strategies run with the
+  // default per-group waits inside forward (forward-waits.test.ts): the same bits.
   for (const devices of [1, 2, 3]) {
-    const seq = await train({ ...base, devices, strategy: 'sequential' });
+    const seq = await train({ ...base, devices, strategy: 'sequential', forwardWait: 'step' });
     for (const strategy of ['two-group', 'per-layer', 'buckets', fcThenBuckets] as const) {
       const run = await train({ ...base, devices, strategy, bucketCapMB: 0.02, firstBucketMB: 0.005 });
       const name = typeof strategy === 'string' ? strategy : strategy.name;

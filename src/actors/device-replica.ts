@@ -32,6 +32,7 @@ import type { ResolvedConfig } from '../config-types.js';
 import type { LayersModel, LayerVariable, Tensor, Variable } from '../engine/tfjs-types.js';
 import type { HeadState } from '../checkpoint/checkpoint-file.js';
 import { injectFault } from './fault-injection.js';
+import { ForwardGate, wrapLayerCalls } from './forward-gate.js';
 import { ControlBlock, threadWaitMs, type Phase } from './control-block.js';
 import { gradSlots, modelStateSlots, paramSlots, type SharedBuffers } from './shared-buffers.js';
 import type { DeviceIdentity, FromCompute } from './protocol.js';
@@ -60,6 +61,8 @@ interface Attached {
   modelState: Float32Array;
   /** Whether the broadcast non-trainable weights were written into the model (once, before the first step). */
   stateApplied: boolean;
+  /** forwardWait 'group': the per-group waits inside forward. */
+  gate?: ForwardGate;
 }
 
 export class DeviceReplica {
@@ -76,6 +79,9 @@ export class DeviceReplica {
   private groupBackwardStart = 0;
   /** batchNorm 'local': the moving statistics averaged over the devices after every step. */
   private averagedState?: LayerVariable[];
+  /** This step's forward, in pieces between the group waits that blocked: where the current piece began, and the ms waited. */
+  private forwardFrom = 0;
+  private forwardWaitedMs = 0;
 
   constructor(device: DeviceIdentity, private readonly config: ResolvedConfig, control: SharedArrayBuffer, groupCount: number,
     private readonly send: Send) {
@@ -141,6 +147,7 @@ export class DeviceReplica {
       this.copyVariables(this.attached.params, 'read');
       this.attached.modelState.set(readState(model));
     }
+    if (c.forwardWait === 'group') this.attached.gate = this.forwardGate(model, layout, groups, byModelIndex, this.attached.params);
     for (let gi = 0; gi < groups.length; gi++) this.control.markGradsReady(this.local, gi, 0);
     this.send({ type: 'initialised', device: this.rank });
   }
@@ -157,19 +164,47 @@ export class DeviceReplica {
 
   /** Copies between the model's variables and a flat slot (transmission order). */
   private copyVariables(slot: Float32Array, direction: 'read' | 'write'): void {
+    const { layout } = this.need();
+    layout.variables.forEach((_, i) => { if (direction === 'read') this.readVariable(slot, i); else this.writeVariable(slot, i); });
+  }
+
+  private readVariable(slot: Float32Array, index: number): void {
     const { model, layout } = this.need();
-    const vars = model.trainableWeights;
-    for (const spec of layout.variables) {
-      const v = vars[spec.modelIndex];
-      const view = slot.subarray(spec.offset, spec.offset + spec.size);
-      if (direction === 'read') {
-        view.set(v.read().dataSync() as Float32Array);
-      } else {
-        const t = tf.tensor(view, spec.shape, 'float32');
-        assignWeight(v, t);
-        t.dispose();
-      }
-    }
+    const spec = layout.variables[index];
+    slot.subarray(spec.offset, spec.offset + spec.size).set(model.trainableWeights[spec.modelIndex].read().dataSync() as Float32Array);
+  }
+
+  /** Sets layout variable `index` of the model from `slot`. */
+  private writeVariable(slot: Float32Array, index: number): void {
+    const { model, layout } = this.need();
+    const spec = layout.variables[index];
+    const t = tf.tensor(slot.subarray(spec.offset, spec.offset + spec.size), spec.shape, 'float32');
+    assignWeight(model.trainableWeights[spec.modelIndex], t);
+    t.dispose();
+  }
+
+  /**
+   * forwardWait 'group': every layer holding parameters waits for its groups' update and writes its variables just
+   * before it runs; a wait that blocks ends the current forward span and is a 'wait' span of its own.
+   */
+  private forwardGate(model: LayersModel, layout: ParameterLayout, groups: ParameterGroup[], byModelIndex: number[], params: Float32Array): ForwardGate {
+    let gate: ForwardGate | undefined;
+    const owned = wrapLayerCalls(model, byModelIndex, () => gate!);
+    gate = new ForwardGate(layout, groups, owned, {
+      waitGroup: (g, step) => {
+        if (this.control.applied(this.local, g) >= step) return false;
+        this.control.waitApplied(this.local, g, step, `device ${this.rank}'s comm thread to apply group ${groups[g].name} of step ${step}`);
+        return true;
+      },
+      writeVariable: i => this.writeVariable(params, i),
+      waited: (g, start, end, layer) => {
+        if (start > this.forwardFrom) this.span('forward', 'forward', this.forwardFrom, start);
+        this.span('wait', `wait ${groups[g].name} (before ${layer})`, start, end, g);
+        this.forwardFrom = end;
+        this.forwardWaitedMs += end - start;
+      },
+    });
+    return gate;
   }
 
   private waitForUpdate(ofStep: number): void {
@@ -191,14 +226,18 @@ export class DeviceReplica {
   }
 
   async trainStep(s: number): Promise<void> {
-    const { model, layout, buffers, params, grads, byModelIndex, method, random } = this.needAttached();
+    const { model, layout, buffers, params, grads, byModelIndex, method, random, gate } = this.needAttached();
     const cfg = this.config;
     this.step = s;
     this.spans = [];
     const t0 = wallNow();
     this.enter('load');
-    this.waitForUpdate(s - 1);
-    this.copyVariables(params, 'write');
+    if (gate) {
+      gate.arm(s - 1); // forward waits for each group of step s-1 just before the first layer using it
+    } else {
+      this.waitForUpdate(s - 1);
+      this.copyVariables(params, 'write');
+    }
     if (!this.attached!.stateApplied) { writeState(model, this.attached!.modelState); this.attached!.stateApplied = true; }
     const slot = inputSlotIndex(this.local, s % INPUT_SLOTS);
     const x = new Float32Array(buffers.inputs, slot * buffers.inputSlotSize * 4, buffers.inputSlotSize);
@@ -206,6 +245,8 @@ export class DeviceReplica {
     const targets = cfg.loss === 'mse' ? new Float32Array(buffers.labels, slot * buffers.labelSlotSize * 4, buffers.labelSlotSize) : undefined;
     const t1 = wallNow();
     this.span('load', 'load', t0, t1);
+    this.forwardFrom = t1;
+    this.forwardWaitedMs = 0;
     this.enter('forward');
     random.at(cfg.seed, this.rank, s);
     const xs = tf.tensor(x, [cfg.perDevice, ...cfg.sampleShape], 'float32');
@@ -217,7 +258,7 @@ export class DeviceReplica {
       gradFunc: (dy: Tensor) => {
         backwardStart = wallNow();
         this.groupBackwardStart = backwardStart;
-        this.span('forward', 'forward', t1, backwardStart);
+        this.span('forward', 'forward', this.forwardFrom, backwardStart);
         this.enter('backward');
         return dy;
       },
@@ -230,7 +271,9 @@ export class DeviceReplica {
     let nonFiniteLoss: number | undefined;
     let lastReady = 0;
     const value = backwardWithGradientReady(tf, () => {
-      let out = backwardMarker(model.apply(xs, { training: true }) as Tensor);
+      const modelOut = model.apply(xs, { training: true }) as Tensor;
+      gate?.settle(); // every parameter current before the loss, the regularizers and backward
+      let out = backwardMarker(modelOut);
       const fi = cfg.faultInjection;
       if (fi?.kind === 'nan' && fi.device === this.rank && fi.step === s) out = tf.mul(out, NaN);
       stepLoss = method.loss(out, ys, y, s);
@@ -275,7 +318,7 @@ export class DeviceReplica {
     if (this.averagedState) await this.averageState(this.averagedState);
     const t2 = wallNow();
     this.enter('idle');
-    this.send({ type: 'stepDone', device: this.rank, step: s, loss, correct: result.correct, count: cfg.perDevice, computeMs: t2 - t1, loadMs: t1 - t0,
+    this.send({ type: 'stepDone', device: this.rank, step: s, loss, correct: result.correct, count: cfg.perDevice, computeMs: t2 - t1 - this.forwardWaitedMs, loadMs: t1 - t0,
       numTensors: tf.memory().numTensors, spans: this.spans, nonFinite, nonFiniteLoss });
   }
 

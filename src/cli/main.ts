@@ -35,6 +35,7 @@ const HELP = `tandem — train TensorFlow.js models on several devices at once
                [--bucket-mb MB] [--first-bucket-mb MB] [--all-reduce sharded|primary]
                [--transport NAME] [--plugin MODULE …]  (a plugin registers a transport, method or engine)
                [--batch-norm sync|local]      (sync: global-batch statistics, as one engine; local: per device)
+               [--forward-wait group|step]    (group: wait for each group's update just before the layer using it)
                [--loss categorical|binary|mse] (default: a saved model's compiled loss, else read from its output)
                [--link BANDWIDTH[:LATENCY]]   (EMULATED link, e.g. 1gbps, 10gbps:0.05ms)
                [--trace FILE.json]            (Chrome trace: Perfetto / chrome://tracing)

@@ -13,7 +13,7 @@ const NUMBER_FLAGS = { devices: 'devices', hosts: 'hosts', 'host-rank': 'hostRan
   'held-out': 'heldOut', 'eval-samples': 'evalSamples', 'checkpoint-every': 'checkpointEvery', 'replica-check-every': 'replicaCheckEvery', 'keep-checkpoints': 'keepCheckpoints', 'stop-grace-ms': 'stopGraceMs', 'stall-timeout-ms': 'stallTimeoutMs', 'export-device': 'exportDevice', 'time-share': 'timeShare', 'param-share': 'paramShare', 'bucket-mb': 'bucketCapMB', 'first-bucket-mb': 'firstBucketMB' } as const;
 /** --powersgd-rank etc.: fields of commHookOptions. */
 const HOOK_NUMBER_FLAGS = { 'powersgd-rank': 'rank', 'powersgd-start-step': 'startStep', 'powersgd-min-compression': 'minCompressionRate' } as const;
-const STRING_FLAGS = { model: 'model', data: 'data', backend: 'backend', optimizer: 'optimizer', strategy: 'strategy', 'all-reduce': 'allReduce', transport: 'transport', 'comm-hook': 'commHook', 'batch-norm': 'batchNorm', loss: 'loss', out: 'out', method: 'method', head: 'head', 'on-nan': 'onNan', 'checkpoint-dir': 'checkpointDir', resume: 'resume', link: 'link', trace: 'trace', rendezvous: 'rendezvous' } as const;
+const STRING_FLAGS = { model: 'model', data: 'data', backend: 'backend', optimizer: 'optimizer', strategy: 'strategy', 'all-reduce': 'allReduce', transport: 'transport', 'comm-hook': 'commHook', 'batch-norm': 'batchNorm', 'forward-wait': 'forwardWait', loss: 'loss', out: 'out', method: 'method', head: 'head', 'on-nan': 'onNan', 'checkpoint-dir': 'checkpointDir', resume: 'resume', link: 'link', trace: 'trace', rendezvous: 'rendezvous' } as const;
 
 /** `command` profile reads --steps as the number of measured steps, not training steps. */
 export function parseTrainArgs(argv: string[], command: 'train' | 'profile' = 'train'): TrainCliOptions {
