@@ -48,6 +48,9 @@ function timeAllReduces(args: ProbeArgs): number[] {
   } finally {
     c.close();
   }
+  // rank r's buffer is all r + 1: the mean is 1.5 everywhere, and stays so
+  const wrong = buf.findIndex(v => v !== 1.5);
+  if (wrong >= 0) throw new Error(`hosts-allreduce: element ${wrong} is ${buf[wrong]} after the all-reduces, not 1.5`);
   return ms;
 }
 

@@ -1,13 +1,13 @@
 /**
  * One job of the hosts bench: a command on each of the two hosts (network
- * namespaces of a HostPair) at once, their stdout collected, their stderr's
+ * namespaces of a HostPair) at once, or one command here, their stdout collected, their stderr's
  * tail kept for the error. When one host fails, or the job runs past its
- * time, both are killed (SIGKILL: the process itself, as `ip netns exec`
+ * time, all are killed (SIGKILL: the process itself, as `ip netns exec`
  * execs it) and the job rejects naming the host, its exit and its stderr.
  * `killRunningJobs()` kills every job still running (the bench's cleanup on
  * a signal or an error).
  */
-import type { ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import type { HostPair } from './network-namespaces.js';
 
 export interface HostCommand { command: string; args: string[]; env?: NodeJS.ProcessEnv }
@@ -23,37 +23,50 @@ export function killRunningJobs(): void {
 const STDERR_TAIL = 15;
 
 /** Runs `commands[h]` on host h of `net`; resolves with each host's stdout once both exited 0. */
-export function runOnHosts(net: HostPair, commands: readonly [HostCommand, HostCommand], timeoutMs: number, label: string): Promise<[string, string]> {
+export function runOnHosts(net: HostPair, commands: readonly [HostCommand, HostCommand], timeoutMs: number, label: string): Promise<string[]> {
+  return runJob(commands.map((c, h) => () => net.spawn(h as 0 | 1, c.command, c.args, options(c))), timeoutMs, label);
+}
+
+/** Runs `command` here (no namespace), killed like a host's on a failure or a signal; resolves with its stdout. */
+export async function runHere(command: HostCommand, timeoutMs: number, label: string): Promise<string> {
+  const [out] = await runJob([() => spawn(command.command, command.args, options(command))], timeoutMs, label);
+  return out;
+}
+
+function options(c: HostCommand): SpawnOptions {
+  return { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...c.env } };
+}
+
+/** Starts every process at once; resolves with their stdout when all exited 0, else kills them all and rejects. */
+function runJob(starts: (() => ChildProcess)[], timeoutMs: number, label: string): Promise<string[]> {
   return new Promise((resolve, reject) => {
-    const outs: [string, string] = ['', ''];
-    const tails: [string[], string[]] = [[], []];
-    const exited: [boolean, boolean] = [false, false];
+    const outs = starts.map(() => '');
+    const tails: string[][] = starts.map(() => []);
+    let left = starts.length;
     let settled = false;
-    const children = ([0, 1] as const).map(h => net.spawn(h, commands[h].command, commands[h].args,
-      { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...commands[h].env } }));
-    const stopAll = (): void => { for (const c of children) { if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL'); running.delete(c); } };
+    const children = starts.map(start => start());
+    const who = (i: number): string => (children.length === 1 ? 'the process' : `host ${i}`);
     const fail = (why: string): void => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
-      stopAll();
-      const tail = ([0, 1] as const).map(h => `--- host ${h} stderr (tail) ---\n${tails[h].join('\n')}`).join('\n');
+      for (const c of children) { if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL'); running.delete(c); }
+      const tail = tails.map((t, i) => `--- ${who(i)}: stderr (tail) ---\n${t.join('\n')}`).join('\n');
       reject(new Error(`hosts bench: ${label}: ${why}\n${tail}`));
     };
     const timer = setTimeout(() => fail(`timed out after ${timeoutMs / 1000} s`), timeoutMs);
-    children.forEach((child, h) => {
+    children.forEach((child, i) => {
       running.add(child);
-      child.stdout!.setEncoding('utf8').on('data', (s: string) => { outs[h] += s; });
+      child.stdout!.setEncoding('utf8').on('data', (s: string) => { outs[i] += s; });
       child.stderr!.setEncoding('utf8').on('data', (s: string) => {
-        tails[h].push(...s.split('\n').filter(l => l.trim() !== ''));
-        tails[h].splice(0, Math.max(0, tails[h].length - STDERR_TAIL));
+        tails[i].push(...s.split('\n').filter(l => l.trim() !== ''));
+        tails[i].splice(0, Math.max(0, tails[i].length - STDERR_TAIL));
       });
-      child.on('error', err => fail(`host ${h} could not start ${commands[h].command}: ${err.message}`));
+      child.on('error', err => fail(`${who(i)} could not start: ${err.message}`));
       child.on('close', (code, signal) => {
         running.delete(child);
-        exited[h] = true;
-        if (code !== 0) return fail(`host ${h} exited with ${signal ?? `code ${code}`}`);
-        if (exited[0] && exited[1] && !settled) {
+        if (code !== 0) return fail(`${who(i)} exited with ${signal ?? `code ${code}`}`);
+        if (--left === 0 && !settled) {
           settled = true;
           clearTimeout(timer);
           resolve(outs);

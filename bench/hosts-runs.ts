@@ -2,16 +2,14 @@
  * The runs of the hosts bench (`npm run bench -- hosts`), each a set of real
  * processes: tandem on 2 hosts × 1 device (the CLI with --hosts 2, one
  * process in each network namespace), tandem on one device alone (compute
- * only), the gloo all-reduce probe (bench/hosts-allreduce.ts) across the
+ * only) and PyTorch on one process alone, the gloo all-reduce probe (bench/hosts-allreduce.ts) across the
  * link, and PyTorch DDP over gloo with a tcp:// init (bench/torch/harness.py
  * --mode ddp-rank, one rank in each namespace, GLOO_SOCKET_IFNAME = the veth).
  * Each returns its timed steps' ms per host (the untimed first steps left out).
  */
-import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import type { HostPair } from './network-namespaces.js';
-import { jsonLines, runOnHosts, type HostCommand } from './hosts-job.js';
+import { jsonLines, runHere, runOnHosts, type HostCommand } from './hosts-job.js';
 import type { HostsModel, Schedule } from './hosts-figures.js';
 import { torchScriptPath } from './torch-reference.js';
 import type { ProbeResult } from './hosts-allreduce.js';
@@ -55,10 +53,19 @@ export async function tandemAcrossHosts(net: HostPair, shape: RunShape, schedule
 
 /** tandem on one device alone (one process, the same per-device batch, no exchange). */
 export async function tandemComputeOnly(shape: RunShape): Promise<TandemTimes> {
-  const { stdout } = await promisify(execFile)(process.execPath, trainArgs(shape, 'sequential', 1),
-    { timeout: shape.timeoutMs, maxBuffer: 64 << 20, killSignal: 'SIGKILL' });
-  const t = tandemTimes(stdout, shape, `tandem ${shape.model} on one device`);
+  const label = `tandem ${shape.model} on one device`;
+  const t = tandemTimes(await runHere({ command: process.execPath, args: trainArgs(shape, 'sequential', 1) }, shape.timeoutMs, label), shape, label);
   return { hostsMs: [t.ms], parameters: t.parameters };
+}
+
+/** PyTorch on one process alone (harness.py --mode single), the same batch and threads: its median step ms. */
+export async function torchComputeOnly(python: string, shape: RunShape): Promise<{ medianMs: number; torch: string; parameters: number }> {
+  const out = await runHere({ command: python, args: [torchScriptPath(shape.model), '--mode', 'single', '--batch', String(shape.batchPerDevice),
+    '--warmup', String(shape.untimed), '--steps', String(shape.steps - shape.untimed), '--threads', String(DEVICE_THREADS)] },
+  shape.timeoutMs, `PyTorch ${shape.model} alone`);
+  const r = jsonLines(out).at(-1);
+  if (r === undefined || typeof r.medianMsPerStep !== 'number') throw new Error(`hosts bench: PyTorch ${shape.model} alone printed no result: ${out.slice(0, 300)}`);
+  return { medianMs: r.medianMsPerStep, torch: String(r.torch), parameters: r.trainableParameters as number };
 }
 
 /** `repeats` timed all-reduces (mean) of `floats` over tandem's gloo transport between the 2 hosts, per host. */

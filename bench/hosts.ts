@@ -21,8 +21,8 @@ import { makeHostPair, namespaceSupport, type HostPair, type LinkRate } from './
 import { killRunningJobs } from './hosts-job.js';
 import { bitsPerSecondOf, lineRateAllReduceMs, lowerBoundMs, MODEL_DEFAULTS, printHostsTable, SCHEDULES,
   slowerHostMedian, untimedSteps, type HostsBenchOptions, type HostsModel, type HostsRow } from './hosts-figures.js';
-import { allReduceAcrossHosts, ddpAcrossHosts, DEVICE_THREADS, tandemAcrossHosts, tandemComputeOnly, type RunShape } from './hosts-runs.js';
-import { findTorchPython, runTorchReference } from './torch-reference.js';
+import { allReduceAcrossHosts, ddpAcrossHosts, DEVICE_THREADS, tandemAcrossHosts, tandemComputeOnly, torchComputeOnly, type RunShape } from './hosts-runs.js';
+import { findTorchPython } from './torch-reference.js';
 import { loadGlooAddon } from '../src/collectives/gloo/gloo-addon.js';
 import { loadNativeAddon } from '../src/engine/native/native-addon.js';
 
@@ -47,14 +47,13 @@ async function modelBase(model: HostsModel, opts: HostsBenchOptions, python: str
   rows.push({ model, link: 'none', kind: 'compute-only', schedule: 'tandem, 1 device alone', stepMs: base.computeMs,
     samplesPerSecond: shape.batchPerDevice / (base.computeMs / 1000), hostsMs: compute.hostsMs });
   if (python !== undefined) {
-    const t = await runTorchReference(python, { mode: 'single', model, batch: shape.batchPerDevice, steps: shape.steps - shape.untimed,
-      warmup: shape.untimed, threads: DEVICE_THREADS, timeoutMs: shape.timeoutMs });
-    if (t.trainableParameters !== base.parameters) {
-      throw new Error(`hosts bench: bench/torch's ${model} has ${t.trainableParameters} parameters, tandem's ${base.parameters}: not the same model`);
+    const t = await torchComputeOnly(python, shape);
+    if (t.parameters !== base.parameters) {
+      throw new Error(`hosts bench: bench/torch's ${model} has ${t.parameters} parameters, tandem's ${base.parameters}: not the same model`);
     }
-    Object.assign(base, { torchComputeMs: t.medianMsPerStep, torch: t.torch });
-    rows.push({ model, link: 'none', kind: 'compute-only', schedule: `PyTorch ${t.torch}, 1 process alone`, stepMs: t.medianMsPerStep,
-      samplesPerSecond: shape.batchPerDevice / (t.medianMsPerStep / 1000), hostsMs: [] });
+    Object.assign(base, { torchComputeMs: t.medianMs, torch: t.torch });
+    rows.push({ model, link: 'none', kind: 'compute-only', schedule: `PyTorch ${t.torch}, 1 process alone`, stepMs: t.medianMs,
+      samplesPerSecond: shape.batchPerDevice / (t.medianMs / 1000), hostsMs: [] });
   }
   console.log(`${model}: ${base.parameters} parameters (PyTorch: ${python === undefined ? 'not run' : 'the same'}); ` +
     `${shape.batchPerDevice} samples per device, ${shape.steps} steps (${shape.untimed} untimed); compute alone ${base.computeMs.toFixed(1)} ms`);
@@ -80,6 +79,7 @@ async function linkRows(net: HostPair, base: ModelBase, link: LinkRate, python: 
   }
   if (python !== undefined && base.torchComputeMs !== undefined) {
     const d = await ddpAcrossHosts(net, python, shape, nextPort++);
+    if (d.parameters !== base.parameters) throw new Error(`hosts bench: PyTorch DDP's ${model} has ${d.parameters} parameters, tandem's ${base.parameters}`);
     const stepMs = slowerHostMedian(d.hostsMs);
     console.log(`  PyTorch DDP: ${stepMs.toFixed(1)} ms/step`);
     rows.push({ model, link, kind: 'ddp', schedule: `PyTorch ${d.torch} DDP (gloo)`, stepMs, samplesPerSecond: global / (stepMs / 1000),
