@@ -15,8 +15,9 @@ export type Schedule = typeof SCHEDULES[number];
 /** Per model: samples per device per step, steps per run and the links run unless --rates says otherwise. */
 export const MODEL_DEFAULTS: Record<HostsModel, { batch: number; steps: number; rates: readonly LinkRate[] }> = {
   'alexnet-mini': { batch: 32, steps: 12, rates: HOSTS_RATES },
-  // 58M parameters: an all-reduce moves 233 MB, ~19 s at 100 Mbit/s (12 steps x 5 schedules ~ 20 min): not by default
-  'alexnet': { batch: 8, steps: 8, rates: ['10gbit', '1gbit'] },
+  // 58M parameters, 227x227 images: ~2.5 s a step of 4 samples on one thread of this 2-core machine, and an all-reduce
+  // moves 233 MB (~19 s at 100 Mbit/s: 6 steps x 5 schedules ~ 10 min more): a small batch, few steps, not 100mbit by default
+  'alexnet': { batch: 4, steps: 6, rates: ['10gbit', '1gbit'] },
 };
 
 export interface HostsBenchOptions {
@@ -97,17 +98,24 @@ export interface HostsRow {
   samplesPerSecond?: number;
   /** The lower bound this row is held to (tandem, ddp): max(compute, comm), the compute of its own framework. */
   lowerBoundMs?: number;
+  /** The same bound with the all-reduce at the link's line rate: max(compute, lineRateAllReduceMs). */
+  lineRateBoundMs?: number;
   /** Every timed step's ms, per host (compute-only: the one process; comm: each all-reduce, per host). */
   hostsMs: number[][];
+  /** tandem: hosts that printed their last step but did not exit (killed after a grace; their steps are counted). */
+  hostsHungAtExit?: number[];
 }
 
 export function printHostsTable(rows: readonly HostsRow[]): void {
-  console.log('\n| model | link (real TCP, tc tbf) | schedule | step ms | samples/s | lower bound ms | step / lower bound |');
-  console.log('|---|---|---|---:|---:|---:|---:|');
+  console.log('\n| model | link (real TCP, tc tbf) | schedule | step ms | samples/s | lower bound ms | step / lower bound | step / line-rate bound |');
+  console.log('|---|---|---|---:|---:|---:|---:|---:|');
   for (const r of rows) {
     const sps = r.samplesPerSecond === undefined ? '' : r.samplesPerSecond.toFixed(1);
     const lb = r.lowerBoundMs === undefined ? '' : r.lowerBoundMs.toFixed(0);
     const ratio = r.lowerBoundMs === undefined ? '' : (r.stepMs / r.lowerBoundMs).toFixed(2);
-    console.log(`| ${r.model} | ${r.link} | ${r.schedule} | ${r.stepMs.toFixed(1)} | ${sps} | ${lb} | ${ratio} |`);
+    const lineRatio = r.lineRateBoundMs === undefined ? '' : (r.stepMs / r.lineRateBoundMs).toFixed(2);
+    const hung = r.hostsHungAtExit ? ' †' : '';
+    console.log(`| ${r.model} | ${r.link} | ${r.schedule}${hung} | ${r.stepMs.toFixed(1)} | ${sps} | ${lb} | ${ratio} | ${lineRatio} |`);
   }
+  if (rows.some(r => r.hostsHungAtExit)) console.log('\n† a host hung after its last step (did not exit) and was killed; its steps are counted.');
 }

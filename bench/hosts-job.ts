@@ -22,15 +22,26 @@ export function killRunningJobs(): void {
 
 const STDERR_TAIL = 15;
 
-/** Runs `commands[h]` on host h of `net`; resolves with each host's stdout once both exited 0. */
-export function runOnHosts(net: HostPair, commands: readonly [HostCommand, HostCommand], timeoutMs: number, label: string): Promise<string[]> {
-  return runJob(commands.map((c, h) => () => net.spawn(h as 0 | 1, c.command, c.args, options(c))), timeoutMs, label);
+/** Each process's stdout; `hungAtExit`: the processes killed after printing all they had to (see runOnHosts). */
+export interface JobOutput { outs: string[]; hungAtExit: number[] }
+
+/** How long a process that printed all it had to may outlive another's clean exit before it is killed. */
+export const EXIT_GRACE_MS = 20_000;
+
+/**
+ * Runs `commands[h]` on host h of `net`; resolves with each host's stdout once both exited 0. With `printedAll`:
+ * when one host exited 0 and the other's stdout already satisfies `printedAll`, the other gets EXIT_GRACE_MS
+ * to exit, then is killed and listed in `hungAtExit` (its output is used; the caller says so).
+ */
+export function runOnHosts(net: HostPair, commands: readonly [HostCommand, HostCommand], timeoutMs: number, label: string,
+  printedAll?: (stdout: string) => boolean): Promise<JobOutput> {
+  return runJob(commands.map((c, h) => () => net.spawn(h as 0 | 1, c.command, c.args, options(c))), timeoutMs, label, printedAll);
 }
 
 /** Runs `command` here (no namespace), killed like a host's on a failure or a signal; resolves with its stdout. */
 export async function runHere(command: HostCommand, timeoutMs: number, label: string): Promise<string> {
-  const [out] = await runJob([() => spawn(command.command, command.args, options(command))], timeoutMs, label);
-  return out;
+  const { outs } = await runJob([() => spawn(command.command, command.args, options(command))], timeoutMs, label);
+  return outs[0];
 }
 
 function options(c: HostCommand): SpawnOptions {
@@ -38,18 +49,21 @@ function options(c: HostCommand): SpawnOptions {
 }
 
 /** Starts every process at once; resolves with their stdout when all exited 0, else kills them all and rejects. */
-function runJob(starts: (() => ChildProcess)[], timeoutMs: number, label: string): Promise<string[]> {
+function runJob(starts: (() => ChildProcess)[], timeoutMs: number, label: string, printedAll?: (stdout: string) => boolean): Promise<JobOutput> {
   return new Promise((resolve, reject) => {
     const outs = starts.map(() => '');
     const tails: string[][] = starts.map(() => []);
+    const hungAtExit: number[] = [];
     let left = starts.length;
     let settled = false;
+    let grace: NodeJS.Timeout | undefined;
     const children = starts.map(start => start());
     const who = (i: number): string => (children.length === 1 ? 'the process' : `host ${i}`);
     const fail = (why: string): void => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
+      clearTimeout(grace);
       for (const c of children) { if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL'); running.delete(c); }
       const tail = tails.map((t, i) => `--- ${who(i)}: stderr (tail) ---\n${t.join('\n')}`).join('\n');
       reject(new Error(`hosts bench: ${label}: ${why}\n${tail}`));
@@ -69,7 +83,19 @@ function runJob(starts: (() => ChildProcess)[], timeoutMs: number, label: string
         if (--left === 0 && !settled) {
           settled = true;
           clearTimeout(timer);
-          resolve(outs);
+          clearTimeout(grace);
+          resolve({ outs, hungAtExit });
+        } else if (printedAll !== undefined && grace === undefined) {
+          grace = setTimeout(() => {
+            children.forEach((c, j) => {
+              if (c.exitCode !== null || c.signalCode !== null) return;
+              if (!printedAll(outs[j])) return fail(`${who(j)} did not finish within ${EXIT_GRACE_MS / 1000} s of ${who(i)}'s exit`);
+              hungAtExit.push(j);
+              c.removeAllListeners('close');
+              c.once('close', () => { running.delete(c); if (--left === 0 && !settled) { settled = true; clearTimeout(timer); resolve({ outs, hungAtExit }); } });
+              c.kill('SIGKILL');
+            });
+          }, EXIT_GRACE_MS);
         }
       });
     });

@@ -21,8 +21,8 @@ export const DEVICE_THREADS = 1;
 
 export interface RunShape { model: HostsModel; batchPerDevice: number; steps: number; untimed: number; timeoutMs: number }
 
-/** A tandem run's timed steps' ms per host, and the model's parameter count. */
-export interface TandemTimes { hostsMs: number[][]; parameters: number }
+/** A tandem run's timed steps' ms per host, the model's parameter count, the hosts killed after their last step (see runOnHosts). */
+export interface TandemTimes { hostsMs: number[][]; parameters: number; hungAtExit?: number[] }
 
 function trainArgs(shape: RunShape, schedule: Schedule, hosts: number): string[] {
   return [CLI, 'train', '--model', shape.model, '--data', 'synthetic-images', '--dataset-size', '512', '--classes', '10',
@@ -30,15 +30,15 @@ function trainArgs(shape: RunShape, schedule: Schedule, hosts: number): string[]
     '--steps', String(shape.steps), '--strategy', schedule, '--optimizer', 'sgd', '--lr', '0.01', '--json'];
 }
 
-/** The step events' ms after the untimed steps, and the summary's parameter count, from a host's --json output. */
+/** The step events' ms after the untimed steps, and the parameter count (the 'ready' event), from a host's --json output. */
 function tandemTimes(stdout: string, shape: RunShape, label: string): { ms: number[]; parameters: number } {
   const lines = jsonLines(stdout);
   const ms = lines.filter(l => l.event === 'step' && (l.step as number) > shape.untimed).map(l => l.stepMs as number);
-  const summary = lines.find(l => l.event === 'summary');
-  if (ms.length !== shape.steps - shape.untimed || summary === undefined) {
-    throw new Error(`hosts bench: ${label}: expected ${shape.steps - shape.untimed} timed step events and a summary, got ${ms.length} and ${summary ? 'a summary' : 'none'}`);
+  const ready = lines.find(l => l.event === 'ready');
+  if (ms.length !== shape.steps - shape.untimed || typeof ready?.parameters !== 'number') {
+    throw new Error(`hosts bench: ${label}: expected ${shape.steps - shape.untimed} timed step events and a ready event, got ${ms.length} and ${ready ? 'one' : 'none'}`);
   }
-  return { ms, parameters: summary.parameters as number };
+  return { ms, parameters: ready.parameters };
 }
 
 /** tandem on 2 hosts × 1 device, `schedule`, host 0 serving the rendezvous at its address on `port`. */
@@ -46,9 +46,10 @@ export async function tandemAcrossHosts(net: HostPair, shape: RunShape, schedule
   const label = `tandem ${shape.model} ${schedule} on 2 hosts`;
   const command = (h: 0 | 1): HostCommand => ({ command: process.execPath,
     args: [...trainArgs(shape, schedule, 2), '--hosts', '2', '--host-rank', String(h), '--rendezvous', `${net.addresses[0]}:${port}`] });
-  const outs = await runOnHosts(net, [command(0), command(1)], shape.timeoutMs, label);
+  const lastStep = `"event":"step","step":${shape.steps},`;
+  const { outs, hungAtExit } = await runOnHosts(net, [command(0), command(1)], shape.timeoutMs, label, o => o.includes(lastStep));
   const hosts = outs.map(o => tandemTimes(o, shape, label));
-  return { hostsMs: hosts.map(h => h.ms), parameters: hosts[0].parameters };
+  return { hostsMs: hosts.map(h => h.ms), parameters: hosts[0].parameters, hungAtExit };
 }
 
 /** tandem on one device alone (one process, the same per-device batch, no exchange). */
@@ -72,7 +73,7 @@ export async function torchComputeOnly(python: string, shape: RunShape): Promise
 export async function allReduceAcrossHosts(net: HostPair, floats: number, repeats: number, port: number, timeoutMs: number): Promise<number[][]> {
   const command = (h: 0 | 1): HostCommand => ({ command: process.execPath,
     args: [PROBE, JSON.stringify({ rank: h, store: `${net.addresses[0]}:${port}`, hostname: net.addresses[h], floats, repeats })] });
-  const outs = await runOnHosts(net, [command(0), command(1)], timeoutMs, `all-reduce of ${floats} floats`);
+  const { outs } = await runOnHosts(net, [command(0), command(1)], timeoutMs, `all-reduce of ${floats} floats`);
   return outs.map(o => {
     const r = jsonLines(o).at(-1) as ProbeResult | undefined;
     if (r === undefined || r.ms.length !== repeats) throw new Error(`hosts bench: the all-reduce probe printed no result: ${o.slice(0, 300)}`);
@@ -90,7 +91,7 @@ export async function ddpAcrossHosts(net: HostPair, python: string, shape: RunSh
       '--batch', String(shape.batchPerDevice), '--warmup', String(shape.untimed), '--steps', String(shape.steps - shape.untimed),
       '--threads', String(DEVICE_THREADS), '--collective-timeout', String(Math.ceil(shape.timeoutMs / 1000))],
     env: { GLOO_SOCKET_IFNAME: net.links[h], PYTHONUNBUFFERED: '1' } });
-  const outs = await runOnHosts(net, [command(0), command(1)], shape.timeoutMs, `PyTorch DDP ${shape.model} on 2 hosts`);
+  const { outs } = await runOnHosts(net, [command(0), command(1)], shape.timeoutMs, `PyTorch DDP ${shape.model} on 2 hosts`);
   const ranks = outs.map(o => {
     const r = jsonLines(o).at(-1) as DdpRank | undefined;
     if (r === undefined || !Array.isArray(r.stepMs)) throw new Error(`hosts bench: a DDP rank printed no result: ${o.slice(0, 300)}`);

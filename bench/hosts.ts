@@ -74,8 +74,10 @@ async function linkRows(net: HostPair, base: ModelBase, link: LinkRate, python: 
   for (const schedule of SCHEDULES) {
     const t = await tandemAcrossHosts(net, shape, schedule, nextPort++);
     const stepMs = slowerHostMedian(t.hostsMs);
-    console.log(`  tandem ${schedule}: ${stepMs.toFixed(1)} ms/step`);
-    rows.push({ model, link, kind: 'tandem', schedule, stepMs, samplesPerSecond: global / (stepMs / 1000), lowerBoundMs: bound, hostsMs: t.hostsMs });
+    const hung = t.hungAtExit?.length ? ` (host ${t.hungAtExit.join(', ')} hung after its last step and was killed: the end-of-run bug in the README)` : '';
+    console.log(`  tandem ${schedule}: ${stepMs.toFixed(1)} ms/step${hung}`);
+    rows.push({ model, link, kind: 'tandem', schedule, stepMs, samplesPerSecond: global / (stepMs / 1000), lowerBoundMs: bound, lineRateBoundMs: lowerBoundMs(base.computeMs, lineMs), hostsMs: t.hostsMs,
+      ...(t.hungAtExit?.length ? { hostsHungAtExit: t.hungAtExit } : {}) });
   }
   if (python !== undefined && base.torchComputeMs !== undefined) {
     const d = await ddpAcrossHosts(net, python, shape, nextPort++);
@@ -83,7 +85,7 @@ async function linkRows(net: HostPair, base: ModelBase, link: LinkRate, python: 
     const stepMs = slowerHostMedian(d.hostsMs);
     console.log(`  PyTorch DDP: ${stepMs.toFixed(1)} ms/step`);
     rows.push({ model, link, kind: 'ddp', schedule: `PyTorch ${d.torch} DDP (gloo)`, stepMs, samplesPerSecond: global / (stepMs / 1000),
-      lowerBoundMs: lowerBoundMs(base.torchComputeMs, commMs), hostsMs: d.hostsMs });
+      lowerBoundMs: lowerBoundMs(base.torchComputeMs, commMs), lineRateBoundMs: lowerBoundMs(base.torchComputeMs, lineMs), hostsMs: d.hostsMs });
   }
   return rows;
 }
@@ -124,8 +126,8 @@ export async function runHostsBench(opts: HostsBenchOptions): Promise<void> {
     for (const s of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.off(s, onSignal);
   }
   const loadAfter = os.loadavg();
-  console.log(`\n${LINK_NOTE}. Step: the slower host's median ms over the timed steps; lower bound: max(compute alone, all-reduce) ` +
-    `(PyTorch DDP: max(PyTorch alone, all-reduce)); load average after ${loadAfter.map(l => l.toFixed(2)).join(' ')}`);
+  console.log(`\n${LINK_NOTE}. Step: the slower host's median ms over the timed steps; lower bound: max(compute alone, measured all-reduce), ` +
+    `line-rate bound: max(compute alone, the all-reduce at the link's rate) (PyTorch DDP: PyTorch alone's compute); load average after ${loadAfter.map(l => l.toFixed(2)).join(' ')}`);
   printHostsTable(rows);
   mkdirSync(opts.out, { recursive: true });
   writeFileSync(`${opts.out}/hosts.json`, JSON.stringify({ bench: 'hosts', date: new Date().toISOString(), note: LINK_NOTE,
