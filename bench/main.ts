@@ -1,4 +1,4 @@
-/** `npm run bench -- scaling|kernels|overlap|profile|profile-clock|classifier|faults|soak|models|hosts|hosts-allreduce|comm-hooks [--steps N] [--runs N] [--busy N] [--classes 1000,10000] [--models a,b] [--stock-steps N] [--batch N] [--links none,1gbps,…] [--out DIR]` */
+/** `npm run bench -- scaling|kernels|overlap|profile|profile-clock|classifier|faults|soak|models|hosts|hosts-allreduce|comm-hooks [--steps N] [--runs N] [--busy N] [--classes 1000,10000] [--models a,b] [--stock-steps N] [--batch N] [--links none,1gbps,…] [--rates 10gbit,1gbit,100mbit] [--out DIR]` */
 import { parseArgs } from 'node:util';
 import { runScaling } from './scaling.js';
 import { runOverlap } from './overlap.js';
@@ -11,10 +11,12 @@ import { runKernelBench } from './kernels.js';
 import { runModelsBench } from './models.js';
 import { runHostsAllReduceBench } from './hosts-allreduce.js';
 import { runCommHooksBench } from './comm-hooks.js';
+import { runHostsBench } from './hosts.js';
+import { parseHostsOptions } from './hosts-figures.js';
 
 const { positionals, values } = parseArgs({
   allowPositionals: true,
-  options: { classes: { type: 'string' }, models: { type: 'string' }, links: { type: 'string' }, steps: { type: 'string' }, 'stock-steps': { type: 'string' }, batch: { type: 'string' }, out: { type: 'string' }, runs: { type: 'string' }, busy: { type: 'string' } },
+  options: { classes: { type: 'string' }, models: { type: 'string' }, links: { type: 'string' }, rates: { type: 'string' }, steps: { type: 'string' }, 'stock-steps': { type: 'string' }, batch: { type: 'string' }, out: { type: 'string' }, runs: { type: 'string' }, busy: { type: 'string' } },
 });
 const name = positionals[0] ?? 'scaling';
 switch (name) {
@@ -76,6 +78,9 @@ switch (name) {
   case 'hosts-allreduce':
     await runHostsAllReduceBench({ hosts: 2, local: 2, megabytes: [4, 32], repeats: Number(values.runs ?? 20), out: values.out ?? 'bench/results' });
     break;
+  case 'hosts':
+    await runHostsBench(parseHostsOptions(values));
+    break;
   case 'soak':
     await runSoak(Number(values.steps ?? 2000), values.out ?? 'bench/results');
     break;
@@ -83,6 +88,6 @@ switch (name) {
     await runFaultMatrix(values.out ?? 'bench/results', 2000);
     break;
   default:
-    console.error(`unknown bench '${name}'. Benches: scaling, kernels, overlap, profile, profile-clock, classifier, faults, soak, models`);
+    console.error(`unknown bench '${name}'. Benches: scaling, kernels, overlap, profile, profile-clock, classifier, faults, soak, models, hosts`);
     process.exitCode = 1;
 }

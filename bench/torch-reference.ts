@@ -1,6 +1,6 @@
 /**
  * PyTorch reference numbers for the benches: runs bench/torch/<model>.py (the same network as
- * tandem's builtin of that name, 32x32x3 images, SGD lr 0.01 momentum 0.9, on synthetic data;
+ * tandem's builtin of that name, 32x32x3 images (alexnet: 227x227x3), SGD lr 0.01 momentum 0.9, on synthetic data;
  * the runner is bench/torch/harness.py) in a Python that has torch, one process ('single') or
  * several under DistributedDataParallel with gloo ('ddp'), and returns its ms per step, samples/s
  * and the model's parameter counts.
@@ -14,7 +14,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 /** The builtin models that have a PyTorch twin in bench/torch/. */
-export const TORCH_MODELS = ['alexnet-mini', 'resnet-mini', 'mobilenet-mini'] as const;
+export const TORCH_MODELS = ['alexnet-mini', 'alexnet', 'resnet-mini', 'mobilenet-mini'] as const;
 export type TorchModel = typeof TORCH_MODELS[number];
 
 export interface TorchStepResult {

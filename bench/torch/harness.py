@@ -7,6 +7,9 @@ the loss is cross-entropy from logits, the optimizer SGD lr 0.01 momentum 0.9 (t
   --mode ddp      --procs processes (torch.multiprocessing, spawn), gloo on 127.0.0.1,
                   DistributedDataParallel, --batch samples per process per step;
                   global samples/s = procs * batch * steps / slowest process's seconds
+  --mode ddp-rank one rank of a DDP job started elsewhere (one process per host): --rank R
+                  --procs WORLD --init-method tcp://HOST0:PORT (GLOO_SOCKET_IFNAME picks the
+                  interface); reports this rank's per-step times ("stepMs")
   --batch-norm    ddp only: 'local' (DDP's default: per-process batch statistics) or 'sync'
                   (global-batch statistics: sync_batch_norm.py, as torch 1.13's own
                   SyncBatchNorm runs on CUDA only)
@@ -93,9 +96,9 @@ def new_training(torch, build_model, wrap=None):
     return model, torch.nn.CrossEntropyLoss(), opt, counts
 
 
-def make_batches(torch, batch, seed):
+def make_batches(torch, batch, seed, image):
     g = torch.Generator().manual_seed(seed)
-    return [(torch.randn((batch,) + IMAGE, generator=g),
+    return [(torch.randn((batch,) + image, generator=g),
              torch.randint(0, CLASSES, (batch,), generator=g))
             for _ in range(DISTINCT_BATCHES)]
 
@@ -129,7 +132,7 @@ def run_single(args, build_model):
     import torch
     set_torch_threads(torch, args.threads)
     model, loss_fn, opt, counts = new_training(torch, build_model)
-    batches = make_batches(torch, args.batch, SEED + 1)
+    batches = make_batches(torch, args.batch, SEED + 1, args.image)
     log(f'torch {torch.__version__}: {args.model}, single process, {torch.get_num_threads()} thread(s), '
         f'batch {args.batch}, {args.warmup} warm-up + {args.steps} timed steps')
 
@@ -164,43 +167,49 @@ def exit_with_parent():
     threading.Thread(target=watch, name='parent-watch', daemon=True).start()
 
 
+def ddp_train(rank, world, init_method, args, build_model):
+    """Joins the gloo process group as `rank` of `world` and trains this rank's steps under
+    DistributedDataParallel; returns its timings, final loss, threads and parameter counts."""
+    limit_threads_env(args.threads)
+    import datetime
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    set_torch_threads(torch, args.threads)
+    dist.init_process_group('gloo', init_method=init_method, rank=rank, world_size=world,
+                            timeout=datetime.timedelta(seconds=args.collective_timeout))
+    try:
+        if args.batch_norm == 'sync':
+            from sync_batch_norm import convert_sync_batch_norm
+            bn_group = dist.new_group(list(range(world)))  # its own ordering, apart from DDP's buckets
+            wrap = lambda m: DDP(convert_sync_batch_norm(m, bn_group))  # noqa: E731
+        else:
+            wrap = DDP
+        model, loss_fn, opt, counts = new_training(torch, build_model, wrap)
+        batches = make_batches(torch, args.batch, SEED + 1 + rank, args.image)  # each rank its own shard
+
+        train_steps(model, loss_fn, opt, batches, 0, args.warmup)
+        dist.barrier()
+        times = []
+        t0 = time.perf_counter()
+        loss = train_steps(model, loss_fn, opt, batches, args.warmup, args.steps, times)
+        elapsed = time.perf_counter() - t0
+        dist.barrier()
+        if not torch.isfinite(loss).item():
+            raise RuntimeError(f'rank {rank}: loss is not finite: {loss.item()}')
+        return {'elapsed': elapsed, 'times': times, 'loss': loss.item(),
+                'threads': torch.get_num_threads(), 'counts': counts, 'torch': torch.__version__}
+    finally:
+        dist.destroy_process_group()
+
+
 def ddp_worker(rank, world, init_method, args, results, build_model):
     """One DDP rank (a spawned process). Reports ('ok'|'error', rank, payload) on `results`."""
     try:
         exit_with_parent()
         os.dup2(2, 1)  # keep stdout for the parent's single JSON line
         sys.stdout = sys.stderr
-        limit_threads_env(args.threads)
-        import datetime
-        import torch
-        import torch.distributed as dist
-        from torch.nn.parallel import DistributedDataParallel as DDP
-        set_torch_threads(torch, args.threads)
-        dist.init_process_group('gloo', init_method=init_method, rank=rank, world_size=world,
-                                timeout=datetime.timedelta(seconds=args.collective_timeout))
-        try:
-            if args.batch_norm == 'sync':
-                from sync_batch_norm import convert_sync_batch_norm
-                bn_group = dist.new_group(list(range(world)))  # its own ordering, apart from DDP's buckets
-                wrap = lambda m: DDP(convert_sync_batch_norm(m, bn_group))  # noqa: E731
-            else:
-                wrap = DDP
-            model, loss_fn, opt, counts = new_training(torch, build_model, wrap)
-            batches = make_batches(torch, args.batch, SEED + 1 + rank)  # each rank its own shard
-
-            train_steps(model, loss_fn, opt, batches, 0, args.warmup)
-            dist.barrier()
-            times = []
-            t0 = time.perf_counter()
-            loss = train_steps(model, loss_fn, opt, batches, args.warmup, args.steps, times)
-            elapsed = time.perf_counter() - t0
-            dist.barrier()
-            if not torch.isfinite(loss).item():
-                raise RuntimeError(f'rank {rank}: loss is not finite: {loss.item()}')
-            results.put(('ok', rank, {'elapsed': elapsed, 'times': times, 'loss': loss.item(),
-                                      'threads': torch.get_num_threads(), 'counts': counts}))
-        finally:
-            dist.destroy_process_group()
+        results.put(('ok', rank, ddp_train(rank, world, init_method, args, build_model)))
     except BaseException:  # report everything, including KeyboardInterrupt, then fail the process
         try:
             results.put(('error', rank, traceback.format_exc()))
@@ -209,6 +218,31 @@ def ddp_worker(rank, world, init_method, args, results, build_model):
         finally:
             sys.stderr.flush()
             os._exit(1)
+
+
+def run_ddp_rank(args, build_model):
+    """One rank of a DDP job whose ranks were started elsewhere (one per host): joins the group at
+    --init-method (tcp://host0:port) as --rank of --world in this process. GLOO_SOCKET_IFNAME, when
+    set, names the interface gloo uses. Reports this rank's per-step times (ms)."""
+    if args.init_method is None or args.rank is None:
+        raise BenchError('--mode ddp-rank needs --init-method tcp://HOST:PORT and --rank R')
+    if not 0 <= args.rank < args.procs:
+        raise BenchError(f'--rank {args.rank} is not in 0..{args.procs - 1} (--procs {args.procs})')
+    log(f'{args.model}: ddp rank {args.rank} of {args.procs} at {args.init_method} '
+        f'(GLOO_SOCKET_IFNAME={os.environ.get("GLOO_SOCKET_IFNAME", "unset")}), {args.threads} thread(s), '
+        f'batch {args.batch}, {args.warmup} warm-up + {args.steps} timed steps')
+    rep = ddp_train(args.rank, args.procs, args.init_method, args, build_model)
+    result = {
+        'mode': args.mode, 'model': args.model, 'torch': rep['torch'], 'threads': rep['threads'],
+        'batch': args.batch, 'steps': args.steps, 'procs': args.procs, 'rank': args.rank, 'batchNorm': args.batch_norm,
+        'trainableParameters': rep['counts'][0], 'nonTrainableParameters': rep['counts'][1],
+        'stepMs': [round(t * 1000, 3) for t in rep['times']],
+        'msPerStep': round(rep['elapsed'] * 1000 / args.steps, 3),
+        'medianMsPerStep': round(statistics.median(rep['times']) * 1000, 3),
+        'samplesPerSecond': round(args.procs * args.batch * args.steps / rep['elapsed'], 2),
+    }
+    log(f'ddp rank {args.rank}: {result["msPerStep"]} ms/step (median {result["medianMsPerStep"]}), final loss {rep["loss"]:.4f}')
+    return result
 
 
 def run_ddp(args, build_model):
@@ -315,14 +349,16 @@ def non_negative_int(text):
     return value
 
 
-def parse_args(model, argv):
+def parse_args(model, argv, image=IMAGE):
     p = argparse.ArgumentParser(description=f'PyTorch {model} reference benchmark (CPU).')
-    p.add_argument('--mode', choices=('single', 'ddp'), default='single')
+    p.add_argument('--mode', choices=('single', 'ddp', 'ddp-rank'), default='single')
     p.add_argument('--batch', type=positive_int, default=32, help='samples per process per step')
     p.add_argument('--steps', type=positive_int, default=100, help='timed steps')
     p.add_argument('--warmup', type=non_negative_int, default=10, help='untimed steps first')
     p.add_argument('--threads', type=positive_int, default=1, help='torch threads per process')
-    p.add_argument('--procs', type=positive_int, default=2, help='processes (ddp only)')
+    p.add_argument('--procs', type=positive_int, default=2, help='processes (ddp), the world size (ddp-rank)')
+    p.add_argument('--rank', type=non_negative_int, help='ddp-rank: this process\'s rank')
+    p.add_argument('--init-method', help='ddp-rank: where the ranks meet, tcp://HOST0:PORT')
     p.add_argument('--batch-norm', choices=('local', 'sync'), default='local',
                    help='ddp: per-process batch statistics (DDP\'s default) or global-batch ones')
     p.add_argument('--timeout', type=float, default=300.0,
@@ -331,15 +367,16 @@ def parse_args(model, argv):
                    help='ddp: gloo timeout, so a rank waiting on a dead peer gives up')
     args = p.parse_args(argv)
     args.model = model
+    args.image = image
     return args
 
 
-def main(model, build_model, argv=None):
+def main(model, build_model, argv=None, image=IMAGE):
     """The entry point of a model script: `model` is tandem's name for it, `build_model(torch)`
-    returns a new nn.Module taking NCHW 32x32x3 images to CLASSES logits."""
-    args = parse_args(model, sys.argv[1:] if argv is None else argv)
+    returns a new nn.Module taking NCHW `image` (default 3x32x32) images to CLASSES logits."""
+    args = parse_args(model, sys.argv[1:] if argv is None else argv, image)
     try:
-        run = run_single if args.mode == 'single' else run_ddp
+        run = {'single': run_single, 'ddp': run_ddp, 'ddp-rank': run_ddp_rank}[args.mode]
         result = run(args, build_model)
     except Exception as exc:  # one clear line at the end; a traceback above it if unexpected
         if not isinstance(exc, BenchError):

@@ -1,0 +1,121 @@
+/**
+ * The arithmetic of the hosts bench (`npm run bench -- hosts`), apart from
+ * anything that runs: its options read from the command line, which steps a
+ * run times, medians (the slower host's), the lower bound max(compute, comm) a schedule is held
+ * to, the time an all-reduce takes at the link's line rate, and the table.
+ */
+import type { LinkRate } from './network-namespaces.js';
+
+export const HOSTS_MODELS = ['alexnet-mini', 'alexnet'] as const;
+export type HostsModel = typeof HOSTS_MODELS[number];
+export const HOSTS_RATES = ['10gbit', '1gbit', '100mbit'] as const satisfies readonly LinkRate[];
+export const SCHEDULES = ['sequential', 'two-group', 'per-layer', 'buckets'] as const;
+export type Schedule = typeof SCHEDULES[number];
+
+/** Per model: samples per device per step, steps per run and the links run unless --rates says otherwise. */
+export const MODEL_DEFAULTS: Record<HostsModel, { batch: number; steps: number; rates: readonly LinkRate[] }> = {
+  'alexnet-mini': { batch: 32, steps: 12, rates: HOSTS_RATES },
+  // 58M parameters, 227x227 images: ~2.5 s a step of 4 samples on one thread of this 2-core machine, and an all-reduce
+  // moves 233 MB (~19 s at 100 Mbit/s: 6 steps x 5 schedules ~ 10 min more): a small batch, few steps, not 100mbit by default
+  'alexnet': { batch: 4, steps: 6, rates: ['10gbit', '1gbit'] },
+};
+
+export interface HostsBenchOptions {
+  models: HostsModel[];
+  /** Undefined: each model's default links. */
+  rates?: LinkRate[];
+  /** Undefined: each model's default. */
+  steps?: number;
+  batch?: number;
+  out: string;
+}
+
+/** Reads the bench's flags (comma lists), refusing a name it does not know. */
+export function parseHostsOptions(values: { models?: string; rates?: string; steps?: string; batch?: string; out?: string }): HostsBenchOptions {
+  const list = (text: string): string[] => text.split(',').map(s => s.trim()).filter(s => s !== '');
+  const models = list(values.models ?? HOSTS_MODELS.join(',')).map(m => {
+    if (!(HOSTS_MODELS as readonly string[]).includes(m)) throw new RangeError(`bench hosts: unknown model '${m}' (--models takes ${HOSTS_MODELS.join(', ')})`);
+    return m as HostsModel;
+  });
+  const rates = values.rates === undefined ? undefined : list(values.rates).map(r => {
+    if (!/^\d+(\.\d+)?(kbit|mbit|gbit)$/.test(r)) throw new RangeError(`bench hosts: link rate '${r}' (--rates takes e.g. 10gbit,1gbit,100mbit)`);
+    return r as LinkRate;
+  });
+  const count = (name: string, text: string | undefined, min: number): number | undefined => {
+    if (text === undefined) return undefined;
+    const n = Number(text);
+    if (!Number.isInteger(n) || n < min) throw new RangeError(`bench hosts: --${name} must be an integer >= ${min}, got '${text}'`);
+    return n;
+  };
+  return { models, rates, steps: count('steps', values.steps, 4), batch: count('batch', values.batch, 1), out: values.out ?? 'bench/results' };
+}
+
+/** Untimed first steps of a run of `steps` (a third, at least one): 12 steps time the last 8. */
+export function untimedSteps(steps: number): number {
+  return Math.max(1, Math.ceil(steps / 3));
+}
+
+export function median(xs: readonly number[]): number {
+  if (xs.length === 0) throw new RangeError('median of nothing');
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  return s.length % 2 === 1 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
+}
+
+/** The slower host's median (hosts' steps are pipelined: one host's step s may end before the other's; their medians agree better than step by step). */
+export function slowerHostMedian(perHost: readonly (readonly number[])[]): number {
+  return Math.max(...perHost.map(median));
+}
+
+/** ms an all-reduce of `floats` float32 over 2 hosts takes at `bitsPerSecond`: each host sends half in the reduce-scatter, half in the all-gather. */
+export function lineRateAllReduceMs(floats: number, bitsPerSecond: number, hosts = 2): number {
+  const bytesSent = 2 * (hosts - 1) / hosts * floats * 4;
+  return bytesSent * 8 / bitsPerSecond * 1000;
+}
+
+export function bitsPerSecondOf(rate: LinkRate): number {
+  const m = /^(\d+(?:\.\d+)?)(kbit|mbit|gbit)$/.exec(rate);
+  if (!m) throw new RangeError(`link rate ${rate}: expected e.g. 100mbit`);
+  return Number(m[1]) * { kbit: 1e3, mbit: 1e6, gbit: 1e9 }[m[2] as 'kbit' | 'mbit' | 'gbit'];
+}
+
+/** The lower bound a step is held to: compute and the gradient's all-reduce overlapped perfectly. */
+export function lowerBoundMs(computeMs: number, commMs: number): number {
+  return Math.max(computeMs, commMs);
+}
+
+/** What a row of the table is: a schedule of tandem's across the 2 hosts, PyTorch DDP, or one of the bounds' parts. */
+export type RowKind = 'tandem' | 'ddp' | 'compute-only' | 'comm';
+
+export interface HostsRow {
+  model: HostsModel;
+  link: LinkRate;
+  kind: RowKind;
+  /** The schedule (tandem), 'DDP (PyTorch x.y)', '1 device alone', 'all-reduce'. */
+  schedule: string;
+  stepMs: number;
+  /** Global samples/s (compute-only: the one device's); absent for the all-reduce. */
+  samplesPerSecond?: number;
+  /** The lower bound this row is held to (tandem, ddp): max(compute, comm), the compute of its own framework. */
+  lowerBoundMs?: number;
+  /** The same bound with the all-reduce at the link's line rate: max(compute, lineRateAllReduceMs). */
+  lineRateBoundMs?: number;
+  /** Every timed step's ms, per host (compute-only: the one process; comm: each all-reduce, per host). */
+  hostsMs: number[][];
+  /** tandem: hosts that printed their last step but did not exit (killed after a grace; their steps are counted). */
+  hostsHungAtExit?: number[];
+}
+
+export function printHostsTable(rows: readonly HostsRow[]): void {
+  console.log('\n| model | link (real TCP, tc tbf) | schedule | step ms | samples/s | lower bound ms | step / lower bound | step / line-rate bound |');
+  console.log('|---|---|---|---:|---:|---:|---:|---:|');
+  for (const r of rows) {
+    const sps = r.samplesPerSecond === undefined ? '' : r.samplesPerSecond.toFixed(1);
+    const lb = r.lowerBoundMs === undefined ? '' : r.lowerBoundMs.toFixed(0);
+    const ratio = r.lowerBoundMs === undefined ? '' : (r.stepMs / r.lowerBoundMs).toFixed(2);
+    const lineRatio = r.lineRateBoundMs === undefined ? '' : (r.stepMs / r.lineRateBoundMs).toFixed(2);
+    const hung = r.hostsHungAtExit ? ' †' : '';
+    console.log(`| ${r.model} | ${r.link} | ${r.schedule}${hung} | ${r.stepMs.toFixed(1)} | ${sps} | ${lb} | ${ratio} | ${lineRatio} |`);
+  }
+  if (rows.some(r => r.hostsHungAtExit)) console.log('\n† a host hung after its last step (did not exit) and was killed; its steps are counted.');
+}

@@ -1,0 +1,139 @@
+/**
+ * `npm run bench -- hosts [--models alexnet-mini,alexnet] [--rates 10gbit,1gbit,100mbit] [--steps N] [--batch B]`:
+ * tandem across 2 hosts × 1 device, the hosts being two network namespaces
+ * on this machine joined by a veth pair whose ends' egress is shaped with
+ * `tc tbf` — real TCP through the kernel at that rate, not the emulated
+ * `--link`. For each model and link rate: each schedule's step time and
+ * samples/s (sequential, two-group, per-layer, buckets); beside them the
+ * parts of the lower bound max(compute, comm) — compute: one device alone,
+ * same per-device batch, no exchange; comm: an all-reduce of the model's
+ * full gradient over tandem's gloo transport across the same link — and, in
+ * the same run, PyTorch DDP (gloo, tcp:// init, one rank per namespace) on
+ * the same model, held to max(PyTorch's own compute, comm).
+ *
+ * Step time: the slower host's median of the timed steps (the first third
+ * untimed). Needs root (namespaces, tc) and the gloo addon; the DDP rows
+ * need a Python with torch. Writes bench/results/hosts.json.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { makeHostPair, namespaceSupport, type HostPair, type LinkRate } from './network-namespaces.js';
+import { killRunningJobs } from './hosts-job.js';
+import { bitsPerSecondOf, lineRateAllReduceMs, lowerBoundMs, MODEL_DEFAULTS, printHostsTable, SCHEDULES,
+  slowerHostMedian, untimedSteps, type HostsBenchOptions, type HostsModel, type HostsRow } from './hosts-figures.js';
+import { allReduceAcrossHosts, ddpAcrossHosts, DEVICE_THREADS, tandemAcrossHosts, tandemComputeOnly, torchComputeOnly, type RunShape } from './hosts-runs.js';
+import { findTorchPython } from './torch-reference.js';
+import { loadGlooAddon } from '../src/collectives/gloo/gloo-addon.js';
+import { loadNativeAddon } from '../src/engine/native/native-addon.js';
+
+const LINK_NOTE = 'links: real TCP between two network namespaces over a veth pair, each end\'s egress shaped by tc tbf (not emulated)';
+const PROBE_REPEATS = 5;
+
+/** What one model's runs share: the shape of a run, its compute-only times and parameter count. */
+interface ModelBase { shape: RunShape; parameters: number; computeMs: number; torchComputeMs?: number; torch?: string }
+
+function shapeOf(model: HostsModel, opts: HostsBenchOptions): RunShape {
+  const d = MODEL_DEFAULTS[model];
+  const steps = opts.steps ?? d.steps;
+  return { model, batchPerDevice: opts.batch ?? d.batch, steps, untimed: untimedSteps(steps), timeoutMs: 900_000 };
+}
+
+let nextPort = 29500;
+
+async function modelBase(model: HostsModel, opts: HostsBenchOptions, python: string | undefined, rows: HostsRow[]): Promise<ModelBase> {
+  const shape = shapeOf(model, opts);
+  const compute = await tandemComputeOnly(shape);
+  const base: ModelBase = { shape, parameters: compute.parameters, computeMs: slowerHostMedian(compute.hostsMs) };
+  rows.push({ model, link: 'none', kind: 'compute-only', schedule: 'tandem, 1 device alone', stepMs: base.computeMs,
+    samplesPerSecond: shape.batchPerDevice / (base.computeMs / 1000), hostsMs: compute.hostsMs });
+  if (python !== undefined) {
+    const t = await torchComputeOnly(python, shape);
+    if (t.parameters !== base.parameters) {
+      throw new Error(`hosts bench: bench/torch's ${model} has ${t.parameters} parameters, tandem's ${base.parameters}: not the same model`);
+    }
+    Object.assign(base, { torchComputeMs: t.medianMs, torch: t.torch });
+    rows.push({ model, link: 'none', kind: 'compute-only', schedule: `PyTorch ${t.torch}, 1 process alone`, stepMs: t.medianMs,
+      samplesPerSecond: shape.batchPerDevice / (t.medianMs / 1000), hostsMs: [] });
+  }
+  console.log(`${model}: ${base.parameters} parameters (PyTorch: ${python === undefined ? 'not run' : 'the same'}); ` +
+    `${shape.batchPerDevice} samples per device, ${shape.steps} steps (${shape.untimed} untimed); compute alone ${base.computeMs.toFixed(1)} ms`);
+  return base;
+}
+
+async function linkRows(net: HostPair, base: ModelBase, link: LinkRate, python: string | undefined): Promise<HostsRow[]> {
+  const { shape } = base;
+  const model = shape.model;
+  net.shape(link);
+  const global = 2 * shape.batchPerDevice;
+  const commHosts = await allReduceAcrossHosts(net, base.parameters, PROBE_REPEATS, nextPort++, shape.timeoutMs);
+  const commMs = slowerHostMedian(commHosts);
+  const lineMs = lineRateAllReduceMs(base.parameters, bitsPerSecondOf(link));
+  console.log(`${model} at ${link}: all-reduce of ${base.parameters} floats ${commMs.toFixed(1)} ms (at line rate ${lineMs.toFixed(1)} ms)`);
+  const rows: HostsRow[] = [{ model, link, kind: 'comm', schedule: `gloo all-reduce, full gradient (line rate: ${lineMs.toFixed(0)} ms)`, stepMs: commMs, hostsMs: commHosts }];
+  const bound = lowerBoundMs(base.computeMs, commMs);
+  for (const schedule of SCHEDULES) {
+    const t = await tandemAcrossHosts(net, shape, schedule, nextPort++);
+    const stepMs = slowerHostMedian(t.hostsMs);
+    const hung = t.hungAtExit?.length ? ` (host ${t.hungAtExit.join(', ')} hung after its last step and was killed: the end-of-run bug in the README)` : '';
+    console.log(`  tandem ${schedule}: ${stepMs.toFixed(1)} ms/step${hung}`);
+    rows.push({ model, link, kind: 'tandem', schedule, stepMs, samplesPerSecond: global / (stepMs / 1000), lowerBoundMs: bound, lineRateBoundMs: lowerBoundMs(base.computeMs, lineMs), hostsMs: t.hostsMs,
+      ...(t.hungAtExit?.length ? { hostsHungAtExit: t.hungAtExit } : {}) });
+  }
+  if (python !== undefined && base.torchComputeMs !== undefined) {
+    const d = await ddpAcrossHosts(net, python, shape, nextPort++);
+    if (d.parameters !== base.parameters) throw new Error(`hosts bench: PyTorch DDP's ${model} has ${d.parameters} parameters, tandem's ${base.parameters}`);
+    const stepMs = slowerHostMedian(d.hostsMs);
+    console.log(`  PyTorch DDP: ${stepMs.toFixed(1)} ms/step`);
+    rows.push({ model, link, kind: 'ddp', schedule: `PyTorch ${d.torch} DDP (gloo)`, stepMs, samplesPerSecond: global / (stepMs / 1000),
+      lowerBoundMs: lowerBoundMs(base.torchComputeMs, commMs), lineRateBoundMs: lowerBoundMs(base.torchComputeMs, lineMs), hostsMs: d.hostsMs });
+  }
+  return rows;
+}
+
+/** Why this bench cannot run here, or undefined. */
+function refusal(): string | undefined {
+  const ns = namespaceSupport();
+  if (!ns.ok) return `${ns.reason}; the hosts bench runs 2 hosts in network namespaces and shapes their link with tc (run it as root on Linux)`;
+  const gloo = loadGlooAddon();
+  if (!gloo.loaded) return `the gloo addon is not loaded (${gloo.reason})`;
+  const native = loadNativeAddon();
+  if (!native.loaded) return 'the native engine addon is not built (npm_config_nodedir=/usr node native/build-addon.mjs)';
+  return undefined;
+}
+
+export async function runHostsBench(opts: HostsBenchOptions): Promise<void> {
+  const why = refusal();
+  if (why !== undefined) { console.error(`bench hosts: cannot run: ${why}`); process.exitCode = 1; return; }
+  const python = findTorchPython();
+  const loadBefore = os.loadavg();
+  console.log(`hosts bench: 2 hosts x 1 device (native, ${DEVICE_THREADS} thread), models ${opts.models.join(', ')}; ${LINK_NOTE}; ` +
+    `${os.availableParallelism()} cores, load average ${loadBefore.map(l => l.toFixed(2)).join(' ')}`);
+  if (python === undefined) console.log('(no PyTorch rows: `python3 -c "import torch"` fails here; Debian: apt-get install python3-torch)');
+  const net = makeHostPair();
+  const onSignal = (signal: NodeJS.Signals): void => { killRunningJobs(); net.close(); console.error(`bench hosts: ${signal}: stopped, namespaces removed`); process.exit(130); };
+  for (const s of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.once(s, onSignal);
+  const rows: HostsRow[] = [];
+  const bases: ModelBase[] = [];
+  try {
+    for (const model of opts.models) {
+      const base = await modelBase(model, opts, python, rows);
+      bases.push(base);
+      for (const link of opts.rates ?? MODEL_DEFAULTS[model].rates) rows.push(...await linkRows(net, base, link, python));
+    }
+  } finally {
+    killRunningJobs();
+    net.close();
+    for (const s of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.off(s, onSignal);
+  }
+  const loadAfter = os.loadavg();
+  console.log(`\n${LINK_NOTE}. Step: the slower host's median ms over the timed steps; lower bound: max(compute alone, measured all-reduce), ` +
+    `line-rate bound: max(compute alone, the all-reduce at the link's rate) (PyTorch DDP: PyTorch alone's compute); load average after ${loadAfter.map(l => l.toFixed(2)).join(' ')}`);
+  printHostsTable(rows);
+  mkdirSync(opts.out, { recursive: true });
+  writeFileSync(`${opts.out}/hosts.json`, JSON.stringify({ bench: 'hosts', date: new Date().toISOString(), note: LINK_NOTE,
+    cores: os.availableParallelism(), loadAverage: { before: loadBefore, after: loadAfter }, threadsPerDevice: DEVICE_THREADS, options: opts,
+    models: bases.map(b => ({ model: b.shape.model, parameters: b.parameters, batchPerDevice: b.shape.batchPerDevice, steps: b.shape.steps,
+      untimed: b.shape.untimed, computeMs: b.computeMs, torchComputeMs: b.torchComputeMs })),
+    rows: rows.map(r => ({ ...r, stepOverLowerBound: r.lowerBoundMs === undefined ? undefined : r.stepMs / r.lowerBoundMs })) }, null, 2));
+  console.log(`\nJSON: ${opts.out}/hosts.json`);
+}

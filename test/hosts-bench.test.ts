@@ -1,0 +1,41 @@
+// The hosts bench's arithmetic (bench/hosts-figures.ts): its options, which
+// steps it times, the slower host's median, the all-reduce time at line rate
+// and the lower bound max(compute, comm). The runs themselves need root and
+// network namespaces: `npm run bench -- hosts`.
+import t from 'tap';
+import { bitsPerSecondOf, lineRateAllReduceMs, lowerBoundMs, median, parseHostsOptions, slowerHostMedian, untimedSteps } from '../bench/hosts-figures.js';
+
+t.test('options: defaults, lists, refusals naming the flag', async t => {
+  t.same(parseHostsOptions({}), { models: ['alexnet-mini', 'alexnet'], rates: undefined, steps: undefined, batch: undefined, out: 'bench/results' });
+  const o = parseHostsOptions({ models: 'alexnet-mini', rates: '1gbit, 100mbit', steps: '12', batch: '16', out: '/tmp/x' });
+  t.same(o, { models: ['alexnet-mini'], rates: ['1gbit', '100mbit'], steps: 12, batch: 16, out: '/tmp/x' });
+  t.throws(() => parseHostsOptions({ models: 'resnet' }), /unknown model 'resnet' \(--models/);
+  t.throws(() => parseHostsOptions({ rates: '1gbps' }), /link rate '1gbps' \(--rates/);
+  t.throws(() => parseHostsOptions({ steps: '3' }), /--steps must be an integer >= 4/);
+});
+
+t.test('timed steps: the first third untimed, at least one', async t => {
+  t.equal(untimedSteps(12), 4);
+  t.equal(untimedSteps(8), 3);
+  t.equal(untimedSteps(4), 2);
+  t.equal(untimedSteps(1), 1);
+});
+
+t.test('medians: odd, even, the slower host', async t => {
+  t.equal(median([5, 1, 3]), 3);
+  t.equal(median([4, 1, 3, 2]), 2.5);
+  t.throws(() => median([]));
+  t.equal(slowerHostMedian([[10, 30, 20], [25, 5, 26]]), 25);
+});
+
+t.test('line rate and lower bound', async t => {
+  t.equal(bitsPerSecondOf('100mbit'), 1e8);
+  t.equal(bitsPerSecondOf('10gbit'), 1e10);
+  // 2 hosts: each sends half the gradient in the reduce-scatter and half in the all-gather, the whole gradient in all
+  const floats = 586_250;
+  t.ok(Math.abs(lineRateAllReduceMs(floats, 1e9) - floats * 32 / 1e9 * 1000) < 1e-9);
+  // 4 hosts: 3/4 of it twice
+  t.ok(Math.abs(lineRateAllReduceMs(1000, 1e6, 4) - 1.5 * 1000 * 32 / 1e6 * 1000) < 1e-9);
+  t.equal(lowerBoundMs(65, 33), 65);
+  t.equal(lowerBoundMs(65, 330), 330);
+});
