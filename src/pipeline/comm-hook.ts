@@ -70,6 +70,12 @@ export interface CommHook<State = unknown> {
   init(info: BucketInfo, options: CommHookOptions): State;
   /** Replaces the group's all-reduce: `bucket.buffer` must hold the mean over ranks on return, the same bits on every rank. */
   exchange(bucket: GradBucket, state: State, collective: Collective): Promise<void>;
+  /**
+   * The arrays that carry the group's state from one step to the next (this rank's residual, PowerSGD's Q): a
+   * checkpoint saves their values, a resumed run puts them back after `init`. The same arrays (same lengths) at every
+   * call. Omitted: the hook keeps nothing a resumed run needs (it starts afresh).
+   */
+  stateArrays?(state: State): Float32Array[];
 }
 
 /** The built-in hooks. */
