@@ -18,6 +18,7 @@ export async function runCommHooksBench(opts: CommHooksBenchOptions): Promise<vo
     { label: 'none (all-reduce)', config: {} },
     { label: 'fp16', config: { commHook: 'fp16' } },
     { label: 'bf16', config: { commHook: 'bf16' } },
+    { label: 'powersgd (defaults: r=8, start step 10)', config: { commHook: 'powersgd' } },
     { label: 'powersgd r=4', config: { commHook: 'powersgd', commHookOptions: { rank: 4, startStep: 10 } } },
   ];
   console.log(`comm-hooks bench: mlp on MNIST (8000 train, 2000 held out), ${opts.devices} devices, global batch ${opts.batch}, ${opts.steps} steps, sgd lr 0.05, cpu backend`);

@@ -40,6 +40,7 @@ export { completeGroups } from './pipeline/operators/complete-groups.js';
 export { handOff } from './pipeline/operators/hand-off.js';
 export { allReduceGroup } from './pipeline/operators/all-reduce-group.js';
 export { commHookGroup } from './pipeline/operators/comm-hook-group.js';
+export { HookStates, type RankHookState } from './pipeline/hook-states.js';
 export { registerCommHook, getCommHook, commHookNames } from './pipeline/comm-hooks.js';
 export { COMM_HOOKS, DEFAULT_COMM_HOOK_OPTIONS } from './pipeline/comm-hook.js';
 export type { CommHook, CommHookName, CommHookOptions, GradBucket, BucketInfo, BucketVariable } from './pipeline/comm-hook.js';

@@ -16,6 +16,7 @@ import { loadPlugins } from '../plugins/load-plugins.js';
 import { allReduceGroup } from '../pipeline/operators/all-reduce-group.js';
 import { commHookGroup } from '../pipeline/operators/comm-hook-group.js';
 import { loadCommHook } from '../pipeline/comm-hooks.js';
+import { HookStates } from '../pipeline/hook-states.js';
 import { CountingCollective } from '../pipeline/counting-collective.js';
 import { emulateLink } from '../pipeline/operators/emulate-link.js';
 import { applyGroupUpdate } from '../pipeline/operators/apply-group-update.js';
@@ -71,7 +72,7 @@ async function exchangeSteps(msg: ToComm, control: ControlBlock, at: (step: numb
   const wire = new CountingCollective(collective);
   const hook = config.commHook;
   const stages: OperatorFunction<GroupExchange, GroupExchange>[] = [hook
-    ? commHookGroup(await loadCommHook(hook.name, hook.module), hook.options, wire, grads[device], groups, msg.variables, config.seed)
+    ? commHookGroup(await hookStates(msg, collective), wire, grads[device], groups)
     : allReduceGroup(wire, grads[device], groups)];
   if (config.link) stages.push(emulateLink(config.link, config.devices, groups));
   stages.push(tap(unit => { // the update phase begins
@@ -122,4 +123,13 @@ async function exchangeSteps(msg: ToComm, control: ControlBlock, at: (step: numb
       } satisfies FromComm);
     }
   }
+}
+
+/** The run's hook's states of every group: restored from a checkpoint, shared with the main thread when it checkpoints. */
+async function hookStates(msg: ToComm, collective: Collective): Promise<HookStates> {
+  const { config: { commHook, seed }, groups, variables, hookState } = msg;
+  const states = new HookStates(await loadCommHook(commHook!.name, commHook!.module), commHook!.options, groups, variables, collective.rank, collective.size, seed);
+  if (hookState?.restore) states.restore(hookState.restore, hookState.source ?? 'checkpoint');
+  if (hookState?.share) port.postMessage({ type: 'hookState', device: msg.device.rank, arrays: states.share() } satisfies FromComm);
+  return states;
 }

@@ -13,6 +13,7 @@ import type { Span } from '../monitor/span.js';
 import type { HeadState } from '../checkpoint/checkpoint-file.js';
 import type { RankHandle } from '../collectives/transport.js';
 import type { ParameterSpec } from '../model/parameter-layout.js';
+import type { RankHookState } from '../pipeline/hook-states.js';
 
 export interface WeightShape { name: string; shape: number[] }
 
@@ -80,6 +81,8 @@ export type ToComm = {
   collective: RankHandle;
   /** The first step to train (1, or the step after a resumed checkpoint's). */
   firstStep: number;
+  /** With a communication hook: this rank's hook state from the resumed checkpoint (`source`), and whether to share it for checkpoints. */
+  hookState?: { restore?: RankHookState; source?: string; share: boolean };
 };
 
 // comm thread -> main
@@ -87,5 +90,7 @@ export type FromComm =
   | { type: 'exchanged'; device: number; step: number; group: number; waitMs: number; exchangeMs: number; updateMs: number; spans: Span[]; carried: { start: number; end: number }; skipped: boolean;
       /** Floats this rank handed to the collective for the exchange (the wire measure, with or without a hook). */
       wireFloats: number }
+  /** The shared copy of the rank's hook state (hook-states.ts), current once every group of a step is applied. */
+  | { type: 'hookState'; device: number; arrays: RankHookState }
   | { type: 'stopped'; device: number }
   | { type: 'error'; device: number; step: number; phase: Phase; error: SerializedError };

@@ -1,6 +1,7 @@
 /**
  * Checkpoints: everything a run needs to continue exactly — step, parameters,
- * optimizer state, every device's local head (method B / partial-fc) — packed
+ * optimizer state, every device's local head (method B / partial-fc), every
+ * rank's communication hook state (optional fields: older files still read) — packed
  * with msgpackr and written atomically (temporary file, flush, rename) with a
  * SHA-256 of the payload. Data-loader positions and sampling streams are pure
  * functions of (seed, step), so the step restores them.
@@ -22,6 +23,9 @@ export const TMP_INFIX = '.tmp-';
 
 export interface HeadState { w: Float32Array; b?: Float32Array; state: Float32Array[][] }
 
+/** The run's communication hook (name, options) and every rank's state of it: ranks[rank][group] = the hook's state arrays. */
+export interface HookCheckpoint { name: string; options: object; ranks: Float32Array[][][] }
+
 export interface Checkpoint {
   step: number;
   /** Variable names and shapes of the shared layout (model order), to refuse a checkpoint of another model. */
@@ -35,6 +39,8 @@ export interface Checkpoint {
   /** The model's non-trainable weights (model order, one flat array) and their names and shapes. */
   state?: Float32Array;
   stateWeights?: { name: string; shape: number[] }[];
+  /** With a communication hook: which, and every rank's state of it (error-feedback residuals, PowerSGD's Q). */
+  commHook?: HookCheckpoint;
   /** The run's identity: model, method, optimizer, devices, batch, seed. */
   fingerprint: string;
 }

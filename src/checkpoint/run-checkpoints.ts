@@ -10,7 +10,7 @@ import { TandemError } from '../errors.js';
 import { modelStateSlots, optimizerStateOf, paramSlots, type SharedBuffers } from '../actors/shared-buffers.js';
 import type { WeightShape } from '../actors/protocol.js';
 import { readFile } from 'node:fs/promises';
-import { decodeCheckpoint, latestCheckpoint, type Checkpoint, type CheckpointBytes, type HeadState } from './checkpoint-file.js';
+import { decodeCheckpoint, latestCheckpoint, type Checkpoint, type CheckpointBytes, type HeadState, type HookCheckpoint } from './checkpoint-file.js';
 
 /** What must match for a checkpoint to continue this run exactly. */
 export function runFingerprint(cfg: ResolvedConfig): string {
@@ -51,10 +51,41 @@ export function checkResume(cfg: ResolvedConfig, { source: file, bytes }: Checkp
     throw new TandemError('BAD_CHECKPOINT', `checkpoint ${file} was written by a run with other settings (model, data, method, optimizer, devices, batch or seed); ` +
       'resume with the same settings (the strategy, link and step count may change)');
   }
+  checkHookState(cfg, ckpt, file);
   if (ckpt.step >= cfg.steps) {
     throw new TandemError('BAD_CHECKPOINT', `checkpoint ${file} is at step ${ckpt.step}, and the run has ${cfg.steps} steps: nothing left to train (steps count from the start of the run)`);
   }
   return ckpt;
+}
+
+/** How a run's communication hook reads in messages: its name and options. */
+export function describeHook(hook: { name: string; options: object } | undefined): string {
+  return hook ? `communication hook '${hook.name}' ${JSON.stringify(hook.options)}` : 'no communication hook';
+}
+
+/**
+ * A checkpoint with hook state continues only the same hook with the same options (its residuals and Q belong to
+ * them). A checkpoint without (a run without a hook, or one written before tandem kept hook state) may start a hook:
+ * its state starts afresh (the run says so: `hookStartsAfresh`).
+ */
+function checkHookState(cfg: ResolvedConfig, ckpt: Checkpoint, file: string): void {
+  const saved = ckpt.commHook;
+  if (!saved) return;
+  const mine = cfg.commHook && { name: cfg.commHook.name, options: cfg.commHook.options };
+  if (JSON.stringify(mine) !== JSON.stringify({ name: saved.name, options: saved.options })) {
+    throw new TandemError('BAD_CHECKPOINT', `checkpoint ${file} holds the state of ${describeHook(saved)} (every rank's residuals), and this run has ` +
+      `${describeHook(mine)}: resuming would not continue the run; resume with --comm-hook ${saved.name} and the same commHookOptions, or start again`);
+  }
+  if (saved.ranks.length !== cfg.devices) {
+    throw new TandemError('BAD_CHECKPOINT', `checkpoint ${file} holds the hook state of ${saved.ranks.length} ranks, and this run has ${cfg.devices} devices`);
+  }
+}
+
+/** A run with a hook resumed from a checkpoint without hook state: what it should be told, else undefined. */
+export function hookStartsAfresh(cfg: ResolvedConfig, ckpt: Checkpoint): string | undefined {
+  if (!cfg.commHook || ckpt.commHook) return undefined;
+  return `the checkpoint of step ${ckpt.step} holds no communication hook state (written without a hook, or before tandem kept it): ` +
+    `${describeHook(cfg.commHook)} starts with fresh state (zero residuals${cfg.commHook.name === 'powersgd' ? ', a new Q' : ''})`;
 }
 
 /** Shared parameters and non-trainable weights into device 0's slots (the step-0 broadcast copies them to every replica) and every device's optimizer state. */
@@ -65,12 +96,13 @@ export function restoreShared(buffers: SharedBuffers, ckpt: Checkpoint): void {
 }
 
 export function takeCheckpoint(cfg: ResolvedConfig, step: number, weights: WeightShape[], buffers: SharedBuffers, heads?: HeadState[],
-  modelState?: { weights: WeightShape[]; values: Float32Array }): Checkpoint {
+  modelState?: { weights: WeightShape[]; values: Float32Array }, commHook?: HookCheckpoint): Checkpoint {
   return {
     step, weights, fingerprint: runFingerprint(cfg),
     params: paramSlots(buffers)[0].slice(),
     optimizerState: optimizerStateOf(buffers, 0).map(s => s.slice()),
     heads,
+    ...(commHook ? { commHook } : {}),
     ...(modelState && modelState.weights.length > 0 ? { state: modelState.values, stateWeights: modelState.weights } : {}),
   };
 }

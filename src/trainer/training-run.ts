@@ -22,7 +22,8 @@ import type { PreparedCommunicator } from '../collectives/transport.js';
 import { getMethod } from '../methods/method-registry.js';
 import type { TrainingMethod } from '../methods/training-method.js';
 import type { Checkpoint, HeadState } from '../checkpoint/checkpoint-file.js';
-import { checkpointDirOf, checkResume, readResumeBytes, restoreShared, takeCheckpoint } from '../checkpoint/run-checkpoints.js';
+import { checkpointDirOf, checkResume, hookStartsAfresh, readResumeBytes, restoreShared, takeCheckpoint } from '../checkpoint/run-checkpoints.js';
+import { HookStateSlots } from './hook-state-slots.js';
 import { CheckpointStore } from '../checkpoint/checkpoint-store.js';
 import { StepPreimage } from '../actors/step-preimage.js';
 import { writeAbortCheckpoint } from './abort-checkpoint.js';
@@ -62,6 +63,10 @@ export class TrainingRun {
   private peerLost?: NodeJS.Timeout;
   private rejectRun?: (err: TandemError) => void;
   private store?: CheckpointStore;
+  /** With a communication hook and checkpoints: the comm threads' shared hook state. */
+  private hookSlots?: HookStateSlots;
+  /** Where the resumed checkpoint was read (for messages). */
+  private resumeSource?: string;
   private laidOut?: LaidOut;
   private firstStep = 1;
   /** The step the devices are training (0 before the first). */
@@ -167,7 +172,7 @@ export class TrainingRun {
     loading.catch(() => {}); // awaited in the step loop; a failure must not be unhandled meanwhile
     await this.attach(laidOut);
     if (resume) await this.restore(laidOut, resume);
-    await this.startExchange(laidOut, firstStep);
+    await this.startExchange(laidOut, firstStep, resume);
     this.hooks.onEvent?.({ type: 'ready', parameters: built.layout.total, groups: laidOut.groups.length });
     const loop = await this.stepLoop(laidOut, firstStep, loading);
     const finished = await this.finish(laidOut, firstStep, loop.lastStep);
@@ -232,7 +237,7 @@ export class TrainingRun {
       ...allocateModelBuffers(local, built.layout.total, optimizerStateSlots(cfg.optimizer), built.stateTotal),
       ...input,
       // The pre-update copy serves the abort checkpoint, written when the run's whole state is in shared memory.
-      preimage: this.store && !this.method.localState && built.stateTotal === 0
+      preimage: this.store && !this.method.localState && built.stateTotal === 0 && !cfg.commHook
         ? StepPreimage.allocate(groups.length, built.layout.total, optimizerStateSlots(cfg.optimizer)) : undefined,
     };
     this.loader = await this.method.createLoader(cfg, input);
@@ -264,6 +269,7 @@ export class TrainingRun {
   private async loadResume({ weights, state }: Built): Promise<Checkpoint> {
     const channel = this.world?.channel;
     const bytes = channel ? await channel.shareCheckpoint(() => readResumeBytes(this.cfg)) : await readResumeBytes(this.cfg);
+    this.resumeSource = bytes.source;
     return checkResume(this.cfg, bytes, weights, state);
   }
 
@@ -321,12 +327,17 @@ export class TrainingRun {
     await restored;
   }
 
-  /** The comm threads start, each with its end of the gradient communicator. */
-  private async startExchange({ buffers, groups, layout }: LaidOut, firstStep: number): Promise<void> {
+  /** The comm threads start, each with its end of the gradient communicator (and its hook state from the checkpoint). */
+  private async startExchange({ buffers, groups, layout }: LaidOut, firstStep: number, resume?: Checkpoint): Promise<void> {
     const gradients = await this.communicator('gradients', buffers, 1 << 16);
+    const share = this.cfg.commHook !== undefined && (this.store !== undefined || this.sendsHeads());
+    if (share) this.hookSlots = new HookStateSlots(this.actors.map(a => a.identity.rank));
+    const afresh = resume && hookStartsAfresh(this.cfg, resume);
+    if (afresh) this.hooks.onEvent?.({ type: 'warning', step: resume.step, message: afresh });
     for (const a of this.actors) {
+      const hookState = this.cfg.commHook && { share, restore: resume?.commHook?.ranks[a.identity.rank], source: this.resumeSource };
       a.startComm({ type: 'start', device: a.identity, config: this.cfg, control: this.controlBuffer, buffers, groups, variables: layout.variables,
-        collective: gradients.handles[a.identity.local], firstStep }, gradients.transfer[a.identity.local]);
+        collective: gradients.handles[a.identity.local], firstStep, hookState }, gradients.transfer[a.identity.local]);
     }
   }
 
@@ -336,11 +347,12 @@ export class TrainingRun {
   }
 
   /**
-   * Several hosts, a method with local heads, a host other than 0: at each checkpoint its devices' heads go to host 0,
-   * which writes the checkpoint (it holds every head then: the file one process of the same world would write).
+   * Several hosts, a method with local heads or a communication hook, a host other than 0: at each checkpoint its
+   * devices' heads and hook state go to host 0, which writes the checkpoint (it holds every device's state then: the
+   * file one process of the same world would write).
    */
   private sendsHeads(): boolean {
-    return this.method.localState && this.cfg.topology.process !== 0 && this.world?.channel !== undefined;
+    return (this.method.localState || this.cfg.commHook !== undefined) && this.cfg.topology.process !== 0 && this.world?.channel !== undefined;
   }
 
   /** `taken`: called once the checkpoint's values are in hand (before the file is written). */
@@ -353,14 +365,17 @@ export class TrainingRun {
       if (this.method.localState) heads = snaps.map(m => m.head!);
       modelState = { weights: laidOut.state, values: snaps[0].state! };
     }
+    let hooks = await this.hookSlots?.values();
     const channel = this.world?.channel;
     if (!this.store) { // a host other than 0 (sendsHeads): host 0 writes
       taken?.();
-      await channel!.sendHeads(step, heads!);
+      await channel!.sendHeads(step, { heads, hooks });
       return;
     }
-    if (heads && channel) heads = await channel.collectHeads(step, heads);
-    const checkpoint = takeCheckpoint(this.cfg, step, laidOut.weights, laidOut.buffers, heads, modelState);
+    if ((heads || hooks) && channel) ({ heads, hooks } = await channel.collectHeads(step, { heads, hooks }));
+    const { commHook } = this.cfg;
+    const checkpoint = takeCheckpoint(this.cfg, step, laidOut.weights, laidOut.buffers, heads, modelState,
+      commHook && hooks && { name: commHook.name, options: commHook.options, ranks: hooks });
     taken?.();
     const written = await this.store!.write(checkpoint);
     this.ledger.checkpointWritten(written);
@@ -458,7 +473,8 @@ export class TrainingRun {
     if (!store) return 'no checkpoint (no checkpointDir or out)';
     const outcome = await writeAbortCheckpoint({
       cfg: this.cfg, store, control: this.control, laidOut, firstStep: this.firstStep, lastCheckpoint: this.ledger.lastCheckpoint,
-      stateOnThreads: this.method.localState ? 'local heads' : laidOut && laidOut.stateTotal > 0 ? 'non-trainable weights' : undefined,
+      stateOnThreads: this.method.localState ? 'local heads' : laidOut && laidOut.stateTotal > 0 ? 'non-trainable weights'
+        : this.cfg.commHook ? `communication hook state (${this.cfg.commHook.name})` : undefined,
     });
     switch (outcome.kind) {
       case 'written':
@@ -521,6 +537,9 @@ export class TrainingRun {
         return;
       case 'exchanged':
         this.ledger.exchanged(msg);
+        return;
+      case 'hookState':
+        this.hookSlots?.deliver(msg.device, msg.arrays);
         return;
       case 'stopped':
         return;

@@ -3,8 +3,9 @@
  * 0's rendezvous store (one connection per host, on the main thread):
  * - the checkpoint to resume from: host 0 reads it and publishes its bytes,
  *   every other host takes them from the store (no shared filesystem);
- * - a checkpoint's local heads (local-head, partial-fc): every other host
- *   publishes its devices' heads of the step, host 0 collects them in global
+ * - a checkpoint's device state (local heads of local-head and partial-fc,
+ *   communication hook state): every other host publishes its devices' state
+ *   of the step, host 0 collects them in global
  *   rank order and writes the one checkpoint a single process would write;
  * - the strategy `--strategy auto` picked: host 0 profiles and publishes its
  *   choice (or its failure), every other host takes it;
@@ -29,6 +30,9 @@ import { TandemError } from '../errors.js';
 import { parseStoreUrl, StoreClient } from '../collectives/gloo/tcp-store-client.js';
 import type { Topology } from './topology.js';
 import type { CheckpointBytes, HeadState } from '../checkpoint/checkpoint-file.js';
+
+/** A checkpoint's per-device state of one host's devices, local order (or, collected on host 0, of every device): local heads and hook state. */
+export interface DeviceState { heads?: HeadState[]; hooks?: Float32Array[][][] }
 
 /** A stop wish weighs this much in a step's counter; an arrival weighs 1 (hosts < this). */
 const STOP_WEIGHT = 1 << 16;
@@ -79,30 +83,32 @@ export class HostChannel {
   }
 
   /**
-   * A host other than 0, at a checkpoint of `step`: its devices' heads (local order) go to host 0. One payload key per
-   * host, overwritten at each checkpoint (the store keeps what it is given), and a marker per step that host 0 waits
-   * on. Host 0 reads the payload before its devices start step+1, whose all-reduce this host needs before it can
-   * reach its next checkpoint: the payload is never overwritten before it is read.
+   * A host other than 0, at a checkpoint of `step`: its devices' state — local heads, communication hook state (local
+   * order) — goes to host 0. One payload key per host, overwritten at each checkpoint (the store keeps what it is
+   * given), and a marker per step that host 0 waits on. Host 0 reads the payload before its devices start step+1,
+   * whose all-reduce this host needs before it can reach its next checkpoint: the payload is never overwritten before it is read.
    */
-  async sendHeads(step: number, heads: HeadState[]): Promise<void> {
+  async sendHeads(step: number, state: DeviceState): Promise<void> {
     const process = this.topology.process;
-    await this.client.set(`tandem.heads.${process}`, packr.pack({ step, heads }));
+    await this.client.set(`tandem.heads.${process}`, packr.pack({ step, ...state }));
     await this.client.set(`tandem.heads.${process}.at.${step}`, '');
   }
 
-  /** Host 0, at a checkpoint of `step`: its own devices' heads (`mine`) and every other host's, in global rank order. */
-  async collectHeads(step: number, mine: HeadState[]): Promise<HeadState[]> {
-    const all = [...mine];
+  /** Host 0, at a checkpoint of `step`: its own devices' state (`mine`) and every other host's, in global rank order. */
+  async collectHeads(step: number, mine: DeviceState): Promise<DeviceState> {
+    const heads = mine.heads && [...mine.heads], hooks = mine.hooks && [...mine.hooks];
     for (let p = 1; p < this.topology.processes; p++) {
       await this.client.wait([`tandem.heads.${p}.at.${step}`]);
-      const sent = packr.unpack(await this.client.get(`tandem.heads.${p}`)) as { step: number; heads: HeadState[] };
-      if (sent.step !== step || sent.heads.length !== this.topology.localDevices) {
-        throw new TandemError('BAD_CONFIG', `host ${p} sent the heads of step ${sent.step} (${sent.heads.length} devices) for host 0's checkpoint of step ${step} ` +
-          `(${this.topology.localDevices} devices): every host must run with the same flags (--devices, --checkpoint-every)`);
+      const sent = packr.unpack(await this.client.get(`tandem.heads.${p}`)) as { step: number } & DeviceState;
+      const count = (xs?: unknown[]) => xs?.length ?? 0;
+      if (sent.step !== step || count(sent.heads) !== count(mine.heads) || count(sent.hooks) !== count(mine.hooks)) {
+        throw new TandemError('BAD_CONFIG', `host ${p} sent the device state of step ${sent.step} (${count(sent.heads)} heads, ${count(sent.hooks)} hook states) ` +
+          `for host 0's checkpoint of step ${step} (${this.topology.localDevices} devices): every host must run with the same flags (--devices, --checkpoint-every, --comm-hook)`);
       }
-      all.push(...sent.heads);
+      heads?.push(...sent.heads!);
+      hooks?.push(...sent.hooks!);
     }
-    return all;
+    return { heads, hooks };
   }
 
   /**

@@ -39,6 +39,7 @@ export function compressHook(format: HalfFormat): CommHook<CompressState> {
       };
     },
     exchange: (bucket: GradBucket, state: CompressState, collective: Collective) => exchangeHalves(format, bucket, state, collective),
+    stateArrays: (state: CompressState) => state.residual ? [state.residual] : [],
   };
 }
 

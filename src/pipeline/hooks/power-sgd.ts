@@ -38,8 +38,8 @@ export interface PowerSgdState {
   readonly startStep: number;
   readonly seed: number;
   readonly group: number;
-  /** Q has been drawn (warm start keeps it from then on). */
-  started: boolean;
+  /** [1] once Q has been drawn (warm start keeps it from then on), else [0]: an array, so that a checkpoint carries it. */
+  readonly started: Float32Array;
 }
 
 export const POWER_SGD_HOOK: CommHook<PowerSgdState> = {
@@ -47,6 +47,8 @@ export const POWER_SGD_HOOK: CommHook<PowerSgdState> = {
   description: 'PowerSGD: large matrices sent as a rank-r approximation P Qᵀ (error feedback, warm start); the rest all-reduced',
   init: initPowerSgd,
   exchange: exchangePowerSgd,
+  // Q (all-reduced: the same on every rank) and this rank's residuals; P is recomputed every step.
+  stateArrays: state => [state.started, state.qAll, ...state.matrices.flatMap(m => m.residual ? [m.residual] : [])],
 };
 
 /** Which variables are compressed: a matrix shape and enough elements for rank r to pay. */
@@ -79,7 +81,7 @@ function initPowerSgd(info: BucketInfo, options: CommHookOptions): PowerSgdState
   });
   return {
     matrices, plain, plainBuffer: new Float32Array(plain.reduce((n, v) => n + v.size, 0)), pAll, qAll,
-    warmStart: options.warmStart, startStep: options.startStep, seed: info.seed, group: info.group, started: false,
+    warmStart: options.warmStart, startStep: options.startStep, seed: info.seed, group: info.group, started: new Float32Array(1),
   };
 }
 
@@ -90,8 +92,8 @@ async function exchangePowerSgd(bucket: GradBucket, state: PowerSgdState, collec
     return;
   }
   await allReducePlain(buffer, state, collective);
-  if (!state.started || !state.warmStart) drawQ(state, bucket.step);
-  state.started = true;
+  if (state.started[0] === 0 || !state.warmStart) drawQ(state, bucket.step);
+  state.started[0] = 1;
   for (const m of state.matrices) {
     const mat = buffer.subarray(m.offset, m.offset + m.rows * m.cols);
     if (m.residual) for (let i = 0; i < mat.length; i++) { mat[i] += m.residual[i]; m.residual[i] = mat[i]; } // residual holds M until the end
