@@ -32,13 +32,14 @@ t.test('priority exchange = sequential, bit for bit, on 2 and 3 devices', async 
 });
 
 /** Per device and step: when the FC group's (group 0) and the conv group's (group 1) last exchange spans end. */
-function exchangeEnds(spans: Span[], devices: number, steps: number): { device: number; step: number; fcEnd: number; convEnd: number; fcChunks: number }[] {
+function exchangeEnds(spans: Span[], devices: number, steps: number): { device: number; step: number; fcStart: number; convStart: number; fcEnd: number; convEnd: number; fcChunks: number }[] {
   const out = [];
   for (let device = 0; device < devices; device++) {
     for (let step = 1; step <= steps; step++) {
       const ex = spans.filter(s => s.device === device && s.step === step && s.kind === 'exchange');
       const end = (g: number) => Math.max(...ex.filter(s => s.group === g).map(s => s.end));
-      out.push({ device, step, fcEnd: end(0), convEnd: end(1), fcChunks: ex.filter(s => s.group === 0).length });
+      const start = (g: number) => Math.min(...ex.filter(s => s.group === g).map(s => s.start));
+      out.push({ device, step, fcStart: start(0), convStart: start(1), fcEnd: end(0), convEnd: end(1), fcChunks: ex.filter(s => s.group === 0).length });
     }
   }
   return out;
@@ -60,7 +61,8 @@ t.test('EMULATED slow link, two-group: the conv group overtakes the FC group in 
       const lead = e.fcEnd - e.convEnd;
       if (order === 'priority') {
         t.ok(e.fcChunks > 1, `step ${e.step} device ${e.device}: the FC group went in ${e.fcChunks} chunks`);
-        t.ok(lead > 0, `priority, step ${e.step} device ${e.device}: the conv exchange ended ${lead.toFixed(1)} ms before the FC exchange`);
+        t.ok(e.fcStart < e.convStart && lead > 0, `priority, step ${e.step} device ${e.device}: the FC exchange began ${(e.convStart - e.fcStart).toFixed(1)} ms ` +
+          `before the conv exchange, the conv exchange ended ${lead.toFixed(1)} ms before the FC exchange (overtaken in flight)`);
       } else {
         t.ok(lead < 0, `ready order, step ${e.step} device ${e.device}: the conv exchange ended ${(-lead).toFixed(1)} ms after the FC exchange`);
       }
