@@ -1,4 +1,4 @@
-/** `npm run bench -- scaling|kernels|overlap|profile|profile-clock|classifier|faults|soak|models|hosts|hosts-allreduce|comm-hooks [--steps N] [--runs N] [--busy N] [--classes 1000,10000] [--models a,b] [--stock-steps N] [--batch N] [--links none,1gbps,…] [--rates 10gbit,1gbit,100mbit] [--out DIR]` */
+/** `npm run bench -- scaling|kernels|overlap|profile|profile-clock|classifier|faults|soak|models|hosts|hosts-allreduce|comm-hooks|chunk-size [--steps N] [--runs N] [--busy N] [--classes 1000,10000] [--models a,b] [--stock-steps N] [--batch N] [--links none,1gbps,…] [--rates 10gbit,1gbit,100mbit] [--out DIR]` */
 import { parseArgs } from 'node:util';
 import { runScaling } from './scaling.js';
 import { runOverlap } from './overlap.js';
@@ -13,6 +13,7 @@ import { runHostsAllReduceBench } from './hosts-allreduce.js';
 import { runCommHooksBench } from './comm-hooks.js';
 import { runHostsBench } from './hosts.js';
 import { parseHostsOptions } from './hosts-figures.js';
+import { runChunkSizeBench } from './chunk-size.js';
 
 const { positionals, values } = parseArgs({
   allowPositionals: true,
@@ -74,6 +75,9 @@ switch (name) {
     break;
   case 'models':
     await runModelsBench({ steps: Number(values.steps ?? 30), perDeviceBatch: Number(values.batch ?? 16), out: values.out ?? 'bench/results' });
+    break;
+  case 'chunk-size':
+    await runChunkSizeBench({ runs: Number(values.runs ?? 10), out: values.out ?? 'bench/results' });
     break;
   case 'hosts-allreduce':
     await runHostsAllReduceBench({ hosts: 2, local: 2, megabytes: [4, 32], repeats: Number(values.runs ?? 20), out: values.out ?? 'bench/results' });

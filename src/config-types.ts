@@ -7,6 +7,7 @@ import type { BackendName } from './engine/backend.js';
 import type { OptimizerConfig, OptimizerName } from './optim/flat-optimizer.js';
 import type { AllReduceKind } from './collectives/collective.js';
 import type { StrategyOptions, StrategySpec } from './pipeline/strategy.js';
+import type { ExchangeOrder } from './pipeline/priority-schedule.js';
 import type { LinkModel } from './pipeline/link-model.js';
 import type { DatasetSpec } from './data/dataset.js';
 import type { ModelSpec } from './model/resolve-model.js';
@@ -135,6 +136,14 @@ export interface TrainConfig {
   firstBucketMB?: number;
   /** EMULATED link between devices, e.g. `1gbps` or `10gbps:0.05ms`. */
   link?: string;
+  /**
+   * How the comm thread orders a step's exchanges: `ready` (default: one group after the other, as they become ready) or
+   * `priority` (each group's all-reduce in chunks of `chunkFloats`; between chunks a group forward needs earlier
+   * overtakes; the same parameters, bit for bit). See pipeline/priority-schedule.ts.
+   */
+  exchangeOrder?: 'ready' | 'priority';
+  /** `priority`: floats per chunk of a group's all-reduce. Default 1048576 (4 MiB). */
+  chunkFloats?: number;
   /** Write a Chrome trace (Perfetto / chrome://tracing) of the run here. */
   trace?: string;
   allReduce?: AllReduceKind;
@@ -224,6 +233,7 @@ export interface ResolvedConfig {
   /** The strategy's name (a custom strategy's groups are computed on the main thread). */
   strategy: string;
   strategyOptions: StrategyOptions;
+  exchange: ExchangeOrder;
   link?: LinkModel;
   trace?: string;
   allReduce: AllReduceKind;

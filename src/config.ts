@@ -14,6 +14,7 @@ import { ALL_REDUCE_KINDS } from './collectives/collective.js';
 import { DEFAULT_TRANSPORT, getTransport } from './collectives/transport-registry.js';
 import { STRATEGIES, type StrategyOptions } from './pipeline/strategy.js';
 import { parseLink, type LinkModel } from './pipeline/link-model.js';
+import { DEFAULT_CHUNK_FLOATS, EXCHANGE_ORDERS, type ExchangeOrder } from './pipeline/priority-schedule.js';
 import { resolveCommHook } from './pipeline/resolve-comm-hook.js';
 import { BUILTIN_MODELS } from './model/builtin-models.js';
 import { BUILTIN_DATASETS, isModulePath, resolveDataset, resolveModuleUrl } from './data/resolve-dataset.js';
@@ -33,7 +34,7 @@ export type { ClassifierConfig, FaultInjection, LossKind, Method, ResolvedConfig
 /** Steps between two replica checks (a digest of every replica's parameters, compared across devices and hosts). */
 const DEFAULT_REPLICA_CHECK_EVERY = 100;
 const KNOWN_KEYS = new Set(['hosts', 'hostRank', 'rendezvous', 'checkpointEvery', 'replicaCheckEvery', 'checkpointDir', 'keepCheckpoints', 'stopGraceMs', 'resume', 'onNan', 'evalSamples', 'method', 'embedding', 'head', 'scale', 'margin', 'sampleRate', 'partition', 'heldOut', 'exportDevice', 'exportClassifier', 'model', 'data', 'devices', 'backend', 'nativeThreads', 'nativeFusion', 'batch', 'steps', 'epochs', 'lr', 'momentum', 'optimizer', 'seed',
-  'strategy', 'timeShare', 'paramShare', 'splitLayer', 'bucketCapMB', 'firstBucketMB', 'link', 'trace', 'allReduce', 'transport', 'commHook', 'commHookOptions', 'batchNorm', 'forwardWait', 'loss', 'plugins', 'out', 'classes', 'imageSize', 'datasetSize', 'stallTimeoutMs', 'loaderThreads', 'faultInjection']);
+  'strategy', 'timeShare', 'paramShare', 'splitLayer', 'bucketCapMB', 'firstBucketMB', 'link', 'exchangeOrder', 'chunkFloats', 'trace', 'allReduce', 'transport', 'commHook', 'commHookOptions', 'batchNorm', 'forwardWait', 'loss', 'plugins', 'out', 'classes', 'imageSize', 'datasetSize', 'stallTimeoutMs', 'loaderThreads', 'faultInjection']);
 
 function bad(field: string, message: string): never {
   throw new TandemError('BAD_CONFIG', `config.${field}: ${message}`);
@@ -104,6 +105,10 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
     bucketCapMB: finite('bucketCapMB', config.bucketCapMB ?? 0.5, 1e-6, 1e6),
     firstBucketMB: finite('firstBucketMB', config.firstBucketMB ?? 0.125, 1e-6, 1e6),
   };
+  const exchange: ExchangeOrder = oneOf('exchangeOrder', config.exchangeOrder ?? 'ready', EXCHANGE_ORDERS) === 'priority'
+    ? { order: 'priority', chunkFloats: positiveInt('chunkFloats', config.chunkFloats ?? DEFAULT_CHUNK_FLOATS) }
+    : { order: 'ready' };
+  if (exchange.order === 'ready' && config.chunkFloats !== undefined) bad('chunkFloats', "applies to exchangeOrder 'priority' only (--exchange-order priority)");
   let link: LinkModel | undefined;
   if (config.link !== undefined && config.link !== 'none') {
     if (typeof config.link !== 'string') bad('link', 'must be a string like 1gbps');
@@ -212,7 +217,7 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
     replicaCheckEvery: config.replicaCheckEvery === undefined ? DEFAULT_REPLICA_CHECK_EVERY : nonNegativeInt('replicaCheckEvery', config.replicaCheckEvery),
     method: method.name, classifier, trainSize, evalSamples: positiveInt('evalSamples', config.evalSamples ?? 2000),
     model, data, datasetSize: meta.size, sampleShape, classes: meta.classes, devices, topology, rendezvous, backend, nativeThreads, nativeFusion, batch,
-    perDevice: batch / devices, steps, stepsPerEpoch, optimizer, seed, strategy, strategyOptions, link, trace: writer ? config.trace : undefined, allReduce,
+    perDevice: batch / devices, steps, stepsPerEpoch, optimizer, seed, strategy, strategyOptions, exchange, link, trace: writer ? config.trace : undefined, allReduce,
     transport: transport.name, commHook, loss, batchNorm: oneOf('batchNorm', config.batchNorm ?? 'sync', ['sync', 'local'] as const),
     forwardWait: oneOf('forwardWait', config.forwardWait ?? 'group', ['group', 'step'] as const), plugins, out: writer ? config.out : undefined, stallTimeoutMs, loaderThreads, faultInjection: fi,
   };

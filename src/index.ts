@@ -32,6 +32,8 @@ export { fileModelHandler } from './model/file-model-handler.js';
 export { trainReference } from './trainer/reference.js';
 export { STRATEGIES, MAX_GROUPS, exchangeGroups, sequentialGroups, twoGroups, perLayerGroups, bucketRange, defaultSplitLayer } from './pipeline/strategy.js';
 export type { StrategyName, StrategySpec, CustomStrategy, StrategyOptions } from './pipeline/strategy.js';
+export { EXCHANGE_ORDERS, DEFAULT_CHUNK_FLOATS, chunksOf, runPriorityStep } from './pipeline/priority-schedule.js';
+export type { ExchangeOrder, ExchangeChunk, PriorityStepIo } from './pipeline/priority-schedule.js';
 export { layersOf, layoutParameters } from './model/parameter-layout.js';
 export type { ParameterLayout, ParameterGroup, ParameterSpec, LayerRange } from './model/parameter-layout.js';
 export { parseLink, allReduceWireMs } from './pipeline/link-model.js';

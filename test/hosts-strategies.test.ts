@@ -1,4 +1,5 @@
-// Every data-parallel strategy across hosts, real processes and sockets on 127.0.0.1: two-group, per-layer, buckets,
+// Every data-parallel strategy across hosts, real processes and sockets on 127.0.0.1: two-group, per-layer, buckets, per-layer
+// with the priority exchange (chunked, the readiness agreed over Gloo),
 // a user strategy (an object, through the library API: one process per host) and auto (host 0 profiles, every host runs
 // its choice, the choice printed by host 0 alone) on 2 hosts × 1 device train to the bits of one process with
 // `--devices 2` and sequential (every strategy equals sequential bit for bit: strategies.test.ts; sequential across
@@ -60,7 +61,7 @@ function summaryOf(lines: string[], prefix = ''): { replicaChecksum: string; str
 }
 
 if (glooAddonOrSkip()) {
-  t.test('two-group, per-layer, buckets, a user strategy, auto and sync BatchNormalization: 2 hosts × 1 = one process × 2, bit for bit', async t => {
+  t.test('two-group, per-layer, buckets, a user strategy, auto, priority exchange and sync BatchNormalization: 2 hosts × 1 = one process × 2, bit for bit', async t => {
     const dir = mkdtempSync(path.join(tmpdir(), 'tandem-hosts-strategies-'));
     t.teardown(() => rmSync(dir, { recursive: true, force: true }));
     const out = (run: string) => path.join(dir, run);
@@ -77,6 +78,8 @@ if (glooAddonOrSkip()) {
       'per-layer': () => node(CLI, [...LAUNCH, ...TRAIN, '--strategy', 'per-layer', '--out', out('per-layer')]),
       buckets: () => node(CLI, [...LAUNCH, ...TRAIN, '--strategy', 'buckets', '--bucket-mb', '0.004', '--first-bucket-mb', '0.001', '--out', out('buckets')]),
       auto: () => node(CLI, [...LAUNCH, ...TRAIN, '--strategy', 'auto', '--out', out('auto')]),
+      // Priority exchange: chunks of 997 floats (the output layer's group is smaller than one), agreed over Gloo.
+      priority: () => node(CLI, [...LAUNCH, ...TRAIN, '--strategy', 'per-layer', '--exchange-order', 'priority', '--chunk-floats', '997', '--out', out('priority')]),
       custom,
       'bn reference': () => node(CLI, ['train', '--devices', '2', ...bnArgs, '--forward-wait', 'step', '--out', out('bn reference')]),
       bn: () => node(CLI, [...LAUNCH, ...bnArgs, '--out', out('bn')]),
@@ -86,7 +89,7 @@ if (glooAddonOrSkip()) {
     for (const name of names) t.equal(ended[name].code, 0, `${name} exits 0`) || t.comment(ended[name].lines.join('\n'));
     const bits = (run: string) => readFileSync(path.join(out(run), 'weights.bin'));
     const reference = summaryOf(ended.reference.lines).replicaChecksum;
-    for (const name of ['two-group', 'per-layer', 'buckets', 'auto']) {
+    for (const name of ['two-group', 'per-layer', 'buckets', 'auto', 'priority']) {
       const [h0, h1] = [0, 1].map(r => summaryOf(ended[name].lines, `[host ${r}] `));
       t.ok(h0.strategy.groups.length > 1, `${name}: ${h0.strategy.groups.length} exchange groups (${h0.strategy.name})`);
       t.equal(h1.strategy.name, h0.strategy.name, `${name}: both hosts ran ${h0.strategy.name}`);

@@ -1,7 +1,8 @@
 /**
  * Worker entry of a device's comm thread. It runs beside the compute thread:
- * for each step and each exchange group in order, it waits (Atomics) for the
- * compute side's hand-off, then runs the group through the comm half of the
+ * for each step and each exchange group in order (or, with `exchangeOrder`
+ * `priority`, chunk by chunk in the order of pipeline/priority-schedule.ts),
+ * it waits (Atomics) for the compute side's hand-off, then runs the group through the comm half of the
  * gradient pipeline — all-reduce mean of its gradients through the run's
  * transport (or the run's communication hook in its place), the emulated link if any, the optimizer update of this device's
  * parameters in shared memory, publish "applied". Step 0 is the start: device
@@ -23,6 +24,7 @@ import { applyGroupUpdate } from '../pipeline/operators/apply-group-update.js';
 import { publishApplied } from '../pipeline/operators/publish-applied.js';
 import type { GroupExchange } from '../pipeline/events.js';
 import { MAX_GROUPS } from '../pipeline/strategy.js';
+import { chunksOf, runPriorityStep } from '../pipeline/priority-schedule.js';
 import { wallNow, type Span } from '../monitor/span.js';
 import { ControlBlock, threadWaitMs, type Phase } from './control-block.js';
 import { injectFault, perturbParameter, type InjectedFault } from './fault-injection.js';
@@ -62,19 +64,24 @@ async function run(msg: ToComm, control: ControlBlock, at: (step: number, phase:
   }
 }
 
-async function exchangeSteps(msg: ToComm, control: ControlBlock, at: (step: number, phase: Phase) => void,
-  collective: Collective, arithmetic: FlatArithmetic): Promise<void> {
+/** The comm half of the pipeline: `wire` runs per unit sent (a group, or a chunk of one), `apply` per group once it is reduced. */
+interface CommStages {
+  wire(unit: GroupExchange): Promise<GroupExchange>;
+  apply(unit: GroupExchange): Promise<GroupExchange>;
+}
+
+async function commStages(msg: ToComm, control: ControlBlock, at: (step: number, phase: Phase) => void, wire: CountingCollective,
+  arithmetic: FlatArithmetic): Promise<CommStages> {
   const { device: { local: device, rank }, config, buffers, groups } = msg;
   const params = paramSlots(buffers), grads = gradSlots(buffers);
   const fi = config.faultInjection;
-
-  // The comm half of the pipeline, one group at a time: the all-reduce, or the run's hook in its place.
-  const wire = new CountingCollective(collective);
+  // The all-reduce, or the run's hook in its place; the emulated link.
   const hook = config.commHook;
-  const stages: OperatorFunction<GroupExchange, GroupExchange>[] = [hook
-    ? commHookGroup(await hookStates(msg, collective), wire, grads[device], groups)
+  const wireStages: OperatorFunction<GroupExchange, GroupExchange>[] = [hook
+    ? commHookGroup(await hookStates(msg, wire), wire, grads[device], groups)
     : allReduceGroup(wire, grads[device], groups)];
-  if (config.link) stages.push(emulateLink(config.link, config.devices, groups));
+  if (config.link) wireStages.push(emulateLink(config.link, config.devices, groups));
+  const stages: OperatorFunction<GroupExchange, GroupExchange>[] = [];
   stages.push(tap(unit => { // the update phase begins
     at(unit.step, 'update');
     if (fi && fi.device === rank && fi.step === unit.step && fi.phase === 'update' && fi.kind !== 'perturb') injectFault(fi.kind as InjectedFault, 'update');
@@ -82,15 +89,25 @@ async function exchangeSteps(msg: ToComm, control: ControlBlock, at: (step: numb
   if (device === 0 && buffers.preimage) { // what the update overwrites, for a checkpoint of an aborted run
     const preimage = new StepPreimage(buffers.preimage, groups.length, buffers.total, buffers.stateSlots);
     const state = optimizerStateOf(buffers, device);
-    stages.push(tap(unit => preimage.save(unit.group, groups.length, groups[unit.group], unit.step, params[device], state)));
+    const everyGroup = config.exchange.order === 'priority'; // any group may complete the step
+    stages.push(tap(unit => preimage.save(unit.group, groups.length, groups[unit.group], unit.step, params[device], state, everyGroup)));
   }
   stages.push(applyGroupUpdate(config.optimizer, params[device], grads[device], optimizerStateOf(buffers, device), groups, config.onNan === 'skip-step', arithmetic));
   if (fi?.kind === 'perturb' && fi.device === rank) { // test fault: this replica differs after fi.step's update of group 0
     stages.push(tap(unit => { if (unit.step === fi.step && unit.group === 0) perturbParameter(params[device], groups[0].start); }));
   }
   stages.push(publishApplied(control, device));
-  const exchange = (unit: GroupExchange) =>
-    lastValueFrom(stages.reduce((obs, op) => obs.pipe(op), of(unit)));
+  const through = (ops: OperatorFunction<GroupExchange, GroupExchange>[]) => (unit: GroupExchange) =>
+    lastValueFrom(ops.reduce((obs, op) => obs.pipe(op), of(unit)));
+  return { wire: through(wireStages), apply: through(stages) };
+}
+
+async function exchangeSteps(msg: ToComm, control: ControlBlock, at: (step: number, phase: Phase) => void,
+  collective: Collective, arithmetic: FlatArithmetic): Promise<void> {
+  const { device: { local: device }, config, buffers, groups } = msg;
+  const params = paramSlots(buffers);
+  const wire = new CountingCollective(collective);
+  const stages = await commStages(msg, control, at, wire, arithmetic);
 
   at(0, 'setup');
   for (let g = 0; g < groups.length; g++) {
@@ -101,26 +118,50 @@ async function exchangeSteps(msg: ToComm, control: ControlBlock, at: (step: numb
   // Parameters in place: as if step firstStep-1 had just been applied (0, or a resumed checkpoint's step).
   for (let g = 0; g < groups.length; g++) control.markApplied(device, g, msg.firstStep - 1);
 
+  const exchange = config.exchange;
+  switch (exchange.order) {
+    case 'ready': return readyOrder(msg, control, at, stages, wire);
+    case 'priority': return priorityOrder(msg, control, at, stages, wire, collective, exchange.chunkFloats);
+    default: { const never: never = exchange; throw new Error(`unknown exchange order ${JSON.stringify(never)}`); }
+  }
+}
+
+/** Injects the configured fault of the exchange phase, if this is its rank and step. */
+function exchangeFault(msg: ToComm, step: number): void {
+  const fi = msg.config.faultInjection;
+  if (fi && fi.device === msg.device.rank && fi.step === step && fi.phase === 'exchange' && fi.kind !== 'perturb') injectFault(fi.kind as InjectedFault, 'exchange');
+}
+
+/** Reports a group's exchange to the main thread: its spans (wait, one exchange per unit sent, apply) and times. */
+function reportExchanged(msg: ToComm, done: GroupExchange, sent: { start: number; end: number; label: string }[], wireFloats: number): void {
+  const { device: { rank }, groups } = msg;
+  const { step, group: g } = done;
+  const name = groups[g].name;
+  const span = (kind: Span['kind'], label: string, start: number, end: number): Span => ({ device: rank, thread: 'comm', kind, name: label, step, group: g, start, end });
+  const spans = [
+    span('wait', `wait ${name}`, done.waitStart, done.waitEnd),
+    ...sent.map(s => span('exchange', `exchange ${name}${s.label}`, s.start, s.end)),
+    span('apply', `apply ${name}`, done.applyStart!, done.applyEnd!),
+  ];
+  port.postMessage({
+    type: 'exchanged', device: rank, step, group: g, waitMs: done.waitEnd - done.waitStart,
+    exchangeMs: sent.reduce((ms, s) => ms + s.end - s.start, 0), updateMs: done.applyEnd! - done.applyStart!, spans,
+    carried: { start: groups[g].start, end: groups[g].end }, skipped: done.skipped === true, wireFloats,
+  } satisfies FromComm);
+}
+
+/** Groups one after the other, in the order they become ready (transmission order). */
+async function readyOrder(msg: ToComm, control: ControlBlock, at: (step: number, phase: Phase) => void, stages: CommStages, wire: CountingCollective): Promise<void> {
+  const { device: { local: device }, config, groups } = msg;
   for (let step = msg.firstStep; step <= config.steps; step++) {
     for (let g = 0; g < groups.length; g++) {
       at(step, 'exchange');
       const waitStart = wallNow();
       if (!control.waitGradsReady(device, g, step, `device ${device}'s gradients of step ${step}`)) return;
-      if (fi && fi.device === rank && fi.step === step && fi.phase === 'exchange' && fi.kind !== 'perturb') injectFault(fi.kind as InjectedFault, 'exchange');
-      const done = await exchange({ step, group: g, waitStart, waitEnd: wallNow() });
-      const wireFloats = wire.take();
-      const name = groups[g].name;
-      const span = (kind: Span['kind'], label: string, start: number, end: number): Span => ({ device: rank, thread: 'comm', kind, name: label, step, group: g, start, end });
-      const spans = [
-        span('wait', `wait ${name}`, done.waitStart, done.waitEnd),
-        span('exchange', `exchange ${name}`, done.exchangeStart!, done.exchangeEnd!),
-        span('apply', `apply ${name}`, done.applyStart!, done.applyEnd!),
-      ];
-      port.postMessage({
-        type: 'exchanged', device: rank, step, group: g, waitMs: done.waitEnd - done.waitStart,
-        exchangeMs: done.exchangeEnd! - done.exchangeStart!, updateMs: done.applyEnd! - done.applyStart!, spans,
-        carried: { start: groups[g].start, end: groups[g].end }, skipped: done.skipped === true, wireFloats,
-      } satisfies FromComm);
+      exchangeFault(msg, step);
+      const sent = await stages.wire({ step, group: g, waitStart, waitEnd: wallNow() });
+      const done = await stages.apply(sent);
+      reportExchanged(msg, done, [{ start: sent.exchangeStart!, end: sent.exchangeEnd!, label: '' }], wire.take());
     }
   }
 }
@@ -132,4 +173,60 @@ async function hookStates(msg: ToComm, collective: Collective): Promise<HookStat
   if (hookState?.restore) states.restore(hookState.restore, hookState.source ?? 'checkpoint');
   if (hookState?.share) port.postMessage({ type: 'hookState', device: msg.device.rank, arrays: states.share() } satisfies FromComm);
   return states;
+}
+
+/**
+ * Priority order (pipeline/priority-schedule.ts): groups in chunks; between chunks the highest-priority group every rank
+ * has ready goes first. The agreement runs on the plain collective (not counted on `wire`: it is control, one float per rank).
+ */
+async function priorityOrder(msg: ToComm, control: ControlBlock, at: (step: number, phase: Phase) => void, stages: CommStages,
+  wire: CountingCollective, collective: Collective, chunkFloats: number): Promise<void> {
+  const { device: { local: device }, config, groups } = msg;
+  // A hook exchanges whole groups (its state is per group): one chunk each, priorities still apply between groups.
+  const chunks = groups.map(g => config.commHook ? chunksOf(g, g.end - g.start) : chunksOf(g, chunkFloats));
+  const mine = new Float32Array(1), all = new Float32Array(collective.size);
+  for (let step = msg.firstStep; step <= config.steps; step++) {
+    at(step, 'exchange');
+    const units = new Map<number, { unit: GroupExchange; sent: { start: number; end: number; label: string }[]; floats: number }>();
+    const take = (g: number) => { // the group's first chunk: from here on its wait is over
+      let u = units.get(g);
+      if (!u) {
+        const now = wallNow();
+        u = { unit: { step, group: g, waitStart: now, waitEnd: now }, sent: [], floats: 0 };
+        units.set(g, u);
+        exchangeFault(msg, step);
+      }
+      return u;
+    };
+    const ok = await runPriorityStep(chunks, {
+      waitReady: g => {
+        const waitStart = wallNow();
+        if (!control.waitGradsReady(device, g, step, `device ${device}'s gradients of step ${step}`)) return false;
+        take(g).unit.waitStart = waitStart;
+        return true;
+      },
+      readyPrefix: () => {
+        let k = 0;
+        while (k < groups.length && control.gradsReady(device, k) >= step) k++;
+        return k;
+      },
+      agree: async count => {
+        mine[0] = count;
+        await collective.allGather(mine, all);
+        return Math.min(...all);
+      },
+      exchangeChunk: async (g, chunk) => {
+        const u = take(g);
+        const done = await stages.wire({ ...u.unit, chunk });
+        u.sent.push({ start: done.exchangeStart!, end: done.exchangeEnd!, label: chunk.count > 1 ? ` ${chunk.index + 1}/${chunk.count}` : '' });
+        u.floats += wire.take();
+      },
+      finish: async g => {
+        const u = take(g);
+        reportExchanged(msg, await stages.apply(u.unit), u.sent, u.floats);
+        at(step, 'exchange');
+      },
+    });
+    if (!ok) return;
+  }
 }

@@ -38,9 +38,12 @@ export class StepPreimage {
     this.state = Array.from({ length: stateSlots }, (_, j) => new Float32Array(buffer, 4 * (groupCount + total * (1 + j)), total));
   }
 
-  /** Comm thread, before applying `step`'s update of `group` ([start, end)) of `groupCount`: keep the values it will overwrite. */
-  save(group: number, groupCount: number, { start, end }: ParameterGroup, step: number, params: Float32Array, state: Float32Array[]): void {
-    if (group === groupCount - 1) return; // the update that completes the step
+  /**
+   * Comm thread, before applying `step`'s update of `group` ([start, end)) of `groupCount`: keep the values it will overwrite.
+   * `everyGroup`: copy the last group too (priority exchange: any group may be the one that completes the step).
+   */
+  save(group: number, groupCount: number, { start, end }: ParameterGroup, step: number, params: Float32Array, state: Float32Array[], everyGroup = false): void {
+    if (group === groupCount - 1 && !everyGroup) return; // the update that completes the step
     Atomics.store(this.marks, group, NONE); // a copy cut short is never used
     this.params.set(params.subarray(start, end), start);
     this.state.forEach((s, j) => s.set(state[j].subarray(start, end), start));
@@ -57,7 +60,7 @@ export class StepPreimage {
     const last = groups.length - 1;
     const sources = groups.map((_, g) => {
       const live = applied(g);
-      if (g === last) { // no copy: intact unless its own update was in flight (every earlier group of that step applied)
+      if (g === last && Atomics.load(this.marks, g) === NONE) { // no copy: intact unless its own update was in flight (every earlier group of that step applied)
         const inFlight = updating === live + 1 && groups.every((_, h) => h === last || applied(h) >= live + 1);
         return { live: inFlight ? undefined : live, copy: undefined };
       }

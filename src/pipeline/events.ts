@@ -1,4 +1,5 @@
 /** The events that flow through the gradient pipeline. */
+import type { ExchangeChunk } from './priority-schedule.js';
 
 /** One variable's gradient is final and already in this device's gradient slot. */
 export interface GradientReady {
@@ -24,6 +25,8 @@ export interface GroupExchange {
   group: number;
   waitStart: number;
   waitEnd: number;
+  /** Priority exchange: the chunk of the group this unit carries (absent: the whole group). */
+  chunk?: ExchangeChunk;
   exchangeStart?: number;
   exchangeEnd?: number;
   applyStart?: number;

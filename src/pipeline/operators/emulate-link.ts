@@ -6,15 +6,16 @@ import type { GroupExchange } from '../events.js';
 
 /**
  * EMULATION: holds the comm side until the exchange has taken as long as a
- * ring all-reduce of the group would on `link` (bytes/bandwidth + latency,
- * counted from the start of the exchange).
+ * ring all-reduce of the group (or of the unit's chunk: each chunk pays its
+ * bytes and the latency) would on `link` (bytes/bandwidth + latency, counted
+ * from the start of the exchange).
  *
  * @example
  * of(unit).pipe(allReduceGroup(…), emulateLink(parseLink('1gbps'), devices, groups), applyGroupUpdate(…));
  */
 export function emulateLink(link: LinkModel, devices: number, groups: readonly ParameterGroup[]): MonoTypeOperatorFunction<GroupExchange> {
   return map(unit => {
-    const { start, end } = groups[unit.group];
+    const { start, end } = unit.chunk ?? groups[unit.group];
     const ms = allReduceWireMs(link, (end - start) * 4, devices);
     const began = unit.exchangeStart ?? wallNow();
     holdUntil(performance.now() - (wallNow() - began), ms);
