@@ -109,6 +109,18 @@ if (!support.ok) {
     t.ok(readFileSync(path.join(dir, 'hosts', 'weights.bin')).equals(ref.weights), 'weights.bin bit-identical');
   });
 
+  t.test('a slow link (tc tbf 100mbit): the last exchange reaches the other host before either closes; both exit 0, together', CASE, async t => {
+    // A host used to reset its connections at the end (Gloo's hard close), dropping its last message still in the
+    // socket's send buffer on a slow link: the other host then waited out the peer wait and failed (6 runs of 6).
+    const net = pairFor(t);
+    net.shape('100mbit');
+    const procs = hosts(net, ['--steps', '3', '--model', 'alexnet-mini', '--image-size', '32x32x3', '--batch', '32']);
+    const [e0, e1] = await Promise.all([procs[0].ended, procs[1].ended]);
+    t.equal(e0.code, 0, `host 0: ${procs[0].stderr.join('\n')}`);
+    t.equal(e1.code, 0, `host 1: ${procs[1].stderr.join('\n')}`);
+    t.ok(Math.abs(e0.at - e1.at) < PEER_WAIT_MS, `the hosts ended ${Math.abs(e0.at - e1.at)} ms apart`);
+  });
+
   for (const killed of [1, 0] as const) {
     const other: Rank = killed === 1 ? 0 : 1;
     t.test(`host ${killed}${killed === 0 ? ' (serving the store)' : ''} killed with SIGKILL: host ${other} exits within 10 s, non-zero, naming it, its address and the step`, CASE, async t => {

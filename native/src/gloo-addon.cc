@@ -98,7 +98,7 @@ class GlooContext : public Napi::ObjectWrap<GlooContext> {
     hooked_ = true;
   }
 
-  ~GlooContext() override { Release(); }
+  ~GlooContext() override { Release(false); }
 
  private:
   Options opts_;
@@ -160,9 +160,12 @@ class GlooContext : public Napi::ObjectWrap<GlooContext> {
       if (q != opts_.rank) peerAddresses_[q] = std::string(&all[(q * n + opts_.rank) * kAddressBytes]);
   }
 
-  void Release() {
+  // `hard`: Gloo's closeConnections (SO_LINGER 0: a reset, what is still in the socket's send buffer is dropped) for a
+  // thread being torn down mid-call; otherwise the pairs close with the context (a FIN after every byte already
+  // written: over a slow link a peer may still be receiving this rank's last message, and must get it).
+  void Release(bool hard) {
     if (hooked_) { napi_remove_env_cleanup_hook(env_, &GlooContext::OnEnvCleanup, this); hooked_ = false; }
-    if (context_) { context_->closeConnections(); context_.reset(); }
+    if (context_) { if (hard) context_->closeConnections(); context_.reset(); }
     executor_.reset();  // idle here: the JS thread waits for every call it starts
     context_closed_ = true;
     device_.reset();
@@ -172,7 +175,7 @@ class GlooContext : public Napi::ObjectWrap<GlooContext> {
   static void OnEnvCleanup(void* self) {
     auto* c = static_cast<GlooContext*>(self);
     c->hooked_ = false;
-    c->Release();
+    c->Release(true);
   }
 
   // Runs `op` on the executor, calling onWait every slice until it is done.
@@ -353,10 +356,10 @@ class GlooContext : public Napi::ObjectWrap<GlooContext> {
       ThrowQuietly(info.Env(), context_ ? "connect: already connected" : "connect: the context is closed", "invalid");
       return;
     }
-    if (!Guard(info.Env(), [&] { Connect(); })) Release();
+    if (!Guard(info.Env(), [&] { Connect(); })) Release(true);
   }
 
-  void Close(const Napi::CallbackInfo&) { Release(); }
+  void Close(const Napi::CallbackInfo&) { Release(false); }
 
   Napi::Value Rank(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), opts_.rank); }
   Napi::Value Size(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), opts_.size); }

@@ -59,6 +59,9 @@ async function run(msg: ToComm, control: ControlBlock, at: (step: number, phase:
   });
   try {
     await exchangeSteps(msg, control, at, collective, arithmetic);
+    // No rank closes its connections while a peer may still be reading its last exchange (across hosts, a close with
+    // data in flight can lose it): every rank of the communicator meets here first.
+    if (!control.aborted) await collective.barrier();
   } finally {
     collective.close();
   }

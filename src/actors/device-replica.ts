@@ -338,6 +338,7 @@ export class DeviceReplica {
     const artifacts = exportModel ? await modelArtifacts(tf, model) : undefined;
     const worldHeads = method.worldHeads?.();
     this.enter('done');
+    if (collective && !this.control.aborted) await collective.barrier(); // as the comm thread: no close while a peer still reads
     collective?.close();
     this.send({ type: 'finished', device: this.rank, artifacts, head: method.finalValues(), worldHeads, state: readState(model), numTensors: tf.memory().numTensors },
       artifacts ? [artifacts.weightData] : []);
