@@ -3,7 +3,8 @@
 // and the forward it gates computes the bits of a forward whose weights were all written first. In a run (alexnet-mini,
 // two-group, 2 devices, an EMULATED 100 Mbps link): every compute 'wait' span of step s+1 ends after the comm thread
 // applied that group of step s, and the forward piece that follows it starts no earlier. Bits against sequential on
-// 1–3 devices: strategies.test.ts; across 2 hosts: hosts-strategies.test.ts.
+// 1–3 devices: strategies.test.ts; across 2 hosts: hosts-strategies.test.ts. With --exchange-order priority (the conv
+// group overtakes the FC group), the next step's conv forward starts while the FC group is still being exchanged.
 import t from 'tap';
 import * as tf from '@tensorflow/tfjs';
 import { ForwardGate, wrapLayerCalls } from '../src/actors/forward-gate.js';
@@ -76,4 +77,21 @@ t.test('a run: each forward wait of step s+1 ends after its group of step s was 
     waits++;
   }
   t.ok(waits >= 2, `${waits} forward waits that blocked, as spans`);
+});
+
+t.test('with the priority exchange order, the next step\'s first (conv) forward starts before the FC group\'s exchange has ended (EMULATED 20 Mbps link)', async t => {
+  const cfg: TrainConfig = { model: 'alexnet-mini', data: 'synthetic-images', imageSize: [24, 24, 3], classes: 5, datasetSize: 240, batch: 16, steps: 4,
+    backend: 'wasm', optimizer: 'sgd', lr: 0.01, seed: 5, devices: 2, link: '20mbps', strategy: 'two-group', exchangeOrder: 'priority', chunkFloats: 1 << 15 };
+  const spans: Span[] = [];
+  const run = startTraining(cfg);
+  run.timeline$.subscribe(s => spans.push(s));
+  await run.done;
+  for (const device of [0, 1]) {
+    for (const step of [2, 3]) { // step 1 compiles kernels
+      const fcEnd = Math.max(...spans.filter(s => s.kind === 'exchange' && s.device === device && s.step === step && /\bfc\b/.test(s.name)).map(s => s.end));
+      const firstForward = spans.filter(s => s.kind === 'forward' && s.thread === 'compute' && s.device === device && s.step === step + 1).sort((a, b) => a.start - b.start)[0];
+      t.ok(firstForward && firstForward.start < fcEnd,
+        `device ${device}: step ${step + 1}'s first forward (${firstForward?.name}) starts at ${firstForward?.start.toFixed(1)} ms, before step ${step}'s FC exchange ends at ${fcEnd.toFixed(1)} ms`);
+    }
+  }
 });

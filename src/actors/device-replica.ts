@@ -232,7 +232,8 @@ export class DeviceReplica {
     this.spans = [];
     const t0 = wallNow();
     this.enter('load');
-    if (gate) {
+    // The first step waits for the whole step-0 broadcast: the non-trainable weights it carries are written at once.
+    if (gate && this.attached!.stateApplied) {
       gate.arm(s - 1); // forward waits for each group of step s-1 just before the first layer using it
     } else {
       this.waitForUpdate(s - 1);
