@@ -27,7 +27,7 @@ export interface TandemTimes { hostsMs: number[][]; parameters: number; hungAtEx
 function trainArgs(shape: RunShape, schedule: Schedule, hosts: number): string[] {
   return [CLI, 'train', '--model', shape.model, '--data', 'synthetic-images', '--dataset-size', '512', '--classes', '10',
     '--backend', 'native', '--native-threads', String(DEVICE_THREADS), '--devices', '1', '--batch', String(hosts * shape.batchPerDevice),
-    '--steps', String(shape.steps), '--strategy', schedule, '--optimizer', 'sgd', '--lr', '0.01', '--json'];
+    '--steps', String(shape.steps), '--strategy', schedule, '--optimizer', 'sgd', '--lr', '0.01', '--json', '--verbose'];  // --verbose: every host prints its own steps
 }
 
 /** The step events' ms after the untimed steps, and the parameter count (the 'ready' event), from a host's --json output. */
