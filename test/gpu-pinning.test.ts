@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { findGpus, hasMesaDeviceSelect, parseNvidiaSmi, type GpuInventory } from '../src/world/gpu-inventory.js';
 import { GPU_ENV, planGpus } from '../src/world/gpu-pinning.js';
+import { launchHosts } from '../src/world/launch.js';
 
 type FakeDevice = { address: string; pciClass: string; vendor: string; device: string };
 
@@ -83,4 +84,13 @@ t.test('nvidia-smi CSV: 8-digit PCI domains to sysfs\'s 4, odd lines skipped; th
   t.equal(hasMesaDeviceSelect([dir]), false);
   writeFileSync(path.join(dir, 'VkLayer_MESA_device_select.json'), '{}');
   t.equal(hasMesaDeviceSelect([path.join(dir, 'missing'), dir]), true);
+});
+
+t.test('tandem launch --gpus 3 on a machine with 2 GPUs: refused before any process starts, naming the GPUs', async t => {
+  const sysRoot = fakeSys(t, [H200('0000:04:00.0'), H200('0000:c3:00.0')]);
+  const machine = { gpus: () => findGpus({ sysRoot, nvidiaSmi: () => SMI }), cpus: 8, deviceSelectLayer: true };
+  const lines: string[] = [];
+  await t.rejects(launchHosts(['--gpus', '3', '--model', 'mlp'], (prefix, l) => lines.push(`[${prefix}] ${l.text}`), l => lines.push(l), machine),
+    { code: 'BAD_CONFIG', message: /--gpus 3: this machine has 2 GPU\(s\)/ });
+  t.same(lines, [], 'nothing started, nothing said');
 });
