@@ -79,14 +79,14 @@ if (glooAddonOrSkip()) {
 
   t.test('--backend webgpu --gpus 2 on a tiny model: the cpu backend\'s weights within 1e-5', async t => {
     if (!engineNames().includes('webgpu')) { t.comment('skipped: no webgpu engine registered (engines: ' + engineNames().join(', ') + ')'); return; }
-    const tiny = [...TRAIN, '--steps', '3', '--dataset-size', '32'];
+    const tiny = [...TRAIN, '--steps', '2', '--dataset-size', '32'];
     const webgpu = tandem(['launch', '--gpus', '2', '--backend', 'webgpu', ...tiny, '--out', path.join(dir, 'webgpu')]);
-    const end = await webgpu.ended;
+    const cpu = tandem(['train', '--devices', '2', '--backend', 'cpu', ...tiny, '--out', path.join(dir, 'cpu')]);
+    const [end, cpuEnd] = await Promise.all([webgpu.ended, cpu.ended]);
     const said = webgpu.lines.concat(webgpu.stderr).join('\n');
     if (end.code !== 0 && /BACKEND_UNAVAILABLE|no (WebGPU )?adapter/i.test(said)) { t.comment(`skipped: webgpu cannot run here: ${said.split('\n').slice(-3).join(' | ')}`); return; }
     ok(t, webgpu, end.code, 'launch --gpus 2 --backend webgpu');
-    const cpu = tandem(['train', '--devices', '2', '--backend', 'cpu', ...tiny, '--out', path.join(dir, 'cpu')]);
-    ok(t, cpu, (await cpu.ended).code, 'one process --devices 2 --backend cpu');
+    ok(t, cpu, cpuEnd.code, 'one process --devices 2 --backend cpu');
     const [a, b] = ['webgpu', 'cpu'].map(run => new Float32Array(new Uint8Array(bits(run)).buffer));
     t.equal(a.length, b.length, 'the same weights');
     const worst = a.reduce((m, v, i) => Math.max(m, Math.abs(v - b[i])), 0);
