@@ -120,7 +120,7 @@ export function splitLaunchArgs(argv: string[]): LaunchArgs {
   const own: Partial<Record<'hosts' | 'gpus' | 'host-rank' | 'rendezvous', string>> = {};
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i].split(/=(.*)/s, 2);
-    const key = flag.slice(2);
+    const key = flag.startsWith('--') ? flag.slice(2) : '';
     if (key === 'hosts' || key === 'gpus' || key === 'host-rank' || key === 'rendezvous') own[key] = inline ?? argv[++i];
     else trainArgs.push(argv[i]);
   }
@@ -152,7 +152,8 @@ function count(flag: string, text: string | undefined, max: number): number {
 
 function startHost(m: Member, plan: LaunchPlan, trainArgs: string[], onLine: (prefix: string, line: HostLine) => void): ChildProcess {
   const env: NodeJS.ProcessEnv = { ...process.env };
-  for (const k of ['TANDEM_HOSTS', 'TANDEM_HOST_RANK', 'TANDEM_RENDEZVOUS', ...PINNING_VARIABLES]) delete env[k];
+  // A GPU process's pinning replaces the launcher's own (a host keeps what the user set: CUDA_VISIBLE_DEVICES, DRI_PRIME…).
+  for (const k of ['TANDEM_HOSTS', 'TANDEM_HOST_RANK', 'TANDEM_RENDEZVOUS', ...(plan.gpus ? PINNING_VARIABLES : [])]) delete env[k];
   Object.assign(env, m.env);
   const world = plan.world > 1 ? ['--hosts', String(plan.world), '--host-rank', String(m.rank), '--rendezvous', plan.rendezvous] : [];
   const child = spawn(process.execPath, [CLI, 'train', ...trainArgs, ...(plan.gpus ? ['--devices', '1'] : []), ...world],
