@@ -58,7 +58,7 @@ export function planGpus(inventory: GpuInventory, count: number, options: PlanOp
       const threads = Math.max(1, Math.floor(options.cpus / count));
       const shared = count > 1 ? `, shared by ${count} processes` : '';
       const pins = Array.from({ length: count }, (_, k) => pin(k, `llvmpipe (software Vulkan${shared})`, 'llvmpipe', { LP_NUM_THREADS: String(threads) }));
-      const notes = [`no NVIDIA, AMD or Intel GPU found: the GPU processes use the software Vulkan driver (llvmpipe)` +
+      const notes = [`no NVIDIA, AMD or Intel GPU found: the GPU processes are pinned to the software Vulkan driver (llvmpipe; what --backend webgpu runs on)` +
         (count > 1 ? `, ${count} processes sharing it (${threads} llvmpipe thread(s) each): a correctness rig, not a speed measurement` : '')];
       return { pins, notes };
     }
