@@ -82,7 +82,7 @@ function autoEvent(c: AutoChoice): Record<string, unknown> {
   return { event: 'auto', strategy: c.strategy, splitLayer: c.splitLayer, forwardWait: c.forwardWait, exchangeOrder: c.exchangeOrder,
     chunkFloats: c.chunkFloats, commHook: c.commHook, predictedMs: c.predictedMs, reason: c.reason,
     link: c.link && { alphaMs: c.link.alphaMs, bitsPerSecond: linkBitsPerSecond(c.link), source: c.link.source, samples: c.link.samples },
-    candidates: c.candidates.map(x => ({ key: x.key, predictedMs: x.predictedMs })) };
+    candidates: c.candidates.map(x => ({ key: x.key, predictedMs: x.predictedMs, splitLayer: x.splitLayer })) };
 }
 
 /** What `auto` prints: the choice, the link, the top candidates. */
