@@ -49,7 +49,7 @@ export interface AutoChoice {
  */
 export async function chooseStrategy(config: TrainConfig, runTrial: RunTrial, options: ProfileOptions = {}, measured?: LinkCost): Promise<AutoChoice> {
   const allowCompression = config.commHook === 'auto';
-  const resolved = await resolveConfig({ ...config, strategy: 'sequential', commHook: allowCompression ? undefined : config.commHook });
+  const resolved = await resolveConfig({ ...withoutAutoHook(config), strategy: 'sequential' });
   const profile = await profileModel(thisHostAlone(config), runTrial, options);
   const conditions = { timeShare: config.timeShare ?? DEFAULT_CONDITIONS.timeShare, paramShare: config.paramShare ?? DEFAULT_CONDITIONS.paramShare };
   const verdict = decideAlexNetLike(profile.layers, conditions);
@@ -65,6 +65,8 @@ export async function chooseStrategy(config: TrainConfig, runTrial: RunTrial, op
     ? ` for ${resolved.devices} devices (${resolved.topology.processes} hosts × ${resolved.topology.localDevices}; profiled on this host's ${resolved.topology.localDevices})` : '';
   const reason = `${best.key} predicted ${best.predictedMs.toFixed(1)} ms/step${where}` +
     `${best !== candidates[0] ? ` (the simplest within 2% of the fastest, ${candidates[0].key})` : ''}; ` +
+    `profile: forward ${profile.stepForwardMs.toFixed(1)} ms, backward ${profile.stepBackwardMs.toFixed(1)} ms, overhead ${profile.overheadMs.toFixed(1)} ms per step` +
+    `${profile.calibration ? ` (calibrated ×${profile.calibration.computeScale.toFixed(2)} on a ${profile.calibration.steadyStepMs.toFixed(1)} ms real step)` : ''}; ` +
     `link: ${link ? describeLink(link) : 'none (shared memory)'}; compression ${allowCompression ? 'allowed (--comm-hook auto)' : 'not allowed (--comm-hook auto allows it)'}; ` +
     `${verdict.alexnetLike ? `AlexNet-like, two-group at p = ${split}` : 'not AlexNet-like, no two-group'} (${verdict.reason}; ${marginSentence(verdict)}); ` +
     `top: ${candidates.slice(0, SHOWN).map(c => `${c.key} ${c.predictedMs.toFixed(1)}`).join(', ')} ms`;
@@ -76,10 +78,17 @@ export async function chooseStrategy(config: TrainConfig, runTrial: RunTrial, op
 /** The run as one process of this host's devices alone, each with the batch it trains in the run (no hosts, no rendezvous, its own transport). */
 function thisHostAlone(config: TrainConfig): TrainConfig {
   const hosts = config.hosts ?? 1;
-  const { commHook, ...rest } = config;
-  const base = commHook === 'auto' ? rest : config;
+  const base = withoutAutoHook(config);
   if (hosts === 1) return base;
   const { hosts: _hosts, hostRank: _rank, rendezvous: _rendezvous, transport: _transport, ...alone } = base;
   void _hosts; void _rank; void _rendezvous; void _transport;
   return { ...alone, batch: (config.batch ?? DEFAULT_BATCH) / hosts };
+}
+
+/** `commHook: 'auto'` is auto's to resolve: profile (and check) without a hook, and without its options. */
+export function withoutAutoHook(config: TrainConfig): TrainConfig {
+  if (config.commHook !== 'auto') return config;
+  const { commHook: _hook, commHookOptions: _options, ...rest } = config;
+  void _hook; void _options;
+  return rest;
 }

@@ -7,7 +7,7 @@
 import { resolveConfig } from '../config.js';
 import type { ResolvedConfig, TrainConfig } from '../config-types.js';
 import type { StrategyName, StrategySpec } from '../pipeline/strategy.js';
-import { chooseStrategy, type AutoChoice } from '../profiling/choose-strategy.js';
+import { chooseStrategy, withoutAutoHook, type AutoChoice } from '../profiling/choose-strategy.js';
 import { linkBitsPerSecond, type LinkCost } from '../profiling/link-fit.js';
 import { decideOnHost0, type Decided } from '../world/decide-on-host0.js';
 import type { StoreServer } from '../collectives/gloo/tcp-store-server.js';
@@ -41,11 +41,11 @@ type AutoNote = AutoSummary;
 
 /** The config with auto's choice in place of `auto` (and of `commHook: 'auto'`). */
 function withChoice(config: TrainConfig, note: AutoNote): TrainConfig {
-  const { chunkFloats: _chunk, ...rest } = config;
+  const { chunkFloats: _chunk, ...rest } = note.commHook === undefined ? withoutAutoHook(config) : config;
   void _chunk;
   return { ...rest, strategy: note.strategy as StrategyName, splitLayer: note.splitLayer, forwardWait: note.forwardWait,
     exchangeOrder: note.exchangeOrder, ...(note.chunkFloats !== undefined ? { chunkFloats: note.chunkFloats } : {}),
-    commHook: note.commHook ?? (config.commHook === 'auto' ? undefined : config.commHook) };
+    ...(note.commHook !== undefined ? { commHook: note.commHook } : {}) };
 }
 
 /** What the summary keeps of auto's choice. */
