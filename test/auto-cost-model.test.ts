@@ -39,7 +39,7 @@ function handProfile(): ModelProfile {
 }
 
 const gbit = (g: number): LinkCost => ({ alphaMs: 0.1, msPerWireByte: 8 / (g * 1e6), ranks: 2, source: 'measured' });
-const machine = (link: LinkCost): Machine => ({ localDevices: 1, link, hookCosts: { encodeMsPerFloat: 2e-6, decodeMsPerFloat: 1e-6, macMs: 2e-7 },
+const machine = (link: LinkCost): Machine => ({ localDevices: 1, link, hookCosts: { encodeMsPerFloat: 2e-6, decodeMsPerFloat: 1e-6, macMs: 2e-7, passMsPerFloat: 5e-7 },
   powerSgd: { rank: 8, minCompressionRate: 2 } });
 const OPTIONS = { splitLayer: 2, bucketCapMB: 1, firstBucketMB: 0.25 };
 

@@ -14,6 +14,8 @@ export interface HookCosts {
   decodeMsPerFloat: number;
   /** PowerSGD: one multiply-add of its thin products. */
   macMs: number;
+  /** One elementwise pass (a[i] += b[i]): error feedback's corrections and residuals, the mean's division. */
+  passMsPerFloat: number;
 }
 
 function bestOf(reps: number, run: () => void): number {
@@ -36,5 +38,6 @@ export function measureHookCosts(): HookCosts {
   const rows = 1024, cols = 256, r = 8;
   const m = values.subarray(0, rows * cols), q = new Float32Array(cols * r).fill(0.5), p = new Float32Array(rows * r);
   const mulMs = bestOf(4, () => multiply(m, q, p, rows, cols, r));
-  return { encodeMsPerFloat: encodeMs / n, decodeMsPerFloat: decodeMs / n, macMs: mulMs / (rows * cols * r) };
+  const passMs = bestOf(4, () => { for (let i = 0; i < n; i++) out[i] += sent[i]; });
+  return { encodeMsPerFloat: encodeMs / n, decodeMsPerFloat: decodeMs / n, macMs: mulMs / (rows * cols * r), passMsPerFloat: passMs / n };
 }

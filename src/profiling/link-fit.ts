@@ -44,20 +44,18 @@ export function linkBitsPerSecond(link: LinkCost): number {
 }
 
 /**
- * α, β by least squares over (wire bytes, ms), each sample weighted by 1/ms² (relative error: the tiny all-reduce
- * sets α, the large ones β); both clamped at 0 (a noisy fit never predicts negative time).
+ * α, β anchored at the smallest all-reduce (its time is nearly all latency): β by least squares through that point,
+ * so the large all-reduces, where the bytes dominate, set it; α = the anchor's time less its bytes' share. Both
+ * clamped at 0 (a noisy fit never predicts negative time).
  */
 export function fitLink(samples: readonly LinkSample[], ranks: number): LinkCost {
   if (samples.length < 2 || ranks < 2) throw new TandemError('BAD_CONFIG', `fitLink: needs timings of at least 2 sizes across at least 2 ranks, got ${samples.length} across ${ranks}`);
-  const xs = samples.map(s => allReduceWireBytes(s.bytes, ranks));
-  const ws = samples.map(s => 1 / Math.max(s.ms, 1e-6) ** 2);
-  const sw = ws.reduce((a, b) => a + b, 0);
-  const mx = xs.reduce((a, x, i) => a + ws[i] * x, 0) / sw;
-  const my = samples.reduce((a, s, i) => a + ws[i] * s.ms, 0) / sw;
+  const points = samples.map(s => ({ x: allReduceWireBytes(s.bytes, ranks), y: s.ms })).sort((a, b) => a.x - b.x);
+  const [anchor, ...rest] = points;
   let sxy = 0, sxx = 0;
-  samples.forEach((s, i) => { sxy += ws[i] * (xs[i] - mx) * (s.ms - my); sxx += ws[i] * (xs[i] - mx) ** 2; });
+  for (const p of rest) { sxy += (p.x - anchor.x) * (p.y - anchor.y); sxx += (p.x - anchor.x) ** 2; }
   const beta = sxx > 0 ? Math.max(0, sxy / sxx) : 0;
-  const alpha = Math.max(0, my - beta * mx);
+  const alpha = Math.max(0, anchor.y - beta * anchor.x);
   return { alphaMs: alpha, msPerWireByte: beta, ranks, source: 'measured', samples: [...samples] };
 }
 

@@ -138,7 +138,8 @@ function hookMs(profile: ModelProfile, layout: ParameterLayout, g: ParameterGrou
     case 'fp16':
     case 'bf16': {
       const wire = machine.link ? allGatherLinkMs(machine.link, floats * 2) : (ranks > 1 ? (ranks - 1) * floats * 2 / profile.exchangeBytesPerMs : 0);
-      return floats * c.encodeMsPerFloat + wire + ranks * floats * c.decodeMsPerFloat;
+      // error feedback: gradient + residual, residual = corrected − sent; then the mean's division
+      return floats * (c.encodeMsPerFloat + ranks * c.decodeMsPerFloat + 3 * c.passMsPerFloat) + wire;
     }
     case 'powersgd': {
       let plain = 0, p = 0, q = 0, macs = 0, residual = 0;
@@ -151,7 +152,8 @@ function hookMs(profile: ModelProfile, layout: ParameterLayout, g: ParameterGrou
         residual += m.rows * m.cols;
       }
       const reduce = (n: number): number => (n > 0 ? plainMs(profile, machine, n * 4) : 0);
-      return reduce(plain) + reduce(p) + reduce(q) + macs * c.macMs + residual * (c.encodeMsPerFloat + c.decodeMsPerFloat);
+      // error feedback: M + residual, residual = M − P Qᵀ (two passes); the products; Gram-Schmidt on P and Q is small
+      return reduce(plain) + reduce(p) + reduce(q) + macs * c.macMs + 2 * residual * c.passMsPerFloat;
     }
   }
 }

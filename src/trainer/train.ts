@@ -68,7 +68,9 @@ async function pickStrategy(config: TrainConfig, checked: ResolvedConfig, hooks:
     return noteOf(auto);
   };
   if (!checked.rendezvous) return { value: await choose() };
-  const decided = await decideOnHost0(checked, choose, true);
+  // The other hosts profile too, at the same time, and discard it: where hosts share a machine (the hosts bench, tests)
+  // host 0 then measures its compute under the load the run will have.
+  const decided = await decideOnHost0(checked, choose, true, link => chooseStrategy(config, train, {}, link));
   if (checked.topology.process === 0) return decided;
   return { ...decided, value: { ...decided.value, reason: `host 0 chose: ${decided.value.reason}` } };
 }

@@ -22,7 +22,12 @@ const REACH_MS = 60_000;
 export interface Decided<T> { value: T; server?: StoreServer; link?: LinkCost }
 
 /** `decide` runs on host 0; every host resolves with its value; host 0 also with the store it serves (the run's to close). */
-export async function decideOnHost0<T extends object>(cfg: ResolvedConfig, decide: (link?: LinkCost) => Promise<T>, measureLink = false): Promise<Decided<T>> {
+/**
+ * `alongside`: what the other hosts do while host 0 decides, before they wait for its choice (auto: the same
+ * profiling, discarded, so that hosts sharing a machine's cores load it while host 0 measures as they will in the run).
+ */
+export async function decideOnHost0<T extends object>(cfg: ResolvedConfig, decide: (link?: LinkCost) => Promise<T>, measureLink = false,
+  alongside?: (link?: LinkCost) => Promise<unknown>): Promise<Decided<T>> {
   const rendezvous = cfg.rendezvous!;
   const server = cfg.topology.process === 0 ? await serveRendezvous(rendezvous) : undefined;
   let channel: HostChannel | undefined;
@@ -30,6 +35,7 @@ export async function decideOnHost0<T extends object>(cfg: ResolvedConfig, decid
     const address = await addressTowards(rendezvous, Math.max(cfg.stallTimeoutMs, REACH_MS));
     channel = await HostChannel.open(storeUrl(rendezvous), cfg.topology, DECISION_WAIT_MS, 2 * cfg.stallTimeoutMs, address);
     const link = measureLink ? await probeHostLink(cfg, address) : undefined;
+    if (cfg.topology.process !== 0 && alongside) await alongside(link);
     return { value: await channel.shareChoice(() => decide(link)), server, link };
   } catch (err) {
     await server?.close();

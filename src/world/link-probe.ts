@@ -16,7 +16,7 @@ import { storeUrl } from './rendezvous.js';
 export const PROBE_FLOATS = [1, 4096, 16384, 65536, 262144, 1 << 20, 1 << 22];
 const PROBE_REPEATS = 3;
 /** Stop growing once an all-reduce takes this long (a slow link: enough bytes to see its rate). */
-const PROBE_STOP_MS = 150;
+const PROBE_STOP_MS = 50;
 
 /** All hosts call this together (host 0 serving the store); `address`: this host's address towards host 0. */
 export async function probeHostLink(cfg: ResolvedConfig, address: string): Promise<LinkCost> {
