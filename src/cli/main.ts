@@ -85,12 +85,11 @@ function autoEvent(c: AutoChoice): Record<string, unknown> {
     candidates: c.candidates.map(x => ({ key: x.key, predictedMs: x.predictedMs, splitLayer: x.splitLayer })) };
 }
 
-/** What `auto` prints: the choice, the link, the top candidates. */
+/** What `auto` prints beside its event's line (the reason: the link, the profile, the top candidates): the flags it set. */
 function autoLines(c: AutoChoice): string[] {
   return [
-    `auto: picked ${c.strategy}${c.splitLayer ? ` (p = ${c.splitLayer} layers with parameters)` : ''}, --forward-wait ${c.forwardWait}, ` +
-      `--exchange-order ${c.exchangeOrder}${c.chunkFloats ? ` --chunk-floats ${c.chunkFloats}` : ''}, comm hook ${c.commHook ?? 'none'}: predicted ${c.predictedMs.toFixed(1)} ms/step`,
-    `auto: why: ${c.reason}`,
+    `auto: runs --strategy ${c.strategy}${c.splitLayer ? ` --split-layer ${c.splitLayer}` : ''} --forward-wait ${c.forwardWait} ` +
+      `--exchange-order ${c.exchangeOrder}${c.chunkFloats ? ` --chunk-floats ${c.chunkFloats}` : ''}${c.commHook ? ` --comm-hook ${c.commHook}` : ''}: predicted ${c.predictedMs.toFixed(1)} ms/step`,
   ];
 }
 
