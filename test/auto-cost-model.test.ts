@@ -66,6 +66,8 @@ t.test('the candidates on the hand-made profile', async t => {
   t.not(slow.commHook, 'none', `100 Mbit/s with compression allowed picks a hook: ${slow.key} (${slow.predictedMs.toFixed(1)} ms)`);
   const fast = pickCandidate(rankCandidates(profile, machine(gbit(100)), OPTIONS, true));
   t.equal(fast.commHook, 'none', `100 Gbit/s: compute dominates, no hook pays (${fast.key}, ${fast.predictedMs.toFixed(1)} ms)`);
+  const emulated = pickCandidate(rankCandidates(profile, machine({ ...gbit(0.1), source: 'emulated' }), OPTIONS, true));
+  t.equal(emulated.commHook, 'none', `an emulated 100 Mbit/s link holds the full bytes' wire time whatever a hook sends: no hook (${emulated.key})`);
   const slowNone = pickCandidate(rankCandidates(profile, machine(gbit(0.1)), OPTIONS, false));
   t.ok(slowNone.predictedMs > slow.predictedMs, `without permission at 100 Mbit/s: ${slowNone.key} ${slowNone.predictedMs.toFixed(1)} ms, slower than with a hook`);
 });

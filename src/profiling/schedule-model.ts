@@ -130,7 +130,20 @@ function plainMs(profile: ModelProfile, machine: Machine, bytes: number): number
   return Math.max(memoryMs, machine.link ? allReduceLinkMs(machine.link, bytes) : 0);
 }
 
+/**
+ * A hook's exchange of group `g`. An EMULATED link (`--link`, one host) holds every exchange for the full group's
+ * wire time whatever crosses (emulate-link.ts): there the hook only adds its work, over shared memory, under that hold.
+ */
 function hookMs(profile: ModelProfile, layout: ParameterLayout, g: ParameterGroup, hook: Exclude<HookChoice, 'none'>, machine: Machine): number {
+  const link = machine.link;
+  if (link?.source === 'emulated') {
+    const work = hookWorkMs(profile, layout, g, hook, { ...machine, link: undefined, localDevices: link.ranks });
+    return Math.max(allReduceLinkMs(link, (g.end - g.start) * 4), work);
+  }
+  return hookWorkMs(profile, layout, g, hook, machine);
+}
+
+function hookWorkMs(profile: ModelProfile, layout: ParameterLayout, g: ParameterGroup, hook: Exclude<HookChoice, 'none'>, machine: Machine): number {
   const floats = g.end - g.start;
   const ranks = machine.link?.ranks ?? machine.localDevices;
   const c = machine.hookCosts;
