@@ -9,8 +9,33 @@ import type { LinkRate } from './network-namespaces.js';
 export const HOSTS_MODELS = ['alexnet-mini', 'alexnet'] as const;
 export type HostsModel = typeof HOSTS_MODELS[number];
 export const HOSTS_RATES = ['10gbit', '1gbit', '100mbit'] as const satisfies readonly LinkRate[];
-export const SCHEDULES = ['sequential', 'two-group', 'per-layer', 'buckets'] as const;
+/**
+ * tandem's schedules in the bench: sequential; two-group as the seed describes it (the next forward waits for the
+ * whole update: --forward-wait step); two-group with per-group forward waits and the priority exchange (chunks of
+ * PRIORITY_CHUNK floats); buckets; per-layer; and auto (--strategy auto --comm-hook auto: its own pick).
+ */
+export const SCHEDULES = ['sequential', 'two-group-seed', 'two-group-priority', 'buckets', 'per-layer', 'auto'] as const;
 export type Schedule = typeof SCHEDULES[number];
+export const DEFAULT_SCHEDULES: readonly Schedule[] = ['sequential', 'two-group-seed', 'two-group-priority', 'buckets', 'auto'];
+export const HOOKS = ['none', 'fp16', 'powersgd'] as const;
+export type Hook = typeof HOOKS[number];
+export const PRIORITY_CHUNK = 262144;
+
+/** The CLI flags of `schedule` with `hook` (two-group at `splitLayer` when known), and the key of auto's candidate that predicts it. */
+export function scheduleRun(schedule: Exclude<Schedule, 'auto'>, hook: Hook, splitLayer?: number): { args: string[]; key: string } {
+  const split = splitLayer === undefined ? [] : ['--split-layer', String(splitLayer)];
+  const hookArgs = hook === 'none' ? [] : hook === 'powersgd' ? ['--comm-hook', 'powersgd', '--powersgd-start-step', '0'] : ['--comm-hook', hook];
+  const run = (strategy: string, more: string[], wait: 'group' | 'step', order: string) =>
+    ({ args: ['--strategy', strategy, ...more, '--forward-wait', wait, ...hookArgs], key: `${strategy}/${wait}/${order}/${hook}` });
+  switch (schedule) {
+    case 'sequential': return run('sequential', [], 'group', 'ready');
+    case 'two-group-seed': return run('two-group', split, 'step', 'ready');
+    case 'two-group-priority': return run('two-group', [...split, '--exchange-order', 'priority', '--chunk-floats', String(PRIORITY_CHUNK)], 'group', `priority:${PRIORITY_CHUNK}`);
+    case 'buckets': return run('buckets', [], 'group', 'ready');
+    case 'per-layer': return run('per-layer', [], 'group', 'ready');
+    default: { const never: never = schedule; throw new RangeError(`bench hosts: schedule ${String(never)}`); }
+  }
+}
 
 /** Per model: samples per device per step, steps per run and the links run unless --rates says otherwise. */
 export const MODEL_DEFAULTS: Record<HostsModel, { batch: number; steps: number; rates: readonly LinkRate[] }> = {
@@ -28,26 +53,51 @@ export interface HostsBenchOptions {
   steps?: number;
   batch?: number;
   out: string;
+  schedules: Schedule[];
+  hooks: Hook[];
+  /** PyTorch rows (compute alone, DDP): off with --quick. */
+  torch: boolean;
+  quick: boolean;
 }
 
-/** Reads the bench's flags (comma lists), refusing a name it does not know. */
-export function parseHostsOptions(values: { models?: string; rates?: string; steps?: string; batch?: string; out?: string }): HostsBenchOptions {
+type HostsFlags = { models?: string; rates?: string; links?: string; steps?: string; batch?: string; out?: string; schedules?: string; hooks?: string; quick?: boolean };
+
+/** `1G` / `100M` (as --links says it) or `1gbit` / `100mbit`. */
+function rateOf(text: string): LinkRate {
+  const short = /^(\d+(?:\.\d+)?)([kmg])$/i.exec(text);
+  const r = short ? `${short[1]}${{ k: 'kbit', m: 'mbit', g: 'gbit' }[short[2].toLowerCase() as 'k' | 'm' | 'g']}` : text;
+  if (!/^\d+(\.\d+)?(kbit|mbit|gbit)$/.test(r)) throw new RangeError(`bench hosts: link rate '${text}' (--rates takes e.g. 10gbit,1gbit,100mbit or 10G,1G,100M)`);
+  return r as LinkRate;
+}
+
+/**
+ * Reads the bench's flags (comma lists), refusing a name it does not know. `--quick`: fewer steps (8; alexnet 5),
+ * no PyTorch rows, the hooks none and fp16 unless --hooks says otherwise.
+ */
+export function parseHostsOptions(values: HostsFlags): HostsBenchOptions {
   const list = (text: string): string[] => text.split(',').map(s => s.trim()).filter(s => s !== '');
-  const models = list(values.models ?? HOSTS_MODELS.join(',')).map(m => {
-    if (!(HOSTS_MODELS as readonly string[]).includes(m)) throw new RangeError(`bench hosts: unknown model '${m}' (--models takes ${HOSTS_MODELS.join(', ')})`);
-    return m as HostsModel;
-  });
-  const rates = values.rates === undefined ? undefined : list(values.rates).map(r => {
-    if (!/^\d+(\.\d+)?(kbit|mbit|gbit)$/.test(r)) throw new RangeError(`bench hosts: link rate '${r}' (--rates takes e.g. 10gbit,1gbit,100mbit)`);
-    return r as LinkRate;
-  });
+  const names = <T extends string>(flag: string, text: string | undefined, known: readonly T[], fallback: readonly T[]): T[] => (text === undefined ? [...fallback] : list(text).map(m => {
+    if (!(known as readonly string[]).includes(m)) throw new RangeError(`bench hosts: unknown ${flag === 'models' ? 'model' : flag.replace(/s$/, '')} '${m}' (--${flag} takes ${known.join(', ')})`);
+    return m as T;
+  }));
+  const models = names('models', values.models, HOSTS_MODELS, HOSTS_MODELS);
+  const rateText = values.rates ?? values.links;
+  const rates = rateText === undefined ? undefined : list(rateText).map(rateOf);
   const count = (name: string, text: string | undefined, min: number): number | undefined => {
     if (text === undefined) return undefined;
     const n = Number(text);
     if (!Number.isInteger(n) || n < min) throw new RangeError(`bench hosts: --${name} must be an integer >= ${min}, got '${text}'`);
     return n;
   };
-  return { models, rates, steps: count('steps', values.steps, 4), batch: count('batch', values.batch, 1), out: values.out ?? 'bench/results' };
+  const quick = values.quick === true;
+  return { models, rates, steps: count('steps', values.steps, 4), batch: count('batch', values.batch, 1), out: values.out ?? 'bench/results',
+    schedules: names('schedules', values.schedules, SCHEDULES, DEFAULT_SCHEDULES), hooks: names('hooks', values.hooks, HOOKS, quick ? ['none', 'fp16'] : HOOKS),
+    torch: !quick, quick };
+}
+
+/** Steps of a run: --steps, else the model's default (--quick: 8, alexnet 5). */
+export function stepsOf(model: HostsModel, opts: HostsBenchOptions): number {
+  return opts.steps ?? (opts.quick ? (model === 'alexnet' ? 5 : 8) : MODEL_DEFAULTS[model].steps);
 }
 
 /** Untimed first steps of a run of `steps` (a third, at least one): 12 steps time the last 8. */
@@ -102,20 +152,26 @@ export interface HostsRow {
   lineRateBoundMs?: number;
   /** Every timed step's ms, per host (compute-only: the one process; comm: each all-reduce, per host). */
   hostsMs: number[][];
+  /** comm row: the link as auto measured it at start (α, β). */
+  measuredLink?: { alphaMs: number; bitsPerSecond: number; source: string; samples?: { bytes: number; ms: number }[] };
+  /** tandem: the cost model's prediction of this schedule (auto's candidate of the same key, on the link it measured). */
+  predictedMs?: number;
   /** tandem: hosts that printed their last step but did not exit (killed after a grace; their steps are counted). */
   hostsHungAtExit?: number[];
 }
 
 export function printHostsTable(rows: readonly HostsRow[]): void {
-  console.log('\n| model | link (real TCP, tc tbf) | schedule | step ms | samples/s | lower bound ms | step / lower bound | step / line-rate bound |');
-  console.log('|---|---|---|---:|---:|---:|---:|---:|');
+  console.log('\n| model | link (real TCP, tc tbf) | schedule | step ms | predicted ms | step / predicted | samples/s | lower bound ms | step / lower bound | step / line-rate bound |');
+  console.log('|---|---|---|---:|---:|---:|---:|---:|---:|---:|');
   for (const r of rows) {
     const sps = r.samplesPerSecond === undefined ? '' : r.samplesPerSecond.toFixed(1);
     const lb = r.lowerBoundMs === undefined ? '' : r.lowerBoundMs.toFixed(0);
     const ratio = r.lowerBoundMs === undefined ? '' : (r.stepMs / r.lowerBoundMs).toFixed(2);
     const lineRatio = r.lineRateBoundMs === undefined ? '' : (r.stepMs / r.lineRateBoundMs).toFixed(2);
     const hung = r.hostsHungAtExit ? ' †' : '';
-    console.log(`| ${r.model} | ${r.link} | ${r.schedule}${hung} | ${r.stepMs.toFixed(1)} | ${sps} | ${lb} | ${ratio} | ${lineRatio} |`);
+    const predicted = r.predictedMs === undefined ? '' : r.predictedMs.toFixed(1);
+    const vsPredicted = r.predictedMs === undefined ? '' : (r.stepMs / r.predictedMs).toFixed(2);
+    console.log(`| ${r.model} | ${r.link} | ${r.schedule}${hung} | ${r.stepMs.toFixed(1)} | ${predicted} | ${vsPredicted} | ${sps} | ${lb} | ${ratio} | ${lineRatio} |`);
   }
   if (rows.some(r => r.hostsHungAtExit)) console.log('\n† a host hung after its last step (did not exit) and was killed; its steps are counted.');
 }

@@ -10,7 +10,7 @@
 import { fileURLToPath } from 'node:url';
 import type { HostPair } from './network-namespaces.js';
 import { jsonLines, runHere, runOnHosts, type HostCommand } from './hosts-job.js';
-import type { HostsModel, Schedule } from './hosts-figures.js';
+import type { HostsModel } from './hosts-figures.js';
 import { torchScriptPath } from './torch-reference.js';
 import type { ProbeResult } from './hosts-link-probe.js';
 
@@ -22,12 +22,20 @@ export const DEVICE_THREADS = 1;
 export interface RunShape { model: HostsModel; batchPerDevice: number; steps: number; untimed: number; timeoutMs: number }
 
 /** A tandem run's timed steps' ms per host, the model's parameter count, the hosts killed after their last step (see runOnHosts). */
-export interface TandemTimes { hostsMs: number[][]; parameters: number; hungAtExit?: number[] }
+export interface TandemTimes { hostsMs: number[][]; parameters: number; hungAtExit?: number[]; auto?: AutoEvent }
 
-function trainArgs(shape: RunShape, schedule: Schedule, hosts: number): string[] {
+/** What `--strategy auto --json` prints on host 0 (src/cli/main.ts autoEvent). */
+export interface AutoEvent {
+  strategy: string; splitLayer?: number; forwardWait: string; exchangeOrder: string; chunkFloats?: number; commHook?: string; predictedMs: number; reason: string;
+  link?: { alphaMs: number; bitsPerSecond: number; source: string; samples?: { bytes: number; ms: number }[] };
+  candidates: { key: string; predictedMs: number; splitLayer?: number }[];
+}
+
+/** `schedule`: the flags of the schedule (--strategy ... ). */
+function trainArgs(shape: RunShape, schedule: readonly string[], hosts: number): string[] {
   return [CLI, 'train', '--model', shape.model, '--data', 'synthetic-images', '--dataset-size', '512', '--classes', '10',
     '--backend', 'native', '--native-threads', String(DEVICE_THREADS), '--devices', '1', '--batch', String(hosts * shape.batchPerDevice),
-    '--steps', String(shape.steps), '--strategy', schedule, '--optimizer', 'sgd', '--lr', '0.01', '--json', '--verbose'];  // --verbose: every host prints its own steps
+    '--steps', String(shape.steps), ...schedule, '--optimizer', 'sgd', '--lr', '0.01', '--json', '--verbose'];  // --verbose: every host prints its own steps
 }
 
 /** The step events' ms after the untimed steps, and the parameter count (the 'ready' event), from a host's --json output. */
@@ -41,21 +49,22 @@ function tandemTimes(stdout: string, shape: RunShape, label: string): { ms: numb
   return { ms, parameters: ready.parameters };
 }
 
-/** tandem on 2 hosts × 1 device, `schedule`, host 0 serving the rendezvous at its address on `port`. */
-export async function tandemAcrossHosts(net: HostPair, shape: RunShape, schedule: Schedule, port: number): Promise<TandemTimes> {
-  const label = `tandem ${shape.model} ${schedule} on 2 hosts`;
+/** tandem on 2 hosts × 1 device, `schedule` (its flags), host 0 serving the rendezvous at its address on `port`. */
+export async function tandemAcrossHosts(net: HostPair, shape: RunShape, schedule: readonly string[], port: number): Promise<TandemTimes> {
+  const label = `tandem ${shape.model} ${schedule.join(' ')} on 2 hosts`;
   const command = (h: 0 | 1): HostCommand => ({ command: process.execPath,
     args: [...trainArgs(shape, schedule, 2), '--hosts', '2', '--host-rank', String(h), '--rendezvous', `${net.addresses[0]}:${port}`] });
   const lastStep = `"event":"step","step":${shape.steps},`;
   const { outs, hungAtExit } = await runOnHosts(net, [command(0), command(1)], shape.timeoutMs, label, o => o.includes(lastStep));
   const hosts = outs.map(o => tandemTimes(o, shape, label));
-  return { hostsMs: hosts.map(h => h.ms), parameters: hosts[0].parameters, hungAtExit };
+  const auto = jsonLines(outs[0]).find(l => l.event === 'auto') as AutoEvent | undefined;
+  return { hostsMs: hosts.map(h => h.ms), parameters: hosts[0].parameters, hungAtExit, ...(auto ? { auto } : {}) };
 }
 
 /** tandem on one device alone (one process, the same per-device batch, no exchange). */
 export async function tandemComputeOnly(shape: RunShape): Promise<TandemTimes> {
   const label = `tandem ${shape.model} on one device`;
-  const t = tandemTimes(await runHere({ command: process.execPath, args: trainArgs(shape, 'sequential', 1) }, shape.timeoutMs, label), shape, label);
+  const t = tandemTimes(await runHere({ command: process.execPath, args: trainArgs(shape, ['--strategy', 'sequential'], 1) }, shape.timeoutMs, label), shape, label);
   return { hostsMs: [t.ms], parameters: t.parameters };
 }
 

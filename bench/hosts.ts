@@ -1,10 +1,12 @@
 /**
- * `npm run bench -- hosts [--models alexnet-mini,alexnet] [--rates 10gbit,1gbit,100mbit] [--steps N] [--batch B]`:
+ * `npm run bench -- hosts [--models alexnet-mini,alexnet] [--rates 10gbit,1gbit,100mbit | --links 1G,100M] [--schedules ...] [--hooks none,fp16,powersgd] [--quick] [--steps N] [--batch B]`:
  * tandem across 2 hosts × 1 device, the hosts being two network namespaces
  * on this machine joined by a veth pair whose ends' egress is shaped with
  * `tc tbf` — real TCP through the kernel at that rate, not the emulated
- * `--link`. For each model and link rate: each schedule's step time and
- * samples/s (sequential, two-group, per-layer, buckets); beside them the
+ * `--link`. For each model and link rate: auto's pick (it measures the link
+ * and predicts every candidate), then each schedule × comm hook
+ * (hosts-figures.ts SCHEDULES) beside the cost model's prediction of it
+ * (auto's candidate of the same key); step time and samples/s; beside them the
  * parts of the lower bound max(compute, comm) — compute: one device alone,
  * same per-device batch, no exchange; comm: an all-reduce of the model's
  * full gradient over tandem's gloo transport across the same link — and, in
@@ -19,9 +21,9 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { makeHostPair, namespaceSupport, type HostPair, type LinkRate } from './network-namespaces.js';
 import { killRunningJobs } from './hosts-job.js';
-import { bitsPerSecondOf, lineRateAllReduceMs, lowerBoundMs, MODEL_DEFAULTS, printHostsTable, SCHEDULES,
-  slowerHostMedian, untimedSteps, type HostsBenchOptions, type HostsModel, type HostsRow } from './hosts-figures.js';
-import { allReduceAcrossHosts, ddpAcrossHosts, DEVICE_THREADS, tandemAcrossHosts, tandemComputeOnly, torchComputeOnly, type RunShape } from './hosts-runs.js';
+import { bitsPerSecondOf, lineRateAllReduceMs, lowerBoundMs, MODEL_DEFAULTS, printHostsTable, scheduleRun,
+  slowerHostMedian, stepsOf, untimedSteps, type HostsBenchOptions, type HostsModel, type HostsRow } from './hosts-figures.js';
+import { allReduceAcrossHosts, ddpAcrossHosts, DEVICE_THREADS, tandemAcrossHosts, tandemComputeOnly, torchComputeOnly, type AutoEvent, type RunShape, type TandemTimes } from './hosts-runs.js';
 import { findTorchPython } from './torch-reference.js';
 import { loadGlooAddon } from '../src/collectives/gloo/gloo-addon.js';
 import { loadNativeAddon } from '../src/engine/native/native-addon.js';
@@ -34,7 +36,7 @@ interface ModelBase { shape: RunShape; parameters: number; computeMs: number; to
 
 function shapeOf(model: HostsModel, opts: HostsBenchOptions): RunShape {
   const d = MODEL_DEFAULTS[model];
-  const steps = opts.steps ?? d.steps;
+  const steps = stepsOf(model, opts);
   return { model, batchPerDevice: opts.batch ?? d.batch, steps, untimed: untimedSteps(steps), timeoutMs: 900_000 };
 }
 
@@ -60,7 +62,42 @@ async function modelBase(model: HostsModel, opts: HostsBenchOptions, python: str
   return base;
 }
 
-async function linkRows(net: HostPair, base: ModelBase, link: LinkRate, python: string | undefined): Promise<HostsRow[]> {
+/** One tandem row: the run's slower-host median beside `predictedMs`. */
+function tandemRow(base: ModelBase, link: LinkRate, schedule: string, t: TandemTimes, bound: number, lineMs: number, predictedMs?: number): HostsRow {
+  const stepMs = slowerHostMedian(t.hostsMs);
+  const hung = t.hungAtExit?.length ? ` (host ${t.hungAtExit.join(', ')} hung after its last step and was killed: the end-of-run bug in the README)` : '';
+  const vs = predictedMs === undefined ? '' : `, predicted ${predictedMs.toFixed(1)} (measured / predicted ${(stepMs / predictedMs).toFixed(2)})`;
+  console.log(`  tandem ${schedule}: ${stepMs.toFixed(1)} ms/step${vs}${hung}`);
+  return { model: base.shape.model, link, kind: 'tandem', schedule, stepMs, samplesPerSecond: 2 * base.shape.batchPerDevice / (stepMs / 1000), lowerBoundMs: bound,
+    lineRateBoundMs: lowerBoundMs(base.computeMs, lineMs), hostsMs: t.hostsMs, ...(predictedMs !== undefined ? { predictedMs } : {}),
+    ...(t.hungAtExit?.length ? { hostsHungAtExit: t.hungAtExit } : {}) };
+}
+
+/** auto first (--strategy auto --comm-hook auto: it measures the link and predicts every candidate), then each schedule × hook beside its prediction. */
+async function scheduleRows(net: HostPair, base: ModelBase, link: LinkRate, opts: HostsBenchOptions, bound: number, lineMs: number): Promise<{ rows: HostsRow[]; auto?: AutoEvent }> {
+  const rows: HostsRow[] = [];
+  let auto: AutoEvent | undefined;
+  if (opts.schedules.includes('auto')) {
+    const t = await tandemAcrossHosts(net, base.shape, ['--strategy', 'auto', '--comm-hook', 'auto', '--powersgd-start-step', '0'], nextPort++);
+    auto = t.auto;
+    if (auto) console.log(`  auto: ${auto.reason}`);
+    rows.push(tandemRow(base, link, `auto → ${auto ? `${auto.strategy}/${auto.forwardWait}/${auto.exchangeOrder}${auto.chunkFloats ? `:${auto.chunkFloats}` : ''}/${auto.commHook ?? 'none'}` : '?'}`,
+      t, bound, lineMs, auto?.predictedMs));
+  }
+  const split = auto?.candidates.find(c => c.splitLayer !== undefined)?.splitLayer;
+  const predicted = new Map(auto?.candidates.map(c => [c.key, c.predictedMs]) ?? []);
+  for (const schedule of opts.schedules) {
+    if (schedule === 'auto') continue;
+    for (const hook of opts.hooks) {
+      const run = scheduleRun(schedule, hook, split);
+      const t = await tandemAcrossHosts(net, base.shape, run.args, nextPort++);
+      rows.push(tandemRow(base, link, `${schedule}${hook === 'none' ? '' : ` + ${hook}`}`, t, bound, lineMs, predicted.get(run.key)));
+    }
+  }
+  return { rows, auto };
+}
+
+async function linkRows(net: HostPair, base: ModelBase, link: LinkRate, python: string | undefined, opts: HostsBenchOptions): Promise<HostsRow[]> {
   const { shape } = base;
   const model = shape.model;
   net.shape(link);
@@ -71,14 +108,9 @@ async function linkRows(net: HostPair, base: ModelBase, link: LinkRate, python: 
   console.log(`${model} at ${link}: all-reduce of ${base.parameters} floats ${commMs.toFixed(1)} ms (at line rate ${lineMs.toFixed(1)} ms)`);
   const rows: HostsRow[] = [{ model, link, kind: 'comm', schedule: `gloo all-reduce, full gradient (line rate: ${lineMs.toFixed(0)} ms)`, stepMs: commMs, hostsMs: commHosts }];
   const bound = lowerBoundMs(base.computeMs, commMs);
-  for (const schedule of SCHEDULES) {
-    const t = await tandemAcrossHosts(net, shape, schedule, nextPort++);
-    const stepMs = slowerHostMedian(t.hostsMs);
-    const hung = t.hungAtExit?.length ? ` (host ${t.hungAtExit.join(', ')} hung after its last step and was killed: the end-of-run bug in the README)` : '';
-    console.log(`  tandem ${schedule}: ${stepMs.toFixed(1)} ms/step${hung}`);
-    rows.push({ model, link, kind: 'tandem', schedule, stepMs, samplesPerSecond: global / (stepMs / 1000), lowerBoundMs: bound, lineRateBoundMs: lowerBoundMs(base.computeMs, lineMs), hostsMs: t.hostsMs,
-      ...(t.hungAtExit?.length ? { hostsHungAtExit: t.hungAtExit } : {}) });
-  }
+  const scheduled = await scheduleRows(net, base, link, opts, bound, lineMs);
+  rows.push(...scheduled.rows);
+  if (scheduled.auto?.link) rows[0].measuredLink = scheduled.auto.link;
   if (python !== undefined && base.torchComputeMs !== undefined) {
     const d = await ddpAcrossHosts(net, python, shape, nextPort++);
     if (d.parameters !== base.parameters) throw new Error(`hosts bench: PyTorch DDP's ${model} has ${d.parameters} parameters, tandem's ${base.parameters}`);
@@ -104,11 +136,11 @@ function refusal(): string | undefined {
 export async function runHostsBench(opts: HostsBenchOptions): Promise<void> {
   const why = refusal();
   if (why !== undefined) { console.error(`bench hosts: cannot run: ${why}`); process.exitCode = 1; return; }
-  const python = findTorchPython();
+  const python = opts.torch ? findTorchPython() : undefined;
   const loadBefore = os.loadavg();
   console.log(`hosts bench: 2 hosts x 1 device (native, ${DEVICE_THREADS} thread), models ${opts.models.join(', ')}; ${LINK_NOTE}; ` +
     `${os.availableParallelism()} cores, load average ${loadBefore.map(l => l.toFixed(2)).join(' ')}`);
-  if (python === undefined) console.log('(no PyTorch rows: `python3 -c "import torch"` fails here; Debian: apt-get install python3-torch)');
+  if (python === undefined) console.log(opts.torch ? '(no PyTorch rows: `python3 -c "import torch"` fails here; Debian: apt-get install python3-torch)' : '(--quick: no PyTorch rows)');
   const net = makeHostPair();
   const onSignal = (signal: NodeJS.Signals): void => { killRunningJobs(); net.close(); console.error(`bench hosts: ${signal}: stopped, namespaces removed`); process.exit(130); };
   for (const s of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.once(s, onSignal);
@@ -118,7 +150,7 @@ export async function runHostsBench(opts: HostsBenchOptions): Promise<void> {
     for (const model of opts.models) {
       const base = await modelBase(model, opts, python, rows);
       bases.push(base);
-      for (const link of opts.rates ?? MODEL_DEFAULTS[model].rates) rows.push(...await linkRows(net, base, link, python));
+      for (const link of opts.rates ?? MODEL_DEFAULTS[model].rates) rows.push(...await linkRows(net, base, link, python, opts));
     }
   } finally {
     killRunningJobs();
@@ -134,6 +166,7 @@ export async function runHostsBench(opts: HostsBenchOptions): Promise<void> {
     cores: os.availableParallelism(), loadAverage: { before: loadBefore, after: loadAfter }, threadsPerDevice: DEVICE_THREADS, options: opts,
     models: bases.map(b => ({ model: b.shape.model, parameters: b.parameters, batchPerDevice: b.shape.batchPerDevice, steps: b.shape.steps,
       untimed: b.shape.untimed, computeMs: b.computeMs, torchComputeMs: b.torchComputeMs })),
-    rows: rows.map(r => ({ ...r, stepOverLowerBound: r.lowerBoundMs === undefined ? undefined : r.stepMs / r.lowerBoundMs })) }, null, 2));
+    rows: rows.map(r => ({ ...r, stepOverLowerBound: r.lowerBoundMs === undefined ? undefined : r.stepMs / r.lowerBoundMs,
+      stepOverPredicted: r.predictedMs === undefined ? undefined : r.stepMs / r.predictedMs })) }, null, 2));
   console.log(`\nJSON: ${opts.out}/hosts.json`);
 }

@@ -17,7 +17,7 @@ import { runChunkSizeBench } from './chunk-size.js';
 
 const { positionals, values } = parseArgs({
   allowPositionals: true,
-  options: { classes: { type: 'string' }, models: { type: 'string' }, links: { type: 'string' }, rates: { type: 'string' }, steps: { type: 'string' }, 'stock-steps': { type: 'string' }, batch: { type: 'string' }, out: { type: 'string' }, runs: { type: 'string' }, busy: { type: 'string' } },
+  options: { classes: { type: 'string' }, models: { type: 'string' }, links: { type: 'string' }, rates: { type: 'string' }, steps: { type: 'string' }, 'stock-steps': { type: 'string' }, batch: { type: 'string' }, out: { type: 'string' }, runs: { type: 'string' }, busy: { type: 'string' }, schedules: { type: 'string' }, hooks: { type: 'string' }, quick: { type: 'boolean' } },
 });
 const name = positionals[0] ?? 'scaling';
 switch (name) {

@@ -120,7 +120,8 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
   const allReduce = oneOf('allReduce', config.allReduce ?? 'sharded', ALL_REDUCE_KINDS);
   if (config.transport !== undefined && (typeof config.transport !== 'string' || config.transport === '')) bad('transport', 'must be the name of a registered transport');
   const transport = getTransport(config.transport ?? (topology.processes > 1 ? hostsTransport(topology.localDevices) : DEFAULT_TRANSPORT));
-  const commHook = await resolveCommHook(config.commHook, config.commHookOptions);
+  if (config.commHook === 'auto' && config.strategy !== 'auto') bad('commHook', "'auto' (let --strategy auto pick a hook) needs strategy 'auto'");
+  const commHook = config.commHook === 'auto' ? undefined : await resolveCommHook(config.commHook, config.commHookOptions); // auto: options checked once a hook is picked
   const stallTimeoutMs = finite('stallTimeoutMs', config.stallTimeoutMs ?? 120_000, 100, 24 * 3600_000);
   const loaderThreads = positiveInt('loaderThreads', config.loaderThreads ?? Math.min(2, Math.max(1, os.availableParallelism() - 1)), 16);
 

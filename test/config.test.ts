@@ -39,6 +39,7 @@ const cases: [string, TrainConfig, string, RegExp][] = [
   ['partition of the wrong device count', { method: 'local-head', data: 'synthetic-images', classes: 4, devices: 2, partition: [[0, 1, 2, 3]] }, 'BAD_CONFIG', /lists 1 devices but the run has 2/],
   ['unknown method', { method: 'model-parallel' as 'local-head' }, 'BAD_CONFIG', /config\.method/],
   ['unknown strategy', { strategy: 'fastest' as 'auto' }, 'BAD_CONFIG', /config\.strategy/],
+  ['commHook auto without strategy auto', { commHook: 'auto' }, 'BAD_CONFIG', /config\.commHook: 'auto'.*needs strategy 'auto'/],
   ['bad link', { link: 'fast' }, 'BAD_CONFIG', /--link 'fast'/],
 ];
 

@@ -3,15 +3,35 @@
 // and the lower bound max(compute, comm). The runs themselves need root and
 // network namespaces: `npm run bench -- hosts`.
 import t from 'tap';
-import { bitsPerSecondOf, lineRateAllReduceMs, lowerBoundMs, median, parseHostsOptions, slowerHostMedian, untimedSteps } from '../bench/hosts-figures.js';
+import { bitsPerSecondOf, DEFAULT_SCHEDULES, HOOKS, lineRateAllReduceMs, lowerBoundMs, median, parseHostsOptions, scheduleRun, slowerHostMedian, untimedSteps } from '../bench/hosts-figures.js';
+import { candidateKey } from '../src/profiling/auto-candidates.js';
+import { parseTrainArgs } from '../src/cli/parse-train-args.js';
 
 t.test('options: defaults, lists, refusals naming the flag', async t => {
-  t.same(parseHostsOptions({}), { models: ['alexnet-mini', 'alexnet'], rates: undefined, steps: undefined, batch: undefined, out: 'bench/results' });
+  t.same(parseHostsOptions({}), { models: ['alexnet-mini', 'alexnet'], rates: undefined, steps: undefined, batch: undefined, out: 'bench/results',
+    schedules: [...DEFAULT_SCHEDULES], hooks: [...HOOKS], torch: true, quick: false });
   const o = parseHostsOptions({ models: 'alexnet-mini', rates: '1gbit, 100mbit', steps: '12', batch: '16', out: '/tmp/x' });
-  t.same(o, { models: ['alexnet-mini'], rates: ['1gbit', '100mbit'], steps: 12, batch: 16, out: '/tmp/x' });
+  t.same(o, { models: ['alexnet-mini'], rates: ['1gbit', '100mbit'], steps: 12, batch: 16, out: '/tmp/x', schedules: [...DEFAULT_SCHEDULES], hooks: [...HOOKS], torch: true, quick: false });
+  const q = parseHostsOptions({ models: 'alexnet-mini', links: '1G,100M', quick: true, schedules: 'sequential,auto' });
+  t.same([q.rates, q.schedules, q.hooks, q.torch], [['1gbit', '100mbit'], ['sequential', 'auto'], ['none', 'fp16'], false], '--links 1G,100M --quick');
+  t.throws(() => parseHostsOptions({ schedules: 'fastest' }), /unknown schedule 'fastest' \(--schedules/);
+  t.throws(() => parseHostsOptions({ hooks: 'int8' }), /unknown hook 'int8' \(--hooks/);
   t.throws(() => parseHostsOptions({ models: 'resnet' }), /unknown model 'resnet' \(--models/);
   t.throws(() => parseHostsOptions({ rates: '1gbps' }), /link rate '1gbps' \(--rates/);
   t.throws(() => parseHostsOptions({ steps: '3' }), /--steps must be an integer >= 4/);
+});
+
+t.test("each schedule's flags give the configuration its prediction's key names", async t => {
+  for (const schedule of DEFAULT_SCHEDULES) {
+    if (schedule === 'auto') continue;
+    for (const hook of HOOKS) {
+      const run = scheduleRun(schedule, hook, 2);
+      const c = parseTrainArgs(run.args, 'train').config;
+      const key = candidateKey({ strategy: c.strategy as 'sequential', forwardWait: c.forwardWait ?? 'group', exchangeOrder: c.exchangeOrder ?? 'ready',
+        chunkFloats: c.chunkFloats, commHook: (c.commHook ?? 'none') as 'none' });
+      t.equal(run.key, key, `${schedule} + ${hook}: ${run.args.join(' ')}`);
+    }
+  }
 });
 
 t.test('timed steps: the first third untimed, at least one', async t => {

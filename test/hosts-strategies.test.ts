@@ -91,7 +91,8 @@ if (glooAddonOrSkip()) {
     const reference = summaryOf(ended.reference.lines).replicaChecksum;
     for (const name of ['two-group', 'per-layer', 'buckets', 'auto', 'priority']) {
       const [h0, h1] = [0, 1].map(r => summaryOf(ended[name].lines, `[host ${r}] `));
-      t.ok(h0.strategy.groups.length > 1, `${name}: ${h0.strategy.groups.length} exchange groups (${h0.strategy.name})`);
+      // auto runs what the cost model predicts fastest (the simplest within 2%: on this tiny mlp, often sequential)
+      if (name !== 'auto') t.ok(h0.strategy.groups.length > 1, `${name}: ${h0.strategy.groups.length} exchange groups (${h0.strategy.name})`);
       t.equal(h1.strategy.name, h0.strategy.name, `${name}: both hosts ran ${h0.strategy.name}`);
       t.same([h0.replicaChecksum, h1.replicaChecksum], [reference, reference], `${name}: both hosts' replicas = the one-process replica`);
       t.ok(bits(name).equals(bits('reference')), `${name}: weights.bin bit-identical to one process's`);

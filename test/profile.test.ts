@@ -56,7 +56,7 @@ t.test('--strategy auto on functional resnet-mini: every layer profiled in topol
   t.equal(summary.steps, 2);
 });
 
-t.test('--strategy auto on alexnet-mini: AlexNet-like with the FC layers first (where its margin is large), two-group at p', async t => {
+t.test('--strategy auto on alexnet-mini: AlexNet-like with the FC layers first (where its margin is large), two-group at p among the candidates, the pick trained', async t => {
   let choice: AutoChoice | undefined;
   const summary = await train({ ...synthetic, model: 'alexnet-mini', imageSize: [32, 32, 3], batch: 32, steps: 3, strategy: 'auto' },
     { onAutoChoice: c => { choice = c; } });
@@ -66,10 +66,13 @@ t.test('--strategy auto on alexnet-mini: AlexNet-like with the FC layers first (
     const dense = profile.layers.filter(l => l.className === 'Dense').map(l => l.name);
     t.same(verdict.fcGroup.slice(0, dense.length), dense, `the first group starts with the FC layers: ${verdict.fcGroup.join(', ')}`);
     t.ok(profile.layers.slice(verdict.p).every(l => l.className !== 'Dense'), 'no FC layer left in the conv group');
-    t.equal(summary.config.strategy, 'two-group');
-    t.ok((summary.auto?.splitLayer ?? 0) >= 2, `the FC group holds logits and fc1 (p = ${summary.auto?.splitLayer} layers with parameters)`);
-    t.equal(summary.strategy.groups.length, 2);
+    const twoGroup = choice!.candidates.filter(c => c.strategy === 'two-group');
+    t.ok(twoGroup.length > 0 && twoGroup.every(c => (c.splitLayer ?? 0) >= 2), `two-group is a candidate, its FC group holds logits and fc1 (p = ${twoGroup[0]?.splitLayer} layers with parameters)`);
   }
+  t.equal(summary.config.strategy, choice!.strategy, `trained with the pick, ${choice!.candidates.find(c => c.predictedMs === choice!.predictedMs)?.key}`);
+  t.ok(choice!.predictedMs <= choice!.candidates[0].predictedMs * 1.02 + 1e-9, 'the pick is within 2% of the fastest prediction');
+  t.equal(summary.config.forwardWait, choice!.forwardWait, 'with its forward wait');
+  t.equal(summary.config.commHook, undefined, 'no comm hook without --comm-hook auto');
   for (const link of [undefined, parseLink('1gbps'), parseLink('100mbps')]) {
     const preds = predictStrategies(profile, 2, { bucketCapMB: 0.5, firstBucketMB: 0.125 }, link);
     const seq = preds.find(p => p.strategy === 'sequential')!;

@@ -15,6 +15,8 @@ import { hostFieldsFromEnv, type HostFields } from '../world/host-args.js';
 import { launchHosts } from '../world/launch.js';
 import { abortWhenLauncherGoes } from './launcher-link.js';
 import type { TrainConfig } from '../config-types.js';
+import type { AutoChoice } from '../profiling/choose-strategy.js';
+import { linkBitsPerSecond } from '../profiling/link-fit.js';
 
 /** `config` with the host fields that are set (no undefined keys added). */
 function withHostFields(config: TrainConfig, hosts: HostFields): TrainConfig {
@@ -71,12 +73,29 @@ const HELP = `tandem — train TensorFlow.js models on several devices at once
   tandem profile --model NAME|PATH [--data …] [--batch GLOBAL] [--devices N] [--steps N]
                [--time-share X] [--param-share X] [--link BANDWIDTH] [--json]
 
-  --strategy auto profiles first, then picks two-group at p for AlexNet-like models,
-  otherwise the strategy the cost model predicts fastest.
+  --strategy auto profiles first (across hosts: every host times all-reduces over the host link, α + β·bytes),
+  then picks the schedule the cost model predicts fastest (strategy, --forward-wait, --exchange-order, --chunk-floats);
+  --comm-hook auto lets it pick a hook too (fp16, powersgd: they change the loss; default: no hook).
 
 Models: mlp, alexnet-mini, alexnet, convnet-gap, resnet-mini, mobilenet-mini, an ES module (tf, options) => tf.LayersModel,
         or a TensorFlow.js layers model.json (trained from its weights and written back in the same format).
 Data:   mnist, synthetic-images, or an ES module (options) => Dataset.`;
+
+/** `--json`: the auto event, with the link and every candidate's prediction. */
+function autoEvent(c: AutoChoice): Record<string, unknown> {
+  return { event: 'auto', strategy: c.strategy, splitLayer: c.splitLayer, forwardWait: c.forwardWait, exchangeOrder: c.exchangeOrder,
+    chunkFloats: c.chunkFloats, commHook: c.commHook, predictedMs: c.predictedMs, reason: c.reason,
+    link: c.link && { alphaMs: c.link.alphaMs, bitsPerSecond: linkBitsPerSecond(c.link), source: c.link.source, samples: c.link.samples },
+    candidates: c.candidates.map(x => ({ key: x.key, predictedMs: x.predictedMs, splitLayer: x.splitLayer })) };
+}
+
+/** What `auto` prints beside its event's line (the reason: the link, the profile, the top candidates): the flags it set. */
+function autoLines(c: AutoChoice): string[] {
+  return [
+    `auto: runs --strategy ${c.strategy}${c.splitLayer ? ` --split-layer ${c.splitLayer}` : ''} --forward-wait ${c.forwardWait} ` +
+      `--exchange-order ${c.exchangeOrder}${c.chunkFloats ? ` --chunk-floats ${c.chunkFloats}` : ''}${c.commHook ? ` --comm-hook ${c.commHook}` : ''}: predicted ${c.predictedMs.toFixed(1)} ms/step`,
+  ];
+}
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -95,8 +114,8 @@ async function main(argv: string[]): Promise<number> {
       const progress = new ProgressDisplay({ json, quiet, tty: process.stdout.isTTY === true, host, verbose });
       const run = startTraining(config, {
         onAutoChoice(choice) {
-          if (json) console.log(JSON.stringify({ event: 'auto', strategy: choice.strategy, splitLayer: choice.splitLayer, reason: choice.reason }));
-          else if (!quiet) console.log(`auto: picked ${choice.strategy}${choice.splitLayer ? ` (p = ${choice.splitLayer} layers with parameters)` : ''}: ${choice.reason}`);
+          if (json) console.log(JSON.stringify(autoEvent(choice)));
+          else if (!quiet) console.log(autoLines(choice).join('\n'));
         },
         onStep: m => progress.step(m),
         onSpans: spans => progress.spans(spans),

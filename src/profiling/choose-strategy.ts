@@ -1,7 +1,11 @@
 /**
- * `--strategy auto`: profile the model on the devices' engine, decide whether
- * it is AlexNet-like; if so, two-group at p (method A); otherwise the
- * strategy the cost model predicts fastest for this device count and link.
+ * `--strategy auto`: profile the model on the devices' engine, take the link
+ * (measured across hosts at start: link-probe.ts; an emulated `--link`; or
+ * none: shared memory), time the comm hooks' kernels, and pick the schedule
+ * the schedule model predicts fastest among the candidates
+ * (auto-candidates.ts): strategy, forward wait, exchange order and chunk, and
+ * — only with `commHook: 'auto'`, since compression changes the loss — a
+ * comm hook. The AlexNet-like verdict gives two-group its split p.
  */
 import type { TrainConfig } from '../config-types.js';
 import { resolveConfig } from '../config.js';
@@ -10,47 +14,81 @@ import { predictStrategies, type Prediction } from './cost-model.js';
 import { profileModel, type ProfileOptions, type RunTrial } from './profile-model.js';
 import type { ModelProfile } from './layer-profile.js';
 import type { StrategyName } from '../pipeline/strategy.js';
+import { describeLink, linkOfModel, type LinkCost } from './link-fit.js';
+import { measureHookCosts } from './hook-costs.js';
+import { pickCandidate, rankCandidates, type Candidate } from './auto-candidates.js';
+import type { HookChoice } from './schedule-model.js';
 
 /** resolveConfig's default global batch. */
 const DEFAULT_BATCH = 32;
+/** Candidates the reason lists. */
+const SHOWN = 5;
 
 export interface AutoChoice {
   strategy: StrategyName;
   splitLayer?: number;
+  forwardWait: 'group' | 'step';
+  exchangeOrder: 'ready' | 'priority';
+  chunkFloats?: number;
+  /** Undefined: no hook (the plain all-reduce). */
+  commHook?: Exclude<HookChoice, 'none'>;
+  predictedMs: number;
   reason: string;
   verdict: AlexNetVerdict;
+  /** Every candidate, fastest first. */
+  candidates: Candidate[];
+  /** The link the prediction used (undefined: one host, shared memory). */
+  link?: LinkCost;
   predictions: Prediction[];
   profile: ModelProfile;
 }
 
 /**
  * `runTrial` runs the profiler's calibration run: the trainer passes its own `train`. Several hosts: this host's
- * devices are profiled in one process (each device's batch as in the run), and the cost model predicts for the world.
+ * devices are profiled in one process (each device's batch as in the run), `measured` is the host link (link-probe.ts).
  */
-export async function chooseStrategy(config: TrainConfig, runTrial: RunTrial, options: ProfileOptions = {}): Promise<AutoChoice> {
-  const resolved = await resolveConfig({ ...config, strategy: 'sequential' });
+export async function chooseStrategy(config: TrainConfig, runTrial: RunTrial, options: ProfileOptions = {}, measured?: LinkCost): Promise<AutoChoice> {
+  const allowCompression = config.commHook === 'auto';
+  const resolved = await resolveConfig({ ...withoutAutoHook(config), strategy: 'sequential' });
   const profile = await profileModel(thisHostAlone(config), runTrial, options);
   const conditions = { timeShare: config.timeShare ?? DEFAULT_CONDITIONS.timeShare, paramShare: config.paramShare ?? DEFAULT_CONDITIONS.paramShare };
   const verdict = decideAlexNetLike(profile.layers, conditions);
   const split = verdict.alexnetLike ? parameterisedSplit(profile.layers, verdict.p) : 0;
-  const predictions = predictStrategies(profile, resolved.devices, { ...resolved.strategyOptions, splitLayer: split > 0 ? split : undefined }, resolved.link);
-  if (verdict.alexnetLike && split > 0) {
-    return { strategy: 'two-group', splitLayer: split, verdict, predictions, profile,
-      reason: `AlexNet-like: ${verdict.reason} (${marginSentence(verdict)}); two-group with the FC group = ${verdict.fcGroup.join(', ')}` };
-  }
-  const fastest = [...predictions].sort((a, b) => a.stepMs - b.stepMs)[0];
+  const strategyOptions = { ...resolved.strategyOptions, splitLayer: split > 0 ? split : undefined };
+  const predictions = predictStrategies(profile, resolved.devices, strategyOptions, resolved.link);
+  const link = measured ?? (resolved.link ? linkOfModel(resolved.link, resolved.devices) : undefined);
+  const hookOptions = { rank: config.commHookOptions?.rank ?? 8, minCompressionRate: config.commHookOptions?.minCompressionRate ?? 2 };
+  const candidates = rankCandidates(profile, { localDevices: resolved.topology.localDevices, link, hookCosts: measureHookCosts(), powerSgd: hookOptions },
+    strategyOptions, allowCompression);
+  const best = pickCandidate(candidates);
   const where = resolved.topology.processes > 1
     ? ` for ${resolved.devices} devices (${resolved.topology.processes} hosts × ${resolved.topology.localDevices}; profiled on this host's ${resolved.topology.localDevices})` : '';
-  return { strategy: fastest.strategy as StrategyName, verdict, predictions, profile,
-    reason: `not AlexNet-like (${verdict.reason}; ${marginSentence(verdict)}); the cost model predicts ${fastest.strategy} fastest${where} at ${fastest.stepMs.toFixed(1)} ms/step` +
-      ` (${predictions.map(p => `${p.strategy} ${p.stepMs.toFixed(1)}`).join(', ')})` };
+  const reason = `${best.key} predicted ${best.predictedMs.toFixed(1)} ms/step${where}` +
+    `${best !== candidates[0] ? ` (the simplest within 2% of the fastest, ${candidates[0].key})` : ''}; ` +
+    `profile: forward ${profile.stepForwardMs.toFixed(1)} ms, backward ${profile.stepBackwardMs.toFixed(1)} ms, overhead ${profile.overheadMs.toFixed(1)} ms per step` +
+    `${profile.calibration ? ` (calibrated ×${profile.calibration.computeScale.toFixed(2)} on a ${profile.calibration.steadyStepMs.toFixed(1)} ms real step)` : ''}; ` +
+    `link: ${link ? describeLink(link) : 'none (shared memory)'}; compression ${allowCompression ? 'allowed (--comm-hook auto)' : 'not allowed (--comm-hook auto allows it)'}; ` +
+    `${verdict.alexnetLike ? `AlexNet-like, two-group at p = ${split}` : 'not AlexNet-like, no two-group'} (${verdict.reason}; ${marginSentence(verdict)}); ` +
+    `top: ${candidates.slice(0, SHOWN).map(c => `${c.key} ${c.predictedMs.toFixed(1)}`).join(', ')} ms`;
+  return { strategy: best.strategy, splitLayer: best.splitLayer, forwardWait: best.forwardWait, exchangeOrder: best.exchangeOrder,
+    chunkFloats: best.chunkFloats, commHook: best.commHook === 'none' ? undefined : best.commHook, predictedMs: best.predictedMs,
+    reason, verdict, candidates, link, predictions, profile };
 }
 
 /** The run as one process of this host's devices alone, each with the batch it trains in the run (no hosts, no rendezvous, its own transport). */
 function thisHostAlone(config: TrainConfig): TrainConfig {
   const hosts = config.hosts ?? 1;
-  if (hosts === 1) return config;
-  const { hosts: _hosts, hostRank: _rank, rendezvous: _rendezvous, transport: _transport, ...alone } = config;
+  const base = withoutAutoHook(config);
+  if (hosts === 1) return base;
+  const { hosts: _hosts, hostRank: _rank, rendezvous: _rendezvous, transport: _transport, ...alone } = base;
   void _hosts; void _rank; void _rendezvous; void _transport;
   return { ...alone, batch: (config.batch ?? DEFAULT_BATCH) / hosts };
+}
+
+/** `commHook: 'auto'` is auto's to resolve: profile (and check) without a hook, and without its options. */
+export function withoutAutoHook(config: TrainConfig): TrainConfig {
+  if (config.commHook !== 'auto') return config;
+  const { commHook: _hook, commHookOptions: _options, ...rest } = config;
+  void _hook; void _options;
+  return rest;
 }

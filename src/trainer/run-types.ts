@@ -63,7 +63,7 @@ export interface TrainSummary {
   /** Method B / partial-fc: heads, what was exchanged, held-out evaluation. */
   classifier?: ClassifierSummary;
   /** With `strategy: 'auto'`: what was picked and why. */
-  auto?: { strategy: string; splitLayer?: number; reason: string };
+  auto?: AutoSummary;
   history: { step: number; loss: number; accuracy: number }[];
   /** Final parameters in model order (`model.trainableWeights`), from device 0. */
   weights: { name: string; shape: number[]; values: Float32Array }[];
@@ -108,4 +108,19 @@ export interface TrainingHandle {
   /** Lifecycle events and warnings: started, auto, ready, epoch, checkpoint, warning, stopped, finished; or, last, failed. */
   events$: Observable<RunEvent>;
   done: Promise<TrainSummary>;
+}
+
+/** `strategy: 'auto'`: the schedule picked, its predicted step, the link measured, every candidate's prediction. */
+export interface AutoSummary {
+  strategy: string;
+  splitLayer?: number;
+  forwardWait: 'group' | 'step';
+  exchangeOrder: 'ready' | 'priority';
+  chunkFloats?: number;
+  commHook?: string;
+  predictedMs: number;
+  reason: string;
+  /** The link the prediction used: α (ms), β as bits per second; undefined: one host, shared memory. */
+  link?: { alphaMs: number; bitsPerSecond: number; source: 'measured' | 'emulated'; samples?: { bytes: number; ms: number }[] };
+  candidates: { key: string; predictedMs: number }[];
 }

@@ -7,14 +7,15 @@
 import { resolveConfig } from '../config.js';
 import type { ResolvedConfig, TrainConfig } from '../config-types.js';
 import type { StrategyName, StrategySpec } from '../pipeline/strategy.js';
-import { chooseStrategy } from '../profiling/choose-strategy.js';
+import { chooseStrategy, withoutAutoHook, type AutoChoice } from '../profiling/choose-strategy.js';
+import { linkBitsPerSecond, type LinkCost } from '../profiling/link-fit.js';
 import { decideOnHost0, type Decided } from '../world/decide-on-host0.js';
 import type { StoreServer } from '../collectives/gloo/tcp-store-server.js';
 import { TrainingRun } from './training-run.js';
 import { claimOutputs } from '../output/claim-outputs.js';
 import { failedEvent, RunStreams } from './run-streams.js';
 import { StopRequest } from './stop-request.js';
-import type { StepMetrics, TrainHooks, TrainSummary, TrainingHandle } from './run-types.js';
+import type { AutoSummary, StepMetrics, TrainHooks, TrainSummary, TrainingHandle } from './run-types.js';
 export type { StepMetrics, TrainHooks, TrainSummary, TrainingHandle } from './run-types.js';
 
 /** `stopRequest`: how `startTraining`'s handle (and the CLI's signals) stop or abort the run. */
@@ -26,7 +27,7 @@ export async function train(config: TrainConfig, hooks: TrainHooks = {}, stopReq
     let autoNote: AutoNote | undefined;
     if (config.strategy === 'auto') {
       ({ value: autoNote, server: served } = await pickStrategy(config, checked, hooks));
-      config = { ...config, strategy: autoNote.strategy as StrategyName, splitLayer: autoNote.splitLayer };
+      config = withChoice(config, autoNote);
     }
     const resolved = autoNote ? await resolveConfig(config) : checked;
     return await new TrainingRun(resolved, (config.strategy ?? 'sequential') as StrategySpec, hooks, autoNote, stopRequest, served).run();
@@ -36,21 +37,40 @@ export async function train(config: TrainConfig, hooks: TrainHooks = {}, stopReq
   }
 }
 
-type AutoNote = NonNullable<TrainSummary['auto']>;
+type AutoNote = AutoSummary;
+
+/** The config with auto's choice in place of `auto` (and of `commHook: 'auto'`). */
+function withChoice(config: TrainConfig, note: AutoNote): TrainConfig {
+  const { chunkFloats: _chunk, ...rest } = note.commHook === undefined ? withoutAutoHook(config) : config;
+  void _chunk;
+  return { ...rest, strategy: note.strategy as StrategyName, splitLayer: note.splitLayer, forwardWait: note.forwardWait,
+    exchangeOrder: note.exchangeOrder, ...(note.chunkFloats !== undefined ? { chunkFloats: note.chunkFloats } : {}),
+    ...(note.commHook !== undefined ? { commHook: note.commHook } : {}) };
+}
+
+/** What the summary keeps of auto's choice. */
+function noteOf(auto: AutoChoice): AutoNote {
+  const link = auto.link && { alphaMs: auto.link.alphaMs, bitsPerSecond: linkBitsPerSecond(auto.link), source: auto.link.source, samples: auto.link.samples };
+  return { strategy: auto.strategy, splitLayer: auto.splitLayer, forwardWait: auto.forwardWait, exchangeOrder: auto.exchangeOrder,
+    chunkFloats: auto.chunkFloats, commHook: auto.commHook, predictedMs: auto.predictedMs, reason: auto.reason, link,
+    candidates: auto.candidates.map(c => ({ key: c.key, predictedMs: c.predictedMs })) };
+}
 
 /**
  * `strategy: 'auto'`: profile and choose. Several hosts: host 0 alone profiles and reports the choice; every host runs
  * it (host 0 serves the rendezvous store from then on: `server`, for the run).
  */
 async function pickStrategy(config: TrainConfig, checked: ResolvedConfig, hooks: TrainHooks): Promise<Decided<AutoNote>> {
-  const choose = async (): Promise<AutoNote> => {
-    const auto = await chooseStrategy(config, train);
+  const choose = async (link?: LinkCost): Promise<AutoNote> => {
+    const auto = await chooseStrategy(config, train, {}, link);
     hooks.onAutoChoice?.(auto);
     hooks.onEvent?.({ type: 'auto', strategy: auto.strategy, splitLayer: auto.splitLayer, reason: auto.reason });
-    return { strategy: auto.strategy, splitLayer: auto.splitLayer, reason: auto.reason };
+    return noteOf(auto);
   };
   if (!checked.rendezvous) return { value: await choose() };
-  const decided = await decideOnHost0(checked, choose);
+  // The other hosts profile too, at the same time, and discard it: where hosts share a machine (the hosts bench, tests)
+  // host 0 then measures its compute under the load the run will have.
+  const decided = await decideOnHost0(checked, choose, true, link => chooseStrategy(config, train, {}, link));
   if (checked.topology.process === 0) return decided;
   return { ...decided, value: { ...decided.value, reason: `host 0 chose: ${decided.value.reason}` } };
 }

@@ -1,0 +1,78 @@
+/**
+ * The link as the cost model sees it: an all-reduce of `bytes` among the
+ * ranks across it takes α + β·wire, wire = 2(N-1)/N·bytes (what a ring or
+ * tandem's reduce-scatter + all-gather puts on the wire per rank). `fitLink`
+ * recovers α and β from timed all-reduces of several sizes (least squares on
+ * the medians); `linkOfModel` turns an emulated `--link` into the same form.
+ */
+import { TandemError } from '../errors.js';
+import type { LinkModel } from '../pipeline/link-model.js';
+
+export interface LinkCost {
+  /** Fixed cost of one collective (latency, synchronisation), ms. */
+  alphaMs: number;
+  /** ms per byte on the wire per rank. */
+  msPerWireByte: number;
+  /** Ranks across the link (hosts; an emulated link: devices). */
+  ranks: number;
+  /** How it was obtained, for the report. */
+  source: 'measured' | 'emulated';
+  /** measured: the medians the fit used. */
+  samples?: LinkSample[];
+}
+
+export interface LinkSample { bytes: number; ms: number }
+
+/** Bytes each rank sends in an all-reduce of `bytes` among `ranks`. */
+export function allReduceWireBytes(bytes: number, ranks: number): number {
+  return ranks <= 1 ? 0 : (2 * (ranks - 1) / ranks) * bytes;
+}
+
+/** ms of an all-reduce of `bytes` (float32 buffer bytes) over the link. */
+export function allReduceLinkMs(link: LinkCost, bytes: number): number {
+  return link.ranks <= 1 ? 0 : link.alphaMs + link.msPerWireByte * allReduceWireBytes(bytes, link.ranks);
+}
+
+/** ms of an all-gather in which each rank contributes `bytesPerRank` (each rank sends its part to the N-1 others). */
+export function allGatherLinkMs(link: LinkCost, bytesPerRank: number): number {
+  return link.ranks <= 1 ? 0 : link.alphaMs + link.msPerWireByte * (link.ranks - 1) * bytesPerRank;
+}
+
+/** Bits per second of the fitted β (for the report). */
+export function linkBitsPerSecond(link: LinkCost): number {
+  return link.msPerWireByte > 0 ? 8 * 1000 / link.msPerWireByte : Infinity;
+}
+
+/**
+ * α, β anchored at the smallest all-reduce (its time is nearly all latency): β by least squares through that point,
+ * so the large all-reduces, where the bytes dominate, set it; α = the anchor's time less its bytes' share. Both
+ * clamped at 0 (a noisy fit never predicts negative time).
+ */
+export function fitLink(samples: readonly LinkSample[], ranks: number): LinkCost {
+  if (samples.length < 2 || ranks < 2) throw new TandemError('BAD_CONFIG', `fitLink: needs timings of at least 2 sizes across at least 2 ranks, got ${samples.length} across ${ranks}`);
+  const points = samples.map(s => ({ x: allReduceWireBytes(s.bytes, ranks), y: s.ms })).sort((a, b) => a.x - b.x);
+  const [anchor, ...rest] = points;
+  let sxy = 0, sxx = 0;
+  for (const p of rest) { sxy += (p.x - anchor.x) * (p.y - anchor.y); sxx += (p.x - anchor.x) ** 2; }
+  const beta = sxx > 0 ? Math.max(0, sxy / sxx) : 0;
+  const alpha = Math.max(0, anchor.y - beta * anchor.x);
+  return { alphaMs: alpha, msPerWireByte: beta, ranks, source: 'measured', samples: [...samples] };
+}
+
+/** An emulated `--link` among `devices` (link-model.ts holds the exchange to bandwidth and latency). */
+export function linkOfModel(link: LinkModel, devices: number): LinkCost {
+  return { alphaMs: link.latencyMs, msPerWireByte: 8 * 1000 / link.bandwidth, ranks: devices, source: 'emulated' };
+}
+
+/** One line: `α 0.21 ms, β 0.94 Gbit/s (measured: 5 sizes, 4 B .. 16 MB)`. */
+export function describeLink(link: LinkCost): string {
+  const bps = linkBitsPerSecond(link);
+  const rate = bps === Infinity ? 'unbounded' : bps >= 1e9 ? `${(bps / 1e9).toFixed(2)} Gbit/s` : `${(bps / 1e6).toFixed(1)} Mbit/s`;
+  const s = link.samples;
+  const sizes = s && s.length > 0 ? `: ${s.length} sizes, ${s.map(x => `${fmtBytes(x.bytes)} ${x.ms.toFixed(2)} ms`).join(', ')}` : '';
+  return `α ${link.alphaMs.toFixed(3)} ms, β ${rate} (${link.source} across ${link.ranks}${sizes})`;
+}
+
+function fmtBytes(b: number): string {
+  return b >= 1 << 20 ? `${(b / (1 << 20)).toFixed(1)} MB` : b >= 1024 ? `${(b / 1024).toFixed(0)} KB` : `${b} B`;
+}

@@ -1,0 +1,189 @@
+/**
+ * Predicts the steady step time of one schedule — strategy (its exchange
+ * groups) × forward wait × exchange order (chunk size) × comm hook — from a
+ * profile, a link (α, β: link-fit.ts) and the hooks' CPU costs, by simulating
+ * a device's two queues over several steps:
+ *
+ * - compute: forward layer by layer (input layer first), each layer waiting
+ *   for its group's update of the last step (`forwardWait: 'group'`) or
+ *   every group before forward starts (`step`); then backward in
+ *   transmission order; a group is ready when backward has passed its last layer.
+ * - comm: one exchange at a time. `ready`: groups in transmission order, as
+ *   they become ready. `priority`: chunks of `chunkFloats` (a whole group
+ *   with a hook), the highest-priority ready group's next chunk first
+ *   (priority = the order forward needs them), plus one agreement (α) per
+ *   chunk across hosts. A group's update follows its last chunk.
+ * - an exchange: max(shared-memory all-reduce among this host's devices,
+ *   the link's α + β·wire bytes); a hook changes the bytes (fp16/bf16: an
+ *   all-gather of half; PowerSGD: all-reduces of P and Q at rank r and of the
+ *   uncompressed rest) and adds its compute (hook-costs.ts).
+ *
+ * The step's overhead (profile.overheadMs) comes before forward's first
+ * layer, once it may start. The period of the last steps is the prediction.
+ */
+import { layoutParameters, type ParameterGroup, type ParameterLayout } from '../model/parameter-layout.js';
+import { compressibleShape } from '../pipeline/hooks/power-sgd.js';
+import { allGatherLinkMs, allReduceLinkMs, type LinkCost } from './link-fit.js';
+import type { HookCosts } from './hook-costs.js';
+import type { ModelProfile } from './layer-profile.js';
+
+export type HookChoice = 'none' | 'fp16' | 'bf16' | 'powersgd';
+export type OrderChoice = { order: 'ready' } | { order: 'priority'; chunkFloats: number };
+
+export interface ScheduleSpec {
+  strategy: string;
+  groups: readonly ParameterGroup[];
+  forwardWait: 'group' | 'step';
+  exchange: OrderChoice;
+  hook: HookChoice;
+}
+
+export interface Machine {
+  /** Devices on this host (the shared-memory all-reduce among them). */
+  localDevices: number;
+  /** The link between hosts (or the emulated one); none: one host, shared memory only. */
+  link?: LinkCost;
+  hookCosts: HookCosts;
+  powerSgd: { rank: number; minCompressionRate: number };
+}
+
+const SIMULATED_STEPS = 8;
+
+/** One group's exchange as the comm queue runs it: its chunks' ms, then the update's ms. */
+interface GroupWork { chunksMs: number[]; updateMs: number; lastLayer: number; priority: number }
+
+/** The predicted steady step ms of `spec`. */
+export function predictScheduleMs(profile: ModelProfile, spec: ScheduleSpec, machine: Machine): number {
+  const layout = layoutParameters(profile.weights);
+  const layerIndex = new Map(profile.layers.map((l, i) => [l.name, i]));
+  const work = spec.groups.map((g, gi) => groupWork(profile, layout, layerIndex, g, gi, spec, machine));
+  const groupsOfLayer = layerGroups(profile, layout, layerIndex, spec.groups);
+  const fwd = scaled(profile.layers.map(l => l.forwardMs), profile.stepForwardMs);
+  const bwd = scaled(profile.layers.map(l => l.backwardMs), profile.stepBackwardMs);
+  let computeFree = 0, commFree = 0;
+  let done: number[] = spec.groups.map(() => 0);
+  const stepEnds: number[] = [];
+  for (let s = 0; s < SIMULATED_STEPS; s++) {
+    let t = computeFree;
+    if (spec.forwardWait === 'step') t = Math.max(t, ...done);
+    for (let i = profile.layers.length - 1; i >= 0; i--) {
+      for (const g of groupsOfLayer[i]) t = Math.max(t, done[g]);
+      if (i === profile.layers.length - 1) t += profile.overheadMs; // loading the parameters, the hand-off: once forward may start
+      t += fwd[i];
+    }
+    const passed: number[] = [];
+    for (let i = 0; i < profile.layers.length; i++) { t += bwd[i]; passed.push(t); }
+    computeFree = t;
+    const ready = work.map(w => (w.lastLayer < 0 ? t : passed[w.lastLayer]));
+    ({ done, free: commFree } = runComm(work, ready, commFree, spec.exchange.order));
+    stepEnds.push(Math.max(computeFree, ...done));
+  }
+  const k = SIMULATED_STEPS >> 1;
+  return (stepEnds[SIMULATED_STEPS - 1] - stepEnds[SIMULATED_STEPS - 1 - k]) / k;
+}
+
+/** The comm queue over one step's groups: when each group is applied, and when the queue is free again. */
+function runComm(work: readonly GroupWork[], ready: readonly number[], free: number, order: 'ready' | 'priority'): { done: number[]; free: number } {
+  const done = work.map(() => 0);
+  const next = work.map(() => 0);
+  const left = new Set(work.map((_, g) => g));
+  while (left.size > 0) {
+    let pick = -1;
+    if (order === 'ready') pick = Math.min(...left);
+    else {
+      for (const g of left) if (ready[g] <= free && (pick < 0 || work[g].priority > work[pick].priority)) pick = g;
+      if (pick < 0) pick = [...left].reduce((a, b) => (ready[b] < ready[a] ? b : a));
+    }
+    const w = work[pick];
+    free = Math.max(free, ready[pick]) + (w.chunksMs[next[pick]] ?? 0);
+    if (++next[pick] >= w.chunksMs.length) {
+      free += w.updateMs;
+      done[pick] = free;
+      left.delete(pick);
+    }
+  }
+  return { done, free };
+}
+
+function groupWork(profile: ModelProfile, layout: ParameterLayout, layerIndex: Map<string, number>, g: ParameterGroup, gi: number,
+  spec: ScheduleSpec, machine: Machine): GroupWork {
+  let lastLayer = -1;
+  for (const v of layout.variables) if (v.offset >= g.start && v.offset < g.end) lastLayer = Math.max(lastLayer, layerIndex.get(v.layer) ?? profile.layers.length - 1);
+  const floats = g.end - g.start;
+  const updateMs = (floats * 4) / profile.updateBytesPerMs;
+  const agreeMs = machine.link && machine.link.ranks > 1 && spec.exchange.order === 'priority' ? machine.link.alphaMs : 0;
+  let chunksMs: number[];
+  if (spec.hook === 'none') {
+    const chunk = spec.exchange.order === 'priority' ? spec.exchange.chunkFloats : floats;
+    chunksMs = [];
+    for (let at = 0; at < floats; at += chunk) chunksMs.push(plainMs(profile, machine, Math.min(chunk, floats - at) * 4) + agreeMs);
+    if (chunksMs.length === 0) chunksMs.push(0);
+  } else {
+    chunksMs = [hookMs(profile, layout, g, spec.hook, machine) + agreeMs];
+  }
+  return { chunksMs, updateMs, lastLayer, priority: gi };
+}
+
+/** An all-reduce of `bytes`: the shared-memory stage among this host's devices, the link's. */
+function plainMs(profile: ModelProfile, machine: Machine, bytes: number): number {
+  const memoryMs = machine.localDevices > 1 ? (2 * bytes) / machine.localDevices / profile.exchangeBytesPerMs : 0;
+  return Math.max(memoryMs, machine.link ? allReduceLinkMs(machine.link, bytes) : 0);
+}
+
+/**
+ * A hook's exchange of group `g`. An EMULATED link (`--link`, one host) holds every exchange for the full group's
+ * wire time whatever crosses (emulate-link.ts): there the hook only adds its work, over shared memory, under that hold.
+ */
+function hookMs(profile: ModelProfile, layout: ParameterLayout, g: ParameterGroup, hook: Exclude<HookChoice, 'none'>, machine: Machine): number {
+  const link = machine.link;
+  if (link?.source === 'emulated') {
+    const work = hookWorkMs(profile, layout, g, hook, { ...machine, link: undefined, localDevices: link.ranks });
+    return Math.max(allReduceLinkMs(link, (g.end - g.start) * 4), work);
+  }
+  return hookWorkMs(profile, layout, g, hook, machine);
+}
+
+function hookWorkMs(profile: ModelProfile, layout: ParameterLayout, g: ParameterGroup, hook: Exclude<HookChoice, 'none'>, machine: Machine): number {
+  const floats = g.end - g.start;
+  const ranks = machine.link?.ranks ?? machine.localDevices;
+  const c = machine.hookCosts;
+  switch (hook) {
+    case 'fp16':
+    case 'bf16': {
+      const wire = machine.link ? allGatherLinkMs(machine.link, floats * 2) : (ranks > 1 ? (ranks - 1) * floats * 2 / profile.exchangeBytesPerMs : 0);
+      // error feedback: gradient + residual, residual = corrected − sent; then the mean's division
+      return floats * (c.encodeMsPerFloat + ranks * c.decodeMsPerFloat + 3 * c.passMsPerFloat) + wire;
+    }
+    case 'powersgd': {
+      let plain = 0, p = 0, q = 0, macs = 0, residual = 0;
+      for (const v of layout.variables) {
+        if (v.offset < g.start || v.offset >= g.end) continue;
+        const m = compressibleShape(v.shape, machine.powerSgd.rank, machine.powerSgd.minCompressionRate);
+        if (!m) { plain += v.size; continue; }
+        p += m.rows * m.rank; q += m.cols * m.rank;
+        macs += 3 * m.rows * m.cols * m.rank;
+        residual += m.rows * m.cols;
+      }
+      const reduce = (n: number): number => (n > 0 ? plainMs(profile, machine, n * 4) : 0);
+      // error feedback: M + residual, residual = M − P Qᵀ (two passes); the products; Gram-Schmidt on P and Q is small
+      return reduce(plain) + reduce(p) + reduce(q) + macs * c.macMs + 2 * residual * c.passMsPerFloat;
+    }
+  }
+}
+
+/** Per layer (transmission order), the groups holding its parameters (a bucket may split a layer). */
+function layerGroups(profile: ModelProfile, layout: ParameterLayout, layerIndex: Map<string, number>, groups: readonly ParameterGroup[]): number[][] {
+  const out: Set<number>[] = profile.layers.map(() => new Set());
+  for (const v of layout.variables) {
+    const i = layerIndex.get(v.layer);
+    if (i === undefined) continue;
+    groups.forEach((x, g) => { if (v.offset < x.end && v.offset + v.size > x.start) out[i].add(g); });
+  }
+  return out.map(s => [...s]);
+}
+
+/** `xs` scaled to sum to `total` (as measured on the whole step); unchanged when they sum to 0. */
+function scaled(xs: readonly number[], total: number): number[] {
+  const sum = xs.reduce((a, b) => a + b, 0);
+  return sum > 0 && total > 0 ? xs.map(x => (x * total) / sum) : [...xs];
+}

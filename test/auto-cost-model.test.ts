@@ -1,0 +1,73 @@
+// --strategy auto's arithmetic, without threads: the link fit recovers α and β from synthetic timings (exact, and
+// within a few percent under noise), and the schedule model's verdicts on a hand-made AlexNet-like profile — sequential
+// equals compute + exchange + update + overhead; when the FC group's exchange dominates, chunked priority beats the
+// ready order; a slow link makes auto pick a comm hook when compression is allowed, a fast one does not, and without
+// permission it never does.
+import t from 'tap';
+import { allReduceLinkMs, fitLink, type LinkCost } from '../src/profiling/link-fit.js';
+import { pickCandidate, rankCandidates } from '../src/profiling/auto-candidates.js';
+import { predictScheduleMs, type Machine } from '../src/profiling/schedule-model.js';
+import { layoutParameters } from '../src/model/parameter-layout.js';
+import type { LayerCost, ModelProfile } from '../src/profiling/layer-profile.js';
+
+t.test('fitLink recovers α and β from timed all-reduces', async t => {
+  const truth: LinkCost = { alphaMs: 0.35, msPerWireByte: 8 / 1e6, ranks: 2, source: 'measured' }; // 1 Gbit/s
+  const sizes = [4, 16384, 65536, 262144, 1 << 20, 1 << 22];
+  const exact = fitLink(sizes.map(bytes => ({ bytes, ms: allReduceLinkMs(truth, bytes) })), 2);
+  t.ok(Math.abs(exact.alphaMs - truth.alphaMs) < 1e-9, `α ${exact.alphaMs} = ${truth.alphaMs}`);
+  t.ok(Math.abs(exact.msPerWireByte / truth.msPerWireByte - 1) < 1e-9, 'β exact');
+  const wobble = [1.03, 0.97, 1.02, 0.98, 1.03, 0.97];
+  const noisy = fitLink(sizes.map((bytes, i) => ({ bytes, ms: allReduceLinkMs(truth, bytes) * wobble[i] })), 2);
+  t.ok(Math.abs(noisy.alphaMs / truth.alphaMs - 1) < 0.1, `±3% noise: α ${noisy.alphaMs.toFixed(3)} within 10% of ${truth.alphaMs}`);
+  t.ok(Math.abs(noisy.msPerWireByte / truth.msPerWireByte - 1) < 0.05, `±3% noise: β within 5% (${(8 / noisy.msPerWireByte / 1e6).toFixed(3)} Gbit/s)`);
+  const four = { alphaMs: 2, msPerWireByte: 8 / 1e5, ranks: 4, source: 'measured' as const };
+  const fit4 = fitLink(sizes.map(bytes => ({ bytes, ms: allReduceLinkMs(four, bytes) })), 4);
+  t.ok(Math.abs(fit4.msPerWireByte / four.msPerWireByte - 1) < 1e-9 && Math.abs(fit4.alphaMs - 2) < 1e-9, '4 ranks: the wire bytes are 2(N-1)/N of the buffer');
+  t.throws(() => fitLink([{ bytes: 4, ms: 1 }], 2), /at least 2 sizes/);
+});
+
+/** AlexNet-like by hand: two small conv layers with the compute, one large FC layer with the bytes (transmission order). */
+function handProfile(): ModelProfile {
+  const layer = (name: string, className: string, forwardMs: number, backwardMs: number, parameters: number): LayerCost =>
+    ({ name, className, forwardMs, backwardMs, parameters, bytes: 4 * parameters, outputSize: 1 });
+  const layers = [layer('fc2', 'Dense', 0.1, 0.2, 5130), layer('fc1', 'Dense', 1, 2, 2 * 1024 * 1024 + 512), layer('flatten', 'Flatten', 0.1, 0.1, 0),
+    layer('conv2', 'Conv2D', 6, 12, 18496), layer('conv1', 'Conv2D', 4, 8, 896)];
+  const weights = [['conv1/kernel', [3, 3, 3, 32]], ['conv1/bias', [32]], ['conv2/kernel', [3, 3, 32, 64]], ['conv2/bias', [64]],
+    ['fc1/kernel', [4096, 512]], ['fc1/bias', [512]], ['fc2/kernel', [512, 10]], ['fc2/bias', [10]]].map(([name, shape]) => ({ name: name as string, shape: shape as number[] }));
+  return { model: 'hand', backend: 'none', batch: 32, layers, stepForwardMs: 11.2, stepBackwardMs: 22.3, overheadMs: 1,
+    exchangeBytesPerMs: 1e6, updateBytesPerMs: 1e7, measuredSteps: 0, warmupSteps: 0, reps: 0, clock: { kind: 'thread-cpu', reason: 'by hand' }, weights };
+}
+
+const gbit = (g: number): LinkCost => ({ alphaMs: 0.1, msPerWireByte: 8 / (g * 1e6), ranks: 2, source: 'measured' });
+const machine = (link: LinkCost): Machine => ({ localDevices: 1, link, hookCosts: { encodeMsPerFloat: 2e-6, decodeMsPerFloat: 1e-6, macMs: 2e-7, passMsPerFloat: 5e-7 },
+  powerSgd: { rank: 8, minCompressionRate: 2 } });
+const OPTIONS = { splitLayer: 2, bucketCapMB: 1, firstBucketMB: 0.25 };
+
+t.test('the schedule model: sequential is compute + exchange + update + overhead', async t => {
+  const profile = handProfile();
+  const layout = layoutParameters(profile.weights);
+  const m = machine(gbit(1));
+  const ms = predictScheduleMs(profile, { strategy: 'sequential', groups: [{ name: 'all', start: 0, end: layout.total }], forwardWait: 'group', exchange: { order: 'ready' }, hook: 'none' }, m);
+  const bytes = layout.total * 4;
+  const byHand = 11.2 + 22.3 + allReduceLinkMs(m.link!, bytes) + bytes / 1e7 + 1;
+  t.ok(Math.abs(ms - byHand) < 1e-6, `${ms.toFixed(3)} ms = ${byHand.toFixed(3)} ms by hand`);
+});
+
+t.test('the candidates on the hand-made profile', async t => {
+  const profile = handProfile();
+  const at1g = rankCandidates(profile, machine(gbit(1)), OPTIONS, false);
+  t.ok(at1g.every(c => c.commHook === 'none'), 'compression not allowed: no candidate has a hook');
+  const best = (order: string) => Math.min(...at1g.filter(c => c.strategy === 'two-group' && c.forwardWait === 'group' && c.exchangeOrder === order).map(c => c.predictedMs));
+  t.ok(best('priority') < 0.95 * best('ready'), `1 Gbit/s, the FC group dominates: two-group chunked priority ${best('priority').toFixed(1)} ms < ready ${best('ready').toFixed(1)} ms`);
+  const pick1g = pickCandidate(at1g);
+  t.equal(pick1g.exchangeOrder, 'priority', `1 Gbit/s picks ${pick1g.key} (${pick1g.predictedMs.toFixed(1)} ms)`);
+  t.ok(at1g.every((c, i) => i === 0 || at1g[i - 1].predictedMs <= c.predictedMs), 'ranked fastest first');
+  const slow = pickCandidate(rankCandidates(profile, machine(gbit(0.1)), OPTIONS, true));
+  t.not(slow.commHook, 'none', `100 Mbit/s with compression allowed picks a hook: ${slow.key} (${slow.predictedMs.toFixed(1)} ms)`);
+  const fast = pickCandidate(rankCandidates(profile, machine(gbit(100)), OPTIONS, true));
+  t.equal(fast.commHook, 'none', `100 Gbit/s: compute dominates, no hook pays (${fast.key}, ${fast.predictedMs.toFixed(1)} ms)`);
+  const emulated = pickCandidate(rankCandidates(profile, machine({ ...gbit(0.1), source: 'emulated' }), OPTIONS, true));
+  t.equal(emulated.commHook, 'none', `an emulated 100 Mbit/s link holds the full bytes' wire time whatever a hook sends: no hook (${emulated.key})`);
+  const slowNone = pickCandidate(rankCandidates(profile, machine(gbit(0.1)), OPTIONS, false));
+  t.ok(slowNone.predictedMs > slow.predictedMs, `without permission at 100 Mbit/s: ${slowNone.key} ${slowNone.predictedMs.toFixed(1)} ms, slower than with a hook`);
+});
