@@ -33,8 +33,13 @@ import { areaSlots, segmentLayout, type SegmentLayout } from './shm/segment-layo
 import { ProcessBarrier, type RankNaming } from './shm/process-barrier.js';
 import { meetOnSegment, privateSegment, type MetSegment } from './shm/shm-meeting.js';
 
-/** Floats per rank per staging area (1 MiB): the largest piece one round moves. */
-export const SHM_CHUNK_FLOATS = 1 << 18;
+/** The staging areas' bytes, all ranks together (a container's /dev/shm is often 64 MiB). */
+export const SHM_STAGING_BYTES = 32 << 20;
+
+/** Floats per rank per staging area: the largest piece one round moves (4 MiB for up to 4 ranks, less beyond, at least 256 KiB). */
+export function shmChunkFloats(ranks: number): number {
+  return Math.max(1 << 16, Math.min(1 << 20, 2 ** Math.floor(Math.log2(SHM_STAGING_BYTES / (2 * ranks * 4)))));
+}
 
 /** What a rank needs (structured-cloneable: the segment is a SharedArrayBuffer over the mapping). */
 export interface ShmRankData {
@@ -57,7 +62,7 @@ export const PROCESS_SHM_TRANSPORT: Transport = {
 };
 
 /** The communicator's segment, met by every process of the world (or this process's alone); `chunkFloats` for benches. */
-export async function prepareShm(spec: CommunicatorSpec, chunkFloats = SHM_CHUNK_FLOATS): Promise<PreparedCommunicator> {
+export async function prepareShm(spec: CommunicatorSpec, chunkFloats?: number): Promise<PreparedCommunicator> {
   const addon = requireAddon();
   const world = spec.world;
   if (world && (world.worldSize % spec.size !== 0 || world.rankOffset % spec.size !== 0)) {
@@ -65,7 +70,7 @@ export async function prepareShm(spec: CommunicatorSpec, chunkFloats = SHM_CHUNK
       `this process's first rank ${world.rankOffset}`);
   }
   const ranks = world ? world.worldSize : spec.size;
-  const layout = segmentLayout(ranks, ranks / spec.size, chunkFloats);
+  const layout = segmentLayout(ranks, ranks / spec.size, chunkFloats ?? shmChunkFloats(ranks));
   const met: MetSegment = world ? await meetOnSegment(addon, layout, world) : privateSegment(addon, layout, spec.name);
   const data: ShmRankData = { segment: met.segment, layout, addresses: met.addresses };
   const offset = world ? world.rankOffset : 0;
