@@ -17,6 +17,9 @@ import { loadShmAddon } from '../src/collectives/shm/shm-addon.js';
 import { inputOf } from './fixtures/hier-inputs.js';
 import { SHM_RESULTS, type ShmRankJob } from './fixtures/shm-rank-job.js';
 import { glooAddonOrSkip } from './fixtures/gloo-addon-or-skip.js';
+import { hostsTransport, isLoopback } from '../src/world/resolve-hosts.js';
+import { parseRendezvous } from '../src/world/rendezvous.js';
+import { resolveConfig, type TrainConfig } from '../src/config.js';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/shm-rank-process.js', import.meta.url));
 
@@ -87,6 +90,22 @@ function firstDifference(got: Float32Array, want: Float32Array): string | undefi
   for (let i = 0; i < want.length; i++) if (!Object.is(got[i], want[i])) return `[${i}] ${got[i]}, want ${want[i]}`;
   return undefined;
 }
+
+t.test('the default across processes: shm when the rendezvous is loopback (one machine) and shm is built; otherwise as before', async t => {
+  const all = () => true, noShm = (name: string) => name !== 'shm';
+  for (const host of ['127.0.0.1', '127.3.2.1', '::1', 'localhost']) t.ok(isLoopback(host), `${host} is loopback`);
+  for (const host of ['10.0.0.1', '128.0.0.1', 'h0', '::2']) t.notOk(isLoopback(host), `${host} is not`);
+  t.equal(hostsTransport(2, parseRendezvous('r', '127.0.0.1:29500'), all), 'shm');
+  t.equal(hostsTransport(1, parseRendezvous('r', '[::1]:29500'), all), 'shm');
+  t.equal(hostsTransport(2, parseRendezvous('r', '127.0.0.1:29500'), noShm), 'hierarchical', 'without the shm addon');
+  t.equal(hostsTransport(1, parseRendezvous('r', '10.0.0.1:29500'), all), 'gloo');
+  t.equal(hostsTransport(2, parseRendezvous('r', '10.0.0.1:29500'), all), 'hierarchical');
+  if (!loadShmAddon().loaded || !glooAddonOrSkip()) return;
+  const base: TrainConfig = { hosts: 2, hostRank: 1, devices: 1, batch: 8, data: 'synthetic-images', imageSize: [8, 8, 1], classes: 4, datasetSize: 64 };
+  t.equal((await resolveConfig({ ...base, rendezvous: '127.0.0.1:29500' })).transport, 'shm', 'resolved: loopback rendezvous');
+  t.equal((await resolveConfig({ ...base, rendezvous: '10.0.0.1:29500' })).transport, 'gloo', 'resolved: another address');
+  t.equal((await resolveConfig({ ...base, rendezvous: '127.0.0.1:29500', transport: 'gloo' })).transport, 'gloo', 'resolved: --transport gloo forces TCP');
+});
 
 const shm = loadShmAddon();
 if (!shm.loaded) t.comment(`skipped: the shm addon is not built: ${shm.reason}`);
