@@ -20,7 +20,7 @@ const spec = (key: string): CommunicatorSpec => ({ name: 'bench', size: 1, regis
   world: { store: job.store, rankOffset: job.rank, worldSize: job.size, hostname: '127.0.0.1', ranksPerProcess: 1, key } });
 
 const shms: Collective[] = [];
-for (const piece of job.pieces) shms.push(PROCESS_SHM_TRANSPORT.open((await prepareShm(spec(`bench.shm.${piece}`), piece || undefined)).handles[0], env));
+for (const piece of job.pieces) shms.push(PROCESS_SHM_TRANSPORT.open((await prepareShm(spec(`bench.shm.${piece}`), { chunkFloats: piece || undefined })).handles[0], env));
 const gloo = GLOO_TRANSPORT.open((await GLOO_TRANSPORT.prepare(spec('bench.gloo'))).handles[0], env);
 
 function timed(c: Collective, buf: Float32Array): number {

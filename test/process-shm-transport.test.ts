@@ -1,7 +1,8 @@
 // The shm transport between real processes (one rank per process, child_process, the segment met through a real
 // rendezvous store): with 2 and 3 ranks every collective equals the reference loops over every copy bit for bit and
 // the gloo transport's results; a peer killed with SIGKILL fails the others at once naming it, a hung one after the
-// timeout naming it; the segment's name is gone from /dev/shm while the ranks run, after the run and after a crash.
+// timeout naming it; the segment's name is gone from /dev/shm while the ranks run, after the run and after a crash,
+// and when a process never comes to map it.
 import t from 'tap';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
@@ -50,12 +51,12 @@ t.teardown(async () => {
   await Promise.all(servers.map(s => s.close()));
 });
 
-async function world(size: number, script: (rank: number) => ShmRankJob['script'], over: Partial<ShmRankJob> = {}) {
+async function world(size: number, script: (rank: number) => ShmRankJob['script'], over: Partial<ShmRankJob> = {}, started = size) {
   const server = await startStoreServer({ host: '127.0.0.1' });
   servers.push(server);
   const outDir = mkdtempSync(path.join(tmpdir(), 'tandem-shm-'));
   t.teardown(() => rmSync(outDir, { recursive: true, force: true }));
-  const ranks = Array.from({ length: size }, (_, rank) => startRank({ rank, size, store: server.url, key: 'test', script: script(rank),
+  const ranks = Array.from({ length: started }, (_, rank) => startRank({ rank, size, store: server.url, key: 'test', script: script(rank),
     length: 1031, seed: 5 + size, chunkFloats: 100, timeoutMs: 20_000, outDir, ...over }));
   children.push(...ranks.map(r => r.child));
   return { ranks, outDir, port: parseStoreUrl(server.url).port };
@@ -149,6 +150,15 @@ else if (glooAddonOrSkip()) {
     t.match(failure.message, /waited 1\.5 s .*peer rank 1 \(host 1, 127\.0\.0\.1\) did not come/, 'names the rank that did not come');
     ranks[1].child.stdin!.end();
     t.same(await Promise.all(ranks.map(r => r.exited)), [3, 0], 'rank 0 exits with its failure, rank 1 when told');
+    t.same(segmentsOf(port), [], 'nothing left in /dev/shm');
+  });
+
+  t.test('2 processes, rank 1 never starts: rank 0 fails at the meeting (STALLED) and unlinks the segment it created', async t => {
+    const { ranks, port } = await world(2, () => 'loop', { setupTimeoutMs: 1500 }, 1);
+    const failure = JSON.parse(await ranks[0].line(l => l.startsWith('{'))) as { code: string; message: string };
+    t.equal(failure.code, 'STALLED', failure.message);
+    t.match(failure.message, /host 0 could not meet the other 1 process\(es\)/, 'says who it waited for');
+    t.equal(await ranks[0].exited, 3, 'rank 0 exits with its failure');
     t.same(segmentsOf(port), [], 'nothing left in /dev/shm');
   });
 }

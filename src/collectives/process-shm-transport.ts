@@ -31,7 +31,7 @@ import { reduceMeanInto, reduceSlotsInto, shardOf } from './reduce-slots.js';
 import { loadShmAddon, SHM_HOW_TO, type ShmAddon } from './shm/shm-addon.js';
 import { areaSlots, segmentLayout, type SegmentLayout } from './shm/segment-layout.js';
 import { ProcessBarrier, type RankNaming } from './shm/process-barrier.js';
-import { meetOnSegment, privateSegment, type MetSegment } from './shm/shm-meeting.js';
+import { meetOnSegment, privateSegment, SHM_SETUP_TIMEOUT_MS, type MetSegment } from './shm/shm-meeting.js';
 
 /** The staging areas' bytes, all ranks together (a container's /dev/shm is often 64 MiB). */
 export const SHM_STAGING_BYTES = 32 << 20;
@@ -61,8 +61,11 @@ export const PROCESS_SHM_TRANSPORT: Transport = {
   },
 };
 
-/** The communicator's segment, met by every process of the world (or this process's alone); `chunkFloats` for benches. */
-export async function prepareShm(spec: CommunicatorSpec, chunkFloats?: number): Promise<PreparedCommunicator> {
+/** Benches' and tests' settings: the staging piece (default `shmChunkFloats`), the processes' meeting timeout (default SHM_SETUP_TIMEOUT_MS). */
+export interface ShmTuning { chunkFloats?: number; setupTimeoutMs?: number }
+
+/** The communicator's segment, met by every process of the world (or this process's alone). */
+export async function prepareShm(spec: CommunicatorSpec, { chunkFloats, setupTimeoutMs = SHM_SETUP_TIMEOUT_MS }: ShmTuning = {}): Promise<PreparedCommunicator> {
   const addon = requireAddon();
   const world = spec.world;
   if (world && (world.worldSize % spec.size !== 0 || world.rankOffset % spec.size !== 0)) {
@@ -71,7 +74,7 @@ export async function prepareShm(spec: CommunicatorSpec, chunkFloats?: number): 
   }
   const ranks = world ? world.worldSize : spec.size;
   const layout = segmentLayout(ranks, ranks / spec.size, chunkFloats ?? shmChunkFloats(ranks));
-  const met: MetSegment = world ? await meetOnSegment(addon, layout, world) : privateSegment(addon, layout, spec.name);
+  const met: MetSegment = world ? await meetOnSegment(addon, layout, world, setupTimeoutMs) : privateSegment(addon, layout, spec.name);
   const data: ShmRankData = { segment: met.segment, layout, addresses: met.addresses };
   const offset = world ? world.rankOffset : 0;
   const handles: RankHandle[] = Array.from({ length: spec.size }, (_, local) =>

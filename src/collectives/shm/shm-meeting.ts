@@ -3,12 +3,13 @@
  * process's main thread when the communicator is prepared. Through the job's
  * rendezvous store: every process posts its machine identity (machine id,
  * boot id, IPC namespace, /dev/shm) and address — a process on another machine
- * is refused by name (BAD_CONFIG); process 0 creates the segment under a name
- * no other run uses (the rendezvous port, the communicator, its pid and a
+ * is refused by name (BAD_CONFIG); process 0 first creates the segment under a
+ * name no other run uses (the rendezvous port, the communicator, its pid and a
  * random part) and posts it; the others map it; the last to map unlinks the
  * name, so nothing stays in /dev/shm whatever happens afterwards (the mappings
- * live until the processes end). A process that never maps it leaves the
- * others STALLED after the setup timeout, and they unlink it themselves.
+ * live until the processes end). A process that never comes or never maps it
+ * leaves the others STALLED after the setup timeout, and they unlink the name
+ * themselves.
  */
 import { randomBytes } from 'node:crypto';
 import { readFileSync, readlinkSync, statSync } from 'node:fs';
@@ -18,7 +19,7 @@ import { StoreClient, parseStoreUrl } from '../gloo/tcp-store-client.js';
 import type { ShmAddon } from './shm-addon.js';
 import { MAGIC, W_MAGIC, W_RANKS, type SegmentLayout } from './segment-layout.js';
 
-/** How long a process waits for the others to post and map (the store's waits). */
+/** How long a process waits by default for the others to post and map (the store's waits). */
 export const SHM_SETUP_TIMEOUT_MS = 120_000;
 
 export interface MetSegment {
@@ -42,23 +43,24 @@ export function privateSegment(addon: ShmAddon, layout: SegmentLayout, what: str
 }
 
 /** Every process of `world` maps the same segment (this is process world.rankOffset / layout.ranksPerProcess). */
-export async function meetOnSegment(addon: ShmAddon, layout: SegmentLayout, world: CommunicatorWorld): Promise<MetSegment> {
-  const client = await StoreClient.connect(world.store, SHM_SETUP_TIMEOUT_MS);
+export async function meetOnSegment(addon: ShmAddon, layout: SegmentLayout, world: CommunicatorWorld, timeoutMs = SHM_SETUP_TIMEOUT_MS): Promise<MetSegment> {
+  const client = await StoreClient.connect(world.store, timeoutMs);
   const p = world.rankOffset / layout.ranksPerProcess, key = `${world.key}.shm`;
   let name: string | undefined;
   try {
-    const mine: ProcessRecord = { machine: machineIdentity(), address: world.hostname, pid: process.pid };
-    await client.set(`${key}.process.${p}`, JSON.stringify(mine));
-    const records: ProcessRecord[] = [];
-    for (let q = 0; q < layout.processes; q++) records.push(JSON.parse((await client.get(`${key}.process.${q}`)).toString()) as ProcessRecord);
-    refuseOtherMachines(records, p);
-    let segment: SharedArrayBuffer;
+    let segment: SharedArrayBuffer | undefined;
     if (p === 0) {
       name = `/tandem-${parseStoreUrl(world.store).port}-${safe(world.key)}-${process.pid}-${randomBytes(4).toString('hex')}`;
       segment = addon.create(name, layout.bytes);
       initialise(segment, layout);
       await client.set(`${key}.name`, name);
-    } else {
+    }
+    const mine: ProcessRecord = { machine: machineIdentity(), address: world.hostname, pid: process.pid };
+    await client.set(`${key}.process.${p}`, JSON.stringify(mine));
+    const records: ProcessRecord[] = [];
+    for (let q = 0; q < layout.processes; q++) records.push(JSON.parse((await client.get(`${key}.process.${q}`)).toString()) as ProcessRecord);
+    refuseOtherMachines(records, p);
+    if (!segment) {
       name = (await client.get(`${key}.name`)).toString();
       const opened = addon.open(name, layout.bytes);
       if (!opened) throw new TandemError('BAD_CONFIG', `shm: host ${p} cannot open host 0's segment ${name} of ${layout.bytes} bytes (is /dev/shm shared between them?)`);
@@ -66,7 +68,7 @@ export async function meetOnSegment(addon: ShmAddon, layout: SegmentLayout, worl
     }
     Atomics.store(new Int32Array(segment), layout.pidWord + p, process.pid);
     if (await client.add(`${key}.mapped`, 1) === layout.processes) {
-      addon.unlink(name);
+      addon.unlink(name!);
       await client.set(`${key}.unlinked`, '1');
     } else {
       await client.get(`${key}.unlinked`);
@@ -74,9 +76,10 @@ export async function meetOnSegment(addon: ShmAddon, layout: SegmentLayout, worl
     return { segment, addresses: records.map(r => r.address) };
   } catch (err) {
     if (name) addon.unlink(name);
-    if (err instanceof TandemError) throw err;
+    if (err instanceof TandemError && err.code === 'BAD_CONFIG') throw err;
     throw new TandemError('STALLED', `shm: host ${p} could not meet the other ${layout.processes - 1} process(es) on a shared-memory segment ` +
-      `through the store ${world.store} within ${SHM_SETUP_TIMEOUT_MS / 1000} s: ${(err as Error).message}`, undefined, { cause: err });
+      `through the store ${world.store} within ${(timeoutMs / 1000).toFixed(1)} s (did every host start, and stay up?): ${(err as Error).message}`,
+    undefined, { cause: err });
   } finally {
     client.close();
   }
