@@ -109,7 +109,10 @@ t.test('the default across processes: shm when the rendezvous is loopback (one m
 });
 
 const shm = loadShmAddon();
-if (!shm.loaded) t.comment(`skipped: the shm addon is not built: ${shm.reason}`);
+if (!shm.loaded) {
+  if (process.env.TANDEM_REQUIRE_SHM === '1') t.fail(`TANDEM_REQUIRE_SHM=1 but ${shm.reason}`);
+  else t.comment(`skipped: the shm addon is not built (npm install builds it on Linux): ${shm.reason}`);
+}
 else if (glooAddonOrSkip()) {
   for (const size of [2, 3]) {
     t.test(`${size} processes: every collective equals the reference loops and the gloo transport, bit for bit; no name left in /dev/shm`, async t => {
