@@ -28,6 +28,10 @@ export { registerEngine, getEngine, engineNames } from './engine/engine-registry
 export type { Engine, EngineCapabilities, EngineStartOptions, KernelSite } from './engine/engine.js';
 export { singleProcess, worldSize, globalRank, localRanks } from './world/topology.js';
 export type { Topology } from './world/topology.js';
+export { findGpus } from './world/gpu-inventory.js';
+export type { GpuInventory, PciGpu, GpuVendor, FindGpusOptions } from './world/gpu-inventory.js';
+export { planGpus, GPU_ENV } from './world/gpu-pinning.js';
+export type { GpuPin, GpuPlan, PlanOptions } from './world/gpu-pinning.js';
 export { fileModelHandler } from './model/file-model-handler.js';
 export { trainReference } from './trainer/reference.js';
 export { STRATEGIES, MAX_GROUPS, exchangeGroups, sequentialGroups, twoGroups, perLayerGroups, bucketRange, defaultSplitLayer } from './pipeline/strategy.js';

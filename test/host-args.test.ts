@@ -84,3 +84,17 @@ t.test('launch: --hosts taken out, the flags it sets itself refused', async t =>
   t.throws(() => splitLaunchArgs(['--hosts', '2', '--host-rank', '1']), { code: 'BAD_CONFIG', message: /--host-rank/ });
   t.throws(() => splitLaunchArgs(['--hosts', 'two']), { code: 'BAD_CONFIG' });
 });
+
+t.test('launch --gpus: one host by default; --host-rank and --rendezvous together, for one host of several; --devices refused', async t => {
+  t.same(splitLaunchArgs(['--gpus', '2', '--steps', '3']), { hosts: 1, gpus: 2, trainArgs: ['--steps', '3'] });
+  t.same(splitLaunchArgs(['--gpus=4', '--hosts', '3']), { hosts: 3, gpus: 4, trainArgs: [] });
+  t.same(splitLaunchArgs(['--gpus', '1', '--model', 'gpus', '--out', 'hosts']), { hosts: 1, gpus: 1, trainArgs: ['--model', 'gpus', '--out', 'hosts'] }, 'only flags are the launcher\'s');
+  t.same(splitLaunchArgs(['--gpus', '2', '--hosts', '2', '--host-rank', '1', '--rendezvous', '10.0.0.1:29500']),
+    { hosts: 2, gpus: 2, hostRank: 1, rendezvous: '10.0.0.1:29500', trainArgs: [] });
+  t.throws(() => splitLaunchArgs(['--gpus', '2', '--devices', '2']), { code: 'BAD_CONFIG', message: /one device; leave out --devices/ });
+  t.throws(() => splitLaunchArgs(['--gpus', '2', '--hosts', '2', '--host-rank', '1']), { code: 'BAD_CONFIG', message: /together/ });
+  t.throws(() => splitLaunchArgs(['--gpus', '2', '--host-rank', '0', '--rendezvous', 'h:1']), { code: 'BAD_CONFIG', message: /together/ }, 'one host: no rank');
+  t.throws(() => splitLaunchArgs(['--gpus', '2', '--hosts', '2', '--host-rank', '2', '--rendezvous', 'h:1']), { code: 'BAD_CONFIG', message: /\[0, 2\)/ });
+  t.throws(() => splitLaunchArgs(['--gpus', '0']), { code: 'BAD_CONFIG', message: /--gpus must be an integer in \[1, 64\]/ });
+  t.throws(() => splitLaunchArgs(['--gpus', '16', '--hosts', '8']), { code: 'BAD_CONFIG', message: /128 local processes/ });
+});

@@ -33,6 +33,7 @@ import { gradSlots, modelStateSlots, optimizerStateOf, paramSlots } from './shar
 import type { FromComm, ToComm } from './protocol.js';
 import type { Collective } from '../collectives/collective.js';
 import type { FlatArithmetic } from '../optim/flat-arithmetic.js';
+import { peerWaitMs } from '../world/peer-wait.js';
 
 if (!parentPort) throw new Error('comm-worker must run as a worker thread');
 const port = parentPort;
@@ -55,7 +56,7 @@ async function run(msg: ToComm, control: ControlBlock, at: (step: number, phase:
   const { device: { local: device }, config } = msg;
   const arithmetic = getEngine(config.backend).arithmetic();
   const collective = openCollective(msg.collective, {
-    timeoutMs: 2 * config.stallTimeoutMs, isAborted: () => control.aborted, heartbeat: () => control.beat(device, 'comm'), reducer: arithmetic,
+    timeoutMs: peerWaitMs(config.stallTimeoutMs), isAborted: () => control.aborted, heartbeat: () => control.beat(device, 'comm'), reducer: arithmetic,
   });
   try {
     await exchangeSteps(msg, control, at, collective, arithmetic);

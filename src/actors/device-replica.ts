@@ -36,6 +36,7 @@ import { ForwardGate, wrapLayerCalls } from './forward-gate.js';
 import { ControlBlock, threadWaitMs, type Phase } from './control-block.js';
 import { gradSlots, modelStateSlots, paramSlots, type SharedBuffers } from './shared-buffers.js';
 import type { DeviceIdentity, FromCompute } from './protocol.js';
+import { peerWaitMs } from '../world/peer-wait.js';
 
 type Send = (msg: FromCompute, transfer?: ArrayBuffer[]) => void;
 
@@ -122,7 +123,7 @@ export class DeviceReplica {
     const byModelIndex: number[] = [];
     layout.variables.forEach((v, i) => { byModelIndex[v.modelIndex] = i; });
     const collective = handle && openCollective(handle, {
-      timeoutMs: 2 * this.config.stallTimeoutMs, isAborted: () => this.control.aborted, heartbeat: () => this.control.beat(this.local, 'compute'),
+      timeoutMs: peerWaitMs(this.config.stallTimeoutMs), isAborted: () => this.control.aborted, heartbeat: () => this.control.beat(this.local, 'compute'),
     });
     const batchNorm = batchNormalizationLayers(model);
     const syncBatchNorm = collective && c.devices > 1 && c.batchNorm === 'sync';

@@ -60,6 +60,10 @@ const HELP = `tandem — train TensorFlow.js models on several devices at once
   hosts print warnings, errors and a final line (--verbose: their own progress too).
 
   tandem launch --hosts N [train flags…]   (N local processes on 127.0.0.1, output prefixed [host R]; one failing ends all)
+  tandem launch --gpus N [train flags…]    (a process per GPU of this machine, each pinned to its GPU and one device,
+               joined like hosts, output prefixed [gpu K]; no GPU: N processes share the software Vulkan driver)
+  tandem launch --gpus N --hosts H --host-rank R --rendezvous HOST:PORT [train flags…]
+               (on each of H machines: its N GPU processes, ranks R×N…R×N+N-1; without --host-rank: H×N local processes)
 
   tandem trace TRACE.json --svg OUT.svg [--png OUT.png] [--steps A..B | --last N | --all]
                (draws a trace written by --trace or --out; default: the last 3 steps)
@@ -148,7 +152,7 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     case 'launch':
-      return launchHosts(rest, (host, line) => (line.stream === 'stderr' ? process.stderr : process.stdout).write(`[host ${host}] ${line.text}\n`),
+      return launchHosts(rest, (prefix, line) => (line.stream === 'stderr' ? process.stderr : process.stdout).write(`[${prefix}] ${line.text}\n`),
         line => console.error(`tandem launch: ${line}`));
     case 'trace':
       return traceCommand(rest);

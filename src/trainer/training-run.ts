@@ -39,6 +39,7 @@ import type { TrainHooks, TrainSummary } from './run-types.js';
 import type { StopKind, StopRequest } from './stop-request.js';
 import { ReplicaCheck } from './replica-check.js';
 import { WorldMonitor } from './world-monitor.js';
+import { peerWaitMs } from '../world/peer-wait.js';
 
 /** How long a PEER_LOST failure waits for the lost peer's own error (in this process), which names the cause. */
 const PEER_LOST_GRACE_MS = 500;
@@ -259,7 +260,7 @@ export class TrainingRun {
     const server = topology.process === 0 ? this.served ?? await serveRendezvous(rendezvous) : undefined;
     this.world = { server, hostname: '' };
     this.world.hostname = await addressTowards(rendezvous, this.setupWatchdogMs());
-    this.world.channel = await HostChannel.open(storeUrl(rendezvous), topology, this.setupWatchdogMs(), 2 * this.cfg.stallTimeoutMs,
+    this.world.channel = await HostChannel.open(storeUrl(rendezvous), topology, this.setupWatchdogMs(), peerWaitMs(this.cfg.stallTimeoutMs),
       this.world.hostname);
     this.replicaCheck = new ReplicaCheck(this.cfg, this.world.channel);
     await this.monitor.open(this.world.channel, spans => this.ledger.recordSpans(spans));
@@ -573,7 +574,7 @@ export class TrainingRun {
    * Falls back to the first silent device.
    */
   private async nameHungThread(silent: number[], unanswered: () => boolean): Promise<TandemError | undefined> {
-    const patience = Date.now() + (this.cfg.topology.processes > 1 ? 2 * this.cfg.stallTimeoutMs : 0);
+    const patience = Date.now() + (this.cfg.topology.processes > 1 ? peerWaitMs(this.cfg.stallTimeoutMs) : 0);
     for (;;) {
       const look = await this.lookForHungThread();
       if (!unanswered()) return undefined;

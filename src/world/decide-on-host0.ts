@@ -9,6 +9,7 @@ import type { ResolvedConfig } from '../config-types.js';
 import type { StoreServer } from '../collectives/gloo/tcp-store-server.js';
 import { HostChannel } from './host-channel.js';
 import { addressTowards, serveRendezvous, storeUrl } from './rendezvous.js';
+import { peerWaitMs } from './peer-wait.js';
 
 /** How long the other hosts wait for host 0's decision (its profiling). */
 const DECISION_WAIT_MS = 30 * 60_000;
@@ -24,7 +25,7 @@ export async function decideOnHost0<T extends object>(cfg: ResolvedConfig, decid
   let channel: HostChannel | undefined;
   try {
     const address = await addressTowards(rendezvous, Math.max(cfg.stallTimeoutMs, REACH_MS));
-    channel = await HostChannel.open(storeUrl(rendezvous), cfg.topology, DECISION_WAIT_MS, 2 * cfg.stallTimeoutMs, address);
+    channel = await HostChannel.open(storeUrl(rendezvous), cfg.topology, DECISION_WAIT_MS, peerWaitMs(cfg.stallTimeoutMs), address);
     return { value: await channel.shareChoice(decide), server };
   } catch (err) {
     await server?.close();

@@ -1,20 +1,27 @@
 /**
  * `tandem launch --hosts N [train flags…]`: N local processes, each
  * `tandem train … --hosts N --host-rank r --rendezvous 127.0.0.1:PORT`, as
- * torchrun's standalone mode: for trying several hosts on one machine, for
- * tests, and later one process per GPU. Every line a host writes is passed on
- * with its rank; SIGINT/SIGTERM/SIGHUP are forwarded to every host; when one
- * host fails (non-zero exit, or killed) the others are stopped, and the
- * launcher exits non-zero naming the first host that failed. Each host has an
- * IPC channel to the launcher, so a host whose launcher is gone aborts.
+ * torchrun's standalone mode: for trying several hosts on one machine and for
+ * tests. `tandem launch --gpus N`: one process per GPU of this machine, each
+ * with one device, pinned to its GPU by its environment (gpu-pinning.ts) and
+ * joined like hosts (process = host × N + gpu); with `--hosts H` the H × N
+ * processes of H simulated hosts, and with `--hosts H --host-rank h
+ * --rendezvous ADDR` the N processes of host h of a real multi-machine job.
+ * Every line a process writes is passed on with its name; SIGINT/SIGTERM/SIGHUP
+ * are forwarded to every process; when one fails (non-zero exit, or killed)
+ * the others are stopped, and the launcher exits non-zero naming the first
+ * that failed. Each process has an IPC channel to the launcher, so a process
+ * whose launcher is gone aborts.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
-import { constants } from 'node:os';
+import { availableParallelism, constants } from 'node:os';
 import { once } from 'node:events';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { TandemError } from '../errors.js';
+import { findGpus, hasMesaDeviceSelect, type GpuInventory } from './gpu-inventory.js';
+import { PINNING_VARIABLES, planGpus } from './gpu-pinning.js';
 
 export interface HostLine { stream: 'stdout' | 'stderr'; text: string }
 
@@ -22,16 +29,42 @@ export interface HostLine { stream: 'stdout' | 'stderr'; text: string }
 const STOP_GRACE_MS = 10_000;
 const FORWARDED_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 const CLI = fileURLToPath(new URL('../cli/main.js', import.meta.url));
+const MAX_LOCAL = 64;
 
-/** How one host ended. */
-type HostEnd = { kind: 'exited'; host: number; code: number } | { kind: 'killed'; host: number; signal: NodeJS.Signals };
+/** `tandem launch`'s own flags, the train flags apart. */
+export interface LaunchArgs { hosts: number; gpus?: number; hostRank?: number; rendezvous?: string; trainArgs: string[] }
 
-/** `argv`: `--hosts N` and the train flags. Resolves with the launcher's exit code. */
-export async function launchHosts(argv: string[], onLine: (host: number, line: HostLine) => void, say: (line: string) => void): Promise<number> {
-  const { hosts, trainArgs } = splitLaunchArgs(argv);
-  const port = await freePort();
-  const children = Array.from({ length: hosts }, (_, host) => startHost(host, hosts, port, trainArgs, onLine));
-  say(`${hosts} hosts, rendezvous 127.0.0.1:${port}; pids ${children.map((c, h) => `host ${h}: ${c.pid}`).join(', ')}`);
+/** One process the launcher starts. */
+interface Member {
+  /** Its rank among the job's processes (the `--host-rank` it is given). */
+  rank: number;
+  /** What its output lines are prefixed with (without the brackets): `host 1`, `gpu 1`, `host 1 gpu 0`. */
+  prefix: string;
+  /** Extra environment (a GPU process's pinning). */
+  env: Record<string, string>;
+  /** Its GPU in words, for a GPU process. */
+  gpu?: string;
+}
+
+/** The processes to start and where they meet. */
+interface LaunchPlan { members: Member[]; world: number; rendezvous: string; gpus: boolean; notes: string[] }
+
+/** How one process ended. */
+type HostEnd = { kind: 'exited'; member: number; code: number } | { kind: 'killed'; member: number; signal: NodeJS.Signals };
+
+/** What a launch needs from the machine (tests give a fake inventory). */
+export interface LaunchMachine { gpus: () => GpuInventory; cpus: number; deviceSelectLayer: boolean }
+
+const thisMachine = (): LaunchMachine => ({ gpus: () => findGpus(), cpus: availableParallelism(), deviceSelectLayer: hasMesaDeviceSelect() });
+
+/** `argv`: `--hosts N` and/or `--gpus N`, and the train flags. `onLine` gets each line with its process's prefix. Resolves with the launcher's exit code. */
+export async function launchHosts(argv: string[], onLine: (prefix: string, line: HostLine) => void, say: (line: string) => void,
+  machine: LaunchMachine = thisMachine()): Promise<number> {
+  const args = splitLaunchArgs(argv);
+  const plan = await planLaunch(args, machine);
+  const children = plan.members.map(m => startHost(m, plan, args.trainArgs, onLine));
+  const name = (i: number) => plan.gpus ? `GPU process ${plan.members[i].rank} (pid ${children[i].pid})` : `host ${plan.members[i].rank}`;
+  announce(plan, children, say);
   let forwarded: NodeJS.Signals | undefined;
   const forward = (signal: NodeJS.Signals) => {
     forwarded ??= signal;
@@ -40,55 +73,103 @@ export async function launchHosts(argv: string[], onLine: (host: number, line: H
   for (const s of FORWARDED_SIGNALS) process.on(s, forward);
   let firstFailure: HostEnd | undefined;
   try {
-    await Promise.all(children.map(async (child, host) => {
-      const end = await hostEnd(child, host);
+    await Promise.all(children.map(async (child, i) => {
+      const end = await hostEnd(child, i);
       if (firstFailure || failed(end) === undefined) return;
       firstFailure = end;
-      if (forwarded) return; // every host has the signal already: a second one would abort their stop
-      say(`host ${host} ${failed(end)}; stopping the other hosts`);
+      if (forwarded) return; // every process has the signal already: a second one would abort their stop
+      say(`${name(i)} ${failed(end)}; stopping the other ${plan.gpus ? 'GPU processes' : 'hosts'}`);
       stopOthers(children);
     }));
   } finally {
     for (const s of FORWARDED_SIGNALS) process.off(s, forward);
   }
   if (!firstFailure) return 0;
-  say(forwarded ? `stopped on ${forwarded}: host ${firstFailure.host} ${failed(firstFailure)}` : `failed: host ${firstFailure.host} ${failed(firstFailure)}`);
+  const who = `${name(firstFailure.member)} ${failed(firstFailure)}`;
+  say(forwarded ? `stopped on ${forwarded}: ${who}` : `failed: ${who}`);
   return firstFailure.kind === 'exited' ? firstFailure.code : 128 + (constants.signals[firstFailure.signal] ?? 0);
 }
 
-/** `--hosts N` out of the train flags; the flags the launcher sets itself are refused. */
-export function splitLaunchArgs(argv: string[]): { hosts: number; trainArgs: string[] } {
-  const trainArgs: string[] = [];
-  let hosts: number | undefined;
-  for (let i = 0; i < argv.length; i++) {
-    const [flag, inline] = argv[i].split(/=(.*)/s, 2);
-    if (flag === '--host-rank' || flag === '--rendezvous') throw new TandemError('BAD_CONFIG', `tandem launch sets ${flag} for every host itself; leave it out`);
-    if (flag !== '--hosts') { trainArgs.push(argv[i]); continue; }
-    const text = inline ?? argv[++i];
-    hosts = Number(text);
-    if (!Number.isInteger(hosts) || hosts < 1 || hosts > 64) throw new TandemError('BAD_CONFIG', `tandem launch --hosts must be an integer in [1, 64], got '${text}'`);
+/** The processes of this launch: hosts, or GPU processes pinned by the machine's GPUs. */
+async function planLaunch(args: LaunchArgs, machine: LaunchMachine): Promise<LaunchPlan> {
+  const rendezvous = args.rendezvous ?? `127.0.0.1:${await freePort()}`;
+  if (args.gpus === undefined) {
+    const members = Array.from({ length: args.hosts }, (_, h) => ({ rank: h, prefix: `host ${h}`, env: {} }));
+    return { members, world: args.hosts, rendezvous, gpus: false, notes: [] };
   }
-  if (hosts === undefined) throw new TandemError('BAD_CONFIG', 'usage: tandem launch --hosts N [train flags…] (N local processes on 127.0.0.1)');
-  return { hosts, trainArgs };
+  const gpus = args.gpus;
+  const { pins, notes } = planGpus(machine.gpus(), gpus, { cpus: machine.cpus, deviceSelectLayer: machine.deviceSelectLayer });
+  const hosts = args.hostRank !== undefined ? [args.hostRank] : Array.from({ length: args.hosts }, (_, h) => h);
+  const members = hosts.flatMap(h => pins.map((p, g) => ({ rank: h * gpus + g, prefix: args.hosts > 1 ? `host ${h} gpu ${g}` : `gpu ${g}`, env: p.env, gpu: p.gpu })));
+  return { members, world: args.hosts * gpus, rendezvous, gpus: true, notes };
 }
 
-function startHost(host: number, hosts: number, port: number, trainArgs: string[], onLine: (host: number, line: HostLine) => void): ChildProcess {
-  const env = { ...process.env };
-  for (const k of ['TANDEM_HOSTS', 'TANDEM_HOST_RANK', 'TANDEM_RENDEZVOUS']) delete env[k];
-  const child = spawn(process.execPath, [CLI, 'train', ...trainArgs, '--hosts', String(hosts), '--host-rank', String(host), '--rendezvous', `127.0.0.1:${port}`],
+function announce(plan: LaunchPlan, children: ChildProcess[], say: (line: string) => void): void {
+  if (!plan.gpus) {
+    say(`${plan.members.length} hosts, rendezvous ${plan.rendezvous}; pids ${children.map((c, h) => `host ${h}: ${c.pid}`).join(', ')}`);
+    return;
+  }
+  say(`${plan.members.length} GPU process(es) of a job of ${plan.world}, rendezvous ${plan.rendezvous}`);
+  plan.members.forEach((m, i) => say(`GPU process ${m.rank} (pid ${children[i].pid}) [${m.prefix}]: ${m.gpu}`));
+  plan.notes.forEach(say);
+}
+
+/** `--hosts N` and `--gpus N` (and, with --gpus, `--host-rank`, `--rendezvous`) out of the train flags; the flags the launcher sets itself are refused. */
+export function splitLaunchArgs(argv: string[]): LaunchArgs {
+  const trainArgs: string[] = [];
+  const own: Partial<Record<'hosts' | 'gpus' | 'host-rank' | 'rendezvous', string>> = {};
+  for (let i = 0; i < argv.length; i++) {
+    const [flag, inline] = argv[i].split(/=(.*)/s, 2);
+    const key = flag.startsWith('--') ? flag.slice(2) : '';
+    if (key === 'hosts' || key === 'gpus' || key === 'host-rank' || key === 'rendezvous') own[key] = inline ?? argv[++i];
+    else trainArgs.push(argv[i]);
+  }
+  if (own.gpus === undefined) {
+    for (const f of ['host-rank', 'rendezvous'] as const) if (own[f] !== undefined) throw new TandemError('BAD_CONFIG', `tandem launch sets --${f} for every host itself; leave it out`);
+    if (own.hosts === undefined) throw new TandemError('BAD_CONFIG', 'usage: tandem launch --hosts N [train flags…] (N local processes on 127.0.0.1), or tandem launch --gpus N [--hosts H] [train flags…] (a process per GPU)');
+    return { hosts: count('hosts', own.hosts, MAX_LOCAL), trainArgs };
+  }
+  if (trainArgs.some(a => a === '--devices' || a.startsWith('--devices='))) throw new TandemError('BAD_CONFIG', 'tandem launch --gpus gives every GPU process one device; leave out --devices');
+  const out: LaunchArgs = { hosts: own.hosts === undefined ? 1 : count('hosts', own.hosts, 1024), gpus: count('gpus', own.gpus, MAX_LOCAL), trainArgs };
+  if ((own['host-rank'] === undefined) !== (own.rendezvous === undefined) || (own['host-rank'] !== undefined && out.hosts < 2)) {
+    throw new TandemError('BAD_CONFIG', 'tandem launch --gpus N on one host of several takes --hosts H --host-rank R --rendezvous HOST:PORT together (host 0\'s address); on one machine leave out --host-rank and --rendezvous');
+  }
+  if (own['host-rank'] !== undefined) {
+    out.hostRank = Number(own['host-rank']);
+    if (!Number.isInteger(out.hostRank) || out.hostRank < 0 || out.hostRank >= out.hosts) throw new TandemError('BAD_CONFIG', `tandem launch --host-rank must be an integer in [0, ${out.hosts}), got '${own['host-rank']}'`);
+    out.rendezvous = own.rendezvous;
+  } else if (out.hosts * out.gpus! > MAX_LOCAL) {
+    throw new TandemError('BAD_CONFIG', `tandem launch --hosts ${out.hosts} --gpus ${out.gpus}: ${out.hosts * out.gpus!} local processes, more than ${MAX_LOCAL}`);
+  }
+  return out;
+}
+
+function count(flag: string, text: string | undefined, max: number): number {
+  const n = Number(text);
+  if (text === undefined || !Number.isInteger(n) || n < 1 || n > max) throw new TandemError('BAD_CONFIG', `tandem launch --${flag} must be an integer in [1, ${max}], got '${text}'`);
+  return n;
+}
+
+function startHost(m: Member, plan: LaunchPlan, trainArgs: string[], onLine: (prefix: string, line: HostLine) => void): ChildProcess {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  // A GPU process's pinning replaces the launcher's own (a host keeps what the user set: CUDA_VISIBLE_DEVICES, DRI_PRIME…).
+  for (const k of ['TANDEM_HOSTS', 'TANDEM_HOST_RANK', 'TANDEM_RENDEZVOUS', ...(plan.gpus ? PINNING_VARIABLES : [])]) delete env[k];
+  Object.assign(env, m.env);
+  const world = plan.world > 1 ? ['--hosts', String(plan.world), '--host-rank', String(m.rank), '--rendezvous', plan.rendezvous] : [];
+  const child = spawn(process.execPath, [CLI, 'train', ...trainArgs, ...(plan.gpus ? ['--devices', '1'] : []), ...world],
     // Its own process group: a terminal's Ctrl-C reaches the launcher only, which forwards it once (two would abort the stop).
-    // The IPC channel: a host whose launcher is gone aborts (cli/launcher-link.ts).
+    // The IPC channel: a process whose launcher is gone aborts (cli/launcher-link.ts).
     { env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'], detached: true });
   for (const stream of ['stdout', 'stderr'] as const) {
-    readline.createInterface({ input: child[stream]!, crlfDelay: Infinity }).on('line', text => onLine(host, { stream, text }));
+    readline.createInterface({ input: child[stream]!, crlfDelay: Infinity }).on('line', text => onLine(m.prefix, { stream, text }));
   }
   return child;
 }
 
 /** Resolves when the host has exited and its output is read to the end. */
-async function hostEnd(child: ChildProcess, host: number): Promise<HostEnd> {
+async function hostEnd(child: ChildProcess, member: number): Promise<HostEnd> {
   const [code, signal] = await once(child, 'close') as [number | null, NodeJS.Signals | null];
-  return signal ? { kind: 'killed', host, signal } : { kind: 'exited', host, code: code ?? 1 };
+  return signal ? { kind: 'killed', member, signal } : { kind: 'exited', member, code: code ?? 1 };
 }
 
 /** What went wrong with a host, in words; undefined when it ended well. */
