@@ -1,4 +1,4 @@
-/** `npm run bench -- scaling|kernels|overlap|profile|profile-clock|classifier|faults|soak|models|hosts|hosts-allreduce|comm-hooks|chunk-size [--steps N] [--runs N] [--busy N] [--classes 1000,10000] [--models a,b] [--stock-steps N] [--batch N] [--links none,1gbps,…] [--rates 10gbit,1gbit,100mbit] [--out DIR]` */
+/** `npm run bench -- scaling|kernels|overlap|profile|profile-clock|classifier|faults|soak|models|hosts|hosts-allreduce|comm-hooks|chunk-size|shm-vs-loopback [--steps N] [--runs N] [--busy N] [--classes 1000,10000] [--models a,b] [--stock-steps N] [--batch N] [--links none,1gbps,…] [--rates 10gbit,1gbit,100mbit] [--out DIR]` */
 import { parseArgs } from 'node:util';
 import { runScaling } from './scaling.js';
 import { runOverlap } from './overlap.js';
@@ -14,6 +14,7 @@ import { runCommHooksBench } from './comm-hooks.js';
 import { runHostsBench } from './hosts.js';
 import { parseHostsOptions } from './hosts-figures.js';
 import { runChunkSizeBench } from './chunk-size.js';
+import { runShmVsLoopbackBench } from './shm-vs-loopback.js';
 
 const { positionals, values } = parseArgs({
   allowPositionals: true,
@@ -79,6 +80,9 @@ switch (name) {
   case 'chunk-size':
     await runChunkSizeBench({ runs: Number(values.runs ?? 10), out: values.out ?? 'bench/results' });
     break;
+  case 'shm-vs-loopback':
+    await runShmVsLoopbackBench({ runs: values.runs === undefined ? undefined : Number(values.runs), out: values.out ?? 'bench/results' });
+    break;
   case 'hosts-allreduce':
     await runHostsAllReduceBench({ hosts: 2, local: 2, megabytes: [4, 32], repeats: Number(values.runs ?? 20), out: values.out ?? 'bench/results' });
     break;
@@ -92,6 +96,6 @@ switch (name) {
     await runFaultMatrix(values.out ?? 'bench/results', 2000);
     break;
   default:
-    console.error(`unknown bench '${name}'. Benches: scaling, kernels, overlap, profile, profile-clock, classifier, faults, soak, models, hosts`);
+    console.error(`unknown bench '${name}'. Benches: scaling, kernels, overlap, profile, profile-clock, classifier, faults, soak, models, hosts, hosts-allreduce, comm-hooks, chunk-size, shm-vs-loopback`);
     process.exitCode = 1;
 }

@@ -6,6 +6,9 @@
 //   libdnnl-dev); without it tandem runs on wasm. TANDEM_SKIP_NATIVE=1 skips it.
 // - native/gloo/binding.gyp → tandem_gloo.node, the gloo transport (apt-get install
 //   libgloo-dev); without it tandem runs on one host (shared memory). TANDEM_SKIP_GLOO=1 skips it.
+// - native/shm/binding.gyp → tandem_shm.node, the shm transport between processes of one machine
+//   (POSIX shared memory and futexes: Linux and libc only); without it processes of one machine
+//   talk over TCP loopback (gloo). TANDEM_SKIP_SHM=1 skips it.
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
@@ -25,6 +28,12 @@ const ADDONS = [
     header: path.join('gloo', 'rendezvous', 'context.h'), library: 'Gloo', without: 'the gloo transport is unavailable (one host only)',
     missing: 'the gloo transport is unavailable (one host only). For it: apt-get install libgloo-dev, then npm install again',
     built: "built native/gloo/build/Release/tandem_gloo.node (Gloo); transport 'gloo' is available",
+  },
+  {
+    name: 'shm', dir: path.join(here, 'shm'), output: 'tandem_shm.node', skip: 'TANDEM_SKIP_SHM', includeEnv: 'TANDEM_SHM_INCLUDE',
+    header: path.join('linux', 'futex.h'), library: 'Linux futex', without: "the shm transport is unavailable (processes of one machine use 'gloo' over loopback)",
+    missing: "the shm transport is unavailable (processes of one machine use 'gloo' over loopback); it needs Linux (linux/futex.h, the linux-libc-dev package)",
+    built: "built native/shm/build/Release/tandem_shm.node (POSIX shared memory, futexes); transport 'shm' is available",
   },
 ];
 

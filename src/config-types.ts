@@ -147,7 +147,7 @@ export interface TrainConfig {
   /** Write a Chrome trace (Perfetto / chrome://tracing) of the run here. */
   trace?: string;
   allReduce?: AllReduceKind;
-  /** How the devices' collectives reach each other: a registered transport. Default `shared-memory`; several hosts: `hierarchical` (`gloo` with one device per host). */
+  /** How the devices' collectives reach each other: a registered transport. Default `shared-memory`; several hosts: `shm` when the rendezvous is a loopback address (one machine), else `hierarchical` (`gloo` with one device per host). */
   transport?: string;
   /**
    * What replaces the all-reduce of each exchange group: `fp16`, `bf16`, `powersgd`, a hook registered by a plugin, or a module

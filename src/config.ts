@@ -11,7 +11,7 @@ import { assertBackendAvailable, defaultBackend } from './engine/backend.js';
 import { engineNames, getEngine } from './engine/engine-registry.js';
 import { OPTIMIZERS, type OptimizerConfig } from './optim/flat-optimizer.js';
 import { ALL_REDUCE_KINDS } from './collectives/collective.js';
-import { DEFAULT_TRANSPORT, getTransport } from './collectives/transport-registry.js';
+import { DEFAULT_TRANSPORT, getTransport, transportNames } from './collectives/transport-registry.js';
 import { STRATEGIES, type StrategyOptions } from './pipeline/strategy.js';
 import { parseLink, type LinkModel } from './pipeline/link-model.js';
 import { DEFAULT_CHUNK_FLOATS, EXCHANGE_ORDERS, type ExchangeOrder } from './pipeline/priority-schedule.js';
@@ -119,7 +119,8 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
   if (config.trace !== undefined && (typeof config.trace !== 'string' || config.trace === '')) bad('trace', 'must be a file path');
   const allReduce = oneOf('allReduce', config.allReduce ?? 'sharded', ALL_REDUCE_KINDS);
   if (config.transport !== undefined && (typeof config.transport !== 'string' || config.transport === '')) bad('transport', 'must be the name of a registered transport');
-  const transport = getTransport(config.transport ?? (topology.processes > 1 ? hostsTransport(topology.localDevices) : DEFAULT_TRANSPORT));
+  const transport = getTransport(config.transport ?? (topology.processes > 1 && rendezvous
+    ? hostsTransport(topology.localDevices, rendezvous, name => transportNames().includes(name)) : DEFAULT_TRANSPORT));
   if (config.commHook === 'auto' && config.strategy !== 'auto') bad('commHook', "'auto' (let --strategy auto pick a hook) needs strategy 'auto'");
   const commHook = config.commHook === 'auto' ? undefined : await resolveCommHook(config.commHook, config.commHookOptions); // auto: options checked once a hook is picked
   const stallTimeoutMs = finite('stallTimeoutMs', config.stallTimeoutMs ?? 120_000, 100, 24 * 3600_000);

@@ -1,4 +1,4 @@
-// One process per GPU, real processes joined on 127.0.0.1 (the hosts' Gloo transport): `tandem launch --gpus 2` trains to
+// One process per GPU, real processes of one machine joined by its transport (shm; gloo on 127.0.0.1 without the shm addon): `tandem launch --gpus 2` trains to
 // the bits of one process with `--devices 2`, and so do two launchers `--hosts 2 --gpus 1 --host-rank R --rendezvous`
 // (one per "machine"); each GPU process runs with the environment gpu-pinning computes for it (read back from
 // /proc/PID/environ while it runs); a GPU process killed with SIGKILL ends the launch non-zero naming it ("GPU process 1
@@ -16,6 +16,7 @@ import { findGpus, hasMesaDeviceSelect } from '../src/world/gpu-inventory.js';
 import { PINNING_VARIABLES, planGpus } from '../src/world/gpu-pinning.js';
 import { checkpointPath } from '../src/checkpoint/checkpoint-file.js';
 import { engineNames } from '../src/engine/engine-registry.js';
+import { loadShmAddon } from '../src/collectives/shm/shm-addon.js';
 
 const TRAIN = ['--model', 'mlp', '--data', 'synthetic-images', '--image-size', '8x8x1', '--classes', '4', '--dataset-size', '64',
   '--batch', '8', '--seed', '3', '--strategy', 'sequential', '--json', '--verbose']; // --verbose: every GPU process prints its steps
@@ -45,7 +46,7 @@ if (glooAddonOrSkip()) {
     const single = summaryOf(one.lines);
     const perGpu = [0, 1].map(k => summaryOf(gpus.lines, `[gpu ${k}] `));
     t.equal(perGpu[0].config.devices, 2, 'the world is 2 GPU processes × 1 device');
-    t.equal(perGpu[0].config.transport, 'gloo', 'joined by the hosts\' transport');
+    t.equal(perGpu[0].config.transport, loadShmAddon().loaded ? 'shm' : 'gloo', 'joined by the transport of processes of one machine');
     perGpu.forEach((s, k) => t.equal(s.replicaChecksum, single.replicaChecksum, `GPU process ${k}'s replica = the one-process replica`));
     t.equal(summaryOf(machines[1].lines, '[host 1 gpu 0] ').replicaChecksum, single.replicaChecksum, 'host 1\'s GPU process: the same replica');
     t.ok(bits('gpus').equals(bits('one')), 'launch --gpus 2: weights.bin bit-identical');

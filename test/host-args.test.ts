@@ -4,6 +4,7 @@ import t from 'tap';
 import { hostFieldsFromEnv } from '../src/world/host-args.js';
 import { parseRendezvous } from '../src/world/rendezvous.js';
 import { resolveHosts } from '../src/world/resolve-hosts.js';
+import { loadShmAddon } from '../src/collectives/shm/shm-addon.js';
 import { loadGlooAddon } from '../src/collectives/gloo/gloo-addon.js';
 import { splitLaunchArgs } from '../src/world/launch.js';
 import { parseTrainArgs } from '../src/cli/parse-train-args.js';
@@ -49,9 +50,11 @@ t.test('not yet across hosts: refused before any thread starts, naming the optio
   t.equal((await resolveConfig({ ...base, strategy: 'auto' })).strategy, 'auto', "strategy 'auto' across hosts (host 0 profiles)");
   await t.rejects(resolveConfig({ ...base, transport: 'shared-memory' }), { code: 'BAD_CONFIG', message: /config\.transport/ });
   if (loadGlooAddon().loaded) {
-    t.equal((await resolveConfig(base)).transport, 'gloo', 'one device per host: flat gloo by default');
-    t.equal((await resolveConfig({ ...base, devices: 2 })).transport, 'hierarchical', 'several devices per host: hierarchical by default');
+    const across = { ...base, rendezvous: '10.0.0.1:1' }; // another machine's address: processes of several machines
+    t.equal((await resolveConfig(across)).transport, 'gloo', 'one device per host: flat gloo by default');
+    t.equal((await resolveConfig({ ...across, devices: 2 })).transport, 'hierarchical', 'several devices per host: hierarchical by default');
     t.equal((await resolveConfig({ ...base, devices: 2, transport: 'gloo' })).transport, 'gloo', 'flat gloo stays selectable');
+    if (loadShmAddon().loaded) t.equal((await resolveConfig({ ...base, devices: 2 })).transport, 'shm', 'a loopback rendezvous (one machine): shm by default');
   }
   await t.rejects(resolveConfig({ ...base, batch: 9 }), { code: 'BAD_CONFIG', message: /divisible by devices 2 \(2 hosts × 1\)/ });
 });
@@ -70,7 +73,7 @@ t.test('host 0 writes the outputs; the others resolve with none', async t => {
     throw err;
   });
   if (!h0 || !h1) { t.comment('skipped: gloo addon not built'); return; }
-  t.same([h0.out, h0.trace, h0.checkpointDir, h0.transport, h0.devices], ['/tmp/o', '/tmp/t.json', '/tmp/c', 'gloo', 2]);
+  t.same([h0.out, h0.trace, h0.checkpointDir, h0.transport, h0.devices], ['/tmp/o', '/tmp/t.json', '/tmp/c', loadShmAddon().loaded ? 'shm' : 'gloo', 2]);
   t.same([h1.out, h1.trace, h1.checkpointDir], [undefined, undefined, undefined]);
 });
 

@@ -1,5 +1,5 @@
 // local-head and partial-fc across hosts, real processes and sockets on 127.0.0.1: `tandem launch --hosts 2 --devices 1`
-// (and partial-fc 2 × 2, over the hierarchical transport) trains to the bits of one process with `--devices 2` (4) — the extractor (`weights.bin`), the full classifier assembled on
+// (and partial-fc 2 × 2, over the default transport of one machine, shm, and over the hierarchical one) trains to the bits of one process with `--devices 2` (4) — the extractor (`weights.bin`), the full classifier assembled on
 // host 0 from every host's head (`classifier/weights.bin`), the held-out accuracies — and every host's replica has the same
 // checksum. 5 classes over 2 devices: shares of 3 and 2 labels (the heads' gather pads the smaller one). Every process is torn down.
 import t from 'tap';
@@ -11,6 +11,7 @@ import path from 'node:path';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { glooAddonOrSkip } from './fixtures/gloo-addon-or-skip.js';
+import { loadShmAddon } from '../src/collectives/shm/shm-addon.js';
 
 const CLI = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
 const TRAIN = ['--model', 'mlp', '--data', 'synthetic-images', '--image-size', '8x8x1', '--classes', '5', '--dataset-size', '90',
@@ -45,13 +46,17 @@ function summaryOf(lines: string[], prefix = ''): Summary {
 }
 
 if (glooAddonOrSkip()) {
-  // partial-fc 2 x 2: its compute collectives (all-gather, blocking max and sum all-reduces) on the hierarchical transport.
-  for (const [method, devices] of [['local-head', 1], ['partial-fc', 1], ['partial-fc', 2]] as const) {
-    t.test(`${method}: launch --hosts 2 --devices ${devices} equals one process with --devices ${2 * devices}, bit for bit; heads reach host 0`, async t => {
+  // partial-fc 2 x 2: its compute collectives (all-gather, blocking max and sum all-reduces) on shm and on the hierarchical transport.
+  const defaultTransport = (devices: number) => (loadShmAddon().loaded ? 'shm' : devices > 1 ? 'hierarchical' : 'gloo');
+  for (const [method, devices, forced] of [['local-head', 1], ['partial-fc', 1], ['partial-fc', 2], ['partial-fc', 2, 'hierarchical']] as const) {
+    const transport = forced ?? defaultTransport(devices);
+    t.test(`${method}: launch --hosts 2 --devices ${devices}${forced ? ` --transport ${forced}` : ''} equals one process with --devices ${2 * devices}, ` +
+      'bit for bit; heads reach host 0', async t => {
       const dir = mkdtempSync(path.join(tmpdir(), `tandem-hosts-${method}-`));
       t.teardown(() => rmSync(dir, { recursive: true, force: true }));
       const [h, o] = await Promise.all([
-        tandem(['launch', '--hosts', '2', '--devices', String(devices), '--method', method, ...TRAIN, '--out', path.join(dir, 'hosts')]),
+        tandem(['launch', '--hosts', '2', '--devices', String(devices), '--method', method, ...TRAIN, ...(forced ? ['--transport', forced] : []),
+          '--out', path.join(dir, 'hosts')]),
         tandem(['train', '--devices', String(2 * devices), '--method', method, ...TRAIN, '--out', path.join(dir, 'one')]),
       ]);
       t.equal(h.code, 0, `launch: ${h.stderr.join('\n')}`);
@@ -60,7 +65,7 @@ if (glooAddonOrSkip()) {
       const [host0, host1] = [0, 1].map(r => summaryOf(h.lines, `[host ${r}] `));
       const shares = devices === 1 ? [3, 2] : [2, 1, 1, 1];
       t.same(single.classifier.localClasses, shares, `labels shared ${shares.join(' + ')}`);
-      t.equal(host0.config.transport, devices > 1 ? 'hierarchical' : 'gloo', 'the default transport across hosts');
+      t.equal(host0.config.transport, transport, forced ? 'the transport asked for' : 'the default transport of processes of one machine');
       [host0, host1].forEach((s, r) => t.equal(s.replicaChecksum, single.replicaChecksum, `host ${r}'s replica = the one-process replica`));
       const same = (file: string) => readFileSync(path.join(dir, 'hosts', file)).equals(readFileSync(path.join(dir, 'one', file)));
       t.ok(same('weights.bin'), 'extractor weights.bin bit-identical');

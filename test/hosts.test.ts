@@ -1,5 +1,6 @@
 // Several hosts on loopback, real processes and sockets on 127.0.0.1: `tandem launch --hosts 2 --devices 1` (and 2 × 2)
-// trains to the bits of one process with `--devices 2` (and 4) (same global batch, data-parallel, sequential), every host's replica has
+// trains to the bits of one process with `--devices 2` (and 4) — on the default transport of processes of one machine
+// (shm, when its addon is built) and forced onto TCP loopback (`--transport gloo`, `hierarchical`) — (same global batch, data-parallel, sequential), every host's replica has
 // the same checksum, host 0 alone writes outputs; a host killed with SIGKILL ends the other host (run directly, no
 // launcher) and the launcher within 10 s, non-zero, naming the lost host (and its address). Every process is torn down.
 import t from 'tap';
@@ -9,6 +10,7 @@ import path from 'node:path';
 import { glooAddonOrSkip } from './fixtures/gloo-addon-or-skip.js';
 import { firstLine, killAllTandems, summaryOf, tandem } from './fixtures/tandem-lines.js';
 import { freePort } from '../src/world/launch.js';
+import { loadShmAddon } from '../src/collectives/shm/shm-addon.js';
 
 const TRAIN = ['--model', 'mlp', '--data', 'synthetic-images', '--image-size', '8x8x1', '--classes', '4', '--dataset-size', '64',
   '--batch', '8', '--seed', '3', '--strategy', 'sequential', '--json', '--verbose']; // --verbose: host 1 prints its steps too
@@ -16,11 +18,15 @@ const TRAIN = ['--model', 'mlp', '--data', 'synthetic-images', '--image-size', '
 t.teardown(killAllTandems);
 
 if (glooAddonOrSkip()) {
-  for (const [hosts, devices] of [[2, 1], [2, 2]]) {
-    t.test(`launch --hosts ${hosts} --devices ${devices} equals one process with --devices ${hosts * devices}, bit for bit; replicas identical across hosts`, async t => {
+  const defaultTransport = (devices: number) => (loadShmAddon().loaded ? 'shm' : devices > 1 ? 'hierarchical' : 'gloo');
+  for (const [hosts, devices, forced] of [[2, 1], [2, 2], [2, 1, 'gloo'], [2, 2, 'hierarchical']] as const) {
+    const transport = forced ?? defaultTransport(devices);
+    t.test(`launch --hosts ${hosts} --devices ${devices}${forced ? ` --transport ${forced}` : ''} equals one process with --devices ${hosts * devices}, ` +
+      'bit for bit; replicas identical across hosts', async t => {
       const dir = mkdtempSync(path.join(tmpdir(), 'tandem-hosts-'));
       t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-      const launch = tandem(['launch', '--hosts', String(hosts), '--devices', String(devices), ...TRAIN, '--steps', '6', '--out', path.join(dir, 'hosts')]);
+      const launch = tandem(['launch', '--hosts', String(hosts), '--devices', String(devices), ...TRAIN, ...(forced ? ['--transport', forced] : []),
+        '--steps', '6', '--out', path.join(dir, 'hosts')]);
       const one = tandem(['train', '--devices', String(hosts * devices), ...TRAIN, '--steps', '6', '--out', path.join(dir, 'one')]);
       const [h, o] = await Promise.all([launch.ended, one.ended]);
       t.equal(h.code, 0, `launch: ${launch.stderr.join('\n')}`);
@@ -28,7 +34,7 @@ if (glooAddonOrSkip()) {
       const single = summaryOf(one.lines);
       const perHost = Array.from({ length: hosts }, (_, r) => summaryOf(launch.lines, `[host ${r}] `));
       t.equal(perHost[0].config.devices, hosts * devices, `the world is ${hosts} hosts × ${devices} device(s)`);
-      t.equal(perHost[0].config.transport, devices > 1 ? 'hierarchical' : 'gloo', 'the default transport across hosts');
+      t.equal(perHost[0].config.transport, transport, forced ? 'the transport asked for' : 'the default transport of processes of one machine');
       perHost.forEach((s, r) => t.equal(s.replicaChecksum, single.replicaChecksum, `host ${r}'s replica = the one-process replica`));
       t.ok(readFileSync(path.join(dir, 'hosts', 'weights.bin')).equals(readFileSync(path.join(dir, 'one', 'weights.bin'))), 'weights.bin bit-identical');
       perHost.slice(1).forEach((s, r) => t.equal(s.config.out, undefined, `host ${r + 1} writes nothing`));

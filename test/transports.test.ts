@@ -10,6 +10,7 @@ import { getTransport, registerTransport, transportNames } from '../src/collecti
 import { SHARED_MEMORY_TRANSPORT } from '../src/collectives/shared-memory-transport.js';
 import { loadPlugins } from '../src/plugins/load-plugins.js';
 import { loadGlooAddon } from '../src/collectives/gloo/gloo-addon.js';
+import { loadShmAddon } from '../src/collectives/shm/shm-addon.js';
 
 const plugin = fileURLToPath(new URL('./fixtures/message-port-transport.js', import.meta.url));
 const pluginUrl = new URL('./fixtures/message-port-transport.js', import.meta.url).href;
@@ -31,7 +32,8 @@ t.before(() => loadPlugins([pluginUrl]));
 
 t.test('the plugin registered its transport beside the built-in one; duplicates and unknown names are refused', async t => {
   const gloo = loadGlooAddon().loaded ? ['gloo', 'hierarchical'] : []; // built in when the Gloo addon was built
-  t.same(transportNames().sort(), [...gloo, 'message-port', 'shared-memory']);
+  const shm = loadShmAddon().loaded ? ['shm'] : []; // built in when the shm addon was built
+  t.same(transportNames().sort(), [...gloo, 'message-port', 'shared-memory', ...shm].sort());
   t.throws(() => registerTransport(SHARED_MEMORY_TRANSPORT), { code: 'BAD_CONFIG', message: /already registered/ });
   await t.rejects(resolveConfig({ transport: 'carrier-pigeon' }), { code: 'BAD_CONFIG', message: /transport 'carrier-pigeon' is not registered \(registered: .*shared-memory/ });
 });
@@ -61,6 +63,30 @@ t.test('message-port collectives give the shared-memory transport\'s bits: sum, 
     }
   }
 });
+
+t.test('shm inside one process (its segment posted to worker threads) gives the shared-memory transport\'s bits; trains to the same parameters',
+  { skip: loadShmAddon().loaded ? false : 'the shm addon is not built' }, async t => {
+    const fill = (r: number, i: number) => Math.sin(r * 3.7 + i * 0.31) * (r + 1) * 1e3 + (i % 5 === 0 ? 1e-4 : 0);
+    for (const size of [3]) { // the processes' test (process-shm-transport.test.ts) runs every collective; here the threads' path, briefly
+      for (const op of ['mean', 'max', 'allGather'] as const) {
+        const ranges: [number, number][] = op === 'allGather' ? [[3, 40]] : [[0, 0], [1, 4], [4, 1031]];
+        const sm = await collectiveRun('shared-memory', size, 1031, ranges, op, fill);
+        const shm = await collectiveRun('shm', size, 1031, ranges, op, fill);
+        if (op === 'allGather') {
+          for (let r = 0; r < size; r++) t.same(shm.replies[r][0], sm.replies[r][0], `${size} ranks, all-gather: rank ${r} gathered the same`);
+          continue;
+        }
+        let identical = true;
+        for (let r = 0; r < size; r++) for (let i = 0; i < 1031; i++) if (!Object.is(shm.slots[r][i], sm.slots[r][i])) identical = false;
+        t.ok(identical, `${size} ranks, ${op}: every rank holds the shared-memory transport's bits`);
+      }
+    }
+    const base: TrainConfig = { model: 'alexnet-mini', data: 'synthetic-images', imageSize: [12, 12, 3], classes: 5, datasetSize: 96, batch: 8,
+      steps: 3, devices: 2, strategy: 'two-group', seed: 3 };
+    const [sm, shm] = [await train(base), await train({ ...base, transport: 'shm' })];
+    t.equal(shm.config.transport, 'shm');
+    t.ok(sm.weights.every((w, k) => w.values.every((v, i) => Object.is(v, shm.weights[k].values[i]))), 'bit-identical parameters');
+  });
 
 t.test('2 devices train through the message-port transport to the same parameters as through shared memory', async t => {
   const base: TrainConfig = { model: 'alexnet-mini', data: 'synthetic-images', imageSize: [12, 12, 3], classes: 5, datasetSize: 96, batch: 8,

@@ -54,7 +54,7 @@ const HELP = `tandem — train TensorFlow.js models on several devices at once
   130/143/129; a second one (or the step still running after --stop-grace-ms) aborts the step and checkpoints the
   last completed step. Output to a closed pipe (| head) is dropped; training goes on.
 
-  Several hosts (transport hierarchical, or gloo with --transport gloo): every host runs the same command with
+  Several hosts (transport hierarchical, or gloo with --transport gloo; shm when the rendezvous is loopback: one machine): every host runs the same command with
                --hosts N --host-rank R --rendezvous HOST:PORT   (host 0's address; host 0 serves the store there)
   (or TANDEM_HOSTS, TANDEM_HOST_RANK, TANDEM_RENDEZVOUS; rank and size also from mpirun's OMPI_COMM_WORLD_RANK/SIZE
   or Slurm's SLURM_PROCID/NTASKS). --devices is the devices per host; --batch the global batch over all hosts.

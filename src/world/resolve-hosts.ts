@@ -11,12 +11,22 @@ import { parseRendezvous, type Rendezvous } from './rendezvous.js';
 
 export interface ResolvedHosts { topology: Topology; rendezvous?: Rendezvous }
 
-/** The transports that span processes: flat Gloo, and shared memory inside a host with Gloo between hosts. */
-export const HOSTS_TRANSPORTS = ['hierarchical', 'gloo'] as const;
+/** The transports that span processes: flat Gloo, shared memory inside a host with Gloo between hosts, POSIX shared memory on one machine. */
+export const HOSTS_TRANSPORTS = ['hierarchical', 'gloo', 'shm'] as const;
 
-/** The default across hosts: hierarchical with several devices per host; with one, the flat gloo it would equal. */
-export function hostsTransport(localDevices: number): string {
+/**
+ * The default across hosts: `shm` when every process is on this machine (the rendezvous is a loopback address, which
+ * only this machine's processes reach) and the shm transport is built (`available`); otherwise hierarchical with
+ * several devices per host, and with one the flat gloo it would equal.
+ */
+export function hostsTransport(localDevices: number, rendezvous: Rendezvous, available: (name: string) => boolean): string {
+  if (isLoopback(rendezvous.host) && available('shm')) return 'shm';
   return localDevices > 1 ? 'hierarchical' : 'gloo';
+}
+
+/** 127.0.0.0/8, ::1 and localhost: an address only this machine's processes reach. */
+export function isLoopback(host: string): boolean {
+  return /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host) || host === '::1' || host.toLowerCase() === 'localhost';
 }
 
 function bad(field: string, message: string): never {
