@@ -9,13 +9,16 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { makeHostPair, namespaceSupport, type HostPair, type LinkRate } from './network-namespaces.js';
-import { jsonLines, killRunningJobs, runOnHosts } from './hosts-job.js';
+import { jsonLines, killRunningJobs, runHere, runOnHosts } from './hosts-job.js';
 import type { LineRateArgs, LineRateMethod, LineRateResult } from './hosts-line-rate-host.js';
 
 const HOST = fileURLToPath(new URL('./hosts-line-rate-host.js', import.meta.url));
 
+/** A shaped link between the namespaces, or `loopback`: both processes here, on 127.0.0.1 (no namespace, no shaping). */
+export type LineRateLink = LinkRate | 'loopback';
+
 export interface HostsLineRateOptions {
-  rates: LinkRate[];
+  rates: LineRateLink[];
   megabytes: number[];
   methods: LineRateMethod[];
   /** Timed repeats per process run (after one untimed). */
@@ -28,25 +31,27 @@ export interface HostsLineRateOptions {
 
 export const DEFAULT_LINE_RATE_METHODS: LineRateMethod[] = ['tcp', 'tcp-oneway', 'gloo-shards', 'gloo-pipelined', 'gloo-ring'];
 
-interface Row { rate: LinkRate; megabytes: number; method: LineRateMethod; runsMs: number[]; medianMs: number; minMs: number; maxMs: number }
+interface Row { rate: LineRateLink; megabytes: number; method: LineRateMethod; runsMs: number[]; medianMs: number; minMs: number; maxMs: number }
 
 const median = (xs: number[]): number => { const s = [...xs].sort((a, b) => a - b); const m = s.length >> 1; return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; };
 
 let port = 29700;
 
 /** One process per host running `method`; the median over repeats of the slower host's ms. */
-async function once(net: HostPair, method: LineRateMethod, bytes: number, opts: HostsLineRateOptions): Promise<number> {
+async function once(net: HostPair | undefined, method: LineRateMethod, bytes: number, opts: HostsLineRateOptions): Promise<number> {
   const p = port++;
-  const args = (rank: 0 | 1): LineRateArgs => ({ method, rank, size: 2, addresses: [...net.addresses], port: p, bytes, repeats: opts.repeats,
-    ...(opts.chunkFloats ? { chunkFloats: opts.chunkFloats } : {}) });
-  const { outs } = await runOnHosts(net, [0, 1].map(r => ({ command: process.execPath, args: [HOST, JSON.stringify(args(r as 0 | 1))] })) as never,
-    600_000, `line rate ${method}`);
+  const addresses = net ? [...net.addresses] : ['127.0.0.1', '127.0.0.1'];
+  const command = (rank: 0 | 1) => ({ command: process.execPath, args: [HOST, JSON.stringify({ method, rank, size: 2, addresses, port: p, bytes,
+    repeats: opts.repeats, ...(opts.chunkFloats ? { chunkFloats: opts.chunkFloats } : {}) } satisfies LineRateArgs)] });
+  const label = `line rate ${method}`;
+  const outs = net ? (await runOnHosts(net, [command(0), command(1)], 600_000, label)).outs
+    : await Promise.all([runHere(command(0), 600_000, label), runHere(command(1), 600_000, label)]);
   const results = outs.map(o => jsonLines(o)[0] as unknown as LineRateResult);
   const perRepeat = results[0].ms.map((_, i) => Math.max(...results.map(r => r.ms[i])));
   return median(perRepeat);
 }
 
-function lineRateMs(rate: LinkRate, bytes: number): number {
+function lineRateMs(rate: LineRateLink, bytes: number): number {
   const m = /^(\d+(?:\.\d+)?)(kbit|mbit|gbit)$/.exec(rate);
   if (!m) return NaN;
   return bytes * 8 / (Number(m[1]) * { kbit: 1e3, mbit: 1e6, gbit: 1e9 }[m[2] as 'kbit' | 'mbit' | 'gbit']) * 1000;
@@ -61,12 +66,12 @@ export async function runHostsLineRateBench(opts: HostsLineRateOptions): Promise
   process.once('SIGINT', () => { cleanup(); process.exit(130); });
   try {
     for (const rate of opts.rates) {
-      net.shape(rate);
+      if (rate !== 'loopback') net.shape(rate);
       for (const megabytes of opts.megabytes) {
         const bytes = Math.round(megabytes * 1e6 / 4) * 4;
         for (const method of opts.methods) {
           const runsMs: number[] = [];
-          for (let r = 0; r < opts.runs; r++) runsMs.push(await once(net, method, bytes, opts));
+          for (let r = 0; r < opts.runs; r++) runsMs.push(await once(rate === 'loopback' ? undefined : net, method, bytes, opts));
           const row: Row = { rate, megabytes, method, runsMs, medianMs: median(runsMs), minMs: Math.min(...runsMs), maxMs: Math.max(...runsMs) };
           rows.push(row);
           console.error(`${rate} ${megabytes} MB ${method}: ${runsMs.map(x => x.toFixed(1)).join(' ')} ms`);
@@ -85,8 +90,8 @@ function print(rows: Row[], opts: HostsLineRateOptions): void {
   for (const r of rows) {
     const line = lineRateMs(r.rate, r.megabytes * 1e6);
     const tcp = rows.find(t => t.rate === r.rate && t.megabytes === r.megabytes && t.method === 'tcp');
-    console.log(`| ${r.rate} | ${r.megabytes} | ${r.method} | ${r.medianMs.toFixed(1)} | ${r.minMs.toFixed(1)}–${r.maxMs.toFixed(1)} | ${line.toFixed(1)} | ` +
-      `${(line / r.medianMs).toFixed(2)} | ${tcp ? (tcp.medianMs / r.medianMs).toFixed(2) : '–'} |`);
+    console.log(`| ${r.rate} | ${r.megabytes} | ${r.method} | ${r.medianMs.toFixed(1)} | ${r.minMs.toFixed(1)}–${r.maxMs.toFixed(1)} | ` +
+      `${Number.isNaN(line) ? '–' : line.toFixed(1)} | ${Number.isNaN(line) ? '–' : (line / r.medianMs).toFixed(2)} | ${tcp ? (tcp.medianMs / r.medianMs).toFixed(2) : '–'} |`);
   }
   mkdirSync(opts.out, { recursive: true });
   writeFileSync(`${opts.out}/hosts-line-rate.json`, JSON.stringify({ bench: 'hosts-line-rate', date: new Date().toISOString(), options: opts,

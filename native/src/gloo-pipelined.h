@@ -15,8 +15,9 @@ enum class ReduceKind { kSum, kMean, kMax };
 // buf[0, n) = op over every rank's buf, element by element in rank order 0..N-1 (float32 at every step, then / N for a
 // mean; max as JavaScript's Math.max): the bits of tandem's reduceSlotsInto on every rank. Cut in chunks of
 // `chunkFloats`; each chunk's shard q (shardOf) is reduced by rank q. Every receive is posted before any send (so no
-// "ready to receive" notice waits behind this rank's own data on a TCP stream), then every chunk's shards go out; as
-// chunk c's copies arrive, this rank reduces its shard and sends it back while later chunks still stream in.
+// "ready to receive" notice waits behind this rank's own data on a TCP stream), then the first chunks' shards go out
+// (a window of kWindowFloats); as chunk c's copies arrive, this rank sends chunk c + window's shards, reduces its shard
+// of chunk c and sends it back while later chunks still stream in.
 // `scratch` grows to (N-1)/N of n floats (plus rounding). `tag` numbers the messages (the same on every rank).
 void PipelinedAllReduce(const std::shared_ptr<gloo::Context>& context, float* buf, size_t n, ReduceKind op, size_t chunkFloats,
                         std::vector<float>& scratch, uint64_t& tag, std::chrono::milliseconds timeout);

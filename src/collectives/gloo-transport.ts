@@ -11,8 +11,8 @@
  * shards go to every rank. It moves what a ring moves (2(N-1)/N of the buffer
  * per rank) without Gloo's ring order of additions. Two algorithms:
  * - `pipelined` (the default, the addon's allReducePipelined,
- *   native/src/gloo-pipelined.cc): the buffer in chunks of
- *   `pipelineChunkFloats`; every receive is posted before any send, every
+ *   native/src/gloo-pipelined.cc): the buffer in chunks (`pipelineChunkFloats`,
+ *   about 16 per buffer); every receive is posted before any send, every
  *   chunk's shards go out at once, and each reduced shard goes back as soon as
  *   its chunk's copies arrived, so both directions of every link stay busy.
  *   Between 2 hosts it reaches the plain-TCP rate (bench/hosts-line-rate.ts).
@@ -60,15 +60,22 @@ export interface GlooRankData {
   crossHost?: { stride: number; offset: number };
   /** How all-reduce moves the bytes (default GLOO_DEFAULT_ALGORITHM). */
   algorithm?: GlooAllReduceAlgorithm;
-  /** Floats per chunk of the pipelined algorithm (default GLOO_PIPELINE_CHUNK_FLOATS). */
+  /** Floats per chunk of the pipelined algorithm (default: pipelineChunkFloats(), from the buffer's length). */
   pipelineChunkFloats?: number;
 }
 
 /** How the gloo collective's all-reduce moves the bytes (see the top of this file). */
 export type GlooAllReduceAlgorithm = 'shards' | 'pipelined';
 export const GLOO_DEFAULT_ALGORITHM: GlooAllReduceAlgorithm = 'pipelined';
-/** Floats per chunk of the pipelined algorithm (256 KiB). */
+/** The pipelined algorithm's smallest chunk (256 KiB). */
 export const GLOO_PIPELINE_CHUNK_FLOATS = 1 << 16;
+/** Chunks a large buffer is cut in: more cost CPU per byte (a wake-up and ~4 messages each; on loopback 23 MB in chunks of 64K floats took 1.7x as long as in 1M-float ones), fewer pipeline less. */
+export const GLOO_PIPELINE_CHUNKS = 16;
+
+/** The pipelined algorithm's chunk for a buffer of `floats`: 1/GLOO_PIPELINE_CHUNKS of it, at least GLOO_PIPELINE_CHUNK_FLOATS. */
+export function pipelineChunkFloats(floats: number): number {
+  return Math.max(GLOO_PIPELINE_CHUNK_FLOATS, Math.ceil(floats / GLOO_PIPELINE_CHUNKS));
+}
 
 /** Floats of a buffer reduced per all-to-all (bounds the scratch to about 4 bytes × this). */
 export const GLOO_CHUNK_FLOATS = 1 << 22;
@@ -131,7 +138,7 @@ export class GlooCollective implements Collective {
   private readonly reducer: SlotReducer;
   private readonly chunkFloats: number;
   private readonly algorithm: GlooAllReduceAlgorithm;
-  private readonly pipelineChunkFloats: number;
+  private readonly pipelineChunkFloats: number | undefined;
   private scratch = new Float32Array(0);
   private open = true;
 
@@ -141,7 +148,7 @@ export class GlooCollective implements Collective {
     this.size = context.size;
     this.chunkFloats = options.chunkFloats ?? GLOO_CHUNK_FLOATS;
     this.algorithm = options.algorithm ?? GLOO_DEFAULT_ALGORITHM;
-    this.pipelineChunkFloats = options.pipelineChunkFloats ?? GLOO_PIPELINE_CHUNK_FLOATS;
+    this.pipelineChunkFloats = options.pipelineChunkFloats;
     this.reducer = env.reducer ?? { reduceMeanInto };
     this.blocking = {
       allReduce: (buf, start, end, op) => this.allReduceNow(buf, start, end, op),
@@ -167,7 +174,8 @@ export class GlooCollective implements Collective {
       const view = buf.subarray(c, Math.min(end, c + this.chunkFloats));
       switch (this.algorithm) {
         case 'pipelined':
-          this.run(`peers' shards (pipelined all-reduce ${op})`, () => this.context.allReducePipelined(view, op, this.pipelineChunkFloats));
+          this.run(`peers' shards (pipelined all-reduce ${op})`,
+            () => this.context.allReducePipelined(view, op, this.pipelineChunkFloats ?? pipelineChunkFloats(view.length)));
           break;
         case 'shards': this.allReduceChunk(view, op); break;
         default: { const never: never = this.algorithm; throw new TandemError('BAD_CONFIG', `unknown gloo all-reduce algorithm '${String(never)}'`); }
