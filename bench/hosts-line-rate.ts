@@ -3,8 +3,10 @@
  * hosts (network namespaces joined by a veth shaped with tc tbf, bench/network-namespaces.ts). For each rate and
  * buffer size: plain TCP (S bytes each way at once, and S bytes one way), the all-reduce's algorithms (`shards`:
  * all-to-all + all-gather; `pipelined`: chunked, both directions busy), Gloo's own ring (what PyTorch DDP runs),
- * and the line rate (S bytes at the shaped rate). Every method repeats; the medians are reported, with each run's
- * spread (the machine is shared: other processes' load shows as noise).
+ * and the line rate (S bytes at the shaped rate). Each run is one pair of processes timing `repeats` all-reduces
+ * (the median of the slower host's); the methods take turns run by run, and the median of the runs is reported
+ * with their spread (the machine is shared: other processes' load shows as noise). Loopback: both processes here
+ * on 127.0.0.1, no namespace.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -69,12 +71,15 @@ export async function runHostsLineRateBench(opts: HostsLineRateOptions): Promise
       if (rate !== 'loopback') net.shape(rate);
       for (const megabytes of opts.megabytes) {
         const bytes = Math.round(megabytes * 1e6 / 4) * 4;
-        for (const method of opts.methods) {
-          const runsMs: number[] = [];
-          for (let r = 0; r < opts.runs; r++) runsMs.push(await once(rate === 'loopback' ? undefined : net, method, bytes, opts));
-          const row: Row = { rate, megabytes, method, runsMs, medianMs: median(runsMs), minMs: Math.min(...runsMs), maxMs: Math.max(...runsMs) };
-          rows.push(row);
-          console.error(`${rate} ${megabytes} MB ${method}: ${runsMs.map(x => x.toFixed(1)).join(' ')} ms`);
+        // the methods take turns run by run, so that the machine's load drifting over time falls on all of them
+        const runsMs = opts.methods.map((): number[] => []);
+        for (let r = 0; r < opts.runs; r++) {
+          for (const [m, method] of opts.methods.entries()) runsMs[m].push(await once(rate === 'loopback' ? undefined : net, method, bytes, opts));
+        }
+        for (const [m, method] of opts.methods.entries()) {
+          const ms = runsMs[m];
+          rows.push({ rate, megabytes, method, runsMs: ms, medianMs: median(ms), minMs: Math.min(...ms), maxMs: Math.max(...ms) });
+          console.error(`${rate} ${megabytes} MB ${method}: ${ms.map(x => x.toFixed(1)).join(' ')} ms`);
         }
       }
     }

@@ -23,9 +23,9 @@ namespace {
 constexpr uint64_t kTandemSlotPrefix = 0x54ull << 56;
 uint64_t NextSlot(uint64_t& tag) { return kTandemSlotPrefix | (tag++ & ((1ull << 56) - 1)); }
 
-// Floats of the buffer whose shards may be on their way out ahead of the reduction (at least 2 chunks): enough to
-// keep a fast link's pipe full, few enough to stay in cache (on loopback, posting a whole 23 MB buffer at once ran
-// 2-3x slower than a window of 2 chunks of 64K floats, under load; at 100 Mbit/s a 1 MB window lost 10% on 2.3 MB).
+// Floats of the buffer whose shards may be on their way out ahead of the reduction (at least 2 chunks): bounds what
+// sits in the socket buffers. Measured on a loaded 2-core machine, within its noise: 256K, 1M floats and no window
+// gave the same times at 1 Gbit/s and 100 Mbit/s (bench/hosts-line-rate.ts).
 constexpr size_t kWindowFloats = 1 << 20;
 
 // [start, end) of shard q of [from, to) split in `size` near-equal shards: tandem's shardOf (reduce-slots.ts).
