@@ -5,7 +5,7 @@
  * - `tcp`: plain TCP, every rank sends S bytes to its peer and receives S bytes at once (both directions busy:
  *   what an ideal 2-rank all-reduce moves), on one connection; `tcp-oneway`: rank 0 sends S bytes, rank 1 answers
  *   one byte (the link's rate in one direction).
- * - `gloo-<algorithm>`: tandem's gloo collective's all-reduce (mean) of S/4 floats with that algorithm;
+ * - `gloo-<algorithm>`: tandem's gloo collective's all-reduce (sum) of S/4 floats with that algorithm (checked);
  *   `gloo-ring`: Gloo's own ring all-reduce (what PyTorch DDP's gloo backend runs; not rank-ordered).
  *
  *   node dist/bench/hosts-line-rate-host.js '{"method":"tcp","rank":0,"size":2,"addresses":["10.213.9.1","10.213.9.2"],"port":29600,"bytes":2345000,"repeats":6}'
