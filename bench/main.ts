@@ -1,4 +1,4 @@
-/** `npm run bench -- scaling|kernels|overlap|profile|profile-clock|classifier|faults|soak|models|hosts|hosts-allreduce|comm-hooks|chunk-size|shm-vs-loopback [--steps N] [--runs N] [--busy N] [--classes 1000,10000] [--models a,b] [--stock-steps N] [--batch N] [--links none,1gbps,…] [--rates 10gbit,1gbit,100mbit] [--out DIR]` */
+/** `npm run bench -- scaling|kernels|overlap|profile|profile-clock|classifier|faults|soak|models|hosts|hosts-allreduce|hosts-line-rate|comm-hooks|chunk-size|shm-vs-loopback [--steps N] [--runs N] [--busy N] [--classes 1000,10000] [--models a,b] [--stock-steps N] [--batch N] [--links none,1gbps,…] [--rates 10gbit,1gbit,100mbit] [--out DIR]` */
 import { parseArgs } from 'node:util';
 import { runScaling } from './scaling.js';
 import { runOverlap } from './overlap.js';
@@ -15,10 +15,12 @@ import { runHostsBench } from './hosts.js';
 import { parseHostsOptions } from './hosts-figures.js';
 import { runChunkSizeBench } from './chunk-size.js';
 import { runShmVsLoopbackBench } from './shm-vs-loopback.js';
+import { runHostsLineRateBench, DEFAULT_LINE_RATE_METHODS } from './hosts-line-rate.js';
+import type { LineRateMethod } from './hosts-line-rate-host.js';
 
 const { positionals, values } = parseArgs({
   allowPositionals: true,
-  options: { classes: { type: 'string' }, models: { type: 'string' }, links: { type: 'string' }, rates: { type: 'string' }, steps: { type: 'string' }, 'stock-steps': { type: 'string' }, batch: { type: 'string' }, out: { type: 'string' }, runs: { type: 'string' }, busy: { type: 'string' }, schedules: { type: 'string' }, hooks: { type: 'string' }, quick: { type: 'boolean' } },
+  options: { classes: { type: 'string' }, models: { type: 'string' }, links: { type: 'string' }, rates: { type: 'string' }, steps: { type: 'string' }, 'stock-steps': { type: 'string' }, batch: { type: 'string' }, out: { type: 'string' }, runs: { type: 'string' }, busy: { type: 'string' }, schedules: { type: 'string' }, hooks: { type: 'string' }, quick: { type: 'boolean' }, methods: { type: 'string' }, megabytes: { type: 'string' }, repeats: { type: 'string' } },
 });
 const name = positionals[0] ?? 'scaling';
 switch (name) {
@@ -85,6 +87,11 @@ switch (name) {
     break;
   case 'hosts-allreduce':
     await runHostsAllReduceBench({ hosts: 2, local: 2, megabytes: [4, 32], repeats: Number(values.runs ?? 20), out: values.out ?? 'bench/results' });
+    break;
+  case 'hosts-line-rate':
+    await runHostsLineRateBench({ rates: (values.rates ?? '1gbit,100mbit').split(',') as never, megabytes: (values.megabytes ?? '2.345,23.45').split(',').map(Number),
+      methods: (values.methods?.split(',') as LineRateMethod[] | undefined) ?? DEFAULT_LINE_RATE_METHODS, repeats: Number(values.repeats ?? 5),
+      runs: Number(values.runs ?? 3), out: values.out ?? 'bench/results' });
     break;
   case 'hosts':
     await runHostsBench(parseHostsOptions(values));

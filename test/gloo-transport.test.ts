@@ -16,6 +16,7 @@ import type { GlooRankData } from '../src/collectives/gloo-transport.js';
 import { train, type TrainConfig } from '../src/index.js';
 import type { GlooRankJob, GlooRankReply, GlooScript } from './fixtures/gloo-rank-worker.js';
 import { glooAddonOrSkip } from './fixtures/gloo-addon-or-skip.js';
+import { ALL_REDUCE_CASES, allReduceInputs, type AllReduceProcessJob, type AllReduceProcessReply } from './fixtures/allreduce-inputs.js';
 
 interface RanksRun { inputs: Float32Array[]; replies: GlooRankReply[][]; gate: Int32Array }
 
@@ -98,6 +99,43 @@ if (glooAddonOrSkip()) {
       const run = await startRanks(size, 'collectives', data, { length, shared, blocking }).done;
       checkCollectives(t, run, `${size} ranks, ${length} floats, ${shared ? 'shared' : 'plain'} memory, ${blocking ? 'blocking' : 'awaited'}` +
         `${chunkFloats ? `, chunks of ${chunkFloats}` : ''}`);
+    }
+  });
+
+  t.test('both all-reduce algorithms, one process per rank: the bits of reduceSlotsInto over every copy (2, 3, 4 ranks; sum, mean, max, a middle range; chunks that do not divide the buffer)', async t => {
+    const fixture = fileURLToPath(new URL('./fixtures/gloo-allreduce-process.js', import.meta.url));
+    const cases: [number, number, Partial<GlooRankData>][] = [
+      [2, 10_007, { algorithm: 'pipelined', pipelineChunkFloats: 1000 }], [3, 10_007, { algorithm: 'pipelined', pipelineChunkFloats: 1000 }],
+      [4, 10_007, { algorithm: 'pipelined', pipelineChunkFloats: 999, chunkFloats: 4099 }], [4, 3, { algorithm: 'pipelined', pipelineChunkFloats: 2 }],
+      [3, 200_003, { algorithm: 'pipelined' }], [3, 1_600_003, { algorithm: 'pipelined', pipelineChunkFloats: 1 << 19 }], // 4 chunks, a window of 2 [3, 10_007, { algorithm: 'shards', chunkFloats: 4099 }], [4, 5, { algorithm: 'shards' }],
+    ];
+    for (const [size, length, options] of cases) {
+      const data = { ...(await storeFor(size)), ...options };
+      const seed = 11 + size * 7 + length;
+      const replies = await Promise.all(Array.from({ length: size }, async (_, rank) => {
+        const child = spawn(process.execPath, [fixture, JSON.stringify({ rank, size, data, length, seed } satisfies AllReduceProcessJob)],
+          { stdio: ['ignore', 'pipe', 'inherit'] });
+        let out = '';
+        child.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
+        const [code] = await once(child, 'exit') as [number | null];
+        return code === 0 ? JSON.parse(out) as AllReduceProcessReply : undefined;
+      }));
+      const label = `${size} ranks, ${length} floats, ${JSON.stringify(options)}`;
+      for (const { name, op, range } of ALL_REDUCE_CASES) {
+        const copies = allReduceInputs(size, length, seed);
+        const want = Float32Array.from(copies[0]);
+        const [s, e] = range(length);
+        reduceSlotsInto(copies, want, s, e, op);
+        const differences = replies.map((reply, rank) => {
+          if (!reply) return `rank ${rank}: the process failed`;
+          const got = new Float32Array(new Uint8Array(Buffer.from(reply[name], 'base64')).buffer);
+          const wantHere = Float32Array.from(copies[rank]);
+          wantHere.set(want.subarray(s, e), s);
+          const d = firstDifference(got, wantHere);
+          return d && `rank ${rank}: ${d}`;
+        }).filter(Boolean);
+        t.same(differences, [], `${label}, ${name}: every rank holds reduceSlotsInto's bits`);
+      }
     }
   });
 

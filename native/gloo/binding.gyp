@@ -1,7 +1,7 @@
 {
   "targets": [{
     "target_name": "tandem_gloo",
-    "sources": ["../src/gloo-addon.cc", "../src/gloo-tcp-store.cc"],
+    "sources": ["../src/gloo-addon.cc", "../src/gloo-tcp-store.cc", "../src/gloo-pipelined.cc"],
     "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
     "defines": ["NAPI_VERSION=8", "NAPI_CPP_EXCEPTIONS"],
     "cflags!": ["-fno-exceptions"],

@@ -12,6 +12,8 @@
 //            | "file:///shared/dir" (Gloo's FileStore)
 //   allReduce(buf, 'sum' | 'max')       Gloo's ring all-reduce (not rank-ordered: see gloo-transport.ts)
 //   allGather(mine, all) · allGatherV(mine, all, counts) · allToAllV(in, inCounts, out, outCounts)
+//   allReducePipelined(buf, 'sum' | 'mean' | 'max', chunkFloats)   rank-ordered, pipelined (gloo-pipelined.cc)
+//   exchangeV(in, inCounts, out, outCounts)   allToAllV with every receive posted first
 //   broadcast(buf, root) · barrier() · close()
 //
 // Errors are JS Errors with `glooKind` ('timeout' | 'peer' | 'io' | 'invalid' | 'closed')
@@ -37,6 +39,7 @@
 #include <vector>
 
 #include "gloo-executor.h"
+#include "gloo-pipelined.h"
 #include "gloo-tcp-store.h"
 
 namespace tandem_gloo {
@@ -84,6 +87,7 @@ class GlooContext : public Napi::ObjectWrap<GlooContext> {
       InstanceMethod("connect", &GlooContext::ConnectMethod), InstanceMethod("close", &GlooContext::Close),
       InstanceMethod("allReduce", &GlooContext::AllReduce), InstanceMethod("allGather", &GlooContext::AllGather),
       InstanceMethod("allGatherV", &GlooContext::AllGatherV), InstanceMethod("allToAllV", &GlooContext::AllToAllV),
+      InstanceMethod("allReducePipelined", &GlooContext::AllReducePipelined), InstanceMethod("exchangeV", &GlooContext::ExchangeVMethod),
       InstanceMethod("broadcast", &GlooContext::Broadcast), InstanceMethod("barrier", &GlooContext::Barrier),
       InstanceAccessor("rank", &GlooContext::Rank, nullptr), InstanceAccessor("size", &GlooContext::Size, nullptr),
       InstanceAccessor("peers", &GlooContext::Peers, nullptr)});
@@ -110,6 +114,8 @@ class GlooContext : public Napi::ObjectWrap<GlooContext> {
   napi_env env_ = nullptr;
   bool hooked_ = false;
   bool context_closed_ = false;
+  std::vector<float> scratch_;  // the pipelined all-reduce's received copies
+  uint64_t tag_ = 0;            // numbers tandem's own messages (every rank makes the same calls in the same order)
 
   static Options ReadOptions(const Napi::Value& v) {
     if (!v.IsObject()) throw Napi::TypeError::New(v.Env(), "GlooContext options must be an object");
@@ -325,6 +331,33 @@ class GlooContext : public Napi::ObjectWrap<GlooContext> {
       o.setOutput(out.Data(), outCounts);
       gloo::alltoallv(o);
     });
+  }
+
+  void AllReducePipelined(const Napi::CallbackInfo& info) {
+    auto buf = F32(info[0], "buf");
+    auto name = info[1].As<Napi::String>().Utf8Value();
+    if (name != "sum" && name != "mean" && name != "max") throw Napi::TypeError::New(info.Env(), "op must be 'sum', 'mean' or 'max'");
+    auto op = name == "sum" ? ReduceKind::kSum : name == "mean" ? ReduceKind::kMean : ReduceKind::kMax;
+    int64_t chunkFloats = info[2].As<Napi::Number>().Int64Value();
+    if (chunkFloats < 1) throw Napi::RangeError::New(info.Env(), "allReducePipelined: chunkFloats must be positive");
+    if (buf.ElementLength() == 0) return;
+    auto context = Live(info.Env());
+    if (!context) return;
+    Guard(info.Env(), [&] {
+      PipelinedAllReduce(context, buf.Data(), buf.ElementLength(), op, static_cast<size_t>(chunkFloats), scratch_, tag_, opts_.timeout);
+    });
+  }
+
+  void ExchangeVMethod(const Napi::CallbackInfo& info) {
+    auto in = F32(info[0], "input");
+    auto inCounts = Counts<int64_t>(info[1], opts_.size, "inCounts");
+    auto out = F32(info[2], "output");
+    auto outCounts = Counts<int64_t>(info[3], opts_.size, "outCounts");
+    if (Total(inCounts) != in.ElementLength() || Total(outCounts) != out.ElementLength())
+      throw Napi::RangeError::New(info.Env(), "exchangeV: counts must sum to the input and output lengths");
+    auto context = Live(info.Env());
+    if (!context) return;
+    Guard(info.Env(), [&] { ExchangeV(context, in.Data(), inCounts, out.Data(), outCounts, tag_, opts_.timeout); });
   }
 
   void Broadcast(const Napi::CallbackInfo& info) {

@@ -5,12 +5,22 @@
  * the ranks meet at is served by the process that prepares the communicator
  * (tcp-store-server.ts), or any `tcp://` or `file://` store named in the handle.
  *
- * All-reduce gives the shared-memory transport's bits: a reduce-scatter as an
- * all-to-all (rank r receives every rank's copy of its shard r, the same
- * shards as `shardOf`), the shard reduced over the ranks in rank order with
- * the reference loops (or the engine's reducer, the same bits), then an
- * all-gather of the shards. It moves what a ring moves (2(N-1)/N of the
- * buffer per rank) without Gloo's ring order of additions.
+ * All-reduce gives the shared-memory transport's bits (element by element,
+ * float32 additions in rank order, then / N for a mean): each rank reduces
+ * its shard of the buffer (`shardOf`) from every rank's copy, and the reduced
+ * shards go to every rank. It moves what a ring moves (2(N-1)/N of the buffer
+ * per rank) without Gloo's ring order of additions. Two algorithms:
+ * - `pipelined` (the default, the addon's allReducePipelined,
+ *   native/src/gloo-pipelined.cc): the buffer in chunks (`pipelineChunkFloats`,
+ *   about 16 per buffer); every receive is posted before any send, every
+ *   chunk's shards go out at once, and each reduced shard goes back as soon as
+ *   its chunk's copies arrived, so both directions of every link stay busy.
+ *   Between 2 hosts it reaches the plain-TCP rate (bench/hosts-line-rate.ts).
+ * - `shards` (the first one): Gloo's all-to-all of the shards, the reduction
+ *   here (the reference loops or the engine's reducer), then Gloo's
+ *   all-gather. Gloo posts each send before its receive, so a rank's "ready to
+ *   receive" notice can wait behind its own data on the TCP stream: between 2
+ *   hosts the two directions take turns, half the line rate.
  *
  * Every operation is synchronous for the calling thread (the rank's comm or
  * compute thread), so `blocking` is offered; the addon runs it on the
@@ -48,10 +58,30 @@ export interface GlooRankData {
    * rank q * stride + offset, as errors name it.
    */
   crossHost?: { stride: number; offset: number };
+  /** How all-reduce moves the bytes (default GLOO_DEFAULT_ALGORITHM). */
+  algorithm?: GlooAllReduceAlgorithm;
+  /** Floats per chunk of the pipelined algorithm (default: pipelineChunkFloats(), from the buffer's length). */
+  pipelineChunkFloats?: number;
+}
+
+/** How the gloo collective's all-reduce moves the bytes (see the top of this file). */
+export type GlooAllReduceAlgorithm = 'shards' | 'pipelined';
+export const GLOO_DEFAULT_ALGORITHM: GlooAllReduceAlgorithm = 'pipelined';
+/** The pipelined algorithm's smallest chunk (256 KiB). */
+export const GLOO_PIPELINE_CHUNK_FLOATS = 1 << 16;
+/** Chunks a large buffer is cut in: more cost CPU per byte (a wake-up and ~4 messages each; on loopback 23 MB in chunks of 64K floats took 1.7x as long as in 1M-float ones), fewer pipeline less. */
+export const GLOO_PIPELINE_CHUNKS = 16;
+
+/** The pipelined algorithm's chunk for a buffer of `floats`: 1/GLOO_PIPELINE_CHUNKS of it, at least GLOO_PIPELINE_CHUNK_FLOATS. */
+export function pipelineChunkFloats(floats: number): number {
+  return Math.max(GLOO_PIPELINE_CHUNK_FLOATS, Math.ceil(floats / GLOO_PIPELINE_CHUNKS));
 }
 
 /** Floats of a buffer reduced per all-to-all (bounds the scratch to about 4 bytes × this). */
 export const GLOO_CHUNK_FLOATS = 1 << 22;
+
+/** The all-reduce's settings (GlooRankData's). */
+export interface GlooAllReduceOptions { chunkFloats?: number; algorithm?: GlooAllReduceAlgorithm; pipelineChunkFloats?: number }
 
 let communicators = 0;
 
@@ -89,7 +119,8 @@ export function openGlooCollective(rank: number, size: number, data: GlooRankDat
     const context = new load.addon.GlooContext({ rank, size, store: data.store, prefix: data.prefix, hostname: data.hostname,
       timeoutMs: env.timeoutMs, onWait: () => env.heartbeat?.(), waitSliceMs: WAIT_SLICE_MS });
     context.connect();
-    return new GlooCollective(context, env, data.chunkFloats ?? GLOO_CHUNK_FLOATS, peerNaming(data));
+    return new GlooCollective(context, env, { chunkFloats: data.chunkFloats, algorithm: data.algorithm, pipelineChunkFloats: data.pipelineChunkFloats },
+      peerNaming(data));
   } catch (err) {
     if (!isGlooFailure(err)) throw err;
     const code = err.glooKind === 'invalid' ? 'BAD_CONFIG' : 'STALLED';
@@ -105,13 +136,19 @@ export class GlooCollective implements Collective {
   readonly size: number;
   readonly blocking: BlockingCollective;
   private readonly reducer: SlotReducer;
+  private readonly chunkFloats: number;
+  private readonly algorithm: GlooAllReduceAlgorithm;
+  private readonly pipelineChunkFloats: number | undefined;
   private scratch = new Float32Array(0);
   private open = true;
 
-  constructor(private readonly context: GlooContext, private readonly env: CollectiveEnv, private readonly chunkFloats = GLOO_CHUNK_FLOATS,
+  constructor(private readonly context: GlooContext, private readonly env: CollectiveEnv, options: GlooAllReduceOptions = {},
     private readonly naming: PeerNaming = FLAT_NAMING) {
     this.rank = context.rank;
     this.size = context.size;
+    this.chunkFloats = options.chunkFloats ?? GLOO_CHUNK_FLOATS;
+    this.algorithm = options.algorithm ?? GLOO_DEFAULT_ALGORITHM;
+    this.pipelineChunkFloats = options.pipelineChunkFloats;
     this.reducer = env.reducer ?? { reduceMeanInto };
     this.blocking = {
       allReduce: (buf, start, end, op) => this.allReduceNow(buf, start, end, op),
@@ -133,7 +170,17 @@ export class GlooCollective implements Collective {
 
   private allReduceNow(buf: Float32Array, start: number, end: number, op: ReduceOp): void {
     if (this.size === 1 || end <= start) return;
-    for (let c = start; c < end; c += this.chunkFloats) this.allReduceChunk(buf.subarray(c, Math.min(end, c + this.chunkFloats)), op);
+    for (let c = start; c < end; c += this.chunkFloats) {
+      const view = buf.subarray(c, Math.min(end, c + this.chunkFloats));
+      switch (this.algorithm) {
+        case 'pipelined':
+          this.run(`peers' shards (pipelined all-reduce ${op})`,
+            () => this.context.allReducePipelined(view, op, this.pipelineChunkFloats ?? pipelineChunkFloats(view.length)));
+          break;
+        case 'shards': this.allReduceChunk(view, op); break;
+        default: { const never: never = this.algorithm; throw new TandemError('BAD_CONFIG', `unknown gloo all-reduce algorithm '${String(never)}'`); }
+      }
+    }
   }
 
   /** Reduce-scatter (all-to-all of the shards, rank-ordered reduction of mine), then all-gather of the shards. */
@@ -161,11 +208,12 @@ export class GlooCollective implements Collective {
   }
 
   /**
-   * The addon's all-to-all (`GlooContext.allToAllV`) with this collective's checks and error translation, for a
-   * transport composed on top of it (hierarchical-transport.ts); `what` says what the rank waits for, in errors.
+   * An all-to-all with every receive posted first (the addon's `exchangeV`), with this collective's checks and error
+   * translation, for a transport composed on top of it (hierarchical-transport.ts); `what` says what the rank waits
+   * for, in errors.
    */
   allToAllV(what: string, input: Float32Array, inCounts: number[], output: Float32Array, outCounts: number[]): void {
-    this.run(what, () => this.context.allToAllV(input, inCounts, output, outCounts));
+    this.run(what, () => this.context.exchangeV(input, inCounts, output, outCounts));
   }
 
   /** One Gloo call: ABORTED before it when the run aborted; its failure as a TandemError (and the context closed). */

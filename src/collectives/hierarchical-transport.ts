@@ -17,7 +17,8 @@
  *    peers' slots) and passes it on; the last host divides (mean) and writes
  *    the final chunk into its slot. The finals go back along H-1 → 0 → 1 → …
  *    → H-2, each host writing them into its own slot and passing them on.
- *    One tick is one Gloo all-to-all among the H devices of index l: it
+ *    One tick is one all-to-all among the H devices of index l (every
+ *    receive posted before the sends: GlooCollective.allToAllV): it
  *    carries host h's prefix of chunk t-h forward and the finals of earlier
  *    chunks back (counts zero elsewhere), so the forward chain and the return
  *    overlap on every link in both directions; a chain of K chunks takes
