@@ -7,7 +7,9 @@
  */
 import type { Engine } from '../engine.js';
 import { JS_ARITHMETIC } from '../../optim/flat-arithmetic.js';
-import { probeWebGpu } from '../webgpu/webgpu-availability.js';
+import { isMainThread } from 'node:worker_threads';
+import { TandemError } from '../../errors.js';
+import { probeWebGpu, probeWebGpuPackage, WEBGPU_DRIVER_HOW_TO } from '../webgpu/webgpu-availability.js';
 import { openWebGpuDevice } from '../webgpu/webgpu-device.js';
 
 export const WEBGPU_ENGINE: Engine = {
@@ -15,12 +17,19 @@ export const WEBGPU_ENGINE: Engine = {
   description: 'tfjs-backend-webgpu on Dawn (npm webgpu): a GPU through its Vulkan driver, asynchronous reads',
   capabilities: { synchronousReads: false, parameters: 'host', convInputGradientAsConvolution: true },
   unavailable() {
-    const probe = probeWebGpu();
-    return probe.kind === 'ok' ? undefined : `backend 'webgpu' is not available: ${probe.reason}; or use --backend native, wasm or cpu.`;
+    // The main thread asks before threads start; a device thread does not ask again (a probe process per thread):
+    // its start() opens the device and says what is missing if that fails.
+    const probe = isMainThread ? probeWebGpu() : probeWebGpuPackage();
+    return probe.kind === 'ok' ? undefined : unavailableMessage(probe.reason);
   },
   async start(tf) {
-    await openWebGpuDevice(tf, 'webgpu');
+    const opened = await openWebGpuDevice(tf, 'webgpu');
+    if (!opened) throw new TandemError('BACKEND_UNAVAILABLE', unavailableMessage(`Dawn found no WebGPU adapter on this device thread; ${WEBGPU_DRIVER_HOW_TO}`));
   },
   arithmetic: () => JS_ARITHMETIC,
   kernelSite: () => 'accelerator',
 };
+
+function unavailableMessage(reason: string): string {
+  return `backend 'webgpu' is not available: ${reason}; or use --backend native, wasm or cpu.`;
+}

@@ -29,12 +29,19 @@ export function probeWebGpu(): WebGpuProbe {
   return cached;
 }
 
-function runProbe(): WebGpuProbe {
+/** Only whether the `webgpu` package resolves (no adapter asked for). */
+export function probeWebGpuPackage(): WebGpuProbe {
   try {
     require.resolve('webgpu');
+    return { kind: 'ok', adapter: 'not asked' };
   } catch {
     return { kind: 'unavailable', reason: "the npm package 'webgpu' (Dawn's Node bindings) is not installed; npm install webgpu@0.6.2" };
   }
+}
+
+function runProbe(): WebGpuProbe {
+  const pkg = probeWebGpuPackage();
+  if (pkg.kind !== 'ok') return pkg;
   const r = spawnSync(process.execPath, [PROBE], { encoding: 'utf8', timeout: PROBE_TIMEOUT_MS, env: process.env });
   const line = (r.stdout ?? '').trim().split('\n').pop() ?? '';
   let answer: { adapter?: string | null; error?: string } | undefined;

@@ -57,13 +57,14 @@ export async function loadDawn(options: string[] = []): Promise<DawnGpu> {
 
 /**
  * Opens this thread's device and makes tfjs's `webgpu` backend run on it (registered under `name`, not yet selected).
- * Idempotent per thread. Throws when Dawn finds no adapter.
+ * Idempotent per thread. Undefined when Dawn finds no adapter.
  */
-export async function openWebGpuDevice(tf: Tf, name: string): Promise<OpenedDevice> {
+export async function openWebGpuDevice(tf: Tf, name: string): Promise<OpenedDevice | undefined> {
   if (opened) return opened;
   const gpu = await loadDawn();
+  (globalThis as { tandemDawnGpu?: DawnGpu }).tandemDawnGpu = gpu; // held even if no adapter: never released
   const adapter = await gpu.requestAdapter();
-  if (!adapter) throw new Error('Dawn found no WebGPU adapter on this thread');
+  if (!adapter) return undefined;
   const requiredLimits: Record<string, number> = {};
   for (const k of RAISED_LIMITS) if (typeof adapter.limits[k] === 'number') requiredLimits[k] = adapter.limits[k];
   const device = await adapter.requestDevice({ requiredFeatures: adapter.features.has('timestamp-query') ? ['timestamp-query'] : [], requiredLimits });
