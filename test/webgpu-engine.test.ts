@@ -2,8 +2,8 @@
 // Mesa's software Vulkan (llvmpipe), so the models are tiny and the steps few. Checked: 1 and 2 devices give the
 // parameters of the cpu engine's run within 1e-5 (alexnet-mini, and a BatchNormalization ResNet-style model); a
 // gradient group's exchange starts before backward ends (gradients are handed over as each asynchronous read
-// returns); resume from a checkpoint is exact; without an adapter `--backend webgpu` fails before any thread starts
-// and says what is missing. Skips when Dawn finds no adapter, unless TANDEM_REQUIRE_WEBGPU=1 (then it fails).
+// returns); resume from a checkpoint is exact; a NaN loss is caught before any gradient is handed over; without
+// an adapter `--backend webgpu` fails before any thread starts and says what is missing. Skips when Dawn finds no adapter, unless TANDEM_REQUIRE_WEBGPU=1 (then it fails).
 import t from 'tap';
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync } from 'node:fs';
@@ -85,6 +85,19 @@ t.test('resnet-mini (BatchNormalization): 1 device = the cpu reference, 2 device
   t.ok(maxAbsDiff(gpu.nonTrainableWeights, cpu.nonTrainableWeights) < TOLERANCE, '2 devices: averaged moving statistics = cpu');
   await t.rejects(train({ ...cfg, devices: 2, steps: 1, backend: 'webgpu', model: 'resnet-mini', imageSize: [4, 4, 3] }), { code: 'BAD_CONFIG', message: /batchNorm 'sync'.*--batch-norm local/ },
     'sync BatchNormalization on 2 webgpu devices is refused, naming the fix');
+});
+
+t.test('a NaN loss on webgpu: stops the run before any gradient is handed over, or skips the step (skip-step)', { skip }, async t => {
+  // The loss is read asynchronously, ahead of every gradient: the decision is made before any gradient is handed over.
+  const cfg: TrainConfig = { model: 'mlp', data: 'synthetic-images', imageSize: [8, 8, 1], datasetSize: 64, batch: 8, steps: 4, devices: 2, backend: 'webgpu',
+    faultInjection: { device: 1, step: 3, phase: 'forward', kind: 'nan' } };
+  let applied = 0;
+  await t.rejects(train(cfg, { onStepApplied: () => { applied++; } }), { code: 'NON_FINITE', context: { device: 1, step: 3, phase: 'forward' },
+    message: /^the loss is not finite in step 3 on device 1 \(NaN\): the step was stopped before any gradient was handed over/ });
+  t.equal(applied, 2, 'steps 1 and 2 applied, step 3 never');
+  const summary = await train({ ...cfg, onNan: 'skip-step' });
+  t.same(summary.skippedUpdates.map(u => [u.step, u.variable]), [[3, 'the loss (NaN) on device 1']], 'step 3 skipped, named');
+  t.ok(summary.weights.every(w => w.values.every(Number.isFinite)), 'parameters finite');
 });
 
 t.test('no adapter: --backend webgpu fails before any thread starts, saying what is missing', async t => {
