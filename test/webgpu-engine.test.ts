@@ -31,14 +31,12 @@ const same = (a: { values: Float32Array }[], b: { values: Float32Array }[]) => a
 const base: TrainConfig = { data: 'synthetic-images', imageSize: [8, 8, 3], classes: 4, datasetSize: 32, batch: 8, steps: 3, seed: 3,
   optimizer: 'sgd', lr: 0.05, momentum: 0.9 };
 
-t.test('alexnet-mini: 1 and 2 webgpu devices = the cpu reference within 1e-5; exchange overlaps backward; resume is exact', { skip }, async t => {
-  // One configuration for the three checks (llvmpipe is slow): per-layer groups, which give the bits of sequential.
-  const cfg: TrainConfig = { ...base, model: 'alexnet-mini', strategy: 'per-layer', steps: 4 };
+t.test('alexnet-mini: 1 and 2 webgpu devices = the cpu reference within 1e-5; resume is exact', { skip }, async t => {
+  // One configuration for both checks (llvmpipe is slow); per-layer groups give the bits of sequential. (At 16x16 and 4
+  // steps the difference grows to ~1.4e-4 by step 4 though step 1 agrees within 1.5e-8: sgd+momentum amplifying ulps.)
+  const cfg: TrainConfig = { ...base, model: 'alexnet-mini', imageSize: [12, 12, 3], strategy: 'per-layer', steps: 4 };
   const ref = await trainReference({ ...cfg, backend: 'cpu' }); // one cpu engine, the whole batch, tfjs's optimizer
-  const spans: Span[] = [];
-  const handle = startTraining({ ...cfg, backend: 'webgpu', devices: 2 });
-  handle.timeline$.subscribe(s => spans.push(s));
-  const two = await handle.done;
+  const two = await train({ ...cfg, backend: 'webgpu', devices: 2 });
   const one = await train({ ...cfg, backend: 'webgpu', devices: 1 });
   for (const [devices, run] of [[1, one], [2, two]] as const) {
     const diff = maxAbsDiff(run.weights, ref.weights);
@@ -48,17 +46,6 @@ t.test('alexnet-mini: 1 and 2 webgpu devices = the cpu reference within 1e-5; ex
   const wrong = await trainReference({ ...cfg, backend: 'cpu', lr: 0.051 });
   t.ok(maxAbsDiff(two.weights, wrong.weights) > TOLERANCE, 'the comparison can fail: the reference with lr 0.051 is detected');
 
-  // Gradients are read asynchronously; each group is handed to the comm thread as its reads return, while the
-  // device still computes the rest of backward: the first exchange starts before the last group's backward ends.
-  for (let step = 2; step <= cfg.steps!; step++) { // step 1 compiles the shaders
-    for (let device = 0; device < 2; device++) {
-      const mine = spans.filter(s => s.device === device && s.step === step);
-      const firstExchange = Math.min(...mine.filter(s => s.kind === 'exchange').map(s => s.start));
-      const backwardEnd = Math.max(...mine.filter(s => s.kind === 'backward' && s.group !== undefined).map(s => s.end));
-      t.ok(firstExchange < backwardEnd, `step ${step} device ${device}: first exchange began ${(backwardEnd - firstExchange).toFixed(1)} ms before backward ended`);
-    }
-  }
-
   const dir = mkdtempSync(path.join(os.tmpdir(), 'tandem-webgpu-ckpt-'));
   const first = await train({ ...cfg, backend: 'webgpu', devices: 2, steps: 2, checkpointEvery: 2, checkpointDir: dir });
   t.ok(first.checkpointPath && existsSync(first.checkpointPath), 'checkpoint written at step 2');
@@ -66,6 +53,24 @@ t.test('alexnet-mini: 1 and 2 webgpu devices = the cpu reference within 1e-5; ex
   t.equal(resumed.firstStep, 3, 'resume continues at step 3');
   t.ok(same(resumed.weights, two.weights), 'resume: 2 + 2 steps = 4 uninterrupted steps, bit for bit');
   t.same(resumed.history.map(h => h.loss), two.history.slice(2).map(h => h.loss), 'resume: the same losses');
+});
+
+t.test('a gradient group is exchanged while backward still runs on the device (per-layer, 2 devices)', { skip }, async t => {
+  // Gradients are read asynchronously; each group is handed to the comm thread as its reads return, while the device
+  // still computes the rest of backward. 16x16 images: the conv layers' backward on llvmpipe (~0.4-0.8 s measured)
+  // outlasts the comm thread's wake-up and the thread's own walk of the tape even on a busy machine (at 12x12: once -9 ms).
+  const spans: Span[] = [];
+  const handle = startTraining({ ...base, model: 'alexnet-mini', imageSize: [16, 16, 3], backend: 'webgpu', devices: 2, strategy: 'per-layer', steps: 3 });
+  handle.timeline$.subscribe(s => spans.push(s));
+  await handle.done;
+  for (let step = 2; step <= 3; step++) { // step 1 compiles the shaders
+    for (let device = 0; device < 2; device++) {
+      const mine = spans.filter(s => s.device === device && s.step === step);
+      const firstExchange = Math.min(...mine.filter(s => s.kind === 'exchange').map(s => s.start));
+      const backwardEnd = Math.max(...mine.filter(s => s.kind === 'backward' && s.group !== undefined).map(s => s.end));
+      t.ok(firstExchange < backwardEnd, `step ${step} device ${device}: first exchange began ${(backwardEnd - firstExchange).toFixed(1)} ms before backward ended`);
+    }
+  }
 });
 
 t.test('resnet-mini (BatchNormalization): 1 device = the cpu reference, 2 devices = 2 cpu devices, within 1e-5', { skip }, async t => {
