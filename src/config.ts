@@ -74,9 +74,9 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
   const backend = oneOf('backend', config.backend ?? defaultBackend(), engineNames());
   assertBackendAvailable(backend);
   const { capabilities } = getEngine(backend);
-  if (!capabilities.synchronousReads || capabilities.parameters !== 'host') {
-    throw new TandemError('BACKEND_UNAVAILABLE', `backend '${backend}' ${!capabilities.synchronousReads ? 'cannot read tensors synchronously' : 'keeps parameters on the device'}, ` +
-      "and tandem's device threads hand gradients over synchronously from host memory; use native, wasm or cpu");
+  if (capabilities.parameters !== 'host') {
+    throw new TandemError('BACKEND_UNAVAILABLE', `backend '${backend}' keeps parameters on the device, ` +
+      "and tandem's device threads hand parameters and gradients over in host memory; use native, wasm, cpu or webgpu");
   }
   const nativeThreads = positiveInt('nativeThreads', config.nativeThreads ?? 1, 256);
   const nativeFusion = config.nativeFusion ?? true;
@@ -223,6 +223,11 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
     transport: transport.name, commHook, loss, batchNorm: oneOf('batchNorm', config.batchNorm ?? 'sync', ['sync', 'local'] as const),
     forwardWait: oneOf('forwardWait', config.forwardWait ?? 'group', ['group', 'step'] as const), plugins, out: writer ? config.out : undefined, stallTimeoutMs, loaderThreads, faultInjection: fi,
   };
+  if (!capabilities.synchronousReads && (method.localState || method.computeCommunicator(resolved))) {
+    // A head trained on the host, or collectives inside forward/backward, read activations synchronously.
+    bad('method', `--method ${method.name} reads tensors synchronously inside forward and backward, which backend '${backend}' cannot; ` +
+      'use --method data-parallel, or a backend that can (native, wasm, cpu)');
+  }
   if (method.computeCommunicator(resolved) && !transport.blocking) {
     bad('transport', `'${transport.name}' cannot complete a collective inside a forward or backward pass, which --method ${method.name} needs; ` +
       `use a transport that can (${DEFAULT_TRANSPORT})`);

@@ -24,7 +24,7 @@ const cases: [string, TrainConfig, string, RegExp][] = [
   ['model shape does not match data', { model: wrongShapeModel, data: 'mnist' }, 'SHAPE_MISMATCH', /takes inputs of shape \[5\].*\[28, 28, 1\]/],
   ['image too small for alexnet', { model: 'alexnet', data: 'mnist' }, 'SHAPE_MISMATCH', /at least 195x195/],
   ['unknown option', { devcies: 2 } as TrainConfig, 'BAD_CONFIG', /config\.devcies: unknown option/],
-  ['unknown backend', { backend: 'webgpu' as 'cpu' }, 'BAD_CONFIG', /config\.backend/],
+  ['unknown backend', { backend: 'opencl' as 'cpu' }, 'BAD_CONFIG', /config\.backend/],
   ['tensorflow backend not installed', { backend: 'tensorflow' }, 'BACKEND_UNAVAILABLE', /tfjs-node/],
   ['steps and epochs', { steps: 3, epochs: 1 }, 'BAD_CONFIG', /steps or epochs/],
   ['negative lr', { lr: -1 }, 'BAD_CONFIG', /config\.lr/],

@@ -4,6 +4,13 @@
  * backward, and the compute half of the gradient pipeline. The compute
  * worker owns one and forwards its mailbox to it; every reply goes out
  * through `send`.
+ *
+ * On an engine without synchronous reads (webgpu) every read is awaited: a
+ * gradient's read starts when backward reaches it and it is handed over when
+ * the read returns (async-reads.ts), so exchange still overlaps the rest of
+ * backward, which runs on the device meanwhile; parameters and inputs are
+ * copied out of the shared buffers into plain arrays before an upload. The
+ * synchronous engines keep the synchronous path, unchanged.
  */
 import * as tf from '@tensorflow/tfjs';
 import { Subject, tap } from 'rxjs';
@@ -12,7 +19,8 @@ import { startBackend } from '../engine/backend.js';
 import { getEngine } from '../engine/engine-registry.js';
 import { buildTrainingModel } from '../model/resolve-model.js';
 import { withRegularization } from '../model/output-loss.js';
-import { assignWeight, readFlat, writeFlat } from '../model/flat-weights.js';
+import { assignWeight, readFlat, readFlatAsync, writeFlat } from '../model/flat-weights.js';
+import { OrderedReads } from '../engine/async-reads.js';
 import { seedRandomLayers, type RandomLayerSeeds } from '../model/seeded-random-layers.js';
 import { batchNormalizationLayers, trainBatchNormalization } from '../model/sync-batch-norm.js';
 import { layoutParameters, type ParameterGroup, type ParameterLayout } from '../model/parameter-layout.js';
@@ -83,6 +91,8 @@ export class DeviceReplica {
   /** This step's forward, in pieces between the group waits that blocked: where the current piece began, and the ms waited. */
   private forwardFrom = 0;
   private forwardWaitedMs = 0;
+  /** The engine's `dataSync()` works; false: every read is `await data()` (webgpu). */
+  private readonly syncReads: boolean;
 
   constructor(device: DeviceIdentity, private readonly config: ResolvedConfig, control: SharedArrayBuffer, groupCount: number,
     private readonly send: Send) {
@@ -90,6 +100,7 @@ export class DeviceReplica {
     this.rank = device.rank;
     this.control = new ControlBlock(control, config.topology.localDevices, groupCount, threadWaitMs(config.stallTimeoutMs, config.topology.processes));
     this.control.owner = { device: this.local, side: 'compute' };
+    this.syncReads = getEngine(config.backend).capabilities.synchronousReads;
   }
 
   /** Where the device is, for an error report. */
@@ -117,7 +128,7 @@ export class DeviceReplica {
     this.send({ type: 'built', device: this.rank, weights, state, batchNormLayers: batchNormLayers(model), numTensors: tf.memory().numTensors });
   }
 
-  attach(buffers: SharedBuffers, groups: ParameterGroup[], handle?: RankHandle): void {
+  async attach(buffers: SharedBuffers, groups: ParameterGroup[], handle?: RankHandle): Promise<void> {
     const { layout, model } = this.need();
     const c = this.config;
     const byModelIndex: number[] = [];
@@ -127,7 +138,10 @@ export class DeviceReplica {
     });
     const batchNorm = batchNormalizationLayers(model);
     const syncBatchNorm = collective && c.devices > 1 && c.batchNorm === 'sync';
-    if (batchNorm.length > 0) trainBatchNormalization(tf, model, syncBatchNorm ? collective.blocking : undefined);
+    // tandem's BatchNormalization kernel reads its input on the host inside forward: synchronous engines only.
+    // Elsewhere tfjs's own layer trains on the device, with this device's batch (local statistics).
+    if (batchNorm.length > 0 && !this.syncReads && syncBatchNorm) throw asyncSyncBatchNormError(c.backend);
+    if (batchNorm.length > 0 && this.syncReads) trainBatchNormalization(tf, model, syncBatchNorm ? collective.blocking : undefined);
     if (collective && batchNorm.length > 0 && c.devices > 1 && c.batchNorm === 'local') this.averagedState = movingStatistics(model);
     const method = getMethod(c.method).createDevice({ tf, cfg: c, device: this.rank, model, arithmetic: getEngine(c.backend).arithmetic(),
       collective: collective?.blocking });
@@ -144,9 +158,13 @@ export class DeviceReplica {
     ).subscribe({ error: err => this.send({ type: 'error', ...this.where, error: serializeError(err) }) });
     if (layout.total !== buffers.total) throw new Error(`device ${this.rank} built a model of ${layout.total} parameters, the run expects ${buffers.total}`);
     // Device 0's initial values are the run's, trainable or not: its comm thread broadcasts them (step 0).
-    if (this.local === 0) {
+    if (this.local === 0 && this.syncReads) {
       this.copyVariables(this.attached.params, 'read');
       this.attached.modelState.set(readState(model));
+    } else if (this.local === 0) {
+      const values = await readFlatAsync(layout.variables.map(v => model.trainableWeights[v.modelIndex]));
+      this.attached.params.set(values); // layout order = transmission order, contiguous
+      this.attached.modelState.set(await readFlatAsync(model.nonTrainableWeights));
     }
     if (c.forwardWait === 'group') this.attached.gate = this.forwardGate(model, layout, groups, byModelIndex, this.attached.params);
     for (let gi = 0; gi < groups.length; gi++) this.control.markGradsReady(this.local, gi, 0);
@@ -179,7 +197,9 @@ export class DeviceReplica {
   private writeVariable(slot: Float32Array, index: number): void {
     const { model, layout } = this.need();
     const spec = layout.variables[index];
-    const t = tf.tensor(slot.subarray(spec.offset, spec.offset + spec.size), spec.shape, 'float32');
+    const values = slot.subarray(spec.offset, spec.offset + spec.size);
+    // An asynchronous engine uploads later, from what it was given: a copy, never a view of the shared buffer.
+    const t = tf.tensor(this.syncReads ? values : new Float32Array(values), spec.shape, 'float32');
     assignWeight(model.trainableWeights[spec.modelIndex], t);
     t.dispose();
   }
@@ -215,10 +235,11 @@ export class DeviceReplica {
     }
   }
 
-  snapshot(step: number): void {
+  async snapshot(step: number): Promise<void> {
     const { method, model } = this.needAttached();
     // The non-trainable weights are the same on every device at a checkpoint: the first device of the process sends them.
-    this.send({ type: 'headSnapshot', device: this.rank, step, head: method.snapshot(), state: this.local === 0 ? readState(model) : undefined });
+    const state = this.local !== 0 ? undefined : this.syncReads ? readState(model) : await readFlatAsync(model.nonTrainableWeights);
+    this.send({ type: 'headSnapshot', device: this.rank, step, head: method.snapshot(), state });
   }
 
   restore(head: HeadState): void {
@@ -240,7 +261,10 @@ export class DeviceReplica {
       this.waitForUpdate(s - 1);
       this.copyVariables(params, 'write');
     }
-    if (!this.attached!.stateApplied) { writeState(model, this.attached!.modelState); this.attached!.stateApplied = true; }
+    if (!this.attached!.stateApplied) {
+      writeState(model, this.syncReads ? this.attached!.modelState : new Float32Array(this.attached!.modelState));
+      this.attached!.stateApplied = true;
+    }
     const slot = inputSlotIndex(this.local, s % INPUT_SLOTS);
     const x = new Float32Array(buffers.inputs, slot * buffers.inputSlotSize * 4, buffers.inputSlotSize);
     const y = new Int32Array(buffers.labels, slot * buffers.labelSlotSize * 4, buffers.labelSlotSize);
@@ -251,8 +275,9 @@ export class DeviceReplica {
     this.forwardWaitedMs = 0;
     this.enter('forward');
     random.at(cfg.seed, this.rank, s);
-    const xs = tf.tensor(x, [cfg.perDevice, ...cfg.sampleShape], 'float32');
-    const ys = targets ? tf.tensor(targets, [cfg.perDevice], 'float32') : tf.tensor(y, [cfg.perDevice], 'int32');
+    const copy = <T extends Float32Array | Int32Array>(a: T): T => (this.syncReads ? a : a.slice() as T); // slice: a plain ArrayBuffer
+    const xs = tf.tensor(copy(x), [cfg.perDevice, ...cfg.sampleShape], 'float32');
+    const ys = targets ? tf.tensor(copy(targets), [cfg.perDevice], 'float32') : tf.tensor(copy(y), [cfg.perDevice], 'int32');
     let backwardStart = 0;
     // Marks the start of backward: its gradient is the first one backward runs.
     const backwardMarker = tf.customGrad(((t: Tensor) => ({
@@ -272,25 +297,14 @@ export class DeviceReplica {
     let nonFinite: string | undefined;
     let nonFiniteLoss: number | undefined;
     let lastReady = 0;
-    const value = backwardWithGradientReady(tf, () => {
-      const modelOut = model.apply(xs, { training: true }) as Tensor;
-      gate?.settle(); // every parameter current before the loss, the regularizers and backward
-      let out = backwardMarker(modelOut);
-      const fi = cfg.faultInjection;
-      if (fi?.kind === 'nan' && fi.device === this.rank && fi.step === s) out = tf.mul(out, NaN);
-      stepLoss = method.loss(out, ys, y, s);
-      const total = withRegularization(tf, model, stepLoss.loss); // kernel/bias/activity penalties, as model.fit adds them
-      if (total !== stepLoss.loss && stepLoss.reportedLoss !== undefined) {
-        stepLoss.reportedLoss += total.dataSync()[0] - stepLoss.loss.dataSync()[0];
-      }
-      nonFiniteLoss = [total.dataSync()[0], stepLoss.reportedLoss ?? 0].find(v => !Number.isFinite(v));
-      return total;
-    }, [...vars, ...localVars], (modelIndex, gradient) => {
+    const reads = this.syncReads ? undefined : new OrderedReads(tf);
+    let lossValue = NaN;
+    /** A variable's final gradient: checked, written to the shared layout, and its readiness announced. */
+    const handOver = (modelIndex: number, values: Float32Array): void => {
       // A non-finite loss stops the step: nothing is handed over (onNan 'error': the main thread fails the run, naming
       // every such device), or NaN is (skip-step: every device then skips every group of the step). Backward still
       // runs to its end, so that collectives inside it (BatchNormalization sync, partial-fc) stay in step.
       if (nonFiniteLoss !== undefined && cfg.onNan === 'error') return;
-      const values = gradient.dataSync() as Float32Array;
       const local = modelIndex >= vars.length;
       const name = local ? localVars[modelIndex - vars.length].name : model.trainableWeights[modelIndex].originalName;
       const bad = nonFiniteLoss === undefined ? firstNonFinite(values) : -1;
@@ -308,9 +322,32 @@ export class DeviceReplica {
       if (now > lastReady) this.span('backward', `backward ${spec.layer}`, lastReady, now);
       lastReady = now;
       this.gradientReady$.next({ step: s, start: spec.offset, end: spec.offset + spec.size, layer: spec.layer, at: now });
+    };
+    const value = backwardWithGradientReady(tf, () => {
+      const modelOut = model.apply(xs, { training: true }) as Tensor;
+      gate?.settle(); // every parameter current before the loss, the regularizers and backward
+      let out = backwardMarker(modelOut);
+      const fi = cfg.faultInjection;
+      if (fi?.kind === 'nan' && fi.device === this.rank && fi.step === s) out = tf.mul(out, NaN);
+      stepLoss = method.loss(out, ys, y, s);
+      const total = withRegularization(tf, model, stepLoss.loss); // kernel/bias/activity penalties, as model.fit adds them
+      if (reads) { // read first, so known before any gradient is handled
+        reads.queue(total, v => { lossValue = v[0]; nonFiniteLoss = Number.isFinite(lossValue) ? undefined : lossValue; });
+        return total;
+      }
+      if (total !== stepLoss.loss && stepLoss.reportedLoss !== undefined) {
+        stepLoss.reportedLoss += total.dataSync()[0] - stepLoss.loss.dataSync()[0];
+      }
+      nonFiniteLoss = [total.dataSync()[0], stepLoss.reportedLoss ?? 0].find(v => !Number.isFinite(v));
+      return total;
+    }, [...vars, ...localVars], (modelIndex, gradient) => {
+      if (reads) reads.queue(gradient, values => handOver(modelIndex, values));
+      else if (nonFiniteLoss === undefined || cfg.onNan !== 'error') handOver(modelIndex, gradient.dataSync() as Float32Array);
     });
+    if (reads) await reads.done();
     const result = stepLoss!;
-    const loss = result.reportedLoss ?? value.dataSync()[0];
+    const loss = result.reportedLoss ?? (reads ? lossValue : value.dataSync()[0]);
+    const correct = typeof result.correct === 'number' ? result.correct : await result.correct;
     value.dispose();
     tf.dispose([xs, ys]);
     if (result.localGradients) localGrads = result.localGradients;
@@ -320,13 +357,13 @@ export class DeviceReplica {
     if (this.averagedState) await this.averageState(this.averagedState);
     const t2 = wallNow();
     this.enter('idle');
-    this.send({ type: 'stepDone', device: this.rank, step: s, loss, correct: result.correct, count: cfg.perDevice, computeMs: t2 - t1 - this.forwardWaitedMs, loadMs: t1 - t0,
+    this.send({ type: 'stepDone', device: this.rank, step: s, loss, correct, count: cfg.perDevice, computeMs: t2 - t1 - this.forwardWaitedMs, loadMs: t1 - t0,
       numTensors: tf.memory().numTensors, spans: this.spans, nonFinite, nonFiniteLoss });
   }
 
   /** The mean of `vars` over every device, written back: afterwards every device holds the same bits. */
   private async averageState(vars: LayerVariable[]): Promise<void> {
-    const flat = readFlat(vars);
+    const flat = this.syncReads ? readFlat(vars) : await readFlatAsync(vars);
     await this.needAttached().collective!.allReduce(flat, 0, flat.length, 'mean');
     writeFlat(tf, vars, flat);
   }
@@ -342,7 +379,8 @@ export class DeviceReplica {
     this.enter('done');
     if (collective && !this.control.aborted) await collective.barrier(); // as the comm thread: no close while a peer still reads
     collective?.close();
-    this.send({ type: 'finished', device: this.rank, artifacts, head: method.finalValues(), worldHeads, state: readState(model), numTensors: tf.memory().numTensors },
+    const state = this.syncReads ? readState(model) : await readFlatAsync(model.nonTrainableWeights);
+    this.send({ type: 'finished', device: this.rank, artifacts, head: method.finalValues(), worldHeads, state, numTensors: tf.memory().numTensors },
       artifacts ? [artifacts.weightData] : []);
   }
 }
@@ -365,6 +403,12 @@ function batchNormLayers(model: LayersModel): string[] {
 /** The moving statistics of the BatchNormalization layers of `model`. */
 function movingStatistics(model: LayersModel): LayerVariable[] {
   return batchNormalizationLayers(model).flatMap(l => [l.movingMean, l.movingVariance] as unknown as LayerVariable[]);
+}
+
+/** Sync BatchNormalization reads activations on the host inside forward; an engine without synchronous reads cannot. */
+function asyncSyncBatchNormError(backend: string): TandemError {
+  return new TandemError('BAD_CONFIG', `backend '${backend}' cannot read tensors synchronously, which batchNorm 'sync' needs inside forward ` +
+    "(the statistics of the global batch); use --batch-norm local (each device's own batch, moving statistics averaged after every step) or one device");
 }
 
 function firstNonFinite(values: Float32Array): number {

@@ -62,8 +62,8 @@ async function evaluate(req: EvaluateRequest): Promise<{ samples: number; centre
     for (let i = 0; i < m; i++) labels[start + i] = reader.read(req.from + start + i, x, i * per);
     const e = tf.tidy(() => model.predict(tf.tensor(x, [m, ...ds.sampleShape])) as tf.Tensor);
     const unit = tf.tidy(() => tf.div(e, tf.add(tf.norm(e, 'euclidean', 1, true), 1e-12)));
-    raw.set(e.dataSync() as Float32Array, start * E);
-    emb.set(unit.dataSync() as Float32Array, start * E);
+    raw.set(await e.data() as Float32Array, start * E); // await data(): every engine, webgpu included
+    emb.set(await unit.data() as Float32Array, start * E);
     tf.dispose([e, unit]);
   }
   const headW = req.w;
@@ -113,7 +113,7 @@ async function evaluate(req: EvaluateRequest): Promise<{ samples: number; centre
     const logits = req.head === 'linear' && req.b ? tf.add(tf.matMul(probesT, w), tf.tensor(req.b)) : tf.matMul(probesT, w);
     return tf.argMax(logits, 1);
   });
-  const pred = predicted.dataSync();
+  const pred = await predicted.data();
   predicted.dispose();
   let correct = 0;
   for (let i = 0; i < n; i++) if (pred[i] === labels[i]) correct++;

@@ -30,7 +30,7 @@ function withHostFields(config: TrainConfig, hosts: HostFields): TrainConfig {
 const HELP = `tandem — train TensorFlow.js models on several devices at once
 
   tandem train [--config FILE.json] [--model NAME|PATH] [--data NAME|PATH] [--devices N]
-               [--backend native|wasm|cpu|tensorflow] [--native-threads N] [--no-native-fusion]
+               [--backend native|wasm|cpu|tensorflow|webgpu] [--native-threads N] [--no-native-fusion]
                [--batch GLOBAL] [--steps N | --epochs N]
                [--lr X] [--momentum X] [--optimizer sgd|adam] [--seed N]
                [--strategy sequential|two-group|per-layer|buckets|auto] [--split-layer P]

@@ -15,7 +15,7 @@ import type { Tf } from './tfjs-types.js';
 export { findTensorflowPackage } from './engines/tensorflow-engine.js';
 
 /** The built-in engines. */
-export const BACKENDS = ['native', 'wasm', 'cpu', 'tensorflow'] as const;
+export const BACKENDS = ['native', 'wasm', 'cpu', 'tensorflow', 'webgpu'] as const;
 /** A built-in engine's name, or a registered plugin engine's. */
 export type BackendName = (typeof BACKENDS)[number] | (string & {});
 

@@ -1,5 +1,5 @@
 /**
- * The registry of engines. native, wasm, cpu and tensorflow are built in;
+ * The registry of engines. native, wasm, cpu, tensorflow and webgpu are built in;
  * others register from a plugin module. Nothing outside this registry and
  * the engines' own files asks which backend is running.
  */
@@ -10,8 +10,9 @@ import { NATIVE_ENGINE } from './engines/native-engine.js';
 import { WASM_ENGINE } from './engines/wasm-engine.js';
 import { CPU_ENGINE } from './engines/cpu-engine.js';
 import { TENSORFLOW_ENGINE } from './engines/tensorflow-engine.js';
+import { WEBGPU_ENGINE } from './engines/webgpu-engine.js';
 
-const engines = new NamedRegistry<Engine>('engine', [NATIVE_ENGINE, WASM_ENGINE, CPU_ENGINE, TENSORFLOW_ENGINE], (name, known) =>
+const engines = new NamedRegistry<Engine>('engine', [NATIVE_ENGINE, WASM_ENGINE, CPU_ENGINE, TENSORFLOW_ENGINE, WEBGPU_ENGINE], (name, known) =>
   new TandemError('BAD_CONFIG', `backend '${name}' is not a registered engine (registered: ${known.join(', ')}); ` +
     'a plugin module that registers it must be listed in `plugins`'));
 

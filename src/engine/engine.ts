@@ -9,7 +9,10 @@ import type { FlatArithmetic } from '../optim/flat-arithmetic.js';
 import type { LayersModel, Tf } from './tfjs-types.js';
 
 export interface EngineCapabilities {
-  /** `dataSync()` works (the hot path reads gradients synchronously); false on WebGPU in Node. */
+  /**
+   * `dataSync()` works: the device thread reads synchronously. False (webgpu in Node): it awaits every read, hands each
+   * gradient over as its read returns, and refuses what reads inside forward (sync BatchNormalization, the classifier methods).
+   */
   synchronousReads: boolean;
   /** Where a replica's parameters live between steps: host memory (shared buffers) or device memory. */
   parameters: 'host' | 'device';

@@ -3,6 +3,7 @@
  * its share of the global batch; every gradient is averaged across the world.
  */
 import { TandemError } from '../errors.js';
+import { getEngine } from '../engine/engine-registry.js';
 import { outputLoss, outputLossOf } from '../model/output-loss.js';
 import { evaluateHeldOut } from '../classifier/classifier-result.js';
 import { CLASSIFIER_OPTION_KEYS } from './classifier-options.js';
@@ -25,10 +26,15 @@ export const DATA_PARALLEL: TrainingMethod = {
   exportDevice: cfg => ({ device: 0, always: cfg.trainSize < cfg.datasetSize }),
   createDevice({ tf, cfg, model }): DeviceMethod {
     const spec = outputLossOf(model, cfg.classes, cfg.loss);
+    const syncReads = getEngine(cfg.backend).capabilities.synchronousReads;
     return {
       localVariables: [],
       loss(out, ys) {
         const { loss, correct: c } = outputLoss(tf, out, ys, spec, cfg.classes);
+        if (!syncReads) { // read after the forward's tidy, which would dispose it
+          const kept = tf.keep(c);
+          return { loss, correct: (kept.data() as Promise<Float32Array>).then(v => v[0]).finally(() => kept.dispose()) };
+        }
         const correct = c.dataSync()[0];
         c.dispose();
         return { loss, correct };

@@ -64,8 +64,8 @@ export interface DeviceMethodContext {
 export interface StepLoss {
   /** The scalar backward differentiates. */
   loss: Tensor;
-  /** Correct predictions among this device's samples. */
-  correct: number;
+  /** Correct predictions among this device's samples (a promise on an engine without synchronous reads). */
+  correct: number | Promise<number>;
   /** The loss to report when it is not `loss`'s value (Partial FC's global loss). */
   reportedLoss?: number;
   /** Gradients of the local variables computed by the method itself (not by backward). */

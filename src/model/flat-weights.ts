@@ -9,6 +9,15 @@ export function readFlat(vars: readonly LayerVariable[]): Float32Array {
   return out;
 }
 
+/** `readFlat` for an engine without synchronous reads (webgpu): every read started at once, awaited together. */
+export async function readFlatAsync(vars: readonly LayerVariable[]): Promise<Float32Array> {
+  const parts = await Promise.all(vars.map(v => v.read().data() as Promise<Float32Array>));
+  const out = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) { out.set(p, at); at += p.length; }
+  return out;
+}
+
 export function writeFlat(tf: Tf, vars: readonly LayerVariable[], flat: Float32Array): void {
   let at = 0;
   for (const v of vars) {

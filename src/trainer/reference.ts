@@ -7,6 +7,8 @@ import * as tf from '@tensorflow/tfjs';
 import { resolveConfig } from '../config.js';
 import type { TrainConfig } from '../config-types.js';
 import { startBackend } from '../engine/backend.js';
+import { getEngine } from '../engine/engine-registry.js';
+import { TandemError } from '../errors.js';
 import { buildTrainingModel } from '../model/resolve-model.js';
 import { outputLoss, outputLossOf, withRegularization } from '../model/output-loss.js';
 import { SampleReader } from '../data/one-sample-view.js';
@@ -30,6 +32,10 @@ export async function trainReference(config: TrainConfig, options: ReferenceOpti
   weights: TrainSummary['weights']; nonTrainableWeights: TrainSummary['nonTrainableWeights']; losses: number[];
 }> {
   const cfg = await resolveConfig(config);
+  if (!getEngine(cfg.backend).capabilities.synchronousReads) {
+    throw new TandemError('BAD_CONFIG', `trainReference runs on the calling thread and reads synchronously, which backend '${cfg.backend}' cannot; ` +
+      'compute the reference on a CPU engine (backend cpu, wasm or native) and compare within a tolerance');
+  }
   await startBackend(tf, cfg.backend, { nativeThreads: cfg.nativeThreads });
   const model = await buildTrainingModel(tf, cfg);
   for (const { name, values } of options.initialWeights ?? []) {
