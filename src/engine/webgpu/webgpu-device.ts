@@ -45,6 +45,15 @@ export function describeAdapter(adapter: DawnAdapter): string {
   return i.description || [i.vendor, i.architecture, i.device].filter(Boolean).join(' ') || 'unnamed adapter';
 }
 
+/**
+ * Dawn's `create()` options for this process: `adapter=<substring>` when the launcher pinned it
+ * (`TANDEM_WEBGPU_ADAPTER`, set by `tandem launch --gpus`: src/world/gpu-pinning.ts GPU_ENV.adapter).
+ */
+export function dawnOptions(env: NodeJS.ProcessEnv = process.env): string[] {
+  const adapter = env.TANDEM_WEBGPU_ADAPTER;
+  return adapter ? [`adapter=${adapter}`] : [];
+}
+
 /** Loads Dawn and installs the WebGPU globals (GPUBufferUsage, …) and `navigator.gpu` on this thread. */
 export async function loadDawn(options: string[] = []): Promise<DawnGpu> {
   const dawn = await import(DAWN_PACKAGE) as DawnModule;
@@ -61,7 +70,7 @@ export async function loadDawn(options: string[] = []): Promise<DawnGpu> {
  */
 export async function openWebGpuDevice(tf: Tf, name: string): Promise<OpenedDevice | undefined> {
   if (opened) return opened;
-  const gpu = await loadDawn();
+  const gpu = await loadDawn(dawnOptions());
   (globalThis as { tandemDawnGpu?: DawnGpu }).tandemDawnGpu = gpu; // held even if no adapter: never released
   const adapter = await gpu.requestAdapter();
   if (!adapter) return undefined;

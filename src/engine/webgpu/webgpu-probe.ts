@@ -7,7 +7,7 @@
  * exit hangs or crashes with stdout on a pipe). It keeps the GPU object
  * referenced and ends with process.exit, the exit that is clean.
  */
-import { describeAdapter, type DawnModule } from './webgpu-device.js';
+import { describeAdapter, dawnOptions, type DawnModule } from './webgpu-device.js';
 
 async function probe(): Promise<string> {
   let dawn: DawnModule;
@@ -17,7 +17,7 @@ async function probe(): Promise<string> {
     return JSON.stringify({ error: e instanceof Error ? e.message : String(e) });
   }
   Object.assign(globalThis, dawn.globals);
-  const gpu = dawn.create([]);
+  const gpu = dawn.create(dawnOptions());
   (globalThis as { tandemProbeGpu?: unknown }).tandemProbeGpu = gpu; // referenced until process.exit
   const adapter = await gpu.requestAdapter();
   return JSON.stringify({ adapter: adapter ? describeAdapter(adapter) : null });
