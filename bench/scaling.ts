@@ -75,7 +75,7 @@ export async function runScaling(opts: ScalingOptions): Promise<void> {
     const config = { ...MODEL, backend };
     const one = await train({ ...config, devices: 1, batch: b, steps: opts.steps });
     const tries: { two: TrainSummary; independent: number; ratio: number }[] = [];
-    for (let run = 0; run < opts.runs; run++) {
+    for (let run = 0; run < Math.max(1, opts.runs); run++) {
       const two = await train({ ...config, devices: 2, batch: 2 * b, steps: opts.steps, strategy: 'two-group' });
       const pair = await Promise.all([0, 1].map(i => train({ ...config, devices: 1, batch: b, steps: opts.steps, seed: 1 + i })));
       const independent = rate(pair[0]) + rate(pair[1]);
