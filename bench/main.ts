@@ -30,6 +30,7 @@ switch (name) {
       stockSteps: Number(values['stock-steps'] ?? 1),
       perDeviceBatch: Number(values.batch ?? 32),
       out: values.out ?? 'bench/results',
+      runs: Number(values.runs ?? 3),
     });
     break;
   case 'kernels':

@@ -14,6 +14,7 @@
  * @example
  * broadcastBinary('Multiply', [16, 1, 1, 32], a, [16, 16, 16, 32], b); // { shape: [16, 16, 16, 32], values }
  */
+import { OUTPUT_POOL } from './output-pool.js';
 export type ArithmeticOp = 'Add' | 'Sub' | 'Multiply' | 'RealDiv' | 'Minimum' | 'Maximum';
 export type ComparisonOp = 'Greater' | 'GreaterEqual' | 'Less' | 'LessEqual' | 'Equal';
 export type BinaryOp = ArithmeticOp | ComparisonOp;
@@ -84,7 +85,7 @@ export function broadcastBinary(op: BinaryOp, aShape: readonly number[], a: Floa
   if (!shape) return undefined;
   const size = shape.reduce((p, d) => p * d, 1), rank = shape.length, row = ROWS[op];
   const dtype = (COMPARISON_OPS as readonly string[]).includes(op) ? 'bool' : 'float32';
-  const values = dtype === 'bool' ? new Uint8Array(size) : new Float32Array(size);
+  const values = dtype === 'bool' ? new Uint8Array(size) : OUTPUT_POOL.take(size);
   if (rank === 0) row(values, 0, a, 0, 0, b, 0, 0, 1);
   else if (size > 0) {
     const sa = broadcastStrides(aShape, rank), sb = broadcastStrides(bShape, rank), n = shape[rank - 1];

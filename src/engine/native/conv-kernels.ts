@@ -9,7 +9,7 @@
  */
 import type { NamedAttrMap } from '@tensorflow/tfjs-core';
 import { pair } from '../kernel-attrs.js';
-import { activationCode, float32Values, isLastAxisVector, optionalInput, output, sameShape, sizeOf,
+import { activationCode, float32Values, isLastAxisVector, optionalInput, output, outputArray, sameShape, sizeOf,
   type NativeKernel, type NativeKernelContext } from './native-kernel.js';
 import type { NativeConvShape } from './native-addon.js';
 
@@ -66,7 +66,7 @@ export function convKernels(ctx: NativeKernelContext): NativeKernel[] {
           if (!b || !isLastAxisVector(biasInput.shape, geometry.shape[6]) || biasInput.shape.length > 4) return undefined;
           bias = b;
         }
-        const y = new Float32Array(sizeOf(geometry.info.outShape));
+        const y = outputArray(sizeOf(geometry.info.outShape));
         addon.conv2dForward(x, filter, bias, y, geometry.shape, activation, (attrs.leakyreluAlpha as number | undefined) ?? 0.2);
         return output(backend, geometry.info.outShape, y);
       },
@@ -86,7 +86,7 @@ function forward(ctx: NativeKernelContext, kernelName: string, kind: ConvKind): 
       const x = float32Values(backend, inputs.x), filter = float32Values(backend, inputs.filter);
       const geometry = x && filter && convShape(ctx, inputs.x.shape, inputs.filter.shape, attrs, kind);
       if (!x || !filter || !geometry) return undefined;
-      const y = new Float32Array(sizeOf(geometry.info.outShape));
+      const y = outputArray(sizeOf(geometry.info.outShape));
       ctx.addon.conv2dForward(x, filter, null, y, geometry.shape, 0, 0);
       return output(backend, geometry.info.outShape, y);
     },
@@ -101,7 +101,7 @@ function backpropInput(ctx: NativeKernelContext, kernelName: string, kind: ConvK
       const inputShape = attrs.inputShape as number[];
       const geometry = dy && filter && convShape(ctx, inputShape, inputs.filter.shape, attrs, kind);
       if (!dy || !filter || !geometry || !sameShape(geometry.info.outShape, inputs.dy.shape)) return undefined;
-      const dx = new Float32Array(sizeOf(inputShape));
+      const dx = outputArray(sizeOf(inputShape));
       ctx.addon.conv2dBackwardData(dy, filter, dx, geometry.shape);
       return output(backend, [...inputShape], dx);
     },
@@ -116,7 +116,7 @@ function backpropFilter(ctx: NativeKernelContext, kernelName: string, kind: Conv
       const filterShape = attrs.filterShape as number[];
       const geometry = x && dy && convShape(ctx, inputs.x.shape, filterShape, attrs, kind);
       if (!x || !dy || !geometry || !sameShape(geometry.info.outShape, inputs.dy.shape)) return undefined;
-      const dw = new Float32Array(sizeOf(filterShape));
+      const dw = outputArray(sizeOf(filterShape));
       ctx.addon.conv2dBackwardWeights(x, dy, dw, null, geometry.shape);
       return output(backend, [...filterShape], dw);
     },

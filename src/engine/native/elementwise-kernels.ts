@@ -8,7 +8,7 @@
  * operations in the same order as the stock kernel (bit-identical); other
  * dtypes fall back.
  */
-import { float32Values, isLastAxisVector, output, sizeOf, type NativeKernel, type NativeKernelArgs, type NativeKernelContext } from './native-kernel.js';
+import { float32Values, isLastAxisVector, output, outputArray, sizeOf, type NativeKernel, type NativeKernelArgs, type NativeKernelContext } from './native-kernel.js';
 import { ARITHMETIC_OPS, broadcastBinary, COMPARISON_OPS, reduceAxes, type BinaryOp, type FlatResult } from './broadcast-kernels.js';
 
 /** Kernel name of the fused relu gradient dx = dy * step(x). Registered on the native backend only. */
@@ -22,7 +22,7 @@ export function elementwiseKernels(ctx: NativeKernelContext): NativeKernel[] {
       run({ inputs, backend }) {
         const x = float32Values(backend, inputs.x);
         if (!x) return undefined;
-        const y = new Float32Array(x.length);
+        const y = outputArray(x.length);
         addon.relu(x, y, x.length);
         return output(backend, [...inputs.x.shape], y);
       },
@@ -32,7 +32,7 @@ export function elementwiseKernels(ctx: NativeKernelContext): NativeKernel[] {
       run({ inputs, backend }) {
         const dy = float32Values(backend, inputs.dy), x = float32Values(backend, inputs.x);
         if (!dy || !x || dy.length !== x.length) return undefined;
-        const dx = new Float32Array(x.length);
+        const dx = outputArray(x.length);
         addon.reluGrad(dy, x, dx, x.length);
         return output(backend, [...inputs.x.shape], dx);
       },
@@ -49,7 +49,7 @@ export function elementwiseKernels(ctx: NativeKernelContext): NativeKernel[] {
         if (full.shape.length === 0 || vector.shape.length > full.shape.length || !isLastAxisVector(vector.shape, cols) || cols < 1) {
           return flatOutput(backend, broadcastBinary('Add', inputs.a.shape, a, inputs.b.shape, b));
         }
-        const y = new Float32Array(fullValues.length);
+        const y = outputArray(fullValues.length);
         addon.addRowVector(fullValues, vectorValues, y, fullValues.length / cols, cols);
         return output(backend, [...full.shape], y);
       },
@@ -67,7 +67,7 @@ export function elementwiseKernels(ctx: NativeKernelContext): NativeKernel[] {
         const kept = shape.slice(axes.length);
         const cols = sizeOf(kept);
         if (cols < 1) return undefined;
-        const out = new Float32Array(cols);
+        const out = outputArray(cols);
         addon.sumRows(x, out, x.length / cols, cols);
         const outShape = attrs.keepDims ? shape.map((d, i) => (i < axes.length ? 1 : d)) : kept;
         return output(backend, outShape, out);

@@ -4,7 +4,7 @@
  * _FusedMatMul with a bias of [N] (or [1, ..., N]) and linear/relu/relu6/
  * leakyrelu/sigmoid/elu (prelu falls back). Transposes are read in place.
  */
-import { activationCode, float32Values, isLastAxisVector, optionalInput, output, sameShape, sizeOf,
+import { activationCode, float32Values, isLastAxisVector, optionalInput, output, outputArray, sameShape, sizeOf,
   type NativeKernel, type NativeKernelArgs, type NativeKernelContext } from './native-kernel.js';
 
 function runMatmul(ctx: NativeKernelContext, args: NativeKernelArgs, fused: boolean) {
@@ -40,7 +40,7 @@ function runMatmul(ctx: NativeKernelContext, args: NativeKernelArgs, fused: bool
     }
   }
   const shape = [...outer, m, n];
-  const c = new Float32Array(sizeOf(shape));
+  const c = outputArray(sizeOf(shape));
   ctx.addon.matmul(a, b, bias, c, batchA, batchB, m, k, n, transposeA, transposeB, activation, alpha);
   return output(backend, shape, c);
 }

@@ -20,6 +20,7 @@ import { matmulKernels } from './matmul-kernels.js';
 import { poolKernels } from './pool-kernels.js';
 import { elementwiseKernels, RELU_GRAD_KERNEL } from './elementwise-kernels.js';
 import { FUSED_CONV_KERNEL, registerFusedConvGradient } from './fused-conv-layers.js';
+import { OUTPUT_POOL } from './output-pool.js';
 
 export const NATIVE_BACKEND = 'native';
 
@@ -43,11 +44,39 @@ function allKernels(tf: Tf, addon: NativeAddon): NativeKernel[] {
   return [...convKernels(ctx), ...matmulKernels(ctx), ...poolKernels(ctx), ...elementwiseKernels(ctx)];
 }
 
-/** A cpu backend that does not greet the user with tfjs's "install tfjs-node" notice. */
+type DataId = Parameters<MathBackendCPU['disposeData']>[0];
+
+/**
+ * A cpu backend that does not greet the user with tfjs's "install tfjs-node" notice, and hands the native kernels'
+ * output arrays back to the thread's output pool (output-pool.ts) when it drops their data.
+ */
 class NativeCpuBackend extends MathBackendCPU {
   constructor() {
     super();
     (this as unknown as { firstUse: boolean }).firstUse = false;
+  }
+
+  override write(values: Parameters<MathBackendCPU['write']>[0], shape: number[], dtype: Parameters<MathBackendCPU['write']>[2]): DataId {
+    OUTPUT_POOL.stored(values);
+    return super.write(values, shape, dtype);
+  }
+
+  override move(dataId: DataId, values: Parameters<MathBackendCPU['move']>[1], shape: number[], dtype: Parameters<MathBackendCPU['move']>[3], refCount: number): void {
+    OUTPUT_POOL.stored(values);
+    super.move(dataId, values, shape, dtype, refCount);
+  }
+
+  /** What `dataSync()` hands out may outlive the tensor: never recycled. */
+  override readSync(dataId: DataId): ReturnType<MathBackendCPU['readSync']> {
+    OUTPUT_POOL.pin(this.data.get(dataId)?.values);
+    return super.readSync(dataId);
+  }
+
+  override disposeData(dataId: DataId, force = false): boolean {
+    const values = this.data.get(dataId)?.values;
+    const released = super.disposeData(dataId, force);
+    if (values !== undefined && !this.data.has(dataId)) OUTPUT_POOL.dropped(values);
+    return released;
   }
 }
 

@@ -8,6 +8,7 @@ import type { MathBackendCPU } from '@tensorflow/tfjs-backend-cpu';
 import type { NamedAttrMap, TensorInfo } from '@tensorflow/tfjs-core';
 import type { Tf } from '../tfjs-types.js';
 import { NATIVE_ACTIVATIONS, type NativeAddon } from './native-addon.js';
+import { OUTPUT_POOL } from './output-pool.js';
 
 export interface NativeKernelArgs {
   /** The kernel's inputs; optional ones (bias, preluActivationWeights) are read through `optionalInput`. */
@@ -33,6 +34,11 @@ export function float32Values(backend: MathBackendCPU, t: TensorInfo | undefined
   if (!t || t.dtype !== 'float32') return undefined;
   const values = backend.data.get(t.dataId)?.values;
   return values instanceof Float32Array ? values : undefined;
+}
+
+/** A zeroed array of `length` floats for a kernel's output (recycled from the thread's output pool when it can be). */
+export function outputArray(length: number): Float32Array {
+  return OUTPUT_POOL.take(length);
 }
 
 /** A new float32 tensor of `shape` on the backend, holding `values`. */

@@ -3,7 +3,7 @@
  * (first maximum of the window wins; padding never does). Covered: float32,
  * NHWC 4-D inputs, any filter, stride and padding tfjs accepts.
  */
-import { float32Values, output, sizeOf, type NativeKernel, type NativeKernelArgs, type NativeKernelContext } from './native-kernel.js';
+import { float32Values, output, outputArray, sizeOf, type NativeKernel, type NativeKernelArgs, type NativeKernelContext } from './native-kernel.js';
 import type { NativePoolShape } from './native-addon.js';
 
 type Shape4 = [number, number, number, number];
@@ -34,7 +34,7 @@ export function poolKernels(ctx: NativeKernelContext): NativeKernel[] {
         const x = float32Values(backend, inputs.x);
         const geometry = x && poolShape(ctx, inputs.x.shape, attrs);
         if (!x || !geometry) return undefined;
-        const y = new Float32Array(sizeOf(geometry.outShape));
+        const y = outputArray(sizeOf(geometry.outShape));
         addon.maxPool(x, y, geometry.shape);
         return output(backend, geometry.outShape, y);
       },
@@ -45,7 +45,7 @@ export function poolKernels(ctx: NativeKernelContext): NativeKernel[] {
         const dy = float32Values(backend, inputs.dy), x = float32Values(backend, inputs.input);
         const geometry = dy && x && poolShape(ctx, inputs.input.shape, attrs);
         if (!dy || !x || !geometry || sizeOf(geometry.outShape) !== sizeOf(inputs.dy.shape)) return undefined;
-        const dx = new Float32Array(sizeOf(inputs.input.shape));
+        const dx = outputArray(sizeOf(inputs.input.shape));
         addon.maxPoolGrad(dy, x, dx, geometry.shape);
         return output(backend, [...inputs.input.shape], dx);
       },

@@ -1,0 +1,72 @@
+/**
+ * Recycles the Float32Arrays of the native kernels' outputs on this thread.
+ * Every kernel output used to be a fresh Float32Array: tens of MB of external
+ * memory per training step, freed only when V8 collects the wrappers, so V8
+ * ran a full mark-compact ("external memory pressure") about every step on
+ * each compute thread — a pause that, with several devices in lockstep, the
+ * other devices wait out. Here an output array goes back to a free list of
+ * its length when the backend drops the tensor's data, and the next output of
+ * that length reuses it, zeroed (the same contents as `new Float32Array`).
+ *
+ * Safety: an array comes back only if this pool made it, it was written into
+ * the backend exactly once (as the kernel's output), and the backend dropped
+ * that data (reference count zero). Any other write of its buffer — a view
+ * (a stock kernel's `subarray` slice), the same array wrapped again — and
+ * any read through `dataSync()` (the caller may keep the array) pins it: it
+ * is never recycled, the GC frees it.
+ */
+type State = 'fresh' | 'owned' | 'free' | 'pinned';
+
+export class OutputPool {
+  private readonly free = new Map<number, Float32Array[]>();
+  private readonly state = new WeakMap<ArrayBufferLike, State>();
+  private heldFloats = 0;
+
+  /** `maxFloats`: the most floats kept on the free lists (beyond that, a dropped array is left to the GC). */
+  constructor(private readonly maxFloats: number) {}
+
+  /** A zeroed array of `length` floats, for a kernel's output: a recycled one when there is one. */
+  take(length: number): Float32Array {
+    const list = this.free.get(length);
+    for (let reused = list?.pop(); reused; reused = list!.pop()) {
+      this.heldFloats -= length;
+      if (this.state.get(reused.buffer) !== 'free') continue; // pinned while on the list
+      this.state.set(reused.buffer, 'fresh');
+      return reused.fill(0);
+    }
+    const fresh = new Float32Array(length);
+    this.state.set(fresh.buffer, 'fresh');
+    return fresh;
+  }
+
+  /** The backend stores `values` as a tensor's data: the first store of a fresh output owns it; any other pins its buffer. */
+  stored(values: unknown): void {
+    if (!ArrayBuffer.isView(values)) return;
+    const s = this.state.get(values.buffer);
+    if (s === undefined || s === 'pinned') return;
+    const whole = values instanceof Float32Array && values.byteOffset === 0 && values.byteLength === values.buffer.byteLength;
+    this.state.set(values.buffer, s === 'fresh' && whole ? 'owned' : 'pinned');
+  }
+
+  /** `values` was handed out (`dataSync()`): the caller may keep it past the tensor, so its buffer is never recycled. */
+  pin(values: unknown): void {
+    if (ArrayBuffer.isView(values) && this.state.has(values.buffer)) this.state.set(values.buffer, 'pinned');
+  }
+
+  /** The backend dropped data holding `values`: kept for reuse if it is an output this pool owns. */
+  dropped(values: unknown): void {
+    if (!(values instanceof Float32Array) || this.state.get(values.buffer) !== 'owned') return;
+    if (this.heldFloats + values.length > this.maxFloats) { this.state.set(values.buffer, 'pinned'); return; }
+    this.state.set(values.buffer, 'free');
+    let list = this.free.get(values.length);
+    if (!list) this.free.set(values.length, list = []);
+    list.push(values);
+    this.heldFloats += values.length;
+  }
+
+  /** Floats on the free lists now. */
+  get held(): number { return this.heldFloats; }
+}
+
+/** This thread's pool (the native backend and its kernels share it): up to 64 MiB kept. */
+export const OUTPUT_POOL = new OutputPool(16 * 2 ** 20);
