@@ -1,4 +1,4 @@
-/** `npm run bench -- scaling|kernels|overlap|profile|profile-clock|classifier|faults|soak|models|hosts|hosts-allreduce|hosts-line-rate|comm-hooks|chunk-size|shm-vs-loopback [--steps N] [--runs N] [--busy N] [--classes 1000,10000] [--models a,b] [--stock-steps N] [--batch N] [--links none,1gbps,…] [--rates 10gbit,1gbit,100mbit] [--out DIR]` */
+/** `npm run bench -- scaling|kernels|overlap|profile|profile-clock|classifier|faults|soak|models|hosts|hosts-allreduce|hosts-line-rate|comm-hooks|chunk-size|shm-vs-loopback|gpu [--gpus 1,2] [--image-size S] [--steps N] [--runs N] [--busy N] [--classes 1000,10000] [--models a,b] [--stock-steps N] [--batch N] [--links none,1gbps,…] [--rates 10gbit,1gbit,100mbit] [--out DIR]` */
 import { parseArgs } from 'node:util';
 import { runScaling } from './scaling.js';
 import { runOverlap } from './overlap.js';
@@ -17,10 +17,11 @@ import { runChunkSizeBench } from './chunk-size.js';
 import { runShmVsLoopbackBench } from './shm-vs-loopback.js';
 import { runHostsLineRateBench, DEFAULT_LINE_RATE_METHODS } from './hosts-line-rate.js';
 import type { LineRateMethod } from './hosts-line-rate-host.js';
+import { runGpuBench, GPU_BENCH_DEFAULTS, GPU_BENCH_MODELS, GPU_BENCH_QUICK } from './gpu.js';
 
 const { positionals, values } = parseArgs({
   allowPositionals: true,
-  options: { classes: { type: 'string' }, models: { type: 'string' }, links: { type: 'string' }, rates: { type: 'string' }, steps: { type: 'string' }, 'stock-steps': { type: 'string' }, batch: { type: 'string' }, out: { type: 'string' }, runs: { type: 'string' }, busy: { type: 'string' }, schedules: { type: 'string' }, hooks: { type: 'string' }, quick: { type: 'boolean' }, methods: { type: 'string' }, megabytes: { type: 'string' }, repeats: { type: 'string' } },
+  options: { classes: { type: 'string' }, models: { type: 'string' }, links: { type: 'string' }, rates: { type: 'string' }, steps: { type: 'string' }, 'stock-steps': { type: 'string' }, batch: { type: 'string' }, out: { type: 'string' }, runs: { type: 'string' }, busy: { type: 'string' }, schedules: { type: 'string' }, hooks: { type: 'string' }, quick: { type: 'boolean' }, methods: { type: 'string' }, megabytes: { type: 'string' }, repeats: { type: 'string' }, gpus: { type: 'string' }, 'image-size': { type: 'string' } },
 });
 const name = positionals[0] ?? 'scaling';
 switch (name) {
@@ -97,6 +98,13 @@ switch (name) {
   case 'hosts':
     await runHostsBench(parseHostsOptions(values));
     break;
+  case 'gpu': {
+    const sizes = values.quick ? GPU_BENCH_QUICK : GPU_BENCH_DEFAULTS;
+    await runGpuBench({ gpus: values.gpus?.split(',').map(Number), models: values.models?.split(',') ?? GPU_BENCH_MODELS,
+      steps: Number(values.steps ?? sizes.steps), batch: Number(values.batch ?? sizes.batch), imageSize: Number(values['image-size'] ?? sizes.imageSize),
+      out: values.out ?? 'bench/results' });
+    break;
+  }
   case 'soak':
     await runSoak(Number(values.steps ?? 2000), values.out ?? 'bench/results');
     break;
@@ -104,6 +112,6 @@ switch (name) {
     await runFaultMatrix(values.out ?? 'bench/results', 2000);
     break;
   default:
-    console.error(`unknown bench '${name}'. Benches: scaling, kernels, overlap, profile, profile-clock, classifier, faults, soak, models, hosts, hosts-allreduce, comm-hooks, chunk-size, shm-vs-loopback`);
+    console.error(`unknown bench '${name}'. Benches: scaling, kernels, overlap, profile, profile-clock, classifier, faults, soak, models, hosts, hosts-allreduce, comm-hooks, chunk-size, shm-vs-loopback, hosts-line-rate, gpu`);
     process.exitCode = 1;
 }

@@ -27,9 +27,10 @@ export type { Transport, TransportOptions, CommunicatorSpec, RankHandle, Prepare
 export { registerMethod, getMethod, methodNames } from './methods/method-registry.js';
 export type { TrainingMethod, DeviceMethod, DeviceMethodContext, StepLoss, MethodSummary, MethodSummaryContext, MethodResolveContext } from './methods/training-method.js';
 export { registerEngine, getEngine, engineNames } from './engine/engine-registry.js';
-export type { Engine, EngineCapabilities, EngineStartOptions, KernelSite } from './engine/engine.js';
-export { singleProcess, worldSize, globalRank, localRanks } from './world/topology.js';
-export type { Topology } from './world/topology.js';
+export { describeEngineDevice } from './engine/engine.js';
+export type { Engine, EngineCapabilities, EngineDevice, EngineStartOptions, KernelSite } from './engine/engine.js';
+export { singleProcess, worldSize, globalRank, localRanks, describeProcess } from './world/topology.js';
+export type { Topology, ProcessKind } from './world/topology.js';
 export { findGpus } from './world/gpu-inventory.js';
 export type { GpuInventory, PciGpu, GpuVendor, FindGpusOptions } from './world/gpu-inventory.js';
 export { planGpus, GPU_ENV } from './world/gpu-pinning.js';

@@ -2,7 +2,7 @@
 // the bits of one process with `--devices 2`, and so do two launchers `--hosts 2 --gpus 1 --host-rank R --rendezvous`
 // (one per "machine"); each GPU process runs with the environment gpu-pinning computes for it (read back from
 // /proc/PID/environ while it runs); a GPU process killed with SIGKILL ends the launch non-zero naming it ("GPU process 1
-// (pid P)"); a checkpoint of `--gpus 2` resumes to the bits of an uninterrupted run. With the `webgpu` engine registered
+// (pid P)"), and the survivor's error names it the same way ("lost peer rank 1 (GPU process 1, …)"); a checkpoint of `--gpus 2` resumes to the bits of an uninterrupted run. With the `webgpu` engine registered
 // and an adapter present, `--backend webgpu --gpus 2` matches the cpu backend within 1e-5; otherwise that case skips
 // saying why. Every process is torn down.
 import t from 'tap';
@@ -76,6 +76,10 @@ if (glooAddonOrSkip()) {
     const end = await launch.ended;
     t.not(end.code, 0, 'launch exits non-zero');
     t.match(launch.stderr.join('\n'), new RegExp(`failed: GPU process 1 \\(pid ${pids[1]}\\) was killed by SIGKILL`));
+    // The survivor's own error names its lost peer as the launcher does (describeProcess), not as a host.
+    const survivor = launch.lines.concat(launch.stderr).filter(l => l.startsWith('[gpu 0] ') && /lost peer/.test(l)).join('\n');
+    t.match(survivor, /\(GPU process 0\): lost peer rank 1 \(GPU process 1\b/, 'GPU process 0 names its lost peer "GPU process 1"');
+    t.notMatch(survivor, /\bhost 1\b/, 'and never "host 1"');
   });
 
   t.test('--backend webgpu --gpus 2 on a tiny model: the cpu backend\'s weights within 1e-5', async t => {
@@ -87,6 +91,12 @@ if (glooAddonOrSkip()) {
     const said = webgpu.lines.concat(webgpu.stderr).join('\n');
     if (end.code !== 0 && /BACKEND_UNAVAILABLE|no (WebGPU )?adapter/i.test(said)) { t.comment(`skipped: webgpu cannot run here: ${said.split('\n').slice(-3).join(' | ')}`); return; }
     ok(t, webgpu, end.code, 'launch --gpus 2 --backend webgpu');
+    const inventory = findGpus();
+    for (const k of [0, 1]) {
+      const devices = summaryOf(webgpu.lines, `[gpu ${k}] `).engineDevices;
+      t.equal(devices?.length, 1, `GPU process ${k} reports the adapter its one device ran on: ${JSON.stringify(devices?.[0])}`);
+      t.equal(devices?.[0].software, inventory.kind === 'software', `GPU process ${k}: a software adapter iff this machine has no GPU`);
+    }
     ok(t, cpu, cpuEnd.code, 'one process --devices 2 --backend cpu');
     const [a, b] = ['webgpu', 'cpu'].map(run => new Float32Array(new Uint8Array(bits(run)).buffer));
     t.equal(a.length, b.length, 'the same weights');

@@ -9,7 +9,7 @@ import { loadGlooAddon } from '../src/collectives/gloo/gloo-addon.js';
 import { splitLaunchArgs } from '../src/world/launch.js';
 import { parseTrainArgs } from '../src/cli/parse-train-args.js';
 import { resolveConfig } from '../src/config.js';
-import { worldSize } from '../src/world/topology.js';
+import { describeProcess, worldSize } from '../src/world/topology.js';
 
 t.test('flags win over the environment; a launcher\'s rank and size are read as a pair', async t => {
   t.same(hostFieldsFromEnv({}, {}), {});
@@ -32,6 +32,10 @@ t.test('the topology is hosts × devices; one host is the single-process topolog
   const two = resolveHosts({ hosts: 2, hostRank: 1, rendezvous: '127.0.0.1:5000' }, 3);
   t.same(two.topology, { processes: 2, process: 1, localDevices: 3 });
   t.equal(worldSize(two.topology), 6);
+  // A process `tandem launch --gpus` started (TANDEM_GPU_INDEX set) is a GPU process, and messages name it so.
+  const gpu = resolveHosts({ hosts: 2, hostRank: 1, rendezvous: '127.0.0.1:5000' }, 1, { TANDEM_GPU_INDEX: '1' });
+  t.same(gpu.topology, { processes: 2, process: 1, localDevices: 1, processKind: 'gpu' });
+  t.same([describeProcess(gpu.topology, 1), describeProcess(two.topology, 1)], ['GPU process 1', 'host 1']);
   t.throws(() => resolveHosts({ hosts: 2 }, 1), { code: 'BAD_CONFIG', message: /rendezvous/ });
   t.throws(() => resolveHosts({ hosts: 2, hostRank: 2, rendezvous: 'h:1' }, 1), { code: 'BAD_CONFIG', message: /hostRank/ });
   t.throws(() => resolveHosts({ rendezvous: 'h:1' }, 1), { code: 'BAD_CONFIG', message: /rendezvous/ });

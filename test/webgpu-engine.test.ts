@@ -43,6 +43,9 @@ t.test('alexnet-mini: 1 and 2 webgpu devices = the cpu reference within 1e-5; re
     t.ok(diff < TOLERANCE, `${devices} device(s): max |param - cpu reference| = ${diff.toExponential(2)} < ${TOLERANCE}`);
     t.ok(Math.abs(run.history[0].loss - ref.losses[0]) < 1e-5, `${devices} device(s): first-step loss equals the reference loss`);
   }
+  // The adapter each device thread opened, as the engine reports it = what the availability probe's own process found.
+  t.same(two.engineDevices?.map(d => d.driver), [probe.kind === 'ok' && probe.adapter, probe.kind === 'ok' && probe.adapter], 'each device reports the adapter the probe found');
+  t.equal(two.engineDevices?.[0].software, /llvmpipe|lavapipe|swiftshader/i.test(probe.kind === 'ok' ? probe.adapter : ''), 'software iff a CPU implementation');
   const wrong = await trainReference({ ...cfg, backend: 'cpu', lr: 0.051 });
   t.ok(maxAbsDiff(two.weights, wrong.weights) > TOLERANCE, 'the comparison can fail: the reference with lr 0.051 is detected');
 

@@ -120,12 +120,12 @@ export class DeviceReplica {
   async build(): Promise<void> {
     const c = this.config;
     this.enter('setup');
-    await startBackend(tf, c.backend, { nativeThreads: c.nativeThreads });
+    const engineDevice = await startBackend(tf, c.backend, { nativeThreads: c.nativeThreads });
     const model = await buildTrainingModel(tf, c);
     const weights = model.trainableWeights.map(w => ({ name: w.originalName, shape: [...w.shape] as number[] }));
     const state = model.nonTrainableWeights.map(w => ({ name: w.originalName, shape: [...w.shape] as number[] }));
     this.built = { model, layout: layoutParameters(weights), random: seedRandomLayers(tf, model) };
-    this.send({ type: 'built', device: this.rank, weights, state, batchNormLayers: batchNormLayers(model), numTensors: tf.memory().numTensors });
+    this.send({ type: 'built', device: this.rank, weights, state, batchNormLayers: batchNormLayers(model), numTensors: tf.memory().numTensors, engineDevice });
   }
 
   async attach(buffers: SharedBuffers, groups: ParameterGroup[], handle?: RankHandle): Promise<void> {

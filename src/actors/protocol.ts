@@ -14,6 +14,7 @@ import type { HeadState } from '../checkpoint/checkpoint-file.js';
 import type { RankHandle } from '../collectives/transport.js';
 import type { ParameterSpec } from '../model/parameter-layout.js';
 import type { RankHookState } from '../pipeline/hook-states.js';
+import type { EngineDevice } from '../engine/engine.js';
 
 export interface WeightShape { name: string; shape: number[] }
 
@@ -45,7 +46,8 @@ export type ToCompute =
 // compute thread -> main (`device` is the global rank)
 export type FromCompute =
   /** `weights`: trainable (the shared layout); `state`: the non-trainable weights (model order); BatchNormalization layers by name. */
-  | { type: 'built'; device: number; weights: WeightShape[]; state: WeightShape[]; batchNormLayers: string[]; numTensors: number }
+  /** engineDevice: the accelerator its engine opened (webgpu: the GPU adapter), when it runs on one. */
+  | { type: 'built'; device: number; weights: WeightShape[]; state: WeightShape[]; batchNormLayers: string[]; numTensors: number; engineDevice?: EngineDevice }
   | { type: 'initialised'; device: number }
   | { type: 'stepDone'; device: number; step: number; loss: number; correct: number; count: number; computeMs: number; loadMs: number; numTensors: number; spans: Span[]; nonFinite?: string;
       /** The step's loss on this device when it was not finite: nothing (onNan 'error') or NaN (skip-step) was handed over. */

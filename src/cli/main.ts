@@ -17,6 +17,9 @@ import { abortWhenLauncherGoes } from './launcher-link.js';
 import type { TrainConfig } from '../config-types.js';
 import type { AutoChoice } from '../profiling/choose-strategy.js';
 import { linkBitsPerSecond } from '../profiling/link-fit.js';
+import { describeEngineDevice, type EngineDevice } from '../engine/engine.js';
+import { describeProcess } from '../world/topology.js';
+import { gpuProcess } from '../world/resolve-hosts.js';
 
 /** `config` with the host fields that are set (no undefined keys added). */
 function withHostFields(config: TrainConfig, hosts: HostFields): TrainConfig {
@@ -81,6 +84,14 @@ Models: mlp, alexnet-mini, alexnet, convnet-gap, resnet-mini, mobilenet-mini, an
         or a TensorFlow.js layers model.json (trained from its weights and written back in the same format).
 Data:   mnist, synthetic-images, or an ES module (options) => Dataset.`;
 
+/** What this process's devices run on, in one line (every device on the same adapter: once), e.g. `GPU process 1: webgpu on nvidia-h200 (…)`. */
+function engineDeviceLine(config: TrainConfig, backend: string, devices: EngineDevice[]): string {
+  const who = (config.hosts ?? 1) > 1 ? `${describeProcess({ processKind: gpuProcess() ? 'gpu' : 'host' }, config.hostRank ?? 0)}: ` : '';
+  const lines = devices.map(describeEngineDevice);
+  if (lines.every(l => l === lines[0])) return `${who}${backend} on ${lines[0]}${devices.length > 1 ? ` (all ${devices.length} devices)` : ''}`;
+  return `${who}${backend} on: ${lines.map((l, d) => `device ${d}: ${l}`).join('; ')}`;
+}
+
 /** `--json`: the auto event, with the link and every candidate's prediction. */
 function autoEvent(c: AutoChoice): Record<string, unknown> {
   return { event: 'auto', strategy: c.strategy, splitLayer: c.splitLayer, forwardWait: c.forwardWait, exchangeOrder: c.exchangeOrder,
@@ -119,7 +130,11 @@ async function main(argv: string[]): Promise<number> {
         },
         onStep: m => progress.step(m),
         onSpans: spans => progress.spans(spans),
-        onEvent: e => progress.event(e),
+        onEvent: e => {
+          // Every process says what its devices run on (muted hosts too: with launch --gpus, each GPU process's line).
+          if (e.type === 'started' && e.engineDevices && !json && !quiet) console.log(engineDeviceLine(config, e.backend, e.engineDevices));
+          progress.event(e);
+        },
       });
       const signals = stopOnSignals(run, line => console.error(line));
       const unlinkLauncher = abortWhenLauncherGoes(run, line => console.error(line));
@@ -139,12 +154,14 @@ async function main(argv: string[]): Promise<number> {
       const { topology } = summary.config;
       if (json) console.log(JSON.stringify({ event: 'summary', ...rest2 }));
       else if (topology.process > 0 && !verbose) {
-        console.log(`host ${topology.process} of ${topology.processes} done: ${summary.steps} steps, replica checksum ${summary.replicaChecksum} (host 0 shows the world and writes the outputs)`);
+        console.log(`${describeProcess(topology, topology.process)} of ${topology.processes} done: ${summary.steps} steps, replica checksum ${summary.replicaChecksum} ` +
+          `(${describeProcess(topology, 0)} shows the world and writes the outputs)`);
       } else {
         console.log(`done: ${summary.steps} steps on ${summary.config.devices} device(s) (${summary.config.backend}), ` +
           `final loss ${summary.finalLoss.toFixed(4)}, batch accuracy ${(summary.finalAccuracy * 100).toFixed(1)}%, ` +
           `${summary.samplesPerSecond.toFixed(0)} samples/s`);
-        if (topology.processes > 1) console.log(`host ${topology.process} of ${topology.processes}: replica checksum ${summary.replicaChecksum}${topology.process === 0 ? '' : ' (host 0 writes the outputs)'}`);
+        if (topology.processes > 1) console.log(`${describeProcess(topology, topology.process)} of ${topology.processes}: replica checksum ${summary.replicaChecksum}` +
+          `${topology.process === 0 ? '' : ` (${describeProcess(topology, 0)} writes the outputs)`}`);
         if (summary.link) console.log(`link: EMULATED ${summary.link.label} (exchange held to that link's speed)`);
         console.log(`strategy: ${summary.strategy.name} (${summary.strategy.groups.length} exchange group(s)); ` +
           `mean step ${summary.meanStepMs.toFixed(1)} ms, compute ${summary.timings.meanComputeMs.toFixed(1)} ms, exchange ${summary.timings.meanExchangeMs.toFixed(1)} ms per group`);

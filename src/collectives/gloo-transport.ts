@@ -40,6 +40,7 @@ import { reduceMeanInto, reduceSlotsInto, shardOf } from './reduce-slots.js';
 import { isGlooFailure, loadGlooAddon, GLOO_HOW_TO, type GlooContext, type GlooFailure } from './gloo/gloo-addon.js';
 import { startStoreServer } from './gloo/tcp-store-server.js';
 import { WAIT_SLICE_MS } from './shared-barrier.js';
+import { describeProcess, type ProcessKind } from '../world/topology.js';
 
 /** What a rank needs to join its Gloo context (structured-cloneable). */
 export interface GlooRankData {
@@ -53,6 +54,8 @@ export interface GlooRankData {
   chunkFloats?: number;
   /** Several processes: ranks per process, so that a lost peer is named with its host (rank / ranksPerProcess). */
   ranksPerProcess?: number;
+  /** What the processes are, as errors name them (`describeProcess`): hosts (absent) or GPU processes. */
+  processKind?: ProcessKind;
   /**
    * One rank per host (the hierarchical transport's contexts across hosts): context rank q is host q and global
    * rank q * stride + offset, as errors name it.
@@ -104,7 +107,7 @@ export const GLOO_TRANSPORT: Transport = {
 
 /** This process's ranks of a communicator spanning processes: the store is the job's (host 0's), not served here. */
 function worldHandles(spec: CommunicatorSpec, world: CommunicatorWorld): PreparedCommunicator {
-  const data: GlooRankData = { store: world.store, prefix: world.key, hostname: world.hostname, ranksPerProcess: world.ranksPerProcess };
+  const data: GlooRankData = { store: world.store, prefix: world.key, hostname: world.hostname, ranksPerProcess: world.ranksPerProcess, processKind: world.processKind };
   const handles: RankHandle[] = Array.from({ length: spec.size }, (_, local) =>
     ({ transport: 'gloo', communicator: spec.name, rank: world.rankOffset + local, size: world.worldSize, data }));
   return { handles, transfer: handles.map(() => []) };
@@ -124,7 +127,7 @@ export function openGlooCollective(rank: number, size: number, data: GlooRankDat
   } catch (err) {
     if (!isGlooFailure(err)) throw err;
     const code = err.glooKind === 'invalid' ? 'BAD_CONFIG' : 'STALLED';
-    const who = data.crossHost ? `host ${rank} (global rank ${rank * data.crossHost.stride + data.crossHost.offset})` : `rank ${rank}`;
+    const who = data.crossHost ? `${describeProcess(data, rank)} (global rank ${rank * data.crossHost.stride + data.crossHost.offset})` : `rank ${rank}`;
     throw new TandemError(code, `gloo ${who} of ${size} could not join communicator '${name}' (store ${data.store}, ` +
       `listening on ${data.hostname}) within ${(env.timeoutMs / 1000).toFixed(1)} s: ${err.message}`, undefined, { cause: err });
   }
@@ -234,12 +237,14 @@ export class GlooCollective implements Collective {
 interface PeerNaming { self(rank: number): string; peer(rank: number, address?: string): string }
 const FLAT_NAMING: PeerNaming = { self: rank => `rank ${rank}`, peer: rank => `peer rank ${rank}` };
 
-function peerNaming({ ranksPerProcess, crossHost }: GlooRankData): PeerNaming {
+function peerNaming(data: GlooRankData): PeerNaming {
+  const { ranksPerProcess, crossHost } = data;
+  const at = (address?: string) => address ? `, ${address}` : '';
   if (crossHost) {
     const global = (q: number) => q * crossHost.stride + crossHost.offset;
-    return { self: q => `rank ${global(q)} (host ${q})`, peer: (q, address) => `peer rank ${global(q)} (host ${q}${address ? `, ${address}` : ''})` };
+    return { self: q => `rank ${global(q)} (${describeProcess(data, q)})`, peer: (q, address) => `peer rank ${global(q)} (${describeProcess(data, q)}${at(address)})` };
   }
-  if (ranksPerProcess) return { self: FLAT_NAMING.self, peer: (q, address) => `peer rank ${q} (host ${Math.floor(q / ranksPerProcess)}${address ? `, ${address}` : ''})` };
+  if (ranksPerProcess) return { self: FLAT_NAMING.self, peer: (q, address) => `peer rank ${q} (${describeProcess(data, Math.floor(q / ranksPerProcess))}${at(address)})` };
   return FLAT_NAMING;
 }
 

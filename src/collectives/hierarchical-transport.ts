@@ -87,7 +87,7 @@ function prepareHosts(spec: CommunicatorSpec, host: number, hosts: number, chunk
   const local = SHARED_MEMORY_TRANSPORT.prepare({ ...spec, world: undefined }).handles[0].data as SharedMemoryData;
   const handles: RankHandle[] = Array.from({ length: spec.size }, (_, l) => {
     const cross: GlooRankData = { store: world.store, prefix: `${world.key}.across.${l}`, hostname: world.hostname,
-      crossHost: { stride: spec.size, offset: l } };
+      crossHost: { stride: spec.size, offset: l }, processKind: world.processKind };
     const data: HierarchicalData = { local, cross, host, hosts, chunkFloats };
     return { transport: 'hierarchical', communicator: spec.name, rank: world.rankOffset + l, size: world.worldSize, data };
   });

@@ -31,6 +31,7 @@ import { reduceMeanInto, reduceSlotsInto, shardOf } from './reduce-slots.js';
 import { loadShmAddon, SHM_HOW_TO, type ShmAddon } from './shm/shm-addon.js';
 import { areaSlots, segmentLayout, type SegmentLayout } from './shm/segment-layout.js';
 import { ProcessBarrier, type RankNaming } from './shm/process-barrier.js';
+import { describeProcess, type ProcessKind } from '../world/topology.js';
 import { meetOnSegment, privateSegment, SHM_SETUP_TIMEOUT_MS, type MetSegment } from './shm/shm-meeting.js';
 
 /** The staging areas' bytes, all ranks together (a container's /dev/shm is often 64 MiB). */
@@ -47,6 +48,8 @@ export interface ShmRankData {
   layout: SegmentLayout;
   /** Process p's address, to name a peer's host (empty inside one process). */
   addresses: string[];
+  /** What the processes are, as errors name them (`describeProcess`): hosts (absent) or GPU processes. */
+  processKind?: ProcessKind;
 }
 
 export const SHM_TRANSPORT_NAME = 'shm';
@@ -75,7 +78,7 @@ export async function prepareShm(spec: CommunicatorSpec, { chunkFloats, setupTim
   const ranks = world ? world.worldSize : spec.size;
   const layout = segmentLayout(ranks, ranks / spec.size, chunkFloats ?? shmChunkFloats(ranks));
   const met: MetSegment = world ? await meetOnSegment(addon, layout, world, setupTimeoutMs) : privateSegment(addon, layout, spec.name);
-  const data: ShmRankData = { segment: met.segment, layout, addresses: met.addresses };
+  const data: ShmRankData = { segment: met.segment, layout, addresses: met.addresses, processKind: world?.processKind };
   const offset = world ? world.rankOffset : 0;
   const handles: RankHandle[] = Array.from({ length: spec.size }, (_, local) =>
     ({ transport: SHM_TRANSPORT_NAME, communicator: spec.name, rank: offset + local, size: ranks, data }));
@@ -177,11 +180,12 @@ export class ProcessShmCollective implements Collective {
   }
 }
 
-function rankNaming({ layout, addresses }: ShmRankData): RankNaming {
+function rankNaming(data: ShmRankData): RankNaming {
+  const { layout, addresses } = data;
   if (layout.processes === 1) return { self: r => `rank ${r}`, peer: q => `peer rank ${q}` };
   const host = (q: number) => Math.floor(q / layout.ranksPerProcess);
   return {
-    self: r => `rank ${r} (host ${host(r)})`,
-    peer: q => `peer rank ${q} (host ${host(q)}${addresses[host(q)] ? `, ${addresses[host(q)]}` : ''})`,
+    self: r => `rank ${r} (${describeProcess(data, host(r))})`,
+    peer: q => `peer rank ${q} (${describeProcess(data, host(q))}${addresses[host(q)] ? `, ${addresses[host(q)]}` : ''})`,
   };
 }

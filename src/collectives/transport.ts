@@ -8,6 +8,7 @@
  */
 import type { TransferListItem } from 'node:worker_threads';
 import type { AllReduceKind, Collective, CollectiveEnv } from './collective.js';
+import type { ProcessKind } from '../world/topology.js';
 
 /** A SharedArrayBuffer of `slots` equal slots of `slotFloats` floats: slot r is rank r's copy. */
 export interface SlotBuffer {
@@ -52,6 +53,8 @@ export interface CommunicatorWorld {
   hostname: string;
   /** Ranks per process (to name a lost peer's host). */
   ranksPerProcess: number;
+  /** What the processes are, as errors name them (`describeProcess`): hosts (absent) or GPU processes. */
+  processKind?: ProcessKind;
   /** Unique in the job, the same on every host (the communicator's keys in the store). */
   key: string;
 }

@@ -10,7 +10,7 @@ import { assertEngineAvailable, engineNames, getEngine } from './engine-registry
 import type { FlatArithmetic } from '../optim/flat-arithmetic.js';
 import { NATIVE_ENGINE } from './engines/native-engine.js';
 import { loadNativeAddon, NATIVE_HOW_TO } from './native/native-addon.js';
-import type { EngineStartOptions, KernelSite } from './engine.js';
+import type { EngineDevice, EngineStartOptions, KernelSite } from './engine.js';
 import type { Tf } from './tfjs-types.js';
 export { findTensorflowPackage } from './engines/tensorflow-engine.js';
 
@@ -49,14 +49,18 @@ export function assertBackendAvailable(name: BackendName): void {
 
 export type BackendOptions = EngineStartOptions;
 
-/** Starts engine `name` on this thread's tfjs and installs tandem's faster gradients. Worker side. */
-export async function startBackend(tf: Tf, name: BackendName, options: BackendOptions = {}): Promise<void> {
+/**
+ * Starts engine `name` on this thread's tfjs and installs tandem's faster gradients. Worker side.
+ * Resolves with the accelerator the engine opened (a GPU adapter), when it runs on one.
+ */
+export async function startBackend(tf: Tf, name: BackendName, options: BackendOptions = {}): Promise<EngineDevice | undefined> {
   const engine = assertEngineAvailable(name);
-  await engine.start(tf, options);
+  const device = await engine.start(tf, options) ?? undefined;
   const ok = await tf.setBackend(name);
   if (!ok) throw new TandemError('BACKEND_UNAVAILABLE', `backend '${name}' failed to start on this thread`);
   await tf.ready();
   installFastGradients(tf, name, { convInputGradientAsConvolution: engine.capabilities.convInputGradientAsConvolution });
+  return device;
 }
 
 /** The comm-side arithmetic of a device training on `backend`: its engine's (native loops for native, the JS ones otherwise). */

@@ -33,6 +33,23 @@ export interface EngineStartOptions {
  */
 export type KernelSite = 'calling-thread' | 'engine-threads' | 'accelerator';
 
+/** The hardware a device thread's engine runs its kernels on, when that is not the thread itself: a GPU adapter. */
+export interface EngineDevice {
+  /** The device's name as its driver reports it, e.g. `nvidia-h200`, `llvmpipe-llvm-15-0-6-256-bits-`. */
+  name: string;
+  /** e.g. `nvidia`, `amd`, `intel`, `mesa`. */
+  vendor: string;
+  /** The driver in words, e.g. `llvmpipe: Mesa 25.0.7 (LLVM 15.0.6)`. */
+  driver: string;
+  /** A software implementation on the CPU (llvmpipe, SwiftShader): its timings are no GPU measurement. */
+  software: boolean;
+}
+
+/** An engine device in one line, as the CLI and the benches print it. */
+export function describeEngineDevice(d: EngineDevice): string {
+  return `${d.name} (vendor ${d.vendor || 'unknown'}, driver ${d.driver || 'unknown'})${d.software ? ': software Vulkan (CPU), not a GPU' : ''}`;
+}
+
 export interface EngineModelOptions {
   /** Native: run Conv2D layers as one fused kernel. */
   nativeFusion: boolean;
@@ -45,8 +62,8 @@ export interface Engine {
   readonly capabilities: EngineCapabilities;
   /** Undefined when it can run on this machine; else the error message: why not, and the fix. */
   unavailable(): string | undefined;
-  /** On a device thread: registers and selects the backend on this thread's tfjs. */
-  start(tf: Tf, options: EngineStartOptions): Promise<void>;
+  /** On a device thread: registers and selects the backend on this thread's tfjs; an accelerator's engine says which device it opened. */
+  start(tf: Tf, options: EngineStartOptions): Promise<EngineDevice | void>;
   /** The arithmetic of the comm side (all-reduce mean, optimizer updates) with this engine. */
   arithmetic(): FlatArithmetic;
   /** Where its kernels run when started with `options`; absent: 'engine-threads' (the clock that counts every thread). */

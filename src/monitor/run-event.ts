@@ -4,9 +4,12 @@
  * failure arrives there as a warning).
  */
 import type { TandemErrorCode } from '../errors.js';
+import type { EngineDevice } from '../engine/engine.js';
 
 export type RunEvent = ({ host?: number } & (
-  | { type: 'started'; devices: number; backend: string; method: string; strategy: string; steps: number; firstStep: number; stepsPerEpoch: number }
+  /** engineDevices: per device of this process, the accelerator its engine opened (webgpu: the GPU adapter). */
+  | { type: 'started'; devices: number; backend: string; method: string; strategy: string; steps: number; firstStep: number; stepsPerEpoch: number;
+      engineDevices?: EngineDevice[] }
   | { type: 'auto'; strategy: string; splitLayer?: number; reason: string }
   | { type: 'ready'; parameters: number; groups: number }
   | { type: 'epoch'; epoch: number; step: number }

@@ -18,6 +18,7 @@ import { makeDirectory } from '../output/make-directory.js';
 import { OUT_FILES } from '../output/output-places.js';
 import type { RunLedger } from './run-ledger.js';
 import type { TrainHooks, TrainSummary } from './run-types.js';
+import type { EngineDevice } from '../engine/engine.js';
 
 /**
  * Untimed first steps of a run of `steps` steps (engine warm-up, JIT): the steady-state figures
@@ -57,6 +58,8 @@ export interface SummaryInputs {
   auto?: TrainSummary['auto'];
   wallSeconds: number;
   hooks: TrainHooks;
+  /** Per local device, the accelerator its engine opened (webgpu); absent on the CPU engines. */
+  engineDevices?: EngineDevice[];
 }
 
 export async function finishSummary(x: SummaryInputs): Promise<TrainSummary> {
@@ -93,6 +96,7 @@ export async function finishSummary(x: SummaryInputs): Promise<TrainSummary> {
     wire: wireOf(cfg.commHook?.name ?? 'none', ledger.commStats.wireFloats / Math.max(1, ranSteps * cfg.topology.localDevices)),
     strategy: { name: cfg.strategy, groups: x.groups.map(g => ({ name: g.name, parameters: g.end - g.start })) },
     auto: x.auto,
+    engineDevices: x.engineDevices,
     skippedUpdates: ledger.skipped.map(sk => ({ ...sk, variable: ledger.nonFinite.get(sk.step) })),
     link: cfg.link ? { emulated: true, label: cfg.link.label, bitsPerSecond: cfg.link.bandwidth, latencyMs: cfg.link.latencyMs } : undefined,
     history: loop.history,

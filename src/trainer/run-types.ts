@@ -6,6 +6,7 @@ import type { Span } from '../monitor/span.js';
 import type { RunEvent } from '../monitor/run-event.js';
 import type { AutoChoice } from '../profiling/choose-strategy.js';
 import type { ClassifierSummary } from '../classifier/classifier-result.js';
+import type { EngineDevice } from '../engine/engine.js';
 
 export interface StepMetrics {
   step: number;
@@ -64,6 +65,8 @@ export interface TrainSummary {
   classifier?: ClassifierSummary;
   /** With `strategy: 'auto'`: what was picked and why. */
   auto?: AutoSummary;
+  /** Per device of this process (local order), the accelerator its engine ran on (webgpu: the GPU adapter); absent on the CPU engines. */
+  engineDevices?: EngineDevice[];
   history: { step: number; loss: number; accuracy: number }[];
   /** Final parameters in model order (`model.trainableWeights`), from device 0. */
   weights: { name: string; shape: number[]; values: Float32Array }[];

@@ -7,6 +7,7 @@
  * the run with the device, step, phase and the code it was raised with.
  */
 import type { ResolvedConfig } from '../config-types.js';
+import type { EngineDevice } from '../engine/engine.js';
 import { TandemError } from '../errors.js';
 import { ControlBlock, WAIT_SLICE_MS } from '../actors/control-block.js';
 import { DeviceActor, deviceError } from '../actors/device-actor.js';
@@ -47,7 +48,11 @@ const PEER_LOST_GRACE_MS = 500;
 const SETUP_WATCHDOG_MS = 60_000;
 
 /** Phase 1's result: the model every replica built (trainable weights in `layout`, non-trainable ones in `state`). */
-interface Built { weights: WeightShape[]; layout: ParameterLayout; state: WeightShape[]; stateTotal: number; batchNormLayers: string[] }
+interface Built {
+  weights: WeightShape[]; layout: ParameterLayout; state: WeightShape[]; stateTotal: number; batchNormLayers: string[];
+  /** Per local device, the accelerator its engine opened (webgpu); undefined on the CPU engines. */
+  engineDevices?: EngineDevice[];
+}
 
 /** Phase 2's result: where everything lives. */
 interface LaidOut extends Built { groups: ParameterGroup[]; buffers: SharedBuffers; load(step: number): Promise<void> }
@@ -168,7 +173,8 @@ export class TrainingRun {
     const firstStep = (resume?.step ?? 0) + 1;
     this.firstStep = firstStep;
     const cfg = this.cfg;
-    this.hooks.onEvent?.({ type: 'started', devices: cfg.devices, backend: cfg.backend, method: cfg.method, strategy: cfg.strategy, steps: cfg.steps, firstStep, stepsPerEpoch: cfg.stepsPerEpoch });
+    this.hooks.onEvent?.({ type: 'started', devices: cfg.devices, backend: cfg.backend, method: cfg.method, strategy: cfg.strategy, steps: cfg.steps, firstStep, stepsPerEpoch: cfg.stepsPerEpoch,
+      ...(built.engineDevices ? { engineDevices: built.engineDevices } : {}) });
     let loading = laidOut.load(firstStep);
     loading.catch(() => {}); // awaited in the step loop; a failure must not be unhandled meanwhile
     await this.attach(laidOut);
@@ -180,7 +186,7 @@ export class TrainingRun {
     loop.history = await this.monitor.finish(loop.history);
     return finishSummary({
       cfg, method: this.method, layout: built.layout, weights: built.weights, state: built.state, groups: laidOut.groups, replica: paramSlots(laidOut.buffers)[0],
-      firstStep, loop, finished, ledger: this.ledger, auto: this.auto, wallSeconds: (performance.now() - started) / 1000, hooks: this.hooks,
+      firstStep, loop, finished, ledger: this.ledger, auto: this.auto, wallSeconds: (performance.now() - started) / 1000, hooks: this.hooks, engineDevices: built.engineDevices,
     });
   }
 
@@ -224,7 +230,9 @@ export class TrainingRun {
       }
     }
     const stateTotal = state.reduce((n, w) => n + w.shape.reduce((a, b) => a * b, 1), 0);
-    return { weights, layout: layoutParameters(weights), state, stateTotal, batchNormLayers };
+    const devices = reports.map(r => r.engineDevice);
+    const engineDevices = devices.every((d): d is EngineDevice => d !== undefined) ? devices : undefined;
+    return { weights, layout: layoutParameters(weights), state, stateTotal, batchNormLayers, engineDevices };
   }
 
   /** Phase 2: exchange groups, shared buffers, the data loader. */
@@ -295,7 +303,7 @@ export class TrainingRun {
       name, size: topology.localDevices, registered: buffers ? registeredSlots(buffers) : [], stagingFloats,
       options: { allReduce: cfg.allReduce },
       world: world && cfg.rendezvous && { store: storeUrl(cfg.rendezvous), rankOffset: globalRank(topology, 0), worldSize: cfg.devices,
-        hostname: world.hostname, ranksPerProcess: topology.localDevices, key: `tandem.${name}` },
+        hostname: world.hostname, ranksPerProcess: topology.localDevices, processKind: topology.processKind, key: `tandem.${name}` },
     });
   }
 

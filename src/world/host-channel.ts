@@ -28,7 +28,7 @@
 import { Packr } from 'msgpackr';
 import { TandemError } from '../errors.js';
 import { parseStoreUrl, StoreClient } from '../collectives/gloo/tcp-store-client.js';
-import type { Topology } from './topology.js';
+import { describeProcess, type Topology } from './topology.js';
 import type { CheckpointBytes, HeadState } from '../checkpoint/checkpoint-file.js';
 
 /** A checkpoint's per-device state of one host's devices, local order (or, collected on host 0, of every device): local heads and hook state. */
@@ -161,22 +161,22 @@ export class HostChannel {
     const has = (key: string) => this.client.get(key, 0).then(v => v.toString(), () => undefined);
     const missing: string[] = [];
     for (let r = 0; r < this.topology.processes; r++) {
-      if (await has(`${stopKey(step)}.host${r}`) === undefined) missing.push(`host ${r} (${await has(addressKey(r)) ?? 'address unknown'})`);
+      if (await has(`${stopKey(step)}.host${r}`) === undefined) missing.push(`${describeProcess(this.topology, r)} (${await has(addressKey(r)) ?? 'address unknown'})`);
     }
     const who = missing.length > 0 ? missing.join(', ') : 'the last host to add its wish';
-    return new TandemError('STALLED', `host ${this.topology.process}: ${who} did not add its stop wish after step ${step} within ` +
+    return new TandemError('STALLED', `${describeProcess(this.topology, this.topology.process)}: ${who} did not add its stop wish after step ${step} within ` +
       `${(this.peerWaitMs / 1000).toFixed(1)} s (a cut link or a frozen host; raise stallTimeoutMs if a host is legitimately this slow)`);
   }
 
   /** `call` to host 0's store after `step`; a closed connection, or no answer at all, as an error naming host 0. */
   private async betweenSteps<T>(step: number, what: string, call: () => Promise<T>): Promise<T> {
-    const host0 = `host 0 (${parseStoreUrl(this.client.url).host}, serving the rendezvous store ${this.client.url})`;
+    const host0 = `${describeProcess(this.topology, 0)} (${parseStoreUrl(this.client.url).host}, serving the rendezvous store ${this.client.url})`;
     const waitMs = this.peerWaitMs + NO_ANSWER_MARGIN_MS;
     let timer: NodeJS.Timeout | undefined;
     let silent: TandemError | undefined;
     const silence = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
-        silent = new TandemError('STALLED', `host ${this.topology.process}: ${host0} did not answer within ${(waitMs / 1000).toFixed(1)} s ` +
+        silent = new TandemError('STALLED', `${describeProcess(this.topology, this.topology.process)}: ${host0} did not answer within ${(waitMs / 1000).toFixed(1)} s ` +
           `after step ${step} while ${what} (a cut link or a frozen host; raise stallTimeoutMs if host 0 is legitimately this slow)`);
         reject(silent);
         this.client.close();
@@ -186,7 +186,7 @@ export class HostChannel {
       return await Promise.race([call(), silence]);
     } catch (err) {
       if (err === silent || this.client.isOpen) throw err;
-      throw new TandemError('PEER_LOST', `host ${this.topology.process}: lost ${host0} after step ${step} while ${what}: ${(err as Error).message}`,
+      throw new TandemError('PEER_LOST', `${describeProcess(this.topology, this.topology.process)}: lost ${host0} after step ${step} while ${what}: ${(err as Error).message}`,
         undefined, { cause: err });
     } finally {
       clearTimeout(timer);

@@ -8,6 +8,7 @@ import { TandemError } from '../errors.js';
 import type { TrainConfig } from '../config-types.js';
 import { multiProcess, singleProcess, type Topology } from './topology.js';
 import { parseRendezvous, type Rendezvous } from './rendezvous.js';
+import { GPU_ENV } from './gpu-pinning.js';
 
 export interface ResolvedHosts { topology: Topology; rendezvous?: Rendezvous }
 
@@ -29,11 +30,20 @@ export function isLoopback(host: string): boolean {
   return /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host) || host === '::1' || host.toLowerCase() === 'localhost';
 }
 
+/** Whether this process is one `tandem launch --gpus` started (its environment has TANDEM_GPU_INDEX, gpu-pinning.ts). */
+export function gpuProcess(env: NodeJS.ProcessEnv = process.env): boolean {
+  return env[GPU_ENV.index] !== undefined;
+}
+
 function bad(field: string, message: string): never {
   throw new TandemError('BAD_CONFIG', `config.${field}: ${message}`);
 }
 
-export function resolveHosts(config: TrainConfig, localDevices: number): ResolvedHosts {
+/**
+ * `env`: a process `tandem launch --gpus` started has TANDEM_GPU_INDEX (gpu-pinning.ts) and is named `GPU process k`
+ * in messages, as the launcher names it.
+ */
+export function resolveHosts(config: TrainConfig, localDevices: number, env: NodeJS.ProcessEnv = process.env): ResolvedHosts {
   const hosts = config.hosts ?? 1;
   if (!Number.isInteger(hosts) || hosts < 1 || hosts > 1024) bad('hosts', `must be an integer in [1, 1024], got ${JSON.stringify(hosts)}`);
   const hostRank = config.hostRank ?? 0;
@@ -44,7 +54,7 @@ export function resolveHosts(config: TrainConfig, localDevices: number): Resolve
   }
   if (typeof config.rendezvous !== 'string') bad('rendezvous', `${hosts} hosts need host 0's address and a free port to meet at, e.g. --rendezvous 10.0.0.1:29500 (or TANDEM_RENDEZVOUS)`);
   refuseAcrossHosts(config, localDevices);
-  return { topology: multiProcess(hosts, hostRank, localDevices), rendezvous: parseRendezvous('rendezvous', config.rendezvous) };
+  return { topology: multiProcess(hosts, hostRank, localDevices, gpuProcess(env) ? 'gpu' : undefined), rendezvous: parseRendezvous('rendezvous', config.rendezvous) };
 }
 
 /** The methods that run across hosts: their label partitions and compute collectives span the world's global ranks. */

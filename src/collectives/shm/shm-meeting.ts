@@ -18,6 +18,7 @@ import type { CommunicatorWorld } from '../transport.js';
 import { StoreClient, parseStoreUrl } from '../gloo/tcp-store-client.js';
 import type { ShmAddon } from './shm-addon.js';
 import { MAGIC, W_MAGIC, W_RANKS, type SegmentLayout } from './segment-layout.js';
+import { describeProcess } from '../../world/topology.js';
 
 /** How long a process waits by default for the others to post and map (the store's waits). */
 export const SHM_SETUP_TIMEOUT_MS = 120_000;
@@ -63,7 +64,7 @@ export async function meetOnSegment(addon: ShmAddon, layout: SegmentLayout, worl
     if (!segment) {
       name = (await client.get(`${key}.name`)).toString();
       const opened = addon.open(name, layout.bytes);
-      if (!opened) throw new TandemError('BAD_CONFIG', `shm: host ${p} cannot open host 0's segment ${name} of ${layout.bytes} bytes (is /dev/shm shared between them?)`);
+      if (!opened) throw new TandemError('BAD_CONFIG', `shm: ${describeProcess(world, p)} cannot open ${describeProcess(world, 0)}'s segment ${name} of ${layout.bytes} bytes (is /dev/shm shared between them?)`);
       segment = opened;
     }
     Atomics.store(new Int32Array(segment), layout.pidWord + p, process.pid);
@@ -77,7 +78,7 @@ export async function meetOnSegment(addon: ShmAddon, layout: SegmentLayout, worl
   } catch (err) {
     if (name) addon.unlink(name);
     if (err instanceof TandemError && err.code === 'BAD_CONFIG') throw err;
-    throw new TandemError('STALLED', `shm: host ${p} could not meet the other ${layout.processes - 1} process(es) on a shared-memory segment ` +
+    throw new TandemError('STALLED', `shm: ${describeProcess(world, p)} could not meet the other ${layout.processes - 1} process(es) on a shared-memory segment ` +
       `through the store ${world.store} within ${(timeoutMs / 1000).toFixed(1)} s (did every host start, and stay up?): ${(err as Error).message}`,
     undefined, { cause: err });
   } finally {

@@ -13,8 +13,9 @@
  * clean with stdout piped), a probe process by `process.exit`.
  */
 import type { KernelBackend, Tf } from '../tfjs-types.js';
+import type { EngineDevice } from '../engine.js';
 
-interface AdapterInfo { vendor?: string; architecture?: string; device?: string; description?: string }
+interface AdapterInfo { vendor?: string; architecture?: string; device?: string; description?: string; isFallbackAdapter?: boolean }
 export interface DawnAdapter {
   readonly info: AdapterInfo;
   readonly limits: Record<string, number>;
@@ -34,7 +35,7 @@ const TFJS_WEBGPU_PACKAGE = '@tensorflow/tfjs-backend-webgpu';
 const RAISED_LIMITS = ['maxComputeWorkgroupStorageSize', 'maxComputeWorkgroupsPerDimension', 'maxStorageBufferBindingSize',
   'maxBufferSize', 'maxComputeWorkgroupSizeX', 'maxComputeInvocationsPerWorkgroup'];
 
-export interface OpenedDevice { gpu: DawnGpu; adapter: DawnAdapter; device: DawnDevice; description: string }
+export interface OpenedDevice { gpu: DawnGpu; adapter: DawnAdapter; device: DawnDevice; description: string; engineDevice: EngineDevice }
 
 /** This thread's device, referenced until the thread ends (see the teardown note above). */
 let opened: OpenedDevice | undefined;
@@ -43,6 +44,17 @@ let opened: OpenedDevice | undefined;
 export function describeAdapter(adapter: DawnAdapter): string {
   const i = adapter.info ?? {};
   return i.description || [i.vendor, i.architecture, i.device].filter(Boolean).join(' ') || 'unnamed adapter';
+}
+
+/** Software implementations of Vulkan/WebGPU on the CPU, by the names their adapters report. */
+const SOFTWARE_ADAPTERS = /llvmpipe|lavapipe|swiftshader|softpipe/i;
+
+/** The adapter as the engine reports it (name, vendor, driver; whether it is a CPU implementation). */
+export function adapterDevice(adapter: DawnAdapter): EngineDevice {
+  const i = adapter.info ?? {};
+  const name = i.device || i.description || 'unnamed adapter';
+  const software = i.isFallbackAdapter === true || i.architecture === 'software' || SOFTWARE_ADAPTERS.test(`${i.device} ${i.description}`);
+  return { name, vendor: i.vendor ?? '', driver: i.description ?? '', software };
 }
 
 /**
@@ -80,6 +92,6 @@ export async function openWebGpuDevice(tf: Tf, name: string): Promise<OpenedDevi
   const { WebGPUBackend } = await import(TFJS_WEBGPU_PACKAGE) as WebGpuBackendModule;
   tf.removeBackend(name);
   tf.registerBackend(name, () => new WebGPUBackend(device, adapter.info) as KernelBackend, 3);
-  opened = { gpu, adapter, device, description: describeAdapter(adapter) };
+  opened = { gpu, adapter, device, description: describeAdapter(adapter), engineDevice: adapterDevice(adapter) };
   return opened;
 }
