@@ -1,9 +1,11 @@
-// The methods that read inside forward and backward, on the webgpu engine (every read awaited): local-head (method B)
-// and partial-fc train on 2 webgpu devices to the cpu engine's result on 2 devices within 1e-5 — the extractor, and the
-// full classifier assembled from the devices' heads. Tiny models and few steps (in CI the adapter is llvmpipe, software
+// What reads inside forward and backward, on the webgpu engine (every read awaited): local-head (method B) and
+// partial-fc train on 2 webgpu devices to the cpu engine's result on 2 devices within 1e-5 — the extractor, and the
+// full classifier assembled from the devices' heads; the profiler times every layer with awaited reads on the wall
+// clock, and `--strategy auto` trains what it picks to the cpu reference within 1e-5. Tiny models and few steps (in CI the adapter is llvmpipe, software
 // Vulkan). Skips when Dawn finds no adapter, unless TANDEM_REQUIRE_WEBGPU=1 (then it fails).
 import t from 'tap';
-import { train, type TrainConfig, type TrainSummary } from '../src/index.js';
+import { train, trainReference, type TrainConfig, type TrainSummary } from '../src/index.js';
+import type { AutoChoice } from '../src/profiling/choose-strategy.js';
 import { probeWebGpu } from '../src/engine/webgpu/webgpu-availability.js';
 
 const probe = probeWebGpu();
@@ -46,3 +48,22 @@ for (const [method, extra] of [['local-head', {}], ['partial-fc', { sampleRate: 
     t.ok(maxAbs(fullClassifier(gpu), fullClassifier(wrong)) > TOLERANCE, 'the comparison can fail: the cpu run with lr 0.101 is detected');
   });
 }
+
+t.test('--strategy auto on 2 webgpu devices: every layer profiled on the wall clock with awaited reads; the pick trains to the cpu reference', { skip }, async t => {
+  const cfg: TrainConfig = { model: 'mlp', data: 'synthetic-images', imageSize: [8, 8, 1], classes: 4, datasetSize: 32, batch: 8, steps: 2, seed: 3,
+    devices: 2, lr: 0.1, momentum: 0.9 };
+  let choice: AutoChoice | undefined;
+  const run = await train({ ...cfg, backend: 'webgpu', strategy: 'auto' }, { onAutoChoice: c => { choice = c; } });
+  const { profile } = choice!;
+  t.equal(profile.clock.kind, 'wall', `clock: ${profile.clock.reason}`);
+  t.equal(profile.backend, 'webgpu', 'profiled on the devices\' engine');
+  const dense = profile.layers.filter(l => l.className === 'Dense');
+  t.ok(dense.length >= 2, `${dense.length} Dense layers profiled`);
+  t.ok(profile.layers.every(l => Number.isFinite(l.forwardMs + l.backwardMs) && l.forwardMs >= 0 && l.backwardMs >= 0), 'finite, non-negative times');
+  t.ok(dense.every(l => l.forwardMs + l.backwardMs > 0), 'every Dense layer takes measurable time');
+  t.ok(profile.stepForwardMs > 0 && profile.stepBackwardMs > 0, `a step: forward ${profile.stepForwardMs.toFixed(1)} ms, backward ${profile.stepBackwardMs.toFixed(1)} ms`);
+  t.equal(run.config.strategy, choice!.strategy, `trained with the chosen ${choice!.strategy}`);
+  const ref = await trainReference({ ...cfg, backend: 'cpu' });
+  const d = maxAbs(extractor(run), Float32Array.from(ref.weights.flatMap(w => [...w.values])));
+  t.ok(d < TOLERANCE, `max |param - cpu reference| = ${d.toExponential(2)}`);
+});
