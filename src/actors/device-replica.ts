@@ -419,7 +419,8 @@ function movingStatistics(model: LayersModel): LayerVariable[] {
 /** Sync BatchNormalization reads activations on the host inside forward; an engine without synchronous reads cannot. */
 function asyncSyncBatchNormError(backend: string): TandemError {
   return new TandemError('BAD_CONFIG', `backend '${backend}' cannot read tensors synchronously, which batchNorm 'sync' needs inside forward ` +
-    "(the statistics of the global batch); use --batch-norm local (each device's own batch, moving statistics averaged after every step) or one device");
+    "(the statistics of the global batch); use --batch-norm local (each device's own batch, moving statistics averaged after every step), one device, " +
+    'or a backend that reads synchronously (native, wasm, cpu)');
 }
 
 /** A method's loss on an engine with synchronous reads: computed inside the synchronous forward, never awaited. */
