@@ -1,9 +1,12 @@
 // What reads inside forward and backward, on the webgpu engine (every read awaited): local-head (method B) and
 // partial-fc train on 2 webgpu devices to the cpu engine's result on 2 devices within 1e-5 — the extractor, and the
-// full classifier assembled from the devices' heads; the profiler times every layer with awaited reads on the wall
+// full classifier assembled from the devices' heads, and resume from a checkpoint is exact, heads included; the profiler times every layer with awaited reads on the wall
 // clock, and `--strategy auto` trains what it picks to the cpu reference within 1e-5. Tiny models and few steps (in CI the adapter is llvmpipe, software
 // Vulkan). Skips when Dawn finds no adapter, unless TANDEM_REQUIRE_WEBGPU=1 (then it fails).
 import t from 'tap';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { train, trainReference, type TrainConfig, type TrainSummary } from '../src/index.js';
 import type { AutoChoice } from '../src/profiling/choose-strategy.js';
 import { probeWebGpu } from '../src/engine/webgpu/webgpu-availability.js';
@@ -33,8 +36,10 @@ const base: TrainConfig = { model: 'mlp', data: 'synthetic-images', imageSize: [
 for (const [method, extra] of [['local-head', {}], ['partial-fc', { sampleRate: 0.6 }]] as const) {
   t.test(`${method} on 2 webgpu devices = 2 cpu devices within ${TOLERANCE}: extractor and full classifier`, { skip }, async t => {
     const cfg: TrainConfig = { ...base, method, ...extra };
+    const dir = mkdtempSync(path.join(os.tmpdir(), `tandem-webgpu-${method}-`));
+    t.teardown(() => rmSync(dir, { recursive: true, force: true }));
     const cpu = await train({ ...cfg, backend: 'cpu' });
-    const gpu = await train({ ...cfg, backend: 'webgpu' });
+    const gpu = await train({ ...cfg, backend: 'webgpu', checkpointEvery: 2, checkpointDir: dir });
     t.same(gpu.classifier!.localClasses, [3, 2], 'heads of 3 and 2 labels');
     const dExtractor = maxAbs(extractor(gpu), extractor(cpu));
     t.ok(dExtractor < TOLERANCE, `extractor: max |webgpu - cpu| = ${dExtractor.toExponential(2)}`);
@@ -46,6 +51,10 @@ for (const [method, extra] of [['local-head', {}], ['partial-fc', { sampleRate: 
     t.ok(gpu.classifier!.heldOut && gpu.classifier!.heldOut.samples > 0, 'held-out evaluation ran on webgpu');
     const wrong = await train({ ...cfg, backend: 'cpu', lr: 0.101 });
     t.ok(maxAbs(fullClassifier(gpu), fullClassifier(wrong)) > TOLERANCE, 'the comparison can fail: the cpu run with lr 0.101 is detected');
+    // The heads (values and optimizer state) come back from the step-2 checkpoint onto the device.
+    const resumed = await train({ ...cfg, backend: 'webgpu', resume: dir });
+    t.equal(resumed.firstStep, 3, 'resume continues at step 3');
+    t.ok(maxAbs(fullClassifier(resumed), fullClassifier(gpu)) === 0, 'resume: 2 + 1 steps = 3 uninterrupted steps, bit for bit (extractor and heads)');
   });
 }
 
