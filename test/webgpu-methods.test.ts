@@ -39,7 +39,9 @@ for (const [method, extra] of [['local-head', {}], ['partial-fc', { sampleRate: 
     const dir = mkdtempSync(path.join(os.tmpdir(), `tandem-webgpu-${method}-`));
     t.teardown(() => rmSync(dir, { recursive: true, force: true }));
     const cpu = await train({ ...cfg, backend: 'cpu' });
-    const gpu = await train({ ...cfg, backend: 'webgpu', checkpointEvery: 2, checkpointDir: dir });
+    const tensors: number[][] = [];
+    const gpu = await train({ ...cfg, backend: 'webgpu', checkpointEvery: 2, checkpointDir: dir }, { onStep: m => { tensors.push(m.numTensors); } });
+    t.same(tensors[2], tensors[1], `no tensor leaks from step to step on the device threads (${tensors[1].join(', ')} tensors after steps 2 and 3)`);
     t.same(gpu.classifier!.localClasses, [3, 2], 'heads of 3 and 2 labels');
     const dExtractor = maxAbs(extractor(gpu), extractor(cpu));
     t.ok(dExtractor < TOLERANCE, `extractor: max |webgpu - cpu| = ${dExtractor.toExponential(2)}`);
