@@ -223,11 +223,6 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
     transport: transport.name, commHook, loss, batchNorm: oneOf('batchNorm', config.batchNorm ?? 'sync', ['sync', 'local'] as const),
     forwardWait: oneOf('forwardWait', config.forwardWait ?? 'group', ['group', 'step'] as const), plugins, out: writer ? config.out : undefined, stallTimeoutMs, loaderThreads, faultInjection: fi,
   };
-  if (!capabilities.synchronousReads && (method.localState || method.computeCommunicator(resolved))) {
-    // A head trained on the host, or collectives inside forward/backward, read activations synchronously.
-    bad('method', `--method ${method.name} reads tensors synchronously inside forward and backward, which backend '${backend}' cannot; ` +
-      'use --method data-parallel, or a backend that can (native, wasm, cpu)');
-  }
   if (method.computeCommunicator(resolved) && !transport.blocking) {
     bad('transport', `'${transport.name}' cannot complete a collective inside a forward or backward pass, which --method ${method.name} needs; ` +
       `use a transport that can (${DEFAULT_TRANSPORT})`);

@@ -6,6 +6,7 @@ import * as tf from '@tensorflow/tfjs';
 import { layerGraph, type LayerGraph } from '../src/profiling/layer-graph.js';
 import { timeLayers } from '../src/profiling/time-layers.js';
 import { layerClock } from '../src/profiling/layer-clock.js';
+import { readFence } from '../src/profiling/read-fence.js';
 import { BUILTIN_MODELS } from '../src/model/builtin-models.js';
 
 const inputShape = [8, 8, 3];
@@ -86,7 +87,7 @@ t.test('every layer timed alone on the thread-CPU clock: each present, a shared 
   if (process.platform === 'linux') t.equal(clock.kind, 'thread-cpu', clock.reason);
   const model = sharedLayerModel();
   const graph = layerGraph(tf, model);
-  const costs = timeLayers(tf, graph, tf.randomUniform([64, 6], -1, 1, 'float32', 7), clock, 3);
+  const costs = await timeLayers(tf, graph, tf.randomUniform([64, 6], -1, 1, 'float32', 7), clock, 3, readFence(true));
   t.same(costs.map(c => c.name), ['shared', 'join', 'out'], 'model order');
   t.same(costs.map(c => c.parameters), [42, 0, 21], 'parameters per layer (the shared one once)');
   t.equal(costs[0].outputSize, 2 * 64 * 6, 'the shared layer\'s output counted for both calls');

@@ -25,7 +25,7 @@ import { seedRandomLayers, type RandomLayerSeeds } from '../model/seeded-random-
 import { batchNormalizationLayers, trainBatchNormalization } from '../model/sync-batch-norm.js';
 import { layoutParameters, type ParameterGroup, type ParameterLayout } from '../model/parameter-layout.js';
 import { inputSlotIndex, INPUT_SLOTS } from '../data/shard-loader.js';
-import { backwardWithGradientReady } from '../engine/gradient-tape.js';
+import { backwardWithGradientReady, backwardWithGradientReadyAsync } from '../engine/gradient-tape.js';
 import { completeGroups } from '../pipeline/operators/complete-groups.js';
 import { handOff } from '../pipeline/operators/hand-off.js';
 import type { GradientReady } from '../pipeline/events.js';
@@ -35,7 +35,7 @@ import { openCollective } from '../collectives/transport-registry.js';
 import type { Collective } from '../collectives/collective.js';
 import type { RankHandle } from '../collectives/transport.js';
 import { getMethod } from '../methods/method-registry.js';
-import type { DeviceMethod } from '../methods/training-method.js';
+import type { DeviceMethod, StepLoss } from '../methods/training-method.js';
 import type { ResolvedConfig } from '../config-types.js';
 import type { LayersModel, LayerVariable, Tensor, Variable } from '../engine/tfjs-types.js';
 import type { HeadState } from '../checkpoint/checkpoint-file.js';
@@ -292,7 +292,7 @@ export class DeviceReplica {
     })) as never) as (t: Tensor) => Tensor;
     const vars = model.trainableWeights.map(w => w.read() as Variable);
     const localVars = method.localVariables;
-    let stepLoss: ReturnType<DeviceMethod['loss']> | undefined;
+    let stepLoss: StepLoss | undefined;
     let localGrads: Float32Array[] = [];
     let nonFinite: string | undefined;
     let nonFiniteLoss: number | undefined;
@@ -323,27 +323,38 @@ export class DeviceReplica {
       lastReady = now;
       this.gradientReady$.next({ step: s, start: spec.offset, end: spec.offset + spec.size, layer: spec.layer, at: now });
     };
-    const value = backwardWithGradientReady(tf, () => {
+    const forward = (): Tensor => {
       const modelOut = model.apply(xs, { training: true }) as Tensor;
       gate?.settle(); // every parameter current before the loss, the regularizers and backward
-      let out = backwardMarker(modelOut);
+      const out = backwardMarker(modelOut);
       const fi = cfg.faultInjection;
-      if (fi?.kind === 'nan' && fi.device === this.rank && fi.step === s) out = tf.mul(out, NaN);
-      stepLoss = method.loss(out, ys, y, s);
-      const total = withRegularization(tf, model, stepLoss.loss); // kernel/bias/activity penalties, as model.fit adds them
+      return fi?.kind === 'nan' && fi.device === this.rank && fi.step === s ? tf.mul(out, NaN) : out;
+    };
+    /** The loss backward differentiates: the method's, with the model's penalties; its value read (or queued) before any gradient. */
+    const differentiated = (result: StepLoss): Tensor => {
+      stepLoss = result;
+      const total = withRegularization(tf, model, result.loss); // kernel/bias/activity penalties, as model.fit adds them
       if (reads) { // read first, so known before any gradient is handled
-        reads.queue(total, v => { lossValue = v[0]; nonFiniteLoss = Number.isFinite(lossValue) ? undefined : lossValue; });
+        const penalised = total !== result.loss && result.reportedLoss !== undefined;
+        const decide = () => { nonFiniteLoss = [lossValue, result.reportedLoss ?? 0].find(v => !Number.isFinite(v)); };
+        reads.queue(total, v => { lossValue = v[0]; if (!penalised) decide(); });
+        if (penalised) reads.queue(result.loss, v => { result.reportedLoss! += lossValue - v[0]; decide(); });
         return total;
       }
-      if (total !== stepLoss.loss && stepLoss.reportedLoss !== undefined) {
-        stepLoss.reportedLoss += total.dataSync()[0] - stepLoss.loss.dataSync()[0];
+      if (total !== result.loss && result.reportedLoss !== undefined) {
+        result.reportedLoss += total.dataSync()[0] - result.loss.dataSync()[0];
       }
-      nonFiniteLoss = [total.dataSync()[0], stepLoss.reportedLoss ?? 0].find(v => !Number.isFinite(v));
+      nonFiniteLoss = [total.dataSync()[0], result.reportedLoss ?? 0].find(v => !Number.isFinite(v));
       return total;
-    }, [...vars, ...localVars], (modelIndex, gradient) => {
+    };
+    const onReady = (modelIndex: number, gradient: Tensor): void => {
       if (reads) reads.queue(gradient, values => handOver(modelIndex, values));
       else if (nonFiniteLoss === undefined || cfg.onNan !== 'error') handOver(modelIndex, gradient.dataSync() as Float32Array);
-    });
+    };
+    const value = reads
+      // The method may await reads of the forward's output before its loss exists (partial-fc's host statistics).
+      ? await backwardWithGradientReadyAsync(tf, async () => differentiated(await method.loss(forward(), ys, y, s)), [...vars, ...localVars], onReady)
+      : backwardWithGradientReady(tf, () => differentiated(synchronousLoss(method.loss(forward(), ys, y, s), cfg.method)), [...vars, ...localVars], onReady);
     if (reads) await reads.done();
     const result = stepLoss!;
     const loss = result.reportedLoss ?? (reads ? lossValue : value.dataSync()[0]);
@@ -408,7 +419,14 @@ function movingStatistics(model: LayersModel): LayerVariable[] {
 /** Sync BatchNormalization reads activations on the host inside forward; an engine without synchronous reads cannot. */
 function asyncSyncBatchNormError(backend: string): TandemError {
   return new TandemError('BAD_CONFIG', `backend '${backend}' cannot read tensors synchronously, which batchNorm 'sync' needs inside forward ` +
-    "(the statistics of the global batch); use --batch-norm local (each device's own batch, moving statistics averaged after every step) or one device");
+    "(the statistics of the global batch); use --batch-norm local (each device's own batch, moving statistics averaged after every step), one device, " +
+    'or a backend that reads synchronously (native, wasm, cpu)');
+}
+
+/** A method's loss on an engine with synchronous reads: computed inside the synchronous forward, never awaited. */
+function synchronousLoss(result: StepLoss | Promise<StepLoss>, method: string): StepLoss {
+  if (result instanceof Promise) throw new Error(`--method ${method} returned its loss as a promise on an engine with synchronous reads; it must compute it synchronously there`);
+  return result;
 }
 
 function firstNonFinite(values: Float32Array): number {

@@ -54,15 +54,21 @@ export class ClassifierHead {
   private readonly flat: Float32Array[];
   private readonly state: Float32Array[][];
 
+  /**
+   * `synchronousReads` false (webgpu): the engine uploads a tensor later, from the array it was given, so every
+   * upload gets a copy of the host values (which the next update overwrites); nothing is ever read back.
+   */
   constructor(private readonly tf: Tf, readonly config: HeadConfig, private readonly optimizer: OptimizerConfig,
-    private readonly arithmetic: FlatArithmetic = JS_ARITHMETIC) {
+    private readonly arithmetic: FlatArithmetic = JS_ARITHMETIC, private readonly synchronousReads = true) {
     const { embedding, seed, labels } = config;
     const classes = labels.length;
-    const w = tf.tensor(initialHeadWeights(seed, labels, embedding, config.totalClasses), [embedding, classes]);
+    // The host copy holds the initial values themselves (what a read of the variables would give, bit for bit).
+    this.flat = [initialHeadWeights(seed, labels, embedding, config.totalClasses)];
+    if (config.kind === 'linear') this.flat.push(new Float32Array(classes));
+    const w = this.upload(0, [embedding, classes]);
     this.vars = [tf.variable(w, true, `head_w_${seed}_${labels[0]}`)];
     w.dispose();
     if (config.kind === 'linear') this.vars.push(tf.variable(tf.zeros([classes]), true, `head_b_${seed}_${labels[0]}`));
-    this.flat = this.vars.map(v => v.dataSync().slice() as Float32Array);
     const slots = optimizerStateSlots(optimizer);
     this.state = this.flat.map(f => Array.from({ length: slots }, () => new Float32Array(f.length)));
   }
@@ -87,7 +93,7 @@ export class ClassifierHead {
   update(grads: Float32Array[], step: number): void {
     this.flat.forEach((f, i) => {
       this.arithmetic.applyUpdate(this.optimizer, f, grads[i], this.state[i], 0, f.length, step);
-      const t = this.tf.tensor(f, this.vars[i].shape);
+      const t = this.upload(i, this.vars[i].shape);
       this.vars[i].assign(t);
       t.dispose();
     });
@@ -109,11 +115,16 @@ export class ClassifierHead {
     values.forEach((v, i) => {
       if (v.length !== this.flat[i].length) throw new Error(`head variable ${i} has ${this.flat[i].length} values, the checkpoint ${v.length}`);
       this.flat[i].set(v);
-      const t = this.tf.tensor(this.flat[i], this.vars[i].shape);
+      const t = this.upload(i, this.vars[i].shape);
       this.vars[i].assign(t);
       t.dispose();
       h.state[i].forEach((st, j) => this.state[i][j].set(st));
     });
+  }
+
+  /** A tensor of host variable `i`'s values (a copy of them where the engine uploads later). */
+  private upload(i: number, shape: number[]): Tensor {
+    return this.tf.tensor(this.synchronousReads ? this.flat[i] : this.flat[i].slice(), shape);
   }
 
   get bytes(): number { return this.flat.reduce((s, f) => s + f.byteLength, 0); }

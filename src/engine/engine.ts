@@ -11,7 +11,8 @@ import type { LayersModel, Tf } from './tfjs-types.js';
 export interface EngineCapabilities {
   /**
    * `dataSync()` works: the device thread reads synchronously. False (webgpu in Node): it awaits every read, hands each
-   * gradient over as its read returns, and refuses what reads inside forward (sync BatchNormalization, the classifier methods).
+   * gradient over as its read returns; a method's loss may await reads inside forward (partial-fc), the profiler fences with
+   * awaited reads, and sync BatchNormalization on 2+ devices (collectives inside tfjs's synchronous forward and backward) is refused.
    */
   synchronousReads: boolean;
   /** Where a replica's parameters live between steps: host memory (shared buffers) or device memory. */

@@ -25,6 +25,8 @@ interface EngineInternals {
   startTape(): void;
   endTape(): void;
   scopedRun<T>(start: () => void, end: () => void, f: () => T): T;
+  startScope(name?: string): void;
+  endScope(result?: unknown): void;
   tidy<T>(nameOrFn: string, fn: () => T): T;
   state: { activeTape: TapeNode[] | null; gradientDepth: number };
 }
@@ -32,7 +34,7 @@ interface EngineInternals {
 /** The engine, checked to have the internals this module relies on. */
 export function tapeInternals(tf: Tf): EngineInternals {
   const e = tf.engine() as unknown as Partial<EngineInternals>;
-  const missing = (['startTape', 'endTape', 'scopedRun', 'tidy'] as const).filter(k => typeof e[k] !== 'function');
+  const missing = (['startTape', 'endTape', 'scopedRun', 'startScope', 'endScope', 'tidy'] as const).filter(k => typeof e[k] !== 'function');
   const tape = e.state?.activeTape;
   if (!e.state || typeof e.state.gradientDepth !== 'number' || (tape != null && !Array.isArray(tape))) missing.push('state.activeTape/gradientDepth' as never);
   if (missing.length > 0) {
@@ -81,6 +83,37 @@ function nodesFromVarsToY(tape: TapeNode[], vars: Tensor[], y: Tensor): TapeNode
 export function backwardWithGradientReady(tf: Tf, loss: () => Tensor, vars: Variable[], onReady: (index: number, gradient: Tensor) => void): Tensor {
   const engine = tapeInternals(tf);
   const y = engine.scopedRun(() => engine.startTape(), () => engine.endTape(), () => engine.tidy('forward', loss));
+  walkBackward(tf, engine, y, vars, onReady);
+  return y;
+}
+
+/**
+ * `backwardWithGradientReady` with a forward that awaits reads (an engine without synchronous reads, where a
+ * method needs values of the forward pass on the host before it can finish the loss: Partial FC). The tape
+ * records and the forward's scope tracks across the awaits, as one synchronous forward would: nothing else
+ * may run tensor operations on this thread meanwhile (a device's thread handles one message at a time).
+ */
+export async function backwardWithGradientReadyAsync(tf: Tf, loss: () => Promise<Tensor>, vars: Variable[],
+  onReady: (index: number, gradient: Tensor) => void): Promise<Tensor> {
+  const engine = tapeInternals(tf);
+  engine.startTape();
+  let y: Tensor | undefined;
+  try {
+    engine.startScope('forward');
+    try {
+      y = await loss();
+    } finally {
+      engine.endScope(y);
+    }
+  } finally {
+    engine.endTape();
+  }
+  walkBackward(tf, engine, y, vars, onReady);
+  return y;
+}
+
+/** The reverse walk over the tape the forward that returned `y` recorded; releases the tape. */
+function walkBackward(tf: Tf, engine: EngineInternals, y: Tensor, vars: Variable[], onReady: (index: number, gradient: Tensor) => void): void {
   if (y.rank !== 0) throw new TandemError('BAD_CONFIG', `the loss must be a scalar, got shape [${y.shape.join(', ')}]`);
   const tape = engine.state.activeTape;
   if (!Array.isArray(tape)) throw new TandemError('TFJS_INTERNALS', 'tfjs recorded no tape for the forward pass (engine.state.activeTape is not an array)');
@@ -119,7 +152,6 @@ export function backwardWithGradientReady(tf: Tf, loss: () => Tensor, vars: Vari
       engine.state.activeTape = null;
     }
   }
-  return y;
 }
 
 /**

@@ -10,7 +10,8 @@ import { ClassifierHead } from '../classifier/classifier-head.js';
 import { LabelPartition } from '../classifier/label-partition.js';
 import { classifierResult } from '../classifier/classifier-result.js';
 import { gatherHeads } from '../classifier/gather-heads.js';
-import { partialFcStagingFloats, partialFcStep } from '../classifier/partial-fc.js';
+import { partialFcStagingFloats, partialFcStep, partialFcStepAsync, type PartialFcContext, type PartialFcResult } from '../classifier/partial-fc.js';
+import { getEngine } from '../engine/engine-registry.js';
 import { classificationLoss } from '../model/resolve-model.js';
 import { resolveClassifierOptions } from './classifier-options.js';
 import { createGlobalBatchLoader, createLocalLabelLoader } from './method-loaders.js';
@@ -39,7 +40,7 @@ function headDevice(ctx: DeviceMethodContext, loss: (head: ClassifierHead, parti
   const head = new ClassifierHead(tf, {
     kind: c.head, embedding: c.embedding, labels: partition.labels[device], totalClasses: cfg.classes,
     scale: c.scale, margin: c.margin, seed: cfg.seed,
-  }, cfg.optimizer, ctx.arithmetic);
+  }, cfg.optimizer, ctx.arithmetic, synchronousReads(cfg));
   return {
     localVariables: joinsBackward ? head.vars : [],
     loss: loss(head, partition),
@@ -56,6 +57,11 @@ function headDevice(ctx: DeviceMethodContext, loss: (head: ClassifierHead, parti
   };
 }
 
+/** Whether the run's engine reads synchronously (else every read is awaited: webgpu). */
+function synchronousReads(cfg: DeviceMethodContext['cfg']): boolean {
+  return getEngine(cfg.backend).capabilities.synchronousReads;
+}
+
 /** Staging of local-head's compute communicator (used only to gather the heads across hosts): chunks, any head size fits. */
 const HEAD_GATHER_STAGING_FLOATS = 1 << 16;
 
@@ -68,6 +74,10 @@ export const LOCAL_HEAD: TrainingMethod = {
   computeCommunicator: cfg => (cfg.topology.processes > 1 ? { stagingFloats: HEAD_GATHER_STAGING_FLOATS } : undefined),
   createDevice: ctx => headDevice(ctx, head => (out, ys): StepLoss => {
     const { loss, correct: c } = classificationLoss(ctx.tf, head.logits(out, ys), ys, head.config.labels.length, false);
+    if (!synchronousReads(ctx.cfg)) { // read after the forward's scope, which would dispose it
+      const kept = ctx.tf.keep(c);
+      return { loss, correct: (kept.data() as Promise<Float32Array>).then(v => v[0]).finally(() => kept.dispose()) };
+    }
     const correct = c.dataSync()[0];
     c.dispose();
     return { loss, correct };
@@ -80,18 +90,20 @@ export const PARTIAL_FC: TrainingMethod = {
   ...classifierMethod('partial-fc'),
   createLoader: createGlobalBatchLoader,
   computeCommunicator: cfg => ({ stagingFloats: partialFcStagingFloats(cfg.batch, cfg.classifier!.embedding) }),
-  createDevice: ctx => headDevice(ctx, (head, partition) => (out, _ys, labels, step): StepLoss => {
+  createDevice: ctx => headDevice(ctx, (head, partition) => (out, _ys, labels, step): StepLoss | Promise<StepLoss> => {
     const { cfg, device, tf } = ctx;
     const collective = ctx.collective!;
     // Every device's labels, in rank order: the global batch's (exact in float32 below 2^24 classes).
     const gathered = new Float32Array(cfg.batch);
     collective.allGather(Float32Array.from(labels), gathered);
     const c = cfg.classifier!;
-    const r = partialFcStep({
+    const pfc: PartialFcContext = {
       tf, collective, device, devices: cfg.devices, perDevice: cfg.perDevice, embedding: c.embedding,
       globalLabels: Int32Array.from(gathered), owner: partition.owner, localIndex: partition.localIndex, localClasses: partition.size(device),
       sampleRate: c.sampleRate, seed: cfg.seed, step, w: head.vars[0], b: head.vars[1],
-    }, out);
-    return { loss: r.surrogate, correct: r.correct, reportedLoss: r.loss, localGradients: r.headGrads };
+    };
+    const asStepLoss = (r: PartialFcResult): StepLoss => ({ loss: r.surrogate, correct: r.correct, reportedLoss: r.loss, localGradients: r.headGrads });
+    // Without synchronous reads the host statistics are awaited (the tape keeps recording meanwhile).
+    return synchronousReads(cfg) ? asStepLoss(partialFcStep(pfc, out)) : partialFcStepAsync(pfc, out).then(asStepLoss);
   }, false),
 };

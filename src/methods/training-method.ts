@@ -75,8 +75,12 @@ export interface StepLoss {
 export interface DeviceMethod {
   /** Variables that join backward beside the model's; their gradients never enter a collective. */
   readonly localVariables: Variable[];
-  /** Inside the differentiated function: the loss of the model's output `out` for labels `ys` (`labels`: the same, as data). */
-  loss(out: Tensor, ys: Tensor, labels: Int32Array, step: number): StepLoss;
+  /**
+   * Inside the differentiated function: the loss of the model's output `out` for labels `ys` (`labels`: the same, as data).
+   * A promise only on an engine without synchronous reads, where a method that needs values of the forward pass on the
+   * host awaits them (the tape keeps recording across the awaits); on the other engines it must return synchronously.
+   */
+  loss(out: Tensor, ys: Tensor, labels: Int32Array, step: number): StepLoss | Promise<StepLoss>;
   /** After backward: one update of the local state from its gradients (order of `localVariables`). */
   applyLocal(gradients: Float32Array[], step: number): void;
   snapshot(): HeadState | undefined;

@@ -50,10 +50,6 @@ const DEFAULT_WARMUP = 6;
 
 export async function profileModel(config: TrainConfig, runTrial: RunTrial, options: ProfileOptions = {}): Promise<ModelProfile> {
   const resolved = await resolveConfig({ ...config, strategy: 'sequential' });
-  if (!getEngine(resolved.backend).capabilities.synchronousReads) {
-    throw new TandemError('BAD_CONFIG', `the profiler (tandem profile, --strategy auto) times each layer with synchronous reads, which backend ` +
-      `'${resolved.backend}' cannot do; give the strategy explicitly (--strategy two-group, per-layer, buckets or sequential)`);
-  }
   const request: ProfileRequest = { config: resolved, warmupSteps: count('warmupSteps', options.warmupSteps ?? DEFAULT_WARMUP, 0),
     steps: count('steps', options.steps ?? 5, 1), reps: count('reps', options.reps ?? 3, 1), clock: options.clock };
   const { profile } = await runOneShotWorker<Extract<ProfileReply, { type: 'profile' }>>(new URL('./profile-worker.js', import.meta.url), request,

@@ -6,13 +6,17 @@
  * those to the measured step, so that per-layer shares are the layers' own and
  * the totals are the real step's. Every time is taken on the profiler's clock
  * (the thread's CPU time where the engine computes on this thread), so a busy
- * machine does not stretch some layers' times and not others'.
+ * machine does not stretch some layers' times and not others'. On an engine
+ * without synchronous reads (webgpu) every fence is an awaited read and the
+ * clock the wall clock (an accelerator's work is not CPU time).
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import * as tf from '@tensorflow/tfjs';
 import { serializeError } from '../errors.js';
 import { kernelSiteOf, startBackend, flatArithmeticFor } from '../engine/backend.js';
 import { backwardWithGradientReady } from '../engine/gradient-tape.js';
+import { OrderedReads } from '../engine/async-reads.js';
+import { getEngine } from '../engine/engine-registry.js';
 import { buildTrainingModel, classificationLoss, outputsProbabilities } from '../model/resolve-model.js';
 import { loadPlugins } from '../plugins/load-plugins.js';
 import { trainBatchNormalization } from '../model/sync-batch-norm.js';
@@ -21,6 +25,7 @@ import type { ModelProfile } from './layer-profile.js';
 import { clockOfKind, layerClock, type ClockKind, type LayerClock } from './layer-clock.js';
 import { layerGraph } from './layer-graph.js';
 import { median, timeLayers } from './time-layers.js';
+import { readFence } from './read-fence.js';
 
 export interface ProfileRequest { config: ResolvedConfig; warmupSteps: number; steps: number; reps: number; clock?: ClockKind }
 export type ProfileReply = { type: 'profile'; profile: ModelProfile } | { type: 'error'; error: ReturnType<typeof serializeError> };
@@ -36,15 +41,19 @@ async function profile({ config, warmupSteps, steps, reps, clock: kind }: Profil
   const engineOptions = { nativeThreads: config.nativeThreads };
   await startBackend(tf, config.backend, engineOptions);
   const model = await buildTrainingModel(tf, config);
-  trainBatchNormalization(tf, model); // BatchNormalization on tandem's kernel, as the devices train it (local statistics: no collective here)
+  const synchronousReads = getEngine(config.backend).capabilities.synchronousReads;
+  // BatchNormalization as the devices train it: tandem's kernel (local statistics: no collective here), or, on an
+  // engine without synchronous reads, tfjs's own layer.
+  if (synchronousReads) trainBatchNormalization(tf, model);
+  const fence = readFence(synchronousReads);
   const graph = layerGraph(tf, model); // refuses what it cannot walk before any timing
   const clock = kind ? clockOfKind(kind) : layerClock(kernelSiteOf(config.backend, engineOptions));
   try {
     const b = config.perDevice;
     const x = tf.randomUniform([b, ...config.sampleShape], 0, 1, 'float32', 1);
     const y = tf.tensor1d(Array.from({ length: b }, (_, i) => i % config.classes), 'int32');
-    const step = measureSteps(model, x, y, config, clock, warmupSteps, steps);
-    const layers = timeLayers(tf, graph, x, clock, reps);
+    const step = synchronousReads ? measureSteps(model, x, y, config, clock, warmupSteps, steps) : await measureStepsAsync(model, x, y, config, clock, warmupSteps, steps);
+    const layers = await timeLayers(tf, graph, x, clock, reps, fence);
     // Scale the isolated times to the measured step (shares stay the layers' own).
     const sumF = layers.reduce((s, l) => s + l.forwardMs, 0), sumB = layers.reduce((s, l) => s + l.backwardMs, 0);
     for (const l of layers) {
@@ -85,6 +94,34 @@ function measureSteps(model: Model, x: tf.Tensor, y: tf.Tensor, config: Resolved
       return loss;
     }, vars, (i, g) => { flat[i].set(g.dataSync() as Float32Array); });
     loss.dataSync();
+    loss.dispose();
+    const t2 = clock.nowMs();
+    if (s >= warmupSteps) { fwd.push(tb - t1); bwd.push(t2 - tb); overhead.push(t1 - t0); }
+  }
+  return { forwardMs: median(fwd), backwardMs: median(bwd), overheadMs: median(overhead) };
+}
+
+/** `measureSteps` on an engine without synchronous reads (webgpu), as its devices run a step: every read awaited. */
+async function measureStepsAsync(model: Model, x: tf.Tensor, y: tf.Tensor, config: ResolvedConfig, clock: LayerClock, warmupSteps: number, steps: number) {
+  const probabilities = outputsProbabilities(model);
+  const vars = model.trainableWeights.map(w => w.read() as tf.Variable);
+  const fwd: number[] = [], bwd: number[] = [], overhead: number[] = [];
+  const flat = await Promise.all(vars.map(async v => Float32Array.from(await v.data() as Float32Array)));
+  for (let s = 0; s < warmupSteps + steps; s++) {
+    const t0 = clock.nowMs();
+    // The engine uploads later, from the array it is given: a copy, which the reads below do not overwrite.
+    vars.forEach((v, i) => { const t = tf.tensor(flat[i].slice(), v.shape); v.assign(t); t.dispose(); });
+    const t1 = clock.nowMs();
+    let tb = 0;
+    const marker = tf.customGrad(((t: tf.Tensor) => ({ value: t.clone(), gradFunc: (dy: tf.Tensor) => { tb = clock.nowMs(); return dy; } })) as never) as (t: tf.Tensor) => tf.Tensor;
+    const reads = new OrderedReads(tf);
+    const loss = backwardWithGradientReady(tf, () => {
+      const { loss, correct } = classificationLoss(tf, marker(model.apply(x, { training: true }) as tf.Tensor), y, config.classes, probabilities);
+      correct.dispose();
+      reads.queue(loss, () => { /* the step ends when its loss and every gradient are on the host */ });
+      return loss;
+    }, vars, (i, g) => reads.queue(g, values => flat[i].set(values)));
+    await reads.done();
     loss.dispose();
     const t2 = clock.nowMs();
     if (s >= warmupSteps) { fwd.push(tb - t1); bwd.push(t2 - tb); overhead.push(t1 - t0); }
