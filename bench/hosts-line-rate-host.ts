@@ -14,9 +14,9 @@
  * serves the store (gloo) or listens (tcp); the gloo ranks run on a worker thread (a Gloo call blocks its thread).
  */
 import { createServer, connect, type Socket } from 'node:net';
-import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
+import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { openGlooCollective, type GlooAllReduceAlgorithm } from '../src/collectives/gloo-transport.js';
-import { startStoreServer } from '../src/collectives/gloo/tcp-store-server.js';
+import { timeOnWorker } from './gloo-timing-worker.js';
 import { loadGlooAddon } from '../src/collectives/gloo/gloo-addon.js';
 import { JS_ARITHMETIC, nativeArithmetic } from '../src/optim/flat-arithmetic.js';
 import { loadNativeAddon } from '../src/engine/native/native-addon.js';
@@ -141,18 +141,8 @@ function timeGloo(args: LineRateArgs): number[] {
 
 async function main(args: LineRateArgs): Promise<LineRateResult> {
   if (args.method === 'tcp' || args.method === 'tcp-oneway') return { rank: args.rank, method: args.method, ms: await timeTcp(args) };
-  const server = args.rank === 0 ? await startStoreServer({ host: args.addresses[0], port: args.port, closeAfterClients: args.size }) : undefined;
-  try {
-    const worker = new Worker(new URL(import.meta.url), { workerData: args });
-    const ms = await new Promise<number[]>((resolve, reject) => {
-      worker.once('message', resolve);
-      worker.once('error', reject);
-      worker.once('exit', code => reject(new Error(`the all-reduce thread exited with code ${code}`)));
-    });
-    return { rank: args.rank, method: args.method, ms };
-  } finally {
-    await server?.close();
-  }
+  const store = args.rank === 0 ? { host: args.addresses[0], port: args.port, clients: args.size } : undefined;
+  return { rank: args.rank, method: args.method, ms: await timeOnWorker(new URL(import.meta.url), args, store) };
 }
 
 if (isMainThread) console.log(JSON.stringify(await main(JSON.parse(process.argv[2] ?? '{}') as LineRateArgs)));

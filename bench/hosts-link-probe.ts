@@ -12,9 +12,9 @@
  * Prints one JSON line: { rank, floats, ms: [each timed all-reduce's ms] }
  * after one untimed all-reduce.
  */
-import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
+import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { openGlooCollective } from '../src/collectives/gloo-transport.js';
-import { startStoreServer } from '../src/collectives/gloo/tcp-store-server.js';
+import { timeOnWorker } from './gloo-timing-worker.js';
 import { JS_ARITHMETIC, nativeArithmetic } from '../src/optim/flat-arithmetic.js';
 import { loadNativeAddon } from '../src/engine/native/native-addon.js';
 
@@ -56,18 +56,8 @@ function timeAllReduces(args: ProbeArgs): number[] {
 
 async function main(args: ProbeArgs): Promise<ProbeResult> {
   const [host, port] = args.store.split(':');
-  const server = args.rank === 0 ? await startStoreServer({ host, port: Number(port), closeAfterClients: 2 }) : undefined;
-  try {
-    const worker = new Worker(new URL(import.meta.url), { workerData: args });
-    const ms = await new Promise<number[]>((resolve, reject) => {
-      worker.once('message', resolve);
-      worker.once('error', reject);
-      worker.once('exit', code => reject(new Error(`the all-reduce thread exited with code ${code}`)));
-    });
-    return { rank: args.rank, floats: args.floats, ms };
-  } finally {
-    await server?.close();
-  }
+  const store = args.rank === 0 ? { host, port: Number(port), clients: 2 } : undefined;
+  return { rank: args.rank, floats: args.floats, ms: await timeOnWorker(new URL(import.meta.url), args, store) };
 }
 
 if (isMainThread) console.log(JSON.stringify(await main(JSON.parse(process.argv[2] ?? '{}') as ProbeArgs)));

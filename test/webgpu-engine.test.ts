@@ -12,15 +12,12 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startTraining, train, trainReference, type Span, type TrainConfig } from '../src/index.js';
 import { probeWebGpu } from '../src/engine/webgpu/webgpu-availability.js';
+import { webgpuOrSkip, WEBGPU_TOLERANCE } from './fixtures/webgpu-or-skip.js';
 
-const probe = probeWebGpu();
-const required = process.env.TANDEM_REQUIRE_WEBGPU === '1';
-const skip = probe.kind === 'ok' ? false : `no WebGPU adapter here: ${probe.reason}`;
-if (skip && required) t.fail(`TANDEM_REQUIRE_WEBGPU=1 and ${skip}`);
-else if (probe.kind === 'ok') t.comment(`webgpu adapter: ${probe.adapter}`);
+const skip = webgpuOrSkip();
+const probe = probeWebGpu(); // cached: the adapter the availability probe found
 
-/** Largest |a - b| over every weight; float32 summation order differs between the engines, nothing else. */
-const TOLERANCE = 1e-5;
+const TOLERANCE = WEBGPU_TOLERANCE;
 function maxAbsDiff(a: { values: Float32Array }[], b: { values: Float32Array }[]): number {
   let m = 0;
   a.forEach((w, i) => w.values.forEach((v, j) => { m = Math.max(m, Math.abs(v - b[i].values[j])); }));

@@ -9,16 +9,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { train, trainReference, type TrainConfig, type TrainSummary } from '../src/index.js';
 import type { AutoChoice } from '../src/profiling/choose-strategy.js';
-import { probeWebGpu } from '../src/engine/webgpu/webgpu-availability.js';
+import { webgpuOrSkip, WEBGPU_TOLERANCE } from './fixtures/webgpu-or-skip.js';
 
-const probe = probeWebGpu();
-const required = process.env.TANDEM_REQUIRE_WEBGPU === '1';
-const skip = probe.kind === 'ok' ? false : `no WebGPU adapter here: ${probe.reason}`;
-if (skip && required) t.fail(`TANDEM_REQUIRE_WEBGPU=1 and ${skip}`);
-else if (probe.kind === 'ok') t.comment(`webgpu adapter: ${probe.adapter}`);
+const skip = webgpuOrSkip();
 
-/** float32 summation order differs between the engines, nothing else. */
-const TOLERANCE = 1e-5;
+const TOLERANCE = WEBGPU_TOLERANCE;
 function maxAbs(a: ArrayLike<number>, b: ArrayLike<number>): number {
   if (a.length !== b.length) return Infinity;
   let m = 0;
