@@ -25,12 +25,13 @@ const base = { data: 'synthetic-images', imageSize: [12, 12, 1], classes: 5, dat
 
 for (const model of ['mlp', 'alexnet-mini']) {
   for (const opt of [{ optimizer: 'sgd', lr: 0.05, momentum: 0.9 }, { optimizer: 'adam', lr: 0.01 }] as const) {
-    t.test(`${BACKEND} ${model} ${opt.optimizer}: 1, 2, 3 devices x both all-reduce forms equal the reference`, async t => {
+    t.test(`${BACKEND} ${model} ${opt.optimizer}: 1, 2, 3 devices (both all-reduce forms on 2 and 3) equal the reference`, async t => {
       const cfg: TrainConfig = { ...base, imageSize: [...base.imageSize], model, ...opt };
       const ref = await trainReference(cfg);
       t.ok(ref.losses.every(Number.isFinite), 'reference trains');
       for (const devices of [1, 2, 3]) {
-        for (const allReduce of ['sharded', 'primary'] as const) {
+        // One device has nothing to reduce: one form there (the suite's time); both forms on 2 and 3.
+        for (const allReduce of devices === 1 ? ['sharded'] as const : ['sharded', 'primary'] as const) {
           let replicaChecks = 0, replicaMismatch = 0;
           const run = await train({ ...cfg, devices, allReduce }, {
             onStepApplied(_step, replicas) {
