@@ -11,9 +11,8 @@
  * peer's failure or the timeout. Errors carry `glooKind` and `peerRank` (see
  * `GlooFailure`).
  */
-import { createRequire } from 'node:module';
-import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { loadAddonAt, type AddonLoad } from '../../addon-load.js';
 
 export interface GlooContextOptions {
   rank: number;
@@ -72,14 +71,11 @@ export function isGlooFailure(err: unknown): err is GlooFailure {
   return err instanceof Error && typeof (err as Partial<GlooFailure>).glooKind === 'string';
 }
 
-export type GlooAddonLoad =
-  | { loaded: true; addon: GlooAddon; path: string }
-  | { loaded: false; reason: string; path: string };
+export type GlooAddonLoad = AddonLoad<GlooAddon>;
 
 /** How to get the gloo transport, for messages. */
 export const GLOO_HOW_TO = 'install Gloo (Debian/Ubuntu: apt-get install libgloo-dev) and run npm install again';
 
-const require = createRequire(import.meta.url);
 // This file runs from dist/src/collectives/gloo/: the addon is built in <package>/native/gloo/build/Release/.
 const DEFAULT_PATH = fileURLToPath(new URL('../../../../native/gloo/build/Release/tandem_gloo.node', import.meta.url));
 
@@ -89,17 +85,6 @@ let cached: GlooAddonLoad | undefined;
 export function loadGlooAddon(): GlooAddonLoad {
   if (cached) return cached;
   const path = process.env.TANDEM_GLOO_ADDON || DEFAULT_PATH;
-  if (!existsSync(path)) {
-    cached = { loaded: false, path, reason: `the gloo addon was not built (${path} is missing)` };
-    return cached;
-  }
-  try {
-    const addon = require(path) as Partial<GlooAddon>;
-    cached = typeof addon.GlooContext === 'function' && typeof addon.GlooContext.prototype.allReducePipelined === 'function'
-      ? { loaded: true, path, addon: addon as GlooAddon }
-      : { loaded: false, path, reason: `the gloo addon at ${path} is out of date; run npm install again` };
-  } catch (err) {
-    cached = { loaded: false, path, reason: `the gloo addon at ${path} failed to load: ${(err as Error).message.split('\n')[0]}` };
-  }
+  cached = loadAddonAt<GlooAddon>('gloo', path, addon => (typeof addon.GlooContext === 'function' && typeof addon.GlooContext.prototype.allReducePipelined === 'function' ? undefined : ''));
   return cached;
 }

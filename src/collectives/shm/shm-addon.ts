@@ -9,9 +9,8 @@
  * futex without FUTEX_PRIVATE_FLAG; `Atomics.wait`/`notify` reach only the
  * threads of one process).
  */
-import { createRequire } from 'node:module';
-import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { loadAddonAt, type AddonLoad } from '../../addon-load.js';
 
 /** What `wait` returns. */
 export const WAIT_WOKEN = 0;
@@ -34,14 +33,11 @@ export interface ShmAddon {
   version: string;
 }
 
-export type ShmAddonLoad =
-  | { loaded: true; addon: ShmAddon; path: string }
-  | { loaded: false; reason: string; path: string };
+export type ShmAddonLoad = AddonLoad<ShmAddon>;
 
 /** How to get the shm transport, for messages. */
 export const SHM_HOW_TO = 'run npm install again on Linux (it builds native/shm; nothing to install beyond a compiler)';
 
-const require = createRequire(import.meta.url);
 // This file runs from dist/src/collectives/shm/: the addon is built in <package>/native/shm/build/Release/.
 const DEFAULT_PATH = fileURLToPath(new URL('../../../../native/shm/build/Release/tandem_shm.node', import.meta.url));
 
@@ -51,17 +47,6 @@ let cached: ShmAddonLoad | undefined;
 export function loadShmAddon(): ShmAddonLoad {
   if (cached) return cached;
   const path = process.env.TANDEM_SHM_ADDON || DEFAULT_PATH;
-  if (!existsSync(path)) {
-    cached = { loaded: false, path, reason: `the shm addon was not built (${path} is missing)` };
-    return cached;
-  }
-  try {
-    const addon = require(path) as Partial<ShmAddon>;
-    cached = typeof addon.create === 'function' && typeof addon.wait === 'function'
-      ? { loaded: true, path, addon: addon as ShmAddon }
-      : { loaded: false, path, reason: `the shm addon at ${path} is out of date; run npm install again` };
-  } catch (err) {
-    cached = { loaded: false, path, reason: `the shm addon at ${path} failed to load: ${(err as Error).message.split('\n')[0]}` };
-  }
+  cached = loadAddonAt<ShmAddon>('shm', path, addon => (typeof addon.create === 'function' && typeof addon.wait === 'function' ? undefined : ''));
   return cached;
 }

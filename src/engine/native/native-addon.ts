@@ -7,10 +7,9 @@
  * SharedArrayBuffer-backed) and throws a TypeError/RangeError naming the
  * argument when one is too short.
  */
-import { createRequire } from 'node:module';
-import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { TandemError } from '../../errors.js';
+import { loadAddonAt, type AddonLoad } from '../../addon-load.js';
 
 /** Fused activation codes, as native/src/dnnl-context.h numbers them. */
 export const NATIVE_ACTIVATIONS = { linear: 0, relu: 1, relu6: 2, leakyrelu: 3, sigmoid: 4, elu: 5 } as const;
@@ -51,11 +50,8 @@ export interface NativeAddon {
     epsilon: number, c1: number, c2: number): void;
 }
 
-export type NativeAddonLoad =
-  | { loaded: true; addon: NativeAddon; path: string }
-  | { loaded: false; reason: string; path: string };
+export type NativeAddonLoad = AddonLoad<NativeAddon>;
 
-const require = createRequire(import.meta.url);
 // This file runs from dist/src/engine/native/: the addon is built in <package>/native/build/Release/.
 const DEFAULT_PATH = fileURLToPath(new URL('../../../../native/build/Release/tandem_native.node', import.meta.url));
 const EXPORTS: (keyof NativeAddon)[] = ['setNumThreads', 'getNumThreads', 'retainFreedMemory', 'version', 'primitivesCreated', 'conv2dForward',
@@ -71,19 +67,10 @@ export const NATIVE_HOW_TO = 'install oneDNN (Debian/Ubuntu: apt-get install lib
 export function loadNativeAddon(): NativeAddonLoad {
   if (cached) return cached;
   const path = process.env.TANDEM_NATIVE_ADDON || DEFAULT_PATH;
-  if (!existsSync(path)) {
-    cached = { loaded: false, path, reason: `the native addon was not built (${path} is missing)` };
-    return cached;
-  }
-  try {
-    const addon = require(path) as Partial<NativeAddon>;
+  cached = loadAddonAt<NativeAddon>('native', path, addon => {
     const missing = EXPORTS.filter(name => typeof addon[name] !== 'function');
-    cached = missing.length > 0
-      ? { loaded: false, path, reason: `the native addon at ${path} is out of date (missing ${missing.join(', ')}); run npm install again` }
-      : { loaded: true, path, addon: addon as NativeAddon };
-  } catch (err) {
-    cached = { loaded: false, path, reason: `the native addon at ${path} failed to load: ${(err as Error).message.split('\n')[0]}` };
-  }
+    return missing.length > 0 ? `missing ${missing.join(', ')}` : undefined;
+  });
   return cached;
 }
 
