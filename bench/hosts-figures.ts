@@ -41,8 +41,8 @@ export function scheduleRun(schedule: Exclude<Schedule, 'auto'>, hook: Hook, spl
 export const MODEL_DEFAULTS: Record<HostsModel, { batch: number; steps: number; rates: readonly LinkRate[] }> = {
   'alexnet-mini': { batch: 32, steps: 12, rates: HOSTS_RATES },
   // 58M parameters, 227x227 images: ~2.5 s a step of 4 samples on one thread of this 2-core machine, and an all-reduce
-  // moves 233 MB (~19 s at 100 Mbit/s: 6 steps x 5 schedules ~ 10 min more): a small batch, few steps, not 100mbit by default
-  'alexnet': { batch: 4, steps: 6, rates: ['10gbit', '1gbit'] },
+  // moves 233 MB (~19 s at 100 Mbit/s: each uncompressed run at 100mbit takes minutes): a small batch, few steps
+  'alexnet': { batch: 4, steps: 6, rates: ['1gbit', '100mbit'] },
 };
 
 export interface HostsBenchOptions {
@@ -158,20 +158,28 @@ export interface HostsRow {
   predictedMs?: number;
   /** tandem: hosts that printed their last step but did not exit (killed after a grace; their steps are counted). */
   hostsHungAtExit?: number[];
+  /** tandem, compute-only: each process's CPU time (every thread) per step over the timed steps (bench/process-cpu.ts). */
+  cpuMsPerStep?: number[];
+  /** Σ cpuMsPerStep / this machine's cores: no step can be shorter while these processes share these cores. */
+  cpuBoundMs?: number;
+  /** tandem: the bound on this machine: max(lower bound, compute with both hosts computing at once, the CPU bound). */
+  machineBoundMs?: number;
 }
 
 export function printHostsTable(rows: readonly HostsRow[]): void {
-  console.log('\n| model | link (real TCP, tc tbf) | schedule | step ms | predicted ms | step / predicted | samples/s | lower bound ms | step / lower bound | step / line-rate bound |');
-  console.log('|---|---|---|---:|---:|---:|---:|---:|---:|---:|');
+  console.log('\n| model | link (real TCP, tc tbf) | schedule | step ms | predicted ms | step / predicted | samples/s | lower bound ms | step / lower bound | CPU per step ms (per process) | machine bound ms | step / machine bound |');
+  console.log('|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const r of rows) {
     const sps = r.samplesPerSecond === undefined ? '' : r.samplesPerSecond.toFixed(1);
     const lb = r.lowerBoundMs === undefined ? '' : r.lowerBoundMs.toFixed(0);
     const ratio = r.lowerBoundMs === undefined ? '' : (r.stepMs / r.lowerBoundMs).toFixed(2);
-    const lineRatio = r.lineRateBoundMs === undefined ? '' : (r.stepMs / r.lineRateBoundMs).toFixed(2);
+    const cpu = r.cpuMsPerStep === undefined ? '' : r.cpuMsPerStep.map(c => c.toFixed(0)).join(' + ');
+    const machine = r.machineBoundMs === undefined ? '' : r.machineBoundMs.toFixed(0);
+    const machineRatio = r.machineBoundMs === undefined ? '' : (r.stepMs / r.machineBoundMs).toFixed(2);
     const hung = r.hostsHungAtExit ? ' †' : '';
     const predicted = r.predictedMs === undefined ? '' : r.predictedMs.toFixed(1);
     const vsPredicted = r.predictedMs === undefined ? '' : (r.stepMs / r.predictedMs).toFixed(2);
-    console.log(`| ${r.model} | ${r.link} | ${r.schedule}${hung} | ${r.stepMs.toFixed(1)} | ${predicted} | ${vsPredicted} | ${sps} | ${lb} | ${ratio} | ${lineRatio} |`);
+    console.log(`| ${r.model} | ${r.link} | ${r.schedule}${hung} | ${r.stepMs.toFixed(1)} | ${predicted} | ${vsPredicted} | ${sps} | ${lb} | ${ratio} | ${cpu} | ${machine} | ${machineRatio} |`);
   }
   if (rows.some(r => r.hostsHungAtExit)) console.log('\n† a host hung after its last step (did not exit) and was killed; its steps are counted.');
 }

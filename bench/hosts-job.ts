@@ -34,9 +34,12 @@ export const EXIT_GRACE_MS = 20_000;
  * to exit, then is killed and listed in `hungAtExit` (its output is used; the caller says so).
  */
 export function runOnHosts(net: HostPair, commands: readonly [HostCommand, HostCommand], timeoutMs: number, label: string,
-  printedAll?: (stdout: string) => boolean): Promise<JobOutput> {
-  return runJob(commands.map((c, h) => () => net.spawn(h as 0 | 1, c.command, c.args, options(c))), timeoutMs, label, printedAll);
+  printedAll?: (stdout: string) => boolean, onStart?: OnStart): Promise<JobOutput> {
+  return runJob(commands.map((c, h) => () => net.spawn(h as 0 | 1, c.command, c.args, options(c))), timeoutMs, label, printedAll, onStart);
 }
+
+/** Called with each process as it starts (its stdout already decoding as utf8): e.g. to meter its CPU (process-cpu.ts). */
+export type OnStart = (index: number, child: ChildProcess) => void;
 
 /** Runs `command` here (no namespace), killed like a host's on a failure or a signal; resolves with its stdout. */
 export async function runHere(command: HostCommand, timeoutMs: number, label: string): Promise<string> {
@@ -44,12 +47,18 @@ export async function runHere(command: HostCommand, timeoutMs: number, label: st
   return outs[0];
 }
 
+/** Runs `commands` here at once (no namespace), killed together on a failure or a signal; resolves with each one's stdout. */
+export async function runAllHere(commands: readonly HostCommand[], timeoutMs: number, label: string, onStart?: OnStart): Promise<string[]> {
+  const { outs } = await runJob(commands.map(c => () => spawn(c.command, c.args, options(c))), timeoutMs, label, undefined, onStart);
+  return outs;
+}
+
 function options(c: HostCommand): SpawnOptions {
   return { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...c.env } };
 }
 
 /** Starts every process at once; resolves with their stdout when all exited 0, else kills them all and rejects. */
-function runJob(starts: (() => ChildProcess)[], timeoutMs: number, label: string, printedAll?: (stdout: string) => boolean): Promise<JobOutput> {
+function runJob(starts: (() => ChildProcess)[], timeoutMs: number, label: string, printedAll?: (stdout: string) => boolean, onStart?: OnStart): Promise<JobOutput> {
   return new Promise((resolve, reject) => {
     const outs = starts.map(() => '');
     const tails: string[][] = starts.map(() => []);
@@ -72,6 +81,7 @@ function runJob(starts: (() => ChildProcess)[], timeoutMs: number, label: string
     children.forEach((child, i) => {
       running.add(child);
       child.stdout!.setEncoding('utf8').on('data', (s: string) => { outs[i] += s; });
+      onStart?.(i, child);
       child.stderr!.setEncoding('utf8').on('data', (s: string) => {
         tails[i].push(...s.split('\n').filter(l => l.trim() !== ''));
         tails[i].splice(0, Math.max(0, tails[i].length - STDERR_TAIL));

@@ -9,7 +9,8 @@
  */
 import { fileURLToPath } from 'node:url';
 import type { HostPair } from './network-namespaces.js';
-import { jsonLines, runHere, runOnHosts, type HostCommand } from './hosts-job.js';
+import { jsonLines, runAllHere, runHere, runOnHosts, type HostCommand, type OnStart } from './hosts-job.js';
+import { meterStepCpu } from './process-cpu.js';
 import type { HostsModel } from './hosts-figures.js';
 import { torchScriptPath } from './torch-reference.js';
 import type { ProbeResult } from './hosts-link-probe.js';
@@ -21,8 +22,23 @@ export const DEVICE_THREADS = 1;
 
 export interface RunShape { model: HostsModel; batchPerDevice: number; steps: number; untimed: number; timeoutMs: number }
 
-/** A tandem run's timed steps' ms per host, the model's parameter count, the hosts killed after their last step (see runOnHosts). */
-export interface TandemTimes { hostsMs: number[][]; parameters: number; hungAtExit?: number[]; auto?: AutoEvent }
+/**
+ * A tandem run's timed steps' ms per host, the model's parameter count, the hosts killed after their last step (see runOnHosts);
+ * `cpuMsPerStep`: each process's CPU (every thread) per step over the timed steps but the last (process-cpu.ts), where /proc told.
+ */
+export interface TandemTimes { hostsMs: number[][]; parameters: number; hungAtExit?: number[]; auto?: AutoEvent; cpuMsPerStep?: number[] }
+
+/** Meters each started process's CPU over steps (untimed, steps - 1]; `read()` gives them all, or undefined if one is missing. */
+function cpuMeters(shape: RunShape): { onStart: OnStart; read: () => number[] | undefined } {
+  const meters: (() => number | undefined)[] = [];
+  return {
+    onStart: (i, child) => { meters[i] = meterStepCpu(child, shape.untimed, shape.steps - 1); },
+    read: () => {
+      const cpu = meters.map(m => m());
+      return cpu.length > 0 && cpu.every(c => c !== undefined) ? cpu as number[] : undefined;
+    },
+  };
+}
 
 /** What `--strategy auto --json` prints on host 0 (src/cli/main.ts autoEvent). */
 export interface AutoEvent {
@@ -49,23 +65,36 @@ function tandemTimes(stdout: string, shape: RunShape, label: string): { ms: numb
   return { ms, parameters: ready.parameters };
 }
 
-/** tandem on 2 hosts × 1 device, `schedule` (its flags), host 0 serving the rendezvous at its address on `port`. */
-export async function tandemAcrossHosts(net: HostPair, shape: RunShape, schedule: readonly string[], port: number): Promise<TandemTimes> {
+/**
+ * tandem on 2 hosts × 1 device, `schedule` (its flags), host 0 serving the rendezvous at its address on `port`;
+ * `tracePath`: host 0 writes the run's Chrome trace there (every host's spans).
+ */
+export async function tandemAcrossHosts(net: HostPair, shape: RunShape, schedule: readonly string[], port: number, tracePath?: string): Promise<TandemTimes> {
   const label = `tandem ${shape.model} ${schedule.join(' ')} on 2 hosts`;
   const command = (h: 0 | 1): HostCommand => ({ command: process.execPath,
-    args: [...trainArgs(shape, schedule, 2), '--hosts', '2', '--host-rank', String(h), '--rendezvous', `${net.addresses[0]}:${port}`] });
+    args: [...trainArgs(shape, schedule, 2), '--hosts', '2', '--host-rank', String(h), '--rendezvous', `${net.addresses[0]}:${port}`,
+      ...(h === 0 && tracePath !== undefined ? ['--trace', tracePath] : [])] });
   const lastStep = `"event":"step","step":${shape.steps},`;
-  const { outs, hungAtExit } = await runOnHosts(net, [command(0), command(1)], shape.timeoutMs, label, o => o.includes(lastStep));
+  const cpu = cpuMeters(shape);
+  const { outs, hungAtExit } = await runOnHosts(net, [command(0), command(1)], shape.timeoutMs, label, o => o.includes(lastStep), cpu.onStart);
   const hosts = outs.map(o => tandemTimes(o, shape, label));
   const auto = jsonLines(outs[0]).find(l => l.event === 'auto') as AutoEvent | undefined;
-  return { hostsMs: hosts.map(h => h.ms), parameters: hosts[0].parameters, hungAtExit, ...(auto ? { auto } : {}) };
+  const cpuMsPerStep = cpu.read();
+  return { hostsMs: hosts.map(h => h.ms), parameters: hosts[0].parameters, hungAtExit, ...(auto ? { auto } : {}), ...(cpuMsPerStep ? { cpuMsPerStep } : {}) };
 }
 
-/** tandem on one device alone (one process, the same per-device batch, no exchange). */
-export async function tandemComputeOnly(shape: RunShape): Promise<TandemTimes> {
-  const label = `tandem ${shape.model} on one device`;
-  const t = tandemTimes(await runHere({ command: process.execPath, args: trainArgs(shape, ['--strategy', 'sequential'], 1) }, shape.timeoutMs, label), shape, label);
-  return { hostsMs: [t.ms], parameters: t.parameters };
+/**
+ * tandem on one device, no exchange, the same per-device batch: `processes` independent processes at once
+ * (1: one device alone; 2: what compute alone gets when both hosts of this machine compute at once).
+ */
+export async function tandemComputeOnly(shape: RunShape, processes = 1): Promise<TandemTimes> {
+  const label = `tandem ${shape.model} on one device${processes > 1 ? ` (${processes} processes at once)` : ''}`;
+  const command: HostCommand = { command: process.execPath, args: trainArgs(shape, ['--strategy', 'sequential'], 1) };
+  const cpu = cpuMeters(shape);
+  const outs = await runAllHere(Array.from({ length: processes }, () => command), shape.timeoutMs, label, cpu.onStart);
+  const runs = outs.map(o => tandemTimes(o, shape, label));
+  const cpuMsPerStep = cpu.read();
+  return { hostsMs: runs.map(t => t.ms), parameters: runs[0].parameters, ...(cpuMsPerStep ? { cpuMsPerStep } : {}) };
 }
 
 /** PyTorch on one process alone (harness.py --mode single), the same batch and threads: its median step ms. */

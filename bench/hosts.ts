@@ -17,7 +17,7 @@
  * untimed). Needs root (namespaces, tc) and the gloo addon; the DDP rows
  * need a Python with torch. Writes bench/results/hosts.json.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { makeHostPair, namespaceSupport, type HostPair, type LinkRate } from './network-namespaces.js';
 import { killRunningJobs } from './hosts-job.js';
@@ -27,12 +27,17 @@ import { allReduceAcrossHosts, ddpAcrossHosts, DEVICE_THREADS, tandemAcrossHosts
 import { findTorchPython } from './torch-reference.js';
 import { loadGlooAddon } from '../src/collectives/gloo/gloo-addon.js';
 import { loadNativeAddon } from '../src/engine/native/native-addon.js';
+import { spansFromChromeTrace, timelineSvg } from '../src/monitor/timeline-picture.js';
 
 const LINK_NOTE = 'links: real TCP between two network namespaces over a veth pair, each end\'s egress shaped by tc tbf (not emulated)';
 const PROBE_REPEATS = 5;
 
-/** What one model's runs share: the shape of a run, its compute-only times and parameter count. */
-interface ModelBase { shape: RunShape; parameters: number; computeMs: number; torchComputeMs?: number; torch?: string }
+/**
+ * What one model's runs share: the shape of a run, its parameter count, its compute-only times — one device alone
+ * (`computeMs`), and one device in each of two processes at once (`computeBothMs`: what compute gets on this machine
+ * when both hosts compute, no exchange) — and PyTorch's.
+ */
+interface ModelBase { shape: RunShape; parameters: number; computeMs: number; computeBothMs: number; torchComputeMs?: number; torch?: string }
 
 function shapeOf(model: HostsModel, opts: HostsBenchOptions): RunShape {
   const d = MODEL_DEFAULTS[model];
@@ -45,9 +50,12 @@ let nextPort = 29500;
 async function modelBase(model: HostsModel, opts: HostsBenchOptions, python: string | undefined, rows: HostsRow[]): Promise<ModelBase> {
   const shape = shapeOf(model, opts);
   const compute = await tandemComputeOnly(shape);
-  const base: ModelBase = { shape, parameters: compute.parameters, computeMs: slowerHostMedian(compute.hostsMs) };
+  const both = await tandemComputeOnly(shape, 2);
+  const base: ModelBase = { shape, parameters: compute.parameters, computeMs: slowerHostMedian(compute.hostsMs), computeBothMs: slowerHostMedian(both.hostsMs) };
   rows.push({ model, link: 'none', kind: 'compute-only', schedule: 'tandem, 1 device alone', stepMs: base.computeMs,
-    samplesPerSecond: shape.batchPerDevice / (base.computeMs / 1000), hostsMs: compute.hostsMs });
+    samplesPerSecond: shape.batchPerDevice / (base.computeMs / 1000), hostsMs: compute.hostsMs, ...cpuOf(compute.cpuMsPerStep) });
+  rows.push({ model, link: 'none', kind: 'compute-only', schedule: 'tandem, 1 device in each of 2 processes at once (both hosts computing, no exchange)',
+    stepMs: base.computeBothMs, samplesPerSecond: 2 * shape.batchPerDevice / (base.computeBothMs / 1000), hostsMs: both.hostsMs, ...cpuOf(both.cpuMsPerStep) });
   if (python !== undefined) {
     const t = await torchComputeOnly(python, shape);
     if (t.parameters !== base.parameters) {
@@ -58,8 +66,29 @@ async function modelBase(model: HostsModel, opts: HostsBenchOptions, python: str
       samplesPerSecond: shape.batchPerDevice / (t.medianMs / 1000), hostsMs: [] });
   }
   console.log(`${model}: ${base.parameters} parameters (PyTorch: ${python === undefined ? 'not run' : 'the same'}); ` +
-    `${shape.batchPerDevice} samples per device, ${shape.steps} steps (${shape.untimed} untimed); compute alone ${base.computeMs.toFixed(1)} ms`);
+    `${shape.batchPerDevice} samples per device, ${shape.steps} steps (${shape.untimed} untimed); compute alone ${base.computeMs.toFixed(1)} ms, ` +
+    `two processes at once ${base.computeBothMs.toFixed(1)} ms${compute.cpuMsPerStep ? ` (CPU per step alone: ${compute.cpuMsPerStep[0].toFixed(1)} ms)` : ''}`);
   return base;
+}
+
+/** `cpuMsPerStep` and the CPU bound (all processes' CPU per step / this machine's cores) of a row, when measured. */
+function cpuOf(cpuMsPerStep: number[] | undefined): Pick<HostsRow, 'cpuMsPerStep' | 'cpuBoundMs'> {
+  if (cpuMsPerStep === undefined) return {};
+  return { cpuMsPerStep, cpuBoundMs: cpuMsPerStep.reduce((a, b) => a + b, 0) / os.availableParallelism() };
+}
+
+/** Where each tandem run's Chrome trace (host 0's, every host's spans) and its timeline picture go: out/, not committed. */
+const TIMELINES = 'out/hosts-timelines';
+
+function tracePath(base: ModelBase, link: LinkRate, run: string): string {
+  mkdirSync(TIMELINES, { recursive: true });
+  return `${TIMELINES}/${base.shape.model}-${link}-${run}.json`;
+}
+
+/** The last three steps of `trace` as an SVG beside it (what `tandem trace TRACE --svg OUT` draws). */
+function drawTimeline(trace: string, title: string): void {
+  const spans = spansFromChromeTrace(JSON.parse(readFileSync(trace, 'utf8')));
+  writeFileSync(trace.replace(/\.json$/, '.svg'), timelineSvg(spans, `hosts bench: ${title}`, { steps: { kind: 'last', count: 3 } }));
 }
 
 /** One tandem row: the run's slower-host median beside `predictedMs`. */
@@ -67,9 +96,12 @@ function tandemRow(base: ModelBase, link: LinkRate, schedule: string, t: TandemT
   const stepMs = slowerHostMedian(t.hostsMs);
   const hung = t.hungAtExit?.length ? ` (host ${t.hungAtExit.join(', ')} hung after its last step and was killed: the end-of-run bug in the README)` : '';
   const vs = predictedMs === undefined ? '' : `, predicted ${predictedMs.toFixed(1)} (measured / predicted ${(stepMs / predictedMs).toFixed(2)})`;
-  console.log(`  tandem ${schedule}: ${stepMs.toFixed(1)} ms/step${vs}${hung}`);
+  const cpu = cpuOf(t.cpuMsPerStep);
+  const cpuText = cpu.cpuMsPerStep ? `; CPU per step ${cpu.cpuMsPerStep.map(c => c.toFixed(1)).join(' + ')} ms on ${os.availableParallelism()} cores: ≥ ${cpu.cpuBoundMs!.toFixed(1)} ms` : '';
+  console.log(`  tandem ${schedule}: ${stepMs.toFixed(1)} ms/step${vs}${cpuText}${hung}`);
   return { model: base.shape.model, link, kind: 'tandem', schedule, stepMs, samplesPerSecond: 2 * base.shape.batchPerDevice / (stepMs / 1000), lowerBoundMs: bound,
-    lineRateBoundMs: lowerBoundMs(base.computeMs, lineMs), hostsMs: t.hostsMs, ...(predictedMs !== undefined ? { predictedMs } : {}),
+    lineRateBoundMs: lowerBoundMs(base.computeMs, lineMs), hostsMs: t.hostsMs, ...(predictedMs !== undefined ? { predictedMs } : {}), ...cpu,
+    machineBoundMs: Math.max(bound, base.computeBothMs, cpu.cpuBoundMs ?? 0),
     ...(t.hungAtExit?.length ? { hostsHungAtExit: t.hungAtExit } : {}) };
 }
 
@@ -78,7 +110,9 @@ async function scheduleRows(net: HostPair, base: ModelBase, link: LinkRate, opts
   const rows: HostsRow[] = [];
   let auto: AutoEvent | undefined;
   if (opts.schedules.includes('auto')) {
-    const t = await tandemAcrossHosts(net, base.shape, ['--strategy', 'auto', '--comm-hook', 'auto', '--powersgd-start-step', '0'], nextPort++);
+    const trace = tracePath(base, link, 'auto');
+    const t = await tandemAcrossHosts(net, base.shape, ['--strategy', 'auto', '--comm-hook', 'auto', '--powersgd-start-step', '0'], nextPort++, trace);
+    drawTimeline(trace, `auto at ${link} (real TCP, tc tbf)`);
     auto = t.auto;
     if (auto) console.log(`  auto: ${auto.reason}`);
     rows.push(tandemRow(base, link, `auto → ${auto ? `${auto.strategy}/${auto.forwardWait}/${auto.exchangeOrder}${auto.chunkFloats ? `:${auto.chunkFloats}` : ''}/${auto.commHook ?? 'none'}` : '?'}`,
@@ -90,7 +124,9 @@ async function scheduleRows(net: HostPair, base: ModelBase, link: LinkRate, opts
     if (schedule === 'auto') continue;
     for (const hook of opts.hooks) {
       const run = scheduleRun(schedule, hook, split);
-      const t = await tandemAcrossHosts(net, base.shape, run.args, nextPort++);
+      const trace = tracePath(base, link, `${schedule}-${hook}`);
+      const t = await tandemAcrossHosts(net, base.shape, run.args, nextPort++, trace);
+      drawTimeline(trace, `${schedule}${hook === 'none' ? '' : ` + ${hook}`} at ${link} (real TCP, tc tbf)`);
       rows.push(tandemRow(base, link, `${schedule}${hook === 'none' ? '' : ` + ${hook}`}`, t, bound, lineMs, predicted.get(run.key)));
     }
   }
@@ -159,7 +195,9 @@ export async function runHostsBench(opts: HostsBenchOptions): Promise<void> {
   }
   const loadAfter = os.loadavg();
   console.log(`\n${LINK_NOTE}. Step: the slower host's median ms over the timed steps; lower bound: max(compute alone, measured all-reduce), ` +
-    `line-rate bound: max(compute alone, the all-reduce at the link's rate) (PyTorch DDP: PyTorch alone's compute); load average after ${loadAfter.map(l => l.toFixed(2)).join(' ')}`);
+    `line-rate bound (JSON): max(compute alone, the all-reduce at the link's rate) (PyTorch DDP: PyTorch alone's compute); ` +
+    `CPU per step: each host process's CPU time, every thread, over the timed steps (/proc); machine bound: max(lower bound, compute with both hosts computing ` +
+    `at once, Σ CPU per step / ${os.availableParallelism()} cores) — both hosts share this machine's cores; load average after ${loadAfter.map(l => l.toFixed(2)).join(' ')}`);
   printHostsTable(rows);
   mkdirSync(opts.out, { recursive: true });
   writeFileSync(`${opts.out}/hosts.json`, JSON.stringify({ bench: 'hosts', date: new Date().toISOString(), note: LINK_NOTE,
