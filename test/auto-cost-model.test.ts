@@ -86,6 +86,8 @@ t.test('fitLink recovers the CPU per all-reduce: cpu α and cpu β', async t => 
   const wobble = [1.03, 0.97, 1.02, 0.98, 1.03, 0.97];
   const noisy = fitLink(sizes.map((bytes, i) => ({ bytes, ms: allReduceLinkMs(truth, bytes), cpuMs: cpuOf(bytes) * wobble[i] })), 2);
   t.ok(Math.abs(noisy.cpuMsPerWireByte! / 1.5e-6 - 1) < 0.05, `±3% noise: cpu β within 5% (${noisy.cpuMsPerWireByte})`);
+  const burst = fitLink(sizes.map((bytes, i) => ({ bytes, ms: allReduceLinkMs(truth, bytes), cpuMs: cpuOf(bytes) + (i === 0 ? 2 : 0) })), 2);
+  t.ok(Math.abs(burst.cpuAlphaMs! / 0.12 - 1) < 0.25, `a 2 ms burst of another thread at the smallest size: cpu α ${burst.cpuAlphaMs!.toFixed(3)} stays near 0.12`);
   const timeOnly = fitLink(sizes.map(bytes => ({ bytes, ms: allReduceLinkMs(truth, bytes) })), 2);
   t.equal(timeOnly.cpuAlphaMs, undefined, 'no CPU in the samples: no CPU fit');
   t.equal(linkCpuMs(timeOnly, 1e6), 0, 'and no CPU counted for its messages');

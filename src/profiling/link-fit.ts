@@ -58,18 +58,37 @@ export function linkBitsPerSecond(link: LinkCost): number {
 /**
  * α, β anchored at the smallest all-reduce (its time is nearly all latency): β by least squares through that point,
  * so the large all-reduces, where the bytes dominate, set it; α = the anchor's time less its bytes' share. Both
- * clamped at 0 (a noisy fit never predicts negative time). The CPU fit, the same way, where every sample has its CPU.
+ * clamped at 0 (a noisy fit never predicts negative time). The CPU, where every sample has it: medianFit.
  */
 export function fitLink(samples: readonly LinkSample[], ranks: number): LinkCost {
   if (samples.length < 2 || ranks < 2) throw new TandemError('BAD_CONFIG', `fitLink: needs timings of at least 2 sizes across at least 2 ranks, got ${samples.length} across ${ranks}`);
   const time = anchoredFit(samples.map(s => ({ x: allReduceWireBytes(s.bytes, ranks), y: s.ms })));
   const link: LinkCost = { alphaMs: time.alpha, msPerWireByte: time.beta, ranks, source: 'measured', samples: [...samples] };
   if (samples.every(s => s.cpuMs !== undefined)) {
-    const cpu = anchoredFit(samples.map(s => ({ x: allReduceWireBytes(s.bytes, ranks), y: s.cpuMs! })));
+    const cpu = medianFit(samples.map(s => ({ x: allReduceWireBytes(s.bytes, ranks), y: s.cpuMs! })));
     link.cpuAlphaMs = cpu.alpha;
     link.cpuMsPerWireByte = cpu.beta;
   }
   return link;
+}
+
+/**
+ * The CPU fit: β by least squares over the sizes above the smallest (the bytes set it), α the median of y − β·x over
+ * all. A process's CPU over a few milliseconds catches other threads' bursts (V8 compiling the new probe thread's
+ * code during the first size), which an anchor would take for the fixed cost; the median sets one such burst aside.
+ * Both clamped at 0.
+ */
+function medianFit(xy: readonly { x: number; y: number }[]): { alpha: number; beta: number } {
+  const sorted = [...xy].sort((a, b) => a.x - b.x);
+  const above = sorted.length > 2 ? sorted.slice(1) : sorted;
+  const mx = above.reduce((s, p) => s + p.x, 0) / above.length, my = above.reduce((s, p) => s + p.y, 0) / above.length;
+  let sxy = 0, sxx = 0;
+  for (const p of above) { sxy += (p.x - mx) * (p.y - my); sxx += (p.x - mx) ** 2; }
+  const beta = sxx > 0 ? Math.max(0, sxy / sxx) : 0;
+  const rest = sorted.map(p => p.y - beta * p.x).sort((a, b) => a - b);
+  const n = rest.length;
+  const median = n % 2 === 1 ? rest[n >> 1] : (rest[n / 2 - 1] + rest[n / 2]) / 2;
+  return { alpha: Math.max(0, median), beta };
 }
 
 /** y = α + β·x through the point of smallest x, β by least squares over the others; both clamped at 0. */
