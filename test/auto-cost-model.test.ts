@@ -2,11 +2,14 @@
 // within a few percent under noise), and the schedule model's verdicts on a hand-made AlexNet-like profile — sequential
 // equals compute + exchange + update + overhead; when the FC group's exchange dominates, chunked priority beats the
 // ready order; a slow link makes auto pick a comm hook when compression is allowed, a fast one does not, and without
-// permission it never does.
+// permission it never does; the CPU ceiling: the link's CPU fit recovers cpu α and β, a hand-made calibration whose
+// CPU per step exceeds the host's cores sets the prediction (CPU / cores), one well under them leaves it unchanged.
 import t from 'tap';
 import { allReduceLinkMs, fitLink, type LinkCost } from '../src/profiling/link-fit.js';
 import { pickCandidate, rankCandidates } from '../src/profiling/auto-candidates.js';
-import { predictScheduleMs, type Machine } from '../src/profiling/schedule-model.js';
+import { predictSchedule, predictScheduleMs, type Machine, type ScheduleSpec } from '../src/profiling/schedule-model.js';
+import { allReduceWireBytes, linkCpuMs } from '../src/profiling/link-fit.js';
+import { cpuShareOfHost } from '../src/profiling/cpu-ceiling.js';
 import { layoutParameters } from '../src/model/parameter-layout.js';
 import type { LayerCost, ModelProfile } from '../src/profiling/layer-profile.js';
 
@@ -70,4 +73,53 @@ t.test('the candidates on the hand-made profile', async t => {
   t.equal(emulated.commHook, 'none', `an emulated 100 Mbit/s link holds the full bytes' wire time whatever a hook sends: no hook (${emulated.key})`);
   const slowNone = pickCandidate(rankCandidates(profile, machine(gbit(0.1)), OPTIONS, false));
   t.ok(slowNone.predictedMs > slow.predictedMs, `without permission at 100 Mbit/s: ${slowNone.key} ${slowNone.predictedMs.toFixed(1)} ms, slower than with a hook`);
+});
+
+t.test('fitLink recovers the CPU per all-reduce: cpu α and cpu β', async t => {
+  const truth: LinkCost = { alphaMs: 0.35, msPerWireByte: 8 / 1e6, ranks: 2, source: 'measured', cpuAlphaMs: 0.12, cpuMsPerWireByte: 1.5e-6 };
+  const sizes = [4, 16384, 65536, 262144, 1 << 20, 1 << 22];
+  const cpuOf = (bytes: number) => linkCpuMs(truth, allReduceWireBytes(bytes, 2));
+  const fit = fitLink(sizes.map(bytes => ({ bytes, ms: allReduceLinkMs(truth, bytes), cpuMs: cpuOf(bytes) })), 2);
+  t.ok(Math.abs(fit.cpuAlphaMs! - 0.12) < 1e-9, `cpu α ${fit.cpuAlphaMs} = 0.12`);
+  t.ok(Math.abs(fit.cpuMsPerWireByte! / 1.5e-6 - 1) < 1e-9, `cpu β ${fit.cpuMsPerWireByte} = 1.5e-6`);
+  t.ok(Math.abs(fit.alphaMs - 0.35) < 1e-9, 'the time fit is unchanged beside it');
+  const wobble = [1.03, 0.97, 1.02, 0.98, 1.03, 0.97];
+  const noisy = fitLink(sizes.map((bytes, i) => ({ bytes, ms: allReduceLinkMs(truth, bytes), cpuMs: cpuOf(bytes) * wobble[i] })), 2);
+  t.ok(Math.abs(noisy.cpuMsPerWireByte! / 1.5e-6 - 1) < 0.05, `±3% noise: cpu β within 5% (${noisy.cpuMsPerWireByte})`);
+  const burst = fitLink(sizes.map((bytes, i) => ({ bytes, ms: allReduceLinkMs(truth, bytes), cpuMs: cpuOf(bytes) + (i === 0 ? 2 : 0) })), 2);
+  t.ok(Math.abs(burst.cpuAlphaMs! / 0.12 - 1) < 0.25, `a 2 ms burst of another thread at the smallest size: cpu α ${burst.cpuAlphaMs!.toFixed(3)} stays near 0.12`);
+  const timeOnly = fitLink(sizes.map(bytes => ({ bytes, ms: allReduceLinkMs(truth, bytes) })), 2);
+  t.equal(timeOnly.cpuAlphaMs, undefined, 'no CPU in the samples: no CPU fit');
+  t.equal(linkCpuMs(timeOnly, 1e6), 0, 'and no CPU counted for its messages');
+});
+
+t.test('the CPU ceiling: CPU per step over the host\'s cores, where it exceeds the simulated period', async t => {
+  const link = { ...gbit(1), cpuAlphaMs: 0.2, cpuMsPerWireByte: 2e-6 };
+  const layout = layoutParameters(handProfile().weights);
+  // two-group by hand: the FC layers' variables (last in model order) first, chunked priority order
+  const fcStart = Math.min(...layout.variables.filter(v => v.layer.startsWith('fc')).map(v => v.offset));
+  const twoGroup: ScheduleSpec = { strategy: 'two-group', groups: [{ name: 'fc', start: fcStart, end: layout.total }, { name: 'conv', start: 0, end: fcStart }],
+    forwardWait: 'group', exchange: { order: 'priority', chunkFloats: 1 << 18 }, hook: 'none' };
+  const sequential: ScheduleSpec = { strategy: 'sequential', groups: [{ name: 'all', start: 0, end: layout.total }], forwardWait: 'group', exchange: { order: 'ready' }, hook: 'none' };
+  const shared = { ...machine(link), cpu: cpuShareOfHost(2, 2) }; // 2 cores, 2 hosts: 1 core for this host
+  const uncalibrated = handProfile();
+  const before = predictScheduleMs(uncalibrated, twoGroup, machine(link));
+  t.equal(predictScheduleMs(uncalibrated, twoGroup, shared), before, 'no calibrated CPU: no ceiling, the prediction unchanged');
+
+  const profile = handProfile();
+  profile.calibration = { devices: 1, computeScale: 1, steadyStepMs: 34.5, cpuMsPerStep: 150 };
+  const p = predictSchedule(profile, twoGroup, shared);
+  const chunks = Math.ceil((layout.total - fcStart) / (1 << 18)) + Math.ceil(fcStart / (1 << 18));
+  // every chunk: an all-reduce and the priority order's agreement, each a message (cpu α); the wire bytes once
+  const byHand = 150 + chunks * 2 * 0.2 + 2e-6 * allReduceWireBytes(layout.total * 4, 2);
+  t.ok(Math.abs(p.cpuMsPerStep! - byHand) < 1e-6, `CPU per step ${p.cpuMsPerStep!.toFixed(3)} = calibrated 150 + ${chunks} chunks' messages + wire bytes (${byHand.toFixed(3)} by hand)`);
+  t.ok(p.cpuBound && p.ms === p.cpuMsPerStep! / 1, `binds: ${p.ms.toFixed(1)} ms = CPU per step on 1 core (simulated ${p.periodMs.toFixed(1)} ms)`);
+  t.equal(p.periodMs, before, 'the simulated period is the prediction without the ceiling');
+  const alone = predictSchedule(profile, twoGroup, { ...machine(link), cpu: cpuShareOfHost(1, 16) });
+  t.ok(!alone.cpuBound && alone.ms === before, `16 cores to itself: ${alone.cpuMsPerStep!.toFixed(1)} ms CPU / 16 = ${alone.cpuCeilingMs!.toFixed(1)} ms < ${before.toFixed(1)}: unchanged`);
+  const seq = predictSchedule(profile, sequential, shared);
+  t.ok(seq.cpuMsPerStep! < p.cpuMsPerStep!, `sequential sends one message, fewer than two-group's chunks: ${seq.cpuMsPerStep!.toFixed(2)} < ${p.cpuMsPerStep!.toFixed(2)} ms CPU`);
+  const ranked = rankCandidates(profile, shared, OPTIONS, false);
+  t.ok(ranked.every(c => c.predictedMs >= c.cpuMsPerStep! - 1e-9), 'every candidate is at least its CPU per step on 1 core');
+  t.ok(ranked.some(c => c.cpuBound), 'the ceiling binds for some candidates');
 });

@@ -1,12 +1,13 @@
 // --strategy auto across 2 hosts (real processes, Gloo over 127.0.0.1): every host times all-reduces over the host link
 // at start, host 0 profiles and picks (printing the link's α, β and the candidates' predictions), and every host runs
 // host 0's choice — strategy, forward wait, exchange order, chunk and comm hook (--comm-hook auto allows one) — to the
-// same replica.
+// same replica. Both hosts run on this machine: each counts 2 hosts sharing its cores (the CPU ceiling's divisor), and
+// the link probe measured the CPU an all-reduce costs.
 import t from 'tap';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -16,7 +17,9 @@ import { TIE } from '../src/profiling/auto-candidates.js';
 const CLI = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
 
 interface AutoSummary { strategy: string; forwardWait: string; exchangeOrder: string; chunkFloats?: number; commHook?: string; predictedMs: number; reason: string;
-  link?: { alphaMs: number; bitsPerSecond: number; source: string; samples?: { bytes: number; ms: number }[] }; candidates: { key: string; predictedMs: number }[] }
+  link?: { alphaMs: number; bitsPerSecond: number; source: string; samples?: { bytes: number; ms: number; cpuMs?: number }[]; cpuAlphaMs?: number };
+  cpu?: { machineCores: number; hostsOnMachine: number; cpuMsPerStep?: number; bound: boolean };
+  candidates: { key: string; predictedMs: number; cpuMsPerStep?: number }[] }
 
 if (glooAddonOrSkip()) {
   t.test('--strategy auto --comm-hook auto on 2 hosts: the link measured, host 0 decides, both hosts run its choice', async t => {
@@ -39,6 +42,12 @@ if (glooAddonOrSkip()) {
       `α ${auto.link!.alphaMs.toFixed(3)} ms, β ${(auto.link!.bitsPerSecond / 1e9).toFixed(2)} Gbit/s from ${auto.link!.samples!.length} sizes`);
     t.ok(auto.candidates.length > 4 && auto.reason.includes('top:') && auto.reason.includes('α '), `the reason names the link and the top candidates: ${auto.reason.slice(0, 160)}…`);
     t.ok(auto.predictedMs <= auto.candidates[0].predictedMs * (1 + TIE), `the pick (${auto.predictedMs.toFixed(2)} ms) is within ${TIE * 100}% of the fastest (${auto.candidates[0].predictedMs.toFixed(2)} ms)`);
+    t.equal(auto.cpu?.hostsOnMachine, 2, 'host 0 counts 2 hosts on its machine (the same boot id)');
+    t.equal(auto.cpu?.machineCores, availableParallelism(), 'on this machine\'s cores');
+    t.match(auto.reason, /CPU per step on \d+ cores? shared by 2 hosts/, 'the reason says the cores are shared');
+    t.ok(auto.link!.samples!.every(s => (s.cpuMs ?? -1) >= 0) && auto.link!.cpuAlphaMs! >= 0, `the probe measured each size's CPU: ${auto.link!.samples!.map(s => s.cpuMs!.toFixed(2)).join(', ')} ms`);
+    t.ok(auto.candidates.every(c => c.cpuMsPerStep! > 0 && c.predictedMs >= c.cpuMsPerStep! / (auto.cpu!.machineCores / 2) - 1e-9),
+      'every prediction is at least its CPU per step over this host\'s share of the cores');
     const summaries = [0, 1].map(h => json(h, 'summary')[0] as { replicaChecksum: string; strategy: { name: string }; auto: AutoSummary; config: { forwardWait: string; commHook?: { name: string } } });
     const pick = (a: AutoSummary) => ({ strategy: a.strategy, forwardWait: a.forwardWait, exchangeOrder: a.exchangeOrder, chunkFloats: a.chunkFloats, commHook: a.commHook });
     t.same(pick(summaries[1].auto), pick(summaries[0].auto), `both hosts ran the same choice: ${JSON.stringify(pick(summaries[0].auto))}`);
@@ -47,6 +56,7 @@ if (glooAddonOrSkip()) {
     t.same(summaries.map(s => s.strategy.name), [auto.strategy, auto.strategy], 'both hosts trained with the chosen strategy');
     t.same(summaries.map(s => s.config.forwardWait), [auto.forwardWait, auto.forwardWait], 'and its forward wait');
     t.same(summaries.map(s => s.config.commHook?.name), [auto.commHook, auto.commHook], 'and its comm hook');
+    t.equal(summaries[0].auto.cpu?.hostsOnMachine, 2, 'the summary keeps the hosts sharing the machine');
     t.equal(summaries[1].replicaChecksum, summaries[0].replicaChecksum, 'the same replica on both hosts');
   });
 }

@@ -6,6 +6,7 @@
 // test checks; the decision and its margin are tested on fixed inputs in alexnet-like.test.ts. convnet-gap
 // (AlexNet-like on native, not on wasm, ~12 points either way) and the full alexnet (~7 points) are not here.
 import t from 'tap';
+import { availableParallelism } from 'node:os';
 import * as tf from '@tensorflow/tfjs';
 import { profileModel } from '../src/profiling/profile-model.js';
 import { decideAlexNetLike, marginSentence, type AlexNetVerdict } from '../src/profiling/alexnet-like.js';
@@ -72,6 +73,10 @@ t.test('--strategy auto on alexnet-mini: AlexNet-like with the FC layers first (
   t.equal(summary.config.strategy, choice!.strategy, `trained with the pick, ${choice!.candidates.find(c => c.predictedMs === choice!.predictedMs)?.key}`);
   t.ok(choice!.predictedMs <= choice!.candidates[0].predictedMs * 1.02 + 1e-9, 'the pick is within 2% of the fastest prediction');
   t.equal(summary.config.forwardWait, choice!.forwardWait, 'with its forward wait');
+  const cal = profile.calibration!;
+  t.ok(cal.cpuMsPerStep! > 0 && cal.cpuMsPerStep! < 2 * availableParallelism() * cal.steadyStepMs,
+    `the calibration measured ${cal.cpuMsPerStep!.toFixed(1)} ms of process CPU per ${cal.steadyStepMs.toFixed(1)} ms step (fewer than the cores can give, with margin)`);
+  t.equal(choice!.cpu.hostsOnMachine, 1, 'one host: this machine\'s cores are its own');
   t.equal(summary.config.commHook, undefined, 'no comm hook without --comm-hook auto');
   for (const link of [undefined, parseLink('1gbps'), parseLink('100mbps')]) {
     const preds = predictStrategies(profile, 2, { bucketCapMB: 0.5, firstBucketMB: 0.125 }, link);

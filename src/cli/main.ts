@@ -92,12 +92,14 @@ function engineDeviceLine(config: TrainConfig, backend: string, devices: EngineD
   return `${who}${backend} on: ${lines.map((l, d) => `device ${d}: ${l}`).join('; ')}`;
 }
 
-/** `--json`: the auto event, with the link and every candidate's prediction. */
+/** `--json`: the auto event, with the link, the CPU ceiling's inputs and every candidate's prediction. */
 function autoEvent(c: AutoChoice): Record<string, unknown> {
   return { event: 'auto', strategy: c.strategy, splitLayer: c.splitLayer, forwardWait: c.forwardWait, exchangeOrder: c.exchangeOrder,
     chunkFloats: c.chunkFloats, commHook: c.commHook, predictedMs: c.predictedMs, reason: c.reason,
-    link: c.link && { alphaMs: c.link.alphaMs, bitsPerSecond: linkBitsPerSecond(c.link), source: c.link.source, samples: c.link.samples },
-    candidates: c.candidates.map(x => ({ key: x.key, predictedMs: x.predictedMs, splitLayer: x.splitLayer })) };
+    link: c.link && { alphaMs: c.link.alphaMs, bitsPerSecond: linkBitsPerSecond(c.link), source: c.link.source, samples: c.link.samples,
+      cpuAlphaMs: c.link.cpuAlphaMs, cpuMsPerWireByte: c.link.cpuMsPerWireByte },
+    cpu: { ...c.cpu, cpuMsPerStep: c.cpuMsPerStep, bound: c.cpuBound },
+    candidates: c.candidates.map(x => ({ key: x.key, predictedMs: x.predictedMs, splitLayer: x.splitLayer, cpuMsPerStep: x.cpuMsPerStep, cpuBound: x.cpuBound })) };
 }
 
 /** What `auto` prints beside its event's line (the reason: the link, the profile, the top candidates): the flags it set. */

@@ -15,7 +15,8 @@ export function profileReport(profile: ModelProfile, verdict: AlexNetVerdict, pr
   lines.push(`measured step: forward ${profile.stepForwardMs.toFixed(1)} ms, backward ${profile.stepBackwardMs.toFixed(1)} ms, per-step overhead ${profile.overheadMs.toFixed(2)} ms`);
   if (profile.calibration) {
     lines.push(`calibrated on a real ${profile.calibration.devices}-device run (sequential, shared memory): layer times x${profile.calibration.computeScale.toFixed(2)}, ` +
-      `runtime overhead ${profile.overheadMs.toFixed(1)} ms per step`);
+      `runtime overhead ${profile.overheadMs.toFixed(1)} ms per step` +
+      `${profile.calibration.cpuMsPerStep !== undefined ? `, process CPU ${profile.calibration.cpuMsPerStep.toFixed(1)} ms per ${profile.calibration.steadyStepMs.toFixed(1)} ms step` : ''}`);
   }
   lines.push('layers in transmission order (output layer first); times are per-layer measurements scaled to the measured step');
   lines.push('| # | layer | class | fwd ms | bwd ms | time share | cumulative | parameters | param share |');

@@ -10,7 +10,7 @@
 import { layoutParameters } from '../model/parameter-layout.js';
 import { exchangeGroups, type StrategyName, type StrategyOptions } from '../pipeline/strategy.js';
 import type { ModelProfile } from './layer-profile.js';
-import { predictScheduleMs, type HookChoice, type Machine, type OrderChoice } from './schedule-model.js';
+import { predictSchedule, type HookChoice, type Machine, type OrderChoice } from './schedule-model.js';
 
 export interface Candidate {
   strategy: StrategyName;
@@ -20,6 +20,10 @@ export interface Candidate {
   chunkFloats?: number;
   commHook: HookChoice;
   predictedMs: number;
+  /** Process CPU per step the model counts for it (undefined: the profile was not calibrated). */
+  cpuMsPerStep?: number;
+  /** Whether the CPU ceiling (cpu-ceiling.ts), not the simulated queues, sets `predictedMs`. */
+  cpuBound: boolean;
   /** e.g. `two-group/group/priority:1048576/fp16`: how the bench finds a schedule's prediction. */
   key: string;
   /** Enumeration order: lower is simpler. */
@@ -50,8 +54,9 @@ export function rankCandidates(profile: ModelProfile, machine: Machine, options:
         if (exchange.order === 'priority' && groups.length === 1) continue;
         for (const commHook of hooks) {
           if (exchange.order === 'priority' && commHook !== 'none' && exchange.chunkFloats !== CANDIDATE_CHUNKS[0]) continue; // a hook takes whole groups
-          const predictedMs = predictScheduleMs(profile, { strategy, groups, forwardWait, exchange, hook: commHook }, machine);
-          const c: Candidate = { strategy, forwardWait, exchangeOrder: exchange.order, commHook, predictedMs, key: '', simplicity: out.length,
+          const p = predictSchedule(profile, { strategy, groups, forwardWait, exchange, hook: commHook }, machine);
+          const c: Candidate = { strategy, forwardWait, exchangeOrder: exchange.order, commHook, predictedMs: p.ms, cpuMsPerStep: p.cpuMsPerStep, cpuBound: p.cpuBound,
+            key: '', simplicity: out.length,
             ...(strategy === 'two-group' ? { splitLayer: options.splitLayer } : {}),
             ...(exchange.order === 'priority' ? { chunkFloats: exchange.chunkFloats } : {}) };
           c.key = candidateKey(c);

@@ -5,7 +5,9 @@
  * the schedule model predicts fastest among the candidates
  * (auto-candidates.ts): strategy, forward wait, exchange order and chunk, and
  * — only with `commHook: 'auto'`, since compression changes the loss — a
- * comm hook. The AlexNet-like verdict gives two-group its split p.
+ * comm hook. The AlexNet-like verdict gives two-group its split p. Every
+ * prediction is held to the CPU ceiling (cpu-ceiling.ts) of this host's share
+ * of the machine's cores; the reason says when it binds.
  */
 import type { TrainConfig } from '../config-types.js';
 import { resolveConfig } from '../config.js';
@@ -18,6 +20,7 @@ import { describeLink, linkOfModel, type LinkCost } from './link-fit.js';
 import { measureHookCosts } from './hook-costs.js';
 import { pickCandidate, rankCandidates, type Candidate } from './auto-candidates.js';
 import type { HookChoice } from './schedule-model.js';
+import { cpuCeilingMs, cpuShareOfHost, describeCpuShare, type CpuShare } from './cpu-ceiling.js';
 
 /** resolveConfig's default global batch. */
 const DEFAULT_BATCH = 32;
@@ -39,15 +42,22 @@ export interface AutoChoice {
   candidates: Candidate[];
   /** The link the prediction used (undefined: one host, shared memory). */
   link?: LinkCost;
+  /** This host's share of the machine's cores, which the CPU ceiling divides by. */
+  cpu: CpuShare;
+  /** The pick's process CPU per step (undefined: not calibrated), and whether the CPU ceiling sets its prediction. */
+  cpuMsPerStep?: number;
+  cpuBound: boolean;
   predictions: Prediction[];
   profile: ModelProfile;
 }
 
 /**
  * `runTrial` runs the profiler's calibration run: the trainer passes its own `train`. Several hosts: this host's
- * devices are profiled in one process (each device's batch as in the run), `measured` is the host link (link-probe.ts).
+ * devices are profiled in one process (each device's batch as in the run), `measured` is the host link (link-probe.ts),
+ * `hostsOnMachine` the host processes on this host's machine (this one included: they share its cores).
  */
-export async function chooseStrategy(config: TrainConfig, runTrial: RunTrial, options: ProfileOptions = {}, measured?: LinkCost): Promise<AutoChoice> {
+export async function chooseStrategy(config: TrainConfig, runTrial: RunTrial, options: ProfileOptions = {}, measured?: LinkCost,
+  hostsOnMachine = 1): Promise<AutoChoice> {
   const allowCompression = config.commHook === 'auto';
   const resolved = await resolveConfig({ ...withoutAutoHook(config), strategy: 'sequential' });
   const profile = await profileModel(thisHostAlone(config), runTrial, options);
@@ -58,7 +68,8 @@ export async function chooseStrategy(config: TrainConfig, runTrial: RunTrial, op
   const predictions = predictStrategies(profile, resolved.devices, strategyOptions, resolved.link);
   const link = measured ?? (resolved.link ? linkOfModel(resolved.link, resolved.devices) : undefined);
   const hookOptions = { rank: config.commHookOptions?.rank ?? 8, minCompressionRate: config.commHookOptions?.minCompressionRate ?? 2 };
-  const candidates = rankCandidates(profile, { localDevices: resolved.topology.localDevices, link, hookCosts: measureHookCosts(), powerSgd: hookOptions },
+  const cpu = cpuShareOfHost(hostsOnMachine);
+  const candidates = rankCandidates(profile, { localDevices: resolved.topology.localDevices, link, hookCosts: measureHookCosts(), powerSgd: hookOptions, cpu },
     strategyOptions, allowCompression);
   const best = pickCandidate(candidates);
   const where = resolved.topology.processes > 1
@@ -67,12 +78,19 @@ export async function chooseStrategy(config: TrainConfig, runTrial: RunTrial, op
     `${best !== candidates[0] ? ` (the simplest within 2% of the fastest, ${candidates[0].key})` : ''}; ` +
     `profile: forward ${profile.stepForwardMs.toFixed(1)} ms, backward ${profile.stepBackwardMs.toFixed(1)} ms, overhead ${profile.overheadMs.toFixed(1)} ms per step` +
     `${profile.calibration ? ` (calibrated ×${profile.calibration.computeScale.toFixed(2)} on a ${profile.calibration.steadyStepMs.toFixed(1)} ms real step)` : ''}; ` +
-    `link: ${link ? describeLink(link) : 'none (shared memory)'}; compression ${allowCompression ? 'allowed (--comm-hook auto)' : 'not allowed (--comm-hook auto allows it)'}; ` +
+    `${cpuSentence(best, cpu)}; link: ${link ? describeLink(link) : 'none (shared memory)'}; compression ${allowCompression ? 'allowed (--comm-hook auto)' : 'not allowed (--comm-hook auto allows it)'}; ` +
     `${verdict.alexnetLike ? `AlexNet-like, two-group at p = ${split}` : 'not AlexNet-like, no two-group'} (${verdict.reason}; ${marginSentence(verdict)}); ` +
     `top: ${candidates.slice(0, SHOWN).map(c => `${c.key} ${c.predictedMs.toFixed(1)}`).join(', ')} ms`;
   return { strategy: best.strategy, splitLayer: best.splitLayer, forwardWait: best.forwardWait, exchangeOrder: best.exchangeOrder,
     chunkFloats: best.chunkFloats, commHook: best.commHook === 'none' ? undefined : best.commHook, predictedMs: best.predictedMs,
-    reason, verdict, candidates, link, predictions, profile };
+    reason, verdict, candidates, link, cpu, cpuMsPerStep: best.cpuMsPerStep, cpuBound: best.cpuBound, predictions, profile };
+}
+
+/** `CPU-bound: 41.6 ms CPU per step on 2 cores shared by 2 hosts (at least 41.6 ms per step)`, or `not CPU-bound: …`. */
+function cpuSentence(best: Candidate, cpu: CpuShare): string {
+  if (best.cpuMsPerStep === undefined) return `CPU per step not measured (no calibration): no CPU ceiling`;
+  const per = `${best.cpuMsPerStep.toFixed(1)} ms CPU per step on ${describeCpuShare(cpu)} (at least ${cpuCeilingMs(best.cpuMsPerStep, cpu).toFixed(1)} ms per step)`;
+  return best.cpuBound ? `CPU-bound: ${per}` : `not CPU-bound: ${per}`;
 }
 
 /** The run as one process of this host's devices alone, each with the batch it trains in the run (no hosts, no rendezvous, its own transport). */

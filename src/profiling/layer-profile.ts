@@ -35,8 +35,12 @@ export interface ModelProfile {
   reps: number;
   /** The clock every time above was measured on, and why that one. */
   clock: { kind: ClockKind; reason: string };
-  /** Set when calibrated against a short real run (see profileModel). */
-  calibration?: { devices: number; computeScale: number; steadyStepMs: number };
+  /**
+   * Set when calibrated against a short real run (see profileModel). `cpuMsPerStep`: the process CPU (every thread)
+   * of one of its steady steps — compute, the shared-memory exchange among its devices, the update, the runtime's own
+   * threads; undefined when it ran too few steps to tell.
+   */
+  calibration?: { devices: number; computeScale: number; steadyStepMs: number; cpuMsPerStep?: number };
   /** The model's trainable variables (model order), to lay out exchange groups exactly as a run does. */
   weights: { name: string; shape: number[] }[];
 }

@@ -25,8 +25,9 @@ export interface ProfileOptions {
    * Calibrate with a short real run (sequential, shared memory) on the
    * configured devices: per-layer times are scaled to the compute time a
    * device really sees there (cores are shared), and the per-step runtime
-   * overhead (main-thread round trip, parameter load) is taken from it. The
-   * run is made by the `runTrial` passed to profileModel. Default true.
+   * overhead (main-thread round trip, parameter load) is taken from it, and
+   * the process CPU (every thread) a steady step costs. The run is made by
+   * the `runTrial` passed to profileModel. Default true.
    */
   calibrate?: boolean;
 }
@@ -43,7 +44,10 @@ export interface TrialRun {
  * (src/trainer/train.ts). Injected rather than imported, because the trainer
  * itself profiles for `--strategy auto`: the profiler importing it would be a cycle.
  */
-export type RunTrial = (config: TrainConfig) => Promise<TrialRun>;
+export type RunTrial = (config: TrainConfig, hooks?: TrialHooks) => Promise<TrialRun>;
+
+/** What calibration listens to during the trial (the trainer's TrainHooks has it): each step's end, as the main thread sees it. */
+export interface TrialHooks { onStep?(metrics: { step: number }): void }
 
 /** Wasm code tiers up after some calls: fewer warm-up steps measure baseline-compiled kernels. */
 const DEFAULT_WARMUP = 6;
@@ -54,7 +58,7 @@ export async function profileModel(config: TrainConfig, runTrial: RunTrial, opti
     steps: count('steps', options.steps ?? 5, 1), reps: count('reps', options.reps ?? 3, 1), clock: options.clock };
   const { profile } = await runOneShotWorker<Extract<ProfileReply, { type: 'profile' }>>(new URL('./profile-worker.js', import.meta.url), request,
     `profiler of ${config.model ?? 'mlp'}`);
-  if (options.calibrate !== false) await calibrate(profile, config, request.warmupSteps + request.steps, runTrial);
+  if (options.calibrate !== false) await calibrate(profile, config, request.warmupSteps, request.steps, runTrial);
   return profile;
 }
 
@@ -66,17 +70,44 @@ function count(option: keyof ProfileOptions, value: unknown, min: number): numbe
   return value;
 }
 
-async function calibrate(profile: ModelProfile, config: TrainConfig, steps: number, runTrial: RunTrial): Promise<void> {
+async function calibrate(profile: ModelProfile, config: TrainConfig, warmup: number, measured: number, runTrial: RunTrial): Promise<void> {
+  const steps = warmup + measured;
   // A trial writes nothing: no outputs, no checkpoints (the run being profiled for holds those places).
   const { link, trace, out, faultInjection, checkpointDir, checkpointEvery, resume, ...plain } = config;
   void link; void trace; void out; void faultInjection; void checkpointDir; void checkpointEvery; void resume;
-  const run = await runTrial({ ...plain, strategy: 'sequential', steps, epochs: undefined });
-  const measured = profile.stepForwardMs + profile.stepBackwardMs;
-  const scale = measured > 0 ? run.timings.steadyComputeMs / measured : 1;
+  const cpu = new StepCpu(warmup);
+  const run = await runTrial({ ...plain, strategy: 'sequential', steps, epochs: undefined }, { onStep: m => cpu.step(m.step) });
+  const profiled = profile.stepForwardMs + profile.stepBackwardMs;
+  const scale = profiled > 0 ? run.timings.steadyComputeMs / profiled : 1;
   for (const l of profile.layers) { l.forwardMs *= scale; l.backwardMs *= scale; }
   profile.stepForwardMs *= scale;
   profile.stepBackwardMs *= scale;
   const comm = run.timings.meanExchangeMs + run.timings.meanUpdateMs;
   profile.overheadMs = Math.max(0, run.steadyStepMs - run.timings.steadyComputeMs - comm);
-  profile.calibration = { devices: run.config.devices, computeScale: scale, steadyStepMs: run.steadyStepMs };
+  profile.calibration = { devices: run.config.devices, computeScale: scale, steadyStepMs: run.steadyStepMs, cpuMsPerStep: cpu.msPerStep() };
+}
+
+/**
+ * The process CPU (process.cpuUsage: every thread — the devices' compute and comm threads, the main thread, V8's
+ * helpers) per step over the trial's last steps: from the end of its step `warmup` (the profiler's warm-up count; at
+ * least the first step) to the end of its last step, as the main thread hears of them. Startup (workers, model,
+ * engine) and the warm-up steps are left out. Undefined when the trial reported too few steps.
+ */
+class StepCpu {
+  private first?: { step: number; cpuMs: number };
+  private last?: { step: number; cpuMs: number };
+  constructor(private readonly warmup: number) {}
+
+  step(step: number): void {
+    if (step < Math.max(1, this.warmup)) return;
+    const cpu = process.cpuUsage();
+    const at = { step, cpuMs: (cpu.user + cpu.system) / 1000 };
+    if (!this.first) this.first = at;
+    else this.last = at;
+  }
+
+  msPerStep(): number | undefined {
+    const { first, last } = this;
+    return first && last && last.step > first.step ? (last.cpuMs - first.cpuMs) / (last.step - first.step) : undefined;
+  }
 }

@@ -19,11 +19,15 @@
  *   uncompressed rest) and adds its compute (hook-costs.ts).
  *
  * The step's overhead (profile.overheadMs) comes before forward's first
- * layer, once it may start. The period of the last steps is the prediction.
+ * layer, once it may start. The period of the last steps is the simulated
+ * step; the prediction is the larger of it and the CPU ceiling (cpu-ceiling.ts:
+ * the step's CPU over this host's cores), where the profile's calibration
+ * measured the CPU and the machine says its cores.
  */
 import { layoutParameters, type ParameterGroup, type ParameterLayout } from '../model/parameter-layout.js';
 import { compressibleShape } from '../pipeline/hooks/power-sgd.js';
-import { allGatherLinkMs, allReduceLinkMs, type LinkCost } from './link-fit.js';
+import { allGatherLinkMs, allReduceLinkMs, allReduceWireBytes, linkCpuMs, type LinkCost } from './link-fit.js';
+import { cpuCeilingMs, type CpuShare } from './cpu-ceiling.js';
 import type { HookCosts } from './hook-costs.js';
 import type { ModelProfile } from './layer-profile.js';
 
@@ -45,15 +49,41 @@ export interface Machine {
   link?: LinkCost;
   hookCosts: HookCosts;
   powerSgd: { rank: number; minCompressionRate: number };
+  /** This host's share of the machine's cores; undefined: no CPU ceiling. */
+  cpu?: CpuShare;
+}
+
+/** A schedule's prediction: `ms` = max(`periodMs`, `cpuCeilingMs`). */
+export interface SchedulePrediction {
+  ms: number;
+  /** The simulated period of the two queues. */
+  periodMs: number;
+  /** Process CPU per step (calibrated trial + the schedule's exchanges across hosts + hook compute); undefined: not measured. */
+  cpuMsPerStep?: number;
+  /** cpuMsPerStep over this host's cores; undefined without either. */
+  cpuCeilingMs?: number;
+  /** Whether the ceiling is the prediction (above the simulated period). */
+  cpuBound: boolean;
 }
 
 const SIMULATED_STEPS = 8;
 
-/** One group's exchange as the comm queue runs it: its chunks' ms, then the update's ms. */
-interface GroupWork { chunksMs: number[]; updateMs: number; lastLayer: number; priority: number }
+/**
+ * One group's exchange as the comm queue runs it: its chunks' ms, then the update's ms; `cpuMs`: the process CPU its
+ * exchange adds to the calibrated step's (messages across hosts, hook compute).
+ */
+interface GroupWork { chunksMs: number[]; updateMs: number; lastLayer: number; priority: number; cpuMs: number }
+
+/** One exchange's time, and the process CPU it adds. */
+interface Work { ms: number; cpuMs: number }
 
 /** The predicted steady step ms of `spec`. */
 export function predictScheduleMs(profile: ModelProfile, spec: ScheduleSpec, machine: Machine): number {
+  return predictSchedule(profile, spec, machine).ms;
+}
+
+/** The predicted steady step of `spec`: the simulated period, raised to the CPU ceiling where that is higher. */
+export function predictSchedule(profile: ModelProfile, spec: ScheduleSpec, machine: Machine): SchedulePrediction {
   const layout = layoutParameters(profile.weights);
   const layerIndex = new Map(profile.layers.map((l, i) => [l.name, i]));
   const work = spec.groups.map((g, gi) => groupWork(profile, layout, layerIndex, g, gi, spec, machine));
@@ -79,7 +109,18 @@ export function predictScheduleMs(profile: ModelProfile, spec: ScheduleSpec, mac
     stepEnds.push(Math.max(computeFree, ...done));
   }
   const k = SIMULATED_STEPS >> 1;
-  return (stepEnds[SIMULATED_STEPS - 1] - stepEnds[SIMULATED_STEPS - 1 - k]) / k;
+  const periodMs = (stepEnds[SIMULATED_STEPS - 1] - stepEnds[SIMULATED_STEPS - 1 - k]) / k;
+  return withCpuCeiling(periodMs, profile, work, machine);
+}
+
+/** max(period, CPU per step / cores): CPU per step = the calibrated trial's + every group's exchange CPU. */
+function withCpuCeiling(periodMs: number, profile: ModelProfile, work: readonly GroupWork[], machine: Machine): SchedulePrediction {
+  const calibrated = profile.calibration?.cpuMsPerStep;
+  if (calibrated === undefined) return { ms: periodMs, periodMs, cpuBound: false };
+  const cpuMsPerStep = calibrated + work.reduce((sum, w) => sum + w.cpuMs, 0);
+  if (!machine.cpu) return { ms: periodMs, periodMs, cpuMsPerStep, cpuBound: false };
+  const ceiling = cpuCeilingMs(cpuMsPerStep, machine.cpu);
+  return { ms: Math.max(periodMs, ceiling), periodMs, cpuMsPerStep, cpuCeilingMs: ceiling, cpuBound: ceiling > periodMs };
 }
 
 /** The comm queue over one step's groups: when each group is applied, and when the queue is free again. */
@@ -111,48 +152,60 @@ function groupWork(profile: ModelProfile, layout: ParameterLayout, layerIndex: M
   for (const v of layout.variables) if (v.offset >= g.start && v.offset < g.end) lastLayer = Math.max(lastLayer, layerIndex.get(v.layer) ?? profile.layers.length - 1);
   const floats = g.end - g.start;
   const updateMs = (floats * 4) / profile.updateBytesPerMs;
-  const agreeMs = machine.link && machine.link.ranks > 1 && spec.exchange.order === 'priority' ? machine.link.alphaMs : 0;
-  let chunksMs: number[];
+  const agrees = machine.link && machine.link.ranks > 1 && spec.exchange.order === 'priority';
+  const agree: Work = agrees ? { ms: machine.link!.alphaMs, cpuMs: linkCpuMs(machine.link!, 0) } : { ms: 0, cpuMs: 0 };
+  const chunks: Work[] = [];
   if (spec.hook === 'none') {
     const chunk = spec.exchange.order === 'priority' ? spec.exchange.chunkFloats : floats;
-    chunksMs = [];
-    for (let at = 0; at < floats; at += chunk) chunksMs.push(plainMs(profile, machine, Math.min(chunk, floats - at) * 4) + agreeMs);
-    if (chunksMs.length === 0) chunksMs.push(0);
+    for (let at = 0; at < floats; at += chunk) chunks.push(plus(plainWork(profile, machine, Math.min(chunk, floats - at) * 4), agree));
+    if (chunks.length === 0) chunks.push({ ms: 0, cpuMs: 0 });
   } else {
-    chunksMs = [hookMs(profile, layout, g, spec.hook, machine) + agreeMs];
+    chunks.push(plus(hookWork(profile, layout, g, spec.hook, machine), agree));
   }
-  return { chunksMs, updateMs, lastLayer, priority: gi };
+  return { chunksMs: chunks.map(c => c.ms), cpuMs: chunks.reduce((sum, c) => sum + c.cpuMs, 0), updateMs, lastLayer, priority: gi };
 }
 
-/** An all-reduce of `bytes`: the shared-memory stage among this host's devices, the link's. */
-function plainMs(profile: ModelProfile, machine: Machine, bytes: number): number {
+function plus(a: Work, b: Work): Work {
+  return { ms: a.ms + b.ms, cpuMs: a.cpuMs + b.cpuMs };
+}
+
+/**
+ * An all-reduce of `bytes`: the shared-memory stage among this host's devices, the link's. Its CPU: the link's
+ * message (the shared-memory stage's is in the calibrated trial's CPU, which ran it on the same devices).
+ */
+function plainWork(profile: ModelProfile, machine: Machine, bytes: number): Work {
   const memoryMs = machine.localDevices > 1 ? (2 * bytes) / machine.localDevices / profile.exchangeBytesPerMs : 0;
-  return Math.max(memoryMs, machine.link ? allReduceLinkMs(machine.link, bytes) : 0);
+  const link = machine.link;
+  return { ms: Math.max(memoryMs, link ? allReduceLinkMs(link, bytes) : 0), cpuMs: link ? linkCpuMs(link, allReduceWireBytes(bytes, link.ranks)) : 0 };
 }
 
 /**
  * A hook's exchange of group `g`. An EMULATED link (`--link`, one host) holds every exchange for the full group's
  * wire time whatever crosses (emulate-link.ts): there the hook only adds its work, over shared memory, under that hold.
  */
-function hookMs(profile: ModelProfile, layout: ParameterLayout, g: ParameterGroup, hook: Exclude<HookChoice, 'none'>, machine: Machine): number {
+function hookWork(profile: ModelProfile, layout: ParameterLayout, g: ParameterGroup, hook: Exclude<HookChoice, 'none'>, machine: Machine): Work {
   const link = machine.link;
   if (link?.source === 'emulated') {
-    const work = hookWorkMs(profile, layout, g, hook, { ...machine, link: undefined, localDevices: link.ranks });
-    return Math.max(allReduceLinkMs(link, (g.end - g.start) * 4), work);
+    const work = hookWorkAt(profile, layout, g, hook, { ...machine, link: undefined, localDevices: link.ranks });
+    return { ms: Math.max(allReduceLinkMs(link, (g.end - g.start) * 4), work.ms), cpuMs: work.cpuMs };
   }
-  return hookWorkMs(profile, layout, g, hook, machine);
+  return hookWorkAt(profile, layout, g, hook, machine);
 }
 
-function hookWorkMs(profile: ModelProfile, layout: ParameterLayout, g: ParameterGroup, hook: Exclude<HookChoice, 'none'>, machine: Machine): number {
+/** The hook's compute (CPU, on the comm thread) and its exchanges: their time, and their CPU across hosts. */
+function hookWorkAt(profile: ModelProfile, layout: ParameterLayout, g: ParameterGroup, hook: Exclude<HookChoice, 'none'>, machine: Machine): Work {
   const floats = g.end - g.start;
   const ranks = machine.link?.ranks ?? machine.localDevices;
   const c = machine.hookCosts;
   switch (hook) {
     case 'fp16':
     case 'bf16': {
-      const wire = machine.link ? allGatherLinkMs(machine.link, floats * 2) : (ranks > 1 ? (ranks - 1) * floats * 2 / profile.exchangeBytesPerMs : 0);
+      const link = machine.link;
+      const wire = link ? allGatherLinkMs(link, floats * 2) : (ranks > 1 ? (ranks - 1) * floats * 2 / profile.exchangeBytesPerMs : 0);
+      const wireCpu = link ? linkCpuMs(link, (link.ranks - 1) * floats * 2) : 0;
       // error feedback: gradient + residual, residual = corrected − sent; then the mean's division
-      return floats * (c.encodeMsPerFloat + ranks * c.decodeMsPerFloat + 3 * c.passMsPerFloat) + wire;
+      const computeMs = floats * (c.encodeMsPerFloat + ranks * c.decodeMsPerFloat + 3 * c.passMsPerFloat);
+      return { ms: computeMs + wire, cpuMs: computeMs + wireCpu };
     }
     case 'powersgd': {
       let plain = 0, p = 0, q = 0, macs = 0, residual = 0;
@@ -164,9 +217,11 @@ function hookWorkMs(profile: ModelProfile, layout: ParameterLayout, g: Parameter
         macs += 3 * m.rows * m.cols * m.rank;
         residual += m.rows * m.cols;
       }
-      const reduce = (n: number): number => (n > 0 ? plainMs(profile, machine, n * 4) : 0);
+      const reduce = (n: number): Work => (n > 0 ? plainWork(profile, machine, n * 4) : { ms: 0, cpuMs: 0 });
       // error feedback: M + residual, residual = M − P Qᵀ (two passes); the products; Gram-Schmidt on P and Q is small
-      return reduce(plain) + reduce(p) + reduce(q) + macs * c.macMs + 2 * residual * c.passMsPerFloat;
+      const computeMs = macs * c.macMs + 2 * residual * c.passMsPerFloat;
+      const wire = plus(plus(reduce(plain), reduce(p)), reduce(q));
+      return { ms: wire.ms + computeMs, cpuMs: wire.cpuMs + computeMs };
     }
   }
 }

@@ -53,6 +53,7 @@ function noteOf(auto: AutoChoice): AutoNote {
   const link = auto.link && { alphaMs: auto.link.alphaMs, bitsPerSecond: linkBitsPerSecond(auto.link), source: auto.link.source, samples: auto.link.samples };
   return { strategy: auto.strategy, splitLayer: auto.splitLayer, forwardWait: auto.forwardWait, exchangeOrder: auto.exchangeOrder,
     chunkFloats: auto.chunkFloats, commHook: auto.commHook, predictedMs: auto.predictedMs, reason: auto.reason, link,
+    cpu: { ...auto.cpu, cpuMsPerStep: auto.cpuMsPerStep, bound: auto.cpuBound },
     candidates: auto.candidates.map(c => ({ key: c.key, predictedMs: c.predictedMs })) };
 }
 
@@ -61,8 +62,8 @@ function noteOf(auto: AutoChoice): AutoNote {
  * it (host 0 serves the rendezvous store from then on: `server`, for the run).
  */
 async function pickStrategy(config: TrainConfig, checked: ResolvedConfig, hooks: TrainHooks): Promise<Decided<AutoNote>> {
-  const choose = async (link?: LinkCost): Promise<AutoNote> => {
-    const auto = await chooseStrategy(config, train, {}, link);
+  const choose = async (link?: LinkCost, hostsOnMachine?: number): Promise<AutoNote> => {
+    const auto = await chooseStrategy(config, train, {}, link, hostsOnMachine);
     hooks.onAutoChoice?.(auto);
     hooks.onEvent?.({ type: 'auto', strategy: auto.strategy, splitLayer: auto.splitLayer, reason: auto.reason });
     return noteOf(auto);
@@ -70,7 +71,7 @@ async function pickStrategy(config: TrainConfig, checked: ResolvedConfig, hooks:
   if (!checked.rendezvous) return { value: await choose() };
   // The other hosts profile too, at the same time, and discard it: where hosts share a machine (the hosts bench, tests)
   // host 0 then measures its compute under the load the run will have.
-  const decided = await decideOnHost0(checked, choose, true, link => chooseStrategy(config, train, {}, link));
+  const decided = await decideOnHost0(checked, choose, true, (link, hostsOnMachine) => chooseStrategy(config, train, {}, link, hostsOnMachine));
   if (checked.topology.process === 0) return decided;
   return { ...decided, value: { ...decided.value, reason: `host 0 chose: ${decided.value.reason}` } };
 }

@@ -5,7 +5,8 @@
  * for host 0's decision as long as it takes (a host 0 that dies closes the
  * connection and fails them at once). With `measureLink`, every host first
  * times all-reduces across the host link together (link-probe.ts) and host 0
- * decides knowing it.
+ * decides knowing it. Every host learns how many hosts share its machine
+ * (machine-id.ts): `decide` and `alongside` get that count of their own host.
  */
 import type { ResolvedConfig } from '../config-types.js';
 import type { StoreServer } from '../collectives/gloo/tcp-store-server.js';
@@ -14,6 +15,7 @@ import { addressTowards, serveRendezvous, storeUrl } from './rendezvous.js';
 import { peerWaitMs } from './peer-wait.js';
 import { probeHostLink } from './link-probe.js';
 import type { LinkCost } from '../profiling/link-fit.js';
+import { machineId } from './machine-id.js';
 
 /** How long the other hosts wait for host 0's decision (its profiling). */
 const DECISION_WAIT_MS = 30 * 60_000;
@@ -27,17 +29,18 @@ export interface Decided<T> { value: T; server?: StoreServer; link?: LinkCost }
  * `alongside`: what the other hosts do while host 0 decides, before they wait for its choice (auto: the same
  * profiling, discarded, so that hosts sharing a machine's cores load it while host 0 measures as they will in the run).
  */
-export async function decideOnHost0<T extends object>(cfg: ResolvedConfig, decide: (link?: LinkCost) => Promise<T>, measureLink = false,
-  alongside?: (link?: LinkCost) => Promise<unknown>): Promise<Decided<T>> {
+export async function decideOnHost0<T extends object>(cfg: ResolvedConfig, decide: (link?: LinkCost, hostsOnMachine?: number) => Promise<T>, measureLink = false,
+  alongside?: (link?: LinkCost, hostsOnMachine?: number) => Promise<unknown>): Promise<Decided<T>> {
   const rendezvous = cfg.rendezvous!;
   const server = cfg.topology.process === 0 ? await serveRendezvous(rendezvous) : undefined;
   let channel: HostChannel | undefined;
   try {
     const address = await addressTowards(rendezvous, Math.max(cfg.stallTimeoutMs, REACH_MS));
     channel = await HostChannel.open(storeUrl(rendezvous), cfg.topology, DECISION_WAIT_MS, peerWaitMs(cfg.stallTimeoutMs), address);
+    const hostsOnMachine = await channel.hostsSharingMachine(machineId());
     const link = measureLink ? await probeHostLink(cfg, address) : undefined;
-    if (cfg.topology.process !== 0 && alongside) await alongside(link);
-    return { value: await channel.shareChoice(() => decide(link)), server, link };
+    if (cfg.topology.process !== 0 && alongside) await alongside(link, hostsOnMachine);
+    return { value: await channel.shareChoice(() => decide(link, hostsOnMachine)), server, link };
   } catch (err) {
     await server?.close();
     throw err;

@@ -17,7 +17,9 @@
  * - the replica check: each host publishes its devices' parameter digests
  *   after step s and reads every host's once step s+1 is applied (so, as for
  *   the stop, they are all there: the read never waits on a host);
- * - where host 0's monitor hub listens (world/monitor-hub.ts).
+ * - where host 0's monitor hub listens (world/monitor-hub.ts);
+ * - which machine each host runs on (machine-id.ts), so that hosts sharing one
+ *   know they share its cores (`--strategy auto`'s CPU ceiling).
  * Between steps these calls answer at once unless a host is gone or silent:
  * host 0's store closing the connection is PEER_LOST naming host 0; a stop
  * verdict missing after the peer wait (twice stallTimeoutMs, as a Gloo call)
@@ -44,6 +46,7 @@ const NO_ANSWER_MARGIN_MS = 1000;
 
 const stopKey = (step: number) => `tandem.stop.${step}`;
 const addressKey = (host: number) => `tandem.host${host}.address`;
+const machineKey = (host: number) => `tandem.host${host}.machine`;
 /** The first byte of the resume key's value: the checkpoint's bytes follow, or host 0's error message. */
 const RESUME_OK = 1;
 const RESUME_FAILED = 0;
@@ -202,6 +205,16 @@ export class HostChannel {
   async digestsOf(step: number): Promise<string[][]> {
     const hosts = Array.from({ length: this.topology.processes }, (_, h) => this.client.get(`tandem.replicas.${step}.${h}`));
     return (await Promise.all(hosts)).map(v => JSON.parse(v.toString()) as string[]);
+  }
+
+  /**
+   * How many hosts run on the machine `machine` names (this host's: machine-id.ts), this one included. Every host
+   * publishes its own and reads every host's: call it on every host at setup (it waits for them all).
+   */
+  async hostsSharingMachine(machine: string): Promise<number> {
+    await this.client.set(machineKey(this.topology.process), machine);
+    const hosts = Array.from({ length: this.topology.processes }, (_, h) => this.client.get(machineKey(h)));
+    return (await Promise.all(hosts)).filter(id => id.toString() === machine).length;
   }
 
   /** Host 0: the port its monitor hub listens on. */

@@ -4,6 +4,8 @@
  * sizes (a tiny one for the latency first). Every host takes the same sizes:
  * after each size the hosts agree on its time (an all-reduce of the local
  * median) and stop together once an all-reduce takes longer than `stopMs`.
+ * Each size's process CPU (process.cpuUsage: every thread, Gloo's included)
+ * over its timed repeats is agreed the same way (the hosts' mean).
  * A Gloo call blocks its thread, and host 0's main thread serves the store:
  * hence a thread.
  */
@@ -23,7 +25,7 @@ export type LinkProbeReply = { type: 'samples'; samples: LinkSample[] } | { type
 
 function probe(req: LinkProbeRequest): LinkSample[] {
   const c = openGlooCollective(req.rank, req.size, { store: req.store, prefix: req.prefix, hostname: req.hostname }, { timeoutMs: req.timeoutMs, isAborted: () => false });
-  const agreed = new Float32Array(1);
+  const agreed = new Float32Array(2);
   const samples: LinkSample[] = [];
   try {
     c.blocking.barrier();
@@ -31,15 +33,18 @@ function probe(req: LinkProbeRequest): LinkSample[] {
       const buf = new Float32Array(floats).fill(1);
       c.blocking.allReduce(buf, 0, floats, 'mean'); // untimed: connections, pages, caches
       const ms: number[] = [];
+      const cpu0 = process.cpuUsage();
       for (let i = 0; i < req.repeats; i++) {
         const t0 = performance.now();
         c.blocking.allReduce(buf, 0, floats, 'mean');
         ms.push(performance.now() - t0);
       }
+      const cpu = process.cpuUsage(cpu0);
       ms.sort((a, b) => a - b);
       agreed[0] = ms[ms.length >> 1];
-      c.blocking.allReduce(agreed, 0, 1, 'mean'); // every host gets the same bits: they stop at the same size
-      samples.push({ bytes: floats * 4, ms: agreed[0] });
+      agreed[1] = (cpu.user + cpu.system) / 1000 / req.repeats;
+      c.blocking.allReduce(agreed, 0, 2, 'mean'); // every host gets the same bits: they stop at the same size
+      samples.push({ bytes: floats * 4, ms: agreed[0], cpuMs: agreed[1] });
       if (agreed[0] > req.stopMs) break;
     }
     c.blocking.barrier();

@@ -3,8 +3,10 @@
  * host at once times all-reduces over the real transport between hosts (Gloo,
  * one rank per host, at the rendezvous store) — a tiny one for the latency,
  * then ×4 sizes from 16 KB up to 16 MB, stopping once one takes longer than
- * PROBE_STOP_MS — and fits t = α + β·wire bytes (link-fit.ts). Every host
- * gets the same samples (the times are agreed over the link), so the same fit.
+ * PROBE_STOP_MS — and fits t = α + β·wire bytes (link-fit.ts), and the same
+ * form to the process CPU each all-reduce cost (the cost model's CPU ceiling).
+ * Every host gets the same samples (the times and CPU are agreed over the
+ * link), so the same fit.
  */
 import { runOneShotWorker } from '../actors/one-shot-worker.js';
 import { fitLink, type LinkCost } from '../profiling/link-fit.js';
