@@ -71,7 +71,7 @@ t.test('broadcast copies the root (last rank) into every slot over the range onl
 t.test('buffers that are not registered go through the staging area in chunks: the same results, sum/mean/max, async and blocking', async t => {
   const length = 1031;
   const fill = (r: number, i: number) => Math.cos(r * 1.3 + i) * (r + 2);
-  for (const size of [2, 3]) {
+  for (const size of [3]) { // the staging path has no branch on the rank count (1-4 ranks in place: above); the suite's time
     for (const op of ['sum', 'mean', 'max'] as const) {
       const inPlace = await runRanks(size, 'sharded', length, [[0, 5], [5, 1031]], op, fill);
       for (const [kind, blocking] of [['sharded', false], ['primary', true]] as const) {

@@ -45,6 +45,21 @@ function summaryOf(lines: string[], prefix = ''): Summary {
   return JSON.parse(line.slice(prefix.length));
 }
 
+/** One process of `method` with --devices N, its outputs in METHOD-N/ of a directory kept for the file: run once and shared
+ * by the cases of the same method and device count (the default and the forced transport: the same bits to match; the suite's time). */
+const oneDir = mkdtempSync(path.join(tmpdir(), 'tandem-hosts-methods-one-'));
+t.teardown(() => rmSync(oneDir, { recursive: true, force: true }));
+const oneRuns = new Map<string, Promise<Ended>>();
+function oneProcess(method: string, devices: number): Promise<Ended> {
+  const key = `${method}-${devices}`;
+  let run = oneRuns.get(key);
+  if (!run) {
+    run = tandem(['train', '--devices', String(devices), '--method', method, ...TRAIN, '--out', path.join(oneDir, key)]);
+    oneRuns.set(key, run);
+  }
+  return run;
+}
+
 if (glooAddonOrSkip()) {
   // partial-fc 2 x 2: its compute collectives (all-gather, blocking max and sum all-reduces) on shm and on the hierarchical transport.
   const defaultTransport = (devices: number) => (loadShmAddon().loaded ? 'shm' : devices > 1 ? 'hierarchical' : 'gloo');
@@ -57,8 +72,9 @@ if (glooAddonOrSkip()) {
       const [h, o] = await Promise.all([
         tandem(['launch', '--hosts', '2', '--devices', String(devices), '--method', method, ...TRAIN, ...(forced ? ['--transport', forced] : []),
           '--out', path.join(dir, 'hosts')]),
-        tandem(['train', '--devices', String(2 * devices), '--method', method, ...TRAIN, '--out', path.join(dir, 'one')]),
+        oneProcess(method, 2 * devices),
       ]);
+      const oneOut = path.join(oneDir, `${method}-${2 * devices}`);
       t.equal(h.code, 0, `launch: ${h.stderr.join('\n')}`);
       t.equal(o.code, 0, `one process: ${o.stderr.join('\n')}`);
       const single = summaryOf(o.lines);
@@ -67,7 +83,7 @@ if (glooAddonOrSkip()) {
       t.same(single.classifier.localClasses, shares, `labels shared ${shares.join(' + ')}`);
       t.equal(host0.config.transport, transport, forced ? 'the transport asked for' : 'the default transport of processes of one machine');
       [host0, host1].forEach((s, r) => t.equal(s.replicaChecksum, single.replicaChecksum, `host ${r}'s replica = the one-process replica`));
-      const same = (file: string) => readFileSync(path.join(dir, 'hosts', file)).equals(readFileSync(path.join(dir, 'one', file)));
+      const same = (file: string) => readFileSync(path.join(dir, 'hosts', file)).equals(readFileSync(path.join(oneOut, file)));
       t.ok(same('weights.bin'), 'extractor weights.bin bit-identical');
       t.ok(same(path.join('classifier', 'weights.bin')), 'full classifier (every head, host 1\'s too) bit-identical');
       const placeless = (s: Summary) => ({ ...s.classifier, classifierPath: undefined });

@@ -17,6 +17,21 @@ const TRAIN = ['--model', 'mlp', '--data', 'synthetic-images', '--image-size', '
 
 t.teardown(killAllTandems);
 
+/** One process with --devices N, 6 steps, its outputs in one-N/ of a directory kept for the file: run once and shared by the
+ * cases of N devices in all (the default and the forced transport: the same bits to match; the suite's time). */
+const oneDir = mkdtempSync(path.join(tmpdir(), 'tandem-hosts-one-'));
+t.teardown(() => rmSync(oneDir, { recursive: true, force: true }));
+const oneRuns = new Map<number, Promise<{ code: number | null; lines: string[]; stderr: string[] }>>();
+function oneProcess(devices: number) {
+  let run = oneRuns.get(devices);
+  if (!run) {
+    const one = tandem(['train', '--devices', String(devices), ...TRAIN, '--steps', '6', '--out', path.join(oneDir, `one-${devices}`)]);
+    run = one.ended.then(e => ({ code: e.code, lines: one.lines, stderr: one.stderr }));
+    oneRuns.set(devices, run);
+  }
+  return run;
+}
+
 if (glooAddonOrSkip()) {
   const defaultTransport = (devices: number) => (loadShmAddon().loaded ? 'shm' : devices > 1 ? 'hierarchical' : 'gloo');
   for (const [hosts, devices, forced] of [[2, 1], [2, 2], [2, 1, 'gloo'], [2, 2, 'hierarchical']] as const) {
@@ -27,18 +42,18 @@ if (glooAddonOrSkip()) {
       t.teardown(() => rmSync(dir, { recursive: true, force: true }));
       const launch = tandem(['launch', '--hosts', String(hosts), '--devices', String(devices), ...TRAIN, ...(forced ? ['--transport', forced] : []),
         '--steps', '6', '--out', path.join(dir, 'hosts')]);
-      const one = tandem(['train', '--devices', String(hosts * devices), ...TRAIN, '--steps', '6', '--out', path.join(dir, 'one')]);
-      const [h, o] = await Promise.all([launch.ended, one.ended]);
+      const oneOut = path.join(oneDir, `one-${hosts * devices}`);
+      const [h, o] = await Promise.all([launch.ended, oneProcess(hosts * devices)]);
       t.equal(h.code, 0, `launch: ${launch.stderr.join('\n')}`);
-      t.equal(o.code, 0, `one process: ${one.stderr.join('\n')}`);
-      const single = summaryOf(one.lines);
+      t.equal(o.code, 0, `one process: ${o.stderr.join('\n')}`);
+      const single = summaryOf(o.lines);
       const perHost = Array.from({ length: hosts }, (_, r) => summaryOf(launch.lines, `[host ${r}] `));
       t.equal(perHost[0].config.devices, hosts * devices, `the world is ${hosts} hosts × ${devices} device(s)`);
       t.equal(perHost[0].config.transport, transport, forced ? 'the transport asked for' : 'the default transport of processes of one machine');
       perHost.forEach((s, r) => t.equal(s.replicaChecksum, single.replicaChecksum, `host ${r}'s replica = the one-process replica`));
-      t.ok(readFileSync(path.join(dir, 'hosts', 'weights.bin')).equals(readFileSync(path.join(dir, 'one', 'weights.bin'))), 'weights.bin bit-identical');
+      t.ok(readFileSync(path.join(dir, 'hosts', 'weights.bin')).equals(readFileSync(path.join(oneOut, 'weights.bin'))), 'weights.bin bit-identical');
       perHost.slice(1).forEach((s, r) => t.equal(s.config.out, undefined, `host ${r + 1} writes nothing`));
-      t.same(readdirSync(path.join(dir, 'hosts')).sort(), readdirSync(path.join(dir, 'one')).sort(), 'host 0 writes what one process writes');
+      t.same(readdirSync(path.join(dir, 'hosts')).sort(), readdirSync(oneOut).sort(), 'host 0 writes what one process writes');
     });
   }
 

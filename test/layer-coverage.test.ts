@@ -1,5 +1,5 @@
 // Layers whose gradients need kernels the wasm engine lacks (depthwise and separable convolutions,
-// Embedding) and recurrent layers train on every engine: 1, 2 and 3 devices equal one engine on
+// Embedding) and recurrent layers train on every engine: 3 devices equal one engine on
 // the global batch (within 1e-5).
 import t from 'tap';
 import { fileURLToPath } from 'node:url';
@@ -16,10 +16,11 @@ const cases: [string, TrainConfig][] = [
 ];
 
 for (const [what, cfg] of cases) {
-  t.test(`${what}: 1, 2 and 3 devices = one engine on the global batch`, async t => {
+  // 3 devices: the layers' gradients on every device, then averaged (the device counts' own paths: lossless.test.ts).
+  t.test(`${what}: 3 devices = one engine on the global batch`, async t => {
     const run: TrainConfig = { ...cfg, datasetSize: 96, batch: 12, steps: 4, optimizer: 'adam', lr: 0.01, seed: 4, backend };
     const ref = await trainReference({ ...run, devices: 1 });
-    for (const devices of [1, 2, 3]) {
+    for (const devices of [3]) {
       const s = await train({ ...run, devices });
       const worst = worstDifference(s.weights, ref.weights);
       t.ok(worst < 1e-5, `${devices} device(s) on ${s.config.backend}: max |param - reference| = ${worst.toExponential(2)} < 1e-5`);

@@ -1,7 +1,7 @@
 // The loss a user's model trains with is the loss model.fit would use: regularization penalties counted,
 // probabilities from a separate softmax layer recognised, a single sigmoid output trained with binary
-// cross-entropy. Compared two ways: tandem on 1 and 3 devices against tfjs's own model.fit on the same
-// global batches, in the same order.
+// cross-entropy. Compared two ways: tandem on 3 devices (each device's loss and penalties, averaged) against
+// tfjs's own model.fit on the same global batches, in the same order (1 device's path: lossless.test.ts).
 import t from 'tap';
 import { fileURLToPath } from 'node:url';
 import * as tf from '@tensorflow/tfjs';
@@ -44,10 +44,10 @@ const cases = [
 ] as const;
 
 for (const c of cases) {
-  t.test(`${c.name}: ${c.what}; 1 and 3 devices = model.fit on the global batches`, async t => {
+  t.test(`${c.name}: ${c.what}; 3 devices = model.fit on the global batches`, async t => {
     const cfg: TrainConfig = { ...base, model: model(c.name), classes: c.classes };
     const ref = await fitReference(cfg, c.loss);
-    for (const devices of [1, 3]) {
+    for (const devices of [3]) {
       const run = await train({ ...cfg, devices });
       const worst = worstDifference(run.weights, ref);
       t.ok(worst < 1e-5, `${devices} device(s): max |param - model.fit| = ${worst.toExponential(2)} < 1e-5`);
@@ -67,11 +67,11 @@ t.test('a binary model is refused for more than two classes, with the fix', asyn
   await t.rejects(resolveConfig({ ...base, model: model('binary-sigmoid'), classes: 3 }), { code: 'SHAPE_MISMATCH', message: /outputs shape \[1\] but data .* has 3 classes/ });
 });
 
-t.test('regression: loss mse with float targets from a data module; 1 and 3 devices = model.fit with meanSquaredError', async t => {
+t.test('regression: loss mse with float targets from a data module; 3 devices = model.fit with meanSquaredError', async t => {
   const cfg: TrainConfig = { ...base, model: model('regressor'), data: fileURLToPath(new URL('../../test/fixtures/regression.mjs', import.meta.url)),
     classes: undefined, imageSize: undefined, loss: 'mse', lr: 0.05 };
   const ref = await fitReference(cfg, 'meanSquaredError');
-  for (const devices of [1, 3]) {
+  for (const devices of [3]) {
     const run = await train({ ...cfg, devices });
     const worst = worstDifference(run.weights, ref);
     t.ok(worst < 1e-5, `${devices} device(s): max |param - model.fit| = ${worst.toExponential(2)} < 1e-5`);

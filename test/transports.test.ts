@@ -40,7 +40,8 @@ t.test('the plugin registered its transport beside the built-in one; duplicates 
 
 t.test('message-port collectives give the shared-memory transport\'s bits: sum, mean, max, all-gather, broadcast', async t => {
   const fill = (r: number, i: number) => Math.sin(r * 3.7 + i * 0.31) * (r + 1) * 1e3 + (i % 5 === 0 ? 1e-4 : 0);
-  for (const size of [2, 3]) {
+  // 3 ranks (neither transport has a path of its own for 2; 2 devices train through it below; the suite's time).
+  for (const size of [3]) {
     for (const op of ['sum', 'mean', 'max', 'broadcast', 'allGather'] as const) {
       const ranges: [number, number][] = op === 'allGather' ? [[3, 40]] : [[0, 0], [1, 4], [4, 1031]];
       const sm = await collectiveRun('shared-memory', size, 1031, ranges, op, fill);
