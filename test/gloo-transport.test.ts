@@ -107,7 +107,8 @@ if (glooAddonOrSkip()) {
     const cases: [number, number, Partial<GlooRankData>][] = [
       [2, 10_007, { algorithm: 'pipelined', pipelineChunkFloats: 1000 }], [3, 10_007, { algorithm: 'pipelined', pipelineChunkFloats: 1000 }],
       [4, 10_007, { algorithm: 'pipelined', pipelineChunkFloats: 999, chunkFloats: 4099 }], [4, 3, { algorithm: 'pipelined', pipelineChunkFloats: 2 }],
-      [3, 200_003, { algorithm: 'pipelined' }], [3, 1_600_003, { algorithm: 'pipelined', pipelineChunkFloats: 1 << 19 }], // 4 chunks, a window of 2 [3, 10_007, { algorithm: 'shards', chunkFloats: 4099 }], [4, 5, { algorithm: 'shards' }],
+      [3, 200_003, { algorithm: 'pipelined' }], [3, 1_600_003, { algorithm: 'pipelined', pipelineChunkFloats: 1 << 19 }], // 4 chunks, a window of 2
+      [3, 10_007, { algorithm: 'shards', chunkFloats: 4099 }], [4, 5, { algorithm: 'shards' }],
     ];
     for (const [size, length, options] of cases) {
       const data = { ...(await storeFor(size)), ...options };
