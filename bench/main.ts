@@ -1,4 +1,4 @@
-/** `npm run bench -- scaling|kernels|overlap|profile|profile-clock|classifier|faults|soak|models|hosts|hosts-allreduce|hosts-line-rate|comm-hooks|chunk-size|shm-vs-loopback|gpu [--gpus 1,2] [--image-size S] [--steps N] [--runs N] [--busy N] [--classes 1000,10000] [--models a,b] [--stock-steps N] [--batch N] [--links none,1gbps,…] [--rates 10gbit,1gbit,100mbit] [--out DIR]` */
+/** `npm run bench -- scaling|kernels|overlap|profile|profile-clock|classifier|faults|soak|models|hosts|hosts-timelines|hosts-allreduce|hosts-line-rate|comm-hooks|chunk-size|shm-vs-loopback|gpu [--gpus 1,2] [--image-size S] [--steps N] [--runs N] [--busy N] [--classes 1000,10000] [--models a,b] [--stock-steps N] [--batch N] [--links none,1gbps,…] [--rates 10gbit,1gbit,100mbit] [--out DIR]` */
 import { parseArgs } from 'node:util';
 import { runScaling } from './scaling.js';
 import { runOverlap } from './overlap.js';
@@ -12,6 +12,7 @@ import { runModelsBench } from './models.js';
 import { runHostsAllReduceBench } from './hosts-allreduce.js';
 import { runCommHooksBench } from './comm-hooks.js';
 import { runHostsBench } from './hosts.js';
+import { runHostsTimelines } from './hosts-timelines.js';
 import { parseHostsOptions } from './hosts-figures.js';
 import { runChunkSizeBench } from './chunk-size.js';
 import { runShmVsLoopbackBench } from './shm-vs-loopback.js';
@@ -98,6 +99,10 @@ switch (name) {
   case 'hosts':
     await runHostsBench(parseHostsOptions(values));
     break;
+  case 'hosts-timelines':
+    runHostsTimelines({ models: (values.models ?? 'alexnet-mini').split(','), links: (values.links ?? values.rates ?? '1G,100M').split(','),
+      schedules: (values.schedules ?? 'sequential-none,two-group-priority-none').split(','), out: values.out ?? 'docs' });
+    break;
   case 'gpu': {
     const sizes = values.quick ? GPU_BENCH_QUICK : GPU_BENCH_DEFAULTS;
     await runGpuBench({ gpus: values.gpus?.split(',').map(Number), models: values.models?.split(',') ?? GPU_BENCH_MODELS,
@@ -112,6 +117,6 @@ switch (name) {
     await runFaultMatrix(values.out ?? 'bench/results', 2000);
     break;
   default:
-    console.error(`unknown bench '${name}'. Benches: scaling, kernels, overlap, profile, profile-clock, classifier, faults, soak, models, hosts, hosts-allreduce, comm-hooks, chunk-size, shm-vs-loopback, hosts-line-rate, gpu`);
+    console.error(`unknown bench '${name}'. Benches: scaling, kernels, overlap, profile, profile-clock, classifier, faults, soak, models, hosts, hosts-timelines, hosts-allreduce, comm-hooks, chunk-size, shm-vs-loopback, hosts-line-rate, gpu`);
     process.exitCode = 1;
 }

@@ -53,3 +53,33 @@ t.test('packed words keep their codes through a Float32Array copy, NaN patterns 
     t.same(new Uint16Array(copy.buffer), codes, `${format}: the same 16-bit codes after .set`);
   }
 });
+
+// encodeHalves works on the float32 bits in place (no call per value): computed two ways, its codes against the
+// scalar toFp16 / toBf16 (with fp16's saturation) over every sign and exponent × mantissas at and around each
+// rounding boundary of both formats, plus random bit patterns (NaNs with payloads included).
+t.test('encodeHalves gives the codes of toFp16 / toBf16 (fp16 saturated) over every exponent, the rounding boundaries and random bits', async t => {
+  const patterns: number[] = [];
+  const mantissas = [0, 1, 0x0fff, 0x1000, 0x1001, 0x1fff, 0x2000, 0x3000, 0x7fff, 0x8000, 0x8001, 0xffff, 0x17fff, 0x18000, 0x18001,
+    0x3fffff, 0x400000, 0x400001, 0x7fe000, 0x7fefff, 0x7ff000, 0x7ff001, 0x7fffff];
+  for (let sign = 0; sign < 2; sign++) for (let exp = 0; exp < 256; exp++) for (const m of mantissas) patterns.push(((sign << 31) | (exp << 23) | m) >>> 0);
+  for (let exp = 100; exp < 114; exp++) for (let shift = 0; shift < 24; shift++) { // fp16 subnormals: ties at every shift
+    const half = 1 << shift;
+    for (const m of [half - 1, half, half + 1, 3 * half, half * 5]) patterns.push(((exp << 23) | (m & 0x7fffff)) >>> 0);
+  }
+  let x = 0x9e3779b9;
+  for (let i = 0; i < 200_000; i++) { x ^= x << 13; x ^= x >>> 17; x ^= x << 5; patterns.push(x >>> 0); }
+  const values = new Float32Array(new Uint32Array(patterns).buffer);
+  for (const format of ['fp16', 'bf16'] as const) {
+    const packed = new Float32Array(packedWords(values.length)), sent = new Float32Array(values.length);
+    encodeHalves(format, values, packed, sent);
+    const codes = new Uint16Array(packed.buffer, 0, values.length);
+    let differ = 0, first = '';
+    for (let i = 0; i < values.length; i++) {
+      let v = values[i];
+      if (format === 'fp16' && Number.isFinite(v)) v = Math.max(-FP16_MAX, Math.min(FP16_MAX, v));
+      const want = encoders[format](v);
+      if (codes[i] !== want) { if (differ++ === 0) first = `bits 0x${patterns[i].toString(16)}: ${codes[i].toString(16)} vs ${want.toString(16)}`; }
+    }
+    t.equal(differ, 0, `${format}: ${values.length} values, the scalar codes${first ? ` (first: ${first})` : ''}`);
+  }
+});

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PNG } from 'pngjs';
 import { timelineSvg, timelinePng, writeChromeTrace, SPAN_COLOURS, type Span } from '../src/index.js';
+import { drawnRangeMs } from '../src/monitor/timeline-picture.js';
 import { createRaster, drawText } from '../src/monitor/raster.js';
 import { glyphPixel, textWidth, GLYPH_HEIGHT, GLYPH_DESCENT } from '../src/monitor/bitmap-font.js';
 import { drawnSpans, timelineLayout } from '../src/monitor/timeline-layout.js';
@@ -179,4 +180,19 @@ t.test('tandem trace --png draws the last three steps by default, --steps A..B o
   t.match(empty.stderr, 'no span in the steps asked for; the trace holds steps 1-6');
   const both = await runCli(['trace', trace, '--png', path.join(tmp, 'x.png'), '--steps', '2..3', '--all']);
   t.match(both.stderr, '--steps and --all both choose the steps drawn; give one');
+});
+
+t.test('spanMs: two pictures given the same spanMs draw a span of the same length at the same width', async t => {
+  const spans = sixSteps();
+  const short = spans.filter(s => s.step <= 2), long = spans;
+  const widthOf = (drawn: Span[], spanMs?: number) => {
+    const layout = timelineLayout(drawn, 'x', spanMs);
+    const box = layout.spans.find(b => b.span.name === 'exchange fc' && b.span.device === 0);
+    return box!.width;
+  };
+  t.not(widthOf(short).toFixed(3), widthOf(long).toFixed(3), 'each on its own scale: the same 30 ms span differs in width');
+  const spanMs = drawnRangeMs(long);
+  t.equal(Math.round(spanMs), 595, 'six steps 100 ms apart, the last apply ending 92 ms into step 6 on device 1 (3 ms later): 595 ms drawn');
+  t.equal(widthOf(short, spanMs).toFixed(3), widthOf(long, spanMs).toFixed(3), 'on one scale: the same width');
+  t.equal(drawnRangeMs(long, { kind: 'last', count: 3 }).toFixed(3), drawnRangeMs(spans.filter(s => s.step >= 4)).toFixed(3), 'drawnRangeMs of the last three steps');
 });

@@ -49,7 +49,8 @@ function tickLabel(ms: number, step: number): string {
   return `${ms.toFixed(Math.max(0, -Math.floor(Math.log10(step))))} ms`;
 }
 
-export function timelineLayout(spans: readonly Span[], title: string): TimelineLayout {
+/** `spanMs`: the time axis spans at least this many ms from the first span, so pictures given the same spanMs share one scale. */
+export function timelineLayout(spans: readonly Span[], title: string, spanMs?: number): TimelineLayout {
   const drawn = drawnSpans(spans);
   const base = { width: PICTURE_WIDTH, marks: [], lines: [], swatches: [], spans: [] };
   if (drawn.length === 0) return { ...base, height: 60, texts: [text(title, 10, 18, 'start', 'title'), text('no spans', 10, 40)] };
@@ -57,6 +58,7 @@ export function timelineLayout(spans: readonly Span[], title: string): TimelineL
   // Loops, not Math.min(...spans): a whole long run is more spans than a call takes arguments.
   let t0 = Infinity, t1 = -Infinity;
   for (const s of drawn) { t0 = Math.min(t0, s.start); t1 = Math.max(t1, s.end); }
+  if (spanMs !== undefined) t1 = Math.max(t1, t0 + spanMs);
   const scale = (PICTURE_WIDTH - LEFT - RIGHT) / Math.max(1e-9, t1 - t0);
   const x = (t: number) => LEFT + (t - t0) * scale;
   const y = (device: number, thread: Span['thread']) => TOP + devices.indexOf(device) * (2 * LANE + 2 * GAP) + (thread === 'comm' ? LANE + GAP / 2 : 0);

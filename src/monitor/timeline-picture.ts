@@ -8,7 +8,7 @@
  */
 import { PNG } from 'pngjs';
 import type { Span, SpanKind } from './span.js';
-import { timelineLayout, type TextItem, type TimelineLayout } from './timeline-layout.js';
+import { drawnSpans, timelineLayout, type TextItem, type TimelineLayout } from './timeline-layout.js';
 import { createRaster, drawText, fillRect } from './raster.js';
 import { describeSelection, selectSteps, type StepRange } from './step-range.js';
 
@@ -17,12 +17,21 @@ export { SPAN_COLOURS, drawnSpans } from './timeline-layout.js';
 export interface TimelineOptions {
   /** Steps to draw (default: every span given, and the title is left as it is); the title then says which steps are drawn. */
   steps?: StepRange;
+  /** The time axis spans at least this many ms (default: the drawn spans'): pictures drawn with the same spanMs share one scale. */
+  spanMs?: number;
 }
 
 function layoutFor(spans: readonly Span[], title: string, options: TimelineOptions): TimelineLayout {
-  if (!options.steps) return timelineLayout(spans, title);
+  if (!options.steps) return timelineLayout(spans, title, options.spanMs);
   const selection = selectSteps(spans, options.steps);
-  return timelineLayout(selection.spans, `${title}; ${describeSelection(selection)}`);
+  return timelineLayout(selection.spans, `${title}; ${describeSelection(selection)}`, options.spanMs);
+}
+
+/** How many ms the drawn spans of `spans` (the steps `steps` of them) cover: what `spanMs` to give pictures to be compared. */
+export function drawnRangeMs(spans: readonly Span[], steps?: StepRange): number {
+  let t0 = Infinity, t1 = -Infinity;
+  for (const s of drawnSpans(steps ? selectSteps(spans, steps).spans : spans)) { t0 = Math.min(t0, s.start); t1 = Math.max(t1, s.end); }
+  return t1 > t0 ? t1 - t0 : 0;
 }
 
 const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');

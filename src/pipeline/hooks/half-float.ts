@@ -74,16 +74,52 @@ export function packedWords(n: number): number {
  */
 export function encodeHalves(format: HalfFormat, values: Float32Array, packed: Float32Array, sent: Float32Array): void {
   const codes = new Uint16Array(packed.buffer, packed.byteOffset, packed.length * 2);
+  const bits = new Uint32Array(values.buffer, values.byteOffset, values.length);
   const decode = DECODE[format];
-  const encode = format === 'fp16' ? toFp16 : toBf16;
-  for (let i = 0; i < values.length; i++) {
-    let v = values[i];
-    if (format === 'fp16' && Number.isFinite(v)) v = Math.max(-FP16_MAX, Math.min(FP16_MAX, v));
-    const code = encode(v);
-    codes[i] = code;
-    sent[i] = decode[code];
-  }
+  if (format === 'fp16') encodeFp16Codes(bits, codes);
+  else encodeBf16Codes(bits, codes);
+  for (let i = 0; i < values.length; i++) sent[i] = decode[codes[i]];
   if (values.length % 2 === 1) codes[values.length] = 0;
+}
+
+/**
+ * codes[i] = toFp16 of the float32 whose bits are bits[i], finite values beyond ±65504 saturated to ±65504: toFp16's
+ * arithmetic on the bits in place (no call, no scratch float per value), the same codes (test/compress-hooks.test.ts).
+ */
+function encodeFp16Codes(bits: Uint32Array, codes: Uint16Array): void {
+  for (let i = 0; i < bits.length; i++) {
+    const b = bits[i];
+    const sign = (b >>> 16) & 0x8000, exp = (b >>> 23) & 0xff;
+    let mant = b & 0x7fffff, h: number;
+    if (exp === 0xff) h = 0x7c00 | (mant ? 0x200 : 0);
+    else {
+      const e = exp - 112; // exp - 127 + 15
+      if (e >= 0x1f) h = 0x7bff; // beyond 65504: saturated
+      else if (e <= 0) {
+        if (e < -10) h = 0;
+        else {
+          mant |= 0x800000;
+          const shift = 14 - e, rem = mant & ((1 << shift) - 1), mid = 1 << (shift - 1);
+          h = mant >>> shift;
+          if (rem > mid || (rem === mid && (h & 1))) h++;
+        }
+      } else {
+        const rem = mant & 0x1fff;
+        h = (e << 10) | (mant >>> 13);
+        if (rem > 0x1000 || (rem === 0x1000 && (h & 1))) h++;
+        if (h >= 0x7c00) h = 0x7bff; // rounded past 65504: saturated
+      }
+    }
+    codes[i] = sign | h;
+  }
+}
+
+/** codes[i] = toBf16 of the float32 whose bits are bits[i] (the same arithmetic in place). */
+function encodeBf16Codes(bits: Uint32Array, codes: Uint16Array): void {
+  for (let i = 0; i < bits.length; i++) {
+    const b = bits[i];
+    codes[i] = (b & 0x7f800000) === 0x7f800000 && (b & 0x7fffff) !== 0 ? (b >>> 16) | 0x40 : ((b + 0x7fff + ((b >>> 16) & 1)) >>> 16) & 0xffff;
+  }
 }
 
 /** out[i] += the value of code i of `packed` (float32 rounding at each addition), for i < out.length. */
