@@ -11,7 +11,8 @@
 //     store: "tcp://host:port" (tandem's store, src/collectives/gloo/tcp-store-server.ts)
 //            | "file:///shared/dir" (Gloo's FileStore)
 //   allReduce(buf, 'sum' | 'max')       Gloo's ring all-reduce (not rank-ordered: see gloo-transport.ts)
-//   allGather(mine, all) · allGatherV(mine, all, counts) · allToAllV(in, inCounts, out, outCounts)
+//   allGather(mine, all) · allGatherV(mine, all, counts)   every receive posted first (gloo-pipelined.cc)
+//   allToAllV(in, inCounts, out, outCounts)
 //   allReducePipelined(buf, 'sum' | 'mean' | 'max', chunkFloats)   rank-ordered, pipelined (gloo-pipelined.cc)
 //   exchangeV(in, inCounts, out, outCounts)   allToAllV with every receive posted first
 //   broadcast(buf, root) · barrier() · close()
@@ -21,7 +22,6 @@
 #include <napi.h>
 
 #include <gloo/allgather.h>
-#include <gloo/allgatherv.h>
 #include <gloo/allreduce.h>
 #include <gloo/alltoallv.h>
 #include <gloo/barrier.h>
@@ -289,12 +289,8 @@ class GlooContext : public Napi::ObjectWrap<GlooContext> {
     if (mine.ElementLength() == 0) return;
     auto context = Live(info.Env());
     if (!context) return;
-    Guard(info.Env(), [&] {
-      gloo::AllgatherOptions o(context);
-      o.setInput(mine.Data(), mine.ElementLength());
-      o.setOutput(all.Data(), all.ElementLength());
-      gloo::allgather(o);
-    });
+    std::vector<size_t> counts(opts_.size, mine.ElementLength());
+    Guard(info.Env(), [&] { tandem_gloo::AllGatherV(context, mine.Data(), all.Data(), counts, tag_, opts_.timeout); });
   }
 
   void AllGatherV(const Napi::CallbackInfo& info) {
@@ -308,12 +304,7 @@ class GlooContext : public Napi::ObjectWrap<GlooContext> {
     if (total == 0) return;
     auto context = Live(info.Env());
     if (!context) return;
-    Guard(info.Env(), [&] {
-      gloo::AllgathervOptions o(context);
-      o.setInput(mine.Data(), mine.ElementLength());
-      o.setOutput(all.Data(), counts);
-      gloo::allgatherv(o);
-    });
+    Guard(info.Env(), [&] { tandem_gloo::AllGatherV(context, mine.Data(), all.Data(), counts, tag_, opts_.timeout); });
   }
 
   void AllToAllV(const Napi::CallbackInfo& info) {

@@ -1,5 +1,5 @@
 // tandem's pipelined, rank-ordered all-reduce over a Gloo context's pairs (unbound buffers: Gloo's point-to-point
-// sends and receives), and an all-to-all that posts its receives first.
+// sends and receives), and an all-to-all and an all-gather that post their receives first.
 //
 // Why receives first: a Gloo send of an unbound buffer waits for the peer's "ready to receive" notice, which travels
 // on the same TCP stream as the peer's data. gloo::alltoallv and gloo::allgatherv post each send before the matching
@@ -159,6 +159,30 @@ void ExchangeV(const std::shared_ptr<gloo::Context>& context, float* input, cons
   }
   if (inCounts[me] != outCounts[me]) GLOO_THROW_INVALID_OPERATION_EXCEPTION("exchangeV: this rank's own counts differ");
   std::copy(input + inAt[me], input + inAt[me + 1], output + outAt[me]);
+  WaitRecvs(*out, recvs, timeout);
+  WaitSends(*in, sends, timeout);
+}
+
+void AllGatherV(const std::shared_ptr<gloo::Context>& context, const float* mine, float* all, const std::vector<size_t>& counts,
+                uint64_t& tag, std::chrono::milliseconds timeout) {
+  const int size = context->size, me = context->rank;
+  std::vector<size_t> at(size + 1, 0);
+  for (int q = 0; q < size; q++) at[q + 1] = at[q] + counts[q];
+  const uint64_t slot = NextSlot(tag);
+  auto out = context->createUnboundBuffer(all, std::max<size_t>(1, at[size]) * sizeof(float));
+  // Gloo's send reads the buffer and never writes it
+  auto in = context->createUnboundBuffer(const_cast<float*>(mine), std::max<size_t>(1, counts[me]) * sizeof(float));
+  int recvs = 0, sends = 0;
+  for (int q = 0; q < size; q++) {
+    if (q == me || counts[q] == 0) continue;
+    out->recv(q, slot, at[q] * sizeof(float), counts[q] * sizeof(float));
+    recvs++;
+  }
+  for (int k = 1; k < size && counts[me] > 0; k++) {
+    in->send((me + k) % size, slot, 0, counts[me] * sizeof(float));
+    sends++;
+  }
+  std::copy(mine, mine + counts[me], all + at[me]);
   WaitRecvs(*out, recvs, timeout);
   WaitSends(*in, sends, timeout);
 }

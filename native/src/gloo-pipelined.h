@@ -24,6 +24,10 @@ void PipelinedAllReduce(const std::shared_ptr<gloo::Context>& context, float* bu
 
 // The all-to-all of gloo::alltoallv (rank r's input[in offset q, inCounts[q]) to rank q, output in rank order) with
 // every receive posted before the sends.
+// all[counts[0] + … + counts[q-1], + counts[q]) = rank q's `mine`, every receive posted before any send (see the .cc).
+void AllGatherV(const std::shared_ptr<gloo::Context>& context, const float* mine, float* all, const std::vector<size_t>& counts,
+                uint64_t& tag, std::chrono::milliseconds timeout);
+
 void ExchangeV(const std::shared_ptr<gloo::Context>& context, float* input, const std::vector<int64_t>& inCounts, float* output,
                const std::vector<int64_t>& outCounts, uint64_t& tag, std::chrono::milliseconds timeout);
 
