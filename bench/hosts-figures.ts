@@ -183,3 +183,30 @@ export function printHostsTable(rows: readonly HostsRow[]): void {
   }
   if (rows.some(r => r.hostsHungAtExit)) console.log('\n† a host hung after its last step (did not exit) and was killed; its steps are counted.');
 }
+
+/**
+ * The same rows per model and link as one line per schedule and a column per hook: step ms (step / predicted),
+ * beside the link's bounds and DDP — the README's form of the table.
+ */
+export function printScheduleByHookTable(rows: readonly HostsRow[], hooks: readonly Hook[]): void {
+  const cell = (r: HostsRow | undefined): string => (r === undefined ? '' : `${r.stepMs.toFixed(1)}${r.predictedMs === undefined ? '' : ` (${(r.stepMs / r.predictedMs).toFixed(2)})`}`);
+  for (const model of [...new Set(rows.map(r => r.model))]) {
+    const alone = rows.find(r => r.model === model && r.kind === 'compute-only' && r.schedule.startsWith('tandem, 1 device alone'));
+    const both = rows.find(r => r.model === model && r.kind === 'compute-only' && r.schedule.includes('2 processes at once'));
+    for (const link of [...new Set(rows.filter(r => r.model === model && r.link !== 'none').map(r => r.link))]) {
+      const here = rows.filter(r => r.model === model && r.link === link);
+      const comm = here.find(r => r.kind === 'comm'), ddp = here.find(r => r.kind === 'ddp');
+      console.log(`\n${model} at ${link} (real TCP, tc tbf): compute alone ${alone?.stepMs.toFixed(1)} ms, both hosts computing at once ` +
+        `${both?.stepMs.toFixed(1)} ms, all-reduce of the gradient ${comm?.stepMs.toFixed(1)} ms; PyTorch DDP ${ddp ? `${ddp.stepMs.toFixed(1)} ms` : 'not run'}. ` +
+        'Step ms (measured / predicted):\n');
+      console.log(`| schedule | ${hooks.map(h => (h === 'none' ? 'no hook' : h)).join(' | ')} |`);
+      console.log(`|---|${hooks.map(() => '---:').join('|')}|`);
+      const tandem = here.filter(r => r.kind === 'tandem');
+      const schedules = [...new Set(tandem.map(r => r.schedule.replace(/ \+ (fp16|bf16|powersgd)$/, '')))];
+      for (const s of schedules) {
+        if (s.startsWith('auto')) { const r = tandem.find(x => x.schedule === s); console.log(`| ${s} | ${cell(r)} |${hooks.slice(1).map(() => '').join(' |')} |`); continue; }
+        console.log(`| ${s} | ${hooks.map(h => cell(tandem.find(r => r.schedule === (h === 'none' ? s : `${s} + ${h}`)))).join(' | ')} |`);
+      }
+    }
+  }
+}

@@ -21,7 +21,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { makeHostPair, namespaceSupport, type HostPair, type LinkRate } from './network-namespaces.js';
 import { killRunningJobs } from './hosts-job.js';
-import { bitsPerSecondOf, lineRateAllReduceMs, lowerBoundMs, MODEL_DEFAULTS, printHostsTable, scheduleRun,
+import { bitsPerSecondOf, lineRateAllReduceMs, lowerBoundMs, MODEL_DEFAULTS, printHostsTable, printScheduleByHookTable, scheduleRun,
   slowerHostMedian, stepsOf, untimedSteps, type HostsBenchOptions, type HostsModel, type HostsRow } from './hosts-figures.js';
 import { allReduceAcrossHosts, ddpAcrossHosts, DEVICE_THREADS, tandemAcrossHosts, tandemComputeOnly, torchComputeOnly, type AutoEvent, type RunShape, type TandemTimes } from './hosts-runs.js';
 import { findTorchPython } from './torch-reference.js';
@@ -199,6 +199,7 @@ export async function runHostsBench(opts: HostsBenchOptions): Promise<void> {
     `CPU per step: each host process's CPU time, every thread, over the timed steps (/proc); machine bound: max(lower bound, compute with both hosts computing ` +
     `at once, Σ CPU per step / ${os.availableParallelism()} cores) — both hosts share this machine's cores; load average after ${loadAfter.map(l => l.toFixed(2)).join(' ')}`);
   printHostsTable(rows);
+  printScheduleByHookTable(rows, opts.hooks);
   mkdirSync(opts.out, { recursive: true });
   writeFileSync(`${opts.out}/hosts.json`, JSON.stringify({ bench: 'hosts', date: new Date().toISOString(), note: LINK_NOTE,
     cores: os.availableParallelism(), loadAverage: { before: loadBefore, after: loadAfter }, threadsPerDevice: DEVICE_THREADS, options: opts,
