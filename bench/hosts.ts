@@ -15,7 +15,8 @@
  *
  * Step time: the slower host's median of the timed steps (the first third
  * untimed). Needs root (namespaces, tc) and the gloo addon; the DDP rows
- * need a Python with torch. Writes bench/results/hosts.json.
+ * need a Python with torch. Writes OUT/hosts.json (--out, default bench/results) and every run's trace and
+ * timeline under out/hosts-timelines.
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
