@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { glooAddonOrSkip } from './fixtures/gloo-addon-or-skip.js';
-import { killAllTandems, summaryOf, tandem, type TandemProcess } from './fixtures/tandem-lines.js';
+import { exitedZero, killAllTandems, summaryOf, tandem } from './fixtures/tandem-lines.js';
 import { findGpus } from '../src/world/gpu-inventory.js';
 import { engineNames } from '../src/engine/engine-registry.js';
 
@@ -16,11 +16,6 @@ const TRAIN = ['--model', 'mlp', '--data', 'synthetic-images', '--image-size', '
   '--batch', '8', '--seed', '3', '--strategy', 'sequential', '--json', '--verbose']; // --verbose: every GPU process prints its steps
 
 t.teardown(killAllTandems);
-
-function ok(t: Tap, p: TandemProcess, code: number | null, what: string): void {
-  t.equal(code, 0, `${what} exits 0`) || t.comment(p.lines.concat(p.stderr).join('\n'));
-}
-type Tap = Pick<typeof t, 'equal' | 'comment'>;
 
 const dir = mkdtempSync(path.join(tmpdir(), 'tandem-gpus-webgpu-'));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));
@@ -45,14 +40,14 @@ for (const model of models) {
     if (end.code !== 0 && /BACKEND_UNAVAILABLE|no (WebGPU )?adapter/i.test(said) && !process.env.TANDEM_REQUIRE_WEBGPU) {
       t.comment(`skipped: webgpu cannot run here: ${said.split('\n').slice(-3).join(' | ')}`); return;
     }
-    ok(t, webgpu, end.code, 'launch --gpus 2 --backend webgpu');
+    exitedZero(t, webgpu, end.code, 'launch --gpus 2 --backend webgpu');
     const inventory = findGpus();
     for (const k of [0, 1]) {
       const devices = summaryOf(webgpu.lines, `[gpu ${k}] `).engineDevices;
       t.equal(devices?.length, 1, `GPU process ${k} reports the adapter its one device ran on: ${JSON.stringify(devices?.[0])}`);
       t.equal(devices?.[0].software, inventory.kind === 'software', `GPU process ${k}: a software adapter iff this machine has no GPU`);
     }
-    ok(t, cpu, cpuEnd.code, 'one process --devices 2 --backend cpu');
+    exitedZero(t, cpu, cpuEnd.code, 'one process --devices 2 --backend cpu');
     const [a, b] = [out('webgpu'), out('cpu')].map(run => new Float32Array(new Uint8Array(weightBits(run)).buffer));
     t.equal(a.length, b.length, 'the same weights');
     const worst = a.reduce((m, v, i) => Math.max(m, Math.abs(v - b[i])), 0);

@@ -9,7 +9,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
 import { glooAddonOrSkip } from './fixtures/gloo-addon-or-skip.js';
-import { beforeEnd, firstLine, killAllTandems, summaryOf, tandem, type TandemProcess } from './fixtures/tandem-lines.js';
+import { beforeEnd, exitedZero, firstLine, killAllTandems, summaryOf, tandem, type TandemProcess } from './fixtures/tandem-lines.js';
 import { freePort } from '../src/world/launch.js';
 import { findGpus, hasMesaDeviceSelect } from '../src/world/gpu-inventory.js';
 import { PINNING_VARIABLES, planGpus } from '../src/world/gpu-pinning.js';
@@ -20,11 +20,6 @@ const TRAIN = ['--model', 'mlp', '--data', 'synthetic-images', '--image-size', '
   '--batch', '8', '--seed', '3', '--strategy', 'sequential', '--json', '--verbose']; // --verbose: every GPU process prints its steps
 
 t.teardown(killAllTandems);
-
-function ok(t: Tap, p: TandemProcess, code: number | null, what: string): void {
-  t.equal(code, 0, `${what} exits 0`) || t.comment(p.lines.concat(p.stderr).join('\n'));
-}
-type Tap = Pick<typeof t, 'equal' | 'comment'>;
 
 const dir = mkdtempSync(path.join(tmpdir(), 'tandem-gpus-'));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));
@@ -37,10 +32,10 @@ if (glooAddonOrSkip()) {
     const machines = [0, 1].map(h => tandem(['launch', '--hosts', '2', '--host-rank', String(h), '--rendezvous', rendezvous, '--gpus', '1', ...TRAIN, '--steps', '6', '--out', path.join(dir, 'machines')]));
     const one = tandem(['train', '--devices', '2', ...TRAIN, '--steps', '6', '--out', path.join(dir, 'one')]);
     const [g, m0, m1, o] = await Promise.all([gpus.ended, ...machines.map(m => m.ended), one.ended]);
-    ok(t, gpus, g.code, 'launch --gpus 2');
-    ok(t, machines[0], m0.code, 'launch --hosts 2 --host-rank 0 --gpus 1');
-    ok(t, machines[1], m1.code, 'launch --hosts 2 --host-rank 1 --gpus 1');
-    ok(t, one, o.code, 'one process --devices 2');
+    exitedZero(t, gpus, g.code, 'launch --gpus 2');
+    exitedZero(t, machines[0], m0.code, 'launch --hosts 2 --host-rank 0 --gpus 1');
+    exitedZero(t, machines[1], m1.code, 'launch --hosts 2 --host-rank 1 --gpus 1');
+    exitedZero(t, one, o.code, 'one process --devices 2');
     const single = summaryOf(one.lines);
     const perGpu = [0, 1].map(k => summaryOf(gpus.lines, `[gpu ${k}] `));
     t.equal(perGpu[0].config.devices, 2, 'the world is 2 GPU processes × 1 device');
@@ -54,11 +49,11 @@ if (glooAddonOrSkip()) {
 
   t.test('a checkpoint of launch --gpus 2 resumes to the bits of the uninterrupted run', async t => {
     const first = tandem(['launch', '--gpus', '2', ...TRAIN, '--steps', '3', '--checkpoint-every', '3', '--out', path.join(dir, 'first')]);
-    ok(t, first, (await first.ended).code, 'the first 3 steps');
+    exitedZero(t, first, (await first.ended).code, 'the first 3 steps');
     const ckpt = checkpointPath(path.join(dir, 'first'), 3);
     t.ok(existsSync(ckpt), `GPU process 0 wrote ${ckpt}`);
     const resumed = tandem(['launch', '--gpus', '2', ...TRAIN, '--steps', '6', '--resume', ckpt, '--out', path.join(dir, 'resumed')]);
-    ok(t, resumed, (await resumed.ended).code, 'the resumed launch');
+    exitedZero(t, resumed, (await resumed.ended).code, 'the resumed launch');
     t.ok(resumed.lines.some(l => l.startsWith('[gpu 1] {"event":"started"') && l.includes('"firstStep":4')), 'GPU process 1 resumed at step 4');
     t.ok(bits('resumed').equals(bits('one')), 'weights.bin after 3 + 3 steps = the uninterrupted 6 steps (one process --devices 2)');
   });
