@@ -20,10 +20,11 @@ for (const [name, extra] of [
   t.test(`resume is exact: ${name}`, async t => {
     const base: TrainConfig = { model: 'mlp', data: 'synthetic-images', imageSize: [6, 6, 1], datasetSize: 300, batch: 12, devices: 2, backend: 'cpu', seed: 7, ...extra };
     const dir = tmp();
-    const full = await train({ ...base, steps: 8 });
-    const first = await train({ ...base, steps: 4, checkpointEvery: 4, checkpointDir: dir });
-    t.ok(first.checkpointPath && existsSync(first.checkpointPath), 'checkpoint written at step 4');
-    const resumed = await train({ ...base, steps: 8, resume: dir });
+    // The uninterrupted run writes the checkpoints (model-state.test.ts shows writing them changes no bit).
+    const full = await train({ ...base, steps: 8, checkpointEvery: 4, checkpointDir: dir });
+    const atFour = path.join(dir, 'checkpoint-000000004.tandem');
+    t.ok(existsSync(atFour), 'checkpoint written at step 4');
+    const resumed = await train({ ...base, steps: 8, resume: atFour });
     t.equal(resumed.firstStep, 5, 'continues at step 5; steps count from the start of the run');
     t.ok(same(resumed.weights, full.weights), '4 + 4 steps = 8 uninterrupted steps, bit for bit');
     t.same(resumed.history.map(h => h.loss), full.history.slice(4).map(h => h.loss), 'same losses after the resume');
@@ -64,12 +65,12 @@ t.test('SIGINT: the CLI finishes the step, checkpoints, exits non-zero, leaves n
   let out = '', err = '';
   child.stdout.on('data', d => {
     out += d;
-    if (out.includes('"step":20,') && !child.killed) child.kill('SIGINT');
+    if (out.includes('"step":3,') && !child.killed) child.kill('SIGINT');
   });
   child.stderr.on('data', d => { err += d; });
   const code = await new Promise<number | null>(resolve => child.on('exit', c => resolve(c)));
   t.equal(code, 130, `exit code 130 after SIGINT (stderr: ${err.trim().split('\n').pop()})`);
   t.match(err, /stopped after step \d+ on SIGINT; checkpoint: /);
   const ckpt = await readCheckpoint(await latestCheckpoint(dir));
-  t.ok(ckpt.step >= 20, `checkpoint at step ${ckpt.step}`);
+  t.ok(ckpt.step >= 3, `checkpoint at step ${ckpt.step}`);
 });

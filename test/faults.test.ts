@@ -16,11 +16,11 @@ function runFaulty(args: string[]): Promise<{ code: number | null; stdout: strin
 }
 
 const cases = [
-  ['1', '3', 'forward', 'throw'], ['0', '2', 'backward', 'throw'], ['1', '4', 'exchange', 'throw'],
-  ['0', '3', 'forward', 'exit'], ['1', '2', 'backward', 'exit'], ['0', '4', 'exchange', 'exit'],
+  ['1', '3', 'forward', 'throw'], ['0', '2', 'backward', 'throw'], ['1', '2', 'exchange', 'throw'],
+  ['0', '3', 'forward', 'exit'], ['1', '2', 'backward', 'exit'], ['0', '2', 'exchange', 'exit'],
   ['1', '2', 'forward', 'hang', '1500'], ['0', '3', 'backward', 'hang', '1500'], ['1', '3', 'exchange', 'hang', '1500'],
   ['1', '3', 'update', 'throw'], ['0', '2', 'update', 'exit'], ['1', '2', 'update', 'hang', '1500'],
-  ['0', '3', 'load', 'throw'], ['1', '2', 'load', 'exit'], ['0', '4', 'load', 'hang', '1500'],
+  ['0', '3', 'load', 'throw'], ['1', '2', 'load', 'exit'], ['0', '2', 'load', 'hang', '1500'],
 ];
 
 for (const [device, step, phase, kind, stall] of cases) {
