@@ -101,7 +101,7 @@ switch (name) {
     break;
   case 'hosts-timelines':
     runHostsTimelines({ models: (values.models ?? 'alexnet-mini').split(','), links: (values.links ?? values.rates ?? '1G,100M').split(','),
-      schedules: (values.schedules ?? 'sequential-none,two-group-priority-none').split(','), out: values.out ?? 'docs' });
+      schedules: (values.schedules ?? 'sequential-none,two-group-seed-none,two-group-priority-none').split(','), out: values.out ?? 'docs' });
     break;
   case 'gpu': {
     const sizes = values.quick ? GPU_BENCH_QUICK : GPU_BENCH_DEFAULTS;
