@@ -49,15 +49,20 @@ function tickLabel(ms: number, step: number): string {
   return `${ms.toFixed(Math.max(0, -Math.floor(Math.log10(step))))} ms`;
 }
 
+/** The earliest start and latest end of `spans` (loops, not Math.min(...spans): a long run is more spans than a call takes arguments). */
+export function timeRange(spans: readonly Span[]): { t0: number; t1: number } {
+  let t0 = Infinity, t1 = -Infinity;
+  for (const s of spans) { t0 = Math.min(t0, s.start); t1 = Math.max(t1, s.end); }
+  return { t0, t1 };
+}
+
 /** `spanMs`: the time axis spans at least this many ms from the first span, so pictures given the same spanMs share one scale. */
 export function timelineLayout(spans: readonly Span[], title: string, spanMs?: number): TimelineLayout {
   const drawn = drawnSpans(spans);
   const base = { width: PICTURE_WIDTH, marks: [], lines: [], swatches: [], spans: [] };
   if (drawn.length === 0) return { ...base, height: 60, texts: [text(title, 10, 18, 'start', 'title'), text('no spans', 10, 40)] };
   const devices = [...new Set(drawn.map(s => s.device))].sort((a, b) => a - b);
-  // Loops, not Math.min(...spans): a whole long run is more spans than a call takes arguments.
-  let t0 = Infinity, t1 = -Infinity;
-  for (const s of drawn) { t0 = Math.min(t0, s.start); t1 = Math.max(t1, s.end); }
+  let { t0, t1 } = timeRange(drawn);
   if (spanMs !== undefined) t1 = Math.max(t1, t0 + spanMs);
   const scale = (PICTURE_WIDTH - LEFT - RIGHT) / Math.max(1e-9, t1 - t0);
   const x = (t: number) => LEFT + (t - t0) * scale;

@@ -8,7 +8,7 @@
  */
 import { PNG } from 'pngjs';
 import type { Span, SpanKind } from './span.js';
-import { drawnSpans, timelineLayout, type TextItem, type TimelineLayout } from './timeline-layout.js';
+import { drawnSpans, timeRange, timelineLayout, type TextItem, type TimelineLayout } from './timeline-layout.js';
 import { createRaster, drawText, fillRect } from './raster.js';
 import { describeSelection, selectSteps, type StepRange } from './step-range.js';
 
@@ -29,8 +29,7 @@ function layoutFor(spans: readonly Span[], title: string, options: TimelineOptio
 
 /** How many ms the drawn spans of `spans` (the steps `steps` of them) cover: what `spanMs` to give pictures to be compared. */
 export function drawnRangeMs(spans: readonly Span[], steps?: StepRange): number {
-  let t0 = Infinity, t1 = -Infinity;
-  for (const s of drawnSpans(steps ? selectSteps(spans, steps).spans : spans)) { t0 = Math.min(t0, s.start); t1 = Math.max(t1, s.end); }
+  const { t0, t1 } = timeRange(drawnSpans(steps ? selectSteps(spans, steps).spans : spans));
   return t1 > t0 ? t1 - t0 : 0;
 }
 
