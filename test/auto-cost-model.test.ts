@@ -3,11 +3,14 @@
 // equals compute + exchange + update + overhead; when the FC group's exchange dominates, chunked priority beats the
 // ready order; a slow link makes auto pick a comm hook when compression is allowed, a fast one does not, and without
 // permission it never does; the CPU ceiling: the link's CPU fit recovers cpu α and β, a hand-made calibration whose
-// CPU per step exceeds the host's cores sets the prediction (CPU / cores), one well under them leaves it unchanged.
+// CPU per step exceeds the host's cores sets the prediction (CPU / cores), one well under them leaves it unchanged;
+// the hooks' calibration times the group it should and its scale multiplies the hooks' compute.
 import t from 'tap';
 import { allReduceLinkMs, fitLink, type LinkCost } from '../src/profiling/link-fit.js';
 import { pickCandidate, rankCandidates } from '../src/profiling/auto-candidates.js';
-import { predictSchedule, predictScheduleMs, type Machine, type ScheduleSpec } from '../src/profiling/schedule-model.js';
+import { hookComputeMs, predictSchedule, predictScheduleMs, type Machine, type ScheduleSpec } from '../src/profiling/schedule-model.js';
+import { calibrateHookScales, calibrationGroup } from '../src/profiling/hook-calibration.js';
+import { measureHookCosts } from '../src/profiling/hook-costs.js';
 import { allReduceWireBytes, linkCpuMs } from '../src/profiling/link-fit.js';
 import { cpuShareOfHost } from '../src/profiling/cpu-ceiling.js';
 import { layoutParameters } from '../src/model/parameter-layout.js';
@@ -122,4 +125,25 @@ t.test('the CPU ceiling: CPU per step over the host\'s cores, where it exceeds t
   const ranked = rankCandidates(profile, shared, OPTIONS, false);
   t.ok(ranked.every(c => c.predictedMs >= c.cpuMsPerStep! - 1e-9), 'every candidate is at least its CPU per step on 1 core');
   t.ok(ranked.some(c => c.cpuBound), 'the ceiling binds for some candidates');
+});
+
+t.test('the hooks\' compute calibrated on the model\'s gradient: the group timed, the scale applied', async t => {
+  // Transmission order: a bias, a matrix too large for the cap, then more. fp16 times the bias alone (the cap);
+  // PowerSGD needs a matrix it compresses, so it takes the large one too.
+  const big = layoutParameters([{ name: 'fc2/kernel', shape: [4096, 4096] }, { name: 'fc1/kernel', shape: [8192, 4096] }, { name: 'fc1/bias', shape: [4096] }]);
+  const powerSgd = { rank: 8, minCompressionRate: 2 };
+  t.same(calibrationGroup(big, 'fp16', powerSgd), { name: 'calibration', start: 0, end: 4096 }, 'fp16: the first variables under the cap');
+  t.same(calibrationGroup(big, 'powersgd', powerSgd), { name: 'calibration', start: 0, end: 4096 + 8192 * 4096 }, 'PowerSGD: through its first compressed matrix');
+  const small = layoutParameters(handProfile().weights);
+  t.equal(calibrationGroup(small, 'fp16', powerSgd).end, small.total, 'a model under the cap: all of it');
+
+  const m = machine(gbit(1));
+  const all = { name: 'all', start: 0, end: small.total };
+  for (const hook of ['fp16', 'powersgd'] as const) {
+    const plain = hookComputeMs(small, all, hook, m);
+    const scaled = hookComputeMs(small, all, hook, { ...m, hookCosts: { ...m.hookCosts, scale: { [hook]: 3 } } });
+    t.ok(plain > 0 && Math.abs(scaled / plain - 3) < 1e-9, `${hook}: scale 3 triples the compute (${plain.toFixed(2)} → ${scaled.toFixed(2)} ms)`);
+  }
+  const scale = await calibrateHookScales(small, ['fp16', 'powersgd'], { ...m, hookCosts: measureHookCosts() });
+  for (const hook of ['fp16', 'powersgd'] as const) t.ok(Number.isFinite(scale[hook]) && scale[hook]! > 0, `${hook}: measured / predicted = ${scale[hook]?.toFixed(2)}`);
 });

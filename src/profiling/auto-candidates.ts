@@ -35,6 +35,9 @@ const STRATEGIES: readonly StrategyName[] = ['sequential', 'two-group', 'per-lay
 /** Within this fraction of the fastest, the simpler schedule is taken. */
 export const TIE = 0.02;
 
+/** The comm hooks auto weighs when compression is allowed (bf16 costs what fp16 costs and rounds coarser). */
+export const CANDIDATE_HOOKS = ['fp16', 'powersgd'] as const;
+
 export function candidateKey(c: Pick<Candidate, 'strategy' | 'forwardWait' | 'exchangeOrder' | 'chunkFloats' | 'commHook'>): string {
   return `${c.strategy}/${c.forwardWait}/${c.exchangeOrder === 'priority' ? `priority:${c.chunkFloats}` : 'ready'}/${c.commHook}`;
 }
@@ -42,7 +45,7 @@ export function candidateKey(c: Pick<Candidate, 'strategy' | 'forwardWait' | 'ex
 /** Every candidate, predicted, fastest first. `options.splitLayer`: two-group's p (two-group left out when undefined). */
 export function rankCandidates(profile: ModelProfile, machine: Machine, options: StrategyOptions, allowCompression: boolean): Candidate[] {
   const layout = layoutParameters(profile.weights);
-  const hooks: HookChoice[] = allowCompression ? ['none', 'fp16', 'powersgd'] : ['none'];
+  const hooks: HookChoice[] = allowCompression ? ['none', ...CANDIDATE_HOOKS] : ['none'];
   const orders: OrderChoice[] = [{ order: 'ready' }, ...CANDIDATE_CHUNKS.map(chunkFloats => ({ order: 'priority' as const, chunkFloats }))];
   const out: Candidate[] = [];
   for (const strategy of STRATEGIES) {

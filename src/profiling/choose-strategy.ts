@@ -17,9 +17,11 @@ import { profileModel, type ProfileOptions, type RunTrial } from './profile-mode
 import type { ModelProfile } from './layer-profile.js';
 import type { StrategyName } from '../pipeline/strategy.js';
 import { describeLink, linkOfModel, type LinkCost } from './link-fit.js';
-import { measureHookCosts } from './hook-costs.js';
-import { pickCandidate, rankCandidates, type Candidate } from './auto-candidates.js';
-import type { HookChoice } from './schedule-model.js';
+import { measureHookCosts, type HookCosts } from './hook-costs.js';
+import { CANDIDATE_HOOKS, pickCandidate, rankCandidates, type Candidate } from './auto-candidates.js';
+import type { HookChoice, Machine } from './schedule-model.js';
+import { calibrateHookScales } from './hook-calibration.js';
+import { layoutParameters } from '../model/parameter-layout.js';
 import { cpuCeilingMs, cpuShareOfHost, describeCpuShare, type CpuShare } from './cpu-ceiling.js';
 
 /** resolveConfig's default global batch. */
@@ -69,8 +71,9 @@ export async function chooseStrategy(config: TrainConfig, runTrial: RunTrial, op
   const link = measured ?? (resolved.link ? linkOfModel(resolved.link, resolved.devices) : undefined);
   const hookOptions = { rank: config.commHookOptions?.rank ?? 8, minCompressionRate: config.commHookOptions?.minCompressionRate ?? 2 };
   const cpu = cpuShareOfHost(hostsOnMachine);
-  const candidates = rankCandidates(profile, { localDevices: resolved.topology.localDevices, link, hookCosts: measureHookCosts(), powerSgd: hookOptions, cpu },
-    strategyOptions, allowCompression);
+  const machine: Machine = { localDevices: resolved.topology.localDevices, link, hookCosts: measureHookCosts(), powerSgd: hookOptions, cpu };
+  if (allowCompression) machine.hookCosts.scale = await calibrateHookScales(layoutParameters(profile.weights), CANDIDATE_HOOKS, machine);
+  const candidates = rankCandidates(profile, machine, strategyOptions, allowCompression);
   const best = pickCandidate(candidates);
   const where = resolved.topology.processes > 1
     ? ` for ${resolved.devices} devices (${resolved.topology.processes} hosts × ${resolved.topology.localDevices}; profiled on this host's ${resolved.topology.localDevices})` : '';
@@ -78,12 +81,18 @@ export async function chooseStrategy(config: TrainConfig, runTrial: RunTrial, op
     `${best !== candidates[0] ? ` (the simplest within 2% of the fastest, ${candidates[0].key})` : ''}; ` +
     `profile: forward ${profile.stepForwardMs.toFixed(1)} ms, backward ${profile.stepBackwardMs.toFixed(1)} ms, overhead ${profile.overheadMs.toFixed(1)} ms per step` +
     `${profile.calibration ? ` (calibrated ×${profile.calibration.computeScale.toFixed(2)} on a ${profile.calibration.steadyStepMs.toFixed(1)} ms real step)` : ''}; ` +
-    `${cpuSentence(best, cpu)}; link: ${link ? describeLink(link) : 'none (shared memory)'}; compression ${allowCompression ? 'allowed (--comm-hook auto)' : 'not allowed (--comm-hook auto allows it)'}; ` +
+    `${cpuSentence(best, cpu)}; link: ${link ? describeLink(link) : 'none (shared memory)'}; compression ${allowCompression ? `allowed (--comm-hook auto; ${scaleSentence(machine.hookCosts.scale)})` : 'not allowed (--comm-hook auto allows it)'}; ` +
     `${verdict.alexnetLike ? `AlexNet-like, two-group at p = ${split}` : 'not AlexNet-like, no two-group'} (${verdict.reason}; ${marginSentence(verdict)}); ` +
     `top: ${candidates.slice(0, SHOWN).map(c => `${c.key} ${c.predictedMs.toFixed(1)}`).join(', ')} ms`;
   return { strategy: best.strategy, splitLayer: best.splitLayer, forwardWait: best.forwardWait, exchangeOrder: best.exchangeOrder,
     chunkFloats: best.chunkFloats, commHook: best.commHook === 'none' ? undefined : best.commHook, predictedMs: best.predictedMs,
     reason, verdict, candidates, link, cpu, cpuMsPerStep: best.cpuMsPerStep, cpuBound: best.cpuBound, predictions, profile };
+}
+
+/** `the hooks' compute calibrated on this model's gradient: fp16 ×1.40, powersgd ×1.20`. */
+function scaleSentence(scale: HookCosts['scale']): string {
+  const parts = Object.entries(scale ?? {}).map(([hook, x]) => `${hook} ×${x.toFixed(2)}`);
+  return parts.length > 0 ? `the hooks' compute calibrated on this model's gradient: ${parts.join(', ')}` : 'the hooks\' compute not calibrated';
 }
 
 /** `CPU-bound: 41.6 ms CPU per step on 2 cores shared by 2 hosts (at least 41.6 ms per step)`, or `not CPU-bound: …`. */

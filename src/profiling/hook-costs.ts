@@ -7,6 +7,9 @@
 import { addDecoded, encodeHalves, packedWords } from '../pipeline/hooks/half-float.js';
 import { multiply } from '../pipeline/hooks/low-rank.js';
 
+/** The built-in hooks whose compute the cost model predicts. */
+export type CompressionHook = 'fp16' | 'bf16' | 'powersgd';
+
 export interface HookCosts {
   /** fp16/bf16: rounding one float into its code (and what it decodes to). */
   encodeMsPerFloat: number;
@@ -16,6 +19,11 @@ export interface HookCosts {
   macMs: number;
   /** One elementwise pass (a[i] += b[i]): error feedback's corrections and residuals, the mean's division. */
   passMsPerFloat: number;
+  /**
+   * Per hook: its real exchange on this model's gradient, timed at start, over what the rates above predict for it
+   * (hook-calibration.ts): cache misses on a large gradient, passes the rates leave out. Absent: 1.
+   */
+  scale?: Partial<Record<CompressionHook, number>>;
 }
 
 function bestOf(reps: number, run: () => void): number {

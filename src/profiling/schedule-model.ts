@@ -28,10 +28,10 @@ import { layoutParameters, type ParameterGroup, type ParameterLayout } from '../
 import { compressibleShape } from '../pipeline/hooks/power-sgd.js';
 import { allGatherLinkMs, allReduceLinkMs, allReduceWireBytes, linkCpuMs, type LinkCost } from './link-fit.js';
 import { cpuCeilingMs, type CpuShare } from './cpu-ceiling.js';
-import type { HookCosts } from './hook-costs.js';
+import type { CompressionHook, HookCosts } from './hook-costs.js';
 import type { ModelProfile } from './layer-profile.js';
 
-export type HookChoice = 'none' | 'fp16' | 'bf16' | 'powersgd';
+export type HookChoice = 'none' | CompressionHook;
 export type OrderChoice = { order: 'ready' } | { order: 'priority'; chunkFloats: number };
 
 export interface ScheduleSpec {
@@ -196,34 +196,58 @@ function hookWork(profile: ModelProfile, layout: ParameterLayout, g: ParameterGr
 function hookWorkAt(profile: ModelProfile, layout: ParameterLayout, g: ParameterGroup, hook: Exclude<HookChoice, 'none'>, machine: Machine): Work {
   const floats = g.end - g.start;
   const ranks = machine.link?.ranks ?? machine.localDevices;
-  const c = machine.hookCosts;
+  const computeMs = hookComputeMs(layout, g, hook, machine);
   switch (hook) {
     case 'fp16':
     case 'bf16': {
       const link = machine.link;
       const wire = link ? allGatherLinkMs(link, floats * 2) : (ranks > 1 ? (ranks - 1) * floats * 2 / profile.exchangeBytesPerMs : 0);
       const wireCpu = link ? linkCpuMs(link, (link.ranks - 1) * floats * 2) : 0;
-      // error feedback: gradient + residual, residual = corrected − sent; then the mean's division
-      const computeMs = floats * (c.encodeMsPerFloat + ranks * c.decodeMsPerFloat + 3 * c.passMsPerFloat);
       return { ms: computeMs + wire, cpuMs: computeMs + wireCpu };
     }
     case 'powersgd': {
-      let plain = 0, p = 0, q = 0, macs = 0, residual = 0;
-      for (const v of layout.variables) {
-        if (v.offset < g.start || v.offset >= g.end) continue;
-        const m = compressibleShape(v.shape, machine.powerSgd.rank, machine.powerSgd.minCompressionRate);
-        if (!m) { plain += v.size; continue; }
-        p += m.rows * m.rank; q += m.cols * m.rank;
-        macs += 3 * m.rows * m.cols * m.rank;
-        residual += m.rows * m.cols;
-      }
+      const { plain, p, q } = powerSgdShapes(layout, g, machine.powerSgd);
       const reduce = (n: number): Work => (n > 0 ? plainWork(profile, machine, n * 4) : { ms: 0, cpuMs: 0 });
-      // error feedback: M + residual, residual = M − P Qᵀ (two passes); the products; Gram-Schmidt on P and Q is small
-      const computeMs = macs * c.macMs + 2 * residual * c.passMsPerFloat;
       const wire = plus(plus(reduce(plain), reduce(p)), reduce(q));
       return { ms: wire.ms + computeMs, cpuMs: wire.cpuMs + computeMs };
     }
   }
+}
+
+/**
+ * The hook's own compute on group `g` (its kernels' rates, hook-costs.ts), times the hook's scale: what its real
+ * exchange on this model's gradient measured at start over what these rates predicted for it (hook-calibration.ts).
+ */
+export function hookComputeMs(layout: ParameterLayout, g: ParameterGroup, hook: Exclude<HookChoice, 'none'>, machine: Machine): number {
+  const floats = g.end - g.start;
+  const ranks = machine.link?.ranks ?? machine.localDevices;
+  const c = machine.hookCosts;
+  const scale = c.scale?.[hook] ?? 1;
+  switch (hook) {
+    case 'fp16':
+    case 'bf16':
+      // error feedback: gradient + residual, residual = corrected − sent; then the mean's division
+      return scale * floats * (c.encodeMsPerFloat + ranks * c.decodeMsPerFloat + 3 * c.passMsPerFloat);
+    case 'powersgd': {
+      const { macs, residual } = powerSgdShapes(layout, g, machine.powerSgd);
+      // error feedback: M + residual, residual = M − P Qᵀ (two passes); the products; Gram-Schmidt on P and Q is small
+      return scale * (macs * c.macMs + 2 * residual * c.passMsPerFloat);
+    }
+  }
+}
+
+/** PowerSGD on group `g`: floats sent plain, P's and Q's floats, the products' multiply-adds, the compressed floats. */
+function powerSgdShapes(layout: ParameterLayout, g: ParameterGroup, options: Machine['powerSgd']): { plain: number; p: number; q: number; macs: number; residual: number } {
+  let plain = 0, p = 0, q = 0, macs = 0, residual = 0;
+  for (const v of layout.variables) {
+    if (v.offset < g.start || v.offset >= g.end) continue;
+    const m = compressibleShape(v.shape, options.rank, options.minCompressionRate);
+    if (!m) { plain += v.size; continue; }
+    p += m.rows * m.rank; q += m.cols * m.rank;
+    macs += 3 * m.rows * m.cols * m.rank;
+    residual += m.rows * m.cols;
+  }
+  return { plain, p, q, macs, residual };
 }
 
 /** Per layer (transmission order), the groups holding its parameters (a bucket may split a layer). */
