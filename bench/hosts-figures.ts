@@ -156,6 +156,9 @@ export interface HostsRow {
   measuredLink?: { alphaMs: number; bitsPerSecond: number; source: string; samples?: { bytes: number; ms: number }[] };
   /** tandem: the cost model's prediction of this schedule (auto's candidate of the same key, on the link it measured). */
   predictedMs?: number;
+  /** tandem: the process CPU per step the prediction counted, and whether that (over the host's cores) set it. */
+  predictedCpuMsPerStep?: number;
+  predictedCpuBound?: boolean;
   /** tandem: hosts that printed their last step but did not exit (killed after a grace; their steps are counted). */
   hostsHungAtExit?: number[];
   /** tandem, compute-only: each process's CPU time (every thread) per step over the timed steps (bench/process-cpu.ts). */

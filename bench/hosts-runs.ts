@@ -44,7 +44,7 @@ function cpuMeters(shape: RunShape): { onStart: OnStart; read: () => number[] | 
 export interface AutoEvent {
   strategy: string; splitLayer?: number; forwardWait: string; exchangeOrder: string; chunkFloats?: number; commHook?: string; predictedMs: number; reason: string;
   link?: { alphaMs: number; bitsPerSecond: number; source: string; samples?: { bytes: number; ms: number }[] };
-  candidates: { key: string; predictedMs: number; splitLayer?: number }[];
+  candidates: { key: string; predictedMs: number; splitLayer?: number; cpuMsPerStep?: number; cpuBound?: boolean }[];
 }
 
 /** `schedule`: the flags of the schedule (--strategy ... ). */

@@ -29,6 +29,9 @@ import { findTorchPython } from './torch-reference.js';
 import { loadGlooAddon } from '../src/collectives/gloo/gloo-addon.js';
 import { loadNativeAddon } from '../src/engine/native/native-addon.js';
 import { spansFromChromeTrace, timelineSvg } from '../src/monitor/timeline-picture.js';
+import { candidateKey } from '../src/profiling/auto-candidates.js';
+import type { HookChoice } from '../src/profiling/schedule-model.js';
+import type { StrategyName } from '../src/pipeline/strategy.js';
 
 const LINK_NOTE = 'links: real TCP between two network namespaces over a veth pair, each end\'s egress shaped by tc tbf (not emulated)';
 const PROBE_REPEATS = 5;
@@ -92,8 +95,19 @@ function drawTimeline(trace: string, title: string): void {
   writeFileSync(trace.replace(/\.json$/, '.svg'), timelineSvg(spans, `hosts bench: ${title}`, { steps: { kind: 'last', count: 3 } }));
 }
 
-/** One tandem row: the run's slower-host median beside `predictedMs`. */
-function tandemRow(base: ModelBase, link: LinkRate, schedule: string, t: TandemTimes, bound: number, lineMs: number, predictedMs?: number): HostsRow {
+/** What auto predicted for a schedule: its step, and the process CPU per step it counted (and whether that set the step). */
+type Prediction = Pick<AutoEvent['candidates'][number], 'predictedMs' | 'cpuMsPerStep' | 'cpuBound'>;
+
+/** auto's pick among its candidates (its key), or its prediction alone. */
+function autoPick(auto: AutoEvent): Prediction {
+  const key = candidateKey({ strategy: auto.strategy as StrategyName, forwardWait: auto.forwardWait as 'group' | 'step',
+    exchangeOrder: auto.exchangeOrder as 'ready' | 'priority', chunkFloats: auto.chunkFloats, commHook: (auto.commHook ?? 'none') as HookChoice });
+  return auto.candidates.find(c => c.key === key) ?? { predictedMs: auto.predictedMs };
+}
+
+/** One tandem row: the run's slower-host median beside the prediction. */
+function tandemRow(base: ModelBase, link: LinkRate, schedule: string, t: TandemTimes, bound: number, lineMs: number, prediction?: Prediction): HostsRow {
+  const predictedMs = prediction?.predictedMs;
   const stepMs = slowerHostMedian(t.hostsMs);
   const hung = t.hungAtExit?.length ? ` (host ${t.hungAtExit.join(', ')} hung after its last step and was killed: the end-of-run bug in the README)` : '';
   const vs = predictedMs === undefined ? '' : `, predicted ${predictedMs.toFixed(1)} (measured / predicted ${(stepMs / predictedMs).toFixed(2)})`;
@@ -101,7 +115,8 @@ function tandemRow(base: ModelBase, link: LinkRate, schedule: string, t: TandemT
   const cpuText = cpu.cpuMsPerStep ? `; CPU per step ${cpu.cpuMsPerStep.map(c => c.toFixed(1)).join(' + ')} ms on ${os.availableParallelism()} cores: ≥ ${cpu.cpuBoundMs!.toFixed(1)} ms` : '';
   console.log(`  tandem ${schedule}: ${stepMs.toFixed(1)} ms/step${vs}${cpuText}${hung}`);
   return { model: base.shape.model, link, kind: 'tandem', schedule, stepMs, samplesPerSecond: 2 * base.shape.batchPerDevice / (stepMs / 1000), lowerBoundMs: bound,
-    lineRateBoundMs: lowerBoundMs(base.computeMs, lineMs), hostsMs: t.hostsMs, ...(predictedMs !== undefined ? { predictedMs } : {}), ...cpu,
+    lineRateBoundMs: lowerBoundMs(base.computeMs, lineMs), hostsMs: t.hostsMs, ...(predictedMs !== undefined ? { predictedMs } : {}),
+    ...(prediction?.cpuMsPerStep !== undefined ? { predictedCpuMsPerStep: prediction.cpuMsPerStep, predictedCpuBound: prediction.cpuBound } : {}), ...cpu,
     machineBoundMs: Math.max(bound, base.computeBothMs, cpu.cpuBoundMs ?? 0),
     ...(t.hungAtExit?.length ? { hostsHungAtExit: t.hungAtExit } : {}) };
 }
@@ -117,10 +132,10 @@ async function scheduleRows(net: HostPair, base: ModelBase, link: LinkRate, opts
     auto = t.auto;
     if (auto) console.log(`  auto: ${auto.reason}`);
     rows.push(tandemRow(base, link, `auto → ${auto ? `${auto.strategy}/${auto.forwardWait}/${auto.exchangeOrder}${auto.chunkFloats ? `:${auto.chunkFloats}` : ''}/${auto.commHook ?? 'none'}` : '?'}`,
-      t, bound, lineMs, auto?.predictedMs));
+      t, bound, lineMs, auto ? autoPick(auto) : undefined));
   }
   const split = auto?.candidates.find(c => c.splitLayer !== undefined)?.splitLayer;
-  const predicted = new Map(auto?.candidates.map(c => [c.key, c.predictedMs]) ?? []);
+  const predicted = new Map<string, Prediction>(auto?.candidates.map(c => [c.key, c]) ?? []);
   for (const schedule of opts.schedules) {
     if (schedule === 'auto') continue;
     for (const hook of opts.hooks) {
