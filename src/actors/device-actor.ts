@@ -3,6 +3,7 @@
  * each a worker with a typed mailbox. Unexpected exits and uncaught errors are
  * reported to `onFailure` with the device, step and phase from the control block.
  */
+import { workerFlags } from './worker-exec-argv.js';
 import { Worker, type TransferListItem } from 'node:worker_threads';
 import { TandemError, deserializeError, type SerializedError } from '../errors.js';
 import type { ControlBlock } from './control-block.js';
@@ -29,7 +30,7 @@ export class DeviceActor {
   }
 
   private spawn(file: string, side: 'compute' | 'comm', onMessage: (m: unknown) => void): Worker {
-    const w = new Worker(new URL(file, import.meta.url), { name: `tandem-device${this.device}-${side}` });
+    const w = new Worker(new URL(file, import.meta.url), { name: `tandem-device${this.device}-${side}`, ...workerFlags() });
     w.on('message', onMessage);
     w.on('error', err => this.fail(side, `uncaught ${err.name}: ${err.message}`, 'DEVICE_FAILED', err));
     w.on('exit', code => {

@@ -5,11 +5,12 @@
  */
 import { Worker } from 'node:worker_threads';
 import { TandemError, deserializeError, type SerializedError } from '../errors.js';
+import { workerFlags } from './worker-exec-argv.js';
 
 export type OneShotReply<R> = R | { type: 'error'; error: SerializedError };
 
 export async function runOneShotWorker<R extends { type: string }>(file: URL, workerData: unknown, what: string): Promise<R> {
-  const worker = new Worker(file, { workerData, name: `tandem-${what}` });
+  const worker = new Worker(file, { workerData, name: `tandem-${what}`, ...workerFlags() });
   try {
     const reply = await new Promise<OneShotReply<R>>((resolve, reject) => {
       worker.once('message', resolve);
