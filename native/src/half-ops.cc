@@ -41,33 +41,20 @@ inline float AddAsJs(float a, float b) {
   return (a != a && b != b) ? FromBits(Bits(b) | 0x400000u) : s;
 }
 
-// encodeFp16Codes: toFp16's code, finite values beyond ±65504 saturated to ±65504.
+// encodeFp16Codes: toFp16's code, finite values beyond ±65504 saturated to ±65504. Without branches
+// (the magnitudes of a gradient make them unpredictable): both roundings computed, one chosen.
+// Below 2^-14 (fp16 subnormals, and 0 below 2^-25): adding 0.5f rounds the magnitude to a
+// multiple of 2^-24 to nearest even, in the hardware's rounding (IEEE's default; Node never
+// changes it), and the low bits of the sum are the code. From 2^-14 up: the exponent rebiased,
+// the 13 dropped bits rounded to nearest even by adding 0xfff + the kept lowest bit (a carry
+// into the exponent is right), then saturated at 0x7bff.
 inline uint16_t EncodeFp16(uint32_t b) {
-  const uint32_t sign = (b >> 16) & 0x8000, exp = (b >> 23) & 0xff;
-  uint32_t mant = b & 0x7fffff, h;
-  if (exp == 0xff) {
-    h = 0x7c00 | (mant ? 0x200 : 0);
-  } else {
-    const int e = static_cast<int>(exp) - 112;  // exp - 127 + 15
-    if (e >= 0x1f) {
-      h = 0x7bff;
-    } else if (e <= 0) {
-      if (e < -10) {
-        h = 0;
-      } else {
-        mant |= 0x800000;
-        const int shift = 14 - e;
-        const uint32_t rem = mant & ((1u << shift) - 1), mid = 1u << (shift - 1);
-        h = mant >> shift;
-        if (rem > mid || (rem == mid && (h & 1))) h++;
-      }
-    } else {
-      const uint32_t rem = mant & 0x1fff;
-      h = (static_cast<uint32_t>(e) << 10) | (mant >> 13);
-      if (rem > 0x1000 || (rem == 0x1000 && (h & 1))) h++;
-      if (h >= 0x7c00) h = 0x7bff;
-    }
-  }
+  const uint32_t sign = (b >> 16) & 0x8000, abs = b & 0x7fffffff;
+  const uint32_t small = Bits(FromBits(abs) + 0.5f) - 0x3f000000u;
+  const uint32_t rounded = (abs - (112u << 23) + 0xfff + ((abs >> 13) & 1)) >> 13;
+  const uint32_t normal = rounded < 0x7bff ? rounded : 0x7bff;
+  const uint32_t finite = abs < (113u << 23) ? small : normal;
+  const uint32_t h = abs < 0x7f800000u ? finite : abs == 0x7f800000u ? 0x7c00u : 0x7e00u;
   return static_cast<uint16_t>(sign | h);
 }
 
