@@ -203,8 +203,8 @@ function hookWorkAt(profile: ModelProfile, layout: ParameterLayout, g: Parameter
       const link = machine.link;
       const wire = link ? allGatherLinkMs(link, floats * 2) : (ranks > 1 ? (ranks - 1) * floats * 2 / profile.exchangeBytesPerMs : 0);
       const wireCpu = link ? linkCpuMs(link, (link.ranks - 1) * floats * 2) : 0;
-      // error feedback: gradient + residual, residual = corrected − sent; then the mean's division
-      const computeMs = floats * (c.encodeMsPerFloat + ranks * c.decodeMsPerFloat + 3 * c.passMsPerFloat);
+      // the compression with error feedback, then each rank's codes decoded and added (the mean's division included)
+      const computeMs = floats * (c.encodeMsPerFloat + ranks * c.decodeMsPerFloat);
       return { ms: computeMs + wire, cpuMs: computeMs + wireCpu };
     }
     case 'powersgd': {
