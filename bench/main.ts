@@ -1,4 +1,4 @@
-/** `npm run bench -- scaling|kernels|overlap|profile|profile-clock|classifier|faults|soak|models|hosts|hosts-timelines|hosts-allreduce|hosts-line-rate|comm-hooks|chunk-size|shm-vs-loopback|gpu [--gpus 1,2] [--image-size S] [--steps N] [--runs N] [--busy N] [--classes 1000,10000] [--models a,b] [--stock-steps N] [--batch N] [--links none,1gbps,…] [--rates 10gbit,1gbit,100mbit] [--out DIR]` */
+/** `npm run bench -- scaling|kernels|overlap|profile|profile-clock|classifier|faults|soak|models|hosts|hosts-timelines|hosts-allreduce|hosts-line-rate|comm-hooks|half-passes|chunk-size|shm-vs-loopback|gpu [--gpus 1,2] [--image-size S] [--steps N] [--runs N] [--busy N] [--classes 1000,10000] [--models a,b] [--stock-steps N] [--batch N] [--links none,1gbps,…] [--rates 10gbit,1gbit,100mbit] [--out DIR]` */
 import { parseArgs } from 'node:util';
 import { runScaling } from './scaling.js';
 import { runOverlap } from './overlap.js';
@@ -15,6 +15,7 @@ import { runHostsBench } from './hosts.js';
 import { runHostsTimelines } from './hosts-timelines.js';
 import { parseHostsOptions } from './hosts-figures.js';
 import { runChunkSizeBench } from './chunk-size.js';
+import { runHalfPassesBench } from './half-passes.js';
 import { runShmVsLoopbackBench } from './shm-vs-loopback.js';
 import { runHostsLineRateBench, DEFAULT_LINE_RATE_METHODS } from './hosts-line-rate.js';
 import type { LineRateMethod } from './hosts-line-rate-host.js';
@@ -22,7 +23,7 @@ import { runGpuBench, GPU_BENCH_DEFAULTS, GPU_BENCH_MODELS, GPU_BENCH_QUICK } fr
 
 const { positionals, values } = parseArgs({
   allowPositionals: true,
-  options: { classes: { type: 'string' }, models: { type: 'string' }, links: { type: 'string' }, rates: { type: 'string' }, steps: { type: 'string' }, 'stock-steps': { type: 'string' }, batch: { type: 'string' }, out: { type: 'string' }, runs: { type: 'string' }, busy: { type: 'string' }, schedules: { type: 'string' }, hooks: { type: 'string' }, quick: { type: 'boolean' }, methods: { type: 'string' }, megabytes: { type: 'string' }, repeats: { type: 'string' }, gpus: { type: 'string' }, 'image-size': { type: 'string' } },
+  options: { classes: { type: 'string' }, floats: { type: 'string' }, models: { type: 'string' }, links: { type: 'string' }, rates: { type: 'string' }, steps: { type: 'string' }, 'stock-steps': { type: 'string' }, batch: { type: 'string' }, out: { type: 'string' }, runs: { type: 'string' }, busy: { type: 'string' }, schedules: { type: 'string' }, hooks: { type: 'string' }, quick: { type: 'boolean' }, methods: { type: 'string' }, megabytes: { type: 'string' }, repeats: { type: 'string' }, gpus: { type: 'string' }, 'image-size': { type: 'string' } },
 });
 const name = positionals[0] ?? 'scaling';
 switch (name) {
@@ -79,6 +80,9 @@ switch (name) {
   case 'comm-hooks':
     await runCommHooksBench({ steps: Number(values.steps ?? 300), batch: Number(values.batch ?? 64), devices: 2, out: values.out ?? 'bench/results' });
     break;
+  case 'half-passes':
+    runHalfPassesBench({ runs: Number(values.runs ?? 9), floats: Number(values.floats ?? 586_000), out: values.out ?? 'bench/results' });
+    break;
   case 'models':
     await runModelsBench({ steps: Number(values.steps ?? 30), perDeviceBatch: Number(values.batch ?? 16), out: values.out ?? 'bench/results' });
     break;
@@ -117,6 +121,6 @@ switch (name) {
     await runFaultMatrix(values.out ?? 'bench/results', 2000);
     break;
   default:
-    console.error(`unknown bench '${name}'. Benches: scaling, kernels, overlap, profile, profile-clock, classifier, faults, soak, models, hosts, hosts-timelines, hosts-allreduce, comm-hooks, chunk-size, shm-vs-loopback, hosts-line-rate, gpu`);
+    console.error(`unknown bench '${name}'. Benches: scaling, kernels, overlap, profile, profile-clock, classifier, faults, soak, models, hosts, hosts-timelines, hosts-allreduce, comm-hooks, half-passes, chunk-size, shm-vs-loopback, hosts-line-rate, gpu`);
     process.exitCode = 1;
 }

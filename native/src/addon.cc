@@ -1,6 +1,7 @@
 // tandem's native kernels: oneDNN convolution and matmul, C++ pooling and
 // elementwise loops, on the tfjs cpu backend's Float32Arrays without copies;
-// and the comm side's all-reduce mean and optimizer updates on flat ranges.
+// the comm side's all-reduce mean and optimizer updates on flat ranges, and the fp16/bf16
+// hooks' compression and decoding.
 #include <malloc.h>
 #include <cmath>
 #include <omp.h>
@@ -123,6 +124,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   RegisterPool(env, exports);
   RegisterEltwise(env, exports);
   RegisterFlatOps(env, exports);
+  RegisterHalfOps(env, exports);
   return exports;
 }
 

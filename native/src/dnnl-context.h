@@ -74,5 +74,6 @@ void RegisterMatmul(Napi::Env env, Napi::Object exports);
 void RegisterPool(Napi::Env env, Napi::Object exports);
 void RegisterEltwise(Napi::Env env, Napi::Object exports);
 void RegisterFlatOps(Napi::Env env, Napi::Object exports);
+void RegisterHalfOps(Napi::Env env, Napi::Object exports);
 
 }  // namespace tandem

@@ -226,8 +226,8 @@ export function hookComputeMs(layout: ParameterLayout, g: ParameterGroup, hook: 
   switch (hook) {
     case 'fp16':
     case 'bf16':
-      // error feedback: gradient + residual, residual = corrected − sent; then the mean's division
-      return scale * floats * (c.encodeMsPerFloat + ranks * c.decodeMsPerFloat + 3 * c.passMsPerFloat);
+      // the compression with error feedback, then each rank's codes decoded and added (the mean's division included)
+      return scale * floats * (c.encodeMsPerFloat + ranks * c.decodeMsPerFloat);
     case 'powersgd': {
       const { macs, residual } = powerSgdShapes(layout, g, machine.powerSgd);
       // error feedback: M + residual, residual = M − P Qᵀ (two passes); the products; Gram-Schmidt on P and Q is small

@@ -48,6 +48,10 @@ export interface NativeAddon {
   /** tfjs's adam update of [start, end), as `applyUpdate`; c1, c2 = 1 - fround(beta^step). */
   adamUpdate(params: F32, grads: F32, m: F32, v: F32, start: number, end: number, lr: number, beta1: number, beta2: number,
     epsilon: number, c1: number, c2: number): void;
+  /** The fp16/bf16 hooks' `compressWithFeedback` in one pass, the same bits (corrected may be null without a residual). */
+  halfCompress(format: 'fp16' | 'bf16', gradient: F32, residual: F32 | null, corrected: F32 | null, sent: F32, packed: F32): void;
+  /** `meanOfDecoded`: out = the mean of the ranks' codes in `gathered`, summed in float32 in rank order, the same bits. */
+  halfMeanDecoded(format: 'fp16' | 'bf16', gathered: F32, ranks: number, out: F32): void;
 }
 
 export type NativeAddonLoad = AddonLoad<NativeAddon>;
@@ -56,7 +60,7 @@ export type NativeAddonLoad = AddonLoad<NativeAddon>;
 const DEFAULT_PATH = fileURLToPath(new URL('../../../../native/build/Release/tandem_native.node', import.meta.url));
 const EXPORTS: (keyof NativeAddon)[] = ['setNumThreads', 'getNumThreads', 'retainFreedMemory', 'version', 'primitivesCreated', 'conv2dForward',
   'conv2dBackwardData', 'conv2dBackwardWeights', 'matmul', 'maxPool', 'maxPoolGrad', 'relu', 'reluGrad', 'addRowVector', 'sumRows',
-  'reduceMean', 'sgdUpdate', 'adamUpdate'];
+  'reduceMean', 'sgdUpdate', 'adamUpdate', 'halfCompress', 'halfMeanDecoded'];
 
 let cached: NativeAddonLoad | undefined;
 

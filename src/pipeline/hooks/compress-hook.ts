@@ -9,10 +9,15 @@
  * Error feedback: the residual (gradient + last residual − what was sent) is
  * kept per rank and added to the next step's gradient, so over the steps
  * nothing is lost; a non-finite value leaves no residual.
+ * The per-element passes run in the native addon when it loads (the same
+ * bits; optim/half-arithmetic.ts), in JavaScript otherwise.
  */
 import type { Collective } from '../../collectives/collective.js';
 import type { BucketInfo, CommHook, CommHookOptions, GradBucket } from '../comm-hook.js';
-import { addDecoded, decodeTable, encodeHalves, packedWords, type HalfFormat } from './half-float.js';
+import { packedWords, type HalfFormat } from './half-float.js';
+import { halfArithmetic, type HalfArithmeticChoice } from '../../optim/half-arithmetic.js';
+
+export { compressWithFeedback } from './half-float.js';
 
 export interface CompressState {
   /** What was not sent yet (per rank); undefined without error feedback. */
@@ -24,7 +29,8 @@ export interface CompressState {
   readonly gathered: Float32Array;
 }
 
-export function compressHook(format: HalfFormat): CommHook<CompressState> {
+/** `arithmetic`: who does the per-element passes ('auto': the native addon when it loads, else JS). */
+export function compressHook(format: HalfFormat, arithmetic: HalfArithmeticChoice = 'auto'): CommHook<CompressState> {
   return {
     name: format,
     description: `${format === 'fp16' ? 'IEEE half' : 'bfloat16'} compression: 16 bits per value cross the link (all-gather), with error feedback`,
@@ -38,35 +44,16 @@ export function compressHook(format: HalfFormat): CommHook<CompressState> {
         gathered: new Float32Array(words * info.size),
       };
     },
-    exchange: (bucket: GradBucket, state: CompressState, collective: Collective) => exchangeHalves(format, bucket, state, collective),
+    exchange: (bucket: GradBucket, state: CompressState, collective: Collective) => exchangeHalves(format, arithmetic, bucket, state, collective),
     stateArrays: (state: CompressState) => state.residual ? [state.residual] : [],
   };
 }
 
-async function exchangeHalves(format: HalfFormat, bucket: GradBucket, state: CompressState, collective: Collective): Promise<void> {
-  const { buffer, size } = bucket;
+async function exchangeHalves(format: HalfFormat, choice: HalfArithmeticChoice, bucket: GradBucket, state: CompressState,
+  collective: Collective): Promise<void> {
+  const arithmetic = halfArithmetic(choice);
   const { residual, corrected, sent, packed, gathered } = state;
-  compressWithFeedback(format, buffer, residual, corrected, sent, packed);
+  arithmetic.compress(format, bucket.buffer, residual, corrected, sent, packed);
   await collective.allGather(packed, gathered);
-  const words = packed.length;
-  const decode = decodeTable(format);
-  const first = new Uint16Array(gathered.buffer, gathered.byteOffset, buffer.length);
-  for (let i = 0; i < buffer.length; i++) buffer[i] = decode[first[i]];
-  for (let r = 1; r < size; r++) addDecoded(format, gathered.subarray(r * words, (r + 1) * words), buffer);
-  if (size > 1) for (let i = 0; i < buffer.length; i++) buffer[i] /= size;
-}
-
-/**
- * `packed` = the codes of gradient + residual; `sent` = what they decode to; the residual becomes
- * gradient + residual − sent (0 where either is not finite). Without a residual, the gradient alone.
- */
-export function compressWithFeedback(format: HalfFormat, gradient: Float32Array, residual: Float32Array | undefined,
-  corrected: Float32Array, sent: Float32Array, packed: Float32Array): void {
-  if (!residual) { encodeHalves(format, gradient, packed, sent); return; }
-  for (let i = 0; i < gradient.length; i++) corrected[i] = gradient[i] + residual[i];
-  encodeHalves(format, corrected, packed, sent);
-  for (let i = 0; i < gradient.length; i++) {
-    const left = corrected[i] - sent[i];
-    residual[i] = Number.isFinite(left) ? left : 0;
-  }
+  arithmetic.meanDecoded(format, gathered, bucket.size, bucket.buffer);
 }

@@ -122,6 +122,34 @@ function encodeBf16Codes(bits: Uint32Array, codes: Uint16Array): void {
   }
 }
 
+/**
+ * `packed` = the codes of gradient + residual; `sent` = what they decode to; the residual becomes
+ * gradient + residual − sent (0 where either is not finite). Without a residual, the gradient alone (`corrected` unused).
+ */
+export function compressWithFeedback(format: HalfFormat, gradient: Float32Array, residual: Float32Array | undefined,
+  corrected: Float32Array, sent: Float32Array, packed: Float32Array): void {
+  if (!residual) { encodeHalves(format, gradient, packed, sent); return; }
+  for (let i = 0; i < gradient.length; i++) corrected[i] = gradient[i] + residual[i];
+  encodeHalves(format, corrected, packed, sent);
+  for (let i = 0; i < gradient.length; i++) {
+    const left = corrected[i] - sent[i];
+    residual[i] = Number.isFinite(left) ? left : 0;
+  }
+}
+
+/**
+ * out[i] = the mean over `size` ranks of code i of each rank's part of `gathered` (packedWords(out.length) words
+ * per rank, rank after rank): rank 0's value, then each other rank's added in rank order (float32 rounding at each
+ * addition), then divided by `size` (rounded to float32).
+ */
+export function meanOfDecoded(format: HalfFormat, gathered: Float32Array, size: number, out: Float32Array): void {
+  const words = packedWords(out.length), decode = DECODE[format];
+  const first = new Uint16Array(gathered.buffer, gathered.byteOffset, out.length);
+  for (let i = 0; i < out.length; i++) out[i] = decode[first[i]];
+  for (let r = 1; r < size; r++) addDecoded(format, gathered.subarray(r * words, (r + 1) * words), out);
+  if (size > 1) for (let i = 0; i < out.length; i++) out[i] /= size;
+}
+
 /** out[i] += the value of code i of `packed` (float32 rounding at each addition), for i < out.length. */
 export function addDecoded(format: HalfFormat, packed: Float32Array, out: Float32Array): void {
   const codes = new Uint16Array(packed.buffer, packed.byteOffset, packed.length * 2);
