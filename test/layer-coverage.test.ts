@@ -18,7 +18,7 @@ const cases: [string, TrainConfig][] = [
 for (const [what, cfg] of cases) {
   // 3 devices: the layers' gradients on every device, then averaged (the device counts' own paths: lossless.test.ts).
   t.test(`${what}: 3 devices = one engine on the global batch`, async t => {
-    const run: TrainConfig = { ...cfg, datasetSize: 96, batch: 12, steps: 4, optimizer: 'adam', lr: 0.01, seed: 4, backend };
+    const run: TrainConfig = { ...cfg, datasetSize: 96, batch: 12, steps: 2, optimizer: 'adam', lr: 0.01, seed: 4, backend };
     const ref = await trainReference({ ...run, devices: 1 });
     for (const devices of [3]) {
       const s = await train({ ...run, devices });
@@ -41,7 +41,7 @@ t.test('a model that cannot be trained is refused before any thread starts, nami
 
 t.test('the BatchNormalization builtins (resnet-mini, mobilenet-mini) on 2 devices = one engine on the global batch', async t => {
   for (const model of ['resnet-mini', 'mobilenet-mini']) {
-    const cfg: TrainConfig = { model, data: 'synthetic-images', imageSize: [8, 8, 3], classes: 4, datasetSize: 96, batch: 12, steps: 3,
+    const cfg: TrainConfig = { model, data: 'synthetic-images', imageSize: [8, 8, 3], classes: 4, datasetSize: 96, batch: 12, steps: 2,
       optimizer: 'sgd', lr: 0.05, seed: 2, backend };
     const ref = await trainReference({ ...cfg, devices: 1 });
     const s = await train({ ...cfg, devices: 2 });

@@ -14,7 +14,7 @@ t.test('200-step soak: tfjs tensor count flat on every device, RSS bounded, no e
 });
 
 t.test('two trainings at once in one process give what each gives alone', async t => {
-  const a: TrainConfig = { model: 'mlp', data: 'synthetic-images', imageSize: [8, 8, 1], datasetSize: 256, batch: 16, steps: 6, devices: 2, backend: 'cpu', seed: 1 };
+  const a: TrainConfig = { model: 'mlp', data: 'synthetic-images', imageSize: [8, 8, 1], datasetSize: 256, batch: 16, steps: 3, devices: 2, backend: 'cpu', seed: 1 };
   const b: TrainConfig = { ...a, seed: 2, devices: 3, batch: 24, strategy: 'per-layer', optimizer: 'adam', lr: 0.01 };
   const [alone1, alone2] = [await train(a), await train(b)];
   const [both1, both2] = await Promise.all([train(a), train(b)]);
