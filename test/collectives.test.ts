@@ -19,7 +19,7 @@ async function runRanks(size: number, kind: string, length: number, ranges: [num
     stagingFloats: options.staging ? 7 : 1 << 16, options: { allReduce: kind as AllReduceKind },
   });
   const workers = Array.from({ length: size }, (_, rank) => new Worker(new URL('./fixtures/collective-worker.js', import.meta.url),
-    { workerData: { handle: handles[rank], data, length, ranges, op, blocking: options.blocking } }));
+    { workerData: { handle: handles[rank], data, length, ranges, op, blocking: options.blocking }, execArgv: [] }));
   const replies = await Promise.all(workers.map(w => once(w, 'message').then(([m]) => m as unknown)));
   await Promise.all(workers.map(w => w.terminate()));
   return { before, after: slots, replies };

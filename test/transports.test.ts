@@ -23,12 +23,29 @@ async function collectiveRun(transport: string, size: number, length: number, ra
   const { handles, transfer } = await getTransport(transport).prepare({ name: 'test', size, registered: [{ buffer: data, slotFloats: length, slots: size }],
     stagingFloats: 1 << 16, options: { allReduce: 'sharded' } });
   const workers = handles.map((handle, rank) => new Worker(new URL('./fixtures/collective-worker.js', import.meta.url),
-    { workerData: { handle, data, length, ranges, op, plugins: [pluginUrl] }, transferList: transfer[rank] }));
+    // execArgv []: not tap's loader hooks (inherited otherwise), which make each worker's start several times slower.
+    { workerData: { handle, data, length, ranges, op, plugins: [pluginUrl] }, transferList: transfer[rank], execArgv: [] }));
   const replies = await Promise.all(workers.map(async w => { const got: unknown[] = []; w.on('message', m => got.push(m)); await once(w, 'exit'); return got; }));
   return { slots, replies };
 }
 
 t.before(() => loadPlugins([pluginUrl]));
+
+const fill = (r: number, i: number) => Math.sin(r * 3.7 + i * 0.31) * (r + 1) * 1e3 + (i % 5 === 0 ? 1e-4 : 0);
+const rangesOf = (op: string): [number, number][] => (op === 'allGather' ? [[3, 40]] : [[0, 0], [1, 4], [4, 1031]]);
+/** The shared-memory transport's result of `op` on 3 ranks: run once, the reference of both the message-port and the shm tests. */
+const sharedMemoryRuns = new Map<string, ReturnType<typeof collectiveRun>>();
+function sharedMemoryRun(op: string): ReturnType<typeof collectiveRun> {
+  let run = sharedMemoryRuns.get(op);
+  if (!run) { run = collectiveRun('shared-memory', 3, 1031, rangesOf(op), op, fill); sharedMemoryRuns.set(op, run); }
+  return run;
+}
+
+/** The training run both the shm and the message-port transports must equal (shared memory; run once). */
+const trainBase: TrainConfig = { model: 'alexnet-mini', data: 'synthetic-images', imageSize: [12, 12, 3], classes: 5, datasetSize: 96, batch: 8,
+  steps: 5, devices: 2, strategy: 'two-group', optimizer: 'adam', lr: 0.01, seed: 3 };
+let sharedMemoryTraining: ReturnType<typeof train> | undefined;
+const sharedMemoryTrained = () => (sharedMemoryTraining ??= train(trainBase));
 
 t.test('the plugin registered its transport beside the built-in one; duplicates and unknown names are refused', async t => {
   const gloo = loadGlooAddon().loaded ? ['gloo', 'hierarchical'] : []; // built in when the Gloo addon was built
@@ -39,13 +56,11 @@ t.test('the plugin registered its transport beside the built-in one; duplicates 
 });
 
 t.test('message-port collectives give the shared-memory transport\'s bits: sum, mean, max, all-gather, broadcast', async t => {
-  const fill = (r: number, i: number) => Math.sin(r * 3.7 + i * 0.31) * (r + 1) * 1e3 + (i % 5 === 0 ? 1e-4 : 0);
   // 3 ranks (neither transport has a path of its own for 2; 2 devices train through it below; the suite's time).
   for (const size of [3]) {
     for (const op of ['sum', 'mean', 'max', 'broadcast', 'allGather'] as const) {
-      const ranges: [number, number][] = op === 'allGather' ? [[3, 40]] : [[0, 0], [1, 4], [4, 1031]];
-      const sm = await collectiveRun('shared-memory', size, 1031, ranges, op, fill);
-      const mp = await collectiveRun('message-port', size, 1031, ranges, op, fill);
+      const sm = await sharedMemoryRun(op);
+      const mp = await collectiveRun('message-port', size, 1031, rangesOf(op), op, fill);
       if (op === 'allGather') {
         for (let r = 0; r < size; r++) t.same(mp.replies[r][0], sm.replies[r][0], `${size} ranks, all-gather: rank ${r} gathered the same`);
         const expect = Float32Array.from({ length: size * 37 }, (_, k) => Math.fround(fill(Math.floor(k / 37), 3 + (k % 37))));
@@ -67,12 +82,10 @@ t.test('message-port collectives give the shared-memory transport\'s bits: sum, 
 
 t.test('shm inside one process (its segment posted to worker threads) gives the shared-memory transport\'s bits; trains to the same parameters',
   { skip: loadShmAddon().loaded ? false : 'the shm addon is not built' }, async t => {
-    const fill = (r: number, i: number) => Math.sin(r * 3.7 + i * 0.31) * (r + 1) * 1e3 + (i % 5 === 0 ? 1e-4 : 0);
     for (const size of [3]) { // the processes' test (process-shm-transport.test.ts) runs every collective; here the threads' path, briefly
       for (const op of ['mean', 'max', 'allGather'] as const) {
-        const ranges: [number, number][] = op === 'allGather' ? [[3, 40]] : [[0, 0], [1, 4], [4, 1031]];
-        const sm = await collectiveRun('shared-memory', size, 1031, ranges, op, fill);
-        const shm = await collectiveRun('shm', size, 1031, ranges, op, fill);
+        const sm = await sharedMemoryRun(op);
+        const shm = await collectiveRun('shm', size, 1031, rangesOf(op), op, fill);
         if (op === 'allGather') {
           for (let r = 0; r < size; r++) t.same(shm.replies[r][0], sm.replies[r][0], `${size} ranks, all-gather: rank ${r} gathered the same`);
           continue;
@@ -82,18 +95,14 @@ t.test('shm inside one process (its segment posted to worker threads) gives the 
         t.ok(identical, `${size} ranks, ${op}: every rank holds the shared-memory transport's bits`);
       }
     }
-    const base: TrainConfig = { model: 'alexnet-mini', data: 'synthetic-images', imageSize: [12, 12, 3], classes: 5, datasetSize: 96, batch: 8,
-      steps: 3, devices: 2, strategy: 'two-group', seed: 3 };
-    const [sm, shm] = [await train(base), await train({ ...base, transport: 'shm' })];
+    const [sm, shm] = [await sharedMemoryTrained(), await train({ ...trainBase, transport: 'shm' })];
     t.equal(shm.config.transport, 'shm');
     t.ok(sm.weights.every((w, k) => w.values.every((v, i) => Object.is(v, shm.weights[k].values[i]))), 'bit-identical parameters');
   });
 
 t.test('2 devices train through the message-port transport to the same parameters as through shared memory', async t => {
-  const base: TrainConfig = { model: 'alexnet-mini', data: 'synthetic-images', imageSize: [12, 12, 3], classes: 5, datasetSize: 96, batch: 8,
-    steps: 5, devices: 2, strategy: 'two-group', optimizer: 'adam', lr: 0.01, seed: 3 };
-  const sm = await train(base);
-  const mp = await train({ ...base, transport: 'message-port', plugins: [plugin] });
+  const sm = await sharedMemoryTrained();
+  const mp = await train({ ...trainBase, transport: 'message-port', plugins: [plugin] });
   t.equal(mp.config.transport, 'message-port');
   t.equal(sm.config.transport, 'shared-memory');
   let worst = 0, identical = true;
