@@ -3,8 +3,9 @@
  * each a worker with a typed mailbox. Unexpected exits and uncaught errors are
  * reported to `onFailure` with the device, step and phase from the control block.
  */
-import { workerFlags } from './worker-exec-argv.js';
+import { once } from 'node:events';
 import { Worker, type TransferListItem } from 'node:worker_threads';
+import { workerFlags } from './worker-exec-argv.js';
 import { TandemError, deserializeError, type SerializedError } from '../errors.js';
 import type { ControlBlock } from './control-block.js';
 import type { DeviceIdentity, FromComm, FromCompute, ToComm, ToCompute } from './protocol.js';
@@ -15,9 +16,17 @@ export interface DeviceActorEvents {
   onFailure(err: TandemError): void;
 }
 
+/**
+ * How long `close` lets a comm thread end on its own once the run is aborted: one in the middle of an update
+ * finishes it and marks it applied (an abort checkpoint can then include that step), one waiting on a peer sees
+ * the abort within a wait slice (50 ms). After that it is terminated.
+ */
+export const COMM_EXIT_GRACE_MS = 1000;
+
 export class DeviceActor {
   private readonly compute: Worker;
   private comm?: Worker;
+  private commExited?: Promise<unknown>;
   private closing = false;
   private commDone = false;
 
@@ -55,13 +64,26 @@ export class DeviceActor {
       if ((m as FromComm).type === 'stopped' || (m as FromComm).type === 'error') this.commDone = true;
       this.events.onComm(m as FromComm);
     });
+    this.commExited = once(this.comm, 'exit');
     this.comm.postMessage(msg, transfer);
   }
 
-  /** Ends both threads. Idempotent. */
-  async close(): Promise<void> {
+  /**
+   * Ends both threads (call it once the control block is aborted or stopped): the compute thread at once, the comm
+   * thread when it has ended on its own or after `commGraceMs`, whichever comes first. Idempotent.
+   */
+  async close(commGraceMs = COMM_EXIT_GRACE_MS): Promise<void> {
     this.closing = true;
-    await Promise.all([this.compute.terminate(), this.comm?.terminate()]);
+    await Promise.all([this.compute.terminate(), this.endComm(commGraceMs)]);
+  }
+
+  private async endComm(graceMs: number): Promise<void> {
+    if (!this.comm) return;
+    let timer: NodeJS.Timeout | undefined;
+    const grace = new Promise<void>(resolve => { timer = setTimeout(resolve, graceMs); });
+    await Promise.race([this.commExited!.catch(() => undefined), grace]);
+    clearTimeout(timer);
+    await this.comm.terminate();
   }
 }
 
