@@ -17,8 +17,10 @@ export function emulateLink(link: LinkModel, devices: number, groups: readonly P
   return map(unit => {
     const { start, end } = unit.chunk ?? groups[unit.group];
     const ms = allReduceWireMs(link, (end - start) * 4, devices);
+    // wallNow() is performance.timeOrigin + performance.now(): the start on the hold's clock, with no second
+    // reading between (a thread preempted between two readings used to shorten the hold by that much).
     const began = unit.exchangeStart ?? wallNow();
-    holdUntil(performance.now() - (wallNow() - began), ms);
+    holdUntil(began - performance.timeOrigin, ms);
     return { ...unit, exchangeEnd: wallNow() };
   });
 }
