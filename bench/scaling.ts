@@ -14,10 +14,20 @@ import { Worker } from 'node:worker_threads';
 import { once } from 'node:events';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
-import { train, type TrainConfig, type TrainSummary, type BackendName } from '../src/index.js';
+import { train, type TrainConfig, type TrainSummary, type BackendName, type Span } from '../src/index.js';
+import { computeThreadSteps, type ComputeThreadSteps } from './step-gaps.js';
 import { loadNativeAddon } from '../src/engine/native/native-addon.js';
+import { warmupSteps } from '../src/trainer/run-summary.js';
 import { findTorchPython, runTorchReference, type TorchStepResult } from './torch-reference.js';
 import { SHARED_MEMORY_TRANSPORT } from '../src/collectives/shared-memory-transport.js';
+
+type ComputeThreadRow = ComputeThreadSteps & { thread: string };
+
+/** `label`'s compute thread (device `device` of `run`'s spans) after the warm-up steps. */
+function threadRow(label: string, spans: readonly Span[], device: number, run: TrainSummary): ComputeThreadRow | undefined {
+  const steps = computeThreadSteps(spans, device, warmupSteps(run.config.steps));
+  return steps && { thread: label, ...steps };
+}
 
 export interface ScalingOptions { steps: number; stockSteps: number; perDeviceBatch: number; out: string; runs: number }
 
@@ -70,20 +80,24 @@ export async function runScaling(opts: ScalingOptions): Promise<void> {
   // Steady state (after the warm-up steps: wasm tier-up, first loads), as the profiler and overlap benches measure.
   const rate = (r: TrainSummary) => r.config.batch / (r.steadyStepMs / 1000);
   const rows: { run: string; samplesPerSecond: number; msPerStep?: number }[] = [];
-  const perBackend: Record<string, { one: TrainSummary; two: TrainSummary; independent: number; cdRatios: number[] }> = {};
+  const perBackend: Record<string, { one: TrainSummary; two: TrainSummary; independent: number; cdRatios: number[]; threads: ComputeThreadRow[] }> = {};
   for (const backend of backends) {
     const config = { ...MODEL, backend };
     const one = await train({ ...config, devices: 1, batch: b, steps: opts.steps });
-    const tries: { two: TrainSummary; independent: number; ratio: number }[] = [];
+    const tries: { two: TrainSummary; independent: number; ratio: number; threads: ComputeThreadRow[] }[] = [];
     for (let run = 0; run < Math.max(1, opts.runs); run++) {
-      const two = await train({ ...config, devices: 2, batch: 2 * b, steps: opts.steps, strategy: 'two-group' });
-      const pair = await Promise.all([0, 1].map(i => train({ ...config, devices: 1, batch: b, steps: opts.steps, seed: 1 + i })));
+      const twoSpans: Span[] = [], pairSpans: Span[][] = [[], []];
+      const two = await train({ ...config, devices: 2, batch: 2 * b, steps: opts.steps, strategy: 'two-group' }, { onSpans: s => { twoSpans.push(...s); } });
+      const pair = await Promise.all([0, 1].map(i => train({ ...config, devices: 1, batch: b, steps: opts.steps, seed: 1 + i },
+        { onSpans: s => { pairSpans[i].push(...s); } })));
       const independent = rate(pair[0]) + rate(pair[1]);
-      tries.push({ two, independent, ratio: rate(two) / independent });
+      const threads = [...[0, 1].map(d => threadRow(`(c) device ${d}`, twoSpans, d, two)), ...[0, 1].map(i => threadRow(`(d) training ${i}`, pairSpans[i], 0, pair[i]))]
+        .filter((r): r is ComputeThreadRow => r !== undefined);
+      tries.push({ two, independent, ratio: rate(two) / independent, threads });
     }
     tries.sort((p, q) => p.ratio - q.ratio);
-    const { two, independent } = tries[Math.floor((tries.length - 1) / 2)];
-    perBackend[backend] = { one, two, independent, cdRatios: tries.map(x => x.ratio) };
+    const { two, independent, threads } = tries[Math.floor((tries.length - 1) / 2)];
+    perBackend[backend] = { one, two, independent, cdRatios: tries.map(x => x.ratio), threads };
     rows.push({ run: `(b) tandem ${backend}, 1 device`, samplesPerSecond: rate(one), msPerStep: one.steadyStepMs });
     rows.push({ run: `(c) tandem ${backend}, 2 devices (two-group)`, samplesPerSecond: rate(two), msPerStep: two.steadyStepMs });
     rows.push({ run: `(d) tandem ${backend}, 2 independent 1-device trainings at once`, samplesPerSecond: independent });
@@ -130,6 +144,11 @@ export async function runScaling(opts: ScalingOptions): Promise<void> {
       (backend === 'native' ? ' (target >= 0.95)' : ''));
   }
   if (torch && perBackend.native) console.log('(targets: step time ratio <= 1.2; samples/s ratio >= 1.0)');
+  console.log('\nthe compute threads of the median (c)/(d) run, per step after the warm-up (ms; bench/step-gaps.ts): in spans, and the gap ' +
+    'from one step\'s end to the next step\'s start (waiting for the main thread to post it)\n| backend | thread | period | in spans | gap |\n|---|---|---:|---:|---:|');
+  for (const backend of backends) {
+    for (const r of perBackend[backend].threads) console.log(`| ${backend} | ${r.thread} | ${r.periodMs.toFixed(1)} | ${r.busyMs.toFixed(1)} | ${r.gapMs.toFixed(1)} |`);
+  }
 
   const bandwidth: { bytes: number; arithmetic: 'js' | 'native'; primaryGBs: number; shardedGBs: number; copyGBs: number }[] = [];
   for (const arithmetic of native.loaded ? ['js', 'native'] as const : ['js'] as const) {
@@ -147,7 +166,8 @@ export async function runScaling(opts: ScalingOptions): Promise<void> {
   for (const r of bandwidth) console.log(`| ${r.bytes / 2 ** 20} MB | ${r.arithmetic} | ${r.primaryGBs.toFixed(2)} | ${r.shardedGBs.toFixed(2)} | ${r.copyGBs.toFixed(2)} |`);
 
   const json = { bench: 'scaling', date: new Date().toISOString(), cores: os.cpus().length, options: opts, rows, ratios, cdRuns: cdSpread, bandwidth, torch: torch ?? null,
-    timings: Object.fromEntries(backends.map(k => [k, { one: perBackend[k].one.timings, two: perBackend[k].two.timings }])) };
+    timings: Object.fromEntries(backends.map(k => [k, { one: perBackend[k].one.timings, two: perBackend[k].two.timings }])),
+    computeThreads: Object.fromEntries(backends.map(k => [k, perBackend[k].threads])) };
   mkdirSync(opts.out, { recursive: true });
   writeFileSync(`${opts.out}/scaling.json`, JSON.stringify(json, null, 2));
   console.log(`\nJSON: ${opts.out}/scaling.json`);
