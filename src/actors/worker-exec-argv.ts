@@ -11,7 +11,7 @@
  * modules reaches the device threads.
  *
  * @example
- * // TANDEM_WORKER_EXEC_ARGV='[]' tap   (what `npm test` does)
+ * // TANDEM_WORKER_EXEC_ARGV='[]'   (what every test process sets: test/fixtures/test-process-env.ts)
  * new Worker(url, { ...workerFlags() });
  */
 import { TandemError } from '../errors.js';
