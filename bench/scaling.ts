@@ -145,7 +145,7 @@ export async function runScaling(opts: ScalingOptions): Promise<void> {
   }
   if (torch && perBackend.native) console.log('(targets: step time ratio <= 1.2; samples/s ratio >= 1.0)');
   console.log('\nthe compute threads of the median (c)/(d) run, per step after the warm-up (ms; bench/step-gaps.ts): in spans, and the gap ' +
-    'from one step\'s end to the next step\'s start (waiting for the main thread to post it)\n| backend | thread | period | in spans | gap |\n|---|---|---:|---:|---:|');
+    'from one step\'s end to the next step\'s start\n| backend | thread | period | in spans | gap |\n|---|---|---:|---:|---:|');
   for (const backend of backends) {
     for (const r of perBackend[backend].threads) console.log(`| ${backend} | ${r.thread} | ${r.periodMs.toFixed(1)} | ${r.busyMs.toFixed(1)} | ${r.gapMs.toFixed(1)} |`);
   }

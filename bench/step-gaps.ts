@@ -2,9 +2,11 @@
  * Where a device's compute thread spends a step, from its spans: the step
  * period, the time inside spans (load, forward, wait, backward, handoff), and
  * the gap between one step's last span and the next step's first — the time
- * the thread waits for the main thread to post the next step (which it does
- * once every device of the process has reported the step done). The scaling
- * bench compares (c) and (d) with it.
+ * the thread waits for the next step to be posted (one host: the main thread
+ * posts step s+1 while step s trains, so the gap is the thread's own hand-over
+ * and any preemption; several hosts, or around a checkpoint: once every device
+ * of the process has reported the step done). The scaling bench compares (c)
+ * and (d) with it.
  *
  * @example
  * computeThreadSteps(spans, 0, 20) // { steps: 80, periodMs: 35.6, busyMs: 31.7, gapMs: 3.9 }

@@ -54,10 +54,11 @@ t.test('stop() on a step whose update never completes: aborted after stopGraceMs
     faultInjection: { device: 1, step: 5, phase: 'update', kind: 'hang' } });
   const checkpoints: number[] = [];
   run.events$.subscribe(e => { if (e.type === 'checkpoint') checkpoints.push(e.step); });
+  // Step 6 was posted while step 5 trained (its inputs loaded, no checkpoint due): the stop asked at step 5's metrics ends the run after step 6.
   run.metrics$.subscribe(m => { if (m.step === 5) run.stop(); });
   const err = await run.done.then(() => undefined, (e: unknown) => e);
   t.ok(err instanceof TandemError && err.code === 'ABORTED', 'done rejects with ABORTED');
-  t.match((err as Error).message, /step 5 did not reach its stop checkpoint within stopGraceMs \(300 ms\).*checkpoint of step 4/);
+  t.match((err as Error).message, /step 6 did not reach its stop checkpoint within stopGraceMs \(300 ms\).*checkpoint of step 4/);
   t.same(checkpoints, [4], 'a checkpoint event for step 4');
   sameState(t, await readCheckpoint(checkpointPath(dir, 4)), await reference(), 'grace checkpoint (two-group)');
 });

@@ -32,7 +32,7 @@ import { globalRank, localRanks } from '../world/topology.js';
 import { addressTowards, serveRendezvous, storeUrl } from '../world/rendezvous.js';
 import type { StoreServer } from '../collectives/gloo/tcp-store-server.js';
 import { HostChannel } from '../world/host-channel.js';
-import { ComputeReplies } from './compute-replies.js';
+import { ComputeReplies, type Reply } from './compute-replies.js';
 import { checkRoomForResults, resultNeeds } from '../output/room-for-results.js';
 import { RunLedger } from './run-ledger.js';
 import { finishSummary, warmupSteps, type StepLoopResult } from './run-summary.js';
@@ -53,6 +53,9 @@ interface Built {
   /** Per local device, the accelerator its engine opened (webgpu); undefined on the CPU engines. */
   engineDevices?: EngineDevice[];
 }
+
+/** A step posted to every device: its replies, and how long it waited for its inputs. */
+interface PostedStep { done: Promise<Reply<'stepDone'>[]>; loadWaitMs: number }
 
 /** Phase 2's result: where everything lives. */
 interface LaidOut extends Built { groups: ParameterGroup[]; buffers: SharedBuffers; load(step: number): Promise<void> }
@@ -287,7 +290,7 @@ export class TrainingRun {
    * them (host-channel.ts), so every host stops after the same step, one step after the request.
    */
   private async stopAfter(step: number): Promise<boolean> {
-    const wanted = this.hooks.shouldStop?.() === true || this.stopRequest?.requested !== undefined;
+    const wanted = this.stopWanted();
     const channel = this.world?.channel;
     if (!channel) return wanted;
     const agreed = step > this.firstStep && await channel.stopAgreed(step - 1);
@@ -398,48 +401,43 @@ export class TrainingRun {
     return snaps;
   }
 
-  /** Phase 4: the steps, with checkpoints; ends early when `shouldStop` says so. */
+  /**
+   * Phase 4: the steps, with checkpoints; ends early when `shouldStop` says so. One host: step s+1 is posted while
+   * step s trains, once its inputs are loaded (postAhead), so a compute thread starts it the moment it ends step s
+   * instead of waiting for the main thread's round trip; its forward still waits for each group of step s.
+   */
   private async stepLoop(laidOut: LaidOut, firstStep: number, loading: Promise<void>): Promise<StepLoopResult> {
     const { cfg, hooks } = this;
     const result: StepLoopResult = { lastStep: cfg.steps, history: [], computeTotal: 0, loadWaitTotal: 0, steadyCompute: 0, stepStarts: [],
       warmup: firstStep - 1 + warmupSteps(cfg.steps - firstStep + 1), trainStart: performance.now() };
     const replicas = paramSlots(laidOut.buffers);
     this.stepping = 'stepping';
+    let ahead: Promise<PostedStep | undefined> = Promise.resolve(undefined);
     for (let step = firstStep; step <= cfg.steps; step++) {
       this.stepInFlight = step;
       if ((step - 1) % cfg.stepsPerEpoch === 0) hooks.onEvent?.({ type: 'epoch', epoch: Math.floor((step - 1) / cfg.stepsPerEpoch) + 1, step });
       const t0 = performance.now();
-      await this.withinStallTimeout(loading, step);
-      result.loadWaitTotal += performance.now() - t0;
+      const postedAhead = await ahead;
+      const current = postedAhead ?? await this.loadedAndPosted(step, loading);
+      result.loadWaitTotal += current.loadWaitMs;
       result.stepStarts.push(t0);
-      // The first step waits on the comm threads' start (joining the communicator, the step-0 broadcast): setup's watchdog.
-      const done = this.replies.expect('stepDone', step, step === firstStep ? this.setupWatchdogMs() : undefined);
-      for (const a of this.actors) a.postCompute({ type: 'step', step });
-      // Step s+1's inputs go into the other slot (step s-1's, finished) while step s trains.
-      if (step < cfg.steps) { loading = laidOut.load(step + 1); loading.catch(() => {}); }
-      const results = await done;
-      this.checkLoss(step, results);
-      this.ledger.stepDone(step, results);
-      const loss = results.reduce((s, r) => s + r.loss, 0) / results.length;
-      // This process's devices' samples (the whole global batch on one host; several hosts: host 0's monitor sees the world's).
-      const correct = results.reduce((s, r) => s + r.correct, 0);
-      const accuracy = correct / (cfg.perDevice * cfg.topology.localDevices);
-      const stepMs = performance.now() - t0;
-      const computeMs = results.map(r => r.computeMs);
-      result.computeTotal += Math.max(...computeMs);
-      if (step > result.warmup) result.steadyCompute += Math.max(...computeMs);
-      result.history.push({ step, loss, accuracy });
-      const numTensors = results.map(r => r.numTensors);
-      this.monitor.step({ step, losses: results.map(r => r.loss), correct, stepMs, computeMs, numTensors },
-        { step, loss, accuracy, stepMs, samplesPerSecond: cfg.batch / (stepMs / 1000), computeMs, numTensors });
+      // Step s+1's inputs go into the other slot (step s-1's, finished) while step s trains; posted ahead, step s
+      // was posted once step s-1 had ended, which started loading them then.
+      if (step < cfg.steps && !postedAhead) { loading = laidOut.load(step + 1); loading.catch(() => {}); }
+      ahead = this.postAhead(step, loading);
+      ahead.catch(() => {}); // awaited at the next step
+      const results = await current.done;
+      const ended = performance.now();
+      const next = await ahead; // step s+1 posted (or not); a load slower than step s is waited for here
+      if (next) result.loadWaitTotal += performance.now() - ended;
+      if (next && step + 1 < cfg.steps) { loading = laidOut.load(step + 2); loading.catch(() => {}); } // step s's slot is free now
+      this.recordStep(step, results, t0, result);
       if (hooks.onStepApplied || this.replicaCheck.due(step)) await this.applied(laidOut.groups, step);
       hooks.onStepApplied?.(step, replicas, laidOut.layout);
       if (this.replicaCheck.due(step)) await this.replicaCheck.afterApplied(step, replicas);
-      const stopping = await this.stopAfter(step);
+      const stopping = next === undefined && await this.stopAfter(step);
       const disarmGrace = () => { clearTimeout(this.graceTimer); this.stepping = 'after'; };
-      if ((this.store || this.sendsHeads()) && ((cfg.checkpointEvery && step % cfg.checkpointEvery === 0) || (stopping && step < cfg.steps))) {
-        await this.checkpoint(laidOut, step, stopping ? disarmGrace : undefined);
-      }
+      if (this.checkpointDue(step, stopping)) await this.checkpoint(laidOut, step, stopping ? disarmGrace : undefined);
       if (stopping) disarmGrace();
       if (stopping && step < cfg.steps) {
         result.lastStep = step;
@@ -451,6 +449,63 @@ export class TrainingRun {
     this.stepping = 'after';
     clearTimeout(this.graceTimer);
     return result;
+  }
+
+  /** Step `step` posted to every device, once its inputs (`loading`) are loaded. */
+  private async loadedAndPosted(step: number, loading: Promise<void>): Promise<PostedStep> {
+    const t0 = performance.now();
+    await this.withinStallTimeout(loading, step);
+    return { ...this.postStep(step), loadWaitMs: performance.now() - t0 };
+  }
+
+  private postStep(step: number): Omit<PostedStep, 'loadWaitMs'> {
+    // The first step waits on the comm threads' start (joining the communicator, the step-0 broadcast): setup's watchdog.
+    const done = this.replies.expect('stepDone', step, step === this.firstStep ? this.setupWatchdogMs() : undefined);
+    for (const a of this.actors) a.postCompute({ type: 'step', step });
+    return { done };
+  }
+
+  /**
+   * Step `step`+1 posted while `step` trains (its inputs in `loading`), or undefined when the main thread has work
+   * between the two steps that needs every device idle or decides whether to go on: a checkpoint, a replica check,
+   * onStepApplied, a stop wished for, the last step; several hosts agree on stops between steps (host-channel.ts).
+   * A stop wished for later ends the run after step+1.
+   */
+  private async postAhead(step: number, loading: Promise<void>): Promise<PostedStep | undefined> {
+    const { cfg } = this;
+    if (step >= cfg.steps || this.world?.channel || this.hooks.onStepApplied || this.replicaCheck.due(step) || this.checkpointDue(step, false)) return undefined;
+    await this.withinStallTimeout(loading, step + 1);
+    if (this.failure || this.stopWanted()) return undefined;
+    return { ...this.postStep(step + 1), loadWaitMs: 0 }; // the loop counts the wait that step s's end saw
+  }
+
+  private stopWanted(): boolean {
+    return this.hooks.shouldStop?.() === true || this.stopRequest?.requested !== undefined;
+  }
+
+  /** Whether a checkpoint is written after `step` (every checkpointEvery steps, and at a stop before the last step). */
+  private checkpointDue(step: number, stopping: boolean): boolean {
+    const { cfg } = this;
+    return (this.store !== undefined || this.sendsHeads()) && ((cfg.checkpointEvery && step % cfg.checkpointEvery === 0) || (stopping && step < cfg.steps));
+  }
+
+  /** Step `step`'s replies: the loss checked, the ledger, the history and the monitor. */
+  private recordStep(step: number, results: Reply<'stepDone'>[], t0: number, result: StepLoopResult): void {
+    const { cfg } = this;
+    this.checkLoss(step, results);
+    this.ledger.stepDone(step, results);
+    const loss = results.reduce((s, r) => s + r.loss, 0) / results.length;
+    // This process's devices' samples (the whole global batch on one host; several hosts: host 0's monitor sees the world's).
+    const correct = results.reduce((s, r) => s + r.correct, 0);
+    const accuracy = correct / (cfg.perDevice * cfg.topology.localDevices);
+    const stepMs = performance.now() - t0;
+    const computeMs = results.map(r => r.computeMs);
+    result.computeTotal += Math.max(...computeMs);
+    if (step > result.warmup) result.steadyCompute += Math.max(...computeMs);
+    result.history.push({ step, loss, accuracy });
+    const numTensors = results.map(r => r.numTensors);
+    this.monitor.step({ step, losses: results.map(r => r.loss), correct, stepMs, computeMs, numTensors },
+      { step, loss, accuracy, stepMs, samplesPerSecond: cfg.batch / (stepMs / 1000), computeMs, numTensors });
   }
 
   /** A non-finite loss: onNan 'error' fails the run naming the step and every such device; skip-step warns (every update of the step is skipped). */
