@@ -16,12 +16,15 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { train, type TrainConfig, type TrainSummary, type BackendName, type Span } from '../src/index.js';
 import { computeThreadSteps, type ComputeThreadSteps } from './step-gaps.js';
+import { SteadyCpuWindow } from './steady-cpu-window.js';
 import { loadNativeAddon } from '../src/engine/native/native-addon.js';
 import { warmupSteps } from '../src/trainer/run-summary.js';
 import { findTorchPython, runTorchReference, type TorchStepResult } from './torch-reference.js';
 import { SHARED_MEMORY_TRANSPORT } from '../src/collectives/shared-memory-transport.js';
 
 type ComputeThreadRow = ComputeThreadSteps & { thread: string };
+/** The process's CPU time over wall time in the steady state of (c) and of (d) (steady-cpu-window.ts). */
+type CoresBusy = { c?: number; d?: number };
 
 /** `label`'s compute thread (device `device` of `run`'s spans) after the warm-up steps. */
 function threadRow(label: string, spans: readonly Span[], device: number, run: TrainSummary): ComputeThreadRow | undefined {
@@ -80,24 +83,27 @@ export async function runScaling(opts: ScalingOptions): Promise<void> {
   // Steady state (after the warm-up steps: wasm tier-up, first loads), as the profiler and overlap benches measure.
   const rate = (r: TrainSummary) => r.config.batch / (r.steadyStepMs / 1000);
   const rows: { run: string; samplesPerSecond: number; msPerStep?: number }[] = [];
-  const perBackend: Record<string, { one: TrainSummary; two: TrainSummary; independent: number; cdRatios: number[]; threads: ComputeThreadRow[] }> = {};
+  const perBackend: Record<string, { one: TrainSummary; two: TrainSummary; independent: number; cdRatios: number[]; threads: ComputeThreadRow[]; coresBusy: CoresBusy[] }> = {};
   for (const backend of backends) {
     const config = { ...MODEL, backend };
     const one = await train({ ...config, devices: 1, batch: b, steps: opts.steps });
-    const tries: { two: TrainSummary; independent: number; ratio: number; threads: ComputeThreadRow[] }[] = [];
+    const tries: { two: TrainSummary; independent: number; ratio: number; threads: ComputeThreadRow[]; coresBusy: CoresBusy }[] = [];
     for (let run = 0; run < Math.max(1, opts.runs); run++) {
       const twoSpans: Span[] = [], pairSpans: Span[][] = [[], []];
-      const two = await train({ ...config, devices: 2, batch: 2 * b, steps: opts.steps, strategy: 'two-group' }, { onSpans: s => { twoSpans.push(...s); } });
+      const window = (trainings: number) => new SteadyCpuWindow(trainings, warmupSteps(opts.steps), opts.steps - 1);
+      const twoCpu = window(1), pairCpu = window(2);
+      const two = await train({ ...config, devices: 2, batch: 2 * b, steps: opts.steps, strategy: 'two-group' },
+        { onSpans: s => { twoSpans.push(...s); }, onStep: m => twoCpu.onStep(0, m.step) });
       const pair = await Promise.all([0, 1].map(i => train({ ...config, devices: 1, batch: b, steps: opts.steps, seed: 1 + i },
-        { onSpans: s => { pairSpans[i].push(...s); } })));
+        { onSpans: s => { pairSpans[i].push(...s); }, onStep: m => pairCpu.onStep(i, m.step) })));
       const independent = rate(pair[0]) + rate(pair[1]);
       const threads = [...[0, 1].map(d => threadRow(`(c) device ${d}`, twoSpans, d, two)), ...[0, 1].map(i => threadRow(`(d) training ${i}`, pairSpans[i], 0, pair[i]))]
         .filter((r): r is ComputeThreadRow => r !== undefined);
-      tries.push({ two, independent, ratio: rate(two) / independent, threads });
+      tries.push({ two, independent, ratio: rate(two) / independent, threads, coresBusy: { c: twoCpu.coresBusy(), d: pairCpu.coresBusy() } });
     }
     tries.sort((p, q) => p.ratio - q.ratio);
     const { two, independent, threads } = tries[Math.floor((tries.length - 1) / 2)];
-    perBackend[backend] = { one, two, independent, cdRatios: tries.map(x => x.ratio), threads };
+    perBackend[backend] = { one, two, independent, cdRatios: tries.map(x => x.ratio), threads, coresBusy: tries.map(x => x.coresBusy) };
     rows.push({ run: `(b) tandem ${backend}, 1 device`, samplesPerSecond: rate(one), msPerStep: one.steadyStepMs });
     rows.push({ run: `(c) tandem ${backend}, 2 devices (two-group)`, samplesPerSecond: rate(two), msPerStep: two.steadyStepMs });
     rows.push({ run: `(d) tandem ${backend}, 2 independent 1-device trainings at once`, samplesPerSecond: independent });
@@ -144,6 +150,9 @@ export async function runScaling(opts: ScalingOptions): Promise<void> {
       (backend === 'native' ? ' (target >= 0.95)' : ''));
   }
   if (torch && perBackend.native) console.log('(targets: step time ratio <= 1.2; samples/s ratio >= 1.0)');
+  const fmt = (x?: number) => x === undefined ? '–' : x.toFixed(2);
+  console.log(`\ncores busy in the steady state (the process's CPU time over wall time; ${os.cpus().length} cores), each (c)/(d) run in ratio order: ` +
+    backends.map(k => `${k}: ${perBackend[k].coresBusy.map(x => `(c) ${fmt(x.c)} (d) ${fmt(x.d)}`).join('; ')}`).join(' | '));
   console.log('\nthe compute threads of the median (c)/(d) run, per step after the warm-up (ms; bench/step-gaps.ts): in spans, and the gap ' +
     'from one step\'s end to the next step\'s start\n| backend | thread | period | in spans | gap |\n|---|---|---:|---:|---:|');
   for (const backend of backends) {
@@ -167,7 +176,8 @@ export async function runScaling(opts: ScalingOptions): Promise<void> {
 
   const json = { bench: 'scaling', date: new Date().toISOString(), cores: os.cpus().length, options: opts, rows, ratios, cdRuns: cdSpread, bandwidth, torch: torch ?? null,
     timings: Object.fromEntries(backends.map(k => [k, { one: perBackend[k].one.timings, two: perBackend[k].two.timings }])),
-    computeThreads: Object.fromEntries(backends.map(k => [k, perBackend[k].threads])) };
+    computeThreads: Object.fromEntries(backends.map(k => [k, perBackend[k].threads])),
+    coresBusy: Object.fromEntries(backends.map(k => [k, perBackend[k].coresBusy])) };
   mkdirSync(opts.out, { recursive: true });
   writeFileSync(`${opts.out}/scaling.json`, JSON.stringify(json, null, 2));
   console.log(`\nJSON: ${opts.out}/scaling.json`);
