@@ -37,6 +37,8 @@ export interface StepLoopResult {
   loadWaitTotal: number;
   steadyCompute: number;
   stepStarts: number[];
+  /** When the last step's metrics were recorded (its stepMs is the time since the one before). */
+  lastRecordedAt?: number;
   warmup: number;
   trainStart: number;
 }

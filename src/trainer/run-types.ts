@@ -13,6 +13,10 @@ export interface StepMetrics {
   loss: number;
   accuracy: number;
   samplesPerSecond: number;
+  /**
+   * ms since the previous step ended (the first step: since it began): the step's period, what it cost in wall time,
+   * with whatever the loop did after the step before (a checkpoint, the hosts' stop agreement, a replica check).
+   */
   stepMs: number;
   /** Per device: compute-thread ms (forward+backward+handoff). */
   computeMs: number[];

@@ -498,7 +498,11 @@ export class TrainingRun {
     // This process's devices' samples (the whole global batch on one host; several hosts: host 0's monitor sees the world's).
     const correct = results.reduce((s, r) => s + r.correct, 0);
     const accuracy = correct / (cfg.perDevice * cfg.topology.localDevices);
-    const stepMs = performance.now() - t0;
+    // The period: since the previous step was recorded (the first: since its loop iteration began), so that what the
+    // loop does between steps (a checkpoint, the hosts' stop agreement, a replica check) counts, as it does in the wall time.
+    const now = performance.now();
+    const stepMs = now - (result.lastRecordedAt ?? t0);
+    result.lastRecordedAt = now;
     const computeMs = results.map(r => r.computeMs);
     result.computeTotal += Math.max(...computeMs);
     if (step > result.warmup) result.steadyCompute += Math.max(...computeMs);

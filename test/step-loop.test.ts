@@ -3,12 +3,13 @@
 // step s+1 begin before the main thread is free again after step s. Not ahead where the main thread needs the devices
 // idle between two steps: after a checkpoint step, step s+1 begins only after the checkpoint is written. The bits of
 // a run are those of the step-by-step loop: strategies.test.ts and lossless.test.ts compare against sequential and one
-// device; checkpoint.test.ts and stopping.test.ts compare checkpoints with uninterrupted runs.
+// device; checkpoint.test.ts and stopping.test.ts compare checkpoints with uninterrupted runs. A step's stepMs is its
+// period: what the loop did after the step before (here a slow onStepApplied) counts.
 import t from 'tap';
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { train, type Span, type TrainConfig } from '../src/index.js';
+import { train, type Span, type StepMetrics, type TrainConfig } from '../src/index.js';
 import { wallNow } from '../src/monitor/span.js';
 
 const base: TrainConfig = { model: 'mlp', data: 'synthetic-images', imageSize: [6, 6, 1], datasetSize: 300, batch: 12, devices: 2, backend: 'cpu', seed: 5, steps: 6 };
@@ -49,4 +50,15 @@ t.test('a checkpoint step is not overtaken: step s+1 begins after step s is chec
   for (const step of [2, 4]) {
     t.ok(stepBegan(spans, step + 1) > written.get(step)!, `step ${step + 1} began after step ${step}'s checkpoint was written`);
   }
+});
+
+t.test("stepMs is the step's period: the main thread's work after the step before counts", async t => {
+  const metrics: StepMetrics[] = [];
+  const began = performance.now();
+  await train(base, { onStep: m => { metrics.push(m); }, onStepApplied: () => blockMainThread(BLOCK_MS) });
+  const wall = performance.now() - began;
+  for (const m of metrics.slice(1)) t.ok(m.stepMs >= BLOCK_MS, `step ${m.step}: ${m.stepMs.toFixed(0)} ms, with the ${BLOCK_MS} ms onStepApplied of step ${m.step - 1}`);
+  const sum = metrics.reduce((s, m) => s + m.stepMs, 0);
+  t.ok(sum <= wall, `the steps' ms (${sum.toFixed(0)}) fit in the run's wall time (${wall.toFixed(0)})`);
+  t.equal(metrics.length, base.steps, 'one metrics per step');
 });
