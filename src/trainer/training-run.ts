@@ -87,6 +87,8 @@ export class TrainingRun {
   private ending?: Promise<void>;
   /** Several hosts: host 0's store (on host 0), the address this host's ranks listen on, this host's line to the others. */
   private world?: { server?: StoreServer; hostname: string; channel?: HostChannel };
+  /** Several hosts: the stop verdict read for a step (stopAgreedBefore). */
+  private verdict?: { step: number; agreed: Promise<boolean> };
   /** Several hosts: host 0 sees the world's metrics, spans and warnings (world-monitor.ts); its hooks are `hooks`. */
   private readonly monitor: WorldMonitor;
   private readonly hooks: TrainHooks;
@@ -287,15 +289,36 @@ export class TrainingRun {
 
   /**
    * Whether to stop after `step`: asked here; several hosts: asked on any host after the step before, agreed between
-   * them (host-channel.ts), so every host stops after the same step, one step after the request.
+   * them (host-channel.ts), so every host stops after the same step, one step after the request. `nextPosted`: step+1
+   * was posted ahead (postAhead), which it is only when no stop is due after `step`; a wish made since goes to step+1.
    */
-  private async stopAfter(step: number): Promise<boolean> {
+  private async stopAfter(step: number, nextPosted: boolean): Promise<boolean> {
     const wanted = this.stopWanted();
     const channel = this.world?.channel;
-    if (!channel) return wanted;
-    const agreed = step > this.firstStep && await channel.stopAgreed(step - 1);
+    if (!channel) return wanted && !nextPosted;
+    const agreed = await this.stopAgreedBefore(step);
     if (!agreed && step < this.cfg.steps) await channel.submitStop(step, wanted);
     return agreed;
+  }
+
+  /**
+   * Several hosts, while `step` trains: the stop verdict, read once this host applied step-1 (every host then ended
+   * step-1, so its wish is in or on its way, as when the verdict is read after `step`: no longer wait on a peer).
+   */
+  private async agreedOnceApplied(groups: ParameterGroup[], step: number): Promise<boolean> {
+    if (step > this.firstStep) await this.applied(groups, step - 1);
+    return this.stopAgreedBefore(step);
+  }
+
+  /** Several hosts: whether they agreed to stop after `step` (the wishes made after step-1); read once per step. */
+  private stopAgreedBefore(step: number): Promise<boolean> {
+    const channel = this.world!.channel!;
+    if (this.verdict?.step !== step) {
+      const agreed = step > this.firstStep ? channel.stopAgreed(step - 1) : Promise.resolve(false);
+      agreed.catch(() => {}); // awaited by whoever asked
+      this.verdict = { step, agreed };
+    }
+    return this.verdict.agreed;
   }
 
   /** A communicator of this process's devices on the run's transport (several hosts: of every host's devices, by global rank). */
@@ -402,9 +425,9 @@ export class TrainingRun {
   }
 
   /**
-   * Phase 4: the steps, with checkpoints; ends early when `shouldStop` says so. One host: step s+1 is posted while
-   * step s trains, once its inputs are loaded (postAhead), so a compute thread starts it the moment it ends step s
-   * instead of waiting for the main thread's round trip; its forward still waits for each group of step s.
+   * Phase 4: the steps, with checkpoints; ends early when `shouldStop` says so. Step s+1 is posted while step s
+   * trains, once its inputs are loaded (postAhead), so a compute thread starts it the moment it ends step s instead
+   * of waiting for the main thread's round trip; its forward still waits for each group of step s.
    */
   private async stepLoop(laidOut: LaidOut, firstStep: number, loading: Promise<void>): Promise<StepLoopResult> {
     const { cfg, hooks } = this;
@@ -424,7 +447,7 @@ export class TrainingRun {
       // Step s+1's inputs go into the other slot (step s-1's, finished) while step s trains; posted ahead, step s
       // was posted once step s-1 had ended, which started loading them then.
       if (step < cfg.steps && !postedAhead) { loading = laidOut.load(step + 1); loading.catch(() => {}); }
-      ahead = this.postAhead(step, loading);
+      ahead = this.postAhead(step, loading, laidOut.groups);
       ahead.catch(() => {}); // awaited at the next step
       const results = await current.done;
       const ended = performance.now();
@@ -435,7 +458,7 @@ export class TrainingRun {
       if (hooks.onStepApplied || this.replicaCheck.due(step)) await this.applied(laidOut.groups, step);
       hooks.onStepApplied?.(step, replicas, laidOut.layout);
       if (this.replicaCheck.due(step)) await this.replicaCheck.afterApplied(step, replicas);
-      const stopping = next === undefined && await this.stopAfter(step);
+      const stopping = await this.stopAfter(step, next !== undefined);
       const disarmGrace = () => { clearTimeout(this.graceTimer); this.stepping = 'after'; };
       if (this.checkpointDue(step, stopping)) await this.checkpoint(laidOut, step, stopping ? disarmGrace : undefined);
       if (stopping) disarmGrace();
@@ -468,14 +491,15 @@ export class TrainingRun {
   /**
    * Step `step`+1 posted while `step` trains (its inputs in `loading`), or undefined when the main thread has work
    * between the two steps that needs every device idle or decides whether to go on: a checkpoint, a replica check,
-   * onStepApplied, a stop wished for, the last step; several hosts agree on stops between steps (host-channel.ts).
-   * A stop wished for later ends the run after step+1.
+   * onStepApplied, a stop due after `step` (one host: wished for now; several: agreed after step-1), the last step.
+   * A stop wished for later ends the run after step+1 (several hosts: its wish is added after `step`, agreed after step+1).
    */
-  private async postAhead(step: number, loading: Promise<void>): Promise<PostedStep | undefined> {
+  private async postAhead(step: number, loading: Promise<void>, groups: ParameterGroup[]): Promise<PostedStep | undefined> {
     const { cfg } = this;
-    if (step >= cfg.steps || this.world?.channel || this.hooks.onStepApplied || this.replicaCheck.due(step) || this.checkpointDue(step, false)) return undefined;
+    if (step >= cfg.steps || this.hooks.onStepApplied || this.replicaCheck.due(step) || this.checkpointDue(step, false)) return undefined;
     await this.withinStallTimeout(loading, step + 1);
-    if (this.failure || this.stopWanted()) return undefined;
+    if (this.failure) return undefined;
+    if (this.world?.channel ? await this.agreedOnceApplied(groups, step) : this.stopWanted()) return undefined;
     return { ...this.postStep(step + 1), loadWaitMs: 0 }; // the loop counts the wait that step s's end saw
   }
 

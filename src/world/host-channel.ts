@@ -135,13 +135,16 @@ export class HostChannel {
   }
 
   /**
-   * This host's wish to stop, after `step`, before it starts step+1. The last host to add its wish publishes the
-   * verdict; step+1's all-reduce needs every host, so once step+1 is done here every wish is in, or about to be (stopAgreed).
+   * This host's wish to stop, after `step`, before it starts step+2. The last host to add its wish publishes the
+   * verdict; step+1's all-reduce needs every host, so once step+1 is applied here every wish is in, or about to be
+   * (stopAgreed). Each host also leaves the count its wish made, so that a verdict that never came names the host
+   * that added last (missingWishes).
    */
   async submitStop(step: number, wanted: boolean): Promise<void> {
     const key = stopKey(step);
     await this.betweenSteps(step, 'adding its stop wish', async () => {
-      const [count] = await Promise.all([this.client.add(key, 1 + (wanted ? STOP_WEIGHT : 0)), this.client.set(`${key}.host${this.topology.process}`, '1')]);
+      const count = await this.client.add(key, 1 + (wanted ? STOP_WEIGHT : 0));
+      await this.client.set(`${key}.host${this.topology.process}`, String(count));
       if (count % STOP_WEIGHT === this.topology.processes) await this.client.set(`${key}.agreed`, count >= STOP_WEIGHT ? '1' : '0');
     });
   }
@@ -163,11 +166,16 @@ export class HostChannel {
   private async missingWishes(step: number): Promise<TandemError> {
     const has = (key: string) => this.client.get(key, 0).then(v => v.toString(), () => undefined);
     const missing: string[] = [];
+    let last: string | undefined;
     for (let r = 0; r < this.topology.processes; r++) {
-      if (await has(`${stopKey(step)}.host${r}`) === undefined) missing.push(`${describeProcess(this.topology, r)} (${await has(addressKey(r)) ?? 'address unknown'})`);
+      const count = await has(`${stopKey(step)}.host${r}`);
+      const host = async () => `${describeProcess(this.topology, r)} (${await has(addressKey(r)) ?? 'address unknown'})`;
+      if (count === undefined) missing.push(await host());
+      else if (Number(count) % STOP_WEIGHT === this.topology.processes) last = await host();
     }
-    const who = missing.length > 0 ? missing.join(', ') : 'the last host to add its wish';
-    return new TandemError('STALLED', `${describeProcess(this.topology, this.topology.process)}: ${who} did not add its stop wish after step ${step} within ` +
+    const what = missing.length > 0 ? `${missing.join(', ')} did not add its stop wish` // every wish in: the last to add did not publish the verdict
+      : `${last ?? 'the last host to add its wish'} added the last stop wish but did not publish the verdict`;
+    return new TandemError('STALLED', `${describeProcess(this.topology, this.topology.process)}: ${what} after step ${step} within ` +
       `${(this.peerWaitMs / 1000).toFixed(1)} s (a cut link or a frozen host; raise stallTimeoutMs if a host is legitimately this slow)`);
   }
 
