@@ -180,6 +180,18 @@ t.test('tandem trace --png draws the last three steps by default, --steps A..B o
   t.match(empty.stderr, 'no span in the steps asked for; the trace holds steps 1-6');
   const both = await runCli(['trace', trace, '--png', path.join(tmp, 'x.png'), '--steps', '2..3', '--all']);
   t.match(both.stderr, '--steps and --all both choose the steps drawn; give one');
+  const unknown = await runCli(['trace', trace, '--pgn', path.join(tmp, 'x.png')]);
+  t.not(unknown.code, 0, 'an unknown flag fails');
+  t.match(unknown.stderr, /^tandem: tandem trace: Unknown option '--pgn'.*; usage: tandem trace TRACE\.json --svg/, 'naming the flag, with the usage');
+  t.notMatch(unknown.stderr, /\n\s+at /, 'no stack trace');
+});
+
+t.test('--help after any command prints the help, exit 0', async t => {
+  for (const command of ['train', 'trace', 'launch', 'profile']) {
+    const r = await runCli([command, '--help']);
+    t.equal(r.code, 0, `tandem ${command} --help: exit 0 ${r.stderr}`);
+    t.match(r.stdout, /tandem launch --hosts N[\s\S]*tandem trace TRACE\.json/, `tandem ${command} --help: the help`);
+  }
 });
 
 t.test('spanMs: two pictures given the same spanMs draw a span of the same length at the same width', async t => {

@@ -112,6 +112,10 @@ function autoLines(c: AutoChoice): string[] {
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
+  if (rest.includes('--help') || rest.includes('-h')) { // `tandem train --help`: every command's flags are in the one help
+    console.log(HELP);
+    return 0;
+  }
   switch (command) {
     case undefined:
     case '--help':

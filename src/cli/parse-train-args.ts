@@ -26,7 +26,7 @@ export function parseTrainArgs(argv: string[], command: 'train' | 'profile' = 't
   try {
     ({ values } = parseArgs({ args: withNegativeNumbers(argv), options: { ...options, ...multiple }, allowPositionals: false, strict: true }));
   } catch (err) {
-    throw new TandemError('BAD_CONFIG', `tandem train: ${(err as Error).message}. See tandem --help.`);
+    throw new TandemError('BAD_CONFIG', `tandem ${command}: ${(err as Error).message}. See tandem --help.`);
   }
   const config: TrainConfig = typeof values.config === 'string' ? readConfigFile(values.config) : {};
   const c = config as Record<string, unknown>;

@@ -38,10 +38,16 @@ function readTrace(file: string): Parameters<typeof spansFromChromeTrace>[0] {
 }
 
 export async function traceCommand(args: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args, allowPositionals: true,
-    options: { svg: { type: 'string' }, png: { type: 'string' }, steps: { type: 'string' }, last: { type: 'string' }, all: { type: 'boolean' } },
-  });
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args, allowPositionals: true,
+      options: { svg: { type: 'string' }, png: { type: 'string' }, steps: { type: 'string' }, last: { type: 'string' }, all: { type: 'boolean' } },
+    });
+  } catch (err) {
+    throw new TandemError('BAD_CONFIG', `tandem trace: ${(err as Error).message}; usage: ${TRACE_USAGE}`);
+  }
+  const { values, positionals } = parsed;
   const file = positionals[0];
   if (!file || (!values.svg && !values.png)) throw new TandemError('BAD_CONFIG', `usage: ${TRACE_USAGE}`);
   const steps = stepRangeOf(values);
