@@ -39,7 +39,7 @@ export function scheduleRun(schedule: Exclude<Schedule, 'auto'>, hook: Hook, spl
 
 /** Per model: samples per device per step, steps per run and the links run unless --rates says otherwise. */
 export const MODEL_DEFAULTS: Record<HostsModel, { batch: number; steps: number; rates: readonly LinkRate[] }> = {
-  'alexnet-mini': { batch: 32, steps: 12, rates: HOSTS_RATES },
+  'alexnet-mini': { batch: 32, steps: 24, rates: HOSTS_RATES },
   // 58M parameters, 227x227 images: ~2.5 s a step of 4 samples on one thread of this 2-core machine, and an all-reduce
   // moves 233 MB (~19 s at 100 Mbit/s: each uncompressed run at 100mbit takes minutes): a small batch, few steps
   'alexnet': { batch: 4, steps: 6, rates: ['1gbit', '100mbit'] },
@@ -100,7 +100,7 @@ export function stepsOf(model: HostsModel, opts: HostsBenchOptions): number {
   return opts.steps ?? (opts.quick ? (model === 'alexnet' ? 5 : 8) : MODEL_DEFAULTS[model].steps);
 }
 
-/** Untimed first steps of a run of `steps` (a third, at least one): 12 steps time the last 8. */
+/** Untimed first steps of a run of `steps` (a third, at least one): 24 steps time the last 16. */
 export function untimedSteps(steps: number): number {
   return Math.max(1, Math.ceil(steps / 3));
 }
