@@ -167,6 +167,11 @@ export interface HostsRow {
   cpuBoundMs?: number;
   /** tandem: the bound on this machine: max(lower bound, compute with both hosts computing at once, the CPU bound). */
   machineBoundMs?: number;
+  /**
+   * tandem: the whole machine per step over the same steps (/proc/stat, every CPU): busy (every process and the
+   * kernel, the network's work included), of it the kernel's, and idle (ms of CPU time per step).
+   */
+  machineMsPerStep?: { busyMs: number; idleMs: number; kernelMs: number };
 }
 
 export function printHostsTable(rows: readonly HostsRow[]): void {

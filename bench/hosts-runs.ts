@@ -10,7 +10,7 @@
 import { fileURLToPath } from 'node:url';
 import type { HostPair } from './network-namespaces.js';
 import { jsonLines, runAllHere, runHere, runOnHosts, type HostCommand, type OnStart } from './hosts-job.js';
-import { meterStepCpu } from './process-cpu.js';
+import { meterStepCpu, meterStepMachine, type MachineCpu } from './process-cpu.js';
 import type { HostsModel } from './hosts-figures.js';
 import { torchScriptPath } from './torch-reference.js';
 import type { ProbeResult } from './hosts-link-probe.js';
@@ -26,17 +26,26 @@ export interface RunShape { model: HostsModel; batchPerDevice: number; steps: nu
  * A tandem run's timed steps' ms per host, the model's parameter count, the hosts killed after their last step (see runOnHosts);
  * `cpuMsPerStep`: each process's CPU (every thread) per step over the timed steps but the last (process-cpu.ts), where /proc told.
  */
-export interface TandemTimes { hostsMs: number[][]; parameters: number; hungAtExit?: number[]; auto?: AutoEvent; cpuMsPerStep?: number[] }
+export interface TandemTimes {
+  hostsMs: number[][]; parameters: number; hungAtExit?: number[]; auto?: AutoEvent; cpuMsPerStep?: number[];
+  /** The whole machine's CPU per step over the same steps (host 0's), the kernel's included. */
+  machineMsPerStep?: MachineCpu;
+}
 
 /** Meters each started process's CPU over steps (untimed, steps - 1]; `read()` gives them all, or undefined if one is missing. */
-function cpuMeters(shape: RunShape): { onStart: OnStart; read: () => number[] | undefined } {
+function cpuMeters(shape: RunShape): { onStart: OnStart; read: () => number[] | undefined; machine: () => MachineCpu | undefined } {
   const meters: (() => number | undefined)[] = [];
+  let machine: () => MachineCpu | undefined = () => undefined;
   return {
-    onStart: (i, child) => { meters[i] = meterStepCpu(child, shape.untimed, shape.steps - 1); },
+    onStart: (i, child) => {
+      meters[i] = meterStepCpu(child, shape.untimed, shape.steps - 1);
+      if (i === 0) machine = meterStepMachine(child, shape.untimed, shape.steps - 1);
+    },
     read: () => {
       const cpu = meters.map(m => m());
       return cpu.length > 0 && cpu.every(c => c !== undefined) ? cpu as number[] : undefined;
     },
+    machine: () => machine(),
   };
 }
 
@@ -79,8 +88,9 @@ export async function tandemAcrossHosts(net: HostPair, shape: RunShape, schedule
   const { outs, hungAtExit } = await runOnHosts(net, [command(0), command(1)], shape.timeoutMs, label, o => o.includes(lastStep), cpu.onStart);
   const hosts = outs.map(o => tandemTimes(o, shape, label));
   const auto = jsonLines(outs[0]).find(l => l.event === 'auto') as AutoEvent | undefined;
-  const cpuMsPerStep = cpu.read();
-  return { hostsMs: hosts.map(h => h.ms), parameters: hosts[0].parameters, hungAtExit, ...(auto ? { auto } : {}), ...(cpuMsPerStep ? { cpuMsPerStep } : {}) };
+  const cpuMsPerStep = cpu.read(), machineMsPerStep = cpu.machine();
+  return { hostsMs: hosts.map(h => h.ms), parameters: hosts[0].parameters, hungAtExit, ...(auto ? { auto } : {}), ...(cpuMsPerStep ? { cpuMsPerStep } : {}),
+    ...(machineMsPerStep ? { machineMsPerStep } : {}) };
 }
 
 /**

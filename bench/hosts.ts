@@ -113,11 +113,13 @@ function tandemRow(base: ModelBase, link: LinkRate, schedule: string, t: TandemT
   const vs = predictedMs === undefined ? '' : `, predicted ${predictedMs.toFixed(1)} (measured / predicted ${(stepMs / predictedMs).toFixed(2)})`;
   const cpu = cpuOf(t.cpuMsPerStep);
   const cpuText = cpu.cpuMsPerStep ? `; CPU per step ${cpu.cpuMsPerStep.map(c => c.toFixed(1)).join(' + ')} ms on ${os.availableParallelism()} cores: ≥ ${cpu.cpuBoundMs!.toFixed(1)} ms` : '';
-  console.log(`  tandem ${schedule}: ${stepMs.toFixed(1)} ms/step${vs}${cpuText}${hung}`);
+  const m = t.machineMsPerStep;
+  const machineText = m ? `; machine per step: busy ${m.busyMs.toFixed(1)} ms (kernel ${m.kernelMs.toFixed(1)}), idle ${m.idleMs.toFixed(1)}` : '';
+  console.log(`  tandem ${schedule}: ${stepMs.toFixed(1)} ms/step${vs}${cpuText}${machineText}${hung}`);
   return { model: base.shape.model, link, kind: 'tandem', schedule, stepMs, samplesPerSecond: 2 * base.shape.batchPerDevice / (stepMs / 1000), lowerBoundMs: bound,
     lineRateBoundMs: lowerBoundMs(base.computeMs, lineMs), hostsMs: t.hostsMs, ...(predictedMs !== undefined ? { predictedMs } : {}),
     ...(prediction?.cpuMsPerStep !== undefined ? { predictedCpuMsPerStep: prediction.cpuMsPerStep, predictedCpuBound: prediction.cpuBound } : {}), ...cpu,
-    machineBoundMs: Math.max(bound, base.computeBothMs, cpu.cpuBoundMs ?? 0),
+    machineBoundMs: Math.max(bound, base.computeBothMs, cpu.cpuBoundMs ?? 0), ...(m ? { machineMsPerStep: m } : {}),
     ...(t.hungAtExit?.length ? { hostsHungAtExit: t.hungAtExit } : {}) };
 }
 

@@ -8,6 +8,9 @@
  *   const cpu = meterStepCpu(child, 4, 11);   // steps 5..11
  *   ...
  *   cpu();                                    // ms of CPU per step, or undefined (not seen, not Linux)
+ *
+ * `meterStepMachine` does the same for the whole machine (/proc/stat: every process and the kernel's own work, and
+ * the idle time), which tells the CPU the kernel spends on the network from the time nothing runs.
  */
 import { execFileSync, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -36,21 +39,61 @@ export function processCpuMs(pid: number): number | undefined {
   return (ticks * 1000) / clockTicks();
 }
 
-/** Reads `child`'s CPU when its `--json` stdout prints step `from` and step `to`; the getter gives ms of CPU per step between. */
-export function meterStepCpu(child: ChildProcess, from: number, to: number): () => number | undefined {
-  let atFrom: number | undefined, atTo: number | undefined, pending = '';
-  const marks = new Map([[`"event":"step","step":${from},`, (ms: number) => { atFrom = ms; }], [`"event":"step","step":${to},`, (ms: number) => { atTo = ms; }]]);
+/**
+ * The machine's CPU time so far, every CPU, from /proc/stat's first line (ms): `busyMs` user, nice, system, irq,
+ * softirq and steal — the kernel's work for the network included, whichever process it ran on behalf of — and
+ * `idleMs` idle and iowait; `kernelMs` system, irq and softirq alone. Undefined when /proc cannot tell.
+ */
+export interface MachineCpu { busyMs: number; idleMs: number; kernelMs: number }
+
+export function machineCpuMs(): MachineCpu | undefined {
+  try {
+    const line = readFileSync('/proc/stat', 'utf8').split('\n')[0];
+    const [user, nice, system, idle, iowait, irq, softirq, steal] = line.trim().split(/\s+/).slice(1, 9).map(Number);
+    const ms = (ticks: number) => (ticks * 1000) / clockTicks();
+    return { busyMs: ms(user + nice + system + irq + softirq + (steal || 0)), idleMs: ms(idle + iowait), kernelMs: ms(system + irq + softirq) };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Reads `read()` when `child`'s `--json` stdout prints step `from` and step `to`; the getter gives both readings
+ * (undefined: one was not seen, or `read` could not tell).
+ */
+function readAtSteps<T>(child: ChildProcess, from: number, to: number, read: () => T | undefined): () => { atFrom: T; atTo: T } | undefined {
+  let atFrom: T | undefined, atTo: T | undefined, pending = '';
+  const marks = new Map([[`"event":"step","step":${from},`, (v: T) => { atFrom = v; }], [`"event":"step","step":${to},`, (v: T) => { atTo = v; }]]);
   child.stdout?.on('data', (chunk: string | Buffer) => {
     pending += chunk.toString();
     const lines = pending.split('\n');
     pending = lines.pop() ?? '';
     for (const line of lines) {
       for (const [mark, set] of marks) {
-        if (!line.includes(mark) || child.pid === undefined) continue;
-        const ms = processCpuMs(child.pid);
-        if (ms !== undefined) set(ms);
+        if (!line.includes(mark)) continue;
+        const v = read();
+        if (v !== undefined) set(v);
       }
     }
   });
-  return () => (atFrom === undefined || atTo === undefined || to <= from ? undefined : (atTo - atFrom) / (to - from));
+  return () => (atFrom === undefined || atTo === undefined || to <= from ? undefined : { atFrom, atTo });
+}
+
+/** Reads `child`'s CPU when its `--json` stdout prints step `from` and step `to`; the getter gives ms of CPU per step between. */
+export function meterStepCpu(child: ChildProcess, from: number, to: number): () => number | undefined {
+  const readings = readAtSteps(child, from, to, () => (child.pid === undefined ? undefined : processCpuMs(child.pid)));
+  return () => {
+    const r = readings();
+    return r && (r.atTo - r.atFrom) / (to - from);
+  };
+}
+
+/** The machine's CPU (every CPU, every process and the kernel) per step between `child`'s steps `from` and `to`. */
+export function meterStepMachine(child: ChildProcess, from: number, to: number): () => MachineCpu | undefined {
+  const readings = readAtSteps(child, from, to, machineCpuMs);
+  return () => {
+    const r = readings();
+    const per = (k: keyof MachineCpu) => (r!.atTo[k] - r!.atFrom[k]) / (to - from);
+    return r && { busyMs: per('busyMs'), idleMs: per('idleMs'), kernelMs: per('kernelMs') };
+  };
 }
