@@ -54,8 +54,8 @@ interface Built {
   engineDevices?: EngineDevice[];
 }
 
-/** A step posted to every device: its replies, and how long it waited for its inputs. */
-interface PostedStep { done: Promise<Reply<'stepDone'>[]>; loadWaitMs: number }
+/** A step posted to every device: its replies, and when its inputs were loaded. */
+interface PostedStep { done: Promise<Reply<'stepDone'>[]>; loadedAt: number }
 
 /** Phase 2's result: where everything lives. */
 interface LaidOut extends Built { groups: ParameterGroup[]; buffers: SharedBuffers; load(step: number): Promise<void> }
@@ -441,8 +441,9 @@ export class TrainingRun {
       if ((step - 1) % cfg.stepsPerEpoch === 0) hooks.onEvent?.({ type: 'epoch', epoch: Math.floor((step - 1) / cfg.stepsPerEpoch) + 1, step });
       const t0 = performance.now();
       const postedAhead = await ahead;
+      const waitFrom = performance.now();
       const current = postedAhead ?? await this.loadedAndPosted(step, loading);
-      result.loadWaitTotal += current.loadWaitMs;
+      if (!postedAhead) result.loadWaitTotal += current.loadedAt - waitFrom;
       result.stepStarts.push(t0);
       // Step s+1's inputs go into the other slot (step s-1's, finished) while step s trains; posted ahead, step s
       // was posted once step s-1 had ended, which started loading them then.
@@ -452,7 +453,7 @@ export class TrainingRun {
       const results = await current.done;
       const ended = performance.now();
       const next = await ahead; // step s+1 posted (or not); a load slower than step s is waited for here
-      if (next) result.loadWaitTotal += performance.now() - ended;
+      if (next) result.loadWaitTotal += Math.max(0, next.loadedAt - ended); // the inputs' wait alone (several hosts: not the verdict's)
       if (next && step + 1 < cfg.steps) { loading = laidOut.load(step + 2); loading.catch(() => {}); } // step s's slot is free now
       this.recordStep(step, results, t0, result);
       if (hooks.onStepApplied || this.replicaCheck.due(step)) await this.applied(laidOut.groups, step);
@@ -476,12 +477,11 @@ export class TrainingRun {
 
   /** Step `step` posted to every device, once its inputs (`loading`) are loaded. */
   private async loadedAndPosted(step: number, loading: Promise<void>): Promise<PostedStep> {
-    const t0 = performance.now();
     await this.withinStallTimeout(loading, step);
-    return { ...this.postStep(step), loadWaitMs: performance.now() - t0 };
+    return { ...this.postStep(step), loadedAt: performance.now() };
   }
 
-  private postStep(step: number): Omit<PostedStep, 'loadWaitMs'> {
+  private postStep(step: number): Omit<PostedStep, 'loadedAt'> {
     // The first step waits on the comm threads' start (joining the communicator, the step-0 broadcast): setup's watchdog.
     const done = this.replies.expect('stepDone', step, step === this.firstStep ? this.setupWatchdogMs() : undefined);
     for (const a of this.actors) a.postCompute({ type: 'step', step });
@@ -498,9 +498,10 @@ export class TrainingRun {
     const { cfg } = this;
     if (step >= cfg.steps || this.hooks.onStepApplied || this.replicaCheck.due(step) || this.checkpointDue(step, false)) return undefined;
     await this.withinStallTimeout(loading, step + 1);
+    const loadedAt = performance.now();
     if (this.failure) return undefined;
     if (this.world?.channel ? await this.agreedOnceApplied(groups, step) : this.stopWanted()) return undefined;
-    return { ...this.postStep(step + 1), loadWaitMs: 0 }; // the loop counts the wait that step s's end saw
+    return { ...this.postStep(step + 1), loadedAt };
   }
 
   private stopWanted(): boolean {
