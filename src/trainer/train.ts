@@ -8,8 +8,9 @@ import { resolveConfig } from '../config.js';
 import type { ResolvedConfig, TrainConfig } from '../config-types.js';
 import type { StrategyName, StrategySpec } from '../pipeline/strategy.js';
 import { chooseStrategy, withoutAutoHook, type AutoChoice } from '../profiling/choose-strategy.js';
-import { linkBitsPerSecond, type LinkCost } from '../profiling/link-fit.js';
-import { decideOnHost0, type Decided } from '../world/decide-on-host0.js';
+import { linkBitsPerSecond } from '../profiling/link-fit.js';
+import type { RunTrial } from '../profiling/profile-model.js';
+import { decideOnHost0, type Decided, type HostsAtStart } from '../world/decide-on-host0.js';
 import type { StoreServer } from '../collectives/gloo/tcp-store-server.js';
 import { TrainingRun } from './training-run.js';
 import { claimOutputs } from '../output/claim-outputs.js';
@@ -58,12 +59,21 @@ function noteOf(auto: AutoChoice): AutoNote {
 }
 
 /**
+ * The profiler's calibration run (`train`); several hosts: every host starts its own at once (a meeting point), so
+ * that where hosts share a machine's cores each measures its compute and CPU under the others' load, as in the run.
+ */
+function trialOf(hosts?: HostsAtStart): RunTrial {
+  if (!hosts) return train;
+  return async (config, trialHooks) => { await hosts.meet('the calibration run'); return train(config, trialHooks); };
+}
+
+/**
  * `strategy: 'auto'`: profile and choose. Several hosts: host 0 alone profiles and reports the choice; every host runs
  * it (host 0 serves the rendezvous store from then on: `server`, for the run).
  */
 async function pickStrategy(config: TrainConfig, checked: ResolvedConfig, hooks: TrainHooks): Promise<Decided<AutoNote>> {
-  const choose = async (link?: LinkCost, hostsOnMachine?: number): Promise<AutoNote> => {
-    const auto = await chooseStrategy(config, train, {}, link, hostsOnMachine);
+  const choose = async (hosts?: HostsAtStart): Promise<AutoNote> => {
+    const auto = await chooseStrategy(config, trialOf(hosts), {}, hosts?.link, hosts?.hostsOnMachine);
     hooks.onAutoChoice?.(auto);
     hooks.onEvent?.({ type: 'auto', strategy: auto.strategy, splitLayer: auto.splitLayer, reason: auto.reason });
     return noteOf(auto);
@@ -71,7 +81,7 @@ async function pickStrategy(config: TrainConfig, checked: ResolvedConfig, hooks:
   if (!checked.rendezvous) return { value: await choose() };
   // The other hosts profile too, at the same time, and discard it: where hosts share a machine (the hosts bench, tests)
   // host 0 then measures its compute under the load the run will have.
-  const decided = await decideOnHost0(checked, choose, true, (link, hostsOnMachine) => chooseStrategy(config, train, {}, link, hostsOnMachine));
+  const decided = await decideOnHost0(checked, choose, true, hosts => chooseStrategy(config, trialOf(hosts), {}, hosts.link, hosts.hostsOnMachine));
   if (checked.topology.process === 0) return decided;
   return { ...decided, value: { ...decided.value, reason: `host 0 chose: ${decided.value.reason}` } };
 }

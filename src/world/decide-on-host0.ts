@@ -6,7 +6,8 @@
  * connection and fails them at once). With `measureLink`, every host first
  * times all-reduces across the host link together (link-probe.ts) and host 0
  * decides knowing it. Every host learns how many hosts share its machine
- * (machine-id.ts): `decide` and `alongside` get that count of their own host.
+ * (machine-id.ts): `decide` and `alongside` get that count of their own host,
+ * and `meet`, a meeting point of every host (a measurement they make at once).
  */
 import type { ResolvedConfig } from '../config-types.js';
 import type { StoreServer } from '../collectives/gloo/tcp-store-server.js';
@@ -24,13 +25,21 @@ const REACH_MS = 60_000;
 
 export interface Decided<T> { value: T; server?: StoreServer; link?: LinkCost }
 
+/** What `decide` and `alongside` know of the hosts: the measured link, the hosts on this machine, a meeting point of them all. */
+export interface HostsAtStart {
+  link?: LinkCost;
+  hostsOnMachine: number;
+  /** Returns once every host has called it with `name` (HostChannel.meet). */
+  meet(name: string): Promise<void>;
+}
+
 /** `decide` runs on host 0; every host resolves with its value; host 0 also with the store it serves (the run's to close). */
 /**
  * `alongside`: what the other hosts do while host 0 decides, before they wait for its choice (auto: the same
  * profiling, discarded, so that hosts sharing a machine's cores load it while host 0 measures as they will in the run).
  */
-export async function decideOnHost0<T extends object>(cfg: ResolvedConfig, decide: (link?: LinkCost, hostsOnMachine?: number) => Promise<T>, measureLink = false,
-  alongside?: (link?: LinkCost, hostsOnMachine?: number) => Promise<unknown>): Promise<Decided<T>> {
+export async function decideOnHost0<T extends object>(cfg: ResolvedConfig, decide: (hosts: HostsAtStart) => Promise<T>, measureLink = false,
+  alongside?: (hosts: HostsAtStart) => Promise<unknown>): Promise<Decided<T>> {
   const rendezvous = cfg.rendezvous!;
   const server = cfg.topology.process === 0 ? await serveRendezvous(rendezvous) : undefined;
   let channel: HostChannel | undefined;
@@ -39,8 +48,10 @@ export async function decideOnHost0<T extends object>(cfg: ResolvedConfig, decid
     channel = await HostChannel.open(storeUrl(rendezvous), cfg.topology, DECISION_WAIT_MS, peerWaitMs(cfg.stallTimeoutMs), address);
     const hostsOnMachine = await channel.hostsSharingMachine(machineId());
     const link = measureLink ? await probeHostLink(cfg, address) : undefined;
-    if (cfg.topology.process !== 0 && alongside) await alongside(link, hostsOnMachine);
-    return { value: await channel.shareChoice(() => decide(link, hostsOnMachine)), server, link };
+    const open = channel;
+    const hosts: HostsAtStart = { link, hostsOnMachine, meet: name => open.meet(name) };
+    if (cfg.topology.process !== 0 && alongside) await alongside(hosts);
+    return { value: await channel.shareChoice(() => decide(hosts)), server, link };
   } catch (err) {
     await server?.close();
     throw err;

@@ -19,7 +19,10 @@
  *   the stop, they are all there: the read never waits on a host);
  * - where host 0's monitor hub listens (world/monitor-hub.ts);
  * - which machine each host runs on (machine-id.ts), so that hosts sharing one
- *   know they share its cores (`--strategy auto`'s CPU ceiling).
+ *   know they share its cores (`--strategy auto`'s CPU ceiling);
+ * - meeting points before a measurement every host makes at once (`meet`:
+ *   auto's calibration run, so that hosts sharing a machine measure each
+ *   other's load).
  * Between steps these calls answer at once unless a host is gone or silent:
  * host 0's store closing the connection is PEER_LOST naming host 0; a stop
  * verdict missing after the peer wait (twice stallTimeoutMs, as a Gloo call)
@@ -179,16 +182,17 @@ export class HostChannel {
       `${(this.peerWaitMs / 1000).toFixed(1)} s (a cut link or a frozen host; raise stallTimeoutMs if a host is legitimately this slow)`);
   }
 
-  /** `call` to host 0's store after `step`; a closed connection, or no answer at all, as an error naming host 0. */
+  /** `call` to host 0's store after `step` (0: before the first); a closed connection, or no answer at all, as an error naming host 0. */
   private async betweenSteps<T>(step: number, what: string, call: () => Promise<T>): Promise<T> {
     const host0 = `${describeProcess(this.topology, 0)} (${parseStoreUrl(this.client.url).host}, serving the rendezvous store ${this.client.url})`;
     const waitMs = this.peerWaitMs + NO_ANSWER_MARGIN_MS;
+    const when = step > 0 ? `after step ${step}` : 'before the first step';
     let timer: NodeJS.Timeout | undefined;
     let silent: TandemError | undefined;
     const silence = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
         silent = new TandemError('STALLED', `${describeProcess(this.topology, this.topology.process)}: ${host0} did not answer within ${(waitMs / 1000).toFixed(1)} s ` +
-          `after step ${step} while ${what} (a cut link or a frozen host; raise stallTimeoutMs if host 0 is legitimately this slow)`);
+          `${when} while ${what} (a cut link or a frozen host; raise stallTimeoutMs if host 0 is legitimately this slow)`);
         reject(silent);
         this.client.close();
       }, waitMs);
@@ -197,7 +201,7 @@ export class HostChannel {
       return await Promise.race([call(), silence]);
     } catch (err) {
       if (err === silent || this.client.isOpen) throw err;
-      throw new TandemError('PEER_LOST', `${describeProcess(this.topology, this.topology.process)}: lost ${host0} after step ${step} while ${what}: ${(err as Error).message}`,
+      throw new TandemError('PEER_LOST', `${describeProcess(this.topology, this.topology.process)}: lost ${host0} ${when} while ${what}: ${(err as Error).message}`,
         undefined, { cause: err });
     } finally {
       clearTimeout(timer);
@@ -223,6 +227,30 @@ export class HostChannel {
     await this.client.set(machineKey(this.topology.process), machine);
     const hosts = Array.from({ length: this.topology.processes }, (_, h) => this.client.get(machineKey(h)));
     return (await Promise.all(hosts)).filter(id => id.toString() === machine).length;
+  }
+
+  /**
+   * Returns once every host has called `meet(name)`. A host missing after the peer wait is STALLED, naming it and its
+   * address; host 0's store gone is PEER_LOST (betweenSteps).
+   */
+  async meet(name: string): Promise<void> {
+    const key = `tandem.meet.${name}`;
+    await this.client.set(`${key}.host${this.topology.process}`, '1');
+    if (await this.client.add(key, 1) === this.topology.processes) await this.client.set(`${key}.all`, '1');
+    await this.betweenSteps(0, `meeting the other hosts before ${name}`, async () => {
+      try {
+        await this.client.get(`${key}.all`, this.peerWaitMs);
+      } catch (err) {
+        if (!this.client.isOpen) throw err;
+        const has = (r: number) => this.client.get(`${key}.host${r}`, 0).then(() => true, () => false);
+        const missing: string[] = [];
+        for (let r = 0; r < this.topology.processes; r++) {
+          if (!await has(r)) missing.push(`${describeProcess(this.topology, r)} (${(await this.client.get(addressKey(r), 0).catch(() => undefined))?.toString() ?? 'address unknown'})`);
+        }
+        throw new TandemError('STALLED', `${describeProcess(this.topology, this.topology.process)} waited ${(this.peerWaitMs / 1000).toFixed(1)} s ` +
+          `for ${missing.join(', ') || 'the other hosts'} to reach ${name}`);
+      }
+    });
   }
 
   /** Host 0: the port its monitor hub listens on. */
