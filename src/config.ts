@@ -20,6 +20,7 @@ import { BUILTIN_MODELS } from './model/builtin-models.js';
 import { BUILTIN_DATASETS, isModulePath, resolveDataset, resolveModuleUrl } from './data/resolve-dataset.js';
 import type { DatasetSpec } from './data/dataset.js';
 import { probeFirstSample } from './data/dataset-checks.js';
+import { classLabelProblem, singleClassProblem } from './data/class-labels.js';
 import { MNIST_META } from './data/mnist.js';
 import { SYNTHETIC_DEFAULTS } from './data/synthetic-images.js';
 import type { ModelSpec } from './model/resolve-model.js';
@@ -156,6 +157,7 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
 
   let data: DatasetSpec;
   let meta: { size: number; sampleShape: readonly number[]; classes: number };
+  let firstLabel: number | undefined; // a data module's sample 0: its label or target
   if (dataSource === 'mnist') {
     if (config.classes !== undefined && config.classes !== 10) bad('classes', 'mnist has 10 classes');
     if (imageShape) bad('imageSize', 'mnist images are 28x28x1; imageSize applies to synthetic-images');
@@ -168,7 +170,7 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
   } else {
     data = { source: resolveModuleUrl(dataSource, 'data'), options: { seed, classes: config.classes, imageShape, size: config.datasetSize } };
     const ds = await resolveDataset(data);
-    probeFirstSample(ds, data.source);
+    firstLabel = probeFirstSample(ds, data.source);
     meta = { size: ds.size, sampleShape: ds.sampleShape, classes: ds.classes };
   }
   const sampleShape = [...meta.sampleShape];
@@ -193,6 +195,12 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
     options: { inputShape: sampleShape, classes: outputs, seed },
   };
   const loss = resolveLoss(config.loss, model.source, method.name, dataSource, meta.classes);
+  if (loss !== 'mse') {
+    const single = singleClassProblem(meta.classes);
+    if (single) bad('loss', `data '${dataSource}' has 1 class${loss ? ` and loss is ${loss}` : ''}: ${single}`);
+    const problem = firstLabel === undefined ? undefined : classLabelProblem(firstLabel, meta.classes);
+    if (problem) throw new TandemError('BAD_DATA', `data module ${dataSource}: read(0, out, offset) returned label ${firstLabel}, ${problem}`);
+  }
   if (builtinModel && loss === 'mse') bad('loss', `mse needs a model with one output; builtin '${modelSource}' outputs one score per class`);
   if (!builtinModel) await checkModuleModelShapes(model, sampleShape, outputs, modelSource, dataSource, loss);
 
