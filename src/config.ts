@@ -24,6 +24,7 @@ import { classLabelProblem, singleClassProblem } from './data/class-labels.js';
 import { MNIST_META } from './data/mnist.js';
 import { SYNTHETIC_DEFAULTS } from './data/synthetic-images.js';
 import type { ModelSpec } from './model/resolve-model.js';
+import { modelPathUrl } from './model/model-path.js';
 import { getMethod } from './methods/method-registry.js';
 import { loadPlugins } from './plugins/load-plugins.js';
 import { worldSize } from './world/topology.js';
@@ -131,11 +132,10 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
   const modelSource = config.model ?? 'mlp';
   if (typeof modelSource !== 'string' || modelSource === '') bad('model', 'must be a builtin name or a module path');
   const builtinModel = BUILTIN_MODELS[modelSource];
-  if (!builtinModel) {
-    if (!isModulePath(modelSource)) {
-      throw new TandemError('UNKNOWN_MODEL', `config.model: unknown model '${modelSource}'. Builtins: ${Object.keys(BUILTIN_MODELS).join(', ')}; or a path to an ES module.`);
-    }
-    resolveModuleUrl(modelSource, 'model');
+  const modelUrl = builtinModel ? undefined : modelPathUrl(modelSource);
+  if (!builtinModel && !modelUrl) {
+    throw new TandemError('UNKNOWN_MODEL', `config.model: unknown model '${modelSource}'. Builtins: ${Object.keys(BUILTIN_MODELS).join(', ')}; ` +
+      'or a path to an ES module or a TensorFlow.js layers model.json.');
   }
   const dataSource = config.data ?? 'mnist';
   if (typeof dataSource !== 'string' || dataSource === '') bad('data', 'must be a builtin name or a module path');
@@ -191,7 +191,7 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
   // The classifier methods build the model as a feature extractor: its output is the embedding.
   const outputs = classifier ? classifier.embedding : meta.classes;
   const model: ModelSpec = {
-    source: builtinModel ? modelSource : resolveModuleUrl(modelSource, 'model'),
+    source: modelUrl ?? modelSource,
     options: { inputShape: sampleShape, classes: outputs, seed },
   };
   const loss = resolveLoss(config.loss, model.source, method.name, dataSource, meta.classes);
