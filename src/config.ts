@@ -266,8 +266,11 @@ function savedLoss(source: string): LossKind | undefined {
   } catch {
     return undefined; // the model loader reports an unreadable model.json
   }
-  const saved = json.trainingConfig?.loss;
-  if (saved === undefined) return undefined;
+  const given = json.trainingConfig?.loss;
+  if (given === undefined) return undefined;
+  // One output's loss: compile({ loss: 'x' }), ['x'] or { output: 'x' } (tfjs saves the last two as given).
+  const one = Array.isArray(given) ? (given.length === 1 ? given[0] : given) : given !== null && typeof given === 'object' && Object.keys(given).length === 1 ? Object.values(given)[0] : given;
+  const saved: unknown = one;
   const name = typeof saved === 'string' ? saved : JSON.stringify(saved);
   const kinds: Record<string, LossKind> = {
     sparseCategoricalCrossentropy: 'categorical', categoricalCrossentropy: 'categorical', sparse_categorical_crossentropy: 'categorical',
@@ -275,7 +278,7 @@ function savedLoss(source: string): LossKind | undefined {
     meanSquaredError: 'mse', mean_squared_error: 'mse', mse: 'mse',
   };
   const kind = kinds[name];
-  if (!kind) bad('loss', `${source} was compiled with loss ${name}, which tandem does not train; give loss: categorical, binary or mse`);
+  if (!kind) bad('loss', `${source.startsWith('file:') ? fileURLToPath(source) : source} was compiled with loss ${name}, which tandem does not train; give loss: categorical, binary or mse`);
   return kind;
 }
 
