@@ -20,9 +20,11 @@ import { BUILTIN_MODELS } from './model/builtin-models.js';
 import { BUILTIN_DATASETS, isModulePath, resolveDataset, resolveModuleUrl } from './data/resolve-dataset.js';
 import type { DatasetSpec } from './data/dataset.js';
 import { probeFirstSample } from './data/dataset-checks.js';
+import { classLabelProblem, singleClassProblem } from './data/class-labels.js';
 import { MNIST_META } from './data/mnist.js';
 import { SYNTHETIC_DEFAULTS } from './data/synthetic-images.js';
 import type { ModelSpec } from './model/resolve-model.js';
+import { modelPathUrl } from './model/model-path.js';
 import { getMethod } from './methods/method-registry.js';
 import { loadPlugins } from './plugins/load-plugins.js';
 import { worldSize } from './world/topology.js';
@@ -130,11 +132,10 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
   const modelSource = config.model ?? 'mlp';
   if (typeof modelSource !== 'string' || modelSource === '') bad('model', 'must be a builtin name or a module path');
   const builtinModel = BUILTIN_MODELS[modelSource];
-  if (!builtinModel) {
-    if (!isModulePath(modelSource)) {
-      throw new TandemError('UNKNOWN_MODEL', `config.model: unknown model '${modelSource}'. Builtins: ${Object.keys(BUILTIN_MODELS).join(', ')}; or a path to an ES module.`);
-    }
-    resolveModuleUrl(modelSource, 'model');
+  const modelUrl = builtinModel ? undefined : modelPathUrl(modelSource);
+  if (!builtinModel && !modelUrl) {
+    throw new TandemError('UNKNOWN_MODEL', `config.model: unknown model '${modelSource}'. Builtins: ${Object.keys(BUILTIN_MODELS).join(', ')}; ` +
+      'or a path to an ES module or a TensorFlow.js layers model.json.');
   }
   const dataSource = config.data ?? 'mnist';
   if (typeof dataSource !== 'string' || dataSource === '') bad('data', 'must be a builtin name or a module path');
@@ -156,6 +157,7 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
 
   let data: DatasetSpec;
   let meta: { size: number; sampleShape: readonly number[]; classes: number };
+  let firstLabel: number | undefined; // a data module's sample 0: its label or target
   if (dataSource === 'mnist') {
     if (config.classes !== undefined && config.classes !== 10) bad('classes', 'mnist has 10 classes');
     if (imageShape) bad('imageSize', 'mnist images are 28x28x1; imageSize applies to synthetic-images');
@@ -168,7 +170,7 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
   } else {
     data = { source: resolveModuleUrl(dataSource, 'data'), options: { seed, classes: config.classes, imageShape, size: config.datasetSize } };
     const ds = await resolveDataset(data);
-    probeFirstSample(ds, data.source);
+    firstLabel = probeFirstSample(ds, data.source);
     meta = { size: ds.size, sampleShape: ds.sampleShape, classes: ds.classes };
   }
   const sampleShape = [...meta.sampleShape];
@@ -189,10 +191,16 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
   // The classifier methods build the model as a feature extractor: its output is the embedding.
   const outputs = classifier ? classifier.embedding : meta.classes;
   const model: ModelSpec = {
-    source: builtinModel ? modelSource : resolveModuleUrl(modelSource, 'model'),
+    source: modelUrl ?? modelSource,
     options: { inputShape: sampleShape, classes: outputs, seed },
   };
   const loss = resolveLoss(config.loss, model.source, method.name, dataSource, meta.classes);
+  if (loss !== 'mse') {
+    const single = singleClassProblem(meta.classes);
+    if (single) bad('loss', `data '${dataSource}' has 1 class${loss ? ` and loss is ${loss}` : ''}: ${single}`);
+    const problem = firstLabel === undefined ? undefined : classLabelProblem(firstLabel, meta.classes);
+    if (problem) throw new TandemError('BAD_DATA', `data module ${dataSource}: read(0, out, offset) returned label ${firstLabel}, ${problem}`);
+  }
   if (builtinModel && loss === 'mse') bad('loss', `mse needs a model with one output; builtin '${modelSource}' outputs one score per class`);
   if (!builtinModel) await checkModuleModelShapes(model, sampleShape, outputs, modelSource, dataSource, loss);
 
@@ -258,8 +266,11 @@ function savedLoss(source: string): LossKind | undefined {
   } catch {
     return undefined; // the model loader reports an unreadable model.json
   }
-  const saved = json.trainingConfig?.loss;
-  if (saved === undefined) return undefined;
+  const given = json.trainingConfig?.loss;
+  if (given === undefined) return undefined;
+  // One output's loss: compile({ loss: 'x' }), ['x'] or { output: 'x' } (tfjs saves the last two as given).
+  const one = Array.isArray(given) ? (given.length === 1 ? given[0] : given) : given !== null && typeof given === 'object' && Object.keys(given).length === 1 ? Object.values(given)[0] : given;
+  const saved: unknown = one;
   const name = typeof saved === 'string' ? saved : JSON.stringify(saved);
   const kinds: Record<string, LossKind> = {
     sparseCategoricalCrossentropy: 'categorical', categoricalCrossentropy: 'categorical', sparse_categorical_crossentropy: 'categorical',
@@ -267,7 +278,7 @@ function savedLoss(source: string): LossKind | undefined {
     meanSquaredError: 'mse', mean_squared_error: 'mse', mse: 'mse',
   };
   const kind = kinds[name];
-  if (!kind) bad('loss', `${source} was compiled with loss ${name}, which tandem does not train; give loss: categorical, binary or mse`);
+  if (!kind) bad('loss', `${source.startsWith('file:') ? fileURLToPath(source) : source} was compiled with loss ${name}, which tandem does not train; give loss: categorical, binary or mse`);
   return kind;
 }
 

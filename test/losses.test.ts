@@ -93,14 +93,18 @@ t.test('a saved model.json carries the loss it was compiled with (trainingConfig
   const first = await train({ ...base, model: model('binary-sigmoid'), classes: 2, devices: 1, steps: 1, out });
   t.ok(first.modelPath, 'a model.json written');
   const json = JSON.parse(readFileSync(first.modelPath!, 'utf8')) as Record<string, unknown>;
-  const withLoss = (loss: string) => {
-    const file = path.join(out, `compiled-${loss}.json`);
+  const withLoss = (loss: unknown) => {
+    const file = path.join(out, `compiled-${JSON.stringify(loss).replace(/\W/g, '')}.json`);
     writeFileSync(file, JSON.stringify({ ...json, trainingConfig: { loss, optimizer_config: { class_name: 'SGD', config: {} } } })); // weights beside it
     return file;
   };
   const cfg = await resolveConfig({ ...base, model: withLoss('binaryCrossentropy'), classes: 2 });
   t.equal(cfg.loss, 'binary', 'binaryCrossentropy read from trainingConfig');
   await t.rejects(resolveConfig({ ...base, model: withLoss('hinge'), classes: 2 }), { code: 'BAD_CONFIG', message: /compiled with loss hinge, which tandem does not train/ });
+  for (const oneOutput of [['binary_crossentropy'], { dense_Dense1: 'binary_crossentropy' }]) { // compile({ loss: [x] }) / { output: x }, saved as given
+    t.equal((await resolveConfig({ ...base, model: withLoss(oneOutput), classes: 2 })).loss, 'binary', `${JSON.stringify(oneOutput)}: the one output's loss`);
+  }
+  await t.rejects(resolveConfig({ ...base, model: withLoss(['hinge']), classes: 2 }), { code: 'BAD_CONFIG', message: /^config\.loss: \/.*compiled with loss hinge, which tandem does not train/ });
   const given = await resolveConfig({ ...base, model: withLoss('hinge'), classes: 2, loss: 'binary' });
   t.equal(given.loss, 'binary', 'the config\'s loss wins over the saved one');
 });

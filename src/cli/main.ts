@@ -164,7 +164,7 @@ async function main(argv: string[]): Promise<number> {
           `(${describeProcess(topology, 0)} shows the world and writes the outputs)`);
       } else {
         console.log(`done: ${summary.steps} steps on ${summary.config.devices} device(s) (${summary.config.backend}), ` +
-          `final loss ${summary.finalLoss.toFixed(4)}, batch accuracy ${(summary.finalAccuracy * 100).toFixed(1)}%, ` +
+          `final loss ${summary.finalLoss.toFixed(4)}, ${Number.isNaN(summary.finalAccuracy) ? '' : `batch accuracy ${(summary.finalAccuracy * 100).toFixed(1)}%, `}` + // regression: no accuracy
           `${summary.samplesPerSecond.toFixed(0)} samples/s`);
         if (topology.processes > 1) console.log(`${describeProcess(topology, topology.process)} of ${topology.processes}: replica checksum ${summary.replicaChecksum}` +
           `${topology.process === 0 ? '' : ` (${describeProcess(topology, 0)} writes the outputs)`}`);

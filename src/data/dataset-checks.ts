@@ -36,12 +36,13 @@ export function checkedDataset(ds: unknown, file: string): Dataset {
   return d as Dataset;
 }
 
-/** Reads sample 0 as a loader would, on this thread: a read that throws, writes past its sample or returns no number is named before any thread starts. */
-export function probeFirstSample(ds: Dataset, source: string): void {
+/** Reads sample 0 as a loader would, on this thread: a read that throws, writes past its sample or returns no number is named before any thread starts. Returns its label (or target). */
+export function probeFirstSample(ds: Dataset, source: string): number {
   const reader = new SampleReader(ds, source);
   const label = reader.read(0, new Float32Array(reader.sampleFloats), 0);
   if (typeof label !== 'number' || !Number.isFinite(label)) {
     throw new TandemError('BAD_DATA', `dataset ${source.startsWith('file:') ? fileURLToPath(source) : source}: read(0, out, offset) returned ${found(label)}; expected the sample's label ` +
       `(an integer in [0, ${ds.classes})) or, for a regression, its target (a finite number)`);
   }
+  return label;
 }

@@ -3,11 +3,13 @@
  * shared input and label buffers, each through a view of exactly that sample. Checks what can only be checked at loading:
  * labels in range and finite inputs, naming the sample index.
  */
+import { fileURLToPath } from 'node:url';
 import { TandemError, serializeError, type SerializedError } from '../errors.js';
 import { injectFault } from '../actors/fault-injection.js';
 import type { DatasetSpec } from './dataset.js';
 import { resolveDataset } from './resolve-dataset.js';
 import { SampleReader } from './one-sample-view.js';
+import { classLabelProblem } from './class-labels.js';
 
 export interface LoadShardTask {
   dataset: DatasetSpec;
@@ -44,19 +46,21 @@ async function readShard(task: LoadShardTask): Promise<number> {
   const labels = new Int32Array(task.labels);
   const targets = new Float32Array(task.labels);
   const reader = new SampleReader(ds, task.dataset.source);
+  const source = task.dataset.source.startsWith('file:') ? fileURLToPath(task.dataset.source) : task.dataset.source;
   const per = reader.sampleFloats;
   task.indices.forEach((index, i) => {
     const offset = task.inputOffset + i * per;
     const label = reader.read(index, inputs, offset);
     if (task.floatTargets) {
-      if (!Number.isFinite(label)) throw new TandemError('BAD_DATA', `dataset ${task.dataset.source}: sample ${index} has target ${label}, not a finite number`);
+      if (!Number.isFinite(label)) throw new TandemError('BAD_DATA', `dataset ${source}: sample ${index} has target ${label}, not a finite number`);
       targets[task.labelOffset + i] = label;
-    } else if (!Number.isInteger(label) || label < 0 || label >= ds.classes) {
-      throw new TandemError('BAD_DATA', `dataset ${task.dataset.source}: sample ${index} has label ${label}, outside [0, ${ds.classes})`);
+    } else {
+      const problem = classLabelProblem(label, ds.classes);
+      if (problem) throw new TandemError('BAD_DATA', `dataset ${source}: sample ${index} has label ${label}, ${problem}`);
     }
     for (let k = offset; k < offset + per; k++) {
       if (!Number.isFinite(inputs[k])) {
-        throw new TandemError('BAD_DATA', `dataset ${task.dataset.source}: sample ${index} has a non-finite input value at element ${k - offset}`);
+        throw new TandemError('BAD_DATA', `dataset ${source}: sample ${index} has a non-finite input value at element ${k - offset}`);
       }
     }
     if (task.labelMap) {

@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { fileModelHandler } from './file-model-handler.js';
 import { getEngine } from '../engine/engine-registry.js';
 import { outputActivation } from './output-loss.js';
+import { withSeededMathRandom } from './seeded-math-random.js';
 
 export interface ModelSpec {
   source: string;
@@ -37,7 +38,7 @@ export async function buildModel(tf: Tf, spec: ModelSpec): Promise<LayersModel> 
   const name = spec.source.startsWith('file:') ? fileURLToPath(spec.source) : spec.source;
   let model: unknown;
   try {
-    model = await factory(tf, spec.options);
+    model = await withSeededMathRandom(spec.options.seed, () => factory(tf, spec.options));
   } catch (err) {
     if (err instanceof TandemError) throw err;
     const what = name.endsWith('.json') ? `tfjs cannot build the model ${name}` : `the model factory of ${name} threw`;
