@@ -64,7 +64,10 @@ function noteOf(auto: AutoChoice): AutoNote {
  */
 function trialOf(hosts?: HostsAtStart): RunTrial {
   if (!hosts) return train;
-  return async (config, trialHooks) => { await hosts.meet('the calibration run'); return train(config, trialHooks); };
+  return async (config, trialHooks) => {
+    await hosts.meet('the calibration run of --strategy auto', 'every host runs the same command: a host without --strategy auto never profiles');
+    return train(config, trialHooks);
+  };
 }
 
 /**

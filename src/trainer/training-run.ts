@@ -30,6 +30,7 @@ import { StepPreimage } from '../actors/step-preimage.js';
 import { writeAbortCheckpoint } from './abort-checkpoint.js';
 import { globalRank, localRanks } from '../world/topology.js';
 import { addressTowards, serveRendezvous, storeUrl } from '../world/rendezvous.js';
+import { hostFlags } from '../world/host-flags.js';
 import type { StoreServer } from '../collectives/gloo/tcp-store-server.js';
 import { HostChannel } from '../world/host-channel.js';
 import { ComputeReplies, type Reply } from './compute-replies.js';
@@ -275,6 +276,7 @@ export class TrainingRun {
     this.world.hostname = await addressTowards(rendezvous, this.setupWatchdogMs());
     this.world.channel = await HostChannel.open(storeUrl(rendezvous), topology, this.setupWatchdogMs(), peerWaitMs(this.cfg.stallTimeoutMs),
       this.world.hostname);
+    await this.world.channel.agreeOnFlags(hostFlags(this.cfg, this.auto !== undefined));
     this.replicaCheck = new ReplicaCheck(this.cfg, this.world.channel);
     await this.monitor.open(this.world.channel, spans => this.ledger.recordSpans(spans));
   }

@@ -17,6 +17,7 @@ import { peerWaitMs } from './peer-wait.js';
 import { probeHostLink } from './link-probe.js';
 import type { LinkCost } from '../profiling/link-fit.js';
 import { machineId } from './machine-id.js';
+import { hostFlags } from './host-flags.js';
 
 /** How long the other hosts wait for host 0's decision (its profiling). */
 const DECISION_WAIT_MS = 30 * 60_000;
@@ -29,8 +30,8 @@ export interface Decided<T> { value: T; server?: StoreServer; link?: LinkCost }
 export interface HostsAtStart {
   link?: LinkCost;
   hostsOnMachine: number;
-  /** Returns once every host has called it with `name` (HostChannel.meet). */
-  meet(name: string): Promise<void>;
+  /** Returns once every host has called it with `name` (HostChannel.meet; `hint`: what may keep a host away). */
+  meet(name: string, hint?: string): Promise<void>;
 }
 
 /** `decide` runs on host 0; every host resolves with its value; host 0 also with the store it serves (the run's to close). */
@@ -46,10 +47,11 @@ export async function decideOnHost0<T extends object>(cfg: ResolvedConfig, decid
   try {
     const address = await addressTowards(rendezvous, Math.max(cfg.stallTimeoutMs, REACH_MS));
     channel = await HostChannel.open(storeUrl(rendezvous), cfg.topology, DECISION_WAIT_MS, peerWaitMs(cfg.stallTimeoutMs), address);
+    await channel.agreeOnFlags(hostFlags(cfg, true));
     const hostsOnMachine = await channel.hostsSharingMachine(machineId());
     const link = measureLink ? await probeHostLink(cfg, address) : undefined;
     const open = channel;
-    const hosts: HostsAtStart = { link, hostsOnMachine, meet: name => open.meet(name) };
+    const hosts: HostsAtStart = { link, hostsOnMachine, meet: (name, hint) => open.meet(name, hint) };
     if (cfg.topology.process !== 0 && alongside) await alongside(hosts);
     return { value: await channel.shareChoice(() => decide(hosts)), server, link };
   } catch (err) {

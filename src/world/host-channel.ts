@@ -18,6 +18,7 @@
  *   after step s and reads every host's once step s+1 is applied (so, as for
  *   the stop, they are all there: the read never waits on a host);
  * - where host 0's monitor hub listens (world/monitor-hub.ts);
+ * - that every host runs with the same flags (host-flags.ts), first;
  * - which machine each host runs on (machine-id.ts), so that hosts sharing one
  *   know they share its cores (`--strategy auto`'s CPU ceiling);
  * - meeting points before a measurement every host makes at once (`meet`:
@@ -34,6 +35,7 @@ import { Packr } from 'msgpackr';
 import { TandemError } from '../errors.js';
 import { parseStoreUrl, StoreClient } from '../collectives/gloo/tcp-store-client.js';
 import { describeProcess, type Topology } from './topology.js';
+import { flagDifferences, type HostFlags } from './host-flags.js';
 import type { CheckpointBytes, HeadState } from '../checkpoint/checkpoint-file.js';
 
 /** A checkpoint's per-device state of one host's devices, local order (or, collected on host 0, of every device): local heads and hook state. */
@@ -50,6 +52,7 @@ const NO_ANSWER_MARGIN_MS = 1000;
 const stopKey = (step: number) => `tandem.stop.${step}`;
 const addressKey = (host: number) => `tandem.host${host}.address`;
 const machineKey = (host: number) => `tandem.host${host}.machine`;
+const flagsKey = (host: number) => `tandem.host${host}.flags`;
 /** The first byte of the resume key's value: the checkpoint's bytes follow, or host 0's error message. */
 const RESUME_OK = 1;
 const RESUME_FAILED = 0;
@@ -67,6 +70,28 @@ export class HostChannel {
     const client = await StoreClient.connect(storeUrl, timeoutMs);
     await client.set(addressKey(topology.process), address);
     return new HostChannel(client, topology, peerWaitMs);
+  }
+
+  /**
+   * Publishes this host's flags (host-flags.ts) and compares them: every other host with host 0's, host 0 with every
+   * host's. A difference is BAD_CONFIG naming each flag and both values.
+   */
+  async agreeOnFlags(flags: HostFlags): Promise<void> {
+    const me = this.topology.process;
+    const read = async (h: number) => JSON.parse((await this.client.get(flagsKey(h))).toString()) as HostFlags;
+    // Another host reads host 0's flags before it publishes its own, so that it holds them before host 0 can see a
+    // difference and fail (closing the store).
+    const host0 = me === 0 ? undefined : await read(0);
+    await this.client.set(flagsKey(me), JSON.stringify(flags));
+    const others = me === 0 ? Array.from({ length: this.topology.processes - 1 }, (_, h) => h + 1) : [0];
+    for (const h of others) {
+      const theirs = host0 ?? await read(h);
+      const differences = flagDifferences(flags, theirs, `on ${describeProcess(this.topology, me)}`, `on ${describeProcess(this.topology, h)}`);
+      if (differences.length > 0) {
+        throw new TandemError('BAD_CONFIG', `${describeProcess(this.topology, me)} and ${describeProcess(this.topology, h)} were started with different flags — ` +
+          `${differences.join('; ')}: every host runs the same command (only --host-rank, paths and output flags may differ)`);
+      }
+    }
   }
 
   /** Host 0 runs `read` and publishes what it read (or its failure); every host resolves with the same bytes. */
@@ -231,9 +256,9 @@ export class HostChannel {
 
   /**
    * Returns once every host has called `meet(name)`. A host missing after the peer wait is STALLED, naming it and its
-   * address; host 0's store gone is PEER_LOST (betweenSteps).
+   * address, and `hint` (what may keep a host away); host 0's store gone is PEER_LOST (betweenSteps).
    */
-  async meet(name: string): Promise<void> {
+  async meet(name: string, hint?: string): Promise<void> {
     const key = `tandem.meet.${name}`;
     await this.client.set(`${key}.host${this.topology.process}`, '1');
     if (await this.client.add(key, 1) === this.topology.processes) await this.client.set(`${key}.all`, '1');
@@ -248,7 +273,7 @@ export class HostChannel {
           if (!await has(r)) missing.push(`${describeProcess(this.topology, r)} (${(await this.client.get(addressKey(r), 0).catch(() => undefined))?.toString() ?? 'address unknown'})`);
         }
         throw new TandemError('STALLED', `${describeProcess(this.topology, this.topology.process)} waited ${(this.peerWaitMs / 1000).toFixed(1)} s ` +
-          `for ${missing.join(', ') || 'the other hosts'} to reach ${name}`);
+          `for ${missing.join(', ') || 'the other hosts'} to reach ${name}${hint ? ` (${hint})` : ''}`);
       }
     });
   }

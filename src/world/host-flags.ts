@@ -1,0 +1,33 @@
+/**
+ * The flags every host of a run must share: what decides the world's groups,
+ * batches and steps. Every host runs the same command; a host that does not
+ * (one with `--strategy auto` beside one without, other steps or batch) would
+ * otherwise wait for the others in a phase they never reach — auto's
+ * profiling, a communicator of other groups — until a timeout that names no
+ * cause. Each host publishes its flags when it joins the rendezvous store and
+ * compares them with host 0's (HostChannel.agreeOnFlags): a difference is
+ * BAD_CONFIG, naming the flag and both values, before any step. Paths (model,
+ * data, outputs, resume) may differ between machines and are not compared.
+ */
+import type { ResolvedConfig } from '../config-types.js';
+
+export type HostFlags = Record<string, string>;
+
+/** This host's flags. `auto`: the run's strategy is `--strategy auto` (auto's choices, hook included, are host 0's). */
+export function hostFlags(cfg: ResolvedConfig, auto: boolean): HostFlags {
+  const flags: Record<string, unknown> = {
+    devices: cfg.devices, batch: cfg.batch, steps: cfg.steps, 'sample shape': cfg.sampleShape, classes: cfg.classes, 'dataset size': cfg.datasetSize,
+    method: cfg.method, optimizer: cfg.optimizer, seed: cfg.seed, strategy: auto ? 'auto' : cfg.strategy,
+    'comm hook': auto ? undefined : cfg.commHook?.name ?? 'none', 'checkpoint every': cfg.checkpointEvery ?? 0, transport: cfg.transport, loss: cfg.loss ?? 'from the model',
+  };
+  const out: HostFlags = {};
+  for (const [name, value] of Object.entries(flags)) if (value !== undefined) out[name] = JSON.stringify(value);
+  return out;
+}
+
+/** `strategy: "auto" here, "sequential" on host 1`, one per flag that differs (either side's missing ones included). */
+export function flagDifferences(mine: HostFlags, theirs: HostFlags, here: string, there: string): string[] {
+  const auto = mine.strategy === '"auto"' || theirs.strategy === '"auto"'; // auto's hook is host 0's choice: the strategy names it
+  const names = [...new Set([...Object.keys(mine), ...Object.keys(theirs)])].filter(n => !(auto && n === 'comm hook'));
+  return names.filter(n => mine[n] !== theirs[n]).map(n => `${n}: ${mine[n] ?? 'not set'} ${here}, ${theirs[n] ?? 'not set'} ${there}`);
+}
