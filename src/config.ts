@@ -181,11 +181,13 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
   if (trainSize < batch) bad('batch', `global batch ${batch} is larger than the training samples (${trainSize} of ${meta.size}; ${heldOut} held out)`);
   const classifier: ClassifierConfig | undefined = method.resolveOptions(config, { classes: meta.classes, devices });
 
-  if (builtinModel) {
+  const minImage = builtinModel?.minImageSize;
+  if (minImage !== undefined) {
     const [h, w] = sampleShape;
-    if (sampleShape.length !== 3 || h < builtinModel.minImageSize || w < builtinModel.minImageSize) {
-      throw new TandemError('SHAPE_MISMATCH', `model '${modelSource}' needs images of at least ${builtinModel.minImageSize}x${builtinModel.minImageSize}x channels; ` +
-        `data '${dataSource}' gives ${sampleShape.join('x')}. Use --image-size with synthetic-images, or another model.`);
+    if (sampleShape.length !== 3 || h < minImage || w < minImage) {
+      throw new TandemError('SHAPE_MISMATCH', `model '${modelSource}' needs images [height, width, channels] of at least ${minImage}x${minImage}; ` +
+        `data '${dataSource}' gives samples of shape [${sampleShape.join(', ')}]. Use --model mlp (any sample shape), a model module of your own, ` +
+        'or, with synthetic-images, a larger --image-size.');
     }
   }
   // The classifier methods build the model as a feature extractor: its output is the embedding.

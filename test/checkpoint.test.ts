@@ -29,8 +29,24 @@ for (const [name, extra] of [
     t.equal(resumed.firstStep, 3, 'continues at step 3; steps count from the start of the run');
     t.ok(same(resumed.weights, full.weights), '2 + 2 steps = 4 uninterrupted steps, bit for bit');
     t.same(resumed.history.map(h => h.loss), full.history.slice(2).map(h => h.loss), 'same losses after the resume');
+    if (full.classifier) { // what the collectives carried is taken from the run's first step, 3 here (was step 1 only: 0 bytes, no variables)
+      t.ok(full.classifier.exchangedBytesPerStep > 0);
+      t.equal(resumed.classifier?.exchangedBytesPerStep, full.classifier.exchangedBytesPerStep, 'a resumed run reports what its steps exchange');
+      t.same(resumed.classifier?.carriedVariables, full.classifier.carriedVariables);
+    }
   });
 }
+
+t.test('resume with other settings names them: the method, the classes, the embedding', async t => {
+  const dir = tmp();
+  const base: TrainConfig = { model: 'mlp', data: 'synthetic-images', imageSize: [6, 6, 1], datasetSize: 300, batch: 12, devices: 2, backend: 'cpu',
+    method: 'local-head', classes: 6, embedding: 8 };
+  await train({ ...base, steps: 2, checkpointEvery: 2, checkpointDir: dir });
+  const resume = { ...base, steps: 4, resume: dir };
+  await t.rejects(train({ ...resume, method: 'partial-fc' }), { code: 'BAD_CHECKPOINT', message: /other settings: method "local-head" \(this run: "partial-fc"\); resume with the same settings/ });
+  await t.rejects(train({ ...resume, classes: 8 }), { code: 'BAD_CHECKPOINT', message: /other settings: data\.options\.classes 6 \(this run: 8\), classifier\.partition \[\[0,1,2\],\[3,4,5\]\]/ });
+  await t.rejects(train({ ...resume, embedding: 16 }), { code: 'BAD_CHECKPOINT', message: /different model .*the first that differs: logits\/kernel \[64, 8\] \(this run: logits\/kernel \[64, 16\]\).*same --embedding/ });
+});
 
 t.test('damaged checkpoints are refused; an interrupted write leaves the previous one', async t => {
   const dir = tmp();

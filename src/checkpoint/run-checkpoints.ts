@@ -21,6 +21,31 @@ export function runFingerprint(cfg: ResolvedConfig): string {
   });
 }
 
+function describeWeight(w: WeightShape): string {
+  return `${w.name} [${w.shape.join(', ')}]`;
+}
+
+/** The settings two fingerprints differ in, each as `path: checkpoint's (this run: …)`, the first 4; or the fields a fingerprint holds when one does not parse. */
+function settingsDiffer(saved: string, mine: string): string {
+  let a: unknown, b: unknown;
+  try {
+    a = JSON.parse(saved); b = JSON.parse(mine);
+  } catch {
+    return 'model, data, method, optimizer, devices, batch, seed or classifier options';
+  }
+  const out: string[] = [];
+  const walk = (x: unknown, y: unknown, at: string): void => {
+    if (JSON.stringify(x) === JSON.stringify(y)) return;
+    const objects = x !== null && y !== null && typeof x === 'object' && typeof y === 'object' && !Array.isArray(x) && !Array.isArray(y);
+    if (!objects) { out.push(`${at} ${JSON.stringify(x) ?? 'none'} (this run: ${JSON.stringify(y) ?? 'none'})`); return; }
+    const xo = x as Record<string, unknown>, yo = y as Record<string, unknown>;
+    for (const k of new Set([...Object.keys(xo), ...Object.keys(yo)])) walk(xo[k], yo[k], at ? `${at}.${k}` : k);
+  };
+  walk(a, b, '');
+  const shown = out.slice(0, 4).map(d => (d.length > 200 ? `${d.slice(0, 200)}…` : d));
+  return `${shown.join(', ')}${out.length > 4 ? ` and ${out.length - 4} more` : ''}`;
+}
+
 /** Reads the checkpoint to resume from (`resume` is a checkpoint file or a directory: its latest), checked against this run. */
 export async function loadResume(cfg: ResolvedConfig, weights: WeightShape[], state: WeightShape[] = []): Promise<Checkpoint> {
   return checkResume(cfg, await readResumeBytes(cfg), weights, state);
@@ -41,14 +66,18 @@ export async function readResumeBytes(cfg: ResolvedConfig): Promise<CheckpointBy
 export function checkResume(cfg: ResolvedConfig, { source: file, bytes }: CheckpointBytes, weights: WeightShape[], state: WeightShape[] = []): Checkpoint {
   const ckpt = decodeCheckpoint(bytes, file);
   if (JSON.stringify(ckpt.weights) !== JSON.stringify(weights)) {
-    throw new TandemError('BAD_CHECKPOINT', `checkpoint ${file} holds a different model (variables ${ckpt.weights.map(w => w.name).join(', ')}); resume with the model it was written by`);
+    const i = ckpt.weights.findIndex((w, k) => JSON.stringify(w) !== JSON.stringify(weights[k]));
+    const first = i === -1 ? `this run has ${weights.length - ckpt.weights.length} more` : `${describeWeight(ckpt.weights[i])} (this run: ${weights[i] ? describeWeight(weights[i]) : 'none'})`;
+    throw new TandemError('BAD_CHECKPOINT', `checkpoint ${file} holds a different model (variables ${ckpt.weights.map(w => w.name).join(', ')}; the first that differs: ${first}); ` +
+      'resume with the model it was written by (and, for a classifier method, the same --embedding)');
   }
   if (state.length > 0 && (!ckpt.state || JSON.stringify(ckpt.stateWeights) !== JSON.stringify(state))) {
     throw new TandemError('BAD_CHECKPOINT', `checkpoint ${file} does not hold this model's non-trainable weights (${state.map(w => w.name).join(', ')}), ` +
       'so resuming would not continue the run exactly (a checkpoint written before tandem kept them, or of another model); start again or resume from a newer checkpoint');
   }
-  if (ckpt.fingerprint !== runFingerprint(cfg)) {
-    throw new TandemError('BAD_CHECKPOINT', `checkpoint ${file} was written by a run with other settings (model, data, method, optimizer, devices, batch or seed); ` +
+  const mine = runFingerprint(cfg);
+  if (ckpt.fingerprint !== mine) {
+    throw new TandemError('BAD_CHECKPOINT', `checkpoint ${file} was written by a run with other settings: ${settingsDiffer(ckpt.fingerprint, mine)}; ` +
       'resume with the same settings (the strategy, link and step count may change)');
   }
   checkHookState(cfg, ckpt, file);

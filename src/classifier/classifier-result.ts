@@ -22,7 +22,8 @@ export interface ClassifierSummary {
   exchangedBytesPerStep: number;
   /** The shared-layout variables the collectives carried (never a head: heads are not in the shared layout). */
   carriedVariables: string[];
-  heldOut?: { samples: number; centreAccuracy?: number; classifierAccuracy?: number };
+  /** centreAccuracy: over centreProbes probes; absent when there was none (too few held-out samples). */
+  heldOut?: { samples: number; centreAccuracy?: number; centreProbes?: number; classifierAccuracy?: number };
   fullClassifier?: ModelArtifactsData;
   classifierPath?: string;
 }
@@ -56,7 +57,7 @@ export async function classifierResult(cfg: ResolvedConfig, layout: ParameterLay
   if (heldOutCount > 0 && extractor) {
     const reply = await evaluateHeldOut({ backend: cfg.backend, plugins: cfg.plugins, extractor, data: cfg.data, from: cfg.trainSize, to: cfg.datasetSize, classes: cfg.classes,
       embedding: c.embedding, head: c.head, w, b, maxSamples: cfg.evalSamples });
-    heldOut = { samples: reply.samples, centreAccuracy: reply.centreAccuracy, classifierAccuracy: reply.classifierAccuracy };
+    heldOut = { samples: reply.samples, centreAccuracy: reply.centreAccuracy, centreProbes: reply.centreProbes, classifierAccuracy: reply.classifierAccuracy };
   }
   const summary: ClassifierSummary = {
     method: cfg.method, classes: cfg.classes, localClasses: heads.map(h => h.labels.length),

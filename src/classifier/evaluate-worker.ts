@@ -34,7 +34,7 @@ export interface EvaluateRequest {
   maxSamples: number;
 }
 export type EvaluateReply =
-  | { type: 'result'; samples: number; centreAccuracy?: number; classifierAccuracy: number }
+  | { type: 'result'; samples: number; centreAccuracy?: number; centreProbes?: number; classifierAccuracy: number }
   | { type: 'error'; error: ReturnType<typeof serializeError> };
 
 const port = parentPort!;
@@ -43,7 +43,7 @@ evaluate(workerData as EvaluateRequest).then(
   err => port.postMessage({ type: 'error', error: serializeError(err) } satisfies EvaluateReply),
 );
 
-async function evaluate(req: EvaluateRequest): Promise<{ samples: number; centreAccuracy?: number; classifierAccuracy: number }> {
+async function evaluate(req: EvaluateRequest): Promise<{ samples: number; centreAccuracy?: number; centreProbes?: number; classifierAccuracy: number }> {
   await loadPlugins(req.plugins);
   await startBackend(tf, req.backend);
   const model = await tf.loadLayersModel(tf.io.fromMemory({ modelTopology: req.extractor.modelTopology, weightSpecs: req.extractor.weightSpecs as never, weightData: req.extractor.weightData }));
@@ -118,5 +118,6 @@ async function evaluate(req: EvaluateRequest): Promise<{ samples: number; centre
   let correct = 0;
   for (let i = 0; i < n; i++) if (pred[i] === labels[i]) correct++;
   model.dispose();
-  return { samples: n, centreAccuracy: probes ? hits / probes : 0, classifierAccuracy: correct / n };
+  // No probe (an odd-numbered sample of a class with a centre): no centre accuracy, rather than 0%.
+  return { samples: n, centreAccuracy: probes ? hits / probes : undefined, centreProbes: probes, classifierAccuracy: correct / n };
 }

@@ -177,7 +177,9 @@ async function main(argv: string[]): Promise<number> {
         if (cl) {
           console.log(`${cl.method}: ${cl.classes} classes as ${cl.localClasses.join(' + ')} per device; classifier bytes per device ${cl.classifierBytesPerDevice.join(', ')}; ` +
             `exchanged per step ${(cl.exchangedBytesPerStep / 2 ** 20).toFixed(2)} MiB`);
-          if (cl.heldOut) console.log(`held-out (${cl.heldOut.samples} samples): nearest class-centre accuracy ${((cl.heldOut.centreAccuracy ?? 0) * 100).toFixed(1)}%, ` +
+          if (cl.heldOut) console.log(`held-out (${cl.heldOut.samples} samples): nearest class-centre accuracy ${cl.heldOut.centreAccuracy === undefined
+            ? 'n/a (no odd-numbered held-out sample of a class with a centre: hold out more samples, --held-out, --eval-samples)'
+            : `${(cl.heldOut.centreAccuracy * 100).toFixed(1)}% (${cl.heldOut.centreProbes} probes)`}, ` +
             `full-classifier accuracy ${((cl.heldOut.classifierAccuracy ?? 0) * 100).toFixed(1)}%`);
           if (cl.classifierPath) console.log(`classifier (all ${cl.classes} classes): ${cl.classifierPath}`);
         }

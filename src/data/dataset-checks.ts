@@ -44,5 +44,20 @@ export function probeFirstSample(ds: Dataset, source: string): number {
     throw new TandemError('BAD_DATA', `dataset ${source.startsWith('file:') ? fileURLToPath(source) : source}: read(0, out, offset) returned ${found(label)}; expected the sample's label ` +
       `(an integer in [0, ${ds.classes})) or, for a regression, its target (a finite number)`);
   }
+  checkLabelAgrees(ds, 0, label, source);
   return label;
+}
+
+/**
+ * A dataset's optional `label(index)` must give the label `read(index, …)` returns: method local-head partitions the
+ * samples by `label()` without reading them, so one that disagrees would have devices train samples of labels they do
+ * not own, or the wrong samples. Checked on sample 0 before any thread and on every sample a loader reads.
+ */
+export function checkLabelAgrees(ds: Dataset, index: number, read: number, source: string): void {
+  if (!ds.label) return;
+  const given = ds.label(index);
+  if (given === read) return;
+  throw new TandemError('BAD_DATA', `dataset ${source.startsWith('file:') ? fileURLToPath(source) : source}: label(${index}) returned ${found(given)}, ` +
+    `but read(${index}, out, offset) returned ${found(read)}; label(index) must return the label read returns for the same sample ` +
+    '(method local-head assigns samples to devices by label() without reading them); fix label(), or leave it out and tandem reads the samples');
 }

@@ -10,6 +10,7 @@ import type { DatasetSpec } from './dataset.js';
 import { resolveDataset } from './resolve-dataset.js';
 import { SampleReader } from './one-sample-view.js';
 import { classLabelProblem } from './class-labels.js';
+import { checkLabelAgrees } from './dataset-checks.js';
 
 export interface LoadShardTask {
   dataset: DatasetSpec;
@@ -51,6 +52,7 @@ async function readShard(task: LoadShardTask): Promise<number> {
   task.indices.forEach((index, i) => {
     const offset = task.inputOffset + i * per;
     const label = reader.read(index, inputs, offset);
+    checkLabelAgrees(ds, index, label, task.dataset.source);
     if (task.floatTargets) {
       if (!Number.isFinite(label)) throw new TandemError('BAD_DATA', `dataset ${source}: sample ${index} has target ${label}, not a finite number`);
       targets[task.labelOffset + i] = label;

@@ -1,5 +1,5 @@
 /** Builds a dataset from its spec: a builtin name or a module path. Same code on every thread. */
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { TandemError } from '../errors.js';
@@ -56,9 +56,27 @@ async function build(spec: DatasetSpec): Promise<Dataset> {
         throw new TandemError('UNKNOWN_DATASET', `unknown dataset '${spec.source}'. Builtins: ${BUILTIN_DATASETS.join(', ')}; or give a path to an ES module.`);
       }
       const url = resolveModuleUrl(spec.source, 'data');
+      refuseNonModule(url);
       const factory = await loadDefaultExport<DatasetFactory>(url, 'data');
       return checkedDataset(await callDataFactory(factory, spec, url), fileURLToPath(url));
     }
+  }
+}
+
+/** What a dataset is, for a --data that is no ES module. */
+const DATA_MODULE = 'a dataset is an ES module (.mjs, or .js) whose default export is ({ seed, classes, imageShape, size }) => ' +
+  'Dataset { size, sampleShape, classes, read(index, out, offset) → label } (README, "Training")';
+
+/** A directory or a file Node does not import as a module (a model.json, a .csv, …): BAD_DATA saying what a dataset is, instead of Node's import error. */
+function refuseNonModule(url: string): void {
+  const file = fileURLToPath(url);
+  if (statSync(file, { throwIfNoEntry: false })?.isDirectory()) {
+    throw new TandemError('BAD_DATA', `--data ${file} is a directory; ${DATA_MODULE}`);
+  }
+  const ext = path.extname(file).toLowerCase();
+  if (ext !== '' && !['.js', '.mjs', '.cjs'].includes(ext)) {
+    const hint = ext === '.json' ? ' A model.json goes to --model; data in a JSON file is read by a data module of yours (e.g. with readFileSync in its factory).' : '';
+    throw new TandemError('BAD_DATA', `--data ${file} is a ${ext} file, not an ES module tandem can import; ${DATA_MODULE}.${hint}`);
   }
 }
 

@@ -21,6 +21,11 @@ function inRange(field: string, v: unknown, min: number, max: number, integer = 
 
 export function resolveClassifierOptions(config: TrainConfig, ctx: MethodResolveContext, method: string): ClassifierConfig {
   const { classes, devices } = ctx;
+  if (method === 'local-head' && config.partition === undefined && classes < devices) {
+    bad('classes', `method local-head: ${classes} classes cannot be shared among ${devices} devices, and every device needs at least 2 labels ` +
+      `(a softmax over one label trains nothing). Give at least ${2 * devices} classes, ${classes >= 2 ? `at most ${Math.floor(classes / 2)} device(s), ` : ''}` +
+      'or --method partial-fc with at most as many devices as classes');
+  }
   const partition = config.partition !== undefined
     ? LabelPartition.fromShares(classes, config.partition)
     : LabelPartition.contiguous(classes, devices);
@@ -42,6 +47,9 @@ export function resolveClassifierOptions(config: TrainConfig, ctx: MethodResolve
   };
   if (config.sampleRate !== undefined && method !== 'partial-fc') bad('sampleRate', 'applies to --method partial-fc only');
   if (method === 'partial-fc' && head !== 'linear') bad('head', 'partial-fc supports --head linear only; use --method local-head for a cosine head');
+  for (const k of ['scale', 'margin'] as const) {
+    if (config[k] !== undefined && head !== 'cosine') bad(k, `applies to --head cosine only (a linear head has no ${k}); give --head cosine${method === 'partial-fc' ? ' with --method local-head' : ''}, or leave out --${k}`);
+  }
   return resolved;
 }
 

@@ -94,7 +94,7 @@ export interface DeviceMethod {
 export interface MethodSummaryContext {
   cfg: ResolvedConfig;
   layout: ParameterLayout;
-  /** What the gradient collectives carried in step 1 (float ranges of the shared layout). */
+  /** What the gradient collectives carried in the run's first step (float ranges of the shared layout). */
   carried: { start: number; end: number }[];
   finished: FinishedReport[];
   /** The exported model (the feature extractor for the classifier methods). */

@@ -17,8 +17,8 @@ export type ModelFactory = (tf: Tf, options: ModelOptions) => LayersModel | Prom
 
 export interface BuiltinModel {
   factory: ModelFactory;
-  /** Smallest height/width the architecture accepts. */
-  minImageSize: number;
+  /** Smallest height/width the architecture accepts (it takes images [height, width, channels]); absent: any sample shape (it flattens). */
+  minImageSize?: number;
   /** An input shape to use when the data does not fix one (synthetic data). */
   preferredInputShape?: number[];
   description: string;
@@ -30,13 +30,15 @@ function seeded(tf: Tf, seed: number) {
   return () => tf.initializers.glorotUniform({ seed: seed + 7919 * next++ });
 }
 
+/** Any sample shape: a sample of 2 or more dimensions is flattened (tfjs's Flatten refuses 1-D samples, which need none). */
 const mlp: ModelFactory = (tf, { inputShape, classes, seed }) => {
   const init = seeded(tf, seed);
+  const flat = inputShape.length === 1;
   return tf.sequential({
     name: 'mlp',
     layers: [
-      tf.layers.flatten({ inputShape }),
-      tf.layers.dense({ units: 128, activation: 'relu', kernelInitializer: init() }),
+      ...(flat ? [] : [tf.layers.flatten({ inputShape })]),
+      tf.layers.dense({ ...(flat ? { inputShape } : {}), units: 128, activation: 'relu', kernelInitializer: init() }),
       tf.layers.dense({ units: 64, activation: 'relu', kernelInitializer: init() }),
       tf.layers.dense({ units: classes, kernelInitializer: init(), name: 'logits' }),
     ],
@@ -138,7 +140,7 @@ const mobilenetMini: ModelFactory = (tf, { inputShape, classes, seed }) => {
 };
 
 export const BUILTIN_MODELS: Readonly<Record<string, BuiltinModel>> = {
-  'mlp': { factory: mlp, minImageSize: 1, description: 'two hidden dense layers (128, 64)' },
+  'mlp': { factory: mlp, description: 'two hidden dense layers (128, 64)' },
   'alexnet-mini': { factory: alexnetMini, minImageSize: 8, preferredInputShape: [32, 32, 3], description: 'AlexNet-like for CPUs: 3 conv blocks, FC 512' },
   'alexnet': { factory: alexnet, minImageSize: 195, preferredInputShape: [227, 227, 3], description: 'AlexNet shapes, 227x227x3, ~61M parameters' },
   'convnet-gap': { factory: convnetGap, minImageSize: 4, preferredInputShape: [32, 32, 3], description: 'all-conv with global average pooling' },

@@ -51,7 +51,10 @@ async function profile({ config, warmupSteps, steps, reps, clock: kind }: Profil
   try {
     const b = config.perDevice;
     const x = tf.randomUniform([b, ...config.sampleShape], 0, 1, 'float32', 1);
-    const y = tf.tensor1d(Array.from({ length: b }, (_, i) => i % config.classes), 'int32');
+    // The model's outputs are the classes (data-parallel) or the embedding (local-head, partial-fc: the extractor,
+    // whose head is the device's own): labels and the softmax over them, so the extractor's steps are what is timed.
+    const outputs = config.model.options.classes;
+    const y = tf.tensor1d(Array.from({ length: b }, (_, i) => i % outputs), 'int32');
     const step = synchronousReads ? measureSteps(model, x, y, config, clock, warmupSteps, steps) : await measureStepsAsync(model, x, y, config, clock, warmupSteps, steps);
     const layers = await timeLayers(tf, graph, x, clock, reps, fence);
     // Scale the isolated times to the measured step (shares stay the layers' own).
@@ -89,7 +92,7 @@ function measureSteps(model: Model, x: tf.Tensor, y: tf.Tensor, config: Resolved
     let tb = 0;
     const marker = tf.customGrad(((t: tf.Tensor) => ({ value: t.clone(), gradFunc: (dy: tf.Tensor) => { tb = clock.nowMs(); return dy; } })) as never) as (t: tf.Tensor) => tf.Tensor;
     const loss = backwardWithGradientReady(tf, () => {
-      const { loss, correct } = classificationLoss(tf, marker(model.apply(x, { training: true }) as tf.Tensor), y, config.classes, probabilities);
+      const { loss, correct } = classificationLoss(tf, marker(model.apply(x, { training: true }) as tf.Tensor), y, config.model.options.classes, probabilities);
       correct.dispose();
       return loss;
     }, vars, (i, g) => { flat[i].set(g.dataSync() as Float32Array); });
@@ -116,7 +119,7 @@ async function measureStepsAsync(model: Model, x: tf.Tensor, y: tf.Tensor, confi
     const marker = tf.customGrad(((t: tf.Tensor) => ({ value: t.clone(), gradFunc: (dy: tf.Tensor) => { tb = clock.nowMs(); return dy; } })) as never) as (t: tf.Tensor) => tf.Tensor;
     const reads = new OrderedReads(tf);
     const loss = backwardWithGradientReady(tf, () => {
-      const { loss, correct } = classificationLoss(tf, marker(model.apply(x, { training: true }) as tf.Tensor), y, config.classes, probabilities);
+      const { loss, correct } = classificationLoss(tf, marker(model.apply(x, { training: true }) as tf.Tensor), y, config.model.options.classes, probabilities);
       correct.dispose();
       reads.queue(loss, () => { /* the step ends when its loss and every gradient are on the host */ });
       return loss;

@@ -17,8 +17,10 @@ export class RunLedger {
   /** onNan 'skip-step': the (step, group) updates skipped, and the first offending variable per step. */
   readonly skipped: { step: number; group: number }[] = [];
   readonly nonFinite = new Map<number, string>();
-  /** What the collectives carried in step 1, per device message (float ranges of the shared layout). */
+  /** What the collectives carried in the run's first step (1, or the one after a resumed checkpoint), per device message (float ranges of the shared layout). */
   readonly carried: { start: number; end: number }[] = [];
+  /** The step `carried` is taken from: the first one reported (every device starts at the same step). */
+  private carriedStep?: number;
   lastCheckpoint?: string;
   /** 'exchanged' reports received per local device, and who waits for a count of them. */
   private readonly exchangedBy: number[];
@@ -55,7 +57,8 @@ export class RunLedger {
     this.commStats.updateMs += msg.updateMs;
     this.commStats.count++;
     this.commStats.wireFloats += msg.wireFloats;
-    if (msg.step === 1) this.carried.push(msg.carried);
+    this.carriedStep ??= msg.step;
+    if (msg.step === this.carriedStep) this.carried.push(msg.carried);
     if (msg.skipped && msg.device === 0) {
       this.skipped.push({ step: msg.step, group: msg.group });
       this.hooks.onEvent?.({ type: 'warning', step: msg.step, message: `update of group ${msg.group} skipped: non-finite averaged gradient` });
