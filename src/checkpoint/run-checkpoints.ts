@@ -21,6 +21,43 @@ export function runFingerprint(cfg: ResolvedConfig): string {
   });
 }
 
+/** The first variable where two models differ, e.g. `dense_Dense1/kernel is [64,32] in the checkpoint, [81,32] in this run`. */
+function modelDifference(saved: WeightShape[], mine: WeightShape[]): string {
+  const show = (w: WeightShape | undefined) => (w ? `${w.name} [${w.shape.join(',')}]` : 'none');
+  const i = saved.findIndex((w, k) => JSON.stringify(w) !== JSON.stringify(mine[k]));
+  const at = i === -1 ? saved.length : i;
+  return `${saved.length} variables in the checkpoint, ${mine.length} in this run; variable ${at}: ${show(saved[at])} in the checkpoint, ${show(mine[at])} in this run`;
+}
+
+/**
+ * The settings two fingerprints disagree on, each as `field: X in the checkpoint, Y in this run` (nested fields dotted:
+ * `optimizer.lr`; an optimizer of another kind, or data of another source, whole); empty when `saved` is not a fingerprint this version can read.
+ */
+export function fingerprintDifferences(saved: string, mine: string): string[] {
+  let a: unknown, b: unknown;
+  try {
+    a = JSON.parse(saved);
+    b = JSON.parse(mine);
+  } catch {
+    return [];
+  }
+  const out: string[] = [];
+  const isRecord = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+  const walk = (x: unknown, y: unknown, at: string): void => {
+    // Two records of another kind (an sgd and an adam optimizer, two data sources) differ as a whole.
+    const sameKind = isRecord(x) && isRecord(y) && x.kind === y.kind && x.source === y.source;
+    if (sameKind) {
+      for (const key of new Set([...Object.keys(x), ...Object.keys(y)])) walk(x[key], y[key], at ? `${at}.${key}` : key);
+    } else if (JSON.stringify(x) !== JSON.stringify(y)) {
+      const show = (v: unknown) => (v === undefined ? 'none' : JSON.stringify(v));
+      out.push(`${at} ${show(x)} in the checkpoint, ${show(y)} in this run`);
+    }
+  };
+  if (!isRecord(a) || !isRecord(b)) return [];
+  walk(a, b, '');
+  return out;
+}
+
 /** Reads the checkpoint to resume from (`resume` is a checkpoint file or a directory: its latest), checked against this run. */
 export async function loadResume(cfg: ResolvedConfig, weights: WeightShape[], state: WeightShape[] = []): Promise<Checkpoint> {
   return checkResume(cfg, await readResumeBytes(cfg), weights, state);
@@ -41,14 +78,18 @@ export async function readResumeBytes(cfg: ResolvedConfig): Promise<CheckpointBy
 export function checkResume(cfg: ResolvedConfig, { source: file, bytes }: CheckpointBytes, weights: WeightShape[], state: WeightShape[] = []): Checkpoint {
   const ckpt = decodeCheckpoint(bytes, file);
   if (JSON.stringify(ckpt.weights) !== JSON.stringify(weights)) {
-    throw new TandemError('BAD_CHECKPOINT', `checkpoint ${file} holds a different model (variables ${ckpt.weights.map(w => w.name).join(', ')}); resume with the model it was written by`);
+    throw new TandemError('BAD_CHECKPOINT', `checkpoint ${file} holds a different model (${modelDifference(ckpt.weights, weights)}); ` +
+      'resume with the model (and input shape, classes) it was written by');
   }
   if (state.length > 0 && (!ckpt.state || JSON.stringify(ckpt.stateWeights) !== JSON.stringify(state))) {
     throw new TandemError('BAD_CHECKPOINT', `checkpoint ${file} does not hold this model's non-trainable weights (${state.map(w => w.name).join(', ')}), ` +
       'so resuming would not continue the run exactly (a checkpoint written before tandem kept them, or of another model); start again or resume from a newer checkpoint');
   }
-  if (ckpt.fingerprint !== runFingerprint(cfg)) {
-    throw new TandemError('BAD_CHECKPOINT', `checkpoint ${file} was written by a run with other settings (model, data, method, optimizer, devices, batch or seed); ` +
+  const mine = runFingerprint(cfg);
+  if (ckpt.fingerprint !== mine) {
+    const differences = fingerprintDifferences(ckpt.fingerprint, mine);
+    throw new TandemError('BAD_CHECKPOINT', `checkpoint ${file} was written by a run with other settings` +
+      `${differences.length > 0 ? `: ${differences.join('; ')}` : ' (model, data, method, optimizer, devices, batch or seed)'}; ` +
       'resume with the same settings (the strategy, link and step count may change)');
   }
   checkHookState(cfg, ckpt, file);
