@@ -28,6 +28,7 @@ import { loadPlugins } from './plugins/load-plugins.js';
 import { worldSize } from './world/topology.js';
 import { hostsTransport, resolveHosts } from './world/resolve-hosts.js';
 import { FAULT_PHASES, LOSS_KINDS, type ClassifierConfig, type LossKind, type ResolvedConfig, type TrainConfig } from './config-types.js';
+import { useQuietCpu } from './engine/quiet-cpu.js';
 export { METHODS, FAULT_PHASES, LOSS_KINDS } from './config-types.js';
 export type { ClassifierConfig, FaultInjection, LossKind, Method, ResolvedConfig, TrainConfig } from './config-types.js';
 
@@ -288,7 +289,7 @@ async function checkModuleModelShapes(spec: ModelSpec, sampleShape: number[], cl
   const tf = await import('@tensorflow/tfjs');
   const { buildModel } = await import('./model/resolve-model.js');
   const { assertTrainable } = await import('./model/trainability.js');
-  if (tf.getBackend() !== 'cpu') await tf.setBackend('cpu');
+  await useQuietCpu(tf);
   const model = await buildModel(tf, spec);
   try {
     if (model.inputs.length !== 1 || model.outputs.length !== 1) {

@@ -88,3 +88,13 @@ t.test('tandem trace: a file that is not tandem\'s trace is named with the event
     t.notMatch(r.stderr, /\n\s+at /, `${name}: no stack trace`);
   }
 });
+
+t.test("no tfjs greeting telling the user to install tfjs-node (--backend cpu devices, a model file checked on the main thread)", async t => {
+  const saved = path.join(dir, 'saved');
+  await train({ ...base, out: saved });
+  const r = await runCli(['train', '--model', path.join(saved, 'model.json'), '--data', 'synthetic-images', '--image-size', '6x6x1', '--classes', '4',
+    '--dataset-size', '64', '--batch', '8', '--steps', '2', '--devices', '2', '--backend', 'cpu', '--quiet']);
+  t.equal(r.code, 0, r.stderr);
+  t.match(r.stdout, /^done: 2 steps on 2 device\(s\) \(cpu\)/m);
+  t.notMatch(r.stderr, /tfjs-node|looks like you are running TensorFlow\.js/, 'stderr holds no tfjs greeting (it had one per cpu thread and one for the model check)');
+});
