@@ -98,3 +98,17 @@ t.test("no tfjs greeting telling the user to install tfjs-node (--backend cpu de
   t.match(r.stdout, /^done: 2 steps on 2 device\(s\) \(cpu\)/m);
   t.notMatch(r.stderr, /tfjs-node|looks like you are running TensorFlow\.js/, 'stderr holds no tfjs greeting (it had one per cpu thread and one for the model check)');
 });
+
+t.test('the streams are hot, as the README says: a late subscriber gets complete alone; done still holds the result', async t => {
+  const run = startTraining(base);
+  const early: string[] = [];
+  run.events$.subscribe(e => early.push(e.type));
+  const summary = await run.done;
+  const late = { values: 0, completed: false };
+  for (const stream of [run.events$, run.metrics$, run.timeline$] as const) {
+    (stream as import('rxjs').Observable<unknown>).subscribe({ next: () => { late.values++; }, complete: () => { late.completed = true; } });
+  }
+  t.same(late, { values: 0, completed: true }, 'nothing replayed, completed at once');
+  t.equal(early[0], 'started', 'a subscriber of the same tick sees started');
+  t.equal((await run.done).steps, summary.steps, 'done resolves again with the same summary');
+});
