@@ -10,8 +10,10 @@ import { execFile } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { existsSync, readdirSync } from 'node:fs';
 import { startTraining, train, type TrainConfig, type TrainHooks } from '../src/index.js';
 import { osThreads } from './fixtures/os-threads.js';
+import { spawnTandem } from './fixtures/cli-process.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'tandem-user-paths-'));
 const cli = fileURLToPath(new URL('../../bin/tandem.js', import.meta.url));
@@ -111,4 +113,18 @@ t.test('the streams are hot, as the README says: a late subscriber gets complete
   t.same(late, { values: 0, completed: true }, 'nothing replayed, completed at once');
   t.equal(early[0], 'started', 'a subscriber of the same tick sees started');
   t.equal((await run.done).steps, summary.steps, 'done resolves again with the same summary');
+});
+
+t.test('a third stop signal exits at once and leaves no run lock behind (it used to leave .tandem-run.lock in --out)', async t => {
+  const out = path.join(dir, 'third-signal');
+  const cli = spawnTandem(['train', '--model', 'mlp', '--data', 'synthetic-images', '--image-size', '6x6x1', '--dataset-size', '300', '--batch', '12',
+    '--steps', '100000', '--backend', 'cpu', '--out', out, '--json'], fn => t.teardown(fn));
+  await cli.waitFor('stdout', /"step":3,/);
+  t.ok(existsSync(path.join(out, '.tandem-run.lock')), 'the run holds its lock');
+  // Three distinct stop signals at once (the same signal twice could merge while pending): stop, abort, exit.
+  for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) cli.child.kill(sig);
+  const { code } = await cli.exited;
+  t.match(cli.stderr(), /a third time: exiting now/, 'the third signal exited on the spot');
+  t.ok(code === 129 || code === 130 || code === 143, `128 + the first signal's number (${code})`);
+  t.notOk(readdirSync(out).includes('.tandem-run.lock'), 'no run lock left');
 });
