@@ -128,3 +128,16 @@ t.test('a third stop signal exits at once and leaves no run lock behind (it used
   t.ok(code === 129 || code === 130 || code === 143, `128 + the first signal's number (${code})`);
   t.notOk(readdirSync(out).includes('.tandem-run.lock'), 'no run lock left');
 });
+
+t.test('an emulated link slower than the stall watchdog allows is refused before step 1 (it used to fail as STALLED, blaming the devices)', async t => {
+  const slow: TrainConfig = { ...base, link: '400kbps', stallTimeoutMs: 300 }; // mlp's gradients: about 1.3 s a step on it
+  let message = '';
+  await t.rejects(train(slow).catch((err: Error) => { message = err.message; throw err; }), {
+    code: 'BAD_CONFIG', message: /^--link 400kbps \(EMULATED\) would hold every step's exchange \d+\.\d s \(1 hold\(s\).*stallTimeoutMs 0\.3 s\).*--stall-timeout-ms (\d+) or more$/,
+  });
+  const suggested = Number(/--stall-timeout-ms (\d+)/.exec(message)?.[1]);
+  const summary = await train({ ...slow, stallTimeoutMs: suggested });
+  t.equal(summary.steps, 2, `with the suggested --stall-timeout-ms ${suggested} it trains`);
+  await t.rejects(train({ ...base, link: '1bps' }), { code: 'BAD_CONFIG', message: /would hold every step's exchange \d+ s .*Give a faster link$/ },
+    'no suggestion beyond the largest stallTimeoutMs');
+});

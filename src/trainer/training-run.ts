@@ -16,6 +16,8 @@ import type { FromComm, FromCompute, FinishedReport, WeightShape } from '../acto
 import { allocateInputBuffers, ShardLoadError, type ShardLoader } from '../data/shard-loader.js';
 import { sampleSize } from '../data/dataset.js';
 import { layoutParameters, type ParameterGroup, type ParameterLayout } from '../model/parameter-layout.js';
+import { chunksOf } from '../pipeline/priority-schedule.js';
+import { checkLinkHolds } from '../pipeline/link-model.js';
 import { optimizerStateSlots } from '../optim/flat-optimizer.js';
 import { exchangeGroups, MAX_GROUPS, type StrategySpec } from '../pipeline/strategy.js';
 import { getTransport } from '../collectives/transport-registry.js';
@@ -174,6 +176,7 @@ export class TrainingRun {
     await checkRoomForResults(resultNeeds(this.cfg, built.layout.total, built.stateTotal)); // before step 1, not at the end
     const laidOut = await this.layOut(built);
     this.laidOut = laidOut;
+    this.checkLink(laidOut.groups);
     const resume = this.cfg.resume ? await this.loadResume(built) : undefined;
     const firstStep = (resume?.step ?? 0) + 1;
     this.firstStep = firstStep;
@@ -238,6 +241,15 @@ export class TrainingRun {
     const devices = reports.map(r => r.engineDevice);
     const engineDevices = devices.every((d): d is EngineDevice => d !== undefined) ? devices : undefined;
     return { weights, layout: layoutParameters(weights), state, stateTotal, batchNormLayers, engineDevices };
+  }
+
+  /** An emulated link slower than the stall watchdog allows is refused before step 1 (it would fail as STALLED). */
+  private checkLink(groups: readonly ParameterGroup[]): void {
+    const { link, exchange, commHook, devices, stallTimeoutMs } = this.cfg;
+    if (!link) return;
+    const chunked = exchange.order === 'priority' && !commHook; // with a hook, groups are not cut
+    const holds = groups.flatMap(g => (chunked ? chunksOf(g, exchange.chunkFloats) : [g]).map(u => u.end - u.start));
+    checkLinkHolds(link, devices, holds, stallTimeoutMs);
   }
 
   /** Phase 2: exchange groups, shared buffers, the data loader. */
