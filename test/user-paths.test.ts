@@ -141,3 +141,12 @@ t.test('an emulated link slower than the stall watchdog allows is refused before
   await t.rejects(train({ ...base, link: '1bps' }), { code: 'BAD_CONFIG', message: /would hold every step's exchange \d+ s .*Give a faster link$/ },
     'no suggestion beyond the largest stallTimeoutMs');
 });
+
+t.test('a plugin that is not there is named by its flag, without a "builtin name" or a "plugins factory" (there are neither)', async t => {
+  const before = osThreads();
+  await t.rejects(train({ ...base, plugins: ['my-plugin'] }), {
+    code: 'MODULE_NOT_FOUND', message: /^--plugin my-plugin: no such file \(.*my-plugin\)\. Give the path of an ES module that registers a transport, method or engine/,
+  });
+  await t.rejects(train({ ...base, plugins: ['my-plugin'] }), { message: /^(?![\s\S]*(builtin name or|plugins factory))/ }, 'not the model and data wording');
+  t.equal(osThreads(), before, 'no thread started');
+});
