@@ -14,6 +14,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import { startTraining, train, type TrainConfig, type TrainHooks } from '../src/index.js';
 import { osThreads } from './fixtures/os-threads.js';
 import { spawnTandem } from './fixtures/cli-process.js';
+import { optionsForPickedHook } from '../src/pipeline/resolve-comm-hook.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'tandem-user-paths-'));
 const cli = fileURLToPath(new URL('../../bin/tandem.js', import.meta.url));
@@ -149,4 +150,17 @@ t.test('a plugin that is not there is named by its flag, without a "builtin name
   });
   await t.rejects(train({ ...base, plugins: ['my-plugin'] }), { message: /^(?![\s\S]*(builtin name or|plugins factory))/ }, 'not the model and data wording');
   t.equal(osThreads(), before, 'no thread started');
+});
+
+t.test("PowerSGD's options with --comm-hook fp16 or bf16 are refused (they were ignored); auto's pick of fp16 drops them", async t => {
+  const before = osThreads();
+  await t.rejects(train({ ...base, commHook: 'fp16', commHookOptions: { rank: 4 } }), {
+    code: 'BAD_CONFIG', message: /^config\.commHookOptions\.rank: applies to the powersgd hook only, and this run's hook is fp16.*leave out --powersgd-rank, or give --comm-hook powersgd/,
+  });
+  await t.rejects(train({ ...base, commHook: 'bf16', commHookOptions: { warmStart: false } }), { code: 'BAD_CONFIG', message: /warmStart: .*leave out --no-warm-start/ });
+  t.equal(osThreads(), before, 'no thread started');
+  t.equal((await train({ ...base, commHook: 'fp16', commHookOptions: { errorFeedback: false } })).steps, 2, "fp16's own option trains");
+  t.same(optionsForPickedHook('fp16', { rank: 4, errorFeedback: false }), { errorFeedback: false }, 'auto picked fp16: PowerSGD options dropped');
+  t.same(optionsForPickedHook('bf16', { rank: 4 }), undefined);
+  t.same(optionsForPickedHook('powersgd', { rank: 4 }), { rank: 4 }, 'auto picked powersgd: kept');
 });

@@ -17,6 +17,7 @@ import { claimOutputs } from '../output/claim-outputs.js';
 import { failedEvent, RunStreams } from './run-streams.js';
 import { StopRequest } from './stop-request.js';
 import { TandemError } from '../errors.js';
+import { optionsForPickedHook } from '../pipeline/resolve-comm-hook.js';
 import type { AutoSummary, StepMetrics, TrainHooks, TrainSummary, TrainingHandle } from './run-types.js';
 export type { StepMetrics, TrainHooks, TrainSummary, TrainingHandle } from './run-types.js';
 
@@ -63,7 +64,7 @@ function withChoice(config: TrainConfig, note: AutoNote): TrainConfig {
   void _chunk;
   return { ...rest, strategy: note.strategy as StrategyName, splitLayer: note.splitLayer, forwardWait: note.forwardWait,
     exchangeOrder: note.exchangeOrder, ...(note.chunkFloats !== undefined ? { chunkFloats: note.chunkFloats } : {}),
-    ...(note.commHook !== undefined ? { commHook: note.commHook } : {}) };
+    ...(note.commHook !== undefined ? { commHook: note.commHook, commHookOptions: optionsForPickedHook(note.commHook, config.commHookOptions) } : {}) };
 }
 
 /** What the summary keeps of auto's choice. */
