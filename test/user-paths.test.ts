@@ -164,3 +164,20 @@ t.test("PowerSGD's options with --comm-hook fp16 or bf16 are refused (they were 
   t.same(optionsForPickedHook('bf16', { rank: 4 }), undefined);
   t.same(optionsForPickedHook('powersgd', { rank: 4 }), { rank: 4 }, 'auto picked powersgd: kept');
 });
+
+t.test('a run that checkpoints into a directory holding another run\'s checkpoints, without resuming from them, is warned (it replaced them silently)', async t => {
+  const ckpt = path.join(dir, 'two-runs');
+  const warnings = async (config: TrainConfig) => {
+    const seen: string[] = [];
+    await train(config, { onEvent: e => { if (e.type === 'warning') seen.push(e.message); } });
+    return seen;
+  };
+  t.same(await warnings({ ...base, steps: 2, checkpointEvery: 2, checkpointDir: ckpt }), [], 'an empty directory: no warning');
+  const second = await warnings({ ...base, steps: 2, lr: 0.1, checkpointEvery: 2, checkpointDir: ckpt });
+  t.equal(second.length, 1, 'one warning');
+  t.match(second[0], new RegExp(`^${ckpt} already holds 1 checkpoint\\(s\\) of an earlier run \\(step 2\\) and this run does not resume from them: ` +
+    'its checkpoints of the same steps replace them.*give --resume .*another --checkpoint-dir'));
+  t.same(await warnings({ ...base, lr: 0.1, steps: 4, checkpointEvery: 2, checkpointDir: ckpt, resume: ckpt }), [], 'resuming from the directory: no warning');
+  t.same(await warnings({ ...base, lr: 0.1, steps: 6, checkpointEvery: 2, checkpointDir: ckpt, resume: path.join(ckpt, 'checkpoint-000000004.tandem') }), [],
+    'resuming from a checkpoint file of the directory: no warning');
+});

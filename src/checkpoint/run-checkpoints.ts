@@ -10,7 +10,7 @@ import { TandemError } from '../errors.js';
 import { modelStateSlots, optimizerStateOf, paramSlots, type SharedBuffers } from '../actors/shared-buffers.js';
 import type { WeightShape } from '../actors/protocol.js';
 import { readFile } from 'node:fs/promises';
-import { decodeCheckpoint, latestCheckpoint, type Checkpoint, type CheckpointBytes, type HeadState, type HookCheckpoint } from './checkpoint-file.js';
+import { checkpointSteps, decodeCheckpoint, latestCheckpoint, type Checkpoint, type CheckpointBytes, type HeadState, type HookCheckpoint } from './checkpoint-file.js';
 
 /** What must match for a checkpoint to continue this run exactly. */
 export function runFingerprint(cfg: ResolvedConfig): string {
@@ -150,4 +150,22 @@ export function takeCheckpoint(cfg: ResolvedConfig, step: number, weights: Weigh
 
 export function checkpointDirOf(cfg: ResolvedConfig): string | undefined {
   return cfg.checkpointDir ?? (cfg.out ? path.resolve(cfg.out) : undefined);
+}
+
+/**
+ * A warning when the checkpoint directory already holds checkpoints this run does not resume from (another run's):
+ * this run's checkpoints of the same steps replace them, keep-checkpoints removes older ones, and a later `--resume DIR`
+ * takes the newest whichever run wrote it. Undefined when the directory holds none, or the run resumes from it.
+ */
+export async function earlierRunWarning(cfg: ResolvedConfig, dir: string): Promise<string | undefined> {
+  if (cfg.resume !== undefined) {
+    const from = path.resolve(statSync(cfg.resume, { throwIfNoEntry: false })?.isFile() ? path.dirname(cfg.resume) : cfg.resume);
+    if (from === path.resolve(dir)) return undefined; // continuing the run whose checkpoints these are
+  }
+  const steps = await checkpointSteps(dir);
+  if (steps.length === 0) return undefined;
+  const range = steps.length === 1 ? `step ${steps[0]}` : `steps ${steps[steps.length - 1]}-${steps[0]}`;
+  return `${dir} already holds ${steps.length} checkpoint(s) of an earlier run (${range}) and this run does not resume from them: ` +
+    `its checkpoints of the same steps replace them, --keep-checkpoints removes older ones, and a later --resume ${dir} takes the newest, ` +
+    `whichever run wrote it. To continue that run, give --resume ${dir}; to keep it, give this run another --checkpoint-dir (or --out)`;
 }

@@ -25,7 +25,7 @@ import type { PreparedCommunicator } from '../collectives/transport.js';
 import { getMethod } from '../methods/method-registry.js';
 import type { TrainingMethod } from '../methods/training-method.js';
 import type { Checkpoint, HeadState } from '../checkpoint/checkpoint-file.js';
-import { checkpointDirOf, checkResume, hookStartsAfresh, readResumeBytes, restoreShared, takeCheckpoint } from '../checkpoint/run-checkpoints.js';
+import { checkpointDirOf, checkResume, earlierRunWarning, hookStartsAfresh, readResumeBytes, restoreShared, takeCheckpoint } from '../checkpoint/run-checkpoints.js';
 import { HookStateSlots } from './hook-state-slots.js';
 import { CheckpointStore } from '../checkpoint/checkpoint-store.js';
 import { StepPreimage } from '../actors/step-preimage.js';
@@ -203,6 +203,8 @@ export class TrainingRun {
     const dir = checkpointDirOf(this.cfg);
     if (!dir) return;
     this.store = new CheckpointStore(dir, this.cfg.keepCheckpoints);
+    const earlier = await earlierRunWarning(this.cfg, dir);
+    if (earlier) this.hooks.onEvent?.({ type: 'warning', step: 0, message: earlier });
     const stale = await this.store.removeStaleTemporaries();
     if (stale.length > 0) {
       this.hooks.onEvent?.({ type: 'warning', step: 0, message: `removed ${stale.length} temporary file(s) that interrupted checkpoint writes left in ${dir}: ${stale.join(', ')}` });
