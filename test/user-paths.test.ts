@@ -181,3 +181,15 @@ t.test('a run that checkpoints into a directory holding another run\'s checkpoin
   t.same(await warnings({ ...base, lr: 0.1, steps: 6, checkpointEvery: 2, checkpointDir: ckpt, resume: path.join(ckpt, 'checkpoint-000000004.tandem') }), [],
     'resuming from a checkpoint file of the directory: no warning');
 });
+
+t.test('abort() before the run has started anything (two stop signals during auto\'s profiling): done rejects and no thread is left (the run used to start its threads after the abort, and the process never ended)', async t => {
+  const before = osThreads();
+  for (const config of [{ ...base, out: path.join(dir, 'abort-at-once') }, { ...base, strategy: 'auto', out: path.join(dir, 'abort-auto') }] as TrainConfig[]) {
+    const run = startTraining(config);
+    run.abort();
+    await t.rejects(run.done, { code: 'ABORTED', message: /^run aborted: on request during step 0; no checkpoint: training had not started$/ }, `${config.strategy ?? 'sequential'}: ABORTED`);
+    const deadline = Date.now() + 10_000;
+    while (osThreads() > before && Date.now() < deadline) await new Promise(r => setTimeout(r, 100));
+    t.ok(osThreads() <= before, `${config.strategy ?? 'sequential'}: no thread left (${osThreads()} <= ${before})`);
+  }
+});

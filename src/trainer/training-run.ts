@@ -124,7 +124,8 @@ export class TrainingRun {
     failed.catch(() => {});
     const unlisten = this.stopRequest?.listen(kind => this.onStopRequest(kind));
     try {
-      return await Promise.race([this.drive(), failed]);
+      // Aborted before it began (stop signals during auto's profiling, abort() at once): nothing is started.
+      return await Promise.race([this.failure ? failed : this.drive(), failed]);
     } catch (err) {
       if (this.abortCause) {
         await this.endThreads(); // nothing moves in shared memory any more
@@ -143,6 +144,14 @@ export class TrainingRun {
       this.world?.channel?.close();
       await this.world?.server?.close();
     }
+  }
+
+  /**
+   * Setup goes on only while the run lives: a failure or an abort while setup awaited something ends it there, before
+   * it starts threads that the run's end (which has already happened) would not close.
+   */
+  private throwIfEnded(): void {
+    if (this.failure) throw this.failure;
   }
 
   /** Every thread of the run ends (once). */
@@ -221,6 +230,7 @@ export class TrainingRun {
 
   /** Phase 1: one actor per local device; each builds its replica and reports its variables. */
   private async spawn(): Promise<Built> {
+    this.throwIfEnded();
     const { cfg } = this;
     const built = this.replies.expect('built', undefined, this.setupWatchdogMs());
     for (let d = 0; d < cfg.topology.localDevices; d++) {
@@ -269,6 +279,12 @@ export class TrainingRun {
         ? StepPreimage.allocate(groups.length, built.layout.total, optimizerStateSlots(cfg.optimizer)) : undefined,
     };
     this.loader = await this.method.createLoader(cfg, input);
+    if (this.failure) { // the run ended while the loader started: endThreads may not have seen it
+      const loader = this.loader;
+      this.loader = undefined;
+      await loader.close();
+      throw this.failure;
+    }
     const load = (step: number) => this.loader!.fill(step).catch((err: unknown) => {
       const device = err instanceof ShardLoadError ? err.device : -1;
       throw new TandemError('DATA_FAILED', `device ${device} failed at step ${step} in phase load (data loader): ${(err as Error).message}`,
@@ -577,7 +593,7 @@ export class TrainingRun {
   private async checkpointLastCompleted(): Promise<string> {
     const { laidOut, store } = this;
     const latest = this.ledger.lastCheckpoint ? `; the latest checkpoint is ${this.ledger.lastCheckpoint}` : '';
-    if (!store) return 'no checkpoint (no checkpointDir or out)';
+    if (!store) return checkpointDirOf(this.cfg) ? 'no checkpoint: training had not started' : 'no checkpoint (no checkpointDir or out)';
     const outcome = await writeAbortCheckpoint({
       cfg: this.cfg, store, control: this.control, laidOut, firstStep: this.firstStep, lastCheckpoint: this.ledger.lastCheckpoint,
       stateOnThreads: this.method.localState ? 'local heads' : laidOut && laidOut.stateTotal > 0 ? 'non-trainable weights'
