@@ -30,6 +30,7 @@ import { loadPlugins } from './plugins/load-plugins.js';
 import { worldSize } from './world/topology.js';
 import { hostsTransport, resolveHosts } from './world/resolve-hosts.js';
 import { FAULT_PHASES, LOSS_KINDS, type ClassifierConfig, type LossKind, type ResolvedConfig, type TrainConfig } from './config-types.js';
+import { useQuietCpu } from './engine/quiet-cpu.js';
 export { METHODS, FAULT_PHASES, LOSS_KINDS } from './config-types.js';
 export type { ClassifierConfig, FaultInjection, LossKind, Method, ResolvedConfig, TrainConfig } from './config-types.js';
 
@@ -42,18 +43,23 @@ function bad(field: string, message: string): never {
   throw new TandemError('BAD_CONFIG', `config.${field}: ${message}`);
 }
 
+/** A value as a message shows it: JSON, but NaN and ±Infinity by name (JSON writes them as null). */
+function shown(v: unknown): string {
+  return typeof v === 'number' && !Number.isFinite(v) ? String(v) : JSON.stringify(v);
+}
+
 function positiveInt(field: string, v: unknown, max = Number.MAX_SAFE_INTEGER): number {
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > max) bad(field, `must be an integer in [1, ${max}], got ${JSON.stringify(v)}`);
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > max) bad(field, `must be an integer in [1, ${max}], got ${shown(v)}`);
   return v;
 }
 
 function nonNegativeInt(field: string, v: unknown): number {
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) bad(field, `must be an integer >= 0 (0: off), got ${JSON.stringify(v)}`);
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) bad(field, `must be an integer >= 0 (0: off), got ${shown(v)}`);
   return v;
 }
 
 function finite(field: string, v: unknown, min: number, max: number): number {
-  if (typeof v !== 'number' || !Number.isFinite(v) || v < min || v > max) bad(field, `must be a number in [${min}, ${max}], got ${JSON.stringify(v)}`);
+  if (typeof v !== 'number' || !Number.isFinite(v) || v < min || v > max) bad(field, `must be a number in [${min}, ${max}], got ${shown(v)}`);
   return v;
 }
 
@@ -64,7 +70,10 @@ function oneOf<T extends string>(field: string, v: unknown, options: readonly T[
 
 /** Validates everything that can be checked before threads start, and resolves defaults. */
 export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig> {
-  if (config === null || typeof config !== 'object') bad('', 'must be an object');
+  if (config === null || typeof config !== 'object' || Array.isArray(config)) {
+    const found = config === null || config === undefined ? String(config) : Array.isArray(config) ? 'an array' : `${typeof config} ${shown(config)}`;
+    throw new TandemError('BAD_CONFIG', `config: expected an object of train options (e.g. { model: 'mlp', devices: 2 }), found ${found}`);
+  }
   for (const key of Object.keys(config)) if (!KNOWN_KEYS.has(key)) bad(key, `unknown option (known: ${[...KNOWN_KEYS].join(', ')})`);
   const plugins = pluginUrls(config.plugins);
   await loadPlugins(plugins); // before the names below are checked: plugins register transports, methods and engines
@@ -86,7 +95,7 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
   const batch = positiveInt('batch', config.batch ?? 32);
   if (batch % devices !== 0) bad('batch', `global batch ${batch} must be divisible by devices ${devices}${topology.processes > 1 ? ` (${topology.processes} hosts × ${localDevices})` : ''} (each device trains batch/devices samples); try ${Math.max(devices, batch - (batch % devices))}`);
   const seed = config.seed ?? 1;
-  if (!Number.isInteger(seed) || seed < 0) bad('seed', `must be a non-negative integer, got ${JSON.stringify(seed)}`);
+  if (!Number.isInteger(seed) || seed < 0) bad('seed', `must be a non-negative integer, got ${shown(seed)}`);
   const optimizerName = oneOf('optimizer', config.optimizer ?? 'sgd', OPTIMIZERS);
   const lr = finite('lr', config.lr ?? (optimizerName === 'adam' ? 0.001 : 0.01), 0, 10);
   const momentum = finite('momentum', config.momentum ?? (optimizerName === 'sgd' ? 0.9 : 0), 0, 0.9999);
@@ -176,7 +185,7 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
   const sampleShape = [...meta.sampleShape];
   const method = getMethod(config.method ?? 'data-parallel');
   const heldOut = config.heldOut ?? method.defaultHeldOut(meta.size);
-  if (!Number.isInteger(heldOut) || heldOut < 0 || heldOut >= meta.size) bad('heldOut', `must be an integer in [0, ${meta.size}), got ${JSON.stringify(heldOut)}`);
+  if (!Number.isInteger(heldOut) || heldOut < 0 || heldOut >= meta.size) bad('heldOut', `must be an integer in [0, ${meta.size}), got ${shown(heldOut)}`);
   const trainSize = meta.size - heldOut;
   if (trainSize < batch) bad('batch', `global batch ${batch} is larger than the training samples (${trainSize} of ${meta.size}; ${heldOut} held out)`);
   const classifier: ClassifierConfig | undefined = method.resolveOptions(config, { classes: meta.classes, devices });
@@ -198,6 +207,9 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
   };
   const loss = resolveLoss(config.loss, model.source, method.name, dataSource, meta.classes);
   if (loss !== 'mse') {
+    if (meta.classes < 2 && dataSource === 'synthetic-images') {
+      bad('classes', `a classifier needs 2 or more classes (one-hot labels over one class train nothing), and data '${dataSource}' has ${meta.classes}; give --classes 2 or more`);
+    }
     const single = singleClassProblem(meta.classes);
     if (single) bad('loss', `data '${dataSource}' has 1 class${loss ? ` and loss is ${loss}` : ''}: ${single}`);
     const problem = firstLabel === undefined ? undefined : classLabelProblem(firstLabel, meta.classes);
@@ -289,7 +301,7 @@ async function checkModuleModelShapes(spec: ModelSpec, sampleShape: number[], cl
   const tf = await import('@tensorflow/tfjs');
   const { buildModel } = await import('./model/resolve-model.js');
   const { assertTrainable } = await import('./model/trainability.js');
-  if (tf.getBackend() !== 'cpu') await tf.setBackend('cpu');
+  await useQuietCpu(tf);
   const model = await buildModel(tf, spec);
   try {
     if (model.inputs.length !== 1 || model.outputs.length !== 1) {
@@ -326,7 +338,7 @@ function checkpointOptions(config: TrainConfig, writer: boolean): Pick<ResolvedC
     bad('checkpointEvery', 'needs a place for the checkpoints: give checkpointDir or out');
   }
   const keep = config.keepCheckpoints ?? 3;
-  if (!Number.isInteger(keep) || keep < 0) bad('keepCheckpoints', `must be an integer >= 0 (0 keeps every checkpoint), got ${JSON.stringify(keep)}`);
+  if (!Number.isInteger(keep) || keep < 0) bad('keepCheckpoints', `must be an integer >= 0 (0 keeps every checkpoint), got ${shown(keep)}`);
   const stopGraceMs = finite('stopGraceMs', config.stopGraceMs ?? 5000, 0, 24 * 3600_000);
   return { checkpointEvery: every, checkpointDir: writer ? config.checkpointDir : undefined, resume: config.resume, keepCheckpoints: keep, stopGraceMs };
 }

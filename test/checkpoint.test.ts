@@ -43,9 +43,9 @@ t.test('resume with other settings names them: the method, the classes, the embe
     method: 'local-head', classes: 6, embedding: 8 };
   await train({ ...base, steps: 2, checkpointEvery: 2, checkpointDir: dir });
   const resume = { ...base, steps: 4, resume: dir };
-  await t.rejects(train({ ...resume, method: 'partial-fc' }), { code: 'BAD_CHECKPOINT', message: /other settings: method "local-head" \(this run: "partial-fc"\); resume with the same settings/ });
-  await t.rejects(train({ ...resume, classes: 8 }), { code: 'BAD_CHECKPOINT', message: /other settings: data\.options\.classes 6 \(this run: 8\), classifier\.partition \[\[0,1,2\],\[3,4,5\]\]/ });
-  await t.rejects(train({ ...resume, embedding: 16 }), { code: 'BAD_CHECKPOINT', message: /different model .*the first that differs: logits\/kernel \[64, 8\] \(this run: logits\/kernel \[64, 16\]\).*same --embedding/ });
+  await t.rejects(train({ ...resume, method: 'partial-fc' }), { code: 'BAD_CHECKPOINT', message: /other settings: method "local-head" in the checkpoint, "partial-fc" in this run; resume with the same settings/ });
+  await t.rejects(train({ ...resume, classes: 8 }), { code: 'BAD_CHECKPOINT', message: /other settings: data\.options\.classes 6 in the checkpoint, 8 in this run; classifier\.partition \[\[0,1,2\],\[3,4,5\]\]/ });
+  await t.rejects(train({ ...resume, embedding: 16 }), { code: 'BAD_CHECKPOINT', message: /different model .*variable \d+: logits\/kernel \[64,8\] in the checkpoint, logits\/kernel \[64,16\] in this run.*same --embedding/ });
 });
 
 t.test('damaged checkpoints are refused; an interrupted write leaves the previous one', async t => {

@@ -10,7 +10,7 @@ import { TandemError } from '../errors.js';
 import { modelStateSlots, optimizerStateOf, paramSlots, type SharedBuffers } from '../actors/shared-buffers.js';
 import type { WeightShape } from '../actors/protocol.js';
 import { readFile } from 'node:fs/promises';
-import { decodeCheckpoint, latestCheckpoint, type Checkpoint, type CheckpointBytes, type HeadState, type HookCheckpoint } from './checkpoint-file.js';
+import { checkpointSteps, decodeCheckpoint, latestCheckpoint, type Checkpoint, type CheckpointBytes, type HeadState, type HookCheckpoint } from './checkpoint-file.js';
 
 /** What must match for a checkpoint to continue this run exactly. */
 export function runFingerprint(cfg: ResolvedConfig): string {
@@ -21,29 +21,41 @@ export function runFingerprint(cfg: ResolvedConfig): string {
   });
 }
 
-function describeWeight(w: WeightShape): string {
-  return `${w.name} [${w.shape.join(', ')}]`;
+/** The first variable where two models differ, e.g. `dense_Dense1/kernel is [64,32] in the checkpoint, [81,32] in this run`. */
+function modelDifference(saved: WeightShape[], mine: WeightShape[]): string {
+  const show = (w: WeightShape | undefined) => (w ? `${w.name} [${w.shape.join(',')}]` : 'none');
+  const i = saved.findIndex((w, k) => JSON.stringify(w) !== JSON.stringify(mine[k]));
+  const at = i === -1 ? saved.length : i;
+  return `${saved.length} variables in the checkpoint, ${mine.length} in this run; variable ${at}: ${show(saved[at])} in the checkpoint, ${show(mine[at])} in this run`;
 }
 
-/** The settings two fingerprints differ in, each as `path: checkpoint's (this run: …)`, the first 4; or the fields a fingerprint holds when one does not parse. */
-function settingsDiffer(saved: string, mine: string): string {
+/**
+ * The settings two fingerprints disagree on, each as `field: X in the checkpoint, Y in this run` (nested fields dotted:
+ * `optimizer.lr`; an optimizer of another kind, or data of another source, whole); empty when `saved` is not a fingerprint this version can read.
+ */
+export function fingerprintDifferences(saved: string, mine: string): string[] {
   let a: unknown, b: unknown;
   try {
-    a = JSON.parse(saved); b = JSON.parse(mine);
+    a = JSON.parse(saved);
+    b = JSON.parse(mine);
   } catch {
-    return 'model, data, method, optimizer, devices, batch, seed or classifier options';
+    return [];
   }
   const out: string[] = [];
+  const isRecord = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
   const walk = (x: unknown, y: unknown, at: string): void => {
-    if (JSON.stringify(x) === JSON.stringify(y)) return;
-    const objects = x !== null && y !== null && typeof x === 'object' && typeof y === 'object' && !Array.isArray(x) && !Array.isArray(y);
-    if (!objects) { out.push(`${at} ${JSON.stringify(x) ?? 'none'} (this run: ${JSON.stringify(y) ?? 'none'})`); return; }
-    const xo = x as Record<string, unknown>, yo = y as Record<string, unknown>;
-    for (const k of new Set([...Object.keys(xo), ...Object.keys(yo)])) walk(xo[k], yo[k], at ? `${at}.${k}` : k);
+    // Two records of another kind (an sgd and an adam optimizer, two data sources) differ as a whole.
+    const sameKind = isRecord(x) && isRecord(y) && x.kind === y.kind && x.source === y.source;
+    if (sameKind) {
+      for (const key of new Set([...Object.keys(x), ...Object.keys(y)])) walk(x[key], y[key], at ? `${at}.${key}` : key);
+    } else if (JSON.stringify(x) !== JSON.stringify(y)) {
+      const show = (v: unknown) => (v === undefined ? 'none' : JSON.stringify(v));
+      out.push(`${at} ${show(x)} in the checkpoint, ${show(y)} in this run`);
+    }
   };
+  if (!isRecord(a) || !isRecord(b)) return [];
   walk(a, b, '');
-  const shown = out.slice(0, 4).map(d => (d.length > 200 ? `${d.slice(0, 200)}…` : d));
-  return `${shown.join(', ')}${out.length > 4 ? ` and ${out.length - 4} more` : ''}`;
+  return out;
 }
 
 /** Reads the checkpoint to resume from (`resume` is a checkpoint file or a directory: its latest), checked against this run. */
@@ -66,10 +78,8 @@ export async function readResumeBytes(cfg: ResolvedConfig): Promise<CheckpointBy
 export function checkResume(cfg: ResolvedConfig, { source: file, bytes }: CheckpointBytes, weights: WeightShape[], state: WeightShape[] = []): Checkpoint {
   const ckpt = decodeCheckpoint(bytes, file);
   if (JSON.stringify(ckpt.weights) !== JSON.stringify(weights)) {
-    const i = ckpt.weights.findIndex((w, k) => JSON.stringify(w) !== JSON.stringify(weights[k]));
-    const first = i === -1 ? `this run has ${weights.length - ckpt.weights.length} more` : `${describeWeight(ckpt.weights[i])} (this run: ${weights[i] ? describeWeight(weights[i]) : 'none'})`;
-    throw new TandemError('BAD_CHECKPOINT', `checkpoint ${file} holds a different model (variables ${ckpt.weights.map(w => w.name).join(', ')}; the first that differs: ${first}); ` +
-      'resume with the model it was written by (and, for a classifier method, the same --embedding)');
+    throw new TandemError('BAD_CHECKPOINT', `checkpoint ${file} holds a different model (${modelDifference(ckpt.weights, weights)}); ` +
+      'resume with the model (and input shape, classes; for a classifier method the same --embedding) it was written by');
   }
   if (state.length > 0 && (!ckpt.state || JSON.stringify(ckpt.stateWeights) !== JSON.stringify(state))) {
     throw new TandemError('BAD_CHECKPOINT', `checkpoint ${file} does not hold this model's non-trainable weights (${state.map(w => w.name).join(', ')}), ` +
@@ -77,7 +87,9 @@ export function checkResume(cfg: ResolvedConfig, { source: file, bytes }: Checkp
   }
   const mine = runFingerprint(cfg);
   if (ckpt.fingerprint !== mine) {
-    throw new TandemError('BAD_CHECKPOINT', `checkpoint ${file} was written by a run with other settings: ${settingsDiffer(ckpt.fingerprint, mine)}; ` +
+    const differences = fingerprintDifferences(ckpt.fingerprint, mine);
+    throw new TandemError('BAD_CHECKPOINT', `checkpoint ${file} was written by a run with other settings` +
+      `${differences.length > 0 ? `: ${differences.join('; ')}` : ' (model, data, method, optimizer, devices, batch or seed)'}; ` +
       'resume with the same settings (the strategy, link and step count may change)');
   }
   checkHookState(cfg, ckpt, file);
@@ -138,4 +150,22 @@ export function takeCheckpoint(cfg: ResolvedConfig, step: number, weights: Weigh
 
 export function checkpointDirOf(cfg: ResolvedConfig): string | undefined {
   return cfg.checkpointDir ?? (cfg.out ? path.resolve(cfg.out) : undefined);
+}
+
+/**
+ * A warning when the checkpoint directory already holds checkpoints this run does not resume from (another run's):
+ * this run's checkpoints of the same steps replace them, keep-checkpoints removes older ones, and a later `--resume DIR`
+ * takes the newest whichever run wrote it. Undefined when the directory holds none, or the run resumes from it.
+ */
+export async function earlierRunWarning(cfg: ResolvedConfig, dir: string): Promise<string | undefined> {
+  if (cfg.resume !== undefined) {
+    const from = path.resolve(statSync(cfg.resume, { throwIfNoEntry: false })?.isFile() ? path.dirname(cfg.resume) : cfg.resume);
+    if (from === path.resolve(dir)) return undefined; // continuing the run whose checkpoints these are
+  }
+  const steps = await checkpointSteps(dir);
+  if (steps.length === 0) return undefined;
+  const range = steps.length === 1 ? `step ${steps[0]}` : `steps ${steps[steps.length - 1]}-${steps[0]}`;
+  return `${dir} already holds ${steps.length} checkpoint(s) of an earlier run (${range}) and this run does not resume from them: ` +
+    `its checkpoints of the same steps replace them, --keep-checkpoints removes older ones, and a later --resume ${dir} takes the newest, ` +
+    `whichever run wrote it. To continue that run, give --resume ${dir}; to keep it, give this run another --checkpoint-dir (or --out)`;
 }

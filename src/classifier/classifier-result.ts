@@ -11,6 +11,7 @@ import type { ResolvedConfig } from '../config-types.js';
 import type { FromCompute, HeadValues, ModelArtifactsData } from '../actors/protocol.js';
 import type { ParameterLayout } from '../model/parameter-layout.js';
 import type { EvaluateReply, EvaluateRequest } from './evaluate-worker.js';
+import { useQuietCpu } from '../engine/quiet-cpu.js';
 
 export interface ClassifierSummary {
   method: string;
@@ -86,7 +87,7 @@ export async function evaluateHeldOut(request: EvaluateRequest): Promise<Extract
 async function fullClassifierArtifacts(extractor: ModelArtifactsData, w: Float32Array, b: Float32Array | undefined,
   embedding: number, classes: number, head: string): Promise<ModelArtifactsData> {
   const tf = await import('@tensorflow/tfjs');
-  if (tf.getBackend() !== 'cpu') await tf.setBackend('cpu');
+  await useQuietCpu(tf);
   const base = await tf.loadLayersModel(tf.io.fromMemory({ modelTopology: extractor.modelTopology, weightSpecs: extractor.weightSpecs as never, weightData: extractor.weightData }));
   let kernel = w;
   if (head === 'cosine') {

@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { TandemError } from '../errors.js';
+import { fsReason } from '../output/fs-reason.js';
 import { prepareOutputPlaces } from '../output/output-places.js';
 import { writeFileAtomically } from '../output/atomic-write.js';
 import { drawnSpans, spansFromChromeTrace, timelinePng, timelineSvg } from '../monitor/timeline-picture.js';
@@ -26,15 +27,53 @@ function stepRangeOf(values: { steps?: string; last?: string; all?: boolean }): 
   return DEFAULT_STEP_RANGE;
 }
 
-function readTrace(file: string): Parameters<typeof spansFromChromeTrace>[0] {
-  let trace: Parameters<typeof spansFromChromeTrace>[0];
+type ChromeTrace = Parameters<typeof spansFromChromeTrace>[0];
+
+function readTrace(file: string): ChromeTrace {
+  let text: string;
   try {
-    trace = JSON.parse(readFileSync(file, 'utf8'));
+    text = readFileSync(file, 'utf8');
   } catch (err) {
-    throw new TandemError('BAD_CONFIG', `tandem trace ${file}: ${(err as Error).message}`);
+    throw new TandemError('BAD_CONFIG', `tandem trace ${file}: cannot read it: ${fsReason(err)}`, undefined, { cause: err });
   }
-  if (!trace || !Array.isArray(trace.traceEvents)) throw new TandemError('BAD_CONFIG', `tandem trace ${file}: not a Chrome trace (no traceEvents)`);
-  return trace;
+  let trace: unknown;
+  try {
+    trace = JSON.parse(text);
+  } catch (err) {
+    const found = text.trim() === '' ? 'an empty file' : `invalid JSON (${(err as Error).message}; the file has ${text.length} characters: truncated?)`;
+    throw new TandemError('BAD_CONFIG', `tandem trace ${file}: expected a Chrome trace written by --trace or --out, found ${found}`);
+  }
+  const events = (trace as { traceEvents?: unknown } | null)?.traceEvents;
+  if (!Array.isArray(events)) throw new TandemError('BAD_CONFIG', `tandem trace ${file}: not a Chrome trace (no traceEvents)`);
+  events.forEach((e: unknown, i) => {
+    const problem = eventProblem(e);
+    if (problem) {
+      throw new TandemError('BAD_CONFIG', `tandem trace ${file}: traceEvents[${i}] ${problem}; expected the events of a trace written by tandem's --trace or --out ` +
+        '({ ph, name, ts, dur, pid, tid, args: { step } })');
+    }
+  });
+  return trace as ChromeTrace;
+}
+
+/** What is wrong with one trace event, else undefined. Events other than complete ones ('X') are not drawn; only their shape matters. */
+function eventProblem(e: unknown): string | undefined {
+  if (e === null || typeof e !== 'object' || Array.isArray(e)) return `is ${e === null ? 'null' : Array.isArray(e) ? 'an array' : `${typeof e} ${JSON.stringify(e)}`}, not an event object`;
+  const ev = e as Record<string, unknown>;
+  if (ev.ph !== 'X') return undefined;
+  const name = typeof ev.name === 'string' ? `("${ev.name}") ` : '';
+  for (const key of ['ts', 'dur', 'pid', 'tid'] as const) {
+    const v = ev[key];
+    if (typeof v !== 'number' || !Number.isFinite(v) || (key === 'dur' && v < 0)) {
+      return `${name}has ${key} ${JSON.stringify(v) ?? 'missing'}, where a ${key === 'dur' ? 'non-negative ' : ''}number is needed`;
+    }
+  }
+  const args = ev.args as Record<string, unknown> | undefined;
+  if (args !== undefined && (args === null || typeof args !== 'object')) return `${name}has args ${JSON.stringify(args)}, where an object is needed`;
+  for (const key of ['step', 'group', 'device'] as const) {
+    const v = args?.[key];
+    if (v !== undefined && !Number.isInteger(v)) return `${name}has args.${key} ${JSON.stringify(v)}, where an integer is needed`;
+  }
+  return undefined;
 }
 
 export async function traceCommand(args: string[]): Promise<number> {

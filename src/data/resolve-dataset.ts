@@ -20,8 +20,10 @@ export function resolveModuleUrl(source: string, what: 'model' | 'data' | 'plugi
   if (source.startsWith('file:')) return source;
   const file = path.resolve(source);
   if (!existsSync(file)) {
-    throw new TandemError('MODULE_NOT_FOUND', `--${what} ${source}: no such file (${file}). ` +
-      `Give a builtin name or a path to an ES module whose default export is the ${what} factory.`);
+    throw new TandemError('MODULE_NOT_FOUND', what === 'plugins'
+      ? `--plugin ${source}: no such file (${file}). Give the path of an ES module that registers a transport, method or engine ` +
+        '(a plugin is loaded from its file: there are no builtin plugin names, and a package is given by its file path)'
+      : `--${what} ${source}: no such file (${file}). Give a builtin name or a path to an ES module whose default export is the ${what} factory.`);
   }
   return pathToFileURL(file).href;
 }

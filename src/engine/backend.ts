@@ -12,6 +12,7 @@ import { NATIVE_ENGINE } from './engines/native-engine.js';
 import { loadNativeAddon, NATIVE_HOW_TO } from './native/native-addon.js';
 import type { EngineDevice, EngineStartOptions, KernelSite } from './engine.js';
 import type { Tf } from './tfjs-types.js';
+import { muteCpuGreeting } from './quiet-cpu.js';
 export { findTensorflowPackage } from './engines/tensorflow-engine.js';
 
 /** The built-in engines. */
@@ -59,6 +60,7 @@ export async function startBackend(tf: Tf, name: BackendName, options: BackendOp
   const ok = await tf.setBackend(name);
   if (!ok) throw new TandemError('BACKEND_UNAVAILABLE', `backend '${name}' failed to start on this thread`);
   await tf.ready();
+  muteCpuGreeting(tf);
   installFastGradients(tf, name, { convInputGradientAsConvolution: engine.capabilities.convInputGradientAsConvolution });
   return device;
 }

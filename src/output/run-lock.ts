@@ -7,7 +7,7 @@
  * of this host that no longer runs is taken over, with a notice.
  */
 import { link, readFile, rename, rm } from 'node:fs/promises';
-import { readFileSync } from 'node:fs';
+import { readFileSync, unlinkSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { TandemError } from '../errors.js';
@@ -26,18 +26,46 @@ export interface RunLock { readonly files: readonly string[]; release(): Promise
 export async function acquireRunLock(dirs: readonly { path: string; label: string }[], notice: (message: string) => void): Promise<RunLock> {
   const owner = thisProcess();
   const held: string[] = [];
-  const release = async () => { await Promise.all(held.map(f => releaseLock(f, owner.token))); held.length = 0; };
+  const release = async () => {
+    for (const f of held) HELD_AT_EXIT.delete(f);
+    await Promise.all(held.map(f => releaseLock(f, owner.token)));
+    held.length = 0;
+  };
   try {
     for (const dir of dirs) {
       const file = path.join(dir.path, LOCK_FILE);
       await lockOne(file, dir.label, owner, notice);
       held.push(file);
+      releaseAtExit(file, owner.token);
     }
   } catch (err) {
     await release();
     throw err;
   }
   return { files: [...held], release };
+}
+
+/**
+ * Locks this process holds, removed (when still its own) if the process exits before the run releases them:
+ * `process.exit` on a third stop signal, or from the embedding program. A process killed outright leaves its lock,
+ * for the next run to take over.
+ */
+const HELD_AT_EXIT = new Map<string, string>();
+let exitHookInstalled = false;
+
+function releaseAtExit(file: string, token: string): void {
+  HELD_AT_EXIT.set(file, token);
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.on('exit', () => {
+    for (const [f, t] of HELD_AT_EXIT) {
+      try {
+        if (parseOwner(readFileSync(f, 'utf8'))?.token === t) unlinkSync(f);
+      } catch {
+        // gone already, or unreadable: nothing of ours to remove
+      }
+    }
+  });
 }
 
 function thisProcess(): LockOwner {

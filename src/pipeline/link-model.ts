@@ -34,6 +34,9 @@ export function allReduceWireMs(link: LinkModel, bytes: number, devices: number)
   return (wire * 8 / link.bandwidth) * 1000 + link.latencyMs;
 }
 
+/** The largest stallTimeoutMs the config accepts (a day). */
+const MAX_STALL_TIMEOUT_MS = 24 * 3600_000;
+
 const holdWord = new Int32Array(new SharedArrayBuffer(4));
 
 /** Holds this thread until `ms` after `startedAt` (performance.now()): the emulated wire time. */
@@ -43,4 +46,20 @@ export function holdUntil(startedAt: number, ms: number): void {
     if (left <= 0) return;
     Atomics.wait(holdWord, 0, 0, left); // nothing notifies this word: a timed hold, the emulation itself
   }
+}
+
+/**
+ * Refuses, before step 1, an emulated link so slow that the stall watchdog would end the run: a step's holds (one
+ * per group, or per chunk with --exchange-order priority) follow each other on the comm thread, so consecutive step
+ * reports are at least their sum apart, and the main thread calls a device silent after `stallTimeoutMs`.
+ * `holdFloats` is the float count of each hold.
+ */
+export function checkLinkHolds(link: LinkModel, devices: number, holdFloats: readonly number[], stallTimeoutMs: number): void {
+  const step = holdFloats.reduce((sum, floats) => sum + allReduceWireMs(link, floats * 4, devices), 0);
+  if (step < stallTimeoutMs) return;
+  const s = (ms: number) => `${(ms / 1000).toFixed(ms < 10_000 ? 1 : 0)} s`;
+  const enough = Math.ceil(step * 1.25 / 1000) * 1000;
+  throw new TandemError('BAD_CONFIG', `--link ${link.label} (EMULATED) would hold every step's exchange ${s(step)} ` +
+    `(${holdFloats.length} hold(s) of the model's gradients), beyond the stall watchdog (stallTimeoutMs ${s(stallTimeoutMs)}): the run would fail as stalled. ` +
+    `Give a faster link${enough <= MAX_STALL_TIMEOUT_MS ? `, or --stall-timeout-ms ${enough} or more` : ''}`);
 }

@@ -28,12 +28,36 @@ export async function resolveCommHook(spec: unknown, options: unknown): Promise<
   }
   if (typeof spec !== 'string' || spec === '') bad('commHook', 'must be a registered hook name (fp16, bf16, powersgd) or a module path');
   const resolvedOptions = hookOptions(options);
-  if (!isPath(spec)) return { name: getCommHook(spec).name, options: resolvedOptions };
+  if (!isPath(spec)) {
+    const name = getCommHook(spec).name;
+    if (name === 'fp16' || name === 'bf16') { // PowerSGD's options would be ignored: say so instead
+      const given = Object.keys(options ?? {}).filter(k => POWER_SGD_ONLY.includes(k));
+      if (given.length > 0) {
+        bad(`commHookOptions.${given[0]}`, `applies to the powersgd hook only, and this run's hook is ${name} (it has errorFeedback alone); ` +
+          `leave out ${given.map(k => POWER_SGD_FLAGS[k]).join(', ')}, or give --comm-hook powersgd`);
+      }
+    }
+    return { name, options: resolvedOptions };
+  }
   const file = path.resolve(spec.startsWith('file:') ? new URL(spec).pathname : spec);
   if (!existsSync(file)) bad('commHook', `${spec}: no such file (${file}); give a registered hook name or a path to an ES module whose default export is a hook`);
   const module = pathToFileURL(file).href;
   const hook = await loadCommHook(spec, module);
   return { name: hook.name, module, options: resolvedOptions };
+}
+
+/** The options only PowerSGD reads, and their flags (`--powersgd-…`, `--no-warm-start`). */
+const POWER_SGD_ONLY: readonly string[] = ['rank', 'startStep', 'minCompressionRate', 'warmStart'];
+const POWER_SGD_FLAGS: Record<string, string> = { rank: '--powersgd-rank', startStep: '--powersgd-start-step', minCompressionRate: '--powersgd-min-compression', warmStart: '--no-warm-start' };
+
+/**
+ * `options` for the hook `--comm-hook auto` picked: PowerSGD's own options dropped when it picked fp16 or bf16 (the user
+ * gave them for the case it picks PowerSGD; a hook named by the user with them is refused instead).
+ */
+export function optionsForPickedHook(hook: string, options: Partial<CommHookOptions> | undefined): Partial<CommHookOptions> | undefined {
+  if (options === undefined || (hook !== 'fp16' && hook !== 'bf16')) return options;
+  const kept = Object.fromEntries(Object.entries(options).filter(([k]) => !POWER_SGD_ONLY.includes(k))) as Partial<CommHookOptions>;
+  return Object.keys(kept).length > 0 ? kept : undefined;
 }
 
 function isPath(spec: string): boolean {

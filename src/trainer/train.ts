@@ -16,11 +16,14 @@ import { TrainingRun } from './training-run.js';
 import { claimOutputs } from '../output/claim-outputs.js';
 import { failedEvent, RunStreams } from './run-streams.js';
 import { StopRequest } from './stop-request.js';
+import { TandemError } from '../errors.js';
+import { optionsForPickedHook } from '../pipeline/resolve-comm-hook.js';
 import type { AutoSummary, StepMetrics, TrainHooks, TrainSummary, TrainingHandle } from './run-types.js';
 export type { StepMetrics, TrainHooks, TrainSummary, TrainingHandle } from './run-types.js';
 
 /** `stopRequest`: how `startTraining`'s handle (and the CLI's signals) stop or abort the run. */
 export async function train(config: TrainConfig, hooks: TrainHooks = {}, stopRequest?: StopRequest): Promise<TrainSummary> {
+  hooks = checkedHooks(hooks);
   const checked = await resolveConfig(config); // bad input fails before any output is touched or thread started
   const lock = await claimOutputs(checked, message => hooks.onEvent?.({ type: 'warning', step: 0, message }));
   let served: StoreServer | undefined;
@@ -40,13 +43,28 @@ export async function train(config: TrainConfig, hooks: TrainHooks = {}, stopReq
 
 type AutoNote = AutoSummary;
 
+const HOOK_NAMES = ['onStepApplied', 'onStep', 'onSpans', 'onEvent', 'shouldStop', 'onAutoChoice'] as const;
+
+/** `train(config, hooks)`'s hooks: an object of functions (null: none), checked before anything starts. */
+function checkedHooks(hooks: TrainHooks | null | undefined): TrainHooks {
+  if (hooks === null || hooks === undefined) return {};
+  if (typeof hooks !== 'object' || Array.isArray(hooks)) {
+    throw new TandemError('BAD_CONFIG', `hooks: expected an object of callbacks (${HOOK_NAMES.join(', ')}), found ${Array.isArray(hooks) ? 'an array' : typeof hooks}`);
+  }
+  for (const name of HOOK_NAMES) {
+    const hook: unknown = hooks[name];
+    if (hook !== undefined && typeof hook !== 'function') throw new TandemError('BAD_CONFIG', `hooks.${name}: expected a function, found ${hook === null ? 'null' : typeof hook}`);
+  }
+  return hooks;
+}
+
 /** The config with auto's choice in place of `auto` (and of `commHook: 'auto'`). */
 function withChoice(config: TrainConfig, note: AutoNote): TrainConfig {
   const { chunkFloats: _chunk, ...rest } = note.commHook === undefined ? withoutAutoHook(config) : config;
   void _chunk;
   return { ...rest, strategy: note.strategy as StrategyName, splitLayer: note.splitLayer, forwardWait: note.forwardWait,
     exchangeOrder: note.exchangeOrder, ...(note.chunkFloats !== undefined ? { chunkFloats: note.chunkFloats } : {}),
-    ...(note.commHook !== undefined ? { commHook: note.commHook } : {}) };
+    ...(note.commHook !== undefined ? { commHook: note.commHook, commHookOptions: optionsForPickedHook(note.commHook, config.commHookOptions) } : {}) };
 }
 
 /** What the summary keeps of auto's choice. */
@@ -102,15 +120,21 @@ async function pickStrategy(config: TrainConfig, checked: ResolvedConfig, hooks:
 export function startTraining(config: TrainConfig, hooks: TrainHooks = {}): TrainingHandle {
   const streams = new RunStreams();
   const request = new StopRequest();
-  const done = train(config, {
-    ...hooks,
-    onSpans: spans => { for (const s of spans) streams.span(s); hooks.onSpans?.(spans); },
-    onStep: m => { streams.step(m); hooks.onStep?.(m); },
-    onEvent: e => { streams.event(e); hooks.onEvent?.(e); },
+  let given: TrainHooks = {}, badHooks: unknown;
+  try {
+    given = checkedHooks(hooks);
+  } catch (err) {
+    badHooks = err; // `done` rejects with it, as with a bad config
+  }
+  const done = badHooks !== undefined ? Promise.reject(badHooks) : train(config, {
+    ...given,
+    onSpans: spans => { for (const s of spans) streams.span(s); given.onSpans?.(spans); },
+    onStep: m => { streams.step(m); given.onStep?.(m); },
+    onEvent: e => { streams.event(e); given.onEvent?.(e); },
   }, request);
   done.then(() => streams.complete(), err => {
     streams.fail(err);
-    hooks.onEvent?.(failedEvent(err));
+    given.onEvent?.(failedEvent(err));
   }).catch(() => {}); // a hook that throws on the failure adds nothing to it
   done.catch(() => {}); // the caller handles `done`; the failure is also the last event
   return {

@@ -16,6 +16,8 @@ import type { FromComm, FromCompute, FinishedReport, WeightShape } from '../acto
 import { allocateInputBuffers, ShardLoadError, type ShardLoader } from '../data/shard-loader.js';
 import { sampleSize } from '../data/dataset.js';
 import { layoutParameters, type ParameterGroup, type ParameterLayout } from '../model/parameter-layout.js';
+import { chunksOf } from '../pipeline/priority-schedule.js';
+import { checkLinkHolds } from '../pipeline/link-model.js';
 import { optimizerStateSlots } from '../optim/flat-optimizer.js';
 import { exchangeGroups, MAX_GROUPS, type StrategySpec } from '../pipeline/strategy.js';
 import { getTransport } from '../collectives/transport-registry.js';
@@ -23,7 +25,7 @@ import type { PreparedCommunicator } from '../collectives/transport.js';
 import { getMethod } from '../methods/method-registry.js';
 import type { TrainingMethod } from '../methods/training-method.js';
 import type { Checkpoint, HeadState } from '../checkpoint/checkpoint-file.js';
-import { checkpointDirOf, checkResume, hookStartsAfresh, readResumeBytes, restoreShared, takeCheckpoint } from '../checkpoint/run-checkpoints.js';
+import { checkpointDirOf, checkResume, earlierRunWarning, hookStartsAfresh, readResumeBytes, restoreShared, takeCheckpoint } from '../checkpoint/run-checkpoints.js';
 import { HookStateSlots } from './hook-state-slots.js';
 import { CheckpointStore } from '../checkpoint/checkpoint-store.js';
 import { StepPreimage } from '../actors/step-preimage.js';
@@ -123,7 +125,8 @@ export class TrainingRun {
     failed.catch(() => {});
     const unlisten = this.stopRequest?.listen(kind => this.onStopRequest(kind));
     try {
-      return await Promise.race([this.drive(), failed]);
+      // Aborted before it began (stop signals during auto's profiling, abort() at once): nothing is started.
+      return await Promise.race([this.failure ? failed : this.drive(), failed]);
     } catch (err) {
       if (this.abortCause) {
         await this.endThreads(); // nothing moves in shared memory any more
@@ -142,6 +145,14 @@ export class TrainingRun {
       this.world?.channel?.close();
       await this.world?.server?.close();
     }
+  }
+
+  /**
+   * Setup goes on only while the run lives: a failure or an abort while setup awaited something ends it there, before
+   * it starts threads that the run's end (which has already happened) would not close.
+   */
+  private throwIfEnded(): void {
+    if (this.failure) throw this.failure;
   }
 
   /** Every thread of the run ends (once). */
@@ -175,6 +186,7 @@ export class TrainingRun {
     await checkRoomForResults(resultNeeds(this.cfg, built.layout.total, built.stateTotal)); // before step 1, not at the end
     const laidOut = await this.layOut(built);
     this.laidOut = laidOut;
+    this.checkLink(laidOut.groups);
     const resume = this.cfg.resume ? await this.loadResume(built) : undefined;
     const firstStep = (resume?.step ?? 0) + 1;
     this.firstStep = firstStep;
@@ -201,6 +213,8 @@ export class TrainingRun {
     const dir = checkpointDirOf(this.cfg);
     if (!dir) return;
     this.store = new CheckpointStore(dir, this.cfg.keepCheckpoints);
+    const earlier = await earlierRunWarning(this.cfg, dir);
+    if (earlier) this.hooks.onEvent?.({ type: 'warning', step: 0, message: earlier });
     const stale = await this.store.removeStaleTemporaries();
     if (stale.length > 0) {
       this.hooks.onEvent?.({ type: 'warning', step: 0, message: `removed ${stale.length} temporary file(s) that interrupted checkpoint writes left in ${dir}: ${stale.join(', ')}` });
@@ -217,6 +231,7 @@ export class TrainingRun {
 
   /** Phase 1: one actor per local device; each builds its replica and reports its variables. */
   private async spawn(): Promise<Built> {
+    this.throwIfEnded();
     const { cfg } = this;
     const built = this.replies.expect('built', undefined, this.setupWatchdogMs());
     for (let d = 0; d < cfg.topology.localDevices; d++) {
@@ -241,6 +256,15 @@ export class TrainingRun {
     return { weights, layout: layoutParameters(weights), state, stateTotal, batchNormLayers, engineDevices };
   }
 
+  /** An emulated link slower than the stall watchdog allows is refused before step 1 (it would fail as STALLED). */
+  private checkLink(groups: readonly ParameterGroup[]): void {
+    const { link, exchange, commHook, devices, stallTimeoutMs } = this.cfg;
+    if (!link) return;
+    const chunked = exchange.order === 'priority' && !commHook; // with a hook, groups are not cut
+    const holds = groups.flatMap(g => (chunked ? chunksOf(g, exchange.chunkFloats) : [g]).map(u => u.end - u.start));
+    checkLinkHolds(link, devices, holds, stallTimeoutMs);
+  }
+
   /** Phase 2: exchange groups, shared buffers, the data loader. */
   private async layOut(built: Built): Promise<LaidOut> {
     const { cfg } = this;
@@ -256,6 +280,12 @@ export class TrainingRun {
         ? StepPreimage.allocate(groups.length, built.layout.total, optimizerStateSlots(cfg.optimizer)) : undefined,
     };
     this.loader = await this.method.createLoader(cfg, input);
+    if (this.failure) { // the run ended while the loader started: endThreads may not have seen it
+      const loader = this.loader;
+      this.loader = undefined;
+      await loader.close();
+      throw this.failure;
+    }
     const load = (step: number) => this.loader!.fill(step).catch((err: unknown) => {
       const device = err instanceof ShardLoadError ? err.device : -1;
       throw new TandemError('DATA_FAILED', `device ${device} failed at step ${step} in phase load (data loader): ${(err as Error).message}`,
@@ -565,7 +595,7 @@ export class TrainingRun {
   private async checkpointLastCompleted(): Promise<string> {
     const { laidOut, store } = this;
     const latest = this.ledger.lastCheckpoint ? `; the latest checkpoint is ${this.ledger.lastCheckpoint}` : '';
-    if (!store) return 'no checkpoint (no checkpointDir or out)';
+    if (!store) return checkpointDirOf(this.cfg) ? 'no checkpoint: training had not started' : 'no checkpoint (no checkpointDir or out)';
     const outcome = await writeAbortCheckpoint({
       cfg: this.cfg, store, control: this.control, laidOut, firstStep: this.firstStep, lastCheckpoint: this.ledger.lastCheckpoint,
       stateOnThreads: this.method.localState ? 'local heads' : laidOut && laidOut.stateTotal > 0 ? 'non-trainable weights'
