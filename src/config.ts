@@ -207,10 +207,10 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
   };
   const loss = resolveLoss(config.loss, model.source, method.name, dataSource, meta.classes);
   if (loss !== 'mse') {
-    if (meta.classes < 2 && dataSource === 'synthetic-images') {
+    const single = singleClassProblem(meta.classes);
+    if (single && dataSource === 'synthetic-images') {
       bad('classes', `a classifier needs 2 or more classes (one-hot labels over one class train nothing), and data '${dataSource}' has ${meta.classes}; give --classes 2 or more`);
     }
-    const single = singleClassProblem(meta.classes);
     if (single) bad('loss', `data '${dataSource}' has 1 class${loss ? ` and loss is ${loss}` : ''}: ${single}`);
     const problem = firstLabel === undefined ? undefined : classLabelProblem(firstLabel, meta.classes);
     if (problem) throw new TandemError('BAD_DATA', `data module ${dataSource}: read(0, out, offset) returned label ${firstLabel}, ${problem}`);
@@ -283,8 +283,8 @@ function savedLoss(source: string): LossKind | undefined {
   const given = json.trainingConfig?.loss;
   if (given === undefined) return undefined;
   // One output's loss: compile({ loss: 'x' }), ['x'] or { output: 'x' } (tfjs saves the last two as given).
-  const one = Array.isArray(given) ? (given.length === 1 ? given[0] : given) : given !== null && typeof given === 'object' && Object.keys(given).length === 1 ? Object.values(given)[0] : given;
-  const saved: unknown = one;
+  const saved: unknown = Array.isArray(given) ? (given.length === 1 ? given[0] : given)
+    : given !== null && typeof given === 'object' && Object.keys(given).length === 1 ? Object.values(given)[0] : given;
   const name = typeof saved === 'string' ? saved : JSON.stringify(saved);
   const kinds: Record<string, LossKind> = {
     sparseCategoricalCrossentropy: 'categorical', categoricalCrossentropy: 'categorical', sparse_categorical_crossentropy: 'categorical',
