@@ -92,6 +92,8 @@ export class TrainingRun {
   private world?: { server?: StoreServer; hostname: string; channel?: HostChannel };
   /** Several hosts: the stop verdict read for a step (stopAgreedBefore). */
   private verdict?: { step: number; agreed: Promise<boolean> };
+  /** Several hosts: the last step after which this host added its stop wish (wishAfter). */
+  private wished = 0;
   /** Several hosts: host 0 sees the world's metrics, spans and warnings (world-monitor.ts); its hooks are `hooks`. */
   private readonly monitor: WorldMonitor;
   private readonly hooks: TrainHooks;
@@ -321,25 +323,36 @@ export class TrainingRun {
 
   /**
    * Whether to stop after `step`: asked here; several hosts: asked on any host after the step before, agreed between
-   * them (host-channel.ts), so every host stops after the same step, one step after the request. `nextPosted`: step+1
+   * them (host-channel.ts), so every host stops after the same step, one or two steps after the request. `nextPosted`: step+1
    * was posted ahead (postAhead), which it is only when no stop is due after `step`; a wish made since goes to step+1.
    */
   private async stopAfter(step: number, nextPosted: boolean): Promise<boolean> {
-    const wanted = this.stopWanted();
-    const channel = this.world?.channel;
-    if (!channel) return wanted && !nextPosted;
+    if (!this.world?.channel) return this.stopWanted() && !nextPosted;
     const agreed = await this.stopAgreedBefore(step);
-    if (!agreed && step < this.cfg.steps) await channel.submitStop(step, wanted);
+    if (!agreed) await this.wishAfter(step);
     return agreed;
   }
 
   /**
+   * Several hosts: this host's stop wish after `step`, added once, before step+1 is posted (postAhead, or the loop's
+   * next step): a peer waiting for it then never waits on a host that is gone, since that host either added it or never
+   * ran step+1, whose all-reduce fails on the peer with PEER_LOST naming it.
+   */
+  private async wishAfter(step: number): Promise<void> {
+    if (this.wished >= step || step >= this.cfg.steps) return;
+    this.wished = step;
+    await this.world!.channel!.submitStop(step, this.stopWanted());
+  }
+
+  /**
    * Several hosts, while `step` trains: the stop verdict, read once this host applied step-1 (every host then ended
-   * step-1, so its wish is in or on its way, as when the verdict is read after `step`: no longer wait on a peer).
+   * step-1, so its wish is in: each adds it before posting `step`); no stop: this host's wish after `step`, added.
    */
   private async agreedOnceApplied(groups: ParameterGroup[], step: number): Promise<boolean> {
     if (step > this.firstStep) await this.applied(groups, step - 1);
-    return this.stopAgreedBefore(step);
+    const agreed = await this.stopAgreedBefore(step);
+    if (!agreed) await this.wishAfter(step);
+    return agreed;
   }
 
   /** Several hosts: whether they agreed to stop after `step` (the wishes made after step-1); read once per step. */
@@ -524,7 +537,8 @@ export class TrainingRun {
    * Step `step`+1 posted while `step` trains (its inputs in `loading`), or undefined when the main thread has work
    * between the two steps that needs every device idle or decides whether to go on: a checkpoint, a replica check,
    * onStepApplied, a stop due after `step` (one host: wished for now; several: agreed after step-1), the last step.
-   * A stop wished for later ends the run after step+1 (several hosts: its wish is added after `step`, agreed after step+1).
+   * A stop wished for later ends the run after step+1 (several hosts: its wish is added before step+2 is posted, agreed
+   * once step+1 is applied, so the run ends after step+2).
    */
   private async postAhead(step: number, loading: Promise<void>, groups: ParameterGroup[]): Promise<PostedStep | undefined> {
     const { cfg } = this;

@@ -10,10 +10,11 @@
  * - the strategy `--strategy auto` picked: host 0 profiles and publishes its
  *   choice (or its failure), every other host takes it;
  * - whether to stop: each host adds its wish after step s to one counter per
- *   step; the last to arrive publishes the verdict, read after step s+1, so
- *   every host stops after the same step (s+1), or none does. Reading it a
- *   step later never waits on a host that is gone: step s+1's all-reduce, which
- *   needs every host, fails first with PEER_LOST naming it;
+ *   step before it posts step s+1; the last to arrive publishes the verdict,
+ *   read once step s is applied, so every host stops after the same step
+ *   (s+1), or none does. Reading it never waits on a host that is gone: a host
+ *   that ran step s+1 added its wish, and step s+1's all-reduce, which needs
+ *   every host, fails first with PEER_LOST naming one that did not;
  * - the replica check: each host publishes its devices' parameter digests
  *   after step s and reads every host's once step s+1 is applied (so, as for
  *   the stop, they are all there: the read never waits on a host);
@@ -163,9 +164,8 @@ export class HostChannel {
   }
 
   /**
-   * This host's wish to stop, after `step`, before it starts step+2. The last host to add its wish publishes the
-   * verdict; step+1's all-reduce needs every host, so once step+1 is applied here every wish is in, or about to be
-   * (stopAgreed). Each host also leaves the count its wish made, so that a verdict that never came names the host
+   * This host's wish to stop, after `step`, before it posts step+1. The last host to add its wish publishes the
+   * verdict; step+1's all-reduce needs every host, so once step+1 ran anywhere every wish is in (stopAgreed). Each host also leaves the count its wish made, so that a verdict that never came names the host
    * that added last (missingWishes).
    */
   async submitStop(step: number, wanted: boolean): Promise<void> {
@@ -177,7 +177,7 @@ export class HostChannel {
     });
   }
 
-  /** Whether any host wished to stop after `step` (call it once step+1 is done): the same answer on every host. */
+  /** Whether any host wished to stop after `step` (call it once `step` is applied here): the same answer on every host. */
   async stopAgreed(step: number): Promise<boolean> {
     const agreed = await this.betweenSteps(step + 1, 'reading the stop verdict', async () => {
       try {
