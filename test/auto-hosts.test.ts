@@ -2,7 +2,7 @@
 // at start, host 0 profiles and picks (printing the link's α, β and the candidates' predictions), and every host runs
 // host 0's choice — strategy, forward wait, exchange order, chunk and comm hook (--comm-hook auto allows one) — to the
 // same replica. Both hosts run on this machine: each counts 2 hosts sharing its cores (the CPU ceiling's divisor), and
-// the link probe measured the CPU an all-reduce costs.
+// the link probe measured the CPU an all-reduce costs, and the calibration the spread of its steps (lockstep.ts).
 import t from 'tap';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -45,6 +45,8 @@ if (glooAddonOrSkip()) {
     t.equal(auto.cpu?.hostsOnMachine, 2, 'host 0 counts 2 hosts on its machine (the same boot id)');
     t.equal(auto.cpu?.machineCores, availableParallelism(), 'on this machine\'s cores');
     t.match(auto.reason, /CPU per step on \d+ cores? shared by 2 hosts/, 'the reason says the cores are shared');
+    t.match(auto.reason, /hosts in lockstep: \+\d+\.\d ms a step for the slowest of 2 \(the calibration's steps spread by \d+\.\d ms\)/,
+      'the reason counts the wait for the slower host, from the calibration\'s step spread');
     t.ok(auto.link!.samples!.every(s => (s.cpuMs ?? -1) >= 0) && auto.link!.cpuAlphaMs! >= 0, `the probe measured each size's CPU: ${auto.link!.samples!.map(s => s.cpuMs!.toFixed(2)).join(', ')} ms`);
     t.ok(auto.candidates.every(c => c.cpuMsPerStep! > 0 && c.predictedMs >= c.cpuMsPerStep! / (auto.cpu!.machineCores / 2) - 1e-9),
       'every prediction is at least its CPU per step over this host\'s share of the cores');

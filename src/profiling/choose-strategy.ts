@@ -21,6 +21,7 @@ import { measureHookCosts, type HookCosts } from './hook-costs.js';
 import { CANDIDATE_HOOKS, pickCandidate, rankCandidates, type Candidate } from './auto-candidates.js';
 import type { HookChoice, Machine } from './schedule-model.js';
 import { calibrateHookScales } from './hook-calibration.js';
+import { lockstepMs } from './lockstep.js';
 import { layoutParameters } from '../model/parameter-layout.js';
 import { cpuCeilingMs, cpuShareOfHost, describeCpuShare, type CpuShare } from './cpu-ceiling.js';
 
@@ -71,7 +72,8 @@ export async function chooseStrategy(config: TrainConfig, runTrial: RunTrial, op
   const link = measured ?? (resolved.link ? linkOfModel(resolved.link, resolved.devices) : undefined);
   const hookOptions = { rank: config.commHookOptions?.rank ?? 8, minCompressionRate: config.commHookOptions?.minCompressionRate ?? 2 };
   const cpu = cpuShareOfHost(hostsOnMachine);
-  const machine: Machine = { localDevices: resolved.topology.localDevices, link, hookCosts: measureHookCosts(), powerSgd: hookOptions, cpu };
+  const machine: Machine = { localDevices: resolved.topology.localDevices, link, hookCosts: measureHookCosts(), powerSgd: hookOptions, cpu,
+    hosts: resolved.topology.processes };
   if (allowCompression) machine.hookCosts.scale = await calibrateHookScales(layoutParameters(profile.weights), CANDIDATE_HOOKS, machine);
   const candidates = rankCandidates(profile, machine, strategyOptions, allowCompression);
   const best = pickCandidate(candidates);
@@ -81,7 +83,7 @@ export async function chooseStrategy(config: TrainConfig, runTrial: RunTrial, op
     `${best !== candidates[0] ? ` (the simplest within 2% of the fastest, ${candidates[0].key})` : ''}; ` +
     `profile: forward ${profile.stepForwardMs.toFixed(1)} ms, backward ${profile.stepBackwardMs.toFixed(1)} ms, overhead ${profile.overheadMs.toFixed(1)} ms per step` +
     `${profile.calibration ? ` (calibrated ×${profile.calibration.computeScale.toFixed(2)} on a ${profile.calibration.steadyStepMs.toFixed(1)} ms real step)` : ''}; ` +
-    `${cpuSentence(best, cpu)}; link: ${link ? describeLink(link) : 'none (shared memory)'}; compression ${allowCompression ? `allowed (--comm-hook auto; ${scaleSentence(machine.hookCosts.scale)})` : 'not allowed (--comm-hook auto allows it)'}; ` +
+    `${cpuSentence(best, cpu)}; ${lockstepSentence(profile, machine.hosts ?? 1)}link: ${link ? describeLink(link) : 'none (shared memory)'}; compression ${allowCompression ? `allowed (--comm-hook auto; ${scaleSentence(machine.hookCosts.scale)})` : 'not allowed (--comm-hook auto allows it)'}; ` +
     `${verdict.alexnetLike ? `AlexNet-like, two-group at p = ${split}` : 'not AlexNet-like, no two-group'} (${verdict.reason}; ${marginSentence(verdict)}); ` +
     `top: ${candidates.slice(0, SHOWN).map(c => `${c.key} ${c.predictedMs.toFixed(1)}`).join(', ')} ms`;
   return { strategy: best.strategy, splitLayer: best.splitLayer, forwardWait: best.forwardWait, exchangeOrder: best.exchangeOrder,
@@ -100,6 +102,14 @@ function cpuSentence(best: Candidate, cpu: CpuShare): string {
   if (best.cpuMsPerStep === undefined) return `CPU per step not measured (no calibration): no CPU ceiling`;
   const per = `${best.cpuMsPerStep.toFixed(1)} ms CPU per step on ${describeCpuShare(cpu)} (at least ${cpuCeilingMs(best.cpuMsPerStep, cpu).toFixed(1)} ms per step)`;
   return best.cpuBound ? `CPU-bound: ${per}` : `not CPU-bound: ${per}`;
+}
+
+/** `hosts in lockstep: +2.3 ms a step for the slowest of 2 (the calibration's steps spread by 4.0 ms); `, or nothing on one host. */
+function lockstepSentence(profile: ModelProfile, hosts: number): string {
+  if (hosts <= 1) return '';
+  const spread = profile.calibration?.stepSpreadMs;
+  if (spread === undefined) return 'hosts in lockstep: the wait for the slowest not counted (no calibrated step spread); ';
+  return `hosts in lockstep: +${lockstepMs(spread, hosts).toFixed(1)} ms a step for the slowest of ${hosts} (the calibration's steps spread by ${spread.toFixed(1)} ms); `;
 }
 
 /** The run as one process of this host's devices alone, each with the batch it trains in the run (no hosts, no rendezvous, its own transport). */

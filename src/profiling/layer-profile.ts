@@ -38,9 +38,10 @@ export interface ModelProfile {
   /**
    * Set when calibrated against a short real run (see profileModel). `cpuMsPerStep`: the process CPU (every thread)
    * of one of its steady steps — compute, the shared-memory exchange among its devices, the update, the runtime's own
-   * threads; undefined when it ran too few steps to tell.
+   * threads; `stepSpreadMs`: the standard deviation of its steady step periods (lockstep.ts); each undefined when it
+   * ran too few steps to tell.
    */
-  calibration?: { devices: number; computeScale: number; steadyStepMs: number; cpuMsPerStep?: number };
+  calibration?: { devices: number; computeScale: number; steadyStepMs: number; cpuMsPerStep?: number; stepSpreadMs?: number };
   /** The model's trainable variables (model order), to lay out exchange groups exactly as a run does. */
   weights: { name: string; shape: number[] }[];
 }

@@ -7,6 +7,7 @@ import { runOneShotWorker } from '../actors/one-shot-worker.js';
 import type { ModelProfile } from './layer-profile.js';
 import type { ProfileReply, ProfileRequest } from './profile-worker.js';
 import type { ClockKind } from './layer-clock.js';
+import { spreadOf } from './lockstep.js';
 
 export interface ProfileOptions {
   /** Measured steps (after warm-up). Default 5. */
@@ -75,8 +76,8 @@ async function calibrate(profile: ModelProfile, config: TrainConfig, warmup: num
   // A trial writes nothing: no outputs, no checkpoints (the run being profiled for holds those places).
   const { link, trace, out, faultInjection, checkpointDir, checkpointEvery, resume, ...plain } = config;
   void link; void trace; void out; void faultInjection; void checkpointDir; void checkpointEvery; void resume;
-  const cpu = new StepCpu(warmup);
-  const run = await runTrial({ ...plain, strategy: 'sequential', steps, epochs: undefined }, { onStep: m => cpu.step(m.step) });
+  const steady = new SteadySteps(warmup);
+  const run = await runTrial({ ...plain, strategy: 'sequential', steps, epochs: undefined }, { onStep: m => steady.step(m.step) });
   const profiled = profile.stepForwardMs + profile.stepBackwardMs;
   const scale = profiled > 0 ? run.timings.steadyComputeMs / profiled : 1;
   for (const l of profile.layers) { l.forwardMs *= scale; l.backwardMs *= scale; }
@@ -84,30 +85,38 @@ async function calibrate(profile: ModelProfile, config: TrainConfig, warmup: num
   profile.stepBackwardMs *= scale;
   const comm = run.timings.meanExchangeMs + run.timings.meanUpdateMs;
   profile.overheadMs = Math.max(0, run.steadyStepMs - run.timings.steadyComputeMs - comm);
-  profile.calibration = { devices: run.config.devices, computeScale: scale, steadyStepMs: run.steadyStepMs, cpuMsPerStep: cpu.msPerStep() };
+  profile.calibration = { devices: run.config.devices, computeScale: scale, steadyStepMs: run.steadyStepMs,
+    cpuMsPerStep: steady.cpuMsPerStep(), stepSpreadMs: steady.periodSpreadMs() };
 }
 
 /**
- * The process CPU (process.cpuUsage: every thread — the devices' compute and comm threads, the main thread, V8's
- * helpers) per step over the trial's last steps: from the end of its step `warmup` (the profiler's warm-up count; at
- * least the first step) to the end of its last step, as the main thread hears of them. Startup (workers, model,
- * engine) and the warm-up steps are left out. Undefined when the trial reported too few steps.
+ * The trial's steady steps, from the end of its step `warmup` (the profiler's warm-up count; at least the first step)
+ * to the end of its last step, as the main thread hears of them: the process CPU (process.cpuUsage: every thread — the
+ * devices' compute and comm threads, the main thread, V8's helpers) per step, and the spread (standard deviation) of
+ * the step periods (lockstep.ts). Startup (workers, model, engine) and the warm-up steps are left out. Each is undefined
+ * when the trial reported too few steps.
  */
-class StepCpu {
+class SteadySteps {
   private first?: { step: number; cpuMs: number };
   private last?: { step: number; cpuMs: number };
+  private readonly ends: number[] = [];
   constructor(private readonly warmup: number) {}
 
   step(step: number): void {
     if (step < Math.max(1, this.warmup)) return;
     const cpu = process.cpuUsage();
     const at = { step, cpuMs: (cpu.user + cpu.system) / 1000 };
+    this.ends.push(performance.now());
     if (!this.first) this.first = at;
     else this.last = at;
   }
 
-  msPerStep(): number | undefined {
+  cpuMsPerStep(): number | undefined {
     const { first, last } = this;
     return first && last && last.step > first.step ? (last.cpuMs - first.cpuMs) / (last.step - first.step) : undefined;
+  }
+
+  periodSpreadMs(): number | undefined {
+    return spreadOf(this.ends.slice(1).map((end, i) => end - this.ends[i]));
   }
 }

@@ -19,15 +19,18 @@
  *   uncompressed rest) and adds its compute (hook-costs.ts).
  *
  * The step's overhead (profile.overheadMs) comes before forward's first
- * layer, once it may start. The period of the last steps is the simulated
- * step; the prediction is the larger of it and the CPU ceiling (cpu-ceiling.ts:
- * the step's CPU over this host's cores), where the profile's calibration
- * measured the CPU and the machine says its cores.
+ * layer, once it may start; across hosts, so does the wait for the slowest
+ * host (lockstep.ts: e(hosts) × the calibration's step spread). The period of
+ * the last steps is the simulated step; the prediction is the larger of it and
+ * the CPU ceiling (cpu-ceiling.ts: the step's CPU over this host's cores, plus
+ * that wait, when cores idle), where the profile's calibration measured the
+ * CPU and the machine says its cores.
  */
 import { layoutParameters, type ParameterGroup, type ParameterLayout } from '../model/parameter-layout.js';
 import { compressibleShape } from '../pipeline/hooks/power-sgd.js';
 import { allGatherLinkMs, allReduceLinkMs, allReduceWireBytes, linkCpuMs, type LinkCost } from './link-fit.js';
 import { cpuCeilingMs, type CpuShare } from './cpu-ceiling.js';
+import { lockstepMs } from './lockstep.js';
 import type { CompressionHook, HookCosts } from './hook-costs.js';
 import type { ModelProfile } from './layer-profile.js';
 
@@ -51,6 +54,8 @@ export interface Machine {
   powerSgd: { rank: number; minCompressionRate: number };
   /** This host's share of the machine's cores; undefined: no CPU ceiling. */
   cpu?: CpuShare;
+  /** Hosts in lockstep (every exchange needs each): more than 1 adds the wait for the slowest (lockstep.ts). Default 1. */
+  hosts?: number;
 }
 
 /** A schedule's prediction: `ms` = max(`periodMs`, `cpuCeilingMs`). */
@@ -64,6 +69,8 @@ export interface SchedulePrediction {
   cpuCeilingMs?: number;
   /** Whether the ceiling is the prediction (above the simulated period). */
   cpuBound: boolean;
+  /** Each step's wait for the slowest host (lockstep.ts), in both the period and the ceiling; 0 on one host or without a measured spread. */
+  lockstepMs: number;
 }
 
 const SIMULATED_STEPS = 8;
@@ -90,6 +97,7 @@ export function predictSchedule(profile: ModelProfile, spec: ScheduleSpec, machi
   const groupsOfLayer = layerGroups(profile, layout, layerIndex, spec.groups);
   const fwd = scaled(profile.layers.map(l => l.forwardMs), profile.stepForwardMs);
   const bwd = scaled(profile.layers.map(l => l.backwardMs), profile.stepBackwardMs);
+  const lockstep = lockstepMs(profile.calibration?.stepSpreadMs ?? 0, machine.hosts ?? 1);
   let computeFree = 0, commFree = 0;
   let done: number[] = spec.groups.map(() => 0);
   const stepEnds: number[] = [];
@@ -98,7 +106,7 @@ export function predictSchedule(profile: ModelProfile, spec: ScheduleSpec, machi
     if (spec.forwardWait === 'step') t = Math.max(t, ...done);
     for (let i = profile.layers.length - 1; i >= 0; i--) {
       for (const g of groupsOfLayer[i]) t = Math.max(t, done[g]);
-      if (i === profile.layers.length - 1) t += profile.overheadMs; // loading the parameters, the hand-off: once forward may start
+      if (i === profile.layers.length - 1) t += profile.overheadMs + lockstep; // the parameters, the hand-off, the slowest host: once forward may start
       t += fwd[i];
     }
     const passed: number[] = [];
@@ -110,17 +118,20 @@ export function predictSchedule(profile: ModelProfile, spec: ScheduleSpec, machi
   }
   const k = SIMULATED_STEPS >> 1;
   const periodMs = (stepEnds[SIMULATED_STEPS - 1] - stepEnds[SIMULATED_STEPS - 1 - k]) / k;
-  return withCpuCeiling(periodMs, profile, work, machine);
+  return withCpuCeiling(periodMs, profile, work, machine, lockstep);
 }
 
-/** max(period, CPU per step / cores): CPU per step = the calibrated trial's + every group's exchange CPU. */
-function withCpuCeiling(periodMs: number, profile: ModelProfile, work: readonly GroupWork[], machine: Machine): SchedulePrediction {
+/**
+ * max(period, CPU per step / cores + the lockstep wait, when the cores idle through it): CPU per step = the calibrated
+ * trial's + every group's exchange CPU.
+ */
+function withCpuCeiling(periodMs: number, profile: ModelProfile, work: readonly GroupWork[], machine: Machine, lockstepMs: number): SchedulePrediction {
   const calibrated = profile.calibration?.cpuMsPerStep;
-  if (calibrated === undefined) return { ms: periodMs, periodMs, cpuBound: false };
+  if (calibrated === undefined) return { ms: periodMs, periodMs, cpuBound: false, lockstepMs };
   const cpuMsPerStep = calibrated + work.reduce((sum, w) => sum + w.cpuMs, 0);
-  if (!machine.cpu) return { ms: periodMs, periodMs, cpuMsPerStep, cpuBound: false };
-  const ceiling = cpuCeilingMs(cpuMsPerStep, machine.cpu);
-  return { ms: Math.max(periodMs, ceiling), periodMs, cpuMsPerStep, cpuCeilingMs: ceiling, cpuBound: ceiling > periodMs };
+  if (!machine.cpu) return { ms: periodMs, periodMs, cpuMsPerStep, cpuBound: false, lockstepMs };
+  const ceiling = cpuCeilingMs(cpuMsPerStep, machine.cpu) + lockstepMs;
+  return { ms: Math.max(periodMs, ceiling), periodMs, cpuMsPerStep, cpuCeilingMs: ceiling, cpuBound: ceiling > periodMs, lockstepMs };
 }
 
 /** The comm queue over one step's groups: when each group is applied, and when the queue is free again. */
