@@ -5,7 +5,6 @@
  */
 import os from 'node:os';
 import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { TandemError } from './errors.js';
 import { assertBackendAvailable, defaultBackend } from './engine/backend.js';
 import { engineNames, getEngine } from './engine/engine-registry.js';
@@ -31,6 +30,7 @@ import { worldSize } from './world/topology.js';
 import { hostsTransport, resolveHosts } from './world/resolve-hosts.js';
 import { FAULT_PHASES, LOSS_KINDS, type ClassifierConfig, type LossKind, type ResolvedConfig, type TrainConfig } from './config-types.js';
 import { useQuietCpu } from './engine/quiet-cpu.js';
+import { sourcePath } from './source-path.js';
 export { METHODS, FAULT_PHASES, LOSS_KINDS } from './config-types.js';
 export type { ClassifierConfig, FaultInjection, LossKind, Method, ResolvedConfig, TrainConfig } from './config-types.js';
 
@@ -276,7 +276,7 @@ function savedLoss(source: string): LossKind | undefined {
   if (!source.endsWith('.json')) return undefined;
   let json: { trainingConfig?: { loss?: unknown } };
   try {
-    json = JSON.parse(readFileSync(source.startsWith('file:') ? fileURLToPath(source) : source, 'utf8')) as typeof json;
+    json = JSON.parse(readFileSync(sourcePath(source), 'utf8')) as typeof json;
   } catch {
     return undefined; // the model loader reports an unreadable model.json
   }
@@ -292,7 +292,7 @@ function savedLoss(source: string): LossKind | undefined {
     meanSquaredError: 'mse', mean_squared_error: 'mse', mse: 'mse',
   };
   const kind = kinds[name];
-  if (!kind) bad('loss', `${source.startsWith('file:') ? fileURLToPath(source) : source} was compiled with loss ${name}, which tandem does not train; give loss: categorical, binary or mse`);
+  if (!kind) bad('loss', `${sourcePath(source)} was compiled with loss ${name}, which tandem does not train; give loss: categorical, binary or mse`);
   return kind;
 }
 

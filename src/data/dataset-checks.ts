@@ -5,10 +5,10 @@
  * a `read` function. Each failure is BAD_DATA naming the module and what was
  * expected against what was found.
  */
-import { fileURLToPath } from 'node:url';
 import { TandemError } from '../errors.js';
 import type { Dataset } from './dataset.js';
 import { SampleReader } from './one-sample-view.js';
+import { sourcePath } from '../source-path.js';
 
 const EXPECTED = 'a Dataset { size, sampleShape, classes, read(index, out, offset) → label }';
 
@@ -41,7 +41,7 @@ export function probeFirstSample(ds: Dataset, source: string): number {
   const reader = new SampleReader(ds, source);
   const label = reader.read(0, new Float32Array(reader.sampleFloats), 0);
   if (typeof label !== 'number' || !Number.isFinite(label)) {
-    throw new TandemError('BAD_DATA', `dataset ${source.startsWith('file:') ? fileURLToPath(source) : source}: read(0, out, offset) returned ${found(label)}; expected the sample's label ` +
+    throw new TandemError('BAD_DATA', `dataset ${sourcePath(source)}: read(0, out, offset) returned ${found(label)}; expected the sample's label ` +
       `(an integer in [0, ${ds.classes})) or, for a regression, its target (a finite number)`);
   }
   checkLabelAgrees(ds, 0, label, source);
@@ -57,7 +57,7 @@ export function checkLabelAgrees(ds: Dataset, index: number, read: number, sourc
   if (!ds.label) return;
   const given = ds.label(index);
   if (given === read) return;
-  throw new TandemError('BAD_DATA', `dataset ${source.startsWith('file:') ? fileURLToPath(source) : source}: label(${index}) returned ${found(given)}, ` +
+  throw new TandemError('BAD_DATA', `dataset ${sourcePath(source)}: label(${index}) returned ${found(given)}, ` +
     `but read(${index}, out, offset) returned ${found(read)}; label(index) must return the label read returns for the same sample ` +
     '(method local-head assigns samples to devices by label() without reading them); fix label(), or leave it out and tandem reads the samples');
 }

@@ -4,8 +4,8 @@
  * (Node's import error carries no location; `node --check` finds it).
  */
 import { execFileSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { TandemError, type TandemErrorCode } from '../errors.js';
+import { sourcePath } from '../source-path.js';
 
 export type UserModuleKind = 'model' | 'data' | 'plugin';
 
@@ -19,7 +19,7 @@ export async function importUserModule(url: string, kind: UserModuleKind): Promi
   try {
     return (await import(url)) as { default?: unknown };
   } catch (err) {
-    const file = url.startsWith('file:') ? fileURLToPath(url) : url;
+    const file = sourcePath(url);
     const where = err instanceof SyntaxError ? syntaxErrorLocation(file) : '';
     throw new TandemError(CODES[kind], `${kind} module ${file} cannot be loaded: ${err instanceof Error ? `${err.name}: ${err.message}` : String(err)}${where}`,
       undefined, { cause: err });

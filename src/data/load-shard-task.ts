@@ -3,7 +3,6 @@
  * shared input and label buffers, each through a view of exactly that sample. Checks what can only be checked at loading:
  * labels in range and finite inputs, naming the sample index.
  */
-import { fileURLToPath } from 'node:url';
 import { TandemError, serializeError, type SerializedError } from '../errors.js';
 import { injectFault } from '../actors/fault-injection.js';
 import type { DatasetSpec } from './dataset.js';
@@ -11,6 +10,7 @@ import { resolveDataset } from './resolve-dataset.js';
 import { SampleReader } from './one-sample-view.js';
 import { classLabelProblem } from './class-labels.js';
 import { checkLabelAgrees } from './dataset-checks.js';
+import { sourcePath } from '../source-path.js';
 
 export interface LoadShardTask {
   dataset: DatasetSpec;
@@ -47,7 +47,7 @@ async function readShard(task: LoadShardTask): Promise<number> {
   const labels = new Int32Array(task.labels);
   const targets = new Float32Array(task.labels);
   const reader = new SampleReader(ds, task.dataset.source);
-  const source = task.dataset.source.startsWith('file:') ? fileURLToPath(task.dataset.source) : task.dataset.source;
+  const source = sourcePath(task.dataset.source);
   const per = reader.sampleFloats;
   task.indices.forEach((index, i) => {
     const offset = task.inputOffset + i * per;

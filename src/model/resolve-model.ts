@@ -12,6 +12,7 @@ import { fileModelHandler } from './file-model-handler.js';
 import { getEngine } from '../engine/engine-registry.js';
 import { outputActivation } from './output-loss.js';
 import { withSeededMathRandom } from './seeded-math-random.js';
+import { sourcePath } from '../source-path.js';
 
 export interface ModelSpec {
   source: string;
@@ -35,7 +36,7 @@ export async function resolveModelFactory(source: string): Promise<ModelFactory>
 
 export async function buildModel(tf: Tf, spec: ModelSpec): Promise<LayersModel> {
   const factory = await resolveModelFactory(spec.source);
-  const name = spec.source.startsWith('file:') ? fileURLToPath(spec.source) : spec.source;
+  const name = sourcePath(spec.source);
   let model: unknown;
   try {
     model = await withSeededMathRandom(spec.options.seed, () => factory(tf, spec.options));

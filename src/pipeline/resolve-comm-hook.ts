@@ -9,6 +9,7 @@ import { pathToFileURL } from 'node:url';
 import { TandemError } from '../errors.js';
 import { DEFAULT_COMM_HOOK_OPTIONS, type CommHookOptions } from './comm-hook.js';
 import { getCommHook, loadCommHook } from './comm-hooks.js';
+import { sourcePath } from '../source-path.js';
 
 /** A run's hook as every thread receives it: `module` (file: URL) when it was given as a path. */
 export interface ResolvedCommHook {
@@ -39,7 +40,7 @@ export async function resolveCommHook(spec: unknown, options: unknown): Promise<
     }
     return { name, options: resolvedOptions };
   }
-  const file = path.resolve(spec.startsWith('file:') ? new URL(spec).pathname : spec);
+  const file = path.resolve(sourcePath(spec));
   if (!existsSync(file)) bad('commHook', `${spec}: no such file (${file}); give a registered hook name or a path to an ES module whose default export is a hook`);
   const module = pathToFileURL(file).href;
   const hook = await loadCommHook(spec, module);
