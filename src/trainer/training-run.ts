@@ -25,7 +25,7 @@ import type { PreparedCommunicator } from '../collectives/transport.js';
 import { getMethod } from '../methods/method-registry.js';
 import type { TrainingMethod } from '../methods/training-method.js';
 import type { Checkpoint, HeadState } from '../checkpoint/checkpoint-file.js';
-import { checkpointDirOf, checkResume, earlierRunWarning, hookStartsAfresh, readResumeBytes, restoreShared, takeCheckpoint } from '../checkpoint/run-checkpoints.js';
+import { checkpointDirOf, checkResume, earlierRunWarning, hookStartsAfresh, readResumeBytes, restoreShared, skippedCheckpointsWarning, takeCheckpoint } from '../checkpoint/run-checkpoints.js';
 import { HookStateSlots } from './hook-state-slots.js';
 import { CheckpointStore } from '../checkpoint/checkpoint-store.js';
 import { StepPreimage } from '../actors/step-preimage.js';
@@ -318,7 +318,10 @@ export class TrainingRun {
     const channel = this.world?.channel;
     const bytes = channel ? await channel.shareCheckpoint(() => readResumeBytes(this.cfg)) : await readResumeBytes(this.cfg);
     this.resumeSource = bytes.source;
-    return checkResume(this.cfg, bytes, weights, state);
+    const ckpt = checkResume(this.cfg, bytes, weights, state);
+    const skipped = skippedCheckpointsWarning(this.cfg, ckpt, bytes); // host 0's (it read the directory); the others get bytes only
+    if (skipped) this.hooks.onEvent?.({ type: 'warning', step: 0, message: skipped });
+    return ckpt;
   }
 
   /**
