@@ -1,12 +1,13 @@
 // Checkpoints: resume is exact (both methods), damaged checkpoints are refused,
-// an interrupted write leaves the previous one, SIGINT checkpoints and exits.
+// an interrupted write leaves the previous one, --resume DIR falls back past a
+// truncated or corrupt newest checkpoint (with a warning), SIGINT checkpoints and exits.
 import t from 'tap';
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { spawn } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { train, type TrainConfig } from '../src/index.js';
+import { train, type RunEvent, type TrainConfig } from '../src/index.js';
 import { latestCheckpoint, readCheckpoint } from '../src/checkpoint/checkpoint-file.js';
 
 const tmp = () => mkdtempSync(path.join(os.tmpdir(), 'tandem-ckpt-'));
@@ -72,6 +73,35 @@ t.test('damaged checkpoints are refused; an interrupted write leaves the previou
   await t.rejects(train({ ...base, checkpointEvery: undefined, resume: dir }), { message: /nothing left to train/ });
   t.equal((await readCheckpoint(latest)).step, 4, 'the refusals left the checkpoint as it was');
   t.ok(readdirSync(dir).includes(path.basename(latest)));
+});
+
+t.test('--resume DIR takes the newest checkpoint that reads back whole, warning of the newer ones; --resume FILE never substitutes', async t => {
+  const dir = tmp();
+  const base: TrainConfig = { model: 'mlp', data: 'synthetic-images', imageSize: [6, 6, 1], datasetSize: 300, batch: 12, devices: 2, backend: 'cpu', optimizer: 'adam', lr: 0.01 };
+  const full = await train({ ...base, steps: 6, checkpointEvery: 2, checkpointDir: dir });
+  const at = (step: number) => path.join(dir, `checkpoint-00000000${step}.tandem`);
+  const whole = readFileSync(at(6));
+  writeFileSync(at(6), whole.subarray(0, 1000)); // the machine died while copying it
+  await t.rejects(readCheckpoint(at(6)), { code: 'BAD_CHECKPOINT', message: new RegExp(`checkpoint-000000006\\.tandem is truncated \\(1000 of ${whole.length} bytes\\): its write or copy did not finish`) });
+
+  const events: RunEvent[] = [];
+  const resumed = await train({ ...base, steps: 6, resume: dir }, { onEvent: e => events.push(e) });
+  t.equal(resumed.firstStep, 5, 'resumed from step 4, the newest checkpoint that reads back whole');
+  t.ok(same(resumed.weights, full.weights), 'and continued exactly: 4 + 2 steps = the 6 steps of the run that wrote them');
+  t.match(events.find(e => e.type === 'warning'), { step: 0,
+    message: new RegExp(`skipped 1 newer checkpoint\\(s\\) that do not read back whole — checkpoint-000000006\\.tandem: truncated \\(1000 of ${whole.length} bytes\\), ` +
+      'its write or copy did not finish; resuming from checkpoint-000000004\\.tandem \\(step 4\\)') }, 'a warning names the skipped file and why');
+
+  // Naming the file: that file or nothing.
+  await t.rejects(train({ ...base, steps: 8, resume: at(6) }), { code: 'BAD_CHECKPOINT', message: /checkpoint-000000006\.tandem is truncated \(1000 of \d+ bytes\)/ });
+
+  // None readable: the error names every file and its problem.
+  const altered = readFileSync(at(4));
+  altered[altered.length - 100] ^= 0xff;
+  writeFileSync(at(4), altered);
+  writeFileSync(at(2), Buffer.alloc(0));
+  await t.rejects(train({ ...base, steps: 8, resume: dir }), { code: 'BAD_CHECKPOINT',
+    message: /none of its 3 checkpoint\(s\) reads back whole — checkpoint-000000006\.tandem: truncated \(1000 of \d+ bytes\), its write or copy did not finish; checkpoint-000000004\.tandem: corrupt: its checksum does not match its contents, it was altered or partly written; checkpoint-000000002\.tandem: empty \(0 bytes\)/ });
 });
 
 t.test('SIGINT: the CLI finishes the step, checkpoints, exits non-zero, leaves no thread', async t => {

@@ -67,7 +67,8 @@ if (glooAddonOrSkip()) {
     process.kill(pids[1], 'SIGKILL');
     const end = await launch.ended;
     t.not(end.code, 0, 'launch exits non-zero');
-    t.match(launch.stderr.join('\n'), new RegExp(`failed: GPU process 1 \\(pid ${pids[1]}\\) was killed by SIGKILL`));
+    t.match(launch.stderr.join('\n'), new RegExp(`failed: GPU process 1 \\(pid ${pids[1]}\\) was killed by SIGKILL \\(not by tandem: the kernel's out-of-memory killer, or a user; ` +
+      `check \`dmesg\` .*"Out of memory: Killed process ${pids[1]}"; a smaller --batch or fewer --devices per process uses less memory\\)`));
     // The survivor's own error names its lost peer as the launcher does (describeProcess), not as a host.
     const survivor = launch.lines.concat(launch.stderr).filter(l => l.startsWith('[gpu 0] ') && /lost peer/.test(l)).join('\n');
     t.match(survivor, /\(GPU process 0\): lost peer rank 1 \(GPU process 1\b/, 'GPU process 0 names its lost peer "GPU process 1"') ||

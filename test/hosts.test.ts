@@ -2,7 +2,8 @@
 // trains to the bits of one process with `--devices 2` (and 4) — on the default transport of processes of one machine
 // (shm, when its addon is built) and forced onto TCP loopback (`--transport gloo`, `hierarchical`) — (same global batch, data-parallel, sequential), every host's replica has
 // the same checksum, host 0 alone writes outputs; a host killed with SIGKILL ends the other host (run directly, no
-// launcher) and the launcher within 10 s, non-zero, naming the lost host (and its address). Every process is torn down.
+// launcher) and the launcher within 10 s, non-zero, naming the lost host (and its address; the launcher adds the likely
+// cause of a SIGKILL it did not send, the kernel's out-of-memory killer, and the fix). Every process is torn down.
 import t from 'tap';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -84,6 +85,9 @@ if (glooAddonOrSkip()) {
     const end = await launch.ended;
     t.not(end.code, 0, 'launch exits non-zero');
     t.ok(end.at - killedAt < 10_000, `launch ended ${end.at - killedAt} ms after the kill`);
-    t.match(launch.stderr.join('\n'), /failed: host 1 was killed by SIGKILL/);
+    // Not a SIGKILL of the launcher's: the likely cause (the kernel's OOM killer, exit 137), where to look and the fix.
+    t.match(launch.stderr.join('\n'), new RegExp('failed: host 1 was killed by SIGKILL \\(not by tandem: the kernel\'s out-of-memory killer, or a user; ' +
+      `check \`dmesg\` \\(or \`journalctl -k\`\\) for "Out of memory: Killed process ${pid}"; a smaller --batch or fewer --devices per process uses less memory\\)`));
+    t.equal(end.code, 137, 'exit 128 + SIGKILL');
   });
 }

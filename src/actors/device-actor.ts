@@ -1,11 +1,13 @@
 /**
  * Main-thread handle of one device: its compute thread and its comm thread,
  * each a worker with a typed mailbox. Unexpected exits and uncaught errors are
- * reported to `onFailure` with the device, step and phase from the control block.
+ * reported to `onFailure` with the device, step and phase from the control block;
+ * a thread ended at its heap limit as OUT_OF_MEMORY, with the fixes (worker-memory.ts).
  */
 import { once } from 'node:events';
 import { Worker, type TransferListItem } from 'node:worker_threads';
 import { workerFlags } from './worker-exec-argv.js';
+import { isWorkerOutOfMemory, outOfMemoryWords } from './worker-memory.js';
 import { TandemError, deserializeError, type SerializedError } from '../errors.js';
 import type { ControlBlock } from './control-block.js';
 import type { DeviceIdentity, FromComm, FromCompute, ToComm, ToCompute } from './protocol.js';
@@ -41,7 +43,10 @@ export class DeviceActor {
   private spawn(file: string, side: 'compute' | 'comm', onMessage: (m: unknown) => void): Worker {
     const w = new Worker(new URL(file, import.meta.url), { name: `tandem-device${this.device}-${side}`, ...workerFlags() });
     w.on('message', onMessage);
-    w.on('error', err => this.fail(side, `uncaught ${err.name}: ${err.message}`, 'DEVICE_FAILED', err));
+    w.on('error', err => {
+      if (isWorkerOutOfMemory(err)) this.fail(side, outOfMemoryWords(`the ${side} thread`), 'OUT_OF_MEMORY', err);
+      else this.fail(side, `uncaught ${err.name}: ${err.message}`, 'DEVICE_FAILED', err);
+    });
     w.on('exit', code => {
       const expected = side === 'comm' && this.commDone && code === 0;
       if (!expected) this.fail(side, `its ${side} thread exited with code ${code}`, 'WORKER_EXITED');
@@ -49,7 +54,7 @@ export class DeviceActor {
     return w;
   }
 
-  private fail(side: string, cause: string, code: 'DEVICE_FAILED' | 'WORKER_EXITED', err?: Error): void {
+  private fail(side: string, cause: string, code: 'DEVICE_FAILED' | 'WORKER_EXITED' | 'OUT_OF_MEMORY', err?: Error): void {
     if (this.closing) return;
     const { phase, step } = this.control.phaseOf(this.identity.local, side as 'compute' | 'comm');
     this.events.onFailure(new TandemError(code, `device ${this.device} failed at step ${step} in phase ${phase} (${side} thread): ${cause}`,

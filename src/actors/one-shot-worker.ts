@@ -6,6 +6,7 @@
 import { Worker } from 'node:worker_threads';
 import { TandemError, deserializeError, type SerializedError } from '../errors.js';
 import { workerFlags } from './worker-exec-argv.js';
+import { isWorkerOutOfMemory, outOfMemoryWords } from './worker-memory.js';
 
 export type OneShotReply<R> = R | { type: 'error'; error: SerializedError };
 
@@ -14,7 +15,8 @@ export async function runOneShotWorker<R extends { type: string }>(file: URL, wo
   try {
     const reply = await new Promise<OneShotReply<R>>((resolve, reject) => {
       worker.once('message', resolve);
-      worker.once('error', reject);
+      worker.once('error', err => reject(isWorkerOutOfMemory(err)
+        ? new TandemError('OUT_OF_MEMORY', outOfMemoryWords(`the thread of the ${what}`), undefined, { cause: err }) : err));
       worker.once('exit', code => reject(new TandemError('WORKER_EXITED', `the ${what} thread exited with code ${code}`)));
     });
     if (reply.type === 'error') {

@@ -12,6 +12,7 @@ import path from 'node:path';
 import { Packr } from 'msgpackr';
 import { TandemError } from '../errors.js';
 import { writeFileAtomically } from '../output/atomic-write.js';
+import { fsReason } from '../output/fs-reason.js';
 import { makeDirectory } from '../output/make-directory.js';
 
 const packr = new Packr({ structuredClone: true });
@@ -45,8 +46,11 @@ export interface Checkpoint {
   fingerprint: string;
 }
 
-/** A checkpoint file's bytes and where they were read (`source`: a file, or host 0's file sent over the network). */
-export interface CheckpointBytes { source: string; bytes: Uint8Array }
+/**
+ * A checkpoint file's bytes and where they were read (`source`: a file, or host 0's file sent over the network);
+ * `skipped`: newer checkpoints of its directory that did not read back whole, each with its problem (see newestWholeCheckpoint).
+ */
+export interface CheckpointBytes { source: string; bytes: Uint8Array; skipped?: string[] }
 
 export function checkpointPath(dir: string, step: number): string {
   return path.join(dir, `checkpoint-${String(step).padStart(9, '0')}.tandem`);
@@ -71,22 +75,98 @@ export async function readCheckpoint(file: string): Promise<Checkpoint> {
 
 /** A checkpoint file's bytes (`file` names where they came from in errors), checked as readCheckpoint does. */
 export function decodeCheckpoint(bytes: Uint8Array, file: string): Checkpoint {
+  const checked = checkBytes(bytes);
+  if ('problem' in checked) {
+    throw new TandemError('BAD_CHECKPOINT', `checkpoint ${file} is ${checked.problem}: ${checked.advice}; ${checked.fix ?? RESUME_EARLIER}`);
+  }
+  return packr.unpack(checked.payload) as Checkpoint;
+}
+
+/** Why a checkpoint's bytes do not read back whole, in a few words (`truncated (2100 of 4201 bytes)`), what likely made it so, and the fix when not RESUME_EARLIER. */
+interface Unreadable { problem: string; advice: string; fix?: string }
+
+const RESUME_EARLIER = 'resume from an earlier checkpoint (--resume DIR takes the newest of DIR that reads back whole)';
+
+/** A checkpoint's payload, once its frame and checksum are checked; else why not. */
+function checkBytes(bytes: Uint8Array): { payload: Uint8Array } | Unreadable {
+  if (bytes.length === 0) return { problem: 'empty (0 bytes)', advice: 'its write or copy did not finish' };
   let outer: { magic?: string; version?: number; sha256?: string; payload?: Uint8Array };
   try {
     outer = packr.unpack(bytes) as typeof outer;
   } catch (err) {
-    throw new TandemError('BAD_CHECKPOINT', `checkpoint ${file} cannot be read (${(err as Error).message}): it is truncated or not a tandem checkpoint`);
+    const size = framedSize(bytes);
+    if (size !== undefined && bytes.length < size) return { problem: `truncated (${bytes.length} of ${size} bytes)`, advice: 'its write or copy did not finish' };
+    if (size !== undefined && bytes.length > size) {
+      return { problem: `${bytes.length - size} bytes longer than its contents (${bytes.length} bytes, ${size} expected)`, advice: 'something was appended or copied over it' };
+    }
+    if ((err as { incomplete?: boolean }).incomplete) { // msgpackr: the bytes end before the value does
+      return { problem: `truncated (${bytes.length} bytes, cut off before the header that records its size)`, advice: 'its write or copy did not finish' };
+    }
+    return { problem: 'not a tandem checkpoint (it does not decode as one)', advice: 'it was altered, or it is another file' };
   }
   if (!outer || outer.magic !== MAGIC || !outer.payload || typeof outer.sha256 !== 'string') {
-    throw new TandemError('BAD_CHECKPOINT', `${file} is not a tandem checkpoint (or it is truncated)`);
+    return { problem: 'not a tandem checkpoint (no tandem-checkpoint header)', advice: 'it was altered, or it is another file' };
   }
-  if (outer.version !== VERSION) throw new TandemError('BAD_CHECKPOINT', `checkpoint ${file} has format version ${outer.version}; this tandem reads version ${VERSION}`);
+  if (outer.version !== VERSION) return { problem: `of format version ${outer.version}, and this tandem reads version ${VERSION}`, advice: 'another version of tandem wrote it', fix: 'resume with that version' };
   const sha256 = createHash('sha256').update(outer.payload).digest('hex');
   if (sha256 !== outer.sha256) {
-    throw new TandemError('BAD_CHECKPOINT', `checkpoint ${file} is corrupt: its checksum does not match its contents (altered or partly written); ` +
-      'resume from an earlier checkpoint');
+    return { problem: 'corrupt: its checksum does not match its contents', advice: 'it was altered or partly written' };
   }
-  return packr.unpack(outer.payload) as Checkpoint;
+  return { payload: outer.payload };
+}
+
+/**
+ * The size a checkpoint's frame declares (its last field, the payload, is counted by its header): the msgpack of
+ * `{ magic, version, sha256, payload }` as msgpackr packs it (a record: a definition, an array of keys, then their
+ * values). Undefined when `bytes` end before the payload's header, or are not such a frame.
+ */
+function framedSize(bytes: Uint8Array): number | undefined {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const need = (at: number, n: number) => { if (at + n > bytes.length) throw new RangeError('short'); };
+  const uint = (at: number, n: 1 | 2 | 4) => { need(at, n); return n === 1 ? view.getUint8(at) : n === 2 ? view.getUint16(at) : view.getUint32(at); };
+  const stringAt = (at: number, n: number) => { need(at, n); return Buffer.from(bytes.buffer, bytes.byteOffset + at, n).toString('utf8'); };
+  // After the value at `at` (its contents are not read: a bin or an ext is skipped by its header alone).
+  const skip = (at: number): number => {
+    const b = uint(at, 1);
+    if (b <= 0x7f || b >= 0xe0 || b === 0xc0 || b === 0xc2 || b === 0xc3) return at + 1;
+    if (b >= 0xa0 && b <= 0xbf) return at + 1 + (b & 0x1f);
+    const sized: Record<number, [1 | 2 | 4, number]> = { 0xc4: [1, 0], 0xc5: [2, 0], 0xc6: [4, 0], 0xc7: [1, 1], 0xc8: [2, 1], 0xc9: [4, 1], 0xd9: [1, 0], 0xda: [2, 0], 0xdb: [4, 0] };
+    if (sized[b]) { const [n, type] = sized[b]; return at + 1 + n + type + uint(at + 1, n); }
+    const fixed: Record<number, number> = { 0xca: 5, 0xcb: 9, 0xcc: 2, 0xcd: 3, 0xce: 5, 0xcf: 9, 0xd0: 2, 0xd1: 3, 0xd2: 5, 0xd3: 9, 0xd5: 4, 0xd6: 6, 0xd7: 10, 0xd8: 18 };
+    if (fixed[b]) return at + fixed[b];
+    throw new RangeError('not a frame');
+  };
+  try {
+    // d4 72 <id>: msgpackr's record definition; then the keys (a fixarray of fixstr), then one value per key.
+    if (uint(0, 1) !== 0xd4 || uint(1, 1) !== 0x72) return undefined;
+    const keysAt = 3, count = uint(keysAt, 1) - 0x90;
+    if (count < 1 || count > 15) return undefined;
+    let at = keysAt + 1;
+    const keys: string[] = [];
+    for (let k = 0; k < count; k++) {
+      const b = uint(at, 1);
+      if (b < 0xa0 || b > 0xbf) return undefined;
+      keys.push(stringAt(at + 1, b & 0x1f));
+      at = skip(at);
+    }
+    if (keys[keys.length - 1] !== 'payload') return undefined;
+    for (let k = 0; k < count; k++) at = skip(at);
+    return at;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A checkpoint file's bytes, read back whole (frame and checksum), else why not; `file` names it in a read error. */
+async function readWhole(file: string): Promise<{ bytes: Uint8Array } | Unreadable> {
+  let bytes: Uint8Array;
+  try {
+    bytes = await readFile(file);
+  } catch (err) {
+    return { problem: `not readable: ${fsReason(err)}`, advice: 'check the file\'s permissions and disk' };
+  }
+  const checked = checkBytes(bytes);
+  return 'problem' in checked ? checked : { bytes };
 }
 
 /** The steps of the complete checkpoints in `dir`, newest first. */
@@ -99,16 +179,37 @@ function stepsOf(names: string[]): number[] {
   return names.map(n => NAME.exec(n)).filter((m): m is RegExpExecArray => m !== null).map(m => Number(m[1])).sort((a, b) => b - a);
 }
 
-/** The latest complete checkpoint in `dir` (temporary files of an interrupted write are ignored). */
-export async function latestCheckpoint(dir: string): Promise<string> {
-  let names: string[];
+async function namesIn(dir: string): Promise<string[]> {
   try {
-    names = await readdir(dir);
+    return await readdir(dir);
   } catch {
     throw new TandemError('BAD_CHECKPOINT', `--resume ${dir}: no such directory`);
   }
-  const steps = stepsOf(names);
+}
+
+/** The latest complete checkpoint in `dir` (temporary files of an interrupted write are ignored). */
+export async function latestCheckpoint(dir: string): Promise<string> {
+  const steps = stepsOf(await namesIn(dir));
   if (steps.length === 0) throw new TandemError('BAD_CHECKPOINT', `--resume ${dir}: no checkpoint-*.tandem file in it`);
   return checkpointPath(dir, steps[0]);
 }
 
+/**
+ * The newest checkpoint of `dir` that reads back whole (its frame and checksum; temporary files of an interrupted
+ * write are ignored), and the newer ones skipped, each with its problem (`checkpoint-000000012.tandem: truncated (2100
+ * of 4201 bytes)`): a machine that died mid-copy, a partial rsync, a disk error cost one checkpoint, not the run.
+ * BAD_CHECKPOINT when `dir` holds no checkpoint, or none reads back whole (naming each and its problem).
+ */
+export async function newestWholeCheckpoint(dir: string): Promise<CheckpointBytes> {
+  const steps = stepsOf(await namesIn(dir));
+  if (steps.length === 0) throw new TandemError('BAD_CHECKPOINT', `--resume ${dir}: no checkpoint-*.tandem file in it`);
+  const skipped: string[] = [];
+  for (const step of steps) {
+    const file = checkpointPath(dir, step);
+    const read = await readWhole(file);
+    if ('bytes' in read) return { source: file, bytes: read.bytes, skipped };
+    skipped.push(`${path.basename(file)}: ${read.problem}, ${read.advice}`);
+  }
+  throw new TandemError('BAD_CHECKPOINT', `--resume ${dir}: none of its ${steps.length} checkpoint(s) reads back whole — ${skipped.join('; ')}. ` +
+    'Resume from a copy of the directory that is whole, or start the run again without --resume');
+}

@@ -10,7 +10,7 @@ import { TandemError } from '../errors.js';
 import { modelStateSlots, optimizerStateOf, paramSlots, type SharedBuffers } from '../actors/shared-buffers.js';
 import type { WeightShape } from '../actors/protocol.js';
 import { readFile } from 'node:fs/promises';
-import { checkpointSteps, decodeCheckpoint, latestCheckpoint, type Checkpoint, type CheckpointBytes, type HeadState, type HookCheckpoint } from './checkpoint-file.js';
+import { checkpointSteps, decodeCheckpoint, newestWholeCheckpoint, type Checkpoint, type CheckpointBytes, type HeadState, type HookCheckpoint } from './checkpoint-file.js';
 
 /** What must match for a checkpoint to continue this run exactly. */
 export function runFingerprint(cfg: ResolvedConfig): string {
@@ -58,20 +58,31 @@ export function fingerprintDifferences(saved: string, mine: string): string[] {
   return out;
 }
 
-/** Reads the checkpoint to resume from (`resume` is a checkpoint file or a directory: its latest), checked against this run. */
+/** Reads the checkpoint to resume from (`resume` is a checkpoint file or a directory: its newest that reads back whole), checked against this run. */
 export async function loadResume(cfg: ResolvedConfig, weights: WeightShape[], state: WeightShape[] = []): Promise<Checkpoint> {
   return checkResume(cfg, await readResumeBytes(cfg), weights, state);
 }
 
-/** The bytes of the checkpoint to resume from (`resume` is a checkpoint file or a directory: its latest). */
+/**
+ * The bytes of the checkpoint to resume from: `resume` is a checkpoint file (that one, or BAD_CHECKPOINT: never another
+ * in its place) or a directory (its newest checkpoint that reads back whole; the newer ones skipped are in `skipped`).
+ */
 export async function readResumeBytes(cfg: ResolvedConfig): Promise<CheckpointBytes> {
   const target = cfg.resume!;
-  const file = statSync(target, { throwIfNoEntry: false })?.isFile() ? target : await latestCheckpoint(target);
+  if (!statSync(target, { throwIfNoEntry: false })?.isFile()) return newestWholeCheckpoint(target);
+  const file = target;
   try {
     return { source: file, bytes: await readFile(file) };
   } catch (err) {
     throw new TandemError('BAD_CHECKPOINT', `checkpoint ${file} cannot be read: ${(err as Error).message}`, undefined, { cause: err });
   }
+}
+
+/** What a run resumed from a directory says of the newer checkpoints it skipped (`skipped` of readResumeBytes), else undefined. */
+export function skippedCheckpointsWarning(cfg: ResolvedConfig, ckpt: Checkpoint, { source, skipped }: CheckpointBytes): string | undefined {
+  if (!skipped || skipped.length === 0) return undefined;
+  return `--resume ${cfg.resume}: skipped ${skipped.length} newer checkpoint(s) that do not read back whole — ${skipped.join('; ')}; ` +
+    `resuming from ${path.basename(source)} (step ${ckpt.step}), the newest that does`;
 }
 
 /** A checkpoint's bytes decoded and checked against this run. */

@@ -14,6 +14,7 @@ import { DeviceActor, deviceError } from '../actors/device-actor.js';
 import { allocateModelBuffers, paramSlots, registeredSlots, type SharedBuffers } from '../actors/shared-buffers.js';
 import type { FromComm, FromCompute, FinishedReport, WeightShape } from '../actors/protocol.js';
 import { allocateInputBuffers, ShardLoadError, type ShardLoader } from '../data/shard-loader.js';
+import { isWorkerOutOfMemory, outOfMemoryWords } from '../actors/worker-memory.js';
 import { sampleSize } from '../data/dataset.js';
 import { layoutParameters, type ParameterGroup, type ParameterLayout } from '../model/parameter-layout.js';
 import { chunksOf } from '../pipeline/priority-schedule.js';
@@ -25,7 +26,7 @@ import type { PreparedCommunicator } from '../collectives/transport.js';
 import { getMethod } from '../methods/method-registry.js';
 import type { TrainingMethod } from '../methods/training-method.js';
 import type { Checkpoint, HeadState } from '../checkpoint/checkpoint-file.js';
-import { checkpointDirOf, checkResume, earlierRunWarning, hookStartsAfresh, readResumeBytes, restoreShared, takeCheckpoint } from '../checkpoint/run-checkpoints.js';
+import { checkpointDirOf, checkResume, earlierRunWarning, hookStartsAfresh, readResumeBytes, restoreShared, skippedCheckpointsWarning, takeCheckpoint } from '../checkpoint/run-checkpoints.js';
 import { HookStateSlots } from './hook-state-slots.js';
 import { CheckpointStore } from '../checkpoint/checkpoint-store.js';
 import { StepPreimage } from '../actors/step-preimage.js';
@@ -290,8 +291,9 @@ export class TrainingRun {
     }
     const load = (step: number) => this.loader!.fill(step).catch((err: unknown) => {
       const device = err instanceof ShardLoadError ? err.device : -1;
-      throw new TandemError('DATA_FAILED', `device ${device} failed at step ${step} in phase load (data loader): ${(err as Error).message}`,
-        { device, step, phase: 'load' }, { cause: err instanceof ShardLoadError ? err.cause : err });
+      const cause = err instanceof ShardLoadError ? err.cause : err;
+      const [code, what] = isWorkerOutOfMemory(cause) ? ['OUT_OF_MEMORY', outOfMemoryWords('its data loader thread')] as const : ['DATA_FAILED', (err as Error).message] as const;
+      throw new TandemError(code, `device ${device} failed at step ${step} in phase load (data loader): ${what}`, { device, step, phase: 'load' }, { cause });
     });
     return { ...built, groups, buffers, load };
   }
@@ -318,7 +320,10 @@ export class TrainingRun {
     const channel = this.world?.channel;
     const bytes = channel ? await channel.shareCheckpoint(() => readResumeBytes(this.cfg)) : await readResumeBytes(this.cfg);
     this.resumeSource = bytes.source;
-    return checkResume(this.cfg, bytes, weights, state);
+    const ckpt = checkResume(this.cfg, bytes, weights, state);
+    const skipped = skippedCheckpointsWarning(this.cfg, ckpt, bytes); // host 0's (it read the directory); the others get bytes only
+    if (skipped) this.hooks.onEvent?.({ type: 'warning', step: 0, message: skipped });
+    return ckpt;
   }
 
   /**

@@ -64,6 +64,9 @@ export async function launchHosts(argv: string[], onLine: (prefix: string, line:
   const plan = await planLaunch(args, machine);
   const children = plan.members.map(m => startHost(m, plan, args.trainArgs, onLine));
   const name = (i: number) => plan.gpus ? `GPU process ${plan.members[i].rank} (pid ${children[i].pid})` : `host ${plan.members[i].rank}`;
+  /** The processes the launcher itself sent SIGKILL (stopOthers, past the grace): any other SIGKILL came from outside. */
+  const killedByUs = new Set<ChildProcess>();
+  const failure = (end: HostEnd) => failed(end, children[end.member].pid, killedByUs.has(children[end.member]));
   announce(plan, children, say);
   let forwarded: NodeJS.Signals | undefined;
   const forward = (signal: NodeJS.Signals) => {
@@ -75,17 +78,17 @@ export async function launchHosts(argv: string[], onLine: (prefix: string, line:
   try {
     await Promise.all(children.map(async (child, i) => {
       const end = await hostEnd(child, i);
-      if (firstFailure || failed(end) === undefined) return;
+      if (firstFailure || failure(end) === undefined) return;
       firstFailure = end;
       if (forwarded) return; // every process has the signal already: a second one would abort their stop
-      say(`${name(i)} ${failed(end)}; stopping the other ${plan.gpus ? 'GPU processes' : 'hosts'}`);
-      stopOthers(children);
+      say(`${name(i)} ${failure(end)}; stopping the other ${plan.gpus ? 'GPU processes' : 'hosts'}`);
+      stopOthers(children, killedByUs);
     }));
   } finally {
     for (const s of FORWARDED_SIGNALS) process.off(s, forward);
   }
   if (!firstFailure) return 0;
-  const who = `${name(firstFailure.member)} ${failed(firstFailure)}`;
+  const who = `${name(firstFailure.member)} ${failure(firstFailure)}`;
   say(forwarded ? `stopped on ${forwarded}: ${who}` : `failed: ${who}`);
   return firstFailure.kind === 'exited' ? firstFailure.code : 128 + (constants.signals[firstFailure.signal] ?? 0);
 }
@@ -172,20 +175,32 @@ async function hostEnd(child: ChildProcess, member: number): Promise<HostEnd> {
   return signal ? { kind: 'killed', member, signal } : { kind: 'exited', member, code: code ?? 1 };
 }
 
-/** What went wrong with a host, in words; undefined when it ended well. */
-function failed(end: HostEnd): string | undefined {
+/**
+ * What went wrong with a host (`pid`), in words; undefined when it ended well. A SIGKILL the launcher did not send
+ * (`byUs`: its own, past the stop grace) is most often the kernel's out-of-memory killer: the words say so, where to
+ * look, and what uses less memory (a process killed outright says nothing itself).
+ */
+function failed(end: HostEnd, pid?: number, byUs = false): string | undefined {
   switch (end.kind) {
     case 'exited': return end.code === 0 ? undefined : `exited with code ${end.code}`;
-    case 'killed': return `was killed by ${end.signal}`;
+    case 'killed':
+      if (end.signal !== 'SIGKILL') return `was killed by ${end.signal}`;
+      if (byUs) return `was killed by SIGKILL (by tandem launch: it had not stopped ${STOP_GRACE_MS / 1000} s after SIGTERM)`;
+      return 'was killed by SIGKILL (not by tandem: the kernel\'s out-of-memory killer, or a user; check `dmesg` (or `journalctl -k`) ' +
+        `for "Out of memory: Killed process${pid !== undefined ? ` ${pid}` : ''}"; a smaller --batch or fewer --devices per process uses less memory)`;
     default: { const never: never = end; throw new Error(`unknown host end ${JSON.stringify(never)}`); }
   }
 }
 
-/** SIGTERM to every host still running (each ends its step, as on a stop); SIGKILL to any still there after STOP_GRACE_MS. */
-function stopOthers(children: ChildProcess[]): void {
+/** SIGTERM to every host still running (each ends its step, as on a stop); SIGKILL to any still there after STOP_GRACE_MS (added to `killed`). */
+function stopOthers(children: ChildProcess[], killed: Set<ChildProcess>): void {
   const running = children.filter(c => c.exitCode === null && c.signalCode === null);
   running.forEach(c => c.kill('SIGTERM'));
-  const timer = setTimeout(() => running.forEach(c => { if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL'); }), STOP_GRACE_MS);
+  const timer = setTimeout(() => running.forEach(c => {
+    if (c.exitCode !== null || c.signalCode !== null) return;
+    killed.add(c);
+    c.kill('SIGKILL');
+  }), STOP_GRACE_MS);
   timer.unref();
 }
 
