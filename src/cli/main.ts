@@ -46,13 +46,14 @@ const HELP = `tandem — train TensorFlow.js models on several devices at once
                [--trace FILE.json]            (Chrome trace: Perfetto / chrome://tracing)
                [--classes C] [--image-size HxW[xC]] [--dataset-size N]
                [--method data-parallel|local-head|partial-fc] [--embedding E] [--head linear|cosine]
-               [--scale S] [--margin M] [--sample-rate R] [--held-out N] [--eval-samples N] [--export-device D] [--export-classifier]
+               [--scale S] [--margin M] [--sample-rate R] [--held-out N] [--eval-samples N] [--export-device D] [--export-classifier (needs --out)]
                [--on-nan error|skip-step] [--checkpoint-every K] [--checkpoint-dir DIR] [--resume DIR|FILE]
                [--keep-checkpoints K]         (the K newest checkpoints are kept; default 3, 0 keeps all)
                [--stop-grace-ms MS]           (how long a stopped step may take; default 5000)
                [--replica-check-every K]      (compare every replica's parameter bits every K steps; default 100, 0: off)
                [--stall-timeout-ms MS]        (watchdog: a silent device fails the run after MS, a silent peer host after 2 × MS; default 120000)
                [--out DIR] [--json] [--quiet] [--verbose]  (--verbose: a host other than 0 shows its own progress too)
+  Each flag once (--plugin repeats); counts in decimal digits (--steps 200), real values also in exponent notation (--lr 1e-3).
   SIGINT/SIGTERM/SIGHUP finish the current step, write a checkpoint (to --checkpoint-dir or --out) and exit with
   130/143/129; a second one (or the step still running after --stop-grace-ms) aborts the step and checkpoints the
   last completed step. Output to a closed pipe (| head) is dropped; training goes on.

@@ -121,8 +121,13 @@ export function splitLaunchArgs(argv: string[]): LaunchArgs {
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i].split(/=(.*)/s, 2);
     const key = flag.startsWith('--') ? flag.slice(2) : '';
-    if (key === 'hosts' || key === 'gpus' || key === 'host-rank' || key === 'rendezvous') own[key] = inline ?? argv[++i];
-    else trainArgs.push(argv[i]);
+    if (key !== 'hosts' && key !== 'gpus' && key !== 'host-rank' && key !== 'rendezvous') {
+      trainArgs.push(argv[i]);
+      continue;
+    }
+    const value = inline ?? argv[++i];
+    if (own[key] !== undefined) throw new TandemError('BAD_CONFIG', `tandem launch --${key} is given twice ('${own[key]}', then '${value}'): give it once`);
+    own[key] = value;
   }
   if (own.gpus === undefined) {
     for (const f of ['host-rank', 'rendezvous'] as const) if (own[f] !== undefined) throw new TandemError('BAD_CONFIG', `tandem launch sets --${f} for every host itself; leave it out`);
@@ -136,7 +141,7 @@ export function splitLaunchArgs(argv: string[]): LaunchArgs {
   }
   if (own['host-rank'] !== undefined) {
     out.hostRank = Number(own['host-rank']);
-    if (!Number.isInteger(out.hostRank) || out.hostRank < 0 || out.hostRank >= out.hosts) throw new TandemError('BAD_CONFIG', `tandem launch --host-rank must be an integer in [0, ${out.hosts}), got '${own['host-rank']}'`);
+    if (!/^\d+$/.test(own['host-rank']) || out.hostRank < 0 || out.hostRank >= out.hosts) throw new TandemError('BAD_CONFIG', `tandem launch --host-rank must be an integer in [0, ${out.hosts}), got '${own['host-rank']}'`);
     out.rendezvous = own.rendezvous;
   } else if (out.hosts * out.gpus! > MAX_LOCAL) {
     throw new TandemError('BAD_CONFIG', `tandem launch --hosts ${out.hosts} --gpus ${out.gpus}: ${out.hosts * out.gpus!} local processes, more than ${MAX_LOCAL}`);
@@ -146,7 +151,7 @@ export function splitLaunchArgs(argv: string[]): LaunchArgs {
 
 function count(flag: string, text: string | undefined, max: number): number {
   const n = Number(text);
-  if (text === undefined || !Number.isInteger(n) || n < 1 || n > max) throw new TandemError('BAD_CONFIG', `tandem launch --${flag} must be an integer in [1, ${max}], got '${text}'`);
+  if (text === undefined || !/^\d+$/.test(text) || n < 1 || n > max) throw new TandemError('BAD_CONFIG', `tandem launch --${flag} must be an integer in [1, ${max}], got '${text}'`);
   return n;
 }
 
