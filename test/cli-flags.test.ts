@@ -1,6 +1,7 @@
 // The command line's flags as a new user types them, through the real `tandem` command: an option that writes only
 // into --out given without --out, a flag given twice, numbers in a notation Number() reads but a person does not mean
-// (0x10, 1e3 steps, ' 8', ''). Each is BAD_CONFIG naming the flag, the value and the fix, before anything trains.
+// (0x10, 1e3 steps, ' 8', ''), and `tandem launch` with a bad train flag. Each is BAD_CONFIG naming the flag, the
+// value and the fix, before anything trains or any host process starts.
 import tap from 'tap';
 import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync } from 'node:fs';
@@ -68,4 +69,15 @@ tap.test('numbers: integers in decimal digits, reals in decimal or exponent nota
   }
   t.same(parseTrainArgs(['--lr', '1e-3', '--momentum', '.5', '--scale', '30', '--devices', '-1', '--steps', '0012']).config, { lr: 0.001, momentum: 0.5, scale: 30, devices: -1, steps: 12 },
     'exponent notation for a real, a sign, leading zeros: read');
+});
+
+tap.test('tandem launch with a bad train flag fails as train does, before any host process starts (the hosts used to start and fail one by one)', async t => {
+  for (const bad of [['--devices', '0'], ['--steps', '0x10'], ['--steps', '2', '--steps', '3']]) {
+    const flags = replacing([...SMALL, '--batch', '8', '--steps', '2'], bad[0], bad);
+    const train = await runCli(['train', ...flags]);
+    const launch = await runCli(['launch', '--hosts', '2', ...flags]);
+    t.equal(train.code, 1, `train ${bad.join(' ')}: exit 1`);
+    t.same({ code: launch.code, stderr: launch.stderr }, { code: train.code, stderr: train.stderr }, `launch ${bad.join(' ')}: train's exit code and message (${train.stderr.trim()})`);
+    t.notMatch(launch.stdout + launch.stderr, /\[host \d\]|tandem launch: 2 hosts/, `launch ${bad.join(' ')}: no host started`);
+  }
 });

@@ -65,7 +65,8 @@ const HELP = `tandem — train TensorFlow.js models on several devices at once
   Host 0 shows the world (metrics over every device, every host's warnings; --trace: a process per host); the other
   hosts print warnings, errors and a final line (--verbose: their own progress too).
 
-  tandem launch --hosts N [train flags…]   (N local processes on 127.0.0.1, output prefixed [host R]; one failing ends all)
+  tandem launch --hosts N [train flags…]   (N local processes on 127.0.0.1, output prefixed [host R]; one failing ends all;
+               the train flags are checked as train checks them before any process starts)
   tandem launch --gpus N [train flags…]    (a process per GPU of this machine, each pinned to its GPU and one device,
                joined like hosts, output prefixed [gpu K]; no GPU: N processes share the software Vulkan driver)
   tandem launch --gpus N --hosts H --host-rank R --rendezvous HOST:PORT [train flags…]
@@ -109,6 +110,11 @@ function autoLines(c: AutoChoice): string[] {
     `auto: runs --strategy ${c.strategy}${c.splitLayer ? ` --split-layer ${c.splitLayer}` : ''} --forward-wait ${c.forwardWait} ` +
       `--exchange-order ${c.exchangeOrder}${c.chunkFloats ? ` --chunk-floats ${c.chunkFloats}` : ''}${c.commHook ? ` --comm-hook ${c.commHook}` : ''}: predicted ${c.predictedMs.toFixed(1)} ms/step`,
   ];
+}
+
+/** What `tandem train ARGS` checks before it starts anything (flags, then the config); `tandem launch` runs it before it starts a process. */
+async function checkTrainArgs(args: string[]): Promise<void> {
+  await resolveConfig(parseTrainArgs(args, 'train').config);
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -198,7 +204,7 @@ async function main(argv: string[]): Promise<number> {
     }
     case 'launch':
       return launchHosts(rest, (prefix, line) => (line.stream === 'stderr' ? process.stderr : process.stdout).write(`[${prefix}] ${line.text}\n`),
-        line => console.error(`tandem launch: ${line}`));
+        line => console.error(`tandem launch: ${line}`), checkTrainArgs);
     case 'trace':
       return traceCommand(rest);
     case 'profile': {

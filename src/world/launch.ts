@@ -57,11 +57,21 @@ export interface LaunchMachine { gpus: () => GpuInventory; cpus: number; deviceS
 
 const thisMachine = (): LaunchMachine => ({ gpus: () => findGpus(), cpus: availableParallelism(), deviceSelectLayer: hasMesaDeviceSelect() });
 
-/** `argv`: `--hosts N` and/or `--gpus N`, and the train flags. `onLine` gets each line with its process's prefix. Resolves with the launcher's exit code. */
+/**
+ * The checks `tandem train` makes of its command line before it starts anything (its flags parsed, its config
+ * resolved), failing as train fails: the launcher runs them on a process's command line before it starts any.
+ */
+export type TrainArgsCheck = (trainArgs: string[]) => Promise<void>;
+
+/**
+ * `argv`: `--hosts N` and/or `--gpus N`, and the train flags. `onLine` gets each line with its process's prefix. `checkTrain`
+ * sees the first process's train flags before any process starts. Resolves with the launcher's exit code.
+ */
 export async function launchHosts(argv: string[], onLine: (prefix: string, line: HostLine) => void, say: (line: string) => void,
-  machine: LaunchMachine = thisMachine()): Promise<number> {
+  checkTrain: TrainArgsCheck, machine: LaunchMachine = thisMachine()): Promise<number> {
   const args = splitLaunchArgs(argv);
   const plan = await planLaunch(args, machine);
+  await checkTrain(memberTrainArgs(plan.members[0], plan, args.trainArgs)); // a bad flag fails here, as train, before any process starts
   const children = plan.members.map(m => startHost(m, plan, args.trainArgs, onLine));
   const name = (i: number) => plan.gpus ? `GPU process ${plan.members[i].rank} (pid ${children[i].pid})` : `host ${plan.members[i].rank}`;
   announce(plan, children, say);
@@ -160,8 +170,7 @@ function startHost(m: Member, plan: LaunchPlan, trainArgs: string[], onLine: (pr
   // A GPU process's pinning replaces the launcher's own (a host keeps what the user set: CUDA_VISIBLE_DEVICES, DRI_PRIME…).
   for (const k of ['TANDEM_HOSTS', 'TANDEM_HOST_RANK', 'TANDEM_RENDEZVOUS', ...(plan.gpus ? PINNING_VARIABLES : [])]) delete env[k];
   Object.assign(env, m.env);
-  const world = plan.world > 1 ? ['--hosts', String(plan.world), '--host-rank', String(m.rank), '--rendezvous', plan.rendezvous] : [];
-  const child = spawn(process.execPath, [CLI, 'train', ...trainArgs, ...(plan.gpus ? ['--devices', '1'] : []), ...world],
+  const child = spawn(process.execPath, [CLI, 'train', ...memberTrainArgs(m, plan, trainArgs)],
     // Its own process group: a terminal's Ctrl-C reaches the launcher only, which forwards it once (two would abort the stop).
     // The IPC channel: a process whose launcher is gone aborts (cli/launcher-link.ts).
     { env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'], detached: true });
@@ -169,6 +178,12 @@ function startHost(m: Member, plan: LaunchPlan, trainArgs: string[], onLine: (pr
     readline.createInterface({ input: child[stream]!, crlfDelay: Infinity }).on('line', text => onLine(m.prefix, { stream, text }));
   }
   return child;
+}
+
+/** The `tandem train` flags of process `m`: the user's, with its one device (a GPU process) and its place in the world. */
+function memberTrainArgs(m: Member, plan: LaunchPlan, trainArgs: string[]): string[] {
+  const world = plan.world > 1 ? ['--hosts', String(plan.world), '--host-rank', String(m.rank), '--rendezvous', plan.rendezvous] : [];
+  return [...trainArgs, ...(plan.gpus ? ['--devices', '1'] : []), ...world];
 }
 
 /** Resolves when the host has exited and its output is read to the end. */
