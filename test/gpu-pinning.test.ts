@@ -90,7 +90,7 @@ t.test('tandem launch --gpus 3 on a machine with 2 GPUs: refused before any proc
   const sysRoot = fakeSys(t, [H200('0000:04:00.0'), H200('0000:c3:00.0')]);
   const machine = { gpus: () => findGpus({ sysRoot, nvidiaSmi: () => SMI }), cpus: 8, deviceSelectLayer: true };
   const lines: string[] = [];
-  await t.rejects(launchHosts(['--gpus', '3', '--model', 'mlp'], (prefix, l) => lines.push(`[${prefix}] ${l.text}`), l => lines.push(l), machine),
+  await t.rejects(launchHosts(['--gpus', '3', '--model', 'mlp'], (prefix, l) => lines.push(`[${prefix}] ${l.text}`), l => lines.push(l), async () => {}, machine),
     { code: 'BAD_CONFIG', message: /--gpus 3: this machine has 2 GPU\(s\)/ });
   t.same(lines, [], 'nothing started, nothing said');
 });

@@ -46,13 +46,14 @@ const HELP = `tandem — train TensorFlow.js models on several devices at once
                [--trace FILE.json]            (Chrome trace: Perfetto / chrome://tracing)
                [--classes C] [--image-size HxW[xC]] [--dataset-size N]
                [--method data-parallel|local-head|partial-fc] [--embedding E] [--head linear|cosine]
-               [--scale S] [--margin M] [--sample-rate R] [--held-out N] [--eval-samples N] [--export-device D] [--export-classifier]
+               [--scale S] [--margin M] [--sample-rate R] [--held-out N] [--eval-samples N] [--export-device D] [--export-classifier (needs --out)]
                [--on-nan error|skip-step] [--checkpoint-every K] [--checkpoint-dir DIR] [--resume DIR|FILE]
                [--keep-checkpoints K]         (the K newest checkpoints are kept; default 3, 0 keeps all)
                [--stop-grace-ms MS]           (how long a stopped step may take; default 5000)
                [--replica-check-every K]      (compare every replica's parameter bits every K steps; default 100, 0: off)
                [--stall-timeout-ms MS]        (watchdog: a silent device fails the run after MS, a silent peer host after 2 × MS; default 120000)
                [--out DIR] [--json] [--quiet] [--verbose]  (--verbose: a host other than 0 shows its own progress too)
+  Each flag once (--plugin repeats); counts in decimal digits (--steps 200), real values also in exponent notation (--lr 1e-3).
   SIGINT/SIGTERM/SIGHUP finish the current step, write a checkpoint (to --checkpoint-dir or --out) and exit with
   130/143/129; a second one (or the step still running after --stop-grace-ms) aborts the step and checkpoints the
   last completed step. Output to a closed pipe (| head) is dropped; training goes on.
@@ -64,7 +65,8 @@ const HELP = `tandem — train TensorFlow.js models on several devices at once
   Host 0 shows the world (metrics over every device, every host's warnings; --trace: a process per host); the other
   hosts print warnings, errors and a final line (--verbose: their own progress too).
 
-  tandem launch --hosts N [train flags…]   (N local processes on 127.0.0.1, output prefixed [host R]; one failing ends all)
+  tandem launch --hosts N [train flags…]   (N local processes on 127.0.0.1, output prefixed [host R]; one failing ends all;
+               the train flags are checked as train checks them before any process starts)
   tandem launch --gpus N [train flags…]    (a process per GPU of this machine, each pinned to its GPU and one device,
                joined like hosts, output prefixed [gpu K]; no GPU: N processes share the software Vulkan driver)
   tandem launch --gpus N --hosts H --host-rank R --rendezvous HOST:PORT [train flags…]
@@ -108,6 +110,11 @@ function autoLines(c: AutoChoice): string[] {
     `auto: runs --strategy ${c.strategy}${c.splitLayer ? ` --split-layer ${c.splitLayer}` : ''} --forward-wait ${c.forwardWait} ` +
       `--exchange-order ${c.exchangeOrder}${c.chunkFloats ? ` --chunk-floats ${c.chunkFloats}` : ''}${c.commHook ? ` --comm-hook ${c.commHook}` : ''}: predicted ${c.predictedMs.toFixed(1)} ms/step`,
   ];
+}
+
+/** What `tandem train ARGS` checks before it starts anything (flags, then the config); `tandem launch` runs it before it starts a process. */
+async function checkTrainArgs(args: string[]): Promise<void> {
+  await resolveConfig(parseTrainArgs(args, 'train').config);
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -197,7 +204,7 @@ async function main(argv: string[]): Promise<number> {
     }
     case 'launch':
       return launchHosts(rest, (prefix, line) => (line.stream === 'stderr' ? process.stderr : process.stdout).write(`[${prefix}] ${line.text}\n`),
-        line => console.error(`tandem launch: ${line}`));
+        line => console.error(`tandem launch: ${line}`), checkTrainArgs);
     case 'trace':
       return traceCommand(rest);
     case 'profile': {

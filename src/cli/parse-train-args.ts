@@ -4,15 +4,21 @@ import { parseArgs } from 'node:util';
 import { TandemError } from '../errors.js';
 import type { TrainConfig } from '../config-types.js';
 import { fsReason } from '../output/fs-reason.js';
+import { flagNumber, type NumberKind } from './flag-number.js';
 
 /** verbose: a host other than 0 shows its own progress too (by default host 0 shows the world's; the others only warnings, errors and their final line). */
 export interface TrainCliOptions { config: TrainConfig; json: boolean; quiet: boolean; verbose: boolean; profileSteps?: number }
 
-const NUMBER_FLAGS = { devices: 'devices', hosts: 'hosts', 'host-rank': 'hostRank', 'native-threads': 'nativeThreads', batch: 'batch', steps: 'steps', epochs: 'epochs', lr: 'lr', momentum: 'momentum', seed: 'seed', classes: 'classes', 'dataset-size': 'datasetSize',
-  'split-layer': 'splitLayer', embedding: 'embedding', scale: 'scale', margin: 'margin', 'sample-rate': 'sampleRate',
-  'held-out': 'heldOut', 'eval-samples': 'evalSamples', 'checkpoint-every': 'checkpointEvery', 'replica-check-every': 'replicaCheckEvery', 'keep-checkpoints': 'keepCheckpoints', 'stop-grace-ms': 'stopGraceMs', 'stall-timeout-ms': 'stallTimeoutMs', 'export-device': 'exportDevice', 'time-share': 'timeShare', 'param-share': 'paramShare', 'bucket-mb': 'bucketCapMB', 'first-bucket-mb': 'firstBucketMB', 'chunk-floats': 'chunkFloats' } as const;
+const INTEGER_FLAGS = { devices: 'devices', hosts: 'hosts', 'host-rank': 'hostRank', 'native-threads': 'nativeThreads', batch: 'batch', steps: 'steps', epochs: 'epochs', seed: 'seed', classes: 'classes', 'dataset-size': 'datasetSize',
+  'split-layer': 'splitLayer', embedding: 'embedding', 'held-out': 'heldOut', 'eval-samples': 'evalSamples', 'checkpoint-every': 'checkpointEvery', 'replica-check-every': 'replicaCheckEvery',
+  'keep-checkpoints': 'keepCheckpoints', 'export-device': 'exportDevice', 'chunk-floats': 'chunkFloats' } as const;
+const REAL_FLAGS = { lr: 'lr', momentum: 'momentum', scale: 'scale', margin: 'margin', 'sample-rate': 'sampleRate', 'stop-grace-ms': 'stopGraceMs', 'stall-timeout-ms': 'stallTimeoutMs',
+  'time-share': 'timeShare', 'param-share': 'paramShare', 'bucket-mb': 'bucketCapMB', 'first-bucket-mb': 'firstBucketMB' } as const;
+const NUMBER_FLAGS = { ...INTEGER_FLAGS, ...REAL_FLAGS };
 /** --powersgd-rank etc.: fields of commHookOptions. */
-const HOOK_NUMBER_FLAGS = { 'powersgd-rank': 'rank', 'powersgd-start-step': 'startStep', 'powersgd-min-compression': 'minCompressionRate' } as const;
+const HOOK_NUMBER_FLAGS = { 'powersgd-rank': ['rank', 'integer'], 'powersgd-start-step': ['startStep', 'integer'], 'powersgd-min-compression': ['minCompressionRate', 'real'] } as const;
+/** The flags that may be given more than once: each adds to a list. Every other flag is given once. */
+const REPEATABLE = new Set(['plugin']);
 const STRING_FLAGS = { model: 'model', data: 'data', backend: 'backend', optimizer: 'optimizer', strategy: 'strategy', 'all-reduce': 'allReduce', transport: 'transport', 'comm-hook': 'commHook', 'batch-norm': 'batchNorm', 'forward-wait': 'forwardWait', loss: 'loss', out: 'out', method: 'method', head: 'head', 'on-nan': 'onNan', 'checkpoint-dir': 'checkpointDir', resume: 'resume', link: 'link', 'exchange-order': 'exchangeOrder', trace: 'trace', rendezvous: 'rendezvous' } as const;
 
 /** `command` profile reads --steps as the number of measured steps, not training steps. */
@@ -22,31 +28,29 @@ export function parseTrainArgs(argv: string[], command: 'train' | 'profile' = 't
     'no-error-feedback': { type: 'boolean' }, 'no-warm-start': { type: 'boolean' } };
   const multiple: Record<string, { type: 'string'; multiple: true }> = { plugin: { type: 'string', multiple: true } };
   for (const f of [...Object.keys(NUMBER_FLAGS), ...Object.keys(STRING_FLAGS), ...Object.keys(HOOK_NUMBER_FLAGS)]) options[f] = { type: 'string' };
-  let values: Record<string, string | boolean | string[] | undefined>;
+  let parsed: { values: FlagValues; tokens: FlagToken[] };
   try {
-    ({ values } = parseArgs({ args: withNegativeNumbers(argv), options: { ...options, ...multiple }, allowPositionals: false, strict: true }));
+    parsed = parseArgs({ args: withNegativeNumbers(argv), options: { ...options, ...multiple }, allowPositionals: false, strict: true, tokens: true });
   } catch (err) {
     throw new TandemError('BAD_CONFIG', `tandem ${command}: ${(err as Error).message}. See tandem --help.`);
   }
+  refuseRepeats(parsed.tokens);
+  const { values } = parsed;
   const config: TrainConfig = typeof values.config === 'string' ? readConfigFile(values.config) : {};
   const c = config as Record<string, unknown>;
-  for (const [flag, key] of Object.entries(NUMBER_FLAGS)) {
-    const v = values[flag];
-    if (typeof v !== 'string') continue;
-    const n = Number(v);
-    if (v.trim() === '' || !Number.isFinite(n)) throw new TandemError('BAD_CONFIG', `--${flag} must be a number, got '${v}'`);
-    c[key] = n;
-  }
+  numbers(values, INTEGER_FLAGS, 'integer', c);
+  numbers(values, REAL_FLAGS, 'real', c);
   for (const [flag, key] of Object.entries(STRING_FLAGS)) if (typeof values[flag] === 'string') c[key] = values[flag];
   if (Array.isArray(values.plugin)) c.plugins = [...((c.plugins as string[] | undefined) ?? []), ...values.plugin];
   if (values['export-classifier'] === true) c.exportClassifier = true;
   if (values['no-native-fusion'] === true) c.nativeFusion = false;
   hookOptions(values, c);
   if (typeof values['image-size'] === 'string') {
-    const parts = values['image-size'].split(/[x,]/).map(Number);
-    if (parts.some(p => !Number.isInteger(p))) throw new TandemError('BAD_CONFIG', `--image-size must look like 32x32 or 32x32x3, got '${values['image-size']}'`);
-    c.imageSize = parts;
+    const text = values['image-size'];
+    if (!/^\d+([x,]\d+){1,2}$/.test(text)) throw new TandemError('BAD_CONFIG', `--image-size must look like 32x32 or 32x32x3, got '${text}'`);
+    c.imageSize = text.split(/[x,]/).map(Number);
   }
+  if (command === 'train') refuseOutputsWithoutOut(config);
   let profileSteps: number | undefined;
   if (command === 'profile' && c.steps !== undefined) {
     profileSteps = c.steps as number;
@@ -56,14 +60,43 @@ export function parseTrainArgs(argv: string[], command: 'train' | 'profile' = 't
   return { config, json: values.json === true, quiet: values.quiet === true, verbose: values.verbose === true, profileSteps };
 }
 
-/** --powersgd-* / --no-error-feedback / --no-warm-start into config.commHookOptions. */
-function hookOptions(values: Record<string, string | boolean | string[] | undefined>, c: Record<string, unknown>): void {
-  const o: Record<string, unknown> = { ...((c.commHookOptions as Record<string, unknown> | undefined) ?? {}) };
-  for (const [flag, key] of Object.entries(HOOK_NUMBER_FLAGS)) {
+type FlagValues = Record<string, string | boolean | string[] | undefined>;
+/** A flag as parseArgs read it (`tokens: true`): its name and its value (undefined for a boolean flag). */
+interface FlagToken { kind: string; name?: string; value?: string }
+
+/** The `flags` given in `values` as numbers of `kind`, into `c` under their keys. */
+function numbers(values: FlagValues, flags: Record<string, string>, kind: NumberKind, c: Record<string, unknown>): void {
+  for (const [flag, key] of Object.entries(flags)) {
     const v = values[flag];
-    if (typeof v !== 'string') continue;
-    if (v.trim() === '' || !Number.isFinite(Number(v))) throw new TandemError('BAD_CONFIG', `--${flag} must be a number, got '${v}'`);
-    o[key] = Number(v);
+    if (typeof v === 'string') c[key] = flagNumber(flag, v, kind);
+  }
+}
+
+/** Each flag once, but the REPEATABLE ones: parseArgs keeps the last of two values, and the first would be dropped unsaid. */
+function refuseRepeats(tokens: FlagToken[]): void {
+  const first = new Map<string, string | undefined>();
+  for (const { kind, name, value } of tokens) {
+    if (kind !== 'option' || name === undefined || REPEATABLE.has(name)) continue;
+    if (!first.has(name)) { first.set(name, value); continue; }
+    const values = value === undefined ? '' : ` ('${first.get(name)}', then '${value}')`;
+    throw new TandemError('BAD_CONFIG', `--${name} is given twice${values}: give it once (only --${[...REPEATABLE].join(', --')} may repeat)`);
+  }
+}
+
+/** What `train` writes only into --out: without it the run would compute it and write it nowhere. */
+function refuseOutputsWithoutOut(config: TrainConfig): void {
+  if (config.exportClassifier === true && config.out === undefined) {
+    throw new TandemError('BAD_CONFIG', '--export-classifier writes the full classifier into --out DIR (as DIR/classifier), and no --out was given: ' +
+      'add --out DIR, or leave out --export-classifier');
+  }
+}
+
+/** --powersgd-* / --no-error-feedback / --no-warm-start into config.commHookOptions. */
+function hookOptions(values: FlagValues, c: Record<string, unknown>): void {
+  const o: Record<string, unknown> = { ...((c.commHookOptions as Record<string, unknown> | undefined) ?? {}) };
+  for (const [flag, [key, kind]] of Object.entries(HOOK_NUMBER_FLAGS)) {
+    const v = values[flag];
+    if (typeof v === 'string') o[key] = flagNumber(flag, v, kind);
   }
   if (values['no-error-feedback'] === true) o.errorFeedback = false;
   if (values['no-warm-start'] === true) o.warmStart = false;

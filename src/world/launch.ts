@@ -57,11 +57,21 @@ export interface LaunchMachine { gpus: () => GpuInventory; cpus: number; deviceS
 
 const thisMachine = (): LaunchMachine => ({ gpus: () => findGpus(), cpus: availableParallelism(), deviceSelectLayer: hasMesaDeviceSelect() });
 
-/** `argv`: `--hosts N` and/or `--gpus N`, and the train flags. `onLine` gets each line with its process's prefix. Resolves with the launcher's exit code. */
+/**
+ * The checks `tandem train` makes of its command line before it starts anything (its flags parsed, its config
+ * resolved), failing as train fails: the launcher runs them on a process's command line before it starts any.
+ */
+export type TrainArgsCheck = (trainArgs: string[]) => Promise<void>;
+
+/**
+ * `argv`: `--hosts N` and/or `--gpus N`, and the train flags. `onLine` gets each line with its process's prefix. `checkTrain`
+ * sees the first process's train flags before any process starts. Resolves with the launcher's exit code.
+ */
 export async function launchHosts(argv: string[], onLine: (prefix: string, line: HostLine) => void, say: (line: string) => void,
-  machine: LaunchMachine = thisMachine()): Promise<number> {
+  checkTrain: TrainArgsCheck, machine: LaunchMachine = thisMachine()): Promise<number> {
   const args = splitLaunchArgs(argv);
   const plan = await planLaunch(args, machine);
+  await checkTrain(memberTrainArgs(plan.members[0], plan, args.trainArgs)); // a bad flag fails here, as train, before any process starts
   const children = plan.members.map(m => startHost(m, plan, args.trainArgs, onLine));
   const name = (i: number) => plan.gpus ? `GPU process ${plan.members[i].rank} (pid ${children[i].pid})` : `host ${plan.members[i].rank}`;
   /** The processes the launcher itself sent SIGKILL (stopOthers, past the grace): any other SIGKILL came from outside. */
@@ -124,8 +134,13 @@ export function splitLaunchArgs(argv: string[]): LaunchArgs {
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i].split(/=(.*)/s, 2);
     const key = flag.startsWith('--') ? flag.slice(2) : '';
-    if (key === 'hosts' || key === 'gpus' || key === 'host-rank' || key === 'rendezvous') own[key] = inline ?? argv[++i];
-    else trainArgs.push(argv[i]);
+    if (key !== 'hosts' && key !== 'gpus' && key !== 'host-rank' && key !== 'rendezvous') {
+      trainArgs.push(argv[i]);
+      continue;
+    }
+    const value = inline ?? argv[++i];
+    if (own[key] !== undefined) throw new TandemError('BAD_CONFIG', `tandem launch --${key} is given twice ('${own[key]}', then '${value}'): give it once`);
+    own[key] = value;
   }
   if (own.gpus === undefined) {
     for (const f of ['host-rank', 'rendezvous'] as const) if (own[f] !== undefined) throw new TandemError('BAD_CONFIG', `tandem launch sets --${f} for every host itself; leave it out`);
@@ -139,7 +154,7 @@ export function splitLaunchArgs(argv: string[]): LaunchArgs {
   }
   if (own['host-rank'] !== undefined) {
     out.hostRank = Number(own['host-rank']);
-    if (!Number.isInteger(out.hostRank) || out.hostRank < 0 || out.hostRank >= out.hosts) throw new TandemError('BAD_CONFIG', `tandem launch --host-rank must be an integer in [0, ${out.hosts}), got '${own['host-rank']}'`);
+    if (!/^\d+$/.test(own['host-rank']) || out.hostRank < 0 || out.hostRank >= out.hosts) throw new TandemError('BAD_CONFIG', `tandem launch --host-rank must be an integer in [0, ${out.hosts}), got '${own['host-rank']}'`);
     out.rendezvous = own.rendezvous;
   } else if (out.hosts * out.gpus! > MAX_LOCAL) {
     throw new TandemError('BAD_CONFIG', `tandem launch --hosts ${out.hosts} --gpus ${out.gpus}: ${out.hosts * out.gpus!} local processes, more than ${MAX_LOCAL}`);
@@ -149,7 +164,7 @@ export function splitLaunchArgs(argv: string[]): LaunchArgs {
 
 function count(flag: string, text: string | undefined, max: number): number {
   const n = Number(text);
-  if (text === undefined || !Number.isInteger(n) || n < 1 || n > max) throw new TandemError('BAD_CONFIG', `tandem launch --${flag} must be an integer in [1, ${max}], got '${text}'`);
+  if (text === undefined || !/^\d+$/.test(text) || n < 1 || n > max) throw new TandemError('BAD_CONFIG', `tandem launch --${flag} must be an integer in [1, ${max}], got '${text}'`);
   return n;
 }
 
@@ -158,8 +173,7 @@ function startHost(m: Member, plan: LaunchPlan, trainArgs: string[], onLine: (pr
   // A GPU process's pinning replaces the launcher's own (a host keeps what the user set: CUDA_VISIBLE_DEVICES, DRI_PRIME…).
   for (const k of ['TANDEM_HOSTS', 'TANDEM_HOST_RANK', 'TANDEM_RENDEZVOUS', ...(plan.gpus ? PINNING_VARIABLES : [])]) delete env[k];
   Object.assign(env, m.env);
-  const world = plan.world > 1 ? ['--hosts', String(plan.world), '--host-rank', String(m.rank), '--rendezvous', plan.rendezvous] : [];
-  const child = spawn(process.execPath, [CLI, 'train', ...trainArgs, ...(plan.gpus ? ['--devices', '1'] : []), ...world],
+  const child = spawn(process.execPath, [CLI, 'train', ...memberTrainArgs(m, plan, trainArgs)],
     // Its own process group: a terminal's Ctrl-C reaches the launcher only, which forwards it once (two would abort the stop).
     // The IPC channel: a process whose launcher is gone aborts (cli/launcher-link.ts).
     { env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'], detached: true });
@@ -167,6 +181,12 @@ function startHost(m: Member, plan: LaunchPlan, trainArgs: string[], onLine: (pr
     readline.createInterface({ input: child[stream]!, crlfDelay: Infinity }).on('line', text => onLine(m.prefix, { stream, text }));
   }
   return child;
+}
+
+/** The `tandem train` flags of process `m`: the user's, with its one device (a GPU process) and its place in the world. */
+function memberTrainArgs(m: Member, plan: LaunchPlan, trainArgs: string[]): string[] {
+  const world = plan.world > 1 ? ['--hosts', String(plan.world), '--host-rank', String(m.rank), '--rendezvous', plan.rendezvous] : [];
+  return [...trainArgs, ...(plan.gpus ? ['--devices', '1'] : []), ...world];
 }
 
 /** Resolves when the host has exited and its output is read to the end. */
