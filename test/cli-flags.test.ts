@@ -1,7 +1,8 @@
 // The command line's flags as a new user types them, through the real `tandem` command: an option that writes only
 // into --out given without --out, a flag given twice, numbers in a notation Number() reads but a person does not mean
 // (0x10, 1e3 steps, ' 8', ''), and `tandem launch` with a bad train flag. Each is BAD_CONFIG naming the flag, the
-// value and the fix, before anything trains or any host process starts.
+// value and the fix, before anything trains or any host process starts. A value the library refuses (config.devices …)
+// is shown with the flag that set it first.
 import tap from 'tap';
 import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync } from 'node:fs';
@@ -80,4 +81,12 @@ tap.test('tandem launch with a bad train flag fails as train does, before any ho
     t.same({ code: launch.code, stderr: launch.stderr }, { code: train.code, stderr: train.stderr }, `launch ${bad.join(' ')}: train's exit code and message (${train.stderr.trim()})`);
     t.notMatch(launch.stdout + launch.stderr, /\[host \d\]|tandem launch: 2 hosts/, `launch ${bad.join(' ')}: no host started`);
   }
+});
+
+tap.test('a bad value the library refuses names the flag first, then its config field', async t => {
+  await refused(t, ['train', ...replacing(SMALL, '--devices', ['--devices', '0'])], /^tandem: --devices \(config\.devices\): must be an integer in \[1, 64\], got 0\n$/, '--devices 0');
+  await refused(t, ['train', ...SMALL, '--lr', '-1'], /^tandem: --lr \(config\.lr\): must be a number in \[0, 10\], got -1\n$/, '--lr -1');
+  await refused(t, ['train', ...SMALL, '--comm-hook', 'fp16', '--powersgd-rank', '2'], /^tandem: --powersgd-rank \(config\.commHookOptions\.rank\): applies to the powersgd hook only/,
+    '--powersgd-rank with fp16');
+  await refused(t, ['train', ...replacing(SMALL, '--model', ['--model', 'nosuch'])], /^tandem: --model \(config\.model\): unknown model 'nosuch'/, '--model nosuch');
 });

@@ -1,7 +1,7 @@
 /** The `tandem` command line. */
 import { startTraining, train } from '../trainer/train.js';
 import { TandemError } from '../errors.js';
-import { parseTrainArgs } from './parse-train-args.js';
+import { parseTrainArgs, withFlagName } from './parse-train-args.js';
 import { resolveConfig } from '../config.js';
 import { profileModel } from '../profiling/profile-model.js';
 import { decideAlexNetLike } from '../profiling/alexnet-like.js';
@@ -225,7 +225,7 @@ async function main(argv: string[]): Promise<number> {
 
 guardStdio();
 main(process.argv.slice(2)).then(code => { process.exitCode = code; }, (err: unknown) => {
-  if (err instanceof TandemError) console.error(`tandem: ${err.message}`);
+  if (err instanceof TandemError) console.error(`tandem: ${withFlagName(err.message)}`);
   else console.error(err);
   process.exitCode = 1;
 });

@@ -21,6 +21,28 @@ const HOOK_NUMBER_FLAGS = { 'powersgd-rank': ['rank', 'integer'], 'powersgd-star
 const REPEATABLE = new Set(['plugin']);
 const STRING_FLAGS = { model: 'model', data: 'data', backend: 'backend', optimizer: 'optimizer', strategy: 'strategy', 'all-reduce': 'allReduce', transport: 'transport', 'comm-hook': 'commHook', 'batch-norm': 'batchNorm', 'forward-wait': 'forwardWait', loss: 'loss', out: 'out', method: 'method', head: 'head', 'on-nan': 'onNan', 'checkpoint-dir': 'checkpointDir', resume: 'resume', link: 'link', 'exchange-order': 'exchangeOrder', trace: 'trace', rendezvous: 'rendezvous' } as const;
 
+/** The flag that sets each config field (`commHookOptions.rank`: --powersgd-rank), for messages that name a field. */
+const FLAG_OF_FIELD = new Map<string, string>([
+  ...Object.entries({ ...NUMBER_FLAGS, ...STRING_FLAGS }).map(([flag, field]) => [field, flag] as [string, string]),
+  ...Object.entries(HOOK_NUMBER_FLAGS).map(([flag, [field]]) => [`commHookOptions.${field}`, flag] as [string, string]),
+  ['imageSize', 'image-size'], ['exportClassifier', 'export-classifier'], ['nativeFusion', 'no-native-fusion'], ['plugins', 'plugin'],
+  ['commHookOptions.errorFeedback', 'no-error-feedback'], ['commHookOptions.warmStart', 'no-warm-start'],
+]);
+
+/**
+ * A message of the library (`config.devices: must be …`) as the CLI shows it: the flag first, then the field
+ * (`--devices (config.devices): must be …`). Messages that name no field with a flag are unchanged.
+ *
+ * @example
+ * withFlagName('config.lr: must be > 0, got -1') // '--lr (config.lr): must be > 0, got -1'
+ */
+export function withFlagName(message: string): string {
+  const m = /^config\.([A-Za-z]+(?:\.[A-Za-z]+)?)(\[\d+\])?([: ])/.exec(message);
+  if (!m) return message;
+  const flag = FLAG_OF_FIELD.get(m[1]);
+  return flag ? `--${flag} (${message.slice(0, m[0].length - 1)})${message.slice(m[0].length - 1)}` : message;
+}
+
 /** `command` profile reads --steps as the number of measured steps, not training steps. */
 export function parseTrainArgs(argv: string[], command: 'train' | 'profile' = 'train'): TrainCliOptions {
   const options: Record<string, { type: 'string' | 'boolean' }> = { config: { type: 'string' }, json: { type: 'boolean' }, quiet: { type: 'boolean' }, verbose: { type: 'boolean' },
