@@ -147,6 +147,15 @@ export interface TrainConfig {
   /** Write a Chrome trace (Perfetto / chrome://tracing) of the run here. */
   trace?: string;
   allReduce?: AllReduceKind;
+  /**
+   * Who updates the parameters of one process's devices: `shard` (default) — each device's comm thread reduces 1/N of
+   * a group's gradient, updates that 1/N of the parameters and optimizer state once, and writes it into every replica
+   * (shared memory: no gather of the gradient, 1/N of the update per thread); `replica` — each device all-reduces the
+   * whole group and updates its own replica. The same bits either way. `shard` applies with the in-process
+   * `shared-memory` transport, the `sharded` all-reduce, no comm hook, the `ready` exchange order and `onNan: 'error'`;
+   * elsewhere the run updates per replica.
+   */
+  localUpdate?: 'shard' | 'replica';
   /** How the devices' collectives reach each other: a registered transport. Default `shared-memory`; several hosts: `shm` when the rendezvous is a loopback address (one machine), else `hierarchical` (`gloo` with one device per host). */
   transport?: string;
   /**
@@ -237,6 +246,7 @@ export interface ResolvedConfig {
   link?: LinkModel;
   trace?: string;
   allReduce: AllReduceKind;
+  localUpdate: 'shard' | 'replica';
   transport: string;
   /** The communication hook; absent: the plain all-reduce. */
   commHook?: ResolvedCommHook;

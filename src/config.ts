@@ -37,7 +37,7 @@ export type { ClassifierConfig, FaultInjection, LossKind, Method, ResolvedConfig
 /** Steps between two replica checks (a digest of every replica's parameters, compared across devices and hosts). */
 const DEFAULT_REPLICA_CHECK_EVERY = 100;
 const KNOWN_KEYS = new Set(['hosts', 'hostRank', 'rendezvous', 'checkpointEvery', 'replicaCheckEvery', 'checkpointDir', 'keepCheckpoints', 'stopGraceMs', 'resume', 'onNan', 'evalSamples', 'method', 'embedding', 'head', 'scale', 'margin', 'sampleRate', 'partition', 'heldOut', 'exportDevice', 'exportClassifier', 'model', 'data', 'devices', 'backend', 'nativeThreads', 'nativeFusion', 'batch', 'steps', 'epochs', 'lr', 'momentum', 'optimizer', 'seed',
-  'strategy', 'timeShare', 'paramShare', 'splitLayer', 'bucketCapMB', 'firstBucketMB', 'link', 'exchangeOrder', 'chunkFloats', 'trace', 'allReduce', 'transport', 'commHook', 'commHookOptions', 'batchNorm', 'forwardWait', 'loss', 'plugins', 'out', 'classes', 'imageSize', 'datasetSize', 'stallTimeoutMs', 'loaderThreads', 'faultInjection']);
+  'strategy', 'timeShare', 'paramShare', 'splitLayer', 'bucketCapMB', 'firstBucketMB', 'link', 'exchangeOrder', 'chunkFloats', 'trace', 'allReduce', 'localUpdate', 'transport', 'commHook', 'commHookOptions', 'batchNorm', 'forwardWait', 'loss', 'plugins', 'out', 'classes', 'imageSize', 'datasetSize', 'stallTimeoutMs', 'loaderThreads', 'faultInjection']);
 
 function bad(field: string, message: string): never {
   throw new TandemError('BAD_CONFIG', `config.${field}: ${message}`);
@@ -242,6 +242,7 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
     method: method.name, classifier, trainSize, evalSamples: positiveInt('evalSamples', config.evalSamples ?? 2000),
     model, data, datasetSize: meta.size, sampleShape, classes: meta.classes, devices, topology, rendezvous, backend, nativeThreads, nativeFusion, batch,
     perDevice: batch / devices, steps, stepsPerEpoch, optimizer, seed, strategy, strategyOptions, exchange, link, trace: writer ? config.trace : undefined, allReduce,
+    localUpdate: oneOf('localUpdate', config.localUpdate ?? 'shard', ['shard', 'replica'] as const),
     transport: transport.name, commHook, loss, batchNorm: oneOf('batchNorm', config.batchNorm ?? 'sync', ['sync', 'local'] as const),
     forwardWait: oneOf('forwardWait', config.forwardWait ?? 'group', ['group', 'step'] as const), plugins, out: writer ? config.out : undefined, stallTimeoutMs, loaderThreads, faultInjection: fi,
   };
@@ -249,7 +250,19 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
     bad('transport', `'${transport.name}' cannot complete a collective inside a forward or backward pass, which --method ${method.name} needs; ` +
       `use a transport that can (${DEFAULT_TRANSPORT})`);
   }
+  if (!shardedUpdateApplies(resolved)) resolved.localUpdate = 'replica';
   return resolved;
+}
+
+/**
+ * Whether one process's devices can update by shards (localUpdate 'shard', the comm worker's reduce-scatter): several
+ * devices of one process on the in-process shared-memory transport, the sharded all-reduce, no comm hook (it
+ * exchanges whole groups), the ready order (priority exchanges chunks), `onNan: 'error'` (a device sees only its
+ * shard's gradient, so it could not skip the whole step).
+ */
+function shardedUpdateApplies(r: ResolvedConfig): boolean {
+  return r.topology.processes === 1 && r.topology.localDevices > 1 && r.transport === 'shared-memory' && r.allReduce === 'sharded' &&
+    !r.commHook && r.exchange.order === 'ready' && r.onNan === 'error';
 }
 
 function pluginUrls(plugins: unknown): string[] {

@@ -38,6 +38,27 @@ t.test('shardOf covers a range exactly once, shards differ by at most one', asyn
   }
 });
 
+t.test('reduce-scatter mean: each rank\'s shard holds the all-reduce\'s bits, the rest of its slot is untouched (1-4 ranks)', async t => {
+  for (let size = 1; size <= 4; size++) {
+    const length = 1031;
+    const ranges: [number, number][] = [[0, 0], [0, 1], [1, 4], [4, 1031]];
+    const fill = (r: number, i: number) => Math.sin(r * 7.1 + i) * (r + 1);
+    const scattered = await runRanks(size, 'sharded', length, ranges, 'reduceScatterMean', fill);
+    const reduced = await runRanks(size, 'sharded', length, ranges, 'allReduceMean', fill);
+    let ok = true;
+    scattered.replies.forEach((shards, r) => {
+      t.same(shards, ranges.map(([s, e]) => shardOf(s, e, r, size)), `${size} rank(s): rank ${r} reduced shardOf's shard of each range`);
+      const mine = new Set<number>();
+      for (const [s, e] of shards as [number, number][]) for (let i = s; i < e; i++) mine.add(i);
+      for (let i = 0; i < length; i++) {
+        const expected = mine.has(i) ? reduced.after[r][i] : scattered.before[r][i];
+        if (!Object.is(scattered.after[r][i], expected)) ok = false;
+      }
+    });
+    t.ok(ok, `${size} rank(s): in its shards every rank holds the all-reduce mean's bits; elsewhere its own values`);
+  }
+});
+
 for (const kind of ['sharded', 'primary']) {
   t.test(`${kind} all-reduce mean: 1-4 ranks, sizes not divisible by the rank count, empty and tiny ranges`, async t => {
     for (let size = 1; size <= 4; size++) {

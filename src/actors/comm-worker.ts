@@ -5,7 +5,8 @@
  * it waits (Atomics) for the compute side's hand-off, then runs the group through the comm half of the
  * gradient pipeline — all-reduce mean of its gradients through the run's
  * transport (or the run's communication hook in its place), the emulated link if any, the optimizer update of this device's
- * parameters in shared memory, publish "applied". Step 0 is the start: device
+ * parameters in shared memory, publish "applied". With `localUpdate: 'shard'` (one process's devices): a reduce-scatter
+ * in place of the all-reduce, and the update of this device's shard written into every replica of the process. Step 0 is the start: device
  * 0's initial parameters are broadcast to every replica.
  */
 import { parentPort } from 'node:worker_threads';
@@ -21,6 +22,8 @@ import { HookStates } from '../pipeline/hook-states.js';
 import { CountingCollective } from '../pipeline/counting-collective.js';
 import { emulateLink } from '../pipeline/operators/emulate-link.js';
 import { applyGroupUpdate } from '../pipeline/operators/apply-group-update.js';
+import { applyShardUpdate, type LocalReplicas } from '../pipeline/operators/apply-shard-update.js';
+import { reduceScatterGroup, type ShardingCollective } from '../pipeline/operators/reduce-scatter-group.js';
 import { publishApplied } from '../pipeline/operators/publish-applied.js';
 import type { GroupExchange } from '../pipeline/events.js';
 import { MAX_GROUPS } from '../pipeline/strategy.js';
@@ -79,24 +82,24 @@ async function commStages(msg: ToComm, control: ControlBlock, at: (step: number,
   const { device: { local: device, rank }, config, buffers, groups } = msg;
   const params = paramSlots(buffers), grads = gradSlots(buffers);
   const fi = config.faultInjection;
-  // The all-reduce, or the run's hook in its place; the emulated link.
+  const sharding = shardingCollective(msg, wire);
+  const preimage = preimageStage(msg);
+  // The all-reduce, or the run's hook in its place, or this device's shard of it; the emulated link.
   const hook = config.commHook;
-  const wireStages: OperatorFunction<GroupExchange, GroupExchange>[] = [hook
-    ? commHookGroup(await hookStates(msg, wire), wire, grads[device], groups)
-    : allReduceGroup(wire, grads[device], groups)];
+  const wireStages: OperatorFunction<GroupExchange, GroupExchange>[] = [];
+  if (preimage && sharding) wireStages.push(preimage); // before any device writes this replica's shard of the group
+  wireStages.push(hook ? commHookGroup(await hookStates(msg, wire), wire, grads[device], groups)
+    : sharding ? reduceScatterGroup(sharding, grads[device], groups) : allReduceGroup(wire, grads[device], groups));
   if (config.link) wireStages.push(emulateLink(config.link, config.devices, groups));
   const stages: OperatorFunction<GroupExchange, GroupExchange>[] = [];
   stages.push(tap(unit => { // the update phase begins
     at(unit.step, 'update');
     if (fi && fi.device === rank && fi.step === unit.step && fi.phase === 'update' && fi.kind !== 'perturb') injectFault(fi.kind as InjectedFault, 'update');
   }));
-  if (device === 0 && buffers.preimage) { // what the update overwrites, for a checkpoint of an aborted run
-    const preimage = new StepPreimage(buffers.preimage, groups.length, buffers.total, buffers.stateSlots);
-    const state = optimizerStateOf(buffers, device);
-    const everyGroup = config.exchange.order === 'priority'; // any group may complete the step
-    stages.push(tap(unit => preimage.save(unit.group, groups.length, groups[unit.group], unit.step, params[device], state, everyGroup)));
-  }
-  stages.push(applyGroupUpdate(config.optimizer, params[device], grads[device], optimizerStateOf(buffers, device), groups, config.onNan === 'skip-step', arithmetic));
+  if (preimage && !sharding) stages.push(preimage);
+  stages.push(sharding
+    ? applyShardUpdate(config.optimizer, localReplicas(msg), device, grads[device], () => sharding.barrier(), arithmetic)
+    : applyGroupUpdate(config.optimizer, params[device], grads[device], optimizerStateOf(buffers, device), groups, config.onNan === 'skip-step', arithmetic));
   if (fi?.kind === 'perturb' && fi.device === rank) { // test fault: this replica differs after fi.step's update of group 0
     stages.push(tap(unit => { if (unit.step === fi.step && unit.group === 0) perturbParameter(params[device], groups[0].start); }));
   }
@@ -104,6 +107,32 @@ async function commStages(msg: ToComm, control: ControlBlock, at: (step: number,
   const through = (ops: OperatorFunction<GroupExchange, GroupExchange>[]) => (unit: GroupExchange) =>
     lastValueFrom(ops.reduce((obs, op) => obs.pipe(op), of(unit)));
   return { wire: through(wireStages), apply: through(stages) };
+}
+
+/**
+ * The collective to update by shards with (config.localUpdate 'shard', which config.ts resolves to 'replica' where it
+ * does not apply: the comm threads of one process's devices read each other's slots in place), or undefined where
+ * each device updates its own replica.
+ */
+function shardingCollective(msg: ToComm, wire: CountingCollective): ShardingCollective | undefined {
+  return msg.config.localUpdate === 'shard' && wire.reduceScatterMean ? wire as ShardingCollective : undefined;
+}
+
+/** Every local device's parameters and optimizer state (the shard update writes each device's shard into all of them). */
+function localReplicas(msg: ToComm): LocalReplicas {
+  const { buffers, config } = msg;
+  const params = paramSlots(buffers);
+  return { params, states: Array.from({ length: config.topology.localDevices }, (_, d) => optimizerStateOf(buffers, d)) };
+}
+
+/** Device 0: what each update overwrites (parameters, optimizer state), for a checkpoint of an aborted run; others: none. */
+function preimageStage(msg: ToComm): OperatorFunction<GroupExchange, GroupExchange> | undefined {
+  const { device: { local: device }, config, buffers, groups } = msg;
+  if (device !== 0 || !buffers.preimage) return undefined;
+  const preimage = new StepPreimage(buffers.preimage, groups.length, buffers.total, buffers.stateSlots);
+  const params = paramSlots(buffers)[device], state = optimizerStateOf(buffers, device);
+  const everyGroup = config.exchange.order === 'priority'; // any group may complete the step
+  return tap(unit => preimage.save(unit.group, groups.length, groups[unit.group], unit.step, params, state, everyGroup));
 }
 
 async function exchangeSteps(msg: ToComm, control: ControlBlock, at: (step: number, phase: Phase) => void,

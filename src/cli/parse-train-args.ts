@@ -19,7 +19,7 @@ const NUMBER_FLAGS = { ...INTEGER_FLAGS, ...REAL_FLAGS };
 const HOOK_NUMBER_FLAGS = { 'powersgd-rank': ['rank', 'integer'], 'powersgd-start-step': ['startStep', 'integer'], 'powersgd-min-compression': ['minCompressionRate', 'real'] } as const;
 /** The flags that may be given more than once: each adds to a list. Every other flag is given once. */
 const REPEATABLE = new Set(['plugin']);
-const STRING_FLAGS = { model: 'model', data: 'data', backend: 'backend', optimizer: 'optimizer', strategy: 'strategy', 'all-reduce': 'allReduce', transport: 'transport', 'comm-hook': 'commHook', 'batch-norm': 'batchNorm', 'forward-wait': 'forwardWait', loss: 'loss', out: 'out', method: 'method', head: 'head', 'on-nan': 'onNan', 'checkpoint-dir': 'checkpointDir', resume: 'resume', link: 'link', 'exchange-order': 'exchangeOrder', trace: 'trace', rendezvous: 'rendezvous' } as const;
+const STRING_FLAGS = { model: 'model', data: 'data', backend: 'backend', optimizer: 'optimizer', strategy: 'strategy', 'all-reduce': 'allReduce', transport: 'transport', 'comm-hook': 'commHook', 'batch-norm': 'batchNorm', 'forward-wait': 'forwardWait', loss: 'loss', out: 'out', method: 'method', head: 'head', 'on-nan': 'onNan', 'checkpoint-dir': 'checkpointDir', resume: 'resume', link: 'link', 'exchange-order': 'exchangeOrder', trace: 'trace', rendezvous: 'rendezvous', 'local-update': 'localUpdate' } as const;
 
 /** The flag that sets each config field (`commHookOptions.rank`: --powersgd-rank), for messages that name a field. */
 const FLAG_OF_FIELD = new Map<string, string>([

@@ -45,6 +45,13 @@ export interface Collective {
   allGather(mine: Float32Array, all: Float32Array): Promise<void>;
   broadcast(buf: Float32Array, root: number, start: number, end: number): Promise<void>;
   barrier(): Promise<void>;
+  /**
+   * Present where a rank reads its peers' copies in place (the in-process shared-memory transport, on a registered
+   * slot buffer): buf[shard) becomes the mean over every rank's buf[shard), for this rank's own shard of [start, end)
+   * (reduce-slots.ts shardOf), which it returns; the rest of buf is left as it was. The peers may still be reading this
+   * rank's buf: every rank calls barrier() before it writes buf again.
+   */
+  reduceScatterMean?(buf: Float32Array, start: number, end: number): Promise<[number, number]>;
   /** Present when the transport can complete operations on the calling thread. */
   readonly blocking?: BlockingCollective;
   /** Releases what the rank holds (ports, sockets). Idempotent. */

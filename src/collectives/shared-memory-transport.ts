@@ -79,6 +79,17 @@ export class SharedMemoryCollective implements Collective {
   async barrier(): Promise<void> { this.blocking.barrier(); }
   close(): void { /* nothing held */ }
 
+  async reduceScatterMean(buf: Float32Array, start: number, end: number): Promise<[number, number]> {
+    const slots = this.peersOf(buf);
+    if (!slots) throw new RangeError('reduceScatterMean: the buffer must be this rank\'s slot of a registered slot buffer');
+    const [s, e] = shardOf(start, end, this.rank, this.size);
+    if (this.size > 1 && end > start) {
+      this.gate.arrive('peers to hand over their gradients (reduce-scatter)');
+      this.reducer.reduceMeanInto(slots, slots[this.rank], s, e);
+    }
+    return [s, e];
+  }
+
   private allReduceNow(buf: Float32Array, start: number, end: number, op: ReduceOp): void {
     if (this.size === 1 || end <= start) return;
     const slots = this.peersOf(buf);

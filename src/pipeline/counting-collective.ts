@@ -1,6 +1,6 @@
 /**
  * A collective that counts what its user hands it: the floats this rank
- * passes to all-reduce, all-gather (its own part) and broadcast, per exchange.
+ * passes to all-reduce (or reduce-scatter), all-gather (its own part) and broadcast, per exchange.
  * It forwards every call unchanged (the same buffers, so a transport's fast
  * paths still apply): the wire measure of a run with and without a hook.
  */
@@ -8,7 +8,13 @@ import type { Collective, ReduceOp } from '../collectives/collective.js';
 
 export class CountingCollective implements Collective {
   private floats = 0;
-  constructor(private readonly inner: Collective) {}
+  readonly reduceScatterMean?: (buf: Float32Array, start: number, end: number) => Promise<[number, number]>;
+  constructor(private readonly inner: Collective) {
+    const reduceScatter = inner.reduceScatterMean?.bind(inner);
+    if (reduceScatter) {
+      this.reduceScatterMean = (buf, start, end) => { this.floats += Math.max(0, end - start); return reduceScatter(buf, start, end); };
+    }
+  }
   get transport(): string { return this.inner.transport; }
   get rank(): number { return this.inner.rank; }
   get size(): number { return this.inner.size; }
