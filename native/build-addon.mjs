@@ -15,18 +15,21 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
+// Runs this step again: `npm rebuild tandem` where tandem is a project's dependency (`npm install` there does not run an
+// installed dependency's install script again), `npm install` in tandem's own checkout (as src/addon-load.ts says it).
+const again = here.split(/[\\/]/).includes('node_modules') ? 'npm rebuild tandem' : 'npm install';
 
 const ADDONS = [
   {
     name: 'native', dir: here, output: 'tandem_native.node', skip: 'TANDEM_SKIP_NATIVE', includeEnv: 'TANDEM_DNNL_INCLUDE',
     header: path.join('oneapi', 'dnnl', 'dnnl.hpp'), library: 'oneDNN', without: 'tandem will use wasm',
-    missing: 'tandem will use wasm. For the fast native path: apt-get install libdnnl-dev, then npm install again',
+    missing: `tandem will use wasm. For the fast native path: apt-get install libdnnl-dev, then ${again}`,
     built: 'built native/build/Release/tandem_native.node (oneDNN); the native backend is the default',
   },
   {
     name: 'gloo', dir: path.join(here, 'gloo'), output: 'tandem_gloo.node', skip: 'TANDEM_SKIP_GLOO', includeEnv: 'TANDEM_GLOO_INCLUDE',
     header: path.join('gloo', 'rendezvous', 'context.h'), library: 'Gloo', without: 'the gloo transport is unavailable (one host only)',
-    missing: 'the gloo transport is unavailable (one host only). For it: apt-get install libgloo-dev, then npm install again',
+    missing: `the gloo transport is unavailable (one host only). For it: apt-get install libgloo-dev, then ${again}`,
     built: "built native/gloo/build/Release/tandem_gloo.node (Gloo); transport 'gloo' is available",
   },
   {

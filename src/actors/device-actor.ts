@@ -5,7 +5,7 @@
  * a thread ended at its heap limit as OUT_OF_MEMORY, with the fixes (worker-memory.ts).
  */
 import { once } from 'node:events';
-import { Worker, type TransferListItem } from 'node:worker_threads';
+import { Worker, type Transferable } from 'node:worker_threads';
 import { workerFlags } from './worker-exec-argv.js';
 import { isWorkerOutOfMemory, outOfMemoryWords } from './worker-memory.js';
 import { TandemError, deserializeError, type SerializedError } from '../errors.js';
@@ -61,9 +61,9 @@ export class DeviceActor {
       { device: this.device, step, phase }, { cause: err }));
   }
 
-  postCompute(msg: ToCompute, transfer: TransferListItem[] = []): void { this.compute.postMessage(msg, transfer); }
+  postCompute(msg: ToCompute, transfer: Transferable[] = []): void { this.compute.postMessage(msg, transfer); }
 
-  startComm(msg: ToComm, transfer: TransferListItem[] = []): void {
+  startComm(msg: ToComm, transfer: Transferable[] = []): void {
     this.comm = this.spawn('comm-worker.js', 'comm', m => {
       // Its exit is the end of its work: after 'stopped', or after an error it reported (the error is the cause, not the exit).
       if ((m as FromComm).type === 'stopped' || (m as FromComm).type === 'error') this.commDone = true;

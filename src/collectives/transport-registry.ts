@@ -14,6 +14,7 @@ import { HIERARCHICAL_TRANSPORT } from './hierarchical-transport.js';
 import { GLOO_HOW_TO, loadGlooAddon } from './gloo/gloo-addon.js';
 import { PROCESS_SHM_TRANSPORT } from './process-shm-transport.js';
 import { SHM_HOW_TO, loadShmAddon } from './shm/shm-addon.js';
+import { REBUILD_COMMAND } from '../addon-load.js';
 
 /** Gloo and the hierarchical transport (shared memory + Gloo) are built in when the Gloo addon loaded (built at install when libgloo-dev is there). */
 const gloo = loadGlooAddon();
@@ -27,7 +28,7 @@ const transports = new NamedRegistry<Transport>('transport',
   (name, known) => {
     if (GLOO_BASED.some(t => t.name === name) && !gloo.loaded) {
       return new TandemError('BAD_CONFIG', `transport '${name}' is not available: ${gloo.reason}. To get it, ${GLOO_HOW_TO} ` +
-        '(apt-get install libgloo-dev && npm install)');
+        `(apt-get install libgloo-dev && ${REBUILD_COMMAND})`);
     }
     if (name === PROCESS_SHM_TRANSPORT.name && !shm.loaded) {
       return new TandemError('BAD_CONFIG', `transport '${name}' is not available: ${shm.reason}. To get it, ${SHM_HOW_TO}; or use --transport gloo`);

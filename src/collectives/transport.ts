@@ -6,7 +6,7 @@
  * transport is one file that exports a `Transport` and registers it
  * (`registerTransport`), from the library or from a plugin module.
  */
-import type { TransferListItem } from 'node:worker_threads';
+import type { Transferable } from 'node:worker_threads';
 import type { AllReduceKind, Collective, CollectiveEnv } from './collective.js';
 import type { ProcessKind } from '../world/topology.js';
 
@@ -71,7 +71,7 @@ export interface RankHandle {
 export interface PreparedCommunicator {
   handles: RankHandle[];
   /** Per rank: objects to transfer (not copy) with its handle, e.g. MessagePorts. */
-  transfer: TransferListItem[][];
+  transfer: Transferable[][];
 }
 
 export interface Transport {

@@ -12,7 +12,7 @@
  * `GlooFailure`).
  */
 import { fileURLToPath } from 'node:url';
-import { loadAddonAt, type AddonLoad } from '../../addon-load.js';
+import { loadAddonAt, REBUILD_COMMAND, type AddonLoad } from '../../addon-load.js';
 
 export interface GlooContextOptions {
   rank: number;
@@ -74,7 +74,7 @@ export function isGlooFailure(err: unknown): err is GlooFailure {
 export type GlooAddonLoad = AddonLoad<GlooAddon>;
 
 /** How to get the gloo transport, for messages. */
-export const GLOO_HOW_TO = 'install Gloo (Debian/Ubuntu: apt-get install libgloo-dev) and run npm install again';
+export const GLOO_HOW_TO = `install Gloo (Debian/Ubuntu: apt-get install libgloo-dev) and run ${REBUILD_COMMAND}`;
 
 // This file runs from dist/src/collectives/gloo/: the addon is built in <package>/native/gloo/build/Release/.
 const DEFAULT_PATH = fileURLToPath(new URL('../../../../native/gloo/build/Release/tandem_gloo.node', import.meta.url));

@@ -10,7 +10,7 @@
  * threads of one process).
  */
 import { fileURLToPath } from 'node:url';
-import { loadAddonAt, type AddonLoad } from '../../addon-load.js';
+import { loadAddonAt, REBUILD_COMMAND, type AddonLoad } from '../../addon-load.js';
 
 /** What `wait` returns. */
 export const WAIT_WOKEN = 0;
@@ -36,7 +36,7 @@ export interface ShmAddon {
 export type ShmAddonLoad = AddonLoad<ShmAddon>;
 
 /** How to get the shm transport, for messages. */
-export const SHM_HOW_TO = 'run npm install again on Linux (it builds native/shm; nothing to install beyond a compiler)';
+export const SHM_HOW_TO = `run ${REBUILD_COMMAND} on Linux (it builds native/shm; nothing to install beyond a compiler)`;
 
 // This file runs from dist/src/collectives/shm/: the addon is built in <package>/native/shm/build/Release/.
 const DEFAULT_PATH = fileURLToPath(new URL('../../../../native/shm/build/Release/tandem_shm.node', import.meta.url));

@@ -9,7 +9,7 @@
  */
 import { fileURLToPath } from 'node:url';
 import { TandemError } from '../../errors.js';
-import { loadAddonAt, type AddonLoad } from '../../addon-load.js';
+import { loadAddonAt, REBUILD_COMMAND, type AddonLoad } from '../../addon-load.js';
 
 /** Fused activation codes, as native/src/dnnl-context.h numbers them. */
 export const NATIVE_ACTIVATIONS = { linear: 0, relu: 1, relu6: 2, leakyrelu: 3, sigmoid: 4, elu: 5 } as const;
@@ -65,7 +65,7 @@ const EXPORTS: (keyof NativeAddon)[] = ['setNumThreads', 'getNumThreads', 'retai
 let cached: NativeAddonLoad | undefined;
 
 /** How to get the native path, for messages. */
-export const NATIVE_HOW_TO = 'install oneDNN (Debian/Ubuntu: apt-get install libdnnl-dev) and run npm install again';
+export const NATIVE_HOW_TO = `install oneDNN (Debian/Ubuntu: apt-get install libdnnl-dev) and run ${REBUILD_COMMAND}`;
 
 /** Loads the addon (once per thread). `TANDEM_NATIVE_ADDON` overrides its path. */
 export function loadNativeAddon(): NativeAddonLoad {
