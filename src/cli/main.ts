@@ -37,7 +37,7 @@ const HELP = `tandem — train TensorFlow.js models on several devices at once
                [--batch GLOBAL] [--steps N | --epochs N]
                [--lr X] [--momentum X] [--optimizer sgd|adam] [--seed N]
                [--strategy sequential|two-group|per-layer|buckets|auto] [--split-layer P]
-               [--bucket-mb MB] [--first-bucket-mb MB] [--exchange-order ready|priority] [--chunk-floats N] [--all-reduce sharded|primary]
+               [--bucket-mb MB] [--first-bucket-mb MB] [--exchange-order ready|priority] [--chunk-floats N] [--all-reduce sharded|primary] [--local-update shard|replica]
                [--transport NAME] [--plugin MODULE …]  (a plugin registers a transport, method or engine)
                [--batch-norm sync|local]      (sync: global-batch statistics, as one engine; local: per device)
                [--forward-wait group|step]    (group: wait for each group's update just before the layer using it)
