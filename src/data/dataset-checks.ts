@@ -9,16 +9,10 @@ import { TandemError } from '../errors.js';
 import type { Dataset } from './dataset.js';
 import { SampleReader } from './one-sample-view.js';
 import { sourcePath } from '../source-path.js';
+import { found, nonNumberLabelProblem } from './returned-value.js';
+import { checkedClassLabel } from './class-labels.js';
 
 const EXPECTED = 'a Dataset { size, sampleShape, classes, read(index, out, offset) → label }';
-
-function found(v: unknown): string {
-  if (v === undefined) return 'nothing (undefined)';
-  if (v === null) return 'null';
-  if (typeof v === 'function') return 'a function';
-  const text = JSON.stringify(v);
-  return text === undefined ? typeof v : text.length > 60 ? `${text.slice(0, 60)}…` : text;
-}
 
 export function checkedDataset(ds: unknown, file: string): Dataset {
   const bad = (what: string, expected: string, value: unknown): never => {
@@ -41,11 +35,23 @@ export function probeFirstSample(ds: Dataset, source: string): number {
   const reader = new SampleReader(ds, source);
   const label = reader.read(0, new Float32Array(reader.sampleFloats), 0);
   if (typeof label !== 'number' || !Number.isFinite(label)) {
+    const why = nonNumberLabelProblem(label);
     throw new TandemError('BAD_DATA', `dataset ${sourcePath(source)}: read(0, out, offset) returned ${found(label)}; expected the sample's label ` +
-      `(an integer in [0, ${ds.classes})) or, for a regression, its target (a finite number)`);
+      `(an integer in [0, ${ds.classes})) or, for a regression, its target (a finite number)${why ? `; ${why}` : ''}`);
   }
   checkLabelAgrees(ds, 0, label, source);
   return label;
+}
+
+/**
+ * The held-out samples [from, to) the evaluation reads after training, read and checked now (label a class, every input
+ * written and finite), before any thread: no loader reads them, and a bad one found after training would fail the run
+ * with its model unwritten.
+ */
+export function probeHeldOut(ds: Dataset, from: number, to: number, source: string): void {
+  const reader = new SampleReader(ds, source);
+  const out = new Float32Array(reader.sampleFloats);
+  for (let i = from; i < to; i++) checkedClassLabel(reader.read(i, out, 0), ds.classes, sourcePath(source), i);
 }
 
 /**
