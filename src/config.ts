@@ -18,7 +18,7 @@ import { resolveCommHook } from './pipeline/resolve-comm-hook.js';
 import { BUILTIN_MODELS } from './model/builtin-models.js';
 import { BUILTIN_DATASETS, isModulePath, resolveDataset, resolveModuleUrl } from './data/resolve-dataset.js';
 import type { Dataset, DatasetSpec } from './data/dataset.js';
-import { probeFirstSample, probeHeldOut } from './data/dataset-checks.js';
+import { checkOptionsHonoured, probeFirstSample, probeHeldOut } from './data/dataset-checks.js';
 import { classLabelProblem, singleClassProblem } from './data/class-labels.js';
 import { MNIST_META } from './data/mnist.js';
 import { SYNTHETIC_DEFAULTS } from './data/synthetic-images.js';
@@ -180,6 +180,7 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
   } else {
     data = { source: resolveModuleUrl(dataSource, 'data'), options: { seed, classes: config.classes, imageShape, size: config.datasetSize } };
     const ds = userDataset = await resolveDataset(data);
+    checkOptionsHonoured(ds, config, sourcePath(data.source));
     firstLabel = probeFirstSample(ds, data.source);
     meta = { size: ds.size, sampleShape: ds.sampleShape, classes: ds.classes };
   }

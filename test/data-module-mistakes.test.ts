@@ -93,3 +93,22 @@ t.test('a dataset smaller than one global batch: BAD_CONFIG with the largest bat
   });
   await t.rejects(train({ ...run, data: six, batch: 8, heldOut: 0, devices: 8 }), { code: 'BAD_CONFIG', message: /every device needs at least one sample per step/ });
 });
+
+t.test('--classes, --dataset-size, --image-size that the data module ignores: BAD_CONFIG before any thread (it trained on the module\'s own, silently)', async t => {
+  const fixed = dataset('ignores-options', 'out.fill(i / 40); return i % 3;');
+  const cases: [Partial<TrainConfig>, RegExp][] = [
+    [{ classes: 5 }, /--classes 5 \(config\.classes\) was given, but data module .*ignores-options\.mjs returned a dataset with classes 3: its factory does not use options\.classes\. Leave --classes out/],
+    [{ datasetSize: 20 }, /--dataset-size 20 \(config\.datasetSize\) was given, but .* with size 40: its factory does not use options\.size/],
+    [{ imageSize: [4, 2] }, /--image-size \[4, 2\] \(config\.imageSize\) was given, but .* with sampleShape \[8\]: its factory does not use options\.imageShape/],
+  ];
+  for (const [asked, message] of cases) {
+    const before = osThreads();
+    await t.rejects(train({ ...run, data: fixed, ...asked }), { code: 'BAD_CONFIG', message }, JSON.stringify(asked));
+    t.equal(osThreads(), before, 'no thread started');
+  }
+  const honoured = file('honours-options', `export default ({ classes = 3, size = 40 }) => ({ size, sampleShape: [8], classes,
+    read(i, out) { out.fill(i / size); return i % classes; } });`);
+  const r = await train({ ...run, data: honoured, classes: 4, datasetSize: 44 });
+  t.equal(r.steps, 1, 'a factory that builds what it is asked for trains');
+  t.equal((await train({ ...run, data: fixed, classes: 3, datasetSize: 40 })).steps, 1, 'options equal to what the module gives are accepted');
+});

@@ -67,3 +67,24 @@ export function checkLabelAgrees(ds: Dataset, index: number, read: number, sourc
     `but read(${index}, out, offset) returned ${found(read)}; label(index) must return the label read returns for the same sample ` +
     '(method local-head assigns samples to devices by label() without reading them); fix label(), or leave it out and tandem reads the samples');
 }
+
+const FLAGS = { classes: '--classes', datasetSize: '--dataset-size', imageSize: '--image-size' } as const;
+
+/**
+ * What the run asked a data module's factory for (`--classes`, `--dataset-size`, `--image-size`) against the dataset it
+ * returned: a factory that ignores an option would train on other data than the flag says, silently. BAD_CONFIG naming
+ * the option, both values and the way out. `imageSize` is compared as given (2 values: height and width).
+ */
+export function checkOptionsHonoured(ds: Dataset, asked: { classes?: number; datasetSize?: number; imageSize?: number[] }, file: string): void {
+  const refuse = (option: keyof typeof FLAGS, field: string, given: string, got: string): never => {
+    throw new TandemError('BAD_CONFIG', `${FLAGS[option]} ${given} (config.${option}) was given, but data module ${file} returned a dataset with ${field} ${got}: ` +
+      `its factory does not use options.${field === 'sampleShape' ? 'imageShape' : field}. Leave ${FLAGS[option]} out (the dataset gives its own), ` +
+      'or have the factory build what it is asked for');
+  };
+  if (asked.classes !== undefined && asked.classes !== ds.classes) refuse('classes', 'classes', String(asked.classes), String(ds.classes));
+  if (asked.datasetSize !== undefined && asked.datasetSize !== ds.size) refuse('datasetSize', 'size', String(asked.datasetSize), String(ds.size));
+  const image = asked.imageSize;
+  if (image !== undefined && (ds.sampleShape.length < image.length || image.some((n, i) => n !== ds.sampleShape[i]))) {
+    refuse('imageSize', 'sampleShape', `[${image.join(', ')}]`, `[${ds.sampleShape.join(', ')}]`);
+  }
+}
