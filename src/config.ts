@@ -17,8 +17,8 @@ import { DEFAULT_CHUNK_FLOATS, EXCHANGE_ORDERS, type ExchangeOrder } from './pip
 import { resolveCommHook } from './pipeline/resolve-comm-hook.js';
 import { BUILTIN_MODELS } from './model/builtin-models.js';
 import { BUILTIN_DATASETS, isModulePath, resolveDataset, resolveModuleUrl } from './data/resolve-dataset.js';
-import type { DatasetSpec } from './data/dataset.js';
-import { probeFirstSample } from './data/dataset-checks.js';
+import type { Dataset, DatasetSpec } from './data/dataset.js';
+import { checkOptionsHonoured, probeFirstSample, probeHeldOut } from './data/dataset-checks.js';
 import { classLabelProblem, singleClassProblem } from './data/class-labels.js';
 import { MNIST_META } from './data/mnist.js';
 import { SYNTHETIC_DEFAULTS } from './data/synthetic-images.js';
@@ -167,6 +167,7 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
   let data: DatasetSpec;
   let meta: { size: number; sampleShape: readonly number[]; classes: number };
   let firstLabel: number | undefined; // a data module's sample 0: its label or target
+  let userDataset: Dataset | undefined;
   if (dataSource === 'mnist') {
     if (config.classes !== undefined && config.classes !== 10) bad('classes', 'mnist has 10 classes');
     if (imageShape) bad('imageSize', 'mnist images are 28x28x1; imageSize applies to synthetic-images');
@@ -178,7 +179,8 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
     meta = { size: data.options.size as number, sampleShape: shape, classes: data.options.classes as number };
   } else {
     data = { source: resolveModuleUrl(dataSource, 'data'), options: { seed, classes: config.classes, imageShape, size: config.datasetSize } };
-    const ds = await resolveDataset(data);
+    const ds = userDataset = await resolveDataset(data);
+    checkOptionsHonoured(ds, config, sourcePath(data.source));
     firstLabel = probeFirstSample(ds, data.source);
     meta = { size: ds.size, sampleShape: ds.sampleShape, classes: ds.classes };
   }
@@ -187,7 +189,8 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
   const heldOut = config.heldOut ?? method.defaultHeldOut(meta.size);
   if (!Number.isInteger(heldOut) || heldOut < 0 || heldOut >= meta.size) bad('heldOut', `must be an integer in [0, ${meta.size}), got ${shown(heldOut)}`);
   const trainSize = meta.size - heldOut;
-  if (trainSize < batch) bad('batch', `global batch ${batch} is larger than the training samples (${trainSize} of ${meta.size}; ${heldOut} held out)`);
+  const evalSamples = positiveInt('evalSamples', config.evalSamples ?? 2000);
+  if (trainSize < batch) bad('batch', `global batch ${batch} is larger than the training samples (${trainSize} of ${meta.size}; ${heldOut} held out): ${smallerBatch(trainSize, devices, heldOut)}`);
   const classifier: ClassifierConfig | undefined = method.resolveOptions(config, { classes: meta.classes, devices });
 
   const minImage = builtinModel?.minImageSize;
@@ -214,6 +217,7 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
     if (single) bad('loss', `data '${dataSource}' has 1 class${loss ? ` and loss is ${loss}` : ''}: ${single}`);
     const problem = firstLabel === undefined ? undefined : classLabelProblem(firstLabel, meta.classes);
     if (problem) throw new TandemError('BAD_DATA', `data module ${dataSource}: read(0, out, offset) returned label ${firstLabel}, ${problem}`);
+    if (userDataset) probeHeldOut(userDataset, trainSize, Math.min(meta.size, trainSize + evalSamples), data.source);
   }
   if (builtinModel && loss === 'mse') bad('loss', `mse needs a model with one output; builtin '${modelSource}' outputs one score per class`);
   if (!builtinModel) await checkModuleModelShapes(model, sampleShape, outputs, modelSource, dataSource, loss);
@@ -239,7 +243,7 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
     onNan: oneOf('onNan', config.onNan ?? 'error', ['error', 'skip-step'] as const),
     ...checkpointOptions(config, writer),
     replicaCheckEvery: config.replicaCheckEvery === undefined ? DEFAULT_REPLICA_CHECK_EVERY : nonNegativeInt('replicaCheckEvery', config.replicaCheckEvery),
-    method: method.name, classifier, trainSize, evalSamples: positiveInt('evalSamples', config.evalSamples ?? 2000),
+    method: method.name, classifier, trainSize, evalSamples,
     model, data, datasetSize: meta.size, sampleShape, classes: meta.classes, devices, topology, rendezvous, backend, nativeThreads, nativeFusion, batch,
     perDevice: batch / devices, steps, stepsPerEpoch, optimizer, seed, strategy, strategyOptions, exchange, link, trace: writer ? config.trace : undefined, allReduce,
     localUpdate: oneOf('localUpdate', config.localUpdate ?? 'shard', ['shard', 'replica'] as const),
@@ -354,4 +358,11 @@ function checkpointOptions(config: TrainConfig, writer: boolean): Pick<ResolvedC
   if (!Number.isInteger(keep) || keep < 0) bad('keepCheckpoints', `must be an integer >= 0 (0 keeps every checkpoint), got ${shown(keep)}`);
   const stopGraceMs = finite('stopGraceMs', config.stopGraceMs ?? 5000, 0, 24 * 3600_000);
   return { checkpointEvery: every, checkpointDir: writer ? config.checkpointDir : undefined, resume: config.resume, keepCheckpoints: keep, stopGraceMs };
+}
+
+/** The way out of a batch larger than the `trainSize` training samples, over `devices` devices. */
+function smallerBatch(trainSize: number, devices: number, heldOut: number): string {
+  const fewer = heldOut > 0 ? ', or hold out fewer (--held-out)' : '';
+  if (trainSize < devices) return `every device needs at least one sample per step: use more data, or fewer than ${devices} devices${fewer}`;
+  return `give a batch of at most ${trainSize - (trainSize % devices)} (a multiple of the ${devices} device(s))${fewer}, or use more data`;
 }

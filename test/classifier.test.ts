@@ -118,7 +118,7 @@ t.test('dedicated loaders: each device reads only its labels, every training sam
   const r = await resolveConfig({ ...base, method: 'local-head', devices: 3, batch: 24 });
   const ds = await resolveDataset(r.data);
   const partition = LabelPartition.fromShares(r.classes, r.classifier!.partition);
-  const labels = labelsOf(ds, r.trainSize);
+  const labels = labelsOf(ds, r.trainSize, r.data.source);
   const { owned, labelMaps } = ownedSamples(partition, labels);
   t.equal(owned.reduce((s, o) => s + o.length, 0), r.trainSize, 'every training sample belongs to exactly one device');
   const sampler = new LocalLabelSampler(owned, r.perDevice, r.seed);

@@ -18,6 +18,13 @@ t.test('flags win over the environment; a launcher\'s rank and size are read as 
   t.same(hostFieldsFromEnv({}, { SLURM_PROCID: '3', SLURM_NTASKS: '4' }), { hosts: 4, hostRank: 3 });
   t.same(hostFieldsFromEnv({}, { OMPI_COMM_WORLD_RANK: '1', OMPI_COMM_WORLD_SIZE: '2', SLURM_PROCID: '0', SLURM_NTASKS: '8' }), { hosts: 2, hostRank: 1 }, 'one launcher only');
   t.throws(() => hostFieldsFromEnv({}, { SLURM_PROCID: 'x', SLURM_NTASKS: '2' }), { code: 'BAD_CONFIG', message: /SLURM_PROCID/ });
+  // Loose numbers Number() reads are refused, naming the variable and its text (0x2 used to be 2 hosts, 1e1 ten).
+  for (const [variable, text] of [['TANDEM_HOSTS', '0x2'], ['TANDEM_HOST_RANK', ' 1'], ['OMPI_COMM_WORLD_SIZE', '2.0'], ['SLURM_NTASKS', '1e1'], ['SLURM_PROCID', ''], ['TANDEM_HOSTS', '-1']]) {
+    const pair = variable.startsWith('TANDEM') ? ['TANDEM_HOSTS', 'TANDEM_HOST_RANK'] : variable.startsWith('OMPI') ? ['OMPI_COMM_WORLD_SIZE', 'OMPI_COMM_WORLD_RANK'] : ['SLURM_NTASKS', 'SLURM_PROCID'];
+    const env = { [pair[0]]: '2', [pair[1]]: '1', [variable]: text };
+    t.throws(() => hostFieldsFromEnv({}, env), { code: 'BAD_CONFIG', message: `environment variable ${variable} must be a non-negative integer written as decimal digits (e.g. 2), got '${text}'` }, `${variable}='${text}'`);
+  }
+  t.same(hostFieldsFromEnv({ hosts: 2 }, { TANDEM_HOSTS: '0x2', TANDEM_HOST_RANK: '1' }), { hosts: 2, hostRank: 1 }, 'a flag given: its variable is not read');
   t.same(parseTrainArgs(['--hosts', '2', '--host-rank', '1', '--rendezvous', '10.0.0.1:29500']).config, { hosts: 2, hostRank: 1, rendezvous: '10.0.0.1:29500' });
 });
 

@@ -11,6 +11,8 @@ import { serializeError } from '../errors.js';
 import { startBackend, type BackendName } from '../engine/backend.js';
 import { SampleReader } from '../data/one-sample-view.js';
 import { resolveDataset } from '../data/resolve-dataset.js';
+import { checkedClassLabel } from '../data/class-labels.js';
+import { sourcePath } from '../source-path.js';
 import { loadPlugins } from '../plugins/load-plugins.js';
 import { outputLossOf } from '../model/output-loss.js';
 import type { DatasetSpec } from '../data/dataset.js';
@@ -59,7 +61,10 @@ async function evaluate(req: EvaluateRequest): Promise<{ samples: number; centre
   for (let start = 0; start < n; start += chunk) {
     const m = Math.min(chunk, n - start);
     const x = new Float32Array(m * per);
-    for (let i = 0; i < m; i++) labels[start + i] = reader.read(req.from + start + i, x, i * per);
+    for (let i = 0; i < m; i++) {
+      const index = req.from + start + i; // held-out samples no loader reads: their labels are checked here
+      labels[start + i] = checkedClassLabel(reader.read(index, x, i * per), C, sourcePath(req.data.source), index);
+    }
     const e = tf.tidy(() => model.predict(tf.tensor(x, [m, ...ds.sampleShape])) as tf.Tensor);
     const unit = tf.tidy(() => tf.div(e, tf.add(tf.norm(e, 'euclidean', 1, true), 1e-12)));
     raw.set(await e.data() as Float32Array, start * E); // await data(): every engine, webgpu included

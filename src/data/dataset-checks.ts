@@ -9,16 +9,10 @@ import { TandemError } from '../errors.js';
 import type { Dataset } from './dataset.js';
 import { SampleReader } from './one-sample-view.js';
 import { sourcePath } from '../source-path.js';
+import { found, nonNumberLabelProblem } from './returned-value.js';
+import { checkedClassLabel } from './class-labels.js';
 
 const EXPECTED = 'a Dataset { size, sampleShape, classes, read(index, out, offset) → label }';
-
-function found(v: unknown): string {
-  if (v === undefined) return 'nothing (undefined)';
-  if (v === null) return 'null';
-  if (typeof v === 'function') return 'a function';
-  const text = JSON.stringify(v);
-  return text === undefined ? typeof v : text.length > 60 ? `${text.slice(0, 60)}…` : text;
-}
 
 export function checkedDataset(ds: unknown, file: string): Dataset {
   const bad = (what: string, expected: string, value: unknown): never => {
@@ -41,11 +35,23 @@ export function probeFirstSample(ds: Dataset, source: string): number {
   const reader = new SampleReader(ds, source);
   const label = reader.read(0, new Float32Array(reader.sampleFloats), 0);
   if (typeof label !== 'number' || !Number.isFinite(label)) {
+    const why = nonNumberLabelProblem(label);
     throw new TandemError('BAD_DATA', `dataset ${sourcePath(source)}: read(0, out, offset) returned ${found(label)}; expected the sample's label ` +
-      `(an integer in [0, ${ds.classes})) or, for a regression, its target (a finite number)`);
+      `(an integer in [0, ${ds.classes})) or, for a regression, its target (a finite number)${why ? `; ${why}` : ''}`);
   }
   checkLabelAgrees(ds, 0, label, source);
   return label;
+}
+
+/**
+ * The held-out samples [from, to) the evaluation reads after training, read and checked now (label a class, every input
+ * written and finite), before any thread: no loader reads them, and a bad one found after training would fail the run
+ * with its model unwritten.
+ */
+export function probeHeldOut(ds: Dataset, from: number, to: number, source: string): void {
+  const reader = new SampleReader(ds, source);
+  const out = new Float32Array(reader.sampleFloats);
+  for (let i = from; i < to; i++) checkedClassLabel(reader.read(i, out, 0), ds.classes, sourcePath(source), i);
 }
 
 /**
@@ -60,4 +66,25 @@ export function checkLabelAgrees(ds: Dataset, index: number, read: number, sourc
   throw new TandemError('BAD_DATA', `dataset ${sourcePath(source)}: label(${index}) returned ${found(given)}, ` +
     `but read(${index}, out, offset) returned ${found(read)}; label(index) must return the label read returns for the same sample ` +
     '(method local-head assigns samples to devices by label() without reading them); fix label(), or leave it out and tandem reads the samples');
+}
+
+const FLAGS = { classes: '--classes', datasetSize: '--dataset-size', imageSize: '--image-size' } as const;
+
+/**
+ * What the run asked a data module's factory for (`--classes`, `--dataset-size`, `--image-size`) against the dataset it
+ * returned: a factory that ignores an option would train on other data than the flag says, silently. BAD_CONFIG naming
+ * the option, both values and the way out. `imageSize` is compared as given (2 values: height and width).
+ */
+export function checkOptionsHonoured(ds: Dataset, asked: { classes?: number; datasetSize?: number; imageSize?: number[] }, file: string): void {
+  const refuse = (option: keyof typeof FLAGS, field: string, given: string, got: string): never => {
+    throw new TandemError('BAD_CONFIG', `${FLAGS[option]} ${given} (config.${option}) was given, but data module ${file} returned a dataset with ${field} ${got}: ` +
+      `its factory does not use options.${field === 'sampleShape' ? 'imageShape' : field}. Leave ${FLAGS[option]} out (the dataset gives its own), ` +
+      'or have the factory build what it is asked for');
+  };
+  if (asked.classes !== undefined && asked.classes !== ds.classes) refuse('classes', 'classes', String(asked.classes), String(ds.classes));
+  if (asked.datasetSize !== undefined && asked.datasetSize !== ds.size) refuse('datasetSize', 'size', String(asked.datasetSize), String(ds.size));
+  const image = asked.imageSize;
+  if (image !== undefined && (ds.sampleShape.length < image.length || image.some((n, i) => n !== ds.sampleShape[i]))) {
+    refuse('imageSize', 'sampleShape', `[${image.join(', ')}]`, `[${ds.sampleShape.join(', ')}]`);
+  }
 }

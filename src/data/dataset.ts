@@ -4,6 +4,8 @@
  * offline) and `synthetic-images` (procedural, class-conditioned,
  * deterministic by seed). A user module's default export is a `DatasetFactory`.
  */
+import { checkedClassLabel } from './class-labels.js';
+
 export interface Dataset {
   readonly size: number;
   /** [height, width, channels]. */
@@ -15,11 +17,11 @@ export interface Dataset {
   label?(index: number): number;
 }
 
-/** The label of every sample in [0, count), cheaply where the dataset can. */
-export function labelsOf(ds: Dataset, count: number): Int32Array {
+/** The label of every sample in [0, count), cheaply where the dataset can; each a class of the dataset, else BAD_DATA naming the sample (`source`: its path). */
+export function labelsOf(ds: Dataset, count: number, source: string): Int32Array {
   const out = new Int32Array(count);
   const scratch = ds.label ? undefined : new Float32Array(sampleSize(ds.sampleShape));
-  for (let i = 0; i < count; i++) out[i] = ds.label ? ds.label(i) : ds.read(i, scratch!, 0);
+  for (let i = 0; i < count; i++) out[i] = checkedClassLabel(ds.label ? ds.label(i) : ds.read(i, scratch!, 0), ds.classes, source, i);
   return out;
 }
 

@@ -1,16 +1,17 @@
 /**
  * Piscina task (worker side): reads the samples of one device's shard into the
  * shared input and label buffers, each through a view of exactly that sample. Checks what can only be checked at loading:
- * labels in range and finite inputs, naming the sample index.
+ * labels in range (and, through the reader, every input written and finite), naming the sample index.
  */
 import { TandemError, serializeError, type SerializedError } from '../errors.js';
 import { injectFault } from '../actors/fault-injection.js';
 import type { DatasetSpec } from './dataset.js';
 import { resolveDataset } from './resolve-dataset.js';
 import { SampleReader } from './one-sample-view.js';
-import { classLabelProblem } from './class-labels.js';
+import { checkedClassLabel } from './class-labels.js';
 import { checkLabelAgrees } from './dataset-checks.js';
 import { sourcePath } from '../source-path.js';
+import { found } from './returned-value.js';
 
 export interface LoadShardTask {
   dataset: DatasetSpec;
@@ -54,16 +55,10 @@ async function readShard(task: LoadShardTask): Promise<number> {
     const label = reader.read(index, inputs, offset);
     checkLabelAgrees(ds, index, label, task.dataset.source);
     if (task.floatTargets) {
-      if (!Number.isFinite(label)) throw new TandemError('BAD_DATA', `dataset ${source}: sample ${index} has target ${label}, not a finite number`);
+      if (!Number.isFinite(label)) throw new TandemError('BAD_DATA', `dataset ${source}: sample ${index} has target ${found(label)}, not a finite number`);
       targets[task.labelOffset + i] = label;
     } else {
-      const problem = classLabelProblem(label, ds.classes);
-      if (problem) throw new TandemError('BAD_DATA', `dataset ${source}: sample ${index} has label ${label}, ${problem}`);
-    }
-    for (let k = offset; k < offset + per; k++) {
-      if (!Number.isFinite(inputs[k])) {
-        throw new TandemError('BAD_DATA', `dataset ${source}: sample ${index} has a non-finite input value at element ${k - offset}`);
-      }
+      checkedClassLabel(label, ds.classes, source, index);
     }
     if (task.labelMap) {
       const local = task.labelMap[label];

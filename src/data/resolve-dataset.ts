@@ -6,7 +6,7 @@ import { TandemError } from '../errors.js';
 import type { Dataset, DatasetFactory, DatasetSpec } from './dataset.js';
 import { loadMnist } from './mnist.js';
 import { syntheticImages } from './synthetic-images.js';
-import { importUserModule, userModuleErrorCode } from './import-user-module.js';
+import { defaultExportProblem, importUserModule, userModuleErrorCode } from './import-user-module.js';
 import { checkedDataset } from './dataset-checks.js';
 
 export const BUILTIN_DATASETS = ['mnist', 'synthetic-images'] as const;
@@ -30,9 +30,9 @@ export function resolveModuleUrl(source: string, what: 'model' | 'data' | 'plugi
 
 export async function loadDefaultExport<T>(url: string, what: 'model' | 'data'): Promise<T> {
   const mod = await importUserModule(url, what);
-  if (typeof mod.default !== 'function') {
-    throw new TandemError(userModuleErrorCode(what), `${what} module ${fileURLToPath(url)}: expected a default export function (export default (…) => …), ` +
-      `found ${mod.default === undefined ? 'no default export' : `a default export of type ${typeof mod.default}`}`);
+  const problem = defaultExportProblem(mod);
+  if (problem) {
+    throw new TandemError(userModuleErrorCode(what), `${what} module ${fileURLToPath(url)}: expected a default export function (export default (…) => …), found ${problem}`);
   }
   return mod.default as T;
 }

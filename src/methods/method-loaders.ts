@@ -10,6 +10,7 @@ import { LocalLabelSampler } from '../data/local-label-sampler.js';
 import { ShardLoader, type InputBuffers } from '../data/shard-loader.js';
 import { resolveDataset } from '../data/resolve-dataset.js';
 import { labelsOf } from '../data/dataset.js';
+import { sourcePath } from '../source-path.js';
 import { LabelPartition } from '../classifier/label-partition.js';
 import { TandemError } from '../errors.js';
 import { localRanks } from '../world/topology.js';
@@ -23,7 +24,7 @@ export async function createGlobalBatchLoader(cfg: ResolvedConfig, input: InputB
 /** Method B: every device reads only the samples of the labels it owns (BAD_DATA when it owns none). */
 export async function createLocalLabelLoader(cfg: ResolvedConfig, input: InputBuffers): Promise<ShardLoader> {
   const partition = LabelPartition.fromShares(cfg.classes, cfg.classifier!.partition);
-  const { owned, labelMaps } = ownedSamples(partition, labelsOf(await resolveDataset(cfg.data), cfg.trainSize));
+  const { owned, labelMaps } = ownedSamples(partition, labelsOf(await resolveDataset(cfg.data), cfg.trainSize, sourcePath(cfg.data.source)));
   owned.forEach((o, d) => {
     if (o.length === 0) throw new TandemError('BAD_DATA', `device ${d} owns labels with no training samples; use more data or fewer classes per device`);
   });

@@ -34,8 +34,15 @@ export function hostFieldsFromEnv(given: HostFields, env: Env): HostFields {
   return out;
 }
 
+/**
+ * A variable's text as a count, written as decimal digits: `Number()` would also read `0x2`, ` 2`, `2.0` or `1e1`,
+ * which a launcher never sets and a person's typo should not turn into a world size.
+ */
 function integerFrom(variable: string, text: string): number {
   const n = Number(text);
-  if (text.trim() === '' || !Number.isInteger(n) || n < 0) throw new TandemError('BAD_CONFIG', `environment variable ${variable} must be a non-negative integer, got '${text}'`);
+  if (!/^\d+$/.test(text) || !Number.isSafeInteger(n)) {
+    throw new TandemError('BAD_CONFIG', `environment variable ${variable} must be a non-negative integer written as decimal digits (e.g. 2), ` +
+      `got '${text}'; fix or unset it${variable.startsWith('TANDEM_') ? '' : ', or give --hosts and --host-rank, which win over the environment'}`);
+  }
   return n;
 }
