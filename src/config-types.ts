@@ -148,12 +148,12 @@ export interface TrainConfig {
   trace?: string;
   allReduce?: AllReduceKind;
   /**
-   * Who updates the parameters of one process's devices: `shard` (default) — each device's comm thread reduces 1/N of
-   * a group's gradient, updates that 1/N of the parameters and optimizer state once, and writes it into every replica
-   * (shared memory: no gather of the gradient, 1/N of the update per thread); `replica` — each device all-reduces the
-   * whole group and updates its own replica. The same bits either way. `shard` applies with the in-process
-   * `shared-memory` transport, the `sharded` all-reduce, no comm hook, the `ready` exchange order and `onNan: 'error'`;
-   * elsewhere the run updates per replica.
+   * Who updates the parameters of one process's devices: `replica` (default) — each device all-reduces the whole
+   * group and updates its own replica; `shard` — each device's comm thread reduces 1/N of a group's gradient, updates
+   * that 1/N of the parameters and optimizer state once, and writes it into every replica (shared memory: no gather of
+   * the gradient, 1/N of the update per thread). The same bits either way; `shard` measured no faster on 2 cores
+   * (README, Scaling). `shard` applies with the in-process `shared-memory` transport, the `sharded` all-reduce, no comm
+   * hook, the `ready` exchange order and `onNan: 'error'`; elsewhere the run updates per replica.
    */
   localUpdate?: 'shard' | 'replica';
   /** How the devices' collectives reach each other: a registered transport. Default `shared-memory`; several hosts: `shm` when the rendezvous is a loopback address (one machine), else `hierarchical` (`gloo` with one device per host). */

@@ -246,7 +246,7 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
     method: method.name, classifier, trainSize, evalSamples,
     model, data, datasetSize: meta.size, sampleShape, classes: meta.classes, devices, topology, rendezvous, backend, nativeThreads, nativeFusion, batch,
     perDevice: batch / devices, steps, stepsPerEpoch, optimizer, seed, strategy, strategyOptions, exchange, link, trace: writer ? config.trace : undefined, allReduce,
-    localUpdate: oneOf('localUpdate', config.localUpdate ?? 'shard', ['shard', 'replica'] as const),
+    localUpdate: oneOf('localUpdate', config.localUpdate ?? 'replica', ['shard', 'replica'] as const),
     transport: transport.name, commHook, loss, batchNorm: oneOf('batchNorm', config.batchNorm ?? 'sync', ['sync', 'local'] as const),
     forwardWait: oneOf('forwardWait', config.forwardWait ?? 'group', ['group', 'step'] as const), plugins, out: writer ? config.out : undefined, stallTimeoutMs, loaderThreads, faultInjection: fi,
   };
