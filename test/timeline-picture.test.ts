@@ -178,6 +178,10 @@ t.test('tandem trace --png draws the last three steps by default, --steps A..B o
   const empty = await runCli(['trace', trace, '--png', path.join(tmp, 'x.png'), '--steps', '9..12']);
   t.not(empty.code, 0);
   t.match(empty.stderr, 'no span in the steps asked for; the trace holds steps 1-6');
+  for (const last of ['0x2', '1e1', ' 2', '0']) { // Number() reads the first three as 2, 10 and 2
+    const bad = await runCli(['trace', trace, '--png', path.join(tmp, 'x.png'), '--last', last]);
+    t.match(bad.stderr, `--last ${last}: expected a number of steps (1 or more)`, `--last '${last}' refused`);
+  }
   const both = await runCli(['trace', trace, '--png', path.join(tmp, 'x.png'), '--steps', '2..3', '--all']);
   t.match(both.stderr, '--steps and --all both choose the steps drawn; give one');
   const unknown = await runCli(['trace', trace, '--pgn', path.join(tmp, 'x.png')]);

@@ -20,8 +20,8 @@ function stepRangeOf(values: { steps?: string; last?: string; all?: boolean }): 
   if (values.all) return { kind: 'all' };
   if (values.steps !== undefined) return parseStepRange(values.steps);
   if (values.last !== undefined) {
-    const count = Number(values.last);
-    if (!Number.isInteger(count) || count < 1) throw new TandemError('BAD_CONFIG', `--last ${values.last}: expected a number of steps (1 or more)`);
+    const count = /^\d+$/.test(values.last) ? Number(values.last) : NaN; // decimal digits: not 0x2, 1e1 or ' 2'
+    if (!Number.isSafeInteger(count) || count < 1) throw new TandemError('BAD_CONFIG', `--last ${values.last}: expected a number of steps (1 or more)`);
     return { kind: 'last', count };
   }
   return DEFAULT_STEP_RANGE;
