@@ -11,6 +11,7 @@ import { glooAddonOrSkip } from './fixtures/gloo-addon-or-skip.js';
 import { exitedZero, killAllTandems, summaryOf, tandem } from './fixtures/tandem-lines.js';
 import { findGpus } from '../src/world/gpu-inventory.js';
 import { engineNames } from '../src/engine/engine-registry.js';
+import { withFlags } from './fixtures/flag-args.js';
 
 const TRAIN = ['--model', 'mlp', '--data', 'synthetic-images', '--image-size', '8x8x1', '--classes', '4', '--dataset-size', '64',
   '--batch', '8', '--seed', '3', '--strategy', 'sequential', '--json', '--verbose']; // --verbose: every GPU process prints its steps
@@ -31,7 +32,7 @@ const models = [
 for (const model of models) {
   t.test(`--backend webgpu --gpus 2, ${model.name}: the weights of one process with 2 cpu devices within 1e-5`, async t => {
     if (!engineNames().includes('webgpu')) { t.comment('skipped: no webgpu engine registered (engines: ' + engineNames().join(', ') + ')'); return; }
-    const flags = [...TRAIN, ...model.flags, '--classes', '4', '--steps', '2', '--dataset-size', '32'];
+    const flags = withFlags(TRAIN, [...model.flags, '--classes', '4', '--steps', '2', '--dataset-size', '32']);
     const out = (run: string) => path.join(dir, `${model.name}-${run}`);
     const webgpu = tandem(['launch', '--gpus', '2', '--backend', 'webgpu', ...flags, '--out', out('webgpu')]);
     const cpu = tandem(['train', '--devices', '2', '--backend', 'cpu', ...flags, '--out', out('cpu')]);

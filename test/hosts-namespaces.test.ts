@@ -19,6 +19,7 @@ import { glooAddonOrSkip } from './fixtures/gloo-addon-or-skip.js';
 import { beforeEnd, firstLine, killAllTandems, summaryOf, tandem, type TandemProcess } from './fixtures/tandem-lines.js';
 import { makeHostPair, namespaceSupport, type HostPair } from '../bench/network-namespaces.js';
 import { checkpointSteps } from '../src/checkpoint/checkpoint-file.js';
+import { withFlags } from './fixtures/flag-args.js';
 
 /** The watchdog's time; a host waits for a silent peer twice this. */
 const STALL_MS = 3000;
@@ -36,10 +37,10 @@ t.teardown(killAllTandems);
 
 type Rank = 0 | 1;
 
-/** Host `rank` of `net`, in its namespace; `args` after the train flags. */
+/** Host `rank` of `net`, in its namespace; `args` after the train flags (in place of the ones they give). */
 function host(net: HostPair, rank: Rank, args: string[], onLine?: (line: string) => void): TandemProcess {
-  return tandem(['train', '--hosts', '2', '--host-rank', String(rank), '--rendezvous', `${net.addresses[0]}:${PORT}`, '--devices', '1', ...TRAIN,
-    '--stall-timeout-ms', String(STALL_MS), ...args],
+  return tandem(['train', '--hosts', '2', '--host-rank', String(rank), '--rendezvous', `${net.addresses[0]}:${PORT}`, '--devices', '1',
+    ...withFlags([...TRAIN, '--stall-timeout-ms', String(STALL_MS)], args)],
     onLine, (command, argv) => net.spawn(rank, command, argv, { stdio: ['ignore', 'pipe', 'pipe'] }));
 }
 

@@ -17,6 +17,7 @@ import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { glooAddonOrSkip } from './fixtures/gloo-addon-or-skip.js';
 import { freePort } from '../src/world/launch.js';
+import { withFlags } from './fixtures/flag-args.js';
 
 const CLI = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
 const CUSTOM_HOST = fileURLToPath(new URL('./fixtures/custom-strategy-host.js', import.meta.url));
@@ -70,7 +71,7 @@ if (glooAddonOrSkip()) {
       const [h0, h1] = await Promise.all([node(CUSTOM_HOST, ['0', rendezvous, STEPS, out('custom')]), node(CUSTOM_HOST, ['1', rendezvous, STEPS])]);
       return { code: h0.code || h1.code, lines: [...h0.lines.map(l => `[host 0] ${l}`), ...h1.lines.map(l => `[host 1] ${l}`)] };
     };
-    const bnArgs = [...TRAIN, '--model', BN_CONVNET, '--batch-norm', 'sync'];
+    const bnArgs = withFlags(TRAIN, ['--model', BN_CONVNET, '--batch-norm', 'sync']);
     const runs: Record<string, () => Promise<Ended>> = {
       // The references wait for the whole update before forward; the launches wait per group inside forward (the default).
       reference: () => node(CLI, ['train', '--devices', '2', ...TRAIN, '--strategy', 'sequential', '--forward-wait', 'step', '--out', out('reference')]),
