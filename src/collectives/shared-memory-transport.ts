@@ -82,11 +82,15 @@ export class SharedMemoryCollective implements Collective {
   async reduceScatterMean(buf: Float32Array, start: number, end: number): Promise<[number, number]> {
     const slots = this.peersOf(buf);
     if (!slots) throw new RangeError('reduceScatterMean: the buffer must be this rank\'s slot of a registered slot buffer');
+    if (this.size === 1 || end <= start) return shardOf(start, end, this.rank, this.size);
+    return this.reduceOwnShard(slots, start, end, (out, s, e) => this.reducer.reduceMeanInto(slots, out, s, e));
+  }
+
+  /** Once every rank handed over its slot: this rank's shard of [start, end) reduced into its own slot; the shard. */
+  private reduceOwnShard(slots: SlotSet, start: number, end: number, reduce: (out: Float32Array, s: number, e: number) => void): [number, number] {
+    this.gate.arrive('peers to hand over their gradients (reduce-scatter)');
     const [s, e] = shardOf(start, end, this.rank, this.size);
-    if (this.size > 1 && end > start) {
-      this.gate.arrive('peers to hand over their gradients (reduce-scatter)');
-      this.reducer.reduceMeanInto(slots, slots[this.rank], s, e);
-    }
+    reduce(slots[this.rank], s, e);
     return [s, e];
   }
 
@@ -116,9 +120,7 @@ export class SharedMemoryCollective implements Collective {
         if (this.rank !== 0) mine.set(slots[0].subarray(start, end), start);
         break;
       case 'sharded': {
-        this.gate.arrive('peers to hand over their gradients (reduce-scatter)');
-        const [s, e] = shardOf(start, end, this.rank, this.size);
-        reduce(mine, s, e);
+        this.reduceOwnShard(slots, start, end, reduce);
         this.gate.arrive('peers to reduce their shards');
         for (let r = 0; r < this.size; r++) {
           if (r === this.rank) continue;

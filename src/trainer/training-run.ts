@@ -333,6 +333,11 @@ export class TrainingRun {
    */
   private async stopAfter(step: number, nextPosted: boolean): Promise<boolean> {
     if (!this.world?.channel) return this.stopWanted() && !nextPosted;
+    return this.agreedElseWish(step);
+  }
+
+  /** Several hosts: whether they agreed to stop after `step`; when not, this host's wish after `step`, added (once). */
+  private async agreedElseWish(step: number): Promise<boolean> {
     const agreed = await this.stopAgreedBefore(step);
     if (!agreed) await this.wishAfter(step);
     return agreed;
@@ -355,9 +360,7 @@ export class TrainingRun {
    */
   private async agreedOnceApplied(groups: ParameterGroup[], step: number): Promise<boolean> {
     if (step > this.firstStep) await this.applied(groups, step - 1);
-    const agreed = await this.stopAgreedBefore(step);
-    if (!agreed) await this.wishAfter(step);
-    return agreed;
+    return this.agreedElseWish(step);
   }
 
   /** Several hosts: whether they agreed to stop after `step` (the wishes made after step-1); read once per step. */
