@@ -11,6 +11,7 @@ import { prepareOutputPlaces } from '../output/output-places.js';
 import { writeFileAtomically } from '../output/atomic-write.js';
 import { drawnSpans, spansFromChromeTrace, timelinePng, timelineSvg } from '../monitor/timeline-picture.js';
 import { DEFAULT_STEP_RANGE, parseStepRange, selectSteps, stepsText, type StepRange } from '../monitor/step-range.js';
+import { decimalCount } from '../decimal-count.js';
 
 export const TRACE_USAGE = 'tandem trace TRACE.json --svg OUT.svg [--png OUT.png] [--steps A..B | --last N | --all]';
 
@@ -20,8 +21,8 @@ function stepRangeOf(values: { steps?: string; last?: string; all?: boolean }): 
   if (values.all) return { kind: 'all' };
   if (values.steps !== undefined) return parseStepRange(values.steps);
   if (values.last !== undefined) {
-    const count = /^\d+$/.test(values.last) ? Number(values.last) : NaN; // decimal digits: not 0x2, 1e1 or ' 2'
-    if (!Number.isSafeInteger(count) || count < 1) throw new TandemError('BAD_CONFIG', `--last ${values.last}: expected a number of steps (1 or more)`);
+    const count = decimalCount(values.last);
+    if (count === undefined || count < 1) throw new TandemError('BAD_CONFIG', `--last ${values.last}: expected a number of steps (1 or more)`);
     return { kind: 'last', count };
   }
   return DEFAULT_STEP_RANGE;

@@ -7,6 +7,7 @@
  * `hosts`, `hostRank` and `rendezvous` themselves.
  */
 import { TandemError } from '../errors.js';
+import { decimalCount } from '../decimal-count.js';
 
 export interface HostFields { hosts?: number; hostRank?: number; rendezvous?: string }
 
@@ -39,8 +40,8 @@ export function hostFieldsFromEnv(given: HostFields, env: Env): HostFields {
  * which a launcher never sets and a person's typo should not turn into a world size.
  */
 function integerFrom(variable: string, text: string): number {
-  const n = Number(text);
-  if (!/^\d+$/.test(text) || !Number.isSafeInteger(n)) {
+  const n = decimalCount(text);
+  if (n === undefined) {
     throw new TandemError('BAD_CONFIG', `environment variable ${variable} must be a non-negative integer written as decimal digits (e.g. 2), ` +
       `got '${text}'; fix or unset it${variable.startsWith('TANDEM_') ? '' : ', or give --hosts and --host-rank, which win over the environment'}`);
   }

@@ -22,6 +22,7 @@ import { fileURLToPath } from 'node:url';
 import { TandemError } from '../errors.js';
 import { findGpus, hasMesaDeviceSelect, type GpuInventory } from './gpu-inventory.js';
 import { PINNING_VARIABLES, planGpus } from './gpu-pinning.js';
+import { decimalCount } from '../decimal-count.js';
 
 export interface HostLine { stream: 'stdout' | 'stderr'; text: string }
 
@@ -153,8 +154,9 @@ export function splitLaunchArgs(argv: string[]): LaunchArgs {
     throw new TandemError('BAD_CONFIG', 'tandem launch --gpus N on one host of several takes --hosts H --host-rank R --rendezvous HOST:PORT together (host 0\'s address); on one machine leave out --host-rank and --rendezvous');
   }
   if (own['host-rank'] !== undefined) {
-    out.hostRank = Number(own['host-rank']);
-    if (!/^\d+$/.test(own['host-rank']) || out.hostRank < 0 || out.hostRank >= out.hosts) throw new TandemError('BAD_CONFIG', `tandem launch --host-rank must be an integer in [0, ${out.hosts}), got '${own['host-rank']}'`);
+    const rank = decimalCount(own['host-rank']);
+    if (rank === undefined || rank >= out.hosts) throw new TandemError('BAD_CONFIG', `tandem launch --host-rank must be an integer in [0, ${out.hosts}), got '${own['host-rank']}'`);
+    out.hostRank = rank;
     out.rendezvous = own.rendezvous;
   } else if (out.hosts * out.gpus! > MAX_LOCAL) {
     throw new TandemError('BAD_CONFIG', `tandem launch --hosts ${out.hosts} --gpus ${out.gpus}: ${out.hosts * out.gpus!} local processes, more than ${MAX_LOCAL}`);
@@ -163,8 +165,8 @@ export function splitLaunchArgs(argv: string[]): LaunchArgs {
 }
 
 function count(flag: string, text: string | undefined, max: number): number {
-  const n = Number(text);
-  if (text === undefined || !/^\d+$/.test(text) || n < 1 || n > max) throw new TandemError('BAD_CONFIG', `tandem launch --${flag} must be an integer in [1, ${max}], got '${text}'`);
+  const n = text === undefined ? undefined : decimalCount(text);
+  if (n === undefined || n < 1 || n > max) throw new TandemError('BAD_CONFIG', `tandem launch --${flag} must be an integer in [1, ${max}], got '${text}'`);
   return n;
 }
 
