@@ -15,6 +15,7 @@ import { allocateModelBuffers, paramSlots, registeredSlots, type SharedBuffers }
 import type { FromComm, FromCompute, FinishedReport, WeightShape } from '../actors/protocol.js';
 import { allocateInputBuffers, ShardLoadError, type ShardLoader } from '../data/shard-loader.js';
 import { isWorkerOutOfMemory, outOfMemoryWords } from '../actors/worker-memory.js';
+import { runningTimeout } from './running-timeout.js';
 import { sampleSize } from '../data/dataset.js';
 import { layoutParameters, type ParameterGroup, type ParameterLayout } from '../model/parameter-layout.js';
 import { chunksOf } from '../pipeline/priority-schedule.js';
@@ -696,19 +697,19 @@ export class TrainingRun {
 
   /** `promise` (a step's loading), or a STALLED failure naming the loader's device if it takes longer than the watchdog allows. */
   private async withinStallTimeout<T>(promise: Promise<T>, step: number): Promise<T> {
-    let timer: NodeJS.Timeout | undefined;
+    let cancel = () => {};
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
+      // This process's running time (runningTimeout): a host stopped for a while (SIGSTOP) is not its loader's fault.
+      cancel = runningTimeout(this.cfg.stallTimeoutMs, () => {
         const d = [...(this.loader?.pending ?? [])][0] ?? -1;
         reject(new TandemError('STALLED', `device ${d} stopped responding at step ${step} in phase load (data loader: no result for ` +
           `${(this.cfg.stallTimeoutMs / 1000).toFixed(1)} s; raise stallTimeoutMs if loading is legitimately this slow)`, { device: d, step, phase: 'load' }));
-      }, this.cfg.stallTimeoutMs);
-      timer.unref();
+      });
     });
     try {
       return await Promise.race([promise, timeout]);
     } finally {
-      clearTimeout(timer);
+      cancel();
     }
   }
 
