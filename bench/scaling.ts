@@ -15,7 +15,8 @@ import { once } from 'node:events';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { train, type TrainConfig, type TrainSummary, type BackendName, type Span } from '../src/index.js';
-import { computeThreadSteps, type ComputeThreadSteps } from './step-gaps.js';
+import { computeThreadSteps, stepPeriods, type ComputeThreadSteps } from './step-gaps.js';
+import { lockstepBound, type LockstepBound } from './lockstep-bound.js';
 import { SteadyCpuWindow } from './steady-cpu-window.js';
 import { loadNativeAddon } from '../src/engine/native/native-addon.js';
 import { warmupSteps } from '../src/trainer/run-summary.js';
@@ -83,11 +84,12 @@ export async function runScaling(opts: ScalingOptions): Promise<void> {
   // Steady state (after the warm-up steps: wasm tier-up, first loads), as the profiler and overlap benches measure.
   const rate = (r: TrainSummary) => r.config.batch / (r.steadyStepMs / 1000);
   const rows: { run: string; samplesPerSecond: number; msPerStep?: number }[] = [];
-  const perBackend: Record<string, { one: TrainSummary; two: TrainSummary; independent: number; cdRatios: number[]; threads: ComputeThreadRow[]; coresBusy: CoresBusy[] }> = {};
+  const perBackend: Record<string, { one: TrainSummary; two: TrainSummary; independent: number; cdRatios: number[]; threads: ComputeThreadRow[]; coresBusy: CoresBusy[];
+    bounds: (LockstepBound | undefined)[] }> = {};
   for (const backend of backends) {
     const config = { ...MODEL, backend };
     const one = await train({ ...config, devices: 1, batch: b, steps: opts.steps });
-    const tries: { two: TrainSummary; independent: number; ratio: number; threads: ComputeThreadRow[]; coresBusy: CoresBusy }[] = [];
+    const tries: { two: TrainSummary; independent: number; ratio: number; threads: ComputeThreadRow[]; coresBusy: CoresBusy; bound?: LockstepBound }[] = [];
     for (let run = 0; run < Math.max(1, opts.runs); run++) {
       const twoSpans: Span[] = [], pairSpans: Span[][] = [[], []];
       const window = (trainings: number) => new SteadyCpuWindow(trainings, warmupSteps(opts.steps), opts.steps - 1);
@@ -99,11 +101,12 @@ export async function runScaling(opts: ScalingOptions): Promise<void> {
       const independent = rate(pair[0]) + rate(pair[1]);
       const threads = [...[0, 1].map(d => threadRow(`(c) device ${d}`, twoSpans, d, two)), ...[0, 1].map(i => threadRow(`(d) training ${i}`, pairSpans[i], 0, pair[i]))]
         .filter((r): r is ComputeThreadRow => r !== undefined);
-      tries.push({ two, independent, ratio: rate(two) / independent, threads, coresBusy: { c: twoCpu.coresBusy(), d: pairCpu.coresBusy() } });
+      const bound = lockstepBound(stepPeriods(pairSpans[0], 0, warmupSteps(opts.steps)), stepPeriods(pairSpans[1], 0, warmupSteps(opts.steps)));
+      tries.push({ two, independent, ratio: rate(two) / independent, threads, coresBusy: { c: twoCpu.coresBusy(), d: pairCpu.coresBusy() }, bound });
     }
     tries.sort((p, q) => p.ratio - q.ratio);
     const { two, independent, threads } = tries[Math.floor((tries.length - 1) / 2)];
-    perBackend[backend] = { one, two, independent, cdRatios: tries.map(x => x.ratio), threads, coresBusy: tries.map(x => x.coresBusy) };
+    perBackend[backend] = { one, two, independent, cdRatios: tries.map(x => x.ratio), threads, coresBusy: tries.map(x => x.coresBusy), bounds: tries.map(x => x.bound) };
     rows.push({ run: `(b) tandem ${backend}, 1 device`, samplesPerSecond: rate(one), msPerStep: one.steadyStepMs });
     rows.push({ run: `(c) tandem ${backend}, 2 devices (two-group)`, samplesPerSecond: rate(two), msPerStep: two.steadyStepMs });
     rows.push({ run: `(d) tandem ${backend}, 2 independent 1-device trainings at once`, samplesPerSecond: independent });
@@ -115,14 +118,24 @@ export async function runScaling(opts: ScalingOptions): Promise<void> {
     }
   }
   const python = findTorchPython();
-  let torch: { single: TorchStepResult; ddp: TorchStepResult } | undefined;
+  let torch: { single: TorchStepResult; ddp: TorchStepResult; independent: number; ddpRatios: number[] } | undefined;
   if (python) {
     console.log(`PyTorch reference (${python}): the same model, 1 thread; then DDP (gloo) on 2 processes of 1 thread...`);
     const single = await runTorchReference(python, { mode: 'single', batch: b, steps: opts.steps, threads: 1 });
-    const ddp = await runTorchReference(python, { mode: 'ddp', batch: b, steps: opts.steps, threads: 1, procs: 2 });
-    torch = { single, ddp };
+    // PyTorch's own (c)/(d): DDP against two independent single processes at once, alternately as tandem's.
+    const torchTries: { ddp: TorchStepResult; independent: number; ratio: number }[] = [];
+    for (let run = 0; run < Math.max(1, opts.runs); run++) {
+      const pair = await Promise.all([0, 1].map(() => runTorchReference(python, { mode: 'single', batch: b, steps: opts.steps, threads: 1 })));
+      const ddp = await runTorchReference(python, { mode: 'ddp', batch: b, steps: opts.steps, threads: 1, procs: 2 });
+      const independent = pair[0].samplesPerSecond + pair[1].samplesPerSecond;
+      torchTries.push({ ddp, independent, ratio: ddp.samplesPerSecond / independent });
+    }
+    torchTries.sort((p, q) => p.ratio - q.ratio);
+    const { ddp, independent } = torchTries[Math.floor((torchTries.length - 1) / 2)];
+    torch = { single, ddp, independent, ddpRatios: torchTries.map(x => x.ratio) };
     rows.push({ run: `(t1) PyTorch ${single.torch}, 1 process, 1 thread`, samplesPerSecond: single.samplesPerSecond, msPerStep: single.msPerStep });
     rows.push({ run: `(t2) PyTorch ${ddp.torch} DDP gloo, 2 processes x 1 thread`, samplesPerSecond: ddp.samplesPerSecond, msPerStep: ddp.msPerStep });
+    rows.push({ run: `(t3) PyTorch ${ddp.torch}, 2 independent 1-thread processes at once`, samplesPerSecond: independent });
   } else {
     console.log('(no torch column: `python3 -c "import torch"` fails here; Debian: apt-get install python3-torch)');
   }
@@ -150,6 +163,17 @@ export async function runScaling(opts: ScalingOptions): Promise<void> {
       (backend === 'native' ? ' (target >= 0.95)' : ''));
   }
   if (torch && perBackend.native) console.log('(targets: step time ratio <= 1.2; samples/s ratio >= 1.0)');
+  if (torch) {
+    const r = torch.ddpRatios;
+    console.log(`PyTorch's own (c)/(d), (t2)/(t3) over ${r.length} run(s): median ${(torch.ddp.samplesPerSecond / torch.independent).toFixed(3)}, min ${r[0].toFixed(3)}, max ${r[r.length - 1].toFixed(3)}`);
+  }
+  console.log('\nlockstep alone (bench/lockstep-bound.ts): (d)\'s two trainings\' step times paired step for step, as two devices in ' +
+    'lockstep must run (no exchange, no update added), give the (c)/(d) below; each (c)/(d) run in ratio order:');
+  for (const backend of backends) {
+    const p = perBackend[backend];
+    console.log(`${backend}: ` + p.bounds.map((bound, i) => `(c)/(d) ${p.cdRatios[i].toFixed(3)}, lockstep bound ` +
+      (bound ? `${bound.bound.toFixed(3)} (step spreads ${bound.spread.map(x => `${(100 * x).toFixed(0)}%`).join(', ')})` : '–')).join('; '));
+  }
   const fmt = (x?: number) => x === undefined ? '–' : x.toFixed(2);
   console.log(`\ncores busy in the steady state (the process's CPU time over wall time; ${os.cpus().length} cores), each (c)/(d) run in ratio order: ` +
     backends.map(k => `${k}: ${perBackend[k].coresBusy.map(x => `(c) ${fmt(x.c)} (d) ${fmt(x.d)}`).join('; ')}`).join(' | '));
@@ -177,7 +201,8 @@ export async function runScaling(opts: ScalingOptions): Promise<void> {
   const json = { bench: 'scaling', date: new Date().toISOString(), cores: os.cpus().length, options: opts, rows, ratios, cdRuns: cdSpread, bandwidth, torch: torch ?? null,
     timings: Object.fromEntries(backends.map(k => [k, { one: perBackend[k].one.timings, two: perBackend[k].two.timings }])),
     computeThreads: Object.fromEntries(backends.map(k => [k, perBackend[k].threads])),
-    coresBusy: Object.fromEntries(backends.map(k => [k, perBackend[k].coresBusy])) };
+    coresBusy: Object.fromEntries(backends.map(k => [k, perBackend[k].coresBusy])),
+    lockstepBounds: Object.fromEntries(backends.map(k => [k, perBackend[k].bounds.map(x => x ?? null)])) };
   mkdirSync(opts.out, { recursive: true });
   writeFileSync(`${opts.out}/scaling.json`, JSON.stringify(json, null, 2));
   console.log(`\nJSON: ${opts.out}/scaling.json`);

@@ -27,7 +27,20 @@ export function computeThreadSteps(spans: readonly Span[], device: number, after
     busy += mine[i].end - mine[i].start;
     if (i > 0 && mine[i].step !== mine[i - 1].step) gap += Math.max(0, mine[i].start - mine[i - 1].end);
   }
-  const startOf = (step: number) => Math.min(...mine.filter(s => s.step === step).map(s => s.start));
-  const periodMs = (startOf(steps[steps.length - 1]) - startOf(steps[0])) / (steps.length - 1);
+  const starts = stepStarts(mine);
+  const periodMs = (starts[starts.length - 1] - starts[0]) / (steps.length - 1);
   return { steps: steps.length, periodMs, busyMs: busy / steps.length, gapMs: gap / (steps.length - 1) };
+}
+
+/** Each step's duration after step `after` (the warm-up) on `device`'s compute thread: from its start to the next step's start. */
+export function stepPeriods(spans: readonly Span[], device: number, after: number): number[] {
+  const starts = stepStarts(spans.filter(s => s.device === device && s.thread === 'compute' && s.step > after));
+  return starts.slice(1).map((start, i) => start - starts[i]);
+}
+
+/** The start of each step's first span, in step order (`spans` of one thread). */
+function stepStarts(spans: readonly Span[]): number[] {
+  const first = new Map<number, number>();
+  for (const s of spans) first.set(s.step, Math.min(first.get(s.step) ?? Infinity, s.start));
+  return [...first.entries()].sort((p, q) => p[0] - q[0]).map(([, start]) => start);
 }

@@ -10,18 +10,7 @@ import { predictSchedule, type Machine, type ScheduleSpec } from '../src/profili
 import { cpuShareOfHost } from '../src/profiling/cpu-ceiling.js';
 import { layoutParameters } from '../src/model/parameter-layout.js';
 import type { LayerCost, ModelProfile } from '../src/profiling/layer-profile.js';
-
-/** mulberry32 (seeded) and Box–Muller: standard normal draws. */
-function normals(seed: number): () => number {
-  let a = seed >>> 0;
-  const uniform = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let x = Math.imul(a ^ (a >>> 15), a | 1);
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
-    return (((x ^ (x >>> 14)) >>> 0) + 0.5) / 4294967296;
-  };
-  return () => Math.sqrt(-2 * Math.log(uniform())) * Math.cos(2 * Math.PI * uniform());
-}
+import { normals } from './fixtures/normal-draws.js';
 
 t.test('e(n): the integration against closed forms and a Monte Carlo', async t => {
   t.equal(expectedMaxOfNormals(1), 0, 'one host waits for nobody');
