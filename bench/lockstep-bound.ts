@@ -8,9 +8,13 @@
  * lockstep would step every E[max(a_i, b_j)] ms, where a and b are the two
  * trainings' step times and the pairs run over every i, j (the two spread
  * independently); (d) makes 1/mean(a) + 1/mean(b) steps a millisecond between
- * them. The ratio of the two is the best (c)/(d) any synchronous data-parallel
- * schedule can reach with that spread: the scaling bench prints it beside the
- * measured (c)/(d). Its model form is `lockstepMs` (src/profiling/lockstep.ts):
+ * them. Their ratio is the (c)/(d) a synchronous data-parallel schedule gets
+ * from lockstep alone, if its devices' steps spread as (d)'s do and
+ * independently: the scaling bench prints it beside the measured (c)/(d). It
+ * is an estimate, not a strict bound: part of (d)'s spread is its two
+ * trainings taking cores from each other, which devices in lockstep partly
+ * avoid, so a (c)/(d) at or above it says the exchange and update add nothing
+ * beyond lockstep. Its model form is `lockstepMs` (src/profiling/lockstep.ts):
  * for normal step times of spread σ, E[max] = mean + e(2)·σ.
  *
  * @example
@@ -24,7 +28,7 @@ export interface LockstepBound {
   spread: [number, number];
   /** The mean over every pair (i, j) of max(a_i, b_j): a step of the two in lockstep, ms. */
   pairedStepMs: number;
-  /** (2 / pairedStepMs) / (1/mean(a) + 1/mean(b)): the (c)/(d) lockstep alone allows. */
+  /** (2 / pairedStepMs) / (1/mean(a) + 1/mean(b)): the (c)/(d) lockstep alone leaves. */
   bound: number;
 }
 
@@ -35,7 +39,7 @@ function spreadOverMean(xs: readonly number[]): number {
   return Math.sqrt(mean(xs.map(x => (x - m) ** 2))) / m;
 }
 
-/** The lockstep bound of two trainings whose step times (ms) were `a` and `b`; undefined if either has none. */
+/** The lockstep estimate of two trainings whose step times (ms) were `a` and `b`; undefined if either has none. */
 export function lockstepBound(a: readonly number[], b: readonly number[]): LockstepBound | undefined {
   if (a.length === 0 || b.length === 0) return undefined;
   // Sorted b with its suffix sums: for each a_i, the pairs with b_j > a_i add b_j, the rest add a_i. O(n log n).

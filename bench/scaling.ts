@@ -168,10 +168,11 @@ export async function runScaling(opts: ScalingOptions): Promise<void> {
     console.log(`PyTorch's own (c)/(d), (t2)/(t3) over ${r.length} run(s): median ${(torch.ddp.samplesPerSecond / torch.independent).toFixed(3)}, min ${r[0].toFixed(3)}, max ${r[r.length - 1].toFixed(3)}`);
   }
   console.log('\nlockstep alone (bench/lockstep-bound.ts): (d)\'s two trainings\' step times paired step for step, as two devices in ' +
-    'lockstep must run (no exchange, no update added), give the (c)/(d) below; each (c)/(d) run in ratio order:');
+    'lockstep must run (no exchange, no update added; the two spreading independently: an estimate, not a strict bound), ' +
+    'give the (c)/(d) below; each (c)/(d) run in ratio order:');
   for (const backend of backends) {
     const p = perBackend[backend];
-    console.log(`${backend}: ` + p.bounds.map((bound, i) => `(c)/(d) ${p.cdRatios[i].toFixed(3)}, lockstep bound ` +
+    console.log(`${backend}: ` + p.bounds.map((bound, i) => `(c)/(d) ${p.cdRatios[i].toFixed(3)}, lockstep alone ` +
       (bound ? `${bound.bound.toFixed(3)} (step spreads ${bound.spread.map(x => `${(100 * x).toFixed(0)}%`).join(', ')})` : '–')).join('; '));
   }
   const fmt = (x?: number) => x === undefined ? '–' : x.toFixed(2);
