@@ -14,7 +14,7 @@ import { rebuildCommand, REBUILD_COMMAND } from '../src/addon-load.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as {
-  name: string; main: string; types: string; bin: Record<string, string>; dependencies: Record<string, string>;
+  name: string; license: string; main: string; types: string; bin: Record<string, string>; dependencies: Record<string, string>;
 };
 
 /** `npm pack --dry-run`'s file list (no scripts: the build ran before the tests). */
@@ -25,10 +25,10 @@ const packed = new Promise<string[]>((resolve, reject) =>
     resolve(report.files.map(f => f.path));
   }));
 
-tap.test('the tarball holds the library, its types, the command, the native sources and install step, the README', async t => {
+tap.test('the tarball holds the library, its types, the command, the native sources and install step, the README and the license', async t => {
   const files = new Set(await packed);
   const need = [
-    'package.json', 'README.md', path.posix.normalize(pkg.main), path.posix.normalize(pkg.types), 'dist/src/cli/main.js',
+    'package.json', 'README.md', 'LICENSE', path.posix.normalize(pkg.main), path.posix.normalize(pkg.types), 'dist/src/cli/main.js',
     ...Object.values(pkg.bin).map(b => path.posix.normalize(b)),
     'native/build-addon.mjs', 'native/binding.gyp', 'native/gloo/binding.gyp', 'native/shm/binding.gyp',
     'native/src/addon.cc', 'native/src/gloo-addon.cc', 'native/src/shm-addon.cc', 'examples/mnist.json',
@@ -95,4 +95,11 @@ tap.test('a missing native addon says the command that builds it where this tand
   const step = readFileSync(path.join(root, 'native/build-addon.mjs'), 'utf8');
   t.notMatch(step, /npm install again/, 'build-addon.mjs: no \'npm install again\'');
   t.match(step, /npm rebuild tandem/, 'build-addon.mjs: npm rebuild tandem where tandem is a dependency');
+});
+
+tap.test('the license the package names is the one it ships', async t => {
+  t.equal(pkg.license, 'Apache-2.0');
+  const text = readFileSync(path.join(root, 'LICENSE'), 'utf8');
+  t.match(text, /Apache License\s+Version 2\.0, January 2004/, 'LICENSE is the Apache License 2.0');
+  t.match(text, /END OF TERMS AND CONDITIONS/, 'whole: to the end of its terms');
 });
