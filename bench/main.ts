@@ -1,4 +1,4 @@
-/** `npm run bench -- scaling|kernels|overlap|profile|profile-clock|classifier|faults|soak|models|hosts|hosts-timelines|hosts-allreduce|hosts-line-rate|comm-hooks|half-passes|chunk-size|shm-vs-loopback|gpu [--gpus 1,2] [--image-size S] [--steps N] [--runs N] [--busy N] [--classes 1000,10000] [--models a,b] [--stock-steps N] [--batch N] [--links none,1gbps,…] [--rates 10gbit,1gbit,100mbit] [--out DIR]` */
+/** `npm run bench -- scaling|kernels|overlap|profile|profile-clock|classifier|faults|soak|models|hosts|hosts-repeat A.json B.json|hosts-timelines|hosts-allreduce|hosts-line-rate|comm-hooks|half-passes|chunk-size|shm-vs-loopback|gpu [--gpus 1,2] [--image-size S] [--steps N] [--runs N] [--busy N] [--classes 1000,10000] [--models a,b] [--stock-steps N] [--batch N] [--links none,1gbps,…] [--rates 10gbit,1gbit,100mbit] [--out DIR]` */
 import { parseArgs } from 'node:util';
 import { runScaling } from './scaling.js';
 import { runOverlap } from './overlap.js';
@@ -13,6 +13,7 @@ import { runHostsAllReduceBench } from './hosts-allreduce.js';
 import { runCommHooksBench } from './comm-hooks.js';
 import { runHostsBench } from './hosts.js';
 import { runHostsTimelines } from './hosts-timelines.js';
+import { runHostsRepeat } from './hosts-repeat.js';
 import { parseHostsOptions } from './hosts-figures.js';
 import { runChunkSizeBench } from './chunk-size.js';
 import { runHalfPassesBench } from './half-passes.js';
@@ -102,6 +103,10 @@ switch (name) {
     break;
   case 'hosts':
     await runHostsBench(parseHostsOptions(values));
+    break;
+  case 'hosts-repeat':
+    if (positionals.length !== 3) throw new Error('usage: npm run bench -- hosts-repeat FIRST.json SECOND.json (two runs of `npm run bench -- hosts`)');
+    runHostsRepeat(positionals[1], positionals[2]);
     break;
   case 'hosts-timelines':
     runHostsTimelines({ models: (values.models ?? 'alexnet-mini').split(','), links: (values.links ?? values.rates ?? '1G,100M').split(','),
