@@ -189,7 +189,7 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
   const heldOut = config.heldOut ?? method.defaultHeldOut(meta.size);
   if (!Number.isInteger(heldOut) || heldOut < 0 || heldOut >= meta.size) bad('heldOut', `must be an integer in [0, ${meta.size}), got ${shown(heldOut)}`);
   const trainSize = meta.size - heldOut;
-  const evalSamples = positiveInt('evalSamples', config.evalSamples ?? 2000);
+  const evalSamples = evalSamplesOf(config.evalSamples, heldOut, config.heldOut === undefined);
   if (trainSize < batch) bad('batch', `global batch ${batch} is larger than the training samples (${trainSize} of ${meta.size}; ${heldOut} held out): ${smallerBatch(trainSize, devices, heldOut)}`);
   const classifier: ClassifierConfig | undefined = method.resolveOptions(config, { classes: meta.classes, devices });
 
@@ -358,6 +358,26 @@ function checkpointOptions(config: TrainConfig, writer: boolean): Pick<ResolvedC
   if (!Number.isInteger(keep) || keep < 0) bad('keepCheckpoints', `must be an integer >= 0 (0 keeps every checkpoint), got ${shown(keep)}`);
   const stopGraceMs = finite('stopGraceMs', config.stopGraceMs ?? 5000, 0, 24 * 3600_000);
   return { checkpointEvery: every, checkpointDir: writer ? config.checkpointDir : undefined, resume: config.resume, keepCheckpoints: keep, stopGraceMs };
+}
+
+/**
+ * The held-out samples to evaluate: `given` (config.evalSamples) if the held-out range has that many, else refused
+ * before training (it evaluated the `heldOut` there were, or nothing, without a word); the default, 2000, is capped
+ * at `heldOut` silently. `heldOutDefault`: heldOut was not given (the method's default).
+ */
+function evalSamplesOf(given: unknown, heldOut: number, heldOutDefault: boolean): number {
+  if (given === undefined) return 2000;
+  const n = positiveInt('evalSamples', given);
+  const source = heldOutDefault ? `the method's default heldOut is ${heldOut}` : `heldOut is ${heldOut}`;
+  if (heldOut === 0) {
+    bad('evalSamples', `evaluates ${n} held-out samples, but none are held out (${source}): hold out samples for it with heldOut ${n} ` +
+      `(--held-out ${n}: the last ${n} samples, which then are not trained on), or leave evalSamples out`);
+  }
+  if (n > heldOut) {
+    bad('evalSamples', `${n} is more than the ${heldOut} held-out samples (${source}): give evalSamples ${heldOut} or fewer ` +
+      `(--eval-samples ${heldOut}), or hold out more with heldOut ${n} (--held-out ${n})`);
+  }
+  return n;
 }
 
 /** The way out of a batch larger than the `trainSize` training samples, over `devices` devices. */

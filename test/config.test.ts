@@ -13,6 +13,8 @@ function osThreads(): number {
 const dir = mkdtempSync(path.join(os.tmpdir(), 'tandem-config-'));
 const wrongShapeModel = path.join(dir, 'wrong-shape.mjs');
 writeFileSync(wrongShapeModel, `export default (tf) => tf.sequential({ layers: [tf.layers.dense({ inputShape: [5], units: 10 })] });`);
+const noHeldOutData = path.join(dir, 'no-held-out.mjs');
+writeFileSync(noHeldOutData, 'export default () => ({ size: 64, sampleShape: [4], classes: 2, read(i, out) { out.fill(i / 64); return i % 2; } });');
 
 const cases: [string, TrainConfig, string, RegExp][] = [
   ['0 devices', { devices: 0 }, 'BAD_CONFIG', /config\.devices/],
@@ -47,6 +49,14 @@ const cases: [string, TrainConfig, string, RegExp][] = [
   ['unknown strategy', { strategy: 'fastest' as 'auto' }, 'BAD_CONFIG', /config\.strategy/],
   ['commHook auto without strategy auto', { commHook: 'auto' }, 'BAD_CONFIG', /config\.commHook: 'auto'.*needs strategy 'auto'/],
   ['bad link', { link: 'fast' }, 'BAD_CONFIG', /--link 'fast'/],
+  // evalSamples beyond the held-out range: it evaluated the held-out samples there were, or none, without a word.
+  ['evalSamples more than heldOut', { data: 'synthetic-images', datasetSize: 200, heldOut: 40, evalSamples: 100 }, 'BAD_CONFIG',
+    /^config\.evalSamples: 100 is more than the 40 held-out samples \(heldOut is 40\): give evalSamples 40 or fewer \(--eval-samples 40\), or hold out more with heldOut 100 \(--held-out 100\)$/],
+  ['evalSamples, nothing held out (data-parallel holds out none by default)', { evalSamples: 500 }, 'BAD_CONFIG',
+    /^config\.evalSamples: evaluates 500 held-out samples, but none are held out \(the method's default heldOut is 0\): hold out samples for it with heldOut 500/],
+  ['evalSamples more than a classifier method\'s default heldOut (10%)', { method: 'local-head', data: 'synthetic-images', classes: 4, datasetSize: 200, evalSamples: 100 }, 'BAD_CONFIG',
+    /config\.evalSamples: 100 is more than the 20 held-out samples \(the method's default heldOut is 20\)/],
+  ['evalSamples on a data module, nothing held out', { data: noHeldOutData, batch: 8, evalSamples: 10 }, 'BAD_CONFIG', /config\.evalSamples: evaluates 10 held-out samples, but none are held out/],
 ];
 
 t.test('bad configs fail with a code and a message naming the field, and start no thread', async t => {
