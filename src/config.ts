@@ -20,6 +20,8 @@ import { BUILTIN_DATASETS, isModulePath, resolveDataset, resolveModuleUrl } from
 import type { Dataset, DatasetSpec } from './data/dataset.js';
 import { checkOptionsHonoured, probeFirstSample, probeHeldOut } from './data/dataset-checks.js';
 import { classLabelProblem, singleClassProblem } from './data/class-labels.js';
+import { inputScaleWarning } from './data/input-scale.js';
+import { GlobalBatchSampler } from './data/sampler.js';
 import { MNIST_META } from './data/mnist.js';
 import { SYNTHETIC_DEFAULTS } from './data/synthetic-images.js';
 import type { ModelSpec } from './model/resolve-model.js';
@@ -238,12 +240,14 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
     if (fi.kind === 'perturb' && fi.phase !== 'update') bad('faultInjection.kind', "'perturb' is injected in the update only");
   }
   if (config.out !== undefined && (typeof config.out !== 'string' || config.out === '')) bad('out', 'must be a directory path');
+  const inputWarning = userDataset && writer // host 0 says it once for the job
+    ? inputScaleWarning(userDataset, new GlobalBatchSampler(trainSize, batch, seed, devices).batchIndices(1), data.source) : undefined;
 
   const resolved: ResolvedConfig = {
     onNan: oneOf('onNan', config.onNan ?? 'error', ['error', 'skip-step'] as const),
     ...checkpointOptions(config, writer),
     replicaCheckEvery: config.replicaCheckEvery === undefined ? DEFAULT_REPLICA_CHECK_EVERY : nonNegativeInt('replicaCheckEvery', config.replicaCheckEvery),
-    method: method.name, classifier, trainSize, evalSamples,
+    method: method.name, classifier, trainSize, evalSamples, inputWarning,
     model, data, datasetSize: meta.size, sampleShape, classes: meta.classes, devices, topology, rendezvous, backend, nativeThreads, nativeFusion, batch,
     perDevice: batch / devices, steps, stepsPerEpoch, optimizer, seed, strategy, strategyOptions, exchange, link, trace: writer ? config.trace : undefined, allReduce,
     localUpdate: oneOf('localUpdate', config.localUpdate ?? 'replica', ['shard', 'replica'] as const),
