@@ -76,3 +76,12 @@ t.test('CLI flags map to the config; bad flags are named', async t => {
   t.throws(() => parseTrainArgs(['--devices', 'two']), { code: 'BAD_CONFIG', message: /--devices must be a number/ });
   t.throws(() => parseTrainArgs(['--bogus']), { code: 'BAD_CONFIG', message: /bogus/ });
 });
+
+t.test('a --config file with a JSON syntax error: the line, the column and the line itself (it gave a character position)', async t => {
+  const file = path.join(dir, 'syntax.json');
+  writeFileSync(file, '{\n  "model": "mlp",\n  "batch": 8\n  "devices": 2\n}\n');
+  t.throws(() => parseTrainArgs(['--config', file]), { code: 'BAD_CONFIG',
+    message: /^--config .*syntax\.json: expected a JSON object of train options .*, found invalid JSON at line 4, column 3: `  "devices": 2` \(/ });
+  writeFileSync(file, '{\r\n  "model": "mlp",\r\n}\r\n'); // a trailing comma, Windows line ends
+  t.throws(() => parseTrainArgs(['--config', file]), { code: 'BAD_CONFIG', message: /found invalid JSON at line 3, column 1: `}` \(/ });
+});
