@@ -45,6 +45,17 @@ function bad(field: string, message: string): never {
   throw new TandemError('BAD_CONFIG', `config.${field}: ${message}`);
 }
 
+/**
+ * An option tandem does not know: a key written as a flag is (`checkpoint-every`, `held_out`, `heldout`) is named with
+ * the option meant, which a --config file written from the flags gets wrong; any other with the list of options.
+ */
+function unknownOption(key: string): never {
+  const camel = key.replace(/[-_]+([a-z0-9])/gi, (_, c: string) => c.toUpperCase());
+  const meant = [...KNOWN_KEYS].find(k => k.toLowerCase() === camel.toLowerCase());
+  if (meant) bad(key, `unknown option: did you mean ${meant}? (options, in a --config file too, are the API's camelCase names; the flags are kebab-case)`);
+  bad(key, `unknown option (known: ${[...KNOWN_KEYS].join(', ')})`);
+}
+
 /** A value as a message shows it: JSON, but NaN and ±Infinity by name (JSON writes them as null). */
 function shown(v: unknown): string {
   return typeof v === 'number' && !Number.isFinite(v) ? String(v) : JSON.stringify(v);
@@ -76,7 +87,7 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
     const found = config === null || config === undefined ? String(config) : Array.isArray(config) ? 'an array' : `${typeof config} ${shown(config)}`;
     throw new TandemError('BAD_CONFIG', `config: expected an object of train options (e.g. { model: 'mlp', devices: 2 }), found ${found}`);
   }
-  for (const key of Object.keys(config)) if (!KNOWN_KEYS.has(key)) bad(key, `unknown option (known: ${[...KNOWN_KEYS].join(', ')})`);
+  for (const key of Object.keys(config)) if (!KNOWN_KEYS.has(key)) unknownOption(key);
   const plugins = pluginUrls(config.plugins);
   await loadPlugins(plugins); // before the names below are checked: plugins register transports, methods and engines
   const maxDevices = 64;

@@ -26,6 +26,10 @@ const cases: [string, TrainConfig, string, RegExp][] = [
   ['model shape does not match data', { model: wrongShapeModel, data: 'mnist' }, 'SHAPE_MISMATCH', /takes inputs of shape \[5\].*\[28, 28, 1\]/],
   ['image too small for alexnet', { model: 'alexnet', data: 'mnist' }, 'SHAPE_MISMATCH', /at least 195x195/],
   ['unknown option', { devcies: 2 } as TrainConfig, 'BAD_CONFIG', /config\.devcies: unknown option/],
+  // An option written as its flag (a --config file written from the command line): it listed every option, naming none.
+  ['an option in kebab-case', { 'checkpoint-every': 1 } as TrainConfig, 'BAD_CONFIG',
+    /^config\.checkpoint-every: unknown option: did you mean checkpointEvery\? \(options, in a --config file too, are the API's camelCase names; the flags are kebab-case\)$/],
+  ['an option in snake_case or lower case', { held_out: 10 } as TrainConfig, 'BAD_CONFIG', /^config\.held_out: unknown option: did you mean heldOut\?/],
   ['unknown backend', { backend: 'opencl' as 'cpu' }, 'BAD_CONFIG', /config\.backend/],
   ['tensorflow backend not installed', { backend: 'tensorflow' }, 'BACKEND_UNAVAILABLE', /tfjs-node/],
   ['steps and epochs', { steps: 3, epochs: 1 }, 'BAD_CONFIG', /steps or epochs/],
