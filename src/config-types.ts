@@ -210,6 +210,8 @@ export interface ResolvedConfig {
   classifier?: ClassifierConfig;
   /** Samples [0, trainSize) train; [trainSize, datasetSize) are held out. */
   trainSize: number;
+  /** A data module's image inputs far outside the usual range (data/input-scale.ts): the run warns with it once, on host 0. */
+  inputWarning?: string;
   evalSamples: number;
   onNan: 'error' | 'skip-step';
   checkpointEvery?: number;

@@ -20,6 +20,8 @@ import { BUILTIN_DATASETS, isModulePath, resolveDataset, resolveModuleUrl } from
 import type { Dataset, DatasetSpec } from './data/dataset.js';
 import { checkOptionsHonoured, probeFirstSample, probeHeldOut } from './data/dataset-checks.js';
 import { classLabelProblem, singleClassProblem } from './data/class-labels.js';
+import { inputScaleWarning } from './data/input-scale.js';
+import { GlobalBatchSampler } from './data/sampler.js';
 import { MNIST_META } from './data/mnist.js';
 import { SYNTHETIC_DEFAULTS } from './data/synthetic-images.js';
 import type { ModelSpec } from './model/resolve-model.js';
@@ -41,6 +43,17 @@ const KNOWN_KEYS = new Set(['hosts', 'hostRank', 'rendezvous', 'checkpointEvery'
 
 function bad(field: string, message: string): never {
   throw new TandemError('BAD_CONFIG', `config.${field}: ${message}`);
+}
+
+/**
+ * An option tandem does not know: a key written as a flag is (`checkpoint-every`, `held_out`, `heldout`) is named with
+ * the option meant, which a --config file written from the flags gets wrong; any other with the list of options.
+ */
+function unknownOption(key: string): never {
+  const camel = key.replace(/[-_]+([a-z0-9])/gi, (_, c: string) => c.toUpperCase());
+  const meant = [...KNOWN_KEYS].find(k => k.toLowerCase() === camel.toLowerCase());
+  if (meant) bad(key, `unknown option: did you mean ${meant}? (options, in a --config file too, are the API's camelCase names; the flags are kebab-case)`);
+  bad(key, `unknown option (known: ${[...KNOWN_KEYS].join(', ')})`);
 }
 
 /** A value as a message shows it: JSON, but NaN and ±Infinity by name (JSON writes them as null). */
@@ -74,7 +87,7 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
     const found = config === null || config === undefined ? String(config) : Array.isArray(config) ? 'an array' : `${typeof config} ${shown(config)}`;
     throw new TandemError('BAD_CONFIG', `config: expected an object of train options (e.g. { model: 'mlp', devices: 2 }), found ${found}`);
   }
-  for (const key of Object.keys(config)) if (!KNOWN_KEYS.has(key)) bad(key, `unknown option (known: ${[...KNOWN_KEYS].join(', ')})`);
+  for (const key of Object.keys(config)) if (!KNOWN_KEYS.has(key)) unknownOption(key);
   const plugins = pluginUrls(config.plugins);
   await loadPlugins(plugins); // before the names below are checked: plugins register transports, methods and engines
   const maxDevices = 64;
@@ -189,7 +202,7 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
   const heldOut = config.heldOut ?? method.defaultHeldOut(meta.size);
   if (!Number.isInteger(heldOut) || heldOut < 0 || heldOut >= meta.size) bad('heldOut', `must be an integer in [0, ${meta.size}), got ${shown(heldOut)}`);
   const trainSize = meta.size - heldOut;
-  const evalSamples = positiveInt('evalSamples', config.evalSamples ?? 2000);
+  const evalSamples = evalSamplesOf(config.evalSamples, heldOut, config.heldOut === undefined);
   if (trainSize < batch) bad('batch', `global batch ${batch} is larger than the training samples (${trainSize} of ${meta.size}; ${heldOut} held out): ${smallerBatch(trainSize, devices, heldOut)}`);
   const classifier: ClassifierConfig | undefined = method.resolveOptions(config, { classes: meta.classes, devices });
 
@@ -238,12 +251,14 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
     if (fi.kind === 'perturb' && fi.phase !== 'update') bad('faultInjection.kind', "'perturb' is injected in the update only");
   }
   if (config.out !== undefined && (typeof config.out !== 'string' || config.out === '')) bad('out', 'must be a directory path');
+  const inputWarning = userDataset && writer // host 0 says it once for the job
+    ? inputScaleWarning(userDataset, new GlobalBatchSampler(trainSize, batch, seed, devices).batchIndices(1), data.source) : undefined;
 
   const resolved: ResolvedConfig = {
     onNan: oneOf('onNan', config.onNan ?? 'error', ['error', 'skip-step'] as const),
     ...checkpointOptions(config, writer),
     replicaCheckEvery: config.replicaCheckEvery === undefined ? DEFAULT_REPLICA_CHECK_EVERY : nonNegativeInt('replicaCheckEvery', config.replicaCheckEvery),
-    method: method.name, classifier, trainSize, evalSamples,
+    method: method.name, classifier, trainSize, evalSamples, inputWarning,
     model, data, datasetSize: meta.size, sampleShape, classes: meta.classes, devices, topology, rendezvous, backend, nativeThreads, nativeFusion, batch,
     perDevice: batch / devices, steps, stepsPerEpoch, optimizer, seed, strategy, strategyOptions, exchange, link, trace: writer ? config.trace : undefined, allReduce,
     localUpdate: oneOf('localUpdate', config.localUpdate ?? 'replica', ['shard', 'replica'] as const),
@@ -358,6 +373,26 @@ function checkpointOptions(config: TrainConfig, writer: boolean): Pick<ResolvedC
   if (!Number.isInteger(keep) || keep < 0) bad('keepCheckpoints', `must be an integer >= 0 (0 keeps every checkpoint), got ${shown(keep)}`);
   const stopGraceMs = finite('stopGraceMs', config.stopGraceMs ?? 5000, 0, 24 * 3600_000);
   return { checkpointEvery: every, checkpointDir: writer ? config.checkpointDir : undefined, resume: config.resume, keepCheckpoints: keep, stopGraceMs };
+}
+
+/**
+ * The held-out samples to evaluate: `given` (config.evalSamples) if the held-out range has that many, else refused
+ * before training (it evaluated the `heldOut` there were, or nothing, without a word); the default, 2000, is capped
+ * at `heldOut` silently. `heldOutDefault`: heldOut was not given (the method's default).
+ */
+function evalSamplesOf(given: unknown, heldOut: number, heldOutDefault: boolean): number {
+  if (given === undefined) return 2000;
+  const n = positiveInt('evalSamples', given);
+  const source = heldOutDefault ? `the method's default heldOut is ${heldOut}` : `heldOut is ${heldOut}`;
+  if (heldOut === 0) {
+    bad('evalSamples', `evaluates ${n} held-out samples, but none are held out (${source}): hold out samples for it with heldOut ${n} ` +
+      `(--held-out ${n}: the last ${n} samples, which then are not trained on), or leave evalSamples out`);
+  }
+  if (n > heldOut) {
+    bad('evalSamples', `${n} is more than the ${heldOut} held-out samples (${source}): give evalSamples ${heldOut} or fewer ` +
+      `(--eval-samples ${heldOut}), or hold out more with heldOut ${n} (--held-out ${n})`);
+  }
+  return n;
 }
 
 /** The way out of a batch larger than the `trainSize` training samples, over `devices` devices. */

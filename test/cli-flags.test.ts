@@ -89,4 +89,7 @@ tap.test('a bad value the library refuses names the flag first, then its config 
   await refused(t, ['train', ...SMALL, '--comm-hook', 'fp16', '--powersgd-rank', '2'], /^tandem: --powersgd-rank \(config\.commHookOptions\.rank\): applies to the powersgd hook only/,
     '--powersgd-rank with fp16');
   await refused(t, ['train', ...replacing(SMALL, '--model', ['--model', 'nosuch'])], /^tandem: --model \(config\.model\): unknown model 'nosuch'/, '--model nosuch');
+  await refused(t, ['train', ...SMALL, '--batch', '8', '--held-out', '10', '--eval-samples', '50'],
+    /^tandem: --eval-samples \(config\.evalSamples\): 50 is more than the 10 held-out samples \(heldOut is 10\): give evalSamples 10 or fewer \(--eval-samples 10\), or hold out more with heldOut 50 \(--held-out 50\)\n$/,
+    '--eval-samples 50 --held-out 10 (it evaluated 10, silently)');
 });

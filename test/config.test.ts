@@ -13,6 +13,8 @@ function osThreads(): number {
 const dir = mkdtempSync(path.join(os.tmpdir(), 'tandem-config-'));
 const wrongShapeModel = path.join(dir, 'wrong-shape.mjs');
 writeFileSync(wrongShapeModel, `export default (tf) => tf.sequential({ layers: [tf.layers.dense({ inputShape: [5], units: 10 })] });`);
+const noHeldOutData = path.join(dir, 'no-held-out.mjs');
+writeFileSync(noHeldOutData, 'export default () => ({ size: 64, sampleShape: [4], classes: 2, read(i, out) { out.fill(i / 64); return i % 2; } });');
 
 const cases: [string, TrainConfig, string, RegExp][] = [
   ['0 devices', { devices: 0 }, 'BAD_CONFIG', /config\.devices/],
@@ -24,6 +26,10 @@ const cases: [string, TrainConfig, string, RegExp][] = [
   ['model shape does not match data', { model: wrongShapeModel, data: 'mnist' }, 'SHAPE_MISMATCH', /takes inputs of shape \[5\].*\[28, 28, 1\]/],
   ['image too small for alexnet', { model: 'alexnet', data: 'mnist' }, 'SHAPE_MISMATCH', /at least 195x195/],
   ['unknown option', { devcies: 2 } as TrainConfig, 'BAD_CONFIG', /config\.devcies: unknown option/],
+  // An option written as its flag (a --config file written from the command line): it listed every option, naming none.
+  ['an option in kebab-case', { 'checkpoint-every': 1 } as TrainConfig, 'BAD_CONFIG',
+    /^config\.checkpoint-every: unknown option: did you mean checkpointEvery\? \(options, in a --config file too, are the API's camelCase names; the flags are kebab-case\)$/],
+  ['an option in snake_case or lower case', { held_out: 10 } as TrainConfig, 'BAD_CONFIG', /^config\.held_out: unknown option: did you mean heldOut\?/],
   ['unknown backend', { backend: 'opencl' as 'cpu' }, 'BAD_CONFIG', /config\.backend/],
   ['tensorflow backend not installed', { backend: 'tensorflow' }, 'BACKEND_UNAVAILABLE', /tfjs-node/],
   ['steps and epochs', { steps: 3, epochs: 1 }, 'BAD_CONFIG', /steps or epochs/],
@@ -47,6 +53,14 @@ const cases: [string, TrainConfig, string, RegExp][] = [
   ['unknown strategy', { strategy: 'fastest' as 'auto' }, 'BAD_CONFIG', /config\.strategy/],
   ['commHook auto without strategy auto', { commHook: 'auto' }, 'BAD_CONFIG', /config\.commHook: 'auto'.*needs strategy 'auto'/],
   ['bad link', { link: 'fast' }, 'BAD_CONFIG', /--link 'fast'/],
+  // evalSamples beyond the held-out range: it evaluated the held-out samples there were, or none, without a word.
+  ['evalSamples more than heldOut', { data: 'synthetic-images', datasetSize: 200, heldOut: 40, evalSamples: 100 }, 'BAD_CONFIG',
+    /^config\.evalSamples: 100 is more than the 40 held-out samples \(heldOut is 40\): give evalSamples 40 or fewer \(--eval-samples 40\), or hold out more with heldOut 100 \(--held-out 100\)$/],
+  ['evalSamples, nothing held out (data-parallel holds out none by default)', { evalSamples: 500 }, 'BAD_CONFIG',
+    /^config\.evalSamples: evaluates 500 held-out samples, but none are held out \(the method's default heldOut is 0\): hold out samples for it with heldOut 500/],
+  ['evalSamples more than a classifier method\'s default heldOut (10%)', { method: 'local-head', data: 'synthetic-images', classes: 4, datasetSize: 200, evalSamples: 100 }, 'BAD_CONFIG',
+    /config\.evalSamples: 100 is more than the 20 held-out samples \(the method's default heldOut is 20\)/],
+  ['evalSamples on a data module, nothing held out', { data: noHeldOutData, batch: 8, evalSamples: 10 }, 'BAD_CONFIG', /config\.evalSamples: evaluates 10 held-out samples, but none are held out/],
 ];
 
 t.test('bad configs fail with a code and a message naming the field, and start no thread', async t => {
@@ -65,4 +79,13 @@ t.test('CLI flags map to the config; bad flags are named', async t => {
   t.same(parseTrainArgs(['--backend', 'native', '--native-threads', '2', '--no-native-fusion']).config, { backend: 'native', nativeThreads: 2, nativeFusion: false });
   t.throws(() => parseTrainArgs(['--devices', 'two']), { code: 'BAD_CONFIG', message: /--devices must be a number/ });
   t.throws(() => parseTrainArgs(['--bogus']), { code: 'BAD_CONFIG', message: /bogus/ });
+});
+
+t.test('a --config file with a JSON syntax error: the line, the column and the line itself (it gave a character position)', async t => {
+  const file = path.join(dir, 'syntax.json');
+  writeFileSync(file, '{\n  "model": "mlp",\n  "batch": 8\n  "devices": 2\n}\n');
+  t.throws(() => parseTrainArgs(['--config', file]), { code: 'BAD_CONFIG',
+    message: /^--config .*syntax\.json: expected a JSON object of train options .*, found invalid JSON at line 4, column 3: `  "devices": 2` \(/ });
+  writeFileSync(file, '{\r\n  "model": "mlp",\r\n}\r\n'); // a trailing comma, Windows line ends
+  t.throws(() => parseTrainArgs(['--config', file]), { code: 'BAD_CONFIG', message: /found invalid JSON at line 3, column 1: `}` \(/ });
 });

@@ -26,7 +26,7 @@ const extractor = (s: TrainSummary) => Float32Array.from(s.weights.flatMap(w => 
 
 // 5 classes over 2 devices: heads of 3 and 2 labels.
 const base: TrainConfig = { model: 'mlp', data: 'synthetic-images', imageSize: [8, 8, 1], classes: 5, datasetSize: 60, batch: 8, steps: 3, seed: 3,
-  devices: 2, embedding: 8, lr: 0.1, momentum: 0.9, exportClassifier: true, evalSamples: 16 };
+  devices: 2, embedding: 8, lr: 0.1, momentum: 0.9, exportClassifier: true };
 
 for (const [method, extra] of [['local-head', {}], ['partial-fc', { sampleRate: 0.6 }]] as const) {
   t.test(`${method} on 2 webgpu devices = 2 cpu devices within ${TOLERANCE}: extractor and full classifier`, { skip }, async t => {

@@ -3,6 +3,7 @@ import { startTraining, train } from '../trainer/train.js';
 import { TandemError } from '../errors.js';
 import { parseTrainArgs, withFlagName } from './parse-train-args.js';
 import { resolveConfig } from '../config.js';
+import { claimOutputs } from '../output/claim-outputs.js';
 import { profileModel } from '../profiling/profile-model.js';
 import { decideAlexNetLike } from '../profiling/alexnet-like.js';
 import { predictStrategies } from '../profiling/cost-model.js';
@@ -112,9 +113,16 @@ function autoLines(c: AutoChoice): string[] {
   ];
 }
 
-/** What `tandem train ARGS` checks before it starts anything (flags, then the config); `tandem launch` runs it before it starts a process. */
-async function checkTrainArgs(args: string[]): Promise<void> {
-  await resolveConfig(parseTrainArgs(args, 'train').config);
+/**
+ * What `tandem train ARGS` checks before it starts anything (flags, the config, then the places it writes: created,
+ * probed, and their run lock taken and given back); `tandem launch` runs it on host 0's command line before it starts
+ * a process, so a bad flag, an `--out` that cannot be written or one another run holds fails there, once, with the
+ * message and code train would give, instead of in every process after they all started. `notice`: a stale lock taken over.
+ */
+async function checkTrainArgs(args: string[], notice: (message: string) => void): Promise<void> {
+  const resolved = await resolveConfig(parseTrainArgs(args, 'train').config);
+  const lock = await claimOutputs(resolved, notice); // host 0 writes: its outputs are set, another host's are not
+  await lock.release();
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -204,7 +212,7 @@ async function main(argv: string[]): Promise<number> {
     }
     case 'launch':
       return launchHosts(rest, (prefix, line) => (line.stream === 'stderr' ? process.stderr : process.stdout).write(`[${prefix}] ${line.text}\n`),
-        line => console.error(`tandem launch: ${line}`), checkTrainArgs);
+        line => console.error(`tandem launch: ${line}`), args => checkTrainArgs(args, line => console.error(`tandem launch: ${line}`)));
     case 'trace':
       return traceCommand(rest);
     case 'profile': {

@@ -5,6 +5,7 @@ import { TandemError } from '../errors.js';
 import type { TrainConfig } from '../config-types.js';
 import { fsReason } from '../output/fs-reason.js';
 import { flagNumber, type NumberKind } from './flag-number.js';
+import { jsonErrorPlace } from '../json-place.js';
 
 /** verbose: a host other than 0 shows its own progress too (by default host 0 shows the world's; the others only warnings, errors and their final line). */
 export interface TrainCliOptions { config: TrainConfig; json: boolean; quiet: boolean; verbose: boolean; profileSteps?: number }
@@ -148,7 +149,8 @@ function readConfigFile(file: string): TrainConfig {
   try {
     parsed = JSON.parse(text);
   } catch (err) {
-    const found = text.trim() === '' ? 'an empty file' : `invalid JSON (${(err as Error).message})`;
+    const place = jsonErrorPlace(text, err);
+    const found = text.trim() === '' ? 'an empty file' : `invalid JSON${place ? ` at ${place}` : ''} (${(err as Error).message})`;
     throw new TandemError('BAD_CONFIG', `--config ${file}: expected a JSON object of train options (e.g. {"model": "mlp", "devices": 2}), found ${found}`);
   }
   if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {

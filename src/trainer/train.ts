@@ -26,6 +26,7 @@ export async function train(config: TrainConfig, hooks: TrainHooks = {}, stopReq
   hooks = checkedHooks(hooks);
   const checked = await resolveConfig(config); // bad input fails before any output is touched or thread started
   const lock = await claimOutputs(checked, message => hooks.onEvent?.({ type: 'warning', step: 0, message }));
+  if (checked.inputWarning) hooks.onEvent?.({ type: 'warning', step: 0, message: checked.inputWarning });
   let served: StoreServer | undefined;
   try {
     let autoNote: AutoNote | undefined;

@@ -60,7 +60,8 @@ const thisMachine = (): LaunchMachine => ({ gpus: () => findGpus(), cpus: availa
 
 /**
  * The checks `tandem train` makes of its command line before it starts anything (its flags parsed, its config
- * resolved), failing as train fails: the launcher runs them on a process's command line before it starts any.
+ * resolved, its output places probed and their run lock free), failing as train fails: the launcher runs them on
+ * the first process's command line (host 0's, the writer, when it starts host 0) before it starts any.
  */
 export type TrainArgsCheck = (trainArgs: string[]) => Promise<void>;
 
@@ -72,7 +73,7 @@ export async function launchHosts(argv: string[], onLine: (prefix: string, line:
   checkTrain: TrainArgsCheck, machine: LaunchMachine = thisMachine()): Promise<number> {
   const args = splitLaunchArgs(argv);
   const plan = await planLaunch(args, machine);
-  await checkTrain(memberTrainArgs(plan.members[0], plan, args.trainArgs)); // a bad flag fails here, as train, before any process starts
+  await checkTrain(memberTrainArgs(plan.members[0], plan, args.trainArgs)); // a bad flag, --out or lock fails here, as train, before any process starts
   const children = plan.members.map(m => startHost(m, plan, args.trainArgs, onLine));
   const name = (i: number) => plan.gpus ? `GPU process ${plan.members[i].rank} (pid ${children[i].pid})` : `host ${plan.members[i].rank}`;
   /** The processes the launcher itself sent SIGKILL (stopOthers, past the grace): any other SIGKILL came from outside. */
