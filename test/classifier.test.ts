@@ -16,6 +16,7 @@ import { resolveDataset } from '../src/data/resolve-dataset.js';
 import { labelsOf, sampleSize } from '../src/data/dataset.js';
 import { buildModel } from '../src/model/resolve-model.js';
 import { startBackend } from '../src/engine/backend.js';
+import { tfjsOptimizer } from '../src/optim/tfjs-optimizer.js';
 
 const base: TrainConfig = { model: 'mlp', data: 'synthetic-images', imageSize: [6, 6, 1], classes: 12, datasetSize: 600, heldOut: 120,
   embedding: 8, batch: 24, steps: 5, backend: 'cpu', seed: 4, optimizer: 'sgd', lr: 0.1, momentum: 0.9 };
@@ -29,8 +30,7 @@ async function reference(cfg: TrainConfig, batches: (step: number) => Int32Array
   const E = r.classifier!.embedding, C = r.classes;
   const w = tf.variable(tf.tensor(initialHeadWeights(r.seed, Int32Array.from({ length: C }, (_, i) => i), E, C), [E, C]));
   const b = tf.variable(tf.zeros([C]));
-  const o = r.optimizer;
-  const opt = o.kind === 'adam' ? tf.train.adam(o.lr, o.beta1, o.beta2, o.epsilon) : o.momentum > 0 ? tf.train.momentum(o.lr, o.momentum) : tf.train.sgd(o.lr);
+  const opt = tfjsOptimizer(tf, r.optimizer);
   const per = sampleSize(r.sampleShape);
   const vars = [...model.trainableWeights.map(v => v.read() as tf.Variable), w, b];
   const losses: number[] = [];
