@@ -86,6 +86,17 @@ t.test('the native arithmetic runs the JS loops for the new kinds: the same bits
   }
 });
 
+t.test("tfjs's adadelta scales by the accumulator before the step: its two accumulators stay equal, its update is the gradient", async t => {
+  const config: OptimizerConfig = { kind: 'adadelta', lr: 0.5, rho: 0.9, epsilon: 1e-7 };
+  const r = prng(3), params = Float32Array.from({ length: N }, () => r() - 0.5), state = [new Float32Array(N), new Float32Array(N)];
+  for (let step = 1; step <= 5; step++) {
+    const g = Float32Array.from({ length: N }, () => r() - 0.5), before = params.slice();
+    applyUpdate(config, params, g, state, 0, N, step);
+    t.equal(firstDifference(state[0], state[1]), -1, `step ${step}: accumulated squares of gradients = of updates`);
+    t.equal(firstDifference(params, before.map((p, i) => Math.fround(Math.fround(g[i] * Math.fround(-0.5)) + p))), -1, `step ${step}: p - lr × g`);
+  }
+});
+
 t.test("tfjs's defaults; adagrad's accumulator starts at its initial value", async t => {
   const opt = async (extra: object) => (await resolveConfig({ model: 'mlp', data: 'synthetic-images', ...extra })).optimizer;
   t.same(await opt({ optimizer: 'rmsprop' }), { kind: 'rmsprop', lr: 0.001, decay: 0.9, momentum: 0, epsilon: 1e-7, centered: false });

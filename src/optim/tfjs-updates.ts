@@ -5,9 +5,13 @@
  * every tensor operation there is one float32 operation here (`f`, after each
  * one), and every number tfjs turns into a float32 scalar (lr, decay, 1 - rho,
  * …) is rounded to float32 first. On tfjs's cpu backend the result is the same
- * bits (test/tfjs-optimizers.test.ts). tfjs's quirks are kept on purpose:
- * rmsprop centered takes the square root of ms - (mg² + ε); adadelta scales
- * the gradient by the accumulated squares *before* this step's gradient.
+ * bits (test/tfjs-optimizers.test.ts). tfjs's quirks are kept on purpose,
+ * since the point is to give what tfjs gives:
+ * - rmsprop centered takes the square root of ms - (mg² + ε): NaN wherever the
+ *   variance estimate is under ε, a parameter whose gradient is 0 included;
+ * - adadelta scales the gradient by the accumulated squares *before* this
+ *   step's gradient. From zero state its two accumulators then stay equal, the
+ *   scale is exactly 1 and the update is p - lr × g: tfjs's adadelta is sgd.
  *
  * The native addon has no loops for these: `nativeArithmetic` runs these
  * (the same bits on every thread, whichever engine).
