@@ -69,6 +69,18 @@ t.test('N = 1: local-head and partial-fc equal plain single-device softmax train
   t.ok(Math.abs(runPfc.history[0].loss - refPfc.losses[0]) < 1e-5, 'partial-fc: same first loss');
 });
 
+for (const opt of [{ optimizer: 'adagrad', lr: 0.05, momentum: undefined }, { optimizer: 'rmsprop', lr: 0.01, momentum: 0.5 }] as TrainConfig[]) {
+  t.test(`N = 1, ${opt.optimizer}: the local head's update equals tfjs's optimizer${opt.optimizer === 'adagrad' ? ' (its accumulator from 0.1)' : ''}`, async t => {
+    const cfg: TrainConfig = { ...base, ...opt, method: 'local-head', devices: 1 };
+    const r = await resolveConfig(cfg);
+    const local = new LocalLabelSampler([Int32Array.from({ length: r.trainSize }, (_, i) => i)], r.perDevice, r.seed);
+    const ref = await reference(cfg, s => local.shardIndices(s, 0));
+    const run = await train(cfg);
+    const diff = maxDiff(ref.weights, run.weights);
+    t.ok(diff < 1e-5, `max |diff| ${diff.toExponential(2)} < 1e-5`);
+  });
+}
+
 t.test('partial-fc, sample rate 1, 2 and 3 devices: the loss and gradients of a full softmax in one engine', async t => {
   for (const devices of [2, 3]) {
     const cfg: TrainConfig = { ...base, method: 'partial-fc', devices, steps: 1, momentum: 0 };
