@@ -120,9 +120,26 @@ export interface TrainConfig {
   batch?: number;
   steps?: number;
   epochs?: number;
+  /** Default: tf.train's own (adam 0.001, adamax 0.002, adadelta 0.001), else tfjs-layers' (sgd, momentum, adagrad 0.01; rmsprop 0.001). */
   lr?: number;
+  /** sgd and momentum (default 0.9), rmsprop (default 0). */
   momentum?: number;
+  /** tfjs's optimizers: `momentum` is sgd with momentum. Each takes only its own hyper-parameters below; another is refused. */
   optimizer?: OptimizerName;
+  /** adam, adamax: default 0.9. */
+  beta1?: number;
+  /** adam, adamax: default 0.999. */
+  beta2?: number;
+  /** adam, rmsprop, adamax, adadelta: default 1e-7 (tfjs's, on a float32 backend). */
+  epsilon?: number;
+  /** adadelta: the decay of its accumulators, default 0.95. */
+  rho?: number;
+  /** rmsprop: the decay of the mean square, default 0.9 (keras's rho); adamax: of the learning rate, lr / (1 + decay × iteration), default 0. */
+  decay?: number;
+  /** rmsprop: divide by the estimated variance instead of the mean square. Default false. */
+  centered?: boolean;
+  /** adagrad: the accumulator's value before the first step, default 0.1. */
+  initialAccumulatorValue?: number;
   seed?: number;
   /** A built-in strategy name, `auto`, or a `CustomStrategy` (library API only). Default `sequential`. */
   strategy?: StrategySpec | 'auto';

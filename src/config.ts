@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { TandemError } from './errors.js';
 import { assertBackendAvailable, defaultBackend } from './engine/backend.js';
 import { engineNames, getEngine } from './engine/engine-registry.js';
-import { OPTIMIZERS, type OptimizerConfig } from './optim/flat-optimizer.js';
+import { resolveOptimizer } from './optim/resolve-optimizer.js';
 import { ALL_REDUCE_KINDS } from './collectives/collective.js';
 import { DEFAULT_TRANSPORT, getTransport, transportNames } from './collectives/transport-registry.js';
 import { STRATEGIES, type StrategyOptions } from './pipeline/strategy.js';
@@ -38,7 +38,7 @@ export type { ClassifierConfig, FaultInjection, LossKind, Method, ResolvedConfig
 
 /** Steps between two replica checks (a digest of every replica's parameters, compared across devices and hosts). */
 const DEFAULT_REPLICA_CHECK_EVERY = 100;
-const KNOWN_KEYS = new Set(['hosts', 'hostRank', 'rendezvous', 'checkpointEvery', 'replicaCheckEvery', 'checkpointDir', 'keepCheckpoints', 'stopGraceMs', 'resume', 'onNan', 'evalSamples', 'method', 'embedding', 'head', 'scale', 'margin', 'sampleRate', 'partition', 'heldOut', 'exportDevice', 'exportClassifier', 'model', 'data', 'devices', 'backend', 'nativeThreads', 'nativeFusion', 'batch', 'steps', 'epochs', 'lr', 'momentum', 'optimizer', 'seed',
+const KNOWN_KEYS = new Set(['hosts', 'hostRank', 'rendezvous', 'checkpointEvery', 'replicaCheckEvery', 'checkpointDir', 'keepCheckpoints', 'stopGraceMs', 'resume', 'onNan', 'evalSamples', 'method', 'embedding', 'head', 'scale', 'margin', 'sampleRate', 'partition', 'heldOut', 'exportDevice', 'exportClassifier', 'model', 'data', 'devices', 'backend', 'nativeThreads', 'nativeFusion', 'batch', 'steps', 'epochs', 'lr', 'momentum', 'optimizer', 'beta1', 'beta2', 'epsilon', 'rho', 'decay', 'centered', 'initialAccumulatorValue', 'seed',
   'strategy', 'timeShare', 'paramShare', 'splitLayer', 'bucketCapMB', 'firstBucketMB', 'link', 'exchangeOrder', 'chunkFloats', 'trace', 'allReduce', 'localUpdate', 'transport', 'commHook', 'commHookOptions', 'batchNorm', 'forwardWait', 'loss', 'plugins', 'out', 'classes', 'imageSize', 'datasetSize', 'stallTimeoutMs', 'loaderThreads', 'faultInjection']);
 
 function bad(field: string, message: string): never {
@@ -109,13 +109,7 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
   if (batch % devices !== 0) bad('batch', `global batch ${batch} must be divisible by devices ${devices}${topology.processes > 1 ? ` (${topology.processes} hosts × ${localDevices})` : ''} (each device trains batch/devices samples); try ${Math.max(devices, batch - (batch % devices))}`);
   const seed = config.seed ?? 1;
   if (!Number.isInteger(seed) || seed < 0) bad('seed', `must be a non-negative integer, got ${shown(seed)}`);
-  const optimizerName = oneOf('optimizer', config.optimizer ?? 'sgd', OPTIMIZERS);
-  const lr = finite('lr', config.lr ?? (optimizerName === 'adam' ? 0.001 : 0.01), 0, 10);
-  const momentum = finite('momentum', config.momentum ?? (optimizerName === 'sgd' ? 0.9 : 0), 0, 0.9999);
-  if (optimizerName === 'adam' && config.momentum !== undefined && config.momentum !== 0) bad('momentum', 'applies to sgd only; adam uses beta1/beta2');
-  const optimizer: OptimizerConfig = optimizerName === 'adam'
-    ? { kind: 'adam', lr, beta1: 0.9, beta2: 0.999, epsilon: 1e-7 }
-    : { kind: 'sgd', lr, momentum };
+  const optimizer = resolveOptimizer(config);
   const spec = config.strategy ?? 'sequential';
   let strategy: string;
   if (typeof spec === 'object' && spec !== null) {

@@ -16,6 +16,7 @@ import { resolveDataset } from '../src/data/resolve-dataset.js';
 import { labelsOf, sampleSize } from '../src/data/dataset.js';
 import { buildModel } from '../src/model/resolve-model.js';
 import { startBackend } from '../src/engine/backend.js';
+import { tfjsOptimizer } from '../src/optim/tfjs-optimizer.js';
 
 const base: TrainConfig = { model: 'mlp', data: 'synthetic-images', imageSize: [6, 6, 1], classes: 12, datasetSize: 600, heldOut: 120,
   embedding: 8, batch: 24, steps: 5, backend: 'cpu', seed: 4, optimizer: 'sgd', lr: 0.1, momentum: 0.9 };
@@ -29,8 +30,7 @@ async function reference(cfg: TrainConfig, batches: (step: number) => Int32Array
   const E = r.classifier!.embedding, C = r.classes;
   const w = tf.variable(tf.tensor(initialHeadWeights(r.seed, Int32Array.from({ length: C }, (_, i) => i), E, C), [E, C]));
   const b = tf.variable(tf.zeros([C]));
-  const o = r.optimizer;
-  const opt = o.kind === 'adam' ? tf.train.adam(o.lr, o.beta1, o.beta2, o.epsilon) : o.momentum > 0 ? tf.train.momentum(o.lr, o.momentum) : tf.train.sgd(o.lr);
+  const opt = tfjsOptimizer(tf, r.optimizer);
   const per = sampleSize(r.sampleShape);
   const vars = [...model.trainableWeights.map(v => v.read() as tf.Variable), w, b];
   const losses: number[] = [];
@@ -68,6 +68,18 @@ t.test('N = 1: local-head and partial-fc equal plain single-device softmax train
   t.ok(maxDiff(refPfc.weights, runPfc.weights) < 1e-5, `partial-fc: max |diff| ${maxDiff(refPfc.weights, runPfc.weights).toExponential(2)}`);
   t.ok(Math.abs(runPfc.history[0].loss - refPfc.losses[0]) < 1e-5, 'partial-fc: same first loss');
 });
+
+for (const opt of [{ optimizer: 'adagrad', lr: 0.05, momentum: undefined }, { optimizer: 'rmsprop', lr: 0.01, momentum: 0.5 }] as TrainConfig[]) {
+  t.test(`N = 1, ${opt.optimizer}: the local head's update equals tfjs's optimizer${opt.optimizer === 'adagrad' ? ' (its accumulator from 0.1)' : ''}`, async t => {
+    const cfg: TrainConfig = { ...base, ...opt, method: 'local-head', devices: 1 };
+    const r = await resolveConfig(cfg);
+    const local = new LocalLabelSampler([Int32Array.from({ length: r.trainSize }, (_, i) => i)], r.perDevice, r.seed);
+    const ref = await reference(cfg, s => local.shardIndices(s, 0));
+    const run = await train(cfg);
+    const diff = maxDiff(ref.weights, run.weights);
+    t.ok(diff < 1e-5, `max |diff| ${diff.toExponential(2)} < 1e-5`);
+  });
+}
 
 t.test('partial-fc, sample rate 1, 2 and 3 devices: the loss and gradients of a full softmax in one engine', async t => {
   for (const devices of [2, 3]) {

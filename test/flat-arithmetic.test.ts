@@ -7,7 +7,7 @@ import { nativeAddonOrSkip } from './fixtures/native-addon-or-skip.js';
 import type { NativeAddon } from '../src/engine/native/native-addon.js';
 import { JS_ARITHMETIC, nativeArithmetic, type FlatArithmetic } from '../src/optim/flat-arithmetic.js';
 import { flatArithmeticFor } from '../src/engine/backend.js';
-import type { OptimizerConfig } from '../src/optim/flat-optimizer.js';
+import { optimizerStateSlots, type OptimizerConfig } from '../src/optim/flat-optimizer.js';
 import { prng } from '../src/data/synthetic-images.js'; // mulberry32, for shapes and values
 
 const SPECIAL = [NaN, Infinity, -Infinity, -0, 0, 1e-40, -3e-39, 3e38, -3.3e38, 1e-30];
@@ -56,7 +56,7 @@ function registerTests(native: FlatArithmetic, addon: NativeAddon): void {
     t.test(`applyUpdate ${JSON.stringify(config)}: native = JS over 6 steps (params and state)`, async t => {
       const r = prng(11);
       const n = 3000 + Math.floor(r() * 3000);
-      const slots = config.kind === 'adam' ? 2 : config.momentum > 0 ? 1 : 0;
+      const slots = optimizerStateSlots(config);
       const params = values(n, r), js = { p: Float32Array.from(params), s: Array.from({ length: slots }, () => new Float32Array(n)) };
       const nat = { p: Float32Array.from(params), s: Array.from({ length: slots }, () => new Float32Array(n)) };
       for (let step = 1; step <= 6; step++) {

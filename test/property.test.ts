@@ -21,7 +21,7 @@ const config = fc.record({
   batch: mostly(fc.constantFrom(6, 12, 24), fc.integer({ min: 0, max: 40 })),
   steps: mostly(fc.integer({ min: 1, max: 2 }), fc.constant(0)),
   lr: mostly(fc.double({ min: 1e-4, max: 0.5, noNaN: true }), fc.constantFrom(-1, NaN, Infinity)),
-  optimizer: mostly(fc.constantFrom('sgd', 'adam'), fc.constant('rmsprop')),
+  optimizer: mostly(fc.constantFrom('sgd', 'adam'), fc.constant('nadam')),
   strategy: mostly(fc.constantFrom('sequential', 'two-group', 'per-layer', 'buckets'), fc.constant('sideways')),
   method: fc.constantFrom('data-parallel', 'data-parallel', 'local-head', 'partial-fc'),
   classes: mostly(fc.integer({ min: 3, max: 12 }), fc.constantFrom(1, 0)),

@@ -8,7 +8,7 @@
  * optimizer as the shared parameters; they never enter a collective.
  */
 import type { Tf, Tensor, Variable } from '../engine/tfjs-types.js';
-import { optimizerStateSlots, type OptimizerConfig } from '../optim/flat-optimizer.js';
+import { fillInitialOptimizerState, optimizerStateSlots, type OptimizerConfig } from '../optim/flat-optimizer.js';
 import { JS_ARITHMETIC, type FlatArithmetic } from '../optim/flat-arithmetic.js';
 import { prng } from '../data/synthetic-images.js';
 
@@ -71,6 +71,7 @@ export class ClassifierHead {
     if (config.kind === 'linear') this.vars.push(tf.variable(tf.zeros([classes]), true, `head_b_${seed}_${labels[0]}`));
     const slots = optimizerStateSlots(optimizer);
     this.state = this.flat.map(f => Array.from({ length: slots }, () => new Float32Array(f.length)));
+    this.state.forEach(s => fillInitialOptimizerState(optimizer, s));
   }
 
   /** Logits over this device's labels; `targets` (local labels) apply the margin of a cosine head. */

@@ -36,7 +36,11 @@ const HELP = `tandem — train TensorFlow.js models on several devices at once
   tandem train [--config FILE.json] [--model NAME|PATH] [--data NAME|PATH] [--devices N]
                [--backend native|wasm|cpu|tensorflow|webgpu] [--native-threads N] [--no-native-fusion]
                [--batch GLOBAL] [--steps N | --epochs N]
-               [--lr X] [--momentum X] [--optimizer sgd|adam] [--seed N]
+               [--optimizer sgd|momentum|adam|rmsprop|adagrad|adamax|adadelta] [--lr X] [--seed N]
+               [--momentum X] [--beta1 X] [--beta2 X] [--epsilon X] [--rho X] [--decay X] [--centered] [--initial-accumulator X]
+                                              (tfjs's optimizers and their own hyper-parameters only: sgd/momentum --momentum;
+                                               adam --beta1 --beta2 --epsilon; rmsprop --decay --momentum --epsilon --centered;
+                                               adagrad --initial-accumulator; adamax --beta1 --beta2 --epsilon --decay; adadelta --rho --epsilon)
                [--strategy sequential|two-group|per-layer|buckets|auto] [--split-layer P]
                [--bucket-mb MB] [--first-bucket-mb MB] [--exchange-order ready|priority] [--chunk-floats N] [--all-reduce sharded|primary] [--local-update shard|replica]
                [--transport NAME] [--plugin MODULE …]  (a plugin registers a transport, method or engine)

@@ -13,7 +13,7 @@ export interface TrainCliOptions { config: TrainConfig; json: boolean; quiet: bo
 const INTEGER_FLAGS = { devices: 'devices', hosts: 'hosts', 'host-rank': 'hostRank', 'native-threads': 'nativeThreads', batch: 'batch', steps: 'steps', epochs: 'epochs', seed: 'seed', classes: 'classes', 'dataset-size': 'datasetSize',
   'split-layer': 'splitLayer', embedding: 'embedding', 'held-out': 'heldOut', 'eval-samples': 'evalSamples', 'checkpoint-every': 'checkpointEvery', 'replica-check-every': 'replicaCheckEvery',
   'keep-checkpoints': 'keepCheckpoints', 'export-device': 'exportDevice', 'chunk-floats': 'chunkFloats' } as const;
-const REAL_FLAGS = { lr: 'lr', momentum: 'momentum', scale: 'scale', margin: 'margin', 'sample-rate': 'sampleRate', 'stop-grace-ms': 'stopGraceMs', 'stall-timeout-ms': 'stallTimeoutMs',
+const REAL_FLAGS = { lr: 'lr', momentum: 'momentum', beta1: 'beta1', beta2: 'beta2', epsilon: 'epsilon', rho: 'rho', decay: 'decay', 'initial-accumulator': 'initialAccumulatorValue', scale: 'scale', margin: 'margin', 'sample-rate': 'sampleRate', 'stop-grace-ms': 'stopGraceMs', 'stall-timeout-ms': 'stallTimeoutMs',
   'time-share': 'timeShare', 'param-share': 'paramShare', 'bucket-mb': 'bucketCapMB', 'first-bucket-mb': 'firstBucketMB' } as const;
 const NUMBER_FLAGS = { ...INTEGER_FLAGS, ...REAL_FLAGS };
 /** --powersgd-rank etc.: fields of commHookOptions. */
@@ -26,7 +26,7 @@ const STRING_FLAGS = { model: 'model', data: 'data', backend: 'backend', optimiz
 const FLAG_OF_FIELD = new Map<string, string>([
   ...Object.entries({ ...NUMBER_FLAGS, ...STRING_FLAGS }).map(([flag, field]) => [field, flag] as [string, string]),
   ...Object.entries(HOOK_NUMBER_FLAGS).map(([flag, [field]]) => [`commHookOptions.${field}`, flag] as [string, string]),
-  ['imageSize', 'image-size'], ['exportClassifier', 'export-classifier'], ['nativeFusion', 'no-native-fusion'], ['plugins', 'plugin'],
+  ['imageSize', 'image-size'], ['exportClassifier', 'export-classifier'], ['centered', 'centered'], ['nativeFusion', 'no-native-fusion'], ['plugins', 'plugin'],
   ['commHookOptions.errorFeedback', 'no-error-feedback'], ['commHookOptions.warmStart', 'no-warm-start'],
 ]);
 
@@ -47,7 +47,7 @@ export function withFlagName(message: string): string {
 /** `command` profile reads --steps as the number of measured steps, not training steps. */
 export function parseTrainArgs(argv: string[], command: 'train' | 'profile' = 'train'): TrainCliOptions {
   const options: Record<string, { type: 'string' | 'boolean' }> = { config: { type: 'string' }, json: { type: 'boolean' }, quiet: { type: 'boolean' }, verbose: { type: 'boolean' },
-    'image-size': { type: 'string' }, 'export-classifier': { type: 'boolean' }, 'no-native-fusion': { type: 'boolean' },
+    'image-size': { type: 'string' }, 'export-classifier': { type: 'boolean' }, centered: { type: 'boolean' }, 'no-native-fusion': { type: 'boolean' },
     'no-error-feedback': { type: 'boolean' }, 'no-warm-start': { type: 'boolean' } };
   const multiple: Record<string, { type: 'string'; multiple: true }> = { plugin: { type: 'string', multiple: true } };
   for (const f of [...Object.keys(NUMBER_FLAGS), ...Object.keys(STRING_FLAGS), ...Object.keys(HOOK_NUMBER_FLAGS)]) options[f] = { type: 'string' };
@@ -66,6 +66,7 @@ export function parseTrainArgs(argv: string[], command: 'train' | 'profile' = 't
   for (const [flag, key] of Object.entries(STRING_FLAGS)) if (typeof values[flag] === 'string') c[key] = values[flag];
   if (Array.isArray(values.plugin)) c.plugins = [...((c.plugins as string[] | undefined) ?? []), ...values.plugin];
   if (values['export-classifier'] === true) c.exportClassifier = true;
+  if (values.centered === true) c.centered = true;
   if (values['no-native-fusion'] === true) c.nativeFusion = false;
   hookOptions(values, c);
   if (typeof values['image-size'] === 'string') {

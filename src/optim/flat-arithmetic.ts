@@ -5,6 +5,9 @@
  * or the native addon's vectorised C++ (the `native` engine's). Both give
  * the same bits (the same operations in the same order and precision; tested
  * against each other), so which one runs never changes a parameter.
+ * The addon has loops for sgd (momentum) and adam only: rmsprop, adagrad,
+ * adamax and adadelta run the JS loops on every engine (tfjs-updates.ts),
+ * so they too give the same bits whichever arithmetic runs.
  */
 import { requireNativeAddon } from '../engine/native/native-addon.js';
 import { adamBiasCorrections, applyUpdate, type OptimizerConfig } from './flat-optimizer.js';
@@ -37,6 +40,9 @@ export function nativeArithmetic(): FlatArithmetic {
           addon.adamUpdate(params, grads, state[0], state[1], start, end, config.lr, config.beta1, config.beta2, config.epsilon, c1, c2);
           return;
         }
+        case 'rmsprop': case 'adagrad': case 'adamax': case 'adadelta': // no C++ loops: the JS ones, the same bits
+          applyUpdate(config, params, grads, state, start, end, step);
+          return;
         default: { const never: never = config; throw new Error(`unknown optimizer ${String(never)}`); }
       }
     },

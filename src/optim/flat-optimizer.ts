@@ -1,23 +1,52 @@
 /**
  * Optimizers on flat Float32Arrays in shared memory, with exactly the update
- * rules of tfjs's own `tf.train.sgd`, `tf.train.momentum` and `tf.train.adam`,
- * so that an update can run on any thread (the comm side included) on a range
- * of the parameters, and give what tfjs gives.
+ * rules of tfjs's own `tf.train.sgd`, `tf.train.momentum`, `tf.train.adam`,
+ * `tf.train.rmsprop`, `tf.train.adagrad`, `tf.train.adamax` and
+ * `tf.train.adadelta`, so that an update can run on any thread (the comm side
+ * included) on a range of the parameters, and give what tfjs gives.
+ * The rules of the last four are in tfjs-updates.ts.
  */
+import { adadeltaUpdate, adagradUpdate, adamaxUpdate, rmspropUpdate, type AdadeltaConfig, type AdagradConfig, type AdamaxConfig, type RmspropConfig } from './tfjs-updates.js';
+export { TFJS_EPSILON } from './tfjs-updates.js';
+
 export type OptimizerConfig =
   | { kind: 'sgd'; lr: number; momentum: number }
-  | { kind: 'adam'; lr: number; beta1: number; beta2: number; epsilon: number };
+  | { kind: 'adam'; lr: number; beta1: number; beta2: number; epsilon: number }
+  | RmspropConfig | AdagradConfig | AdamaxConfig | AdadeltaConfig;
 
-export const OPTIMIZERS = ['sgd', 'adam'] as const;
+export type OptimizerKind = OptimizerConfig['kind'];
+
+/** The names a user may give: every kind, and `momentum` (tfjs's `tf.train.momentum`: sgd with momentum). */
+export const OPTIMIZERS = ['sgd', 'momentum', 'adam', 'rmsprop', 'adagrad', 'adamax', 'adadelta'] as const;
 export type OptimizerName = (typeof OPTIMIZERS)[number];
 
-/** How many floats of state the optimizer keeps per parameter. */
+/**
+ * How many floats of state the optimizer keeps per parameter, in this order:
+ * sgd its momentum accumulation (momentum > 0 only); adam m, v; rmsprop the mean square, the moment
+ * (as tfjs, even at momentum 0) and, centered, the mean gradient; adagrad the accumulated squares;
+ * adamax m and the weighted infinity norm; adadelta the accumulated squares of gradients and of updates.
+ */
 export function optimizerStateSlots(config: OptimizerConfig): number {
   switch (config.kind) {
     case 'sgd': return config.momentum > 0 ? 1 : 0;
     case 'adam': return 2;
+    case 'rmsprop': return config.centered ? 3 : 2;
+    case 'adagrad': return 1;
+    case 'adamax': return 2;
+    case 'adadelta': return 2;
     default: { const never: never = config; throw new Error(`unknown optimizer ${String(never)}`); }
   }
+}
+
+/** Each state slot's value before the first step: 0, but adagrad's accumulator starts at `initialAccumulatorValue` (as tfjs's `fill`). */
+export function initialOptimizerState(config: OptimizerConfig): number[] {
+  const slots = optimizerStateSlots(config);
+  return Array.from({ length: slots }, () => config.kind === 'adagrad' ? Math.fround(config.initialAccumulatorValue) : 0);
+}
+
+/** Sets freshly allocated state slots to their values before the first step (`initialOptimizerState`). */
+export function fillInitialOptimizerState(config: OptimizerConfig, state: Float32Array[]): void {
+  initialOptimizerState(config).forEach((v, j) => { if (v !== 0) state[j].fill(v); });
 }
 
 /** Adam's bias corrections at `step` (from 1), as tfjs computes them: 1 - fround(beta^step). */
@@ -60,6 +89,10 @@ export function applyUpdate(config: OptimizerConfig, params: Float32Array, grads
       }
       return;
     }
+    case 'rmsprop': rmspropUpdate(config, params, grads, state, start, end); return;
+    case 'adagrad': adagradUpdate(config, params, grads, state, start, end); return;
+    case 'adamax': adamaxUpdate(config, params, grads, state, start, end, step); return;
+    case 'adadelta': adadeltaUpdate(config, params, grads, state, start, end); return;
     default: { const never: never = config; throw new Error(`unknown optimizer ${String(never)}`); }
   }
 }

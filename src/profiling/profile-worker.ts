@@ -26,6 +26,7 @@ import { clockOfKind, layerClock, type ClockKind, type LayerClock } from './laye
 import { layerGraph } from './layer-graph.js';
 import { median, timeLayers } from './time-layers.js';
 import { readFence } from './read-fence.js';
+import { optimizerStateSlots } from '../optim/flat-optimizer.js';
 
 export interface ProfileRequest { config: ResolvedConfig; warmupSteps: number; steps: number; reps: number; clock?: ClockKind }
 export type ProfileReply = { type: 'profile'; profile: ModelProfile } | { type: 'error'; error: ReturnType<typeof serializeError> };
@@ -136,7 +137,8 @@ async function measureStepsAsync(model: Model, x: tf.Tensor, y: tf.Tensor, confi
 function measureThroughput(config: ResolvedConfig, clock: LayerClock): { exchangeBytesPerMs: number; updateBytesPerMs: number } {
   const arithmetic = flatArithmeticFor(config.backend);
   const n = 1 << 20;
-  const a = new Float32Array(n).fill(1), c = new Float32Array(n).fill(2), st = [new Float32Array(n), new Float32Array(n)];
+  const a = new Float32Array(n).fill(1), c = new Float32Array(n).fill(2);
+  const st = Array.from({ length: optimizerStateSlots(config.optimizer) }, () => new Float32Array(n)); // as many as the optimizer keeps (centered rmsprop: 3)
   const tr = clock.nowMs();
   for (let i = 0; i < 5; i++) arithmetic.reduceMeanInto([a, c], a, 0, n);
   const reduceMs = (clock.nowMs() - tr) / 5;

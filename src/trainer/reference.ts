@@ -16,6 +16,7 @@ import { resolveDataset } from '../data/resolve-dataset.js';
 import { seedRandomLayers } from '../model/seeded-random-layers.js';
 import { GlobalBatchSampler } from '../data/sampler.js';
 import type { TrainSummary } from './train.js';
+import { tfjsOptimizer } from '../optim/tfjs-optimizer.js';
 
 export interface ReferenceOptions {
   /** Values for weights of the built model, by name (e.g. the non-trainable weights a run started from). */
@@ -48,9 +49,7 @@ export async function trainReference(config: TrainConfig, options: ReferenceOpti
   const floatTargets = cfg.loss === 'mse';
   const ds = await resolveDataset(cfg.data);
   const sampler = new GlobalBatchSampler(cfg.datasetSize, cfg.batch, cfg.seed);
-  const o = cfg.optimizer;
-  const optimizer = o.kind === 'adam' ? tf.train.adam(o.lr, o.beta1, o.beta2, o.epsilon)
-    : o.momentum > 0 ? tf.train.momentum(o.lr, o.momentum) : tf.train.sgd(o.lr);
+  const optimizer = tfjsOptimizer(tf, cfg.optimizer);
   const reader = new SampleReader(ds, cfg.data.source);
   const per = reader.sampleFloats;
   const x = new Float32Array(cfg.batch * per), y = floatTargets ? new Float32Array(cfg.batch) : new Int32Array(cfg.batch);

@@ -11,7 +11,7 @@ import type { EngineDevice } from '../engine/engine.js';
 import { TandemError } from '../errors.js';
 import { ControlBlock, WAIT_SLICE_MS } from '../actors/control-block.js';
 import { DeviceActor, deviceError } from '../actors/device-actor.js';
-import { allocateModelBuffers, paramSlots, registeredSlots, type SharedBuffers } from '../actors/shared-buffers.js';
+import { allocateModelBuffers, optimizerStateOf, paramSlots, registeredSlots, type SharedBuffers } from '../actors/shared-buffers.js';
 import type { FromComm, FromCompute, FinishedReport, WeightShape } from '../actors/protocol.js';
 import { allocateInputBuffers, ShardLoadError, type ShardLoader } from '../data/shard-loader.js';
 import { isWorkerOutOfMemory, outOfMemoryWords } from '../actors/worker-memory.js';
@@ -20,7 +20,7 @@ import { sampleSize } from '../data/dataset.js';
 import { layoutParameters, type ParameterGroup, type ParameterLayout } from '../model/parameter-layout.js';
 import { chunksOf } from '../pipeline/priority-schedule.js';
 import { checkLinkHolds } from '../pipeline/link-model.js';
-import { optimizerStateSlots } from '../optim/flat-optimizer.js';
+import { fillInitialOptimizerState, optimizerStateSlots } from '../optim/flat-optimizer.js';
 import { exchangeGroups, MAX_GROUPS, type StrategySpec } from '../pipeline/strategy.js';
 import { getTransport } from '../collectives/transport-registry.js';
 import type { PreparedCommunicator } from '../collectives/transport.js';
@@ -283,6 +283,7 @@ export class TrainingRun {
       preimage: this.store && !this.method.localState && built.stateTotal === 0 && !cfg.commHook
         ? StepPreimage.allocate(groups.length, built.layout.total, optimizerStateSlots(cfg.optimizer)) : undefined,
     };
+    for (let d = 0; d < local; d++) fillInitialOptimizerState(cfg.optimizer, optimizerStateOf(buffers, d)); // adagrad's accumulator
     this.loader = await this.method.createLoader(cfg, input);
     if (this.failure) { // the run ended while the loader started: endThreads may not have seen it
       const loader = this.loader;

@@ -29,7 +29,11 @@ function replicas(devices: number, slots: number): LocalReplicas {
 const bits = (a: Float32Array) => Buffer.from(a.buffer, a.byteOffset, a.byteLength).toString('hex');
 
 const OPTIMIZERS: OptimizerConfig[] = [{ kind: 'sgd', lr: 0.1, momentum: 0 }, { kind: 'sgd', lr: 0.05, momentum: 0.9 },
-  { kind: 'adam', lr: 0.01, beta1: 0.9, beta2: 0.999, epsilon: 1e-7 }];
+  { kind: 'adam', lr: 0.01, beta1: 0.9, beta2: 0.999, epsilon: 1e-7 },
+  { kind: 'rmsprop', lr: 0.01, decay: 0.9, momentum: 0.5, epsilon: 1e-7, centered: true },
+  { kind: 'adagrad', lr: 0.05, initialAccumulatorValue: 0.1 },
+  { kind: 'adamax', lr: 0.01, beta1: 0.9, beta2: 0.999, epsilon: 1e-7, decay: 0.1 },
+  { kind: 'adadelta', lr: 1, rho: 0.95, epsilon: 1e-7 }];
 
 for (const optimizer of OPTIMIZERS) {
   for (const devices of [2, 3]) {
