@@ -138,6 +138,8 @@ export interface TrainConfig {
   decay?: number;
   /** rmsprop: divide by the estimated variance instead of the mean square. Default false. */
   centered?: boolean;
+  /** sgd/momentum with momentum > 0: Nesterov's look-ahead (tfjs's `useNesterov`). Default false. */
+  nesterov?: boolean;
   /** adagrad: the accumulator's value before the first step, default 0.1. */
   initialAccumulatorValue?: number;
   seed?: number;

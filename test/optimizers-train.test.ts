@@ -24,6 +24,7 @@ const OPTIMIZERS: { opt: TrainConfig; devices: number[] }[] = [
   { opt: { optimizer: 'adamax', lr: 0.01, decay: 0.1 }, devices: [2] },
   { opt: { optimizer: 'adadelta', lr: 1, rho: 0.9 }, devices: [2] },
   { opt: { optimizer: 'momentum', lr: 0.05, momentum: 0.8 }, devices: [2] },
+  { opt: { optimizer: 'momentum', lr: 0.05, momentum: 0.8, nesterov: true }, devices: [2] },
 ];
 
 const bits = (s: { weights: { values: Float32Array }[] }) => s.weights.map(w => Buffer.from(w.values.buffer, w.values.byteOffset, w.values.byteLength).toString('hex')).join('');

@@ -37,8 +37,8 @@ const HELP = `tandem — train TensorFlow.js models on several devices at once
                [--backend native|wasm|cpu|tensorflow|webgpu] [--native-threads N] [--no-native-fusion]
                [--batch GLOBAL] [--steps N | --epochs N]
                [--optimizer sgd|momentum|adam|rmsprop|adagrad|adamax|adadelta] [--lr X] [--seed N]
-               [--momentum X] [--beta1 X] [--beta2 X] [--epsilon X] [--rho X] [--decay X] [--centered] [--initial-accumulator X]
-                                              (tfjs's optimizers and their own hyper-parameters only: sgd/momentum --momentum;
+               [--momentum X] [--nesterov] [--beta1 X] [--beta2 X] [--epsilon X] [--rho X] [--decay X] [--centered] [--initial-accumulator X]
+                                              (tfjs's optimizers and their own hyper-parameters only: sgd/momentum --momentum --nesterov;
                                                adam --beta1 --beta2 --epsilon; rmsprop --decay --momentum --epsilon --centered;
                                                adagrad --initial-accumulator; adamax --beta1 --beta2 --epsilon --decay; adadelta --rho --epsilon)
                [--strategy sequential|two-group|per-layer|buckets|auto] [--split-layer P]

@@ -26,7 +26,7 @@ const STRING_FLAGS = { model: 'model', data: 'data', backend: 'backend', optimiz
 const FLAG_OF_FIELD = new Map<string, string>([
   ...Object.entries({ ...NUMBER_FLAGS, ...STRING_FLAGS }).map(([flag, field]) => [field, flag] as [string, string]),
   ...Object.entries(HOOK_NUMBER_FLAGS).map(([flag, [field]]) => [`commHookOptions.${field}`, flag] as [string, string]),
-  ['imageSize', 'image-size'], ['exportClassifier', 'export-classifier'], ['centered', 'centered'], ['nativeFusion', 'no-native-fusion'], ['plugins', 'plugin'],
+  ['imageSize', 'image-size'], ['exportClassifier', 'export-classifier'], ['centered', 'centered'], ['nesterov', 'nesterov'], ['nativeFusion', 'no-native-fusion'], ['plugins', 'plugin'],
   ['commHookOptions.errorFeedback', 'no-error-feedback'], ['commHookOptions.warmStart', 'no-warm-start'],
 ]);
 
@@ -47,7 +47,7 @@ export function withFlagName(message: string): string {
 /** `command` profile reads --steps as the number of measured steps, not training steps. */
 export function parseTrainArgs(argv: string[], command: 'train' | 'profile' = 'train'): TrainCliOptions {
   const options: Record<string, { type: 'string' | 'boolean' }> = { config: { type: 'string' }, json: { type: 'boolean' }, quiet: { type: 'boolean' }, verbose: { type: 'boolean' },
-    'image-size': { type: 'string' }, 'export-classifier': { type: 'boolean' }, centered: { type: 'boolean' }, 'no-native-fusion': { type: 'boolean' },
+    'image-size': { type: 'string' }, 'export-classifier': { type: 'boolean' }, centered: { type: 'boolean' }, nesterov: { type: 'boolean' }, 'no-native-fusion': { type: 'boolean' },
     'no-error-feedback': { type: 'boolean' }, 'no-warm-start': { type: 'boolean' } };
   const multiple: Record<string, { type: 'string'; multiple: true }> = { plugin: { type: 'string', multiple: true } };
   for (const f of [...Object.keys(NUMBER_FLAGS), ...Object.keys(STRING_FLAGS), ...Object.keys(HOOK_NUMBER_FLAGS)]) options[f] = { type: 'string' };
@@ -67,6 +67,7 @@ export function parseTrainArgs(argv: string[], command: 'train' | 'profile' = 't
   if (Array.isArray(values.plugin)) c.plugins = [...((c.plugins as string[] | undefined) ?? []), ...values.plugin];
   if (values['export-classifier'] === true) c.exportClassifier = true;
   if (values.centered === true) c.centered = true;
+  if (values.nesterov === true) c.nesterov = true;
   if (values['no-native-fusion'] === true) c.nativeFusion = false;
   hookOptions(values, c);
   if (typeof values['image-size'] === 'string') {

@@ -34,7 +34,9 @@ export function nativeArithmetic(): FlatArithmetic {
     },
     applyUpdate(config, params, grads, state, start, end, step) {
       switch (config.kind) {
-        case 'sgd': addon.sgdUpdate(params, grads, config.momentum > 0 ? state[0] : null, start, end, config.lr, config.momentum); return;
+        case 'sgd':
+          if (config.nesterov && config.momentum > 0) { applyUpdate(config, params, grads, state, start, end, step); return; } // no C++ loop: the JS one
+          addon.sgdUpdate(params, grads, config.momentum > 0 ? state[0] : null, start, end, config.lr, config.momentum); return;
         case 'adam': {
           const [c1, c2] = adamBiasCorrections(config, step);
           addon.adamUpdate(params, grads, state[0], state[1], start, end, config.lr, config.beta1, config.beta2, config.epsilon, c1, c2);

@@ -6,11 +6,12 @@
  * included) on a range of the parameters, and give what tfjs gives.
  * The rules of the last four are in tfjs-updates.ts.
  */
-import { adadeltaUpdate, adagradUpdate, adamaxUpdate, rmspropUpdate, type AdadeltaConfig, type AdagradConfig, type AdamaxConfig, type RmspropConfig } from './tfjs-updates.js';
+import { adadeltaUpdate, adagradUpdate, adamaxUpdate, nesterovUpdate, rmspropUpdate, type AdadeltaConfig, type AdagradConfig, type AdamaxConfig, type RmspropConfig } from './tfjs-updates.js';
 export { TFJS_EPSILON } from './tfjs-updates.js';
 
 export type OptimizerConfig =
-  | { kind: 'sgd'; lr: number; momentum: number }
+  /** `nesterov`: tfjs's `tf.train.momentum(lr, momentum, true)` (momentum > 0). */
+  | { kind: 'sgd'; lr: number; momentum: number; nesterov?: boolean }
   | { kind: 'adam'; lr: number; beta1: number; beta2: number; epsilon: number }
   | RmspropConfig | AdagradConfig | AdamaxConfig | AdadeltaConfig;
 
@@ -63,7 +64,9 @@ export function applyUpdate(config: OptimizerConfig, params: Float32Array, grads
   switch (config.kind) {
     case 'sgd': {
       const { lr, momentum } = config;
-      if (momentum > 0) {
+      if (config.nesterov && momentum > 0) {
+        nesterovUpdate(config, params, grads, state, start, end);
+      } else if (momentum > 0) {
         const acc = state[0];
         for (let i = start; i < end; i++) {
           const a = Math.fround(acc[i] * momentum + grads[i]);

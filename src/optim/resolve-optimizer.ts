@@ -10,14 +10,14 @@ import { OPTIMIZERS, TFJS_EPSILON, type OptimizerConfig, type OptimizerName } fr
 /** The optimizer fields of a TrainConfig. */
 export interface OptimizerFields {
   optimizer?: OptimizerName; lr?: number; momentum?: number; beta1?: number; beta2?: number; epsilon?: number;
-  rho?: number; decay?: number; centered?: boolean; initialAccumulatorValue?: number;
+  rho?: number; decay?: number; centered?: boolean; initialAccumulatorValue?: number; nesterov?: boolean;
 }
 type HyperField = Exclude<keyof OptimizerFields, 'optimizer' | 'lr'>;
-const HYPER_FIELDS: readonly HyperField[] = ['momentum', 'beta1', 'beta2', 'epsilon', 'rho', 'decay', 'centered', 'initialAccumulatorValue'];
+const HYPER_FIELDS: readonly HyperField[] = ['momentum', 'nesterov', 'beta1', 'beta2', 'epsilon', 'rho', 'decay', 'centered', 'initialAccumulatorValue'];
 
 /** The hyper-parameters each optimizer has in tfjs (`tf.train.*`'s arguments after the learning rate). */
 export const OPTIMIZER_FIELDS: Record<OptimizerName, readonly HyperField[]> = {
-  sgd: ['momentum'], momentum: ['momentum'], adam: ['beta1', 'beta2', 'epsilon'],
+  sgd: ['momentum', 'nesterov'], momentum: ['momentum', 'nesterov'], adam: ['beta1', 'beta2', 'epsilon'],
   rmsprop: ['decay', 'momentum', 'epsilon', 'centered'], adagrad: ['initialAccumulatorValue'],
   adamax: ['beta1', 'beta2', 'epsilon', 'decay'], adadelta: ['rho', 'epsilon'],
 };
@@ -61,7 +61,12 @@ export function resolveOptimizer(config: OptimizerFields): OptimizerConfig {
   const beta = (field: 'beta1' | 'beta2', d: number) => inRange(field, config[field] ?? d, 0, 1, true);
   const epsilon = () => inRange('epsilon', config.epsilon ?? TFJS_EPSILON, Number.MIN_VALUE, 1);
   switch (name) {
-    case 'sgd': case 'momentum': return { kind: 'sgd', lr, momentum: momentum() };
+    case 'sgd': case 'momentum': {
+      const m = momentum();
+      if (config.nesterov !== undefined && typeof config.nesterov !== 'boolean') bad('nesterov', `must be true or false, got ${JSON.stringify(config.nesterov)}`);
+      if (config.nesterov && m === 0) bad('nesterov', 'needs momentum > 0 (Nesterov looks ahead along the momentum): give momentum, e.g. 0.9, or drop nesterov');
+      return config.nesterov ? { kind: 'sgd', lr, momentum: m, nesterov: true } : { kind: 'sgd', lr, momentum: m };
+    }
     case 'adam': return { kind: 'adam', lr, beta1: beta('beta1', 0.9), beta2: beta('beta2', 0.999), epsilon: epsilon() };
     case 'rmsprop': {
       if (config.centered !== undefined && typeof config.centered !== 'boolean') bad('centered', `must be true or false, got ${JSON.stringify(config.centered)}`);

@@ -1,5 +1,6 @@
 /**
- * The update rules of tfjs's `rmsprop`, `adagrad`, `adamax` and `adadelta` on
+ * The update rules of tfjs's `rmsprop`, `adagrad`, `adamax`, `adadelta` and
+ * `momentum` with Nesterov on
  * flat Float32Arrays, operation for operation as tfjs-core's optimizers run
  * them (node_modules/@tensorflow/tfjs-core/dist/optimizers/*_optimizer.js):
  * every tensor operation there is one float32 operation here (`f`, after each
@@ -25,6 +26,9 @@ export interface AdagradConfig { kind: 'adagrad'; lr: number; initialAccumulator
 /** `decay`: of the learning rate, lr / (1 + decay × iteration). */
 export interface AdamaxConfig { kind: 'adamax'; lr: number; beta1: number; beta2: number; epsilon: number; decay: number }
 export interface AdadeltaConfig { kind: 'adadelta'; lr: number; rho: number; epsilon: number }
+
+/** sgd with momentum and Nesterov's look-ahead (`tf.train.momentum(lr, momentum, true)`). */
+export interface NesterovConfig { lr: number; momentum: number }
 
 /** The epsilon tfjs adds when none is given: `tf.backend().epsilon()` on a float32 backend. */
 export const TFJS_EPSILON = 1e-7;
@@ -100,5 +104,22 @@ export function adadeltaUpdate(config: AdadeltaConfig, params: Float32Array, gra
     accG[i] = f(f(ag * rho) + f(f(g * g) * keep));
     accU[i] = f(f(au * rho) + f(f(update * update) * keep));
     params[i] = f(f(update * minusLr) + params[i]);
+  }
+}
+
+/**
+ * state: the accumulation. tfjs: acc' = m·acc + g; p' = p + (−lr)·(g + m·acc'), each operation in float32.
+ *
+ * @example
+ * nesterovUpdate({ lr: 0.1, momentum: 0.5 }, p, g, [acc], 0, p.length) // p = [1], g = [1], acc = [0]: acc 1, p 1 - 0.1 × 1.5 = 0.85
+ */
+export function nesterovUpdate(config: NesterovConfig, params: Float32Array, grads: Float32Array, state: Float32Array[], start: number, end: number): void {
+  const m = f(config.momentum), c = f(-config.lr);
+  const acc = state[0];
+  for (let i = start; i < end; i++) {
+    const g = grads[i];
+    const a = f(f(m * acc[i]) + g);
+    acc[i] = a;
+    params[i] = f(f(c * f(g + f(a * m))) + params[i]);
   }
 }
