@@ -82,3 +82,13 @@ for (const [devices, opt] of [[3, { optimizer: 'adagrad', lr: 0.05 }], [2, { opt
     t.equal(shard.replicaChecksum, replica.replicaChecksum, 'the same replica');
   });
 }
+
+t.test('centered rmsprop: tfjs\'s own rule goes NaN, and the run says so (the likely cause and the way out)', async t => {
+  const cfg: TrainConfig = { ...BASE, imageSize: [...BASE.imageSize], optimizer: 'rmsprop', centered: true, lr: 0.01 };
+  const ref = await trainReference(cfg);
+  t.ok(ref.losses.slice(1).some(l => Number.isNaN(l)), `tfjs's tf.train.rmsprop(…, centered) on one engine: losses ${ref.losses.map(l => l.toFixed(4)).join(', ')}`);
+  await t.rejects(train({ ...cfg, devices: 2 }), { code: 'NON_FINITE',
+    message: /the loss is not finite in step 2 .*; with rmsprop centered, the likely cause is tfjs's own rule, .*drop --centered \(centered: false\)$/ });
+  await t.rejects(train({ ...cfg, centered: false, devices: 2, faultInjection: { device: 1, step: 2, phase: 'forward', kind: 'nan' } }), { code: 'NON_FINITE',
+    message: /onNan: 'skip-step'$/ }, 'a NaN with rmsprop not centered: no such hint');
+});

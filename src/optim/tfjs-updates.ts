@@ -123,3 +123,16 @@ export function nesterovUpdate(config: NesterovConfig, params: Float32Array, gra
     params[i] = f(f(c * f(g + f(a * m))) + params[i]);
   }
 }
+
+/**
+ * What to add to a non-finite loss or gradient's message when the optimizer's own rule is the likely cause: tfjs's
+ * centered rmsprop (above) turns a parameter NaN once its gradient's variance estimate is under ε, which a small or
+ * zero gradient reaches in its first step. '' for every other optimizer.
+ */
+export function optimizerNaNHint(config: { kind: string; centered?: boolean }): string {
+  return config.kind === 'rmsprop' && config.centered
+    ? '; with rmsprop centered, the likely cause is tfjs\'s own rule, which tandem keeps: it takes sqrt(ms - (mg² + epsilon)), NaN for ' +
+      'every parameter whose gradient varies by less than epsilon (a zero gradient included), from its first update: drop --centered ' +
+      '(centered: false)'
+    : '';
+}

@@ -21,6 +21,7 @@ import { layoutParameters, type ParameterGroup, type ParameterLayout } from '../
 import { chunksOf } from '../pipeline/priority-schedule.js';
 import { checkLinkHolds } from '../pipeline/link-model.js';
 import { fillInitialOptimizerState, optimizerStateSlots } from '../optim/flat-optimizer.js';
+import { optimizerNaNHint } from '../optim/tfjs-updates.js';
 import { exchangeGroups, MAX_GROUPS, type StrategySpec } from '../pipeline/strategy.js';
 import { getTransport } from '../collectives/transport-registry.js';
 import type { PreparedCommunicator } from '../collectives/transport.js';
@@ -600,7 +601,8 @@ export class TrainingRun {
     const where = bad.map(r => `device ${r.device} (${r.nonFiniteLoss})`).join(', ');
     if (this.cfg.onNan === 'error') {
       throw new TandemError('NON_FINITE', `the loss is not finite in step ${step} on ${where}: the step was stopped before any gradient was ` +
-        "handed over, so no parameter changed; lower the learning rate, check the inputs and the model's output for an overflow, or use onNan: 'skip-step'",
+        "handed over, so no parameter changed; lower the learning rate, check the inputs and the model's output for an overflow, or use onNan: 'skip-step'" +
+        optimizerNaNHint(this.cfg.optimizer),
       { device: bad[0].device, step, phase: 'forward' });
     }
     this.hooks.onEvent?.({ type: 'warning', step, message: `the loss is not finite on ${where}: every update of step ${step} is skipped` });
