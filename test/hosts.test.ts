@@ -58,6 +58,22 @@ if (glooAddonOrSkip()) {
     });
   }
 
+  // The optimizer's state (adagrad's accumulator from its initial value, adamax's iteration counter) on every host.
+  for (const optimizer of [['adagrad', '--initial-accumulator', '0.2'], ['adamax', '--decay', '0.1']]) {
+    t.test(`--optimizer ${optimizer.join(' ')}: launch --hosts 2 --devices 1 equals one process with --devices 2, bit for bit`, async t => {
+      const dir = mkdtempSync(path.join(tmpdir(), 'tandem-hosts-opt-'));
+      t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+      const flags = [...TRAIN, '--optimizer', ...optimizer, '--lr', '0.05', '--steps', '4'];
+      const launch = tandem(['launch', '--hosts', '2', '--devices', '1', ...flags, '--out', path.join(dir, 'hosts')]);
+      const one = tandem(['train', '--devices', '2', ...flags, '--out', path.join(dir, 'one')]);
+      const [h, o] = await Promise.all([launch.ended, one.ended]);
+      t.equal(h.code, 0, `launch: ${launch.stderr.join('\n')}`);
+      t.equal(o.code, 0, `one process: ${one.stderr.join('\n')}`);
+      t.equal(summaryOf(launch.lines, '[host 0] ').config.optimizer.kind, optimizer[0]);
+      t.ok(readFileSync(path.join(dir, 'hosts', 'weights.bin')).equals(readFileSync(path.join(dir, 'one', 'weights.bin'))), 'weights.bin bit-identical');
+    });
+  }
+
   t.test('host 1 killed with SIGKILL: host 0 (no launcher) exits within 10 s, non-zero, naming host 1', async t => {
     const rendezvous = `127.0.0.1:${await freePort()}`;
     const host = (rank: number, onLine?: (l: string) => void) =>
