@@ -17,8 +17,19 @@ import type { Rendezvous } from './world/rendezvous.js';
 import type { CommHookOptions } from './pipeline/comm-hook.js';
 import type { ResolvedCommHook } from './pipeline/resolve-comm-hook.js';
 
-export const LOSS_KINDS = ['categorical', 'binary', 'mse'] as const;
+/**
+ * The regression losses: one output against one float target per sample, each the per-sample mean tfjs-layers'
+ * loss of that name gives (`huber`: tfjs-core's `tf.losses.huberLoss`, delta 1; tfjs-layers has no huber).
+ */
+export const REGRESSION_LOSS_KINDS = ['mse', 'mae', 'huber', 'logcosh', 'msle', 'mape', 'poisson'] as const;
+export type RegressionLossKind = (typeof REGRESSION_LOSS_KINDS)[number];
+export const LOSS_KINDS = ['categorical', 'binary', ...REGRESSION_LOSS_KINDS] as const;
 export type LossKind = (typeof LOSS_KINDS)[number];
+
+/** Whether `kind` is a regression loss (float targets from a data module, one output, no accuracy). */
+export function isRegressionLoss(kind: LossKind | undefined): kind is RegressionLossKind {
+  return (REGRESSION_LOSS_KINDS as readonly string[]).includes(kind as string);
+}
 
 /** The built-in training methods (more can be registered: see methods/method-registry.ts). */
 export const METHODS = ['data-parallel', 'local-head', 'partial-fc'] as const;
@@ -197,7 +208,8 @@ export interface TrainConfig {
   forwardWait?: 'group' | 'step';
   /**
    * The loss: `categorical` (sparse categorical cross-entropy, from logits or a softmax), `binary` (one output on two
-   * classes, from a sigmoid or a logit), `mse` (regression: one output, float targets from a data module).
+   * classes, from a sigmoid or a logit), or a regression loss (one output, float targets from a data module): `mse`,
+   * `mae`, `huber` (delta 1), `logcosh`, `msle`, `mape`, `poisson`, as tfjs-layers computes each.
    * Default: the loss a saved model.json was compiled with (its trainingConfig), else read from the model's output.
    */
   loss?: LossKind;
