@@ -7,7 +7,7 @@
  * (kernel, bias and activity regularizers), as `model.fit` adds them.
  */
 import type { LayersModel, Tensor, Tf } from '../engine/tfjs-types.js';
-import { isRegressionLoss, type LossKind, type RegressionLossKind } from '../config-types.js';
+import { isRegressionLoss, type LossKind, type RegressionLossKind } from './loss-kinds.js';
 
 export interface OutputLoss {
   kind: LossKind;
