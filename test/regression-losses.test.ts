@@ -1,6 +1,6 @@
 // The regression losses tfjs offers besides mse (mae, huber, logcosh, msle, mape, poisson) train as mse does: a
 // model.json compiled with each trains with it (no `loss` given) on 2 devices (3 for mae) as one tfjs engine does on
-// the global batch (trainReference, loss given); each loss's value, averaged over the devices' shards, is tfjs-layers'
+// the global batch (trainReference, loss given) and as tfjs's own model.fit compiled with that loss does; each loss's value, averaged over the devices' shards, is tfjs-layers'
 // own on the global batch (model.evaluate; huber: tf.losses.huberLoss); a loss tandem does not train is refused with
 // the list of those it does, and a regression loss on class labels is refused.
 import t from 'tap';
@@ -9,11 +9,14 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
-import { train, trainReference, resolveConfig, type TrainConfig } from '../src/index.js';
+import { train, trainReference, resolveConfig, type TrainConfig, type TrainSummary } from '../src/index.js';
 import { buildModel } from '../src/model/resolve-model.js';
 import { outputLoss } from '../src/model/output-loss.js';
 import { LOSS_KINDS, type RegressionLossKind } from '../src/model/loss-kinds.js';
 import { worstDifference } from './fixtures/weights-difference.js';
+import { resolveDataset } from '../src/data/resolve-dataset.js';
+import { GlobalBatchSampler } from '../src/data/sampler.js';
+import { sampleSize } from '../src/data/dataset.js';
 
 const backend = process.env.TANDEM_BACKEND as TrainConfig['backend'] | undefined;
 const base: TrainConfig = {
@@ -35,13 +38,20 @@ const cases: { kind: Exclude<RegressionLossKind, 'mse'>; saved: string; layers?:
   { kind: 'poisson', saved: 'poisson', layers: 'poisson', devices: 2, lr: 0.05 },
 ];
 
-/** A model.json of the positive regressor (one 1-step run, saved), and a copy of it compiled with `loss` (its trainingConfig). */
+/** A model.json of the positive regressor (saved from tfjs, weights beside it), and a copy of it compiled with `loss` (its trainingConfig). */
 let saved: Promise<{ json: Record<string, unknown>; dir: string }> | undefined;
 async function compiledWith(loss: unknown): Promise<string> {
   saved ??= (async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'tandem-regression-'));
-    const run = await train({ ...base, loss: 'mse', devices: 1, steps: 1, out: dir });
-    return { json: JSON.parse(readFileSync(run.modelPath!, 'utf8')) as Record<string, unknown>, dir };
+    const model = await buildModel(tf, (await resolveConfig({ ...base, loss: 'mse' })).model);
+    let json: Record<string, unknown> = {};
+    await model.save(tf.io.withSaveHandler(async a => {
+      writeFileSync(path.join(dir, 'weights.bin'), new Uint8Array(a.weightData as ArrayBuffer));
+      json = { format: 'layers-model', modelTopology: a.modelTopology, weightsManifest: [{ paths: ['weights.bin'], weights: a.weightSpecs }] };
+      return { modelArtifactsInfo: { dateSaved: new Date(), modelTopologyType: 'JSON' } };
+    }));
+    model.dispose();
+    return { json, dir };
   })();
   const { json, dir } = await saved;
   const file = path.join(dir, `compiled-${JSON.stringify(loss).replace(/\W/g, '')}.json`);
@@ -63,7 +73,29 @@ for (const c of cases) {
     t.ok(Math.abs(run.history[0].loss - ref.losses[0]) < 1e-5 * Math.max(1, Math.abs(ref.losses[0])),
       `step 1's loss: ${run.history[0].loss.toFixed(6)} on the devices, ${ref.losses[0].toFixed(6)} on one engine`);
     t.ok(Number.isNaN(run.finalAccuracy), 'no accuracy for a regression');
+    const fit = worstDifference(run.weights, await fitReference(cfg, c.layers));
+    t.ok(fit < 1e-5, `max |param - tfjs's model.fit with ${c.layers ?? 'tf.losses.huberLoss'}| = ${fit.toExponential(2)} < 1e-5`);
   });
+}
+
+/** tfjs's own model.fit over the run's global batches (sgd, no shuffling), compiled with tfjs-layers' loss `name` (none: tf.losses.huberLoss). */
+async function fitReference(config: TrainConfig, name: string | undefined): Promise<TrainSummary['weights']> {
+  const cfg = await resolveConfig(config);
+  const m = await buildModel(tf, cfg.model);
+  const ds = await resolveDataset(cfg.data);
+  const sampler = new GlobalBatchSampler(cfg.trainSize, cfg.batch, cfg.seed);
+  const per = sampleSize(cfg.sampleShape), n = cfg.steps * cfg.batch;
+  const x = new Float32Array(n * per), y = new Float32Array(n);
+  for (let s = 1; s <= cfg.steps; s++) {
+    sampler.batchIndices(s).forEach((index, i) => { const k = (s - 1) * cfg.batch + i; y[k] = ds.read(index, x, k * per) as number; });
+  }
+  m.compile({ optimizer: tf.train.sgd(cfg.optimizer.lr), loss: name ?? ((yt: tf.Tensor, yp: tf.Tensor) => tf.losses.huberLoss(yt, yp)) });
+  const xs = tf.tensor(x, [n, ...cfg.sampleShape]), ys = tf.tensor2d(y, [n, 1]);
+  await m.fit(xs, ys, { batchSize: cfg.batch, epochs: 1, shuffle: false, verbose: 0 });
+  const weights = m.trainableWeights.map(w => ({ name: w.originalName, shape: [...w.shape] as number[], values: w.read().dataSync() as Float32Array }));
+  tf.dispose([xs, ys]);
+  m.dispose();
+  return weights;
 }
 
 /** The weights the model starts from (its model.json's), as the runs read them. */
