@@ -17,8 +17,8 @@ import type { Rendezvous } from './world/rendezvous.js';
 import type { CommHookOptions } from './pipeline/comm-hook.js';
 import type { ResolvedCommHook } from './pipeline/resolve-comm-hook.js';
 
-export const LOSS_KINDS = ['categorical', 'binary', 'mse'] as const;
-export type LossKind = (typeof LOSS_KINDS)[number];
+export { LOSS_KINDS, REGRESSION_LOSS_KINDS, isRegressionLoss, type LossKind, type RegressionLossKind } from './model/loss-kinds.js';
+import type { LossKind } from './model/loss-kinds.js';
 
 /** The built-in training methods (more can be registered: see methods/method-registry.ts). */
 export const METHODS = ['data-parallel', 'local-head', 'partial-fc'] as const;
@@ -199,7 +199,8 @@ export interface TrainConfig {
   forwardWait?: 'group' | 'step';
   /**
    * The loss: `categorical` (sparse categorical cross-entropy, from logits or a softmax), `binary` (one output on two
-   * classes, from a sigmoid or a logit), `mse` (regression: one output, float targets from a data module).
+   * classes, from a sigmoid or a logit), or a regression loss (one output, float targets from a data module): `mse`,
+   * `mae`, `huber` (delta 1), `logcosh`, `msle`, `mape`, `poisson`, as tfjs-layers computes each.
    * Default: the loss a saved model.json was compiled with (its trainingConfig), else read from the model's output.
    */
   loss?: LossKind;

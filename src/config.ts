@@ -30,7 +30,7 @@ import { getMethod } from './methods/method-registry.js';
 import { loadPlugins } from './plugins/load-plugins.js';
 import { worldSize } from './world/topology.js';
 import { hostsTransport, resolveHosts } from './world/resolve-hosts.js';
-import { FAULT_PHASES, LOSS_KINDS, type ClassifierConfig, type LossKind, type ResolvedConfig, type TrainConfig } from './config-types.js';
+import { FAULT_PHASES, LOSS_KINDS, isRegressionLoss, type ClassifierConfig, type LossKind, type ResolvedConfig, type TrainConfig } from './config-types.js';
 import { useQuietCpu } from './engine/quiet-cpu.js';
 import { sourcePath } from './source-path.js';
 export { METHODS, FAULT_PHASES, LOSS_KINDS } from './config-types.js';
@@ -216,7 +216,7 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
     options: { inputShape: sampleShape, classes: outputs, seed },
   };
   const loss = resolveLoss(config.loss, model.source, method.name, dataSource, meta.classes);
-  if (loss !== 'mse') {
+  if (!isRegressionLoss(loss)) {
     const single = singleClassProblem(meta.classes);
     if (single && dataSource === 'synthetic-images') {
       bad('classes', `a classifier needs 2 or more classes (one-hot labels over one class train nothing), and data '${dataSource}' has ${meta.classes}; give --classes 2 or more`);
@@ -226,7 +226,7 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
     if (problem) throw new TandemError('BAD_DATA', `data module ${dataSource}: read(0, out, offset) returned label ${firstLabel}, ${problem}`);
     if (userDataset) probeHeldOut(userDataset, trainSize, Math.min(meta.size, trainSize + evalSamples), data.source);
   }
-  if (builtinModel && loss === 'mse') bad('loss', `mse needs a model with one output; builtin '${modelSource}' outputs one score per class`);
+  if (builtinModel && isRegressionLoss(loss)) bad('loss', `${loss} (regression) needs a model with one output; builtin '${modelSource}' outputs one score per class`);
   if (!builtinModel) await checkModuleModelShapes(model, sampleShape, outputs, modelSource, dataSource, loss);
 
   const stepsPerEpoch = Math.floor(trainSize / batch);
@@ -290,8 +290,8 @@ function resolveLoss(given: unknown, source: string, method: string, dataSource:
   const loss = given === undefined ? savedLoss(source) : oneOf('loss', given, LOSS_KINDS);
   if (loss === undefined) return undefined;
   if (method !== 'data-parallel' && loss !== 'categorical') bad('loss', `--method ${method} trains a classifier head with categorical cross-entropy; '${loss}' applies to data-parallel`);
-  if (loss === 'mse' && (BUILTIN_DATASETS as readonly string[]).includes(dataSource)) {
-    bad('loss', `mse (regression) needs float targets: a data module whose read(index, out, offset) returns the target; '${dataSource}' has class labels`);
+  if (isRegressionLoss(loss) && (BUILTIN_DATASETS as readonly string[]).includes(dataSource)) {
+    bad('loss', `${loss} (regression) needs float targets: a data module whose read(index, out, offset) returns the target; '${dataSource}' has class labels`);
   }
   if (loss === 'binary' && classes !== 2) bad('loss', `binary cross-entropy needs two classes; the data has ${classes}`);
   return loss;
@@ -312,15 +312,30 @@ function savedLoss(source: string): LossKind | undefined {
   const saved: unknown = Array.isArray(given) ? (given.length === 1 ? given[0] : given)
     : given !== null && typeof given === 'object' && Object.keys(given).length === 1 ? Object.values(given)[0] : given;
   const name = typeof saved === 'string' ? saved : JSON.stringify(saved);
-  const kinds: Record<string, LossKind> = {
-    sparseCategoricalCrossentropy: 'categorical', categoricalCrossentropy: 'categorical', sparse_categorical_crossentropy: 'categorical',
-    categorical_crossentropy: 'categorical', binaryCrossentropy: 'binary', binary_crossentropy: 'binary',
-    meanSquaredError: 'mse', mean_squared_error: 'mse', mse: 'mse',
-  };
-  const kind = kinds[name];
-  if (!kind) bad('loss', `${sourcePath(source)} was compiled with loss ${name}, which tandem does not train; give loss: categorical, binary or mse`);
+  const kind = Object.hasOwn(SAVED_LOSS_NAMES, name) ? SAVED_LOSS_NAMES[name] : undefined;
+  if (!kind) {
+    bad('loss', `${sourcePath(source)} was compiled with loss ${name}, which tandem does not train; give loss: ` +
+      `${LOSS_KINDS.slice(0, -1).join(', ')} or ${LOSS_KINDS[LOSS_KINDS.length - 1]}`);
+  }
   return kind;
 }
+
+/**
+ * The loss names a saved model.json's trainingConfig may carry, as tandem losses: tfjs-layers' (its lossesMap and
+ * the aliases it exports: mse, MSE, mae, ...), keras's snake_case ones, and for huber (in no lossesMap) tfjs-core's
+ * huberLoss and keras's huber_loss / huber, whose delta is tandem's (1).
+ */
+const SAVED_LOSS_NAMES: Readonly<Record<string, LossKind>> = {
+  sparseCategoricalCrossentropy: 'categorical', categoricalCrossentropy: 'categorical', sparse_categorical_crossentropy: 'categorical',
+  categorical_crossentropy: 'categorical', binaryCrossentropy: 'binary', binary_crossentropy: 'binary',
+  meanSquaredError: 'mse', mean_squared_error: 'mse', mse: 'mse', MSE: 'mse',
+  meanAbsoluteError: 'mae', mean_absolute_error: 'mae', mae: 'mae', MAE: 'mae',
+  meanAbsolutePercentageError: 'mape', mean_absolute_percentage_error: 'mape', mape: 'mape', MAPE: 'mape',
+  meanSquaredLogarithmicError: 'msle', mean_squared_logarithmic_error: 'msle', msle: 'msle', MSLE: 'msle',
+  logcosh: 'logcosh', log_cosh: 'logcosh', logCosh: 'logcosh',
+  poisson: 'poisson',
+  huberLoss: 'huber', huber_loss: 'huber', huber: 'huber',
+};
 
 async function checkModuleModelShapes(spec: ModelSpec, sampleShape: number[], classes: number, modelSource: string, dataSource: string,
   loss?: LossKind): Promise<void> {
@@ -341,10 +356,10 @@ async function checkModuleModelShapes(spec: ModelSpec, sampleShape: number[], cl
       throw new TandemError('SHAPE_MISMATCH', `model '${modelSource}' takes inputs of shape [${input.join(', ')}] but data '${dataSource}' gives [${sampleShape.join(', ')}]`);
     }
     const binary = classes === 2 && output[0] === 1; // one score (sigmoid or logit) for two classes
-    if (loss === 'mse' && (output.length !== 1 || output[0] !== 1)) {
-      throw new TandemError('SHAPE_MISMATCH', `model '${modelSource}' outputs shape [${output.join(', ')}]; loss mse trains one output against one float target per sample`);
+    if (isRegressionLoss(loss) && (output.length !== 1 || output[0] !== 1)) {
+      throw new TandemError('SHAPE_MISMATCH', `model '${modelSource}' outputs shape [${output.join(', ')}]; loss ${loss} trains one output against one float target per sample`);
     }
-    if (loss !== 'mse' && (output.length !== 1 || (output[0] !== classes && !binary))) {
+    if (!isRegressionLoss(loss) && (output.length !== 1 || (output[0] !== classes && !binary))) {
       throw new TandemError('SHAPE_MISMATCH', `model '${modelSource}' outputs shape [${output.join(', ')}] but data '${dataSource}' has ${classes} classes ` +
         `(give ${classes} outputs${classes === 2 ? ', or 1 for binary cross-entropy' : ''})`);
     }

@@ -36,7 +36,7 @@ import type { Collective } from '../collectives/collective.js';
 import type { RankHandle } from '../collectives/transport.js';
 import { getMethod } from '../methods/method-registry.js';
 import type { DeviceMethod, StepLoss } from '../methods/training-method.js';
-import type { ResolvedConfig } from '../config-types.js';
+import { isRegressionLoss, type ResolvedConfig } from '../config-types.js';
 import type { LayersModel, LayerVariable, Tensor, Variable } from '../engine/tfjs-types.js';
 import type { HeadState } from '../checkpoint/checkpoint-file.js';
 import { injectFault } from './fault-injection.js';
@@ -268,7 +268,7 @@ export class DeviceReplica {
     const slot = inputSlotIndex(this.local, s % INPUT_SLOTS);
     const x = new Float32Array(buffers.inputs, slot * buffers.inputSlotSize * 4, buffers.inputSlotSize);
     const y = new Int32Array(buffers.labels, slot * buffers.labelSlotSize * 4, buffers.labelSlotSize);
-    const targets = cfg.loss === 'mse' ? new Float32Array(buffers.labels, slot * buffers.labelSlotSize * 4, buffers.labelSlotSize) : undefined;
+    const targets = isRegressionLoss(cfg.loss) ? new Float32Array(buffers.labels, slot * buffers.labelSlotSize * 4, buffers.labelSlotSize) : undefined;
     const t1 = wallNow();
     this.span('load', 'load', t0, t1);
     this.forwardFrom = t1;

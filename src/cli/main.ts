@@ -46,7 +46,9 @@ const HELP = `tandem — train TensorFlow.js models on several devices at once
                [--transport NAME] [--plugin MODULE …]  (a plugin registers a transport, method or engine)
                [--batch-norm sync|local]      (sync: global-batch statistics, as one engine; local: per device)
                [--forward-wait group|step]    (group: wait for each group's update just before the layer using it)
-               [--loss categorical|binary|mse] (default: a saved model's compiled loss, else read from its output)
+               [--loss categorical|binary|mse|mae|huber|logcosh|msle|mape|poisson]
+                                              (default: a saved model's compiled loss, else read from its output; mse and
+                                               after: regression, one output on a data module's float targets; huber: delta 1)
                [--link BANDWIDTH[:LATENCY]]   (EMULATED link, e.g. 1gbps, 10gbps:0.05ms)
                [--trace FILE.json]            (Chrome trace: Perfetto / chrome://tracing)
                [--classes C] [--image-size HxW[xC]] [--dataset-size N]

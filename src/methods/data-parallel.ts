@@ -3,6 +3,7 @@
  * its share of the global batch; every gradient is averaged across the world.
  */
 import { TandemError } from '../errors.js';
+import { isRegressionLoss } from '../config-types.js';
 import { getEngine } from '../engine/engine-registry.js';
 import { outputLoss, outputLossOf } from '../model/output-loss.js';
 import { evaluateHeldOut } from '../classifier/classifier-result.js';
@@ -46,7 +47,7 @@ export const DATA_PARALLEL: TrainingMethod = {
     };
   },
   async summarize({ cfg, artifacts }) {
-    if (cfg.trainSize >= cfg.datasetSize || cfg.loss === 'mse') return {}; // held-out accuracy: classification only
+    if (cfg.trainSize >= cfg.datasetSize || isRegressionLoss(cfg.loss)) return {}; // held-out accuracy: classification only
     const r = await evaluateHeldOut({ backend: cfg.backend, plugins: cfg.plugins, extractor: artifacts!, data: cfg.data, from: cfg.trainSize, to: cfg.datasetSize,
       classes: cfg.classes, embedding: cfg.classes, head: 'linear', maxSamples: cfg.evalSamples });
     return { heldOut: { samples: r.samples, accuracy: r.classifierAccuracy! } };

@@ -4,7 +4,7 @@
  * device, each reading only the samples of the labels it owns, mapped to
  * local indices.
  */
-import type { ResolvedConfig } from '../config-types.js';
+import { isRegressionLoss, type ResolvedConfig } from '../config-types.js';
 import { GlobalBatchSampler } from '../data/sampler.js';
 import { LocalLabelSampler } from '../data/local-label-sampler.js';
 import { ShardLoader, type InputBuffers } from '../data/shard-loader.js';
@@ -18,7 +18,7 @@ import { localRanks } from '../world/topology.js';
 /** Every device reads its share of one seeded global batch per step. */
 export async function createGlobalBatchLoader(cfg: ResolvedConfig, input: InputBuffers): Promise<ShardLoader> {
   const sampler = new GlobalBatchSampler(cfg.trainSize, cfg.batch, cfg.seed, cfg.devices);
-  return new ShardLoader(cfg.data, input, sampler, cfg.topology.localDevices, { threads: cfg.loaderThreads, ranks: localRanks(cfg.topology), floatTargets: cfg.loss === 'mse', fault: loadFault(cfg) });
+  return new ShardLoader(cfg.data, input, sampler, cfg.topology.localDevices, { threads: cfg.loaderThreads, ranks: localRanks(cfg.topology), floatTargets: isRegressionLoss(cfg.loss), fault: loadFault(cfg) });
 }
 
 /** Method B: every device reads only the samples of the labels it owns (BAD_DATA when it owns none). */

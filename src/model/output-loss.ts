@@ -7,9 +7,10 @@
  * (kernel, bias and activity regularizers), as `model.fit` adds them.
  */
 import type { LayersModel, Tensor, Tf } from '../engine/tfjs-types.js';
+import { isRegressionLoss, type LossKind, type RegressionLossKind } from './loss-kinds.js';
 
 export interface OutputLoss {
-  kind: 'categorical' | 'binary' | 'mse';
+  kind: LossKind;
   /** The output is already a probability (softmax / sigmoid), not a logit. */
   fromProbabilities: boolean;
 }
@@ -27,7 +28,7 @@ export function outputActivation(model: LayersModel): string {
 
 /** What the model's output is, for `classes` classes (a single output on two classes is binary), unless `kind` says. */
 export function outputLossOf(model: LayersModel, classes: number, kind?: OutputLoss['kind']): OutputLoss {
-  if (kind === 'mse') return { kind, fromProbabilities: false };
+  if (isRegressionLoss(kind)) return { kind, fromProbabilities: false };
   if (kind) return { kind, fromProbabilities: outputActivation(model) === (kind === 'binary' ? 'sigmoid' : 'softmax') };
   const units = model.outputs[0].shape[model.outputs[0].shape.length - 1];
   const activation = outputActivation(model);
@@ -35,10 +36,13 @@ export function outputLossOf(model: LayersModel, classes: number, kind?: OutputL
   return { kind: 'categorical', fromProbabilities: activation === 'softmax' };
 }
 
-/** The mean loss of `output` against `labels` (integer classes; float targets for mse), and the number of correct predictions (NaN for mse). */
+/**
+ * The mean loss of `output` against `labels` (integer classes; float targets for a regression loss), and the number
+ * of correct predictions (NaN for a regression).
+ */
 export function outputLoss(tf: Tf, output: Tensor, labels: Tensor, spec: OutputLoss, classes: number): { loss: Tensor; correct: Tensor } {
-  if (spec.kind === 'mse') {
-    return { loss: tf.losses.meanSquaredError(tf.reshape(labels, output.shape), output), correct: tf.scalar(NaN) };
+  if (isRegressionLoss(spec.kind)) {
+    return { loss: regressionLoss(tf, spec.kind, tf.reshape(labels, output.shape), output), correct: tf.scalar(NaN) };
   }
   if (spec.kind === 'categorical') {
     const oneHot = tf.oneHot(labels as import('@tensorflow/tfjs').Tensor1D, classes);
@@ -55,6 +59,37 @@ export function outputLoss(tf: Tf, output: Tensor, labels: Tensor, spec: OutputL
   const threshold = spec.fromProbabilities ? 0.5 : 0;
   const correct = tf.tidy(() => tf.equal(tf.cast(tf.greater(output, threshold), 'float32'), y).sum());
   return { loss, correct };
+}
+
+/**
+ * The mean over the batch of the per-sample regression loss of `output` against float targets `y` (same shape): the
+ * ops tfjs-layers' loss of that name runs (losses.js; its epsilon is the backend's), on this thread's tfjs instance,
+ * so one engine on the global batch and N devices averaging their shards compute the same mean.
+ */
+export function regressionLoss(tf: Tf, kind: RegressionLossKind, y: Tensor, output: Tensor): Tensor {
+  return tf.tidy(() => {
+    const eps = tf.backend().epsilon();
+    switch (kind) {
+      case 'mse': return tf.losses.meanSquaredError(y, output);
+      case 'mae': return tf.metrics.meanAbsoluteError(y, output).mean(); // tfjs-layers' meanAbsoluteError
+      case 'mape': return tf.metrics.meanAbsolutePercentageError(y, output).mean(); // 100 * |y - p| / max(|y|, eps)
+      case 'huber': return tf.losses.huberLoss(y, output); // tfjs-core, delta 1
+      case 'logcosh': { // d + softplus(-2d) - log 2, d = p - y
+        const d = tf.sub(output, y);
+        return tf.sub(tf.add(d, tf.softplus(tf.mul(-2, d))), Math.log(2)).mean(-1).mean();
+      }
+      case 'msle': { // (log(1 + clip(p)) - log(1 + clip(y)))^2, clipped to [eps, max]
+        const logOf = (t: Tensor) => tf.log(tf.add(1, tf.clipByValue(t, eps, Number.MAX_VALUE)));
+        return tf.square(tf.sub(logOf(output), logOf(y))).mean(-1).mean();
+      }
+      case 'poisson': // p - y log(eps + p)
+        return tf.sub(output, tf.mul(y, tf.log(tf.add(eps, output)))).mean(-1).mean();
+      default: {
+        const unknown: never = kind;
+        throw new Error(`regressionLoss: unknown loss ${String(unknown)}`);
+      }
+    }
+  });
 }
 
 /** `loss` plus the model's regularization losses (as `model.fit` adds them); the loss itself when it has none. */

@@ -5,7 +5,7 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { resolveConfig } from '../config.js';
-import type { TrainConfig } from '../config-types.js';
+import { isRegressionLoss, type TrainConfig } from '../config-types.js';
 import { startBackend } from '../engine/backend.js';
 import { getEngine } from '../engine/engine-registry.js';
 import { TandemError } from '../errors.js';
@@ -46,7 +46,7 @@ export async function trainReference(config: TrainConfig, options: ReferenceOpti
   }
   const random = options.randomLayersAsDevices === undefined ? undefined : seedRandomLayers(tf, model, options.randomLayersAsDevices);
   const spec = outputLossOf(model, cfg.classes, cfg.loss);
-  const floatTargets = cfg.loss === 'mse';
+  const floatTargets = isRegressionLoss(cfg.loss);
   const ds = await resolveDataset(cfg.data);
   const sampler = new GlobalBatchSampler(cfg.datasetSize, cfg.batch, cfg.seed);
   const optimizer = tfjsOptimizer(tf, cfg.optimizer);
