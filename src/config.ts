@@ -8,7 +8,9 @@ import { readFileSync } from 'node:fs';
 import { TandemError } from './errors.js';
 import { assertBackendAvailable, defaultBackend } from './engine/backend.js';
 import { engineNames, getEngine } from './engine/engine-registry.js';
-import { resolveOptimizer } from './optim/resolve-optimizer.js';
+import { OPTIMIZER_KEYS, resolveOptimizer, type OptimizerFields } from './optim/resolve-optimizer.js';
+import { SavedOptimizerProblem, savedOptimizerFields } from './optim/saved-optimizer.js';
+import type { OptimizerConfig } from './optim/flat-optimizer.js';
 import { ALL_REDUCE_KINDS } from './collectives/collective.js';
 import { DEFAULT_TRANSPORT, getTransport, transportNames } from './collectives/transport-registry.js';
 import { STRATEGIES, type StrategyOptions } from './pipeline/strategy.js';
@@ -109,7 +111,6 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
   if (batch % devices !== 0) bad('batch', `global batch ${batch} must be divisible by devices ${devices}${topology.processes > 1 ? ` (${topology.processes} hosts × ${localDevices})` : ''} (each device trains batch/devices samples); try ${Math.max(devices, batch - (batch % devices))}`);
   const seed = config.seed ?? 1;
   if (!Number.isInteger(seed) || seed < 0) bad('seed', `must be a non-negative integer, got ${shown(seed)}`);
-  const optimizer = resolveOptimizer(config);
   const spec = config.strategy ?? 'sequential';
   let strategy: string;
   if (typeof spec === 'object' && spec !== null) {
@@ -153,6 +154,7 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
     throw new TandemError('UNKNOWN_MODEL', `config.model: unknown model '${modelSource}'. Builtins: ${Object.keys(BUILTIN_MODELS).join(', ')}; ` +
       'or a path to an ES module or a TensorFlow.js layers model.json.');
   }
+  const optimizer = optimizerOf(config, modelUrl ?? modelSource);
   const dataSource = config.data ?? 'mnist';
   if (typeof dataSource !== 'string' || dataSource === '') bad('data', 'must be a builtin name or a module path');
   if (!(BUILTIN_DATASETS as readonly string[]).includes(dataSource)) {
@@ -297,16 +299,42 @@ function resolveLoss(given: unknown, source: string, method: string, dataSource:
   return loss;
 }
 
-/** The loss in a saved model.json's trainingConfig (written when the model was compiled before saving), as a tandem loss. */
-function savedLoss(source: string): LossKind | undefined {
+/** A saved model.json's trainingConfig (written when a compiled model is saved with its optimizer), if any. */
+function savedTrainingConfig(source: string): { loss?: unknown; optimizer_config?: unknown } | undefined {
   if (!source.endsWith('.json')) return undefined;
-  let json: { trainingConfig?: { loss?: unknown } };
   try {
-    json = JSON.parse(readFileSync(sourcePath(source), 'utf8')) as typeof json;
+    return (JSON.parse(readFileSync(sourcePath(source), 'utf8')) as { trainingConfig?: { loss?: unknown; optimizer_config?: unknown } }).trainingConfig;
   } catch {
     return undefined; // the model loader reports an unreadable model.json
   }
-  const given = json.trainingConfig?.loss;
+}
+
+/**
+ * The optimizer of `config`: the one it names, else the one a saved model.json (`source`) was compiled with, the
+ * config's own hyper-parameters over the saved ones (saved-optimizer.ts); a refusal then names the file.
+ */
+function optimizerOf(config: TrainConfig, source: string): OptimizerConfig {
+  if (config.optimizer !== undefined) return resolveOptimizer(config);
+  let saved: OptimizerFields | undefined;
+  try {
+    saved = savedOptimizerFields(savedTrainingConfig(source)?.optimizer_config);
+  } catch (err) {
+    if (!(err instanceof SavedOptimizerProblem)) throw err;
+    bad('optimizer', `${sourcePath(source)} was compiled with ${err.message}: give optimizer (--optimizer) to train with one tandem has`);
+  }
+  if (!saved) return resolveOptimizer(config);
+  const given = Object.fromEntries(Object.entries(config).filter(([k, v]) => v !== undefined && OPTIMIZER_KEYS.has(k)));
+  try {
+    return resolveOptimizer({ ...saved, ...given });
+  } catch (err) {
+    if (!(err instanceof TandemError)) throw err;
+    throw new TandemError(err.code, `${err.message} (${saved.optimizer}: the optimizer ${sourcePath(source)} was compiled with; give optimizer (--optimizer) to choose another)`);
+  }
+}
+
+/** The loss in a saved model.json's trainingConfig (written when the model was compiled before saving), as a tandem loss. */
+function savedLoss(source: string): LossKind | undefined {
+  const given = savedTrainingConfig(source)?.loss;
   if (given === undefined) return undefined;
   // One output's loss: compile({ loss: 'x' }), ['x'] or { output: 'x' } (tfjs saves the last two as given).
   const saved: unknown = Array.isArray(given) ? (given.length === 1 ? given[0] : given)

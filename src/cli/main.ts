@@ -36,7 +36,7 @@ const HELP = `tandem — train TensorFlow.js models on several devices at once
   tandem train [--config FILE.json] [--model NAME|PATH] [--data NAME|PATH] [--devices N]
                [--backend native|wasm|cpu|tensorflow|webgpu] [--native-threads N] [--no-native-fusion]
                [--batch GLOBAL] [--steps N | --epochs N]
-               [--optimizer sgd|momentum|adam|rmsprop|adagrad|adamax|adadelta] [--lr X] [--seed N]
+               [--optimizer sgd|momentum|adam|rmsprop|adagrad|adamax|adadelta] [--lr X] [--seed N]  (default: a saved model's compiled optimizer, else sgd)
                [--momentum X] [--nesterov] [--beta1 X] [--beta2 X] [--epsilon X] [--rho X] [--decay X] [--centered] [--initial-accumulator X]
                                               (tfjs's optimizers and their own hyper-parameters only: sgd/momentum --momentum --nesterov;
                                                adam --beta1 --beta2 --epsilon; rmsprop --decay --momentum --epsilon --centered;

@@ -14,6 +14,8 @@ export interface OptimizerFields {
 }
 type HyperField = Exclude<keyof OptimizerFields, 'optimizer' | 'lr'>;
 const HYPER_FIELDS: readonly HyperField[] = ['momentum', 'nesterov', 'beta1', 'beta2', 'epsilon', 'rho', 'decay', 'centered', 'initialAccumulatorValue'];
+/** Every optimizer field of a train config, the name and lr included. */
+export const OPTIMIZER_KEYS: ReadonlySet<string> = new Set(['optimizer', 'lr', ...HYPER_FIELDS]);
 
 /** The hyper-parameters each optimizer has in tfjs (`tf.train.*`'s arguments after the learning rate). */
 export const OPTIMIZER_FIELDS: Record<OptimizerName, readonly HyperField[]> = {

@@ -1,0 +1,65 @@
+/**
+ * The optimizer a saved model.json was compiled with, as train options: tfjs
+ * writes `trainingConfig.optimizer_config` ({ class_name, config }) when a
+ * compiled model is saved with `includeOptimizer: true`, and the keras
+ * converter writes keras's. A run that names no optimizer trains with it, as
+ * `model.fit` would after `tf.loadLayersModel` (the loss is read the same
+ * way); the run's own hyper-parameters override the saved ones. Its saved
+ * optimizer *state* is not loaded: the run's optimizer starts fresh.
+ *
+ * @example
+ * savedOptimizerFields({ class_name: 'Adam', config: { learningRate: 0.01, beta1: 0.8, beta2: 0.999, epsilon: 1e-7 } })
+ * // { optimizer: 'adam', lr: 0.01, beta1: 0.8, beta2: 0.999, epsilon: 1e-7 }
+ */
+import type { OptimizerFields } from './resolve-optimizer.js';
+import type { OptimizerName } from './flat-optimizer.js';
+
+/** tfjs's class names (`getClassName()`) and keras's, lower-cased, to tandem's optimizers. */
+const CLASS_NAMES: Record<string, OptimizerName> = {
+  sgd: 'sgd', momentum: 'momentum', adam: 'adam', rmsprop: 'rmsprop', adagrad: 'adagrad', adamax: 'adamax', adadelta: 'adadelta',
+};
+
+/** A saved config key (tfjs camelCase, keras snake_case; lower-cased, underscores dropped) to the train option it sets. */
+const FIELDS: Record<string, keyof OptimizerFields> = {
+  learningrate: 'lr', lr: 'lr', momentum: 'momentum', usenesterov: 'nesterov', nesterov: 'nesterov', beta1: 'beta1', beta2: 'beta2',
+  epsilon: 'epsilon', rho: 'rho', decay: 'decay', centered: 'centered', initialaccumulatorvalue: 'initialAccumulatorValue',
+};
+
+/** Keys that carry nothing tandem applies when at these values (keras writes them for every optimizer). */
+const INERT: Record<string, unknown[]> = {
+  name: [], amsgrad: [false], decay: [0], clipnorm: [null], clipvalue: [null], globalclipnorm: [null], useema: [false],
+  emamomentum: [], emaoverwritefrequency: [], jitcompile: [], isLegacyOptimizer: [], islegacyoptimizer: [], weightdecay: [null, 0],
+};
+
+/** What cannot be carried over, said by the caller with the file's name. */
+export class SavedOptimizerProblem extends Error {}
+
+/**
+ * The train options of `optimizerConfig` (a model.json's `trainingConfig.optimizer_config`), or undefined when there is
+ * none; throws SavedOptimizerProblem for an optimizer or a setting tandem does not train with.
+ */
+export function savedOptimizerFields(optimizerConfig: unknown): OptimizerFields | undefined {
+  if (optimizerConfig === undefined || optimizerConfig === null) return undefined;
+  const { class_name: className, config } = optimizerConfig as { class_name?: unknown; config?: unknown };
+  const name = typeof className === 'string' ? CLASS_NAMES[className.toLowerCase()] : undefined;
+  if (!name) throw new SavedOptimizerProblem(`optimizer ${JSON.stringify(className)}, which tandem does not train with (it trains with ${Object.keys(CLASS_NAMES).join(', ')})`);
+  const fields: OptimizerFields = { optimizer: name };
+  const settings = typeof config === 'object' && config !== null ? Object.entries(config) : [];
+  // keras's RMSprop calls its mean-square decay rho (and its decay is the legacy learning-rate decay); tfjs's calls it decay.
+  const kerasRmsprop = name === 'rmsprop' && settings.some(([key]) => key.toLowerCase() === 'rho');
+  for (const [key, value] of settings) {
+    const plain = key.toLowerCase().replaceAll('_', '');
+    const field = kerasRmsprop ? (plain === 'rho' ? 'decay' : plain === 'decay' ? undefined : FIELDS[plain])
+      // adamax (and tfjs's rmsprop) have a decay of their own; keras's legacy learning-rate decay elsewhere must be 0.
+      : plain === 'decay' && name !== 'adamax' && name !== 'rmsprop' ? undefined : FIELDS[plain];
+    if (value === null || value === undefined) continue;
+    if (field) {
+      (fields as Record<string, unknown>)[field] = value;
+    } else if (!(plain in INERT) || (INERT[plain].length > 0 && !INERT[plain].includes(value))) {
+      throw new SavedOptimizerProblem(`${className} with ${key} ${JSON.stringify(value)}, which tandem does not apply`);
+    }
+  }
+  // tfjs's SGD is plain (no momentum), where tandem's sgd defaults to momentum 0.9.
+  if (name === 'sgd' && fields.momentum === undefined) fields.momentum = 0;
+  return fields;
+}
