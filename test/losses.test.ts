@@ -5,33 +5,13 @@
 import t from 'tap';
 import { fileURLToPath } from 'node:url';
 import * as tf from '@tensorflow/tfjs';
-import { train, resolveConfig, startBackend, type TrainConfig, type TrainSummary } from '../src/index.js';
+import { train, resolveConfig, type TrainConfig, type TrainSummary } from '../src/index.js';
 import { worstDifference } from './fixtures/weights-difference.js';
-import { buildModel } from '../src/model/resolve-model.js';
-import { resolveDataset } from '../src/data/resolve-dataset.js';
-import { GlobalBatchSampler } from '../src/data/sampler.js';
-import { sampleSize } from '../src/data/dataset.js';
+import { fitReference } from './fixtures/fit-reference.js';
 
 const model = (name: string) => fileURLToPath(new URL(`../../test/fixtures/models/${name}.mjs`, import.meta.url));
 const backend = process.env.TANDEM_BACKEND as TrainConfig['backend'] | undefined;
 
-/** tfjs's own model.fit over the run's global batches (sgd, no shuffling): the single-engine answer. */
-async function fitReference(config: TrainConfig, loss: 'sparseCategoricalCrossentropy' | 'binaryCrossentropy' | 'meanSquaredError'): Promise<TrainSummary['weights']> {
-  const cfg = await resolveConfig({ ...config, devices: 1 });
-  await startBackend(tf, cfg.backend);
-  const m = await buildModel(tf, cfg.model);
-  const ds = await resolveDataset(cfg.data);
-  const sampler = new GlobalBatchSampler(cfg.trainSize, cfg.batch, cfg.seed);
-  const per = sampleSize(cfg.sampleShape), n = cfg.steps * cfg.batch;
-  const x = new Float32Array(n * per), y = new Float32Array(n);
-  for (let s = 1; s <= cfg.steps; s++) {
-    sampler.batchIndices(s).forEach((index, i) => { const k = (s - 1) * cfg.batch + i; y[k] = ds.read(index, x, k * per); });
-  }
-  m.compile({ optimizer: tf.train.sgd(cfg.optimizer.lr), loss });
-  const ys = loss === 'sparseCategoricalCrossentropy' ? tf.tensor1d(y) : tf.tensor2d(y, [n, 1]);
-  await m.fit(tf.tensor(x, [n, ...cfg.sampleShape]), ys, { batchSize: cfg.batch, epochs: 1, shuffle: false, verbose: 0 });
-  return m.trainableWeights.map(w => ({ name: w.originalName, shape: [...w.shape] as number[], values: w.read().dataSync() as Float32Array }));
-}
 
 
 const base: TrainConfig = { data: 'synthetic-images', imageSize: [6, 6, 1], classes: 4, datasetSize: 96, batch: 12, steps: 3,

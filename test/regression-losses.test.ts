@@ -9,14 +9,12 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
-import { train, trainReference, resolveConfig, type TrainConfig, type TrainSummary } from '../src/index.js';
+import { train, trainReference, resolveConfig, type TrainConfig } from '../src/index.js';
 import { buildModel } from '../src/model/resolve-model.js';
 import { outputLoss } from '../src/model/output-loss.js';
 import { LOSS_KINDS, type RegressionLossKind } from '../src/model/loss-kinds.js';
 import { worstDifference } from './fixtures/weights-difference.js';
-import { resolveDataset } from '../src/data/resolve-dataset.js';
-import { GlobalBatchSampler } from '../src/data/sampler.js';
-import { sampleSize } from '../src/data/dataset.js';
+import { fitReference } from './fixtures/fit-reference.js';
 
 const backend = process.env.TANDEM_BACKEND as TrainConfig['backend'] | undefined;
 const base: TrainConfig = {
@@ -73,30 +71,11 @@ for (const c of cases) {
     t.ok(Math.abs(run.history[0].loss - ref.losses[0]) < 1e-5 * Math.max(1, Math.abs(ref.losses[0])),
       `step 1's loss: ${run.history[0].loss.toFixed(6)} on the devices, ${ref.losses[0].toFixed(6)} on one engine`);
     t.ok(Number.isNaN(run.finalAccuracy), 'no accuracy for a regression');
-    const fit = worstDifference(run.weights, await fitReference(cfg, c.layers));
+    const fit = worstDifference(run.weights, await fitReference(cfg, c.layers ?? ((yt: tf.Tensor, yp: tf.Tensor) => tf.losses.huberLoss(yt, yp))));
     t.ok(fit < 1e-5, `max |param - tfjs's model.fit with ${c.layers ?? 'tf.losses.huberLoss'}| = ${fit.toExponential(2)} < 1e-5`);
   });
 }
 
-/** tfjs's own model.fit over the run's global batches (sgd, no shuffling), compiled with tfjs-layers' loss `name` (none: tf.losses.huberLoss). */
-async function fitReference(config: TrainConfig, name: string | undefined): Promise<TrainSummary['weights']> {
-  const cfg = await resolveConfig(config);
-  const m = await buildModel(tf, cfg.model);
-  const ds = await resolveDataset(cfg.data);
-  const sampler = new GlobalBatchSampler(cfg.trainSize, cfg.batch, cfg.seed);
-  const per = sampleSize(cfg.sampleShape), n = cfg.steps * cfg.batch;
-  const x = new Float32Array(n * per), y = new Float32Array(n);
-  for (let s = 1; s <= cfg.steps; s++) {
-    sampler.batchIndices(s).forEach((index, i) => { const k = (s - 1) * cfg.batch + i; y[k] = ds.read(index, x, k * per) as number; });
-  }
-  m.compile({ optimizer: tf.train.sgd(cfg.optimizer.lr), loss: name ?? ((yt: tf.Tensor, yp: tf.Tensor) => tf.losses.huberLoss(yt, yp)) });
-  const xs = tf.tensor(x, [n, ...cfg.sampleShape]), ys = tf.tensor2d(y, [n, 1]);
-  await m.fit(xs, ys, { batchSize: cfg.batch, epochs: 1, shuffle: false, verbose: 0 });
-  const weights = m.trainableWeights.map(w => ({ name: w.originalName, shape: [...w.shape] as number[], values: w.read().dataSync() as Float32Array }));
-  tf.dispose([xs, ys]);
-  m.dispose();
-  return weights;
-}
 
 /** The weights the model starts from (its model.json's), as the runs read them. */
 async function initialWeights(cfg: TrainConfig) {
