@@ -6,6 +6,7 @@
 import os from 'node:os';
 import { readFileSync } from 'node:fs';
 import { TandemError } from './errors.js';
+import { bad, finite, oneOf, shown } from './config-checks.js';
 import { assertBackendAvailable, defaultBackend } from './engine/backend.js';
 import { engineNames, getEngine } from './engine/engine-registry.js';
 import { OPTIMIZER_KEYS, resolveOptimizer, type OptimizerFields } from './optim/resolve-optimizer.js';
@@ -43,10 +44,6 @@ const DEFAULT_REPLICA_CHECK_EVERY = 100;
 const KNOWN_KEYS = new Set(['hosts', 'hostRank', 'rendezvous', 'checkpointEvery', 'replicaCheckEvery', 'checkpointDir', 'keepCheckpoints', 'stopGraceMs', 'resume', 'onNan', 'evalSamples', 'method', 'embedding', 'head', 'scale', 'margin', 'sampleRate', 'partition', 'heldOut', 'exportDevice', 'exportClassifier', 'model', 'data', 'devices', 'backend', 'nativeThreads', 'nativeFusion', 'batch', 'steps', 'epochs', 'lr', 'momentum', 'optimizer', 'beta1', 'beta2', 'epsilon', 'rho', 'decay', 'centered', 'nesterov', 'initialAccumulatorValue', 'seed',
   'strategy', 'timeShare', 'paramShare', 'splitLayer', 'bucketCapMB', 'firstBucketMB', 'link', 'exchangeOrder', 'chunkFloats', 'trace', 'allReduce', 'localUpdate', 'transport', 'commHook', 'commHookOptions', 'batchNorm', 'forwardWait', 'loss', 'plugins', 'out', 'classes', 'imageSize', 'datasetSize', 'stallTimeoutMs', 'loaderThreads', 'faultInjection']);
 
-function bad(field: string, message: string): never {
-  throw new TandemError('BAD_CONFIG', `config.${field}: ${message}`);
-}
-
 /**
  * An option tandem does not know: a key written as a flag is (`checkpoint-every`, `held_out`, `heldout`) is named with
  * the option meant, which a --config file written from the flags gets wrong; any other with the list of options.
@@ -58,11 +55,6 @@ function unknownOption(key: string): never {
   bad(key, `unknown option (known: ${[...KNOWN_KEYS].join(', ')})`);
 }
 
-/** A value as a message shows it: JSON, but NaN and ±Infinity by name (JSON writes them as null). */
-function shown(v: unknown): string {
-  return typeof v === 'number' && !Number.isFinite(v) ? String(v) : JSON.stringify(v);
-}
-
 function positiveInt(field: string, v: unknown, max = Number.MAX_SAFE_INTEGER): number {
   if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > max) bad(field, `must be an integer in [1, ${max}], got ${shown(v)}`);
   return v;
@@ -71,16 +63,6 @@ function positiveInt(field: string, v: unknown, max = Number.MAX_SAFE_INTEGER): 
 function nonNegativeInt(field: string, v: unknown): number {
   if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) bad(field, `must be an integer >= 0 (0: off), got ${shown(v)}`);
   return v;
-}
-
-function finite(field: string, v: unknown, min: number, max: number): number {
-  if (typeof v !== 'number' || !Number.isFinite(v) || v < min || v > max) bad(field, `must be a number in [${min}, ${max}], got ${shown(v)}`);
-  return v;
-}
-
-function oneOf<T extends string>(field: string, v: unknown, options: readonly T[]): T {
-  if (!options.includes(v as T)) bad(field, `must be one of ${options.join(', ')}, got ${JSON.stringify(v)}`);
-  return v as T;
 }
 
 /** Validates everything that can be checked before threads start, and resolves defaults. */
@@ -154,7 +136,8 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
     throw new TandemError('UNKNOWN_MODEL', `config.model: unknown model '${modelSource}'. Builtins: ${Object.keys(BUILTIN_MODELS).join(', ')}; ` +
       'or a path to an ES module or a TensorFlow.js layers model.json.');
   }
-  const optimizer = optimizerOf(config, modelUrl ?? modelSource);
+  const trainingConfig = savedTrainingConfig(modelUrl ?? modelSource); // a saved model.json's compiled optimizer and loss
+  const optimizer = optimizerOf(config, modelUrl ?? modelSource, trainingConfig?.optimizer_config);
   const dataSource = config.data ?? 'mnist';
   if (typeof dataSource !== 'string' || dataSource === '') bad('data', 'must be a builtin name or a module path');
   if (!(BUILTIN_DATASETS as readonly string[]).includes(dataSource)) {
@@ -217,7 +200,7 @@ export async function resolveConfig(config: TrainConfig): Promise<ResolvedConfig
     source: modelUrl ?? modelSource,
     options: { inputShape: sampleShape, classes: outputs, seed },
   };
-  const loss = resolveLoss(config.loss, model.source, method.name, dataSource, meta.classes);
+  const loss = resolveLoss(config.loss, model.source, trainingConfig?.loss, method.name, dataSource, meta.classes);
   if (!isRegressionLoss(loss)) {
     const single = singleClassProblem(meta.classes);
     if (single && dataSource === 'synthetic-images') {
@@ -286,10 +269,12 @@ function pluginUrls(plugins: unknown): string[] {
   return (plugins as string[]).map(p => resolveModuleUrl(p, 'plugins'));
 }
 
-/** Builds a user module's model once on this thread (cpu backend) to check it against the data. */
-/** The loss the config names, else the one a saved model.json was compiled with (its trainingConfig), else undefined (read from the output). */
-function resolveLoss(given: unknown, source: string, method: string, dataSource: string, classes: number): LossKind | undefined {
-  const loss = given === undefined ? savedLoss(source) : oneOf('loss', given, LOSS_KINDS);
+/**
+ * The loss the config names, else the one a saved model.json (`source`) was compiled with (`savedLossEntry`, its
+ * trainingConfig's), else undefined (read from the output).
+ */
+function resolveLoss(given: unknown, source: string, savedLossEntry: unknown, method: string, dataSource: string, classes: number): LossKind | undefined {
+  const loss = given === undefined ? savedLoss(source, savedLossEntry) : oneOf('loss', given, LOSS_KINDS);
   if (loss === undefined) return undefined;
   if (method !== 'data-parallel' && loss !== 'categorical') bad('loss', `--method ${method} trains a classifier head with categorical cross-entropy; '${loss}' applies to data-parallel`);
   if (isRegressionLoss(loss) && (BUILTIN_DATASETS as readonly string[]).includes(dataSource)) {
@@ -310,14 +295,15 @@ function savedTrainingConfig(source: string): { loss?: unknown; optimizer_config
 }
 
 /**
- * The optimizer of `config`: the one it names, else the one a saved model.json (`source`) was compiled with, the
- * config's own hyper-parameters over the saved ones (saved-optimizer.ts); a refusal then names the file.
+ * The optimizer of `config`: the one it names, else the one a saved model.json (`source`) was compiled with
+ * (`savedOptimizerConfig`, its trainingConfig's), the config's own hyper-parameters over the saved ones
+ * (saved-optimizer.ts); a refusal then names the file.
  */
-function optimizerOf(config: TrainConfig, source: string): OptimizerConfig {
+function optimizerOf(config: TrainConfig, source: string, savedOptimizerConfig: unknown): OptimizerConfig {
   if (config.optimizer !== undefined) return resolveOptimizer(config);
   let saved: OptimizerFields | undefined;
   try {
-    saved = savedOptimizerFields(savedTrainingConfig(source)?.optimizer_config);
+    saved = savedOptimizerFields(savedOptimizerConfig);
   } catch (err) {
     if (!(err instanceof SavedOptimizerProblem)) throw err;
     bad('optimizer', `${sourcePath(source)} was compiled with ${err.message}: give optimizer (--optimizer) to train with one tandem has`);
@@ -332,9 +318,8 @@ function optimizerOf(config: TrainConfig, source: string): OptimizerConfig {
   }
 }
 
-/** The loss in a saved model.json's trainingConfig (written when the model was compiled before saving), as a tandem loss. */
-function savedLoss(source: string): LossKind | undefined {
-  const given = savedTrainingConfig(source)?.loss;
+/** The loss in a saved model.json's (`source`) trainingConfig, `given`, as a tandem loss. */
+function savedLoss(source: string, given: unknown): LossKind | undefined {
   if (given === undefined) return undefined;
   // One output's loss: compile({ loss: 'x' }), ['x'] or { output: 'x' } (tfjs saves the last two as given).
   const saved: unknown = Array.isArray(given) ? (given.length === 1 ? given[0] : given)
@@ -365,6 +350,7 @@ const SAVED_LOSS_NAMES: Readonly<Record<string, LossKind>> = {
   huberLoss: 'huber', huber_loss: 'huber', huber: 'huber',
 };
 
+/** Builds a user module's model once on this thread (cpu backend) to check it against the data. */
 async function checkModuleModelShapes(spec: ModelSpec, sampleShape: number[], classes: number, modelSource: string, dataSource: string,
   loss?: LossKind): Promise<void> {
   const tf = await import('@tensorflow/tfjs');

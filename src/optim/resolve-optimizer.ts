@@ -4,7 +4,7 @@
  * checked, and one that the chosen optimizer does not have refused (naming
  * the optimizers that have it).
  */
-import { TandemError } from '../errors.js';
+import { bad, finite, oneOf } from '../config-checks.js';
 import { OPTIMIZERS, TFJS_EPSILON, type OptimizerConfig, type OptimizerName } from './flat-optimizer.js';
 
 /** The optimizer fields of a TrainConfig. */
@@ -30,17 +30,6 @@ export const OPTIMIZER_FIELDS: Record<OptimizerName, readonly HyperField[]> = {
  */
 export const DEFAULT_LR: Record<OptimizerName, number> = { sgd: 0.01, momentum: 0.01, adam: 0.001, rmsprop: 0.001, adagrad: 0.01, adamax: 0.002, adadelta: 0.001 };
 
-function bad(field: string, message: string): never {
-  throw new TandemError('BAD_CONFIG', `config.${field}: ${message}`);
-}
-
-function inRange(field: string, v: unknown, min: number, max: number, maxOpen = false): number {
-  if (typeof v !== 'number' || !Number.isFinite(v) || v < min || v > max || (maxOpen && v === max)) {
-    bad(field, `must be a number in [${min}, ${max}${maxOpen ? ')' : ']'}, got ${typeof v === 'number' ? String(v) : JSON.stringify(v)}`);
-  }
-  return v;
-}
-
 /** Refuses a hyper-parameter the optimizer does not have (momentum 0 is accepted everywhere: it means none). */
 function refuseForeignFields(name: OptimizerName, config: OptimizerFields): void {
   const own = OPTIMIZER_FIELDS[name];
@@ -56,12 +45,12 @@ function refuseForeignFields(name: OptimizerName, config: OptimizerFields): void
 /** Resolves the optimizer of a train config, tfjs's defaults filled in. */
 export function resolveOptimizer(config: OptimizerFields): OptimizerConfig {
   const name = config.optimizer ?? 'sgd';
-  if (!OPTIMIZERS.includes(name)) bad('optimizer', `must be one of ${OPTIMIZERS.join(', ')}, got ${JSON.stringify(name)}`);
+  oneOf('optimizer', name, OPTIMIZERS);
   refuseForeignFields(name, config);
-  const lr = inRange('lr', config.lr ?? DEFAULT_LR[name], 0, 10);
-  const momentum = () => inRange('momentum', config.momentum ?? (name === 'rmsprop' ? 0 : 0.9), 0, 0.9999);
-  const beta = (field: 'beta1' | 'beta2', d: number) => inRange(field, config[field] ?? d, 0, 1, true);
-  const epsilon = () => inRange('epsilon', config.epsilon ?? TFJS_EPSILON, Number.MIN_VALUE, 1);
+  const lr = finite('lr', config.lr ?? DEFAULT_LR[name], 0, 10);
+  const momentum = () => finite('momentum', config.momentum ?? (name === 'rmsprop' ? 0 : 0.9), 0, 0.9999);
+  const beta = (field: 'beta1' | 'beta2', d: number) => finite(field, config[field] ?? d, 0, 1, true);
+  const epsilon = () => finite('epsilon', config.epsilon ?? TFJS_EPSILON, Number.MIN_VALUE, 1);
   switch (name) {
     case 'sgd': case 'momentum': {
       const m = momentum();
@@ -72,11 +61,11 @@ export function resolveOptimizer(config: OptimizerFields): OptimizerConfig {
     case 'adam': return { kind: 'adam', lr, beta1: beta('beta1', 0.9), beta2: beta('beta2', 0.999), epsilon: epsilon() };
     case 'rmsprop': {
       if (config.centered !== undefined && typeof config.centered !== 'boolean') bad('centered', `must be true or false, got ${JSON.stringify(config.centered)}`);
-      return { kind: 'rmsprop', lr, decay: inRange('decay', config.decay ?? 0.9, 0, 1, true), momentum: momentum(), epsilon: epsilon(), centered: config.centered ?? false };
+      return { kind: 'rmsprop', lr, decay: finite('decay', config.decay ?? 0.9, 0, 1, true), momentum: momentum(), epsilon: epsilon(), centered: config.centered ?? false };
     }
-    case 'adagrad': return { kind: 'adagrad', lr, initialAccumulatorValue: inRange('initialAccumulatorValue', config.initialAccumulatorValue ?? 0.1, 0, 1e6) };
-    case 'adamax': return { kind: 'adamax', lr, beta1: beta('beta1', 0.9), beta2: beta('beta2', 0.999), epsilon: epsilon(), decay: inRange('decay', config.decay ?? 0, 0, 10) };
-    case 'adadelta': return { kind: 'adadelta', lr, rho: inRange('rho', config.rho ?? 0.95, 0, 1, true), epsilon: epsilon() };
+    case 'adagrad': return { kind: 'adagrad', lr, initialAccumulatorValue: finite('initialAccumulatorValue', config.initialAccumulatorValue ?? 0.1, 0, 1e6) };
+    case 'adamax': return { kind: 'adamax', lr, beta1: beta('beta1', 0.9), beta2: beta('beta2', 0.999), epsilon: epsilon(), decay: finite('decay', config.decay ?? 0, 0, 10) };
+    case 'adadelta': return { kind: 'adadelta', lr, rho: finite('rho', config.rho ?? 0.95, 0, 1, true), epsilon: epsilon() };
     default: { const never: never = name; throw new Error(`unknown optimizer ${String(never)}`); }
   }
 }
