@@ -20,6 +20,7 @@
  * @example
  * lockstepBound([40, 50, 40, 50], [45, 45, 45, 45]).bound // 0.947: paired steps of 47.5 ms against means of 45
  */
+import { spreadOf } from '../src/profiling/lockstep.js';
 
 export interface LockstepBound {
   /** Each training's mean step, ms. */
@@ -34,9 +35,9 @@ export interface LockstepBound {
 
 const mean = (xs: readonly number[]): number => xs.reduce((s, x) => s + x, 0) / xs.length;
 
+/** The steps' spread (spreadOf: the sample standard deviation; 0 for one step) over their mean. */
 function spreadOverMean(xs: readonly number[]): number {
-  const m = mean(xs);
-  return Math.sqrt(mean(xs.map(x => (x - m) ** 2))) / m;
+  return (spreadOf(xs) ?? 0) / mean(xs);
 }
 
 /** The lockstep estimate of two trainings whose step times (ms) were `a` and `b`; undefined if either has none. */

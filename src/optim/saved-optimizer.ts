@@ -28,7 +28,7 @@ const FIELDS: Record<string, keyof OptimizerFields> = {
 /** Keys that carry nothing tandem applies when at these values (keras writes them for every optimizer). */
 const INERT: Record<string, unknown[]> = {
   name: [], amsgrad: [false], decay: [0], clipnorm: [null], clipvalue: [null], globalclipnorm: [null], useema: [false],
-  emamomentum: [], emaoverwritefrequency: [], jitcompile: [], isLegacyOptimizer: [], islegacyoptimizer: [], weightdecay: [null, 0],
+  emamomentum: [], emaoverwritefrequency: [], jitcompile: [], islegacyoptimizer: [], weightdecay: [null, 0],
 };
 
 /** What cannot be carried over, said by the caller with the file's name. */
