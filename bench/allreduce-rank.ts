@@ -6,9 +6,17 @@ import type { RankHandle } from '../src/collectives/transport.js';
 import { JS_ARITHMETIC, nativeArithmetic } from '../src/optim/flat-arithmetic.js';
 
 const { handle, arithmetic, data, length, repeats } = workerData as {
-  handle: RankHandle; arithmetic: 'js' | 'native'; data: SharedArrayBuffer; length: number; repeats: number;
+  handle: RankHandle;
+  arithmetic: 'js' | 'native';
+  data: SharedArrayBuffer;
+  length: number;
+  repeats: number;
 };
-const c = openCollective(handle, { timeoutMs: 60_000, isAborted: () => false, reducer: arithmetic === 'native' ? nativeArithmetic() : JS_ARITHMETIC });
+const c = openCollective(handle, {
+  timeoutMs: 60_000,
+  isAborted: () => false,
+  reducer: arithmetic === 'native' ? nativeArithmetic() : JS_ARITHMETIC,
+});
 const mine = new Float32Array(data, handle.rank * length * 4, length);
 await c.allReduce(mine, 0, length, 'mean'); // warm-up
 const t0 = performance.now();

@@ -8,11 +8,21 @@ import { nativeArithmetic, JS_ARITHMETIC } from '../src/optim/flat-arithmetic.js
 import { loadNativeAddon } from '../src/engine/native/native-addon.js';
 
 const { handle, data, length, chunkFloats, agree, repeats } = workerData as {
-  handle: RankHandle; data: SharedArrayBuffer; length: number; chunkFloats: number; agree: boolean; repeats: number;
+  handle: RankHandle;
+  data: SharedArrayBuffer;
+  length: number;
+  chunkFloats: number;
+  agree: boolean;
+  repeats: number;
 };
-const c = openCollective(handle, { timeoutMs: 60_000, isAborted: () => false, reducer: loadNativeAddon().loaded ? nativeArithmetic() : JS_ARITHMETIC });
+const c = openCollective(handle, {
+  timeoutMs: 60_000,
+  isAborted: () => false,
+  reducer: loadNativeAddon().loaded ? nativeArithmetic() : JS_ARITHMETIC,
+});
 const mine = new Float32Array(data, handle.rank * length * 4, length);
-const one = new Float32Array(1), all = new Float32Array(handle.size);
+const one = new Float32Array(1),
+  all = new Float32Array(handle.size);
 const once = async () => {
   for (let start = 0; start < length; start += chunkFloats) {
     await c.allReduce(mine, start, Math.min(length, start + chunkFloats), 'mean');

@@ -6,11 +6,17 @@
 import { Worker } from 'node:worker_threads';
 import { startStoreServer } from '../src/collectives/gloo/tcp-store-server.js';
 
-export interface StoreToServe { host: string; port: number; clients: number }
+export interface StoreToServe {
+  host: string;
+  port: number;
+  clients: number;
+}
 
 /** Runs `module` as a worker with `data` (serving `store` meanwhile when given) and resolves with the ms it posts. */
 export async function timeOnWorker(module: URL, data: unknown, store?: StoreToServe): Promise<number[]> {
-  const server = store ? await startStoreServer({ host: store.host, port: store.port, closeAfterClients: store.clients }) : undefined;
+  const server = store
+    ? await startStoreServer({ host: store.host, port: store.port, closeAfterClients: store.clients })
+    : undefined;
   try {
     const worker = new Worker(module, { workerData: data });
     return await new Promise<number[]>((resolve, reject) => {

@@ -70,10 +70,14 @@ export async function runGpuBench(opts: GpuBenchOptions): Promise<void> {
   const inventory = findGpus();
   const dir = path.join(opts.out, 'gpu');
   mkdirSync(dir, { recursive: true });
-  const machine = inventory.kind === 'hardware' ? `${inventory.gpus.length} GPU(s): ${inventory.gpus.map(g => g.name ?? `${g.vendor} ${g.pciAddress}`).join(', ')}`
-    : 'no NVIDIA, AMD or Intel GPU: the software Vulkan driver (llvmpipe, on the CPU)';
-  console.log(`gpu bench: ${opts.models.join(', ')} on ${counts.join(', ')} GPU process(es) (tandem launch --gpus N --backend webgpu); ` +
-    `${opts.batch} samples per GPU per step, ${opts.imageSize}x${opts.imageSize}x3, ${opts.steps} steps (the first untimed); this machine: ${machine}`);
+  const machine =
+    inventory.kind === 'hardware'
+      ? `${inventory.gpus.length} GPU(s): ${inventory.gpus.map(g => g.name ?? `${g.vendor} ${g.pciAddress}`).join(', ')}`
+      : 'no NVIDIA, AMD or Intel GPU: the software Vulkan driver (llvmpipe, on the CPU)';
+  console.log(
+    `gpu bench: ${opts.models.join(', ')} on ${counts.join(', ')} GPU process(es) (tandem launch --gpus N --backend webgpu); ` +
+      `${opts.batch} samples per GPU per step, ${opts.imageSize}x${opts.imageSize}x3, ${opts.steps} steps (the first untimed); this machine: ${machine}`,
+  );
   const rows: GpuRow[] = [];
   for (const model of opts.models) {
     for (const gpus of counts) {
@@ -81,7 +85,9 @@ export async function runGpuBench(opts: GpuBenchOptions): Promise<void> {
       const one = rows.find(r => r.model === model && r.gpus === 1);
       if (one) row.speedup = row.samplesPerSecond / one.samplesPerSecond;
       rows.push(row);
-      row.adapters.forEach((a, k) => console.log(`  ${model}, ${gpus} GPU(s): GPU process ${k} ran on ${describeEngineDevice(a)}`));
+      row.adapters.forEach((a, k) =>
+        console.log(`  ${model}, ${gpus} GPU(s): GPU process ${k} ran on ${describeEngineDevice(a)}`),
+      );
     }
   }
   printTable(rows);
@@ -94,12 +100,36 @@ export async function runGpuBench(opts: GpuBenchOptions): Promise<void> {
 async function runOne(model: string, gpus: number, opts: GpuBenchOptions, dir: string): Promise<GpuRow> {
   const name = `${model}-${gpus}gpu`;
   const trace = path.join(dir, `${name}.trace.json`);
-  const flags = ['--model', model, '--data', 'synthetic-images', '--image-size', `${opts.imageSize}x${opts.imageSize}x3`, '--classes', '10',
-    '--dataset-size', String(Math.max(256, 4 * gpus * opts.batch)), '--batch', String(gpus * opts.batch), '--steps', String(opts.steps),
-    '--optimizer', 'sgd', '--lr', '0.01', '--momentum', '0.9', '--strategy', 'per-layer',
-    ...(model === 'resnet-mini' && gpus > 1 ? ['--batch-norm', 'local'] : [])];
+  const flags = [
+    '--model',
+    model,
+    '--data',
+    'synthetic-images',
+    '--image-size',
+    `${opts.imageSize}x${opts.imageSize}x3`,
+    '--classes',
+    '10',
+    '--dataset-size',
+    String(Math.max(256, 4 * gpus * opts.batch)),
+    '--batch',
+    String(gpus * opts.batch),
+    '--steps',
+    String(opts.steps),
+    '--optimizer',
+    'sgd',
+    '--lr',
+    '0.01',
+    '--momentum',
+    '0.9',
+    '--strategy',
+    'per-layer',
+    ...(model === 'resnet-mini' && gpus > 1 ? ['--batch-norm', 'local'] : []),
+  ];
   console.log(`\n${name}: tandem launch --gpus ${gpus} --backend webgpu ${flags.join(' ')}`);
-  const out = await runCli(['launch', '--gpus', String(gpus), '--backend', 'webgpu', ...flags, '--trace', trace, '--json', '--verbose'], name);
+  const out = await runCli(
+    ['launch', '--gpus', String(gpus), '--backend', 'webgpu', ...flags, '--trace', trace, '--json', '--verbose'],
+    name,
+  );
   const byProcess = processLines(out, gpus, name);
   const steps = byProcess[0].filter(l => l.event === 'step' && (l.step as number) > 1).map(l => l.stepMs as number);
   if (steps.length === 0) throw new Error(`gpu bench: ${name}: no step after the first (give --steps 2 or more)`);
@@ -111,8 +141,18 @@ async function runOne(model: string, gpus: number, opts: GpuBenchOptions, dir: s
     return device;
   });
   const png = await drawTimeline(trace, path.join(dir, `${name}.png`), name);
-  return { model, gpus, globalBatch: gpus * opts.batch, samplesPerSecond: (gpus * opts.batch) / (stepMs / 1000), stepMs, adapters,
-    software: adapters.some(a => a.software), trace, png, flags };
+  return {
+    model,
+    gpus,
+    globalBatch: gpus * opts.batch,
+    samplesPerSecond: (gpus * opts.batch) / (stepMs / 1000),
+    stepMs,
+    adapters,
+    software: adapters.some(a => a.software),
+    trace,
+    png,
+    flags,
+  };
 }
 
 /** The JSON lines of each GPU process (`[gpu k] {…}` in the launcher's stdout). */
@@ -121,9 +161,16 @@ function processLines(stdout: string, gpus: number, name: string): Record<string
   for (const line of stdout.split('\n')) {
     const m = /^\[gpu (\d+)\] (\{.*)$/.exec(line);
     if (!m) continue;
-    try { out[Number(m[1])]?.push(JSON.parse(m[2]) as Record<string, unknown>); } catch { /* not a JSON line */ }
+    try {
+      out[Number(m[1])]?.push(JSON.parse(m[2]) as Record<string, unknown>);
+    } catch {
+      /* not a JSON line */
+    }
   }
-  out.forEach((lines, k) => { if (lines.length === 0) throw new Error(`gpu bench: ${name}: GPU process ${k} printed nothing:\n${stdout.slice(-2000)}`); });
+  out.forEach((lines, k) => {
+    if (lines.length === 0)
+      throw new Error(`gpu bench: ${name}: GPU process ${k} printed nothing:\n${stdout.slice(-2000)}`);
+  });
   return out;
 }
 
@@ -142,9 +189,14 @@ async function drawTimeline(trace: string, png: string, name: string): Promise<s
 function runCli(args: string[], label: string): Promise<string> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '', stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (s: string) => { stdout += s; });
-    child.stderr.setEncoding('utf8').on('data', (s: string) => { stderr = (stderr + s).slice(-4000); });
+    let stdout = '',
+      stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (s: string) => {
+      stdout += s;
+    });
+    child.stderr.setEncoding('utf8').on('data', (s: string) => {
+      stderr = (stderr + s).slice(-4000);
+    });
     const timer = setTimeout(() => child.kill('SIGTERM'), RUN_TIMEOUT_MS);
     child.on('close', (code, signal) => {
       clearTimeout(timer);
@@ -155,10 +207,14 @@ function runCli(args: string[], label: string): Promise<string> {
 }
 
 function printTable(rows: GpuRow[]): void {
-  console.log('\n| model | GPUs | global batch | samples/s | ms/step | speedup vs 1 GPU | adapter |\n|---|---:|---:|---:|---:|---:|---|');
+  console.log(
+    '\n| model | GPUs | global batch | samples/s | ms/step | speedup vs 1 GPU | adapter |\n|---|---:|---:|---:|---:|---:|---|',
+  );
   for (const r of rows) {
     const adapter = `${[...new Set(r.adapters.map(a => `${a.name} (${a.vendor})`))].join(', ')}${r.software ? ': software Vulkan (CPU), not a GPU measurement' : ''}`;
-    console.log(`| ${r.model} | ${r.gpus} | ${r.globalBatch} | ${r.samplesPerSecond.toFixed(1)} | ${r.stepMs.toFixed(1)} | ` +
-      `${r.speedup === undefined ? '' : `${r.speedup.toFixed(2)}x`} | ${adapter} |`);
+    console.log(
+      `| ${r.model} | ${r.gpus} | ${r.globalBatch} | ${r.samplesPerSecond.toFixed(1)} | ${r.stepMs.toFixed(1)} | ` +
+        `${r.speedup === undefined ? '' : `${r.speedup.toFixed(2)}x`} | ${adapter} |`,
+    );
   }
 }

@@ -11,9 +11,18 @@ import { JS_HALF_ARITHMETIC, nativeHalfArithmetic, type HalfArithmetic } from '.
 import { loadNativeAddon } from '../src/engine/native/native-addon.js';
 import { packedWords, type HalfFormat } from '../src/pipeline/hooks/half-float.js';
 
-export interface HalfPassesOptions { runs: number; floats: number; out: string }
+export interface HalfPassesOptions {
+  runs: number;
+  floats: number;
+  out: string;
+}
 
-interface Row { format: HalfFormat; pass: string; jsMs: number; nativeMs?: number }
+interface Row {
+  format: HalfFormat;
+  pass: string;
+  jsMs: number;
+  nativeMs?: number;
+}
 
 function median(run: () => void, runs: number): number {
   run();
@@ -30,13 +39,30 @@ function median(run: () => void, runs: number): number {
 function timePasses(arithmetic: HalfArithmetic, format: HalfFormat, n: number, runs: number): Map<string, number> {
   const gradient = Float32Array.from({ length: n }, (_, i) => Math.sin(i * 0.37) * 10 ** ((i % 7) - 6));
   const residual = Float32Array.from({ length: n }, (_, i) => Math.cos(i) * 1e-7);
-  const corrected = new Float32Array(n), sent = new Float32Array(n), out = new Float32Array(n), words = packedWords(n);
+  const corrected = new Float32Array(n),
+    sent = new Float32Array(n),
+    out = new Float32Array(n),
+    words = packedWords(n);
   const gathered = new Float32Array(words * 4);
-  for (let r = 0; r < 4; r++) JS_HALF_ARITHMETIC.compress(format, gradient.map(v => v * (r + 1)), undefined, corrected, sent, gathered.subarray(r * words, (r + 1) * words));
+  for (let r = 0; r < 4; r++)
+    JS_HALF_ARITHMETIC.compress(
+      format,
+      gradient.map(v => v * (r + 1)),
+      undefined,
+      corrected,
+      sent,
+      gathered.subarray(r * words, (r + 1) * words),
+    );
   const packed = new Float32Array(words);
   return new Map([
-    ['compress, no error feedback', median(() => arithmetic.compress(format, gradient, undefined, corrected, sent, packed), runs)],
-    ['compress with error feedback', median(() => arithmetic.compress(format, gradient, residual, corrected, sent, packed), runs)],
+    [
+      'compress, no error feedback',
+      median(() => arithmetic.compress(format, gradient, undefined, corrected, sent, packed), runs),
+    ],
+    [
+      'compress with error feedback',
+      median(() => arithmetic.compress(format, gradient, residual, corrected, sent, packed), runs),
+    ],
     ['mean of 2 ranks', median(() => arithmetic.meanDecoded(format, gathered.subarray(0, 2 * words), 2, out), runs)],
     ['mean of 4 ranks', median(() => arithmetic.meanDecoded(format, gathered, 4, out), runs)],
   ]);
@@ -44,8 +70,10 @@ function timePasses(arithmetic: HalfArithmetic, format: HalfFormat, n: number, r
 
 export function runHalfPassesBench(opts: HalfPassesOptions): void {
   const load = loadNativeAddon();
-  console.log(`half-passes bench: the fp16/bf16 hooks' passes over ${opts.floats} floats, median of ${opts.runs}; ${os.cpus().length} cores, load ${os.loadavg()[0].toFixed(1)}`
-    + (load.loaded ? '' : `; native skipped: ${load.reason}`));
+  console.log(
+    `half-passes bench: the fp16/bf16 hooks' passes over ${opts.floats} floats, median of ${opts.runs}; ${os.cpus().length} cores, load ${os.loadavg()[0].toFixed(1)}` +
+      (load.loaded ? '' : `; native skipped: ${load.reason}`),
+  );
   const rows: Row[] = [];
   for (const format of ['fp16', 'bf16'] as const) {
     const js = timePasses(JS_HALF_ARITHMETIC, format, opts.floats, opts.runs);
@@ -54,10 +82,19 @@ export function runHalfPassesBench(opts: HalfPassesOptions): void {
   }
   console.log('\n| format | pass | JavaScript ms | native ms | speed-up |\n|---|---|---:|---:|---:|');
   for (const r of rows) {
-    console.log(`| ${r.format} | ${r.pass} | ${r.jsMs.toFixed(2)} | ${r.nativeMs?.toFixed(2) ?? '-'} | ${r.nativeMs ? (r.jsMs / r.nativeMs).toFixed(1) + 'x' : '-'} |`);
+    console.log(
+      `| ${r.format} | ${r.pass} | ${r.jsMs.toFixed(2)} | ${r.nativeMs?.toFixed(2) ?? '-'} | ${r.nativeMs ? (r.jsMs / r.nativeMs).toFixed(1) + 'x' : '-'} |`,
+    );
   }
   mkdirSync(opts.out, { recursive: true });
   const file = path.join(opts.out, 'half-passes.json');
-  writeFileSync(file, JSON.stringify({ bench: 'half-passes', date: new Date().toISOString(), options: opts, cores: os.cpus().length, rows }, null, 2) + '\n');
+  writeFileSync(
+    file,
+    JSON.stringify(
+      { bench: 'half-passes', date: new Date().toISOString(), options: opts, cores: os.cpus().length, rows },
+      null,
+      2,
+    ) + '\n',
+  );
   console.log(`wrote ${file}`);
 }

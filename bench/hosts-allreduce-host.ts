@@ -6,20 +6,59 @@ import { Worker, isMainThread, parentPort, workerData } from 'node:worker_thread
 import { getTransport, openCollective } from '../src/collectives/transport-registry.js';
 import type { RankHandle, SlotBuffer } from '../src/collectives/transport.js';
 
-interface HostJob { transport: string; host: number; hosts: number; local: number; store: string; key: string; floats: number; repeats: number }
-interface DeviceJob { handle: RankHandle; slots: SlotBuffer; local: number; repeats: number }
+interface HostJob {
+  transport: string;
+  host: number;
+  hosts: number;
+  local: number;
+  store: string;
+  key: string;
+  floats: number;
+  repeats: number;
+}
+interface DeviceJob {
+  handle: RankHandle;
+  slots: SlotBuffer;
+  local: number;
+  repeats: number;
+}
 
 async function host(job: HostJob): Promise<void> {
-  const slots: SlotBuffer = { buffer: new SharedArrayBuffer(job.local * job.floats * 4), slotFloats: job.floats, slots: job.local };
-  new Float32Array(slots.buffer).forEach((_, i, a) => { a[i] = Math.sin(i * 0.37 + job.host); });
-  const prepared = await getTransport(job.transport).prepare({ name: 'bench', size: job.local, registered: [slots], stagingFloats: 1 << 16,
-    options: { allReduce: 'sharded' }, world: { store: job.store, rankOffset: job.host * job.local, worldSize: job.hosts * job.local,
-      hostname: '127.0.0.1', ranksPerProcess: job.local, key: job.key } });
-  const times = await Promise.all(prepared.handles.map((handle, local) => new Promise<number>((resolve, reject) => {
-    const w = new Worker(new URL(import.meta.url), { workerData: { handle, slots, local, repeats: job.repeats } satisfies DeviceJob });
-    w.once('message', resolve);
-    w.once('error', reject);
-  })));
+  const slots: SlotBuffer = {
+    buffer: new SharedArrayBuffer(job.local * job.floats * 4),
+    slotFloats: job.floats,
+    slots: job.local,
+  };
+  new Float32Array(slots.buffer).forEach((_, i, a) => {
+    a[i] = Math.sin(i * 0.37 + job.host);
+  });
+  const prepared = await getTransport(job.transport).prepare({
+    name: 'bench',
+    size: job.local,
+    registered: [slots],
+    stagingFloats: 1 << 16,
+    options: { allReduce: 'sharded' },
+    world: {
+      store: job.store,
+      rankOffset: job.host * job.local,
+      worldSize: job.hosts * job.local,
+      hostname: '127.0.0.1',
+      ranksPerProcess: job.local,
+      key: job.key,
+    },
+  });
+  const times = await Promise.all(
+    prepared.handles.map(
+      (handle, local) =>
+        new Promise<number>((resolve, reject) => {
+          const w = new Worker(new URL(import.meta.url), {
+            workerData: { handle, slots, local, repeats: job.repeats } satisfies DeviceJob,
+          });
+          w.once('message', resolve);
+          w.once('error', reject);
+        }),
+    ),
+  );
   process.stdout.write(`${JSON.stringify({ host: job.host, msPerAllReduce: Math.max(...times) })}\n`);
 }
 

@@ -7,33 +7,70 @@
 import type { LinkRate } from './network-namespaces.js';
 
 export const HOSTS_MODELS = ['alexnet-mini', 'alexnet'] as const;
-export type HostsModel = typeof HOSTS_MODELS[number];
+export type HostsModel = (typeof HOSTS_MODELS)[number];
 export const HOSTS_RATES = ['10gbit', '1gbit', '100mbit'] as const satisfies readonly LinkRate[];
 /**
  * tandem's schedules in the bench: sequential; two-group as the seed describes it (the next forward waits for the
  * whole update: --forward-wait step); two-group with per-group forward waits and the priority exchange (chunks of
  * PRIORITY_CHUNK floats); buckets; per-layer; and auto (--strategy auto --comm-hook auto: its own pick).
  */
-export const SCHEDULES = ['sequential', 'two-group-seed', 'two-group-priority', 'buckets', 'per-layer', 'auto'] as const;
-export type Schedule = typeof SCHEDULES[number];
-export const DEFAULT_SCHEDULES: readonly Schedule[] = ['sequential', 'two-group-seed', 'two-group-priority', 'buckets', 'auto'];
+export const SCHEDULES = [
+  'sequential',
+  'two-group-seed',
+  'two-group-priority',
+  'buckets',
+  'per-layer',
+  'auto',
+] as const;
+export type Schedule = (typeof SCHEDULES)[number];
+export const DEFAULT_SCHEDULES: readonly Schedule[] = [
+  'sequential',
+  'two-group-seed',
+  'two-group-priority',
+  'buckets',
+  'auto',
+];
 export const HOOKS = ['none', 'fp16', 'powersgd'] as const;
-export type Hook = typeof HOOKS[number];
+export type Hook = (typeof HOOKS)[number];
 export const PRIORITY_CHUNK = 262144;
 
 /** The CLI flags of `schedule` with `hook` (two-group at `splitLayer` when known), and the key of auto's candidate that predicts it. */
-export function scheduleRun(schedule: Exclude<Schedule, 'auto'>, hook: Hook, splitLayer?: number): { args: string[]; key: string } {
+export function scheduleRun(
+  schedule: Exclude<Schedule, 'auto'>,
+  hook: Hook,
+  splitLayer?: number,
+): { args: string[]; key: string } {
   const split = splitLayer === undefined ? [] : ['--split-layer', String(splitLayer)];
-  const hookArgs = hook === 'none' ? [] : hook === 'powersgd' ? ['--comm-hook', 'powersgd', '--powersgd-start-step', '0'] : ['--comm-hook', hook];
-  const run = (strategy: string, more: string[], wait: 'group' | 'step', order: string) =>
-    ({ args: ['--strategy', strategy, ...more, '--forward-wait', wait, ...hookArgs], key: `${strategy}/${wait}/${order}/${hook}` });
+  const hookArgs =
+    hook === 'none'
+      ? []
+      : hook === 'powersgd'
+        ? ['--comm-hook', 'powersgd', '--powersgd-start-step', '0']
+        : ['--comm-hook', hook];
+  const run = (strategy: string, more: string[], wait: 'group' | 'step', order: string) => ({
+    args: ['--strategy', strategy, ...more, '--forward-wait', wait, ...hookArgs],
+    key: `${strategy}/${wait}/${order}/${hook}`,
+  });
   switch (schedule) {
-    case 'sequential': return run('sequential', [], 'group', 'ready');
-    case 'two-group-seed': return run('two-group', split, 'step', 'ready');
-    case 'two-group-priority': return run('two-group', [...split, '--exchange-order', 'priority', '--chunk-floats', String(PRIORITY_CHUNK)], 'group', `priority:${PRIORITY_CHUNK}`);
-    case 'buckets': return run('buckets', [], 'group', 'ready');
-    case 'per-layer': return run('per-layer', [], 'group', 'ready');
-    default: { const never: never = schedule; throw new RangeError(`bench hosts: schedule ${String(never)}`); }
+    case 'sequential':
+      return run('sequential', [], 'group', 'ready');
+    case 'two-group-seed':
+      return run('two-group', split, 'step', 'ready');
+    case 'two-group-priority':
+      return run(
+        'two-group',
+        [...split, '--exchange-order', 'priority', '--chunk-floats', String(PRIORITY_CHUNK)],
+        'group',
+        `priority:${PRIORITY_CHUNK}`,
+      );
+    case 'buckets':
+      return run('buckets', [], 'group', 'ready');
+    case 'per-layer':
+      return run('per-layer', [], 'group', 'ready');
+    default: {
+      const never: never = schedule;
+      throw new RangeError(`bench hosts: schedule ${String(never)}`);
+    }
   }
 }
 
@@ -42,7 +79,7 @@ export const MODEL_DEFAULTS: Record<HostsModel, { batch: number; steps: number; 
   'alexnet-mini': { batch: 32, steps: 24, rates: HOSTS_RATES },
   // 58M parameters, 227x227 images: ~2.5 s a step of 4 samples on one thread of this 2-core machine, and an all-reduce
   // moves 233 MB (~19 s at 100 Mbit/s: each uncompressed run at 100mbit takes minutes): a small batch, few steps
-  'alexnet': { batch: 4, steps: 6, rates: ['1gbit', '100mbit'] },
+  alexnet: { batch: 4, steps: 6, rates: ['1gbit', '100mbit'] },
 };
 
 export interface HostsBenchOptions {
@@ -60,13 +97,26 @@ export interface HostsBenchOptions {
   quick: boolean;
 }
 
-type HostsFlags = { models?: string; rates?: string; links?: string; steps?: string; batch?: string; out?: string; schedules?: string; hooks?: string; quick?: boolean };
+type HostsFlags = {
+  models?: string;
+  rates?: string;
+  links?: string;
+  steps?: string;
+  batch?: string;
+  out?: string;
+  schedules?: string;
+  hooks?: string;
+  quick?: boolean;
+};
 
 /** `1G` / `100M` (as --links says it) or `1gbit` / `100mbit`. */
 function rateOf(text: string): LinkRate {
   const short = /^(\d+(?:\.\d+)?)([kmg])$/i.exec(text);
-  const r = short ? `${short[1]}${{ k: 'kbit', m: 'mbit', g: 'gbit' }[short[2].toLowerCase() as 'k' | 'm' | 'g']}` : text;
-  if (!/^\d+(\.\d+)?(kbit|mbit|gbit)$/.test(r)) throw new RangeError(`bench hosts: link rate '${text}' (--rates takes e.g. 10gbit,1gbit,100mbit or 10G,1G,100M)`);
+  const r = short
+    ? `${short[1]}${{ k: 'kbit', m: 'mbit', g: 'gbit' }[short[2].toLowerCase() as 'k' | 'm' | 'g']}`
+    : text;
+  if (!/^\d+(\.\d+)?(kbit|mbit|gbit)$/.test(r))
+    throw new RangeError(`bench hosts: link rate '${text}' (--rates takes e.g. 10gbit,1gbit,100mbit or 10G,1G,100M)`);
   return r as LinkRate;
 }
 
@@ -75,24 +125,48 @@ function rateOf(text: string): LinkRate {
  * no PyTorch rows, the hooks none and fp16 unless --hooks says otherwise.
  */
 export function parseHostsOptions(values: HostsFlags): HostsBenchOptions {
-  const list = (text: string): string[] => text.split(',').map(s => s.trim()).filter(s => s !== '');
-  const names = <T extends string>(flag: string, text: string | undefined, known: readonly T[], fallback: readonly T[]): T[] => (text === undefined ? [...fallback] : list(text).map(m => {
-    if (!(known as readonly string[]).includes(m)) throw new RangeError(`bench hosts: unknown ${flag === 'models' ? 'model' : flag.replace(/s$/, '')} '${m}' (--${flag} takes ${known.join(', ')})`);
-    return m as T;
-  }));
+  const list = (text: string): string[] =>
+    text
+      .split(',')
+      .map(s => s.trim())
+      .filter(s => s !== '');
+  const names = <T extends string>(
+    flag: string,
+    text: string | undefined,
+    known: readonly T[],
+    fallback: readonly T[],
+  ): T[] =>
+    text === undefined
+      ? [...fallback]
+      : list(text).map(m => {
+          if (!(known as readonly string[]).includes(m))
+            throw new RangeError(
+              `bench hosts: unknown ${flag === 'models' ? 'model' : flag.replace(/s$/, '')} '${m}' (--${flag} takes ${known.join(', ')})`,
+            );
+          return m as T;
+        });
   const models = names('models', values.models, HOSTS_MODELS, HOSTS_MODELS);
   const rateText = values.rates ?? values.links;
   const rates = rateText === undefined ? undefined : list(rateText).map(rateOf);
   const count = (name: string, text: string | undefined, min: number): number | undefined => {
     if (text === undefined) return undefined;
     const n = Number(text);
-    if (!Number.isInteger(n) || n < min) throw new RangeError(`bench hosts: --${name} must be an integer >= ${min}, got '${text}'`);
+    if (!Number.isInteger(n) || n < min)
+      throw new RangeError(`bench hosts: --${name} must be an integer >= ${min}, got '${text}'`);
     return n;
   };
   const quick = values.quick === true;
-  return { models, rates, steps: count('steps', values.steps, 4), batch: count('batch', values.batch, 1), out: values.out ?? 'bench/results',
-    schedules: names('schedules', values.schedules, SCHEDULES, DEFAULT_SCHEDULES), hooks: names('hooks', values.hooks, HOOKS, quick ? ['none', 'fp16'] : HOOKS),
-    torch: !quick, quick };
+  return {
+    models,
+    rates,
+    steps: count('steps', values.steps, 4),
+    batch: count('batch', values.batch, 1),
+    out: values.out ?? 'bench/results',
+    schedules: names('schedules', values.schedules, SCHEDULES, DEFAULT_SCHEDULES),
+    hooks: names('hooks', values.hooks, HOOKS, quick ? ['none', 'fp16'] : HOOKS),
+    torch: !quick,
+    quick,
+  };
 }
 
 /** Steps of a run: --steps, else the model's default (--quick: 8, alexnet 5). */
@@ -119,8 +193,8 @@ export function slowerHostMedian(perHost: readonly (readonly number[])[]): numbe
 
 /** ms an all-reduce of `floats` float32 over 2 hosts takes at `bitsPerSecond`: each host sends half in the reduce-scatter, half in the all-gather. */
 export function lineRateAllReduceMs(floats: number, bitsPerSecond: number, hosts = 2): number {
-  const bytesSent = 2 * (hosts - 1) / hosts * floats * 4;
-  return bytesSent * 8 / bitsPerSecond * 1000;
+  const bytesSent = ((2 * (hosts - 1)) / hosts) * floats * 4;
+  return ((bytesSent * 8) / bitsPerSecond) * 1000;
 }
 
 export function bitsPerSecondOf(rate: LinkRate): number {
@@ -175,7 +249,9 @@ export interface HostsRow {
 }
 
 export function printHostsTable(rows: readonly HostsRow[]): void {
-  console.log('\n| model | link (real TCP, tc tbf) | schedule | step ms | predicted ms | step / predicted | samples/s | lower bound ms | step / lower bound | CPU per step ms (per process) | machine bound ms | step / machine bound |');
+  console.log(
+    '\n| model | link (real TCP, tc tbf) | schedule | step ms | predicted ms | step / predicted | samples/s | lower bound ms | step / lower bound | CPU per step ms (per process) | machine bound ms | step / machine bound |',
+  );
   console.log('|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const r of rows) {
     const sps = r.samplesPerSecond === undefined ? '' : r.samplesPerSecond.toFixed(1);
@@ -187,9 +263,12 @@ export function printHostsTable(rows: readonly HostsRow[]): void {
     const hung = r.hostsHungAtExit ? ' †' : '';
     const predicted = r.predictedMs === undefined ? '' : r.predictedMs.toFixed(1);
     const vsPredicted = r.predictedMs === undefined ? '' : (r.stepMs / r.predictedMs).toFixed(2);
-    console.log(`| ${r.model} | ${r.link} | ${r.schedule}${hung} | ${r.stepMs.toFixed(1)} | ${predicted} | ${vsPredicted} | ${sps} | ${lb} | ${ratio} | ${cpu} | ${machine} | ${machineRatio} |`);
+    console.log(
+      `| ${r.model} | ${r.link} | ${r.schedule}${hung} | ${r.stepMs.toFixed(1)} | ${predicted} | ${vsPredicted} | ${sps} | ${lb} | ${ratio} | ${cpu} | ${machine} | ${machineRatio} |`,
+    );
   }
-  if (rows.some(r => r.hostsHungAtExit)) console.log('\n† a host hung after its last step (did not exit) and was killed; its steps are counted.');
+  if (rows.some(r => r.hostsHungAtExit))
+    console.log('\n† a host hung after its last step (did not exit) and was killed; its steps are counted.');
 }
 
 /**
@@ -197,23 +276,44 @@ export function printHostsTable(rows: readonly HostsRow[]): void {
  * beside the link's bounds and DDP — the README's form of the table.
  */
 export function printScheduleByHookTable(rows: readonly HostsRow[], hooks: readonly Hook[]): void {
-  const cell = (r: HostsRow | undefined): string => (r === undefined ? '' : `${r.stepMs.toFixed(1)}${r.predictedMs === undefined ? '' : ` (${(r.stepMs / r.predictedMs).toFixed(2)})`}`);
+  const cell = (r: HostsRow | undefined): string =>
+    r === undefined
+      ? ''
+      : `${r.stepMs.toFixed(1)}${r.predictedMs === undefined ? '' : ` (${(r.stepMs / r.predictedMs).toFixed(2)})`}`;
   for (const model of [...new Set(rows.map(r => r.model))]) {
-    const alone = rows.find(r => r.model === model && r.kind === 'compute-only' && r.schedule.startsWith('tandem, 1 device alone'));
-    const both = rows.find(r => r.model === model && r.kind === 'compute-only' && r.schedule.includes('2 processes at once'));
+    const alone = rows.find(
+      r => r.model === model && r.kind === 'compute-only' && r.schedule.startsWith('tandem, 1 device alone'),
+    );
+    const both = rows.find(
+      r => r.model === model && r.kind === 'compute-only' && r.schedule.includes('2 processes at once'),
+    );
     for (const link of [...new Set(rows.filter(r => r.model === model && r.link !== 'none').map(r => r.link))]) {
       const here = rows.filter(r => r.model === model && r.link === link);
-      const comm = here.find(r => r.kind === 'comm'), ddp = here.find(r => r.kind === 'ddp');
-      console.log(`\n${model} at ${link} (real TCP, tc tbf): compute alone ${alone?.stepMs.toFixed(1)} ms, both hosts computing at once ` +
-        `${both?.stepMs.toFixed(1)} ms, all-reduce of the gradient ${comm?.stepMs.toFixed(1)} ms; PyTorch DDP ${ddp ? `${ddp.stepMs.toFixed(1)} ms` : 'not run'}. ` +
-        'Step ms (measured / predicted):\n');
+      const comm = here.find(r => r.kind === 'comm'),
+        ddp = here.find(r => r.kind === 'ddp');
+      console.log(
+        `\n${model} at ${link} (real TCP, tc tbf): compute alone ${alone?.stepMs.toFixed(1)} ms, both hosts computing at once ` +
+          `${both?.stepMs.toFixed(1)} ms, all-reduce of the gradient ${comm?.stepMs.toFixed(1)} ms; PyTorch DDP ${ddp ? `${ddp.stepMs.toFixed(1)} ms` : 'not run'}. ` +
+          'Step ms (measured / predicted):\n',
+      );
       console.log(`| schedule | ${hooks.map(h => (h === 'none' ? 'no hook' : h)).join(' | ')} |`);
       console.log(`|---|${hooks.map(() => '---:').join('|')}|`);
       const tandem = here.filter(r => r.kind === 'tandem');
       const schedules = [...new Set(tandem.map(r => r.schedule.replace(/ \+ (fp16|bf16|powersgd)$/, '')))];
       for (const s of schedules) {
-        if (s.startsWith('auto')) { const r = tandem.find(x => x.schedule === s); console.log(`| ${s} | ${cell(r)} |${hooks.slice(1).map(() => '').join(' |')} |`); continue; }
-        console.log(`| ${s} | ${hooks.map(h => cell(tandem.find(r => r.schedule === (h === 'none' ? s : `${s} + ${h}`)))).join(' | ')} |`);
+        if (s.startsWith('auto')) {
+          const r = tandem.find(x => x.schedule === s);
+          console.log(
+            `| ${s} | ${cell(r)} |${hooks
+              .slice(1)
+              .map(() => '')
+              .join(' |')} |`,
+          );
+          continue;
+        }
+        console.log(
+          `| ${s} | ${hooks.map(h => cell(tandem.find(r => r.schedule === (h === 'none' ? s : `${s} + ${h}`)))).join(' | ')} |`,
+        );
       }
     }
   }

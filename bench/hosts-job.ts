@@ -10,7 +10,11 @@
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import type { HostPair } from './network-namespaces.js';
 
-export interface HostCommand { command: string; args: string[]; env?: NodeJS.ProcessEnv }
+export interface HostCommand {
+  command: string;
+  args: string[];
+  env?: NodeJS.ProcessEnv;
+}
 
 const running = new Set<ChildProcess>();
 
@@ -23,7 +27,10 @@ export function killRunningJobs(): void {
 const STDERR_TAIL = 15;
 
 /** Each process's stdout; `hungAtExit`: the processes killed after printing all they had to (see runOnHosts). */
-export interface JobOutput { outs: string[]; hungAtExit: number[] }
+export interface JobOutput {
+  outs: string[];
+  hungAtExit: number[];
+}
 
 /** How long a process that printed all it had to may outlive another's clean exit before it is killed. */
 export const EXIT_GRACE_MS = 20_000;
@@ -33,9 +40,21 @@ export const EXIT_GRACE_MS = 20_000;
  * when one host exited 0 and the other's stdout already satisfies `printedAll`, the other gets EXIT_GRACE_MS
  * to exit, then is killed and listed in `hungAtExit` (its output is used; the caller says so).
  */
-export function runOnHosts(net: HostPair, commands: readonly [HostCommand, HostCommand], timeoutMs: number, label: string,
-  printedAll?: (stdout: string) => boolean, onStart?: OnStart): Promise<JobOutput> {
-  return runJob(commands.map((c, h) => () => net.spawn(h as 0 | 1, c.command, c.args, options(c))), timeoutMs, label, printedAll, onStart);
+export function runOnHosts(
+  net: HostPair,
+  commands: readonly [HostCommand, HostCommand],
+  timeoutMs: number,
+  label: string,
+  printedAll?: (stdout: string) => boolean,
+  onStart?: OnStart,
+): Promise<JobOutput> {
+  return runJob(
+    commands.map((c, h) => () => net.spawn(h as 0 | 1, c.command, c.args, options(c))),
+    timeoutMs,
+    label,
+    printedAll,
+    onStart,
+  );
 }
 
 /** Called with each process as it starts (its stdout already decoding as utf8): e.g. to meter its CPU (process-cpu.ts). */
@@ -48,8 +67,19 @@ export async function runHere(command: HostCommand, timeoutMs: number, label: st
 }
 
 /** Runs `commands` here at once (no namespace), killed together on a failure or a signal; resolves with each one's stdout. */
-export async function runAllHere(commands: readonly HostCommand[], timeoutMs: number, label: string, onStart?: OnStart): Promise<string[]> {
-  const { outs } = await runJob(commands.map(c => () => spawn(c.command, c.args, options(c))), timeoutMs, label, undefined, onStart);
+export async function runAllHere(
+  commands: readonly HostCommand[],
+  timeoutMs: number,
+  label: string,
+  onStart?: OnStart,
+): Promise<string[]> {
+  const { outs } = await runJob(
+    commands.map(c => () => spawn(c.command, c.args, options(c))),
+    timeoutMs,
+    label,
+    undefined,
+    onStart,
+  );
   return outs;
 }
 
@@ -58,7 +88,13 @@ function options(c: HostCommand): SpawnOptions {
 }
 
 /** Starts every process at once; resolves with their stdout when all exited 0, else kills them all and rejects. */
-function runJob(starts: (() => ChildProcess)[], timeoutMs: number, label: string, printedAll?: (stdout: string) => boolean, onStart?: OnStart): Promise<JobOutput> {
+function runJob(
+  starts: (() => ChildProcess)[],
+  timeoutMs: number,
+  label: string,
+  printedAll?: (stdout: string) => boolean,
+  onStart?: OnStart,
+): Promise<JobOutput> {
   return new Promise((resolve, reject) => {
     const outs = starts.map(() => '');
     const tails: string[][] = starts.map(() => []);
@@ -73,14 +109,19 @@ function runJob(starts: (() => ChildProcess)[], timeoutMs: number, label: string
       settled = true;
       clearTimeout(timer);
       clearTimeout(grace);
-      for (const c of children) { if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL'); running.delete(c); }
+      for (const c of children) {
+        if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+        running.delete(c);
+      }
       const tail = tails.map((t, i) => `--- ${who(i)}: stderr (tail) ---\n${t.join('\n')}`).join('\n');
       reject(new Error(`hosts bench: ${label}: ${why}\n${tail}`));
     };
     const timer = setTimeout(() => fail(`timed out after ${timeoutMs / 1000} s`), timeoutMs);
     children.forEach((child, i) => {
       running.add(child);
-      child.stdout!.setEncoding('utf8').on('data', (s: string) => { outs[i] += s; });
+      child.stdout!.setEncoding('utf8').on('data', (s: string) => {
+        outs[i] += s;
+      });
       onStart?.(i, child);
       child.stderr!.setEncoding('utf8').on('data', (s: string) => {
         tails[i].push(...s.split('\n').filter(l => l.trim() !== ''));
@@ -99,10 +140,18 @@ function runJob(starts: (() => ChildProcess)[], timeoutMs: number, label: string
           grace = setTimeout(() => {
             children.forEach((c, j) => {
               if (c.exitCode !== null || c.signalCode !== null) return;
-              if (!printedAll(outs[j])) return fail(`${who(j)} did not finish within ${EXIT_GRACE_MS / 1000} s of ${who(i)}'s exit`);
+              if (!printedAll(outs[j]))
+                return fail(`${who(j)} did not finish within ${EXIT_GRACE_MS / 1000} s of ${who(i)}'s exit`);
               hungAtExit.push(j);
               c.removeAllListeners('close');
-              c.once('close', () => { running.delete(c); if (--left === 0 && !settled) { settled = true; clearTimeout(timer); resolve({ outs, hungAtExit }); } });
+              c.once('close', () => {
+                running.delete(c);
+                if (--left === 0 && !settled) {
+                  settled = true;
+                  clearTimeout(timer);
+                  resolve({ outs, hungAtExit });
+                }
+              });
               c.kill('SIGKILL');
             });
           }, EXIT_GRACE_MS);
@@ -118,7 +167,11 @@ export function jsonLines(stdout: string): Record<string, unknown>[] {
   for (const line of stdout.split('\n')) {
     const t = line.trim();
     if (!t.startsWith('{')) continue;
-    try { lines.push(JSON.parse(t) as Record<string, unknown>); } catch { /* a human line that starts with { */ }
+    try {
+      lines.push(JSON.parse(t) as Record<string, unknown>);
+    } catch {
+      /* a human line that starts with { */
+    }
   }
   return lines;
 }

@@ -36,7 +36,11 @@ export interface LineRateArgs {
   chunkFloats?: number;
 }
 
-export interface LineRateResult { rank: number; method: LineRateMethod; ms: number[] }
+export interface LineRateResult {
+  rank: number;
+  method: LineRateMethod;
+  ms: number[];
+}
 
 /** Reads exactly `bytes` bytes from the socket's stream (the 'data' events), then resolves. */
 function receiver(socket: Socket): (bytes: number) => Promise<void> {
@@ -44,18 +48,31 @@ function receiver(socket: Socket): (bytes: number) => Promise<void> {
   let waiting: { bytes: number; resolve: () => void } | undefined;
   socket.on('data', (d: Buffer) => {
     have += d.length;
-    if (waiting && have >= waiting.bytes) { have -= waiting.bytes; const w = waiting; waiting = undefined; w.resolve(); }
+    if (waiting && have >= waiting.bytes) {
+      have -= waiting.bytes;
+      const w = waiting;
+      waiting = undefined;
+      w.resolve();
+    }
   });
-  return bytes => new Promise(resolve => {
-    if (have >= bytes) { have -= bytes; resolve(); return; }
-    waiting = { bytes, resolve };
-  });
+  return bytes =>
+    new Promise(resolve => {
+      if (have >= bytes) {
+        have -= bytes;
+        resolve();
+        return;
+      }
+      waiting = { bytes, resolve };
+    });
 }
 
 async function tcpSocket(args: LineRateArgs): Promise<Socket> {
   if (args.rank === 0) {
     return new Promise((resolve, reject) => {
-      const server = createServer(s => { server.close(); resolve(s); });
+      const server = createServer(s => {
+        server.close();
+        resolve(s);
+      });
       server.once('error', reject);
       server.listen(args.port, args.addresses[0]);
     });
@@ -66,7 +83,9 @@ async function tcpSocket(args: LineRateArgs): Promise<Socket> {
         const s = connect(args.port, args.addresses[0], () => resolve(s));
         s.once('error', reject);
       });
-    } catch { await new Promise(r => setTimeout(r, 50)); }
+    } catch {
+      await new Promise(r => setTimeout(r, 50));
+    }
   }
 }
 
@@ -84,7 +103,13 @@ async function timeTcp(args: LineRateArgs): Promise<number[]> {
     await receive(1);
     const t0 = performance.now();
     if (oneway) {
-      if (args.rank === 0) { socket.write(payload); await receive(1); } else { await receive(args.bytes); socket.write(Buffer.alloc(1)); }
+      if (args.rank === 0) {
+        socket.write(payload);
+        await receive(1);
+      } else {
+        await receive(args.bytes);
+        socket.write(Buffer.alloc(1));
+      }
     } else {
       const sent = new Promise<void>(resolve => socket.write(payload, () => resolve()));
       await Promise.all([receive(args.bytes), sent]);
@@ -104,8 +129,14 @@ function timeGloo(args: LineRateArgs): number[] {
   if (args.method === 'gloo-ring') {
     const load = loadGlooAddon();
     if (!load.loaded) throw new Error(load.reason);
-    const ctx = new load.addon.GlooContext({ rank: args.rank, size: args.size, store: `tcp://${args.addresses[0]}:${args.port}`,
-      prefix: 'line-rate', hostname: args.addresses[args.rank], timeoutMs: 300_000 });
+    const ctx = new load.addon.GlooContext({
+      rank: args.rank,
+      size: args.size,
+      store: `tcp://${args.addresses[0]}:${args.port}`,
+      prefix: 'line-rate',
+      hostname: args.addresses[args.rank],
+      timeoutMs: 300_000,
+    });
     ctx.connect();
     ctx.barrier();
     for (let i = 0; i <= args.repeats; i++) {
@@ -118,9 +149,18 @@ function timeGloo(args: LineRateArgs): number[] {
     return ms;
   }
   const algorithm = args.method.slice('gloo-'.length) as GlooAllReduceAlgorithm;
-  const c = openGlooCollective(args.rank, args.size, { store: `tcp://${args.addresses[0]}:${args.port}`, prefix: 'line-rate',
-    hostname: args.addresses[args.rank], algorithm, ...(args.chunkFloats ? { pipelineChunkFloats: args.chunkFloats } : {}) },
-  { timeoutMs: 300_000, isAborted: () => false, reducer });
+  const c = openGlooCollective(
+    args.rank,
+    args.size,
+    {
+      store: `tcp://${args.addresses[0]}:${args.port}`,
+      prefix: 'line-rate',
+      hostname: args.addresses[args.rank],
+      algorithm,
+      ...(args.chunkFloats ? { pipelineChunkFloats: args.chunkFloats } : {}),
+    },
+    { timeoutMs: 300_000, isAborted: () => false, reducer },
+  );
   try {
     c.blocking.barrier();
     for (let i = 0; i <= args.repeats; i++) {
@@ -133,14 +173,16 @@ function timeGloo(args: LineRateArgs): number[] {
   } finally {
     c.close();
   }
-  const want = args.size * (args.size + 1) / 2;
+  const want = (args.size * (args.size + 1)) / 2;
   const wrong = buf.findIndex(v => v !== want);
-  if (wrong >= 0) throw new Error(`hosts-line-rate: element ${wrong} is ${buf[wrong]} after the all-reduces, not ${want}`);
+  if (wrong >= 0)
+    throw new Error(`hosts-line-rate: element ${wrong} is ${buf[wrong]} after the all-reduces, not ${want}`);
   return ms;
 }
 
 async function main(args: LineRateArgs): Promise<LineRateResult> {
-  if (args.method === 'tcp' || args.method === 'tcp-oneway') return { rank: args.rank, method: args.method, ms: await timeTcp(args) };
+  if (args.method === 'tcp' || args.method === 'tcp-oneway')
+    return { rank: args.rank, method: args.method, ms: await timeTcp(args) };
   const store = args.rank === 0 ? { host: args.addresses[0], port: args.port, clients: args.size } : undefined;
   return { rank: args.rank, method: args.method, ms: await timeOnWorker(new URL(import.meta.url), args, store) };
 }

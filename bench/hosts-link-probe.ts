@@ -28,13 +28,21 @@ export interface ProbeArgs {
   repeats: number;
 }
 
-export interface ProbeResult { rank: number; floats: number; ms: number[] }
+export interface ProbeResult {
+  rank: number;
+  floats: number;
+  ms: number[];
+}
 
 /** The timed all-reduces (on a worker thread: a Gloo call blocks its thread, and host 0's main thread serves the store). */
 function timeAllReduces(args: ProbeArgs): number[] {
   const reducer = loadNativeAddon().loaded ? nativeArithmetic() : JS_ARITHMETIC;
-  const c = openGlooCollective(args.rank, 2, { store: `tcp://${args.store}`, prefix: 'hosts-bench', hostname: args.hostname },
-    { timeoutMs: 300_000, isAborted: () => false, reducer });
+  const c = openGlooCollective(
+    args.rank,
+    2,
+    { store: `tcp://${args.store}`, prefix: 'hosts-bench', hostname: args.hostname },
+    { timeoutMs: 300_000, isAborted: () => false, reducer },
+  );
   const buf = new Float32Array(args.floats).fill(args.rank + 1);
   const ms: number[] = [];
   try {

@@ -34,7 +34,13 @@ export function compareHostsRuns(first: readonly RowFields[], second: readonly R
   for (const a of first) {
     const b = later.get(key(a));
     if (!b) continue;
-    const row: RepeatRow = { model: a.model, link: a.link, schedule: a.schedule, measured: [a.stepMs, b.stepMs], measuredRatio: b.stepMs / a.stepMs };
+    const row: RepeatRow = {
+      model: a.model,
+      link: a.link,
+      schedule: a.schedule,
+      measured: [a.stepMs, b.stepMs],
+      measuredRatio: b.stepMs / a.stepMs,
+    };
     if (a.predictedMs !== undefined && b.predictedMs !== undefined) {
       row.predicted = [a.predictedMs, b.predictedMs];
       row.predictedRatio = b.predictedMs / a.predictedMs;
@@ -53,17 +59,26 @@ export function runHostsRepeat(firstPath: string, secondPath: string): void {
   const load = (p: string) => JSON.parse(readFileSync(p, 'utf8')) as { date: string; rows: RowFields[] };
   const [a, b] = [load(firstPath), load(secondPath)];
   const rows = compareHostsRuns(a.rows, b.rows);
-  if (rows.length === 0) throw new Error(`hosts-repeat: ${firstPath} and ${secondPath} have no row in common (the same --models and --rates?)`);
-  console.log(`hosts-repeat: ${firstPath} (${a.date}) then ${secondPath} (${b.date})\n` +
-    '| model | link | schedule | step ms, first | second | second / first | predicted ms, first | second | second / first |\n|---|---|---|---:|---:|---:|---:|---:|---:|');
+  if (rows.length === 0)
+    throw new Error(
+      `hosts-repeat: ${firstPath} and ${secondPath} have no row in common (the same --models and --rates?)`,
+    );
+  console.log(
+    `hosts-repeat: ${firstPath} (${a.date}) then ${secondPath} (${b.date})\n` +
+      '| model | link | schedule | step ms, first | second | second / first | predicted ms, first | second | second / first |\n|---|---|---|---:|---:|---:|---:|---:|---:|',
+  );
   const f = (x?: number) => (x === undefined ? '' : x.toFixed(1));
   for (const r of rows) {
-    console.log(`| ${r.model} | ${r.link} | ${r.schedule} | ${f(r.measured[0])} | ${f(r.measured[1])} | ${r.measuredRatio.toFixed(2)} | ` +
-      `${f(r.predicted?.[0])} | ${f(r.predicted?.[1])} | ${r.predictedRatio === undefined ? '' : r.predictedRatio.toFixed(2)} |`);
+    console.log(
+      `| ${r.model} | ${r.link} | ${r.schedule} | ${f(r.measured[0])} | ${f(r.measured[1])} | ${r.measuredRatio.toFixed(2)} | ` +
+        `${f(r.predicted?.[0])} | ${f(r.predicted?.[1])} | ${r.predictedRatio === undefined ? '' : r.predictedRatio.toFixed(2)} |`,
+    );
   }
   for (const link of [...new Set(rows.map(r => r.link))]) {
     const mine = rows.filter(r => r.link === link && r.predictedRatio !== undefined);
     if (mine.length === 0) continue;
-    console.log(`${link}: the same schedule measured ${range(mine.map(r => r.measuredRatio))}x, predicted ${range(mine.map(r => r.predictedRatio!))}x from one run to the other (${mine.length} tandem schedules)`);
+    console.log(
+      `${link}: the same schedule measured ${range(mine.map(r => r.measuredRatio))}x, predicted ${range(mine.map(r => r.predictedRatio!))}x from one run to the other (${mine.length} tandem schedules)`,
+    );
   }
 }

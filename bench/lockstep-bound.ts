@@ -49,11 +49,21 @@ export function lockstepBound(a: readonly number[], b: readonly number[]): Locks
   for (let j = sorted.length - 1; j >= 0; j--) suffix[j] = suffix[j + 1] + sorted[j];
   let total = 0;
   for (const x of a) {
-    let lo = 0, hi = sorted.length; // first index with sorted[j] > x
-    while (lo < hi) { const mid = (lo + hi) >> 1; if (sorted[mid] > x) hi = mid; else lo = mid + 1; }
+    let lo = 0,
+      hi = sorted.length; // first index with sorted[j] > x
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (sorted[mid] > x) hi = mid;
+      else lo = mid + 1;
+    }
     total += x * lo + suffix[lo];
   }
   const pairedStepMs = total / (a.length * b.length);
   const meanMs: [number, number] = [mean(a), mean(b)];
-  return { meanMs, spread: [spreadOverMean(a), spreadOverMean(b)], pairedStepMs, bound: (2 / pairedStepMs) / (1 / meanMs[0] + 1 / meanMs[1]) };
+  return {
+    meanMs,
+    spread: [spreadOverMean(a), spreadOverMean(b)],
+    pairedStepMs,
+    bound: 2 / pairedStepMs / (1 / meanMs[0] + 1 / meanMs[1]),
+  };
 }

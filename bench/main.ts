@@ -24,7 +24,27 @@ import { runGpuBench, GPU_BENCH_DEFAULTS, GPU_BENCH_MODELS, GPU_BENCH_QUICK } fr
 
 const { positionals, values } = parseArgs({
   allowPositionals: true,
-  options: { classes: { type: 'string' }, floats: { type: 'string' }, models: { type: 'string' }, links: { type: 'string' }, rates: { type: 'string' }, steps: { type: 'string' }, 'stock-steps': { type: 'string' }, batch: { type: 'string' }, out: { type: 'string' }, runs: { type: 'string' }, busy: { type: 'string' }, schedules: { type: 'string' }, hooks: { type: 'string' }, quick: { type: 'boolean' }, methods: { type: 'string' }, megabytes: { type: 'string' }, repeats: { type: 'string' }, gpus: { type: 'string' }, 'image-size': { type: 'string' } },
+  options: {
+    classes: { type: 'string' },
+    floats: { type: 'string' },
+    models: { type: 'string' },
+    links: { type: 'string' },
+    rates: { type: 'string' },
+    steps: { type: 'string' },
+    'stock-steps': { type: 'string' },
+    batch: { type: 'string' },
+    out: { type: 'string' },
+    runs: { type: 'string' },
+    busy: { type: 'string' },
+    schedules: { type: 'string' },
+    hooks: { type: 'string' },
+    quick: { type: 'boolean' },
+    methods: { type: 'string' },
+    megabytes: { type: 'string' },
+    repeats: { type: 'string' },
+    gpus: { type: 'string' },
+    'image-size': { type: 'string' },
+  },
 });
 const name = positionals[0] ?? 'scaling';
 switch (name) {
@@ -79,44 +99,83 @@ switch (name) {
     });
     break;
   case 'comm-hooks':
-    await runCommHooksBench({ steps: Number(values.steps ?? 300), batch: Number(values.batch ?? 64), devices: 2, out: values.out ?? 'bench/results' });
+    await runCommHooksBench({
+      steps: Number(values.steps ?? 300),
+      batch: Number(values.batch ?? 64),
+      devices: 2,
+      out: values.out ?? 'bench/results',
+    });
     break;
   case 'half-passes':
-    runHalfPassesBench({ runs: Number(values.runs ?? 9), floats: Number(values.floats ?? 586_000), out: values.out ?? 'bench/results' });
+    runHalfPassesBench({
+      runs: Number(values.runs ?? 9),
+      floats: Number(values.floats ?? 586_000),
+      out: values.out ?? 'bench/results',
+    });
     break;
   case 'models':
-    await runModelsBench({ steps: Number(values.steps ?? 30), perDeviceBatch: Number(values.batch ?? 16), out: values.out ?? 'bench/results' });
+    await runModelsBench({
+      steps: Number(values.steps ?? 30),
+      perDeviceBatch: Number(values.batch ?? 16),
+      out: values.out ?? 'bench/results',
+    });
     break;
   case 'chunk-size':
     await runChunkSizeBench({ runs: Number(values.runs ?? 10), out: values.out ?? 'bench/results' });
     break;
   case 'shm-vs-loopback':
-    await runShmVsLoopbackBench({ runs: values.runs === undefined ? undefined : Number(values.runs), out: values.out ?? 'bench/results' });
+    await runShmVsLoopbackBench({
+      runs: values.runs === undefined ? undefined : Number(values.runs),
+      out: values.out ?? 'bench/results',
+    });
     break;
   case 'hosts-allreduce':
-    await runHostsAllReduceBench({ hosts: 2, local: 2, megabytes: [4, 32], repeats: Number(values.runs ?? 20), out: values.out ?? 'bench/results' });
+    await runHostsAllReduceBench({
+      hosts: 2,
+      local: 2,
+      megabytes: [4, 32],
+      repeats: Number(values.runs ?? 20),
+      out: values.out ?? 'bench/results',
+    });
     break;
   case 'hosts-line-rate':
-    await runHostsLineRateBench({ rates: (values.rates ?? '1gbit,100mbit').split(',') as never, megabytes: (values.megabytes ?? '2.345,23.45').split(',').map(Number),
-      methods: (values.methods?.split(',') as LineRateMethod[] | undefined) ?? DEFAULT_LINE_RATE_METHODS, repeats: Number(values.repeats ?? 5),
-      runs: Number(values.runs ?? 3), out: values.out ?? 'bench/results' });
+    await runHostsLineRateBench({
+      rates: (values.rates ?? '1gbit,100mbit').split(',') as never,
+      megabytes: (values.megabytes ?? '2.345,23.45').split(',').map(Number),
+      methods: (values.methods?.split(',') as LineRateMethod[] | undefined) ?? DEFAULT_LINE_RATE_METHODS,
+      repeats: Number(values.repeats ?? 5),
+      runs: Number(values.runs ?? 3),
+      out: values.out ?? 'bench/results',
+    });
     break;
   case 'hosts':
     await runHostsBench(parseHostsOptions(values));
     break;
   case 'hosts-repeat':
-    if (positionals.length !== 3) throw new Error('usage: npm run bench -- hosts-repeat FIRST.json SECOND.json (two runs of `npm run bench -- hosts`)');
+    if (positionals.length !== 3)
+      throw new Error(
+        'usage: npm run bench -- hosts-repeat FIRST.json SECOND.json (two runs of `npm run bench -- hosts`)',
+      );
     runHostsRepeat(positionals[1], positionals[2]);
     break;
   case 'hosts-timelines':
-    runHostsTimelines({ models: (values.models ?? 'alexnet-mini').split(','), links: (values.links ?? values.rates ?? '1G,100M').split(','),
-      schedules: (values.schedules ?? 'sequential-none,two-group-seed-none,two-group-priority-none').split(','), out: values.out ?? 'docs' });
+    runHostsTimelines({
+      models: (values.models ?? 'alexnet-mini').split(','),
+      links: (values.links ?? values.rates ?? '1G,100M').split(','),
+      schedules: (values.schedules ?? 'sequential-none,two-group-seed-none,two-group-priority-none').split(','),
+      out: values.out ?? 'docs',
+    });
     break;
   case 'gpu': {
     const sizes = values.quick ? GPU_BENCH_QUICK : GPU_BENCH_DEFAULTS;
-    await runGpuBench({ gpus: values.gpus?.split(',').map(Number), models: values.models?.split(',') ?? GPU_BENCH_MODELS,
-      steps: Number(values.steps ?? sizes.steps), batch: Number(values.batch ?? sizes.batch), imageSize: Number(values['image-size'] ?? sizes.imageSize),
-      out: values.out ?? 'bench/results' });
+    await runGpuBench({
+      gpus: values.gpus?.split(',').map(Number),
+      models: values.models?.split(',') ?? GPU_BENCH_MODELS,
+      steps: Number(values.steps ?? sizes.steps),
+      batch: Number(values.batch ?? sizes.batch),
+      imageSize: Number(values['image-size'] ?? sizes.imageSize),
+      out: values.out ?? 'bench/results',
+    });
     break;
   }
   case 'soak':
@@ -126,6 +185,8 @@ switch (name) {
     await runFaultMatrix(values.out ?? 'bench/results', 2000);
     break;
   default:
-    console.error(`unknown bench '${name}'. Benches: scaling, kernels, overlap, profile, profile-clock, classifier, faults, soak, models, hosts, hosts-timelines, hosts-allreduce, comm-hooks, half-passes, chunk-size, shm-vs-loopback, hosts-line-rate, gpu`);
+    console.error(
+      `unknown bench '${name}'. Benches: scaling, kernels, overlap, profile, profile-clock, classifier, faults, soak, models, hosts, hosts-timelines, hosts-allreduce, comm-hooks, half-passes, chunk-size, shm-vs-loopback, hosts-line-rate, gpu`,
+    );
     process.exitCode = 1;
 }

@@ -49,7 +49,10 @@ export function namespaceSupport(): { ok: true } | { ok: false; reason: string }
     run('tc', ['-V']);
     return { ok: true };
   } catch (err) {
-    return { ok: false, reason: `cannot make a network namespace with iproute2 here (${(err as Error).message.split('\n')[0]})` };
+    return {
+      ok: false,
+      reason: `cannot make a network namespace with iproute2 here (${(err as Error).message.split('\n')[0]})`,
+    };
   }
 }
 
@@ -58,11 +61,13 @@ function burstOf(rate: LinkRate): number {
   const m = /^(\d+(?:\.\d+)?)(kbit|mbit|gbit)$/.exec(rate);
   if (!m) throw new RangeError(`link rate ${rate}: expected e.g. 100mbit, 1gbit, 10gbit or none`);
   const bitsPerSecond = Number(m[1]) * { kbit: 1e3, mbit: 1e6, gbit: 1e9 }[m[2] as 'kbit' | 'mbit' | 'gbit'];
-  return Math.max(32 * 1024, Math.ceil(bitsPerSecond / 8 * 0.002));
+  return Math.max(32 * 1024, Math.ceil((bitsPerSecond / 8) * 0.002));
 }
 
 const open = new Set<HostPair>();
-process.on('exit', () => { for (const pair of open) pair.close(); });
+process.on('exit', () => {
+  for (const pair of open) pair.close();
+});
 
 let made = 0;
 
@@ -72,11 +77,19 @@ let made = 0;
  */
 function removeOrphans(): void {
   let list = '';
-  try { list = run('ip', ['netns', 'list']); } catch { return; }
+  try {
+    list = run('ip', ['netns', 'list']);
+  } catch {
+    return;
+  }
   for (const line of list.split('\n')) {
     const m = /^(td(\d+)[a-z]h[01])\b/.exec(line);
     if (!m || Number(m[2]) === process.pid || existsSync(`/proc/${m[2]}`)) continue;
-    try { run('ip', ['netns', 'del', m[1]]); } catch { /* raced with its owner */ }
+    try {
+      run('ip', ['netns', 'del', m[1]]);
+    } catch {
+      /* raced with its owner */
+    }
   }
 }
 
@@ -90,13 +103,35 @@ export function makeHostPair(): HostPair {
   const addresses = [`10.213.${subnet}.1`, `10.213.${subnet}.2`] as const;
   let closed = false;
   const pair: HostPair = {
-    names, addresses, links,
-    spawn: (host, command, args, options = {}) => spawn('ip', ['netns', 'exec', names[host], command, ...args], options),
+    names,
+    addresses,
+    links,
+    spawn: (host, command, args, options = {}) =>
+      spawn('ip', ['netns', 'exec', names[host], command, ...args], options),
     shape(rate) {
       for (const h of [0, 1] as const) {
-        try { run('tc', ['-n', names[h], 'qdisc', 'del', 'dev', links[h], 'root']); } catch { /* none yet */ }
+        try {
+          run('tc', ['-n', names[h], 'qdisc', 'del', 'dev', links[h], 'root']);
+        } catch {
+          /* none yet */
+        }
         if (rate !== 'none') {
-          run('tc', ['-n', names[h], 'qdisc', 'add', 'dev', links[h], 'root', 'tbf', 'rate', rate, 'burst', String(burstOf(rate)), 'latency', '50ms']);
+          run('tc', [
+            '-n',
+            names[h],
+            'qdisc',
+            'add',
+            'dev',
+            links[h],
+            'root',
+            'tbf',
+            'rate',
+            rate,
+            'burst',
+            String(burstOf(rate)),
+            'latency',
+            '50ms',
+          ]);
         }
       }
     },
@@ -107,7 +142,13 @@ export function makeHostPair(): HostPair {
       if (closed) return;
       closed = true;
       open.delete(pair);
-      for (const name of names) { try { run('ip', ['netns', 'del', name]); } catch { /* already gone */ } }
+      for (const name of names) {
+        try {
+          run('ip', ['netns', 'del', name]);
+        } catch {
+          /* already gone */
+        }
+      }
     },
   };
   open.add(pair);

@@ -19,7 +19,11 @@ let ticksPerSecond: number | undefined;
 
 function clockTicks(): number {
   if (ticksPerSecond === undefined) {
-    try { ticksPerSecond = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100; } catch { ticksPerSecond = 100; }
+    try {
+      ticksPerSecond = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+    } catch {
+      ticksPerSecond = 100;
+    }
   }
   return ticksPerSecond;
 }
@@ -31,7 +35,7 @@ export function processCpuMs(pid: number): number | undefined {
     for (const tid of readdirSync(`/proc/${pid}/task`)) {
       const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
       const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      ticks += Number(fields[11]) + Number(fields[12]);  // utime, stime (fields 14 and 15 of stat)
+      ticks += Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14 and 15 of stat)
     }
   } catch {
     return undefined;
@@ -44,14 +48,22 @@ export function processCpuMs(pid: number): number | undefined {
  * softirq and steal — the kernel's work for the network included, whichever process it ran on behalf of — and
  * `idleMs` idle and iowait; `kernelMs` system, irq and softirq alone. Undefined when /proc cannot tell.
  */
-export interface MachineCpu { busyMs: number; idleMs: number; kernelMs: number }
+export interface MachineCpu {
+  busyMs: number;
+  idleMs: number;
+  kernelMs: number;
+}
 
 export function machineCpuMs(): MachineCpu | undefined {
   try {
     const line = readFileSync('/proc/stat', 'utf8').split('\n')[0];
     const [user, nice, system, idle, iowait, irq, softirq, steal] = line.trim().split(/\s+/).slice(1, 9).map(Number);
     const ms = (ticks: number) => (ticks * 1000) / clockTicks();
-    return { busyMs: ms(user + nice + system + irq + softirq + (steal || 0)), idleMs: ms(idle + iowait), kernelMs: ms(system + irq + softirq) };
+    return {
+      busyMs: ms(user + nice + system + irq + softirq + (steal || 0)),
+      idleMs: ms(idle + iowait),
+      kernelMs: ms(system + irq + softirq),
+    };
   } catch {
     return undefined;
   }
@@ -61,9 +73,29 @@ export function machineCpuMs(): MachineCpu | undefined {
  * Reads `read()` when `child`'s `--json` stdout prints step `from` and step `to`; the getter gives both readings
  * (undefined: one was not seen, or `read` could not tell).
  */
-function readAtSteps<T>(child: ChildProcess, from: number, to: number, read: () => T | undefined): () => { atFrom: T; atTo: T } | undefined {
-  let atFrom: T | undefined, atTo: T | undefined, pending = '';
-  const marks = new Map([[`"event":"step","step":${from},`, (v: T) => { atFrom = v; }], [`"event":"step","step":${to},`, (v: T) => { atTo = v; }]]);
+function readAtSteps<T>(
+  child: ChildProcess,
+  from: number,
+  to: number,
+  read: () => T | undefined,
+): () => { atFrom: T; atTo: T } | undefined {
+  let atFrom: T | undefined,
+    atTo: T | undefined,
+    pending = '';
+  const marks = new Map([
+    [
+      `"event":"step","step":${from},`,
+      (v: T) => {
+        atFrom = v;
+      },
+    ],
+    [
+      `"event":"step","step":${to},`,
+      (v: T) => {
+        atTo = v;
+      },
+    ],
+  ]);
   child.stdout?.on('data', (chunk: string | Buffer) => {
     pending += chunk.toString();
     const lines = pending.split('\n');

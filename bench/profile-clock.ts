@@ -14,7 +14,13 @@ import type { ClockKind } from '../src/profiling/layer-clock.js';
 import { train } from '../src/index.js';
 import type { LayerCost } from '../src/profiling/layer-profile.js';
 
-export interface ProfileClockOptions { models: string[]; runs: number; busy: number; perDeviceBatch: number; out: string }
+export interface ProfileClockOptions {
+  models: string[];
+  runs: number;
+  busy: number;
+  perDeviceBatch: number;
+  out: string;
+}
 
 const CLOCKS: ClockKind[] = ['thread-cpu', 'wall'];
 
@@ -25,31 +31,56 @@ function cumulativeShares(layers: readonly LayerCost[]): number[] {
 }
 
 export async function runProfileClockBench(opts: ProfileClockOptions): Promise<void> {
-  const busy: ChildProcess[] = Array.from({ length: opts.busy }, () => spawn(process.execPath, ['-e', 'for(;;){}'], { stdio: 'ignore' }));
+  const busy: ChildProcess[] = Array.from({ length: opts.busy }, () =>
+    spawn(process.execPath, ['-e', 'for(;;){}'], { stdio: 'ignore' }),
+  );
   const rows: Record<string, unknown>[] = [];
   try {
-    console.log(`| model | clock | busy loops | load (1 min) | max spread of c(k), points | verdicts | margins, points |\n|---|---|---:|---:|---:|---|---|`);
+    console.log(
+      `| model | clock | busy loops | load (1 min) | max spread of c(k), points | verdicts | margins, points |\n|---|---|---:|---:|---:|---|---|`,
+    );
     for (const model of opts.models) {
       for (const clock of CLOCKS) {
-        const shares: number[][] = [], verdicts: boolean[] = [], margins: (number | null)[] = [];
+        const shares: number[][] = [],
+          verdicts: boolean[] = [],
+          margins: (number | null)[] = [];
         for (let r = 0; r < opts.runs; r++) {
-          const profile = await profileModel({ model, data: 'synthetic-images', devices: 2, batch: 2 * opts.perDeviceBatch }, train, { calibrate: false, clock });
+          const profile = await profileModel(
+            { model, data: 'synthetic-images', devices: 2, batch: 2 * opts.perDeviceBatch },
+            train,
+            { calibrate: false, clock },
+          );
           const v = decideAlexNetLike(profile.layers);
           shares.push(cumulativeShares(profile.layers));
           verdicts.push(v.alexnetLike);
           margins.push(v.margin.time);
         }
-        const spread = Math.max(...shares[0].map((_, k) => Math.max(...shares.map(c => c[k])) - Math.min(...shares.map(c => c[k]))));
+        const spread = Math.max(
+          ...shares[0].map((_, k) => Math.max(...shares.map(c => c[k])) - Math.min(...shares.map(c => c[k]))),
+        );
         const load = os.loadavg()[0];
         const fmt = (m: number | null) => (m === null ? 'none' : (m * 100).toFixed(1));
-        console.log(`| ${model} | ${clock} | ${opts.busy} | ${load.toFixed(1)} | ${(spread * 100).toFixed(1)} | ${verdicts.map(v => (v ? 'like' : 'not')).join(', ')} | ${margins.map(fmt).join(', ')} |`);
-        rows.push({ model, clock, busy: opts.busy, load, spreadPoints: spread * 100, verdicts, marginPoints: margins.map(m => (m === null ? null : m * 100)) });
+        console.log(
+          `| ${model} | ${clock} | ${opts.busy} | ${load.toFixed(1)} | ${(spread * 100).toFixed(1)} | ${verdicts.map(v => (v ? 'like' : 'not')).join(', ')} | ${margins.map(fmt).join(', ')} |`,
+        );
+        rows.push({
+          model,
+          clock,
+          busy: opts.busy,
+          load,
+          spreadPoints: spread * 100,
+          verdicts,
+          marginPoints: margins.map(m => (m === null ? null : m * 100)),
+        });
       }
     }
   } finally {
     for (const child of busy) child.kill();
   }
   mkdirSync(opts.out, { recursive: true });
-  writeFileSync(`${opts.out}/profile-clock.json`, JSON.stringify({ bench: 'profile-clock', date: new Date().toISOString(), options: opts, rows }, null, 2));
+  writeFileSync(
+    `${opts.out}/profile-clock.json`,
+    JSON.stringify({ bench: 'profile-clock', date: new Date().toISOString(), options: opts, rows }, null, 2),
+  );
   console.log(`\nJSON: ${opts.out}/profile-clock.json`);
 }

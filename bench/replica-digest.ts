@@ -21,7 +21,12 @@ for (const mib of [1, 4, 16]) {
   times.sort((a, b) => a - b);
   const row = { mib, medianMs: times[7], minMs: times[0], gibPerS: mib / 1024 / (times[7] / 1000) };
   rows.push(row);
-  console.log(`| ${values.length} | ${mib} | ${row.medianMs.toFixed(2)} | ${row.minMs.toFixed(2)} | ${row.gibPerS.toFixed(2)} |`);
+  console.log(
+    `| ${values.length} | ${mib} | ${row.medianMs.toFixed(2)} | ${row.minMs.toFixed(2)} | ${row.gibPerS.toFixed(2)} |`,
+  );
 }
 mkdirSync('bench/results', { recursive: true });
-writeFileSync('bench/results/replica-digest.json', JSON.stringify({ rows, cpus: os.cpus().length, load1: os.loadavg()[0], node: process.version }, null, 2));
+writeFileSync(
+  'bench/results/replica-digest.json',
+  JSON.stringify({ rows, cpus: os.cpus().length, load1: os.loadavg()[0], node: process.version }, null, 2),
+);

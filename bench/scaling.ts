@@ -28,14 +28,33 @@ type ComputeThreadRow = ComputeThreadSteps & { thread: string };
 type CoresBusy = { c?: number; d?: number };
 
 /** `label`'s compute thread (device `device` of `run`'s spans) after the warm-up steps. */
-function threadRow(label: string, spans: readonly Span[], device: number, run: TrainSummary): ComputeThreadRow | undefined {
+function threadRow(
+  label: string,
+  spans: readonly Span[],
+  device: number,
+  run: TrainSummary,
+): ComputeThreadRow | undefined {
   const steps = computeThreadSteps(spans, device, warmupSteps(run.config.steps));
   return steps && { thread: label, ...steps };
 }
 
-export interface ScalingOptions { steps: number; stockSteps: number; perDeviceBatch: number; out: string; runs: number }
+export interface ScalingOptions {
+  steps: number;
+  stockSteps: number;
+  perDeviceBatch: number;
+  out: string;
+  runs: number;
+}
 
-const MODEL: TrainConfig = { model: 'alexnet-mini', data: 'synthetic-images', imageSize: [32, 32, 3], datasetSize: 8192, optimizer: 'sgd', lr: 0.01, momentum: 0.9 };
+const MODEL: TrainConfig = {
+  model: 'alexnet-mini',
+  data: 'synthetic-images',
+  imageSize: [32, 32, 3],
+  datasetSize: 8192,
+  optimizer: 'sgd',
+  lr: 0.01,
+  momentum: 0.9,
+};
 
 async function stockFit(steps: number, batch: number): Promise<number> {
   const tf = await import('@tensorflow/tfjs');
@@ -44,7 +63,13 @@ async function stockFit(steps: number, batch: number): Promise<number> {
   const model = await BUILTIN_MODELS['alexnet-mini'].factory(tf, { inputShape: [32, 32, 3], classes: 10, seed: 1 });
   model.compile({ optimizer: tf.train.momentum(0.01, 0.9), loss: 'categoricalCrossentropy' });
   const x = tf.randomUniform([batch * steps, 32, 32, 3]);
-  const y = tf.oneHot(tf.tensor1d(Array.from({ length: batch * steps }, (_, i) => i % 10), 'int32'), 10);
+  const y = tf.oneHot(
+    tf.tensor1d(
+      Array.from({ length: batch * steps }, (_, i) => i % 10),
+      'int32',
+    ),
+    10,
+  );
   const t0 = performance.now();
   await model.fit(x, y, { batchSize: batch, epochs: 1, shuffle: false, verbose: 0 });
   const seconds = (performance.now() - t0) / 1000;
@@ -53,22 +78,39 @@ async function stockFit(steps: number, batch: number): Promise<number> {
   return (batch * steps) / seconds;
 }
 
-async function allReduceMs(kind: 'sharded' | 'primary', arithmetic: 'js' | 'native', devices: number, bytes: number, repeats: number): Promise<number> {
+async function allReduceMs(
+  kind: 'sharded' | 'primary',
+  arithmetic: 'js' | 'native',
+  devices: number,
+  bytes: number,
+  repeats: number,
+): Promise<number> {
   const length = bytes / 4;
   const data = new SharedArrayBuffer(devices * bytes);
   new Float32Array(data).fill(1);
   // The run's gradient buffer as the transport sees it: registered, so the peers' slots are read in place.
-  const { handles } = SHARED_MEMORY_TRANSPORT.prepare({ name: 'bench', size: devices, registered: [{ buffer: data, slotFloats: length, slots: devices }],
-    stagingFloats: 1 << 16, options: { allReduce: kind } });
-  const workers = Array.from({ length: devices }, (_, rank) =>
-    new Worker(new URL('./allreduce-rank.js', import.meta.url), { workerData: { handle: handles[rank], arithmetic, data, length, repeats } }));
+  const { handles } = SHARED_MEMORY_TRANSPORT.prepare({
+    name: 'bench',
+    size: devices,
+    registered: [{ buffer: data, slotFloats: length, slots: devices }],
+    stagingFloats: 1 << 16,
+    options: { allReduce: kind },
+  });
+  const workers = Array.from(
+    { length: devices },
+    (_, rank) =>
+      new Worker(new URL('./allreduce-rank.js', import.meta.url), {
+        workerData: { handle: handles[rank], arithmetic, data, length, repeats },
+      }),
+  );
   const times = await Promise.all(workers.map(async w => (await once(w, 'message'))[0] as number));
   await Promise.all(workers.map(w => w.terminate()));
   return Math.max(...times);
 }
 
 function copyMs(bytes: number, repeats: number): number {
-  const a = new Float32Array(bytes / 4).fill(1), b = new Float32Array(bytes / 4);
+  const a = new Float32Array(bytes / 4).fill(1),
+    b = new Float32Array(bytes / 4);
   b.set(a);
   const t0 = performance.now();
   for (let i = 0; i < repeats; i++) b.set(a);
@@ -79,53 +121,138 @@ export async function runScaling(opts: ScalingOptions): Promise<void> {
   const b = opts.perDeviceBatch;
   const native = loadNativeAddon();
   const backends: BackendName[] = native.loaded ? ['native', 'wasm'] : ['wasm'];
-  console.log(`scaling bench: alexnet-mini 32x32x3, ${b} samples per device per step, ${opts.steps} steps, backends ${backends.join(', ')}; ${os.cpus().length} cores` +
-    (native.loaded ? '' : ` (native unavailable: ${native.reason})`));
+  console.log(
+    `scaling bench: alexnet-mini 32x32x3, ${b} samples per device per step, ${opts.steps} steps, backends ${backends.join(', ')}; ${os.cpus().length} cores` +
+      (native.loaded ? '' : ` (native unavailable: ${native.reason})`),
+  );
   // Steady state (after the warm-up steps: wasm tier-up, first loads), as the profiler and overlap benches measure.
   const rate = (r: TrainSummary) => r.config.batch / (r.steadyStepMs / 1000);
   const rows: { run: string; samplesPerSecond: number; msPerStep?: number }[] = [];
-  const perBackend: Record<string, { one: TrainSummary; two: TrainSummary; independent: number; cdRatios: number[]; threads: ComputeThreadRow[]; coresBusy: CoresBusy[];
-    bounds: (LockstepBound | undefined)[] }> = {};
+  const perBackend: Record<
+    string,
+    {
+      one: TrainSummary;
+      two: TrainSummary;
+      independent: number;
+      cdRatios: number[];
+      threads: ComputeThreadRow[];
+      coresBusy: CoresBusy[];
+      bounds: (LockstepBound | undefined)[];
+    }
+  > = {};
   for (const backend of backends) {
     const config = { ...MODEL, backend };
     const one = await train({ ...config, devices: 1, batch: b, steps: opts.steps });
-    const tries: { two: TrainSummary; independent: number; ratio: number; threads: ComputeThreadRow[]; coresBusy: CoresBusy; bound?: LockstepBound }[] = [];
+    const tries: {
+      two: TrainSummary;
+      independent: number;
+      ratio: number;
+      threads: ComputeThreadRow[];
+      coresBusy: CoresBusy;
+      bound?: LockstepBound;
+    }[] = [];
     for (let run = 0; run < Math.max(1, opts.runs); run++) {
-      const twoSpans: Span[] = [], pairSpans: Span[][] = [[], []];
+      const twoSpans: Span[] = [],
+        pairSpans: Span[][] = [[], []];
       const window = (trainings: number) => new SteadyCpuWindow(trainings, warmupSteps(opts.steps), opts.steps - 1);
-      const twoCpu = window(1), pairCpu = window(2);
-      const two = await train({ ...config, devices: 2, batch: 2 * b, steps: opts.steps, strategy: 'two-group' },
-        { onSpans: s => { twoSpans.push(...s); }, onStep: m => twoCpu.onStep(0, m.step) });
-      const pair = await Promise.all([0, 1].map(i => train({ ...config, devices: 1, batch: b, steps: opts.steps, seed: 1 + i },
-        { onSpans: s => { pairSpans[i].push(...s); }, onStep: m => pairCpu.onStep(i, m.step) })));
+      const twoCpu = window(1),
+        pairCpu = window(2);
+      const two = await train(
+        { ...config, devices: 2, batch: 2 * b, steps: opts.steps, strategy: 'two-group' },
+        {
+          onSpans: s => {
+            twoSpans.push(...s);
+          },
+          onStep: m => twoCpu.onStep(0, m.step),
+        },
+      );
+      const pair = await Promise.all(
+        [0, 1].map(i =>
+          train(
+            { ...config, devices: 1, batch: b, steps: opts.steps, seed: 1 + i },
+            {
+              onSpans: s => {
+                pairSpans[i].push(...s);
+              },
+              onStep: m => pairCpu.onStep(i, m.step),
+            },
+          ),
+        ),
+      );
       const independent = rate(pair[0]) + rate(pair[1]);
-      const threads = [...[0, 1].map(d => threadRow(`(c) device ${d}`, twoSpans, d, two)), ...[0, 1].map(i => threadRow(`(d) training ${i}`, pairSpans[i], 0, pair[i]))]
-        .filter((r): r is ComputeThreadRow => r !== undefined);
-      const bound = lockstepBound(stepPeriods(pairSpans[0], 0, warmupSteps(opts.steps)), stepPeriods(pairSpans[1], 0, warmupSteps(opts.steps)));
-      tries.push({ two, independent, ratio: rate(two) / independent, threads, coresBusy: { c: twoCpu.coresBusy(), d: pairCpu.coresBusy() }, bound });
+      const threads = [
+        ...[0, 1].map(d => threadRow(`(c) device ${d}`, twoSpans, d, two)),
+        ...[0, 1].map(i => threadRow(`(d) training ${i}`, pairSpans[i], 0, pair[i])),
+      ].filter((r): r is ComputeThreadRow => r !== undefined);
+      const bound = lockstepBound(
+        stepPeriods(pairSpans[0], 0, warmupSteps(opts.steps)),
+        stepPeriods(pairSpans[1], 0, warmupSteps(opts.steps)),
+      );
+      tries.push({
+        two,
+        independent,
+        ratio: rate(two) / independent,
+        threads,
+        coresBusy: { c: twoCpu.coresBusy(), d: pairCpu.coresBusy() },
+        bound,
+      });
     }
     tries.sort((p, q) => p.ratio - q.ratio);
     const { two, independent, threads } = tries[Math.floor((tries.length - 1) / 2)];
-    perBackend[backend] = { one, two, independent, cdRatios: tries.map(x => x.ratio), threads, coresBusy: tries.map(x => x.coresBusy), bounds: tries.map(x => x.bound) };
+    perBackend[backend] = {
+      one,
+      two,
+      independent,
+      cdRatios: tries.map(x => x.ratio),
+      threads,
+      coresBusy: tries.map(x => x.coresBusy),
+      bounds: tries.map(x => x.bound),
+    };
     rows.push({ run: `(b) tandem ${backend}, 1 device`, samplesPerSecond: rate(one), msPerStep: one.steadyStepMs });
-    rows.push({ run: `(c) tandem ${backend}, 2 devices (two-group)`, samplesPerSecond: rate(two), msPerStep: two.steadyStepMs });
-    rows.push({ run: `(d) tandem ${backend}, 2 independent 1-device trainings at once`, samplesPerSecond: independent });
+    rows.push({
+      run: `(c) tandem ${backend}, 2 devices (two-group)`,
+      samplesPerSecond: rate(two),
+      msPerStep: two.steadyStepMs,
+    });
+    rows.push({
+      run: `(d) tandem ${backend}, 2 independent 1-device trainings at once`,
+      samplesPerSecond: independent,
+    });
     if (backend === 'native') {
       const oneUnfused = await train({ ...config, devices: 1, batch: b, steps: opts.steps, nativeFusion: false });
-      const twoUnfused = await train({ ...config, devices: 2, batch: 2 * b, steps: opts.steps, strategy: 'two-group', nativeFusion: false });
-      rows.push({ run: '(b-) tandem native, 1 device, Conv2D layers not fused', samplesPerSecond: rate(oneUnfused), msPerStep: oneUnfused.steadyStepMs });
-      rows.push({ run: '(c-) tandem native, 2 devices, Conv2D layers not fused', samplesPerSecond: rate(twoUnfused), msPerStep: twoUnfused.steadyStepMs });
+      const twoUnfused = await train({
+        ...config,
+        devices: 2,
+        batch: 2 * b,
+        steps: opts.steps,
+        strategy: 'two-group',
+        nativeFusion: false,
+      });
+      rows.push({
+        run: '(b-) tandem native, 1 device, Conv2D layers not fused',
+        samplesPerSecond: rate(oneUnfused),
+        msPerStep: oneUnfused.steadyStepMs,
+      });
+      rows.push({
+        run: '(c-) tandem native, 2 devices, Conv2D layers not fused',
+        samplesPerSecond: rate(twoUnfused),
+        msPerStep: twoUnfused.steadyStepMs,
+      });
     }
   }
   const python = findTorchPython();
   let torch: { single: TorchStepResult; ddp: TorchStepResult; independent: number; ddpRatios: number[] } | undefined;
   if (python) {
-    console.log(`PyTorch reference (${python}): the same model, 1 thread; then DDP (gloo) on 2 processes of 1 thread...`);
+    console.log(
+      `PyTorch reference (${python}): the same model, 1 thread; then DDP (gloo) on 2 processes of 1 thread...`,
+    );
     const single = await runTorchReference(python, { mode: 'single', batch: b, steps: opts.steps, threads: 1 });
     // PyTorch's own (c)/(d): DDP against two independent single processes at once, alternately as tandem's.
     const torchTries: { ddp: TorchStepResult; independent: number; ratio: number }[] = [];
     for (let run = 0; run < Math.max(1, opts.runs); run++) {
-      const pair = await Promise.all([0, 1].map(() => runTorchReference(python, { mode: 'single', batch: b, steps: opts.steps, threads: 1 })));
+      const pair = await Promise.all(
+        [0, 1].map(() => runTorchReference(python, { mode: 'single', batch: b, steps: opts.steps, threads: 1 })),
+      );
       const ddp = await runTorchReference(python, { mode: 'ddp', batch: b, steps: opts.steps, threads: 1, procs: 2 });
       const independent = pair[0].samplesPerSecond + pair[1].samplesPerSecond;
       torchTries.push({ ddp, independent, ratio: ddp.samplesPerSecond / independent });
@@ -133,9 +260,20 @@ export async function runScaling(opts: ScalingOptions): Promise<void> {
     torchTries.sort((p, q) => p.ratio - q.ratio);
     const { ddp, independent } = torchTries[Math.floor((torchTries.length - 1) / 2)];
     torch = { single, ddp, independent, ddpRatios: torchTries.map(x => x.ratio) };
-    rows.push({ run: `(t1) PyTorch ${single.torch}, 1 process, 1 thread`, samplesPerSecond: single.samplesPerSecond, msPerStep: single.msPerStep });
-    rows.push({ run: `(t2) PyTorch ${ddp.torch} DDP gloo, 2 processes x 1 thread`, samplesPerSecond: ddp.samplesPerSecond, msPerStep: ddp.msPerStep });
-    rows.push({ run: `(t3) PyTorch ${ddp.torch}, 2 independent 1-thread processes at once`, samplesPerSecond: independent });
+    rows.push({
+      run: `(t1) PyTorch ${single.torch}, 1 process, 1 thread`,
+      samplesPerSecond: single.samplesPerSecond,
+      msPerStep: single.msPerStep,
+    });
+    rows.push({
+      run: `(t2) PyTorch ${ddp.torch} DDP gloo, 2 processes x 1 thread`,
+      samplesPerSecond: ddp.samplesPerSecond,
+      msPerStep: ddp.msPerStep,
+    });
+    rows.push({
+      run: `(t3) PyTorch ${ddp.torch}, 2 independent 1-thread processes at once`,
+      samplesPerSecond: independent,
+    });
   } else {
     console.log('(no torch column: `python3 -c "import torch"` fails here; Debian: apt-get install python3-torch)');
   }
@@ -143,7 +281,10 @@ export async function runScaling(opts: ScalingOptions): Promise<void> {
   const stock = await stockFit(opts.stockSteps, b);
   rows.unshift({ run: '(a) stock tfjs model.fit, cpu backend, 1 thread', samplesPerSecond: stock });
   console.log('\n| run | samples/s | ms/step |\n|---|---:|---:|');
-  for (const r of rows) console.log(`| ${r.run} | ${r.samplesPerSecond.toFixed(1)} | ${r.msPerStep === undefined ? '' : r.msPerStep.toFixed(1)} |`);
+  for (const r of rows)
+    console.log(
+      `| ${r.run} | ${r.samplesPerSecond.toFixed(1)} | ${r.msPerStep === undefined ? '' : r.msPerStep.toFixed(1)} |`,
+    );
   const ratios: Record<string, number> = {};
   for (const backend of backends) {
     const p = perBackend[backend];
@@ -152,58 +293,113 @@ export async function runScaling(opts: ScalingOptions): Promise<void> {
   }
   const cdSpread = Object.fromEntries(backends.map(k => [k, perBackend[k].cdRatios]));
   if (torch && perBackend.native) {
-    ratios['native 1-device step / PyTorch 1-thread step'] = perBackend.native.one.steadyStepMs / torch.single.msPerStep;
+    ratios['native 1-device step / PyTorch 1-thread step'] =
+      perBackend.native.one.steadyStepMs / torch.single.msPerStep;
     ratios['native 2 devices / PyTorch DDP samples/s'] = rate(perBackend.native.two) / torch.ddp.samplesPerSecond;
   }
   console.log('');
   for (const [k, v] of Object.entries(ratios)) console.log(`${k} = ${v.toFixed(2)}`);
   for (const backend of backends) {
     const r = cdSpread[backend];
-    console.log(`${backend} (c)/(d) over ${r.length} run(s): median ${ratios[`${backend} (c)/(d)`].toFixed(3)}, min ${r[0].toFixed(3)}, max ${r[r.length - 1].toFixed(3)}` +
-      (backend === 'native' ? ' (target >= 0.95)' : ''));
+    console.log(
+      `${backend} (c)/(d) over ${r.length} run(s): median ${ratios[`${backend} (c)/(d)`].toFixed(3)}, min ${r[0].toFixed(3)}, max ${r[r.length - 1].toFixed(3)}` +
+        (backend === 'native' ? ' (target >= 0.95)' : ''),
+    );
   }
   if (torch && perBackend.native) console.log('(targets: step time ratio <= 1.2; samples/s ratio >= 1.0)');
   if (torch) {
     const r = torch.ddpRatios;
-    console.log(`PyTorch's own (c)/(d), (t2)/(t3) over ${r.length} run(s): median ${(torch.ddp.samplesPerSecond / torch.independent).toFixed(3)}, min ${r[0].toFixed(3)}, max ${r[r.length - 1].toFixed(3)}`);
+    console.log(
+      `PyTorch's own (c)/(d), (t2)/(t3) over ${r.length} run(s): median ${(torch.ddp.samplesPerSecond / torch.independent).toFixed(3)}, min ${r[0].toFixed(3)}, max ${r[r.length - 1].toFixed(3)}`,
+    );
   }
-  console.log('\nlockstep alone (bench/lockstep-bound.ts): (d)\'s two trainings\' step times paired step for step, as two devices in ' +
-    'lockstep must run (no exchange, no update added; the two spreading independently: an estimate, not a strict bound), ' +
-    'give the (c)/(d) below; each (c)/(d) run in ratio order:');
+  console.log(
+    "\nlockstep alone (bench/lockstep-bound.ts): (d)'s two trainings' step times paired step for step, as two devices in " +
+      'lockstep must run (no exchange, no update added; the two spreading independently: an estimate, not a strict bound), ' +
+      'give the (c)/(d) below; each (c)/(d) run in ratio order:',
+  );
   for (const backend of backends) {
     const p = perBackend[backend];
-    console.log(`${backend}: ` + p.bounds.map((bound, i) => `(c)/(d) ${p.cdRatios[i].toFixed(3)}, lockstep alone ` +
-      (bound ? `${bound.bound.toFixed(3)} (step spreads ${bound.spread.map(x => `${(100 * x).toFixed(0)}%`).join(', ')})` : '–')).join('; '));
+    console.log(
+      `${backend}: ` +
+        p.bounds
+          .map(
+            (bound, i) =>
+              `(c)/(d) ${p.cdRatios[i].toFixed(3)}, lockstep alone ` +
+              (bound
+                ? `${bound.bound.toFixed(3)} (step spreads ${bound.spread.map(x => `${(100 * x).toFixed(0)}%`).join(', ')})`
+                : '–'),
+          )
+          .join('; '),
+    );
   }
-  const fmt = (x?: number) => x === undefined ? '–' : x.toFixed(2);
-  console.log(`\ncores busy in the steady state (the process's CPU time over wall time; ${os.cpus().length} cores), each (c)/(d) run in ratio order: ` +
-    backends.map(k => `${k}: ${perBackend[k].coresBusy.map(x => `(c) ${fmt(x.c)} (d) ${fmt(x.d)}`).join('; ')}`).join(' | '));
-  console.log('\nthe compute threads of the median (c)/(d) run, per step after the warm-up (ms; bench/step-gaps.ts): in spans, and the gap ' +
-    'from one step\'s end to the next step\'s start\n| backend | thread | period | in spans | gap |\n|---|---|---:|---:|---:|');
+  const fmt = (x?: number) => (x === undefined ? '–' : x.toFixed(2));
+  console.log(
+    `\ncores busy in the steady state (the process's CPU time over wall time; ${os.cpus().length} cores), each (c)/(d) run in ratio order: ` +
+      backends
+        .map(k => `${k}: ${perBackend[k].coresBusy.map(x => `(c) ${fmt(x.c)} (d) ${fmt(x.d)}`).join('; ')}`)
+        .join(' | '),
+  );
+  console.log(
+    '\nthe compute threads of the median (c)/(d) run, per step after the warm-up (ms; bench/step-gaps.ts): in spans, and the gap ' +
+      "from one step's end to the next step's start\n| backend | thread | period | in spans | gap |\n|---|---|---:|---:|---:|",
+  );
   for (const backend of backends) {
-    for (const r of perBackend[backend].threads) console.log(`| ${backend} | ${r.thread} | ${r.periodMs.toFixed(1)} | ${r.busyMs.toFixed(1)} | ${r.gapMs.toFixed(1)} |`);
+    for (const r of perBackend[backend].threads)
+      console.log(
+        `| ${backend} | ${r.thread} | ${r.periodMs.toFixed(1)} | ${r.busyMs.toFixed(1)} | ${r.gapMs.toFixed(1)} |`,
+      );
   }
 
-  const bandwidth: { bytes: number; arithmetic: 'js' | 'native'; primaryGBs: number; shardedGBs: number; copyGBs: number }[] = [];
-  for (const arithmetic of native.loaded ? ['js', 'native'] as const : ['js'] as const) {
+  const bandwidth: {
+    bytes: number;
+    arithmetic: 'js' | 'native';
+    primaryGBs: number;
+    shardedGBs: number;
+    copyGBs: number;
+  }[] = [];
+  for (const arithmetic of native.loaded ? (['js', 'native'] as const) : (['js'] as const)) {
     for (const mb of [1, 4, 16, 64]) {
       const bytes = mb * 2 ** 20;
       const repeats = mb >= 16 ? 5 : 20;
       const primary = await allReduceMs('primary', arithmetic, 2, bytes, repeats);
       const sharded = await allReduceMs('sharded', arithmetic, 2, bytes, repeats);
       const copy = copyMs(bytes, repeats);
-      bandwidth.push({ bytes, arithmetic, primaryGBs: bytes / primary / 1e6, shardedGBs: bytes / sharded / 1e6, copyGBs: bytes / copy / 1e6 });
+      bandwidth.push({
+        bytes,
+        arithmetic,
+        primaryGBs: bytes / primary / 1e6,
+        shardedGBs: bytes / sharded / 1e6,
+        copyGBs: bytes / copy / 1e6,
+      });
     }
   }
-  console.log('\nall-reduce mean, 2 ranks, shared memory (GB/s = buffer bytes per rank / time); the mean computed in JS or in the native addon\n' +
-    '| size | mean in | primary reduce+broadcast | sharded reduce-scatter+all-gather | TypedArray.set copy |\n|---:|---|---:|---:|---:|');
-  for (const r of bandwidth) console.log(`| ${r.bytes / 2 ** 20} MB | ${r.arithmetic} | ${r.primaryGBs.toFixed(2)} | ${r.shardedGBs.toFixed(2)} | ${r.copyGBs.toFixed(2)} |`);
+  console.log(
+    '\nall-reduce mean, 2 ranks, shared memory (GB/s = buffer bytes per rank / time); the mean computed in JS or in the native addon\n' +
+      '| size | mean in | primary reduce+broadcast | sharded reduce-scatter+all-gather | TypedArray.set copy |\n|---:|---|---:|---:|---:|',
+  );
+  for (const r of bandwidth)
+    console.log(
+      `| ${r.bytes / 2 ** 20} MB | ${r.arithmetic} | ${r.primaryGBs.toFixed(2)} | ${r.shardedGBs.toFixed(2)} | ${r.copyGBs.toFixed(2)} |`,
+    );
 
-  const json = { bench: 'scaling', date: new Date().toISOString(), cores: os.cpus().length, options: opts, rows, ratios, cdRuns: cdSpread, bandwidth, torch: torch ?? null,
-    timings: Object.fromEntries(backends.map(k => [k, { one: perBackend[k].one.timings, two: perBackend[k].two.timings }])),
+  const json = {
+    bench: 'scaling',
+    date: new Date().toISOString(),
+    cores: os.cpus().length,
+    options: opts,
+    rows,
+    ratios,
+    cdRuns: cdSpread,
+    bandwidth,
+    torch: torch ?? null,
+    timings: Object.fromEntries(
+      backends.map(k => [k, { one: perBackend[k].one.timings, two: perBackend[k].two.timings }]),
+    ),
     computeThreads: Object.fromEntries(backends.map(k => [k, perBackend[k].threads])),
     coresBusy: Object.fromEntries(backends.map(k => [k, perBackend[k].coresBusy])),
-    lockstepBounds: Object.fromEntries(backends.map(k => [k, perBackend[k].bounds.map(x => x ?? null)])) };
+    lockstepBounds: Object.fromEntries(backends.map(k => [k, perBackend[k].bounds.map(x => x ?? null)])),
+  };
   mkdirSync(opts.out, { recursive: true });
   writeFileSync(`${opts.out}/scaling.json`, JSON.stringify(json, null, 2));
   console.log(`\nJSON: ${opts.out}/scaling.json`);

@@ -17,7 +17,10 @@ import { startStoreServer } from '../src/collectives/gloo/tcp-store-server.js';
 import type { ShmBenchJob, ShmBenchTimes } from './shm-vs-loopback-rank.js';
 import { shmChunkFloats } from '../src/collectives/process-shm-transport.js';
 
-export interface ShmVsLoopbackOptions { runs?: number; out: string }
+export interface ShmVsLoopbackOptions {
+  runs?: number;
+  out: string;
+}
 
 const SIZES = [64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20];
 /** Staging pieces (floats per rank) measured besides the default. */
@@ -37,7 +40,11 @@ async function runRanks(size: number, repeats: number[], pieces: number[]): Prom
       const child = spawn(process.execPath, [RANK, JSON.stringify(job)], { stdio: ['ignore', 'pipe', 'inherit'] });
       const lines: string[] = [];
       createInterface({ input: child.stdout! }).on('line', l => lines.push(l));
-      return new Promise<string[]>((resolve, reject) => child.on('exit', code => (code === 0 ? resolve(lines) : reject(new Error(`bench rank ${rank} exited ${code}`)))));
+      return new Promise<string[]>((resolve, reject) =>
+        child.on('exit', code =>
+          code === 0 ? resolve(lines) : reject(new Error(`bench rank ${rank} exited ${code}`)),
+        ),
+      );
     });
     const [zero] = await Promise.all(ranks);
     return JSON.parse(zero[0]) as ShmBenchTimes[];
@@ -49,27 +56,61 @@ async function runRanks(size: number, repeats: number[], pieces: number[]): Prom
 export async function runShmVsLoopbackBench(opts: ShmVsLoopbackOptions): Promise<void> {
   const processes = 2;
   const repeats = SIZES.map(b => opts.runs ?? Math.max(10, Math.min(200, Math.round((64 << 20) / b))));
-  console.log(`shm-vs-loopback bench: all-reduce (sum) between ${processes} processes, shm (staging pieces of ${shmChunkFloats(processes) * 4 / 2 ** 20} MiB per rank) ` +
-    'vs gloo over 127.0.0.1, alternating; ' +
-    `${os.cpus().length} cores, load ${os.loadavg()[0].toFixed(1)}`);
+  console.log(
+    `shm-vs-loopback bench: all-reduce (sum) between ${processes} processes, shm (staging pieces of ${(shmChunkFloats(processes) * 4) / 2 ** 20} MiB per rank) ` +
+      'vs gloo over 127.0.0.1, alternating; ' +
+      `${os.cpus().length} cores, load ${os.loadavg()[0].toFixed(1)}`,
+  );
   const pieces = [shmChunkFloats(processes), ...OTHER_PIECES];
   const times = await runRanks(processes, repeats, pieces);
   const kib = (b: number) => (b >= 1 << 20 ? `${b / 2 ** 20} MiB` : `${b / 1024} KiB`);
   const rows = times.map(t => {
-    const shm = median(t.shm[0]), gloo = median(t.gloo);
-    return { bytes: t.bytes, repeats: t.gloo.length, shmMs: shm, glooMs: gloo, glooOverShm: gloo / shm,
-      shmGBs: t.bytes / shm / 1e6, glooGBs: t.bytes / gloo / 1e6, shmMinMs: Math.min(...t.shm[0]), glooMinMs: Math.min(...t.gloo),
-      otherPieces: OTHER_PIECES.map((floats, k) => ({ pieceBytes: floats * 4, shmMs: median(t.shm[k + 1]), glooOverShm: gloo / median(t.shm[k + 1]) })) };
+    const shm = median(t.shm[0]),
+      gloo = median(t.gloo);
+    return {
+      bytes: t.bytes,
+      repeats: t.gloo.length,
+      shmMs: shm,
+      glooMs: gloo,
+      glooOverShm: gloo / shm,
+      shmGBs: t.bytes / shm / 1e6,
+      glooGBs: t.bytes / gloo / 1e6,
+      shmMinMs: Math.min(...t.shm[0]),
+      glooMinMs: Math.min(...t.gloo),
+      otherPieces: OTHER_PIECES.map((floats, k) => ({
+        pieceBytes: floats * 4,
+        shmMs: median(t.shm[k + 1]),
+        glooOverShm: gloo / median(t.shm[k + 1]),
+      })),
+    };
   });
-  console.log(`\n| buffer | repeats | shm ms (median) | gloo loopback ms (median) | gloo / shm | shm GB/s | gloo GB/s | ${
-    OTHER_PIECES.map(p => `gloo / shm, ${kib(p * 4)} pieces`).join(' | ')} |\n|---:|---:|---:|---:|---:|---:|---:|${OTHER_PIECES.map(() => '---:|').join('')}`);
+  console.log(
+    `\n| buffer | repeats | shm ms (median) | gloo loopback ms (median) | gloo / shm | shm GB/s | gloo GB/s | ${OTHER_PIECES.map(
+      p => `gloo / shm, ${kib(p * 4)} pieces`,
+    ).join(' | ')} |\n|---:|---:|---:|---:|---:|---:|---:|${OTHER_PIECES.map(() => '---:|').join('')}`,
+  );
   for (const r of rows) {
-    console.log(`| ${kib(r.bytes)} | ${r.repeats} | ${r.shmMs.toFixed(3)} | ${r.glooMs.toFixed(3)} | ${r.glooOverShm.toFixed(1)}× | ${r.shmGBs.toFixed(2)} | ` +
-      `${r.glooGBs.toFixed(2)} | ${r.otherPieces.map(o => `${o.glooOverShm.toFixed(1)}×`).join(' | ')} |`);
+    console.log(
+      `| ${kib(r.bytes)} | ${r.repeats} | ${r.shmMs.toFixed(3)} | ${r.glooMs.toFixed(3)} | ${r.glooOverShm.toFixed(1)}× | ${r.shmGBs.toFixed(2)} | ` +
+        `${r.glooGBs.toFixed(2)} | ${r.otherPieces.map(o => `${o.glooOverShm.toFixed(1)}×`).join(' | ')} |`,
+    );
   }
   mkdirSync(opts.out, { recursive: true });
   const file = path.join(opts.out, 'shm-vs-loopback.json');
-  writeFileSync(file, JSON.stringify({ processes, cores: os.cpus().length, loadavg: os.loadavg(), date: new Date().toISOString(),
-    defaultPieceBytes: pieces[0] * 4, rows }, null, 2));
+  writeFileSync(
+    file,
+    JSON.stringify(
+      {
+        processes,
+        cores: os.cpus().length,
+        loadavg: os.loadavg(),
+        date: new Date().toISOString(),
+        defaultPieceBytes: pieces[0] * 4,
+        rows,
+      },
+      null,
+      2,
+    ),
+  );
   console.log(`\n${file}`);
 }

@@ -12,7 +12,10 @@
  * window.coresBusy() // 1.97
  */
 
-export interface CpuReading { wallMs: number; cpuMs: number }
+export interface CpuReading {
+  wallMs: number;
+  cpuMs: number;
+}
 
 /** This process's CPU time so far (user + system, every thread) and the wall clock, in ms. */
 export function readProcessCpu(): CpuReading {
@@ -26,8 +29,12 @@ export class SteadyCpuWindow {
   private end?: CpuReading;
 
   /** `trainings` concurrent trainings; the window opens once each has finished step `from`, closes when one finishes step `to`. */
-  constructor(private readonly trainings: number, private readonly from: number, private readonly to: number,
-    private readonly read: () => CpuReading = readProcessCpu) {}
+  constructor(
+    private readonly trainings: number,
+    private readonly from: number,
+    private readonly to: number,
+    private readonly read: () => CpuReading = readProcessCpu,
+  ) {}
 
   /** Training `training` finished step `step` (its onStep). */
   onStep(training: number, step: number): void {

@@ -13,16 +13,33 @@
  */
 import type { Span } from '../src/index.js';
 
-export interface ComputeThreadSteps { steps: number; periodMs: number; busyMs: number; gapMs: number }
+export interface ComputeThreadSteps {
+  steps: number;
+  periodMs: number;
+  busyMs: number;
+  gapMs: number;
+}
 
 /** Per step of `device` after step `after` (the warm-up): means over the steps. Undefined with fewer than 2 steps. */
-export function computeThreadSteps(spans: readonly Span[], device: number, after: number): ComputeThreadSteps | undefined {
+export function computeThreadSteps(
+  spans: readonly Span[],
+  device: number,
+  after: number,
+): ComputeThreadSteps | undefined {
   // A group's backward span repeats part of the step's backward (the timeline draws one of them).
-  const mine = spans.filter(s => s.device === device && s.thread === 'compute' && s.step > after && !(s.kind === 'backward' && s.group !== undefined))
+  const mine = spans
+    .filter(
+      s =>
+        s.device === device &&
+        s.thread === 'compute' &&
+        s.step > after &&
+        !(s.kind === 'backward' && s.group !== undefined),
+    )
     .sort((a, b) => a.start - b.start);
   const steps = [...new Set(mine.map(s => s.step))].sort((a, b) => a - b);
   if (steps.length < 2) return undefined;
-  let busy = 0, gap = 0;
+  let busy = 0,
+    gap = 0;
   for (let i = 0; i < mine.length; i++) {
     busy += mine[i].end - mine[i].start;
     if (i > 0 && mine[i].step !== mine[i - 1].step) gap += Math.max(0, mine[i].start - mine[i - 1].end);

@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 
 /** The builtin models that have a PyTorch twin in bench/torch/. */
 export const TORCH_MODELS = ['alexnet-mini', 'alexnet', 'resnet-mini', 'mobilenet-mini'] as const;
-export type TorchModel = typeof TORCH_MODELS[number];
+export type TorchModel = (typeof TORCH_MODELS)[number];
 
 export interface TorchStepResult {
   mode: 'single' | 'ddp';
@@ -75,8 +75,9 @@ export function torchScriptPath(model: TorchModel): string {
 
 /** The first Python that can `import torch`: TANDEM_TORCH_PYTHON, `python3`, `/usr/bin/python3`. */
 export function findTorchPython(): string | undefined {
-  const candidates = [process.env.TANDEM_TORCH_PYTHON, 'python3', '/usr/bin/python3']
-    .filter((c): c is string => c !== undefined && c.trim() !== '');
+  const candidates = [process.env.TANDEM_TORCH_PYTHON, 'python3', '/usr/bin/python3'].filter(
+    (c): c is string => c !== undefined && c.trim() !== '',
+  );
   for (const python of new Set(candidates)) {
     const probe = spawnSync(python, ['-c', 'import torch'], { stdio: 'ignore', timeout: PROBE_TIMEOUT_MS });
     if (probe.error === undefined && probe.status === 0) return python;
@@ -90,13 +91,17 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 
 /** The first of `names` in `record` that is not an integer >= min, described; undefined when all are. */
 function badInteger(record: Record<string, unknown>, names: string[], min: number): string | undefined {
-  const bad = names.find(n => typeof record[n] !== 'number' || !Number.isInteger(record[n]) || (record[n] as number) < min);
+  const bad = names.find(
+    n => typeof record[n] !== 'number' || !Number.isInteger(record[n]) || (record[n] as number) < min,
+  );
   return bad === undefined ? undefined : `bad "${bad}": ${JSON.stringify(record[bad])}`;
 }
 
 /** The first of `names` in `record` that is not a finite number > 0, described. */
 function badRate(record: Record<string, unknown>, names: string[]): string | undefined {
-  const bad = names.find(n => typeof record[n] !== 'number' || !Number.isFinite(record[n]) || (record[n] as number) <= 0);
+  const bad = names.find(
+    n => typeof record[n] !== 'number' || !Number.isFinite(record[n]) || (record[n] as number) <= 0,
+  );
   return bad === undefined ? undefined : `bad "${bad}": ${JSON.stringify(record[bad])}`;
 }
 
@@ -109,20 +114,30 @@ function validateResult(value: unknown, options: TorchReferenceOptions): TorchSt
   const askedModel = options.model ?? 'alexnet-mini';
   if (model !== askedModel) return `"model" is ${JSON.stringify(model)}, ${askedModel} was asked for`;
   if (typeof torch !== 'string' || torch === '') return `bad "torch": ${JSON.stringify(torch)}`;
-  const bad = badInteger(value, ['threads', 'batch', 'steps'], 1)
-    ?? badInteger(value, ['trainableParameters', 'nonTrainableParameters'], 0)
-    ?? badRate(value, ['msPerStep', 'medianMsPerStep', 'samplesPerSecond'])
-    ?? (mode === 'ddp' ? badInteger(value, ['procs'], 1) : undefined);
+  const bad =
+    badInteger(value, ['threads', 'batch', 'steps'], 1) ??
+    badInteger(value, ['trainableParameters', 'nonTrainableParameters'], 0) ??
+    badRate(value, ['msPerStep', 'medianMsPerStep', 'samplesPerSecond']) ??
+    (mode === 'ddp' ? badInteger(value, ['procs'], 1) : undefined);
   if (bad !== undefined) return bad;
   if (batch !== options.batch || steps !== options.steps) {
     return `ran batch ${String(batch)} x ${String(steps)} steps, batch ${options.batch} x ${options.steps} was asked for`;
   }
-  if (mode === 'ddp' && batchNorm !== (options.batchNorm ?? 'local')) return `"batchNorm" is ${JSON.stringify(batchNorm)}, ${options.batchNorm ?? 'local'} was asked for`;
+  if (mode === 'ddp' && batchNorm !== (options.batchNorm ?? 'local'))
+    return `"batchNorm" is ${JSON.stringify(batchNorm)}, ${options.batchNorm ?? 'local'} was asked for`;
   const numbers = value as Record<string, number>;
   const result: TorchStepResult = {
-    mode, model: askedModel, torch, threads: numbers.threads, batch: numbers.batch, steps: numbers.steps,
-    trainableParameters: numbers.trainableParameters, nonTrainableParameters: numbers.nonTrainableParameters,
-    msPerStep: numbers.msPerStep, medianMsPerStep: numbers.medianMsPerStep, samplesPerSecond: numbers.samplesPerSecond,
+    mode,
+    model: askedModel,
+    torch,
+    threads: numbers.threads,
+    batch: numbers.batch,
+    steps: numbers.steps,
+    trainableParameters: numbers.trainableParameters,
+    nonTrainableParameters: numbers.nonTrainableParameters,
+    msPerStep: numbers.msPerStep,
+    medianMsPerStep: numbers.medianMsPerStep,
+    samplesPerSecond: numbers.samplesPerSecond,
   };
   if (mode === 'ddp') Object.assign(result, { procs: procs as number, batchNorm: batchNorm as 'local' | 'sync' });
   return result;
@@ -148,7 +163,15 @@ export function runTorchReference(python: string, options: TorchReferenceOptions
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   if (!(timeoutMs > 0)) throw new RangeError(`runTorchReference: timeoutMs must be > 0, got ${timeoutMs}`);
 
-  const args = [torchScriptPath(options.model ?? 'alexnet-mini'), '--mode', options.mode, '--batch', String(options.batch), '--steps', String(options.steps)];
+  const args = [
+    torchScriptPath(options.model ?? 'alexnet-mini'),
+    '--mode',
+    options.mode,
+    '--batch',
+    String(options.batch),
+    '--steps',
+    String(options.steps),
+  ];
   if (options.warmup !== undefined) args.push('--warmup', String(options.warmup));
   if (options.threads !== undefined) args.push('--threads', String(options.threads));
   if (options.mode === 'ddp') {
@@ -180,7 +203,8 @@ export function runTorchReference(python: string, options: TorchReferenceOptions
     const fail = (why: string): void => {
       if (settled) return;
       settled = true;
-      const tail = stderrTail.length > 0 ? `\n--- stderr (last ${stderrTail.length} lines) ---\n${stderrTail.join('\n')}` : '';
+      const tail =
+        stderrTail.length > 0 ? `\n--- stderr (last ${stderrTail.length} lines) ---\n${stderrTail.join('\n')}` : '';
       reject(new Error(`torch reference failed: ${why}\n  command: ${command}${tail}`));
     };
 
@@ -192,7 +216,9 @@ export function runTorchReference(python: string, options: TorchReferenceOptions
     }, timeoutMs);
 
     child.stdout.setEncoding('utf8');
-    child.stdout.on('data', (chunk: string) => { stdout += chunk; });
+    child.stdout.on('data', (chunk: string) => {
+      stdout += chunk;
+    });
     child.stderr.setEncoding('utf8');
     child.stderr.on('data', (chunk: string) => {
       const lines = (stderrPartial + chunk).split('\n');
@@ -212,7 +238,10 @@ export function runTorchReference(python: string, options: TorchReferenceOptions
       stderrPartial = '';
       if (timedOut) return fail(`timed out after ${timeoutMs / 1000} s (killed; exit ${code ?? signal})`);
       if (code !== 0) return fail(signal !== null ? `killed by ${signal}` : `exit code ${code}`);
-      const lines = stdout.split('\n').map(l => l.trim()).filter(l => l !== '');
+      const lines = stdout
+        .split('\n')
+        .map(l => l.trim())
+        .filter(l => l !== '');
       const last = lines.at(-1);
       if (last === undefined) return fail('exit code 0 but nothing on stdout');
       let parsed: unknown;

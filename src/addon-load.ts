@@ -7,9 +7,7 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 
-export type AddonLoad<T> =
-  | { loaded: true; addon: T; path: string }
-  | { loaded: false; reason: string; path: string };
+export type AddonLoad<T> = { loaded: true; addon: T; path: string } | { loaded: false; reason: string; path: string };
 
 const require = createRequire(import.meta.url);
 
@@ -30,15 +28,27 @@ export const REBUILD_COMMAND = rebuildCommand(fileURLToPath(new URL('../..', imp
  * Loads the addon `name` at `path`; `outdated` tells what a current build lacks (undefined: nothing), e.g.
  * `missing conv2dForward`, or '' when an old build is known only by a missing entry.
  */
-export function loadAddonAt<T>(name: string, path: string, outdated: (addon: Partial<T>) => string | undefined): AddonLoad<T> {
+export function loadAddonAt<T>(
+  name: string,
+  path: string,
+  outdated: (addon: Partial<T>) => string | undefined,
+): AddonLoad<T> {
   if (!existsSync(path)) return { loaded: false, path, reason: `the ${name} addon was not built (${path} is missing)` };
   try {
     const addon = require(path) as Partial<T>;
     const lacks = outdated(addon);
     return lacks === undefined
       ? { loaded: true, path, addon: addon as T }
-      : { loaded: false, path, reason: `the ${name} addon at ${path} is out of date${lacks ? ` (${lacks})` : ''}; run ${REBUILD_COMMAND} (it builds it again)` };
+      : {
+          loaded: false,
+          path,
+          reason: `the ${name} addon at ${path} is out of date${lacks ? ` (${lacks})` : ''}; run ${REBUILD_COMMAND} (it builds it again)`,
+        };
   } catch (err) {
-    return { loaded: false, path, reason: `the ${name} addon at ${path} failed to load: ${(err as Error).message.split('\n')[0]}` };
+    return {
+      loaded: false,
+      path,
+      reason: `the ${name} addon at ${path} failed to load: ${(err as Error).message.split('\n')[0]}`,
+    };
   }
 }

@@ -17,7 +17,13 @@ import type { Rendezvous } from './world/rendezvous.js';
 import type { CommHookOptions } from './pipeline/comm-hook.js';
 import type { ResolvedCommHook } from './pipeline/resolve-comm-hook.js';
 
-export { LOSS_KINDS, REGRESSION_LOSS_KINDS, isRegressionLoss, type LossKind, type RegressionLossKind } from './model/loss-kinds.js';
+export {
+  LOSS_KINDS,
+  REGRESSION_LOSS_KINDS,
+  isRegressionLoss,
+  type LossKind,
+  type RegressionLossKind,
+} from './model/loss-kinds.js';
 import type { LossKind } from './model/loss-kinds.js';
 
 /** The built-in training methods (more can be registered: see methods/method-registry.ts). */
@@ -283,4 +289,3 @@ export interface ResolvedConfig {
   loaderThreads: number;
   faultInjection?: FaultInjection;
 }
-

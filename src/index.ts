@@ -1,7 +1,13 @@
 // The public API of tandem, re-exported explicitly.
 export { train, start, startTraining } from './trainer/train.js';
 export type { RunEvent } from './monitor/run-event.js';
-export { timelineSvg, timelinePng, spansFromChromeTrace, overlapShare, SPAN_COLOURS } from './monitor/timeline-picture.js';
+export {
+  timelineSvg,
+  timelinePng,
+  spansFromChromeTrace,
+  overlapShare,
+  SPAN_COLOURS,
+} from './monitor/timeline-picture.js';
 export type { TimelineOptions } from './monitor/timeline-picture.js';
 export { DEFAULT_STEP_RANGE, selectSteps, parseStepRange } from './monitor/step-range.js';
 export type { StepRange, StepSelection } from './monitor/step-range.js';
@@ -21,11 +27,40 @@ export type { Dataset, DatasetFactory, DatasetOptions } from './data/dataset.js'
 export { SharedMemoryCollective, SHARED_MEMORY_TRANSPORT } from './collectives/shared-memory-transport.js';
 export { shardOf, reduceSlotsInto } from './collectives/reduce-slots.js';
 export { REDUCE_OPS, ALL_REDUCE_KINDS } from './collectives/collective.js';
-export type { Collective, BlockingCollective, CollectiveEnv, ReduceOp, AllReduceKind, SlotSet, SlotReducer } from './collectives/collective.js';
-export { registerTransport, getTransport, transportNames, openCollective, DEFAULT_TRANSPORT } from './collectives/transport-registry.js';
-export type { Transport, TransportOptions, CommunicatorSpec, RankHandle, PreparedCommunicator, SlotBuffer } from './collectives/transport.js';
+export type {
+  Collective,
+  BlockingCollective,
+  CollectiveEnv,
+  ReduceOp,
+  AllReduceKind,
+  SlotSet,
+  SlotReducer,
+} from './collectives/collective.js';
+export {
+  registerTransport,
+  getTransport,
+  transportNames,
+  openCollective,
+  DEFAULT_TRANSPORT,
+} from './collectives/transport-registry.js';
+export type {
+  Transport,
+  TransportOptions,
+  CommunicatorSpec,
+  RankHandle,
+  PreparedCommunicator,
+  SlotBuffer,
+} from './collectives/transport.js';
 export { registerMethod, getMethod, methodNames } from './methods/method-registry.js';
-export type { TrainingMethod, DeviceMethod, DeviceMethodContext, StepLoss, MethodSummary, MethodSummaryContext, MethodResolveContext } from './methods/training-method.js';
+export type {
+  TrainingMethod,
+  DeviceMethod,
+  DeviceMethodContext,
+  StepLoss,
+  MethodSummary,
+  MethodSummaryContext,
+  MethodResolveContext,
+} from './methods/training-method.js';
 export { registerEngine, getEngine, engineNames } from './engine/engine-registry.js';
 export { describeEngineDevice } from './engine/engine.js';
 export type { Engine, EngineCapabilities, EngineDevice, EngineStartOptions, KernelSite } from './engine/engine.js';
@@ -37,7 +72,16 @@ export { planGpus, GPU_ENV } from './world/gpu-pinning.js';
 export type { GpuPin, GpuPlan, PlanOptions } from './world/gpu-pinning.js';
 export { fileModelHandler } from './model/file-model-handler.js';
 export { trainReference } from './trainer/reference.js';
-export { STRATEGIES, MAX_GROUPS, exchangeGroups, sequentialGroups, twoGroups, perLayerGroups, bucketRange, defaultSplitLayer } from './pipeline/strategy.js';
+export {
+  STRATEGIES,
+  MAX_GROUPS,
+  exchangeGroups,
+  sequentialGroups,
+  twoGroups,
+  perLayerGroups,
+  bucketRange,
+  defaultSplitLayer,
+} from './pipeline/strategy.js';
 export type { StrategyName, StrategySpec, CustomStrategy, StrategyOptions } from './pipeline/strategy.js';
 export { EXCHANGE_ORDERS, DEFAULT_CHUNK_FLOATS, chunksOf, runPriorityStep } from './pipeline/priority-schedule.js';
 export type { ExchangeOrder, ExchangeChunk, PriorityStepIo } from './pipeline/priority-schedule.js';
@@ -52,7 +96,14 @@ export { commHookGroup } from './pipeline/operators/comm-hook-group.js';
 export { HookStates, type RankHookState } from './pipeline/hook-states.js';
 export { registerCommHook, getCommHook, commHookNames } from './pipeline/comm-hooks.js';
 export { COMM_HOOKS, DEFAULT_COMM_HOOK_OPTIONS } from './pipeline/comm-hook.js';
-export type { CommHook, CommHookName, CommHookOptions, GradBucket, BucketInfo, BucketVariable } from './pipeline/comm-hook.js';
+export type {
+  CommHook,
+  CommHookName,
+  CommHookOptions,
+  GradBucket,
+  BucketInfo,
+  BucketVariable,
+} from './pipeline/comm-hook.js';
 export type { ResolvedCommHook } from './pipeline/resolve-comm-hook.js';
 export { compressHook, compressWithFeedback } from './pipeline/hooks/compress-hook.js';
 export { POWER_SGD_HOOK, compressibleShape } from './pipeline/hooks/power-sgd.js';

@@ -11,14 +11,20 @@ export class NamedRegistry<T extends { readonly name: string }> {
   private readonly entries: Map<string, T>;
 
   /** `what` names an entry in messages ("transport"); `unknown` words the error for a name not registered. */
-  constructor(private readonly what: string, builtins: readonly T[],
-    private readonly unknown: (name: string, known: string[]) => TandemError) {
+  constructor(
+    private readonly what: string,
+    builtins: readonly T[],
+    private readonly unknown: (name: string, known: string[]) => TandemError,
+  ) {
     this.entries = new Map(builtins.map(e => [e.name, e]));
   }
 
   register(entry: T): void {
     if (this.entries.has(entry.name)) {
-      throw new TandemError('BAD_CONFIG', `a ${this.what} named '${entry.name}' is already registered; give yours another name`);
+      throw new TandemError(
+        'BAD_CONFIG',
+        `a ${this.what} named '${entry.name}' is already registered; give yours another name`,
+      );
     }
     this.entries.set(entry.name, entry);
   }

@@ -10,23 +10,50 @@ import { prng } from '../src/data/synthetic-images.js';
 import { loadNativeAddon } from '../src/engine/native/native-addon.js';
 import type { BackendName } from '../src/engine/backend.js';
 
-interface Outputs { y: Float32Array; mean: Float32Array; variance: Float32Array; dx: Float32Array; dGamma: Float32Array; dBeta: Float32Array }
+interface Outputs {
+  y: Float32Array;
+  mean: Float32Array;
+  variance: Float32Array;
+  dx: Float32Array;
+  dGamma: Float32Array;
+  dBeta: Float32Array;
+}
 
 /**
  * A BatchNormalization layer (momentum 0: the moving statistics become the batch's) trained one
  * step on x: tfjs-layers' own (stock) or with tandem's kernel (trainBatchNormalization).
  */
-function trainStep(x: tf.Tensor, gamma: tf.Tensor, beta: tf.Tensor, dy: tf.Tensor, axis: number, epsilon: number, withTandem: boolean): Outputs {
+function trainStep(
+  x: tf.Tensor,
+  gamma: tf.Tensor,
+  beta: tf.Tensor,
+  dy: tf.Tensor,
+  axis: number,
+  epsilon: number,
+  withTandem: boolean,
+): Outputs {
   const a = (axis + x.rank) % x.rank;
   if (!withTandem && a !== x.rank - 1) {
     // tfjs-layers' own gradient fails on a channel axis that is not the last ("Size(84) must match
     // the product of shape 1,3,1"): the stock answer comes from the transposed problem, axis last.
-    const perm = [...x.shape.keys()].filter(i => i !== a).concat(a), back = perm.map((_, i) => perm.indexOf(i));
+    const perm = [...x.shape.keys()].filter(i => i !== a).concat(a),
+      back = perm.map((_, i) => perm.indexOf(i));
     const o = trainStep(tf.transpose(x, perm), gamma, beta, tf.transpose(dy, perm), -1, epsilon, false);
-    const untranspose = (v: Float32Array) => read(tf.transpose(tf.tensor(v, perm.map(i => x.shape[i])), back));
+    const untranspose = (v: Float32Array) =>
+      read(
+        tf.transpose(
+          tf.tensor(
+            v,
+            perm.map(i => x.shape[i]),
+          ),
+          back,
+        ),
+      );
     return { ...o, y: untranspose(o.y), dx: untranspose(o.dx) };
   }
-  const model = tf.sequential({ layers: [tf.layers.batchNormalization({ inputShape: x.shape.slice(1), axis, epsilon, momentum: 0 })] });
+  const model = tf.sequential({
+    layers: [tf.layers.batchNormalization({ inputShape: x.shape.slice(1), axis, epsilon, momentum: 0 })],
+  });
   const C = gamma.size;
   model.layers[0].setWeights([gamma, beta, tf.zeros([C]), tf.ones([C])]);
   if (withTandem) t.same(trainBatchNormalization(tf, model), [model.layers[0].name], 'the layer is patched');
@@ -35,7 +62,14 @@ function trainStep(x: tf.Tensor, gamma: tf.Tensor, beta: tf.Tensor, dy: tf.Tenso
   const forward = () => model.apply(xVar, { training: true }) as tf.Tensor;
   const { grads } = tf.variableGrads(() => tf.sum(tf.mul(forward(), dy)) as tf.Scalar, [xVar, gammaVar, betaVar]);
   const y = forward();
-  const out = { y: read(y), mean: read(meanVar), variance: read(varianceVar), dx: read(grads[xVar.name]), dGamma: read(grads[gammaVar.name]), dBeta: read(grads[betaVar.name]) };
+  const out = {
+    y: read(y),
+    mean: read(meanVar),
+    variance: read(varianceVar),
+    dx: read(grads[xVar.name]),
+    dGamma: read(grads[gammaVar.name]),
+    dBeta: read(grads[betaVar.name]),
+  };
   xVar.dispose();
   model.dispose();
   return out;
@@ -55,7 +89,15 @@ function scaledDiff(got: Float32Array, want: Float32Array): number {
 }
 
 const engines: BackendName[] = ['cpu', 'wasm', ...(loadNativeAddon().loaded ? ['native' as const] : [])];
-const cases: [number[], number][] = [[[6, 5], -1], [[4, 3, 7], -1], [[4, 3, 7], 1], [[3, 5, 4, 6], -1], [[3, 5, 4, 6], 1], [[2, 4, 4, 3], 2], [[1, 1, 1, 2], -1]];
+const cases: [number[], number][] = [
+  [[6, 5], -1],
+  [[4, 3, 7], -1],
+  [[4, 3, 7], 1],
+  [[3, 5, 4, 6], -1],
+  [[3, 5, 4, 6], 1],
+  [[2, 4, 4, 3], 2],
+  [[1, 1, 1, 2], -1],
+];
 
 for (const engine of engines) {
   t.test(`${engine}: y, batch mean and variance, dx, dγ, dβ equal tfjs's composition within 1e-5`, async t => {
@@ -63,14 +105,25 @@ for (const engine of engines) {
     const r = prng(21);
     for (const [shape, axis] of cases) {
       const C = shape[(axis + shape.length) % shape.length];
-      const values = (n: number, scale: number, offset = 0) => Array.from({ length: n }, () => offset + (r() - 0.5) * scale);
+      const values = (n: number, scale: number, offset = 0) =>
+        Array.from({ length: n }, () => offset + (r() - 0.5) * scale);
       const size = shape.reduce((a, b) => a * b, 1);
       tf.tidy(() => {
-        const x = tf.tensor(values(size, 6, 2), shape), dy = tf.tensor(values(size, 2), shape);
-        const gamma = tf.tensor1d(values(C, 1, 1)), beta = tf.tensor1d(values(C, 1));
-        const want = trainStep(x, gamma, beta, dy, axis, 1e-3, false), got = trainStep(x, gamma, beta, dy, axis, 1e-3, true);
-        const worst = Object.fromEntries(Object.keys(want).map(k => [k, scaledDiff(got[k as keyof Outputs], want[k as keyof Outputs])]));
-        t.ok(Object.values(worst).every(d => d <= 1e-5), `x [${shape}] axis ${axis}: ${Object.entries(worst).map(([k, d]) => `${k} ${d.toExponential(1)}`).join(', ')}`);
+        const x = tf.tensor(values(size, 6, 2), shape),
+          dy = tf.tensor(values(size, 2), shape);
+        const gamma = tf.tensor1d(values(C, 1, 1)),
+          beta = tf.tensor1d(values(C, 1));
+        const want = trainStep(x, gamma, beta, dy, axis, 1e-3, false),
+          got = trainStep(x, gamma, beta, dy, axis, 1e-3, true);
+        const worst = Object.fromEntries(
+          Object.keys(want).map(k => [k, scaledDiff(got[k as keyof Outputs], want[k as keyof Outputs])]),
+        );
+        t.ok(
+          Object.values(worst).every(d => d <= 1e-5),
+          `x [${shape}] axis ${axis}: ${Object.entries(worst)
+            .map(([k, d]) => `${k} ${d.toExponential(1)}`)
+            .join(', ')}`,
+        );
       });
     }
   });
@@ -79,7 +132,13 @@ for (const engine of engines) {
 t.test('the kernel is not the stock composition by accident: a wrong epsilon is seen', async t => {
   await startBackend(tf, 'cpu');
   tf.tidy(() => {
-    const x = tf.tensor([1, 2, 3, 4, 5, 6], [3, 2]), g = tf.ones([2]), b = tf.zeros([2]), dy = tf.ones([3, 2]);
-    t.ok(scaledDiff(trainStep(x, g, b, dy, -1, 1e-3, true).y, trainStep(x, g, b, dy, -1, 0.5, false).y) > 1e-3, 'different epsilon, different y');
+    const x = tf.tensor([1, 2, 3, 4, 5, 6], [3, 2]),
+      g = tf.ones([2]),
+      b = tf.zeros([2]),
+      dy = tf.ones([3, 2]);
+    t.ok(
+      scaledDiff(trainStep(x, g, b, dy, -1, 1e-3, true).y, trainStep(x, g, b, dy, -1, 0.5, false).y) > 1e-3,
+      'different epsilon, different y',
+    );
   });
 });

@@ -4,8 +4,19 @@
 import t from 'tap';
 import { train, type TrainConfig } from '../src/index.js';
 
-const base: TrainConfig = { model: 'mlp', data: 'synthetic-images', imageSize: [6, 6, 1], datasetSize: 200, classes: 4, batch: 8, steps: 2, devices: 2,
-  backend: 'cpu', embedding: 8, strategy: 'auto' };
+const base: TrainConfig = {
+  model: 'mlp',
+  data: 'synthetic-images',
+  imageSize: [6, 6, 1],
+  datasetSize: 200,
+  classes: 4,
+  batch: 8,
+  steps: 2,
+  devices: 2,
+  backend: 'cpu',
+  embedding: 8,
+  strategy: 'auto',
+};
 
 for (const method of ['local-head', 'partial-fc'] as const) {
   t.test(`${method} --strategy auto: profiled, a strategy chosen, trained`, async t => {

@@ -4,8 +4,19 @@
 import t from 'tap';
 import { train, type TrainConfig } from '../src/index.js';
 
-const base: TrainConfig = { model: 'mlp', data: 'synthetic-images', imageSize: [6, 6, 1], datasetSize: 200, classes: 4, batch: 8, steps: 2, devices: 2,
-  backend: 'cpu', method: 'local-head', embedding: 8 };
+const base: TrainConfig = {
+  model: 'mlp',
+  data: 'synthetic-images',
+  imageSize: [6, 6, 1],
+  datasetSize: 200,
+  classes: 4,
+  batch: 8,
+  steps: 2,
+  devices: 2,
+  backend: 'cpu',
+  method: 'local-head',
+  embedding: 8,
+};
 
 t.test('one held-out sample: no probe, no centre accuracy; 20: the probes counted', async t => {
   const one = await train({ ...base, heldOut: 1 });

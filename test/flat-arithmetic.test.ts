@@ -15,7 +15,11 @@ const SPECIAL = [NaN, Infinity, -Infinity, -0, 0, 1e-40, -3e-39, 3e38, -3.3e38, 
 /** Random floats on a SharedArrayBuffer (as the device slots are), a few of them special. */
 function values(n: number, r: () => number, scale = 1, specials = true): Float32Array {
   const a = new Float32Array(new SharedArrayBuffer(n * 4));
-  for (let i = 0; i < n; i++) a[i] = specials && r() < 0.02 ? SPECIAL[Math.floor(r() * SPECIAL.length)] : (r() - 0.5) * scale * 10 ** Math.floor(r() * 6 - 3);
+  for (let i = 0; i < n; i++)
+    a[i] =
+      specials && r() < 0.02
+        ? SPECIAL[Math.floor(r() * SPECIAL.length)]
+        : (r() - 0.5) * scale * 10 ** Math.floor(r() * 6 - 3);
   return a;
 }
 
@@ -28,19 +32,33 @@ function firstDifference(a: Float32Array, b: Float32Array): number {
 function registerTests(native: FlatArithmetic, addon: NativeAddon): void {
   t.test('reduceMeanInto: native = JS, bit for bit (1-4 slots, in place or not, odd ranges)', async t => {
     const r = prng(7);
-    let cases = 0, mismatches = 0;
+    let cases = 0,
+      mismatches = 0;
     for (let trial = 0; trial < 60; trial++) {
-      const n = 1 + Math.floor(r() * 5000), size = 1 + Math.floor(r() * 4);
-      const start = Math.floor(r() * n), end = start + Math.floor(r() * (n - start + 1));
+      const n = 1 + Math.floor(r() * 5000),
+        size = 1 + Math.floor(r() * 4);
+      const start = Math.floor(r() * n),
+        end = start + Math.floor(r() * (n - start + 1));
       const slots = Array.from({ length: size }, () => values(n, r));
       const inPlace = r() < 0.5;
-      const js = slots.map(s => Float32Array.from(s)), nat = slots.map(s => Float32Array.from(s));
-      const outJs = inPlace ? js[size - 1] : new Float32Array(n), outNat = inPlace ? nat[size - 1] : new Float32Array(n);
+      const js = slots.map(s => Float32Array.from(s)),
+        nat = slots.map(s => Float32Array.from(s));
+      const outJs = inPlace ? js[size - 1] : new Float32Array(n),
+        outNat = inPlace ? nat[size - 1] : new Float32Array(n);
       JS_ARITHMETIC.reduceMeanInto(js, outJs, start, end);
       native.reduceMeanInto(nat, outNat, start, end);
       const d = firstDifference(outJs, outNat);
-      if (d >= 0) { mismatches++; t.fail(`n=${n} slots=${size} [${start}, ${end}) in place ${inPlace}: element ${d}: JS ${outJs[d]} native ${outNat[d]}`); }
-      for (let k = 0; k < size; k++) if (firstDifference(js[k], nat[k]) >= 0) { mismatches++; t.fail(`slot ${k} changed differently`); }
+      if (d >= 0) {
+        mismatches++;
+        t.fail(
+          `n=${n} slots=${size} [${start}, ${end}) in place ${inPlace}: element ${d}: JS ${outJs[d]} native ${outNat[d]}`,
+        );
+      }
+      for (let k = 0; k < size; k++)
+        if (firstDifference(js[k], nat[k]) >= 0) {
+          mismatches++;
+          t.fail(`slot ${k} changed differently`);
+        }
       cases++;
     }
     t.equal(mismatches, 0, `${cases} random reductions identical`);
@@ -57,15 +75,21 @@ function registerTests(native: FlatArithmetic, addon: NativeAddon): void {
       const r = prng(11);
       const n = 3000 + Math.floor(r() * 3000);
       const slots = optimizerStateSlots(config);
-      const params = values(n, r), js = { p: Float32Array.from(params), s: Array.from({ length: slots }, () => new Float32Array(n)) };
+      const params = values(n, r),
+        js = { p: Float32Array.from(params), s: Array.from({ length: slots }, () => new Float32Array(n)) };
       const nat = { p: Float32Array.from(params), s: Array.from({ length: slots }, () => new Float32Array(n)) };
       for (let step = 1; step <= 6; step++) {
         const grads = values(n, r, 1, step !== 3); // step 3: ordinary values only, so later steps still compare finite numbers
-        const start = Math.floor(r() * 100), end = n - Math.floor(r() * 100);
+        const start = Math.floor(r() * 100),
+          end = n - Math.floor(r() * 100);
         JS_ARITHMETIC.applyUpdate(config, js.p, grads, js.s, start, end, step);
         native.applyUpdate(config, nat.p, grads, nat.s, start, end, step);
         const dp = firstDifference(js.p, nat.p);
-        t.equal(dp, -1, `step ${step} [${start}, ${end}): params identical${dp >= 0 ? ` (element ${dp}: JS ${js.p[dp]} native ${nat.p[dp]})` : ''}`);
+        t.equal(
+          dp,
+          -1,
+          `step ${step} [${start}, ${end}): params identical${dp >= 0 ? ` (element ${dp}: JS ${js.p[dp]} native ${nat.p[dp]})` : ''}`,
+        );
         js.s.forEach((s, k) => t.equal(firstDifference(s, nat.s[k]), -1, `step ${step}: state ${k} identical`));
       }
       const moved = js.p.filter((v, i) => Number.isFinite(v) && v !== params[i]).length;
@@ -77,9 +101,32 @@ function registerTests(native: FlatArithmetic, addon: NativeAddon): void {
     t.equal(flatArithmeticFor('native').name, 'native');
     t.equal(flatArithmeticFor('wasm').name, 'js');
     t.equal(flatArithmeticFor('cpu').name, 'js');
-    t.throws(() => addon.reduceMean([new Float32Array(4), new Float32Array(2)], new Float32Array(4), 0, 4), { name: 'RangeError', message: /slots\[r\] holds 2 floats/ });
-    t.throws(() => addon.sgdUpdate(new Float32Array(4), new Float64Array(4) as unknown as Float32Array, null, 0, 4, 0.1, 0), { name: 'TypeError', message: /grads must be a Float32Array/ });
-    t.throws(() => addon.adamUpdate(new Float32Array(4), new Float32Array(4), new Float32Array(4), new Float32Array(4), 3, 1, 0.1, 0.9, 0.99, 1e-7, 0.1, 0.01), { name: 'RangeError', message: /start <= end/ });
+    t.throws(() => addon.reduceMean([new Float32Array(4), new Float32Array(2)], new Float32Array(4), 0, 4), {
+      name: 'RangeError',
+      message: /slots\[r\] holds 2 floats/,
+    });
+    t.throws(
+      () => addon.sgdUpdate(new Float32Array(4), new Float64Array(4) as unknown as Float32Array, null, 0, 4, 0.1, 0),
+      { name: 'TypeError', message: /grads must be a Float32Array/ },
+    );
+    t.throws(
+      () =>
+        addon.adamUpdate(
+          new Float32Array(4),
+          new Float32Array(4),
+          new Float32Array(4),
+          new Float32Array(4),
+          3,
+          1,
+          0.1,
+          0.9,
+          0.99,
+          1e-7,
+          0.1,
+          0.01,
+        ),
+      { name: 'RangeError', message: /start <= end/ },
+    );
   });
 }
 

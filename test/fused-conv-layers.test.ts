@@ -14,25 +14,76 @@ import { train, type TrainConfig } from '../src/index.js';
 /** A model with every kind of Conv2D layer: fusable ones and ones that must stay as they are. */
 function buildModel(): tf.LayersModel {
   const init = (seed: number) => tf.initializers.glorotUniform({ seed });
-  const inner = tf.sequential({ name: 'inner', layers: [
-    tf.layers.conv2d({ inputShape: [8, 8, 16], filters: 8, kernelSize: 3, padding: 'valid', activation: 'relu', kernelInitializer: init(3), biasInitializer: 'ones', name: 'inner_relu_valid' }),
-  ] });
-  return tf.sequential({ layers: [
-    tf.layers.conv2d({ inputShape: [16, 16, 3], filters: 8, kernelSize: 3, padding: 'same', activation: 'relu', kernelInitializer: init(1), biasInitializer: tf.initializers.randomUniform({ minval: -0.2, maxval: 0.2, seed: 11 }), name: 'relu_same' }),
-    tf.layers.conv2d({ filters: 16, kernelSize: 3, strides: 2, padding: 'same', useBias: false, kernelInitializer: init(2), name: 'linear_strided_nobias' }),
-    inner,
-    tf.layers.conv2d({ filters: 8, kernelSize: 2, padding: 'same', activation: 'sigmoid', kernelInitializer: init(4), name: 'sigmoid_stays' }),
-    tf.layers.conv2d({ filters: 8, kernelSize: 2, padding: 'same', activation: 'elu', kernelInitializer: init(5), name: 'elu_stays' }),
-    tf.layers.flatten(),
-    tf.layers.dense({ units: 5, kernelInitializer: init(6), name: 'logits' }),
-  ] });
+  const inner = tf.sequential({
+    name: 'inner',
+    layers: [
+      tf.layers.conv2d({
+        inputShape: [8, 8, 16],
+        filters: 8,
+        kernelSize: 3,
+        padding: 'valid',
+        activation: 'relu',
+        kernelInitializer: init(3),
+        biasInitializer: 'ones',
+        name: 'inner_relu_valid',
+      }),
+    ],
+  });
+  return tf.sequential({
+    layers: [
+      tf.layers.conv2d({
+        inputShape: [16, 16, 3],
+        filters: 8,
+        kernelSize: 3,
+        padding: 'same',
+        activation: 'relu',
+        kernelInitializer: init(1),
+        biasInitializer: tf.initializers.randomUniform({ minval: -0.2, maxval: 0.2, seed: 11 }),
+        name: 'relu_same',
+      }),
+      tf.layers.conv2d({
+        filters: 16,
+        kernelSize: 3,
+        strides: 2,
+        padding: 'same',
+        useBias: false,
+        kernelInitializer: init(2),
+        name: 'linear_strided_nobias',
+      }),
+      inner,
+      tf.layers.conv2d({
+        filters: 8,
+        kernelSize: 2,
+        padding: 'same',
+        activation: 'sigmoid',
+        kernelInitializer: init(4),
+        name: 'sigmoid_stays',
+      }),
+      tf.layers.conv2d({
+        filters: 8,
+        kernelSize: 2,
+        padding: 'same',
+        activation: 'elu',
+        kernelInitializer: init(5),
+        name: 'elu_stays',
+      }),
+      tf.layers.flatten(),
+      tf.layers.dense({ units: 5, kernelInitializer: init(6), name: 'logits' }),
+    ],
+  });
 }
 
 /** Loss, outputs and every gradient of the model on x (values copied out). */
 function lossAndGradients(model: tf.LayersModel, x: tf.Tensor, y: tf.Tensor) {
   const vars = model.trainableWeights.map(w => w.read() as tf.Variable);
-  const { value, grads } = tf.variableGrads(() => tf.losses.softmaxCrossEntropy(y, model.apply(x, { training: true }) as tf.Tensor) as tf.Scalar, vars);
-  const out = { loss: value.dataSync()[0], grads: vars.map(v => ({ name: v.name, values: grads[v.name].dataSync().slice() as Float32Array })) };
+  const { value, grads } = tf.variableGrads(
+    () => tf.losses.softmaxCrossEntropy(y, model.apply(x, { training: true }) as tf.Tensor) as tf.Scalar,
+    vars,
+  );
+  const out = {
+    loss: value.dataSync()[0],
+    grads: vars.map(v => ({ name: v.name, values: grads[v.name].dataSync().slice() as Float32Array })),
+  };
   tf.dispose([value, ...Object.values(grads)]);
   return out;
 }
@@ -41,18 +92,36 @@ function registerTests(): void {
   t.test('fused Conv2D layers = unfused: loss and every gradient, bit for bit; the rest untouched', async t => {
     const x = tf.randomUniform([6, 16, 16, 3], -1, 1, 'float32', 7);
     const y = tf.oneHot(tf.tensor1d([0, 1, 2, 3, 4, 0], 'int32'), 5);
-    const plain = buildModel(), fused = buildModel();
+    const plain = buildModel(),
+      fused = buildModel();
     const names = fuseConvLayers(tf, fused);
-    t.same(names.sort(), ['inner_relu_valid', 'linear_strided_nobias', 'relu_same'], 'relu and linear layers fused, nested ones included; sigmoid and elu left alone');
-    t.same(fuseConvLayers(tf, fused), [], 'fusing again changes nothing (the fused layers have a call of their own now)');
+    t.same(
+      names.sort(),
+      ['inner_relu_valid', 'linear_strided_nobias', 'relu_same'],
+      'relu and linear layers fused, nested ones included; sigmoid and elu left alone',
+    );
+    t.same(
+      fuseConvLayers(tf, fused),
+      [],
+      'fusing again changes nothing (the fused layers have a call of their own now)',
+    );
     const before = nativeKernelCounts()[FUSED_CONV_KERNEL]?.native ?? 0;
-    const a = lossAndGradients(plain, x, y), b = lossAndGradients(fused, x, y);
-    t.equal((nativeKernelCounts()[FUSED_CONV_KERNEL]?.native ?? 0) - before, 3, 'the fused kernel ran natively, once per fused layer');
+    const a = lossAndGradients(plain, x, y),
+      b = lossAndGradients(fused, x, y);
+    t.equal(
+      (nativeKernelCounts()[FUSED_CONV_KERNEL]?.native ?? 0) - before,
+      3,
+      'the fused kernel ran natively, once per fused layer',
+    );
     t.ok(Number.isFinite(a.loss), `loss ${a.loss}`);
     t.equal(b.loss, a.loss, 'same loss');
     for (const [i, g] of a.grads.entries()) {
-      let differing = 0, nonzero = 0;
-      g.values.forEach((v, j) => { if (!Object.is(v, b.grads[i].values[j])) differing++; if (v !== 0) nonzero++; });
+      let differing = 0,
+        nonzero = 0;
+      g.values.forEach((v, j) => {
+        if (!Object.is(v, b.grads[i].values[j])) differing++;
+        if (v !== 0) nonzero++;
+      });
       t.ok(nonzero > 0, `${g.name}: ${nonzero} non-zero gradient values`);
       t.equal(differing, 0, `${g.name}: gradient identical`);
     }
@@ -67,14 +136,21 @@ function registerTests(): void {
   t.test('NaN in the input reaches the fused gradients as it reaches the unfused ones', async t => {
     const values = tf.randomUniform([2, 16, 16, 3], -1, 1, 'float32', 9).dataSync().slice();
     values[5] = NaN;
-    const x = tf.tensor(values, [2, 16, 16, 3]), y = tf.oneHot(tf.tensor1d([1, 2], 'int32'), 5);
-    const plain = buildModel(), fused = buildModel();
+    const x = tf.tensor(values, [2, 16, 16, 3]),
+      y = tf.oneHot(tf.tensor1d([1, 2], 'int32'), 5);
+    const plain = buildModel(),
+      fused = buildModel();
     fuseConvLayers(tf, fused);
-    const a = lossAndGradients(plain, x, y), b = lossAndGradients(fused, x, y);
+    const a = lossAndGradients(plain, x, y),
+      b = lossAndGradients(fused, x, y);
     const nanCount = (g: { values: Float32Array }[]) => g.reduce((s, v) => s + v.values.filter(Number.isNaN).length, 0);
     t.ok(nanCount(a.grads) > 0, `unfused: ${nanCount(a.grads)} NaN gradient values`);
     for (const [i, g] of a.grads.entries()) {
-      t.equal(nanCount([b.grads[i]]), nanCount([g]), `${g.name}: ${nanCount([g])} NaN gradient values unfused, the same fused`);
+      t.equal(
+        nanCount([b.grads[i]]),
+        nanCount([g]),
+        `${g.name}: ${nanCount([g])} NaN gradient values unfused, the same fused`,
+      );
     }
     tf.dispose([x, y]);
     plain.dispose();
@@ -82,18 +158,44 @@ function registerTests(): void {
   });
 
   t.test('training on 2 devices: nativeFusion on and off give the same parameters', async t => {
-    const config = { model: 'alexnet-mini', data: 'synthetic-images', imageSize: [12, 12, 3], classes: 5, datasetSize: 96, batch: 12, steps: 3,
-      devices: 2, backend: 'native', optimizer: 'sgd', lr: 0.05, seed: 3 } satisfies TrainConfig;
-    const on = await train({ ...config, nativeFusion: true }), off = await train({ ...config, nativeFusion: false });
-    let differing = 0, moved = 0;
-    on.weights.forEach((w, i) => w.values.forEach((v, j) => { if (!Object.is(v, off.weights[i].values[j])) differing++; }));
-    t.ok(on.history[0].loss !== on.history[2].loss, `loss moves: ${on.history.map(h => h.loss.toFixed(4)).join(' -> ')}`);
-    on.weights.forEach(w => { moved += w.values.length; });
+    const config = {
+      model: 'alexnet-mini',
+      data: 'synthetic-images',
+      imageSize: [12, 12, 3],
+      classes: 5,
+      datasetSize: 96,
+      batch: 12,
+      steps: 3,
+      devices: 2,
+      backend: 'native',
+      optimizer: 'sgd',
+      lr: 0.05,
+      seed: 3,
+    } satisfies TrainConfig;
+    const on = await train({ ...config, nativeFusion: true }),
+      off = await train({ ...config, nativeFusion: false });
+    let differing = 0,
+      moved = 0;
+    on.weights.forEach((w, i) =>
+      w.values.forEach((v, j) => {
+        if (!Object.is(v, off.weights[i].values[j])) differing++;
+      }),
+    );
+    t.ok(
+      on.history[0].loss !== on.history[2].loss,
+      `loss moves: ${on.history.map(h => h.loss.toFixed(4)).join(' -> ')}`,
+    );
+    on.weights.forEach(w => {
+      moved += w.values.length;
+    });
     t.equal(differing, 0, `all ${moved} parameters identical`);
   });
 
   t.test('nativeFusion must be a boolean', async t => {
-    await t.rejects(train({ model: 'mlp', data: 'synthetic-images', steps: 1, nativeFusion: 'yes' as unknown as boolean }), { code: 'BAD_CONFIG', message: /nativeFusion: must be true or false/ });
+    await t.rejects(
+      train({ model: 'mlp', data: 'synthetic-images', steps: 1, nativeFusion: 'yes' as unknown as boolean }),
+      { code: 'BAD_CONFIG', message: /nativeFusion: must be true or false/ },
+    );
   });
 }
 

@@ -8,16 +8,46 @@ import { BUILTIN_MODELS } from '../src/model/builtin-models.js';
 
 function functionalModel() {
   const input = tf.input({ shape: [6, 6, 2] });
-  const conv = tf.layers.conv2d({ filters: 4, kernelSize: 3, padding: 'same', activation: 'relu', kernelInitializer: tf.initializers.glorotUniform({ seed: 1 }), name: 'conv' }).apply(input) as tf.SymbolicTensor;
+  const conv = tf.layers
+    .conv2d({
+      filters: 4,
+      kernelSize: 3,
+      padding: 'same',
+      activation: 'relu',
+      kernelInitializer: tf.initializers.glorotUniform({ seed: 1 }),
+      name: 'conv',
+    })
+    .apply(input) as tf.SymbolicTensor;
   const flat = tf.layers.flatten().apply(conv) as tf.SymbolicTensor;
-  const a = tf.layers.dense({ units: 8, activation: 'tanh', kernelInitializer: tf.initializers.glorotUniform({ seed: 2 }), name: 'branch_a' }).apply(flat) as tf.SymbolicTensor;
-  const b = tf.layers.dense({ units: 8, kernelInitializer: tf.initializers.glorotUniform({ seed: 3 }), name: 'branch_b' }).apply(flat) as tf.SymbolicTensor;
+  const a = tf.layers
+    .dense({
+      units: 8,
+      activation: 'tanh',
+      kernelInitializer: tf.initializers.glorotUniform({ seed: 2 }),
+      name: 'branch_a',
+    })
+    .apply(flat) as tf.SymbolicTensor;
+  const b = tf.layers
+    .dense({ units: 8, kernelInitializer: tf.initializers.glorotUniform({ seed: 3 }), name: 'branch_b' })
+    .apply(flat) as tf.SymbolicTensor;
   const sum = tf.layers.add().apply([a, b]) as tf.SymbolicTensor;
-  const out = tf.layers.dense({ units: 3, kernelInitializer: tf.initializers.glorotUniform({ seed: 4 }), name: 'head' }).apply(sum) as tf.SymbolicTensor;
+  const out = tf.layers
+    .dense({ units: 3, kernelInitializer: tf.initializers.glorotUniform({ seed: 4 }), name: 'head' })
+    .apply(sum) as tf.SymbolicTensor;
   return tf.model({ inputs: input, outputs: out });
 }
 
-async function check(t: { equal: (a: unknown, b: unknown, m: string) => void; same: (a: unknown, b: unknown, m: string) => void; ok: (a: unknown, m: string) => void }, name: string, model: tf.LayersModel, inputShape: number[], classes: number) {
+async function check(
+  t: {
+    equal: (a: unknown, b: unknown, m: string) => void;
+    same: (a: unknown, b: unknown, m: string) => void;
+    ok: (a: unknown, m: string) => void;
+  },
+  name: string,
+  model: tf.LayersModel,
+  inputShape: number[],
+  classes: number,
+) {
   const x = tf.randomUniform([4, ...inputShape], 0, 1, 'float32', 7);
   const y = tf.oneHot(tf.tensor1d([0, 1, 2, 1], 'int32'), classes);
   const vars = model.trainableWeights.map(w => w.read() as tf.Variable);
@@ -29,18 +59,34 @@ async function check(t: { equal: (a: unknown, b: unknown, m: string) => void; sa
   const before = tf.memory().numTensors;
   const order: number[] = [];
   const got: Float32Array[] = [];
-  const value = backwardWithGradientReady(tf, loss, vars, (i, g) => { order.push(i); got[i] = g.dataSync().slice() as Float32Array; });
+  const value = backwardWithGradientReady(tf, loss, vars, (i, g) => {
+    order.push(i);
+    got[i] = g.dataSync().slice() as Float32Array;
+  });
   value.dispose();
   t.equal(tf.memory().numTensors, before, `${name}: no leaked tensors`);
-  t.same([...order].sort((a, b) => a - b), vars.map((_, i) => i), `${name}: every variable exactly once`);
-  vars.forEach((v, i) => t.ok(got[i].every((g, j) => g === expectedValues[i][j]), `${name}: ${v.name} bit-identical to tf.variableGrads`));
+  t.same(
+    [...order].sort((a, b) => a - b),
+    vars.map((_, i) => i),
+    `${name}: every variable exactly once`,
+  );
+  vars.forEach((v, i) =>
+    t.ok(
+      got[i].every((g, j) => g === expectedValues[i][j]),
+      `${name}: ${v.name} bit-identical to tf.variableGrads`,
+    ),
+  );
   return order.map(i => model.trainableWeights[i].originalName.split('/')[0]);
 }
 
 t.test('sequential and functional models, cpu with tandem kernels', async t => {
   await tf.setBackend('cpu');
   installFastGradients(tf, 'cpu');
-  const seq = BUILTIN_MODELS['alexnet-mini'].factory(tf, { inputShape: [8, 8, 1], classes: 3, seed: 1 }) as tf.LayersModel;
+  const seq = BUILTIN_MODELS['alexnet-mini'].factory(tf, {
+    inputShape: [8, 8, 1],
+    classes: 3,
+    seed: 1,
+  }) as tf.LayersModel;
   const layers = await check(t, 'alexnet-mini', seq, [8, 8, 1], 3);
   const layerOrder = [...new Set(layers)];
   const modelLayerOrder = [...new Set(seq.trainableWeights.map(w => w.originalName.split('/')[0]))].reverse();
@@ -54,11 +100,28 @@ t.test('sequential and functional models, cpu with tandem kernels', async t => {
 });
 
 t.test('a variable the loss does not use gets zeros; internals check names the fix', async t => {
-  const used = tf.variable(tf.tensor1d([1, 2])), unused = tf.variable(tf.tensor1d([3]));
+  const used = tf.variable(tf.tensor1d([1, 2])),
+    unused = tf.variable(tf.tensor1d([3]));
   const got: number[][] = [];
-  backwardWithGradientReady(tf, () => used.square().sum(), [used, unused], (i, g) => { got[i] = Array.from(g.dataSync()); }).dispose();
+  backwardWithGradientReady(
+    tf,
+    () => used.square().sum(),
+    [used, unused],
+    (i, g) => {
+      got[i] = Array.from(g.dataSync());
+    },
+  ).dispose();
   t.same(got, [[2, 4], [0]]);
   tf.dispose([used, unused]);
   const fake = { engine: () => ({}), version_core: '9.9.9' } as unknown as typeof tf;
-  t.throws(() => backwardWithGradientReady(fake, () => tf.scalar(0), [], () => {}), { code: 'TFJS_INTERNALS', message: /4\.22\.0/ });
+  t.throws(
+    () =>
+      backwardWithGradientReady(
+        fake,
+        () => tf.scalar(0),
+        [],
+        () => {},
+      ),
+    { code: 'TFJS_INTERNALS', message: /4\.22\.0/ },
+  );
 });

@@ -11,27 +11,71 @@ import { parseTrainArgs } from '../src/cli/parse-train-args.js';
 import { resolveConfig } from '../src/config.js';
 import { describeProcess, worldSize } from '../src/world/topology.js';
 
-t.test('flags win over the environment; a launcher\'s rank and size are read as a pair', async t => {
+t.test("flags win over the environment; a launcher's rank and size are read as a pair", async t => {
   t.same(hostFieldsFromEnv({}, {}), {});
-  t.same(hostFieldsFromEnv({}, { TANDEM_HOSTS: '3', TANDEM_HOST_RANK: '2', TANDEM_RENDEZVOUS: 'h0:29500' }), { hosts: 3, hostRank: 2, rendezvous: 'h0:29500' });
-  t.same(hostFieldsFromEnv({ hostRank: 0 }, { OMPI_COMM_WORLD_RANK: '1', OMPI_COMM_WORLD_SIZE: '2' }), { hostRank: 0, hosts: 2 });
+  t.same(hostFieldsFromEnv({}, { TANDEM_HOSTS: '3', TANDEM_HOST_RANK: '2', TANDEM_RENDEZVOUS: 'h0:29500' }), {
+    hosts: 3,
+    hostRank: 2,
+    rendezvous: 'h0:29500',
+  });
+  t.same(hostFieldsFromEnv({ hostRank: 0 }, { OMPI_COMM_WORLD_RANK: '1', OMPI_COMM_WORLD_SIZE: '2' }), {
+    hostRank: 0,
+    hosts: 2,
+  });
   t.same(hostFieldsFromEnv({}, { SLURM_PROCID: '3', SLURM_NTASKS: '4' }), { hosts: 4, hostRank: 3 });
-  t.same(hostFieldsFromEnv({}, { OMPI_COMM_WORLD_RANK: '1', OMPI_COMM_WORLD_SIZE: '2', SLURM_PROCID: '0', SLURM_NTASKS: '8' }), { hosts: 2, hostRank: 1 }, 'one launcher only');
-  t.throws(() => hostFieldsFromEnv({}, { SLURM_PROCID: 'x', SLURM_NTASKS: '2' }), { code: 'BAD_CONFIG', message: /SLURM_PROCID/ });
+  t.same(
+    hostFieldsFromEnv(
+      {},
+      { OMPI_COMM_WORLD_RANK: '1', OMPI_COMM_WORLD_SIZE: '2', SLURM_PROCID: '0', SLURM_NTASKS: '8' },
+    ),
+    { hosts: 2, hostRank: 1 },
+    'one launcher only',
+  );
+  t.throws(() => hostFieldsFromEnv({}, { SLURM_PROCID: 'x', SLURM_NTASKS: '2' }), {
+    code: 'BAD_CONFIG',
+    message: /SLURM_PROCID/,
+  });
   // Loose numbers Number() reads are refused, naming the variable and its text (0x2 used to be 2 hosts, 1e1 ten).
-  for (const [variable, text] of [['TANDEM_HOSTS', '0x2'], ['TANDEM_HOST_RANK', ' 1'], ['OMPI_COMM_WORLD_SIZE', '2.0'], ['SLURM_NTASKS', '1e1'], ['SLURM_PROCID', ''], ['TANDEM_HOSTS', '-1']]) {
-    const pair = variable.startsWith('TANDEM') ? ['TANDEM_HOSTS', 'TANDEM_HOST_RANK'] : variable.startsWith('OMPI') ? ['OMPI_COMM_WORLD_SIZE', 'OMPI_COMM_WORLD_RANK'] : ['SLURM_NTASKS', 'SLURM_PROCID'];
+  for (const [variable, text] of [
+    ['TANDEM_HOSTS', '0x2'],
+    ['TANDEM_HOST_RANK', ' 1'],
+    ['OMPI_COMM_WORLD_SIZE', '2.0'],
+    ['SLURM_NTASKS', '1e1'],
+    ['SLURM_PROCID', ''],
+    ['TANDEM_HOSTS', '-1'],
+  ]) {
+    const pair = variable.startsWith('TANDEM')
+      ? ['TANDEM_HOSTS', 'TANDEM_HOST_RANK']
+      : variable.startsWith('OMPI')
+        ? ['OMPI_COMM_WORLD_SIZE', 'OMPI_COMM_WORLD_RANK']
+        : ['SLURM_NTASKS', 'SLURM_PROCID'];
     const env = { [pair[0]]: '2', [pair[1]]: '1', [variable]: text };
-    t.throws(() => hostFieldsFromEnv({}, env), { code: 'BAD_CONFIG', message: `environment variable ${variable} must be a non-negative integer written as decimal digits (e.g. 2), got '${text}'` }, `${variable}='${text}'`);
+    t.throws(
+      () => hostFieldsFromEnv({}, env),
+      {
+        code: 'BAD_CONFIG',
+        message: `environment variable ${variable} must be a non-negative integer written as decimal digits (e.g. 2), got '${text}'`,
+      },
+      `${variable}='${text}'`,
+    );
   }
-  t.same(hostFieldsFromEnv({ hosts: 2 }, { TANDEM_HOSTS: '0x2', TANDEM_HOST_RANK: '1' }), { hosts: 2, hostRank: 1 }, 'a flag given: its variable is not read');
-  t.same(parseTrainArgs(['--hosts', '2', '--host-rank', '1', '--rendezvous', '10.0.0.1:29500']).config, { hosts: 2, hostRank: 1, rendezvous: '10.0.0.1:29500' });
+  t.same(
+    hostFieldsFromEnv({ hosts: 2 }, { TANDEM_HOSTS: '0x2', TANDEM_HOST_RANK: '1' }),
+    { hosts: 2, hostRank: 1 },
+    'a flag given: its variable is not read',
+  );
+  t.same(parseTrainArgs(['--hosts', '2', '--host-rank', '1', '--rendezvous', '10.0.0.1:29500']).config, {
+    hosts: 2,
+    hostRank: 1,
+    rendezvous: '10.0.0.1:29500',
+  });
 });
 
 t.test('rendezvous addresses', async t => {
   t.same(parseRendezvous('rendezvous', '10.0.0.1:29500'), { host: '10.0.0.1', port: 29500 });
   t.same(parseRendezvous('rendezvous', '[::1]:80'), { host: '::1', port: 80 });
-  for (const bad of ['10.0.0.1', 'h:0', 'h:70000', ':1', 'a b:1']) t.throws(() => parseRendezvous('rendezvous', bad), { code: 'BAD_CONFIG' }, bad);
+  for (const bad of ['10.0.0.1', 'h:0', 'h:70000', ':1', 'a b:1'])
+    t.throws(() => parseRendezvous('rendezvous', bad), { code: 'BAD_CONFIG' }, bad);
 });
 
 t.test('the topology is hosts × devices; one host is the single-process topology', async t => {
@@ -44,47 +88,125 @@ t.test('the topology is hosts × devices; one host is the single-process topolog
   t.same(gpu.topology, { processes: 2, process: 1, localDevices: 1, processKind: 'gpu' });
   t.same([describeProcess(gpu.topology, 1), describeProcess(two.topology, 1)], ['GPU process 1', 'host 1']);
   t.throws(() => resolveHosts({ hosts: 2 }, 1), { code: 'BAD_CONFIG', message: /rendezvous/ });
-  t.throws(() => resolveHosts({ hosts: 2, hostRank: 2, rendezvous: 'h:1' }, 1), { code: 'BAD_CONFIG', message: /hostRank/ });
+  t.throws(() => resolveHosts({ hosts: 2, hostRank: 2, rendezvous: 'h:1' }, 1), {
+    code: 'BAD_CONFIG',
+    message: /hostRank/,
+  });
   t.throws(() => resolveHosts({ rendezvous: 'h:1' }, 1), { code: 'BAD_CONFIG', message: /rendezvous/ });
 });
 
-t.test('not yet across hosts: refused before any thread starts, naming the option; local-head and partial-fc resolve, with checkpoints and resume; auto resolves', async t => {
-  const base = { hosts: 2, hostRank: 0, rendezvous: '127.0.0.1:1', devices: 1, data: 'synthetic-images', imageSize: [8, 8, 1], classes: 4, datasetSize: 64, batch: 8 };
-  await t.rejects(resolveConfig({ ...base, method: 'squared-error' }), { code: 'BAD_CONFIG', message: /config\.method: method 'squared-error' does not work across hosts yet/ });
-  for (const method of ['local-head', 'partial-fc']) {
-    const ok = await resolveConfig({ ...base, method });
-    t.equal(ok.topology.processes, 2, `${method} runs across hosts`);
-    const ckpt = await resolveConfig({ ...base, method, checkpointEvery: 2, out: '/tmp/o', resume: '/tmp/o' });
-    t.same([ckpt.checkpointEvery, ckpt.resume], [2, '/tmp/o'], `${method}: checkpoints and resume across hosts`);
-    await t.rejects(resolveConfig({ ...base, devices: 2, batch: 8, method, exportDevice: 2 }), { code: 'BAD_CONFIG', message: /config\.exportDevice: 2 is not on host 0/ });
-  }
-  t.equal((await resolveConfig({ ...base, strategy: 'auto' })).strategy, 'auto', "strategy 'auto' across hosts (host 0 profiles)");
-  await t.rejects(resolveConfig({ ...base, transport: 'shared-memory' }), { code: 'BAD_CONFIG', message: /config\.transport/ });
-  if (loadGlooAddon().loaded) {
-    const across = { ...base, rendezvous: '10.0.0.1:1' }; // another machine's address: processes of several machines
-    t.equal((await resolveConfig(across)).transport, 'gloo', 'one device per host: flat gloo by default');
-    t.equal((await resolveConfig({ ...across, devices: 2 })).transport, 'hierarchical', 'several devices per host: hierarchical by default');
-    t.equal((await resolveConfig({ ...base, devices: 2, transport: 'gloo' })).transport, 'gloo', 'flat gloo stays selectable');
-    if (loadShmAddon().loaded) t.equal((await resolveConfig({ ...base, devices: 2 })).transport, 'shm', 'a loopback rendezvous (one machine): shm by default');
-  }
-  await t.rejects(resolveConfig({ ...base, batch: 9 }), { code: 'BAD_CONFIG', message: /divisible by devices 2 \(2 hosts × 1\)/ });
-});
+t.test(
+  'not yet across hosts: refused before any thread starts, naming the option; local-head and partial-fc resolve, with checkpoints and resume; auto resolves',
+  async t => {
+    const base = {
+      hosts: 2,
+      hostRank: 0,
+      rendezvous: '127.0.0.1:1',
+      devices: 1,
+      data: 'synthetic-images',
+      imageSize: [8, 8, 1],
+      classes: 4,
+      datasetSize: 64,
+      batch: 8,
+    };
+    await t.rejects(resolveConfig({ ...base, method: 'squared-error' }), {
+      code: 'BAD_CONFIG',
+      message: /config\.method: method 'squared-error' does not work across hosts yet/,
+    });
+    for (const method of ['local-head', 'partial-fc']) {
+      const ok = await resolveConfig({ ...base, method });
+      t.equal(ok.topology.processes, 2, `${method} runs across hosts`);
+      const ckpt = await resolveConfig({ ...base, method, checkpointEvery: 2, out: '/tmp/o', resume: '/tmp/o' });
+      t.same([ckpt.checkpointEvery, ckpt.resume], [2, '/tmp/o'], `${method}: checkpoints and resume across hosts`);
+      await t.rejects(resolveConfig({ ...base, devices: 2, batch: 8, method, exportDevice: 2 }), {
+        code: 'BAD_CONFIG',
+        message: /config\.exportDevice: 2 is not on host 0/,
+      });
+    }
+    t.equal(
+      (await resolveConfig({ ...base, strategy: 'auto' })).strategy,
+      'auto',
+      "strategy 'auto' across hosts (host 0 profiles)",
+    );
+    await t.rejects(resolveConfig({ ...base, transport: 'shared-memory' }), {
+      code: 'BAD_CONFIG',
+      message: /config\.transport/,
+    });
+    if (loadGlooAddon().loaded) {
+      const across = { ...base, rendezvous: '10.0.0.1:1' }; // another machine's address: processes of several machines
+      t.equal((await resolveConfig(across)).transport, 'gloo', 'one device per host: flat gloo by default');
+      t.equal(
+        (await resolveConfig({ ...across, devices: 2 })).transport,
+        'hierarchical',
+        'several devices per host: hierarchical by default',
+      );
+      t.equal(
+        (await resolveConfig({ ...base, devices: 2, transport: 'gloo' })).transport,
+        'gloo',
+        'flat gloo stays selectable',
+      );
+      if (loadShmAddon().loaded)
+        t.equal(
+          (await resolveConfig({ ...base, devices: 2 })).transport,
+          'shm',
+          'a loopback rendezvous (one machine): shm by default',
+        );
+    }
+    await t.rejects(resolveConfig({ ...base, batch: 9 }), {
+      code: 'BAD_CONFIG',
+      message: /divisible by devices 2 \(2 hosts × 1\)/,
+    });
+  },
+);
 
-t.test('resume across hosts: accepted on every host (host 0 alone reads the checkpoint, so the path need not exist on the others)', async t => {
-  const base = { hosts: 2, rendezvous: '127.0.0.1:1', devices: 1, data: 'synthetic-images', imageSize: [8, 8, 1], classes: 4, datasetSize: 64, batch: 8 };
-  const host1 = await resolveConfig({ ...base, hostRank: 1, resume: '/no/such/dir' });
-  t.equal(host1.resume, '/no/such/dir');
-});
+t.test(
+  'resume across hosts: accepted on every host (host 0 alone reads the checkpoint, so the path need not exist on the others)',
+  async t => {
+    const base = {
+      hosts: 2,
+      rendezvous: '127.0.0.1:1',
+      devices: 1,
+      data: 'synthetic-images',
+      imageSize: [8, 8, 1],
+      classes: 4,
+      datasetSize: 64,
+      batch: 8,
+    };
+    const host1 = await resolveConfig({ ...base, hostRank: 1, resume: '/no/such/dir' });
+    t.equal(host1.resume, '/no/such/dir');
+  },
+);
 
 t.test('host 0 writes the outputs; the others resolve with none', async t => {
-  const base = { hosts: 2, rendezvous: '127.0.0.1:1', devices: 1, data: 'synthetic-images', imageSize: [8, 8, 1], classes: 4, datasetSize: 64, batch: 8,
-    out: '/tmp/o', trace: '/tmp/t.json', checkpointDir: '/tmp/c', checkpointEvery: 2 };
-  const [h0, h1] = await Promise.all([resolveConfig({ ...base, hostRank: 0 }), resolveConfig({ ...base, hostRank: 1 })]).catch(err => {
+  const base = {
+    hosts: 2,
+    rendezvous: '127.0.0.1:1',
+    devices: 1,
+    data: 'synthetic-images',
+    imageSize: [8, 8, 1],
+    classes: 4,
+    datasetSize: 64,
+    batch: 8,
+    out: '/tmp/o',
+    trace: '/tmp/t.json',
+    checkpointDir: '/tmp/c',
+    checkpointEvery: 2,
+  };
+  const [h0, h1] = await Promise.all([
+    resolveConfig({ ...base, hostRank: 0 }),
+    resolveConfig({ ...base, hostRank: 1 }),
+  ]).catch(err => {
     if (err.message.includes("'gloo' is not available")) return [undefined, undefined];
     throw err;
   });
-  if (!h0 || !h1) { t.comment('skipped: gloo addon not built'); return; }
-  t.same([h0.out, h0.trace, h0.checkpointDir, h0.transport, h0.devices], ['/tmp/o', '/tmp/t.json', '/tmp/c', loadShmAddon().loaded ? 'shm' : 'gloo', 2]);
+  if (!h0 || !h1) {
+    t.comment('skipped: gloo addon not built');
+    return;
+  }
+  t.same(
+    [h0.out, h0.trace, h0.checkpointDir, h0.transport, h0.devices],
+    ['/tmp/o', '/tmp/t.json', '/tmp/c', loadShmAddon().loaded ? 'shm' : 'gloo', 2],
+  );
   t.same([h1.out, h1.trace, h1.checkpointDir], [undefined, undefined, undefined]);
 });
 
@@ -96,16 +218,47 @@ t.test('launch: --hosts taken out, the flags it sets itself refused', async t =>
   t.throws(() => splitLaunchArgs(['--hosts', 'two']), { code: 'BAD_CONFIG' });
 });
 
-t.test('launch --gpus: one host by default; --host-rank and --rendezvous together, for one host of several; --devices refused', async t => {
-  t.same(splitLaunchArgs(['--gpus', '2', '--steps', '3']), { hosts: 1, gpus: 2, trainArgs: ['--steps', '3'] });
-  t.same(splitLaunchArgs(['--gpus=4', '--hosts', '3']), { hosts: 3, gpus: 4, trainArgs: [] });
-  t.same(splitLaunchArgs(['--gpus', '1', '--model', 'gpus', '--out', 'hosts']), { hosts: 1, gpus: 1, trainArgs: ['--model', 'gpus', '--out', 'hosts'] }, 'only flags are the launcher\'s');
-  t.same(splitLaunchArgs(['--gpus', '2', '--hosts', '2', '--host-rank', '1', '--rendezvous', '10.0.0.1:29500']),
-    { hosts: 2, gpus: 2, hostRank: 1, rendezvous: '10.0.0.1:29500', trainArgs: [] });
-  t.throws(() => splitLaunchArgs(['--gpus', '2', '--devices', '2']), { code: 'BAD_CONFIG', message: /one device; leave out --devices/ });
-  t.throws(() => splitLaunchArgs(['--gpus', '2', '--hosts', '2', '--host-rank', '1']), { code: 'BAD_CONFIG', message: /together/ });
-  t.throws(() => splitLaunchArgs(['--gpus', '2', '--host-rank', '0', '--rendezvous', 'h:1']), { code: 'BAD_CONFIG', message: /together/ }, 'one host: no rank');
-  t.throws(() => splitLaunchArgs(['--gpus', '2', '--hosts', '2', '--host-rank', '2', '--rendezvous', 'h:1']), { code: 'BAD_CONFIG', message: /\[0, 2\)/ });
-  t.throws(() => splitLaunchArgs(['--gpus', '0']), { code: 'BAD_CONFIG', message: /--gpus must be an integer in \[1, 64\]/ });
-  t.throws(() => splitLaunchArgs(['--gpus', '16', '--hosts', '8']), { code: 'BAD_CONFIG', message: /128 local processes/ });
-});
+t.test(
+  'launch --gpus: one host by default; --host-rank and --rendezvous together, for one host of several; --devices refused',
+  async t => {
+    t.same(splitLaunchArgs(['--gpus', '2', '--steps', '3']), { hosts: 1, gpus: 2, trainArgs: ['--steps', '3'] });
+    t.same(splitLaunchArgs(['--gpus=4', '--hosts', '3']), { hosts: 3, gpus: 4, trainArgs: [] });
+    t.same(
+      splitLaunchArgs(['--gpus', '1', '--model', 'gpus', '--out', 'hosts']),
+      { hosts: 1, gpus: 1, trainArgs: ['--model', 'gpus', '--out', 'hosts'] },
+      "only flags are the launcher's",
+    );
+    t.same(splitLaunchArgs(['--gpus', '2', '--hosts', '2', '--host-rank', '1', '--rendezvous', '10.0.0.1:29500']), {
+      hosts: 2,
+      gpus: 2,
+      hostRank: 1,
+      rendezvous: '10.0.0.1:29500',
+      trainArgs: [],
+    });
+    t.throws(() => splitLaunchArgs(['--gpus', '2', '--devices', '2']), {
+      code: 'BAD_CONFIG',
+      message: /one device; leave out --devices/,
+    });
+    t.throws(() => splitLaunchArgs(['--gpus', '2', '--hosts', '2', '--host-rank', '1']), {
+      code: 'BAD_CONFIG',
+      message: /together/,
+    });
+    t.throws(
+      () => splitLaunchArgs(['--gpus', '2', '--host-rank', '0', '--rendezvous', 'h:1']),
+      { code: 'BAD_CONFIG', message: /together/ },
+      'one host: no rank',
+    );
+    t.throws(() => splitLaunchArgs(['--gpus', '2', '--hosts', '2', '--host-rank', '2', '--rendezvous', 'h:1']), {
+      code: 'BAD_CONFIG',
+      message: /\[0, 2\)/,
+    });
+    t.throws(() => splitLaunchArgs(['--gpus', '0']), {
+      code: 'BAD_CONFIG',
+      message: /--gpus must be an integer in \[1, 64\]/,
+    });
+    t.throws(() => splitLaunchArgs(['--gpus', '16', '--hosts', '8']), {
+      code: 'BAD_CONFIG',
+      message: /128 local processes/,
+    });
+  },
+);

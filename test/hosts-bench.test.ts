@@ -3,17 +3,57 @@
 // and the lower bound max(compute, comm). The runs themselves need root and
 // network namespaces: `npm run bench -- hosts`.
 import t from 'tap';
-import { bitsPerSecondOf, DEFAULT_SCHEDULES, HOOKS, lineRateAllReduceMs, lowerBoundMs, median, parseHostsOptions, scheduleRun, slowerHostMedian, untimedSteps } from '../bench/hosts-figures.js';
+import {
+  bitsPerSecondOf,
+  DEFAULT_SCHEDULES,
+  HOOKS,
+  lineRateAllReduceMs,
+  lowerBoundMs,
+  median,
+  parseHostsOptions,
+  scheduleRun,
+  slowerHostMedian,
+  untimedSteps,
+} from '../bench/hosts-figures.js';
 import { candidateKey } from '../src/profiling/auto-candidates.js';
 import { parseTrainArgs } from '../src/cli/parse-train-args.js';
 
 t.test('options: defaults, lists, refusals naming the flag', async t => {
-  t.same(parseHostsOptions({}), { models: ['alexnet-mini', 'alexnet'], rates: undefined, steps: undefined, batch: undefined, out: 'bench/results',
-    schedules: [...DEFAULT_SCHEDULES], hooks: [...HOOKS], torch: true, quick: false });
-  const o = parseHostsOptions({ models: 'alexnet-mini', rates: '1gbit, 100mbit', steps: '12', batch: '16', out: '/tmp/x' });
-  t.same(o, { models: ['alexnet-mini'], rates: ['1gbit', '100mbit'], steps: 12, batch: 16, out: '/tmp/x', schedules: [...DEFAULT_SCHEDULES], hooks: [...HOOKS], torch: true, quick: false });
+  t.same(parseHostsOptions({}), {
+    models: ['alexnet-mini', 'alexnet'],
+    rates: undefined,
+    steps: undefined,
+    batch: undefined,
+    out: 'bench/results',
+    schedules: [...DEFAULT_SCHEDULES],
+    hooks: [...HOOKS],
+    torch: true,
+    quick: false,
+  });
+  const o = parseHostsOptions({
+    models: 'alexnet-mini',
+    rates: '1gbit, 100mbit',
+    steps: '12',
+    batch: '16',
+    out: '/tmp/x',
+  });
+  t.same(o, {
+    models: ['alexnet-mini'],
+    rates: ['1gbit', '100mbit'],
+    steps: 12,
+    batch: 16,
+    out: '/tmp/x',
+    schedules: [...DEFAULT_SCHEDULES],
+    hooks: [...HOOKS],
+    torch: true,
+    quick: false,
+  });
   const q = parseHostsOptions({ models: 'alexnet-mini', links: '1G,100M', quick: true, schedules: 'sequential,auto' });
-  t.same([q.rates, q.schedules, q.hooks, q.torch], [['1gbit', '100mbit'], ['sequential', 'auto'], ['none', 'fp16'], false], '--links 1G,100M --quick');
+  t.same(
+    [q.rates, q.schedules, q.hooks, q.torch],
+    [['1gbit', '100mbit'], ['sequential', 'auto'], ['none', 'fp16'], false],
+    '--links 1G,100M --quick',
+  );
   t.throws(() => parseHostsOptions({ schedules: 'fastest' }), /unknown schedule 'fastest' \(--schedules/);
   t.throws(() => parseHostsOptions({ hooks: 'int8' }), /unknown hook 'int8' \(--hooks/);
   t.throws(() => parseHostsOptions({ models: 'resnet' }), /unknown model 'resnet' \(--models/);
@@ -27,8 +67,13 @@ t.test("each schedule's flags give the configuration its prediction's key names"
     for (const hook of HOOKS) {
       const run = scheduleRun(schedule, hook, 2);
       const c = parseTrainArgs(run.args, 'train').config;
-      const key = candidateKey({ strategy: c.strategy as 'sequential', forwardWait: c.forwardWait ?? 'group', exchangeOrder: c.exchangeOrder ?? 'ready',
-        chunkFloats: c.chunkFloats, commHook: (c.commHook ?? 'none') as 'none' });
+      const key = candidateKey({
+        strategy: c.strategy as 'sequential',
+        forwardWait: c.forwardWait ?? 'group',
+        exchangeOrder: c.exchangeOrder ?? 'ready',
+        chunkFloats: c.chunkFloats,
+        commHook: (c.commHook ?? 'none') as 'none',
+      });
       t.equal(run.key, key, `${schedule} + ${hook}: ${run.args.join(' ')}`);
     }
   }
@@ -45,7 +90,13 @@ t.test('medians: odd, even, the slower host', async t => {
   t.equal(median([5, 1, 3]), 3);
   t.equal(median([4, 1, 3, 2]), 2.5);
   t.throws(() => median([]));
-  t.equal(slowerHostMedian([[10, 30, 20], [25, 5, 26]]), 25);
+  t.equal(
+    slowerHostMedian([
+      [10, 30, 20],
+      [25, 5, 26],
+    ]),
+    25,
+  );
 });
 
 t.test('line rate and lower bound', async t => {
@@ -53,9 +104,9 @@ t.test('line rate and lower bound', async t => {
   t.equal(bitsPerSecondOf('10gbit'), 1e10);
   // 2 hosts: each sends half the gradient in the reduce-scatter and half in the all-gather, the whole gradient in all
   const floats = 586_250;
-  t.ok(Math.abs(lineRateAllReduceMs(floats, 1e9) - floats * 32 / 1e9 * 1000) < 1e-9);
+  t.ok(Math.abs(lineRateAllReduceMs(floats, 1e9) - ((floats * 32) / 1e9) * 1000) < 1e-9);
   // 4 hosts: 3/4 of it twice
-  t.ok(Math.abs(lineRateAllReduceMs(1000, 1e6, 4) - 1.5 * 1000 * 32 / 1e6 * 1000) < 1e-9);
+  t.ok(Math.abs(lineRateAllReduceMs(1000, 1e6, 4) - ((1.5 * 1000 * 32) / 1e6) * 1000) < 1e-9);
   t.equal(lowerBoundMs(65, 33), 65);
   t.equal(lowerBoundMs(65, 330), 330);
 });

@@ -13,9 +13,33 @@ import { flagDifferences, hostFlags } from '../src/world/host-flags.js';
 import type { TrainConfig } from '../src/config-types.js';
 
 const CLI = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
-const BASE = ['--model', 'mlp', '--data', 'synthetic-images', '--image-size', '8x8x1', '--classes', '4', '--dataset-size', '64', '--batch', '8',
-  '--hosts', '2', '--stall-timeout-ms', '60000'];
-const COMMON: TrainConfig = { model: 'mlp', data: 'synthetic-images', imageSize: [8, 8, 1], classes: 4, datasetSize: 64, batch: 8, steps: 3 };
+const BASE = [
+  '--model',
+  'mlp',
+  '--data',
+  'synthetic-images',
+  '--image-size',
+  '8x8x1',
+  '--classes',
+  '4',
+  '--dataset-size',
+  '64',
+  '--batch',
+  '8',
+  '--hosts',
+  '2',
+  '--stall-timeout-ms',
+  '60000',
+];
+const COMMON: TrainConfig = {
+  model: 'mlp',
+  data: 'synthetic-images',
+  imageSize: [8, 8, 1],
+  classes: 4,
+  datasetSize: 64,
+  batch: 8,
+  steps: 3,
+};
 
 async function freePort(): Promise<number> {
   const server = createServer();
@@ -27,31 +51,73 @@ async function freePort(): Promise<number> {
 }
 
 /** Host r's `tandem train` with its own flags; its exit code, output and seconds taken. */
-async function host(rank: number, port: number, flags: string[]): Promise<{ code: number; out: string; seconds: number }> {
+async function host(
+  rank: number,
+  port: number,
+  flags: string[],
+): Promise<{ code: number; out: string; seconds: number }> {
   const started = performance.now();
-  const child = spawn(process.execPath, [CLI, 'train', ...BASE, '--host-rank', String(rank), '--rendezvous', `127.0.0.1:${port}`, ...flags], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(
+    process.execPath,
+    [CLI, 'train', ...BASE, '--host-rank', String(rank), '--rendezvous', `127.0.0.1:${port}`, ...flags],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   let out = '';
-  child.stdout!.on('data', d => { out += String(d); });
-  child.stderr!.on('data', d => { out += String(d); });
-  const [code] = await once(child, 'close') as [number];
+  child.stdout!.on('data', d => {
+    out += String(d);
+  });
+  child.stderr!.on('data', d => {
+    out += String(d);
+  });
+  const [code] = (await once(child, 'close')) as [number];
   return { code, out, seconds: (performance.now() - started) / 1000 };
 }
 
-t.test('the flags compared: the same command agrees; steps, strategy or auto differ; paths and outputs do not count', async t => {
-  const flags = async (c: TrainConfig, auto = false) => hostFlags(await resolveConfig(c), auto);
-  const base = await flags(COMMON);
-  t.same(flagDifferences(base, await flags({ ...COMMON, out: '/tmp/elsewhere', stallTimeoutMs: 5000, loaderThreads: 1 }), 'here', 'there'), [], 'outputs, timeouts, loaders: no difference');
-  t.same(flagDifferences(base, await flags({ ...COMMON, steps: 4 }), 'here', 'there'), ['steps: 3 here, 4 there']);
-  t.same(flagDifferences(base, await flags({ ...COMMON, strategy: 'two-group', splitLayer: 1 }), 'here', 'there'), ['strategy: "sequential" here, "two-group" there']);
-  t.same(flagDifferences(base, await flags({ ...COMMON, strategy: 'auto' }, true), 'here', 'there'), ['strategy: "sequential" here, "auto" there'],
-    'auto against a strategy: the strategy alone (the hook is auto\'s to pick)');
-  t.same(flagDifferences(await flags({ ...COMMON, strategy: 'auto' }, true), await flags({ ...COMMON, strategy: 'auto', commHook: 'auto' }, true), 'here', 'there'), [],
-    'auto with and without --comm-hook auto as host 0 decides: the same');
-});
+t.test(
+  'the flags compared: the same command agrees; steps, strategy or auto differ; paths and outputs do not count',
+  async t => {
+    const flags = async (c: TrainConfig, auto = false) => hostFlags(await resolveConfig(c), auto);
+    const base = await flags(COMMON);
+    t.same(
+      flagDifferences(
+        base,
+        await flags({ ...COMMON, out: '/tmp/elsewhere', stallTimeoutMs: 5000, loaderThreads: 1 }),
+        'here',
+        'there',
+      ),
+      [],
+      'outputs, timeouts, loaders: no difference',
+    );
+    t.same(flagDifferences(base, await flags({ ...COMMON, steps: 4 }), 'here', 'there'), ['steps: 3 here, 4 there']);
+    t.same(flagDifferences(base, await flags({ ...COMMON, strategy: 'two-group', splitLayer: 1 }), 'here', 'there'), [
+      'strategy: "sequential" here, "two-group" there',
+    ]);
+    t.same(
+      flagDifferences(base, await flags({ ...COMMON, strategy: 'auto' }, true), 'here', 'there'),
+      ['strategy: "sequential" here, "auto" there'],
+      "auto against a strategy: the strategy alone (the hook is auto's to pick)",
+    );
+    t.same(
+      flagDifferences(
+        await flags({ ...COMMON, strategy: 'auto' }, true),
+        await flags({ ...COMMON, strategy: 'auto', commHook: 'auto' }, true),
+        'here',
+        'there',
+      ),
+      [],
+      'auto with and without --comm-hook auto as host 0 decides: the same',
+    );
+  },
+);
 
 if (glooAddonOrSkip()) {
   for (const [what, flags0, flags1, expected] of [
-    ['--strategy auto on host 0 alone', ['--strategy', 'auto', '--steps', '3'], ['--strategy', 'sequential', '--steps', '3'], /strategy: "(auto|sequential)" on host [01], "(auto|sequential)" on host [01]/],
+    [
+      '--strategy auto on host 0 alone',
+      ['--strategy', 'auto', '--steps', '3'],
+      ['--strategy', 'sequential', '--steps', '3'],
+      /strategy: "(auto|sequential)" on host [01], "(auto|sequential)" on host [01]/,
+    ],
     ['other --steps', ['--steps', '3'], ['--steps', '4'], /steps: [34] on host [01], [34] on host [01]/],
   ] as const) {
     t.test(`hosts started with ${what}: both fail at once, naming the flag`, async t => {

@@ -14,23 +14,55 @@ import { glooAddonOrSkip } from './fixtures/gloo-addon-or-skip.js';
 import { loadShmAddon } from '../src/collectives/shm/shm-addon.js';
 
 const CLI = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
-const TRAIN = ['--model', 'mlp', '--data', 'synthetic-images', '--image-size', '8x8x1', '--classes', '5', '--dataset-size', '90',
-  '--batch', '8', '--seed', '3', '--steps', '4', '--embedding', '8', '--export-classifier', '--json'];
+const TRAIN = [
+  '--model',
+  'mlp',
+  '--data',
+  'synthetic-images',
+  '--image-size',
+  '8x8x1',
+  '--classes',
+  '5',
+  '--dataset-size',
+  '90',
+  '--batch',
+  '8',
+  '--seed',
+  '3',
+  '--steps',
+  '4',
+  '--embedding',
+  '8',
+  '--export-classifier',
+  '--json',
+];
 
-interface Ended { code: number | null; lines: string[]; stderr: string[] }
+interface Ended {
+  code: number | null;
+  lines: string[];
+  stderr: string[];
+}
 interface Summary {
-  replicaChecksum: string; config: { devices: number; out?: string; transport: string };
-  classifier: { classifierPath?: string; localClasses: number[]; heldOut?: { centreAccuracy?: number; classifierAccuracy?: number } };
+  replicaChecksum: string;
+  config: { devices: number; out?: string; transport: string };
+  classifier: {
+    classifierPath?: string;
+    localClasses: number[];
+    heldOut?: { centreAccuracy?: number; classifierAccuracy?: number };
+  };
 }
 
 const live = new Set<ChildProcess>();
-t.teardown(() => { for (const c of live) c.kill('SIGKILL'); });
+t.teardown(() => {
+  for (const c of live) c.kill('SIGKILL');
+});
 
 /** `tandem ARGS` to its end, stdout and stderr lines kept. */
 async function tandem(args: string[]): Promise<Ended> {
   const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   live.add(child);
-  const lines: string[] = [], stderr: string[] = [];
+  const lines: string[] = [],
+    stderr: string[] = [];
   readline.createInterface({ input: child.stdout! }).on('line', l => lines.push(l));
   readline.createInterface({ input: child.stderr! }).on('line', l => stderr.push(l));
   const [code] = await once(child, 'close');
@@ -54,7 +86,16 @@ function oneProcess(method: string, devices: number): Promise<Ended> {
   const key = `${method}-${devices}`;
   let run = oneRuns.get(key);
   if (!run) {
-    run = tandem(['train', '--devices', String(devices), '--method', method, ...TRAIN, '--out', path.join(oneDir, key)]);
+    run = tandem([
+      'train',
+      '--devices',
+      String(devices),
+      '--method',
+      method,
+      ...TRAIN,
+      '--out',
+      path.join(oneDir, key),
+    ]);
     oneRuns.set(key, run);
   }
   return run;
@@ -63,34 +104,64 @@ function oneProcess(method: string, devices: number): Promise<Ended> {
 if (glooAddonOrSkip()) {
   // partial-fc 2 x 2: its compute collectives (all-gather, blocking max and sum all-reduces) on shm and on the hierarchical transport.
   const defaultTransport = (devices: number) => (loadShmAddon().loaded ? 'shm' : devices > 1 ? 'hierarchical' : 'gloo');
-  for (const [method, devices, forced] of [['local-head', 1], ['partial-fc', 1], ['partial-fc', 2], ['partial-fc', 2, 'hierarchical']] as const) {
+  for (const [method, devices, forced] of [
+    ['local-head', 1],
+    ['partial-fc', 1],
+    ['partial-fc', 2],
+    ['partial-fc', 2, 'hierarchical'],
+  ] as const) {
     const transport = forced ?? defaultTransport(devices);
-    t.test(`${method}: launch --hosts 2 --devices ${devices}${forced ? ` --transport ${forced}` : ''} equals one process with --devices ${2 * devices}, ` +
-      'bit for bit; heads reach host 0', async t => {
-      const dir = mkdtempSync(path.join(tmpdir(), `tandem-hosts-${method}-`));
-      t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-      const [h, o] = await Promise.all([
-        tandem(['launch', '--hosts', '2', '--devices', String(devices), '--method', method, ...TRAIN, ...(forced ? ['--transport', forced] : []),
-          '--out', path.join(dir, 'hosts')]),
-        oneProcess(method, 2 * devices),
-      ]);
-      const oneOut = path.join(oneDir, `${method}-${2 * devices}`);
-      t.equal(h.code, 0, `launch: ${h.stderr.join('\n')}`);
-      t.equal(o.code, 0, `one process: ${o.stderr.join('\n')}`);
-      const single = summaryOf(o.lines);
-      const [host0, host1] = [0, 1].map(r => summaryOf(h.lines, `[host ${r}] `));
-      const shares = devices === 1 ? [3, 2] : [2, 1, 1, 1];
-      t.same(single.classifier.localClasses, shares, `labels shared ${shares.join(' + ')}`);
-      t.equal(host0.config.transport, transport, forced ? 'the transport asked for' : 'the default transport of processes of one machine');
-      [host0, host1].forEach((s, r) => t.equal(s.replicaChecksum, single.replicaChecksum, `host ${r}'s replica = the one-process replica`));
-      const same = (file: string) => readFileSync(path.join(dir, 'hosts', file)).equals(readFileSync(path.join(oneOut, file)));
-      t.ok(same('weights.bin'), 'extractor weights.bin bit-identical');
-      t.ok(same(path.join('classifier', 'weights.bin')), 'full classifier (every head, host 1\'s too) bit-identical');
-      const placeless = (s: Summary) => ({ ...s.classifier, classifierPath: undefined });
-      t.same(placeless(host0), placeless(single), 'host 0\'s classifier summary (held-out accuracies too) = one process\'s');
-      t.same(host1.classifier.localClasses, shares, 'host 1 knows every head');
-      t.equal(host1.classifier.heldOut, undefined, 'host 1 evaluates nothing');
-      t.equal(host1.config.out, undefined, 'host 1 writes nothing');
-    });
+    t.test(
+      `${method}: launch --hosts 2 --devices ${devices}${forced ? ` --transport ${forced}` : ''} equals one process with --devices ${2 * devices}, ` +
+        'bit for bit; heads reach host 0',
+      async t => {
+        const dir = mkdtempSync(path.join(tmpdir(), `tandem-hosts-${method}-`));
+        t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+        const [h, o] = await Promise.all([
+          tandem([
+            'launch',
+            '--hosts',
+            '2',
+            '--devices',
+            String(devices),
+            '--method',
+            method,
+            ...TRAIN,
+            ...(forced ? ['--transport', forced] : []),
+            '--out',
+            path.join(dir, 'hosts'),
+          ]),
+          oneProcess(method, 2 * devices),
+        ]);
+        const oneOut = path.join(oneDir, `${method}-${2 * devices}`);
+        t.equal(h.code, 0, `launch: ${h.stderr.join('\n')}`);
+        t.equal(o.code, 0, `one process: ${o.stderr.join('\n')}`);
+        const single = summaryOf(o.lines);
+        const [host0, host1] = [0, 1].map(r => summaryOf(h.lines, `[host ${r}] `));
+        const shares = devices === 1 ? [3, 2] : [2, 1, 1, 1];
+        t.same(single.classifier.localClasses, shares, `labels shared ${shares.join(' + ')}`);
+        t.equal(
+          host0.config.transport,
+          transport,
+          forced ? 'the transport asked for' : 'the default transport of processes of one machine',
+        );
+        [host0, host1].forEach((s, r) =>
+          t.equal(s.replicaChecksum, single.replicaChecksum, `host ${r}'s replica = the one-process replica`),
+        );
+        const same = (file: string) =>
+          readFileSync(path.join(dir, 'hosts', file)).equals(readFileSync(path.join(oneOut, file)));
+        t.ok(same('weights.bin'), 'extractor weights.bin bit-identical');
+        t.ok(same(path.join('classifier', 'weights.bin')), "full classifier (every head, host 1's too) bit-identical");
+        const placeless = (s: Summary) => ({ ...s.classifier, classifierPath: undefined });
+        t.same(
+          placeless(host0),
+          placeless(single),
+          "host 0's classifier summary (held-out accuracies too) = one process's",
+        );
+        t.same(host1.classifier.localClasses, shares, 'host 1 knows every head');
+        t.equal(host1.classifier.heldOut, undefined, 'host 1 evaluates nothing');
+        t.equal(host1.config.out, undefined, 'host 1 writes nothing');
+      },
+    );
   }
 }

@@ -19,8 +19,11 @@ const run: TrainConfig = { model: 'mlp', batch: 8, steps: 1, devices: 2, backend
 /** A data module of 48 samples of `shape`, element j of sample i given by `value` (JS over i and j), label i % 2. */
 function dataset(name: string, shape: number[], value: string): string {
   const file = path.join(dir, `${name}.mjs`);
-  writeFileSync(file, `export default () => ({ size: 48, sampleShape: ${JSON.stringify(shape)}, classes: 2,
-    read(i, out, offset) { for (let j = 0; j < ${shape.reduce((a, b) => a * b)}; j++) out[offset + j] = ${value}; return i % 2; } });`);
+  writeFileSync(
+    file,
+    `export default () => ({ size: 48, sampleShape: ${JSON.stringify(shape)}, classes: 2,
+    read(i, out, offset) { for (let j = 0; j < ${shape.reduce((a, b) => a * b)}; j++) out[offset + j] = ${value}; return i % 2; } });`,
+  );
   return file;
 }
 
@@ -29,7 +32,11 @@ const BYTES = '(i * 37 + j * 11) % 256';
 /** The warnings a run of `config` gives, after it trained. */
 async function warningsOf(config: TrainConfig): Promise<string[]> {
   const warnings: string[] = [];
-  const summary = await train(config, { onEvent: e => { if (e.type === 'warning') warnings.push(e.message); } });
+  const summary = await train(config, {
+    onEvent: e => {
+      if (e.type === 'warning') warnings.push(e.message);
+    },
+  });
   if (summary.steps !== config.steps) throw new Error(`trained ${summary.steps} steps, not ${config.steps}`);
   return warnings;
 }
@@ -38,8 +45,15 @@ t.test('0–255 image inputs: one warning naming the module, the largest value a
   const data = dataset('raw-bytes', [6, 6, 1], BYTES);
   const warnings = await warningsOf({ ...run, data });
   t.equal(warnings.length, 1, 'one warning');
-  t.match(warnings[0], /^data module .*raw-bytes\.mjs: image inputs reach 25\d \(sample \d+, of the 8 first-batch samples read\) \(a 0–255 scale: raw pixel bytes\?\); .*divide by 255 in read/);
-  t.equal((await warningsOf({ ...run, data: dataset('16-bit', [4, 4], '(i * 997 + j * 131) % 65536') })).length, 1, '16-bit values, [h, w] samples: warned too');
+  t.match(
+    warnings[0],
+    /^data module .*raw-bytes\.mjs: image inputs reach 25\d \(sample \d+, of the 8 first-batch samples read\) \(a 0–255 scale: raw pixel bytes\?\); .*divide by 255 in read/,
+  );
+  t.equal(
+    (await warningsOf({ ...run, data: dataset('16-bit', [4, 4], '(i * 997 + j * 131) % 65536') })).length,
+    1,
+    '16-bit values, [h, w] samples: warned too',
+  );
 });
 
 t.test('silent for normalised images, for 1-D features of any scale, and for the builtin datasets', async t => {
@@ -54,8 +68,17 @@ t.test('silent for normalised images, for 1-D features of any scale, and for the
     const ds = ((await import(pathToFileURL(file).href)) as { default: () => Dataset }).default();
     t.equal(inputScaleWarning(ds, first8, file), undefined, `${name}: no warning`);
   }
-  t.match(inputScaleWarning(((await import(pathToFileURL(dataset('bytes-direct', [6, 6, 1], BYTES)).href)) as { default: () => Dataset }).default(), first8, 'x'),
-    /image inputs reach/, 'and the same rule warns for bytes: the silences above are the rule\'s, not a check that never runs');
+  t.match(
+    inputScaleWarning(
+      (
+        (await import(pathToFileURL(dataset('bytes-direct', [6, 6, 1], BYTES)).href)) as { default: () => Dataset }
+      ).default(),
+      first8,
+      'x',
+    ),
+    /image inputs reach/,
+    "and the same rule warns for bytes: the silences above are the rule's, not a check that never runs",
+  );
   // ... and whole runs: a user module of normalised images, and the builtins (never checked).
   const silent: [string, TrainConfig][] = [
     ['bytes / 255', { ...run, data: dataset('scaled', [6, 6, 1], `${BYTES} / 255`) }],
@@ -67,15 +90,44 @@ t.test('silent for normalised images, for 1-D features of any scale, and for the
 
 t.test('the CLI: a warning line; with --json one warning event; with --quiet nothing', async t => {
   const data = dataset('raw-bytes-cli', [6, 6, 1], BYTES);
-  const args = ['train', '--model', 'mlp', '--data', data, '--batch', '8', '--steps', '1', '--devices', '2', '--backend', 'cpu'];
-  const cliRun = (extra: string[]) => new Promise<{ code: number; out: string }>(resolve =>
-    execFile(process.execPath, [cli, ...args, ...extra], { timeout: 120_000 }, (err, stdout, stderr) => resolve({ code: err ? 1 : 0, out: stdout + stderr })));
+  const args = [
+    'train',
+    '--model',
+    'mlp',
+    '--data',
+    data,
+    '--batch',
+    '8',
+    '--steps',
+    '1',
+    '--devices',
+    '2',
+    '--backend',
+    'cpu',
+  ];
+  const cliRun = (extra: string[]) =>
+    new Promise<{ code: number; out: string }>(resolve =>
+      execFile(process.execPath, [cli, ...args, ...extra], { timeout: 120_000 }, (err, stdout, stderr) =>
+        resolve({ code: err ? 1 : 0, out: stdout + stderr }),
+      ),
+    );
   const plain = await cliRun([]);
   t.equal(plain.code, 0, 'trains, exit 0');
-  t.equal(plain.out.match(/^warning: data module .*raw-bytes-cli\.mjs: image inputs reach 25\d .*divide by 255/gm)?.length, 1, 'one warning line');
+  t.equal(
+    plain.out.match(/^warning: data module .*raw-bytes-cli\.mjs: image inputs reach 25\d .*divide by 255/gm)?.length,
+    1,
+    'one warning line',
+  );
   const json = await cliRun(['--json']);
-  const events = json.out.split('\n').filter(l => l.startsWith('{')).map(l => JSON.parse(l) as { event: string; message?: string });
-  t.equal(events.filter(e => e.event === 'warning' && /image inputs reach/.test(e.message ?? '')).length, 1, '--json: one warning event');
+  const events = json.out
+    .split('\n')
+    .filter(l => l.startsWith('{'))
+    .map(l => JSON.parse(l) as { event: string; message?: string });
+  t.equal(
+    events.filter(e => e.event === 'warning' && /image inputs reach/.test(e.message ?? '')).length,
+    1,
+    '--json: one warning event',
+  );
   const quiet = await cliRun(['--quiet']);
   t.equal(quiet.code, 0, '--quiet: trains, exit 0');
   t.notMatch(quiet.out, /image inputs reach/, '--quiet: no warning');

@@ -14,35 +14,38 @@ function backing(x: tf.Tensor): Float32Array {
   return backend.data.get(x.dataId).values;
 }
 
-t.test('the pool on its own: owned arrays come back zeroed; caller arrays, views and handed-out arrays never do', async t => {
-  const pool = new OutputPool(1000);
-  const a = pool.take(10);
-  pool.stored(a);
-  a.fill(7);
-  pool.dropped(a);
-  t.equal(pool.held, 10);
-  const b = pool.take(10);
-  t.equal(b, a, 'the dropped array is reused');
-  t.same([...b], new Array(10).fill(0), 'and zeroed');
-  const mine = new Float32Array(10);
-  pool.stored(mine);
-  pool.dropped(mine);
-  t.equal(pool.held, 0, "an array the pool did not make is never kept");
-  const c = pool.take(10);
-  pool.stored(c);
-  pool.stored(c.subarray(2, 5)); // a view of it is stored as another tensor's data
-  pool.dropped(c);
-  t.equal(pool.held, 0, 'a viewed array is pinned');
-  const d = pool.take(10);
-  pool.stored(d);
-  pool.pin(d); // dataSync handed it out
-  pool.dropped(d);
-  t.equal(pool.held, 0, 'a handed-out array is pinned');
-  const big = pool.take(2000);
-  pool.stored(big);
-  pool.dropped(big);
-  t.equal(pool.held, 0, 'beyond maxFloats the GC frees it');
-});
+t.test(
+  'the pool on its own: owned arrays come back zeroed; caller arrays, views and handed-out arrays never do',
+  async t => {
+    const pool = new OutputPool(1000);
+    const a = pool.take(10);
+    pool.stored(a);
+    a.fill(7);
+    pool.dropped(a);
+    t.equal(pool.held, 10);
+    const b = pool.take(10);
+    t.equal(b, a, 'the dropped array is reused');
+    t.same([...b], new Array(10).fill(0), 'and zeroed');
+    const mine = new Float32Array(10);
+    pool.stored(mine);
+    pool.dropped(mine);
+    t.equal(pool.held, 0, 'an array the pool did not make is never kept');
+    const c = pool.take(10);
+    pool.stored(c);
+    pool.stored(c.subarray(2, 5)); // a view of it is stored as another tensor's data
+    pool.dropped(c);
+    t.equal(pool.held, 0, 'a viewed array is pinned');
+    const d = pool.take(10);
+    pool.stored(d);
+    pool.pin(d); // dataSync handed it out
+    pool.dropped(d);
+    t.equal(pool.held, 0, 'a handed-out array is pinned');
+    const big = pool.take(2000);
+    pool.stored(big);
+    pool.dropped(big);
+    t.equal(pool.held, 0, 'beyond maxFloats the GC frees it');
+  },
+);
 
 const addon = nativeAddonOrSkip();
 if (addon) {
@@ -74,13 +77,13 @@ if (addon) {
     tf.dispose([x, z]);
   });
 
-  t.test('a tensor made from the caller\'s array (a shared-memory view) is never recycled', async t => {
+  t.test("a tensor made from the caller's array (a shared-memory view) is never recycled", async t => {
     const shared = new Float32Array(new SharedArrayBuffer(64 * 4)).fill(2);
     const s = tf.tensor(shared, [64]);
     const before = tf.relu(s);
     tf.dispose([s, before]);
     const after = tf.relu(tf.ones([64]));
-    t.not(backing(after).buffer, shared.buffer, 'the caller\'s memory is not handed to a kernel');
+    t.not(backing(after).buffer, shared.buffer, "the caller's memory is not handed to a kernel");
     t.same([...shared], new Array(64).fill(2), 'and is untouched');
     after.dispose();
   });

@@ -19,9 +19,14 @@ mkdirSync(path.join(app, 'node_modules'));
 symlinkSync(root, path.join(app, 'node_modules', 'tandem'), 'dir');
 // npm hoists tandem's dependencies next to it: the consumer's own `import type { Observable } from 'rxjs'` finds it.
 symlinkSync(path.join(root, 'node_modules', 'rxjs'), path.join(app, 'node_modules', 'rxjs'), 'dir');
-writeFileSync(path.join(app, 'package.json'), JSON.stringify({ name: 'consumer', type: 'module', dependencies: { tandem: '*' } }));
+writeFileSync(
+  path.join(app, 'package.json'),
+  JSON.stringify({ name: 'consumer', type: 'module', dependencies: { tandem: '*' } }),
+);
 const consumer = path.join(app, 'consumer.ts');
-writeFileSync(consumer, `
+writeFileSync(
+  consumer,
+  `
 import { train, start, startTraining, resolveConfig, TandemError, BUILTIN_MODELS, registerTransport } from 'tandem';
 import type { TrainConfig, TrainSummary, TrainingHandle, StepMetrics, RunEvent, ModelFactory, DatasetFactory, Dataset,
   PreparedCommunicator, Transport, Span } from 'tandem';
@@ -58,7 +63,8 @@ const model: ModelFactory = (tf, { inputShape, classes }) =>
 const data: DatasetFactory = ({ classes = 3 }): Dataset => ({ size: 10, sampleShape: [4, 4, 1], classes,
   read: (i: number, out: Float32Array) => { out.fill(i); return i % classes; } });
 console.log(wrong, model, data);
-`);
+`,
+);
 
 /**
  * The consumer compiled under `mode`: the errors in the consumer and in tandem's shipped types (tfjs's own .d.ts fail
@@ -67,44 +73,68 @@ console.log(wrong, model, data);
  */
 function compile(mode: 'node16' | 'nodenext' | 'bundler'): { program: ts.Program; errors: string[] } {
   const options: ts.CompilerOptions = {
-    target: ts.ScriptTarget.ES2022, strict: true, noEmit: true, skipLibCheck: mode !== 'nodenext', types: ['node'],
+    target: ts.ScriptTarget.ES2022,
+    strict: true,
+    noEmit: true,
+    skipLibCheck: mode !== 'nodenext',
+    types: ['node'],
     typeRoots: [path.join(root, 'node_modules', '@types')],
-    module: mode === 'bundler' ? ts.ModuleKind.ESNext : mode === 'node16' ? ts.ModuleKind.Node16 : ts.ModuleKind.NodeNext,
-    moduleResolution: mode === 'bundler' ? ts.ModuleResolutionKind.Bundler : mode === 'node16' ? ts.ModuleResolutionKind.Node16 : ts.ModuleResolutionKind.NodeNext,
+    module:
+      mode === 'bundler' ? ts.ModuleKind.ESNext : mode === 'node16' ? ts.ModuleKind.Node16 : ts.ModuleKind.NodeNext,
+    moduleResolution:
+      mode === 'bundler'
+        ? ts.ModuleResolutionKind.Bundler
+        : mode === 'node16'
+          ? ts.ModuleResolutionKind.Node16
+          : ts.ModuleResolutionKind.NodeNext,
   };
   const program = ts.createProgram([consumer], options);
-  const errors = ts.getPreEmitDiagnostics(program)
+  const errors = ts
+    .getPreEmitDiagnostics(program)
     .filter(d => d.file && (d.file.fileName === consumer || path.resolve(d.file.fileName).startsWith(shipped)))
-    .map(d => `${path.relative(app, d.file!.fileName)}(${d.file!.getLineAndCharacterOfPosition(d.start ?? 0).line + 1}): ` +
-      ts.flattenDiagnosticMessageText(d.messageText, '\n'));
+    .map(
+      d =>
+        `${path.relative(app, d.file!.fileName)}(${d.file!.getLineAndCharacterOfPosition(d.start ?? 0).line + 1}): ` +
+        ts.flattenDiagnosticMessageText(d.messageText, '\n'),
+    );
   return { program, errors };
 }
 
 for (const mode of ['node16', 'nodenext', 'bundler'] as const) {
-  tap.test(`a TypeScript consumer (moduleResolution ${mode}) imports 'tandem': types resolve from the package, are usable, none is any`, async t => {
-    const { program, errors } = compile(mode);
-    t.same(errors, [], 'no error in the consumer or in tandem\'s types');
-    const index = program.getSourceFiles().find(f => path.resolve(f.fileName) === path.join(shipped, 'index.d.ts'));
-    t.ok(index, "'tandem' resolved to the shipped dist/src/index.d.ts");
-    if (mode !== 'nodenext') return;
-    // The names tandem's shipped types take from other packages: none is deprecated (a newer version removes them).
-    const checker = program.getTypeChecker();
-    const deprecated: string[] = [];
-    for (const f of program.getSourceFiles()) {
-      if (!path.resolve(f.fileName).startsWith(shipped)) continue;
-      for (const statement of f.statements) {
-        if (!ts.isImportDeclaration(statement) || !ts.isStringLiteral(statement.moduleSpecifier) || statement.moduleSpecifier.text.startsWith('.')) continue;
-        const named = statement.importClause?.namedBindings;
-        if (!named || !ts.isNamedImports(named)) continue;
-        for (const element of named.elements) {
-          const local = checker.getSymbolAtLocation(element.name);
-          const target = local && local.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(local) : local;
-          if (target?.getJsDocTags(checker).some(tag => tag.name === 'deprecated')) {
-            deprecated.push(`${path.relative(shipped, f.fileName)}: ${element.name.text} from '${statement.moduleSpecifier.text}'`);
+  tap.test(
+    `a TypeScript consumer (moduleResolution ${mode}) imports 'tandem': types resolve from the package, are usable, none is any`,
+    async t => {
+      const { program, errors } = compile(mode);
+      t.same(errors, [], "no error in the consumer or in tandem's types");
+      const index = program.getSourceFiles().find(f => path.resolve(f.fileName) === path.join(shipped, 'index.d.ts'));
+      t.ok(index, "'tandem' resolved to the shipped dist/src/index.d.ts");
+      if (mode !== 'nodenext') return;
+      // The names tandem's shipped types take from other packages: none is deprecated (a newer version removes them).
+      const checker = program.getTypeChecker();
+      const deprecated: string[] = [];
+      for (const f of program.getSourceFiles()) {
+        if (!path.resolve(f.fileName).startsWith(shipped)) continue;
+        for (const statement of f.statements) {
+          if (
+            !ts.isImportDeclaration(statement) ||
+            !ts.isStringLiteral(statement.moduleSpecifier) ||
+            statement.moduleSpecifier.text.startsWith('.')
+          )
+            continue;
+          const named = statement.importClause?.namedBindings;
+          if (!named || !ts.isNamedImports(named)) continue;
+          for (const element of named.elements) {
+            const local = checker.getSymbolAtLocation(element.name);
+            const target = local && local.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(local) : local;
+            if (target?.getJsDocTags(checker).some(tag => tag.name === 'deprecated')) {
+              deprecated.push(
+                `${path.relative(shipped, f.fileName)}: ${element.name.text} from '${statement.moduleSpecifier.text}'`,
+              );
+            }
           }
         }
       }
-    }
-    t.same(deprecated, [], 'no deprecated name from another package in the shipped types');
-  });
+      t.same(deprecated, [], 'no deprecated name from another package in the shipped types');
+    },
+  );
 }

@@ -20,14 +20,26 @@ const backend = process.env.TANDEM_BACKEND as TrainConfig['backend'] | undefined
 const base: TrainConfig = {
   model: fileURLToPath(new URL('../../test/fixtures/models/positive-regressor.mjs', import.meta.url)),
   data: fileURLToPath(new URL('../../test/fixtures/positive-regression.mjs', import.meta.url)),
-  batch: 12, steps: 3, optimizer: 'sgd', lr: 0.05, momentum: 0, seed: 11, backend,
+  batch: 12,
+  steps: 3,
+  optimizer: 'sgd',
+  lr: 0.05,
+  momentum: 0,
+  seed: 11,
+  backend,
 };
 
 /**
  * Each new loss: a name a model.json may carry for it, tfjs-layers' own (its lossesMap key; huber: none, tfjs-core's
  * tf.losses.huberLoss instead), the devices, and an lr that moves the weights without diverging.
  */
-const cases: { kind: Exclude<RegressionLossKind, 'mse'>; saved: string; layers?: string; devices: number; lr: number }[] = [
+const cases: {
+  kind: Exclude<RegressionLossKind, 'mse'>;
+  saved: string;
+  layers?: string;
+  devices: number;
+  lr: number;
+}[] = [
   { kind: 'mae', saved: 'meanAbsoluteError', layers: 'meanAbsoluteError', devices: 3, lr: 0.05 },
   { kind: 'huber', saved: 'huber_loss', devices: 2, lr: 0.05 },
   { kind: 'logcosh', saved: 'logcosh', layers: 'logcosh', devices: 2, lr: 0.05 },
@@ -43,45 +55,71 @@ async function compiledWith(loss: unknown): Promise<string> {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'tandem-regression-'));
     const model = await buildModel(tf, (await resolveConfig({ ...base, loss: 'mse' })).model);
     let json: Record<string, unknown> = {};
-    await model.save(tf.io.withSaveHandler(async a => {
-      writeFileSync(path.join(dir, 'weights.bin'), new Uint8Array(a.weightData as ArrayBuffer));
-      json = { format: 'layers-model', modelTopology: a.modelTopology, weightsManifest: [{ paths: ['weights.bin'], weights: a.weightSpecs }] };
-      return { modelArtifactsInfo: { dateSaved: new Date(), modelTopologyType: 'JSON' } };
-    }));
+    await model.save(
+      tf.io.withSaveHandler(async a => {
+        writeFileSync(path.join(dir, 'weights.bin'), new Uint8Array(a.weightData as ArrayBuffer));
+        json = {
+          format: 'layers-model',
+          modelTopology: a.modelTopology,
+          weightsManifest: [{ paths: ['weights.bin'], weights: a.weightSpecs }],
+        };
+        return { modelArtifactsInfo: { dateSaved: new Date(), modelTopologyType: 'JSON' } };
+      }),
+    );
     model.dispose();
     return { json, dir };
   })();
   const { json, dir } = await saved;
   const file = path.join(dir, `compiled-${JSON.stringify(loss).replace(/\W/g, '')}.json`);
-  writeFileSync(file, JSON.stringify({ ...json, trainingConfig: { loss, optimizer_config: { class_name: 'SGD', config: {} } } })); // weights beside it
+  writeFileSync(
+    file,
+    JSON.stringify({ ...json, trainingConfig: { loss, optimizer_config: { class_name: 'SGD', config: {} } } }),
+  ); // weights beside it
   return file;
 }
 
 for (const c of cases) {
-  t.test(`${c.kind}: a model.json compiled with ${c.saved} trains with it; ${c.devices} devices = one engine on the global batch`, async t => {
-    const cfg: TrainConfig = { ...base, model: await compiledWith(c.saved), lr: c.lr };
-    t.equal((await resolveConfig(cfg)).loss, c.kind, `${c.saved} read from trainingConfig as ${c.kind}`);
-    const ref = await trainReference({ ...cfg, loss: c.kind });
-    const run = await train({ ...cfg, devices: c.devices });
-    const worst = worstDifference(run.weights, ref.weights);
-    t.ok(worst < 1e-5, `max |param - one engine| = ${worst.toExponential(2)} < 1e-5`);
-    const initial = await initialWeights(cfg);
-    const moved = worstDifference(ref.weights, initial);
-    t.ok(moved > 1e-3, `the parameters moved ${moved.toExponential(2)}, >100x the tolerance: the comparison can tell`);
-    t.ok(Math.abs(run.history[0].loss - ref.losses[0]) < 1e-5 * Math.max(1, Math.abs(ref.losses[0])),
-      `step 1's loss: ${run.history[0].loss.toFixed(6)} on the devices, ${ref.losses[0].toFixed(6)} on one engine`);
-    t.ok(Number.isNaN(run.finalAccuracy), 'no accuracy for a regression');
-    const fit = worstDifference(run.weights, await fitReference(cfg, c.layers ?? ((yt: tf.Tensor, yp: tf.Tensor) => tf.losses.huberLoss(yt, yp))));
-    t.ok(fit < 1e-5, `max |param - tfjs's model.fit with ${c.layers ?? 'tf.losses.huberLoss'}| = ${fit.toExponential(2)} < 1e-5`);
-  });
+  t.test(
+    `${c.kind}: a model.json compiled with ${c.saved} trains with it; ${c.devices} devices = one engine on the global batch`,
+    async t => {
+      const cfg: TrainConfig = { ...base, model: await compiledWith(c.saved), lr: c.lr };
+      t.equal((await resolveConfig(cfg)).loss, c.kind, `${c.saved} read from trainingConfig as ${c.kind}`);
+      const ref = await trainReference({ ...cfg, loss: c.kind });
+      const run = await train({ ...cfg, devices: c.devices });
+      const worst = worstDifference(run.weights, ref.weights);
+      t.ok(worst < 1e-5, `max |param - one engine| = ${worst.toExponential(2)} < 1e-5`);
+      const initial = await initialWeights(cfg);
+      const moved = worstDifference(ref.weights, initial);
+      t.ok(
+        moved > 1e-3,
+        `the parameters moved ${moved.toExponential(2)}, >100x the tolerance: the comparison can tell`,
+      );
+      t.ok(
+        Math.abs(run.history[0].loss - ref.losses[0]) < 1e-5 * Math.max(1, Math.abs(ref.losses[0])),
+        `step 1's loss: ${run.history[0].loss.toFixed(6)} on the devices, ${ref.losses[0].toFixed(6)} on one engine`,
+      );
+      t.ok(Number.isNaN(run.finalAccuracy), 'no accuracy for a regression');
+      const fit = worstDifference(
+        run.weights,
+        await fitReference(cfg, c.layers ?? ((yt: tf.Tensor, yp: tf.Tensor) => tf.losses.huberLoss(yt, yp))),
+      );
+      t.ok(
+        fit < 1e-5,
+        `max |param - tfjs's model.fit with ${c.layers ?? 'tf.losses.huberLoss'}| = ${fit.toExponential(2)} < 1e-5`,
+      );
+    },
+  );
 }
-
 
 /** The weights the model starts from (its model.json's), as the runs read them. */
 async function initialWeights(cfg: TrainConfig) {
   const resolved = await resolveConfig(cfg);
   const model = await buildModel(tf, resolved.model);
-  const weights = model.trainableWeights.map(w => ({ name: w.originalName, shape: [...w.shape] as number[], values: w.read().dataSync() as Float32Array }));
+  const weights = model.trainableWeights.map(w => ({
+    name: w.originalName,
+    shape: [...w.shape] as number[],
+    values: w.read().dataSync() as Float32Array,
+  }));
   model.dispose();
   return weights;
 }
@@ -96,16 +134,28 @@ function tandemLoss(kind: RegressionLossKind, devices: number): number {
   let sum = 0;
   for (let d = 0; d < devices; d++) {
     const shard = (a: number[]) => a.slice(d * per, (d + 1) * per);
-    sum += tf.tidy(() => outputLoss(tf, tf.tensor2d(shard(outputs), [per, 1]), tf.tensor1d(shard(targets)), { kind, fromProbabilities: false }, 1).loss.dataSync()[0]);
+    sum += tf.tidy(
+      () =>
+        outputLoss(
+          tf,
+          tf.tensor2d(shard(outputs), [per, 1]),
+          tf.tensor1d(shard(targets)),
+          { kind, fromProbabilities: false },
+          1,
+        ).loss.dataSync()[0],
+    );
   }
   return sum / devices;
 }
 
 /** tfjs's loss on the global batch: tfjs-layers' own loss function (model.evaluate of an identity model compiled with it); huber: tfjs-core's. */
 function tfjsLoss(name: string | undefined): number {
-  const y = tf.tensor2d(targets, [targets.length, 1]), p = tf.tensor2d(outputs, [outputs.length, 1]);
+  const y = tf.tensor2d(targets, [targets.length, 1]),
+    p = tf.tensor2d(outputs, [outputs.length, 1]);
   if (name === undefined) return tf.tidy(() => tf.losses.huberLoss(y, p).dataSync()[0]);
-  const identity = tf.sequential({ layers: [tf.layers.dense({ inputShape: [1], units: 1, useBias: false, kernelInitializer: 'ones' })] });
+  const identity = tf.sequential({
+    layers: [tf.layers.dense({ inputShape: [1], units: 1, useBias: false, kernelInitializer: 'ones' })],
+  });
   identity.compile({ optimizer: 'sgd', loss: name });
   const loss = identity.evaluate(p, y, { batchSize: outputs.length }) as tf.Scalar;
   const value = loss.dataSync()[0];
@@ -114,19 +164,25 @@ function tfjsLoss(name: string | undefined): number {
   return value;
 }
 
-t.test('each loss averaged over 2 and 3 devices\' shards = tfjs-layers\' own on the global batch (a fixed output/target pair)', async t => {
-  await tf.setBackend('cpu');
-  const values = new Set<number>();
-  for (const c of cases) {
-    const ref = tfjsLoss(c.layers);
-    values.add(Math.round(ref * 1e4));
-    for (const devices of [2, 3]) {
-      const got = tandemLoss(c.kind, devices);
-      t.ok(Math.abs(got - ref) < 1e-6 * Math.max(1, Math.abs(ref)), `${c.kind}, ${devices} devices: ${got.toFixed(6)} = tfjs ${ref.toFixed(6)}`);
+t.test(
+  "each loss averaged over 2 and 3 devices' shards = tfjs-layers' own on the global batch (a fixed output/target pair)",
+  async t => {
+    await tf.setBackend('cpu');
+    const values = new Set<number>();
+    for (const c of cases) {
+      const ref = tfjsLoss(c.layers);
+      values.add(Math.round(ref * 1e4));
+      for (const devices of [2, 3]) {
+        const got = tandemLoss(c.kind, devices);
+        t.ok(
+          Math.abs(got - ref) < 1e-6 * Math.max(1, Math.abs(ref)),
+          `${c.kind}, ${devices} devices: ${got.toFixed(6)} = tfjs ${ref.toFixed(6)}`,
+        );
+      }
     }
-  }
-  t.equal(values.size, cases.length, 'the six losses differ on this pair: a swapped loss would be seen');
-});
+    t.equal(values.size, cases.length, 'the six losses differ on this pair: a swapped loss would be seen');
+  },
+);
 
 t.test('every tfjs and keras spelling of each loss is read from a saved model.json', async t => {
   const spellings: Record<Exclude<RegressionLossKind, 'mse'>, string[]> = {
@@ -138,7 +194,8 @@ t.test('every tfjs and keras spelling of each loss is read from a saved model.js
     huber: ['huberLoss', 'huber_loss', 'huber'],
   };
   for (const [kind, names] of Object.entries(spellings)) {
-    for (const name of names) t.equal((await resolveConfig({ ...base, model: await compiledWith(name) })).loss, kind, `${name} -> ${kind}`);
+    for (const name of names)
+      t.equal((await resolveConfig({ ...base, model: await compiledWith(name) })).loss, kind, `${name} -> ${kind}`);
   }
 });
 
@@ -146,16 +203,24 @@ t.test('a loss tandem does not train is refused, naming every loss it does', asy
   const every = new RegExp(`give loss: ${LOSS_KINDS.slice(0, -1).join(', ')} or ${LOSS_KINDS[LOSS_KINDS.length - 1]}$`);
   t.match(LOSS_KINDS.join(), /mae.*huber.*logcosh.*msle.*mape.*poisson/, 'the list holds the new ones');
   for (const name of ['cosineProximity', 'kullbackLeiblerDivergence']) {
-    await t.rejects(resolveConfig({ ...base, model: await compiledWith(name) }),
-      { code: 'BAD_CONFIG', message: new RegExp(`compiled with loss ${name}, which tandem does not train; ${every.source}`) });
+    await t.rejects(resolveConfig({ ...base, model: await compiledWith(name) }), {
+      code: 'BAD_CONFIG',
+      message: new RegExp(`compiled with loss ${name}, which tandem does not train; ${every.source}`),
+    });
   }
 });
 
 t.test('a regression loss on class labels (a builtin dataset) is refused, as mse is', async t => {
   for (const data of ['mnist', 'synthetic-images']) {
     for (const loss of ['mse', 'mae', 'poisson'] as const) {
-      await t.rejects(resolveConfig({ model: 'mlp', data, loss, backend }), { code: 'BAD_CONFIG', message: new RegExp(`${loss} \\(regression\\) needs float targets.*'${data}' has class labels`) },
-        `${data} with --loss ${loss}`);
+      await t.rejects(
+        resolveConfig({ model: 'mlp', data, loss, backend }),
+        {
+          code: 'BAD_CONFIG',
+          message: new RegExp(`${loss} \\(regression\\) needs float targets.*'${data}' has class labels`),
+        },
+        `${data} with --loss ${loss}`,
+      );
     }
   }
 });

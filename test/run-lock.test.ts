@@ -14,14 +14,30 @@ import { osThreads } from './fixtures/os-threads.js';
 
 const holder = fileURLToPath(new URL('./fixtures/hold-run-lock.js', import.meta.url));
 const tmp = () => mkdtempSync(path.join(os.tmpdir(), 'tandem-lock-'));
-const tiny: TrainConfig = { model: 'mlp', data: 'synthetic-images', imageSize: [6, 6, 1], datasetSize: 64, batch: 8, steps: 2, devices: 2, backend: 'cpu' };
+const tiny: TrainConfig = {
+  model: 'mlp',
+  data: 'synthetic-images',
+  imageSize: [6, 6, 1],
+  datasetSize: 64,
+  batch: 8,
+  steps: 2,
+  devices: 2,
+  backend: 'cpu',
+};
 
 /** A real second process holding the lock on `dir` (or, with 'exit', leaving it behind); resolves with its PID once it holds it. */
-function lockInAnotherProcess(dir: string, mode: 'hold' | 'exit'): { child: ChildProcess; locked: Promise<number>; exited: Promise<void> } {
+function lockInAnotherProcess(
+  dir: string,
+  mode: 'hold' | 'exit',
+): { child: ChildProcess; locked: Promise<number>; exited: Promise<void> } {
   const child = spawn(process.execPath, [holder, dir, mode], { stdio: ['pipe', 'pipe', 'inherit'] });
   const locked = new Promise<number>((resolve, reject) => {
     let out = '';
-    child.stdout!.on('data', (d: Buffer) => { out += d; const m = /locked (\d+)/.exec(out); if (m) resolve(Number(m[1])); });
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d;
+      const m = /locked (\d+)/.exec(out);
+      if (m) resolve(Number(m[1]));
+    });
     child.on('exit', code => reject(new Error(`lock holder exited (${code}) before locking`)));
   });
   locked.catch(() => {});
@@ -29,22 +45,36 @@ function lockInAnotherProcess(dir: string, mode: 'hold' | 'exit'): { child: Chil
   return { child, locked, exited };
 }
 
-t.before(async () => { await train({ devices: 0 }).catch(() => {}); }); // lazy module loading, outside the thread counts
+t.before(async () => {
+  await train({ devices: 0 }).catch(() => {});
+}); // lazy module loading, outside the thread counts
 
-t.test('a second run on a directory another process is training into is refused with that PID, before any thread starts', async t => {
-  const out = tmp();
-  const other = lockInAnotherProcess(out, 'hold');
-  t.teardown(async () => { other.child.stdin!.end(); await other.exited; });
-  const pid = await other.locked;
-  const owner = JSON.parse(readFileSync(path.join(out, LOCK_FILE), 'utf8')) as { host: string; pid: number };
-  t.same([owner.host, owner.pid], [os.hostname(), pid], 'the lock file holds the host and the PID');
-  const before = osThreads();
-  await t.rejects(train({ ...tiny, out }), { code: 'RUN_LOCKED', message: new RegExp(`--out .* is in use by another tandem run: PID ${pid} on ${os.hostname()}`) });
-  await t.rejects(train({ ...tiny, checkpointDir: out, checkpointEvery: 1 }), { code: 'RUN_LOCKED', message: new RegExp(`--checkpoint-dir .*PID ${pid}`) },
-    'the checkpoint directory is locked too');
-  t.equal(osThreads(), before, 'no thread started');
-  t.equal(JSON.parse(readFileSync(path.join(out, LOCK_FILE), 'utf8')).pid, pid, 'the owner keeps its lock');
-});
+t.test(
+  'a second run on a directory another process is training into is refused with that PID, before any thread starts',
+  async t => {
+    const out = tmp();
+    const other = lockInAnotherProcess(out, 'hold');
+    t.teardown(async () => {
+      other.child.stdin!.end();
+      await other.exited;
+    });
+    const pid = await other.locked;
+    const owner = JSON.parse(readFileSync(path.join(out, LOCK_FILE), 'utf8')) as { host: string; pid: number };
+    t.same([owner.host, owner.pid], [os.hostname(), pid], 'the lock file holds the host and the PID');
+    const before = osThreads();
+    await t.rejects(train({ ...tiny, out }), {
+      code: 'RUN_LOCKED',
+      message: new RegExp(`--out .* is in use by another tandem run: PID ${pid} on ${os.hostname()}`),
+    });
+    await t.rejects(
+      train({ ...tiny, checkpointDir: out, checkpointEvery: 1 }),
+      { code: 'RUN_LOCKED', message: new RegExp(`--checkpoint-dir .*PID ${pid}`) },
+      'the checkpoint directory is locked too',
+    );
+    t.equal(osThreads(), before, 'no thread started');
+    t.equal(JSON.parse(readFileSync(path.join(out, LOCK_FILE), 'utf8')).pid, pid, 'the owner keeps its lock');
+  },
+);
 
 t.test('two runs of one process on one directory: the second is refused with this PID', async t => {
   const out = tmp();
@@ -53,18 +83,35 @@ t.test('two runs of one process on one directory: the second is refused with thi
   await t.rejects(train({ ...tiny, out }), { code: 'RUN_LOCKED', message: new RegExp(`PID ${process.pid} `) });
 });
 
-t.test('a stale lock (its process died) is taken over with a notice; the lock is released at the end, after a failure too', async t => {
-  const out = tmp();
-  const crashed = lockInAnotherProcess(out, 'exit');
-  const deadPid = await crashed.locked;
-  await crashed.exited;
-  t.ok(existsSync(path.join(out, LOCK_FILE)), 'the dead run left its lock');
-  const events: RunEvent[] = [];
-  await t.rejects(train({ ...tiny, out, faultInjection: { device: 1, step: 1, phase: 'forward', kind: 'throw' } }, { onEvent: e => events.push(e) }), { code: 'DEVICE_FAILED' });
-  const notice = events.find(e => e.type === 'warning');
-  t.match(notice, { type: 'warning', message: new RegExp(`took over the run lock of PID ${deadPid} .*no longer running`) }, 'a notice names the dead owner');
-  t.notOk(existsSync(path.join(out, LOCK_FILE)), 'released after the failed run');
-  const summary = await train({ ...tiny, out });
-  t.equal(summary.steps, 2, 'the next run takes the directory');
-  t.same(readdirSync(out).sort(), ['model.json', 'summary.json', 'timeline.svg', 'trace.json', 'weights.bin'], 'released after a run that succeeded; no probe or temporary left');
-});
+t.test(
+  'a stale lock (its process died) is taken over with a notice; the lock is released at the end, after a failure too',
+  async t => {
+    const out = tmp();
+    const crashed = lockInAnotherProcess(out, 'exit');
+    const deadPid = await crashed.locked;
+    await crashed.exited;
+    t.ok(existsSync(path.join(out, LOCK_FILE)), 'the dead run left its lock');
+    const events: RunEvent[] = [];
+    await t.rejects(
+      train(
+        { ...tiny, out, faultInjection: { device: 1, step: 1, phase: 'forward', kind: 'throw' } },
+        { onEvent: e => events.push(e) },
+      ),
+      { code: 'DEVICE_FAILED' },
+    );
+    const notice = events.find(e => e.type === 'warning');
+    t.match(
+      notice,
+      { type: 'warning', message: new RegExp(`took over the run lock of PID ${deadPid} .*no longer running`) },
+      'a notice names the dead owner',
+    );
+    t.notOk(existsSync(path.join(out, LOCK_FILE)), 'released after the failed run');
+    const summary = await train({ ...tiny, out });
+    t.equal(summary.steps, 2, 'the next run takes the directory');
+    t.same(
+      readdirSync(out).sort(),
+      ['model.json', 'summary.json', 'timeline.svg', 'trace.json', 'weights.bin'],
+      'released after a run that succeeded; no probe or temporary left',
+    );
+  },
+);

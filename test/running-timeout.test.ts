@@ -4,15 +4,28 @@
 import t from 'tap';
 import { runningTimeout } from '../src/trainer/running-timeout.js';
 
-const hold = (ms: number) => { const until = performance.now() + ms; while (performance.now() < until) { /* the loop held */ } };
+const hold = (ms: number) => {
+  const until = performance.now() + ms;
+  while (performance.now() < until) {
+    /* the loop held */
+  }
+};
 const nextCheck = () => new Promise<void>(resolve => setImmediate(resolve)); // after the timers due now have run
 
 t.test('a hold of the whole process counts as one tick, not its length', async t => {
-  let running = false, plain = false;
+  let running = false,
+    plain = false;
   let expired!: () => void;
-  const done = new Promise<void>(resolve => { expired = resolve; });
-  runningTimeout(300, () => { running = true; expired(); });
-  setTimeout(() => { plain = true; }, 300).unref();
+  const done = new Promise<void>(resolve => {
+    expired = resolve;
+  });
+  runningTimeout(300, () => {
+    running = true;
+    expired();
+  });
+  setTimeout(() => {
+    plain = true;
+  }, 300).unref();
   await nextCheck();
   hold(500);
   await nextCheck();
@@ -26,7 +39,9 @@ t.test('a hold of the whole process counts as one tick, not its length', async t
 
 t.test('cancelled, it never calls back', async t => {
   let called = false;
-  const cancel = runningTimeout(50, () => { called = true; });
+  const cancel = runningTimeout(50, () => {
+    called = true;
+  });
   cancel();
   await new Promise(resolve => setTimeout(resolve, 200));
   t.equal(called, false);

@@ -11,13 +11,33 @@ import { train, type TrainConfig, type TrainSummary } from '../src/index.js';
 import { resolveConfig } from '../src/config.js';
 import { checkpointPath } from '../src/checkpoint/checkpoint-file.js';
 
-const BASE: TrainConfig = { model: 'alexnet-mini', data: 'synthetic-images', imageSize: [16, 16, 3], datasetSize: 256, steps: 4, seed: 5, lr: 0.02 };
-const bits = (s: TrainSummary) => s.weights.map(w => Buffer.from(w.values.buffer, w.values.byteOffset, w.values.byteLength).toString('hex')).join('');
+const BASE: TrainConfig = {
+  model: 'alexnet-mini',
+  data: 'synthetic-images',
+  imageSize: [16, 16, 3],
+  datasetSize: 256,
+  steps: 4,
+  seed: 5,
+  lr: 0.02,
+};
+const bits = (s: TrainSummary) =>
+  s.weights.map(w => Buffer.from(w.values.buffer, w.values.byteOffset, w.values.byteLength).toString('hex')).join('');
 
-const CASES: [number, 'sgd' | 'adam', 'two-group' | 'sequential' | 'per-layer'][] = [[2, 'sgd', 'two-group'], [3, 'adam', 'sequential'], [2, 'adam', 'per-layer']];
+const CASES: [number, 'sgd' | 'adam', 'two-group' | 'sequential' | 'per-layer'][] = [
+  [2, 'sgd', 'two-group'],
+  [3, 'adam', 'sequential'],
+  [2, 'adam', 'per-layer'],
+];
 for (const [devices, optimizer, strategy] of CASES) {
   t.test(`${devices} devices, ${optimizer}, ${strategy}: shard = replica, bit for bit`, async t => {
-    const cfg: TrainConfig = { ...BASE, devices, batch: 4 * devices, optimizer, momentum: optimizer === 'sgd' ? 0.9 : undefined, strategy };
+    const cfg: TrainConfig = {
+      ...BASE,
+      devices,
+      batch: 4 * devices,
+      optimizer,
+      momentum: optimizer === 'sgd' ? 0.9 : undefined,
+      strategy,
+    };
     const shard = await train({ ...cfg, localUpdate: 'shard', replicaCheckEvery: 1 }); // every step's replicas compared: a difference fails the run
     const replica = await train(cfg);
     t.equal(shard.config.localUpdate, 'shard', 'updated by shards');

@@ -12,7 +12,17 @@ import path from 'node:path';
 import { train, type Span, type StepMetrics, type TrainConfig } from '../src/index.js';
 import { wallNow } from '../src/monitor/span.js';
 
-const base: TrainConfig = { model: 'mlp', data: 'synthetic-images', imageSize: [6, 6, 1], datasetSize: 300, batch: 12, devices: 2, backend: 'cpu', seed: 5, steps: 6 };
+const base: TrainConfig = {
+  model: 'mlp',
+  data: 'synthetic-images',
+  imageSize: [6, 6, 1],
+  datasetSize: 300,
+  batch: 12,
+  devices: 2,
+  backend: 'cpu',
+  seed: 5,
+  steps: 6,
+};
 const BLOCK_MS = 150;
 
 /** The earliest compute span of `step` over every device. */
@@ -22,19 +32,30 @@ function stepBegan(spans: readonly Span[], step: number): number {
 
 function blockMainThread(ms: number): void {
   const until = performance.now() + ms;
-  while (performance.now() < until) { /* the main thread is busy: nothing of its loop runs */ }
+  while (performance.now() < until) {
+    /* the main thread is busy: nothing of its loop runs */
+  }
 }
 
 t.test('a main thread busy after step s does not hold step s+1 back: its compute starts meanwhile', async t => {
   const spans: Span[] = [];
   const freeAgain = new Map<number, number>();
   await train(base, {
-    onSpans: s => { spans.push(...s); },
-    onStep: m => { blockMainThread(BLOCK_MS); freeAgain.set(m.step, wallNow()); },
+    onSpans: s => {
+      spans.push(...s);
+    },
+    onStep: m => {
+      blockMainThread(BLOCK_MS);
+      freeAgain.set(m.step, wallNow());
+    },
   });
   for (let step = 2; step < base.steps!; step++) {
-    const began = stepBegan(spans, step + 1), free = freeAgain.get(step)!;
-    t.ok(began < free - BLOCK_MS / 2, `step ${step + 1} began ${(free - began).toFixed(0)} ms before the main thread was free after step ${step}`);
+    const began = stepBegan(spans, step + 1),
+      free = freeAgain.get(step)!;
+    t.ok(
+      began < free - BLOCK_MS / 2,
+      `step ${step + 1} began ${(free - began).toFixed(0)} ms before the main thread was free after step ${step}`,
+    );
   }
 });
 
@@ -42,22 +63,41 @@ t.test('a checkpoint step is not overtaken: step s+1 begins after step s is chec
   const dir = mkdtempSync(path.join(os.tmpdir(), 'tandem-ahead-'));
   const spans: Span[] = [];
   const written = new Map<number, number>();
-  await train({ ...base, checkpointEvery: 2, checkpointDir: dir }, {
-    onSpans: s => { spans.push(...s); },
-    onEvent: e => { if (e.type === 'checkpoint') written.set(e.step, wallNow()); },
-  });
+  await train(
+    { ...base, checkpointEvery: 2, checkpointDir: dir },
+    {
+      onSpans: s => {
+        spans.push(...s);
+      },
+      onEvent: e => {
+        if (e.type === 'checkpoint') written.set(e.step, wallNow());
+      },
+    },
+  );
   t.same([...written.keys()], [2, 4, 6], 'checkpoints of steps 2, 4 and 6');
   for (const step of [2, 4]) {
-    t.ok(stepBegan(spans, step + 1) > written.get(step)!, `step ${step + 1} began after step ${step}'s checkpoint was written`);
+    t.ok(
+      stepBegan(spans, step + 1) > written.get(step)!,
+      `step ${step + 1} began after step ${step}'s checkpoint was written`,
+    );
   }
 });
 
 t.test("stepMs is the step's period: the main thread's work after the step before counts", async t => {
   const metrics: StepMetrics[] = [];
   const began = performance.now();
-  await train(base, { onStep: m => { metrics.push(m); }, onStepApplied: () => blockMainThread(BLOCK_MS) });
+  await train(base, {
+    onStep: m => {
+      metrics.push(m);
+    },
+    onStepApplied: () => blockMainThread(BLOCK_MS),
+  });
   const wall = performance.now() - began;
-  for (const m of metrics.slice(1)) t.ok(m.stepMs >= BLOCK_MS, `step ${m.step}: ${m.stepMs.toFixed(0)} ms, with the ${BLOCK_MS} ms onStepApplied of step ${m.step - 1}`);
+  for (const m of metrics.slice(1))
+    t.ok(
+      m.stepMs >= BLOCK_MS,
+      `step ${m.step}: ${m.stepMs.toFixed(0)} ms, with the ${BLOCK_MS} ms onStepApplied of step ${m.step - 1}`,
+    );
   const sum = metrics.reduce((s, m) => s + m.stepMs, 0);
   t.ok(sum <= wall, `the steps' ms (${sum.toFixed(0)}) fit in the run's wall time (${wall.toFixed(0)})`);
   t.equal(metrics.length, base.steps, 'one metrics per step');

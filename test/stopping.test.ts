@@ -11,62 +11,132 @@ import { checkpointPath, readCheckpoint, type Checkpoint } from '../src/checkpoi
 import { spawnTandem } from './fixtures/cli-process.js';
 
 const tmp = () => mkdtempSync(path.join(os.tmpdir(), 'tandem-stop-'));
-const base: TrainConfig = { model: 'mlp', data: 'synthetic-images', imageSize: [6, 6, 1], datasetSize: 300, batch: 12, devices: 2, backend: 'cpu', seed: 3 };
+const base: TrainConfig = {
+  model: 'mlp',
+  data: 'synthetic-images',
+  imageSize: [6, 6, 1],
+  datasetSize: 300,
+  batch: 12,
+  devices: 2,
+  backend: 'cpu',
+  seed: 3,
+};
 const sameBits = (a: Float32Array, b: Float32Array) => a.length === b.length && a.every((v, i) => Object.is(v, b[i]));
 
 /** The checkpoint an uninterrupted run of `base` writes after 4 steps (every strategy gives the same bits: one run serves all). */
 let fourSteps: Promise<Checkpoint> | undefined;
 function reference(): Promise<Checkpoint> {
   const dir = tmp();
-  fourSteps ??= train({ ...base, steps: 4, checkpointEvery: 4, checkpointDir: dir }).then(() => readCheckpoint(checkpointPath(dir, 4)));
+  fourSteps ??= train({ ...base, steps: 4, checkpointEvery: 4, checkpointDir: dir }).then(() =>
+    readCheckpoint(checkpointPath(dir, 4)),
+  );
   return fourSteps;
 }
 
 function sameState(t: Pick<typeof tap, 'equal' | 'ok'>, got: Checkpoint, want: Checkpoint, what: string): void {
   t.equal(got.step, want.step, `${what}: step ${want.step}`);
   t.ok(sameBits(got.params, want.params), `${what}: the parameters of ${want.step} uninterrupted steps, bit for bit`);
-  t.ok(got.optimizerState.every((s, j) => sameBits(s, want.optimizerState[j])), `${what}: and the optimizer state`);
+  t.ok(
+    got.optimizerState.every((s, j) => sameBits(s, want.optimizerState[j])),
+    `${what}: and the optimizer state`,
+  );
   t.equal(got.fingerprint, want.fingerprint, `${what}: resumable by the same run`);
 }
 
-t.test('a second SIGINT aborts a step that never finishes: exit 130 within 5 s, checkpoint of the last completed step', async t => {
-  const dir = tmp();
-  const config = { ...base, steps: 1000, stallTimeoutMs: 120_000, faultInjection: { device: 1, step: 5, phase: 'forward', kind: 'hang' } } as const;
-  const file = path.join(dir, 'config.json');
-  writeFileSync(file, JSON.stringify(config));
-  const cli = spawnTandem(['train', '--config', file, '--checkpoint-dir', dir, '--stop-grace-ms', '600000', '--json'], fn => t.teardown(fn));
-  await cli.waitFor('stdout', /"step":4,/); // step 5 is posted right after this line; device 1 hangs in its forward
-  cli.child.kill('SIGINT');
-  await cli.waitFor('stderr', /SIGINT: finishing the current step/);
-  const second = performance.now();
-  cli.child.kill('SIGINT');
-  const { code, at } = await cli.exited;
-  t.equal(code, 130, 'exit code 130');
-  t.ok(at - second < 5000, `exited ${((at - second) / 1000).toFixed(2)} s after the second SIGINT`);
-  t.match(cli.stderr(), /run aborted: on request during step 5; checkpoint of step 4, the last step every device completed/);
-  sameState(t, await readCheckpoint(checkpointPath(dir, 4)), await reference(), 'abort checkpoint');
-});
+t.test(
+  'a second SIGINT aborts a step that never finishes: exit 130 within 5 s, checkpoint of the last completed step',
+  async t => {
+    const dir = tmp();
+    const config = {
+      ...base,
+      steps: 1000,
+      stallTimeoutMs: 120_000,
+      faultInjection: { device: 1, step: 5, phase: 'forward', kind: 'hang' },
+    } as const;
+    const file = path.join(dir, 'config.json');
+    writeFileSync(file, JSON.stringify(config));
+    const cli = spawnTandem(
+      ['train', '--config', file, '--checkpoint-dir', dir, '--stop-grace-ms', '600000', '--json'],
+      fn => t.teardown(fn),
+    );
+    await cli.waitFor('stdout', /"step":4,/); // step 5 is posted right after this line; device 1 hangs in its forward
+    cli.child.kill('SIGINT');
+    await cli.waitFor('stderr', /SIGINT: finishing the current step/);
+    const second = performance.now();
+    cli.child.kill('SIGINT');
+    const { code, at } = await cli.exited;
+    t.equal(code, 130, 'exit code 130');
+    t.ok(at - second < 5000, `exited ${((at - second) / 1000).toFixed(2)} s after the second SIGINT`);
+    t.match(
+      cli.stderr(),
+      /run aborted: on request during step 5; checkpoint of step 4, the last step every device completed/,
+    );
+    sameState(t, await readCheckpoint(checkpointPath(dir, 4)), await reference(), 'abort checkpoint');
+  },
+);
 
-t.test('stop() on a step whose update never completes: aborted after stopGraceMs, the half-applied step rolled back', async t => {
-  const dir = tmp();
-  // Device 1's comm thread hangs before applying step 5's first group (two-group): device 0 applies that group, never the other.
-  const run = start({ ...base, strategy: 'two-group', steps: 1000, stallTimeoutMs: 120_000, stopGraceMs: 300, checkpointDir: dir, keepCheckpoints: 0,
-    faultInjection: { device: 1, step: 5, phase: 'update', kind: 'hang' } });
-  const checkpoints: number[] = [];
-  run.events$.subscribe(e => { if (e.type === 'checkpoint') checkpoints.push(e.step); });
-  // Step 6 was posted while step 5 trained (its inputs loaded, no checkpoint due): the stop asked at step 5's metrics ends the run after step 6.
-  run.metrics$.subscribe(m => { if (m.step === 5) run.stop(); });
-  const err = await run.done.then(() => undefined, (e: unknown) => e);
-  t.ok(err instanceof TandemError && err.code === 'ABORTED', 'done rejects with ABORTED');
-  t.match((err as Error).message, /step 6 did not reach its stop checkpoint within stopGraceMs \(300 ms\).*checkpoint of step 4/);
-  t.same(checkpoints, [4], 'a checkpoint event for step 4');
-  sameState(t, await readCheckpoint(checkpointPath(dir, 4)), await reference(), 'grace checkpoint (two-group)');
-});
+t.test(
+  'stop() on a step whose update never completes: aborted after stopGraceMs, the half-applied step rolled back',
+  async t => {
+    const dir = tmp();
+    // Device 1's comm thread hangs before applying step 5's first group (two-group): device 0 applies that group, never the other.
+    const run = start({
+      ...base,
+      strategy: 'two-group',
+      steps: 1000,
+      stallTimeoutMs: 120_000,
+      stopGraceMs: 300,
+      checkpointDir: dir,
+      keepCheckpoints: 0,
+      faultInjection: { device: 1, step: 5, phase: 'update', kind: 'hang' },
+    });
+    const checkpoints: number[] = [];
+    run.events$.subscribe(e => {
+      if (e.type === 'checkpoint') checkpoints.push(e.step);
+    });
+    // Step 6 was posted while step 5 trained (its inputs loaded, no checkpoint due): the stop asked at step 5's metrics ends the run after step 6.
+    run.metrics$.subscribe(m => {
+      if (m.step === 5) run.stop();
+    });
+    const err = await run.done.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    t.ok(err instanceof TandemError && err.code === 'ABORTED', 'done rejects with ABORTED');
+    t.match(
+      (err as Error).message,
+      /step 6 did not reach its stop checkpoint within stopGraceMs \(300 ms\).*checkpoint of step 4/,
+    );
+    t.same(checkpoints, [4], 'a checkpoint event for step 4');
+    sameState(t, await readCheckpoint(checkpointPath(dir, 4)), await reference(), 'grace checkpoint (two-group)');
+  },
+);
 
 t.test('SIGHUP stops like SIGINT: checkpoint, exit 129', async t => {
   const dir = tmp();
-  const cli = spawnTandem(['train', '--model', 'mlp', '--data', 'synthetic-images', '--image-size', '6x6x1', '--dataset-size', '300', '--batch', '12',
-    '--steps', '100000', '--backend', 'cpu', '--checkpoint-dir', dir, '--json'], fn => t.teardown(fn));
+  const cli = spawnTandem(
+    [
+      'train',
+      '--model',
+      'mlp',
+      '--data',
+      'synthetic-images',
+      '--image-size',
+      '6x6x1',
+      '--dataset-size',
+      '300',
+      '--batch',
+      '12',
+      '--steps',
+      '100000',
+      '--backend',
+      'cpu',
+      '--checkpoint-dir',
+      dir,
+      '--json',
+    ],
+    fn => t.teardown(fn),
+  );
   await cli.waitFor('stdout', /"step":3,/);
   cli.child.kill('SIGHUP');
   const { code } = await cli.exited;
@@ -78,12 +148,36 @@ t.test('SIGHUP stops like SIGINT: checkpoint, exit 129', async t => {
 
 t.test('stdout closed early (| head): printing stops, training goes on, the model is written', async t => {
   const out = tmp();
-  const cli = spawnTandem(['train', '--model', 'mlp', '--data', 'synthetic-images', '--image-size', '6x6x1', '--dataset-size', '300', '--batch', '12',
-    '--steps', '40', '--backend', 'cpu', '--out', out, '--json'], fn => t.teardown(fn));
+  const cli = spawnTandem(
+    [
+      'train',
+      '--model',
+      'mlp',
+      '--data',
+      'synthetic-images',
+      '--image-size',
+      '6x6x1',
+      '--dataset-size',
+      '300',
+      '--batch',
+      '12',
+      '--steps',
+      '40',
+      '--backend',
+      'cpu',
+      '--out',
+      out,
+      '--json',
+    ],
+    fn => t.teardown(fn),
+  );
   await cli.waitFor('stdout', /"event":"started"/);
   cli.child.stdout.destroy(); // the reader goes away: the next write gets EPIPE
   const { code } = await cli.exited;
   t.equal(code, 0, `exit code 0 (stderr: ${cli.stderr().trim().split('\n').pop()})`);
-  t.ok(existsSync(path.join(out, 'model.json')) && existsSync(path.join(out, 'weights.bin')), 'model.json and weights.bin written');
+  t.ok(
+    existsSync(path.join(out, 'model.json')) && existsSync(path.join(out, 'weights.bin')),
+    'model.json and weights.bin written',
+  );
   t.notMatch(cli.stderr(), /EPIPE/, 'no EPIPE error');
 });

@@ -13,11 +13,14 @@ t.test('set, get, wait and add between two clients; a waiting get is answered wh
   t.match(server.url, /^tcp:\/\/127\.0\.0\.1:\d+$/);
   const a = await StoreClient.connect(server.url, 5000);
   const b = await StoreClient.connect(server.url, 5000);
-  t.teardown(() => { a.close(); b.close(); });
-  const waiting = b.get('rank/1');       // b asks before a sets: answered when it is set
+  t.teardown(() => {
+    a.close();
+    b.close();
+  });
+  const waiting = b.get('rank/1'); // b asks before a sets: answered when it is set
   const waited = b.wait(['rank/1']);
   await a.set('rank/1', Buffer.from([0, 10, 255, 32, 10]));
-  t.same([...await waiting], [0, 10, 255, 32, 10], 'binary value, newlines and spaces included');
+  t.same([...(await waiting)], [0, 10, 255, 32, 10], 'binary value, newlines and spaces included');
   await waited;
   t.equal(await a.add('count', 1), 1);
   t.equal(await b.add('count', 2), 3);
@@ -37,27 +40,33 @@ t.test('a get or a wait that times out fails with STALLED naming the key', async
   t.equal((await c.get('after')).toString(), 'ok', 'the connection still serves after a timeout');
 });
 
-t.test('a malformed request closes its connection only; the server closes itself after closeAfterClients came and went', async t => {
-  const server = await startStoreServer({ closeAfterClients: 2 });
-  const { host, port } = parseStoreUrl(server.url);
-  const bad = net.connect({ host, port });
-  await once(bad, 'connect');
-  bad.write('FLY 0 1 1\nab');
-  await once(bad, 'close');
-  t.pass('the server closed the malformed connection');
-  const good = await StoreClient.connect(server.url, 1000);
-  await good.set('k', 'v');
-  t.equal((await good.get('k')).toString(), 'v');
-  good.close();
-  await server.closed;
-  t.pass('the server closed itself after its two clients disconnected');
-  await t.rejects(StoreClient.connect(server.url, 1000), { code: 'STALLED', message: /unreachable/ });
-});
+t.test(
+  'a malformed request closes its connection only; the server closes itself after closeAfterClients came and went',
+  async t => {
+    const server = await startStoreServer({ closeAfterClients: 2 });
+    const { host, port } = parseStoreUrl(server.url);
+    const bad = net.connect({ host, port });
+    await once(bad, 'connect');
+    bad.write('FLY 0 1 1\nab');
+    await once(bad, 'close');
+    t.pass('the server closed the malformed connection');
+    const good = await StoreClient.connect(server.url, 1000);
+    await good.set('k', 'v');
+    t.equal((await good.get('k')).toString(), 'v');
+    good.close();
+    await server.closed;
+    t.pass('the server closed itself after its two clients disconnected');
+    await t.rejects(StoreClient.connect(server.url, 1000), { code: 'STALLED', message: /unreachable/ });
+  },
+);
 
 t.test('a port already in use is refused with BAD_CONFIG naming it', async t => {
   const first = await startStoreServer();
   t.teardown(() => first.close());
-  await t.rejects(startStoreServer({ port: first.port }), { code: 'BAD_CONFIG', message: new RegExp(`cannot listen on 127\\.0\\.0\\.1:${first.port}: .*EADDRINUSE`) });
+  await t.rejects(startStoreServer({ port: first.port }), {
+    code: 'BAD_CONFIG',
+    message: new RegExp(`cannot listen on 127\\.0\\.0\\.1:${first.port}: .*EADDRINUSE`),
+  });
 });
 
 t.test('store URLs: tcp://host:port and [v6] hosts; anything else is BAD_CONFIG', async t => {

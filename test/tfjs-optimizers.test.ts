@@ -8,7 +8,13 @@ import t from 'tap';
 import * as tf from '@tensorflow/tfjs';
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { applyUpdate, initialOptimizerState, optimizerStateSlots, fillInitialOptimizerState, type OptimizerConfig } from '../src/optim/flat-optimizer.js';
+import {
+  applyUpdate,
+  initialOptimizerState,
+  optimizerStateSlots,
+  fillInitialOptimizerState,
+  type OptimizerConfig,
+} from '../src/optim/flat-optimizer.js';
 import { nativeArithmetic } from '../src/optim/flat-arithmetic.js';
 import { tfjsOptimizer } from '../src/optim/tfjs-optimizer.js';
 import { resolveConfig } from '../src/config.js';
@@ -26,7 +32,8 @@ const CONFIGS: OptimizerConfig[] = [
   { kind: 'sgd', lr: 0.1, momentum: 0.7 },
   { kind: 'sgd', lr: 0.1, momentum: 0.7, nesterov: true },
 ];
-const STEPS = 8, N = 1200;
+const STEPS = 8,
+  N = 1200;
 
 /** Index of the first element whose bits differ (NaN = NaN), or -1. */
 function firstDifference(a: Float32Array, b: Float32Array): number {
@@ -38,7 +45,9 @@ function firstDifference(a: Float32Array, b: Float32Array): number {
 function bothWays(config: OptimizerConfig, seed: number): { tfjs: Float32Array[]; flat: Float32Array[] } {
   const r = prng(seed);
   const init = Float32Array.from({ length: N }, () => (r() - 0.5) * 4);
-  const grads = Array.from({ length: STEPS }, () => Float32Array.from({ length: N }, () => (r() - 0.5) * 10 ** Math.floor(r() * 4 - 2)));
+  const grads = Array.from({ length: STEPS }, () =>
+    Float32Array.from({ length: N }, () => (r() - 0.5) * 10 ** Math.floor(r() * 4 - 2)),
+  );
   const v = tf.variable(tf.tensor1d(init), true, `w_${seed}_${config.kind}`);
   const optimizer = tfjsOptimizer(tf, config);
   const tfjs: Float32Array[] = [];
@@ -48,88 +57,186 @@ function bothWays(config: OptimizerConfig, seed: number): { tfjs: Float32Array[]
   }
   optimizer.dispose();
   v.dispose();
-  const params = Float32Array.from(init), state = Array.from({ length: optimizerStateSlots(config) }, () => new Float32Array(N));
+  const params = Float32Array.from(init),
+    state = Array.from({ length: optimizerStateSlots(config) }, () => new Float32Array(N));
   fillInitialOptimizerState(config, state);
-  const flat = grads.map((g, k) => { applyUpdate(config, params, g, state, 0, N, k + 1); return params.slice(); });
+  const flat = grads.map((g, k) => {
+    applyUpdate(config, params, g, state, 0, N, k + 1);
+    return params.slice();
+  });
   return { tfjs, flat };
 }
 
 for (const backend of ['cpu', defaultBackend()] as const) {
-  t.test(`${backend}: the flat updates = tfjs's optimizers over ${STEPS} steps${backend === 'cpu' ? ', bit for bit' : ''}`, async t => {
-    await startBackend(tf, backend);
-    CONFIGS.forEach((config, c) => {
-      const { tfjs, flat } = bothWays(config, 100 + c);
-      let maxDiff = 0, firstBits = -1;
-      tfjs.forEach((p, k) => {
-        p.forEach((x, i) => { maxDiff = Math.max(maxDiff, Number.isNaN(x) && Number.isNaN(flat[k][i]) ? 0 : Math.abs(x - flat[k][i]) || 0, Number.isNaN(x) !== Number.isNaN(flat[k][i]) ? Infinity : 0); });
-        if (firstBits < 0 && firstDifference(p, flat[k]) >= 0) firstBits = k + 1;
+  t.test(
+    `${backend}: the flat updates = tfjs's optimizers over ${STEPS} steps${backend === 'cpu' ? ', bit for bit' : ''}`,
+    async t => {
+      await startBackend(tf, backend);
+      CONFIGS.forEach((config, c) => {
+        const { tfjs, flat } = bothWays(config, 100 + c);
+        let maxDiff = 0,
+          firstBits = -1;
+        tfjs.forEach((p, k) => {
+          p.forEach((x, i) => {
+            maxDiff = Math.max(
+              maxDiff,
+              Number.isNaN(x) && Number.isNaN(flat[k][i]) ? 0 : Math.abs(x - flat[k][i]) || 0,
+              Number.isNaN(x) !== Number.isNaN(flat[k][i]) ? Infinity : 0,
+            );
+          });
+          if (firstBits < 0 && firstDifference(p, flat[k]) >= 0) firstBits = k + 1;
+        });
+        const moved = flat[STEPS - 1].filter((x, i) => x !== tfjs[0][i]).length;
+        t.ok(moved > N / 2, `${JSON.stringify(config)}: moved ${moved} of ${N} after step 1`);
+        const name = config.kind === 'sgd' && config.nesterov ? 'sgd nesterov' : config.kind;
+        // sgd's loop (the native addon's twin) rounds once per element, tfjs once per operation: within rounding only.
+        if (backend === 'cpu' && (config.kind !== 'sgd' || config.nesterov))
+          t.equal(
+            firstBits,
+            -1,
+            `${name}: identical bits after every step${firstBits > 0 ? ` (first difference at step ${firstBits}, max ${maxDiff})` : ''}`,
+          );
+        else
+          t.ok(maxDiff < 1e-5, `${name}: max |tfjs - flat| over ${STEPS} steps = ${maxDiff.toExponential(2)} < 1e-5`);
       });
-      const moved = flat[STEPS - 1].filter((x, i) => x !== tfjs[0][i]).length;
-      t.ok(moved > N / 2, `${JSON.stringify(config)}: moved ${moved} of ${N} after step 1`);
-      const name = config.kind === 'sgd' && config.nesterov ? 'sgd nesterov' : config.kind;
-      // sgd's loop (the native addon's twin) rounds once per element, tfjs once per operation: within rounding only.
-      if (backend === 'cpu' && (config.kind !== 'sgd' || config.nesterov)) t.equal(firstBits, -1, `${name}: identical bits after every step${firstBits > 0 ? ` (first difference at step ${firstBits}, max ${maxDiff})` : ''}`);
-      else t.ok(maxDiff < 1e-5, `${name}: max |tfjs - flat| over ${STEPS} steps = ${maxDiff.toExponential(2)} < 1e-5`);
-    });
-  });
+    },
+  );
 }
 
-t.test('the native arithmetic runs the JS loops for the new kinds: the same bits', { skip: !loadNativeAddon().loaded && 'no native addon' }, async t => {
-  const native = nativeArithmetic();
-  for (const config of CONFIGS) {
-    const r = prng(9), p1 = Float32Array.from({ length: N }, () => r() - 0.5), p2 = p1.slice();
-    const s1 = Array.from({ length: optimizerStateSlots(config) }, () => new Float32Array(N)), s2 = s1.map(s => s.slice());
-    for (let step = 1; step <= 3; step++) {
-      const g = Float32Array.from({ length: N }, () => r() - 0.5);
-      applyUpdate(config, p1, g, s1, 5, N - 7, step);
-      native.applyUpdate(config, p2, g, s2, 5, N - 7, step);
+t.test(
+  'the native arithmetic runs the JS loops for the new kinds: the same bits',
+  { skip: !loadNativeAddon().loaded && 'no native addon' },
+  async t => {
+    const native = nativeArithmetic();
+    for (const config of CONFIGS) {
+      const r = prng(9),
+        p1 = Float32Array.from({ length: N }, () => r() - 0.5),
+        p2 = p1.slice();
+      const s1 = Array.from({ length: optimizerStateSlots(config) }, () => new Float32Array(N)),
+        s2 = s1.map(s => s.slice());
+      for (let step = 1; step <= 3; step++) {
+        const g = Float32Array.from({ length: N }, () => r() - 0.5);
+        applyUpdate(config, p1, g, s1, 5, N - 7, step);
+        native.applyUpdate(config, p2, g, s2, 5, N - 7, step);
+      }
+      t.equal(firstDifference(p1, p2), -1, `${config.kind}: identical`);
     }
-    t.equal(firstDifference(p1, p2), -1, `${config.kind}: identical`);
-  }
-});
+  },
+);
 
-t.test("tfjs's adadelta scales by the accumulator before the step: its two accumulators stay equal, its update is the gradient", async t => {
-  const config: OptimizerConfig = { kind: 'adadelta', lr: 0.5, rho: 0.9, epsilon: 1e-7 };
-  const r = prng(3), params = Float32Array.from({ length: N }, () => r() - 0.5), state = [new Float32Array(N), new Float32Array(N)];
-  for (let step = 1; step <= 5; step++) {
-    const g = Float32Array.from({ length: N }, () => r() - 0.5), before = params.slice();
-    applyUpdate(config, params, g, state, 0, N, step);
-    t.equal(firstDifference(state[0], state[1]), -1, `step ${step}: accumulated squares of gradients = of updates`);
-    t.equal(firstDifference(params, before.map((p, i) => Math.fround(Math.fround(g[i] * Math.fround(-0.5)) + p))), -1, `step ${step}: p - lr × g`);
-  }
-});
+t.test(
+  "tfjs's adadelta scales by the accumulator before the step: its two accumulators stay equal, its update is the gradient",
+  async t => {
+    const config: OptimizerConfig = { kind: 'adadelta', lr: 0.5, rho: 0.9, epsilon: 1e-7 };
+    const r = prng(3),
+      params = Float32Array.from({ length: N }, () => r() - 0.5),
+      state = [new Float32Array(N), new Float32Array(N)];
+    for (let step = 1; step <= 5; step++) {
+      const g = Float32Array.from({ length: N }, () => r() - 0.5),
+        before = params.slice();
+      applyUpdate(config, params, g, state, 0, N, step);
+      t.equal(firstDifference(state[0], state[1]), -1, `step ${step}: accumulated squares of gradients = of updates`);
+      t.equal(
+        firstDifference(
+          params,
+          before.map((p, i) => Math.fround(Math.fround(g[i] * Math.fround(-0.5)) + p)),
+        ),
+        -1,
+        `step ${step}: p - lr × g`,
+      );
+    }
+  },
+);
 
 t.test("tfjs's defaults; adagrad's accumulator starts at its initial value", async t => {
-  const opt = async (extra: object) => (await resolveConfig({ model: 'mlp', data: 'synthetic-images', ...extra })).optimizer;
-  t.same(await opt({ optimizer: 'rmsprop' }), { kind: 'rmsprop', lr: 0.001, decay: 0.9, momentum: 0, epsilon: 1e-7, centered: false });
+  const opt = async (extra: object) =>
+    (await resolveConfig({ model: 'mlp', data: 'synthetic-images', ...extra })).optimizer;
+  t.same(await opt({ optimizer: 'rmsprop' }), {
+    kind: 'rmsprop',
+    lr: 0.001,
+    decay: 0.9,
+    momentum: 0,
+    epsilon: 1e-7,
+    centered: false,
+  });
   t.same(await opt({ optimizer: 'adagrad' }), { kind: 'adagrad', lr: 0.01, initialAccumulatorValue: 0.1 });
-  t.same(await opt({ optimizer: 'adamax' }), { kind: 'adamax', lr: 0.002, beta1: 0.9, beta2: 0.999, epsilon: 1e-7, decay: 0 });
+  t.same(await opt({ optimizer: 'adamax' }), {
+    kind: 'adamax',
+    lr: 0.002,
+    beta1: 0.9,
+    beta2: 0.999,
+    epsilon: 1e-7,
+    decay: 0,
+  });
   t.same(await opt({ optimizer: 'adadelta' }), { kind: 'adadelta', lr: 0.001, rho: 0.95, epsilon: 1e-7 });
   t.same(await opt({ optimizer: 'momentum' }), { kind: 'sgd', lr: 0.01, momentum: 0.9 }, 'momentum: sgd with momentum');
-  t.same(await opt({ optimizer: 'adam', beta1: 0.8, epsilon: 1e-4 }), { kind: 'adam', lr: 0.001, beta1: 0.8, beta2: 0.999, epsilon: 1e-4 });
+  t.same(await opt({ optimizer: 'adam', beta1: 0.8, epsilon: 1e-4 }), {
+    kind: 'adam',
+    lr: 0.001,
+    beta1: 0.8,
+    beta2: 0.999,
+    epsilon: 1e-4,
+  });
   t.same(initialOptimizerState({ kind: 'adagrad', lr: 0.01, initialAccumulatorValue: 0.1 }), [Math.fround(0.1)]);
-  t.same(initialOptimizerState({ kind: 'rmsprop', lr: 0.01, decay: 0.9, momentum: 0, epsilon: 1e-7, centered: true }), [0, 0, 0]);
-  await t.rejects(opt({ optimizer: 'adadelta', rho: 1 }), { code: 'BAD_CONFIG', message: /config\.rho: must be a number in \[0, 1\)/ });
-  await t.rejects(opt({ optimizer: 'adam', momentum: 0.9 }), { code: 'BAD_CONFIG', message: /config\.momentum: applies to sgd, momentum, rmsprop only, not adam/ });
-  t.same(await opt({ optimizer: 'momentum', nesterov: true }), { kind: 'sgd', lr: 0.01, momentum: 0.9, nesterov: true }, 'nesterov');
-  await t.rejects(opt({ optimizer: 'sgd', momentum: 0, nesterov: true }), { code: 'BAD_CONFIG', message: /config\.nesterov: needs momentum > 0/ });
-  await t.rejects(opt({ optimizer: 'adam', nesterov: true }), { code: 'BAD_CONFIG', message: /config\.nesterov: applies to sgd, momentum only, not adam/ });
-  await t.rejects(opt({ optimizer: 'sgd', nesterov: 'yes' }), { code: 'BAD_CONFIG', message: /config\.nesterov: must be true or false/ });
+  t.same(
+    initialOptimizerState({ kind: 'rmsprop', lr: 0.01, decay: 0.9, momentum: 0, epsilon: 1e-7, centered: true }),
+    [0, 0, 0],
+  );
+  await t.rejects(opt({ optimizer: 'adadelta', rho: 1 }), {
+    code: 'BAD_CONFIG',
+    message: /config\.rho: must be a number in \[0, 1\)/,
+  });
+  await t.rejects(opt({ optimizer: 'adam', momentum: 0.9 }), {
+    code: 'BAD_CONFIG',
+    message: /config\.momentum: applies to sgd, momentum, rmsprop only, not adam/,
+  });
+  t.same(
+    await opt({ optimizer: 'momentum', nesterov: true }),
+    { kind: 'sgd', lr: 0.01, momentum: 0.9, nesterov: true },
+    'nesterov',
+  );
+  await t.rejects(opt({ optimizer: 'sgd', momentum: 0, nesterov: true }), {
+    code: 'BAD_CONFIG',
+    message: /config\.nesterov: needs momentum > 0/,
+  });
+  await t.rejects(opt({ optimizer: 'adam', nesterov: true }), {
+    code: 'BAD_CONFIG',
+    message: /config\.nesterov: applies to sgd, momentum only, not adam/,
+  });
+  await t.rejects(opt({ optimizer: 'sgd', nesterov: 'yes' }), {
+    code: 'BAD_CONFIG',
+    message: /config\.nesterov: must be true or false/,
+  });
 });
 
 const cli = fileURLToPath(new URL('../../bin/tandem.js', import.meta.url));
-const runCli = (args: string[]) => new Promise<{ code: number; stderr: string }>(resolve =>
-  execFile(process.execPath, [cli, 'train', '--model', 'mlp', '--data', 'synthetic-images', '--steps', '1', '--quiet', ...args], { timeout: 120_000 },
-    (err, _stdout, stderr) => resolve({ code: err ? (err as { code?: number }).code ?? 1 : 0, stderr })));
+const runCli = (args: string[]) =>
+  new Promise<{ code: number; stderr: string }>(resolve =>
+    execFile(
+      process.execPath,
+      [cli, 'train', '--model', 'mlp', '--data', 'synthetic-images', '--steps', '1', '--quiet', ...args],
+      { timeout: 120_000 },
+      (err, _stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stderr }),
+    ),
+  );
 
-t.test('the CLI: a hyper-parameter of another optimizer is refused naming the flag and the fix; an unknown name lists the valid ones', async t => {
-  const rho = await runCli(['--optimizer', 'rmsprop', '--rho', '0.8']);
-  t.equal(rho.code, 1, '--rho with rmsprop: exit 1');
-  t.match(rho.stderr, /BAD_CONFIG|--rho \(config\.rho\): applies to adadelta only, not rmsprop, which takes lr, decay, momentum, epsilon, centered \(keras's rho is rmsprop's decay here: set decay instead\); remove rho, or choose optimizer adadelta/);
-  t.match(rho.stderr, /--rho \(config\.rho\): applies to adadelta only/);
-  const centered = await runCli(['--optimizer', 'adamax', '--centered']);
-  t.match(centered.stderr, /--centered \(config\.centered\): applies to rmsprop only, not adamax/);
-  const unknown = await runCli(['--optimizer', 'nadam']);
-  t.equal(unknown.code, 1);
-  t.match(unknown.stderr, /--optimizer \(config\.optimizer\): must be one of sgd, momentum, adam, rmsprop, adagrad, adamax, adadelta, got "nadam"/);
-});
+t.test(
+  'the CLI: a hyper-parameter of another optimizer is refused naming the flag and the fix; an unknown name lists the valid ones',
+  async t => {
+    const rho = await runCli(['--optimizer', 'rmsprop', '--rho', '0.8']);
+    t.equal(rho.code, 1, '--rho with rmsprop: exit 1');
+    t.match(
+      rho.stderr,
+      /BAD_CONFIG|--rho \(config\.rho\): applies to adadelta only, not rmsprop, which takes lr, decay, momentum, epsilon, centered \(keras's rho is rmsprop's decay here: set decay instead\); remove rho, or choose optimizer adadelta/,
+    );
+    t.match(rho.stderr, /--rho \(config\.rho\): applies to adadelta only/);
+    const centered = await runCli(['--optimizer', 'adamax', '--centered']);
+    t.match(centered.stderr, /--centered \(config\.centered\): applies to rmsprop only, not adamax/);
+    const unknown = await runCli(['--optimizer', 'nadam']);
+    t.equal(unknown.code, 1);
+    t.match(
+      unknown.stderr,
+      /--optimizer \(config\.optimizer\): must be one of sgd, momentum, adam, rmsprop, adagrad, adamax, adadelta, got "nadam"/,
+    );
+  },
+);

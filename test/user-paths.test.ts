@@ -18,19 +18,45 @@ import { optionsForPickedHook } from '../src/pipeline/resolve-comm-hook.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'tandem-user-paths-'));
 const cli = fileURLToPath(new URL('../../bin/tandem.js', import.meta.url));
-const base: TrainConfig = { model: 'mlp', data: 'synthetic-images', imageSize: [6, 6, 1], classes: 4, datasetSize: 64, batch: 8, steps: 2, devices: 2, backend: 'cpu' };
+const base: TrainConfig = {
+  model: 'mlp',
+  data: 'synthetic-images',
+  imageSize: [6, 6, 1],
+  classes: 4,
+  datasetSize: 64,
+  batch: 8,
+  steps: 2,
+  devices: 2,
+  backend: 'cpu',
+};
 
-const runCli = (args: string[]) => new Promise<{ code: number; stdout: string; stderr: string }>(resolve =>
-  execFile(process.execPath, [cli, ...args], { timeout: 120_000 }, (err, stdout, stderr) => resolve({ code: err ? (err as { code?: number }).code ?? 1 : 0, stdout, stderr })));
+const runCli = (args: string[]) =>
+  new Promise<{ code: number; stdout: string; stderr: string }>(resolve =>
+    execFile(process.execPath, [cli, ...args], { timeout: 120_000 }, (err, stdout, stderr) =>
+      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    ),
+  );
 
 t.test('a config that is not an object, NaN, one class: BAD_CONFIG naming it, before any thread', async t => {
   await train({ devices: 0 }).catch(() => {}); // lazy module loading first
   const cases: [string, unknown, RegExp][] = [
-    ['an array (it used to train mlp on mnist with every default)', [], /^config: expected an object of train options .*found an array/],
+    [
+      'an array (it used to train mlp on mnist with every default)',
+      [],
+      /^config: expected an object of train options .*found an array/,
+    ],
     ['null', null, /^config: expected an object of train options .*found null/],
-    ['NaN devices (shown as NaN, not null)', { ...base, devices: NaN }, /config\.devices: must be an integer in \[1, 64\], got NaN$/],
+    [
+      'NaN devices (shown as NaN, not null)',
+      { ...base, devices: NaN },
+      /config\.devices: must be an integer in \[1, 64\], got NaN$/,
+    ],
     ['Infinity steps', { ...base, steps: Infinity }, /config\.steps: .* got Infinity$/],
-    ['one class (it used to fail at step 1 on a device: oneHot depth)', { ...base, classes: 1 }, /config\.classes: a classifier needs 2 or more classes.*has 1; give --classes 2 or more/],
+    [
+      'one class (it used to fail at step 1 on a device: oneHot depth)',
+      { ...base, classes: 1 },
+      /config\.classes: a classifier needs 2 or more classes.*has 1; give --classes 2 or more/,
+    ],
   ];
   for (const [name, config, message] of cases) {
     const before = osThreads();
@@ -43,14 +69,23 @@ t.test('hooks: null is none; anything but functions is BAD_CONFIG, from train an
   const summary = await train(base, null as unknown as TrainHooks); // a JavaScript caller's "no hooks"
   t.equal(summary.steps, 2, 'null hooks: the run trains (it used to end in a TypeError after training)');
   const before = osThreads();
-  await t.rejects(train(base, 5 as unknown as TrainHooks), { code: 'BAD_CONFIG', message: /^hooks: expected an object of callbacks/ });
-  await t.rejects(train(base, { onStep: 5 } as unknown as TrainHooks), { code: 'BAD_CONFIG', message: /^hooks\.onStep: expected a function, found number/ });
+  await t.rejects(train(base, 5 as unknown as TrainHooks), {
+    code: 'BAD_CONFIG',
+    message: /^hooks: expected an object of callbacks/,
+  });
+  await t.rejects(train(base, { onStep: 5 } as unknown as TrainHooks), {
+    code: 'BAD_CONFIG',
+    message: /^hooks\.onStep: expected a function, found number/,
+  });
   const run = startTraining(base, { onEvent: 'log' } as unknown as TrainHooks);
   const events: string[] = [];
   run.events$.subscribe(e => events.push(e.type));
-  await t.rejects(run.done, { code: 'BAD_CONFIG', message: /^hooks\.onEvent: expected a function, found string/ },
-    'startTraining: done rejects with the culprit (it used to be a TypeError without a code)');
-  t.same(events, ['failed'], 'the failure is the stream\'s one event');
+  await t.rejects(
+    run.done,
+    { code: 'BAD_CONFIG', message: /^hooks\.onEvent: expected a function, found string/ },
+    'startTraining: done rejects with the culprit (it used to be a TypeError without a code)',
+  );
+  t.same(events, ['failed'], "the failure is the stream's one event");
   t.equal(osThreads(), before, 'no thread started');
 });
 
@@ -59,29 +94,66 @@ t.test('resuming with other settings names each one, checkpoint against this run
   await train({ ...base, steps: 2, checkpointEvery: 2, checkpointDir: ckpt });
   await t.rejects(train({ ...base, steps: 4, resume: ckpt, lr: 0.5, devices: 1, batch: 4 }), {
     code: 'BAD_CHECKPOINT',
-    message: /other settings: optimizer\.lr 0\.01 in the checkpoint, 0\.5 in this run; devices 2 in the checkpoint, 1 in this run; batch 8 in the checkpoint, 4 in this run; resume with the same settings/,
+    message:
+      /other settings: optimizer\.lr 0\.01 in the checkpoint, 0\.5 in this run; devices 2 in the checkpoint, 1 in this run; batch 8 in the checkpoint, 4 in this run; resume with the same settings/,
   });
-  await t.rejects(train({ ...base, steps: 4, resume: ckpt, optimizer: 'adam' }), {
-    code: 'BAD_CHECKPOINT', message: /optimizer \{"kind":"sgd","lr":0\.01,"momentum":0\.9\} in the checkpoint, \{"kind":"adam",.*\} in this run/,
-  }, 'another optimizer: shown whole');
-  await t.rejects(train({ ...base, steps: 4, resume: ckpt, imageSize: [7, 7, 1] }), {
-    code: 'BAD_CHECKPOINT', message: /different model \(6 variables in the checkpoint, 6 in this run; variable 0: dense_Dense1\/kernel \[36,\d+\] in the checkpoint, dense_Dense1\/kernel \[49,\d+\] in this run\)/,
-  }, 'same variable names, other shapes: the first differing variable with both shapes');
+  await t.rejects(
+    train({ ...base, steps: 4, resume: ckpt, optimizer: 'adam' }),
+    {
+      code: 'BAD_CHECKPOINT',
+      message:
+        /optimizer \{"kind":"sgd","lr":0\.01,"momentum":0\.9\} in the checkpoint, \{"kind":"adam",.*\} in this run/,
+    },
+    'another optimizer: shown whole',
+  );
+  await t.rejects(
+    train({ ...base, steps: 4, resume: ckpt, imageSize: [7, 7, 1] }),
+    {
+      code: 'BAD_CHECKPOINT',
+      message:
+        /different model \(6 variables in the checkpoint, 6 in this run; variable 0: dense_Dense1\/kernel \[36,\d+\] in the checkpoint, dense_Dense1\/kernel \[49,\d+\] in this run\)/,
+    },
+    'same variable names, other shapes: the first differing variable with both shapes',
+  );
   const resumed = await train({ ...base, steps: 4, resume: ckpt, strategy: 'per-layer' });
   t.equal(resumed.firstStep, 3, 'the same settings (another strategy) resume');
 });
 
-t.test('tandem trace: a file that is not tandem\'s trace is named with the event at fault, no stack trace', async t => {
-  const write = (name: string, text: string) => { const p = path.join(dir, name); writeFileSync(p, text); return p; };
+t.test("tandem trace: a file that is not tandem's trace is named with the event at fault, no stack trace", async t => {
+  const write = (name: string, text: string) => {
+    const p = path.join(dir, name);
+    writeFileSync(p, text);
+    return p;
+  };
   const out = path.join(dir, 'x.svg');
   const cases: [string, string, RegExp][] = [
-    ['a null event (it used to end in a TypeError stack)', write('null-event.json', '{"traceEvents":[null]}'), /traceEvents\[0\] is null, not an event object/],
-    ['a complete event without ts', write('no-ts.json', '{"traceEvents":[{"ph":"M","name":"m"},{"ph":"X","name":"forward","pid":0,"tid":0,"dur":1}]}'),
-      /traceEvents\[1\] \("forward"\) has ts missing, where a number is needed/],
-    ['a step that is not an integer (it used to say "the trace holds steps NaN-NaN")',
-      write('bad-step.json', '{"traceEvents":[{"ph":"X","name":"forward","ts":0,"dur":5,"pid":0,"tid":0,"args":{"step":"x"}}]}'), /traceEvents\[0\] \("forward"\) has args\.step "x", where an integer is needed/],
+    [
+      'a null event (it used to end in a TypeError stack)',
+      write('null-event.json', '{"traceEvents":[null]}'),
+      /traceEvents\[0\] is null, not an event object/,
+    ],
+    [
+      'a complete event without ts',
+      write(
+        'no-ts.json',
+        '{"traceEvents":[{"ph":"M","name":"m"},{"ph":"X","name":"forward","pid":0,"tid":0,"dur":1}]}',
+      ),
+      /traceEvents\[1\] \("forward"\) has ts missing, where a number is needed/,
+    ],
+    [
+      'a step that is not an integer (it used to say "the trace holds steps NaN-NaN")',
+      write(
+        'bad-step.json',
+        '{"traceEvents":[{"ph":"X","name":"forward","ts":0,"dur":5,"pid":0,"tid":0,"args":{"step":"x"}}]}',
+      ),
+      /traceEvents\[0\] \("forward"\) has args\.step "x", where an integer is needed/,
+    ],
     ['a missing file', path.join(dir, 'no-such-trace.json'), /cannot read it: no such file or directory \(ENOENT\)/],
-    ['broken JSON', write('broken.json', '{"traceEvents":['), /found invalid JSON \(.*the file has 16 characters: truncated\?\)/],
+    [
+      'broken JSON',
+      write('broken.json', '{"traceEvents":['),
+      /found invalid JSON \(.*the file has 16 characters: truncated\?\)/,
+    ],
   ];
   for (const [name, file, message] of cases) {
     const r = await runCli(['trace', file, '--svg', out]);
@@ -92,104 +164,247 @@ t.test('tandem trace: a file that is not tandem\'s trace is named with the event
   }
 });
 
-t.test("no tfjs greeting telling the user to install tfjs-node (--backend cpu devices, a model file checked on the main thread)", async t => {
-  const saved = path.join(dir, 'saved');
-  await train({ ...base, out: saved });
-  const r = await runCli(['train', '--model', path.join(saved, 'model.json'), '--data', 'synthetic-images', '--image-size', '6x6x1', '--classes', '4',
-    '--dataset-size', '64', '--batch', '8', '--steps', '2', '--devices', '2', '--backend', 'cpu', '--quiet']);
-  t.equal(r.code, 0, r.stderr);
-  t.match(r.stdout, /^done: 2 steps on 2 device\(s\) \(cpu\)/m);
-  t.notMatch(r.stderr, /tfjs-node|looks like you are running TensorFlow\.js/, 'stderr holds no tfjs greeting (it had one per cpu thread and one for the model check)');
-});
+t.test(
+  'no tfjs greeting telling the user to install tfjs-node (--backend cpu devices, a model file checked on the main thread)',
+  async t => {
+    const saved = path.join(dir, 'saved');
+    await train({ ...base, out: saved });
+    const r = await runCli([
+      'train',
+      '--model',
+      path.join(saved, 'model.json'),
+      '--data',
+      'synthetic-images',
+      '--image-size',
+      '6x6x1',
+      '--classes',
+      '4',
+      '--dataset-size',
+      '64',
+      '--batch',
+      '8',
+      '--steps',
+      '2',
+      '--devices',
+      '2',
+      '--backend',
+      'cpu',
+      '--quiet',
+    ]);
+    t.equal(r.code, 0, r.stderr);
+    t.match(r.stdout, /^done: 2 steps on 2 device\(s\) \(cpu\)/m);
+    t.notMatch(
+      r.stderr,
+      /tfjs-node|looks like you are running TensorFlow\.js/,
+      'stderr holds no tfjs greeting (it had one per cpu thread and one for the model check)',
+    );
+  },
+);
 
-t.test('the streams are hot, as the README says: a late subscriber gets complete alone; done still holds the result', async t => {
-  const run = startTraining(base);
-  const early: string[] = [];
-  run.events$.subscribe(e => early.push(e.type));
-  const summary = await run.done;
-  const late = { values: 0, completed: false };
-  for (const stream of [run.events$, run.metrics$, run.timeline$] as const) {
-    (stream as import('rxjs').Observable<unknown>).subscribe({ next: () => { late.values++; }, complete: () => { late.completed = true; } });
-  }
-  t.same(late, { values: 0, completed: true }, 'nothing replayed, completed at once');
-  t.equal(early[0], 'started', 'a subscriber of the same tick sees started');
-  t.equal((await run.done).steps, summary.steps, 'done resolves again with the same summary');
-});
+t.test(
+  'the streams are hot, as the README says: a late subscriber gets complete alone; done still holds the result',
+  async t => {
+    const run = startTraining(base);
+    const early: string[] = [];
+    run.events$.subscribe(e => early.push(e.type));
+    const summary = await run.done;
+    const late = { values: 0, completed: false };
+    for (const stream of [run.events$, run.metrics$, run.timeline$] as const) {
+      (stream as import('rxjs').Observable<unknown>).subscribe({
+        next: () => {
+          late.values++;
+        },
+        complete: () => {
+          late.completed = true;
+        },
+      });
+    }
+    t.same(late, { values: 0, completed: true }, 'nothing replayed, completed at once');
+    t.equal(early[0], 'started', 'a subscriber of the same tick sees started');
+    t.equal((await run.done).steps, summary.steps, 'done resolves again with the same summary');
+  },
+);
 
-t.test('a third stop signal exits at once and leaves no run lock behind (it used to leave .tandem-run.lock in --out)', async t => {
-  const out = path.join(dir, 'third-signal');
-  const cli = spawnTandem(['train', '--model', 'mlp', '--data', 'synthetic-images', '--image-size', '6x6x1', '--dataset-size', '300', '--batch', '12',
-    '--steps', '100000', '--backend', 'cpu', '--out', out, '--json'], fn => t.teardown(fn));
-  await cli.waitFor('stdout', /"step":3,/);
-  t.ok(existsSync(path.join(out, '.tandem-run.lock')), 'the run holds its lock');
-  // Three distinct stop signals at once (the same signal twice could merge while pending): stop, abort, exit.
-  for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) cli.child.kill(sig);
-  const { code } = await cli.exited;
-  t.match(cli.stderr(), /a third time: exiting now/, 'the third signal exited on the spot');
-  t.ok(code === 129 || code === 130 || code === 143, `128 + the first signal's number (${code})`);
-  t.notOk(readdirSync(out).includes('.tandem-run.lock'), 'no run lock left');
-});
+t.test(
+  'a third stop signal exits at once and leaves no run lock behind (it used to leave .tandem-run.lock in --out)',
+  async t => {
+    const out = path.join(dir, 'third-signal');
+    const cli = spawnTandem(
+      [
+        'train',
+        '--model',
+        'mlp',
+        '--data',
+        'synthetic-images',
+        '--image-size',
+        '6x6x1',
+        '--dataset-size',
+        '300',
+        '--batch',
+        '12',
+        '--steps',
+        '100000',
+        '--backend',
+        'cpu',
+        '--out',
+        out,
+        '--json',
+      ],
+      fn => t.teardown(fn),
+    );
+    await cli.waitFor('stdout', /"step":3,/);
+    t.ok(existsSync(path.join(out, '.tandem-run.lock')), 'the run holds its lock');
+    // Three distinct stop signals at once (the same signal twice could merge while pending): stop, abort, exit.
+    for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) cli.child.kill(sig);
+    const { code } = await cli.exited;
+    t.match(cli.stderr(), /a third time: exiting now/, 'the third signal exited on the spot');
+    t.ok(code === 129 || code === 130 || code === 143, `128 + the first signal's number (${code})`);
+    t.notOk(readdirSync(out).includes('.tandem-run.lock'), 'no run lock left');
+  },
+);
 
-t.test('an emulated link slower than the stall watchdog allows is refused before step 1 (it used to fail as STALLED, blaming the devices)', async t => {
-  const slow: TrainConfig = { ...base, link: '400kbps', stallTimeoutMs: 300 }; // mlp's gradients: about 1.3 s a step on it
-  let message = '';
-  await t.rejects(train(slow).catch((err: Error) => { message = err.message; throw err; }), {
-    code: 'BAD_CONFIG', message: /^--link 400kbps \(EMULATED\) would hold every step's exchange \d+\.\d s \(1 hold\(s\).*stallTimeoutMs 0\.3 s\).*--stall-timeout-ms (\d+) or more$/,
-  });
-  const suggested = Number(/--stall-timeout-ms (\d+)/.exec(message)?.[1]);
-  const summary = await train({ ...slow, stallTimeoutMs: suggested });
-  t.equal(summary.steps, 2, `with the suggested --stall-timeout-ms ${suggested} it trains`);
-  await t.rejects(train({ ...base, link: '1bps' }), { code: 'BAD_CONFIG', message: /would hold every step's exchange \d+ s .*Give a faster link$/ },
-    'no suggestion beyond the largest stallTimeoutMs');
-});
+t.test(
+  'an emulated link slower than the stall watchdog allows is refused before step 1 (it used to fail as STALLED, blaming the devices)',
+  async t => {
+    const slow: TrainConfig = { ...base, link: '400kbps', stallTimeoutMs: 300 }; // mlp's gradients: about 1.3 s a step on it
+    let message = '';
+    await t.rejects(
+      train(slow).catch((err: Error) => {
+        message = err.message;
+        throw err;
+      }),
+      {
+        code: 'BAD_CONFIG',
+        message:
+          /^--link 400kbps \(EMULATED\) would hold every step's exchange \d+\.\d s \(1 hold\(s\).*stallTimeoutMs 0\.3 s\).*--stall-timeout-ms (\d+) or more$/,
+      },
+    );
+    const suggested = Number(/--stall-timeout-ms (\d+)/.exec(message)?.[1]);
+    const summary = await train({ ...slow, stallTimeoutMs: suggested });
+    t.equal(summary.steps, 2, `with the suggested --stall-timeout-ms ${suggested} it trains`);
+    await t.rejects(
+      train({ ...base, link: '1bps' }),
+      { code: 'BAD_CONFIG', message: /would hold every step's exchange \d+ s .*Give a faster link$/ },
+      'no suggestion beyond the largest stallTimeoutMs',
+    );
+  },
+);
 
-t.test('a plugin that is not there is named by its flag, without a "builtin name" or a "plugins factory" (there are neither)', async t => {
-  const before = osThreads();
-  await t.rejects(train({ ...base, plugins: ['my-plugin'] }), {
-    code: 'MODULE_NOT_FOUND', message: /^--plugin my-plugin: no such file \(.*my-plugin\)\. Give the path of an ES module that registers a transport, method or engine/,
-  });
-  await t.rejects(train({ ...base, plugins: ['my-plugin'] }), { message: /^(?![\s\S]*(builtin name or|plugins factory))/ }, 'not the model and data wording');
-  t.equal(osThreads(), before, 'no thread started');
-});
+t.test(
+  'a plugin that is not there is named by its flag, without a "builtin name" or a "plugins factory" (there are neither)',
+  async t => {
+    const before = osThreads();
+    await t.rejects(train({ ...base, plugins: ['my-plugin'] }), {
+      code: 'MODULE_NOT_FOUND',
+      message:
+        /^--plugin my-plugin: no such file \(.*my-plugin\)\. Give the path of an ES module that registers a transport, method or engine/,
+    });
+    await t.rejects(
+      train({ ...base, plugins: ['my-plugin'] }),
+      { message: /^(?![\s\S]*(builtin name or|plugins factory))/ },
+      'not the model and data wording',
+    );
+    t.equal(osThreads(), before, 'no thread started');
+  },
+);
 
-t.test("PowerSGD's options with --comm-hook fp16 or bf16 are refused (they were ignored); auto's pick of fp16 drops them", async t => {
-  const before = osThreads();
-  await t.rejects(train({ ...base, commHook: 'fp16', commHookOptions: { rank: 4 } }), {
-    code: 'BAD_CONFIG', message: /^config\.commHookOptions\.rank: applies to the powersgd hook only, and this run's hook is fp16.*leave out --powersgd-rank, or give --comm-hook powersgd/,
-  });
-  await t.rejects(train({ ...base, commHook: 'bf16', commHookOptions: { warmStart: false } }), { code: 'BAD_CONFIG', message: /warmStart: .*leave out --no-warm-start/ });
-  t.equal(osThreads(), before, 'no thread started');
-  t.equal((await train({ ...base, commHook: 'fp16', commHookOptions: { errorFeedback: false } })).steps, 2, "fp16's own option trains");
-  t.same(optionsForPickedHook('fp16', { rank: 4, errorFeedback: false }), { errorFeedback: false }, 'auto picked fp16: PowerSGD options dropped');
-  t.same(optionsForPickedHook('bf16', { rank: 4 }), undefined);
-  t.same(optionsForPickedHook('powersgd', { rank: 4 }), { rank: 4 }, 'auto picked powersgd: kept');
-});
+t.test(
+  "PowerSGD's options with --comm-hook fp16 or bf16 are refused (they were ignored); auto's pick of fp16 drops them",
+  async t => {
+    const before = osThreads();
+    await t.rejects(train({ ...base, commHook: 'fp16', commHookOptions: { rank: 4 } }), {
+      code: 'BAD_CONFIG',
+      message:
+        /^config\.commHookOptions\.rank: applies to the powersgd hook only, and this run's hook is fp16.*leave out --powersgd-rank, or give --comm-hook powersgd/,
+    });
+    await t.rejects(train({ ...base, commHook: 'bf16', commHookOptions: { warmStart: false } }), {
+      code: 'BAD_CONFIG',
+      message: /warmStart: .*leave out --no-warm-start/,
+    });
+    t.equal(osThreads(), before, 'no thread started');
+    t.equal(
+      (await train({ ...base, commHook: 'fp16', commHookOptions: { errorFeedback: false } })).steps,
+      2,
+      "fp16's own option trains",
+    );
+    t.same(
+      optionsForPickedHook('fp16', { rank: 4, errorFeedback: false }),
+      { errorFeedback: false },
+      'auto picked fp16: PowerSGD options dropped',
+    );
+    t.same(optionsForPickedHook('bf16', { rank: 4 }), undefined);
+    t.same(optionsForPickedHook('powersgd', { rank: 4 }), { rank: 4 }, 'auto picked powersgd: kept');
+  },
+);
 
-t.test('a run that checkpoints into a directory holding another run\'s checkpoints, without resuming from them, is warned (it replaced them silently)', async t => {
-  const ckpt = path.join(dir, 'two-runs');
-  const warnings = async (config: TrainConfig) => {
-    const seen: string[] = [];
-    await train(config, { onEvent: e => { if (e.type === 'warning') seen.push(e.message); } });
-    return seen;
-  };
-  t.same(await warnings({ ...base, steps: 2, checkpointEvery: 2, checkpointDir: ckpt }), [], 'an empty directory: no warning');
-  const second = await warnings({ ...base, steps: 2, lr: 0.1, checkpointEvery: 2, checkpointDir: ckpt });
-  t.equal(second.length, 1, 'one warning');
-  t.match(second[0], new RegExp(`^${ckpt} already holds 1 checkpoint\\(s\\) of an earlier run \\(step 2\\) and this run does not resume from them: ` +
-    'its checkpoints of the same steps replace them.*give --resume .*another --checkpoint-dir'));
-  t.same(await warnings({ ...base, lr: 0.1, steps: 4, checkpointEvery: 2, checkpointDir: ckpt, resume: ckpt }), [], 'resuming from the directory: no warning');
-  t.same(await warnings({ ...base, lr: 0.1, steps: 6, checkpointEvery: 2, checkpointDir: ckpt, resume: path.join(ckpt, 'checkpoint-000000004.tandem') }), [],
-    'resuming from a checkpoint file of the directory: no warning');
-});
+t.test(
+  "a run that checkpoints into a directory holding another run's checkpoints, without resuming from them, is warned (it replaced them silently)",
+  async t => {
+    const ckpt = path.join(dir, 'two-runs');
+    const warnings = async (config: TrainConfig) => {
+      const seen: string[] = [];
+      await train(config, {
+        onEvent: e => {
+          if (e.type === 'warning') seen.push(e.message);
+        },
+      });
+      return seen;
+    };
+    t.same(
+      await warnings({ ...base, steps: 2, checkpointEvery: 2, checkpointDir: ckpt }),
+      [],
+      'an empty directory: no warning',
+    );
+    const second = await warnings({ ...base, steps: 2, lr: 0.1, checkpointEvery: 2, checkpointDir: ckpt });
+    t.equal(second.length, 1, 'one warning');
+    t.match(
+      second[0],
+      new RegExp(
+        `^${ckpt} already holds 1 checkpoint\\(s\\) of an earlier run \\(step 2\\) and this run does not resume from them: ` +
+          'its checkpoints of the same steps replace them.*give --resume .*another --checkpoint-dir',
+      ),
+    );
+    t.same(
+      await warnings({ ...base, lr: 0.1, steps: 4, checkpointEvery: 2, checkpointDir: ckpt, resume: ckpt }),
+      [],
+      'resuming from the directory: no warning',
+    );
+    t.same(
+      await warnings({
+        ...base,
+        lr: 0.1,
+        steps: 6,
+        checkpointEvery: 2,
+        checkpointDir: ckpt,
+        resume: path.join(ckpt, 'checkpoint-000000004.tandem'),
+      }),
+      [],
+      'resuming from a checkpoint file of the directory: no warning',
+    );
+  },
+);
 
-t.test('abort() before the run has started anything (two stop signals during auto\'s profiling): done rejects and no thread is left (the run used to start its threads after the abort, and the process never ended)', async t => {
-  const before = osThreads();
-  for (const config of [{ ...base, out: path.join(dir, 'abort-at-once') }, { ...base, strategy: 'auto', out: path.join(dir, 'abort-auto') }] as TrainConfig[]) {
-    const run = startTraining(config);
-    run.abort();
-    await t.rejects(run.done, { code: 'ABORTED', message: /^run aborted: on request during step 0; no checkpoint: training had not started$/ }, `${config.strategy ?? 'sequential'}: ABORTED`);
-    const deadline = Date.now() + 10_000;
-    while (osThreads() > before && Date.now() < deadline) await new Promise(r => setTimeout(r, 100));
-    t.ok(osThreads() <= before, `${config.strategy ?? 'sequential'}: no thread left (${osThreads()} <= ${before})`);
-  }
-});
+t.test(
+  "abort() before the run has started anything (two stop signals during auto's profiling): done rejects and no thread is left (the run used to start its threads after the abort, and the process never ended)",
+  async t => {
+    const before = osThreads();
+    for (const config of [
+      { ...base, out: path.join(dir, 'abort-at-once') },
+      { ...base, strategy: 'auto', out: path.join(dir, 'abort-auto') },
+    ] as TrainConfig[]) {
+      const run = startTraining(config);
+      run.abort();
+      await t.rejects(
+        run.done,
+        {
+          code: 'ABORTED',
+          message: /^run aborted: on request during step 0; no checkpoint: training had not started$/,
+        },
+        `${config.strategy ?? 'sequential'}: ABORTED`,
+      );
+      const deadline = Date.now() + 10_000;
+      while (osThreads() > before && Date.now() < deadline) await new Promise(r => setTimeout(r, 100));
+      t.ok(osThreads() <= before, `${config.strategy ?? 'sequential'}: no thread left (${osThreads()} <= ${before})`);
+    }
+  },
+);

@@ -7,7 +7,11 @@ const EMBEDDING = 128;
 
 const factory: ModelFactory = async (tf, options) => {
   const extractor = await BUILTIN_MODELS.mlp.factory(tf, { ...options, classes: EMBEDDING });
-  const classifier = tf.layers.dense({ units: options.classes, kernelInitializer: tf.initializers.glorotUniform({ seed: options.seed + 99 }), name: 'classifier' });
+  const classifier = tf.layers.dense({
+    units: options.classes,
+    kernelInitializer: tf.initializers.glorotUniform({ seed: options.seed + 99 }),
+    name: 'classifier',
+  });
   return tf.sequential({ layers: [...extractor.layers, classifier] });
 };
 export default factory;

@@ -17,14 +17,18 @@ const port = parentPort;
 let replica: DeviceReplica | undefined;
 let identity = { device: -1, step: 0, phase: 'setup' as const };
 
-function send(msg: FromCompute, transfer: ArrayBuffer[] = []): void { port.postMessage(msg, transfer); }
+function send(msg: FromCompute, transfer: ArrayBuffer[] = []): void {
+  port.postMessage(msg, transfer);
+}
 
 // One request at a time, in arrival order (a request never overtakes the one before it).
 let queue = Promise.resolve();
 port.on('message', (msg: ToCompute) => {
-  queue = queue.then(() => handle(msg)).catch(err => {
-    send({ type: 'error', ...(replica?.where ?? identity), error: serializeError(err) });
-  });
+  queue = queue
+    .then(() => handle(msg))
+    .catch(err => {
+      send({ type: 'error', ...(replica?.where ?? identity), error: serializeError(err) });
+    });
 });
 
 async function handle(msg: ToCompute): Promise<void> {
@@ -34,12 +38,20 @@ async function handle(msg: ToCompute): Promise<void> {
       await loadPlugins(msg.config.plugins);
       replica = new DeviceReplica(msg.device, msg.config, msg.control, msg.groupCount, send);
       return replica.build();
-    case 'buffers': return need().attach(msg.buffers, msg.groups, msg.collective);
-    case 'step': return need().trainStep(msg.step);
-    case 'finish': return need().finish(msg.lastStep, msg.exportModel);
-    case 'snapshotHead': return need().snapshot(msg.step);
-    case 'restoreHead': return need().restore(msg.head);
-    default: { const never: never = msg; throw new Error(`unknown message ${JSON.stringify(never)}`); }
+    case 'buffers':
+      return need().attach(msg.buffers, msg.groups, msg.collective);
+    case 'step':
+      return need().trainStep(msg.step);
+    case 'finish':
+      return need().finish(msg.lastStep, msg.exportModel);
+    case 'snapshotHead':
+      return need().snapshot(msg.step);
+    case 'restoreHead':
+      return need().restore(msg.head);
+    default: {
+      const never: never = msg;
+      throw new Error(`unknown message ${JSON.stringify(never)}`);
+    }
   }
 }
 

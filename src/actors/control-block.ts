@@ -11,7 +11,18 @@ import { stalledError, WAIT_SLICE_MS } from '../collectives/shared-barrier.js';
 export { WAIT_SLICE_MS };
 
 /** `handoff`: the compute thread writes gradients to shared memory; `exchange`/`update`: the comm thread. */
-export const PHASES = ['idle', 'setup', 'load', 'forward', 'backward', 'handoff', 'exchange', 'update', 'export', 'done'] as const;
+export const PHASES = [
+  'idle',
+  'setup',
+  'load',
+  'forward',
+  'backward',
+  'handoff',
+  'exchange',
+  'update',
+  'export',
+  'done',
+] as const;
 export type Phase = (typeof PHASES)[number];
 export type ThreadSide = 'compute' | 'comm';
 
@@ -28,7 +39,6 @@ const DEVICE_HEADER = 6;
 const PER_GROUP = 2;
 const GRADS_READY = 0;
 const APPLIED = 1;
-
 
 /**
  * How long a device thread waits on the other thread of its process (stall deadline of its control block): twice the
@@ -60,14 +70,26 @@ export class ControlBlock {
     this.stride = DEVICE_HEADER + PER_GROUP * groups;
   }
 
-  private base(device: number): number { return HEADER + device * this.stride; }
+  private base(device: number): number {
+    return HEADER + device * this.stride;
+  }
 
-  get aborted(): boolean { return Atomics.load(this.words, ABORT) !== 0; }
-  get stopped(): boolean { return Atomics.load(this.words, STOP) !== 0; }
+  get aborted(): boolean {
+    return Atomics.load(this.words, ABORT) !== 0;
+  }
+  get stopped(): boolean {
+    return Atomics.load(this.words, STOP) !== 0;
+  }
 
   /** Wakes every waiter: they see the flag and leave. */
-  abort(): void { Atomics.store(this.words, ABORT, 1); this.wakeAll(); }
-  stop(): void { Atomics.store(this.words, STOP, 1); this.wakeAll(); }
+  abort(): void {
+    Atomics.store(this.words, ABORT, 1);
+    this.wakeAll();
+  }
+  stop(): void {
+    Atomics.store(this.words, STOP, 1);
+    this.wakeAll();
+  }
 
   private wakeAll(): void {
     for (let i = 0; i < this.words.length; i++) Atomics.notify(this.words, i);
@@ -105,10 +127,18 @@ export class ControlBlock {
     return this.base(device) + DEVICE_HEADER + group * PER_GROUP + which;
   }
 
-  markGradsReady(device: number, group: number, step: number): void { this.publish(this.groupWord(device, group, GRADS_READY), step); }
-  markApplied(device: number, group: number, step: number): void { this.publish(this.groupWord(device, group, APPLIED), step); }
-  gradsReady(device: number, group: number): number { return Atomics.load(this.words, this.groupWord(device, group, GRADS_READY)); }
-  applied(device: number, group: number): number { return Atomics.load(this.words, this.groupWord(device, group, APPLIED)); }
+  markGradsReady(device: number, group: number, step: number): void {
+    this.publish(this.groupWord(device, group, GRADS_READY), step);
+  }
+  markApplied(device: number, group: number, step: number): void {
+    this.publish(this.groupWord(device, group, APPLIED), step);
+  }
+  gradsReady(device: number, group: number): number {
+    return Atomics.load(this.words, this.groupWord(device, group, GRADS_READY));
+  }
+  applied(device: number, group: number): number {
+    return Atomics.load(this.words, this.groupWord(device, group, APPLIED));
+  }
 
   /** Waits until the compute side handed over `group` of `step`. False when the run is stopping. */
   waitGradsReady(device: number, group: number, step: number, what: string): boolean {
@@ -154,4 +184,3 @@ export class ControlBlock {
     if (this.aborted) throw new TandemError('ABORTED', 'run aborted by another thread');
   }
 }
-

@@ -35,13 +35,20 @@ export class DeviceActor {
   /** The device's global rank (its name in messages and errors). */
   readonly device: number;
 
-  constructor(readonly identity: DeviceIdentity, private readonly control: ControlBlock, private readonly events: DeviceActorEvents) {
+  constructor(
+    readonly identity: DeviceIdentity,
+    private readonly control: ControlBlock,
+    private readonly events: DeviceActorEvents,
+  ) {
     this.device = identity.rank;
     this.compute = this.spawn('compute-worker.js', 'compute', m => events.onCompute(m as FromCompute));
   }
 
   private spawn(file: string, side: 'compute' | 'comm', onMessage: (m: unknown) => void): Worker {
-    const w = new Worker(new URL(file, import.meta.url), { name: `tandem-device${this.device}-${side}`, ...workerFlags() });
+    const w = new Worker(new URL(file, import.meta.url), {
+      name: `tandem-device${this.device}-${side}`,
+      ...workerFlags(),
+    });
     w.on('message', onMessage);
     w.on('error', err => {
       if (isWorkerOutOfMemory(err)) this.fail(side, outOfMemoryWords(`the ${side} thread`), 'OUT_OF_MEMORY', err);
@@ -54,14 +61,27 @@ export class DeviceActor {
     return w;
   }
 
-  private fail(side: string, cause: string, code: 'DEVICE_FAILED' | 'WORKER_EXITED' | 'OUT_OF_MEMORY', err?: Error): void {
+  private fail(
+    side: string,
+    cause: string,
+    code: 'DEVICE_FAILED' | 'WORKER_EXITED' | 'OUT_OF_MEMORY',
+    err?: Error,
+  ): void {
     if (this.closing) return;
     const { phase, step } = this.control.phaseOf(this.identity.local, side as 'compute' | 'comm');
-    this.events.onFailure(new TandemError(code, `device ${this.device} failed at step ${step} in phase ${phase} (${side} thread): ${cause}`,
-      { device: this.device, step, phase }, { cause: err }));
+    this.events.onFailure(
+      new TandemError(
+        code,
+        `device ${this.device} failed at step ${step} in phase ${phase} (${side} thread): ${cause}`,
+        { device: this.device, step, phase },
+        { cause: err },
+      ),
+    );
   }
 
-  postCompute(msg: ToCompute, transfer: Transferable[] = []): void { this.compute.postMessage(msg, transfer); }
+  postCompute(msg: ToCompute, transfer: Transferable[] = []): void {
+    this.compute.postMessage(msg, transfer);
+  }
 
   startComm(msg: ToComm, transfer: Transferable[] = []): void {
     this.comm = this.spawn('comm-worker.js', 'comm', m => {
@@ -85,7 +105,9 @@ export class DeviceActor {
   private async endComm(graceMs: number): Promise<void> {
     if (!this.comm) return;
     let timer: NodeJS.Timeout | undefined;
-    const grace = new Promise<void>(resolve => { timer = setTimeout(resolve, graceMs); });
+    const grace = new Promise<void>(resolve => {
+      timer = setTimeout(resolve, graceMs);
+    });
     await Promise.race([this.commExited!.catch(() => undefined), grace]);
     clearTimeout(timer);
     await this.comm.terminate();
@@ -96,10 +118,19 @@ export class DeviceActor {
  * An error reported as data by a device thread, rethrown on the main thread with its context: the code it
  * was raised with (DEVICE_FAILED for an error without one), the original error as its cause.
  */
-export function deviceError(side: 'compute' | 'comm', device: number, step: number, phase: string, error: SerializedError): TandemError {
-  const err = new TandemError(error.code ?? 'DEVICE_FAILED',
+export function deviceError(
+  side: 'compute' | 'comm',
+  device: number,
+  step: number,
+  phase: string,
+  error: SerializedError,
+): TandemError {
+  const err = new TandemError(
+    error.code ?? 'DEVICE_FAILED',
     `device ${device} failed at step ${step} in phase ${phase} (${side} thread): ${error.name}: ${error.message}`,
-    { device, step, phase }, { cause: deserializeError(error) });
+    { device, step, phase },
+    { cause: deserializeError(error) },
+  );
   if (error.stack) err.stack = `${err.name}: ${err.message}\n    --- on device ${device} ---\n${error.stack}`;
   return err;
 }

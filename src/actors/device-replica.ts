@@ -94,23 +94,43 @@ export class DeviceReplica {
   /** The engine's `dataSync()` works; false: every read is `await data()` (webgpu). */
   private readonly syncReads: boolean;
 
-  constructor(device: DeviceIdentity, private readonly config: ResolvedConfig, control: SharedArrayBuffer, groupCount: number,
-    private readonly send: Send) {
+  constructor(
+    device: DeviceIdentity,
+    private readonly config: ResolvedConfig,
+    control: SharedArrayBuffer,
+    groupCount: number,
+    private readonly send: Send,
+  ) {
     this.local = device.local;
     this.rank = device.rank;
-    this.control = new ControlBlock(control, config.topology.localDevices, groupCount, threadWaitMs(config.stallTimeoutMs, config.topology.processes));
+    this.control = new ControlBlock(
+      control,
+      config.topology.localDevices,
+      groupCount,
+      threadWaitMs(config.stallTimeoutMs, config.topology.processes),
+    );
     this.control.owner = { device: this.local, side: 'compute' };
     this.syncReads = getEngine(config.backend).capabilities.synchronousReads;
   }
 
   /** Where the device is, for an error report. */
-  get where(): { device: number; step: number; phase: Phase } { return { device: this.rank, step: this.step, phase: this.phase }; }
+  get where(): { device: number; step: number; phase: Phase } {
+    return { device: this.rank, step: this.step, phase: this.phase };
+  }
 
   private enter(p: Phase): void {
     this.phase = p;
     this.control.setPhase(this.local, p, this.step);
     const fi = this.config.faultInjection;
-    if (fi && fi.device === this.rank && fi.step === this.step && fi.phase === p && fi.kind !== 'nan' && fi.kind !== 'perturb') injectFault(fi.kind, p);
+    if (
+      fi &&
+      fi.device === this.rank &&
+      fi.step === this.step &&
+      fi.phase === p &&
+      fi.kind !== 'nan' &&
+      fi.kind !== 'perturb'
+    )
+      injectFault(fi.kind, p);
   }
 
   private span(kind: Span['kind'], name: string, start: number, end: number, group?: number): void {
@@ -125,38 +145,75 @@ export class DeviceReplica {
     const weights = model.trainableWeights.map(w => ({ name: w.originalName, shape: [...w.shape] as number[] }));
     const state = model.nonTrainableWeights.map(w => ({ name: w.originalName, shape: [...w.shape] as number[] }));
     this.built = { model, layout: layoutParameters(weights), random: seedRandomLayers(tf, model) };
-    this.send({ type: 'built', device: this.rank, weights, state, batchNormLayers: batchNormLayers(model), numTensors: tf.memory().numTensors, engineDevice });
+    this.send({
+      type: 'built',
+      device: this.rank,
+      weights,
+      state,
+      batchNormLayers: batchNormLayers(model),
+      numTensors: tf.memory().numTensors,
+      engineDevice,
+    });
   }
 
   async attach(buffers: SharedBuffers, groups: ParameterGroup[], handle?: RankHandle): Promise<void> {
     const { layout, model } = this.need();
     const c = this.config;
     const byModelIndex: number[] = [];
-    layout.variables.forEach((v, i) => { byModelIndex[v.modelIndex] = i; });
-    const collective = handle && openCollective(handle, {
-      timeoutMs: peerWaitMs(this.config.stallTimeoutMs), isAborted: () => this.control.aborted, heartbeat: () => this.control.beat(this.local, 'compute'),
+    layout.variables.forEach((v, i) => {
+      byModelIndex[v.modelIndex] = i;
     });
+    const collective =
+      handle &&
+      openCollective(handle, {
+        timeoutMs: peerWaitMs(this.config.stallTimeoutMs),
+        isAborted: () => this.control.aborted,
+        heartbeat: () => this.control.beat(this.local, 'compute'),
+      });
     const batchNorm = batchNormalizationLayers(model);
     const syncBatchNorm = collective && c.devices > 1 && c.batchNorm === 'sync';
     // tandem's BatchNormalization kernel reads its input on the host inside forward: synchronous engines only.
     // Elsewhere tfjs's own layer trains on the device, with this device's batch (local statistics).
     if (batchNorm.length > 0 && !this.syncReads && syncBatchNorm) throw asyncSyncBatchNormError(c.backend);
-    if (batchNorm.length > 0 && this.syncReads) trainBatchNormalization(tf, model, syncBatchNorm ? collective.blocking : undefined);
-    if (collective && batchNorm.length > 0 && c.devices > 1 && c.batchNorm === 'local') this.averagedState = movingStatistics(model);
-    const method = getMethod(c.method).createDevice({ tf, cfg: c, device: this.rank, model, arithmetic: getEngine(c.backend).arithmetic(),
-      collective: collective?.blocking });
-    this.attached = { buffers, groups, params: paramSlots(buffers)[this.local], grads: gradSlots(buffers)[this.local],
-      modelState: modelStateSlots(buffers)[this.local], byModelIndex, collective, method, stateApplied: false };
+    if (batchNorm.length > 0 && this.syncReads)
+      trainBatchNormalization(tf, model, syncBatchNorm ? collective.blocking : undefined);
+    if (collective && batchNorm.length > 0 && c.devices > 1 && c.batchNorm === 'local')
+      this.averagedState = movingStatistics(model);
+    const method = getMethod(c.method).createDevice({
+      tf,
+      cfg: c,
+      device: this.rank,
+      model,
+      arithmetic: getEngine(c.backend).arithmetic(),
+      collective: collective?.blocking,
+    });
+    this.attached = {
+      buffers,
+      groups,
+      params: paramSlots(buffers)[this.local],
+      grads: gradSlots(buffers)[this.local],
+      modelState: modelStateSlots(buffers)[this.local],
+      byModelIndex,
+      collective,
+      method,
+      stateApplied: false,
+    };
     // Compute half of the pipeline: a group goes to the comm thread the moment it is complete.
-    this.gradientReady$.pipe(
-      completeGroups(groups),
-      tap(gr => { // the group's share of backward, for the timeline
-        this.span('backward', `backward group ${groups[gr.group].name}`, this.groupBackwardStart, gr.at, gr.group);
-        this.groupBackwardStart = gr.at;
-      }),
-      handOff(this.control, this.local),
-    ).subscribe({ error: err => this.send({ type: 'error', ...this.where, error: serializeError(err) }) });
-    if (layout.total !== buffers.total) throw new Error(`device ${this.rank} built a model of ${layout.total} parameters, the run expects ${buffers.total}`);
+    this.gradientReady$
+      .pipe(
+        completeGroups(groups),
+        tap(gr => {
+          // the group's share of backward, for the timeline
+          this.span('backward', `backward group ${groups[gr.group].name}`, this.groupBackwardStart, gr.at, gr.group);
+          this.groupBackwardStart = gr.at;
+        }),
+        handOff(this.control, this.local),
+      )
+      .subscribe({ error: err => this.send({ type: 'error', ...this.where, error: serializeError(err) }) });
+    if (layout.total !== buffers.total)
+      throw new Error(
+        `device ${this.rank} built a model of ${layout.total} parameters, the run expects ${buffers.total}`,
+      );
     // Device 0's initial values are the run's, trainable or not: its comm thread broadcasts them (step 0).
     if (this.local === 0 && this.syncReads) {
       this.copyVariables(this.attached.params, 'read');
@@ -166,7 +223,8 @@ export class DeviceReplica {
       this.attached.params.set(values); // layout order = transmission order, contiguous
       this.attached.modelState.set(await readFlatAsync(model.nonTrainableWeights));
     }
-    if (c.forwardWait === 'group') this.attached.gate = this.forwardGate(model, layout, groups, byModelIndex, this.attached.params);
+    if (c.forwardWait === 'group')
+      this.attached.gate = this.forwardGate(model, layout, groups, byModelIndex, this.attached.params);
     for (let gi = 0; gi < groups.length; gi++) this.control.markGradsReady(this.local, gi, 0);
     this.send({ type: 'initialised', device: this.rank });
   }
@@ -184,13 +242,18 @@ export class DeviceReplica {
   /** Copies between the model's variables and a flat slot (transmission order). */
   private copyVariables(slot: Float32Array, direction: 'read' | 'write'): void {
     const { layout } = this.need();
-    layout.variables.forEach((_, i) => { if (direction === 'read') this.readVariable(slot, i); else this.writeVariable(slot, i); });
+    layout.variables.forEach((_, i) => {
+      if (direction === 'read') this.readVariable(slot, i);
+      else this.writeVariable(slot, i);
+    });
   }
 
   private readVariable(slot: Float32Array, index: number): void {
     const { model, layout } = this.need();
     const spec = layout.variables[index];
-    slot.subarray(spec.offset, spec.offset + spec.size).set(model.trainableWeights[spec.modelIndex].read().dataSync() as Float32Array);
+    slot
+      .subarray(spec.offset, spec.offset + spec.size)
+      .set(model.trainableWeights[spec.modelIndex].read().dataSync() as Float32Array);
   }
 
   /** Sets layout variable `index` of the model from `slot`. */
@@ -208,13 +271,24 @@ export class DeviceReplica {
    * forwardWait 'group': every layer holding parameters waits for its groups' update and writes its variables just
    * before it runs; a wait that blocks ends the current forward span and is a 'wait' span of its own.
    */
-  private forwardGate(model: LayersModel, layout: ParameterLayout, groups: ParameterGroup[], byModelIndex: number[], params: Float32Array): ForwardGate {
+  private forwardGate(
+    model: LayersModel,
+    layout: ParameterLayout,
+    groups: ParameterGroup[],
+    byModelIndex: number[],
+    params: Float32Array,
+  ): ForwardGate {
     let gate: ForwardGate | undefined;
     const owned = wrapLayerCalls(model, byModelIndex, () => gate!);
     gate = new ForwardGate(layout, groups, owned, {
       waitGroup: (g, step) => {
         if (this.control.applied(this.local, g) >= step) return false;
-        this.control.waitApplied(this.local, g, step, `device ${this.rank}'s comm thread to apply group ${groups[g].name} of step ${step}`);
+        this.control.waitApplied(
+          this.local,
+          g,
+          step,
+          `device ${this.rank}'s comm thread to apply group ${groups[g].name} of step ${step}`,
+        );
         return true;
       },
       writeVariable: i => this.writeVariable(params, i),
@@ -231,14 +305,20 @@ export class DeviceReplica {
   private waitForUpdate(ofStep: number): void {
     const { groups } = this.needAttached();
     for (let gi = 0; gi < groups.length; gi++) {
-      this.control.waitApplied(this.local, gi, ofStep, `device ${this.rank}'s comm thread to apply the update of step ${ofStep}`);
+      this.control.waitApplied(
+        this.local,
+        gi,
+        ofStep,
+        `device ${this.rank}'s comm thread to apply the update of step ${ofStep}`,
+      );
     }
   }
 
   async snapshot(step: number): Promise<void> {
     const { method, model } = this.needAttached();
     // The non-trainable weights are the same on every device at a checkpoint: the first device of the process sends them.
-    const state = this.local !== 0 ? undefined : this.syncReads ? readState(model) : await readFlatAsync(model.nonTrainableWeights);
+    const state =
+      this.local !== 0 ? undefined : this.syncReads ? readState(model) : await readFlatAsync(model.nonTrainableWeights);
     this.send({ type: 'headSnapshot', device: this.rank, step, head: method.snapshot(), state });
   }
 
@@ -268,16 +348,20 @@ export class DeviceReplica {
     const slot = inputSlotIndex(this.local, s % INPUT_SLOTS);
     const x = new Float32Array(buffers.inputs, slot * buffers.inputSlotSize * 4, buffers.inputSlotSize);
     const y = new Int32Array(buffers.labels, slot * buffers.labelSlotSize * 4, buffers.labelSlotSize);
-    const targets = isRegressionLoss(cfg.loss) ? new Float32Array(buffers.labels, slot * buffers.labelSlotSize * 4, buffers.labelSlotSize) : undefined;
+    const targets = isRegressionLoss(cfg.loss)
+      ? new Float32Array(buffers.labels, slot * buffers.labelSlotSize * 4, buffers.labelSlotSize)
+      : undefined;
     const t1 = wallNow();
     this.span('load', 'load', t0, t1);
     this.forwardFrom = t1;
     this.forwardWaitedMs = 0;
     this.enter('forward');
     random.at(cfg.seed, this.rank, s);
-    const copy = <T extends Float32Array | Int32Array>(a: T): T => (this.syncReads ? a : a.slice() as T); // slice: a plain ArrayBuffer
+    const copy = <T extends Float32Array | Int32Array>(a: T): T => (this.syncReads ? a : (a.slice() as T)); // slice: a plain ArrayBuffer
     const xs = tf.tensor(copy(x), [cfg.perDevice, ...cfg.sampleShape], 'float32');
-    const ys = targets ? tf.tensor(copy(targets), [cfg.perDevice], 'float32') : tf.tensor(copy(y), [cfg.perDevice], 'int32');
+    const ys = targets
+      ? tf.tensor(copy(targets), [cfg.perDevice], 'float32')
+      : tf.tensor(copy(y), [cfg.perDevice], 'int32');
     let backwardStart = 0;
     // Marks the start of backward: its gradient is the first one backward runs.
     const backwardMarker = tf.customGrad(((t: Tensor) => ({
@@ -313,7 +397,10 @@ export class DeviceReplica {
         nonFinite ??= name; // skip-step: handed over; the comm side skips the group's update
       }
       if (nonFiniteLoss !== undefined) nonFinite ??= `the loss (${nonFiniteLoss})`;
-      if (local) { localGrads[modelIndex - vars.length] = values.slice(); return; }
+      if (local) {
+        localGrads[modelIndex - vars.length] = values.slice();
+        return;
+      }
       const spec = layout.variables[byModelIndex[modelIndex]];
       if (nonFiniteLoss === undefined) grads.set(values, spec.offset);
       else grads.fill(NaN, spec.offset, spec.offset + spec.size);
@@ -321,7 +408,13 @@ export class DeviceReplica {
       if (lastReady === 0) lastReady = backwardStart;
       if (now > lastReady) this.span('backward', `backward ${spec.layer}`, lastReady, now);
       lastReady = now;
-      this.gradientReady$.next({ step: s, start: spec.offset, end: spec.offset + spec.size, layer: spec.layer, at: now });
+      this.gradientReady$.next({
+        step: s,
+        start: spec.offset,
+        end: spec.offset + spec.size,
+        layer: spec.layer,
+        at: now,
+      });
     };
     const forward = (): Tensor => {
       const modelOut = model.apply(xs, { training: true }) as Tensor;
@@ -334,11 +427,21 @@ export class DeviceReplica {
     const differentiated = (result: StepLoss): Tensor => {
       stepLoss = result;
       const total = withRegularization(tf, model, result.loss); // kernel/bias/activity penalties, as model.fit adds them
-      if (reads) { // read first, so known before any gradient is handled
+      if (reads) {
+        // read first, so known before any gradient is handled
         const penalised = total !== result.loss && result.reportedLoss !== undefined;
-        const decide = () => { nonFiniteLoss = [lossValue, result.reportedLoss ?? 0].find(v => !Number.isFinite(v)); };
-        reads.queue(total, v => { lossValue = v[0]; if (!penalised) decide(); });
-        if (penalised) reads.queue(result.loss, v => { result.reportedLoss! += lossValue - v[0]; decide(); });
+        const decide = () => {
+          nonFiniteLoss = [lossValue, result.reportedLoss ?? 0].find(v => !Number.isFinite(v));
+        };
+        reads.queue(total, v => {
+          lossValue = v[0];
+          if (!penalised) decide();
+        });
+        if (penalised)
+          reads.queue(result.loss, v => {
+            result.reportedLoss! += lossValue - v[0];
+            decide();
+          });
         return total;
       }
       if (total !== result.loss && result.reportedLoss !== undefined) {
@@ -349,12 +452,23 @@ export class DeviceReplica {
     };
     const onReady = (modelIndex: number, gradient: Tensor): void => {
       if (reads) reads.queue(gradient, values => handOver(modelIndex, values));
-      else if (nonFiniteLoss === undefined || cfg.onNan !== 'error') handOver(modelIndex, gradient.dataSync() as Float32Array);
+      else if (nonFiniteLoss === undefined || cfg.onNan !== 'error')
+        handOver(modelIndex, gradient.dataSync() as Float32Array);
     };
     const value = reads
-      // The method may await reads of the forward's output before its loss exists (partial-fc's host statistics).
-      ? await backwardWithGradientReadyAsync(tf, async () => differentiated(await method.loss(forward(), ys, y, s)), [...vars, ...localVars], onReady)
-      : backwardWithGradientReady(tf, () => differentiated(synchronousLoss(method.loss(forward(), ys, y, s), cfg.method)), [...vars, ...localVars], onReady);
+      ? // The method may await reads of the forward's output before its loss exists (partial-fc's host statistics).
+        await backwardWithGradientReadyAsync(
+          tf,
+          async () => differentiated(await method.loss(forward(), ys, y, s)),
+          [...vars, ...localVars],
+          onReady,
+        )
+      : backwardWithGradientReady(
+          tf,
+          () => differentiated(synchronousLoss(method.loss(forward(), ys, y, s), cfg.method)),
+          [...vars, ...localVars],
+          onReady,
+        );
     if (reads) await reads.done();
     const result = stepLoss!;
     const loss = result.reportedLoss ?? (reads ? lossValue : value.dataSync()[0]);
@@ -363,13 +477,26 @@ export class DeviceReplica {
     tf.dispose([xs, ys]);
     if (result.localGradients) localGrads = result.localGradients;
     // Local state is never exchanged; a non-finite local gradient under skip-step skips the local update too.
-    const skipLocal = nonFiniteLoss !== undefined || (nonFinite !== undefined && localGrads.some(g => firstNonFinite(g) >= 0));
+    const skipLocal =
+      nonFiniteLoss !== undefined || (nonFinite !== undefined && localGrads.some(g => firstNonFinite(g) >= 0));
     if (localGrads.length > 0 && !skipLocal) method.applyLocal(localGrads, s);
     if (this.averagedState) await this.averageState(this.averagedState);
     const t2 = wallNow();
     this.enter('idle');
-    this.send({ type: 'stepDone', device: this.rank, step: s, loss, correct, count: cfg.perDevice, computeMs: t2 - t1 - this.forwardWaitedMs, loadMs: t1 - t0,
-      numTensors: tf.memory().numTensors, spans: this.spans, nonFinite, nonFiniteLoss });
+    this.send({
+      type: 'stepDone',
+      device: this.rank,
+      step: s,
+      loss,
+      correct,
+      count: cfg.perDevice,
+      computeMs: t2 - t1 - this.forwardWaitedMs,
+      loadMs: t1 - t0,
+      numTensors: tf.memory().numTensors,
+      spans: this.spans,
+      nonFinite,
+      nonFiniteLoss,
+    });
   }
 
   /** The mean of `vars` over every device, written back: afterwards every device holds the same bits. */
@@ -391,8 +518,18 @@ export class DeviceReplica {
     if (collective && !this.control.aborted) await collective.barrier(); // as the comm thread: no close while a peer still reads
     collective?.close();
     const state = this.syncReads ? readState(model) : await readFlatAsync(model.nonTrainableWeights);
-    this.send({ type: 'finished', device: this.rank, artifacts, head: method.finalValues(), worldHeads, state, numTensors: tf.memory().numTensors },
-      artifacts ? [artifacts.weightData] : []);
+    this.send(
+      {
+        type: 'finished',
+        device: this.rank,
+        artifacts,
+        head: method.finalValues(),
+        worldHeads,
+        state,
+        numTensors: tf.memory().numTensors,
+      },
+      artifacts ? [artifacts.weightData] : [],
+    );
   }
 }
 
@@ -418,14 +555,20 @@ function movingStatistics(model: LayersModel): LayerVariable[] {
 
 /** Sync BatchNormalization reads activations on the host inside forward; an engine without synchronous reads cannot. */
 function asyncSyncBatchNormError(backend: string): TandemError {
-  return new TandemError('BAD_CONFIG', `backend '${backend}' cannot read tensors synchronously, which batchNorm 'sync' needs inside forward ` +
-    "(the statistics of the global batch); use --batch-norm local (each device's own batch, moving statistics averaged after every step), one device, " +
-    'or a backend that reads synchronously (native, wasm, cpu)');
+  return new TandemError(
+    'BAD_CONFIG',
+    `backend '${backend}' cannot read tensors synchronously, which batchNorm 'sync' needs inside forward ` +
+      "(the statistics of the global batch); use --batch-norm local (each device's own batch, moving statistics averaged after every step), one device, " +
+      'or a backend that reads synchronously (native, wasm, cpu)',
+  );
 }
 
 /** A method's loss on an engine with synchronous reads: computed inside the synchronous forward, never awaited. */
 function synchronousLoss(result: StepLoss | Promise<StepLoss>, method: string): StepLoss {
-  if (result instanceof Promise) throw new Error(`--method ${method} returned its loss as a promise on an engine with synchronous reads; it must compute it synchronously there`);
+  if (result instanceof Promise)
+    throw new Error(
+      `--method ${method} returned its loss as a promise on an engine with synchronous reads; it must compute it synchronously there`,
+    );
   return result;
 }
 
@@ -436,6 +579,9 @@ function firstNonFinite(values: Float32Array): number {
 
 /** `onNan: 'error'`: raised before the gradient is handed over, so before it can reach any parameter. */
 function nonFiniteError(value: number, name: string, at: number, s: number): TandemError {
-  return new TandemError('NON_FINITE', `the gradient of ${name} has ${value} at element ${at} in step ${s} (the first non-finite gradient of ` +
-    "this backward pass, output layer first); lower the learning rate, check the inputs, clip the loss, or use onNan: 'skip-step'");
+  return new TandemError(
+    'NON_FINITE',
+    `the gradient of ${name} has ${value} at element ${at} in step ${s} (the first non-finite gradient of ` +
+      "this backward pass, output layer first); lower the learning rate, check the inputs, clip the loss, or use onNan: 'skip-step'",
+  );
 }

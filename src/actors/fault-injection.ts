@@ -8,7 +8,10 @@ export type InjectedFault = 'throw' | 'exit' | 'hang';
 
 export function injectFault(kind: InjectedFault, phase: string): never {
   if (kind === 'exit') process.exit(3);
-  if (kind === 'hang') for (;;) { /* a device that stops responding */ }
+  if (kind === 'hang')
+    for (;;) {
+      /* a device that stops responding */
+    }
   throw new Error(`injected fault (throw) in ${phase}`);
 }
 

@@ -50,8 +50,15 @@ export class ForwardGate {
   private written: boolean[] = [];
   private current: boolean[] = [];
 
-  constructor(private readonly layout: ParameterLayout, groups: readonly ParameterGroup[], owned: Set<number>, private readonly io: GateIo) {
-    this.groupsOf = layout.variables.map(v => groups.flatMap((g, gi) => (g.start < v.offset + v.size && v.offset < g.end ? [gi] : [])));
+  constructor(
+    private readonly layout: ParameterLayout,
+    groups: readonly ParameterGroup[],
+    owned: Set<number>,
+    private readonly io: GateIo,
+  ) {
+    this.groupsOf = layout.variables.map(v =>
+      groups.flatMap((g, gi) => (g.start < v.offset + v.size && v.offset < g.end ? [gi] : [])),
+    );
     this.unowned = layout.variables.map((_, i) => i).filter(i => !owned.has(i));
     this.groupCount = groups.length;
   }
@@ -74,7 +81,10 @@ export class ForwardGate {
   /** Forward has ended: every variable current (what no layer used included); the gate is off until the next `arm`. */
   settle(): void {
     if (!this.armed) return;
-    this.make(this.layout.variables.map((_, i) => i), 'the loss');
+    this.make(
+      this.layout.variables.map((_, i) => i),
+      'the loss',
+    );
     this.armed = false;
   }
 
@@ -84,7 +94,8 @@ export class ForwardGate {
       for (const g of this.groupsOf[i]) {
         if (this.current[g]) continue;
         const start = performance.timeOrigin + performance.now();
-        if (this.io.waitGroup(g, this.step)) this.io.waited(g, start, performance.timeOrigin + performance.now(), layer);
+        if (this.io.waitGroup(g, this.step))
+          this.io.waited(g, start, performance.timeOrigin + performance.now(), layer);
         this.current[g] = true;
       }
       this.io.writeVariable(i);
@@ -98,7 +109,11 @@ export class ForwardGate {
  * its variables first. `byModelIndex[i]` is the layout index of `model.trainableWeights[i]`. Returns the layout
  * indices some wrapped layer owns (for the gate's `unowned`).
  */
-export function wrapLayerCalls(model: LayersModel, byModelIndex: readonly number[], gate: () => ForwardGate): Set<number> {
+export function wrapLayerCalls(
+  model: LayersModel,
+  byModelIndex: readonly number[],
+  gate: () => ForwardGate,
+): Set<number> {
   const index = new Map<LayerVariable, number>(model.trainableWeights.map((w, i) => [w, byModelIndex[i]]));
   const owned = new Set<number>();
   for (const layer of allLayers(model.layers as unknown as CallableLayer[])) {

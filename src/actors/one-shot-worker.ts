@@ -10,18 +10,31 @@ import { isWorkerOutOfMemory, outOfMemoryWords } from './worker-memory.js';
 
 export type OneShotReply<R> = R | { type: 'error'; error: SerializedError };
 
-export async function runOneShotWorker<R extends { type: string }>(file: URL, workerData: unknown, what: string): Promise<R> {
+export async function runOneShotWorker<R extends { type: string }>(
+  file: URL,
+  workerData: unknown,
+  what: string,
+): Promise<R> {
   const worker = new Worker(file, { workerData, name: `tandem-${what}`, ...workerFlags() });
   try {
     const reply = await new Promise<OneShotReply<R>>((resolve, reject) => {
       worker.once('message', resolve);
-      worker.once('error', err => reject(isWorkerOutOfMemory(err)
-        ? new TandemError('OUT_OF_MEMORY', outOfMemoryWords(`the thread of the ${what}`), undefined, { cause: err }) : err));
-      worker.once('exit', code => reject(new TandemError('WORKER_EXITED', `the ${what} thread exited with code ${code}`)));
+      worker.once('error', err =>
+        reject(
+          isWorkerOutOfMemory(err)
+            ? new TandemError('OUT_OF_MEMORY', outOfMemoryWords(`the thread of the ${what}`), undefined, { cause: err })
+            : err,
+        ),
+      );
+      worker.once('exit', code =>
+        reject(new TandemError('WORKER_EXITED', `the ${what} thread exited with code ${code}`)),
+      );
     });
     if (reply.type === 'error') {
       const { error } = reply as { error: SerializedError };
-      throw new TandemError(error.code ?? 'DEVICE_FAILED', `${what} failed: ${error.message}`, error.context, { cause: deserializeError(error) });
+      throw new TandemError(error.code ?? 'DEVICE_FAILED', `${what} failed: ${error.message}`, error.context, {
+        cause: deserializeError(error),
+      });
     }
     return reply as R;
   } finally {

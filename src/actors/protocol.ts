@@ -16,10 +16,17 @@ import type { ParameterSpec } from '../model/parameter-layout.js';
 import type { RankHookState } from '../pipeline/hook-states.js';
 import type { EngineDevice } from '../engine/engine.js';
 
-export interface WeightShape { name: string; shape: number[] }
+export interface WeightShape {
+  name: string;
+  shape: number[];
+}
 
 /** A device's classifier head after training: W [embedding, labels.length], b, and its global labels. */
-export interface HeadValues { w: Float32Array; b?: Float32Array; labels: Int32Array }
+export interface HeadValues {
+  w: Float32Array;
+  b?: Float32Array;
+  labels: Int32Array;
+}
 
 /** The model as tfjs's save handler gives it, weights as one buffer. */
 export interface ModelArtifactsData {
@@ -47,14 +54,42 @@ export type ToCompute =
 export type FromCompute =
   /** `weights`: trainable (the shared layout); `state`: the non-trainable weights (model order); BatchNormalization layers by name. */
   /** engineDevice: the accelerator its engine opened (webgpu: the GPU adapter), when it runs on one. */
-  | { type: 'built'; device: number; weights: WeightShape[]; state: WeightShape[]; batchNormLayers: string[]; numTensors: number; engineDevice?: EngineDevice }
+  | {
+      type: 'built';
+      device: number;
+      weights: WeightShape[];
+      state: WeightShape[];
+      batchNormLayers: string[];
+      numTensors: number;
+      engineDevice?: EngineDevice;
+    }
   | { type: 'initialised'; device: number }
-  | { type: 'stepDone'; device: number; step: number; loss: number; correct: number; count: number; computeMs: number; loadMs: number; numTensors: number; spans: Span[]; nonFinite?: string;
+  | {
+      type: 'stepDone';
+      device: number;
+      step: number;
+      loss: number;
+      correct: number;
+      count: number;
+      computeMs: number;
+      loadMs: number;
+      numTensors: number;
+      spans: Span[];
+      nonFinite?: string;
       /** The step's loss on this device when it was not finite: nothing (onNan 'error') or NaN (skip-step) was handed over. */
-      nonFiniteLoss?: number }
+      nonFiniteLoss?: number;
+    }
   | { type: 'headSnapshot'; device: number; step: number; head?: HeadState; state?: Float32Array }
   | { type: 'headRestored'; device: number }
-  | { type: 'finished'; device: number; artifacts?: ModelArtifactsData; head?: HeadValues; worldHeads?: HeadValues[]; state: Float32Array; numTensors: number }
+  | {
+      type: 'finished';
+      device: number;
+      artifacts?: ModelArtifactsData;
+      head?: HeadValues;
+      worldHeads?: HeadValues[];
+      state: Float32Array;
+      numTensors: number;
+    }
   | { type: 'error'; device: number; step: number; phase: Phase; error: SerializedError };
 
 /** The reply a compute thread sends to each request. */
@@ -89,9 +124,20 @@ export type ToComm = {
 
 // comm thread -> main
 export type FromComm =
-  | { type: 'exchanged'; device: number; step: number; group: number; waitMs: number; exchangeMs: number; updateMs: number; spans: Span[]; carried: { start: number; end: number }; skipped: boolean;
+  | {
+      type: 'exchanged';
+      device: number;
+      step: number;
+      group: number;
+      waitMs: number;
+      exchangeMs: number;
+      updateMs: number;
+      spans: Span[];
+      carried: { start: number; end: number };
+      skipped: boolean;
       /** Floats this rank handed to the collective for the exchange (the wire measure, with or without a hook). */
-      wireFloats: number }
+      wireFloats: number;
+    }
   /** The shared copy of the rank's hook state (hook-states.ts), current once every group of a step is applied. */
   | { type: 'hookState'; device: number; arrays: RankHookState }
   | { type: 'stopped'; device: number }

@@ -38,19 +38,34 @@ export function allocateShared(bytes: number, what: string): SharedArrayBuffer {
   try {
     return new SharedArrayBuffer(bytes);
   } catch (err) {
-    throw new TandemError('OUT_OF_MEMORY', `could not allocate ${(bytes / 2 ** 20).toFixed(1)} MiB of shared memory for ${what}; ` +
-      'use fewer devices or a smaller model', undefined, { cause: err });
+    throw new TandemError(
+      'OUT_OF_MEMORY',
+      `could not allocate ${(bytes / 2 ** 20).toFixed(1)} MiB of shared memory for ${what}; ` +
+        'use fewer devices or a smaller model',
+      undefined,
+      { cause: err },
+    );
   }
 }
 
-export function allocateModelBuffers(devices: number, total: number, stateSlots: number, stateTotal: number):
-  Pick<SharedBuffers, 'params' | 'grads' | 'optimizerState' | 'modelState' | 'stateTotal' | 'total' | 'stateSlots' | 'devices'> {
+export function allocateModelBuffers(
+  devices: number,
+  total: number,
+  stateSlots: number,
+  stateTotal: number,
+): Pick<
+  SharedBuffers,
+  'params' | 'grads' | 'optimizerState' | 'modelState' | 'stateTotal' | 'total' | 'stateSlots' | 'devices'
+> {
   return {
     params: allocateShared(devices * total * 4, 'parameters'),
     grads: allocateShared(devices * total * 4, 'gradients'),
     optimizerState: allocateShared(Math.max(1, devices * stateSlots * total * 4), 'optimizer state'),
     modelState: allocateShared(Math.max(1, devices * stateTotal * 4), 'non-trainable weights'),
-    total, stateSlots, devices, stateTotal,
+    total,
+    stateSlots,
+    devices,
+    stateTotal,
   };
 }
 
@@ -67,7 +82,10 @@ export function gradSlots(b: SharedBuffers): Float32Array[] {
 }
 
 export function optimizerStateOf(b: SharedBuffers, device: number): Float32Array[] {
-  return Array.from({ length: b.stateSlots }, (_, j) => new Float32Array(b.optimizerState, (device * b.stateSlots + j) * b.total * 4, b.total));
+  return Array.from(
+    { length: b.stateSlots },
+    (_, j) => new Float32Array(b.optimizerState, (device * b.stateSlots + j) * b.total * 4, b.total),
+  );
 }
 
 function slots(buffer: SharedArrayBuffer, devices: number, total: number): Float32Array[] {

@@ -23,7 +23,10 @@ export class StepPreimage {
 
   /** A buffer for `groupCount` groups of a layout of `total` floats with `stateSlots` optimizer vectors; every mark NONE. */
   static allocate(groupCount: number, total: number, stateSlots: number): SharedArrayBuffer {
-    const buffer = allocateShared(StepPreimage.byteLength(groupCount, total, stateSlots), 'the pre-update copy for checkpoints');
+    const buffer = allocateShared(
+      StepPreimage.byteLength(groupCount, total, stateSlots),
+      'the pre-update copy for checkpoints',
+    );
     new Int32Array(buffer, 0, groupCount).fill(NONE);
     return buffer;
   }
@@ -35,14 +38,25 @@ export class StepPreimage {
   constructor(buffer: SharedArrayBuffer, groupCount: number, total: number, stateSlots: number) {
     this.marks = new Int32Array(buffer, 0, groupCount);
     this.params = new Float32Array(buffer, 4 * groupCount, total);
-    this.state = Array.from({ length: stateSlots }, (_, j) => new Float32Array(buffer, 4 * (groupCount + total * (1 + j)), total));
+    this.state = Array.from(
+      { length: stateSlots },
+      (_, j) => new Float32Array(buffer, 4 * (groupCount + total * (1 + j)), total),
+    );
   }
 
   /**
    * Comm thread, before applying `step`'s update of `group` ([start, end)) of `groupCount`: keep the values it will overwrite.
    * `everyGroup`: copy the last group too (priority exchange: any group may be the one that completes the step).
    */
-  save(group: number, groupCount: number, { start, end }: ParameterGroup, step: number, params: Float32Array, state: Float32Array[], everyGroup = false): void {
+  save(
+    group: number,
+    groupCount: number,
+    { start, end }: ParameterGroup,
+    step: number,
+    params: Float32Array,
+    state: Float32Array[],
+    everyGroup = false,
+  ): void {
     if (group === groupCount - 1 && !everyGroup) return; // the update that completes the step
     Atomics.store(this.marks, group, NONE); // a copy cut short is never used
     this.params.set(params.subarray(start, end), start);
@@ -55,12 +69,18 @@ export class StepPreimage {
    * (`applied(g)` = k, no update of it in flight) or in the copy (made before the update of k+1). Undefined when none.
    * `updating`: the step whose update device 0's comm thread was in when it ended, if it was in one.
    */
-  rebuild(groups: readonly ParameterGroup[], applied: (group: number) => number, updating: number | undefined, params: Float32Array,
-    state: Float32Array[]): { step: number; params: Float32Array; optimizerState: Float32Array[] } | undefined {
+  rebuild(
+    groups: readonly ParameterGroup[],
+    applied: (group: number) => number,
+    updating: number | undefined,
+    params: Float32Array,
+    state: Float32Array[],
+  ): { step: number; params: Float32Array; optimizerState: Float32Array[] } | undefined {
     const last = groups.length - 1;
     const sources = groups.map((_, g) => {
       const live = applied(g);
-      if (g === last && Atomics.load(this.marks, g) === NONE) { // no copy: intact unless its own update was in flight (every earlier group of that step applied)
+      if (g === last && Atomics.load(this.marks, g) === NONE) {
+        // no copy: intact unless its own update was in flight (every earlier group of that step applied)
         const inFlight = updating === live + 1 && groups.every((_, h) => h === last || applied(h) >= live + 1);
         return { live: inFlight ? undefined : live, copy: undefined };
       }

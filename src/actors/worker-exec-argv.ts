@@ -32,10 +32,17 @@ export function workerExecArgv(env: NodeJS.ProcessEnv = process.env): string[] |
   const raw = env[WORKER_EXEC_ARGV_ENV];
   if (raw === undefined || raw === '') return undefined;
   let parsed: unknown;
-  try { parsed = JSON.parse(raw); } catch { parsed = undefined; }
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    parsed = undefined;
+  }
   if (!Array.isArray(parsed) || !parsed.every(a => typeof a === 'string')) {
-    throw new TandemError('BAD_CONFIG', `${WORKER_EXEC_ARGV_ENV}=${raw} is not a JSON array of strings; give e.g. '[]' (no flags) ` +
-      `or '["--import=tsx"]', or unset it for the process's own flags`);
+    throw new TandemError(
+      'BAD_CONFIG',
+      `${WORKER_EXEC_ARGV_ENV}=${raw} is not a JSON array of strings; give e.g. '[]' (no flags) ` +
+        `or '["--import=tsx"]', or unset it for the process's own flags`,
+    );
   }
   return parsed;
 }

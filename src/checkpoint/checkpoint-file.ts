@@ -22,10 +22,18 @@ const NAME = /^checkpoint-(\d{9})\.tandem$/;
 /** Between a checkpoint's name and the tag of its temporary file. */
 export const TMP_INFIX = '.tmp-';
 
-export interface HeadState { w: Float32Array; b?: Float32Array; state: Float32Array[][] }
+export interface HeadState {
+  w: Float32Array;
+  b?: Float32Array;
+  state: Float32Array[][];
+}
 
 /** The run's communication hook (name, options) and every rank's state of it: ranks[rank][group] = the hook's state arrays. */
-export interface HookCheckpoint { name: string; options: object; ranks: Float32Array[][][] }
+export interface HookCheckpoint {
+  name: string;
+  options: object;
+  ranks: Float32Array[][][];
+}
 
 export interface Checkpoint {
   step: number;
@@ -50,7 +58,11 @@ export interface Checkpoint {
  * A checkpoint file's bytes and where they were read (`source`: a file, or host 0's file sent over the network);
  * `skipped`: newer checkpoints of its directory that did not read back whole, each with its problem (see newestWholeCheckpoint).
  */
-export interface CheckpointBytes { source: string; bytes: Uint8Array; skipped?: string[] }
+export interface CheckpointBytes {
+  source: string;
+  bytes: Uint8Array;
+  skipped?: string[];
+}
 
 export function checkpointPath(dir: string, step: number): string {
   return path.join(dir, `checkpoint-${String(step).padStart(9, '0')}.tandem`);
@@ -61,12 +73,19 @@ export function checkpointPath(dir: string, step: number): string {
  * file is `<checkpoint>.tmp-<tag>` (`tag`: `<pid>-<writer>-<n>`, unique per write: see checkpoint-store.ts); a failed
  * write removes it and fails with WRITE_FAILED naming the checkpoint and the reason.
  */
-export async function writeCheckpoint(dir: string, checkpoint: Checkpoint, tag = `${process.pid}-${randomBytes(4).toString('hex')}-0`): Promise<string> {
+export async function writeCheckpoint(
+  dir: string,
+  checkpoint: Checkpoint,
+  tag = `${process.pid}-${randomBytes(4).toString('hex')}-0`,
+): Promise<string> {
   await makeDirectory(dir, `checkpoint directory ${dir}`);
   const payload = packr.pack(checkpoint);
   const sha256 = createHash('sha256').update(payload).digest('hex');
   const file = checkpointPath(dir, checkpoint.step);
-  return writeFileAtomically(file, packr.pack({ magic: MAGIC, version: VERSION, sha256, payload }), { sync: true, temporary: `${file}${TMP_INFIX}${tag}` });
+  return writeFileAtomically(file, packr.pack({ magic: MAGIC, version: VERSION, sha256, payload }), {
+    sync: true,
+    temporary: `${file}${TMP_INFIX}${tag}`,
+  });
 }
 
 export async function readCheckpoint(file: string): Promise<Checkpoint> {
@@ -77,13 +96,20 @@ export async function readCheckpoint(file: string): Promise<Checkpoint> {
 export function decodeCheckpoint(bytes: Uint8Array, file: string): Checkpoint {
   const checked = checkBytes(bytes);
   if ('problem' in checked) {
-    throw new TandemError('BAD_CHECKPOINT', `checkpoint ${file} is ${checked.problem}: ${checked.advice}; ${checked.fix ?? RESUME_EARLIER}`);
+    throw new TandemError(
+      'BAD_CHECKPOINT',
+      `checkpoint ${file} is ${checked.problem}: ${checked.advice}; ${checked.fix ?? RESUME_EARLIER}`,
+    );
   }
   return packr.unpack(checked.payload) as Checkpoint;
 }
 
 /** Why a checkpoint's bytes do not read back whole, in a few words (`truncated (2100 of 4201 bytes)`), what likely made it so, and the fix when not RESUME_EARLIER. */
-interface Unreadable { problem: string; advice: string; fix?: string }
+interface Unreadable {
+  problem: string;
+  advice: string;
+  fix?: string;
+}
 
 const RESUME_EARLIER = 'resume from an earlier checkpoint (--resume DIR takes the newest of DIR that reads back whole)';
 
@@ -95,19 +121,38 @@ function checkBytes(bytes: Uint8Array): { payload: Uint8Array } | Unreadable {
     outer = packr.unpack(bytes) as typeof outer;
   } catch (err) {
     const size = framedSize(bytes);
-    if (size !== undefined && bytes.length < size) return { problem: `truncated (${bytes.length} of ${size} bytes)`, advice: 'its write or copy did not finish' };
+    if (size !== undefined && bytes.length < size)
+      return { problem: `truncated (${bytes.length} of ${size} bytes)`, advice: 'its write or copy did not finish' };
     if (size !== undefined && bytes.length > size) {
-      return { problem: `${bytes.length - size} bytes longer than its contents (${bytes.length} bytes, ${size} expected)`, advice: 'something was appended or copied over it' };
+      return {
+        problem: `${bytes.length - size} bytes longer than its contents (${bytes.length} bytes, ${size} expected)`,
+        advice: 'something was appended or copied over it',
+      };
     }
-    if ((err as { incomplete?: boolean }).incomplete) { // msgpackr: the bytes end before the value does
-      return { problem: `truncated (${bytes.length} bytes, cut off before the header that records its size)`, advice: 'its write or copy did not finish' };
+    if ((err as { incomplete?: boolean }).incomplete) {
+      // msgpackr: the bytes end before the value does
+      return {
+        problem: `truncated (${bytes.length} bytes, cut off before the header that records its size)`,
+        advice: 'its write or copy did not finish',
+      };
     }
-    return { problem: 'not a tandem checkpoint (it does not decode as one)', advice: 'it was altered, or it is another file' };
+    return {
+      problem: 'not a tandem checkpoint (it does not decode as one)',
+      advice: 'it was altered, or it is another file',
+    };
   }
   if (!outer || outer.magic !== MAGIC || !outer.payload || typeof outer.sha256 !== 'string') {
-    return { problem: 'not a tandem checkpoint (no tandem-checkpoint header)', advice: 'it was altered, or it is another file' };
+    return {
+      problem: 'not a tandem checkpoint (no tandem-checkpoint header)',
+      advice: 'it was altered, or it is another file',
+    };
   }
-  if (outer.version !== VERSION) return { problem: `of format version ${outer.version}, and this tandem reads version ${VERSION}`, advice: 'another version of tandem wrote it', fix: 'resume with that version' };
+  if (outer.version !== VERSION)
+    return {
+      problem: `of format version ${outer.version}, and this tandem reads version ${VERSION}`,
+      advice: 'another version of tandem wrote it',
+      fix: 'resume with that version',
+    };
   const sha256 = createHash('sha256').update(outer.payload).digest('hex');
   if (sha256 !== outer.sha256) {
     return { problem: 'corrupt: its checksum does not match its contents', advice: 'it was altered or partly written' };
@@ -122,24 +167,61 @@ function checkBytes(bytes: Uint8Array): { payload: Uint8Array } | Unreadable {
  */
 function framedSize(bytes: Uint8Array): number | undefined {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const need = (at: number, n: number) => { if (at + n > bytes.length) throw new RangeError('short'); };
-  const uint = (at: number, n: 1 | 2 | 4) => { need(at, n); return n === 1 ? view.getUint8(at) : n === 2 ? view.getUint16(at) : view.getUint32(at); };
-  const stringAt = (at: number, n: number) => { need(at, n); return Buffer.from(bytes.buffer, bytes.byteOffset + at, n).toString('utf8'); };
+  const need = (at: number, n: number) => {
+    if (at + n > bytes.length) throw new RangeError('short');
+  };
+  const uint = (at: number, n: 1 | 2 | 4) => {
+    need(at, n);
+    return n === 1 ? view.getUint8(at) : n === 2 ? view.getUint16(at) : view.getUint32(at);
+  };
+  const stringAt = (at: number, n: number) => {
+    need(at, n);
+    return Buffer.from(bytes.buffer, bytes.byteOffset + at, n).toString('utf8');
+  };
   // After the value at `at` (its contents are not read: a bin or an ext is skipped by its header alone).
   const skip = (at: number): number => {
     const b = uint(at, 1);
     if (b <= 0x7f || b >= 0xe0 || b === 0xc0 || b === 0xc2 || b === 0xc3) return at + 1;
     if (b >= 0xa0 && b <= 0xbf) return at + 1 + (b & 0x1f);
-    const sized: Record<number, [1 | 2 | 4, number]> = { 0xc4: [1, 0], 0xc5: [2, 0], 0xc6: [4, 0], 0xc7: [1, 1], 0xc8: [2, 1], 0xc9: [4, 1], 0xd9: [1, 0], 0xda: [2, 0], 0xdb: [4, 0] };
-    if (sized[b]) { const [n, type] = sized[b]; return at + 1 + n + type + uint(at + 1, n); }
-    const fixed: Record<number, number> = { 0xca: 5, 0xcb: 9, 0xcc: 2, 0xcd: 3, 0xce: 5, 0xcf: 9, 0xd0: 2, 0xd1: 3, 0xd2: 5, 0xd3: 9, 0xd5: 4, 0xd6: 6, 0xd7: 10, 0xd8: 18 };
+    const sized: Record<number, [1 | 2 | 4, number]> = {
+      0xc4: [1, 0],
+      0xc5: [2, 0],
+      0xc6: [4, 0],
+      0xc7: [1, 1],
+      0xc8: [2, 1],
+      0xc9: [4, 1],
+      0xd9: [1, 0],
+      0xda: [2, 0],
+      0xdb: [4, 0],
+    };
+    if (sized[b]) {
+      const [n, type] = sized[b];
+      return at + 1 + n + type + uint(at + 1, n);
+    }
+    const fixed: Record<number, number> = {
+      0xca: 5,
+      0xcb: 9,
+      0xcc: 2,
+      0xcd: 3,
+      0xce: 5,
+      0xcf: 9,
+      0xd0: 2,
+      0xd1: 3,
+      0xd2: 5,
+      0xd3: 9,
+      0xd5: 4,
+      0xd6: 6,
+      0xd7: 10,
+      0xd8: 18,
+    };
     if (fixed[b]) return at + fixed[b];
     throw new RangeError('not a frame');
   };
   try {
     // d4 72 <id>: msgpackr's record definition; then the keys (a fixarray of fixstr), then one value per key.
     if (uint(0, 1) !== 0xd4 || uint(1, 1) !== 0x72) return undefined;
-    const keysAt = 3, count = uint(keysAt, 1) - 0x90;
+    const keysAt = 3,
+      count = uint(keysAt, 1) - 0x90;
     if (count < 1 || count > 15) return undefined;
     let at = keysAt + 1;
     const keys: string[] = [];
@@ -163,7 +245,7 @@ async function readWhole(file: string): Promise<{ bytes: Uint8Array } | Unreadab
   try {
     bytes = await readFile(file);
   } catch (err) {
-    return { problem: `not readable: ${fsReason(err)}`, advice: 'check the file\'s permissions and disk' };
+    return { problem: `not readable: ${fsReason(err)}`, advice: "check the file's permissions and disk" };
   }
   const checked = checkBytes(bytes);
   return 'problem' in checked ? checked : { bytes };
@@ -176,7 +258,11 @@ export async function checkpointSteps(dir: string): Promise<number[]> {
 }
 
 function stepsOf(names: string[]): number[] {
-  return names.map(n => NAME.exec(n)).filter((m): m is RegExpExecArray => m !== null).map(m => Number(m[1])).sort((a, b) => b - a);
+  return names
+    .map(n => NAME.exec(n))
+    .filter((m): m is RegExpExecArray => m !== null)
+    .map(m => Number(m[1]))
+    .sort((a, b) => b - a);
 }
 
 async function namesIn(dir: string): Promise<string[]> {
@@ -210,6 +296,9 @@ export async function newestWholeCheckpoint(dir: string): Promise<CheckpointByte
     if ('bytes' in read) return { source: file, bytes: read.bytes, skipped };
     skipped.push(`${path.basename(file)}: ${read.problem}, ${read.advice}`);
   }
-  throw new TandemError('BAD_CHECKPOINT', `--resume ${dir}: none of its ${steps.length} checkpoint(s) reads back whole — ${skipped.join('; ')}. ` +
-    'Resume from a copy of the directory that is whole, or start the run again without --resume');
+  throw new TandemError(
+    'BAD_CHECKPOINT',
+    `--resume ${dir}: none of its ${steps.length} checkpoint(s) reads back whole — ${skipped.join('; ')}. ` +
+      'Resume from a copy of the directory that is whole, or start the run again without --resume',
+  );
 }

@@ -20,7 +20,10 @@ export class CheckpointStore {
   readonly writer = randomBytes(4).toString('hex');
   private writes = 0;
 
-  constructor(readonly dir: string, private readonly keep: number) {
+  constructor(
+    readonly dir: string,
+    private readonly keep: number,
+  ) {
     liveWriters.add(this.writer);
   }
 

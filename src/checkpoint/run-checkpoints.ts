@@ -10,12 +10,26 @@ import { TandemError } from '../errors.js';
 import { modelStateSlots, optimizerStateOf, paramSlots, type SharedBuffers } from '../actors/shared-buffers.js';
 import type { WeightShape } from '../actors/protocol.js';
 import { readFile } from 'node:fs/promises';
-import { checkpointSteps, decodeCheckpoint, newestWholeCheckpoint, type Checkpoint, type CheckpointBytes, type HeadState, type HookCheckpoint } from './checkpoint-file.js';
+import {
+  checkpointSteps,
+  decodeCheckpoint,
+  newestWholeCheckpoint,
+  type Checkpoint,
+  type CheckpointBytes,
+  type HeadState,
+  type HookCheckpoint,
+} from './checkpoint-file.js';
 
 /** What must match for a checkpoint to continue this run exactly. */
 export function runFingerprint(cfg: ResolvedConfig): string {
   return JSON.stringify({
-    model: cfg.model, data: cfg.data, method: cfg.method, optimizer: cfg.optimizer, devices: cfg.devices, batch: cfg.batch, seed: cfg.seed,
+    model: cfg.model,
+    data: cfg.data,
+    method: cfg.method,
+    optimizer: cfg.optimizer,
+    devices: cfg.devices,
+    batch: cfg.batch,
+    seed: cfg.seed,
     ...(cfg.batchNorm === 'local' ? { batchNorm: 'local' } : {}),
     classifier: cfg.classifier && { ...cfg.classifier, exportDevice: undefined, exportClassifier: undefined },
   });
@@ -42,12 +56,14 @@ export function fingerprintDifferences(saved: string, mine: string): string[] {
     return [];
   }
   const out: string[] = [];
-  const isRecord = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+  const isRecord = (v: unknown): v is Record<string, unknown> =>
+    v !== null && typeof v === 'object' && !Array.isArray(v);
   const walk = (x: unknown, y: unknown, at: string): void => {
     // Two records of another kind (an sgd and an adam optimizer, two data sources) differ as a whole.
     const sameKind = isRecord(x) && isRecord(y) && x.kind === y.kind && x.source === y.source;
     if (sameKind) {
-      for (const key of new Set([...Object.keys(x), ...Object.keys(y)])) walk(x[key], y[key], at ? `${at}.${key}` : key);
+      for (const key of new Set([...Object.keys(x), ...Object.keys(y)]))
+        walk(x[key], y[key], at ? `${at}.${key}` : key);
     } else if (JSON.stringify(x) !== JSON.stringify(y)) {
       const show = (v: unknown) => (v === undefined ? 'none' : JSON.stringify(v));
       out.push(`${at} ${show(x)} in the checkpoint, ${show(y)} in this run`);
@@ -59,7 +75,11 @@ export function fingerprintDifferences(saved: string, mine: string): string[] {
 }
 
 /** Reads the checkpoint to resume from (`resume` is a checkpoint file or a directory: its newest that reads back whole), checked against this run. */
-export async function loadResume(cfg: ResolvedConfig, weights: WeightShape[], state: WeightShape[] = []): Promise<Checkpoint> {
+export async function loadResume(
+  cfg: ResolvedConfig,
+  weights: WeightShape[],
+  state: WeightShape[] = [],
+): Promise<Checkpoint> {
   return checkResume(cfg, await readResumeBytes(cfg), weights, state);
 }
 
@@ -74,38 +94,63 @@ export async function readResumeBytes(cfg: ResolvedConfig): Promise<CheckpointBy
   try {
     return { source: file, bytes: await readFile(file) };
   } catch (err) {
-    throw new TandemError('BAD_CHECKPOINT', `checkpoint ${file} cannot be read: ${(err as Error).message}`, undefined, { cause: err });
+    throw new TandemError('BAD_CHECKPOINT', `checkpoint ${file} cannot be read: ${(err as Error).message}`, undefined, {
+      cause: err,
+    });
   }
 }
 
 /** What a run resumed from a directory says of the newer checkpoints it skipped (`skipped` of readResumeBytes), else undefined. */
-export function skippedCheckpointsWarning(cfg: ResolvedConfig, ckpt: Checkpoint, { source, skipped }: CheckpointBytes): string | undefined {
+export function skippedCheckpointsWarning(
+  cfg: ResolvedConfig,
+  ckpt: Checkpoint,
+  { source, skipped }: CheckpointBytes,
+): string | undefined {
   if (!skipped || skipped.length === 0) return undefined;
-  return `--resume ${cfg.resume}: skipped ${skipped.length} newer checkpoint(s) that do not read back whole — ${skipped.join('; ')}; ` +
-    `resuming from ${path.basename(source)} (step ${ckpt.step}), the newest that does`;
+  return (
+    `--resume ${cfg.resume}: skipped ${skipped.length} newer checkpoint(s) that do not read back whole — ${skipped.join('; ')}; ` +
+    `resuming from ${path.basename(source)} (step ${ckpt.step}), the newest that does`
+  );
 }
 
 /** A checkpoint's bytes decoded and checked against this run. */
-export function checkResume(cfg: ResolvedConfig, { source: file, bytes }: CheckpointBytes, weights: WeightShape[], state: WeightShape[] = []): Checkpoint {
+export function checkResume(
+  cfg: ResolvedConfig,
+  { source: file, bytes }: CheckpointBytes,
+  weights: WeightShape[],
+  state: WeightShape[] = [],
+): Checkpoint {
   const ckpt = decodeCheckpoint(bytes, file);
   if (JSON.stringify(ckpt.weights) !== JSON.stringify(weights)) {
-    throw new TandemError('BAD_CHECKPOINT', `checkpoint ${file} holds a different model (${modelDifference(ckpt.weights, weights)}); ` +
-      'resume with the model (and input shape, classes; for a classifier method the same --embedding) it was written by');
+    throw new TandemError(
+      'BAD_CHECKPOINT',
+      `checkpoint ${file} holds a different model (${modelDifference(ckpt.weights, weights)}); ` +
+        'resume with the model (and input shape, classes; for a classifier method the same --embedding) it was written by',
+    );
   }
   if (state.length > 0 && (!ckpt.state || JSON.stringify(ckpt.stateWeights) !== JSON.stringify(state))) {
-    throw new TandemError('BAD_CHECKPOINT', `checkpoint ${file} does not hold this model's non-trainable weights (${state.map(w => w.name).join(', ')}), ` +
-      'so resuming would not continue the run exactly (a checkpoint written before tandem kept them, or of another model); start again or resume from a newer checkpoint');
+    throw new TandemError(
+      'BAD_CHECKPOINT',
+      `checkpoint ${file} does not hold this model's non-trainable weights (${state.map(w => w.name).join(', ')}), ` +
+        'so resuming would not continue the run exactly (a checkpoint written before tandem kept them, or of another model); start again or resume from a newer checkpoint',
+    );
   }
   const mine = runFingerprint(cfg);
   if (ckpt.fingerprint !== mine) {
     const differences = fingerprintDifferences(ckpt.fingerprint, mine);
-    throw new TandemError('BAD_CHECKPOINT', `checkpoint ${file} was written by a run with other settings` +
-      `${differences.length > 0 ? `: ${differences.join('; ')}` : ' (model, data, method, optimizer, devices, batch or seed)'}; ` +
-      'resume with the same settings (the strategy, link and step count may change)');
+    throw new TandemError(
+      'BAD_CHECKPOINT',
+      `checkpoint ${file} was written by a run with other settings` +
+        `${differences.length > 0 ? `: ${differences.join('; ')}` : ' (model, data, method, optimizer, devices, batch or seed)'}; ` +
+        'resume with the same settings (the strategy, link and step count may change)',
+    );
   }
   checkHookState(cfg, ckpt, file);
   if (ckpt.step >= cfg.steps) {
-    throw new TandemError('BAD_CHECKPOINT', `checkpoint ${file} is at step ${ckpt.step}, and the run has ${cfg.steps} steps: nothing left to train (steps count from the start of the run)`);
+    throw new TandemError(
+      'BAD_CHECKPOINT',
+      `checkpoint ${file} is at step ${ckpt.step}, and the run has ${cfg.steps} steps: nothing left to train (steps count from the start of the run)`,
+    );
   }
   return ckpt;
 }
@@ -125,37 +170,57 @@ function checkHookState(cfg: ResolvedConfig, ckpt: Checkpoint, file: string): vo
   if (!saved) return;
   const mine = cfg.commHook && { name: cfg.commHook.name, options: cfg.commHook.options };
   if (JSON.stringify(mine) !== JSON.stringify({ name: saved.name, options: saved.options })) {
-    throw new TandemError('BAD_CHECKPOINT', `checkpoint ${file} holds the state of ${describeHook(saved)} (every rank's residuals), and this run has ` +
-      `${describeHook(mine)}: resuming would not continue the run; resume with --comm-hook ${saved.name} and the same commHookOptions, or start again`);
+    throw new TandemError(
+      'BAD_CHECKPOINT',
+      `checkpoint ${file} holds the state of ${describeHook(saved)} (every rank's residuals), and this run has ` +
+        `${describeHook(mine)}: resuming would not continue the run; resume with --comm-hook ${saved.name} and the same commHookOptions, or start again`,
+    );
   }
   if (saved.ranks.length !== cfg.devices) {
-    throw new TandemError('BAD_CHECKPOINT', `checkpoint ${file} holds the hook state of ${saved.ranks.length} ranks, and this run has ${cfg.devices} devices`);
+    throw new TandemError(
+      'BAD_CHECKPOINT',
+      `checkpoint ${file} holds the hook state of ${saved.ranks.length} ranks, and this run has ${cfg.devices} devices`,
+    );
   }
 }
 
 /** A run with a hook resumed from a checkpoint without hook state: what it should be told, else undefined. */
 export function hookStartsAfresh(cfg: ResolvedConfig, ckpt: Checkpoint): string | undefined {
   if (!cfg.commHook || ckpt.commHook) return undefined;
-  return `the checkpoint of step ${ckpt.step} holds no communication hook state (written without a hook, or before tandem kept it): ` +
-    `${describeHook(cfg.commHook)} starts with fresh state (zero residuals${cfg.commHook.name === 'powersgd' ? ', a new Q' : ''})`;
+  return (
+    `the checkpoint of step ${ckpt.step} holds no communication hook state (written without a hook, or before tandem kept it): ` +
+    `${describeHook(cfg.commHook)} starts with fresh state (zero residuals${cfg.commHook.name === 'powersgd' ? ', a new Q' : ''})`
+  );
 }
 
 /** Shared parameters and non-trainable weights into device 0's slots (the step-0 broadcast copies them to every replica) and every device's optimizer state. */
 export function restoreShared(buffers: SharedBuffers, ckpt: Checkpoint): void {
   paramSlots(buffers)[0].set(ckpt.params);
   if (ckpt.state && buffers.stateTotal > 0) modelStateSlots(buffers)[0].set(ckpt.state);
-  for (let d = 0; d < buffers.devices; d++) optimizerStateOf(buffers, d).forEach((s, j) => s.set(ckpt.optimizerState[j]));
+  for (let d = 0; d < buffers.devices; d++)
+    optimizerStateOf(buffers, d).forEach((s, j) => s.set(ckpt.optimizerState[j]));
 }
 
-export function takeCheckpoint(cfg: ResolvedConfig, step: number, weights: WeightShape[], buffers: SharedBuffers, heads?: HeadState[],
-  modelState?: { weights: WeightShape[]; values: Float32Array }, commHook?: HookCheckpoint): Checkpoint {
+export function takeCheckpoint(
+  cfg: ResolvedConfig,
+  step: number,
+  weights: WeightShape[],
+  buffers: SharedBuffers,
+  heads?: HeadState[],
+  modelState?: { weights: WeightShape[]; values: Float32Array },
+  commHook?: HookCheckpoint,
+): Checkpoint {
   return {
-    step, weights, fingerprint: runFingerprint(cfg),
+    step,
+    weights,
+    fingerprint: runFingerprint(cfg),
     params: paramSlots(buffers)[0].slice(),
     optimizerState: optimizerStateOf(buffers, 0).map(s => s.slice()),
     heads,
     ...(commHook ? { commHook } : {}),
-    ...(modelState && modelState.weights.length > 0 ? { state: modelState.values, stateWeights: modelState.weights } : {}),
+    ...(modelState && modelState.weights.length > 0
+      ? { state: modelState.values, stateWeights: modelState.weights }
+      : {}),
   };
 }
 
@@ -170,13 +235,17 @@ export function checkpointDirOf(cfg: ResolvedConfig): string | undefined {
  */
 export async function earlierRunWarning(cfg: ResolvedConfig, dir: string): Promise<string | undefined> {
   if (cfg.resume !== undefined) {
-    const from = path.resolve(statSync(cfg.resume, { throwIfNoEntry: false })?.isFile() ? path.dirname(cfg.resume) : cfg.resume);
+    const from = path.resolve(
+      statSync(cfg.resume, { throwIfNoEntry: false })?.isFile() ? path.dirname(cfg.resume) : cfg.resume,
+    );
     if (from === path.resolve(dir)) return undefined; // continuing the run whose checkpoints these are
   }
   const steps = await checkpointSteps(dir);
   if (steps.length === 0) return undefined;
   const range = steps.length === 1 ? `step ${steps[0]}` : `steps ${steps[steps.length - 1]}-${steps[0]}`;
-  return `${dir} already holds ${steps.length} checkpoint(s) of an earlier run (${range}) and this run does not resume from them: ` +
+  return (
+    `${dir} already holds ${steps.length} checkpoint(s) of an earlier run (${range}) and this run does not resume from them: ` +
     `its checkpoints of the same steps replace them, --keep-checkpoints removes older ones, and a later --resume ${dir} takes the newest, ` +
-    `whichever run wrote it. To continue that run, give --resume ${dir}; to keep it, give this run another --checkpoint-dir (or --out)`;
+    `whichever run wrote it. To continue that run, give --resume ${dir}; to keep it, give this run another --checkpoint-dir (or --out)`
+  );
 }

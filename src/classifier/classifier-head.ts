@@ -24,7 +24,12 @@ export function initialCentre(seed: number, label: number, embedding: number, to
 }
 
 /** W [embedding, labels.length] with column j = initialCentre(labels[j]). */
-export function initialHeadWeights(seed: number, labels: ArrayLike<number>, embedding: number, totalClasses: number): Float32Array {
+export function initialHeadWeights(
+  seed: number,
+  labels: ArrayLike<number>,
+  embedding: number,
+  totalClasses: number,
+): Float32Array {
   const n = labels.length;
   const w = new Float32Array(embedding * n);
   for (let j = 0; j < n; j++) {
@@ -58,8 +63,13 @@ export class ClassifierHead {
    * `synchronousReads` false (webgpu): the engine uploads a tensor later, from the array it was given, so every
    * upload gets a copy of the host values (which the next update overwrites); nothing is ever read back.
    */
-  constructor(private readonly tf: Tf, readonly config: HeadConfig, private readonly optimizer: OptimizerConfig,
-    private readonly arithmetic: FlatArithmetic = JS_ARITHMETIC, private readonly synchronousReads = true) {
+  constructor(
+    private readonly tf: Tf,
+    readonly config: HeadConfig,
+    private readonly optimizer: OptimizerConfig,
+    private readonly arithmetic: FlatArithmetic = JS_ARITHMETIC,
+    private readonly synchronousReads = true,
+  ) {
     const { embedding, seed, labels } = config;
     const classes = labels.length;
     // The host copy holds the initial values themselves (what a read of the variables would give, bit for bit).
@@ -79,8 +89,10 @@ export class ClassifierHead {
     const tf = this.tf;
     const [w, b] = this.vars;
     if (this.config.kind === 'linear') return tf.add(tf.matMul(embedding, w), b);
-    const cos = tf.matMul(tf.div(embedding, tf.add(tf.norm(embedding, 'euclidean', 1, true), 1e-12)),
-      tf.div(w, tf.add(tf.norm(w, 'euclidean', 0, true), 1e-12)));
+    const cos = tf.matMul(
+      tf.div(embedding, tf.add(tf.norm(embedding, 'euclidean', 1, true), 1e-12)),
+      tf.div(w, tf.add(tf.norm(w, 'euclidean', 0, true), 1e-12)),
+    );
     const { scale, margin } = this.config;
     if (!targets || margin === 0) return tf.mul(cos, scale);
     const oneHot = tf.oneHot(targets as import('@tensorflow/tfjs').Tensor1D, this.config.labels.length);
@@ -114,7 +126,8 @@ export class ClassifierHead {
   restore(h: { w: Float32Array; b?: Float32Array; state: Float32Array[][] }): void {
     const values = [h.w, h.b].slice(0, this.flat.length) as Float32Array[];
     values.forEach((v, i) => {
-      if (v.length !== this.flat[i].length) throw new Error(`head variable ${i} has ${this.flat[i].length} values, the checkpoint ${v.length}`);
+      if (v.length !== this.flat[i].length)
+        throw new Error(`head variable ${i} has ${this.flat[i].length} values, the checkpoint ${v.length}`);
       this.flat[i].set(v);
       const t = this.upload(i, this.vars[i].shape);
       this.vars[i].assign(t);
@@ -128,7 +141,11 @@ export class ClassifierHead {
     return this.tf.tensor(this.synchronousReads ? this.flat[i] : this.flat[i].slice(), shape);
   }
 
-  get bytes(): number { return this.flat.reduce((s, f) => s + f.byteLength, 0); }
+  get bytes(): number {
+    return this.flat.reduce((s, f) => s + f.byteLength, 0);
+  }
 
-  dispose(): void { this.tf.dispose(this.vars); }
+  dispose(): void {
+    this.tf.dispose(this.vars);
+  }
 }

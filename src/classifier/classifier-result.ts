@@ -30,7 +30,11 @@ export interface ClassifierSummary {
 }
 
 /** W [E, C] and b [C] in global label order, from every device's head. */
-export function assembleClassifier(heads: HeadValues[], embedding: number, classes: number): { w: Float32Array; b?: Float32Array } {
+export function assembleClassifier(
+  heads: HeadValues[],
+  embedding: number,
+  classes: number,
+): { w: Float32Array; b?: Float32Array } {
   const w = new Float32Array(embedding * classes);
   const hasBias = heads.every(h => h.b);
   const b = hasBias ? new Float32Array(classes) : undefined;
@@ -44,28 +48,58 @@ export function assembleClassifier(heads: HeadValues[], embedding: number, class
   return { w, b };
 }
 
-export async function classifierResult(cfg: ResolvedConfig, layout: ParameterLayout, carried: { start: number; end: number }[],
-  finished: (FromCompute & { type: 'finished' })[], extractor: ModelArtifactsData | undefined): Promise<ClassifierSummary> {
+export async function classifierResult(
+  cfg: ResolvedConfig,
+  layout: ParameterLayout,
+  carried: { start: number; end: number }[],
+  finished: (FromCompute & { type: 'finished' })[],
+  extractor: ModelArtifactsData | undefined,
+): Promise<ClassifierSummary> {
   const c = cfg.classifier!;
   const heads = worldHeadsOf(finished);
-  const carriedVariables = layout.variables.filter(v => carried.some(r => v.offset < r.end && v.offset + v.size > r.start)).map(v => v.name);
+  const carriedVariables = layout.variables
+    .filter(v => carried.some(r => v.offset < r.end && v.offset + v.size > r.start))
+    .map(v => v.name);
   // `carried` holds what this process's devices reported: per device, divide by the local count.
   const collectiveBytes = carried.reduce((s, r) => s + (r.end - r.start) * 4, 0) / cfg.topology.localDevices;
-  const partialFcBytes = cfg.method === 'partial-fc' ? (cfg.perDevice * c.embedding + 2 * cfg.batch + 2 + cfg.batch * c.embedding) * 4 : 0;
+  const partialFcBytes =
+    cfg.method === 'partial-fc' ? (cfg.perDevice * c.embedding + 2 * cfg.batch + 2 + cfg.batch * c.embedding) * 4 : 0;
   const { w, b } = assembleClassifier(heads, c.embedding, cfg.classes);
   const heldOutCount = cfg.datasetSize - cfg.trainSize;
   let heldOut: ClassifierSummary['heldOut'];
   if (heldOutCount > 0 && extractor) {
-    const reply = await evaluateHeldOut({ backend: cfg.backend, plugins: cfg.plugins, extractor, data: cfg.data, from: cfg.trainSize, to: cfg.datasetSize, classes: cfg.classes,
-      embedding: c.embedding, head: c.head, w, b, maxSamples: cfg.evalSamples });
-    heldOut = { samples: reply.samples, centreAccuracy: reply.centreAccuracy, centreProbes: reply.centreProbes, classifierAccuracy: reply.classifierAccuracy };
+    const reply = await evaluateHeldOut({
+      backend: cfg.backend,
+      plugins: cfg.plugins,
+      extractor,
+      data: cfg.data,
+      from: cfg.trainSize,
+      to: cfg.datasetSize,
+      classes: cfg.classes,
+      embedding: c.embedding,
+      head: c.head,
+      w,
+      b,
+      maxSamples: cfg.evalSamples,
+    });
+    heldOut = {
+      samples: reply.samples,
+      centreAccuracy: reply.centreAccuracy,
+      centreProbes: reply.centreProbes,
+      classifierAccuracy: reply.classifierAccuracy,
+    };
   }
   const summary: ClassifierSummary = {
-    method: cfg.method, classes: cfg.classes, localClasses: heads.map(h => h.labels.length),
+    method: cfg.method,
+    classes: cfg.classes,
+    localClasses: heads.map(h => h.labels.length),
     classifierBytesPerDevice: heads.map(h => h.w.byteLength + (h.b?.byteLength ?? 0)),
-    exchangedBytesPerStep: collectiveBytes + partialFcBytes, carriedVariables, heldOut,
+    exchangedBytesPerStep: collectiveBytes + partialFcBytes,
+    carriedVariables,
+    heldOut,
   };
-  if (c.exportClassifier && extractor) summary.fullClassifier = await fullClassifierArtifacts(extractor, w, b, c.embedding, cfg.classes, c.head);
+  if (c.exportClassifier && extractor)
+    summary.fullClassifier = await fullClassifierArtifacts(extractor, w, b, c.embedding, cfg.classes, c.head);
   return summary;
 }
 
@@ -80,15 +114,31 @@ function worldHeadsOf(finished: (FromCompute & { type: 'finished' })[]): HeadVal
 
 /** Runs the held-out evaluation on its own worker thread, with the run's backend. */
 export async function evaluateHeldOut(request: EvaluateRequest): Promise<Extract<EvaluateReply, { type: 'result' }>> {
-  return runOneShotWorker<Extract<EvaluateReply, { type: 'result' }>>(new URL('./evaluate-worker.js', import.meta.url), request, 'held-out evaluation');
+  return runOneShotWorker<Extract<EvaluateReply, { type: 'result' }>>(
+    new URL('./evaluate-worker.js', import.meta.url),
+    request,
+    'held-out evaluation',
+  );
 }
 
 /** extractor + a dense layer over all C classes (a cosine head as normalised centres: same argmax), as TF.js artifacts. */
-async function fullClassifierArtifacts(extractor: ModelArtifactsData, w: Float32Array, b: Float32Array | undefined,
-  embedding: number, classes: number, head: string): Promise<ModelArtifactsData> {
+async function fullClassifierArtifacts(
+  extractor: ModelArtifactsData,
+  w: Float32Array,
+  b: Float32Array | undefined,
+  embedding: number,
+  classes: number,
+  head: string,
+): Promise<ModelArtifactsData> {
   const tf = await import('@tensorflow/tfjs');
   await useQuietCpu(tf);
-  const base = await tf.loadLayersModel(tf.io.fromMemory({ modelTopology: extractor.modelTopology, weightSpecs: extractor.weightSpecs as never, weightData: extractor.weightData }));
+  const base = await tf.loadLayersModel(
+    tf.io.fromMemory({
+      modelTopology: extractor.modelTopology,
+      weightSpecs: extractor.weightSpecs as never,
+      weightData: extractor.weightData,
+    }),
+  );
   let kernel = w;
   if (head === 'cosine') {
     kernel = w.slice();
@@ -99,9 +149,17 @@ async function fullClassifierArtifacts(extractor: ModelArtifactsData, w: Float32
       for (let e = 0; e < embedding; e++) kernel[e * classes + c] /= n;
     }
   }
-  const dense = tf.layers.dense({ units: classes, useBias: b !== undefined && head === 'linear', name: 'classifier_all_classes' });
+  const dense = tf.layers.dense({
+    units: classes,
+    useBias: b !== undefined && head === 'linear',
+    name: 'classifier_all_classes',
+  });
   const model = tf.sequential({ layers: [...base.layers, dense] });
-  dense.setWeights(b !== undefined && head === 'linear' ? [tf.tensor(kernel, [embedding, classes]), tf.tensor(b)] : [tf.tensor(kernel, [embedding, classes])]);
+  dense.setWeights(
+    b !== undefined && head === 'linear'
+      ? [tf.tensor(kernel, [embedding, classes]), tf.tensor(b)]
+      : [tf.tensor(kernel, [embedding, classes])],
+  );
   const out = await modelArtifacts(tf, model);
   model.dispose();
   return out;

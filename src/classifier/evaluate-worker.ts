@@ -45,17 +45,27 @@ evaluate(workerData as EvaluateRequest).then(
   err => port.postMessage({ type: 'error', error: serializeError(err) } satisfies EvaluateReply),
 );
 
-async function evaluate(req: EvaluateRequest): Promise<{ samples: number; centreAccuracy?: number; centreProbes?: number; classifierAccuracy: number }> {
+async function evaluate(
+  req: EvaluateRequest,
+): Promise<{ samples: number; centreAccuracy?: number; centreProbes?: number; classifierAccuracy: number }> {
   await loadPlugins(req.plugins);
   await startBackend(tf, req.backend);
-  const model = await tf.loadLayersModel(tf.io.fromMemory({ modelTopology: req.extractor.modelTopology, weightSpecs: req.extractor.weightSpecs as never, weightData: req.extractor.weightData }));
+  const model = await tf.loadLayersModel(
+    tf.io.fromMemory({
+      modelTopology: req.extractor.modelTopology,
+      weightSpecs: req.extractor.weightSpecs as never,
+      weightData: req.extractor.weightData,
+    }),
+  );
   const ds = await resolveDataset(req.data);
-  const n = Math.min(req.to - req.from, req.maxSamples), C = req.classes;
+  const n = Math.min(req.to - req.from, req.maxSamples),
+    C = req.classes;
   // The model as classifier outputs one score per class, or one for a binary model (two classes).
   const E = req.w ? req.embedding : (model.outputs[0].shape.at(-1) as number);
   const reader = new SampleReader(ds, req.data.source);
   const per = reader.sampleFloats;
-  const emb = new Float32Array(n * E), raw = new Float32Array(n * E);
+  const emb = new Float32Array(n * E),
+    raw = new Float32Array(n * E);
   const labels = new Int32Array(n);
   const chunk = 128;
   for (let start = 0; start < n; start += chunk) {
@@ -67,18 +77,22 @@ async function evaluate(req: EvaluateRequest): Promise<{ samples: number; centre
     }
     const e = tf.tidy(() => model.predict(tf.tensor(x, [m, ...ds.sampleShape])) as tf.Tensor);
     const unit = tf.tidy(() => tf.div(e, tf.add(tf.norm(e, 'euclidean', 1, true), 1e-12)));
-    raw.set(await e.data() as Float32Array, start * E); // await data(): every engine, webgpu included
-    emb.set(await unit.data() as Float32Array, start * E);
+    raw.set((await e.data()) as Float32Array, start * E); // await data(): every engine, webgpu included
+    emb.set((await unit.data()) as Float32Array, start * E);
     tf.dispose([e, unit]);
   }
   const headW = req.w;
-  if (!headW) { // the model is the classifier: its outputs are the class scores
+  if (!headW) {
+    // the model is the classifier: its outputs are the class scores
     let correct = 0;
     const spec = outputLossOf(model, C);
     const binary = E === 1 && spec.kind === 'binary';
     const threshold = spec.fromProbabilities ? 0.5 : 0;
     for (let i = 0; i < n; i++) {
-      if (binary) { if (Number(raw[i] > threshold) === labels[i]) correct++; continue; }
+      if (binary) {
+        if (Number(raw[i] > threshold) === labels[i]) correct++;
+        continue;
+      }
       let best = 0;
       for (let c = 1; c < C; c++) if (raw[i * E + c] > raw[i * E + best]) best = c;
       if (best === labels[i]) correct++;
@@ -87,8 +101,12 @@ async function evaluate(req: EvaluateRequest): Promise<{ samples: number; centre
     return { samples: n, classifierAccuracy: correct / n };
   }
   // Nearest class centre: centres from even held-out samples, probes are the odd ones.
-  const centres = new Float32Array(C * E), counts = new Int32Array(C);
-  for (let i = 0; i < n; i += 2) { counts[labels[i]]++; for (let e = 0; e < E; e++) centres[labels[i] * E + e] += emb[i * E + e]; }
+  const centres = new Float32Array(C * E),
+    counts = new Int32Array(C);
+  for (let i = 0; i < n; i += 2) {
+    counts[labels[i]]++;
+    for (let e = 0; e < E; e++) centres[labels[i] * E + e] += emb[i * E + e];
+  }
   const withCentre: number[] = [];
   for (let c = 0; c < C; c++) {
     if (!counts[c]) continue;
@@ -98,15 +116,20 @@ async function evaluate(req: EvaluateRequest): Promise<{ samples: number; centre
     norm = Math.sqrt(norm) + 1e-12;
     for (let e = 0; e < E; e++) centres[c * E + e] /= norm;
   }
-  let probes = 0, hits = 0;
+  let probes = 0,
+    hits = 0;
   for (let i = 1; i < n; i += 2) {
     if (!counts[labels[i]]) continue;
     probes++;
-    let best = -1, bestScore = -Infinity;
+    let best = -1,
+      bestScore = -Infinity;
     for (const c of withCentre) {
       let s = 0;
       for (let e = 0; e < E; e++) s += emb[i * E + e] * centres[c * E + e];
-      if (s > bestScore) { bestScore = s; best = c; }
+      if (s > bestScore) {
+        bestScore = s;
+        best = c;
+      }
     }
     if (best === labels[i]) hits++;
   }
@@ -115,7 +138,8 @@ async function evaluate(req: EvaluateRequest): Promise<{ samples: number; centre
     const probesT = tf.tensor(req.head === 'linear' ? raw : emb, [n, E]);
     let w = tf.tensor(headW, [E, C]);
     if (req.head === 'cosine') w = tf.div(w, tf.add(tf.norm(w, 'euclidean', 0, true), 1e-12));
-    const logits = req.head === 'linear' && req.b ? tf.add(tf.matMul(probesT, w), tf.tensor(req.b)) : tf.matMul(probesT, w);
+    const logits =
+      req.head === 'linear' && req.b ? tf.add(tf.matMul(probesT, w), tf.tensor(req.b)) : tf.matMul(probesT, w);
     return tf.argMax(logits, 1);
   });
   const pred = await predicted.data();
@@ -124,5 +148,10 @@ async function evaluate(req: EvaluateRequest): Promise<{ samples: number; centre
   for (let i = 0; i < n; i++) if (pred[i] === labels[i]) correct++;
   model.dispose();
   // No probe (an odd-numbered sample of a class with a centre): no centre accuracy, rather than 0%.
-  return { samples: n, centreAccuracy: probes ? hits / probes : undefined, centreProbes: probes, classifierAccuracy: correct / n };
+  return {
+    samples: n,
+    centreAccuracy: probes ? hits / probes : undefined,
+    centreProbes: probes,
+    classifierAccuracy: correct / n,
+  };
 }

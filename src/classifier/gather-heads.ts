@@ -8,7 +8,11 @@
 import type { BlockingCollective } from '../collectives/collective.js';
 import type { HeadValues } from '../actors/protocol.js';
 
-export interface HeadShape { embedding: number; maxLabels: number; bias: boolean }
+export interface HeadShape {
+  embedding: number;
+  maxLabels: number;
+  bias: boolean;
+}
 
 function recordFloats(s: HeadShape): number {
   return 1 + s.maxLabels * (1 + s.embedding + (s.bias ? 1 : 0));
@@ -33,7 +37,12 @@ export function unpackHead(rec: Float32Array, s: HeadShape): HeadValues {
 }
 
 /** Collective: every rank calls it with its own head; returns the heads of all `world` ranks, in rank order. */
-export function gatherHeads(collective: BlockingCollective, head: HeadValues, world: number, s: HeadShape): HeadValues[] {
+export function gatherHeads(
+  collective: BlockingCollective,
+  head: HeadValues,
+  world: number,
+  s: HeadShape,
+): HeadValues[] {
   const size = recordFloats(s);
   const all = new Float32Array(size * world);
   collective.allGather(packHead(head, s), all);

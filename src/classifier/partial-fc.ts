@@ -57,20 +57,34 @@ export interface PartialFcResult {
 }
 
 /** The classes of this device's shard in this step's softmax: all, or positives + sampled negatives. */
-export function sampledClasses(ctx: Pick<PartialFcContext, 'globalLabels' | 'owner' | 'localIndex' | 'device' | 'localClasses' | 'sampleRate' | 'seed' | 'step'>): Int32Array {
+export function sampledClasses(
+  ctx: Pick<
+    PartialFcContext,
+    'globalLabels' | 'owner' | 'localIndex' | 'device' | 'localClasses' | 'sampleRate' | 'seed' | 'step'
+  >,
+): Int32Array {
   const { localClasses, sampleRate } = ctx;
   if (sampleRate >= 1) return Int32Array.from({ length: localClasses }, (_, i) => i);
   const keep = new Uint8Array(localClasses);
   let kept = 0;
-  for (const y of ctx.globalLabels) if (ctx.owner[y] === ctx.device && !keep[ctx.localIndex[y]]) { keep[ctx.localIndex[y]] = 1; kept++; }
+  for (const y of ctx.globalLabels)
+    if (ctx.owner[y] === ctx.device && !keep[ctx.localIndex[y]]) {
+      keep[ctx.localIndex[y]] = 1;
+      kept++;
+    }
   const want = Math.max(kept, Math.round(sampleRate * localClasses));
   const r = prng(ctx.seed * 7919 + ctx.step * 104729 + ctx.device);
   const negatives: number[] = [];
   for (let i = 0; i < localClasses; i++) if (!keep[i]) negatives.push(i);
-  for (let i = negatives.length - 1; i > 0; i--) { const j = Math.floor(r() * (i + 1)); [negatives[i], negatives[j]] = [negatives[j], negatives[i]]; }
+  for (let i = negatives.length - 1; i > 0; i--) {
+    const j = Math.floor(r() * (i + 1));
+    [negatives[i], negatives[j]] = [negatives[j], negatives[i]];
+  }
   for (let i = 0; kept < want && i < negatives.length; i++, kept++) keep[negatives[i]] = 1;
   const out: number[] = [];
-  keep.forEach((k, i) => { if (k) out.push(i); });
+  keep.forEach((k, i) => {
+    if (k) out.push(i);
+  });
   return Int32Array.from(out);
 }
 
@@ -101,7 +115,7 @@ export function partialFcStep(ctx: PartialFcContext, embedding: Tensor): Partial
 export async function partialFcStepAsync(ctx: PartialFcContext, embedding: Tensor): Promise<PartialFcResult> {
   const steps = hostPart(ctx, embedding);
   let next = steps.next();
-  while (!next.done) next = steps.next(await next.value.data() as Float32Array);
+  while (!next.done) next = steps.next((await next.value.data()) as Float32Array);
   return result(ctx, embedding, next.value);
 }
 
@@ -117,7 +131,8 @@ function result(ctx: PartialFcContext, embedding: Tensor, host: HostPart): Parti
  */
 function* hostPart(ctx: PartialFcContext, embedding: Tensor): Generator<Tensor, HostPart, Float32Array> {
   const { tf, collective, device, devices, perDevice } = ctx;
-  const E = ctx.embedding, B = perDevice * devices;
+  const E = ctx.embedding,
+    B = perDevice * devices;
 
   // 1. all-gather features.
   const features = new Float32Array(B * E);
@@ -127,7 +142,9 @@ function* hostPart(ctx: PartialFcContext, embedding: Tensor): Generator<Tensor, 
   const K = selected.length;
   // Target column (in `selected`) of each sample this device owns, else -1.
   const position = new Int32Array(ctx.localClasses).fill(-1);
-  selected.forEach((c, j) => { position[c] = j; });
+  selected.forEach((c, j) => {
+    position[c] = j;
+  });
   const target = Int32Array.from(ctx.globalLabels, y => (ctx.owner[y] === device ? position[ctx.localIndex[y]] : -1));
 
   const fAll = tf.tensor(features, [B, E]);
@@ -145,7 +162,8 @@ function* hostPart(ctx: PartialFcContext, embedding: Tensor): Generator<Tensor, 
   const p = tf.div(e, tf.tensor(total, [B, 1]));
   const pData = yield p;
   const zData = yield z;
-  let loss = 0, correct = 0;
+  let loss = 0,
+    correct = 0;
   const oneHot = new Float32Array(B * K);
   for (let i = 0; i < B; i++) {
     if (target[i] < 0) continue;
@@ -165,8 +183,10 @@ function* hostPart(ctx: PartialFcContext, embedding: Tensor): Generator<Tensor, 
   let lossSum = 0;
   for (let d = 0; d < devices; d++) lossSum += parts[2 * d];
   // Scatter the sampled centres' gradients back into the full head.
-  const dWData = yield dW, dbData = yield db;
-  const gradW = new Float32Array(E * ctx.localClasses), gradB = new Float32Array(ctx.localClasses);
+  const dWData = yield dW,
+    dbData = yield db;
+  const gradW = new Float32Array(E * ctx.localClasses),
+    gradB = new Float32Array(ctx.localClasses);
   selected.forEach((c, j) => {
     gradB[c] = dbData[j];
     for (let r = 0; r < E; r++) gradW[r * ctx.localClasses + c] = dWData[r * K + j];

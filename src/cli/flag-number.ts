@@ -11,15 +11,22 @@ export type NumberKind = 'integer' | 'real';
 
 const NOTATION: Record<NumberKind, { pattern: RegExp; expected: string }> = {
   integer: { pattern: /^-?\d+$/, expected: 'written as decimal digits (an integer, e.g. 8)' },
-  real: { pattern: /^-?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i, expected: 'written in decimal or exponent notation (e.g. 0.01 or 1e-3)' },
+  real: {
+    pattern: /^-?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i,
+    expected: 'written in decimal or exponent notation (e.g. 0.01 or 1e-3)',
+  },
 };
 
 export function flagNumber(flag: string, text: string, kind: NumberKind): number {
   const { pattern, expected } = NOTATION[kind];
   const n = Number(text);
-  if (!pattern.test(text) || !Number.isFinite(n)) throw new TandemError('BAD_CONFIG', `--${flag} must be a number ${expected}, got '${text}'`);
+  if (!pattern.test(text) || !Number.isFinite(n))
+    throw new TandemError('BAD_CONFIG', `--${flag} must be a number ${expected}, got '${text}'`);
   if (kind === 'integer' && !Number.isSafeInteger(n)) {
-    throw new TandemError('BAD_CONFIG', `--${flag} must be an integer of at most ${Number.MAX_SAFE_INTEGER} in magnitude, got '${text}'`);
+    throw new TandemError(
+      'BAD_CONFIG',
+      `--${flag} must be an integer of at most ${Number.MAX_SAFE_INTEGER} in magnitude, got '${text}'`,
+    );
   }
   return n;
 }

@@ -95,20 +95,45 @@ Data:   mnist, synthetic-images, or an ES module (options) => Dataset.`;
 
 /** What this process's devices run on, in one line (every device on the same adapter: once), e.g. `GPU process 1: webgpu on nvidia-h200 (…)`. */
 function engineDeviceLine(config: TrainConfig, backend: string, devices: EngineDevice[]): string {
-  const who = (config.hosts ?? 1) > 1 ? `${describeProcess({ processKind: gpuProcess() ? 'gpu' : 'host' }, config.hostRank ?? 0)}: ` : '';
+  const who =
+    (config.hosts ?? 1) > 1
+      ? `${describeProcess({ processKind: gpuProcess() ? 'gpu' : 'host' }, config.hostRank ?? 0)}: `
+      : '';
   const lines = devices.map(describeEngineDevice);
-  if (lines.every(l => l === lines[0])) return `${who}${backend} on ${lines[0]}${devices.length > 1 ? ` (all ${devices.length} devices)` : ''}`;
+  if (lines.every(l => l === lines[0]))
+    return `${who}${backend} on ${lines[0]}${devices.length > 1 ? ` (all ${devices.length} devices)` : ''}`;
   return `${who}${backend} on: ${lines.map((l, d) => `device ${d}: ${l}`).join('; ')}`;
 }
 
 /** `--json`: the auto event, with the link, the CPU ceiling's inputs and every candidate's prediction. */
 function autoEvent(c: AutoChoice): Record<string, unknown> {
-  return { event: 'auto', strategy: c.strategy, splitLayer: c.splitLayer, forwardWait: c.forwardWait, exchangeOrder: c.exchangeOrder,
-    chunkFloats: c.chunkFloats, commHook: c.commHook, predictedMs: c.predictedMs, reason: c.reason,
-    link: c.link && { alphaMs: c.link.alphaMs, bitsPerSecond: linkBitsPerSecond(c.link), source: c.link.source, samples: c.link.samples,
-      cpuAlphaMs: c.link.cpuAlphaMs, cpuMsPerWireByte: c.link.cpuMsPerWireByte },
+  return {
+    event: 'auto',
+    strategy: c.strategy,
+    splitLayer: c.splitLayer,
+    forwardWait: c.forwardWait,
+    exchangeOrder: c.exchangeOrder,
+    chunkFloats: c.chunkFloats,
+    commHook: c.commHook,
+    predictedMs: c.predictedMs,
+    reason: c.reason,
+    link: c.link && {
+      alphaMs: c.link.alphaMs,
+      bitsPerSecond: linkBitsPerSecond(c.link),
+      source: c.link.source,
+      samples: c.link.samples,
+      cpuAlphaMs: c.link.cpuAlphaMs,
+      cpuMsPerWireByte: c.link.cpuMsPerWireByte,
+    },
     cpu: { ...c.cpu, cpuMsPerStep: c.cpuMsPerStep, bound: c.cpuBound },
-    candidates: c.candidates.map(x => ({ key: x.key, predictedMs: x.predictedMs, splitLayer: x.splitLayer, cpuMsPerStep: x.cpuMsPerStep, cpuBound: x.cpuBound })) };
+    candidates: c.candidates.map(x => ({
+      key: x.key,
+      predictedMs: x.predictedMs,
+      splitLayer: x.splitLayer,
+      cpuMsPerStep: x.cpuMsPerStep,
+      cpuBound: x.cpuBound,
+    })),
+  };
 }
 
 /** What `auto` prints beside its event's line (the reason: the link, the profile, the top candidates): the flags it set. */
@@ -133,7 +158,8 @@ async function checkTrainArgs(args: string[], notice: (message: string) => void)
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
-  if (rest.includes('--help') || rest.includes('-h')) { // `tandem train --help`: every command's flags are in the one help
+  if (rest.includes('--help') || rest.includes('-h')) {
+    // `tandem train --help`: every command's flags are in the one help
     console.log(HELP);
     return 0;
   }
@@ -148,7 +174,7 @@ async function main(argv: string[]): Promise<number> {
       const parsed = parseTrainArgs(rest, 'train');
       const { json, quiet, verbose } = parsed;
       const config = withHostFields(parsed.config, hostFieldsFromEnv(parsed.config, process.env));
-      const host = (config.hosts ?? 1) > 1 ? config.hostRank ?? 0 : undefined;
+      const host = (config.hosts ?? 1) > 1 ? (config.hostRank ?? 0) : undefined;
       const progress = new ProgressDisplay({ json, quiet, tty: process.stdout.isTTY === true, host, verbose });
       const run = startTraining(config, {
         onAutoChoice(choice) {
@@ -159,7 +185,8 @@ async function main(argv: string[]): Promise<number> {
         onSpans: spans => progress.spans(spans),
         onEvent: e => {
           // Every process says what its devices run on (muted hosts too: with launch --gpus, each GPU process's line).
-          if (e.type === 'started' && e.engineDevices && !json && !quiet) console.log(engineDeviceLine(config, e.backend, e.engineDevices));
+          if (e.type === 'started' && e.engineDevices && !json && !quiet)
+            console.log(engineDeviceLine(config, e.backend, e.engineDevices));
           progress.event(e);
         },
       });
@@ -177,31 +204,53 @@ async function main(argv: string[]): Promise<number> {
         unlinkLauncher();
       }
       const { weights, history, ...rest2 } = summary;
-      void weights; void history;
+      void weights;
+      void history;
       const { topology } = summary.config;
       if (json) console.log(JSON.stringify({ event: 'summary', ...rest2 }));
       else if (topology.process > 0 && !verbose) {
-        console.log(`${describeProcess(topology, topology.process)} of ${topology.processes} done: ${summary.steps} steps, replica checksum ${summary.replicaChecksum} ` +
-          `(${describeProcess(topology, 0)} shows the world and writes the outputs)`);
+        console.log(
+          `${describeProcess(topology, topology.process)} of ${topology.processes} done: ${summary.steps} steps, replica checksum ${summary.replicaChecksum} ` +
+            `(${describeProcess(topology, 0)} shows the world and writes the outputs)`,
+        );
       } else {
-        console.log(`done: ${summary.steps} steps on ${summary.config.devices} device(s) (${summary.config.backend}), ` +
-          `final loss ${summary.finalLoss.toFixed(4)}, ${Number.isNaN(summary.finalAccuracy) ? '' : `batch accuracy ${(summary.finalAccuracy * 100).toFixed(1)}%, `}` + // regression: no accuracy
-          `${summary.samplesPerSecond.toFixed(0)} samples/s`);
-        if (topology.processes > 1) console.log(`${describeProcess(topology, topology.process)} of ${topology.processes}: replica checksum ${summary.replicaChecksum}` +
-          `${topology.process === 0 ? '' : ` (${describeProcess(topology, 0)} writes the outputs)`}`);
+        console.log(
+          `done: ${summary.steps} steps on ${summary.config.devices} device(s) (${summary.config.backend}), ` +
+            `final loss ${summary.finalLoss.toFixed(4)}, ${Number.isNaN(summary.finalAccuracy) ? '' : `batch accuracy ${(summary.finalAccuracy * 100).toFixed(1)}%, `}` + // regression: no accuracy
+            `${summary.samplesPerSecond.toFixed(0)} samples/s`,
+        );
+        if (topology.processes > 1)
+          console.log(
+            `${describeProcess(topology, topology.process)} of ${topology.processes}: replica checksum ${summary.replicaChecksum}` +
+              `${topology.process === 0 ? '' : ` (${describeProcess(topology, 0)} writes the outputs)`}`,
+          );
         if (summary.link) console.log(`link: EMULATED ${summary.link.label} (exchange held to that link's speed)`);
-        console.log(`strategy: ${summary.strategy.name} (${summary.strategy.groups.length} exchange group(s)); ` +
-          `mean step ${summary.meanStepMs.toFixed(1)} ms, compute ${summary.timings.meanComputeMs.toFixed(1)} ms, exchange ${summary.timings.meanExchangeMs.toFixed(1)} ms per group`);
-        for (const sk of summary.skippedUpdates) console.warn(`warning: step ${sk.step}, group ${sk.group}: update skipped, non-finite gradient (first: ${sk.variable ?? 'unknown'})`);
-        if (summary.heldOut) console.log(`held-out accuracy: ${(summary.heldOut.accuracy * 100).toFixed(2)}% on ${summary.heldOut.samples} samples`);
+        console.log(
+          `strategy: ${summary.strategy.name} (${summary.strategy.groups.length} exchange group(s)); ` +
+            `mean step ${summary.meanStepMs.toFixed(1)} ms, compute ${summary.timings.meanComputeMs.toFixed(1)} ms, exchange ${summary.timings.meanExchangeMs.toFixed(1)} ms per group`,
+        );
+        for (const sk of summary.skippedUpdates)
+          console.warn(
+            `warning: step ${sk.step}, group ${sk.group}: update skipped, non-finite gradient (first: ${sk.variable ?? 'unknown'})`,
+          );
+        if (summary.heldOut)
+          console.log(
+            `held-out accuracy: ${(summary.heldOut.accuracy * 100).toFixed(2)}% on ${summary.heldOut.samples} samples`,
+          );
         const cl = summary.classifier;
         if (cl) {
-          console.log(`${cl.method}: ${cl.classes} classes as ${cl.localClasses.join(' + ')} per device; classifier bytes per device ${cl.classifierBytesPerDevice.join(', ')}; ` +
-            `exchanged per step ${(cl.exchangedBytesPerStep / 2 ** 20).toFixed(2)} MiB`);
-          if (cl.heldOut) console.log(`held-out (${cl.heldOut.samples} samples): nearest class-centre accuracy ${cl.heldOut.centreAccuracy === undefined
-            ? 'n/a (no odd-numbered held-out sample of a class with a centre: hold out more samples, --held-out, --eval-samples)'
-            : `${(cl.heldOut.centreAccuracy * 100).toFixed(1)}% (${cl.heldOut.centreProbes} probes)`}, ` +
-            `full-classifier accuracy ${((cl.heldOut.classifierAccuracy ?? 0) * 100).toFixed(1)}%`);
+          console.log(
+            `${cl.method}: ${cl.classes} classes as ${cl.localClasses.join(' + ')} per device; classifier bytes per device ${cl.classifierBytesPerDevice.join(', ')}; ` +
+              `exchanged per step ${(cl.exchangedBytesPerStep / 2 ** 20).toFixed(2)} MiB`,
+          );
+          if (cl.heldOut)
+            console.log(
+              `held-out (${cl.heldOut.samples} samples): nearest class-centre accuracy ${
+                cl.heldOut.centreAccuracy === undefined
+                  ? 'n/a (no odd-numbered held-out sample of a class with a centre: hold out more samples, --held-out, --eval-samples)'
+                  : `${(cl.heldOut.centreAccuracy * 100).toFixed(1)}% (${cl.heldOut.centreProbes} probes)`
+              }, ` + `full-classifier accuracy ${((cl.heldOut.classifierAccuracy ?? 0) * 100).toFixed(1)}%`,
+            );
           if (cl.classifierPath) console.log(`classifier (all ${cl.classes} classes): ${cl.classifierPath}`);
         }
         if (summary.modelPath) console.log(`model${cl ? ' (feature extractor)' : ''}: ${summary.modelPath}`);
@@ -210,36 +259,70 @@ async function main(argv: string[]): Promise<number> {
         if (summary.config.out) console.log(`summary: ${summary.config.out}/summary.json`);
       }
       if (summary.stoppedAt !== undefined) {
-        const checkpoint = summary.checkpointPath ?? (summary.config.topology.process > 0 ? "host 0's" : 'none (give --checkpoint-dir or --out)');
-        console.error(`tandem: stopped after step ${summary.stoppedAt} on ${signals.received ?? 'request'}; checkpoint: ${checkpoint}`);
+        const checkpoint =
+          summary.checkpointPath ??
+          (summary.config.topology.process > 0 ? "host 0's" : 'none (give --checkpoint-dir or --out)');
+        console.error(
+          `tandem: stopped after step ${summary.stoppedAt} on ${signals.received ?? 'request'}; checkpoint: ${checkpoint}`,
+        );
         return signals.exitCode || 130;
       }
       return 0;
     }
     case 'launch':
-      return launchHosts(rest, (prefix, line) => (line.stream === 'stderr' ? process.stderr : process.stdout).write(`[${prefix}] ${line.text}\n`),
-        line => console.error(`tandem launch: ${line}`), args => checkTrainArgs(args, line => console.error(`tandem launch: ${line}`)));
+      return launchHosts(
+        rest,
+        (prefix, line) =>
+          (line.stream === 'stderr' ? process.stderr : process.stdout).write(`[${prefix}] ${line.text}\n`),
+        line => console.error(`tandem launch: ${line}`),
+        args => checkTrainArgs(args, line => console.error(`tandem launch: ${line}`)),
+      );
     case 'trace':
       return traceCommand(rest);
     case 'profile': {
       const { config, json, profileSteps } = parseTrainArgs(rest, 'profile');
-      if ((config.hosts ?? 1) > 1) throw new TandemError('BAD_CONFIG', 'tandem profile runs in one process: leave out --hosts (profile one host, then train with --hosts)');
+      if ((config.hosts ?? 1) > 1)
+        throw new TandemError(
+          'BAD_CONFIG',
+          'tandem profile runs in one process: leave out --hosts (profile one host, then train with --hosts)',
+        );
       const resolved = await resolveConfig({ ...config, strategy: 'sequential', steps: 1 });
-      const profile = await profileModel({ ...config, strategy: 'sequential', steps: 1 }, train, { steps: profileSteps });
-      const verdict = decideAlexNetLike(profile.layers, { timeShare: config.timeShare ?? 0.25, paramShare: config.paramShare ?? 0.25 });
+      const profile = await profileModel({ ...config, strategy: 'sequential', steps: 1 }, train, {
+        steps: profileSteps,
+      });
+      const verdict = decideAlexNetLike(profile.layers, {
+        timeShare: config.timeShare ?? 0.25,
+        paramShare: config.paramShare ?? 0.25,
+      });
       const predictions = predictStrategies(profile, resolved.devices, resolved.strategyOptions, resolved.link);
-      if (json) console.log(JSON.stringify({ profile, verdict, predictions, link: resolved.link ? { ...resolved.link, emulated: true } : undefined }));
+      if (json)
+        console.log(
+          JSON.stringify({
+            profile,
+            verdict,
+            predictions,
+            link: resolved.link ? { ...resolved.link, emulated: true } : undefined,
+          }),
+        );
       else console.log(profileReport(profile, verdict, predictions, resolved.devices, resolved.link?.label));
       return 0;
     }
     default:
-      throw new TandemError('BAD_CONFIG', `unknown command '${command}'. Commands: train, launch, trace, profile. See tandem --help.`);
+      throw new TandemError(
+        'BAD_CONFIG',
+        `unknown command '${command}'. Commands: train, launch, trace, profile. See tandem --help.`,
+      );
   }
 }
 
 guardStdio();
-main(process.argv.slice(2)).then(code => { process.exitCode = code; }, (err: unknown) => {
-  if (err instanceof TandemError) console.error(`tandem: ${withFlagName(err.message)}`);
-  else console.error(err);
-  process.exitCode = 1;
-});
+main(process.argv.slice(2)).then(
+  code => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    if (err instanceof TandemError) console.error(`tandem: ${withFlagName(err.message)}`);
+    else console.error(err);
+    process.exitCode = 1;
+  },
+);

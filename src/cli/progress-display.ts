@@ -19,7 +19,9 @@ export class ProgressDisplay {
   private recent: Span[] = [];
 
   /** host: this process's host rank, when the run has several hosts. */
-  constructor(private readonly mode: { json: boolean; quiet: boolean; tty: boolean; host?: number; verbose?: boolean }) {}
+  constructor(
+    private readonly mode: { json: boolean; quiet: boolean; tty: boolean; host?: number; verbose?: boolean },
+  ) {}
 
   /** A host other than 0, not verbose: warnings and errors only. */
   private get muted(): boolean {
@@ -28,28 +30,56 @@ export class ProgressDisplay {
 
   event(e: RunEvent): void {
     if (this.muted && e.type !== 'warning' && e.type !== 'failed') return;
-    if (this.mode.json) { console.log(JSON.stringify({ event: e.type, ...e, ...(this.mode.host === undefined ? {} : { host: e.host ?? this.mode.host }) })); return; }
+    if (this.mode.json) {
+      console.log(
+        JSON.stringify({
+          event: e.type,
+          ...e,
+          ...(this.mode.host === undefined ? {} : { host: e.host ?? this.mode.host }),
+        }),
+      );
+      return;
+    }
     if (this.mode.quiet) return;
     switch (e.type) {
       case 'started':
-        console.log(`training on ${e.devices} device(s), ${e.backend}, ${e.method}, strategy ${e.strategy}, steps ${e.firstStep}..${e.steps}`);
+        console.log(
+          `training on ${e.devices} device(s), ${e.backend}, ${e.method}, strategy ${e.strategy}, steps ${e.firstStep}..${e.steps}`,
+        );
         this.stepsPerEpoch = e.stepsPerEpoch;
         return;
-      case 'auto': console.log(`auto: picked ${e.strategy}${e.splitLayer ? ` (p = ${e.splitLayer} layers with parameters)` : ''}: ${e.reason}`); return;
-      case 'ready': return;
+      case 'auto':
+        console.log(
+          `auto: picked ${e.strategy}${e.splitLayer ? ` (p = ${e.splitLayer} layers with parameters)` : ''}: ${e.reason}`,
+        );
+        return;
+      case 'ready':
+        return;
       case 'epoch':
         if (this.mode.tty && e.epoch > 1) process.stdout.write('\n');
         this.epoch = e.epoch;
         this.epochStart = e.step;
         return;
-      case 'checkpoint': this.line(`checkpoint: ${e.path}`); return;
-      case 'warning': // step 0: before training
-        this.line(`warning${e.host !== undefined && e.host !== this.mode.host ? ` (host ${e.host})` : ''}${e.step > 0 ? ` at step ${e.step}` : ''}: ${e.message}`);
+      case 'checkpoint':
+        this.line(`checkpoint: ${e.path}`);
         return;
-      case 'stopped': this.line(`stopped after step ${e.step}`); return;
-      case 'finished': if (this.mode.tty) process.stdout.write('\n'); return;
-      case 'failed': return; // the command prints the error itself
-      default: { const never: never = e; void never; }
+      case 'warning': // step 0: before training
+        this.line(
+          `warning${e.host !== undefined && e.host !== this.mode.host ? ` (host ${e.host})` : ''}${e.step > 0 ? ` at step ${e.step}` : ''}: ${e.message}`,
+        );
+        return;
+      case 'stopped':
+        this.line(`stopped after step ${e.step}`);
+        return;
+      case 'finished':
+        if (this.mode.tty) process.stdout.write('\n');
+        return;
+      case 'failed':
+        return; // the command prints the error itself
+      default: {
+        const never: never = e;
+        void never;
+      }
     }
   }
 
@@ -60,7 +90,10 @@ export class ProgressDisplay {
 
   step(m: StepMetrics): void {
     if (this.muted) return;
-    if (this.mode.json) { console.log(JSON.stringify({ event: 'step', ...m })); return; }
+    if (this.mode.json) {
+      console.log(JSON.stringify({ event: 'step', ...m }));
+      return;
+    }
     if (this.mode.quiet) return;
     const inEpoch = m.step - this.epochStart + 1;
     const overlap = overlapShare(this.recent.filter(s => s.step === m.step - 1));
@@ -68,8 +101,11 @@ export class ProgressDisplay {
     const text = `loss ${m.loss.toFixed(4)}${acc}  ${m.samplesPerSecond.toFixed(0)} samples/s  overlap ${(overlap * 100).toFixed(0)}%`;
     this.recent = this.recent.filter(s => s.step >= m.step - 1);
     if (this.mode.tty) {
-      const width = 24, done = Math.min(width, Math.round((inEpoch / this.stepsPerEpoch) * width));
-      process.stdout.write(`\repoch ${this.epoch} [${'#'.repeat(done)}${'.'.repeat(width - done)}] step ${m.step}  ${text}   `);
+      const width = 24,
+        done = Math.min(width, Math.round((inEpoch / this.stepsPerEpoch) * width));
+      process.stdout.write(
+        `\repoch ${this.epoch} [${'#'.repeat(done)}${'.'.repeat(width - done)}] step ${m.step}  ${text}   `,
+      );
     } else if (m.step === 1 || m.step % Math.max(1, Math.floor(this.stepsPerEpoch / 20)) === 0) {
       console.log(`epoch ${this.epoch} step ${m.step}  ${text}`);
     }

@@ -40,8 +40,14 @@ export function stopOnSignals(run: { stop(): void; abort(): void }, say: (line: 
   };
   for (const sig of STOP_SIGNALS) process.on(sig, onSignal);
   return {
-    get received() { return seen[0]; },
-    get exitCode() { return exitCode(); },
-    dispose: () => { for (const sig of STOP_SIGNALS) process.off(sig, onSignal); },
+    get received() {
+      return seen[0];
+    },
+    get exitCode() {
+      return exitCode();
+    },
+    dispose: () => {
+      for (const sig of STOP_SIGNALS) process.off(sig, onSignal);
+    },
   };
 }

@@ -84,20 +84,34 @@ export function pipelineChunkFloats(floats: number): number {
 export const GLOO_CHUNK_FLOATS = 1 << 22;
 
 /** The all-reduce's settings (GlooRankData's). */
-export interface GlooAllReduceOptions { chunkFloats?: number; algorithm?: GlooAllReduceAlgorithm; pipelineChunkFloats?: number }
+export interface GlooAllReduceOptions {
+  chunkFloats?: number;
+  algorithm?: GlooAllReduceAlgorithm;
+  pipelineChunkFloats?: number;
+}
 
 let communicators = 0;
 
 export const GLOO_TRANSPORT: Transport = {
   name: 'gloo',
-  description: 'Gloo over TCP (libgloo-dev): ranks reach each other at network addresses, 127.0.0.1 inside one process; rank-ordered sums',
+  description:
+    'Gloo over TCP (libgloo-dev): ranks reach each other at network addresses, 127.0.0.1 inside one process; rank-ordered sums',
   blocking: true,
   async prepare(spec: CommunicatorSpec): Promise<PreparedCommunicator> {
     if (spec.world) return worldHandles(spec, spec.world);
     const server = await startStoreServer({ host: '127.0.0.1', closeAfterClients: spec.size });
-    const data: GlooRankData = { store: server.url, prefix: `${spec.name}.${process.pid}.${++communicators}`, hostname: '127.0.0.1' };
-    const handles: RankHandle[] = Array.from({ length: spec.size }, (_, rank) =>
-      ({ transport: 'gloo', communicator: spec.name, rank, size: spec.size, data }));
+    const data: GlooRankData = {
+      store: server.url,
+      prefix: `${spec.name}.${process.pid}.${++communicators}`,
+      hostname: '127.0.0.1',
+    };
+    const handles: RankHandle[] = Array.from({ length: spec.size }, (_, rank) => ({
+      transport: 'gloo',
+      communicator: spec.name,
+      rank,
+      size: spec.size,
+      data,
+    }));
     return { handles, transfer: handles.map(() => []) };
   },
   open(handle: RankHandle, env: CollectiveEnv): Collective {
@@ -107,29 +121,66 @@ export const GLOO_TRANSPORT: Transport = {
 
 /** This process's ranks of a communicator spanning processes: the store is the job's (host 0's), not served here. */
 function worldHandles(spec: CommunicatorSpec, world: CommunicatorWorld): PreparedCommunicator {
-  const data: GlooRankData = { store: world.store, prefix: world.key, hostname: world.hostname, ranksPerProcess: world.ranksPerProcess, processKind: world.processKind };
-  const handles: RankHandle[] = Array.from({ length: spec.size }, (_, local) =>
-    ({ transport: 'gloo', communicator: spec.name, rank: world.rankOffset + local, size: world.worldSize, data }));
+  const data: GlooRankData = {
+    store: world.store,
+    prefix: world.key,
+    hostname: world.hostname,
+    ranksPerProcess: world.ranksPerProcess,
+    processKind: world.processKind,
+  };
+  const handles: RankHandle[] = Array.from({ length: spec.size }, (_, local) => ({
+    transport: 'gloo',
+    communicator: spec.name,
+    rank: world.rankOffset + local,
+    size: world.worldSize,
+    data,
+  }));
   return { handles, transfer: handles.map(() => []) };
 }
 
 /** Joins the Gloo context of `data` as `rank` of `size` (blocks until every rank joined, or the timeout). */
-export function openGlooCollective(rank: number, size: number, data: GlooRankData, env: CollectiveEnv, name = 'gloo'): GlooCollective {
+export function openGlooCollective(
+  rank: number,
+  size: number,
+  data: GlooRankData,
+  env: CollectiveEnv,
+  name = 'gloo',
+): GlooCollective {
   const load = loadGlooAddon();
-  if (!load.loaded) throw new TandemError('BAD_CONFIG', `transport 'gloo' is not available: ${load.reason}. To get it, ${GLOO_HOW_TO}`);
+  if (!load.loaded)
+    throw new TandemError('BAD_CONFIG', `transport 'gloo' is not available: ${load.reason}. To get it, ${GLOO_HOW_TO}`);
   if (env.isAborted()) throw new TandemError('ABORTED', 'run aborted by another thread');
   try {
-    const context = new load.addon.GlooContext({ rank, size, store: data.store, prefix: data.prefix, hostname: data.hostname,
-      timeoutMs: env.timeoutMs, onWait: () => env.heartbeat?.(), waitSliceMs: WAIT_SLICE_MS });
+    const context = new load.addon.GlooContext({
+      rank,
+      size,
+      store: data.store,
+      prefix: data.prefix,
+      hostname: data.hostname,
+      timeoutMs: env.timeoutMs,
+      onWait: () => env.heartbeat?.(),
+      waitSliceMs: WAIT_SLICE_MS,
+    });
     context.connect();
-    return new GlooCollective(context, env, { chunkFloats: data.chunkFloats, algorithm: data.algorithm, pipelineChunkFloats: data.pipelineChunkFloats },
-      peerNaming(data));
+    return new GlooCollective(
+      context,
+      env,
+      { chunkFloats: data.chunkFloats, algorithm: data.algorithm, pipelineChunkFloats: data.pipelineChunkFloats },
+      peerNaming(data),
+    );
   } catch (err) {
     if (!isGlooFailure(err)) throw err;
     const code = err.glooKind === 'invalid' ? 'BAD_CONFIG' : 'STALLED';
-    const who = data.crossHost ? `${describeProcess(data, rank)} (global rank ${rank * data.crossHost.stride + data.crossHost.offset})` : `rank ${rank}`;
-    throw new TandemError(code, `gloo ${who} of ${size} could not join communicator '${name}' (store ${data.store}, ` +
-      `listening on ${data.hostname}) within ${(env.timeoutMs / 1000).toFixed(1)} s: ${err.message}`, undefined, { cause: err });
+    const who = data.crossHost
+      ? `${describeProcess(data, rank)} (global rank ${rank * data.crossHost.stride + data.crossHost.offset})`
+      : `rank ${rank}`;
+    throw new TandemError(
+      code,
+      `gloo ${who} of ${size} could not join communicator '${name}' (store ${data.store}, ` +
+        `listening on ${data.hostname}) within ${(env.timeoutMs / 1000).toFixed(1)} s: ${err.message}`,
+      undefined,
+      { cause: err },
+    );
   }
 }
 
@@ -145,8 +196,12 @@ export class GlooCollective implements Collective {
   private scratch = new Float32Array(0);
   private open = true;
 
-  constructor(private readonly context: GlooContext, private readonly env: CollectiveEnv, options: GlooAllReduceOptions = {},
-    private readonly naming: PeerNaming = FLAT_NAMING) {
+  constructor(
+    private readonly context: GlooContext,
+    private readonly env: CollectiveEnv,
+    options: GlooAllReduceOptions = {},
+    private readonly naming: PeerNaming = FLAT_NAMING,
+  ) {
     this.rank = context.rank;
     this.size = context.size;
     this.chunkFloats = options.chunkFloats ?? GLOO_CHUNK_FLOATS;
@@ -161,10 +216,18 @@ export class GlooCollective implements Collective {
     };
   }
 
-  async allReduce(buf: Float32Array, start: number, end: number, op: ReduceOp): Promise<void> { this.allReduceNow(buf, start, end, op); }
-  async allGather(mine: Float32Array, all: Float32Array): Promise<void> { this.allGatherNow(mine, all); }
-  async broadcast(buf: Float32Array, root: number, start: number, end: number): Promise<void> { this.broadcastNow(buf, root, start, end); }
-  async barrier(): Promise<void> { this.blocking.barrier(); }
+  async allReduce(buf: Float32Array, start: number, end: number, op: ReduceOp): Promise<void> {
+    this.allReduceNow(buf, start, end, op);
+  }
+  async allGather(mine: Float32Array, all: Float32Array): Promise<void> {
+    this.allGatherNow(mine, all);
+  }
+  async broadcast(buf: Float32Array, root: number, start: number, end: number): Promise<void> {
+    this.broadcastNow(buf, root, start, end);
+  }
+  async barrier(): Promise<void> {
+    this.blocking.barrier();
+  }
 
   close(): void {
     this.open = false;
@@ -177,22 +240,38 @@ export class GlooCollective implements Collective {
       const view = buf.subarray(c, Math.min(end, c + this.chunkFloats));
       switch (this.algorithm) {
         case 'pipelined':
-          this.run(`peers' shards (pipelined all-reduce ${op})`,
-            () => this.context.allReducePipelined(view, op, this.pipelineChunkFloats ?? pipelineChunkFloats(view.length)));
+          this.run(`peers' shards (pipelined all-reduce ${op})`, () =>
+            this.context.allReducePipelined(view, op, this.pipelineChunkFloats ?? pipelineChunkFloats(view.length)),
+          );
           break;
-        case 'shards': this.allReduceChunk(view, op); break;
-        default: { const never: never = this.algorithm; throw new TandemError('BAD_CONFIG', `unknown gloo all-reduce algorithm '${String(never)}'`); }
+        case 'shards':
+          this.allReduceChunk(view, op);
+          break;
+        default: {
+          const never: never = this.algorithm;
+          throw new TandemError('BAD_CONFIG', `unknown gloo all-reduce algorithm '${String(never)}'`);
+        }
       }
     }
   }
 
   /** Reduce-scatter (all-to-all of the shards, rank-ordered reduction of mine), then all-gather of the shards. */
   private allReduceChunk(view: Float32Array, op: ReduceOp): void {
-    const counts = Array.from({ length: this.size }, (_, r) => { const [s, e] = shardOf(0, view.length, r, this.size); return e - s; });
+    const counts = Array.from({ length: this.size }, (_, r) => {
+      const [s, e] = shardOf(0, view.length, r, this.size);
+      return e - s;
+    });
     const mine = counts[this.rank];
     if (this.scratch.length < this.size * mine) this.scratch = new Float32Array(this.size * mine);
     const received = this.scratch.subarray(0, this.size * mine);
-    this.run(`peers' shards (all-reduce ${op})`, () => this.context.allToAllV(view, counts, received, counts.map(() => mine)));
+    this.run(`peers' shards (all-reduce ${op})`, () =>
+      this.context.allToAllV(
+        view,
+        counts,
+        received,
+        counts.map(() => mine),
+      ),
+    );
     const slots = counts.map((_, r) => received.subarray(r * mine, (r + 1) * mine));
     if (op === 'mean') this.reducer.reduceMeanInto(slots, slots[0], 0, mine);
     else reduceSlotsInto(slots, slots[0], 0, mine, op);
@@ -200,8 +279,12 @@ export class GlooCollective implements Collective {
   }
 
   private allGatherNow(mine: Float32Array, all: Float32Array): void {
-    if (all.length !== mine.length * this.size) throw new RangeError(`allGather: ${all.length} floats received for ${this.size} ranks of ${mine.length}`);
-    if (this.size === 1) { all.set(mine); return; }
+    if (all.length !== mine.length * this.size)
+      throw new RangeError(`allGather: ${all.length} floats received for ${this.size} ranks of ${mine.length}`);
+    if (this.size === 1) {
+      all.set(mine);
+      return;
+    }
     this.run("peers' parts (all-gather)", () => this.context.allGather(mine, all));
   }
 
@@ -221,7 +304,11 @@ export class GlooCollective implements Collective {
 
   /** One Gloo call: ABORTED before it when the run aborted; its failure as a TandemError (and the context closed). */
   private run(what: string, call: () => void): void {
-    if (!this.open) throw new TandemError('ABORTED', `gloo ${this.naming.self(this.rank)}: the communicator is closed (a previous operation failed or it was closed)`);
+    if (!this.open)
+      throw new TandemError(
+        'ABORTED',
+        `gloo ${this.naming.self(this.rank)}: the communicator is closed (a previous operation failed or it was closed)`,
+      );
     if (this.env.isAborted()) throw new TandemError('ABORTED', 'run aborted by another thread');
     this.env.heartbeat?.();
     try {
@@ -234,17 +321,27 @@ export class GlooCollective implements Collective {
 }
 
 /** How errors name this rank and a peer (by the context's rank). */
-interface PeerNaming { self(rank: number): string; peer(rank: number, address?: string): string }
+interface PeerNaming {
+  self(rank: number): string;
+  peer(rank: number, address?: string): string;
+}
 const FLAT_NAMING: PeerNaming = { self: rank => `rank ${rank}`, peer: rank => `peer rank ${rank}` };
 
 function peerNaming(data: GlooRankData): PeerNaming {
   const { ranksPerProcess, crossHost } = data;
-  const at = (address?: string) => address ? `, ${address}` : '';
+  const at = (address?: string) => (address ? `, ${address}` : '');
   if (crossHost) {
     const global = (q: number) => q * crossHost.stride + crossHost.offset;
-    return { self: q => `rank ${global(q)} (${describeProcess(data, q)})`, peer: (q, address) => `peer rank ${global(q)} (${describeProcess(data, q)}${at(address)})` };
+    return {
+      self: q => `rank ${global(q)} (${describeProcess(data, q)})`,
+      peer: (q, address) => `peer rank ${global(q)} (${describeProcess(data, q)}${at(address)})`,
+    };
   }
-  if (ranksPerProcess) return { self: FLAT_NAMING.self, peer: (q, address) => `peer rank ${q} (${describeProcess(data, Math.floor(q / ranksPerProcess))}${at(address)})` };
+  if (ranksPerProcess)
+    return {
+      self: FLAT_NAMING.self,
+      peer: (q, address) => `peer rank ${q} (${describeProcess(data, Math.floor(q / ranksPerProcess))}${at(address)})`,
+    };
   return FLAT_NAMING;
 }
 
@@ -257,16 +354,26 @@ function translated<T>(self: string, what: string, timeoutMs: number, call: () =
     const peer = err.peerRank >= 0 ? naming.peer(err.peerRank, peerAddress(err)) : 'a peer';
     switch (err.glooKind) {
       case 'timeout':
-        throw new TandemError('STALLED', `gloo ${self}: ${peer} did not answer within ${(timeoutMs / 1000).toFixed(1)} s ` +
-          `while ${what} (raise stallTimeoutMs if steps are legitimately this slow): ${err.message}`, undefined, { cause: err });
+        throw new TandemError(
+          'STALLED',
+          `gloo ${self}: ${peer} did not answer within ${(timeoutMs / 1000).toFixed(1)} s ` +
+            `while ${what} (raise stallTimeoutMs if steps are legitimately this slow): ${err.message}`,
+          undefined,
+          { cause: err },
+        );
       case 'peer':
       case 'io':
-        throw new TandemError('PEER_LOST', `gloo ${self}: lost ${peer} while ${what}: ${err.message}`, undefined, { cause: err });
+        throw new TandemError('PEER_LOST', `gloo ${self}: lost ${peer} while ${what}: ${err.message}`, undefined, {
+          cause: err,
+        });
       case 'closed':
         throw new TandemError('ABORTED', `gloo ${self}: the communicator is closed`, undefined, { cause: err });
       case 'invalid':
         throw new TandemError('BAD_CONFIG', `gloo ${self}: ${err.message}`, undefined, { cause: err });
-      default: { const never: never = err.glooKind; throw new Error(`unknown gloo failure ${String(never)}`); }
+      default: {
+        const never: never = err.glooKind;
+        throw new Error(`unknown gloo failure ${String(never)}`);
+      }
     }
   }
 }

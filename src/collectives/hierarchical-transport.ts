@@ -46,7 +46,12 @@ import { TandemError } from '../errors.js';
 import type { BlockingCollective, Collective, CollectiveEnv, ReduceOp, SlotSet } from './collective.js';
 import type { CommunicatorSpec, PreparedCommunicator, RankHandle, Transport } from './transport.js';
 import { shardOf } from './reduce-slots.js';
-import { SHARED_MEMORY_TRANSPORT, SharedMemoryCollective, peerSlotsOf, type SharedMemoryData } from './shared-memory-transport.js';
+import {
+  SHARED_MEMORY_TRANSPORT,
+  SharedMemoryCollective,
+  peerSlotsOf,
+  type SharedMemoryData,
+} from './shared-memory-transport.js';
 import { GLOO_TRANSPORT, openGlooCollective, type GlooCollective, type GlooRankData } from './gloo-transport.js';
 import { SharedBarrier } from './shared-barrier.js';
 
@@ -65,15 +70,19 @@ export const HIERARCHICAL_CHUNK_FLOATS = 1 << 17;
 
 export const HIERARCHICAL_TRANSPORT: Transport = {
   name: 'hierarchical',
-  description: 'several hosts: shared memory inside a host, Gloo between the hosts\' devices of the same local index; the flat rank-ordered bits',
+  description:
+    "several hosts: shared memory inside a host, Gloo between the hosts' devices of the same local index; the flat rank-ordered bits",
   blocking: true,
   prepare(spec: CommunicatorSpec): PreparedCommunicator | Promise<PreparedCommunicator> {
     const world = spec.world;
     if (!world) return SHARED_MEMORY_TRANSPORT.prepare(spec);
     if (spec.size === 1) return GLOO_TRANSPORT.prepare(spec);
     if (world.worldSize % spec.size !== 0 || world.rankOffset % spec.size !== 0) {
-      throw new TandemError('BAD_CONFIG', `transport 'hierarchical' needs the same devices on every host: ${spec.size} here, ` +
-        `${world.worldSize} in the world, this host's first rank ${world.rankOffset}`);
+      throw new TandemError(
+        'BAD_CONFIG',
+        `transport 'hierarchical' needs the same devices on every host: ${spec.size} here, ` +
+          `${world.worldSize} in the world, this host's first rank ${world.rankOffset}`,
+      );
     }
     return prepareHosts(spec, world.rankOffset / spec.size, world.worldSize / spec.size);
   },
@@ -82,20 +91,41 @@ export const HIERARCHICAL_TRANSPORT: Transport = {
   },
 };
 
-function prepareHosts(spec: CommunicatorSpec, host: number, hosts: number, chunkFloats = HIERARCHICAL_CHUNK_FLOATS): PreparedCommunicator {
+function prepareHosts(
+  spec: CommunicatorSpec,
+  host: number,
+  hosts: number,
+  chunkFloats = HIERARCHICAL_CHUNK_FLOATS,
+): PreparedCommunicator {
   const world = spec.world!;
   const local = SHARED_MEMORY_TRANSPORT.prepare({ ...spec, world: undefined }).handles[0].data as SharedMemoryData;
   const handles: RankHandle[] = Array.from({ length: spec.size }, (_, l) => {
-    const cross: GlooRankData = { store: world.store, prefix: `${world.key}.across.${l}`, hostname: world.hostname,
-      crossHost: { stride: spec.size, offset: l }, processKind: world.processKind };
+    const cross: GlooRankData = {
+      store: world.store,
+      prefix: `${world.key}.across.${l}`,
+      hostname: world.hostname,
+      crossHost: { stride: spec.size, offset: l },
+      processKind: world.processKind,
+    };
     const data: HierarchicalData = { local, cross, host, hosts, chunkFloats };
-    return { transport: 'hierarchical', communicator: spec.name, rank: world.rankOffset + l, size: world.worldSize, data };
+    return {
+      transport: 'hierarchical',
+      communicator: spec.name,
+      rank: world.rankOffset + l,
+      size: world.worldSize,
+      data,
+    };
   });
   return { handles, transfer: handles.map(() => []) };
 }
 
 /** One message of a tick of the chain: a prefix going forward, or a final chunk going back. */
-export interface ChainMessage { from: number; to: number; kind: 'prefix' | 'final'; chunk: number }
+export interface ChainMessage {
+  from: number;
+  to: number;
+  kind: 'prefix' | 'final';
+  chunk: number;
+}
 
 /** Ticks of a chain of `chunks` chunks over `hosts` hosts. */
 export function chainTicks(hosts: number, chunks: number): number {
@@ -133,7 +163,11 @@ export class HierarchicalCollective implements Collective {
   private sendBuf = new Float32Array(0);
   private recvBuf = new Float32Array(0);
 
-  constructor(handle: RankHandle, private readonly data: HierarchicalData, env: CollectiveEnv) {
+  constructor(
+    handle: RankHandle,
+    private readonly data: HierarchicalData,
+    env: CollectiveEnv,
+  ) {
     this.rank = handle.rank;
     this.size = handle.size;
     this.localSize = handle.size / data.hosts;
@@ -141,27 +175,47 @@ export class HierarchicalCollective implements Collective {
     this.local = new SharedMemoryCollective(this.localRank, this.localSize, data.local, env);
     this.gate = new SharedBarrier(data.local.barrier, 0, this.localSize, env);
     const floats = data.local.stagingFloats;
-    this.staging = Array.from({ length: this.localSize }, (_, r) => new Float32Array(data.local.staging, r * floats * 4, floats));
+    this.staging = Array.from(
+      { length: this.localSize },
+      (_, r) => new Float32Array(data.local.staging, r * floats * 4, floats),
+    );
     this.cross = openGlooCollective(data.host, data.hosts, data.cross, env, handle.communicator);
     this.blocking = {
       allReduce: (buf, start, end, op) => this.allReduceNow(buf, start, end, op),
       allGather: (mine, all) => this.allGatherNow(mine, all),
       broadcast: (buf, root, start, end) => this.broadcastNow(buf, root, start, end),
-      barrier: () => { this.gate.arrive('local peers at a barrier'); this.cross.blocking.barrier(); },
+      barrier: () => {
+        this.gate.arrive('local peers at a barrier');
+        this.cross.blocking.barrier();
+      },
     };
   }
 
-  async allReduce(buf: Float32Array, start: number, end: number, op: ReduceOp): Promise<void> { this.allReduceNow(buf, start, end, op); }
-  async allGather(mine: Float32Array, all: Float32Array): Promise<void> { this.allGatherNow(mine, all); }
-  async broadcast(buf: Float32Array, root: number, start: number, end: number): Promise<void> { this.broadcastNow(buf, root, start, end); }
-  async barrier(): Promise<void> { this.blocking.barrier(); }
-  close(): void { this.cross.close(); }
+  async allReduce(buf: Float32Array, start: number, end: number, op: ReduceOp): Promise<void> {
+    this.allReduceNow(buf, start, end, op);
+  }
+  async allGather(mine: Float32Array, all: Float32Array): Promise<void> {
+    this.allGatherNow(mine, all);
+  }
+  async broadcast(buf: Float32Array, root: number, start: number, end: number): Promise<void> {
+    this.broadcastNow(buf, root, start, end);
+  }
+  async barrier(): Promise<void> {
+    this.blocking.barrier();
+  }
+  close(): void {
+    this.cross.close();
+  }
 
   private allReduceNow(buf: Float32Array, start: number, end: number, op: ReduceOp): void {
     if (end <= start) return;
     const slots = this.peersOf(buf);
-    if (slots) { this.reduceSlots(slots, start, end, op); return; }
-    const mine = this.staging[this.localRank], piece = this.data.local.stagingFloats;
+    if (slots) {
+      this.reduceSlots(slots, start, end, op);
+      return;
+    }
+    const mine = this.staging[this.localRank],
+      piece = this.data.local.stagingFloats;
     for (let c = start; c < end; c += piece) {
       const len = Math.min(piece, end - c);
       mine.set(buf.subarray(c, c + len));
@@ -189,7 +243,10 @@ export class HierarchicalCollective implements Collective {
   private chain(slots: SlotSet, s: number, e: number, op: ReduceOp): void {
     const { host, hosts, chunkFloats } = this.data;
     const chunks = Math.ceil((e - s) / chunkFloats);
-    const range = (chunk: number): [number, number] => [s + chunk * chunkFloats, Math.min(e, s + (chunk + 1) * chunkFloats)];
+    const range = (chunk: number): [number, number] => [
+      s + chunk * chunkFloats,
+      Math.min(e, s + (chunk + 1) * chunkFloats),
+    ];
     this.ensureBuffers(Math.min(chunkFloats, e - s));
     const mine = slots[this.localRank];
     for (let t = 0; t < chainTicks(hosts, chunks); t++) {
@@ -197,23 +254,37 @@ export class HierarchicalCollective implements Collective {
       const messages = tickMessages(hosts, chunks, t);
       const sends = messages.filter(m => m.from === host).sort((a, b) => a.to - b.to);
       const receives = messages.filter(m => m.to === host).sort((a, b) => a.from - b.from);
-      const inCounts = new Array<number>(hosts).fill(0), outCounts = new Array<number>(hosts).fill(0);
-      let sent = 0, got = 0;
+      const inCounts = new Array<number>(hosts).fill(0),
+        outCounts = new Array<number>(hosts).fill(0);
+      let sent = 0,
+        got = 0;
       for (const m of sends) {
         const [a, b] = range(m.chunk);
         this.sendBuf.set(m.kind === 'prefix' ? this.forward.subarray(0, b - a) : mine.subarray(a, b), sent);
         sent += b - a;
         inCounts[m.to] += b - a;
       }
-      for (const m of receives) { const [a, b] = range(m.chunk); got += b - a; outCounts[m.from] += b - a; }
-      this.cross.allToAllV(`the other hosts' partial results (hierarchical all-reduce ${op}, tick ${t + 1} of ${chainTicks(hosts, chunks)})`,
-        this.sendBuf.subarray(0, sent), inCounts, this.recvBuf.subarray(0, got), outCounts);
+      for (const m of receives) {
+        const [a, b] = range(m.chunk);
+        got += b - a;
+        outCounts[m.from] += b - a;
+      }
+      this.cross.allToAllV(
+        `the other hosts' partial results (hierarchical all-reduce ${op}, tick ${t + 1} of ${chainTicks(hosts, chunks)})`,
+        this.sendBuf.subarray(0, sent),
+        inCounts,
+        this.recvBuf.subarray(0, got),
+        outCounts,
+      );
       let at = 0;
       for (const m of receives) {
         const [a, b] = range(m.chunk);
         const part = this.recvBuf.subarray(at, at + b - a);
         at += b - a;
-        if (m.kind === 'final') { mine.set(part, a); continue; }
+        if (m.kind === 'final') {
+          mine.set(part, a);
+          continue;
+        }
         this.forward.set(part);
         accumulate(this.forward, slots, a, b, op, true);
         if (host === hosts - 1) finish(this.forward, mine, a, b, op, this.size);
@@ -230,7 +301,8 @@ export class HierarchicalCollective implements Collective {
 
   private allGatherNow(mine: Float32Array, all: Float32Array): void {
     const m = mine.length;
-    if (all.length !== m * this.size) throw new RangeError(`allGather: ${all.length} floats received for ${this.size} ranks of ${m}`);
+    if (all.length !== m * this.size)
+      throw new RangeError(`allGather: ${all.length} floats received for ${this.size} ranks of ${m}`);
     const block = m * this.localSize;
     const ours = all.subarray(this.data.host * block, (this.data.host + 1) * block);
     this.local.blocking.allGather(mine, ours);
@@ -239,7 +311,8 @@ export class HierarchicalCollective implements Collective {
 
   private broadcastNow(buf: Float32Array, root: number, start: number, end: number): void {
     if (end <= start) return;
-    if (!Number.isInteger(root) || root < 0 || root >= this.size) throw new RangeError(`broadcast: root ${root} is not a rank of ${this.size}`);
+    if (!Number.isInteger(root) || root < 0 || root >= this.size)
+      throw new RangeError(`broadcast: root ${root} is not a rank of ${this.size}`);
     const rootHost = Math.floor(root / this.localSize);
     if (this.data.host === rootHost) this.local.blocking.broadcast(buf, root - rootHost * this.localSize, start, end);
     this.cross.blocking.broadcast(buf, rootHost, start, end);
@@ -267,6 +340,9 @@ function accumulate(acc: Float32Array, slots: SlotSet, a: number, b: number, op:
 
 /** out[a, b) = the final of the chain: acc / n for a mean (as `reduceSlotsInto`), acc otherwise. */
 function finish(acc: Float32Array, out: Float32Array, a: number, b: number, op: ReduceOp, n: number): void {
-  if (op !== 'mean') { out.set(acc.subarray(0, b - a), a); return; }
+  if (op !== 'mean') {
+    out.set(acc.subarray(0, b - a), a);
+    return;
+  }
   for (let i = 0; i < b - a; i++) out[a + i] = acc[i] / n;
 }

@@ -56,7 +56,8 @@ export const SHM_TRANSPORT_NAME = 'shm';
 
 export const PROCESS_SHM_TRANSPORT: Transport = {
   name: SHM_TRANSPORT_NAME,
-  description: 'processes of one machine (and their threads) through one POSIX shared-memory segment with futex barriers; rank-ordered sums',
+  description:
+    'processes of one machine (and their threads) through one POSIX shared-memory segment with futex barriers; rank-ordered sums',
   blocking: true,
   prepare: (spec: CommunicatorSpec) => prepareShm(spec),
   open(handle: RankHandle, env: CollectiveEnv): Collective {
@@ -65,29 +66,46 @@ export const PROCESS_SHM_TRANSPORT: Transport = {
 };
 
 /** Benches' and tests' settings: the staging piece (default `shmChunkFloats`), the processes' meeting timeout (default SHM_SETUP_TIMEOUT_MS). */
-export interface ShmTuning { chunkFloats?: number; setupTimeoutMs?: number }
+export interface ShmTuning {
+  chunkFloats?: number;
+  setupTimeoutMs?: number;
+}
 
 /** The communicator's segment, met by every process of the world (or this process's alone). */
-export async function prepareShm(spec: CommunicatorSpec, { chunkFloats, setupTimeoutMs = SHM_SETUP_TIMEOUT_MS }: ShmTuning = {}): Promise<PreparedCommunicator> {
+export async function prepareShm(
+  spec: CommunicatorSpec,
+  { chunkFloats, setupTimeoutMs = SHM_SETUP_TIMEOUT_MS }: ShmTuning = {},
+): Promise<PreparedCommunicator> {
   const addon = requireAddon();
   const world = spec.world;
   if (world && (world.worldSize % spec.size !== 0 || world.rankOffset % spec.size !== 0)) {
-    throw new TandemError('BAD_CONFIG', `transport 'shm' needs the same devices in every process: ${spec.size} here, ${world.worldSize} in the world, ` +
-      `this process's first rank ${world.rankOffset}`);
+    throw new TandemError(
+      'BAD_CONFIG',
+      `transport 'shm' needs the same devices in every process: ${spec.size} here, ${world.worldSize} in the world, ` +
+        `this process's first rank ${world.rankOffset}`,
+    );
   }
   const ranks = world ? world.worldSize : spec.size;
   const layout = segmentLayout(ranks, ranks / spec.size, chunkFloats ?? shmChunkFloats(ranks));
-  const met: MetSegment = world ? await meetOnSegment(addon, layout, world, setupTimeoutMs) : privateSegment(addon, layout, spec.name);
+  const met: MetSegment = world
+    ? await meetOnSegment(addon, layout, world, setupTimeoutMs)
+    : privateSegment(addon, layout, spec.name);
   const data: ShmRankData = { segment: met.segment, layout, addresses: met.addresses, processKind: world?.processKind };
   const offset = world ? world.rankOffset : 0;
-  const handles: RankHandle[] = Array.from({ length: spec.size }, (_, local) =>
-    ({ transport: SHM_TRANSPORT_NAME, communicator: spec.name, rank: offset + local, size: ranks, data }));
+  const handles: RankHandle[] = Array.from({ length: spec.size }, (_, local) => ({
+    transport: SHM_TRANSPORT_NAME,
+    communicator: spec.name,
+    rank: offset + local,
+    size: ranks,
+    data,
+  }));
   return { handles, transfer: handles.map(() => []) };
 }
 
 function requireAddon(): ShmAddon {
   const load = loadShmAddon();
-  if (!load.loaded) throw new TandemError('BAD_CONFIG', `transport 'shm' is not available: ${load.reason}. To get it, ${SHM_HOW_TO}`);
+  if (!load.loaded)
+    throw new TandemError('BAD_CONFIG', `transport 'shm' is not available: ${load.reason}. To get it, ${SHM_HOW_TO}`);
   return load.addon;
 }
 
@@ -101,7 +119,12 @@ export class ProcessShmCollective implements Collective {
   private round = 0;
   private open = true;
 
-  constructor(readonly rank: number, readonly size: number, private readonly data: ShmRankData, private readonly env: CollectiveEnv) {
+  constructor(
+    readonly rank: number,
+    readonly size: number,
+    private readonly data: ShmRankData,
+    private readonly env: CollectiveEnv,
+  ) {
     const { segment, layout } = data;
     this.naming = rankNaming(data);
     this.gate = new ProcessBarrier(segment, layout, rank, requireAddon(), env, this.naming);
@@ -115,32 +138,53 @@ export class ProcessShmCollective implements Collective {
     };
   }
 
-  async allReduce(buf: Float32Array, start: number, end: number, op: ReduceOp): Promise<void> { this.blocking.allReduce(buf, start, end, op); }
-  async allGather(mine: Float32Array, all: Float32Array): Promise<void> { this.blocking.allGather(mine, all); }
-  async broadcast(buf: Float32Array, root: number, start: number, end: number): Promise<void> { this.blocking.broadcast(buf, root, start, end); }
-  async barrier(): Promise<void> { this.blocking.barrier(); }
-  close(): void { this.open = false; }
+  async allReduce(buf: Float32Array, start: number, end: number, op: ReduceOp): Promise<void> {
+    this.blocking.allReduce(buf, start, end, op);
+  }
+  async allGather(mine: Float32Array, all: Float32Array): Promise<void> {
+    this.blocking.allGather(mine, all);
+  }
+  async broadcast(buf: Float32Array, root: number, start: number, end: number): Promise<void> {
+    this.blocking.broadcast(buf, root, start, end);
+  }
+  async barrier(): Promise<void> {
+    this.blocking.barrier();
+  }
+  close(): void {
+    this.open = false;
+  }
 
   /** One operation: refused once closed or failed, ABORTED when the run aborted; a failure marks the segment for the peers. */
   private run(operation: () => void): void {
-    if (!this.open) throw new TandemError('ABORTED', `shm ${this.naming.self(this.rank)}: the communicator is closed (a previous operation failed or it was closed)`);
+    if (!this.open)
+      throw new TandemError(
+        'ABORTED',
+        `shm ${this.naming.self(this.rank)}: the communicator is closed (a previous operation failed or it was closed)`,
+      );
     if (this.env.isAborted()) throw new TandemError('ABORTED', 'run aborted by another thread');
     try {
       operation();
     } catch (err) {
-      if (err instanceof TandemError) { this.open = false; this.gate.fail(); }
+      if (err instanceof TandemError) {
+        this.open = false;
+        this.gate.fail();
+      }
       throw err;
     }
   }
 
   /** The slots of this round's area (rounds alternate between the two). */
-  private nextArea(): Float32Array[] { return this.areas[(this.round++) & 1]; }
+  private nextArea(): Float32Array[] {
+    return this.areas[this.round++ & 1];
+  }
 
   private allReduceNow(buf: Float32Array, start: number, end: number, op: ReduceOp): void {
     if (this.size === 1 || end <= start) return;
     const piece = this.data.layout.chunkFloats;
     for (let c = start; c < end; c += piece) {
-      const len = Math.min(piece, end - c), slots = this.nextArea(), mine = slots[this.rank];
+      const len = Math.min(piece, end - c),
+        slots = this.nextArea(),
+        mine = slots[this.rank];
       mine.set(buf.subarray(c, c + len));
       this.gate.arrive(`peers to hand over their copies (all-reduce ${op})`);
       const [s, e] = shardOf(0, len, this.rank, this.size);
@@ -156,11 +200,16 @@ export class ProcessShmCollective implements Collective {
 
   private allGatherNow(mine: Float32Array, all: Float32Array): void {
     const m = mine.length;
-    if (all.length !== m * this.size) throw new RangeError(`allGather: ${all.length} floats received for ${this.size} ranks of ${m}`);
-    if (this.size === 1) { all.set(mine); return; }
+    if (all.length !== m * this.size)
+      throw new RangeError(`allGather: ${all.length} floats received for ${this.size} ranks of ${m}`);
+    if (this.size === 1) {
+      all.set(mine);
+      return;
+    }
     const piece = this.data.layout.chunkFloats;
     for (let c = 0; c < m; c += piece) {
-      const len = Math.min(piece, m - c), slots = this.nextArea();
+      const len = Math.min(piece, m - c),
+        slots = this.nextArea();
       slots[this.rank].set(mine.subarray(c, c + len));
       this.gate.arrive('peers to hand over their part (all-gather)');
       for (let r = 0; r < this.size; r++) all.set(slots[r].subarray(0, len), r * m + c);
@@ -169,10 +218,12 @@ export class ProcessShmCollective implements Collective {
 
   private broadcastNow(buf: Float32Array, root: number, start: number, end: number): void {
     if (this.size === 1 || end <= start) return;
-    if (!Number.isInteger(root) || root < 0 || root >= this.size) throw new RangeError(`broadcast: root ${root} is not a rank of ${this.size}`);
+    if (!Number.isInteger(root) || root < 0 || root >= this.size)
+      throw new RangeError(`broadcast: root ${root} is not a rank of ${this.size}`);
     const piece = this.data.layout.chunkFloats;
     for (let c = start; c < end; c += piece) {
-      const len = Math.min(piece, end - c), slots = this.nextArea();
+      const len = Math.min(piece, end - c),
+        slots = this.nextArea();
       if (this.rank === root) slots[root].set(buf.subarray(c, c + len));
       this.gate.arrive(`rank ${root}'s values (broadcast)`);
       if (this.rank !== root) buf.set(slots[root].subarray(0, len), c);
@@ -186,6 +237,7 @@ function rankNaming(data: ShmRankData): RankNaming {
   const host = (q: number) => Math.floor(q / layout.ranksPerProcess);
   return {
     self: r => `rank ${r} (${describeProcess(data, host(r))})`,
-    peer: q => `peer rank ${q} (${describeProcess(data, host(q))}${addresses[host(q)] ? `, ${addresses[host(q)]}` : ''})`,
+    peer: q =>
+      `peer rank ${q} (${describeProcess(data, host(q))}${addresses[host(q)] ? `, ${addresses[host(q)]}` : ''})`,
   };
 }

@@ -13,7 +13,10 @@ const scratch = new Float32Array(BLOCK);
 /** out[start, end) = op over the slots' [start, end); out may be one of the slots. Block by block, slot by slot. */
 export function reduceSlotsInto(slots: SlotSet, out: Float32Array, start: number, end: number, op: ReduceOp): void {
   const n = slots.length;
-  if (n === 1) { if (out !== slots[0]) out.set(slots[0].subarray(start, end), start); return; }
+  if (n === 1) {
+    if (out !== slots[0]) out.set(slots[0].subarray(start, end), start);
+    return;
+  }
   for (let b = start; b < end; b += BLOCK) {
     const len = Math.min(BLOCK, end - b);
     scratch.set(slots[0].subarray(b, b + len));
@@ -35,7 +38,8 @@ export function reduceMeanInto(slots: SlotSet, out: Float32Array, start: number,
 /** Slice [start, end) of rank `rank` when [from, to) is split in `size` near-equal shards. */
 export function shardOf(from: number, to: number, rank: number, size: number): [number, number] {
   const n = to - from;
-  const base = Math.floor(n / size), extra = n % size;
+  const base = Math.floor(n / size),
+    extra = n % size;
   const start = from + rank * base + Math.min(rank, extra);
   return [start, start + base + (rank < extra ? 1 : 0)];
 }

@@ -16,8 +16,12 @@ export class SharedBarrier {
   private readonly words: Int32Array;
 
   /** `words` of the buffer from `wordOffset` on: BARRIER_WORDS Int32 words, zero at the start. */
-  constructor(buffer: SharedArrayBuffer, wordOffset: number, private readonly parties: number,
-    private readonly env: Pick<CollectiveEnv, 'timeoutMs' | 'isAborted' | 'heartbeat'>) {
+  constructor(
+    buffer: SharedArrayBuffer,
+    wordOffset: number,
+    private readonly parties: number,
+    private readonly env: Pick<CollectiveEnv, 'timeoutMs' | 'isAborted' | 'heartbeat'>,
+  ) {
     this.words = new Int32Array(buffer, wordOffset * 4, BARRIER_WORDS);
   }
 
@@ -43,6 +47,9 @@ export class SharedBarrier {
 
 /** The STALLED error of a rank that waited `ms` for `what`. */
 export function stalledError(what: string, ms: number): TandemError {
-  return new TandemError('STALLED', `waited ${(ms / 1000).toFixed(1)} s for ${what}; a peer device stopped responding ` +
-    '(raise stallTimeoutMs if steps are legitimately this slow)');
+  return new TandemError(
+    'STALLED',
+    `waited ${(ms / 1000).toFixed(1)} s for ${what}; a peer device stopped responding ` +
+      '(raise stallTimeoutMs if steps are legitimately this slow)',
+  );
 }

@@ -14,7 +14,15 @@
  * in rank order in float32 (`reduce-slots.ts`), so every rank holds the same
  * bits and so does every other transport that reduces in rank order.
  */
-import type { AllReduceKind, BlockingCollective, Collective, CollectiveEnv, ReduceOp, SlotReducer, SlotSet } from './collective.js';
+import type {
+  AllReduceKind,
+  BlockingCollective,
+  Collective,
+  CollectiveEnv,
+  ReduceOp,
+  SlotReducer,
+  SlotSet,
+} from './collective.js';
 import { TandemError } from '../errors.js';
 import type { CommunicatorSpec, PreparedCommunicator, RankHandle, SlotBuffer, Transport } from './transport.js';
 import { reduceMeanInto, reduceSlotsInto, shardOf } from './reduce-slots.js';
@@ -30,12 +38,19 @@ export interface SharedMemoryData {
 }
 
 /** Prepares synchronously (nothing to wait for). */
-export const SHARED_MEMORY_TRANSPORT: Omit<Transport, 'prepare'> & { prepare(spec: CommunicatorSpec): PreparedCommunicator } = {
+export const SHARED_MEMORY_TRANSPORT: Omit<Transport, 'prepare'> & {
+  prepare(spec: CommunicatorSpec): PreparedCommunicator;
+} = {
   name: 'shared-memory',
-  description: 'threads of one process, through SharedArrayBuffers (zero-copy for the run\'s parameter and gradient buffers)',
+  description:
+    "threads of one process, through SharedArrayBuffers (zero-copy for the run's parameter and gradient buffers)",
   blocking: true,
   prepare(spec: CommunicatorSpec): PreparedCommunicator {
-    if (spec.world) throw new TandemError('BAD_CONFIG', "transport 'shared-memory' reaches the devices of one process only; several hosts need transport 'gloo'");
+    if (spec.world)
+      throw new TandemError(
+        'BAD_CONFIG',
+        "transport 'shared-memory' reaches the devices of one process only; several hosts need transport 'gloo'",
+      );
     const stagingFloats = Math.max(1, spec.stagingFloats);
     const data: SharedMemoryData = {
       algorithm: spec.options.allReduce,
@@ -44,8 +59,13 @@ export const SHARED_MEMORY_TRANSPORT: Omit<Transport, 'prepare'> & { prepare(spe
       stagingFloats,
       registered: spec.registered,
     };
-    const handles: RankHandle[] = Array.from({ length: spec.size }, (_, rank) =>
-      ({ transport: 'shared-memory', communicator: spec.name, rank, size: spec.size, data }));
+    const handles: RankHandle[] = Array.from({ length: spec.size }, (_, rank) => ({
+      transport: 'shared-memory',
+      communicator: spec.name,
+      rank,
+      size: spec.size,
+      data,
+    }));
     return { handles, transfer: handles.map(() => []) };
   },
   open(handle: RankHandle, env: CollectiveEnv): Collective {
@@ -61,9 +81,17 @@ export class SharedMemoryCollective implements Collective {
   private readonly reducer: SlotReducer;
   private readonly peers = new WeakMap<Float32Array, SlotSet>();
 
-  constructor(readonly rank: number, readonly size: number, private readonly data: SharedMemoryData, env: CollectiveEnv) {
+  constructor(
+    readonly rank: number,
+    readonly size: number,
+    private readonly data: SharedMemoryData,
+    env: CollectiveEnv,
+  ) {
     this.gate = new SharedBarrier(data.barrier, 0, size, env);
-    this.staging = Array.from({ length: size }, (_, r) => new Float32Array(data.staging, r * data.stagingFloats * 4, data.stagingFloats));
+    this.staging = Array.from(
+      { length: size },
+      (_, r) => new Float32Array(data.staging, r * data.stagingFloats * 4, data.stagingFloats),
+    );
     this.reducer = env.reducer ?? { reduceMeanInto };
     this.blocking = {
       allReduce: (buf, start, end, op) => this.allReduceNow(buf, start, end, op),
@@ -73,21 +101,37 @@ export class SharedMemoryCollective implements Collective {
     };
   }
 
-  async allReduce(buf: Float32Array, start: number, end: number, op: ReduceOp): Promise<void> { this.allReduceNow(buf, start, end, op); }
-  async allGather(mine: Float32Array, all: Float32Array): Promise<void> { this.allGatherNow(mine, all); }
-  async broadcast(buf: Float32Array, root: number, start: number, end: number): Promise<void> { this.broadcastNow(buf, root, start, end); }
-  async barrier(): Promise<void> { this.blocking.barrier(); }
-  close(): void { /* nothing held */ }
+  async allReduce(buf: Float32Array, start: number, end: number, op: ReduceOp): Promise<void> {
+    this.allReduceNow(buf, start, end, op);
+  }
+  async allGather(mine: Float32Array, all: Float32Array): Promise<void> {
+    this.allGatherNow(mine, all);
+  }
+  async broadcast(buf: Float32Array, root: number, start: number, end: number): Promise<void> {
+    this.broadcastNow(buf, root, start, end);
+  }
+  async barrier(): Promise<void> {
+    this.blocking.barrier();
+  }
+  close(): void {
+    /* nothing held */
+  }
 
   async reduceScatterMean(buf: Float32Array, start: number, end: number): Promise<[number, number]> {
     const slots = this.peersOf(buf);
-    if (!slots) throw new RangeError('reduceScatterMean: the buffer must be this rank\'s slot of a registered slot buffer');
+    if (!slots)
+      throw new RangeError("reduceScatterMean: the buffer must be this rank's slot of a registered slot buffer");
     if (this.size === 1 || end <= start) return shardOf(start, end, this.rank, this.size);
     return this.reduceOwnShard(slots, start, end, (out, s, e) => this.reducer.reduceMeanInto(slots, out, s, e));
   }
 
   /** Once every rank handed over its slot: this rank's shard of [start, end) reduced into its own slot; the shard. */
-  private reduceOwnShard(slots: SlotSet, start: number, end: number, reduce: (out: Float32Array, s: number, e: number) => void): [number, number] {
+  private reduceOwnShard(
+    slots: SlotSet,
+    start: number,
+    end: number,
+    reduce: (out: Float32Array, s: number, e: number) => void,
+  ): [number, number] {
     this.gate.arrive('peers to hand over their gradients (reduce-scatter)');
     const [s, e] = shardOf(start, end, this.rank, this.size);
     reduce(slots[this.rank], s, e);
@@ -97,7 +141,10 @@ export class SharedMemoryCollective implements Collective {
   private allReduceNow(buf: Float32Array, start: number, end: number, op: ReduceOp): void {
     if (this.size === 1 || end <= start) return;
     const slots = this.peersOf(buf);
-    if (slots) { this.reduceSlots(slots, start, end, op); return; }
+    if (slots) {
+      this.reduceSlots(slots, start, end, op);
+      return;
+    }
     const mine = this.staging[this.rank];
     for (let c = start; c < end; c += this.data.stagingFloats) {
       const len = Math.min(this.data.stagingFloats, end - c);
@@ -110,7 +157,7 @@ export class SharedMemoryCollective implements Collective {
   /** Every rank's slot holds op over all slots on [start, end). */
   private reduceSlots(slots: SlotSet, start: number, end: number, op: ReduceOp): void {
     const reduce = (out: Float32Array, s: number, e: number) =>
-      (op === 'mean' ? this.reducer.reduceMeanInto(slots, out, s, e) : reduceSlotsInto(slots, out, s, e, op));
+      op === 'mean' ? this.reducer.reduceMeanInto(slots, out, s, e) : reduceSlotsInto(slots, out, s, e, op);
     const mine = slots[this.rank];
     switch (this.data.algorithm) {
       case 'primary':
@@ -129,7 +176,10 @@ export class SharedMemoryCollective implements Collective {
         }
         break;
       }
-      default: { const never: never = this.data.algorithm; throw new Error(`unknown all-reduce ${String(never)}`); }
+      default: {
+        const never: never = this.data.algorithm;
+        throw new Error(`unknown all-reduce ${String(never)}`);
+      }
     }
     // Nobody may overwrite its slot (next step's gradients) while a peer still reads it.
     this.gate.arrive('peers to finish gathering');
@@ -137,7 +187,8 @@ export class SharedMemoryCollective implements Collective {
 
   private allGatherNow(mine: Float32Array, all: Float32Array): void {
     const m = mine.length;
-    if (all.length !== m * this.size) throw new RangeError(`allGather: ${all.length} floats received for ${this.size} ranks of ${m}`);
+    if (all.length !== m * this.size)
+      throw new RangeError(`allGather: ${all.length} floats received for ${this.size} ranks of ${m}`);
     if (m === 0) return;
     for (let c = 0; c < m; c += this.data.stagingFloats) {
       const len = Math.min(this.data.stagingFloats, m - c);
@@ -177,7 +228,12 @@ export class SharedMemoryCollective implements Collective {
 }
 
 /** Every rank's copy of `buf` when `buf` lies in rank `rank`'s slot of one of the registered buffers of `size` slots, else undefined. */
-export function peerSlotsOf(registered: readonly SlotBuffer[], rank: number, size: number, buf: Float32Array): SlotSet | undefined {
+export function peerSlotsOf(
+  registered: readonly SlotBuffer[],
+  rank: number,
+  size: number,
+  buf: Float32Array,
+): SlotSet | undefined {
   for (const reg of registered) {
     if (buf.buffer !== reg.buffer || reg.slots !== size) continue;
     const slotBytes = reg.slotFloats * 4;

@@ -23,13 +23,16 @@ export function classLabelProblem(label: unknown, classes: number): string | und
 /** Why a classifier cannot train on a dataset of `classes` classes; undefined when it can. */
 export function singleClassProblem(classes: number): string | undefined {
   if (classes !== 1) return undefined;
-  return 'cross-entropy over a single class is 0 whatever the weights, so nothing would train; for a regression on the float targets read returns, ' +
-    `give loss ${REGRESSION_LOSSES}; for a classifier, give the dataset 2 or more classes`;
+  return (
+    'cross-entropy over a single class is 0 whatever the weights, so nothing would train; for a regression on the float targets read returns, ' +
+    `give loss ${REGRESSION_LOSSES}; for a classifier, give the dataset 2 or more classes`
+  );
 }
 
 /** `label` of sample `index` of dataset `source` (a path), when it is a class: else BAD_DATA naming the sample, the label and the fix. */
 export function checkedClassLabel(label: unknown, classes: number, source: string, index: number): number {
   const problem = classLabelProblem(label, classes);
-  if (problem) throw new TandemError('BAD_DATA', `dataset ${source}: sample ${index} has label ${found(label)}, ${problem}`);
+  if (problem)
+    throw new TandemError('BAD_DATA', `dataset ${source}: sample ${index} has label ${found(label)}, ${problem}`);
   return label as number;
 }

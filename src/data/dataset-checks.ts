@@ -20,13 +20,20 @@ export function checkedDataset(ds: unknown, file: string): Dataset {
   };
   if (ds === null || typeof ds !== 'object') bad('its factory returned no dataset', EXPECTED, ds);
   const d = ds as Partial<Dataset>;
-  if (!Number.isInteger(d.size) || (d.size as number) < 1) bad('size', 'an integer >= 1 (the number of samples)', d.size);
-  if (!Array.isArray(d.sampleShape) || d.sampleShape.length === 0 || d.sampleShape.some(n => !Number.isInteger(n) || n < 1)) {
+  if (!Number.isInteger(d.size) || (d.size as number) < 1)
+    bad('size', 'an integer >= 1 (the number of samples)', d.size);
+  if (
+    !Array.isArray(d.sampleShape) ||
+    d.sampleShape.length === 0 ||
+    d.sampleShape.some(n => !Number.isInteger(n) || n < 1)
+  ) {
     bad('sampleShape', 'a non-empty list of positive integers, e.g. [28, 28, 1]', d.sampleShape);
   }
-  if (!Number.isInteger(d.classes) || (d.classes as number) < 1) bad('classes', 'an integer >= 1 (labels are 0 … classes-1; 1 for regression)', d.classes);
+  if (!Number.isInteger(d.classes) || (d.classes as number) < 1)
+    bad('classes', 'an integer >= 1 (labels are 0 … classes-1; 1 for regression)', d.classes);
   if (typeof d.read !== 'function') bad('read', 'a function read(index, out, offset) → label', d.read);
-  if (d.label !== undefined && typeof d.label !== 'function') bad('label', 'a function label(index), or no label at all', d.label);
+  if (d.label !== undefined && typeof d.label !== 'function')
+    bad('label', 'a function label(index), or no label at all', d.label);
   return d as Dataset;
 }
 
@@ -36,8 +43,11 @@ export function probeFirstSample(ds: Dataset, source: string): number {
   const label = reader.read(0, new Float32Array(reader.sampleFloats), 0);
   if (typeof label !== 'number' || !Number.isFinite(label)) {
     const why = nonNumberLabelProblem(label);
-    throw new TandemError('BAD_DATA', `dataset ${sourcePath(source)}: read(0, out, offset) returned ${found(label)}; expected the sample's label ` +
-      `(an integer in [0, ${ds.classes})) or, for a regression, its target (a finite number)${why ? `; ${why}` : ''}`);
+    throw new TandemError(
+      'BAD_DATA',
+      `dataset ${sourcePath(source)}: read(0, out, offset) returned ${found(label)}; expected the sample's label ` +
+        `(an integer in [0, ${ds.classes})) or, for a regression, its target (a finite number)${why ? `; ${why}` : ''}`,
+    );
   }
   checkLabelAgrees(ds, 0, label, source);
   return label;
@@ -63,9 +73,12 @@ export function checkLabelAgrees(ds: Dataset, index: number, read: number, sourc
   if (!ds.label) return;
   const given = ds.label(index);
   if (given === read) return;
-  throw new TandemError('BAD_DATA', `dataset ${sourcePath(source)}: label(${index}) returned ${found(given)}, ` +
-    `but read(${index}, out, offset) returned ${found(read)}; label(index) must return the label read returns for the same sample ` +
-    '(method local-head assigns samples to devices by label() without reading them); fix label(), or leave it out and tandem reads the samples');
+  throw new TandemError(
+    'BAD_DATA',
+    `dataset ${sourcePath(source)}: label(${index}) returned ${found(given)}, ` +
+      `but read(${index}, out, offset) returned ${found(read)}; label(index) must return the label read returns for the same sample ` +
+      '(method local-head assigns samples to devices by label() without reading them); fix label(), or leave it out and tandem reads the samples',
+  );
 }
 
 const FLAGS = { classes: '--classes', datasetSize: '--dataset-size', imageSize: '--image-size' } as const;
@@ -75,14 +88,23 @@ const FLAGS = { classes: '--classes', datasetSize: '--dataset-size', imageSize: 
  * returned: a factory that ignores an option would train on other data than the flag says, silently. BAD_CONFIG naming
  * the option, both values and the way out. `imageSize` is compared as given (2 values: height and width).
  */
-export function checkOptionsHonoured(ds: Dataset, asked: { classes?: number; datasetSize?: number; imageSize?: number[] }, file: string): void {
+export function checkOptionsHonoured(
+  ds: Dataset,
+  asked: { classes?: number; datasetSize?: number; imageSize?: number[] },
+  file: string,
+): void {
   const refuse = (option: keyof typeof FLAGS, field: string, given: string, got: string): never => {
-    throw new TandemError('BAD_CONFIG', `${FLAGS[option]} ${given} (config.${option}) was given, but data module ${file} returned a dataset with ${field} ${got}: ` +
-      `its factory does not use options.${field === 'sampleShape' ? 'imageShape' : field}. Leave ${FLAGS[option]} out (the dataset gives its own), ` +
-      'or have the factory build what it is asked for');
+    throw new TandemError(
+      'BAD_CONFIG',
+      `${FLAGS[option]} ${given} (config.${option}) was given, but data module ${file} returned a dataset with ${field} ${got}: ` +
+        `its factory does not use options.${field === 'sampleShape' ? 'imageShape' : field}. Leave ${FLAGS[option]} out (the dataset gives its own), ` +
+        'or have the factory build what it is asked for',
+    );
   };
-  if (asked.classes !== undefined && asked.classes !== ds.classes) refuse('classes', 'classes', String(asked.classes), String(ds.classes));
-  if (asked.datasetSize !== undefined && asked.datasetSize !== ds.size) refuse('datasetSize', 'size', String(asked.datasetSize), String(ds.size));
+  if (asked.classes !== undefined && asked.classes !== ds.classes)
+    refuse('classes', 'classes', String(asked.classes), String(ds.classes));
+  if (asked.datasetSize !== undefined && asked.datasetSize !== ds.size)
+    refuse('datasetSize', 'size', String(asked.datasetSize), String(ds.size));
   const image = asked.imageSize;
   if (image !== undefined && (ds.sampleShape.length < image.length || image.some((n, i) => n !== ds.sampleShape[i]))) {
     refuse('imageSize', 'sampleShape', `[${image.join(', ')}]`, `[${ds.sampleShape.join(', ')}]`);

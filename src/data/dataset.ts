@@ -21,7 +21,8 @@ export interface Dataset {
 export function labelsOf(ds: Dataset, count: number, source: string): Int32Array {
   const out = new Int32Array(count);
   const scratch = ds.label ? undefined : new Float32Array(sampleSize(ds.sampleShape));
-  for (let i = 0; i < count; i++) out[i] = checkedClassLabel(ds.label ? ds.label(i) : ds.read(i, scratch!, 0), ds.classes, source, i);
+  for (let i = 0; i < count; i++)
+    out[i] = checkedClassLabel(ds.label ? ds.label(i) : ds.read(i, scratch!, 0), ds.classes, source, i);
   return out;
 }
 

@@ -23,8 +23,12 @@ export async function importUserModule(url: string, kind: UserModuleKind): Promi
   } catch (err) {
     const file = sourcePath(url);
     const where = err instanceof SyntaxError ? syntaxErrorLocation(file) : '';
-    throw new TandemError(CODES[kind], `${kind} module ${file} cannot be loaded: ${err instanceof Error ? `${err.name}: ${err.message}` : String(err)}${where}`,
-      undefined, { cause: err });
+    throw new TandemError(
+      CODES[kind],
+      `${kind} module ${file} cannot be loaded: ${err instanceof Error ? `${err.name}: ${err.message}` : String(err)}${where}`,
+      undefined,
+      { cause: err },
+    );
   }
 }
 
@@ -46,7 +50,8 @@ export function defaultExportProblem(mod: Record<string, unknown>): string | und
   const d = mod.default;
   if (d === undefined) {
     const functions = Object.keys(mod).filter(k => typeof mod[k] === 'function');
-    return functions.length === 0 ? 'no default export'
+    return functions.length === 0
+      ? 'no default export'
       : `no default export, only named exports (${functions.join(', ')}): make the factory the default, e.g. export default ${functions[0]}`;
   }
   if (typeof d === 'function') {
@@ -55,7 +60,7 @@ export function defaultExportProblem(mod: Record<string, unknown>): string | und
     return `a class (${name}), which tandem cannot call without new: export a factory that builds it, e.g. export default (options) => new ${name}(options)`;
   }
   if (typeof d === 'object' && d !== null) {
-    return 'a default export of type object: export a function that returns it, e.g. export default () => theObject (tandem calls it with the run\'s options, seed included)';
+    return "a default export of type object: export a function that returns it, e.g. export default () => theObject (tandem calls it with the run's options, seed included)";
   }
   return `a default export of type ${typeof d}`;
 }

@@ -41,12 +41,17 @@ export function inputScaleWarning(ds: Dataset, indices: ArrayLike<number>, sourc
     }
     for (let i = 0; i < out.length; i++) {
       const v = Math.abs(out[i]);
-      if (v > largest) { largest = v; at = indices[k]; } // NaN compares false: the loaders name it
+      if (v > largest) {
+        largest = v;
+        at = indices[k];
+      } // NaN compares false: the loaders name it
     }
   }
   if (largest <= IMAGE_INPUT_LIMIT) return undefined;
   const bytes = largest <= 255 ? ' (a 0–255 scale: raw pixel bytes?)' : '';
-  return `data module ${sourcePath(source)}: image inputs reach ${largest} (sample ${at}, of the ${n} first-batch samples read)${bytes}; ` +
+  return (
+    `data module ${sourcePath(source)}: image inputs reach ${largest} (sample ${at}, of the ${n} first-batch samples read)${bytes}; ` +
     `images usually train on about [0, 1] (or standardised), and at this scale training usually diverges or crawls: ` +
-    `divide by 255 in read (out[i] = byte / 255), or standardise; if the scale is intended, ignore this warning`;
+    `divide by 255 in read (out[i] = byte / 255), or standardise; if the scale is intended, ignore this warning`
+  );
 }

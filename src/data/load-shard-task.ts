@@ -55,14 +55,22 @@ async function readShard(task: LoadShardTask): Promise<number> {
     const label = reader.read(index, inputs, offset);
     checkLabelAgrees(ds, index, label, task.dataset.source);
     if (task.floatTargets) {
-      if (!Number.isFinite(label)) throw new TandemError('BAD_DATA', `dataset ${source}: sample ${index} has target ${found(label)}, not a finite number`);
+      if (!Number.isFinite(label))
+        throw new TandemError(
+          'BAD_DATA',
+          `dataset ${source}: sample ${index} has target ${found(label)}, not a finite number`,
+        );
       targets[task.labelOffset + i] = label;
     } else {
       checkedClassLabel(label, ds.classes, source, index);
     }
     if (task.labelMap) {
       const local = task.labelMap[label];
-      if (local < 0) throw new TandemError('BAD_DATA', `sample ${index} has label ${label}, which this device does not own (loader bug)`);
+      if (local < 0)
+        throw new TandemError(
+          'BAD_DATA',
+          `sample ${index} has label ${label}, which this device does not own (loader bug)`,
+        );
       labels[task.labelOffset + i] = local;
     } else if (!task.floatTargets) {
       labels[task.labelOffset + i] = label;

@@ -12,7 +12,11 @@ export class LocalLabelSampler implements ShardSampler {
   private readonly streams: { indices: Int32Array; epoch: number; permutation: Int32Array }[];
 
   /** `owned[d]` = dataset indices whose labels device d owns. */
-  constructor(owned: Int32Array[], readonly perDevice: number, readonly seed: number) {
+  constructor(
+    owned: Int32Array[],
+    readonly perDevice: number,
+    readonly seed: number,
+  ) {
     this.streams = owned.map(indices => ({ indices, epoch: -1, permutation: new Int32Array(0) }));
   }
 
@@ -43,7 +47,9 @@ function shuffled(values: Int32Array, seed: number): Int32Array {
   const r = prng(seed);
   for (let i = p.length - 1; i > 0; i--) {
     const j = Math.floor(r() * (i + 1));
-    const t = p[i]; p[i] = p[j]; p[j] = t;
+    const t = p[i];
+    p[i] = p[j];
+    p[j] = t;
   }
   return p;
 }

@@ -25,7 +25,10 @@ export class SampleReader {
   private readonly source: string;
 
   /** `source` (a builtin name or a module URL) names the dataset in errors. */
-  constructor(private readonly ds: Dataset, source: string) {
+  constructor(
+    private readonly ds: Dataset,
+    source: string,
+  ) {
     this.sampleFloats = sampleSize(ds.sampleShape);
     this.watchNext = source.startsWith('file:');
     this.source = this.watchNext ? fileURLToPath(source) : source;
@@ -34,7 +37,8 @@ export class SampleReader {
   /** Sample `index` into out[at, at + sampleFloats); returns its label (or target). */
   read(index: number, out: Float32Array, at: number): number {
     const view = out.subarray(at, at + this.sampleFloats);
-    if (view.length !== this.sampleFloats) throw new Error(`internal: no room for a sample of ${this.sampleFloats} floats at ${at} of ${out.length}`);
+    if (view.length !== this.sampleFloats)
+      throw new Error(`internal: no room for a sample of ${this.sampleFloats} floats at ${at} of ${out.length}`);
     const bits = new Uint32Array(view.buffer, view.byteOffset, view.length);
     bits.fill(UNWRITTEN);
     const given = this.watchNext ? watchedView(view, index, this.source) : view;
@@ -44,8 +48,13 @@ export class SampleReader {
       label = this.ds.read(index, given, 0);
     } catch (err) {
       if (err instanceof TandemError) throw err;
-      throw new TandemError('BAD_DATA', `dataset ${this.source}: read(${index}, out, 0) threw ${err instanceof Error ? `${err.name}: ${err.message}` : String(err)} ` +
-        `(out is a view of exactly one sample: ${this.sampleFloats} floats from offset 0)`, undefined, { cause: err });
+      throw new TandemError(
+        'BAD_DATA',
+        `dataset ${this.source}: read(${index}, out, 0) threw ${err instanceof Error ? `${err.name}: ${err.message}` : String(err)} ` +
+          `(out is a view of exactly one sample: ${this.sampleFloats} floats from offset 0)`,
+        undefined,
+        { cause: err },
+      );
     }
     // A read that returns no label at all (a stub, `read() {}`) is named for that by the caller's label check first.
     if (typeof label === 'number') this.checkValues(index, view, bits);
@@ -59,12 +68,18 @@ export class SampleReader {
       if (bits[k] === UNWRITTEN) {
         let last = k;
         while (last + 1 < view.length && bits[last + 1] === UNWRITTEN) last++;
-        throw new TandemError('BAD_DATA', `dataset ${this.source}: read(${index}, out, 0) left out[${k === last ? k : `${k}..${last}`}] unwritten: ` +
-          `a sample is ${view.length} values (sampleShape [${this.ds.sampleShape.join(', ')}]) and read must write every one, zeros included (out is not cleared beforehand); ` +
-          'a sample of fewer values would train on whatever the buffer held (make every sample sampleShape\'s size, or pad it)');
+        throw new TandemError(
+          'BAD_DATA',
+          `dataset ${this.source}: read(${index}, out, 0) left out[${k === last ? k : `${k}..${last}`}] unwritten: ` +
+            `a sample is ${view.length} values (sampleShape [${this.ds.sampleShape.join(', ')}]) and read must write every one, zeros included (out is not cleared beforehand); ` +
+            "a sample of fewer values would train on whatever the buffer held (make every sample sampleShape's size, or pad it)",
+        );
       }
-      throw new TandemError('BAD_DATA', `dataset ${this.source}: sample ${index} has a non-finite input value at element ${k} (${view[k]}); ` +
-        'clean or impute it in the data module (a NaN input makes the loss and the weights NaN)');
+      throw new TandemError(
+        'BAD_DATA',
+        `dataset ${this.source}: sample ${index} has a non-finite input value at element ${k} (${view[k]}); ` +
+          'clean or impute it in the data module (a NaN input makes the loss and the weights NaN)',
+      );
     }
   }
 }
@@ -81,8 +96,11 @@ function watchedView(view: Float32Array, index: number, source: string): Float32
     },
     set(target, key, value) {
       if (outsideElement(key, target.length)) {
-        throw new TandemError('BAD_DATA', `dataset ${source}: read(${index}, out, 0) wrote out[${String(key)}], past its sample: out holds exactly one sample ` +
-          `(${target.length} floats from offset 0), and a write past it would overwrite another sample`);
+        throw new TandemError(
+          'BAD_DATA',
+          `dataset ${source}: read(${index}, out, 0) wrote out[${String(key)}], past its sample: out holds exactly one sample ` +
+            `(${target.length} floats from offset 0), and a write past it would overwrite another sample`,
+        );
       }
       return Reflect.set(target, key, value, target);
     },

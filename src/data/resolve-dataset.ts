@@ -12,7 +12,9 @@ import { checkedDataset } from './dataset-checks.js';
 export const BUILTIN_DATASETS = ['mnist', 'synthetic-images'] as const;
 
 export function isModulePath(source: string): boolean {
-  return source.startsWith('.') || source.startsWith('/') || source.startsWith('file:') || /\.(m?js|cjs|json)$/.test(source);
+  return (
+    source.startsWith('.') || source.startsWith('/') || source.startsWith('file:') || /\.(m?js|cjs|json)$/.test(source)
+  );
 }
 
 /** Absolute file URL of a user module, or a clear error if it is not there. */
@@ -20,10 +22,13 @@ export function resolveModuleUrl(source: string, what: 'model' | 'data' | 'plugi
   if (source.startsWith('file:')) return source;
   const file = path.resolve(source);
   if (!existsSync(file)) {
-    throw new TandemError('MODULE_NOT_FOUND', what === 'plugins'
-      ? `--plugin ${source}: no such file (${file}). Give the path of an ES module that registers a transport, method or engine ` +
-        '(a plugin is loaded from its file: there are no builtin plugin names, and a package is given by its file path)'
-      : `--${what} ${source}: no such file (${file}). Give a builtin name or a path to an ES module whose default export is the ${what} factory.`);
+    throw new TandemError(
+      'MODULE_NOT_FOUND',
+      what === 'plugins'
+        ? `--plugin ${source}: no such file (${file}). Give the path of an ES module that registers a transport, method or engine ` +
+            '(a plugin is loaded from its file: there are no builtin plugin names, and a package is given by its file path)'
+        : `--${what} ${source}: no such file (${file}). Give a builtin name or a path to an ES module whose default export is the ${what} factory.`,
+    );
   }
   return pathToFileURL(file).href;
 }
@@ -32,7 +37,10 @@ export async function loadDefaultExport<T>(url: string, what: 'model' | 'data'):
   const mod = await importUserModule(url, what);
   const problem = defaultExportProblem(mod);
   if (problem) {
-    throw new TandemError(userModuleErrorCode(what), `${what} module ${fileURLToPath(url)}: expected a default export function (export default (…) => …), found ${problem}`);
+    throw new TandemError(
+      userModuleErrorCode(what),
+      `${what} module ${fileURLToPath(url)}: expected a default export function (export default (…) => …), found ${problem}`,
+    );
   }
   return mod.default as T;
 }
@@ -51,11 +59,16 @@ export function resolveDataset(spec: DatasetSpec): Promise<Dataset> {
 
 async function build(spec: DatasetSpec): Promise<Dataset> {
   switch (spec.source) {
-    case 'mnist': return loadMnist();
-    case 'synthetic-images': return syntheticImages(spec.options);
+    case 'mnist':
+      return loadMnist();
+    case 'synthetic-images':
+      return syntheticImages(spec.options);
     default: {
       if (!isModulePath(spec.source)) {
-        throw new TandemError('UNKNOWN_DATASET', `unknown dataset '${spec.source}'. Builtins: ${BUILTIN_DATASETS.join(', ')}; or give a path to an ES module.`);
+        throw new TandemError(
+          'UNKNOWN_DATASET',
+          `unknown dataset '${spec.source}'. Builtins: ${BUILTIN_DATASETS.join(', ')}; or give a path to an ES module.`,
+        );
       }
       const url = resolveModuleUrl(spec.source, 'data');
       refuseNonModule(url);
@@ -66,7 +79,8 @@ async function build(spec: DatasetSpec): Promise<Dataset> {
 }
 
 /** What a dataset is, for a --data that is no ES module. */
-const DATA_MODULE = 'a dataset is an ES module (.mjs, or .js) whose default export is ({ seed, classes, imageShape, size }) => ' +
+const DATA_MODULE =
+  'a dataset is an ES module (.mjs, or .js) whose default export is ({ seed, classes, imageShape, size }) => ' +
   'Dataset { size, sampleShape, classes, read(index, out, offset) → label } (README, "Training")';
 
 /** A directory or a file Node does not import as a module (a model.json, a .csv, …): BAD_DATA saying what a dataset is, instead of Node's import error. */
@@ -77,8 +91,14 @@ function refuseNonModule(url: string): void {
   }
   const ext = path.extname(file).toLowerCase();
   if (ext !== '' && !['.js', '.mjs', '.cjs'].includes(ext)) {
-    const hint = ext === '.json' ? ' A model.json goes to --model; data in a JSON file is read by a data module of yours (e.g. with readFileSync in its factory).' : '';
-    throw new TandemError('BAD_DATA', `--data ${file} is a ${ext} file, not an ES module tandem can import; ${DATA_MODULE}.${hint}`);
+    const hint =
+      ext === '.json'
+        ? ' A model.json goes to --model; data in a JSON file is read by a data module of yours (e.g. with readFileSync in its factory).'
+        : '';
+    throw new TandemError(
+      'BAD_DATA',
+      `--data ${file} is a ${ext} file, not an ES module tandem can import; ${DATA_MODULE}.${hint}`,
+    );
   }
 }
 
@@ -87,7 +107,11 @@ async function callDataFactory(factory: DatasetFactory, spec: DatasetSpec, url: 
     return await factory(spec.options);
   } catch (err) {
     if (err instanceof TandemError) throw err;
-    throw new TandemError('BAD_DATA', `data module ${fileURLToPath(url)}: its factory threw ${err instanceof Error ? `${err.name}: ${err.message}` : String(err)}`,
-      undefined, { cause: err });
+    throw new TandemError(
+      'BAD_DATA',
+      `data module ${fileURLToPath(url)}: its factory threw ${err instanceof Error ? `${err.name}: ${err.message}` : String(err)}`,
+      undefined,
+      { cause: err },
+    );
   }
 }

@@ -12,7 +12,12 @@ export class GlobalBatchSampler {
   private epoch = -1;
   private permutation: Int32Array = new Int32Array(0);
 
-  constructor(readonly datasetSize: number, readonly batch: number, readonly seed: number, devices = 1) {
+  constructor(
+    readonly datasetSize: number,
+    readonly batch: number,
+    readonly seed: number,
+    devices = 1,
+  ) {
     this.stepsPerEpoch = Math.floor(datasetSize / batch);
     this.devices = devices;
   }
@@ -41,7 +46,9 @@ function permute(n: number, seed: number): Int32Array {
   const r = prng(seed);
   for (let i = n - 1; i > 0; i--) {
     const j = Math.floor(r() * (i + 1));
-    const t = p[i]; p[i] = p[j]; p[j] = t;
+    const t = p[i];
+    p[i] = p[j];
+    p[j] = t;
   }
   return p;
 }

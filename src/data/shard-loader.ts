@@ -24,7 +24,8 @@ export interface InputBuffers {
 export const INPUT_SLOTS = 2;
 
 export function allocateInputBuffers(devices: number, perDevice: number, sampleSize: number): InputBuffers {
-  const inputSlotSize = perDevice * sampleSize, labelSlotSize = perDevice;
+  const inputSlotSize = perDevice * sampleSize,
+    labelSlotSize = perDevice;
   return {
     inputs: new SharedArrayBuffer(devices * INPUT_SLOTS * inputSlotSize * 4),
     labels: new SharedArrayBuffer(devices * INPUT_SLOTS * labelSlotSize * 4),
@@ -55,7 +56,11 @@ export interface ShardLoaderOptions {
 
 /** A failed load, with the device whose shard it was. */
 export class ShardLoadError extends Error {
-  constructor(readonly device: number, readonly step: number, cause: unknown) {
+  constructor(
+    readonly device: number,
+    readonly step: number,
+    cause: unknown,
+  ) {
     super(cause instanceof Error ? cause.message : String(cause), { cause });
   }
 }
@@ -65,15 +70,24 @@ export class ShardLoader {
   /** Devices (global ranks) whose shard of the latest fill has not arrived yet. */
   readonly pending = new Set<number>();
 
-  constructor(private readonly dataset: DatasetSpec, private readonly buffers: InputBuffers,
-    private readonly sampler: ShardSampler, private readonly devices: number, private readonly options: ShardLoaderOptions) {
+  constructor(
+    private readonly dataset: DatasetSpec,
+    private readonly buffers: InputBuffers,
+    private readonly sampler: ShardSampler,
+    private readonly devices: number,
+    private readonly options: ShardLoaderOptions,
+  ) {
     const pools = options.poolPerDevice ? devices : 1;
-    this.pools = Array.from({ length: pools }, () => new Piscina({
-      filename: new URL('./load-shard-task.js', import.meta.url).href,
-      minThreads: options.threads,
-      maxThreads: options.threads,
-      idleTimeout: 60_000,
-    }));
+    this.pools = Array.from(
+      { length: pools },
+      () =>
+        new Piscina({
+          filename: new URL('./load-shard-task.js', import.meta.url).href,
+          minThreads: options.threads,
+          maxThreads: options.threads,
+          idleTimeout: 60_000,
+        }),
+    );
   }
 
   /** Fills every device's slot `step % 2` with its shard of global batch `step`. */
@@ -92,15 +106,23 @@ export class ShardLoader {
         labelOffset: at * this.buffers.labelSlotSize,
         labelMap: this.options.labelMaps?.[d],
         floatTargets: this.options.floatTargets,
-        fault: this.options.fault && this.options.fault.device === d && this.options.fault.step === step ? this.options.fault.kind : undefined,
+        fault:
+          this.options.fault && this.options.fault.device === d && this.options.fault.step === step
+            ? this.options.fault.kind
+            : undefined,
       };
       this.pending.add(d);
-      tasks.push((this.pools[this.pools.length === 1 ? 0 : local].run(task) as Promise<LoadShardResult>).then(
-        r => {
-          if (r.type === 'error') throw new ShardLoadError(d, step, deserializeError(r.error));
-          this.pending.delete(d);
-        },
-        (err: unknown) => { throw new ShardLoadError(d, step, err); }));
+      tasks.push(
+        (this.pools[this.pools.length === 1 ? 0 : local].run(task) as Promise<LoadShardResult>).then(
+          r => {
+            if (r.type === 'error') throw new ShardLoadError(d, step, deserializeError(r.error));
+            this.pending.delete(d);
+          },
+          (err: unknown) => {
+            throw new ShardLoadError(d, step, err);
+          },
+        ),
+      );
     }
     await Promise.all(tasks);
   }

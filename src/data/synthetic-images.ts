@@ -18,7 +18,15 @@ export function prng(seed: number): () => number {
   };
 }
 
-interface Prototype { fx: number; fy: number; phase: number; cx: number; cy: number; radius: number; tint: number[] }
+interface Prototype {
+  fx: number;
+  fy: number;
+  phase: number;
+  cx: number;
+  cy: number;
+  radius: number;
+  tint: number[];
+}
 
 export const SYNTHETIC_DEFAULTS = { size: 4096, classes: 10, imageShape: [32, 32, 3] } as const;
 
@@ -30,8 +38,12 @@ export function syntheticImages(options: DatasetOptions): Dataset {
   const r = prng(options.seed * 2654435761 + 17);
   for (let k = 0; k < classes; k++) {
     protos.push({
-      fx: 1 + r() * 4, fy: 1 + r() * 4, phase: r() * Math.PI * 2,
-      cx: r(), cy: r(), radius: 0.15 + r() * 0.25,
+      fx: 1 + r() * 4,
+      fy: 1 + r() * 4,
+      phase: r() * Math.PI * 2,
+      cx: r(),
+      cy: r(),
+      radius: 0.15 + r() * 0.25,
       tint: Array.from({ length: c }, () => 0.3 + r() * 0.7),
     });
   }
@@ -46,11 +58,13 @@ export function syntheticImages(options: DatasetOptions): Dataset {
       const s = prng((options.seed + 1) * 1000003 + index * 7919);
       const label = Math.floor(s() * classes);
       const p = protos[label];
-      const dx = (s() - 0.5) * 0.2, dy = (s() - 0.5) * 0.2;
+      const dx = (s() - 0.5) * 0.2,
+        dy = (s() - 0.5) * 0.2;
       let o = offset;
       for (let y = 0; y < h; y++) {
         for (let x = 0; x < w; x++) {
-          const u = x / w + dx, v = y / h + dy;
+          const u = x / w + dx,
+            v = y / h + dy;
           const stripes = Math.sin((u * p.fx + v * p.fy) * Math.PI * 2 + p.phase);
           const d2 = (u - p.cx) ** 2 + (v - p.cy) ** 2;
           const blob = d2 < p.radius * p.radius ? 1 : 0;

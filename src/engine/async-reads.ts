@@ -24,7 +24,9 @@ export class OrderedReads {
   queue(tensor: Tensor, then: (values: Float32Array) => void): void {
     const held = this.tf.keep(tensor.clone());
     const read = (held.data() as Promise<Float32Array>).finally(() => held.dispose());
-    read.catch(() => { /* reported through the chain */ });
+    read.catch(() => {
+      /* reported through the chain */
+    });
     this.chain = this.chain.then(() => read).then(then);
   }
 
@@ -36,5 +38,5 @@ export class OrderedReads {
 
 /** A tensor's values, read asynchronously into a fresh plain array (the engine's own buffer never escapes). */
 export async function readValues(tensor: Tensor): Promise<Float32Array> {
-  return Float32Array.from(await tensor.data() as Float32Array);
+  return Float32Array.from((await tensor.data()) as Float32Array);
 }

@@ -30,7 +30,10 @@ export function defaultBackend(): BackendName {
   const fromEnv = process.env.TANDEM_BACKEND;
   if (fromEnv) {
     if (!engineNames().includes(fromEnv)) {
-      throw new TandemError('BAD_CONFIG', `TANDEM_BACKEND='${fromEnv}' is not a backend; use one of ${engineNames().join(', ')}`);
+      throw new TandemError(
+        'BAD_CONFIG',
+        `TANDEM_BACKEND='${fromEnv}' is not a backend; use one of ${engineNames().join(', ')}`,
+      );
     }
     return fromEnv;
   }
@@ -38,7 +41,9 @@ export function defaultBackend(): BackendName {
   if (!noticeShown) {
     noticeShown = true;
     const load = loadNativeAddon();
-    process.stderr.write(`tandem: native kernels unavailable (${load.loaded ? '' : load.reason}); using wasm. For the fast path, ${NATIVE_HOW_TO}.\n`);
+    process.stderr.write(
+      `tandem: native kernels unavailable (${load.loaded ? '' : load.reason}); using wasm. For the fast path, ${NATIVE_HOW_TO}.\n`,
+    );
   }
   return 'wasm';
 }
@@ -54,14 +59,20 @@ export type BackendOptions = EngineStartOptions;
  * Starts engine `name` on this thread's tfjs and installs tandem's faster gradients. Worker side.
  * Resolves with the accelerator the engine opened (a GPU adapter), when it runs on one.
  */
-export async function startBackend(tf: Tf, name: BackendName, options: BackendOptions = {}): Promise<EngineDevice | undefined> {
+export async function startBackend(
+  tf: Tf,
+  name: BackendName,
+  options: BackendOptions = {},
+): Promise<EngineDevice | undefined> {
   const engine = assertEngineAvailable(name);
-  const device = await engine.start(tf, options) ?? undefined;
+  const device = (await engine.start(tf, options)) ?? undefined;
   const ok = await tf.setBackend(name);
   if (!ok) throw new TandemError('BACKEND_UNAVAILABLE', `backend '${name}' failed to start on this thread`);
   await tf.ready();
   muteCpuGreeting(tf);
-  installFastGradients(tf, name, { convInputGradientAsConvolution: engine.capabilities.convInputGradientAsConvolution });
+  installFastGradients(tf, name, {
+    convInputGradientAsConvolution: engine.capabilities.convInputGradientAsConvolution,
+  });
   return device;
 }
 

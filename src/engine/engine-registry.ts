@@ -12,13 +12,26 @@ import { CPU_ENGINE } from './engines/cpu-engine.js';
 import { TENSORFLOW_ENGINE } from './engines/tensorflow-engine.js';
 import { WEBGPU_ENGINE } from './engines/webgpu-engine.js';
 
-const engines = new NamedRegistry<Engine>('engine', [NATIVE_ENGINE, WASM_ENGINE, CPU_ENGINE, TENSORFLOW_ENGINE, WEBGPU_ENGINE], (name, known) =>
-  new TandemError('BAD_CONFIG', `backend '${name}' is not a registered engine (registered: ${known.join(', ')}); ` +
-    'a plugin module that registers it must be listed in `plugins`'));
+const engines = new NamedRegistry<Engine>(
+  'engine',
+  [NATIVE_ENGINE, WASM_ENGINE, CPU_ENGINE, TENSORFLOW_ENGINE, WEBGPU_ENGINE],
+  (name, known) =>
+    new TandemError(
+      'BAD_CONFIG',
+      `backend '${name}' is not a registered engine (registered: ${known.join(', ')}); ` +
+        'a plugin module that registers it must be listed in `plugins`',
+    ),
+);
 
-export function registerEngine(engine: Engine): void { engines.register(engine); }
-export function engineNames(): string[] { return engines.names(); }
-export function getEngine(name: string): Engine { return engines.get(name); }
+export function registerEngine(engine: Engine): void {
+  engines.register(engine);
+}
+export function engineNames(): string[] {
+  return engines.names();
+}
+export function getEngine(name: string): Engine {
+  return engines.get(name);
+}
 
 /** Throws BACKEND_UNAVAILABLE, with the reason and the fix, when `name` cannot run here. Main thread, before threads start. */
 export function assertEngineAvailable(name: string): Engine {

@@ -39,8 +39,11 @@ export interface FastGradientsReport {
 const installedOn = new WeakMap<object, Set<string>>();
 
 /** Installs the faster kernels/gradients for the current backend of `tf`. Idempotent per backend. */
-export function installFastGradients(tf: Tf, backendName: string = tf.getBackend(),
-  options: { convInputGradientAsConvolution?: boolean } = {}): FastGradientsReport {
+export function installFastGradients(
+  tf: Tf,
+  backendName: string = tf.getBackend(),
+  options: { convInputGradientAsConvolution?: boolean } = {},
+): FastGradientsReport {
   const key = tf.engine() as object;
   if (options.convInputGradientAsConvolution === false) stockConvInputGradient(tf).add(backendName);
   const done = installedOn.get(key) ?? new Set<string>();
@@ -60,10 +63,14 @@ export function installFastGradients(tf: Tf, backendName: string = tf.getBackend
     // Kernels training needs that wasm lacks (depthwise/separable convolution gradients, the Embedding
     // gradient, einsum): the cpu backend's, on a copy of the data — correct, not fast.
     for (const name of WASM_MISSING_TRAINING_KERNELS) {
-      if (!tf.getKernel(name, backendName) && tf.getKernel(name, 'cpu')) once(`${name}-on-cpu`, () => registerOnCpu(tf, backendName, name));
+      if (!tf.getKernel(name, backendName) && tf.getKernel(name, 'cpu'))
+        once(`${name}-on-cpu`, () => registerOnCpu(tf, backendName, name));
     }
     for (const name of WASM_WRONG_TRAINING_KERNELS) {
-      once(`${name}-on-cpu`, () => { tf.unregisterKernel(name, backendName); registerOnCpu(tf, backendName, name); });
+      once(`${name}-on-cpu`, () => {
+        tf.unregisterKernel(name, backendName);
+        registerOnCpu(tf, backendName, name);
+      });
     }
     once('Conv2D-explicit-pad', () => registerExplicitPadConv(tf, backendName, 'Conv2D'));
     once('FusedConv2D-explicit-pad', () => registerExplicitPadConv(tf, backendName, 'FusedConv2D'));
@@ -73,13 +80,22 @@ export function installFastGradients(tf: Tf, backendName: string = tf.getBackend
   if (SEGMENT_SUM_BACKENDS.has(backendName)) once('UnsortedSegmentSum', () => registerSegmentSum(tf, backendName));
   if (FLAT_DEPTHWISE_BACKENDS.has(backendName)) {
     for (const name of DEPTHWISE_GRADIENT_KERNELS) {
-      once(name, () => registerDepthwiseGradientKernel(tf, backendName, name, (args: Parameters<KernelFunc>[0]) => delegateToCpu(tf, name, args)));
+      once(name, () =>
+        registerDepthwiseGradientKernel(tf, backendName, name, (args: Parameters<KernelFunc>[0]) =>
+          delegateToCpu(tf, name, args),
+        ),
+      );
     }
   }
   if (FLAT_DEPTHWISE_BACKENDS.has(backendName)) {
-    once('MaxPoolGrad', () => registerMaxPoolGradientKernel(tf, backendName, (args: Parameters<KernelFunc>[0]) => delegateToCpu(tf, 'MaxPoolGrad', args)));
+    once('MaxPoolGrad', () =>
+      registerMaxPoolGradientKernel(tf, backendName, (args: Parameters<KernelFunc>[0]) =>
+        delegateToCpu(tf, 'MaxPoolGrad', args),
+      ),
+    );
   }
-  if (CPU_KERNEL_BACKENDS.has(backendName)) once('ResizeNearestNeighborGrad', () => registerResizeNearestGradient(tf, backendName));
+  if (CPU_KERNEL_BACKENDS.has(backendName))
+    once('ResizeNearestNeighborGrad', () => registerResizeNearestGradient(tf, backendName));
   once('Conv2D-gradient', () => registerConvGradient(tf));
   return { backend: backendName, installed };
 }
@@ -109,13 +125,29 @@ function numericPadIsUniform(attrs: Record<string, unknown>, filterShape: number
 function convIsCovered(attrs: Record<string, unknown>, filterShape: number[]): boolean {
   const format = (attrs.dataFormat as string | undefined) ?? 'NHWC';
   const [dh, dw] = pair(attrs.dilations, 1);
-  return format === 'NHWC' && dh === 1 && dw === 1 && attrs.dimRoundingMode == null && numericPadIsUniform(attrs, filterShape);
+  return (
+    format === 'NHWC' &&
+    dh === 1 &&
+    dw === 1 &&
+    attrs.dimRoundingMode == null &&
+    numericPadIsUniform(attrs, filterShape)
+  );
 }
 
 /** `kernelName` on `backendName` replaced by `run`, whose fallback is the stock kernel (or the cpu backend's on a copy). */
-function replaceWith(tf: Tf, backendName: string, kernelName: string, run: (args: KernelArgs, fallback: KernelFunc) => TensorInfo | TensorInfo[]): void {
-  replaceKernel(tf, backendName, kernelName, (args => delegateToCpu(tf, kernelName, args as KernelArgs)) as AnyKernel,
-    (args, fallback) => run(args as KernelArgs, fallback as unknown as KernelFunc) as TensorInfo);
+function replaceWith(
+  tf: Tf,
+  backendName: string,
+  kernelName: string,
+  run: (args: KernelArgs, fallback: KernelFunc) => TensorInfo | TensorInfo[],
+): void {
+  replaceKernel(
+    tf,
+    backendName,
+    kernelName,
+    (args => delegateToCpu(tf, kernelName, args as KernelArgs)) as AnyKernel,
+    (args, fallback) => run(args as KernelArgs, fallback as unknown as KernelFunc) as TensorInfo,
+  );
 }
 
 function registerConvBackpropFilterKernel(tf: Tf, backendName: string): void {
@@ -125,23 +157,34 @@ function registerConvBackpropFilterKernel(tf: Tf, backendName: string): void {
   replaceWith(tf, backendName, 'Conv2DBackpropFilter', (args, fallback) => {
     const { inputs, backend, attrs } = args;
     if (!convIsCovered(attrs, attrs.filterShape as number[])) return fallback(args);
-    const x = inputs.x, dy = inputs.dy;
+    const x = inputs.x,
+      dy = inputs.dy;
     const filterShape = attrs.filterShape as [number, number, number, number];
     const info = tf.backend_util.computeConv2DInfo(
-      x.shape as [number, number, number, number], filterShape,
-      attrs.strides as [number, number] | number, 1, attrs.pad as 'same', undefined, false, 'channelsLast');
+      x.shape as [number, number, number, number],
+      filterShape,
+      attrs.strides as [number, number] | number,
+      1,
+      attrs.pad as 'same',
+      undefined,
+      false,
+      'channelsLast',
+    );
     const { strideHeight: sH, strideWidth: sW, outHeight: oH, outWidth: oW, inHeight: H, inWidth: W } = info;
     const [fH, fW, C1] = filterShape;
     const B = x.shape[0];
-    const top = info.padInfo.top, left = info.padInfo.left;
+    const top = info.padInfo.top,
+      left = info.padInfo.left;
     // Padding that makes a stride-1, dilation-s convolution produce exactly fH x fW outputs.
     let bottom = fH + sH * (oH - 1) - H - top;
     let right = fW + sW * (oW - 1) - W - left;
     const temps: TensorInfo[] = [];
     let xT = one(transpose({ inputs: { x }, backend, attrs: { perm: [3, 1, 2, 0] } })); // [C1,H,W,B]
     temps.push(xT);
-    if (bottom < 0 || right < 0) { // rows/cols the forward conv never read
-      const keepH = H + Math.min(bottom, 0), keepW = W + Math.min(right, 0);
+    if (bottom < 0 || right < 0) {
+      // rows/cols the forward conv never read
+      const keepH = H + Math.min(bottom, 0),
+        keepW = W + Math.min(right, 0);
       xT = one(slice({ inputs: { x: xT }, backend, attrs: { begin: [0, 0, 0, 0], size: [C1, keepH, keepW, B] } }));
       temps.push(xT);
       bottom = Math.max(bottom, 0);
@@ -149,10 +192,23 @@ function registerConvBackpropFilterKernel(tf: Tf, backendName: string): void {
     }
     const dyT = one(transpose({ inputs: { x: dy }, backend, attrs: { perm: [1, 2, 0, 3] } })); // [oH,oW,B,C2]
     temps.push(dyT);
-    const dwT = one(conv({
-      inputs: { x: xT, filter: dyT }, backend,
-      attrs: { strides: [1, 1], pad: [[0, 0], [top, bottom], [left, right], [0, 0]], dataFormat: 'NHWC', dilations: [sH, sW] },
-    })); // [C1,fH,fW,C2]
+    const dwT = one(
+      conv({
+        inputs: { x: xT, filter: dyT },
+        backend,
+        attrs: {
+          strides: [1, 1],
+          pad: [
+            [0, 0],
+            [top, bottom],
+            [left, right],
+            [0, 0],
+          ],
+          dataFormat: 'NHWC',
+          dilations: [sH, sW],
+        },
+      }),
+    ); // [C1,fH,fW,C2]
     temps.push(dwT);
     const dw = one(transpose({ inputs: { x: dwT }, backend, attrs: { perm: [1, 2, 0, 3] } }));
     for (const t of temps) backend.disposeData(t.dataId);
@@ -185,12 +241,19 @@ const FLAT_DEPTHWISE_BACKENDS = new Set(['cpu', 'wasm']);
  * numSegments passes over x (seconds for an embedding gradient of 1,000 rows). Ids outside
  * [0, numSegments) are skipped, as the mask skips them.
  */
-export function segmentSum(x: ArrayLike<number>, ids: ArrayLike<number>, numSegments: number, rowSize: number, out: Float32Array | Int32Array): void {
+export function segmentSum(
+  x: ArrayLike<number>,
+  ids: ArrayLike<number>,
+  numSegments: number,
+  rowSize: number,
+  out: Float32Array | Int32Array,
+): void {
   const acc = new Float64Array(numSegments * rowSize);
   for (let i = 0; i < ids.length; i++) {
     const s = ids[i];
     if (!(s >= 0 && s < numSegments)) continue;
-    const from = i * rowSize, to = s * rowSize;
+    const from = i * rowSize,
+      to = s * rowSize;
     for (let k = 0; k < rowSize; k++) acc[to + k] += x[from + k];
   }
   out.set(acc);
@@ -205,21 +268,31 @@ function registerSegmentSum(tf: Tf, backendName: string): void {
     const rowSize = x.shape.reduce((a, b) => a * b, 1) / Math.max(1, idCount);
     const outShape = [numSegments, ...x.shape.slice(segmentIds.shape.length)];
     const out = x.dtype === 'int32' ? new Int32Array(numSegments * rowSize) : new Float32Array(numSegments * rowSize);
-    segmentSum(backend.readSync(x.dataId) as Float32Array, backend.readSync(segmentIds.dataId) as Int32Array, numSegments, rowSize, out);
+    segmentSum(
+      backend.readSync(x.dataId) as Float32Array,
+      backend.readSync(segmentIds.dataId) as Int32Array,
+      numSegments,
+      rowSize,
+      out,
+    );
     return kernelOutput(backendName, backend, outShape, x.dtype === 'int32' ? 'int32' : 'float32', out);
   });
 }
 
-
 /** `kernelName` on `backendName`, computed by the cpu backend's kernel on a copy of the inputs. */
 function registerOnCpu(tf: Tf, backendName: string, kernelName: string): void {
-  tf.registerKernel({ kernelName, backendName, kernelFunc: ((args: Parameters<KernelFunc>[0]) => delegateToCpu(tf, kernelName, args)) as never });
+  tf.registerKernel({
+    kernelName,
+    backendName,
+    kernelFunc: ((args: Parameters<KernelFunc>[0]) => delegateToCpu(tf, kernelName, args)) as never,
+  });
 }
 
 function delegateToCpu(tf: Tf, kernelName: string, args: Parameters<KernelFunc>[0]): TensorInfo {
   const cpuKernel = tf.getKernel(kernelName, 'cpu');
   const cpu = tf.findBackend('cpu');
-  if (!cpuKernel || !cpu) throw new Error(`tandem: kernel '${kernelName}' has no cpu fallback; register the cpu backend`);
+  if (!cpuKernel || !cpu)
+    throw new Error(`tandem: kernel '${kernelName}' has no cpu fallback; register the cpu backend`);
   const { inputs, backend, attrs } = args;
   const ids: object[] = [];
   const cpuInputs: Record<string, TensorInfo> = {};
@@ -233,11 +306,17 @@ function delegateToCpu(tf: Tf, kernelName: string, args: Parameters<KernelFunc>[
   const values = cpu.readSync(out.dataId) as Float32Array;
   for (const id of ids) cpu.disposeData(id);
   cpu.disposeData(out.dataId);
-  const b = backend as unknown as { makeOutput(shape: number[], dtype: string, v?: unknown, values?: Float32Array): TensorInfo };
+  const b = backend as unknown as {
+    makeOutput(shape: number[], dtype: string, v?: unknown, values?: Float32Array): TensorInfo;
+  };
   return b.makeOutput(out.shape, out.dtype, null, values);
 }
 
-function registerExplicitTransposeMatMul(tf: Tf, backendName: string, kernelName: 'BatchMatMul' | '_FusedMatMul'): void {
+function registerExplicitTransposeMatMul(
+  tf: Tf,
+  backendName: string,
+  kernelName: 'BatchMatMul' | '_FusedMatMul',
+): void {
   if (!tf.getKernel(kernelName, backendName)) return;
   const transpose = kernel(tf, 'Transpose', backendName);
   replaceWith(tf, backendName, kernelName, (args, stockFunc) => {
@@ -254,10 +333,11 @@ function registerExplicitTransposeMatMul(tf: Tf, backendName: string, kernelName
     };
     const size = (t: TensorInfo) => t.shape.reduce((p, d) => p * d, 1);
     const { a, b } = inputs;
-    const ta = attrs.transposeA === true, tb = attrs.transposeB === true;
+    const ta = attrs.transposeA === true,
+      tb = attrs.transposeB === true;
     const rows = ta ? a.shape[a.shape.length - 1] : a.shape[a.shape.length - 2];
     const cols = tb ? b.shape[b.shape.length - 2] : b.shape[b.shape.length - 1];
-    const outSize = size(a) / (a.shape[a.shape.length - 1] * a.shape[a.shape.length - 2]) * rows * cols;
+    const outSize = (size(a) / (a.shape[a.shape.length - 1] * a.shape[a.shape.length - 2])) * rows * cols;
     // op(A)·op(B) = (op'(B)·op'(A))^T: transposing the small operand and the output beats
     // transposing a big weight matrix (a dense layer's backward at small batch).
     const direct = (ta ? size(a) : 0) + (tb ? size(b) : 0);
@@ -265,13 +345,20 @@ function registerExplicitTransposeMatMul(tf: Tf, backendName: string, kernelName
     const plain = kernelName === 'BatchMatMul';
     let out: TensorInfo | TensorInfo[];
     if (plain && swapped < direct) {
-      const bb = tb ? b : swapLast(b), aa = ta ? a : swapLast(a);
-      const outT = one(stockFunc({ inputs: { a: bb, b: aa }, backend, attrs: { ...attrs, transposeA: false, transposeB: false } }));
+      const bb = tb ? b : swapLast(b),
+        aa = ta ? a : swapLast(a);
+      const outT = one(
+        stockFunc({ inputs: { a: bb, b: aa }, backend, attrs: { ...attrs, transposeA: false, transposeB: false } }),
+      );
       temps.push(outT);
       out = swapLast(outT);
       temps.pop(); // the result is returned, not disposed
     } else {
-      out = stockFunc({ inputs: { ...inputs, a: ta ? swapLast(a) : a, b: tb ? swapLast(b) : b }, backend, attrs: { ...attrs, transposeA: false, transposeB: false } });
+      out = stockFunc({
+        inputs: { ...inputs, a: ta ? swapLast(a) : a, b: tb ? swapLast(b) : b },
+        backend,
+        attrs: { ...attrs, transposeA: false, transposeB: false },
+      });
     }
     for (const t of temps) backend.disposeData(t.dataId);
     return out;
@@ -284,11 +371,28 @@ function registerExplicitPadConv(tf: Tf, backendName: string, kernelName: 'Conv2
     if (pad !== 'same' && typeof pad !== 'number') return stockFunc(args);
     if (!numericPadIsUniform(args.attrs, args.inputs.filter.shape)) return delegateToCpu(tf, kernelName, args);
     const info = tf.backend_util.computeConv2DInfo(
-      args.inputs.x.shape as [number, number, number, number], args.inputs.filter.shape as [number, number, number, number],
-      strides as number, dilations as number, pad, dimRoundingMode as 'round', false,
-      tf.backend_util.convertConv2DDataFormat(((dataFormat as string) ?? 'NHWC') as 'NHWC'));
+      args.inputs.x.shape as [number, number, number, number],
+      args.inputs.filter.shape as [number, number, number, number],
+      strides as number,
+      dilations as number,
+      pad,
+      dimRoundingMode as 'round',
+      false,
+      tf.backend_util.convertConv2DDataFormat(((dataFormat as string) ?? 'NHWC') as 'NHWC'),
+    );
     const p = info.padInfo;
-    return stockFunc({ ...args, attrs: { ...args.attrs, pad: [[0, 0], [p.top, p.bottom], [p.left, p.right], [0, 0]] } });
+    return stockFunc({
+      ...args,
+      attrs: {
+        ...args.attrs,
+        pad: [
+          [0, 0],
+          [p.top, p.bottom],
+          [p.left, p.right],
+          [0, 0],
+        ],
+      },
+    });
   });
 }
 
@@ -298,7 +402,7 @@ const stockDxBackends = new WeakMap<object, Set<string>>();
 function stockConvInputGradient(tf: Tf): Set<string> {
   const key = tf.engine() as object;
   let set = stockDxBackends.get(key);
-  if (!set) stockDxBackends.set(key, set = new Set());
+  if (!set) stockDxBackends.set(key, (set = new Set()));
   return set;
 }
 
@@ -315,14 +419,33 @@ function registerConvGradient(tf: Tf): void {
       const [x, w] = saved as [import('@tensorflow/tfjs').Tensor4D, import('@tensorflow/tfjs').Tensor4D];
       if (!convIsCovered(attrs, w.shape) || sh !== 1 || sw !== 1) return grads;
       const [fH, fW] = w.shape;
-      const info = tf.backend_util.computeConv2DInfo(x.shape, w.shape, 1, 1, attrs.pad as 'same', undefined, false, 'channelsLast');
+      const info = tf.backend_util.computeConv2DInfo(
+        x.shape,
+        w.shape,
+        1,
+        1,
+        attrs.pad as 'same',
+        undefined,
+        false,
+        'channelsLast',
+      );
       const p = info.padInfo;
       // dx = full correlation of dy with the spatially flipped filter, in/out channels swapped.
-      const pad: [[number, number], [number, number], [number, number], [number, number]] =
-        [[0, 0], [fH - 1 - p.top, fH - 1 - p.bottom], [fW - 1 - p.left, fW - 1 - p.right], [0, 0]];
+      const pad: [[number, number], [number, number], [number, number], [number, number]] = [
+        [0, 0],
+        [fH - 1 - p.top, fH - 1 - p.bottom],
+        [fW - 1 - p.left, fW - 1 - p.right],
+        [0, 0],
+      ];
       if (pad.some(([a, b]) => a < 0 || b < 0)) return grads; // padding wider than the filter: stock path
       return {
-        x: () => tf.conv2d(dy as import('@tensorflow/tfjs').Tensor4D, tf.transpose(tf.reverse(w, [0, 1]), [0, 1, 3, 2]) as import('@tensorflow/tfjs').Tensor4D, 1, pad),
+        x: () =>
+          tf.conv2d(
+            dy as import('@tensorflow/tfjs').Tensor4D,
+            tf.transpose(tf.reverse(w, [0, 1]), [0, 1, 3, 2]) as import('@tensorflow/tfjs').Tensor4D,
+            1,
+            pad,
+          ),
         filter: grads.filter,
       };
     },

@@ -34,12 +34,18 @@ interface EngineInternals {
 /** The engine, checked to have the internals this module relies on. */
 export function tapeInternals(tf: Tf): EngineInternals {
   const e = tf.engine() as unknown as Partial<EngineInternals>;
-  const missing = (['startTape', 'endTape', 'scopedRun', 'startScope', 'endScope', 'tidy'] as const).filter(k => typeof e[k] !== 'function');
+  const missing = (['startTape', 'endTape', 'scopedRun', 'startScope', 'endScope', 'tidy'] as const).filter(
+    k => typeof e[k] !== 'function',
+  );
   const tape = e.state?.activeTape;
-  if (!e.state || typeof e.state.gradientDepth !== 'number' || (tape != null && !Array.isArray(tape))) missing.push('state.activeTape/gradientDepth' as never);
+  if (!e.state || typeof e.state.gradientDepth !== 'number' || (tape != null && !Array.isArray(tape)))
+    missing.push('state.activeTape/gradientDepth' as never);
   if (missing.length > 0) {
-    throw new TandemError('TFJS_INTERNALS', `tfjs ${tf.version_core} lacks the engine internals tandem's gradient-ready backward uses ` +
-      `(${missing.join(', ')}). tandem is built against @tensorflow/tfjs 4.22.0: install that exact version.`);
+    throw new TandemError(
+      'TFJS_INTERNALS',
+      `tfjs ${tf.version_core} lacks the engine internals tandem's gradient-ready backward uses ` +
+        `(${missing.join(', ')}). tandem is built against @tensorflow/tfjs 4.22.0: install that exact version.`,
+    );
   }
   return e as EngineInternals;
 }
@@ -80,9 +86,18 @@ function nodesFromVarsToY(tape: TapeNode[], vars: Tensor[], y: Tensor): TapeNode
  * not depend on gets a zero gradient, after all others. Returns the loss
  * (the caller disposes it).
  */
-export function backwardWithGradientReady(tf: Tf, loss: () => Tensor, vars: Variable[], onReady: (index: number, gradient: Tensor) => void): Tensor {
+export function backwardWithGradientReady(
+  tf: Tf,
+  loss: () => Tensor,
+  vars: Variable[],
+  onReady: (index: number, gradient: Tensor) => void,
+): Tensor {
   const engine = tapeInternals(tf);
-  const y = engine.scopedRun(() => engine.startTape(), () => engine.endTape(), () => engine.tidy('forward', loss));
+  const y = engine.scopedRun(
+    () => engine.startTape(),
+    () => engine.endTape(),
+    () => engine.tidy('forward', loss),
+  );
   walkBackward(tf, engine, y, vars, onReady);
   return y;
 }
@@ -93,8 +108,12 @@ export function backwardWithGradientReady(tf: Tf, loss: () => Tensor, vars: Vari
  * records and the forward's scope tracks across the awaits, as one synchronous forward would: nothing else
  * may run tensor operations on this thread meanwhile (a device's thread handles one message at a time).
  */
-export async function backwardWithGradientReadyAsync(tf: Tf, loss: () => Promise<Tensor>, vars: Variable[],
-  onReady: (index: number, gradient: Tensor) => void): Promise<Tensor> {
+export async function backwardWithGradientReadyAsync(
+  tf: Tf,
+  loss: () => Promise<Tensor>,
+  vars: Variable[],
+  onReady: (index: number, gradient: Tensor) => void,
+): Promise<Tensor> {
   const engine = tapeInternals(tf);
   engine.startTape();
   let y: Tensor | undefined;
@@ -113,10 +132,20 @@ export async function backwardWithGradientReadyAsync(tf: Tf, loss: () => Promise
 }
 
 /** The reverse walk over the tape the forward that returned `y` recorded; releases the tape. */
-function walkBackward(tf: Tf, engine: EngineInternals, y: Tensor, vars: Variable[], onReady: (index: number, gradient: Tensor) => void): void {
+function walkBackward(
+  tf: Tf,
+  engine: EngineInternals,
+  y: Tensor,
+  vars: Variable[],
+  onReady: (index: number, gradient: Tensor) => void,
+): void {
   if (y.rank !== 0) throw new TandemError('BAD_CONFIG', `the loss must be a scalar, got shape [${y.shape.join(', ')}]`);
   const tape = engine.state.activeTape;
-  if (!Array.isArray(tape)) throw new TandemError('TFJS_INTERNALS', 'tfjs recorded no tape for the forward pass (engine.state.activeTape is not an array)');
+  if (!Array.isArray(tape))
+    throw new TandemError(
+      'TFJS_INTERNALS',
+      'tfjs recorded no tape for the forward pass (engine.state.activeTape is not an array)',
+    );
   try {
     const nodes = nodesFromVarsToY(tape, vars, y);
     // The earliest node (forward order) reading each variable: once the reverse walk passes it, the gradient is final.
@@ -124,7 +153,10 @@ function walkBackward(tf: Tf, engine: EngineInternals, y: Tensor, vars: Variable
     const unused: number[] = [];
     vars.forEach((v, index) => {
       const first = nodes.findIndex(n => Object.values(n.inputs).some(t => t.id === v.id));
-      if (first < 0) { unused.push(index); return; }
+      if (first < 0) {
+        unused.push(index);
+        return;
+      }
       const list = readyAfter.get(first) ?? [];
       list.push(index);
       readyAfter.set(first, list);
@@ -133,14 +165,18 @@ function walkBackward(tf: Tf, engine: EngineInternals, y: Tensor, vars: Variable
       const acc = new Map<number, Tensor>([[y.id, tf.onesLike(y)]]);
       for (let i = nodes.length - 1; i >= 0; i--) {
         const node = nodes[i];
-        if (!node.gradient) throw new Error(`Cannot compute gradient: gradient function not found for ${node.kernelName}.`);
+        if (!node.gradient)
+          throw new Error(`Cannot compute gradient: gradient function not found for ${node.kernelName}.`);
         const grads = node.gradient(node.outputs.map(o => acc.get(o.id) ?? null));
         for (const [name, x] of Object.entries(node.inputs)) {
           if (!(name in grads)) throw new Error(`Cannot backprop through input ${name} of ${node.kernelName}.`);
           const dx = engine.tidy('grad', () => grads[name]());
           const current = acc.get(x.id);
           if (current === undefined) acc.set(x.id, dx);
-          else { acc.set(x.id, tf.add(current, dx)); current.dispose(); }
+          else {
+            acc.set(x.id, tf.add(current, dx));
+            current.dispose();
+          }
         }
         for (const index of readyAfter.get(i) ?? []) onReady(index, acc.get(vars[index].id)!);
       }
@@ -161,7 +197,11 @@ function walkBackward(tf: Tf, engine: EngineInternals, y: Tensor, vars: Variable
  */
 export function forwardAsInTraining(tf: Tf, f: () => Tensor): Tensor {
   const engine = tapeInternals(tf);
-  const y = engine.scopedRun(() => engine.startTape(), () => engine.endTape(), () => engine.tidy('forward', f));
+  const y = engine.scopedRun(
+    () => engine.startTape(),
+    () => engine.endTape(),
+    () => engine.tidy('forward', f),
+  );
   const tape = engine.state.activeTape;
   if (engine.state.gradientDepth === 0 && Array.isArray(tape)) {
     for (const node of tape) for (const t of node.saved ?? []) t.dispose();
@@ -174,18 +214,42 @@ export function forwardAsInTraining(tf: Tf, f: () => Tensor): Tensor {
  * The tape nodes a backward pass from `loss` to `vars` would need a gradient for and tfjs has none
  * (kernel name and position on the recorded tape, whose length is returned too). Runs the forward once.
  */
-export function nodesWithoutGradient(tf: Tf, loss: () => Tensor, vars: Variable[]): { missing: { kernelName: string; at: number; throws?: string }[] } {
+export function nodesWithoutGradient(
+  tf: Tf,
+  loss: () => Tensor,
+  vars: Variable[],
+): { missing: { kernelName: string; at: number; throws?: string }[] } {
   const engine = tapeInternals(tf);
-  const y = engine.scopedRun(() => engine.startTape(), () => engine.endTape(), () => engine.tidy('forward', loss));
+  const y = engine.scopedRun(
+    () => engine.startTape(),
+    () => engine.endTape(),
+    () => engine.tidy('forward', loss),
+  );
   const tape = engine.state.activeTape;
-  if (!Array.isArray(tape)) throw new TandemError('TFJS_INTERNALS', 'tfjs recorded no tape for the forward pass (engine.state.activeTape is not an array)');
+  if (!Array.isArray(tape))
+    throw new TandemError(
+      'TFJS_INTERNALS',
+      'tfjs recorded no tape for the forward pass (engine.state.activeTape is not an array)',
+    );
   try {
     const nodes = nodesFromVarsToY(tape, vars, y);
     const needed = new Set(nodes.map(n => n.id));
-    const missing = tape.flatMap((n, at) => !needed.has(n.id) ? []
-      : !n.gradient ? [{ kernelName: n.kernelName, at }]
-        : Object.values(n.inputs).some(t => t == null) ? [{ kernelName: n.kernelName, at, throws: 'an input is undefined (an optional weight the layer does not have), which tfjs\'s gradient walk cannot pass' }]
-          : []);
+    const missing = tape.flatMap((n, at) =>
+      !needed.has(n.id)
+        ? []
+        : !n.gradient
+          ? [{ kernelName: n.kernelName, at }]
+          : Object.values(n.inputs).some(t => t == null)
+            ? [
+                {
+                  kernelName: n.kernelName,
+                  at,
+                  throws:
+                    "an input is undefined (an optional weight the layer does not have), which tfjs's gradient walk cannot pass",
+                },
+              ]
+            : [],
+    );
     return { missing: missing.length > 0 ? missing : throwingGradients(tf, tape, nodes) };
   } finally {
     if (engine.state.gradientDepth === 0) {
@@ -200,7 +264,11 @@ export function nodesWithoutGradient(tf: Tf, loss: () => Tensor, vars: Variable[
  * The first of `nodes` whose gradient throws (tfjs asserts inside some gradient functions, e.g. Conv2D with
  * dilation > 1), found by running each one once on ones for its outputs' gradients: as a missing gradient.
  */
-function throwingGradients(tf: Tf, tape: TapeNode[], nodes: TapeNode[]): { kernelName: string; at: number; throws: string }[] {
+function throwingGradients(
+  tf: Tf,
+  tape: TapeNode[],
+  nodes: TapeNode[],
+): { kernelName: string; at: number; throws: string }[] {
   for (const node of nodes) {
     try {
       tf.tidy(() => {
@@ -208,7 +276,13 @@ function throwingGradients(tf: Tf, tape: TapeNode[], nodes: TapeNode[]): { kerne
         for (const name of Object.keys(node.inputs)) grads[name]?.();
       });
     } catch (e) {
-      return [{ kernelName: node.kernelName, at: tape.findIndex(n => n.id === node.id), throws: e instanceof Error ? e.message : String(e) }];
+      return [
+        {
+          kernelName: node.kernelName,
+          at: tape.findIndex(n => n.id === node.id),
+          throws: e instanceof Error ? e.message : String(e),
+        },
+      ];
     }
   }
   return [];

@@ -12,8 +12,13 @@ import type { Tf, TensorInfo } from './tfjs-types.js';
 /** A kernel function as tandem calls it (the arguments are whatever tfjs passes). */
 export type AnyKernel = (args: never) => TensorInfo;
 
-export function replaceKernel(tf: Tf, backendName: string, kernelName: string, onCpu: AnyKernel,
-  run: (args: unknown, fallback: AnyKernel) => TensorInfo): void {
+export function replaceKernel(
+  tf: Tf,
+  backendName: string,
+  kernelName: string,
+  onCpu: AnyKernel,
+  run: (args: unknown, fallback: AnyKernel) => TensorInfo,
+): void {
   const stock = tf.getKernel(kernelName, backendName);
   const fallback: AnyKernel = stock ? (stock.kernelFunc as unknown as AnyKernel) : onCpu;
   if (stock) tf.unregisterKernel(kernelName, backendName);

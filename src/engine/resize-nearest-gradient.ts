@@ -14,13 +14,20 @@ import { kernelOutput } from './kernel-output.js';
 import { replaceKernel, type AnyKernel } from './replace-kernel.js';
 
 export interface ResizeGeometry {
-  batch: number; inHeight: number; inWidth: number; channels: number; outHeight: number; outWidth: number;
-  alignCorners: boolean; halfPixelCenters: boolean;
+  batch: number;
+  inHeight: number;
+  inWidth: number;
+  channels: number;
+  outHeight: number;
+  outWidth: number;
+  alignCorners: boolean;
+  halfPixelCenters: boolean;
 }
 
 /** The source index the forward resize reads for output index `i` (tfjs cpu ResizeNearestNeighbor's rule). */
 function sourceIndex(i: number, inSize: number, outSize: number, g: ResizeGeometry): number {
-  const ratio = (g.alignCorners && outSize > 1 ? inSize - 1 : inSize) / (g.alignCorners && outSize > 1 ? outSize - 1 : outSize);
+  const ratio =
+    (g.alignCorners && outSize > 1 ? inSize - 1 : inSize) / (g.alignCorners && outSize > 1 ? outSize - 1 : outSize);
   const frac = g.halfPixelCenters ? ratio * (i + 0.5) : ratio * i;
   const nearest = Math.min(inSize - 1, g.alignCorners ? Math.round(frac) : Math.floor(frac));
   return g.halfPixelCenters ? Math.max(0, nearest) : nearest;
@@ -47,13 +54,27 @@ export function resizeNearestGradient(dy: ArrayLike<number>, g: ResizeGeometry):
 /** Replaces `backendName`'s ResizeNearestNeighborGrad by the kernel above. */
 export function registerResizeNearestGradient(tf: Tf, backendName: string): void {
   const name = 'ResizeNearestNeighborGrad';
-  const cpuOnly: AnyKernel = () => { throw new Error(`tandem: ${name} on ${backendName} has no fallback`); };
+  const cpuOnly: AnyKernel = () => {
+    throw new Error(`tandem: ${name} on ${backendName} has no fallback`);
+  };
   replaceKernel(tf, backendName, name, cpuOnly, raw => {
-    const args = raw as { inputs: Record<string, TensorInfo>; backend: { readSync(id: unknown): unknown }; attrs: Record<string, unknown> };
+    const args = raw as {
+      inputs: Record<string, TensorInfo>;
+      backend: { readSync(id: unknown): unknown };
+      attrs: Record<string, unknown>;
+    };
     const { images, dy } = args.inputs;
     const [batch, inHeight, inWidth, channels] = images.shape;
-    const g: ResizeGeometry = { batch, inHeight, inWidth, channels, outHeight: dy.shape[1], outWidth: dy.shape[2],
-      alignCorners: args.attrs.alignCorners === true, halfPixelCenters: args.attrs.halfPixelCenters === true };
+    const g: ResizeGeometry = {
+      batch,
+      inHeight,
+      inWidth,
+      channels,
+      outHeight: dy.shape[1],
+      outWidth: dy.shape[2],
+      alignCorners: args.attrs.alignCorners === true,
+      halfPixelCenters: args.attrs.halfPixelCenters === true,
+    };
     const dx = resizeNearestGradient(args.backend.readSync(dy.dataId) as Float32Array, g);
     return kernelOutput(backendName, args.backend, [...images.shape], 'float32', dx);
   });

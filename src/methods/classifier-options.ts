@@ -6,7 +6,16 @@ import { LabelPartition } from '../classifier/label-partition.js';
 import type { MethodResolveContext } from './training-method.js';
 
 /** Options only the classifier methods take. */
-export const CLASSIFIER_OPTION_KEYS = ['embedding', 'head', 'scale', 'margin', 'sampleRate', 'partition', 'exportDevice', 'exportClassifier'] as const;
+export const CLASSIFIER_OPTION_KEYS = [
+  'embedding',
+  'head',
+  'scale',
+  'margin',
+  'sampleRate',
+  'partition',
+  'exportDevice',
+  'exportClassifier',
+] as const;
 
 function bad(field: string, message: string): never {
   throw new TandemError('BAD_CONFIG', `config.${field}: ${message}`);
@@ -14,27 +23,41 @@ function bad(field: string, message: string): never {
 
 function inRange(field: string, v: unknown, min: number, max: number, integer = false): number {
   if (typeof v !== 'number' || !Number.isFinite(v) || v < min || v > max || (integer && !Number.isInteger(v))) {
-    bad(field, integer ? `must be an integer in [${min}, ${max}], got ${JSON.stringify(v)}` : `must be a number in [${min}, ${max}], got ${JSON.stringify(v)}`);
+    bad(
+      field,
+      integer
+        ? `must be an integer in [${min}, ${max}], got ${JSON.stringify(v)}`
+        : `must be a number in [${min}, ${max}], got ${JSON.stringify(v)}`,
+    );
   }
   return v;
 }
 
-export function resolveClassifierOptions(config: TrainConfig, ctx: MethodResolveContext, method: string): ClassifierConfig {
+export function resolveClassifierOptions(
+  config: TrainConfig,
+  ctx: MethodResolveContext,
+  method: string,
+): ClassifierConfig {
   const { classes, devices } = ctx;
   if (method === 'local-head' && config.partition === undefined && classes < devices) {
-    bad('classes', `method local-head: ${classes} classes cannot be shared among ${devices} devices, and every device needs at least 2 labels ` +
-      `(a softmax over one label trains nothing). Give at least ${2 * devices} classes, ${classes >= 2 ? `at most ${Math.floor(classes / 2)} device(s), ` : ''}` +
-      'or --method partial-fc with at most as many devices as classes');
+    bad(
+      'classes',
+      `method local-head: ${classes} classes cannot be shared among ${devices} devices, and every device needs at least 2 labels ` +
+        `(a softmax over one label trains nothing). Give at least ${2 * devices} classes, ${classes >= 2 ? `at most ${Math.floor(classes / 2)} device(s), ` : ''}` +
+        'or --method partial-fc with at most as many devices as classes',
+    );
   }
-  const partition = config.partition !== undefined
-    ? LabelPartition.fromShares(classes, config.partition)
-    : LabelPartition.contiguous(classes, devices);
+  const partition =
+    config.partition !== undefined
+      ? LabelPartition.fromShares(classes, config.partition)
+      : LabelPartition.contiguous(classes, devices);
   if (partition.devices !== devices) bad('partition', `lists ${partition.devices} devices but the run has ${devices}`);
   if (method === 'local-head') refuseLoneLabels(partition, config.partition !== undefined);
   const head = config.head ?? 'linear';
   if (!HEAD_KINDS.includes(head)) bad('head', `must be one of ${HEAD_KINDS.join(', ')}, got ${JSON.stringify(head)}`);
   const exportDevice = config.exportDevice ?? 0;
-  if (!Number.isInteger(exportDevice) || exportDevice < 0 || exportDevice >= devices) bad('exportDevice', `must be a device in [0, ${devices})`);
+  if (!Number.isInteger(exportDevice) || exportDevice < 0 || exportDevice >= devices)
+    bad('exportDevice', `must be a device in [0, ${devices})`);
   const resolved: ClassifierConfig = {
     embedding: inRange('embedding', config.embedding ?? 128, 1, 65536, true),
     head: head as HeadKind,
@@ -45,10 +68,16 @@ export function resolveClassifierOptions(config: TrainConfig, ctx: MethodResolve
     exportDevice,
     exportClassifier: config.exportClassifier ?? false,
   };
-  if (config.sampleRate !== undefined && method !== 'partial-fc') bad('sampleRate', 'applies to --method partial-fc only');
-  if (method === 'partial-fc' && head !== 'linear') bad('head', 'partial-fc supports --head linear only; use --method local-head for a cosine head');
+  if (config.sampleRate !== undefined && method !== 'partial-fc')
+    bad('sampleRate', 'applies to --method partial-fc only');
+  if (method === 'partial-fc' && head !== 'linear')
+    bad('head', 'partial-fc supports --head linear only; use --method local-head for a cosine head');
   for (const k of ['scale', 'margin'] as const) {
-    if (config[k] !== undefined && head !== 'cosine') bad(k, `applies to --head cosine only (a linear head has no ${k}); give --head cosine${method === 'partial-fc' ? ' with --method local-head' : ''}, or leave out --${k}`);
+    if (config[k] !== undefined && head !== 'cosine')
+      bad(
+        k,
+        `applies to --head cosine only (a linear head has no ${k}); give --head cosine${method === 'partial-fc' ? ' with --method local-head' : ''}, or leave out --${k}`,
+      );
   }
   return resolved;
 }
@@ -61,8 +90,11 @@ function refuseLoneLabels(partition: LabelPartition, given: boolean): void {
   const lone = partition.labels.findIndex(ls => ls.length === 1);
   if (lone === -1) return;
   const { classes, devices } = partition;
-  bad(given ? 'partition' : 'classes', `method local-head: device ${lone} owns a single label (${partition.labels[lone][0]}) of ${classes} classes over ${devices} devices; ` +
-    'its softmax over one label is constant (loss 0, no gradient), so its head and its samples would train nothing. ' +
-    `Give every device at least 2 labels: ${given ? 'a partition with 2 or more labels per device, ' : ''}at least ${2 * devices} classes, ` +
-    `${classes >= 2 ? `at most ${Math.floor(classes / 2)} device(s), ` : ''}or --method partial-fc (one softmax over every class)`);
+  bad(
+    given ? 'partition' : 'classes',
+    `method local-head: device ${lone} owns a single label (${partition.labels[lone][0]}) of ${classes} classes over ${devices} devices; ` +
+      'its softmax over one label is constant (loss 0, no gradient), so its head and its samples would train nothing. ' +
+      `Give every device at least 2 labels: ${given ? 'a partition with 2 or more labels per device, ' : ''}at least ${2 * devices} classes, ` +
+      `${classes >= 2 ? `at most ${Math.floor(classes / 2)} device(s), ` : ''}or --method partial-fc (one softmax over every class)`,
+  );
 }

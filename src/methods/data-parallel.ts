@@ -16,7 +16,11 @@ export const DATA_PARALLEL: TrainingMethod = {
   description: 'a full replica per device, each on its share of the global batch; every gradient averaged',
   resolveOptions(config) {
     for (const k of CLASSIFIER_OPTION_KEYS) {
-      if (config[k] !== undefined) throw new TandemError('BAD_CONFIG', `config.${k}: applies to --method local-head or partial-fc, not data-parallel`);
+      if (config[k] !== undefined)
+        throw new TandemError(
+          'BAD_CONFIG',
+          `config.${k}: applies to --method local-head or partial-fc, not data-parallel`,
+        );
     }
     return undefined;
   },
@@ -32,24 +36,42 @@ export const DATA_PARALLEL: TrainingMethod = {
       localVariables: [],
       loss(out, ys) {
         const { loss, correct: c } = outputLoss(tf, out, ys, spec, cfg.classes);
-        if (!syncReads) { // read after the forward's tidy, which would dispose it
+        if (!syncReads) {
+          // read after the forward's tidy, which would dispose it
           const kept = tf.keep(c);
-          return { loss, correct: (kept.data() as Promise<Float32Array>).then(v => v[0]).finally(() => kept.dispose()) };
+          return {
+            loss,
+            correct: (kept.data() as Promise<Float32Array>).then(v => v[0]).finally(() => kept.dispose()),
+          };
         }
         const correct = c.dataSync()[0];
         c.dispose();
         return { loss, correct };
       },
-      applyLocal() { /* no local state */ },
+      applyLocal() {
+        /* no local state */
+      },
       snapshot: () => undefined,
-      restore() { throw new TandemError('BAD_CHECKPOINT', 'a data-parallel device has no local state to restore'); },
+      restore() {
+        throw new TandemError('BAD_CHECKPOINT', 'a data-parallel device has no local state to restore');
+      },
       finalValues: () => undefined,
     };
   },
   async summarize({ cfg, artifacts }) {
     if (cfg.trainSize >= cfg.datasetSize || isRegressionLoss(cfg.loss)) return {}; // held-out accuracy: classification only
-    const r = await evaluateHeldOut({ backend: cfg.backend, plugins: cfg.plugins, extractor: artifacts!, data: cfg.data, from: cfg.trainSize, to: cfg.datasetSize,
-      classes: cfg.classes, embedding: cfg.classes, head: 'linear', maxSamples: cfg.evalSamples });
+    const r = await evaluateHeldOut({
+      backend: cfg.backend,
+      plugins: cfg.plugins,
+      extractor: artifacts!,
+      data: cfg.data,
+      from: cfg.trainSize,
+      to: cfg.datasetSize,
+      classes: cfg.classes,
+      embedding: cfg.classes,
+      head: 'linear',
+      maxSamples: cfg.evalSamples,
+    });
     return { heldOut: { samples: r.samples, accuracy: r.classifierAccuracy! } };
   },
 };

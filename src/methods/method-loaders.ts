@@ -18,32 +18,60 @@ import { localRanks } from '../world/topology.js';
 /** Every device reads its share of one seeded global batch per step. */
 export async function createGlobalBatchLoader(cfg: ResolvedConfig, input: InputBuffers): Promise<ShardLoader> {
   const sampler = new GlobalBatchSampler(cfg.trainSize, cfg.batch, cfg.seed, cfg.devices);
-  return new ShardLoader(cfg.data, input, sampler, cfg.topology.localDevices, { threads: cfg.loaderThreads, ranks: localRanks(cfg.topology), floatTargets: isRegressionLoss(cfg.loss), fault: loadFault(cfg) });
+  return new ShardLoader(cfg.data, input, sampler, cfg.topology.localDevices, {
+    threads: cfg.loaderThreads,
+    ranks: localRanks(cfg.topology),
+    floatTargets: isRegressionLoss(cfg.loss),
+    fault: loadFault(cfg),
+  });
 }
 
 /** Method B: every device reads only the samples of the labels it owns (BAD_DATA when it owns none). */
 export async function createLocalLabelLoader(cfg: ResolvedConfig, input: InputBuffers): Promise<ShardLoader> {
   const partition = LabelPartition.fromShares(cfg.classes, cfg.classifier!.partition);
-  const { owned, labelMaps } = ownedSamples(partition, labelsOf(await resolveDataset(cfg.data), cfg.trainSize, sourcePath(cfg.data.source)));
+  const { owned, labelMaps } = ownedSamples(
+    partition,
+    labelsOf(await resolveDataset(cfg.data), cfg.trainSize, sourcePath(cfg.data.source)),
+  );
   owned.forEach((o, d) => {
-    if (o.length === 0) throw new TandemError('BAD_DATA', `device ${d} owns labels with no training samples; use more data or fewer classes per device`);
+    if (o.length === 0)
+      throw new TandemError(
+        'BAD_DATA',
+        `device ${d} owns labels with no training samples; use more data or fewer classes per device`,
+      );
   });
   const sampler = new LocalLabelSampler(owned, cfg.perDevice, cfg.seed); // indexed by global rank
-  return new ShardLoader(cfg.data, input, sampler, cfg.topology.localDevices, { threads: 1, poolPerDevice: true, labelMaps, ranks: localRanks(cfg.topology), fault: loadFault(cfg) });
+  return new ShardLoader(cfg.data, input, sampler, cfg.topology.localDevices, {
+    threads: 1,
+    poolPerDevice: true,
+    labelMaps,
+    ranks: localRanks(cfg.topology),
+    fault: loadFault(cfg),
+  });
 }
 
 function loadFault(cfg: ResolvedConfig) {
   const fi = cfg.faultInjection;
-  return fi?.phase === 'load' && fi.kind !== 'perturb' ? { device: fi.device, step: fi.step, kind: fi.kind } : undefined; // perturb: update only
+  return fi?.phase === 'load' && fi.kind !== 'perturb'
+    ? { device: fi.device, step: fi.step, kind: fi.kind }
+    : undefined; // perturb: update only
 }
 
 /** Per device: the training indices whose labels it owns, and its global -> local label map. */
-export function ownedSamples(partition: LabelPartition, labels: Int32Array): { owned: Int32Array[]; labelMaps: Int32Array[] } {
+export function ownedSamples(
+  partition: LabelPartition,
+  labels: Int32Array,
+): { owned: Int32Array[]; labelMaps: Int32Array[] } {
   const counts = new Int32Array(partition.devices);
   for (const y of labels) counts[partition.owner[y]]++;
   const owned = Array.from(counts, n => new Int32Array(n));
   const fill = new Int32Array(partition.devices);
-  labels.forEach((y, i) => { const d = partition.owner[y]; owned[d][fill[d]++] = i; });
-  const labelMaps = partition.labels.map((_, d) => Int32Array.from(partition.owner, (o, label) => (o === d ? partition.localIndex[label] : -1)));
+  labels.forEach((y, i) => {
+    const d = partition.owner[y];
+    owned[d][fill[d]++] = i;
+  });
+  const labelMaps = partition.labels.map((_, d) =>
+    Int32Array.from(partition.owner, (o, label) => (o === d ? partition.localIndex[label] : -1)),
+  );
   return { owned, labelMaps };
 }

@@ -37,7 +37,11 @@ export interface BatchNormTrainingResult {
 }
 
 /** [outer, channels, inner]: element (o, c, i) is at (o·C + c)·inner + i. */
-interface ChannelGeometry { outer: number; channels: number; inner: number }
+interface ChannelGeometry {
+  outer: number;
+  channels: number;
+  inner: number;
+}
 
 function geometryOf(shape: number[], axis: number): ChannelGeometry {
   const a = axis >= 0 ? axis : axis + shape.length;
@@ -79,11 +83,19 @@ function centeredSquareSums(x: Float32Array, mean: Float32Array, g: ChannelGeome
 }
 
 /** y = β + (x − mean)·γ·invStd, per channel. */
-function normalize(x: Float32Array, mean: Float32Array, scale: Float64Array, beta: Float32Array, g: ChannelGeometry): Float32Array {
+function normalize(
+  x: Float32Array,
+  mean: Float32Array,
+  scale: Float64Array,
+  beta: Float32Array,
+  g: ChannelGeometry,
+): Float32Array {
   const y = new Float32Array(x.length);
   for (let o = 0, i = 0; o < g.outer; o++) {
     for (let c = 0; c < g.channels; c++) {
-      const m = mean[c], k = scale[c], b = beta[c];
+      const m = mean[c],
+        k = scale[c],
+        b = beta[c];
       for (const end = i + g.inner; i < end; i++) y[i] = b + (x[i] - m) * k;
     }
   }
@@ -91,12 +103,21 @@ function normalize(x: Float32Array, mean: Float32Array, scale: Float64Array, bet
 }
 
 /** [Σdy, Σdy·x̂] per channel (2·C values), x̂ = (x − mean)·invStd. */
-function gradientSums(dy: Float32Array, x: Float32Array, mean: Float32Array, invStd: Float64Array, g: ChannelGeometry): Float64Array {
-  const C = g.channels, sums = new Float64Array(2 * C);
+function gradientSums(
+  dy: Float32Array,
+  x: Float32Array,
+  mean: Float32Array,
+  invStd: Float64Array,
+  g: ChannelGeometry,
+): Float64Array {
+  const C = g.channels,
+    sums = new Float64Array(2 * C);
   for (let o = 0, i = 0; o < g.outer; o++) {
     for (let c = 0; c < C; c++) {
-      const m = mean[c], k = invStd[c];
-      let sDy = 0, sDyXHat = 0;
+      const m = mean[c],
+        k = invStd[c];
+      let sDy = 0,
+        sDyXHat = 0;
       for (const end = i + g.inner; i < end; i++) {
         sDy += dy[i];
         sDyXHat += dy[i] * (x[i] - m) * k;
@@ -109,12 +130,25 @@ function gradientSums(dy: Float32Array, x: Float32Array, mean: Float32Array, inv
 }
 
 /** dx = γ·invStd·(dy − meanDy − x̂·meanDyXHat), with the means over the (global) batch of n. */
-function inputGradient(dy: Float32Array, x: Float32Array, mean: Float32Array, invStd: Float64Array, gamma: Float32Array,
-  sums: Float32Array, n: number, g: ChannelGeometry): Float32Array {
-  const C = g.channels, dx = new Float32Array(x.length);
+function inputGradient(
+  dy: Float32Array,
+  x: Float32Array,
+  mean: Float32Array,
+  invStd: Float64Array,
+  gamma: Float32Array,
+  sums: Float32Array,
+  n: number,
+  g: ChannelGeometry,
+): Float32Array {
+  const C = g.channels,
+    dx = new Float32Array(x.length);
   for (let o = 0, i = 0; o < g.outer; o++) {
     for (let c = 0; c < C; c++) {
-      const m = mean[c], k = invStd[c], scale = gamma[c] * k, meanDy = sums[c] / n, meanDyXHat = sums[C + c] / n;
+      const m = mean[c],
+        k = invStd[c],
+        scale = gamma[c] * k,
+        meanDy = sums[c] / n,
+        meanDyXHat = sums[C + c] / n;
       for (const end = i + g.inner; i < end; i++) dx[i] = scale * (dy[i] - meanDy - (x[i] - m) * k * meanDyXHat);
     }
   }
@@ -128,12 +162,21 @@ function reduced(local: Float32Array, collective: BlockingCollective | undefined
 }
 
 /** y, the batch mean and the batch variance of x (any rank, any channel axis), with tfjs's gradients for x, γ and β. */
-export function batchNormTraining(tf: Tf, x: Tensor, gamma: Tensor, beta: Tensor, options: BatchNormTrainingOptions): BatchNormTrainingResult {
+export function batchNormTraining(
+  tf: Tf,
+  x: Tensor,
+  gamma: Tensor,
+  beta: Tensor,
+  options: BatchNormTrainingOptions,
+): BatchNormTrainingResult {
   const g = geometryOf(x.shape, options.axis);
   const C = g.channels;
-  let mean = new Float32Array(C), variance = new Float32Array(C);
+  let mean = new Float32Array(C),
+    variance = new Float32Array(C);
   const op = tf.customGrad(((xIn: Tensor, gammaIn: Tensor, betaIn: Tensor) => {
-    const xv = xIn.dataSync() as Float32Array, gv = gammaIn.dataSync() as Float32Array, bv = betaIn.dataSync() as Float32Array;
+    const xv = xIn.dataSync() as Float32Array,
+      gv = gammaIn.dataSync() as Float32Array,
+      bv = betaIn.dataSync() as Float32Array;
     const sums = new Float32Array(C + 1);
     sums.set(channelSums(xv, g));
     sums[C] = g.outer * g.inner;
@@ -143,7 +186,13 @@ export function batchNormTraining(tf: Tf, x: Tensor, gamma: Tensor, beta: Tensor
     const squares = Float32Array.from(centeredSquareSums(xv, mean, g));
     variance = Float32Array.from(reduced(squares, options.collective), s => s / n);
     const invStd = Float64Array.from(variance, v => 1 / Math.sqrt(v + options.epsilon));
-    const y = normalize(xv, mean, Float64Array.from(invStd, (k, c) => gv[c] * k), bv, g);
+    const y = normalize(
+      xv,
+      mean,
+      Float64Array.from(invStd, (k, c) => gv[c] * k),
+      bv,
+      g,
+    );
     return {
       value: tf.tensor(y, x.shape, 'float32'),
       gradFunc: (dy: Tensor) => {
@@ -151,7 +200,11 @@ export function batchNormTraining(tf: Tf, x: Tensor, gamma: Tensor, beta: Tensor
         const local = gradientSums(dyv, xv, mean, invStd, g);
         const global = reduced(Float32Array.from(local), options.collective);
         const dx = inputGradient(dyv, xv, mean, invStd, gv, global, n, g);
-        return [tf.tensor(dx, x.shape, 'float32'), tf.tensor(Float32Array.from(local.subarray(C)), [C]), tf.tensor(Float32Array.from(local.subarray(0, C)), [C])];
+        return [
+          tf.tensor(dx, x.shape, 'float32'),
+          tf.tensor(Float32Array.from(local.subarray(C)), [C]),
+          tf.tensor(Float32Array.from(local.subarray(0, C)), [C]),
+        ];
       },
     };
   }) as never) as (x: Tensor, gamma: Tensor, beta: Tensor) => Tensor;

@@ -49,13 +49,22 @@ const mlp: ModelFactory = (tf, { inputShape, classes, seed }) => {
 const alexnetMini: ModelFactory = (tf, { inputShape, classes, seed }) => {
   const init = seeded(tf, seed);
   const block = (filters: number, first: boolean) => [
-    tf.layers.conv2d({ ...(first ? { inputShape } : {}), filters, kernelSize: 3, padding: 'same', activation: 'relu', kernelInitializer: init() }),
+    tf.layers.conv2d({
+      ...(first ? { inputShape } : {}),
+      filters,
+      kernelSize: 3,
+      padding: 'same',
+      activation: 'relu',
+      kernelInitializer: init(),
+    }),
     tf.layers.maxPooling2d({ poolSize: 2, strides: 2 }),
   ];
   return tf.sequential({
     name: 'alexnet_mini',
     layers: [
-      ...block(32, true), ...block(64, false), ...block(64, false),
+      ...block(32, true),
+      ...block(64, false),
+      ...block(64, false),
       tf.layers.flatten(),
       tf.layers.dense({ units: 512, activation: 'relu', kernelInitializer: init(), name: 'fc1' }),
       tf.layers.dense({ units: classes, kernelInitializer: init(), name: 'logits' }),
@@ -67,14 +76,27 @@ const alexnetMini: ModelFactory = (tf, { inputShape, classes, seed }) => {
 const alexnet: ModelFactory = (tf, { inputShape, classes, seed }) => {
   const init = seeded(tf, seed);
   const conv = (filters: number, kernelSize: number, strides: number, padding: 'same' | 'valid', extra = {}) =>
-    tf.layers.conv2d({ filters, kernelSize, strides, padding, activation: 'relu', kernelInitializer: init(), ...extra });
+    tf.layers.conv2d({
+      filters,
+      kernelSize,
+      strides,
+      padding,
+      activation: 'relu',
+      kernelInitializer: init(),
+      ...extra,
+    });
   const pool = () => tf.layers.maxPooling2d({ poolSize: 3, strides: 2 });
   return tf.sequential({
     name: 'alexnet',
     layers: [
-      conv(96, 11, 4, 'valid', { inputShape }), pool(),
-      conv(256, 5, 1, 'same'), pool(),
-      conv(384, 3, 1, 'same'), conv(384, 3, 1, 'same'), conv(256, 3, 1, 'same'), pool(),
+      conv(96, 11, 4, 'valid', { inputShape }),
+      pool(),
+      conv(256, 5, 1, 'same'),
+      pool(),
+      conv(384, 3, 1, 'same'),
+      conv(384, 3, 1, 'same'),
+      conv(256, 3, 1, 'same'),
+      pool(),
       tf.layers.flatten(),
       tf.layers.dense({ units: 4096, activation: 'relu', kernelInitializer: init(), name: 'fc6' }),
       tf.layers.dense({ units: 4096, activation: 'relu', kernelInitializer: init(), name: 'fc7' }),
@@ -89,10 +111,37 @@ const convnetGap: ModelFactory = (tf, { inputShape, classes, seed }) => {
   return tf.sequential({
     name: 'convnet_gap',
     layers: [
-      tf.layers.conv2d({ inputShape, filters: 32, kernelSize: 3, padding: 'same', activation: 'relu', kernelInitializer: init() }),
-      tf.layers.conv2d({ filters: 64, kernelSize: 3, strides: 2, padding: 'same', activation: 'relu', kernelInitializer: init() }),
-      tf.layers.conv2d({ filters: 128, kernelSize: 3, strides: 2, padding: 'same', activation: 'relu', kernelInitializer: init() }),
-      tf.layers.conv2d({ filters: classes, kernelSize: 1, padding: 'valid', kernelInitializer: init(), name: 'classifier' }),
+      tf.layers.conv2d({
+        inputShape,
+        filters: 32,
+        kernelSize: 3,
+        padding: 'same',
+        activation: 'relu',
+        kernelInitializer: init(),
+      }),
+      tf.layers.conv2d({
+        filters: 64,
+        kernelSize: 3,
+        strides: 2,
+        padding: 'same',
+        activation: 'relu',
+        kernelInitializer: init(),
+      }),
+      tf.layers.conv2d({
+        filters: 128,
+        kernelSize: 3,
+        strides: 2,
+        padding: 'same',
+        activation: 'relu',
+        kernelInitializer: init(),
+      }),
+      tf.layers.conv2d({
+        filters: classes,
+        kernelSize: 1,
+        padding: 'valid',
+        kernelInitializer: init(),
+        name: 'classifier',
+      }),
       tf.layers.globalAveragePooling2d({ name: 'logits' }),
     ],
   });
@@ -101,7 +150,8 @@ const convnetGap: ModelFactory = (tf, { inputShape, classes, seed }) => {
 /** ResNet-style: a conv stem and two residual blocks (conv-BN-relu-conv-BN + shortcut), global average pooling. */
 const resnetMini: ModelFactory = (tf, { inputShape, classes, seed }) => {
   const init = seeded(tf, seed);
-  const conv = (filters: number, strides = 1) => tf.layers.conv2d({ filters, kernelSize: 3, strides, padding: 'same', useBias: false, kernelInitializer: init() });
+  const conv = (filters: number, strides = 1) =>
+    tf.layers.conv2d({ filters, kernelSize: 3, strides, padding: 'same', useBias: false, kernelInitializer: init() });
   const bn = () => tf.layers.batchNormalization({});
   const relu = () => tf.layers.activation({ activation: 'relu' });
   type Sym = import('@tensorflow/tfjs').SymbolicTensor;
@@ -109,14 +159,23 @@ const resnetMini: ModelFactory = (tf, { inputShape, classes, seed }) => {
   const block = (x: Sym, filters: number, strides: number): Sym => {
     let y = apply(relu(), apply(bn(), apply(conv(filters, strides), x)));
     y = apply(bn(), apply(conv(filters), y));
-    const shortcut = strides === 1 ? x : apply(bn(), apply(tf.layers.conv2d({ filters, kernelSize: 1, strides, useBias: false, kernelInitializer: init() }), x));
+    const shortcut =
+      strides === 1
+        ? x
+        : apply(
+            bn(),
+            apply(tf.layers.conv2d({ filters, kernelSize: 1, strides, useBias: false, kernelInitializer: init() }), x),
+          );
     return apply(relu(), [apply(tf.layers.add(), [y, shortcut])] as never);
   };
   const input = tf.input({ shape: inputShape });
   let x = apply(relu(), apply(bn(), apply(conv(16), input)));
   x = block(x, 16, 1);
   x = block(x, 32, 2);
-  const out = apply(tf.layers.dense({ units: classes, kernelInitializer: init(), name: 'logits' }), apply(tf.layers.globalAveragePooling2d({}), x));
+  const out = apply(
+    tf.layers.dense({ units: classes, kernelInitializer: init(), name: 'logits' }),
+    apply(tf.layers.globalAveragePooling2d({}), x),
+  );
   return tf.model({ name: 'resnet_mini', inputs: input, outputs: out });
 };
 
@@ -125,14 +184,33 @@ const mobilenetMini: ModelFactory = (tf, { inputShape, classes, seed }) => {
   const init = seeded(tf, seed);
   const bnRelu = () => [tf.layers.batchNormalization({}), tf.layers.activation({ activation: 'relu6' })];
   const separable = (filters: number, strides: number) => [
-    tf.layers.depthwiseConv2d({ kernelSize: 3, strides, padding: 'same', useBias: false, depthwiseInitializer: init() }), ...bnRelu(),
-    tf.layers.conv2d({ filters, kernelSize: 1, useBias: false, kernelInitializer: init() }), ...bnRelu(),
+    tf.layers.depthwiseConv2d({
+      kernelSize: 3,
+      strides,
+      padding: 'same',
+      useBias: false,
+      depthwiseInitializer: init(),
+    }),
+    ...bnRelu(),
+    tf.layers.conv2d({ filters, kernelSize: 1, useBias: false, kernelInitializer: init() }),
+    ...bnRelu(),
   ];
   return tf.sequential({
     name: 'mobilenet_mini',
     layers: [
-      tf.layers.conv2d({ inputShape, filters: 16, kernelSize: 3, strides: 2, padding: 'same', useBias: false, kernelInitializer: init() }), ...bnRelu(),
-      ...separable(32, 1), ...separable(64, 2), ...separable(64, 1),
+      tf.layers.conv2d({
+        inputShape,
+        filters: 16,
+        kernelSize: 3,
+        strides: 2,
+        padding: 'same',
+        useBias: false,
+        kernelInitializer: init(),
+      }),
+      ...bnRelu(),
+      ...separable(32, 1),
+      ...separable(64, 2),
+      ...separable(64, 1),
       tf.layers.globalAveragePooling2d({}),
       tf.layers.dense({ units: classes, kernelInitializer: init(), name: 'logits' }),
     ],
@@ -140,10 +218,35 @@ const mobilenetMini: ModelFactory = (tf, { inputShape, classes, seed }) => {
 };
 
 export const BUILTIN_MODELS: Readonly<Record<string, BuiltinModel>> = {
-  'mlp': { factory: mlp, description: 'two hidden dense layers (128, 64)' },
-  'alexnet-mini': { factory: alexnetMini, minImageSize: 8, preferredInputShape: [32, 32, 3], description: 'AlexNet-like for CPUs: 3 conv blocks, FC 512' },
-  'alexnet': { factory: alexnet, minImageSize: 195, preferredInputShape: [227, 227, 3], description: 'AlexNet shapes, 227x227x3, ~61M parameters' },
-  'convnet-gap': { factory: convnetGap, minImageSize: 4, preferredInputShape: [32, 32, 3], description: 'all-conv with global average pooling' },
-  'resnet-mini': { factory: resnetMini, minImageSize: 4, preferredInputShape: [32, 32, 3], description: 'ResNet-style: two residual blocks with BatchNormalization' },
-  'mobilenet-mini': { factory: mobilenetMini, minImageSize: 8, preferredInputShape: [32, 32, 3], description: 'MobileNet-style: depthwise-separable blocks with BatchNormalization' },
+  mlp: { factory: mlp, description: 'two hidden dense layers (128, 64)' },
+  'alexnet-mini': {
+    factory: alexnetMini,
+    minImageSize: 8,
+    preferredInputShape: [32, 32, 3],
+    description: 'AlexNet-like for CPUs: 3 conv blocks, FC 512',
+  },
+  alexnet: {
+    factory: alexnet,
+    minImageSize: 195,
+    preferredInputShape: [227, 227, 3],
+    description: 'AlexNet shapes, 227x227x3, ~61M parameters',
+  },
+  'convnet-gap': {
+    factory: convnetGap,
+    minImageSize: 4,
+    preferredInputShape: [32, 32, 3],
+    description: 'all-conv with global average pooling',
+  },
+  'resnet-mini': {
+    factory: resnetMini,
+    minImageSize: 4,
+    preferredInputShape: [32, 32, 3],
+    description: 'ResNet-style: two residual blocks with BatchNormalization',
+  },
+  'mobilenet-mini': {
+    factory: mobilenetMini,
+    minImageSize: 8,
+    preferredInputShape: [32, 32, 3],
+    description: 'MobileNet-style: depthwise-separable blocks with BatchNormalization',
+  },
 };

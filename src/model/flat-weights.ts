@@ -5,7 +5,10 @@ export function readFlat(vars: readonly LayerVariable[]): Float32Array {
   const parts = vars.map(v => v.read().dataSync() as Float32Array);
   const out = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
   let at = 0;
-  for (const p of parts) { out.set(p, at); at += p.length; }
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
   return out;
 }
 
@@ -14,7 +17,10 @@ export async function readFlatAsync(vars: readonly LayerVariable[]): Promise<Flo
   const parts = await Promise.all(vars.map(v => v.read().data() as Promise<Float32Array>));
   const out = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
   let at = 0;
-  for (const p of parts) { out.set(p, at); at += p.length; }
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
   return out;
 }
 

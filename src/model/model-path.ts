@@ -20,12 +20,18 @@ export function modelPathUrl(source: string): string | undefined {
   if (statSync(file).isDirectory()) {
     const json = path.join(file, 'model.json');
     if (existsSync(json) && statSync(json).isFile()) return pathToFileURL(json).href;
-    throw new TandemError('BAD_MODEL', `--model ${source}: ${file} is a directory with no model.json in it; give a TensorFlow.js layers model.json ` +
-      '(or the directory holding it, as --out writes) or an ES module whose default export is (tf, options) => tf.LayersModel');
+    throw new TandemError(
+      'BAD_MODEL',
+      `--model ${source}: ${file} is a directory with no model.json in it; give a TensorFlow.js layers model.json ` +
+        '(or the directory holding it, as --out writes) or an ES module whose default export is (tf, options) => tf.LayersModel',
+    );
   }
   if (!MODEL_FILE.test(file)) {
-    throw new TandemError('BAD_MODEL', `--model ${source}: ${file} is neither a TensorFlow.js layers model.json nor an ES module (.js, .mjs)` +
-      `${file.endsWith('.bin') ? '; it looks like a weights file: give the model.json beside it' : ''}`);
+    throw new TandemError(
+      'BAD_MODEL',
+      `--model ${source}: ${file} is neither a TensorFlow.js layers model.json nor an ES module (.js, .mjs)` +
+        `${file.endsWith('.bin') ? '; it looks like a weights file: give the model.json beside it' : ''}`,
+    );
   }
   return pathToFileURL(file).href;
 }

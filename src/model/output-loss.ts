@@ -15,11 +15,17 @@ export interface OutputLoss {
   fromProbabilities: boolean;
 }
 
-interface LayerLike { getClassName(): string; getConfig(): Record<string, unknown>; inboundNodes?: { inboundLayers: LayerLike[] }[] }
+interface LayerLike {
+  getClassName(): string;
+  getConfig(): Record<string, unknown>;
+  inboundNodes?: { inboundLayers: LayerLike[] }[];
+}
 
 /** The activation the model's (first) output ends in: the output layer's own, or a Softmax/Activation layer's. */
 export function outputActivation(model: LayersModel): string {
-  const layer = (model as unknown as { outputLayers?: LayerLike[] }).outputLayers?.[0] ?? (model.layers[model.layers.length - 1] as unknown as LayerLike);
+  const layer =
+    (model as unknown as { outputLayers?: LayerLike[] }).outputLayers?.[0] ??
+    (model.layers[model.layers.length - 1] as unknown as LayerLike);
   const cls = layer.getClassName();
   if (cls === 'Softmax') return 'softmax';
   const activation = layer.getConfig().activation;
@@ -40,7 +46,13 @@ export function outputLossOf(model: LayersModel, classes: number, kind?: OutputL
  * The mean loss of `output` against `labels` (integer classes; float targets for a regression loss), and the number
  * of correct predictions (NaN for a regression).
  */
-export function outputLoss(tf: Tf, output: Tensor, labels: Tensor, spec: OutputLoss, classes: number): { loss: Tensor; correct: Tensor } {
+export function outputLoss(
+  tf: Tf,
+  output: Tensor,
+  labels: Tensor,
+  spec: OutputLoss,
+  classes: number,
+): { loss: Tensor; correct: Tensor } {
   if (isRegressionLoss(spec.kind)) {
     return { loss: regressionLoss(tf, spec.kind, tf.reshape(labels, output.shape), output), correct: tf.scalar(NaN) };
   }
@@ -70,20 +82,35 @@ export function regressionLoss(tf: Tf, kind: RegressionLossKind, y: Tensor, outp
   return tf.tidy(() => {
     const eps = tf.backend().epsilon();
     switch (kind) {
-      case 'mse': return tf.losses.meanSquaredError(y, output);
-      case 'mae': return tf.metrics.meanAbsoluteError(y, output).mean(); // tfjs-layers' meanAbsoluteError
-      case 'mape': return tf.metrics.meanAbsolutePercentageError(y, output).mean(); // 100 * |y - p| / max(|y|, eps)
-      case 'huber': return tf.losses.huberLoss(y, output); // tfjs-core, delta 1
-      case 'logcosh': { // d + softplus(-2d) - log 2, d = p - y
+      case 'mse':
+        return tf.losses.meanSquaredError(y, output);
+      case 'mae':
+        return tf.metrics.meanAbsoluteError(y, output).mean(); // tfjs-layers' meanAbsoluteError
+      case 'mape':
+        return tf.metrics.meanAbsolutePercentageError(y, output).mean(); // 100 * |y - p| / max(|y|, eps)
+      case 'huber':
+        return tf.losses.huberLoss(y, output); // tfjs-core, delta 1
+      case 'logcosh': {
+        // d + softplus(-2d) - log 2, d = p - y
         const d = tf.sub(output, y);
-        return tf.sub(tf.add(d, tf.softplus(tf.mul(-2, d))), Math.log(2)).mean(-1).mean();
+        return tf
+          .sub(tf.add(d, tf.softplus(tf.mul(-2, d))), Math.log(2))
+          .mean(-1)
+          .mean();
       }
-      case 'msle': { // (log(1 + clip(p)) - log(1 + clip(y)))^2, clipped to [eps, max]
+      case 'msle': {
+        // (log(1 + clip(p)) - log(1 + clip(y)))^2, clipped to [eps, max]
         const logOf = (t: Tensor) => tf.log(tf.add(1, tf.clipByValue(t, eps, Number.MAX_VALUE)));
-        return tf.square(tf.sub(logOf(output), logOf(y))).mean(-1).mean();
+        return tf
+          .square(tf.sub(logOf(output), logOf(y)))
+          .mean(-1)
+          .mean();
       }
       case 'poisson': // p - y log(eps + p)
-        return tf.sub(output, tf.mul(y, tf.log(tf.add(eps, output)))).mean(-1).mean();
+        return tf
+          .sub(output, tf.mul(y, tf.log(tf.add(eps, output))))
+          .mean(-1)
+          .mean();
       default: {
         const unknown: never = kind;
         throw new Error(`regressionLoss: unknown loss ${String(unknown)}`);

@@ -49,7 +49,14 @@ export function layoutParameters(weights: { name: string; shape: number[] }[]): 
     const { name, shape } = weights[i];
     const size = shape.reduce((a, b) => a * b, 1);
     const cut = name.lastIndexOf('/');
-    variables.push({ name, shape: [...shape], size, offset, modelIndex: i, layer: cut > 0 ? name.slice(0, cut) : name });
+    variables.push({
+      name,
+      shape: [...shape],
+      size,
+      offset,
+      modelIndex: i,
+      layer: cut > 0 ? name.slice(0, cut) : name,
+    });
     offset += size;
   }
   return { variables, total: offset, groups: [{ name: 'all', start: 0, end: offset }] };
@@ -65,7 +72,13 @@ export function layersOf(layout: ParameterLayout): LayerRange[] {
       last.variables.push(i);
       last.fullyConnected ||= v.shape.length === 2;
     } else {
-      layers.push({ name: v.layer, start: v.offset, end: v.offset + v.size, variables: [i], fullyConnected: v.shape.length === 2 });
+      layers.push({
+        name: v.layer,
+        start: v.offset,
+        end: v.offset + v.size,
+        variables: [i],
+        fullyConnected: v.shape.length === 2,
+      });
     }
   });
   return layers;

@@ -28,8 +28,11 @@ export async function resolveModelFactory(source: string): Promise<ModelFactory>
     return tf => tf.loadLayersModel(fileModelHandler(file));
   }
   if (!isModulePath(source)) {
-    throw new TandemError('UNKNOWN_MODEL', `unknown model '${source}'. Builtins: ${Object.keys(BUILTIN_MODELS).join(', ')}; ` +
-      'or give a path to an ES module whose default export is (tf, options) => tf.LayersModel.');
+    throw new TandemError(
+      'UNKNOWN_MODEL',
+      `unknown model '${source}'. Builtins: ${Object.keys(BUILTIN_MODELS).join(', ')}; ` +
+        'or give a path to an ES module whose default export is (tf, options) => tf.LayersModel.',
+    );
   }
   return loadDefaultExport<ModelFactory>(resolveModuleUrl(source, 'model'), 'model');
 }
@@ -43,18 +46,32 @@ export async function buildModel(tf: Tf, spec: ModelSpec): Promise<LayersModel> 
   } catch (err) {
     if (err instanceof TandemError) throw err;
     const what = name.endsWith('.json') ? `tfjs cannot build the model ${name}` : `the model factory of ${name} threw`;
-    throw new TandemError('BAD_MODEL', `${what} (options ${JSON.stringify(spec.options)}): ${err instanceof Error ? `${err.name}: ${err.message}` : String(err)}`,
-      undefined, { cause: err });
+    throw new TandemError(
+      'BAD_MODEL',
+      `${what} (options ${JSON.stringify(spec.options)}): ${err instanceof Error ? `${err.name}: ${err.message}` : String(err)}`,
+      undefined,
+      { cause: err },
+    );
   }
-  if (!model || typeof (model as LayersModel).apply !== 'function' || !Array.isArray((model as LayersModel).trainableWeights)) {
-    throw new TandemError('BAD_MODEL', `model factory ${name}: expected it to return a tf.LayersModel (tf.sequential(…) or tf.model(…)), found ` +
-      `${model === null ? 'null' : typeof model === 'object' ? `an object with keys ${Object.keys(model).slice(0, 6).join(', ') || 'none'}` : typeof model}`);
+  if (
+    !model ||
+    typeof (model as LayersModel).apply !== 'function' ||
+    !Array.isArray((model as LayersModel).trainableWeights)
+  ) {
+    throw new TandemError(
+      'BAD_MODEL',
+      `model factory ${name}: expected it to return a tf.LayersModel (tf.sequential(…) or tf.model(…)), found ` +
+        `${model === null ? 'null' : typeof model === 'object' ? `an object with keys ${Object.keys(model).slice(0, 6).join(', ') || 'none'}` : typeof model}`,
+    );
   }
   return model as LayersModel;
 }
 
 /** The model as a device trains it, prepared by its engine (native, unless `nativeFusion` is off: Conv2D layers run fused). */
-export async function buildTrainingModel(tf: Tf, cfg: { model: ModelSpec; backend: string; nativeFusion: boolean }): Promise<LayersModel> {
+export async function buildTrainingModel(
+  tf: Tf,
+  cfg: { model: ModelSpec; backend: string; nativeFusion: boolean },
+): Promise<LayersModel> {
   const model = await buildModel(tf, cfg.model);
   getEngine(cfg.backend).prepareModel?.(tf, model, { nativeFusion: cfg.nativeFusion });
   return model;
@@ -66,7 +83,13 @@ export function outputsProbabilities(model: LayersModel): boolean {
 }
 
 /** Mean cross-entropy of `output` against integer `labels`, and the number of correct predictions. */
-export function classificationLoss(tf: Tf, output: Tensor, labels: Tensor, classes: number, probabilities: boolean): { loss: Tensor; correct: Tensor } {
+export function classificationLoss(
+  tf: Tf,
+  output: Tensor,
+  labels: Tensor,
+  classes: number,
+  probabilities: boolean,
+): { loss: Tensor; correct: Tensor } {
   const oneHot = tf.oneHot(labels as import('@tensorflow/tfjs').Tensor1D, classes);
   const loss = probabilities
     ? tf.metrics.categoricalCrossentropy(oneHot, output).mean()

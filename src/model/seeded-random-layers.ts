@@ -46,7 +46,10 @@ const RANDOM_LAYERS = new Set(['Dropout', 'SpatialDropout1D', 'GaussianNoise', '
 /** Does `layer` draw at random in training? */
 function drawsAtRandom(layer: RandomLayer): boolean {
   const cell = layer.cell;
-  return RANDOM_LAYERS.has(layer.getClassName()) || (cell !== undefined && ((cell.dropout ?? 0) > 0 || (cell.recurrentDropout ?? 0) > 0));
+  return (
+    RANDOM_LAYERS.has(layer.getClassName()) ||
+    (cell !== undefined && ((cell.dropout ?? 0) > 0 || (cell.recurrentDropout ?? 0) > 0))
+  );
 }
 
 /** A 31-bit mix of integers (murmur3's finaliser over each), stable across engines and threads. */
@@ -82,27 +85,64 @@ export function seedRandomLayers(tf: Tf, model: LayersModel, shards = 1): Random
       if (kwargs?.training !== true) return stock(inputs, kwargs);
       const x = Array.isArray(inputs) ? inputs[0] : inputs;
       const draw = (part: Tensor, partKwargs: Record<string, unknown>, k: number) =>
-        seededCall(tf, layer, part, mixSeed(key[0], key[1] + k, key[2], index), () => stock(part, partKwargs) as Tensor);
-      return tf.tidy(() => shards === 1 ? draw(x, kwargs, 0) : tf.concat(shardsOf(tf, x, kwargs, shards).map(([part, kw], k) => draw(part, kw, k)), 0));
+        seededCall(
+          tf,
+          layer,
+          part,
+          mixSeed(key[0], key[1] + k, key[2], index),
+          () => stock(part, partKwargs) as Tensor,
+        );
+      return tf.tidy(() =>
+        shards === 1
+          ? draw(x, kwargs, 0)
+          : tf.concat(
+              shardsOf(tf, x, kwargs, shards).map(([part, kw], k) => draw(part, kw, k)),
+              0,
+            ),
+      );
     };
   });
-  return { layers: found.map(l => l.name), at: (runSeed, rank, step) => { key = [runSeed, rank, step]; } };
+  return {
+    layers: found.map(l => l.name),
+    at: (runSeed, rank, step) => {
+      key = [runSeed, rank, step];
+    },
+  };
 }
 
 /** `x` and every batch-sized tensor among `kwargs` (an RNN's mask), cut into `shards` contiguous pieces along the batch. */
-function shardsOf(tf: Tf, x: Tensor, kwargs: Record<string, unknown>, shards: number): [Tensor, Record<string, unknown>][] {
+function shardsOf(
+  tf: Tf,
+  x: Tensor,
+  kwargs: Record<string, unknown>,
+  shards: number,
+): [Tensor, Record<string, unknown>][] {
   const batched = (v: unknown): v is Tensor => v instanceof tf.Tensor && v.shape[0] === x.shape[0];
-  const pieces = Object.fromEntries(Object.entries(kwargs).filter(([, v]) => batched(v)).map(([k, v]) => [k, tf.split(v as Tensor, shards, 0)]));
-  return tf.split(x, shards, 0).map((part, i) => [part, { ...kwargs, ...Object.fromEntries(Object.entries(pieces).map(([k, ps]) => [k, ps[i]])) }]);
+  const pieces = Object.fromEntries(
+    Object.entries(kwargs)
+      .filter(([, v]) => batched(v))
+      .map(([k, v]) => [k, tf.split(v as Tensor, shards, 0)]),
+  );
+  return tf
+    .split(x, shards, 0)
+    .map((part, i) => [
+      part,
+      { ...kwargs, ...Object.fromEntries(Object.entries(pieces).map(([k, ps]) => [k, ps[i]])) },
+    ]);
 }
 
 function seededCall(tf: Tf, layer: RandomLayer, x: Tensor, seed: number, stock: () => Tensor): Tensor {
   switch (layer.getClassName()) {
     case 'Dropout':
-    case 'SpatialDropout1D': { // tfjs's own call, with this draw's seed
+    case 'SpatialDropout1D': {
+      // tfjs's own call, with this draw's seed
       const own = layer.seed;
       layer.seed = seed;
-      try { return stock(); } finally { layer.seed = own; }
+      try {
+        return stock();
+      } finally {
+        layer.seed = own;
+      }
     }
     case 'GaussianNoise':
       return tf.add(x, tf.randomNormal(x.shape, 0, layer.stddev!, 'float32', seed));
@@ -111,21 +151,30 @@ function seededCall(tf: Tf, layer: RandomLayer, x: Tensor, seed: number, stock: 
       if (!(rate > 0 && rate < 1)) return x;
       return tf.mul(x, tf.randomNormal(x.shape, 1, Math.sqrt(rate / (1 - rate)), 'float32', seed));
     }
-    case 'AlphaDropout': { // as tfjs-layers computes it, with a seeded mask
+    case 'AlphaDropout': {
+      // as tfjs-layers computes it, with a seeded mask
       const rate = layer.rate!;
       if (!(rate > 0 && rate < 1)) return x;
       const alphaP = -1.6732632423543772848170429916717 * 1.0507009873554804934193349852946;
-      const kept = tf.cast(tf.greaterEqual(tf.randomUniform(layer.noiseShape ?? x.shape, 0, 1, 'float32', seed), rate), 'float32');
+      const kept = tf.cast(
+        tf.greaterEqual(tf.randomUniform(layer.noiseShape ?? x.shape, 0, 1, 'float32', seed), rate),
+        'float32',
+      );
       const a = ((1 - rate) * (1 + rate * alphaP ** 2)) ** -0.5;
       const b = -a * alphaP * rate;
       return tf.add(tf.mul(tf.add(tf.mul(x, kept), tf.mul(tf.add(kept, -1), alphaP)), a), b);
     }
-    default: { // a recurrent layer: its cell draws each mask through dropoutFunc, the n-th draw of this call keyed n
+    default: {
+      // a recurrent layer: its cell draws each mask through dropoutFunc, the n-th draw of this call keyed n
       const cell = layer.cell!;
       const own = cell.dropoutFunc;
       let n = 0;
       cell.dropoutFunc = (ones, rate) => tf.dropout(ones, rate, undefined, mixSeed(seed, n++));
-      try { return stock(); } finally { cell.dropoutFunc = own; }
+      try {
+        return stock();
+      } finally {
+        cell.dropoutFunc = own;
+      }
     }
   }
 }

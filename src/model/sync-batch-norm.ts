@@ -18,7 +18,10 @@ import type { LayersModel, Tensor, Tf } from '../engine/tfjs-types.js';
 import { batchNormTraining } from './batch-norm-training.js';
 import { allLayers } from './all-layers.js';
 
-interface LayerVariableLike { read(): Tensor; write(t: Tensor): void }
+interface LayerVariableLike {
+  read(): Tensor;
+  write(t: Tensor): void;
+}
 
 interface BatchNormLayer {
   name: string;
@@ -38,7 +41,9 @@ interface BatchNormLayer {
 
 /** Every BatchNormalization layer of `model` (nested models and wrappers' layers included: TimeDistributed), in layer order. */
 export function batchNormalizationLayers(model: LayersModel): BatchNormLayer[] {
-  return allLayers(model.layers as unknown as BatchNormLayer[]).filter(layer => layer.getClassName() === 'BatchNormalization');
+  return allLayers(model.layers as unknown as BatchNormLayer[]).filter(
+    layer => layer.getClassName() === 'BatchNormalization',
+  );
 }
 
 /**
@@ -63,7 +68,11 @@ function trainingForward(tf: Tf, layer: BatchNormLayer, x: Tensor, collective: B
   const C = x.shape[layer.axis >= 0 ? layer.axis : layer.axis + x.rank];
   const gamma = layer.scale && layer.gamma ? layer.gamma.read() : tf.ones([C]);
   const beta = layer.center && layer.beta ? layer.beta.read() : tf.zeros([C]);
-  const { y, mean, variance } = batchNormTraining(tf, x, gamma, beta, { axis: layer.axis, epsilon: layer.epsilon, collective });
+  const { y, mean, variance } = batchNormTraining(tf, x, gamma, beta, {
+    axis: layer.axis,
+    epsilon: layer.epsilon,
+    collective,
+  });
   movingAverage(tf, layer.movingMean, mean, layer.momentum);
   movingAverage(tf, layer.movingVariance, variance, layer.momentum);
   return y;

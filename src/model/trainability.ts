@@ -42,14 +42,19 @@ export function assertTrainable(tf: Tf, model: LayersModel, sampleShape: number[
       spans.push({ layer, from, to: tapeLength(tf) });
       return out;
     };
-    restore.push(() => { layer.call = stock; });
+    restore.push(() => {
+      layer.call = stock;
+    });
   };
   layers.forEach(visit);
   let missing: { kernelName: string; at: number; throws?: string }[];
   const x = tf.zeros([model.inputs[0].shape[0] ?? 2, ...sampleShape]); // a model built for a fixed batch size gets it
   try {
-    missing = nodesWithoutGradient(tf, () => tf.sum(model.apply(x, { training: true }) as Tensor),
-      model.trainableWeights.map(w => w.read() as Variable)).missing;
+    missing = nodesWithoutGradient(
+      tf,
+      () => tf.sum(model.apply(x, { training: true }) as Tensor),
+      model.trainableWeights.map(w => w.read() as Variable),
+    ).missing;
   } catch (e) {
     throw forwardFailure(e, running.at(-1), source);
   } finally {
@@ -59,28 +64,40 @@ export function assertTrainable(tf: Tf, model: LayersModel, sampleShape: number[
   if (missing.length === 0) return;
   const { kernelName, at, throws } = missing[0];
   // The innermost layer whose call recorded the node.
-  const owner = spans.filter(s => s.from <= at && at < s.to).sort((a, b) => (a.to - a.from) - (b.to - b.from))[0]?.layer;
+  const owner = spans.filter(s => s.from <= at && at < s.to).sort((a, b) => a.to - a.from - (b.to - b.from))[0]?.layer;
   const where = owner ? `layer '${owner.name}' (${owner.getClassName()})` : 'the model';
-  const gradient = throws === undefined ? 'which has no gradient in TensorFlow.js' : `whose gradient throws in TensorFlow.js (${throws})`;
-  throw new TandemError('BAD_CONFIG', `model '${source}' cannot be trained: ${where} runs the kernel ${kernelName}, ${gradient}` +
-    `, and a trainable weight lies before it (or is its own). Freeze those weights (trainable: false), or compute it with ops that have ` +
-    `gradients${kernelName === 'StridedSlice' ? ' (tf.slice instead of tf.stridedSlice)' : ''}.`);
+  const gradient =
+    throws === undefined
+      ? 'which has no gradient in TensorFlow.js'
+      : `whose gradient throws in TensorFlow.js (${throws})`;
+  throw new TandemError(
+    'BAD_CONFIG',
+    `model '${source}' cannot be trained: ${where} runs the kernel ${kernelName}, ${gradient}` +
+      `, and a trainable weight lies before it (or is its own). Freeze those weights (trainable: false), or compute it with ops that have ` +
+      `gradients${kernelName === 'StridedSlice' ? ' (tf.slice instead of tf.stridedSlice)' : ''}.`,
+  );
 }
 
 /** A forward pass of the model that throws inside tfjs, as a refusal naming the layer that threw. */
 function forwardFailure(e: unknown, layer: LayerLike | undefined, source: string): Error {
   if (e instanceof TandemError) return e;
   const where = layer ? `layer '${layer.name}' (${layer.getClassName()})` : 'the model';
-  return new TandemError('BAD_CONFIG', `model '${source}' cannot be trained: ${where} throws in a training forward pass on one ` +
-    `TensorFlow.js engine, before any device starts (${e instanceof Error ? e.message : String(e)}). TensorFlow.js itself cannot run it ` +
-    'in a model: remove the layer, or do its work in the data module.');
+  return new TandemError(
+    'BAD_CONFIG',
+    `model '${source}' cannot be trained: ${where} throws in a training forward pass on one ` +
+      `TensorFlow.js engine, before any device starts (${e instanceof Error ? e.message : String(e)}). TensorFlow.js itself cannot run it ` +
+      'in a model: remove the layer, or do its work in the data module.',
+  );
 }
 
 /** A stateful recurrent layer carries its state from one batch to the next: refused, naming it. */
 function assertStateless(layers: LayerLike[], source: string): void {
   const stateful = layers.find(l => l.stateful === true);
   if (!stateful) return;
-  throw new TandemError('BAD_CONFIG', `model '${source}' cannot be trained: layer '${stateful.name}' (${stateful.getClassName()}) is stateful — ` +
-    'its state carries from one batch to the next, and tandem\'s batches are shuffled samples split across devices, and its state is ' +
-    'no weight (checkpoints do not hold it). Build it with stateful: false.');
+  throw new TandemError(
+    'BAD_CONFIG',
+    `model '${source}' cannot be trained: layer '${stateful.name}' (${stateful.getClassName()}) is stateful — ` +
+      "its state carries from one batch to the next, and tandem's batches are shuffled samples split across devices, and its state is " +
+      'no weight (checkpoints do not hold it). Build it with stateful: false.',
+  );
 }

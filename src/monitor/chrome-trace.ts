@@ -23,35 +23,64 @@ interface TraceEvent {
   args?: Record<string, unknown>;
 }
 
-export function chromeTrace(spans: readonly Span[], metadata: Record<string, unknown> = {}): { traceEvents: TraceEvent[]; metadata: Record<string, unknown> } {
+export function chromeTrace(
+  spans: readonly Span[],
+  metadata: Record<string, unknown> = {},
+): { traceEvents: TraceEvent[]; metadata: Record<string, unknown> } {
   const origin = spans.reduce((m, s) => Math.min(m, s.start), Infinity);
   const events: TraceEvent[] = [];
   const hosts = spans.some(s => s.host !== undefined);
-  const place = (s: Pick<Span, 'device' | 'host' | 'thread'>) => hosts
-    ? { pid: s.host ?? 0, tid: 2 * s.device + (s.thread === 'compute' ? 0 : 1) }
-    : { pid: s.device, tid: s.thread === 'compute' ? 0 : 1 };
-  const threads = [...new Map(spans.map(s => [`${s.host ?? 0}/${s.device}`, { host: s.host, device: s.device }])).values()]
-    .sort((a, b) => (a.host ?? 0) - (b.host ?? 0) || a.device - b.device);
+  const place = (s: Pick<Span, 'device' | 'host' | 'thread'>) =>
+    hosts
+      ? { pid: s.host ?? 0, tid: 2 * s.device + (s.thread === 'compute' ? 0 : 1) }
+      : { pid: s.device, tid: s.thread === 'compute' ? 0 : 1 };
+  const threads = [
+    ...new Map(spans.map(s => [`${s.host ?? 0}/${s.device}`, { host: s.host, device: s.device }])).values(),
+  ].sort((a, b) => (a.host ?? 0) - (b.host ?? 0) || a.device - b.device);
   const named = new Set<number>();
   for (const t of threads) {
     const pid = place({ ...t, thread: 'compute' }).pid;
-    if (!named.has(pid)) events.push({ name: 'process_name', ph: 'M', pid, tid: 0, args: { name: hosts ? `host ${pid}` : `device ${pid}` } });
+    if (!named.has(pid))
+      events.push({
+        name: 'process_name',
+        ph: 'M',
+        pid,
+        tid: 0,
+        args: { name: hosts ? `host ${pid}` : `device ${pid}` },
+      });
     named.add(pid);
     for (const thread of ['compute', 'comm'] as const) {
-      events.push({ name: 'thread_name', ph: 'M', ...place({ ...t, thread }), args: { name: hosts ? `device ${t.device} ${thread}` : thread } });
+      events.push({
+        name: 'thread_name',
+        ph: 'M',
+        ...place({ ...t, thread }),
+        args: { name: hosts ? `device ${t.device} ${thread}` : thread },
+      });
     }
   }
   for (const s of spans) {
     events.push({
-      name: s.name, cat: s.kind, ph: 'X', ...place(s),
-      ts: Math.round((s.start - origin) * 1000), dur: Math.max(0, Math.round((s.end - s.start) * 1000)),
-      args: { step: s.step, ...(s.group === undefined ? {} : { group: s.group }), ...(hosts ? { device: s.device } : {}) },
+      name: s.name,
+      cat: s.kind,
+      ph: 'X',
+      ...place(s),
+      ts: Math.round((s.start - origin) * 1000),
+      dur: Math.max(0, Math.round((s.end - s.start) * 1000)),
+      args: {
+        step: s.step,
+        ...(s.group === undefined ? {} : { group: s.group }),
+        ...(hosts ? { device: s.device } : {}),
+      },
     });
   }
   return { traceEvents: events, metadata: { generatedBy: 'tandem', ...metadata } };
 }
 
-export async function writeChromeTrace(file: string, spans: readonly Span[], metadata: Record<string, unknown> = {}): Promise<string> {
+export async function writeChromeTrace(
+  file: string,
+  spans: readonly Span[],
+  metadata: Record<string, unknown> = {},
+): Promise<string> {
   await makeDirectory(path.dirname(path.resolve(file)), `trace ${file}`);
   return writeFileAtomically(file, JSON.stringify(chromeTrace(spans, metadata)));
 }

@@ -14,8 +14,11 @@ import { Observable, Subscriber, type Observer, type Operator, type Subscription
 export type SubscriberFault = (error: unknown, stream: string) => void;
 
 export class GuardedObservable<T> extends Observable<T> {
-  constructor(private readonly stream: string, private readonly report: SubscriberFault,
-    subscribe?: (this: Observable<T>, subscriber: Subscriber<T>) => (() => void) | Subscription | void) {
+  constructor(
+    private readonly stream: string,
+    private readonly report: SubscriberFault,
+    subscribe?: (this: Observable<T>, subscriber: Subscriber<T>) => (() => void) | Subscription | void,
+  ) {
     super(subscribe);
   }
 
@@ -27,12 +30,16 @@ export class GuardedObservable<T> extends Observable<T> {
     return lifted;
   }
 
-  override subscribe(observerOrNext?: Partial<Observer<T>> | ((value: T) => void) | null,
-    error?: ((error: unknown) => void) | null, complete?: (() => void) | null): Subscription {
+  override subscribe(
+    observerOrNext?: Partial<Observer<T>> | ((value: T) => void) | null,
+    error?: ((error: unknown) => void) | null,
+    complete?: (() => void) | null,
+  ): Subscription {
     if (observerOrNext instanceof Subscriber) return super.subscribe(observerOrNext); // an operator's own subscriber
-    const observer: Partial<Observer<T>> = typeof observerOrNext === 'function' || observerOrNext == null
-      ? { next: observerOrNext ?? undefined, error: error ?? undefined, complete: complete ?? undefined }
-      : observerOrNext;
+    const observer: Partial<Observer<T>> =
+      typeof observerOrNext === 'function' || observerOrNext == null
+        ? { next: observerOrNext ?? undefined, error: error ?? undefined, complete: complete ?? undefined }
+        : observerOrNext;
     return super.subscribe(guardObserver(observer, this.stream, this.report));
   }
 }
@@ -44,13 +51,20 @@ function guardObserver<T>(observer: Partial<Observer<T>>, stream: string, report
     try {
       call();
     } catch (err) {
-      if (!reported) { reported = true; report(err, stream); }
+      if (!reported) {
+        reported = true;
+        report(err, stream);
+      }
     }
   };
   return {
     next: value => guarded(() => observer.next?.(value)),
     // An error reaching a subscriber without an error callback would be rethrown by RxJS: it is reported instead.
-    error: err => guarded(() => { if (observer.error) observer.error(err); else throw err; }),
+    error: err =>
+      guarded(() => {
+        if (observer.error) observer.error(err);
+        else throw err;
+      }),
     complete: () => guarded(() => observer.complete?.()),
   };
 }

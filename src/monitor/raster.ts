@@ -30,7 +30,10 @@ export function rgbOf(hex: string): [number, number, number] {
 function setPixel(raster: Raster, x: number, y: number, [r, g, b]: readonly number[]): void {
   if (x < 0 || y < 0 || x >= raster.width || y >= raster.height) return;
   const i = (y * raster.width + x) * 4;
-  raster.data[i] = r; raster.data[i + 1] = g; raster.data[i + 2] = b; raster.data[i + 3] = 255;
+  raster.data[i] = r;
+  raster.data[i + 1] = g;
+  raster.data[i + 2] = b;
+  raster.data[i + 3] = 255;
 }
 
 /**
@@ -39,8 +42,10 @@ function setPixel(raster: Raster, x: number, y: number, [r, g, b]: readonly numb
  */
 export function fillRect(raster: Raster, x0: number, y0: number, x1: number, y1: number, hex: string): void {
   const rgb = rgbOf(hex);
-  const left = Math.floor(x0), right = Math.max(left + 1, Math.ceil(x1));
-  const top = Math.floor(y0), bottom = Math.max(top + 1, Math.ceil(y1));
+  const left = Math.floor(x0),
+    right = Math.max(left + 1, Math.ceil(x1));
+  const top = Math.floor(y0),
+    bottom = Math.max(top + 1, Math.ceil(y1));
   for (let y = Math.max(0, top); y < Math.min(raster.height, bottom); y++) {
     for (let x = Math.max(0, left); x < Math.min(raster.width, right); x++) setPixel(raster, x, y, rgb);
   }
@@ -51,15 +56,25 @@ export function fillRect(raster: Raster, x0: number, y0: number, x1: number, y1:
  * text sits on its y; descenders go one row below) and `x` its start, middle or end; each
  * font pixel a `scale` × `scale` square. Returns the left edge used.
  */
-export function drawText(raster: Raster, text: string, x: number, baseline: number, hex: string, scale = 1, anchor: TextAnchor = 'start'): number {
-  const rgb = rgbOf(hex), width = textWidth(text, scale);
+export function drawText(
+  raster: Raster,
+  text: string,
+  x: number,
+  baseline: number,
+  hex: string,
+  scale = 1,
+  anchor: TextAnchor = 'start',
+): number {
+  const rgb = rgbOf(hex),
+    width = textWidth(text, scale);
   const left = Math.round(anchor === 'start' ? x : anchor === 'middle' ? x - width / 2 : x - width);
   const top = Math.round(baseline) - GLYPH_HEIGHT * scale;
   for (let c = 0; c < text.length; c++) {
     for (let column = 0; column < GLYPH_WIDTH; column++) {
       for (let row = 0; row < GLYPH_HEIGHT + GLYPH_DESCENT; row++) {
         if (!glyphPixel(text[c], column, row)) continue;
-        const px = left + (c * GLYPH_ADVANCE + column) * scale, py = top + row * scale;
+        const px = left + (c * GLYPH_ADVANCE + column) * scale,
+          py = top + row * scale;
         for (let dy = 0; dy < scale; dy++) for (let dx = 0; dx < scale; dx++) setPixel(raster, px + dx, py + dy, rgb);
       }
     }

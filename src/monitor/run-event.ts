@@ -6,16 +6,27 @@
 import type { TandemErrorCode } from '../errors.js';
 import type { EngineDevice } from '../engine/engine.js';
 
-export type RunEvent = ({ host?: number } & (
+export type RunEvent = { host?: number } &
   /** engineDevices: per device of this process, the accelerator its engine opened (webgpu: the GPU adapter). */
-  | { type: 'started'; devices: number; backend: string; method: string; strategy: string; steps: number; firstStep: number; stepsPerEpoch: number;
-      engineDevices?: EngineDevice[] }
-  | { type: 'auto'; strategy: string; splitLayer?: number; reason: string }
-  | { type: 'ready'; parameters: number; groups: number }
-  | { type: 'epoch'; epoch: number; step: number }
-  | { type: 'checkpoint'; step: number; path: string }
-  | { type: 'warning'; step: number; message: string }
-  | { type: 'stopped'; step: number }
-  | { type: 'finished'; steps: number; modelPath?: string; tracePath?: string; timelinePath?: string }
-  /** The run failed (or was aborted): the last event; `done` rejects with the same error. The streams complete, they never error. */
-  | { type: 'failed'; code?: TandemErrorCode; message: string; device?: number; step?: number; phase?: string }));
+  (
+    | {
+        type: 'started';
+        devices: number;
+        backend: string;
+        method: string;
+        strategy: string;
+        steps: number;
+        firstStep: number;
+        stepsPerEpoch: number;
+        engineDevices?: EngineDevice[];
+      }
+    | { type: 'auto'; strategy: string; splitLayer?: number; reason: string }
+    | { type: 'ready'; parameters: number; groups: number }
+    | { type: 'epoch'; epoch: number; step: number }
+    | { type: 'checkpoint'; step: number; path: string }
+    | { type: 'warning'; step: number; message: string }
+    | { type: 'stopped'; step: number }
+    | { type: 'finished'; steps: number; modelPath?: string; tracePath?: string; timelinePath?: string }
+    /** The run failed (or was aborted): the last event; `done` rejects with the same error. The streams complete, they never error. */
+    | { type: 'failed'; code?: TandemErrorCode; message: string; device?: number; step?: number; phase?: string }
+  );

@@ -6,9 +6,7 @@ import type { Span } from './span.js';
 import { TandemError } from '../errors.js';
 
 export type StepRange =
-  | { kind: 'last'; count: number }
-  | { kind: 'between'; first?: number; last?: number }
-  | { kind: 'all' };
+  { kind: 'last'; count: number } | { kind: 'between'; first?: number; last?: number } | { kind: 'all' };
 
 /** What `tandem trace` draws unless told otherwise. */
 export const DEFAULT_STEP_RANGE: StepRange = { kind: 'last', count: 3 };
@@ -25,8 +23,12 @@ export interface StepSelection {
 
 function stepBounds(spans: readonly Span[]): { first?: number; last?: number } {
   if (spans.length === 0) return {};
-  let first = Infinity, last = -Infinity;
-  for (const s of spans) { first = Math.min(first, s.step); last = Math.max(last, s.step); }
+  let first = Infinity,
+    last = -Infinity;
+  for (const s of spans) {
+    first = Math.min(first, s.step);
+    last = Math.max(last, s.step);
+  }
   return { first, last };
 }
 
@@ -34,20 +36,31 @@ export function selectSteps(spans: readonly Span[], range: StepRange): StepSelec
   const run = stepBounds(spans);
   let kept: Span[];
   switch (range.kind) {
-    case 'all': kept = [...spans]; break;
-    case 'last': kept = spans.filter(s => s.step > (run.last ?? 0) - range.count); break;
-    case 'between': kept = spans.filter(s => s.step >= (range.first ?? -Infinity) && s.step <= (range.last ?? Infinity)); break;
-    default: { const never: never = range; throw new Error(`unknown step range ${JSON.stringify(never)}`); }
+    case 'all':
+      kept = [...spans];
+      break;
+    case 'last':
+      kept = spans.filter(s => s.step > (run.last ?? 0) - range.count);
+      break;
+    case 'between':
+      kept = spans.filter(s => s.step >= (range.first ?? -Infinity) && s.step <= (range.last ?? Infinity));
+      break;
+    default: {
+      const never: never = range;
+      throw new Error(`unknown step range ${JSON.stringify(never)}`);
+    }
   }
   return { spans: kept, ...stepBounds(kept), runFirst: run.first, runLast: run.last };
 }
 
 /** `step 4` or `steps 4-6`. */
-export const stepsText = (first: number, last: number): string => first === last ? `step ${first}` : `steps ${first}-${last}`;
+export const stepsText = (first: number, last: number): string =>
+  first === last ? `step ${first}` : `steps ${first}-${last}`;
 
 /** For a title: e.g. `steps 4-6 of 1-6`, `all steps 1-6`, `no steps`. */
 export function describeSelection(sel: StepSelection): string {
-  if (sel.first === undefined || sel.last === undefined || sel.runFirst === undefined || sel.runLast === undefined) return 'no steps';
+  if (sel.first === undefined || sel.last === undefined || sel.runFirst === undefined || sel.runLast === undefined)
+    return 'no steps';
   if (sel.first === sel.runFirst && sel.last === sel.runLast) return `all ${stepsText(sel.first, sel.last)}`;
   return `${stepsText(sel.first, sel.last)} of ${sel.runFirst}-${sel.runLast}`;
 }

@@ -40,18 +40,26 @@ const PNG_TEXT_SCALE: Record<TextItem['size'], number> = { title: 2, label: 1 };
 
 export function timelineSvg(spans: readonly Span[], title = 'tandem timeline', options: TimelineOptions = {}): string {
   const L = layoutFor(spans, title, options);
-  const out = [`<svg xmlns="http://www.w3.org/2000/svg" width="${L.width}" height="${L.height}" font-family="sans-serif" font-size="11">`,
-    '<rect width="100%" height="100%" fill="white"/>'];
-  const line = (l: TimelineLayout['lines'][number]) => `<line x1="${l.x1.toFixed(2)}" y1="${l.y1}" x2="${l.x2.toFixed(2)}" y2="${l.y2}" stroke="${l.stroke}"/>`;
+  const out = [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${L.width}" height="${L.height}" font-family="sans-serif" font-size="11">`,
+    '<rect width="100%" height="100%" fill="white"/>',
+  ];
+  const line = (l: TimelineLayout['lines'][number]) =>
+    `<line x1="${l.x1.toFixed(2)}" y1="${l.y1}" x2="${l.x2.toFixed(2)}" y2="${l.y2}" stroke="${l.stroke}"/>`;
   out.push(...L.marks.map(line));
   for (const b of L.spans) {
     const s = b.span;
-    out.push(`<rect class="span" x="${b.x.toFixed(2)}" y="${b.y}" width="${b.width.toFixed(2)}" height="${b.height}" fill="${b.fill}"><title>${esc(s.name)} (step ${s.step}, ${(s.end - s.start).toFixed(2)} ms)</title></rect>`);
+    out.push(
+      `<rect class="span" x="${b.x.toFixed(2)}" y="${b.y}" width="${b.width.toFixed(2)}" height="${b.height}" fill="${b.fill}"><title>${esc(s.name)} (step ${s.step}, ${(s.end - s.start).toFixed(2)} ms)</title></rect>`,
+    );
   }
   out.push(...L.lines.map(line));
-  out.push(...L.swatches.map(b => `<rect x="${b.x}" y="${b.y}" width="${b.width}" height="${b.height}" fill="${b.fill}"/>`));
+  out.push(
+    ...L.swatches.map(b => `<rect x="${b.x}" y="${b.y}" width="${b.width}" height="${b.height}" fill="${b.fill}"/>`),
+  );
   for (const t of L.texts) {
-    const size = t.size === 'label' ? '' : ` font-size="${SVG_FONT_SIZE[t.size]}"`, anchor = t.anchor === 'start' ? '' : ` text-anchor="${t.anchor}"`;
+    const size = t.size === 'label' ? '' : ` font-size="${SVG_FONT_SIZE[t.size]}"`,
+      anchor = t.anchor === 'start' ? '' : ` text-anchor="${t.anchor}"`;
     out.push(`<text x="${+t.x.toFixed(2)}" y="${t.y}"${size}${anchor} fill="${t.fill}">${esc(t.text)}</text>`);
   }
   out.push('</svg>');
@@ -62,7 +70,8 @@ export function timelinePng(spans: readonly Span[], title = 'tandem timeline', o
   const L = layoutFor(spans, title, options);
   const raster = createRaster(L.width, L.height);
   // Lines are one pixel wide, on the pixel column or row they start in.
-  const line = (l: TimelineLayout['lines'][number]) => fillRect(raster, l.x1, l.y1, Math.max(l.x2, l.x1 + 1), Math.max(l.y2, l.y1 + 1), l.stroke);
+  const line = (l: TimelineLayout['lines'][number]) =>
+    fillRect(raster, l.x1, l.y1, Math.max(l.x2, l.x1 + 1), Math.max(l.y2, l.y1 + 1), l.stroke);
   L.marks.forEach(line);
   for (const b of L.spans) fillRect(raster, b.x, b.y, b.x + b.width, b.y + b.height, b.fill);
   L.lines.forEach(line);
@@ -74,18 +83,38 @@ export function timelinePng(spans: readonly Span[], title = 'tandem timeline', o
 }
 
 /** Spans back from a Chrome trace written by tandem (microseconds from the first span). */
-export function spansFromChromeTrace(trace: { traceEvents: { ph: string; name: string; cat?: string; ts?: number; dur?: number; pid: number; tid: number; args?: { step?: number; group?: number; device?: number } }[] }): Span[] {
+export function spansFromChromeTrace(trace: {
+  traceEvents: {
+    ph: string;
+    name: string;
+    cat?: string;
+    ts?: number;
+    dur?: number;
+    pid: number;
+    tid: number;
+    args?: { step?: number; group?: number; device?: number };
+  }[];
+}): Span[] {
   // A trace of several hosts: process = host, thread 2d / 2d+1 = device d's compute / comm, `args.device` = d.
-  return trace.traceEvents.filter(e => e.ph === 'X').map(e => ({
-    device: e.args?.device ?? e.pid, thread: e.tid % 2 === 0 ? 'compute' : 'comm', kind: e.cat as SpanKind, name: e.name, step: e.args?.step ?? 0, group: e.args?.group,
-    start: (e.ts ?? 0) / 1000, end: ((e.ts ?? 0) + (e.dur ?? 0)) / 1000,
-    ...(e.args?.device === undefined ? {} : { host: e.pid }),
-  }));
+  return trace.traceEvents
+    .filter(e => e.ph === 'X')
+    .map(e => ({
+      device: e.args?.device ?? e.pid,
+      thread: e.tid % 2 === 0 ? 'compute' : 'comm',
+      kind: e.cat as SpanKind,
+      name: e.name,
+      step: e.args?.step ?? 0,
+      group: e.args?.group,
+      start: (e.ts ?? 0) / 1000,
+      end: ((e.ts ?? 0) + (e.dur ?? 0)) / 1000,
+      ...(e.args?.device === undefined ? {} : { host: e.pid }),
+    }));
 }
 
 /** Share of the exchange time that ran while the same device's compute thread was busy in backward. */
 export function overlapShare(spans: readonly Span[]): number {
-  let exchange = 0, overlapped = 0;
+  let exchange = 0,
+    overlapped = 0;
   for (const ex of spans) {
     if (ex.kind !== 'exchange') continue;
     exchange += ex.end - ex.start;

@@ -18,7 +18,15 @@ import type { SlotReducer } from '../collectives/collective.js';
 export interface FlatArithmetic extends SlotReducer {
   readonly name: 'js' | 'native';
   /** One optimizer update of params[start, end); `step` counts from 1. */
-  applyUpdate(config: OptimizerConfig, params: Float32Array, grads: Float32Array, state: Float32Array[], start: number, end: number, step: number): void;
+  applyUpdate(
+    config: OptimizerConfig,
+    params: Float32Array,
+    grads: Float32Array,
+    state: Float32Array[],
+    start: number,
+    end: number,
+    step: number,
+  ): void;
 }
 
 export const JS_ARITHMETIC: FlatArithmetic = { name: 'js', reduceMeanInto, applyUpdate };
@@ -29,23 +37,47 @@ export function nativeArithmetic(): FlatArithmetic {
   return {
     name: 'native',
     reduceMeanInto(slots, out, start, end) {
-      if (slots.length === 1) reduceMeanInto(slots, out, start, end); // a copy at most: the JS one
+      if (slots.length === 1)
+        reduceMeanInto(slots, out, start, end); // a copy at most: the JS one
       else if (end > start) addon.reduceMean(slots, out, start, end);
     },
     applyUpdate(config, params, grads, state, start, end, step) {
       switch (config.kind) {
         case 'sgd':
-          if (config.nesterov && config.momentum > 0) { applyUpdate(config, params, grads, state, start, end, step); return; } // no C++ loop: the JS one
-          addon.sgdUpdate(params, grads, config.momentum > 0 ? state[0] : null, start, end, config.lr, config.momentum); return;
+          if (config.nesterov && config.momentum > 0) {
+            applyUpdate(config, params, grads, state, start, end, step);
+            return;
+          } // no C++ loop: the JS one
+          addon.sgdUpdate(params, grads, config.momentum > 0 ? state[0] : null, start, end, config.lr, config.momentum);
+          return;
         case 'adam': {
           const [c1, c2] = adamBiasCorrections(config, step);
-          addon.adamUpdate(params, grads, state[0], state[1], start, end, config.lr, config.beta1, config.beta2, config.epsilon, c1, c2);
+          addon.adamUpdate(
+            params,
+            grads,
+            state[0],
+            state[1],
+            start,
+            end,
+            config.lr,
+            config.beta1,
+            config.beta2,
+            config.epsilon,
+            c1,
+            c2,
+          );
           return;
         }
-        case 'rmsprop': case 'adagrad': case 'adamax': case 'adadelta': // no C++ loops: the JS ones, the same bits
+        case 'rmsprop':
+        case 'adagrad':
+        case 'adamax':
+        case 'adadelta': // no C++ loops: the JS ones, the same bits
           applyUpdate(config, params, grads, state, start, end, step);
           return;
-        default: { const never: never = config; throw new Error(`unknown optimizer ${String(never)}`); }
+        default: {
+          const never: never = config;
+          throw new Error(`unknown optimizer ${String(never)}`);
+        }
       }
     },
   };

@@ -13,8 +13,14 @@ import { compressWithFeedback, meanOfDecoded, type HalfFormat } from '../pipelin
 export interface HalfArithmetic {
   readonly name: 'js' | 'native';
   /** `compressWithFeedback`: packed = codes of gradient (+ residual), sent = their values, the residual updated. */
-  compress(format: HalfFormat, gradient: Float32Array, residual: Float32Array | undefined, corrected: Float32Array,
-    sent: Float32Array, packed: Float32Array): void;
+  compress(
+    format: HalfFormat,
+    gradient: Float32Array,
+    residual: Float32Array | undefined,
+    corrected: Float32Array,
+    sent: Float32Array,
+    packed: Float32Array,
+  ): void;
   /** `meanOfDecoded`: out = the mean over `size` ranks of their codes in `gathered`. */
   meanDecoded(format: HalfFormat, gathered: Float32Array, size: number, out: Float32Array): void;
 }
@@ -22,14 +28,19 @@ export interface HalfArithmetic {
 /** 'auto': the addon's when it loads, the JS loops otherwise; 'js' forces the loops (tests, benches); 'native' requires the addon. */
 export type HalfArithmeticChoice = 'auto' | 'js' | 'native';
 
-export const JS_HALF_ARITHMETIC: HalfArithmetic = { name: 'js', compress: compressWithFeedback, meanDecoded: meanOfDecoded };
+export const JS_HALF_ARITHMETIC: HalfArithmetic = {
+  name: 'js',
+  compress: compressWithFeedback,
+  meanDecoded: meanOfDecoded,
+};
 
 /** The addon's passes (throws BACKEND_UNAVAILABLE, with the fix, when the addon did not load). */
 export function nativeHalfArithmetic(): HalfArithmetic {
   const addon = requireNativeAddon();
   return {
     name: 'native',
-    compress: (format, gradient, residual, corrected, sent, packed) => addon.halfCompress(format, gradient, residual ?? null, corrected, sent, packed),
+    compress: (format, gradient, residual, corrected, sent, packed) =>
+      addon.halfCompress(format, gradient, residual ?? null, corrected, sent, packed),
     meanDecoded: (format, gathered, size, out) => addon.halfMeanDecoded(format, gathered, size, out),
   };
 }
@@ -38,9 +49,15 @@ let auto: HalfArithmetic | undefined;
 
 export function halfArithmetic(choice: HalfArithmeticChoice): HalfArithmetic {
   switch (choice) {
-    case 'js': return JS_HALF_ARITHMETIC;
-    case 'native': return nativeHalfArithmetic();
-    case 'auto': return (auto ??= loadNativeAddon().loaded ? nativeHalfArithmetic() : JS_HALF_ARITHMETIC);
-    default: { const never: never = choice; throw new Error(`unknown half arithmetic ${String(never)}`); }
+    case 'js':
+      return JS_HALF_ARITHMETIC;
+    case 'native':
+      return nativeHalfArithmetic();
+    case 'auto':
+      return (auto ??= loadNativeAddon().loaded ? nativeHalfArithmetic() : JS_HALF_ARITHMETIC);
+    default: {
+      const never: never = choice;
+      throw new Error(`unknown half arithmetic ${String(never)}`);
+    }
   }
 }

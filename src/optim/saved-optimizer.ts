@@ -16,19 +16,45 @@ import type { OptimizerName } from './flat-optimizer.js';
 
 /** tfjs's class names (`getClassName()`) and keras's, lower-cased, to tandem's optimizers. */
 const CLASS_NAMES: Record<string, OptimizerName> = {
-  sgd: 'sgd', momentum: 'momentum', adam: 'adam', rmsprop: 'rmsprop', adagrad: 'adagrad', adamax: 'adamax', adadelta: 'adadelta',
+  sgd: 'sgd',
+  momentum: 'momentum',
+  adam: 'adam',
+  rmsprop: 'rmsprop',
+  adagrad: 'adagrad',
+  adamax: 'adamax',
+  adadelta: 'adadelta',
 };
 
 /** A saved config key (tfjs camelCase, keras snake_case; lower-cased, underscores dropped) to the train option it sets. */
 const FIELDS: Record<string, keyof OptimizerFields> = {
-  learningrate: 'lr', lr: 'lr', momentum: 'momentum', usenesterov: 'nesterov', nesterov: 'nesterov', beta1: 'beta1', beta2: 'beta2',
-  epsilon: 'epsilon', rho: 'rho', decay: 'decay', centered: 'centered', initialaccumulatorvalue: 'initialAccumulatorValue',
+  learningrate: 'lr',
+  lr: 'lr',
+  momentum: 'momentum',
+  usenesterov: 'nesterov',
+  nesterov: 'nesterov',
+  beta1: 'beta1',
+  beta2: 'beta2',
+  epsilon: 'epsilon',
+  rho: 'rho',
+  decay: 'decay',
+  centered: 'centered',
+  initialaccumulatorvalue: 'initialAccumulatorValue',
 };
 
 /** Keys that carry nothing tandem applies when at these values (keras writes them for every optimizer). */
 const INERT: Record<string, unknown[]> = {
-  name: [], amsgrad: [false], decay: [0], clipnorm: [null], clipvalue: [null], globalclipnorm: [null], useema: [false],
-  emamomentum: [], emaoverwritefrequency: [], jitcompile: [], islegacyoptimizer: [], weightdecay: [null, 0],
+  name: [],
+  amsgrad: [false],
+  decay: [0],
+  clipnorm: [null],
+  clipvalue: [null],
+  globalclipnorm: [null],
+  useema: [false],
+  emamomentum: [],
+  emaoverwritefrequency: [],
+  jitcompile: [],
+  islegacyoptimizer: [],
+  weightdecay: [null, 0],
 };
 
 /** What cannot be carried over, said by the caller with the file's name. */
@@ -42,16 +68,26 @@ export function savedOptimizerFields(optimizerConfig: unknown): OptimizerFields 
   if (optimizerConfig === undefined || optimizerConfig === null) return undefined;
   const { class_name: className, config } = optimizerConfig as { class_name?: unknown; config?: unknown };
   const name = typeof className === 'string' ? CLASS_NAMES[className.toLowerCase()] : undefined;
-  if (!name) throw new SavedOptimizerProblem(`optimizer ${JSON.stringify(className)}, which tandem does not train with (it trains with ${Object.keys(CLASS_NAMES).join(', ')})`);
+  if (!name)
+    throw new SavedOptimizerProblem(
+      `optimizer ${JSON.stringify(className)}, which tandem does not train with (it trains with ${Object.keys(CLASS_NAMES).join(', ')})`,
+    );
   const fields: OptimizerFields = { optimizer: name };
   const settings = typeof config === 'object' && config !== null ? Object.entries(config) : [];
   // keras's RMSprop calls its mean-square decay rho (and its decay is the legacy learning-rate decay); tfjs's calls it decay.
   const kerasRmsprop = name === 'rmsprop' && settings.some(([key]) => key.toLowerCase() === 'rho');
   for (const [key, value] of settings) {
     const plain = key.toLowerCase().replaceAll('_', '');
-    const field = kerasRmsprop ? (plain === 'rho' ? 'decay' : plain === 'decay' ? undefined : FIELDS[plain])
-      // adamax (and tfjs's rmsprop) have a decay of their own; keras's legacy learning-rate decay elsewhere must be 0.
-      : plain === 'decay' && name !== 'adamax' && name !== 'rmsprop' ? undefined : FIELDS[plain];
+    const field = kerasRmsprop
+      ? plain === 'rho'
+        ? 'decay'
+        : plain === 'decay'
+          ? undefined
+          : FIELDS[plain]
+      : // adamax (and tfjs's rmsprop) have a decay of their own; keras's legacy learning-rate decay elsewhere must be 0.
+        plain === 'decay' && name !== 'adamax' && name !== 'rmsprop'
+        ? undefined
+        : FIELDS[plain];
     if (value === null || value === undefined) continue;
     if (field) {
       (fields as Record<string, unknown>)[field] = value;

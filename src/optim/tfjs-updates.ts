@@ -20,22 +20,59 @@
 const f = Math.fround;
 
 /** `decay`: of the mean square (keras calls it rho); `centered`: divide by the variance, not the mean square. */
-export interface RmspropConfig { kind: 'rmsprop'; lr: number; decay: number; momentum: number; epsilon: number; centered: boolean }
+export interface RmspropConfig {
+  kind: 'rmsprop';
+  lr: number;
+  decay: number;
+  momentum: number;
+  epsilon: number;
+  centered: boolean;
+}
 /** tfjs's adagrad has no epsilon of its own: it adds the backend's (1e-7 on float32). */
-export interface AdagradConfig { kind: 'adagrad'; lr: number; initialAccumulatorValue: number }
+export interface AdagradConfig {
+  kind: 'adagrad';
+  lr: number;
+  initialAccumulatorValue: number;
+}
 /** `decay`: of the learning rate, lr / (1 + decay × iteration). */
-export interface AdamaxConfig { kind: 'adamax'; lr: number; beta1: number; beta2: number; epsilon: number; decay: number }
-export interface AdadeltaConfig { kind: 'adadelta'; lr: number; rho: number; epsilon: number }
+export interface AdamaxConfig {
+  kind: 'adamax';
+  lr: number;
+  beta1: number;
+  beta2: number;
+  epsilon: number;
+  decay: number;
+}
+export interface AdadeltaConfig {
+  kind: 'adadelta';
+  lr: number;
+  rho: number;
+  epsilon: number;
+}
 
 /** sgd with momentum and Nesterov's look-ahead (`tf.train.momentum(lr, momentum, true)`). */
-export interface NesterovConfig { lr: number; momentum: number }
+export interface NesterovConfig {
+  lr: number;
+  momentum: number;
+}
 
 /** The epsilon tfjs adds when none is given: `tf.backend().epsilon()` on a float32 backend. */
 export const TFJS_EPSILON = 1e-7;
 
 /** state: the mean square, the moment and (centered) the mean gradient. */
-export function rmspropUpdate(config: RmspropConfig, params: Float32Array, grads: Float32Array, state: Float32Array[], start: number, end: number): void {
-  const decay = f(config.decay), keep = f(1 - config.decay), lr = f(config.lr), momentum = f(config.momentum), eps = f(config.epsilon);
+export function rmspropUpdate(
+  config: RmspropConfig,
+  params: Float32Array,
+  grads: Float32Array,
+  state: Float32Array[],
+  start: number,
+  end: number,
+): void {
+  const decay = f(config.decay),
+    keep = f(1 - config.decay),
+    lr = f(config.lr),
+    momentum = f(config.momentum),
+    eps = f(config.epsilon);
   const [ms, mom, mg] = state;
   for (let i = start; i < end; i++) {
     const g = grads[i];
@@ -56,8 +93,16 @@ export function rmspropUpdate(config: RmspropConfig, params: Float32Array, grads
 }
 
 /** state: the accumulated squares (from `initialAccumulatorValue`). */
-export function adagradUpdate(config: AdagradConfig, params: Float32Array, grads: Float32Array, state: Float32Array[], start: number, end: number): void {
-  const minusLr = f(-config.lr), eps = f(TFJS_EPSILON);
+export function adagradUpdate(
+  config: AdagradConfig,
+  params: Float32Array,
+  grads: Float32Array,
+  state: Float32Array[],
+  start: number,
+  end: number,
+): void {
+  const minusLr = f(-config.lr),
+    eps = f(TFJS_EPSILON);
   const acc = state[0];
   for (let i = start; i < end; i++) {
     const g = grads[i];
@@ -72,15 +117,29 @@ let accBeta1Memo = { beta1: NaN, step: 0, value: 0 };
 export function adamaxAccBeta1(beta1: number, step: number): number {
   const b = f(beta1);
   let { step: k, value } = accBeta1Memo;
-  if (accBeta1Memo.beta1 !== beta1 || k > step || k < 1) { k = 1; value = b; }
+  if (accBeta1Memo.beta1 !== beta1 || k > step || k < 1) {
+    k = 1;
+    value = b;
+  }
   for (; k < step; k++) value = f(value * b);
   accBeta1Memo = { beta1, step, value };
   return value;
 }
 
 /** state: m and the weighted infinity norm. tfjs's iteration counter is step - 1 (a resumed run carries the step). */
-export function adamaxUpdate(config: AdamaxConfig, params: Float32Array, grads: Float32Array, state: Float32Array[], start: number, end: number, step: number): void {
-  const b1 = f(config.beta1), keep1 = f(1 - config.beta1), b2 = f(config.beta2), eps = f(config.epsilon);
+export function adamaxUpdate(
+  config: AdamaxConfig,
+  params: Float32Array,
+  grads: Float32Array,
+  state: Float32Array[],
+  start: number,
+  end: number,
+  step: number,
+): void {
+  const b1 = f(config.beta1),
+    keep1 = f(1 - config.beta1),
+    b2 = f(config.beta2),
+    eps = f(config.epsilon);
   const lrT = f(f(-config.lr) / f(f(f(step - 1) * f(config.decay)) + 1));
   const scale = f(lrT / f(1 - adamaxAccBeta1(config.beta1, step)));
   const [m, u] = state;
@@ -95,11 +154,23 @@ export function adamaxUpdate(config: AdamaxConfig, params: Float32Array, grads: 
 }
 
 /** state: the accumulated squares of gradients and of updates. */
-export function adadeltaUpdate(config: AdadeltaConfig, params: Float32Array, grads: Float32Array, state: Float32Array[], start: number, end: number): void {
-  const rho = f(config.rho), keep = f(1 - config.rho), eps = f(config.epsilon), minusLr = f(-config.lr);
+export function adadeltaUpdate(
+  config: AdadeltaConfig,
+  params: Float32Array,
+  grads: Float32Array,
+  state: Float32Array[],
+  start: number,
+  end: number,
+): void {
+  const rho = f(config.rho),
+    keep = f(1 - config.rho),
+    eps = f(config.epsilon),
+    minusLr = f(-config.lr);
   const [accG, accU] = state;
   for (let i = start; i < end; i++) {
-    const g = grads[i], ag = accG[i], au = accU[i];
+    const g = grads[i],
+      ag = accG[i],
+      au = accU[i];
     const update = f(f(f(Math.sqrt(f(au + eps))) / f(Math.sqrt(f(ag + eps)))) * g); // tfjs: the accumulator before this step
     accG[i] = f(f(ag * rho) + f(f(g * g) * keep));
     accU[i] = f(f(au * rho) + f(f(update * update) * keep));
@@ -113,8 +184,16 @@ export function adadeltaUpdate(config: AdadeltaConfig, params: Float32Array, gra
  * @example
  * nesterovUpdate({ lr: 0.1, momentum: 0.5 }, p, g, [acc], 0, p.length) // p = [1], g = [1], acc = [0]: acc 1, p 1 - 0.1 × 1.5 = 0.85
  */
-export function nesterovUpdate(config: NesterovConfig, params: Float32Array, grads: Float32Array, state: Float32Array[], start: number, end: number): void {
-  const m = f(config.momentum), c = f(-config.lr);
+export function nesterovUpdate(
+  config: NesterovConfig,
+  params: Float32Array,
+  grads: Float32Array,
+  state: Float32Array[],
+  start: number,
+  end: number,
+): void {
+  const m = f(config.momentum),
+    c = f(-config.lr);
   const acc = state[0];
   for (let i = start; i < end; i++) {
     const g = grads[i];
@@ -131,8 +210,8 @@ export function nesterovUpdate(config: NesterovConfig, params: Float32Array, gra
  */
 export function optimizerNaNHint(config: { kind: string; centered?: boolean }): string {
   return config.kind === 'rmsprop' && config.centered
-    ? '; with rmsprop centered, the likely cause is tfjs\'s own rule, which tandem keeps: it takes sqrt(ms - (mg² + epsilon)), NaN for ' +
-      'every parameter whose gradient varies by less than epsilon (a zero gradient included), from its first update: drop --centered ' +
-      '(centered: false)'
+    ? "; with rmsprop centered, the likely cause is tfjs's own rule, which tandem keeps: it takes sqrt(ms - (mg² + epsilon)), NaN for " +
+        'every parameter whose gradient varies by less than epsilon (a zero gradient included), from its first update: drop --centered ' +
+        '(centered: false)'
     : '';
 }

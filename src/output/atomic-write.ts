@@ -23,7 +23,11 @@ export interface AtomicWriteOptions {
 }
 
 /** Writes `data` to `file` atomically; returns `file`. Fails with WRITE_FAILED naming `file` and the reason. */
-export async function writeFileAtomically(file: string, data: string | Uint8Array, options: AtomicWriteOptions = {}): Promise<string> {
+export async function writeFileAtomically(
+  file: string,
+  data: string | Uint8Array,
+  options: AtomicWriteOptions = {},
+): Promise<string> {
   const tmp = options.temporary ?? temporaryNameFor(file);
   try {
     const handle = await open(tmp, 'wx');

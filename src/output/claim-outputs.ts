@@ -8,8 +8,10 @@ import type { ResolvedConfig } from '../config-types.js';
 import { lockedDirectories, outputPlacesOf, prepareOutputPlaces } from './output-places.js';
 import { acquireRunLock, type RunLock } from './run-lock.js';
 
-export async function claimOutputs(cfg: Pick<ResolvedConfig, 'out' | 'trace' | 'checkpointDir' | 'classifier'>,
-  notice: (message: string) => void): Promise<RunLock> {
+export async function claimOutputs(
+  cfg: Pick<ResolvedConfig, 'out' | 'trace' | 'checkpointDir' | 'classifier'>,
+  notice: (message: string) => void,
+): Promise<RunLock> {
   const places = outputPlacesOf(cfg);
   await prepareOutputPlaces(places);
   const dirs = await Promise.all(lockedDirectories(places).map(async d => ({ ...d, path: await realpath(d.path) })));

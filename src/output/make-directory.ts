@@ -16,10 +16,13 @@ export async function makeDirectory(dir: string, label: string): Promise<void> {
   for (let at = target; ; at = path.dirname(at)) {
     const found = await stat(at).catch((err: unknown) => {
       if (fsErrorCode(err) === 'ENOENT' || fsErrorCode(err) === 'ENOTDIR') return undefined;
-      throw new TandemError('BAD_OUTPUT', `${label}: cannot look at ${at}: ${fsReason(err)}`, undefined, { cause: err });
+      throw new TandemError('BAD_OUTPUT', `${label}: cannot look at ${at}: ${fsReason(err)}`, undefined, {
+        cause: err,
+      });
     });
     if (found) {
-      if (!found.isDirectory()) throw new TandemError('BAD_OUTPUT', `${label}: ${at} is a file, and a directory is needed there`);
+      if (!found.isDirectory())
+        throw new TandemError('BAD_OUTPUT', `${label}: ${at} is a file, and a directory is needed there`);
       break;
     }
     missing.unshift(at);
@@ -34,7 +37,10 @@ async function makeOneLevel(dir: string, label: string): Promise<void> {
   } catch (err) {
     if (fsErrorCode(err) === 'EEXIST' && (await stat(dir).catch(() => undefined))?.isDirectory()) return; // made meanwhile
     const parent = path.dirname(dir);
-    const why = fsErrorCode(err) === 'ENOENT' ? `${parent} does not allow new entries (mkdir gave ENOENT: a virtual file system such as /proc or /sys)` : fsReason(err);
+    const why =
+      fsErrorCode(err) === 'ENOENT'
+        ? `${parent} does not allow new entries (mkdir gave ENOENT: a virtual file system such as /proc or /sys)`
+        : fsReason(err);
     throw new TandemError('BAD_OUTPUT', `${label}: cannot create directory ${dir}: ${why}`, undefined, { cause: err });
   }
 }

@@ -14,22 +14,32 @@ import { writeFileAtomically } from './atomic-write.js';
 import { fsReason } from './fs-reason.js';
 
 /** The files `--out DIR` receives (src/trainer/run-summary.ts and model-files.ts write them). */
-export const OUT_FILES = { model: 'model.json', weights: 'weights.bin', summary: 'summary.json', timeline: 'timeline.svg', trace: 'trace.json', classifierDir: 'classifier' } as const;
+export const OUT_FILES = {
+  model: 'model.json',
+  weights: 'weights.bin',
+  summary: 'summary.json',
+  timeline: 'timeline.svg',
+  trace: 'trace.json',
+  classifierDir: 'classifier',
+} as const;
 
 /** A place a run writes: `label` names it as the user gave it (`--out out/run`); `lock`: the run locks that directory. */
 export type OutputPlace =
-  | { kind: 'directory'; path: string; label: string; lock: boolean }
-  | { kind: 'file'; path: string; label: string };
+  { kind: 'directory'; path: string; label: string; lock: boolean } | { kind: 'file'; path: string; label: string };
 
 /** Every place a run of `cfg` writes, directories before the files in them. */
-export function outputPlacesOf(cfg: Pick<ResolvedConfig, 'out' | 'trace' | 'checkpointDir' | 'classifier'>): OutputPlace[] {
+export function outputPlacesOf(
+  cfg: Pick<ResolvedConfig, 'out' | 'trace' | 'checkpointDir' | 'classifier'>,
+): OutputPlace[] {
   const places: OutputPlace[] = [];
-  const directory = (p: string, label: string, lock: boolean) => places.push({ kind: 'directory', path: path.resolve(p), label, lock });
+  const directory = (p: string, label: string, lock: boolean) =>
+    places.push({ kind: 'directory', path: path.resolve(p), label, lock });
   const file = (p: string, label: string) => places.push({ kind: 'file', path: path.resolve(p), label });
   if (cfg.out !== undefined) {
     const label = `--out ${cfg.out}`;
     directory(cfg.out, label, true);
-    for (const name of [OUT_FILES.model, OUT_FILES.weights, OUT_FILES.summary, OUT_FILES.timeline]) file(path.join(cfg.out, name), label);
+    for (const name of [OUT_FILES.model, OUT_FILES.weights, OUT_FILES.summary, OUT_FILES.timeline])
+      file(path.join(cfg.out, name), label);
     if (cfg.trace === undefined) file(path.join(cfg.out, OUT_FILES.trace), label);
     if (cfg.classifier?.exportClassifier) {
       const dir = path.join(cfg.out, OUT_FILES.classifierDir);
@@ -62,7 +72,10 @@ export async function prepareOutputPlaces(places: readonly OutputPlace[]): Promi
         await makeDirectory(path.dirname(place.path), place.label);
         await probeDirectory(path.dirname(place.path), place.label, probed);
         break;
-      default: { const never: never = place; throw new Error(`unknown output place ${JSON.stringify(never)}`); }
+      default: {
+        const never: never = place;
+        throw new Error(`unknown output place ${JSON.stringify(never)}`);
+      }
     }
   }
 }
@@ -71,10 +84,19 @@ export async function prepareOutputPlaces(places: readonly OutputPlace[]): Promi
 async function checkFilePlace(place: OutputPlace): Promise<void> {
   const found = await stat(place.path).catch(() => undefined);
   if (found?.isDirectory()) {
-    throw new TandemError('BAD_OUTPUT', `${place.label}: ${place.path} is a directory, and a file is needed there` +
-      (place.label.startsWith('--trace') ? ` (give a file name, e.g. ${path.join(place.path, OUT_FILES.trace)})` : ''));
+    throw new TandemError(
+      'BAD_OUTPUT',
+      `${place.label}: ${place.path} is a directory, and a file is needed there` +
+        (place.label.startsWith('--trace')
+          ? ` (give a file name, e.g. ${path.join(place.path, OUT_FILES.trace)})`
+          : ''),
+    );
   }
-  if (found && !found.isFile()) throw new TandemError('BAD_OUTPUT', `${place.label}: ${place.path} is not a regular file (a device, pipe or socket); give a file path`);
+  if (found && !found.isFile())
+    throw new TandemError(
+      'BAD_OUTPUT',
+      `${place.label}: ${place.path} is not a regular file (a device, pipe or socket); give a file path`,
+    );
 }
 
 /** One atomic write and removal of a probe file in `dir`: what every result write will do there. */

@@ -13,16 +13,35 @@ import { TandemError } from '../errors.js';
 import { optimizerStateSlots } from '../optim/flat-optimizer.js';
 
 /** Bytes the run needs in a directory, named for the message. */
-export interface RoomNeed { dir: string; label: string; bytes: number; what: string }
+export interface RoomNeed {
+  dir: string;
+  label: string;
+  bytes: number;
+  what: string;
+}
 
 /** What a run of `cfg` with this many parameters and non-trainable floats writes at the least: the model, and one checkpoint if it checkpoints. */
-export function resultNeeds(cfg: Pick<ResolvedConfig, 'out' | 'checkpointDir' | 'checkpointEvery' | 'optimizer'>, parameters: number, stateFloats: number): RoomNeed[] {
+export function resultNeeds(
+  cfg: Pick<ResolvedConfig, 'out' | 'checkpointDir' | 'checkpointEvery' | 'optimizer'>,
+  parameters: number,
+  stateFloats: number,
+): RoomNeed[] {
   const needs: RoomNeed[] = [];
-  if (cfg.out !== undefined) needs.push({ dir: path.resolve(cfg.out), label: `--out ${cfg.out}`, bytes: 4 * (parameters + stateFloats), what: 'the trained model' });
+  if (cfg.out !== undefined)
+    needs.push({
+      dir: path.resolve(cfg.out),
+      label: `--out ${cfg.out}`,
+      bytes: 4 * (parameters + stateFloats),
+      what: 'the trained model',
+    });
   const checkpointDir = cfg.checkpointDir ?? cfg.out;
   if (cfg.checkpointEvery !== undefined && checkpointDir !== undefined) {
-    needs.push({ dir: path.resolve(checkpointDir), label: `${cfg.checkpointDir ? '--checkpoint-dir' : '--out'} ${checkpointDir}`,
-      bytes: 4 * (parameters * (1 + optimizerStateSlots(cfg.optimizer)) + stateFloats), what: 'a checkpoint' });
+    needs.push({
+      dir: path.resolve(checkpointDir),
+      label: `${cfg.checkpointDir ? '--checkpoint-dir' : '--out'} ${checkpointDir}`,
+      bytes: 4 * (parameters * (1 + optimizerStateSlots(cfg.optimizer)) + stateFloats),
+      what: 'a checkpoint',
+    });
   }
   return needs;
 }
@@ -42,8 +61,11 @@ export async function checkRoomForResults(needs: readonly RoomNeed[]): Promise<v
   for (const { free, needs: onDevice } of byDevice.values()) {
     const total = onDevice.reduce((n, x) => n + x.bytes, 0);
     if (total > free) {
-      throw new TandemError('BAD_OUTPUT', `${[...new Set(onDevice.map(n => n.label))].join(' and ')}: no room for the results: ${onDevice.map(n => `${n.what} needs ${kib(n.bytes)}`).join(', ')}, ` +
-        `and the file system of ${onDevice[0].dir} has ${kib(free)} free; free some space or give another directory`);
+      throw new TandemError(
+        'BAD_OUTPUT',
+        `${[...new Set(onDevice.map(n => n.label))].join(' and ')}: no room for the results: ${onDevice.map(n => `${n.what} needs ${kib(n.bytes)}`).join(', ')}, ` +
+          `and the file system of ${onDevice[0].dir} has ${kib(free)} free; free some space or give another directory`,
+      );
     }
   }
 }

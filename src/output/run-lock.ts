@@ -17,13 +17,25 @@ import { temporaryNameFor, writeFileAtomically } from './atomic-write.js';
 export const LOCK_FILE = '.tandem-run.lock';
 
 /** What a lock file holds. */
-export interface LockOwner { host: string; pid: number; startTicks?: number; started: string; token: string }
+export interface LockOwner {
+  host: string;
+  pid: number;
+  startTicks?: number;
+  started: string;
+  token: string;
+}
 
 /** The locks a run holds; `release` removes those that are still its own. */
-export interface RunLock { readonly files: readonly string[]; release(): Promise<void> }
+export interface RunLock {
+  readonly files: readonly string[];
+  release(): Promise<void>;
+}
 
 /** Locks every directory (each named by `label` in messages) or none; `notice` hears about stale locks taken over. */
-export async function acquireRunLock(dirs: readonly { path: string; label: string }[], notice: (message: string) => void): Promise<RunLock> {
+export async function acquireRunLock(
+  dirs: readonly { path: string; label: string }[],
+  notice: (message: string) => void,
+): Promise<RunLock> {
   const owner = thisProcess();
   const held: string[] = [];
   const release = async () => {
@@ -69,11 +81,21 @@ function releaseAtExit(file: string, token: string): void {
 }
 
 function thisProcess(): LockOwner {
-  return { host: os.hostname(), pid: process.pid, startTicks: startTicksOf(process.pid), started: new Date().toISOString(),
-    token: `${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}` };
+  return {
+    host: os.hostname(),
+    pid: process.pid,
+    startTicks: startTicksOf(process.pid),
+    started: new Date().toISOString(),
+    token: `${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}`,
+  };
 }
 
-async function lockOne(file: string, label: string, owner: LockOwner, notice: (message: string) => void): Promise<void> {
+async function lockOne(
+  file: string,
+  label: string,
+  owner: LockOwner,
+  notice: (message: string) => void,
+): Promise<void> {
   const text = JSON.stringify(owner);
   for (let attempt = 0; attempt < 3; attempt++) {
     if (await createWith(file, text, label)) return;
@@ -81,15 +103,23 @@ async function lockOne(file: string, label: string, owner: LockOwner, notice: (m
     if (held === undefined) continue; // released meanwhile: try again
     const other = parseOwner(held);
     if (!other) {
-      throw new TandemError('RUN_LOCKED', `${label}: the run lock ${file} is not a tandem lock file (${JSON.stringify(held.slice(0, 60))}); ` +
-        'remove it if no tandem run uses this directory');
+      throw new TandemError(
+        'RUN_LOCKED',
+        `${label}: the run lock ${file} is not a tandem lock file (${JSON.stringify(held.slice(0, 60))}); ` +
+          'remove it if no tandem run uses this directory',
+      );
     }
     if (!isStale(other)) {
-      throw new TandemError('RUN_LOCKED', `${label} is in use by another tandem run: PID ${other.pid} on ${other.host}, started ${other.started} ` +
-        `(lock ${file}). Wait for it to end or give another directory${other.host === os.hostname() ? '' : '; tandem cannot tell from this host whether it still runs'}`);
+      throw new TandemError(
+        'RUN_LOCKED',
+        `${label} is in use by another tandem run: PID ${other.pid} on ${other.host}, started ${other.started} ` +
+          `(lock ${file}). Wait for it to end or give another directory${other.host === os.hostname() ? '' : '; tandem cannot tell from this host whether it still runs'}`,
+      );
     }
     if (await takeOver(file, held)) {
-      notice(`${label}: took over the run lock of PID ${other.pid} on ${other.host} (started ${other.started}), which is no longer running`);
+      notice(
+        `${label}: took over the run lock of PID ${other.pid} on ${other.host} (started ${other.started}), which is no longer running`,
+      );
     }
   }
   throw new TandemError('RUN_LOCKED', `${label}: could not take the run lock ${file}: other runs keep taking it`);
@@ -103,7 +133,9 @@ async function createWith(file: string, text: string, label: string): Promise<bo
     return true;
   } catch (err) {
     if (fsErrorCode(err) === 'EEXIST') return false;
-    throw new TandemError('BAD_OUTPUT', `${label}: cannot create the run lock ${file}: ${fsReason(err)}`, undefined, { cause: err });
+    throw new TandemError('BAD_OUTPUT', `${label}: cannot create the run lock ${file}: ${fsReason(err)}`, undefined, {
+      cause: err,
+    });
   } finally {
     await rm(tmp, { force: true });
   }
@@ -112,7 +144,9 @@ async function createWith(file: string, text: string, label: string): Promise<bo
 function parseOwner(text: string): LockOwner | undefined {
   try {
     const o = JSON.parse(text) as Partial<LockOwner> | null;
-    return o && typeof o.host === 'string' && Number.isInteger(o.pid) && typeof o.token === 'string' ? o as LockOwner : undefined;
+    return o && typeof o.host === 'string' && Number.isInteger(o.pid) && typeof o.token === 'string'
+      ? (o as LockOwner)
+      : undefined;
   } catch {
     return undefined;
   }

@@ -61,7 +61,13 @@ export interface CommHookOptions {
   minCompressionRate: number;
 }
 
-export const DEFAULT_COMM_HOOK_OPTIONS: CommHookOptions = { errorFeedback: true, rank: 8, startStep: 10, warmStart: true, minCompressionRate: 2 };
+export const DEFAULT_COMM_HOOK_OPTIONS: CommHookOptions = {
+  errorFeedback: true,
+  rank: 8,
+  startStep: 10,
+  warmStart: true,
+  minCompressionRate: 2,
+};
 
 export interface CommHook<State = unknown> {
   readonly name: string;

@@ -12,13 +12,24 @@ export class CountingCollective implements Collective {
   constructor(private readonly inner: Collective) {
     const reduceScatter = inner.reduceScatterMean?.bind(inner);
     if (reduceScatter) {
-      this.reduceScatterMean = (buf, start, end) => { this.floats += Math.max(0, end - start); return reduceScatter(buf, start, end); };
+      this.reduceScatterMean = (buf, start, end) => {
+        this.floats += Math.max(0, end - start);
+        return reduceScatter(buf, start, end);
+      };
     }
   }
-  get transport(): string { return this.inner.transport; }
-  get rank(): number { return this.inner.rank; }
-  get size(): number { return this.inner.size; }
-  get blocking() { return this.inner.blocking; }
+  get transport(): string {
+    return this.inner.transport;
+  }
+  get rank(): number {
+    return this.inner.rank;
+  }
+  get size(): number {
+    return this.inner.size;
+  }
+  get blocking() {
+    return this.inner.blocking;
+  }
 
   allReduce(buf: Float32Array, start: number, end: number, op: ReduceOp): Promise<void> {
     this.floats += Math.max(0, end - start);
@@ -32,8 +43,12 @@ export class CountingCollective implements Collective {
     this.floats += Math.max(0, end - start);
     return this.inner.broadcast(buf, root, start, end);
   }
-  barrier(): Promise<void> { return this.inner.barrier(); }
-  close(): void { this.inner.close(); }
+  barrier(): Promise<void> {
+    return this.inner.barrier();
+  }
+  close(): void {
+    this.inner.close();
+  }
 
   /** Floats handed over since the last call. */
   take(): number {

@@ -18,8 +18,15 @@ export class HookStates {
   readonly groups: { info: BucketInfo; state: unknown; arrays: Float32Array[] }[];
   private shared?: RankHookState;
 
-  constructor(readonly hook: CommHook, options: CommHookOptions, groups: readonly ParameterGroup[], variables: readonly ParameterSpec[],
-    rank: number, size: number, seed: number) {
+  constructor(
+    readonly hook: CommHook,
+    options: CommHookOptions,
+    groups: readonly ParameterGroup[],
+    variables: readonly ParameterSpec[],
+    rank: number,
+    size: number,
+    seed: number,
+  ) {
     this.groups = groups.map((_, g) => {
       const info = bucketInfo(groups, g, variables, rank, size, seed);
       const state = hook.init(info, options);
@@ -29,22 +36,30 @@ export class HookStates {
 
   /** Puts a checkpoint's values back (this rank's); BAD_CHECKPOINT when they do not fit the hook's arrays. */
   restore(saved: RankHookState, source: string): void {
-    const fits = saved.length === this.groups.length &&
-      this.groups.every((g, i) => saved[i].length === g.arrays.length && g.arrays.every((a, j) => saved[i][j].length === a.length));
+    const fits =
+      saved.length === this.groups.length &&
+      this.groups.every(
+        (g, i) => saved[i].length === g.arrays.length && g.arrays.every((a, j) => saved[i][j].length === a.length),
+      );
     if (!fits) {
-      throw new TandemError('BAD_CHECKPOINT', `${source}: the state of communication hook '${this.hook.name}' in it does not fit this run's ` +
-        '(other exchange groups, or a hook whose state arrays changed); resume with the strategy and hook the checkpoint was written with');
+      throw new TandemError(
+        'BAD_CHECKPOINT',
+        `${source}: the state of communication hook '${this.hook.name}' in it does not fit this run's ` +
+          '(other exchange groups, or a hook whose state arrays changed); resume with the strategy and hook the checkpoint was written with',
+      );
     }
     this.groups.forEach((g, i) => g.arrays.forEach((a, j) => a.set(saved[i][j])));
   }
 
   /** Copies of every group's state arrays in shared memory (for the main thread), kept current by `publish`. */
   share(): RankHookState {
-    this.shared = this.groups.map(g => g.arrays.map(a => {
-      const copy = new Float32Array(new SharedArrayBuffer(a.byteLength));
-      copy.set(a);
-      return copy;
-    }));
+    this.shared = this.groups.map(g =>
+      g.arrays.map(a => {
+        const copy = new Float32Array(new SharedArrayBuffer(a.byteLength));
+        copy.set(a);
+        return copy;
+      }),
+    );
     return this.shared;
   }
 
@@ -55,11 +70,24 @@ export class HookStates {
   }
 }
 
-function bucketInfo(groups: readonly ParameterGroup[], group: number, variables: readonly ParameterSpec[], rank: number, size: number, seed: number): BucketInfo {
+function bucketInfo(
+  groups: readonly ParameterGroup[],
+  group: number,
+  variables: readonly ParameterSpec[],
+  rank: number,
+  size: number,
+  seed: number,
+): BucketInfo {
   const { name, start, end } = groups[group];
   return {
-    group, groupName: name, length: end - start, rank, size, seed,
-    variables: variables.filter(v => v.offset >= start && v.offset + v.size <= end)
+    group,
+    groupName: name,
+    length: end - start,
+    rank,
+    size,
+    seed,
+    variables: variables
+      .filter(v => v.offset >= start && v.offset + v.size <= end)
       .map(v => ({ name: v.name, shape: [...v.shape], offset: v.offset - start, size: v.size })),
   };
 }

@@ -20,7 +20,11 @@ const UNITS: Record<string, number> = { '': 1, k: 1e3, m: 1e6, g: 1e9, t: 1e12 }
 /** Parses `1gbps`, `100mbps`, `25gbps:0.05ms` (bandwidth[:latency]). */
 export function parseLink(text: string): LinkModel {
   const m = /^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:bit\/s|bps)\s*(?::\s*(\d+(?:\.\d+)?)\s*(us|ms))?\s*$/i.exec(text);
-  if (!m) throw new TandemError('BAD_CONFIG', `--link '${text}': expected a bandwidth like 100mbps, 1gbps or 10gbps, optionally :latency like 1gbps:0.05ms`);
+  if (!m)
+    throw new TandemError(
+      'BAD_CONFIG',
+      `--link '${text}': expected a bandwidth like 100mbps, 1gbps or 10gbps, optionally :latency like 1gbps:0.05ms`,
+    );
   const bandwidth = Number(m[1]) * UNITS[m[2].toLowerCase()];
   if (!(bandwidth > 0)) throw new TandemError('BAD_CONFIG', `--link '${text}': bandwidth must be positive`);
   const latencyMs = m[3] === undefined ? 0 : Number(m[3]) * (m[4].toLowerCase() === 'us' ? 1e-3 : 1);
@@ -30,8 +34,8 @@ export function parseLink(text: string): LinkModel {
 /** Milliseconds a ring all-reduce of `bytes` among `devices` takes on `link`. */
 export function allReduceWireMs(link: LinkModel, bytes: number, devices: number): number {
   if (devices <= 1) return 0;
-  const wire = (2 * (devices - 1) / devices) * bytes;
-  return (wire * 8 / link.bandwidth) * 1000 + link.latencyMs;
+  const wire = ((2 * (devices - 1)) / devices) * bytes;
+  return ((wire * 8) / link.bandwidth) * 1000 + link.latencyMs;
 }
 
 /** The largest stallTimeoutMs the config accepts (a day). */
@@ -54,12 +58,20 @@ export function holdUntil(startedAt: number, ms: number): void {
  * reports are at least their sum apart, and the main thread calls a device silent after `stallTimeoutMs`.
  * `holdFloats` is the float count of each hold.
  */
-export function checkLinkHolds(link: LinkModel, devices: number, holdFloats: readonly number[], stallTimeoutMs: number): void {
+export function checkLinkHolds(
+  link: LinkModel,
+  devices: number,
+  holdFloats: readonly number[],
+  stallTimeoutMs: number,
+): void {
   const step = holdFloats.reduce((sum, floats) => sum + allReduceWireMs(link, floats * 4, devices), 0);
   if (step < stallTimeoutMs) return;
   const s = (ms: number) => `${(ms / 1000).toFixed(ms < 10_000 ? 1 : 0)} s`;
-  const enough = Math.ceil(step * 1.25 / 1000) * 1000;
-  throw new TandemError('BAD_CONFIG', `--link ${link.label} (EMULATED) would hold every step's exchange ${s(step)} ` +
-    `(${holdFloats.length} hold(s) of the model's gradients), beyond the stall watchdog (stallTimeoutMs ${s(stallTimeoutMs)}): the run would fail as stalled. ` +
-    `Give a faster link${enough <= MAX_STALL_TIMEOUT_MS ? `, or --stall-timeout-ms ${enough} or more` : ''}`);
+  const enough = Math.ceil((step * 1.25) / 1000) * 1000;
+  throw new TandemError(
+    'BAD_CONFIG',
+    `--link ${link.label} (EMULATED) would hold every step's exchange ${s(step)} ` +
+      `(${holdFloats.length} hold(s) of the model's gradients), beyond the stall watchdog (stallTimeoutMs ${s(stallTimeoutMs)}): the run would fail as stalled. ` +
+      `Give a faster link${enough <= MAX_STALL_TIMEOUT_MS ? `, or --stall-timeout-ms ${enough} or more` : ''}`,
+  );
 }

@@ -52,9 +52,7 @@ export interface ExchangeChunk {
 }
 
 /** How a comm thread exchanges a step's groups. */
-export type ExchangeOrder =
-  | { order: 'ready' }
-  | { order: 'priority'; chunkFloats: number };
+export type ExchangeOrder = { order: 'ready' } | { order: 'priority'; chunkFloats: number };
 
 export const EXCHANGE_ORDERS = ['ready', 'priority'] as const;
 
@@ -65,7 +63,10 @@ export const DEFAULT_CHUNK_FLOATS = 1 << 20;
 export function chunksOf(group: ParameterGroup, chunkFloats: number): ExchangeChunk[] {
   const count = Math.max(1, Math.ceil((group.end - group.start) / chunkFloats));
   return Array.from({ length: count }, (_, index) => ({
-    index, count, start: group.start + index * chunkFloats, end: Math.min(group.end, group.start + (index + 1) * chunkFloats),
+    index,
+    count,
+    start: group.start + index * chunkFloats,
+    end: Math.min(group.end, group.start + (index + 1) * chunkFloats),
   }));
 }
 
@@ -84,20 +85,28 @@ export interface PriorityStepIo {
 }
 
 /** Exchanges one step's groups (`chunks[g]` = group g's chunks) in priority order. False: stopped while waiting. */
-export async function runPriorityStep(chunks: readonly (readonly ExchangeChunk[])[], io: PriorityStepIo): Promise<boolean> {
+export async function runPriorityStep(
+  chunks: readonly (readonly ExchangeChunk[])[],
+  io: PriorityStepIo,
+): Promise<boolean> {
   const n = chunks.length;
   const next = new Array<number>(n).fill(0);
-  let agreed = 0, finished = 0;
+  let agreed = 0,
+    finished = 0;
   while (finished < n) {
     let g = agreed - 1;
     while (g >= 0 && next[g] === chunks[g].length) g--;
-    if (g < 0) { // no agreed group left: wait for the next one in backward order, then see how far every rank is
+    if (g < 0) {
+      // no agreed group left: wait for the next one in backward order, then see how far every rank is
       if (!io.waitReady(agreed)) return false;
       agreed = agreed === n - 1 ? n : await io.agree(io.readyPrefix());
       continue;
     }
     await io.exchangeChunk(g, chunks[g][next[g]]);
-    if (++next[g] === chunks[g].length) { await io.finish(g); finished++; }
+    if (++next[g] === chunks[g].length) {
+      await io.finish(g);
+      finished++;
+    }
     if (agreed < n) agreed = await io.agree(io.readyPrefix());
   }
   return true;

@@ -64,11 +64,17 @@ export function defaultSplitLayer(layout: ParameterLayout): number {
 export function twoGroups(layout: ParameterLayout, p: number): ParameterGroup[] {
   const layers = layersOf(layout);
   if (!Number.isInteger(p) || p < 1 || p > layers.length) {
-    throw new TandemError('BAD_CONFIG', `two-group split p=${p} is out of range: the model has ${layers.length} layers with parameters (p in 1..${layers.length})`);
+    throw new TandemError(
+      'BAD_CONFIG',
+      `two-group split p=${p} is out of range: the model has ${layers.length} layers with parameters (p in 1..${layers.length})`,
+    );
   }
   if (p === layers.length) return [{ name: 'fc', start: 0, end: layout.total }];
   const cut = layers[p].start;
-  return [{ name: 'fc', start: 0, end: cut }, { name: 'conv', start: cut, end: layout.total }];
+  return [
+    { name: 'fc', start: 0, end: cut },
+    { name: 'conv', start: cut, end: layout.total },
+  ];
 }
 
 export function perLayerGroups(layout: ParameterLayout): ParameterGroup[] {
@@ -79,7 +85,13 @@ export function perLayerGroups(layout: ParameterLayout): ParameterGroup[] {
  * Size-capped buckets over [start, end) in transmission order, at variable
  * boundaries: a bucket closes once it holds at least its cap.
  */
-export function bucketRange(layout: ParameterLayout, start: number, end: number, capBytes: number, firstCapBytes = capBytes): ParameterGroup[] {
+export function bucketRange(
+  layout: ParameterLayout,
+  start: number,
+  end: number,
+  capBytes: number,
+  firstCapBytes = capBytes,
+): ParameterGroup[] {
   const groups: ParameterGroup[] = [];
   let open = start;
   for (const v of layout.variables) {
@@ -96,7 +108,11 @@ export function bucketRange(layout: ParameterLayout, start: number, end: number,
 }
 
 /** The exchange groups of `layout` under `spec`, validated. */
-export function exchangeGroups(spec: StrategySpec, layout: ParameterLayout, options: StrategyOptions): ParameterGroup[] {
+export function exchangeGroups(
+  spec: StrategySpec,
+  layout: ParameterLayout,
+  options: StrategyOptions,
+): ParameterGroup[] {
   let groups: ParameterGroup[];
   let name: string;
   if (typeof spec === 'object') {
@@ -105,11 +121,22 @@ export function exchangeGroups(spec: StrategySpec, layout: ParameterLayout, opti
   } else {
     name = spec;
     switch (spec) {
-      case 'sequential': groups = sequentialGroups(layout); break;
-      case 'two-group': groups = twoGroups(layout, options.splitLayer ?? defaultSplitLayer(layout)); break;
-      case 'per-layer': groups = perLayerGroups(layout); break;
-      case 'buckets': groups = bucketRange(layout, 0, layout.total, options.bucketCapMB * 2 ** 20, options.firstBucketMB * 2 ** 20); break;
-      default: { const never: never = spec; throw new TandemError('BAD_CONFIG', `unknown strategy ${String(never)}`); }
+      case 'sequential':
+        groups = sequentialGroups(layout);
+        break;
+      case 'two-group':
+        groups = twoGroups(layout, options.splitLayer ?? defaultSplitLayer(layout));
+        break;
+      case 'per-layer':
+        groups = perLayerGroups(layout);
+        break;
+      case 'buckets':
+        groups = bucketRange(layout, 0, layout.total, options.bucketCapMB * 2 ** 20, options.firstBucketMB * 2 ** 20);
+        break;
+      default: {
+        const never: never = spec;
+        throw new TandemError('BAD_CONFIG', `unknown strategy ${String(never)}`);
+      }
     }
   }
   validateGroups(name, groups, layout);
@@ -117,13 +144,19 @@ export function exchangeGroups(spec: StrategySpec, layout: ParameterLayout, opti
 }
 
 function validateGroups(name: string, groups: ParameterGroup[], layout: ParameterLayout): void {
-  const fail = (why: string): never => { throw new TandemError('BAD_CONFIG', `strategy '${name}': ${why}`); };
+  const fail = (why: string): never => {
+    throw new TandemError('BAD_CONFIG', `strategy '${name}': ${why}`);
+  };
   if (!Array.isArray(groups) || groups.length === 0) fail('returned no groups');
-  if (groups.length > MAX_GROUPS) fail(`returned ${groups.length} groups; at most ${MAX_GROUPS} are supported (use larger buckets)`);
+  if (groups.length > MAX_GROUPS)
+    fail(`returned ${groups.length} groups; at most ${MAX_GROUPS} are supported (use larger buckets)`);
   let at = 0;
   groups.forEach((g, i) => {
     if (!g || !Number.isInteger(g.start) || !Number.isInteger(g.end)) fail(`group ${i} needs integer start and end`);
-    if (g.start !== at) fail(`group ${i} (${g.name}) starts at ${g.start}, expected ${at}: groups must be contiguous, in transmission order, from 0`);
+    if (g.start !== at)
+      fail(
+        `group ${i} (${g.name}) starts at ${g.start}, expected ${at}: groups must be contiguous, in transmission order, from 0`,
+      );
     if (g.end <= g.start) fail(`group ${i} (${g.name}) is empty`);
     at = g.end;
   });

@@ -21,10 +21,13 @@ export function loadPlugins(urls: readonly string[]): Promise<void> {
 function loadPlugin(url: string): Promise<void> {
   let p = loaded.get(url);
   if (!p) {
-    p = importUserModule(url, 'plugin').then(() => undefined, (err: unknown) => {
-      loaded.delete(url);
-      throw err; // BAD_CONFIG naming the plugin's file (and the line of a syntax error)
-    });
+    p = importUserModule(url, 'plugin').then(
+      () => undefined,
+      (err: unknown) => {
+        loaded.delete(url);
+        throw err; // BAD_CONFIG naming the plugin's file (and the line of a syntax error)
+      },
+    );
     loaded.set(url, p);
   }
   return p;

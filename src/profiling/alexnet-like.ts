@@ -65,11 +65,15 @@ export interface DecisionMargin {
 const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
 const points = (x: number) => `${(x * 100).toFixed(1)} points`;
 
-export function decideAlexNetLike(layers: readonly LayerCost[], conditions: AlexNetConditions = DEFAULT_CONDITIONS): AlexNetVerdict {
+export function decideAlexNetLike(
+  layers: readonly LayerCost[],
+  conditions: AlexNetConditions = DEFAULT_CONDITIONS,
+): AlexNetVerdict {
   const m = layers.length;
   const totalTime = layers.reduce((s, l) => s + layerTimeMs(l), 0);
   const totalParams = layers.reduce((s, l) => s + l.parameters, 0);
-  let p = 0, time = 0;
+  let p = 0,
+    time = 0;
   while (p < m) {
     const next = time + layerTimeMs(layers[p]);
     if (totalTime > 0 && next / totalTime > conditions.timeShare) break;
@@ -80,20 +84,48 @@ export function decideAlexNetLike(layers: readonly LayerCost[], conditions: Alex
   const convParams = layers.slice(p).reduce((s, l) => s + l.parameters, 0);
   const convParamShare = totalParams > 0 ? convParams / totalParams : 0;
   const margin = decisionMargin(layers, p, conditions);
-  const base = { p, fcGroup: layers.slice(0, p).map(l => l.name), convGroup: layers.slice(p).map(l => l.name), fcTimeShare, convParamShare, conditions, margin };
+  const base = {
+    p,
+    fcGroup: layers.slice(0, p).map(l => l.name),
+    convGroup: layers.slice(p).map(l => l.name),
+    fcTimeShare,
+    convParamShare,
+    conditions,
+    margin,
+  };
   if (m === 0) return { ...base, alexnetLike: false, reason: 'the model has no layers' };
   if (p === 0) {
     const share = totalTime > 0 ? layerTimeMs(layers[0]) / totalTime : 0;
-    return { ...base, alexnetLike: false, reason: `condition 1 failed: the output layer ${layers[0].name} alone takes ${pct(share)} of compute, ` +
-      `over the ${pct(conditions.timeShare)} limit by ${pct(share - conditions.timeShare)}` };
+    return {
+      ...base,
+      alexnetLike: false,
+      reason:
+        `condition 1 failed: the output layer ${layers[0].name} alone takes ${pct(share)} of compute, ` +
+        `over the ${pct(conditions.timeShare)} limit by ${pct(share - conditions.timeShare)}`,
+    };
   }
-  if (p === m) return { ...base, alexnetLike: false, reason: `all ${m} layers fit in the ${pct(conditions.timeShare)} time share: no layer is left for a conv group` };
+  if (p === m)
+    return {
+      ...base,
+      alexnetLike: false,
+      reason: `all ${m} layers fit in the ${pct(conditions.timeShare)} time share: no layer is left for a conv group`,
+    };
   if (convParamShare > conditions.paramShare) {
-    return { ...base, alexnetLike: false, reason: `condition 2 failed: after the top ${p} layer(s) (${pct(fcTimeShare)} of compute) the remaining ${m - p} layers hold ` +
-      `${pct(convParamShare)} of the parameters, over the ${pct(conditions.paramShare)} limit by ${pct(convParamShare - conditions.paramShare)}` };
+    return {
+      ...base,
+      alexnetLike: false,
+      reason:
+        `condition 2 failed: after the top ${p} layer(s) (${pct(fcTimeShare)} of compute) the remaining ${m - p} layers hold ` +
+        `${pct(convParamShare)} of the parameters, over the ${pct(conditions.paramShare)} limit by ${pct(convParamShare - conditions.paramShare)}`,
+    };
   }
-  return { ...base, alexnetLike: true, reason: `the top ${p} layer(s) take ${pct(fcTimeShare)} of compute (<= ${pct(conditions.timeShare)}) ` +
-    `and the remaining ${m - p} hold ${pct(convParamShare)} of the parameters (<= ${pct(conditions.paramShare)})` };
+  return {
+    ...base,
+    alexnetLike: true,
+    reason:
+      `the top ${p} layer(s) take ${pct(fcTimeShare)} of compute (<= ${pct(conditions.timeShare)}) ` +
+      `and the remaining ${m - p} hold ${pct(convParamShare)} of the parameters (<= ${pct(conditions.paramShare)})`,
+  };
 }
 
 /** The verdict if p were `q`: both conditions, as decideAlexNetLike applies them. */
@@ -137,10 +169,13 @@ export function marginSentence(v: AlexNetVerdict): string {
   const { time, nearestFlip, split } = v.margin;
   const T = pct(v.conditions.timeShare);
   const splitPart = split === null ? '' : `; p itself is ${points(split)} from moving`;
-  if (time === null || !nearestFlip) return `margin: no measured time can change this verdict (every split gives the same answer)${splitPart}`;
+  if (time === null || !nearestFlip)
+    return `margin: no measured time can change this verdict (every split gives the same answer)${splitPart}`;
   const cross = nearestFlip.share > v.conditions.timeShare ? `fell to ${T}` : `rose above ${T}`;
-  return `margin ${points(time)} of compute: the verdict flips if the top ${nearestFlip.layers} layer(s), down to ${nearestFlip.layer}, ` +
-    `${cross} (now ${pct(nearestFlip.share)})${splitPart}`;
+  return (
+    `margin ${points(time)} of compute: the verdict flips if the top ${nearestFlip.layers} layer(s), down to ${nearestFlip.layer}, ` +
+    `${cross} (now ${pct(nearestFlip.share)})${splitPart}`
+  );
 }
 
 /** The two-group split in parameterised layers: how many layers with parameters are among the FC group. */

@@ -38,15 +38,25 @@ export const TIE = 0.02;
 /** The comm hooks auto weighs when compression is allowed (bf16 costs what fp16 costs and rounds coarser). */
 export const CANDIDATE_HOOKS = ['fp16', 'powersgd'] as const;
 
-export function candidateKey(c: Pick<Candidate, 'strategy' | 'forwardWait' | 'exchangeOrder' | 'chunkFloats' | 'commHook'>): string {
+export function candidateKey(
+  c: Pick<Candidate, 'strategy' | 'forwardWait' | 'exchangeOrder' | 'chunkFloats' | 'commHook'>,
+): string {
   return `${c.strategy}/${c.forwardWait}/${c.exchangeOrder === 'priority' ? `priority:${c.chunkFloats}` : 'ready'}/${c.commHook}`;
 }
 
 /** Every candidate, predicted, fastest first. `options.splitLayer`: two-group's p (two-group left out when undefined). */
-export function rankCandidates(profile: ModelProfile, machine: Machine, options: StrategyOptions, allowCompression: boolean): Candidate[] {
+export function rankCandidates(
+  profile: ModelProfile,
+  machine: Machine,
+  options: StrategyOptions,
+  allowCompression: boolean,
+): Candidate[] {
   const layout = layoutParameters(profile.weights);
   const hooks: HookChoice[] = allowCompression ? ['none', ...CANDIDATE_HOOKS] : ['none'];
-  const orders: OrderChoice[] = [{ order: 'ready' }, ...CANDIDATE_CHUNKS.map(chunkFloats => ({ order: 'priority' as const, chunkFloats }))];
+  const orders: OrderChoice[] = [
+    { order: 'ready' },
+    ...CANDIDATE_CHUNKS.map(chunkFloats => ({ order: 'priority' as const, chunkFloats })),
+  ];
   const out: Candidate[] = [];
   for (const strategy of STRATEGIES) {
     if (strategy === 'two-group' && options.splitLayer === undefined) continue;
@@ -56,19 +66,32 @@ export function rankCandidates(profile: ModelProfile, machine: Machine, options:
       for (const exchange of orders) {
         if (exchange.order === 'priority' && groups.length === 1) continue;
         for (const commHook of hooks) {
-          if (exchange.order === 'priority' && commHook !== 'none' && exchange.chunkFloats !== CANDIDATE_CHUNKS[0]) continue; // a hook takes whole groups
+          if (exchange.order === 'priority' && commHook !== 'none' && exchange.chunkFloats !== CANDIDATE_CHUNKS[0])
+            continue; // a hook takes whole groups
           const p = predictSchedule(profile, { strategy, groups, forwardWait, exchange, hook: commHook }, machine);
-          const c: Candidate = { strategy, forwardWait, exchangeOrder: exchange.order, commHook, predictedMs: p.ms, cpuMsPerStep: p.cpuMsPerStep, cpuBound: p.cpuBound,
-            key: '', simplicity: out.length,
+          const c: Candidate = {
+            strategy,
+            forwardWait,
+            exchangeOrder: exchange.order,
+            commHook,
+            predictedMs: p.ms,
+            cpuMsPerStep: p.cpuMsPerStep,
+            cpuBound: p.cpuBound,
+            key: '',
+            simplicity: out.length,
             ...(strategy === 'two-group' ? { splitLayer: options.splitLayer } : {}),
-            ...(exchange.order === 'priority' ? { chunkFloats: exchange.chunkFloats } : {}) };
+            ...(exchange.order === 'priority' ? { chunkFloats: exchange.chunkFloats } : {}),
+          };
           c.key = candidateKey(c);
           out.push(c);
         }
       }
     }
   }
-  return out.map((c, i) => ({ c, i })).sort((a, b) => a.c.predictedMs - b.c.predictedMs || a.i - b.i).map(x => x.c);
+  return out
+    .map((c, i) => ({ c, i }))
+    .sort((a, b) => a.c.predictedMs - b.c.predictedMs || a.i - b.i)
+    .map(x => x.c);
 }
 
 /** The fastest, or the simplest (first enumerated) within TIE of it. */

@@ -11,7 +11,13 @@
  */
 import type { TrainConfig } from '../config-types.js';
 import { resolveConfig } from '../config.js';
-import { decideAlexNetLike, marginSentence, parameterisedSplit, DEFAULT_CONDITIONS, type AlexNetVerdict } from './alexnet-like.js';
+import {
+  decideAlexNetLike,
+  marginSentence,
+  parameterisedSplit,
+  DEFAULT_CONDITIONS,
+  type AlexNetVerdict,
+} from './alexnet-like.js';
 import { predictStrategies, type Prediction } from './cost-model.js';
 import { profileModel, type ProfileOptions, type RunTrial } from './profile-model.js';
 import type { ModelProfile } from './layer-profile.js';
@@ -59,42 +65,83 @@ export interface AutoChoice {
  * devices are profiled in one process (each device's batch as in the run), `measured` is the host link (link-probe.ts),
  * `hostsOnMachine` the host processes on this host's machine (this one included: they share its cores).
  */
-export async function chooseStrategy(config: TrainConfig, runTrial: RunTrial, options: ProfileOptions = {}, measured?: LinkCost,
-  hostsOnMachine = 1): Promise<AutoChoice> {
+export async function chooseStrategy(
+  config: TrainConfig,
+  runTrial: RunTrial,
+  options: ProfileOptions = {},
+  measured?: LinkCost,
+  hostsOnMachine = 1,
+): Promise<AutoChoice> {
   const allowCompression = config.commHook === 'auto';
   const resolved = await resolveConfig({ ...withoutAutoHook(config), strategy: 'sequential' });
   const profile = await profileModel(thisHostAlone(config), runTrial, options);
-  const conditions = { timeShare: config.timeShare ?? DEFAULT_CONDITIONS.timeShare, paramShare: config.paramShare ?? DEFAULT_CONDITIONS.paramShare };
+  const conditions = {
+    timeShare: config.timeShare ?? DEFAULT_CONDITIONS.timeShare,
+    paramShare: config.paramShare ?? DEFAULT_CONDITIONS.paramShare,
+  };
   const verdict = decideAlexNetLike(profile.layers, conditions);
   const split = verdict.alexnetLike ? parameterisedSplit(profile.layers, verdict.p) : 0;
   const strategyOptions = { ...resolved.strategyOptions, splitLayer: split > 0 ? split : undefined };
   const predictions = predictStrategies(profile, resolved.devices, strategyOptions, resolved.link);
   const link = measured ?? (resolved.link ? linkOfModel(resolved.link, resolved.devices) : undefined);
-  const hookOptions = { rank: config.commHookOptions?.rank ?? 8, minCompressionRate: config.commHookOptions?.minCompressionRate ?? 2 };
+  const hookOptions = {
+    rank: config.commHookOptions?.rank ?? 8,
+    minCompressionRate: config.commHookOptions?.minCompressionRate ?? 2,
+  };
   const cpu = cpuShareOfHost(hostsOnMachine);
-  const machine: Machine = { localDevices: resolved.topology.localDevices, link, hookCosts: measureHookCosts(), powerSgd: hookOptions, cpu,
-    hosts: resolved.topology.processes };
-  if (allowCompression) machine.hookCosts.scale = await calibrateHookScales(layoutParameters(profile.weights), CANDIDATE_HOOKS, machine);
+  const machine: Machine = {
+    localDevices: resolved.topology.localDevices,
+    link,
+    hookCosts: measureHookCosts(),
+    powerSgd: hookOptions,
+    cpu,
+    hosts: resolved.topology.processes,
+  };
+  if (allowCompression)
+    machine.hookCosts.scale = await calibrateHookScales(layoutParameters(profile.weights), CANDIDATE_HOOKS, machine);
   const candidates = rankCandidates(profile, machine, strategyOptions, allowCompression);
   const best = pickCandidate(candidates);
-  const where = resolved.topology.processes > 1
-    ? ` for ${resolved.devices} devices (${resolved.topology.processes} hosts × ${resolved.topology.localDevices}; profiled on this host's ${resolved.topology.localDevices})` : '';
-  const reason = `${best.key} predicted ${best.predictedMs.toFixed(1)} ms/step${where}` +
+  const where =
+    resolved.topology.processes > 1
+      ? ` for ${resolved.devices} devices (${resolved.topology.processes} hosts × ${resolved.topology.localDevices}; profiled on this host's ${resolved.topology.localDevices})`
+      : '';
+  const reason =
+    `${best.key} predicted ${best.predictedMs.toFixed(1)} ms/step${where}` +
     `${best !== candidates[0] ? ` (the simplest within 2% of the fastest, ${candidates[0].key})` : ''}; ` +
     `profile: forward ${profile.stepForwardMs.toFixed(1)} ms, backward ${profile.stepBackwardMs.toFixed(1)} ms, overhead ${profile.overheadMs.toFixed(1)} ms per step` +
     `${profile.calibration ? ` (calibrated ×${profile.calibration.computeScale.toFixed(2)} on a ${profile.calibration.steadyStepMs.toFixed(1)} ms real step)` : ''}; ` +
     `${cpuSentence(best, cpu)}; ${lockstepSentence(profile, machine.hosts ?? 1)}link: ${link ? describeLink(link) : 'none (shared memory)'}; compression ${allowCompression ? `allowed (--comm-hook auto; ${scaleSentence(machine.hookCosts.scale)})` : 'not allowed (--comm-hook auto allows it)'}; ` +
     `${verdict.alexnetLike ? `AlexNet-like, two-group at p = ${split}` : 'not AlexNet-like, no two-group'} (${verdict.reason}; ${marginSentence(verdict)}); ` +
-    `top: ${candidates.slice(0, SHOWN).map(c => `${c.key} ${c.predictedMs.toFixed(1)}`).join(', ')} ms`;
-  return { strategy: best.strategy, splitLayer: best.splitLayer, forwardWait: best.forwardWait, exchangeOrder: best.exchangeOrder,
-    chunkFloats: best.chunkFloats, commHook: best.commHook === 'none' ? undefined : best.commHook, predictedMs: best.predictedMs,
-    reason, verdict, candidates, link, cpu, cpuMsPerStep: best.cpuMsPerStep, cpuBound: best.cpuBound, predictions, profile };
+    `top: ${candidates
+      .slice(0, SHOWN)
+      .map(c => `${c.key} ${c.predictedMs.toFixed(1)}`)
+      .join(', ')} ms`;
+  return {
+    strategy: best.strategy,
+    splitLayer: best.splitLayer,
+    forwardWait: best.forwardWait,
+    exchangeOrder: best.exchangeOrder,
+    chunkFloats: best.chunkFloats,
+    commHook: best.commHook === 'none' ? undefined : best.commHook,
+    predictedMs: best.predictedMs,
+    reason,
+    verdict,
+    candidates,
+    link,
+    cpu,
+    cpuMsPerStep: best.cpuMsPerStep,
+    cpuBound: best.cpuBound,
+    predictions,
+    profile,
+  };
 }
 
 /** `the hooks' compute calibrated on this model's gradient: fp16 ×1.40, powersgd ×1.20`. */
 function scaleSentence(scale: HookCosts['scale']): string {
   const parts = Object.entries(scale ?? {}).map(([hook, x]) => `${hook} ×${x.toFixed(2)}`);
-  return parts.length > 0 ? `the hooks' compute calibrated on this model's gradient: ${parts.join(', ')}` : 'the hooks\' compute not calibrated';
+  return parts.length > 0
+    ? `the hooks' compute calibrated on this model's gradient: ${parts.join(', ')}`
+    : "the hooks' compute not calibrated";
 }
 
 /** `CPU-bound: 41.6 ms CPU per step on 2 cores shared by 2 hosts (at least 41.6 ms per step)`, or `not CPU-bound: …`. */
@@ -108,7 +155,8 @@ function cpuSentence(best: Candidate, cpu: CpuShare): string {
 function lockstepSentence(profile: ModelProfile, hosts: number): string {
   if (hosts <= 1) return '';
   const spread = profile.calibration?.stepSpreadMs;
-  if (spread === undefined) return 'hosts in lockstep: the wait for the slowest not counted (no calibrated step spread); ';
+  if (spread === undefined)
+    return 'hosts in lockstep: the wait for the slowest not counted (no calibrated step spread); ';
   return `hosts in lockstep: +${lockstepMs(spread, hosts).toFixed(1)} ms a step for the slowest of ${hosts} (the calibration's steps spread by ${spread.toFixed(1)} ms); `;
 }
 
@@ -118,7 +166,10 @@ function thisHostAlone(config: TrainConfig): TrainConfig {
   const base = withoutAutoHook(config);
   if (hosts === 1) return base;
   const { hosts: _hosts, hostRank: _rank, rendezvous: _rendezvous, transport: _transport, ...alone } = base;
-  void _hosts; void _rank; void _rendezvous; void _transport;
+  void _hosts;
+  void _rank;
+  void _rendezvous;
+  void _transport;
   return { ...alone, batch: (config.batch ?? DEFAULT_BATCH) / hosts };
 }
 
@@ -126,6 +177,7 @@ function thisHostAlone(config: TrainConfig): TrainConfig {
 export function withoutAutoHook(config: TrainConfig): TrainConfig {
   if (config.commHook !== 'auto') return config;
   const { commHook: _hook, commHookOptions: _options, ...rest } = config;
-  void _hook; void _options;
+  void _hook;
+  void _options;
   return rest;
 }

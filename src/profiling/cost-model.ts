@@ -11,7 +11,13 @@ import { exchangeGroups, type StrategySpec, type StrategyOptions } from '../pipe
 import { allReduceWireMs, type LinkModel } from '../pipeline/link-model.js';
 import type { ModelProfile } from './layer-profile.js';
 
-export interface GroupTimeline { name: string; bytes: number; readyMs: number; startMs: number; endMs: number }
+export interface GroupTimeline {
+  name: string;
+  bytes: number;
+  readyMs: number;
+  startMs: number;
+  endMs: number;
+}
 
 export interface Prediction {
   strategy: string;
@@ -23,19 +29,30 @@ export interface Prediction {
   groups: GroupTimeline[];
 }
 
-export function predictStep(profile: ModelProfile, groups: readonly ParameterGroup[], devices: number, link?: LinkModel, strategy = 'custom'): Prediction {
+export function predictStep(
+  profile: ModelProfile,
+  groups: readonly ParameterGroup[],
+  devices: number,
+  link?: LinkModel,
+  strategy = 'custom',
+): Prediction {
   const layout = layoutParameters(profile.weights);
   const layerOrder = new Map(profile.layers.map((l, i) => [l.name, i]));
   // Time at which backward has passed layer i (transmission order).
   const passed: number[] = [];
   let t = profile.stepForwardMs;
-  for (const l of profile.layers) { t += l.backwardMs; passed.push(t); }
+  for (const l of profile.layers) {
+    t += l.backwardMs;
+    passed.push(t);
+  }
   const computeMs = t;
-  let free = 0, commMs = 0;
+  let free = 0,
+    commMs = 0;
   const timeline: GroupTimeline[] = groups.map(g => {
     let last = -1;
     for (const v of layout.variables) {
-      if (v.offset >= g.start && v.offset < g.end) last = Math.max(last, layerOrder.get(v.layer) ?? profile.layers.length - 1);
+      if (v.offset >= g.start && v.offset < g.end)
+        last = Math.max(last, layerOrder.get(v.layer) ?? profile.layers.length - 1);
     }
     const readyMs = last < 0 ? computeMs : passed[last];
     const bytes = (g.end - g.start) * 4;
@@ -60,8 +77,15 @@ export function predictStep(profile: ModelProfile, groups: readonly ParameterGro
 export const PREDICTED_STRATEGIES = ['sequential', 'two-group', 'per-layer', 'buckets'] as const;
 
 /** Predictions for the built-in strategies (two-group at `options.splitLayer` when given). */
-export function predictStrategies(profile: ModelProfile, devices: number, options: StrategyOptions, link?: LinkModel,
-  strategies: readonly StrategySpec[] = PREDICTED_STRATEGIES): Prediction[] {
+export function predictStrategies(
+  profile: ModelProfile,
+  devices: number,
+  options: StrategyOptions,
+  link?: LinkModel,
+  strategies: readonly StrategySpec[] = PREDICTED_STRATEGIES,
+): Prediction[] {
   const layout = layoutParameters(profile.weights);
-  return strategies.map(s => predictStep(profile, exchangeGroups(s, layout, options), devices, link, typeof s === 'string' ? s : s.name));
+  return strategies.map(s =>
+    predictStep(profile, exchangeGroups(s, layout, options), devices, link, typeof s === 'string' ? s : s.name),
+  );
 }

@@ -30,8 +30,11 @@ export const CALIBRATION_FLOATS = 16 << 20;
 const QUICK_MS = 50;
 
 /** Per hook: its real exchange's time over hookComputeMs's prediction of it (undefined where nothing was timed). */
-export async function calibrateHookScales(layout: ParameterLayout, hooks: readonly CompressionHook[], machine: Machine):
-  Promise<Partial<Record<CompressionHook, number>>> {
+export async function calibrateHookScales(
+  layout: ParameterLayout,
+  hooks: readonly CompressionHook[],
+  machine: Machine,
+): Promise<Partial<Record<CompressionHook, number>>> {
   const scale: Partial<Record<CompressionHook, number>> = {};
   const plain: Machine = { ...machine, hookCosts: { ...machine.hookCosts, scale: undefined } };
   for (const hook of hooks) {
@@ -44,8 +47,13 @@ export async function calibrateHookScales(layout: ParameterLayout, hooks: readon
 }
 
 /** The first variables in transmission order up to CALIBRATION_FLOATS; for PowerSGD through its first compressed matrix. */
-export function calibrationGroup(layout: ParameterLayout, hook: CompressionHook, powerSgd: Machine['powerSgd']): ParameterGroup {
-  let end = 0, compressed = false;
+export function calibrationGroup(
+  layout: ParameterLayout,
+  hook: CompressionHook,
+  powerSgd: Machine['powerSgd'],
+): ParameterGroup {
+  let end = 0,
+    compressed = false;
   for (const v of layout.variables) {
     const needed = hook === 'powersgd' && !compressed;
     if (end + v.size > CALIBRATION_FLOATS && end > 0 && !needed) break;
@@ -56,7 +64,13 @@ export function calibrationGroup(layout: ParameterLayout, hook: CompressionHook,
 }
 
 /** The best time of the hook's exchange of `group` (after one warm-up exchange, which also draws PowerSGD's first Q). */
-async function timeExchange(layout: ParameterLayout, group: ParameterGroup, hook: CompressionHook, machine: Machine, predictedMs: number): Promise<number> {
+async function timeExchange(
+  layout: ParameterLayout,
+  group: ParameterGroup,
+  hook: CompressionHook,
+  machine: Machine,
+  predictedMs: number,
+): Promise<number> {
   const ranks = machine.link?.ranks ?? machine.localDevices;
   const options: CommHookOptions = { ...DEFAULT_COMM_HOOK_OPTIONS, ...machine.powerSgd, startStep: 0 };
   const variables: ParameterSpec[] = layout.variables.filter(v => v.offset + v.size <= group.end);
@@ -82,9 +96,13 @@ async function timeExchange(layout: ParameterLayout, group: ParameterGroup, hook
  */
 function silentCollective(size: number): Collective {
   return {
-    transport: 'calibration', rank: 0, size,
+    transport: 'calibration',
+    rank: 0,
+    size,
     allReduce: async () => {},
-    allGather: async (mine, all) => { for (let r = 0; r < size; r++) all.set(mine, r * mine.length); },
+    allGather: async (mine, all) => {
+      for (let r = 0; r < size; r++) all.set(mine, r * mine.length);
+    },
     broadcast: async () => {},
     barrier: async () => {},
     close: () => {},

@@ -42,16 +42,34 @@ function bestOf(reps: number, run: () => void): number {
 export function measureHookCosts(): HookCosts {
   const n = 1 << 18;
   const values = new Float32Array(n).map((_, i) => Math.sin(i) * 1e-3);
-  const words = packedWords(n), gathered = new Float32Array(2 * words), half = halfArithmetic('auto');
-  const residual = new Float32Array(n), corrected = new Float32Array(n), sent = new Float32Array(n), out = new Float32Array(n);
+  const words = packedWords(n),
+    gathered = new Float32Array(2 * words),
+    half = halfArithmetic('auto');
+  const residual = new Float32Array(n),
+    corrected = new Float32Array(n),
+    sent = new Float32Array(n),
+    out = new Float32Array(n);
   half.compress('fp16', values, undefined, corrected, sent, gathered.subarray(words)); // a second rank's codes
-  const encodeMs = bestOf(4, () => half.compress('fp16', values, residual, corrected, sent, gathered.subarray(0, words)));
+  const encodeMs = bestOf(4, () =>
+    half.compress('fp16', values, residual, corrected, sent, gathered.subarray(0, words)),
+  );
   const decodeMs = bestOf(4, () => half.meanDecoded('fp16', gathered, 2, out)) / 2;
   // A 4 MiB matrix, beyond the caches as a large dense kernel's gradient is: with a cache-resident one (256K floats)
   // the hosts bench measured alexnet's PowerSGD steps at 1.3-1.4x their prediction.
-  const rows = 1024, cols = 1024, r = 8;
-  const m = new Float32Array(rows * cols).map((_, i) => Math.sin(i) * 1e-3), q = new Float32Array(cols * r).fill(0.5), p = new Float32Array(rows * r);
+  const rows = 1024,
+    cols = 1024,
+    r = 8;
+  const m = new Float32Array(rows * cols).map((_, i) => Math.sin(i) * 1e-3),
+    q = new Float32Array(cols * r).fill(0.5),
+    p = new Float32Array(rows * r);
   const mulMs = bestOf(3, () => multiply(m, q, p, rows, cols, r));
-  const passMs = bestOf(4, () => { for (let i = 0; i < n; i++) out[i] += sent[i]; });
-  return { encodeMsPerFloat: encodeMs / n, decodeMsPerFloat: decodeMs / n, macMs: mulMs / (rows * cols * r), passMsPerFloat: passMs / n };
+  const passMs = bestOf(4, () => {
+    for (let i = 0; i < n; i++) out[i] += sent[i];
+  });
+  return {
+    encodeMsPerFloat: encodeMs / n,
+    decodeMsPerFloat: decodeMs / n,
+    macMs: mulMs / (rows * cols * r),
+    passMsPerFloat: passMs / n,
+  };
 }

@@ -41,10 +41,12 @@ export function layerClock(site: KernelSite): LayerClock {
   switch (site) {
     case 'calling-thread': {
       const thread = threadCpuClock();
-      return thread.ok ? thread.clock : processCpuClock(`the thread's CPU time is unavailable (${thread.why}); process CPU time instead`);
+      return thread.ok
+        ? thread.clock
+        : processCpuClock(`the thread's CPU time is unavailable (${thread.why}); process CPU time instead`);
     }
     case 'engine-threads':
-      return processCpuClock("the engine computes on threads of its own: CPU time of every thread of the process");
+      return processCpuClock('the engine computes on threads of its own: CPU time of every thread of the process');
     case 'accelerator':
       return wallClock('the engine computes on an accelerator, whose work is not CPU time: wall clock (load skews it)');
     default: {
@@ -92,7 +94,8 @@ function threadCpuClock(): Probe {
 function probeAdvances(clock: LayerClock): string | undefined {
   let step = Infinity;
   for (let trial = 0; trial < 5; trial++) {
-    const t0 = clock.nowMs(), w0 = performance.now();
+    const t0 = clock.nowMs(),
+      w0 = performance.now();
     let t1 = t0;
     while (t1 === t0 && performance.now() - w0 < 20) t1 = clock.nowMs();
     if (!Number.isFinite(t0) || !(t1 > t0)) return `it did not advance over 20 ms of work (${t0} -> ${t1})`;
@@ -105,7 +108,10 @@ function processCpuClock(reason: string): LayerClock {
   return {
     kind: 'process-cpu',
     reason,
-    nowMs: () => { const u = process.cpuUsage(); return (u.user + u.system) / 1e3; },
+    nowMs: () => {
+      const u = process.cpuUsage();
+      return (u.user + u.system) / 1e3;
+    },
     close: () => undefined,
   };
 }
@@ -122,8 +128,10 @@ export function clockOfKind(kind: ClockKind): LayerClock {
       if (!thread.ok) throw new TandemError('BAD_CONFIG', `the thread-cpu clock is unavailable here: ${thread.why}`);
       return { ...thread.clock, reason: `the calling thread's CPU time (${SCHEDSTAT}), as asked` };
     }
-    case 'process-cpu': return processCpuClock('CPU time of every thread of the process, as asked');
-    case 'wall': return wallClock('wall clock, as asked (load skews it)');
+    case 'process-cpu':
+      return processCpuClock('CPU time of every thread of the process, as asked');
+    case 'wall':
+      return wallClock('wall clock, as asked (load skews it)');
     default: {
       const never: never = kind;
       throw new Error(`unknown clock ${String(never)}`);

@@ -33,15 +33,28 @@ export interface LayerGraph {
   layers: Layer[];
 }
 
-interface SymbolicLike { id: number }
-interface NodeLike { outboundLayer: Layer; inputTensors: SymbolicLike[]; outputTensors: SymbolicLike[] }
-interface FunctionalLike { inputs: SymbolicLike[]; outputs: SymbolicLike[]; nodesByDepth: Record<string, NodeLike[]> }
+interface SymbolicLike {
+  id: number;
+}
+interface NodeLike {
+  outboundLayer: Layer;
+  inputTensors: SymbolicLike[];
+  outputTensors: SymbolicLike[];
+}
+interface FunctionalLike {
+  inputs: SymbolicLike[];
+  outputs: SymbolicLike[];
+  nodesByDepth: Record<string, NodeLike[]>;
+}
 
 const INPUT = 'input';
 
 export function layerGraph(tf: Tf, model: LayersModel): LayerGraph {
   if (model.inputs.length !== 1) {
-    throw new TandemError('BAD_CONFIG', `the profiler feeds one input; model '${model.name}' has ${model.inputs.length} (${model.inputNames.join(', ')})`);
+    throw new TandemError(
+      'BAD_CONFIG',
+      `the profiler feeds one input; model '${model.name}' has ${model.inputs.length} (${model.inputNames.join(', ')})`,
+    );
   }
   const calls: LayerCall[] = [];
   let scopes = 0;
@@ -49,16 +62,22 @@ export function layerGraph(tf: Tf, model: LayersModel): LayerGraph {
     const scope = `${container.name}#${scopes++}`;
     if (container instanceof tf.Sequential) {
       let keys = inputs;
-      container.layers.forEach((layer, i) => { keys = call(layer, keys, [`${scope}/${i}`]); });
+      container.layers.forEach((layer, i) => {
+        keys = call(layer, keys, [`${scope}/${i}`]);
+      });
       return keys;
     }
     const graph = container as unknown as FunctionalLike;
     const key = (t: SymbolicLike) => `${scope}/${t.id}`;
     const produced = new Map<string, string>(graph.inputs.map((t, i) => [key(t), inputs[i]]));
-    const depths = Object.keys(graph.nodesByDepth).map(Number).sort((a, b) => b - a);
+    const depths = Object.keys(graph.nodesByDepth)
+      .map(Number)
+      .sort((a, b) => b - a);
     for (const node of depths.flatMap(d => graph.nodesByDepth[d])) {
       if (node.outboundLayer.getClassName() === 'InputLayer') continue;
-      const ins = node.inputTensors.map(t => produced.get(key(t)) ?? unordered(`layer '${node.outboundLayer.name}'`, container));
+      const ins = node.inputTensors.map(
+        t => produced.get(key(t)) ?? unordered(`layer '${node.outboundLayer.name}'`, container),
+      );
       const outs = call(node.outboundLayer, ins, node.outputTensors.map(key));
       node.outputTensors.forEach((t, i) => produced.set(key(t), outs[i]));
     }
@@ -74,11 +93,15 @@ export function layerGraph(tf: Tf, model: LayersModel): LayerGraph {
 }
 
 function leafLayers(tf: Tf, model: LayersModel): Layer[] {
-  return model.layers.flatMap(layer => (layer instanceof tf.LayersModel ? leafLayers(tf, layer)
-    : layer.getClassName() === 'InputLayer' ? [] : [layer]));
+  return model.layers.flatMap(layer =>
+    layer instanceof tf.LayersModel ? leafLayers(tf, layer) : layer.getClassName() === 'InputLayer' ? [] : [layer],
+  );
 }
 
 function unordered(what: string, container: LayersModel): never {
-  throw new TandemError('BAD_CONFIG', `the profiler cannot order ${what} in model '${container.name}': ` +
-    'a tensor it reads is produced by no earlier layer of the graph');
+  throw new TandemError(
+    'BAD_CONFIG',
+    `the profiler cannot order ${what} in model '${container.name}': ` +
+      'a tensor it reads is produced by no earlier layer of the graph',
+  );
 }

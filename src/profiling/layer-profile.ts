@@ -41,7 +41,13 @@ export interface ModelProfile {
    * threads; `stepSpreadMs`: the standard deviation of its steady step periods (lockstep.ts); each undefined when it
    * ran too few steps to tell.
    */
-  calibration?: { devices: number; computeScale: number; steadyStepMs: number; cpuMsPerStep?: number; stepSpreadMs?: number };
+  calibration?: {
+    devices: number;
+    computeScale: number;
+    steadyStepMs: number;
+    cpuMsPerStep?: number;
+    stepSpreadMs?: number;
+  };
   /** The model's trainable variables (model order), to lay out exchange groups exactly as a run does. */
   weights: { name: string; shape: number[] }[];
 }

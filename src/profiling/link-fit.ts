@@ -28,11 +28,15 @@ export interface LinkCost {
 }
 
 /** One size's agreed median time; `cpuMs`: the process CPU of one all-reduce of it (mean over the repeats and hosts). */
-export interface LinkSample { bytes: number; ms: number; cpuMs?: number }
+export interface LinkSample {
+  bytes: number;
+  ms: number;
+  cpuMs?: number;
+}
 
 /** Bytes each rank sends in an all-reduce of `bytes` among `ranks`. */
 export function allReduceWireBytes(bytes: number, ranks: number): number {
-  return ranks <= 1 ? 0 : (2 * (ranks - 1) / ranks) * bytes;
+  return ranks <= 1 ? 0 : ((2 * (ranks - 1)) / ranks) * bytes;
 }
 
 /** ms of an all-reduce of `bytes` (float32 buffer bytes) over the link. */
@@ -47,12 +51,14 @@ export function allGatherLinkMs(link: LinkCost, bytesPerRank: number): number {
 
 /** Process CPU ms of one message of `wireBytes` on the wire per rank over `link` (0 where its CPU was not measured). */
 export function linkCpuMs(link: LinkCost, wireBytes: number): number {
-  return link.ranks <= 1 || link.cpuAlphaMs === undefined ? 0 : link.cpuAlphaMs + (link.cpuMsPerWireByte ?? 0) * wireBytes;
+  return link.ranks <= 1 || link.cpuAlphaMs === undefined
+    ? 0
+    : link.cpuAlphaMs + (link.cpuMsPerWireByte ?? 0) * wireBytes;
 }
 
 /** Bits per second of the fitted β (for the report). */
 export function linkBitsPerSecond(link: LinkCost): number {
-  return link.msPerWireByte > 0 ? 8 * 1000 / link.msPerWireByte : Infinity;
+  return link.msPerWireByte > 0 ? (8 * 1000) / link.msPerWireByte : Infinity;
 }
 
 /**
@@ -61,9 +67,19 @@ export function linkBitsPerSecond(link: LinkCost): number {
  * clamped at 0 (a noisy fit never predicts negative time). The CPU, where every sample has it: medianFit.
  */
 export function fitLink(samples: readonly LinkSample[], ranks: number): LinkCost {
-  if (samples.length < 2 || ranks < 2) throw new TandemError('BAD_CONFIG', `fitLink: needs timings of at least 2 sizes across at least 2 ranks, got ${samples.length} across ${ranks}`);
+  if (samples.length < 2 || ranks < 2)
+    throw new TandemError(
+      'BAD_CONFIG',
+      `fitLink: needs timings of at least 2 sizes across at least 2 ranks, got ${samples.length} across ${ranks}`,
+    );
   const time = anchoredFit(samples.map(s => ({ x: allReduceWireBytes(s.bytes, ranks), y: s.ms })));
-  const link: LinkCost = { alphaMs: time.alpha, msPerWireByte: time.beta, ranks, source: 'measured', samples: [...samples] };
+  const link: LinkCost = {
+    alphaMs: time.alpha,
+    msPerWireByte: time.beta,
+    ranks,
+    source: 'measured',
+    samples: [...samples],
+  };
   if (samples.every(s => s.cpuMs !== undefined)) {
     const cpu = medianFit(samples.map(s => ({ x: allReduceWireBytes(s.bytes, ranks), y: s.cpuMs! })));
     link.cpuAlphaMs = cpu.alpha;
@@ -81,9 +97,14 @@ export function fitLink(samples: readonly LinkSample[], ranks: number): LinkCost
 function medianFit(xy: readonly { x: number; y: number }[]): { alpha: number; beta: number } {
   const sorted = [...xy].sort((a, b) => a.x - b.x);
   const above = sorted.length > 2 ? sorted.slice(1) : sorted;
-  const mx = above.reduce((s, p) => s + p.x, 0) / above.length, my = above.reduce((s, p) => s + p.y, 0) / above.length;
-  let sxy = 0, sxx = 0;
-  for (const p of above) { sxy += (p.x - mx) * (p.y - my); sxx += (p.x - mx) ** 2; }
+  const mx = above.reduce((s, p) => s + p.x, 0) / above.length,
+    my = above.reduce((s, p) => s + p.y, 0) / above.length;
+  let sxy = 0,
+    sxx = 0;
+  for (const p of above) {
+    sxy += (p.x - mx) * (p.y - my);
+    sxx += (p.x - mx) ** 2;
+  }
   const beta = sxx > 0 ? Math.max(0, sxy / sxx) : 0;
   const rest = sorted.map(p => p.y - beta * p.x).sort((a, b) => a - b);
   const n = rest.length;
@@ -94,24 +115,39 @@ function medianFit(xy: readonly { x: number; y: number }[]): { alpha: number; be
 /** y = α + β·x through the point of smallest x, β by least squares over the others; both clamped at 0. */
 function anchoredFit(xy: readonly { x: number; y: number }[]): { alpha: number; beta: number } {
   const [anchor, ...rest] = [...xy].sort((a, b) => a.x - b.x);
-  let sxy = 0, sxx = 0;
-  for (const p of rest) { sxy += (p.x - anchor.x) * (p.y - anchor.y); sxx += (p.x - anchor.x) ** 2; }
+  let sxy = 0,
+    sxx = 0;
+  for (const p of rest) {
+    sxy += (p.x - anchor.x) * (p.y - anchor.y);
+    sxx += (p.x - anchor.x) ** 2;
+  }
   const beta = sxx > 0 ? Math.max(0, sxy / sxx) : 0;
   return { alpha: Math.max(0, anchor.y - beta * anchor.x), beta };
 }
 
 /** An emulated `--link` among `devices` (link-model.ts holds the exchange to bandwidth and latency). */
 export function linkOfModel(link: LinkModel, devices: number): LinkCost {
-  return { alphaMs: link.latencyMs, msPerWireByte: 8 * 1000 / link.bandwidth, ranks: devices, source: 'emulated' };
+  return { alphaMs: link.latencyMs, msPerWireByte: (8 * 1000) / link.bandwidth, ranks: devices, source: 'emulated' };
 }
 
 /** One line: `α 0.21 ms, β 0.94 Gbit/s (measured: 5 sizes, 4 B .. 16 MB)`. */
 export function describeLink(link: LinkCost): string {
   const bps = linkBitsPerSecond(link);
-  const rate = bps === Infinity ? 'unbounded' : bps >= 1e9 ? `${(bps / 1e9).toFixed(2)} Gbit/s` : `${(bps / 1e6).toFixed(1)} Mbit/s`;
+  const rate =
+    bps === Infinity
+      ? 'unbounded'
+      : bps >= 1e9
+        ? `${(bps / 1e9).toFixed(2)} Gbit/s`
+        : `${(bps / 1e6).toFixed(1)} Mbit/s`;
   const s = link.samples;
-  const sizes = s && s.length > 0 ? `: ${s.length} sizes, ${s.map(x => `${fmtBytes(x.bytes)} ${x.ms.toFixed(2)} ms`).join(', ')}` : '';
-  const cpu = link.cpuAlphaMs === undefined ? '' : `; CPU per all-reduce ${link.cpuAlphaMs.toFixed(3)} ms + ${((link.cpuMsPerWireByte ?? 0) * (1 << 20)).toFixed(2)} ms per wire MB`;
+  const sizes =
+    s && s.length > 0
+      ? `: ${s.length} sizes, ${s.map(x => `${fmtBytes(x.bytes)} ${x.ms.toFixed(2)} ms`).join(', ')}`
+      : '';
+  const cpu =
+    link.cpuAlphaMs === undefined
+      ? ''
+      : `; CPU per all-reduce ${link.cpuAlphaMs.toFixed(3)} ms + ${((link.cpuMsPerWireByte ?? 0) * (1 << 20)).toFixed(2)} ms per wire MB`;
   return `α ${link.alphaMs.toFixed(3)} ms, β ${rate} (${link.source} across ${link.ranks}${sizes}${cpu})`;
 }
 

@@ -17,10 +17,13 @@
 
 /** e(n): the expected maximum of `n` independent standard normal draws (numerical integration; 0 for n ≤ 1). */
 export function expectedMaxOfNormals(n: number): number {
-  if (!Number.isInteger(n) || n < 1) throw new RangeError(`expectedMaxOfNormals: n must be a positive integer, got ${n}`);
+  if (!Number.isInteger(n) || n < 1)
+    throw new RangeError(`expectedMaxOfNormals: n must be a positive integer, got ${n}`);
   if (n === 1) return 0;
   // E[max] = ∫ x · n φ(x) Φ(x)^(n-1) dx, by Simpson's rule over [-10, 10] (the tails beyond hold < 1e-20).
-  const steps = 4000, a = -10, h = 20 / steps;
+  const steps = 4000,
+    a = -10,
+    h = 20 / steps;
   let sum = 0;
   for (let i = 0; i <= steps; i++) {
     const x = a + i * h;
@@ -55,7 +58,21 @@ function normalCdf(x: number): number {
 function erfc(x: number): number {
   const z = Math.abs(x);
   const t = 1 / (1 + 0.5 * z);
-  const r = t * Math.exp(-z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 +
-    t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277)))))))));
+  const r =
+    t *
+    Math.exp(
+      -z * z -
+        1.26551223 +
+        t *
+          (1.00002368 +
+            t *
+              (0.37409196 +
+                t *
+                  (0.09678418 +
+                    t *
+                      (-0.18628806 +
+                        t *
+                          (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277)))))))),
+    );
   return x >= 0 ? r : 2 - r;
 }

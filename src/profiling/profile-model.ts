@@ -48,17 +48,31 @@ export interface TrialRun {
 export type RunTrial = (config: TrainConfig, hooks?: TrialHooks) => Promise<TrialRun>;
 
 /** What calibration listens to during the trial (the trainer's TrainHooks has it): each step's end, as the main thread sees it. */
-export interface TrialHooks { onStep?(metrics: { step: number }): void }
+export interface TrialHooks {
+  onStep?(metrics: { step: number }): void;
+}
 
 /** Wasm code tiers up after some calls: fewer warm-up steps measure baseline-compiled kernels. */
 const DEFAULT_WARMUP = 6;
 
-export async function profileModel(config: TrainConfig, runTrial: RunTrial, options: ProfileOptions = {}): Promise<ModelProfile> {
+export async function profileModel(
+  config: TrainConfig,
+  runTrial: RunTrial,
+  options: ProfileOptions = {},
+): Promise<ModelProfile> {
   const resolved = await resolveConfig({ ...config, strategy: 'sequential' });
-  const request: ProfileRequest = { config: resolved, warmupSteps: count('warmupSteps', options.warmupSteps ?? DEFAULT_WARMUP, 0),
-    steps: count('steps', options.steps ?? 5, 1), reps: count('reps', options.reps ?? 3, 1), clock: options.clock };
-  const { profile } = await runOneShotWorker<Extract<ProfileReply, { type: 'profile' }>>(new URL('./profile-worker.js', import.meta.url), request,
-    `profiler of ${config.model ?? 'mlp'}`);
+  const request: ProfileRequest = {
+    config: resolved,
+    warmupSteps: count('warmupSteps', options.warmupSteps ?? DEFAULT_WARMUP, 0),
+    steps: count('steps', options.steps ?? 5, 1),
+    reps: count('reps', options.reps ?? 3, 1),
+    clock: options.clock,
+  };
+  const { profile } = await runOneShotWorker<Extract<ProfileReply, { type: 'profile' }>>(
+    new URL('./profile-worker.js', import.meta.url),
+    request,
+    `profiler of ${config.model ?? 'mlp'}`,
+  );
   if (options.calibrate !== false) await calibrate(profile, config, request.warmupSteps, request.steps, runTrial);
   return profile;
 }
@@ -66,27 +80,53 @@ export async function profileModel(config: TrainConfig, runTrial: RunTrial, opti
 /** A profiler option: an integer in [min, 10,000]; the profile would be NaN or empty otherwise. */
 function count(option: keyof ProfileOptions, value: unknown, min: number): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > 10_000) {
-    throw new TandemError('BAD_CONFIG', `profile.${option}: must be an integer in [${min}, 10000], got ${JSON.stringify(value)}`);
+    throw new TandemError(
+      'BAD_CONFIG',
+      `profile.${option}: must be an integer in [${min}, 10000], got ${JSON.stringify(value)}`,
+    );
   }
   return value;
 }
 
-async function calibrate(profile: ModelProfile, config: TrainConfig, warmup: number, measured: number, runTrial: RunTrial): Promise<void> {
+async function calibrate(
+  profile: ModelProfile,
+  config: TrainConfig,
+  warmup: number,
+  measured: number,
+  runTrial: RunTrial,
+): Promise<void> {
   const steps = warmup + measured;
   // A trial writes nothing: no outputs, no checkpoints (the run being profiled for holds those places).
   const { link, trace, out, faultInjection, checkpointDir, checkpointEvery, resume, ...plain } = config;
-  void link; void trace; void out; void faultInjection; void checkpointDir; void checkpointEvery; void resume;
+  void link;
+  void trace;
+  void out;
+  void faultInjection;
+  void checkpointDir;
+  void checkpointEvery;
+  void resume;
   const steady = new SteadySteps(warmup);
-  const run = await runTrial({ ...plain, strategy: 'sequential', steps, epochs: undefined }, { onStep: m => steady.step(m.step) });
+  const run = await runTrial(
+    { ...plain, strategy: 'sequential', steps, epochs: undefined },
+    { onStep: m => steady.step(m.step) },
+  );
   const profiled = profile.stepForwardMs + profile.stepBackwardMs;
   const scale = profiled > 0 ? run.timings.steadyComputeMs / profiled : 1;
-  for (const l of profile.layers) { l.forwardMs *= scale; l.backwardMs *= scale; }
+  for (const l of profile.layers) {
+    l.forwardMs *= scale;
+    l.backwardMs *= scale;
+  }
   profile.stepForwardMs *= scale;
   profile.stepBackwardMs *= scale;
   const comm = run.timings.meanExchangeMs + run.timings.meanUpdateMs;
   profile.overheadMs = Math.max(0, run.steadyStepMs - run.timings.steadyComputeMs - comm);
-  profile.calibration = { devices: run.config.devices, computeScale: scale, steadyStepMs: run.steadyStepMs,
-    cpuMsPerStep: steady.cpuMsPerStep(), stepSpreadMs: steady.periodSpreadMs() };
+  profile.calibration = {
+    devices: run.config.devices,
+    computeScale: scale,
+    steadyStepMs: run.steadyStepMs,
+    cpuMsPerStep: steady.cpuMsPerStep(),
+    stepSpreadMs: steady.periodSpreadMs(),
+  };
 }
 
 /**

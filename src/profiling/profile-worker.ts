@@ -28,8 +28,15 @@ import { median, timeLayers } from './time-layers.js';
 import { readFence } from './read-fence.js';
 import { optimizerStateSlots } from '../optim/flat-optimizer.js';
 
-export interface ProfileRequest { config: ResolvedConfig; warmupSteps: number; steps: number; reps: number; clock?: ClockKind }
-export type ProfileReply = { type: 'profile'; profile: ModelProfile } | { type: 'error'; error: ReturnType<typeof serializeError> };
+export interface ProfileRequest {
+  config: ResolvedConfig;
+  warmupSteps: number;
+  steps: number;
+  reps: number;
+  clock?: ClockKind;
+}
+export type ProfileReply =
+  { type: 'profile'; profile: ModelProfile } | { type: 'error'; error: ReturnType<typeof serializeError> };
 
 const port = parentPort!;
 profile(workerData as ProfileRequest).then(
@@ -55,11 +62,17 @@ async function profile({ config, warmupSteps, steps, reps, clock: kind }: Profil
     // The model's outputs are the classes (data-parallel) or the embedding (local-head, partial-fc: the extractor,
     // whose head is the device's own): labels and the softmax over them, so the extractor's steps are what is timed.
     const outputs = config.model.options.classes;
-    const y = tf.tensor1d(Array.from({ length: b }, (_, i) => i % outputs), 'int32');
-    const step = synchronousReads ? measureSteps(model, x, y, config, clock, warmupSteps, steps) : await measureStepsAsync(model, x, y, config, clock, warmupSteps, steps);
+    const y = tf.tensor1d(
+      Array.from({ length: b }, (_, i) => i % outputs),
+      'int32',
+    );
+    const step = synchronousReads
+      ? measureSteps(model, x, y, config, clock, warmupSteps, steps)
+      : await measureStepsAsync(model, x, y, config, clock, warmupSteps, steps);
     const layers = await timeLayers(tf, graph, x, clock, reps, fence);
     // Scale the isolated times to the measured step (shares stay the layers' own).
-    const sumF = layers.reduce((s, l) => s + l.forwardMs, 0), sumB = layers.reduce((s, l) => s + l.backwardMs, 0);
+    const sumF = layers.reduce((s, l) => s + l.forwardMs, 0),
+      sumB = layers.reduce((s, l) => s + l.backwardMs, 0);
     for (const l of layers) {
       l.forwardMs *= sumF > 0 ? step.forwardMs / sumF : 0;
       l.backwardMs *= sumB > 0 ? step.backwardMs / sumB : 0;
@@ -69,9 +82,19 @@ async function profile({ config, warmupSteps, steps, reps, clock: kind }: Profil
     tf.dispose([x, y]);
     model.dispose();
     return {
-      model: config.model.source, backend: config.backend, batch: b, layers: layers.reverse(),
-      stepForwardMs: step.forwardMs, stepBackwardMs: step.backwardMs, overheadMs: step.overheadMs, ...throughput,
-      measuredSteps: steps, warmupSteps, reps, clock: { kind: clock.kind, reason: clock.reason }, weights,
+      model: config.model.source,
+      backend: config.backend,
+      batch: b,
+      layers: layers.reverse(),
+      stepForwardMs: step.forwardMs,
+      stepBackwardMs: step.backwardMs,
+      overheadMs: step.overheadMs,
+      ...throughput,
+      measuredSteps: steps,
+      warmupSteps,
+      reps,
+      clock: { kind: clock.kind, reason: clock.reason },
+      weights,
     };
   } finally {
     clock.close();
@@ -81,63 +104,141 @@ async function profile({ config, warmupSteps, steps, reps, clock: kind }: Profil
 type Model = Awaited<ReturnType<typeof buildTrainingModel>>;
 
 /** Real training steps, as a device runs them: medians of forward, backward and loading the parameters. */
-function measureSteps(model: Model, x: tf.Tensor, y: tf.Tensor, config: ResolvedConfig, clock: LayerClock, warmupSteps: number, steps: number) {
+function measureSteps(
+  model: Model,
+  x: tf.Tensor,
+  y: tf.Tensor,
+  config: ResolvedConfig,
+  clock: LayerClock,
+  warmupSteps: number,
+  steps: number,
+) {
   const probabilities = outputsProbabilities(model);
   const vars = model.trainableWeights.map(w => w.read() as tf.Variable);
-  const fwd: number[] = [], bwd: number[] = [], overhead: number[] = [];
+  const fwd: number[] = [],
+    bwd: number[] = [],
+    overhead: number[] = [];
   const flat = vars.map(v => v.dataSync().slice() as Float32Array);
   for (let s = 0; s < warmupSteps + steps; s++) {
     const t0 = clock.nowMs();
-    vars.forEach((v, i) => { const t = tf.tensor(flat[i], v.shape); v.assign(t); t.dispose(); }); // parameters into the engine
+    vars.forEach((v, i) => {
+      const t = tf.tensor(flat[i], v.shape);
+      v.assign(t);
+      t.dispose();
+    }); // parameters into the engine
     const t1 = clock.nowMs();
     let tb = 0;
-    const marker = tf.customGrad(((t: tf.Tensor) => ({ value: t.clone(), gradFunc: (dy: tf.Tensor) => { tb = clock.nowMs(); return dy; } })) as never) as (t: tf.Tensor) => tf.Tensor;
-    const loss = backwardWithGradientReady(tf, () => {
-      const { loss, correct } = classificationLoss(tf, marker(model.apply(x, { training: true }) as tf.Tensor), y, config.model.options.classes, probabilities);
-      correct.dispose();
-      return loss;
-    }, vars, (i, g) => { flat[i].set(g.dataSync() as Float32Array); });
+    const marker = tf.customGrad(((t: tf.Tensor) => ({
+      value: t.clone(),
+      gradFunc: (dy: tf.Tensor) => {
+        tb = clock.nowMs();
+        return dy;
+      },
+    })) as never) as (t: tf.Tensor) => tf.Tensor;
+    const loss = backwardWithGradientReady(
+      tf,
+      () => {
+        const { loss, correct } = classificationLoss(
+          tf,
+          marker(model.apply(x, { training: true }) as tf.Tensor),
+          y,
+          config.model.options.classes,
+          probabilities,
+        );
+        correct.dispose();
+        return loss;
+      },
+      vars,
+      (i, g) => {
+        flat[i].set(g.dataSync() as Float32Array);
+      },
+    );
     loss.dataSync();
     loss.dispose();
     const t2 = clock.nowMs();
-    if (s >= warmupSteps) { fwd.push(tb - t1); bwd.push(t2 - tb); overhead.push(t1 - t0); }
+    if (s >= warmupSteps) {
+      fwd.push(tb - t1);
+      bwd.push(t2 - tb);
+      overhead.push(t1 - t0);
+    }
   }
   return { forwardMs: median(fwd), backwardMs: median(bwd), overheadMs: median(overhead) };
 }
 
 /** `measureSteps` on an engine without synchronous reads (webgpu), as its devices run a step: every read awaited. */
-async function measureStepsAsync(model: Model, x: tf.Tensor, y: tf.Tensor, config: ResolvedConfig, clock: LayerClock, warmupSteps: number, steps: number) {
+async function measureStepsAsync(
+  model: Model,
+  x: tf.Tensor,
+  y: tf.Tensor,
+  config: ResolvedConfig,
+  clock: LayerClock,
+  warmupSteps: number,
+  steps: number,
+) {
   const probabilities = outputsProbabilities(model);
   const vars = model.trainableWeights.map(w => w.read() as tf.Variable);
-  const fwd: number[] = [], bwd: number[] = [], overhead: number[] = [];
-  const flat = await Promise.all(vars.map(async v => Float32Array.from(await v.data() as Float32Array)));
+  const fwd: number[] = [],
+    bwd: number[] = [],
+    overhead: number[] = [];
+  const flat = await Promise.all(vars.map(async v => Float32Array.from((await v.data()) as Float32Array)));
   for (let s = 0; s < warmupSteps + steps; s++) {
     const t0 = clock.nowMs();
     // The engine uploads later, from the array it is given: a copy, which the reads below do not overwrite.
-    vars.forEach((v, i) => { const t = tf.tensor(flat[i].slice(), v.shape); v.assign(t); t.dispose(); });
+    vars.forEach((v, i) => {
+      const t = tf.tensor(flat[i].slice(), v.shape);
+      v.assign(t);
+      t.dispose();
+    });
     const t1 = clock.nowMs();
     let tb = 0;
-    const marker = tf.customGrad(((t: tf.Tensor) => ({ value: t.clone(), gradFunc: (dy: tf.Tensor) => { tb = clock.nowMs(); return dy; } })) as never) as (t: tf.Tensor) => tf.Tensor;
+    const marker = tf.customGrad(((t: tf.Tensor) => ({
+      value: t.clone(),
+      gradFunc: (dy: tf.Tensor) => {
+        tb = clock.nowMs();
+        return dy;
+      },
+    })) as never) as (t: tf.Tensor) => tf.Tensor;
     const reads = new OrderedReads(tf);
-    const loss = backwardWithGradientReady(tf, () => {
-      const { loss, correct } = classificationLoss(tf, marker(model.apply(x, { training: true }) as tf.Tensor), y, config.model.options.classes, probabilities);
-      correct.dispose();
-      reads.queue(loss, () => { /* the step ends when its loss and every gradient are on the host */ });
-      return loss;
-    }, vars, (i, g) => reads.queue(g, values => flat[i].set(values)));
+    const loss = backwardWithGradientReady(
+      tf,
+      () => {
+        const { loss, correct } = classificationLoss(
+          tf,
+          marker(model.apply(x, { training: true }) as tf.Tensor),
+          y,
+          config.model.options.classes,
+          probabilities,
+        );
+        correct.dispose();
+        reads.queue(loss, () => {
+          /* the step ends when its loss and every gradient are on the host */
+        });
+        return loss;
+      },
+      vars,
+      (i, g) => reads.queue(g, values => flat[i].set(values)),
+    );
     await reads.done();
     loss.dispose();
     const t2 = clock.nowMs();
-    if (s >= warmupSteps) { fwd.push(tb - t1); bwd.push(t2 - tb); overhead.push(t1 - t0); }
+    if (s >= warmupSteps) {
+      fwd.push(tb - t1);
+      bwd.push(t2 - tb);
+      overhead.push(t1 - t0);
+    }
   }
   return { forwardMs: median(fwd), backwardMs: median(bwd), overheadMs: median(overhead) };
 }
 
 /** Exchange and update throughput of shared memory on this machine (bytes per ms), with the comm side's arithmetic. */
-function measureThroughput(config: ResolvedConfig, clock: LayerClock): { exchangeBytesPerMs: number; updateBytesPerMs: number } {
+function measureThroughput(
+  config: ResolvedConfig,
+  clock: LayerClock,
+): { exchangeBytesPerMs: number; updateBytesPerMs: number } {
   const arithmetic = flatArithmeticFor(config.backend);
   const n = 1 << 20;
-  const a = new Float32Array(n).fill(1), c = new Float32Array(n).fill(2);
+  const a = new Float32Array(n).fill(1),
+    c = new Float32Array(n).fill(2);
   const st = Array.from({ length: optimizerStateSlots(config.optimizer) }, () => new Float32Array(n)); // as many as the optimizer keeps (centered rmsprop: 3)
   const tr = clock.nowMs();
   for (let i = 0; i < 5; i++) arithmetic.reduceMeanInto([a, c], a, 0, n);

@@ -79,10 +79,19 @@ const SIMULATED_STEPS = 8;
  * One group's exchange as the comm queue runs it: its chunks' ms, then the update's ms; `cpuMs`: the process CPU its
  * exchange adds to the calibrated step's (messages across hosts, hook compute).
  */
-interface GroupWork { chunksMs: number[]; updateMs: number; lastLayer: number; priority: number; cpuMs: number }
+interface GroupWork {
+  chunksMs: number[];
+  updateMs: number;
+  lastLayer: number;
+  priority: number;
+  cpuMs: number;
+}
 
 /** One exchange's time, and the process CPU it adds. */
-interface Work { ms: number; cpuMs: number }
+interface Work {
+  ms: number;
+  cpuMs: number;
+}
 
 /** The predicted steady step ms of `spec`. */
 export function predictScheduleMs(profile: ModelProfile, spec: ScheduleSpec, machine: Machine): number {
@@ -95,10 +104,17 @@ export function predictSchedule(profile: ModelProfile, spec: ScheduleSpec, machi
   const layerIndex = new Map(profile.layers.map((l, i) => [l.name, i]));
   const work = spec.groups.map((g, gi) => groupWork(profile, layout, layerIndex, g, gi, spec, machine));
   const groupsOfLayer = layerGroups(profile, layout, layerIndex, spec.groups);
-  const fwd = scaled(profile.layers.map(l => l.forwardMs), profile.stepForwardMs);
-  const bwd = scaled(profile.layers.map(l => l.backwardMs), profile.stepBackwardMs);
+  const fwd = scaled(
+    profile.layers.map(l => l.forwardMs),
+    profile.stepForwardMs,
+  );
+  const bwd = scaled(
+    profile.layers.map(l => l.backwardMs),
+    profile.stepBackwardMs,
+  );
   const lockstep = lockstepMs(profile.calibration?.stepSpreadMs ?? 0, machine.hosts ?? 1);
-  let computeFree = 0, commFree = 0;
+  let computeFree = 0,
+    commFree = 0;
   let done: number[] = spec.groups.map(() => 0);
   const stepEnds: number[] = [];
   for (let s = 0; s < SIMULATED_STEPS; s++) {
@@ -110,7 +126,10 @@ export function predictSchedule(profile: ModelProfile, spec: ScheduleSpec, machi
       t += fwd[i];
     }
     const passed: number[] = [];
-    for (let i = 0; i < profile.layers.length; i++) { t += bwd[i]; passed.push(t); }
+    for (let i = 0; i < profile.layers.length; i++) {
+      t += bwd[i];
+      passed.push(t);
+    }
     computeFree = t;
     const ready = work.map(w => (w.lastLayer < 0 ? t : passed[w.lastLayer]));
     ({ done, free: commFree } = runComm(work, ready, commFree, spec.exchange.order));
@@ -125,17 +144,35 @@ export function predictSchedule(profile: ModelProfile, spec: ScheduleSpec, machi
  * max(period, CPU per step / cores + the lockstep wait, when the cores idle through it): CPU per step = the calibrated
  * trial's + every group's exchange CPU.
  */
-function withCpuCeiling(periodMs: number, profile: ModelProfile, work: readonly GroupWork[], machine: Machine, lockstepMs: number): SchedulePrediction {
+function withCpuCeiling(
+  periodMs: number,
+  profile: ModelProfile,
+  work: readonly GroupWork[],
+  machine: Machine,
+  lockstepMs: number,
+): SchedulePrediction {
   const calibrated = profile.calibration?.cpuMsPerStep;
   if (calibrated === undefined) return { ms: periodMs, periodMs, cpuBound: false, lockstepMs };
   const cpuMsPerStep = calibrated + work.reduce((sum, w) => sum + w.cpuMs, 0);
   if (!machine.cpu) return { ms: periodMs, periodMs, cpuMsPerStep, cpuBound: false, lockstepMs };
   const ceiling = cpuCeilingMs(cpuMsPerStep, machine.cpu) + lockstepMs;
-  return { ms: Math.max(periodMs, ceiling), periodMs, cpuMsPerStep, cpuCeilingMs: ceiling, cpuBound: ceiling > periodMs, lockstepMs };
+  return {
+    ms: Math.max(periodMs, ceiling),
+    periodMs,
+    cpuMsPerStep,
+    cpuCeilingMs: ceiling,
+    cpuBound: ceiling > periodMs,
+    lockstepMs,
+  };
 }
 
 /** The comm queue over one step's groups: when each group is applied, and when the queue is free again. */
-function runComm(work: readonly GroupWork[], ready: readonly number[], free: number, order: 'ready' | 'priority'): { done: number[]; free: number } {
+function runComm(
+  work: readonly GroupWork[],
+  ready: readonly number[],
+  free: number,
+  order: 'ready' | 'priority',
+): { done: number[]; free: number } {
   const done = work.map(() => 0);
   const next = work.map(() => 0);
   const left = new Set(work.map((_, g) => g));
@@ -157,10 +194,19 @@ function runComm(work: readonly GroupWork[], ready: readonly number[], free: num
   return { done, free };
 }
 
-function groupWork(profile: ModelProfile, layout: ParameterLayout, layerIndex: Map<string, number>, g: ParameterGroup, gi: number,
-  spec: ScheduleSpec, machine: Machine): GroupWork {
+function groupWork(
+  profile: ModelProfile,
+  layout: ParameterLayout,
+  layerIndex: Map<string, number>,
+  g: ParameterGroup,
+  gi: number,
+  spec: ScheduleSpec,
+  machine: Machine,
+): GroupWork {
   let lastLayer = -1;
-  for (const v of layout.variables) if (v.offset >= g.start && v.offset < g.end) lastLayer = Math.max(lastLayer, layerIndex.get(v.layer) ?? profile.layers.length - 1);
+  for (const v of layout.variables)
+    if (v.offset >= g.start && v.offset < g.end)
+      lastLayer = Math.max(lastLayer, layerIndex.get(v.layer) ?? profile.layers.length - 1);
   const floats = g.end - g.start;
   const updateMs = (floats * 4) / profile.updateBytesPerMs;
   const agrees = machine.link && machine.link.ranks > 1 && spec.exchange.order === 'priority';
@@ -168,12 +214,19 @@ function groupWork(profile: ModelProfile, layout: ParameterLayout, layerIndex: M
   const chunks: Work[] = [];
   if (spec.hook === 'none') {
     const chunk = spec.exchange.order === 'priority' ? spec.exchange.chunkFloats : floats;
-    for (let at = 0; at < floats; at += chunk) chunks.push(plus(plainWork(profile, machine, Math.min(chunk, floats - at) * 4), agree));
+    for (let at = 0; at < floats; at += chunk)
+      chunks.push(plus(plainWork(profile, machine, Math.min(chunk, floats - at) * 4), agree));
     if (chunks.length === 0) chunks.push({ ms: 0, cpuMs: 0 });
   } else {
     chunks.push(plus(hookWork(profile, layout, g, spec.hook, machine), agree));
   }
-  return { chunksMs: chunks.map(c => c.ms), cpuMs: chunks.reduce((sum, c) => sum + c.cpuMs, 0), updateMs, lastLayer, priority: gi };
+  return {
+    chunksMs: chunks.map(c => c.ms),
+    cpuMs: chunks.reduce((sum, c) => sum + c.cpuMs, 0),
+    updateMs,
+    lastLayer,
+    priority: gi,
+  };
 }
 
 function plus(a: Work, b: Work): Work {
@@ -187,14 +240,23 @@ function plus(a: Work, b: Work): Work {
 function plainWork(profile: ModelProfile, machine: Machine, bytes: number): Work {
   const memoryMs = machine.localDevices > 1 ? (2 * bytes) / machine.localDevices / profile.exchangeBytesPerMs : 0;
   const link = machine.link;
-  return { ms: Math.max(memoryMs, link ? allReduceLinkMs(link, bytes) : 0), cpuMs: link ? linkCpuMs(link, allReduceWireBytes(bytes, link.ranks)) : 0 };
+  return {
+    ms: Math.max(memoryMs, link ? allReduceLinkMs(link, bytes) : 0),
+    cpuMs: link ? linkCpuMs(link, allReduceWireBytes(bytes, link.ranks)) : 0,
+  };
 }
 
 /**
  * A hook's exchange of group `g`. An EMULATED link (`--link`, one host) holds every exchange for the full group's
  * wire time whatever crosses (emulate-link.ts): there the hook only adds its work, over shared memory, under that hold.
  */
-function hookWork(profile: ModelProfile, layout: ParameterLayout, g: ParameterGroup, hook: Exclude<HookChoice, 'none'>, machine: Machine): Work {
+function hookWork(
+  profile: ModelProfile,
+  layout: ParameterLayout,
+  g: ParameterGroup,
+  hook: Exclude<HookChoice, 'none'>,
+  machine: Machine,
+): Work {
   const link = machine.link;
   if (link?.source === 'emulated') {
     const work = hookWorkAt(profile, layout, g, hook, { ...machine, link: undefined, localDevices: link.ranks });
@@ -204,7 +266,13 @@ function hookWork(profile: ModelProfile, layout: ParameterLayout, g: ParameterGr
 }
 
 /** The hook's compute (CPU, on the comm thread) and its exchanges: their time, and their CPU across hosts. */
-function hookWorkAt(profile: ModelProfile, layout: ParameterLayout, g: ParameterGroup, hook: Exclude<HookChoice, 'none'>, machine: Machine): Work {
+function hookWorkAt(
+  profile: ModelProfile,
+  layout: ParameterLayout,
+  g: ParameterGroup,
+  hook: Exclude<HookChoice, 'none'>,
+  machine: Machine,
+): Work {
   const floats = g.end - g.start;
   const ranks = machine.link?.ranks ?? machine.localDevices;
   const computeMs = hookComputeMs(layout, g, hook, machine);
@@ -212,7 +280,11 @@ function hookWorkAt(profile: ModelProfile, layout: ParameterLayout, g: Parameter
     case 'fp16':
     case 'bf16': {
       const link = machine.link;
-      const wire = link ? allGatherLinkMs(link, floats * 2) : (ranks > 1 ? (ranks - 1) * floats * 2 / profile.exchangeBytesPerMs : 0);
+      const wire = link
+        ? allGatherLinkMs(link, floats * 2)
+        : ranks > 1
+          ? ((ranks - 1) * floats * 2) / profile.exchangeBytesPerMs
+          : 0;
       const wireCpu = link ? linkCpuMs(link, (link.ranks - 1) * floats * 2) : 0;
       return { ms: computeMs + wire, cpuMs: computeMs + wireCpu };
     }
@@ -229,7 +301,12 @@ function hookWorkAt(profile: ModelProfile, layout: ParameterLayout, g: Parameter
  * The hook's own compute on group `g` (its kernels' rates, hook-costs.ts), times the hook's scale: what its real
  * exchange on this model's gradient measured at start over what these rates predicted for it (hook-calibration.ts).
  */
-export function hookComputeMs(layout: ParameterLayout, g: ParameterGroup, hook: Exclude<HookChoice, 'none'>, machine: Machine): number {
+export function hookComputeMs(
+  layout: ParameterLayout,
+  g: ParameterGroup,
+  hook: Exclude<HookChoice, 'none'>,
+  machine: Machine,
+): number {
   const floats = g.end - g.start;
   const ranks = machine.link?.ranks ?? machine.localDevices;
   const c = machine.hookCosts;
@@ -248,13 +325,25 @@ export function hookComputeMs(layout: ParameterLayout, g: ParameterGroup, hook: 
 }
 
 /** PowerSGD on group `g`: floats sent plain, P's and Q's floats, the products' multiply-adds, the compressed floats. */
-function powerSgdShapes(layout: ParameterLayout, g: ParameterGroup, options: Machine['powerSgd']): { plain: number; p: number; q: number; macs: number; residual: number } {
-  let plain = 0, p = 0, q = 0, macs = 0, residual = 0;
+function powerSgdShapes(
+  layout: ParameterLayout,
+  g: ParameterGroup,
+  options: Machine['powerSgd'],
+): { plain: number; p: number; q: number; macs: number; residual: number } {
+  let plain = 0,
+    p = 0,
+    q = 0,
+    macs = 0,
+    residual = 0;
   for (const v of layout.variables) {
     if (v.offset < g.start || v.offset >= g.end) continue;
     const m = compressibleShape(v.shape, options.rank, options.minCompressionRate);
-    if (!m) { plain += v.size; continue; }
-    p += m.rows * m.rank; q += m.cols * m.rank;
+    if (!m) {
+      plain += v.size;
+      continue;
+    }
+    p += m.rows * m.rank;
+    q += m.cols * m.rank;
     macs += 3 * m.rows * m.cols * m.rank;
     residual += m.rows * m.cols;
   }
@@ -262,12 +351,19 @@ function powerSgdShapes(layout: ParameterLayout, g: ParameterGroup, options: Mac
 }
 
 /** Per layer (transmission order), the groups holding its parameters (a bucket may split a layer). */
-function layerGroups(profile: ModelProfile, layout: ParameterLayout, layerIndex: Map<string, number>, groups: readonly ParameterGroup[]): number[][] {
+function layerGroups(
+  profile: ModelProfile,
+  layout: ParameterLayout,
+  layerIndex: Map<string, number>,
+  groups: readonly ParameterGroup[],
+): number[][] {
   const out: Set<number>[] = profile.layers.map(() => new Set());
   for (const v of layout.variables) {
     const i = layerIndex.get(v.layer);
     if (i === undefined) continue;
-    groups.forEach((x, g) => { if (v.offset < x.end && v.offset + v.size > x.start) out[i].add(g); });
+    groups.forEach((x, g) => {
+      if (v.offset < x.end && v.offset + v.size > x.start) out[i].add(g);
+    });
   }
   return out.map(s => [...s]);
 }

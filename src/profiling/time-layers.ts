@@ -26,7 +26,14 @@ export function median(xs: readonly number[]): number {
 }
 
 /** Per-layer costs in `graph.layers` order (model order: input side first). `reps` timed repetitions after one discarded. */
-export async function timeLayers(tf: Tf, graph: LayerGraph, x: Tensor, clock: LayerClock, reps: number, fence: ReadFence): Promise<LayerCost[]> {
+export async function timeLayers(
+  tf: Tf,
+  graph: LayerGraph,
+  x: Tensor,
+  clock: LayerClock,
+  reps: number,
+  fence: ReadFence,
+): Promise<LayerCost[]> {
   const readCost = clockReadCost(clock);
   const costs = new Map<Layer, LayerCost>(graph.layers.map(layer => [layer, costOf(layer)]));
   const values = new Map<string, Tensor>([[graph.input, x]]);
@@ -44,7 +51,11 @@ export async function timeLayers(tf: Tf, graph: LayerGraph, x: Tensor, clock: La
     cost.outputSize += outputs.reduce((s, o) => s + o.size, 0);
     if (weights.length > 0 || differentiable.length > 0) call.outputs.forEach(k => fromWeights.add(k));
     call.outputs.forEach((k, i) => values.set(k, outputs[i]));
-    for (const [k, t] of values) if (k !== graph.input && (lastUse.get(k) ?? -1) <= at && k !== graph.output) { t.dispose(); values.delete(k); }
+    for (const [k, t] of values)
+      if (k !== graph.input && (lastUse.get(k) ?? -1) <= at && k !== graph.output) {
+        t.dispose();
+        values.delete(k);
+      }
   }
   for (const [k, t] of values) if (k !== graph.input) t.dispose();
   return graph.layers.map(layer => costs.get(layer)!);
@@ -52,7 +63,15 @@ export async function timeLayers(tf: Tf, graph: LayerGraph, x: Tensor, clock: La
 
 function costOf(layer: Layer): LayerCost {
   const parameters = layer.trainableWeights.reduce((s, w) => s + w.read().size, 0);
-  return { name: layer.name, className: layer.getClassName(), forwardMs: 0, backwardMs: 0, parameters, bytes: parameters * 4, outputSize: 0 };
+  return {
+    name: layer.name,
+    className: layer.getClassName(),
+    forwardMs: 0,
+    backwardMs: 0,
+    parameters,
+    bytes: parameters * 4,
+    outputSize: 0,
+  };
 }
 
 function applied(layer: Layer, inputs: Tensor[]): Tensor[] {
@@ -70,14 +89,27 @@ function lastUses(calls: readonly LayerCall[]): Map<string, number> {
 /** What one empty measurement reads on `clock` (each interval pays for one reading). */
 function clockReadCost(clock: LayerClock): number {
   const empty: number[] = [];
-  for (let i = 0; i < 9; i++) { const t0 = clock.nowMs(); empty.push(clock.nowMs() - t0); }
+  for (let i = 0; i < 9; i++) {
+    const t0 = clock.nowMs();
+    empty.push(clock.nowMs() - t0);
+  }
   return median(empty);
 }
 
-async function timeCall(tf: Tf, call: LayerCall, inputs: Tensor[], differentiable: number[], weights: Variable[], outputs: Tensor[],
-  clock: LayerClock, reps: number, fence: ReadFence): Promise<{ forwardMs: number; backwardMs: number }> {
+async function timeCall(
+  tf: Tf,
+  call: LayerCall,
+  inputs: Tensor[],
+  differentiable: number[],
+  weights: Variable[],
+  outputs: Tensor[],
+  clock: LayerClock,
+  reps: number,
+  fence: ReadFence,
+): Promise<{ forwardMs: number; backwardMs: number }> {
   const dys = outputs.map((o, i) => tf.randomUniform(o.shape, -1, 1, 'float32', 2 + i));
-  const forward: number[] = [], both: number[] = [];
+  const forward: number[] = [],
+    both: number[] = [];
   for (let r = 0; r <= reps; r++) {
     const t0 = clock.nowMs();
     const o = forwardAsInTraining(tf, () => applied(call.layer, inputs)[0]);
@@ -86,17 +118,22 @@ async function timeCall(tf: Tf, call: LayerCall, inputs: Tensor[], differentiabl
     o.dispose();
     const t1 = clock.nowMs();
     if (differentiable.length > 0 || weights.length > 0) {
-      const grads = tf.tidy(() => tf.grads((...args: Tensor[]) => {
-        const ins = inputs.map((t, i) => (differentiable.includes(i) ? args[differentiable.indexOf(i)] : t));
-        const sums = applied(call.layer, ins).map((out, i) => tf.sum(tf.mul(out, dys[i])));
-        return sums.length === 1 ? sums[0] : tf.addN(sums);
-      })([...differentiable.map(i => inputs[i]), ...weights]));
+      const grads = tf.tidy(() =>
+        tf.grads((...args: Tensor[]) => {
+          const ins = inputs.map((t, i) => (differentiable.includes(i) ? args[differentiable.indexOf(i)] : t));
+          const sums = applied(call.layer, ins).map((out, i) => tf.sum(tf.mul(out, dys[i])));
+          return sums.length === 1 ? sums[0] : tf.addN(sums);
+        })([...differentiable.map(i => inputs[i]), ...weights]),
+      );
       const gradientsRead = fence(grads);
       if (gradientsRead) await gradientsRead;
       tf.dispose(grads);
     }
     const t2 = clock.nowMs();
-    if (r > 0) { forward.push(t1 - t0); both.push(t2 - t1); }
+    if (r > 0) {
+      forward.push(t1 - t0);
+      both.push(t2 - t1);
+    }
   }
   tf.dispose(dys);
   const forwardMs = median(forward);

@@ -39,11 +39,22 @@ export async function writeAbortCheckpoint(x: AbortCheckpointInputs): Promise<Ab
   if (!x.laidOut || !preimage) return { kind: 'none', reason: 'training had not started' };
   const { buffers, groups, weights } = x.laidOut;
   const { phase, step: commStep } = x.control.phaseOf(0, 'comm');
-  const rebuilt = new StepPreimage(preimage, groups.length, buffers.total, buffers.stateSlots)
-    .rebuild(groups, g => x.control.applied(0, g), phase === 'update' ? commStep : undefined, paramSlots(buffers)[0], optimizerStateOf(buffers, 0));
+  const rebuilt = new StepPreimage(preimage, groups.length, buffers.total, buffers.stateSlots).rebuild(
+    groups,
+    g => x.control.applied(0, g),
+    phase === 'update' ? commStep : undefined,
+    paramSlots(buffers)[0],
+    optimizerStateOf(buffers, 0),
+  );
   if (!rebuilt || rebuilt.step < x.firstStep) return { kind: 'none', reason: 'no step was completed' };
   const { step } = rebuilt;
   if (x.lastCheckpoint === checkpointPath(x.store.dir, step)) return { kind: 'already', step, path: x.lastCheckpoint };
-  const path = await x.store.write({ step, weights, fingerprint: runFingerprint(x.cfg), params: rebuilt.params, optimizerState: rebuilt.optimizerState });
+  const path = await x.store.write({
+    step,
+    weights,
+    fingerprint: runFingerprint(x.cfg),
+    params: rebuilt.params,
+    optimizerState: rebuilt.optimizerState,
+  });
   return { kind: 'written', step, path };
 }

@@ -19,8 +19,11 @@ interface Waiter {
 export class ComputeReplies {
   private readonly waiters = new Map<string, Waiter>();
 
-  constructor(private readonly devices: readonly number[], private readonly watchdogMs: number,
-    private readonly onSilent: (silent: number[], unanswered: () => boolean) => void) {}
+  constructor(
+    private readonly devices: readonly number[],
+    private readonly watchdogMs: number,
+    private readonly onSilent: (silent: number[], unanswered: () => boolean) => void,
+  ) {}
 
   /**
    * Resolves with one reply of `type` (for `step`, when the reply carries one) from every device, in device order.
@@ -33,7 +36,11 @@ export class ComputeReplies {
       // Watchdog: a device that stops responding is named here, where it is known who is silent.
       const timer = setTimeout(() => {
         const waiter = this.waiters.get(key);
-        if (waiter) this.onSilent(this.devices.filter(d => !waiter.got.some(m => m.device === d)), () => this.waiters.get(key) === waiter);
+        if (waiter)
+          this.onSilent(
+            this.devices.filter(d => !waiter.got.some(m => m.device === d)),
+            () => this.waiters.get(key) === waiter,
+          );
       }, watchdogMs);
       timer.unref();
       this.waiters.set(key, {

@@ -20,7 +20,10 @@ export class HookStateSlots {
 
   /** Every local device's hook state, local order (waits for a share message still in flight). */
   async values(): Promise<RankHookState[]> {
-    if (this.shared.size < this.ranks.length) await new Promise<void>(resolve => { this.arrived = resolve; });
+    if (this.shared.size < this.ranks.length)
+      await new Promise<void>(resolve => {
+        this.arrived = resolve;
+      });
     return this.ranks.map(r => this.shared.get(r)!.map(group => group.map(a => a.slice())));
   }
 }

@@ -23,12 +23,21 @@ export async function writeModelFiles(dir: string, artifacts: ModelArtifactsData
 }
 
 /** A model's topology and weights in memory (one weights buffer), through tfjs's own save path. */
-export async function modelArtifacts(tf: typeof import('@tensorflow/tfjs'), model: import('@tensorflow/tfjs').LayersModel): Promise<ModelArtifactsData> {
+export async function modelArtifacts(
+  tf: typeof import('@tensorflow/tfjs'),
+  model: import('@tensorflow/tfjs').LayersModel,
+): Promise<ModelArtifactsData> {
   let out: ModelArtifactsData | undefined;
-  await model.save(tf.io.withSaveHandler(async a => {
-    const data = a.weightData;
-    out = { modelTopology: a.modelTopology as object, weightSpecs: a.weightSpecs as never, weightData: Array.isArray(data) ? tf.io.concatenateArrayBuffers(data) : data as ArrayBuffer };
-    return { modelArtifactsInfo: { dateSaved: new Date(), modelTopologyType: 'JSON' } };
-  }));
+  await model.save(
+    tf.io.withSaveHandler(async a => {
+      const data = a.weightData;
+      out = {
+        modelTopology: a.modelTopology as object,
+        weightSpecs: a.weightSpecs as never,
+        weightData: Array.isArray(data) ? tf.io.concatenateArrayBuffers(data) : (data as ArrayBuffer),
+      };
+      return { modelArtifactsInfo: { dateSaved: new Date(), modelTopologyType: 'JSON' } };
+    }),
+  );
   return out!;
 }

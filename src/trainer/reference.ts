@@ -29,13 +29,21 @@ export interface ReferenceOptions {
   randomLayersAsDevices?: number;
 }
 
-export async function trainReference(config: TrainConfig, options: ReferenceOptions = {}): Promise<{
-  weights: TrainSummary['weights']; nonTrainableWeights: TrainSummary['nonTrainableWeights']; losses: number[];
+export async function trainReference(
+  config: TrainConfig,
+  options: ReferenceOptions = {},
+): Promise<{
+  weights: TrainSummary['weights'];
+  nonTrainableWeights: TrainSummary['nonTrainableWeights'];
+  losses: number[];
 }> {
   const cfg = await resolveConfig(config);
   if (!getEngine(cfg.backend).capabilities.synchronousReads) {
-    throw new TandemError('BAD_CONFIG', `trainReference runs on the calling thread and reads synchronously, which backend '${cfg.backend}' cannot; ` +
-      'compute the reference on a CPU engine (backend cpu, wasm or native) and compare within a tolerance');
+    throw new TandemError(
+      'BAD_CONFIG',
+      `trainReference runs on the calling thread and reads synchronously, which backend '${cfg.backend}' cannot; ` +
+        'compute the reference on a CPU engine (backend cpu, wasm or native) and compare within a tolerance',
+    );
   }
   await startBackend(tf, cfg.backend, { nativeThreads: cfg.nativeThreads });
   const model = await buildTrainingModel(tf, cfg);
@@ -44,7 +52,10 @@ export async function trainReference(config: TrainConfig, options: ReferenceOpti
     if (!w) throw new Error(`trainReference: the model has no weight named ${name}`);
     w.write(tf.tensor(values, w.shape as number[], 'float32'));
   }
-  const random = options.randomLayersAsDevices === undefined ? undefined : seedRandomLayers(tf, model, options.randomLayersAsDevices);
+  const random =
+    options.randomLayersAsDevices === undefined
+      ? undefined
+      : seedRandomLayers(tf, model, options.randomLayersAsDevices);
   const spec = outputLossOf(model, cfg.classes, cfg.loss);
   const floatTargets = isRegressionLoss(cfg.loss);
   const ds = await resolveDataset(cfg.data);
@@ -52,25 +63,45 @@ export async function trainReference(config: TrainConfig, options: ReferenceOpti
   const optimizer = tfjsOptimizer(tf, cfg.optimizer);
   const reader = new SampleReader(ds, cfg.data.source);
   const per = reader.sampleFloats;
-  const x = new Float32Array(cfg.batch * per), y = floatTargets ? new Float32Array(cfg.batch) : new Int32Array(cfg.batch);
+  const x = new Float32Array(cfg.batch * per),
+    y = floatTargets ? new Float32Array(cfg.batch) : new Int32Array(cfg.batch);
   const losses: number[] = [];
   const vars = model.trainableWeights.map(w => w.read() as tf.Variable);
   for (let step = 1; step <= cfg.steps; step++) {
-    sampler.batchIndices(step).forEach((index, i) => { y[i] = reader.read(index, x, i * per); });
+    sampler.batchIndices(step).forEach((index, i) => {
+      y[i] = reader.read(index, x, i * per);
+    });
     random?.at(cfg.seed, 0, step);
     const loss = tf.tidy(() => {
-      const xs = tf.tensor(x, [cfg.batch, ...cfg.sampleShape]), ys = tf.tensor(y, [cfg.batch], floatTargets ? 'float32' : 'int32');
-      return optimizer.minimize(() => {
-        const { loss, correct } = outputLoss(tf, model.apply(xs, { training: true }) as tf.Tensor, ys, spec, cfg.classes);
-        correct.dispose();
-        return withRegularization(tf, model, loss) as tf.Scalar;
-      }, true, vars) as tf.Scalar;
+      const xs = tf.tensor(x, [cfg.batch, ...cfg.sampleShape]),
+        ys = tf.tensor(y, [cfg.batch], floatTargets ? 'float32' : 'int32');
+      return optimizer.minimize(
+        () => {
+          const { loss, correct } = outputLoss(
+            tf,
+            model.apply(xs, { training: true }) as tf.Tensor,
+            ys,
+            spec,
+            cfg.classes,
+          );
+          correct.dispose();
+          return withRegularization(tf, model, loss) as tf.Scalar;
+        },
+        true,
+        vars,
+      ) as tf.Scalar;
     });
     losses.push(loss.dataSync()[0]);
     loss.dispose();
   }
-  const values = (ws: typeof model.weights) => ws.map(w => ({ name: w.originalName, shape: [...w.shape] as number[], values: w.read().dataSync() as Float32Array }));
-  const weights = values(model.trainableWeights), nonTrainableWeights = values(model.nonTrainableWeights);
+  const values = (ws: typeof model.weights) =>
+    ws.map(w => ({
+      name: w.originalName,
+      shape: [...w.shape] as number[],
+      values: w.read().dataSync() as Float32Array,
+    }));
+  const weights = values(model.trainableWeights),
+    nonTrainableWeights = values(model.nonTrainableWeights);
   optimizer.dispose();
   model.dispose();
   return { weights, nonTrainableWeights, losses };

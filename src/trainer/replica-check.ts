@@ -21,7 +21,10 @@ export class ReplicaCheck {
   /** Several hosts: the step whose digests were published and are compared after the next step. */
   private published?: number;
 
-  constructor(private readonly cfg: ResolvedConfig, private readonly channel?: HostChannel) {}
+  constructor(
+    private readonly cfg: ResolvedConfig,
+    private readonly channel?: HostChannel,
+  ) {}
 
   /** Whether `afterApplied(step, …)` has work at this step (the caller then waits for the step's update). */
   due(step: number): boolean {
@@ -39,7 +42,10 @@ export class ReplicaCheck {
     }
     if (this.cfg.replicaCheckEvery === 0 || step % this.cfg.replicaCheckEvery !== 0) return;
     const digests = replicas.map(replicaChecksum);
-    if (!this.channel) { compare(this.cfg, step, [digests]); return; }
+    if (!this.channel) {
+      compare(this.cfg, step, [digests]);
+      return;
+    }
     if (step >= this.cfg.steps) return;
     await this.channel.submitDigests(step, digests);
     this.published = step;
@@ -50,15 +56,20 @@ export class ReplicaCheck {
 function compare(cfg: ResolvedConfig, step: number, byHost: string[][]): void {
   const reference = byHost[0][0];
   const differ: string[] = [];
-  byHost.forEach((digests, host) => digests.forEach((digest, local) => {
-    if (digest === reference) return;
-    const rank = globalRank({ ...cfg.topology, process: host }, local);
-    differ.push(`${cfg.topology.processes > 1 ? `host ${host} ` : ''}device ${rank} (${digest})`);
-  }));
+  byHost.forEach((digests, host) =>
+    digests.forEach((digest, local) => {
+      if (digest === reference) return;
+      const rank = globalRank({ ...cfg.topology, process: host }, local);
+      differ.push(`${cfg.topology.processes > 1 ? `host ${host} ` : ''}device ${rank} (${digest})`);
+    }),
+  );
   if (differ.length === 0) return;
   const where = cfg.topology.processes > 1 ? 'host 0 device 0' : 'device 0';
-  throw new TandemError('REPLICA_DIVERGED', `the replicas' parameters differ after step ${step}: ${differ.join(', ')} against ${where} (${reference}); ` +
-    'every replica must hold the same bits, so the devices no longer train one model (a transport, method or plugin that updates ' +
-    'replicas differently, non-deterministic kernels across machines, or a hardware fault). Resume from a checkpoint written ' +
-    `before step ${step} (--resume), try another transport or backend to find the culprit, and report it`);
+  throw new TandemError(
+    'REPLICA_DIVERGED',
+    `the replicas' parameters differ after step ${step}: ${differ.join(', ')} against ${where} (${reference}); ` +
+      'every replica must hold the same bits, so the devices no longer train one model (a transport, method or plugin that updates ' +
+      'replicas differently, non-deterministic kernels across machines, or a hardware fault). Resume from a checkpoint written ' +
+      `before step ${step} (--resume), try another transport or backend to find the culprit, and report it`,
+  );
 }

@@ -9,7 +9,7 @@ export function replicaChecksum(values: Float32Array): string {
   let b = 0x01000193 ^ words.length;
   for (let i = 0; i < words.length; i++) {
     a = Math.imul(a ^ words[i], 0x01000193);
-    b = Math.imul(b ^ (words[i] >>> 16 | words[i] << 16), 0x5bd1e995) ^ i;
+    b = Math.imul(b ^ ((words[i] >>> 16) | (words[i] << 16)), 0x5bd1e995) ^ i;
   }
   return (a >>> 0).toString(16).padStart(8, '0') + (b >>> 0).toString(16).padStart(8, '0');
 }

@@ -27,7 +27,11 @@ export class RunLedger {
   private readonly firstRank: number;
   private exchangedWaiter?: () => void;
 
-  constructor(private readonly cfg: ResolvedConfig, private readonly hooks: TrainHooks, private readonly fail: (err: TandemError) => void) {
+  constructor(
+    private readonly cfg: ResolvedConfig,
+    private readonly hooks: TrainHooks,
+    private readonly fail: (err: TandemError) => void,
+  ) {
     this.exchangedBy = new Array<number>(cfg.topology.localDevices).fill(0);
     this.firstRank = cfg.topology.process * cfg.topology.localDevices;
   }
@@ -61,7 +65,11 @@ export class RunLedger {
     if (msg.step === this.carriedStep) this.carried.push(msg.carried);
     if (msg.skipped && msg.device === 0) {
       this.skipped.push({ step: msg.step, group: msg.group });
-      this.hooks.onEvent?.({ type: 'warning', step: msg.step, message: `update of group ${msg.group} skipped: non-finite averaged gradient` });
+      this.hooks.onEvent?.({
+        type: 'warning',
+        step: msg.step,
+        message: `update of group ${msg.group} skipped: non-finite averaged gradient`,
+      });
     }
   }
 
@@ -71,11 +79,19 @@ export class RunLedger {
     if (complete()) return Promise.resolve();
     return new Promise(resolve => {
       const timer = setTimeout(() => {
-        const local = Math.max(0, this.exchangedBy.findIndex(n => n < need));
+        const local = Math.max(
+          0,
+          this.exchangedBy.findIndex(n => n < need),
+        );
         const d = this.firstRank + local;
-        this.fail(new TandemError('STALLED', `device ${d}'s comm thread reported ${this.exchangedBy[local]} of ${need} exchanges ` +
-          `${(this.cfg.stallTimeoutMs / 1000).toFixed(1)} s after training finished (raise stallTimeoutMs if the link is legitimately this slow)`,
-          { device: d, step: lastStep, phase: 'exchange' }));
+        this.fail(
+          new TandemError(
+            'STALLED',
+            `device ${d}'s comm thread reported ${this.exchangedBy[local]} of ${need} exchanges ` +
+              `${(this.cfg.stallTimeoutMs / 1000).toFixed(1)} s after training finished (raise stallTimeoutMs if the link is legitimately this slow)`,
+            { device: d, step: lastStep, phase: 'exchange' },
+          ),
+        );
       }, this.cfg.stallTimeoutMs);
       timer.unref();
       this.exchangedWaiter = () => {

@@ -28,13 +28,24 @@ export class RunStreams {
   readonly metrics$: Observable<StepMetrics> = this.guarded('metrics$', this.metrics);
   readonly events$: Observable<RunEvent> = this.guarded('events$', this.events);
 
-  span(s: Span): void { this.emit(() => this.timeline.next(s)); }
-  step(m: StepMetrics): void { this.lastStep = m.step; this.emit(() => this.metrics.next(m)); }
-  event(e: RunEvent): void { this.emit(() => this.events.next(e)); }
+  span(s: Span): void {
+    this.emit(() => this.timeline.next(s));
+  }
+  step(m: StepMetrics): void {
+    this.lastStep = m.step;
+    this.emit(() => this.metrics.next(m));
+  }
+  event(e: RunEvent): void {
+    this.emit(() => this.events.next(e));
+  }
 
   /** The run ended: complete every stream. */
   complete(): void {
-    this.emit(() => { this.timeline.complete(); this.metrics.complete(); this.events.complete(); });
+    this.emit(() => {
+      this.timeline.complete();
+      this.metrics.complete();
+      this.events.complete();
+    });
   }
 
   /** The run failed: a `failed` event, then every stream completes. */
@@ -44,13 +55,20 @@ export class RunStreams {
   }
 
   private guarded<T>(name: string, subject: Subject<T>): Observable<T> {
-    return new GuardedObservable<T>(name, (err, stream) => this.subscriberFailed(err, stream), subscriber => subject.subscribe(subscriber));
+    return new GuardedObservable<T>(
+      name,
+      (err, stream) => this.subscriberFailed(err, stream),
+      subscriber => subject.subscribe(subscriber),
+    );
   }
 
   private subscriberFailed(err: unknown, stream: string): void {
     const what = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
-    this.event({ type: 'warning', step: this.lastStep,
-      message: `a subscriber of ${stream} threw ${what}; training goes on (further exceptions of this subscriber are not reported)` });
+    this.event({
+      type: 'warning',
+      step: this.lastStep,
+      message: `a subscriber of ${stream} threw ${what}; training goes on (further exceptions of this subscriber are not reported)`,
+    });
   }
 
   /** Runs `deliver` now, or after the delivery in progress (a subscriber's warning raised during one). */

@@ -95,37 +95,71 @@ export async function finishSummary(x: SummaryInputs): Promise<TrainSummary> {
     },
     parameters: layout.total,
     replicaChecksum: replicaChecksum(x.replica),
-    wire: wireOf(cfg.commHook?.name ?? 'none', ledger.commStats.wireFloats / Math.max(1, ranSteps * cfg.topology.localDevices)),
+    wire: wireOf(
+      cfg.commHook?.name ?? 'none',
+      ledger.commStats.wireFloats / Math.max(1, ranSteps * cfg.topology.localDevices),
+    ),
     strategy: { name: cfg.strategy, groups: x.groups.map(g => ({ name: g.name, parameters: g.end - g.start })) },
     auto: x.auto,
     engineDevices: x.engineDevices,
     skippedUpdates: ledger.skipped.map(sk => ({ ...sk, variable: ledger.nonFinite.get(sk.step) })),
-    link: cfg.link ? { emulated: true, label: cfg.link.label, bitsPerSecond: cfg.link.bandwidth, latencyMs: cfg.link.latencyMs } : undefined,
+    link: cfg.link
+      ? { emulated: true, label: cfg.link.label, bitsPerSecond: cfg.link.bandwidth, latencyMs: cfg.link.latencyMs }
+      : undefined,
     history: loop.history,
     weights: modelOrderWeights(x.weights, layout, x.replica),
     nonTrainableWeights: splitState(x.state, x.finished[0].state),
     nonTrainableIdentical: x.finished.every(f => sameBits(f.state, x.finished[0].state)),
   };
-  Object.assign(summary, await x.method.summarize({ cfg, layout, carried: ledger.carried, finished: x.finished, artifacts }));
+  Object.assign(
+    summary,
+    await x.method.summarize({ cfg, layout, carried: ledger.carried, finished: x.finished, artifacts }),
+  );
   await writeRunFiles(cfg, summary, ledger, firstStep, lastStep, artifacts);
-  x.hooks.onEvent?.({ type: 'finished', steps: lastStep, modelPath: summary.modelPath, tracePath: summary.tracePath, timelinePath: summary.timelinePath });
+  x.hooks.onEvent?.({
+    type: 'finished',
+    steps: lastStep,
+    modelPath: summary.modelPath,
+    tracePath: summary.tracePath,
+    timelinePath: summary.timelinePath,
+  });
   return summary;
 }
 
-async function writeRunFiles(cfg: ResolvedConfig, summary: TrainSummary, ledger: RunLedger, firstStep: number, lastStep: number,
-  artifacts?: ModelArtifactsData): Promise<void> {
+async function writeRunFiles(
+  cfg: ResolvedConfig,
+  summary: TrainSummary,
+  ledger: RunLedger,
+  firstStep: number,
+  lastStep: number,
+  artifacts?: ModelArtifactsData,
+): Promise<void> {
   if (cfg.out) await writeOutputs(cfg.out, summary, artifacts);
   if (cfg.out && summary.classifier?.fullClassifier) {
-    summary.classifier.classifierPath = await writeModelFiles(path.join(cfg.out, OUT_FILES.classifierDir), summary.classifier.fullClassifier);
+    summary.classifier.classifierPath = await writeModelFiles(
+      path.join(cfg.out, OUT_FILES.classifierDir),
+      summary.classifier.fullClassifier,
+    );
   }
-  if (cfg.trace) summary.tracePath = await writeChromeTrace(cfg.trace, ledger.spans, { strategy: cfg.strategy, link: summary.link });
+  if (cfg.trace)
+    summary.tracePath = await writeChromeTrace(cfg.trace, ledger.spans, { strategy: cfg.strategy, link: summary.link });
   if (cfg.out) {
     // The picture of the last steps: enough to see the schedule, few enough to read it.
     const recent = ledger.spans.filter(sp => sp.step > lastStep - 3);
     summary.timelinePath = path.join(cfg.out, OUT_FILES.timeline);
-    await writeFileAtomically(summary.timelinePath, timelineSvg(recent, `tandem: ${cfg.model.source}, ${cfg.devices} devices, ${cfg.strategy}` +
-      `${cfg.link ? `, link ${cfg.link.label} (emulated)` : ''}; steps ${Math.max(firstStep, lastStep - 2)}-${lastStep}`));
-    if (!cfg.trace) summary.tracePath = await writeChromeTrace(path.join(cfg.out, OUT_FILES.trace), ledger.spans, { strategy: cfg.strategy, link: summary.link });
+    await writeFileAtomically(
+      summary.timelinePath,
+      timelineSvg(
+        recent,
+        `tandem: ${cfg.model.source}, ${cfg.devices} devices, ${cfg.strategy}` +
+          `${cfg.link ? `, link ${cfg.link.label} (emulated)` : ''}; steps ${Math.max(firstStep, lastStep - 2)}-${lastStep}`,
+      ),
+    );
+    if (!cfg.trace)
+      summary.tracePath = await writeChromeTrace(path.join(cfg.out, OUT_FILES.trace), ledger.spans, {
+        strategy: cfg.strategy,
+        link: summary.link,
+      });
   }
 }
 
@@ -161,8 +195,16 @@ function sameBits(a: Float32Array, b: Float32Array): boolean {
   return true;
 }
 
-function modelOrderWeights(weights: WeightShape[], layout: ParameterLayout, slot: Float32Array): TrainSummary['weights'] {
-  const out: TrainSummary['weights'] = weights.map(w => ({ name: w.name, shape: w.shape, values: new Float32Array(0) }));
+function modelOrderWeights(
+  weights: WeightShape[],
+  layout: ParameterLayout,
+  slot: Float32Array,
+): TrainSummary['weights'] {
+  const out: TrainSummary['weights'] = weights.map(w => ({
+    name: w.name,
+    shape: w.shape,
+    values: new Float32Array(0),
+  }));
   for (const v of layout.variables) out[v.modelIndex].values = slot.slice(v.offset, v.offset + v.size);
   return out;
 }

@@ -128,7 +128,12 @@ export interface AutoSummary {
   predictedMs: number;
   reason: string;
   /** The link the prediction used: α (ms), β as bits per second; undefined: one host, shared memory. */
-  link?: { alphaMs: number; bitsPerSecond: number; source: 'measured' | 'emulated'; samples?: { bytes: number; ms: number }[] };
+  link?: {
+    alphaMs: number;
+    bitsPerSecond: number;
+    source: 'measured' | 'emulated';
+    samples?: { bytes: number; ms: number }[];
+  };
   /**
    * The CPU ceiling: the machine's cores, the host processes sharing them, the pick's process CPU per step (undefined:
    * not calibrated) and whether the ceiling sets its prediction.

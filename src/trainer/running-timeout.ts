@@ -13,12 +13,18 @@ const TICK_MS = 100;
 export function runningTimeout(ms: number, onExpire: () => void): () => void {
   let ran = 0;
   let last = performance.now();
-  const timer = setInterval(() => {
-    const now = performance.now();
-    ran += Math.min(now - last, 2 * TICK_MS);
-    last = now;
-    if (ran >= ms) { clearInterval(timer); onExpire(); }
-  }, Math.min(TICK_MS, Math.max(1, ms)));
+  const timer = setInterval(
+    () => {
+      const now = performance.now();
+      ran += Math.min(now - last, 2 * TICK_MS);
+      last = now;
+      if (ran >= ms) {
+        clearInterval(timer);
+        onExpire();
+      }
+    },
+    Math.min(TICK_MS, Math.max(1, ms)),
+  );
   timer.unref();
   return () => clearInterval(timer);
 }

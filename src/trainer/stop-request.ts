@@ -14,16 +14,24 @@ export class StopRequest {
   private readonly listeners = new Set<(kind: StopKind) => void>();
 
   /** What was asked so far: undefined, 'stop' or 'abort'. */
-  get requested(): StopKind | undefined { return this.kind; }
+  get requested(): StopKind | undefined {
+    return this.kind;
+  }
 
-  stop(): void { this.request('stop'); }
-  abort(): void { this.request('abort'); }
+  stop(): void {
+    this.request('stop');
+  }
+  abort(): void {
+    this.request('abort');
+  }
 
   /** Calls `listener` for each new request (at once for the one already made); returns the way to stop listening. */
   listen(listener: (kind: StopKind) => void): () => void {
     this.listeners.add(listener);
     if (this.kind) listener(this.kind);
-    return () => { this.listeners.delete(listener); };
+    return () => {
+      this.listeners.delete(listener);
+    };
   }
 
   private request(kind: StopKind): void {

@@ -22,7 +22,11 @@ import type { AutoSummary, StepMetrics, TrainHooks, TrainSummary, TrainingHandle
 export type { StepMetrics, TrainHooks, TrainSummary, TrainingHandle } from './run-types.js';
 
 /** `stopRequest`: how `startTraining`'s handle (and the CLI's signals) stop or abort the run. */
-export async function train(config: TrainConfig, hooks: TrainHooks = {}, stopRequest?: StopRequest): Promise<TrainSummary> {
+export async function train(
+  config: TrainConfig,
+  hooks: TrainHooks = {},
+  stopRequest?: StopRequest,
+): Promise<TrainSummary> {
   hooks = checkedHooks(hooks);
   const checked = await resolveConfig(config); // bad input fails before any output is touched or thread started
   const lock = await claimOutputs(checked, message => hooks.onEvent?.({ type: 'warning', step: 0, message }));
@@ -35,7 +39,14 @@ export async function train(config: TrainConfig, hooks: TrainHooks = {}, stopReq
       config = withChoice(config, autoNote);
     }
     const resolved = autoNote ? await resolveConfig(config) : checked;
-    return await new TrainingRun(resolved, (config.strategy ?? 'sequential') as StrategySpec, hooks, autoNote, stopRequest, served).run();
+    return await new TrainingRun(
+      resolved,
+      (config.strategy ?? 'sequential') as StrategySpec,
+      hooks,
+      autoNote,
+      stopRequest,
+      served,
+    ).run();
   } finally {
     await served?.close();
     await lock.release();
@@ -50,11 +61,18 @@ const HOOK_NAMES = ['onStepApplied', 'onStep', 'onSpans', 'onEvent', 'shouldStop
 function checkedHooks(hooks: TrainHooks | null | undefined): TrainHooks {
   if (hooks === null || hooks === undefined) return {};
   if (typeof hooks !== 'object' || Array.isArray(hooks)) {
-    throw new TandemError('BAD_CONFIG', `hooks: expected an object of callbacks (${HOOK_NAMES.join(', ')}), found ${Array.isArray(hooks) ? 'an array' : typeof hooks}`);
+    throw new TandemError(
+      'BAD_CONFIG',
+      `hooks: expected an object of callbacks (${HOOK_NAMES.join(', ')}), found ${Array.isArray(hooks) ? 'an array' : typeof hooks}`,
+    );
   }
   for (const name of HOOK_NAMES) {
     const hook: unknown = hooks[name];
-    if (hook !== undefined && typeof hook !== 'function') throw new TandemError('BAD_CONFIG', `hooks.${name}: expected a function, found ${hook === null ? 'null' : typeof hook}`);
+    if (hook !== undefined && typeof hook !== 'function')
+      throw new TandemError(
+        'BAD_CONFIG',
+        `hooks.${name}: expected a function, found ${hook === null ? 'null' : typeof hook}`,
+      );
   }
   return hooks;
 }
@@ -63,18 +81,40 @@ function checkedHooks(hooks: TrainHooks | null | undefined): TrainHooks {
 function withChoice(config: TrainConfig, note: AutoNote): TrainConfig {
   const { chunkFloats: _chunk, ...rest } = note.commHook === undefined ? withoutAutoHook(config) : config;
   void _chunk;
-  return { ...rest, strategy: note.strategy as StrategyName, splitLayer: note.splitLayer, forwardWait: note.forwardWait,
-    exchangeOrder: note.exchangeOrder, ...(note.chunkFloats !== undefined ? { chunkFloats: note.chunkFloats } : {}),
-    ...(note.commHook !== undefined ? { commHook: note.commHook, commHookOptions: optionsForPickedHook(note.commHook, config.commHookOptions) } : {}) };
+  return {
+    ...rest,
+    strategy: note.strategy as StrategyName,
+    splitLayer: note.splitLayer,
+    forwardWait: note.forwardWait,
+    exchangeOrder: note.exchangeOrder,
+    ...(note.chunkFloats !== undefined ? { chunkFloats: note.chunkFloats } : {}),
+    ...(note.commHook !== undefined
+      ? { commHook: note.commHook, commHookOptions: optionsForPickedHook(note.commHook, config.commHookOptions) }
+      : {}),
+  };
 }
 
 /** What the summary keeps of auto's choice. */
 function noteOf(auto: AutoChoice): AutoNote {
-  const link = auto.link && { alphaMs: auto.link.alphaMs, bitsPerSecond: linkBitsPerSecond(auto.link), source: auto.link.source, samples: auto.link.samples };
-  return { strategy: auto.strategy, splitLayer: auto.splitLayer, forwardWait: auto.forwardWait, exchangeOrder: auto.exchangeOrder,
-    chunkFloats: auto.chunkFloats, commHook: auto.commHook, predictedMs: auto.predictedMs, reason: auto.reason, link,
+  const link = auto.link && {
+    alphaMs: auto.link.alphaMs,
+    bitsPerSecond: linkBitsPerSecond(auto.link),
+    source: auto.link.source,
+    samples: auto.link.samples,
+  };
+  return {
+    strategy: auto.strategy,
+    splitLayer: auto.splitLayer,
+    forwardWait: auto.forwardWait,
+    exchangeOrder: auto.exchangeOrder,
+    chunkFloats: auto.chunkFloats,
+    commHook: auto.commHook,
+    predictedMs: auto.predictedMs,
+    reason: auto.reason,
+    link,
     cpu: { ...auto.cpu, cpuMsPerStep: auto.cpuMsPerStep, bound: auto.cpuBound },
-    candidates: auto.candidates.map(c => ({ key: c.key, predictedMs: c.predictedMs })) };
+    candidates: auto.candidates.map(c => ({ key: c.key, predictedMs: c.predictedMs })),
+  };
 }
 
 /**
@@ -84,7 +124,10 @@ function noteOf(auto: AutoChoice): AutoNote {
 function trialOf(hosts?: HostsAtStart): RunTrial {
   if (!hosts) return train;
   return async (config, trialHooks) => {
-    await hosts.meet('the calibration run of --strategy auto', 'every host runs the same command: a host without --strategy auto never profiles');
+    await hosts.meet(
+      'the calibration run of --strategy auto',
+      'every host runs the same command: a host without --strategy auto never profiles',
+    );
     return train(config, trialHooks);
   };
 }
@@ -93,7 +136,11 @@ function trialOf(hosts?: HostsAtStart): RunTrial {
  * `strategy: 'auto'`: profile and choose. Several hosts: host 0 alone profiles and reports the choice; every host runs
  * it (host 0 serves the rendezvous store from then on: `server`, for the run).
  */
-async function pickStrategy(config: TrainConfig, checked: ResolvedConfig, hooks: TrainHooks): Promise<Decided<AutoNote>> {
+async function pickStrategy(
+  config: TrainConfig,
+  checked: ResolvedConfig,
+  hooks: TrainHooks,
+): Promise<Decided<AutoNote>> {
   const choose = async (hosts?: HostsAtStart): Promise<AutoNote> => {
     const auto = await chooseStrategy(config, trialOf(hosts), {}, hosts?.link, hosts?.hostsOnMachine);
     hooks.onAutoChoice?.(auto);
@@ -103,11 +150,12 @@ async function pickStrategy(config: TrainConfig, checked: ResolvedConfig, hooks:
   if (!checked.rendezvous) return { value: await choose() };
   // The other hosts profile too, at the same time, and discard it: where hosts share a machine (the hosts bench, tests)
   // host 0 then measures its compute under the load the run will have.
-  const decided = await decideOnHost0(checked, choose, true, hosts => chooseStrategy(config, trialOf(hosts), {}, hosts.link, hosts.hostsOnMachine));
+  const decided = await decideOnHost0(checked, choose, true, hosts =>
+    chooseStrategy(config, trialOf(hosts), {}, hosts.link, hosts.hostsOnMachine),
+  );
   if (checked.topology.process === 0) return decided;
   return { ...decided, value: { ...decided.value, reason: `host 0 chose: ${decided.value.reason}` } };
 }
-
 
 /**
  * Starts a run and returns its streams at once. No subscriber can end the process: a failed run sends a `failed`
@@ -121,26 +169,52 @@ async function pickStrategy(config: TrainConfig, checked: ResolvedConfig, hooks:
 export function startTraining(config: TrainConfig, hooks: TrainHooks = {}): TrainingHandle {
   const streams = new RunStreams();
   const request = new StopRequest();
-  let given: TrainHooks = {}, badHooks: unknown;
+  let given: TrainHooks = {},
+    badHooks: unknown;
   try {
     given = checkedHooks(hooks);
   } catch (err) {
     badHooks = err; // `done` rejects with it, as with a bad config
   }
-  const done = badHooks !== undefined ? Promise.reject(badHooks) : train(config, {
-    ...given,
-    onSpans: spans => { for (const s of spans) streams.span(s); given.onSpans?.(spans); },
-    onStep: m => { streams.step(m); given.onStep?.(m); },
-    onEvent: e => { streams.event(e); given.onEvent?.(e); },
-  }, request);
-  done.then(() => streams.complete(), err => {
-    streams.fail(err);
-    given.onEvent?.(failedEvent(err));
-  }).catch(() => {}); // a hook that throws on the failure adds nothing to it
+  const done =
+    badHooks !== undefined
+      ? Promise.reject(badHooks)
+      : train(
+          config,
+          {
+            ...given,
+            onSpans: spans => {
+              for (const s of spans) streams.span(s);
+              given.onSpans?.(spans);
+            },
+            onStep: m => {
+              streams.step(m);
+              given.onStep?.(m);
+            },
+            onEvent: e => {
+              streams.event(e);
+              given.onEvent?.(e);
+            },
+          },
+          request,
+        );
+  done
+    .then(
+      () => streams.complete(),
+      err => {
+        streams.fail(err);
+        given.onEvent?.(failedEvent(err));
+      },
+    )
+    .catch(() => {}); // a hook that throws on the failure adds nothing to it
   done.catch(() => {}); // the caller handles `done`; the failure is also the last event
   return {
-    timeline$: streams.timeline$, metrics$: streams.metrics$, events$: streams.events$, done,
-    stop: () => request.stop(), abort: () => request.abort(),
+    timeline$: streams.timeline$,
+    metrics$: streams.metrics$,
+    events$: streams.events$,
+    done,
+    stop: () => request.stop(),
+    abort: () => request.abort(),
   };
 }
 

@@ -11,7 +11,13 @@ import type { EngineDevice } from '../engine/engine.js';
 import { TandemError } from '../errors.js';
 import { ControlBlock, WAIT_SLICE_MS } from '../actors/control-block.js';
 import { DeviceActor, deviceError } from '../actors/device-actor.js';
-import { allocateModelBuffers, optimizerStateOf, paramSlots, registeredSlots, type SharedBuffers } from '../actors/shared-buffers.js';
+import {
+  allocateModelBuffers,
+  optimizerStateOf,
+  paramSlots,
+  registeredSlots,
+  type SharedBuffers,
+} from '../actors/shared-buffers.js';
 import type { FromComm, FromCompute, FinishedReport, WeightShape } from '../actors/protocol.js';
 import { allocateInputBuffers, ShardLoadError, type ShardLoader } from '../data/shard-loader.js';
 import { isWorkerOutOfMemory, outOfMemoryWords } from '../actors/worker-memory.js';
@@ -28,7 +34,16 @@ import type { PreparedCommunicator } from '../collectives/transport.js';
 import { getMethod } from '../methods/method-registry.js';
 import type { TrainingMethod } from '../methods/training-method.js';
 import type { Checkpoint, HeadState } from '../checkpoint/checkpoint-file.js';
-import { checkpointDirOf, checkResume, earlierRunWarning, hookStartsAfresh, readResumeBytes, restoreShared, skippedCheckpointsWarning, takeCheckpoint } from '../checkpoint/run-checkpoints.js';
+import {
+  checkpointDirOf,
+  checkResume,
+  earlierRunWarning,
+  hookStartsAfresh,
+  readResumeBytes,
+  restoreShared,
+  skippedCheckpointsWarning,
+  takeCheckpoint,
+} from '../checkpoint/run-checkpoints.js';
 import { HookStateSlots } from './hook-state-slots.js';
 import { CheckpointStore } from '../checkpoint/checkpoint-store.js';
 import { StepPreimage } from '../actors/step-preimage.js';
@@ -55,16 +70,27 @@ const SETUP_WATCHDOG_MS = 60_000;
 
 /** Phase 1's result: the model every replica built (trainable weights in `layout`, non-trainable ones in `state`). */
 interface Built {
-  weights: WeightShape[]; layout: ParameterLayout; state: WeightShape[]; stateTotal: number; batchNormLayers: string[];
+  weights: WeightShape[];
+  layout: ParameterLayout;
+  state: WeightShape[];
+  stateTotal: number;
+  batchNormLayers: string[];
   /** Per local device, the accelerator its engine opened (webgpu); undefined on the CPU engines. */
   engineDevices?: EngineDevice[];
 }
 
 /** A step posted to every device: its replies, and when its inputs were loaded. */
-interface PostedStep { done: Promise<Reply<'stepDone'>[]>; loadedAt: number }
+interface PostedStep {
+  done: Promise<Reply<'stepDone'>[]>;
+  loadedAt: number;
+}
 
 /** Phase 2's result: where everything lives. */
-interface LaidOut extends Built { groups: ParameterGroup[]; buffers: SharedBuffers; load(step: number): Promise<void> }
+interface LaidOut extends Built {
+  groups: ParameterGroup[];
+  buffers: SharedBuffers;
+  load(step: number): Promise<void>;
+}
 
 export class TrainingRun {
   private readonly control: ControlBlock;
@@ -102,8 +128,14 @@ export class TrainingRun {
   private readonly hooks: TrainHooks;
   private replicaCheck: ReplicaCheck;
 
-  constructor(private readonly cfg: ResolvedConfig, private readonly strategy: StrategySpec, outerHooks: TrainHooks,
-    private readonly auto?: TrainSummary['auto'], private readonly stopRequest?: StopRequest, private readonly served?: StoreServer) {
+  constructor(
+    private readonly cfg: ResolvedConfig,
+    private readonly strategy: StrategySpec,
+    outerHooks: TrainHooks,
+    private readonly auto?: TrainSummary['auto'],
+    private readonly stopRequest?: StopRequest,
+    private readonly served?: StoreServer,
+  ) {
     this.monitor = new WorldMonitor(cfg, outerHooks);
     this.hooks = this.monitor.hooks;
     this.replicaCheck = new ReplicaCheck(cfg);
@@ -113,20 +145,29 @@ export class TrainingRun {
     this.controlBuffer = new SharedArrayBuffer(ControlBlock.byteLength(local, groupCount));
     this.control = new ControlBlock(this.controlBuffer, local, groupCount, cfg.stallTimeoutMs);
     for (let d = 0; d < local; d++) {
-      for (let g = 0; g < groupCount; g++) { // sequence words start "before step 0"
+      for (let g = 0; g < groupCount; g++) {
+        // sequence words start "before step 0"
         this.control.markGradsReady(d, g, -1);
         this.control.markApplied(d, g, -1);
       }
       this.control.setPhase(d, 'setup', 0, 'compute');
       this.control.setPhase(d, 'setup', 0, 'comm');
     }
-    this.replies = new ComputeReplies(localRanks(cfg.topology), cfg.stallTimeoutMs,
-      (silent, unanswered) => void this.nameHungThread(silent, unanswered).then(err => { if (err) this.fail(err); }));
+    this.replies = new ComputeReplies(
+      localRanks(cfg.topology),
+      cfg.stallTimeoutMs,
+      (silent, unanswered) =>
+        void this.nameHungThread(silent, unanswered).then(err => {
+          if (err) this.fail(err);
+        }),
+    );
     this.ledger = new RunLedger(cfg, this.hooks, err => this.fail(err));
   }
 
   async run(): Promise<TrainSummary> {
-    const failed = new Promise<never>((_, reject) => { this.rejectRun = reject; });
+    const failed = new Promise<never>((_, reject) => {
+      this.rejectRun = reject;
+    });
     failed.catch(() => {});
     const unlisten = this.stopRequest?.listen(kind => this.onStopRequest(kind));
     try {
@@ -172,7 +213,10 @@ export class TrainingRun {
 
   /** stop: the step loop ends after the step in flight, which has `stopGraceMs` to reach its stop checkpoint; abort: now. */
   private onStopRequest(kind: StopKind): void {
-    if (kind === 'abort') { this.abort('request'); return; }
+    if (kind === 'abort') {
+      this.abort('request');
+      return;
+    }
     if (this.stepping === 'after' || this.graceTimer) return;
     this.graceTimer = setTimeout(() => this.abort('grace'), this.cfg.stopGraceMs);
   }
@@ -196,8 +240,17 @@ export class TrainingRun {
     const firstStep = (resume?.step ?? 0) + 1;
     this.firstStep = firstStep;
     const cfg = this.cfg;
-    this.hooks.onEvent?.({ type: 'started', devices: cfg.devices, backend: cfg.backend, method: cfg.method, strategy: cfg.strategy, steps: cfg.steps, firstStep, stepsPerEpoch: cfg.stepsPerEpoch,
-      ...(built.engineDevices ? { engineDevices: built.engineDevices } : {}) });
+    this.hooks.onEvent?.({
+      type: 'started',
+      devices: cfg.devices,
+      backend: cfg.backend,
+      method: cfg.method,
+      strategy: cfg.strategy,
+      steps: cfg.steps,
+      firstStep,
+      stepsPerEpoch: cfg.stepsPerEpoch,
+      ...(built.engineDevices ? { engineDevices: built.engineDevices } : {}),
+    });
     let loading = laidOut.load(firstStep);
     loading.catch(() => {}); // awaited in the step loop; a failure must not be unhandled meanwhile
     await this.attach(laidOut);
@@ -208,8 +261,21 @@ export class TrainingRun {
     const finished = await this.finish(laidOut, firstStep, loop.lastStep);
     loop.history = await this.monitor.finish(loop.history);
     return finishSummary({
-      cfg, method: this.method, layout: built.layout, weights: built.weights, state: built.state, groups: laidOut.groups, replica: paramSlots(laidOut.buffers)[0],
-      firstStep, loop, finished, ledger: this.ledger, auto: this.auto, wallSeconds: (performance.now() - started) / 1000, hooks: this.hooks, engineDevices: built.engineDevices,
+      cfg,
+      method: this.method,
+      layout: built.layout,
+      weights: built.weights,
+      state: built.state,
+      groups: laidOut.groups,
+      replica: paramSlots(laidOut.buffers)[0],
+      firstStep,
+      loop,
+      finished,
+      ledger: this.ledger,
+      auto: this.auto,
+      wallSeconds: (performance.now() - started) / 1000,
+      hooks: this.hooks,
+      engineDevices: built.engineDevices,
     });
   }
 
@@ -222,7 +288,11 @@ export class TrainingRun {
     if (earlier) this.hooks.onEvent?.({ type: 'warning', step: 0, message: earlier });
     const stale = await this.store.removeStaleTemporaries();
     if (stale.length > 0) {
-      this.hooks.onEvent?.({ type: 'warning', step: 0, message: `removed ${stale.length} temporary file(s) that interrupted checkpoint writes left in ${dir}: ${stale.join(', ')}` });
+      this.hooks.onEvent?.({
+        type: 'warning',
+        step: 0,
+        message: `removed ${stale.length} temporary file(s) that interrupted checkpoint writes left in ${dir}: ${stale.join(', ')}`,
+      });
     }
   }
 
@@ -246,13 +316,25 @@ export class TrainingRun {
         onFailure: e => this.fail(e),
       });
       this.actors.push(actor);
-      actor.postCompute({ type: 'init', device: actor.identity, config: cfg, control: this.controlBuffer, groupCount: MAX_GROUPS });
+      actor.postCompute({
+        type: 'init',
+        device: actor.identity,
+        config: cfg,
+        control: this.controlBuffer,
+        groupCount: MAX_GROUPS,
+      });
     }
     const reports = await built;
     const { weights, state, batchNormLayers } = reports[0];
     for (const r of reports) {
-      if (JSON.stringify([r.weights, r.state].map(ws => ws.map(w => w.shape))) !== JSON.stringify([weights, state].map(ws => ws.map(w => w.shape)))) {
-        throw new TandemError('BAD_CONFIG', `device ${r.device} built a model with different variables than device ${reports[0].device}; the model factory must be deterministic in shape`);
+      if (
+        JSON.stringify([r.weights, r.state].map(ws => ws.map(w => w.shape))) !==
+        JSON.stringify([weights, state].map(ws => ws.map(w => w.shape)))
+      ) {
+        throw new TandemError(
+          'BAD_CONFIG',
+          `device ${r.device} built a model with different variables than device ${reports[0].device}; the model factory must be deterministic in shape`,
+        );
       }
     }
     const stateTotal = state.reduce((n, w) => n + w.shape.reduce((a, b) => a * b, 1), 0);
@@ -281,23 +363,34 @@ export class TrainingRun {
       ...allocateModelBuffers(local, built.layout.total, optimizerStateSlots(cfg.optimizer), built.stateTotal),
       ...input,
       // The pre-update copy serves the abort checkpoint, written when the run's whole state is in shared memory.
-      preimage: this.store && !this.method.localState && built.stateTotal === 0 && !cfg.commHook
-        ? StepPreimage.allocate(groups.length, built.layout.total, optimizerStateSlots(cfg.optimizer)) : undefined,
+      preimage:
+        this.store && !this.method.localState && built.stateTotal === 0 && !cfg.commHook
+          ? StepPreimage.allocate(groups.length, built.layout.total, optimizerStateSlots(cfg.optimizer))
+          : undefined,
     };
     for (let d = 0; d < local; d++) fillInitialOptimizerState(cfg.optimizer, optimizerStateOf(buffers, d)); // adagrad's accumulator
     this.loader = await this.method.createLoader(cfg, input);
-    if (this.failure) { // the run ended while the loader started: endThreads may not have seen it
+    if (this.failure) {
+      // the run ended while the loader started: endThreads may not have seen it
       const loader = this.loader;
       this.loader = undefined;
       await loader.close();
       throw this.failure;
     }
-    const load = (step: number) => this.loader!.fill(step).catch((err: unknown) => {
-      const device = err instanceof ShardLoadError ? err.device : -1;
-      const cause = err instanceof ShardLoadError ? err.cause : err;
-      const [code, what] = isWorkerOutOfMemory(cause) ? ['OUT_OF_MEMORY', outOfMemoryWords('its data loader thread')] as const : ['DATA_FAILED', (err as Error).message] as const;
-      throw new TandemError(code, `device ${device} failed at step ${step} in phase load (data loader): ${what}`, { device, step, phase: 'load' }, { cause });
-    });
+    const load = (step: number) =>
+      this.loader!.fill(step).catch((err: unknown) => {
+        const device = err instanceof ShardLoadError ? err.device : -1;
+        const cause = err instanceof ShardLoadError ? err.cause : err;
+        const [code, what] = isWorkerOutOfMemory(cause)
+          ? (['OUT_OF_MEMORY', outOfMemoryWords('its data loader thread')] as const)
+          : (['DATA_FAILED', (err as Error).message] as const);
+        throw new TandemError(
+          code,
+          `device ${device} failed at step ${step} in phase load (data loader): ${what}`,
+          { device, step, phase: 'load' },
+          { cause },
+        );
+      });
     return { ...built, groups, buffers, load };
   }
 
@@ -308,11 +401,16 @@ export class TrainingRun {
   private async joinWorld(): Promise<void> {
     const { rendezvous, topology } = this.cfg;
     if (!rendezvous) return;
-    const server = topology.process === 0 ? this.served ?? await serveRendezvous(rendezvous) : undefined;
+    const server = topology.process === 0 ? (this.served ?? (await serveRendezvous(rendezvous))) : undefined;
     this.world = { server, hostname: '' };
     this.world.hostname = await addressTowards(rendezvous, this.setupWatchdogMs());
-    this.world.channel = await HostChannel.open(storeUrl(rendezvous), topology, this.setupWatchdogMs(), peerWaitMs(this.cfg.stallTimeoutMs),
-      this.world.hostname);
+    this.world.channel = await HostChannel.open(
+      storeUrl(rendezvous),
+      topology,
+      this.setupWatchdogMs(),
+      peerWaitMs(this.cfg.stallTimeoutMs),
+      this.world.hostname,
+    );
     await this.world.channel.agreeOnFlags(hostFlags(this.cfg, this.auto !== undefined));
     this.replicaCheck = new ReplicaCheck(this.cfg, this.world.channel);
     await this.monitor.open(this.world.channel, spans => this.ledger.recordSpans(spans));
@@ -321,7 +419,9 @@ export class TrainingRun {
   /** The checkpoint to resume from, checked against this run; several hosts: host 0 reads it and sends it to the others. */
   private async loadResume({ weights, state }: Built): Promise<Checkpoint> {
     const channel = this.world?.channel;
-    const bytes = channel ? await channel.shareCheckpoint(() => readResumeBytes(this.cfg)) : await readResumeBytes(this.cfg);
+    const bytes = channel
+      ? await channel.shareCheckpoint(() => readResumeBytes(this.cfg))
+      : await readResumeBytes(this.cfg);
     this.resumeSource = bytes.source;
     const ckpt = checkResume(this.cfg, bytes, weights, state);
     const skipped = skippedCheckpointsWarning(this.cfg, ckpt, bytes); // host 0's (it read the directory); the others get bytes only
@@ -378,14 +478,29 @@ export class TrainingRun {
   }
 
   /** A communicator of this process's devices on the run's transport (several hosts: of every host's devices, by global rank). */
-  private async communicator(name: string, buffers: SharedBuffers | undefined, stagingFloats: number): Promise<PreparedCommunicator> {
+  private async communicator(
+    name: string,
+    buffers: SharedBuffers | undefined,
+    stagingFloats: number,
+  ): Promise<PreparedCommunicator> {
     const { cfg, world } = this;
     const { topology } = cfg;
     return getTransport(cfg.transport).prepare({
-      name, size: topology.localDevices, registered: buffers ? registeredSlots(buffers) : [], stagingFloats,
+      name,
+      size: topology.localDevices,
+      registered: buffers ? registeredSlots(buffers) : [],
+      stagingFloats,
       options: { allReduce: cfg.allReduce },
-      world: world && cfg.rendezvous && { store: storeUrl(cfg.rendezvous), rankOffset: globalRank(topology, 0), worldSize: cfg.devices,
-        hostname: world.hostname, ranksPerProcess: topology.localDevices, processKind: topology.processKind, key: `tandem.${name}` },
+      world: world &&
+        cfg.rendezvous && {
+          store: storeUrl(cfg.rendezvous),
+          rankOffset: globalRank(topology, 0),
+          worldSize: cfg.devices,
+          hostname: world.hostname,
+          ranksPerProcess: topology.localDevices,
+          processKind: topology.processKind,
+          key: `tandem.${name}`,
+        },
     });
   }
 
@@ -398,13 +513,22 @@ export class TrainingRun {
     const needs = this.method.computeCommunicator(cfg);
     const batchNorm = batchNormLayers.length > 0 && cfg.devices > 1;
     if (batchNorm && cfg.batchNorm === 'sync' && !getTransport(cfg.transport).blocking) {
-      throw new TandemError('BAD_CONFIG', `the model's BatchNormalization layers (${batchNormLayers.join(', ')}) need a collective inside forward and ` +
-        `backward for batchNorm 'sync', which transport '${cfg.transport}' cannot complete there; use batchNorm: 'local' (--batch-norm local) or the shared-memory transport`);
+      throw new TandemError(
+        'BAD_CONFIG',
+        `the model's BatchNormalization layers (${batchNormLayers.join(', ')}) need a collective inside forward and ` +
+          `backward for batchNorm 'sync', which transport '${cfg.transport}' cannot complete there; use batchNorm: 'local' (--batch-norm local) or the shared-memory transport`,
+      );
     }
-    const compute = (needs || batchNorm) ? await this.communicator('compute', undefined, Math.max(needs?.stagingFloats ?? 0, 1 << 16)) : undefined;
+    const compute =
+      needs || batchNorm
+        ? await this.communicator('compute', undefined, Math.max(needs?.stagingFloats ?? 0, 1 << 16))
+        : undefined;
     const initialised = this.replies.expect('initialised', undefined, this.setupWatchdogMs());
     for (const a of this.actors) {
-      a.postCompute({ type: 'buffers', buffers, groups, collective: compute?.handles[a.identity.local] }, compute?.transfer[a.identity.local]);
+      a.postCompute(
+        { type: 'buffers', buffers, groups, collective: compute?.handles[a.identity.local] },
+        compute?.transfer[a.identity.local],
+      );
     }
     await initialised;
   }
@@ -419,22 +543,45 @@ export class TrainingRun {
   }
 
   /** The comm threads start, each with its end of the gradient communicator (and its hook state from the checkpoint). */
-  private async startExchange({ buffers, groups, layout }: LaidOut, firstStep: number, resume?: Checkpoint): Promise<void> {
+  private async startExchange(
+    { buffers, groups, layout }: LaidOut,
+    firstStep: number,
+    resume?: Checkpoint,
+  ): Promise<void> {
     const gradients = await this.communicator('gradients', buffers, 1 << 16);
     const share = this.cfg.commHook !== undefined && (this.store !== undefined || this.sendsHeads());
     if (share) this.hookSlots = new HookStateSlots(this.actors.map(a => a.identity.rank));
     const afresh = resume && hookStartsAfresh(this.cfg, resume);
     if (afresh) this.hooks.onEvent?.({ type: 'warning', step: resume.step, message: afresh });
     for (const a of this.actors) {
-      const hookState = this.cfg.commHook && { share, restore: resume?.commHook?.ranks[a.identity.rank], source: this.resumeSource };
-      a.startComm({ type: 'start', device: a.identity, config: this.cfg, control: this.controlBuffer, buffers, groups, variables: layout.variables,
-        collective: gradients.handles[a.identity.local], firstStep, hookState }, gradients.transfer[a.identity.local]);
+      const hookState = this.cfg.commHook && {
+        share,
+        restore: resume?.commHook?.ranks[a.identity.rank],
+        source: this.resumeSource,
+      };
+      a.startComm(
+        {
+          type: 'start',
+          device: a.identity,
+          config: this.cfg,
+          control: this.controlBuffer,
+          buffers,
+          groups,
+          variables: layout.variables,
+          collective: gradients.handles[a.identity.local],
+          firstStep,
+          hookState,
+        },
+        gradients.transfer[a.identity.local],
+      );
     }
   }
 
   /** Resolves when every device applied every group of `step`. */
   private applied(groups: ParameterGroup[], step: number): Promise<void> {
-    return Promise.all(this.actors.flatMap(a => groups.map((_, g) => this.control.waitAppliedAsync(a.identity.local, g, step)))).then(() => undefined);
+    return Promise.all(
+      this.actors.flatMap(a => groups.map((_, g) => this.control.waitAppliedAsync(a.identity.local, g, step))),
+    ).then(() => undefined);
   }
 
   /**
@@ -443,7 +590,11 @@ export class TrainingRun {
    * file one process of the same world would write).
    */
   private sendsHeads(): boolean {
-    return (this.method.localState || this.cfg.commHook !== undefined) && this.cfg.topology.process !== 0 && this.world?.channel !== undefined;
+    return (
+      (this.method.localState || this.cfg.commHook !== undefined) &&
+      this.cfg.topology.process !== 0 &&
+      this.world?.channel !== undefined
+    );
   }
 
   /** `taken`: called once the checkpoint's values are in hand (before the file is written). */
@@ -458,15 +609,23 @@ export class TrainingRun {
     }
     let hooks = await this.hookSlots?.values();
     const channel = this.world?.channel;
-    if (!this.store) { // a host other than 0 (sendsHeads): host 0 writes
+    if (!this.store) {
+      // a host other than 0 (sendsHeads): host 0 writes
       taken?.();
       await channel!.sendHeads(step, { heads, hooks });
       return;
     }
     if ((heads || hooks) && channel) ({ heads, hooks } = await channel.collectHeads(step, { heads, hooks }));
     const { commHook } = this.cfg;
-    const checkpoint = takeCheckpoint(this.cfg, step, laidOut.weights, laidOut.buffers, heads, modelState,
-      commHook && hooks && { name: commHook.name, options: commHook.options, ranks: hooks });
+    const checkpoint = takeCheckpoint(
+      this.cfg,
+      step,
+      laidOut.weights,
+      laidOut.buffers,
+      heads,
+      modelState,
+      commHook && hooks && { name: commHook.name, options: commHook.options, ranks: hooks },
+    );
     taken?.();
     const written = await this.store!.write(checkpoint);
     this.ledger.checkpointWritten(written);
@@ -487,36 +646,54 @@ export class TrainingRun {
    */
   private async stepLoop(laidOut: LaidOut, firstStep: number, loading: Promise<void>): Promise<StepLoopResult> {
     const { cfg, hooks } = this;
-    const result: StepLoopResult = { lastStep: cfg.steps, history: [], computeTotal: 0, loadWaitTotal: 0, steadyCompute: 0, stepStarts: [],
-      warmup: firstStep - 1 + warmupSteps(cfg.steps - firstStep + 1), trainStart: performance.now() };
+    const result: StepLoopResult = {
+      lastStep: cfg.steps,
+      history: [],
+      computeTotal: 0,
+      loadWaitTotal: 0,
+      steadyCompute: 0,
+      stepStarts: [],
+      warmup: firstStep - 1 + warmupSteps(cfg.steps - firstStep + 1),
+      trainStart: performance.now(),
+    };
     const replicas = paramSlots(laidOut.buffers);
     this.stepping = 'stepping';
     let ahead: Promise<PostedStep | undefined> = Promise.resolve(undefined);
     for (let step = firstStep; step <= cfg.steps; step++) {
       this.stepInFlight = step;
-      if ((step - 1) % cfg.stepsPerEpoch === 0) hooks.onEvent?.({ type: 'epoch', epoch: Math.floor((step - 1) / cfg.stepsPerEpoch) + 1, step });
+      if ((step - 1) % cfg.stepsPerEpoch === 0)
+        hooks.onEvent?.({ type: 'epoch', epoch: Math.floor((step - 1) / cfg.stepsPerEpoch) + 1, step });
       const t0 = performance.now();
       const postedAhead = await ahead;
       const waitFrom = performance.now();
-      const current = postedAhead ?? await this.loadedAndPosted(step, loading);
+      const current = postedAhead ?? (await this.loadedAndPosted(step, loading));
       if (!postedAhead) result.loadWaitTotal += current.loadedAt - waitFrom;
       result.stepStarts.push(t0);
       // Step s+1's inputs go into the other slot (step s-1's, finished) while step s trains; posted ahead, step s
       // was posted once step s-1 had ended, which started loading them then.
-      if (step < cfg.steps && !postedAhead) { loading = laidOut.load(step + 1); loading.catch(() => {}); }
+      if (step < cfg.steps && !postedAhead) {
+        loading = laidOut.load(step + 1);
+        loading.catch(() => {});
+      }
       ahead = this.postAhead(step, loading, laidOut.groups);
       ahead.catch(() => {}); // awaited at the next step
       const results = await current.done;
       const ended = performance.now();
       const next = await ahead; // step s+1 posted (or not); a load slower than step s is waited for here
       if (next) result.loadWaitTotal += Math.max(0, next.loadedAt - ended); // the inputs' wait alone (several hosts: not the verdict's)
-      if (next && step + 1 < cfg.steps) { loading = laidOut.load(step + 2); loading.catch(() => {}); } // step s's slot is free now
+      if (next && step + 1 < cfg.steps) {
+        loading = laidOut.load(step + 2);
+        loading.catch(() => {});
+      } // step s's slot is free now
       this.recordStep(step, results, t0, result);
       if (hooks.onStepApplied || this.replicaCheck.due(step)) await this.applied(laidOut.groups, step);
       hooks.onStepApplied?.(step, replicas, laidOut.layout);
       if (this.replicaCheck.due(step)) await this.replicaCheck.afterApplied(step, replicas);
       const stopping = await this.stopAfter(step, next !== undefined);
-      const disarmGrace = () => { clearTimeout(this.graceTimer); this.stepping = 'after'; };
+      const disarmGrace = () => {
+        clearTimeout(this.graceTimer);
+        this.stepping = 'after';
+      };
       if (this.checkpointDue(step, stopping)) await this.checkpoint(laidOut, step, stopping ? disarmGrace : undefined);
       if (stopping) disarmGrace();
       if (stopping && step < cfg.steps) {
@@ -551,9 +728,14 @@ export class TrainingRun {
    * A stop wished for later ends the run after step+1 (several hosts: its wish is added before step+2 is posted, agreed
    * once step+1 is applied, so the run ends after step+2).
    */
-  private async postAhead(step: number, loading: Promise<void>, groups: ParameterGroup[]): Promise<PostedStep | undefined> {
+  private async postAhead(
+    step: number,
+    loading: Promise<void>,
+    groups: ParameterGroup[],
+  ): Promise<PostedStep | undefined> {
     const { cfg } = this;
-    if (step >= cfg.steps || this.hooks.onStepApplied || this.replicaCheck.due(step) || this.checkpointDue(step, false)) return undefined;
+    if (step >= cfg.steps || this.hooks.onStepApplied || this.replicaCheck.due(step) || this.checkpointDue(step, false))
+      return undefined;
     await this.withinStallTimeout(loading, step + 1);
     const loadedAt = performance.now();
     if (this.failure) return undefined;
@@ -568,7 +750,10 @@ export class TrainingRun {
   /** Whether a checkpoint is written after `step` (every checkpointEvery steps, and at a stop before the last step). */
   private checkpointDue(step: number, stopping: boolean): boolean {
     const { cfg } = this;
-    return (this.store !== undefined || this.sendsHeads()) && ((cfg.checkpointEvery && step % cfg.checkpointEvery === 0) || (stopping && step < cfg.steps));
+    return (
+      (this.store !== undefined || this.sendsHeads()) &&
+      ((cfg.checkpointEvery && step % cfg.checkpointEvery === 0) || (stopping && step < cfg.steps))
+    );
   }
 
   /** Step `step`'s replies: the loss checked, the ledger, the history and the monitor. */
@@ -590,8 +775,10 @@ export class TrainingRun {
     if (step > result.warmup) result.steadyCompute += Math.max(...computeMs);
     result.history.push({ step, loss, accuracy });
     const numTensors = results.map(r => r.numTensors);
-    this.monitor.step({ step, losses: results.map(r => r.loss), correct, stepMs, computeMs, numTensors },
-      { step, loss, accuracy, stepMs, samplesPerSecond: cfg.batch / (stepMs / 1000), computeMs, numTensors });
+    this.monitor.step(
+      { step, losses: results.map(r => r.loss), correct, stepMs, computeMs, numTensors },
+      { step, loss, accuracy, stepMs, samplesPerSecond: cfg.batch / (stepMs / 1000), computeMs, numTensors },
+    );
   }
 
   /** A non-finite loss: onNan 'error' fails the run naming the step and every such device; skip-step warns (every update of the step is skipped). */
@@ -600,20 +787,30 @@ export class TrainingRun {
     if (bad.length === 0) return;
     const where = bad.map(r => `device ${r.device} (${r.nonFiniteLoss})`).join(', ');
     if (this.cfg.onNan === 'error') {
-      throw new TandemError('NON_FINITE', `the loss is not finite in step ${step} on ${where}: the step was stopped before any gradient was ` +
-        "handed over, so no parameter changed; lower the learning rate, check the inputs and the model's output for an overflow, or use onNan: 'skip-step'" +
-        optimizerNaNHint(this.cfg.optimizer),
-      { device: bad[0].device, step, phase: 'forward' });
+      throw new TandemError(
+        'NON_FINITE',
+        `the loss is not finite in step ${step} on ${where}: the step was stopped before any gradient was ` +
+          "handed over, so no parameter changed; lower the learning rate, check the inputs and the model's output for an overflow, or use onNan: 'skip-step'" +
+          optimizerNaNHint(this.cfg.optimizer),
+        { device: bad[0].device, step, phase: 'forward' },
+      );
     }
-    this.hooks.onEvent?.({ type: 'warning', step, message: `the loss is not finite on ${where}: every update of step ${step} is skipped` });
+    this.hooks.onEvent?.({
+      type: 'warning',
+      step,
+      message: `the loss is not finite on ${where}: every update of step ${step} is skipped`,
+    });
   }
 
   /** The error of an aborted run, once every thread ended and the last completed step is checkpointed. */
   private async abortedError(cause: 'request' | 'grace'): Promise<TandemError> {
-    const why = cause === 'grace'
-      ? `step ${this.stepInFlight} did not reach its stop checkpoint within stopGraceMs (${this.cfg.stopGraceMs} ms) of the stop request`
-      : `on request during step ${this.stepInFlight}`;
-    const saved = await this.checkpointLastCompleted().catch((err: unknown) => `writing its checkpoint failed: ${(err as Error).message}`);
+    const why =
+      cause === 'grace'
+        ? `step ${this.stepInFlight} did not reach its stop checkpoint within stopGraceMs (${this.cfg.stopGraceMs} ms) of the stop request`
+        : `on request during step ${this.stepInFlight}`;
+    const saved = await this.checkpointLastCompleted().catch(
+      (err: unknown) => `writing its checkpoint failed: ${(err as Error).message}`,
+    );
     return new TandemError('ABORTED', `run aborted: ${why}; ${saved}`);
   }
 
@@ -621,23 +818,40 @@ export class TrainingRun {
   private async checkpointLastCompleted(): Promise<string> {
     const { laidOut, store } = this;
     const latest = this.ledger.lastCheckpoint ? `; the latest checkpoint is ${this.ledger.lastCheckpoint}` : '';
-    if (!store) return checkpointDirOf(this.cfg) ? 'no checkpoint: training had not started' : 'no checkpoint (no checkpointDir or out)';
+    if (!store)
+      return checkpointDirOf(this.cfg)
+        ? 'no checkpoint: training had not started'
+        : 'no checkpoint (no checkpointDir or out)';
     const outcome = await writeAbortCheckpoint({
-      cfg: this.cfg, store, control: this.control, laidOut, firstStep: this.firstStep, lastCheckpoint: this.ledger.lastCheckpoint,
-      stateOnThreads: this.method.localState ? 'local heads' : laidOut && laidOut.stateTotal > 0 ? 'non-trainable weights'
-        : this.cfg.commHook ? `communication hook state (${this.cfg.commHook.name})` : undefined,
+      cfg: this.cfg,
+      store,
+      control: this.control,
+      laidOut,
+      firstStep: this.firstStep,
+      lastCheckpoint: this.ledger.lastCheckpoint,
+      stateOnThreads: this.method.localState
+        ? 'local heads'
+        : laidOut && laidOut.stateTotal > 0
+          ? 'non-trainable weights'
+          : this.cfg.commHook
+            ? `communication hook state (${this.cfg.commHook.name})`
+            : undefined,
     });
     switch (outcome.kind) {
       case 'written':
         this.ledger.checkpointWritten(outcome.path);
         this.hooks.onEvent?.({ type: 'checkpoint', step: outcome.step, path: outcome.path });
         return `checkpoint of step ${outcome.step}, the last step every device completed: ${outcome.path}`;
-      case 'already': return `the last completed step is ${outcome.step}, checkpointed: ${outcome.path}`;
-      case 'none': return `no checkpoint: ${outcome.reason}${latest}`;
-      default: { const never: never = outcome; throw new Error(`unknown outcome ${JSON.stringify(never)}`); }
+      case 'already':
+        return `the last completed step is ${outcome.step}, checkpointed: ${outcome.path}`;
+      case 'none':
+        return `no checkpoint: ${outcome.reason}${latest}`;
+      default: {
+        const never: never = outcome;
+        throw new Error(`unknown outcome ${JSON.stringify(never)}`);
+      }
     }
   }
-
 
   /** Phase 5: every device finishes (the export device exports its model); every comm report is in. */
   private async finish(laidOut: LaidOut, firstStep: number, lastStep: number): Promise<FinishedReport[]> {
@@ -645,7 +859,11 @@ export class TrainingRun {
     const exporter = this.method.exportDevice(cfg);
     const finished = this.replies.expect('finished');
     for (const a of this.actors) {
-      a.postCompute({ type: 'finish', lastStep, exportModel: a.identity.rank === exporter.device && (cfg.out !== undefined || exporter.always) });
+      a.postCompute({
+        type: 'finish',
+        lastStep,
+        exportModel: a.identity.rank === exporter.device && (cfg.out !== undefined || exporter.always),
+      });
     }
     const fin = await finished;
     await this.ledger.allExchangesReported((lastStep - firstStep + 1) * laidOut.groups.length, lastStep);
@@ -694,7 +912,10 @@ export class TrainingRun {
         return;
       case 'stopped':
         return;
-      default: { const never: never = msg; throw new Error(`unknown comm message ${JSON.stringify(never)}`); }
+      default: {
+        const never: never = msg;
+        throw new Error(`unknown comm message ${JSON.stringify(never)}`);
+      }
     }
   }
 
@@ -705,8 +926,14 @@ export class TrainingRun {
       // This process's running time (runningTimeout): a host stopped for a while (SIGSTOP) is not its loader's fault.
       cancel = runningTimeout(this.cfg.stallTimeoutMs, () => {
         const d = [...(this.loader?.pending ?? [])][0] ?? -1;
-        reject(new TandemError('STALLED', `device ${d} stopped responding at step ${step} in phase load (data loader: no result for ` +
-          `${(this.cfg.stallTimeoutMs / 1000).toFixed(1)} s; raise stallTimeoutMs if loading is legitimately this slow)`, { device: d, step, phase: 'load' }));
+        reject(
+          new TandemError(
+            'STALLED',
+            `device ${d} stopped responding at step ${step} in phase load (data loader: no result for ` +
+              `${(this.cfg.stallTimeoutMs / 1000).toFixed(1)} s; raise stallTimeoutMs if loading is legitimately this slow)`,
+            { device: d, step, phase: 'load' },
+          ),
+        );
       });
     });
     try {
@@ -733,8 +960,12 @@ export class TrainingRun {
     }
     const d = silent[0] ?? 0;
     const { phase, step } = this.control.phaseOf(d - globalRank(this.cfg.topology, 0));
-    return new TandemError('STALLED', `device ${d} sent no report for ${(this.cfg.stallTimeoutMs / 1000).toFixed(1)} s at step ${step} in phase ${phase} ` +
-      `(silent: device ${silent.join(', ')}; raise stallTimeoutMs if a step is legitimately this slow)`, { device: d, step, phase });
+    return new TandemError(
+      'STALLED',
+      `device ${d} sent no report for ${(this.cfg.stallTimeoutMs / 1000).toFixed(1)} s at step ${step} in phase ${phase} ` +
+        `(silent: device ${silent.join(', ')}; raise stallTimeoutMs if a step is legitimately this slow)`,
+      { device: d, step, phase },
+    );
   }
 
   /** One look at the heartbeats (over a few wait slices): a busy thread that stood still, and whether a busy one beat. */
@@ -747,12 +978,21 @@ export class TrainingRun {
       for (const [j, side] of sides.entries()) {
         const { phase, step } = this.control.phaseOf(a.identity.local, side);
         if (phase === 'idle' || phase === 'done') continue;
-        if (this.control.heartbeat(a.identity.local, side) !== before[i][j]) { waiting = true; continue; }
-        return { waiting, hung: new TandemError('STALLED', `device ${a.identity.rank} stopped responding at step ${step} in phase ${phase} (${side} thread: no sign of life for ` +
-          `${(this.cfg.stallTimeoutMs / 1000).toFixed(1)} s; raise stallTimeoutMs if a step is legitimately this slow)`, { device: a.identity.rank, step, phase }) };
+        if (this.control.heartbeat(a.identity.local, side) !== before[i][j]) {
+          waiting = true;
+          continue;
+        }
+        return {
+          waiting,
+          hung: new TandemError(
+            'STALLED',
+            `device ${a.identity.rank} stopped responding at step ${step} in phase ${phase} (${side} thread: no sign of life for ` +
+              `${(this.cfg.stallTimeoutMs / 1000).toFixed(1)} s; raise stallTimeoutMs if a step is legitimately this slow)`,
+            { device: a.identity.rank, step, phase },
+          ),
+        };
       }
     }
     return { waiting };
   }
 }
-

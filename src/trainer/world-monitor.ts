@@ -24,17 +24,26 @@ export class WorldMonitor {
   private link?: MonitorLink;
   private readonly worldHistory = new Map<number, { step: number; loss: number; accuracy: number }>();
 
-  constructor(private readonly cfg: ResolvedConfig, private readonly outer: TrainHooks) {
+  constructor(
+    private readonly cfg: ResolvedConfig,
+    private readonly outer: TrainHooks,
+  ) {
     const { processes, process: host } = cfg.topology;
-    this.hooks = processes === 1 ? outer : {
-      ...outer,
-      onEvent: e => {
-        const stamped = { ...e, host: e.host ?? host };
-        outer.onEvent?.(stamped);
-        if (stamped.type === 'warning' && stamped.host === host) this.link?.event(stamped);
-      },
-      onSpans: spans => { outer.onSpans?.(spans); this.link?.spans(spans); },
-    };
+    this.hooks =
+      processes === 1
+        ? outer
+        : {
+            ...outer,
+            onEvent: e => {
+              const stamped = { ...e, host: e.host ?? host };
+              outer.onEvent?.(stamped);
+              if (stamped.type === 'warning' && stamped.host === host) this.link?.event(stamped);
+            },
+            onSpans: spans => {
+              outer.onSpans?.(spans);
+              this.link?.spans(spans);
+            },
+          };
   }
 
   /** Several hosts, once the host channel is open: host 0 listens (at the rendezvous address), the others connect. */
@@ -43,7 +52,9 @@ export class WorldMonitor {
     if (topology.processes === 1 || !rendezvous) return;
     if (topology.process === 0) {
       this.hub = await MonitorHub.listen(rendezvous.host, topology.processes, {
-        step: w => this.worldStep(w), spans: recordSpans, event: e => this.outer.onEvent?.(e),
+        step: w => this.worldStep(w),
+        spans: recordSpans,
+        event: e => this.outer.onEvent?.(e),
       });
       await channel.publishMonitorPort(this.hub.port);
       return;
@@ -52,14 +63,22 @@ export class WorldMonitor {
     try {
       this.link = await MonitorLink.connect(rendezvous.host, port, topology.process);
     } catch (err) {
-      this.hooks.onEvent?.({ type: 'warning', step: 0, message: `cannot reach host 0's monitor at ${rendezvous.host}:${port} ` +
-        `(${(err as Error).message}): host 0 shows no metrics, spans or warnings of this host` });
+      this.hooks.onEvent?.({
+        type: 'warning',
+        step: 0,
+        message:
+          `cannot reach host 0's monitor at ${rendezvous.host}:${port} ` +
+          `(${(err as Error).message}): host 0 shows no metrics, spans or warnings of this host`,
+      });
     }
   }
 
   /** A step of this host: host 0 (several hosts) waits for every host's share; otherwise the hooks get `metrics` now. */
   step(share: HostStep, metrics: StepMetrics): void {
-    if (this.hub) { this.hub.share(0, share); return; }
+    if (this.hub) {
+      this.hub.share(0, share);
+      return;
+    }
     this.outer.onStep?.(metrics);
     this.link?.step(share);
   }
@@ -70,7 +89,11 @@ export class WorldMonitor {
     if (!this.hub) return history;
     await this.hub.ended(this.cfg.stallTimeoutMs);
     if (this.hub.dropped > 0) {
-      this.hooks.onEvent?.({ type: 'warning', step: 0, message: `the other hosts dropped ${this.hub.dropped} span message(s) that host 0 read too slowly: the trace misses them` });
+      this.hooks.onEvent?.({
+        type: 'warning',
+        step: 0,
+        message: `the other hosts dropped ${this.hub.dropped} span message(s) that host 0 read too slowly: the trace misses them`,
+      });
     }
     return history.map(h => this.worldHistory.get(h.step) ?? h);
   }
@@ -92,6 +115,14 @@ export class WorldMonitor {
     const loss = w.losses.reduce((s, l) => s + l, 0) / w.losses.length; // as one process with every device sums them
     const accuracy = w.correct / (cfg.perDevice * cfg.devices);
     this.worldHistory.set(w.step, { step: w.step, loss, accuracy });
-    this.outer.onStep?.({ step: w.step, loss, accuracy, stepMs: w.stepMs, samplesPerSecond: cfg.batch / (w.stepMs / 1000), computeMs: w.computeMs, numTensors: w.numTensors });
+    this.outer.onStep?.({
+      step: w.step,
+      loss,
+      accuracy,
+      stepMs: w.stepMs,
+      samplesPerSecond: cfg.batch / (w.stepMs / 1000),
+      computeMs: w.computeMs,
+      numTensors: w.numTensors,
+    });
   }
 }

@@ -24,7 +24,11 @@ const DECISION_WAIT_MS = 30 * 60_000;
 /** How long a host waits for host 0's store to listen (the run's setup watchdog). */
 const REACH_MS = 60_000;
 
-export interface Decided<T> { value: T; server?: StoreServer; link?: LinkCost }
+export interface Decided<T> {
+  value: T;
+  server?: StoreServer;
+  link?: LinkCost;
+}
 
 /** What `decide` and `alongside` know of the hosts: the measured link, the hosts on this machine, a meeting point of them all. */
 export interface HostsAtStart {
@@ -39,14 +43,24 @@ export interface HostsAtStart {
  * `alongside`: what the other hosts do while host 0 decides, before they wait for its choice (auto: the same
  * profiling, discarded, so that hosts sharing a machine's cores load it while host 0 measures as they will in the run).
  */
-export async function decideOnHost0<T extends object>(cfg: ResolvedConfig, decide: (hosts: HostsAtStart) => Promise<T>, measureLink = false,
-  alongside?: (hosts: HostsAtStart) => Promise<unknown>): Promise<Decided<T>> {
+export async function decideOnHost0<T extends object>(
+  cfg: ResolvedConfig,
+  decide: (hosts: HostsAtStart) => Promise<T>,
+  measureLink = false,
+  alongside?: (hosts: HostsAtStart) => Promise<unknown>,
+): Promise<Decided<T>> {
   const rendezvous = cfg.rendezvous!;
   const server = cfg.topology.process === 0 ? await serveRendezvous(rendezvous) : undefined;
   let channel: HostChannel | undefined;
   try {
     const address = await addressTowards(rendezvous, Math.max(cfg.stallTimeoutMs, REACH_MS));
-    channel = await HostChannel.open(storeUrl(rendezvous), cfg.topology, DECISION_WAIT_MS, peerWaitMs(cfg.stallTimeoutMs), address);
+    channel = await HostChannel.open(
+      storeUrl(rendezvous),
+      cfg.topology,
+      DECISION_WAIT_MS,
+      peerWaitMs(cfg.stallTimeoutMs),
+      address,
+    );
     await channel.agreeOnFlags(hostFlags(cfg, true));
     const hostsOnMachine = await channel.hostsSharingMachine(machineId());
     const link = measureLink ? await probeHostLink(cfg, address) : undefined;

@@ -27,8 +27,7 @@ export interface PciGpu {
 
 /** What `--gpus` can pin to. */
 export type GpuInventory =
-  | { kind: 'hardware'; gpus: PciGpu[]; ignored: string[] }
-  | { kind: 'software'; ignored: string[] };
+  { kind: 'hardware'; gpus: PciGpu[]; ignored: string[] } | { kind: 'software'; ignored: string[] };
 
 const VENDORS: Readonly<Record<number, GpuVendor>> = { 0x10de: 'nvidia', 0x1002: 'amd', 0x8086: 'intel' };
 
@@ -48,7 +47,8 @@ export function findGpus(options: FindGpusOptions = {}): GpuInventory {
     const read = (file: string) => parseInt(readText(path.join(root, address, file)) ?? '', 16);
     const pciClass = read('class');
     if (!Number.isInteger(pciClass) || pciClass >> 16 !== 0x03) continue; // not a display or 3D controller
-    const vendorId = read('vendor'), deviceId = read('device');
+    const vendorId = read('vendor'),
+      deviceId = read('device');
     const vendor = VENDORS[vendorId];
     if (vendor) gpus.push({ vendor, pciAddress: address.toLowerCase(), vendorId, deviceId });
     else ignored.push(`${address} (${hex4(vendorId)}:${hex4(deviceId)}: not an NVIDIA, AMD or Intel GPU)`);
@@ -80,25 +80,43 @@ function nameNvidia(gpus: PciGpu[], smi: string | undefined): void {
   const named = parseNvidiaSmi(smi);
   for (const g of gpus) {
     const n = named.get(g.pciAddress);
-    if (n) { g.uuid = n.uuid; g.name = n.name; }
+    if (n) {
+      g.uuid = n.uuid;
+      g.name = n.name;
+    }
   }
 }
 
 function runNvidiaSmi(): string | undefined {
-  const r = spawnSync('nvidia-smi', ['--query-gpu=pci.bus_id,uuid,name', '--format=csv,noheader'], { encoding: 'utf8', timeout: 10_000 });
+  const r = spawnSync('nvidia-smi', ['--query-gpu=pci.bus_id,uuid,name', '--format=csv,noheader'], {
+    encoding: 'utf8',
+    timeout: 10_000,
+  });
   return r.status === 0 ? r.stdout : undefined;
 }
 
 function listDir(dir: string): string[] {
-  try { return readdirSync(dir); } catch { return []; }
+  try {
+    return readdirSync(dir);
+  } catch {
+    return [];
+  }
 }
 
 function readText(file: string): string | undefined {
-  try { return readFileSync(file, 'utf8').trim(); } catch { return undefined; }
+  try {
+    return readFileSync(file, 'utf8').trim();
+  } catch {
+    return undefined;
+  }
 }
 
 /** Where the Vulkan loader looks for implicit layers (XDG data dirs, /etc). */
-const IMPLICIT_LAYER_DIRS = ['/usr/share/vulkan/implicit_layer.d', '/usr/local/share/vulkan/implicit_layer.d', '/etc/vulkan/implicit_layer.d'];
+const IMPLICIT_LAYER_DIRS = [
+  '/usr/share/vulkan/implicit_layer.d',
+  '/usr/local/share/vulkan/implicit_layer.d',
+  '/etc/vulkan/implicit_layer.d',
+];
 
 /** Whether Mesa's device-select layer (VK_LAYER_MESA_device_select) is installed where the Vulkan loader finds it. */
 export function hasMesaDeviceSelect(dirs: readonly string[] = IMPLICIT_LAYER_DIRS): boolean {

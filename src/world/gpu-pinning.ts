@@ -29,8 +29,17 @@ import { hex4, type GpuInventory, type PciGpu } from './gpu-inventory.js';
 export const GPU_ENV = { index: 'TANDEM_GPU_INDEX', gpu: 'TANDEM_GPU', adapter: 'TANDEM_WEBGPU_ADAPTER' } as const;
 
 /** Every variable a pin may set: cleared from the launcher's environment before a process's own are added. */
-export const PINNING_VARIABLES = [GPU_ENV.index, GPU_ENV.gpu, GPU_ENV.adapter, 'DRI_PRIME', 'MESA_VK_DEVICE_SELECT',
-  'MESA_VK_DEVICE_SELECT_FORCE_DEFAULT_DEVICE', 'CUDA_DEVICE_ORDER', 'CUDA_VISIBLE_DEVICES', 'LP_NUM_THREADS'] as const;
+export const PINNING_VARIABLES = [
+  GPU_ENV.index,
+  GPU_ENV.gpu,
+  GPU_ENV.adapter,
+  'DRI_PRIME',
+  'MESA_VK_DEVICE_SELECT',
+  'MESA_VK_DEVICE_SELECT_FORCE_DEFAULT_DEVICE',
+  'CUDA_DEVICE_ORDER',
+  'CUDA_VISIBLE_DEVICES',
+  'LP_NUM_THREADS',
+] as const;
 
 /** What one GPU process is told. */
 export interface GpuPin {
@@ -42,7 +51,10 @@ export interface GpuPin {
 }
 
 /** The pins of `count` GPU processes on this machine, and what the launcher should say about them. */
-export interface GpuPlan { pins: GpuPin[]; notes: string[] }
+export interface GpuPlan {
+  pins: GpuPin[];
+  notes: string[];
+}
 
 export interface PlanOptions {
   /** The machine's CPU cores (llvmpipe's threads are shared out among the processes). */
@@ -57,22 +69,42 @@ export function planGpus(inventory: GpuInventory, count: number, options: PlanOp
     case 'software': {
       const threads = Math.max(1, Math.floor(options.cpus / count));
       const shared = count > 1 ? `, shared by ${count} processes` : '';
-      const pins = Array.from({ length: count }, (_, k) => pin(k, `llvmpipe (software Vulkan${shared})`, 'llvmpipe', { LP_NUM_THREADS: String(threads) }));
-      const notes = [`no NVIDIA, AMD or Intel GPU found: the GPU processes are pinned to the software Vulkan driver (llvmpipe; what --backend webgpu runs on)` +
-        (count > 1 ? `, ${count} processes sharing it (${threads} llvmpipe thread(s) each): a correctness rig, not a speed measurement` : '')];
+      const pins = Array.from({ length: count }, (_, k) =>
+        pin(k, `llvmpipe (software Vulkan${shared})`, 'llvmpipe', { LP_NUM_THREADS: String(threads) }),
+      );
+      const notes = [
+        `no NVIDIA, AMD or Intel GPU found: the GPU processes are pinned to the software Vulkan driver (llvmpipe; what --backend webgpu runs on)` +
+          (count > 1
+            ? `, ${count} processes sharing it (${threads} llvmpipe thread(s) each): a correctness rig, not a speed measurement`
+            : ''),
+      ];
       return { pins, notes };
     }
     case 'hardware': {
       const { gpus } = inventory;
       if (count > gpus.length) {
-        throw new TandemError('BAD_CONFIG', `--gpus ${count}: this machine has ${gpus.length} GPU(s): ${gpus.map(describe).join(', ')}; ` +
-          `give --gpus ${gpus.length} or fewer (one process per GPU)`);
+        throw new TandemError(
+          'BAD_CONFIG',
+          `--gpus ${count}: this machine has ${gpus.length} GPU(s): ${gpus.map(describe).join(', ')}; ` +
+            `give --gpus ${gpus.length} or fewer (one process per GPU)`,
+        );
       }
-      const notes = options.deviceSelectLayer || count === 1 ? [] : [`Mesa's Vulkan device-select layer (VK_LAYER_MESA_device_select, ` +
-        `package mesa-vulkan-drivers) is not installed: every GPU process may see every GPU and Dawn pick the same one; install it to pin by PCI address`];
-      return { pins: gpus.slice(0, count).map((g, k) => pin(k, describe(g), adapterName(g), hardwareEnv(g, gpus))), notes };
+      const notes =
+        options.deviceSelectLayer || count === 1
+          ? []
+          : [
+              `Mesa's Vulkan device-select layer (VK_LAYER_MESA_device_select, ` +
+                `package mesa-vulkan-drivers) is not installed: every GPU process may see every GPU and Dawn pick the same one; install it to pin by PCI address`,
+            ];
+      return {
+        pins: gpus.slice(0, count).map((g, k) => pin(k, describe(g), adapterName(g), hardwareEnv(g, gpus))),
+        notes,
+      };
     }
-    default: { const never: never = inventory; throw new Error(`unknown inventory ${JSON.stringify(never)}`); }
+    default: {
+      const never: never = inventory;
+      throw new Error(`unknown inventory ${JSON.stringify(never)}`);
+    }
   }
 }
 
@@ -88,17 +120,26 @@ function pin(k: number, gpu: string, adapter: string, env: Record<string, string
 /** The vendor's part of its Vulkan device names (NVIDIA H200, AMD Radeon … (RADV …), Intel(R) Arc …). */
 function adapterName(g: PciGpu): string {
   switch (g.vendor) {
-    case 'nvidia': return 'NVIDIA';
-    case 'amd': return 'AMD';
-    case 'intel': return 'Intel';
-    default: { const never: never = g.vendor; throw new Error(`unknown vendor ${String(never)}`); }
+    case 'nvidia':
+      return 'NVIDIA';
+    case 'amd':
+      return 'AMD';
+    case 'intel':
+      return 'Intel';
+    default: {
+      const never: never = g.vendor;
+      throw new Error(`unknown vendor ${String(never)}`);
+    }
   }
 }
 
 function hardwareEnv(g: PciGpu, all: PciGpu[]): Record<string, string> {
   const [domain, bus, devFn] = g.pciAddress.split(':');
   const [device, fn] = devFn.split('.');
-  const env: Record<string, string> = { DRI_PRIME: `pci-${domain}_${bus}_${device}_${fn}`, MESA_VK_DEVICE_SELECT_FORCE_DEFAULT_DEVICE: '1' };
+  const env: Record<string, string> = {
+    DRI_PRIME: `pci-${domain}_${bus}_${device}_${fn}`,
+    MESA_VK_DEVICE_SELECT_FORCE_DEFAULT_DEVICE: '1',
+  };
   const sameId = all.filter(o => o.vendorId === g.vendorId && o.deviceId === g.deviceId);
   if (sameId.length === 1) env.MESA_VK_DEVICE_SELECT = `${hex4(g.vendorId)}:${hex4(g.deviceId)}`;
   if (g.vendor === 'nvidia') {

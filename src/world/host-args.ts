@@ -9,7 +9,11 @@
 import { TandemError } from '../errors.js';
 import { decimalCount } from '../decimal-count.js';
 
-export interface HostFields { hosts?: number; hostRank?: number; rendezvous?: string }
+export interface HostFields {
+  hosts?: number;
+  hostRank?: number;
+  rendezvous?: string;
+}
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -42,8 +46,11 @@ export function hostFieldsFromEnv(given: HostFields, env: Env): HostFields {
 function integerFrom(variable: string, text: string): number {
   const n = decimalCount(text);
   if (n === undefined) {
-    throw new TandemError('BAD_CONFIG', `environment variable ${variable} must be a non-negative integer written as decimal digits (e.g. 2), ` +
-      `got '${text}'; fix or unset it${variable.startsWith('TANDEM_') ? '' : ', or give --hosts and --host-rank, which win over the environment'}`);
+    throw new TandemError(
+      'BAD_CONFIG',
+      `environment variable ${variable} must be a non-negative integer written as decimal digits (e.g. 2), ` +
+        `got '${text}'; fix or unset it${variable.startsWith('TANDEM_') ? '' : ', or give --hosts and --host-rank, which win over the environment'}`,
+    );
   }
   return n;
 }

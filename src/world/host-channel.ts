@@ -40,7 +40,10 @@ import { flagDifferences, type HostFlags } from './host-flags.js';
 import type { CheckpointBytes, HeadState } from '../checkpoint/checkpoint-file.js';
 
 /** A checkpoint's per-device state of one host's devices, local order (or, collected on host 0, of every device): local heads and hook state. */
-export interface DeviceState { heads?: HeadState[]; hooks?: Float32Array[][][] }
+export interface DeviceState {
+  heads?: HeadState[];
+  hooks?: Float32Array[][][];
+}
 
 /** A stop wish weighs this much in a step's counter; an arrival weighs 1 (hosts < this). */
 const STOP_WEIGHT = 1 << 16;
@@ -61,13 +64,23 @@ const RESUME_FAILED = 0;
 const packr = new Packr({ structuredClone: true });
 
 export class HostChannel {
-  private constructor(private readonly client: StoreClient, private readonly topology: Topology, private readonly peerWaitMs: number) {}
+  private constructor(
+    private readonly client: StoreClient,
+    private readonly topology: Topology,
+    private readonly peerWaitMs: number,
+  ) {}
 
   /**
    * `timeoutMs`: the store's wait for a key at setup; `peerWaitMs`: how long a host may keep the others waiting between
    * steps; `address`: this host's address, for the others' messages.
    */
-  static async open(storeUrl: string, topology: Topology, timeoutMs: number, peerWaitMs: number, address: string): Promise<HostChannel> {
+  static async open(
+    storeUrl: string,
+    topology: Topology,
+    timeoutMs: number,
+    peerWaitMs: number,
+    address: string,
+  ): Promise<HostChannel> {
     const client = await StoreClient.connect(storeUrl, timeoutMs);
     await client.set(addressKey(topology.process), address);
     return new HostChannel(client, topology, peerWaitMs);
@@ -86,11 +99,19 @@ export class HostChannel {
     await this.client.set(flagsKey(me), JSON.stringify(flags));
     const others = me === 0 ? Array.from({ length: this.topology.processes - 1 }, (_, h) => h + 1) : [0];
     for (const h of others) {
-      const theirs = host0 ?? await read(h);
-      const differences = flagDifferences(flags, theirs, `on ${describeProcess(this.topology, me)}`, `on ${describeProcess(this.topology, h)}`);
+      const theirs = host0 ?? (await read(h));
+      const differences = flagDifferences(
+        flags,
+        theirs,
+        `on ${describeProcess(this.topology, me)}`,
+        `on ${describeProcess(this.topology, h)}`,
+      );
       if (differences.length > 0) {
-        throw new TandemError('BAD_CONFIG', `${describeProcess(this.topology, me)} and ${describeProcess(this.topology, h)} were started with different flags — ` +
-          `${differences.join('; ')}: every host runs the same command (only --host-rank, paths and output flags may differ)`);
+        throw new TandemError(
+          'BAD_CONFIG',
+          `${describeProcess(this.topology, me)} and ${describeProcess(this.topology, h)} were started with different flags — ` +
+            `${differences.join('; ')}: every host runs the same command (only --host-rank, paths and output flags may differ)`,
+        );
       }
     }
   }
@@ -99,7 +120,8 @@ export class HostChannel {
   async shareCheckpoint(read: () => Promise<CheckpointBytes>): Promise<CheckpointBytes> {
     if (this.topology.process === 0) return this.publishCheckpoint(read);
     const { kind, header, body } = unframe(await this.client.get(RESUME_KEY));
-    if (kind !== RESUME_OK) throw new TandemError('BAD_CHECKPOINT', `host 0 could not read the checkpoint to resume from: ${header.message}`);
+    if (kind !== RESUME_OK)
+      throw new TandemError('BAD_CHECKPOINT', `host 0 could not read the checkpoint to resume from: ${header.message}`);
     return { source: `${header.source} (host 0's, sent over the rendezvous store)`, bytes: body };
   }
 
@@ -109,7 +131,9 @@ export class HostChannel {
       await this.client.set(RESUME_KEY, frame(RESUME_OK, { source: ckpt.source }, ckpt.bytes));
       return ckpt;
     } catch (err) {
-      await this.client.set(RESUME_KEY, frame(RESUME_FAILED, { message: (err as Error).message }, new Uint8Array(0))).catch(() => {});
+      await this.client
+        .set(RESUME_KEY, frame(RESUME_FAILED, { message: (err as Error).message }, new Uint8Array(0)))
+        .catch(() => {});
       throw err;
     }
   }
@@ -128,14 +152,18 @@ export class HostChannel {
 
   /** Host 0, at a checkpoint of `step`: its own devices' state (`mine`) and every other host's, in global rank order. */
   async collectHeads(step: number, mine: DeviceState): Promise<DeviceState> {
-    const heads = mine.heads && [...mine.heads], hooks = mine.hooks && [...mine.hooks];
+    const heads = mine.heads && [...mine.heads],
+      hooks = mine.hooks && [...mine.hooks];
     for (let p = 1; p < this.topology.processes; p++) {
       await this.client.wait([`tandem.heads.${p}.at.${step}`]);
       const sent = packr.unpack(await this.client.get(`tandem.heads.${p}`)) as { step: number } & DeviceState;
       const count = (xs?: unknown[]) => xs?.length ?? 0;
       if (sent.step !== step || count(sent.heads) !== count(mine.heads) || count(sent.hooks) !== count(mine.hooks)) {
-        throw new TandemError('BAD_CONFIG', `host ${p} sent the device state of step ${sent.step} (${count(sent.heads)} heads, ${count(sent.hooks)} hook states) ` +
-          `for host 0's checkpoint of step ${step} (${this.topology.localDevices} devices): every host must run with the same flags (--devices, --checkpoint-every, --comm-hook)`);
+        throw new TandemError(
+          'BAD_CONFIG',
+          `host ${p} sent the device state of step ${sent.step} (${count(sent.heads)} heads, ${count(sent.hooks)} hook states) ` +
+            `for host 0's checkpoint of step ${step} (${this.topology.localDevices} devices): every host must run with the same flags (--devices, --checkpoint-every, --comm-hook)`,
+        );
       }
       heads?.push(...sent.heads!);
       hooks?.push(...sent.hooks!);
@@ -149,8 +177,10 @@ export class HostChannel {
    */
   async shareChoice<T extends object>(choose: () => Promise<T>): Promise<T> {
     if (this.topology.process !== 0) {
-      const sent = JSON.parse((await this.client.get(AUTO_KEY)).toString()) as { ok: true; choice: T } | { ok: false; message: string };
-      if (!sent.ok) throw new TandemError('BAD_CONFIG', `host 0 could not pick a strategy for --strategy auto: ${sent.message}`);
+      const sent = JSON.parse((await this.client.get(AUTO_KEY)).toString()) as
+        { ok: true; choice: T } | { ok: false; message: string };
+      if (!sent.ok)
+        throw new TandemError('BAD_CONFIG', `host 0 could not pick a strategy for --strategy auto: ${sent.message}`);
       return sent.choice;
     }
     try {
@@ -173,7 +203,8 @@ export class HostChannel {
     await this.betweenSteps(step, 'adding its stop wish', async () => {
       const count = await this.client.add(key, 1 + (wanted ? STOP_WEIGHT : 0));
       await this.client.set(`${key}.host${this.topology.process}`, String(count));
-      if (count % STOP_WEIGHT === this.topology.processes) await this.client.set(`${key}.agreed`, count >= STOP_WEIGHT ? '1' : '0');
+      if (count % STOP_WEIGHT === this.topology.processes)
+        await this.client.set(`${key}.agreed`, count >= STOP_WEIGHT ? '1' : '0');
     });
   }
 
@@ -192,19 +223,29 @@ export class HostChannel {
 
   /** STALLED naming the hosts (rank and address) whose stop wish after `step` is not in the store. */
   private async missingWishes(step: number): Promise<TandemError> {
-    const has = (key: string) => this.client.get(key, 0).then(v => v.toString(), () => undefined);
+    const has = (key: string) =>
+      this.client.get(key, 0).then(
+        v => v.toString(),
+        () => undefined,
+      );
     const missing: string[] = [];
     let last: string | undefined;
     for (let r = 0; r < this.topology.processes; r++) {
       const count = await has(`${stopKey(step)}.host${r}`);
-      const host = async () => `${describeProcess(this.topology, r)} (${await has(addressKey(r)) ?? 'address unknown'})`;
+      const host = async () =>
+        `${describeProcess(this.topology, r)} (${(await has(addressKey(r))) ?? 'address unknown'})`;
       if (count === undefined) missing.push(await host());
       else if (Number(count) % STOP_WEIGHT === this.topology.processes) last = await host();
     }
-    const what = missing.length > 0 ? `${missing.join(', ')} did not add its stop wish` // every wish in: the last to add did not publish the verdict
-      : `${last ?? 'the last host to add its wish'} added the last stop wish but did not publish the verdict`;
-    return new TandemError('STALLED', `${describeProcess(this.topology, this.topology.process)}: ${what} after step ${step} within ` +
-      `${(this.peerWaitMs / 1000).toFixed(1)} s (a cut link or a frozen host; raise stallTimeoutMs if a host is legitimately this slow)`);
+    const what =
+      missing.length > 0
+        ? `${missing.join(', ')} did not add its stop wish` // every wish in: the last to add did not publish the verdict
+        : `${last ?? 'the last host to add its wish'} added the last stop wish but did not publish the verdict`;
+    return new TandemError(
+      'STALLED',
+      `${describeProcess(this.topology, this.topology.process)}: ${what} after step ${step} within ` +
+        `${(this.peerWaitMs / 1000).toFixed(1)} s (a cut link or a frozen host; raise stallTimeoutMs if a host is legitimately this slow)`,
+    );
   }
 
   /** `call` to host 0's store after `step` (0: before the first); a closed connection, or no answer at all, as an error naming host 0. */
@@ -216,8 +257,11 @@ export class HostChannel {
     let silent: TandemError | undefined;
     const silence = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
-        silent = new TandemError('STALLED', `${describeProcess(this.topology, this.topology.process)}: ${host0} did not answer within ${(waitMs / 1000).toFixed(1)} s ` +
-          `${when} while ${what} (a cut link or a frozen host; raise stallTimeoutMs if host 0 is legitimately this slow)`);
+        silent = new TandemError(
+          'STALLED',
+          `${describeProcess(this.topology, this.topology.process)}: ${host0} did not answer within ${(waitMs / 1000).toFixed(1)} s ` +
+            `${when} while ${what} (a cut link or a frozen host; raise stallTimeoutMs if host 0 is legitimately this slow)`,
+        );
         reject(silent);
         this.client.close();
       }, waitMs);
@@ -226,8 +270,12 @@ export class HostChannel {
       return await Promise.race([call(), silence]);
     } catch (err) {
       if (err === silent || this.client.isOpen) throw err;
-      throw new TandemError('PEER_LOST', `${describeProcess(this.topology, this.topology.process)}: lost ${host0} ${when} while ${what}: ${(err as Error).message}`,
-        undefined, { cause: err });
+      throw new TandemError(
+        'PEER_LOST',
+        `${describeProcess(this.topology, this.topology.process)}: lost ${host0} ${when} while ${what}: ${(err as Error).message}`,
+        undefined,
+        { cause: err },
+      );
     } finally {
       clearTimeout(timer);
     }
@@ -240,7 +288,9 @@ export class HostChannel {
 
   /** Every host's digests of `step`, by host (call it once step+1 is applied here: every host has published them). */
   async digestsOf(step: number): Promise<string[][]> {
-    const hosts = Array.from({ length: this.topology.processes }, (_, h) => this.client.get(`tandem.replicas.${step}.${h}`));
+    const hosts = Array.from({ length: this.topology.processes }, (_, h) =>
+      this.client.get(`tandem.replicas.${step}.${h}`),
+    );
     return (await Promise.all(hosts)).map(v => JSON.parse(v.toString()) as string[]);
   }
 
@@ -261,19 +311,29 @@ export class HostChannel {
   async meet(name: string, hint?: string): Promise<void> {
     const key = `tandem.meet.${name}`;
     await this.client.set(`${key}.host${this.topology.process}`, '1');
-    if (await this.client.add(key, 1) === this.topology.processes) await this.client.set(`${key}.all`, '1');
+    if ((await this.client.add(key, 1)) === this.topology.processes) await this.client.set(`${key}.all`, '1');
     await this.betweenSteps(0, `meeting the other hosts before ${name}`, async () => {
       try {
         await this.client.get(`${key}.all`, this.peerWaitMs);
       } catch (err) {
         if (!this.client.isOpen) throw err;
-        const has = (r: number) => this.client.get(`${key}.host${r}`, 0).then(() => true, () => false);
+        const has = (r: number) =>
+          this.client.get(`${key}.host${r}`, 0).then(
+            () => true,
+            () => false,
+          );
         const missing: string[] = [];
         for (let r = 0; r < this.topology.processes; r++) {
-          if (!await has(r)) missing.push(`${describeProcess(this.topology, r)} (${(await this.client.get(addressKey(r), 0).catch(() => undefined))?.toString() ?? 'address unknown'})`);
+          if (!(await has(r)))
+            missing.push(
+              `${describeProcess(this.topology, r)} (${(await this.client.get(addressKey(r), 0).catch(() => undefined))?.toString() ?? 'address unknown'})`,
+            );
         }
-        throw new TandemError('STALLED', `${describeProcess(this.topology, this.topology.process)} waited ${(this.peerWaitMs / 1000).toFixed(1)} s ` +
-          `for ${missing.join(', ') || 'the other hosts'} to reach ${name}${hint ? ` (${hint})` : ''}`);
+        throw new TandemError(
+          'STALLED',
+          `${describeProcess(this.topology, this.topology.process)} waited ${(this.peerWaitMs / 1000).toFixed(1)} s ` +
+            `for ${missing.join(', ') || 'the other hosts'} to reach ${name}${hint ? ` (${hint})` : ''}`,
+        );
       }
     });
   }
@@ -288,7 +348,9 @@ export class HostChannel {
     return Number((await this.client.get(MONITOR_KEY)).toString());
   }
 
-  close(): void { this.client.close(); }
+  close(): void {
+    this.client.close();
+  }
 }
 
 /** kind byte, header length (u32 LE), JSON header, body. */
@@ -301,5 +363,9 @@ function frame(kind: number, header: object, body: Uint8Array): Buffer {
 
 function unframe(value: Buffer): { kind: number; header: { source?: string; message?: string }; body: Uint8Array } {
   const length = value.readUInt32LE(1);
-  return { kind: value[0], header: JSON.parse(value.subarray(5, 5 + length).toString()) as { source?: string; message?: string }, body: value.subarray(5 + length) };
+  return {
+    kind: value[0],
+    header: JSON.parse(value.subarray(5, 5 + length).toString()) as { source?: string; message?: string },
+    body: value.subarray(5 + length),
+  };
 }

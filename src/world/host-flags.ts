@@ -16,9 +16,20 @@ export type HostFlags = Record<string, string>;
 /** This host's flags. `auto`: the run's strategy is `--strategy auto` (auto's choices, hook included, are host 0's). */
 export function hostFlags(cfg: ResolvedConfig, auto: boolean): HostFlags {
   const flags: Record<string, unknown> = {
-    devices: cfg.devices, batch: cfg.batch, steps: cfg.steps, 'sample shape': cfg.sampleShape, classes: cfg.classes, 'dataset size': cfg.datasetSize,
-    method: cfg.method, optimizer: cfg.optimizer, seed: cfg.seed, strategy: auto ? 'auto' : cfg.strategy,
-    'comm hook': auto ? undefined : cfg.commHook?.name ?? 'none', 'checkpoint every': cfg.checkpointEvery ?? 0, transport: cfg.transport, loss: cfg.loss ?? 'from the model',
+    devices: cfg.devices,
+    batch: cfg.batch,
+    steps: cfg.steps,
+    'sample shape': cfg.sampleShape,
+    classes: cfg.classes,
+    'dataset size': cfg.datasetSize,
+    method: cfg.method,
+    optimizer: cfg.optimizer,
+    seed: cfg.seed,
+    strategy: auto ? 'auto' : cfg.strategy,
+    'comm hook': auto ? undefined : (cfg.commHook?.name ?? 'none'),
+    'checkpoint every': cfg.checkpointEvery ?? 0,
+    transport: cfg.transport,
+    loss: cfg.loss ?? 'from the model',
   };
   const out: HostFlags = {};
   for (const [name, value] of Object.entries(flags)) if (value !== undefined) out[name] = JSON.stringify(value);
@@ -29,5 +40,7 @@ export function hostFlags(cfg: ResolvedConfig, auto: boolean): HostFlags {
 export function flagDifferences(mine: HostFlags, theirs: HostFlags, here: string, there: string): string[] {
   const auto = mine.strategy === '"auto"' || theirs.strategy === '"auto"'; // auto's hook is host 0's choice: the strategy names it
   const names = [...new Set([...Object.keys(mine), ...Object.keys(theirs)])].filter(n => !(auto && n === 'comm hook'));
-  return names.filter(n => mine[n] !== theirs[n]).map(n => `${n}: ${mine[n] ?? 'not set'} ${here}, ${theirs[n] ?? 'not set'} ${there}`);
+  return names
+    .filter(n => mine[n] !== theirs[n])
+    .map(n => `${n}: ${mine[n] ?? 'not set'} ${here}, ${theirs[n] ?? 'not set'} ${there}`);
 }

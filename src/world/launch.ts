@@ -24,7 +24,10 @@ import { findGpus, hasMesaDeviceSelect, type GpuInventory } from './gpu-inventor
 import { PINNING_VARIABLES, planGpus } from './gpu-pinning.js';
 import { decimalCount } from '../decimal-count.js';
 
-export interface HostLine { stream: 'stdout' | 'stderr'; text: string }
+export interface HostLine {
+  stream: 'stdout' | 'stderr';
+  text: string;
+}
 
 /** How long a stopped host may take to end by itself (its step, its checkpoint) before it is killed. */
 const STOP_GRACE_MS = 10_000;
@@ -33,7 +36,13 @@ const CLI = fileURLToPath(new URL('../cli/main.js', import.meta.url));
 const MAX_LOCAL = 64;
 
 /** `tandem launch`'s own flags, the train flags apart. */
-export interface LaunchArgs { hosts: number; gpus?: number; hostRank?: number; rendezvous?: string; trainArgs: string[] }
+export interface LaunchArgs {
+  hosts: number;
+  gpus?: number;
+  hostRank?: number;
+  rendezvous?: string;
+  trainArgs: string[];
+}
 
 /** One process the launcher starts. */
 interface Member {
@@ -48,15 +57,30 @@ interface Member {
 }
 
 /** The processes to start and where they meet. */
-interface LaunchPlan { members: Member[]; world: number; rendezvous: string; gpus: boolean; notes: string[] }
+interface LaunchPlan {
+  members: Member[];
+  world: number;
+  rendezvous: string;
+  gpus: boolean;
+  notes: string[];
+}
 
 /** How one process ended. */
-type HostEnd = { kind: 'exited'; member: number; code: number } | { kind: 'killed'; member: number; signal: NodeJS.Signals };
+type HostEnd =
+  { kind: 'exited'; member: number; code: number } | { kind: 'killed'; member: number; signal: NodeJS.Signals };
 
 /** What a launch needs from the machine (tests give a fake inventory). */
-export interface LaunchMachine { gpus: () => GpuInventory; cpus: number; deviceSelectLayer: boolean }
+export interface LaunchMachine {
+  gpus: () => GpuInventory;
+  cpus: number;
+  deviceSelectLayer: boolean;
+}
 
-const thisMachine = (): LaunchMachine => ({ gpus: () => findGpus(), cpus: availableParallelism(), deviceSelectLayer: hasMesaDeviceSelect() });
+const thisMachine = (): LaunchMachine => ({
+  gpus: () => findGpus(),
+  cpus: availableParallelism(),
+  deviceSelectLayer: hasMesaDeviceSelect(),
+});
 
 /**
  * The checks `tandem train` makes of its command line before it starts anything (its flags parsed, its config
@@ -69,13 +93,19 @@ export type TrainArgsCheck = (trainArgs: string[]) => Promise<void>;
  * `argv`: `--hosts N` and/or `--gpus N`, and the train flags. `onLine` gets each line with its process's prefix. `checkTrain`
  * sees the first process's train flags before any process starts. Resolves with the launcher's exit code.
  */
-export async function launchHosts(argv: string[], onLine: (prefix: string, line: HostLine) => void, say: (line: string) => void,
-  checkTrain: TrainArgsCheck, machine: LaunchMachine = thisMachine()): Promise<number> {
+export async function launchHosts(
+  argv: string[],
+  onLine: (prefix: string, line: HostLine) => void,
+  say: (line: string) => void,
+  checkTrain: TrainArgsCheck,
+  machine: LaunchMachine = thisMachine(),
+): Promise<number> {
   const args = splitLaunchArgs(argv);
   const plan = await planLaunch(args, machine);
   await checkTrain(memberTrainArgs(plan.members[0], plan, args.trainArgs)); // a bad flag, --out or lock fails here, as train, before any process starts
   const children = plan.members.map(m => startHost(m, plan, args.trainArgs, onLine));
-  const name = (i: number) => plan.gpus ? `GPU process ${plan.members[i].rank} (pid ${children[i].pid})` : `host ${plan.members[i].rank}`;
+  const name = (i: number) =>
+    plan.gpus ? `GPU process ${plan.members[i].rank} (pid ${children[i].pid})` : `host ${plan.members[i].rank}`;
   /** The processes the launcher itself sent SIGKILL (stopOthers, past the grace): any other SIGKILL came from outside. */
   const killedByUs = new Set<ChildProcess>();
   const failure = (end: HostEnd) => failed(end, children[end.member].pid, killedByUs.has(children[end.member]));
@@ -83,19 +113,23 @@ export async function launchHosts(argv: string[], onLine: (prefix: string, line:
   let forwarded: NodeJS.Signals | undefined;
   const forward = (signal: NodeJS.Signals) => {
     forwarded ??= signal;
-    children.forEach(c => { if (c.exitCode === null && c.signalCode === null) c.kill(signal); });
+    children.forEach(c => {
+      if (c.exitCode === null && c.signalCode === null) c.kill(signal);
+    });
   };
   for (const s of FORWARDED_SIGNALS) process.on(s, forward);
   let firstFailure: HostEnd | undefined;
   try {
-    await Promise.all(children.map(async (child, i) => {
-      const end = await hostEnd(child, i);
-      if (firstFailure || failure(end) === undefined) return;
-      firstFailure = end;
-      if (forwarded) return; // every process has the signal already: a second one would abort their stop
-      say(`${name(i)} ${failure(end)}; stopping the other ${plan.gpus ? 'GPU processes' : 'hosts'}`);
-      stopOthers(children, killedByUs);
-    }));
+    await Promise.all(
+      children.map(async (child, i) => {
+        const end = await hostEnd(child, i);
+        if (firstFailure || failure(end) === undefined) return;
+        firstFailure = end;
+        if (forwarded) return; // every process has the signal already: a second one would abort their stop
+        say(`${name(i)} ${failure(end)}; stopping the other ${plan.gpus ? 'GPU processes' : 'hosts'}`);
+        stopOthers(children, killedByUs);
+      }),
+    );
   } finally {
     for (const s of FORWARDED_SIGNALS) process.off(s, forward);
   }
@@ -113,15 +147,27 @@ async function planLaunch(args: LaunchArgs, machine: LaunchMachine): Promise<Lau
     return { members, world: args.hosts, rendezvous, gpus: false, notes: [] };
   }
   const gpus = args.gpus;
-  const { pins, notes } = planGpus(machine.gpus(), gpus, { cpus: machine.cpus, deviceSelectLayer: machine.deviceSelectLayer });
+  const { pins, notes } = planGpus(machine.gpus(), gpus, {
+    cpus: machine.cpus,
+    deviceSelectLayer: machine.deviceSelectLayer,
+  });
   const hosts = args.hostRank !== undefined ? [args.hostRank] : Array.from({ length: args.hosts }, (_, h) => h);
-  const members = hosts.flatMap(h => pins.map((p, g) => ({ rank: h * gpus + g, prefix: args.hosts > 1 ? `host ${h} gpu ${g}` : `gpu ${g}`, env: p.env, gpu: p.gpu })));
+  const members = hosts.flatMap(h =>
+    pins.map((p, g) => ({
+      rank: h * gpus + g,
+      prefix: args.hosts > 1 ? `host ${h} gpu ${g}` : `gpu ${g}`,
+      env: p.env,
+      gpu: p.gpu,
+    })),
+  );
   return { members, world: args.hosts * gpus, rendezvous, gpus: true, notes };
 }
 
 function announce(plan: LaunchPlan, children: ChildProcess[], say: (line: string) => void): void {
   if (!plan.gpus) {
-    say(`${plan.members.length} hosts, rendezvous ${plan.rendezvous}; pids ${children.map((c, h) => `host ${h}: ${c.pid}`).join(', ')}`);
+    say(
+      `${plan.members.length} hosts, rendezvous ${plan.rendezvous}; pids ${children.map((c, h) => `host ${h}: ${c.pid}`).join(', ')}`,
+    );
     return;
   }
   say(`${plan.members.length} GPU process(es) of a job of ${plan.world}, rendezvous ${plan.rendezvous}`);
@@ -141,60 +187,103 @@ export function splitLaunchArgs(argv: string[]): LaunchArgs {
       continue;
     }
     const value = inline ?? argv[++i];
-    if (own[key] !== undefined) throw new TandemError('BAD_CONFIG', `tandem launch --${key} is given twice ('${own[key]}', then '${value}'): give it once`);
+    if (own[key] !== undefined)
+      throw new TandemError(
+        'BAD_CONFIG',
+        `tandem launch --${key} is given twice ('${own[key]}', then '${value}'): give it once`,
+      );
     own[key] = value;
   }
   if (own.gpus === undefined) {
-    for (const f of ['host-rank', 'rendezvous'] as const) if (own[f] !== undefined) throw new TandemError('BAD_CONFIG', `tandem launch sets --${f} for every host itself; leave it out`);
-    if (own.hosts === undefined) throw new TandemError('BAD_CONFIG', 'usage: tandem launch --hosts N [train flags…] (N local processes on 127.0.0.1), or tandem launch --gpus N [--hosts H] [train flags…] (a process per GPU)');
+    for (const f of ['host-rank', 'rendezvous'] as const)
+      if (own[f] !== undefined)
+        throw new TandemError('BAD_CONFIG', `tandem launch sets --${f} for every host itself; leave it out`);
+    if (own.hosts === undefined)
+      throw new TandemError(
+        'BAD_CONFIG',
+        'usage: tandem launch --hosts N [train flags…] (N local processes on 127.0.0.1), or tandem launch --gpus N [--hosts H] [train flags…] (a process per GPU)',
+      );
     return { hosts: count('hosts', own.hosts, MAX_LOCAL), trainArgs };
   }
-  if (trainArgs.some(a => a === '--devices' || a.startsWith('--devices='))) throw new TandemError('BAD_CONFIG', 'tandem launch --gpus gives every GPU process one device; leave out --devices');
-  const out: LaunchArgs = { hosts: own.hosts === undefined ? 1 : count('hosts', own.hosts, 1024), gpus: count('gpus', own.gpus, MAX_LOCAL), trainArgs };
-  if ((own['host-rank'] === undefined) !== (own.rendezvous === undefined) || (own['host-rank'] !== undefined && out.hosts < 2)) {
-    throw new TandemError('BAD_CONFIG', 'tandem launch --gpus N on one host of several takes --hosts H --host-rank R --rendezvous HOST:PORT together (host 0\'s address); on one machine leave out --host-rank and --rendezvous');
+  if (trainArgs.some(a => a === '--devices' || a.startsWith('--devices=')))
+    throw new TandemError('BAD_CONFIG', 'tandem launch --gpus gives every GPU process one device; leave out --devices');
+  const out: LaunchArgs = {
+    hosts: own.hosts === undefined ? 1 : count('hosts', own.hosts, 1024),
+    gpus: count('gpus', own.gpus, MAX_LOCAL),
+    trainArgs,
+  };
+  if (
+    (own['host-rank'] === undefined) !== (own.rendezvous === undefined) ||
+    (own['host-rank'] !== undefined && out.hosts < 2)
+  ) {
+    throw new TandemError(
+      'BAD_CONFIG',
+      "tandem launch --gpus N on one host of several takes --hosts H --host-rank R --rendezvous HOST:PORT together (host 0's address); on one machine leave out --host-rank and --rendezvous",
+    );
   }
   if (own['host-rank'] !== undefined) {
     const rank = decimalCount(own['host-rank']);
-    if (rank === undefined || rank >= out.hosts) throw new TandemError('BAD_CONFIG', `tandem launch --host-rank must be an integer in [0, ${out.hosts}), got '${own['host-rank']}'`);
+    if (rank === undefined || rank >= out.hosts)
+      throw new TandemError(
+        'BAD_CONFIG',
+        `tandem launch --host-rank must be an integer in [0, ${out.hosts}), got '${own['host-rank']}'`,
+      );
     out.hostRank = rank;
     out.rendezvous = own.rendezvous;
   } else if (out.hosts * out.gpus! > MAX_LOCAL) {
-    throw new TandemError('BAD_CONFIG', `tandem launch --hosts ${out.hosts} --gpus ${out.gpus}: ${out.hosts * out.gpus!} local processes, more than ${MAX_LOCAL}`);
+    throw new TandemError(
+      'BAD_CONFIG',
+      `tandem launch --hosts ${out.hosts} --gpus ${out.gpus}: ${out.hosts * out.gpus!} local processes, more than ${MAX_LOCAL}`,
+    );
   }
   return out;
 }
 
 function count(flag: string, text: string | undefined, max: number): number {
   const n = text === undefined ? undefined : decimalCount(text);
-  if (n === undefined || n < 1 || n > max) throw new TandemError('BAD_CONFIG', `tandem launch --${flag} must be an integer in [1, ${max}], got '${text}'`);
+  if (n === undefined || n < 1 || n > max)
+    throw new TandemError('BAD_CONFIG', `tandem launch --${flag} must be an integer in [1, ${max}], got '${text}'`);
   return n;
 }
 
-function startHost(m: Member, plan: LaunchPlan, trainArgs: string[], onLine: (prefix: string, line: HostLine) => void): ChildProcess {
+function startHost(
+  m: Member,
+  plan: LaunchPlan,
+  trainArgs: string[],
+  onLine: (prefix: string, line: HostLine) => void,
+): ChildProcess {
   const env: NodeJS.ProcessEnv = { ...process.env };
   // A GPU process's pinning replaces the launcher's own (a host keeps what the user set: CUDA_VISIBLE_DEVICES, DRI_PRIME…).
-  for (const k of ['TANDEM_HOSTS', 'TANDEM_HOST_RANK', 'TANDEM_RENDEZVOUS', ...(plan.gpus ? PINNING_VARIABLES : [])]) delete env[k];
+  for (const k of ['TANDEM_HOSTS', 'TANDEM_HOST_RANK', 'TANDEM_RENDEZVOUS', ...(plan.gpus ? PINNING_VARIABLES : [])])
+    delete env[k];
   Object.assign(env, m.env);
-  const child = spawn(process.execPath, [CLI, 'train', ...memberTrainArgs(m, plan, trainArgs)],
+  const child = spawn(
+    process.execPath,
+    [CLI, 'train', ...memberTrainArgs(m, plan, trainArgs)],
     // Its own process group: a terminal's Ctrl-C reaches the launcher only, which forwards it once (two would abort the stop).
     // The IPC channel: a process whose launcher is gone aborts (cli/launcher-link.ts).
-    { env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'], detached: true });
+    { env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'], detached: true },
+  );
   for (const stream of ['stdout', 'stderr'] as const) {
-    readline.createInterface({ input: child[stream]!, crlfDelay: Infinity }).on('line', text => onLine(m.prefix, { stream, text }));
+    readline
+      .createInterface({ input: child[stream]!, crlfDelay: Infinity })
+      .on('line', text => onLine(m.prefix, { stream, text }));
   }
   return child;
 }
 
 /** The `tandem train` flags of process `m`: the user's, with its one device (a GPU process) and its place in the world. */
 function memberTrainArgs(m: Member, plan: LaunchPlan, trainArgs: string[]): string[] {
-  const world = plan.world > 1 ? ['--hosts', String(plan.world), '--host-rank', String(m.rank), '--rendezvous', plan.rendezvous] : [];
+  const world =
+    plan.world > 1
+      ? ['--hosts', String(plan.world), '--host-rank', String(m.rank), '--rendezvous', plan.rendezvous]
+      : [];
   return [...trainArgs, ...(plan.gpus ? ['--devices', '1'] : []), ...world];
 }
 
 /** Resolves when the host has exited and its output is read to the end. */
 async function hostEnd(child: ChildProcess, member: number): Promise<HostEnd> {
-  const [code, signal] = await once(child, 'close') as [number | null, NodeJS.Signals | null];
+  const [code, signal] = (await once(child, 'close')) as [number | null, NodeJS.Signals | null];
   return signal ? { kind: 'killed', member, signal } : { kind: 'exited', member, code: code ?? 1 };
 }
 
@@ -205,13 +294,20 @@ async function hostEnd(child: ChildProcess, member: number): Promise<HostEnd> {
  */
 function failed(end: HostEnd, pid?: number, byUs = false): string | undefined {
   switch (end.kind) {
-    case 'exited': return end.code === 0 ? undefined : `exited with code ${end.code}`;
+    case 'exited':
+      return end.code === 0 ? undefined : `exited with code ${end.code}`;
     case 'killed':
       if (end.signal !== 'SIGKILL') return `was killed by ${end.signal}`;
-      if (byUs) return `was killed by SIGKILL (by tandem launch: it had not stopped ${STOP_GRACE_MS / 1000} s after SIGTERM)`;
-      return 'was killed by SIGKILL (not by tandem: the kernel\'s out-of-memory killer, or a user; check `dmesg` (or `journalctl -k`) ' +
-        `for "Out of memory: Killed process${pid !== undefined ? ` ${pid}` : ''}"; a smaller --batch or fewer --devices per process uses less memory)`;
-    default: { const never: never = end; throw new Error(`unknown host end ${JSON.stringify(never)}`); }
+      if (byUs)
+        return `was killed by SIGKILL (by tandem launch: it had not stopped ${STOP_GRACE_MS / 1000} s after SIGTERM)`;
+      return (
+        "was killed by SIGKILL (not by tandem: the kernel's out-of-memory killer, or a user; check `dmesg` (or `journalctl -k`) " +
+        `for "Out of memory: Killed process${pid !== undefined ? ` ${pid}` : ''}"; a smaller --batch or fewer --devices per process uses less memory)`
+      );
+    default: {
+      const never: never = end;
+      throw new Error(`unknown host end ${JSON.stringify(never)}`);
+    }
   }
 }
 
@@ -219,11 +315,15 @@ function failed(end: HostEnd, pid?: number, byUs = false): string | undefined {
 function stopOthers(children: ChildProcess[], killed: Set<ChildProcess>): void {
   const running = children.filter(c => c.exitCode === null && c.signalCode === null);
   running.forEach(c => c.kill('SIGTERM'));
-  const timer = setTimeout(() => running.forEach(c => {
-    if (c.exitCode !== null || c.signalCode !== null) return;
-    killed.add(c);
-    c.kill('SIGKILL');
-  }), STOP_GRACE_MS);
+  const timer = setTimeout(
+    () =>
+      running.forEach(c => {
+        if (c.exitCode !== null || c.signalCode !== null) return;
+        killed.add(c);
+        c.kill('SIGKILL');
+      }),
+    STOP_GRACE_MS,
+  );
   timer.unref();
 }
 

@@ -15,16 +15,27 @@ import { serializeError } from '../errors.js';
 import type { LinkSample } from '../profiling/link-fit.js';
 
 export interface LinkProbeRequest {
-  rank: number; size: number; store: string; prefix: string; hostname: string; timeoutMs: number;
+  rank: number;
+  size: number;
+  store: string;
+  prefix: string;
+  hostname: string;
+  timeoutMs: number;
   /** Floats per all-reduce, ascending. */
   floats: number[];
   repeats: number;
   stopMs: number;
 }
-export type LinkProbeReply = { type: 'samples'; samples: LinkSample[] } | { type: 'error'; error: ReturnType<typeof serializeError> };
+export type LinkProbeReply =
+  { type: 'samples'; samples: LinkSample[] } | { type: 'error'; error: ReturnType<typeof serializeError> };
 
 function probe(req: LinkProbeRequest): LinkSample[] {
-  const c = openGlooCollective(req.rank, req.size, { store: req.store, prefix: req.prefix, hostname: req.hostname }, { timeoutMs: req.timeoutMs, isAborted: () => false });
+  const c = openGlooCollective(
+    req.rank,
+    req.size,
+    { store: req.store, prefix: req.prefix, hostname: req.hostname },
+    { timeoutMs: req.timeoutMs, isAborted: () => false },
+  );
   const agreed = new Float32Array(2);
   const samples: LinkSample[] = [];
   try {

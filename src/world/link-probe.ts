@@ -22,9 +22,21 @@ const PROBE_STOP_MS = 50;
 
 /** All hosts call this together (host 0 serving the store); `address`: this host's address towards host 0. */
 export async function probeHostLink(cfg: ResolvedConfig, address: string): Promise<LinkCost> {
-  const request: LinkProbeRequest = { rank: cfg.topology.process, size: cfg.topology.processes, store: storeUrl(cfg.rendezvous!),
-    prefix: 'tandem.link-probe', hostname: address, timeoutMs: Math.max(cfg.stallTimeoutMs, 60_000),
-    floats: PROBE_FLOATS, repeats: PROBE_REPEATS, stopMs: PROBE_STOP_MS };
-  const reply = await runOneShotWorker<Extract<LinkProbeReply, { type: 'samples' }>>(new URL('./link-probe-worker.js', import.meta.url), request, 'link probe');
+  const request: LinkProbeRequest = {
+    rank: cfg.topology.process,
+    size: cfg.topology.processes,
+    store: storeUrl(cfg.rendezvous!),
+    prefix: 'tandem.link-probe',
+    hostname: address,
+    timeoutMs: Math.max(cfg.stallTimeoutMs, 60_000),
+    floats: PROBE_FLOATS,
+    repeats: PROBE_REPEATS,
+    stopMs: PROBE_STOP_MS,
+  };
+  const reply = await runOneShotWorker<Extract<LinkProbeReply, { type: 'samples' }>>(
+    new URL('./link-probe-worker.js', import.meta.url),
+    request,
+    'link probe',
+  );
   return fitLink(reply.samples, cfg.topology.processes);
 }

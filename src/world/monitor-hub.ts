@@ -19,7 +19,14 @@ import { MAX_FRAME_BYTES, type HostStep, type MonitorFrame } from './monitor-fra
 const MAX_PENDING_STEPS = 256;
 
 /** The world's view of one step, from every host's share. */
-export interface WorldStep { step: number; losses: number[]; correct: number; stepMs: number; computeMs: number[]; numTensors: number[] }
+export interface WorldStep {
+  step: number;
+  losses: number[];
+  correct: number;
+  stepMs: number;
+  computeMs: number[];
+  numTensors: number[];
+}
 
 export interface HubSinks {
   step(world: WorldStep): void;
@@ -35,7 +42,11 @@ export class MonitorHub {
   /** Span frames the other hosts dropped (host 0 read too slowly), by their count at the end. */
   dropped = 0;
 
-  private constructor(private readonly server: net.Server, private readonly hosts: number, private readonly sinks: HubSinks) {
+  private constructor(
+    private readonly server: net.Server,
+    private readonly hosts: number,
+    private readonly sinks: HubSinks,
+  ) {
     server.on('connection', socket => this.accept(socket));
   }
 
@@ -47,7 +58,9 @@ export class MonitorHub {
     return new MonitorHub(server, hosts, sinks);
   }
 
-  get port(): number { return (this.server.address() as net.AddressInfo).port; }
+  get port(): number {
+    return (this.server.address() as net.AddressInfo).port;
+  }
 
   /** A host's share of a step (host 0's own, from its step loop; the others' from their frames). */
   share(host: number, step: HostStep): void {
@@ -62,8 +75,12 @@ export class MonitorHub {
     this.pending.delete(step.step);
     const all = shares as HostStep[];
     this.sinks.step({
-      step: step.step, losses: all.flatMap(s => s.losses), correct: all.reduce((n, s) => n + s.correct, 0),
-      stepMs: Math.max(...all.map(s => s.stepMs)), computeMs: all.flatMap(s => s.computeMs), numTensors: all.flatMap(s => s.numTensors),
+      step: step.step,
+      losses: all.flatMap(s => s.losses),
+      correct: all.reduce((n, s) => n + s.correct, 0),
+      stepMs: Math.max(...all.map(s => s.stepMs)),
+      computeMs: all.flatMap(s => s.computeMs),
+      numTensors: all.flatMap(s => s.numTensors),
     });
   }
 
@@ -73,7 +90,10 @@ export class MonitorHub {
     return new Promise(resolve => {
       const timer = setTimeout(resolve, timeoutMs);
       timer.unref();
-      this.allDone = () => { clearTimeout(timer); resolve(); };
+      this.allDone = () => {
+        clearTimeout(timer);
+        resolve();
+      };
     });
   }
 
@@ -87,11 +107,19 @@ export class MonitorHub {
     let host: number | undefined;
     let buffered = '';
     socket.setEncoding('utf8');
-    socket.on('error', () => { /* 'close' follows */ });
-    socket.on('close', () => { this.sockets.delete(socket); if (host !== undefined) this.hostEnded(host); });
+    socket.on('error', () => {
+      /* 'close' follows */
+    });
+    socket.on('close', () => {
+      this.sockets.delete(socket);
+      if (host !== undefined) this.hostEnded(host);
+    });
     socket.on('data', (chunk: string) => {
       buffered += chunk;
-      if (buffered.length > MAX_FRAME_BYTES) { socket.destroy(); return; }
+      if (buffered.length > MAX_FRAME_BYTES) {
+        socket.destroy();
+        return;
+      }
       try {
         for (let nl = buffered.indexOf('\n'); nl >= 0; nl = buffered.indexOf('\n')) {
           const frame = JSON.parse(buffered.slice(0, nl)) as MonitorFrame;
@@ -107,12 +135,32 @@ export class MonitorHub {
 
   private frame(frame: MonitorFrame): void {
     switch (frame.type) {
-      case 'hello': return;
-      case 'step': { const { type, host, ...step } = frame; void type; this.share(host, step); return; }
-      case 'spans': this.sinks.spans(frame.spans); return;
-      case 'event': this.sinks.event(frame.event.type === 'failed' ? failedAsWarning(frame.host, frame.event) : { ...frame.event, host: frame.host }); return;
-      case 'end': this.dropped += frame.dropped; this.hostEnded(frame.host); return;
-      default: { const never: never = frame; throw new Error(`unknown monitor frame ${JSON.stringify(never)}`); }
+      case 'hello':
+        return;
+      case 'step': {
+        const { type, host, ...step } = frame;
+        void type;
+        this.share(host, step);
+        return;
+      }
+      case 'spans':
+        this.sinks.spans(frame.spans);
+        return;
+      case 'event':
+        this.sinks.event(
+          frame.event.type === 'failed'
+            ? failedAsWarning(frame.host, frame.event)
+            : { ...frame.event, host: frame.host },
+        );
+        return;
+      case 'end':
+        this.dropped += frame.dropped;
+        this.hostEnded(frame.host);
+        return;
+      default: {
+        const never: never = frame;
+        throw new Error(`unknown monitor frame ${JSON.stringify(never)}`);
+      }
     }
   }
 
@@ -124,5 +172,10 @@ export class MonitorHub {
 
 /** Another host's failure, on host 0's stream: a warning (host 0's own `failed` is the stream's last event). */
 function failedAsWarning(host: number, e: Extract<RunEvent, { type: 'failed' }>): RunEvent {
-  return { type: 'warning', host, step: e.step ?? 0, message: `host ${host} failed${e.code ? ` (${e.code})` : ''}: ${e.message}` };
+  return {
+    type: 'warning',
+    host,
+    step: e.step ?? 0,
+    message: `host ${host} failed${e.code ? ` (${e.code})` : ''}: ${e.message}`,
+  };
 }

@@ -20,8 +20,13 @@ export class MonitorLink {
   private dropped = 0;
   private readonly closed: Promise<void>;
 
-  private constructor(private readonly socket: net.Socket, private readonly host: number) {
-    socket.on('error', () => { /* 'close' follows; monitoring is best effort */ });
+  private constructor(
+    private readonly socket: net.Socket,
+    private readonly host: number,
+  ) {
+    socket.on('error', () => {
+      /* 'close' follows; monitoring is best effort */
+    });
     this.closed = new Promise(resolve => socket.once('close', () => resolve()));
     this.send({ type: 'hello', host });
   }
@@ -33,11 +38,18 @@ export class MonitorLink {
     return new MonitorLink(socket, host);
   }
 
-  step(step: HostStep): void { this.send({ type: 'step', host: this.host, ...step }); }
-  event(event: RunEvent): void { this.send({ type: 'event', host: this.host, event }); }
+  step(step: HostStep): void {
+    this.send({ type: 'step', host: this.host, ...step });
+  }
+  event(event: RunEvent): void {
+    this.send({ type: 'event', host: this.host, event });
+  }
 
   spans(spans: Span[]): void {
-    if (this.socket.writableLength > MAX_BACKLOG) { this.dropped++; return; }
+    if (this.socket.writableLength > MAX_BACKLOG) {
+      this.dropped++;
+      return;
+    }
     this.send({ type: 'spans', host: this.host, spans });
   }
 
@@ -54,7 +66,9 @@ export class MonitorLink {
     }
   }
 
-  close(): void { this.socket.destroy(); }
+  close(): void {
+    this.socket.destroy();
+  }
 
   private send(frame: MonitorFrame): void {
     if (!this.socket.destroyed && this.socket.writable) this.socket.write(encodeFrame(frame));

@@ -9,14 +9,20 @@ import { once } from 'node:events';
 import { TandemError } from '../errors.js';
 import { startStoreServer, type StoreServer } from '../collectives/gloo/tcp-store-server.js';
 
-export interface Rendezvous { host: string; port: number }
+export interface Rendezvous {
+  host: string;
+  port: number;
+}
 
 /** `HOST:PORT` or `[IPV6]:PORT`; BAD_CONFIG naming the field otherwise. */
 export function parseRendezvous(field: string, text: string): Rendezvous {
   const m = /^(?:\[([^\]]+)\]|([^:\s]+)):(\d{1,5})$/.exec(text);
   const port = m ? Number(m[3]) : NaN;
   if (!m || port < 1 || port > 65535) {
-    throw new TandemError('BAD_CONFIG', `config.${field}: expected HOST:PORT (host 0's address and a free port, e.g. 10.0.0.1:29500), got ${JSON.stringify(text)}`);
+    throw new TandemError(
+      'BAD_CONFIG',
+      `config.${field}: expected HOST:PORT (host 0's address and a free port, e.g. 10.0.0.1:29500), got ${JSON.stringify(text)}`,
+    );
   }
   return { host: m[1] ?? m[2], port };
 }
@@ -40,8 +46,13 @@ export async function addressTowards(r: Rendezvous, timeoutMs: number): Promise<
       return socket.localAddress ?? r.host;
     } catch (err) {
       if (Date.now() + wait > deadline) {
-        throw new TandemError('STALLED', `host 0's rendezvous at ${r.host}:${r.port} did not answer within ${(timeoutMs / 1000).toFixed(1)} s: ` +
-          `${(err as Error).message} (is host 0 started, and the port open?)`, undefined, { cause: err });
+        throw new TandemError(
+          'STALLED',
+          `host 0's rendezvous at ${r.host}:${r.port} did not answer within ${(timeoutMs / 1000).toFixed(1)} s: ` +
+            `${(err as Error).message} (is host 0 started, and the port open?)`,
+          undefined,
+          { cause: err },
+        );
       }
       await new Promise(resolve => setTimeout(resolve, wait));
     } finally {

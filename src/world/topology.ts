@@ -24,9 +24,14 @@ export type ProcessKind = 'host' | 'gpu';
 export function describeProcess(job: { processKind?: ProcessKind }, k: number): string {
   const kind = job.processKind ?? 'host';
   switch (kind) {
-    case 'host': return `host ${k}`;
-    case 'gpu': return `GPU process ${k}`;
-    default: { const never: never = kind; throw new Error(`unknown process kind ${String(never)}`); }
+    case 'host':
+      return `host ${k}`;
+    case 'gpu':
+      return `GPU process ${k}`;
+    default: {
+      const never: never = kind;
+      throw new Error(`unknown process kind ${String(never)}`);
+    }
   }
 }
 
@@ -51,6 +56,13 @@ export function localRanks(t: Topology): number[] {
 }
 
 /** The topology of process `process` of `processes`, each with `localDevices` devices (processes of kind `processKind`, default hosts). */
-export function multiProcess(processes: number, process: number, localDevices: number, processKind?: ProcessKind): Topology {
-  return processKind === undefined ? { processes, process, localDevices } : { processes, process, localDevices, processKind };
+export function multiProcess(
+  processes: number,
+  process: number,
+  localDevices: number,
+  processKind?: ProcessKind,
+): Topology {
+  return processKind === undefined
+    ? { processes, process, localDevices }
+    : { processes, process, localDevices, processKind };
 }

@@ -15,12 +15,24 @@ type LogEntry = { rank: number; event: 'call' | 'done'; seq: number; start: numb
 /** A communicator of `size` ranks inside one thread: the n-th operation of every rank meets the n-th of the others. */
 class InProcessWorld {
   readonly log: LogEntry[] = [];
-  private readonly meetings = new Map<number, { what: string; parts: (Float32Array | undefined)[]; arrived: number; resolve: (parts: Float32Array[]) => void; reject: (e: Error) => void; done: Promise<Float32Array[]> }>();
+  private readonly meetings = new Map<
+    number,
+    {
+      what: string;
+      parts: (Float32Array | undefined)[];
+      arrived: number;
+      resolve: (parts: Float32Array[]) => void;
+      reject: (e: Error) => void;
+      done: Promise<Float32Array[]>;
+    }
+  >();
   private closed?: Error;
 
   constructor(readonly size: number) {}
 
-  rank(rank: number): InProcessCollective { return new InProcessCollective(this, rank); }
+  rank(rank: number): InProcessCollective {
+    return new InProcessCollective(this, rank);
+  }
 
   /** Rank `rank`'s part of operation `seq`; resolves with every rank's part once all have arrived. */
   meet(seq: number, rank: number, what: string, part: Float32Array): Promise<Float32Array[]> {
@@ -28,7 +40,10 @@ class InProcessWorld {
     let m = this.meetings.get(seq);
     if (!m) {
       let resolve!: (parts: Float32Array[]) => void, reject!: (e: Error) => void;
-      const done = new Promise<Float32Array[]>((res, rej) => { resolve = res; reject = rej; });
+      const done = new Promise<Float32Array[]>((res, rej) => {
+        resolve = res;
+        reject = rej;
+      });
       m = { what, parts: new Array(this.size).fill(undefined), arrived: 0, resolve, reject, done };
       this.meetings.set(seq, m);
     }
@@ -58,7 +73,12 @@ class InProcessCollective implements Collective {
   readonly size: number;
   private seq = 0;
 
-  constructor(private readonly world: InProcessWorld, readonly rank: number) { this.size = world.size; }
+  constructor(
+    private readonly world: InProcessWorld,
+    readonly rank: number,
+  ) {
+    this.size = world.size;
+  }
 
   async allReduce(buf: Float32Array, start: number, end: number, op: ReduceOp): Promise<void> {
     const seq = this.seq++;
@@ -79,7 +99,12 @@ class InProcessCollective implements Collective {
   }
 
   async broadcast(buf: Float32Array, root: number, start: number, end: number): Promise<void> {
-    const parts = await this.world.meet(this.seq++, this.rank, `broadcast ${root} [${start}, ${end})`, buf.slice(start, end));
+    const parts = await this.world.meet(
+      this.seq++,
+      this.rank,
+      `broadcast ${root} [${start}, ${end})`,
+      buf.slice(start, end),
+    );
     buf.set(parts[root], start);
   }
 
@@ -87,15 +112,21 @@ class InProcessCollective implements Collective {
     await this.world.meet(this.seq++, this.rank, 'barrier', new Float32Array(0));
   }
 
-  close(): void { this.world.leave(this.rank); }
+  close(): void {
+    this.world.leave(this.rank);
+  }
 }
 
 const LENGTH = 16;
-const groups: ParameterGroup[] = [{ name: 'fc', start: 0, end: 6 }, { name: 'conv', start: 6, end: 16 }];
+const groups: ParameterGroup[] = [
+  { name: 'fc', start: 0, end: 6 },
+  { name: 'conv', start: 6, end: 16 },
+];
 const unit = (step: number, group: number): GroupExchange => ({ step, group, waitStart: 1, waitEnd: 2 });
 
 /** Rank r's gradients: distinct, not exactly representable sums, a few negative. */
-const gradientsOf = (rank: number) => Float32Array.from({ length: LENGTH }, (_, i) => Math.sin(1.3 * i + 2.1 * rank) * (rank + 1) + 0.1 * i);
+const gradientsOf = (rank: number) =>
+  Float32Array.from({ length: LENGTH }, (_, i) => Math.sin(1.3 * i + 2.1 * rank) * (rank + 1) + 0.1 * i);
 
 /** One rank's pipeline: feed it units, complete it, collect what comes out. */
 function pipeline(collective: Collective, grads: Float32Array) {
@@ -104,46 +135,81 @@ function pipeline(collective: Collective, grads: Float32Array) {
   return { source, out };
 }
 
-t.test('the self-made collective works: two ranks average in rank order (checked before it checks the operator)', async t => {
-  const world = new InProcessWorld(2);
-  const [a, b] = [new Float32Array([1, 3, 5]), new Float32Array([3, 4, -5])];
-  await Promise.all([world.rank(0).allReduce(a, 0, 3, 'mean'), world.rank(1).allReduce(b, 0, 3, 'mean')]);
-  t.strictSame([Array.from(a), Array.from(b)], [[2, 3.5, 0], [2, 3.5, 0]]);
-});
+t.test(
+  'the self-made collective works: two ranks average in rank order (checked before it checks the operator)',
+  async t => {
+    const world = new InProcessWorld(2);
+    const [a, b] = [new Float32Array([1, 3, 5]), new Float32Array([3, 4, -5])];
+    await Promise.all([world.rank(0).allReduce(a, 0, 3, 'mean'), world.rank(1).allReduce(b, 0, 3, 'mean')]);
+    t.strictSame(
+      [Array.from(a), Array.from(b)],
+      [
+        [2, 3.5, 0],
+        [2, 3.5, 0],
+      ],
+    );
+  },
+);
 
-t.test('two ranks: each group becomes the mean of both ranks\' gradients over its range, the same bits on both', async t => {
+t.test(
+  "two ranks: each group becomes the mean of both ranks' gradients over its range, the same bits on both",
+  async t => {
+    const world = new InProcessWorld(2);
+    const grads = [gradientsOf(0), gradientsOf(1)];
+    const before = grads.map(g => Float32Array.from(g));
+    const ranks = [0, 1].map(r => pipeline(world.rank(r), grads[r]));
+    // Rank 0 hands its units in first; rank 1 later: the exchange waits for the peer.
+    ranks[0].source.next(unit(1, 1));
+    ranks[0].source.next(unit(1, 0));
+    ranks[0].source.complete();
+    ranks[1].source.next(unit(1, 1));
+    ranks[1].source.next(unit(1, 0));
+    ranks[1].source.complete();
+    const [out0, out1] = await Promise.all(ranks.map(r => r.out));
+
+    // The mean a second way: float64 sum of the two float32 values (exact), halved, rounded once.
+    const mean = Array.from({ length: LENGTH }, (_, i) => Math.fround((before[0][i] + before[1][i]) / 2));
+    t.strictSame(Array.from(grads[0]), mean, 'rank 0 holds the mean everywhere (both groups were exchanged)');
+    t.strictSame(Array.from(grads[1]), mean, 'rank 1 holds the same bits');
+    t.notSame(Array.from(before[0]), mean, 'and it is not what rank 0 had');
+    for (const out of [out0, out1])
+      t.strictSame(
+        out.map(u => [u.step, u.group, u.waitStart, u.waitEnd]),
+        [
+          [1, 1, 1, 2],
+          [1, 0, 1, 2],
+        ],
+        'units out in arrival order, fields kept',
+      );
+    t.strictSame(
+      world.log.filter(e => e.event === 'call').map(e => [e.rank, e.start, e.end]),
+      [
+        [0, 6, 16],
+        [1, 6, 16],
+        [0, 0, 6],
+        [1, 0, 6],
+      ],
+      "each rank asked for exactly the group's range, conv first as it arrived first",
+    );
+  },
+);
+
+t.test("only the unit's group is averaged: floats outside its range keep this rank's values", async t => {
   const world = new InProcessWorld(2);
   const grads = [gradientsOf(0), gradientsOf(1)];
   const before = grads.map(g => Float32Array.from(g));
   const ranks = [0, 1].map(r => pipeline(world.rank(r), grads[r]));
-  // Rank 0 hands its units in first; rank 1 later: the exchange waits for the peer.
-  ranks[0].source.next(unit(1, 1));
-  ranks[0].source.next(unit(1, 0));
-  ranks[0].source.complete();
-  ranks[1].source.next(unit(1, 1));
-  ranks[1].source.next(unit(1, 0));
-  ranks[1].source.complete();
-  const [out0, out1] = await Promise.all(ranks.map(r => r.out));
-
-  // The mean a second way: float64 sum of the two float32 values (exact), halved, rounded once.
-  const mean = Array.from({ length: LENGTH }, (_, i) => Math.fround((before[0][i] + before[1][i]) / 2));
-  t.strictSame(Array.from(grads[0]), mean, 'rank 0 holds the mean everywhere (both groups were exchanged)');
-  t.strictSame(Array.from(grads[1]), mean, 'rank 1 holds the same bits');
-  t.notSame(Array.from(before[0]), mean, 'and it is not what rank 0 had');
-  for (const out of [out0, out1]) t.strictSame(out.map(u => [u.step, u.group, u.waitStart, u.waitEnd]), [[1, 1, 1, 2], [1, 0, 1, 2]], 'units out in arrival order, fields kept');
-  t.strictSame(world.log.filter(e => e.event === 'call').map(e => [e.rank, e.start, e.end]), [[0, 6, 16], [1, 6, 16], [0, 0, 6], [1, 0, 6]],
-    'each rank asked for exactly the group\'s range, conv first as it arrived first');
-});
-
-t.test('only the unit\'s group is averaged: floats outside its range keep this rank\'s values', async t => {
-  const world = new InProcessWorld(2);
-  const grads = [gradientsOf(0), gradientsOf(1)];
-  const before = grads.map(g => Float32Array.from(g));
-  const ranks = [0, 1].map(r => pipeline(world.rank(r), grads[r]));
-  for (const r of ranks) { r.source.next(unit(3, 0)); r.source.complete(); }
+  for (const r of ranks) {
+    r.source.next(unit(3, 0));
+    r.source.complete();
+  }
   await Promise.all(ranks.map(r => r.out));
   for (const r of [0, 1]) {
-    t.strictSame(Array.from(grads[r].subarray(0, 6)), Array.from({ length: 6 }, (_, i) => Math.fround((before[0][i] + before[1][i]) / 2)), `rank ${r}: fc averaged`);
+    t.strictSame(
+      Array.from(grads[r].subarray(0, 6)),
+      Array.from({ length: 6 }, (_, i) => Math.fround((before[0][i] + before[1][i]) / 2)),
+      `rank ${r}: fc averaged`,
+    );
     t.strictSame(Array.from(grads[r].subarray(6)), Array.from(before[r].subarray(6)), `rank ${r}: conv untouched`);
   }
 });
@@ -156,16 +222,36 @@ t.test('one group at a time: a second unit does not start its all-reduce before 
   for (const u of units) ranks[0].source.next(u);
   ranks[0].source.complete();
   // Rank 1 has not arrived: rank 0's first exchange is pending, and nothing else may have started.
-  t.strictSame(world.log.map(e => [e.rank, e.event, e.seq]), [[0, 'call', 0]], 'rank 0: one all-reduce in flight, the others queued');
+  t.strictSame(
+    world.log.map(e => [e.rank, e.event, e.seq]),
+    [[0, 'call', 0]],
+    'rank 0: one all-reduce in flight, the others queued',
+  );
   for (const u of units) ranks[1].source.next(u);
   ranks[1].source.complete();
   const outs = await Promise.all(ranks.map(r => r.out));
 
   for (const rank of [0, 1]) {
     const mine = world.log.filter(e => e.rank === rank);
-    t.strictSame(mine.map(e => [e.event, e.seq, e.start]), [['call', 0, 6], ['done', 0, 6], ['call', 1, 0], ['done', 1, 0], ['call', 2, 6], ['done', 2, 6], ['call', 3, 0], ['done', 3, 0]],
-      `rank ${rank}: call, done, call, done… in arrival order`);
-    t.strictSame(outs[rank].map(u => [u.step, u.group]), units.map(u => [u.step, u.group]), `rank ${rank}: units out in arrival order`);
+    t.strictSame(
+      mine.map(e => [e.event, e.seq, e.start]),
+      [
+        ['call', 0, 6],
+        ['done', 0, 6],
+        ['call', 1, 0],
+        ['done', 1, 0],
+        ['call', 2, 6],
+        ['done', 2, 6],
+        ['call', 3, 0],
+        ['done', 3, 0],
+      ],
+      `rank ${rank}: call, done, call, done… in arrival order`,
+    );
+    t.strictSame(
+      outs[rank].map(u => [u.step, u.group]),
+      units.map(u => [u.step, u.group]),
+      `rank ${rank}: units out in arrival order`,
+    );
   }
 });
 
@@ -173,17 +259,25 @@ t.test('exchangeStart/exchangeEnd bracket the all-reduce; consecutive exchanges 
   const world = new InProcessWorld(2);
   const grads = [gradientsOf(0), gradientsOf(1)];
   const ranks = [0, 1].map(r => pipeline(world.rank(r), grads[r]));
-  for (const r of ranks) { r.source.next(unit(1, 0)); r.source.next(unit(1, 1)); r.source.complete(); }
+  for (const r of ranks) {
+    r.source.next(unit(1, 0));
+    r.source.next(unit(1, 1));
+    r.source.complete();
+  }
   const outs = await Promise.all(ranks.map(r => r.out));
   for (const rank of [0, 1]) {
-    const calls = world.log.filter(e => e.rank === rank && e.event === 'call'), dones = world.log.filter(e => e.rank === rank && e.event === 'done');
+    const calls = world.log.filter(e => e.rank === rank && e.event === 'call'),
+      dones = world.log.filter(e => e.rank === rank && e.event === 'done');
     outs[rank].forEach((u, k) => {
       t.type(u.exchangeStart, 'number', `rank ${rank} unit ${k}: exchangeStart set`);
       t.type(u.exchangeEnd, 'number', `rank ${rank} unit ${k}: exchangeEnd set`);
       t.ok(u.exchangeStart! <= calls[k].at, 'exchangeStart taken before the all-reduce was called');
       t.ok(u.exchangeEnd! >= dones[k].at, 'exchangeEnd taken after it finished');
     });
-    t.ok(outs[rank][1].exchangeStart! >= outs[rank][0].exchangeEnd!, `rank ${rank}: the second exchange began after the first ended`);
+    t.ok(
+      outs[rank][1].exchangeStart! >= outs[rank][0].exchangeEnd!,
+      `rank ${rank}: the second exchange began after the first ended`,
+    );
   }
 });
 
@@ -192,9 +286,16 @@ t.test('completion waits for the exchange in flight; a unit already queued still
   const grads = [gradientsOf(0), gradientsOf(1)];
   const events: string[] = [];
   const source = new Subject<GroupExchange>();
-  const finished = new Promise<void>(resolve => source.pipe(allReduceGroup(world.rank(0), grads[0], groups)).subscribe({
-    next: u => events.push(`next ${u.group}`), error: e => events.push(`error ${String(e)}`), complete: () => { events.push('complete'); resolve(); },
-  }));
+  const finished = new Promise<void>(resolve =>
+    source.pipe(allReduceGroup(world.rank(0), grads[0], groups)).subscribe({
+      next: u => events.push(`next ${u.group}`),
+      error: e => events.push(`error ${String(e)}`),
+      complete: () => {
+        events.push('complete');
+        resolve();
+      },
+    }),
+  );
   source.next(unit(1, 0));
   source.complete();
   t.strictSame(events, [], 'not complete while the exchange waits for the peer');
@@ -211,9 +312,13 @@ t.test('a rejected all-reduce errors the stream with its error; later units neve
   const before = Float32Array.from(grads[0]);
   const seen: GroupExchange[] = [];
   const source = new Subject<GroupExchange>();
-  const failed = new Promise<unknown>(resolve => source.pipe(allReduceGroup(world.rank(0), grads[0], groups)).subscribe({
-    next: u => seen.push(u), error: resolve, complete: () => resolve('completed instead'),
-  }));
+  const failed = new Promise<unknown>(resolve =>
+    source.pipe(allReduceGroup(world.rank(0), grads[0], groups)).subscribe({
+      next: u => seen.push(u),
+      error: resolve,
+      complete: () => resolve('completed instead'),
+    }),
+  );
   source.next(unit(1, 0));
   source.next(unit(1, 1));
   world.rank(1).close(); // the peer leaves while rank 0 waits for it
@@ -221,7 +326,11 @@ t.test('a rejected all-reduce errors the stream with its error; later units neve
   t.type(error, Error);
   t.match((error as Error).message, 'rank 1 closed the communicator');
   t.strictSame(seen, [], 'nothing emitted');
-  t.strictSame(world.log.map(e => [e.rank, e.event, e.seq]), [[0, 'call', 0]], 'the queued unit never called the collective');
+  t.strictSame(
+    world.log.map(e => [e.rank, e.event, e.seq]),
+    [[0, 'call', 0]],
+    'the queued unit never called the collective',
+  );
   t.strictSame(Array.from(grads[0]), Array.from(before), 'gradients untouched');
   t.equal(source.observed, false, 'the source was unsubscribed');
 });
@@ -235,12 +344,17 @@ t.test('a source error passes through', async t => {
   await t.rejects(out, { message: 'compute side failed' });
 });
 
-t.test('one rank: the mean is the rank\'s own values, and units still come out in order', async t => {
+t.test("one rank: the mean is the rank's own values, and units still come out in order", async t => {
   const world = new InProcessWorld(1);
   const grads = gradientsOf(0);
   const before = Float32Array.from(grads);
   const { source, out } = pipeline(world.rank(0), grads);
-  source.next(unit(5, 1)); source.next(unit(5, 0)); source.complete();
-  t.strictSame((await out).map(u => u.group), [1, 0]);
+  source.next(unit(5, 1));
+  source.next(unit(5, 0));
+  source.complete();
+  t.strictSame(
+    (await out).map(u => u.group),
+    [1, 0],
+  );
   t.strictSame(Array.from(grads), Array.from(before));
 });

@@ -21,16 +21,31 @@ const groups: ParameterGroup[] = [
 function through(link: LinkModel, devices: number, units: GroupExchange[], end: 'complete' | Error = 'complete') {
   const source = new Subject<GroupExchange>();
   const out: GroupExchange[] = [];
-  let error: unknown, completed = false;
-  source.pipe(emulateLink(link, devices, groups)).subscribe({ next: u => out.push(u), error: e => { error = e; }, complete: () => { completed = true; } });
+  let error: unknown,
+    completed = false;
+  source.pipe(emulateLink(link, devices, groups)).subscribe({
+    next: u => out.push(u),
+    error: e => {
+      error = e;
+    },
+    complete: () => {
+      completed = true;
+    },
+  });
   // A unit given an exchangeStart (any value) gets "now" as its start: the exchange begins as it arrives.
   for (const u of units) source.next({ ...u, exchangeStart: u.exchangeStart === undefined ? undefined : wallNow() });
-  if (end === 'complete') source.complete(); else source.error(end);
+  if (end === 'complete') source.complete();
+  else source.error(end);
   return { out, error, completed };
 }
 
-const unit = (step: number, group: number, exchangeStart?: number): GroupExchange =>
-  ({ step, group, waitStart: 10, waitEnd: 11, ...(exchangeStart === undefined ? {} : { exchangeStart }) });
+const unit = (step: number, group: number, exchangeStart?: number): GroupExchange => ({
+  step,
+  group,
+  waitStart: 10,
+  waitEnd: 11,
+  ...(exchangeStart === undefined ? {} : { exchangeStart }),
+});
 
 t.test('each unit leaves no earlier than exchangeStart + the modelled ring all-reduce time of its group', async t => {
   const link = parseLink('1gbps:2ms'); // fc on 2 devices: 6.4 ms on the wire + 2 ms latency
@@ -38,7 +53,15 @@ t.test('each unit leaves no earlier than exchangeStart + the modelled ring all-r
     const units = [unit(1, 0, 0), unit(1, 1, 0), unit(2, 0, 0)];
     const { out, completed, error } = through(link, devices, units);
     t.equal(out.length, 3, `${devices} devices: every unit comes out`);
-    t.strictSame(out.map(u => [u.step, u.group]), [[1, 0], [1, 1], [2, 0]], 'in arrival order');
+    t.strictSame(
+      out.map(u => [u.step, u.group]),
+      [
+        [1, 0],
+        [1, 1],
+        [2, 0],
+      ],
+      'in arrival order',
+    );
     for (const u of out) {
       const { start, end } = groups[u.group];
       const modelled = allReduceWireMs(link, (end - start) * 4, devices);
@@ -46,7 +69,10 @@ t.test('each unit leaves no earlier than exchangeStart + the modelled ring all-r
       t.type(u.exchangeStart, 'number');
       t.type(u.exchangeEnd, 'number');
       const held = u.exchangeEnd! - u.exchangeStart!;
-      t.ok(held >= modelled - ROUNDING_MS, `${devices} devices, group ${u.group}: exchange lasted ${held.toFixed(2)} ms >= ${modelled.toFixed(2)} ms modelled`);
+      t.ok(
+        held >= modelled - ROUNDING_MS,
+        `${devices} devices, group ${u.group}: exchange lasted ${held.toFixed(2)} ms >= ${modelled.toFixed(2)} ms modelled`,
+      );
       t.equal(u.waitStart, 10);
       t.equal(u.waitEnd, 11);
     }
@@ -55,21 +81,30 @@ t.test('each unit leaves no earlier than exchangeStart + the modelled ring all-r
   }
 });
 
-t.test('the modelled time is the ring all-reduce of the group\'s bytes: 2(N-1)/N of them on the wire, plus latency', async t => {
-  // The same number, computed by hand: fc is 800 kB; 4 devices put 1.5 x 800 kB = 1.2 MB = 9.6 Mbit on the wire.
-  const link = parseLink('1gbps:0.5ms');
-  t.ok(Math.abs(allReduceWireMs(link, 800_000, 4) - 10.1) < 1e-9, 'allReduceWireMs agrees: 10.1 ms');
-  const { out } = through(link, 4, [unit(1, 0, 0)]);
-  t.ok(out[0].exchangeEnd! - out[0].exchangeStart! >= 10.1 - ROUNDING_MS, `held ${(out[0].exchangeEnd! - out[0].exchangeStart!).toFixed(2)} ms >= 10.1 ms`);
-});
+t.test(
+  "the modelled time is the ring all-reduce of the group's bytes: 2(N-1)/N of them on the wire, plus latency",
+  async t => {
+    // The same number, computed by hand: fc is 800 kB; 4 devices put 1.5 x 800 kB = 1.2 MB = 9.6 Mbit on the wire.
+    const link = parseLink('1gbps:0.5ms');
+    t.ok(Math.abs(allReduceWireMs(link, 800_000, 4) - 10.1) < 1e-9, 'allReduceWireMs agrees: 10.1 ms');
+    const { out } = through(link, 4, [unit(1, 0, 0)]);
+    t.ok(
+      out[0].exchangeEnd! - out[0].exchangeStart! >= 10.1 - ROUNDING_MS,
+      `held ${(out[0].exchangeEnd! - out[0].exchangeStart!).toFixed(2)} ms >= 10.1 ms`,
+    );
+  },
+);
 
-t.test('without an exchangeStart the hold counts from the unit\'s arrival', async t => {
+t.test("without an exchangeStart the hold counts from the unit's arrival", async t => {
   const link = parseLink('500mbps'); // conv on 2 devices: 200 kB = 1.6 Mbit -> 3.2 ms
   const modelled = allReduceWireMs(link, 200_000, 2);
   const before = wallNow();
   const { out } = through(link, 2, [unit(3, 1)]);
   t.equal(out.length, 1);
-  t.ok(out[0].exchangeEnd! - before >= modelled - ROUNDING_MS, `left ${(out[0].exchangeEnd! - before).toFixed(2)} ms after arrival >= ${modelled.toFixed(2)} ms`);
+  t.ok(
+    out[0].exchangeEnd! - before >= modelled - ROUNDING_MS,
+    `left ${(out[0].exchangeEnd! - before).toFixed(2)} ms after arrival >= ${modelled.toFixed(2)} ms`,
+  );
 });
 
 t.test('time already spent in the exchange counts: an exchange that began long ago is not held again', async t => {
@@ -86,7 +121,10 @@ t.test('time already spent in the exchange counts: an exchange that began long a
   source.next(unit(1, 1, began));
   t.equal(out.length, 1);
   t.equal(out[0].exchangeStart, began, 'exchangeStart kept');
-  t.ok(out[0].exchangeEnd! - began >= modelled - ROUNDING_MS, 'the end is still at least the modelled time after the start');
+  t.ok(
+    out[0].exchangeEnd! - began >= modelled - ROUNDING_MS,
+    'the end is still at least the modelled time after the start',
+  );
   t.ok(out[0].exchangeEnd! - arrived < modelled, `not held another ${(modelled / 1000).toFixed(0)} s from arrival`);
 });
 
@@ -102,12 +140,24 @@ t.test('errors pass through, after the units before them; nothing after', async 
   const link = parseLink('10gbps');
   const source = new Subject<GroupExchange>();
   const out: GroupExchange[] = [];
-  let error: unknown, completed = false;
-  source.pipe(emulateLink(link, 2, groups)).subscribe({ next: u => out.push(u), error: e => { error = e; }, complete: () => { completed = true; } });
+  let error: unknown,
+    completed = false;
+  source.pipe(emulateLink(link, 2, groups)).subscribe({
+    next: u => out.push(u),
+    error: e => {
+      error = e;
+    },
+    complete: () => {
+      completed = true;
+    },
+  });
   source.next(unit(1, 0, wallNow()));
   source.error(new Error('exchange failed'));
   source.next(unit(1, 1, wallNow()));
-  t.strictSame(out.map(u => u.group), [0]);
+  t.strictSame(
+    out.map(u => u.group),
+    [0],
+  );
   t.match(error, { message: 'exchange failed' });
   t.equal(completed, false);
 });

@@ -65,7 +65,10 @@ export interface GlooAddon {
 
 /** What the addon attaches to the errors it throws. */
 export type GlooFailureKind = 'timeout' | 'peer' | 'io' | 'invalid' | 'closed';
-export interface GlooFailure extends Error { glooKind: GlooFailureKind; peerRank: number }
+export interface GlooFailure extends Error {
+  glooKind: GlooFailureKind;
+  peerRank: number;
+}
 
 export function isGlooFailure(err: unknown): err is GlooFailure {
   return err instanceof Error && typeof (err as Partial<GlooFailure>).glooKind === 'string';
@@ -85,6 +88,10 @@ let cached: GlooAddonLoad | undefined;
 export function loadGlooAddon(): GlooAddonLoad {
   if (cached) return cached;
   const path = process.env.TANDEM_GLOO_ADDON || DEFAULT_PATH;
-  cached = loadAddonAt<GlooAddon>('gloo', path, addon => (typeof addon.GlooContext === 'function' && typeof addon.GlooContext.prototype.allReducePipelined === 'function' ? undefined : ''));
+  cached = loadAddonAt<GlooAddon>('gloo', path, addon =>
+    typeof addon.GlooContext === 'function' && typeof addon.GlooContext.prototype.allReducePipelined === 'function'
+      ? undefined
+      : '',
+  );
   return cached;
 }

@@ -14,14 +14,23 @@
 export const STORE_COMMANDS = ['SET', 'GET', 'WAIT', 'ADD'] as const;
 export type StoreCommand = (typeof STORE_COMMANDS)[number];
 
-export interface StoreRequest { command: StoreCommand; timeoutMs: number; key: string; value: Buffer }
+export interface StoreRequest {
+  command: StoreCommand;
+  timeoutMs: number;
+  key: string;
+  value: Buffer;
+}
 export type StoreReply = { ok: true; value: Buffer } | { ok: false; message: string };
 
 const NEWLINE = 10;
 
 export function encodeRequest({ command, timeoutMs, key, value }: StoreRequest): Buffer {
   const k = Buffer.from(key, 'utf8');
-  return Buffer.concat([Buffer.from(`${command} ${Math.max(0, Math.round(timeoutMs))} ${k.length} ${value.length}\n`), k, value]);
+  return Buffer.concat([
+    Buffer.from(`${command} ${Math.max(0, Math.round(timeoutMs))} ${k.length} ${value.length}\n`),
+    k,
+    value,
+  ]);
 }
 
 export function encodeReply(reply: StoreReply): Buffer {
@@ -35,17 +44,27 @@ export type Parsed<T> = { message: T; used: number } | undefined;
 /** Throws a RangeError on a malformed header (the connection is then closed). */
 export function parseRequest(buf: Buffer): Parsed<StoreRequest> {
   const nl = buf.indexOf(NEWLINE);
-  if (nl < 0) { if (buf.length > 256) throw new RangeError('store request header too long'); return undefined; }
+  if (nl < 0) {
+    if (buf.length > 256) throw new RangeError('store request header too long');
+    return undefined;
+  }
   const [command, timeout, keyBytes, valueBytes, extra] = buf.subarray(0, nl).toString('latin1').split(' ');
   const sizes = [timeout, keyBytes, valueBytes].map(Number);
-  if (!(STORE_COMMANDS as readonly string[]).includes(command) || extra !== undefined || sizes.some(n => !Number.isSafeInteger(n) || n < 0)) {
+  if (
+    !(STORE_COMMANDS as readonly string[]).includes(command) ||
+    extra !== undefined ||
+    sizes.some(n => !Number.isSafeInteger(n) || n < 0)
+  ) {
     throw new RangeError(`malformed store request '${buf.subarray(0, Math.min(nl, 80)).toString('latin1')}'`);
   }
   const [timeoutMs, k, v] = sizes;
   const used = nl + 1 + k + v;
   if (buf.length < used) return undefined;
   const key = buf.subarray(nl + 1, nl + 1 + k).toString('utf8');
-  return { message: { command: command as StoreCommand, timeoutMs, key, value: Buffer.from(buf.subarray(nl + 1 + k, used)) }, used };
+  return {
+    message: { command: command as StoreCommand, timeoutMs, key, value: Buffer.from(buf.subarray(nl + 1 + k, used)) },
+    used,
+  };
 }
 
 export function parseReply(buf: Buffer): Parsed<StoreReply> {
@@ -53,7 +72,8 @@ export function parseReply(buf: Buffer): Parsed<StoreReply> {
   if (nl < 0) return undefined;
   const [status, bytes] = buf.subarray(0, nl).toString('latin1').split(' ');
   const n = Number(bytes);
-  if ((status !== 'OK' && status !== 'ERR') || !Number.isSafeInteger(n) || n < 0) throw new RangeError(`malformed store reply '${status}'`);
+  if ((status !== 'OK' && status !== 'ERR') || !Number.isSafeInteger(n) || n < 0)
+    throw new RangeError(`malformed store reply '${status}'`);
   const used = nl + 1 + n;
   if (buf.length < used) return undefined;
   const body = Buffer.from(buf.subarray(nl + 1, used));

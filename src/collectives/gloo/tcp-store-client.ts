@@ -12,11 +12,17 @@ export class StoreClient {
   private pending = Buffer.alloc(0);
   private readonly replies: { resolve: (r: StoreReply) => void; reject: (e: Error) => void }[] = [];
 
-  private constructor(private readonly socket: net.Socket, readonly url: string, private readonly timeoutMs: number) {
+  private constructor(
+    private readonly socket: net.Socket,
+    readonly url: string,
+    private readonly timeoutMs: number,
+  ) {
     socket.setNoDelay(true);
     socket.on('data', chunk => this.received(chunk));
     socket.on('close', () => this.failAll(new TandemError('STALLED', `rendezvous store ${url} closed the connection`)));
-    socket.on('error', () => { /* 'close' follows */ });
+    socket.on('error', () => {
+      /* 'close' follows */
+    });
   }
 
   /** Connects to `tcp://host:port`; requests wait at most `timeoutMs` for a key. */
@@ -27,24 +33,44 @@ export class StoreClient {
       await once(socket, 'connect'); // rejects on 'error'
     } catch (err) {
       socket.destroy();
-      throw new TandemError('STALLED', `rendezvous store ${url} unreachable: ${(err as Error).message}`, undefined, { cause: err });
+      throw new TandemError('STALLED', `rendezvous store ${url} unreachable: ${(err as Error).message}`, undefined, {
+        cause: err,
+      });
     }
     return new StoreClient(socket, url, timeoutMs);
   }
 
-  async set(key: string, value: Buffer | string): Promise<void> { await this.request('SET', key, Buffer.from(value)); }
+  async set(key: string, value: Buffer | string): Promise<void> {
+    await this.request('SET', key, Buffer.from(value));
+  }
   /** `timeoutMs`: this request's wait for the key, instead of the client's (0: answered at once). */
-  async get(key: string, timeoutMs = this.timeoutMs): Promise<Buffer> { return this.request('GET', key, Buffer.alloc(0), timeoutMs); }
-  async wait(keys: string[]): Promise<void> { for (const key of keys) await this.request('WAIT', key, Buffer.alloc(0)); }
-  async add(key: string, delta: number): Promise<number> { return Number((await this.request('ADD', key, Buffer.from(String(delta)))).toString()); }
+  async get(key: string, timeoutMs = this.timeoutMs): Promise<Buffer> {
+    return this.request('GET', key, Buffer.alloc(0), timeoutMs);
+  }
+  async wait(keys: string[]): Promise<void> {
+    for (const key of keys) await this.request('WAIT', key, Buffer.alloc(0));
+  }
+  async add(key: string, delta: number): Promise<number> {
+    return Number((await this.request('ADD', key, Buffer.from(String(delta)))).toString());
+  }
 
   /** False once the connection closed (the store went away, or `close()`). */
-  get isOpen(): boolean { return !this.socket.destroyed; }
+  get isOpen(): boolean {
+    return !this.socket.destroyed;
+  }
 
-  close(): void { this.socket.destroy(); }
+  close(): void {
+    this.socket.destroy();
+  }
 
-  private async request(command: StoreCommand, key: string, value: Buffer, timeoutMs = this.timeoutMs): Promise<Buffer> {
-    if (this.socket.destroyed) throw new TandemError('STALLED', `rendezvous store ${this.url}: the connection is closed`);
+  private async request(
+    command: StoreCommand,
+    key: string,
+    value: Buffer,
+    timeoutMs = this.timeoutMs,
+  ): Promise<Buffer> {
+    if (this.socket.destroyed)
+      throw new TandemError('STALLED', `rendezvous store ${this.url}: the connection is closed`);
     const reply = new Promise<StoreReply>((resolve, reject) => this.replies.push({ resolve, reject }));
     this.socket.write(encodeRequest({ command, timeoutMs, key, value }));
     const r = await reply;

@@ -51,7 +51,12 @@ class KeyValues {
     await new Promise<void>(resolve => {
       const waiting = this.waiters.get(key) ?? new Set<() => void>();
       this.waiters.set(key, waiting);
-      const done = () => { clearTimeout(timer); waiting.delete(done); cancel.delete(done); resolve(); };
+      const done = () => {
+        clearTimeout(timer);
+        waiting.delete(done);
+        cancel.delete(done);
+        resolve();
+      };
       const timer = setTimeout(done, timeoutMs);
       waiting.add(done);
       cancel.add(done);
@@ -61,15 +66,22 @@ class KeyValues {
 
   async answer(req: StoreRequest, cancel: Set<() => void>): Promise<StoreReply> {
     switch (req.command) {
-      case 'SET': this.set(req.key, req.value); return { ok: true, value: Buffer.alloc(0) };
-      case 'ADD': return { ok: true, value: this.add(req.key, BigInt(req.value.toString('latin1') || '0')) };
+      case 'SET':
+        this.set(req.key, req.value);
+        return { ok: true, value: Buffer.alloc(0) };
+      case 'ADD':
+        return { ok: true, value: this.add(req.key, BigInt(req.value.toString('latin1') || '0')) };
       case 'GET':
       case 'WAIT': {
         const value = await this.when(req.key, req.timeoutMs, cancel);
-        if (value === undefined) return { ok: false, message: `key '${req.key}' was not set within ${req.timeoutMs} ms` };
+        if (value === undefined)
+          return { ok: false, message: `key '${req.key}' was not set within ${req.timeoutMs} ms` };
         return { ok: true, value: req.command === 'GET' ? value : Buffer.alloc(0) };
       }
-      default: { const never: never = req.command; throw new Error(`unknown store command ${String(never)}`); }
+      default: {
+        const never: never = req.command;
+        throw new Error(`unknown store command ${String(never)}`);
+      }
     }
   }
 }
@@ -96,7 +108,10 @@ function serve(socket: net.Socket, store: KeyValues): void {
     }
   };
   socket.setNoDelay(true);
-  socket.on('data', chunk => { pending = Buffer.concat([pending, chunk]); void pump(); });
+  socket.on('data', chunk => {
+    pending = Buffer.concat([pending, chunk]);
+    void pump();
+  });
   socket.on('error', () => socket.destroy());
   socket.on('close', () => [...cancel].forEach(stop => stop()));
 }
@@ -111,7 +126,8 @@ export async function startStoreServer(options: StoreServerOptions = {}): Promis
     sockets.add(socket);
     socket.on('close', () => {
       sockets.delete(socket);
-      if (options.closeAfterClients !== undefined && seen >= options.closeAfterClients && sockets.size === 0) server.close();
+      if (options.closeAfterClients !== undefined && seen >= options.closeAfterClients && sockets.size === 0)
+        server.close();
     });
     serve(socket, store);
   });
@@ -120,7 +136,12 @@ export async function startStoreServer(options: StoreServerOptions = {}): Promis
   try {
     await once(server, 'listening'); // rejects on 'error'
   } catch (err) {
-    throw new TandemError('BAD_CONFIG', `the rendezvous store cannot listen on ${host}:${options.port ?? 0}: ${(err as Error).message}`, undefined, { cause: err });
+    throw new TandemError(
+      'BAD_CONFIG',
+      `the rendezvous store cannot listen on ${host}:${options.port ?? 0}: ${(err as Error).message}`,
+      undefined,
+      { cause: err },
+    );
   }
   server.unref(); // a store never keeps a process alive by itself
   const port = (server.address() as net.AddressInfo).port;

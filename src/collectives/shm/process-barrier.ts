@@ -29,15 +29,21 @@ export class ProcessBarrier {
   private readonly words: Int32Array;
   private entered = 0;
 
-  constructor(private readonly segment: SharedArrayBuffer, private readonly layout: SegmentLayout, private readonly rank: number,
-    private readonly addon: ShmAddon, private readonly env: Pick<CollectiveEnv, 'timeoutMs' | 'isAborted' | 'heartbeat'>,
-    private readonly naming: RankNaming) {
+  constructor(
+    private readonly segment: SharedArrayBuffer,
+    private readonly layout: SegmentLayout,
+    private readonly rank: number,
+    private readonly addon: ShmAddon,
+    private readonly env: Pick<CollectiveEnv, 'timeoutMs' | 'isAborted' | 'heartbeat'>,
+    private readonly naming: RankNaming,
+  ) {
     this.words = new Int32Array(segment, 0, layout.arrivedWord + layout.ranks);
   }
 
   /** Returns when every rank entered this barrier; `what` says what this rank waits for, in errors. */
   arrive(what: string): void {
-    const words = this.words, k = (this.entered = (this.entered + 1) | 0);
+    const words = this.words,
+      k = (this.entered = (this.entered + 1) | 0);
     Atomics.store(words, this.layout.arrivedWord + this.rank, k);
     if (Atomics.add(words, W_COUNT, 1) === this.layout.ranks - 1) {
       Atomics.store(words, W_COUNT, 0);
@@ -65,18 +71,27 @@ export class ProcessBarrier {
     for (const q of missing) {
       const pid = Atomics.load(this.words, this.layout.pidWord + Math.floor(q / this.layout.ranksPerProcess));
       if (pid > 0 && !this.addon.alive(pid)) {
-        throw new TandemError('PEER_LOST', `shm ${this.naming.self(this.rank)}: lost ${this.naming.peer(q)}: its process ${pid} ended while ` +
-          `this rank was waiting for ${what}`);
+        throw new TandemError(
+          'PEER_LOST',
+          `shm ${this.naming.self(this.rank)}: lost ${this.naming.peer(q)}: its process ${pid} ended while ` +
+            `this rank was waiting for ${what}`,
+        );
       }
     }
     const failed = Atomics.load(this.words, W_FAILED) - 1;
     if (failed >= 0 && failed !== this.rank) {
-      throw new TandemError('PEER_LOST', `shm ${this.naming.self(this.rank)}: ${this.naming.peer(failed)} failed (see its error) while ` +
-        `this rank was waiting for ${what}`);
+      throw new TandemError(
+        'PEER_LOST',
+        `shm ${this.naming.self(this.rank)}: ${this.naming.peer(failed)} failed (see its error) while ` +
+          `this rank was waiting for ${what}`,
+      );
     }
     if (Date.now() > deadline) {
-      throw new TandemError('STALLED', `shm ${this.naming.self(this.rank)}: waited ${(this.env.timeoutMs / 1000).toFixed(1)} s for ${what}; ` +
-        `${missing.map(q => this.naming.peer(q)).join(', ')} did not come (raise stallTimeoutMs if steps are legitimately this slow)`);
+      throw new TandemError(
+        'STALLED',
+        `shm ${this.naming.self(this.rank)}: waited ${(this.env.timeoutMs / 1000).toFixed(1)} s for ${what}; ` +
+          `${missing.map(q => this.naming.peer(q)).join(', ')} did not come (raise stallTimeoutMs if steps are legitimately this slow)`,
+      );
     }
     this.env.heartbeat?.();
   }
@@ -84,7 +99,8 @@ export class ProcessBarrier {
   /** The ranks that have not entered barrier k. */
   private missing(k: number): number[] {
     const out: number[] = [];
-    for (let q = 0; q < this.layout.ranks; q++) if (Atomics.load(this.words, this.layout.arrivedWord + q) - k < 0) out.push(q);
+    for (let q = 0; q < this.layout.ranks; q++)
+      if (Atomics.load(this.words, this.layout.arrivedWord + q) - k < 0) out.push(q);
     return out;
   }
 }

@@ -34,15 +34,27 @@ export interface SegmentLayout {
 }
 
 export function segmentLayout(ranks: number, processes: number, chunkFloats: number): SegmentLayout {
-  const pidWord = HEADER_WORDS, arrivedWord = pidWord + processes;
+  const pidWord = HEADER_WORDS,
+    arrivedWord = pidWord + processes;
   const dataByte = Math.ceil(((arrivedWord + ranks) * 4) / PAGE) * PAGE;
-  return { ranks, processes, ranksPerProcess: ranks / processes, chunkFloats, pidWord, arrivedWord, dataByte,
-    bytes: dataByte + 2 * ranks * chunkFloats * 4 };
+  return {
+    ranks,
+    processes,
+    ranksPerProcess: ranks / processes,
+    chunkFloats,
+    pidWord,
+    arrivedWord,
+    dataByte,
+    bytes: dataByte + 2 * ranks * chunkFloats * 4,
+  };
 }
 
 /** Rank r's slot of staging area `area` (0 or 1), for every r. */
 export function areaSlots(segment: SharedArrayBuffer, layout: SegmentLayout, area: number): Float32Array[] {
   const slotBytes = layout.chunkFloats * 4;
   const base = layout.dataByte + area * layout.ranks * slotBytes;
-  return Array.from({ length: layout.ranks }, (_, r) => new Float32Array(segment, base + r * slotBytes, layout.chunkFloats));
+  return Array.from(
+    { length: layout.ranks },
+    (_, r) => new Float32Array(segment, base + r * slotBytes, layout.chunkFloats),
+  );
 }

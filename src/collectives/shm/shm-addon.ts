@@ -47,6 +47,8 @@ let cached: ShmAddonLoad | undefined;
 export function loadShmAddon(): ShmAddonLoad {
   if (cached) return cached;
   const path = process.env.TANDEM_SHM_ADDON || DEFAULT_PATH;
-  cached = loadAddonAt<ShmAddon>('shm', path, addon => (typeof addon.create === 'function' && typeof addon.wait === 'function' ? undefined : ''));
+  cached = loadAddonAt<ShmAddon>('shm', path, addon =>
+    typeof addon.create === 'function' && typeof addon.wait === 'function' ? undefined : '',
+  );
   return cached;
 }

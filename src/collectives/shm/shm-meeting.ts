@@ -29,7 +29,11 @@ export interface MetSegment {
   addresses: string[];
 }
 
-interface ProcessRecord { machine: string; address: string; pid: number }
+interface ProcessRecord {
+  machine: string;
+  address: string;
+  pid: number;
+}
 
 let segments = 0;
 
@@ -44,9 +48,15 @@ export function privateSegment(addon: ShmAddon, layout: SegmentLayout, what: str
 }
 
 /** Every process of `world` maps the same segment (this is process world.rankOffset / layout.ranksPerProcess). */
-export async function meetOnSegment(addon: ShmAddon, layout: SegmentLayout, world: CommunicatorWorld, timeoutMs = SHM_SETUP_TIMEOUT_MS): Promise<MetSegment> {
+export async function meetOnSegment(
+  addon: ShmAddon,
+  layout: SegmentLayout,
+  world: CommunicatorWorld,
+  timeoutMs = SHM_SETUP_TIMEOUT_MS,
+): Promise<MetSegment> {
   const client = await StoreClient.connect(world.store, timeoutMs);
-  const p = world.rankOffset / layout.ranksPerProcess, key = `${world.key}.shm`;
+  const p = world.rankOffset / layout.ranksPerProcess,
+    key = `${world.key}.shm`;
   let name: string | undefined;
   try {
     let segment: SharedArrayBuffer | undefined;
@@ -59,16 +69,21 @@ export async function meetOnSegment(addon: ShmAddon, layout: SegmentLayout, worl
     const mine: ProcessRecord = { machine: machineIdentity(), address: world.hostname, pid: process.pid };
     await client.set(`${key}.process.${p}`, JSON.stringify(mine));
     const records: ProcessRecord[] = [];
-    for (let q = 0; q < layout.processes; q++) records.push(JSON.parse((await client.get(`${key}.process.${q}`)).toString()) as ProcessRecord);
+    for (let q = 0; q < layout.processes; q++)
+      records.push(JSON.parse((await client.get(`${key}.process.${q}`)).toString()) as ProcessRecord);
     refuseOtherMachines(records, p);
     if (!segment) {
       name = (await client.get(`${key}.name`)).toString();
       const opened = addon.open(name, layout.bytes);
-      if (!opened) throw new TandemError('BAD_CONFIG', `shm: ${describeProcess(world, p)} cannot open ${describeProcess(world, 0)}'s segment ${name} of ${layout.bytes} bytes (is /dev/shm shared between them?)`);
+      if (!opened)
+        throw new TandemError(
+          'BAD_CONFIG',
+          `shm: ${describeProcess(world, p)} cannot open ${describeProcess(world, 0)}'s segment ${name} of ${layout.bytes} bytes (is /dev/shm shared between them?)`,
+        );
       segment = opened;
     }
     Atomics.store(new Int32Array(segment), layout.pidWord + p, process.pid);
-    if (await client.add(`${key}.mapped`, 1) === layout.processes) {
+    if ((await client.add(`${key}.mapped`, 1)) === layout.processes) {
       addon.unlink(name!);
       await client.set(`${key}.unlinked`, '1');
     } else {
@@ -78,9 +93,13 @@ export async function meetOnSegment(addon: ShmAddon, layout: SegmentLayout, worl
   } catch (err) {
     if (name) addon.unlink(name);
     if (err instanceof TandemError && err.code === 'BAD_CONFIG') throw err;
-    throw new TandemError('STALLED', `shm: ${describeProcess(world, p)} could not meet the other ${layout.processes - 1} process(es) on a shared-memory segment ` +
-      `through the store ${world.store} within ${(timeoutMs / 1000).toFixed(1)} s (did every host start, and stay up?): ${(err as Error).message}`,
-    undefined, { cause: err });
+    throw new TandemError(
+      'STALLED',
+      `shm: ${describeProcess(world, p)} could not meet the other ${layout.processes - 1} process(es) on a shared-memory segment ` +
+        `through the store ${world.store} within ${(timeoutMs / 1000).toFixed(1)} s (did every host start, and stay up?): ${(err as Error).message}`,
+      undefined,
+      { cause: err },
+    );
   } finally {
     client.close();
   }
@@ -95,15 +114,37 @@ function initialise(segment: SharedArrayBuffer, layout: SegmentLayout): void {
 function refuseOtherMachines(records: ProcessRecord[], p: number): void {
   const other = records.findIndex(r => r.machine !== records[p].machine);
   if (other < 0) return;
-  throw new TandemError('BAD_CONFIG', `transport 'shm' joins the processes of one machine, but host ${other} (${records[other].address}) is on ` +
-    `another machine than host ${p} (${records[p].address}); use --transport hierarchical or gloo across machines`);
+  throw new TandemError(
+    'BAD_CONFIG',
+    `transport 'shm' joins the processes of one machine, but host ${other} (${records[other].address}) is on ` +
+      `another machine than host ${p} (${records[p].address}); use --transport hierarchical or gloo across machines`,
+  );
 }
 
 /** This machine as the kernel sees it: processes with the same identity share /dev/shm and futexes. */
 export function machineIdentity(): string {
-  const read = (f: string) => { try { return readFileSync(f, 'utf8').trim(); } catch { return ''; } };
-  const link = (f: string) => { try { return readlinkSync(f); } catch { return ''; } };
-  const shm = (() => { try { const s = statSync('/dev/shm'); return `${s.dev}:${s.ino}`; } catch { return ''; } })();
+  const read = (f: string) => {
+    try {
+      return readFileSync(f, 'utf8').trim();
+    } catch {
+      return '';
+    }
+  };
+  const link = (f: string) => {
+    try {
+      return readlinkSync(f);
+    } catch {
+      return '';
+    }
+  };
+  const shm = (() => {
+    try {
+      const s = statSync('/dev/shm');
+      return `${s.dev}:${s.ino}`;
+    } catch {
+      return '';
+    }
+  })();
   return [read('/etc/machine-id'), read('/proc/sys/kernel/random/boot_id'), link('/proc/self/ns/ipc'), shm].join('/');
 }
 

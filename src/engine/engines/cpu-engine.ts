@@ -7,7 +7,9 @@ export const CPU_ENGINE: Engine = {
   description: "tfjs's pure-JavaScript cpu backend",
   capabilities: { synchronousReads: true, parameters: 'host', convInputGradientAsConvolution: true },
   unavailable: () => undefined,
-  async start() { /* built into tfjs */ },
+  async start() {
+    /* built into tfjs */
+  },
   arithmetic: () => JS_ARITHMETIC,
   kernelSite: () => 'calling-thread',
 };

@@ -11,7 +11,9 @@ export const NATIVE_ENGINE: Engine = {
   capabilities: { synchronousReads: true, parameters: 'host', convInputGradientAsConvolution: false },
   unavailable() {
     const load = loadNativeAddon();
-    return load.loaded ? undefined : `backend 'native' is not available: ${load.reason}. To get it, ${NATIVE_HOW_TO}; or use --backend wasm.`;
+    return load.loaded
+      ? undefined
+      : `backend 'native' is not available: ${load.reason}. To get it, ${NATIVE_HOW_TO}; or use --backend wasm.`;
   },
   async start(tf, options) {
     registerNativeBackend(tf, { threads: options.nativeThreads });

@@ -12,7 +12,9 @@ export function findTensorflowPackage(): string | undefined {
     try {
       require.resolve(name);
       return name;
-    } catch { /* not installed */ }
+    } catch {
+      /* not installed */
+    }
   }
   return undefined;
 }
@@ -22,9 +24,10 @@ export const TENSORFLOW_ENGINE: Engine = {
   description: '@tensorflow/tfjs-node-gpu or @tensorflow/tfjs-node, when installed',
   capabilities: { synchronousReads: true, parameters: 'host', convInputGradientAsConvolution: true },
   unavailable() {
-    return findTensorflowPackage() ? undefined
+    return findTensorflowPackage()
+      ? undefined
       : "backend 'tensorflow' needs @tensorflow/tfjs-node-gpu or @tensorflow/tfjs-node, and neither is installed. " +
-        'Install one (npm install @tensorflow/tfjs-node@4.22.0; it downloads libtensorflow) or use --backend wasm.';
+          'Install one (npm install @tensorflow/tfjs-node@4.22.0; it downloads libtensorflow) or use --backend wasm.';
   },
   async start() {
     await import(findTensorflowPackage() as string);

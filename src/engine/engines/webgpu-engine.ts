@@ -24,7 +24,11 @@ export const WEBGPU_ENGINE: Engine = {
   },
   async start(tf) {
     const opened = await openWebGpuDevice(tf, 'webgpu');
-    if (!opened) throw new TandemError('BACKEND_UNAVAILABLE', unavailableMessage(`Dawn found no WebGPU adapter on this device thread; ${WEBGPU_DRIVER_HOW_TO}`));
+    if (!opened)
+      throw new TandemError(
+        'BACKEND_UNAVAILABLE',
+        unavailableMessage(`Dawn found no WebGPU adapter on this device thread; ${WEBGPU_DRIVER_HOW_TO}`),
+      );
     return opened.engineDevice;
   },
   arithmetic: () => JS_ARITHMETIC,

@@ -22,23 +22,59 @@ export const ARITHMETIC_OPS: readonly ArithmeticOp[] = ['Add', 'Sub', 'Multiply'
 export const COMPARISON_OPS: readonly ComparisonOp[] = ['Greater', 'GreaterEqual', 'Less', 'LessEqual', 'Equal'];
 
 /** Arithmetic gives float32 values; a comparison gives tfjs's bool tensor values (0/1 bytes). */
-export interface FlatResult { shape: number[]; values: Float32Array | Uint8Array; dtype: 'float32' | 'bool' }
+export interface FlatResult {
+  shape: number[];
+  values: Float32Array | Uint8Array;
+  dtype: 'float32' | 'bool';
+}
 
 /** out[o + k] = a[ia + k·sa] ∘ b[ib + k·sb] for k < n: one inner row, one loop per operation (each stays monomorphic). */
-type RowLoop = (out: Float32Array | Uint8Array, o: number, a: Float32Array, ia: number, sa: number, b: Float32Array, ib: number, sb: number, n: number) => void;
+type RowLoop = (
+  out: Float32Array | Uint8Array,
+  o: number,
+  a: Float32Array,
+  ia: number,
+  sa: number,
+  b: Float32Array,
+  ib: number,
+  sb: number,
+  n: number,
+) => void;
 
 const ROWS: Record<BinaryOp, RowLoop> = {
-  Add: (out, o, a, ia, sa, b, ib, sb, n) => { for (let k = 0; k < n; k++, ia += sa, ib += sb) out[o + k] = a[ia] + b[ib]; },
-  Sub: (out, o, a, ia, sa, b, ib, sb, n) => { for (let k = 0; k < n; k++, ia += sa, ib += sb) out[o + k] = a[ia] - b[ib]; },
-  Multiply: (out, o, a, ia, sa, b, ib, sb, n) => { for (let k = 0; k < n; k++, ia += sa, ib += sb) out[o + k] = a[ia] * b[ib]; },
-  RealDiv: (out, o, a, ia, sa, b, ib, sb, n) => { for (let k = 0; k < n; k++, ia += sa, ib += sb) out[o + k] = a[ia] / b[ib]; },
-  Minimum: (out, o, a, ia, sa, b, ib, sb, n) => { for (let k = 0; k < n; k++, ia += sa, ib += sb) out[o + k] = Math.min(a[ia], b[ib]); },
-  Maximum: (out, o, a, ia, sa, b, ib, sb, n) => { for (let k = 0; k < n; k++, ia += sa, ib += sb) out[o + k] = Math.max(a[ia], b[ib]); },
-  Greater: (out, o, a, ia, sa, b, ib, sb, n) => { for (let k = 0; k < n; k++, ia += sa, ib += sb) out[o + k] = a[ia] > b[ib] ? 1 : 0; },
-  GreaterEqual: (out, o, a, ia, sa, b, ib, sb, n) => { for (let k = 0; k < n; k++, ia += sa, ib += sb) out[o + k] = a[ia] >= b[ib] ? 1 : 0; },
-  Less: (out, o, a, ia, sa, b, ib, sb, n) => { for (let k = 0; k < n; k++, ia += sa, ib += sb) out[o + k] = a[ia] < b[ib] ? 1 : 0; },
-  LessEqual: (out, o, a, ia, sa, b, ib, sb, n) => { for (let k = 0; k < n; k++, ia += sa, ib += sb) out[o + k] = a[ia] <= b[ib] ? 1 : 0; },
-  Equal: (out, o, a, ia, sa, b, ib, sb, n) => { for (let k = 0; k < n; k++, ia += sa, ib += sb) out[o + k] = a[ia] === b[ib] ? 1 : 0; },
+  Add: (out, o, a, ia, sa, b, ib, sb, n) => {
+    for (let k = 0; k < n; k++, ia += sa, ib += sb) out[o + k] = a[ia] + b[ib];
+  },
+  Sub: (out, o, a, ia, sa, b, ib, sb, n) => {
+    for (let k = 0; k < n; k++, ia += sa, ib += sb) out[o + k] = a[ia] - b[ib];
+  },
+  Multiply: (out, o, a, ia, sa, b, ib, sb, n) => {
+    for (let k = 0; k < n; k++, ia += sa, ib += sb) out[o + k] = a[ia] * b[ib];
+  },
+  RealDiv: (out, o, a, ia, sa, b, ib, sb, n) => {
+    for (let k = 0; k < n; k++, ia += sa, ib += sb) out[o + k] = a[ia] / b[ib];
+  },
+  Minimum: (out, o, a, ia, sa, b, ib, sb, n) => {
+    for (let k = 0; k < n; k++, ia += sa, ib += sb) out[o + k] = Math.min(a[ia], b[ib]);
+  },
+  Maximum: (out, o, a, ia, sa, b, ib, sb, n) => {
+    for (let k = 0; k < n; k++, ia += sa, ib += sb) out[o + k] = Math.max(a[ia], b[ib]);
+  },
+  Greater: (out, o, a, ia, sa, b, ib, sb, n) => {
+    for (let k = 0; k < n; k++, ia += sa, ib += sb) out[o + k] = a[ia] > b[ib] ? 1 : 0;
+  },
+  GreaterEqual: (out, o, a, ia, sa, b, ib, sb, n) => {
+    for (let k = 0; k < n; k++, ia += sa, ib += sb) out[o + k] = a[ia] >= b[ib] ? 1 : 0;
+  },
+  Less: (out, o, a, ia, sa, b, ib, sb, n) => {
+    for (let k = 0; k < n; k++, ia += sa, ib += sb) out[o + k] = a[ia] < b[ib] ? 1 : 0;
+  },
+  LessEqual: (out, o, a, ia, sa, b, ib, sb, n) => {
+    for (let k = 0; k < n; k++, ia += sa, ib += sb) out[o + k] = a[ia] <= b[ib] ? 1 : 0;
+  },
+  Equal: (out, o, a, ia, sa, b, ib, sb, n) => {
+    for (let k = 0; k < n; k++, ia += sa, ib += sb) out[o + k] = a[ia] === b[ib] ? 1 : 0;
+  },
 };
 
 /** Row-major strides of `shape` aligned to `rank` dims, 0 where the dim is 1 (broadcast). */
@@ -54,9 +90,11 @@ function broadcastStrides(shape: readonly number[], rank: number): number[] {
 
 /** The broadcast shape of a and b, or undefined when they do not broadcast (the stock kernel reports it). */
 function broadcastShape(a: readonly number[], b: readonly number[]): number[] | undefined {
-  const rank = Math.max(a.length, b.length), out: number[] = [];
+  const rank = Math.max(a.length, b.length),
+    out: number[] = [];
   for (let i = 0; i < rank; i++) {
-    const da = a[a.length - rank + i] ?? 1, db = b[b.length - rank + i] ?? 1;
+    const da = a[a.length - rank + i] ?? 1,
+      db = b[b.length - rank + i] ?? 1;
     if (da !== db && da !== 1 && db !== 1) return undefined;
     out.push(da === 1 ? db : da);
   }
@@ -64,50 +102,84 @@ function broadcastShape(a: readonly number[], b: readonly number[]): number[] | 
 }
 
 /** Visits the rows of `shape` (all axes but the last) in memory order, with each strided operand's offset. */
-function forEachRow(shape: readonly number[], strides: number[][], visit: (row: number, offsets: number[]) => void): void {
-  const rank = shape.length, rows = shape.slice(0, -1).reduce((p, d) => p * d, 1);
-  const index = Array<number>(Math.max(0, rank - 1)).fill(0), offsets = strides.map(() => 0);
+function forEachRow(
+  shape: readonly number[],
+  strides: number[][],
+  visit: (row: number, offsets: number[]) => void,
+): void {
+  const rank = shape.length,
+    rows = shape.slice(0, -1).reduce((p, d) => p * d, 1);
+  const index = Array<number>(Math.max(0, rank - 1)).fill(0),
+    offsets = strides.map(() => 0);
   for (let row = 0; row < rows; row++) {
     visit(row, offsets);
-    for (let axis = rank - 2; axis >= 0; axis--) { // the odometer: next row
+    for (let axis = rank - 2; axis >= 0; axis--) {
+      // the odometer: next row
       index[axis]++;
-      strides.forEach((s, k) => { offsets[k] += s[axis]; });
+      strides.forEach((s, k) => {
+        offsets[k] += s[axis];
+      });
       if (index[axis] < shape[axis]) break;
-      strides.forEach((s, k) => { offsets[k] -= s[axis] * shape[axis]; });
+      strides.forEach((s, k) => {
+        offsets[k] -= s[axis] * shape[axis];
+      });
       index[axis] = 0;
     }
   }
 }
 
 /** a ∘ b with numpy broadcasting, or undefined when the shapes do not broadcast. */
-export function broadcastBinary(op: BinaryOp, aShape: readonly number[], a: Float32Array, bShape: readonly number[], b: Float32Array): FlatResult | undefined {
+export function broadcastBinary(
+  op: BinaryOp,
+  aShape: readonly number[],
+  a: Float32Array,
+  bShape: readonly number[],
+  b: Float32Array,
+): FlatResult | undefined {
   const shape = broadcastShape(aShape, bShape);
   if (!shape) return undefined;
-  const size = shape.reduce((p, d) => p * d, 1), rank = shape.length, row = ROWS[op];
+  const size = shape.reduce((p, d) => p * d, 1),
+    rank = shape.length,
+    row = ROWS[op];
   const dtype = (COMPARISON_OPS as readonly string[]).includes(op) ? 'bool' : 'float32';
   const values = dtype === 'bool' ? new Uint8Array(size) : OUTPUT_POOL.take(size);
   if (rank === 0) row(values, 0, a, 0, 0, b, 0, 0, 1);
   else if (size > 0) {
-    const sa = broadcastStrides(aShape, rank), sb = broadcastStrides(bShape, rank), n = shape[rank - 1];
+    const sa = broadcastStrides(aShape, rank),
+      sb = broadcastStrides(bShape, rank),
+      n = shape[rank - 1];
     forEachRow(shape, [sa, sb], (r, [ia, ib]) => row(values, r * n, a, ia, sa[rank - 1], b, ib, sb[rank - 1], n));
   }
   return { shape, values, dtype };
 }
 
 /** Sum (or mean: each element divided by the count first, as tfjs) of x over `axes`, keeping the other axes in order. */
-export function reduceAxes(kind: 'sum' | 'mean', shape: readonly number[], x: Float32Array, axes: readonly number[], keepDims: boolean): FlatResult {
+export function reduceAxes(
+  kind: 'sum' | 'mean',
+  shape: readonly number[],
+  x: Float32Array,
+  axes: readonly number[],
+  keepDims: boolean,
+): FlatResult {
   const reduced = new Set(axes);
   const kept = shape.map((d, i) => (reduced.has(i) ? 1 : d));
   const count = shape.reduce((p, d, i) => (reduced.has(i) ? p * d : p), 1);
-  const outSize = kept.reduce((p, d) => p * d, 1), acc = new Float64Array(outSize);
+  const outSize = kept.reduce((p, d) => p * d, 1),
+    acc = new Float64Array(outSize);
   const rank = shape.length;
   if (rank > 0 && x.length > 0) {
-    const so = broadcastStrides(kept, rank).map((s, i) => (reduced.has(i) ? 0 : s)), n = shape[rank - 1], step = so[rank - 1];
+    const so = broadcastStrides(kept, rank).map((s, i) => (reduced.has(i) ? 0 : s)),
+      n = shape[rank - 1],
+      step = so[rank - 1];
     forEachRow(shape, [so], (r, [o]) => {
       const base = r * n;
       if (kind === 'sum') for (let k = 0, oo = o; k < n; k++, oo += step) acc[oo] += x[base + k];
       else for (let k = 0, oo = o; k < n; k++, oo += step) acc[oo] += Math.fround(x[base + k] / count);
     });
   }
-  return { shape: keepDims ? kept : shape.filter((_, i) => !reduced.has(i)), values: Float32Array.from(acc), dtype: 'float32' };
+  return {
+    shape: keepDims ? kept : shape.filter((_, i) => !reduced.has(i)),
+    values: Float32Array.from(acc),
+    dtype: 'float32',
+  };
 }

@@ -9,8 +9,18 @@
  */
 import type { NamedAttrMap } from '@tensorflow/tfjs-core';
 import { pair } from '../kernel-attrs.js';
-import { activationCode, float32Values, isLastAxisVector, optionalInput, output, outputArray, sameShape, sizeOf,
-  type NativeKernel, type NativeKernelContext } from './native-kernel.js';
+import {
+  activationCode,
+  float32Values,
+  isLastAxisVector,
+  optionalInput,
+  output,
+  outputArray,
+  sameShape,
+  sizeOf,
+  type NativeKernel,
+  type NativeKernelContext,
+} from './native-kernel.js';
 import type { NativeConvShape } from './native-addon.js';
 
 type Shape4 = [number, number, number, number];
@@ -20,8 +30,13 @@ type Conv2DInfo = ReturnType<NativeKernelContext['tf']['backend_util']['computeC
 type ConvKind = 'regular' | 'depthwise';
 
 /** The addon's shape array for this convolution, or undefined when oneDNN cannot reproduce tfjs's geometry. */
-function convShape(ctx: NativeKernelContext, xShape: number[], filterShape: number[], attrs: NamedAttrMap,
-  kind: ConvKind = 'regular'): { shape: NativeConvShape; info: Conv2DInfo } | undefined {
+function convShape(
+  ctx: NativeKernelContext,
+  xShape: number[],
+  filterShape: number[],
+  attrs: NamedAttrMap,
+  kind: ConvKind = 'regular',
+): { shape: NativeConvShape; info: Conv2DInfo } | undefined {
   if (xShape.length !== 4 || filterShape.length !== 4) return undefined;
   if (((attrs.dataFormat as string | undefined) ?? 'NHWC') !== 'NHWC') return undefined;
   const [dh, dw] = pair(attrs.dilations, 1);
@@ -29,16 +44,26 @@ function convShape(ctx: NativeKernelContext, xShape: number[], filterShape: numb
   if (xShape[3] !== filterShape[2]) return undefined;
   let info: Conv2DInfo;
   try {
-    info = ctx.tf.backend_util.computeConv2DInfo(xShape as Shape4, filterShape as Shape4, attrs.strides as number | [number, number],
-      1, attrs.pad as 'same', attrs.dimRoundingMode as 'floor' | undefined, kind === 'depthwise', 'channelsLast');
+    info = ctx.tf.backend_util.computeConv2DInfo(
+      xShape as Shape4,
+      filterShape as Shape4,
+      attrs.strides as number | [number, number],
+      1,
+      attrs.pad as 'same',
+      attrs.dimRoundingMode as 'floor' | undefined,
+      kind === 'depthwise',
+      'channelsLast',
+    );
   } catch {
     return undefined; // the stock kernel reports the user's mistake
   }
   const p = info.padInfo;
   const [n, h, w, c] = xShape;
   const [kh, kw] = filterShape;
-  const oc = info.outChannels, groups = kind === 'depthwise' ? c : 1;
-  const sh = info.strideHeight, sw = info.strideWidth;
+  const oc = info.outChannels,
+    groups = kind === 'depthwise' ? c : 1;
+  const sh = info.strideHeight,
+    sw = info.strideWidth;
   if ([p.top, p.left, p.bottom, p.right].some(v => v < 0)) return undefined;
   const oh = Math.floor((h + p.top + p.bottom - kh) / sh) + 1;
   const ow = Math.floor((w + p.left + p.right - kw) / sw) + 1;
@@ -54,20 +79,31 @@ export function convKernels(ctx: NativeKernelContext): NativeKernel[] {
       kernelName: 'FusedConv2D',
       run(args) {
         const { inputs, attrs, backend } = args;
-        const x = float32Values(backend, inputs.x), filter = float32Values(backend, inputs.filter);
+        const x = float32Values(backend, inputs.x),
+          filter = float32Values(backend, inputs.filter);
         const activation = activationCode(attrs.activation);
         const biasInput = optionalInput(args, 'bias');
-        if (!x || !filter || activation === undefined || optionalInput(args, 'preluActivationWeights')) return undefined;
+        if (!x || !filter || activation === undefined || optionalInput(args, 'preluActivationWeights'))
+          return undefined;
         const geometry = convShape(ctx, inputs.x.shape, inputs.filter.shape, attrs);
         if (!geometry) return undefined;
         let bias: Float32Array | null = null;
         if (biasInput) {
           const b = float32Values(backend, biasInput);
-          if (!b || !isLastAxisVector(biasInput.shape, geometry.shape[6]) || biasInput.shape.length > 4) return undefined;
+          if (!b || !isLastAxisVector(biasInput.shape, geometry.shape[6]) || biasInput.shape.length > 4)
+            return undefined;
           bias = b;
         }
         const y = outputArray(sizeOf(geometry.info.outShape));
-        addon.conv2dForward(x, filter, bias, y, geometry.shape, activation, (attrs.leakyreluAlpha as number | undefined) ?? 0.2);
+        addon.conv2dForward(
+          x,
+          filter,
+          bias,
+          y,
+          geometry.shape,
+          activation,
+          (attrs.leakyreluAlpha as number | undefined) ?? 0.2,
+        );
         return output(backend, geometry.info.outShape, y);
       },
     },
@@ -83,7 +119,8 @@ function forward(ctx: NativeKernelContext, kernelName: string, kind: ConvKind): 
   return {
     kernelName,
     run({ inputs, attrs, backend }) {
-      const x = float32Values(backend, inputs.x), filter = float32Values(backend, inputs.filter);
+      const x = float32Values(backend, inputs.x),
+        filter = float32Values(backend, inputs.filter);
       const geometry = x && filter && convShape(ctx, inputs.x.shape, inputs.filter.shape, attrs, kind);
       if (!x || !filter || !geometry) return undefined;
       const y = outputArray(sizeOf(geometry.info.outShape));
@@ -97,7 +134,8 @@ function backpropInput(ctx: NativeKernelContext, kernelName: string, kind: ConvK
   return {
     kernelName,
     run({ inputs, attrs, backend }) {
-      const dy = float32Values(backend, inputs.dy), filter = float32Values(backend, inputs.filter);
+      const dy = float32Values(backend, inputs.dy),
+        filter = float32Values(backend, inputs.filter);
       const inputShape = attrs.inputShape as number[];
       const geometry = dy && filter && convShape(ctx, inputShape, inputs.filter.shape, attrs, kind);
       if (!dy || !filter || !geometry || !sameShape(geometry.info.outShape, inputs.dy.shape)) return undefined;
@@ -112,7 +150,8 @@ function backpropFilter(ctx: NativeKernelContext, kernelName: string, kind: Conv
   return {
     kernelName,
     run({ inputs, attrs, backend }) {
-      const x = float32Values(backend, inputs.x), dy = float32Values(backend, inputs.dy);
+      const x = float32Values(backend, inputs.x),
+        dy = float32Values(backend, inputs.dy);
       const filterShape = attrs.filterShape as number[];
       const geometry = x && dy && convShape(ctx, inputs.x.shape, filterShape, attrs, kind);
       if (!x || !dy || !geometry || !sameShape(geometry.info.outShape, inputs.dy.shape)) return undefined;

@@ -8,8 +8,24 @@
  * operations in the same order as the stock kernel (bit-identical); other
  * dtypes fall back.
  */
-import { float32Values, isLastAxisVector, output, outputArray, sizeOf, type NativeKernel, type NativeKernelArgs, type NativeKernelContext } from './native-kernel.js';
-import { ARITHMETIC_OPS, broadcastBinary, COMPARISON_OPS, reduceAxes, type BinaryOp, type FlatResult } from './broadcast-kernels.js';
+import {
+  float32Values,
+  isLastAxisVector,
+  output,
+  outputArray,
+  sizeOf,
+  type NativeKernel,
+  type NativeKernelArgs,
+  type NativeKernelContext,
+} from './native-kernel.js';
+import {
+  ARITHMETIC_OPS,
+  broadcastBinary,
+  COMPARISON_OPS,
+  reduceAxes,
+  type BinaryOp,
+  type FlatResult,
+} from './broadcast-kernels.js';
 
 /** Kernel name of the fused relu gradient dx = dy * step(x). Registered on the native backend only. */
 export const RELU_GRAD_KERNEL = 'TandemReluGrad';
@@ -30,7 +46,8 @@ export function elementwiseKernels(ctx: NativeKernelContext): NativeKernel[] {
     {
       kernelName: RELU_GRAD_KERNEL,
       run({ inputs, backend }) {
-        const dy = float32Values(backend, inputs.dy), x = float32Values(backend, inputs.x);
+        const dy = float32Values(backend, inputs.dy),
+          x = float32Values(backend, inputs.x);
         if (!dy || !x || dy.length !== x.length) return undefined;
         const dx = outputArray(x.length);
         addon.reluGrad(dy, x, dx, x.length);
@@ -40,13 +57,19 @@ export function elementwiseKernels(ctx: NativeKernelContext): NativeKernel[] {
     {
       kernelName: 'Add',
       run({ inputs, backend }) {
-        const a = float32Values(backend, inputs.a), b = float32Values(backend, inputs.b);
+        const a = float32Values(backend, inputs.a),
+          b = float32Values(backend, inputs.b);
         if (!a || !b) return undefined;
         // full + vector along the last axis, either way round (float addition commutes exactly)
-        const [full, fullValues, vector, vectorValues] = a.length >= b.length
-          ? [inputs.a, a, inputs.b, b] : [inputs.b, b, inputs.a, a];
+        const [full, fullValues, vector, vectorValues] =
+          a.length >= b.length ? [inputs.a, a, inputs.b, b] : [inputs.b, b, inputs.a, a];
         const cols = full.shape[full.shape.length - 1];
-        if (full.shape.length === 0 || vector.shape.length > full.shape.length || !isLastAxisVector(vector.shape, cols) || cols < 1) {
+        if (
+          full.shape.length === 0 ||
+          vector.shape.length > full.shape.length ||
+          !isLastAxisVector(vector.shape, cols) ||
+          cols < 1
+        ) {
           return flatOutput(backend, broadcastBinary('Add', inputs.a.shape, a, inputs.b.shape, b));
         }
         const y = outputArray(fullValues.length);
@@ -63,7 +86,8 @@ export function elementwiseKernels(ctx: NativeKernelContext): NativeKernel[] {
         const axes = [...new Set(tf.util.parseAxisParam(attrs.axis as number | number[], shape))].sort((p, q) => p - q);
         if (shape.length === 0 || x.length === 0) return undefined;
         // leading axes: a column sum over contiguous rows, in C++; other axes: flat loops
-        if (axes.length === 0 || axes.some((axis, i) => axis !== i)) return flatOutput(backend, reduceAxes('sum', shape, x, axes, attrs.keepDims === true));
+        if (axes.length === 0 || axes.some((axis, i) => axis !== i))
+          return flatOutput(backend, reduceAxes('sum', shape, x, axes, attrs.keepDims === true));
         const kept = shape.slice(axes.length);
         const cols = sizeOf(kept);
         if (cols < 1) return undefined;
@@ -77,7 +101,8 @@ export function elementwiseKernels(ctx: NativeKernelContext): NativeKernel[] {
     {
       kernelName: 'Mean',
       run({ inputs, attrs, backend }) {
-        const x = float32Values(backend, inputs.x), shape = inputs.x.shape;
+        const x = float32Values(backend, inputs.x),
+          shape = inputs.x.shape;
         if (!x || shape.length === 0 || x.length === 0) return undefined;
         const axes = [...new Set(tf.util.parseAxisParam(attrs.axis as number | number[], shape))].sort((p, q) => p - q);
         return flatOutput(backend, reduceAxes('mean', shape, x, axes, attrs.keepDims === true));
@@ -90,7 +115,8 @@ function binaryKernel(op: BinaryOp): NativeKernel {
   return {
     kernelName: op,
     run({ inputs, backend }) {
-      const a = float32Values(backend, inputs.a), b = float32Values(backend, inputs.b);
+      const a = float32Values(backend, inputs.a),
+        b = float32Values(backend, inputs.b);
       return a && b ? flatOutput(backend, broadcastBinary(op, inputs.a.shape, a, inputs.b.shape, b)) : undefined;
     },
   };

@@ -38,7 +38,11 @@ interface ConvLayer {
   call(inputs: Tensor | Tensor[], kwargs: unknown): Tensor | Tensor[];
 }
 
-interface LayerLike { name: string; getClassName(): string; layers?: LayerLike[] }
+interface LayerLike {
+  name: string;
+  getClassName(): string;
+  layers?: LayerLike[];
+}
 
 const FUSABLE_ACTIVATIONS = new Set(['relu', 'linear']);
 
@@ -48,8 +52,13 @@ function activationOf(layer: ConvLayer): string {
 
 /** Whether the one kernel computes what `layer` computes: 2-D, channels-last, dilation 1, same/valid, relu or linear. */
 function fusable(layer: ConvLayer): boolean {
-  return FUSABLE_ACTIVATIONS.has(activationOf(layer)) && layer.rank === 2 && layer.dataFormat === 'channelsLast' &&
-    layer.dilationRate.every(d => d === 1) && (layer.padding === 'same' || layer.padding === 'valid');
+  return (
+    FUSABLE_ACTIVATIONS.has(activationOf(layer)) &&
+    layer.rank === 2 &&
+    layer.dataFormat === 'channelsLast' &&
+    layer.dilationRate.every(d => d === 1) &&
+    (layer.padding === 'same' || layer.padding === 'valid')
+  );
 }
 
 /**
@@ -67,13 +76,20 @@ export function fuseConvLayers(tf: Tf, model: LayersModel): string[] {
     if (layer.getClassName() !== 'Conv2D') return;
     const conv = layer as unknown as ConvLayer;
     if (conv.call !== stockCall || !fusable(conv)) return;
-    const attrs = { strides: conv.strides, pad: conv.padding, dataFormat: 'NHWC', dilations: [1, 1], activation: activationOf(conv) } as unknown as NamedAttrMap;
-    conv.call = inputs => tf.tidy(() => {
-      const x = Array.isArray(inputs) ? inputs[0] : inputs;
-      const kernelInputs: Record<string, Tensor> = { x, filter: conv.kernel.read() };
-      if (conv.bias) kernelInputs.bias = conv.bias.read();
-      return tf.engine().runKernel(FUSED_CONV_KERNEL, kernelInputs, attrs) as Tensor;
-    });
+    const attrs = {
+      strides: conv.strides,
+      pad: conv.padding,
+      dataFormat: 'NHWC',
+      dilations: [1, 1],
+      activation: activationOf(conv),
+    } as unknown as NamedAttrMap;
+    conv.call = inputs =>
+      tf.tidy(() => {
+        const x = Array.isArray(inputs) ? inputs[0] : inputs;
+        const kernelInputs: Record<string, Tensor> = { x, filter: conv.kernel.read() };
+        if (conv.bias) kernelInputs.bias = conv.bias.read();
+        return tf.engine().runKernel(FUSED_CONV_KERNEL, kernelInputs, attrs) as Tensor;
+      });
     fused.push(conv.name);
   };
   for (const layer of model.layers as unknown as LayerLike[]) visit(layer);
@@ -89,11 +105,23 @@ export function registerFusedConvGradient(tf: Tf): void {
     gradFunc: (dy: Tensor | Tensor[], saved: Tensor[], attrs: NamedAttrMap) => {
       const [x, filter, y] = saved;
       const dyOut = dy as Tensor;
-      const dyPre = attrs.activation === 'relu' ? tf.engine().runKernel(RELU_GRAD_KERNEL, { dy: dyOut, x: y }) as Tensor : dyOut;
-      const conv = { strides: attrs.strides, pad: attrs.pad, dataFormat: 'NHWC', dimRoundingMode: attrs.dimRoundingMode } as NamedAttrMap;
+      const dyPre =
+        attrs.activation === 'relu' ? (tf.engine().runKernel(RELU_GRAD_KERNEL, { dy: dyOut, x: y }) as Tensor) : dyOut;
+      const conv = {
+        strides: attrs.strides,
+        pad: attrs.pad,
+        dataFormat: 'NHWC',
+        dimRoundingMode: attrs.dimRoundingMode,
+      } as NamedAttrMap;
       return {
-        x: () => tf.engine().runKernel('Conv2DBackpropInput', { dy: dyPre, filter }, { ...conv, inputShape: x.shape }) as Tensor,
-        filter: () => tf.engine().runKernel('Conv2DBackpropFilter', { x, dy: dyPre }, { ...conv, filterShape: filter.shape }) as Tensor,
+        x: () =>
+          tf
+            .engine()
+            .runKernel('Conv2DBackpropInput', { dy: dyPre, filter }, { ...conv, inputShape: x.shape }) as Tensor,
+        filter: () =>
+          tf
+            .engine()
+            .runKernel('Conv2DBackpropFilter', { x, dy: dyPre }, { ...conv, filterShape: filter.shape }) as Tensor,
         bias: () => tf.sum(dyPre, [0, 1, 2]),
       };
     },

@@ -29,11 +29,32 @@ export interface NativeAddon {
   version(): { onednn: string; cpuRuntime: string };
   /** oneDNN primitives this thread has created (cached per shape: stays flat in steady state). */
   primitivesCreated(): number;
-  conv2dForward(x: F32, filter: F32, bias: F32 | null, y: F32, shape: NativeConvShape, activation: number, alpha: number): void;
+  conv2dForward(
+    x: F32,
+    filter: F32,
+    bias: F32 | null,
+    y: F32,
+    shape: NativeConvShape,
+    activation: number,
+    alpha: number,
+  ): void;
   conv2dBackwardData(dy: F32, filter: F32, dx: F32, shape: NativeConvShape): void;
   conv2dBackwardWeights(x: F32, dy: F32, dw: F32, dbias: F32 | null, shape: NativeConvShape): void;
-  matmul(a: F32, b: F32, bias: F32 | null, c: F32, batchA: number, batchB: number, m: number, k: number, n: number,
-    transposeA: boolean, transposeB: boolean, activation: number, alpha: number): void;
+  matmul(
+    a: F32,
+    b: F32,
+    bias: F32 | null,
+    c: F32,
+    batchA: number,
+    batchB: number,
+    m: number,
+    k: number,
+    n: number,
+    transposeA: boolean,
+    transposeB: boolean,
+    activation: number,
+    alpha: number,
+  ): void;
   maxPool(x: F32, y: F32, shape: NativePoolShape): void;
   /** dx must be zero-filled. */
   maxPoolGrad(dy: F32, x: F32, dx: F32, shape: NativePoolShape): void;
@@ -46,10 +67,29 @@ export interface NativeAddon {
   /** tfjs's sgd (acc null) or momentum update of [start, end), as `applyUpdate`. */
   sgdUpdate(params: F32, grads: F32, acc: F32 | null, start: number, end: number, lr: number, momentum: number): void;
   /** tfjs's adam update of [start, end), as `applyUpdate`; c1, c2 = 1 - fround(beta^step). */
-  adamUpdate(params: F32, grads: F32, m: F32, v: F32, start: number, end: number, lr: number, beta1: number, beta2: number,
-    epsilon: number, c1: number, c2: number): void;
+  adamUpdate(
+    params: F32,
+    grads: F32,
+    m: F32,
+    v: F32,
+    start: number,
+    end: number,
+    lr: number,
+    beta1: number,
+    beta2: number,
+    epsilon: number,
+    c1: number,
+    c2: number,
+  ): void;
   /** The fp16/bf16 hooks' `compressWithFeedback` in one pass, the same bits (corrected may be null without a residual). */
-  halfCompress(format: 'fp16' | 'bf16', gradient: F32, residual: F32 | null, corrected: F32 | null, sent: F32, packed: F32): void;
+  halfCompress(
+    format: 'fp16' | 'bf16',
+    gradient: F32,
+    residual: F32 | null,
+    corrected: F32 | null,
+    sent: F32,
+    packed: F32,
+  ): void;
   /** `meanOfDecoded`: out = the mean of the ranks' codes in `gathered`, summed in float32 in rank order, the same bits. */
   halfMeanDecoded(format: 'fp16' | 'bf16', gathered: F32, ranks: number, out: F32): void;
 }
@@ -58,9 +98,28 @@ export type NativeAddonLoad = AddonLoad<NativeAddon>;
 
 // This file runs from dist/src/engine/native/: the addon is built in <package>/native/build/Release/.
 const DEFAULT_PATH = fileURLToPath(new URL('../../../../native/build/Release/tandem_native.node', import.meta.url));
-const EXPORTS: (keyof NativeAddon)[] = ['setNumThreads', 'getNumThreads', 'retainFreedMemory', 'version', 'primitivesCreated', 'conv2dForward',
-  'conv2dBackwardData', 'conv2dBackwardWeights', 'matmul', 'maxPool', 'maxPoolGrad', 'relu', 'reluGrad', 'addRowVector', 'sumRows',
-  'reduceMean', 'sgdUpdate', 'adamUpdate', 'halfCompress', 'halfMeanDecoded'];
+const EXPORTS: (keyof NativeAddon)[] = [
+  'setNumThreads',
+  'getNumThreads',
+  'retainFreedMemory',
+  'version',
+  'primitivesCreated',
+  'conv2dForward',
+  'conv2dBackwardData',
+  'conv2dBackwardWeights',
+  'matmul',
+  'maxPool',
+  'maxPoolGrad',
+  'relu',
+  'reluGrad',
+  'addRowVector',
+  'sumRows',
+  'reduceMean',
+  'sgdUpdate',
+  'adamUpdate',
+  'halfCompress',
+  'halfMeanDecoded',
+];
 
 let cached: NativeAddonLoad | undefined;
 
@@ -82,7 +141,10 @@ export function loadNativeAddon(): NativeAddonLoad {
 export function requireNativeAddon(): NativeAddon {
   const load = loadNativeAddon();
   if (!load.loaded) {
-    throw new TandemError('BACKEND_UNAVAILABLE', `backend 'native' is not available: ${load.reason}. To get it, ${NATIVE_HOW_TO}; or use --backend wasm.`);
+    throw new TandemError(
+      'BACKEND_UNAVAILABLE',
+      `backend 'native' is not available: ${load.reason}. To get it, ${NATIVE_HOW_TO}; or use --backend wasm.`,
+    );
   }
   return load.addon;
 }

@@ -56,12 +56,22 @@ class NativeCpuBackend extends MathBackendCPU {
     (this as unknown as { firstUse: boolean }).firstUse = false;
   }
 
-  override write(values: Parameters<MathBackendCPU['write']>[0], shape: number[], dtype: Parameters<MathBackendCPU['write']>[2]): DataId {
+  override write(
+    values: Parameters<MathBackendCPU['write']>[0],
+    shape: number[],
+    dtype: Parameters<MathBackendCPU['write']>[2],
+  ): DataId {
     OUTPUT_POOL.stored(values);
     return super.write(values, shape, dtype);
   }
 
-  override move(dataId: DataId, values: Parameters<MathBackendCPU['move']>[1], shape: number[], dtype: Parameters<MathBackendCPU['move']>[3], refCount: number): void {
+  override move(
+    dataId: DataId,
+    values: Parameters<MathBackendCPU['move']>[1],
+    shape: number[],
+    dtype: Parameters<MathBackendCPU['move']>[3],
+    refCount: number,
+  ): void {
     OUTPUT_POOL.stored(values);
     super.move(dataId, values, shape, dtype, refCount);
   }
@@ -87,7 +97,8 @@ class NativeCpuBackend extends MathBackendCPU {
 export function registerNativeBackend(tf: Tf, options: NativeBackendOptions = {}): NativeAddon {
   const addon = requireNativeAddon();
   const threads = options.threads ?? 1;
-  if (!Number.isInteger(threads) || threads < 1) throw new TandemError('BAD_CONFIG', `native threads must be a positive integer, got ${threads}`);
+  if (!Number.isInteger(threads) || threads < 1)
+    throw new TandemError('BAD_CONFIG', `native threads must be a positive integer, got ${threads}`);
   addon.setNumThreads(threads);
   // Every kernel output is a fresh Float32Array: let glibc reuse freed blocks
   // (up to 64 MiB) instead of mapping fresh pages that fault on first touch.
@@ -100,23 +111,36 @@ export function registerNativeBackend(tf: Tf, options: NativeBackendOptions = {}
   const natives = new Map(allKernels(tf, addon).map(k => [k.kernelName, k]));
   for (const stock of tf.getKernelsForBackend('cpu')) {
     const native = natives.get(stock.kernelName);
-    tf.registerKernel({ ...stock, backendName: NATIVE_BACKEND, kernelFunc: native ? withFallback(native, stock.kernelFunc) : stock.kernelFunc });
+    tf.registerKernel({
+      ...stock,
+      backendName: NATIVE_BACKEND,
+      kernelFunc: native ? withFallback(native, stock.kernelFunc) : stock.kernelFunc,
+    });
   }
   const reluGrad = natives.get(RELU_GRAD_KERNEL);
-  if (reluGrad) tf.registerKernel({ kernelName: RELU_GRAD_KERNEL, backendName: NATIVE_BACKEND, kernelFunc: withFallback(reluGrad, undefined) });
+  if (reluGrad)
+    tf.registerKernel({
+      kernelName: RELU_GRAD_KERNEL,
+      backendName: NATIVE_BACKEND,
+      kernelFunc: withFallback(reluGrad, undefined),
+    });
   registerReluGradient(tf);
   // A fused Conv2D layer's kernel (fused-conv-layers.ts): FusedConv2D's, under its own name so that it can have a gradient.
-  const fusedConv = natives.get('FusedConv2D'), stockFusedConv = tf.getKernel('FusedConv2D', 'cpu');
+  const fusedConv = natives.get('FusedConv2D'),
+    stockFusedConv = tf.getKernel('FusedConv2D', 'cpu');
   if (fusedConv && stockFusedConv) {
-    tf.registerKernel({ kernelName: FUSED_CONV_KERNEL, backendName: NATIVE_BACKEND,
-      kernelFunc: withFallback({ kernelName: FUSED_CONV_KERNEL, run: fusedConv.run }, stockFusedConv.kernelFunc) });
+    tf.registerKernel({
+      kernelName: FUSED_CONV_KERNEL,
+      backendName: NATIVE_BACKEND,
+      kernelFunc: withFallback({ kernelName: FUSED_CONV_KERNEL, run: fusedConv.run }, stockFusedConv.kernelFunc),
+    });
     registerFusedConvGradient(tf);
   }
   return addon;
 }
 
 function withFallback(native: NativeKernel, stock: KernelFunc | undefined): KernelFunc {
-  const count = counts[native.kernelName] ??= { native: 0, fallback: 0 };
+  const count = (counts[native.kernelName] ??= { native: 0, fallback: 0 });
   return (args => {
     const out = native.run(args as unknown as NativeKernelArgs);
     if (out) {
@@ -124,7 +148,11 @@ function withFallback(native: NativeKernel, stock: KernelFunc | undefined): Kern
       return out;
     }
     count.fallback++;
-    if (!stock) throw new TandemError('BACKEND_UNAVAILABLE', `native kernel ${native.kernelName} cannot run these inputs and has no stock kernel`);
+    if (!stock)
+      throw new TandemError(
+        'BACKEND_UNAVAILABLE',
+        `native kernel ${native.kernelName} cannot run these inputs and has no stock kernel`,
+      );
     return stock(args);
   }) as KernelFunc;
 }

@@ -57,7 +57,9 @@ export function sameShape(a: readonly number[], b: readonly number[]): boolean {
 /** The addon's activation code for a tfjs fused activation, or undefined (prelu, unknown: stock kernel). */
 export function activationCode(activation: unknown): number | undefined {
   const name = (activation ?? 'linear') as string;
-  return Object.hasOwn(NATIVE_ACTIVATIONS, name) ? NATIVE_ACTIVATIONS[name as keyof typeof NATIVE_ACTIVATIONS] : undefined;
+  return Object.hasOwn(NATIVE_ACTIVATIONS, name)
+    ? NATIVE_ACTIVATIONS[name as keyof typeof NATIVE_ACTIVATIONS]
+    : undefined;
 }
 
 /** A vector of `n` floats broadcast along the last axis: shape [n] or [1, ..., 1, n]. */

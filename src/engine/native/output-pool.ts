@@ -44,7 +44,8 @@ export class OutputPool {
     if (!ArrayBuffer.isView(values)) return;
     const s = this.state.get(values.buffer);
     if (s === undefined || s === 'pinned') return;
-    const whole = values instanceof Float32Array && values.byteOffset === 0 && values.byteLength === values.buffer.byteLength;
+    const whole =
+      values instanceof Float32Array && values.byteOffset === 0 && values.byteLength === values.buffer.byteLength;
     this.state.set(values.buffer, s === 'fresh' && whole ? 'owned' : 'pinned');
   }
 
@@ -56,16 +57,21 @@ export class OutputPool {
   /** The backend dropped data holding `values`: kept for reuse if it is an output this pool owns. */
   dropped(values: unknown): void {
     if (!(values instanceof Float32Array) || this.state.get(values.buffer) !== 'owned') return;
-    if (this.heldFloats + values.length > this.maxFloats) { this.state.set(values.buffer, 'pinned'); return; }
+    if (this.heldFloats + values.length > this.maxFloats) {
+      this.state.set(values.buffer, 'pinned');
+      return;
+    }
     this.state.set(values.buffer, 'free');
     let list = this.free.get(values.length);
-    if (!list) this.free.set(values.length, list = []);
+    if (!list) this.free.set(values.length, (list = []));
     list.push(values);
     this.heldFloats += values.length;
   }
 
   /** Floats on the free lists now. */
-  get held(): number { return this.heldFloats; }
+  get held(): number {
+    return this.heldFloats;
+  }
 }
 
 /** This thread's pool (the native backend and its kernels share it): up to 64 MiB kept. */

@@ -3,21 +3,52 @@
  * (first maximum of the window wins; padding never does). Covered: float32,
  * NHWC 4-D inputs, any filter, stride and padding tfjs accepts.
  */
-import { float32Values, output, outputArray, sizeOf, type NativeKernel, type NativeKernelArgs, type NativeKernelContext } from './native-kernel.js';
+import {
+  float32Values,
+  output,
+  outputArray,
+  sizeOf,
+  type NativeKernel,
+  type NativeKernelArgs,
+  type NativeKernelContext,
+} from './native-kernel.js';
 import type { NativePoolShape } from './native-addon.js';
 
 type Shape4 = [number, number, number, number];
 
-function poolShape(ctx: NativeKernelContext, xShape: number[], attrs: NativeKernelArgs['attrs']): { shape: NativePoolShape; outShape: number[] } | undefined {
+function poolShape(
+  ctx: NativeKernelContext,
+  xShape: number[],
+  attrs: NativeKernelArgs['attrs'],
+): { shape: NativePoolShape; outShape: number[] } | undefined {
   if (xShape.length !== 4) return undefined;
   try {
-    const info = ctx.tf.backend_util.computePool2DInfo(xShape as Shape4, attrs.filterSize as [number, number], attrs.strides as [number, number],
-      1, attrs.pad as 'same', attrs.dimRoundingMode as 'floor' | undefined);
+    const info = ctx.tf.backend_util.computePool2DInfo(
+      xShape as Shape4,
+      attrs.filterSize as [number, number],
+      attrs.strides as [number, number],
+      1,
+      attrs.pad as 'same',
+      attrs.dimRoundingMode as 'floor' | undefined,
+    );
     const p = info.padInfo;
     if (p.top < 0 || p.left < 0 || info.outHeight < 1 || info.outWidth < 1) return undefined;
     const [n, h, w, c] = xShape;
     return {
-      shape: [n, h, w, c, info.filterHeight, info.filterWidth, info.strideHeight, info.strideWidth, p.top, p.left, info.outHeight, info.outWidth],
+      shape: [
+        n,
+        h,
+        w,
+        c,
+        info.filterHeight,
+        info.filterWidth,
+        info.strideHeight,
+        info.strideWidth,
+        p.top,
+        p.left,
+        info.outHeight,
+        info.outWidth,
+      ],
       outShape: info.outShape,
     };
   } catch {
@@ -42,7 +73,8 @@ export function poolKernels(ctx: NativeKernelContext): NativeKernel[] {
     {
       kernelName: 'MaxPoolGrad',
       run({ inputs, attrs, backend }) {
-        const dy = float32Values(backend, inputs.dy), x = float32Values(backend, inputs.input);
+        const dy = float32Values(backend, inputs.dy),
+          x = float32Values(backend, inputs.input);
         const geometry = dy && x && poolShape(ctx, inputs.input.shape, attrs);
         if (!dy || !x || !geometry || sizeOf(geometry.outShape) !== sizeOf(inputs.dy.shape)) return undefined;
         const dx = outputArray(sizeOf(inputs.input.shape));

@@ -16,8 +16,9 @@ const require = createRequire(import.meta.url);
 const PROBE = fileURLToPath(new URL('./webgpu-probe.js', import.meta.url));
 const PROBE_TIMEOUT_MS = 60_000;
 
-export const WEBGPU_DRIVER_HOW_TO = 'install a Vulkan driver: a GPU\'s own (NVIDIA, AMD, Intel), or Mesa\'s software one, ' +
-  'mesa-vulkan-drivers >= 25 (Debian 12: `apt-get install -t bookworm-backports mesa-vulkan-drivers`; Debian 12\'s own 22.3 gives Dawn no adapter)';
+export const WEBGPU_DRIVER_HOW_TO =
+  "install a Vulkan driver: a GPU's own (NVIDIA, AMD, Intel), or Mesa's software one, " +
+  "mesa-vulkan-drivers >= 25 (Debian 12: `apt-get install -t bookworm-backports mesa-vulkan-drivers`; Debian 12's own 22.3 gives Dawn no adapter)";
 
 export type WebGpuProbe = { kind: 'ok'; adapter: string } | { kind: 'unavailable'; reason: string };
 
@@ -35,7 +36,10 @@ export function probeWebGpuPackage(): WebGpuProbe {
     require.resolve('webgpu');
     return { kind: 'ok', adapter: 'not asked' };
   } catch {
-    return { kind: 'unavailable', reason: "the npm package 'webgpu' (Dawn's Node bindings) is not installed; npm install webgpu@0.6.2" };
+    return {
+      kind: 'unavailable',
+      reason: "the npm package 'webgpu' (Dawn's Node bindings) is not installed; npm install webgpu@0.6.2",
+    };
   }
 }
 
@@ -45,16 +49,29 @@ function runProbe(): WebGpuProbe {
   const r = spawnSync(process.execPath, [PROBE], { encoding: 'utf8', timeout: PROBE_TIMEOUT_MS, env: process.env });
   const line = (r.stdout ?? '').trim().split('\n').pop() ?? '';
   let answer: { adapter?: string | null; error?: string } | undefined;
-  try { answer = JSON.parse(line); } catch { /* reported below */ }
+  try {
+    answer = JSON.parse(line);
+  } catch {
+    /* reported below */
+  }
   if (answer?.error !== undefined) {
-    return { kind: 'unavailable', reason: `the npm package 'webgpu' (Dawn's Node bindings) did not load: ${answer.error}` };
+    return {
+      kind: 'unavailable',
+      reason: `the npm package 'webgpu' (Dawn's Node bindings) did not load: ${answer.error}`,
+    };
   }
   if (answer?.adapter) return { kind: 'ok', adapter: answer.adapter };
   if (answer?.adapter === null) {
     const noDriver = /found no drivers|VK_ERROR_INCOMPATIBLE_DRIVER/i.test(r.stderr ?? '');
-    return { kind: 'unavailable', reason: `Dawn found no WebGPU adapter (${noDriver ? 'no Vulkan driver' : 'no usable Vulkan device'}); ${WEBGPU_DRIVER_HOW_TO}` };
+    return {
+      kind: 'unavailable',
+      reason: `Dawn found no WebGPU adapter (${noDriver ? 'no Vulkan driver' : 'no usable Vulkan device'}); ${WEBGPU_DRIVER_HOW_TO}`,
+    };
   }
   const how = r.error ? r.error.message : r.signal ? `killed by ${r.signal}` : `exit code ${r.status}`;
   const err = (r.stderr ?? '').trim().split('\n').slice(-3).join(' | ');
-  return { kind: 'unavailable', reason: `the WebGPU probe process failed (${how})${err ? `: ${err}` : ''}; ${WEBGPU_DRIVER_HOW_TO}` };
+  return {
+    kind: 'unavailable',
+    reason: `the WebGPU probe process failed (${how})${err ? `: ${err}` : ''}; ${WEBGPU_DRIVER_HOW_TO}`,
+  };
 }

@@ -15,27 +15,57 @@
 import type { KernelBackend, Tf } from '../tfjs-types.js';
 import type { EngineDevice } from '../engine.js';
 
-interface AdapterInfo { vendor?: string; architecture?: string; device?: string; description?: string; isFallbackAdapter?: boolean }
+interface AdapterInfo {
+  vendor?: string;
+  architecture?: string;
+  device?: string;
+  description?: string;
+  isFallbackAdapter?: boolean;
+}
 export interface DawnAdapter {
   readonly info: AdapterInfo;
   readonly limits: Record<string, number>;
   readonly features: { has(name: string): boolean };
-  requestDevice(descriptor?: { requiredFeatures?: string[]; requiredLimits?: Record<string, number> }): Promise<DawnDevice>;
+  requestDevice(descriptor?: {
+    requiredFeatures?: string[];
+    requiredLimits?: Record<string, number>;
+  }): Promise<DawnDevice>;
 }
-export interface DawnDevice { readonly lost: Promise<{ reason: string; message: string }> }
-export interface DawnGpu { requestAdapter(options?: { powerPreference?: string }): Promise<DawnAdapter | null> }
-export interface DawnModule { create(options: string[]): DawnGpu; globals: Record<string, unknown> }
-interface WebGpuBackendModule { WebGPUBackend: new (device: DawnDevice, info: AdapterInfo) => unknown }
+export interface DawnDevice {
+  readonly lost: Promise<{ reason: string; message: string }>;
+}
+export interface DawnGpu {
+  requestAdapter(options?: { powerPreference?: string }): Promise<DawnAdapter | null>;
+}
+export interface DawnModule {
+  create(options: string[]): DawnGpu;
+  globals: Record<string, unknown>;
+}
+interface WebGpuBackendModule {
+  WebGPUBackend: new (device: DawnDevice, info: AdapterInfo) => unknown;
+}
 
 // Specifiers held in variables: the packages' own typings pull in @webgpu/types (DOM globals).
 const DAWN_PACKAGE = 'webgpu';
 const TFJS_WEBGPU_PACKAGE = '@tensorflow/tfjs-backend-webgpu';
 
 /** Limits raised from WebGPU's defaults to the adapter's: tfjs's large buffers and workgroups need them. */
-const RAISED_LIMITS = ['maxComputeWorkgroupStorageSize', 'maxComputeWorkgroupsPerDimension', 'maxStorageBufferBindingSize',
-  'maxBufferSize', 'maxComputeWorkgroupSizeX', 'maxComputeInvocationsPerWorkgroup'];
+const RAISED_LIMITS = [
+  'maxComputeWorkgroupStorageSize',
+  'maxComputeWorkgroupsPerDimension',
+  'maxStorageBufferBindingSize',
+  'maxBufferSize',
+  'maxComputeWorkgroupSizeX',
+  'maxComputeInvocationsPerWorkgroup',
+];
 
-export interface OpenedDevice { gpu: DawnGpu; adapter: DawnAdapter; device: DawnDevice; description: string; engineDevice: EngineDevice }
+export interface OpenedDevice {
+  gpu: DawnGpu;
+  adapter: DawnAdapter;
+  device: DawnDevice;
+  description: string;
+  engineDevice: EngineDevice;
+}
 
 /** This thread's device, referenced until the thread ends (see the teardown note above). */
 let opened: OpenedDevice | undefined;
@@ -53,7 +83,10 @@ const SOFTWARE_ADAPTERS = /llvmpipe|lavapipe|swiftshader|softpipe/i;
 export function adapterDevice(adapter: DawnAdapter): EngineDevice {
   const i = adapter.info ?? {};
   const name = i.device || i.description || 'unnamed adapter';
-  const software = i.isFallbackAdapter === true || i.architecture === 'software' || SOFTWARE_ADAPTERS.test(`${i.device} ${i.description}`);
+  const software =
+    i.isFallbackAdapter === true ||
+    i.architecture === 'software' ||
+    SOFTWARE_ADAPTERS.test(`${i.device} ${i.description}`);
   return { name, vendor: i.vendor ?? '', driver: i.description ?? '', software };
 }
 
@@ -68,7 +101,7 @@ export function dawnOptions(env: NodeJS.ProcessEnv = process.env): string[] {
 
 /** Loads Dawn and installs the WebGPU globals (GPUBufferUsage, …) and `navigator.gpu` on this thread. */
 export async function loadDawn(options: string[] = []): Promise<DawnGpu> {
-  const dawn = await import(DAWN_PACKAGE) as DawnModule;
+  const dawn = (await import(DAWN_PACKAGE)) as DawnModule;
   Object.assign(globalThis, dawn.globals);
   const gpu = dawn.create(options);
   // tfjs-backend-webgpu registers itself only if navigator.gpu exists when it loads. Node 20 has no navigator.
@@ -88,8 +121,11 @@ export async function openWebGpuDevice(tf: Tf, name: string): Promise<OpenedDevi
   if (!adapter) return undefined;
   const requiredLimits: Record<string, number> = {};
   for (const k of RAISED_LIMITS) if (typeof adapter.limits[k] === 'number') requiredLimits[k] = adapter.limits[k];
-  const device = await adapter.requestDevice({ requiredFeatures: adapter.features.has('timestamp-query') ? ['timestamp-query'] : [], requiredLimits });
-  const { WebGPUBackend } = await import(TFJS_WEBGPU_PACKAGE) as WebGpuBackendModule;
+  const device = await adapter.requestDevice({
+    requiredFeatures: adapter.features.has('timestamp-query') ? ['timestamp-query'] : [],
+    requiredLimits,
+  });
+  const { WebGPUBackend } = (await import(TFJS_WEBGPU_PACKAGE)) as WebGpuBackendModule;
   tf.removeBackend(name);
   tf.registerBackend(name, () => new WebGPUBackend(device, adapter.info) as KernelBackend, 3);
   opened = { gpu, adapter, device, description: describeAdapter(adapter), engineDevice: adapterDevice(adapter) };

@@ -12,7 +12,7 @@ import { describeAdapter, dawnOptions, type DawnModule } from './webgpu-device.j
 async function probe(): Promise<string> {
   let dawn: DawnModule;
   try {
-    dawn = await import('webgpu') as unknown as DawnModule;
+    dawn = (await import('webgpu')) as unknown as DawnModule;
   } catch (e) {
     return JSON.stringify({ error: e instanceof Error ? e.message : String(e) });
   }
@@ -23,5 +23,13 @@ async function probe(): Promise<string> {
   return JSON.stringify({ adapter: adapter ? describeAdapter(adapter) : null });
 }
 
-probe().then(line => { process.stdout.write(line + '\n', () => process.exit(0)); },
-  e => { process.stdout.write(JSON.stringify({ error: e instanceof Error ? e.message : String(e) }) + '\n', () => process.exit(0)); });
+probe().then(
+  line => {
+    process.stdout.write(line + '\n', () => process.exit(0));
+  },
+  e => {
+    process.stdout.write(JSON.stringify({ error: e instanceof Error ? e.message : String(e) }) + '\n', () =>
+      process.exit(0),
+    );
+  },
+);

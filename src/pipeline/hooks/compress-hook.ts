@@ -44,13 +44,19 @@ export function compressHook(format: HalfFormat, arithmetic: HalfArithmeticChoic
         gathered: new Float32Array(words * info.size),
       };
     },
-    exchange: (bucket: GradBucket, state: CompressState, collective: Collective) => exchangeHalves(format, arithmetic, bucket, state, collective),
-    stateArrays: (state: CompressState) => state.residual ? [state.residual] : [],
+    exchange: (bucket: GradBucket, state: CompressState, collective: Collective) =>
+      exchangeHalves(format, arithmetic, bucket, state, collective),
+    stateArrays: (state: CompressState) => (state.residual ? [state.residual] : []),
   };
 }
 
-async function exchangeHalves(format: HalfFormat, choice: HalfArithmeticChoice, bucket: GradBucket, state: CompressState,
-  collective: Collective): Promise<void> {
+async function exchangeHalves(
+  format: HalfFormat,
+  choice: HalfArithmeticChoice,
+  bucket: GradBucket,
+  state: CompressState,
+  collective: Collective,
+): Promise<void> {
   const arithmetic = halfArithmetic(choice);
   const { residual, corrected, sent, packed, gathered } = state;
   arithmetic.compress(format, bucket.buffer, residual, corrected, sent, packed);

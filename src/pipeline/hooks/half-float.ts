@@ -23,18 +23,20 @@ export function toFp16(x: number): number {
   if (exp === 0xff) return sign | 0x7c00 | (mant ? 0x200 : 0);
   const e = exp - 127 + 15;
   if (e >= 0x1f) return sign | 0x7c00;
-  if (e <= 0) { // subnormal fp16
+  if (e <= 0) {
+    // subnormal fp16
     if (e < -10) return sign;
     mant |= 0x800000;
     const shift = 14 - e;
     let half = mant >>> shift;
-    const rem = mant & ((1 << shift) - 1), mid = 1 << (shift - 1);
-    if (rem > mid || (rem === mid && (half & 1))) half++;
+    const rem = mant & ((1 << shift) - 1),
+      mid = 1 << (shift - 1);
+    if (rem > mid || (rem === mid && half & 1)) half++;
     return sign | half;
   }
   let half = (e << 10) | (mant >>> 13);
   const rem = mant & 0x1fff;
-  if (rem > 0x1000 || (rem === 0x1000 && (half & 1))) half++; // a carry into the exponent is right (up to Infinity)
+  if (rem > 0x1000 || (rem === 0x1000 && half & 1)) half++; // a carry into the exponent is right (up to Infinity)
   return sign | half;
 }
 
@@ -47,7 +49,9 @@ export function toBf16(x: number): number {
 }
 
 function fp16Value(h: number): number {
-  const sign = h & 0x8000 ? -1 : 1, exp = (h >>> 10) & 0x1f, m = h & 0x3ff;
+  const sign = h & 0x8000 ? -1 : 1,
+    exp = (h >>> 10) & 0x1f,
+    m = h & 0x3ff;
   if (exp === 0) return sign * m * 2 ** -24;
   if (exp === 31) return m ? NaN : sign * Infinity;
   return sign * (1 + m / 1024) * 2 ** (exp - 15);
@@ -56,7 +60,11 @@ function fp16Value(h: number): number {
 /** Every code's float32 value, per format (exact: every fp16 and bf16 value is a float32). */
 const DECODE: Record<HalfFormat, Float32Array> = {
   fp16: Float32Array.from({ length: 65536 }, (_, h) => fp16Value(h)),
-  bf16: (() => { const t = new Uint32Array(65536); for (let h = 0; h < 65536; h++) t[h] = h << 16; return new Float32Array(t.buffer); })(),
+  bf16: (() => {
+    const t = new Uint32Array(65536);
+    for (let h = 0; h < 65536; h++) t[h] = h << 16;
+    return new Float32Array(t.buffer);
+  })(),
 };
 
 export function decodeTable(format: HalfFormat): Float32Array {
@@ -89,24 +97,29 @@ export function encodeHalves(format: HalfFormat, values: Float32Array, packed: F
 function encodeFp16Codes(bits: Uint32Array, codes: Uint16Array): void {
   for (let i = 0; i < bits.length; i++) {
     const b = bits[i];
-    const sign = (b >>> 16) & 0x8000, exp = (b >>> 23) & 0xff;
-    let mant = b & 0x7fffff, h: number;
+    const sign = (b >>> 16) & 0x8000,
+      exp = (b >>> 23) & 0xff;
+    let mant = b & 0x7fffff,
+      h: number;
     if (exp === 0xff) h = 0x7c00 | (mant ? 0x200 : 0);
     else {
       const e = exp - 112; // exp - 127 + 15
-      if (e >= 0x1f) h = 0x7bff; // beyond 65504: saturated
+      if (e >= 0x1f)
+        h = 0x7bff; // beyond 65504: saturated
       else if (e <= 0) {
         if (e < -10) h = 0;
         else {
           mant |= 0x800000;
-          const shift = 14 - e, rem = mant & ((1 << shift) - 1), mid = 1 << (shift - 1);
+          const shift = 14 - e,
+            rem = mant & ((1 << shift) - 1),
+            mid = 1 << (shift - 1);
           h = mant >>> shift;
-          if (rem > mid || (rem === mid && (h & 1))) h++;
+          if (rem > mid || (rem === mid && h & 1)) h++;
         }
       } else {
         const rem = mant & 0x1fff;
         h = (e << 10) | (mant >>> 13);
-        if (rem > 0x1000 || (rem === 0x1000 && (h & 1))) h++;
+        if (rem > 0x1000 || (rem === 0x1000 && h & 1)) h++;
         if (h >= 0x7c00) h = 0x7bff; // rounded past 65504: saturated
       }
     }
@@ -118,7 +131,10 @@ function encodeFp16Codes(bits: Uint32Array, codes: Uint16Array): void {
 function encodeBf16Codes(bits: Uint32Array, codes: Uint16Array): void {
   for (let i = 0; i < bits.length; i++) {
     const b = bits[i];
-    codes[i] = (b & 0x7f800000) === 0x7f800000 && (b & 0x7fffff) !== 0 ? (b >>> 16) | 0x40 : ((b + 0x7fff + ((b >>> 16) & 1)) >>> 16) & 0xffff;
+    codes[i] =
+      (b & 0x7f800000) === 0x7f800000 && (b & 0x7fffff) !== 0
+        ? (b >>> 16) | 0x40
+        : ((b + 0x7fff + ((b >>> 16) & 1)) >>> 16) & 0xffff;
   }
 }
 
@@ -126,9 +142,18 @@ function encodeBf16Codes(bits: Uint32Array, codes: Uint16Array): void {
  * `packed` = the codes of gradient + residual; `sent` = what they decode to; the residual becomes
  * gradient + residual − sent (0 where either is not finite). Without a residual, the gradient alone (`corrected` unused).
  */
-export function compressWithFeedback(format: HalfFormat, gradient: Float32Array, residual: Float32Array | undefined,
-  corrected: Float32Array, sent: Float32Array, packed: Float32Array): void {
-  if (!residual) { encodeHalves(format, gradient, packed, sent); return; }
+export function compressWithFeedback(
+  format: HalfFormat,
+  gradient: Float32Array,
+  residual: Float32Array | undefined,
+  corrected: Float32Array,
+  sent: Float32Array,
+  packed: Float32Array,
+): void {
+  if (!residual) {
+    encodeHalves(format, gradient, packed, sent);
+    return;
+  }
   for (let i = 0; i < gradient.length; i++) corrected[i] = gradient[i] + residual[i];
   encodeHalves(format, corrected, packed, sent);
   for (let i = 0; i < gradient.length; i++) {
@@ -143,7 +168,8 @@ export function compressWithFeedback(format: HalfFormat, gradient: Float32Array,
  * addition), then divided by `size` (rounded to float32).
  */
 export function meanOfDecoded(format: HalfFormat, gathered: Float32Array, size: number, out: Float32Array): void {
-  const words = packedWords(out.length), decode = DECODE[format];
+  const words = packedWords(out.length),
+    decode = DECODE[format];
   const first = new Uint16Array(gathered.buffer, gathered.byteOffset, out.length);
   for (let i = 0; i < out.length; i++) out[i] = decode[first[i]];
   for (let r = 1; r < size; r++) addDecoded(format, gathered.subarray(r * words, (r + 1) * words), out);

@@ -14,31 +14,63 @@ export function multiply(m: Float32Array, q: Float32Array, p: Float32Array, n: n
     const base = i * c;
     let k = 0;
     for (; k + 8 <= r; k += 8) {
-      let a0 = 0, a1 = 0, a2 = 0, a3 = 0, a4 = 0, a5 = 0, a6 = 0, a7 = 0;
+      let a0 = 0,
+        a1 = 0,
+        a2 = 0,
+        a3 = 0,
+        a4 = 0,
+        a5 = 0,
+        a6 = 0,
+        a7 = 0;
       for (let j = 0; j < c; j++) {
         const v = m[base + j];
         if (v === 0) continue;
         const o = j * r + k;
-        a0 += v * q[o]; a1 += v * q[o + 1]; a2 += v * q[o + 2]; a3 += v * q[o + 3];
-        a4 += v * q[o + 4]; a5 += v * q[o + 5]; a6 += v * q[o + 6]; a7 += v * q[o + 7];
+        a0 += v * q[o];
+        a1 += v * q[o + 1];
+        a2 += v * q[o + 2];
+        a3 += v * q[o + 3];
+        a4 += v * q[o + 4];
+        a5 += v * q[o + 5];
+        a6 += v * q[o + 6];
+        a7 += v * q[o + 7];
       }
       const out = i * r + k;
-      p[out] = a0; p[out + 1] = a1; p[out + 2] = a2; p[out + 3] = a3; p[out + 4] = a4; p[out + 5] = a5; p[out + 6] = a6; p[out + 7] = a7;
+      p[out] = a0;
+      p[out + 1] = a1;
+      p[out + 2] = a2;
+      p[out + 3] = a3;
+      p[out + 4] = a4;
+      p[out + 5] = a5;
+      p[out + 6] = a6;
+      p[out + 7] = a7;
     }
     for (; k + 4 <= r; k += 4) {
-      let a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+      let a0 = 0,
+        a1 = 0,
+        a2 = 0,
+        a3 = 0;
       for (let j = 0; j < c; j++) {
         const v = m[base + j];
         if (v === 0) continue;
         const o = j * r + k;
-        a0 += v * q[o]; a1 += v * q[o + 1]; a2 += v * q[o + 2]; a3 += v * q[o + 3];
+        a0 += v * q[o];
+        a1 += v * q[o + 1];
+        a2 += v * q[o + 2];
+        a3 += v * q[o + 3];
       }
       const out = i * r + k;
-      p[out] = a0; p[out + 1] = a1; p[out + 2] = a2; p[out + 3] = a3;
+      p[out] = a0;
+      p[out + 1] = a1;
+      p[out + 2] = a2;
+      p[out + 3] = a3;
     }
     for (; k < r; k++) {
       let a = 0;
-      for (let j = 0; j < c; j++) { const v = m[base + j]; if (v !== 0) a += v * q[j * r + k]; }
+      for (let j = 0; j < c; j++) {
+        const v = m[base + j];
+        if (v !== 0) a += v * q[j * r + k];
+      }
       p[i * r + k] = a;
     }
   }
@@ -54,11 +86,18 @@ export function multiplyTransposed(m: Float32Array, p: Floats, q: Float32Array, 
     const base = i * c;
     let k = 0;
     for (; k + 4 <= r; k += 4) {
-      const p0 = p[i * r + k], p1 = p[i * r + k + 1], p2 = p[i * r + k + 2], p3 = p[i * r + k + 3];
+      const p0 = p[i * r + k],
+        p1 = p[i * r + k + 1],
+        p2 = p[i * r + k + 2],
+        p3 = p[i * r + k + 3];
       if (p0 !== 0 && p1 !== 0 && p2 !== 0 && p3 !== 0) {
         for (let j = 0; j < c; j++) {
-          const v = m[base + j], o = j * r + k;
-          acc[o] += v * p0; acc[o + 1] += v * p1; acc[o + 2] += v * p2; acc[o + 3] += v * p3;
+          const v = m[base + j],
+            o = j * r + k;
+          acc[o] += v * p0;
+          acc[o + 1] += v * p1;
+          acc[o + 2] += v * p2;
+          acc[o + 3] += v * p3;
         }
       } else {
         for (let kk = k; kk < k + 4; kk++) accumulateColumn(m, p[i * r + kk], acc, base, c, r, kk);
@@ -70,7 +109,15 @@ export function multiplyTransposed(m: Float32Array, p: Floats, q: Float32Array, 
 }
 
 /** acc[j][k] += m[row at base][j] · pk for every j, unless pk is zero. */
-function accumulateColumn(m: Float32Array, pk: number, acc: Float64Array, base: number, c: number, r: number, k: number): void {
+function accumulateColumn(
+  m: Float32Array,
+  pk: number,
+  acc: Float64Array,
+  base: number,
+  c: number,
+  r: number,
+  k: number,
+): void {
   if (pk === 0) return;
   for (let j = 0; j < c; j++) acc[j * r + k] += m[base + j] * pk;
 }
@@ -82,17 +129,39 @@ export type Floats = Float32Array | Float64Array;
  * m[n×c] = p[n×r] · q[c×r]ᵀ. Each m[i][j] is the sum over k in order; four outputs at a time (independent chains of
  * additions), so the bits are the plain loop's.
  */
-export function multiplyByTransposed(p: Floats, q: Float32Array, m: Float32Array, n: number, c: number, r: number): void {
+export function multiplyByTransposed(
+  p: Floats,
+  q: Float32Array,
+  m: Float32Array,
+  n: number,
+  c: number,
+  r: number,
+): void {
   const row = new Float64Array(r);
   for (let i = 0; i < n; i++) {
     for (let k = 0; k < r; k++) row[k] = p[i * r + k];
     const base = i * c;
     let j = 0;
     for (; j + 4 <= c; j += 4) {
-      const o0 = j * r, o1 = o0 + r, o2 = o1 + r, o3 = o2 + r;
-      let s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-      for (let k = 0; k < r; k++) { const pk = row[k]; s0 += pk * q[o0 + k]; s1 += pk * q[o1 + k]; s2 += pk * q[o2 + k]; s3 += pk * q[o3 + k]; }
-      m[base + j] = s0; m[base + j + 1] = s1; m[base + j + 2] = s2; m[base + j + 3] = s3;
+      const o0 = j * r,
+        o1 = o0 + r,
+        o2 = o1 + r,
+        o3 = o2 + r;
+      let s0 = 0,
+        s1 = 0,
+        s2 = 0,
+        s3 = 0;
+      for (let k = 0; k < r; k++) {
+        const pk = row[k];
+        s0 += pk * q[o0 + k];
+        s1 += pk * q[o1 + k];
+        s2 += pk * q[o2 + k];
+        s3 += pk * q[o3 + k];
+      }
+      m[base + j] = s0;
+      m[base + j + 1] = s1;
+      m[base + j + 2] = s2;
+      m[base + j + 3] = s3;
     }
     for (; j < c; j++) {
       let s = 0;
@@ -128,7 +197,8 @@ export function seededNormals(seed: number, out: Float32Array): void {
     return (((t ^ (t >>> 14)) >>> 0) + 0.5) / 4294967296; // in (0, 1)
   };
   for (let i = 0; i < out.length; i += 2) {
-    const radius = Math.sqrt(-2 * Math.log(uniform())), angle = 2 * Math.PI * uniform();
+    const radius = Math.sqrt(-2 * Math.log(uniform())),
+      angle = 2 * Math.PI * uniform();
     out[i] = radius * Math.cos(angle);
     if (i + 1 < out.length) out[i + 1] = radius * Math.sin(angle);
   }

@@ -15,12 +15,23 @@
  */
 import type { Collective } from '../../collectives/collective.js';
 import type { BucketInfo, CommHook, CommHookOptions, GradBucket } from '../comm-hook.js';
-import { mixSeed, multiply, multiplyByTransposed, multiplyTransposed, orthonormalizeColumns, seededNormals } from './low-rank.js';
+import {
+  mixSeed,
+  multiply,
+  multiplyByTransposed,
+  multiplyTransposed,
+  orthonormalizeColumns,
+  seededNormals,
+} from './low-rank.js';
 
 interface Compressed {
   /** Float offset of the matrix in the group; its shape and rank. */
-  offset: number; rows: number; cols: number; rank: number;
-  p: Float32Array; q: Float32Array;
+  offset: number;
+  rows: number;
+  cols: number;
+  rank: number;
+  p: Float32Array;
+  q: Float32Array;
   /** P with orthonormal columns, in float64 (computed alike on every rank from the same all-reduced P). */
   pHat: Float64Array;
   /** Error feedback: M − P Qᵀ of the last step (per rank). */
@@ -44,17 +55,23 @@ export interface PowerSgdState {
 
 export const POWER_SGD_HOOK: CommHook<PowerSgdState> = {
   name: 'powersgd',
-  description: 'PowerSGD: large matrices sent as a rank-r approximation P Qᵀ (error feedback, warm start); the rest all-reduced',
+  description:
+    'PowerSGD: large matrices sent as a rank-r approximation P Qᵀ (error feedback, warm start); the rest all-reduced',
   init: initPowerSgd,
   exchange: exchangePowerSgd,
   // Q (all-reduced: the same on every rank) and this rank's residuals; P is recomputed every step.
-  stateArrays: state => [state.started, state.qAll, ...state.matrices.flatMap(m => m.residual ? [m.residual] : [])],
+  stateArrays: state => [state.started, state.qAll, ...state.matrices.flatMap(m => (m.residual ? [m.residual] : []))],
 };
 
 /** Which variables are compressed: a matrix shape and enough elements for rank r to pay. */
-export function compressibleShape(shape: readonly number[], rank: number, minCompressionRate: number): { rows: number; cols: number; rank: number } | undefined {
+export function compressibleShape(
+  shape: readonly number[],
+  rank: number,
+  minCompressionRate: number,
+): { rows: number; cols: number; rank: number } | undefined {
   if (shape.length < 2) return undefined;
-  const cols = shape[shape.length - 1], rows = shape.slice(0, -1).reduce((a, b) => a * b, 1);
+  const cols = shape[shape.length - 1],
+    rows = shape.slice(0, -1).reduce((a, b) => a * b, 1);
   const r = Math.min(rank, rows, cols);
   return rows * cols > minCompressionRate * (rows + cols) * r ? { rows, cols, rank: r } : undefined;
 }
@@ -63,7 +80,8 @@ function initPowerSgd(info: BucketInfo, options: CommHookOptions): PowerSgdState
   const found: Omit<Compressed, 'p' | 'q' | 'pHat'>[] = [];
   for (const v of info.variables) {
     const m = compressibleShape(v.shape, options.rank, options.minCompressionRate);
-    if (m) found.push({ offset: v.offset, ...m, residual: options.errorFeedback ? new Float32Array(v.size) : undefined });
+    if (m)
+      found.push({ offset: v.offset, ...m, residual: options.errorFeedback ? new Float32Array(v.size) : undefined });
   }
   // Everything else of the group (small variables, a piece of one cut by a custom strategy) goes uncompressed.
   const plain: { offset: number; size: number }[] = [];
@@ -74,14 +92,24 @@ function initPowerSgd(info: BucketInfo, options: CommHookOptions): PowerSgdState
   }
   const pAll = new Float32Array(found.reduce((n, m) => n + m.rows * m.rank, 0));
   const qAll = new Float32Array(found.reduce((n, m) => n + m.cols * m.rank, 0));
-  let pAt = 0, qAt = 0;
+  let pAt = 0,
+    qAt = 0;
   const matrices = found.map(m => {
-    const p = pAll.subarray(pAt, pAt += m.rows * m.rank), q = qAll.subarray(qAt, qAt += m.cols * m.rank);
+    const p = pAll.subarray(pAt, (pAt += m.rows * m.rank)),
+      q = qAll.subarray(qAt, (qAt += m.cols * m.rank));
     return { ...m, p, q, pHat: new Float64Array(m.rows * m.rank) };
   });
   return {
-    matrices, plain, plainBuffer: new Float32Array(plain.reduce((n, v) => n + v.size, 0)), pAll, qAll,
-    warmStart: options.warmStart, startStep: options.startStep, seed: info.seed, group: info.group, started: new Float32Array(1),
+    matrices,
+    plain,
+    plainBuffer: new Float32Array(plain.reduce((n, v) => n + v.size, 0)),
+    pAll,
+    qAll,
+    warmStart: options.warmStart,
+    startStep: options.startStep,
+    seed: info.seed,
+    group: info.group,
+    started: new Float32Array(1),
   };
 }
 
@@ -96,7 +124,11 @@ async function exchangePowerSgd(bucket: GradBucket, state: PowerSgdState, collec
   state.started[0] = 1;
   for (const m of state.matrices) {
     const mat = buffer.subarray(m.offset, m.offset + m.rows * m.cols);
-    if (m.residual) for (let i = 0; i < mat.length; i++) { mat[i] += m.residual[i]; m.residual[i] = mat[i]; } // residual holds M until the end
+    if (m.residual)
+      for (let i = 0; i < mat.length; i++) {
+        mat[i] += m.residual[i];
+        m.residual[i] = mat[i];
+      } // residual holds M until the end
     orthonormalizeColumns(m.q, m.cols, m.rank); // the same span as last step's Q, well conditioned in float32
     multiply(mat, m.q, m.p, m.rows, m.cols, m.rank);
   }
@@ -110,7 +142,11 @@ async function exchangePowerSgd(bucket: GradBucket, state: PowerSgdState, collec
   for (const m of state.matrices) {
     const mat = buffer.subarray(m.offset, m.offset + m.rows * m.cols);
     multiplyByTransposed(m.pHat, m.q, mat, m.rows, m.cols, m.rank);
-    if (m.residual) for (let i = 0; i < mat.length; i++) { const left = m.residual[i] - mat[i]; m.residual[i] = Number.isFinite(left) ? left : 0; }
+    if (m.residual)
+      for (let i = 0; i < mat.length; i++) {
+        const left = m.residual[i] - mat[i];
+        m.residual[i] = Number.isFinite(left) ? left : 0;
+      }
   }
 }
 
@@ -118,10 +154,16 @@ async function exchangePowerSgd(bucket: GradBucket, state: PowerSgdState, collec
 async function allReducePlain(buffer: Float32Array, state: PowerSgdState, collective: Collective): Promise<void> {
   if (state.plainBuffer.length === 0) return;
   let at = 0;
-  for (const v of state.plain) { state.plainBuffer.set(buffer.subarray(v.offset, v.offset + v.size), at); at += v.size; }
+  for (const v of state.plain) {
+    state.plainBuffer.set(buffer.subarray(v.offset, v.offset + v.size), at);
+    at += v.size;
+  }
   await collective.allReduce(state.plainBuffer, 0, state.plainBuffer.length, 'mean');
   at = 0;
-  for (const v of state.plain) { buffer.set(state.plainBuffer.subarray(at, at + v.size), v.offset); at += v.size; }
+  for (const v of state.plain) {
+    buffer.set(state.plainBuffer.subarray(at, at + v.size), v.offset);
+    at += v.size;
+  }
 }
 
 /** Q from the run's seed (the same on every rank): once with warm start, else every step. */

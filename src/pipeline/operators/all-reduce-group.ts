@@ -12,7 +12,11 @@ import type { GroupExchange } from '../events.js';
  * @example
  * of(unit).pipe(allReduceGroup(collective, grads, groups), applyGroupUpdate(…), publishApplied(…));
  */
-export function allReduceGroup(collective: Collective, grads: Float32Array, groups: readonly ParameterGroup[]): OperatorFunction<GroupExchange, GroupExchange> {
+export function allReduceGroup(
+  collective: Collective,
+  grads: Float32Array,
+  groups: readonly ParameterGroup[],
+): OperatorFunction<GroupExchange, GroupExchange> {
   return concatMap(async unit => {
     const { start, end } = unit.chunk ?? groups[unit.group];
     const exchangeStart = wallNow();

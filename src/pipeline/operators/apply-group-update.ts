@@ -15,12 +15,20 @@ import type { GroupExchange } from '../events.js';
  * @example
  * of(unit).pipe(allReduceGroup(…), applyGroupUpdate(optimizer, params, grads, state, groups), publishApplied(…));
  */
-export function applyGroupUpdate(optimizer: OptimizerConfig, params: Float32Array, grads: Float32Array, state: Float32Array[],
-  groups: readonly ParameterGroup[], skipNonFinite = false, arithmetic: FlatArithmetic = JS_ARITHMETIC): MonoTypeOperatorFunction<GroupExchange> {
+export function applyGroupUpdate(
+  optimizer: OptimizerConfig,
+  params: Float32Array,
+  grads: Float32Array,
+  state: Float32Array[],
+  groups: readonly ParameterGroup[],
+  skipNonFinite = false,
+  arithmetic: FlatArithmetic = JS_ARITHMETIC,
+): MonoTypeOperatorFunction<GroupExchange> {
   return map(unit => {
     const { start, end } = groups[unit.group];
     const applyStart = wallNow();
-    if (skipNonFinite && !allFinite(grads, start, end)) return { ...unit, applyStart, applyEnd: wallNow(), skipped: true };
+    if (skipNonFinite && !allFinite(grads, start, end))
+      return { ...unit, applyStart, applyEnd: wallNow(), skipped: true };
     arithmetic.applyUpdate(optimizer, params, grads, state, start, end, unit.step);
     return { ...unit, applyStart, applyEnd: wallNow() };
   });

@@ -5,7 +5,10 @@ import { wallNow } from '../../monitor/span.js';
 import type { GroupExchange } from '../events.js';
 
 /** One process's replicas in shared memory: each device's parameters and its optimizer state arrays. */
-export interface LocalReplicas { params: Float32Array[]; states: Float32Array[][] }
+export interface LocalReplicas {
+  params: Float32Array[];
+  states: Float32Array[][];
+}
 
 /**
  * Applies the optimizer update of this device's shard of a group (reduceScatterGroup: its averaged gradient is in
@@ -17,10 +20,19 @@ export interface LocalReplicas { params: Float32Array[]; states: Float32Array[][
  * @example
  * of(unit).pipe(reduceScatterGroup(…), applyShardUpdate(optimizer, replicas, 0, grads, () => collective.barrier()), publishApplied(…));
  */
-export function applyShardUpdate(optimizer: OptimizerConfig, replicas: LocalReplicas, device: number, grads: Float32Array,
-  barrier: () => Promise<void>, arithmetic: FlatArithmetic = JS_ARITHMETIC): OperatorFunction<GroupExchange, GroupExchange> {
+export function applyShardUpdate(
+  optimizer: OptimizerConfig,
+  replicas: LocalReplicas,
+  device: number,
+  grads: Float32Array,
+  barrier: () => Promise<void>,
+  arithmetic: FlatArithmetic = JS_ARITHMETIC,
+): OperatorFunction<GroupExchange, GroupExchange> {
   return concatMap(async unit => {
-    if (!unit.shard) throw new Error(`applyShardUpdate: step ${unit.step} group ${unit.group} carries no shard (reduceScatterGroup first)`);
+    if (!unit.shard)
+      throw new Error(
+        `applyShardUpdate: step ${unit.step} group ${unit.group} carries no shard (reduceScatterGroup first)`,
+      );
     const [s, e] = unit.shard;
     const applyStart = wallNow();
     const { params, states } = replicas;

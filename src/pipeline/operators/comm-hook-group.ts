@@ -16,8 +16,12 @@ import type { GroupExchange } from '../events.js';
  * @example
  * of(unit).pipe(commHookGroup(new HookStates(getCommHook('fp16'), options, groups, layout.variables, rank, size, seed), collective, grads, groups), applyGroupUpdate(…));
  */
-export function commHookGroup(states: HookStates, collective: Collective, grads: Float32Array,
-  groups: readonly ParameterGroup[]): OperatorFunction<GroupExchange, GroupExchange> {
+export function commHookGroup(
+  states: HookStates,
+  collective: Collective,
+  grads: Float32Array,
+  groups: readonly ParameterGroup[],
+): OperatorFunction<GroupExchange, GroupExchange> {
   return concatMap(async unit => {
     const { start, end } = groups[unit.group];
     const exchangeStart = wallNow();

@@ -13,7 +13,11 @@ import type { GroupExchange } from '../events.js';
  * @example
  * of(unit).pipe(allReduceGroup(…), emulateLink(parseLink('1gbps'), devices, groups), applyGroupUpdate(…));
  */
-export function emulateLink(link: LinkModel, devices: number, groups: readonly ParameterGroup[]): MonoTypeOperatorFunction<GroupExchange> {
+export function emulateLink(
+  link: LinkModel,
+  devices: number,
+  groups: readonly ParameterGroup[],
+): MonoTypeOperatorFunction<GroupExchange> {
   return map(unit => {
     const { start, end } = unit.chunk ?? groups[unit.group];
     const ms = allReduceWireMs(link, (end - start) * 4, devices);

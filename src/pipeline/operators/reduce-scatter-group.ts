@@ -15,7 +15,11 @@ export type ShardingCollective = Collective & Required<Pick<Collective, 'reduceS
  * @example
  * of(unit).pipe(reduceScatterGroup(collective, grads, groups), applyShardUpdate(…), publishApplied(…));
  */
-export function reduceScatterGroup(collective: ShardingCollective, grads: Float32Array, groups: readonly ParameterGroup[]): OperatorFunction<GroupExchange, GroupExchange> {
+export function reduceScatterGroup(
+  collective: ShardingCollective,
+  grads: Float32Array,
+  groups: readonly ParameterGroup[],
+): OperatorFunction<GroupExchange, GroupExchange> {
   return concatMap(async unit => {
     const { start, end } = groups[unit.group];
     const exchangeStart = wallNow();

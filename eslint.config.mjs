@@ -1,0 +1,23 @@
+// Lint and size budgets, checked in CI by `npm run lint` (every rule an error).
+// Budgets: files <= 400 lines, functions <= 60 lines (src/, blank and comment lines not counted), lines <= 120.
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+
+export default tseslint.config(
+  { ignores: ['dist/**', 'node_modules/**', 'native/**', 'out/**', 'docs/api/**', '**/*.js', '**/*.mjs', '**/*.cjs'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    files: ['src/**/*.ts', 'test/**/*.ts', 'bench/**/*.ts'],
+    rules: {
+      'max-lines': ['error', { max: 400, skipBlankLines: false, skipComments: false }],
+      'max-len': ['error', { code: 120, tabWidth: 2, ignoreUrls: false }],
+    },
+  },
+  {
+    files: ['src/**/*.ts'],
+    rules: {
+      'max-lines-per-function': ['error', { max: 60, skipBlankLines: true, skipComments: true, IIFEs: true }],
+    },
+  },
+);

@@ -1,0 +1,48 @@
+/**
+ * One option, declared once by the part that reads it: its config key, its type, its default, its check,
+ * its command-line flag, its help group and a one-line doc. The key list, the flag parser, `--help` and
+ * `docs/reference/options.md` are generated from these declarations, never typed again.
+ *
+ * A part declares its options as an `OptionTable<Section>`: a mapped type over the section's interface, so a
+ * field of the section without a declaration is a compile error (vitest's `cli-config.ts` habit).
+ */
+
+/** The groups `--help` and the reference show, in this order (horovodrun groups its arguments the same way). */
+export const OPTION_GROUPS = [
+  'model and data',
+  'world',
+  'engine',
+  'optimizer',
+  'schedule',
+  'method',
+  'checkpoint',
+  'output',
+  'reliability',
+  'plugin',
+] as const;
+export type OptionGroup = (typeof OPTION_GROUPS)[number];
+
+/**
+ * How a flag's text becomes the value: `integer` (decimal digits), `real` (also exponent notation), `string`,
+ * `boolean` (the flag alone sets true), `negated` (`--no-X` alone sets false), `list` (a repeatable flag, each
+ * one added), `shape` (`32x32` or `32x32x3`); `config` options have no flag: a config file or the library only.
+ */
+export type OptionKind = 'integer' | 'real' | 'string' | 'boolean' | 'negated' | 'list' | 'shape' | 'config';
+
+export interface OptionDeclaration<T> {
+  kind: OptionKind;
+  group: OptionGroup;
+  /** One line: what it does, for `--help` and the reference. */
+  doc: string;
+  /** The flag without dashes; default: the key in kebab-case (`--no-` + it for `negated`). */
+  flag?: string;
+  /** The values a string option takes, shown in the help (`sgd|adam|…`). */
+  choices?: readonly string[];
+  /** The default as the reference shows it (`2`, `native when built, else wasm`); absent: none. */
+  default?: string;
+  /** Pure and synchronous: the given value checked (a `BAD_CONFIG` naming the field on failure), defaults not applied. */
+  check?: (value: unknown, field: string) => T;
+}
+
+/** Every field of section `S`, declared: leaving one out, or declaring one `S` lacks, does not compile. */
+export type OptionTable<S> = { readonly [K in keyof Required<S>]-?: OptionDeclaration<NonNullable<S[K]>> };
