@@ -5,12 +5,13 @@
  * or the native addon's vectorised C++ (the `native` engine's). Both give
  * the same bits (the same operations in the same order and precision; tested
  * against each other), so which one runs never changes a parameter.
- * The addon has loops for sgd (momentum) and adam only: rmsprop, adagrad,
- * adamax and adadelta run the JS loops on every engine (tfjs-updates.ts),
- * so they too give the same bits whichever arithmetic runs.
+ * The addon has loops for sgd (momentum) and adam only (their `nativeUpdate`):
+ * the other optimizers run their JS loops on every engine, so they too give
+ * the same bits whichever arithmetic runs.
  */
 import { requireNativeAddon } from '../engine/native/native-addon.js';
-import { adamBiasCorrections, applyUpdate, type OptimizerConfig } from './flat-optimizer.js';
+import { applyUpdate, type OptimizerConfig } from './flat-optimizer.js';
+import { optimizerOfKind } from './optimizer-registry.js';
 import { reduceMeanInto } from '../collectives/reduce-slots.js';
 import type { SlotReducer } from '../collectives/collective.js';
 
@@ -42,43 +43,10 @@ export function nativeArithmetic(): FlatArithmetic {
       else if (end > start) addon.reduceMean(slots, out, start, end);
     },
     applyUpdate(config, params, grads, state, start, end, step) {
-      switch (config.kind) {
-        case 'sgd':
-          if (config.nesterov && config.momentum > 0) {
-            applyUpdate(config, params, grads, state, start, end, step);
-            return;
-          } // no C++ loop: the JS one
-          addon.sgdUpdate(params, grads, config.momentum > 0 ? state[0] : null, start, end, config.lr, config.momentum);
-          return;
-        case 'adam': {
-          const [c1, c2] = adamBiasCorrections(config, step);
-          addon.adamUpdate(
-            params,
-            grads,
-            state[0],
-            state[1],
-            start,
-            end,
-            config.lr,
-            config.beta1,
-            config.beta2,
-            config.epsilon,
-            c1,
-            c2,
-          );
-          return;
-        }
-        case 'rmsprop':
-        case 'adagrad':
-        case 'adamax':
-        case 'adadelta': // no C++ loops: the JS ones, the same bits
-          applyUpdate(config, params, grads, state, start, end, step);
-          return;
-        default: {
-          const never: never = config;
-          throw new Error(`unknown optimizer ${String(never)}`);
-        }
-      }
+      const optimizer = optimizerOfKind(config.kind);
+      if (optimizer.nativeUpdate)
+        optimizer.nativeUpdate(addon, config as never, params, grads, state, start, end, step);
+      else optimizer.update(config as never, params, grads, state, start, end, step); // no C++ loop: the same bits
     },
   };
 }

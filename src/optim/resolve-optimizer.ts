@@ -1,138 +1,83 @@
 /**
- * A train config's optimizer fields -> the `OptimizerConfig` every thread
- * receives: the name checked, tfjs's defaults filled in, each hyper-parameter
- * checked, and one that the chosen optimizer does not have refused (naming
- * the optimizers that have it).
+ * A train config's optimizer fields -> the `OptimizerConfig` every thread receives: the name checked, the
+ * optimizer's own defaults filled in, each of its hyper-parameters checked as it declares, and one that the chosen
+ * optimizer does not have refused (naming the optimizers that have it). Generic over the registry: an optimizer's
+ * file declares all of it.
  */
-import { bad, finite, oneOf } from '../config-checks.js';
-import { OPTIMIZERS, TFJS_EPSILON, type OptimizerConfig, type OptimizerName } from './flat-optimizer.js';
+import { bad, finite, oneOf, shown } from '../config-checks.js';
+import type { HyperOption, HyperValue } from './optimizer-definition.js';
+import type { OptimizerConfig, OptimizerName } from './flat-optimizer.js';
+import { getOptimizer, hyperParameterOwners, optimizerNames, type AnyOptimizer } from './optimizer-registry.js';
+import type { BUILTIN_OPTIMIZERS } from './optimizers/index.js';
 
-/** The optimizer fields of a TrainConfig. */
-export interface OptimizerFields {
-  optimizer?: OptimizerName;
-  lr?: number;
-  momentum?: number;
-  beta1?: number;
-  beta2?: number;
-  epsilon?: number;
-  rho?: number;
-  decay?: number;
-  centered?: boolean;
-  initialAccumulatorValue?: number;
-  nesterov?: boolean;
+type Builtin = (typeof BUILTIN_OPTIMIZERS)[number];
+type UnionToIntersection<U> = (U extends unknown ? (u: U) => void : never) extends (i: infer I) => void ? I : never;
+type HyperTable = UnionToIntersection<Builtin['options']>;
+
+/** The optimizer fields of a TrainConfig: the name, lr and every built-in optimizer's hyper-parameters. */
+export type OptimizerFields = { optimizer?: OptimizerName; lr?: number } & {
+  -readonly [K in keyof HyperTable]?: HyperTable[K] extends HyperOption<infer T>
+    ? T extends boolean
+      ? boolean
+      : number
+    : never;
+};
+
+/** Every hyper-parameter key of the registered optimizers, in registry order. */
+export function hyperFields(): string[] {
+  return [...hyperParameterOwners().keys()];
 }
-type HyperField = Exclude<keyof OptimizerFields, 'optimizer' | 'lr'>;
-const HYPER_FIELDS: readonly HyperField[] = [
-  'momentum',
-  'nesterov',
-  'beta1',
-  'beta2',
-  'epsilon',
-  'rho',
-  'decay',
-  'centered',
-  'initialAccumulatorValue',
-];
-/** Every optimizer field of a train config, the name and lr included. */
-export const OPTIMIZER_KEYS: ReadonlySet<string> = new Set(['optimizer', 'lr', ...HYPER_FIELDS]);
 
-/** The hyper-parameters each optimizer has in tfjs (`tf.train.*`'s arguments after the learning rate). */
-export const OPTIMIZER_FIELDS: Record<OptimizerName, readonly HyperField[]> = {
-  sgd: ['momentum', 'nesterov'],
-  momentum: ['momentum', 'nesterov'],
-  adam: ['beta1', 'beta2', 'epsilon'],
-  rmsprop: ['decay', 'momentum', 'epsilon', 'centered'],
-  adagrad: ['initialAccumulatorValue'],
-  adamax: ['beta1', 'beta2', 'epsilon', 'decay'],
-  adadelta: ['rho', 'epsilon'],
-};
+/** The built-in optimizers' fields of a train config, the name and lr included. */
+export const OPTIMIZER_KEYS: ReadonlySet<string> = optimizerKeys();
 
-/**
- * Default learning rates: tf.train's own defaults where it has one (adam 0.001, adamax 0.002, adadelta 0.001),
- * else what tfjs-layers compiles a string name to (rmsprop 0.001, adagrad 0.01, sgd 0.01).
- */
-export const DEFAULT_LR: Record<OptimizerName, number> = {
-  sgd: 0.01,
-  momentum: 0.01,
-  adam: 0.001,
-  rmsprop: 0.001,
-  adagrad: 0.01,
-  adamax: 0.002,
-  adadelta: 0.001,
-};
+/** Every optimizer field of a train config, the name and lr included (plugins' optimizers' too, once loaded). */
+export function optimizerKeys(): ReadonlySet<string> {
+  return new Set(['optimizer', 'lr', ...hyperFields()]);
+}
 
-/** Refuses a hyper-parameter the optimizer does not have (momentum 0 is accepted everywhere: it means none). */
-function refuseForeignFields(name: OptimizerName, config: OptimizerFields): void {
-  const own = OPTIMIZER_FIELDS[name];
-  for (const field of HYPER_FIELDS) {
-    if (own.includes(field) || config[field] === undefined || (field === 'momentum' && config.momentum === 0)) continue;
-    const owners = OPTIMIZERS.filter(o => OPTIMIZER_FIELDS[o].includes(field));
-    const hint =
-      name === 'rmsprop' && field === 'rho' ? ` (keras's rho is rmsprop's decay here: set decay instead)` : '';
+/** Refuses a hyper-parameter the optimizer does not have (an `inert` value, momentum 0, is accepted everywhere). */
+function refuseForeignFields(optimizer: AnyOptimizer, config: Record<string, unknown>): void {
+  const own = Object.keys(optimizer.options);
+  for (const [field, owners] of hyperParameterOwners()) {
+    if (own.includes(field) || config[field] === undefined) continue;
+    if (owners.some(o => o.options[field].inert !== undefined && o.options[field].inert === config[field])) continue;
+    const names = owners.map(o => o.name);
+    const hint = optimizer.foreignHints?.[field] === undefined ? '' : ` (${optimizer.foreignHints[field]})`;
     bad(
       field,
-      `applies to ${owners.join(', ')} only, not ${name}, which takes ${['lr', ...own].join(', ')}${hint}; ` +
-        `remove ${field}, or choose ${owners.length === 1 ? `optimizer ${owners[0]}` : `an optimizer of ${owners.join(', ')}`}`,
+      `applies to ${names.join(', ')} only, not ${optimizer.name}, which takes ${['lr', ...own].join(', ')}${hint}; ` +
+        `remove ${field}, or choose ${names.length === 1 ? `optimizer ${names[0]}` : `an optimizer of ${names.join(', ')}`}`,
     );
   }
 }
 
-/** Resolves the optimizer of a train config, tfjs's defaults filled in. */
+/** One declared hyper-parameter, given or its fallback, checked. */
+function hyperValue(field: string, option: HyperOption<HyperValue>, given: unknown): HyperValue {
+  const value = given ?? option.fallback;
+  if (option.kind === 'boolean') {
+    if (typeof value !== 'boolean') bad(field, `must be true or false, got ${shown(value)}`);
+    return value;
+  }
+  const range = option.range ?? { min: -Infinity, max: Infinity };
+  return finite(field, value, range.min, range.max, range.maxOpen === true);
+}
+
+/** Resolves the optimizer of a train config, its defaults filled in. */
 export function resolveOptimizer(config: OptimizerFields): OptimizerConfig {
   const name = config.optimizer ?? 'sgd';
-  oneOf('optimizer', name, OPTIMIZERS);
-  refuseForeignFields(name, config);
-  const lr = finite('lr', config.lr ?? DEFAULT_LR[name], 0, 10);
-  const momentum = () => finite('momentum', config.momentum ?? (name === 'rmsprop' ? 0 : 0.9), 0, 0.9999);
-  const beta = (field: 'beta1' | 'beta2', d: number) => finite(field, config[field] ?? d, 0, 1, true);
-  const epsilon = () => finite('epsilon', config.epsilon ?? TFJS_EPSILON, Number.MIN_VALUE, 1);
-  switch (name) {
-    case 'sgd':
-    case 'momentum': {
-      const m = momentum();
-      if (config.nesterov !== undefined && typeof config.nesterov !== 'boolean')
-        bad('nesterov', `must be true or false, got ${JSON.stringify(config.nesterov)}`);
-      if (config.nesterov && m === 0)
-        bad(
-          'nesterov',
-          'needs momentum > 0 (Nesterov looks ahead along the momentum): give momentum, e.g. 0.9, or drop nesterov',
-        );
-      return config.nesterov ? { kind: 'sgd', lr, momentum: m, nesterov: true } : { kind: 'sgd', lr, momentum: m };
-    }
-    case 'adam':
-      return { kind: 'adam', lr, beta1: beta('beta1', 0.9), beta2: beta('beta2', 0.999), epsilon: epsilon() };
-    case 'rmsprop': {
-      if (config.centered !== undefined && typeof config.centered !== 'boolean')
-        bad('centered', `must be true or false, got ${JSON.stringify(config.centered)}`);
-      return {
-        kind: 'rmsprop',
-        lr,
-        decay: finite('decay', config.decay ?? 0.9, 0, 1, true),
-        momentum: momentum(),
-        epsilon: epsilon(),
-        centered: config.centered ?? false,
-      };
-    }
-    case 'adagrad':
-      return {
-        kind: 'adagrad',
-        lr,
-        initialAccumulatorValue: finite('initialAccumulatorValue', config.initialAccumulatorValue ?? 0.1, 0, 1e6),
-      };
-    case 'adamax':
-      return {
-        kind: 'adamax',
-        lr,
-        beta1: beta('beta1', 0.9),
-        beta2: beta('beta2', 0.999),
-        epsilon: epsilon(),
-        decay: finite('decay', config.decay ?? 0, 0, 10),
-      };
-    case 'adadelta':
-      return { kind: 'adadelta', lr, rho: finite('rho', config.rho ?? 0.95, 0, 1, true), epsilon: epsilon() };
-    default: {
-      const never: never = name;
-      throw new Error(`unknown optimizer ${String(never)}`);
-    }
+  oneOf('optimizer', name, optimizerNames());
+  const optimizer = getOptimizer(name);
+  const given = config as Record<string, unknown>;
+  refuseForeignFields(optimizer, given);
+  const resolved: Record<string, unknown> = {
+    kind: optimizer.kind,
+    lr: finite('lr', config.lr ?? optimizer.defaultLr, 0, 10),
+  };
+  for (const [field, option] of Object.entries(optimizer.options)) {
+    const value = hyperValue(field, option, given[field]);
+    if (!(option.omitAtFallback && value === option.fallback)) resolved[field] = value;
   }
+  optimizer.check?.(resolved as never);
+  return resolved as OptimizerConfig;
 }

@@ -12,34 +12,26 @@
  * // { optimizer: 'adam', lr: 0.01, beta1: 0.8, beta2: 0.999, epsilon: 1e-7 }
  */
 import type { OptimizerFields } from './resolve-optimizer.js';
-import type { OptimizerName } from './flat-optimizer.js';
+import { getOptimizer, hyperParameterOwners, optimizerNames, type AnyOptimizer } from './optimizer-registry.js';
 
-/** tfjs's class names (`getClassName()`) and keras's, lower-cased, to tandem's optimizers. */
-const CLASS_NAMES: Record<string, OptimizerName> = {
-  sgd: 'sgd',
-  momentum: 'momentum',
-  adam: 'adam',
-  rmsprop: 'rmsprop',
-  adagrad: 'adagrad',
-  adamax: 'adamax',
-  adadelta: 'adadelta',
-};
+/** tfjs's class names (`getClassName()`) and keras's, lower-cased: the registered optimizers' names. */
+function optimizerNamed(className: string): AnyOptimizer | undefined {
+  const name = optimizerNames().find(n => n.toLowerCase() === className.toLowerCase());
+  return name === undefined ? undefined : getOptimizer(name);
+}
 
-/** A saved config key (tfjs camelCase, keras snake_case; lower-cased, underscores dropped) to the train option it sets. */
-const FIELDS: Record<string, keyof OptimizerFields> = {
-  learningrate: 'lr',
-  lr: 'lr',
-  momentum: 'momentum',
-  usenesterov: 'nesterov',
-  nesterov: 'nesterov',
-  beta1: 'beta1',
-  beta2: 'beta2',
-  epsilon: 'epsilon',
-  rho: 'rho',
-  decay: 'decay',
-  centered: 'centered',
-  initialaccumulatorvalue: 'initialAccumulatorValue',
-};
+/**
+ * A saved config key (tfjs camelCase, keras snake_case; lower-cased, underscores dropped) to the train option it
+ * sets: the learning rate, and each hyper-parameter by its key and its `savedKeys`.
+ */
+function savedFieldTable(): Record<string, string> {
+  const fields: Record<string, string> = { learningrate: 'lr', lr: 'lr' };
+  for (const [field, owners] of hyperParameterOwners()) {
+    fields[field.toLowerCase()] = field;
+    for (const o of owners) for (const key of o.options[field].savedKeys ?? []) fields[key] = field;
+  }
+  return fields;
+}
 
 /** Keys that carry nothing tandem applies when at these values (keras writes them for every optimizer). */
 const INERT: Record<string, unknown[]> = {
@@ -67,12 +59,14 @@ export class SavedOptimizerProblem extends Error {}
 export function savedOptimizerFields(optimizerConfig: unknown): OptimizerFields | undefined {
   if (optimizerConfig === undefined || optimizerConfig === null) return undefined;
   const { class_name: className, config } = optimizerConfig as { class_name?: unknown; config?: unknown };
-  const name = typeof className === 'string' ? CLASS_NAMES[className.toLowerCase()] : undefined;
-  if (!name)
+  const optimizer = typeof className === 'string' ? optimizerNamed(className) : undefined;
+  if (!optimizer)
     throw new SavedOptimizerProblem(
-      `optimizer ${JSON.stringify(className)}, which tandem does not train with (it trains with ${Object.keys(CLASS_NAMES).join(', ')})`,
+      `optimizer ${JSON.stringify(className)}, which tandem does not train with (it trains with ${optimizerNames().join(', ')})`,
     );
-  const fields: OptimizerFields = { optimizer: name };
+  const name = optimizer.name;
+  const FIELDS = savedFieldTable();
+  const fields: Record<string, unknown> = { optimizer: name };
   const settings = typeof config === 'object' && config !== null ? Object.entries(config) : [];
   // keras's RMSprop calls its mean-square decay rho (and its decay is the legacy learning-rate decay); tfjs's calls it decay.
   const kerasRmsprop = name === 'rmsprop' && settings.some(([key]) => key.toLowerCase() === 'rho');
@@ -85,17 +79,17 @@ export function savedOptimizerFields(optimizerConfig: unknown): OptimizerFields 
           ? undefined
           : FIELDS[plain]
       : // adamax (and tfjs's rmsprop) have a decay of their own; keras's legacy learning-rate decay elsewhere must be 0.
-        plain === 'decay' && name !== 'adamax' && name !== 'rmsprop'
+        plain === 'decay' && !('decay' in optimizer.options)
         ? undefined
         : FIELDS[plain];
     if (value === null || value === undefined) continue;
     if (field) {
-      (fields as Record<string, unknown>)[field] = value;
+      fields[field] = value;
     } else if (!(plain in INERT) || (INERT[plain].length > 0 && !INERT[plain].includes(value))) {
       throw new SavedOptimizerProblem(`${className} with ${key} ${JSON.stringify(value)}, which tandem does not apply`);
     }
   }
   // tfjs's SGD is plain (no momentum), where tandem's sgd defaults to momentum 0.9.
-  if (name === 'sgd' && fields.momentum === undefined) fields.momentum = 0;
-  return fields;
+  for (const [field, value] of Object.entries(optimizer.savedFallbacks ?? {})) fields[field] ??= value;
+  return fields as OptimizerFields;
 }
