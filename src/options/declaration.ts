@@ -9,6 +9,7 @@
 
 /** The groups `--help` and the reference show, in this order (horovodrun groups its arguments the same way). */
 export const OPTION_GROUPS = [
+  'general',
   'model and data',
   'world',
   'engine',

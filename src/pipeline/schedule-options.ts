@@ -62,7 +62,13 @@ export const SCHEDULE_OPTIONS: OptionTable<ScheduleOptions> = {
   },
   steps: { kind: 'integer', group: 'schedule', default: 'one epoch', doc: 'training steps (or --epochs)' },
   epochs: { kind: 'integer', group: 'schedule', doc: 'epochs instead of steps', check: positiveInt(1_000_000) },
-  seed: { kind: 'integer', group: 'schedule', default: '1', doc: 'initial values, sampling and data order', check: seed },
+  seed: {
+    kind: 'integer',
+    group: 'schedule',
+    default: '1',
+    doc: 'initial values, sampling and data order',
+    check: seed,
+  },
   strategy: {
     kind: 'string',
     group: 'schedule',
