@@ -12,7 +12,7 @@ import type { LinkModel } from './pipeline/link-model.js';
 import type { DatasetSpec } from './data/dataset.js';
 import type { ModelSpec } from './model/resolve-model.js';
 import type { HeadKind } from './classifier/classifier-head.js';
-import type { ModelOptions } from './model/model-options.js';
+import type { ModelSection } from './model/model-options.js';
 import type { DataOptions } from './data/data-options.js';
 import type { WorldOptions } from './world/world-options.js';
 import type { EngineOptions } from './engine/engine-options.js';
@@ -58,7 +58,7 @@ export interface ClassifierConfig {
  * What the user gives: the sections, each declared once by the part that reads it (an `OptionTable` beside it).
  * The keys are flat: the library API, config files and flags spell them as before.
  */
-export type TrainConfig = ModelOptions &
+export type TrainConfig = ModelSection &
   DataOptions &
   WorldOptions &
   EngineOptions &

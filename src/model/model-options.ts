@@ -3,7 +3,7 @@ import type { OptionTable } from '../options/declaration.js';
 import { choice, nonEmpty } from '../options/option-checks.js';
 import { LOSS_KINDS, type LossKind } from './loss-kinds.js';
 
-export interface ModelOptions {
+export interface ModelSection {
   /** Builtin model name or path to an ES module `(tf, options) => tf.LayersModel`. Default `mlp`. */
   model?: string;
   /**
@@ -15,7 +15,7 @@ export interface ModelOptions {
   loss?: LossKind;
 }
 
-export const MODEL_OPTIONS: OptionTable<ModelOptions> = {
+export const MODEL_OPTIONS: OptionTable<ModelSection> = {
   model: {
     kind: 'string',
     group: 'model and data',

@@ -109,6 +109,7 @@ export const SCHEDULE_OPTIONS: OptionTable<ScheduleOptions> = {
   firstBucketMB: {
     kind: 'real',
     group: 'schedule',
+    flag: 'first-bucket-mb',
     arg: 'MB',
     default: '0.125',
     doc: 'buckets: first-bucket cap',
