@@ -68,6 +68,7 @@ export const DATA_OPTIONS: OptionTable<DataOptions> = {
   },
   loaderThreads: {
     kind: 'config',
+    type: 'integer',
     group: 'model and data',
     default: 'min(2, cores - 1), at least 1',
     doc: 'threads that load the batches',

@@ -54,6 +54,7 @@ export const CLASSIFIER_OPTIONS: OptionTable<ClassifierOptions> = {
   },
   partition: {
     kind: 'config',
+    type: 'list of label lists',
     group: method,
     default: 'contiguous shares',
     doc: 'one list of labels per device',

@@ -42,6 +42,8 @@ export interface OptionDeclaration<T> {
   choices?: readonly string[];
   /** The flag's value as the help shows it (`N`, `DIR`); default: from the kind and the choices. */
   arg?: string;
+  /** A `config` option's value as the reference shows it (`integer`, `object`); default: `object`. */
+  type?: string;
   /** The default as the reference shows it (`2`, `native when built, else wasm`); absent: none. */
   default?: string;
   /** Pure and synchronous: the given value checked (a `BAD_CONFIG` naming the field on failure), defaults not applied. */
