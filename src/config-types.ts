@@ -4,7 +4,7 @@
  * name them without importing the checks.
  */
 import type { BackendName } from './engine/backend.js';
-import type { OptimizerConfig, OptimizerName } from './optim/flat-optimizer.js';
+import type { OptimizerConfig } from './optim/flat-optimizer.js';
 import type { AllReduceKind } from './collectives/collective.js';
 import type { StrategyOptions } from './pipeline/strategy.js';
 import type { ExchangeOrder } from './pipeline/priority-schedule.js';

@@ -7,9 +7,15 @@ export interface CheckpointOptions {
   checkpointEvery?: number;
   /** Where checkpoints go. Default: `out`. */
   checkpointDir?: string;
-  /** Keep only the K newest checkpoints of the checkpoint directory (older ones are removed after each write). Default 3; 0 keeps all. */
+  /**
+   * Keep only the K newest checkpoints of the checkpoint directory (older ones are removed after each write).
+   * Default 3; 0 keeps all.
+   */
   keepCheckpoints?: number;
-  /** Continue from the latest checkpoint in this directory (or this checkpoint file). `steps` counts from the start of the run. */
+  /**
+   * Continue from the latest checkpoint in this directory (or this checkpoint file). `steps` counts from the start
+   * of the run.
+   */
   resume?: string;
 }
 

@@ -1,7 +1,10 @@
 /** The flags of `tandem train` (and `profile`) that are not train options: how the command reads and prints. */
 import type { OptionTable } from '../options/declaration.js';
 
-/** verbose: a host other than 0 shows its own progress too (by default host 0 shows the world's; the others only warnings, errors and their final line). */
+/**
+ * verbose: a host other than 0 shows its own progress too (by default host 0 shows the world's; the others only
+ * warnings, errors and their final line).
+ */
 export interface CliFlags {
   config?: string;
   json?: boolean;

@@ -1,6 +1,7 @@
 /** The prose of `--help` that is not an option: what each command does, signals, several hosts, launch. */
 
-export const COMMANDS = `Commands:
+export const COMMANDS = `\
+Commands:
   tandem train [flags…]                    train on this machine's devices (tandem train --help)
   tandem launch --hosts N [train flags…]   N local processes joined as hosts (tandem launch --help)
   tandem launch --gpus N [train flags…]    a process per GPU of this machine
@@ -12,11 +13,13 @@ Models: mlp, alexnet-mini, alexnet, convnet-gap, resnet-mini, mobilenet-mini, an
         written back in the same format).
 Data:   mnist, synthetic-images, or an ES module (options) => Dataset.`;
 
-export const TRAIN_USAGE = `tandem train — train a TensorFlow.js model on several devices at once
+export const TRAIN_USAGE = `\
+tandem train — train a TensorFlow.js model on several devices at once
 
 usage: tandem train [--config FILE.json] [flags…]`;
 
-export const TRAIN_NOTES = `Each flag once (--plugin repeats); counts in decimal digits (--steps 200), real values also in exponent
+export const TRAIN_NOTES = `\
+Each flag once (--plugin repeats); counts in decimal digits (--steps 200), real values also in exponent
 notation (--lr 1e-3). tfjs's optimizers take their own hyper-parameters only: sgd/momentum --momentum --nesterov;
 adam --beta1 --beta2 --epsilon; rmsprop --decay --momentum --epsilon --centered; adagrad --initial-accumulator;
 adamax --beta1 --beta2 --epsilon --decay; adadelta --rho --epsilon.
@@ -37,7 +40,8 @@ or Slurm's SLURM_PROCID/NTASKS). --devices is the devices per host; --batch the 
 Host 0 shows the world (metrics over every device, every host's warnings; --trace: a process per host); the other
 hosts print warnings, errors and a final line (--verbose: their own progress too).`;
 
-export const LAUNCH_HELP = `tandem launch — start the processes of a job on this machine, joined as hosts
+export const LAUNCH_HELP = `\
+tandem launch — start the processes of a job on this machine, joined as hosts
 
 usage:
   tandem launch --hosts N [train flags…]   (N local processes on 127.0.0.1, output prefixed [host R]; one failing
@@ -56,13 +60,15 @@ Launch arguments:
 
 Train flags: every flag of tandem train (tandem train --help), but those the launcher sets for each process.`;
 
-export const PROFILE_USAGE = `tandem profile — time a model's layers, decide whether it is AlexNet-like, predict each strategy's step time
+export const PROFILE_USAGE = `\
+tandem profile — time a model's layers, decide whether it is AlexNet-like, predict each strategy's step time
 
 usage: tandem profile --model NAME|PATH [--data …] [--batch GLOBAL] [--devices N] [--steps N]
                [--time-share X] [--param-share X] [--link BANDWIDTH] [--json]
   --steps: the measured steps (not training steps). It takes every train flag below; one process (no --hosts).`;
 
-export const TRACE_HELP = `tandem trace — draw a Chrome trace as a picture
+export const TRACE_HELP = `\
+tandem trace — draw a Chrome trace as a picture
 
 usage: tandem trace TRACE.json --svg OUT.svg [--png OUT.png] [--steps A..B | --last N | --all]
 

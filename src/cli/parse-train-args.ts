@@ -9,7 +9,10 @@ import { flagNumber } from './flag-number.js';
 import { readConfigFile } from './read-config-file.js';
 import { trainFlags, type TrainFlag } from './train-flags.js';
 
-/** verbose: a host other than 0 shows its own progress too (by default host 0 shows the world's; the others only warnings, errors and their final line). */
+/**
+ * verbose: a host other than 0 shows its own progress too (by default host 0 shows the world's; the others only
+ * warnings, errors and their final line).
+ */
 export interface TrainCliOptions {
   config: TrainConfig;
   json: boolean;
@@ -124,7 +127,10 @@ function profileStepsOf(config: TrainConfig): number | undefined {
   return profileSteps;
 }
 
-/** Each flag once, but the repeatable ones: parseArgs keeps the last of two values, and the first would be dropped unsaid. */
+/**
+ * Each flag once, but the repeatable ones: parseArgs keeps the last of two values, and the first would be dropped
+ * unsaid.
+ */
 function refuseRepeats(tokens: FlagToken[], flags: readonly TrainFlag[]): void {
   const repeatable = new Set(flags.filter(f => f.kind === 'list').map(f => f.flag));
   const first = new Map<string, string | undefined>();

@@ -86,7 +86,8 @@ function backendOf(config: TrainConfig): string {
     throw new TandemError(
       'BACKEND_UNAVAILABLE',
       `backend '${backend}' keeps parameters on the device, ` +
-        "and tandem's device threads hand parameters and gradients over in host memory; use native, wasm, cpu or webgpu",
+        "and tandem's device threads hand parameters and gradients over in host memory; " +
+        'use native, wasm, cpu or webgpu',
     );
   }
   return backend;

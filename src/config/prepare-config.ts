@@ -13,7 +13,7 @@ import { GlobalBatchSampler } from '../data/sampler.js';
 import type { ModelSpec } from '../model/resolve-model.js';
 import { getMethod } from '../methods/method-registry.js';
 import { positiveInt } from '../options/option-checks.js';
-import type { CheckedConfig } from './checked-config.js';
+import type { CheckedConfig, CheckedFields } from './checked-config.js';
 import { optimizerOf, savedTrainingConfig } from './saved-model.js';
 import { checkClassLabels, heldOutSplit, prepareData } from './prepare-data.js';
 import { resolveLoss } from './resolve-loss.js';
@@ -23,8 +23,9 @@ import { shardedUpdateApplies } from './sharded-update.js';
 export async function prepareConfig(checked: CheckedConfig): Promise<ResolvedConfig> {
   const { config, fields, modelSource, builtinModel, dataSource } = checked;
   const { devices, batch, seed } = fields;
+  // auto: the hook's options are checked once a hook is picked
   const commHook =
-    config.commHook === 'auto' ? undefined : await resolveCommHook(config.commHook, config.commHookOptions); // auto: options checked once a hook is picked
+    config.commHook === 'auto' ? undefined : await resolveCommHook(config.commHook, config.commHookOptions);
   const source = checked.modelUrl ?? modelSource;
   const trainingConfig = savedTrainingConfig(source); // a saved model.json's compiled optimizer and loss
   const optimizer = optimizerOf(config, source, trainingConfig?.optimizer_config);
@@ -58,15 +59,7 @@ export async function prepareConfig(checked: CheckedConfig): Promise<ResolvedCon
           data.source,
         )
       : undefined;
-  const f = fields;
-  const resolved: ResolvedConfig = {
-    onNan: f.onNan,
-    checkpointEvery: f.checkpointEvery,
-    checkpointDir: f.checkpointDir,
-    resume: f.resume,
-    keepCheckpoints: f.keepCheckpoints,
-    stopGraceMs: f.stopGraceMs,
-    replicaCheckEvery: f.replicaCheckEvery,
+  const resolved = assemble(checked, {
     method: method.name,
     classifier,
     trainSize,
@@ -77,20 +70,40 @@ export async function prepareConfig(checked: CheckedConfig): Promise<ResolvedCon
     datasetSize: meta.size,
     sampleShape,
     classes: meta.classes,
-    ...pick(f, 'devices', 'topology', 'rendezvous', 'backend', 'nativeThreads', 'nativeFusion', 'batch'),
-    perDevice: batch / devices,
     steps,
     stepsPerEpoch,
     optimizer,
-    ...pick(f, 'seed', 'strategy', 'strategyOptions', 'exchange', 'link', 'trace', 'allReduce', 'localUpdate'),
-    ...pick(f, 'transport'),
     commHook,
     loss,
-    ...pick(f, 'batchNorm', 'forwardWait', 'plugins', 'out', 'stallTimeoutMs', 'loaderThreads', 'faultInjection'),
-  };
+  });
   refuseNonBlockingTransport(resolved, method.computeCommunicator(resolved) !== undefined, method.name);
   if (!shardedUpdateApplies(resolved)) resolved.localUpdate = 'replica';
   return resolved;
+}
+
+/** What the prepare phase found. */
+type Prepared = Omit<ResolvedConfig, keyof CheckedFields | 'perDevice'>;
+
+/** The resolved config, in the order its fields have always had. */
+function assemble({ fields: f }: CheckedConfig, p: Prepared): ResolvedConfig {
+  return {
+    onNan: f.onNan,
+    checkpointEvery: f.checkpointEvery,
+    checkpointDir: f.checkpointDir,
+    resume: f.resume,
+    keepCheckpoints: f.keepCheckpoints,
+    stopGraceMs: f.stopGraceMs,
+    replicaCheckEvery: f.replicaCheckEvery,
+    ...pick(p, 'method', 'classifier', 'trainSize', 'evalSamples', 'inputWarning', 'model', 'data', 'datasetSize'),
+    ...pick(p, 'sampleShape', 'classes'),
+    ...pick(f, 'devices', 'topology', 'rendezvous', 'backend', 'nativeThreads', 'nativeFusion', 'batch'),
+    perDevice: f.batch / f.devices,
+    ...pick(p, 'steps', 'stepsPerEpoch', 'optimizer'),
+    ...pick(f, 'seed', 'strategy', 'strategyOptions', 'exchange', 'link', 'trace', 'allReduce', 'localUpdate'),
+    ...pick(f, 'transport'),
+    ...pick(p, 'commHook', 'loss'),
+    ...pick(f, 'batchNorm', 'forwardWait', 'plugins', 'out', 'stallTimeoutMs', 'loaderThreads', 'faultInjection'),
+  };
 }
 
 function pick<T, K extends keyof T>(from: T, ...keys: K[]): Pick<T, K> {

@@ -38,7 +38,8 @@ export interface ReliabilityOptions {
   stopGraceMs?: number;
   /**
    * Watchdog: how long the main thread waits for a device's report before failing the run and naming it.
-   * Device threads waiting on a peer give up after twice this (so the watchdog, which knows who is silent, speaks first).
+   * Device threads waiting on a peer give up after twice this (so the watchdog, which knows who is silent, speaks
+   * first).
    */
   stallTimeoutMs?: number;
   faultInjection?: FaultInjection;

@@ -46,7 +46,10 @@ export interface OptionDeclaration<T> {
   type?: string;
   /** The default as the reference shows it (`2`, `native when built, else wasm`); absent: none. */
   default?: string;
-  /** Pure and synchronous: the given value checked (a `BAD_CONFIG` naming the field on failure), defaults not applied. */
+  /**
+   * Pure and synchronous: the given value checked (a `BAD_CONFIG` naming the field on failure), defaults not
+   * applied.
+   */
   check?: (value: unknown, field: string) => T;
 }
 

@@ -11,13 +11,17 @@ export interface WorldOptions {
   devices?: number;
   /** Processes (hosts) in the job, each with `devices` devices. Default 1. */
   hosts?: number;
-  /** This process's rank among the hosts, in [0, hosts). Host 0 serves the rendezvous store and alone writes outputs. */
+  /**
+   * This process's rank among the hosts, in [0, hosts). Host 0 serves the rendezvous store and alone writes
+   * outputs.
+   */
   hostRank?: number;
   /** hosts > 1: `HOST:PORT` where host 0 serves the store every rank meets at. */
   rendezvous?: string;
   /**
    * How the devices' collectives reach each other: a registered transport. Default `shared-memory`; several hosts:
-   * `shm` when the rendezvous is a loopback address (one machine), else `hierarchical` (`gloo` with one device per host).
+   * `shm` when the rendezvous is a loopback address (one machine), else `hierarchical` (`gloo` with one device per
+   * host).
    */
   transport?: string;
   allReduce?: AllReduceKind;
