@@ -5,6 +5,21 @@
  */
 import type { AnyOptionTable, OptionTable } from '../options/declaration.js';
 import type { CommHookOptions } from './comm-hook.js';
+import { bad } from '../config-checks.js';
+import { trueOrFalse, type Check } from '../options/option-checks.js';
+
+function integerAtLeast(min: number): Check<number> {
+  return (v, field) => {
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < min)
+      bad(field, `must be an integer >= ${min}, got ${JSON.stringify(v)}`);
+    return v;
+  };
+}
+
+const rateAtLeastOne: Check<number> = (v, field) => {
+  if (typeof v !== 'number' || !(v >= 1)) bad(field, `must be a number >= 1, got ${JSON.stringify(v)}`);
+  return v;
+};
 
 export interface CommHookSection {
   /**
@@ -36,6 +51,7 @@ const errorFeedback = {
   group: 'comm hook',
   default: 'true',
   doc: 'fp16, bf16, powersgd: keep what was not sent and add it to the next step',
+  check: trueOrFalse,
 } as const;
 
 /** fp16 and bf16 read errorFeedback alone. */
@@ -50,6 +66,7 @@ export const POWER_SGD_OPTIONS: OptionTable<CommHookOptions> = {
     arg: 'R',
     default: '8',
     doc: 'powersgd: rank r of the approximation P Qᵀ',
+    check: integerAtLeast(1),
   },
   startStep: {
     kind: 'integer',
@@ -58,12 +75,14 @@ export const POWER_SGD_OPTIONS: OptionTable<CommHookOptions> = {
     arg: 'S',
     default: '10',
     doc: 'powersgd: steps before this one are all-reduced uncompressed',
+    check: integerAtLeast(0),
   },
   warmStart: {
     kind: 'negated',
     group: 'comm hook',
     default: 'true',
     doc: "powersgd: start each step's power iteration from last step's Q",
+    check: trueOrFalse,
   },
   minCompressionRate: {
     kind: 'real',
@@ -71,6 +90,7 @@ export const POWER_SGD_OPTIONS: OptionTable<CommHookOptions> = {
     flag: 'powersgd-min-compression',
     default: '2',
     doc: 'powersgd: compress an [n, m] matrix only when n·m > X · (n + m) · r',
+    check: rateAtLeastOne,
   },
 };
 
