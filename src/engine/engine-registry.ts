@@ -6,6 +6,8 @@
 import { TandemError } from '../errors.js';
 import { NamedRegistry } from '../named-registry.js';
 import type { Engine } from './engine.js';
+import type { AnyOptionTable } from '../options/declaration.js';
+import { registerOptions } from '../options/option-registry.js';
 import { NATIVE_ENGINE } from './engines/native-engine.js';
 import { WASM_ENGINE } from './engines/wasm-engine.js';
 import { CPU_ENGINE } from './engines/cpu-engine.js';
@@ -23,8 +25,10 @@ const engines = new NamedRegistry<Engine>(
     ),
 );
 
-export function registerEngine(engine: Engine): void {
+/** `options`: what the engine reads from the train config, declared (flags, `--help`, known keys). */
+export function registerEngine(engine: Engine, options?: AnyOptionTable): void {
   engines.register(engine);
+  if (options) registerOptions({ name: `${engine.name} engine`, table: options });
 }
 export function engineNames(): string[] {
   return engines.names();
