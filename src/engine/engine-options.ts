@@ -1,7 +1,11 @@
 /** The engine section of a train config: what the devices compute on. */
 import type { OptionTable } from '../options/declaration.js';
 import { positiveInt, trueOrFalse } from '../options/option-checks.js';
-import { BACKENDS, type BackendName } from './backend.js';
+
+/** The built-in engines. */
+export const BACKENDS = ['native', 'wasm', 'cpu', 'tensorflow', 'webgpu'] as const;
+/** A built-in engine's name, or a registered plugin engine's. */
+export type BackendName = (typeof BACKENDS)[number] | (string & {});
 
 export interface EngineOptions {
   /** Default: `native` when the oneDNN addon was built, else `wasm` (env `TANDEM_BACKEND` overrides the default). */

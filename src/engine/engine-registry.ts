@@ -7,7 +7,6 @@ import { TandemError } from '../errors.js';
 import { NamedRegistry } from '../named-registry.js';
 import type { Engine } from './engine.js';
 import type { AnyOptionTable } from '../options/declaration.js';
-import { registerOptions } from '../options/option-registry.js';
 import { NATIVE_ENGINE } from './engines/native-engine.js';
 import { WASM_ENGINE } from './engines/wasm-engine.js';
 import { CPU_ENGINE } from './engines/cpu-engine.js';
@@ -25,10 +24,17 @@ const engines = new NamedRegistry<Engine>(
     ),
 );
 
+const engineOptions = new Map<string, AnyOptionTable>();
+
 /** `options`: what the engine reads from the train config, declared (flags, `--help`, known keys). */
 export function registerEngine(engine: Engine, options?: AnyOptionTable): void {
   engines.register(engine);
-  if (options) registerOptions({ name: `${engine.name} engine`, table: options });
+  if (options) engineOptions.set(engine.name, options);
+}
+
+/** The options registered engines declared, by engine name (the option registry reads them). */
+export function engineOptionTables(): ReadonlyMap<string, AnyOptionTable> {
+  return engineOptions;
 }
 export function engineNames(): string[] {
   return engines.names();

@@ -21,6 +21,7 @@ import { PLUGIN_OPTIONS } from '../plugins/plugin-options.js';
 import { getMethod, methodNames } from '../methods/method-registry.js';
 import { commHookNames, getCommHook } from '../pipeline/comm-hooks.js';
 import { getTransport, transportNames } from '../collectives/transport-registry.js';
+import { engineOptionTables } from '../engine/engine-registry.js';
 
 /** The sections of `TrainConfig`, in the order the reference lists them. */
 export const TRAIN_CONFIG_SECTIONS: readonly OptionSection[] = [
@@ -64,6 +65,7 @@ function partSections(): OptionSection[] {
   for (const name of commHookNames())
     add(`${name} hook`, BUILTIN_HOOK_OPTIONS[name] ?? getCommHook(name).options, 'commHookOptions');
   for (const name of transportNames()) add(`${name} transport`, getTransport(name).options);
+  for (const [name, table] of engineOptionTables()) add(`${name} engine`, table);
   return out;
 }
 

@@ -10,8 +10,7 @@ import { TandemError } from '../errors.js';
 import { DEFAULT_COMM_HOOK_OPTIONS, type CommHookOptions } from './comm-hook.js';
 import { commHookNames, getCommHook, loadCommHook } from './comm-hooks.js';
 import { BUILTIN_HOOK_OPTIONS } from './comm-hook-options.js';
-import { flagOf, type AnyOptionTable } from '../options/declaration.js';
-import { declaredOptions, knownHookOptionKeys } from '../options/option-registry.js';
+import { flagOf, type AnyOptionTable, type OptionDeclaration } from '../options/declaration.js';
 import { sourcePath } from '../source-path.js';
 
 /** A run's hook as every thread receives it: `module` (file: URL) when it was given as a path. */
@@ -54,6 +53,18 @@ function isPath(spec: string): boolean {
   return spec.startsWith('.') || spec.startsWith('/') || spec.startsWith('file:') || /\.(m?js|cjs)$/.test(spec);
 }
 
+/** Every field of commHookOptions some registered hook declares, with its first declaration. */
+function hookDeclarations(): Map<string, OptionDeclaration<unknown>> {
+  const out = new Map<string, OptionDeclaration<unknown>>();
+  for (const hook of commHookNames())
+    for (const [key, d] of Object.entries(declaredBy(hook) ?? {})) if (!out.has(key)) out.set(key, d);
+  return out;
+}
+
+function knownHookOptionKeys(): string[] {
+  return [...hookDeclarations().keys()];
+}
+
 /** The options the hook `name` declares (a built-in's, or a registered plugin hook's), if it declares them. */
 function declaredBy(name: string): AnyOptionTable | undefined {
   return BUILTIN_HOOK_OPTIONS[name] ?? getCommHook(name).options;
@@ -70,8 +81,7 @@ function refuseOthersOptions(name: string, options: unknown): void {
   if (given.length === 0) return;
   const owners = commHookNames().filter(h => Object.hasOwn(declaredBy(h) ?? {}, given[0]));
   const flags = given.map(k => {
-    const o = declaredOptions().find(d => d.path === `commHookOptions.${k}`)!;
-    const flag = flagOf(k, o.declaration);
+    const flag = flagOf(k, hookDeclarations().get(k)!);
     return flag === undefined ? `commHookOptions.${k}` : `--${flag}`;
   });
   bad(
@@ -108,8 +118,7 @@ function hookOptions(given: unknown): CommHookOptions {
     if (!known.includes(key)) bad(`commHookOptions.${key}`, `unknown option (known: ${known.join(', ')})`);
   }
   for (const [key, value] of Object.entries(given)) {
-    const o = declaredOptions().find(d => d.path === `commHookOptions.${key}`);
-    o?.declaration.check?.(value, `commHookOptions.${key}`);
+    hookDeclarations().get(key)?.check?.(value, `commHookOptions.${key}`);
   }
   return { ...DEFAULT_COMM_HOOK_OPTIONS, ...(given as Partial<CommHookOptions>) };
 }
