@@ -1,13 +1,18 @@
-/** `tandem train` arguments -> TrainConfig. Unknown flags and bad values are errors that name the flag. */
-import { readFileSync } from 'node:fs';
+/**
+ * `tandem train` arguments -> TrainConfig, the flags generated from the option declarations (train-flags.ts).
+ * Unknown flags and bad values are errors that name the flag.
+ */
 import { parseArgs } from 'node:util';
 import { TandemError } from '../errors.js';
 import type { TrainConfig } from '../config-types.js';
-import { fsReason } from '../output/fs-reason.js';
-import { flagNumber, type NumberKind } from './flag-number.js';
-import { jsonErrorPlace } from '../json-place.js';
+import { flagNumber } from './flag-number.js';
+import { readConfigFile } from './read-config-file.js';
+import { trainFlags, type TrainFlag } from './train-flags.js';
 
-/** verbose: a host other than 0 shows its own progress too (by default host 0 shows the world's; the others only warnings, errors and their final line). */
+/**
+ * verbose: a host other than 0 shows its own progress too (by default host 0 shows the world's; the others only
+ * warnings, errors and their final line).
+ */
 export interface TrainCliOptions {
   config: TrainConfig;
   json: boolean;
@@ -15,94 +20,6 @@ export interface TrainCliOptions {
   verbose: boolean;
   profileSteps?: number;
 }
-
-const INTEGER_FLAGS = {
-  devices: 'devices',
-  hosts: 'hosts',
-  'host-rank': 'hostRank',
-  'native-threads': 'nativeThreads',
-  batch: 'batch',
-  steps: 'steps',
-  epochs: 'epochs',
-  seed: 'seed',
-  classes: 'classes',
-  'dataset-size': 'datasetSize',
-  'split-layer': 'splitLayer',
-  embedding: 'embedding',
-  'held-out': 'heldOut',
-  'eval-samples': 'evalSamples',
-  'checkpoint-every': 'checkpointEvery',
-  'replica-check-every': 'replicaCheckEvery',
-  'keep-checkpoints': 'keepCheckpoints',
-  'export-device': 'exportDevice',
-  'chunk-floats': 'chunkFloats',
-} as const;
-const REAL_FLAGS = {
-  lr: 'lr',
-  momentum: 'momentum',
-  beta1: 'beta1',
-  beta2: 'beta2',
-  epsilon: 'epsilon',
-  rho: 'rho',
-  decay: 'decay',
-  'initial-accumulator': 'initialAccumulatorValue',
-  scale: 'scale',
-  margin: 'margin',
-  'sample-rate': 'sampleRate',
-  'stop-grace-ms': 'stopGraceMs',
-  'stall-timeout-ms': 'stallTimeoutMs',
-  'time-share': 'timeShare',
-  'param-share': 'paramShare',
-  'bucket-mb': 'bucketCapMB',
-  'first-bucket-mb': 'firstBucketMB',
-} as const;
-const NUMBER_FLAGS = { ...INTEGER_FLAGS, ...REAL_FLAGS };
-/** --powersgd-rank etc.: fields of commHookOptions. */
-const HOOK_NUMBER_FLAGS = {
-  'powersgd-rank': ['rank', 'integer'],
-  'powersgd-start-step': ['startStep', 'integer'],
-  'powersgd-min-compression': ['minCompressionRate', 'real'],
-} as const;
-/** The flags that may be given more than once: each adds to a list. Every other flag is given once. */
-const REPEATABLE = new Set(['plugin']);
-const STRING_FLAGS = {
-  model: 'model',
-  data: 'data',
-  backend: 'backend',
-  optimizer: 'optimizer',
-  strategy: 'strategy',
-  'all-reduce': 'allReduce',
-  transport: 'transport',
-  'comm-hook': 'commHook',
-  'batch-norm': 'batchNorm',
-  'forward-wait': 'forwardWait',
-  loss: 'loss',
-  out: 'out',
-  method: 'method',
-  head: 'head',
-  'on-nan': 'onNan',
-  'checkpoint-dir': 'checkpointDir',
-  resume: 'resume',
-  link: 'link',
-  'exchange-order': 'exchangeOrder',
-  trace: 'trace',
-  rendezvous: 'rendezvous',
-  'local-update': 'localUpdate',
-} as const;
-
-/** The flag that sets each config field (`commHookOptions.rank`: --powersgd-rank), for messages that name a field. */
-const FLAG_OF_FIELD = new Map<string, string>([
-  ...Object.entries({ ...NUMBER_FLAGS, ...STRING_FLAGS }).map(([flag, field]) => [field, flag] as [string, string]),
-  ...Object.entries(HOOK_NUMBER_FLAGS).map(([flag, [field]]) => [`commHookOptions.${field}`, flag] as [string, string]),
-  ['imageSize', 'image-size'],
-  ['exportClassifier', 'export-classifier'],
-  ['centered', 'centered'],
-  ['nesterov', 'nesterov'],
-  ['nativeFusion', 'no-native-fusion'],
-  ['plugins', 'plugin'],
-  ['commHookOptions.errorFeedback', 'no-error-feedback'],
-  ['commHookOptions.warmStart', 'no-warm-start'],
-]);
 
 /**
  * A message of the library (`config.devices: must be …`) as the CLI shows it: the flag first, then the field
@@ -114,77 +31,8 @@ const FLAG_OF_FIELD = new Map<string, string>([
 export function withFlagName(message: string): string {
   const m = /^config\.([A-Za-z]+(?:\.[A-Za-z]+)?)(\[\d+\])?([: ])/.exec(message);
   if (!m) return message;
-  const flag = FLAG_OF_FIELD.get(m[1]);
+  const flag = trainFlags().find(f => !f.command && f.option.path === m[1])?.flag;
   return flag ? `--${flag} (${message.slice(0, m[0].length - 1)})${message.slice(m[0].length - 1)}` : message;
-}
-
-/** `command` profile reads --steps as the number of measured steps, not training steps. */
-export function parseTrainArgs(argv: string[], command: 'train' | 'profile' = 'train'): TrainCliOptions {
-  const options: Record<string, { type: 'string' | 'boolean' }> = {
-    config: { type: 'string' },
-    json: { type: 'boolean' },
-    quiet: { type: 'boolean' },
-    verbose: { type: 'boolean' },
-    'image-size': { type: 'string' },
-    'export-classifier': { type: 'boolean' },
-    centered: { type: 'boolean' },
-    nesterov: { type: 'boolean' },
-    'no-native-fusion': { type: 'boolean' },
-    'no-error-feedback': { type: 'boolean' },
-    'no-warm-start': { type: 'boolean' },
-  };
-  const multiple: Record<string, { type: 'string'; multiple: true }> = { plugin: { type: 'string', multiple: true } };
-  for (const f of [...Object.keys(NUMBER_FLAGS), ...Object.keys(STRING_FLAGS), ...Object.keys(HOOK_NUMBER_FLAGS)])
-    options[f] = { type: 'string' };
-  let parsed: { values: FlagValues; tokens: FlagToken[] };
-  try {
-    parsed = parseArgs({
-      args: withNegativeNumbers(argv),
-      options: { ...options, ...multiple },
-      allowPositionals: false,
-      strict: true,
-      tokens: true,
-    });
-  } catch (err) {
-    throw new TandemError('BAD_CONFIG', `tandem ${command}: ${(err as Error).message}. See tandem --help.`);
-  }
-  refuseRepeats(parsed.tokens);
-  const { values } = parsed;
-  const config: TrainConfig = typeof values.config === 'string' ? readConfigFile(values.config) : {};
-  const c = config as Record<string, unknown>;
-  numbers(values, INTEGER_FLAGS, 'integer', c);
-  numbers(values, REAL_FLAGS, 'real', c);
-  for (const [flag, key] of Object.entries(STRING_FLAGS)) if (typeof values[flag] === 'string') c[key] = values[flag];
-  if (Array.isArray(values.plugin)) c.plugins = [...((c.plugins as string[] | undefined) ?? []), ...values.plugin];
-  if (values['export-classifier'] === true) c.exportClassifier = true;
-  if (values.centered === true) c.centered = true;
-  if (values.nesterov === true) c.nesterov = true;
-  if (values['no-native-fusion'] === true) c.nativeFusion = false;
-  hookOptions(values, c);
-  if (typeof values['image-size'] === 'string') {
-    const text = values['image-size'];
-    if (!/^\d+([x,]\d+){1,2}$/.test(text))
-      throw new TandemError('BAD_CONFIG', `--image-size must look like 32x32 or 32x32x3, got '${text}'`);
-    c.imageSize = text.split(/[x,]/).map(Number);
-  }
-  if (command === 'train') refuseOutputsWithoutOut(config);
-  let profileSteps: number | undefined;
-  if (command === 'profile' && c.steps !== undefined) {
-    profileSteps = c.steps as number;
-    if (!Number.isInteger(profileSteps) || profileSteps < 1)
-      throw new TandemError(
-        'BAD_CONFIG',
-        `tandem profile --steps (measured steps) must be an integer >= 1, got ${profileSteps}`,
-      );
-    delete c.steps;
-  }
-  return {
-    config,
-    json: values.json === true,
-    quiet: values.quiet === true,
-    verbose: values.verbose === true,
-    profileSteps,
-  };
 }
 
 type FlagValues = Record<string, string | boolean | string[] | undefined>;
@@ -195,24 +43,99 @@ interface FlagToken {
   value?: string;
 }
 
-/** The `flags` given in `values` as numbers of `kind`, into `c` under their keys. */
-function numbers(
-  values: FlagValues,
-  flags: Record<string, string>,
-  kind: NumberKind,
-  c: Record<string, unknown>,
-): void {
-  for (const [flag, key] of Object.entries(flags)) {
-    const v = values[flag];
-    if (typeof v === 'string') c[key] = flagNumber(flag, v, kind);
+function parsed(
+  argv: string[],
+  flags: readonly TrainFlag[],
+  command: string,
+): { values: FlagValues; tokens: FlagToken[] } {
+  const options: Record<string, { type: 'string' | 'boolean'; multiple?: true }> = {};
+  for (const { flag, kind } of flags) {
+    const boolean = kind === 'boolean' || kind === 'negated';
+    options[flag] = kind === 'list' ? { type: 'string', multiple: true } : { type: boolean ? 'boolean' : 'string' };
+  }
+  try {
+    return parseArgs({
+      args: withNegativeNumbers(argv, flags),
+      options,
+      allowPositionals: false,
+      strict: true,
+      tokens: true,
+    }) as { values: FlagValues; tokens: FlagToken[] };
+  } catch (err) {
+    throw new TandemError('BAD_CONFIG', `tandem ${command}: ${(err as Error).message}. See tandem --help.`);
   }
 }
 
-/** Each flag once, but the REPEATABLE ones: parseArgs keeps the last of two values, and the first would be dropped unsaid. */
-function refuseRepeats(tokens: FlagToken[]): void {
+/** `command` profile reads --steps as the number of measured steps, not training steps. */
+export function parseTrainArgs(argv: string[], command: 'train' | 'profile' = 'train'): TrainCliOptions {
+  const flags = trainFlags();
+  const { values, tokens } = parsed(argv, flags, command);
+  refuseRepeats(tokens, flags);
+  const config: TrainConfig = typeof values.config === 'string' ? readConfigFile(values.config) : {};
+  for (const f of flags) if (!f.command && values[f.flag] !== undefined) setOption(config, f, values[f.flag]!);
+  if (command === 'train') refuseOutputsWithoutOut(config);
+  return {
+    config,
+    json: values.json === true,
+    quiet: values.quiet === true,
+    verbose: values.verbose === true,
+    profileSteps: command === 'profile' ? profileStepsOf(config) : undefined,
+  };
+}
+
+/** The flag's value, as its kind reads it, into `config` (`commHookOptions.rank` for a hook's flag). */
+function setOption(config: TrainConfig, f: TrainFlag, value: string | boolean | string[]): void {
+  const { key, into } = f.option;
+  const c = config as Record<string, unknown>;
+  const target = into === undefined ? c : { ...((c[into] as Record<string, unknown> | undefined) ?? {}) };
+  target[key] = flagValue(f, value, target[key]);
+  if (into !== undefined) c[into] = target;
+}
+
+function flagValue(f: TrainFlag, value: string | boolean | string[], before: unknown): unknown {
+  switch (f.kind) {
+    case 'integer':
+    case 'real':
+      return flagNumber(f.flag, value as string, f.kind);
+    case 'string':
+      return value;
+    case 'boolean':
+      return true;
+    case 'negated':
+      return false;
+    case 'list':
+      return [...((before as string[] | undefined) ?? []), ...(value as string[])];
+    case 'shape': {
+      const text = value as string;
+      if (!/^\d+([x,]\d+){1,2}$/.test(text))
+        throw new TandemError('BAD_CONFIG', `--${f.flag} must look like 32x32 or 32x32x3, got '${text}'`);
+      return text.split(/[x,]/).map(Number);
+    }
+  }
+}
+
+/** profile: --steps is the number of measured steps, taken out of the config. */
+function profileStepsOf(config: TrainConfig): number | undefined {
+  if (config.steps === undefined) return undefined;
+  const profileSteps = config.steps;
+  if (!Number.isInteger(profileSteps) || profileSteps < 1)
+    throw new TandemError(
+      'BAD_CONFIG',
+      `tandem profile --steps (measured steps) must be an integer >= 1, got ${profileSteps}`,
+    );
+  delete config.steps;
+  return profileSteps;
+}
+
+/**
+ * Each flag once, but the repeatable ones: parseArgs keeps the last of two values, and the first would be dropped
+ * unsaid.
+ */
+function refuseRepeats(tokens: FlagToken[], flags: readonly TrainFlag[]): void {
+  const repeatable = new Set(flags.filter(f => f.kind === 'list').map(f => f.flag));
   const first = new Map<string, string | undefined>();
   for (const { kind, name, value } of tokens) {
-    if (kind !== 'option' || name === undefined || REPEATABLE.has(name)) continue;
+    if (kind !== 'option' || name === undefined || repeatable.has(name)) continue;
     if (!first.has(name)) {
       first.set(name, value);
       continue;
@@ -220,7 +143,7 @@ function refuseRepeats(tokens: FlagToken[]): void {
     const values = value === undefined ? '' : ` ('${first.get(name)}', then '${value}')`;
     throw new TandemError(
       'BAD_CONFIG',
-      `--${name} is given twice${values}: give it once (only --${[...REPEATABLE].join(', --')} may repeat)`,
+      `--${name} is given twice${values}: give it once (only --${[...repeatable].join(', --')} may repeat)`,
     );
   }
 }
@@ -236,58 +159,14 @@ function refuseOutputsWithoutOut(config: TrainConfig): void {
   }
 }
 
-/** --powersgd-* / --no-error-feedback / --no-warm-start into config.commHookOptions. */
-function hookOptions(values: FlagValues, c: Record<string, unknown>): void {
-  const o: Record<string, unknown> = { ...((c.commHookOptions as Record<string, unknown> | undefined) ?? {}) };
-  for (const [flag, [key, kind]] of Object.entries(HOOK_NUMBER_FLAGS)) {
-    const v = values[flag];
-    if (typeof v === 'string') o[key] = flagNumber(flag, v, kind);
-  }
-  if (values['no-error-feedback'] === true) o.errorFeedback = false;
-  if (values['no-warm-start'] === true) o.warmStart = false;
-  if (Object.keys(o).length > 0) c.commHookOptions = o;
-}
-
 /** `--devices -1` as `--devices=-1`: parseArgs would read "-1" as an option and call the argument ambiguous. */
-function withNegativeNumbers(argv: string[]): string[] {
+function withNegativeNumbers(argv: string[], flags: readonly TrainFlag[]): string[] {
+  const numbers = new Set(flags.filter(f => f.kind === 'integer' || f.kind === 'real').map(f => f.flag));
   const out: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i].startsWith('--') ? argv[i].slice(2) : '';
-    if (flag in NUMBER_FLAGS && /^-(\d|\.\d|Infinity)/.test(argv[i + 1] ?? '')) out.push(`${argv[i]}=${argv[++i]}`);
+    if (numbers.has(flag) && /^-(\d|\.\d|Infinity)/.test(argv[i + 1] ?? '')) out.push(`${argv[i]}=${argv[++i]}`);
     else out.push(argv[i]);
   }
   return out;
-}
-
-/** A `--config` file: JSON holding one object of train options; anything else is named with what was found. */
-function readConfigFile(file: string): TrainConfig {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (err) {
-    throw new TandemError('BAD_CONFIG', `--config ${file}: cannot read it: ${fsReason(err)}`, undefined, {
-      cause: err,
-    });
-  }
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch (err) {
-    const place = jsonErrorPlace(text, err);
-    const found =
-      text.trim() === '' ? 'an empty file' : `invalid JSON${place ? ` at ${place}` : ''} (${(err as Error).message})`;
-    throw new TandemError(
-      'BAD_CONFIG',
-      `--config ${file}: expected a JSON object of train options (e.g. {"model": "mlp", "devices": 2}), found ${found}`,
-    );
-  }
-  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
-    const found =
-      parsed === null ? 'null' : Array.isArray(parsed) ? 'an array' : `${typeof parsed} ${JSON.stringify(parsed)}`;
-    throw new TandemError(
-      'BAD_CONFIG',
-      `--config ${file}: expected a JSON object of train options (e.g. {"model": "mlp", "devices": 2}), found ${found}`,
-    );
-  }
-  return parsed as TrainConfig;
 }

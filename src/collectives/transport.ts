@@ -9,6 +9,7 @@
 import type { Transferable } from 'node:worker_threads';
 import type { AllReduceKind, Collective, CollectiveEnv } from './collective.js';
 import type { ProcessKind } from '../world/topology.js';
+import type { AnyOptionTable } from '../options/declaration.js';
 
 /** A SharedArrayBuffer of `slots` equal slots of `slotFloats` floats: slot r is rank r's copy. */
 export interface SlotBuffer {
@@ -80,6 +81,8 @@ export interface Transport {
   readonly description: string;
   /** Whether its collectives offer `blocking` (needed by methods that communicate inside forward/backward). */
   readonly blocking: boolean;
+  /** Options the transport reads from the train config, declared (flags, help, known keys): a plugin's own. */
+  readonly options?: AnyOptionTable;
   /** Main thread, before any rank opens (a promise when it must wait, e.g. for a rendezvous store to listen). */
   prepare(spec: CommunicatorSpec): PreparedCommunicator | Promise<PreparedCommunicator>;
   /** On the rank's thread. */

@@ -15,10 +15,8 @@ import type { Tf } from './tfjs-types.js';
 import { muteCpuGreeting } from './quiet-cpu.js';
 export { findTensorflowPackage } from './engines/tensorflow-engine.js';
 
-/** The built-in engines. */
-export const BACKENDS = ['native', 'wasm', 'cpu', 'tensorflow', 'webgpu'] as const;
-/** A built-in engine's name, or a registered plugin engine's. */
-export type BackendName = (typeof BACKENDS)[number] | (string & {});
+export { BACKENDS, type BackendName } from './engine-options.js';
+import type { BackendName } from './engine-options.js';
 
 let noticeShown = false;
 

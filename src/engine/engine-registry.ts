@@ -6,6 +6,7 @@
 import { TandemError } from '../errors.js';
 import { NamedRegistry } from '../named-registry.js';
 import type { Engine } from './engine.js';
+import type { AnyOptionTable } from '../options/declaration.js';
 import { NATIVE_ENGINE } from './engines/native-engine.js';
 import { WASM_ENGINE } from './engines/wasm-engine.js';
 import { CPU_ENGINE } from './engines/cpu-engine.js';
@@ -23,8 +24,17 @@ const engines = new NamedRegistry<Engine>(
     ),
 );
 
-export function registerEngine(engine: Engine): void {
+const engineOptions = new Map<string, AnyOptionTable>();
+
+/** `options`: what the engine reads from the train config, declared (flags, `--help`, known keys). */
+export function registerEngine(engine: Engine, options?: AnyOptionTable): void {
   engines.register(engine);
+  if (options) engineOptions.set(engine.name, options);
+}
+
+/** The options registered engines declared, by engine name (the option registry reads them). */
+export function engineOptionTables(): ReadonlyMap<string, AnyOptionTable> {
+  return engineOptions;
 }
 export function engineNames(): string[] {
   return engines.names();

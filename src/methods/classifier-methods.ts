@@ -20,16 +20,18 @@ import {
 import { getEngine } from '../engine/engine-registry.js';
 import { classificationLoss } from '../model/resolve-model.js';
 import { resolveClassifierOptions } from './classifier-options.js';
+import { CLASSIFIER_OPTIONS } from './method-options.js';
 import { createGlobalBatchLoader, createLocalLabelLoader } from './method-loaders.js';
 import type { DeviceMethod, DeviceMethodContext, StepLoss, TrainingMethod } from './training-method.js';
 
 type ClassifierMethodParts = Pick<
   TrainingMethod,
-  'resolveOptions' | 'defaultHeldOut' | 'localState' | 'exportDevice' | 'summarize'
+  'options' | 'resolveOptions' | 'defaultHeldOut' | 'localState' | 'exportDevice' | 'summarize'
 >;
 
 function classifierMethod(name: string): ClassifierMethodParts {
   return {
+    options: CLASSIFIER_OPTIONS,
     resolveOptions: (config, ctx) => resolveClassifierOptions(config, ctx, name),
     defaultHeldOut: size => Math.floor(size / 10),
     localState: true,

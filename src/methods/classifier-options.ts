@@ -4,18 +4,10 @@ import type { ClassifierConfig, TrainConfig } from '../config-types.js';
 import { HEAD_KINDS, type HeadKind } from '../classifier/classifier-head.js';
 import { LabelPartition } from '../classifier/label-partition.js';
 import type { MethodResolveContext } from './training-method.js';
+import { CLASSIFIER_OPTIONS, type ClassifierOptions } from './method-options.js';
 
 /** Options only the classifier methods take. */
-export const CLASSIFIER_OPTION_KEYS = [
-  'embedding',
-  'head',
-  'scale',
-  'margin',
-  'sampleRate',
-  'partition',
-  'exportDevice',
-  'exportClassifier',
-] as const;
+export const CLASSIFIER_OPTION_KEYS = Object.keys(CLASSIFIER_OPTIONS) as (keyof ClassifierOptions)[];
 
 function bad(field: string, message: string): never {
   throw new TandemError('BAD_CONFIG', `config.${field}: ${message}`);

@@ -18,6 +18,7 @@ import type { FinishedReport, HeadValues, ModelArtifactsData } from '../actors/p
 import type { HeadState } from '../checkpoint/checkpoint-file.js';
 import type { ParameterLayout } from '../model/parameter-layout.js';
 import type { ClassifierSummary } from '../classifier/classifier-result.js';
+import type { AnyOptionTable } from '../options/declaration.js';
 
 /** What `resolveOptions` knows of the run. */
 export interface MethodResolveContext {
@@ -30,6 +31,8 @@ export interface MethodResolveContext {
 export interface TrainingMethod {
   readonly name: string;
   readonly description: string;
+  /** The method's own options, declared (flags, help, known keys); `resolveOptions` checks them in context. */
+  readonly options?: AnyOptionTable;
   /** Checks the method's own options (BAD_CONFIG naming the field) and resolves them; rejects options of other methods. */
   resolveOptions(config: TrainConfig, ctx: MethodResolveContext): ClassifierConfig | undefined;
   /** Samples held out for evaluation when the config gives none. */

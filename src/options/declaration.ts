@@ -9,11 +9,13 @@
 
 /** The groups `--help` and the reference show, in this order (horovodrun groups its arguments the same way). */
 export const OPTION_GROUPS = [
+  'general',
   'model and data',
   'world',
   'engine',
   'optimizer',
   'schedule',
+  'comm hook',
   'method',
   'checkpoint',
   'output',
@@ -38,11 +40,50 @@ export interface OptionDeclaration<T> {
   flag?: string;
   /** The values a string option takes, shown in the help (`sgd|adam|…`). */
   choices?: readonly string[];
+  /** The flag's value as the help shows it (`N`, `DIR`); default: from the kind and the choices. */
+  arg?: string;
+  /** A `config` option's value as the reference shows it (`integer`, `object`); default: `object`. */
+  type?: string;
   /** The default as the reference shows it (`2`, `native when built, else wasm`); absent: none. */
   default?: string;
-  /** Pure and synchronous: the given value checked (a `BAD_CONFIG` naming the field on failure), defaults not applied. */
+  /**
+   * Pure and synchronous: the given value checked (a `BAD_CONFIG` naming the field on failure), defaults not
+   * applied.
+   */
   check?: (value: unknown, field: string) => T;
 }
 
 /** Every field of section `S`, declared: leaving one out, or declaring one `S` lacks, does not compile. */
 export type OptionTable<S> = { readonly [K in keyof Required<S>]-?: OptionDeclaration<NonNullable<S[K]>> };
+
+/** Any part's table, as the generators read it. */
+export type AnyOptionTable = { readonly [key: string]: OptionDeclaration<unknown> };
+
+/**
+ * One part's options: the built-in sections of `TrainConfig`, or those a registered part (a method, a comm hook,
+ * a transport, an engine, a plugin's) brings. `into`: the options are fields of that config object
+ * (`commHookOptions.rank`), not top-level keys.
+ */
+export interface OptionSection {
+  /** Who declares them (`world`, `powersgd hook`), for the reference. */
+  readonly name: string;
+  readonly table: AnyOptionTable;
+  readonly into?: 'commHookOptions';
+}
+
+/** One declared option with where it lives: `path` is `key` or `into.key`, as messages name it. */
+export interface DeclaredOption {
+  readonly key: string;
+  readonly path: string;
+  readonly section: string;
+  readonly into?: 'commHookOptions';
+  readonly declaration: OptionDeclaration<unknown>;
+}
+
+/** The flag of a declaration (without dashes), or undefined for a config-only option. */
+export function flagOf(key: string, d: OptionDeclaration<unknown>): string | undefined {
+  if (d.kind === 'config') return undefined;
+  if (d.flag !== undefined) return d.flag;
+  const kebab = key.replace(/[A-Z]/g, c => `-${c.toLowerCase()}`);
+  return d.kind === 'negated' ? `no-${kebab}` : kebab;
+}

@@ -16,6 +16,7 @@
  * };
  */
 import type { Collective } from '../collectives/collective.js';
+import type { AnyOptionTable } from '../options/declaration.js';
 
 /** A variable of the group, its offset relative to the group's start. */
 export interface BucketVariable {
@@ -72,6 +73,8 @@ export const DEFAULT_COMM_HOOK_OPTIONS: CommHookOptions = {
 export interface CommHook<State = unknown> {
   readonly name: string;
   readonly description: string;
+  /** The fields of `commHookOptions` this hook reads, declared (flags, help, known fields): a plugin's hook's own. */
+  readonly options?: AnyOptionTable;
   /** Once per group on each rank, before its first exchange: the group's persistent state. */
   init(info: BucketInfo, options: CommHookOptions): State;
   /** Replaces the group's all-reduce: `bucket.buffer` must hold the mean over ranks on return, the same bits on every rank. */

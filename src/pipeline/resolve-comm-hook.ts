@@ -8,7 +8,9 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { TandemError } from '../errors.js';
 import { DEFAULT_COMM_HOOK_OPTIONS, type CommHookOptions } from './comm-hook.js';
-import { getCommHook, loadCommHook } from './comm-hooks.js';
+import { commHookNames, getCommHook, loadCommHook } from './comm-hooks.js';
+import { BUILTIN_HOOK_OPTIONS } from './comm-hook-options.js';
+import { flagOf, type AnyOptionTable, type OptionDeclaration } from '../options/declaration.js';
 import { sourcePath } from '../source-path.js';
 
 /** A run's hook as every thread receives it: `module` (file: URL) when it was given as a path. */
@@ -33,17 +35,7 @@ export async function resolveCommHook(spec: unknown, options: unknown): Promise<
   const resolvedOptions = hookOptions(options);
   if (!isPath(spec)) {
     const name = getCommHook(spec).name;
-    if (name === 'fp16' || name === 'bf16') {
-      // PowerSGD's options would be ignored: say so instead
-      const given = Object.keys(options ?? {}).filter(k => POWER_SGD_ONLY.includes(k));
-      if (given.length > 0) {
-        bad(
-          `commHookOptions.${given[0]}`,
-          `applies to the powersgd hook only, and this run's hook is ${name} (it has errorFeedback alone); ` +
-            `leave out ${given.map(k => POWER_SGD_FLAGS[k]).join(', ')}, or give --comm-hook powersgd`,
-        );
-      }
-    }
+    refuseOthersOptions(name, options);
     return { name, options: resolvedOptions };
   }
   const file = path.resolve(sourcePath(spec));
@@ -57,51 +49,76 @@ export async function resolveCommHook(spec: unknown, options: unknown): Promise<
   return { name: hook.name, module, options: resolvedOptions };
 }
 
-/** The options only PowerSGD reads, and their flags (`--powersgd-…`, `--no-warm-start`). */
-const POWER_SGD_ONLY: readonly string[] = ['rank', 'startStep', 'minCompressionRate', 'warmStart'];
-const POWER_SGD_FLAGS: Record<string, string> = {
-  rank: '--powersgd-rank',
-  startStep: '--powersgd-start-step',
-  minCompressionRate: '--powersgd-min-compression',
-  warmStart: '--no-warm-start',
-};
+function isPath(spec: string): boolean {
+  return spec.startsWith('.') || spec.startsWith('/') || spec.startsWith('file:') || /\.(m?js|cjs)$/.test(spec);
+}
+
+/** Every field of commHookOptions some registered hook declares, with its first declaration. */
+function hookDeclarations(): Map<string, OptionDeclaration<unknown>> {
+  const out = new Map<string, OptionDeclaration<unknown>>();
+  for (const hook of commHookNames())
+    for (const [key, d] of Object.entries(declaredBy(hook) ?? {})) if (!out.has(key)) out.set(key, d);
+  return out;
+}
+
+function knownHookOptionKeys(): string[] {
+  return [...hookDeclarations().keys()];
+}
+
+/** The options the hook `name` declares (a built-in's, or a registered plugin hook's), if it declares them. */
+function declaredBy(name: string): AnyOptionTable | undefined {
+  return BUILTIN_HOOK_OPTIONS[name] ?? getCommHook(name).options;
+}
 
 /**
- * `options` for the hook `--comm-hook auto` picked: PowerSGD's own options dropped when it picked fp16 or bf16 (the user
- * gave them for the case it picks PowerSGD; a hook named by the user with them is refused instead).
+ * Options another hook declares, given to a hook that declares its own without them, would be ignored: refused,
+ * naming the hooks that read them and their flags.
+ */
+function refuseOthersOptions(name: string, options: unknown): void {
+  const own = declaredBy(name);
+  if (own === undefined || options === null || typeof options !== 'object') return;
+  const given = Object.keys(options).filter(k => !Object.hasOwn(own, k) && knownHookOptionKeys().includes(k));
+  if (given.length === 0) return;
+  const owners = commHookNames().filter(h => Object.hasOwn(declaredBy(h) ?? {}, given[0]));
+  const flags = given.map(k => {
+    const flag = flagOf(k, hookDeclarations().get(k)!);
+    return flag === undefined ? `commHookOptions.${k}` : `--${flag}`;
+  });
+  bad(
+    `commHookOptions.${given[0]}`,
+    `applies to the ${owners.join(', ')} hook only, and this run's hook is ${name} ` +
+      `(it has ${Object.keys(own).join(', ')} alone); leave out ${flags.join(', ')}, or give --comm-hook ${owners[0]}`,
+  );
+}
+
+/**
+ * The picked hook's options (strategy auto): those another hook declares and it does not are dropped, since the
+ * user gave them for a hook that was not picked.
  */
 export function optionsForPickedHook(
   hook: string,
   options: Partial<CommHookOptions> | undefined,
 ): Partial<CommHookOptions> | undefined {
-  if (options === undefined || (hook !== 'fp16' && hook !== 'bf16')) return options;
+  const own = declaredBy(hook);
+  if (options === undefined || own === undefined) return options;
+  const others = knownHookOptionKeys().filter(k => !Object.hasOwn(own, k));
   const kept = Object.fromEntries(
-    Object.entries(options).filter(([k]) => !POWER_SGD_ONLY.includes(k)),
+    Object.entries(options).filter(([k]) => !others.includes(k)),
   ) as Partial<CommHookOptions>;
   return Object.keys(kept).length > 0 ? kept : undefined;
 }
 
-function isPath(spec: string): boolean {
-  return spec.startsWith('.') || spec.startsWith('/') || spec.startsWith('file:') || /\.(m?js|cjs)$/.test(spec);
-}
-
+/** The given options over the defaults: every key one some hook declares, each value through its declared check. */
 function hookOptions(given: unknown): CommHookOptions {
   if (given === undefined) return { ...DEFAULT_COMM_HOOK_OPTIONS };
   if (given === null || typeof given !== 'object' || Array.isArray(given))
     bad('commHookOptions', 'must be an object like { rank: 2 }');
-  const o = { ...DEFAULT_COMM_HOOK_OPTIONS, ...(given as Partial<CommHookOptions>) };
+  const known = knownHookOptionKeys();
   for (const key of Object.keys(given)) {
-    if (!(key in DEFAULT_COMM_HOOK_OPTIONS))
-      bad(`commHookOptions.${key}`, `unknown option (known: ${Object.keys(DEFAULT_COMM_HOOK_OPTIONS).join(', ')})`);
+    if (!known.includes(key)) bad(`commHookOptions.${key}`, `unknown option (known: ${known.join(', ')})`);
   }
-  for (const key of ['errorFeedback', 'warmStart'] as const)
-    if (typeof o[key] !== 'boolean')
-      bad(`commHookOptions.${key}`, `must be true or false, got ${JSON.stringify(o[key])}`);
-  for (const key of ['rank', 'startStep'] as const) {
-    if (!Number.isInteger(o[key]) || o[key] < (key === 'rank' ? 1 : 0))
-      bad(`commHookOptions.${key}`, `must be an integer >= ${key === 'rank' ? 1 : 0}, got ${JSON.stringify(o[key])}`);
+  for (const [key, value] of Object.entries(given)) {
+    hookDeclarations().get(key)?.check?.(value, `commHookOptions.${key}`);
   }
-  if (typeof o.minCompressionRate !== 'number' || !(o.minCompressionRate >= 1))
-    bad('commHookOptions.minCompressionRate', `must be a number >= 1, got ${JSON.stringify(o.minCompressionRate)}`);
-  return o;
+  return { ...DEFAULT_COMM_HOOK_OPTIONS, ...(given as Partial<CommHookOptions>) };
 }

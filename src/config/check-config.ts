@@ -1,0 +1,94 @@
+/**
+ * The pure, synchronous checks of a train config: the keys, every option's own check (from its declaration), then
+ * the rules between options, resolving what needs nothing but the config. Plugins must be loaded first (the names
+ * they register, and the options they declare, are checked here): `resolveConfig` loads them, then calls this.
+ * It reads no module and no dataset; the defaults it resolves may look at the machine (the backend the addon
+ * allows, the cores for the loader threads).
+ */
+import os from 'node:os';
+import { TandemError } from '../errors.js';
+import { bad } from '../config-checks.js';
+import type { TrainConfig } from '../config-types.js';
+import { assertBackendAvailable, defaultBackend } from '../engine/backend.js';
+import { engineNames, getEngine } from '../engine/engine-registry.js';
+import { oneOf } from '../config-checks.js';
+import { worldSize } from '../world/topology.js';
+import { resolveHosts } from '../world/resolve-hosts.js';
+import { DEFAULT_REPLICA_CHECK_EVERY } from '../monitor/reliability-options.js';
+import { refuseNonObject, refuseUnknownKeys } from './known-keys.js';
+import { checkDeclared } from './declared-checks.js';
+import { pluginUrls } from './plugin-urls.js';
+import { checkpointFields, faultInjectionOf } from './check-reliability.js';
+import { scheduleFields, transportOf } from './check-schedule.js';
+import { dataSourceOf, modelSourceOf } from './check-sources.js';
+import type { CheckedConfig, CheckedFields } from './checked-config.js';
+
+export function checkConfig(config: TrainConfig): CheckedConfig {
+  refuseNonObject(config);
+  const plugins = pluginUrls(config.plugins);
+  refuseUnknownKeys(config);
+  checkDeclared(config);
+  const localDevices = config.devices ?? 2;
+  const { topology, rendezvous } = resolveHosts(config, localDevices);
+  const devices = worldSize(topology); // replicas in the job: batch split, labels, mean
+  const writer = topology.process === 0; // host 0 alone writes the model, summary, trace and checkpoints
+  const backend = backendOf(config);
+  const batch = config.batch ?? 32;
+  if (batch % devices !== 0) {
+    const hosts = topology.processes > 1 ? ` (${topology.processes} hosts × ${localDevices})` : '';
+    bad(
+      'batch',
+      `global batch ${batch} must be divisible by devices ${devices}${hosts} (each device trains batch/devices ` +
+        `samples); try ${Math.max(devices, batch - (batch % devices))}`,
+    );
+  }
+  const seed = config.seed ?? 1;
+  const schedule = scheduleFields(config);
+  const transport = transportOf(config, topology, rendezvous);
+  if (config.commHook === 'auto' && config.strategy !== 'auto')
+    bad('commHook', "'auto' (let --strategy auto pick a hook) needs strategy 'auto'");
+  const fields: CheckedFields = {
+    topology,
+    rendezvous,
+    devices,
+    backend,
+    nativeThreads: config.nativeThreads ?? 1,
+    nativeFusion: config.nativeFusion ?? true,
+    batch,
+    seed,
+    ...schedule,
+    trace: writer ? config.trace : undefined,
+    allReduce: config.allReduce ?? 'sharded',
+    localUpdate: config.localUpdate ?? 'replica',
+    transport,
+    batchNorm: config.batchNorm ?? 'sync',
+    forwardWait: config.forwardWait ?? 'group',
+    plugins,
+    out: writer ? config.out : undefined,
+    stallTimeoutMs: config.stallTimeoutMs ?? 120_000,
+    loaderThreads: config.loaderThreads ?? Math.min(2, Math.max(1, os.availableParallelism() - 1)),
+    faultInjection: faultInjectionOf(config.faultInjection, devices),
+    onNan: config.onNan ?? 'error',
+    replicaCheckEvery: config.replicaCheckEvery ?? DEFAULT_REPLICA_CHECK_EVERY,
+    ...checkpointFields(config, writer),
+  };
+  const model = modelSourceOf(config);
+  const data = dataSourceOf(config);
+  if (config.steps !== undefined && config.epochs !== undefined) bad('steps', 'give steps or epochs, not both');
+  return { config, fields, localDevices, writer, ...model, ...data };
+}
+
+/** The backend named (or the default), registered, available here, and one that keeps parameters in host memory. */
+function backendOf(config: TrainConfig): string {
+  const backend = oneOf('backend', config.backend ?? defaultBackend(), engineNames());
+  assertBackendAvailable(backend);
+  if (getEngine(backend).capabilities.parameters !== 'host') {
+    throw new TandemError(
+      'BACKEND_UNAVAILABLE',
+      `backend '${backend}' keeps parameters on the device, ` +
+        "and tandem's device threads hand parameters and gradients over in host memory; " +
+        'use native, wasm, cpu or webgpu',
+    );
+  }
+  return backend;
+}

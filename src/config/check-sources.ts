@@ -1,0 +1,47 @@
+/** The model and the data a config names: builtins by name, else module paths (found, not imported). */
+import { TandemError } from '../errors.js';
+import { bad } from '../config-checks.js';
+import type { TrainConfig } from '../config-types.js';
+import { BUILTIN_MODELS, type BuiltinModel } from '../model/builtin-models.js';
+import { modelPathUrl } from '../model/model-path.js';
+import { BUILTIN_DATASETS, isModulePath, resolveModuleUrl } from '../data/resolve-dataset.js';
+
+export function modelSourceOf(config: TrainConfig): {
+  modelSource: string;
+  builtinModel?: BuiltinModel;
+  modelUrl?: string;
+} {
+  const modelSource = config.model ?? 'mlp';
+  const builtinModel = BUILTIN_MODELS[modelSource];
+  const modelUrl = builtinModel ? undefined : modelPathUrl(modelSource);
+  if (!builtinModel && !modelUrl) {
+    throw new TandemError(
+      'UNKNOWN_MODEL',
+      `config.model: unknown model '${modelSource}'. Builtins: ${Object.keys(BUILTIN_MODELS).join(', ')}; ` +
+        'or a path to an ES module or a TensorFlow.js layers model.json.',
+    );
+  }
+  return { modelSource, builtinModel, modelUrl };
+}
+
+/** The data source, and imageSize as [height, width, channels]; what a builtin dataset cannot take is refused. */
+export function dataSourceOf(config: TrainConfig): { dataSource: string; imageShape?: number[] } {
+  const dataSource = config.data ?? 'mnist';
+  if (!(BUILTIN_DATASETS as readonly string[]).includes(dataSource)) {
+    if (!isModulePath(dataSource)) {
+      throw new TandemError(
+        'UNKNOWN_DATASET',
+        `config.data: unknown dataset '${dataSource}'. Builtins: ${BUILTIN_DATASETS.join(', ')}; ` +
+          'or a path to an ES module.',
+      );
+    }
+    resolveModuleUrl(dataSource, 'data');
+  }
+  const s = config.imageSize;
+  const imageShape = s === undefined ? undefined : s.length === 2 ? [s[0], s[1], 3] : [...s];
+  if (dataSource === 'mnist') {
+    if (config.classes !== undefined && config.classes !== 10) bad('classes', 'mnist has 10 classes');
+    if (imageShape) bad('imageSize', 'mnist images are 28x28x1; imageSize applies to synthetic-images');
+  }
+  return { dataSource, ...(imageShape ? { imageShape } : {}) };
+}

@@ -1,0 +1,42 @@
+/** The train config's top-level keys, generated from the declarations, and the refusal of any other. */
+import { TandemError } from '../errors.js';
+import { bad, shown } from '../config-checks.js';
+import { knownKeys } from '../options/option-registry.js';
+
+/** Not an object of train options: named with what was found. */
+export function refuseNonObject(config: unknown): void {
+  if (config !== null && typeof config === 'object' && !Array.isArray(config)) return;
+  const found =
+    config === null || config === undefined
+      ? String(config)
+      : Array.isArray(config)
+        ? 'an array'
+        : `${typeof config} ${shown(config)}`;
+  throw new TandemError(
+    'BAD_CONFIG',
+    `config: expected an object of train options (e.g. { model: 'mlp', devices: 2 }), found ${found}`,
+  );
+}
+
+/** Every key of `config` declared (by a section, a registered part or a loaded plugin), else refused. */
+export function refuseUnknownKeys(config: object): void {
+  const known = knownKeys();
+  const set = new Set(known);
+  for (const key of Object.keys(config)) if (!set.has(key)) unknownOption(key, known);
+}
+
+/**
+ * An option tandem does not know: a key written as a flag is (`checkpoint-every`, `held_out`, `heldout`) is named with
+ * the option meant, which a --config file written from the flags gets wrong; any other with the list of options.
+ */
+function unknownOption(key: string, known: readonly string[]): never {
+  const camel = key.replace(/[-_]+([a-z0-9])/gi, (_, c: string) => c.toUpperCase());
+  const meant = known.find(k => k.toLowerCase() === camel.toLowerCase());
+  if (meant)
+    bad(
+      key,
+      `unknown option: did you mean ${meant}? (options, in a --config file too, are the API's camelCase names; ` +
+        'the flags are kebab-case)',
+    );
+  bad(key, `unknown option (known: ${known.join(', ')})`);
+}

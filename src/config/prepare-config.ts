@@ -1,0 +1,140 @@
+/**
+ * The prepare phase of a train config, after the synchronous checks: what needs a module, a file or a dataset —
+ * a comm hook given as a path, a saved model.json's optimizer and loss, the dataset (a data module imported and
+ * probed), the model (a user module built once to check its shapes) — and the rules that need their answers.
+ */
+import { TandemError } from '../errors.js';
+import { bad } from '../config-checks.js';
+import { isRegressionLoss, type ResolvedConfig } from '../config-types.js';
+import { getTransport, DEFAULT_TRANSPORT } from '../collectives/transport-registry.js';
+import { resolveCommHook } from '../pipeline/resolve-comm-hook.js';
+import { inputScaleWarning } from '../data/input-scale.js';
+import { GlobalBatchSampler } from '../data/sampler.js';
+import type { ModelSpec } from '../model/resolve-model.js';
+import { getMethod } from '../methods/method-registry.js';
+import { positiveInt } from '../options/option-checks.js';
+import type { CheckedConfig, CheckedFields } from './checked-config.js';
+import { optimizerOf, savedTrainingConfig } from './saved-model.js';
+import { checkClassLabels, heldOutSplit, prepareData } from './prepare-data.js';
+import { resolveLoss } from './resolve-loss.js';
+import { checkModuleModelShapes } from './module-model-shapes.js';
+import { shardedUpdateApplies } from './sharded-update.js';
+
+export async function prepareConfig(checked: CheckedConfig): Promise<ResolvedConfig> {
+  const { config, fields, modelSource, builtinModel, dataSource } = checked;
+  const { devices, batch, seed } = fields;
+  // auto: the hook's options are checked once a hook is picked
+  const commHook =
+    config.commHook === 'auto' ? undefined : await resolveCommHook(config.commHook, config.commHookOptions);
+  const source = checked.modelUrl ?? modelSource;
+  const trainingConfig = savedTrainingConfig(source); // a saved model.json's compiled optimizer and loss
+  const optimizer = optimizerOf(config, source, trainingConfig?.optimizer_config);
+  const prepared = await prepareData(checked);
+  const { meta, data } = prepared;
+  const sampleShape = [...meta.sampleShape];
+  const method = getMethod(config.method ?? 'data-parallel');
+  const { trainSize, evalSamples } = heldOutSplit(config, meta.size, method, batch, devices);
+  const classifier = method.resolveOptions(config, { classes: meta.classes, devices });
+  checkMinImage(checked, sampleShape);
+  // The classifier methods build the model as a feature extractor: its output is the embedding.
+  const outputs = classifier ? classifier.embedding : meta.classes;
+  const model: ModelSpec = { source, options: { inputShape: sampleShape, classes: outputs, seed } };
+  const loss = resolveLoss(config.loss, source, trainingConfig?.loss, method.name, dataSource, meta.classes);
+  if (!isRegressionLoss(loss))
+    checkClassLabels(prepared, dataSource, loss, [trainSize, Math.min(meta.size, trainSize + evalSamples)]);
+  if (builtinModel && isRegressionLoss(loss))
+    bad(
+      'loss',
+      `${loss} (regression) needs a model with one output; builtin '${modelSource}' outputs one score per class`,
+    );
+  if (!builtinModel) await checkModuleModelShapes(model, sampleShape, outputs, modelSource, dataSource, loss);
+  const stepsPerEpoch = Math.floor(trainSize / batch);
+  const steps =
+    config.epochs !== undefined ? config.epochs * stepsPerEpoch : positiveInt()(config.steps ?? stepsPerEpoch, 'steps');
+  const inputWarning =
+    prepared.userDataset && checked.writer // host 0 says it once for the job
+      ? inputScaleWarning(
+          prepared.userDataset,
+          new GlobalBatchSampler(trainSize, batch, seed, devices).batchIndices(1),
+          data.source,
+        )
+      : undefined;
+  const resolved = assemble(checked, {
+    method: method.name,
+    classifier,
+    trainSize,
+    evalSamples,
+    inputWarning,
+    model,
+    data,
+    datasetSize: meta.size,
+    sampleShape,
+    classes: meta.classes,
+    steps,
+    stepsPerEpoch,
+    optimizer,
+    commHook,
+    loss,
+  });
+  refuseNonBlockingTransport(resolved, method.computeCommunicator(resolved) !== undefined, method.name);
+  if (!shardedUpdateApplies(resolved)) resolved.localUpdate = 'replica';
+  return resolved;
+}
+
+/** What the prepare phase found. */
+type Prepared = Omit<ResolvedConfig, keyof CheckedFields | 'perDevice'>;
+
+/** The resolved config, in the order its fields have always had. */
+function assemble({ fields: f }: CheckedConfig, p: Prepared): ResolvedConfig {
+  return {
+    onNan: f.onNan,
+    checkpointEvery: f.checkpointEvery,
+    checkpointDir: f.checkpointDir,
+    resume: f.resume,
+    keepCheckpoints: f.keepCheckpoints,
+    stopGraceMs: f.stopGraceMs,
+    replicaCheckEvery: f.replicaCheckEvery,
+    ...pick(p, 'method', 'classifier', 'trainSize', 'evalSamples', 'inputWarning', 'model', 'data', 'datasetSize'),
+    ...pick(p, 'sampleShape', 'classes'),
+    ...pick(f, 'devices', 'topology', 'rendezvous', 'backend', 'nativeThreads', 'nativeFusion', 'batch'),
+    perDevice: f.batch / f.devices,
+    ...pick(p, 'steps', 'stepsPerEpoch', 'optimizer'),
+    ...pick(f, 'seed', 'strategy', 'strategyOptions', 'exchange', 'link', 'trace', 'allReduce', 'localUpdate'),
+    ...pick(f, 'transport'),
+    ...pick(p, 'commHook', 'loss'),
+    ...pick(f, 'batchNorm', 'forwardWait', 'plugins', 'out', 'stallTimeoutMs', 'loaderThreads', 'faultInjection'),
+  };
+}
+
+function pick<T, K extends keyof T>(from: T, ...keys: K[]): Pick<T, K> {
+  const out = {} as Pick<T, K>;
+  for (const k of keys) out[k] = from[k];
+  return out;
+}
+
+function checkMinImage(checked: CheckedConfig, sampleShape: number[]): void {
+  const minImage = checked.builtinModel?.minImageSize;
+  if (minImage === undefined) return;
+  const [h, w] = sampleShape;
+  if (sampleShape.length !== 3 || h < minImage || w < minImage) {
+    throw new TandemError(
+      'SHAPE_MISMATCH',
+      `model '${checked.modelSource}' needs images [height, width, channels] of at least ${minImage}x${minImage}; ` +
+        `data '${checked.dataSource}' gives samples of shape [${sampleShape.join(', ')}]. ` +
+        'Use --model mlp (any sample shape), a model module of your own, ' +
+        'or, with synthetic-images, a larger --image-size.',
+    );
+  }
+}
+
+/** A method that communicates inside forward or backward needs a transport whose collectives can block. */
+function refuseNonBlockingTransport(resolved: ResolvedConfig, computeCommunicator: boolean, method: string): void {
+  const transport = getTransport(resolved.transport);
+  if (computeCommunicator && !transport.blocking) {
+    bad(
+      'transport',
+      `'${transport.name}' cannot complete a collective inside a forward or backward pass, ` +
+        `which --method ${method} needs; use a transport that can (${DEFAULT_TRANSPORT})`,
+    );
+  }
+}

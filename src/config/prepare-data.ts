@@ -1,0 +1,96 @@
+/** The prepare phase's data part: the dataset's spec and size (a data module imported and probed), the held-out split. */
+import { TandemError } from '../errors.js';
+import { bad, shown } from '../config-checks.js';
+import type { TrainConfig } from '../config-types.js';
+import type { Dataset, DatasetSpec } from '../data/dataset.js';
+import { resolveDataset, resolveModuleUrl } from '../data/resolve-dataset.js';
+import { checkOptionsHonoured, probeFirstSample, probeHeldOut } from '../data/dataset-checks.js';
+import { classLabelProblem, singleClassProblem } from '../data/class-labels.js';
+import { MNIST_META } from '../data/mnist.js';
+import { SYNTHETIC_DEFAULTS } from '../data/synthetic-images.js';
+import { sourcePath } from '../source-path.js';
+import type { TrainingMethod } from '../methods/training-method.js';
+import type { CheckedConfig } from './checked-config.js';
+import { evalSamplesOf, smallerBatch } from './held-out.js';
+
+export interface PreparedData {
+  data: DatasetSpec;
+  meta: { size: number; sampleShape: readonly number[]; classes: number };
+  /** A data module's sample 0: its label or target. */
+  firstLabel?: number;
+  userDataset?: Dataset;
+}
+
+export async function prepareData(checked: CheckedConfig): Promise<PreparedData> {
+  const { config, dataSource, imageShape } = checked;
+  const seed = checked.fields.seed;
+  if (dataSource === 'mnist') return { data: { source: 'mnist', options: { seed } }, meta: MNIST_META };
+  if (dataSource === 'synthetic-images') {
+    const shape = imageShape ?? checked.builtinModel?.preferredInputShape ?? [...SYNTHETIC_DEFAULTS.imageShape];
+    const classes = config.classes ?? SYNTHETIC_DEFAULTS.classes;
+    const size = config.datasetSize ?? SYNTHETIC_DEFAULTS.size;
+    const data = { source: dataSource, options: { seed, classes, imageShape: shape, size } };
+    return { data, meta: { size, sampleShape: shape, classes } };
+  }
+  const data = {
+    source: resolveModuleUrl(dataSource, 'data'),
+    options: { seed, classes: config.classes, imageShape, size: config.datasetSize },
+  };
+  const ds = await resolveDataset(data);
+  checkOptionsHonoured(ds, config, sourcePath(data.source));
+  const firstLabel = probeFirstSample(ds, data.source);
+  return {
+    data,
+    meta: { size: ds.size, sampleShape: ds.sampleShape, classes: ds.classes },
+    firstLabel,
+    userDataset: ds,
+  };
+}
+
+/** The held-out split: samples [0, trainSize) train, the evalSamples after them are evaluated. */
+export function heldOutSplit(
+  config: TrainConfig,
+  size: number,
+  method: TrainingMethod,
+  batch: number,
+  devices: number,
+): { trainSize: number; evalSamples: number } {
+  const heldOut = config.heldOut ?? method.defaultHeldOut(size);
+  if (!Number.isInteger(heldOut) || heldOut < 0 || heldOut >= size)
+    bad('heldOut', `must be an integer in [0, ${size}), got ${shown(heldOut)}`);
+  const trainSize = size - heldOut;
+  const evalSamples = evalSamplesOf(config.evalSamples, heldOut, config.heldOut === undefined);
+  if (trainSize < batch)
+    bad(
+      'batch',
+      `global batch ${batch} is larger than the training samples (${trainSize} of ${size}; ${heldOut} held out): ` +
+        smallerBatch(trainSize, devices, heldOut),
+    );
+  return { trainSize, evalSamples };
+}
+
+/** A classifier's labels: two classes or more, sample 0's label one of them, the held-out range readable. */
+export function checkClassLabels(
+  prepared: PreparedData,
+  dataSource: string,
+  loss: string | undefined,
+  heldOutRange: [number, number],
+): void {
+  const { meta, firstLabel, userDataset, data } = prepared;
+  const single = singleClassProblem(meta.classes);
+  if (single && dataSource === 'synthetic-images') {
+    bad(
+      'classes',
+      'a classifier needs 2 or more classes (one-hot labels over one class train nothing), ' +
+        `and data '${dataSource}' has ${meta.classes}; give --classes 2 or more`,
+    );
+  }
+  if (single) bad('loss', `data '${dataSource}' has 1 class${loss ? ` and loss is ${loss}` : ''}: ${single}`);
+  const problem = firstLabel === undefined ? undefined : classLabelProblem(firstLabel, meta.classes);
+  if (problem)
+    throw new TandemError(
+      'BAD_DATA',
+      `data module ${dataSource}: read(0, out, offset) returned label ${firstLabel}, ${problem}`,
+    );
+  if (userDataset) probeHeldOut(userDataset, heldOutRange[0], heldOutRange[1], data.source);
+}

@@ -1,0 +1,77 @@
+/** The data section of a train config: the dataset, its shape, and the samples held out. */
+import type { OptionTable } from '../options/declaration.js';
+import { nonEmpty, positiveInt } from '../options/option-checks.js';
+import { bad } from '../config-checks.js';
+
+export interface DataOptions {
+  /** Builtin dataset name or path to an ES module `(options) => Dataset`. Default `mnist`. */
+  data?: string;
+  classes?: number;
+  /** [height, width] or [height, width, channels] of synthetic images. */
+  imageSize?: number[];
+  /** Samples in a synthetic dataset. */
+  datasetSize?: number;
+  /** Samples held out at the end of the dataset for evaluation. Default 10% for the classifier methods, else 0. */
+  heldOut?: number;
+  /** Held-out samples evaluated after training (the first of the held-out range). Default 2000. */
+  evalSamples?: number;
+  loaderThreads?: number;
+}
+
+function imageSize(s: unknown, field: string): number[] {
+  if (!Array.isArray(s) || (s.length !== 2 && s.length !== 3) || s.some(v => !Number.isInteger(v) || v < 1))
+    bad(field, 'must be [height, width] or [height, width, channels] of positive integers');
+  return s as number[];
+}
+
+export const DATA_OPTIONS: OptionTable<DataOptions> = {
+  data: {
+    kind: 'string',
+    group: 'model and data',
+    arg: 'NAME|PATH',
+    default: 'mnist',
+    doc: 'mnist, synthetic-images, or an ES module (options) => Dataset',
+    check: nonEmpty('must be a builtin name or a module path'),
+  },
+  classes: {
+    kind: 'integer',
+    group: 'model and data',
+    arg: 'C',
+    doc: 'classes of a synthetic or module dataset',
+    check: positiveInt(10_000_000),
+  },
+  imageSize: {
+    kind: 'shape',
+    group: 'model and data',
+    arg: 'HxW[xC]',
+    doc: 'synthetic-images: the image shape',
+    check: imageSize,
+  },
+  datasetSize: {
+    kind: 'integer',
+    group: 'model and data',
+    doc: 'samples in a synthetic dataset',
+    check: positiveInt(),
+  },
+  heldOut: {
+    kind: 'integer',
+    group: 'model and data',
+    default: '10% for local-head and partial-fc, else 0',
+    doc: 'samples held out at the end of the dataset for evaluation',
+  },
+  evalSamples: {
+    kind: 'integer',
+    group: 'model and data',
+    default: '2000 (at most the held-out samples)',
+    doc: 'held-out samples evaluated after training',
+    check: positiveInt(),
+  },
+  loaderThreads: {
+    kind: 'config',
+    type: 'integer',
+    group: 'model and data',
+    default: 'min(2, cores - 1), at least 1',
+    doc: 'threads that load the batches',
+    check: positiveInt(16),
+  },
+};

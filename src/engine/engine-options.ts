@@ -1,0 +1,44 @@
+/** The engine section of a train config: what the devices compute on. */
+import type { OptionTable } from '../options/declaration.js';
+import { positiveInt, trueOrFalse } from '../options/option-checks.js';
+
+/** The built-in engines. */
+export const BACKENDS = ['native', 'wasm', 'cpu', 'tensorflow', 'webgpu'] as const;
+/** A built-in engine's name, or a registered plugin engine's. */
+export type BackendName = (typeof BACKENDS)[number] | (string & {});
+
+export interface EngineOptions {
+  /** Default: `native` when the oneDNN addon was built, else `wasm` (env `TANDEM_BACKEND` overrides the default). */
+  backend?: BackendName;
+  /** OpenMP threads per device for the native backend. Default 1 (one core per device). */
+  nativeThreads?: number;
+  /**
+   * Native backend: run each Conv2D layer (relu or linear, channels-last, dilation 1) as one fused
+   * kernel — convolution + bias + activation — in training. Default true (`--no-native-fusion` turns it off).
+   */
+  nativeFusion?: boolean;
+}
+
+export const ENGINE_OPTIONS: OptionTable<EngineOptions> = {
+  backend: {
+    kind: 'string',
+    group: 'engine',
+    choices: BACKENDS,
+    default: 'native when the addon was built, else wasm (env TANDEM_BACKEND)',
+    doc: 'the engine every device computes on (or one a plugin registers)',
+  },
+  nativeThreads: {
+    kind: 'integer',
+    group: 'engine',
+    default: '1',
+    doc: 'native: OpenMP threads per device',
+    check: positiveInt(256),
+  },
+  nativeFusion: {
+    kind: 'negated',
+    group: 'engine',
+    default: 'true',
+    doc: 'native: each Conv2D as one fused kernel (convolution + bias + activation)',
+    check: trueOrFalse,
+  },
+};

@@ -1,0 +1,27 @@
+/** The output section of a train config: where the model, summary and trace are written (host 0 alone). */
+import type { OptionTable } from '../options/declaration.js';
+import { nonEmpty } from '../options/option-checks.js';
+
+export interface OutputOptions {
+  /** Directory for model.json + weights.bin + summary.json. */
+  out?: string;
+  /** Write a Chrome trace (Perfetto / chrome://tracing) of the run here. */
+  trace?: string;
+}
+
+export const OUTPUT_OPTIONS: OptionTable<OutputOptions> = {
+  out: {
+    kind: 'string',
+    group: 'output',
+    arg: 'DIR',
+    doc: 'model.json + weights.bin + summary.json (host 0 writes them)',
+    check: nonEmpty('must be a directory path'),
+  },
+  trace: {
+    kind: 'string',
+    group: 'output',
+    arg: 'FILE.json',
+    doc: 'a Chrome trace of the run (Perfetto / chrome://tracing)',
+    check: nonEmpty('must be a file path'),
+  },
+};

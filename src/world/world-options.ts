@@ -1,0 +1,78 @@
+/** The world section of a train config: devices, hosts, and how their collectives reach each other. */
+import type { OptionTable } from '../options/declaration.js';
+import { choice, nonEmpty, positiveInt } from '../options/option-checks.js';
+import { ALL_REDUCE_KINDS, type AllReduceKind } from '../collectives/collective.js';
+
+/** Devices per host: the most one process runs. */
+export const MAX_LOCAL_DEVICES = 64;
+
+export interface WorldOptions {
+  /** Devices per host (the world is hosts × devices). Default 2. */
+  devices?: number;
+  /** Processes (hosts) in the job, each with `devices` devices. Default 1. */
+  hosts?: number;
+  /**
+   * This process's rank among the hosts, in [0, hosts). Host 0 serves the rendezvous store and alone writes
+   * outputs.
+   */
+  hostRank?: number;
+  /** hosts > 1: `HOST:PORT` where host 0 serves the store every rank meets at. */
+  rendezvous?: string;
+  /**
+   * How the devices' collectives reach each other: a registered transport. Default `shared-memory`; several hosts:
+   * `shm` when the rendezvous is a loopback address (one machine), else `hierarchical` (`gloo` with one device per
+   * host).
+   */
+  transport?: string;
+  allReduce?: AllReduceKind;
+  /**
+   * Who updates the parameters of one process's devices: `replica` (default) — each device all-reduces the whole
+   * group and updates its own replica; `shard` — each device's comm thread reduces 1/N of a group's gradient, updates
+   * that 1/N of the parameters and optimizer state once, and writes it into every replica. The same bits either way.
+   * `shard` applies with the in-process `shared-memory` transport, the `sharded` all-reduce, no comm hook, the `ready`
+   * exchange order and `onNan: 'error'`; elsewhere the run updates per replica.
+   */
+  localUpdate?: 'shard' | 'replica';
+}
+
+export const WORLD_OPTIONS: OptionTable<WorldOptions> = {
+  devices: {
+    kind: 'integer',
+    group: 'world',
+    default: '2',
+    doc: 'devices per host; the world is hosts × devices',
+    check: positiveInt(MAX_LOCAL_DEVICES),
+  },
+  hosts: { kind: 'integer', group: 'world', default: '1', doc: 'processes (hosts) in the job, each with --devices' },
+  hostRank: { kind: 'integer', group: 'world', arg: 'R', default: '0', doc: "this process's rank among the hosts" },
+  rendezvous: {
+    kind: 'string',
+    group: 'world',
+    arg: 'HOST:PORT',
+    doc: "several hosts: host 0's address; host 0 serves the store there",
+  },
+  transport: {
+    kind: 'string',
+    group: 'world',
+    arg: 'NAME',
+    default: 'shared-memory; several hosts: shm on loopback, else hierarchical (gloo with one device)',
+    doc: 'a registered transport the collectives run over',
+    check: nonEmpty('must be the name of a registered transport'),
+  },
+  allReduce: {
+    kind: 'string',
+    group: 'world',
+    choices: ALL_REDUCE_KINDS,
+    default: 'sharded',
+    doc: 'sharded reduce-scatter + all-gather, or reduce on the primary device + broadcast',
+    check: choice(ALL_REDUCE_KINDS),
+  },
+  localUpdate: {
+    kind: 'string',
+    group: 'world',
+    choices: ['shard', 'replica'],
+    default: 'replica',
+    doc: "shard: each device updates 1/N of the parameters once, into every replica (one process's devices)",
+    check: choice(['shard', 'replica'] as const),
+  },
+};
