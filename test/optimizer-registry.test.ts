@@ -11,6 +11,9 @@ import { optimizerOptionTable } from '../src/optim/optimizer-options.js';
 import { applyUpdate, optimizerStateSlots, type OptimizerConfig } from '../src/optim/flat-optimizer.js';
 import { BUILTIN_OPTIMIZERS } from '../src/optim/optimizers/index.js';
 import { TandemError } from '../src/errors.js';
+import { parseTrainArgs } from '../src/cli/parse-train-args.js';
+import { helpText } from '../src/cli/help-text.js';
+import { resolveConfig, type TrainConfig } from '../src/config.js';
 
 const builtins = BUILTIN_OPTIMIZERS.map(o => o.name);
 
@@ -80,6 +83,12 @@ t.test("a plugin's optimizer: resolved, updated, listed, refused where foreign; 
     "adam refuses the plugin's option",
   );
   t.match(optimizerOptionTable().signOnly, { kind: 'boolean', doc: 'step by the sign of the gradient' }, 'listed');
+  const { config: parsed } = parseTrainArgs(['--optimizer', 'test-halving', '--shrink', '0.25', '--sign-only']);
+  t.same(parsed, { optimizer: 'test-halving', shrink: 0.25, signOnly: true }, 'its options parse as flags');
+  t.match(helpText('train'), /--shrink X +test-halving: the step is lr × g × shrink/, '--help lists its option');
+  const plugin = { optimizer: 'test-halving', shrink: 0.5, data: 'synthetic-images', steps: 1 } as TrainConfig;
+  const run = await resolveConfig(plugin);
+  t.same(run.optimizer, { kind: 'test-halving', lr: 0.1, shrink: 0.5, signOnly: false }, 'a train config takes it');
   const reference = getOptimizer('test-halving').tfjs(tf, config as never);
   t.equal(reference.getClassName(), 'SGD', 'its tfjs twin');
   reference.dispose();

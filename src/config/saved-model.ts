@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { TandemError } from '../errors.js';
 import { bad } from '../config-checks.js';
 import type { TrainConfig } from '../config-types.js';
-import { OPTIMIZER_KEYS, resolveOptimizer, type OptimizerFields } from '../optim/resolve-optimizer.js';
+import { optimizerKeys, resolveOptimizer, type OptimizerFields } from '../optim/resolve-optimizer.js';
 import { SavedOptimizerProblem, savedOptimizerFields } from '../optim/saved-optimizer.js';
 import type { OptimizerConfig } from '../optim/flat-optimizer.js';
 import { sourcePath } from '../source-path.js';
@@ -40,7 +40,9 @@ export function optimizerOf(config: TrainConfig, source: string, savedOptimizerC
     );
   }
   if (!saved) return resolveOptimizer(config);
-  const given = Object.fromEntries(Object.entries(config).filter(([k, v]) => v !== undefined && OPTIMIZER_KEYS.has(k)));
+  const given = Object.fromEntries(
+    Object.entries(config).filter(([k, v]) => v !== undefined && optimizerKeys().has(k)),
+  );
   try {
     return resolveOptimizer({ ...saved, ...given });
   } catch (err) {

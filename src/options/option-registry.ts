@@ -10,7 +10,7 @@ import { MODEL_OPTIONS } from '../model/model-options.js';
 import { DATA_OPTIONS } from '../data/data-options.js';
 import { WORLD_OPTIONS } from '../world/world-options.js';
 import { ENGINE_OPTIONS } from '../engine/engine-options.js';
-import { OPTIMIZER_OPTIONS } from '../optim/optimizer-options.js';
+import { OPTIMIZER_OPTIONS, optimizerOptionTable } from '../optim/optimizer-options.js';
 import { SCHEDULE_OPTIONS } from '../pipeline/schedule-options.js';
 import { BUILTIN_HOOK_OPTIONS, COMM_HOOK_SECTION } from '../pipeline/comm-hook-options.js';
 import { METHOD_SECTION } from '../methods/method-options.js';
@@ -71,7 +71,9 @@ function partSections(): OptionSection[] {
 
 /** Every section: the config's, the registered parts', the plugins'. */
 export function optionSections(): OptionSection[] {
-  return [...TRAIN_CONFIG_SECTIONS, ...partSections(), ...registered];
+  // the optimizer section anew: a plugin's registered optimizer brings its own hyper-parameters
+  const config = TRAIN_CONFIG_SECTIONS.map(s => (s.name === 'optimizer' ? { ...s, table: optimizerOptionTable() } : s));
+  return [...config, ...partSections(), ...registered];
 }
 
 /** Every declared option once (parts that share one, e.g. errorFeedback of every hook: the first declaration). */
