@@ -6,18 +6,15 @@
 // tandem's trace.
 import t from 'tap';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { execFile } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { existsSync, readdirSync } from 'node:fs';
 import { startTraining, train, type TrainConfig, type TrainHooks } from '../src/index.js';
 import { osThreads } from './fixtures/os-threads.js';
-import { spawnTandem } from './fixtures/cli-process.js';
+import { runTandem, spawnTandem } from './fixtures/cli-process.js';
 import { optionsForPickedHook } from '../src/pipeline/resolve-comm-hook.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'tandem-user-paths-'));
-const cli = fileURLToPath(new URL('../../bin/tandem.js', import.meta.url));
 const base: TrainConfig = {
   model: 'mlp',
   data: 'synthetic-images',
@@ -30,12 +27,7 @@ const base: TrainConfig = {
   backend: 'cpu',
 };
 
-const runCli = (args: string[]) =>
-  new Promise<{ code: number; stdout: string; stderr: string }>(resolve =>
-    execFile(process.execPath, [cli, ...args], { timeout: 120_000 }, (err, stdout, stderr) =>
-      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
-    ),
-  );
+const runCli = (args: string[]) => runTandem(args);
 
 t.test('a config that is not an object, NaN, one class: BAD_CONFIG naming it, before any thread', async t => {
   await train({ devices: 0 }).catch(() => {}); // lazy module loading first
