@@ -1,4 +1,14 @@
-// The public API of tandem, re-exported explicitly.
+/**
+ * tandem: train TensorFlow.js models on several devices at once.
+ *
+ * The public API: {@link train}, {@link start} and {@link startTraining} run a job from a {@link TrainConfig}; the
+ * registries (`registerTransport`, `registerMethod`, `registerEngine`, `registerCommHook`) take a plugin's parts; the
+ * rest are the types those take and return, and the helpers a plugin or a strategy is written with. The names marked
+ * internal further down are exported for tandem's own tests and benches: they are not part of the API and may change
+ * in any release (TypeDoc leaves them out of the reference).
+ *
+ * @packageDocumentation
+ */
 export { train, start, startTraining } from './trainer/train.js';
 export type { RunEvent } from './monitor/run-event.js';
 export {
@@ -15,17 +25,14 @@ export type { TrainSummary, TrainHooks, StepMetrics, TrainingHandle } from './tr
 export type { AutoSummary } from './trainer/run-types.js';
 export type { AutoChoice } from './profiling/choose-strategy.js';
 export { resolveConfig } from './config.js';
-export type { TrainConfig, ResolvedConfig, FaultInjection } from './config.js';
-export { TandemError, serializeError, deserializeError } from './errors.js';
+export type { TrainConfig, ResolvedConfig } from './config.js';
+export { TandemError } from './errors.js';
 export type { TandemErrorCode, SerializedError } from './errors.js';
-export { installFastGradients } from './engine/fast-gradients.js';
-export { startBackend, BACKENDS, flatArithmeticFor } from './engine/backend.js';
+export { BACKENDS } from './engine/backend.js';
 export type { BackendName } from './engine/backend.js';
 export { BUILTIN_MODELS } from './model/builtin-models.js';
 export type { ModelFactory, ModelOptions } from './model/builtin-models.js';
 export type { Dataset, DatasetFactory, DatasetOptions } from './data/dataset.js';
-export { SharedMemoryCollective, SHARED_MEMORY_TRANSPORT } from './collectives/shared-memory-transport.js';
-export { shardOf, reduceSlotsInto } from './collectives/reduce-slots.js';
 export { REDUCE_OPS, ALL_REDUCE_KINDS } from './collectives/collective.js';
 export type {
   Collective,
@@ -34,7 +41,6 @@ export type {
   ReduceOp,
   AllReduceKind,
   SlotSet,
-  SlotReducer,
 } from './collectives/collective.js';
 export {
   registerTransport,
@@ -83,17 +89,12 @@ export {
   defaultSplitLayer,
 } from './pipeline/strategy.js';
 export type { StrategyName, StrategySpec, CustomStrategy, StrategyOptions } from './pipeline/strategy.js';
-export { EXCHANGE_ORDERS, DEFAULT_CHUNK_FLOATS, chunksOf, runPriorityStep } from './pipeline/priority-schedule.js';
-export type { ExchangeOrder, ExchangeChunk, PriorityStepIo } from './pipeline/priority-schedule.js';
-export { layersOf, layoutParameters } from './model/parameter-layout.js';
+export { EXCHANGE_ORDERS, DEFAULT_CHUNK_FLOATS } from './pipeline/priority-schedule.js';
+export type { ExchangeOrder } from './pipeline/priority-schedule.js';
+export { layersOf } from './model/parameter-layout.js';
 export type { ParameterLayout, ParameterGroup, ParameterSpec, LayerRange } from './model/parameter-layout.js';
-export { parseLink, allReduceWireMs } from './pipeline/link-model.js';
+export { parseLink } from './pipeline/link-model.js';
 export type { LinkModel } from './pipeline/link-model.js';
-export { completeGroups } from './pipeline/operators/complete-groups.js';
-export { handOff } from './pipeline/operators/hand-off.js';
-export { allReduceGroup } from './pipeline/operators/all-reduce-group.js';
-export { commHookGroup } from './pipeline/operators/comm-hook-group.js';
-export { HookStates, type RankHookState } from './pipeline/hook-states.js';
 export { registerCommHook, getCommHook, commHookNames } from './pipeline/comm-hooks.js';
 export { COMM_HOOKS, DEFAULT_COMM_HOOK_OPTIONS } from './pipeline/comm-hook.js';
 export type {
@@ -104,16 +105,60 @@ export type {
   BucketInfo,
   BucketVariable,
 } from './pipeline/comm-hook.js';
-export type { ResolvedCommHook } from './pipeline/resolve-comm-hook.js';
 export { compressHook, compressWithFeedback } from './pipeline/hooks/compress-hook.js';
-export { POWER_SGD_HOOK, compressibleShape } from './pipeline/hooks/power-sgd.js';
-export { toFp16, toBf16, decodeTable, encodeHalves, packedWords, FP16_MAX } from './pipeline/hooks/half-float.js';
+export { POWER_SGD_HOOK } from './pipeline/hooks/power-sgd.js';
 export type { HalfFormat } from './pipeline/hooks/half-float.js';
-export { CountingCollective } from './pipeline/counting-collective.js';
-export { emulateLink } from './pipeline/operators/emulate-link.js';
-export { applyGroupUpdate } from './pipeline/operators/apply-group-update.js';
-export { publishApplied } from './pipeline/operators/publish-applied.js';
-export type { GradientReady, GroupReady, GroupExchange } from './pipeline/events.js';
-export { backwardWithGradientReady } from './engine/gradient-tape.js';
 export type { Span, SpanKind } from './monitor/span.js';
 export { chromeTrace, writeChromeTrace } from './monitor/chrome-trace.js';
+
+// Internals: exported for the tests and benches only, not part of the API (left out of the API reference).
+/** @internal */
+export type { FaultInjection } from './config.js';
+/** @internal */
+export { serializeError, deserializeError } from './errors.js';
+/** @internal */
+export { installFastGradients } from './engine/fast-gradients.js';
+/** @internal */
+export { startBackend, flatArithmeticFor } from './engine/backend.js';
+/** @internal */
+export { SharedMemoryCollective, SHARED_MEMORY_TRANSPORT } from './collectives/shared-memory-transport.js';
+/** @internal */
+export { shardOf, reduceSlotsInto } from './collectives/reduce-slots.js';
+/** @internal */
+export type { SlotReducer } from './collectives/collective.js';
+/** @internal */
+export { chunksOf, runPriorityStep } from './pipeline/priority-schedule.js';
+/** @internal */
+export type { ExchangeChunk, PriorityStepIo } from './pipeline/priority-schedule.js';
+/** @internal */
+export { layoutParameters } from './model/parameter-layout.js';
+/** @internal */
+export { allReduceWireMs } from './pipeline/link-model.js';
+/** @internal */
+export { completeGroups } from './pipeline/operators/complete-groups.js';
+/** @internal */
+export { handOff } from './pipeline/operators/hand-off.js';
+/** @internal */
+export { allReduceGroup } from './pipeline/operators/all-reduce-group.js';
+/** @internal */
+export { commHookGroup } from './pipeline/operators/comm-hook-group.js';
+/** @internal */
+export { HookStates, type RankHookState } from './pipeline/hook-states.js';
+/** @internal */
+export type { ResolvedCommHook } from './pipeline/resolve-comm-hook.js';
+/** @internal */
+export { compressibleShape } from './pipeline/hooks/power-sgd.js';
+/** @internal */
+export { toFp16, toBf16, decodeTable, encodeHalves, packedWords, FP16_MAX } from './pipeline/hooks/half-float.js';
+/** @internal */
+export { CountingCollective } from './pipeline/counting-collective.js';
+/** @internal */
+export { emulateLink } from './pipeline/operators/emulate-link.js';
+/** @internal */
+export { applyGroupUpdate } from './pipeline/operators/apply-group-update.js';
+/** @internal */
+export { publishApplied } from './pipeline/operators/publish-applied.js';
+/** @internal */
+export type { GradientReady, GroupReady, GroupExchange } from './pipeline/events.js';
+/** @internal */
+export { backwardWithGradientReady } from './engine/gradient-tape.js';

@@ -4,14 +4,12 @@
 // value and the fix, before anything trains or any host process starts. A value the library refuses (config.devices …)
 // is shown with the flag that set it first.
 import tap from 'tap';
-import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseTrainArgs } from '../src/cli/parse-train-args.js';
+import { type FinishedProcess, runTandem } from './fixtures/cli-process.js';
 
-const cli = fileURLToPath(new URL('../../bin/tandem.js', import.meta.url));
 const dir = mkdtempSync(path.join(os.tmpdir(), 'tandem-cli-flags-'));
 /** A run that trains in seconds: what a missing check lets through ends quickly. */
 const SMALL = [
@@ -39,17 +37,8 @@ const replacing = (args: string[], name: string, flags: string[]) => [
   ...flags,
 ];
 
-interface CliRun {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-const runCli = (args: string[]) =>
-  new Promise<CliRun>(resolve =>
-    execFile(process.execPath, [cli, ...args], { timeout: 120_000 }, (err, stdout, stderr) =>
-      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
-    ),
-  );
+type CliRun = FinishedProcess;
+const runCli = (args: string[]) => runTandem(args);
 
 /** `args` fail as a bad flag does: exit 1, one `tandem: MESSAGE` line on stderr, nothing trained. */
 async function refused(

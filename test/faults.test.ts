@@ -2,21 +2,13 @@
 // makes `train` reject promptly, naming device, step and phase; every thread
 // ends, so the process exits on its own.
 import t from 'tap';
-import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { type FinishedProcess, runNode } from './fixtures/cli-process.js';
 
 const script = fileURLToPath(new URL('../bench/fault-run.js', import.meta.url)); // the fault-matrix bench's runner
 
-function runFaulty(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise(resolve => {
-    execFile(process.execPath, [script, ...args], { timeout: 60_000 }, (err, stdout, stderr) => {
-      resolve({
-        code: err ? (((err as NodeJS.ErrnoException & { code?: number }).code as unknown as number) ?? 1) : 0,
-        stdout,
-        stderr,
-      });
-    });
-  });
+function runFaulty(args: string[]): Promise<FinishedProcess> {
+  return runNode(script, args, { timeoutMs: 60_000 });
 }
 
 const cases = [

@@ -2,7 +2,6 @@
 // existing TF.js model trained from its model.json, and the main job.
 import t from 'tap';
 import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
-import { execFile } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -21,6 +20,7 @@ import {
 } from '../src/index.js';
 import { modelArtifacts, writeModelFiles } from '../src/trainer/model-files.js';
 import { drawnSpans } from '../src/monitor/timeline-picture.js';
+import { runTandem } from './fixtures/cli-process.js';
 
 const tmp = () => mkdtempSync(path.join(os.tmpdir(), 'tandem-front-'));
 const small = {
@@ -90,15 +90,12 @@ t.test('the timeline picture draws every span of a recorded trace; the PNG is a 
   t.ok(png.height > 60);
   const coloured = png.data.filter((v, i) => i % 4 === 0 && v !== 255).length;
   t.ok(coloured > 1000, `the PNG has the lanes drawn (${coloured} coloured pixels)`);
-  const cli = fileURLToPath(new URL('../../bin/tandem.js', import.meta.url));
   const outSvg = path.join(out, 'cli.svg'),
     outPng = path.join(out, 'cli.png');
-  const traceCli = (...args: string[]) =>
-    new Promise<void>((resolve, reject) =>
-      execFile(process.execPath, [cli, 'trace', summary.tracePath!, '--svg', outSvg, '--png', outPng, ...args], err =>
-        err ? reject(err) : resolve(),
-      ),
-    );
+  const traceCli = async (...args: string[]) => {
+    const run = await runTandem(['trace', summary.tracePath!, '--svg', outSvg, '--png', outPng, ...args]);
+    if (run.code !== 0) throw new Error(`tandem trace exited ${run.code}: ${run.stderr}`);
+  };
   await traceCli('--all');
   t.equal(
     (readFileSync(outSvg, 'utf8').match(/<rect class="span"/g) ?? []).length,

@@ -1,9 +1,8 @@
 // The gloo transport: its collectives on real worker threads against the reference loops (bit for bit,
 // random data, odd sizes, plain and SharedArrayBuffer memory, awaited and blocking), several contexts at
-// once, a peer that exits or hangs, the rendezvous (tandem's TCP store, Gloo's FileStore), and a training
-// run equal to the shared-memory transport's.
+// once, the rendezvous (tandem's TCP store, Gloo's FileStore), and a training run equal to the shared-memory
+// transport's. A peer that exits or hangs: gloo-transport-faults.test.ts.
 import t from 'tap';
-import { Worker } from 'node:worker_threads';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,10 +10,8 @@ import path from 'node:path';
 import { execFileSync, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { reduceSlotsInto } from '../src/collectives/reduce-slots.js';
-import { startStoreServer, type StoreServer } from '../src/collectives/gloo/tcp-store-server.js';
 import type { GlooRankData } from '../src/collectives/gloo-transport.js';
 import { train, type TrainConfig } from '../src/index.js';
-import type { GlooRankJob, GlooRankReply, GlooScript } from './fixtures/gloo-rank-worker.js';
 import { glooAddonOrSkip } from './fixtures/gloo-addon-or-skip.js';
 import {
   ALL_REDUCE_CASES,
@@ -23,134 +20,7 @@ import {
   type AllReduceProcessReply,
 } from './fixtures/allreduce-inputs.js';
 
-interface RanksRun {
-  inputs: Float32Array[];
-  replies: GlooRankReply[][];
-  gate: Int32Array;
-}
-
-/** Random float32 data: rank r's input of `length` floats in one shared buffer. */
-function randomInputs(size: number, length: number, seed: number): SharedArrayBuffer {
-  const input = new SharedArrayBuffer(Math.max(4, size * length * 4));
-  const f = new Float32Array(input);
-  let s = seed >>> 0;
-  for (let i = 0; i < f.length; i++) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    f[i] = (s / 2 ** 32 - 0.5) * 2 ** ((s % 17) - 4);
-  }
-  return input;
-}
-
-/** Runs `script` on `size` ranks (one worker each); every worker ends by itself (a hanging one when the test opens the gate). */
-function startRanks(
-  size: number,
-  script: GlooScript | ((rank: number) => GlooScript),
-  data: GlooRankData,
-  { only, ...options }: Partial<GlooRankJob> & { only?: number[] } = {},
-) {
-  const length = options.length ?? 1031;
-  const input = options.input ?? randomInputs(size, length, 7 + size * 31 + length);
-  const gate = new SharedArrayBuffer(4);
-  const workers = (only ?? Array.from({ length: size }, (_, rank) => rank)).map(
-    rank =>
-      new Worker(new URL('./fixtures/gloo-rank-worker.js', import.meta.url), {
-        workerData: {
-          rank,
-          size,
-          data,
-          timeoutMs: 10_000,
-          shared: false,
-          blocking: false,
-          rounds: 1,
-          ...options,
-          length,
-          input,
-          gate,
-          script: typeof script === 'function' ? script(rank) : script,
-        } satisfies GlooRankJob,
-        execArgv: [], // not tap's loader hooks (inherited otherwise), which make each worker's start several times slower
-      }),
-  );
-  const replies = workers.map(w => {
-    const got: GlooRankReply[] = [];
-    w.on('message', m => got.push(m as GlooRankReply));
-    return got;
-  });
-  const inputs = Array.from({ length: size }, (_, r) => new Float32Array(input, r * length * 4, length));
-  const exited = Promise.all(workers.map(w => once(w, 'exit')));
-  return {
-    inputs,
-    replies,
-    gate: new Int32Array(gate),
-    workers,
-    done: exited.then((): RanksRun => ({ inputs, replies, gate: new Int32Array(gate) })),
-  };
-}
-
-const servers: StoreServer[] = [];
-t.teardown(() => Promise.all(servers.map(s => s.close()))); // those whose ranks did not all come (they close themselves otherwise)
-
-/** A store for one communicator of `size` ranks (it closes once they have all connected and left). */
-async function storeFor(size: number): Promise<GlooRankData> {
-  const server = await startStoreServer({ closeAfterClients: size });
-  servers.push(server);
-  return { store: server.url, prefix: `test.${Math.random().toString(36).slice(2)}`, hostname: '127.0.0.1' };
-}
-
-/** The reference results of the 'collectives' script, from the inputs, with the reference loops. */
-function expected(inputs: Float32Array[], rank: number): Record<string, Float32Array> {
-  const n = inputs[0].length,
-    size = inputs.length;
-  const reduce = (op: 'sum' | 'mean' | 'max', s = 0, e = n) => {
-    const out = Float32Array.from(inputs[rank]);
-    const slots = inputs.map(x => Float32Array.from(x));
-    const all = new Float32Array(n);
-    reduceSlotsInto(slots, all, s, e, op);
-    out.set(all.subarray(s, e), s);
-    return out;
-  };
-  const gathered = new Float32Array(size * n);
-  inputs.forEach((x, r) => gathered.set(x, r * n));
-  return {
-    sum: reduce('sum'),
-    mean: reduce('mean'),
-    max: reduce('max'),
-    partSum: reduce('sum', 1, Math.max(1, n - 2)),
-    allGather: gathered,
-    broadcast: Float32Array.from(inputs[size - 1]),
-  };
-}
-
-function firstDifference(got: Float32Array, want: Float32Array): string | undefined {
-  if (got.length !== want.length) return `length ${got.length}, want ${want.length}`;
-  for (let i = 0; i < want.length; i++) if (!Object.is(got[i], want[i])) return `[${i}] ${got[i]}, want ${want[i]}`;
-  return undefined;
-}
-
-function checkCollectives(
-  t: Pick<typeof import('tap').default, 'fail' | 'same' | 'ok'>,
-  run: RanksRun,
-  label: string,
-): void {
-  run.replies.forEach((replies, rank) => {
-    const result = replies.find(m => m.type === 'results');
-    const failed = replies.find(m => m.type === 'error');
-    if (!result || result.type !== 'results') {
-      t.fail(`${label}: rank ${rank} gave no results: ${failed?.type === 'error' ? failed.error.message : 'nothing'}`);
-      return;
-    }
-    const want = expected(run.inputs, rank);
-    const wrong = Object.keys(want)
-      .map(k => [k, firstDifference(result.results[k], want[k])])
-      .filter(([, d]) => d);
-    t.same(
-      wrong,
-      [],
-      `${label}: rank ${rank} holds the reference bits (sum, mean, max, part sum, all-gather, broadcast)`,
-    );
-    t.ok(result.sameEveryRound, `${label}: rank ${rank}: every round gave the same bits`);
-  });
-}
+import { checkCollectives, expected, firstDifference, startRanks, storeFor } from './fixtures/gloo-ranks.js';
 
 if (glooAddonOrSkip()) {
   t.test(
@@ -282,104 +152,6 @@ if (glooAddonOrSkip()) {
       const [ra, rb] = await Promise.all([a.done, b.done]);
       checkCollectives(t, ra, 'communicator A');
       checkCollectives(t, rb, 'communicator B');
-    },
-  );
-
-  t.test(
-    'a peer whose thread exits: the survivor fails within seconds with PEER_LOST naming the peer rank',
-    async t => {
-      const run = await startRanks(
-        2,
-        rank => (rank === 0 ? 'all-reduce-after-join' : 'exit-after-join'),
-        await storeFor(2),
-        { length: 1 << 16 },
-      ).done;
-      const err = run.replies[0].find(m => m.type === 'error');
-      if (err?.type !== 'error') {
-        t.fail(`rank 0 did not fail: ${JSON.stringify(run.replies[0])}`);
-        return;
-      }
-      t.equal(err.error.code, 'PEER_LOST');
-      t.match(
-        err.error.message,
-        /peer rank 1 \(\[127\.0\.0\.1\]:\d+\)/,
-        `the message names the peer: ${err.error.message}`,
-      );
-      t.ok(err.afterMs < 5000, `failed ${err.afterMs} ms after the operation started`);
-    },
-  );
-
-  t.test(
-    'a peer process killed with SIGKILL: the survivor fails within seconds with PEER_LOST naming the peer rank',
-    async t => {
-      const data = await storeFor(2);
-      const survivor = startRanks(2, 'all-reduce-after-join', data, { only: [0], length: 1 << 16 });
-      const child = spawn(
-        process.execPath,
-        [fileURLToPath(new URL('./fixtures/gloo-rank-process.js', import.meta.url)), '1', '2', data.store, data.prefix],
-        { stdio: ['pipe', 'pipe', 'inherit'] },
-      );
-      const exited = once(child, 'exit');
-      const [joined] = (await once(child.stdout!, 'data')) as [Buffer];
-      t.equal(joined.toString(), 'joined\n', 'the peer process joined');
-      const killedAt = Date.now();
-      child.kill('SIGKILL');
-      const run = await survivor.done;
-      const seenAfter = Date.now() - killedAt;
-      t.same(await exited, [null, 'SIGKILL']);
-      const err = run.replies[0].find(m => m.type === 'error');
-      if (err?.type !== 'error') {
-        t.fail(`rank 0 did not fail: ${JSON.stringify(run.replies[0])}`);
-        return;
-      }
-      t.equal(err.error.code, 'PEER_LOST');
-      t.match(err.error.message, /lost peer rank 1 .*peer rank 1 \(\[127\.0\.0\.1\]:\d+\)/, err.error.message);
-      t.ok(seenAfter < 5000, `the survivor's thread had ended ${seenAfter} ms after the kill`);
-    },
-  );
-
-  t.test(
-    'a peer that hangs: the survivor fails with STALLED at the timeout, and the hanging rank ends when let go',
-    async t => {
-      const ranks = startRanks(
-        2,
-        rank => (rank === 0 ? 'all-reduce-after-join' : 'hang-after-join'),
-        await storeFor(2),
-        { timeoutMs: 1000 },
-      );
-      const w0 = once(ranks.workers[0], 'exit');
-      await w0;
-      Atomics.store(ranks.gate, 0, 1);
-      Atomics.notify(ranks.gate, 0);
-      const run = await ranks.done;
-      const err = run.replies[0].find(m => m.type === 'error');
-      if (err?.type !== 'error') {
-        t.fail(`rank 0 did not fail: ${JSON.stringify(run.replies[0])}`);
-        return;
-      }
-      t.equal(err.error.code, 'STALLED');
-      t.match(err.error.message, /peer rank 1 did not answer within 1\.0 s/, err.error.message);
-      t.ok(err.afterMs >= 900 && err.afterMs < 5000, `failed ${err.afterMs} ms after the operation started`);
-      t.ok(
-        err.heartbeats >= 5,
-        `the waiting rank beat its heartbeat ${err.heartbeats} times while Gloo waited (the watchdog sees it alive)`,
-      );
-    },
-  );
-
-  t.test(
-    'a rendezvous missing a rank fails with STALLED naming the store key it waited for; a communicator of one needs no peer',
-    async t => {
-      const run = await startRanks(2, 'collectives', await storeFor(2), { timeoutMs: 800, only: [0] }).done;
-      const err = run.replies[0].find(m => m.type === 'error');
-      if (err?.type !== 'error') {
-        t.fail(`rank 0 did not fail: ${JSON.stringify(run.replies[0])}`);
-        return;
-      }
-      t.equal(err.error.code, 'STALLED');
-      t.match(err.error.message, /could not join communicator .*key '[^']+' was not set within/, err.error.message);
-      t.ok(err.afterMs < 5000, `failed after ${err.afterMs} ms`);
-      checkCollectives(t, await startRanks(1, 'collectives', await storeFor(1), { length: 5 }).done, '1 rank');
     },
   );
 

@@ -3,16 +3,15 @@
 // trains. Silent for normalised images ([0, 1], standardised), for 1-D features of any scale, and for the builtin
 // datasets. Through the CLI it behaves as other warnings: a `warning:` line, a JSON event with --json, nothing with --quiet.
 import t from 'tap';
-import { execFile } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pathToFileURL } from 'node:url';
 import { train, type TrainConfig } from '../src/index.js';
 import { IMAGE_INPUT_LIMIT, inputScaleWarning } from '../src/data/input-scale.js';
 import type { Dataset } from '../src/data/dataset.js';
+import { runTandem } from './fixtures/cli-process.js';
 
-const cli = fileURLToPath(new URL('../../bin/tandem.js', import.meta.url));
 const dir = mkdtempSync(path.join(os.tmpdir(), 'tandem-input-scale-'));
 const run: TrainConfig = { model: 'mlp', batch: 8, steps: 1, devices: 2, backend: 'cpu' };
 
@@ -106,11 +105,7 @@ t.test('the CLI: a warning line; with --json one warning event; with --quiet not
     'cpu',
   ];
   const cliRun = (extra: string[]) =>
-    new Promise<{ code: number; out: string }>(resolve =>
-      execFile(process.execPath, [cli, ...args, ...extra], { timeout: 120_000 }, (err, stdout, stderr) =>
-        resolve({ code: err ? 1 : 0, out: stdout + stderr }),
-      ),
-    );
+    runTandem([...args, ...extra]).then(r => ({ code: r.code === 0 ? 0 : 1, out: r.stdout + r.stderr }));
   const plain = await cliRun([]);
   t.equal(plain.code, 0, 'trains, exit 0');
   t.equal(

@@ -5,15 +5,15 @@
 // gives its lock back: the launch trains and writes there.
 import tap from 'tap';
 const t = tap;
-import { execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { LOCK_FILE } from '../src/output/run-lock.js';
 import { mountTmpfs, unmount } from './fixtures/scratch-mount.js';
+import { runTandem } from './fixtures/cli-process.js';
 
-const cli = fileURLToPath(new URL('../../bin/tandem.js', import.meta.url));
 const holder = fileURLToPath(new URL('./fixtures/hold-run-lock.js', import.meta.url));
 const dir = mkdtempSync(path.join(os.tmpdir(), 'tandem-launch-door-'));
 const SMALL = [
@@ -36,17 +36,7 @@ const SMALL = [
   '2',
 ];
 
-interface CliRun {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-const runCli = (args: string[]) =>
-  new Promise<CliRun>(resolve =>
-    execFile(process.execPath, [cli, ...args], { timeout: 120_000 }, (err, stdout, stderr) =>
-      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
-    ),
-  );
+const runCli = (args: string[]) => runTandem(args);
 
 /** `flags` fail `tandem launch --hosts 2` as they fail `tandem train`, with `message`, and start no host. */
 async function failsAsTrain(

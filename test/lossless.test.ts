@@ -5,6 +5,7 @@ import t from 'tap';
 import { train, trainReference, type TrainConfig } from '../src/index.js';
 import { loadNativeAddon } from '../src/engine/native/native-addon.js';
 import type { BackendName } from '../src/engine/backend.js';
+import { worstDifference } from './fixtures/weights-difference.js';
 
 // The same backend on both sides, so the differences are float32 summation order only:
 // TANDEM_BACKEND when set (CI's wasm pass), else native when the addon is built, else cpu.
@@ -15,16 +16,6 @@ t.comment(`lossless on backend ${BACKEND}`);
 // order-of-summation noise in near-zero gradients shows up larger there.
 const TOLERANCE = 2e-5;
 const TOLERANCE_ADAM = 1e-4;
-
-function maxAbsDiff(a: { values: Float32Array }[], b: { values: Float32Array }[]): number {
-  let m = 0;
-  a.forEach((w, i) =>
-    w.values.forEach((v, j) => {
-      m = Math.max(m, Math.abs(v - b[i].values[j]));
-    }),
-  );
-  return m;
-}
 
 const base = {
   data: 'synthetic-images',
@@ -75,7 +66,7 @@ for (const [m, model] of ['mlp', 'alexnet-mini'].entries()) {
                 },
               },
             );
-            const diff = maxAbsDiff(run.weights, ref.weights);
+            const diff = worstDifference(run.weights, ref.weights);
             const tol = opt.optimizer === 'adam' ? TOLERANCE_ADAM : TOLERANCE;
             t.ok(
               diff < tol,
@@ -95,5 +86,5 @@ t.test('the comparison can fail: a different learning rate is detected', async t
   const cfg: TrainConfig = { ...base, imageSize: [...base.imageSize], model: 'mlp', optimizer: 'sgd', lr: 0.05 };
   const ref = await trainReference(cfg);
   const run = await train({ ...cfg, lr: 0.051, devices: 2 });
-  t.ok(maxAbsDiff(run.weights, ref.weights) > TOLERANCE);
+  t.ok(worstDifference(run.weights, ref.weights) > TOLERANCE);
 });

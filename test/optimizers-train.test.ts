@@ -10,6 +10,10 @@ import { train, trainReference, type TrainConfig, type TrainSummary } from '../s
 import { loadNativeAddon } from '../src/engine/native/native-addon.js';
 import { checkpointPath, readCheckpoint } from '../src/checkpoint/checkpoint-file.js';
 import type { BackendName } from '../src/engine/backend.js';
+import { worstDifference } from './fixtures/weights-difference.js';
+
+/** A NaN parameter is infinitely far from the reference. */
+const NAN_IS_WORST = { nan: 'infinity' } as const;
 
 // As test/lossless.test.ts: the same backend on both sides, the differences float32 summation order only; the adaptive
 // optimizers (like adam) move every parameter by ~lr whatever its gradient's size: adam's tolerance.
@@ -41,16 +45,6 @@ const OPTIMIZERS: { opt: TrainConfig; devices: number[] }[] = [
 const bits = (s: { weights: { values: Float32Array }[] }) =>
   s.weights.map(w => Buffer.from(w.values.buffer, w.values.byteOffset, w.values.byteLength).toString('hex')).join('');
 
-function maxAbsDiff(a: { values: Float32Array }[], b: { values: Float32Array }[]): number {
-  let m = 0;
-  a.forEach((w, i) =>
-    w.values.forEach((v, j) => {
-      m = Math.max(m, Number.isNaN(v - b[i].values[j]) ? Infinity : Math.abs(v - b[i].values[j]));
-    }),
-  );
-  return m;
-}
-
 for (const { opt, devices } of OPTIMIZERS) {
   t.test(`${BACKEND} ${JSON.stringify(opt)}: ${devices.join(' and ')} devices equal the reference`, async t => {
     const cfg: TrainConfig = { ...BASE, imageSize: [...BASE.imageSize], ...opt };
@@ -59,10 +53,10 @@ for (const { opt, devices } of OPTIMIZERS) {
     const afterStep1 = (await trainReference({ ...cfg, steps: 1 })).weights;
     for (const n of devices) {
       const run = await train({ ...cfg, devices: n });
-      const diff = maxAbsDiff(run.weights, ref.weights);
+      const diff = worstDifference(run.weights, ref.weights, NAN_IS_WORST);
       t.ok(diff < TOLERANCE, `${n} devices: max |param - reference| = ${diff.toExponential(2)} < ${TOLERANCE}`);
       t.ok(Math.abs(run.history[0].loss - ref.losses[0]) < 1e-4, 'first-step loss equals the reference loss');
-      const moved = maxAbsDiff(run.weights, afterStep1);
+      const moved = worstDifference(run.weights, afterStep1, NAN_IS_WORST);
       t.ok(
         moved > 10 * TOLERANCE,
         `steps 2-3 moved the parameters by up to ${moved.toExponential(2)}: the comparison can tell`,

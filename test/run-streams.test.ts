@@ -1,20 +1,16 @@
 // The run's streams cannot end the host process: a failed run completes them (the failure is the last event and
 // `done`'s rejection), and an exception in a subscriber is one warning event while training goes on.
 import t from 'tap';
-import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { filter } from 'rxjs';
 import { start, type RunEvent } from '../src/index.js';
+import { runNode } from './fixtures/cli-process.js';
 
 t.test(
   'subscribers without an error callback and a device that fails: the process lives on, done rejects, the streams complete',
   async t => {
     const script = fileURLToPath(new URL('./fixtures/streams-without-error-handler.js', import.meta.url));
-    const r = await new Promise<{ code: number | null; stdout: string; stderr: string }>(resolve => {
-      const child = execFile(process.execPath, [script], { timeout: 60_000 }, (_err, stdout, stderr) =>
-        resolve({ code: child.exitCode, stdout, stderr }),
-      );
-    });
+    const r = await runNode(script, [], { timeoutMs: 60_000 });
     t.equal(r.code, 0, `the process ended on its own, normally (stderr: ${r.stderr.trim().split('\n').pop()})`);
     const out = JSON.parse(r.stdout.trim().split('\n').pop() ?? '{}') as {
       outcome: string;

@@ -6,8 +6,6 @@
 // with the flag and the fix (through the real `tandem` command), an unknown name listing the valid ones.
 import t from 'tap';
 import * as tf from '@tensorflow/tfjs';
-import { execFile } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import {
   applyUpdate,
   initialOptimizerState,
@@ -21,6 +19,7 @@ import { resolveConfig } from '../src/config.js';
 import { startBackend, defaultBackend } from '../src/engine/backend.js';
 import { loadNativeAddon } from '../src/engine/native/native-addon.js';
 import { prng } from '../src/data/synthetic-images.js';
+import { runTandem } from './fixtures/cli-process.js';
 
 const CONFIGS: OptimizerConfig[] = [
   { kind: 'rmsprop', lr: 0.01, decay: 0.9, momentum: 0, epsilon: 1e-7, centered: false },
@@ -209,16 +208,8 @@ t.test("tfjs's defaults; adagrad's accumulator starts at its initial value", asy
   });
 });
 
-const cli = fileURLToPath(new URL('../../bin/tandem.js', import.meta.url));
 const runCli = (args: string[]) =>
-  new Promise<{ code: number; stderr: string }>(resolve =>
-    execFile(
-      process.execPath,
-      [cli, 'train', '--model', 'mlp', '--data', 'synthetic-images', '--steps', '1', '--quiet', ...args],
-      { timeout: 120_000 },
-      (err, _stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stderr }),
-    ),
-  );
+  runTandem(['train', '--model', 'mlp', '--data', 'synthetic-images', '--steps', '1', '--quiet', ...args]);
 
 t.test(
   'the CLI: a hyper-parameter of another optimizer is refused naming the flag and the fix; an unknown name lists the valid ones',

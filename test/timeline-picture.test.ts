@@ -3,11 +3,9 @@
 // its rectangles and text where the SVG has its text, the default range keeps
 // the last three steps, and `tandem trace` draws the range asked for.
 import t from 'tap';
-import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { PNG } from 'pngjs';
 import { timelineSvg, timelinePng, writeChromeTrace, SPAN_COLOURS, type Span } from '../src/index.js';
 import { drawnRangeMs } from '../src/monitor/timeline-picture.js';
@@ -15,9 +13,9 @@ import { createRaster, drawText } from '../src/monitor/raster.js';
 import { glyphPixel, textWidth, GLYPH_HEIGHT, GLYPH_DESCENT } from '../src/monitor/bitmap-font.js';
 import { drawnSpans, timelineLayout } from '../src/monitor/timeline-layout.js';
 import { DEFAULT_STEP_RANGE, parseStepRange, selectSteps } from '../src/monitor/step-range.js';
+import { runTandem } from './fixtures/cli-process.js';
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'tandem-picture-'));
-const cli = fileURLToPath(new URL('../../bin/tandem.js', import.meta.url));
 
 /** Six steps of 100 ms on two devices, in the wall clock spans use. */
 function sixSteps(): Span[] {
@@ -249,12 +247,7 @@ t.test('step ranges: the default keeps the last three steps; A..B, A.., ..B, A; 
   t.match(none, 'no spans');
 });
 
-const runCli = (args: string[]) =>
-  new Promise<{ code: number; stdout: string; stderr: string }>(resolve =>
-    execFile(process.execPath, [cli, ...args], { timeout: 120_000 }, (err, stdout, stderr) =>
-      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
-    ),
-  );
+const runCli = (args: string[]) => runTandem(args);
 
 /** Separate runs of forward blue along the device 0 compute lane: one per step drawn. */
 function forwardRuns(png: PNG, laneY: number): number {

@@ -13,20 +13,12 @@ import { fileURLToPath } from 'node:url';
 import { startTraining, train, trainReference, type Span, type TrainConfig } from '../src/index.js';
 import { probeWebGpu } from '../src/engine/webgpu/webgpu-availability.js';
 import { webgpuOrSkip, WEBGPU_TOLERANCE } from './fixtures/webgpu-or-skip.js';
+import { worstDifference } from './fixtures/weights-difference.js';
 
 const skip = webgpuOrSkip();
 const probe = probeWebGpu(); // cached: the adapter the availability probe found
 
 const TOLERANCE = WEBGPU_TOLERANCE;
-function maxAbsDiff(a: { values: Float32Array }[], b: { values: Float32Array }[]): number {
-  let m = 0;
-  a.forEach((w, i) =>
-    w.values.forEach((v, j) => {
-      m = Math.max(m, Math.abs(v - b[i].values[j]));
-    }),
-  );
-  return m;
-}
 const same = (a: { values: Float32Array }[], b: { values: Float32Array }[]) =>
   a.every((w, i) => w.values.every((v, j) => v === b[i].values[j]));
 
@@ -54,7 +46,7 @@ t.test('alexnet-mini: 1 and 2 webgpu devices = the cpu reference within 1e-5; re
     [1, one],
     [2, two],
   ] as const) {
-    const diff = maxAbsDiff(run.weights, ref.weights);
+    const diff = worstDifference(run.weights, ref.weights);
     t.ok(
       diff < TOLERANCE,
       `${devices} device(s): max |param - cpu reference| = ${diff.toExponential(2)} < ${TOLERANCE}`,
@@ -77,7 +69,7 @@ t.test('alexnet-mini: 1 and 2 webgpu devices = the cpu reference within 1e-5; re
   );
   const wrong = await trainReference({ ...cfg, backend: 'cpu', lr: 0.051 });
   t.ok(
-    maxAbsDiff(two.weights, wrong.weights) > TOLERANCE,
+    worstDifference(two.weights, wrong.weights) > TOLERANCE,
     'the comparison can fail: the reference with lr 0.051 is detected',
   );
 
@@ -144,10 +136,10 @@ t.test(
     const cfg: TrainConfig = { ...base, model: 'resnet-mini', steps: 2 };
     const ref = await trainReference({ ...cfg, backend: 'cpu' });
     const one = await train({ ...cfg, backend: 'webgpu', devices: 1 });
-    const d1 = maxAbsDiff(one.weights, ref.weights);
+    const d1 = worstDifference(one.weights, ref.weights);
     t.ok(d1 < TOLERANCE, `1 device: max |param - cpu reference| = ${d1.toExponential(2)}`);
     t.ok(
-      maxAbsDiff(one.nonTrainableWeights, ref.nonTrainableWeights) < TOLERANCE,
+      worstDifference(one.nonTrainableWeights, ref.nonTrainableWeights) < TOLERANCE,
       '1 device: moving statistics = the reference',
     );
     // webgpu normalises with each device's own batch (no synchronous reads inside forward): batchNorm 'local'.
@@ -155,13 +147,13 @@ t.test(
     const cpu = await train({ ...local, backend: 'cpu' });
     const gpu = await train({ ...local, backend: 'webgpu' });
     t.ok(
-      maxAbsDiff(gpu.weights, ref.weights) > TOLERANCE,
+      worstDifference(gpu.weights, ref.weights) > TOLERANCE,
       "local statistics differ from the global batch's: the comparison can fail",
     );
-    const d2 = maxAbsDiff(gpu.weights, cpu.weights);
+    const d2 = worstDifference(gpu.weights, cpu.weights);
     t.ok(d2 < TOLERANCE, `2 devices, batchNorm local: max |param - cpu| = ${d2.toExponential(2)}`);
     t.ok(
-      maxAbsDiff(gpu.nonTrainableWeights, cpu.nonTrainableWeights) < TOLERANCE,
+      worstDifference(gpu.nonTrainableWeights, cpu.nonTrainableWeights) < TOLERANCE,
       '2 devices: averaged moving statistics = cpu',
     );
     await t.rejects(

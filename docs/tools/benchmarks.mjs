@@ -1,0 +1,130 @@
+#!/usr/bin/env node
+// Writes docs/benchmarks.md from the JSON files under bench/results (and its subfolders): one section per file,
+// with the date, machine and commit the file records ("not recorded" where it does not), the command that
+// reproduces it, and a table per list of rows. Run with `npm run docs:bench`; `--check` fails when the page is stale.
+import { readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { join, relative, basename, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const resultsDir = join(root, 'bench', 'results');
+const page = join(root, 'docs', 'benchmarks.md');
+const NOT_RECORDED = 'not recorded';
+
+/** The flags `bench/main.ts` parses, so that a file's options can be written back as a command line. */
+function benchFlags() {
+  const source = readFileSync(join(root, 'bench', 'main.ts'), 'utf8');
+  return new Set([...source.matchAll(/^\s*'?([a-z][a-z-]*)'?: \{ type: '(?:string|boolean)'/gm)].map(m => m[1]));
+}
+
+function jsonFiles(dir) {
+  return readdirSync(dir)
+    .sort()
+    .flatMap(name => {
+      const path = join(dir, name);
+      if (statSync(path).isDirectory()) return jsonFiles(path);
+      return name.endsWith('.json') ? [path] : [];
+    });
+}
+
+const kebab = key => key.replace(/[A-Z]/g, c => `-${c.toLowerCase()}`);
+
+function number(value) {
+  if (Number.isInteger(value)) return String(value);
+  const abs = Math.abs(value);
+  return abs >= 100 ? value.toFixed(1) : abs >= 1 ? value.toFixed(2) : value.toPrecision(3);
+}
+
+function cell(value) {
+  if (value === null || value === undefined) return '';
+  if (typeof value === 'number') return number(value);
+  if (typeof value === 'string') return value.replace(/\|/g, '\\|');
+  if (typeof value === 'boolean') return String(value);
+  const text = JSON.stringify(value, (_, v) => (typeof v === 'number' ? Number(number(v)) : v));
+  return (text.length > 80 ? `${text.slice(0, 77)}…` : text).replace(/\|/g, '\\|');
+}
+
+function table(rows) {
+  const columns = [...new Set(rows.flatMap(row => Object.keys(row)))];
+  const lines = [`| ${columns.join(' | ')} |`, `|${columns.map(() => '---').join('|')}|`];
+  for (const row of rows) lines.push(`| ${columns.map(c => cell(row[c])).join(' | ')} |`);
+  return lines.join('\n');
+}
+
+function machine(result) {
+  const parts = [];
+  if (typeof result.machine === 'string') parts.push(result.machine);
+  const cores = result.cores ?? result.cpus;
+  if (cores !== undefined) parts.push(`${cores} cores`);
+  const load = result.loadAverage ?? result.loadavg ?? result.load1;
+  if (load !== undefined) parts.push(`load average ${cell(load)}`);
+  if (typeof result.node === 'string') parts.push(`Node ${result.node}`);
+  return parts.length > 0 ? parts.join(', ') : NOT_RECORDED;
+}
+
+function command(result, path, flags) {
+  const name = typeof result.bench === 'string' ? result.bench : basename(path, '.json').replace(/-\d\d-\d\d$/, '');
+  const args = [];
+  const options = typeof result.options === 'object' && result.options !== null ? result.options : {};
+  for (const [key, value] of Object.entries(options)) {
+    const flag = kebab(key);
+    if (!flags.has(flag) || flag === 'out' || value === false || value === null) continue;
+    if (value === true) args.push(`--${flag}`);
+    else args.push(`--${flag} ${Array.isArray(value) ? value.join(',') : String(value)}`);
+  }
+  const folder = relative(root, dirname(path));
+  if (flags.has('out') && 'out' in options) args.push(`--out ${folder}`);
+  return `npm run bench -- ${[name, ...args].join(' ')}`;
+}
+
+function section(path, flags) {
+  const file = relative(root, path);
+  const result = JSON.parse(readFileSync(path, 'utf8'));
+  const out = [`## ${relative(resultsDir, path)}`, ''];
+  out.push(`- date: ${typeof result.date === 'string' ? result.date : NOT_RECORDED}`);
+  out.push(`- machine: ${machine(result)}`);
+  out.push(`- commit: ${typeof result.commit === 'string' ? result.commit : NOT_RECORDED}`);
+  out.push(`- file: [\`${file}\`](../${file})`);
+  out.push(`- reproduce: \`${command(result, path, flags)}\``);
+  if (typeof result.options === 'object' && result.options !== null)
+    out.push(`- options: \`${JSON.stringify(result.options)}\``);
+  if (typeof result.note === 'string') out.push(`- note: ${result.note}`);
+  for (const [key, value] of Object.entries(result)) {
+    const isRows = Array.isArray(value) && value.length > 0 && value.every(v => typeof v === 'object' && v !== null);
+    if (isRows && !Array.isArray(value[0])) out.push('', `${key}:`, '', table(value));
+  }
+  return out.join('\n');
+}
+
+export function benchmarksPage() {
+  const flags = benchFlags();
+  const files = jsonFiles(resultsDir);
+  const results = files.filter(f => !f.endsWith('.trace.json'));
+  const traces = files.filter(f => f.endsWith('.trace.json'));
+  const head = [
+    '# Benchmarks',
+    '',
+    'Generated by `npm run docs:bench` (`docs/tools/benchmarks.mjs`) from the JSON files under `bench/results/`; do not',
+    'edit by hand. Each section gives the date, machine and commit its file records ("not recorded" where it does not)',
+    'and the command that reproduces it (`npm run bench -- NAME …` writes the file again). Numbers are rounded for',
+    'display; the files hold them in full. What the numbers show is discussed in the',
+    '[performance notes](guide/performance.md).',
+  ];
+  const traceList = traces.map(f => `- [\`${relative(root, f)}\`](../${relative(root, f)})`);
+  const tail = ['## Traces', '', 'Chrome traces kept beside the results (open them in Perfetto):', '', ...traceList];
+  return [head.join('\n'), ...results.map(f => section(f, flags)), tail.join('\n')].join('\n\n') + '\n';
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const text = benchmarksPage();
+  if (process.argv.includes('--check')) {
+    const current = readFileSync(page, 'utf8');
+    if (current !== text) {
+      console.error('docs/benchmarks.md is out of date: run `npm run docs:bench`');
+      process.exit(1);
+    }
+  } else {
+    writeFileSync(page, text);
+    console.log(`wrote ${relative(root, page)}`);
+  }
+}
