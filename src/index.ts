@@ -2,7 +2,8 @@
  * tandem: train TensorFlow.js models on several devices at once.
  *
  * The public API: {@link train}, {@link start} and {@link startTraining} run a job from a {@link TrainConfig}; the
- * registries (`registerTransport`, `registerMethod`, `registerEngine`, `registerCommHook`) take a plugin's parts; the
+ * registries (`registerTransport`, `registerMethod`, `registerEngine`, `registerCommHook`, `registerOptimizer`,
+ * `registerOptions`) take a plugin's parts; the
  * rest are the types those take and return, and the helpers a plugin or a strategy is written with. The names marked
  * internal further down are exported for tandem's own tests and benches: they are not part of the API and may change
  * in any release (TypeDoc leaves them out of the reference).
@@ -24,8 +25,29 @@ export type { StepRange, StepSelection } from './monitor/step-range.js';
 export type { TrainSummary, TrainHooks, StepMetrics, TrainingHandle } from './trainer/train.js';
 export type { AutoSummary } from './trainer/run-types.js';
 export type { AutoChoice } from './profiling/choose-strategy.js';
-export { resolveConfig } from './config.js';
-export type { TrainConfig, ResolvedConfig } from './config.js';
+export { resolveConfig, checkConfig, prepareConfig } from './config.js';
+export type { TrainConfig, ResolvedConfig, CheckedConfig } from './config.js';
+export { registerOptions } from './options/option-registry.js';
+export { OPTION_GROUPS } from './options/declaration.js';
+export type {
+  OptionDeclaration,
+  OptionTable,
+  OptionSection,
+  AnyOptionTable,
+  OptionGroup,
+  OptionKind,
+} from './options/declaration.js';
+export { registerOptimizer, getOptimizer, optimizerNames } from './optim/optimizer-registry.js';
+export { defineOptimizer, real, flag } from './optim/optimizer-definition.js';
+export type {
+  OptimizerDefinition,
+  HyperOption,
+  HyperOptions,
+  HyperValue,
+  ResolvedOptimizer,
+  FlatUpdate,
+} from './optim/optimizer-definition.js';
+export type { OptimizerConfig, OptimizerName } from './optim/flat-optimizer.js';
 export { TandemError } from './errors.js';
 export type { TandemErrorCode, SerializedError } from './errors.js';
 export { BACKENDS } from './engine/backend.js';
