@@ -19,7 +19,7 @@ import {
   type RunEvent,
   type Span,
 } from '../src/index.js';
-import { modelArtifacts, writeModelFiles } from '../src/trainer/model-files.js';
+import { modelArtifacts, writeModelFiles } from '../src/actors/model-files.js';
 import { drawnSpans } from '../src/monitor/timeline-picture.js';
 
 const tmp = () => mkdtempSync(path.join(os.tmpdir(), 'tandem-front-'));

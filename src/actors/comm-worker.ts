@@ -29,7 +29,7 @@ import type { GroupExchange } from '../pipeline/events.js';
 import { MAX_GROUPS } from '../pipeline/strategy.js';
 import { chunksOf, runPriorityStep } from '../pipeline/priority-schedule.js';
 import { wallNow, type Span } from '../monitor/span.js';
-import { ControlBlock, threadWaitMs, type Phase } from './control-block.js';
+import { ControlBlock, threadWaitMs, type Phase } from '../pipeline/control-block.js';
 import { injectFault, perturbParameter, type InjectedFault } from './fault-injection.js';
 import { StepPreimage } from './step-preimage.js';
 import { gradSlots, modelStateSlots, optimizerStateOf, paramSlots } from './shared-buffers.js';

@@ -30,7 +30,7 @@ import { completeGroups } from '../pipeline/operators/complete-groups.js';
 import { handOff } from '../pipeline/operators/hand-off.js';
 import type { GradientReady } from '../pipeline/events.js';
 import { wallNow, type Span } from '../monitor/span.js';
-import { modelArtifacts } from '../trainer/model-files.js';
+import { modelArtifacts } from './model-files.js';
 import { openCollective } from '../collectives/transport-registry.js';
 import type { Collective } from '../collectives/collective.js';
 import type { RankHandle } from '../collectives/transport.js';
@@ -41,7 +41,7 @@ import type { LayersModel, LayerVariable, Tensor, Variable } from '../engine/tfj
 import type { HeadState } from '../checkpoint/checkpoint-file.js';
 import { injectFault } from './fault-injection.js';
 import { ForwardGate, wrapLayerCalls } from './forward-gate.js';
-import { ControlBlock, threadWaitMs, type Phase } from './control-block.js';
+import { ControlBlock, threadWaitMs, type Phase } from '../pipeline/control-block.js';
 import { gradSlots, modelStateSlots, paramSlots, type SharedBuffers } from './shared-buffers.js';
 import type { DeviceIdentity, FromCompute } from './protocol.js';
 import { peerWaitMs } from '../world/peer-wait.js';

@@ -8,7 +8,7 @@ import type { FinishedReport } from '../actors/protocol.js';
 import { getTransport } from '../collectives/transport-registry.js';
 import type { TrainingMethod } from '../methods/training-method.js';
 import type { Checkpoint } from '../checkpoint/checkpoint-file.js';
-import { hookStartsAfresh, restoreShared } from '../checkpoint/run-checkpoints.js';
+import { hookStartsAfresh, restoreShared } from './run-checkpoints.js';
 import { HookStateSlots } from './hook-state-slots.js';
 import type { RunLedger } from './run-ledger.js';
 import type { TrainHooks } from './run-types.js';

@@ -12,7 +12,7 @@ import type { ParameterGroup, ParameterLayout } from '../model/parameter-layout.
 import type { TrainingMethod } from '../methods/training-method.js';
 import { timelineSvg } from '../monitor/timeline-picture.js';
 import { writeChromeTrace } from '../monitor/chrome-trace.js';
-import { writeModelFiles } from './model-files.js';
+import { writeModelFiles } from '../actors/model-files.js';
 import { writeFileAtomically } from '../output/atomic-write.js';
 import { makeDirectory } from '../output/make-directory.js';
 import { OUT_FILES } from '../output/output-places.js';

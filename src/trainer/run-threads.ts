@@ -6,7 +6,7 @@
 import type { Topology } from '../world/topology.js';
 import { localRanks } from '../world/topology.js';
 import { TandemError } from '../errors.js';
-import { ControlBlock } from '../actors/control-block.js';
+import { ControlBlock } from '../pipeline/control-block.js';
 import { deviceError, type DeviceActor } from '../actors/device-actor.js';
 import type { FromComm, FromCompute } from '../actors/protocol.js';
 import type { ShardLoader } from '../data/shard-loader.js';

@@ -4,7 +4,7 @@
  * heartbeat stands still while it is busy (not idle) is hung.
  */
 import { TandemError } from '../errors.js';
-import { WAIT_SLICE_MS } from '../actors/control-block.js';
+import { WAIT_SLICE_MS } from '../pipeline/control-block.js';
 import { globalRank, type Topology } from '../world/topology.js';
 import { peerWaitMs } from '../world/peer-wait.js';
 import { runningTimeout } from './running-timeout.js';

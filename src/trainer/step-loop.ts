@@ -10,7 +10,7 @@ import { warmupSteps, type StepLoopResult } from './run-summary.js';
 import type { TrainHooks } from './run-types.js';
 import type { RunThreads } from './run-threads.js';
 import type { RunController } from './run-controller.js';
-import type { RunCheckpointing } from './run-checkpointing.js';
+import type { RunCheckpointing } from './checkpointing.js';
 import type { StallInspector } from './stall-inspector.js';
 import type { ReplicaCheck } from './replica-check.js';
 import type { WorldMonitor } from './world-monitor.js';

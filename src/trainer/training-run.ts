@@ -2,7 +2,7 @@
  * The main-thread side of one run, in parts along Horovod's seams: the threads and their failures (run-threads.ts),
  * set-up (run-setup.ts: spawn the device actors and build their models, lay out shared memory and the loader;
  * run-world.ts: several hosts; run-start.ts: attach, restore, start the exchange, finish), checkpointing
- * (run-checkpointing.ts), the controller (run-controller.ts: stop vote, agreement across hosts), the stall inspector
+ * (checkpointing.ts), the controller (run-controller.ts: stop vote, agreement across hosts), the stall inspector
  * (stall-inspector.ts) and the step loop (step-loop.ts: loading step s+1 while step s trains, checkpoints on the way).
  * This file runs the phases in order and ends every thread whether the run succeeds or fails; the first failure of
  * any thread rejects the run with the device, step, phase and the code it was raised with.
@@ -24,7 +24,7 @@ import { WorldMonitor } from './world-monitor.js';
 import { RunThreads } from './run-threads.js';
 import { StallInspector } from './stall-inspector.js';
 import { RunController } from './run-controller.js';
-import { RunCheckpointing } from './run-checkpointing.js';
+import { RunCheckpointing } from './checkpointing.js';
 import { checkLink, layOut, spawn, type LaidOut } from './run-setup.js';
 import { joinWorld, type JoinedWorld } from './run-world.js';
 import { attach, finish, restore, startExchange, type StartContext } from './run-start.js';

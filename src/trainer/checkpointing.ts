@@ -13,7 +13,7 @@ import {
   readResumeBytes,
   skippedCheckpointsWarning,
   takeCheckpoint,
-} from '../checkpoint/run-checkpoints.js';
+} from './run-checkpoints.js';
 import { CheckpointStore } from '../checkpoint/checkpoint-store.js';
 import type { TrainingMethod } from '../methods/training-method.js';
 import type { HostChannel } from '../world/host-channel.js';
