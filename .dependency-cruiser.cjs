@@ -25,7 +25,8 @@
  *   actors          src/actors: the thread protocol, shared buffers, worker helpers, model files
  *   methods         src/methods, src/classifier (the rest)
  *   config          src/config.ts (resolveConfig: a config checked against the registered parts)
- *   device threads  src/actors: device-actor, device-replica, compute-worker, comm-worker, forward-gate
+ *   device threads  src/actors: device-actor, device-replica (backward-pass, replica-model, forward-gate), the
+ *                   workers (compute-worker; comm-worker with comm-stages, exchange-orders)
  *   profiling       src/profiling
  *   world           src/world (the rest: host flags, host channel, launch, monitor hub, link probe)
  *   trainer         src/trainer
@@ -69,7 +70,9 @@ const LAYERS = [
   },
   {
     name: 'actors',
-    paths: ['^src/actors/(?!(device-actor|device-replica|compute-worker|comm-worker|forward-gate)\\.ts$)'],
+    paths: [
+      '^src/actors/(?!(device-actor|device-replica|compute-worker|comm-worker|forward-gate|backward-pass|replica-model|comm-stages|exchange-orders)\\.ts$)',
+    ],
   },
   { name: 'methods', paths: ['^src/methods/', '^src/classifier/'] },
   { name: 'config', paths: ['^src/config\\.ts$'] },
