@@ -121,10 +121,14 @@ export class BackwardPass {
     return fi?.kind === 'nan' && fi.device === rank && fi.step === step ? tf.mul(out, NaN) : out;
   }
 
-  /** The loss backward differentiates: the method's, with the model's penalties; its value read (or queued) before any gradient. */
+  /**
+   * The loss backward differentiates: the method's, with the model's penalties; its value read (or queued) before any
+   * gradient.
+   */
   private differentiated(result: StepLoss): Tensor {
     this.stepLoss = result;
-    const total = withRegularization(tf, this.x.model, result.loss); // kernel/bias/activity penalties, as model.fit adds them
+    // kernel/bias/activity penalties, as model.fit adds them
+    const total = withRegularization(tf, this.x.model, result.loss);
     const { reads } = this;
     if (reads) {
       // read first, so known before any gradient is handled

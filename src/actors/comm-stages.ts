@@ -24,7 +24,10 @@ import { StepPreimage } from './step-preimage.js';
 import { gradSlots, optimizerStateOf, paramSlots } from './shared-buffers.js';
 import type { FromComm, ToComm } from './protocol.js';
 
-/** The comm half of the pipeline: `wire` runs per unit sent (a group, or a chunk of one), `apply` per group once it is reduced. */
+/**
+ * The comm half of the pipeline: `wire` runs per unit sent (a group, or a chunk of one), `apply` per group once it is
+ * reduced.
+ */
 export interface CommStages {
   wire(unit: GroupExchange): Promise<GroupExchange>;
   apply(unit: GroupExchange): Promise<GroupExchange>;
@@ -71,7 +74,9 @@ async function wireStagesOf(
   return wireStages;
 }
 
-/** Per group once it is reduced: the update phase, the optimizer update (of this replica or of this shard), "applied". */
+/**
+ * Per group once it is reduced: the update phase, the optimizer update (of this replica or of this shard), "applied".
+ */
 function applyStagesOf(
   msg: ToComm,
   control: ControlBlock,
@@ -140,7 +145,9 @@ function shardingCollective(msg: ToComm, wire: CountingCollective): ShardingColl
   return msg.config.localUpdate === 'shard' && wire.reduceScatterMean ? (wire as ShardingCollective) : undefined;
 }
 
-/** Every local device's parameters and optimizer state (the shard update writes each device's shard into all of them). */
+/**
+ * Every local device's parameters and optimizer state (the shard update writes each device's shard into all of them).
+ */
 function localReplicas(msg: ToComm): LocalReplicas {
   const { buffers, config } = msg;
   const params = paramSlots(buffers);
@@ -150,7 +157,10 @@ function localReplicas(msg: ToComm): LocalReplicas {
   };
 }
 
-/** Device 0: what each update overwrites (parameters, optimizer state), for a checkpoint of an aborted run; others: none. */
+/**
+ * Device 0: what each update overwrites (parameters, optimizer state), for a checkpoint of an aborted run; others:
+ * none.
+ */
 function preimageStage(msg: ToComm): OperatorFunction<GroupExchange, GroupExchange> | undefined {
   const {
     device: { local: device },
@@ -168,7 +178,9 @@ function preimageStage(msg: ToComm): OperatorFunction<GroupExchange, GroupExchan
   );
 }
 
-/** The run's hook's states of every group: restored from a checkpoint, shared with the main thread when it checkpoints. */
+/**
+ * The run's hook's states of every group: restored from a checkpoint, shared with the main thread when it checkpoints.
+ */
 async function hookStates(msg: ToComm, collective: Collective, report: (m: FromComm) => void): Promise<HookStates> {
   const {
     config: { commHook, seed },

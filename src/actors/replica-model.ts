@@ -130,7 +130,9 @@ function asyncSyncBatchNormError(backend: string): TandemError {
   );
 }
 
-/** Step inputs in the shared buffers: slot `slot`'s samples, class labels, and regression targets (the labels' bytes). */
+/**
+ * Step inputs in the shared buffers: slot `slot`'s samples, class labels, and regression targets (the labels' bytes).
+ */
 export function inputsOf(buffers: SharedBuffers, slot: number, regression: boolean) {
   const x = new Float32Array(buffers.inputs, slot * buffers.inputSlotSize * 4, buffers.inputSlotSize);
   const y = new Int32Array(buffers.labels, slot * buffers.labelSlotSize * 4, buffers.labelSlotSize);

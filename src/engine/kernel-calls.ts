@@ -44,7 +44,9 @@ export function convIsCovered(attrs: Record<string, unknown>, filterShape: numbe
   );
 }
 
-/** `kernelName` on `backendName` replaced by `run`, whose fallback is the stock kernel (or the cpu backend's on a copy). */
+/**
+ * `kernelName` on `backendName` replaced by `run`, whose fallback is the stock kernel (or the cpu backend's on a copy).
+ */
 export function replaceWith(
   tf: Tf,
   backendName: string,

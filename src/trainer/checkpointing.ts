@@ -58,7 +58,9 @@ export class RunCheckpointing {
     }
   }
 
-  /** The checkpoint to resume from, checked against this run; several hosts: host 0 reads it and sends it to the others. */
+  /**
+   * The checkpoint to resume from, checked against this run; several hosts: host 0 reads it and sends it to the others.
+   */
   async loadResume({ weights, state }: Built): Promise<Checkpoint> {
     const channel = this.channel();
     const bytes = channel
@@ -148,7 +150,9 @@ export class RunCheckpointing {
     return new TandemError('ABORTED', `run aborted: ${why}; ${saved}`);
   }
 
-  /** After an abort, every thread ended: the last completed step checkpointed (abort-checkpoint.ts); says what was done. */
+  /**
+   * After an abort, every thread ended: the last completed step checkpointed (abort-checkpoint.ts); says what was done.
+   */
   private async lastCompleted(firstStep: number, laidOut?: LaidOut): Promise<string> {
     const { store } = this;
     const latest = this.ledger.lastCheckpoint ? `; the latest checkpoint is ${this.ledger.lastCheckpoint}` : '';

@@ -4,7 +4,10 @@ import { TandemError } from '../errors.js';
 import { optimizerNaNHint } from '../optim/tfjs-updates.js';
 import type { TrainHooks } from './run-types.js';
 
-/** A non-finite loss: onNan 'error' fails the run naming the step and every such device; skip-step warns (every update of the step is skipped). */
+/**
+ * A non-finite loss: onNan 'error' fails the run naming the step and every such device; skip-step warns (every update
+ * of the step is skipped).
+ */
 export function checkLoss(
   step: number,
   results: { device: number; nonFiniteLoss?: number }[],

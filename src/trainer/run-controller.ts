@@ -39,7 +39,10 @@ export class RunController {
     return this.stopRequest?.listen(kind => this.onStopRequest(kind));
   }
 
-  /** stop: the step loop ends after the step in flight, which has `stopGraceMs` to reach its stop checkpoint; abort: now. */
+  /**
+   * stop: the step loop ends after the step in flight, which has `stopGraceMs` to reach its stop checkpoint; abort:
+   * now.
+   */
   private onStopRequest(kind: StopKind): void {
     if (kind === 'abort') {
       this.abort('request');

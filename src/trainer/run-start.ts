@@ -64,7 +64,10 @@ export async function restore(threads: RunThreads, { buffers }: LaidOut, resume:
   await restored;
 }
 
-/** Where the comm threads start: the first step, the checkpoint resumed (and where it was read), and whether hook state is shared. */
+/**
+ * Where the comm threads start: the first step, the checkpoint resumed (and where it was read), and whether hook state
+ * is shared.
+ */
 export interface ExchangeStart {
   firstStep: number;
   resume?: Checkpoint;

@@ -12,7 +12,9 @@ import { addressTowards, serveRendezvous, storeUrl } from '../world/rendezvous.j
 import { HostChannel } from '../world/host-channel.js';
 import { peerWaitMs } from '../world/peer-wait.js';
 
-/** Several hosts: host 0's store (on host 0), the address this host's ranks listen on, this host's line to the others. */
+/**
+ * Several hosts: host 0's store (on host 0), the address this host's ranks listen on, this host's line to the others.
+ */
 export interface JoinedWorld {
   server?: StoreServer;
   hostname: string;
@@ -46,7 +48,10 @@ export async function joinWorld(
   return world;
 }
 
-/** A communicator of this process's devices on the run's transport (several hosts: of every host's devices, by global rank). */
+/**
+ * A communicator of this process's devices on the run's transport (several hosts: of every host's devices, by global
+ * rank).
+ */
 export async function communicator(
   cfg: Pick<ResolvedConfig, 'topology' | 'transport' | 'allReduce' | 'rendezvous' | 'devices'>,
   world: JoinedWorld | undefined,

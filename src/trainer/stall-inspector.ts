@@ -10,7 +10,9 @@ import { peerWaitMs } from '../world/peer-wait.js';
 import { runningTimeout } from './running-timeout.js';
 import type { RunThreads } from './run-threads.js';
 
-/** How long a device may take to set up (engine, model, first broadcast) before it is called hung; see setupWatchdogMs. */
+/**
+ * How long a device may take to set up (engine, model, first broadcast) before it is called hung; see setupWatchdogMs.
+ */
 const SETUP_WATCHDOG_MS = 60_000;
 
 export class StallInspector {
@@ -28,7 +30,10 @@ export class StallInspector {
     return Math.max(this.stallTimeoutMs, SETUP_WATCHDOG_MS);
   }
 
-  /** `promise` (a step's loading), or a STALLED failure naming the loader's device if it takes longer than the watchdog allows. */
+  /**
+   * `promise` (a step's loading), or a STALLED failure naming the loader's device if it takes longer than the watchdog
+   * allows.
+   */
   async withinStallTimeout<T>(promise: Promise<T>, step: number): Promise<T> {
     let cancel = () => {};
     const timeout = new Promise<never>((_, reject) => {
@@ -76,7 +81,9 @@ export class StallInspector {
     );
   }
 
-  /** One look at the heartbeats (over a few wait slices): a busy thread that stood still, and whether a busy one beat. */
+  /**
+   * One look at the heartbeats (over a few wait slices): a busy thread that stood still, and whether a busy one beat.
+   */
   private async lookForHungThread(): Promise<{ hung?: TandemError; waiting: boolean }> {
     const { control, actors } = this.threads;
     const sides = ['compute', 'comm'] as const;
