@@ -4,7 +4,107 @@
  *
  * Paths are relative to the repository root and are the TypeScript sources
  * (the `.js` specifiers of NodeNext imports resolve to the `.ts` files).
+ *
+ * The layers, lowest first (LAYERS below). A module may import from its own layer and the ones below it, never from a
+ * higher one (`import type` counts: a type is a design dependency):
+ *   base            the root helpers (errors, named-registry, addon-load, source-path, decimal-count, json-place,
+ *                   config-checks), src/options, src/output's plain file helpers (atomic-write, fs-reason,
+ *                   make-directory, run-lock), the job's plain data (src/world/topology.ts, peer-wait.ts), and, until
+ *                   test faults come in through a plugin, src/actors/fault-injection.ts
+ *   kernels         src/engine/native, src/engine/tfjs-types.ts and kernel-attrs.ts, the fp16 codec
+ *                   (src/pipeline/hooks/half-float.ts)
+ *   collectives     src/collectives, and where hosts meet (src/world/rendezvous.ts serves the gloo store)
+ *   optim           src/optim (the flat updates; an engine's arithmetic runs them)
+ *   engine          src/engine (backends, engines, gradient tape)
+ *   monitor         src/monitor, src/checkpoint (the checkpoint file and its store)
+ *   model/data      src/model, src/data, src/plugins
+ *   pipeline        src/pipeline (strategy, schedule, hooks, operators, the control block), and the method internals
+ *                   the configuration names (src/classifier: classifier-head, partial-fc, label-partition)
+ *   config types    src/config-types.ts, the host checks (src/world: resolve-hosts, host-args, gpu-pinning, gpu-inventory),
+ *                   the rest of src/output (the output places, the room for results)
+ *   actors          src/actors: the thread protocol, shared buffers, worker helpers, model files
+ *   methods         src/methods, src/classifier (the rest)
+ *   config          src/config.ts (resolveConfig: a config checked against the registered parts)
+ *   device threads  src/actors: device-actor, device-replica (backward-pass, replica-model, forward-gate), the
+ *                   workers (compute-worker; comm-worker with comm-stages, exchange-orders)
+ *   profiling       src/profiling
+ *   world           src/world (the rest: host flags, host channel, launch, monitor hub, link probe)
+ *   trainer         src/trainer
+ *   cli             src/cli
+ *   index           src/index.ts
+ * A file that sits in a lower layer than its folder is named in that layer's paths (a module's layer is the lowest
+ * whose paths match it); every module of src/ is in a layer (rule every-module-in-a-layer).
  */
+const LAYERS = [
+  {
+    name: 'base',
+    paths: [
+      '^src/(errors|named-registry|addon-load|source-path|decimal-count|json-place|config-checks)\\.ts$',
+      '^src/options/',
+      '^src/output/(atomic-write|fs-reason|make-directory|run-lock)\\.ts$',
+      '^src/world/(topology|peer-wait)\\.ts$',
+      '^src/actors/fault-injection\\.ts$',
+    ],
+  },
+  {
+    name: 'kernels',
+    paths: [
+      '^src/engine/native/',
+      '^src/engine/(tfjs-types|kernel-attrs)\\.ts$',
+      '^src/pipeline/hooks/half-float\\.ts$',
+    ],
+  },
+  { name: 'collectives', paths: ['^src/collectives/', '^src/world/rendezvous\\.ts$'] },
+  { name: 'optim', paths: ['^src/optim/'] },
+  { name: 'engine', paths: ['^src/engine/'] },
+  { name: 'monitor', paths: ['^src/monitor/', '^src/checkpoint/'] },
+  { name: 'model/data', paths: ['^src/model/', '^src/data/', '^src/plugins/'] },
+  { name: 'pipeline', paths: ['^src/pipeline/', '^src/classifier/(classifier-head|partial-fc|label-partition)\\.ts$'] },
+  {
+    name: 'config types',
+    paths: [
+      '^src/config-types\\.ts$',
+      '^src/output/',
+      '^src/world/(resolve-hosts|host-args|gpu-pinning|gpu-inventory)\\.ts$',
+    ],
+  },
+  {
+    name: 'actors',
+    paths: [
+      '^src/actors/(?!(device-actor|device-replica|compute-worker|comm-worker|forward-gate|backward-pass|replica-model|comm-stages|exchange-orders)\\.ts$)',
+    ],
+  },
+  { name: 'methods', paths: ['^src/methods/', '^src/classifier/'] },
+  { name: 'config', paths: ['^src/config\\.ts$'] },
+  { name: 'device threads', paths: ['^src/actors/'] },
+  { name: 'profiling', paths: ['^src/profiling/'] },
+  { name: 'world', paths: ['^src/world/'] },
+  { name: 'trainer', paths: ['^src/trainer/'] },
+  { name: 'cli', paths: ['^src/cli/'] },
+  { name: 'index', paths: ['^src/index\\.ts$'] },
+];
+
+/** A module's layer is the first (lowest) whose paths match it: a file named in a lower layer than its folder. */
+const matchesAny = paths => `(${paths.join('|')})`;
+
+/** One rule per layer: its modules (those no lower layer claims) import nothing from a higher layer. */
+const layerRules = LAYERS.map((layer, i) => {
+  const lower = LAYERS.slice(0, i).flatMap(l => l.paths);
+  const higher = LAYERS.slice(i + 1).flatMap(l => l.paths);
+  const own = LAYERS.slice(0, i + 1).flatMap(l => l.paths);
+  return {
+    name: `layer-${layer.name.replace(/[^a-z]+/g, '-')}-not-upward`,
+    severity: 'error',
+    comment:
+      `The ${layer.name} layer must not import from a higher layer (${LAYERS.slice(i + 1)
+        .map(l => l.name)
+        .join(', ')}). Move the shared piece down to the lower layer, or pass it in as an argument; the layers ` +
+      'are listed in the header of .dependency-cruiser.cjs.',
+    from: { path: matchesAny(layer.paths), ...(lower.length > 0 ? { pathNot: matchesAny(lower) } : {}) },
+    to: { path: matchesAny(higher.length > 0 ? higher : ['^$']), pathNot: matchesAny(own) },
+  };
+});
+
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
   forbidden: [
@@ -38,45 +138,13 @@ module.exports = {
       from: { path: '^src/' },
       to: { path: '^(test|bench)/' },
     },
+    ...layerRules,
     {
-      name: 'pipeline-operators-not-to-trainer-or-workers',
+      name: 'every-module-in-a-layer',
       severity: 'error',
-      comment:
-        'The pipeline operators are the per-step stages run inside the device actors; the trainer drives ' +
-        'them from above. An operator importing src/trainer turns the layering upside down (and cycles ' +
-        'through train.ts), and importing a worker entry (src/actors/*-worker.ts) would run that worker\'s ' +
-        'top-level code in whichever thread loads the operator.',
-      from: { path: '^src/pipeline/operators/' },
-      to: { path: ['^src/trainer/', '^src/actors/[^/]+-worker\\.ts$'] },
-    },
-    {
-      name: 'collectives-are-a-leaf',
-      severity: 'error',
-      comment:
-        'The collectives (all-reduce over shared memory) are a transport layer below the optimiser, the ' +
-        'trainer, the classifier and the models: they move flat Float32 buffers and must not know what ' +
-        'the numbers mean. Anything they need from those layers is passed in by the caller.',
-      from: { path: '^src/collectives/' },
-      to: { path: '^src/(optim|trainer|classifier|model)/' },
-    },
-    {
-      name: 'engine-not-to-upper-layers',
-      severity: 'error',
-      comment:
-        'src/engine (backends, kernels, gradient tape) is the bottom compute layer used by the actors, the ' +
-        'classifier and the trainer; it must not import them back.',
-      from: { path: '^src/engine/' },
-      to: { path: '^src/(trainer|actors|classifier)/' },
-    },
-    {
-      name: 'collectives-are-rank-local',
-      severity: 'error',
-      comment:
-        'A collective sees only its own rank\'s buffer and reaches its peers through its transport; it must ' +
-        'not reach into the device actors (control block, shared buffers) or the methods that use it, so a ' +
-        'network or hierarchical transport can take its place.',
-      from: { path: '^src/collectives/' },
-      to: { path: '^src/(actors|methods|pipeline)/' },
+      comment: 'Every module of src/ belongs to a layer of LAYERS (.dependency-cruiser.cjs); add a new folder to one.',
+      from: {},
+      to: { path: '^src/', pathNot: matchesAny(LAYERS.flatMap(l => l.paths)) },
     },
     {
       name: 'actors-not-to-method-internals',
@@ -93,26 +161,9 @@ module.exports = {
       severity: 'error',
       comment:
         'Which engine runs is answered by the engine registry (src/engine/engine-registry.ts); outside src/engine ' +
-        '(and optim\'s native arithmetic) nothing imports an engine implementation or the native kernels directly.',
+        "(and optim's native arithmetic) nothing imports an engine implementation or the native kernels directly.",
       from: { path: '^src/', pathNot: '^src/(engine|optim)/' },
       to: { path: '^src/engine/(engines|native)/' },
-    },
-    {
-      name: 'world-is-a-leaf',
-      severity: 'error',
-      comment: 'The topology is plain data about the job; everything may use it, it uses nothing. (The rest of src/world — host flags, ' +
-        'rendezvous, launch — joins processes and may use errors, config types and the store.)',
-      from: { path: '^src/world/topology\\.ts$' },
-      to: { path: '^src/' , pathNot: '^src/world/' },
-    },
-    {
-      name: 'monitor-not-to-trainer',
-      severity: 'error',
-      comment:
-        'src/monitor (spans, run events, traces, timeline pictures) describes a run; the trainer produces ' +
-        'the data and calls the monitor, never the other way round.',
-      from: { path: '^src/monitor/' },
-      to: { path: '^src/trainer/' },
     },
     {
       name: 'worker-entries-are-not-libraries',
@@ -120,7 +171,7 @@ module.exports = {
       comment:
         'A worker entry module (src/**/*-worker.ts, src/data/load-shard-task.ts) is loaded by `new Worker` / ' +
         'piscina, and its top level talks to parentPort. Other modules may import its message types ' +
-        '(`import type`) but never its code: that would run the worker\'s top level in the importing ' +
+        "(`import type`) but never its code: that would run the worker's top level in the importing " +
         'thread. (The rule "only src/actors/*-worker.ts may be worker entries" is not expressible here: ' +
         '`new Worker(new URL(...))` is not an import, so dependency-cruiser does not see it.) ' +
         'src/actors/one-shot-worker.ts is the helper that spawns workers, not an entry.',

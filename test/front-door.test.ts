@@ -18,7 +18,7 @@ import {
   type RunEvent,
   type Span,
 } from '../src/index.js';
-import { modelArtifacts, writeModelFiles } from '../src/trainer/model-files.js';
+import { modelArtifacts, writeModelFiles } from '../src/actors/model-files.js';
 import { drawnSpans } from '../src/monitor/timeline-picture.js';
 import { runTandem } from './fixtures/cli-process.js';
 

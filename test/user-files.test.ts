@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { resolveConfig, train, type TrainConfig } from '../src/index.js';
-import { modelArtifacts, writeModelFiles } from '../src/trainer/model-files.js';
+import { modelArtifacts, writeModelFiles } from '../src/actors/model-files.js';
 import { parseTrainArgs } from '../src/cli/parse-train-args.js';
 import { profileModel } from '../src/profiling/profile-model.js';
 import { osThreads } from './fixtures/os-threads.js';

@@ -9,7 +9,7 @@ import { Worker, type Transferable } from 'node:worker_threads';
 import { workerFlags } from './worker-exec-argv.js';
 import { isWorkerOutOfMemory, outOfMemoryWords } from './worker-memory.js';
 import { TandemError, deserializeError, type SerializedError } from '../errors.js';
-import type { ControlBlock } from './control-block.js';
+import type { ControlBlock } from '../pipeline/control-block.js';
 import type { DeviceIdentity, FromComm, FromCompute, ToComm, ToCompute } from './protocol.js';
 
 export interface DeviceActorEvents {

@@ -1,78 +1,55 @@
 /**
- * One device's compute side, as one object: its tfjs engine, the model
- * replica, the method's part of the device (loss, local head), forward and
- * backward, and the compute half of the gradient pipeline. The compute
- * worker owns one and forwards its mailbox to it; every reply goes out
- * through `send`.
+ * One device's compute side, as one object: its tfjs engine, the model replica, the method's part of the device (loss,
+ * local head), forward and backward (backward-pass.ts), and the compute half of the gradient pipeline. The compute
+ * worker owns one and forwards its mailbox to it; every reply goes out through `send`.
  *
- * On an engine without synchronous reads (webgpu) every read is awaited: a
- * gradient's read starts when backward reaches it and it is handed over when
- * the read returns (async-reads.ts), so exchange still overlaps the rest of
- * backward, which runs on the device meanwhile; parameters and inputs are
- * copied out of the shared buffers into plain arrays before an upload. The
- * synchronous engines keep the synchronous path, unchanged.
+ * On an engine without synchronous reads (webgpu) every read is awaited: a gradient's read starts when backward
+ * reaches it and it is handed over when the read returns (async-reads.ts), so exchange still overlaps the rest of
+ * backward, which runs on the device meanwhile; parameters and inputs are copied out of the shared buffers into plain
+ * arrays before an upload (replica-model.ts). The synchronous engines keep the synchronous path, unchanged.
  */
 import * as tf from '@tensorflow/tfjs';
 import { Subject, tap } from 'rxjs';
-import { TandemError, serializeError } from '../errors.js';
+import { serializeError } from '../errors.js';
 import { startBackend } from '../engine/backend.js';
 import { getEngine } from '../engine/engine-registry.js';
 import { buildTrainingModel } from '../model/resolve-model.js';
-import { withRegularization } from '../model/output-loss.js';
-import { assignWeight, readFlat, readFlatAsync, writeFlat } from '../model/flat-weights.js';
-import { OrderedReads } from '../engine/async-reads.js';
-import { seedRandomLayers, type RandomLayerSeeds } from '../model/seeded-random-layers.js';
-import { batchNormalizationLayers, trainBatchNormalization } from '../model/sync-batch-norm.js';
+import { readFlat, readFlatAsync, writeFlat } from '../model/flat-weights.js';
+import { seedRandomLayers } from '../model/seeded-random-layers.js';
+
 import { layoutParameters, type ParameterGroup, type ParameterLayout } from '../model/parameter-layout.js';
 import { inputSlotIndex, INPUT_SLOTS } from '../data/shard-loader.js';
-import { backwardWithGradientReady, backwardWithGradientReadyAsync } from '../engine/gradient-tape.js';
 import { completeGroups } from '../pipeline/operators/complete-groups.js';
 import { handOff } from '../pipeline/operators/hand-off.js';
 import type { GradientReady } from '../pipeline/events.js';
 import { wallNow, type Span } from '../monitor/span.js';
-import { modelArtifacts } from '../trainer/model-files.js';
+import { modelArtifacts } from './model-files.js';
 import { openCollective } from '../collectives/transport-registry.js';
-import type { Collective } from '../collectives/collective.js';
 import type { RankHandle } from '../collectives/transport.js';
 import { getMethod } from '../methods/method-registry.js';
-import type { DeviceMethod, StepLoss } from '../methods/training-method.js';
+import { BackwardPass, firstNonFinite, type PassHost } from './backward-pass.js';
 import { isRegressionLoss, type ResolvedConfig } from '../config-types.js';
-import type { LayersModel, LayerVariable, Tensor, Variable } from '../engine/tfjs-types.js';
+import type { LayersModel, LayerVariable } from '../engine/tfjs-types.js';
 import type { HeadState } from '../checkpoint/checkpoint-file.js';
 import { injectFault } from './fault-injection.js';
-import { ForwardGate, wrapLayerCalls } from './forward-gate.js';
-import { ControlBlock, threadWaitMs, type Phase } from './control-block.js';
+import { gateModel, type ForwardGate } from './forward-gate.js';
+import { ControlBlock, threadWaitMs, type Phase } from '../pipeline/control-block.js';
 import { gradSlots, modelStateSlots, paramSlots, type SharedBuffers } from './shared-buffers.js';
+import {
+  batchNormLayers,
+  copyVariables,
+  inputsOf,
+  readState,
+  setUpBatchNorm,
+  writeState,
+  writeVariable,
+  type Attached,
+  type Built,
+} from './replica-model.js';
 import type { DeviceIdentity, FromCompute } from './protocol.js';
 import { peerWaitMs } from '../world/peer-wait.js';
 
 type Send = (msg: FromCompute, transfer?: ArrayBuffer[]) => void;
-
-/** The replica after `build`. */
-interface Built {
-  model: LayersModel;
-  layout: ParameterLayout;
-  /** The model's random layers, drawing from (seed, rank, step). */
-  random: RandomLayerSeeds;
-}
-
-/** After `attach`: where the shared buffers are, and the method's part of the device. */
-interface Attached {
-  buffers: SharedBuffers;
-  groups: ParameterGroup[];
-  params: Float32Array;
-  grads: Float32Array;
-  /** layout index of each model variable. */
-  byModelIndex: number[];
-  collective?: Collective;
-  method: DeviceMethod;
-  /** This device's slot of the non-trainable weights (device 0's values after the step-0 broadcast). */
-  modelState: Float32Array;
-  /** Whether the broadcast non-trainable weights were written into the model (once, before the first step). */
-  stateApplied: boolean;
-  /** forwardWait 'group': the per-group waits inside forward. */
-  gate?: ForwardGate;
-}
 
 export class DeviceReplica {
   readonly local: number;
@@ -170,15 +147,7 @@ export class DeviceReplica {
         isAborted: () => this.control.aborted,
         heartbeat: () => this.control.beat(this.local, 'compute'),
       });
-    const batchNorm = batchNormalizationLayers(model);
-    const syncBatchNorm = collective && c.devices > 1 && c.batchNorm === 'sync';
-    // tandem's BatchNormalization kernel reads its input on the host inside forward: synchronous engines only.
-    // Elsewhere tfjs's own layer trains on the device, with this device's batch (local statistics).
-    if (batchNorm.length > 0 && !this.syncReads && syncBatchNorm) throw asyncSyncBatchNormError(c.backend);
-    if (batchNorm.length > 0 && this.syncReads)
-      trainBatchNormalization(tf, model, syncBatchNorm ? collective.blocking : undefined);
-    if (collective && batchNorm.length > 0 && c.devices > 1 && c.batchNorm === 'local')
-      this.averagedState = movingStatistics(model);
+    this.averagedState = setUpBatchNorm(model, c, this.syncReads, collective);
     const method = getMethod(c.method).createDevice({
       tf,
       cfg: c,
@@ -214,19 +183,24 @@ export class DeviceReplica {
       throw new Error(
         `device ${this.rank} built a model of ${layout.total} parameters, the run expects ${buffers.total}`,
       );
-    // Device 0's initial values are the run's, trainable or not: its comm thread broadcasts them (step 0).
-    if (this.local === 0 && this.syncReads) {
-      this.copyVariables(this.attached.params, 'read');
-      this.attached.modelState.set(readState(model));
-    } else if (this.local === 0) {
-      const values = await readFlatAsync(layout.variables.map(v => model.trainableWeights[v.modelIndex]));
-      this.attached.params.set(values); // layout order = transmission order, contiguous
-      this.attached.modelState.set(await readFlatAsync(model.nonTrainableWeights));
-    }
+    if (this.local === 0) await this.shareInitialValues(this.attached);
     if (c.forwardWait === 'group')
       this.attached.gate = this.forwardGate(model, layout, groups, byModelIndex, this.attached.params);
     for (let gi = 0; gi < groups.length; gi++) this.control.markGradsReady(this.local, gi, 0);
     this.send({ type: 'initialised', device: this.rank });
+  }
+
+  /** Device 0's initial values are the run's, trainable or not: its comm thread broadcasts them (step 0). */
+  private async shareInitialValues({ params, modelState }: Attached): Promise<void> {
+    const { model, layout } = this.need();
+    if (this.syncReads) {
+      this.copyVariables(params, 'read');
+      modelState.set(readState(model));
+      return;
+    }
+    const values = await readFlatAsync(layout.variables.map(v => model.trainableWeights[v.modelIndex]));
+    params.set(values); // layout order = transmission order, contiguous
+    modelState.set(await readFlatAsync(model.nonTrainableWeights));
   }
 
   private need(): Built {
@@ -241,30 +215,8 @@ export class DeviceReplica {
 
   /** Copies between the model's variables and a flat slot (transmission order). */
   private copyVariables(slot: Float32Array, direction: 'read' | 'write'): void {
-    const { layout } = this.need();
-    layout.variables.forEach((_, i) => {
-      if (direction === 'read') this.readVariable(slot, i);
-      else this.writeVariable(slot, i);
-    });
-  }
-
-  private readVariable(slot: Float32Array, index: number): void {
     const { model, layout } = this.need();
-    const spec = layout.variables[index];
-    slot
-      .subarray(spec.offset, spec.offset + spec.size)
-      .set(model.trainableWeights[spec.modelIndex].read().dataSync() as Float32Array);
-  }
-
-  /** Sets layout variable `index` of the model from `slot`. */
-  private writeVariable(slot: Float32Array, index: number): void {
-    const { model, layout } = this.need();
-    const spec = layout.variables[index];
-    const values = slot.subarray(spec.offset, spec.offset + spec.size);
-    // An asynchronous engine uploads later, from what it was given: a copy, never a view of the shared buffer.
-    const t = tf.tensor(this.syncReads ? values : new Float32Array(values), spec.shape, 'float32');
-    assignWeight(model.trainableWeights[spec.modelIndex], t);
-    t.dispose();
+    copyVariables(model, layout, slot, direction, this.syncReads);
   }
 
   /**
@@ -278,9 +230,7 @@ export class DeviceReplica {
     byModelIndex: number[],
     params: Float32Array,
   ): ForwardGate {
-    let gate: ForwardGate | undefined;
-    const owned = wrapLayerCalls(model, byModelIndex, () => gate!);
-    gate = new ForwardGate(layout, groups, owned, {
+    return gateModel(model, layout, groups, byModelIndex, {
       waitGroup: (g, step) => {
         if (this.control.applied(this.local, g) >= step) return false;
         this.control.waitApplied(
@@ -291,7 +241,7 @@ export class DeviceReplica {
         );
         return true;
       },
-      writeVariable: i => this.writeVariable(params, i),
+      writeVariable: i => writeVariable(model, layout, params, i, this.syncReads),
       waited: (g, start, end, layer) => {
         if (start > this.forwardFrom) this.span('forward', 'forward', this.forwardFrom, start);
         this.span('wait', `wait ${groups[g].name} (before ${layer})`, start, end, g);
@@ -299,7 +249,6 @@ export class DeviceReplica {
         this.forwardWaitedMs += end - start;
       },
     });
-    return gate;
   }
 
   private waitForUpdate(ofStep: number): void {
@@ -328,29 +277,18 @@ export class DeviceReplica {
   }
 
   async trainStep(s: number): Promise<void> {
-    const { model, layout, buffers, params, grads, byModelIndex, method, random, gate } = this.needAttached();
+    const { model, layout, buffers, grads, byModelIndex, method, random, gate } = this.needAttached();
     const cfg = this.config;
     this.step = s;
     this.spans = [];
     const t0 = wallNow();
     this.enter('load');
-    // The first step waits for the whole step-0 broadcast: the non-trainable weights it carries are written at once.
-    if (gate && this.attached!.stateApplied) {
-      gate.arm(s - 1); // forward waits for each group of step s-1 just before the first layer using it
-    } else {
-      this.waitForUpdate(s - 1);
-      this.copyVariables(params, 'write');
-    }
-    if (!this.attached!.stateApplied) {
-      writeState(model, this.syncReads ? this.attached!.modelState : new Float32Array(this.attached!.modelState));
-      this.attached!.stateApplied = true;
-    }
-    const slot = inputSlotIndex(this.local, s % INPUT_SLOTS);
-    const x = new Float32Array(buffers.inputs, slot * buffers.inputSlotSize * 4, buffers.inputSlotSize);
-    const y = new Int32Array(buffers.labels, slot * buffers.labelSlotSize * 4, buffers.labelSlotSize);
-    const targets = isRegressionLoss(cfg.loss)
-      ? new Float32Array(buffers.labels, slot * buffers.labelSlotSize * 4, buffers.labelSlotSize)
-      : undefined;
+    this.beforeForward(s);
+    const { x, y, targets } = inputsOf(
+      buffers,
+      inputSlotIndex(this.local, s % INPUT_SLOTS),
+      isRegressionLoss(cfg.loss),
+    );
     const t1 = wallNow();
     this.span('load', 'load', t0, t1);
     this.forwardFrom = t1;
@@ -362,120 +300,13 @@ export class DeviceReplica {
     const ys = targets
       ? tf.tensor(copy(targets), [cfg.perDevice], 'float32')
       : tf.tensor(copy(y), [cfg.perDevice], 'int32');
-    let backwardStart = 0;
-    // Marks the start of backward: its gradient is the first one backward runs.
-    const backwardMarker = tf.customGrad(((t: Tensor) => ({
-      value: t.clone(),
-      gradFunc: (dy: Tensor) => {
-        backwardStart = wallNow();
-        this.groupBackwardStart = backwardStart;
-        this.span('forward', 'forward', this.forwardFrom, backwardStart);
-        this.enter('backward');
-        return dy;
-      },
-    })) as never) as (t: Tensor) => Tensor;
-    const vars = model.trainableWeights.map(w => w.read() as Variable);
-    const localVars = method.localVariables;
-    let stepLoss: StepLoss | undefined;
-    let localGrads: Float32Array[] = [];
-    let nonFinite: string | undefined;
-    let nonFiniteLoss: number | undefined;
-    let lastReady = 0;
-    const reads = this.syncReads ? undefined : new OrderedReads(tf);
-    let lossValue = NaN;
-    /** A variable's final gradient: checked, written to the shared layout, and its readiness announced. */
-    const handOver = (modelIndex: number, values: Float32Array): void => {
-      // A non-finite loss stops the step: nothing is handed over (onNan 'error': the main thread fails the run, naming
-      // every such device), or NaN is (skip-step: every device then skips every group of the step). Backward still
-      // runs to its end, so that collectives inside it (BatchNormalization sync, partial-fc) stay in step.
-      if (nonFiniteLoss !== undefined && cfg.onNan === 'error') return;
-      const local = modelIndex >= vars.length;
-      const name = local ? localVars[modelIndex - vars.length].name : model.trainableWeights[modelIndex].originalName;
-      const bad = nonFiniteLoss === undefined ? firstNonFinite(values) : -1;
-      if (bad >= 0) {
-        if (cfg.onNan === 'error') throw nonFiniteError(values[bad], name, bad, s);
-        nonFinite ??= name; // skip-step: handed over; the comm side skips the group's update
-      }
-      if (nonFiniteLoss !== undefined) nonFinite ??= `the loss (${nonFiniteLoss})`;
-      if (local) {
-        localGrads[modelIndex - vars.length] = values.slice();
-        return;
-      }
-      const spec = layout.variables[byModelIndex[modelIndex]];
-      if (nonFiniteLoss === undefined) grads.set(values, spec.offset);
-      else grads.fill(NaN, spec.offset, spec.offset + spec.size);
-      const now = wallNow();
-      if (lastReady === 0) lastReady = backwardStart;
-      if (now > lastReady) this.span('backward', `backward ${spec.layer}`, lastReady, now);
-      lastReady = now;
-      this.gradientReady$.next({
-        step: s,
-        start: spec.offset,
-        end: spec.offset + spec.size,
-        layer: spec.layer,
-        at: now,
-      });
-    };
-    const forward = (): Tensor => {
-      const modelOut = model.apply(xs, { training: true }) as Tensor;
-      gate?.settle(); // every parameter current before the loss, the regularizers and backward
-      const out = backwardMarker(modelOut);
-      const fi = cfg.faultInjection;
-      return fi?.kind === 'nan' && fi.device === this.rank && fi.step === s ? tf.mul(out, NaN) : out;
-    };
-    /** The loss backward differentiates: the method's, with the model's penalties; its value read (or queued) before any gradient. */
-    const differentiated = (result: StepLoss): Tensor => {
-      stepLoss = result;
-      const total = withRegularization(tf, model, result.loss); // kernel/bias/activity penalties, as model.fit adds them
-      if (reads) {
-        // read first, so known before any gradient is handled
-        const penalised = total !== result.loss && result.reportedLoss !== undefined;
-        const decide = () => {
-          nonFiniteLoss = [lossValue, result.reportedLoss ?? 0].find(v => !Number.isFinite(v));
-        };
-        reads.queue(total, v => {
-          lossValue = v[0];
-          if (!penalised) decide();
-        });
-        if (penalised)
-          reads.queue(result.loss, v => {
-            result.reportedLoss! += lossValue - v[0];
-            decide();
-          });
-        return total;
-      }
-      if (total !== result.loss && result.reportedLoss !== undefined) {
-        result.reportedLoss += total.dataSync()[0] - result.loss.dataSync()[0];
-      }
-      nonFiniteLoss = [total.dataSync()[0], result.reportedLoss ?? 0].find(v => !Number.isFinite(v));
-      return total;
-    };
-    const onReady = (modelIndex: number, gradient: Tensor): void => {
-      if (reads) reads.queue(gradient, values => handOver(modelIndex, values));
-      else if (nonFiniteLoss === undefined || cfg.onNan !== 'error')
-        handOver(modelIndex, gradient.dataSync() as Float32Array);
-    };
-    const value = reads
-      ? // The method may await reads of the forward's output before its loss exists (partial-fc's host statistics).
-        await backwardWithGradientReadyAsync(
-          tf,
-          async () => differentiated(await method.loss(forward(), ys, y, s)),
-          [...vars, ...localVars],
-          onReady,
-        )
-      : backwardWithGradientReady(
-          tf,
-          () => differentiated(synchronousLoss(method.loss(forward(), ys, y, s), cfg.method)),
-          [...vars, ...localVars],
-          onReady,
-        );
-    if (reads) await reads.done();
-    const result = stepLoss!;
-    const loss = result.reportedLoss ?? (reads ? lossValue : value.dataSync()[0]);
-    const correct = typeof result.correct === 'number' ? result.correct : await result.correct;
-    value.dispose();
+    const { syncReads, rank } = this;
+    const pass = new BackwardPass(
+      { cfg, rank, step: s, model, layout, byModelIndex, grads, method, gate, syncReads },
+      this.passHost(),
+    );
+    const { loss, correct, localGrads, nonFinite, nonFiniteLoss } = await pass.run(xs, ys, y);
     tf.dispose([xs, ys]);
-    if (result.localGradients) localGrads = result.localGradients;
     // Local state is never exchanged; a non-finite local gradient under skip-step skips the local update too.
     const skipLocal =
       nonFiniteLoss !== undefined || (nonFinite !== undefined && localGrads.some(g => firstNonFinite(g) >= 0));
@@ -497,6 +328,39 @@ export class DeviceReplica {
       nonFinite,
       nonFiniteLoss,
     });
+  }
+
+  /**
+   * Step `s`'s parameters: forward waits for each group of step s-1 (forwardWait 'group'), or the whole update of
+   * step s-1 is waited for and written now. The first step waits for the whole step-0 broadcast: the non-trainable
+   * weights it carries are written at once.
+   */
+  private beforeForward(s: number): void {
+    const attached = this.attached!;
+    const { model, params, gate } = this.needAttached();
+    if (gate && attached.stateApplied) {
+      gate.arm(s - 1); // forward waits for each group of step s-1 just before the first layer using it
+    } else {
+      this.waitForUpdate(s - 1);
+      this.copyVariables(params, 'write');
+    }
+    if (!attached.stateApplied) {
+      writeState(model, this.syncReads ? attached.modelState : new Float32Array(attached.modelState));
+      attached.stateApplied = true;
+    }
+  }
+
+  /** How a step's backward pass reaches this device: the phase, the timeline, the compute half of the pipeline. */
+  private passHost(): PassHost {
+    return {
+      backwardStarted: at => {
+        this.groupBackwardStart = at;
+        this.span('forward', 'forward', this.forwardFrom, at);
+        this.enter('backward');
+      },
+      span: (kind, name, start, end) => this.span(kind, name, start, end),
+      ready: event => this.gradientReady$.next(event),
+    };
   }
 
   /** The mean of `vars` over every device, written back: afterwards every device holds the same bits. */
@@ -531,57 +395,4 @@ export class DeviceReplica {
       artifacts ? [artifacts.weightData] : [],
     );
   }
-}
-
-/** The model's non-trainable weights, model order, as one flat array. */
-function readState(model: LayersModel): Float32Array {
-  return readFlat(model.nonTrainableWeights);
-}
-
-/** Sets the model's non-trainable weights from one flat array (model order). */
-function writeState(model: LayersModel, flat: Float32Array): void {
-  writeFlat(tf, model.nonTrainableWeights, flat);
-}
-
-/** Names of the BatchNormalization layers of `model`, nested models included. */
-function batchNormLayers(model: LayersModel): string[] {
-  return batchNormalizationLayers(model).map(l => l.name);
-}
-
-/** The moving statistics of the BatchNormalization layers of `model`. */
-function movingStatistics(model: LayersModel): LayerVariable[] {
-  return batchNormalizationLayers(model).flatMap(l => [l.movingMean, l.movingVariance] as unknown as LayerVariable[]);
-}
-
-/** Sync BatchNormalization reads activations on the host inside forward; an engine without synchronous reads cannot. */
-function asyncSyncBatchNormError(backend: string): TandemError {
-  return new TandemError(
-    'BAD_CONFIG',
-    `backend '${backend}' cannot read tensors synchronously, which batchNorm 'sync' needs inside forward ` +
-      "(the statistics of the global batch); use --batch-norm local (each device's own batch, moving statistics averaged after every step), one device, " +
-      'or a backend that reads synchronously (native, wasm, cpu)',
-  );
-}
-
-/** A method's loss on an engine with synchronous reads: computed inside the synchronous forward, never awaited. */
-function synchronousLoss(result: StepLoss | Promise<StepLoss>, method: string): StepLoss {
-  if (result instanceof Promise)
-    throw new Error(
-      `--method ${method} returned its loss as a promise on an engine with synchronous reads; it must compute it synchronously there`,
-    );
-  return result;
-}
-
-function firstNonFinite(values: Float32Array): number {
-  for (let i = 0; i < values.length; i++) if (!Number.isFinite(values[i])) return i;
-  return -1;
-}
-
-/** `onNan: 'error'`: raised before the gradient is handed over, so before it can reach any parameter. */
-function nonFiniteError(value: number, name: string, at: number, s: number): TandemError {
-  return new TandemError(
-    'NON_FINITE',
-    `the gradient of ${name} has ${value} at element ${at} in step ${s} (the first non-finite gradient of ` +
-      "this backward pass, output layer first); lower the learning rate, check the inputs, clip the loss, or use onNan: 'skip-step'",
-  );
 }

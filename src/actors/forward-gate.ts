@@ -129,3 +129,17 @@ export function wrapLayerCalls(
   }
   return owned;
 }
+
+/** forwardWait 'group' on `model`: a gate whose `need` every layer holding parameters of `layout` calls first. */
+export function gateModel(
+  model: LayersModel,
+  layout: ParameterLayout,
+  groups: ParameterGroup[],
+  byModelIndex: readonly number[],
+  io: GateIo,
+): ForwardGate {
+  const made: { gate?: ForwardGate } = {};
+  const owned = wrapLayerCalls(model, byModelIndex, () => made.gate!);
+  made.gate = new ForwardGate(layout, groups, owned, io);
+  return made.gate;
+}

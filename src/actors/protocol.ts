@@ -8,7 +8,7 @@ import type { ResolvedConfig } from '../config-types.js';
 import type { SerializedError } from '../errors.js';
 import type { ParameterGroup } from '../model/parameter-layout.js';
 import type { SharedBuffers } from './shared-buffers.js';
-import type { Phase } from './control-block.js';
+import type { Phase } from '../pipeline/control-block.js';
 import type { Span } from '../monitor/span.js';
 import type { HeadState } from '../checkpoint/checkpoint-file.js';
 import type { RankHandle } from '../collectives/transport.js';

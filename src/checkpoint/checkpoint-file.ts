@@ -7,7 +7,7 @@
  * functions of (seed, step), so the step restores them.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { readdir, readFile, rm } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Packr } from 'msgpackr';
 import { TandemError } from '../errors.js';
@@ -166,76 +166,93 @@ function checkBytes(bytes: Uint8Array): { payload: Uint8Array } | Unreadable {
  * values). Undefined when `bytes` end before the payload's header, or are not such a frame.
  */
 function framedSize(bytes: Uint8Array): number | undefined {
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const need = (at: number, n: number) => {
-    if (at + n > bytes.length) throw new RangeError('short');
-  };
-  const uint = (at: number, n: 1 | 2 | 4) => {
-    need(at, n);
-    return n === 1 ? view.getUint8(at) : n === 2 ? view.getUint16(at) : view.getUint32(at);
-  };
-  const stringAt = (at: number, n: number) => {
-    need(at, n);
-    return Buffer.from(bytes.buffer, bytes.byteOffset + at, n).toString('utf8');
-  };
-  // After the value at `at` (its contents are not read: a bin or an ext is skipped by its header alone).
-  const skip = (at: number): number => {
-    const b = uint(at, 1);
-    if (b <= 0x7f || b >= 0xe0 || b === 0xc0 || b === 0xc2 || b === 0xc3) return at + 1;
-    if (b >= 0xa0 && b <= 0xbf) return at + 1 + (b & 0x1f);
-    const sized: Record<number, [1 | 2 | 4, number]> = {
-      0xc4: [1, 0],
-      0xc5: [2, 0],
-      0xc6: [4, 0],
-      0xc7: [1, 1],
-      0xc8: [2, 1],
-      0xc9: [4, 1],
-      0xd9: [1, 0],
-      0xda: [2, 0],
-      0xdb: [4, 0],
-    };
-    if (sized[b]) {
-      const [n, type] = sized[b];
-      return at + 1 + n + type + uint(at + 1, n);
-    }
-    const fixed: Record<number, number> = {
-      0xca: 5,
-      0xcb: 9,
-      0xcc: 2,
-      0xcd: 3,
-      0xce: 5,
-      0xcf: 9,
-      0xd0: 2,
-      0xd1: 3,
-      0xd2: 5,
-      0xd3: 9,
-      0xd5: 4,
-      0xd6: 6,
-      0xd7: 10,
-      0xd8: 18,
-    };
-    if (fixed[b]) return at + fixed[b];
-    throw new RangeError('not a frame');
-  };
+  const r = new FrameReader(bytes);
   try {
     // d4 72 <id>: msgpackr's record definition; then the keys (a fixarray of fixstr), then one value per key.
-    if (uint(0, 1) !== 0xd4 || uint(1, 1) !== 0x72) return undefined;
+    if (r.uint(0, 1) !== 0xd4 || r.uint(1, 1) !== 0x72) return undefined;
     const keysAt = 3,
-      count = uint(keysAt, 1) - 0x90;
+      count = r.uint(keysAt, 1) - 0x90;
     if (count < 1 || count > 15) return undefined;
     let at = keysAt + 1;
     const keys: string[] = [];
     for (let k = 0; k < count; k++) {
-      const b = uint(at, 1);
+      const b = r.uint(at, 1);
       if (b < 0xa0 || b > 0xbf) return undefined;
-      keys.push(stringAt(at + 1, b & 0x1f));
-      at = skip(at);
+      keys.push(r.stringAt(at + 1, b & 0x1f));
+      at = r.skip(at);
     }
     if (keys[keys.length - 1] !== 'payload') return undefined;
-    for (let k = 0; k < count; k++) at = skip(at);
+    for (let k = 0; k < count; k++) at = r.skip(at);
     return at;
   } catch {
     return undefined;
+  }
+}
+
+/** msgpack headers whose value's length follows in 1, 2 or 4 bytes: [that size, the ext type's byte (1) or none (0)]. */
+const SIZED: Record<number, [1 | 2 | 4, number]> = {
+  0xc4: [1, 0],
+  0xc5: [2, 0],
+  0xc6: [4, 0],
+  0xc7: [1, 1],
+  0xc8: [2, 1],
+  0xc9: [4, 1],
+  0xd9: [1, 0],
+  0xda: [2, 0],
+  0xdb: [4, 0],
+};
+
+/** msgpack headers of a fixed-size value: the value's whole size, header included. */
+const FIXED: Record<number, number> = {
+  0xca: 5,
+  0xcb: 9,
+  0xcc: 2,
+  0xcd: 3,
+  0xce: 5,
+  0xcf: 9,
+  0xd0: 2,
+  0xd1: 3,
+  0xd2: 5,
+  0xd3: 9,
+  0xd5: 4,
+  0xd6: 6,
+  0xd7: 10,
+  0xd8: 18,
+};
+
+/** Reads msgpack headers of a frame's first bytes; a read past the end throws RangeError('short'). */
+class FrameReader {
+  private readonly view: DataView;
+
+  constructor(private readonly bytes: Uint8Array) {
+    this.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  }
+
+  private need(at: number, n: number): void {
+    if (at + n > this.bytes.length) throw new RangeError('short');
+  }
+
+  uint(at: number, n: 1 | 2 | 4): number {
+    this.need(at, n);
+    return n === 1 ? this.view.getUint8(at) : n === 2 ? this.view.getUint16(at) : this.view.getUint32(at);
+  }
+
+  stringAt(at: number, n: number): string {
+    this.need(at, n);
+    return Buffer.from(this.bytes.buffer, this.bytes.byteOffset + at, n).toString('utf8');
+  }
+
+  /** After the value at `at` (its contents are not read: a bin or an ext is skipped by its header alone). */
+  skip(at: number): number {
+    const b = this.uint(at, 1);
+    if (b <= 0x7f || b >= 0xe0 || b === 0xc0 || b === 0xc2 || b === 0xc3) return at + 1;
+    if (b >= 0xa0 && b <= 0xbf) return at + 1 + (b & 0x1f);
+    if (SIZED[b]) {
+      const [n, type] = SIZED[b];
+      return at + 1 + n + type + this.uint(at + 1, n);
+    }
+    if (FIXED[b]) return at + FIXED[b];
+    throw new RangeError('not a frame');
   }
 }
 

@@ -6,7 +6,7 @@
  * extractor (host 0) evaluates and assembles the full classifier.
  */
 import { runOneShotWorker } from '../actors/one-shot-worker.js';
-import { modelArtifacts } from '../trainer/model-files.js';
+import { modelArtifacts } from '../actors/model-files.js';
 import type { ResolvedConfig } from '../config-types.js';
 import type { FromCompute, HeadValues, ModelArtifactsData } from '../actors/protocol.js';
 import type { ParameterLayout } from '../model/parameter-layout.js';

@@ -57,6 +57,36 @@ async function evaluate(
       weightData: req.extractor.weightData,
     }),
   );
+  const held = await embedHeldOut(req, model);
+  const headW = req.w;
+  if (!headW) {
+    // the model is the classifier: its outputs are the class scores
+    const correct = modelCorrect(model, held, req.classes);
+    model.dispose();
+    return { samples: held.n, classifierAccuracy: correct / held.n };
+  }
+  const { probes, hits } = nearestCentre(held, req.classes);
+  const correct = await classifierCorrect(req, headW, held);
+  model.dispose();
+  // No probe (an odd-numbered sample of a class with a centre): no centre accuracy, rather than 0%.
+  return {
+    samples: held.n,
+    centreAccuracy: probes ? hits / probes : undefined,
+    centreProbes: probes,
+    classifierAccuracy: correct / held.n,
+  };
+}
+
+/** The held-out samples through the model: n of them, E outputs each (raw, and unit length), and their labels. */
+interface HeldOut {
+  n: number;
+  E: number;
+  emb: Float32Array;
+  raw: Float32Array;
+  labels: Int32Array;
+}
+
+async function embedHeldOut(req: EvaluateRequest, model: tf.LayersModel): Promise<HeldOut> {
   const ds = await resolveDataset(req.data);
   const n = Math.min(req.to - req.from, req.maxSamples),
     C = req.classes;
@@ -81,26 +111,29 @@ async function evaluate(
     emb.set((await unit.data()) as Float32Array, start * E);
     tf.dispose([e, unit]);
   }
-  const headW = req.w;
-  if (!headW) {
-    // the model is the classifier: its outputs are the class scores
-    let correct = 0;
-    const spec = outputLossOf(model, C);
-    const binary = E === 1 && spec.kind === 'binary';
-    const threshold = spec.fromProbabilities ? 0.5 : 0;
-    for (let i = 0; i < n; i++) {
-      if (binary) {
-        if (Number(raw[i] > threshold) === labels[i]) correct++;
-        continue;
-      }
-      let best = 0;
-      for (let c = 1; c < C; c++) if (raw[i * E + c] > raw[i * E + best]) best = c;
-      if (best === labels[i]) correct++;
+  return { n, E, emb, raw, labels };
+}
+
+/** The model is the classifier: how many of its top scores (or binary outputs past the threshold) are right. */
+function modelCorrect(model: tf.LayersModel, { n, E, raw, labels }: HeldOut, C: number): number {
+  let correct = 0;
+  const spec = outputLossOf(model, C);
+  const binary = E === 1 && spec.kind === 'binary';
+  const threshold = spec.fromProbabilities ? 0.5 : 0;
+  for (let i = 0; i < n; i++) {
+    if (binary) {
+      if (Number(raw[i] > threshold) === labels[i]) correct++;
+      continue;
     }
-    model.dispose();
-    return { samples: n, classifierAccuracy: correct / n };
+    let best = 0;
+    for (let c = 1; c < C; c++) if (raw[i * E + c] > raw[i * E + best]) best = c;
+    if (best === labels[i]) correct++;
   }
-  // Nearest class centre: centres from even held-out samples, probes are the odd ones.
+  return correct;
+}
+
+/** Nearest class centre: centres from even held-out samples, probes are the odd ones. */
+function nearestCentre({ n, E, emb, labels }: HeldOut, C: number): { probes: number; hits: number } {
   const centres = new Float32Array(C * E),
     counts = new Int32Array(C);
   for (let i = 0; i < n; i += 2) {
@@ -133,7 +166,12 @@ async function evaluate(
     }
     if (best === labels[i]) hits++;
   }
-  // Full classifier over all C classes.
+  return { probes, hits };
+}
+
+/** Full classifier over all C classes: how many held-out samples the gathered head classifies right. */
+async function classifierCorrect(req: EvaluateRequest, headW: Float32Array, { n, E, emb, raw, labels }: HeldOut) {
+  const C = req.classes;
   const predicted = tf.tidy(() => {
     const probesT = tf.tensor(req.head === 'linear' ? raw : emb, [n, E]);
     let w = tf.tensor(headW, [E, C]);
@@ -146,12 +184,5 @@ async function evaluate(
   predicted.dispose();
   let correct = 0;
   for (let i = 0; i < n; i++) if (pred[i] === labels[i]) correct++;
-  model.dispose();
-  // No probe (an odd-numbered sample of a class with a centre): no centre accuracy, rather than 0%.
-  return {
-    samples: n,
-    centreAccuracy: probes ? hits / probes : undefined,
-    centreProbes: probes,
-    classifierAccuracy: correct / n,
-  };
+  return correct;
 }

@@ -25,11 +25,17 @@ import { DEPTHWISE_GRADIENT_KERNELS, registerDepthwiseGradientKernel } from './d
 import { registerMaxPoolGradientKernel } from './max-pool-gradient-kernel.js';
 import { kernelOutput } from './kernel-output.js';
 import { registerResizeNearestGradient } from './resize-nearest-gradient.js';
-import { replaceKernel, type AnyKernel } from './replace-kernel.js';
-import type { Tf, TensorInfo, KernelBackend, Tensor } from './tfjs-types.js';
-
-type KernelArgs = { inputs: Record<string, TensorInfo>; backend: KernelBackend; attrs: Record<string, unknown> };
-type KernelFunc = (args: KernelArgs) => TensorInfo | TensorInfo[];
+import {
+  convIsCovered,
+  delegateToCpu,
+  kernel,
+  numericPadIsUniform,
+  one,
+  registerOnCpu,
+  replaceWith,
+  type KernelFunc,
+} from './kernel-calls.js';
+import type { Tf, TensorInfo, Tensor } from './tfjs-types.js';
 
 export interface FastGradientsReport {
   backend: string;
@@ -100,54 +106,26 @@ export function installFastGradients(
   return { backend: backendName, installed };
 }
 
-function kernel(tf: Tf, name: string, backendName: string): KernelFunc {
-  const k = tf.getKernel(name, backendName);
-  if (!k) throw new Error(`tandem fast gradients: kernel '${name}' is missing on backend '${backendName}'`);
-  return k.kernelFunc as unknown as KernelFunc;
-}
-
-function one(out: TensorInfo | TensorInfo[]): TensorInfo {
-  return Array.isArray(out) ? out[0] : out;
-}
-
-/**
- * A numeric pad is only well defined in tfjs for a square filter and equal
- * strides: tfjs sizes the output width from the filter height and the height
- * stride. Only the stock kernels agree with that, so they keep such cases.
- */
-function numericPadIsUniform(attrs: Record<string, unknown>, filterShape: number[]): boolean {
-  if (typeof attrs.pad !== 'number') return true;
-  const [sh, sw] = pair(attrs.strides, 1);
-  return filterShape[0] === filterShape[1] && sh === sw;
-}
-
-/** Is this a conv the convolution-based formulas cover? NHWC, no dilation, no rounding mode, a well-defined pad. */
-function convIsCovered(attrs: Record<string, unknown>, filterShape: number[]): boolean {
-  const format = (attrs.dataFormat as string | undefined) ?? 'NHWC';
-  const [dh, dw] = pair(attrs.dilations, 1);
-  return (
-    format === 'NHWC' &&
-    dh === 1 &&
-    dw === 1 &&
-    attrs.dimRoundingMode == null &&
-    numericPadIsUniform(attrs, filterShape)
+/** The forward conv's geometry, and the padding that makes a stride-1, dilation-s convolution give fH x fW outputs. */
+function filterGradientGeometry(tf: Tf, x: TensorInfo, attrs: Record<string, unknown>) {
+  const filterShape = attrs.filterShape as [number, number, number, number];
+  const info = tf.backend_util.computeConv2DInfo(
+    x.shape as [number, number, number, number],
+    filterShape,
+    attrs.strides as [number, number] | number,
+    1,
+    attrs.pad as 'same',
+    undefined,
+    false,
+    'channelsLast',
   );
-}
-
-/** `kernelName` on `backendName` replaced by `run`, whose fallback is the stock kernel (or the cpu backend's on a copy). */
-function replaceWith(
-  tf: Tf,
-  backendName: string,
-  kernelName: string,
-  run: (args: KernelArgs, fallback: KernelFunc) => TensorInfo | TensorInfo[],
-): void {
-  replaceKernel(
-    tf,
-    backendName,
-    kernelName,
-    (args => delegateToCpu(tf, kernelName, args as KernelArgs)) as AnyKernel,
-    (args, fallback) => run(args as KernelArgs, fallback as unknown as KernelFunc) as TensorInfo,
-  );
+  const { strideHeight: sH, strideWidth: sW, outHeight: oH, outWidth: oW, inHeight: H, inWidth: W } = info;
+  const [fH, fW, C1] = filterShape;
+  const top = info.padInfo.top,
+    left = info.padInfo.left;
+  const bottom = fH + sH * (oH - 1) - H - top;
+  const right = fW + sW * (oW - 1) - W - left;
+  return { sH, sW, H, W, C1, B: x.shape[0], top, left, bottom, right };
 }
 
 function registerConvBackpropFilterKernel(tf: Tf, backendName: string): void {
@@ -159,25 +137,8 @@ function registerConvBackpropFilterKernel(tf: Tf, backendName: string): void {
     if (!convIsCovered(attrs, attrs.filterShape as number[])) return fallback(args);
     const x = inputs.x,
       dy = inputs.dy;
-    const filterShape = attrs.filterShape as [number, number, number, number];
-    const info = tf.backend_util.computeConv2DInfo(
-      x.shape as [number, number, number, number],
-      filterShape,
-      attrs.strides as [number, number] | number,
-      1,
-      attrs.pad as 'same',
-      undefined,
-      false,
-      'channelsLast',
-    );
-    const { strideHeight: sH, strideWidth: sW, outHeight: oH, outWidth: oW, inHeight: H, inWidth: W } = info;
-    const [fH, fW, C1] = filterShape;
-    const B = x.shape[0];
-    const top = info.padInfo.top,
-      left = info.padInfo.left;
-    // Padding that makes a stride-1, dilation-s convolution produce exactly fH x fW outputs.
-    let bottom = fH + sH * (oH - 1) - H - top;
-    let right = fW + sW * (oW - 1) - W - left;
+    const { sH, sW, H, W, C1, B, top, left, ...pads } = filterGradientGeometry(tf, x, attrs);
+    let { bottom, right } = pads;
     const temps: TensorInfo[] = [];
     let xT = one(transpose({ inputs: { x }, backend, attrs: { perm: [3, 1, 2, 0] } })); // [C1,H,W,B]
     temps.push(xT);
@@ -277,39 +238,6 @@ function registerSegmentSum(tf: Tf, backendName: string): void {
     );
     return kernelOutput(backendName, backend, outShape, x.dtype === 'int32' ? 'int32' : 'float32', out);
   });
-}
-
-/** `kernelName` on `backendName`, computed by the cpu backend's kernel on a copy of the inputs. */
-function registerOnCpu(tf: Tf, backendName: string, kernelName: string): void {
-  tf.registerKernel({
-    kernelName,
-    backendName,
-    kernelFunc: ((args: Parameters<KernelFunc>[0]) => delegateToCpu(tf, kernelName, args)) as never,
-  });
-}
-
-function delegateToCpu(tf: Tf, kernelName: string, args: Parameters<KernelFunc>[0]): TensorInfo {
-  const cpuKernel = tf.getKernel(kernelName, 'cpu');
-  const cpu = tf.findBackend('cpu');
-  if (!cpuKernel || !cpu)
-    throw new Error(`tandem: kernel '${kernelName}' has no cpu fallback; register the cpu backend`);
-  const { inputs, backend, attrs } = args;
-  const ids: object[] = [];
-  const cpuInputs: Record<string, TensorInfo> = {};
-  for (const [name, t] of Object.entries(inputs)) {
-    if (t == null) continue; // optional inputs (a fused kernel's bias)
-    const dataId = cpu.write(backend.readSync(t.dataId) as Float32Array, t.shape, t.dtype);
-    ids.push(dataId);
-    cpuInputs[name] = { dataId, shape: t.shape, dtype: t.dtype };
-  }
-  const out = one((cpuKernel.kernelFunc as unknown as KernelFunc)({ inputs: cpuInputs, backend: cpu, attrs }));
-  const values = cpu.readSync(out.dataId) as Float32Array;
-  for (const id of ids) cpu.disposeData(id);
-  cpu.disposeData(out.dataId);
-  const b = backend as unknown as {
-    makeOutput(shape: number[], dtype: string, v?: unknown, values?: Float32Array): TensorInfo;
-  };
-  return b.makeOutput(out.shape, out.dtype, null, values);
 }
 
 function registerExplicitTransposeMatMul(

@@ -1,4 +1,4 @@
-/** Reads a model saved in the TensorFlow.js layers format (model.json + weights files; see src/trainer/model-files.ts for the writer). */
+/** Reads a model saved in the TensorFlow.js layers format (model.json + weights files; see src/actors/model-files.ts for the writer). */
 import { readLayersModelFiles } from './layers-model-files.js';
 
 /** A tfjs IOHandler over model.json on disk, for `tf.loadLayersModel` without tfjs-node; malformed files fail with BAD_MODEL naming the file. */

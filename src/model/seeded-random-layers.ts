@@ -155,6 +155,7 @@ function seededCall(tf: Tf, layer: RandomLayer, x: Tensor, seed: number, stock: 
       // as tfjs-layers computes it, with a seeded mask
       const rate = layer.rate!;
       if (!(rate > 0 && rate < 1)) return x;
+      // eslint-disable-next-line no-loss-of-precision -- tfjs-layers' constants, digit for digit (the same doubles)
       const alphaP = -1.6732632423543772848170429916717 * 1.0507009873554804934193349852946;
       const kept = tf.cast(
         tf.greaterEqual(tf.randomUniform(layer.noiseShape ?? x.shape, 0, 1, 'float32', seed), rate),

@@ -110,7 +110,9 @@ export function timelineLayout(spans: readonly Span[], title: string, spanMs?: n
   if (drawn.length === 0)
     return { ...base, height: 60, texts: [text(title, 10, 18, 'start', 'title'), text('no spans', 10, 40)] };
   const devices = [...new Set(drawn.map(s => s.device))].sort((a, b) => a - b);
-  let { t0, t1 } = timeRange(drawn);
+  const range = timeRange(drawn);
+  const t0 = range.t0;
+  let t1 = range.t1;
   if (spanMs !== undefined) t1 = Math.max(t1, t0 + spanMs);
   const scale = (PICTURE_WIDTH - LEFT - RIGHT) / Math.max(1e-9, t1 - t0);
   const x = (t: number) => LEFT + (t - t0) * scale;

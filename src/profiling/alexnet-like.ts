@@ -72,14 +72,7 @@ export function decideAlexNetLike(
   const m = layers.length;
   const totalTime = layers.reduce((s, l) => s + layerTimeMs(l), 0);
   const totalParams = layers.reduce((s, l) => s + l.parameters, 0);
-  let p = 0,
-    time = 0;
-  while (p < m) {
-    const next = time + layerTimeMs(layers[p]);
-    if (totalTime > 0 && next / totalTime > conditions.timeShare) break;
-    time = next;
-    p++;
-  }
+  const { p, time } = cheapTopLayers(layers, totalTime, conditions.timeShare);
   const fcTimeShare = totalTime > 0 ? time / totalTime : 0;
   const convParams = layers.slice(p).reduce((s, l) => s + l.parameters, 0);
   const convParamShare = totalParams > 0 ? convParams / totalParams : 0;
@@ -126,6 +119,19 @@ export function decideAlexNetLike(
       `the top ${p} layer(s) take ${pct(fcTimeShare)} of compute (<= ${pct(conditions.timeShare)}) ` +
       `and the remaining ${m - p} hold ${pct(convParamShare)} of the parameters (<= ${pct(conditions.paramShare)})`,
   };
+}
+
+/** p: the last layer (transmission order) for which the time of layers 1..p over the total meets `timeShare`. */
+function cheapTopLayers(layers: readonly LayerCost[], totalTime: number, timeShare: number) {
+  let p = 0,
+    time = 0;
+  while (p < layers.length) {
+    const next = time + layerTimeMs(layers[p]);
+    if (totalTime > 0 && next / totalTime > timeShare) break;
+    time = next;
+    p++;
+  }
+  return { p, time };
 }
 
 /** The verdict if p were `q`: both conditions, as decideAlexNetLike applies them. */

@@ -9,7 +9,7 @@
  * prediction is held to the CPU ceiling (cpu-ceiling.ts) of this host's share
  * of the machine's cores; the reason says when it binds.
  */
-import type { TrainConfig } from '../config-types.js';
+import type { ResolvedConfig, TrainConfig } from '../config-types.js';
 import { resolveConfig } from '../config.js';
 import {
   decideAlexNetLike,
@@ -83,39 +83,24 @@ export async function chooseStrategy(
   const split = verdict.alexnetLike ? parameterisedSplit(profile.layers, verdict.p) : 0;
   const strategyOptions = { ...resolved.strategyOptions, splitLayer: split > 0 ? split : undefined };
   const predictions = predictStrategies(profile, resolved.devices, strategyOptions, resolved.link);
-  const link = measured ?? (resolved.link ? linkOfModel(resolved.link, resolved.devices) : undefined);
-  const hookOptions = {
-    rank: config.commHookOptions?.rank ?? 8,
-    minCompressionRate: config.commHookOptions?.minCompressionRate ?? 2,
-  };
-  const cpu = cpuShareOfHost(hostsOnMachine);
-  const machine: Machine = {
-    localDevices: resolved.topology.localDevices,
-    link,
-    hookCosts: measureHookCosts(),
-    powerSgd: hookOptions,
-    cpu,
-    hosts: resolved.topology.processes,
-  };
+  const machine = machineOf(config, resolved, measured, hostsOnMachine);
+  const { link, cpu } = machine;
   if (allowCompression)
     machine.hookCosts.scale = await calibrateHookScales(layoutParameters(profile.weights), CANDIDATE_HOOKS, machine);
   const candidates = rankCandidates(profile, machine, strategyOptions, allowCompression);
   const best = pickCandidate(candidates);
-  const where =
-    resolved.topology.processes > 1
-      ? ` for ${resolved.devices} devices (${resolved.topology.processes} hosts × ${resolved.topology.localDevices}; profiled on this host's ${resolved.topology.localDevices})`
-      : '';
-  const reason =
-    `${best.key} predicted ${best.predictedMs.toFixed(1)} ms/step${where}` +
-    `${best !== candidates[0] ? ` (the simplest within 2% of the fastest, ${candidates[0].key})` : ''}; ` +
-    `profile: forward ${profile.stepForwardMs.toFixed(1)} ms, backward ${profile.stepBackwardMs.toFixed(1)} ms, overhead ${profile.overheadMs.toFixed(1)} ms per step` +
-    `${profile.calibration ? ` (calibrated ×${profile.calibration.computeScale.toFixed(2)} on a ${profile.calibration.steadyStepMs.toFixed(1)} ms real step)` : ''}; ` +
-    `${cpuSentence(best, cpu)}; ${lockstepSentence(profile, machine.hosts ?? 1)}link: ${link ? describeLink(link) : 'none (shared memory)'}; compression ${allowCompression ? `allowed (--comm-hook auto; ${scaleSentence(machine.hookCosts.scale)})` : 'not allowed (--comm-hook auto allows it)'}; ` +
-    `${verdict.alexnetLike ? `AlexNet-like, two-group at p = ${split}` : 'not AlexNet-like, no two-group'} (${verdict.reason}; ${marginSentence(verdict)}); ` +
-    `top: ${candidates
-      .slice(0, SHOWN)
-      .map(c => `${c.key} ${c.predictedMs.toFixed(1)}`)
-      .join(', ')} ms`;
+  const reason = reasonOf({
+    best,
+    candidates,
+    resolved,
+    profile,
+    cpu,
+    machine,
+    link,
+    allowCompression,
+    verdict,
+    split,
+  });
   return {
     strategy: best.strategy,
     splitLayer: best.splitLayer,
@@ -134,6 +119,60 @@ export async function chooseStrategy(
     predictions,
     profile,
   };
+}
+
+/** The machine the candidates are predicted on: its devices, the link, the hooks' costs, the CPU share, the hosts. */
+function machineOf(
+  config: TrainConfig,
+  resolved: ResolvedConfig,
+  measured: LinkCost | undefined,
+  hostsOnMachine: number,
+): Machine & { cpu: CpuShare } {
+  const link = measured ?? (resolved.link ? linkOfModel(resolved.link, resolved.devices) : undefined);
+  const hookOptions = {
+    rank: config.commHookOptions?.rank ?? 8,
+    minCompressionRate: config.commHookOptions?.minCompressionRate ?? 2,
+  };
+  return {
+    localDevices: resolved.topology.localDevices,
+    link,
+    hookCosts: measureHookCosts(),
+    powerSgd: hookOptions,
+    cpu: cpuShareOfHost(hostsOnMachine),
+    hosts: resolved.topology.processes,
+  };
+}
+
+/** Why `best` was chosen, in one line: its prediction, the profile, the machine, the verdict, the runners-up. */
+function reasonOf(x: {
+  best: Candidate;
+  candidates: Candidate[];
+  resolved: ResolvedConfig;
+  profile: ModelProfile;
+  cpu: CpuShare;
+  machine: Machine;
+  link: LinkCost | undefined;
+  allowCompression: boolean;
+  verdict: ReturnType<typeof decideAlexNetLike>;
+  split: number;
+}): string {
+  const { best, candidates, resolved, profile, cpu, machine, link, allowCompression, verdict, split } = x;
+  const where =
+    resolved.topology.processes > 1
+      ? ` for ${resolved.devices} devices (${resolved.topology.processes} hosts × ${resolved.topology.localDevices}; profiled on this host's ${resolved.topology.localDevices})`
+      : '';
+  return (
+    `${best.key} predicted ${best.predictedMs.toFixed(1)} ms/step${where}` +
+    `${best !== candidates[0] ? ` (the simplest within 2% of the fastest, ${candidates[0].key})` : ''}; ` +
+    `profile: forward ${profile.stepForwardMs.toFixed(1)} ms, backward ${profile.stepBackwardMs.toFixed(1)} ms, overhead ${profile.overheadMs.toFixed(1)} ms per step` +
+    `${profile.calibration ? ` (calibrated ×${profile.calibration.computeScale.toFixed(2)} on a ${profile.calibration.steadyStepMs.toFixed(1)} ms real step)` : ''}; ` +
+    `${cpuSentence(best, cpu)}; ${lockstepSentence(profile, machine.hosts ?? 1)}link: ${link ? describeLink(link) : 'none (shared memory)'}; compression ${allowCompression ? `allowed (--comm-hook auto; ${scaleSentence(machine.hookCosts.scale)})` : 'not allowed (--comm-hook auto allows it)'}; ` +
+    `${verdict.alexnetLike ? `AlexNet-like, two-group at p = ${split}` : 'not AlexNet-like, no two-group'} (${verdict.reason}; ${marginSentence(verdict)}); ` +
+    `top: ${candidates
+      .slice(0, SHOWN)
+      .map(c => `${c.key} ${c.predictedMs.toFixed(1)}`)
+      .join(', ')} ms`
+  );
 }
 
 /** `the hooks' compute calibrated on this model's gradient: fp16 ×1.40, powersgd ×1.20`. */

@@ -1,7 +1,6 @@
 /** Main side of the profiler: runs the profile worker and returns its measurements. */
 import { resolveConfig } from '../config.js';
 import { TandemError } from '../errors.js';
-import { getEngine } from '../engine/engine-registry.js';
 import type { TrainConfig } from '../config-types.js';
 import { runOneShotWorker } from '../actors/one-shot-worker.js';
 import type { ModelProfile } from './layer-profile.js';

@@ -183,12 +183,7 @@ async function measureStepsAsync(
   const flat = await Promise.all(vars.map(async v => Float32Array.from((await v.data()) as Float32Array)));
   for (let s = 0; s < warmupSteps + steps; s++) {
     const t0 = clock.nowMs();
-    // The engine uploads later, from the array it is given: a copy, which the reads below do not overwrite.
-    vars.forEach((v, i) => {
-      const t = tf.tensor(flat[i].slice(), v.shape);
-      v.assign(t);
-      t.dispose();
-    });
+    uploadCopies(vars, flat);
     const t1 = clock.nowMs();
     let tb = 0;
     const marker = tf.customGrad(((t: tf.Tensor) => ({
@@ -228,6 +223,15 @@ async function measureStepsAsync(
     }
   }
   return { forwardMs: median(fwd), backwardMs: median(bwd), overheadMs: median(overhead) };
+}
+
+/** The variables set from `flat`. The engine uploads later, from the array it is given: a copy, which later reads do not overwrite. */
+function uploadCopies(vars: tf.Variable[], flat: Float32Array[]): void {
+  vars.forEach((v, i) => {
+    const t = tf.tensor(flat[i].slice(), v.shape);
+    v.assign(t);
+    t.dispose();
+  });
 }
 
 /** Exchange and update throughput of shared memory on this machine (bytes per ms), with the comm side's arithmetic. */

@@ -7,14 +7,14 @@
  * state is in shared memory.
  */
 import type { ResolvedConfig } from '../config-types.js';
-import type { ControlBlock } from '../actors/control-block.js';
+import type { ControlBlock } from '../pipeline/control-block.js';
 import { optimizerStateOf, paramSlots, type SharedBuffers } from '../actors/shared-buffers.js';
 import { StepPreimage } from '../actors/step-preimage.js';
 import type { WeightShape } from '../actors/protocol.js';
 import type { ParameterGroup } from '../model/parameter-layout.js';
 import { checkpointPath } from '../checkpoint/checkpoint-file.js';
 import type { CheckpointStore } from '../checkpoint/checkpoint-store.js';
-import { runFingerprint } from '../checkpoint/run-checkpoints.js';
+import { runFingerprint } from './run-checkpoints.js';
 
 export interface AbortCheckpointInputs {
   cfg: ResolvedConfig;

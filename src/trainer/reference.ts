@@ -5,7 +5,7 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { resolveConfig } from '../config.js';
-import { isRegressionLoss, type TrainConfig } from '../config-types.js';
+import { isRegressionLoss, type ResolvedConfig, type TrainConfig } from '../config-types.js';
 import { startBackend } from '../engine/backend.js';
 import { getEngine } from '../engine/engine-registry.js';
 import { TandemError } from '../errors.js';
@@ -45,17 +45,7 @@ export async function trainReference(
         'compute the reference on a CPU engine (backend cpu, wasm or native) and compare within a tolerance',
     );
   }
-  await startBackend(tf, cfg.backend, { nativeThreads: cfg.nativeThreads });
-  const model = await buildTrainingModel(tf, cfg);
-  for (const { name, values } of options.initialWeights ?? []) {
-    const w = model.weights.find(v => v.originalName === name);
-    if (!w) throw new Error(`trainReference: the model has no weight named ${name}`);
-    w.write(tf.tensor(values, w.shape as number[], 'float32'));
-  }
-  const random =
-    options.randomLayersAsDevices === undefined
-      ? undefined
-      : seedRandomLayers(tf, model, options.randomLayersAsDevices);
+  const { model, random } = await referenceModel(cfg, options);
   const spec = outputLossOf(model, cfg.classes, cfg.loss);
   const floatTargets = isRegressionLoss(cfg.loss);
   const ds = await resolveDataset(cfg.data);
@@ -75,21 +65,7 @@ export async function trainReference(
     const loss = tf.tidy(() => {
       const xs = tf.tensor(x, [cfg.batch, ...cfg.sampleShape]),
         ys = tf.tensor(y, [cfg.batch], floatTargets ? 'float32' : 'int32');
-      return optimizer.minimize(
-        () => {
-          const { loss, correct } = outputLoss(
-            tf,
-            model.apply(xs, { training: true }) as tf.Tensor,
-            ys,
-            spec,
-            cfg.classes,
-          );
-          correct.dispose();
-          return withRegularization(tf, model, loss) as tf.Scalar;
-        },
-        true,
-        vars,
-      ) as tf.Scalar;
+      return optimizer.minimize(() => penalisedLoss(model, xs, ys, spec, cfg.classes), true, vars) as tf.Scalar;
     });
     losses.push(loss.dataSync()[0]);
     loss.dispose();
@@ -105,4 +81,33 @@ export async function trainReference(
   optimizer.dispose();
   model.dispose();
   return { weights, nonTrainableWeights, losses };
+}
+
+/** The reference's model on the calling thread: its initial weights as given, its random layers seeded as asked. */
+async function referenceModel(cfg: ResolvedConfig, options: ReferenceOptions) {
+  await startBackend(tf, cfg.backend, { nativeThreads: cfg.nativeThreads });
+  const model = await buildTrainingModel(tf, cfg);
+  for (const { name, values } of options.initialWeights ?? []) {
+    const w = model.weights.find(v => v.originalName === name);
+    if (!w) throw new Error(`trainReference: the model has no weight named ${name}`);
+    w.write(tf.tensor(values, w.shape as number[], 'float32'));
+  }
+  const random =
+    options.randomLayersAsDevices === undefined
+      ? undefined
+      : seedRandomLayers(tf, model, options.randomLayersAsDevices);
+  return { model, random };
+}
+
+/** The loss minimized in one step: the output loss of `xs` against `ys`, with the model's penalties (as model.fit). */
+function penalisedLoss(
+  model: tf.LayersModel,
+  xs: tf.Tensor,
+  ys: tf.Tensor,
+  spec: ReturnType<typeof outputLossOf>,
+  classes: number,
+): tf.Scalar {
+  const { loss, correct } = outputLoss(tf, model.apply(xs, { training: true }) as tf.Tensor, ys, spec, classes);
+  correct.dispose();
+  return withRegularization(tf, model, loss) as tf.Scalar;
 }

@@ -12,7 +12,7 @@ import type { ParameterGroup, ParameterLayout } from '../model/parameter-layout.
 import type { TrainingMethod } from '../methods/training-method.js';
 import { timelineSvg } from '../monitor/timeline-picture.js';
 import { writeChromeTrace } from '../monitor/chrome-trace.js';
-import { writeModelFiles } from './model-files.js';
+import { writeModelFiles } from '../actors/model-files.js';
 import { writeFileAtomically } from '../output/atomic-write.js';
 import { makeDirectory } from '../output/make-directory.js';
 import { OUT_FILES } from '../output/output-places.js';
@@ -86,13 +86,7 @@ export async function finishSummary(x: SummaryInputs): Promise<TrainSummary> {
     wallSeconds: x.wallSeconds,
     meanStepMs: (trainSeconds * 1000) / ranSteps,
     steadyStepMs: (trainEnd - loop.stepStarts[warmup - firstStep + 1]) / steadySteps,
-    timings: {
-      steadyComputeMs: loop.steadyCompute / steadySteps,
-      meanComputeMs: loop.computeTotal / ranSteps,
-      meanExchangeMs: ledger.commStats.exchangeMs / Math.max(1, ledger.commStats.count),
-      meanUpdateMs: ledger.commStats.updateMs / Math.max(1, ledger.commStats.count),
-      meanLoadWaitMs: loop.loadWaitTotal / ranSteps,
-    },
+    timings: timingsOf(loop, ledger, ranSteps, steadySteps),
     parameters: layout.total,
     replicaChecksum: replicaChecksum(x.replica),
     wire: wireOf(
@@ -124,6 +118,17 @@ export async function finishSummary(x: SummaryInputs): Promise<TrainSummary> {
     timelinePath: summary.timelinePath,
   });
   return summary;
+}
+
+/** The run's mean times per step: compute (steady and overall), exchange and update per group, waiting for inputs. */
+function timingsOf(loop: StepLoopResult, ledger: RunLedger, ranSteps: number, steadySteps: number) {
+  return {
+    steadyComputeMs: loop.steadyCompute / steadySteps,
+    meanComputeMs: loop.computeTotal / ranSteps,
+    meanExchangeMs: ledger.commStats.exchangeMs / Math.max(1, ledger.commStats.count),
+    meanUpdateMs: ledger.commStats.updateMs / Math.max(1, ledger.commStats.count),
+    meanLoadWaitMs: loop.loadWaitTotal / ranSteps,
+  };
 }
 
 async function writeRunFiles(

@@ -18,7 +18,7 @@ import { failedEvent, RunStreams } from './run-streams.js';
 import { StopRequest } from './stop-request.js';
 import { TandemError } from '../errors.js';
 import { optionsForPickedHook } from '../pipeline/resolve-comm-hook.js';
-import type { AutoSummary, StepMetrics, TrainHooks, TrainSummary, TrainingHandle } from './run-types.js';
+import type { AutoSummary, TrainHooks, TrainSummary, TrainingHandle } from './run-types.js';
 export type { StepMetrics, TrainHooks, TrainSummary, TrainingHandle } from './run-types.js';
 
 /** `stopRequest`: how `startTraining`'s handle (and the CLI's signals) stop or abort the run. */

@@ -177,23 +177,7 @@ function announce(plan: LaunchPlan, children: ChildProcess[], say: (line: string
 
 /** `--hosts N` and `--gpus N` (and, with --gpus, `--host-rank`, `--rendezvous`) out of the train flags; the flags the launcher sets itself are refused. */
 export function splitLaunchArgs(argv: string[]): LaunchArgs {
-  const trainArgs: string[] = [];
-  const own: Partial<Record<'hosts' | 'gpus' | 'host-rank' | 'rendezvous', string>> = {};
-  for (let i = 0; i < argv.length; i++) {
-    const [flag, inline] = argv[i].split(/=(.*)/s, 2);
-    const key = flag.startsWith('--') ? flag.slice(2) : '';
-    if (key !== 'hosts' && key !== 'gpus' && key !== 'host-rank' && key !== 'rendezvous') {
-      trainArgs.push(argv[i]);
-      continue;
-    }
-    const value = inline ?? argv[++i];
-    if (own[key] !== undefined)
-      throw new TandemError(
-        'BAD_CONFIG',
-        `tandem launch --${key} is given twice ('${own[key]}', then '${value}'): give it once`,
-      );
-    own[key] = value;
-  }
+  const { own, trainArgs } = launcherFlags(argv);
   if (own.gpus === undefined) {
     for (const f of ['host-rank', 'rendezvous'] as const)
       if (own[f] !== undefined)
@@ -237,6 +221,30 @@ export function splitLaunchArgs(argv: string[]): LaunchArgs {
     );
   }
   return out;
+}
+
+type LauncherFlag = 'hosts' | 'gpus' | 'host-rank' | 'rendezvous';
+
+/** The launcher's own flags (each given once) apart from the train flags, in their order. */
+function launcherFlags(argv: string[]): { own: Partial<Record<LauncherFlag, string>>; trainArgs: string[] } {
+  const trainArgs: string[] = [];
+  const own: Partial<Record<LauncherFlag, string>> = {};
+  for (let i = 0; i < argv.length; i++) {
+    const [flag, inline] = argv[i].split(/=(.*)/s, 2);
+    const key = flag.startsWith('--') ? flag.slice(2) : '';
+    if (key !== 'hosts' && key !== 'gpus' && key !== 'host-rank' && key !== 'rendezvous') {
+      trainArgs.push(argv[i]);
+      continue;
+    }
+    const value = inline ?? argv[++i];
+    if (own[key] !== undefined)
+      throw new TandemError(
+        'BAD_CONFIG',
+        `tandem launch --${key} is given twice ('${own[key]}', then '${value}'): give it once`,
+      );
+    own[key] = value;
+  }
+  return { own, trainArgs };
 }
 
 function count(flag: string, text: string | undefined, max: number): number {

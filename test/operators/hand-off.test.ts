@@ -5,7 +5,7 @@ import t from 'tap';
 import { TestScheduler } from 'rxjs/testing';
 import { Subject } from 'rxjs';
 import { handOff } from '../../src/pipeline/operators/hand-off.js';
-import { ControlBlock } from '../../src/actors/control-block.js';
+import { ControlBlock } from '../../src/pipeline/control-block.js';
 import type { GroupReady } from '../../src/pipeline/events.js';
 
 const DEVICES = 3,

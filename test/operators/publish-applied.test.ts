@@ -5,7 +5,7 @@ import t from 'tap';
 import { TestScheduler } from 'rxjs/testing';
 import { Subject } from 'rxjs';
 import { publishApplied } from '../../src/pipeline/operators/publish-applied.js';
-import { ControlBlock } from '../../src/actors/control-block.js';
+import { ControlBlock } from '../../src/pipeline/control-block.js';
 import type { GroupExchange } from '../../src/pipeline/events.js';
 
 const DEVICES = 2,

@@ -54,49 +54,8 @@ export function elementwiseKernels(ctx: NativeKernelContext): NativeKernel[] {
         return output(backend, [...inputs.x.shape], dx);
       },
     },
-    {
-      kernelName: 'Add',
-      run({ inputs, backend }) {
-        const a = float32Values(backend, inputs.a),
-          b = float32Values(backend, inputs.b);
-        if (!a || !b) return undefined;
-        // full + vector along the last axis, either way round (float addition commutes exactly)
-        const [full, fullValues, vector, vectorValues] =
-          a.length >= b.length ? [inputs.a, a, inputs.b, b] : [inputs.b, b, inputs.a, a];
-        const cols = full.shape[full.shape.length - 1];
-        if (
-          full.shape.length === 0 ||
-          vector.shape.length > full.shape.length ||
-          !isLastAxisVector(vector.shape, cols) ||
-          cols < 1
-        ) {
-          return flatOutput(backend, broadcastBinary('Add', inputs.a.shape, a, inputs.b.shape, b));
-        }
-        const y = outputArray(fullValues.length);
-        addon.addRowVector(fullValues, vectorValues, y, fullValues.length / cols, cols);
-        return output(backend, [...full.shape], y);
-      },
-    },
-    {
-      kernelName: 'Sum',
-      run({ inputs, attrs, backend }) {
-        const x = float32Values(backend, inputs.x);
-        if (!x) return undefined;
-        const shape = inputs.x.shape;
-        const axes = [...new Set(tf.util.parseAxisParam(attrs.axis as number | number[], shape))].sort((p, q) => p - q);
-        if (shape.length === 0 || x.length === 0) return undefined;
-        // leading axes: a column sum over contiguous rows, in C++; other axes: flat loops
-        if (axes.length === 0 || axes.some((axis, i) => axis !== i))
-          return flatOutput(backend, reduceAxes('sum', shape, x, axes, attrs.keepDims === true));
-        const kept = shape.slice(axes.length);
-        const cols = sizeOf(kept);
-        if (cols < 1) return undefined;
-        const out = outputArray(cols);
-        addon.sumRows(x, out, x.length / cols, cols);
-        const outShape = attrs.keepDims ? shape.map((d, i) => (i < axes.length ? 1 : d)) : kept;
-        return output(backend, outShape, out);
-      },
-    },
+    addKernel(ctx),
+    sumKernel(ctx),
     ...[...ARITHMETIC_OPS.filter(op => op !== 'Add'), ...COMPARISON_OPS].map(op => binaryKernel(op)),
     {
       kernelName: 'Mean',
@@ -109,6 +68,57 @@ export function elementwiseKernels(ctx: NativeKernelContext): NativeKernel[] {
       },
     },
   ];
+}
+
+/** Add: full + a vector along the last axis (either way round) in C++; any other broadcast in flat loops. */
+function addKernel({ addon }: NativeKernelContext): NativeKernel {
+  return {
+    kernelName: 'Add',
+    run({ inputs, backend }) {
+      const a = float32Values(backend, inputs.a),
+        b = float32Values(backend, inputs.b);
+      if (!a || !b) return undefined;
+      // full + vector along the last axis, either way round (float addition commutes exactly)
+      const [full, fullValues, vector, vectorValues] =
+        a.length >= b.length ? [inputs.a, a, inputs.b, b] : [inputs.b, b, inputs.a, a];
+      const cols = full.shape[full.shape.length - 1];
+      if (
+        full.shape.length === 0 ||
+        vector.shape.length > full.shape.length ||
+        !isLastAxisVector(vector.shape, cols) ||
+        cols < 1
+      ) {
+        return flatOutput(backend, broadcastBinary('Add', inputs.a.shape, a, inputs.b.shape, b));
+      }
+      const y = outputArray(fullValues.length);
+      addon.addRowVector(fullValues, vectorValues, y, fullValues.length / cols, cols);
+      return output(backend, [...full.shape], y);
+    },
+  };
+}
+
+/** Sum over leading axes: a column sum over contiguous rows, in C++; other axes: flat loops. */
+function sumKernel({ addon, tf }: NativeKernelContext): NativeKernel {
+  return {
+    kernelName: 'Sum',
+    run({ inputs, attrs, backend }) {
+      const x = float32Values(backend, inputs.x);
+      if (!x) return undefined;
+      const shape = inputs.x.shape;
+      const axes = [...new Set(tf.util.parseAxisParam(attrs.axis as number | number[], shape))].sort((p, q) => p - q);
+      if (shape.length === 0 || x.length === 0) return undefined;
+      // leading axes: a column sum over contiguous rows, in C++; other axes: flat loops
+      if (axes.length === 0 || axes.some((axis, i) => axis !== i))
+        return flatOutput(backend, reduceAxes('sum', shape, x, axes, attrs.keepDims === true));
+      const kept = shape.slice(axes.length);
+      const cols = sizeOf(kept);
+      if (cols < 1) return undefined;
+      const out = outputArray(cols);
+      addon.sumRows(x, out, x.length / cols, cols);
+      const outShape = attrs.keepDims ? shape.map((d, i) => (i < axes.length ? 1 : d)) : kept;
+      return output(backend, outShape, out);
+    },
+  };
 }
 
 function binaryKernel(op: BinaryOp): NativeKernel {

@@ -13,58 +13,8 @@ export function multiply(m: Float32Array, q: Float32Array, p: Float32Array, n: n
   for (let i = 0; i < n; i++) {
     const base = i * c;
     let k = 0;
-    for (; k + 8 <= r; k += 8) {
-      let a0 = 0,
-        a1 = 0,
-        a2 = 0,
-        a3 = 0,
-        a4 = 0,
-        a5 = 0,
-        a6 = 0,
-        a7 = 0;
-      for (let j = 0; j < c; j++) {
-        const v = m[base + j];
-        if (v === 0) continue;
-        const o = j * r + k;
-        a0 += v * q[o];
-        a1 += v * q[o + 1];
-        a2 += v * q[o + 2];
-        a3 += v * q[o + 3];
-        a4 += v * q[o + 4];
-        a5 += v * q[o + 5];
-        a6 += v * q[o + 6];
-        a7 += v * q[o + 7];
-      }
-      const out = i * r + k;
-      p[out] = a0;
-      p[out + 1] = a1;
-      p[out + 2] = a2;
-      p[out + 3] = a3;
-      p[out + 4] = a4;
-      p[out + 5] = a5;
-      p[out + 6] = a6;
-      p[out + 7] = a7;
-    }
-    for (; k + 4 <= r; k += 4) {
-      let a0 = 0,
-        a1 = 0,
-        a2 = 0,
-        a3 = 0;
-      for (let j = 0; j < c; j++) {
-        const v = m[base + j];
-        if (v === 0) continue;
-        const o = j * r + k;
-        a0 += v * q[o];
-        a1 += v * q[o + 1];
-        a2 += v * q[o + 2];
-        a3 += v * q[o + 3];
-      }
-      const out = i * r + k;
-      p[out] = a0;
-      p[out + 1] = a1;
-      p[out + 2] = a2;
-      p[out + 3] = a3;
-    }
+    for (; k + 8 <= r; k += 8) multiplyEight(m, q, p, i, k, c, r);
+    for (; k + 4 <= r; k += 4) multiplyFour(m, q, p, i, k, c, r);
     for (; k < r; k++) {
       let a = 0;
       for (let j = 0; j < c; j++) {
@@ -74,6 +24,64 @@ export function multiply(m: Float32Array, q: Float32Array, p: Float32Array, n: n
       p[i * r + k] = a;
     }
   }
+}
+
+/** multiply's p[i][k..k+7]: eight sums over j in order, in float64 locals (one pass over row i of m). */
+function multiplyEight(m: Float32Array, q: Float32Array, p: Float32Array, i: number, k: number, c: number, r: number) {
+  const base = i * c;
+  let a0 = 0,
+    a1 = 0,
+    a2 = 0,
+    a3 = 0,
+    a4 = 0,
+    a5 = 0,
+    a6 = 0,
+    a7 = 0;
+  for (let j = 0; j < c; j++) {
+    const v = m[base + j];
+    if (v === 0) continue;
+    const o = j * r + k;
+    a0 += v * q[o];
+    a1 += v * q[o + 1];
+    a2 += v * q[o + 2];
+    a3 += v * q[o + 3];
+    a4 += v * q[o + 4];
+    a5 += v * q[o + 5];
+    a6 += v * q[o + 6];
+    a7 += v * q[o + 7];
+  }
+  const out = i * r + k;
+  p[out] = a0;
+  p[out + 1] = a1;
+  p[out + 2] = a2;
+  p[out + 3] = a3;
+  p[out + 4] = a4;
+  p[out + 5] = a5;
+  p[out + 6] = a6;
+  p[out + 7] = a7;
+}
+
+/** multiply's p[i][k..k+3]: four sums over j in order, in float64 locals. */
+function multiplyFour(m: Float32Array, q: Float32Array, p: Float32Array, i: number, k: number, c: number, r: number) {
+  const base = i * c;
+  let a0 = 0,
+    a1 = 0,
+    a2 = 0,
+    a3 = 0;
+  for (let j = 0; j < c; j++) {
+    const v = m[base + j];
+    if (v === 0) continue;
+    const o = j * r + k;
+    a0 += v * q[o];
+    a1 += v * q[o + 1];
+    a2 += v * q[o + 2];
+    a3 += v * q[o + 3];
+  }
+  const out = i * r + k;
+  p[out] = a0;
+  p[out + 1] = a1;
+  p[out + 2] = a2;
+  p[out + 3] = a3;
 }
 
 /**

@@ -1,5 +1,5 @@
 import { tap, type MonoTypeOperatorFunction } from 'rxjs';
-import type { ControlBlock } from '../../actors/control-block.js';
+import type { ControlBlock } from '../control-block.js';
 import type { GroupExchange } from '../events.js';
 
 /**

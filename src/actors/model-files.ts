@@ -1,6 +1,6 @@
 /** Writes a model in the TensorFlow.js layers format (model.json + one weights file); src/model/file-model-handler.ts reads it. */
 import path from 'node:path';
-import type { ModelArtifactsData } from '../actors/protocol.js';
+import type { ModelArtifactsData } from './protocol.js';
 import { writeFileAtomically } from '../output/atomic-write.js';
 import { makeDirectory } from '../output/make-directory.js';
 import { OUT_FILES } from '../output/output-places.js';

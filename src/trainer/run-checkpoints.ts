@@ -18,7 +18,7 @@ import {
   type CheckpointBytes,
   type HeadState,
   type HookCheckpoint,
-} from './checkpoint-file.js';
+} from '../checkpoint/checkpoint-file.js';
 
 /** What must match for a checkpoint to continue this run exactly. */
 export function runFingerprint(cfg: ResolvedConfig): string {

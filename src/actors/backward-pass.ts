@@ -1,0 +1,219 @@
+/**
+ * One training step's forward and backward on a device: the method's loss (with the model's penalties), every
+ * gradient checked, written to the shared layout and announced the moment backward produces it (the compute half of
+ * the pipeline takes it from there), and the step's loss and accuracy. On an engine without synchronous reads every
+ * read is queued in order (async-reads.ts); the synchronous engines read at once.
+ */
+import * as tf from '@tensorflow/tfjs';
+import type { ResolvedConfig } from '../config-types.js';
+import { TandemError } from '../errors.js';
+import { OrderedReads } from '../engine/async-reads.js';
+import { backwardWithGradientReady, backwardWithGradientReadyAsync } from '../engine/gradient-tape.js';
+import type { LayersModel, Tensor, Variable } from '../engine/tfjs-types.js';
+import { withRegularization } from '../model/output-loss.js';
+import type { ParameterLayout } from '../model/parameter-layout.js';
+import type { GradientReady } from '../pipeline/events.js';
+import { wallNow, type Span } from '../monitor/span.js';
+import type { DeviceMethod, StepLoss } from '../methods/training-method.js';
+import type { ForwardGate } from './forward-gate.js';
+
+/** What the pass tells its device: backward began, a span of the timeline, a gradient ready. */
+export interface PassHost {
+  /** Backward began at `at` (its first gradient runs): the forward span ends there, the phase is 'backward'. */
+  backwardStarted(at: number): void;
+  span(kind: Span['kind'], name: string, start: number, end: number): void;
+  ready(event: GradientReady): void;
+}
+
+/** The device's parts one step uses. */
+export interface PassInputs {
+  cfg: Pick<ResolvedConfig, 'onNan' | 'faultInjection' | 'method'>;
+  rank: number;
+  step: number;
+  model: LayersModel;
+  layout: ParameterLayout;
+  /** layout index of each model variable. */
+  byModelIndex: number[];
+  /** This device's gradient slot (layout order). */
+  grads: Float32Array;
+  method: DeviceMethod;
+  gate?: ForwardGate;
+  syncReads: boolean;
+}
+
+/** The step's outcome, as the device reports it. */
+export interface PassResult {
+  loss: number;
+  correct: number;
+  /** The local variables' gradients (the method's own, when it computed them). */
+  localGrads: Float32Array[];
+  /** The first variable (or the loss) that was not finite, under skip-step. */
+  nonFinite?: string;
+  nonFiniteLoss?: number;
+}
+
+export class BackwardPass {
+  private readonly vars: Variable[];
+  private readonly localVars: Variable[];
+  private readonly reads?: OrderedReads;
+  private readonly marker: (t: Tensor) => Tensor;
+  private stepLoss?: StepLoss;
+  private localGrads: Float32Array[] = [];
+  private nonFinite?: string;
+  private nonFiniteLoss?: number;
+  private lastReady = 0;
+  private backwardStart = 0;
+  private lossValue = NaN;
+
+  constructor(
+    private readonly x: PassInputs,
+    private readonly host: PassHost,
+  ) {
+    this.vars = x.model.trainableWeights.map(w => w.read() as Variable);
+    this.localVars = x.method.localVariables;
+    this.reads = x.syncReads ? undefined : new OrderedReads(tf);
+    // Marks the start of backward: its gradient is the first one backward runs.
+    this.marker = tf.customGrad(((t: Tensor) => ({
+      value: t.clone(),
+      gradFunc: (dy: Tensor) => {
+        this.backwardStart = wallNow();
+        host.backwardStarted(this.backwardStart);
+        return dy;
+      },
+    })) as never) as (t: Tensor) => Tensor;
+  }
+
+  /** Forward and backward over inputs `xs` and targets `ys` (`labels`: the class labels, for the method). */
+  async run(xs: Tensor, ys: Tensor, labels: Int32Array): Promise<PassResult> {
+    const { method, step, cfg } = this.x;
+    const { reads } = this;
+    const variables = [...this.vars, ...this.localVars];
+    const onReady = (modelIndex: number, gradient: Tensor) => this.onReady(modelIndex, gradient);
+    const value = reads
+      ? // The method may await reads of the forward's output before its loss exists (partial-fc's host statistics).
+        await backwardWithGradientReadyAsync(
+          tf,
+          async () => this.differentiated(await method.loss(this.forward(xs), ys, labels, step)),
+          variables,
+          onReady,
+        )
+      : backwardWithGradientReady(
+          tf,
+          () => this.differentiated(synchronousLoss(method.loss(this.forward(xs), ys, labels, step), cfg.method)),
+          variables,
+          onReady,
+        );
+    if (reads) await reads.done();
+    const result = this.stepLoss!;
+    const loss = result.reportedLoss ?? (reads ? this.lossValue : value.dataSync()[0]);
+    const correct = typeof result.correct === 'number' ? result.correct : await result.correct;
+    value.dispose();
+    const localGrads = result.localGradients ?? this.localGrads;
+    return { loss, correct, localGrads, nonFinite: this.nonFinite, nonFiniteLoss: this.nonFiniteLoss };
+  }
+
+  private forward(xs: Tensor): Tensor {
+    const { model, gate, cfg, rank, step } = this.x;
+    const modelOut = model.apply(xs, { training: true }) as Tensor;
+    gate?.settle(); // every parameter current before the loss, the regularizers and backward
+    const out = this.marker(modelOut);
+    const fi = cfg.faultInjection;
+    return fi?.kind === 'nan' && fi.device === rank && fi.step === step ? tf.mul(out, NaN) : out;
+  }
+
+  /**
+   * The loss backward differentiates: the method's, with the model's penalties; its value read (or queued) before any
+   * gradient.
+   */
+  private differentiated(result: StepLoss): Tensor {
+    this.stepLoss = result;
+    // kernel/bias/activity penalties, as model.fit adds them
+    const total = withRegularization(tf, this.x.model, result.loss);
+    const { reads } = this;
+    if (reads) {
+      // read first, so known before any gradient is handled
+      const penalised = total !== result.loss && result.reportedLoss !== undefined;
+      const decide = () => {
+        this.nonFiniteLoss = [this.lossValue, result.reportedLoss ?? 0].find(v => !Number.isFinite(v));
+      };
+      reads.queue(total, v => {
+        this.lossValue = v[0];
+        if (!penalised) decide();
+      });
+      if (penalised)
+        reads.queue(result.loss, v => {
+          result.reportedLoss! += this.lossValue - v[0];
+          decide();
+        });
+      return total;
+    }
+    if (total !== result.loss && result.reportedLoss !== undefined) {
+      result.reportedLoss += total.dataSync()[0] - result.loss.dataSync()[0];
+    }
+    this.nonFiniteLoss = [total.dataSync()[0], result.reportedLoss ?? 0].find(v => !Number.isFinite(v));
+    return total;
+  }
+
+  private onReady(modelIndex: number, gradient: Tensor): void {
+    if (this.reads) this.reads.queue(gradient, values => this.handOver(modelIndex, values));
+    else if (this.nonFiniteLoss === undefined || this.x.cfg.onNan !== 'error')
+      this.handOver(modelIndex, gradient.dataSync() as Float32Array);
+  }
+
+  /** A variable's final gradient: checked, written to the shared layout, and its readiness announced. */
+  private handOver(modelIndex: number, values: Float32Array): void {
+    const { cfg, model, layout, byModelIndex, grads, step } = this.x;
+    const { nonFiniteLoss, vars } = this;
+    // A non-finite loss stops the step: nothing is handed over (onNan 'error': the main thread fails the run, naming
+    // every such device), or NaN is (skip-step: every device then skips every group of the step). Backward still
+    // runs to its end, so that collectives inside it (BatchNormalization sync, partial-fc) stay in step.
+    if (nonFiniteLoss !== undefined && cfg.onNan === 'error') return;
+    const local = modelIndex >= vars.length;
+    const name = local
+      ? this.localVars[modelIndex - vars.length].name
+      : model.trainableWeights[modelIndex].originalName;
+    const bad = nonFiniteLoss === undefined ? firstNonFinite(values) : -1;
+    if (bad >= 0) {
+      if (cfg.onNan === 'error') throw nonFiniteError(values[bad], name, bad, step);
+      this.nonFinite ??= name; // skip-step: handed over; the comm side skips the group's update
+    }
+    if (nonFiniteLoss !== undefined) this.nonFinite ??= `the loss (${nonFiniteLoss})`;
+    if (local) {
+      this.localGrads[modelIndex - vars.length] = values.slice();
+      return;
+    }
+    const spec = layout.variables[byModelIndex[modelIndex]];
+    if (nonFiniteLoss === undefined) grads.set(values, spec.offset);
+    else grads.fill(NaN, spec.offset, spec.offset + spec.size);
+    const now = wallNow();
+    if (this.lastReady === 0) this.lastReady = this.backwardStart;
+    if (now > this.lastReady) this.host.span('backward', `backward ${spec.layer}`, this.lastReady, now);
+    this.lastReady = now;
+    this.host.ready({ step, start: spec.offset, end: spec.offset + spec.size, layer: spec.layer, at: now });
+  }
+}
+
+/** A method's loss on an engine with synchronous reads: computed inside the synchronous forward, never awaited. */
+function synchronousLoss(result: StepLoss | Promise<StepLoss>, method: string): StepLoss {
+  if (result instanceof Promise)
+    throw new Error(
+      `--method ${method} returned its loss as a promise on an engine with synchronous reads; ` +
+        'it must compute it synchronously there',
+    );
+  return result;
+}
+
+export function firstNonFinite(values: Float32Array): number {
+  for (let i = 0; i < values.length; i++) if (!Number.isFinite(values[i])) return i;
+  return -1;
+}
+
+/** `onNan: 'error'`: raised before the gradient is handed over, so before it can reach any parameter. */
+function nonFiniteError(value: number, name: string, at: number, s: number): TandemError {
+  return new TandemError(
+    'NON_FINITE',
+    `the gradient of ${name} has ${value} at element ${at} in step ${s} (the first non-finite gradient of ` +
+      'this backward pass, output layer first); lower the learning rate, check the inputs, clip the loss, ' +
+      "or use onNan: 'skip-step'",
+  );
+}

@@ -1,0 +1,131 @@
+/**
+ * The run's controller (Horovod's controller): whether to stop, agreed between hosts so that every host stops after
+ * the same step; a stop request's grace period and the abort it turns into when the grace runs out.
+ */
+import { TandemError } from '../errors.js';
+import type { HostChannel } from '../world/host-channel.js';
+import type { StopKind, StopRequest } from './stop-request.js';
+import type { TrainHooks } from './run-types.js';
+import type { RunThreads } from './run-threads.js';
+
+export type AbortCause = 'request' | 'grace';
+
+export class RunController {
+  /** The step the devices are training (0 before the first). */
+  stepInFlight = 0;
+  /** The first step this run trains (after a resumed checkpoint's). */
+  firstStep = 1;
+  /** Several hosts: this host's line to the others (set once the world is joined). */
+  channel?: HostChannel;
+  /** Set when the run was aborted (`abort()`, or a stop that outlived its grace period). */
+  abortCause?: AbortCause;
+  private stepping: 'before' | 'stepping' | 'after' = 'before';
+  private graceTimer?: NodeJS.Timeout;
+  /** Several hosts: the stop verdict read for a step (stopAgreedBefore). */
+  private verdict?: { step: number; agreed: Promise<boolean> };
+  /** Several hosts: the last step after which this host added its stop wish (wishAfter). */
+  private wished = 0;
+
+  constructor(
+    private readonly threads: RunThreads,
+    private readonly steps: number,
+    private readonly stopGraceMs: number,
+    private readonly shouldStop?: TrainHooks['shouldStop'],
+    private readonly stopRequest?: StopRequest,
+  ) {}
+
+  /** Listens to the stop request; returns the unlisten function. */
+  listen(): (() => void) | undefined {
+    return this.stopRequest?.listen(kind => this.onStopRequest(kind));
+  }
+
+  /**
+   * stop: the step loop ends after the step in flight, which has `stopGraceMs` to reach its stop checkpoint; abort:
+   * now.
+   */
+  private onStopRequest(kind: StopKind): void {
+    if (kind === 'abort') {
+      this.abort('request');
+      return;
+    }
+    if (this.stepping === 'after' || this.graceTimer) return;
+    this.graceTimer = setTimeout(() => this.abort('grace'), this.stopGraceMs);
+  }
+
+  private abort(cause: AbortCause): void {
+    if (this.threads.failure) return;
+    this.abortCause = cause;
+    // the error the run rejects with is made once the checkpoint is written
+    this.threads.fail(new TandemError('ABORTED', 'run aborted'));
+  }
+
+  /** The step loop began. */
+  stepsBegin(): void {
+    this.stepping = 'stepping';
+  }
+
+  /** No stop can abort the run any more: its stop checkpoint is in hand, or the steps are over. */
+  stepsOver(): void {
+    clearTimeout(this.graceTimer);
+    this.stepping = 'after';
+  }
+
+  /** The grace timer, cleared (the run ends). */
+  close(): void {
+    clearTimeout(this.graceTimer);
+  }
+
+  stopWanted(): boolean {
+    return this.shouldStop?.() === true || this.stopRequest?.requested !== undefined;
+  }
+
+  /**
+   * Whether to stop after `step`: asked here; several hosts: asked on any host after the step before, agreed between
+   * them (host-channel.ts), so every host stops after the same step, one or two steps after the request. `nextPosted`: step+1
+   * was posted ahead (postAhead), which it is only when no stop is due after `step`; a wish made since goes to step+1.
+   */
+  async stopAfter(step: number, nextPosted: boolean): Promise<boolean> {
+    if (!this.channel) return this.stopWanted() && !nextPosted;
+    return this.agreedElseWish(step);
+  }
+
+  /** Several hosts: whether they agreed to stop after `step`; when not, this host's wish after `step`, added (once). */
+  private async agreedElseWish(step: number): Promise<boolean> {
+    const agreed = await this.stopAgreedBefore(step);
+    if (!agreed) await this.wishAfter(step);
+    return agreed;
+  }
+
+  /**
+   * Several hosts: this host's stop wish after `step`, added once, before step+1 is posted (postAhead, or the loop's
+   * next step): a peer waiting for it then never waits on a host that is gone, since that host either added it or never
+   * ran step+1, whose all-reduce fails on the peer with PEER_LOST naming it.
+   */
+  private async wishAfter(step: number): Promise<void> {
+    if (this.wished >= step || step >= this.steps) return;
+    this.wished = step;
+    await this.channel!.submitStop(step, this.stopWanted());
+  }
+
+  /**
+   * While `step` trains: whether to stop after it (one host: wished for now). Several hosts: the stop verdict, read
+   * once this host applied step-1 (every host then ended step-1, so its wish is in: each adds it before posting
+   * `step`); no stop: this host's wish after `step`, added.
+   */
+  async stopDueWhileTraining(groupCount: number, step: number): Promise<boolean> {
+    if (!this.channel) return this.stopWanted();
+    if (step > this.firstStep) await this.threads.applied(groupCount, step - 1);
+    return this.agreedElseWish(step);
+  }
+
+  /** Several hosts: whether they agreed to stop after `step` (the wishes made after step-1); read once per step. */
+  private stopAgreedBefore(step: number): Promise<boolean> {
+    const channel = this.channel!;
+    if (this.verdict?.step !== step) {
+      const agreed = step > this.firstStep ? channel.stopAgreed(step - 1) : Promise.resolve(false);
+      agreed.catch(() => {}); // awaited by whoever asked
+      this.verdict = { step, agreed };
+    }
+    return this.verdict.agreed;
+  }
+}

@@ -1,0 +1,189 @@
+/**
+ * Phase 4, the step loop: the steps, with checkpoints; ends early when a stop is agreed. Step s+1 is posted while step
+ * s trains, once its inputs are loaded (postAhead), so a compute thread starts it the moment it ends step s instead
+ * of waiting for the main thread's round trip; its forward still waits for each group of step s.
+ */
+import type { ResolvedConfig } from '../config-types.js';
+import { paramSlots } from '../actors/shared-buffers.js';
+import type { Reply } from './compute-replies.js';
+import { warmupSteps, type StepLoopResult } from './run-summary.js';
+import type { TrainHooks } from './run-types.js';
+import type { RunThreads } from './run-threads.js';
+import type { RunController } from './run-controller.js';
+import type { RunCheckpointing } from './checkpointing.js';
+import type { StallInspector } from './stall-inspector.js';
+import type { ReplicaCheck } from './replica-check.js';
+import type { WorldMonitor } from './world-monitor.js';
+import type { RunLedger } from './run-ledger.js';
+import type { LaidOut } from './run-setup.js';
+import { checkLoss } from './loss-check.js';
+
+/** A step posted to every device: its replies, and when its inputs were loaded. */
+interface PostedStep {
+  done: Promise<Reply<'stepDone'>[]>;
+  loadedAt: number;
+}
+
+/** The parts of the run the step loop drives. */
+export interface StepLoopParts {
+  threads: RunThreads;
+  controller: RunController;
+  checkpoints: RunCheckpointing;
+  stalls: StallInspector;
+  replicaCheck: ReplicaCheck;
+  monitor: WorldMonitor;
+  ledger: RunLedger;
+  hooks: TrainHooks;
+}
+
+type LoopConfig = Pick<
+  ResolvedConfig,
+  'steps' | 'stepsPerEpoch' | 'perDevice' | 'topology' | 'batch' | 'onNan' | 'optimizer'
+>;
+
+export class StepLoop {
+  /** Step s+1 posted ahead while step s trains (undefined: not posted ahead). */
+  private ahead: Promise<PostedStep | undefined> = Promise.resolve(undefined);
+  /** The inputs of the next step to post, loading. */
+  private loading: Promise<void>;
+  private readonly result: StepLoopResult;
+
+  constructor(
+    private readonly cfg: LoopConfig,
+    private readonly parts: StepLoopParts,
+    private readonly laidOut: LaidOut,
+    private readonly firstStep: number,
+    loading: Promise<void>,
+  ) {
+    this.loading = loading;
+    this.result = {
+      lastStep: cfg.steps,
+      history: [],
+      computeTotal: 0,
+      loadWaitTotal: 0,
+      steadyCompute: 0,
+      stepStarts: [],
+      warmup: firstStep - 1 + warmupSteps(cfg.steps - firstStep + 1),
+      trainStart: performance.now(),
+    };
+  }
+
+  async run(): Promise<StepLoopResult> {
+    const { cfg, parts } = this;
+    parts.controller.stepsBegin();
+    for (let step = this.firstStep; step <= cfg.steps; step++) {
+      parts.controller.stepInFlight = step;
+      if ((step - 1) % cfg.stepsPerEpoch === 0)
+        parts.hooks.onEvent?.({ type: 'epoch', epoch: Math.floor((step - 1) / cfg.stepsPerEpoch) + 1, step });
+      const { results, t0, nextPosted } = await this.train(step);
+      this.recordStep(step, results, t0);
+      if (await this.stopsAfter(step, nextPosted)) break;
+    }
+    parts.controller.stepsOver();
+    return this.result;
+  }
+
+  /** Step `step` trained (posted now, or ahead while the step before trained); step+1 posted ahead when it can be. */
+  private async train(step: number) {
+    const { cfg, result } = this;
+    const t0 = performance.now();
+    const postedAhead = await this.ahead;
+    const waitFrom = performance.now();
+    const current = postedAhead ?? (await this.loadedAndPosted(step, this.loading));
+    if (!postedAhead) result.loadWaitTotal += current.loadedAt - waitFrom;
+    result.stepStarts.push(t0);
+    // Step s+1's inputs go into the other slot (step s-1's, finished) while step s trains; posted ahead, step s
+    // was posted once step s-1 had ended, which started loading them then.
+    if (step < cfg.steps && !postedAhead) this.startLoading(step + 1);
+    this.ahead = this.postAhead(step, this.loading);
+    this.ahead.catch(() => {}); // awaited at the next step
+    const results = await current.done;
+    const ended = performance.now();
+    const next = await this.ahead; // step s+1 posted (or not); a load slower than step s is waited for here
+    if (next) result.loadWaitTotal += Math.max(0, next.loadedAt - ended); // the inputs' wait alone (several hosts: not the verdict's)
+    if (next && step + 1 < cfg.steps) this.startLoading(step + 2); // step s's slot is free now
+    return { results, t0, nextPosted: next !== undefined };
+  }
+
+  private startLoading(step: number): void {
+    this.loading = this.laidOut.load(step);
+    this.loading.catch(() => {}); // awaited when the step is posted; a failure must not be unhandled meanwhile
+  }
+
+  /** After `step`: onStepApplied, the replica check, the stop vote and the checkpoint; true when the run stops here. */
+  private async stopsAfter(step: number, nextPosted: boolean): Promise<boolean> {
+    const { cfg, laidOut, result } = this;
+    const { hooks, replicaCheck, controller, checkpoints } = this.parts;
+    const replicas = paramSlots(laidOut.buffers);
+    if (hooks.onStepApplied || replicaCheck.due(step)) await this.parts.threads.applied(laidOut.groups.length, step);
+    hooks.onStepApplied?.(step, replicas, laidOut.layout);
+    if (replicaCheck.due(step)) await replicaCheck.afterApplied(step, replicas);
+    const stopping = await controller.stopAfter(step, nextPosted);
+    const disarmGrace = () => controller.stepsOver();
+    if (checkpoints.due(step, stopping)) await checkpoints.write(laidOut, step, stopping ? disarmGrace : undefined);
+    if (stopping) disarmGrace();
+    if (!stopping || step >= cfg.steps) return false;
+    result.lastStep = step;
+    result.stoppedAt = step;
+    hooks.onEvent?.({ type: 'stopped', step });
+    return true;
+  }
+
+  /** Step `step` posted to every device, once its inputs (`loading`) are loaded. */
+  private async loadedAndPosted(step: number, loading: Promise<void>): Promise<PostedStep> {
+    await this.parts.stalls.withinStallTimeout(loading, step);
+    return { ...this.postStep(step), loadedAt: performance.now() };
+  }
+
+  private postStep(step: number): Omit<PostedStep, 'loadedAt'> {
+    const { threads, stalls } = this.parts;
+    // The first step waits on the comm threads' start (joining the communicator, the step-0 broadcast): setup's watchdog.
+    const watchdog = step === this.firstStep ? stalls.setupWatchdogMs() : undefined;
+    const done = threads.replies.expect('stepDone', step, watchdog);
+    for (const a of threads.actors) a.postCompute({ type: 'step', step });
+    return { done };
+  }
+
+  /**
+   * Step `step`+1 posted while `step` trains (its inputs in `loading`), or undefined when the main thread has work
+   * between the two steps that needs every device idle or decides whether to go on: a checkpoint, a replica check,
+   * onStepApplied, a stop due after `step` (one host: wished for now; several: agreed after step-1), the last step.
+   * A stop wished for later ends the run after step+1 (several hosts: its wish is added before step+2 is posted, agreed
+   * once step+1 is applied, so the run ends after step+2).
+   */
+  private async postAhead(step: number, loading: Promise<void>): Promise<PostedStep | undefined> {
+    const { hooks, replicaCheck, checkpoints, stalls, threads, controller } = this.parts;
+    if (step >= this.cfg.steps || hooks.onStepApplied || replicaCheck.due(step) || checkpoints.due(step, false))
+      return undefined;
+    await stalls.withinStallTimeout(loading, step + 1);
+    const loadedAt = performance.now();
+    if (threads.failure) return undefined;
+    if (await controller.stopDueWhileTraining(this.laidOut.groups.length, step)) return undefined;
+    return { ...this.postStep(step + 1), loadedAt };
+  }
+
+  /** Step `step`'s replies: the loss checked, the ledger, the history and the monitor. */
+  private recordStep(step: number, results: Reply<'stepDone'>[], t0: number): void {
+    const { cfg, result } = this;
+    checkLoss(step, results, cfg, this.parts.hooks);
+    this.parts.ledger.stepDone(step, results);
+    const loss = results.reduce((s, r) => s + r.loss, 0) / results.length;
+    // This process's devices' samples (the whole global batch on one host; several hosts: host 0's monitor sees the world's).
+    const correct = results.reduce((s, r) => s + r.correct, 0);
+    const accuracy = correct / (cfg.perDevice * cfg.topology.localDevices);
+    // The period: since the previous step was recorded (the first: since its loop iteration began), so that what the
+    // loop does between steps (a checkpoint, the hosts' stop agreement, a replica check) counts, as it does in the wall time.
+    const now = performance.now();
+    const stepMs = now - (result.lastRecordedAt ?? t0);
+    result.lastRecordedAt = now;
+    const computeMs = results.map(r => r.computeMs);
+    result.computeTotal += Math.max(...computeMs);
+    if (step > result.warmup) result.steadyCompute += Math.max(...computeMs);
+    result.history.push({ step, loss, accuracy });
+    const numTensors = results.map(r => r.numTensors);
+    this.parts.monitor.step(
+      { step, losses: results.map(r => r.loss), correct, stepMs, computeMs, numTensors },
+      { step, loss, accuracy, stepMs, samplesPerSecond: cfg.batch / (stepMs / 1000), computeMs, numTensors },
+    );
+  }
+}
