@@ -8,7 +8,7 @@
  * The layers, lowest first (LAYERS below). A module may import from its own layer and the ones below it, never from a
  * higher one (`import type` counts: a type is a design dependency):
  *   base            the root helpers (errors, named-registry, addon-load, source-path, decimal-count, json-place,
- *                   config-checks), src/options, src/output's plain file helpers (atomic-write, fs-reason,
+ *                   config-checks), the option declarations and checks (src/options), src/output's plain file helpers (atomic-write, fs-reason,
  *                   make-directory, run-lock), the job's plain data (src/world/topology.ts, peer-wait.ts), and, until
  *                   test faults come in through a plugin, src/actors/fault-injection.ts
  *   kernels         src/engine/native, src/engine/tfjs-types.ts and kernel-attrs.ts, the fp16 codec
@@ -20,11 +20,13 @@
  *   model/data      src/model, src/data, src/plugins
  *   pipeline        src/pipeline (strategy, schedule, hooks, operators, the control block), and the method internals
  *                   the configuration names (src/classifier: classifier-head, partial-fc, label-partition)
- *   config types    src/config-types.ts, the host checks (src/world: resolve-hosts, host-args, gpu-pinning, gpu-inventory),
+ *   config types    src/config-types.ts and the sections it joins (each section's *-options.ts, most in their own
+ *                   folder's layer; world's and methods' here), the host checks (src/world: resolve-hosts, host-args, gpu-pinning, gpu-inventory),
  *                   the rest of src/output (the output places, the room for results)
  *   actors          src/actors: the thread protocol, shared buffers, worker helpers, model files
  *   methods         src/methods, src/classifier (the rest)
- *   config          src/config.ts (resolveConfig: a config checked against the registered parts)
+ *   config          src/config.ts, src/config/ (checkConfig, prepareConfig: a config checked against the registered
+ *                   parts), the option registry (src/options/option-registry.ts: every section and part's options)
  *   device threads  src/actors: device-actor, device-replica (backward-pass, replica-model, forward-gate), the
  *                   workers (compute-worker; comm-worker with comm-stages, exchange-orders)
  *   profiling       src/profiling
@@ -40,7 +42,7 @@ const LAYERS = [
     name: 'base',
     paths: [
       '^src/(errors|named-registry|addon-load|source-path|decimal-count|json-place|config-checks)\\.ts$',
-      '^src/options/',
+      '^src/options/(declaration|option-checks)\\.ts$',
       '^src/output/(atomic-write|fs-reason|make-directory|run-lock)\\.ts$',
       '^src/world/(topology|peer-wait)\\.ts$',
       '^src/actors/fault-injection\\.ts$',
@@ -64,6 +66,7 @@ const LAYERS = [
     name: 'config types',
     paths: [
       '^src/config-types\\.ts$',
+      '^src/(world/world|methods/method)-options\\.ts$',
       '^src/output/',
       '^src/world/(resolve-hosts|host-args|gpu-pinning|gpu-inventory)\\.ts$',
     ],
@@ -75,7 +78,7 @@ const LAYERS = [
     ],
   },
   { name: 'methods', paths: ['^src/methods/', '^src/classifier/'] },
-  { name: 'config', paths: ['^src/config\\.ts$'] },
+  { name: 'config', paths: ['^src/config\\.ts$', '^src/config/', '^src/options/'] },
   { name: 'device threads', paths: ['^src/actors/'] },
   { name: 'profiling', paths: ['^src/profiling/'] },
   { name: 'world', paths: ['^src/world/'] },

@@ -12,7 +12,15 @@ export default tseslint.config(
     rules: {
       'max-lines': ['error', { max: 400, skipBlankLines: false, skipComments: false }],
       'max-len': ['error', { code: 120, tabWidth: 2, ignoreUrls: false }],
+      // `t.equal(…) || t.comment(…)`: tap's way to show more when an assertion fails
+      '@typescript-eslint/no-unused-expressions': ['error', { allowShortCircuit: true, allowTernary: true }],
+      '@typescript-eslint/no-unused-vars': ['error', { ignoreRestSiblings: true, argsIgnorePattern: '^_' }],
     },
+  },
+  {
+    files: ['test/**/*.ts'],
+    // a message matched as it is printed, two spaces of indentation and all
+    rules: { 'no-regex-spaces': 'off' },
   },
   {
     files: ['src/**/*.ts'],

@@ -55,6 +55,7 @@ t.test(
     model.setWeights(initial); // back to the initial weights: the gate must write every one before it is read
 
     const events: string[] = [];
+    // eslint-disable-next-line prefer-const -- read by the closure above before it is set
     let gate: ForwardGate | undefined;
     const owned = wrapLayerCalls(model, byModelIndex, () => gate!);
     t.equal(owned.size, layout.variables.length, 'every variable is owned by a wrapped layer');

@@ -16,7 +16,6 @@ import {
   killAllTandems,
   summaryOf,
   tandem,
-  type TandemProcess,
 } from './fixtures/tandem-lines.js';
 import { freePort } from '../src/world/launch.js';
 import { findGpus, hasMesaDeviceSelect } from '../src/world/gpu-inventory.js';

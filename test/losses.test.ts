@@ -4,7 +4,6 @@
 // tfjs's own model.fit on the same global batches, in the same order (1 device's path: lossless.test.ts).
 import t from 'tap';
 import { fileURLToPath } from 'node:url';
-import * as tf from '@tensorflow/tfjs';
 import { train, resolveConfig, type TrainConfig, type TrainSummary } from '../src/index.js';
 import { worstDifference } from './fixtures/weights-difference.js';
 import { fitReference } from './fixtures/fit-reference.js';

@@ -12,7 +12,7 @@ import { TandemError } from '../src/errors.js';
 const HOSTS = 3;
 const PEER_WAIT_MS = 400;
 
-async function world(t: Pick<typeof tap, 'teardown'>): Promise<{ server: StoreServer; channels: HostChannel[] }> {
+async function world(t: Pick<typeof import('tap').default, 'teardown'>): Promise<{ server: StoreServer; channels: HostChannel[] }> {
   const server = await startStoreServer({ host: '127.0.0.1', port: 0 });
   const channels = await Promise.all(
     Array.from({ length: HOSTS }, (_, h) =>
@@ -25,7 +25,6 @@ async function world(t: Pick<typeof tap, 'teardown'>): Promise<{ server: StoreSe
   });
   return { server, channels };
 }
-const tap = t;
 
 t.test('every host reads the same verdict: stop when any host wished to', async t => {
   const { channels } = await world(t);

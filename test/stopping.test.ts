@@ -2,7 +2,6 @@
 // step; a stop that outlives its grace period does the same (API); SIGHUP stops like SIGINT; a closed stdout pipe
 // does not stop training. Real processes and threads; every wait is on the process's own output.
 import t from 'tap';
-const tap = t;
 import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -33,7 +32,7 @@ function reference(): Promise<Checkpoint> {
   return fourSteps;
 }
 
-function sameState(t: Pick<typeof tap, 'equal' | 'ok'>, got: Checkpoint, want: Checkpoint, what: string): void {
+function sameState(t: Pick<typeof t, 'equal' | 'ok'>, got: Checkpoint, want: Checkpoint, what: string): void {
   t.equal(got.step, want.step, `${what}: step ${want.step}`);
   t.ok(sameBits(got.params, want.params), `${what}: the parameters of ${want.step} uninterrupted steps, bit for bit`);
   t.ok(
