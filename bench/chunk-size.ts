@@ -48,7 +48,8 @@ export async function runChunkSizeBench(opts: ChunkSizeOptions): Promise<void> {
   const devices = 2,
     length = 4 << 20; // 16 MiB
   console.log(
-    `chunk-size bench: shared-memory all-reduce (sharded) of a ${(length * 4) / 2 ** 20} MiB group, ${devices} devices, ${opts.runs} repeats; ${os.cpus().length} cores`,
+    `chunk-size bench: shared-memory all-reduce (sharded) of a ${(length * 4) / 2 ** 20} MiB group, ${devices} ` +
+      `devices, ${opts.runs} repeats; ${os.cpus().length} cores`,
   );
   const rows: { chunkFloats: number; chunkMiB: number; ms: number; msWithAgreement: number }[] = [];
   for (const chunkFloats of [16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20]) {
@@ -57,12 +58,14 @@ export async function runChunkSizeBench(opts: ChunkSizeOptions): Promise<void> {
     rows.push({ chunkFloats, chunkMiB: (chunkFloats * 4) / 2 ** 20, ms, msWithAgreement });
   }
   console.log(
-    '\n| chunk (floats) | chunk (MiB) | ms per group | ms per group, agreement after each chunk | vs whole group |\n|---:|---:|---:|---:|---:|',
+    '\n| chunk (floats) | chunk (MiB) | ms per group | ms per group, agreement after each chunk | vs whole group ' +
+      '|\n|---:|---:|---:|---:|---:|',
   );
   const whole = rows[rows.length - 1].ms;
   for (const r of rows)
     console.log(
-      `| ${r.chunkFloats} | ${r.chunkMiB} | ${r.ms.toFixed(2)} | ${r.msWithAgreement.toFixed(2)} | ${(r.msWithAgreement / whole).toFixed(2)} |`,
+      `| ${r.chunkFloats} | ${r.chunkMiB} | ${r.ms.toFixed(2)} | ${r.msWithAgreement.toFixed(2)} | ` +
+        `${(r.msWithAgreement / whole).toFixed(2)} |`,
     );
   mkdirSync(opts.out, { recursive: true });
   const file = path.join(opts.out, 'chunk-size.json');

@@ -1,6 +1,7 @@
 // One rank of the chunk-size benchmark, on its own worker thread: a group's all-reduce mean through the shared-memory
 // transport in chunks of `chunkFloats` (as the priority exchange runs it), each chunk followed by the one-float
-// readiness agreement (an all-gather) when `agree` is set — what the priority exchange pays while a group is not agreed.
+// readiness agreement (an all-gather) when `agree` is set — what the priority exchange pays while a group is not
+// agreed.
 import { parentPort, workerData } from 'node:worker_threads';
 import { openCollective } from '../src/collectives/transport-registry.js';
 import type { RankHandle } from '../src/collectives/transport.js';

@@ -23,10 +23,12 @@ const MODEL_MODULE = fileURLToPath(new URL('./models/mlp-classifier.js', import.
 export async function runClassifierBench(opts: ClassifierBenchOptions): Promise<void> {
   const rows: Record<string, unknown>[] = [];
   console.log(
-    `classifier bench: mlp extractor (embedding 128) on synthetic 16x16x1 images, 2 devices, global batch ${opts.batch}, ${opts.steps} steps, adam`,
+    `classifier bench: mlp extractor (embedding 128) on synthetic 16x16x1 images, 2 devices, global batch ` +
+      `${opts.batch}, ${opts.steps} steps, adam`,
   );
   console.log(
-    '| classes | method | samples/s | classifier bytes per device | exchanged bytes per step per device | held-out accuracy |\n|---:|---|---:|---:|---:|---|',
+    '| classes | method | samples/s | classifier bytes per device | exchanged bytes per step per device | held-out ' +
+      'accuracy |\n|---:|---|---:|---:|---:|---|',
   );
   for (const classes of opts.classes) {
     const base: TrainConfig = {
@@ -62,7 +64,8 @@ export async function runClassifierBench(opts: ClassifierBenchOptions): Promise<
         : classifierWeights.reduce((n, w) => n + w.values.length * 4, 0);
       const exchanged = s.classifier ? s.classifier.exchangedBytesPerStep : s.parameters * 4;
       const accuracy = s.classifier
-        ? `centre ${(100 * (s.classifier.heldOut?.centreAccuracy ?? 0)).toFixed(1)}%, classifier ${(100 * (s.classifier.heldOut?.classifierAccuracy ?? 0)).toFixed(1)}%`
+        ? `centre ${(100 * (s.classifier.heldOut?.centreAccuracy ?? 0)).toFixed(1)}%, classifier ` +
+          `${(100 * (s.classifier.heldOut?.classifierAccuracy ?? 0)).toFixed(1)}%`
         : `classifier ${(100 * (s.heldOut?.accuracy ?? 0)).toFixed(1)}%`;
       console.log(
         `| ${classes} | ${name} | ${s.samplesPerSecond.toFixed(0)} | ${classifierBytes} | ${exchanged} | ${accuracy} |`,

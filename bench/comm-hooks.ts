@@ -37,10 +37,12 @@ export async function runCommHooksBench(opts: CommHooksBenchOptions): Promise<vo
     { label: 'powersgd r=4', config: { commHook: 'powersgd', commHookOptions: { rank: 4, startStep: 10 } } },
   ];
   console.log(
-    `comm-hooks bench: mlp on MNIST (8000 train, 2000 held out), ${opts.devices} devices, global batch ${opts.batch}, ${opts.steps} steps, sgd lr 0.05, cpu backend`,
+    `comm-hooks bench: mlp on MNIST (8000 train, 2000 held out), ${opts.devices} devices, global batch ` +
+      `${opts.batch}, ${opts.steps} steps, sgd lr 0.05, cpu backend`,
   );
   console.log(
-    '| hook | held-out accuracy | Δ vs none (points) | floats per step per rank | bytes per step per rank | vs none | mean step ms |\n|---|---:|---:|---:|---:|---:|---:|',
+    '| hook | held-out accuracy | Δ vs none (points) | floats per step per rank | bytes per step per rank | vs none ' +
+      '| mean step ms |\n|---|---:|---:|---:|---:|---:|---:|',
   );
   const rows: Record<string, unknown>[] = [];
   let reference: { accuracy: number; bytes: number } | undefined;
@@ -61,7 +63,9 @@ export async function runCommHooksBench(opts: CommHooksBenchOptions): Promise<vo
       parameters: s.parameters,
     });
     console.log(
-      `| ${v.label} | ${(100 * accuracy).toFixed(2)}% | ${delta >= 0 ? '+' : ''}${delta.toFixed(2)} | ${s.wire.floatsPerStep.toFixed(0)} | ${bytes.toFixed(0)} | ${(bytes / reference.bytes).toFixed(3)} | ${s.meanStepMs.toFixed(1)} |`,
+      `| ${v.label} | ${(100 * accuracy).toFixed(2)}% | ${delta >= 0 ? '+' : ''}${delta.toFixed(2)} | ` +
+        `${s.wire.floatsPerStep.toFixed(0)} | ${bytes.toFixed(0)} | ${(bytes / reference.bytes).toFixed(3)} | ` +
+        `${s.meanStepMs.toFixed(1)} |`,
     );
   }
   mkdirSync(opts.out, { recursive: true });

@@ -25,10 +25,12 @@ function run(args: string[]): Promise<{ exitCode: number; stdout: string; wallS:
 
 export async function runFaultMatrix(out: string, stallTimeoutMs: number): Promise<void> {
   console.log(
-    `fault matrix: mlp, 2 devices, cpu backend, fault on device 1 at step 3; hangs detected by the watchdog (stallTimeoutMs ${stallTimeoutMs})`,
+    `fault matrix: mlp, 2 devices, cpu backend, fault on device 1 at step 3; hangs detected by the watchdog ` +
+      `(stallTimeoutMs ${stallTimeoutMs})`,
   );
   console.log(
-    '| phase | fault | outcome | names device/step/phase | seconds to reject | process exited on its own |\n|---|---|---|---|---:|---|',
+    '| phase | fault | outcome | names device/step/phase | seconds to reject | process exited on its own ' +
+      '|\n|---|---|---|---|---:|---|',
   );
   const rows: Record<string, unknown>[] = [];
   for (const phase of PHASES) {
@@ -42,7 +44,8 @@ export async function runFaultMatrix(out: string, stallTimeoutMs: number): Promi
       };
       const named = o.context?.device === 1 && o.context?.step === 3 && o.context?.phase === phase;
       console.log(
-        `| ${phase} | ${kind} | ${o.outcome === 'rejected' ? o.code : (o.outcome ?? 'no output')} | ${named ? 'yes' : 'NO'} | ${o.seconds?.toFixed(2) ?? '-'} | ${r.exitCode === 0 ? 'yes' : 'NO'} |`,
+        `| ${phase} | ${kind} | ${o.outcome === 'rejected' ? o.code : (o.outcome ?? 'no output')} | ` +
+          `${named ? 'yes' : 'NO'} | ${o.seconds?.toFixed(2) ?? '-'} | ${r.exitCode === 0 ? 'yes' : 'NO'} |`,
       );
       rows.push({
         phase,

@@ -1,5 +1,6 @@
 /**
- * `npm run bench -- gpu [--gpus 1,2] [--models alexnet-mini,resnet-mini] [--steps N] [--batch B] [--image-size S] [--quick] [--out DIR]`:
+ * `npm run bench -- gpu [--gpus 1,2] [--models alexnet-mini,resnet-mini] [--steps N] [--batch B] [--image-size S]
+ * [--quick] [--out DIR]`:
  * tandem on GPUs through the `webgpu` engine, one process per GPU (`tandem launch --gpus N --backend webgpu`), for
  * each model and GPU count: samples/s and ms per step over the steady steps (every step but the first, which
  * compiles the shaders), the speedup of N GPUs over 1 (the same batch per GPU: N times the global batch), the adapter
@@ -72,11 +73,14 @@ export async function runGpuBench(opts: GpuBenchOptions): Promise<void> {
   mkdirSync(dir, { recursive: true });
   const machine =
     inventory.kind === 'hardware'
-      ? `${inventory.gpus.length} GPU(s): ${inventory.gpus.map(g => g.name ?? `${g.vendor} ${g.pciAddress}`).join(', ')}`
+      ? `${inventory.gpus.length} GPU(s): ` +
+        `${inventory.gpus.map(g => g.name ?? `${g.vendor} ${g.pciAddress}`).join(', ')}`
       : 'no NVIDIA, AMD or Intel GPU: the software Vulkan driver (llvmpipe, on the CPU)';
   console.log(
-    `gpu bench: ${opts.models.join(', ')} on ${counts.join(', ')} GPU process(es) (tandem launch --gpus N --backend webgpu); ` +
-      `${opts.batch} samples per GPU per step, ${opts.imageSize}x${opts.imageSize}x3, ${opts.steps} steps (the first untimed); this machine: ${machine}`,
+    `gpu bench: ${opts.models.join(', ')} on ${counts.join(', ')} GPU process(es) (tandem launch --gpus N --backend ` +
+      `webgpu); ` +
+      (`${opts.batch} samples per GPU per step, ${opts.imageSize}x${opts.imageSize}x3, ${opts.steps} steps (the ` +
+        `first untimed); this machine: ${machine}`),
   );
   const rows: GpuRow[] = [];
   for (const model of opts.models) {
@@ -208,10 +212,12 @@ function runCli(args: string[], label: string): Promise<string> {
 
 function printTable(rows: GpuRow[]): void {
   console.log(
-    '\n| model | GPUs | global batch | samples/s | ms/step | speedup vs 1 GPU | adapter |\n|---|---:|---:|---:|---:|---:|---|',
+    '\n| model | GPUs | global batch | samples/s | ms/step | speedup vs 1 GPU | adapter ' +
+      '|\n|---|---:|---:|---:|---:|---:|---|',
   );
   for (const r of rows) {
-    const adapter = `${[...new Set(r.adapters.map(a => `${a.name} (${a.vendor})`))].join(', ')}${r.software ? ': software Vulkan (CPU), not a GPU measurement' : ''}`;
+    const names = [...new Set(r.adapters.map(a => `${a.name} (${a.vendor})`))].join(', ');
+    const adapter = `${names}${r.software ? ': software Vulkan (CPU), not a GPU measurement' : ''}`;
     console.log(
       `| ${r.model} | ${r.gpus} | ${r.globalBatch} | ${r.samplesPerSecond.toFixed(1)} | ${r.stepMs.toFixed(1)} | ` +
         `${r.speedup === undefined ? '' : `${r.speedup.toFixed(2)}x`} | ${adapter} |`,

@@ -71,7 +71,8 @@ function timePasses(arithmetic: HalfArithmetic, format: HalfFormat, n: number, r
 export function runHalfPassesBench(opts: HalfPassesOptions): void {
   const load = loadNativeAddon();
   console.log(
-    `half-passes bench: the fp16/bf16 hooks' passes over ${opts.floats} floats, median of ${opts.runs}; ${os.cpus().length} cores, load ${os.loadavg()[0].toFixed(1)}` +
+    `half-passes bench: the fp16/bf16 hooks' passes over ${opts.floats} floats, median of ${opts.runs}; ` +
+      `${os.cpus().length} cores, load ${os.loadavg()[0].toFixed(1)}` +
       (load.loaded ? '' : `; native skipped: ${load.reason}`),
   );
   const rows: Row[] = [];
@@ -83,7 +84,8 @@ export function runHalfPassesBench(opts: HalfPassesOptions): void {
   console.log('\n| format | pass | JavaScript ms | native ms | speed-up |\n|---|---|---:|---:|---:|');
   for (const r of rows) {
     console.log(
-      `| ${r.format} | ${r.pass} | ${r.jsMs.toFixed(2)} | ${r.nativeMs?.toFixed(2) ?? '-'} | ${r.nativeMs ? (r.jsMs / r.nativeMs).toFixed(1) + 'x' : '-'} |`,
+      `| ${r.format} | ${r.pass} | ${r.jsMs.toFixed(2)} | ${r.nativeMs?.toFixed(2) ?? '-'} | ` +
+        `${r.nativeMs ? (r.jsMs / r.nativeMs).toFixed(1) + 'x' : '-'} |`,
     );
   }
   mkdirSync(opts.out, { recursive: true });

@@ -73,7 +73,8 @@ export async function runHostsAllReduceBench(opts: HostsAllReduceOptions): Promi
     }
   }
   console.log(
-    `all-reduce mean across ${opts.hosts} host processes × ${opts.local} devices on 127.0.0.1 (${opts.repeats} repeats)`,
+    `all-reduce mean across ${opts.hosts} host processes × ${opts.local} devices on 127.0.0.1 (${opts.repeats} ` +
+      `repeats)`,
   );
   console.log('| MB | transport | ms / all-reduce | bus GB/s |\n|---|---|---|---|');
   for (const r of rows)

@@ -34,7 +34,10 @@ export const HOOKS = ['none', 'fp16', 'powersgd'] as const;
 export type Hook = (typeof HOOKS)[number];
 export const PRIORITY_CHUNK = 262144;
 
-/** The CLI flags of `schedule` with `hook` (two-group at `splitLayer` when known), and the key of auto's candidate that predicts it. */
+/**
+ * The CLI flags of `schedule` with `hook` (two-group at `splitLayer` when known), and the key of auto's candidate that
+ * predicts it.
+ */
 export function scheduleRun(
   schedule: Exclude<Schedule, 'auto'>,
   hook: Hook,
@@ -141,7 +144,8 @@ export function parseHostsOptions(values: HostsFlags): HostsBenchOptions {
       : list(text).map(m => {
           if (!(known as readonly string[]).includes(m))
             throw new RangeError(
-              `bench hosts: unknown ${flag === 'models' ? 'model' : flag.replace(/s$/, '')} '${m}' (--${flag} takes ${known.join(', ')})`,
+              `bench hosts: unknown ${flag === 'models' ? 'model' : flag.replace(/s$/, '')} '${m}' (--${flag} takes ` +
+                `${known.join(', ')})`,
             );
           return m as T;
         });
@@ -186,12 +190,18 @@ export function median(xs: readonly number[]): number {
   return s.length % 2 === 1 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
 }
 
-/** The slower host's median (hosts' steps are pipelined: one host's step s may end before the other's; their medians agree better than step by step). */
+/**
+ * The slower host's median (hosts' steps are pipelined: one host's step s may end before the other's; their medians
+ * agree better than step by step).
+ */
 export function slowerHostMedian(perHost: readonly (readonly number[])[]): number {
   return Math.max(...perHost.map(median));
 }
 
-/** ms an all-reduce of `floats` float32 over 2 hosts takes at `bitsPerSecond`: each host sends half in the reduce-scatter, half in the all-gather. */
+/**
+ * ms an all-reduce of `floats` float32 over 2 hosts takes at `bitsPerSecond`: each host sends half in the
+ * reduce-scatter, half in the all-gather.
+ */
 export function lineRateAllReduceMs(floats: number, bitsPerSecond: number, hosts = 2): number {
   const bytesSent = ((2 * (hosts - 1)) / hosts) * floats * 4;
   return ((bytesSent * 8) / bitsPerSecond) * 1000;
@@ -228,14 +238,18 @@ export interface HostsRow {
   hostsMs: number[][];
   /** comm row: the link as auto measured it at start (α, β). */
   measuredLink?: { alphaMs: number; bitsPerSecond: number; source: string; samples?: { bytes: number; ms: number }[] };
-  /** tandem: the cost model's prediction of this schedule (auto's candidate of the same key, on the link it measured). */
+  /**
+   * tandem: the cost model's prediction of this schedule (auto's candidate of the same key, on the link it measured).
+   */
   predictedMs?: number;
   /** tandem: the process CPU per step the prediction counted, and whether that (over the host's cores) set it. */
   predictedCpuMsPerStep?: number;
   predictedCpuBound?: boolean;
   /** tandem: hosts that printed their last step but did not exit (killed after a grace; their steps are counted). */
   hostsHungAtExit?: number[];
-  /** tandem, compute-only: each process's CPU time (every thread) per step over the timed steps (bench/process-cpu.ts). */
+  /**
+   * tandem, compute-only: each process's CPU time (every thread) per step over the timed steps (bench/process-cpu.ts).
+   */
   cpuMsPerStep?: number[];
   /** Σ cpuMsPerStep / this machine's cores: no step can be shorter while these processes share these cores. */
   cpuBoundMs?: number;
@@ -250,7 +264,8 @@ export interface HostsRow {
 
 export function printHostsTable(rows: readonly HostsRow[]): void {
   console.log(
-    '\n| model | link (real TCP, tc tbf) | schedule | step ms | predicted ms | step / predicted | samples/s | lower bound ms | step / lower bound | CPU per step ms (per process) | machine bound ms | step / machine bound |',
+    '\n| model | link (real TCP, tc tbf) | schedule | step ms | predicted ms | step / predicted | samples/s | lower ' +
+      'bound ms | step / lower bound | CPU per step ms (per process) | machine bound ms | step / machine bound |',
   );
   console.log('|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const r of rows) {
@@ -264,7 +279,8 @@ export function printHostsTable(rows: readonly HostsRow[]): void {
     const predicted = r.predictedMs === undefined ? '' : r.predictedMs.toFixed(1);
     const vsPredicted = r.predictedMs === undefined ? '' : (r.stepMs / r.predictedMs).toFixed(2);
     console.log(
-      `| ${r.model} | ${r.link} | ${r.schedule}${hung} | ${r.stepMs.toFixed(1)} | ${predicted} | ${vsPredicted} | ${sps} | ${lb} | ${ratio} | ${cpu} | ${machine} | ${machineRatio} |`,
+      `| ${r.model} | ${r.link} | ${r.schedule}${hung} | ${r.stepMs.toFixed(1)} | ${predicted} | ${vsPredicted} | ` +
+        `${sps} | ${lb} | ${ratio} | ${cpu} | ${machine} | ${machineRatio} |`,
     );
   }
   if (rows.some(r => r.hostsHungAtExit))
@@ -292,8 +308,10 @@ export function printScheduleByHookTable(rows: readonly HostsRow[], hooks: reado
       const comm = here.find(r => r.kind === 'comm'),
         ddp = here.find(r => r.kind === 'ddp');
       console.log(
-        `\n${model} at ${link} (real TCP, tc tbf): compute alone ${alone?.stepMs.toFixed(1)} ms, both hosts computing at once ` +
-          `${both?.stepMs.toFixed(1)} ms, all-reduce of the gradient ${comm?.stepMs.toFixed(1)} ms; PyTorch DDP ${ddp ? `${ddp.stepMs.toFixed(1)} ms` : 'not run'}. ` +
+        `\n${model} at ${link} (real TCP, tc tbf): compute alone ${alone?.stepMs.toFixed(1)} ms, both hosts ` +
+          `computing at once ` +
+          (`${both?.stepMs.toFixed(1)} ms, all-reduce of the gradient ${comm?.stepMs.toFixed(1)} ms; PyTorch DDP ` +
+            `${ddp ? `${ddp.stepMs.toFixed(1)} ms` : 'not run'}. `) +
           'Step ms (measured / predicted):\n',
       );
       console.log(`| schedule | ${hooks.map(h => (h === 'none' ? 'no hook' : h)).join(' | ')} |`);
@@ -312,9 +330,14 @@ export function printScheduleByHookTable(rows: readonly HostsRow[], hooks: reado
           continue;
         }
         console.log(
-          `| ${s} | ${hooks.map(h => cell(tandem.find(r => r.schedule === (h === 'none' ? s : `${s} + ${h}`)))).join(' | ')} |`,
+          `| ${s} | ${hooks.map(h => cell(tandem.find(r => r.schedule === scheduleName(s, h)))).join(' | ')} |`,
         );
       }
     }
   }
+}
+
+/** The schedule of a row: `s`, with the hook after a plus when there is one. */
+function scheduleName(s: string, hook: string): string {
+  return hook === 'none' ? s : `${s} + ${hook}`;
 }

@@ -57,7 +57,9 @@ export function runOnHosts(
   );
 }
 
-/** Called with each process as it starts (its stdout already decoding as utf8): e.g. to meter its CPU (process-cpu.ts). */
+/**
+ * Called with each process as it starts (its stdout already decoding as utf8): e.g. to meter its CPU (process-cpu.ts).
+ */
 export type OnStart = (index: number, child: ChildProcess) => void;
 
 /** Runs `command` here (no namespace), killed like a host's on a failure or a signal; resolves with its stdout. */
@@ -66,7 +68,10 @@ export async function runHere(command: HostCommand, timeoutMs: number, label: st
   return outs[0];
 }
 
-/** Runs `commands` here at once (no namespace), killed together on a failure or a signal; resolves with each one's stdout. */
+/**
+ * Runs `commands` here at once (no namespace), killed together on a failure or a signal; resolves with each one's
+ * stdout.
+ */
 export async function runAllHere(
   commands: readonly HostCommand[],
   timeoutMs: number,

@@ -8,7 +8,9 @@
  * - `gloo-<algorithm>`: tandem's gloo collective's all-reduce (sum) of S/4 floats with that algorithm (checked);
  *   `gloo-ring`: Gloo's own ring all-reduce (what PyTorch DDP's gloo backend runs; not rank-ordered).
  *
- *   node dist/bench/hosts-line-rate-host.js '{"method":"tcp","rank":0,"size":2,"addresses":["10.213.9.1","10.213.9.2"],"port":29600,"bytes":2345000,"repeats":6}'
+ *   node dist/bench/hosts-line-rate-host.js
+ *   '{"method":"tcp","rank":0,"size":2,"addresses":["10.213.9.1","10.213.9.2"],
+ *     "port":29600,"bytes":2345000,"repeats":6}'      (one argument)
  *
  * Prints one JSON line: { rank, method, ms: [each timed repeat's ms] } after one untimed repeat. Host 0's main thread
  * serves the store (gloo) or listens (tcp); the gloo ranks run on a worker thread (a Gloo call blocks its thread).

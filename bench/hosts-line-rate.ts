@@ -16,7 +16,9 @@ import type { LineRateArgs, LineRateMethod, LineRateResult } from './hosts-line-
 
 const HOST = fileURLToPath(new URL('./hosts-line-rate-host.js', import.meta.url));
 
-/** A shaped link between the namespaces, or `loopback`: both processes here, on 127.0.0.1 (no namespace, no shaping). */
+/**
+ * A shaped link between the namespaces, or `loopback`: both processes here, on 127.0.0.1 (no namespace, no shaping).
+ */
 export type LineRateLink = LinkRate | 'loopback';
 
 export interface HostsLineRateOptions {
@@ -144,17 +146,22 @@ export async function runHostsLineRateBench(opts: HostsLineRateOptions): Promise
 
 function print(rows: Row[], opts: HostsLineRateOptions): void {
   console.log(
-    `2 hosts (network namespaces, veth shaped by tc tbf): S bytes each way; medians of ${opts.runs} runs × ${opts.repeats} repeats`,
+    `2 hosts (network namespaces, veth shaped by tc tbf): S bytes each way; medians of ${opts.runs} runs × ` +
+      `${opts.repeats} repeats`,
   );
   console.log(
-    '| link | MB | method | median ms | min–max ms | line rate ms | line rate / median | plain TCP / median |\n|---|---|---|---|---|---|---|---|',
+    '| link | MB | method | median ms | min–max ms | line rate ms | line rate / median | plain TCP / median ' +
+      '|\n|---|---|---|---|---|---|---|---|',
   );
   for (const r of rows) {
     const line = lineRateMs(r.rate, r.megabytes * 1e6);
     const tcp = rows.find(t => t.rate === r.rate && t.megabytes === r.megabytes && t.method === 'tcp');
     console.log(
-      `| ${r.rate} | ${r.megabytes} | ${r.method} | ${r.medianMs.toFixed(1)} | ${r.minMs.toFixed(1)}–${r.maxMs.toFixed(1)} | ` +
-        `${Number.isNaN(line) ? '–' : line.toFixed(1)} | ${Number.isNaN(line) ? '–' : (line / r.medianMs).toFixed(2)} | ${tcp ? (tcp.medianMs / r.medianMs).toFixed(2) : '–'} |`,
+      `| ${r.rate} | ${r.megabytes} | ${r.method} | ${r.medianMs.toFixed(1)} | ` +
+        `${r.minMs.toFixed(1)}–${r.maxMs.toFixed(1)} | ` +
+        (`${Number.isNaN(line) ? '–' : line.toFixed(1)} | ` +
+          `${Number.isNaN(line) ? '–' : (line / r.medianMs).toFixed(2)} | ` +
+          `${tcp ? (tcp.medianMs / r.medianMs).toFixed(2) : '–'} |`),
     );
   }
   mkdirSync(opts.out, { recursive: true });

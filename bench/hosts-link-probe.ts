@@ -7,7 +7,8 @@
  * thread serves the store the two ranks meet at; the ranks run on a worker
  * thread (a Gloo call blocks its thread).
  *
- *   node dist/bench/hosts-link-probe.js '{"rank":0,"store":"10.213.9.1:29600","hostname":"10.213.9.1","floats":586250,"repeats":6}'
+ *   node dist/bench/hosts-link-probe.js
+ *   '{"rank":0,"store":"10.213.9.1:29600","hostname":"10.213.9.1","floats":586250,"repeats":6}'
  *
  * Prints one JSON line: { rank, floats, ms: [each timed all-reduce's ms] }
  * after one untimed all-reduce.
@@ -34,7 +35,9 @@ export interface ProbeResult {
   ms: number[];
 }
 
-/** The timed all-reduces (on a worker thread: a Gloo call blocks its thread, and host 0's main thread serves the store). */
+/**
+ * The timed all-reduces (on a worker thread: a Gloo call blocks its thread, and host 0's main thread serves the store).
+ */
 function timeAllReduces(args: ProbeArgs): number[] {
   const reducer = loadNativeAddon().loaded ? nativeArithmetic() : JS_ARITHMETIC;
   const c = openGlooCollective(

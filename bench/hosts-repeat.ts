@@ -7,7 +7,8 @@
  * checked against repeats.
  *
  * @example
- * compareHostsRuns(first.rows, second.rows) // [{ link: '1gbit', schedule: 'sequential', measured: [66.1, 56.1], measuredRatio: 0.85, … }]
+ * compareHostsRuns(first.rows, second.rows) // [{ link: '1gbit', schedule: 'sequential', measured: [66.1, 56.1],
+ * measuredRatio: 0.85, … }]
  */
 import { readFileSync } from 'node:fs';
 import type { HostsRow } from './hosts-figures.js';
@@ -65,20 +66,24 @@ export function runHostsRepeat(firstPath: string, secondPath: string): void {
     );
   console.log(
     `hosts-repeat: ${firstPath} (${a.date}) then ${secondPath} (${b.date})\n` +
-      '| model | link | schedule | step ms, first | second | second / first | predicted ms, first | second | second / first |\n|---|---|---|---:|---:|---:|---:|---:|---:|',
+      ('| model | link | schedule | step ms, first | second | second / first | predicted ms, first | second | second ' +
+        '/ first |\n|---|---|---|---:|---:|---:|---:|---:|---:|'),
   );
   const f = (x?: number) => (x === undefined ? '' : x.toFixed(1));
   for (const r of rows) {
     console.log(
-      `| ${r.model} | ${r.link} | ${r.schedule} | ${f(r.measured[0])} | ${f(r.measured[1])} | ${r.measuredRatio.toFixed(2)} | ` +
-        `${f(r.predicted?.[0])} | ${f(r.predicted?.[1])} | ${r.predictedRatio === undefined ? '' : r.predictedRatio.toFixed(2)} |`,
+      `| ${r.model} | ${r.link} | ${r.schedule} | ${f(r.measured[0])} | ${f(r.measured[1])} | ` +
+        `${r.measuredRatio.toFixed(2)} | ` +
+        (`${f(r.predicted?.[0])} | ${f(r.predicted?.[1])} | ` +
+          `${r.predictedRatio === undefined ? '' : r.predictedRatio.toFixed(2)} |`),
     );
   }
   for (const link of [...new Set(rows.map(r => r.link))]) {
     const mine = rows.filter(r => r.link === link && r.predictedRatio !== undefined);
     if (mine.length === 0) continue;
     console.log(
-      `${link}: the same schedule measured ${range(mine.map(r => r.measuredRatio))}x, predicted ${range(mine.map(r => r.predictedRatio!))}x from one run to the other (${mine.length} tandem schedules)`,
+      `${link}: the same schedule measured ${range(mine.map(r => r.measuredRatio))}x, predicted ` +
+        `${range(mine.map(r => r.predictedRatio!))}x from one run to the other (${mine.length} tandem schedules)`,
     );
   }
 }

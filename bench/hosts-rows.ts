@@ -87,7 +87,8 @@ export async function modelBase(
     const t = await torchComputeOnly(python, shape);
     if (t.parameters !== base.parameters) {
       throw new Error(
-        `hosts bench: bench/torch's ${model} has ${t.parameters} parameters, tandem's ${base.parameters}: not the same model`,
+        `hosts bench: bench/torch's ${model} has ${t.parameters} parameters, tandem's ${base.parameters}: not the ` +
+          `same model`,
       );
     }
     Object.assign(base, { torchComputeMs: t.medianMs, torch: t.torch });
@@ -103,8 +104,10 @@ export async function modelBase(
   }
   console.log(
     `${model}: ${base.parameters} parameters (PyTorch: ${python === undefined ? 'not run' : 'the same'}); ` +
-      `${shape.batchPerDevice} samples per device, ${shape.steps} steps (${shape.untimed} untimed); compute alone ${base.computeMs.toFixed(1)} ms, ` +
-      `two processes at once ${base.computeBothMs.toFixed(1)} ms${compute.cpuMsPerStep ? ` (CPU per step alone: ${compute.cpuMsPerStep[0].toFixed(1)} ms)` : ''}`,
+      (`${shape.batchPerDevice} samples per device, ${shape.steps} steps (${shape.untimed} untimed); compute alone ` +
+        `${base.computeMs.toFixed(1)} ms, `) +
+      (`two processes at once ${base.computeBothMs.toFixed(1)} ` +
+        `ms${compute.cpuMsPerStep ? ` (CPU per step alone: ${compute.cpuMsPerStep[0].toFixed(1)} ms)` : ''}`),
   );
   return base;
 }
@@ -115,7 +118,9 @@ export function cpuOf(cpuMsPerStep: number[] | undefined): Pick<HostsRow, 'cpuMs
   return { cpuMsPerStep, cpuBoundMs: cpuMsPerStep.reduce((a, b) => a + b, 0) / os.availableParallelism() };
 }
 
-/** Where each tandem run's Chrome trace (host 0's, every host's spans) and its timeline picture go: out/, not committed. */
+/**
+ * Where each tandem run's Chrome trace (host 0's, every host's spans) and its timeline picture go: out/, not committed.
+ */
 const TIMELINES = 'out/hosts-timelines';
 
 export function tracePath(base: ModelBase, link: LinkRate, run: string): string {
@@ -132,7 +137,10 @@ export function drawTimeline(trace: string, title: string): void {
   );
 }
 
-/** What auto predicted for a schedule: its step, and the process CPU per step it counted (and whether that set the step). */
+/**
+ * What auto predicted for a schedule: its step, and the process CPU per step it counted (and whether that set the
+ * step).
+ */
 export type Prediction = Pick<AutoEvent['candidates'][number], 'predictedMs' | 'cpuMsPerStep' | 'cpuBound'>;
 
 /** auto's pick among its candidates (its key), or its prediction alone. */
@@ -168,11 +176,13 @@ export function tandemRow(
       : `, predicted ${predictedMs.toFixed(1)} (measured / predicted ${(stepMs / predictedMs).toFixed(2)})`;
   const cpu = cpuOf(t.cpuMsPerStep);
   const cpuText = cpu.cpuMsPerStep
-    ? `; CPU per step ${cpu.cpuMsPerStep.map(c => c.toFixed(1)).join(' + ')} ms on ${os.availableParallelism()} cores: ≥ ${cpu.cpuBoundMs!.toFixed(1)} ms`
+    ? `; CPU per step ${cpu.cpuMsPerStep.map(c => c.toFixed(1)).join(' + ')} ms on ${os.availableParallelism()} ` +
+      `cores: ≥ ${cpu.cpuBoundMs!.toFixed(1)} ms`
     : '';
   const m = t.machineMsPerStep;
   const machineText = m
-    ? `; machine per step: busy ${m.busyMs.toFixed(1)} ms (kernel ${m.kernelMs.toFixed(1)}), idle ${m.idleMs.toFixed(1)}`
+    ? `; machine per step: busy ${m.busyMs.toFixed(1)} ms (kernel ${m.kernelMs.toFixed(1)}), idle ` +
+      `${m.idleMs.toFixed(1)}`
     : '';
   console.log(`  tandem ${schedule}: ${stepMs.toFixed(1)} ms/step${vs}${cpuText}${machineText}${hung}`);
   return {

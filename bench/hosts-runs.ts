@@ -29,8 +29,10 @@ export interface RunShape {
 }
 
 /**
- * A tandem run's timed steps' ms per host, the model's parameter count, the hosts killed after their last step (see runOnHosts);
- * `cpuMsPerStep`: each process's CPU (every thread) per step over the timed steps but the last (process-cpu.ts), where /proc told.
+ * A tandem run's timed steps' ms per host, the model's parameter count, the hosts killed after their last step (see
+ * runOnHosts);
+ * `cpuMsPerStep`: each process's CPU (every thread) per step over the timed steps but the last (process-cpu.ts), where
+ * /proc told.
  */
 export interface TandemTimes {
   hostsMs: number[][];
@@ -42,7 +44,10 @@ export interface TandemTimes {
   machineMsPerStep?: MachineCpu;
 }
 
-/** Meters each started process's CPU over steps (untimed, steps - 1]; `read()` gives them all, or undefined if one is missing. */
+/**
+ * Meters each started process's CPU over steps (untimed, steps - 1]; `read()` gives them all, or undefined if one is
+ * missing.
+ */
 function cpuMeters(shape: RunShape): {
   onStart: OnStart;
   read: () => number[] | undefined;
@@ -110,14 +115,18 @@ function trainArgs(shape: RunShape, schedule: readonly string[], hosts: number):
   ]; // --verbose: every host prints its own steps
 }
 
-/** The step events' ms after the untimed steps, and the parameter count (the 'ready' event), from a host's --json output. */
+/**
+ * The step events' ms after the untimed steps, and the parameter count (the 'ready' event), from a host's --json
+ * output.
+ */
 function tandemTimes(stdout: string, shape: RunShape, label: string): { ms: number[]; parameters: number } {
   const lines = jsonLines(stdout);
   const ms = lines.filter(l => l.event === 'step' && (l.step as number) > shape.untimed).map(l => l.stepMs as number);
   const ready = lines.find(l => l.event === 'ready');
   if (ms.length !== shape.steps - shape.untimed || typeof ready?.parameters !== 'number') {
     throw new Error(
-      `hosts bench: ${label}: expected ${shape.steps - shape.untimed} timed step events and a ready event, got ${ms.length} and ${ready ? 'one' : 'none'}`,
+      `hosts bench: ${label}: expected ${shape.steps - shape.untimed} timed step events and a ready event, got ` +
+        `${ms.length} and ${ready ? 'one' : 'none'}`,
     );
   }
   return { ms, parameters: ready.parameters };

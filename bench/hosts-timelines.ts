@@ -1,5 +1,6 @@
 /**
- * `npm run bench -- hosts-timelines [--models alexnet-mini] [--links 1G,100M] [--schedules sequential-none,two-group-seed-none,two-group-priority-none] [--out docs]`:
+ * `npm run bench -- hosts-timelines [--models alexnet-mini] [--links 1G,100M] [--schedules
+ * sequential-none,two-group-seed-none,two-group-priority-none] [--out docs]`:
  * from the traces `npm run bench -- hosts` left in out/hosts-timelines (host 0's Chrome trace of every run, every
  * host's spans), one picture per model and link that stacks the schedules' last three steps on ONE time scale —
  * what overlap buys is the difference in width. Writes OUT/hosts-MODEL-LINK.svg.
@@ -57,7 +58,8 @@ export function runHostsTimelines(opts: HostsTimelinesOptions): void {
       const svg = stackedPicture(model, link, opts.schedules);
       if (svg === undefined) {
         console.log(
-          `${model} at ${link}: no trace of ${opts.schedules.join(', ')} in ${TRACES} (run npm run bench -- hosts first)`,
+          `${model} at ${link}: no trace of ${opts.schedules.join(', ')} in ${TRACES} (run npm run bench -- hosts ` +
+            `first)`,
         );
         continue;
       }

@@ -1,5 +1,6 @@
 /**
- * `npm run bench -- hosts [--models alexnet-mini,alexnet] [--rates 10gbit,1gbit,100mbit | --links 1G,100M] [--schedules ...] [--hooks none,fp16,powersgd] [--quick] [--steps N] [--batch B]`:
+ * `npm run bench -- hosts [--models alexnet-mini,alexnet] [--rates 10gbit,1gbit,100mbit | --links 1G,100M] [--schedules
+ * ...] [--hooks none,fp16,powersgd] [--quick] [--steps N] [--batch B]`:
  * tandem across 2 hosts × 1 device, the hosts being two network namespaces
  * on this machine joined by a veth pair whose ends' egress is shaped with
  * `tc tbf` — real TCP through the kernel at that rate, not the emulated
@@ -60,7 +61,10 @@ import {
   type Prediction,
 } from './hosts-rows.js';
 
-/** auto first (--strategy auto --comm-hook auto: it measures the link and predicts every candidate), then each schedule × hook beside its prediction. */
+/**
+ * auto first (--strategy auto --comm-hook auto: it measures the link and predicts every candidate), then each schedule
+ * × hook beside its prediction.
+ */
 async function scheduleRows(
   net: HostPair,
   base: ModelBase,
@@ -87,7 +91,7 @@ async function scheduleRows(
       tandemRow(
         base,
         link,
-        `auto → ${auto ? `${auto.strategy}/${auto.forwardWait}/${auto.exchangeOrder}${auto.chunkFloats ? `:${auto.chunkFloats}` : ''}/${auto.commHook ?? 'none'}` : '?'}`,
+        `auto → ${auto ? autoLabel(auto) : '?'}`,
         t,
         bound,
         lineMs,
@@ -135,7 +139,8 @@ async function linkRows(
   const commMs = slowerHostMedian(commHosts);
   const lineMs = lineRateAllReduceMs(base.parameters, bitsPerSecondOf(link));
   console.log(
-    `${model} at ${link}: all-reduce of ${base.parameters} floats ${commMs.toFixed(1)} ms (at line rate ${lineMs.toFixed(1)} ms)`,
+    `${model} at ${link}: all-reduce of ${base.parameters} floats ${commMs.toFixed(1)} ms (at line rate ` +
+      `${lineMs.toFixed(1)} ms)`,
   );
   const rows: HostsRow[] = [
     {
@@ -178,7 +183,10 @@ async function linkRows(
 function refusal(): string | undefined {
   const ns = namespaceSupport();
   if (!ns.ok)
-    return `${ns.reason}; the hosts bench runs 2 hosts in network namespaces and shapes their link with tc (run it as root on Linux)`;
+    return (
+      `${ns.reason}; the hosts bench runs 2 hosts in network namespaces and shapes their link with tc (run it ` +
+      `as root on Linux)`
+    );
   const gloo = loadGlooAddon();
   if (!gloo.loaded) return `the gloo addon is not loaded (${gloo.reason})`;
   const native = loadNativeAddon();
@@ -197,7 +205,8 @@ export async function runHostsBench(opts: HostsBenchOptions): Promise<void> {
   const python = opts.torch ? findTorchPython() : undefined;
   const loadBefore = os.loadavg();
   console.log(
-    `hosts bench: 2 hosts x 1 device (native, ${DEVICE_THREADS} thread), models ${opts.models.join(', ')}; ${LINK_NOTE}; ` +
+    `hosts bench: 2 hosts x 1 device (native, ${DEVICE_THREADS} thread), models ${opts.models.join(', ')}; ` +
+      `${LINK_NOTE}; ` +
       `${os.availableParallelism()} cores, load average ${loadBefore.map(l => l.toFixed(2)).join(' ')}`,
   );
   if (python === undefined)
@@ -230,10 +239,14 @@ export async function runHostsBench(opts: HostsBenchOptions): Promise<void> {
   }
   const loadAfter = os.loadavg();
   console.log(
-    `\n${LINK_NOTE}. Step: the slower host's median ms over the timed steps; lower bound: max(compute alone, measured all-reduce), ` +
-      `line-rate bound (JSON): max(compute alone, the all-reduce at the link's rate) (PyTorch DDP: PyTorch alone's compute); ` +
-      `CPU per step: each host process's CPU time, every thread, over the timed steps (/proc); machine bound: max(lower bound, compute with both hosts computing ` +
-      `at once, Σ CPU per step / ${os.availableParallelism()} cores) — both hosts share this machine's cores; load average after ${loadAfter.map(l => l.toFixed(2)).join(' ')}`,
+    `\n${LINK_NOTE}. Step: the slower host's median ms over the timed steps; lower bound: max(compute alone, ` +
+      `measured all-reduce), ` +
+      (`line-rate bound (JSON): max(compute alone, the all-reduce at the link's rate) (PyTorch DDP: PyTorch alone's ` +
+        `compute); `) +
+      (`CPU per step: each host process's CPU time, every thread, over the timed steps (/proc); machine bound: ` +
+        `max(lower bound, compute with both hosts computing `) +
+      (`at once, Σ CPU per step / ${os.availableParallelism()} cores) — both hosts share this machine's cores; load ` +
+        `average after ${loadAfter.map(l => l.toFixed(2)).join(' ')}`),
   );
   printHostsTable(rows);
   printScheduleByHookTable(rows, opts.hooks);
@@ -269,4 +282,16 @@ export async function runHostsBench(opts: HostsBenchOptions): Promise<void> {
     ),
   );
   console.log(`\nJSON: ${opts.out}/hosts.json`);
+}
+
+/** auto's choice as one label: strategy/forward wait/exchange order[:chunk]/hook. */
+function autoLabel(auto: {
+  strategy: string;
+  forwardWait: string;
+  exchangeOrder: string;
+  chunkFloats?: number;
+  commHook?: string;
+}): string {
+  const order = `${auto.exchangeOrder}${auto.chunkFloats ? `:${auto.chunkFloats}` : ''}`;
+  return `${auto.strategy}/${auto.forwardWait}/${order}/${auto.commHook ?? 'none'}`;
 }

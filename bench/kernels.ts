@@ -139,7 +139,9 @@ function alexnetMiniKernels(b: number): KernelCase[] {
   return cases;
 }
 
-/** The kernels of the layers issue 13 asked about: depthwise convolution, BatchNormalization in training, an embedding. */
+/**
+ * The kernels of the layers issue 13 asked about: depthwise convolution, BatchNormalization in training, an embedding.
+ */
 function otherLayerKernels(b: number): KernelCase[] {
   const x = [b, 16, 16, 32],
     w = [3, 3, 32, 1];
@@ -255,10 +257,13 @@ export async function runKernelBench(opts: KernelBenchOptions): Promise<void> {
     return row;
   });
   console.log(
-    "\n(cpu = the tfjs cpu backend with tandem's Conv2DBackpropFilter: its stock one is a naive loop, ~seconds per call here)",
+    "\n(cpu = the tfjs cpu backend with tandem's Conv2DBackpropFilter: its stock one is a naive loop, ~seconds per " +
+      'call here)',
   );
   console.log(
-    `| kernel | ${backends.map(b => `${b} ms`).join(' | ')} |${backends.includes('native') ? ' cpu / native |' : ''}\n|---|${backends.map(() => '---:').join('|')}|${backends.includes('native') ? '---:|' : ''}`,
+    `| kernel | ${backends.map(b => `${b} ms`).join(' | ')} ` +
+      `|${backends.includes('native') ? ' cpu / native |' : ''}\n` +
+      `|---|${backends.map(() => '---:').join('|')}|${backends.includes('native') ? '---:|' : ''}`,
   );
   for (const r of kernels) {
     const ratio = backends.includes('native') ? ` ${((r.cpu as number) / (r.native as number)).toFixed(1)}x |` : '';
@@ -289,7 +294,8 @@ export async function runKernelBench(opts: KernelBenchOptions): Promise<void> {
     console.log('\n(no torch column: `python3 -c "import torch"` fails here; Debian: apt-get install python3-torch)');
   }
   console.log(
-    `\nalexnet-mini training step, batch ${opts.batch}, steady state (${opts.steps} steps)\n| run | ms/step | samples/s |\n|---|---:|---:|`,
+    `\nalexnet-mini training step, batch ${opts.batch}, steady state (${opts.steps} steps)\n| run | ms/step | ` +
+      `samples/s |\n|---|---:|---:|`,
   );
   for (const s of steps) console.log(`| ${s.run} | ${s.msPerStep.toFixed(1)} | ${s.samplesPerSecond.toFixed(1)} |`);
   const nativeStep = steps.find(s => s.run.startsWith('tandem native'));

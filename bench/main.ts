@@ -1,4 +1,9 @@
-/** `npm run bench -- scaling|kernels|overlap|profile|profile-clock|classifier|faults|soak|models|hosts|hosts-repeat A.json B.json|hosts-timelines|hosts-allreduce|hosts-line-rate|comm-hooks|half-passes|chunk-size|shm-vs-loopback|gpu [--gpus 1,2] [--image-size S] [--steps N] [--runs N] [--busy N] [--classes 1000,10000] [--models a,b] [--stock-steps N] [--batch N] [--links none,1gbps,…] [--rates 10gbit,1gbit,100mbit] [--out DIR]` */
+/**
+ * `npm run bench -- scaling|kernels|overlap|profile|profile-clock|classifier|faults|soak|models|hosts|hosts-repeat
+ * A.json B.json|hosts-timelines|hosts-allreduce|hosts-line-rate|comm-hooks|half-passes|chunk-size|shm-vs-loopback|gpu
+ * [--gpus 1,2] [--image-size S] [--steps N] [--runs N] [--busy N] [--classes 1000,10000] [--models a,b] [--stock-steps
+ * N] [--batch N] [--links none,1gbps,…] [--rates 10gbit,1gbit,100mbit] [--out DIR]`
+ */
 import { parseArgs } from 'node:util';
 import { runScaling } from './scaling.js';
 import { runOverlap } from './overlap.js';
@@ -186,7 +191,9 @@ switch (name) {
     break;
   default:
     console.error(
-      `unknown bench '${name}'. Benches: scaling, kernels, overlap, profile, profile-clock, classifier, faults, soak, models, hosts, hosts-timelines, hosts-allreduce, comm-hooks, half-passes, chunk-size, shm-vs-loopback, hosts-line-rate, gpu`,
+      `unknown bench '${name}'. Benches: scaling, kernels, overlap, profile, profile-clock, classifier, faults, ` +
+        `soak, models, hosts, hosts-timelines, hosts-allreduce, comm-hooks, half-passes, chunk-size, ` +
+        `shm-vs-loopback, hosts-line-rate, gpu`,
     );
     process.exitCode = 1;
 }

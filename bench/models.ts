@@ -122,7 +122,8 @@ function checkSameParameters(model: string, tandem: ParameterCounts, torch: Para
 
 function printTable(rows: ModelsRow[]): void {
   console.log(
-    '\n| model | run | 1 device samples/s | 2 devices (sync BN) samples/s | 2 devices (local BN) samples/s | sync / local step time |',
+    '\n| model | run | 1 device samples/s | 2 devices (sync BN) samples/s | 2 devices (local BN) samples/s | sync / ' +
+      'local step time |',
   );
   console.log('|---|---|---:|---:|---:|---:|');
   for (const r of rows) {
@@ -166,8 +167,10 @@ export async function runModelsBench(opts: ModelsBenchOptions): Promise<void> {
   const backends: BackendName[] = loadNativeAddon().loaded ? ['native', 'wasm'] : ['wasm'];
   const python = findTorchPython();
   console.log(
-    `models bench: ${MODELS.join(', ')} on 32x32x3 synthetic images, ${opts.perDeviceBatch} samples per device per step, ` +
-      `${opts.steps} steps (${warmupSteps(opts.steps)} untimed), sgd, ${DEVICE_THREADS} thread per device; backends ${backends.join(', ')}; ` +
+    `models bench: ${MODELS.join(', ')} on 32x32x3 synthetic images, ${opts.perDeviceBatch} samples per device per ` +
+      `step, ` +
+      (`${opts.steps} steps (${warmupSteps(opts.steps)} untimed), sgd, ${DEVICE_THREADS} thread per device; backends ` +
+        `${backends.join(', ')}; `) +
       `${os.availableParallelism()} cores.`,
   );
   if (python === undefined)

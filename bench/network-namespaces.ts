@@ -24,7 +24,9 @@ export interface HostPair {
   readonly addresses: readonly [string, string];
   /** Each host's end of the veth pair (inside its namespace). */
   readonly links: readonly [string, string];
-  /** `command args` inside host `host`'s namespace (the returned process is the command itself: ip netns exec execs it). */
+  /**
+   * `command args` inside host `host`'s namespace (the returned process is the command itself: ip netns exec execs it).
+   */
   spawn(host: 0 | 1, command: string, args: string[], options?: SpawnOptions): ChildProcess;
   /** Shapes both ends' egress to `rate` (tc tbf), or removes the shaping ('none'). */
   shape(rate: LinkRate): void;
@@ -56,7 +58,10 @@ export function namespaceSupport(): { ok: true } | { ok: false; reason: string }
   }
 }
 
-/** Bytes a tbf bucket holds at `rate`: about 2 ms of traffic, at least 32 KiB (a smaller bucket caps the rate below `rate`). */
+/**
+ * Bytes a tbf bucket holds at `rate`: about 2 ms of traffic, at least 32 KiB (a smaller bucket caps the rate below
+ * `rate`).
+ */
 function burstOf(rate: LinkRate): number {
   const m = /^(\d+(?:\.\d+)?)(kbit|mbit|gbit)$/.exec(rate);
   if (!m) throw new RangeError(`link rate ${rate}: expected e.g. 100mbit, 1gbit, 10gbit or none`);

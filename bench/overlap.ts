@@ -40,7 +40,8 @@ export async function runOverlap(opts: OverlapOptions): Promise<void> {
     momentum: 0.9,
   };
   console.log(
-    `overlap bench: alexnet-mini 32x32x3, 2 devices, ${opts.perDeviceBatch} samples per device, ${opts.steps} steps, wasm. ` +
+    `overlap bench: alexnet-mini 32x32x3, 2 devices, ${opts.perDeviceBatch} samples per device, ${opts.steps} ` +
+      `steps, wasm. ` +
       'Links are EMULATED: the comm side is held for bytes/bandwidth of a ring all-reduce.',
   );
   const rows: Record<string, unknown>[] = [];
@@ -53,14 +54,16 @@ export async function runOverlap(opts: OverlapOptions): Promise<void> {
     const lower = Math.max(compute, comm),
       sum = compute + comm;
     console.log(
-      `\nlink ${link === 'none' ? 'none (shared memory)' : `${link} (EMULATED)`}: compute ${compute.toFixed(1)} ms, comm ${comm.toFixed(1)} ms per step` +
+      `\nlink ${link === 'none' ? 'none (shared memory)' : `${link} (EMULATED)`}: compute ${compute.toFixed(1)} ms, ` +
+        `comm ${comm.toFixed(1)} ms per step` +
         `; lower bound ${lower.toFixed(1)} ms, sequential sum ${sum.toFixed(1)} ms`,
     );
     console.log('| strategy | groups | step ms | / lower bound | / sum |\n|---|---:|---:|---:|---:|');
     for (const strategy of STRATEGIES) {
       const r = results[strategy];
       console.log(
-        `| ${strategy} | ${r.strategy.groups.length} | ${r.steadyStepMs.toFixed(1)} | ${(r.steadyStepMs / lower).toFixed(2)} | ${(r.steadyStepMs / sum).toFixed(2)} |`,
+        `| ${strategy} | ${r.strategy.groups.length} | ${r.steadyStepMs.toFixed(1)} | ` +
+          `${(r.steadyStepMs / lower).toFixed(2)} | ${(r.steadyStepMs / sum).toFixed(2)} |`,
       );
       rows.push({
         link,
@@ -83,7 +86,8 @@ export async function runOverlap(opts: OverlapOptions): Promise<void> {
       const perStep = await train({ ...base, strategy, link, forwardWait: 'step' });
       const perGroup = results[strategy].steadyStepMs;
       console.log(
-        `| ${strategy} | ${perGroup.toFixed(1)} | ${perStep.steadyStepMs.toFixed(1)} | ${(perGroup / perStep.steadyStepMs).toFixed(3)} |`,
+        `| ${strategy} | ${perGroup.toFixed(1)} | ${perStep.steadyStepMs.toFixed(1)} | ` +
+          `${(perGroup / perStep.steadyStepMs).toFixed(3)} |`,
       );
       rows.push({
         link,

@@ -111,7 +111,10 @@ function readAtSteps<T>(
   return () => (atFrom === undefined || atTo === undefined || to <= from ? undefined : { atFrom, atTo });
 }
 
-/** Reads `child`'s CPU when its `--json` stdout prints step `from` and step `to`; the getter gives ms of CPU per step between. */
+/**
+ * Reads `child`'s CPU when its `--json` stdout prints step `from` and step `to`; the getter gives ms of CPU per step
+ * between.
+ */
 export function meterStepCpu(child: ChildProcess, from: number, to: number): () => number | undefined {
   const readings = readAtSteps(child, from, to, () => (child.pid === undefined ? undefined : processCpuMs(child.pid)));
   return () => {

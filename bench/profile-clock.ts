@@ -37,7 +37,8 @@ export async function runProfileClockBench(opts: ProfileClockOptions): Promise<v
   const rows: Record<string, unknown>[] = [];
   try {
     console.log(
-      `| model | clock | busy loops | load (1 min) | max spread of c(k), points | verdicts | margins, points |\n|---|---|---:|---:|---:|---|---|`,
+      `| model | clock | busy loops | load (1 min) | max spread of c(k), points | verdicts | margins, points ` +
+        `|\n|---|---|---:|---:|---:|---|---|`,
     );
     for (const model of opts.models) {
       for (const clock of CLOCKS) {
@@ -61,7 +62,8 @@ export async function runProfileClockBench(opts: ProfileClockOptions): Promise<v
         const load = os.loadavg()[0];
         const fmt = (m: number | null) => (m === null ? 'none' : (m * 100).toFixed(1));
         console.log(
-          `| ${model} | ${clock} | ${opts.busy} | ${load.toFixed(1)} | ${(spread * 100).toFixed(1)} | ${verdicts.map(v => (v ? 'like' : 'not')).join(', ')} | ${margins.map(fmt).join(', ')} |`,
+          `| ${model} | ${clock} | ${opts.busy} | ${load.toFixed(1)} | ${(spread * 100).toFixed(1)} | ` +
+            `${verdicts.map(v => (v ? 'like' : 'not')).join(', ')} | ${margins.map(fmt).join(', ')} |`,
         );
         rows.push({
           model,

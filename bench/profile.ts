@@ -37,9 +37,8 @@ export async function runProfileBench(opts: ProfileBenchOptions): Promise<void> 
     };
     const profile = await profileModel(base, train);
     const verdict = decideAlexNetLike(profile.layers);
-    console.log(
-      `\n${profileReport(profile, verdict, predictStrategies(profile, 2, { bucketCapMB: 0.5, firstBucketMB: 0.125 }), 2)}`,
-    );
+    const predictions = predictStrategies(profile, 2, { bucketCapMB: 0.5, firstBucketMB: 0.125 });
+    console.log(`\n${profileReport(profile, verdict, predictions, 2)}`);
     console.log(`\npredicted vs measured, ${model}, 2 devices (links EMULATED)`);
     console.log('| link | strategy | predicted ms | measured ms | error |\n|---|---|---:|---:|---:|');
     for (const linkText of opts.links) {
@@ -50,7 +49,8 @@ export async function runProfileBench(opts: ProfileBenchOptions): Promise<void> 
         const predicted = preds.find(p => p.strategy === strategy)!.stepMs;
         const error = (predicted - measured) / measured;
         console.log(
-          `| ${linkText}${link ? ' (emulated)' : ''} | ${strategy} | ${predicted.toFixed(1)} | ${measured.toFixed(1)} | ${(error * 100).toFixed(1)}% |`,
+          `| ${linkText}${link ? ' (emulated)' : ''} | ${strategy} | ${predicted.toFixed(1)} | ` +
+            `${measured.toFixed(1)} | ${(error * 100).toFixed(1)}% |`,
         );
         rows.push({
           model,
@@ -65,7 +65,8 @@ export async function runProfileBench(opts: ProfileBenchOptions): Promise<void> 
     }
     const worst = Math.max(...rows.filter(r => r.model === model).map(r => Math.abs(r.errorPct as number)));
     console.log(
-      `${model}: worst |error| ${worst.toFixed(1)}% (${worst <= 15 ? 'within' : 'NOT within'} 15%); verdict: ${verdict.alexnetLike ? 'AlexNet-like' : 'not AlexNet-like'}`,
+      `${model}: worst |error| ${worst.toFixed(1)}% (${worst <= 15 ? 'within' : 'NOT within'} 15%); verdict: ` +
+        `${verdict.alexnetLike ? 'AlexNet-like' : 'not AlexNet-like'}`,
     );
   }
   mkdirSync(opts.out, { recursive: true });

@@ -3,7 +3,6 @@
 import { Worker } from 'node:worker_threads';
 import { once } from 'node:events';
 
-
 import { SHARED_MEMORY_TRANSPORT } from '../src/collectives/shared-memory-transport.js';
 
 /** Stock tfjs `model.fit` of alexnet-mini on the cpu backend, one thread: samples per second. */

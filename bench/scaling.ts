@@ -5,8 +5,10 @@
  *  (b) one tandem device, (c) two tandem devices (on native also without the fused Conv2D layers: what fusion buys),
  *  (d) two independent one-device trainings at the same time (the machine's two-thread ceiling);
  *  PyTorch on the same model when `python3 -c "import torch"` works: (t1) one thread, (t2) DDP/gloo, 2 processes;
- * tandem rates are steady state (after the warm-up steps); (c) and (d) run `runs` times, alternately (default 3), and the
- * rows and (c)/(d) are the median run's, with the spread of the ratio (a busy machine moves single runs by 10% and more);
+ * tandem rates are steady state (after the warm-up steps); (c) and (d) run `runs` times, alternately (default 3), and
+ * the
+ * rows and (c)/(d) are the median run's, with the spread of the ratio (a busy machine moves single runs by 10% and
+ * more);
  * and all-reduce bandwidth (both forms, 1-64 MB; the mean in JS, and in the native addon
  * when built, as the native backend's comm threads run it) beside a plain TypedArray.set copy.
  */
@@ -61,7 +63,8 @@ export async function runScaling(opts: ScalingOptions): Promise<void> {
   const native = loadNativeAddon();
   const backends: BackendName[] = native.loaded ? ['native', 'wasm'] : ['wasm'];
   console.log(
-    `scaling bench: alexnet-mini 32x32x3, ${b} samples per device per step, ${opts.steps} steps, backends ${backends.join(', ')}; ${os.cpus().length} cores` +
+    `scaling bench: alexnet-mini 32x32x3, ${b} samples per device per step, ${opts.steps} steps, backends ` +
+      `${backends.join(', ')}; ${os.cpus().length} cores` +
       (native.loaded ? '' : ` (native unavailable: ${native.reason})`),
   );
   // Steady state (after the warm-up steps: wasm tier-up, first loads), as the profiler and overlap benches measure.
@@ -241,7 +244,8 @@ export async function runScaling(opts: ScalingOptions): Promise<void> {
   for (const backend of backends) {
     const r = cdSpread[backend];
     console.log(
-      `${backend} (c)/(d) over ${r.length} run(s): median ${ratios[`${backend} (c)/(d)`].toFixed(3)}, min ${r[0].toFixed(3)}, max ${r[r.length - 1].toFixed(3)}` +
+      `${backend} (c)/(d) over ${r.length} run(s): median ${ratios[`${backend} (c)/(d)`].toFixed(3)}, min ` +
+        `${r[0].toFixed(3)}, max ${r[r.length - 1].toFixed(3)}` +
         (backend === 'native' ? ' (target >= 0.95)' : ''),
     );
   }
@@ -249,12 +253,16 @@ export async function runScaling(opts: ScalingOptions): Promise<void> {
   if (torch) {
     const r = torch.ddpRatios;
     console.log(
-      `PyTorch's own (c)/(d), (t2)/(t3) over ${r.length} run(s): median ${(torch.ddp.samplesPerSecond / torch.independent).toFixed(3)}, min ${r[0].toFixed(3)}, max ${r[r.length - 1].toFixed(3)}`,
+      `PyTorch's own (c)/(d), (t2)/(t3) over ${r.length} run(s): median ` +
+        `${(torch.ddp.samplesPerSecond / torch.independent).toFixed(3)}, min ${r[0].toFixed(3)}, max ` +
+        `${r[r.length - 1].toFixed(3)}`,
     );
   }
   console.log(
-    "\nlockstep alone (bench/lockstep-bound.ts): (d)'s two trainings' step times paired step for step, as two devices in " +
-      'lockstep must run (no exchange, no update added; the two spreading independently: an estimate, not a strict bound), ' +
+    "\nlockstep alone (bench/lockstep-bound.ts): (d)'s two trainings' step times paired step for step, as two " +
+      'devices in ' +
+      ('lockstep must run (no exchange, no update added; the two spreading independently: an estimate, not a strict ' +
+        'bound), ') +
       'give the (c)/(d) below; each (c)/(d) run in ratio order:',
   );
   for (const backend of backends) {
@@ -266,7 +274,8 @@ export async function runScaling(opts: ScalingOptions): Promise<void> {
             (bound, i) =>
               `(c)/(d) ${p.cdRatios[i].toFixed(3)}, lockstep alone ` +
               (bound
-                ? `${bound.bound.toFixed(3)} (step spreads ${bound.spread.map(x => `${(100 * x).toFixed(0)}%`).join(', ')})`
+                ? `${bound.bound.toFixed(3)} (step spreads ` +
+                  `${bound.spread.map(x => `${(100 * x).toFixed(0)}%`).join(', ')})`
                 : '–'),
           )
           .join('; '),
@@ -274,14 +283,17 @@ export async function runScaling(opts: ScalingOptions): Promise<void> {
   }
   const fmt = (x?: number) => (x === undefined ? '–' : x.toFixed(2));
   console.log(
-    `\ncores busy in the steady state (the process's CPU time over wall time; ${os.cpus().length} cores), each (c)/(d) run in ratio order: ` +
+    `\ncores busy in the steady state (the process's CPU time over wall time; ${os.cpus().length} cores), each ` +
+      `(c)/(d) run in ratio order: ` +
       backends
         .map(k => `${k}: ${perBackend[k].coresBusy.map(x => `(c) ${fmt(x.c)} (d) ${fmt(x.d)}`).join('; ')}`)
         .join(' | '),
   );
   console.log(
-    '\nthe compute threads of the median (c)/(d) run, per step after the warm-up (ms; bench/step-gaps.ts): in spans, and the gap ' +
-      "from one step's end to the next step's start\n| backend | thread | period | in spans | gap |\n|---|---|---:|---:|---:|",
+    '\nthe compute threads of the median (c)/(d) run, per step after the warm-up (ms; bench/step-gaps.ts): in ' +
+      'spans, and the gap ' +
+      ("from one step's end to the next step's start\n| backend | thread | period | in spans | gap " +
+        '|\n|---|---|---:|---:|---:|'),
   );
   for (const backend of backends) {
     for (const r of perBackend[backend].threads)
@@ -314,12 +326,15 @@ export async function runScaling(opts: ScalingOptions): Promise<void> {
     }
   }
   console.log(
-    '\nall-reduce mean, 2 ranks, shared memory (GB/s = buffer bytes per rank / time); the mean computed in JS or in the native addon\n' +
-      '| size | mean in | primary reduce+broadcast | sharded reduce-scatter+all-gather | TypedArray.set copy |\n|---:|---|---:|---:|---:|',
+    '\nall-reduce mean, 2 ranks, shared memory (GB/s = buffer bytes per rank / time); the mean computed in JS or in ' +
+      'the native addon\n' +
+      ('| size | mean in | primary reduce+broadcast | sharded reduce-scatter+all-gather | TypedArray.set copy ' +
+        '|\n|---:|---|---:|---:|---:|'),
   );
   for (const r of bandwidth)
     console.log(
-      `| ${r.bytes / 2 ** 20} MB | ${r.arithmetic} | ${r.primaryGBs.toFixed(2)} | ${r.shardedGBs.toFixed(2)} | ${r.copyGBs.toFixed(2)} |`,
+      `| ${r.bytes / 2 ** 20} MB | ${r.arithmetic} | ${r.primaryGBs.toFixed(2)} | ${r.shardedGBs.toFixed(2)} | ` +
+        `${r.copyGBs.toFixed(2)} |`,
     );
 
   const json = {

@@ -57,7 +57,8 @@ export async function runShmVsLoopbackBench(opts: ShmVsLoopbackOptions): Promise
   const processes = 2;
   const repeats = SIZES.map(b => opts.runs ?? Math.max(10, Math.min(200, Math.round((64 << 20) / b))));
   console.log(
-    `shm-vs-loopback bench: all-reduce (sum) between ${processes} processes, shm (staging pieces of ${(shmChunkFloats(processes) * 4) / 2 ** 20} MiB per rank) ` +
+    `shm-vs-loopback bench: all-reduce (sum) between ${processes} processes, shm (staging pieces of ` +
+      `${(shmChunkFloats(processes) * 4) / 2 ** 20} MiB per rank) ` +
       'vs gloo over 127.0.0.1, alternating; ' +
       `${os.cpus().length} cores, load ${os.loadavg()[0].toFixed(1)}`,
   );
@@ -85,13 +86,15 @@ export async function runShmVsLoopbackBench(opts: ShmVsLoopbackOptions): Promise
     };
   });
   console.log(
-    `\n| buffer | repeats | shm ms (median) | gloo loopback ms (median) | gloo / shm | shm GB/s | gloo GB/s | ${OTHER_PIECES.map(
-      p => `gloo / shm, ${kib(p * 4)} pieces`,
-    ).join(' | ')} |\n|---:|---:|---:|---:|---:|---:|---:|${OTHER_PIECES.map(() => '---:|').join('')}`,
+    '\n| buffer | repeats | shm ms (median) | gloo loopback ms (median) | gloo / shm | shm GB/s | gloo GB/s | ' +
+      `${OTHER_PIECES.map(p => `gloo / shm, ${kib(p * 4)} pieces`).join(
+        ' | ',
+      )} |\n|---:|---:|---:|---:|---:|---:|---:|${OTHER_PIECES.map(() => '---:|').join('')}`,
   );
   for (const r of rows) {
     console.log(
-      `| ${kib(r.bytes)} | ${r.repeats} | ${r.shmMs.toFixed(3)} | ${r.glooMs.toFixed(3)} | ${r.glooOverShm.toFixed(1)}× | ${r.shmGBs.toFixed(2)} | ` +
+      `| ${kib(r.bytes)} | ${r.repeats} | ${r.shmMs.toFixed(3)} | ${r.glooMs.toFixed(3)} | ` +
+        `${r.glooOverShm.toFixed(1)}× | ${r.shmGBs.toFixed(2)} | ` +
         `${r.glooGBs.toFixed(2)} | ${r.otherPieces.map(o => `${o.glooOverShm.toFixed(1)}×`).join(' | ')} |`,
     );
   }

@@ -35,7 +35,8 @@ export async function runSoak(steps: number, out: string): Promise<void> {
   const t0 = performance.now();
   const { points, error } = await soak(steps);
   console.log(
-    `soak: mlp on mnist, 2 devices, ${steps} steps in ${((performance.now() - t0) / 1000).toFixed(1)} s; error: ${error ?? 'none'}`,
+    `soak: mlp on mnist, 2 devices, ${steps} steps in ${((performance.now() - t0) / 1000).toFixed(1)} s; error: ` +
+      `${error ?? 'none'}`,
   );
   console.log('| step | RSS MiB (main process, all threads) | tfjs tensors per device |\n|---:|---:|---|');
   for (const p of points) console.log(`| ${p.step} | ${p.rssMiB.toFixed(1)} | ${p.tensors.join(', ')} |`);

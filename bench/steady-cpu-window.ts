@@ -28,7 +28,10 @@ export class SteadyCpuWindow {
   private start?: CpuReading;
   private end?: CpuReading;
 
-  /** `trainings` concurrent trainings; the window opens once each has finished step `from`, closes when one finishes step `to`. */
+  /**
+   * `trainings` concurrent trainings; the window opens once each has finished step `from`, closes when one finishes
+   * step `to`.
+   */
   constructor(
     private readonly trainings: number,
     private readonly from: number,

@@ -49,7 +49,10 @@ export function computeThreadSteps(
   return { steps: steps.length, periodMs, busyMs: busy / steps.length, gapMs: gap / (steps.length - 1) };
 }
 
-/** Each step's duration after step `after` (the warm-up) on `device`'s compute thread: from its start to the next step's start. */
+/**
+ * Each step's duration after step `after` (the warm-up) on `device`'s compute thread: from its start to the next step's
+ * start.
+ */
 export function stepPeriods(spans: readonly Span[], device: number, after: number): number[] {
   const starts = stepStarts(spans.filter(s => s.device === device && s.thread === 'compute' && s.step > after));
   return starts.slice(1).map((start, i) => start - starts[i]);

@@ -121,7 +121,10 @@ function validateResult(value: unknown, options: TorchReferenceOptions): TorchSt
     (mode === 'ddp' ? badInteger(value, ['procs'], 1) : undefined);
   if (bad !== undefined) return bad;
   if (batch !== options.batch || steps !== options.steps) {
-    return `ran batch ${String(batch)} x ${String(steps)} steps, batch ${options.batch} x ${options.steps} was asked for`;
+    return (
+      `ran batch ${String(batch)} x ${String(steps)} steps, batch ${options.batch} x ${options.steps} was ` +
+      `asked for`
+    );
   }
   if (mode === 'ddp' && batchNorm !== (options.batchNorm ?? 'local'))
     return `"batchNorm" is ${JSON.stringify(batchNorm)}, ${options.batchNorm ?? 'local'} was asked for`;

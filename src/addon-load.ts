@@ -42,7 +42,9 @@ export function loadAddonAt<T>(
       : {
           loaded: false,
           path,
-          reason: `the ${name} addon at ${path} is out of date${lacks ? ` (${lacks})` : ''}; run ${REBUILD_COMMAND} (it builds it again)`,
+          reason:
+            `the ${name} addon at ${path} is out of date${lacks ? ` (${lacks})` : ''}; run ${REBUILD_COMMAND} ` +
+            `(it builds it again)`,
         };
   } catch (err) {
     return {

@@ -77,7 +77,10 @@ export interface ResolvedConfig {
   classifier?: ClassifierConfig;
   /** Samples [0, trainSize) train; [trainSize, datasetSize) are held out. */
   trainSize: number;
-  /** A data module's image inputs far outside the usual range (data/input-scale.ts): the run warns with it once, on host 0. */
+  /**
+   * A data module's image inputs far outside the usual range (data/input-scale.ts): the run warns with it once, on host
+   * 0.
+   */
   inputWarning?: string;
   evalSamples: number;
   onNan: 'error' | 'skip-step';
@@ -121,7 +124,10 @@ export interface ResolvedConfig {
   commHook?: ResolvedCommHook;
   batchNorm: 'sync' | 'local';
   forwardWait: 'group' | 'step';
-  /** The loss, when the config or a saved model's trainingConfig names one (else read from the model's output on each device). */
+  /**
+   * The loss, when the config or a saved model's trainingConfig names one (else read from the model's output on each
+   * device).
+   */
   loss?: LossKind;
   /** Plugin module URLs (file:), loaded by every thread. */
   plugins: string[];

@@ -203,7 +203,8 @@ t.test('margin, two ways, on fixed profiles: analytic = the smallest flip found 
     else
       t.ok(
         searched !== null && Math.abs(searched - v.margin.time) < 1e-9,
-        `${name}: ${v.alexnetLike ? 'AlexNet-like' : 'not'}, margin ${v.margin.time.toFixed(4)} = by search ${searched?.toFixed(4)}`,
+        `${name}: ${v.alexnetLike ? 'AlexNet-like' : 'not'}, margin ${v.margin.time.toFixed(4)} = by search ` +
+          `${searched?.toFixed(4)}`,
       );
   }
 });

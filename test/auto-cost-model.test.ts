@@ -56,7 +56,9 @@ t.test('fitLink recovers α and β from timed all-reduces', async t => {
   t.throws(() => fitLink([{ bytes: 4, ms: 1 }], 2), /at least 2 sizes/);
 });
 
-/** AlexNet-like by hand: two small conv layers with the compute, one large FC layer with the bytes (transmission order). */
+/**
+ * AlexNet-like by hand: two small conv layers with the compute, one large FC layer with the bytes (transmission order).
+ */
 function handProfile(): ModelProfile {
   const layer = (
     name: string,
@@ -144,7 +146,8 @@ t.test('the candidates on the hand-made profile', async t => {
     );
   t.ok(
     best('priority') < 0.95 * best('ready'),
-    `1 Gbit/s, the FC group dominates: two-group chunked priority ${best('priority').toFixed(1)} ms < ready ${best('ready').toFixed(1)} ms`,
+    `1 Gbit/s, the FC group dominates: two-group chunked priority ${best('priority').toFixed(1)} ms < ready ` +
+      `${best('ready').toFixed(1)} ms`,
   );
   const pick1g = pickCandidate(at1g);
   t.equal(pick1g.exchangeOrder, 'priority', `1 Gbit/s picks ${pick1g.key} (${pick1g.predictedMs.toFixed(1)} ms)`);
@@ -256,7 +259,8 @@ t.test("the CPU ceiling: CPU per step over the host's cores, where it exceeds th
   const byHand = 150 + chunks * 2 * 0.2 + 2e-6 * allReduceWireBytes(layout.total * 4, 2);
   t.ok(
     Math.abs(p.cpuMsPerStep! - byHand) < 1e-6,
-    `CPU per step ${p.cpuMsPerStep!.toFixed(3)} = calibrated 150 + ${chunks} chunks' messages + wire bytes (${byHand.toFixed(3)} by hand)`,
+    `CPU per step ${p.cpuMsPerStep!.toFixed(3)} = calibrated 150 + ${chunks} chunks' messages + wire bytes ` +
+      `(${byHand.toFixed(3)} by hand)`,
   );
   t.ok(
     p.cpuBound && p.ms === p.cpuMsPerStep! / 1,
@@ -266,12 +270,14 @@ t.test("the CPU ceiling: CPU per step over the host's cores, where it exceeds th
   const alone = predictSchedule(profile, twoGroup, { ...machine(link), cpu: cpuShareOfHost(1, 16) });
   t.ok(
     !alone.cpuBound && alone.ms === before,
-    `16 cores to itself: ${alone.cpuMsPerStep!.toFixed(1)} ms CPU / 16 = ${alone.cpuCeilingMs!.toFixed(1)} ms < ${before.toFixed(1)}: unchanged`,
+    `16 cores to itself: ${alone.cpuMsPerStep!.toFixed(1)} ms CPU / 16 = ${alone.cpuCeilingMs!.toFixed(1)} ms < ` +
+      `${before.toFixed(1)}: unchanged`,
   );
   const seq = predictSchedule(profile, sequential, shared);
   t.ok(
     seq.cpuMsPerStep! < p.cpuMsPerStep!,
-    `sequential sends one message, fewer than two-group's chunks: ${seq.cpuMsPerStep!.toFixed(2)} < ${p.cpuMsPerStep!.toFixed(2)} ms CPU`,
+    `sequential sends one message, fewer than two-group's chunks: ${seq.cpuMsPerStep!.toFixed(2)} < ` +
+      `${p.cpuMsPerStep!.toFixed(2)} ms CPU`,
   );
   const ranked = rankCandidates(profile, shared, OPTIONS, false);
   t.ok(

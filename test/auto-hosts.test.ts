@@ -91,7 +91,8 @@ if (glooAddonOrSkip()) {
       t.equal(auto.link?.source, 'measured', 'the link was measured');
       t.ok(
         auto.link!.alphaMs >= 0 && auto.link!.bitsPerSecond > 0 && auto.link!.samples!.length >= 2,
-        `α ${auto.link!.alphaMs.toFixed(3)} ms, β ${(auto.link!.bitsPerSecond / 1e9).toFixed(2)} Gbit/s from ${auto.link!.samples!.length} sizes`,
+        `α ${auto.link!.alphaMs.toFixed(3)} ms, β ${(auto.link!.bitsPerSecond / 1e9).toFixed(2)} Gbit/s from ` +
+          `${auto.link!.samples!.length} sizes`,
       );
       t.ok(
         auto.candidates.length > 4 && auto.reason.includes('top:') && auto.reason.includes('α '),
@@ -99,7 +100,8 @@ if (glooAddonOrSkip()) {
       );
       t.ok(
         auto.predictedMs <= auto.candidates[0].predictedMs * (1 + TIE),
-        `the pick (${auto.predictedMs.toFixed(2)} ms) is within ${TIE * 100}% of the fastest (${auto.candidates[0].predictedMs.toFixed(2)} ms)`,
+        `the pick (${auto.predictedMs.toFixed(2)} ms) is within ${TIE * 100}% of the fastest ` +
+          `(${auto.candidates[0].predictedMs.toFixed(2)} ms)`,
       );
       t.equal(auto.cpu?.hostsOnMachine, 2, 'host 0 counts 2 hosts on its machine (the same boot id)');
       t.equal(auto.cpu?.machineCores, availableParallelism(), "on this machine's cores");

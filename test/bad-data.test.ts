@@ -15,7 +15,8 @@ function dataModule(name: string, badIndex: number, bad: 'nan' | 'label'): strin
     `export default () => ({
     size: 64, sampleShape: [4, 4, 1], classes: 3,
     read(index, out, offset) {
-      for (let i = 0; i < 16; i++) out[offset + i] = (index === ${badIndex} && ${bad === 'nan'}) ? NaN : (index % 7) / 7;
+      for (let i = 0; i < 16; i++)
+        out[offset + i] = (index === ${badIndex} && ${bad === 'nan'}) ? NaN : (index % 7) / 7;
       return index === ${badIndex} && ${bad === 'label'} ? 5 : index % 3;
     },
   });`,

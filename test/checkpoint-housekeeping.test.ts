@@ -56,7 +56,8 @@ t.test(
 );
 
 t.test(
-  "two writers in one process: the same checkpoint at once, distinct temporaries; a live writer's temporary is not stale",
+  "two writers in one process: the same checkpoint at once, distinct temporaries; a live writer's temporary is not " +
+    'stale',
   async t => {
     const dir = tmp();
     const ckpt: Checkpoint = {

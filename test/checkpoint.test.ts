@@ -39,7 +39,8 @@ for (const [name, extra] of [
     };
     const dir = tmp();
     // The uninterrupted run writes the checkpoints (model-state.test.ts shows writing them changes no bit).
-    // 2 + 2 steps: the resumed steps start from the checkpoint's optimizer state and sampler position (the suite's time).
+    // 2 + 2 steps: the resumed steps start from the checkpoint's optimizer state and sampler position (the suite's
+    // time).
     const full = await train({ ...base, steps: 4, checkpointEvery: 2, checkpointDir: dir });
     const atTwo = path.join(dir, 'checkpoint-000000002.tandem');
     t.ok(existsSync(atTwo), 'checkpoint written at step 2');
@@ -52,7 +53,8 @@ for (const [name, extra] of [
       'same losses after the resume',
     );
     if (full.classifier) {
-      // what the collectives carried is taken from the run's first step, 3 here (was step 1 only: 0 bytes, no variables)
+      // what the collectives carried is taken from the run's first step, 3 here (was step 1 only: 0 bytes, no
+      // variables)
       t.ok(full.classifier.exchangedBytesPerStep > 0);
       t.equal(
         resumed.classifier?.exchangedBytesPerStep,
@@ -140,7 +142,8 @@ t.test('damaged checkpoints are refused; an interrupted write leaves the previou
 });
 
 t.test(
-  '--resume DIR takes the newest checkpoint that reads back whole, warning of the newer ones; --resume FILE never substitutes',
+  '--resume DIR takes the newest checkpoint that reads back whole, warning of the newer ones; --resume FILE never ' +
+    'substitutes',
   async t => {
     const dir = tmp();
     const base: TrainConfig = {
@@ -161,7 +164,8 @@ t.test(
     await t.rejects(readCheckpoint(at(6)), {
       code: 'BAD_CHECKPOINT',
       message: new RegExp(
-        `checkpoint-000000006\\.tandem is truncated \\(1000 of ${whole.length} bytes\\): its write or copy did not finish`,
+        `checkpoint-000000006\\.tandem is truncated \\(1000 of ${whole.length} bytes\\): its write or copy did not ` +
+          `finish`,
       ),
     });
 
@@ -177,7 +181,8 @@ t.test(
       {
         step: 0,
         message: new RegExp(
-          `skipped 1 newer checkpoint\\(s\\) that do not read back whole — checkpoint-000000006\\.tandem: truncated \\(1000 of ${whole.length} bytes\\), ` +
+          `skipped 1 newer checkpoint\\(s\\) that do not read back whole — checkpoint-000000006\\.tandem: truncated ` +
+            `\\(1000 of ${whole.length} bytes\\), ` +
             'its write or copy did not finish; resuming from checkpoint-000000004\\.tandem \\(step 4\\)',
         ),
       },

@@ -15,7 +15,8 @@ const regression = fileURLToPath(new URL('../../test/fixtures/regression.mjs', i
 const regressor = path.join(dir, 'regressor.mjs');
 writeFileSync(
   regressor,
-  'export default (tf, { inputShape, seed }) => tf.sequential({ layers: [tf.layers.dense({ inputShape, units: 1, kernelInitializer: tf.initializers.glorotUniform({ seed }) })] });',
+  'export default (tf, { inputShape, seed }) => tf.sequential({ layers: [tf.layers.dense({ inputShape, units: 1, ' +
+    'kernelInitializer: tf.initializers.glorotUniform({ seed }) })] });',
 );
 const base: TrainConfig = { model: regressor, data: regression, devices: 2, batch: 8, steps: 2, backend: 'cpu' };
 

@@ -119,7 +119,8 @@ for (const opt of [
   { optimizer: 'rmsprop', lr: 0.01, momentum: 0.5 },
 ] as TrainConfig[]) {
   t.test(
-    `N = 1, ${opt.optimizer}: the local head's update equals tfjs's optimizer${opt.optimizer === 'adagrad' ? ' (its accumulator from 0.1)' : ''}`,
+    `N = 1, ${opt.optimizer}: the local head's update equals tfjs's ` +
+      `optimizer${opt.optimizer === 'adagrad' ? ' (its accumulator from 0.1)' : ''}`,
     async t => {
       const cfg: TrainConfig = { ...base, ...opt, method: 'local-head', devices: 1 };
       const r = await resolveConfig(cfg);
@@ -153,7 +154,8 @@ t.test(
       // One plain SGD step: parameters after it are init - lr * gradient, so equal parameters mean equal gradients.
       t.ok(
         maxDiff(ref.weights, run.weights) < 1e-6,
-        `${devices} devices: extractor gradient equal (max |diff| ${maxDiff(ref.weights, run.weights).toExponential(2)})`,
+        `${devices} devices: extractor gradient equal (max |diff| ` +
+          `${maxDiff(ref.weights, run.weights).toExponential(2)})`,
       );
       t.ok(identical, 'extractor replicas identical');
     }

@@ -56,7 +56,8 @@ async function refused(
 }
 
 tap.test(
-  '--export-classifier without --out: refused before training, saying to add --out DIR (it trained and wrote the classifier nowhere)',
+  '--export-classifier without --out: refused before training, saying to add --out DIR (it trained and wrote the ' +
+    'classifier nowhere)',
   async t => {
     await refused(
       t,
@@ -101,7 +102,8 @@ tap.test(
 );
 
 tap.test(
-  'numbers: integers in decimal digits, reals in decimal or exponent notation; hex, 1e3 steps, blanks and empty text are refused',
+  'numbers: integers in decimal digits, reals in decimal or exponent notation; hex, 1e3 steps, blanks and empty ' +
+    'text are refused',
   async t => {
     const base = ['train', ...SMALL, '--batch', '8', '--steps', '2'];
     const integer = (flag: string, v: string) =>
@@ -110,7 +112,8 @@ tap.test(
       );
     const real = (flag: string, v: string) =>
       new RegExp(
-        `^tandem: --${flag} must be a number written in decimal or exponent notation \\(e\\.g\\. 0\\.01 or 1e-3\\), got '${v}'`,
+        `^tandem: --${flag} must be a number written in decimal or exponent notation \\(e\\.g\\. 0\\.01 or 1e-3\\), ` +
+          `got '${v}'`,
       );
     const cases: [string[], RegExp][] = [
       [['--steps', '0x10'], integer('steps', '0x10')], // it trained 16 steps
@@ -135,7 +138,8 @@ tap.test(
 );
 
 tap.test(
-  'tandem launch with a bad train flag fails as train does, before any host process starts (the hosts used to start and fail one by one)',
+  'tandem launch with a bad train flag fails as train does, before any host process starts (the hosts used to start ' +
+    'and fail one by one)',
   async t => {
     for (const bad of [
       ['--devices', '0'],

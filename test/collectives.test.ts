@@ -7,7 +7,10 @@ import { shardOf } from '../src/collectives/reduce-slots.js';
 import { SHARED_MEMORY_TRANSPORT } from '../src/collectives/shared-memory-transport.js';
 import type { AllReduceKind } from '../src/collectives/collective.js';
 
-/** Each rank's buffer is its slot of one shared buffer, registered with the transport (read in place) unless `staging` (tiny staging area: chunks). */
+/**
+ * Each rank's buffer is its slot of one shared buffer, registered with the transport (read in place) unless `staging`
+ * (tiny staging area: chunks).
+ */
 async function runRanks(
   size: number,
   kind: string,
@@ -152,7 +155,8 @@ t.test('broadcast copies the root (last rank) into every slot over the range onl
 });
 
 t.test(
-  'buffers that are not registered go through the staging area in chunks: the same results, sum/mean/max, async and blocking',
+  'buffers that are not registered go through the staging area in chunks: the same results, sum/mean/max, async and ' +
+    'blocking',
   async t => {
     const length = 1031;
     const fill = (r: number, i: number) => Math.cos(r * 1.3 + i) * (r + 2);
@@ -191,7 +195,8 @@ t.test(
             for (let i = 0; i < length; i++) if (!Object.is(staged.after[r][i], inPlace.after[r][i])) same = false;
           t.ok(
             same,
-            `${size} ranks, ${op}, ${kind}, ${blocking ? 'blocking' : 'async'}: staged in chunks of 7 = read in place, bit for bit`,
+            `${size} ranks, ${op}, ${kind}, ${blocking ? 'blocking' : 'async'}: staged in chunks of 7 = read in ` +
+              `place, bit for bit`,
           );
         }
         const i = 77;

@@ -45,7 +45,8 @@ for (const [name, hook] of [
     t.equal(resumed.firstStep, 3);
     t.ok(same(resumed.weights, full.weights), '2 + 2 steps = 4 uninterrupted steps, bit for bit');
 
-    // The same checkpoint without its hook state: the hook starts afresh (warned), and the bits differ: the state mattered.
+    // The same checkpoint without its hook state: the hook starts afresh (warned), and the bits differ: the state
+    // mattered.
     const { commHook: _dropped, ...stripped } = ckpt;
     const strippedDir = tmp();
     await writeCheckpoint(strippedDir, stripped);

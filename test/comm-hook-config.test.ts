@@ -1,5 +1,6 @@
 // Communication hooks from the user's side: a hook as a module path or its file: URL, in a directory with a space (one
-// that all-reduces gives the all-reduce's bits), one registered through the API, duplicates refused; bad hook names and options named before any thread
+// that all-reduces gives the all-reduce's bits), one registered through the API, duplicates refused; bad hook names and
+// options named before any thread
 // starts; the CLI flags.
 import t from 'tap';
 import { writeFileSync, mkdtempSync, rmSync } from 'node:fs';
@@ -27,7 +28,10 @@ t.test('a user hook as a module path, and one registered through the API', async
   writeFileSync(
     file,
     `export default { name: 'plain', description: 'all-reduce mean', init: () => ({ calls: 0 }),
-    exchange: (bucket, state, collective) => { state.calls++; return collective.allReduce(bucket.buffer, 0, bucket.buffer.length, 'mean'); } };\n`,
+    exchange: (bucket, state, collective) => {
+      state.calls++;
+      return collective.allReduce(bucket.buffer, 0, bucket.buffer.length, 'mean');
+    } };\n`,
   );
   const cfg = base;
   const plain = await train(cfg);

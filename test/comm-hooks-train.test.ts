@@ -1,6 +1,7 @@
 // Communication hooks in real runs (device threads, the comm pipeline): without a hook the summary's wire count is
 // the parameters; with fp16, bf16 and powersgd every replica stays bit-identical on 3 devices, fewer floats cross,
-// and a short MNIST run stays near the uncompressed one's accuracy (the 0.5-point check: `npm run bench -- comm-hooks`).
+// and a short MNIST run stays near the uncompressed one's accuracy (the 0.5-point check: `npm run bench --
+// comm-hooks`).
 import t from 'tap';
 import { train, type TrainConfig, type TrainSummary } from '../src/index.js';
 
@@ -60,7 +61,8 @@ t.test(
       const acc = summary.heldOut!.accuracy;
       t.ok(
         Math.abs(acc - plainAcc) <= (commHook === 'powersgd' ? 0.05 : 0.02),
-        `${commHook}: held-out accuracy ${(100 * acc).toFixed(1)}% vs ${(100 * plainAcc).toFixed(1)}% uncompressed (10 steps; the comm-hooks bench runs the 0.5-point check)`,
+        `${commHook}: held-out accuracy ${(100 * acc).toFixed(1)}% vs ${(100 * plainAcc).toFixed(1)}% uncompressed ` +
+          `(10 steps; the comm-hooks bench runs the 0.5-point check)`,
       );
     }
   },

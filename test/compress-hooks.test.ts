@@ -81,7 +81,8 @@ for (const format of ['fp16', 'bf16'] as const) {
     }
     t.ok(
       drift.true < 1e-5,
-      `with error feedback: sum of means + mean residual = mean of summed gradients (relative error ${drift.true.toExponential(2)})`,
+      `with error feedback: sum of means + mean residual = mean of summed gradients (relative error ` +
+        `${drift.true.toExponential(2)})`,
     );
     t.ok(drift.false > 10 * drift.true, `without it the sum drifts (relative error ${drift.false.toExponential(2)})`);
   });

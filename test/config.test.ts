@@ -19,7 +19,8 @@ writeFileSync(
 const noHeldOutData = path.join(dir, 'no-held-out.mjs');
 writeFileSync(
   noHeldOutData,
-  'export default () => ({ size: 64, sampleShape: [4], classes: 2, read(i, out) { out.fill(i / 64); return i % 2; } });',
+  'export default () => ({ size: 64, sampleShape: [4], classes: 2, read(i, out) { out.fill(i / 64); return i % 2; } ' +
+    '});',
 );
 
 const cases: [string, TrainConfig, string, RegExp][] = [

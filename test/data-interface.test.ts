@@ -16,7 +16,10 @@ function file(name: string, contents: string): string {
   return p;
 }
 
-/** 1-D samples of 8 floats, 4 classes; `label` (JS source of a function body of `index`, or none) is the dataset's label(index). */
+/**
+ * 1-D samples of 8 floats, 4 classes; `label` (JS source of a function body of `index`, or none) is the dataset's
+ * label(index).
+ */
 function vectors(name: string, label?: string): string {
   return file(
     `${name}.mjs`,
@@ -45,7 +48,8 @@ t.before(async () => {
 }); // lazy module loading, outside the thread counts
 
 t.test(
-  '--data FILE.json, --data DIR: BAD_DATA saying a dataset is an ES module with a default export, naming the file, before any thread',
+  '--data FILE.json, --data DIR: BAD_DATA saying a dataset is an ES module with a default export, naming the file, ' +
+    'before any thread',
   async t => {
     const json = file('model.json', '{"modelTopology": {}}');
     const folder = path.join(dir, 'folder');
@@ -55,7 +59,8 @@ t.test(
       name: 'TandemError',
       code: 'BAD_DATA',
       message: new RegExp(
-        `--data ${json.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} is a \\.json file, not an ES module .*a dataset is an ES module .*default export .*read\\(index, out, offset\\).*A model\\.json goes to --model`,
+        `--data ${json.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} is a \\.json file, not an ES module .*a dataset is ` +
+          `an ES module .*default export .*read\\(index, out, offset\\).*A model\\.json goes to --model`,
       ),
     });
     await t.rejects(train({ ...run, data: folder }), {
@@ -81,7 +86,8 @@ t.test('the builtin mlp trains on 1-D samples; an image model refused on them na
 });
 
 t.test(
-  'label(index) that disagrees with read(): BAD_DATA on sample 0 before any thread; on a later sample at loading, naming it and both labels',
+  'label(index) that disagrees with read(): BAD_DATA on sample 0 before any thread; on a later sample at loading, ' +
+    'naming it and both labels',
   async t => {
     const before = osThreads();
     await t.rejects(
@@ -99,7 +105,8 @@ t.test(
       },
     );
     t.equal(osThreads(), before, 'no thread started');
-    // Labels 0 and 1 swapped by label(): both are device 0's, so without the check device 0 trains each sample under the other label, silently.
+    // Labels 0 and 1 swapped by label(): both are device 0's, so without the check device 0 trains each sample under
+    // the other label, silently.
     const swapped = vectors('swapped', 'const y = (index + 2) % 4; return y < 2 ? 1 - y : y;');
     const err = await train({ ...run, model: dense, data: swapped, method: 'local-head', embedding: 8 }).catch(
       (e: Error) => e,

@@ -18,7 +18,10 @@ function file(name: string, contents: string): string {
   return p;
 }
 
-/** 40 samples of 8 values, 3 classes; `read` is the body of read(i, out) (values i/40, label i % 3 unless it says otherwise). */
+/**
+ * 40 samples of 8 values, 3 classes; `read` is the body of read(i, out) (values i/40, label i % 3 unless it says
+ * otherwise).
+ */
 function dataset(name: string, read: string, extra = ''): string {
   return file(
     name,
@@ -45,7 +48,8 @@ async function refusedBeforeAnyThread(
 }
 
 t.test(
-  "a sample shorter than sampleShape: named with the elements left unwritten (it trained on the previous batch's values)",
+  "a sample shorter than sampleShape: named with the elements left unwritten (it trained on the previous batch's " +
+    'values)',
   async t => {
     const later = dataset('short-later', 'out.set(new Float32Array(i === 17 ? 6 : 8).fill(i / 40)); return i % 3;');
     await t.rejects(train({ ...run, data: later }), {
@@ -109,7 +113,8 @@ t.test(
 );
 
 t.test(
-  'held-out samples: a bad label is refused before any thread (the evaluation read it as a class, or failed after training)',
+  'held-out samples: a bad label is refused before any thread (the evaluation read it as a class, or failed after ' +
+    'training)',
   async t => {
     await refusedBeforeAnyThread(
       t,
@@ -176,7 +181,8 @@ t.test(
 t.test('a dataset smaller than one global batch: BAD_CONFIG with the largest batch that fits', async t => {
   const six = file(
     'six',
-    'export default () => ({ size: 6, sampleShape: [8], classes: 3, read(i, out) { out.fill(i / 6); return i % 3; } });',
+    'export default () => ({ size: 6, sampleShape: [8], classes: 3, read(i, out) { out.fill(i / 6); return i % 3; } ' +
+      '});',
   );
   await t.rejects(train({ ...run, data: six, batch: 8, heldOut: 1 }), {
     code: 'BAD_CONFIG',
@@ -190,7 +196,8 @@ t.test('a dataset smaller than one global batch: BAD_CONFIG with the largest bat
 });
 
 t.test(
-  "--classes, --dataset-size, --image-size that the data module ignores: BAD_CONFIG before any thread (it trained on the module's own, silently)",
+  '--classes, --dataset-size, --image-size that the data module ignores: BAD_CONFIG before any thread (it trained ' +
+    "on the module's own, silently)",
   async t => {
     const fixed = dataset('ignores-options', 'out.fill(i / 40); return i % 3;');
     const cases: [Partial<TrainConfig>, RegExp][] = [

@@ -51,7 +51,8 @@ function registerTests(native: FlatArithmetic, addon: NativeAddon): void {
       if (d >= 0) {
         mismatches++;
         t.fail(
-          `n=${n} slots=${size} [${start}, ${end}) in place ${inPlace}: element ${d}: JS ${outJs[d]} native ${outNat[d]}`,
+          `n=${n} slots=${size} [${start}, ${end}) in place ${inPlace}: element ${d}: JS ${outJs[d]} native ` +
+            `${outNat[d]}`,
         );
       }
       for (let k = 0; k < size; k++)
@@ -79,7 +80,8 @@ function registerTests(native: FlatArithmetic, addon: NativeAddon): void {
         js = { p: Float32Array.from(params), s: Array.from({ length: slots }, () => new Float32Array(n)) };
       const nat = { p: Float32Array.from(params), s: Array.from({ length: slots }, () => new Float32Array(n)) };
       for (let step = 1; step <= 6; step++) {
-        const grads = values(n, r, 1, step !== 3); // step 3: ordinary values only, so later steps still compare finite numbers
+        // step 3: ordinary values only, so later steps still compare finite numbers
+        const grads = values(n, r, 1, step !== 3);
         const start = Math.floor(r() * 100),
           end = n - Math.floor(r() * 100);
         JS_ARITHMETIC.applyUpdate(config, js.p, grads, js.s, start, end, step);
@@ -88,7 +90,8 @@ function registerTests(native: FlatArithmetic, addon: NativeAddon): void {
         t.equal(
           dp,
           -1,
-          `step ${step} [${start}, ${end}): params identical${dp >= 0 ? ` (element ${dp}: JS ${js.p[dp]} native ${nat.p[dp]})` : ''}`,
+          `step ${step} [${start}, ${end}): params ` +
+            `identical${dp >= 0 ? ` (element ${dp}: JS ${js.p[dp]} native ${nat.p[dp]})` : ''}`,
         );
         js.s.forEach((s, k) => t.equal(firstDifference(s, nat.s[k]), -1, `step ${step}: state ${k} identical`));
       }

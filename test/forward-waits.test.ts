@@ -36,7 +36,8 @@ t.test(
       model.trainableWeights.map(w => ({ name: w.originalName, shape: [...w.shape] as number[] })),
     );
     const groups = perLayerGroups(layout);
-    const slot = Float32Array.from({ length: layout.total }, (_, i) => Math.sin(i + 1) / 2); // "the update": not the initial weights
+    // "the update": not the initial weights
+    const slot = Float32Array.from({ length: layout.total }, (_, i) => Math.sin(i + 1) / 2);
     const byModelIndex: number[] = [];
     layout.variables.forEach((v, i) => {
       byModelIndex[v.modelIndex] = i;
@@ -135,7 +136,8 @@ t.test(
 );
 
 t.test(
-  "with the priority exchange order, the next step's first (conv) forward starts before the FC group's exchange has ended (EMULATED 20 Mbps link)",
+  "with the priority exchange order, the next step's first (conv) forward starts before the FC group's exchange has " +
+    'ended (EMULATED 20 Mbps link)',
   async t => {
     const cfg: TrainConfig = {
       model: 'alexnet-mini',
@@ -172,7 +174,8 @@ t.test(
           .sort((a, b) => a.start - b.start)[0];
         t.ok(
           firstForward && firstForward.start < fcEnd,
-          `device ${device}: step ${step + 1}'s first forward (${firstForward?.name}) starts at ${firstForward?.start.toFixed(1)} ms, before step ${step}'s FC exchange ends at ${fcEnd.toFixed(1)} ms`,
+          `device ${device}: step ${step + 1}'s first forward (${firstForward?.name}) starts at ` +
+            `${firstForward?.start.toFixed(1)} ms, before step ${step}'s FC exchange ends at ${fcEnd.toFixed(1)} ms`,
         );
       }
     }

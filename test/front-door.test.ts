@@ -168,7 +168,8 @@ t.test('the main job, at reduced size, reaches 85% held-out accuracy on MNIST', 
     summary.heldOut && summary.heldOut.accuracy >= 0.85,
     `held-out accuracy ${(100 * (summary.heldOut?.accuracy ?? 0)).toFixed(1)}% after 120 steps`,
   );
-  // auto trains the cost model's pick: the strategy it reports, which is its fastest predicted candidate (or one within 2%).
+  // auto trains the cost model's pick: the strategy it reports, which is its fastest predicted candidate (or one within
+  // 2%).
   t.ok(summary.auto, '--strategy auto decided');
   t.equal(
     summary.config.strategy,
@@ -178,6 +179,7 @@ t.test('the main job, at reduced size, reaches 85% held-out accuracy on MNIST', 
   const fastest = Math.min(...(summary.auto?.candidates ?? []).map(c => c.predictedMs));
   t.ok(
     summary.auto && summary.auto.predictedMs <= fastest * 1.02 + 1e-9,
-    `its prediction ${summary.auto?.predictedMs.toFixed(2)} ms is within 2% of the fastest candidate's ${fastest.toFixed(2)} ms`,
+    `its prediction ${summary.auto?.predictedMs.toFixed(2)} ms is within 2% of the fastest candidate's ` +
+      `${fastest.toFixed(2)} ms`,
   );
 });

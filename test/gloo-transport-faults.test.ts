@@ -85,7 +85,8 @@ if (glooAddonOrSkip()) {
   );
 
   t.test(
-    'a rendezvous missing a rank fails with STALLED naming the store key it waited for; a communicator of one needs no peer',
+    'a rendezvous missing a rank fails with STALLED naming the store key it waited for; a communicator of one needs ' +
+      'no peer',
     async t => {
       const run = await startRanks(2, 'collectives', await storeFor(2), { timeoutMs: 800, only: [0] }).done;
       const err = run.replies[0].find(m => m.type === 'error');

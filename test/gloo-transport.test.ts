@@ -24,7 +24,8 @@ import { checkCollectives, expected, firstDifference, startRanks, storeFor } fro
 
 if (glooAddonOrSkip()) {
   t.test(
-    'collectives equal the reference loops bit for bit: 2 and 3 ranks, odd sizes, plain and shared memory, awaited and blocking',
+    'collectives equal the reference loops bit for bit: 2 and 3 ranks, odd sizes, plain and shared memory, awaited ' +
+      'and blocking',
     async t => {
       for (const [size, length, shared, blocking, chunkFloats] of [
         [3, 2, false, false],
@@ -36,7 +37,8 @@ if (glooAddonOrSkip()) {
         checkCollectives(
           t,
           run,
-          `${size} ranks, ${length} floats, ${shared ? 'shared' : 'plain'} memory, ${blocking ? 'blocking' : 'awaited'}` +
+          `${size} ranks, ${length} floats, ${shared ? 'shared' : 'plain'} memory, ` +
+            `${blocking ? 'blocking' : 'awaited'}` +
             `${chunkFloats ? `, chunks of ${chunkFloats}` : ''}`,
         );
       }
@@ -44,7 +46,8 @@ if (glooAddonOrSkip()) {
   );
 
   t.test(
-    'both all-reduce algorithms, one process per rank: the bits of reduceSlotsInto over every copy (2, 3, 4 ranks; sum, mean, max, a middle range; chunks that do not divide the buffer)',
+    'both all-reduce algorithms, one process per rank: the bits of reduceSlotsInto over every copy (2, 3, 4 ranks; ' +
+      'sum, mean, max, a middle range; chunks that do not divide the buffer)',
     async t => {
       const fixture = fileURLToPath(new URL('./fixtures/gloo-allreduce-process.js', import.meta.url));
       const cases: [number, number, Partial<GlooRankData>][] = [
@@ -57,7 +60,8 @@ if (glooAddonOrSkip()) {
         [3, 10_007, { algorithm: 'shards', chunkFloats: 4099 }],
         [4, 5, { algorithm: 'shards' }],
       ];
-      // One world of processes per rank count, running its cases in turn (a communicator each): 3 worlds, not 8 (the suite's time).
+      // One world of processes per rank count, running its cases in turn (a communicator each): 3 worlds, not 8 (the
+      // suite's time).
       const sizes = [...new Set(cases.map(([size]) => size))];
       const worlds = await Promise.all(
         sizes.map(async size => {
@@ -210,7 +214,8 @@ if (glooAddonOrSkip()) {
   );
 
   t.test(
-    "a device that fails in the exchange ends a gloo run with its own error, as on shared memory (not its peer's PEER_LOST)",
+    "a device that fails in the exchange ends a gloo run with its own error, as on shared memory (not its peer's " +
+      'PEER_LOST)',
     async t => {
       const run = train({
         model: 'mlp',
@@ -234,7 +239,9 @@ t.test(
   'without the addon, the gloo and hierarchical transports are refused before any thread starts, saying how to get it',
   async t => {
     const registry = fileURLToPath(new URL('../src/collectives/transport-registry.js', import.meta.url));
-    const script = `import('${registry}').then(m => m.getTransport('gloo')).then(() => console.log('accepted'), e => console.log(e.code, e.message))`;
+    const script =
+      `import('${registry}').then(m => m.getTransport('gloo')).then(() => console.log('accepted'), e ` +
+      `=> console.log(e.code, e.message))`;
     const out = execFileSync(process.execPath, ['-e', script], {
       env: { ...process.env, TANDEM_GLOO_ADDON: '/nonexistent/tandem_gloo.node' },
       encoding: 'utf8',

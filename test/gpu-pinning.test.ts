@@ -1,5 +1,6 @@
 // The GPUs of a machine and the environment that pins each GPU process to one, on fake sysfs trees (real files in a
-// temporary directory, read by the same code as /sys): NVIDIA, AMD and Intel display/3D controllers are GPUs, a BMC's VGA
+// temporary directory, read by the same code as /sys): NVIDIA, AMD and Intel display/3D controllers are GPUs, a BMC's
+// VGA
 // and a network card are not; identical GPUs are told apart by PCI address (DRI_PRIME=pci-…), never by vendor:device;
 // nvidia-smi's names and UUIDs are matched by PCI address; more processes than GPUs is refused naming them; no GPU:
 // every process shares llvmpipe with its share of the cores.

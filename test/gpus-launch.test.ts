@@ -1,22 +1,18 @@
-// One process per GPU, real processes of one machine joined by its transport (shm; gloo on 127.0.0.1 without the shm addon): `tandem launch --gpus 2` trains to
+// One process per GPU, real processes of one machine joined by its transport (shm; gloo on 127.0.0.1 without the shm
+// addon): `tandem launch --gpus 2` trains to
 // the bits of one process with `--devices 2`, and so do two launchers `--hosts 2 --gpus 1 --host-rank R --rendezvous`
 // (one per "machine"); each GPU process runs with the environment gpu-pinning computes for it (read back from
-// /proc/PID/environ while it runs); a GPU process killed with SIGKILL ends the launch non-zero naming it ("GPU process 1
-// (pid P)"), and the survivor's error names it the same way ("lost peer rank 1 (GPU process 1, …)"); a checkpoint of `--gpus 2` resumes to the bits of an uninterrupted run. `--backend webgpu --gpus 2`
+// /proc/PID/environ while it runs); a GPU process killed with SIGKILL ends the launch non-zero naming it ("GPU process
+// 1
+// (pid P)"), and the survivor's error names it the same way ("lost peer rank 1 (GPU process 1, …)"); a checkpoint of
+// `--gpus 2` resumes to the bits of an uninterrupted run. `--backend webgpu --gpus 2`
 // (slow on software Vulkan) is test/gpus-launch.gpu.ts, in `npm run test:webgpu`. Every process is torn down.
 import t from 'tap';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
 import { glooAddonOrSkip } from './fixtures/gloo-addon-or-skip.js';
-import {
-  beforeEnd,
-  exitedZero,
-  firstLine,
-  killAllTandems,
-  summaryOf,
-  tandem,
-} from './fixtures/tandem-lines.js';
+import { beforeEnd, exitedZero, firstLine, killAllTandems, summaryOf, tandem } from './fixtures/tandem-lines.js';
 import { freePort } from '../src/world/launch.js';
 import { findGpus, hasMesaDeviceSelect } from '../src/world/gpu-inventory.js';
 import { PINNING_VARIABLES, planGpus } from '../src/world/gpu-pinning.js';
@@ -169,8 +165,10 @@ if (glooAddonOrSkip()) {
       t.match(
         launch.stderr.join('\n'),
         new RegExp(
-          `failed: GPU process 1 \\(pid ${pids[1]}\\) was killed by SIGKILL \\(not by tandem: the kernel's out-of-memory killer, or a user; ` +
-            `check \`dmesg\` .*"Out of memory: Killed process ${pids[1]}"; a smaller --batch or fewer --devices per process uses less memory\\)`,
+          `failed: GPU process 1 \\(pid ${pids[1]}\\) was killed by SIGKILL \\(not by tandem: the kernel's ` +
+            `out-of-memory killer, or a user; ` +
+            (`check \`dmesg\` .*"Out of memory: Killed process ${pids[1]}"; a smaller --batch or fewer --devices per ` +
+              `process uses less memory\\)`),
         ),
       );
       // The survivor's own error names its lost peer as the launcher does (describeProcess), not as a host.

@@ -77,8 +77,10 @@ t.test('packed words keep their codes through a Float32Array copy, NaN patterns 
   }
 });
 
-/** Float32 bit patterns: every sign and exponent × mantissas at and around each rounding boundary of fp16 and bf16, fp16
- * subnormal ties at every shift, then 200K random bit patterns (NaNs with payloads included). */
+/**
+ * Float32 bit patterns: every sign and exponent × mantissas at and around each rounding boundary of fp16 and bf16,
+ * fp16 subnormal ties at every shift, then 200K random bit patterns (NaNs with payloads included).
+ */
 function boundaryPatterns(): number[] {
   const patterns: number[] = [];
   const mantissas = [
@@ -109,7 +111,8 @@ function boundaryPatterns(): number[] {
 // scalar toFp16 / toBf16 (with fp16's saturation) over every sign and exponent × mantissas at and around each
 // rounding boundary of both formats, plus random bit patterns (NaNs with payloads included).
 t.test(
-  'encodeHalves gives the codes of toFp16 / toBf16 (fp16 saturated) over every exponent, the rounding boundaries and random bits',
+  'encodeHalves gives the codes of toFp16 / toBf16 (fp16 saturated) over every exponent, the rounding boundaries ' +
+    'and random bits',
   async t => {
     const patterns = boundaryPatterns();
     const values = new Float32Array(new Uint32Array(patterns).buffer);
@@ -272,7 +275,8 @@ t.test(
             });
             t.ok(
               nanMeetings(decoded) > 0,
-              `${format}, ${size} ranks: ${nanMeetings(decoded)} places where ranks' values are NaNs with different bits`,
+              `${format}, ${size} ranks: ${nanMeetings(decoded)} places where ranks' values are NaNs with different ` +
+                `bits`,
             );
           }
           JS_HALF_ARITHMETIC.meanDecoded(format, gathered, size, want);

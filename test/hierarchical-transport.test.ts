@@ -85,7 +85,9 @@ async function startWorld(
   return { runs, outDir };
 }
 
-/** What rank `rank` must hold for each result of the fixture's `collectives`, from the inputs and the reference loops. */
+/**
+ * What rank `rank` must hold for each result of the fixture's `collectives`, from the inputs and the reference loops.
+ */
 function expected(size: number, rank: number, length: number, seed: number): Record<string, Float32Array> {
   const inputs = Array.from({ length: size }, (_, g) => inputOf(g, length, seed));
   const reduced = (op: 'sum' | 'mean' | 'max', s = 0, e = length) => {
@@ -152,9 +154,11 @@ t.test(
       }
       let ok = true;
       for (let c = 0; c < chunks; c++) {
-        for (let h = 1; h < hosts; h++) ok &&= prefixAt.get(`${c}:${h}`) === c + h - 1; // host h gets chunk c's prefix at tick c+h-1
+        // host h gets chunk c's prefix at tick c+h-1
+        for (let h = 1; h < hosts; h++) ok &&= prefixAt.get(`${c}:${h}`) === c + h - 1;
         const done = prefixAt.get(`${c}:${hosts - 1}`)!;
-        for (let h = 0; h < hosts - 1; h++) ok &&= (finalAt.get(`${c}:${h}`) ?? -1) > done; // and every other host its final, later
+        // and every other host its final, later
+        for (let h = 0; h < hosts - 1; h++) ok &&= (finalAt.get(`${c}:${h}`) ?? -1) > done;
       }
       t.ok(ok, `${hosts} hosts, ${chunks} chunks: prefixes in host order, finals after the last host (${ticks} ticks)`);
       t.equal(tickMessages(hosts, chunks, ticks).length, 0, 'nothing after the last tick');

@@ -54,7 +54,9 @@ t.test("flags win over the environment; a launcher's rank and size are read as a
       () => hostFieldsFromEnv({}, env),
       {
         code: 'BAD_CONFIG',
-        message: `environment variable ${variable} must be a non-negative integer written as decimal digits (e.g. 2), got '${text}'`,
+        message:
+          `environment variable ${variable} must be a non-negative integer written as decimal digits (e.g. ` +
+          `2), got '${text}'`,
       },
       `${variable}='${text}'`,
     );
@@ -96,7 +98,8 @@ t.test('the topology is hosts × devices; one host is the single-process topolog
 });
 
 t.test(
-  'not yet across hosts: refused before any thread starts, naming the option; local-head and partial-fc resolve, with checkpoints and resume; auto resolves',
+  'not yet across hosts: refused before any thread starts, naming the option; local-head and partial-fc resolve, ' +
+    'with checkpoints and resume; auto resolves',
   async t => {
     const base = {
       hosts: 2,
@@ -160,7 +163,8 @@ t.test(
 );
 
 t.test(
-  'resume across hosts: accepted on every host (host 0 alone reads the checkpoint, so the path need not exist on the others)',
+  'resume across hosts: accepted on every host (host 0 alone reads the checkpoint, so the path need not exist on ' +
+    'the others)',
   async t => {
     const base = {
       hosts: 2,
@@ -219,7 +223,8 @@ t.test('launch: --hosts taken out, the flags it sets itself refused', async t =>
 });
 
 t.test(
-  'launch --gpus: one host by default; --host-rank and --rendezvous together, for one host of several; --devices refused',
+  'launch --gpus: one host by default; --host-rank and --rendezvous together, for one host of several; --devices ' +
+    'refused',
   async t => {
     t.same(splitLaunchArgs(['--gpus', '2', '--steps', '3']), { hosts: 1, gpus: 2, trainArgs: ['--steps', '3'] });
     t.same(splitLaunchArgs(['--gpus=4', '--hosts', '3']), { hosts: 3, gpus: 4, trainArgs: [] });

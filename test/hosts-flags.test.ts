@@ -1,7 +1,8 @@
 // Hosts started with different flags (real processes, each host its own `tandem train` joined at a rendezvous on
 // 127.0.0.1): both fail at once with BAD_CONFIG naming the flag and both values, instead of waiting for each other in a
 // phase one of them never reaches (host 0 in auto's profiling, host 1 in the run) until a timeout that named no cause.
-// And the comparison itself, on resolved configs: what must agree does, what may differ (paths, outputs) does not count.
+// And the comparison itself, on resolved configs: what must agree does, what may differ (paths, outputs) does not
+// count.
 import t from 'tap';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';

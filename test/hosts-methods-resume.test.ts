@@ -1,8 +1,10 @@
 // Checkpoints and resume of local-head and partial-fc across hosts, real processes and sockets on 127.0.0.1. Every
 // device's head lives on its host; at a checkpoint host 0 collects every host's heads over the rendezvous store, so
-// (partial-fc) `launch --hosts 2 --devices 1 --checkpoint-every 2` writes the very file (byte for byte) one process with
+// (partial-fc) `launch --hosts 2 --devices 1 --checkpoint-every 2` writes the very file (byte for byte) one process
+// with
 // `--devices 2` writes; `launch --hosts 2 --resume` from it (host 0 reads it and sends it, heads and all, to host 1)
-// gives the extractor and full classifier of the uninterrupted one-process run, bit for bit. (local-head) A SIGINT to the launcher
+// gives the extractor and full classifier of the uninterrupted one-process run, bit for bit. (local-head) A SIGINT to
+// the launcher
 // stops both hosts after the same step with a stop checkpoint holding host 1's head too, and resuming it is exact.
 // Adam, so the heads' optimizer state matters. Synchronised on the processes' output lines; every process is torn down.
 import t from 'tap';
@@ -60,7 +62,8 @@ function sameModels(t: Assert, a: string, b: string, what: string): void {
 }
 
 if (glooAddonOrSkip()) {
-  // partial-fc here, local-head below (stopped): both methods' heads take the same way to host 0 (HostChannel.collectHeads).
+  // partial-fc here, local-head below (stopped): both methods' heads take the same way to host 0
+  // (HostChannel.collectHeads).
   for (const method of ['partial-fc']) {
     t.test(
       `${method}: host 0's checkpoint across hosts = one process's, byte for byte; resuming it = the uninterrupted run`,
@@ -102,7 +105,8 @@ if (glooAddonOrSkip()) {
   }
 
   t.test(
-    'local-head: SIGINT to launch --hosts 2 stops both hosts after the same step, host 0 writes its checkpoint with both heads; the resume is exact',
+    'local-head: SIGINT to launch --hosts 2 stops both hosts after the same step, host 0 writes its checkpoint with ' +
+      'both heads; the resume is exact',
     async t => {
       const dir = mkdtempSync(path.join(tmpdir(), 'tandem-hosts-stop-local-head-'));
       t.teardown(() => rmSync(dir, { recursive: true, force: true }));

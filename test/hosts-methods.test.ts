@@ -1,7 +1,11 @@
-// local-head and partial-fc across hosts, real processes and sockets on 127.0.0.1: `tandem launch --hosts 2 --devices 1`
-// (and partial-fc 2 × 2, over the default transport of one machine, shm, and over the hierarchical one) trains to the bits of one process with `--devices 2` (4) — the extractor (`weights.bin`), the full classifier assembled on
-// host 0 from every host's head (`classifier/weights.bin`), the held-out accuracies — and every host's replica has the same
-// checksum. 5 classes over 2 devices: shares of 3 and 2 labels (the heads' gather pads the smaller one). Every process is torn down.
+// local-head and partial-fc across hosts, real processes and sockets on 127.0.0.1: `tandem launch --hosts 2 --devices
+// 1`
+// (and partial-fc 2 × 2, over the default transport of one machine, shm, and over the hierarchical one) trains to the
+// bits of one process with `--devices 2` (4) — the extractor (`weights.bin`), the full classifier assembled on
+// host 0 from every host's head (`classifier/weights.bin`), the held-out accuracies — and every host's replica has the
+// same
+// checksum. 5 classes over 2 devices: shares of 3 and 2 labels (the heads' gather pads the smaller one). Every process
+// is torn down.
 import t from 'tap';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -77,8 +81,11 @@ function summaryOf(lines: string[], prefix = ''): Summary {
   return JSON.parse(line.slice(prefix.length));
 }
 
-/** One process of `method` with --devices N, its outputs in METHOD-N/ of a directory kept for the file: run once and shared
- * by the cases of the same method and device count (the default and the forced transport: the same bits to match; the suite's time). */
+/**
+ * One process of `method` with --devices N, its outputs in METHOD-N/ of a directory kept for the file: run once and
+ * shared by the cases of the same method and device count (the default and the forced transport: the same bits to
+ * match; the suite's time).
+ */
 const oneDir = mkdtempSync(path.join(tmpdir(), 'tandem-hosts-methods-one-'));
 t.teardown(() => rmSync(oneDir, { recursive: true, force: true }));
 const oneRuns = new Map<string, Promise<Ended>>();
@@ -102,7 +109,8 @@ function oneProcess(method: string, devices: number): Promise<Ended> {
 }
 
 if (glooAddonOrSkip()) {
-  // partial-fc 2 x 2: its compute collectives (all-gather, blocking max and sum all-reduces) on shm and on the hierarchical transport.
+  // partial-fc 2 x 2: its compute collectives (all-gather, blocking max and sum all-reduces) on shm and on the
+  // hierarchical transport.
   const defaultTransport = (devices: number) => (loadShmAddon().loaded ? 'shm' : devices > 1 ? 'hierarchical' : 'gloo');
   for (const [method, devices, forced] of [
     ['local-head', 1],
@@ -112,7 +120,8 @@ if (glooAddonOrSkip()) {
   ] as const) {
     const transport = forced ?? defaultTransport(devices);
     t.test(
-      `${method}: launch --hosts 2 --devices ${devices}${forced ? ` --transport ${forced}` : ''} equals one process with --devices ${2 * devices}, ` +
+      `${method}: launch --hosts 2 --devices ${devices}${forced ? ` --transport ${forced}` : ''} equals one process ` +
+        `with --devices ${2 * devices}, ` +
         'bit for bit; heads reach host 0',
       async t => {
         const dir = mkdtempSync(path.join(tmpdir(), `tandem-hosts-${method}-`));

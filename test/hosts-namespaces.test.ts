@@ -1,16 +1,21 @@
-// Two hosts on one machine in two network namespaces joined by a veth pair (bench/network-namespaces.ts: a real TCP path
+// Two hosts on one machine in two network namespaces joined by a veth pair (bench/network-namespaces.ts: a real TCP
+// path
 // through the kernel between two addresses, not loopback), each host's `tandem train --hosts 2 --host-rank R
 // --rendezvous ADDR0:PORT --devices 1` inside its own namespace:
 // - they train to the parameters of one process with --devices 2 (replica checksums, weights.bin byte for byte), host 1
-//   frozen (SIGSTOP) for a while on the way (longer than a step and than the stall timeout, shorter than the peer wait):
+//   frozen (SIGSTOP) for a while on the way (longer than a step and than the stall timeout, shorter than the peer
+//   wait):
 //   not taken for dead, the run finishes normally with the same bits (one run proves both: the suite's time);
 // - host 1 killed with SIGKILL: host 0 exits non-zero, naming host 1, its address and the step; host 0
 //   killed (it serves the rendezvous store): the same for host 1;
-// - the link cut (`ip link set … down`): both end by themselves after the peer wait (twice --stall-timeout-ms), non-zero,
+// - the link cut (`ip link set … down`): both end by themselves after the peer wait (twice --stall-timeout-ms),
+// non-zero,
 //   each naming the other (rank, address) and the step;
 // - host 1 frozen (SIGSTOP) for good: host 0 ends after the peer wait naming it; host 1, let go, ends by itself;
-// - after host 1 is killed, host 0's last checkpoint is intact and resuming from it gives the bits of an uninterrupted run.
-// Needs root and iproute2: skipped with the reason otherwise. Every process and namespace is torn down, even on failure.
+// - after host 1 is killed, host 0's last checkpoint is intact and resuming from it gives the bits of an uninterrupted
+// run.
+// Needs root and iproute2: skipped with the reason otherwise. Every process and namespace is torn down, even on
+// failure.
 import t, { type Test } from 'tap';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -150,7 +155,8 @@ if (!support.ok) {
   };
 
   t.test(
-    'a slow link (tc tbf 100mbit): the last exchange reaches the other host before either closes; both exit 0, together',
+    'a slow link (tc tbf 100mbit): the last exchange reaches the other host before either closes; both exit 0, ' +
+      'together',
     CASE,
     async t => {
       // A host used to reset its connections at the end (Gloo's hard close), dropping its last message still in the
@@ -186,7 +192,8 @@ if (!support.ok) {
   );
 
   t.test(
-    'the link cut: both hosts end by themselves after the peer wait (2 × --stall-timeout-ms), non-zero, naming each other',
+    'the link cut: both hosts end by themselves after the peer wait (2 × --stall-timeout-ms), non-zero, naming each ' +
+      'other',
     CASE,
     async t => {
       const net = pairFor(t);
@@ -237,7 +244,8 @@ if (!support.ok) {
   );
 
   t.test(
-    '2 hosts in 2 namespaces train to the parameters of one process with --devices 2, host 1 frozen on the way for a while ' +
+    '2 hosts in 2 namespaces train to the parameters of one process with --devices 2, host 1 frozen on the way for ' +
+      'a while ' +
       '(longer than the stall timeout, shorter than the peer wait): not taken for dead',
     CASE,
     async t => {
@@ -272,7 +280,8 @@ if (!support.ok) {
   );
 
   t.test(
-    "host 1 killed with SIGKILL: host 0 exits non-zero, naming it, its address and the step; host 0's last checkpoint is intact and resuming from it equals an uninterrupted run",
+    "host 1 killed with SIGKILL: host 0 exits non-zero, naming it, its address and the step; host 0's last " +
+      'checkpoint is intact and resuming from it equals an uninterrupted run',
     CASE,
     async t => {
       const net = pairFor(t);

@@ -4,7 +4,8 @@
 //   bit-identical); host 1 prints no progress; the trace has a process per host with spans of each host's device;
 // - a replica that diverges (the `perturb` test fault: device 1 moved after step 3's update) ends both hosts with
 //   REPLICA_DIVERGED at the check after step 4, naming host 1 device 1, before step 6 is trained;
-// - one process: the same fault is caught at step 4, after the check of step 2 passed (the library API, the error's code).
+// - one process: the same fault is caught at step 4, after the check of step 2 passed (the library API, the error's
+// code).
 import t from 'tap';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -80,7 +81,8 @@ interface TraceEvent {
 
 if (glooAddonOrSkip()) {
   t.test(
-    'launch --hosts 2: host 0 shows the world (loss = one process with --devices 2), host 1 no progress, one trace with a process per host',
+    'launch --hosts 2: host 0 shows the world (loss = one process with --devices 2), host 1 no progress, one trace ' +
+      'with a process per host',
     async t => {
       const dir = mkdtempSync(path.join(tmpdir(), 'tandem-observe-'));
       t.teardown(() => rmSync(dir, { recursive: true, force: true }));

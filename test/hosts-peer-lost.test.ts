@@ -3,7 +3,7 @@
 // so its devices run the step already posted, with host 0's). Host 0 must end with PEER_LOST naming host 1 at once,
 // from the next step's all-reduce, never wait for host 1's wish in the store until the peer wait (2 × stallTimeoutMs,
 // 20 s there: STALLED; so it did before the fix, 3 trials of 3). Each host adds its
-// wish after step s before it posts step s+1 (training-run.ts wishAfter). Every process is torn down.
+// wish after step s before it posts step s+1 (run-controller.ts wishAfter). Every process is torn down.
 import t from 'tap';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -59,7 +59,8 @@ if (glooAddonOrSkip()) {
         t.equal(result.code, 'PEER_LOST', `host 0: ${result.code}: ${result.message ?? h0.err.slice(-400)}`);
         t.match(result.message, /\bhost 1\b|\brank 1\b/, 'naming host 1');
         t.comment(
-          `both ended in ${seconds.toFixed(1)} s (host 0's peer wait is 20 s; waiting it out ends STALLED, not PEER_LOST)`,
+          `both ended in ${seconds.toFixed(1)} s (host 0's peer wait is 20 s; waiting it out ends STALLED, not ` +
+            `PEER_LOST)`,
         );
       },
     );

@@ -50,7 +50,8 @@ const support = namespaceSupport();
 if (!support.ok) t.comment(`skipped: ${support.reason}`);
 else if (glooAddonOrSkip()) {
   t.test(
-    '100 Mbit/s shaped link: the conv group overtakes the FC group, and the next conv forward starts under the FC exchange',
+    '100 Mbit/s shaped link: the conv group overtakes the FC group, and the next conv forward starts under the FC ' +
+      'exchange',
     { timeout: 120_000 },
     async t => {
       const net = makeHostPair();
@@ -97,7 +98,8 @@ else if (glooAddonOrSkip()) {
           );
         t.ok(
           early.filter(Boolean).length * 2 >= early.length,
-          `device ${device}: the next conv forward started under the FC exchange on ${early.filter(Boolean).length} of ${early.length} steps (at least half)`,
+          `device ${device}: the next conv forward started under the FC exchange on ${early.filter(Boolean).length} ` +
+            `of ${early.length} steps (at least half)`,
         );
       }
     },
@@ -122,7 +124,8 @@ function checkStep(t: Tap, spans: Span[], device: number, step: number): boolean
     fcEnd = Math.max(...fc.map(s => s.end));
   t.ok(
     conv[0].start > fcStart && conv[0].end < fcEnd,
-    `${label}: the conv exchange (${(conv[0].start - fcStart).toFixed(1)}..${(conv[0].end - fcStart).toFixed(1)} ms) runs inside the FC exchange (0..${(fcEnd - fcStart).toFixed(1)} ms)`,
+    `${label}: the conv exchange (${(conv[0].start - fcStart).toFixed(1)}..${(conv[0].end - fcStart).toFixed(1)} ` +
+      `ms) runs inside the FC exchange (0..${(fcEnd - fcStart).toFixed(1)} ms)`,
   );
   // The conv layers' forward: after the wait for the conv group when there is one (none when the group was applied
   // before forward reached it), else the step's first forward piece.
@@ -139,12 +142,14 @@ function checkStep(t: Tap, spans: Span[], device: number, step: number): boolean
   if (
     !t.ok(
       nextForward,
-      `${label}: step ${step + 1} runs forward${convWait ? ' after its wait for the conv group' : ' (the conv group was already applied)'}`,
+      `${label}: step ${step + 1} runs ` +
+        `forward${convWait ? ' after its wait for the conv group' : ' (the conv group was already applied)'}`,
     )
   )
     return false;
   t.comment(
-    `${label}: step ${step + 1}'s conv forward starts ${(fcEnd - nextForward.start).toFixed(1)} ms before step ${step}'s FC exchange ends`,
+    `${label}: step ${step + 1}'s conv forward starts ${(fcEnd - nextForward.start).toFixed(1)} ms before step ` +
+      `${step}'s FC exchange ends`,
   );
   return nextForward.start < fcEnd;
 }

@@ -1,6 +1,8 @@
 // Several hosts, stopped and resumed, real processes and sockets on 127.0.0.1: a SIGINT to `tandem launch --hosts 2`
-// mid-run stops both hosts after the same step (agreed over host 0's store), the launcher exits 130 and host 0 wrote that
-// step's checkpoint; `launch --hosts 2 --resume` from it gives the bits of an uninterrupted run (weights.bin byte-equal; the
+// mid-run stops both hosts after the same step (agreed over host 0's store), the launcher exits 130 and host 0 wrote
+// that
+// step's checkpoint; `launch --hosts 2 --resume` from it gives the bits of an uninterrupted run (weights.bin
+// byte-equal; the
 // run is one process with --devices 2, which hosts.test.ts shows equal to 2 hosts × 1). A SIGINT to one host alone (no
 // launcher) stops the other after the same step too.
 // Synchronised on the processes' output lines; every process is torn down.
@@ -57,7 +59,8 @@ function stoppedSteps(lines: string[]): number[] {
 
 if (glooAddonOrSkip()) {
   t.test(
-    'SIGINT to launch --hosts 2: both hosts stop after the same step, host 0 checkpoints it; the resume equals an uninterrupted run',
+    'SIGINT to launch --hosts 2: both hosts stop after the same step, host 0 checkpoints it; the resume equals an ' +
+      'uninterrupted run',
     async t => {
       const dir = mkdtempSync(path.join(tmpdir(), 'tandem-hosts-stop-'));
       t.teardown(() => rmSync(dir, { recursive: true, force: true }));
@@ -82,7 +85,8 @@ if (glooAddonOrSkip()) {
         '--out',
         path.join(dir, 'resumed'),
       ]);
-      const whole = tandem(['train', '--devices', '2', ...TRAIN, '--steps', steps, '--out', path.join(dir, 'whole')]); // = 2 hosts × 1 (hosts.test.ts)
+      // = 2 hosts × 1 (hosts.test.ts)
+      const whole = tandem(['train', '--devices', '2', ...TRAIN, '--steps', steps, '--out', path.join(dir, 'whole')]);
       const [r, w] = await Promise.all([resumed.ended, whole.ended]);
       t.equal(r, 0, 'the resumed launch exits 0') || t.comment(resumed.lines.join('\n'));
       t.equal(w, 0, 'the uninterrupted run (one process, --devices 2) exits 0') || t.comment(whole.lines.join('\n'));

@@ -1,4 +1,5 @@
-// Every data-parallel strategy across hosts, real processes and sockets on 127.0.0.1: two-group, per-layer, buckets, per-layer
+// Every data-parallel strategy across hosts, real processes and sockets on 127.0.0.1: two-group, per-layer, buckets,
+// per-layer
 // with the priority exchange (chunked, the readiness agreed over Gloo),
 // a user strategy (an object, through the library API: one process per host) and auto (host 0 profiles, every host runs
 // its choice, the choice printed by host 0 alone) on 2 hosts × 1 device train to the bits of one process with
@@ -6,7 +7,8 @@
 // hosts: hosts.test.ts). And sync BatchNormalization across hosts (its statistics all-reduced over Gloo inside forward
 // and backward): a BN convnet on 2 hosts × 1 = one process with `--devices 2`, bit for bit, moving statistics included.
 // The launches wait for each exchange group inside forward (forwardWait 'group', the default), the one-process
-// references for the whole update before forward (`--forward-wait step`). At most 3 runs at once (a launch is 3 processes). Every process is torn down.
+// references for the whole update before forward (`--forward-wait step`). At most 3 runs at once (a launch is 3
+// processes). Every process is torn down.
 import t from 'tap';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -95,7 +97,8 @@ function summaryOf(
 
 if (glooAddonOrSkip()) {
   t.test(
-    'two-group, per-layer, buckets, a user strategy, auto, priority exchange and sync BatchNormalization: 2 hosts × 1 = one process × 2, bit for bit',
+    'two-group, per-layer, buckets, a user strategy, auto, priority exchange and sync BatchNormalization: 2 hosts × ' +
+      '1 = one process × 2, bit for bit',
     async t => {
       const dir = mkdtempSync(path.join(tmpdir(), 'tandem-hosts-strategies-'));
       t.teardown(() => rmSync(dir, { recursive: true, force: true }));
@@ -113,7 +116,8 @@ if (glooAddonOrSkip()) {
       };
       const bnArgs = withFlags(TRAIN, ['--model', BN_CONVNET, '--batch-norm', 'sync']);
       const runs: Record<string, () => Promise<Ended>> = {
-        // The references wait for the whole update before forward; the launches wait per group inside forward (the default).
+        // The references wait for the whole update before forward; the launches wait per group inside forward (the
+        // default).
         reference: () =>
           node(CLI, [
             'train',

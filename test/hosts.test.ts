@@ -1,6 +1,7 @@
 // Several hosts on loopback, real processes and sockets on 127.0.0.1: `tandem launch --hosts 2 --devices 1` (and 2 × 2)
 // trains to the bits of one process with `--devices 2` (and 4) — on the default transport of processes of one machine
-// (shm, when its addon is built) and forced onto TCP loopback (`--transport gloo`, `hierarchical`) — (same global batch, data-parallel, sequential), every host's replica has
+// (shm, when its addon is built) and forced onto TCP loopback (`--transport gloo`, `hierarchical`) — (same global
+// batch, data-parallel, sequential), every host's replica has
 // the same checksum, host 0 alone writes outputs; a host killed with SIGKILL ends the other host (run directly, no
 // launcher) and the launcher, non-zero, naming the lost host (and its address; the launcher adds the likely
 // cause of a SIGKILL it did not send, the kernel's out-of-memory killer, and the fix). Every process is torn down.
@@ -36,8 +37,10 @@ const TRAIN = [
 
 t.teardown(killAllTandems);
 
-/** One process with --devices N, 6 steps, its outputs in one-N/ of a directory kept for the file: run once and shared by the
- * cases of N devices in all (the default and the forced transport: the same bits to match; the suite's time). */
+/**
+ * One process with --devices N, 6 steps, its outputs in one-N/ of a directory kept for the file: run once and shared by
+ * the cases of N devices in all (the default and the forced transport: the same bits to match; the suite's time).
+ */
 const oneDir = mkdtempSync(path.join(tmpdir(), 'tandem-hosts-one-'));
 t.teardown(() => rmSync(oneDir, { recursive: true, force: true }));
 const oneRuns = new Map<number, Promise<{ code: number | null; lines: string[]; stderr: string[] }>>();
@@ -70,7 +73,8 @@ if (glooAddonOrSkip()) {
   ] as const) {
     const transport = forced ?? defaultTransport(devices);
     t.test(
-      `launch --hosts ${hosts} --devices ${devices}${forced ? ` --transport ${forced}` : ''} equals one process with --devices ${hosts * devices}, ` +
+      `launch --hosts ${hosts} --devices ${devices}${forced ? ` --transport ${forced}` : ''} equals one process ` +
+        `with --devices ${hosts * devices}, ` +
         'bit for bit; replicas identical across hosts',
       async t => {
         const dir = mkdtempSync(path.join(tmpdir(), 'tandem-hosts-'));
@@ -123,7 +127,8 @@ if (glooAddonOrSkip()) {
     ['adamax', '--decay', '0.1'],
   ]) {
     t.test(
-      `--optimizer ${optimizer.join(' ')}: launch --hosts 2 --devices 1 equals one process with --devices 2, bit for bit`,
+      `--optimizer ${optimizer.join(' ')}: launch --hosts 2 --devices 1 equals one process with --devices 2, bit ` +
+        `for bit`,
       async t => {
         const dir = mkdtempSync(path.join(tmpdir(), 'tandem-hosts-opt-'));
         t.teardown(() => rmSync(dir, { recursive: true, force: true }));
@@ -206,7 +211,8 @@ if (glooAddonOrSkip()) {
       launch.stderr.join('\n'),
       new RegExp(
         "failed: host 1 was killed by SIGKILL \\(not by tandem: the kernel's out-of-memory killer, or a user; " +
-          `check \`dmesg\` \\(or \`journalctl -k\`\\) for "Out of memory: Killed process ${pid}"; a smaller --batch or fewer --devices per process uses less memory\\)`,
+          (`check \`dmesg\` \\(or \`journalctl -k\`\\) for "Out of memory: Killed process ${pid}"; a smaller --batch ` +
+            `or fewer --devices per process uses less memory\\)`),
       ),
     );
     t.equal(end.code, 137, 'exit 128 + SIGKILL');

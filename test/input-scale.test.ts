@@ -1,7 +1,8 @@
 // Image inputs on a 0–255 scale (a data module returning raw pixel bytes as floats) get one warning before training,
 // naming the module and the fix (divide by 255); they trained without a word. It is a warning, not an error: the run
 // trains. Silent for normalised images ([0, 1], standardised), for 1-D features of any scale, and for the builtin
-// datasets. Through the CLI it behaves as other warnings: a `warning:` line, a JSON event with --json, nothing with --quiet.
+// datasets. Through the CLI it behaves as other warnings: a `warning:` line, a JSON event with --json, nothing with
+// --quiet.
 import t from 'tap';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -21,7 +22,10 @@ function dataset(name: string, shape: number[], value: string): string {
   writeFileSync(
     file,
     `export default () => ({ size: 48, sampleShape: ${JSON.stringify(shape)}, classes: 2,
-    read(i, out, offset) { for (let j = 0; j < ${shape.reduce((a, b) => a * b)}; j++) out[offset + j] = ${value}; return i % 2; } });`,
+    read(i, out, offset) {
+      for (let j = 0; j < ${shape.reduce((a, b) => a * b)}; j++) out[offset + j] = ${value};
+      return i % 2;
+    } });`,
   );
   return file;
 }

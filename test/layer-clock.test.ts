@@ -11,7 +11,10 @@ const linux = process.platform === 'linux';
 const BUSY_WORKER = `
 const { workerData } = require('node:worker_threads');
 const fs = require('node:fs');
-const cpuMs = () => { process.cpuUsage(); return Number(fs.readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ')[0]) / 1e6; };
+const cpuMs = () => {
+  process.cpuUsage();
+  return Number(fs.readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ')[0]) / 1e6;
+};
 const flag = new Int32Array(workerData.flag);
 const start = cpuMs();
 let x = 0;

@@ -93,7 +93,8 @@ t.test(
         moving = worstDifference(s.nonTrainableWeights, ref.nonTrainableWeights);
       t.ok(
         params < 1e-5 && moving < 1e-5,
-        `${model}: max |param - reference| ${params.toExponential(2)}, |moving statistic - reference| ${moving.toExponential(2)}`,
+        `${model}: max |param - reference| ${params.toExponential(2)}, |moving statistic - reference| ` +
+          `${moving.toExponential(2)}`,
       );
     }
   },

@@ -30,7 +30,8 @@ t.test("one pass = tfjs's stock cpu kernel, bit for bit", async t => {
     [200, 5, 9],
   ]) {
     const x = Float32Array.from({ length: n * row }, () => (r() - 0.5) * 1e3);
-    const ids = Int32Array.from({ length: n }, () => Math.floor(r() * (segments + 2)) - 1); // -1 and `segments`: out of range
+    // -1 and `segments`: out of range
+    const ids = Int32Array.from({ length: n }, () => Math.floor(r() * (segments + 2)) - 1);
     const want = tf.tidy(() =>
       (
         tf
@@ -50,7 +51,8 @@ t.test("one pass = tfjs's stock cpu kernel, bit for bit", async t => {
 });
 
 t.test(
-  "the depthwise filter and input gradients = tfjs's stock cpu kernels, bit for bit, on cpu and wasm (native: oneDNN, native-kernels.test)",
+  "the depthwise filter and input gradients = tfjs's stock cpu kernels, bit for bit, on cpu and wasm (native: " +
+    'oneDNN, native-kernels.test)',
   async t => {
     await tf.setBackend('cpu');
     const stockKernels = DEPTHWISE_GRADIENT_KERNELS.map(name => tf.getKernel(name, 'cpu')!.kernelFunc);
@@ -104,7 +106,8 @@ t.test(
       const y = tf.depthwiseConv2d(x as tf.Tensor4D, w as tf.Tensor4D, stride, pad);
       const dy = tf.randomUniform(y.shape, -1, 1, 'float32', i + 11);
       y.dispose();
-      const stock = gradients(x, w, dy, xs, ws, stride, pad); // tfjs's own (tandem's are not installed on this engine yet)
+      // tfjs's own (tandem's are not installed on this engine yet)
+      const stock = gradients(x, w, dy, xs, ws, stride, pad);
       return {
         x: x.dataSync().slice(),
         w: w.dataSync().slice(),
@@ -255,7 +258,8 @@ t.test(
         typeof pad === 'number' ? 'floor' : undefined,
       );
       const dy = Float32Array.from({ length: y.size }, () => r() * 2 - 1);
-      const stock = stockGradientOf(tf.tensor(x, xs), tf.tensor(dy, y.shape), y, filterSize, strides, pad); // tfjs's kernel, called directly
+      // tfjs's kernel, called directly
+      const stock = stockGradientOf(tf.tensor(x, xs), tf.tensor(dy, y.shape), y, filterSize, strides, pad);
       return { x, xs, dy, ys: y.shape, filterSize, strides, pad, stock };
     });
     for (const engine of ['cpu', 'wasm'] as const) {

@@ -33,7 +33,9 @@ const TRAINED: { model: string; data: TrainConfig; branches: { kind: string; nam
   },
 ];
 
-/** 2 devices against one engine on the global batch: the largest weight difference (trainable and not) and the losses. */
+/**
+ * 2 devices against one engine on the global batch: the largest weight difference (trainable and not) and the losses.
+ */
 async function compare(cfg: TrainConfig): Promise<{ worst: number; losses: number[] }> {
   const ref = await trainReference({ ...cfg, devices: 1 }, { randomLayersAsDevices: 2 });
   const s = await train({ ...cfg, devices: 2 });
@@ -59,7 +61,10 @@ for (const { model, data, branches } of TRAINED) {
   });
 }
 
-/** Layers (and layer options) tfjs 4.22 cannot train in a model (its own model.fit throws too), and stateful RNNs: refused, by class and cause. */
+/**
+ * Layers (and layer options) tfjs 4.22 cannot train in a model (its own model.fit throws too), and stateful RNNs:
+ * refused, by class and cause.
+ */
 const REFUSED: [fixture: string, layerClass: string, cause: RegExp][] = [
   ['refused-thresholdedReLU', 'ThresholdedReLU', /runs the kernel Greater, which has no gradient.*trainable: false/],
   ['refused-masking', 'Masking', /runs the kernel NotEqual, which has no gradient.*trainable: false/],
@@ -104,7 +109,8 @@ t.test(
         () => undefined,
         (e: unknown) => e as Error & { code?: string },
       );
-      const code = layerClass === 'RandomWidth' ? 'BAD_MODEL' : 'BAD_CONFIG'; // the factory itself throws: the model is bad
+      // the factory itself throws: the model is bad
+      const code = layerClass === 'RandomWidth' ? 'BAD_MODEL' : 'BAD_CONFIG';
       t.equal(error?.code, code, `${layerClass}: ${code}`);
       t.match(error?.message, named, `${layerClass}: the message names the layer`);
       t.match(error?.message, cause, `${layerClass}: cause and way out`);
@@ -159,14 +165,16 @@ t.test('ResizeNearestNeighborGrad (UpSampling2D): a batch gets the gradients of 
     const worst = tf.max(tf.abs(tf.sub(batch, one))).dataSync()[0];
     t.ok(
       worst < 1e-6,
-      `${name}, ${size.join('x')}, alignCorners ${alignCorners}, halfPixelCenters ${halfPixelCenters}: |batch - one by one| = ${worst}`,
+      `${name}, ${size.join('x')}, alignCorners ${alignCorners}, halfPixelCenters ${halfPixelCenters}: |batch - one ` +
+        `by one| = ${worst}`,
     );
     tf.dispose([x, w, batch, one]);
   }
 });
 
 t.test(
-  'MaxPoolGrad and MaxPool3DGrad with tied maxima (the wasm kernels drop or double them): every output gradient reaches one input',
+  'MaxPoolGrad and MaxPool3DGrad with tied maxima (the wasm kernels drop or double them): every output gradient ' +
+    'reaches one input',
   async t => {
     const { backend: name } = await resolveConfig({ ...images, model: 'mlp' });
     await startBackend(tf, name);

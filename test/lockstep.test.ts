@@ -1,4 +1,5 @@
-// Hosts in lockstep wait for the slowest (src/profiling/lockstep.ts), computed two ways: e(n), the expected maximum of n
+// Hosts in lockstep wait for the slowest (src/profiling/lockstep.ts), computed two ways: e(n), the expected maximum of
+// n
 // standard normal draws, by the module's integration against its closed forms (e(2) = 1/√π, e(3) = 3/(2√π)) and
 // against a seeded Monte Carlo of 200,000 draws for n = 2..8; the spread against a hand computation. In the schedule
 // model (schedule-model.ts): two hosts whose calibrated steps spread by σ add e(2)·σ to a compute-bound schedule's

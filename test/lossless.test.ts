@@ -47,7 +47,8 @@ for (const [m, model] of ['mlp', 'alexnet-mini'].entries()) {
     const form = forms(m + o);
     const counts = (m + o) % 2 === 0 ? ([1, 2, 3] as const) : ([2, 3] as const);
     t.test(
-      `${BACKEND} ${model} ${opt.optimizer}: ${counts.length === 3 ? '1, ' : ''}2 (${form[2]}), 3 (${form[3]}) devices equal the reference`,
+      `${BACKEND} ${model} ${opt.optimizer}: ${counts.length === 3 ? '1, ' : ''}2 (${form[2]}), 3 (${form[3]}) ` +
+        `devices equal the reference`,
       async t => {
         const cfg: TrainConfig = { ...base, imageSize: [...base.imageSize], model, ...opt };
         const ref = await trainReference(cfg);

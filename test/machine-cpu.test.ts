@@ -23,7 +23,8 @@ t.test("CPU burnt here is in the machine's busy time", { skip: !linux && 'Linux 
   t.ok(after.kernelMs <= after.busyMs, "the kernel's time is part of busy");
   t.ok(
     after.busyMs - before.busyMs >= 0.5 * ownMs,
-    `the machine was busy ${(after.busyMs - before.busyMs).toFixed(0)} ms while this thread used ${ownMs.toFixed(0)} ms`,
+    `the machine was busy ${(after.busyMs - before.busyMs).toFixed(0)} ms while this thread used ` +
+      `${ownMs.toFixed(0)} ms`,
   );
   t.ok(after.idleMs >= before.idleMs, 'idle only goes forward');
 });

@@ -64,13 +64,15 @@ const syncConvnetOnTwo = () =>
     checkpointDir: convnetDir,
   }));
 
-// The device counts' paths on the plain convnet; the residual model (another graph, the same statistics' exchange) on 3.
+// The device counts' paths on the plain convnet; the residual model (another graph, the same statistics' exchange) on
+// 3.
 for (const [name, counts] of [
   ['bn-convnet', [1, 2, 3]],
   ['bn-residual', [3]],
 ] as const) {
   t.test(
-    `${name}, batchNorm sync: ${counts.join(', ')} device(s) = one engine on the global batch, moving statistics included`,
+    `${name}, batchNorm sync: ${counts.join(', ')} device(s) = one engine on the global batch, moving statistics ` +
+      `included`,
     async t => {
       const cfg: TrainConfig = { ...images, model: model(name) };
       const ref = await trainReference({ ...cfg, devices: 1 });
@@ -138,7 +140,8 @@ t.test('random layers draw from (seed, device, step): a run repeats bit for bit,
   const dir = mkdtempSync(path.join(os.tmpdir(), 'tandem-dropout-'));
   const cfg: TrainConfig = { ...images, model: model('random-layers'), imageSize: [6, 6, 1], devices: 2 };
   const first = await train(cfg);
-  const again = await train({ ...cfg, checkpointEvery: 2, checkpointDir: dir }); // the same run (writing checkpoints changes no bit)
+  // the same run (writing checkpoints changes no bit)
+  const again = await train({ ...cfg, checkpointEvery: 2, checkpointDir: dir });
   t.equal(worstDifference(again.weights, first.weights), 0, 'the same run twice: the same bits');
   const resumed = await train({ ...cfg, resume: path.join(dir, 'checkpoint-000000002.tandem') });
   t.equal(

@@ -119,13 +119,16 @@ function registerTests() {
         ran('Conv2DBackpropInput', before.bi) > cases / 2 &&
         ran('Conv2DBackpropFilter', before.bf) > cases / 2 &&
         ran('FusedConv2D', before.fu) > cases / 2,
-      `most cases ran natively (Conv2D ${ran('Conv2D', before.f)}, backprop input ${ran('Conv2DBackpropInput', before.bi)}, filter ${ran('Conv2DBackpropFilter', before.bf)}, fused ${ran('FusedConv2D', before.fu)} of ${cases})`,
+      `most cases ran natively (Conv2D ${ran('Conv2D', before.f)}, backprop input ` +
+        `${ran('Conv2DBackpropInput', before.bi)}, filter ${ran('Conv2DBackpropFilter', before.bf)}, fused ` +
+        `${ran('FusedConv2D', before.fu)} of ${cases})`,
     );
     t.end();
   });
 
   t.test(
-    'DepthwiseConv2dNative and both of its backprops match stock on random shapes, channel multipliers, strides, paddings',
+    'DepthwiseConv2dNative and both of its backprops match stock on random shapes, channel multipliers, strides, ' +
+      'paddings',
     t => {
       const rand = prng(13);
       let cases = 0,

@@ -15,7 +15,10 @@ import { osThreads } from './fixtures/os-threads.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'tandem-sample-view-'));
 const PER = 4;
-/** A data module of 4-float samples (every element = the index) whose read writes `extra` floats past its sample when `overrun(index)`. */
+/**
+ * A data module of 4-float samples (every element = the index) whose read writes `extra` floats past its sample when
+ * `overrun(index)`.
+ */
 function overrunningModule(name: string, overrun: string, extra: number, how: 'index' | 'set' = 'index'): string {
   const file = path.join(dir, `${name}.mjs`);
   writeFileSync(
@@ -54,7 +57,8 @@ t.test(
 );
 
 t.test(
-  "the loader: a later overrun is dropped, the neighbours keep their values; an overrun on a shard's first read fails the load",
+  "the loader: a later overrun is dropped, the neighbours keep their values; an overrun on a shard's first read " +
+    'fails the load',
   async t => {
     const url = overrunningModule('odd', 'index % 2 === 1', 3);
     const inputs = new SharedArrayBuffer(4 * 4 * PER),

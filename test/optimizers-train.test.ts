@@ -81,8 +81,8 @@ for (const { opt } of OPTIMIZERS.slice(0, 4)) {
     });
     t.equal(resumed.firstStep, 3, 'continues at step 3');
     t.equal(bits(resumed), bits(full), '2 + 2 steps = 4 uninterrupted steps, bit for bit');
-    // tfjs's adadelta keeps its two accumulators equal (see tfjs-updates.ts), so its parameters cannot tell a lost state:
-    // the state at step 4 itself is compared too.
+    // tfjs's adadelta keeps its two accumulators equal (see optimizers/adadelta.ts), so its parameters cannot tell a
+    // lost state: the state at step 4 itself is compared too.
     const state = async (d: string) =>
       bits({ weights: (await readCheckpoint(checkpointPath(d, 4))).optimizerState.map(values => ({ values })) });
     t.equal(await state(again), await state(dir), 'the same optimizer state at step 4, bit for bit');

@@ -142,7 +142,8 @@ t.test(
     t.equal(readFileSync(trace, 'utf8'), '{"old": true}', 'trace.json keeps its old contents whole (atomic write)');
     t.same(readdirSync(full), ['trace.json'], 'no temporary left behind');
 
-    // A run whose --out has room for the probe and the lock but not the model: refused once the model is built, before step 1.
+    // A run whose --out has room for the probe and the lock but not the model: refused once the model is built, before
+    // step 1.
     const out = path.join(full, 'run');
     const events: string[] = []; // (a checkpoint holds the parameters and sgd's momentum: twice the model)
     await t.rejects(train({ ...tiny, out, checkpointEvery: 1 }, { onEvent: e => events.push(e.type) }), {

@@ -37,7 +37,8 @@ const packed = new Promise<string[]>((resolve, reject) =>
 );
 
 tap.test(
-  'the tarball holds the library, its types, the command, the native sources and install step, the README and the license',
+  'the tarball holds the library, its types, the command, the native sources and install step, the README and the ' +
+    'license',
   async t => {
     const files = new Set(await packed);
     const need = [
@@ -84,7 +85,8 @@ tap.test(
 );
 
 tap.test(
-  'every relative import and worker URL in the shipped code names a shipped file; every package it imports is a dependency',
+  'every relative import and worker URL in the shipped code names a shipped file; every package it imports is a ' +
+    'dependency',
   async t => {
     const files = new Set(await packed);
     const code = [...files].filter(f => f.startsWith('dist/src/') && (f.endsWith('.js') || f.endsWith('.d.ts')));
@@ -117,7 +119,8 @@ tap.test(
 );
 
 tap.test(
-  'a missing native addon says the command that builds it where this tandem is: npm rebuild tandem in a project that depends on it',
+  'a missing native addon says the command that builds it where this tandem is: npm rebuild tandem in a project ' +
+    'that depends on it',
   async t => {
     t.equal(rebuildCommand('/home/me/app/node_modules/tandem'), 'npm rebuild tandem', 'installed as a dependency');
     t.equal(

@@ -1,4 +1,5 @@
-// tandem's types as a TypeScript project that installed it sees them: a consumer importing 'tandem' (node_modules/tandem,
+// tandem's types as a TypeScript project that installed it sees them: a consumer importing 'tandem'
+// (node_modules/tandem,
 // resolved through package.json's `types`) type-checks under moduleResolution node16, nodenext and bundler, the
 // exported types are usable (TrainConfig, TrainSummary, startTraining's handle and its RxJS streams, a model and a
 // data factory) and none of them is `any`. The shipped .d.ts files use no name their packages mark deprecated: a
@@ -59,7 +60,9 @@ notAny<PreparedCommunicator['transfer'][number][number]>(transfer);
 notAny<Transport>(undefined as unknown as Transport);
 notAny<Parameters<typeof registerTransport>[0]>(undefined as unknown as Transport);
 const model: ModelFactory = (tf, { inputShape, classes }) =>
-  tf.sequential({ layers: [tf.layers.flatten({ inputShape }), tf.layers.dense({ units: classes, activation: 'softmax' })] });
+  tf.sequential({
+    layers: [tf.layers.flatten({ inputShape }), tf.layers.dense({ units: classes, activation: 'softmax' })],
+  });
 const data: DatasetFactory = ({ classes = 3 }): Dataset => ({ size: 10, sampleShape: [4, 4, 1], classes,
   read: (i: number, out: Float32Array) => { out.fill(i); return i % classes; } });
 console.log(wrong, model, data);
@@ -102,7 +105,8 @@ function compile(mode: 'node16' | 'nodenext' | 'bundler'): { program: ts.Program
 
 for (const mode of ['node16', 'nodenext', 'bundler'] as const) {
   tap.test(
-    `a TypeScript consumer (moduleResolution ${mode}) imports 'tandem': types resolve from the package, are usable, none is any`,
+    `a TypeScript consumer (moduleResolution ${mode}) imports 'tandem': types resolve from the package, are usable, ` +
+      `none is any`,
     async t => {
       const { program, errors } = compile(mode);
       t.same(errors, [], "no error in the consumer or in tandem's types");

@@ -8,7 +8,8 @@ import { compressibleShape } from '../src/pipeline/hooks/power-sgd.js';
 import type { BucketVariable } from '../src/pipeline/comm-hook.js';
 import { runCommHook } from './fixtures/run-comm-hook.js';
 
-// A dense kernel [48, 32] (compressed), its bias [32], a conv kernel [3, 3, 4, 16] = [36, 16] (compressed), a small [4, 3] (not).
+// A dense kernel [48, 32] (compressed), its bias [32], a conv kernel [3, 3, 4, 16] = [36, 16] (compressed), a small [4,
+// 3] (not).
 const VARIABLES: BucketVariable[] = [
   { name: 'dense/kernel', shape: [48, 32], offset: 0, size: 1536 },
   { name: 'dense/bias', shape: [32], offset: 1536, size: 32 },
@@ -20,7 +21,10 @@ const LENGTH = 2156;
 const sameBits = (a: Float32Array, b: Float32Array) =>
   Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(Buffer.from(b.buffer, b.byteOffset, b.byteLength));
 
-/** Rank `rank`'s gradient: each matrix u vᵀ with its own v per rank and a u shared by all (so the mean has rank 1 per `lowRank` term). */
+/**
+ * Rank `rank`'s gradient: each matrix u vᵀ with its own v per rank and a u shared by all (so the mean has rank 1 per
+ * `lowRank` term).
+ */
 function gradient(rank: number, step: number, lowRank: number): Float32Array {
   const g = new Float32Array(LENGTH);
   seededNormals(1000 + rank * 31 + step, g); // full rank, for the matrices that are not low-rank
@@ -49,7 +53,8 @@ t.test('which variables are compressed: matrices large enough for rank r to pay'
 
 // Without error feedback: with it, a step also delivers what earlier steps left (checked in the next test).
 t.test(
-  'a mean gradient of rank <= r comes back to ~1e-5 (warm start); the rest is the all-reduce, bit for bit; every rank the same bits',
+  'a mean gradient of rank <= r comes back to ~1e-5 (warm start); the rest is the all-reduce, bit for bit; every ' +
+    'rank the same bits',
   async t => {
     for (const ranks of [2, 3]) {
       const steps = 3;
@@ -83,7 +88,8 @@ t.test(
             }
             t.ok(
               err / scale < 5e-5,
-              `${ranks} ranks, step ${s + 1}, ${v.name}: rank-2 mean reconstructed (relative error ${(err / scale).toExponential(2)})`,
+              `${ranks} ranks, step ${s + 1}, ${v.name}: rank-2 mean reconstructed (relative error ` +
+                `${(err / scale).toExponential(2)})`,
             );
           } else {
             t.ok(sameBits(a, b), `${ranks} ranks, step ${s + 1}, ${v.name}: uncompressed, the all-reduce's bits`);
@@ -147,7 +153,8 @@ t.test(
     );
     t.ok(
       worst / scale < 1e-5,
-      `sum of the means + mean residual = mean of summed gradients (relative error ${(worst / scale).toExponential(2)})`,
+      `sum of the means + mean residual = mean of summed gradients (relative error ` +
+        `${(worst / scale).toExponential(2)})`,
     );
     t.ok(
       results.every(res => res.outputs.every((o, s) => sameBits(o, results[0].outputs[s]))),

@@ -58,7 +58,8 @@ t.test('priority exchange = sequential, bit for bit, on 2 and 3 devices', async 
   };
   for (const devices of [2, 3]) {
     const seq = await train({ ...mlp, devices, strategy: 'sequential' });
-    // Chunks of 997 floats: divide no group; per-layer has a group below one chunk (the output layer, 260) and groups above.
+    // Chunks of 997 floats: divide no group; per-layer has a group below one chunk (the output layer, 260) and groups
+    // above.
     // Both strategies on 2 devices, per-layer (both kinds of group) on 3 (the suite's time).
     for (const strategy of devices === 2 ? (['two-group', 'per-layer'] as const) : (['per-layer'] as const)) {
       const chunkFloats = 997;
@@ -121,8 +122,10 @@ function exchangeEnds(
 t.test(
   'EMULATED slow link, two-group: the conv group overtakes the FC group in flight (priority), never (ready order)',
   async t => {
-    // The FC group (~300k floats) in 19 chunks of 16k at 20 Mbit/s: ~480 ms of wire time; the conv group becomes ready during
-    // it. Step 1 is not judged: its backward compiles the kernels (the conv group may be ready only after the FC exchange).
+    // The FC group (~300k floats) in 19 chunks of 16k at 20 Mbit/s: ~480 ms of wire time; the conv group becomes ready
+    // during
+    // it. Step 1 is not judged: its backward compiles the kernels (the conv group may be ready only after the FC
+    // exchange).
     const cfg: TrainConfig = {
       ...base,
       backend: 'wasm',
@@ -151,13 +154,16 @@ t.test(
           t.ok(e.fcChunks > 1, `step ${e.step} device ${e.device}: the FC group went in ${e.fcChunks} chunks`);
           t.ok(
             e.fcStart < e.convStart && lead > 0,
-            `priority, step ${e.step} device ${e.device}: the FC exchange began ${(e.convStart - e.fcStart).toFixed(1)} ms ` +
-              `before the conv exchange, the conv exchange ended ${lead.toFixed(1)} ms before the FC exchange (overtaken in flight)`,
+            `priority, step ${e.step} device ${e.device}: the FC exchange began ` +
+              `${(e.convStart - e.fcStart).toFixed(1)} ms ` +
+              (`before the conv exchange, the conv exchange ended ${lead.toFixed(1)} ms before the FC exchange ` +
+                `(overtaken in flight)`),
           );
         } else {
           t.ok(
             lead < 0,
-            `ready order, step ${e.step} device ${e.device}: the conv exchange ended ${(-lead).toFixed(1)} ms after the FC exchange`,
+            `ready order, step ${e.step} device ${e.device}: the conv exchange ended ${(-lead).toFixed(1)} ms after ` +
+              `the FC exchange`,
           );
         }
       }

@@ -98,7 +98,8 @@ t.test(
       const sizes = Array.from({ length: 1 + Math.floor(r() * 5) }, () => 1 + Math.floor(r() * 50));
       const chunkFloats = 1 + Math.floor(r() * 20);
       const rngs = Array.from({ length: size }, (_, k) => random(1000 * trial + k));
-      const { logs, chunks } = await step(sizes, chunkFloats, size, rank => Math.floor(rngs[rank]() * 3)); // 0-2 more groups per look
+      // 0-2 more groups per look
+      const { logs, chunks } = await step(sizes, chunkFloats, size, rank => Math.floor(rngs[rank]() * 3));
       for (const log of logs.slice(1)) t.same(log, logs[0], `trial ${trial}: every rank the same sequence`);
       const exchanged = logs[0].filter(l => l.startsWith('chunk '));
       t.equal(

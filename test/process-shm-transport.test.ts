@@ -131,7 +131,8 @@ function firstDifference(got: Float32Array, want: Float32Array): string | undefi
 }
 
 t.test(
-  'the default across processes: shm when the rendezvous is loopback (one machine) and shm is built; otherwise as before',
+  'the default across processes: shm when the rendezvous is loopback (one machine) and shm is built; otherwise as ' +
+    'before',
   async t => {
     const all = () => true,
       noShm = (name: string) => name !== 'shm';
@@ -178,7 +179,8 @@ if (!shm.loaded) {
 } else if (glooAddonOrSkip()) {
   for (const size of [2, 3]) {
     t.test(
-      `${size} processes: every collective equals the reference loops and the gloo transport, bit for bit; no name left in /dev/shm`,
+      `${size} processes: every collective equals the reference loops and the gloo transport, bit for bit; no name ` +
+        `left in /dev/shm`,
       async t => {
         const { ranks, outDir, port } = await world(size, () => 'collectives');
         await Promise.all(ranks.map(r => r.line(l => l === 'done')));
@@ -203,7 +205,8 @@ if (!shm.loaded) {
   }
 
   t.test(
-    '3 processes, rank 2 killed with SIGKILL: ranks 0 and 1 fail at once (PEER_LOST, not the timeout) naming it; nothing in /dev/shm',
+    '3 processes, rank 2 killed with SIGKILL: ranks 0 and 1 fail at once (PEER_LOST, not the timeout) naming it; ' +
+      'nothing in /dev/shm',
     async t => {
       const { ranks, port } = await world(3, () => 'loop', { length: 50_000, chunkFloats: 4096, timeoutMs: 60_000 });
       await Promise.all(ranks.map(r => r.line(l => l === 'reduced')));

@@ -36,7 +36,8 @@ function verdictWhereMarginIsLarge(t: Assert, model: string, v: AlexNetVerdict, 
 }
 
 t.test(
-  '--strategy auto on functional resnet-mini: every layer profiled in topological order, as the layout orders them; trains',
+  '--strategy auto on functional resnet-mini: every layer profiled in topological order, as the layout orders them; ' +
+    'trains',
   async t => {
     const imageSize = [8, 8, 3];
     let choice: AutoChoice | undefined;
@@ -95,7 +96,8 @@ t.test(
 );
 
 t.test(
-  '--strategy auto on alexnet-mini: AlexNet-like with the FC layers first (where its margin is large), two-group at p among the candidates, the pick trained',
+  '--strategy auto on alexnet-mini: AlexNet-like with the FC layers first (where its margin is large), two-group at ' +
+    'p among the candidates, the pick trained',
   async t => {
     let choice: AutoChoice | undefined;
     const summary = await train(
@@ -122,7 +124,8 @@ t.test(
       const twoGroup = choice!.candidates.filter(c => c.strategy === 'two-group');
       t.ok(
         twoGroup.length > 0 && twoGroup.every(c => (c.splitLayer ?? 0) >= 2),
-        `two-group is a candidate, its FC group holds logits and fc1 (p = ${twoGroup[0]?.splitLayer} layers with parameters)`,
+        `two-group is a candidate, its FC group holds logits and fc1 (p = ${twoGroup[0]?.splitLayer} layers with ` +
+          `parameters)`,
       );
     }
     t.equal(
@@ -138,7 +141,8 @@ t.test(
     const cal = profile.calibration!;
     t.ok(
       cal.cpuMsPerStep! > 0 && cal.cpuMsPerStep! < 2 * availableParallelism() * cal.steadyStepMs,
-      `the calibration measured ${cal.cpuMsPerStep!.toFixed(1)} ms of process CPU per ${cal.steadyStepMs.toFixed(1)} ms step (fewer than the cores can give, with margin)`,
+      `the calibration measured ${cal.cpuMsPerStep!.toFixed(1)} ms of process CPU per ` +
+        `${cal.steadyStepMs.toFixed(1)} ms step (fewer than the cores can give, with margin)`,
     );
     t.equal(choice!.cpu.hostsOnMachine, 1, "one host: this machine's cores are its own");
     t.equal(summary.config.commHook, undefined, 'no comm hook without --comm-hook auto');

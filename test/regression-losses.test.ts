@@ -1,6 +1,7 @@
 // The regression losses tfjs offers besides mse (mae, huber, logcosh, msle, mape, poisson) train as mse does: a
 // model.json compiled with each trains with it (no `loss` given) on 2 devices (3 for mae) as one tfjs engine does on
-// the global batch (trainReference, loss given) and as tfjs's own model.fit compiled with that loss does; each loss's value, averaged over the devices' shards, is tfjs-layers'
+// the global batch (trainReference, loss given) and as tfjs's own model.fit compiled with that loss does; each loss's
+// value, averaged over the devices' shards, is tfjs-layers'
 // own on the global batch (model.evaluate; huber: tf.losses.huberLoss); a loss tandem does not train is refused with
 // the list of those it does, and a regression loss on class labels is refused.
 import t from 'tap';
@@ -48,7 +49,10 @@ const cases: {
   { kind: 'poisson', saved: 'poisson', layers: 'poisson', devices: 2, lr: 0.05 },
 ];
 
-/** A model.json of the positive regressor (saved from tfjs, weights beside it), and a copy of it compiled with `loss` (its trainingConfig). */
+/**
+ * A model.json of the positive regressor (saved from tfjs, weights beside it), and a copy of it compiled with `loss`
+ * (its trainingConfig).
+ */
 let saved: Promise<{ json: Record<string, unknown>; dir: string }> | undefined;
 async function compiledWith(loss: unknown): Promise<string> {
   saved ??= (async () => {
@@ -80,7 +84,8 @@ async function compiledWith(loss: unknown): Promise<string> {
 
 for (const c of cases) {
   t.test(
-    `${c.kind}: a model.json compiled with ${c.saved} trains with it; ${c.devices} devices = one engine on the global batch`,
+    `${c.kind}: a model.json compiled with ${c.saved} trains with it; ${c.devices} devices = one engine on the ` +
+      `global batch`,
     async t => {
       const cfg: TrainConfig = { ...base, model: await compiledWith(c.saved), lr: c.lr };
       t.equal((await resolveConfig(cfg)).loss, c.kind, `${c.saved} read from trainingConfig as ${c.kind}`);
@@ -148,7 +153,10 @@ function tandemLoss(kind: RegressionLossKind, devices: number): number {
   return sum / devices;
 }
 
-/** tfjs's loss on the global batch: tfjs-layers' own loss function (model.evaluate of an identity model compiled with it); huber: tfjs-core's. */
+/**
+ * tfjs's loss on the global batch: tfjs-layers' own loss function (model.evaluate of an identity model compiled with
+ * it); huber: tfjs-core's.
+ */
 function tfjsLoss(name: string | undefined): number {
   const y = tf.tensor2d(targets, [targets.length, 1]),
     p = tf.tensor2d(outputs, [outputs.length, 1]);

@@ -25,7 +25,10 @@ const tiny: TrainConfig = {
   backend: 'cpu',
 };
 
-/** A real second process holding the lock on `dir` (or, with 'exit', leaving it behind); resolves with its PID once it holds it. */
+/**
+ * A real second process holding the lock on `dir` (or, with 'exit', leaving it behind); resolves with its PID once it
+ * holds it.
+ */
 function lockInAnotherProcess(
   dir: string,
   mode: 'hold' | 'exit',

@@ -7,7 +7,8 @@ import { start, type RunEvent } from '../src/index.js';
 import { runNode } from './fixtures/cli-process.js';
 
 t.test(
-  'subscribers without an error callback and a device that fails: the process lives on, done rejects, the streams complete',
+  'subscribers without an error callback and a device that fails: the process lives on, done rejects, the streams ' +
+    'complete',
   async t => {
     const script = fileURLToPath(new URL('./fixtures/streams-without-error-handler.js', import.meta.url));
     const r = await runNode(script, [], { timeoutMs: 60_000 });

@@ -1,6 +1,7 @@
 // The optimizer a saved model.json was compiled with (trainingConfig.optimizer_config, src/optim/saved-optimizer.ts),
 // computed two ways: every tfjs optimizer's own getClassName()/getConfig() read back into a train config, and the tfjs
-// optimizer that config stands for gives the same getConfig() (a round trip through tandem's options); keras's spellings
+// optimizer that config stands for gives the same getConfig() (a round trip through tandem's options); keras's
+// spellings
 // (snake_case, RMSprop's rho, SGD's nesterov) land on the same options; what tandem does not apply (amsgrad, a legacy
 // learning-rate decay, Nadam) is refused naming the file. A run naming no optimizer trains with the saved one, the
 // run's own hyper-parameters over the saved ones; one naming an optimizer ignores it.

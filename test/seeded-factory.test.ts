@@ -14,7 +14,9 @@ const model = path.join(dir, 'unseeded.mjs');
 writeFileSync(
   model,
   `export default (tf, { inputShape, classes }) => tf.sequential({ layers: [
-  tf.layers.flatten({ inputShape }), tf.layers.dense({ units: 12, activation: 'relu' }), tf.layers.dense({ units: classes }) ] });`,
+  tf.layers.flatten({ inputShape }),
+  tf.layers.dense({ units: 12, activation: 'relu' }),
+  tf.layers.dense({ units: classes }) ] });`,
 );
 const cfg: TrainConfig = {
   model,

@@ -38,7 +38,8 @@ for (const [devices, optimizer, strategy] of CASES) {
       momentum: optimizer === 'sgd' ? 0.9 : undefined,
       strategy,
     };
-    const shard = await train({ ...cfg, localUpdate: 'shard', replicaCheckEvery: 1 }); // every step's replicas compared: a difference fails the run
+    // every step's replicas compared: a difference fails the run
+    const shard = await train({ ...cfg, localUpdate: 'shard', replicaCheckEvery: 1 });
     const replica = await train(cfg);
     t.equal(shard.config.localUpdate, 'shard', 'updated by shards');
     t.equal(replica.config.localUpdate, 'replica', 'the default updates per replica');

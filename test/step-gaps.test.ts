@@ -18,7 +18,8 @@ const span = (step: number, kind: Span['kind'], start: number, end: number, extr
 t.test('period, busy and gap per step', async t => {
   const spans: Span[] = [];
   for (let s = 1; s <= 4; s++) {
-    const t0 = 100 * s; // steps every 100 ms: load 2, forward 30, backward 60 (a group's 20 of it again), then an 8 ms gap
+    // steps every 100 ms: load 2, forward 30, backward 60 (a group's 20 of it again), then an 8 ms gap
+    const t0 = 100 * s;
     spans.push(
       span(s, 'load', t0, t0 + 2),
       span(s, 'forward', t0 + 2, t0 + 32),

@@ -12,7 +12,9 @@ import { TandemError } from '../src/errors.js';
 const HOSTS = 3;
 const PEER_WAIT_MS = 400;
 
-async function world(t: Pick<typeof import('tap').default, 'teardown'>): Promise<{ server: StoreServer; channels: HostChannel[] }> {
+async function world(
+  t: Pick<typeof import('tap').default, 'teardown'>,
+): Promise<{ server: StoreServer; channels: HostChannel[] }> {
   const server = await startStoreServer({ host: '127.0.0.1', port: 0 });
   const channels = await Promise.all(
     Array.from({ length: HOSTS }, (_, h) =>

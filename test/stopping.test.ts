@@ -22,7 +22,10 @@ const base: TrainConfig = {
 };
 const sameBits = (a: Float32Array, b: Float32Array) => a.length === b.length && a.every((v, i) => Object.is(v, b[i]));
 
-/** The checkpoint an uninterrupted run of `base` writes after 4 steps (every strategy gives the same bits: one run serves all). */
+/**
+ * The checkpoint an uninterrupted run of `base` writes after 4 steps (every strategy gives the same bits: one run
+ * serves all).
+ */
 let fourSteps: Promise<Checkpoint> | undefined;
 function reference(): Promise<Checkpoint> {
   const dir = tmp();
@@ -32,7 +35,12 @@ function reference(): Promise<Checkpoint> {
   return fourSteps;
 }
 
-function sameState(t: Pick<typeof t, 'equal' | 'ok'>, got: Checkpoint, want: Checkpoint, what: string): void {
+function sameState(
+  t: Pick<typeof import('tap').default, 'equal' | 'ok'>,
+  got: Checkpoint,
+  want: Checkpoint,
+  what: string,
+): void {
   t.equal(got.step, want.step, `${what}: step ${want.step}`);
   t.ok(sameBits(got.params, want.params), `${what}: the parameters of ${want.step} uninterrupted steps, bit for bit`);
   t.ok(
@@ -78,7 +86,8 @@ t.test(
   'stop() on a step whose update never completes: aborted after stopGraceMs, the half-applied step rolled back',
   async t => {
     const dir = tmp();
-    // Device 1's comm thread hangs before applying step 5's first group (two-group): device 0 applies that group, never the other.
+    // Device 1's comm thread hangs before applying step 5's first group (two-group): device 0 applies that group, never
+    // the other.
     const run = start({
       ...base,
       strategy: 'two-group',
@@ -93,7 +102,8 @@ t.test(
     run.events$.subscribe(e => {
       if (e.type === 'checkpoint') checkpoints.push(e.step);
     });
-    // Step 6 was posted while step 5 trained (its inputs loaded, no checkpoint due): the stop asked at step 5's metrics ends the run after step 6.
+    // Step 6 was posted while step 5 trained (its inputs loaded, no checkpoint due): the stop asked at step 5's metrics
+    // ends the run after step 6.
     run.metrics$.subscribe(m => {
       if (m.step === 5) run.stop();
     });

@@ -39,7 +39,9 @@ const fcThenBuckets: CustomStrategy = {
   },
 };
 
-/** Which (device, step) pairs lack one of the run's exchange spans: every group's exchange of every step is reported. */
+/**
+ * Which (device, step) pairs lack one of the run's exchange spans: every group's exchange of every step is reported.
+ */
 function missingExchanges(spans: Span[], devices: number, steps: number, groups: number): string[] {
   const missing: string[] = [];
   for (let device = 0; device < devices; device++) {
@@ -135,12 +137,14 @@ t.test(
           if (strategy === 'two-group')
             t.ok(
               lead > 0,
-              `two-group step ${step} device ${o.device}: FC exchange began ${lead.toFixed(1)} ms before conv backward ended`,
+              `two-group step ${step} device ${o.device}: FC exchange began ${lead.toFixed(1)} ms before conv ` +
+                `backward ended`,
             );
           else
             t.ok(
               lead <= 0,
-              `sequential step ${step} device ${o.device}: exchange began ${(-lead).toFixed(1)} ms after backward ended`,
+              `sequential step ${step} device ${o.device}: exchange began ${(-lead).toFixed(1)} ms after backward ` +
+                `ended`,
             );
         }
       }

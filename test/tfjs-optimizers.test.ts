@@ -1,8 +1,10 @@
 // The flat updates of rmsprop, adagrad, adamax and adadelta (and momentum by name) against tfjs's own optimizers,
 // computed two ways (micrograd style): one tensor, one tfjs optimizer's applyGradients, several steps, and the flat
 // loop on the same values. On tfjs's cpu backend the two give the same bits (sgd/momentum, whose loop is the native
-// addon's twin, within rounding); on the default backend (native when built) within float32 rounding (NaN = NaN: centered
-// rmsprop takes tfjs's sqrt(ms - (mg² + ε)), NaN where the variance is under ε). Then the config: tfjs's defaults, a hyper-parameter of another optimizer refused
+// addon's twin, within rounding); on the default backend (native when built) within float32 rounding (NaN = NaN:
+// centered
+// rmsprop takes tfjs's sqrt(ms - (mg² + ε)), NaN where the variance is under ε). Then the config: tfjs's defaults, a
+// hyper-parameter of another optimizer refused
 // with the flag and the fix (through the real `tandem` command), an unknown name listing the valid ones.
 import t from 'tap';
 import * as tf from '@tensorflow/tfjs';
@@ -93,7 +95,8 @@ for (const backend of ['cpu', defaultBackend()] as const) {
           t.equal(
             firstBits,
             -1,
-            `${name}: identical bits after every step${firstBits > 0 ? ` (first difference at step ${firstBits}, max ${maxDiff})` : ''}`,
+            `${name}: identical bits after every ` +
+              `step${firstBits > 0 ? ` (first difference at step ${firstBits}, max ${maxDiff})` : ''}`,
           );
         else
           t.ok(maxDiff < 1e-5, `${name}: max |tfjs - flat| over ${STEPS} steps = ${maxDiff.toExponential(2)} < 1e-5`);
@@ -124,7 +127,8 @@ t.test(
 );
 
 t.test(
-  "tfjs's adadelta scales by the accumulator before the step: its two accumulators stay equal, its update is the gradient",
+  "tfjs's adadelta scales by the accumulator before the step: its two accumulators stay equal, its update is the " +
+    'gradient',
   async t => {
     const config: OptimizerConfig = { kind: 'adadelta', lr: 0.5, rho: 0.9, epsilon: 1e-7 };
     const r = prng(3),
@@ -212,7 +216,8 @@ const runCli = (args: string[]) =>
   runTandem(['train', '--model', 'mlp', '--data', 'synthetic-images', '--steps', '1', '--quiet', ...args]);
 
 t.test(
-  'the CLI: a hyper-parameter of another optimizer is refused naming the flag and the fix; an unknown name lists the valid ones',
+  'the CLI: a hyper-parameter of another optimizer is refused naming the flag and the fix; an unknown name lists ' +
+    'the valid ones',
   async t => {
     const rho = await runCli(['--optimizer', 'rmsprop', '--rho', '0.8']);
     t.equal(rho.code, 1, '--rho with rmsprop: exit 1');

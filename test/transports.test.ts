@@ -15,7 +15,9 @@ import { loadShmAddon } from '../src/collectives/shm/shm-addon.js';
 const plugin = fileURLToPath(new URL('./fixtures/message-port-transport.js', import.meta.url));
 const pluginUrl = new URL('./fixtures/message-port-transport.js', import.meta.url).href;
 
-/** Every rank's slot of one buffer after `op` over `ranges`, through `transport` (registered slots for shared memory). */
+/**
+ * Every rank's slot of one buffer after `op` over `ranges`, through `transport` (registered slots for shared memory).
+ */
 async function collectiveRun(
   transport: string,
   size: number,
@@ -42,7 +44,8 @@ async function collectiveRun(
     (handle, rank) =>
       new Worker(
         new URL('./fixtures/collective-worker.js', import.meta.url),
-        // execArgv []: not tap's loader hooks (inherited otherwise), which make each worker's start several times slower.
+        // execArgv []: not tap's loader hooks (inherited otherwise), which make each worker's start several times
+        // slower.
         {
           workerData: { handle, data, length, ranges, op, plugins: [pluginUrl] },
           transferList: transfer[rank],
@@ -72,7 +75,10 @@ const rangesOf = (op: string): [number, number][] =>
         [1, 4],
         [4, 1031],
       ];
-/** The shared-memory transport's result of `op` on 3 ranks: run once, the reference of both the message-port and the shm tests. */
+/**
+ * The shared-memory transport's result of `op` on 3 ranks: run once, the reference of both the message-port and the shm
+ * tests.
+ */
 const sharedMemoryRuns = new Map<string, ReturnType<typeof collectiveRun>>();
 function sharedMemoryRun(op: string): ReturnType<typeof collectiveRun> {
   let run = sharedMemoryRuns.get(op);
@@ -150,7 +156,8 @@ t.test(
 );
 
 t.test(
-  "shm inside one process (its segment posted to worker threads) gives the shared-memory transport's bits; trains to the same parameters",
+  "shm inside one process (its segment posted to worker threads) gives the shared-memory transport's bits; trains " +
+    'to the same parameters',
   { skip: loadShmAddon().loaded ? false : 'the shm addon is not built' },
   async t => {
     for (const size of [3]) {

@@ -69,7 +69,8 @@ t.test('model.json and weights.bin: truncated, empty, {}, not a model, weights s
     { model: path.join(dir, 'truncated/model.json') },
     'BAD_MODEL',
     new RegExp(
-      `model ${named('truncated')}: expected a TensorFlow.js layers model .*found invalid JSON .*100 characters: truncated`,
+      `model ${named('truncated')}: expected a TensorFlow.js layers model .*found invalid JSON .*100 characters: ` +
+        `truncated`,
     ),
     'truncated model.json',
   );
@@ -112,7 +113,8 @@ t.test('model.json and weights.bin: truncated, empty, {}, not a model, weights s
     { model: path.join(dir, 'short/model.json') },
     'BAD_MODEL',
     new RegExp(
-      `model ${named('short')}: the weights \\(weights.bin\\) hold 40 bytes, but weightsManifest describes 2 weights of ${weights.length} bytes \\(truncated`,
+      `model ${named('short')}: the weights \\(weights.bin\\) hold 40 bytes, but weightsManifest describes 2 ` +
+        `weights of ${weights.length} bytes \\(truncated`,
     ),
     'weights.bin too short',
   );
@@ -127,7 +129,8 @@ t.test('model.json and weights.bin: truncated, empty, {}, not a model, weights s
 });
 
 t.test(
-  "model modules and plugins: a syntax error, a factory that throws (with tandem's context, the cause kept), no model returned",
+  "model modules and plugins: a syntax error, a factory that throws (with tandem's context, the cause kept), no " +
+    'model returned',
   async t => {
     const syntax = file('syntax-model.mjs', 'export default (tf) => {\n  return tf.sequential({ layers: [,, };\n};\n');
     await refused(

@@ -16,9 +16,11 @@ const dir = mkdtempSync(path.join(os.tmpdir(), 'tandem-user-paths-'));
 const base: TrainConfig = SMALL_RUN;
 
 t.test(
-  'an emulated link slower than the stall watchdog allows is refused before step 1 (it used to fail as STALLED, blaming the devices)',
+  'an emulated link slower than the stall watchdog allows is refused before step 1 (it used to fail as STALLED, ' +
+    'blaming the devices)',
   async t => {
-    const slow: TrainConfig = { ...base, link: '400kbps', stallTimeoutMs: 300 }; // mlp's gradients: about 1.3 s a step on it
+    // mlp's gradients: about 1.3 s a step on it
+    const slow: TrainConfig = { ...base, link: '400kbps', stallTimeoutMs: 300 };
     let message = '';
     await t.rejects(
       train(slow).catch((err: Error) => {
@@ -43,7 +45,8 @@ t.test(
 );
 
 t.test(
-  'a plugin that is not there is named by its flag, without a "builtin name" or a "plugins factory" (there are neither)',
+  'a plugin that is not there is named by its flag, without a "builtin name" or a "plugins factory" (there are ' +
+    'neither)',
   async t => {
     const before = osThreads();
     await t.rejects(train({ ...base, plugins: ['my-plugin'] }), {
@@ -90,7 +93,8 @@ t.test(
 );
 
 t.test(
-  "a run that checkpoints into a directory holding another run's checkpoints, without resuming from them, is warned (it replaced them silently)",
+  "a run that checkpoints into a directory holding another run's checkpoints, without resuming from them, is warned " +
+    '(it replaced them silently)',
   async t => {
     const ckpt = path.join(dir, 'two-runs');
     const warnings = async (config: TrainConfig) => {
@@ -112,7 +116,8 @@ t.test(
     t.match(
       second[0],
       new RegExp(
-        `^${ckpt} already holds 1 checkpoint\\(s\\) of an earlier run \\(step 2\\) and this run does not resume from them: ` +
+        `^${ckpt} already holds 1 checkpoint\\(s\\) of an earlier run \\(step 2\\) and this run does not resume ` +
+          `from them: ` +
           'its checkpoints of the same steps replace them.*give --resume .*another --checkpoint-dir',
       ),
     );
@@ -137,7 +142,8 @@ t.test(
 );
 
 t.test(
-  "abort() before the run has started anything (two stop signals during auto's profiling): done rejects and no thread is left (the run used to start its threads after the abort, and the process never ended)",
+  "abort() before the run has started anything (two stop signals during auto's profiling): done rejects and no " +
+    'thread is left (the run used to start its threads after the abort, and the process never ended)',
   async t => {
     const before = osThreads();
     for (const config of [

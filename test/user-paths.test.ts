@@ -148,7 +148,8 @@ t.test("tandem trace: a file that is not tandem's trace is named with the event 
 });
 
 t.test(
-  'no tfjs greeting telling the user to install tfjs-node (--backend cpu devices, a model file checked on the main thread)',
+  'no tfjs greeting telling the user to install tfjs-node (--backend cpu devices, a model file checked on the main ' +
+    'thread)',
   async t => {
     const saved = path.join(dir, 'saved');
     await train({ ...base, out: saved });

@@ -3,7 +3,8 @@
 // parameters of the cpu engine's run within 1e-5 (alexnet-mini, and a BatchNormalization ResNet-style model); a
 // gradient group's exchange starts before backward ends (gradients are handed over as each asynchronous read
 // returns); resume from a checkpoint is exact; a NaN loss is caught before any gradient is handed over; without
-// an adapter `--backend webgpu` fails before any thread starts and says what is missing. Skips when Dawn finds no adapter, unless TANDEM_REQUIRE_WEBGPU=1 (then it fails).
+// an adapter `--backend webgpu` fails before any thread starts and says what is missing. Skips when Dawn finds no
+// adapter, unless TANDEM_REQUIRE_WEBGPU=1 (then it fails).
 import t from 'tap';
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync } from 'node:fs';
@@ -99,7 +100,8 @@ t.test(
   async t => {
     // Gradients are read asynchronously; each group is handed to the comm thread as its reads return, while the device
     // still computes the rest of backward. 16x16 images: the conv layers' backward on llvmpipe (~0.4-0.8 s measured)
-    // outlasts the comm thread's wake-up and the thread's own walk of the tape even on a busy machine (at 12x12: once -9 ms).
+    // outlasts the comm thread's wake-up and the thread's own walk of the tape even on a busy machine (at 12x12: once
+    // -9 ms).
     const spans: Span[] = [];
     const handle = startTraining({
       ...base,
@@ -122,7 +124,8 @@ t.test(
         );
         t.ok(
           firstExchange < backwardEnd,
-          `step ${step} device ${device}: first exchange began ${(backwardEnd - firstExchange).toFixed(1)} ms before backward ended`,
+          `step ${step} device ${device}: first exchange began ${(backwardEnd - firstExchange).toFixed(1)} ms ` +
+            `before backward ended`,
         );
       }
     }
@@ -168,7 +171,8 @@ t.test(
   'a NaN loss on webgpu: stops the run before any gradient is handed over, or skips the step (skip-step)',
   { skip },
   async t => {
-    // The loss is read asynchronously, ahead of every gradient: the decision is made before any gradient is handed over.
+    // The loss is read asynchronously, ahead of every gradient: the decision is made before any gradient is handed
+    // over.
     const cfg: TrainConfig = {
       model: 'mlp',
       data: 'synthetic-images',

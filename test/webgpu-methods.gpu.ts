@@ -1,7 +1,9 @@
 // What reads inside forward and backward, on the webgpu engine (every read awaited): local-head (method B) and
 // partial-fc train on 2 webgpu devices to the cpu engine's result on 2 devices within 1e-5 — the extractor, and the
-// full classifier assembled from the devices' heads, and resume from a checkpoint is exact, heads included; the profiler times every layer with awaited reads on the wall
-// clock, and `--strategy auto` trains what it picks to the cpu reference within 1e-5. Tiny models and few steps (in CI the adapter is llvmpipe, software
+// full classifier assembled from the devices' heads, and resume from a checkpoint is exact, heads included; the
+// profiler times every layer with awaited reads on the wall
+// clock, and `--strategy auto` trains what it picks to the cpu reference within 1e-5. Tiny models and few steps (in CI
+// the adapter is llvmpipe, software
 // Vulkan). Skips when Dawn finds no adapter, unless TANDEM_REQUIRE_WEBGPU=1 (then it fails).
 import t from 'tap';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -65,7 +67,8 @@ for (const [method, extra] of [
       t.same(
         tensors[2],
         tensors[1],
-        `no tensor leaks from step to step on the device threads (${tensors[1].join(', ')} tensors after steps 2 and 3)`,
+        `no tensor leaks from step to step on the device threads (${tensors[1].join(', ')} tensors after steps 2 ` +
+          `and 3)`,
       );
       t.same(gpu.classifier!.localClasses, [3, 2], 'heads of 3 and 2 labels');
       const dExtractor = maxAbs(extractor(gpu), extractor(cpu));
@@ -100,7 +103,8 @@ for (const [method, extra] of [
 }
 
 t.test(
-  '--strategy auto on 2 webgpu devices: every layer profiled on the wall clock with awaited reads; the pick trains to the cpu reference',
+  '--strategy auto on 2 webgpu devices: every layer profiled on the wall clock with awaited reads; the pick trains ' +
+    'to the cpu reference',
   { skip },
   async t => {
     const cfg: TrainConfig = {

@@ -1,5 +1,6 @@
 // The Node flags of tandem's worker threads: TANDEM_WORKER_EXEC_ARGV replaces the process's (a JSON array) and drops
-// NODE_OPTIONS from the worker's environment, unset keeps both; a bad value is refused with the variable's name; a real device thread starts with the flags given.
+// NODE_OPTIONS from the worker's environment, unset keeps both; a bad value is refused with the variable's name; a real
+// device thread starts with the flags given.
 import t from 'tap';
 import { Worker } from 'node:worker_threads';
 import { workerExecArgv, workerFlags, WORKER_EXEC_ARGV_ENV } from '../src/actors/worker-exec-argv.js';

@@ -61,7 +61,8 @@ async function trainAtSmallHeap(
 }
 
 t.test(
-  "a device's compute thread at its heap limit (a model too large, a leak): OUT_OF_MEMORY naming the device and thread, with the fixes",
+  "a device's compute thread at its heap limit (a model too large, a leak): OUT_OF_MEMORY naming the device and " +
+    'thread, with the fixes',
   async t => {
     const { code, failed, stderr } = await trainAtSmallHeap([
       '--model',

@@ -4,9 +4,11 @@
  * `priority`, chunk by chunk in the order of pipeline/priority-schedule.ts),
  * it waits (Atomics) for the compute side's hand-off, then runs the group through the comm half of the
  * gradient pipeline — all-reduce mean of its gradients through the run's
- * transport (or the run's communication hook in its place), the emulated link if any, the optimizer update of this device's
+ * transport (or the run's communication hook in its place), the emulated link if any, the optimizer update of this
+ * device's
  * parameters in shared memory, publish "applied". With `localUpdate: 'shard'` (one process's devices): a reduce-scatter
- * in place of the all-reduce, and the update of this device's shard written into every replica of the process. Step 0 is the start: device
+ * in place of the all-reduce, and the update of this device's shard written into every replica of the process. Step 0
+ * is the start: device
  * 0's initial parameters are broadcast to every replica.
  */
 import { parentPort } from 'node:worker_threads';
@@ -98,7 +100,8 @@ async function exchangeSteps(
     if (!control.waitGradsReady(device, g, 0, `device ${device}'s compute thread to build its model`)) return;
   }
   await collective.broadcast(params[device], 0, 0, buffers.total); // not counted: `wire` measures the gradient exchange
-  if (buffers.stateTotal > 0) await collective.broadcast(modelStateSlots(buffers)[device], 0, 0, buffers.stateTotal); // non-trainable weights too
+  // non-trainable weights too
+  if (buffers.stateTotal > 0) await collective.broadcast(modelStateSlots(buffers)[device], 0, 0, buffers.stateTotal);
   // Parameters in place: as if step firstStep-1 had just been applied (0, or a resumed checkpoint's step).
   for (let g = 0; g < groups.length; g++) control.markApplied(device, g, msg.firstStep - 1);
 

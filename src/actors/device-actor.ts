@@ -85,7 +85,8 @@ export class DeviceActor {
 
   startComm(msg: ToComm, transfer: Transferable[] = []): void {
     this.comm = this.spawn('comm-worker.js', 'comm', m => {
-      // Its exit is the end of its work: after 'stopped', or after an error it reported (the error is the cause, not the exit).
+      // Its exit is the end of its work: after 'stopped', or after an error it reported (the error is the cause, not
+      // the exit).
       if ((m as FromComm).type === 'stopped' || (m as FromComm).type === 'error') this.commDone = true;
       this.events.onComm(m as FromComm);
     });

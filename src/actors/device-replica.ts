@@ -16,7 +16,6 @@ import { getEngine } from '../engine/engine-registry.js';
 import { buildTrainingModel } from '../model/resolve-model.js';
 import { readFlat, readFlatAsync, writeFlat } from '../model/flat-weights.js';
 import { seedRandomLayers } from '../model/seeded-random-layers.js';
-
 import { layoutParameters, type ParameterGroup, type ParameterLayout } from '../model/parameter-layout.js';
 import { inputSlotIndex, INPUT_SLOTS } from '../data/shard-loader.js';
 import { completeGroups } from '../pipeline/operators/complete-groups.js';
@@ -65,7 +64,9 @@ export class DeviceReplica {
   private groupBackwardStart = 0;
   /** batchNorm 'local': the moving statistics averaged over the devices after every step. */
   private averagedState?: LayerVariable[];
-  /** This step's forward, in pieces between the group waits that blocked: where the current piece began, and the ms waited. */
+  /**
+   * This step's forward, in pieces between the group waits that blocked: where the current piece began, ms waited.
+   */
   private forwardFrom = 0;
   private forwardWaitedMs = 0;
   /** The engine's `dataSync()` works; false: every read is `await data()` (webgpu). */
@@ -265,7 +266,7 @@ export class DeviceReplica {
 
   async snapshot(step: number): Promise<void> {
     const { method, model } = this.needAttached();
-    // The non-trainable weights are the same on every device at a checkpoint: the first device of the process sends them.
+    // The non-trainable weights are the same on every device at a checkpoint: the process's first device sends them
     const state =
       this.local !== 0 ? undefined : this.syncReads ? readState(model) : await readFlatAsync(model.nonTrainableWeights);
     this.send({ type: 'headSnapshot', device: this.rank, step, head: method.snapshot(), state });
@@ -295,7 +296,8 @@ export class DeviceReplica {
     this.forwardWaitedMs = 0;
     this.enter('forward');
     random.at(cfg.seed, this.rank, s);
-    const copy = <T extends Float32Array | Int32Array>(a: T): T => (this.syncReads ? a : (a.slice() as T)); // slice: a plain ArrayBuffer
+    // slice: a plain ArrayBuffer
+    const copy = <T extends Float32Array | Int32Array>(a: T): T => (this.syncReads ? a : (a.slice() as T));
     const xs = tf.tensor(copy(x), [cfg.perDevice, ...cfg.sampleShape], 'float32');
     const ys = targets
       ? tf.tensor(copy(targets), [cfg.perDevice], 'float32')
@@ -379,7 +381,7 @@ export class DeviceReplica {
     const artifacts = exportModel ? await modelArtifacts(tf, model) : undefined;
     const worldHeads = method.worldHeads?.();
     this.enter('done');
-    if (collective && !this.control.aborted) await collective.barrier(); // as the comm thread: no close while a peer still reads
+    if (collective && !this.control.aborted) await collective.barrier(); // as comm: no close while a peer reads
     collective?.close();
     const state = this.syncReads ? readState(model) : await readFlatAsync(model.nonTrainableWeights);
     this.send(

@@ -93,8 +93,10 @@ export async function readyOrder(x: ExchangeLoop): Promise<void> {
 }
 
 /**
- * Priority order (pipeline/priority-schedule.ts): groups in chunks; between chunks the highest-priority group every rank
- * has ready goes first. The agreement runs on the plain collective (not counted on `wire`: it is control, one float per rank).
+ * Priority order (pipeline/priority-schedule.ts): groups in chunks; between chunks the highest-priority group every
+ * rank
+ * has ready goes first. The agreement runs on the plain collective (not counted on `wire`: it is control, one float per
+ * rank).
  */
 export async function priorityOrder(x: ExchangeLoop, collective: Collective, chunkFloats: number): Promise<void> {
   const { msg } = x;

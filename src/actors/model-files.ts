@@ -1,4 +1,7 @@
-/** Writes a model in the TensorFlow.js layers format (model.json + one weights file); src/model/file-model-handler.ts reads it. */
+/**
+ * Writes a model in the TensorFlow.js layers format (model.json + one weights file); src/model/file-model-handler.ts
+ * reads it.
+ */
 import path from 'node:path';
 import type { ModelArtifactsData } from './protocol.js';
 import { writeFileAtomically } from '../output/atomic-write.js';

@@ -35,7 +35,10 @@ export interface ModelArtifactsData {
   weightData: ArrayBuffer;
 }
 
-/** Which device a thread is: its index in this process (control words, shared slots) and its global rank (names, data, labels). */
+/**
+ * Which device a thread is: its index in this process (control words, shared slots) and its global rank (names, data,
+ * labels).
+ */
 export interface DeviceIdentity {
   local: number;
   rank: number;
@@ -52,7 +55,10 @@ export type ToCompute =
 
 // compute thread -> main (`device` is the global rank)
 export type FromCompute =
-  /** `weights`: trainable (the shared layout); `state`: the non-trainable weights (model order); BatchNormalization layers by name. */
+  /**
+   * `weights`: trainable (the shared layout); `state`: the non-trainable weights (model order); BatchNormalization
+   * layers by name.
+   */
   /** engineDevice: the accelerator its engine opened (webgpu: the GPU adapter), when it runs on one. */
   | {
       type: 'built';
@@ -76,7 +82,10 @@ export type FromCompute =
       numTensors: number;
       spans: Span[];
       nonFinite?: string;
-      /** The step's loss on this device when it was not finite: nothing (onNan 'error') or NaN (skip-step) was handed over. */
+      /**
+       * The step's loss on this device when it was not finite: nothing (onNan 'error') or NaN (skip-step) was handed
+       * over.
+       */
       nonFiniteLoss?: number;
     }
   | { type: 'headSnapshot'; device: number; step: number; head?: HeadState; state?: Float32Array }
@@ -118,7 +127,10 @@ export type ToComm = {
   collective: RankHandle;
   /** The first step to train (1, or the step after a resumed checkpoint's). */
   firstStep: number;
-  /** With a communication hook: this rank's hook state from the resumed checkpoint (`source`), and whether to share it for checkpoints. */
+  /**
+   * With a communication hook: this rank's hook state from the resumed checkpoint (`source`), and whether to share it
+   * for checkpoints.
+   */
   hookState?: { restore?: RankHookState; source?: string; share: boolean };
 };
 

@@ -13,7 +13,10 @@ export interface SharedBuffers extends InputBuffers {
   params: SharedArrayBuffer;
   grads: SharedArrayBuffer;
   optimizerState: SharedArrayBuffer;
-  /** The model's non-trainable weights (BatchNormalization's moving statistics, frozen layers), model order: device 0's reach every replica at step 0. */
+  /**
+   * The model's non-trainable weights (BatchNormalization's moving statistics, frozen layers), model order: device 0's
+   * reach every replica at step 0.
+   */
   modelState: SharedArrayBuffer;
   /** Floats per device slot of modelState. */
   stateTotal: number;

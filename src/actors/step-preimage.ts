@@ -21,7 +21,10 @@ export class StepPreimage {
   private readonly params: Float32Array;
   private readonly state: Float32Array[];
 
-  /** A buffer for `groupCount` groups of a layout of `total` floats with `stateSlots` optimizer vectors; every mark NONE. */
+  /**
+   * A buffer for `groupCount` groups of a layout of `total` floats with `stateSlots` optimizer vectors; every mark
+   * NONE.
+   */
   static allocate(groupCount: number, total: number, stateSlots: number): SharedArrayBuffer {
     const buffer = allocateShared(
       StepPreimage.byteLength(groupCount, total, stateSlots),
@@ -45,7 +48,8 @@ export class StepPreimage {
   }
 
   /**
-   * Comm thread, before applying `step`'s update of `group` ([start, end)) of `groupCount`: keep the values it will overwrite.
+   * Comm thread, before applying `step`'s update of `group` ([start, end)) of `groupCount`: keep the values it will
+   * overwrite.
    * `everyGroup`: copy the last group too (priority exchange: any group may be the one that completes the step).
    */
   save(

@@ -19,8 +19,10 @@ export function outOfMemoryWords(thread: string): string {
   const limitMib = Math.round(getHeapStatistics().heap_size_limit / 2 ** 20);
   const larger = Math.ceil((limitMib * 2) / 256) * 256;
   return (
-    `${thread} ran out of memory (its JavaScript heap reached V8's limit, about ${limitMib} MiB per thread in this process): ` +
-    "a smaller --batch or fewer --devices per process uses less memory; or raise the limit with node's --max-old-space-size (MiB), " +
+    `${thread} ran out of memory (its JavaScript heap reached V8's limit, about ${limitMib} MiB per thread in this ` +
+    `process): ` +
+    ("a smaller --batch or fewer --devices per process uses less memory; or raise the limit with node's " +
+      '--max-old-space-size (MiB), ') +
     `e.g. NODE_OPTIONS=--max-old-space-size=${larger} tandem …`
   );
 }

@@ -28,7 +28,10 @@ export interface HeadState {
   state: Float32Array[][];
 }
 
-/** The run's communication hook (name, options) and every rank's state of it: ranks[rank][group] = the hook's state arrays. */
+/**
+ * The run's communication hook (name, options) and every rank's state of it: ranks[rank][group] = the hook's state
+ * arrays.
+ */
 export interface HookCheckpoint {
   name: string;
   options: object;
@@ -56,7 +59,8 @@ export interface Checkpoint {
 
 /**
  * A checkpoint file's bytes and where they were read (`source`: a file, or host 0's file sent over the network);
- * `skipped`: newer checkpoints of its directory that did not read back whole, each with its problem (see newestWholeCheckpoint).
+ * `skipped`: newer checkpoints of its directory that did not read back whole, each with its problem (see
+ * newestWholeCheckpoint).
  */
 export interface CheckpointBytes {
   source: string;
@@ -104,7 +108,10 @@ export function decodeCheckpoint(bytes: Uint8Array, file: string): Checkpoint {
   return packr.unpack(checked.payload) as Checkpoint;
 }
 
-/** Why a checkpoint's bytes do not read back whole, in a few words (`truncated (2100 of 4201 bytes)`), what likely made it so, and the fix when not RESUME_EARLIER. */
+/**
+ * Why a checkpoint's bytes do not read back whole, in a few words (`truncated (2100 of 4201 bytes)`), what likely made
+ * it so, and the fix when not RESUME_EARLIER.
+ */
 interface Unreadable {
   problem: string;
   advice: string;
@@ -189,7 +196,9 @@ function framedSize(bytes: Uint8Array): number | undefined {
   }
 }
 
-/** msgpack headers whose value's length follows in 1, 2 or 4 bytes: [that size, the ext type's byte (1) or none (0)]. */
+/**
+ * msgpack headers whose value's length follows in 1, 2 or 4 bytes: [that size, the ext type's byte (1) or none (0)].
+ */
 const SIZED: Record<number, [1 | 2 | 4, number]> = {
   0xc4: [1, 0],
   0xc5: [2, 0],

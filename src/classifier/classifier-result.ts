@@ -19,7 +19,10 @@ export interface ClassifierSummary {
   localClasses: number[];
   /** Classifier parameter bytes each device holds. */
   classifierBytesPerDevice: number[];
-  /** Bytes each device put through collectives per step: the shared (extractor) parameters, plus partial-fc's features and statistics. */
+  /**
+   * Bytes each device put through collectives per step: the shared (extractor) parameters, plus partial-fc's features
+   * and statistics.
+   */
   exchangedBytesPerStep: number;
   /** The shared-layout variables the collectives carried (never a head: heads are not in the shared layout). */
   carriedVariables: string[];
@@ -121,7 +124,9 @@ export async function evaluateHeldOut(request: EvaluateRequest): Promise<Extract
   );
 }
 
-/** extractor + a dense layer over all C classes (a cosine head as normalised centres: same argmax), as TF.js artifacts. */
+/**
+ * extractor + a dense layer over all C classes (a cosine head as normalised centres: same argmax), as TF.js artifacts.
+ */
 async function fullClassifierArtifacts(
   extractor: ModelArtifactsData,
   w: Float32Array,

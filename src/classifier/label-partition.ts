@@ -79,7 +79,8 @@ export class LabelPartition {
         if (seen[label] !== -1)
           throw new TandemError(
             'BAD_CONFIG',
-            `partition: label ${label} is owned by device ${seen[label]} and device ${d}; every class must be owned exactly once`,
+            `partition: label ${label} is owned by device ${seen[label]} and device ${d}; every class must be owned ` +
+              `exactly once`,
           );
         seen[label] = d;
       }

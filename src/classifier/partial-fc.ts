@@ -46,7 +46,10 @@ export interface PartialFcContext {
 }
 
 export interface PartialFcResult {
-  /** sum(embedding * dL/dembedding * devices): its gradient is this device's share of the extractor gradient, ready for an all-reduce mean. */
+  /**
+   * sum(embedding * dL/dembedding * devices): its gradient is this device's share of the extractor gradient, ready for
+   * an all-reduce mean.
+   */
   surrogate: Tensor;
   /** The global mean loss (the same on every device). */
   loss: number;
@@ -88,7 +91,10 @@ export function sampledClasses(
   return Int32Array.from(out);
 }
 
-/** What the host part of a step leaves: the embedding's gradient rows (already times `devices`), the loss, the head's gradients. */
+/**
+ * What the host part of a step leaves: the embedding's gradient rows (already times `devices`), the loss, the head's
+ * gradients.
+ */
 interface HostPart {
   dy: Float32Array;
   loss: number;
@@ -191,6 +197,7 @@ function* hostPart(ctx: PartialFcContext, embedding: Tensor): Generator<Tensor, 
     gradB[c] = dbData[j];
     for (let r = 0; r < E; r++) gradW[r * ctx.localClasses + c] = dWData[r * K + j];
   });
-  for (let k = 0; k < mySlice.length; k++) mySlice[k] *= devices; // the pipeline averages; the global loss needs the sum
+  // the pipeline averages; the global loss needs the sum
+  for (let k = 0; k < mySlice.length; k++) mySlice[k] *= devices;
   return { dy: mySlice, loss: lossSum / B, correct, headGrads: [gradW, gradB] };
 }

@@ -33,10 +33,13 @@ export function autoEvent(c: AutoChoice): Record<string, unknown> {
   };
 }
 
-/** What `auto` prints beside its event's line (the reason: the link, the profile, the top candidates): the flags it set. */
+/**
+ * What `auto` prints beside its event's line (the reason: the link, the profile, the top candidates): the flags it set.
+ */
 export function autoLines(c: AutoChoice): string[] {
   return [
-    `auto: runs --strategy ${c.strategy}${c.splitLayer ? ` --split-layer ${c.splitLayer}` : ''} --forward-wait ${c.forwardWait} ` +
-      `--exchange-order ${c.exchangeOrder}${c.chunkFloats ? ` --chunk-floats ${c.chunkFloats}` : ''}${c.commHook ? ` --comm-hook ${c.commHook}` : ''}: predicted ${c.predictedMs.toFixed(1)} ms/step`,
+    `auto: runs --strategy ${c.strategy}${c.splitLayer ? ` --split-layer ${c.splitLayer}` : ''} --forward-wait ` +
+      `${c.forwardWait} --exchange-order ${c.exchangeOrder}${c.chunkFloats ? ` --chunk-floats ${c.chunkFloats}` : ''}` +
+      `${c.commHook ? ` --comm-hook ${c.commHook}` : ''}: predicted ${c.predictedMs.toFixed(1)} ms/step`,
   ];
 }

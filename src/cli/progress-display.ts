@@ -44,13 +44,15 @@ export class ProgressDisplay {
     switch (e.type) {
       case 'started':
         console.log(
-          `training on ${e.devices} device(s), ${e.backend}, ${e.method}, strategy ${e.strategy}, steps ${e.firstStep}..${e.steps}`,
+          `training on ${e.devices} device(s), ${e.backend}, ${e.method}, strategy ${e.strategy}, steps ` +
+            `${e.firstStep}..${e.steps}`,
         );
         this.stepsPerEpoch = e.stepsPerEpoch;
         return;
       case 'auto':
         console.log(
-          `auto: picked ${e.strategy}${e.splitLayer ? ` (p = ${e.splitLayer} layers with parameters)` : ''}: ${e.reason}`,
+          `auto: picked ${e.strategy}${e.splitLayer ? ` (p = ${e.splitLayer} layers with parameters)` : ''}: ` +
+            `${e.reason}`,
         );
         return;
       case 'ready':
@@ -63,11 +65,11 @@ export class ProgressDisplay {
       case 'checkpoint':
         this.line(`checkpoint: ${e.path}`);
         return;
-      case 'warning': // step 0: before training
-        this.line(
-          `warning${e.host !== undefined && e.host !== this.mode.host ? ` (host ${e.host})` : ''}${e.step > 0 ? ` at step ${e.step}` : ''}: ${e.message}`,
-        );
+      case 'warning': {
+        const host = e.host !== undefined && e.host !== this.mode.host ? ` (host ${e.host})` : '';
+        this.line(`warning${host}${e.step > 0 ? ` at step ${e.step}` : ''}: ${e.message}`); // step 0: before training
         return;
+      }
       case 'stopped':
         this.line(`stopped after step ${e.step}`);
         return;
@@ -98,7 +100,9 @@ export class ProgressDisplay {
     const inEpoch = m.step - this.epochStart + 1;
     const overlap = overlapShare(this.recent.filter(s => s.step === m.step - 1));
     const acc = Number.isNaN(m.accuracy) ? '' : `  acc ${(m.accuracy * 100).toFixed(1)}%`; // regression has no accuracy
-    const text = `loss ${m.loss.toFixed(4)}${acc}  ${m.samplesPerSecond.toFixed(0)} samples/s  overlap ${(overlap * 100).toFixed(0)}%`;
+    const text =
+      `loss ${m.loss.toFixed(4)}${acc}  ${m.samplesPerSecond.toFixed(0)} samples/s  overlap ` +
+      `${(overlap * 100).toFixed(0)}%`;
     this.recent = this.recent.filter(s => s.step >= m.step - 1);
     if (this.mode.tty) {
       const width = 24,

@@ -66,7 +66,8 @@ function readTrace(file: string): ChromeTrace {
     if (problem) {
       throw new TandemError(
         'BAD_CONFIG',
-        `tandem trace ${file}: traceEvents[${i}] ${problem}; expected the events of a trace written by tandem's --trace or --out ` +
+        `tandem trace ${file}: traceEvents[${i}] ${problem}; expected the events of a trace written by tandem's ` +
+          `--trace or --out ` +
           '({ ph, name, ts, dur, pid, tid, args: { step } })',
       );
     }
@@ -74,17 +75,26 @@ function readTrace(file: string): ChromeTrace {
   return trace as ChromeTrace;
 }
 
-/** What is wrong with one trace event, else undefined. Events other than complete ones ('X') are not drawn; only their shape matters. */
+/**
+ * What is wrong with one trace event, else undefined. Events other than complete ones ('X') are not drawn; only their
+ * shape matters.
+ */
 function eventProblem(e: unknown): string | undefined {
   if (e === null || typeof e !== 'object' || Array.isArray(e))
-    return `is ${e === null ? 'null' : Array.isArray(e) ? 'an array' : `${typeof e} ${JSON.stringify(e)}`}, not an event object`;
+    return (
+      `is ${e === null ? 'null' : Array.isArray(e) ? 'an array' : `${typeof e} ${JSON.stringify(e)}`}, not an ` +
+      `event object`
+    );
   const ev = e as Record<string, unknown>;
   if (ev.ph !== 'X') return undefined;
   const name = typeof ev.name === 'string' ? `("${ev.name}") ` : '';
   for (const key of ['ts', 'dur', 'pid', 'tid'] as const) {
     const v = ev[key];
     if (typeof v !== 'number' || !Number.isFinite(v) || (key === 'dur' && v < 0)) {
-      return `${name}has ${key} ${JSON.stringify(v) ?? 'missing'}, where a ${key === 'dur' ? 'non-negative ' : ''}number is needed`;
+      return (
+        `${name}has ${key} ${JSON.stringify(v) ?? 'missing'}, where a ` +
+        `${key === 'dur' ? 'non-negative ' : ''}number is needed`
+      );
     }
   }
   const args = ev.args as Record<string, unknown> | undefined;
@@ -124,7 +134,8 @@ export async function traceCommand(args: string[]): Promise<number> {
   if (spans.length > 0 && selection.spans.length === 0) {
     throw new TandemError(
       'BAD_CONFIG',
-      `tandem trace ${file}: no span in the steps asked for; the trace holds steps ${selection.runFirst}-${selection.runLast}`,
+      `tandem trace ${file}: no span in the steps asked for; the trace holds steps ` +
+        `${selection.runFirst}-${selection.runLast}`,
     );
   }
   const pictures = [
@@ -133,7 +144,9 @@ export async function traceCommand(args: string[]): Promise<number> {
   ].flatMap(([flag, p]) => (p ? [{ kind: 'file' as const, path: p, label: `${flag} ${p}` }] : []));
   await prepareOutputPlaces(pictures);
   const title = `tandem timeline: ${file}`,
-    drawn = `${drawnSpans(selection.spans).length} spans drawn, ${selection.first === undefined ? 'no steps' : stepsText(selection.first, selection.last!)}`;
+    drawn =
+      `${drawnSpans(selection.spans).length} spans drawn, ` +
+      `${selection.first === undefined ? 'no steps' : stepsText(selection.first, selection.last!)}`;
   if (values.svg) {
     await writeFileAtomically(values.svg, timelineSvg(spans, title, { steps }));
     console.log(`svg: ${values.svg} (${drawn})`);

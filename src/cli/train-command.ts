@@ -25,7 +25,10 @@ function withHostFields(config: TrainConfig, hosts: HostFields): TrainConfig {
   return out;
 }
 
-/** What this process's devices run on, in one line (every device on the same adapter: once), e.g. `GPU process 1: webgpu on nvidia-h200 (…)`. */
+/**
+ * What this process's devices run on, in one line (every device on the same adapter: once), e.g. `GPU process 1: webgpu
+ * on nvidia-h200 (…)`.
+ */
 function engineDeviceLine(config: TrainConfig, backend: string, devices: EngineDevice[]): string {
   const who =
     (config.hosts ?? 1) > 1
@@ -41,7 +44,8 @@ function engineDeviceLine(config: TrainConfig, backend: string, devices: EngineD
  * What `tandem train ARGS` checks before it starts anything (flags, the config, then the places it writes: created,
  * probed, and their run lock taken and given back); `tandem launch` runs it on host 0's command line before it starts
  * a process, so a bad flag, an `--out` that cannot be written or one another run holds fails there, once, with the
- * message and code train would give, instead of in every process after they all started. `notice`: a stale lock taken over.
+ * message and code train would give, instead of in every process after they all started. `notice`: a stale lock taken
+ * over.
  */
 export async function checkTrainArgs(args: string[], notice: (message: string) => void): Promise<void> {
   await loadCliPlugins(args);

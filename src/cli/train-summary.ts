@@ -13,7 +13,8 @@ export function printSummary(summary: Summary, json: boolean, verbose: boolean):
   if (json) console.log(JSON.stringify({ event: 'summary', ...rest }));
   else if (topology.process > 0 && !verbose) {
     console.log(
-      `${describeProcess(topology, topology.process)} of ${topology.processes} done: ${summary.steps} steps, replica checksum ${summary.replicaChecksum} ` +
+      `${describeProcess(topology, topology.process)} of ${topology.processes} done: ${summary.steps} steps, ` +
+        `replica checksum ${summary.replicaChecksum} ` +
         `(${describeProcess(topology, 0)} shows the world and writes the outputs)`,
     );
   } else printFullSummary(summary);
@@ -23,22 +24,27 @@ function printFullSummary(summary: Summary): void {
   const { topology } = summary.config;
   console.log(
     `done: ${summary.steps} steps on ${summary.config.devices} device(s) (${summary.config.backend}), ` +
-      `final loss ${summary.finalLoss.toFixed(4)}, ${Number.isNaN(summary.finalAccuracy) ? '' : `batch accuracy ${(summary.finalAccuracy * 100).toFixed(1)}%, `}` + // regression: no accuracy
+      `final loss ${summary.finalLoss.toFixed(4)}, ` +
+      // regression: no accuracy
+      (Number.isNaN(summary.finalAccuracy) ? '' : `batch accuracy ${(summary.finalAccuracy * 100).toFixed(1)}%, `) +
       `${summary.samplesPerSecond.toFixed(0)} samples/s`,
   );
   if (topology.processes > 1)
     console.log(
-      `${describeProcess(topology, topology.process)} of ${topology.processes}: replica checksum ${summary.replicaChecksum}` +
+      `${describeProcess(topology, topology.process)} of ${topology.processes}: replica checksum ` +
+        `${summary.replicaChecksum}` +
         `${topology.process === 0 ? '' : ` (${describeProcess(topology, 0)} writes the outputs)`}`,
     );
   if (summary.link) console.log(`link: EMULATED ${summary.link.label} (exchange held to that link's speed)`);
   console.log(
     `strategy: ${summary.strategy.name} (${summary.strategy.groups.length} exchange group(s)); ` +
-      `mean step ${summary.meanStepMs.toFixed(1)} ms, compute ${summary.timings.meanComputeMs.toFixed(1)} ms, exchange ${summary.timings.meanExchangeMs.toFixed(1)} ms per group`,
+      (`mean step ${summary.meanStepMs.toFixed(1)} ms, compute ${summary.timings.meanComputeMs.toFixed(1)} ms, ` +
+        `exchange ${summary.timings.meanExchangeMs.toFixed(1)} ms per group`),
   );
   for (const sk of summary.skippedUpdates)
     console.warn(
-      `warning: step ${sk.step}, group ${sk.group}: update skipped, non-finite gradient (first: ${sk.variable ?? 'unknown'})`,
+      `warning: step ${sk.step}, group ${sk.group}: update skipped, non-finite gradient (first: ` +
+        `${sk.variable ?? 'unknown'})`,
     );
   if (summary.heldOut)
     console.log(
@@ -56,14 +62,16 @@ function printClassifier(summary: Summary): void {
   const cl = summary.classifier;
   if (!cl) return;
   console.log(
-    `${cl.method}: ${cl.classes} classes as ${cl.localClasses.join(' + ')} per device; classifier bytes per device ${cl.classifierBytesPerDevice.join(', ')}; ` +
+    `${cl.method}: ${cl.classes} classes as ${cl.localClasses.join(' + ')} per device; classifier bytes per device ` +
+      `${cl.classifierBytesPerDevice.join(', ')}; ` +
       `exchanged per step ${(cl.exchangedBytesPerStep / 2 ** 20).toFixed(2)} MiB`,
   );
   if (cl.heldOut)
     console.log(
       `held-out (${cl.heldOut.samples} samples): nearest class-centre accuracy ${
         cl.heldOut.centreAccuracy === undefined
-          ? 'n/a (no odd-numbered held-out sample of a class with a centre: hold out more samples, --held-out, --eval-samples)'
+          ? 'n/a (no odd-numbered held-out sample of a class with a centre: hold out more samples, --held-out, ' +
+            '--eval-samples)'
           : `${(cl.heldOut.centreAccuracy * 100).toFixed(1)}% (${cl.heldOut.centreProbes} probes)`
       }, ` + `full-classifier accuracy ${((cl.heldOut.classifierAccuracy ?? 0) * 100).toFixed(1)}%`,
     );

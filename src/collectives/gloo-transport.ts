@@ -72,10 +72,16 @@ export type GlooAllReduceAlgorithm = 'shards' | 'pipelined';
 export const GLOO_DEFAULT_ALGORITHM: GlooAllReduceAlgorithm = 'pipelined';
 /** The pipelined algorithm's smallest chunk (256 KiB). */
 export const GLOO_PIPELINE_CHUNK_FLOATS = 1 << 16;
-/** Chunks a large buffer is cut in: more cost CPU per byte (a wake-up and ~4 messages each; on loopback 23 MB in chunks of 64K floats took 1.7x as long as in 1M-float ones), fewer pipeline less. */
+/**
+ * Chunks a large buffer is cut in: more cost CPU per byte (a wake-up and ~4 messages each; on loopback 23 MB in chunks
+ * of 64K floats took 1.7x as long as in 1M-float ones), fewer pipeline less.
+ */
 export const GLOO_PIPELINE_CHUNKS = 16;
 
-/** The pipelined algorithm's chunk for a buffer of `floats`: 1/GLOO_PIPELINE_CHUNKS of it, at least GLOO_PIPELINE_CHUNK_FLOATS. */
+/**
+ * The pipelined algorithm's chunk for a buffer of `floats`: 1/GLOO_PIPELINE_CHUNKS of it, at least
+ * GLOO_PIPELINE_CHUNK_FLOATS.
+ */
 export function pipelineChunkFloats(floats: number): number {
   return Math.max(GLOO_PIPELINE_CHUNK_FLOATS, Math.ceil(floats / GLOO_PIPELINE_CHUNKS));
 }
@@ -95,7 +101,8 @@ let communicators = 0;
 export const GLOO_TRANSPORT: Transport = {
   name: 'gloo',
   description:
-    'Gloo over TCP (libgloo-dev): ranks reach each other at network addresses, 127.0.0.1 inside one process; rank-ordered sums',
+    'Gloo over TCP (libgloo-dev): ranks reach each other at network addresses, 127.0.0.1 inside one process; ' +
+    'rank-ordered sums',
   blocking: true,
   async prepare(spec: CommunicatorSpec): Promise<PreparedCommunicator> {
     if (spec.world) return worldHandles(spec, spec.world);
@@ -307,7 +314,8 @@ export class GlooCollective implements Collective {
     if (!this.open)
       throw new TandemError(
         'ABORTED',
-        `gloo ${this.naming.self(this.rank)}: the communicator is closed (a previous operation failed or it was closed)`,
+        `gloo ${this.naming.self(this.rank)}: the communicator is closed (a previous operation failed or it was ` +
+          `closed)`,
       );
     if (this.env.isAborted()) throw new TandemError('ABORTED', 'run aborted by another thread');
     this.env.heartbeat?.();

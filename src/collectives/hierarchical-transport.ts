@@ -71,7 +71,8 @@ export const HIERARCHICAL_CHUNK_FLOATS = 1 << 17;
 export const HIERARCHICAL_TRANSPORT: Transport = {
   name: 'hierarchical',
   description:
-    "several hosts: shared memory inside a host, Gloo between the hosts' devices of the same local index; the flat rank-ordered bits",
+    "several hosts: shared memory inside a host, Gloo between the hosts' devices of the same local index; the flat " +
+    'rank-ordered bits',
   blocking: true,
   prepare(spec: CommunicatorSpec): PreparedCommunicator | Promise<PreparedCommunicator> {
     const world = spec.world;
@@ -132,7 +133,10 @@ export function chainTicks(hosts: number, chunks: number): number {
   return chunks === 0 ? 0 : chunks + 2 * hosts - 3;
 }
 
-/** Every message of tick t (host h sends its prefix of chunk t-h; finals hop H-1 → 0 → … → H-2 one host per tick), forward ones first. */
+/**
+ * Every message of tick t (host h sends its prefix of chunk t-h; finals hop H-1 → 0 → … → H-2 one host per tick),
+ * forward ones first.
+ */
 export function tickMessages(hosts: number, chunks: number, t: number): ChainMessage[] {
   const out: ChainMessage[] = [];
   for (let h = 0; h < hosts - 1; h++) {
@@ -270,7 +274,8 @@ export class HierarchicalCollective implements Collective {
         outCounts[m.from] += b - a;
       }
       this.cross.allToAllV(
-        `the other hosts' partial results (hierarchical all-reduce ${op}, tick ${t + 1} of ${chainTicks(hosts, chunks)})`,
+        `the other hosts' partial results (hierarchical all-reduce ${op}, tick ${t + 1} of ` +
+          `${chainTicks(hosts, chunks)})`,
         this.sendBuf.subarray(0, sent),
         inCounts,
         this.recvBuf.subarray(0, got),
@@ -327,7 +332,10 @@ export class HierarchicalCollective implements Collective {
   }
 }
 
-/** acc[0, b-a) = op over (acc, when `carried`, then) every slot's [a, b), in slot order, rounding to float32 at every step. */
+/**
+ * acc[0, b-a) = op over (acc, when `carried`, then) every slot's [a, b), in slot order, rounding to float32 at every
+ * step.
+ */
 function accumulate(acc: Float32Array, slots: SlotSet, a: number, b: number, op: ReduceOp, carried: boolean): void {
   const len = b - a;
   if (!carried) acc.set(slots[0].subarray(a, b));

@@ -37,7 +37,10 @@ import { meetOnSegment, privateSegment, SHM_SETUP_TIMEOUT_MS, type MetSegment } 
 /** The staging areas' bytes, all ranks together (a container's /dev/shm is often 64 MiB). */
 export const SHM_STAGING_BYTES = 32 << 20;
 
-/** Floats per rank per staging area: the largest piece one round moves (4 MiB for up to 4 ranks, less beyond, at least 256 KiB). */
+/**
+ * Floats per rank per staging area: the largest piece one round moves (4 MiB for up to 4 ranks, less beyond, at least
+ * 256 KiB).
+ */
 export function shmChunkFloats(ranks: number): number {
   return Math.max(1 << 16, Math.min(1 << 20, 2 ** Math.floor(Math.log2(SHM_STAGING_BYTES / (2 * ranks * 4)))));
 }
@@ -57,7 +60,8 @@ export const SHM_TRANSPORT_NAME = 'shm';
 export const PROCESS_SHM_TRANSPORT: Transport = {
   name: SHM_TRANSPORT_NAME,
   description:
-    'processes of one machine (and their threads) through one POSIX shared-memory segment with futex barriers; rank-ordered sums',
+    'processes of one machine (and their threads) through one POSIX shared-memory segment with futex barriers; ' +
+    'rank-ordered sums',
   blocking: true,
   prepare: (spec: CommunicatorSpec) => prepareShm(spec),
   open(handle: RankHandle, env: CollectiveEnv): Collective {
@@ -65,7 +69,10 @@ export const PROCESS_SHM_TRANSPORT: Transport = {
   },
 };
 
-/** Benches' and tests' settings: the staging piece (default `shmChunkFloats`), the processes' meeting timeout (default SHM_SETUP_TIMEOUT_MS). */
+/**
+ * Benches' and tests' settings: the staging piece (default `shmChunkFloats`), the processes' meeting timeout (default
+ * SHM_SETUP_TIMEOUT_MS).
+ */
 export interface ShmTuning {
   chunkFloats?: number;
   setupTimeoutMs?: number;
@@ -154,7 +161,10 @@ export class ProcessShmCollective implements Collective {
     this.open = false;
   }
 
-  /** One operation: refused once closed or failed, ABORTED when the run aborted; a failure marks the segment for the peers. */
+  /**
+   * One operation: refused once closed or failed, ABORTED when the run aborted; a failure marks the segment for the
+   * peers.
+   */
   private run(operation: () => void): void {
     if (!this.open)
       throw new TandemError(

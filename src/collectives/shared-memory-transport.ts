@@ -227,7 +227,10 @@ export class SharedMemoryCollective implements Collective {
   }
 }
 
-/** Every rank's copy of `buf` when `buf` lies in rank `rank`'s slot of one of the registered buffers of `size` slots, else undefined. */
+/**
+ * Every rank's copy of `buf` when `buf` lies in rank `rank`'s slot of one of the registered buffers of `size` slots,
+ * else undefined.
+ */
 export function peerSlotsOf(
   registered: readonly SlotBuffer[],
   rank: number,

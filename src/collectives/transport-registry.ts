@@ -16,11 +16,17 @@ import { PROCESS_SHM_TRANSPORT } from './process-shm-transport.js';
 import { SHM_HOW_TO, loadShmAddon } from './shm/shm-addon.js';
 import { REBUILD_COMMAND } from '../addon-load.js';
 
-/** Gloo and the hierarchical transport (shared memory + Gloo) are built in when the Gloo addon loaded (built at install when libgloo-dev is there). */
+/**
+ * Gloo and the hierarchical transport (shared memory + Gloo) are built in when the Gloo addon loaded (built at install
+ * when libgloo-dev is there).
+ */
 const gloo = loadGlooAddon();
 const GLOO_BASED = [GLOO_TRANSPORT, HIERARCHICAL_TRANSPORT];
 
-/** The shm transport (processes of one machine through POSIX shared memory) is built in when the shm addon loaded (built at install on Linux). */
+/**
+ * The shm transport (processes of one machine through POSIX shared memory) is built in when the shm addon loaded (built
+ * at install on Linux).
+ */
 const shm = loadShmAddon();
 
 const transports = new NamedRegistry<Transport>(

@@ -33,5 +33,8 @@ export function smallerBatch(trainSize: number, devices: number, heldOut: number
   const fewer = heldOut > 0 ? ', or hold out fewer (--held-out)' : '';
   if (trainSize < devices)
     return `every device needs at least one sample per step: use more data, or fewer than ${devices} devices${fewer}`;
-  return `give a batch of at most ${trainSize - (trainSize % devices)} (a multiple of the ${devices} device(s))${fewer}, or use more data`;
+  return (
+    `give a batch of at most ${trainSize - (trainSize % devices)} (a multiple of the ${devices} ` +
+    `device(s))${fewer}, or use more data`
+  );
 }

@@ -23,7 +23,8 @@ export async function checkModuleModelShapes(
       throw new TandemError(
         'SHAPE_MISMATCH',
         `model '${modelSource}' has ${model.inputs.length} inputs and ${model.outputs.length} outputs; tandem trains ` +
-          "models with one input (the data's sample) and one output (the loss's). Concatenate inputs in the data module, or train each output as its own model",
+          ("models with one input (the data's sample) and one output (the loss's). Concatenate inputs in the data " +
+            'module, or train each output as its own model'),
       );
     }
     const input = model.inputs[0].shape.slice(1);
@@ -32,14 +33,16 @@ export async function checkModuleModelShapes(
     if (!fits) {
       throw new TandemError(
         'SHAPE_MISMATCH',
-        `model '${modelSource}' takes inputs of shape [${input.join(', ')}] but data '${dataSource}' gives [${sampleShape.join(', ')}]`,
+        `model '${modelSource}' takes inputs of shape [${input.join(', ')}] but data '${dataSource}' gives ` +
+          `[${sampleShape.join(', ')}]`,
       );
     }
     const binary = classes === 2 && output[0] === 1; // one score (sigmoid or logit) for two classes
     if (isRegressionLoss(loss) && (output.length !== 1 || output[0] !== 1)) {
       throw new TandemError(
         'SHAPE_MISMATCH',
-        `model '${modelSource}' outputs shape [${output.join(', ')}]; loss ${loss} trains one output against one float target per sample`,
+        `model '${modelSource}' outputs shape [${output.join(', ')}]; loss ${loss} trains one output against one ` +
+          `float target per sample`,
       );
     }
     if (!isRegressionLoss(loss) && (output.length !== 1 || (output[0] !== classes && !binary))) {

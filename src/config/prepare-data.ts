@@ -1,4 +1,6 @@
-/** The prepare phase's data part: the dataset's spec and size (a data module imported and probed), the held-out split. */
+/**
+ * The prepare phase's data part: the dataset's spec and size (a data module imported and probed), the held-out split.
+ */
 import { TandemError } from '../errors.js';
 import { bad, shown } from '../config-checks.js';
 import type { TrainConfig } from '../config-types.js';

@@ -26,7 +26,8 @@ export function resolveLoss(
   if (isRegressionLoss(loss) && (BUILTIN_DATASETS as readonly string[]).includes(dataSource)) {
     bad(
       'loss',
-      `${loss} (regression) needs float targets: a data module whose read(index, out, offset) returns the target; '${dataSource}' has class labels`,
+      `${loss} (regression) needs float targets: a data module whose read(index, out, offset) returns the target; ` +
+        `'${dataSource}' has class labels`,
     );
   }
   if (loss === 'binary' && classes !== 2)

@@ -36,7 +36,8 @@ export function optimizerOf(config: TrainConfig, source: string, savedOptimizerC
     if (!(err instanceof SavedOptimizerProblem)) throw err;
     bad(
       'optimizer',
-      `${sourcePath(source)} was compiled with ${err.message}: give optimizer (--optimizer) to train with one tandem has`,
+      `${sourcePath(source)} was compiled with ${err.message}: give optimizer (--optimizer) to train with one ` +
+        `tandem has`,
     );
   }
   if (!saved) return resolveOptimizer(config);
@@ -49,7 +50,8 @@ export function optimizerOf(config: TrainConfig, source: string, savedOptimizerC
     if (!(err instanceof TandemError)) throw err;
     throw new TandemError(
       err.code,
-      `${err.message} (${saved.optimizer}: the optimizer ${sourcePath(source)} was compiled with; give optimizer (--optimizer) to choose another)`,
+      `${err.message} (${saved.optimizer}: the optimizer ${sourcePath(source)} was compiled with; give optimizer ` +
+        `(--optimizer) to choose another)`,
     );
   }
 }

@@ -37,7 +37,10 @@ export function checkedDataset(ds: unknown, file: string): Dataset {
   return d as Dataset;
 }
 
-/** Reads sample 0 as a loader would, on this thread: a read that throws, writes past its sample or returns no number is named before any thread starts. Returns its label (or target). */
+/**
+ * Reads sample 0 as a loader would, on this thread: a read that throws, writes past its sample or returns no number is
+ * named before any thread starts. Returns its label (or target).
+ */
 export function probeFirstSample(ds: Dataset, source: string): number {
   const reader = new SampleReader(ds, source);
   const label = reader.read(0, new Float32Array(reader.sampleFloats), 0);
@@ -76,8 +79,10 @@ export function checkLabelAgrees(ds: Dataset, index: number, read: number, sourc
   throw new TandemError(
     'BAD_DATA',
     `dataset ${sourcePath(source)}: label(${index}) returned ${found(given)}, ` +
-      `but read(${index}, out, offset) returned ${found(read)}; label(index) must return the label read returns for the same sample ` +
-      '(method local-head assigns samples to devices by label() without reading them); fix label(), or leave it out and tandem reads the samples',
+      (`but read(${index}, out, offset) returned ${found(read)}; label(index) must return the label read returns for ` +
+        `the same sample `) +
+      ('(method local-head assigns samples to devices by label() without reading them); fix label(), or leave it out ' +
+        'and tandem reads the samples'),
   );
 }
 
@@ -96,8 +101,10 @@ export function checkOptionsHonoured(
   const refuse = (option: keyof typeof FLAGS, field: string, given: string, got: string): never => {
     throw new TandemError(
       'BAD_CONFIG',
-      `${FLAGS[option]} ${given} (config.${option}) was given, but data module ${file} returned a dataset with ${field} ${got}: ` +
-        `its factory does not use options.${field === 'sampleShape' ? 'imageShape' : field}. Leave ${FLAGS[option]} out (the dataset gives its own), ` +
+      `${FLAGS[option]} ${given} (config.${option}) was given, but data module ${file} returned a dataset with ` +
+        `${field} ${got}: ` +
+        (`its factory does not use options.${field === 'sampleShape' ? 'imageShape' : field}. Leave ${FLAGS[option]} ` +
+          `out (the dataset gives its own), `) +
         'or have the factory build what it is asked for',
     );
   };

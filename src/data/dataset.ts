@@ -17,7 +17,10 @@ export interface Dataset {
   label?(index: number): number;
 }
 
-/** The label of every sample in [0, count), cheaply where the dataset can; each a class of the dataset, else BAD_DATA naming the sample (`source`: its path). */
+/**
+ * The label of every sample in [0, count), cheaply where the dataset can; each a class of the dataset, else BAD_DATA
+ * naming the sample (`source`: its path).
+ */
 export function labelsOf(ds: Dataset, count: number, source: string): Int32Array {
   const out = new Int32Array(count);
   const scratch = ds.label ? undefined : new Float32Array(sampleSize(ds.sampleShape));

@@ -25,7 +25,8 @@ export async function importUserModule(url: string, kind: UserModuleKind): Promi
     const where = err instanceof SyntaxError ? syntaxErrorLocation(file) : '';
     throw new TandemError(
       CODES[kind],
-      `${kind} module ${file} cannot be loaded: ${err instanceof Error ? `${err.name}: ${err.message}` : String(err)}${where}`,
+      `${kind} module ${file} cannot be loaded: ` +
+        `${err instanceof Error ? `${err.name}: ${err.message}` : String(err)}${where}`,
       undefined,
       { cause: err },
     );
@@ -52,15 +53,22 @@ export function defaultExportProblem(mod: Record<string, unknown>): string | und
     const functions = Object.keys(mod).filter(k => typeof mod[k] === 'function');
     return functions.length === 0
       ? 'no default export'
-      : `no default export, only named exports (${functions.join(', ')}): make the factory the default, e.g. export default ${functions[0]}`;
+      : `no default export, only named exports (${functions.join(', ')}): make the factory the default, e.g. export ` +
+          `default ${functions[0]}`;
   }
   if (typeof d === 'function') {
     if (!/^class\b/.test(Function.prototype.toString.call(d))) return undefined;
     const name = d.name || 'TheClass';
-    return `a class (${name}), which tandem cannot call without new: export a factory that builds it, e.g. export default (options) => new ${name}(options)`;
+    return (
+      `a class (${name}), which tandem cannot call without new: export a factory that builds it, e.g. export ` +
+      `default (options) => new ${name}(options)`
+    );
   }
   if (typeof d === 'object' && d !== null) {
-    return "a default export of type object: export a function that returns it, e.g. export default () => theObject (tandem calls it with the run's options, seed included)";
+    return (
+      'a default export of type object: export a function that returns it, e.g. export default () => theObject ' +
+      "(tandem calls it with the run's options, seed included)"
+    );
   }
   return `a default export of type ${typeof d}`;
 }

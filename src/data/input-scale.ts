@@ -19,12 +19,15 @@ import { sourcePath } from '../source-path.js';
 
 /** The largest |input| of a normalised image, with room for outliers (see above). */
 export const IMAGE_INPUT_LIMIT = 10;
-/** How many samples of the first batch are read for the hint: enough to see past a black image, few enough to be quick. */
+/**
+ * How many samples of the first batch are read for the hint: enough to see past a black image, few enough to be quick.
+ */
 export const SCALE_PROBE_SAMPLES = 64;
 
 /**
  * The warning for `indices` (the first batch's first samples) of data module `source`, or undefined when its inputs
- * look normalised or are not image-shaped. A read that throws or returns garbage is skipped here: the loaders report it.
+ * look normalised or are not image-shaped. A read that throws or returns garbage is skipped here: the loaders report
+ * it.
  */
 export function inputScaleWarning(ds: Dataset, indices: ArrayLike<number>, source: string): string | undefined {
   if (ds.sampleShape.length < 2) return undefined;
@@ -50,7 +53,8 @@ export function inputScaleWarning(ds: Dataset, indices: ArrayLike<number>, sourc
   if (largest <= IMAGE_INPUT_LIMIT) return undefined;
   const bytes = largest <= 255 ? ' (a 0–255 scale: raw pixel bytes?)' : '';
   return (
-    `data module ${sourcePath(source)}: image inputs reach ${largest} (sample ${at}, of the ${n} first-batch samples read)${bytes}; ` +
+    `data module ${sourcePath(source)}: image inputs reach ${largest} (sample ${at}, of the ${n} first-batch ` +
+    `samples read)${bytes}; ` +
     `images usually train on about [0, 1] (or standardised), and at this scale training usually diverges or crawls: ` +
     `divide by 255 in read (out[i] = byte / 255), or standardise; if the scale is intended, ignore this warning`
   );

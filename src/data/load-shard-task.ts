@@ -1,6 +1,7 @@
 /**
  * Piscina task (worker side): reads the samples of one device's shard into the
- * shared input and label buffers, each through a view of exactly that sample. Checks what can only be checked at loading:
+ * shared input and label buffers, each through a view of exactly that sample. Checks what can only be checked at
+ * loading:
  * labels in range (and, through the reader, every input written and finite), naming the sample index.
  */
 import { TandemError, serializeError, type SerializedError } from '../errors.js';

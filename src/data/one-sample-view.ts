@@ -50,7 +50,8 @@ export class SampleReader {
       if (err instanceof TandemError) throw err;
       throw new TandemError(
         'BAD_DATA',
-        `dataset ${this.source}: read(${index}, out, 0) threw ${err instanceof Error ? `${err.name}: ${err.message}` : String(err)} ` +
+        `dataset ${this.source}: read(${index}, out, 0) threw ` +
+          `${err instanceof Error ? `${err.name}: ${err.message}` : String(err)} ` +
           `(out is a view of exactly one sample: ${this.sampleFloats} floats from offset 0)`,
         undefined,
         { cause: err },
@@ -71,8 +72,10 @@ export class SampleReader {
         throw new TandemError(
           'BAD_DATA',
           `dataset ${this.source}: read(${index}, out, 0) left out[${k === last ? k : `${k}..${last}`}] unwritten: ` +
-            `a sample is ${view.length} values (sampleShape [${this.ds.sampleShape.join(', ')}]) and read must write every one, zeros included (out is not cleared beforehand); ` +
-            "a sample of fewer values would train on whatever the buffer held (make every sample sampleShape's size, or pad it)",
+            (`a sample is ${view.length} values (sampleShape [${this.ds.sampleShape.join(', ')}]) and read must ` +
+              `write every one, zeros included (out is not cleared beforehand); `) +
+            ("a sample of fewer values would train on whatever the buffer held (make every sample sampleShape's " +
+              'size, or pad it)'),
         );
       }
       throw new TandemError(
@@ -98,7 +101,8 @@ function watchedView(view: Float32Array, index: number, source: string): Float32
       if (outsideElement(key, target.length)) {
         throw new TandemError(
           'BAD_DATA',
-          `dataset ${source}: read(${index}, out, 0) wrote out[${String(key)}], past its sample: out holds exactly one sample ` +
+          `dataset ${source}: read(${index}, out, 0) wrote out[${String(key)}], past its sample: out holds exactly ` +
+            `one sample ` +
             `(${target.length} floats from offset 0), and a write past it would overwrite another sample`,
         );
       }

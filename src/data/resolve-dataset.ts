@@ -25,9 +25,12 @@ export function resolveModuleUrl(source: string, what: 'model' | 'data' | 'plugi
     throw new TandemError(
       'MODULE_NOT_FOUND',
       what === 'plugins'
-        ? `--plugin ${source}: no such file (${file}). Give the path of an ES module that registers a transport, method or engine ` +
-            '(a plugin is loaded from its file: there are no builtin plugin names, and a package is given by its file path)'
-        : `--${what} ${source}: no such file (${file}). Give a builtin name or a path to an ES module whose default export is the ${what} factory.`,
+        ? `--plugin ${source}: no such file (${file}). Give the path of an ES module that registers a transport, ` +
+            `method or engine ` +
+            ('(a plugin is loaded from its file: there are no builtin plugin names, and a package is given by its ' +
+              'file path)')
+        : `--${what} ${source}: no such file (${file}). Give a builtin name or a path to an ES module whose default ` +
+            `export is the ${what} factory.`,
     );
   }
   return pathToFileURL(file).href;
@@ -39,7 +42,8 @@ export async function loadDefaultExport<T>(url: string, what: 'model' | 'data'):
   if (problem) {
     throw new TandemError(
       userModuleErrorCode(what),
-      `${what} module ${fileURLToPath(url)}: expected a default export function (export default (…) => …), found ${problem}`,
+      `${what} module ${fileURLToPath(url)}: expected a default export function (export default (…) => …), found ` +
+        `${problem}`,
     );
   }
   return mod.default as T;
@@ -83,7 +87,10 @@ const DATA_MODULE =
   'a dataset is an ES module (.mjs, or .js) whose default export is ({ seed, classes, imageShape, size }) => ' +
   'Dataset { size, sampleShape, classes, read(index, out, offset) → label } (README, "Training")';
 
-/** A directory or a file Node does not import as a module (a model.json, a .csv, …): BAD_DATA saying what a dataset is, instead of Node's import error. */
+/**
+ * A directory or a file Node does not import as a module (a model.json, a .csv, …): BAD_DATA saying what a dataset is,
+ * instead of Node's import error.
+ */
 function refuseNonModule(url: string): void {
   const file = fileURLToPath(url);
   if (statSync(file, { throwIfNoEntry: false })?.isDirectory()) {
@@ -93,7 +100,8 @@ function refuseNonModule(url: string): void {
   if (ext !== '' && !['.js', '.mjs', '.cjs'].includes(ext)) {
     const hint =
       ext === '.json'
-        ? ' A model.json goes to --model; data in a JSON file is read by a data module of yours (e.g. with readFileSync in its factory).'
+        ? ' A model.json goes to --model; data in a JSON file is read by a data module of yours (e.g. with ' +
+          'readFileSync in its factory).'
         : '';
     throw new TandemError(
       'BAD_DATA',
@@ -109,7 +117,8 @@ async function callDataFactory(factory: DatasetFactory, spec: DatasetSpec, url: 
     if (err instanceof TandemError) throw err;
     throw new TandemError(
       'BAD_DATA',
-      `data module ${fileURLToPath(url)}: its factory threw ${err instanceof Error ? `${err.name}: ${err.message}` : String(err)}`,
+      `data module ${fileURLToPath(url)}: its factory threw ` +
+        `${err instanceof Error ? `${err.name}: ${err.message}` : String(err)}`,
       undefined,
       { cause: err },
     );

@@ -23,12 +23,16 @@ export function nonNumberLabelProblem(v: unknown): string | undefined {
     (typeof v === 'object' && v !== null && typeof (v as { then?: unknown }).then === 'function')
   ) {
     return (
-      'not a number but a Promise: read must be synchronous and return the label itself (an async read returns one): load or decode the data in the factory, ' +
+      'not a number but a Promise: read must be synchronous and return the label itself (an async read returns ' +
+      'one): load or decode the data in the factory, ' +
       'which may be async, and have read copy from memory'
     );
   }
   if (Array.isArray(v) || ArrayBuffer.isView(v)) {
-    return 'not a number but a list: read returns the class id, not a one-hot vector or a list: return the index of the 1 (e.g. 2 for [0, 0, 1])';
+    return (
+      'not a number but a list: read returns the class id, not a one-hot vector or a list: return the index of ' +
+      'the 1 (e.g. 2 for [0, 0, 1])'
+    );
   }
   if (typeof v === 'string')
     return 'not a number but a string: return the class id (map class names to 0 … classes-1 in the module)';

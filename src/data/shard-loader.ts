@@ -48,7 +48,9 @@ export interface ShardLoaderOptions {
   labelMaps?: Int32Array[];
   /** Regression: the dataset's `read` returns float targets (stored as float32 in the label slots). */
   floatTargets?: boolean;
-  /** Global rank of each local device (default: the local index). Samplers, label maps and faults speak global ranks. */
+  /**
+   * Global rank of each local device (default: the local index). Samplers, label maps and faults speak global ranks.
+   */
   ranks?: readonly number[];
   /** Test hook: fail the load of (device, step). */
   fault?: { device: number; step: number; kind: 'throw' | 'exit' | 'hang' | 'nan' };

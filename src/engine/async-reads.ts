@@ -20,7 +20,9 @@ export class OrderedReads {
 
   constructor(private readonly tf: Tf) {}
 
-  /** Starts reading `tensor` (kept alive until read; the caller may dispose its own handle at once) and queues `then`. */
+  /**
+   * Starts reading `tensor` (kept alive until read; the caller may dispose its own handle at once) and queues `then`.
+   */
   queue(tensor: Tensor, then: (values: Float32Array) => void): void {
     const held = this.tf.keep(tensor.clone());
     const read = (held.data() as Promise<Float32Array>).finally(() => held.dispose());

@@ -40,7 +40,8 @@ export function defaultBackend(): BackendName {
     noticeShown = true;
     const load = loadNativeAddon();
     process.stderr.write(
-      `tandem: native kernels unavailable (${load.loaded ? '' : load.reason}); using wasm. For the fast path, ${NATIVE_HOW_TO}.\n`,
+      `tandem: native kernels unavailable (${load.loaded ? '' : load.reason}); using wasm. For the fast path, ` +
+        `${NATIVE_HOW_TO}.\n`,
     );
   }
   return 'wasm';
@@ -74,7 +75,10 @@ export async function startBackend(
   return device;
 }
 
-/** The comm-side arithmetic of a device training on `backend`: its engine's (native loops for native, the JS ones otherwise). */
+/**
+ * The comm-side arithmetic of a device training on `backend`: its engine's (native loops for native, the JS ones
+ * otherwise).
+ */
 export function flatArithmeticFor(backend: BackendName): FlatArithmetic {
   return getEngine(backend).arithmetic();
 }

@@ -65,7 +65,10 @@ export function depthwiseFilterGradient(
   return dW;
 }
 
-/** dx [b, h, w, inC] from dy [b, oh, ow, inC·chMul] and the filter [fh, fw, inC, chMul]; each dot product in tfjs's order. */
+/**
+ * dx [b, h, w, inC] from dy [b, oh, ow, inC·chMul] and the filter [fh, fw, inC, chMul]; each dot product in tfjs's
+ * order.
+ */
 export function depthwiseInputGradient(
   dy: ArrayLike<number>,
   filter: ArrayLike<number>,
@@ -134,7 +137,10 @@ type DepthwiseInfo = ReturnType<Tf['backend_util']['computeConv2DInfo']>;
 
 export const DEPTHWISE_GRADIENT_KERNELS = Object.keys(DEPTHWISE_GRADIENTS) as DepthwiseGradientName[];
 
-/** Registers the flat kernel `name` on `backendName`; dilated or non-float cases keep the kernel that was there (or the cpu's). */
+/**
+ * Registers the flat kernel `name` on `backendName`; dilated or non-float cases keep the kernel that was there (or the
+ * cpu's).
+ */
 export function registerDepthwiseGradientKernel(
   tf: Tf,
   backendName: string,

@@ -43,7 +43,10 @@ export function getEngine(name: string): Engine {
   return engines.get(name);
 }
 
-/** Throws BACKEND_UNAVAILABLE, with the reason and the fix, when `name` cannot run here. Main thread, before threads start. */
+/**
+ * Throws BACKEND_UNAVAILABLE, with the reason and the fix, when `name` cannot run here. Main thread, before threads
+ * start.
+ */
 export function assertEngineAvailable(name: string): Engine {
   const engine = getEngine(name);
   const why = engine.unavailable();

@@ -11,8 +11,10 @@ import type { LayersModel, Tf } from './tfjs-types.js';
 export interface EngineCapabilities {
   /**
    * `dataSync()` works: the device thread reads synchronously. False (webgpu in Node): it awaits every read, hands each
-   * gradient over as its read returns; a method's loss may await reads inside forward (partial-fc), the profiler fences with
-   * awaited reads, and sync BatchNormalization on 2+ devices (collectives inside tfjs's synchronous forward and backward) is refused.
+   * gradient over as its read returns; a method's loss may await reads inside forward (partial-fc), the profiler fences
+   * with
+   * awaited reads, and sync BatchNormalization on 2+ devices (collectives inside tfjs's synchronous forward and
+   * backward) is refused.
    */
   synchronousReads: boolean;
   /** Where a replica's parameters live between steps: host memory (shared buffers) or device memory. */
@@ -48,7 +50,10 @@ export interface EngineDevice {
 
 /** An engine device in one line, as the CLI and the benches print it. */
 export function describeEngineDevice(d: EngineDevice): string {
-  return `${d.name} (vendor ${d.vendor || 'unknown'}, driver ${d.driver || 'unknown'})${d.software ? ': software Vulkan (CPU), not a GPU' : ''}`;
+  return (
+    `${d.name} (vendor ${d.vendor || 'unknown'}, driver ` +
+    `${d.driver || 'unknown'})${d.software ? ': software Vulkan (CPU), not a GPU' : ''}`
+  );
 }
 
 export interface EngineModelOptions {
@@ -63,11 +68,16 @@ export interface Engine {
   readonly capabilities: EngineCapabilities;
   /** Undefined when it can run on this machine; else the error message: why not, and the fix. */
   unavailable(): string | undefined;
-  /** On a device thread: registers and selects the backend on this thread's tfjs; an accelerator's engine says which device it opened. */
+  /**
+   * On a device thread: registers and selects the backend on this thread's tfjs; an accelerator's engine says which
+   * device it opened.
+   */
   start(tf: Tf, options: EngineStartOptions): Promise<EngineDevice | void>;
   /** The arithmetic of the comm side (all-reduce mean, optimizer updates) with this engine. */
   arithmetic(): FlatArithmetic;
-  /** Where its kernels run when started with `options`; absent: 'engine-threads' (the clock that counts every thread). */
+  /**
+   * Where its kernels run when started with `options`; absent: 'engine-threads' (the clock that counts every thread).
+   */
   kernelSite?(options: EngineStartOptions): KernelSite;
   /** Rewrites a freshly built model for this engine (in place). */
   prepareModel?(tf: Tf, model: LayersModel, options: EngineModelOptions): void;

@@ -193,7 +193,10 @@ export const WASM_WRONG_TRAINING_KERNELS = ['MaxPoolGrad', 'MaxPool3DGrad'] as c
 const SEGMENT_SUM_BACKENDS = new Set(['cpu', 'native', 'wasm']);
 /** Backends that run tfjs's cpu kernels (native underneath), whose wrong ResizeNearestNeighborGrad tandem replaces. */
 const CPU_KERNEL_BACKENDS = new Set(['cpu', 'native']);
-/** Native runs every depthwise kernel and MaxPoolGrad in C++ (oneDNN, pool.cc); cpu and wasm get tandem's flat gradient loops. */
+/**
+ * Native runs every depthwise kernel and MaxPoolGrad in C++ (oneDNN, pool.cc); cpu and wasm get tandem's flat gradient
+ * loops.
+ */
 const FLAT_DEPTHWISE_BACKENDS = new Set(['cpu', 'wasm']);
 
 /**
@@ -326,7 +329,10 @@ function registerExplicitPadConv(tf: Tf, backendName: string, kernelName: 'Conv2
 
 const stockDxBackends = new WeakMap<object, Set<string>>();
 
-/** The backends of this tfjs whose engines keep their own Conv2D input gradient (their kernel beats dx-as-a-convolution). */
+/**
+ * The backends of this tfjs whose engines keep their own Conv2D input gradient (their kernel beats
+ * dx-as-a-convolution).
+ */
 function stockConvInputGradient(tf: Tf): Set<string> {
   const key = tf.engine() as object;
   let set = stockDxBackends.get(key);
@@ -342,7 +348,8 @@ function registerConvGradient(tf: Tf): void {
     inputsToSave: ['x', 'filter'],
     gradFunc: (dy: Tensor | Tensor[], saved: Tensor[], attrs: Record<string, unknown>) => {
       const grads = stock.gradFunc(dy, saved, attrs as never);
-      if (stockConvInputGradient(tf).has(tf.getBackend())) return grads; // e.g. native: its Conv2DBackpropInput is faster
+      // e.g. native: its Conv2DBackpropInput is faster
+      if (stockConvInputGradient(tf).has(tf.getBackend())) return grads;
       const [sh, sw] = pair(attrs.strides, 1);
       const [x, w] = saved as [import('@tensorflow/tfjs').Tensor4D, import('@tensorflow/tfjs').Tensor4D];
       if (!convIsCovered(attrs, w.shape) || sh !== 1 || sw !== 1) return grads;

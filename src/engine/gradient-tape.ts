@@ -245,7 +245,8 @@ export function nodesWithoutGradient(
                   kernelName: n.kernelName,
                   at,
                   throws:
-                    "an input is undefined (an optional weight the layer does not have), which tfjs's gradient walk cannot pass",
+                    "an input is undefined (an optional weight the layer does not have), which tfjs's gradient walk " +
+                    'cannot pass',
                 },
               ]
             : [],
@@ -272,7 +273,8 @@ function throwingGradients(
   for (const node of nodes) {
     try {
       tf.tidy(() => {
-        const grads = node.gradient!(node.outputs.map(o => tf.ones(o.shape, 'float32'))); // as tfjs seeds a backward: float ones
+        // as tfjs seeds a backward: float ones
+        const grads = node.gradient!(node.outputs.map(o => tf.ones(o.shape, 'float32')));
         for (const name of Object.keys(node.inputs)) grads[name]?.();
       });
     } catch (e) {

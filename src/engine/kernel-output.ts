@@ -1,4 +1,7 @@
-/** A kernel's output tensor holding `values`, on the backend that runs it: wasm writes through its makeOutput, the cpu-based backends through makeTensorInfo. */
+/**
+ * A kernel's output tensor holding `values`, on the backend that runs it: wasm writes through its makeOutput, the
+ * cpu-based backends through makeTensorInfo.
+ */
 import type { TensorInfo } from './tfjs-types.js';
 
 export function kernelOutput(

@@ -91,13 +91,17 @@ function synchronousReads(cfg: DeviceMethodContext['cfg']): boolean {
   return getEngine(cfg.backend).capabilities.synchronousReads;
 }
 
-/** Staging of local-head's compute communicator (used only to gather the heads across hosts): chunks, any head size fits. */
+/**
+ * Staging of local-head's compute communicator (used only to gather the heads across hosts): chunks, any head size
+ * fits.
+ */
 const HEAD_GATHER_STAGING_FLOATS = 1 << 16;
 
 export const LOCAL_HEAD: TrainingMethod = {
   name: 'local-head',
   description:
-    'method B: each device owns a share of the labels and trains its own head locally; only the feature extractor is averaged',
+    'method B: each device owns a share of the labels and trains its own head locally; only the feature extractor ' +
+    'is averaged',
   ...classifierMethod('local-head'),
   createLoader: createLocalLabelLoader,
   // One process needs none; across hosts the heads reach host 0 through it after training.

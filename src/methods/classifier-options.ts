@@ -34,8 +34,10 @@ export function resolveClassifierOptions(
   if (method === 'local-head' && config.partition === undefined && classes < devices) {
     bad(
       'classes',
-      `method local-head: ${classes} classes cannot be shared among ${devices} devices, and every device needs at least 2 labels ` +
-        `(a softmax over one label trains nothing). Give at least ${2 * devices} classes, ${classes >= 2 ? `at most ${Math.floor(classes / 2)} device(s), ` : ''}` +
+      `method local-head: ${classes} classes cannot be shared among ${devices} devices, and every device needs at ` +
+        `least 2 labels ` +
+        (`(a softmax over one label trains nothing). Give at least ${2 * devices} classes, ` +
+          `${classes >= 2 ? `at most ${Math.floor(classes / 2)} device(s), ` : ''}`) +
         'or --method partial-fc with at most as many devices as classes',
     );
   }
@@ -68,7 +70,8 @@ export function resolveClassifierOptions(
     if (config[k] !== undefined && head !== 'cosine')
       bad(
         k,
-        `applies to --head cosine only (a linear head has no ${k}); give --head cosine${method === 'partial-fc' ? ' with --method local-head' : ''}, or leave out --${k}`,
+        `applies to --head cosine only (a linear head has no ${k}); give --head ` +
+          `cosine${method === 'partial-fc' ? ' with --method local-head' : ''}, or leave out --${k}`,
       );
   }
   return resolved;
@@ -84,9 +87,13 @@ function refuseLoneLabels(partition: LabelPartition, given: boolean): void {
   const { classes, devices } = partition;
   bad(
     given ? 'partition' : 'classes',
-    `method local-head: device ${lone} owns a single label (${partition.labels[lone][0]}) of ${classes} classes over ${devices} devices; ` +
-      'its softmax over one label is constant (loss 0, no gradient), so its head and its samples would train nothing. ' +
-      `Give every device at least 2 labels: ${given ? 'a partition with 2 or more labels per device, ' : ''}at least ${2 * devices} classes, ` +
-      `${classes >= 2 ? `at most ${Math.floor(classes / 2)} device(s), ` : ''}or --method partial-fc (one softmax over every class)`,
+    `method local-head: device ${lone} owns a single label (${partition.labels[lone][0]}) of ${classes} classes ` +
+      `over ${devices} devices; ` +
+      ('its softmax over one label is constant (loss 0, no gradient), so its head and its samples would train ' +
+        'nothing. ') +
+      (`Give every device at least 2 labels: ${given ? 'a partition with 2 or more labels per device, ' : ''}at ` +
+        `least ${2 * devices} classes, `) +
+      (`${classes >= 2 ? `at most ${Math.floor(classes / 2)} device(s), ` : ''}or --method partial-fc (one softmax ` +
+        `over every class)`),
   );
 }

@@ -59,7 +59,8 @@ export const DATA_PARALLEL: TrainingMethod = {
     };
   },
   async summarize({ cfg, artifacts }) {
-    if (cfg.trainSize >= cfg.datasetSize || isRegressionLoss(cfg.loss)) return {}; // held-out accuracy: classification only
+    // held-out accuracy: classification only
+    if (cfg.trainSize >= cfg.datasetSize || isRegressionLoss(cfg.loss)) return {};
     const r = await evaluateHeldOut({
       backend: cfg.backend,
       plugins: cfg.plugins,

@@ -33,7 +33,9 @@ export interface TrainingMethod {
   readonly description: string;
   /** The method's own options, declared (flags, help, known keys); `resolveOptions` checks them in context. */
   readonly options?: AnyOptionTable;
-  /** Checks the method's own options (BAD_CONFIG naming the field) and resolves them; rejects options of other methods. */
+  /**
+   * Checks the method's own options (BAD_CONFIG naming the field) and resolves them; rejects options of other methods.
+   */
   resolveOptions(config: TrainConfig, ctx: MethodResolveContext): ClassifierConfig | undefined;
   /** Samples held out for evaluation when the config gives none. */
   defaultHeldOut(datasetSize: number): number;
@@ -79,7 +81,8 @@ export interface DeviceMethod {
   /** Variables that join backward beside the model's; their gradients never enter a collective. */
   readonly localVariables: Variable[];
   /**
-   * Inside the differentiated function: the loss of the model's output `out` for labels `ys` (`labels`: the same, as data).
+   * Inside the differentiated function: the loss of the model's output `out` for labels `ys` (`labels`: the same, as
+   * data).
    * A promise only on an engine without synchronous reads, where a method that needs values of the forward pass on the
    * host awaits them (the tape keeps recording across the awaits); on the other engines it must return synchronously.
    */
@@ -90,7 +93,10 @@ export interface DeviceMethod {
   restore(state: HeadState): void;
   /** After training: what the device reports (its head). */
   finalValues(): HeadValues | undefined;
-  /** After training, collective over the compute communicator (every rank calls it): every global rank's head when the run spans hosts, else undefined. */
+  /**
+   * After training, collective over the compute communicator (every rank calls it): every global rank's head when the
+   * run spans hosts, else undefined.
+   */
   worldHeads?(): HeadValues[] | undefined;
 }
 

@@ -1,4 +1,7 @@
-/** Every layer of a model, the inner ones included: nested models' layers and wrappers' layers (TimeDistributed, Bidirectional). */
+/**
+ * Every layer of a model, the inner ones included: nested models' layers and wrappers' layers (TimeDistributed,
+ * Bidirectional).
+ */
 
 interface Nested<L> {
   layers?: L[];

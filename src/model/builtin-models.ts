@@ -17,7 +17,10 @@ export type ModelFactory = (tf: Tf, options: ModelOptions) => LayersModel | Prom
 
 export interface BuiltinModel {
   factory: ModelFactory;
-  /** Smallest height/width the architecture accepts (it takes images [height, width, channels]); absent: any sample shape (it flattens). */
+  /**
+   * Smallest height/width the architecture accepts (it takes images [height, width, channels]); absent: any sample
+   * shape (it flattens).
+   */
   minImageSize?: number;
   /** An input shape to use when the data does not fix one (synthetic data). */
   preferredInputShape?: number[];
@@ -30,7 +33,10 @@ function seeded(tf: Tf, seed: number) {
   return () => tf.initializers.glorotUniform({ seed: seed + 7919 * next++ });
 }
 
-/** Any sample shape: a sample of 2 or more dimensions is flattened (tfjs's Flatten refuses 1-D samples, which need none). */
+/**
+ * Any sample shape: a sample of 2 or more dimensions is flattened (tfjs's Flatten refuses 1-D samples, which need
+ * none).
+ */
 const mlp: ModelFactory = (tf, { inputShape, classes, seed }) => {
   const init = seeded(tf, seed);
   const flat = inputShape.length === 1;
@@ -179,7 +185,10 @@ const resnetMini: ModelFactory = (tf, { inputShape, classes, seed }) => {
   return tf.model({ name: 'resnet_mini', inputs: input, outputs: out });
 };
 
-/** MobileNet-style: a conv stem, three depthwise-separable blocks (depthwise-BN-relu, pointwise-BN-relu), global average pooling. */
+/**
+ * MobileNet-style: a conv stem, three depthwise-separable blocks (depthwise-BN-relu, pointwise-BN-relu), global average
+ * pooling.
+ */
 const mobilenetMini: ModelFactory = (tf, { inputShape, classes, seed }) => {
   const init = seeded(tf, seed);
   const bnRelu = () => [tf.layers.batchNormalization({}), tf.layers.activation({ activation: 'relu6' })];

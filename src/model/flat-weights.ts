@@ -1,4 +1,7 @@
-/** A list of model weights as one flat Float32Array (in list order), and back: how state crosses threads and collectives. */
+/**
+ * A list of model weights as one flat Float32Array (in list order), and back: how state crosses threads and
+ * collectives.
+ */
 import type { LayerVariable, Tensor, Tf, Variable } from '../engine/tfjs-types.js';
 
 export function readFlat(vars: readonly LayerVariable[]): Float32Array {

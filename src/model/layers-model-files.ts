@@ -24,7 +24,8 @@ export interface LayersModelFiles {
 }
 
 const EXPECTED =
-  'a TensorFlow.js layers model (JSON with "modelTopology" and "weightsManifest", as model.save or tandem --out write it)';
+  'a TensorFlow.js layers model (JSON with "modelTopology" and "weightsManifest", as model.save or tandem --out ' +
+  'write it)';
 const BYTES: Record<string, number> = { float32: 4, int32: 4, bool: 1, complex64: 8, uint8: 1, uint16: 2, float16: 2 };
 
 function bad(file: string, message: string, cause?: unknown): never {
@@ -60,7 +61,8 @@ export async function readLayersModelFiles(modelJsonPath: string): Promise<Layer
     const files = manifest.flatMap(g => g.paths).join(', ');
     bad(
       modelJsonPath,
-      `the weights (${files}) hold ${all.byteLength} bytes, but weightsManifest describes ${weightSpecs.length} weights of ${expected} bytes ` +
+      `the weights (${files}) hold ${all.byteLength} bytes, but weightsManifest describes ${weightSpecs.length} ` +
+        `weights of ${expected} bytes ` +
         `(${all.byteLength < expected ? 'truncated' : 'too long'}, or the weights of another model)`,
     );
   }
@@ -80,7 +82,8 @@ async function readModelJson(file: string): Promise<{ modelTopology?: unknown; w
   } catch (err) {
     bad(
       file,
-      `expected ${EXPECTED}, found invalid JSON (${(err as Error).message}; the file has ${text.length} characters: truncated?)`,
+      `expected ${EXPECTED}, found invalid JSON (${(err as Error).message}; the file has ${text.length} characters: ` +
+        `truncated?)`,
     );
   }
   if (json === null || typeof json !== 'object' || Array.isArray(json))
@@ -89,7 +92,8 @@ async function readModelJson(file: string): Promise<{ modelTopology?: unknown; w
   if (o.modelTopology === null || typeof o.modelTopology !== 'object') {
     bad(
       file,
-      `expected ${EXPECTED}, found ${o.modelTopology === undefined ? 'no "modelTopology"' : `"modelTopology": ${JSON.stringify(o.modelTopology)}`}` +
+      `expected ${EXPECTED}, found ` +
+        (o.modelTopology === undefined ? 'no "modelTopology"' : `"modelTopology": ${JSON.stringify(o.modelTopology)}`) +
         ` (keys: ${Object.keys(o).join(', ') || 'none'})`,
     );
   }
@@ -101,7 +105,8 @@ function checkManifest(file: string, manifest: unknown): { paths: string[]; weig
   if (!Array.isArray(manifest))
     bad(
       file,
-      `expected ${shape}, found ${manifest === undefined ? 'no "weightsManifest"' : JSON.stringify(manifest).slice(0, 80)}`,
+      `expected ${shape}, found ` +
+        `${manifest === undefined ? 'no "weightsManifest"' : JSON.stringify(manifest).slice(0, 80)}`,
     );
   manifest.forEach((g: { paths?: unknown; weights?: unknown }, i) => {
     if (!g || !Array.isArray(g.paths) || g.paths.some(p => typeof p !== 'string' || p === ''))
@@ -121,7 +126,8 @@ function checkManifest(file: string, manifest: unknown): { paths: string[]; weig
       ) {
         bad(
           file,
-          `weightsManifest[${i}].weights[${j}]: expected { name, shape: [non-negative integers], dtype }, found ${JSON.stringify(w)}`,
+          `weightsManifest[${i}].weights[${j}]: expected { name, shape: [non-negative integers], dtype }, found ` +
+            `${JSON.stringify(w)}`,
         );
       }
     });

@@ -12,18 +12,23 @@ import { isModulePath, resolveModuleUrl } from '../data/resolve-dataset.js';
 
 const MODEL_FILE = /\.(m?js|cjs|json)$/;
 
-/** The model's file URL; undefined when `source` is no path (not path-like, and nothing of that name on disk): an unknown name. */
+/**
+ * The model's file URL; undefined when `source` is no path (not path-like, and nothing of that name on disk): an
+ * unknown name.
+ */
 export function modelPathUrl(source: string): string | undefined {
   if (source.startsWith('file:')) return source;
   const file = path.resolve(source);
-  if (!existsSync(file)) return isModulePath(source) ? resolveModuleUrl(source, 'model') : undefined; // the former throws MODULE_NOT_FOUND
+  // the former throws MODULE_NOT_FOUND
+  if (!existsSync(file)) return isModulePath(source) ? resolveModuleUrl(source, 'model') : undefined;
   if (statSync(file).isDirectory()) {
     const json = path.join(file, 'model.json');
     if (existsSync(json) && statSync(json).isFile()) return pathToFileURL(json).href;
     throw new TandemError(
       'BAD_MODEL',
       `--model ${source}: ${file} is a directory with no model.json in it; give a TensorFlow.js layers model.json ` +
-        '(or the directory holding it, as --out writes) or an ES module whose default export is (tf, options) => tf.LayersModel',
+        ('(or the directory holding it, as --out writes) or an ES module whose default export is (tf, options) => ' +
+          'tf.LayersModel'),
     );
   }
   if (!MODEL_FILE.test(file)) {

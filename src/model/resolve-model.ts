@@ -48,7 +48,8 @@ export async function buildModel(tf: Tf, spec: ModelSpec): Promise<LayersModel> 
     const what = name.endsWith('.json') ? `tfjs cannot build the model ${name}` : `the model factory of ${name} threw`;
     throw new TandemError(
       'BAD_MODEL',
-      `${what} (options ${JSON.stringify(spec.options)}): ${err instanceof Error ? `${err.name}: ${err.message}` : String(err)}`,
+      `${what} (options ${JSON.stringify(spec.options)}): ` +
+        `${err instanceof Error ? `${err.name}: ${err.message}` : String(err)}`,
       undefined,
       { cause: err },
     );
@@ -61,13 +62,20 @@ export async function buildModel(tf: Tf, spec: ModelSpec): Promise<LayersModel> 
     throw new TandemError(
       'BAD_MODEL',
       `model factory ${name}: expected it to return a tf.LayersModel (tf.sequential(…) or tf.model(…)), found ` +
-        `${model === null ? 'null' : typeof model === 'object' ? `an object with keys ${Object.keys(model).slice(0, 6).join(', ') || 'none'}` : typeof model}`,
+        (model === null
+          ? 'null'
+          : typeof model === 'object'
+            ? `an object with keys ${Object.keys(model).slice(0, 6).join(', ') || 'none'}`
+            : typeof model),
     );
   }
   return model as LayersModel;
 }
 
-/** The model as a device trains it, prepared by its engine (native, unless `nativeFusion` is off: Conv2D layers run fused). */
+/**
+ * The model as a device trains it, prepared by its engine (native, unless `nativeFusion` is off: Conv2D layers run
+ * fused).
+ */
 export async function buildTrainingModel(
   tf: Tf,
   cfg: { model: ModelSpec; backend: string; nativeFusion: boolean },

@@ -110,7 +110,9 @@ export function seedRandomLayers(tf: Tf, model: LayersModel, shards = 1): Random
   };
 }
 
-/** `x` and every batch-sized tensor among `kwargs` (an RNN's mask), cut into `shards` contiguous pieces along the batch. */
+/**
+ * `x` and every batch-sized tensor among `kwargs` (an RNN's mask), cut into `shards` contiguous pieces along the batch.
+ */
 function shardsOf(
   tf: Tf,
   x: Tensor,

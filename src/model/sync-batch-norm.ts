@@ -39,7 +39,10 @@ interface BatchNormLayer {
   layers?: BatchNormLayer[];
 }
 
-/** Every BatchNormalization layer of `model` (nested models and wrappers' layers included: TimeDistributed), in layer order. */
+/**
+ * Every BatchNormalization layer of `model` (nested models and wrappers' layers included: TimeDistributed), in layer
+ * order.
+ */
 export function batchNormalizationLayers(model: LayersModel): BatchNormLayer[] {
   return allLayers(model.layers as unknown as BatchNormLayer[]).filter(
     layer => layer.getClassName() === 'BatchNormalization',

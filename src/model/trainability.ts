@@ -25,7 +25,10 @@ interface LayerLike {
   backwardLayer?: LayerLike;
 }
 
-/** Throws BAD_CONFIG naming the first layer whose kernel has no gradient on the way from a trainable weight to the output. */
+/**
+ * Throws BAD_CONFIG naming the first layer whose kernel has no gradient on the way from a trainable weight to the
+ * output.
+ */
 export function assertTrainable(tf: Tf, model: LayersModel, sampleShape: number[], source: string): void {
   const spans: { layer: LayerLike; from: number; to: number }[] = [];
   const running: LayerLike[] = [];
@@ -73,7 +76,8 @@ export function assertTrainable(tf: Tf, model: LayersModel, sampleShape: number[
   throw new TandemError(
     'BAD_CONFIG',
     `model '${source}' cannot be trained: ${where} runs the kernel ${kernelName}, ${gradient}` +
-      `, and a trainable weight lies before it (or is its own). Freeze those weights (trainable: false), or compute it with ops that have ` +
+      (`, and a trainable weight lies before it (or is its own). Freeze those weights (trainable: false), or compute ` +
+        `it with ops that have `) +
       `gradients${kernelName === 'StridedSlice' ? ' (tf.slice instead of tf.stridedSlice)' : ''}.`,
   );
 }
@@ -85,7 +89,8 @@ function forwardFailure(e: unknown, layer: LayerLike | undefined, source: string
   return new TandemError(
     'BAD_CONFIG',
     `model '${source}' cannot be trained: ${where} throws in a training forward pass on one ` +
-      `TensorFlow.js engine, before any device starts (${e instanceof Error ? e.message : String(e)}). TensorFlow.js itself cannot run it ` +
+      (`TensorFlow.js engine, before any device starts (${e instanceof Error ? e.message : String(e)}). ` +
+        `TensorFlow.js itself cannot run it `) +
       'in a model: remove the layer, or do its work in the data module.',
   );
 }
@@ -97,7 +102,8 @@ function assertStateless(layers: LayerLike[], source: string): void {
   throw new TandemError(
     'BAD_CONFIG',
     `model '${source}' cannot be trained: layer '${stateful.name}' (${stateful.getClassName()}) is stateful — ` +
-      "its state carries from one batch to the next, and tandem's batches are shuffled samples split across devices, and its state is " +
+      ("its state carries from one batch to the next, and tandem's batches are shuffled samples split across " +
+        'devices, and its state is ') +
       'no weight (checkpoints do not hold it). Build it with stateful: false.',
   );
 }

@@ -69,7 +69,10 @@ function glyphColumns(ch: string): number[] {
   return COLUMNS.slice(index * GLYPH_WIDTH, (index + 1) * GLYPH_WIDTH);
 }
 
-/** Whether the font pixel (column, row) of `ch` is set; column in 0..4, row in 0..7 from the top (row 7 below the baseline). */
+/**
+ * Whether the font pixel (column, row) of `ch` is set; column in 0..4, row in 0..7 from the top (row 7 below the
+ * baseline).
+ */
 export function glyphPixel(ch: string, column: number, row: number): boolean {
   if (column < 0 || column >= GLYPH_WIDTH || row < 0 || row >= GLYPH_HEIGHT + GLYPH_DESCENT) return false;
   return ((glyphColumns(ch)[column] >> row) & 1) === 1;

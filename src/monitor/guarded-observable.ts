@@ -44,7 +44,10 @@ export class GuardedObservable<T> extends Observable<T> {
   }
 }
 
-/** The observer, each callback in a try/catch; the first exception goes to `report`, later ones of the same observer are dropped. */
+/**
+ * The observer, each callback in a try/catch; the first exception goes to `report`, later ones of the same observer are
+ * dropped.
+ */
 function guardObserver<T>(observer: Partial<Observer<T>>, stream: string, report: SubscriberFault): Observer<T> {
   let reported = false;
   const guarded = (call: () => void) => {

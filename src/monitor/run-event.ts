@@ -27,6 +27,9 @@ export type RunEvent = { host?: number } &
     | { type: 'warning'; step: number; message: string }
     | { type: 'stopped'; step: number }
     | { type: 'finished'; steps: number; modelPath?: string; tracePath?: string; timelinePath?: string }
-    /** The run failed (or was aborted): the last event; `done` rejects with the same error. The streams complete, they never error. */
+    /**
+     * The run failed (or was aborted): the last event; `done` rejects with the same error. The streams complete, they
+     * never error.
+     */
     | { type: 'failed'; code?: TandemErrorCode; message: string; device?: number; step?: number; phase?: string }
   );

@@ -66,7 +66,10 @@ export interface TimelineLayout {
   swatches: BoxItem[];
 }
 
-/** Spans drawn: per-layer backward spans are drawn; the per-group ones (which cover them) are skipped to keep the lanes readable. */
+/**
+ * Spans drawn: per-layer backward spans are drawn; the per-group ones (which cover them) are skipped to keep the lanes
+ * readable.
+ */
 export function drawnSpans(spans: readonly Span[]): Span[] {
   return spans.filter(
     s => !(s.kind === 'backward' && s.group !== undefined && s.thread === 'compute') && s.end > s.start,
@@ -92,7 +95,10 @@ function tickLabel(ms: number, step: number): string {
   return `${ms.toFixed(Math.max(0, -Math.floor(Math.log10(step))))} ms`;
 }
 
-/** The earliest start and latest end of `spans` (loops, not Math.min(...spans): a long run is more spans than a call takes arguments). */
+/**
+ * The earliest start and latest end of `spans` (loops, not Math.min(...spans): a long run is more spans than a call
+ * takes arguments).
+ */
 export function timeRange(spans: readonly Span[]): { t0: number; t1: number } {
   let t0 = Infinity,
     t1 = -Infinity;
@@ -103,7 +109,10 @@ export function timeRange(spans: readonly Span[]): { t0: number; t1: number } {
   return { t0, t1 };
 }
 
-/** `spanMs`: the time axis spans at least this many ms from the first span, so pictures given the same spanMs share one scale. */
+/**
+ * `spanMs`: the time axis spans at least this many ms from the first span, so pictures given the same spanMs share one
+ * scale.
+ */
 export function timelineLayout(spans: readonly Span[], title: string, spanMs?: number): TimelineLayout {
   const drawn = drawnSpans(spans);
   const base = { width: PICTURE_WIDTH, marks: [], lines: [], swatches: [], spans: [] };

@@ -15,9 +15,15 @@ import { describeSelection, selectSteps, type StepRange } from './step-range.js'
 export { SPAN_COLOURS, drawnSpans } from './timeline-layout.js';
 
 export interface TimelineOptions {
-  /** Steps to draw (default: every span given, and the title is left as it is); the title then says which steps are drawn. */
+  /**
+   * Steps to draw (default: every span given, and the title is left as it is); the title then says which steps are
+   * drawn.
+   */
   steps?: StepRange;
-  /** The time axis spans at least this many ms (default: the drawn spans'): pictures drawn with the same spanMs share one scale. */
+  /**
+   * The time axis spans at least this many ms (default: the drawn spans'): pictures drawn with the same spanMs share
+   * one scale.
+   */
   spanMs?: number;
 }
 
@@ -27,7 +33,10 @@ function layoutFor(spans: readonly Span[], title: string, options: TimelineOptio
   return timelineLayout(selection.spans, `${title}; ${describeSelection(selection)}`, options.spanMs);
 }
 
-/** How many ms the drawn spans of `spans` (the steps `steps` of them) cover: what `spanMs` to give pictures to be compared. */
+/**
+ * How many ms the drawn spans of `spans` (the steps `steps` of them) cover: what `spanMs` to give pictures to be
+ * compared.
+ */
 export function drawnRangeMs(spans: readonly Span[], steps?: StepRange): number {
   const { t0, t1 } = timeRange(drawnSpans(steps ? selectSteps(spans, steps).spans : spans));
   return t1 > t0 ? t1 - t0 : 0;
@@ -41,7 +50,8 @@ const PNG_TEXT_SCALE: Record<TextItem['size'], number> = { title: 2, label: 1 };
 export function timelineSvg(spans: readonly Span[], title = 'tandem timeline', options: TimelineOptions = {}): string {
   const L = layoutFor(spans, title, options);
   const out = [
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${L.width}" height="${L.height}" font-family="sans-serif" font-size="11">`,
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${L.width}" height="${L.height}" font-family="sans-serif" ` +
+      `font-size="11">`,
     '<rect width="100%" height="100%" fill="white"/>',
   ];
   const line = (l: TimelineLayout['lines'][number]) =>
@@ -50,7 +60,9 @@ export function timelineSvg(spans: readonly Span[], title = 'tandem timeline', o
   for (const b of L.spans) {
     const s = b.span;
     out.push(
-      `<rect class="span" x="${b.x.toFixed(2)}" y="${b.y}" width="${b.width.toFixed(2)}" height="${b.height}" fill="${b.fill}"><title>${esc(s.name)} (step ${s.step}, ${(s.end - s.start).toFixed(2)} ms)</title></rect>`,
+      `<rect class="span" x="${b.x.toFixed(2)}" y="${b.y}" width="${b.width.toFixed(2)}" height="${b.height}" ` +
+        `fill="${b.fill}"><title>${esc(s.name)} (step ${s.step}, ${(s.end - s.start).toFixed(2)} ` +
+        `ms)</title></rect>`,
     );
   }
   out.push(...L.lines.map(line));

@@ -25,7 +25,10 @@ export interface HalfArithmetic {
   meanDecoded(format: HalfFormat, gathered: Float32Array, size: number, out: Float32Array): void;
 }
 
-/** 'auto': the addon's when it loads, the JS loops otherwise; 'js' forces the loops (tests, benches); 'native' requires the addon. */
+/**
+ * 'auto': the addon's when it loads, the JS loops otherwise; 'js' forces the loops (tests, benches); 'native' requires
+ * the addon.
+ */
 export type HalfArithmeticChoice = 'auto' | 'js' | 'native';
 
 export const JS_HALF_ARITHMETIC: HalfArithmetic = {

@@ -47,7 +47,8 @@ function refuseForeignFields(optimizer: AnyOptimizer, config: Record<string, unk
     bad(
       field,
       `applies to ${names.join(', ')} only, not ${optimizer.name}, which takes ${['lr', ...own].join(', ')}${hint}; ` +
-        `remove ${field}, or choose ${names.length === 1 ? `optimizer ${names[0]}` : `an optimizer of ${names.join(', ')}`}`,
+        (`remove ${field}, or choose ` +
+          `${names.length === 1 ? `optimizer ${names[0]}` : `an optimizer of ${names.join(', ')}`}`),
     );
   }
 }

@@ -62,13 +62,15 @@ export function savedOptimizerFields(optimizerConfig: unknown): OptimizerFields 
   const optimizer = typeof className === 'string' ? optimizerNamed(className) : undefined;
   if (!optimizer)
     throw new SavedOptimizerProblem(
-      `optimizer ${JSON.stringify(className)}, which tandem does not train with (it trains with ${optimizerNames().join(', ')})`,
+      `optimizer ${JSON.stringify(className)}, which tandem does not train with (it trains with ` +
+        `${optimizerNames().join(', ')})`,
     );
   const name = optimizer.name;
   const FIELDS = savedFieldTable();
   const fields: Record<string, unknown> = { optimizer: name };
   const settings = typeof config === 'object' && config !== null ? Object.entries(config) : [];
-  // keras's RMSprop calls its mean-square decay rho (and its decay is the legacy learning-rate decay); tfjs's calls it decay.
+  // keras's RMSprop calls its mean-square decay rho (and its decay is the legacy learning-rate decay); tfjs's calls it
+  // decay.
   const kerasRmsprop = name === 'rmsprop' && settings.some(([key]) => key.toLowerCase() === 'rho');
   for (const [key, value] of settings) {
     const plain = key.toLowerCase().replaceAll('_', '');
@@ -78,7 +80,8 @@ export function savedOptimizerFields(optimizerConfig: unknown): OptimizerFields 
         : plain === 'decay'
           ? undefined
           : FIELDS[plain]
-      : // adamax (and tfjs's rmsprop) have a decay of their own; keras's legacy learning-rate decay elsewhere must be 0.
+      : // adamax (and tfjs's rmsprop) have a decay of their own; keras's legacy learning-rate decay elsewhere
+        // must be 0.
         plain === 'decay' && !('decay' in optimizer.options)
         ? undefined
         : FIELDS[plain];

@@ -18,7 +18,10 @@ export function temporaryNameFor(file: string): string {
 export interface AtomicWriteOptions {
   /** fsync before the rename (checkpoints: the bytes are on disk before the name is). */
   sync?: boolean;
-  /** The temporary file's name, when the caller names its own (checkpoints: see checkpoint-store.ts); default temporaryNameFor(file). */
+  /**
+   * The temporary file's name, when the caller names its own (checkpoints: see checkpoint-store.ts); default
+   * temporaryNameFor(file).
+   */
   temporary?: string;
 }
 

@@ -35,7 +35,8 @@ async function makeOneLevel(dir: string, label: string): Promise<void> {
   try {
     await mkdir(dir);
   } catch (err) {
-    if (fsErrorCode(err) === 'EEXIST' && (await stat(dir).catch(() => undefined))?.isDirectory()) return; // made meanwhile
+    // made meanwhile
+    if (fsErrorCode(err) === 'EEXIST' && (await stat(dir).catch(() => undefined))?.isDirectory()) return;
     const parent = path.dirname(dir);
     const why =
       fsErrorCode(err) === 'ENOENT'

@@ -23,7 +23,9 @@ export const OUT_FILES = {
   classifierDir: 'classifier',
 } as const;
 
-/** A place a run writes: `label` names it as the user gave it (`--out out/run`); `lock`: the run locks that directory. */
+/**
+ * A place a run writes: `label` names it as the user gave it (`--out out/run`); `lock`: the run locks that directory.
+ */
 export type OutputPlace =
   { kind: 'directory'; path: string; label: string; lock: boolean } | { kind: 'file'; path: string; label: string };
 
@@ -80,7 +82,10 @@ export async function prepareOutputPlaces(places: readonly OutputPlace[]): Promi
   }
 }
 
-/** A file place must not be a directory (an atomic write cannot replace one) nor a device, pipe or socket (it would replace the node). */
+/**
+ * A file place must not be a directory (an atomic write cannot replace one) nor a device, pipe or socket (it would
+ * replace the node).
+ */
 async function checkFilePlace(place: OutputPlace): Promise<void> {
   const found = await stat(place.path).catch(() => undefined);
   if (found?.isDirectory()) {

@@ -20,7 +20,10 @@ export interface RoomNeed {
   what: string;
 }
 
-/** What a run of `cfg` with this many parameters and non-trainable floats writes at the least: the model, and one checkpoint if it checkpoints. */
+/**
+ * What a run of `cfg` with this many parameters and non-trainable floats writes at the least: the model, and one
+ * checkpoint if it checkpoints.
+ */
 export function resultNeeds(
   cfg: Pick<ResolvedConfig, 'out' | 'checkpointDir' | 'checkpointEvery' | 'optimizer'>,
   parameters: number,
@@ -53,7 +56,8 @@ export async function checkRoomForResults(needs: readonly RoomNeed[]): Promise<v
     let entry = byDevice.get(device);
     if (!entry) {
       const fs = await statfs(need.dir);
-      entry = { free: (process.getuid?.() === 0 ? fs.bfree : fs.bavail) * fs.bsize, needs: [] }; // root may use the reserved blocks
+      // root may use the reserved blocks
+      entry = { free: (process.getuid?.() === 0 ? fs.bfree : fs.bavail) * fs.bsize, needs: [] };
       byDevice.set(device, entry);
     }
     entry.needs.push(need);
@@ -63,7 +67,8 @@ export async function checkRoomForResults(needs: readonly RoomNeed[]): Promise<v
     if (total > free) {
       throw new TandemError(
         'BAD_OUTPUT',
-        `${[...new Set(onDevice.map(n => n.label))].join(' and ')}: no room for the results: ${onDevice.map(n => `${n.what} needs ${kib(n.bytes)}`).join(', ')}, ` +
+        `${[...new Set(onDevice.map(n => n.label))].join(' and ')}: no room for the results: ` +
+          `${onDevice.map(n => `${n.what} needs ${kib(n.bytes)}`).join(', ')}, ` +
           `and the file system of ${onDevice[0].dir} has ${kib(free)} free; free some space or give another directory`,
       );
     }

@@ -113,12 +113,14 @@ async function lockOne(
       throw new TandemError(
         'RUN_LOCKED',
         `${label} is in use by another tandem run: PID ${other.pid} on ${other.host}, started ${other.started} ` +
-          `(lock ${file}). Wait for it to end or give another directory${other.host === os.hostname() ? '' : '; tandem cannot tell from this host whether it still runs'}`,
+          `(lock ${file}). Wait for it to end or give another directory` +
+          (other.host === os.hostname() ? '' : '; tandem cannot tell from this host whether it still runs'),
       );
     }
     if (await takeOver(file, held)) {
       notice(
-        `${label}: took over the run lock of PID ${other.pid} on ${other.host} (started ${other.started}), which is no longer running`,
+        `${label}: took over the run lock of PID ${other.pid} on ${other.host} (started ${other.started}), which is ` +
+          `no longer running`,
       );
     }
   }
@@ -174,7 +176,10 @@ function startTicksOf(pid: number): number | undefined {
   }
 }
 
-/** Moves the stale lock aside; if what was moved is not the stale lock read (another run took over meanwhile), puts it back. */
+/**
+ * Moves the stale lock aside; if what was moved is not the stale lock read (another run took over meanwhile), puts it
+ * back.
+ */
 async function takeOver(file: string, staleText: string): Promise<boolean> {
   const aside = temporaryNameFor(file);
   try {

@@ -52,7 +52,9 @@ export interface GradBucket extends BucketInfo {
 export interface CommHookOptions {
   /** fp16, bf16, powersgd: keep what was not sent (per rank) and add it to the next step's gradient. Default true. */
   errorFeedback: boolean;
-  /** powersgd: rank r of the approximation P Qᵀ. Default 8 (rank 1 and 4 lost more than 0.5 points on the MNIST bench). */
+  /**
+   * powersgd: rank r of the approximation P Qᵀ. Default 8 (rank 1 and 4 lost more than 0.5 points on the MNIST bench).
+   */
   rank: number;
   /** powersgd: steps before this one are all-reduced uncompressed (DDP's start_powerSGD_iter). Default 10. */
   startStep: number;
@@ -77,7 +79,10 @@ export interface CommHook<State = unknown> {
   readonly options?: AnyOptionTable;
   /** Once per group on each rank, before its first exchange: the group's persistent state. */
   init(info: BucketInfo, options: CommHookOptions): State;
-  /** Replaces the group's all-reduce: `bucket.buffer` must hold the mean over ranks on return, the same bits on every rank. */
+  /**
+   * Replaces the group's all-reduce: `bucket.buffer` must hold the mean over ranks on return, the same bits on every
+   * rank.
+   */
   exchange(bucket: GradBucket, state: State, collective: Collective): Promise<void>;
   /**
    * The arrays that carry the group's state from one step to the next (this rank's residual, PowerSGD's Q): a

@@ -18,7 +18,8 @@ const hooks = new NamedRegistry<CommHook>(
     new TandemError(
       'BAD_CONFIG',
       `communication hook '${name}' is not registered (registered: ${known.join(', ')}); ` +
-        'give a module path whose default export is a hook, or list a plugin module that calls registerCommHook in `plugins`',
+        ('give a module path whose default export is a hook, or list a plugin module that calls registerCommHook in ' +
+          '`plugins`'),
     ),
 );
 
@@ -53,7 +54,8 @@ function checkHook(hook: unknown, where: string): void {
   ) {
     throw new TandemError(
       'BAD_CONFIG',
-      `${where}: a communication hook must be an object { name, description, init(info, options), exchange(bucket, state, collective) }` +
+      `${where}: a communication hook must be an object { name, description, init(info, options), exchange(bucket, ` +
+        `state, collective) }` +
         (where.startsWith('file:') ? " as the module's default export" : ''),
     );
   }

@@ -27,7 +27,10 @@ export interface GroupExchange {
   waitEnd: number;
   /** Priority exchange: the chunk of the group this unit carries (absent: the whole group). */
   chunk?: ExchangeChunk;
-  /** Sharded local update (reduceScatterGroup): the float range of the group this device reduced and updates for every replica. */
+  /**
+   * Sharded local update (reduceScatterGroup): the float range of the group this device reduced and updates for every
+   * replica.
+   */
   shard?: [number, number];
   exchangeStart?: number;
   exchangeEnd?: number;

@@ -45,7 +45,8 @@ export class HookStates {
       throw new TandemError(
         'BAD_CHECKPOINT',
         `${source}: the state of communication hook '${this.hook.name}' in it does not fit this run's ` +
-          '(other exchange groups, or a hook whose state arrays changed); resume with the strategy and hook the checkpoint was written with',
+          ('(other exchange groups, or a hook whose state arrays changed); resume with the strategy and hook the ' +
+            'checkpoint was written with'),
       );
     }
     this.groups.forEach((g, i) => g.arrays.forEach((a, j) => a.set(saved[i][j])));

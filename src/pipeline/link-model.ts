@@ -71,7 +71,8 @@ export function checkLinkHolds(
   throw new TandemError(
     'BAD_CONFIG',
     `--link ${link.label} (EMULATED) would hold every step's exchange ${s(step)} ` +
-      `(${holdFloats.length} hold(s) of the model's gradients), beyond the stall watchdog (stallTimeoutMs ${s(stallTimeoutMs)}): the run would fail as stalled. ` +
+      (`(${holdFloats.length} hold(s) of the model's gradients), beyond the stall watchdog (stallTimeoutMs ` +
+        `${s(stallTimeoutMs)}): the run would fail as stalled. `) +
       `Give a faster link${enough <= MAX_STALL_TIMEOUT_MS ? `, or --stall-timeout-ms ${enough} or more` : ''}`,
   );
 }

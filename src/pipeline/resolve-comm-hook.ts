@@ -42,7 +42,8 @@ export async function resolveCommHook(spec: unknown, options: unknown): Promise<
   if (!existsSync(file))
     bad(
       'commHook',
-      `${spec}: no such file (${file}); give a registered hook name or a path to an ES module whose default export is a hook`,
+      `${spec}: no such file (${file}); give a registered hook name or a path to an ES module whose default export ` +
+        `is a hook`,
     );
   const module = pathToFileURL(file).href;
   const hook = await loadCommHook(spec, module);

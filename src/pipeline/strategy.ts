@@ -66,7 +66,8 @@ export function twoGroups(layout: ParameterLayout, p: number): ParameterGroup[] 
   if (!Number.isInteger(p) || p < 1 || p > layers.length) {
     throw new TandemError(
       'BAD_CONFIG',
-      `two-group split p=${p} is out of range: the model has ${layers.length} layers with parameters (p in 1..${layers.length})`,
+      `two-group split p=${p} is out of range: the model has ${layers.length} layers with parameters (p in ` +
+        `1..${layers.length})`,
     );
   }
   if (p === layers.length) return [{ name: 'fc', start: 0, end: layout.total }];
@@ -155,7 +156,8 @@ function validateGroups(name: string, groups: ParameterGroup[], layout: Paramete
     if (!g || !Number.isInteger(g.start) || !Number.isInteger(g.end)) fail(`group ${i} needs integer start and end`);
     if (g.start !== at)
       fail(
-        `group ${i} (${g.name}) starts at ${g.start}, expected ${at}: groups must be contiguous, in transmission order, from 0`,
+        `group ${i} (${g.name}) starts at ${g.start}, expected ${at}: groups must be contiguous, in transmission ` +
+          `order, from 0`,
       );
     if (g.end <= g.start) fail(`group ${i} (${g.name}) is empty`);
     at = g.end;

@@ -52,11 +52,17 @@ export interface AlexNetVerdict {
  * smallest such distance, in shares of compute (0.05 = 5 points).
  */
 export interface DecisionMargin {
-  /** Distance of the nearest verdict-flipping cumulative share from `timeShare`; null when no timing can flip the verdict. */
+  /**
+   * Distance of the nearest verdict-flipping cumulative share from `timeShare`; null when no timing can flip the
+   * verdict.
+   */
   time: number | null;
   /** That cumulative share: the top `layers` layers, down to `layer`, take `share` of compute now. */
   nearestFlip?: { layers: number; layer: string; share: number };
-  /** Distance of c(p) or c(p + 1) from `timeShare`, whichever is nearer: how far p is from moving (the split, not the verdict). */
+  /**
+   * Distance of c(p) or c(p + 1) from `timeShare`, whichever is nearer: how far p is from moving (the split, not the
+   * verdict).
+   */
   split: number | null;
   /** `paramShare` − the conv group's parameter share: exact; negative when condition 2 failed. */
   parameters: number;
@@ -108,8 +114,10 @@ export function decideAlexNetLike(
       ...base,
       alexnetLike: false,
       reason:
-        `condition 2 failed: after the top ${p} layer(s) (${pct(fcTimeShare)} of compute) the remaining ${m - p} layers hold ` +
-        `${pct(convParamShare)} of the parameters, over the ${pct(conditions.paramShare)} limit by ${pct(convParamShare - conditions.paramShare)}`,
+        `condition 2 failed: after the top ${p} layer(s) (${pct(fcTimeShare)} of compute) the remaining ${m - p} ` +
+        `layers hold ` +
+        (`${pct(convParamShare)} of the parameters, over the ${pct(conditions.paramShare)} limit by ` +
+          `${pct(convParamShare - conditions.paramShare)}`),
     };
   }
   return {
@@ -179,7 +187,8 @@ export function marginSentence(v: AlexNetVerdict): string {
     return `margin: no measured time can change this verdict (every split gives the same answer)${splitPart}`;
   const cross = nearestFlip.share > v.conditions.timeShare ? `fell to ${T}` : `rose above ${T}`;
   return (
-    `margin ${points(time)} of compute: the verdict flips if the top ${nearestFlip.layers} layer(s), down to ${nearestFlip.layer}, ` +
+    `margin ${points(time)} of compute: the verdict flips if the top ${nearestFlip.layers} layer(s), down to ` +
+    `${nearestFlip.layer}, ` +
     `${cross} (now ${pct(nearestFlip.share)})${splitPart}`
   );
 }

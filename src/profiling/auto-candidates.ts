@@ -41,10 +41,13 @@ export const CANDIDATE_HOOKS = ['fp16', 'powersgd'] as const;
 export function candidateKey(
   c: Pick<Candidate, 'strategy' | 'forwardWait' | 'exchangeOrder' | 'chunkFloats' | 'commHook'>,
 ): string {
-  return `${c.strategy}/${c.forwardWait}/${c.exchangeOrder === 'priority' ? `priority:${c.chunkFloats}` : 'ready'}/${c.commHook}`;
+  const order = c.exchangeOrder === 'priority' ? `priority:${c.chunkFloats}` : 'ready';
+  return `${c.strategy}/${c.forwardWait}/${order}/${c.commHook}`;
 }
 
-/** Every candidate, predicted, fastest first. `options.splitLayer`: two-group's p (two-group left out when undefined). */
+/**
+ * Every candidate, predicted, fastest first. `options.splitLayer`: two-group's p (two-group left out when undefined).
+ */
 export function rankCandidates(
   profile: ModelProfile,
   machine: Machine,

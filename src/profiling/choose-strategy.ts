@@ -159,15 +159,27 @@ function reasonOf(x: {
   const { best, candidates, resolved, profile, cpu, machine, link, allowCompression, verdict, split } = x;
   const where =
     resolved.topology.processes > 1
-      ? ` for ${resolved.devices} devices (${resolved.topology.processes} hosts × ${resolved.topology.localDevices}; profiled on this host's ${resolved.topology.localDevices})`
+      ? ` for ${resolved.devices} devices (${resolved.topology.processes} hosts × ` +
+        `${resolved.topology.localDevices}; profiled on this host's ${resolved.topology.localDevices})`
       : '';
   return (
     `${best.key} predicted ${best.predictedMs.toFixed(1)} ms/step${where}` +
     `${best !== candidates[0] ? ` (the simplest within 2% of the fastest, ${candidates[0].key})` : ''}; ` +
-    `profile: forward ${profile.stepForwardMs.toFixed(1)} ms, backward ${profile.stepBackwardMs.toFixed(1)} ms, overhead ${profile.overheadMs.toFixed(1)} ms per step` +
-    `${profile.calibration ? ` (calibrated ×${profile.calibration.computeScale.toFixed(2)} on a ${profile.calibration.steadyStepMs.toFixed(1)} ms real step)` : ''}; ` +
-    `${cpuSentence(best, cpu)}; ${lockstepSentence(profile, machine.hosts ?? 1)}link: ${link ? describeLink(link) : 'none (shared memory)'}; compression ${allowCompression ? `allowed (--comm-hook auto; ${scaleSentence(machine.hookCosts.scale)})` : 'not allowed (--comm-hook auto allows it)'}; ` +
-    `${verdict.alexnetLike ? `AlexNet-like, two-group at p = ${split}` : 'not AlexNet-like, no two-group'} (${verdict.reason}; ${marginSentence(verdict)}); ` +
+    (`profile: forward ${profile.stepForwardMs.toFixed(1)} ms, backward ${profile.stepBackwardMs.toFixed(1)} ms, ` +
+      `overhead ${profile.overheadMs.toFixed(1)} ms per step`) +
+    (profile.calibration
+      ? ` (calibrated ×${profile.calibration.computeScale.toFixed(2)} on a ` +
+        `${profile.calibration.steadyStepMs.toFixed(1)} ms real step)`
+      : '') +
+    '; ' +
+    (`${cpuSentence(best, cpu)}; ${lockstepSentence(profile, machine.hosts ?? 1)}link: ` +
+      `${link ? describeLink(link) : 'none (shared memory)'}; compression ` +
+      (allowCompression
+        ? `allowed (--comm-hook auto; ${scaleSentence(machine.hookCosts.scale)})`
+        : 'not allowed (--comm-hook auto allows it)') +
+      '; ') +
+    (`${verdict.alexnetLike ? `AlexNet-like, two-group at p = ${split}` : 'not AlexNet-like, no two-group'} ` +
+      `(${verdict.reason}; ${marginSentence(verdict)}); `) +
     `top: ${candidates
       .slice(0, SHOWN)
       .map(c => `${c.key} ${c.predictedMs.toFixed(1)}`)
@@ -183,23 +195,36 @@ function scaleSentence(scale: HookCosts['scale']): string {
     : "the hooks' compute not calibrated";
 }
 
-/** `CPU-bound: 41.6 ms CPU per step on 2 cores shared by 2 hosts (at least 41.6 ms per step)`, or `not CPU-bound: …`. */
+/**
+ * `CPU-bound: 41.6 ms CPU per step on 2 cores shared by 2 hosts (at least 41.6 ms per step)`, or `not CPU-bound: …`.
+ */
 function cpuSentence(best: Candidate, cpu: CpuShare): string {
   if (best.cpuMsPerStep === undefined) return `CPU per step not measured (no calibration): no CPU ceiling`;
-  const per = `${best.cpuMsPerStep.toFixed(1)} ms CPU per step on ${describeCpuShare(cpu)} (at least ${cpuCeilingMs(best.cpuMsPerStep, cpu).toFixed(1)} ms per step)`;
+  const per =
+    `${best.cpuMsPerStep.toFixed(1)} ms CPU per step on ${describeCpuShare(cpu)} (at least ` +
+    `${cpuCeilingMs(best.cpuMsPerStep, cpu).toFixed(1)} ms per step)`;
   return best.cpuBound ? `CPU-bound: ${per}` : `not CPU-bound: ${per}`;
 }
 
-/** `hosts in lockstep: +2.3 ms a step for the slowest of 2 (the calibration's steps spread by 4.0 ms); `, or nothing on one host. */
+/**
+ * `hosts in lockstep: +2.3 ms a step for the slowest of 2 (the calibration's steps spread by 4.0 ms); `, or nothing on
+ * one host.
+ */
 function lockstepSentence(profile: ModelProfile, hosts: number): string {
   if (hosts <= 1) return '';
   const spread = profile.calibration?.stepSpreadMs;
   if (spread === undefined)
     return 'hosts in lockstep: the wait for the slowest not counted (no calibrated step spread); ';
-  return `hosts in lockstep: +${lockstepMs(spread, hosts).toFixed(1)} ms a step for the slowest of ${hosts} (the calibration's steps spread by ${spread.toFixed(1)} ms); `;
+  return (
+    `hosts in lockstep: +${lockstepMs(spread, hosts).toFixed(1)} ms a step for the slowest of ${hosts} (the ` +
+    `calibration's steps spread by ${spread.toFixed(1)} ms); `
+  );
 }
 
-/** The run as one process of this host's devices alone, each with the batch it trains in the run (no hosts, no rendezvous, its own transport). */
+/**
+ * The run as one process of this host's devices alone, each with the batch it trains in the run (no hosts, no
+ * rendezvous, its own transport).
+ */
 function thisHostAlone(config: TrainConfig): TrainConfig {
   const hosts = config.hosts ?? 1;
   const base = withoutAutoHook(config);

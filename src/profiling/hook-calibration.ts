@@ -46,7 +46,9 @@ export async function calibrateHookScales(
   return scale;
 }
 
-/** The first variables in transmission order up to CALIBRATION_FLOATS; for PowerSGD through its first compressed matrix. */
+/**
+ * The first variables in transmission order up to CALIBRATION_FLOATS; for PowerSGD through its first compressed matrix.
+ */
 export function calibrationGroup(
   layout: ParameterLayout,
   hook: CompressionHook,
@@ -63,7 +65,9 @@ export function calibrationGroup(
   return { name: 'calibration', start: 0, end };
 }
 
-/** The best time of the hook's exchange of `group` (after one warm-up exchange, which also draws PowerSGD's first Q). */
+/**
+ * The best time of the hook's exchange of `group` (after one warm-up exchange, which also draws PowerSGD's first Q).
+ */
 async function timeExchange(
   layout: ParameterLayout,
   group: ParameterGroup,

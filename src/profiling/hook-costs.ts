@@ -13,7 +13,10 @@ import { multiply } from '../pipeline/hooks/low-rank.js';
 export type CompressionHook = 'fp16' | 'bf16' | 'powersgd';
 
 export interface HookCosts {
-  /** fp16/bf16: compressing one float with error feedback (gradient + residual, its code, what that decodes to, the new residual). */
+  /**
+   * fp16/bf16: compressing one float with error feedback (gradient + residual, its code, what that decodes to, the new
+   * residual).
+   */
   encodeMsPerFloat: number;
   /** fp16/bf16: decoding one rank's code and adding it (the mean's division included). */
   decodeMsPerFloat: number;

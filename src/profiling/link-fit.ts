@@ -19,7 +19,10 @@ export interface LinkCost {
   ranks: number;
   /** How it was obtained, for the report. */
   source: 'measured' | 'emulated';
-  /** measured: process CPU (all threads) of one collective, fixed part, ms; undefined: not measured (an emulated link holds, it does not compute). */
+  /**
+   * measured: process CPU (all threads) of one collective, fixed part, ms; undefined: not measured (an emulated link
+   * holds, it does not compute).
+   */
   cpuAlphaMs?: number;
   /** measured: process CPU ms per byte on the wire per rank. */
   cpuMsPerWireByte?: number;
@@ -27,7 +30,9 @@ export interface LinkCost {
   samples?: LinkSample[];
 }
 
-/** One size's agreed median time; `cpuMs`: the process CPU of one all-reduce of it (mean over the repeats and hosts). */
+/**
+ * One size's agreed median time; `cpuMs`: the process CPU of one all-reduce of it (mean over the repeats and hosts).
+ */
 export interface LinkSample {
   bytes: number;
   ms: number;
@@ -147,7 +152,8 @@ export function describeLink(link: LinkCost): string {
   const cpu =
     link.cpuAlphaMs === undefined
       ? ''
-      : `; CPU per all-reduce ${link.cpuAlphaMs.toFixed(3)} ms + ${((link.cpuMsPerWireByte ?? 0) * (1 << 20)).toFixed(2)} ms per wire MB`;
+      : `; CPU per all-reduce ${link.cpuAlphaMs.toFixed(3)} ms + ` +
+        `${((link.cpuMsPerWireByte ?? 0) * (1 << 20)).toFixed(2)} ms per wire MB`;
   return `α ${link.alphaMs.toFixed(3)} ms, β ${rate} (${link.source} across ${link.ranks}${sizes}${cpu})`;
 }
 

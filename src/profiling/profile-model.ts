@@ -46,7 +46,10 @@ export interface TrialRun {
  */
 export type RunTrial = (config: TrainConfig, hooks?: TrialHooks) => Promise<TrialRun>;
 
-/** What calibration listens to during the trial (the trainer's TrainHooks has it): each step's end, as the main thread sees it. */
+/**
+ * What calibration listens to during the trial (the trainer's TrainHooks has it): each step's end, as the main thread
+ * sees it.
+ */
 export interface TrialHooks {
   onStep?(metrics: { step: number }): void;
 }
@@ -132,7 +135,8 @@ async function calibrate(
  * The trial's steady steps, from the end of its step `warmup` (the profiler's warm-up count; at least the first step)
  * to the end of its last step, as the main thread hears of them: the process CPU (process.cpuUsage: every thread — the
  * devices' compute and comm threads, the main thread, V8's helpers) per step, and the spread (standard deviation) of
- * the step periods (lockstep.ts). Startup (workers, model, engine) and the warm-up steps are left out. Each is undefined
+ * the step periods (lockstep.ts). Startup (workers, model, engine) and the warm-up steps are left out. Each is
+ * undefined
  * when the trial reported too few steps.
  */
 class SteadySteps {

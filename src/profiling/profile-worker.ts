@@ -225,7 +225,10 @@ async function measureStepsAsync(
   return { forwardMs: median(fwd), backwardMs: median(bwd), overheadMs: median(overhead) };
 }
 
-/** The variables set from `flat`. The engine uploads later, from the array it is given: a copy, which later reads do not overwrite. */
+/**
+ * The variables set from `flat`. The engine uploads later, from the array it is given: a copy, which later reads do not
+ * overwrite.
+ */
 function uploadCopies(vars: tf.Variable[], flat: Float32Array[]): void {
   vars.forEach((v, i) => {
     const t = tf.tensor(flat[i].slice(), v.shape);
@@ -243,7 +246,8 @@ function measureThroughput(
   const n = 1 << 20;
   const a = new Float32Array(n).fill(1),
     c = new Float32Array(n).fill(2);
-  const st = Array.from({ length: optimizerStateSlots(config.optimizer) }, () => new Float32Array(n)); // as many as the optimizer keeps (centered rmsprop: 3)
+  // as many as the optimizer keeps (centered rmsprop: 3)
+  const st = Array.from({ length: optimizerStateSlots(config.optimizer) }, () => new Float32Array(n));
   const tr = clock.nowMs();
   for (let i = 0; i < 5; i++) arithmetic.reduceMeanInto([a, c], a, 0, n);
   const reduceMs = (clock.nowMs() - tr) / 5;

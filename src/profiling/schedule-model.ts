@@ -54,7 +54,9 @@ export interface Machine {
   powerSgd: { rank: number; minCompressionRate: number };
   /** This host's share of the machine's cores; undefined: no CPU ceiling. */
   cpu?: CpuShare;
-  /** Hosts in lockstep (every exchange needs each): more than 1 adds the wait for the slowest (lockstep.ts). Default 1. */
+  /**
+   * Hosts in lockstep (every exchange needs each): more than 1 adds the wait for the slowest (lockstep.ts). Default 1.
+   */
   hosts?: number;
 }
 
@@ -63,13 +65,19 @@ export interface SchedulePrediction {
   ms: number;
   /** The simulated period of the two queues. */
   periodMs: number;
-  /** Process CPU per step (calibrated trial + the schedule's exchanges across hosts + hook compute); undefined: not measured. */
+  /**
+   * Process CPU per step (calibrated trial + the schedule's exchanges across hosts + hook compute); undefined: not
+   * measured.
+   */
   cpuMsPerStep?: number;
   /** cpuMsPerStep over this host's cores; undefined without either. */
   cpuCeilingMs?: number;
   /** Whether the ceiling is the prediction (above the simulated period). */
   cpuBound: boolean;
-  /** Each step's wait for the slowest host (lockstep.ts), in both the period and the ceiling; 0 on one host or without a measured spread. */
+  /**
+   * Each step's wait for the slowest host (lockstep.ts), in both the period and the ceiling; 0 on one host or without a
+   * measured spread.
+   */
   lockstepMs: number;
 }
 
@@ -122,7 +130,8 @@ export function predictSchedule(profile: ModelProfile, spec: ScheduleSpec, machi
     if (spec.forwardWait === 'step') t = Math.max(t, ...done);
     for (let i = profile.layers.length - 1; i >= 0; i--) {
       for (const g of groupsOfLayer[i]) t = Math.max(t, done[g]);
-      if (i === profile.layers.length - 1) t += profile.overheadMs + lockstep; // the parameters, the hand-off, the slowest host: once forward may start
+      // the parameters, the hand-off, the slowest host: once forward may start
+      if (i === profile.layers.length - 1) t += profile.overheadMs + lockstep;
       t += fwd[i];
     }
     const passed: number[] = [];

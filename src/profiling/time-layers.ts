@@ -10,7 +10,8 @@
  * computed (`fence`: synchronous, or awaited on an engine without synchronous reads).
  *
  * @example
- * const costs = await timeLayers(tf, layerGraph(tf, model), x, layerClock('calling-thread'), 3, readFence(true)); // model order
+ * const costs = await timeLayers(tf, layerGraph(tf, model), x, layerClock('calling-thread'), 3, readFence(true)); //
+ * model order
  */
 import type { Tensor, Tf, Variable } from '../engine/tfjs-types.js';
 import { forwardAsInTraining } from '../engine/gradient-tape.js';
@@ -25,7 +26,10 @@ export function median(xs: readonly number[]): number {
   return s.length % 2 === 1 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
 }
 
-/** Per-layer costs in `graph.layers` order (model order: input side first). `reps` timed repetitions after one discarded. */
+/**
+ * Per-layer costs in `graph.layers` order (model order: input side first). `reps` timed repetitions after one
+ * discarded.
+ */
 export async function timeLayers(
   tf: Tf,
   graph: LayerGraph,

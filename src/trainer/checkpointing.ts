@@ -68,7 +68,8 @@ export class RunCheckpointing {
       : await readResumeBytes(this.cfg);
     this.resumeSource = bytes.source;
     const ckpt = checkResume(this.cfg, bytes, weights, state);
-    const skipped = skippedCheckpointsWarning(this.cfg, ckpt, bytes); // host 0's (it read the directory); the others get bytes only
+    // host 0's (it read the directory); the others get bytes only
+    const skipped = skippedCheckpointsWarning(this.cfg, ckpt, bytes);
     if (skipped) this.hooks.onEvent?.({ type: 'warning', step: 0, message: skipped });
     return ckpt;
   }

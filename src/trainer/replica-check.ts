@@ -68,8 +68,10 @@ function compare(cfg: ResolvedConfig, step: number, byHost: string[][]): void {
   throw new TandemError(
     'REPLICA_DIVERGED',
     `the replicas' parameters differ after step ${step}: ${differ.join(', ')} against ${where} (${reference}); ` +
-      'every replica must hold the same bits, so the devices no longer train one model (a transport, method or plugin that updates ' +
-      'replicas differently, non-deterministic kernels across machines, or a hardware fault). Resume from a checkpoint written ' +
+      ('every replica must hold the same bits, so the devices no longer train one model (a transport, method or ' +
+        'plugin that updates ') +
+      ('replicas differently, non-deterministic kernels across machines, or a hardware fault). Resume from a ' +
+        'checkpoint written ') +
       `before step ${step} (--resume), try another transport or backend to find the culprit, and report it`,
   );
 }

@@ -35,17 +35,24 @@ export function runFingerprint(cfg: ResolvedConfig): string {
   });
 }
 
-/** The first variable where two models differ, e.g. `dense_Dense1/kernel is [64,32] in the checkpoint, [81,32] in this run`. */
+/**
+ * The first variable where two models differ, e.g. `dense_Dense1/kernel is [64,32] in the checkpoint, [81,32] in this
+ * run`.
+ */
 function modelDifference(saved: WeightShape[], mine: WeightShape[]): string {
   const show = (w: WeightShape | undefined) => (w ? `${w.name} [${w.shape.join(',')}]` : 'none');
   const i = saved.findIndex((w, k) => JSON.stringify(w) !== JSON.stringify(mine[k]));
   const at = i === -1 ? saved.length : i;
-  return `${saved.length} variables in the checkpoint, ${mine.length} in this run; variable ${at}: ${show(saved[at])} in the checkpoint, ${show(mine[at])} in this run`;
+  return (
+    `${saved.length} variables in the checkpoint, ${mine.length} in this run; variable ${at}: ` +
+    `${show(saved[at])} in the checkpoint, ${show(mine[at])} in this run`
+  );
 }
 
 /**
  * The settings two fingerprints disagree on, each as `field: X in the checkpoint, Y in this run` (nested fields dotted:
- * `optimizer.lr`; an optimizer of another kind, or data of another source, whole); empty when `saved` is not a fingerprint this version can read.
+ * `optimizer.lr`; an optimizer of another kind, or data of another source, whole); empty when `saved` is not a
+ * fingerprint this version can read.
  */
 export function fingerprintDifferences(saved: string, mine: string): string[] {
   let a: unknown, b: unknown;
@@ -74,7 +81,10 @@ export function fingerprintDifferences(saved: string, mine: string): string[] {
   return out;
 }
 
-/** Reads the checkpoint to resume from (`resume` is a checkpoint file or a directory: its newest that reads back whole), checked against this run. */
+/**
+ * Reads the checkpoint to resume from (`resume` is a checkpoint file or a directory: its newest that reads back whole),
+ * checked against this run.
+ */
 export async function loadResume(
   cfg: ResolvedConfig,
   weights: WeightShape[],
@@ -100,7 +110,10 @@ export async function readResumeBytes(cfg: ResolvedConfig): Promise<CheckpointBy
   }
 }
 
-/** What a run resumed from a directory says of the newer checkpoints it skipped (`skipped` of readResumeBytes), else undefined. */
+/**
+ * What a run resumed from a directory says of the newer checkpoints it skipped (`skipped` of readResumeBytes), else
+ * undefined.
+ */
 export function skippedCheckpointsWarning(
   cfg: ResolvedConfig,
   ckpt: Checkpoint,
@@ -108,7 +121,8 @@ export function skippedCheckpointsWarning(
 ): string | undefined {
   if (!skipped || skipped.length === 0) return undefined;
   return (
-    `--resume ${cfg.resume}: skipped ${skipped.length} newer checkpoint(s) that do not read back whole — ${skipped.join('; ')}; ` +
+    `--resume ${cfg.resume}: skipped ${skipped.length} newer checkpoint(s) that do not read back whole — ` +
+    `${skipped.join('; ')}; ` +
     `resuming from ${path.basename(source)} (step ${ckpt.step}), the newest that does`
   );
 }
@@ -125,14 +139,16 @@ export function checkResume(
     throw new TandemError(
       'BAD_CHECKPOINT',
       `checkpoint ${file} holds a different model (${modelDifference(ckpt.weights, weights)}); ` +
-        'resume with the model (and input shape, classes; for a classifier method the same --embedding) it was written by',
+        ('resume with the model (and input shape, classes; for a classifier method the same --embedding) it was ' +
+          'written by'),
     );
   }
   if (state.length > 0 && (!ckpt.state || JSON.stringify(ckpt.stateWeights) !== JSON.stringify(state))) {
     throw new TandemError(
       'BAD_CHECKPOINT',
       `checkpoint ${file} does not hold this model's non-trainable weights (${state.map(w => w.name).join(', ')}), ` +
-        'so resuming would not continue the run exactly (a checkpoint written before tandem kept them, or of another model); start again or resume from a newer checkpoint',
+        ('so resuming would not continue the run exactly (a checkpoint written before tandem kept them, or of ' +
+          'another model); start again or resume from a newer checkpoint'),
     );
   }
   const mine = runFingerprint(cfg);
@@ -141,7 +157,10 @@ export function checkResume(
     throw new TandemError(
       'BAD_CHECKPOINT',
       `checkpoint ${file} was written by a run with other settings` +
-        `${differences.length > 0 ? `: ${differences.join('; ')}` : ' (model, data, method, optimizer, devices, batch or seed)'}; ` +
+        (differences.length > 0
+          ? `: ${differences.join('; ')}`
+          : ' (model, data, method, optimizer, devices, batch or seed)') +
+        '; ' +
         'resume with the same settings (the strategy, link and step count may change)',
     );
   }
@@ -149,7 +168,8 @@ export function checkResume(
   if (ckpt.step >= cfg.steps) {
     throw new TandemError(
       'BAD_CHECKPOINT',
-      `checkpoint ${file} is at step ${ckpt.step}, and the run has ${cfg.steps} steps: nothing left to train (steps count from the start of the run)`,
+      `checkpoint ${file} is at step ${ckpt.step}, and the run has ${cfg.steps} steps: nothing left to train (steps ` +
+        `count from the start of the run)`,
     );
   }
   return ckpt;
@@ -173,7 +193,8 @@ function checkHookState(cfg: ResolvedConfig, ckpt: Checkpoint, file: string): vo
     throw new TandemError(
       'BAD_CHECKPOINT',
       `checkpoint ${file} holds the state of ${describeHook(saved)} (every rank's residuals), and this run has ` +
-        `${describeHook(mine)}: resuming would not continue the run; resume with --comm-hook ${saved.name} and the same commHookOptions, or start again`,
+        (`${describeHook(mine)}: resuming would not continue the run; resume with --comm-hook ${saved.name} and the ` +
+          `same commHookOptions, or start again`),
     );
   }
   if (saved.ranks.length !== cfg.devices) {
@@ -188,12 +209,17 @@ function checkHookState(cfg: ResolvedConfig, ckpt: Checkpoint, file: string): vo
 export function hookStartsAfresh(cfg: ResolvedConfig, ckpt: Checkpoint): string | undefined {
   if (!cfg.commHook || ckpt.commHook) return undefined;
   return (
-    `the checkpoint of step ${ckpt.step} holds no communication hook state (written without a hook, or before tandem kept it): ` +
-    `${describeHook(cfg.commHook)} starts with fresh state (zero residuals${cfg.commHook.name === 'powersgd' ? ', a new Q' : ''})`
+    `the checkpoint of step ${ckpt.step} holds no communication hook state (written without a hook, or before ` +
+    `tandem kept it): ` +
+    (`${describeHook(cfg.commHook)} starts with fresh state (zero ` +
+      `residuals${cfg.commHook.name === 'powersgd' ? ', a new Q' : ''})`)
   );
 }
 
-/** Shared parameters and non-trainable weights into device 0's slots (the step-0 broadcast copies them to every replica) and every device's optimizer state. */
+/**
+ * Shared parameters and non-trainable weights into device 0's slots (the step-0 broadcast copies them to every replica)
+ * and every device's optimizer state.
+ */
 export function restoreShared(buffers: SharedBuffers, ckpt: Checkpoint): void {
   paramSlots(buffers)[0].set(ckpt.params);
   if (ckpt.state && buffers.stateTotal > 0) modelStateSlots(buffers)[0].set(ckpt.state);
@@ -230,7 +256,8 @@ export function checkpointDirOf(cfg: ResolvedConfig): string | undefined {
 
 /**
  * A warning when the checkpoint directory already holds checkpoints this run does not resume from (another run's):
- * this run's checkpoints of the same steps replace them, keep-checkpoints removes older ones, and a later `--resume DIR`
+ * this run's checkpoints of the same steps replace them, keep-checkpoints removes older ones, and a later `--resume
+ * DIR`
  * takes the newest whichever run wrote it. Undefined when the directory holds none, or the run resumes from it.
  */
 export async function earlierRunWarning(cfg: ResolvedConfig, dir: string): Promise<string | undefined> {
@@ -244,8 +271,11 @@ export async function earlierRunWarning(cfg: ResolvedConfig, dir: string): Promi
   if (steps.length === 0) return undefined;
   const range = steps.length === 1 ? `step ${steps[0]}` : `steps ${steps[steps.length - 1]}-${steps[0]}`;
   return (
-    `${dir} already holds ${steps.length} checkpoint(s) of an earlier run (${range}) and this run does not resume from them: ` +
-    `its checkpoints of the same steps replace them, --keep-checkpoints removes older ones, and a later --resume ${dir} takes the newest, ` +
-    `whichever run wrote it. To continue that run, give --resume ${dir}; to keep it, give this run another --checkpoint-dir (or --out)`
+    `${dir} already holds ${steps.length} checkpoint(s) of an earlier run (${range}) and this run does not resume ` +
+    `from them: ` +
+    (`its checkpoints of the same steps replace them, --keep-checkpoints removes older ones, and a later --resume ` +
+      `${dir} takes the newest, `) +
+    (`whichever run wrote it. To continue that run, give --resume ${dir}; to keep it, give this run another ` +
+      `--checkpoint-dir (or --out)`)
   );
 }

@@ -81,7 +81,8 @@ export class RunController {
 
   /**
    * Whether to stop after `step`: asked here; several hosts: asked on any host after the step before, agreed between
-   * them (host-channel.ts), so every host stops after the same step, one or two steps after the request. `nextPosted`: step+1
+   * them (host-channel.ts), so every host stops after the same step, one or two steps after the request. `nextPosted`:
+   * step+1
    * was posted ahead (postAhead), which it is only when no stop is due after `step`; a wish made since goes to step+1.
    */
   async stopAfter(step: number, nextPosted: boolean): Promise<boolean> {

@@ -17,7 +17,10 @@ export class RunLedger {
   /** onNan 'skip-step': the (step, group) updates skipped, and the first offending variable per step. */
   readonly skipped: { step: number; group: number }[] = [];
   readonly nonFinite = new Map<number, string>();
-  /** What the collectives carried in the run's first step (1, or the one after a resumed checkpoint), per device message (float ranges of the shared layout). */
+  /**
+   * What the collectives carried in the run's first step (1, or the one after a resumed checkpoint), per device message
+   * (float ranges of the shared layout).
+   */
   readonly carried: { start: number; end: number }[] = [];
   /** The step `carried` is taken from: the first one reported (every device starts at the same step). */
   private carriedStep?: number;
@@ -36,7 +39,9 @@ export class RunLedger {
     this.firstRank = cfg.topology.process * cfg.topology.localDevices;
   }
 
-  /** Several hosts: spans of this host are stamped with it (host 0 records the other hosts' spans too, stamped there). */
+  /**
+   * Several hosts: spans of this host are stamped with it (host 0 records the other hosts' spans too, stamped there).
+   */
   recordSpans(spans: Span[]): void {
     const { topology } = this.cfg;
     if (topology.processes > 1) for (const s of spans) s.host ??= topology.process;
@@ -73,7 +78,9 @@ export class RunLedger {
     }
   }
 
-  /** Resolves when every local device's comm thread has reported `need` exchanges (STALLED after the watchdog's time). */
+  /**
+   * Resolves when every local device's comm thread has reported `need` exchanges (STALLED after the watchdog's time).
+   */
   allExchangesReported(need: number, lastStep: number): Promise<void> {
     const complete = () => this.exchangedBy.every(n => n >= need);
     if (complete()) return Promise.resolve();
@@ -88,7 +95,8 @@ export class RunLedger {
           new TandemError(
             'STALLED',
             `device ${d}'s comm thread reported ${this.exchangedBy[local]} of ${need} exchanges ` +
-              `${(this.cfg.stallTimeoutMs / 1000).toFixed(1)} s after training finished (raise stallTimeoutMs if the link is legitimately this slow)`,
+              (`${(this.cfg.stallTimeoutMs / 1000).toFixed(1)} s after training finished (raise stallTimeoutMs if ` +
+                `the link is legitimately this slow)`),
             { device: d, step: lastStep, phase: 'exchange' },
           ),
         );

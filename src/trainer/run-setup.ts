@@ -116,7 +116,8 @@ export async function layOut(
         ? StepPreimage.allocate(groups.length, built.layout.total, slots)
         : undefined,
   };
-  for (let d = 0; d < local; d++) fillInitialOptimizerState(cfg.optimizer, optimizerStateOf(buffers, d)); // adagrad's accumulator
+  // adagrad's accumulator
+  for (let d = 0; d < local; d++) fillInitialOptimizerState(cfg.optimizer, optimizerStateOf(buffers, d));
   threads.loader = await method.createLoader(cfg, input);
   if (threads.failure) {
     // the run ended while the loader started: endThreads may not have seen it

@@ -67,7 +67,9 @@ export class RunStreams {
     this.event({
       type: 'warning',
       step: this.lastStep,
-      message: `a subscriber of ${stream} threw ${what}; training goes on (further exceptions of this subscriber are not reported)`,
+      message:
+        `a subscriber of ${stream} threw ${what}; training goes on (further exceptions of this subscriber ` +
+        `are not reported)`,
     });
   }
 

@@ -157,7 +157,8 @@ async function writeRunFiles(
       timelineSvg(
         recent,
         `tandem: ${cfg.model.source}, ${cfg.devices} devices, ${cfg.strategy}` +
-          `${cfg.link ? `, link ${cfg.link.label} (emulated)` : ''}; steps ${Math.max(firstStep, lastStep - 2)}-${lastStep}`,
+          (`${cfg.link ? `, link ${cfg.link.label} (emulated)` : ''}; steps ` +
+            `${Math.max(firstStep, lastStep - 2)}-${lastStep}`),
       ),
     );
     if (!cfg.trace)

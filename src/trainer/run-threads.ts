@@ -101,7 +101,8 @@ export class RunThreads {
   fail(err: TandemError): void {
     if (this.failure) return;
     if (err.code === 'PEER_LOST') {
-      // A rank that lost its peer usually hears of it before the peer's own error (the cause) arrives: wait a moment for it.
+      // A rank that lost its peer usually hears of it before the peer's own error (the cause) arrives: wait a moment
+      // for it.
       this.peerLost ??= setTimeout(() => this.failNow(err), PEER_LOST_GRACE_MS);
       return;
     }

@@ -54,7 +54,10 @@ export interface TrainSummary {
   /** Digest of the bits of this process's replica (every replica is identical; compare it across hosts). */
   replicaChecksum: string;
   strategy: { name: string; groups: { name: string; parameters: number }[] };
-  /** What each rank handed its gradient collective per step (floats; bytes = 4×), measured, and the hook that sent it (none: all-reduce). */
+  /**
+   * What each rank handed its gradient collective per step (floats; bytes = 4×), measured, and the hook that sent it
+   * (none: all-reduce).
+   */
   wire: { commHook: string; floatsPerStep: number; bytesPerStep: number };
   /** Present when the link was EMULATED (`--link`): the exchange was held to this link's speed. */
   link?: { emulated: true; label: string; bitsPerSecond: number; latencyMs: number };
@@ -69,12 +72,18 @@ export interface TrainSummary {
   classifier?: ClassifierSummary;
   /** With `strategy: 'auto'`: what was picked and why. */
   auto?: AutoSummary;
-  /** Per device of this process (local order), the accelerator its engine ran on (webgpu: the GPU adapter); absent on the CPU engines. */
+  /**
+   * Per device of this process (local order), the accelerator its engine ran on (webgpu: the GPU adapter); absent on
+   * the CPU engines.
+   */
   engineDevices?: EngineDevice[];
   history: { step: number; loss: number; accuracy: number }[];
   /** Final parameters in model order (`model.trainableWeights`), from device 0. */
   weights: { name: string; shape: number[]; values: Float32Array }[];
-  /** Final non-trainable weights in model order (`model.nonTrainableWeights`: BatchNormalization's moving statistics, frozen layers), from device 0. */
+  /**
+   * Final non-trainable weights in model order (`model.nonTrainableWeights`: BatchNormalization's moving statistics,
+   * frozen layers), from device 0.
+   */
   nonTrainableWeights: { name: string; shape: number[]; values: Float32Array }[];
   /** Whether every device ended with bit-identical non-trainable weights. */
   nonTrainableIdentical: boolean;
@@ -98,7 +107,8 @@ export interface TrainHooks {
 /** A run in progress: its spans and step metrics as RxJS streams on the main thread, and its result. */
 export interface TrainingHandle {
   /**
-   * Finish the current step, checkpoint if a checkpoint directory is configured, end cleanly (`done` resolves with `stoppedAt`).
+   * Finish the current step, checkpoint if a checkpoint directory is configured, end cleanly (`done` resolves with
+   * `stoppedAt`).
    * A step that has not reached its stop checkpoint `stopGraceMs` later is aborted, as by `abort()`.
    */
   stop(): void;
@@ -108,11 +118,19 @@ export interface TrainingHandle {
    * local heads or non-trainable weights), and `done` rejects with ABORTED, naming the checkpoint.
    */
   abort(): void;
-  /** Every span of every device thread, as it is reported (about once per step and group). Several hosts: host 0's has every host's. */
+  /**
+   * Every span of every device thread, as it is reported (about once per step and group). Several hosts: host 0's has
+   * every host's.
+   */
   timeline$: Observable<Span>;
-  /** One per step. Several hosts: on host 0 the world's (every device of every host), elsewhere the host's own devices'. */
+  /**
+   * One per step. Several hosts: on host 0 the world's (every device of every host), elsewhere the host's own devices'.
+   */
   metrics$: Observable<StepMetrics>;
-  /** Lifecycle events and warnings: started, auto, ready, epoch, checkpoint, warning, stopped, finished; or, last, failed. */
+  /**
+   * Lifecycle events and warnings: started, auto, ready, epoch, checkpoint, warning, stopped, finished; or, last,
+   * failed.
+   */
   events$: Observable<RunEvent>;
   done: Promise<TrainSummary>;
 }

@@ -44,7 +44,8 @@ export class StallInspector {
           new TandemError(
             'STALLED',
             `device ${d} stopped responding at step ${step} in phase load (data loader: no result for ` +
-              `${(this.stallTimeoutMs / 1000).toFixed(1)} s; raise stallTimeoutMs if loading is legitimately this slow)`,
+              (`${(this.stallTimeoutMs / 1000).toFixed(1)} s; raise stallTimeoutMs if loading is legitimately this ` +
+                `slow)`),
             { device: d, step, phase: 'load' },
           ),
         );

@@ -100,7 +100,8 @@ export class StepLoop {
     const results = await current.done;
     const ended = performance.now();
     const next = await this.ahead; // step s+1 posted (or not); a load slower than step s is waited for here
-    if (next) result.loadWaitTotal += Math.max(0, next.loadedAt - ended); // the inputs' wait alone (several hosts: not the verdict's)
+    // the inputs' wait alone (several hosts: not the verdict's)
+    if (next) result.loadWaitTotal += Math.max(0, next.loadedAt - ended);
     if (next && step + 1 < cfg.steps) this.startLoading(step + 2); // step s's slot is free now
     return { results, t0, nextPosted: next !== undefined };
   }
@@ -137,7 +138,8 @@ export class StepLoop {
 
   private postStep(step: number): Omit<PostedStep, 'loadedAt'> {
     const { threads, stalls } = this.parts;
-    // The first step waits on the comm threads' start (joining the communicator, the step-0 broadcast): setup's watchdog.
+    // The first step waits on the comm threads' start (joining the communicator, the step-0 broadcast): setup's
+    // watchdog.
     const watchdog = step === this.firstStep ? stalls.setupWatchdogMs() : undefined;
     const done = threads.replies.expect('stepDone', step, watchdog);
     for (const a of threads.actors) a.postCompute({ type: 'step', step });
@@ -168,11 +170,13 @@ export class StepLoop {
     checkLoss(step, results, cfg, this.parts.hooks);
     this.parts.ledger.stepDone(step, results);
     const loss = results.reduce((s, r) => s + r.loss, 0) / results.length;
-    // This process's devices' samples (the whole global batch on one host; several hosts: host 0's monitor sees the world's).
+    // This process's devices' samples (the whole global batch on one host; several hosts: host 0's monitor sees the
+    // world's).
     const correct = results.reduce((s, r) => s + r.correct, 0);
     const accuracy = correct / (cfg.perDevice * cfg.topology.localDevices);
     // The period: since the previous step was recorded (the first: since its loop iteration began), so that what the
-    // loop does between steps (a checkpoint, the hosts' stop agreement, a replica check) counts, as it does in the wall time.
+    // loop does between steps (a checkpoint, the hosts' stop agreement, a replica check) counts, as it does in the wall
+    // time.
     const now = performance.now();
     const stepMs = now - (result.lastRecordedAt ?? t0);
     result.lastRecordedAt = now;

@@ -2,7 +2,7 @@
  * The front door: `train(config)` validates the config before any thread
  * starts (and with `strategy: 'auto'` profiles first: across hosts, host 0
  * profiles and every host runs its choice), then runs it
- * (training-run.ts); `startTraining` returns the run's streams at once.
+ * (training-run.ts and its parts); `startTraining` returns the run's streams at once.
  */
 import { resolveConfig } from '../config.js';
 import type { ResolvedConfig, TrainConfig } from '../config-types.js';
@@ -63,7 +63,8 @@ function checkedHooks(hooks: TrainHooks | null | undefined): TrainHooks {
   if (typeof hooks !== 'object' || Array.isArray(hooks)) {
     throw new TandemError(
       'BAD_CONFIG',
-      `hooks: expected an object of callbacks (${HOOK_NAMES.join(', ')}), found ${Array.isArray(hooks) ? 'an array' : typeof hooks}`,
+      `hooks: expected an object of callbacks (${HOOK_NAMES.join(', ')}), found ` +
+        `${Array.isArray(hooks) ? 'an array' : typeof hooks}`,
     );
   }
   for (const name of HOOK_NAMES) {
@@ -163,7 +164,8 @@ async function pickStrategy(
  *
  * @example
  * const run = startTraining({ model: 'alexnet-mini', strategy: 'two-group', link: '1gbps' });
- * run.timeline$.pipe(filter(s => s.kind === 'exchange')).subscribe(s => console.log(s.device, s.name, s.end - s.start));
+ * run.timeline$.pipe(filter(s => s.kind === 'exchange')).subscribe(s => console.log(s.device, s.name, s.end -
+ * s.start));
  * const summary = await run.done;
  */
 export function startTraining(config: TrainConfig, hooks: TrainHooks = {}): TrainingHandle {

@@ -73,7 +73,9 @@ export class WorldMonitor {
     }
   }
 
-  /** A step of this host: host 0 (several hosts) waits for every host's share; otherwise the hooks get `metrics` now. */
+  /**
+   * A step of this host: host 0 (several hosts) waits for every host's share; otherwise the hooks get `metrics` now.
+   */
   step(share: HostStep, metrics: StepMetrics): void {
     if (this.hub) {
       this.hub.share(0, share);
@@ -83,7 +85,10 @@ export class WorldMonitor {
     this.link?.step(share);
   }
 
-  /** Training ended here: the others send their last frames; host 0 waits for them (a lost host is not waited for). Host 0 gets the world's history. */
+  /**
+   * Training ended here: the others send their last frames; host 0 waits for them (a lost host is not waited for). Host
+   * 0 gets the world's history.
+   */
   async finish(history: History): Promise<History> {
     if (this.link) await this.link.end();
     if (!this.hub) return history;
@@ -92,7 +97,9 @@ export class WorldMonitor {
       this.hooks.onEvent?.({
         type: 'warning',
         step: 0,
-        message: `the other hosts dropped ${this.hub.dropped} span message(s) that host 0 read too slowly: the trace misses them`,
+        message:
+          `the other hosts dropped ${this.hub.dropped} span message(s) that host 0 read too slowly: the ` +
+          `trace misses them`,
       });
     }
     return history.map(h => this.worldHistory.get(h.step) ?? h);

@@ -30,7 +30,10 @@ export interface Decided<T> {
   link?: LinkCost;
 }
 
-/** What `decide` and `alongside` know of the hosts: the measured link, the hosts on this machine, a meeting point of them all. */
+/**
+ * What `decide` and `alongside` know of the hosts: the measured link, the hosts on this machine, a meeting point of
+ * them all.
+ */
 export interface HostsAtStart {
   link?: LinkCost;
   hostsOnMachine: number;
@@ -38,7 +41,10 @@ export interface HostsAtStart {
   meet(name: string, hint?: string): Promise<void>;
 }
 
-/** `decide` runs on host 0; every host resolves with its value; host 0 also with the store it serves (the run's to close). */
+/**
+ * `decide` runs on host 0; every host resolves with its value; host 0 also with the store it serves (the run's to
+ * close).
+ */
 /**
  * `alongside`: what the other hosts do while host 0 decides, before they wait for its choice (auto: the same
  * profiling, discarded, so that hosts sharing a machine's cores load it while host 0 measures as they will in the run).

@@ -21,7 +21,9 @@ export interface PciGpu {
   deviceId: number;
   /** From nvidia-smi (NVIDIA only), e.g. `NVIDIA H200`. */
   name?: string;
-  /** From nvidia-smi (NVIDIA only), e.g. `GPU-5c1e…`: what CUDA_VISIBLE_DEVICES accepts whatever the enumeration order. */
+  /**
+   * From nvidia-smi (NVIDIA only), e.g. `GPU-5c1e…`: what CUDA_VISIBLE_DEVICES accepts whatever the enumeration order.
+   */
   uuid?: string;
 }
 
@@ -34,7 +36,9 @@ const VENDORS: Readonly<Record<number, GpuVendor>> = { 0x10de: 'nvidia', 0x1002:
 export interface FindGpusOptions {
   /** Where sysfs is mounted (tests give a directory of fake devices). */
   sysRoot?: string;
-  /** `nvidia-smi --query-gpu=pci.bus_id,uuid,name --format=csv,noheader`'s output, or undefined where it does not run. */
+  /**
+   * `nvidia-smi --query-gpu=pci.bus_id,uuid,name --format=csv,noheader`'s output, or undefined where it does not run.
+   */
   nvidiaSmi?: () => string | undefined;
 }
 

@@ -59,7 +59,9 @@ export interface GpuPlan {
 export interface PlanOptions {
   /** The machine's CPU cores (llvmpipe's threads are shared out among the processes). */
   cpus: number;
-  /** Whether Mesa's device-select layer is installed (without it the Vulkan part of the pinning is left to the driver). */
+  /**
+   * Whether Mesa's device-select layer is installed (without it the Vulkan part of the pinning is left to the driver).
+   */
   deviceSelectLayer: boolean;
 }
 
@@ -73,9 +75,11 @@ export function planGpus(inventory: GpuInventory, count: number, options: PlanOp
         pin(k, `llvmpipe (software Vulkan${shared})`, 'llvmpipe', { LP_NUM_THREADS: String(threads) }),
       );
       const notes = [
-        `no NVIDIA, AMD or Intel GPU found: the GPU processes are pinned to the software Vulkan driver (llvmpipe; what --backend webgpu runs on)` +
+        `no NVIDIA, AMD or Intel GPU found: the GPU processes are pinned to the software Vulkan driver (llvmpipe; ` +
+          `what --backend webgpu runs on)` +
           (count > 1
-            ? `, ${count} processes sharing it (${threads} llvmpipe thread(s) each): a correctness rig, not a speed measurement`
+            ? `, ${count} processes sharing it (${threads} llvmpipe thread(s) each): a correctness rig, not a speed ` +
+              `measurement`
             : ''),
       ];
       return { pins, notes };
@@ -94,7 +98,8 @@ export function planGpus(inventory: GpuInventory, count: number, options: PlanOp
           ? []
           : [
               `Mesa's Vulkan device-select layer (VK_LAYER_MESA_device_select, ` +
-                `package mesa-vulkan-drivers) is not installed: every GPU process may see every GPU and Dawn pick the same one; install it to pin by PCI address`,
+                (`package mesa-vulkan-drivers) is not installed: every GPU process may see every GPU and Dawn pick ` +
+                  `the same one; install it to pin by PCI address`),
             ];
       return {
         pins: gpus.slice(0, count).map((g, k) => pin(k, describe(g), adapterName(g), hardwareEnv(g, gpus))),

@@ -49,7 +49,8 @@ function integerFrom(variable: string, text: string): number {
     throw new TandemError(
       'BAD_CONFIG',
       `environment variable ${variable} must be a non-negative integer written as decimal digits (e.g. 2), ` +
-        `got '${text}'; fix or unset it${variable.startsWith('TANDEM_') ? '' : ', or give --hosts and --host-rank, which win over the environment'}`,
+        `got '${text}'; fix or unset it` +
+        (variable.startsWith('TANDEM_') ? '' : ', or give --hosts and --host-rank, which win over the environment'),
     );
   }
   return n;

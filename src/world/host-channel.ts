@@ -39,7 +39,10 @@ import { describeProcess, type Topology } from './topology.js';
 import { flagDifferences, type HostFlags } from './host-flags.js';
 import type { CheckpointBytes, HeadState } from '../checkpoint/checkpoint-file.js';
 
-/** A checkpoint's per-device state of one host's devices, local order (or, collected on host 0, of every device): local heads and hook state. */
+/**
+ * A checkpoint's per-device state of one host's devices, local order (or, collected on host 0, of every device): local
+ * heads and hook state.
+ */
 export interface DeviceState {
   heads?: HeadState[];
   hooks?: Float32Array[][][];
@@ -109,8 +112,10 @@ export class HostChannel {
       if (differences.length > 0) {
         throw new TandemError(
           'BAD_CONFIG',
-          `${describeProcess(this.topology, me)} and ${describeProcess(this.topology, h)} were started with different flags — ` +
-            `${differences.join('; ')}: every host runs the same command (only --host-rank, paths and output flags may differ)`,
+          `${describeProcess(this.topology, me)} and ${describeProcess(this.topology, h)} were started with ` +
+            `different flags — ` +
+            (`${differences.join('; ')}: every host runs the same command (only --host-rank, paths and output flags ` +
+              `may differ)`),
         );
       }
     }
@@ -142,7 +147,8 @@ export class HostChannel {
    * A host other than 0, at a checkpoint of `step`: its devices' state — local heads, communication hook state (local
    * order) — goes to host 0. One payload key per host, overwritten at each checkpoint (the store keeps what it is
    * given), and a marker per step that host 0 waits on. Host 0 reads the payload before its devices start step+1,
-   * whose all-reduce this host needs before it can reach its next checkpoint: the payload is never overwritten before it is read.
+   * whose all-reduce this host needs before it can reach its next checkpoint: the payload is never overwritten before
+   * it is read.
    */
   async sendHeads(step: number, state: DeviceState): Promise<void> {
     const process = this.topology.process;
@@ -150,7 +156,9 @@ export class HostChannel {
     await this.client.set(`tandem.heads.${process}.at.${step}`, '');
   }
 
-  /** Host 0, at a checkpoint of `step`: its own devices' state (`mine`) and every other host's, in global rank order. */
+  /**
+   * Host 0, at a checkpoint of `step`: its own devices' state (`mine`) and every other host's, in global rank order.
+   */
   async collectHeads(step: number, mine: DeviceState): Promise<DeviceState> {
     const heads = mine.heads && [...mine.heads],
       hooks = mine.hooks && [...mine.hooks];
@@ -161,8 +169,10 @@ export class HostChannel {
       if (sent.step !== step || count(sent.heads) !== count(mine.heads) || count(sent.hooks) !== count(mine.hooks)) {
         throw new TandemError(
           'BAD_CONFIG',
-          `host ${p} sent the device state of step ${sent.step} (${count(sent.heads)} heads, ${count(sent.hooks)} hook states) ` +
-            `for host 0's checkpoint of step ${step} (${this.topology.localDevices} devices): every host must run with the same flags (--devices, --checkpoint-every, --comm-hook)`,
+          `host ${p} sent the device state of step ${sent.step} (${count(sent.heads)} heads, ${count(sent.hooks)} ` +
+            `hook states) ` +
+            (`for host 0's checkpoint of step ${step} (${this.topology.localDevices} devices): every host must run ` +
+              `with the same flags (--devices, --checkpoint-every, --comm-hook)`),
         );
       }
       heads?.push(...sent.heads!);
@@ -195,7 +205,8 @@ export class HostChannel {
 
   /**
    * This host's wish to stop, after `step`, before it posts step+1. The last host to add its wish publishes the
-   * verdict; step+1's all-reduce needs every host, so once step+1 ran anywhere every wish is in (stopAgreed). Each host also leaves the count its wish made, so that a verdict that never came names the host
+   * verdict; step+1's all-reduce needs every host, so once step+1 ran anywhere every wish is in (stopAgreed). Each host
+   * also leaves the count its wish made, so that a verdict that never came names the host
    * that added last (missingWishes).
    */
   async submitStop(step: number, wanted: boolean): Promise<void> {
@@ -208,7 +219,9 @@ export class HostChannel {
     });
   }
 
-  /** Whether any host wished to stop after `step` (call it once `step` is applied here): the same answer on every host. */
+  /**
+   * Whether any host wished to stop after `step` (call it once `step` is applied here): the same answer on every host.
+   */
   async stopAgreed(step: number): Promise<boolean> {
     const agreed = await this.betweenSteps(step + 1, 'reading the stop verdict', async () => {
       try {
@@ -239,18 +252,25 @@ export class HostChannel {
     }
     const what =
       missing.length > 0
-        ? `${missing.join(', ')} did not add its stop wish` // every wish in: the last to add did not publish the verdict
-        : `${last ?? 'the last host to add its wish'} added the last stop wish but did not publish the verdict`;
+        ? `${missing.join(', ')} did not add its stop wish`
+        : // every wish in: the last to add did not publish the verdict
+          `${last ?? 'the last host to add its wish'} added the last stop wish but did not publish the verdict`;
     return new TandemError(
       'STALLED',
       `${describeProcess(this.topology, this.topology.process)}: ${what} after step ${step} within ` +
-        `${(this.peerWaitMs / 1000).toFixed(1)} s (a cut link or a frozen host; raise stallTimeoutMs if a host is legitimately this slow)`,
+        (`${(this.peerWaitMs / 1000).toFixed(1)} s (a cut link or a frozen host; raise stallTimeoutMs if a host is ` +
+          `legitimately this slow)`),
     );
   }
 
-  /** `call` to host 0's store after `step` (0: before the first); a closed connection, or no answer at all, as an error naming host 0. */
+  /**
+   * `call` to host 0's store after `step` (0: before the first); a closed connection, or no answer at all, as an error
+   * naming host 0.
+   */
   private async betweenSteps<T>(step: number, what: string, call: () => Promise<T>): Promise<T> {
-    const host0 = `${describeProcess(this.topology, 0)} (${parseStoreUrl(this.client.url).host}, serving the rendezvous store ${this.client.url})`;
+    const host0 =
+      `${describeProcess(this.topology, 0)} (${parseStoreUrl(this.client.url).host}, serving the ` +
+      `rendezvous store ${this.client.url})`;
     const waitMs = this.peerWaitMs + NO_ANSWER_MARGIN_MS;
     const when = step > 0 ? `after step ${step}` : 'before the first step';
     let timer: NodeJS.Timeout | undefined;
@@ -259,8 +279,10 @@ export class HostChannel {
       timer = setTimeout(() => {
         silent = new TandemError(
           'STALLED',
-          `${describeProcess(this.topology, this.topology.process)}: ${host0} did not answer within ${(waitMs / 1000).toFixed(1)} s ` +
-            `${when} while ${what} (a cut link or a frozen host; raise stallTimeoutMs if host 0 is legitimately this slow)`,
+          `${describeProcess(this.topology, this.topology.process)}: ${host0} did not answer within ` +
+            `${(waitMs / 1000).toFixed(1)} s ` +
+            (`${when} while ${what} (a cut link or a frozen host; raise stallTimeoutMs if host 0 is legitimately ` +
+              `this slow)`),
         );
         reject(silent);
         this.client.close();
@@ -272,7 +294,8 @@ export class HostChannel {
       if (err === silent || this.client.isOpen) throw err;
       throw new TandemError(
         'PEER_LOST',
-        `${describeProcess(this.topology, this.topology.process)}: lost ${host0} ${when} while ${what}: ${(err as Error).message}`,
+        `${describeProcess(this.topology, this.topology.process)}: lost ${host0} ${when} while ${what}: ` +
+          `${(err as Error).message}`,
         undefined,
         { cause: err },
       );
@@ -325,9 +348,7 @@ export class HostChannel {
         const missing: string[] = [];
         for (let r = 0; r < this.topology.processes; r++) {
           if (!(await has(r)))
-            missing.push(
-              `${describeProcess(this.topology, r)} (${(await this.client.get(addressKey(r), 0).catch(() => undefined))?.toString() ?? 'address unknown'})`,
-            );
+            missing.push(`${describeProcess(this.topology, r)} (${(await this.addressOf(r)) ?? 'address unknown'})`);
         }
         throw new TandemError(
           'STALLED',
@@ -339,6 +360,11 @@ export class HostChannel {
   }
 
   /** Host 0: the port its monitor hub listens on. */
+  /** Host `r`'s published address, or undefined when it has none (yet). */
+  private async addressOf(r: number): Promise<string | undefined> {
+    return (await this.client.get(addressKey(r), 0).catch(() => undefined))?.toString();
+  }
+
   async publishMonitorPort(port: number): Promise<void> {
     await this.client.set(MONITOR_KEY, String(port));
   }

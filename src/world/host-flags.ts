@@ -38,7 +38,8 @@ export function hostFlags(cfg: ResolvedConfig, auto: boolean): HostFlags {
 
 /** `strategy: "auto" here, "sequential" on host 1`, one per flag that differs (either side's missing ones included). */
 export function flagDifferences(mine: HostFlags, theirs: HostFlags, here: string, there: string): string[] {
-  const auto = mine.strategy === '"auto"' || theirs.strategy === '"auto"'; // auto's hook is host 0's choice: the strategy names it
+  // auto's hook is host 0's choice: the strategy names it
+  const auto = mine.strategy === '"auto"' || theirs.strategy === '"auto"';
   const names = [...new Set([...Object.keys(mine), ...Object.keys(theirs)])].filter(n => !(auto && n === 'comm hook'));
   return names
     .filter(n => mine[n] !== theirs[n])

@@ -90,7 +90,8 @@ const thisMachine = (): LaunchMachine => ({
 export type TrainArgsCheck = (trainArgs: string[]) => Promise<void>;
 
 /**
- * `argv`: `--hosts N` and/or `--gpus N`, and the train flags. `onLine` gets each line with its process's prefix. `checkTrain`
+ * `argv`: `--hosts N` and/or `--gpus N`, and the train flags. `onLine` gets each line with its process's prefix.
+ * `checkTrain`
  * sees the first process's train flags before any process starts. Resolves with the launcher's exit code.
  */
 export async function launchHosts(
@@ -102,11 +103,14 @@ export async function launchHosts(
 ): Promise<number> {
   const args = splitLaunchArgs(argv);
   const plan = await planLaunch(args, machine);
-  await checkTrain(memberTrainArgs(plan.members[0], plan, args.trainArgs)); // a bad flag, --out or lock fails here, as train, before any process starts
+  // a bad flag, --out or lock fails here, as train, before any process starts
+  await checkTrain(memberTrainArgs(plan.members[0], plan, args.trainArgs));
   const children = plan.members.map(m => startHost(m, plan, args.trainArgs, onLine));
   const name = (i: number) =>
     plan.gpus ? `GPU process ${plan.members[i].rank} (pid ${children[i].pid})` : `host ${plan.members[i].rank}`;
-  /** The processes the launcher itself sent SIGKILL (stopOthers, past the grace): any other SIGKILL came from outside. */
+  /**
+   * The processes the launcher itself sent SIGKILL (stopOthers, past the grace): any other SIGKILL came from outside.
+   */
   const killedByUs = new Set<ChildProcess>();
   const failure = (end: HostEnd) => failed(end, children[end.member].pid, killedByUs.has(children[end.member]));
   announce(plan, children, say);
@@ -166,7 +170,8 @@ async function planLaunch(args: LaunchArgs, machine: LaunchMachine): Promise<Lau
 function announce(plan: LaunchPlan, children: ChildProcess[], say: (line: string) => void): void {
   if (!plan.gpus) {
     say(
-      `${plan.members.length} hosts, rendezvous ${plan.rendezvous}; pids ${children.map((c, h) => `host ${h}: ${c.pid}`).join(', ')}`,
+      `${plan.members.length} hosts, rendezvous ${plan.rendezvous}; pids ` +
+        `${children.map((c, h) => `host ${h}: ${c.pid}`).join(', ')}`,
     );
     return;
   }
@@ -175,7 +180,10 @@ function announce(plan: LaunchPlan, children: ChildProcess[], say: (line: string
   plan.notes.forEach(say);
 }
 
-/** `--hosts N` and `--gpus N` (and, with --gpus, `--host-rank`, `--rendezvous`) out of the train flags; the flags the launcher sets itself are refused. */
+/**
+ * `--hosts N` and `--gpus N` (and, with --gpus, `--host-rank`, `--rendezvous`) out of the train flags; the flags the
+ * launcher sets itself are refused.
+ */
 export function splitLaunchArgs(argv: string[]): LaunchArgs {
   const { own, trainArgs } = launcherFlags(argv);
   if (own.gpus === undefined) {
@@ -185,7 +193,8 @@ export function splitLaunchArgs(argv: string[]): LaunchArgs {
     if (own.hosts === undefined)
       throw new TandemError(
         'BAD_CONFIG',
-        'usage: tandem launch --hosts N [train flags…] (N local processes on 127.0.0.1), or tandem launch --gpus N [--hosts H] [train flags…] (a process per GPU)',
+        'usage: tandem launch --hosts N [train flags…] (N local processes on 127.0.0.1), or tandem launch --gpus N ' +
+          '[--hosts H] [train flags…] (a process per GPU)',
       );
     return { hosts: count('hosts', own.hosts, MAX_LOCAL), trainArgs };
   }
@@ -202,7 +211,8 @@ export function splitLaunchArgs(argv: string[]): LaunchArgs {
   ) {
     throw new TandemError(
       'BAD_CONFIG',
-      "tandem launch --gpus N on one host of several takes --hosts H --host-rank R --rendezvous HOST:PORT together (host 0's address); on one machine leave out --host-rank and --rendezvous",
+      'tandem launch --gpus N on one host of several takes --hosts H --host-rank R --rendezvous HOST:PORT together ' +
+        "(host 0's address); on one machine leave out --host-rank and --rendezvous",
     );
   }
   if (own['host-rank'] !== undefined) {
@@ -217,7 +227,8 @@ export function splitLaunchArgs(argv: string[]): LaunchArgs {
   } else if (out.hosts * out.gpus! > MAX_LOCAL) {
     throw new TandemError(
       'BAD_CONFIG',
-      `tandem launch --hosts ${out.hosts} --gpus ${out.gpus}: ${out.hosts * out.gpus!} local processes, more than ${MAX_LOCAL}`,
+      `tandem launch --hosts ${out.hosts} --gpus ${out.gpus}: ${out.hosts * out.gpus!} local processes, more than ` +
+        `${MAX_LOCAL}`,
     );
   }
   return out;
@@ -261,14 +272,16 @@ function startHost(
   onLine: (prefix: string, line: HostLine) => void,
 ): ChildProcess {
   const env: NodeJS.ProcessEnv = { ...process.env };
-  // A GPU process's pinning replaces the launcher's own (a host keeps what the user set: CUDA_VISIBLE_DEVICES, DRI_PRIME…).
+  // A GPU process's pinning replaces the launcher's own (a host keeps what the user set: CUDA_VISIBLE_DEVICES,
+  // DRI_PRIME…).
   for (const k of ['TANDEM_HOSTS', 'TANDEM_HOST_RANK', 'TANDEM_RENDEZVOUS', ...(plan.gpus ? PINNING_VARIABLES : [])])
     delete env[k];
   Object.assign(env, m.env);
   const child = spawn(
     process.execPath,
     [CLI, 'train', ...memberTrainArgs(m, plan, trainArgs)],
-    // Its own process group: a terminal's Ctrl-C reaches the launcher only, which forwards it once (two would abort the stop).
+    // Its own process group: a terminal's Ctrl-C reaches the launcher only, which forwards it once (two would abort the
+    // stop).
     // The IPC channel: a process whose launcher is gone aborts (cli/launcher-link.ts).
     { env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'], detached: true },
   );
@@ -280,7 +293,9 @@ function startHost(
   return child;
 }
 
-/** The `tandem train` flags of process `m`: the user's, with its one device (a GPU process) and its place in the world. */
+/**
+ * The `tandem train` flags of process `m`: the user's, with its one device (a GPU process) and its place in the world.
+ */
 function memberTrainArgs(m: Member, plan: LaunchPlan, trainArgs: string[]): string[] {
   const world =
     plan.world > 1
@@ -309,8 +324,10 @@ function failed(end: HostEnd, pid?: number, byUs = false): string | undefined {
       if (byUs)
         return `was killed by SIGKILL (by tandem launch: it had not stopped ${STOP_GRACE_MS / 1000} s after SIGTERM)`;
       return (
-        "was killed by SIGKILL (not by tandem: the kernel's out-of-memory killer, or a user; check `dmesg` (or `journalctl -k`) " +
-        `for "Out of memory: Killed process${pid !== undefined ? ` ${pid}` : ''}"; a smaller --batch or fewer --devices per process uses less memory)`
+        "was killed by SIGKILL (not by tandem: the kernel's out-of-memory killer, or a user; check `dmesg` (or " +
+        '`journalctl -k`) ' +
+        (`for "Out of memory: Killed process${pid !== undefined ? ` ${pid}` : ''}"; a smaller --batch or fewer ` +
+          `--devices per process uses less memory)`)
       );
     default: {
       const never: never = end;
@@ -319,7 +336,10 @@ function failed(end: HostEnd, pid?: number, byUs = false): string | undefined {
   }
 }
 
-/** SIGTERM to every host still running (each ends its step, as on a stop); SIGKILL to any still there after STOP_GRACE_MS (added to `killed`). */
+/**
+ * SIGTERM to every host still running (each ends its step, as on a stop); SIGKILL to any still there after
+ * STOP_GRACE_MS (added to `killed`).
+ */
 function stopOthers(children: ChildProcess[], killed: Set<ChildProcess>): void {
   const running = children.filter(c => c.exitCode === null && c.signalCode === null);
   running.forEach(c => c.kill('SIGTERM'));

@@ -21,7 +21,8 @@ export function parseRendezvous(field: string, text: string): Rendezvous {
   if (!m || port < 1 || port > 65535) {
     throw new TandemError(
       'BAD_CONFIG',
-      `config.${field}: expected HOST:PORT (host 0's address and a free port, e.g. 10.0.0.1:29500), got ${JSON.stringify(text)}`,
+      `config.${field}: expected HOST:PORT (host 0's address and a free port, e.g. 10.0.0.1:29500), got ` +
+        `${JSON.stringify(text)}`,
     );
   }
   return { host: m[1] ?? m[2], port };

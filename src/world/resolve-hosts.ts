@@ -15,7 +15,10 @@ export interface ResolvedHosts {
   rendezvous?: Rendezvous;
 }
 
-/** The transports that span processes: flat Gloo, shared memory inside a host with Gloo between hosts, POSIX shared memory on one machine. */
+/**
+ * The transports that span processes: flat Gloo, shared memory inside a host with Gloo between hosts, POSIX shared
+ * memory on one machine.
+ */
 export const HOSTS_TRANSPORTS = ['hierarchical', 'gloo', 'shm'] as const;
 
 /**
@@ -37,7 +40,9 @@ export function isLoopback(host: string): boolean {
   return /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host) || host === '::1' || host.toLowerCase() === 'localhost';
 }
 
-/** Whether this process is one `tandem launch --gpus` started (its environment has TANDEM_GPU_INDEX, gpu-pinning.ts). */
+/**
+ * Whether this process is one `tandem launch --gpus` started (its environment has TANDEM_GPU_INDEX, gpu-pinning.ts).
+ */
 export function gpuProcess(env: NodeJS.ProcessEnv = process.env): boolean {
   return env[GPU_ENV.index] !== undefined;
 }
@@ -68,7 +73,8 @@ export function resolveHosts(
   if (typeof config.rendezvous !== 'string')
     bad(
       'rendezvous',
-      `${hosts} hosts need host 0's address and a free port to meet at, e.g. --rendezvous 10.0.0.1:29500 (or TANDEM_RENDEZVOUS)`,
+      `${hosts} hosts need host 0's address and a free port to meet at, e.g. --rendezvous 10.0.0.1:29500 (or ` +
+        `TANDEM_RENDEZVOUS)`,
     );
   refuseAcrossHosts(config, localDevices);
   return {
@@ -95,7 +101,8 @@ function refuseAcrossHosts(config: TrainConfig, localDevices: number): void {
   if (config.exportDevice !== undefined && config.exportDevice >= localDevices) {
     bad(
       'exportDevice',
-      `${config.exportDevice} is not on host 0 (its devices are global ranks 0..${localDevices - 1}); host 0 exports the model`,
+      `${config.exportDevice} is not on host 0 (its devices are global ranks 0..${localDevices - 1}); host 0 ` +
+        `exports the model`,
     );
   }
 }

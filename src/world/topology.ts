@@ -13,14 +13,20 @@ export interface Topology {
   process: number;
   /** Devices (actors) in every process. */
   localDevices: number;
-  /** What each process is, for messages: absent or 'host' (a machine, `launch --hosts`), 'gpu' (`launch --gpus`: one process per GPU). */
+  /**
+   * What each process is, for messages: absent or 'host' (a machine, `launch --hosts`), 'gpu' (`launch --gpus`: one
+   * process per GPU).
+   */
   processKind?: ProcessKind;
 }
 
 /** What a process of the job is, as messages name it. */
 export type ProcessKind = 'host' | 'gpu';
 
-/** Process `k` of a job in words, as every message names it: `host k`, or `GPU process k` (as `tandem launch --gpus` names it). */
+/**
+ * Process `k` of a job in words, as every message names it: `host k`, or `GPU process k` (as `tandem launch --gpus`
+ * names it).
+ */
 export function describeProcess(job: { processKind?: ProcessKind }, k: number): string {
   const kind = job.processKind ?? 'host';
   switch (kind) {
@@ -55,7 +61,10 @@ export function localRanks(t: Topology): number[] {
   return Array.from({ length: t.localDevices }, (_, d) => globalRank(t, d));
 }
 
-/** The topology of process `process` of `processes`, each with `localDevices` devices (processes of kind `processKind`, default hosts). */
+/**
+ * The topology of process `process` of `processes`, each with `localDevices` devices (processes of kind `processKind`,
+ * default hosts).
+ */
 export function multiProcess(
   processes: number,
   process: number,

@@ -77,7 +77,8 @@ t.test('plain SGD on dyadic values: exactly params - lr * grads over the group, 
   const grads = shared(Array.from({ length: N }, (_, i) => (i - 6) * 0.125));
   const sgd: OptimizerConfig = { kind: 'sgd', lr: 0.5, momentum: 0 };
   const { out, completed } = run(applyGroupUpdate(sgd, params, grads, [], groups), [unit(1, 1)]);
-  const expected = Array.from({ length: N }, (_, i) => (i >= 5 ? i * 0.25 - 0.5 * (i - 6) * 0.125 : i * 0.25)); // exact in float32
+  // exact in float32
+  const expected = Array.from({ length: N }, (_, i) => (i >= 5 ? i * 0.25 - 0.5 * (i - 6) * 0.125 : i * 0.25));
   t.strictSame(Array.from(params), expected, 'conv updated exactly, fc untouched');
   t.strictSame(
     Array.from(grads),

@@ -53,7 +53,8 @@ const OPTIMIZERS: OptimizerConfig[] = [
 for (const optimizer of OPTIMIZERS) {
   for (const devices of [2, 3]) {
     t.test(
-      `${optimizer.kind}${optimizer.kind === 'sgd' ? ` momentum ${optimizer.momentum}` : ''}, ${devices} devices: shards written into every replica = each replica updated in full`,
+      `${optimizer.kind}${optimizer.kind === 'sgd' ? ` momentum ${optimizer.momentum}` : ''}, ${devices} devices: ` +
+        `shards written into every replica = each replica updated in full`,
       async t => {
         const slots = optimizerStateSlots(optimizer);
         const sharded = replicas(devices, slots),

@@ -71,7 +71,8 @@ t.test('each unit leaves no earlier than exchangeStart + the modelled ring all-r
       const held = u.exchangeEnd! - u.exchangeStart!;
       t.ok(
         held >= modelled - ROUNDING_MS,
-        `${devices} devices, group ${u.group}: exchange lasted ${held.toFixed(2)} ms >= ${modelled.toFixed(2)} ms modelled`,
+        `${devices} devices, group ${u.group}: exchange lasted ${held.toFixed(2)} ms >= ${modelled.toFixed(2)} ms ` +
+          `modelled`,
       );
       t.equal(u.waitStart, 10);
       t.equal(u.waitEnd, 11);

@@ -43,14 +43,18 @@ export interface GlooContext {
   allGather(mine: Float32Array, all: Float32Array): void;
   /** all = the ranks' `mine` one after the other, rank r's of counts[r] floats. */
   allGatherV(mine: Float32Array, all: Float32Array, counts: number[]): void;
-  /** Rank r's input[in offset q, inCounts[q]) goes to rank q; output holds what each rank sent this one, in rank order. */
+  /**
+   * Rank r's input[in offset q, inCounts[q]) goes to rank q; output holds what each rank sent this one, in rank order.
+   */
   allToAllV(input: Float32Array, inCounts: number[], output: Float32Array, outCounts: number[]): void;
   /**
    * buf = op over every rank's buf, element by element in rank order (float32, / size for a mean, max as Math.max):
    * reduceSlotsInto's bits; pipelined in chunks of `chunkFloats` (native/src/gloo-pipelined.cc).
    */
   allReducePipelined(buf: Float32Array, op: 'sum' | 'mean' | 'max', chunkFloats: number): void;
-  /** allToAllV with every receive posted before the sends (no "ready to receive" notice waits behind this rank's data). */
+  /**
+   * allToAllV with every receive posted before the sends (no "ready to receive" notice waits behind this rank's data).
+   */
   exchangeV(input: Float32Array, inCounts: number[], output: Float32Array, outCounts: number[]): void;
   broadcast(buf: Float32Array, root: number): void;
   barrier(): void;

@@ -15,7 +15,10 @@ export interface StoreServerOptions {
   host?: string;
   /** Port (default 0: any free port, see `port`). */
   port?: number;
-  /** Close by itself once this many clients have connected and all have disconnected (a communicator's ranks after rendezvous). */
+  /**
+   * Close by itself once this many clients have connected and all have disconnected (a communicator's ranks after
+   * rendezvous).
+   */
   closeAfterClients?: number;
 }
 

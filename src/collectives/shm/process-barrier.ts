@@ -16,7 +16,10 @@ import { WAIT_SLICE_MS } from '../shared-barrier.js';
 import type { ShmAddon } from './shm-addon.js';
 import { W_COUNT, W_FAILED, W_GENERATION, type SegmentLayout } from './segment-layout.js';
 
-/** Spins (loads of the generation word) before a rank sleeps in the kernel: a peer a few microseconds behind costs no syscall. */
+/**
+ * Spins (loads of the generation word) before a rank sleeps in the kernel: a peer a few microseconds behind costs no
+ * syscall.
+ */
 const SPINS = 2000;
 
 /** How messages name a rank. */
@@ -90,7 +93,8 @@ export class ProcessBarrier {
       throw new TandemError(
         'STALLED',
         `shm ${this.naming.self(this.rank)}: waited ${(this.env.timeoutMs / 1000).toFixed(1)} s for ${what}; ` +
-          `${missing.map(q => this.naming.peer(q)).join(', ')} did not come (raise stallTimeoutMs if steps are legitimately this slow)`,
+          (`${missing.map(q => this.naming.peer(q)).join(', ')} did not come (raise stallTimeoutMs if steps are ` +
+            `legitimately this slow)`),
       );
     }
     this.env.heartbeat?.();

@@ -24,7 +24,10 @@ export interface ShmAddon {
   open(name: string, bytes: number): SharedArrayBuffer | null;
   /** Removes the name (mappings stay valid); false when it was not there. */
   unlink(name: string): boolean;
-  /** Sleeps while the Int32 at `byteOffset` equals `expected`, at most `timeoutMs`: WAIT_WOKEN, WAIT_TIMED_OUT or WAIT_NOT_EQUAL. */
+  /**
+   * Sleeps while the Int32 at `byteOffset` equals `expected`, at most `timeoutMs`: WAIT_WOKEN, WAIT_TIMED_OUT or
+   * WAIT_NOT_EQUAL.
+   */
   wait(buffer: SharedArrayBuffer, byteOffset: number, expected: number, timeoutMs: number): number;
   /** Wakes every waiter on the Int32 at `byteOffset`, in any process. */
   wake(buffer: SharedArrayBuffer, byteOffset: number): number;
@@ -36,7 +39,8 @@ export interface ShmAddon {
 export type ShmAddonLoad = AddonLoad<ShmAddon>;
 
 /** How to get the shm transport, for messages. */
-export const SHM_HOW_TO = `run ${REBUILD_COMMAND} on Linux (it builds native/shm; nothing to install beyond a compiler)`;
+export const SHM_HOW_TO =
+  `run ${REBUILD_COMMAND} on Linux (it builds native/shm; nothing to install beyond a ` + `compiler)`;
 
 // This file runs from dist/src/collectives/shm/: the addon is built in <package>/native/shm/build/Release/.
 const DEFAULT_PATH = fileURLToPath(new URL('../../../../native/shm/build/Release/tandem_shm.node', import.meta.url));

@@ -61,7 +61,8 @@ export async function meetOnSegment(
   try {
     let segment: SharedArrayBuffer | undefined;
     if (p === 0) {
-      name = `/tandem-${parseStoreUrl(world.store).port}-${safe(world.key)}-${process.pid}-${randomBytes(4).toString('hex')}`;
+      const unique = `${process.pid}-${randomBytes(4).toString('hex')}`;
+      name = `/tandem-${parseStoreUrl(world.store).port}-${safe(world.key)}-${unique}`;
       segment = addon.create(name, layout.bytes);
       initialise(segment, layout);
       await client.set(`${key}.name`, name);
@@ -78,7 +79,8 @@ export async function meetOnSegment(
       if (!opened)
         throw new TandemError(
           'BAD_CONFIG',
-          `shm: ${describeProcess(world, p)} cannot open ${describeProcess(world, 0)}'s segment ${name} of ${layout.bytes} bytes (is /dev/shm shared between them?)`,
+          `shm: ${describeProcess(world, p)} cannot open ${describeProcess(world, 0)}'s segment ${name} of ` +
+            `${layout.bytes} bytes (is /dev/shm shared between them?)`,
         );
       segment = opened;
     }
@@ -95,8 +97,10 @@ export async function meetOnSegment(
     if (err instanceof TandemError && err.code === 'BAD_CONFIG') throw err;
     throw new TandemError(
       'STALLED',
-      `shm: ${describeProcess(world, p)} could not meet the other ${layout.processes - 1} process(es) on a shared-memory segment ` +
-        `through the store ${world.store} within ${(timeoutMs / 1000).toFixed(1)} s (did every host start, and stay up?): ${(err as Error).message}`,
+      `shm: ${describeProcess(world, p)} could not meet the other ${layout.processes - 1} process(es) on a ` +
+        `shared-memory segment ` +
+        (`through the store ${world.store} within ${(timeoutMs / 1000).toFixed(1)} s (did every host start, and stay ` +
+          `up?): ${(err as Error).message}`),
       undefined,
       { cause: err },
     );

@@ -1,4 +1,7 @@
-/** The `tensorflow` engine: @tensorflow/tfjs-node-gpu or -node, only when the user installed one (its install downloads libtensorflow). */
+/**
+ * The `tensorflow` engine: @tensorflow/tfjs-node-gpu or -node, only when the user installed one (its install downloads
+ * libtensorflow).
+ */
 import { createRequire } from 'node:module';
 import type { Engine } from '../engine.js';
 import { JS_ARITHMETIC } from '../../optim/flat-arithmetic.js';

@@ -1,4 +1,6 @@
-/** The `wasm` engine: @tensorflow/tfjs-backend-wasm, SIMD, one thread per engine (the default without the native addon). */
+/**
+ * The `wasm` engine: @tensorflow/tfjs-backend-wasm, SIMD, one thread per engine (the default without the native addon).
+ */
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { Engine } from '../engine.js';

@@ -28,7 +28,9 @@ export interface FlatResult {
   dtype: 'float32' | 'bool';
 }
 
-/** out[o + k] = a[ia + k·sa] ∘ b[ib + k·sb] for k < n: one inner row, one loop per operation (each stays monomorphic). */
+/**
+ * out[o + k] = a[ia + k·sa] ∘ b[ib + k·sb] for k < n: one inner row, one loop per operation (each stays monomorphic).
+ */
 type RowLoop = (
   out: Float32Array | Uint8Array,
   o: number,
@@ -153,7 +155,9 @@ export function broadcastBinary(
   return { shape, values, dtype };
 }
 
-/** Sum (or mean: each element divided by the count first, as tfjs) of x over `axes`, keeping the other axes in order. */
+/**
+ * Sum (or mean: each element divided by the count first, as tfjs) of x over `axes`, keeping the other axes in order.
+ */
 export function reduceAxes(
   kind: 'sum' | 'mean',
   shape: readonly number[],

@@ -50,7 +50,9 @@ function activationOf(layer: ConvLayer): string {
   return layer.activation?.getClassName() ?? 'linear';
 }
 
-/** Whether the one kernel computes what `layer` computes: 2-D, channels-last, dilation 1, same/valid, relu or linear. */
+/**
+ * Whether the one kernel computes what `layer` computes: 2-D, channels-last, dilation 1, same/valid, relu or linear.
+ */
 function fusable(layer: ConvLayer): boolean {
   return (
     FUSABLE_ACTIVATIONS.has(activationOf(layer)) &&

@@ -81,7 +81,9 @@ export interface NativeAddon {
     c1: number,
     c2: number,
   ): void;
-  /** The fp16/bf16 hooks' `compressWithFeedback` in one pass, the same bits (corrected may be null without a residual). */
+  /**
+   * The fp16/bf16 hooks' `compressWithFeedback` in one pass, the same bits (corrected may be null without a residual).
+   */
   halfCompress(
     format: 'fp16' | 'bf16',
     gradient: F32,
@@ -90,7 +92,9 @@ export interface NativeAddon {
     sent: F32,
     packed: F32,
   ): void;
-  /** `meanOfDecoded`: out = the mean of the ranks' codes in `gathered`, summed in float32 in rank order, the same bits. */
+  /**
+   * `meanOfDecoded`: out = the mean of the ranks' codes in `gathered`, summed in float32 in rank order, the same bits.
+   */
   halfMeanDecoded(format: 'fp16' | 'bf16', gathered: F32, ranks: number, out: F32): void;
 }
 

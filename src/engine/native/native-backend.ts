@@ -125,7 +125,8 @@ export function registerNativeBackend(tf: Tf, options: NativeBackendOptions = {}
       kernelFunc: withFallback(reluGrad, undefined),
     });
   registerReluGradient(tf);
-  // A fused Conv2D layer's kernel (fused-conv-layers.ts): FusedConv2D's, under its own name so that it can have a gradient.
+  // A fused Conv2D layer's kernel (fused-conv-layers.ts): FusedConv2D's, under its own name so that it can have a
+  // gradient.
   const fusedConv = natives.get('FusedConv2D'),
     stockFusedConv = tf.getKernel('FusedConv2D', 'cpu');
   if (fusedConv && stockFusedConv) {

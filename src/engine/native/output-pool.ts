@@ -39,7 +39,10 @@ export class OutputPool {
     return fresh;
   }
 
-  /** The backend stores `values` as a tensor's data: the first store of a fresh output owns it; any other pins its buffer. */
+  /**
+   * The backend stores `values` as a tensor's data: the first store of a fresh output owns it; any other pins its
+   * buffer.
+   */
   stored(values: unknown): void {
     if (!ArrayBuffer.isView(values)) return;
     const s = this.state.get(values.buffer);
@@ -49,7 +52,9 @@ export class OutputPool {
     this.state.set(values.buffer, s === 'fresh' && whole ? 'owned' : 'pinned');
   }
 
-  /** `values` was handed out (`dataSync()`): the caller may keep it past the tensor, so its buffer is never recycled. */
+  /**
+   * `values` was handed out (`dataSync()`): the caller may keep it past the tensor, so its buffer is never recycled.
+   */
   pin(values: unknown): void {
     if (ArrayBuffer.isView(values) && this.state.has(values.buffer)) this.state.set(values.buffer, 'pinned');
   }

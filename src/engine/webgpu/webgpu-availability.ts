@@ -18,7 +18,8 @@ const PROBE_TIMEOUT_MS = 60_000;
 
 export const WEBGPU_DRIVER_HOW_TO =
   "install a Vulkan driver: a GPU's own (NVIDIA, AMD, Intel), or Mesa's software one, " +
-  "mesa-vulkan-drivers >= 25 (Debian 12: `apt-get install -t bookworm-backports mesa-vulkan-drivers`; Debian 12's own 22.3 gives Dawn no adapter)";
+  ("mesa-vulkan-drivers >= 25 (Debian 12: `apt-get install -t bookworm-backports mesa-vulkan-drivers`; Debian 12's " +
+    'own 22.3 gives Dawn no adapter)');
 
 export type WebGpuProbe = { kind: 'ok'; adapter: string } | { kind: 'unavailable'; reason: string };
 
@@ -65,7 +66,9 @@ function runProbe(): WebGpuProbe {
     const noDriver = /found no drivers|VK_ERROR_INCOMPATIBLE_DRIVER/i.test(r.stderr ?? '');
     return {
       kind: 'unavailable',
-      reason: `Dawn found no WebGPU adapter (${noDriver ? 'no Vulkan driver' : 'no usable Vulkan device'}); ${WEBGPU_DRIVER_HOW_TO}`,
+      reason:
+        `Dawn found no WebGPU adapter (${noDriver ? 'no Vulkan driver' : 'no usable Vulkan device'}); ` +
+        `${WEBGPU_DRIVER_HOW_TO}`,
     };
   }
   const how = r.error ? r.error.message : r.signal ? `killed by ${r.signal}` : `exit code ${r.status}`;

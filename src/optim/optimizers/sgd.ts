@@ -77,7 +77,8 @@ export const sgd = defineOptimizer({
   init: config => (config.momentum > 0 ? [0] : []),
   update: sgdUpdate,
   nativeUpdate(addon, config, params, grads, state, start, end, step) {
-    if (config.nesterov && config.momentum > 0) return sgdUpdate(config, params, grads, state, start, end); // no C++ loop
+    // no C++ loop
+    if (config.nesterov && config.momentum > 0) return sgdUpdate(config, params, grads, state, start, end);
     addon.sgdUpdate(params, grads, config.momentum > 0 ? state[0] : null, start, end, config.lr, config.momentum);
     void step;
   },

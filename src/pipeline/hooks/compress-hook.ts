@@ -33,7 +33,9 @@ export interface CompressState {
 export function compressHook(format: HalfFormat, arithmetic: HalfArithmeticChoice = 'auto'): CommHook<CompressState> {
   return {
     name: format,
-    description: `${format === 'fp16' ? 'IEEE half' : 'bfloat16'} compression: 16 bits per value cross the link (all-gather), with error feedback`,
+    description:
+      `${format === 'fp16' ? 'IEEE half' : 'bfloat16'} compression: 16 bits per value cross the link ` +
+      `(all-gather), with error feedback`,
     init: (info: BucketInfo, options: CommHookOptions): CompressState => {
       const words = packedWords(info.length);
       return {

@@ -140,7 +140,8 @@ function encodeBf16Codes(bits: Uint32Array, codes: Uint16Array): void {
 
 /**
  * `packed` = the codes of gradient + residual; `sent` = what they decode to; the residual becomes
- * gradient + residual − sent (0 where either is not finite). Without a residual, the gradient alone (`corrected` unused).
+ * gradient + residual − sent (0 where either is not finite). Without a residual, the gradient alone (`corrected`
+ * unused).
  */
 export function compressWithFeedback(
   format: HalfFormat,

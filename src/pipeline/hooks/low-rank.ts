@@ -86,7 +86,8 @@ function multiplyFour(m: Float32Array, q: Float32Array, p: Float32Array, i: numb
 
 /**
  * q[c×r] = m[n×c]ᵀ · p[n×r]. Each q[j][k] is the sum over i in order (zeros of p skipped), in float64; four columns of
- * p at a time when none of the four is zero in row i (else one by one, skipping the zeros), so the bits are the plain loop's.
+ * p at a time when none of the four is zero in row i (else one by one, skipping the zeros), so the bits are the plain
+ * loop's.
  */
 export function multiplyTransposed(m: Float32Array, p: Floats, q: Float32Array, n: number, c: number, r: number): void {
   const acc = new Float64Array(c * r);

@@ -49,7 +49,9 @@ export interface PowerSgdState {
   readonly startStep: number;
   readonly seed: number;
   readonly group: number;
-  /** [1] once Q has been drawn (warm start keeps it from then on), else [0]: an array, so that a checkpoint carries it. */
+  /**
+   * [1] once Q has been drawn (warm start keeps it from then on), else [0]: an array, so that a checkpoint carries it.
+   */
   readonly started: Float32Array;
 }
 

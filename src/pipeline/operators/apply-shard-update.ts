@@ -18,7 +18,8 @@ export interface LocalReplicas {
  * update runs element by element, so each replica holds the bits a full update of its own would give.
  *
  * @example
- * of(unit).pipe(reduceScatterGroup(…), applyShardUpdate(optimizer, replicas, 0, grads, () => collective.barrier()), publishApplied(…));
+ * of(unit).pipe(reduceScatterGroup(…), applyShardUpdate(optimizer, replicas, 0, grads, () => collective.barrier()),
+ * publishApplied(…));
  */
 export function applyShardUpdate(
   optimizer: OptimizerConfig,

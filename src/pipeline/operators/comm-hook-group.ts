@@ -14,7 +14,8 @@ import type { GroupExchange } from '../events.js';
  * checkpoints) is refreshed.
  *
  * @example
- * of(unit).pipe(commHookGroup(new HookStates(getCommHook('fp16'), options, groups, layout.variables, rank, size, seed), collective, grads, groups), applyGroupUpdate(…));
+ * of(unit).pipe(commHookGroup(new HookStates(getCommHook('fp16'), options, groups, layout.variables, rank, size, seed),
+ * collective, grads, groups), applyGroupUpdate(…));
  */
 export function commHookGroup(
   states: HookStates,

@@ -15,7 +15,10 @@ export function completeGroups(groups: readonly ParameterGroup[]): OperatorFunct
     new Observable<GroupReady>(subscriber => {
       let step = -1;
       let missing: number[] = [];
-      /** Starts of the ranges already received this step: a range arriving twice is an error even before its group completes. */
+      /**
+       * Starts of the ranges already received this step: a range arriving twice is an error even before its group
+       * completes.
+       */
       let seen = new Set<number>();
       return source.subscribe({
         next(g) {
