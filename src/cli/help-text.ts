@@ -52,7 +52,10 @@ function flagLine(f: TrainFlag): string[] {
   const d = f.option.declaration;
   const arg = flagArgument(d);
   const head = `  --${f.flag}${arg ? ` ${arg}` : ''}`;
-  const doc = `${d.doc}${d.default !== undefined && d.kind !== 'negated' ? ` (default: ${d.default})` : ''}`;
+  const doc =
+    d.kind === 'negated'
+      ? `turns off (on by default): ${d.doc}`
+      : `${d.doc}${d.default !== undefined ? ` (default: ${d.default})` : ''}`;
   const indent = ' '.repeat(COLUMN);
   if (head.length >= COLUMN) return [head, ...wrap(indent, doc, WIDTH, indent)];
   return wrap(head.padEnd(COLUMN), doc, WIDTH, indent);
