@@ -19,6 +19,9 @@ t.test(
   'an emulated link slower than the stall watchdog allows is refused before step 1 (it used to fail as STALLED, ' +
     'blaming the devices)',
   async t => {
+    // A first run warms the process (its loader thread's modules load in it), as the cases before this one did when
+    // it was in user-paths.test.ts: cold, a busy machine's first batch can take longer than the 2 s suggested below.
+    await train(base);
     // mlp's gradients: about 1.3 s a step on it
     const slow: TrainConfig = { ...base, link: '400kbps', stallTimeoutMs: 300 };
     let message = '';
