@@ -28,9 +28,6 @@ export function hyperFields(): string[] {
   return [...hyperParameterOwners().keys()];
 }
 
-/** The built-in optimizers' fields of a train config, the name and lr included. */
-export const OPTIMIZER_KEYS: ReadonlySet<string> = optimizerKeys();
-
 /** Every optimizer field of a train config, the name and lr included (plugins' optimizers' too, once loaded). */
 export function optimizerKeys(): ReadonlySet<string> {
   return new Set(['optimizer', 'lr', ...hyperFields()]);

@@ -76,11 +76,10 @@ export const sgd = defineOptimizer({
   stateSlots: config => (config.momentum > 0 ? 1 : 0),
   init: config => (config.momentum > 0 ? [0] : []),
   update: sgdUpdate,
-  nativeUpdate(addon, config, params, grads, state, start, end, step) {
+  nativeUpdate(addon, config, params, grads, state, start, end) {
     // no C++ loop
     if (config.nesterov && config.momentum > 0) return sgdUpdate(config, params, grads, state, start, end);
     addon.sgdUpdate(params, grads, config.momentum > 0 ? state[0] : null, start, end, config.lr, config.momentum);
-    void step;
   },
   tfjs: (tf, o) => (o.momentum > 0 ? tf.train.momentum(o.lr, o.momentum, o.nesterov === true) : tf.train.sgd(o.lr)),
 });
