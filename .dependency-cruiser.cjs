@@ -8,16 +8,16 @@
  * The layers, lowest first (LAYERS below). A module may import from its own layer and the ones below it, never from a
  * higher one (`import type` counts: a type is a design dependency):
  *   base            the root helpers (errors, named-registry, addon-load, source-path, decimal-count, json-place,
- *                   config-checks), the option declarations and checks (src/options), src/output's plain file helpers (atomic-write, fs-reason,
- *                   make-directory, run-lock), the job's plain data (src/world/topology.ts, peer-wait.ts), and, until
- *                   test faults come in through a plugin, src/actors/fault-injection.ts
+ *                   config-checks), the option declarations and checks (src/options), src/output's plain file
+ *                   helpers (atomic-write, fs-reason, make-directory, run-lock), the job's plain data
+ *                   (src/world/topology.ts, peer-wait.ts)
  *   kernels         src/engine/native, src/engine/tfjs-types.ts and kernel-attrs.ts, the fp16 codec
  *                   (src/pipeline/hooks/half-float.ts)
  *   collectives     src/collectives, and where hosts meet (src/world/rendezvous.ts serves the gloo store)
  *   optim           src/optim (the flat updates; an engine's arithmetic runs them)
  *   engine          src/engine (backends, engines, gradient tape)
  *   monitor         src/monitor, src/checkpoint (the checkpoint file and its store)
- *   model/data      src/model, src/data, src/plugins
+ *   model/data      src/model, src/data, src/plugins (plugin loading, plugin options' values, step probes)
  *   pipeline        src/pipeline (strategy, schedule, hooks, operators, the control block), and the method internals
  *                   the configuration names (src/classifier: classifier-head, partial-fc, label-partition)
  *   config types    src/config-types.ts and the sections it joins (each section's *-options.ts, most in their own
@@ -45,7 +45,6 @@ const LAYERS = [
       '^src/options/(declaration|option-checks)\\.ts$',
       '^src/output/(atomic-write|fs-reason|make-directory|run-lock)\\.ts$',
       '^src/world/(topology|peer-wait)\\.ts$',
-      '^src/actors/fault-injection\\.ts$',
     ],
   },
   {

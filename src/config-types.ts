@@ -22,8 +22,9 @@ import type { CommHookSection } from './pipeline/comm-hook-options.js';
 import type { ClassifierOptions, Method, MethodSection } from './methods/method-options.js';
 import type { CheckpointOptions } from './checkpoint/checkpoint-options.js';
 import type { OutputOptions } from './output/output-options.js';
-import type { FaultInjection, ReliabilityOptions } from './monitor/reliability-options.js';
+import type { ReliabilityOptions } from './monitor/reliability-options.js';
 import type { PluginOptions } from './plugins/plugin-options.js';
+import type { PluginValues } from './plugins/step-probes.js';
 import type { Topology } from './world/topology.js';
 import type { Rendezvous } from './world/rendezvous.js';
 import type { ResolvedCommHook } from './pipeline/resolve-comm-hook.js';
@@ -38,7 +39,6 @@ export {
 import type { LossKind } from './model/loss-kinds.js';
 
 export { METHODS, type Method } from './methods/method-options.js';
-export { FAULT_PHASES, type FaultInjection } from './monitor/reliability-options.js';
 
 /** Method B (local-head) and the Partial FC comparison mode. */
 export interface ClassifierConfig {
@@ -134,5 +134,9 @@ export interface ResolvedConfig {
   out?: string;
   stallTimeoutMs: number;
   loaderThreads: number;
-  faultInjection?: FaultInjection;
+  /**
+   * The values of the options plugins declared (`registerOptions`), by key: every thread receives them (a plugin's
+   * step probes read theirs here).
+   */
+  pluginOptions: PluginValues;
 }

@@ -12,15 +12,8 @@ import { prepareConfig } from './config/prepare-config.js';
 export { checkConfig } from './config/check-config.js';
 export { prepareConfig } from './config/prepare-config.js';
 export type { CheckedConfig } from './config/checked-config.js';
-export { METHODS, FAULT_PHASES, LOSS_KINDS } from './config-types.js';
-export type {
-  ClassifierConfig,
-  FaultInjection,
-  LossKind,
-  Method,
-  ResolvedConfig,
-  TrainConfig,
-} from './config-types.js';
+export { METHODS, LOSS_KINDS } from './config-types.js';
+export type { ClassifierConfig, LossKind, Method, ResolvedConfig, TrainConfig } from './config-types.js';
 
 /**
  * Validates everything that can be checked before threads start, and resolves defaults. The plugins load first

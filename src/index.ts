@@ -28,6 +28,8 @@ export type { AutoChoice } from './profiling/choose-strategy.js';
 export { resolveConfig, checkConfig, prepareConfig } from './config.js';
 export type { TrainConfig, ResolvedConfig, CheckedConfig } from './config.js';
 export { registerOptions } from './options/option-registry.js';
+export { registerStepProbe, stepProbeNames } from './plugins/step-probes.js';
+export type { StepProbe, ProbePoint, ProbeThread, PluginValues } from './plugins/step-probes.js';
 export { OPTION_GROUPS } from './options/declaration.js';
 export type {
   OptionDeclaration,
@@ -134,8 +136,6 @@ export type { Span, SpanKind } from './monitor/span.js';
 export { chromeTrace, writeChromeTrace } from './monitor/chrome-trace.js';
 
 // Internals: exported for the tests and benches only, not part of the API (left out of the API reference).
-/** @internal */
-export type { FaultInjection } from './config.js';
 /** @internal */
 export { serializeError, deserializeError } from './errors.js';
 /** @internal */

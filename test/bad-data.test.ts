@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { train, type TrainConfig } from '../src/index.js';
 import { latestCheckpoint, readCheckpoint } from '../src/checkpoint/checkpoint-file.js';
+import { withFault } from './fixtures/fault-plugin.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'tandem-data-'));
 function dataModule(name: string, badIndex: number, bad: 'nan' | 'label'): string {
@@ -57,7 +58,7 @@ t.test('a device failing after a checkpoint leaves that checkpoint intact and re
       ...cfg,
       steps: 6,
       checkpointEvery: 2,
-      faultInjection: { device: 1, step: 5, phase: 'exchange', kind: 'exit' },
+      ...withFault({ device: 1, step: 5, phase: 'exchange', kind: 'exit' }),
     }),
     { code: 'WORKER_EXITED' },
   );

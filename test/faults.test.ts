@@ -4,6 +4,7 @@
 import t from 'tap';
 import { fileURLToPath } from 'node:url';
 import { type FinishedProcess, runNode } from './fixtures/cli-process.js';
+import { withFault } from './fixtures/fault-plugin.js';
 
 const script = fileURLToPath(new URL('../bench/fault-run.js', import.meta.url)); // the fault-matrix bench's runner
 
@@ -77,7 +78,7 @@ t.test('a NaN loss stops the step, naming the step and the device, before any pa
       steps: 5,
       devices: 2,
       backend: 'cpu',
-      faultInjection: { device: 1, step: 3, phase: 'forward', kind: 'nan' },
+      ...withFault({ device: 1, step: 3, phase: 'forward', kind: 'nan' }),
     },
     {
       onStepApplied: () => {
@@ -111,7 +112,7 @@ t.test(
         devices: 2,
         backend: 'cpu',
         onNan: 'skip-step',
-        faultInjection: { device: 1, step: 3, phase: 'forward', kind: 'nan' },
+        ...withFault({ device: 1, step: 3, phase: 'forward', kind: 'nan' }),
       },
       {
         onStepApplied: (_s, replicas) => {

@@ -21,6 +21,7 @@ import {
 } from './fixtures/allreduce-inputs.js';
 
 import { checkCollectives, expected, firstDifference, startRanks, storeFor } from './fixtures/gloo-ranks.js';
+import { withFault } from './fixtures/fault-plugin.js';
 
 if (glooAddonOrSkip()) {
   t.test(
@@ -228,7 +229,7 @@ if (glooAddonOrSkip()) {
         devices: 2,
         transport: 'gloo',
         stallTimeoutMs: 20_000,
-        faultInjection: { device: 1, step: 2, phase: 'exchange', kind: 'throw' },
+        ...withFault({ device: 1, step: 2, phase: 'exchange', kind: 'throw' }),
       });
       await t.rejects(run, { code: 'DEVICE_FAILED', message: /device 1 failed at step 2 in phase exchange/ });
     },

@@ -17,6 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { glooAddonOrSkip } from './fixtures/gloo-addon-or-skip.js';
 import { freePort } from '../src/world/launch.js';
 import { train, type TrainConfig } from '../src/index.js';
+import { withFault } from './fixtures/fault-plugin.js';
 
 const CLI = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
 const TRAIN = [
@@ -153,7 +154,7 @@ if (glooAddonOrSkip()) {
     const dir = mkdtempSync(path.join(tmpdir(), 'tandem-diverge-'));
     t.teardown(() => rmSync(dir, { recursive: true, force: true }));
     const fault = path.join(dir, 'fault.json');
-    writeFileSync(fault, JSON.stringify({ faultInjection: { device: 1, step: 3, phase: 'update', kind: 'perturb' } }));
+    writeFileSync(fault, JSON.stringify({ ...withFault({ device: 1, step: 3, phase: 'update', kind: 'perturb' }) }));
     const rendezvous = `127.0.0.1:${await freePort()}`;
     const hosts = [0, 1].map(r =>
       tandem([
@@ -216,7 +217,7 @@ t.test('one process: a diverged device is caught at the next check, naming it', 
     replicaCheckEvery: 2,
   };
   await t.rejects(
-    train({ ...config, faultInjection: { device: 1, step: 3, phase: 'update', kind: 'perturb' } }),
+    train({ ...config, ...withFault({ device: 1, step: 3, phase: 'update', kind: 'perturb' }) }),
     { code: 'REPLICA_DIVERGED', message: /differ after step 4: device 1 \([0-9a-f]{16}\) against device 0/ },
     'step 2 passed, step 4 names device 1',
   );

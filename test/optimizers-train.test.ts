@@ -11,6 +11,7 @@ import { loadNativeAddon } from '../src/engine/native/native-addon.js';
 import { checkpointPath, readCheckpoint } from '../src/checkpoint/checkpoint-file.js';
 import type { BackendName } from '../src/engine/backend.js';
 import { worstDifference } from './fixtures/weights-difference.js';
+import { withFault } from './fixtures/fault-plugin.js';
 
 /** A NaN parameter is infinitely far from the reference. */
 const NAN_IS_WORST = { nan: 'infinity' } as const;
@@ -144,7 +145,7 @@ t.test(
         ...cfg,
         centered: false,
         devices: 2,
-        faultInjection: { device: 1, step: 2, phase: 'forward', kind: 'nan' },
+        ...withFault({ device: 1, step: 2, phase: 'forward', kind: 'nan' }),
       }),
       { code: 'NON_FINITE', message: /onNan: 'skip-step'$/ },
       'a NaN with rmsprop not centered: no such hint',

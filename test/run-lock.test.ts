@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { train, type RunEvent, type TrainConfig } from '../src/index.js';
 import { acquireRunLock, LOCK_FILE } from '../src/output/run-lock.js';
 import { osThreads } from './fixtures/os-threads.js';
+import { withFault } from './fixtures/fault-plugin.js';
 
 const holder = fileURLToPath(new URL('./fixtures/hold-run-lock.js', import.meta.url));
 const tmp = () => mkdtempSync(path.join(os.tmpdir(), 'tandem-lock-'));
@@ -97,7 +98,7 @@ t.test(
     const events: RunEvent[] = [];
     await t.rejects(
       train(
-        { ...tiny, out, faultInjection: { device: 1, step: 1, phase: 'forward', kind: 'throw' } },
+        { ...tiny, out, ...withFault({ device: 1, step: 1, phase: 'forward', kind: 'throw' }) },
         { onEvent: e => events.push(e) },
       ),
       { code: 'DEVICE_FAILED' },

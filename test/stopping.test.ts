@@ -8,6 +8,7 @@ import path from 'node:path';
 import { start, train, TandemError, type TrainConfig } from '../src/index.js';
 import { checkpointPath, readCheckpoint, type Checkpoint } from '../src/checkpoint/checkpoint-file.js';
 import { spawnTandem } from './fixtures/cli-process.js';
+import { withFault } from './fixtures/fault-plugin.js';
 
 const tmp = () => mkdtempSync(path.join(os.tmpdir(), 'tandem-stop-'));
 const base: TrainConfig = {
@@ -58,7 +59,7 @@ t.test(
       ...base,
       steps: 1000,
       stallTimeoutMs: 120_000,
-      faultInjection: { device: 1, step: 5, phase: 'forward', kind: 'hang' },
+      ...withFault({ device: 1, step: 5, phase: 'forward', kind: 'hang' }),
     } as const;
     const file = path.join(dir, 'config.json');
     writeFileSync(file, JSON.stringify(config));
@@ -96,7 +97,7 @@ t.test(
       stopGraceMs: 300,
       checkpointDir: dir,
       keepCheckpoints: 0,
-      faultInjection: { device: 1, step: 5, phase: 'update', kind: 'hang' },
+      ...withFault({ device: 1, step: 5, phase: 'update', kind: 'hang' }),
     });
     const checkpoints: number[] = [];
     run.events$.subscribe(e => {

@@ -15,6 +15,7 @@ import { startTraining, train, trainReference, type Span, type TrainConfig } fro
 import { probeWebGpu } from '../src/engine/webgpu/webgpu-availability.js';
 import { webgpuOrSkip, WEBGPU_TOLERANCE } from './fixtures/webgpu-or-skip.js';
 import { worstDifference } from './fixtures/weights-difference.js';
+import { withFault } from './fixtures/fault-plugin.js';
 
 const skip = webgpuOrSkip();
 const probe = probeWebGpu(); // cached: the adapter the availability probe found
@@ -182,7 +183,7 @@ t.test(
       steps: 4,
       devices: 2,
       backend: 'webgpu',
-      faultInjection: { device: 1, step: 3, phase: 'forward', kind: 'nan' },
+      ...withFault({ device: 1, step: 3, phase: 'forward', kind: 'nan' }),
     };
     let applied = 0;
     await t.rejects(

@@ -9,6 +9,7 @@ import type { ResolvedConfig } from '../config-types.js';
 import { TandemError } from '../errors.js';
 import { OrderedReads } from '../engine/async-reads.js';
 import { backwardWithGradientReady, backwardWithGradientReadyAsync } from '../engine/gradient-tape.js';
+import { probeForward } from '../plugins/step-probes.js';
 import type { LayersModel, Tensor, Variable } from '../engine/tfjs-types.js';
 import { withRegularization } from '../model/output-loss.js';
 import type { ParameterLayout } from '../model/parameter-layout.js';
@@ -27,7 +28,7 @@ export interface PassHost {
 
 /** The device's parts one step uses. */
 export interface PassInputs {
-  cfg: Pick<ResolvedConfig, 'onNan' | 'faultInjection' | 'method'>;
+  cfg: Pick<ResolvedConfig, 'onNan' | 'pluginOptions' | 'method'>;
   rank: number;
   step: number;
   model: LayersModel;
@@ -117,8 +118,7 @@ export class BackwardPass {
     const modelOut = model.apply(xs, { training: true }) as Tensor;
     gate?.settle(); // every parameter current before the loss, the regularizers and backward
     const out = this.marker(modelOut);
-    const fi = cfg.faultInjection;
-    return fi?.kind === 'nan' && fi.device === rank && fi.step === step ? tf.mul(out, NaN) : out;
+    return probeForward({ thread: 'compute', phase: 'forward', device: rank, step }, cfg.pluginOptions, out);
   }
 
   /**

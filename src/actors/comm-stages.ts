@@ -19,7 +19,7 @@ import type { GroupExchange } from '../pipeline/events.js';
 import type { ControlBlock, Phase } from '../pipeline/control-block.js';
 import type { Collective } from '../collectives/collective.js';
 import type { FlatArithmetic } from '../optim/flat-arithmetic.js';
-import { injectFault, perturbParameter, type InjectedFault } from './fault-injection.js';
+import { probeEnter, probeUpdated, probesUpdates } from '../plugins/step-probes.js';
 import { StepPreimage } from './step-preimage.js';
 import { gradSlots, optimizerStateOf, paramSlots } from './shared-buffers.js';
 import type { FromComm, ToComm } from './protocol.js';
@@ -93,14 +93,13 @@ function applyStagesOf(
   } = msg;
   const params = paramSlots(buffers),
     grads = gradSlots(buffers);
-  const fi = config.faultInjection;
+  const values = config.pluginOptions;
   const stages: OperatorFunction<GroupExchange, GroupExchange>[] = [];
   stages.push(
     tap(unit => {
       // the update phase begins
       at(unit.step, 'update');
-      if (fi && fi.device === rank && fi.step === unit.step && fi.phase === 'update' && fi.kind !== 'perturb')
-        injectFault(fi.kind as InjectedFault, 'update');
+      probeEnter({ thread: 'comm', phase: 'update', device: rank, step: unit.step }, values);
     }),
   );
   if (preimage && !sharding) stages.push(preimage);
@@ -124,11 +123,12 @@ function applyStagesOf(
           arithmetic,
         ),
   );
-  if (fi?.kind === 'perturb' && fi.device === rank) {
-    // test fault: this replica differs after fi.step's update of group 0
+  if (probesUpdates()) {
+    // a probe sees (and may change: tandem's tests make one replica differ) the parameters after each group's update
     stages.push(
       tap(unit => {
-        if (unit.step === fi.step && unit.group === 0) perturbParameter(params[device], groups[0].start);
+        const at = { thread: 'comm' as const, phase: 'update', device: rank, step: unit.step, group: unit.group };
+        probeUpdated(at, values, params[device], groups[unit.group].start);
       }),
     );
   }

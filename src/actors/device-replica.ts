@@ -30,7 +30,7 @@ import { BackwardPass, firstNonFinite, type PassHost } from './backward-pass.js'
 import { isRegressionLoss, type ResolvedConfig } from '../config-types.js';
 import type { LayersModel, LayerVariable } from '../engine/tfjs-types.js';
 import type { HeadState } from '../checkpoint/checkpoint-file.js';
-import { injectFault } from './fault-injection.js';
+import { probeEnter } from '../plugins/step-probes.js';
 import { gateModel, type ForwardGate } from './forward-gate.js';
 import { ControlBlock, threadWaitMs, type Phase } from '../pipeline/control-block.js';
 import { gradSlots, modelStateSlots, paramSlots, type SharedBuffers } from './shared-buffers.js';
@@ -99,16 +99,7 @@ export class DeviceReplica {
   private enter(p: Phase): void {
     this.phase = p;
     this.control.setPhase(this.local, p, this.step);
-    const fi = this.config.faultInjection;
-    if (
-      fi &&
-      fi.device === this.rank &&
-      fi.step === this.step &&
-      fi.phase === p &&
-      fi.kind !== 'nan' &&
-      fi.kind !== 'perturb'
-    )
-      injectFault(fi.kind, p);
+    probeEnter({ thread: 'compute', phase: p, device: this.rank, step: this.step }, this.config.pluginOptions);
   }
 
   private span(kind: Span['kind'], name: string, start: number, end: number, group?: number): void {

@@ -10,7 +10,7 @@ import { chunksOf, runPriorityStep, type ExchangeChunk } from '../pipeline/prior
 import type { ControlBlock, Phase } from '../pipeline/control-block.js';
 import type { CountingCollective } from '../pipeline/counting-collective.js';
 import type { Collective } from '../collectives/collective.js';
-import { injectFault, type InjectedFault } from './fault-injection.js';
+import { probeEnter } from '../plugins/step-probes.js';
 import type { CommStages } from './comm-stages.js';
 import type { FromComm, ToComm } from './protocol.js';
 
@@ -26,11 +26,9 @@ export interface ExchangeLoop {
 
 type Sent = { start: number; end: number; label: string }[];
 
-/** Injects the configured fault of the exchange phase, if this is its rank and step. */
-function exchangeFault(msg: ToComm, step: number): void {
-  const fi = msg.config.faultInjection;
-  if (fi && fi.device === msg.device.rank && fi.step === step && fi.phase === 'exchange' && fi.kind !== 'perturb')
-    injectFault(fi.kind as InjectedFault, 'exchange');
+/** The step probes of the exchange phase (plugins'; tandem's tests inject faults there). */
+function exchangeProbes(msg: ToComm, step: number): void {
+  probeEnter({ thread: 'comm', phase: 'exchange', device: msg.device.rank, step }, msg.config.pluginOptions);
 }
 
 /** Reports a group's exchange to the main thread: its spans (wait, one exchange per unit sent, apply) and times. */
@@ -84,7 +82,7 @@ export async function readyOrder(x: ExchangeLoop): Promise<void> {
       at(step, 'exchange');
       const waitStart = wallNow();
       if (!control.waitGradsReady(device, g, step, `device ${device}'s gradients of step ${step}`)) return;
-      exchangeFault(msg, step);
+      exchangeProbes(msg, step);
       const sent = await stages.wire({ step, group: g, waitStart, waitEnd: wallNow() });
       const done = await stages.apply(sent);
       reportExchanged(x, done, [{ start: sent.exchangeStart!, end: sent.exchangeEnd!, label: '' }], wire.take());
@@ -130,7 +128,7 @@ async function priorityStep(
       const now = wallNow();
       u = { unit: { step, group: g, waitStart: now, waitEnd: now }, sent: [], floats: 0 };
       units.set(g, u);
-      exchangeFault(msg, step);
+      exchangeProbes(msg, step);
     }
     return u;
   };

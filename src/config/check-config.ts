@@ -18,7 +18,8 @@ import { DEFAULT_REPLICA_CHECK_EVERY } from '../monitor/reliability-options.js';
 import { refuseNonObject, refuseUnknownKeys } from './known-keys.js';
 import { checkDeclared } from './declared-checks.js';
 import { pluginUrls } from './plugin-urls.js';
-import { checkpointFields, faultInjectionOf } from './check-reliability.js';
+import { checkpointFields } from './check-reliability.js';
+import { pluginValues } from './known-keys.js';
 import { scheduleFields, transportOf } from './check-schedule.js';
 import { dataSourceOf, modelSourceOf } from './check-sources.js';
 import type { CheckedConfig, CheckedFields } from './checked-config.js';
@@ -67,7 +68,7 @@ export function checkConfig(config: TrainConfig): CheckedConfig {
     out: writer ? config.out : undefined,
     stallTimeoutMs: config.stallTimeoutMs ?? 120_000,
     loaderThreads: config.loaderThreads ?? Math.min(2, Math.max(1, os.availableParallelism() - 1)),
-    faultInjection: faultInjectionOf(config.faultInjection, devices),
+    pluginOptions: pluginValues(config),
     onNan: config.onNan ?? 'error',
     replicaCheckEvery: config.replicaCheckEvery ?? DEFAULT_REPLICA_CHECK_EVERY,
     ...checkpointFields(config, writer),

@@ -26,7 +26,7 @@ export type CheckedFields = Pick<
   | 'out'
   | 'stallTimeoutMs'
   | 'loaderThreads'
-  | 'faultInjection'
+  | 'pluginOptions'
   | 'onNan'
   | 'replicaCheckEvery'
   | 'checkpointEvery'

@@ -1,7 +1,8 @@
 /** The train config's top-level keys, generated from the declarations, and the refusal of any other. */
 import { TandemError } from '../errors.js';
 import { bad, shown } from '../config-checks.js';
-import { knownKeys } from '../options/option-registry.js';
+import { knownKeys, pluginOptionKeys } from '../options/option-registry.js';
+import type { PluginValues } from '../plugins/step-probes.js';
 
 /** Not an object of train options: named with what was found. */
 export function refuseNonObject(config: unknown): void {
@@ -39,4 +40,12 @@ function unknownOption(key: string, known: readonly string[]): never {
         'the flags are kebab-case)',
     );
   bad(key, `unknown option (known: ${known.join(', ')})`);
+}
+
+/** The values `config` gives the options plugins declared (checked by their declarations, as given). */
+export function pluginValues(config: object): PluginValues {
+  const given = config as Record<string, unknown>;
+  const values: Record<string, unknown> = {};
+  for (const key of pluginOptionKeys()) if (given[key] !== undefined) values[key] = given[key];
+  return values;
 }

@@ -5,7 +5,8 @@
  * labels in range (and, through the reader, every input written and finite), naming the sample index.
  */
 import { TandemError, serializeError, type SerializedError } from '../errors.js';
-import { injectFault } from '../actors/fault-injection.js';
+import { loadPlugins } from '../plugins/load-plugins.js';
+import { probeEnter, type PluginValues } from '../plugins/step-probes.js';
 import type { DatasetSpec } from './dataset.js';
 import { resolveDataset } from './resolve-dataset.js';
 import { SampleReader } from './one-sample-view.js';
@@ -27,20 +28,25 @@ export interface LoadShardTask {
   labelMap?: Int32Array;
   /** Regression: `read` returns a float target, stored as float32 in the label slot (any finite value). */
   floatTargets?: boolean;
-  /** Test hook: fail this load. */
-  fault?: 'throw' | 'exit' | 'hang' | 'nan';
+  /** The run's plugins, loaded by this thread, whose step probes see the load of (device, step). */
+  probe?: { plugins: readonly string[]; values: PluginValues; device: number; step: number };
 }
 
 /** The task's answer: the samples read, or its error as data (so its code survives the thread boundary). */
 export type LoadShardResult = { type: 'loaded'; count: number } | { type: 'error'; error: SerializedError };
 
 export default async function loadShard(task: LoadShardTask): Promise<LoadShardResult> {
-  if (task.fault && task.fault !== 'nan') injectFault(task.fault, 'load');
+  if (task.probe) await probeLoad(task.probe); // outside the boundary: a probe's throw fails the task itself
   try {
     return { type: 'loaded', count: await readShard(task) };
   } catch (err) {
     return { type: 'error', error: serializeError(err) };
   }
+}
+
+async function probeLoad({ plugins, values, device, step }: NonNullable<LoadShardTask['probe']>): Promise<void> {
+  await loadPlugins(plugins);
+  probeEnter({ thread: 'loader', phase: 'load', device, step }, values);
 }
 
 async function readShard(task: LoadShardTask): Promise<number> {

@@ -3,6 +3,7 @@
  * (double-buffered: step s uses slot s % 2, so step s+1 loads while s trains)
  * in the shared input and label buffers.
  */
+import type { PluginValues } from '../plugins/step-probes.js';
 import { Piscina } from 'piscina';
 import type { DatasetSpec } from './dataset.js';
 import type { LoadShardResult, LoadShardTask } from './load-shard-task.js';
@@ -52,8 +53,8 @@ export interface ShardLoaderOptions {
    * Global rank of each local device (default: the local index). Samplers, label maps and faults speak global ranks.
    */
   ranks?: readonly number[];
-  /** Test hook: fail the load of (device, step). */
-  fault?: { device: number; step: number; kind: 'throw' | 'exit' | 'hang' | 'nan' };
+  /** The run's plugins and their option values: the loader threads load them and call their step probes. */
+  probes?: { plugins: readonly string[]; values: PluginValues };
 }
 
 /** A failed load, with the device whose shard it was. */
@@ -108,10 +109,7 @@ export class ShardLoader {
         labelOffset: at * this.buffers.labelSlotSize,
         labelMap: this.options.labelMaps?.[d],
         floatTargets: this.options.floatTargets,
-        fault:
-          this.options.fault && this.options.fault.device === d && this.options.fault.step === step
-            ? this.options.fault.kind
-            : undefined,
+        probe: this.options.probes && { ...this.options.probes, device: d, step },
       };
       this.pending.add(d);
       tasks.push(

@@ -7,7 +7,7 @@
 import { isRegressionLoss, type ResolvedConfig } from '../config-types.js';
 import { GlobalBatchSampler } from '../data/sampler.js';
 import { LocalLabelSampler } from '../data/local-label-sampler.js';
-import { ShardLoader, type InputBuffers } from '../data/shard-loader.js';
+import { ShardLoader, type InputBuffers, type ShardLoaderOptions } from '../data/shard-loader.js';
 import { resolveDataset } from '../data/resolve-dataset.js';
 import { labelsOf } from '../data/dataset.js';
 import { sourcePath } from '../source-path.js';
@@ -22,7 +22,7 @@ export async function createGlobalBatchLoader(cfg: ResolvedConfig, input: InputB
     threads: cfg.loaderThreads,
     ranks: localRanks(cfg.topology),
     floatTargets: isRegressionLoss(cfg.loss),
-    fault: loadFault(cfg),
+    probes: loadProbes(cfg),
   });
 }
 
@@ -46,15 +46,13 @@ export async function createLocalLabelLoader(cfg: ResolvedConfig, input: InputBu
     poolPerDevice: true,
     labelMaps,
     ranks: localRanks(cfg.topology),
-    fault: loadFault(cfg),
+    probes: loadProbes(cfg),
   });
 }
 
-function loadFault(cfg: ResolvedConfig) {
-  const fi = cfg.faultInjection;
-  return fi?.phase === 'load' && fi.kind !== 'perturb'
-    ? { device: fi.device, step: fi.step, kind: fi.kind }
-    : undefined; // perturb: update only
+/** The loader threads load the run's plugins (and call their step probes) only when the run has some. */
+function loadProbes(cfg: ResolvedConfig): ShardLoaderOptions['probes'] {
+  return cfg.plugins.length > 0 ? { plugins: cfg.plugins, values: cfg.pluginOptions } : undefined;
 }
 
 /** Per device: the training indices whose labels it owns, and its global -> local label map. */

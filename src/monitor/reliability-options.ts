@@ -1,23 +1,9 @@
 /**
  * The reliability section of a train config: what a non-finite gradient does, the replica check, the grace of a
- * stop, the watchdog; and `faultInjection`, a config-only test hook.
+ * stop, the watchdog.
  */
 import type { OptionTable } from '../options/declaration.js';
 import { choice, finiteIn, nonNegativeInt } from '../options/option-checks.js';
-
-export const FAULT_PHASES = ['load', 'forward', 'backward', 'exchange', 'update'] as const;
-/** Test hook: make one device fail at one step and phase. */
-export interface FaultInjection {
-  device: number;
-  step: number;
-  phase: (typeof FAULT_PHASES)[number];
-  /**
-   * throw an exception, exit the thread, hang (a busy loop that never returns), (forward only) make the output NaN,
-   * or (update only) `perturb`: move the device's first parameter of group 0 by 0.01 after its update, a replica
-   * that silently diverges (what the replica check, `replicaCheckEvery`, must catch).
-   */
-  kind: 'throw' | 'exit' | 'hang' | 'nan' | 'perturb';
-}
 
 export interface ReliabilityOptions {
   /**
@@ -42,7 +28,6 @@ export interface ReliabilityOptions {
    * first).
    */
   stallTimeoutMs?: number;
-  faultInjection?: FaultInjection;
 }
 
 /** Steps between two replica checks (a digest of every replica's parameters, compared across devices and hosts). */
@@ -80,10 +65,5 @@ export const RELIABILITY_OPTIONS: OptionTable<ReliabilityOptions> = {
     default: '120000',
     doc: 'watchdog: a silent device fails the run after MS, a silent peer host after 2 × MS',
     check: finiteIn(100, 24 * 3600_000),
-  },
-  faultInjection: {
-    kind: 'config',
-    group: 'reliability',
-    doc: 'test hook: { device, step, phase, kind } makes one device fail',
   },
 };

@@ -102,6 +102,13 @@ export function knownKeys(): string[] {
     .map(o => o.key);
 }
 
+/** The top-level keys the plugins' own tables (`registerOptions`) declare: their values travel to every thread. */
+export function pluginOptionKeys(): string[] {
+  return declaredOptions(registered)
+    .filter(o => o.into === undefined)
+    .map(o => o.key);
+}
+
 /** The fields of `commHookOptions` some hook declares. */
 export function knownHookOptionKeys(): string[] {
   return declaredOptions()

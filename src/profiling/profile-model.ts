@@ -99,11 +99,10 @@ async function calibrate(
 ): Promise<void> {
   const steps = warmup + measured;
   // A trial writes nothing: no outputs, no checkpoints (the run being profiled for holds those places).
-  const { link, trace, out, faultInjection, checkpointDir, checkpointEvery, resume, ...plain } = config;
+  const { link, trace, out, checkpointDir, checkpointEvery, resume, ...plain } = config;
   void link;
   void trace;
   void out;
-  void faultInjection;
   void checkpointDir;
   void checkpointEvery;
   void resume;

@@ -75,7 +75,7 @@ export async function finishSummary(x: SummaryInputs): Promise<TrainSummary> {
   const exportDevice = x.method.exportDevice(cfg).device;
   const artifacts = x.finished.find(f => f.device === exportDevice)?.artifacts;
   const summary: TrainSummary = {
-    config: withoutFault(cfg),
+    config: cfg,
     steps: lastStep,
     firstStep,
     stoppedAt: loop.stoppedAt,
@@ -177,12 +177,6 @@ async function writeOutputs(dir: string, summary: TrainSummary, artifacts?: Mode
   void nonTrainableWeights;
   if (rest.classifier) rest.classifier = { ...rest.classifier, fullClassifier: undefined };
   await writeFileAtomically(path.join(dir, OUT_FILES.summary), JSON.stringify(rest, null, 2));
-}
-
-function withoutFault(cfg: ResolvedConfig): Omit<ResolvedConfig, 'faultInjection'> {
-  const { faultInjection, ...rest } = cfg;
-  void faultInjection;
-  return rest;
 }
 
 function splitState(shapes: WeightShape[], flat: Float32Array): TrainSummary['nonTrainableWeights'] {

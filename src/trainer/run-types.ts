@@ -25,7 +25,7 @@ export interface StepMetrics {
 }
 
 export interface TrainSummary {
-  config: Omit<ResolvedConfig, 'faultInjection'>;
+  config: ResolvedConfig;
   /** The last step trained (the run's steps, or where it was stopped). */
   steps: number;
   /** 1, or the step after the checkpoint the run resumed from. */
