@@ -91,6 +91,7 @@ export type {
   MethodSummaryContext,
   MethodResolveContext,
 } from './methods/training-method.js';
+export type { ComputeConfig, CommConfig } from './actors/config-slices.js';
 export { registerEngine, getEngine, engineNames } from './engine/engine-registry.js';
 export { describeEngineDevice } from './engine/engine.js';
 export type { Engine, EngineCapabilities, EngineDevice, EngineStartOptions, KernelSite } from './engine/engine.js';

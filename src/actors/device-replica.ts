@@ -8,6 +8,7 @@
  * backward, which runs on the device meanwhile; parameters and inputs are copied out of the shared buffers into plain
  * arrays before an upload (replica-model.ts). The synchronous engines keep the synchronous path, unchanged.
  */
+import type { ComputeConfig } from './config-slices.js';
 import * as tf from '@tensorflow/tfjs';
 import { Subject, tap } from 'rxjs';
 import { serializeError } from '../errors.js';
@@ -27,7 +28,7 @@ import { openCollective } from '../collectives/transport-registry.js';
 import type { RankHandle } from '../collectives/transport.js';
 import { getMethod } from '../methods/method-registry.js';
 import { BackwardPass, firstNonFinite, type PassHost } from './backward-pass.js';
-import { isRegressionLoss, type ResolvedConfig } from '../config-types.js';
+import { isRegressionLoss } from '../config-types.js';
 import type { LayersModel, LayerVariable } from '../engine/tfjs-types.js';
 import type { HeadState } from '../checkpoint/checkpoint-file.js';
 import { probeEnter } from '../plugins/step-probes.js';
@@ -74,7 +75,7 @@ export class DeviceReplica {
 
   constructor(
     device: DeviceIdentity,
-    private readonly config: ResolvedConfig,
+    private readonly config: ComputeConfig,
     control: SharedArrayBuffer,
     groupCount: number,
     private readonly send: Send,

@@ -4,7 +4,7 @@
  * Every request to a compute thread has one reply type (`ComputeReplyOf`),
  * matched on the main thread by (type, step).
  */
-import type { ResolvedConfig } from '../config-types.js';
+import type { CommConfig, ComputeConfig } from './config-slices.js';
 import type { SerializedError } from '../errors.js';
 import type { ParameterGroup } from '../model/parameter-layout.js';
 import type { SharedBuffers } from './shared-buffers.js';
@@ -46,7 +46,7 @@ export interface DeviceIdentity {
 
 // main -> compute thread
 export type ToCompute =
-  | { type: 'init'; device: DeviceIdentity; config: ResolvedConfig; control: SharedArrayBuffer; groupCount: number }
+  | { type: 'init'; device: DeviceIdentity; config: ComputeConfig; control: SharedArrayBuffer; groupCount: number }
   | { type: 'buffers'; buffers: SharedBuffers; groups: ParameterGroup[]; collective?: RankHandle }
   | { type: 'step'; step: number }
   | { type: 'finish'; lastStep: number; exportModel: boolean }
@@ -117,7 +117,7 @@ export type FinishedReport = Extract<FromCompute, { type: 'finished' }>;
 export type ToComm = {
   type: 'start';
   device: DeviceIdentity;
-  config: ResolvedConfig;
+  config: CommConfig;
   control: SharedArrayBuffer;
   buffers: SharedBuffers;
   groups: ParameterGroup[];

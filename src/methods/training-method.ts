@@ -9,6 +9,7 @@
  * Main thread: `resolveOptions`, `createLoader`, `computeCommunicator`,
  * `exportDevice`, `summarize`. Compute threads: `createDevice`.
  */
+import type { ComputeConfig } from '../actors/config-slices.js';
 import type { ClassifierConfig, ResolvedConfig, TrainConfig } from '../config-types.js';
 import type { BlockingCollective } from '../collectives/collective.js';
 import type { InputBuffers, ShardLoader } from '../data/shard-loader.js';
@@ -55,7 +56,8 @@ export interface TrainingMethod {
 
 export interface DeviceMethodContext {
   tf: Tf;
-  cfg: ResolvedConfig;
+  /** The compute thread's slice of the run's configuration. */
+  cfg: ComputeConfig;
   /** The device's global rank. */
   device: number;
   model: LayersModel;

@@ -5,6 +5,7 @@ import type { TrainConfig } from '../config-types.js';
 import { runOneShotWorker } from '../actors/one-shot-worker.js';
 import type { ModelProfile } from './layer-profile.js';
 import type { ProfileReply, ProfileRequest } from './profile-worker.js';
+import { profileSlice } from './profile-config.js';
 import type { ClockKind } from './layer-clock.js';
 import { spreadOf } from './lockstep.js';
 
@@ -64,7 +65,7 @@ export async function profileModel(
 ): Promise<ModelProfile> {
   const resolved = await resolveConfig({ ...config, strategy: 'sequential' });
   const request: ProfileRequest = {
-    config: resolved,
+    config: profileSlice(resolved), // the thread's slice, not the whole config
     warmupSteps: count('warmupSteps', options.warmupSteps ?? DEFAULT_WARMUP, 0),
     steps: count('steps', options.steps ?? 5, 1),
     reps: count('reps', options.reps ?? 3, 1),

@@ -20,7 +20,7 @@ import { getEngine } from '../engine/engine-registry.js';
 import { buildTrainingModel, classificationLoss, outputsProbabilities } from '../model/resolve-model.js';
 import { loadPlugins } from '../plugins/load-plugins.js';
 import { trainBatchNormalization } from '../model/sync-batch-norm.js';
-import type { ResolvedConfig } from '../config-types.js';
+import type { ProfileConfig } from './profile-config.js';
 import type { ModelProfile } from './layer-profile.js';
 import { clockOfKind, layerClock, type ClockKind, type LayerClock } from './layer-clock.js';
 import { layerGraph } from './layer-graph.js';
@@ -29,7 +29,7 @@ import { readFence } from './read-fence.js';
 import { optimizerStateSlots } from '../optim/flat-optimizer.js';
 
 export interface ProfileRequest {
-  config: ResolvedConfig;
+  config: ProfileConfig;
   warmupSteps: number;
   steps: number;
   reps: number;
@@ -108,7 +108,7 @@ function measureSteps(
   model: Model,
   x: tf.Tensor,
   y: tf.Tensor,
-  config: ResolvedConfig,
+  config: ProfileConfig,
   clock: LayerClock,
   warmupSteps: number,
   steps: number,
@@ -170,7 +170,7 @@ async function measureStepsAsync(
   model: Model,
   x: tf.Tensor,
   y: tf.Tensor,
-  config: ResolvedConfig,
+  config: ProfileConfig,
   clock: LayerClock,
   warmupSteps: number,
   steps: number,
@@ -239,7 +239,7 @@ function uploadCopies(vars: tf.Variable[], flat: Float32Array[]): void {
 
 /** Exchange and update throughput of shared memory on this machine (bytes per ms), with the comm side's arithmetic. */
 function measureThroughput(
-  config: ResolvedConfig,
+  config: ProfileConfig,
   clock: LayerClock,
 ): { exchangeBytesPerMs: number; updateBytesPerMs: number } {
   const arithmetic = flatArithmeticFor(config.backend);

@@ -2,6 +2,7 @@
  * Set-up, phases 1 and 2: spawn one device actor per local device (each builds its replica and reports its
  * variables), then lay out where everything lives: exchange groups, shared buffers, the data loader.
  */
+import { computeSlice } from '../actors/config-slices.js';
 import type { ResolvedConfig } from '../config-types.js';
 import type { EngineDevice } from '../engine/engine.js';
 import { TandemError } from '../errors.js';
@@ -53,7 +54,7 @@ export async function spawn(threads: RunThreads, cfg: ResolvedConfig, watchdogMs
     actor.postCompute({
       type: 'init',
       device: actor.identity,
-      config: cfg,
+      config: computeSlice(cfg), // the thread's slice, not the whole config
       control: threads.controlBuffer,
       groupCount: MAX_GROUPS,
     });

@@ -2,6 +2,7 @@
  * Starting the threads on the laid-out run (the compute threads' buffers, a checkpoint restored, the comm threads'
  * exchange) and, at the end, finishing them (phase 5).
  */
+import { commSlice } from '../actors/config-slices.js';
 import type { ResolvedConfig } from '../config-types.js';
 import { TandemError } from '../errors.js';
 import type { FinishedReport } from '../actors/protocol.js';
@@ -95,7 +96,7 @@ export async function startExchange(x: StartContext, { buffers, groups, layout }
       {
         type: 'start',
         device: a.identity,
-        config: cfg,
+        config: commSlice(cfg), // the thread's slice, not the whole config
         control: threads.controlBuffer,
         buffers,
         groups,

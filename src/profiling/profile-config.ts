@@ -1,0 +1,22 @@
+/** The profiler thread's slice of a run's configuration. */
+import type { ResolvedConfig } from '../config-types.js';
+
+/** What the profiler's thread receives of the run's configuration: the model, its engine and one device's batch. */
+export type ProfileConfig = Pick<
+  ResolvedConfig,
+  | 'plugins'
+  | 'pluginOptions'
+  | 'backend'
+  | 'nativeThreads'
+  | 'nativeFusion'
+  | 'model'
+  | 'optimizer'
+  | 'perDevice'
+  | 'sampleShape'
+>;
+
+/** The profiler thread's slice of `cfg`. */
+export function profileSlice(c: ResolvedConfig): ProfileConfig {
+  const { plugins, pluginOptions, backend, nativeThreads, nativeFusion, model, optimizer, perDevice, sampleShape } = c;
+  return { plugins, pluginOptions, backend, nativeThreads, nativeFusion, model, optimizer, perDevice, sampleShape };
+}
