@@ -83,6 +83,10 @@ if [ -z "${VK_DRIVER_FILES:-}" ]; then
 fi
 if [ -n "${VK_DRIVER_FILES:-}" ]; then
   say "Vulkan driver: VK_DRIVER_FILES=$VK_DRIVER_FILES"
+  # The ICD names libGLX_nvidia.so.0 without a folder: where the driver's mount is not in ld.so.conf, look there too.
+  for d in /usr/local/nvidia/lib64 /usr/local/nvidia/lib; do
+    [ -d "$d" ] && export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$d"
+  done
   [ -d /usr/local/nvidia/share/glvnd/egl_vendor.d ] && \
     export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
 else
