@@ -119,7 +119,15 @@ t.test('the bundle builds within 56 MiB and its check runs on a bare, offline co
   t.match(run.stdout, /software Vulkan, not a GPU measurement/, 'llvmpipe figures are labelled as no GPU measurement');
   const files = readdirSync(out).sort();
   t.ok(files.length <= 8, `at most 8 files: ${files.join(', ')}`);
-  for (const f of ['adapters.json', 'correctness.json', 'devices.json', 'bench.json', 'summary.txt', 'check.log'])
+  for (const f of [
+    'adapters.json',
+    'correctness.json',
+    'devices.json',
+    'bench.json',
+    'summary.txt',
+    'check.log',
+    'timelines.tar.gz',
+  ])
     t.ok(files.includes(f), `it wrote ${f}`);
   const correctness = JSON.parse(readFileSync(path.join(out, 'correctness.json'), 'utf8')) as {
     rows: { what: string; maxDiff: number; ok: boolean }[];
@@ -134,6 +142,9 @@ t.test('the bundle builds within 56 MiB and its check runs on a bare, offline co
     [1, 2],
     'bench gpu ran 1 and 2 GPU processes',
   );
+  const timelines = spawnSync('tar', ['-tzf', path.join(out, 'timelines.tar.gz')], { encoding: 'utf8' });
+  t.match(timelines.stdout, /alexnet-mini-2gpu\.trace\.json/, 'timelines.tar.gz holds the 2-process trace');
+  t.match(timelines.stdout, /alexnet-mini-2gpu\.png/, 'and its picture');
   t.comment(
     `timings (not asserted): bundle build ${buildSeconds.toFixed(0)} s, check ${checkSeconds.toFixed(0)} s, ` +
       `whole test ${((Date.now() - began) / 1000).toFixed(0)} s`,
