@@ -33,7 +33,8 @@ t.test('compute, comm and profiler threads get their fields and nothing of the m
   ] as const) {
     t.same(Object.keys(slice).sort(), [...fields].sort(), `${name}: exactly its declared fields`);
     for (const key of MAIN_ONLY) t.notOk(key in slice, `${name}: no ${key}`);
-    for (const key of fields) t.equal((slice as Record<string, unknown>)[key], (cfg as Record<string, unknown>)[key]);
+    for (const key of fields)
+      t.equal((slice as Record<string, unknown>)[key], (cfg as unknown as Record<string, unknown>)[key]);
     t.same(slice.pluginOptions, { faultInjection: { device: 1, step: 2, phase: 'forward', kind: 'throw' } });
     t.ok(Object.keys(slice).length < Object.keys(cfg).length, `${name}: a slice of ${Object.keys(cfg).length} fields`);
   }
