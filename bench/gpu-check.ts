@@ -16,6 +16,7 @@ import { parseArgs } from 'node:util';
 import { adapterDevice, type DawnModule } from '../src/engine/webgpu/webgpu-device.js';
 import type { EngineDevice } from '../src/engine/engine.js';
 import { runCorrectness, runDevices, type CorrectnessReport, type DevicesReport } from './gpu-check-runs.js';
+import type { GpuRow } from './gpu.js';
 
 interface AdapterRow extends EngineDevice {
   /** The requestAdapter options that returned it. */
@@ -86,15 +87,10 @@ function readJson<T>(file: string): T | undefined {
   }
 }
 
-interface BenchRow {
-  model: string;
-  gpus: number;
-  globalBatch: number;
-  samplesPerSecond: number;
-  stepMs: number;
-  speedup?: number;
+/** A row of bench/gpu.ts's JSON, as the summary reads it. */
+type BenchRow = Pick<GpuRow, 'model' | 'gpus' | 'globalBatch' | 'samplesPerSecond' | 'stepMs' | 'speedup'> & {
   software: boolean;
-}
+};
 interface TorchRow {
   model: string;
   precision: string;
