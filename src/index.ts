@@ -11,6 +11,8 @@
  * @packageDocumentation
  */
 export { train, start, startTraining } from './trainer/train.js';
+export { fit } from './fit/fit.js';
+export type { FitArgs, FitOptions } from './fit/fit.js';
 export type { RunEvent } from './monitor/run-event.js';
 export {
   timelineSvg,
