@@ -130,8 +130,10 @@ async function batchCallbacks(
   const totals: Record<string, number> = { loss: 0 };
   for (const key of metricKeys) totals[key] = 0;
   for (const [batch, h] of trained.entries()) {
-    const logs: Record<string, number> = { batch, size: plan.batchSize };
+    const logs: Record<string, number> = {}; // tfjs fills it after onBatchBegin
     await list.onBatchBegin(batch, logs);
+    logs.batch = batch;
+    logs.size = plan.batchSize;
     logs.loss = h.loss;
     for (const key of metricKeys) logs[key] = h.accuracy;
     await list.onBatchEnd(batch, logs);
