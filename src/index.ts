@@ -13,6 +13,8 @@
 export { train, start, startTraining } from './trainer/train.js';
 export { fit } from './fit/fit.js';
 export type { FitArgs, FitOptions } from './fit/fit.js';
+export { fitDataset } from './fit/fit-dataset.js';
+export type { FitDatasetArgs } from './fit/fit-dataset.js';
 export type { RunEvent } from './monitor/run-event.js';
 export {
   timelineSvg,

@@ -14,10 +14,10 @@ type YieldEvery = ConstructorParameters<typeof tf.CustomCallback>[1];
 /** The params tfjs's `configureCallbacks` gives every callback. */
 export interface FitParams {
   epochs: number;
-  initialEpoch: number;
-  samples: number;
+  initialEpoch: number | null;
+  samples: number | null;
   steps: number | null;
-  batchSize: number;
+  batchSize: number | null;
   verbose: number;
   doValidation: boolean;
   metrics: string[];

@@ -12,81 +12,114 @@ import type { TrainConfig } from '../config-types.js';
 import type { TrainSummary } from '../trainer/run-types.js';
 import { TandemError } from '../errors.js';
 import { fitTargets, type FitTargets } from './fit-targets.js';
-import { writeFitFiles, type FitFiles } from './fit-files.js';
-import { fitCallbackList } from './fit-callbacks.js';
+import { writeFitFiles } from './fit-files.js';
+import { fitCallbackList, type FitParams } from './fit-callbacks.js';
 import { fitSettings, tandemOptions, type FitArgs } from './fit-args.js';
 import { loadTrainedWeights } from './trained-weights.js';
-import { splitValidation, validationLogs, type Validation } from './fit-validation.js';
+import { splitValidation, validationLogs } from './fit-validation.js';
 
 export type { FitArgs, FitOptions } from './fit-args.js';
 
 interface FitPlan {
   model: tf.LayersModel;
   targets: FitTargets;
-  files: FitFiles;
   config: TrainConfig;
   stepsPerEpoch: number;
   batchSize: number;
-  validation?: Validation;
+}
+
+/** How the caller's loop differs: fit's or fitDataset's (their params, their batch logs, their validation). */
+export interface FitStyle {
+  callbacks: FitArgs['callbacks'];
+  yieldEvery: FitArgs['yieldEvery'];
+  epochs: number;
+  initialEpoch: number;
+  verbose: number;
+  /** The params' samples, steps, batchSize and initialEpoch as the tfjs method sets them. */
+  params: Pick<FitParams, 'samples' | 'steps' | 'batchSize' | 'initialEpoch'>;
+  /** fitDataset fills batch and size before onBatchBegin; fit after. */
+  batchLogsBeforeBegin: boolean;
+  /** The epoch's `val_` logs, on the weights trained so far. */
+  validate?: () => Promise<Record<string, number>>;
 }
 
 /** tfjs's `model.fit(x, y, args)` on tandem's devices; `args` also takes tandem's options (devices, backend, …). */
 export async function fit(model: tf.LayersModel, x: tf.Tensor, y: tf.Tensor, args: FitArgs = {}): Promise<tf.History> {
-  const options = tandemOptions(args);
   const settings = fitSettings(args);
-  const targets = fitTargets(model);
   if (!(x instanceof tf.Tensor) || !(y instanceof tf.Tensor))
     throw new TandemError('BAD_DATA', 'fit: x and y must be tensors (one input, one output so far)');
   if (x.shape[0] !== y.shape[0])
     throw new TandemError('BAD_DATA', `fit: x has ${x.shape[0]} samples and y ${y.shape[0]}; give as many of each`);
+  tandemOptions(args); // refused before the split
   const { trainX, trainY, validation } = splitValidation(x, y, args);
-  const samples = trainX.shape[0];
-  const stepsPerEpoch = Math.floor(samples / settings.batchSize);
-  if (samples % settings.batchSize !== 0)
+  try {
+    const { batchSize } = settings;
+    return await fitWith(model, trainX, trainY, args, {
+      ...settings,
+      callbacks: args.callbacks,
+      yieldEvery: args.yieldEvery,
+      params: { samples: trainX.shape[0], steps: null, batchSize, initialEpoch: settings.initialEpoch },
+      batchLogsBeforeBegin: false,
+      validate: validation && (() => validationLogs(model, validation, batchSize)),
+    });
+  } finally {
+    if (trainX !== x) tf.dispose([trainX, trainY]);
+    validation?.dispose();
+  }
+}
+
+/**
+ * `x`, `y` trained in batches of `args.batchSize` (in order unless `args.shuffle`), with the loop of `style`; the
+ * History returned. fit and fitDataset share it.
+ */
+export async function fitWith(
+  model: tf.LayersModel,
+  x: tf.Tensor,
+  y: tf.Tensor,
+  args: FitArgs,
+  style: FitStyle,
+): Promise<tf.History> {
+  const options = tandemOptions(args);
+  const { batchSize, shuffle } = fitSettings(args);
+  const targets = fitTargets(model);
+  const samples = x.shape[0];
+  const stepsPerEpoch = Math.floor(samples / batchSize);
+  const labels = targets.labels(y);
+  if (samples % batchSize !== 0)
     process.emitWarning(
-      `tandem fit: ${samples % settings.batchSize} of ${samples} samples are not trained each epoch: tandem trains ` +
-        `full batches of ${settings.batchSize} only (tfjs's model.fit trains the last, smaller batch too)`,
+      `tandem fit: ${samples % batchSize} of ${samples} samples are not trained each epoch: tandem trains ` +
+        `full batches of ${batchSize} only (tfjs's model.fit trains the last, smaller batch too)`,
       { code: 'TANDEM_FIT_PARTIAL_BATCH' },
     );
-  const files = await writeFitFiles(tf, model, trainX, targets.labels(trainY), targets.classes);
-  if (trainX !== x) tf.dispose([trainX, trainY]);
+  const files = await writeFitFiles(tf, model, x, labels, targets.classes);
   try {
     const config: TrainConfig = {
       ...options,
       model: files.modelJson,
       data: files.dataModule,
       loss: targets.loss,
-      batch: settings.batchSize,
-      shuffle: settings.shuffle,
+      batch: batchSize,
+      shuffle,
       checkpointDir: path.join(files.dir, 'checkpoints'),
       checkpointEvery: stepsPerEpoch,
       keepCheckpoints: 1,
     };
-    const plan = { model, targets, files, config, stepsPerEpoch, batchSize: settings.batchSize, validation };
-    return await epochs(plan, args, { ...settings, samples });
+    return await epochs({ model, targets, config, stepsPerEpoch, batchSize }, style);
   } finally {
-    validation?.dispose();
     await files.remove();
   }
 }
 
 /** tfjs's fit loop: onTrainBegin, per epoch onEpochBegin, the batches, validation, onEpochEnd; onTrainEnd. */
-async function epochs(
-  plan: FitPlan,
-  args: FitArgs,
-  s: ReturnType<typeof fitSettings> & { samples: number },
-): Promise<tf.History> {
-  const { model, targets, validation } = plan;
+async function epochs(plan: FitPlan, s: FitStyle): Promise<tf.History> {
+  const { model, targets } = plan;
   const outLabels = ['loss', ...targets.metricKeys];
-  const metrics = validation ? [...outLabels, ...outLabels.map(l => `val_${l}`)] : outLabels;
-  const { list, history } = fitCallbackList(model, args.callbacks, args.yieldEvery ?? 'auto', {
+  const metrics = s.validate ? [...outLabels, ...outLabels.map(l => `val_${l}`)] : outLabels;
+  const { list, history } = fitCallbackList(model, s.callbacks, s.yieldEvery ?? 'auto', {
+    ...s.params,
     epochs: s.epochs,
-    initialEpoch: s.initialEpoch,
-    samples: s.samples,
-    steps: null,
-    batchSize: s.batchSize,
     verbose: s.verbose,
-    doValidation: validation !== undefined,
+    doValidation: s.validate !== undefined,
     metrics,
   });
   model.history = history;
@@ -97,8 +130,9 @@ async function epochs(
     const run = await trainEpoch(plan, epoch - s.initialEpoch + 1);
     loadTrainedWeights(model, run);
     const trained = run.history.filter(h => h.step > (epoch - s.initialEpoch) * plan.stepsPerEpoch);
-    const epochLogs: Record<string, number> = validation ? await validationLogs(model, validation, plan.batchSize) : {};
-    Object.assign(epochLogs, await batchCallbacks(list, trained, plan, targets.metricKeys));
+    const batchLogs = await batchCallbacks(list, trained, plan, s.batchLogsBeforeBegin);
+    const epochLogs: Record<string, number> = s.validate ? await s.validate() : {};
+    Object.assign(epochLogs, batchLogs);
     await list.onEpochEnd(epoch, epochLogs);
     if (model.stopTraining) break;
   }
@@ -125,15 +159,17 @@ async function batchCallbacks(
   list: tf.CallbackList,
   trained: TrainSummary['history'],
   plan: FitPlan,
-  metricKeys: string[],
+  logsBeforeBegin: boolean,
 ): Promise<Record<string, number>> {
+  const metricKeys = plan.targets.metricKeys;
   const totals: Record<string, number> = { loss: 0 };
   for (const key of metricKeys) totals[key] = 0;
   for (const [batch, h] of trained.entries()) {
-    const logs: Record<string, number> = {}; // tfjs fills it after onBatchBegin
+    const logs: Record<string, number> = {};
+    const counts = () => Object.assign(logs, { batch, size: plan.batchSize });
+    if (logsBeforeBegin) counts();
     await list.onBatchBegin(batch, logs);
-    logs.batch = batch;
-    logs.size = plan.batchSize;
+    if (!logsBeforeBegin) counts(); // model.fit fills them after onBatchBegin
     logs.loss = h.loss;
     for (const key of metricKeys) logs[key] = h.accuracy;
     await list.onBatchEnd(batch, logs);
