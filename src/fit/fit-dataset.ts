@@ -9,6 +9,8 @@ import * as tf from '@tensorflow/tfjs';
 import { TandemError } from '../errors.js';
 import { fitWith } from './fit.js';
 import type { FitOptions } from './fit-args.js';
+import type { EvaluateArgs } from './evaluate.js';
+import { validationLogs } from './fit-validation.js';
 
 /** tfjs's `model.fitDataset` arguments, and tandem's options in the same object. */
 export type FitDatasetArgs<T extends tf.TensorContainer> = tf.ModelFitDatasetArgs<T> & FitOptions;
@@ -44,7 +46,9 @@ export async function fitDataset<T extends tf.TensorContainer>(
   const x = tf.concat(batches.map(b => b.xs)),
     y = tf.concat(batches.map(b => b.ys));
   tf.dispose(batches.flatMap(b => [b.xs, b.ys]));
-  const validate = validationData && validator(model, validationData, validationBatchSize, validationBatches);
+  const validate =
+    validationData &&
+    validator(model, validationData, { batchSize: validationBatchSize, batches: validationBatches }, args);
   try {
     return await fitWith(
       model,
@@ -96,17 +100,18 @@ async function readBatches<T extends tf.TensorContainer>(dataset: tf.data.Datase
 function validator<T extends tf.TensorContainer>(
   model: tf.LayersModel,
   data: NonNullable<tf.ModelFitDatasetArgs<T>['validationData']>,
-  batchSize = 32,
-  batches?: number,
+  { batchSize = 32, batches }: { batchSize?: number; batches?: number },
+  on: Pick<EvaluateArgs, 'devices' | 'backend'>,
 ): () => Promise<Record<string, number>> {
+  if (Array.isArray(data)) {
+    const [x, y] = data;
+    if (!(x instanceof tf.Tensor) || !(y instanceof tf.Tensor) || data.length > 2)
+      throw new TandemError('BAD_DATA', 'fitDataset: validationData must be a dataset or [x, y] of two tensors');
+    return () => validationLogs(model, { x, y }, batchSize, on);
+  }
   return async () => {
-    let out: tf.Scalar | tf.Scalar[];
-    if (Array.isArray(data)) {
-      const [vx, vy] = data;
-      if (!(vx instanceof tf.Tensor) || !(vy instanceof tf.Tensor) || data.length > 2)
-        throw new TandemError('BAD_DATA', 'fitDataset: validationData must be a dataset or [x, y] of two tensors');
-      out = model.evaluate(vx, vy, { batchSize, verbose: 0 });
-    } else out = await model.evaluateDataset(data as tf.data.Dataset<never>, { batches });
+    // a dataset: read on this thread, as model.evaluateDataset reads it
+    const out = await model.evaluateDataset(data as tf.data.Dataset<never>, { batches });
     const scalars = Array.isArray(out) ? out : [out];
     const logs: Record<string, number> = {};
     for (const [i, name] of model.metricsNames.entries()) logs[`val_${name}`] = (await scalars[i].data())[0];

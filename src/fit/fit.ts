@@ -60,7 +60,7 @@ export async function fit(model: tf.LayersModel, x: tf.Tensor, y: tf.Tensor, arg
       yieldEvery: args.yieldEvery,
       params: { samples: trainX.shape[0], steps: null, batchSize, initialEpoch: settings.initialEpoch },
       batchLogsBeforeBegin: false,
-      validate: validation && (() => validationLogs(model, validation, batchSize)),
+      validate: validation && (() => validationLogs(model, validation, batchSize, args)),
     });
   } finally {
     if (trainX !== x) tf.dispose([trainX, trainY]);
