@@ -1,6 +1,7 @@
 // fit's callbacks run as tfjs's model.fit runs them: the same hooks in the same order with the same logs
 // (CustomCallbackArgs objects and tf.Callback subclasses), tf.callbacks.earlyStopping stopping at the same epoch, and
-// model.stopTraining set by a callback ending the fit after that epoch.
+// model.stopTraining set by a callback ending the fit after that epoch; initialEpoch as model.fit numbers it; and the
+// one documented difference, a partial last batch, said in a warning.
 import t from 'tap';
 import * as tf from '@tensorflow/tfjs';
 import { fit } from '../src/index.js';
@@ -101,6 +102,38 @@ t.test('model.stopTraining set in onEpochEnd ends the fit after that epoch', asy
   t.same(seen, [0], 'onEpochEnd ran once');
   t.same(history.epoch, [0], 'the History has the one epoch trained');
   t.equal(Object.keys(history.history).sort().join(), 'acc,loss', 'loss and acc, no val_ keys without validation');
+  tf.dispose([x, y]);
+  model.dispose();
+});
+
+t.test('initialEpoch: the epochs from it on, numbered as model.fit numbers them', async t => {
+  const { x, y } = dense.data();
+  const reference = dense.make();
+  const model = twin(reference, dense.make);
+  const args = { ...base, epochs: 3, initialEpoch: 1 };
+  const expected = await reference.fit(x, y, args);
+  const got = await fit(model, x, y, { ...args, backend: 'cpu' });
+  t.same(got.epoch, expected.epoch, `History.epoch ${JSON.stringify(expected.epoch)}`);
+  t.ok(worstRelative(expected.history.loss as number[], got.history.loss as number[]) <= 1e-4, 'loss per epoch');
+  t.ok(worstWeightDifference(reference, model) <= 1e-4, 'final weights');
+  tf.dispose([x, y]);
+  reference.dispose();
+  model.dispose();
+});
+
+t.test('a batch size that leaves samples over: fit says how many it does not train', async t => {
+  const { x, y } = dense.data();
+  const model = dense.make();
+  const warnings: Error[] = [];
+  const onWarning = (w: Error) => warnings.push(w);
+  process.on('warning', onWarning);
+  t.teardown(() => void process.off('warning', onWarning));
+  const history = await fit(model, x, y, { ...base, batchSize: 10, epochs: 1, backend: 'cpu' });
+  // The warning event is emitted on the next tick after emitWarning: fit has awaited many since.
+  const partial = warnings.filter(w => (w as Error & { code?: string }).code === 'TANDEM_FIT_PARTIAL_BATCH');
+  t.equal(partial.length, 1, 'one TANDEM_FIT_PARTIAL_BATCH warning');
+  t.match(partial[0]?.message, /8 of 48 samples are not trained each epoch/, 'naming the samples left out');
+  t.same(history.epoch, [0], 'and it trains the full batches');
   tf.dispose([x, y]);
   model.dispose();
 });
