@@ -32,6 +32,7 @@
  *   profiling       src/profiling
  *   world           src/world (the rest: host flags, host channel, launch, monitor hub, link probe)
  *   trainer         src/trainer
+ *   fit             src/fit (tfjs's model.fit / evaluate surface over train)
  *   cli             src/cli
  *   index           src/index.ts
  * A file that sits in a lower layer than its folder is named in that layer's paths (a module's layer is the lowest
@@ -82,6 +83,7 @@ const LAYERS = [
   { name: 'profiling', paths: ['^src/profiling/'] },
   { name: 'world', paths: ['^src/world/'] },
   { name: 'trainer', paths: ['^src/trainer/'] },
+  { name: 'fit', paths: ['^src/fit/'] },
   { name: 'cli', paths: ['^src/cli/'] },
   { name: 'index', paths: ['^src/index\\.ts$'] },
 ];

@@ -77,6 +77,8 @@ export interface ResolvedConfig {
   classifier?: ClassifierConfig;
   /** Samples [0, trainSize) train; [trainSize, datasetSize) are held out. */
   trainSize: number;
+  /** Each epoch a seeded permutation of the training samples; false: in their order. */
+  shuffle: boolean;
   /**
    * A data module's image inputs far outside the usual range (data/input-scale.ts): the run warns with it once, on host
    * 0.

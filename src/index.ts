@@ -11,6 +11,12 @@
  * @packageDocumentation
  */
 export { train, start, startTraining } from './trainer/train.js';
+export { fit } from './fit/fit.js';
+export type { FitArgs, FitOptions } from './fit/fit.js';
+export { fitDataset } from './fit/fit-dataset.js';
+export type { FitDatasetArgs } from './fit/fit-dataset.js';
+export { evaluate } from './fit/evaluate.js';
+export type { EvaluateArgs } from './fit/evaluate.js';
 export type { RunEvent } from './monitor/run-event.js';
 export {
   timelineSvg,

@@ -6,6 +6,7 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync, statSync, writeFile
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { createRequire } from 'node:module';
 import { runNode, runTandem } from './fixtures/cli-process.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -106,12 +107,17 @@ t.test('the tandem commands of the quick starts run', async t => {
 t.test('the library quick starts run', async t => {
   const scratch = mkdtempSync(join(tmpdir(), 'tandem-docs-js-'));
   const index = pathToFileURL(join(root, 'dist/src/index.js')).href;
+  const tfjs = pathToFileURL(createRequire(join(root, 'package.json')).resolve('@tensorflow/tfjs')).href;
   const blocks = QUICK_STARTS.flatMap(codeBlocks).filter(b => b.lang === 'js');
   t.ok(blocks.length >= 2, 'a library quick start in each file');
   for (const [i, block] of blocks.entries()) {
     t.match(block.text, /from 'tandem'/, `${block.file}: imports tandem by name`);
     const script = join(scratch, `quick-start-${i}.mjs`);
-    writeFileSync(script, block.text.replace(/from 'tandem'/g, `from '${index}'`));
+    // The scratch directory has no node_modules: tandem and tfjs come from this checkout (tfjs: the file tandem loads).
+    writeFileSync(
+      script,
+      block.text.replace(/from 'tandem'/g, `from '${index}'`).replace(/from '@tensorflow\/tfjs'/g, `from '${tfjs}'`),
+    );
     const run = await runNode(script, [], { cwd: scratch, timeoutMs: 240_000 });
     t.equal(run.code, 0, `${block.file}'s library quick start: exit 0 (${run.stderr.trim().split('\n').pop()})`);
     t.match(run.stdout, /^2 \d/m, `${block.file}: prints the steps trained and the final loss`);

@@ -55,7 +55,7 @@ export async function prepareConfig(checked: CheckedConfig): Promise<ResolvedCon
     prepared.userDataset && checked.writer // host 0 says it once for the job
       ? inputScaleWarning(
           prepared.userDataset,
-          new GlobalBatchSampler(trainSize, batch, seed, devices).batchIndices(1),
+          new GlobalBatchSampler(trainSize, batch, seed, devices, config.shuffle !== false).batchIndices(1),
           data.source,
         )
       : undefined;
@@ -63,6 +63,7 @@ export async function prepareConfig(checked: CheckedConfig): Promise<ResolvedCon
     method: method.name,
     classifier,
     trainSize,
+    shuffle: config.shuffle !== false,
     evalSamples,
     inputWarning,
     model,
@@ -94,7 +95,18 @@ function assemble({ fields: f }: CheckedConfig, p: Prepared): ResolvedConfig {
     keepCheckpoints: f.keepCheckpoints,
     stopGraceMs: f.stopGraceMs,
     replicaCheckEvery: f.replicaCheckEvery,
-    ...pick(p, 'method', 'classifier', 'trainSize', 'evalSamples', 'inputWarning', 'model', 'data', 'datasetSize'),
+    ...pick(
+      p,
+      'method',
+      'classifier',
+      'trainSize',
+      'shuffle',
+      'evalSamples',
+      'inputWarning',
+      'model',
+      'data',
+      'datasetSize',
+    ),
     ...pick(p, 'sampleShape', 'classes'),
     ...pick(f, 'devices', 'topology', 'rendezvous', 'backend', 'nativeThreads', 'nativeFusion', 'batch'),
     perDevice: f.batch / f.devices,

@@ -1,6 +1,6 @@
 /** The data section of a train config: the dataset, its shape, and the samples held out. */
 import type { OptionTable } from '../options/declaration.js';
-import { nonEmpty, positiveInt } from '../options/option-checks.js';
+import { nonEmpty, positiveInt, trueOrFalse } from '../options/option-checks.js';
 import { bad } from '../config-checks.js';
 
 export interface DataOptions {
@@ -16,6 +16,11 @@ export interface DataOptions {
   /** Held-out samples evaluated after training (the first of the held-out range). Default 2000. */
   evalSamples?: number;
   loaderThreads?: number;
+  /**
+   * Each epoch visits the training samples in a seeded random order. Default true; false: in their order (index 0
+   * first), as tfjs's `model.fit` with `shuffle: false`.
+   */
+  shuffle?: boolean;
 }
 
 function imageSize(s: unknown, field: string): number[] {
@@ -73,5 +78,12 @@ export const DATA_OPTIONS: OptionTable<DataOptions> = {
     default: 'min(2, cores - 1), at least 1',
     doc: 'threads that load the batches',
     check: positiveInt(16),
+  },
+  shuffle: {
+    kind: 'negated',
+    group: 'model and data',
+    default: 'true',
+    doc: 'each epoch visits the samples in a seeded random order (off: in their order, index 0 first)',
+    check: trueOrFalse,
   },
 };

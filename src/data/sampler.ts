@@ -1,8 +1,10 @@
 /**
  * Which samples make up each global batch, and which shard of it each device
  * gets (a distributed sampler). Every epoch is a seeded permutation of the
- * dataset; the incomplete last batch of an epoch is dropped, so every global
- * batch has exactly `batch` samples and each device `batch / devices`.
+ * dataset (`shuffle` false: the samples in their order, as tfjs's `model.fit`
+ * with `shuffle: false`); the incomplete last batch of an epoch is dropped, so
+ * every global batch has exactly `batch` samples and each device
+ * `batch / devices`.
  */
 import { prng } from './synthetic-images.js';
 
@@ -17,6 +19,7 @@ export class GlobalBatchSampler {
     readonly batch: number,
     readonly seed: number,
     devices = 1,
+    readonly shuffle = true,
   ) {
     this.stepsPerEpoch = Math.floor(datasetSize / batch);
     this.devices = devices;
@@ -26,7 +29,7 @@ export class GlobalBatchSampler {
   batchIndices(step: number): Int32Array {
     const epoch = Math.floor((step - 1) / this.stepsPerEpoch);
     if (epoch !== this.epoch) {
-      this.permutation = permute(this.datasetSize, this.seed * 31 + epoch);
+      this.permutation = this.shuffle ? permute(this.datasetSize, this.seed * 31 + epoch) : inOrder(this.datasetSize);
       this.epoch = epoch;
     }
     const first = ((step - 1) % this.stepsPerEpoch) * this.batch;
@@ -38,6 +41,12 @@ export class GlobalBatchSampler {
     const per = this.batch / this.devices;
     return this.batchIndices(step).slice(device * per, (device + 1) * per);
   }
+}
+
+function inOrder(n: number): Int32Array {
+  const p = new Int32Array(n);
+  for (let i = 0; i < n; i++) p[i] = i;
+  return p;
 }
 
 function permute(n: number, seed: number): Int32Array {

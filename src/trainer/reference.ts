@@ -49,7 +49,7 @@ export async function trainReference(
   const spec = outputLossOf(model, cfg.classes, cfg.loss);
   const floatTargets = isRegressionLoss(cfg.loss);
   const ds = await resolveDataset(cfg.data);
-  const sampler = new GlobalBatchSampler(cfg.datasetSize, cfg.batch, cfg.seed);
+  const sampler = new GlobalBatchSampler(cfg.datasetSize, cfg.batch, cfg.seed, 1, cfg.shuffle);
   const optimizer = tfjsOptimizer(tf, cfg.optimizer);
   const reader = new SampleReader(ds, cfg.data.source);
   const per = reader.sampleFloats;

@@ -31,6 +31,7 @@ export function runFingerprint(cfg: ResolvedConfig): string {
     batch: cfg.batch,
     seed: cfg.seed,
     ...(cfg.batchNorm === 'local' ? { batchNorm: 'local' } : {}),
+    ...(cfg.shuffle === false ? { shuffle: false } : {}), // another order of the samples: not the same run
     classifier: cfg.classifier && { ...cfg.classifier, exportDevice: undefined, exportClassifier: undefined },
   });
 }

@@ -1,0 +1,101 @@
+/**
+ * `fit`'s arguments: tfjs's `ModelFitArgs` and tandem's own options in one object, told apart here; the tfjs
+ * arguments tandem does not run yet, and the train options `fit` sets itself, are refused with the way out.
+ */
+import type * as tf from '@tensorflow/tfjs';
+import type { TrainConfig } from '../config-types.js';
+import { TandemError } from '../errors.js';
+
+/** The train options `fit` sets from the model, the tensors and tfjs's arguments. */
+const FIT_OWNS = [
+  'model',
+  'data',
+  'loss',
+  'batch',
+  'steps',
+  'epochs',
+  'shuffle',
+  'classes',
+  'imageSize',
+  'datasetSize',
+  'heldOut',
+  'evalSamples',
+  'resume',
+  'checkpointDir',
+  'checkpointEvery',
+  'keepCheckpoints',
+  'optimizer',
+  'lr',
+] as const;
+
+/** tandem's options `fit` passes to the run: devices, backend, strategy, hosts, … (compile() gives the rest). */
+export type FitOptions = Omit<TrainConfig, (typeof FIT_OWNS)[number]>;
+
+/** tfjs's `model.fit` arguments, and tandem's options in the same object. */
+export type FitArgs = tf.ModelFitArgs & FitOptions;
+
+/** tfjs's keys of `ModelFitArgs`. */
+const TFJS_KEYS = new Set([
+  'batchSize',
+  'epochs',
+  'verbose',
+  'callbacks',
+  'validationSplit',
+  'validationData',
+  'shuffle',
+  'classWeight',
+  'sampleWeight',
+  'initialEpoch',
+  'stepsPerEpoch',
+  'validationSteps',
+  'yieldEvery',
+]);
+
+/** What tandem does not run yet, by tfjs key. */
+const NOT_YET: Readonly<Record<string, string>> = {
+  classWeight: 'weigh the classes by repeating samples, or train with model.fit',
+  sampleWeight: 'model.fit itself does not support it either',
+  stepsPerEpoch: 'fit trains every full batch of x each epoch; give x of the samples to train',
+  validationSteps: 'validation runs on all of validationData',
+};
+
+/** tandem's options of `args` (every key not tfjs's), after refusing what `fit` cannot take. */
+export function tandemOptions(args: FitArgs): FitOptions {
+  const options: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(args)) {
+    if (value === undefined) continue;
+    if (Object.hasOwn(NOT_YET, key))
+      throw new TandemError('BAD_CONFIG', `fit: ${key} is not supported on tandem yet: ${NOT_YET[key]}`);
+    if (TFJS_KEYS.has(key)) continue;
+    if ((FIT_OWNS as readonly string[]).includes(key))
+      throw new TandemError(
+        'BAD_CONFIG',
+        `fit: ${key} comes from the model's compile() or from fit's own arguments (batchSize, epochs, shuffle); ` +
+          `remove '${key}' from fit's arguments`,
+      );
+    options[key] = value;
+  }
+  return options as FitOptions;
+}
+
+/** tfjs's defaults for the arguments fit reads, checked as tfjs checks them. */
+export function fitSettings(args: FitArgs): {
+  batchSize: number;
+  epochs: number;
+  initialEpoch: number;
+  shuffle: boolean;
+  verbose: number;
+} {
+  const batchSize = args.batchSize ?? 32;
+  const epochs = args.epochs ?? 1;
+  const initialEpoch = args.initialEpoch ?? 0;
+  for (const [key, v, min] of [
+    ['batchSize', batchSize, 1],
+    ['epochs', epochs, 1],
+    ['initialEpoch', initialEpoch, 0],
+  ] as const) {
+    if (!Number.isInteger(v) || v < min)
+      throw new TandemError('BAD_CONFIG', `fit: ${key} must be an integer ≥ ${min}, got ${String(v)}`);
+  }
+  return { batchSize, epochs, initialEpoch, shuffle: args.shuffle ?? true, verbose: args.verbose ?? 1 };
+}

@@ -1,0 +1,79 @@
+/**
+ * What `fit` hands a run, in a private directory: the model (tfjs layers format, with its compiled optimizer in the
+ * trainingConfig, as a saved model.json carries it) and the samples (binary files and a generated data module that
+ * reads them), so every device thread builds the same model and reads the same samples.
+ */
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import type * as tfNs from '@tensorflow/tfjs';
+import { modelArtifacts, writeModelFiles } from '../actors/model-files.js';
+
+/** The private directory of one fit: its model.json, its data module; `remove()` deletes it all. */
+export interface FitFiles {
+  dir: string;
+  modelJson: string;
+  dataModule: string;
+  remove(): Promise<void>;
+}
+
+export async function writeFitFiles(
+  tf: typeof tfNs,
+  model: tfNs.LayersModel,
+  x: tfNs.Tensor,
+  labels: Float32Array,
+  classes: number,
+): Promise<FitFiles> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'tandem-fit-'));
+  try {
+    const modelJson = await writeModelFiles(path.join(dir, 'model'), await modelArtifacts(tf, model));
+    await addOptimizer(modelJson, model);
+    const dataModule = await writeSamples(dir, x, labels, classes);
+    return { dir, modelJson, dataModule, remove: () => rm(dir, { recursive: true, force: true }) };
+  } catch (err) {
+    await rm(dir, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+/** The compiled optimizer into model.json's trainingConfig (what `model.save({ includeOptimizer })` writes). */
+async function addOptimizer(modelJson: string, model: tfNs.LayersModel): Promise<void> {
+  const json = JSON.parse(await readFile(modelJson, 'utf8')) as Record<string, unknown>;
+  const optimizer = model.optimizer;
+  json.trainingConfig = {
+    optimizer_config: { class_name: optimizer.getClassName(), config: optimizer.getConfig() },
+  };
+  await writeFile(modelJson, JSON.stringify(json));
+}
+
+/** The data module every thread imports: samples from x.bin, labels from y.bin, read synchronously by index. */
+const DATA_MODULE = `import { readFileSync } from 'node:fs';
+const here = new URL('.', import.meta.url);
+const floats = name => new Float32Array(new Uint8Array(readFileSync(new URL(name, here))).buffer);
+export default () => {
+  const meta = JSON.parse(readFileSync(new URL('samples.json', here), 'utf8'));
+  const x = floats('x.bin'), y = floats('y.bin');
+  const per = meta.sampleShape.reduce((a, b) => a * b, 1);
+  return {
+    size: meta.size,
+    sampleShape: meta.sampleShape,
+    classes: meta.classes,
+    read(index, out, offset) {
+      out.set(x.subarray(index * per, (index + 1) * per), offset);
+      return y[index];
+    },
+    label: index => y[index],
+  };
+};
+`;
+
+async function writeSamples(dir: string, x: tfNs.Tensor, labels: Float32Array, classes: number): Promise<string> {
+  const values = Float32Array.from(x.dataSync() as Float32Array);
+  await writeFile(path.join(dir, 'x.bin'), new Uint8Array(values.buffer));
+  await writeFile(path.join(dir, 'y.bin'), new Uint8Array(labels.buffer, labels.byteOffset, labels.byteLength));
+  const meta = { size: x.shape[0], sampleShape: x.shape.slice(1), classes };
+  await writeFile(path.join(dir, 'samples.json'), JSON.stringify(meta));
+  const file = path.join(dir, 'fit-data.mjs');
+  await writeFile(file, DATA_MODULE);
+  return file;
+}

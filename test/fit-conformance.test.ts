@@ -1,0 +1,65 @@
+// fit conformance: tandem's fit(model, x, y, args) on 1, 2 (and 3) devices equals tfjs's own model.fit on one engine
+// (cpu on both sides) from the same initial weights, with shuffle: false: the same History keys and per-epoch values
+// (relative 1e-4), the same onEpochEnd logs, the same final weights in the passed model (1e-4), no tensor left behind.
+import t from 'tap';
+import * as tf from '@tensorflow/tfjs';
+import { fit } from '../src/index.js';
+import { FIT_CASES, twin, worstRelative, worstWeightDifference } from './fixtures/fit-models.js';
+
+const REL = 1e-4;
+const WEIGHTS = 1e-4;
+const EPOCHS = 2;
+const BATCH = 12;
+
+await tf.setBackend('cpu');
+
+type EpochLog = { epoch: number; logs: Record<string, number> };
+
+/** An onEpochEnd recorder (a CustomCallbackArgs object, as tfjs users pass them). */
+function recorder(into: EpochLog[]) {
+  return { onEpochEnd: async (epoch: number, logs?: tf.Logs) => void into.push({ epoch, logs: { ...logs } as never }) };
+}
+
+for (const [k, c] of FIT_CASES.entries()) {
+  // Every case on 2 devices; the first two on 1 device too, the first on 3 (the suite's time on a shared machine).
+  const counts = k === 0 ? [1, 2, 3] : k === 1 ? [1, 2] : [2];
+  t.test(`${c.name}: fit on ${counts.join(' and ')} device(s) equals model.fit`, async t => {
+    const { x, y } = c.data();
+    const reference = c.make();
+    const start = twin(reference, c.make);
+    const refLogs: EpochLog[] = [];
+    const args = { epochs: EPOCHS, batchSize: BATCH, shuffle: false, validationSplit: 0.25, verbose: 0 as const };
+    const expected = await reference.fit(x, y, { ...args, callbacks: recorder(refLogs) });
+    for (const devices of counts) {
+      const model = twin(start, c.make);
+      const logs: EpochLog[] = [];
+      const before = tf.memory().numTensors;
+      const got = await fit(model, x, y, { ...args, callbacks: recorder(logs), devices, backend: 'cpu' });
+      t.equal(tf.memory().numTensors, before, `${devices} device(s): fit leaves no tensor behind`);
+      t.same(got.epoch, expected.epoch, `${devices} device(s): History.epoch`);
+      t.same(Object.keys(got.history).sort(), Object.keys(expected.history).sort(), `${devices}: History keys`);
+      for (const key of Object.keys(expected.history)) {
+        const d = worstRelative(expected.history[key] as number[], got.history[key] as number[]);
+        t.ok(d <= REL, `${devices} device(s): history.${key} relative difference ${d.toExponential(2)} ≤ ${REL}`);
+      }
+      t.same(
+        logs.map(l => [l.epoch, Object.keys(l.logs)]),
+        refLogs.map(l => [l.epoch, Object.keys(l.logs)]),
+        `${devices} device(s): onEpochEnd called per epoch with tfjs's keys, in tfjs's order`,
+      );
+      const logDiff = Math.max(
+        ...refLogs.map((l, i) => worstRelative(Object.values(l.logs), Object.values(logs[i]?.logs ?? {}))),
+      );
+      t.ok(logDiff <= REL, `${devices} device(s): onEpochEnd values relative difference ${logDiff.toExponential(2)}`);
+      const w = worstWeightDifference(reference, model);
+      t.ok(
+        w <= WEIGHTS,
+        `${devices} device(s): final weights in the model, max |Δ| ${w.toExponential(2)} ≤ ${WEIGHTS}`,
+      );
+      model.dispose();
+    }
+    tf.dispose([x, y]);
+    reference.dispose();
+    start.dispose();
+  });
+}
