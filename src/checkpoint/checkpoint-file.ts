@@ -14,11 +14,14 @@ import { TandemError } from '../errors.js';
 import { writeFileAtomically } from '../output/atomic-write.js';
 import { fsReason } from '../output/fs-reason.js';
 import { makeDirectory } from '../output/make-directory.js';
+import { checkFields } from './checkpoint-fields.js';
 
 const packr = new Packr({ structuredClone: true });
 const MAGIC = 'tandem-checkpoint';
 const VERSION = 1;
 const NAME = /^checkpoint-(\d{9})\.tandem$/;
+/** The largest checkpoint read (a model's weights are bounded by 4 GiB, layers-model-files.ts; with its state). */
+const MAX_CHECKPOINT_BYTES = 2 ** 34;
 /** Between a checkpoint's name and the tag of its temporary file. */
 export const TMP_INFIX = '.tmp-';
 
@@ -98,6 +101,11 @@ export async function readCheckpoint(file: string): Promise<Checkpoint> {
 
 /** A checkpoint file's bytes (`file` names where they came from in errors), checked as readCheckpoint does. */
 export function decodeCheckpoint(bytes: Uint8Array, file: string): Checkpoint {
+  if (bytes.length > MAX_CHECKPOINT_BYTES)
+    throw new TandemError(
+      'BAD_CHECKPOINT',
+      `checkpoint ${file} has ${bytes.length} bytes, over ${MAX_CHECKPOINT_BYTES}`,
+    );
   const checked = checkBytes(bytes);
   if ('problem' in checked) {
     throw new TandemError(
@@ -105,7 +113,20 @@ export function decodeCheckpoint(bytes: Uint8Array, file: string): Checkpoint {
       `checkpoint ${file} is ${checked.problem}: ${checked.advice}; ${checked.fix ?? RESUME_EARLIER}`,
     );
   }
-  return packr.unpack(checked.payload) as Checkpoint;
+  let decoded: unknown;
+  try {
+    decoded = packr.unpack(checked.payload);
+  } catch (err) {
+    // A payload that passed its checksum but does not decode (nested past the stack, a bad length): crafted.
+    throw new TandemError(
+      'BAD_CHECKPOINT',
+      `checkpoint ${file}: its payload does not decode (${(err as Error).message.slice(0, 120)}): it was crafted ` +
+        `or altered; ${RESUME_EARLIER}`,
+      undefined,
+      { cause: err },
+    );
+  }
+  return checkFields(decoded, file);
 }
 
 /**
