@@ -43,7 +43,7 @@ const LAYERS = [
     paths: [
       '^src/(errors|named-registry|addon-load|source-path|decimal-count|json-place|config-checks)\\.ts$',
       '^src/options/(declaration|option-checks)\\.ts$',
-      '^src/output/(atomic-write|fs-reason|make-directory|run-lock)\\.ts$',
+      '^src/output/(atomic-write|fs-reason|make-directory|run-lock|kernel-lock)\\.ts$',
       '^src/world/(topology|peer-wait|job-secret)\\.ts$',
       '^src/actors/fault-injection\\.ts$',
     ],

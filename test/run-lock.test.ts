@@ -1,7 +1,9 @@
 // A run locks its --out and --checkpoint-dir: a second run on the same
 // directory (another process, or this one) is refused with the owner's PID;
 // a lock left by a process that died is taken over with a notice; the lock
-// goes when the run ends, failed or not.
+// goes when the run ends, failed or not. The lock is the kernel's (flock): a
+// resume right after kill -9 of its holder is accepted, though its PID is a
+// zombie still.
 import t from 'tap';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
@@ -10,6 +12,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { train, type RunEvent, type TrainConfig } from '../src/index.js';
 import { acquireRunLock, LOCK_FILE } from '../src/output/run-lock.js';
+import { kernelFlock } from '../src/output/kernel-lock.js';
 import { osThreads } from './fixtures/os-threads.js';
 
 const holder = fileURLToPath(new URL('./fixtures/hold-run-lock.js', import.meta.url));
@@ -116,5 +119,47 @@ t.test(
       ['model.json', 'summary.json', 'timeline.svg', 'trace.json', 'weights.bin'],
       'released after a run that succeeded; no probe or temporary left',
     );
+  },
+);
+
+t.test(
+  'a resume right after kill -9 is accepted: the kernel released the lock, though the dead PID is still a zombie',
+  async t => {
+    if (!kernelFlock()) {
+      t.comment('skipped: the shm addon (flock) is not built; the run lock falls back to PID liveness');
+      return;
+    }
+    const out = tmp();
+    // The holder's parent is a shell that `exec`s into sleep, which never reaps it: once killed, its PID stays a
+    // zombie (kill(pid, 0) succeeds, its start time unchanged), which a PID check takes for a live owner.
+    const shell = spawn('sh', ['-c', `"${process.execPath}" "${holder}" "${out}" hold & exec sleep 600`], {
+      stdio: ['pipe', 'pipe', 'inherit'],
+    });
+    t.teardown(() => shell.kill('SIGKILL'));
+    const pid = await new Promise<number>(resolve => {
+      let text = '';
+      shell.stdout!.on('data', (d: Buffer) => {
+        text += d;
+        const m = /locked (\d+)/.exec(text);
+        if (m) resolve(Number(m[1]));
+      });
+    });
+    await t.rejects(
+      acquireRunLock([{ path: out, label: `--out ${out}` }], () => {}),
+      {
+        code: 'RUN_LOCKED',
+        message: new RegExp(`PID ${pid} `),
+      },
+    );
+    process.kill(pid, 'SIGKILL');
+    // Until the kernel has made it a zombie (its descriptors closed): a condition, polled between event-loop turns.
+    const state = () => readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '')[0];
+    while (state() !== 'Z') await new Promise(resolve => setImmediate(resolve));
+    const notices: string[] = [];
+    const lock = await acquireRunLock([{ path: out, label: `--out ${out}` }], n => notices.push(n));
+    t.equal(state(), 'Z', 'the killed owner is a zombie still');
+    t.match(notices, [new RegExp(`took over the run lock of PID ${pid} .*the kernel released its lock`)]);
+    await lock.release();
+    t.notOk(existsSync(path.join(out, LOCK_FILE)), 'released');
   },
 );

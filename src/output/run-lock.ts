@@ -1,12 +1,16 @@
 /**
  * A run lock on a directory a run writes (`--out`, `--checkpoint-dir`): the
  * file `.tandem-run.lock`, holding the owner's host, PID and process start
- * time, created with its contents in one step (a hard link of a finished
- * temporary file), so no reader ever sees it half written. A second run on
- * the directory is refused with the owner's PID; a lock left by a process
- * of this host that no longer runs is taken over, with a notice.
+ * time. The lock itself is the kernel's: flock(2) on the open file
+ * (kernel-lock.ts), which dies with its holder, `kill -9` included, so a run
+ * resumed right after one is accepted. A second run on the directory is
+ * refused with the owner's PID; what a dead run left in the file is taken
+ * over, with a notice. Without the addon the lock is the file's existence,
+ * created with its contents in one step (a hard link of a finished temporary
+ * file), and a lock of this host whose process no longer runs is taken over.
  */
-import { link, readFile, rename, rm } from 'node:fs/promises';
+import { link, open, readFile, rename, rm, stat, type FileHandle } from 'node:fs/promises';
+import { kernelFlock } from './kernel-lock.js';
 import { readFileSync, unlinkSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -38,15 +42,20 @@ export async function acquireRunLock(
 ): Promise<RunLock> {
   const owner = thisProcess();
   const held: string[] = [];
+  const handles: FileHandle[] = [];
   const release = async () => {
     for (const f of held) HELD_AT_EXIT.delete(f);
     await Promise.all(held.map(f => releaseLock(f, owner.token)));
+    await Promise.all(handles.map(h => h.close().catch(() => {})));
     held.length = 0;
+    handles.length = 0;
   };
+  const flock = kernelFlock();
   try {
     for (const dir of dirs) {
       const file = path.join(dir.path, LOCK_FILE);
-      await lockOne(file, dir.label, owner, notice);
+      if (flock) handles.push(await flockOne(file, dir.label, owner, notice, flock));
+      else await lockOne(file, dir.label, owner, notice);
       held.push(file);
       releaseAtExit(file, owner.token);
     }
@@ -88,6 +97,58 @@ function thisProcess(): LockOwner {
     started: new Date().toISOString(),
     token: `${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}`,
   };
+}
+
+function lockedBy(file: string, label: string, other: LockOwner): TandemError {
+  return new TandemError(
+    'RUN_LOCKED',
+    `${label} is in use by another tandem run: PID ${other.pid} on ${other.host}, started ${other.started} ` +
+      `(lock ${file}). Wait for it to end or give another directory`,
+  );
+}
+
+/**
+ * The kernel's lock on `file` (created if need be), with `owner` written in it. Held by another open file: RUN_LOCKED
+ * naming the owner it wrote. The file a holder removes at release may be replaced by the time the lock is taken: the
+ * lock counts only when the name still leads to the file locked.
+ */
+async function flockOne(
+  file: string,
+  label: string,
+  owner: LockOwner,
+  notice: (message: string) => void,
+  flock: (fd: number) => number,
+): Promise<FileHandle> {
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const handle = await open(file, 'a+').catch((err: unknown) => {
+      throw new TandemError('BAD_OUTPUT', `${label}: cannot open the run lock ${file}: ${fsReason(err)}`, undefined, {
+        cause: err,
+      });
+    });
+    const taken = flock(handle.fd);
+    const before = await handle.readFile('utf8').catch(() => '');
+    const same = taken === 0 && (await stat(file).catch(() => undefined))?.ino === (await handle.stat()).ino;
+    if (same) {
+      const other = parseOwner(before);
+      if (other && other.token !== owner.token)
+        notice(
+          `${label}: took over the run lock of PID ${other.pid} on ${other.host} (started ${other.started}), ` +
+            'which is no longer running (the kernel released its lock)',
+        );
+      await handle.truncate(0);
+      await handle.write(JSON.stringify(owner));
+      return handle;
+    }
+    await handle.close();
+    if (taken === 1) {
+      const other = parseOwner(before);
+      if (other) throw lockedBy(file, label, other);
+      throw new TandemError('RUN_LOCKED', `${label} is in use by another run holding ${file}`);
+    }
+    if (taken < 0)
+      throw new TandemError('BAD_OUTPUT', `${label}: cannot lock ${file}: flock failed with errno ${-taken}`);
+  }
+  throw new TandemError('RUN_LOCKED', `${label}: could not take the run lock ${file}: other runs keep taking it`);
 }
 
 async function lockOne(
