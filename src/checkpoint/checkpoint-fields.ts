@@ -5,7 +5,7 @@
  * optimizer's slots) is checked by `checkAgainstRun`.
  */
 import { TandemError } from '../errors.js';
-import type { Checkpoint } from './checkpoint-file.js';
+import type { Checkpoint } from './checkpoint-types.js';
 
 /** The most entries an array of a checkpoint may have (weights, slots, heads, ranks). */
 const MAX_ENTRIES = 1 << 20;
