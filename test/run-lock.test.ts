@@ -132,8 +132,9 @@ t.test(
     const out = tmp();
     // The holder's parent is a shell that `exec`s into sleep, which never reaps it: once killed, its PID stays a
     // zombie (kill(pid, 0) succeeds, its start time unchanged), which a PID check takes for a live owner.
-    const shell = spawn('sh', ['-c', `"${process.execPath}" "${holder}" "${out}" hold & exec sleep 600`], {
-      stdio: ['pipe', 'pipe', 'inherit'],
+    // Its stdin is the test's pipe on fd 3 (a background job's would be /dev/null: it would end, releasing the lock).
+    const shell = spawn('sh', ['-c', `"${process.execPath}" "${holder}" "${out}" hold <&3 & exec sleep 600`], {
+      stdio: ['pipe', 'pipe', 'inherit', 'pipe'],
     });
     t.teardown(() => shell.kill('SIGKILL'));
     const pid = await new Promise<number>(resolve => {
@@ -152,9 +153,11 @@ t.test(
       },
     );
     process.kill(pid, 'SIGKILL');
-    // Until the kernel has made it a zombie (its descriptors closed): a condition, polled between event-loop turns.
+    // Until the kernel has made it a zombie and its last thread has ended (the threads share its descriptors, and may
+    // end after the main thread turned zombie): a condition, polled between event-loop turns.
     const state = () => readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '')[0];
-    while (state() !== 'Z') await new Promise(resolve => setImmediate(resolve));
+    const threads = () => readdirSync(`/proc/${pid}/task`).length;
+    while (state() !== 'Z' || threads() > 1) await new Promise(resolve => setImmediate(resolve));
     const notices: string[] = [];
     const lock = await acquireRunLock([{ path: out, label: `--out ${out}` }], n => notices.push(n));
     t.equal(state(), 'Z', 'the killed owner is a zombie still');
@@ -163,3 +166,16 @@ t.test(
     t.notOk(existsSync(path.join(out, LOCK_FILE)), 'released');
   },
 );
+
+t.test('an --out holding a finished run is refused unless --overwrite', async t => {
+  const out = tmp();
+  await train({ ...tiny, out });
+  const before = readFileSync(path.join(out, 'weights.bin'));
+  await t.rejects(train({ ...tiny, seed: 9, out }), {
+    code: 'BAD_OUTPUT',
+    message: /--out .* holds a finished run \(.*summary\.json\): give --overwrite .*--resume/,
+  });
+  t.ok(readFileSync(path.join(out, 'weights.bin')).equals(before), 'its results untouched');
+  await train({ ...tiny, seed: 9, out, overwrite: true });
+  t.notOk(readFileSync(path.join(out, 'weights.bin')).equals(before), '--overwrite replaced them');
+});

@@ -9,9 +9,9 @@
  * created with its contents in one step (a hard link of a finished temporary
  * file), and a lock of this host whose process no longer runs is taken over.
  */
-import { link, open, readFile, rename, rm, stat, type FileHandle } from 'node:fs/promises';
+import { link, readFile, rename, rm } from 'node:fs/promises';
 import { kernelFlock } from './kernel-lock.js';
-import { readFileSync, unlinkSync } from 'node:fs';
+import { closeSync, fstatSync, ftruncateSync, openSync, readFileSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { TandemError } from '../errors.js';
@@ -42,19 +42,19 @@ export async function acquireRunLock(
 ): Promise<RunLock> {
   const owner = thisProcess();
   const held: string[] = [];
-  const handles: FileHandle[] = [];
+  const descriptors: number[] = [];
   const release = async () => {
     for (const f of held) HELD_AT_EXIT.delete(f);
     await Promise.all(held.map(f => releaseLock(f, owner.token)));
-    await Promise.all(handles.map(h => h.close().catch(() => {})));
+    for (const fd of descriptors) closeSync(fd);
     held.length = 0;
-    handles.length = 0;
+    descriptors.length = 0;
   };
   const flock = kernelFlock();
   try {
     for (const dir of dirs) {
       const file = path.join(dir.path, LOCK_FILE);
-      if (flock) handles.push(await flockOne(file, dir.label, owner, notice, flock));
+      if (flock) descriptors.push(flockOne(file, dir.label, owner, notice, flock));
       else await lockOne(file, dir.label, owner, notice);
       held.push(file);
       releaseAtExit(file, owner.token);
@@ -108,47 +108,56 @@ function lockedBy(file: string, label: string, other: LockOwner): TandemError {
 }
 
 /**
- * The kernel's lock on `file` (created if need be), with `owner` written in it. Held by another open file: RUN_LOCKED
- * naming the owner it wrote. The file a holder removes at release may be replaced by the time the lock is taken: the
- * lock counts only when the name still leads to the file locked.
+ * The kernel's lock on `file` (created if need be), with `owner` written in it; returns the descriptor that holds it
+ * (a plain descriptor: a FileHandle would be closed, and the lock dropped, when collected). Held by another open file:
+ * RUN_LOCKED naming the owner it wrote. The file a holder removes at release may be replaced by the time the lock is
+ * taken: the lock counts only when the name still leads to the file locked.
  */
-async function flockOne(
+function flockOne(
   file: string,
   label: string,
   owner: LockOwner,
   notice: (message: string) => void,
   flock: (fd: number) => number,
-): Promise<FileHandle> {
+): number {
   for (let attempt = 0; attempt < 5; attempt++) {
-    const handle = await open(file, 'a+').catch((err: unknown) => {
+    let fd: number;
+    try {
+      fd = openSync(file, 'a+');
+    } catch (err) {
       throw new TandemError('BAD_OUTPUT', `${label}: cannot open the run lock ${file}: ${fsReason(err)}`, undefined, {
         cause: err,
       });
-    });
-    const taken = flock(handle.fd);
-    const before = await handle.readFile('utf8').catch(() => '');
-    const same = taken === 0 && (await stat(file).catch(() => undefined))?.ino === (await handle.stat()).ino;
-    if (same) {
-      const other = parseOwner(before);
-      if (other && other.token !== owner.token)
+    }
+    const taken = flock(fd);
+    const before = parseOwner(readSafely(fd));
+    if (taken === 0 && statSync(file, { throwIfNoEntry: false })?.ino === fstatSync(fd).ino) {
+      if (before && before.token !== owner.token)
         notice(
-          `${label}: took over the run lock of PID ${other.pid} on ${other.host} (started ${other.started}), ` +
+          `${label}: took over the run lock of PID ${before.pid} on ${before.host} (started ${before.started}), ` +
             'which is no longer running (the kernel released its lock)',
         );
-      await handle.truncate(0);
-      await handle.write(JSON.stringify(owner));
-      return handle;
+      ftruncateSync(fd, 0);
+      writeSync(fd, JSON.stringify(owner));
+      return fd;
     }
-    await handle.close();
+    closeSync(fd);
     if (taken === 1) {
-      const other = parseOwner(before);
-      if (other) throw lockedBy(file, label, other);
+      if (before) throw lockedBy(file, label, before);
       throw new TandemError('RUN_LOCKED', `${label} is in use by another run holding ${file}`);
     }
     if (taken < 0)
       throw new TandemError('BAD_OUTPUT', `${label}: cannot lock ${file}: flock failed with errno ${-taken}`);
   }
   throw new TandemError('RUN_LOCKED', `${label}: could not take the run lock ${file}: other runs keep taking it`);
+}
+
+function readSafely(fd: number): string {
+  try {
+    return readFileSync(fd, 'utf8');
+  } catch {
+    return '';
+  }
 }
 
 async function lockOne(
