@@ -9,8 +9,8 @@
  * higher one (`import type` counts: a type is a design dependency):
  *   base            the root helpers (errors, named-registry, addon-load, source-path, decimal-count, json-place,
  *                   config-checks), the option declarations and checks (src/options), src/output's plain file
- *                   helpers (atomic-write, fs-reason, make-directory, run-lock), the job's plain data
- *                   (src/world/topology.ts, peer-wait.ts)
+ *                   helpers (atomic-write, fs-reason, make-directory, run-lock, kernel-lock), the job's plain data
+ *                   (src/world/topology.ts, peer-wait.ts, job-secret.ts)
  *   kernels         src/engine/native, src/engine/tfjs-types.ts and kernel-attrs.ts, the fp16 codec
  *                   (src/pipeline/hooks/half-float.ts)
  *   collectives     src/collectives, and where hosts meet (src/world/rendezvous.ts serves the gloo store)
@@ -44,8 +44,8 @@ const LAYERS = [
     paths: [
       '^src/(errors|named-registry|addon-load|source-path|decimal-count|json-place|config-checks)\\.ts$',
       '^src/options/(declaration|option-checks)\\.ts$',
-      '^src/output/(atomic-write|fs-reason|make-directory|run-lock)\\.ts$',
-      '^src/world/(topology|peer-wait)\\.ts$',
+      '^src/output/(atomic-write|fs-reason|make-directory|run-lock|kernel-lock)\\.ts$',
+      '^src/world/(topology|peer-wait|job-secret)\\.ts$',
     ],
   },
   {
@@ -68,7 +68,7 @@ const LAYERS = [
       '^src/config-types\\.ts$',
       '^src/(world/world|methods/method)-options\\.ts$',
       '^src/output/',
-      '^src/world/(resolve-hosts|host-args|gpu-pinning|gpu-inventory)\\.ts$',
+      '^src/world/(resolve-hosts|secret-file|host-args|gpu-pinning|gpu-inventory)\\.ts$',
     ],
   },
   {

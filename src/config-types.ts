@@ -134,6 +134,8 @@ export interface ResolvedConfig {
   /** Plugin module URLs (file:), loaded by every thread. */
   plugins: string[];
   out?: string;
+  /** Replace a finished run's results in `out` (claim-outputs.ts). */
+  overwrite?: boolean;
   stallTimeoutMs: number;
   loaderThreads: number;
   /**

@@ -92,7 +92,9 @@ t.test('the tandem commands of the quick starts run', async t => {
       t.ok(existsSync(join(root, path)), `${shown}: ${path} exists`);
       continue;
     }
-    const { args, cut } = runnable(words, scratch);
+    // Each command its own scratch folder: the quick starts' commands are alternatives, and a second run into a
+    // finished run's --out is refused (without --overwrite).
+    const { args, cut } = runnable(words, mkdtempSync(join(scratch, 'command-')));
     const run = await runTandem(args, { cwd: root, timeoutMs: 240_000 });
     t.equal(
       run.code,

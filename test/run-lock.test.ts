@@ -1,7 +1,9 @@
 // A run locks its --out and --checkpoint-dir: a second run on the same
 // directory (another process, or this one) is refused with the owner's PID;
 // a lock left by a process that died is taken over with a notice; the lock
-// goes when the run ends, failed or not.
+// goes when the run ends, failed or not. The lock is the kernel's (flock): a
+// resume right after kill -9 of its holder is accepted, though its PID is a
+// zombie still.
 import t from 'tap';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
@@ -10,6 +12,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { train, type RunEvent, type TrainConfig } from '../src/index.js';
 import { acquireRunLock, LOCK_FILE } from '../src/output/run-lock.js';
+import { kernelFlock } from '../src/output/kernel-lock.js';
 import { osThreads } from './fixtures/os-threads.js';
 import { withFault } from './fixtures/fault-plugin.js';
 
@@ -119,3 +122,61 @@ t.test(
     );
   },
 );
+
+t.test(
+  'a resume right after kill -9 is accepted: the kernel released the lock, though the dead PID is still a zombie',
+  async t => {
+    if (!kernelFlock()) {
+      t.comment('skipped: the shm addon (flock) is not built; the run lock falls back to PID liveness');
+      return;
+    }
+    const out = tmp();
+    // The holder's parent is a shell that `exec`s into sleep, which never reaps it: once killed, its PID stays a
+    // zombie (kill(pid, 0) succeeds, its start time unchanged), which a PID check takes for a live owner.
+    // Its stdin is the test's pipe on fd 3 (a background job's would be /dev/null: it would end, releasing the lock).
+    const shell = spawn('sh', ['-c', `"${process.execPath}" "${holder}" "${out}" hold <&3 & exec sleep 600`], {
+      stdio: ['pipe', 'pipe', 'inherit', 'pipe'],
+    });
+    t.teardown(() => shell.kill('SIGKILL'));
+    const pid = await new Promise<number>(resolve => {
+      let text = '';
+      shell.stdout!.on('data', (d: Buffer) => {
+        text += d;
+        const m = /locked (\d+)/.exec(text);
+        if (m) resolve(Number(m[1]));
+      });
+    });
+    await t.rejects(
+      acquireRunLock([{ path: out, label: `--out ${out}` }], () => {}),
+      {
+        code: 'RUN_LOCKED',
+        message: new RegExp(`PID ${pid} `),
+      },
+    );
+    process.kill(pid, 'SIGKILL');
+    // Until the kernel has made it a zombie and its last thread has ended (the threads share its descriptors, and may
+    // end after the main thread turned zombie): a condition, polled between event-loop turns.
+    const state = () => readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '')[0];
+    const threads = () => readdirSync(`/proc/${pid}/task`).length;
+    while (state() !== 'Z' || threads() > 1) await new Promise(resolve => setImmediate(resolve));
+    const notices: string[] = [];
+    const lock = await acquireRunLock([{ path: out, label: `--out ${out}` }], n => notices.push(n));
+    t.equal(state(), 'Z', 'the killed owner is a zombie still');
+    t.match(notices, [new RegExp(`took over the run lock of PID ${pid} .*the kernel released its lock`)]);
+    await lock.release();
+    t.notOk(existsSync(path.join(out, LOCK_FILE)), 'released');
+  },
+);
+
+t.test('an --out holding a finished run is refused unless --overwrite', async t => {
+  const out = tmp();
+  await train({ ...tiny, out });
+  const before = readFileSync(path.join(out, 'weights.bin'));
+  await t.rejects(train({ ...tiny, seed: 9, out }), {
+    code: 'BAD_OUTPUT',
+    message: /--out .* holds a finished run \(.*summary\.json\): give --overwrite .*--resume/,
+  });
+  t.ok(readFileSync(path.join(out, 'weights.bin')).equals(before), 'its results untouched');
+  await train({ ...tiny, seed: 9, out, overwrite: true });
+  t.notOk(readFileSync(path.join(out, 'weights.bin')).equals(before), '--overwrite replaced them');
+});

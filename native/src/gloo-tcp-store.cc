@@ -1,10 +1,13 @@
 #include "gloo-tcp-store.h"
 
+#include "hmac-sha256.h"
+
 #include <arpa/inet.h>
 #include <gloo/common/error.h>
 #include <netdb.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -34,6 +37,32 @@ int ConnectOnce(const std::string& host, int port) {
   return fd;
 }
 
+// The most bytes a reply may carry (the server's bound on a value, store-protocol.ts).
+constexpr size_t kMaxReplyBytes = size_t(1) << 30;
+constexpr size_t kMaxLine = 256;
+
+std::string NonceHex() {
+  Sha256::Digest n{};
+  size_t got = 0;
+  while (got < n.size()) {
+    ssize_t k = getrandom(n.data() + got, n.size() - got, 0);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) GLOO_THROW_IO_EXCEPTION("rendezvous store: no random bytes for a nonce: ", strerror(errno));
+    got += static_cast<size_t>(k);
+  }
+  return ToHex(n);
+}
+
+bool SameBytes(const uint8_t* a, const uint8_t* b, size_t n) {
+  uint8_t diff = 0;
+  for (size_t i = 0; i < n; i++) diff |= a[i] ^ b[i];
+  return diff == 0;
+}
+
+bool IsHex64(const std::string& s) {
+  return s.size() == 64 && s.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
+
 int MsLeft(Clock::time_point deadline) {
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
   return left < 0 ? 0 : static_cast<int>(left);
@@ -51,6 +80,37 @@ TcpStore::TcpStore(const std::string& host, int port, std::chrono::milliseconds 
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::milliseconds(500));
   }
+  const char* secret = getenv("TANDEM_JOB_SECRET");
+  if (secret && *secret) {
+    try {
+      handshake(secret, deadline + std::chrono::seconds(10));
+    } catch (...) {
+      close(fd_);
+      fd_ = -1;
+      throw;
+    }
+  }
+}
+
+// src/world/job-secret.ts: a nonce each way, both sides prove the secret, then the connection's key.
+void TcpStore::handshake(const std::string& secret, Clock::time_point deadline) {
+  std::string cn = NonceHex();
+  std::string hello = "TANDEM-AUTH 1 store " + cn + "\n";
+  sendAll(hello.data(), hello.size());
+  std::string answer = readLine(deadline);
+  auto space = answer.find(' ');
+  std::string sn = space == std::string::npos ? "" : answer.substr(0, space);
+  std::string proof = space == std::string::npos ? "" : answer.substr(space + 1);
+  if (!IsHex64(sn) || !IsHex64(proof))
+    GLOO_THROW_IO_EXCEPTION("rendezvous store ", where_, " did not answer tandem's handshake");
+  if (ToHex(HmacSha256::of(secret, "store server " + cn + " " + sn)) != proof)
+    GLOO_THROW_IO_EXCEPTION("rendezvous store ", where_, " does not hold this job's secret (TANDEM_JOB_SECRET)");
+  std::string mine = ToHex(HmacSha256::of(secret, "store client " + cn + " " + sn)) + "\n";
+  sendAll(mine.data(), mine.size());
+  if (readLine(deadline) != "OK")
+    GLOO_THROW_IO_EXCEPTION("rendezvous store ", where_, " refused this rank's job secret");
+  key_ = HmacSha256::of(secret, "store session " + cn + " " + sn);
+  authenticated_ = true;
 }
 
 TcpStore::~TcpStore() { if (fd_ >= 0) close(fd_); }
@@ -79,13 +139,36 @@ std::vector<char> TcpStore::request(const char* command, const std::string& key,
   sendAll(head.data(), head.size());
   sendAll(key.data(), key.size());
   sendAll(value.data(), value.size());
+  if (authenticated_) {
+    HmacSha256 tag(std::string(reinterpret_cast<const char*>(key_.data()), key_.size()));
+    tag.update("c " + std::to_string(sent_++) + "\n");
+    tag.update(head);
+    tag.update(key);
+    tag.update(value.data(), value.size());
+    auto t = tag.digest();
+    sendAll(reinterpret_cast<const char*>(t.data()), t.size());
+  }
   // The server answers a timed-out GET/WAIT itself; the extra second covers the trip.
   auto deadline = Clock::now() + timeout + std::chrono::seconds(1);
   std::string line = readLine(deadline);
   auto space = line.find(' ');
-  if (space == std::string::npos) GLOO_THROW_IO_EXCEPTION("rendezvous store ", where_, ": malformed reply '", line, "'");
-  std::vector<char> body(std::stoul(line.substr(space + 1)));
+  std::string size = space == std::string::npos ? "" : line.substr(space + 1);
+  if (space == std::string::npos || size.empty() || size.size() > 16 ||
+      size.find_first_not_of("0123456789") != std::string::npos || std::stoull(size) > kMaxReplyBytes)
+    GLOO_THROW_IO_EXCEPTION("rendezvous store ", where_, ": malformed reply '", line.substr(0, 80), "'");
+  std::vector<char> body(std::stoull(size));
   recvAll(body.data(), body.size(), deadline);
+  if (authenticated_) {
+    Sha256::Digest got;
+    recvAll(reinterpret_cast<char*>(got.data()), got.size(), deadline);
+    HmacSha256 tag(std::string(reinterpret_cast<const char*>(key_.data()), key_.size()));
+    tag.update("s " + std::to_string(received_++) + "\n");
+    tag.update(line + "\n");
+    tag.update(body.data(), body.size());
+    auto want = tag.digest();
+    if (!SameBytes(want.data(), got.data(), got.size()))
+      GLOO_THROW_IO_EXCEPTION("rendezvous store ", where_, ": a reply whose tag does not match (not host 0's store)");
+  }
   if (line.compare(0, space, "OK") == 0) return body;
   GLOO_THROW_IO_EXCEPTION("rendezvous store ", where_, ": ", std::string(body.begin(), body.end()));
 }
@@ -119,6 +202,7 @@ std::string TcpStore::readLine(Clock::time_point deadline) {
   for (char c = 0;;) {
     recvAll(&c, 1, deadline);
     if (c == '\n') return line;
+    if (line.size() >= kMaxLine) GLOO_THROW_IO_EXCEPTION("rendezvous store ", where_, ": a reply line over ", kMaxLine, " bytes");
     line += c;
   }
 }

@@ -6,9 +6,14 @@
 //   request: "<SET|GET|WAIT|ADD> <timeoutMs> <keyBytes> <valueBytes>\n" <key> <value>
 //   reply:   "OK <valueBytes>\n" <value>   |   "ERR <messageBytes>\n" <message>
 // GET and WAIT are answered when the key exists, or with ERR after timeoutMs naming the key.
+// With TANDEM_JOB_SECRET set, the connection opens with the job secret's handshake and every request and reply
+// carries a 32-byte tag (src/world/job-secret.ts).
 #pragma once
 
 #include <gloo/rendezvous/store.h>
+
+#include <array>
+#include <cstdint>
 
 #include <chrono>
 #include <string>
@@ -35,10 +40,17 @@ class TcpStore : public gloo::rendezvous::Store {
   void sendAll(const char* p, size_t n);
   void recvAll(char* p, size_t n, std::chrono::steady_clock::time_point deadline);
   std::string readLine(std::chrono::steady_clock::time_point deadline);
+  // Proves TANDEM_JOB_SECRET to the store and checks it holds it (src/world/job-secret.ts).
+  void handshake(const std::string& secret, std::chrono::steady_clock::time_point deadline);
 
   std::string where_;
   std::chrono::milliseconds timeout_;
   int fd_ = -1;
+  // The job secret's connection key and the sequence of each direction's messages (tags on every request and reply).
+  bool authenticated_ = false;
+  std::array<uint8_t, 32> key_{};
+  uint64_t sent_ = 0;
+  uint64_t received_ = 0;
 };
 
 }  // namespace tandem_gloo

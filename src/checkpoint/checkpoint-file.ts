@@ -14,48 +14,19 @@ import { TandemError } from '../errors.js';
 import { writeFileAtomically } from '../output/atomic-write.js';
 import { fsReason } from '../output/fs-reason.js';
 import { makeDirectory } from '../output/make-directory.js';
+import { checkFields } from './checkpoint-fields.js';
 
 const packr = new Packr({ structuredClone: true });
 const MAGIC = 'tandem-checkpoint';
 const VERSION = 1;
 const NAME = /^checkpoint-(\d{9})\.tandem$/;
+/** The largest checkpoint read (a model's weights are bounded by 4 GiB, layers-model-files.ts; with its state). */
+const MAX_CHECKPOINT_BYTES = 2 ** 34;
 /** Between a checkpoint's name and the tag of its temporary file. */
 export const TMP_INFIX = '.tmp-';
 
-export interface HeadState {
-  w: Float32Array;
-  b?: Float32Array;
-  state: Float32Array[][];
-}
-
-/**
- * The run's communication hook (name, options) and every rank's state of it: ranks[rank][group] = the hook's state
- * arrays.
- */
-export interface HookCheckpoint {
-  name: string;
-  options: object;
-  ranks: Float32Array[][][];
-}
-
-export interface Checkpoint {
-  step: number;
-  /** Variable names and shapes of the shared layout (model order), to refuse a checkpoint of another model. */
-  weights: { name: string; shape: number[] }[];
-  /** The shared parameters, one slot (all replicas are identical). */
-  params: Float32Array;
-  /** The optimizer state of the shared parameters (one slot per state vector). */
-  optimizerState: Float32Array[];
-  /** Per device, its local head (classifier methods). */
-  heads?: HeadState[];
-  /** The model's non-trainable weights (model order, one flat array) and their names and shapes. */
-  state?: Float32Array;
-  stateWeights?: { name: string; shape: number[] }[];
-  /** With a communication hook: which, and every rank's state of it (error-feedback residuals, PowerSGD's Q). */
-  commHook?: HookCheckpoint;
-  /** The run's identity: model, method, optimizer, devices, batch, seed. */
-  fingerprint: string;
-}
+export type { Checkpoint, HeadState, HookCheckpoint } from './checkpoint-types.js';
+import type { Checkpoint } from './checkpoint-types.js';
 
 /**
  * A checkpoint file's bytes and where they were read (`source`: a file, or host 0's file sent over the network);
@@ -98,6 +69,11 @@ export async function readCheckpoint(file: string): Promise<Checkpoint> {
 
 /** A checkpoint file's bytes (`file` names where they came from in errors), checked as readCheckpoint does. */
 export function decodeCheckpoint(bytes: Uint8Array, file: string): Checkpoint {
+  if (bytes.length > MAX_CHECKPOINT_BYTES)
+    throw new TandemError(
+      'BAD_CHECKPOINT',
+      `checkpoint ${file} has ${bytes.length} bytes, over ${MAX_CHECKPOINT_BYTES}`,
+    );
   const checked = checkBytes(bytes);
   if ('problem' in checked) {
     throw new TandemError(
@@ -105,7 +81,20 @@ export function decodeCheckpoint(bytes: Uint8Array, file: string): Checkpoint {
       `checkpoint ${file} is ${checked.problem}: ${checked.advice}; ${checked.fix ?? RESUME_EARLIER}`,
     );
   }
-  return packr.unpack(checked.payload) as Checkpoint;
+  let decoded: unknown;
+  try {
+    decoded = packr.unpack(checked.payload);
+  } catch (err) {
+    // A payload that passed its checksum but does not decode (nested past the stack, a bad length): crafted.
+    throw new TandemError(
+      'BAD_CHECKPOINT',
+      `checkpoint ${file}: its payload does not decode (${(err as Error).message.slice(0, 120)}): it was crafted ` +
+        `or altered; ${RESUME_EARLIER}`,
+      undefined,
+      { cause: err },
+    );
+  }
+  return checkFields(decoded, file);
 }
 
 /**

@@ -66,6 +66,7 @@ export function checkConfig(config: TrainConfig): CheckedConfig {
     forwardWait: config.forwardWait ?? 'group',
     plugins,
     out: writer ? config.out : undefined,
+    overwrite: config.overwrite,
     stallTimeoutMs: config.stallTimeoutMs ?? 120_000,
     loaderThreads: config.loaderThreads ?? Math.min(2, Math.max(1, os.availableParallelism() - 1)),
     pluginOptions: pluginValues(config),

@@ -24,6 +24,7 @@ export type CheckedFields = Pick<
   | 'forwardWait'
   | 'plugins'
   | 'out'
+  | 'overwrite'
   | 'stallTimeoutMs'
   | 'loaderThreads'
   | 'pluginOptions'

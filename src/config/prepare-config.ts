@@ -112,7 +112,7 @@ function assemble({ fields: f }: CheckedConfig, p: Prepared): ResolvedConfig {
     perDevice: f.batch / f.devices,
     ...pick(p, 'steps', 'stepsPerEpoch', 'optimizer'),
     ...pick(f, 'seed', 'strategy', 'strategyOptions', 'exchange', 'link', 'trace', 'allReduce', 'localUpdate'),
-    ...pick(f, 'transport'),
+    ...pick(f, 'transport', 'overwrite'),
     ...pick(p, 'commHook', 'loss'),
     ...pick(f, 'batchNorm', 'forwardWait', 'plugins', 'out', 'stallTimeoutMs', 'loaderThreads', 'pluginOptions'),
   };

@@ -6,7 +6,7 @@
  * failure is a BAD_MODEL error naming the file, what was expected and what
  * was found.
  */
-import { readFile } from 'node:fs/promises';
+import { open, readFile, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { TandemError } from '../errors.js';
 import { fsReason } from '../output/fs-reason.js';
@@ -40,37 +40,65 @@ function bad(file: string, message: string, cause?: unknown): never {
 export async function readLayersModelFiles(modelJsonPath: string): Promise<LayersModelFiles> {
   const json = await readModelJson(modelJsonPath);
   const manifest = checkManifest(modelJsonPath, json.weightsManifest);
-  const dir = path.dirname(modelJsonPath);
-  const buffers: Buffer[] = [];
-  for (const p of manifest.flatMap(g => g.paths)) {
-    const file = path.join(dir, p);
-    buffers.push(
-      await readFile(file).catch((err: unknown) =>
-        bad(
-          modelJsonPath,
-          `its weights file ${file} (listed in weightsManifest) cannot be read: ${fsReason(err)}`,
-          err,
-        ),
-      ),
-    );
-  }
-  const all = Buffer.concat(buffers);
   const weightSpecs = manifest.flatMap(g => g.weights);
-  const expected = expectedBytes(weightSpecs);
-  if (expected !== undefined && expected !== all.byteLength) {
-    const files = manifest.flatMap(g => g.paths).join(', ');
+  const expected = expectedBytes(modelJsonPath, weightSpecs);
+  const dir = await realpath(path.dirname(modelJsonPath));
+  const paths = manifest.flatMap(g => g.paths);
+  const buffers: Buffer[] = [];
+  let total = 0;
+  for (const p of paths) {
+    // Read at most what the manifest still describes, and one byte more to see a file too long.
+    const buf = await readWeightsFile(modelJsonPath, dir, p, expected - total + 1);
+    buffers.push(buf);
+    total += buf.length;
+    if (total > expected) break;
+  }
+  if (expected !== total) {
     bad(
       modelJsonPath,
-      `the weights (${files}) hold ${all.byteLength} bytes, but weightsManifest describes ${weightSpecs.length} ` +
-        `weights of ${expected} bytes ` +
-        `(${all.byteLength < expected ? 'truncated' : 'too long'}, or the weights of another model)`,
+      `the weights (${paths.join(', ')}) hold ${total > expected ? `more than ${expected}` : total} bytes, but ` +
+        `weightsManifest describes ${weightSpecs.length} weights of ${expected} bytes ` +
+        `(${total < expected ? 'truncated' : 'too long'}, or the weights of another model)`,
     );
   }
+  const all = Buffer.concat(buffers, total);
   return {
     modelTopology: json.modelTopology as object,
     weightSpecs,
     weightData: all.buffer.slice(all.byteOffset, all.byteOffset + all.byteLength),
   };
+}
+
+/**
+ * Weights file `p` of the manifest: a relative path inside the model's directory `dir` (its real path), a regular
+ * file, read up to `most` bytes. A model from elsewhere is data: it never reads a file outside its directory
+ * (`../../etc/passwd`, a symbolic link out) nor a device (`/dev/zero`).
+ */
+async function readWeightsFile(modelJsonPath: string, dir: string, p: string, most: number): Promise<Buffer> {
+  const where = `its weights file ${path.join(path.dirname(modelJsonPath), p)} (listed in weightsManifest)`;
+  if (path.isAbsolute(p) || p.includes('\0') || path.normalize(p).split(/[\\/]/).includes('..'))
+    bad(modelJsonPath, `${where} is not a path inside the model's directory: give a relative path such as weights.bin`);
+  const file = path.join(dir, p);
+  const fail = (err: unknown): never => bad(modelJsonPath, `${where} cannot be read: ${fsReason(err)}`, err);
+  const real = await realpath(file).catch(fail);
+  if (path.relative(dir, real).split(path.sep).includes('..') || path.isAbsolute(path.relative(dir, real)))
+    bad(
+      modelJsonPath,
+      `${where} leads outside the model's directory (to ${real}): weights files live beside model.json`,
+    );
+  const handle = await open(real, 'r').catch(fail);
+  try {
+    if (!(await handle.stat()).isFile()) bad(modelJsonPath, `${where} is not a regular file (${real})`);
+    const buf = Buffer.allocUnsafe(Math.max(0, most));
+    let at = 0;
+    for (;;) {
+      const { bytesRead } = await handle.read(buf, at, buf.length - at, null).catch(fail);
+      if (bytesRead === 0 || (at += bytesRead) === buf.length) break;
+    }
+    return buf.subarray(0, at);
+  } finally {
+    await handle.close();
+  }
 }
 
 async function readModelJson(file: string): Promise<{ modelTopology?: unknown; weightsManifest?: unknown }> {
@@ -121,7 +149,7 @@ function checkManifest(file: string, manifest: unknown): { paths: string[]; weig
         !w ||
         typeof w.name !== 'string' ||
         !Array.isArray(w.shape) ||
-        w.shape.some(d => !Number.isInteger(d) || d < 0) ||
+        w.shape.some(d => !Number.isSafeInteger(d) || d < 0) ||
         typeof w.dtype !== 'string'
       ) {
         bad(
@@ -135,13 +163,29 @@ function checkManifest(file: string, manifest: unknown): { paths: string[]; weig
   return manifest as { paths: string[]; weights: WeightSpec[] }[];
 }
 
-/** Bytes the weights take, or undefined where that cannot be known ahead (strings). */
-function expectedBytes(specs: WeightSpec[]): number | undefined {
+/** The most bytes a model's weights may take (a Buffer's bound). */
+const MAX_WEIGHT_BYTES = 2 ** 32;
+
+/** Bytes the weights take, every size checked against overflow; BAD_MODEL naming a weight of an unknown dtype. */
+function expectedBytes(file: string, specs: WeightSpec[]): number {
   let total = 0;
-  for (const s of specs) {
-    const per = BYTES[s.quantization?.dtype ?? s.dtype];
-    if (per === undefined) return undefined;
-    total += per * s.shape.reduce((a, b) => a * b, 1);
+  for (const [i, s] of specs.entries()) {
+    const dtype = s.quantization?.dtype ?? s.dtype;
+    const per = Object.hasOwn(BYTES, dtype) ? BYTES[dtype] : undefined;
+    if (per === undefined)
+      bad(
+        file,
+        `weight ${i} (${JSON.stringify(s.name)}) has dtype ${JSON.stringify(dtype)}: expected one of ` +
+          `${Object.keys(BYTES).join(', ')}`,
+      );
+    let bytes = per;
+    for (const d of s.shape) {
+      bytes *= d;
+      if (!Number.isSafeInteger(bytes) || bytes > MAX_WEIGHT_BYTES)
+        bad(file, `weight ${i} (${JSON.stringify(s.name)}) of shape [${s.shape.join(', ')}] is over 4 GiB`);
+    }
+    total += bytes;
+    if (total > MAX_WEIGHT_BYTES) bad(file, `the weights take over 4 GiB (weight ${i} included)`);
   }
   return total;
 }

@@ -4,15 +4,19 @@
  * over it. A reader sees the old file or the new one, never a part; a failed
  * write (disk full, read-only, …) removes its temporary and names the path.
  */
+import { randomBytes } from 'node:crypto';
 import { open, rename, rm } from 'node:fs/promises';
 import { TandemError } from '../errors.js';
 import { fsReason } from './fs-reason.js';
 
 let writes = 0;
 
-/** A fresh temporary name next to `file`: `<file>.tmp-<pid>-<n>`. */
+/**
+ * A fresh temporary name next to `file`: `<file>.tmp-<pid>-<n>-<random>` (a name another user of the directory cannot
+ * guess and take first; the file is created exclusively, never followed).
+ */
 export function temporaryNameFor(file: string): string {
-  return `${file}.tmp-${process.pid}-${++writes}`;
+  return `${file}.tmp-${process.pid}-${++writes}-${randomBytes(6).toString('hex')}`;
 }
 
 export interface AtomicWriteOptions {

@@ -7,6 +7,8 @@ export interface OutputOptions {
   out?: string;
   /** Write a Chrome trace (Perfetto / chrome://tracing) of the run here. */
   trace?: string;
+  /** Replace a finished run's results in `out` (its summary.json there); without it such an `out` is refused. */
+  overwrite?: boolean;
 }
 
 export const OUTPUT_OPTIONS: OptionTable<OutputOptions> = {
@@ -23,5 +25,10 @@ export const OUTPUT_OPTIONS: OptionTable<OutputOptions> = {
     arg: 'FILE.json',
     doc: 'a Chrome trace of the run (Perfetto / chrome://tracing)',
     check: nonEmpty('must be a file path'),
+  },
+  overwrite: {
+    kind: 'boolean',
+    group: 'output',
+    doc: "replace a finished run's results in --out (refused without it, unless the run resumes)",
   },
 };

@@ -1,13 +1,17 @@
 /**
  * A run lock on a directory a run writes (`--out`, `--checkpoint-dir`): the
  * file `.tandem-run.lock`, holding the owner's host, PID and process start
- * time, created with its contents in one step (a hard link of a finished
- * temporary file), so no reader ever sees it half written. A second run on
- * the directory is refused with the owner's PID; a lock left by a process
- * of this host that no longer runs is taken over, with a notice.
+ * time. The lock itself is the kernel's: flock(2) on the open file
+ * (kernel-lock.ts), which dies with its holder, `kill -9` included, so a run
+ * resumed right after one is accepted. A second run on the directory is
+ * refused with the owner's PID; what a dead run left in the file is taken
+ * over, with a notice. Without the addon the lock is the file's existence,
+ * created with its contents in one step (a hard link of a finished temporary
+ * file), and a lock of this host whose process no longer runs is taken over.
  */
 import { link, readFile, rename, rm } from 'node:fs/promises';
-import { readFileSync, unlinkSync } from 'node:fs';
+import { kernelFlock } from './kernel-lock.js';
+import { closeSync, fstatSync, ftruncateSync, openSync, readFileSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { TandemError } from '../errors.js';
@@ -38,15 +42,20 @@ export async function acquireRunLock(
 ): Promise<RunLock> {
   const owner = thisProcess();
   const held: string[] = [];
+  const descriptors: number[] = [];
   const release = async () => {
     for (const f of held) HELD_AT_EXIT.delete(f);
     await Promise.all(held.map(f => releaseLock(f, owner.token)));
+    for (const fd of descriptors) closeSync(fd);
     held.length = 0;
+    descriptors.length = 0;
   };
+  const flock = kernelFlock();
   try {
     for (const dir of dirs) {
       const file = path.join(dir.path, LOCK_FILE);
-      await lockOne(file, dir.label, owner, notice);
+      if (flock) descriptors.push(flockOne(file, dir.label, owner, notice, flock));
+      else await lockOne(file, dir.label, owner, notice);
       held.push(file);
       releaseAtExit(file, owner.token);
     }
@@ -88,6 +97,67 @@ function thisProcess(): LockOwner {
     started: new Date().toISOString(),
     token: `${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}`,
   };
+}
+
+function lockedBy(file: string, label: string, other: LockOwner): TandemError {
+  return new TandemError(
+    'RUN_LOCKED',
+    `${label} is in use by another tandem run: PID ${other.pid} on ${other.host}, started ${other.started} ` +
+      `(lock ${file}). Wait for it to end or give another directory`,
+  );
+}
+
+/**
+ * The kernel's lock on `file` (created if need be), with `owner` written in it; returns the descriptor that holds it
+ * (a plain descriptor: a FileHandle would be closed, and the lock dropped, when collected). Held by another open file:
+ * RUN_LOCKED naming the owner it wrote. The file a holder removes at release may be replaced by the time the lock is
+ * taken: the lock counts only when the name still leads to the file locked.
+ */
+function flockOne(
+  file: string,
+  label: string,
+  owner: LockOwner,
+  notice: (message: string) => void,
+  flock: (fd: number) => number,
+): number {
+  for (let attempt = 0; attempt < 5; attempt++) {
+    let fd: number;
+    try {
+      fd = openSync(file, 'a+');
+    } catch (err) {
+      throw new TandemError('BAD_OUTPUT', `${label}: cannot open the run lock ${file}: ${fsReason(err)}`, undefined, {
+        cause: err,
+      });
+    }
+    const taken = flock(fd);
+    const before = parseOwner(readSafely(fd));
+    if (taken === 0 && statSync(file, { throwIfNoEntry: false })?.ino === fstatSync(fd).ino) {
+      if (before && before.token !== owner.token)
+        notice(
+          `${label}: took over the run lock of PID ${before.pid} on ${before.host} (started ${before.started}), ` +
+            'which is no longer running (the kernel released its lock)',
+        );
+      ftruncateSync(fd, 0);
+      writeSync(fd, JSON.stringify(owner));
+      return fd;
+    }
+    closeSync(fd);
+    if (taken === 1) {
+      if (before) throw lockedBy(file, label, before);
+      throw new TandemError('RUN_LOCKED', `${label} is in use by another run holding ${file}`);
+    }
+    if (taken < 0)
+      throw new TandemError('BAD_OUTPUT', `${label}: cannot lock ${file}: flock failed with errno ${-taken}`);
+  }
+  throw new TandemError('RUN_LOCKED', `${label}: could not take the run lock ${file}: other runs keep taking it`);
+}
+
+function readSafely(fd: number): string {
+  try {
+    return readFileSync(fd, 'utf8');
+  } catch {
+    return '';
+  }
 }
 
 async function lockOne(

@@ -10,6 +10,7 @@ import { TandemError } from '../errors.js';
 import { modelStateSlots, optimizerStateOf, paramSlots, type SharedBuffers } from '../actors/shared-buffers.js';
 import type { WeightShape } from '../actors/protocol.js';
 import { readFile } from 'node:fs/promises';
+import { checkAgainstRun } from '../checkpoint/checkpoint-fields.js';
 import {
   checkpointSteps,
   decodeCheckpoint,
@@ -221,7 +222,12 @@ export function hookStartsAfresh(cfg: ResolvedConfig, ckpt: Checkpoint): string 
  * Shared parameters and non-trainable weights into device 0's slots (the step-0 broadcast copies them to every replica)
  * and every device's optimizer state.
  */
-export function restoreShared(buffers: SharedBuffers, ckpt: Checkpoint): void {
+export function restoreShared(buffers: SharedBuffers, ckpt: Checkpoint, file = 'to resume from'): void {
+  checkAgainstRun(ckpt, file, {
+    params: buffers.total,
+    slots: optimizerStateOf(buffers, 0).map(s => s.length),
+    state: buffers.stateTotal,
+  });
   paramSlots(buffers)[0].set(ckpt.params);
   if (ckpt.state && buffers.stateTotal > 0) modelStateSlots(buffers)[0].set(ckpt.state);
   for (let d = 0; d < buffers.devices; d++)

@@ -60,6 +60,13 @@ export async function attach(x: StartContext, { buffers, groups, batchNormLayers
 export async function restore(threads: RunThreads, { buffers }: LaidOut, resume: Checkpoint): Promise<void> {
   restoreShared(buffers, resume);
   if (!resume.heads) return;
+  const ranks = Math.max(...threads.actors.map(a => a.identity.rank)) + 1;
+  if (resume.heads.length < ranks)
+    throw new TandemError(
+      'BAD_CHECKPOINT',
+      `the checkpoint to resume from: field heads has ${resume.heads.length} local heads, and this run has ${ranks} ` +
+        'devices (not a checkpoint this run wrote)',
+    );
   const restored = threads.replies.expect('headRestored');
   for (const a of threads.actors) a.postCompute({ type: 'restoreHead', head: resume.heads[a.identity.rank] });
   await restored;

@@ -23,6 +23,7 @@ import { TandemError } from '../errors.js';
 import { findGpus, hasMesaDeviceSelect, type GpuInventory } from './gpu-inventory.js';
 import { PINNING_VARIABLES, planGpus } from './gpu-pinning.js';
 import { decimalCount } from '../decimal-count.js';
+import { jobSecret, newJobSecret, SECRET_ENV } from './job-secret.js';
 
 export interface HostLine {
   stream: 'stdout' | 'stderr';
@@ -103,6 +104,7 @@ export async function launchHosts(
 ): Promise<number> {
   const args = splitLaunchArgs(argv);
   const plan = await planLaunch(args, machine);
+  giveJobSecret(args);
   // a bad flag, --out or lock fails here, as train, before any process starts
   await checkTrain(memberTrainArgs(plan.members[0], plan, args.trainArgs));
   const children = plan.members.map(m => startHost(m, plan, args.trainArgs, onLine));
@@ -141,6 +143,16 @@ export async function launchHosts(
   const who = `${name(firstFailure.member)} ${failure(firstFailure)}`;
   say(forwarded ? `stopped on ${forwarded}: ${who}` : `failed: ${who}`);
   return firstFailure.kind === 'exited' ? firstFailure.code : 128 + (constants.signals[firstFailure.signal] ?? 0);
+}
+
+/**
+ * The hosts a launcher starts all of share a secret it makes (as horovodrun does), in the environment they inherit,
+ * unless the user gave one (TANDEM_JOB_SECRET, --job-secret-file). One host of a job of several machines (--host-rank)
+ * cannot make it: every machine needs the same, the user's.
+ */
+function giveJobSecret(args: LaunchArgs): void {
+  const named = args.trainArgs.some(a => a === '--job-secret-file' || a.startsWith('--job-secret-file='));
+  if (args.hostRank === undefined && !named && !jobSecret()) process.env[SECRET_ENV] = newJobSecret();
 }
 
 /** The processes of this launch: hosts, or GPU processes pinned by the machine's GPUs. */

@@ -9,14 +9,31 @@
  * line longer than MAX_FRAME_BYTES cuts that host off. A host that is gone is
  * never waited for: `ended` resolves when every host has sent its last frame,
  * closed its connection, or the timeout passed.
+ * Trust (docs/guide/security.md): a connection is served only once it proved
+ * the job secret (job-secret.ts), and each line carries its tag; its first
+ * frame (`hello`) binds it to a host no other connection holds, and every
+ * later frame counts for that host whatever it claims. A frame that is not
+ * right (checkFrame) drops its connection, logged naming the peer; the run
+ * goes on.
  */
 import net from 'node:net';
 import { once } from 'node:events';
 import type { RunEvent } from '../monitor/run-event.js';
 import type { Span } from '../monitor/span.js';
-import { MAX_FRAME_BYTES, type HostStep, type MonitorFrame } from './monitor-frames.js';
+import { checkFrame, MAX_FRAME_BYTES, type HostStep, type MonitorFrame } from './monitor-frames.js';
+import { admitClient, AuthRefused, jobSecret, TAG_BYTES, type MessageTags } from './job-secret.js';
+import { ChunkQueue } from '../collectives/gloo/chunk-queue.js';
 
 const MAX_PENDING_STEPS = 256;
+/** How long a host may take to prove the job secret before it is dropped. */
+const HANDSHAKE_MS = 10_000;
+
+export interface HubOptions {
+  /** The job secret every host proves (default this process's, job-secret.ts; null: none, `--insecure`). */
+  secret?: Buffer | null;
+  /** Where a refused or dropped peer is reported, naming its address (default: stderr). */
+  log?: (line: string) => void;
+}
 
 /** The world's view of one step, from every host's share. */
 export interface WorldStep {
@@ -42,20 +59,28 @@ export class MonitorHub {
   /** Span frames the other hosts dropped (host 0 read too slowly), by their count at the end. */
   dropped = 0;
 
+  /** The hosts a connection is bound to. */
+  private readonly bound = new Set<number>();
+  private readonly secret?: Buffer;
+  private readonly log: (line: string) => void;
+
   private constructor(
     private readonly server: net.Server,
     private readonly hosts: number,
     private readonly sinks: HubSinks,
+    options: HubOptions,
   ) {
+    this.secret = options.secret === null ? undefined : (options.secret ?? jobSecret());
+    this.log = options.log ?? ((line: string) => process.stderr.write(`tandem: ${line}\n`));
     server.on('connection', socket => this.accept(socket));
   }
 
   /** Listens on `address` (a free port); `hosts`: the hosts of the job, host 0 included. */
-  static async listen(address: string, hosts: number, sinks: HubSinks): Promise<MonitorHub> {
+  static async listen(address: string, hosts: number, sinks: HubSinks, options: HubOptions = {}): Promise<MonitorHub> {
     const server = net.createServer();
     server.listen(0, address);
     await once(server, 'listening');
-    return new MonitorHub(server, hosts, sinks);
+    return new MonitorHub(server, hosts, sinks, options);
   }
 
   get port(): number {
@@ -104,33 +129,76 @@ export class MonitorHub {
 
   private accept(socket: net.Socket): void {
     this.sockets.add(socket);
-    let host: number | undefined;
-    let buffered = '';
-    socket.setEncoding('utf8');
+    const peer = `${socket.remoteAddress}:${socket.remotePort}`;
     socket.on('error', () => {
       /* 'close' follows */
     });
-    socket.on('close', () => {
-      this.sockets.delete(socket);
-      if (host !== undefined) this.hostEnded(host);
-    });
-    socket.on('data', (chunk: string) => {
-      buffered += chunk;
-      if (buffered.length > MAX_FRAME_BYTES) {
+    socket.on('close', () => this.sockets.delete(socket));
+    if (!this.secret) {
+      this.serve(socket, peer, undefined, Buffer.alloc(0));
+      return;
+    }
+    admitClient(socket, this.secret, 'hub', HANDSHAKE_MS).then(
+      ({ tags, rest }) => this.serve(socket, peer, tags, rest),
+      (err: unknown) => {
+        if (!(err instanceof AuthRefused) || socket.bytesRead > 0)
+          this.log(`the monitor hub refused ${peer}: it ${(err as Error).message}`);
         socket.destroy();
-        return;
-      }
-      try {
-        for (let nl = buffered.indexOf('\n'); nl >= 0; nl = buffered.indexOf('\n')) {
-          const frame = JSON.parse(buffered.slice(0, nl)) as MonitorFrame;
-          buffered = buffered.slice(nl + 1);
-          host = frame.host;
-          this.frame(frame);
-        }
-      } catch {
-        socket.destroy(); // not a tandem host
-      }
+      },
+    );
+  }
+
+  /** Reads one admitted connection's lines (each `<json>` or, with a secret, `<json>\t<tag>`) until it closes. */
+  private serve(socket: net.Socket, peer: string, tags: MessageTags | undefined, rest: Buffer): void {
+    const queue = new ChunkQueue();
+    let searched = 0;
+    let host: number | undefined;
+    socket.on('close', () => {
+      if (host === undefined) return;
+      this.bound.delete(host);
+      this.hostEnded(host);
     });
+    const onData = (chunk: Buffer) => {
+      queue.push(chunk);
+      try {
+        for (;;) {
+          const nl = queue.indexOf(10, MAX_FRAME_BYTES + 1, searched);
+          if (nl < 0) {
+            if (queue.length > MAX_FRAME_BYTES) throw new Error(`a line over the bound of ${MAX_FRAME_BYTES} bytes`);
+            searched = queue.length;
+            return;
+          }
+          searched = 0;
+          const frame = checkFrame(JSON.parse(openLine(queue.take(nl + 1).subarray(0, nl), tags)));
+          host = this.bind(host, frame);
+          this.frame({ ...frame, host } as MonitorFrame);
+        }
+      } catch (err) {
+        this.log(
+          `the monitor hub dropped ${peer}${host === undefined ? '' : ` (host ${host})`}: ${(err as Error).message}`,
+        );
+        socket.destroy();
+      }
+    };
+    socket.on('data', onData);
+    if (rest.length > 0) onData(rest);
+    socket.resume();
+  }
+
+  /** The host a connection's frame counts for: bound by its first frame (`hello`), never taken from a later one. */
+  private bind(host: number | undefined, frame: MonitorFrame): number {
+    if (host !== undefined) {
+      if (frame.type === 'hello' || frame.host !== host)
+        throw new Error(`a frame claiming host ${frame.host} on host ${host}'s connection`);
+      return host;
+    }
+    if (frame.type !== 'hello') throw new Error(`a '${frame.type}' frame before its hello`);
+    if (frame.host < 1 || frame.host >= this.hosts)
+      throw new Error(`a hello from host ${frame.host}, not another host of this job (1..${this.hosts - 1})`);
+    if (this.bound.has(frame.host) || this.done.has(frame.host))
+      throw new Error(`a second connection claiming host ${frame.host}`);
+    this.bound.add(frame.host);
+    return frame.host;
   }
 
   private frame(frame: MonitorFrame): void {
@@ -168,6 +236,16 @@ export class MonitorHub {
     this.done.add(host);
     if (this.done.size >= this.hosts - 1) this.allDone?.();
   }
+}
+
+/** A line's JSON: with a secret, the line is `<json>\t<tag hex>` and the tag must be the sender's next. */
+function openLine(line: Buffer, tags: MessageTags | undefined): string {
+  if (!tags) return line.toString('utf8');
+  const tab = line.lastIndexOf(9);
+  const tag = tab < 0 ? Buffer.alloc(0) : Buffer.from(line.subarray(tab + 1).toString('latin1'), 'hex');
+  if (tag.length !== TAG_BYTES || !tags.open(tag, line.subarray(0, tab)))
+    throw new Error('a line whose tag does not match (changed, replayed or not from a job host)');
+  return line.subarray(0, tab).toString('utf8');
 }
 
 /** Another host's failure, on host 0's stream: a warning (host 0's own `failed` is the stream's last event). */

@@ -11,6 +11,10 @@ import { once } from 'node:events';
 import type { RunEvent } from '../monitor/run-event.js';
 import type { Span } from '../monitor/span.js';
 import { encodeFrame, type HostStep, type MonitorFrame } from './monitor-frames.js';
+import { jobSecret, proveSecret, type MessageTags } from './job-secret.js';
+
+/** How long host 0's hub may take to answer the handshake. */
+const HANDSHAKE_MS = 10_000;
 
 const MAX_BACKLOG = 8 << 20;
 /** How long `end` waits for host 0 to take the last frames. */
@@ -23,6 +27,7 @@ export class MonitorLink {
   private constructor(
     private readonly socket: net.Socket,
     private readonly host: number,
+    private readonly tags: MessageTags | undefined,
   ) {
     socket.on('error', () => {
       /* 'close' follows; monitoring is best effort */
@@ -31,11 +36,25 @@ export class MonitorLink {
     this.send({ type: 'hello', host });
   }
 
-  static async connect(address: string, port: number, host: number): Promise<MonitorLink> {
+  /** Connects to host 0's hub and proves `secret` (default this process's job secret; null: none). */
+  static async connect(
+    address: string,
+    port: number,
+    host: number,
+    secret: Buffer | null = jobSecret() ?? null,
+  ): Promise<MonitorLink> {
     const socket = net.connect({ host: address, port });
     await once(socket, 'connect');
     socket.setNoDelay(true);
-    return new MonitorLink(socket, host);
+    if (!secret) return new MonitorLink(socket, host, undefined);
+    try {
+      const { tags } = await proveSecret(socket, secret, 'hub', HANDSHAKE_MS);
+      socket.resume(); // the hub sends nothing after the handshake
+      return new MonitorLink(socket, host, tags);
+    } catch (err) {
+      socket.destroy();
+      throw err;
+    }
   }
 
   step(step: HostStep): void {
@@ -71,6 +90,12 @@ export class MonitorLink {
   }
 
   private send(frame: MonitorFrame): void {
-    if (!this.socket.destroyed && this.socket.writable) this.socket.write(encodeFrame(frame));
+    if (this.socket.destroyed || !this.socket.writable) return;
+    const line = encodeFrame(frame);
+    if (!this.tags) this.socket.write(line);
+    else {
+      const json = line.slice(0, -1);
+      this.socket.write(`${json}\t${this.tags.seal(json).toString('hex')}\n`);
+    }
   }
 }

@@ -9,6 +9,7 @@ import type { TrainConfig } from '../config-types.js';
 import { multiProcess, singleProcess, type Topology } from './topology.js';
 import { parseRendezvous, type Rendezvous } from './rendezvous.js';
 import { GPU_ENV } from './gpu-pinning.js';
+import { readJobSecret } from './secret-file.js';
 
 export interface ResolvedHosts {
   topology: Topology;
@@ -77,6 +78,7 @@ export function resolveHosts(
         `TANDEM_RENDEZVOUS)`,
     );
   refuseAcrossHosts(config, localDevices);
+  readJobSecret(config, env);
   return {
     topology: multiProcess(hosts, hostRank, localDevices, gpuProcess(env) ? 'gpu' : undefined),
     rendezvous: parseRendezvous('rendezvous', config.rendezvous),

@@ -33,6 +33,13 @@ export interface WorldOptions {
    * exchange order and `onNan: 'error'`; elsewhere the run updates per replica.
    */
   localUpdate?: 'shard' | 'replica';
+  /**
+   * hosts > 1: a file holding the job's secret (else TANDEM_JOB_SECRET; `tandem launch` makes one for the hosts it
+   * starts): every connection to host 0's store and monitor hub proves it (docs/guide/security.md).
+   */
+  jobSecretFile?: string;
+  /** hosts > 1 without a job secret: run anyway, every process that reaches host 0's ports admitted. */
+  insecure?: boolean;
 }
 
 export const WORLD_OPTIONS: OptionTable<WorldOptions> = {
@@ -74,5 +81,18 @@ export const WORLD_OPTIONS: OptionTable<WorldOptions> = {
     default: 'replica',
     doc: "shard: each device updates 1/N of the parameters once, into every replica (one process's devices)",
     check: choice(['shard', 'replica'] as const),
+  },
+  jobSecretFile: {
+    kind: 'string',
+    group: 'world',
+    arg: 'FILE',
+    default: 'TANDEM_JOB_SECRET',
+    doc: "several hosts: the job's secret every host proves to host 0 (docs/guide/security.md)",
+    check: nonEmpty('must be the path of a file holding the job secret'),
+  },
+  insecure: {
+    kind: 'boolean',
+    group: 'world',
+    doc: 'several hosts without a job secret: admit any process that reaches host 0 (trusted networks only)',
   },
 };

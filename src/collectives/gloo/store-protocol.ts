@@ -22,8 +22,6 @@ export interface StoreRequest {
 }
 export type StoreReply = { ok: true; value: Buffer } | { ok: false; message: string };
 
-const NEWLINE = 10;
-
 export function encodeRequest({ command, timeoutMs, key, value }: StoreRequest): Buffer {
   const k = Buffer.from(key, 'utf8');
   return Buffer.concat([
@@ -38,44 +36,60 @@ export function encodeReply(reply: StoreReply): Buffer {
   return Buffer.concat([Buffer.from(`${reply.ok ? 'OK' : 'ERR'} ${body.length}\n`), body]);
 }
 
-/** A framed message parsed from the front of `buf`, with the bytes it used; undefined until it is complete. */
-export type Parsed<T> = { message: T; used: number } | undefined;
+/** What a store accepts of one connection's requests; a request past one ends that connection (FrameRefused). */
+export interface StoreLimits {
+  maxKeyBytes: number;
+  maxValueBytes: number;
+  /** Keys the store holds at most (a SET of a new key past it is refused). */
+  maxKeys: number;
+}
 
-/** Throws a RangeError on a malformed header (the connection is then closed). */
-export function parseRequest(buf: Buffer): Parsed<StoreRequest> {
-  const nl = buf.indexOf(NEWLINE);
-  if (nl < 0) {
-    if (buf.length > 256) throw new RangeError('store request header too long');
-    return undefined;
-  }
-  const [command, timeout, keyBytes, valueBytes, extra] = buf.subarray(0, nl).toString('latin1').split(' ');
-  const sizes = [timeout, keyBytes, valueBytes].map(Number);
-  if (
-    !(STORE_COMMANDS as readonly string[]).includes(command) ||
-    extra !== undefined ||
-    sizes.some(n => !Number.isSafeInteger(n) || n < 0)
-  ) {
-    throw new RangeError(`malformed store request '${buf.subarray(0, Math.min(nl, 80)).toString('latin1')}'`);
-  }
+export const STORE_LIMITS: StoreLimits = { maxKeyBytes: 1024, maxValueBytes: 1 << 30, maxKeys: 1 << 22 };
+/** Longest header line of a request or reply. */
+export const MAX_HEADER_BYTES = 256;
+/** Longest wait a request may ask for (setTimeout's bound). */
+const MAX_TIMEOUT_MS = 2 ** 31 - 1;
+
+/** A frame the store refuses: the message names the bound or what was malformed (the peer is named by the caller). */
+export class FrameRefused extends Error {}
+
+export interface RequestHeader {
+  command: StoreCommand;
+  timeoutMs: number;
+  keyBytes: number;
+  valueBytes: number;
+  /** Header line, newline included. */
+  headerBytes: number;
+}
+
+/** A request's header line (without its newline), checked against `limits`; FrameRefused otherwise. */
+export function parseRequestHeader(line: Buffer, limits: StoreLimits = STORE_LIMITS): RequestHeader {
+  const text = line.toString('latin1');
+  const [command, timeout, keyBytes, valueBytes, extra] = text.split(' ');
+  const sizes = [timeout, keyBytes, valueBytes].map(n => (/^\d{1,16}$/.test(n ?? '') ? Number(n) : NaN));
+  if (!(STORE_COMMANDS as readonly string[]).includes(command) || extra !== undefined || sizes.some(n => !(n >= 0)))
+    throw new FrameRefused(`malformed store request ${JSON.stringify(text.slice(0, 80))}`);
   const [timeoutMs, k, v] = sizes;
-  const used = nl + 1 + k + v;
-  if (buf.length < used) return undefined;
-  const key = buf.subarray(nl + 1, nl + 1 + k).toString('utf8');
+  if (k > limits.maxKeyBytes) throw new FrameRefused(`a key of ${k} bytes, over the bound of ${limits.maxKeyBytes}`);
+  if (v > limits.maxValueBytes)
+    throw new FrameRefused(`a value of ${v} bytes, over the bound of ${limits.maxValueBytes}`);
+  if (command !== 'SET' && command !== 'ADD' && v > 0) throw new FrameRefused(`a ${command} with a value`);
+  if (command === 'ADD' && v > 20) throw new FrameRefused(`an ADD of ${v} bytes (a decimal integer has at most 20)`);
   return {
-    message: { command: command as StoreCommand, timeoutMs, key, value: Buffer.from(buf.subarray(nl + 1 + k, used)) },
-    used,
+    command: command as StoreCommand,
+    timeoutMs: Math.min(timeoutMs, MAX_TIMEOUT_MS),
+    keyBytes: k,
+    valueBytes: v,
+    headerBytes: line.length + 1,
   };
 }
 
-export function parseReply(buf: Buffer): Parsed<StoreReply> {
-  const nl = buf.indexOf(NEWLINE);
-  if (nl < 0) return undefined;
-  const [status, bytes] = buf.subarray(0, nl).toString('latin1').split(' ');
-  const n = Number(bytes);
-  if ((status !== 'OK' && status !== 'ERR') || !Number.isSafeInteger(n) || n < 0)
-    throw new RangeError(`malformed store reply '${status}'`);
-  const used = nl + 1 + n;
-  if (buf.length < used) return undefined;
-  const body = Buffer.from(buf.subarray(nl + 1, used));
-  return { message: status === 'OK' ? { ok: true, value: body } : { ok: false, message: body.toString('utf8') }, used };
+/** A reply's header line (without its newline): its status and body length; FrameRefused when malformed. */
+export function parseReplyHeader(line: Buffer, maxBodyBytes: number): { ok: boolean; bodyBytes: number } {
+  const [status, bytes, extra] = line.toString('latin1').split(' ');
+  const n = /^\d{1,16}$/.test(bytes ?? '') ? Number(bytes) : NaN;
+  if ((status !== 'OK' && status !== 'ERR') || extra !== undefined || !(n >= 0))
+    throw new FrameRefused(`malformed store reply ${JSON.stringify(line.toString('latin1').slice(0, 80))}`);
+  if (n > maxBodyBytes) throw new FrameRefused(`a reply of ${n} bytes, over the bound of ${maxBodyBytes}`);
+  return { ok: status === 'OK', bodyBytes: n };
 }

@@ -6,17 +6,31 @@
 import net from 'node:net';
 import { once } from 'node:events';
 import { TandemError } from '../../errors.js';
-import { encodeRequest, parseReply, type StoreCommand, type StoreReply } from './store-protocol.js';
+import {
+  encodeRequest,
+  MAX_HEADER_BYTES,
+  parseReplyHeader,
+  STORE_LIMITS,
+  type StoreCommand,
+  type StoreReply,
+} from './store-protocol.js';
+import { FrameReader } from './chunk-queue.js';
+import { jobSecret, proveSecret, SECRET_ENV, type MessageTags } from '../../world/job-secret.js';
+
+/** How long host 0's store may take to answer the handshake. */
+const HANDSHAKE_MS = 10_000;
 
 export class StoreClient {
-  private pending = Buffer.alloc(0);
+  private readonly reader: FrameReader<{ ok: boolean; bodyBytes: number }>;
   private readonly replies: { resolve: (r: StoreReply) => void; reject: (e: Error) => void }[] = [];
 
   private constructor(
     private readonly socket: net.Socket,
     readonly url: string,
     private readonly timeoutMs: number,
+    private readonly tags: MessageTags | undefined,
   ) {
+    this.reader = new FrameReader(line => parseReplyHeader(line, STORE_LIMITS.maxValueBytes), MAX_HEADER_BYTES, tags);
     socket.setNoDelay(true);
     socket.on('data', chunk => this.received(chunk));
     socket.on('close', () => this.failAll(new TandemError('STALLED', `rendezvous store ${url} closed the connection`)));
@@ -25,8 +39,15 @@ export class StoreClient {
     });
   }
 
-  /** Connects to `tcp://host:port`; requests wait at most `timeoutMs` for a key. */
-  static async connect(url: string, timeoutMs: number): Promise<StoreClient> {
+  /**
+   * Connects to `tcp://host:port` and proves `secret` (default this process's job secret; null: none); requests wait
+   * at most `timeoutMs` for a key.
+   */
+  static async connect(
+    url: string,
+    timeoutMs: number,
+    secret: Buffer | null = jobSecret() ?? null,
+  ): Promise<StoreClient> {
     const { host, port } = parseStoreUrl(url);
     const socket = net.connect({ host, port });
     try {
@@ -37,7 +58,22 @@ export class StoreClient {
         cause: err,
       });
     }
-    return new StoreClient(socket, url, timeoutMs);
+    if (!secret) return new StoreClient(socket, url, timeoutMs, undefined);
+    try {
+      const { tags, rest } = await proveSecret(socket, secret, 'store', HANDSHAKE_MS);
+      const client = new StoreClient(socket, url, timeoutMs, tags);
+      client.received(rest);
+      socket.resume();
+      return client;
+    } catch (err) {
+      socket.destroy();
+      throw new TandemError(
+        'BAD_CONFIG',
+        `rendezvous store ${url}: ${(err as Error).message} (the job secret: ${SECRET_ENV} or --job-secret-file)`,
+        undefined,
+        { cause: err },
+      );
+    }
   }
 
   async set(key: string, value: Buffer | string): Promise<void> {
@@ -72,18 +108,21 @@ export class StoreClient {
     if (this.socket.destroyed)
       throw new TandemError('STALLED', `rendezvous store ${this.url}: the connection is closed`);
     const reply = new Promise<StoreReply>((resolve, reject) => this.replies.push({ resolve, reject }));
-    this.socket.write(encodeRequest({ command, timeoutMs, key, value }));
+    const request = encodeRequest({ command, timeoutMs, key, value });
+    this.socket.write(this.tags ? Buffer.concat([request, this.tags.seal(request)]) : request);
     const r = await reply;
     if (!r.ok) throw new TandemError('STALLED', `rendezvous store ${this.url}: ${r.message}`);
     return r.value;
   }
 
   private received(chunk: Buffer): void {
-    this.pending = Buffer.concat([this.pending, chunk]);
+    this.reader.push(chunk);
     try {
-      for (let parsed = parseReply(this.pending); parsed; parsed = parseReply(this.pending)) {
-        this.pending = this.pending.subarray(parsed.used);
-        this.replies.shift()?.resolve(parsed.message);
+      for (let f = this.reader.next(); f; f = this.reader.next()) {
+        const reply: StoreReply = f.header.ok
+          ? { ok: true, value: f.body }
+          : { ok: false, message: f.body.toString('utf8') };
+        this.replies.shift()?.resolve(reply);
       }
     } catch (err) {
       this.socket.destroy(err as Error);

@@ -8,7 +8,22 @@
 import net from 'node:net';
 import { once } from 'node:events';
 import { TandemError } from '../../errors.js';
-import { encodeReply, parseRequest, type StoreReply, type StoreRequest } from './store-protocol.js';
+import {
+  encodeReply,
+  FrameRefused,
+  MAX_HEADER_BYTES,
+  parseRequestHeader,
+  STORE_LIMITS,
+  type RequestHeader,
+  type StoreLimits,
+  type StoreReply,
+  type StoreRequest,
+} from './store-protocol.js';
+import { FrameReader } from './chunk-queue.js';
+import { admitClient, AuthRefused, jobSecret, type MessageTags } from '../../world/job-secret.js';
+
+/** How long a client may take to prove the job secret before it is dropped. */
+const HANDSHAKE_MS = 10_000;
 
 export interface StoreServerOptions {
   /** Address to listen on (default 127.0.0.1; 0.0.0.0 for other hosts). */
@@ -20,6 +35,14 @@ export interface StoreServerOptions {
    * rendezvous).
    */
   closeAfterClients?: number;
+  /**
+   * The job secret a client must prove before any request (job-secret.ts); default this process's (TANDEM_JOB_SECRET),
+   * none: every client is served (a single-host run's loopback store, `--insecure`).
+   */
+  secret?: Buffer | null;
+  /** Where a refused client is reported, naming its address (default: stderr). */
+  log?: (line: string) => void;
+  limits?: StoreLimits;
 }
 
 export interface StoreServer {
@@ -35,7 +58,11 @@ class KeyValues {
   private readonly values = new Map<string, Buffer>();
   private readonly waiters = new Map<string, Set<() => void>>();
 
+  constructor(private readonly maxKeys: number) {}
+
   set(key: string, value: Buffer): void {
+    if (this.values.size >= this.maxKeys && !this.values.has(key))
+      throw new FrameRefused(`a SET of a new key past the bound of ${this.maxKeys} keys`);
     this.values.set(key, value);
     const waiting = this.waiters.get(key);
     this.waiters.delete(key);
@@ -72,8 +99,11 @@ class KeyValues {
       case 'SET':
         this.set(req.key, req.value);
         return { ok: true, value: Buffer.alloc(0) };
-      case 'ADD':
-        return { ok: true, value: this.add(req.key, BigInt(req.value.toString('latin1') || '0')) };
+      case 'ADD': {
+        const delta = req.value.toString('latin1') || '0';
+        if (!/^-?\d{1,19}$/.test(delta)) throw new FrameRefused(`an ADD of ${JSON.stringify(delta.slice(0, 24))}`);
+        return { ok: true, value: this.add(req.key, BigInt(delta)) };
+      }
       case 'GET':
       case 'WAIT': {
         const value = await this.when(req.key, req.timeoutMs, cancel);
@@ -89,39 +119,86 @@ class KeyValues {
   }
 }
 
-/** Serves one connection: requests answered one at a time, in order. */
-function serve(socket: net.Socket, store: KeyValues): void {
-  let pending = Buffer.alloc(0);
+/** One client's connection: who it is, what it may send, the tags of its messages when the job has a secret. */
+interface Connection {
+  socket: net.Socket;
+  peer: string;
+  log: (line: string) => void;
+  limits: StoreLimits;
+  tags?: MessageTags;
+}
+
+/** Serves one connection: requests answered one at a time, in order; a refused frame ends it, logged. */
+function serve(c: Connection, store: KeyValues, rest: Buffer): void {
+  const { socket } = c;
+  const reader = new FrameReader<RequestHeader & { bodyBytes: number }>(
+    line => {
+      const h = parseRequestHeader(line, c.limits);
+      return { ...h, bodyBytes: h.keyBytes + h.valueBytes };
+    },
+    MAX_HEADER_BYTES,
+    c.tags,
+  );
   let busy = false;
   const cancel = new Set<() => void>();
+  const drop = (err: unknown) => {
+    c.log(`the rendezvous store dropped ${c.peer}: ${(err as Error).message}`);
+    socket.destroy();
+  };
   const pump = async (): Promise<void> => {
     if (busy) return;
     busy = true;
     try {
-      for (let parsed = parseRequest(pending); parsed; parsed = parseRequest(pending)) {
-        pending = pending.subarray(parsed.used);
-        const reply = await store.answer(parsed.message, cancel);
+      for (let f = reader.next(); f; f = reader.next()) {
+        const { header: h, body } = f;
+        const req = { ...h, key: body.subarray(0, h.keyBytes).toString('utf8'), value: body.subarray(h.keyBytes) };
+        const reply = encodeReply(await store.answer(req, cancel));
         if (socket.destroyed) return;
-        socket.write(encodeReply(reply));
+        socket.write(c.tags ? Buffer.concat([reply, c.tags.seal(reply)]) : reply);
       }
-    } catch {
-      socket.destroy();
+    } catch (err) {
+      drop(err);
     } finally {
       busy = false;
     }
   };
-  socket.setNoDelay(true);
-  socket.on('data', chunk => {
-    pending = Buffer.concat([pending, chunk]);
+  socket.on('data', (chunk: Buffer) => {
+    reader.push(chunk);
     void pump();
   });
-  socket.on('error', () => socket.destroy());
   socket.on('close', () => [...cancel].forEach(stop => stop()));
+  reader.push(rest);
+  socket.resume();
+  void pump();
+}
+
+/** Admits a client (proving the secret when there is one), then serves it; a refusal is logged naming the client. */
+function accept(socket: net.Socket, store: KeyValues, options: StoreServerOptions, secret: Buffer | undefined): void {
+  const peer = `${socket.remoteAddress}:${socket.remotePort}`;
+  const log = options.log ?? ((line: string) => process.stderr.write(`tandem: ${line}\n`));
+  const limits = options.limits ?? STORE_LIMITS;
+  socket.setNoDelay(true);
+  socket.on('error', () => socket.destroy());
+  if (!secret) {
+    serve({ socket, peer, log, limits }, store, Buffer.alloc(0));
+    return;
+  }
+  admitClient(socket, secret, 'store', HANDSHAKE_MS).then(
+    ({ tags, rest }) => serve({ socket, peer, log, limits, tags }, store, rest),
+    (err: unknown) => {
+      // A connection that closes before sending a byte is a probe (addressTowards): not worth a line.
+      if (!(err instanceof AuthRefused) || socket.bytesRead > 0)
+        log(`the rendezvous store refused ${peer}: it ${(err as Error).message}`);
+      socket.destroy();
+    },
+  );
 }
 
 export async function startStoreServer(options: StoreServerOptions = {}): Promise<StoreServer> {
   const host = options.host ?? '127.0.0.1';
-  const store = new KeyValues();
+  const limits = options.limits ?? STORE_LIMITS;
+  const store = new KeyValues(limits.maxKeys);
+  const secret = options.secret === null ? undefined : (options.secret ?? jobSecret());
   const sockets = new Set<net.Socket>();
   let seen = 0;
   const server = net.createServer(socket => {
@@ -132,7 +209,7 @@ export async function startStoreServer(options: StoreServerOptions = {}): Promis
       if (options.closeAfterClients !== undefined && seen >= options.closeAfterClients && sockets.size === 0)
         server.close();
     });
-    serve(socket, store);
+    accept(socket, store, options, secret);
   });
   const closed = new Promise<void>(resolve => server.once('close', () => resolve()));
   server.listen(options.port ?? 0, host);
