@@ -85,8 +85,10 @@ t.test('the topology is hosts × devices; one host is the single-process topolog
   const two = resolveHosts({ hosts: 2, hostRank: 1, rendezvous: '127.0.0.1:5000' }, 3);
   t.same(two.topology, { processes: 2, process: 1, localDevices: 3 });
   t.equal(worldSize(two.topology), 6);
-  // A process `tandem launch --gpus` started (TANDEM_GPU_INDEX set) is a GPU process, and messages name it so.
-  const gpu = resolveHosts({ hosts: 2, hostRank: 1, rendezvous: '127.0.0.1:5000' }, 1, { TANDEM_GPU_INDEX: '1' });
+  // A process `tandem launch --gpus` started (TANDEM_GPU_INDEX set, and the job's secret) is a GPU process, and
+  // messages name it so.
+  const launched = { TANDEM_GPU_INDEX: '1', TANDEM_JOB_SECRET: 'the job secret launch made' };
+  const gpu = resolveHosts({ hosts: 2, hostRank: 1, rendezvous: '127.0.0.1:5000' }, 1, launched);
   t.same(gpu.topology, { processes: 2, process: 1, localDevices: 1, processKind: 'gpu' });
   t.same([describeProcess(gpu.topology, 1), describeProcess(two.topology, 1)], ['GPU process 1', 'host 1']);
   t.throws(() => resolveHosts({ hosts: 2 }, 1), { code: 'BAD_CONFIG', message: /rendezvous/ });

@@ -222,7 +222,7 @@ export function hookStartsAfresh(cfg: ResolvedConfig, ckpt: Checkpoint): string 
  * Shared parameters and non-trainable weights into device 0's slots (the step-0 broadcast copies them to every replica)
  * and every device's optimizer state.
  */
-export function restoreShared(buffers: SharedBuffers, ckpt: Checkpoint, file = 'to resume from'): void {
+export function restoreShared(buffers: SharedBuffers, ckpt: Checkpoint, file = 'being resumed'): void {
   checkAgainstRun(ckpt, file, {
     params: buffers.total,
     slots: optimizerStateOf(buffers, 0).map(s => s.length),
