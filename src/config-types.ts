@@ -4,6 +4,7 @@
  * name them without importing the checks.
  */
 import type { BackendName } from './engine/backend.js';
+import type { Precision } from './engine/engine-options.js';
 import type { OptimizerConfig } from './optim/flat-optimizer.js';
 import type { AllReduceKind } from './collectives/collective.js';
 import type { StrategyOptions } from './pipeline/strategy.js';
@@ -107,6 +108,8 @@ export interface ResolvedConfig {
   backend: BackendName;
   nativeThreads: number;
   nativeFusion: boolean;
+  /** What convolutions and matmuls multiply in (engine option `precision`). */
+  precision: Precision;
   batch: number;
   perDevice: number;
   steps: number;

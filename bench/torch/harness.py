@@ -103,13 +103,21 @@ def make_batches(torch, batch, seed, image):
             for _ in range(DISTINCT_BATCHES)]
 
 
-def train_steps(model, loss_fn, opt, batches, start, count, times=None):
+def forward_loss(model, loss_fn, x, y, autocast=None):
+    """The loss, under torch.autocast('cpu', dtype=autocast) when given (PyTorch's mixed-precision switch)."""
+    if autocast is None:
+        return loss_fn(model(x), y)
+    import torch
+    with torch.autocast('cpu', dtype=autocast):
+        return loss_fn(model(x), y)
+
+
+def train_steps(model, loss_fn, opt, batches, start, count, times=None, autocast=None):
     """Runs `count` training steps; appends each step's seconds to `times` when given."""
     for i in range(start, start + count):
         x, y = batches[i % len(batches)]
         t0 = time.perf_counter()
-        out = model(x)
-        loss = loss_fn(out, y)
+        loss = forward_loss(model, loss_fn, x, y, autocast)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
@@ -133,13 +141,18 @@ def run_single(args, build_model):
     set_torch_threads(torch, args.threads)
     model, loss_fn, opt, counts = new_training(torch, build_model)
     batches = make_batches(torch, args.batch, SEED + 1, args.image)
+    if args.channels_last:
+        model = model.to(memory_format=torch.channels_last)
+        batches = [(x.to(memory_format=torch.channels_last), y) for x, y in batches]
+    autocast = torch.bfloat16 if args.precision == 'bf16' else None
     log(f'torch {torch.__version__}: {args.model}, single process, {torch.get_num_threads()} thread(s), '
-        f'batch {args.batch}, {args.warmup} warm-up + {args.steps} timed steps')
+        f'batch {args.batch}, {args.precision}{" channels_last" if args.channels_last else ""}, '
+        f'{args.warmup} warm-up + {args.steps} timed steps')
 
-    train_steps(model, loss_fn, opt, batches, 0, args.warmup)
+    train_steps(model, loss_fn, opt, batches, 0, args.warmup, autocast=autocast)
     times = []
     t0 = time.perf_counter()
-    loss = train_steps(model, loss_fn, opt, batches, args.warmup, args.steps, times)
+    loss = train_steps(model, loss_fn, opt, batches, args.warmup, args.steps, times, autocast)
     elapsed = time.perf_counter() - t0
     if not torch.isfinite(loss).item():
         raise RuntimeError(f'loss is not finite after training: {loss.item()}')
@@ -149,6 +162,7 @@ def run_single(args, build_model):
         'msPerStep': round(elapsed * 1000 / args.steps, 3),
         'medianMsPerStep': round(statistics.median(times) * 1000, 3),
         'samplesPerSecond': round(args.batch * args.steps / elapsed, 2),
+        'precision': args.precision, 'channelsLast': args.channels_last,
     })
     log(f'single: {result["msPerStep"]} ms/step (median {result["medianMsPerStep"]}), '
         f'{result["samplesPerSecond"]} samples/s, final loss {loss.item():.4f}')
@@ -361,6 +375,9 @@ def parse_args(model, argv, image=IMAGE):
     p.add_argument('--init-method', help='ddp-rank: where the ranks meet, tcp://HOST0:PORT')
     p.add_argument('--batch-norm', choices=('local', 'sync'), default='local',
                    help='ddp: per-process batch statistics (DDP\'s default) or global-batch ones')
+    p.add_argument('--precision', choices=('fp32', 'bf16'), default='fp32',
+                   help="single: bf16 runs forward and loss under torch.autocast('cpu', dtype=torch.bfloat16)")
+    p.add_argument('--channels-last', action='store_true', help='single: model and inputs in channels_last')
     p.add_argument('--timeout', type=float, default=300.0,
                    help='ddp: seconds before the ranks are killed and the run fails')
     p.add_argument('--collective-timeout', type=float, default=120.0,

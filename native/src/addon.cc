@@ -76,7 +76,86 @@ void ApplyActivation(float* y, size_t n, Activation act, double alpha) {
   }
 }
 
+void Conversion::Init(Ctx& c, const memory::desc& userMd, const memory::desc& primMd, bool toPrimitive) {
+  user = userMd;
+  needed = primMd != userMd;
+  if (!needed) return;
+  buf = memory(primMd, c.eng);
+  memory plain(userMd, c.eng, DNNL_MEMORY_NONE);
+  r = toPrimitive ? dnnl::reorder(plain, buf) : dnnl::reorder(buf, plain);
+}
+
+memory Conversion::Input(Ctx& c, void* p) {
+  memory u(user, c.eng, p);
+  if (!needed) return u;
+  r.execute(c.strm, u, buf);
+  return buf;
+}
+
+memory Conversion::Output(Ctx& c, void* p) { return needed ? buf : memory(user, c.eng, p); }
+
+void Conversion::Finish(Ctx& c, void* p) {
+  if (!needed) return;
+  memory u(user, c.eng, p);
+  r.execute(c.strm, buf, u);
+}
+
+void ListImplementations(Ctx& c, Napi::Object out) {
+  for (auto& [key, e] : c.conv) out.Set(key, e->impl);
+  for (auto& [key, e] : c.matmul) out.Set(key, e->impl);
+}
+
 namespace {
+
+const char* IsaName(dnnl::cpu_isa isa) {
+  switch (isa) {
+    case dnnl::cpu_isa::avx512_core_amx: return "avx512_core_amx";
+    case dnnl::cpu_isa::avx512_core_bf16: return "avx512_core_bf16";
+    case dnnl::cpu_isa::avx512_core_vnni: return "avx512_core_vnni";
+    case dnnl::cpu_isa::avx512_core: return "avx512_core";
+    case dnnl::cpu_isa::avx2_vnni: return "avx2_vnni";
+    case dnnl::cpu_isa::avx2: return "avx2";
+    case dnnl::cpu_isa::avx: return "avx";
+    case dnnl::cpu_isa::sse41: return "sse41";
+    default: return "other";
+  }
+}
+
+// setPrecision('fp32' | 'bf16'): what this thread's convolutions and matmuls multiply in.
+Napi::Value SetPrecision(const Napi::CallbackInfo& info) {
+  std::string p = info[0].IsString() ? info[0].As<Napi::String>().Utf8Value() : "";
+  if (p != "fp32" && p != "bf16") throw Napi::TypeError::New(info.Env(), "precision must be 'fp32' or 'bf16'");
+  GetCtx(info.Env()).bf16 = p == "bf16";
+  return info.Env().Undefined();
+}
+
+Napi::Value GetPrecision(const Napi::CallbackInfo& info) {
+  return Napi::String::New(info.Env(), GetCtx(info.Env()).bf16 ? "bf16" : "fp32");
+}
+
+// bf16Support(): oneDNN's effective ISA and the implementation it picks for a small bf16 matmul with float32
+// output ('' with the reason when it has none).
+Napi::Value Bf16Support(const Napi::CallbackInfo& info) {
+  auto& c = GetCtx(info.Env());
+  auto o = Napi::Object::New(info.Env());
+  o.Set("isa", IsaName(dnnl::get_effective_cpu_isa()));
+  try {
+    memory::desc a({64, 256}, dt::bf16, tag::ab), b({256, 64}, dt::bf16, tag::ab), y({64, 64}, dt::f32, tag::ab);
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, y), c.eng);
+    o.Set("implementation", pd.impl_info_str());
+  } catch (const dnnl::error& err) {
+    o.Set("implementation", "");
+    o.Set("reason", err.what());
+  }
+  return o;
+}
+
+// implementations(): { kernel key: oneDNN implementation } for this thread's cached primitives.
+Napi::Value Implementations(const Napi::CallbackInfo& info) {
+  auto o = Napi::Object::New(info.Env());
+  ListImplementations(GetCtx(info.Env()), o);
+  return o;
+}
 
 Napi::Value SetNumThreads(const Napi::CallbackInfo& info) {
   int n = Int(info[0], "threads");
@@ -119,6 +198,10 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("getNumThreads", Napi::Function::New(env, GetNumThreads));
   exports.Set("version", Napi::Function::New(env, Version));
   exports.Set("primitivesCreated", Napi::Function::New(env, PrimitivesCreated));
+  exports.Set("setPrecision", Napi::Function::New(env, SetPrecision));
+  exports.Set("getPrecision", Napi::Function::New(env, GetPrecision));
+  exports.Set("bf16Support", Napi::Function::New(env, Bf16Support));
+  exports.Set("implementations", Napi::Function::New(env, Implementations));
   RegisterConv(env, exports);
   RegisterMatmul(env, exports);
   RegisterPool(env, exports);

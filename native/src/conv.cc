@@ -2,6 +2,9 @@
 // backward data and backward weights. NHWC activations are used as they are;
 // weights stay HWIO in JS and are reordered into the layout oneDNN picks
 // (format_tag::any) through a cached reorder. One cached primitive per shape.
+// Precision bf16: x, the filter and dy are rounded to bf16 by cached reorders
+// before the primitive; y, dx, dw and the bias gradient stay float32 (fp32
+// accumulation), so nothing outside this file sees a bf16 value.
 // Groups: G = C and OC = C·M is tfjs's depthwise convolution, whose filter
 // [KH, KW, C, M] is described to oneDNN by strides as {G, M, 1, KH, KW}.
 #include <sstream>
@@ -33,11 +36,11 @@ ConvShape ReadShape(const Napi::Value& v) {
   return c;
 }
 
-std::string Key(ConvKind kind, const ConvShape& s, bool bias) {
+std::string Key(ConvKind kind, const ConvShape& s, bool bias, bool bf16) {
   std::ostringstream k;
-  k << static_cast<int>(kind) << '|' << s.N << ',' << s.H << ',' << s.W << ',' << s.C << ',' << s.KH << ',' << s.KW << ','
-    << s.OC << ',' << s.sh << ',' << s.sw << ',' << s.pt << ',' << s.pl << ',' << s.pb << ',' << s.pr << ',' << s.G << '|'
-    << bias;
+  k << "conv" << static_cast<int>(kind) << (bf16 ? ":bf16|" : ":f32|") << s.N << ',' << s.H << ',' << s.W << ','
+    << s.C << ',' << s.KH << ',' << s.KW << ',' << s.OC << ',' << s.sh << ',' << s.sw << ',' << s.pt << ',' << s.pl
+    << ',' << s.pb << ',' << s.pr << ',' << s.G << '|' << bias;
   return k.str();
 }
 
@@ -54,21 +57,84 @@ memory::desc UserWeights(const ConvShape& s) {
   return memory::desc(WeightDims(s), dt::f32, memory::dims{M, 1, 1, (memory::dim)s.KW * s.G * M, (memory::dim)s.G * M});
 }
 
-dnnl::convolution_forward::primitive_desc ForwardPd(Ctx& c, ConvEntry& e, const ConvShape& s, bool bias,
+// The data types of one precision: what is multiplied (x, w, dy) and what is written (y, dx, dw, biases).
+struct Types {
+  dt in, out;
+};
+
+// The activations' layout: NHWC as JS holds them in float32; in bf16 the layout oneDNN prefers (blocked), since
+// the rounding to bf16 is a reorder anyway.
+tag ActivationTag(Types t) { return t.in == dt::f32 ? tag::nhwc : tag::any; }
+
+// The forward descriptor; bwdHint: as a hint for a backward primitive, whose diff_dst has the input type.
+dnnl::convolution_forward::primitive_desc ForwardPd(Ctx& c, const ConvShape& s, bool bias, Types t, bool bwdHint,
                                                     bool userScratch) {
   memory::dims strides{s.sh, s.sw}, padL{s.pt, s.pl}, padR{s.pb, s.pr};
-  memory::desc wAny(WeightDims(s), dt::f32, tag::any);
+  tag act = ActivationTag(t);
+  memory::desc x({s.N, s.C, s.H, s.W}, t.in, act), y({s.N, s.OC, s.OH, s.OW}, bwdHint ? t.in : t.out, act);
+  memory::desc wAny(WeightDims(s), t.in, tag::any), b({s.OC}, dt::f32, tag::x);
   dnnl::primitive_attr attr;
   if (userScratch) attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   auto d = bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
-                                                  e.x_md, wAny, e.b_md, e.y_md, strides, padL, padR)
+                                                  x, wAny, b, y, strides, padL, padR)
                 : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
-                                                  e.x_md, wAny, e.y_md, strides, padL, padR);
+                                                  x, wAny, y, strides, padL, padR);
   return dnnl::convolution_forward::primitive_desc(d, attr, c.eng);
 }
 
+// Creates the primitive of one kind and precision into e; throws dnnl::error when oneDNN has no such kernel.
+void CreateConv(Ctx& c, ConvEntry& e, ConvKind kind, const ConvShape& s, bool bias, Types t) {
+  memory::dims strides{s.sh, s.sw}, padL{s.pt, s.pl}, padR{s.pb, s.pr};
+  memory::desc wIn(WeightDims(s), t.in, tag::any), wOut(WeightDims(s), t.out, tag::any);
+  tag act = ActivationTag(t);
+  memory::desc xIn({s.N, s.C, s.H, s.W}, t.in, act), yIn({s.N, s.OC, s.OH, s.OW}, t.in, act);
+  memory::desc xOut({s.N, s.C, s.H, s.W}, t.out, act);
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  switch (kind) {
+    case ConvKind::Forward: {
+      auto pd = ForwardPd(c, s, bias, t, false, true);
+      e.prim = dnnl::convolution_forward(pd);
+      e.x.Init(c, e.x_md, pd.src_desc(), true);
+      e.w.Init(c, e.w_md, pd.weights_desc(), true);
+      e.y.Init(c, e.y_md, pd.dst_desc(), false);
+      e.scratch = memory(pd.scratchpad_desc(), c.eng);
+      e.impl = pd.impl_info_str();
+      return;
+    }
+    case ConvKind::BackwardData: {
+      auto hint = ForwardPd(c, s, false, t, true, false);
+      auto d = dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, xOut, wIn, yIn, strides,
+                                                     padL, padR);
+      dnnl::convolution_backward_data::primitive_desc pd(d, attr, c.eng, hint);
+      e.prim = dnnl::convolution_backward_data(pd);
+      e.y.Init(c, e.y_md, pd.diff_dst_desc(), true);
+      e.w.Init(c, e.w_md, pd.weights_desc(), true);
+      e.x.Init(c, e.x_md, pd.diff_src_desc(), false);
+      e.scratch = memory(pd.scratchpad_desc(), c.eng);
+      e.impl = pd.impl_info_str();
+      return;
+    }
+    case ConvKind::BackwardWeights: {
+      auto hint = ForwardPd(c, s, bias, t, true, false);
+      auto d = bias ? dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, xIn, wOut,
+                                                               e.b_md, yIn, strides, padL, padR)
+                    : dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, xIn, wOut, yIn,
+                                                               strides, padL, padR);
+      dnnl::convolution_backward_weights::primitive_desc pd(d, attr, c.eng, hint);
+      e.prim = dnnl::convolution_backward_weights(pd);
+      e.x.Init(c, e.x_md, pd.src_desc(), true);
+      e.y.Init(c, e.y_md, pd.diff_dst_desc(), true);
+      e.w.Init(c, e.w_md, pd.diff_weights_desc(), false);
+      e.scratch = memory(pd.scratchpad_desc(), c.eng);
+      e.impl = pd.impl_info_str();
+      return;
+    }
+  }
+}
+
 ConvEntry& GetConv(Ctx& c, ConvKind kind, const ConvShape& s, bool bias) {
-  auto key = Key(kind, s, bias);
+  auto key = Key(kind, s, bias, c.bf16);
   auto it = c.conv.find(key);
   if (it != c.conv.end()) return *it->second;
 
@@ -77,62 +143,21 @@ ConvEntry& GetConv(Ctx& c, ConvKind kind, const ConvShape& s, bool bias) {
   e->y_md = memory::desc({s.N, s.OC, s.OH, s.OW}, dt::f32, tag::nhwc);
   e->w_md = UserWeights(s);
   e->b_md = memory::desc({s.OC}, dt::f32, tag::x);
-  memory::dims strides{s.sh, s.sw}, padL{s.pt, s.pl}, padR{s.pb, s.pr};
-  memory::desc wAny(WeightDims(s), dt::f32, tag::any);
-  dnnl::primitive_attr attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  memory::desc primW, scratchMd;
-  switch (kind) {
-    case ConvKind::Forward: {
-      auto pd = ForwardPd(c, *e, s, bias, true);
-      e->prim = dnnl::convolution_forward(pd);
-      primW = pd.weights_desc();
-      scratchMd = pd.scratchpad_desc();
-      break;
-    }
-    case ConvKind::BackwardData: {
-      auto hint = ForwardPd(c, *e, s, false, false);
-      auto d = dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, e->x_md, wAny, e->y_md,
-                                                     strides, padL, padR);
-      dnnl::convolution_backward_data::primitive_desc pd(d, attr, c.eng, hint);
-      e->prim = dnnl::convolution_backward_data(pd);
-      primW = pd.weights_desc();
-      scratchMd = pd.scratchpad_desc();
-      break;
-    }
-    case ConvKind::BackwardWeights: {
-      auto hint = ForwardPd(c, *e, s, bias, false);
-      auto d = bias ? dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, e->x_md, wAny,
-                                                               e->b_md, e->y_md, strides, padL, padR)
-                    : dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, e->x_md, wAny,
-                                                               e->y_md, strides, padL, padR);
-      dnnl::convolution_backward_weights::primitive_desc pd(d, attr, c.eng, hint);
-      e->prim = dnnl::convolution_backward_weights(pd);
-      primW = pd.diff_weights_desc();
-      scratchMd = pd.scratchpad_desc();
-      break;
+  bool made = false;
+  if (c.bf16) {
+    try {
+      CreateConv(c, *e, kind, s, bias, Types{dt::bf16, dt::f32});
+      made = true;
+    } catch (const dnnl::error&) {
+      // no bf16 kernel for this shape (or this CPU): float32, as autocast runs an op it cannot lower
     }
   }
-  e->scratch = memory(scratchMd, c.eng);
-  if (primW != e->w_md) {
-    e->reorder_w = true;
-    e->w_buf = memory(primW, c.eng);
-    memory plain(e->w_md, c.eng, DNNL_MEMORY_NONE);
-    e->w_reorder = kind == ConvKind::BackwardWeights ? dnnl::reorder(e->w_buf, plain) : dnnl::reorder(plain, e->w_buf);
-  }
+  if (!made) CreateConv(c, *e, kind, s, bias, Types{dt::f32, dt::f32});
+  if (c.bf16 && !made) e->impl = "f32 fallback: " + e->impl;
   c.primitivesCreated++;
   auto* p = e.get();
   c.conv.emplace(std::move(key), std::move(e));
   return *p;
-}
-
-// The weights in the layout the primitive wants: the user's HWIO array, or the
-// entry's buffer after the cached reorder (forward and backward data).
-memory PrimitiveWeights(Ctx& c, ConvEntry& e, float* w) {
-  memory user(e.w_md, c.eng, w);
-  if (!e.reorder_w) return user;
-  e.w_reorder.execute(c.strm, user, e.w_buf);
-  return e.w_buf;
 }
 
 // conv2dForward(x, w, bias | null, y, shape, activation, alpha)
@@ -147,12 +172,13 @@ Napi::Value Conv2dForward(const Napi::CallbackInfo& info) {
     Activation act = ReadActivation(info[5]);
     double alpha = info[6].ToNumber().DoubleValue();
     auto& e = GetConv(c, ConvKind::Forward, s, b != nullptr);
-    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory(e.x_md, c.eng, x)},
-                                         {DNNL_ARG_WEIGHTS, PrimitiveWeights(c, e, w)},
-                                         {DNNL_ARG_DST, memory(e.y_md, c.eng, y)},
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, e.x.Input(c, x)},
+                                         {DNNL_ARG_WEIGHTS, e.w.Input(c, w)},
+                                         {DNNL_ARG_DST, e.y.Output(c, y)},
                                          {DNNL_ARG_SCRATCHPAD, e.scratch}};
     if (b) args.insert({DNNL_ARG_BIAS, memory(e.b_md, c.eng, b)});
     e.prim.execute(c.strm, args);
+    e.y.Finish(c, y);
     c.strm.wait();
     ApplyActivation(y, s.ySize(), act, alpha);
     return info.Env().Undefined();
@@ -168,10 +194,11 @@ Napi::Value Conv2dBackwardData(const Napi::CallbackInfo& info) {
     float* w = F32(info[1], s.wSize(), "filter");
     float* dx = F32(info[2], s.xSize(), "dx");
     auto& e = GetConv(c, ConvKind::BackwardData, s, false);
-    e.prim.execute(c.strm, {{DNNL_ARG_DIFF_DST, memory(e.y_md, c.eng, dy)},
-                            {DNNL_ARG_WEIGHTS, PrimitiveWeights(c, e, w)},
-                            {DNNL_ARG_DIFF_SRC, memory(e.x_md, c.eng, dx)},
+    e.prim.execute(c.strm, {{DNNL_ARG_DIFF_DST, e.y.Input(c, dy)},
+                            {DNNL_ARG_WEIGHTS, e.w.Input(c, w)},
+                            {DNNL_ARG_DIFF_SRC, e.x.Output(c, dx)},
                             {DNNL_ARG_SCRATCHPAD, e.scratch}});
+    e.x.Finish(c, dx);
     c.strm.wait();
     return info.Env().Undefined();
   });
@@ -187,14 +214,13 @@ Napi::Value Conv2dBackwardWeights(const Napi::CallbackInfo& info) {
     float* dw = F32(info[2], s.wSize(), "dw");
     float* db = OptionalF32(info[3], s.OC, "dbias");
     auto& e = GetConv(c, ConvKind::BackwardWeights, s, db != nullptr);
-    memory dwm(e.w_md, c.eng, dw);
-    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory(e.x_md, c.eng, x)},
-                                         {DNNL_ARG_DIFF_DST, memory(e.y_md, c.eng, dy)},
-                                         {DNNL_ARG_DIFF_WEIGHTS, e.reorder_w ? e.w_buf : dwm},
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, e.x.Input(c, x)},
+                                         {DNNL_ARG_DIFF_DST, e.y.Input(c, dy)},
+                                         {DNNL_ARG_DIFF_WEIGHTS, e.w.Output(c, dw)},
                                          {DNNL_ARG_SCRATCHPAD, e.scratch}};
     if (db) args.insert({DNNL_ARG_DIFF_BIAS, memory(e.b_md, c.eng, db)});
     e.prim.execute(c.strm, args);
-    if (e.reorder_w) e.w_reorder.execute(c.strm, e.w_buf, dwm);
+    e.w.Finish(c, dw);
     c.strm.wait();
     return info.Env().Undefined();
   });

@@ -16,20 +16,42 @@ using dnnl::memory;
 using tag = dnnl::memory::format_tag;
 using dt = dnnl::memory::data_type;
 
-// A cached convolution primitive (forward, backward data or backward weights) for one shape.
-struct ConvEntry {
-  memory::desc x_md, w_md, y_md, b_md;  // the JS layouts: NHWC, HWIO, bias x
-  dnnl::primitive prim;
-  bool reorder_w = false;  // weights (fwd, bwd data) or weight gradient (bwd weights) need a reorder
-  dnnl::reorder w_reorder;
-  memory w_buf, scratch;
+struct Ctx;
+
+// One argument of a primitive as JS holds it (float32, a plain layout) and as the primitive wants it (a blocked
+// layout, or bf16 under precision bf16): a cached reorder and buffer between the two when they differ.
+struct Conversion {
+  memory::desc user;
+  bool needed = false;
+  memory buf;
+  dnnl::reorder r;
+  // toPrimitive: an input (user -> buf before the primitive); else an output (buf -> user after it).
+  void Init(Ctx& c, const memory::desc& userMd, const memory::desc& primMd, bool toPrimitive);
+  // The memory the primitive reads or writes for the user's array p (converting an input now, when needed).
+  memory Input(Ctx& c, void* p);
+  memory Output(Ctx& c, void* p);
+  // After the primitive: the buffer written back into the user's array (outputs only).
+  void Finish(Ctx& c, void* p);
 };
 
-// A cached matmul primitive for one shape, transposition, bias and activation.
-struct MatmulEntry {
-  memory::desc a_md, b_md, c_md, bias_md;
-  dnnl::matmul prim;
+// A cached convolution primitive (forward, backward data or backward weights) for one shape and precision.
+// Forward: src = x, weights = w, dst = y; backward data: diff_dst = y, weights = w, diff_src = x;
+// backward weights: src = x, diff_dst = y, diff_weights = w.
+struct ConvEntry {
+  memory::desc x_md, w_md, y_md, b_md;  // the JS layouts: NHWC, HWIO, bias x (float32)
+  dnnl::primitive prim;
+  Conversion x, w, y;
   memory scratch;
+  std::string impl;  // oneDNN's implementation string ("f32 fallback: ..." where bf16 had no kernel)
+};
+
+// A cached matmul primitive for one shape, transposition, bias, activation and precision.
+struct MatmulEntry {
+  memory::desc c_md, bias_md;
+  dnnl::matmul prim;
+  Conversion a, b;
+  memory scratch;
+  std::string impl;
 };
 
 struct Ctx {
@@ -38,6 +60,9 @@ struct Ctx {
   std::unordered_map<std::string, std::unique_ptr<ConvEntry>> conv;
   std::unordered_map<std::string, std::unique_ptr<MatmulEntry>> matmul;
   uint64_t primitivesCreated = 0;
+  // precision bf16: convolutions and matmuls multiply in bf16 (inputs rounded to nearest even), accumulate and
+  // write in float32; a shape oneDNN has no bf16 kernel for runs in float32.
+  bool bf16 = false;
 };
 
 Ctx& GetCtx(Napi::Env env);
@@ -68,6 +93,9 @@ Napi::Value Guard(const Napi::CallbackInfo& info, const char* kernel, F f) {
     throw Napi::Error::New(info.Env(), std::string("tandem native ") + kernel + ": oneDNN: " + err.what());
   }
 }
+
+// The implementation strings of this thread's cached primitives, by kernel key (for benches and reports).
+void ListImplementations(Ctx& c, Napi::Object out);
 
 void RegisterConv(Napi::Env env, Napi::Object exports);
 void RegisterMatmul(Napi::Env env, Napi::Object exports);

@@ -1,6 +1,7 @@
 // Batched matrix product with oneDNN: c[b] = act(op(a[b]) @ op(b[b]) + bias),
 // row-major, batch dims broadcast when one side has batch 1. One cached
-// primitive per shape, transposition, bias and activation.
+// primitive per shape, transposition, bias, activation and precision (bf16:
+// a and b rounded to bf16, c accumulated and written in float32).
 #include <sstream>
 
 #include "dnnl-context.h"
@@ -8,6 +9,26 @@
 namespace tandem {
 
 namespace {
+
+// The primitive for one shape with a and b multiplied in `in` (f32 or bf16; float32 arrays in JS either way,
+// rounded by cached reorders), c and the bias float32. Throws dnnl::error when oneDNN has no such kernel.
+void Create(Ctx& cx, MatmulEntry& e, int batchA, int batchB, int M, int K, int N, bool ta, bool tb, bool bias, dt in) {
+  int batch = batchA > batchB ? batchA : batchB;
+  memory::desc aUser({batchA, M, K}, dt::f32, ta ? tag::acb : tag::abc);
+  memory::desc bUser({batchB, K, N}, dt::f32, tb ? tag::acb : tag::abc);
+  memory::desc aIn({batchA, M, K}, in, ta ? tag::acb : tag::abc), bIn({batchB, K, N}, in, tb ? tag::acb : tag::abc);
+  e.c_md = memory::desc({batch, M, N}, dt::f32, tag::abc);
+  e.bias_md = memory::desc({1, 1, N}, dt::f32, tag::abc);
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  auto d = bias ? dnnl::matmul::desc(aIn, bIn, e.bias_md, e.c_md) : dnnl::matmul::desc(aIn, bIn, e.c_md);
+  dnnl::matmul::primitive_desc pd(d, attr, cx.eng);
+  e.prim = dnnl::matmul(pd);
+  e.a.Init(cx, aUser, pd.src_desc(), true);
+  e.b.Init(cx, bUser, pd.weights_desc(), true);
+  e.scratch = memory(pd.scratchpad_desc(), cx.eng);
+  e.impl = pd.impl_info_str();
+}
 
 // matmul(a, b, bias | null, c, batchA, batchB, M, K, N, transposeA, transposeB, activation, alpha)
 Napi::Value Matmul(const Napi::CallbackInfo& info) {
@@ -27,25 +48,26 @@ Napi::Value Matmul(const Napi::CallbackInfo& info) {
     float* c = F32(info[3], (size_t)batch * M * N, "c");
 
     std::ostringstream k;
-    k << batchA << ',' << batchB << ',' << M << ',' << K << ',' << N << ',' << ta << ',' << tb << ',' << (bias != nullptr);
+    k << "matmul" << (cx.bf16 ? ":bf16|" : ":f32|") << batchA << ',' << batchB << ',' << M << ',' << K << ',' << N
+      << ',' << ta << ',' << tb << ',' << (bias != nullptr);
     auto& ent = cx.matmul[k.str()];
     if (!ent) {
       ent = std::make_unique<MatmulEntry>();
-      ent->a_md = memory::desc({batchA, M, K}, dt::f32, ta ? tag::acb : tag::abc);
-      ent->b_md = memory::desc({batchB, K, N}, dt::f32, tb ? tag::acb : tag::abc);
-      ent->c_md = memory::desc({batch, M, N}, dt::f32, tag::abc);
-      ent->bias_md = memory::desc({1, 1, N}, dt::f32, tag::abc);
-      dnnl::primitive_attr attr;
-      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-      auto d = bias ? dnnl::matmul::desc(ent->a_md, ent->b_md, ent->bias_md, ent->c_md)
-                    : dnnl::matmul::desc(ent->a_md, ent->b_md, ent->c_md);
-      dnnl::matmul::primitive_desc pd(d, attr, cx.eng);
-      ent->prim = dnnl::matmul(pd);
-      ent->scratch = memory(pd.scratchpad_desc(), cx.eng);
+      bool made = false;
+      if (cx.bf16) {
+        try {
+          Create(cx, *ent, batchA, batchB, M, K, N, ta, tb, bias != nullptr, dt::bf16);
+          made = true;
+        } catch (const dnnl::error&) {
+          // no bf16 kernel here: float32
+        }
+      }
+      if (!made) Create(cx, *ent, batchA, batchB, M, K, N, ta, tb, bias != nullptr, dt::f32);
+      if (cx.bf16 && !made) ent->impl = "f32 fallback: " + ent->impl;
       cx.primitivesCreated++;
     }
-    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory(ent->a_md, cx.eng, a)},
-                                         {DNNL_ARG_WEIGHTS, memory(ent->b_md, cx.eng, b)},
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, ent->a.Input(cx, a)},
+                                         {DNNL_ARG_WEIGHTS, ent->b.Input(cx, b)},
                                          {DNNL_ARG_DST, memory(ent->c_md, cx.eng, c)},
                                          {DNNL_ARG_SCRATCHPAD, ent->scratch}};
     if (bias) args.insert({DNNL_ARG_BIAS, memory(ent->bias_md, cx.eng, bias)});

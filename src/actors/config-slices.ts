@@ -19,6 +19,7 @@ export const COMPUTE_FIELDS = [
   'model',
   'nativeFusion',
   'nativeThreads',
+  'precision',
   'onNan',
   'optimizer',
   'perDevice',

@@ -9,6 +9,8 @@ export const ERROR_MEANINGS: { readonly [C in TandemErrorCode]: string } = {
   MODULE_NOT_FOUND: 'a path given for a model, a dataset, a plugin or a hook names no file',
   SHAPE_MISMATCH: "the model's input or output does not fit the data's samples or classes",
   BACKEND_UNAVAILABLE: 'the engine asked for cannot run here (its addon or package is missing); the message says how',
+  PRECISION_UNAVAILABLE:
+    'the precision asked for (bf16) cannot run here: the engine or the CPU lacks it; the message names what is missing',
   DEVICE_FAILED: 'a device thread failed during a step; the error names the device, the step and the phase',
   WORKER_EXITED: 'a thread (device, comm or loader) exited before the run ended',
   STALLED: 'the watchdog heard nothing from a device (or a peer host) for --stall-timeout-ms',

@@ -9,7 +9,8 @@ import os from 'node:os';
 import { TandemError } from '../errors.js';
 import { bad } from '../config-checks.js';
 import type { TrainConfig } from '../config-types.js';
-import { assertBackendAvailable, defaultBackend } from '../engine/backend.js';
+import { assertBackendAvailable, assertPrecisionAvailable, defaultBackend } from '../engine/backend.js';
+import { PRECISIONS, type Precision } from '../engine/engine-options.js';
 import { engineNames, getEngine } from '../engine/engine-registry.js';
 import { oneOf } from '../config-checks.js';
 import { worldSize } from '../world/topology.js';
@@ -55,6 +56,7 @@ export function checkConfig(config: TrainConfig): CheckedConfig {
     backend,
     nativeThreads: config.nativeThreads ?? 1,
     nativeFusion: config.nativeFusion ?? true,
+    precision: precisionOf(config, backend),
     batch,
     seed,
     ...schedule,
@@ -78,6 +80,13 @@ export function checkConfig(config: TrainConfig): CheckedConfig {
   const data = dataSourceOf(config);
   if (config.steps !== undefined && config.epochs !== undefined) bad('steps', 'give steps or epochs, not both');
   return { config, fields, localDevices, writer, ...model, ...data };
+}
+
+/** The precision named (default fp32), refused before any thread starts when the backend cannot multiply in it. */
+function precisionOf(config: TrainConfig, backend: string): Precision {
+  const precision = oneOf('precision', config.precision ?? 'fp32', PRECISIONS);
+  assertPrecisionAvailable(backend, precision);
+  return precision;
 }
 
 /** The backend named (or the default), registered, available here, and one that keeps parameters in host memory. */

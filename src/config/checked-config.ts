@@ -10,6 +10,7 @@ export type CheckedFields = Pick<
   | 'backend'
   | 'nativeThreads'
   | 'nativeFusion'
+  | 'precision'
   | 'batch'
   | 'seed'
   | 'strategy'

@@ -16,7 +16,7 @@ import { muteCpuGreeting } from './quiet-cpu.js';
 export { findTensorflowPackage } from './engines/tensorflow-engine.js';
 
 export { BACKENDS, type BackendName } from './engine-options.js';
-import type { BackendName } from './engine-options.js';
+import type { BackendName, Precision } from './engine-options.js';
 
 let noticeShown = false;
 
@@ -52,6 +52,20 @@ export function assertBackendAvailable(name: BackendName): void {
   assertEngineAvailable(name);
 }
 
+/**
+ * Throws PRECISION_UNAVAILABLE, naming what is missing, when engine `name` cannot multiply in `precision` here. Main
+ * thread, before threads start.
+ */
+export function assertPrecisionAvailable(name: BackendName, precision: Precision): void {
+  if (precision === 'fp32') return;
+  const engine = getEngine(name);
+  const why = engine.precisionUnavailable
+    ? engine.precisionUnavailable(precision)
+    : `precision ${precision} runs on the native engine only (backend '${name}' multiplies in float32); ` +
+      `use --backend native, or --precision fp32`;
+  if (why) throw new TandemError('PRECISION_UNAVAILABLE', why);
+}
+
 export type BackendOptions = EngineStartOptions;
 
 /**
@@ -64,6 +78,7 @@ export async function startBackend(
   options: BackendOptions = {},
 ): Promise<EngineDevice | undefined> {
   const engine = assertEngineAvailable(name);
+  assertPrecisionAvailable(name, options.precision ?? 'fp32');
   const device = (await engine.start(tf, options)) ?? undefined;
   const ok = await tf.setBackend(name);
   if (!ok) throw new TandemError('BACKEND_UNAVAILABLE', `backend '${name}' failed to start on this thread`);

@@ -4,6 +4,10 @@ import { positiveInt, trueOrFalse } from '../options/option-checks.js';
 
 /** The built-in engines. */
 export const BACKENDS = ['native', 'wasm', 'cpu', 'tensorflow', 'webgpu'] as const;
+/** What convolutions and matmuls multiply in. */
+export const PRECISIONS = ['fp32', 'bf16'] as const;
+export type Precision = (typeof PRECISIONS)[number];
+
 /** A built-in engine's name, or a registered plugin engine's. */
 export type BackendName = (typeof BACKENDS)[number] | (string & {});
 
@@ -17,6 +21,12 @@ export interface EngineOptions {
    * kernel — convolution + bias + activation — in training. Default true (`--no-native-fusion` turns it off).
    */
   nativeFusion?: boolean;
+  /**
+   * `bf16`: Conv2D, depthwise and MatMul (forward and both gradients) multiply in bfloat16 with float32 accumulation,
+   * as PyTorch's autocast; weights, optimizer state, the update, BatchNormalization, softmax and losses stay float32.
+   * Native engine on a CPU with AMX-BF16 or AVX512-BF16. Default `fp32`.
+   */
+  precision?: Precision;
 }
 
 export const ENGINE_OPTIONS: OptionTable<EngineOptions> = {
@@ -33,6 +43,13 @@ export const ENGINE_OPTIONS: OptionTable<EngineOptions> = {
     default: '1',
     doc: 'native: OpenMP threads per device',
     check: positiveInt(256),
+  },
+  precision: {
+    kind: 'string',
+    group: 'engine',
+    choices: PRECISIONS,
+    default: 'fp32',
+    doc: 'native: bf16 multiplies convolutions and matmuls in bfloat16 (float32 accumulation, weights and update)',
   },
   nativeFusion: {
     kind: 'negated',

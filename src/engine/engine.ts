@@ -7,6 +7,7 @@
  */
 import type { FlatArithmetic } from '../optim/flat-arithmetic.js';
 import type { LayersModel, Tf } from './tfjs-types.js';
+import type { Precision } from './engine-options.js';
 
 export interface EngineCapabilities {
   /**
@@ -26,6 +27,8 @@ export interface EngineCapabilities {
 export interface EngineStartOptions {
   /** OpenMP threads of the native engine on this thread (default 1). */
   nativeThreads?: number;
+  /** What convolutions and matmuls multiply in (default fp32; bf16 where `precisionUnavailable` allows it). */
+  precision?: Precision;
 }
 
 /**
@@ -68,6 +71,8 @@ export interface Engine {
   readonly capabilities: EngineCapabilities;
   /** Undefined when it can run on this machine; else the error message: why not, and the fix. */
   unavailable(): string | undefined;
+  /** Undefined when it multiplies in `precision` here; else why not and the fix. Absent: fp32 only. */
+  precisionUnavailable?(precision: Precision): string | undefined;
   /**
    * On a device thread: registers and selects the backend on this thread's tfjs; an accelerator's engine says which
    * device it opened.

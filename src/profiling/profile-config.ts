@@ -9,6 +9,7 @@ export type ProfileConfig = Pick<
   | 'backend'
   | 'nativeThreads'
   | 'nativeFusion'
+  | 'precision'
   | 'model'
   | 'optimizer'
   | 'perDevice'
@@ -17,6 +18,7 @@ export type ProfileConfig = Pick<
 
 /** The profiler thread's slice of `cfg`. */
 export function profileSlice(c: ResolvedConfig): ProfileConfig {
-  const { plugins, pluginOptions, backend, nativeThreads, nativeFusion, model, optimizer, perDevice, sampleShape } = c;
-  return { plugins, pluginOptions, backend, nativeThreads, nativeFusion, model, optimizer, perDevice, sampleShape };
+  const { plugins, pluginOptions, backend, nativeThreads, nativeFusion, precision, model, optimizer } = c;
+  const { perDevice, sampleShape } = c;
+  return { plugins, pluginOptions, backend, nativeThreads, nativeFusion, precision, model, optimizer, perDevice, sampleShape };
 }

@@ -3,6 +3,7 @@ import type { Engine } from '../engine.js';
 import { loadNativeAddon, NATIVE_HOW_TO } from '../native/native-addon.js';
 import { registerNativeBackend } from '../native/native-backend.js';
 import { fuseConvLayers } from '../native/fused-conv-layers.js';
+import { bf16Support } from '../native/bf16-support.js';
 import { nativeArithmetic } from '../../optim/flat-arithmetic.js';
 
 export const NATIVE_ENGINE: Engine = {
@@ -15,8 +16,13 @@ export const NATIVE_ENGINE: Engine = {
       ? undefined
       : `backend 'native' is not available: ${load.reason}. To get it, ${NATIVE_HOW_TO}; or use --backend wasm.`;
   },
+  precisionUnavailable(precision) {
+    if (precision === 'fp32') return undefined;
+    const load = loadNativeAddon();
+    return load.loaded ? bf16Support(load.addon).refusal : this.unavailable();
+  },
   async start(tf, options) {
-    registerNativeBackend(tf, { threads: options.nativeThreads });
+    registerNativeBackend(tf, { threads: options.nativeThreads, precision: options.precision });
   },
   arithmetic: nativeArithmetic,
   // One OpenMP thread: a parallel region runs on the calling thread (measured: no thread is added). More: a pool.

@@ -29,6 +29,16 @@ export interface NativeAddon {
   version(): { onednn: string; cpuRuntime: string };
   /** oneDNN primitives this thread has created (cached per shape: stays flat in steady state). */
   primitivesCreated(): number;
+  /**
+   * What this thread's convolutions and matmuls multiply in. bf16: inputs rounded to bf16 (nearest even), products
+   * accumulated and written in float32; a shape oneDNN has no bf16 kernel for runs in float32.
+   */
+  setPrecision(precision: 'fp32' | 'bf16'): void;
+  getPrecision(): 'fp32' | 'bf16';
+  /** oneDNN's effective ISA and its implementation for a small bf16 matmul ('' and the reason when it has none). */
+  bf16Support(): { isa: string; implementation: string; reason?: string };
+  /** oneDNN's implementation string of each cached primitive on this thread, by kernel key. */
+  implementations(): Record<string, string>;
   conv2dForward(
     x: F32,
     filter: F32,
@@ -108,6 +118,10 @@ const EXPORTS: (keyof NativeAddon)[] = [
   'retainFreedMemory',
   'version',
   'primitivesCreated',
+  'setPrecision',
+  'getPrecision',
+  'bf16Support',
+  'implementations',
   'conv2dForward',
   'conv2dBackwardData',
   'conv2dBackwardWeights',

@@ -13,6 +13,7 @@ import { MathBackendCPU } from '@tensorflow/tfjs-backend-cpu';
 import type { KernelFunc, NamedAttrMap } from '@tensorflow/tfjs-core';
 import { TandemError } from '../../errors.js';
 import type { Tf, Tensor } from '../tfjs-types.js';
+import type { Precision } from '../engine-options.js';
 import { requireNativeAddon, type NativeAddon } from './native-addon.js';
 import type { NativeKernel, NativeKernelArgs } from './native-kernel.js';
 import { convKernels } from './conv-kernels.js';
@@ -27,6 +28,8 @@ export const NATIVE_BACKEND = 'native';
 export interface NativeBackendOptions {
   /** OpenMP threads for this thread's oneDNN calls (default 1: one core per device). */
   threads?: number;
+  /** What this thread's convolutions and matmuls multiply in (default fp32). */
+  precision?: Precision;
 }
 
 /** How often each native kernel ran natively and how often it fell back to the stock kernel, on this thread. */
@@ -100,6 +103,7 @@ export function registerNativeBackend(tf: Tf, options: NativeBackendOptions = {}
   if (!Number.isInteger(threads) || threads < 1)
     throw new TandemError('BAD_CONFIG', `native threads must be a positive integer, got ${threads}`);
   addon.setNumThreads(threads);
+  addon.setPrecision(options.precision ?? 'fp32');
   // Every kernel output is a fresh Float32Array: let glibc reuse freed blocks
   // (up to 64 MiB) instead of mapping fresh pages that fault on first touch.
   addon.retainFreedMemory(64 * 2 ** 20, 512 * 2 ** 20);

@@ -1,0 +1,135 @@
+// Precision bf16 on the native kernels: every convolution and matmul kernel (forward, input gradient, filter
+// gradient; regular, depthwise, batched and transposed products) against the same kernel in float32, within the
+// bound bf16 rounding allows:
+//   |y_bf16 - y_fp32| <= (2^-7 + 2^-16 + 2·K·2^-24) · Σ|a||b|   (elementwise, K the terms of each dot product)
+// Each input is rounded to bf16 (8 significant bits: relative error <= u = 2^-8), so each product is off by at most
+// 2u + u² = 2^-7 + 2^-16 relatively; a product of two bf16 values is exact in float32, and both sides accumulate K
+// terms in float32 (each at most K·2^-24 of Σ|a||b|, in any order). Σ|a||b| is the same kernel run in float32 on the
+// inputs' absolute values. The test also checks that bf16 really ran (oneDNN picked a bf16 kernel, and the results
+// differ from float32's), and that fp32 is unchanged by having run bf16.
+// Skipped when the addon is not built (failed with TANDEM_REQUIRE_NATIVE=1), or when oneDNN has no bf16 kernel here.
+import t from 'tap';
+import * as tf from '@tensorflow/tfjs';
+import { startNativeAndStock, randomInput } from './fixtures/native-compare.js';
+import { prng } from '../src/data/synthetic-images.js';
+import type { NativeAddon } from '../src/engine/native/native-addon.js';
+
+const addon = await startNativeAndStock();
+if (addon) {
+  const support = addon.bf16Support();
+  if (support.implementation === '') t.comment(`skipped: oneDNN ${support.isa} has no bf16 matmul (${support.reason})`);
+  else registerTests(addon);
+}
+
+type Run = (...xs: tf.Tensor[]) => tf.Tensor[];
+interface Case {
+  name: string;
+  shapes: number[][];
+  /** The dot products' length per output of `run` (in its order). */
+  terms: number[];
+  run: Run;
+}
+
+function values(addon: NativeAddon, precision: 'fp32' | 'bf16', inputs: Float32Array[], c: Case): Float32Array[] {
+  addon.setPrecision(precision);
+  try {
+    const outs = tf.tidy(() => c.run(...inputs.map((v, i) => tf.tensor(v, c.shapes[i]))));
+    const read = outs.map(o => Float32Array.from(o.dataSync()));
+    tf.dispose(outs);
+    return read;
+  } finally {
+    addon.setPrecision('fp32');
+  }
+}
+
+/** Largest |bf16 - fp32| / bound over the outputs (<= 1 passes), and whether any value differed at all. */
+function checkCase(addon: NativeAddon, c: Case, seed: number): { worst: number; differs: boolean } {
+  const rand = prng(seed);
+  const inputs = c.shapes.map(s => Float32Array.from(randomInput(rand, s).values));
+  const fp32 = values(addon, 'fp32', inputs, c);
+  const bf16 = values(addon, 'bf16', inputs, c);
+  const sums = values(addon, 'fp32', inputs.map(v => v.map(Math.abs)), c);
+  let worst = 0,
+    differs = false;
+  fp32.forEach((ref, o) => {
+    const rel = 2 ** -7 + 2 ** -16 + 2 * c.terms[o] * 2 ** -24;
+    for (let i = 0; i < ref.length; i++) {
+      const bound = rel * Math.abs(sums[o][i]) * 1.01 + 1e-30;
+      worst = Math.max(worst, Math.abs(bf16[o][i] - ref[i]) / bound);
+      if (bf16[o][i] !== ref[i]) differs = true;
+    }
+  });
+  return { worst, differs };
+}
+
+/** Conv2D (or depthwise) forward with bias and relu, and both gradients of sum(y · dy). */
+function convCase(n: number, hw: number, c: number, k: number, oc: number, stride: number, depthwise: boolean): Case {
+  const out = Math.ceil(hw / stride);
+  const filter = [k, k, c, depthwise ? oc / c : oc];
+  const conv = (x: tf.Tensor, w: tf.Tensor) =>
+    depthwise
+      ? tf.depthwiseConv2d(x as tf.Tensor4D, w as tf.Tensor4D, stride, 'same')
+      : tf.conv2d(x as tf.Tensor4D, w as tf.Tensor4D, stride, 'same');
+  return {
+    name: `${depthwise ? 'depthwise' : 'conv2d'} x[${n},${hw},${hw},${c}] filter[${filter}] stride ${stride}`,
+    shapes: [[n, hw, hw, c], filter, [oc], [n, out, out, oc]],
+    terms: [k * k * (depthwise ? 1 : c) + 1, k * k * (depthwise ? oc / c : oc), n * out * out],
+    run: (x, w, b, dy) => {
+      const y = depthwise
+        ? tf.relu(tf.add(conv(x, w), b))
+        : tf.fused.conv2d({ x: x as tf.Tensor4D, filter: w as tf.Tensor4D, strides: stride, pad: 'same', bias: b });
+      const [dx, dw] = tf.grads((a: tf.Tensor, f: tf.Tensor) => conv(a, f))([x, w], dy);
+      return [y, dx, dw];
+    },
+  };
+}
+
+/** A (batched, transposed) matmul and both gradients of sum(c · dc). */
+function matmulCase(batch: number[], m: number, k: number, n: number, ta: boolean, tb: boolean): Case {
+  const aShape = [...batch, ...(ta ? [k, m] : [m, k])],
+    bShape = [...batch, ...(tb ? [n, k] : [k, n])];
+  const mm = (a: tf.Tensor, b: tf.Tensor) => tf.matMul(a, b, ta, tb);
+  return {
+    name: `matMul a[${aShape}] b[${bShape}] tA=${ta} tB=${tb}`,
+    shapes: [aShape, bShape, [...batch, m, n]],
+    terms: [k, n, m],
+    run: (a, b, dc) => [mm(a, b), ...tf.grads(mm)([a, b], dc)],
+  };
+}
+
+function registerTests(addon: NativeAddon) {
+  t.test('every bf16 kernel is within bf16 rounding of float32, and really ran in bf16', t => {
+    const cases = [
+      convCase(4, 16, 8, 3, 16, 1, false),
+      convCase(3, 15, 5, 5, 7, 2, false),
+      convCase(2, 9, 64, 1, 32, 1, false),
+      convCase(4, 12, 8, 3, 8, 1, true),
+      convCase(2, 11, 6, 3, 12, 2, true),
+      matmulCase([], 32, 300, 64, false, false),
+      matmulCase([], 17, 40, 9, true, false),
+      matmulCase([3], 8, 50, 12, false, true),
+      matmulCase([2], 10, 20, 30, true, true),
+    ];
+    cases.forEach((c, i) => {
+      const { worst, differs } = checkCase(addon, c, 100 + i);
+      t.ok(worst <= 1, `${c.name}: worst error ${worst.toFixed(3)} of the bound`);
+      t.ok(differs, `${c.name}: bf16 results differ from float32 (the inputs were rounded)`);
+    });
+    const bf16Kernels = Object.entries(addon.implementations()).filter(([key]) => key.includes(':bf16|'));
+    t.ok(bf16Kernels.length >= cases.length, `${bf16Kernels.length} bf16 primitives were created`);
+    for (const [key, impl] of bf16Kernels) t.notMatch(impl, /^f32 fallback/, `${key} ran in bf16 on ${impl}`);
+    t.end();
+  });
+
+  t.test('float32 is the same bits before and after bf16 ran (separate primitives per precision)', t => {
+    const c = convCase(2, 8, 4, 3, 8, 1, false);
+    const inputs = c.shapes.map(s => Float32Array.from(randomInput(prng(7), s).values));
+    const before = values(addon, 'fp32', inputs, c);
+    values(addon, 'bf16', inputs, c);
+    const after = values(addon, 'fp32', inputs, c);
+    before.forEach((v, i) => t.same(after[i], v, `output ${i}`));
+    t.equal(addon.getPrecision(), 'fp32');
+    t.throws(() => addon.setPrecision('fp16' as 'bf16'), /precision must be 'fp32' or 'bf16'/);
+    t.end();
+  });
+}
