@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- scaling|kernels|overlap|profile|profile-clock|classifier|faults|soak|models|hosts|hosts-repeat
+ * `npm run bench -- scaling|kernels|precision|precision-accuracy|overlap|profile|profile-clock|classifier|faults|soak|models|hosts|hosts-repeat
  * A.json B.json|hosts-timelines|hosts-allreduce|hosts-line-rate|comm-hooks|half-passes|chunk-size|shm-vs-loopback|gpu
  * [--gpus 1,2] [--image-size S] [--steps N] [--runs N] [--busy N] [--classes 1000,10000] [--models a,b] [--stock-steps
  * N] [--batch N] [--links none,1gbps,…] [--rates 10gbit,1gbit,100mbit] [--out DIR]`
@@ -25,6 +25,8 @@ import { runHalfPassesBench } from './half-passes.js';
 import { runShmVsLoopbackBench } from './shm-vs-loopback.js';
 import { runHostsLineRateBench, DEFAULT_LINE_RATE_METHODS } from './hosts-line-rate.js';
 import type { LineRateMethod } from './hosts-line-rate-host.js';
+import { runPrecisionBench } from './precision.js';
+import { runPrecisionAccuracy } from './precision-accuracy.js';
 import { runGpuBench, GPU_BENCH_DEFAULTS, GPU_BENCH_MODELS, GPU_BENCH_QUICK } from './gpu.js';
 
 const { positionals, values } = parseArgs({
@@ -117,6 +119,17 @@ switch (name) {
       floats: Number(values.floats ?? 586_000),
       out: values.out ?? 'bench/results',
     });
+    break;
+  case 'precision':
+    await runPrecisionBench({
+      models: (values.models ?? 'alexnet-mini,resnet-mini,mnist-node').split(','),
+      steps: Number(values.steps ?? 60),
+      perDeviceBatch: Number(values.batch ?? 32),
+      out: values.out ?? 'bench/results',
+    });
+    break;
+  case 'precision-accuracy':
+    await runPrecisionAccuracy({ out: values.out ?? 'bench/results', quick: values.quick ?? false });
     break;
   case 'models':
     await runModelsBench({

@@ -14,7 +14,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 /** The builtin models that have a PyTorch twin in bench/torch/. */
-export const TORCH_MODELS = ['alexnet-mini', 'alexnet', 'resnet-mini', 'mobilenet-mini'] as const;
+export const TORCH_MODELS = ['alexnet-mini', 'alexnet', 'resnet-mini', 'mobilenet-mini', 'mnist-node'] as const;
 export type TorchModel = (typeof TORCH_MODELS)[number];
 
 export interface TorchStepResult {
@@ -53,6 +53,10 @@ export interface TorchReferenceOptions {
   procs?: number;
   /** The child is killed after this long (default 300 s). */
   timeoutMs?: number;
+  /** single only: 'bf16' runs forward and loss under torch.autocast('cpu', dtype=torch.bfloat16). */
+  precision?: 'fp32' | 'bf16';
+  /** single only: model and inputs in channels_last. */
+  channelsLast?: boolean;
 }
 
 const DEFAULT_TIMEOUT_MS = 300_000;
@@ -177,6 +181,8 @@ export function runTorchReference(python: string, options: TorchReferenceOptions
   ];
   if (options.warmup !== undefined) args.push('--warmup', String(options.warmup));
   if (options.threads !== undefined) args.push('--threads', String(options.threads));
+  if (options.precision !== undefined) args.push('--precision', options.precision);
+  if (options.channelsLast) args.push('--channels-last');
   if (options.mode === 'ddp') {
     if (options.procs !== undefined) args.push('--procs', String(options.procs));
     if (options.batchNorm !== undefined) args.push('--batch-norm', options.batchNorm);

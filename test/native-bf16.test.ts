@@ -48,7 +48,12 @@ function checkCase(addon: NativeAddon, c: Case, seed: number): { worst: number; 
   const inputs = c.shapes.map(s => Float32Array.from(randomInput(rand, s).values));
   const fp32 = values(addon, 'fp32', inputs, c);
   const bf16 = values(addon, 'bf16', inputs, c);
-  const sums = values(addon, 'fp32', inputs.map(v => v.map(Math.abs)), c);
+  const sums = values(
+    addon,
+    'fp32',
+    inputs.map(v => v.map(Math.abs)),
+    c,
+  );
   let worst = 0,
     differs = false;
   fp32.forEach((ref, o) => {

@@ -78,6 +78,33 @@ const alexnetMini: ModelFactory = (tf, { inputShape, classes, seed }) => {
   });
 };
 
+/**
+ * tfjs-examples' mnist-node network: two conv3x3 (32) + relu, maxpool, two conv3x3 (64) + relu, maxpool (all
+ * 'valid'), dropout 0.25, FC 512 + relu, dropout 0.5, the classifier (logits: tandem's loss applies the softmax).
+ */
+const mnistNode: ModelFactory = (tf, { inputShape, classes, seed }) => {
+  const init = seeded(tf, seed);
+  const conv = (filters: number, first = false) =>
+    tf.layers.conv2d({
+      ...(first ? { inputShape } : {}),
+      filters,
+      kernelSize: 3,
+      activation: 'relu',
+      kernelInitializer: init(),
+    });
+  const pool = () => tf.layers.maxPooling2d({ poolSize: 2, strides: 2 });
+  return tf.sequential({
+    name: 'mnist_node',
+    layers: [
+      ...[conv(32, true), conv(32), pool(), conv(64), conv(64), pool(), tf.layers.flatten()],
+      tf.layers.dropout({ rate: 0.25, seed }),
+      tf.layers.dense({ units: 512, activation: 'relu', kernelInitializer: init() }),
+      tf.layers.dropout({ rate: 0.5, seed: seed + 1 }),
+      tf.layers.dense({ units: classes, kernelInitializer: init(), name: 'logits' }),
+    ],
+  });
+};
+
 /** The real AlexNet shapes (one tower): 227x227x3 input, ~61M parameters at 1000 classes. */
 const alexnet: ModelFactory = (tf, { inputShape, classes, seed }) => {
   const init = seeded(tf, seed);
@@ -233,6 +260,12 @@ export const BUILTIN_MODELS: Readonly<Record<string, BuiltinModel>> = {
     minImageSize: 8,
     preferredInputShape: [32, 32, 3],
     description: 'AlexNet-like for CPUs: 3 conv blocks, FC 512',
+  },
+  'mnist-node': {
+    factory: mnistNode,
+    minImageSize: 12,
+    preferredInputShape: [28, 28, 1],
+    description: "tfjs-examples' mnist-node: 4 conv, 2 maxpool, dropout, FC 512",
   },
   alexnet: {
     factory: alexnet,

@@ -32,8 +32,11 @@ export interface NativeBackendOptions {
   precision?: Precision;
 }
 
-/** How often each native kernel ran natively and how often it fell back to the stock kernel, on this thread. */
-export type NativeKernelCounts = Record<string, { native: number; fallback: number }>;
+/**
+ * How often each native kernel ran natively and how often it fell back to the stock kernel, on this thread, and the
+ * milliseconds spent in it (native runs and fallbacks together: a bench's split of a step into kernels and the rest).
+ */
+export type NativeKernelCounts = Record<string, { native: number; fallback: number; ms: number }>;
 
 const counts: NativeKernelCounts = {};
 const registeredOn = new WeakSet<object>();
@@ -145,11 +148,13 @@ export function registerNativeBackend(tf: Tf, options: NativeBackendOptions = {}
 }
 
 function withFallback(native: NativeKernel, stock: KernelFunc | undefined): KernelFunc {
-  const count = (counts[native.kernelName] ??= { native: 0, fallback: 0 });
+  const count = (counts[native.kernelName] ??= { native: 0, fallback: 0, ms: 0 });
   return (args => {
+    const start = performance.now();
     const out = native.run(args as unknown as NativeKernelArgs);
     if (out) {
       count.native++;
+      count.ms += performance.now() - start;
       return out;
     }
     count.fallback++;
@@ -158,7 +163,9 @@ function withFallback(native: NativeKernel, stock: KernelFunc | undefined): Kern
         'BACKEND_UNAVAILABLE',
         `native kernel ${native.kernelName} cannot run these inputs and has no stock kernel`,
       );
-    return stock(args);
+    const result = stock(args);
+    count.ms += performance.now() - start;
+    return result;
   }) as KernelFunc;
 }
 

