@@ -6,6 +6,7 @@
 import * as tf from '@tensorflow/tfjs';
 import type { NativeAddon } from '../src/engine/native/native-addon.js';
 import { nativeKernelCounts } from '../src/engine/native/native-backend.js';
+import { getEngine } from '../src/engine/engine-registry.js';
 
 /** GFLOP/s of a 512×512×512 matmul through the addon, float32 and bf16, one thread (best of 5 runs of 10). */
 export function matmulPeak(addon: NativeAddon): { fp32: number; bf16: number } {
@@ -55,25 +56,25 @@ function kernelMs(): number {
   return Object.values(nativeKernelCounts()).reduce((s, c) => s + c.ms, 0);
 }
 
-/** One device's training step (sgd, softmax cross-entropy) on this thread: the mean of 10 after 3 untimed. */
+/**
+ * One device's forward and backward (softmax cross-entropy; the model fused as the native engine trains it) on this
+ * thread: the mean of 10 after 3 untimed.
+ */
 export function stepSplit(
   addon: NativeAddon,
   model: tf.LayersModel,
   batch: number,
   precision: 'fp32' | 'bf16',
 ): StepSplit {
+  getEngine('native').prepareModel?.(tf, model, { nativeFusion: true }); // as a device trains it
   const known = new Set(Object.keys(addon.implementations()));
   addon.setPrecision(precision);
   const inputShape = (model.inputs[0].shape as number[]).slice(1);
   const x = tf.randomUniform([batch, ...inputShape]);
   const y = tf.oneHot(tf.randomUniform([batch], 0, 10, 'int32'), 10);
-  const opt = tf.train.sgd(0.001);
-  const step = () =>
-    tf.tidy(() => {
-      opt.minimize(
-        () => tf.losses.softmaxCrossEntropy(y, model.apply(x, { training: true }) as tf.Tensor) as tf.Scalar,
-      );
-    });
+  // forward and backward as a device's compute thread runs them (its update runs on the comm thread)
+  const loss = () => tf.losses.softmaxCrossEntropy(y, model.apply(x, { training: true }) as tf.Tensor) as tf.Scalar;
+  const step = () => tf.tidy(() => tf.dispose(tf.variableGrads(loss).grads));
   for (let i = 0; i < 3; i++) step();
   const k0 = kernelMs(),
     t0 = performance.now();
@@ -83,7 +84,6 @@ export function stepSplit(
     kMs = (kernelMs() - k0) / steps;
   addon.setPrecision('fp32');
   tf.dispose([x, y]);
-  opt.dispose();
   const created = Object.entries(addon.implementations()).filter(([key]) => !known.has(key) && key.includes(':bf16|'));
   return { stepMs, kernelMs: kMs, implementations: Object.fromEntries(created) };
 }

@@ -60,6 +60,8 @@ export { TandemError } from './errors.js';
 export type { TandemErrorCode, SerializedError } from './errors.js';
 export { BACKENDS } from './engine/backend.js';
 export type { BackendName } from './engine/backend.js';
+export { PRECISIONS } from './engine/engine-options.js';
+export type { Precision } from './engine/engine-options.js';
 export { BUILTIN_MODELS } from './model/builtin-models.js';
 export type { ModelFactory, ModelOptions } from './model/builtin-models.js';
 export type { Dataset, DatasetFactory, DatasetOptions } from './data/dataset.js';
