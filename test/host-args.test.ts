@@ -269,3 +269,44 @@ t.test(
     });
   },
 );
+
+t.test('torchrun / PyTorchJob and Kubernetes Indexed Job variables, with the same precedence', async t => {
+  const torchrun = { RANK: '1', WORLD_SIZE: '2', MASTER_ADDR: '10.0.0.1', MASTER_PORT: '29500' };
+  t.same(hostFieldsFromEnv({}, torchrun), { hosts: 2, hostRank: 1, rendezvous: '10.0.0.1:29500' });
+  t.same(hostFieldsFromEnv({}, { ...torchrun, MASTER_ADDR: 'fd00::1' }).rendezvous, '[fd00::1]:29500', 'IPv6');
+  t.same(
+    hostFieldsFromEnv({ hostRank: 0, rendezvous: 'h:1' }, torchrun),
+    { hostRank: 0, rendezvous: 'h:1', hosts: 2 },
+    'flags win',
+  );
+  t.same(
+    hostFieldsFromEnv({}, { ...torchrun, TANDEM_HOSTS: '4', TANDEM_HOST_RANK: '3', TANDEM_RENDEZVOUS: 'h0:7' }),
+    { hosts: 4, hostRank: 3, rendezvous: 'h0:7' },
+    "tandem's own variables win over torchrun's",
+  );
+  t.same(
+    hostFieldsFromEnv({}, { ...torchrun, SLURM_PROCID: '0', SLURM_NTASKS: '8' }),
+    { hosts: 8, hostRank: 0, rendezvous: '10.0.0.1:29500' },
+    "Slurm's pair before torchrun's, never mixed",
+  );
+  t.same(
+    hostFieldsFromEnv({}, { JOB_COMPLETION_INDEX: '3', TANDEM_HOSTS: '4', TANDEM_RENDEZVOUS: 'job-0.svc:29500' }),
+    { hosts: 4, hostRank: 3, rendezvous: 'job-0.svc:29500' },
+    "an Indexed Job's index is the rank; the size comes from TANDEM_HOSTS",
+  );
+  t.same(
+    hostFieldsFromEnv({}, { JOB_COMPLETION_INDEX: '3', RANK: '1', WORLD_SIZE: '2' }),
+    { hosts: 2, hostRank: 1 },
+    "a launcher's rank wins over the index",
+  );
+  t.throws(() => hostFieldsFromEnv({}, { JOB_COMPLETION_INDEX: 'a' }), { message: /JOB_COMPLETION_INDEX/ });
+  t.throws(() => hostFieldsFromEnv({}, { RANK: '1', WORLD_SIZE: '2.0' }), { message: /WORLD_SIZE.*'2\.0'/ });
+  t.throws(() => hostFieldsFromEnv({}, { MASTER_ADDR: '10.0.0.1' }), {
+    code: 'BAD_CONFIG',
+    message: /MASTER_ADDR is set but MASTER_PORT is not/,
+  });
+  t.throws(() => hostFieldsFromEnv({}, { ...torchrun, LOCAL_RANK: '2', LOCAL_WORLD_SIZE: '2' }), {
+    message: /LOCAL_RANK is 2, not below LOCAL_WORLD_SIZE 2/,
+  });
+  t.same(hostFieldsFromEnv({}, { ...torchrun, LOCAL_RANK: '0', LOCAL_WORLD_SIZE: '1' }).hostRank, 1);
+});

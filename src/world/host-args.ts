@@ -1,10 +1,12 @@
 /**
  * Which host this process is, from the command line's environment, for the
  * fields the user did not give: tandem's own variables (TANDEM_HOSTS,
- * TANDEM_HOST_RANK, TANDEM_RENDEZVOUS), then those mpirun (Open MPI) or
- * Slurm's srun set for every task. No MPI library is involved: only the
- * numbers are read. The library API reads no environment: its callers give
- * `hosts`, `hostRank` and `rendezvous` themselves.
+ * TANDEM_HOST_RANK, TANDEM_RENDEZVOUS), then those mpirun (Open MPI),
+ * Slurm's srun, or torchrun and Kubeflow's PyTorchJob (RANK, WORLD_SIZE,
+ * MASTER_ADDR, MASTER_PORT) set for every task; a Kubernetes Indexed Job's
+ * JOB_COMPLETION_INDEX gives the rank alone. No MPI library is involved:
+ * only the numbers are read. The library API reads no environment: its
+ * callers give `hosts`, `hostRank` and `rendezvous` themselves.
  */
 import { TandemError } from '../errors.js';
 import { decimalCount } from '../decimal-count.js';
@@ -22,21 +24,66 @@ const LAUNCHER_VARIABLES = [
   { launcher: 'TANDEM', rank: 'TANDEM_HOST_RANK', size: 'TANDEM_HOSTS' },
   { launcher: 'mpirun (Open MPI)', rank: 'OMPI_COMM_WORLD_RANK', size: 'OMPI_COMM_WORLD_SIZE' },
   { launcher: 'Slurm', rank: 'SLURM_PROCID', size: 'SLURM_NTASKS' },
+  { launcher: 'torchrun / PyTorchJob', rank: 'RANK', size: 'WORLD_SIZE' },
 ] as const;
+
+/** A Kubernetes Indexed Job's pod index: a rank without a size (the size comes from --hosts or TANDEM_HOSTS). */
+export const INDEXED_JOB_RANK = 'JOB_COMPLETION_INDEX';
 
 /** `given` completed from `env`: a field already given wins; a launcher's rank and size are taken together. */
 export function hostFieldsFromEnv(given: HostFields, env: Env): HostFields {
   const out: HostFields = { ...given };
-  if (out.rendezvous === undefined && env.TANDEM_RENDEZVOUS) out.rendezvous = env.TANDEM_RENDEZVOUS;
-  for (const v of LAUNCHER_VARIABLES) {
-    const size = env[v.size];
-    const rank = env[v.rank];
-    if (size === undefined && rank === undefined) continue;
-    if (out.hosts === undefined && size !== undefined) out.hosts = integerFrom(v.size, size);
-    if (out.hostRank === undefined && rank !== undefined) out.hostRank = integerFrom(v.rank, rank);
-    break; // one launcher's pair only: never a rank from one and a size from another
+  if (out.rendezvous === undefined) out.rendezvous = rendezvousFromEnv(env);
+  const pair = LAUNCHER_VARIABLES.find(v => env[v.size] !== undefined || env[v.rank] !== undefined);
+  if (pair) {
+    // one launcher's pair only: never a rank from one and a size from another
+    const size = env[pair.size],
+      rank = env[pair.rank];
+    if (out.hosts === undefined && size !== undefined) out.hosts = integerFrom(pair.size, size);
+    if (out.hostRank === undefined && rank !== undefined) out.hostRank = integerFrom(pair.rank, rank);
   }
+  checkLocalRank(env);
+  const index = env[INDEXED_JOB_RANK];
+  if (out.hostRank === undefined && index !== undefined && (pair === undefined || env[pair.rank] === undefined))
+    out.hostRank = integerFrom(INDEXED_JOB_RANK, index);
   return out;
+}
+
+/**
+ * torchrun's LOCAL_RANK and LOCAL_WORLD_SIZE: checked (decimal, rank < size) but not used. A tandem process trains all
+ * of its machine's `--devices`, so the efficient shape is one process per machine (`--nproc-per-node 1`); several
+ * processes per machine are several hosts of the world, each its own RANK.
+ */
+function checkLocalRank(env: Env): void {
+  const rank = env.LOCAL_RANK,
+    size = env.LOCAL_WORLD_SIZE;
+  const r = rank === undefined ? undefined : integerFrom('LOCAL_RANK', rank);
+  const s = size === undefined ? undefined : integerFrom('LOCAL_WORLD_SIZE', size);
+  if (r !== undefined && s !== undefined && r >= s)
+    throw new TandemError(
+      'BAD_CONFIG',
+      `environment variable LOCAL_RANK is ${r}, not below LOCAL_WORLD_SIZE ${s}: the launcher's variables disagree`,
+    );
+}
+
+/**
+ * TANDEM_RENDEZVOUS, else torchrun's MASTER_ADDR and MASTER_PORT (both, or neither: one alone is refused, naming the
+ * other).
+ */
+function rendezvousFromEnv(env: Env): string | undefined {
+  if (env.TANDEM_RENDEZVOUS) return env.TANDEM_RENDEZVOUS;
+  const addr = env.MASTER_ADDR,
+    port = env.MASTER_PORT;
+  if (!addr && !port) return undefined;
+  if (!addr || !port) {
+    const [has, lacks] = addr ? ['MASTER_ADDR', 'MASTER_PORT'] : ['MASTER_PORT', 'MASTER_ADDR'];
+    throw new TandemError(
+      'BAD_CONFIG',
+      `environment variable ${has} is set but ${lacks} is not: set both (host 0's address and a free port), or ` +
+        'give --rendezvous HOST:PORT, which wins over the environment',
+    );
+  }
+  return addr.includes(':') && !addr.startsWith('[') ? `[${addr}]:${port}` : `${addr}:${port}`;
 }
 
 /**
