@@ -15,14 +15,15 @@ import { fileURLToPath } from 'node:url';
 import { glooAddonOrSkip } from './fixtures/gloo-addon-or-skip.js';
 import { killAllTandems, tandem } from './fixtures/tandem-lines.js';
 import { ATTEMPTS, type StrangerResult } from './fixtures/store-stranger.js';
+import { smallRunArgs } from './fixtures/small-run.js';
 import { makeHostPair, namespaceSupport, type HostPair } from '../bench/network-namespaces.js';
 
 const STRANGER = fileURLToPath(new URL('./fixtures/store-stranger.js', import.meta.url));
 const PORT = 29517;
 const TRAIN = [
-  ...['train', '--hosts', '2', '--devices', '1', '--model', 'mlp', '--data', 'synthetic-images'],
-  ...['--image-size', '8x8x1', '--classes', '4', '--dataset-size', '64', '--batch', '8', '--seed', '3'],
-  ...['--steps', '4', '--strategy', 'sequential', '--transport', 'gloo'],
+  ...['train', '--hosts', '2', '--devices', '1'],
+  ...smallRunArgs({ seed: 3, steps: 4, strategy: 'sequential' }),
+  ...['--transport', 'gloo'],
 ];
 
 t.teardown(killAllTandems);

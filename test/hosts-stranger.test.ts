@@ -16,6 +16,7 @@ import { killAllTandems, tandem } from './fixtures/tandem-lines.js';
 import { freePort } from '../src/world/launch.js';
 import { addressTowards } from '../src/world/rendezvous.js';
 import { strangerAttempts, type StrangerResult } from './fixtures/store-stranger.js';
+import { smallRunArgs } from './fixtures/small-run.js';
 
 const TRAIN = [
   'train',
@@ -23,24 +24,7 @@ const TRAIN = [
   '2',
   '--devices',
   '1',
-  '--model',
-  'mlp',
-  '--data',
-  'synthetic-images',
-  '--image-size',
-  '8x8x1',
-  '--classes',
-  '4',
-  '--dataset-size',
-  '64',
-  '--batch',
-  '8',
-  '--seed',
-  '3',
-  '--steps',
-  '4',
-  '--strategy',
-  'sequential',
+  ...smallRunArgs({ seed: 3, steps: 4, strategy: 'sequential' }),
   '--transport',
   'gloo',
 ];

@@ -15,18 +15,10 @@ import { train, type TrainConfig } from '../src/index.js';
 import { LOCK_FILE } from '../src/output/run-lock.js';
 import { kernelFlock } from '../src/output/kernel-lock.js';
 import { traceLockFile } from '../src/output/claim-outputs.js';
+import { SMALL_RUN } from './fixtures/small-run.js';
 
 const holder = fileURLToPath(new URL('./fixtures/hold-outputs.js', import.meta.url));
-const tiny: TrainConfig = {
-  model: 'mlp',
-  data: 'synthetic-images',
-  imageSize: [6, 6, 1],
-  datasetSize: 64,
-  batch: 8,
-  steps: 3,
-  devices: 2,
-  backend: 'cpu',
-};
+const tiny: TrainConfig = { ...SMALL_RUN, steps: 3 };
 
 function tmp(t: Test): string {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'tandem-places-'));
