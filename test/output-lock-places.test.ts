@@ -16,6 +16,7 @@ import { LOCK_FILE } from '../src/output/run-lock.js';
 import { kernelFlock } from '../src/output/kernel-lock.js';
 import { traceLockFile } from '../src/output/claim-outputs.js';
 import { SMALL_RUN } from './fixtures/small-run.js';
+import { checkpointPath } from '../src/checkpoint/checkpoint-file.js';
 
 const holder = fileURLToPath(new URL('./fixtures/hold-outputs.js', import.meta.url));
 const tiny: TrainConfig = { ...SMALL_RUN, steps: 3 };
@@ -80,6 +81,21 @@ t.test('an --out symlink repointed at the first step: the results land in the di
   );
   t.equal(summary.config.out, link, 'the summary names --out as given');
   t.equal(summary.modelPath, path.join(mine, 'model.json'), 'and the model where it was written');
+});
+
+t.test('resuming through the same --out symlink is continuing the run: no warning of an earlier run', async t => {
+  const dir = tmp(t);
+  const [mine, link] = ['mine', 'out'].map(n => path.join(dir, n));
+  mkdirSync(mine);
+  symlinkSync(mine, link);
+  await train({ ...tiny, steps: 2, out: link, checkpointEvery: 1 });
+  const warnings: string[] = [];
+  await train(
+    { ...tiny, steps: 3, out: link, resume: link, checkpointEvery: 1 },
+    { onEvent: e => void (e.type === 'warning' && warnings.push(e.message)) },
+  );
+  t.ok(existsSync(checkpointPath(mine, 3)), 'the resumed run checkpointed its step 3 in the directory locked');
+  t.same(warnings, [], 'no warning');
 });
 
 t.test('the locked --out moved away mid-run: refused naming it, nothing written in its place', async t => {
