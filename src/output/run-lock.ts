@@ -119,7 +119,7 @@ function thisProcess(): LockOwner {
   };
 }
 
-export function lockedBy(file: string, place: Pick<LockPlace, 'label' | 'fix'>, other: LockOwner): TandemError {
+function lockedBy(file: string, place: Pick<LockPlace, 'label' | 'fix'>, other: LockOwner): TandemError {
   return new TandemError(
     'RUN_LOCKED',
     `${place.label} is in use by another tandem run: PID ${other.pid} on ${other.host}, started ${other.started} ` +
