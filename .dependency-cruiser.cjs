@@ -9,7 +9,8 @@
  * higher one (`import type` counts: a type is a design dependency):
  *   base            the root helpers (errors, named-registry, addon-load, source-path, decimal-count, json-place,
  *                   config-checks), the option declarations and checks (src/options), src/output's plain file
- *                   helpers (atomic-write, fs-reason, make-directory, run-lock, kernel-lock), the job's plain data
+ *                   helpers (atomic-write, fs-reason, make-directory, run-lock, kernel-lock, locked-places), the
+ *                   job's plain data
  *                   (src/world/topology.ts, peer-wait.ts, job-secret.ts)
  *   kernels         src/engine/native, src/engine/tfjs-types.ts and kernel-attrs.ts, the fp16 codec
  *                   (src/pipeline/hooks/half-float.ts)
@@ -44,7 +45,7 @@ const LAYERS = [
     paths: [
       '^src/(errors|named-registry|addon-load|source-path|decimal-count|json-place|config-checks)\\.ts$',
       '^src/options/(declaration|option-checks)\\.ts$',
-      '^src/output/(atomic-write|fs-reason|make-directory|run-lock|kernel-lock)\\.ts$',
+      '^src/output/(atomic-write|fs-reason|make-directory|run-lock|kernel-lock|locked-places)\\.ts$',
       '^src/world/(topology|peer-wait|job-secret)\\.ts$',
     ],
   },

@@ -12,7 +12,9 @@
  *   '{"method":"tcp","rank":0,"size":2,"addresses":["10.213.9.1","10.213.9.2"],
  *     "port":29600,"bytes":2345000,"repeats":6}'      (one argument)
  *
- * Prints one JSON line: { rank, method, ms: [each timed repeat's ms] } after one untimed repeat. Host 0's main thread
+ * Prints one JSON line: { rank, method, ms: [each timed repeat's ms], setupMs } after one untimed repeat (setupMs,
+ * gloo only: connecting through the rendezvous store, with the job secret's handshakes when TANDEM_JOB_SECRET is set,
+ * to the first barrier's end). Host 0's main thread
  * serves the store (gloo) or listens (tcp); the gloo ranks run on a worker thread (a Gloo call blocks its thread).
  */
 import { createServer, connect, type Socket } from 'node:net';
@@ -42,6 +44,8 @@ export interface LineRateResult {
   rank: number;
   method: LineRateMethod;
   ms: number[];
+  /** Gloo: ms from the start of the rank's thread to the end of its first barrier (store handshakes included). */
+  setupMs?: number;
 }
 
 /** Reads exactly `bytes` bytes from the socket's stream (the 'data' events), then resolves. */
@@ -122,8 +126,9 @@ async function timeTcp(args: LineRateArgs): Promise<number[]> {
   return ms;
 }
 
-/** The timed all-reduces on this (worker) thread. */
+/** The set-up's ms, then the timed all-reduces', on this (worker) thread. */
 function timeGloo(args: LineRateArgs): number[] {
+  const start = performance.now();
   const reducer = loadNativeAddon().loaded ? nativeArithmetic() : JS_ARITHMETIC;
   const floats = Math.round(args.bytes / 4);
   const buf = new Float32Array(floats).fill(args.rank + 1);
@@ -141,6 +146,7 @@ function timeGloo(args: LineRateArgs): number[] {
     });
     ctx.connect();
     ctx.barrier();
+    ms.push(performance.now() - start);
     for (let i = 0; i <= args.repeats; i++) {
       const t0 = performance.now();
       ctx.allReduce(buf, 'sum');
@@ -165,6 +171,7 @@ function timeGloo(args: LineRateArgs): number[] {
   );
   try {
     c.blocking.barrier();
+    ms.push(performance.now() - start);
     for (let i = 0; i <= args.repeats; i++) {
       buf.fill(args.rank + 1);
       const t0 = performance.now();
@@ -186,7 +193,8 @@ async function main(args: LineRateArgs): Promise<LineRateResult> {
   if (args.method === 'tcp' || args.method === 'tcp-oneway')
     return { rank: args.rank, method: args.method, ms: await timeTcp(args) };
   const store = args.rank === 0 ? { host: args.addresses[0], port: args.port, clients: args.size } : undefined;
-  return { rank: args.rank, method: args.method, ms: await timeOnWorker(new URL(import.meta.url), args, store) };
+  const [setupMs, ...ms] = await timeOnWorker(new URL(import.meta.url), args, store);
+  return { rank: args.rank, method: args.method, ms, setupMs };
 }
 
 if (isMainThread) console.log(JSON.stringify(await main(JSON.parse(process.argv[2] ?? '{}') as LineRateArgs)));

@@ -7,6 +7,11 @@
  * (the median of the slower host's); the methods take turns run by run, and the median of the runs is reported
  * with their spread (the machine is shared: other processes' load shows as noise). Loopback: both processes here
  * on 127.0.0.1, no namespace.
+ *
+ * The job secret (docs/guide/security.md): each gloo method runs `with` and `without` it (TANDEM_JOB_SECRET set or
+ * empty in both processes), the two taking turns with the other methods run by run; the table and JSON give both and
+ * their ratio, for the all-reduces and for the set-up (connecting through the store, where the secret's handshakes
+ * and HMACs are: Gloo's pairs themselves are not authenticated, so the all-reduces should not differ).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -30,8 +35,16 @@ export interface HostsLineRateOptions {
   /** Process runs per method (their medians' median is reported). */
   runs: number;
   chunkFloats?: number;
+  /** The gloo methods' runs with the job secret, without it, or both (default both); plain TCP has none. */
+  secret?: SecretMode[];
   out: string;
 }
+
+export type SecretMode = 'with' | 'without';
+/** A method and whether its processes hold a job secret ('none': plain TCP, which has no store). */
+type Variant = { method: LineRateMethod; secret: SecretMode | 'none' };
+
+const SECRET = 'hosts-line-rate bench secret, 32 bytes or more';
 
 export const DEFAULT_LINE_RATE_METHODS: LineRateMethod[] = [
   'tcp',
@@ -45,10 +58,23 @@ interface Row {
   rate: LineRateLink;
   megabytes: number;
   method: LineRateMethod;
+  secret: Variant['secret'];
   runsMs: number[];
   medianMs: number;
   minMs: number;
   maxMs: number;
+  /** Gloo: the median over runs of the slower host's set-up ms. */
+  setupMedianMs?: number;
+  /** A row `with` the secret: its median / the same method's `without` (all-reduce; set-up). */
+  withOverWithout?: number;
+  setupWithOverWithout?: number;
+}
+
+function variantsOf(opts: HostsLineRateOptions): Variant[] {
+  const modes = opts.secret ?? ['without', 'with'];
+  return opts.methods.flatMap((method): Variant[] =>
+    method.startsWith('tcp') ? [{ method, secret: 'none' }] : modes.map(secret => ({ method, secret })),
+  );
 }
 
 const median = (xs: number[]): number => {
@@ -59,13 +85,13 @@ const median = (xs: number[]): number => {
 
 let port = 29700;
 
-/** One process per host running `method`; the median over repeats of the slower host's ms. */
+/** One process per host running `method`; the median over repeats of the slower host's ms, and its set-up ms. */
 async function once(
   net: HostPair | undefined,
-  method: LineRateMethod,
+  { method, secret }: Variant,
   bytes: number,
   opts: HostsLineRateOptions,
-): Promise<number> {
+): Promise<{ ms: number; setupMs?: number }> {
   const p = port++;
   const addresses = net ? [...net.addresses] : ['127.0.0.1', '127.0.0.1'];
   const command = (rank: 0 | 1) => ({
@@ -83,6 +109,7 @@ async function once(
         ...(opts.chunkFloats ? { chunkFloats: opts.chunkFloats } : {}),
       } satisfies LineRateArgs),
     ],
+    env: { TANDEM_JOB_SECRET: secret === 'with' ? SECRET : '' },
   });
   const label = `line rate ${method}`;
   const outs = net
@@ -90,7 +117,8 @@ async function once(
     : await Promise.all([runHere(command(0), 600_000, label), runHere(command(1), 600_000, label)]);
   const results = outs.map(o => jsonLines(o)[0] as unknown as LineRateResult);
   const perRepeat = results[0].ms.map((_, i) => Math.max(...results.map(r => r.ms[i])));
-  return median(perRepeat);
+  const setups = results.map(r => r.setupMs).filter((x): x is number => x !== undefined);
+  return { ms: median(perRepeat), ...(setups.length > 0 ? { setupMs: Math.max(...setups) } : {}) };
 }
 
 function lineRateMs(rate: LineRateLink, bytes: number): number {
@@ -116,26 +144,7 @@ export async function runHostsLineRateBench(opts: HostsLineRateOptions): Promise
     for (const rate of opts.rates) {
       if (rate !== 'loopback') net.shape(rate);
       for (const megabytes of opts.megabytes) {
-        const bytes = Math.round((megabytes * 1e6) / 4) * 4;
-        // the methods take turns run by run, so that the machine's load drifting over time falls on all of them
-        const runsMs = opts.methods.map((): number[] => []);
-        for (let r = 0; r < opts.runs; r++) {
-          for (const [m, method] of opts.methods.entries())
-            runsMs[m].push(await once(rate === 'loopback' ? undefined : net, method, bytes, opts));
-        }
-        for (const [m, method] of opts.methods.entries()) {
-          const ms = runsMs[m];
-          rows.push({
-            rate,
-            megabytes,
-            method,
-            runsMs: ms,
-            medianMs: median(ms),
-            minMs: Math.min(...ms),
-            maxMs: Math.max(...ms),
-          });
-          console.error(`${rate} ${megabytes} MB ${method}: ${ms.map(x => x.toFixed(1)).join(' ')} ms`);
-        }
+        rows.push(...(await measure(rate === 'loopback' ? undefined : net, rate, megabytes, opts)));
       }
     }
   } finally {
@@ -144,24 +153,68 @@ export async function runHostsLineRateBench(opts: HostsLineRateOptions): Promise
   print(rows, opts);
 }
 
+/** Every variant at one rate and size, taking turns run by run; one row each. */
+async function measure(
+  net: HostPair | undefined,
+  rate: LineRateLink,
+  megabytes: number,
+  opts: HostsLineRateOptions,
+): Promise<Row[]> {
+  const bytes = Math.round((megabytes * 1e6) / 4) * 4;
+  const variants = variantsOf(opts);
+  // the variants take turns run by run, so that the machine's load drifting over time falls on all of them
+  const runs = variants.map((): { ms: number; setupMs?: number }[] => []);
+  for (let r = 0; r < opts.runs; r++) {
+    for (const [v, variant] of variants.entries()) runs[v].push(await once(net, variant, bytes, opts));
+  }
+  const rows = variants.map(({ method, secret }, v): Row => {
+    const ms = runs[v].map(x => x.ms);
+    const setups = runs[v].map(x => x.setupMs).filter((x): x is number => x !== undefined);
+    const label = secret === 'none' ? '' : ` (${secret} secret)`;
+    console.error(`${rate} ${megabytes} MB ${method}${label}: ${ms.map(x => x.toFixed(1)).join(' ')} ms`);
+    return {
+      rate,
+      megabytes,
+      method,
+      secret,
+      runsMs: ms,
+      medianMs: median(ms),
+      minMs: Math.min(...ms),
+      maxMs: Math.max(...ms),
+      ...(setups.length > 0 ? { setupMedianMs: median(setups) } : {}),
+    };
+  });
+  for (const row of rows) {
+    const without = rows.find(o => o.method === row.method && o.secret === 'without');
+    if (row.secret !== 'with' || !without) continue;
+    row.withOverWithout = row.medianMs / without.medianMs;
+    if (row.setupMedianMs !== undefined && without.setupMedianMs !== undefined)
+      row.setupWithOverWithout = row.setupMedianMs / without.setupMedianMs;
+  }
+  return rows;
+}
+
 function print(rows: Row[], opts: HostsLineRateOptions): void {
   console.log(
     `2 hosts (network namespaces, veth shaped by tc tbf): S bytes each way; medians of ${opts.runs} runs × ` +
       `${opts.repeats} repeats`,
   );
   console.log(
-    '| link | MB | method | median ms | min–max ms | line rate ms | line rate / median | plain TCP / median ' +
-      '|\n|---|---|---|---|---|---|---|---|',
+    '| link | MB | method | secret | median ms | min–max ms | line rate ms | line rate / median | ' +
+      'plain TCP / median | with / without secret | set-up ms | set-up with / without |\n' +
+      '|---|---|---|---|---|---|---|---|---|---|---|---|',
   );
   for (const r of rows) {
     const line = lineRateMs(r.rate, r.megabytes * 1e6);
     const tcp = rows.find(t => t.rate === r.rate && t.megabytes === r.megabytes && t.method === 'tcp');
+    const fixed = (x: number | undefined, digits: number) => (x === undefined ? '–' : x.toFixed(digits));
     console.log(
-      `| ${r.rate} | ${r.megabytes} | ${r.method} | ${r.medianMs.toFixed(1)} | ` +
-        `${r.minMs.toFixed(1)}–${r.maxMs.toFixed(1)} | ` +
+      `| ${r.rate} | ${r.megabytes} | ${r.method} | ${r.secret === 'none' ? '–' : r.secret} | ` +
+        `${r.medianMs.toFixed(1)} | ${r.minMs.toFixed(1)}–${r.maxMs.toFixed(1)} | ` +
         (`${Number.isNaN(line) ? '–' : line.toFixed(1)} | ` +
           `${Number.isNaN(line) ? '–' : (line / r.medianMs).toFixed(2)} | ` +
-          `${tcp ? (tcp.medianMs / r.medianMs).toFixed(2) : '–'} |`),
+          `${tcp ? (tcp.medianMs / r.medianMs).toFixed(2) : '–'} | ${fixed(r.withOverWithout, 3)} | ` +
+          `${fixed(r.setupMedianMs, 1)} | ${fixed(r.setupWithOverWithout, 3)} |`),
     );
   }
   mkdirSync(opts.out, { recursive: true });

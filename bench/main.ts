@@ -2,7 +2,7 @@
  * `npm run bench -- scaling|kernels|precision|precision-accuracy|overlap|profile|profile-clock|classifier|faults|soak|models|hosts|hosts-repeat
  * A.json B.json|hosts-timelines|hosts-allreduce|hosts-line-rate|comm-hooks|half-passes|chunk-size|shm-vs-loopback|gpu
  * [--gpus 1,2] [--image-size S] [--steps N] [--runs N] [--busy N] [--classes 1000,10000] [--models a,b] [--stock-steps
- * N] [--batch N] [--links none,1gbps,…] [--rates 10gbit,1gbit,100mbit] [--out DIR]`
+ * N] [--batch N] [--links none,1gbps,…] [--rates 10gbit,1gbit,100mbit] [--secret with|without|both] [--out DIR]`
  */
 import { parseArgs } from 'node:util';
 import { runScaling } from './scaling.js';
@@ -23,7 +23,7 @@ import { parseHostsOptions } from './hosts-figures.js';
 import { runChunkSizeBench } from './chunk-size.js';
 import { runHalfPassesBench } from './half-passes.js';
 import { runShmVsLoopbackBench } from './shm-vs-loopback.js';
-import { runHostsLineRateBench, DEFAULT_LINE_RATE_METHODS } from './hosts-line-rate.js';
+import { runHostsLineRateBench, DEFAULT_LINE_RATE_METHODS, type SecretMode } from './hosts-line-rate.js';
 import type { LineRateMethod } from './hosts-line-rate-host.js';
 import { runPrecisionBench } from './precision.js';
 import { runPrecisionAccuracy } from './precision-accuracy.js';
@@ -51,6 +51,7 @@ const { positionals, values } = parseArgs({
     repeats: { type: 'string' },
     gpus: { type: 'string' },
     'image-size': { type: 'string' },
+    secret: { type: 'string' },
   },
 });
 const name = positionals[0] ?? 'scaling';
@@ -163,6 +164,8 @@ switch (name) {
       methods: (values.methods?.split(',') as LineRateMethod[] | undefined) ?? DEFAULT_LINE_RATE_METHODS,
       repeats: Number(values.repeats ?? 5),
       runs: Number(values.runs ?? 3),
+      // --secret with|without|both: the gloo methods' runs with the job secret, without it, or both, interleaved
+      secret: values.secret === undefined || values.secret === 'both' ? undefined : [values.secret as SecretMode],
       out: values.out ?? 'bench/results',
     });
     break;

@@ -10,6 +10,8 @@
  *   net.shape('1gbit');
  *   const child = net.spawn(0, process.execPath, ['cli.js', ...]);   // host 0, listening on net.addresses[0]
  *   net.setLink(false);                                            // cut the link
+ *   const s = net.addStranger();              // a third namespace that reaches host 0's address over its own veth
+ *   s.spawn(process.execPath, ['stranger.js', net.addresses[0]]);
  *   net.close();
  */
 import { execFileSync, spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
@@ -32,8 +34,21 @@ export interface HostPair {
   shape(rate: LinkRate): void;
   /** Sets both ends of the link up or down (down: packets stop, sockets stay open: a cut cable). */
   setLink(up: boolean): void;
-  /** Deletes both namespaces (and with them the veth pair). Idempotent. */
+  /**
+   * A third namespace, a stranger to the job: joined to host 0's namespace by a veth pair of its own (another subnet)
+   * with a route to host 0's address, so it reaches host 0's ports as another machine on the network would. Deleted
+   * by `close`.
+   */
+  addStranger(): Stranger;
+  /** Deletes the namespaces (and with them the veth pairs). Idempotent. */
   close(): void;
+}
+
+export interface Stranger {
+  readonly name: string;
+  /** Its address (host 0 sees its connections come from there). */
+  readonly address: string;
+  spawn(command: string, args: string[], options?: SpawnOptions): ChildProcess;
 }
 
 function run(command: string, args: string[]): string {
@@ -88,7 +103,7 @@ function removeOrphans(): void {
     return;
   }
   for (const line of list.split('\n')) {
-    const m = /^(td(\d+)[a-z]h[01])\b/.exec(line);
+    const m = /^(td(\d+)[a-z](?:h[01]|s\d+))\b/.exec(line);
     if (!m || Number(m[2]) === process.pid || existsSync(`/proc/${m[2]}`)) continue;
     try {
       run('ip', ['netns', 'del', m[1]]);
@@ -107,6 +122,7 @@ export function makeHostPair(): HostPair {
   const links = [`tv${tag}0`, `tv${tag}1`] as const;
   const addresses = [`10.213.${subnet}.1`, `10.213.${subnet}.2`] as const;
   let closed = false;
+  const strangers: string[] = [];
   const pair: HostPair = {
     names,
     addresses,
@@ -143,11 +159,12 @@ export function makeHostPair(): HostPair {
     setLink(up) {
       for (const h of [0, 1] as const) run('ip', ['-n', names[h], 'link', 'set', 'dev', links[h], up ? 'up' : 'down']);
     },
+    addStranger: () => addStranger(names[0], addresses[0], `${tag}s${strangers.length}`, subnet, strangers),
     close() {
       if (closed) return;
       closed = true;
       open.delete(pair);
-      for (const name of names) {
+      for (const name of [...strangers, ...names]) {
         try {
           run('ip', ['netns', 'del', name]);
         } catch {
@@ -171,4 +188,28 @@ export function makeHostPair(): HostPair {
     throw err;
   }
   return pair;
+}
+
+/** A stranger's namespace `td<tag>` (listed in `made` first, to be deleted with its pair), joined to `host0`. */
+function addStranger(host0: string, address0: string, tag: string, subnet: number, made: string[]): Stranger {
+  const name = `td${tag}`;
+  const links = [`tv${tag}a`, `tv${tag}b`] as const;
+  const gateway = `10.214.${subnet}.${1 + 4 * made.length}`;
+  const address = `10.214.${subnet}.${2 + 4 * made.length}`;
+  made.push(name);
+  run('ip', ['netns', 'add', name]);
+  run('ip', ['link', 'add', links[0], 'type', 'veth', 'peer', 'name', links[1]]);
+  run('ip', ['link', 'set', links[0], 'netns', host0]);
+  run('ip', ['-n', host0, 'addr', 'add', `${gateway}/30`, 'dev', links[0]]);
+  run('ip', ['-n', host0, 'link', 'set', links[0], 'up']);
+  run('ip', ['link', 'set', links[1], 'netns', name]);
+  run('ip', ['-n', name, 'addr', 'add', `${address}/30`, 'dev', links[1]]);
+  run('ip', ['-n', name, 'link', 'set', 'lo', 'up']);
+  run('ip', ['-n', name, 'link', 'set', links[1], 'up']);
+  run('ip', ['-n', name, 'route', 'add', `${address0}/32`, 'via', gateway]);
+  return {
+    name,
+    address,
+    spawn: (command, args, options = {}) => spawn('ip', ['netns', 'exec', name, command, ...args], options),
+  };
 }

@@ -13,6 +13,7 @@ import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { glooAddonOrSkip } from './fixtures/gloo-addon-or-skip.js';
 import { TIE } from '../src/profiling/auto-candidates.js';
+import { smallRunArgs } from './fixtures/small-run.js';
 
 const CLI = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
 
@@ -50,20 +51,7 @@ if (glooAddonOrSkip()) {
           '2',
           '--devices',
           '1',
-          '--model',
-          'mlp',
-          '--data',
-          'synthetic-images',
-          '--image-size',
-          '8x8x1',
-          '--classes',
-          '4',
-          '--dataset-size',
-          '64',
-          '--batch',
-          '8',
-          '--steps',
-          '3',
+          ...smallRunArgs({ steps: 3 }),
           '--strategy',
           'auto',
           '--comm-hook',

@@ -12,27 +12,10 @@ import { exitedZero, killAllTandems, summaryOf, tandem } from './fixtures/tandem
 import { findGpus } from '../src/world/gpu-inventory.js';
 import { engineNames } from '../src/engine/engine-registry.js';
 import { withFlags } from './fixtures/flag-args.js';
+import { smallRunArgs } from './fixtures/small-run.js';
 
-const TRAIN = [
-  '--model',
-  'mlp',
-  '--data',
-  'synthetic-images',
-  '--image-size',
-  '8x8x1',
-  '--classes',
-  '4',
-  '--dataset-size',
-  '64',
-  '--batch',
-  '8',
-  '--seed',
-  '3',
-  '--strategy',
-  'sequential',
-  '--json',
-  '--verbose',
-]; // --verbose: every GPU process prints its steps
+// --verbose: every GPU process prints its steps
+const TRAIN = [...smallRunArgs({ seed: 3, strategy: 'sequential' }), '--json', '--verbose'];
 
 t.teardown(killAllTandems);
 

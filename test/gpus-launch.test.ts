@@ -18,27 +18,10 @@ import { findGpus, hasMesaDeviceSelect } from '../src/world/gpu-inventory.js';
 import { PINNING_VARIABLES, planGpus } from '../src/world/gpu-pinning.js';
 import { checkpointPath } from '../src/checkpoint/checkpoint-file.js';
 import { loadShmAddon } from '../src/collectives/shm/shm-addon.js';
+import { smallRunArgs } from './fixtures/small-run.js';
 
-const TRAIN = [
-  '--model',
-  'mlp',
-  '--data',
-  'synthetic-images',
-  '--image-size',
-  '8x8x1',
-  '--classes',
-  '4',
-  '--dataset-size',
-  '64',
-  '--batch',
-  '8',
-  '--seed',
-  '3',
-  '--strategy',
-  'sequential',
-  '--json',
-  '--verbose',
-]; // --verbose: every GPU process prints its steps
+// --verbose: every GPU process prints its steps
+const TRAIN = [...smallRunArgs({ seed: 3, strategy: 'sequential' }), '--json', '--verbose'];
 
 t.teardown(killAllTandems);
 

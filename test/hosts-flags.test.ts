@@ -12,26 +12,10 @@ import { glooAddonOrSkip } from './fixtures/gloo-addon-or-skip.js';
 import { resolveConfig } from '../src/config.js';
 import { flagDifferences, hostFlags } from '../src/world/host-flags.js';
 import type { TrainConfig } from '../src/config-types.js';
+import { smallRunArgs } from './fixtures/small-run.js';
 
 const CLI = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
-const BASE = [
-  '--model',
-  'mlp',
-  '--data',
-  'synthetic-images',
-  '--image-size',
-  '8x8x1',
-  '--classes',
-  '4',
-  '--dataset-size',
-  '64',
-  '--batch',
-  '8',
-  '--hosts',
-  '2',
-  '--stall-timeout-ms',
-  '60000',
-];
+const BASE = [...smallRunArgs(), '--hosts', '2', '--stall-timeout-ms', '60000'];
 const COMMON: TrainConfig = {
   model: 'mlp',
   data: 'synthetic-images',

@@ -32,33 +32,14 @@ import {
 import { makeHostPair, namespaceSupport, type HostPair } from '../bench/network-namespaces.js';
 import { checkpointSteps } from '../src/checkpoint/checkpoint-file.js';
 import { withFlags } from './fixtures/flag-args.js';
+import { smallRunArgs } from './fixtures/small-run.js';
 
 /** The watchdog's time; a host waits for a silent peer twice this. */
 const STALL_MS = 3000;
 const PEER_WAIT_MS = 2 * STALL_MS;
 const PORT = 29500;
-const TRAIN = [
-  '--model',
-  'mlp',
-  '--data',
-  'synthetic-images',
-  '--image-size',
-  '8x8x1',
-  '--classes',
-  '4',
-  '--dataset-size',
-  '64',
-  '--batch',
-  '8',
-  '--seed',
-  '3',
-  '--strategy',
-  'sequential',
-  '--optimizer',
-  'adam',
-  '--json',
-  '--verbose',
-]; // --verbose: host 1 prints its steps too
+// --verbose: host 1 prints its steps too
+const TRAIN = [...smallRunArgs({ seed: 3, strategy: 'sequential' }), '--optimizer', 'adam', '--json', '--verbose'];
 /** Steps of the runs that finish (and of the one-process reference). */
 const STEPS = 12;
 const MANY_STEPS = 100000;

@@ -18,29 +18,10 @@ import { glooAddonOrSkip } from './fixtures/gloo-addon-or-skip.js';
 import { freePort } from '../src/world/launch.js';
 import { train, type TrainConfig } from '../src/index.js';
 import { withFault } from './fixtures/fault-plugin.js';
+import { smallRunArgs } from './fixtures/small-run.js';
 
 const CLI = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
-const TRAIN = [
-  '--model',
-  'mlp',
-  '--data',
-  'synthetic-images',
-  '--image-size',
-  '8x8x1',
-  '--classes',
-  '4',
-  '--dataset-size',
-  '64',
-  '--batch',
-  '8',
-  '--seed',
-  '3',
-  '--strategy',
-  'sequential',
-  '--json',
-  '--replica-check-every',
-  '2',
-];
+const TRAIN = [...smallRunArgs({ seed: 3, strategy: 'sequential' }), '--json', '--replica-check-every', '2'];
 
 interface Proc {
   child: ChildProcess;

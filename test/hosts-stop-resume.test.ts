@@ -14,29 +14,10 @@ import { glooAddonOrSkip } from './fixtures/gloo-addon-or-skip.js';
 import { killAllTandems, tandemMerged, type MergedProcess } from './fixtures/tandem-lines.js';
 import { checkpointPath } from '../src/checkpoint/checkpoint-file.js';
 import { freePort } from '../src/world/launch.js';
+import { smallRunArgs } from './fixtures/small-run.js';
 
-const TRAIN = [
-  '--model',
-  'mlp',
-  '--data',
-  'synthetic-images',
-  '--image-size',
-  '8x8x1',
-  '--classes',
-  '4',
-  '--dataset-size',
-  '64',
-  '--batch',
-  '8',
-  '--seed',
-  '3',
-  '--strategy',
-  'sequential',
-  '--optimizer',
-  'adam',
-  '--json',
-  '--verbose',
-]; // --verbose: host 1 prints its steps too
+// --verbose: host 1 prints its steps too
+const TRAIN = [...smallRunArgs({ seed: 3, strategy: 'sequential' }), '--optimizer', 'adam', '--json', '--verbose'];
 const HOSTS = ['--hosts', '2', '--devices', '1'];
 /** Far more steps than the stopped run gets to (it is stopped at its third step). */
 const MANY_STEPS = '2000';

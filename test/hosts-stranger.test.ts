@@ -1,11 +1,11 @@
 // A job of two real host processes on loopback, attacked by a stranger while host 0 waits for host 1 (docs/guide/
-// security.md): without the secret it tries to read the resume key and host 0's flags, to add a stop wish, to set a
-// counter key, to join as host 1 and to send a malformed and an oversize request; with a wrong secret it tries to
-// join. Every attempt is refused and logged on host 0 naming the stranger's address; the job then finishes with the
-// same weights, bit for bit, as the same job undisturbed. A job of several hosts without a secret is refused before
-// it starts (BAD_CONFIG naming TANDEM_JOB_SECRET and --job-secret-file).
+// security.md; the attempts are test/fixtures/store-stranger.ts, also tried from a third network namespace in
+// hosts-stranger-namespaces.test.ts): without the secret it tries to read the resume key and host 0's flags, to add a
+// stop wish, to set a counter key, to join as host 1 and to send a malformed and an oversize request; with a wrong
+// secret it tries to join. Every attempt is refused and logged on host 0 naming the stranger's address; the job then
+// finishes with the same weights, bit for bit, as the same job undisturbed. A job of several hosts without a secret is
+// refused before it starts (BAD_CONFIG naming TANDEM_JOB_SECRET and --job-secret-file).
 import t from 'tap';
-import net from 'node:net';
 import { once } from 'node:events';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -15,8 +15,8 @@ import { glooAddonOrSkip } from './fixtures/gloo-addon-or-skip.js';
 import { killAllTandems, tandem } from './fixtures/tandem-lines.js';
 import { freePort } from '../src/world/launch.js';
 import { addressTowards } from '../src/world/rendezvous.js';
-import { StoreClient } from '../src/collectives/gloo/tcp-store-client.js';
-import { encodeRequest } from '../src/collectives/gloo/store-protocol.js';
+import { strangerAttempts, type StrangerResult } from './fixtures/store-stranger.js';
+import { smallRunArgs } from './fixtures/small-run.js';
 
 const TRAIN = [
   'train',
@@ -24,24 +24,7 @@ const TRAIN = [
   '2',
   '--devices',
   '1',
-  '--model',
-  'mlp',
-  '--data',
-  'synthetic-images',
-  '--image-size',
-  '8x8x1',
-  '--classes',
-  '4',
-  '--dataset-size',
-  '64',
-  '--batch',
-  '8',
-  '--seed',
-  '3',
-  '--steps',
-  '4',
-  '--strategy',
-  'sequential',
+  ...smallRunArgs({ seed: 3, steps: 4, strategy: 'sequential' }),
   '--transport',
   'gloo',
 ];
@@ -49,22 +32,6 @@ const TRAIN = [
 t.teardown(killAllTandems);
 const dir = mkdtempSync(path.join(tmpdir(), 'tandem-stranger-'));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-
-/** Writes `bytes` on a fresh connection to the store and returns what came back before it closed. */
-async function stranger(port: number, bytes: Buffer): Promise<number> {
-  const socket = net.connect({ host: '127.0.0.1', port });
-  await once(socket, 'connect');
-  let got = 0;
-  socket.on('data', (c: Buffer) => (got += c.length));
-  socket.on('error', () => {});
-  const closed = new Promise(resolve => socket.once('close', resolve)); // an 'error' (a reset) comes first at times
-  socket.write(bytes);
-  await closed;
-  return got;
-}
-
-const request = (command: 'GET' | 'SET' | 'ADD', key: string, value = '') =>
-  encodeRequest({ command, timeoutMs: 0, key, value: Buffer.from(value) });
 
 /** Both hosts by hand at a fresh rendezvous; `between` runs once host 0 listens, before host 1 starts. */
 async function job(out: string, between: (port: number) => Promise<void>) {
@@ -82,23 +49,12 @@ if (glooAddonOrSkip()) {
   t.test('a stranger without the secret, or with a wrong one, cannot read, write, stop or join', async t => {
     const quiet = await job(path.join(dir, 'quiet'), async () => {});
     t.equal(quiet.e0.code, 0, `undisturbed host 0: ${quiet.host0.stderr.join('\n')}`);
-    const answers: number[] = [];
+    let tried: StrangerResult | undefined;
     const attacked = await job(path.join(dir, 'attacked'), async port => {
-      for (const bytes of [
-        request('GET', 'tandem.resume'),
-        request('GET', 'tandem.host0.flags'),
-        request('ADD', 'tandem.stop.1', '65536'),
-        request('SET', 'tandem.stop.1.agreed', '1'),
-        request('SET', 'tandem.host1.address', '127.0.0.1'),
-        Buffer.from('GET 0 99999999999 0\n'),
-        Buffer.concat([request('SET', 'x', 'y'.repeat(4 << 20))]),
-      ])
-        answers.push(await stranger(port, bytes));
-      await t.rejects(
-        StoreClient.connect(`tcp://127.0.0.1:${port}`, 1000, Buffer.from('a wrong secret of 32 bytes or more!')),
-        { code: 'BAD_CONFIG', message: /does not hold this job's secret/ },
-      );
+      tried = await strangerAttempts('127.0.0.1', port);
     });
+    t.match(tried?.wrongSecret, { code: 'BAD_CONFIG', message: /does not hold this job's secret/ }, 'a wrong secret');
+    const answers = tried?.answers;
     t.same(answers, [0, 0, 0, 0, 0, 0, 0], 'the store answered the stranger nothing');
     t.equal(attacked.e0.code, 0, `attacked host 0: ${attacked.host0.stderr.join('\n')}`);
     t.equal(attacked.e1.code, 0, `attacked host 1: ${attacked.host1.stderr.join('\n')}`);

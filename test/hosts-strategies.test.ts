@@ -20,32 +20,15 @@ import { fileURLToPath } from 'node:url';
 import { glooAddonOrSkip } from './fixtures/gloo-addon-or-skip.js';
 import { freePort } from '../src/world/launch.js';
 import { withFlags } from './fixtures/flag-args.js';
+import { smallRunArgs } from './fixtures/small-run.js';
 
 const CLI = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
 const CUSTOM_HOST = fileURLToPath(new URL('./fixtures/custom-strategy-host.js', import.meta.url));
 const BN_CONVNET = fileURLToPath(new URL('../../test/fixtures/models/bn-convnet.mjs', import.meta.url));
 const STEPS = '4';
 /** The same run as custom-strategy-host.ts's. */
-const TRAIN = [
-  '--model',
-  'mlp',
-  '--data',
-  'synthetic-images',
-  '--image-size',
-  '8x8x1',
-  '--classes',
-  '4',
-  '--dataset-size',
-  '64',
-  '--batch',
-  '8',
-  '--seed',
-  '3',
-  '--steps',
-  STEPS,
-  '--json',
-  '--verbose',
-]; // --verbose: host 1 prints its events too
+// --verbose: host 1 prints its events too
+const TRAIN = [...smallRunArgs({ seed: 3, steps: STEPS }), '--json', '--verbose'];
 const LAUNCH = ['launch', '--hosts', '2', '--devices', '1'];
 const AT_ONCE = 3;
 

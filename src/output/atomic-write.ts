@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { open, rename, rm } from 'node:fs/promises';
 import { TandemError } from '../errors.js';
 import { fsReason } from './fs-reason.js';
+import { checkStillLocked } from './locked-places.js';
 
 let writes = 0;
 
@@ -29,13 +30,18 @@ export interface AtomicWriteOptions {
   temporary?: string;
 }
 
-/** Writes `data` to `file` atomically; returns `file`. Fails with WRITE_FAILED naming `file` and the reason. */
+/**
+ * Writes `data` to `file` atomically; returns `file`. Fails with WRITE_FAILED naming `file` and the reason; with
+ * BAD_OUTPUT when `file` is under a directory this process locked and that directory was moved or replaced
+ * (locked-places.ts).
+ */
 export async function writeFileAtomically(
   file: string,
   data: string | Uint8Array,
   options: AtomicWriteOptions = {},
 ): Promise<string> {
   const tmp = options.temporary ?? temporaryNameFor(file);
+  await checkStillLocked(file);
   try {
     const handle = await open(tmp, 'wx');
     try {

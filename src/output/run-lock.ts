@@ -17,6 +17,7 @@ import path from 'node:path';
 import { TandemError } from '../errors.js';
 import { fsErrorCode, fsReason } from './fs-reason.js';
 import { temporaryNameFor, writeFileAtomically } from './atomic-write.js';
+import { forgetLocked, rememberLocked } from './locked-places.js';
 
 export const LOCK_FILE = '.tandem-run.lock';
 
@@ -35,29 +36,48 @@ export interface RunLock {
   release(): Promise<void>;
 }
 
-/** Locks every directory (each named by `label` in messages) or none; `notice` hears about stale locks taken over. */
+/**
+ * A place a run locks: a directory (its lock file `.tandem-run.lock` in it; `path` must be a real path) or, with
+ * `file`, the lock file given (a file output outside every locked directory: `--trace`). `label` names it in
+ * messages; `fix` ends a refusal (default: give another directory).
+ */
+export interface LockPlace {
+  path: string;
+  label: string;
+  file?: string;
+  fix?: string;
+}
+
+/** Locks every place or none; `notice` hears about stale locks taken over. */
 export async function acquireRunLock(
-  dirs: readonly { path: string; label: string }[],
+  places: readonly LockPlace[],
   notice: (message: string) => void,
 ): Promise<RunLock> {
   const owner = thisProcess();
   const held: string[] = [];
   const descriptors: number[] = [];
+  const directories: string[] = [];
   const release = async () => {
+    for (const d of directories) forgetLocked(d);
     for (const f of held) HELD_AT_EXIT.delete(f);
     await Promise.all(held.map(f => releaseLock(f, owner.token)));
     for (const fd of descriptors) closeSync(fd);
     held.length = 0;
     descriptors.length = 0;
+    directories.length = 0;
   };
   const flock = kernelFlock();
   try {
-    for (const dir of dirs) {
-      const file = path.join(dir.path, LOCK_FILE);
-      if (flock) descriptors.push(flockOne(file, dir.label, owner, notice, flock));
-      else await lockOne(file, dir.label, owner, notice);
+    for (const place of places) {
+      const file = place.file ?? path.join(place.path, LOCK_FILE);
+      if (flock) descriptors.push(flockOne(file, place, owner, notice, flock));
+      else await lockOne(file, place, owner, notice);
       held.push(file);
       releaseAtExit(file, owner.token);
+      if (place.file === undefined) {
+        rememberLocked(place.path, place.label, statSync(place.path));
+        directories.push(place.path);
+      }
     }
   } catch (err) {
     await release();
@@ -99,11 +119,11 @@ function thisProcess(): LockOwner {
   };
 }
 
-function lockedBy(file: string, label: string, other: LockOwner): TandemError {
+function lockedBy(file: string, place: Pick<LockPlace, 'label' | 'fix'>, other: LockOwner): TandemError {
   return new TandemError(
     'RUN_LOCKED',
-    `${label} is in use by another tandem run: PID ${other.pid} on ${other.host}, started ${other.started} ` +
-      `(lock ${file}). Wait for it to end or give another directory`,
+    `${place.label} is in use by another tandem run: PID ${other.pid} on ${other.host}, started ${other.started} ` +
+      `(lock ${file}). Wait for it to end or ${place.fix ?? 'give another directory'}`,
   );
 }
 
@@ -115,11 +135,12 @@ function lockedBy(file: string, label: string, other: LockOwner): TandemError {
  */
 function flockOne(
   file: string,
-  label: string,
+  place: LockPlace,
   owner: LockOwner,
   notice: (message: string) => void,
   flock: (fd: number) => number,
 ): number {
+  const label = place.label;
   for (let attempt = 0; attempt < 5; attempt++) {
     let fd: number;
     try {
@@ -143,7 +164,7 @@ function flockOne(
     }
     closeSync(fd);
     if (taken === 1) {
-      if (before) throw lockedBy(file, label, before);
+      if (before) throw lockedBy(file, place, before);
       throw new TandemError('RUN_LOCKED', `${label} is in use by another run holding ${file}`);
     }
     if (taken < 0)
@@ -162,10 +183,11 @@ function readSafely(fd: number): string {
 
 async function lockOne(
   file: string,
-  label: string,
+  place: LockPlace,
   owner: LockOwner,
   notice: (message: string) => void,
 ): Promise<void> {
+  const label = place.label;
   const text = JSON.stringify(owner);
   for (let attempt = 0; attempt < 3; attempt++) {
     if (await createWith(file, text, label)) return;
@@ -183,7 +205,7 @@ async function lockOne(
       throw new TandemError(
         'RUN_LOCKED',
         `${label} is in use by another tandem run: PID ${other.pid} on ${other.host}, started ${other.started} ` +
-          `(lock ${file}). Wait for it to end or give another directory` +
+          `(lock ${file}). Wait for it to end or ${place.fix ?? 'give another directory'}` +
           (other.host === os.hostname() ? '' : '; tandem cannot tell from this host whether it still runs'),
       );
     }
@@ -266,4 +288,29 @@ async function takeOver(file: string, staleText: string): Promise<boolean> {
 async function releaseLock(file: string, token: string): Promise<void> {
   const held = parseOwner(await readFile(file, 'utf8').catch(() => ''));
   if (held?.token === token) await rm(file, { force: true });
+}
+
+/**
+ * RUN_LOCKED naming the owner when another open file (another run) holds the kernel's lock on the lock file `file`;
+ * undefined when it is free, missing, or without the addon. A free lock is taken for an instant and given back: the
+ * probe creates nothing.
+ */
+export function heldElsewhere(file: string, place: Pick<LockPlace, 'label' | 'fix'>): TandemError | undefined {
+  const flock = kernelFlock();
+  if (!flock) return undefined;
+  let fd: number;
+  try {
+    fd = openSync(file, 'r');
+  } catch {
+    return undefined;
+  }
+  try {
+    if (flock(fd) !== 1) return undefined;
+    const owner = parseOwner(readSafely(fd));
+    return owner
+      ? lockedBy(file, place, owner)
+      : new TandemError('RUN_LOCKED', `${place.label} is in use by another run holding ${file}`);
+  } finally {
+    closeSync(fd);
+  }
 }

@@ -4,7 +4,7 @@
  * directly; the local heads come from (go to) the compute threads.
  */
 import path from 'node:path';
-import { statSync } from 'node:fs';
+import { realpathSync, statSync } from 'node:fs';
 import type { ResolvedConfig } from '../config-types.js';
 import { TandemError } from '../errors.js';
 import { modelStateSlots, optimizerStateOf, paramSlots, type SharedBuffers } from '../actors/shared-buffers.js';
@@ -273,7 +273,8 @@ export async function earlierRunWarning(cfg: ResolvedConfig, dir: string): Promi
     const from = path.resolve(
       statSync(cfg.resume, { throwIfNoEntry: false })?.isFile() ? path.dirname(cfg.resume) : cfg.resume,
     );
-    if (from === path.resolve(dir)) return undefined; // continuing the run whose checkpoints these are
+    // continuing the run whose checkpoints these are (by real path: the run writes under the real path it locked)
+    if (realPathOf(from) === realPathOf(dir)) return undefined;
   }
   const steps = await checkpointSteps(dir);
   if (steps.length === 0) return undefined;
@@ -286,4 +287,12 @@ export async function earlierRunWarning(cfg: ResolvedConfig, dir: string): Promi
     (`whichever run wrote it. To continue that run, give --resume ${dir}; to keep it, give this run another ` +
       `--checkpoint-dir (or --out)`)
   );
+}
+
+function realPathOf(p: string): string {
+  try {
+    return realpathSync(p);
+  } catch {
+    return path.resolve(p);
+  }
 }

@@ -38,8 +38,9 @@ export async function train(
       ({ value: autoNote, server: served } = await pickStrategy(config, checked, hooks));
       config = withChoice(config, autoNote);
     }
-    const resolved = autoNote ? await resolveConfig(config) : checked;
-    return await new TrainingRun(
+    // Written under the real paths locked, not through the names given (claim-outputs.ts).
+    const resolved = lock.placed(autoNote ? await resolveConfig(config) : checked);
+    const summary = await new TrainingRun(
       resolved,
       (config.strategy ?? 'sequential') as StrategySpec,
       hooks,
@@ -47,6 +48,8 @@ export async function train(
       stopRequest,
       served,
     ).run();
+    const { out, trace, checkpointDir } = checked;
+    return { ...summary, config: { ...summary.config, out, trace, checkpointDir } }; // as the user named them
   } finally {
     await served?.close();
     await lock.release();
