@@ -20,5 +20,6 @@ export type ProfileConfig = Pick<
 export function profileSlice(c: ResolvedConfig): ProfileConfig {
   const { plugins, pluginOptions, backend, nativeThreads, nativeFusion, precision, model, optimizer } = c;
   const { perDevice, sampleShape } = c;
-  return { plugins, pluginOptions, backend, nativeThreads, nativeFusion, precision, model, optimizer, perDevice, sampleShape };
+  const engine = { backend, nativeThreads, nativeFusion, precision };
+  return { plugins, pluginOptions, ...engine, model, optimizer, perDevice, sampleShape };
 }

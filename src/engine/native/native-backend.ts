@@ -13,7 +13,6 @@ import { MathBackendCPU } from '@tensorflow/tfjs-backend-cpu';
 import type { KernelFunc, NamedAttrMap } from '@tensorflow/tfjs-core';
 import { TandemError } from '../../errors.js';
 import type { Tf, Tensor } from '../tfjs-types.js';
-import type { Precision } from '../engine-options.js';
 import { requireNativeAddon, type NativeAddon } from './native-addon.js';
 import type { NativeKernel, NativeKernelArgs } from './native-kernel.js';
 import { convKernels } from './conv-kernels.js';
@@ -29,7 +28,7 @@ export interface NativeBackendOptions {
   /** OpenMP threads for this thread's oneDNN calls (default 1: one core per device). */
   threads?: number;
   /** What this thread's convolutions and matmuls multiply in (default fp32). */
-  precision?: Precision;
+  precision?: 'fp32' | 'bf16';
 }
 
 /**
