@@ -10,6 +10,7 @@
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { train, type TrainConfig, type TrainSummary } from '../src/index.js';
+import { runRecord } from './run-record.js';
 
 export interface PrecisionAccuracyOptions {
   out: string;
@@ -87,6 +88,7 @@ export async function runPrecisionAccuracy(o: PrecisionAccuracyOptions): Promise
   }
   mkdirSync(o.out, { recursive: true });
   const file = `${o.out}/precision-accuracy${o.quick ? '-quick' : ''}.json`;
-  writeFileSync(file, JSON.stringify({ bench: 'precision-accuracy', date: new Date().toISOString(), rows }, null, 2));
+  const result = { bench: 'precision-accuracy', date: new Date().toISOString(), ...runRecord(), rows };
+  writeFileSync(file, JSON.stringify(result, null, 2) + '\n');
   console.log(`\nwrote ${file}`);
 }

@@ -9,7 +9,6 @@
  * the share of this machine's measured bf16 matmul peak the bf16 step reaches (training FLOPs / step time).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
 import * as tf from '@tensorflow/tfjs';
 import { train, type TrainConfig } from '../src/index.js';
 import { startBackend } from '../src/engine/backend.js';
@@ -17,6 +16,7 @@ import { requireNativeAddon, type NativeAddon } from '../src/engine/native/nativ
 import { bf16Support } from '../src/engine/native/bf16-support.js';
 import { BUILTIN_MODELS } from '../src/model/builtin-models.js';
 import { warmupSteps } from '../src/trainer/run-summary.js';
+import { runRecord } from './run-record.js';
 import { findTorchPython, runTorchReference, type TorchModel } from './torch-reference.js';
 import { matmulPeak, stepSplit, trainingFlopsPerSample, type StepSplit } from './precision-probes.js';
 
@@ -126,8 +126,17 @@ export async function runPrecisionBench(o: PrecisionBenchOptions): Promise<void>
     }
   }
   printTables(rows, probes);
-  const machine = { cpu: support.cpu, flags: support.flags, isa: support.isa, cores: os.availableParallelism() };
-  const result = { bench: 'precision', date: new Date().toISOString(), machine, peak, options: o, rows, probes };
+  const onednn = { isa: support.isa, bf16Matmul: support.implementation };
+  const result = {
+    bench: 'precision',
+    date: new Date().toISOString(),
+    ...runRecord(),
+    onednn,
+    peak,
+    options: o,
+    rows,
+    probes,
+  };
   mkdirSync(o.out, { recursive: true });
   const file = `${o.out}/precision.json`;
   writeFileSync(file, JSON.stringify(result, null, 2) + '\n');
