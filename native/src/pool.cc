@@ -93,13 +93,15 @@ Napi::Value MaxPoolGrad(const Napi::CallbackInfo& info) {
   std::vector<int32_t> at(p.C);
   const bool overlapping = p.FH > p.sh || p.FW > p.sw;
   std::vector<double> acc(overlapping ? (size_t)p.N * p.H * p.W * p.C : 0, 0.0);
+  std::vector<size_t> offset((size_t)p.FH * p.FW);  // window cell k -> its first float in the image
   ForEachWindow(p, x, best.data(), at.data(), [&](const float* xn, size_t cell, int hs, int ws, int width) {
     size_t base = xn - x;
     const float* pdy = dy + cell * p.C;
+    for (size_t k = 0; k < offset.size(); k++)  // a division per cell of the window, not per channel
+      offset[k] = base + ((size_t)(hs + (int)k / width) * p.W + ws + (int)k % width) * p.C;
     for (int c = 0; c < p.C; c++) {
       if (at[c] < 0) continue;
-      int h = hs + at[c] / width, w = ws + at[c] % width;
-      size_t i = base + ((size_t)h * p.W + w) * p.C + c;
+      size_t i = offset[at[c]] + c;
       if (overlapping) acc[i] += pdy[c];
       else dx[i] = pdy[c];  // at most one window reaches this cell
     }
