@@ -26,6 +26,15 @@ t.test(
     const b = pool.take(10);
     t.equal(b, a, 'the dropped array is reused');
     t.same([...b], new Array(10).fill(0), 'and zeroed');
+    pool.stored(b);
+    b.fill(5);
+    pool.dropped(b);
+    const unzeroed = pool.take(10, false);
+    t.equal(unzeroed, b, 'reused for an output the kernel writes whole');
+    t.same([...unzeroed], new Array(10).fill(5), 'without the zeroing pass');
+    pool.stored(unzeroed);
+    pool.dropped(unzeroed);
+    t.equal(pool.take(10), unzeroed, 'and back to the pool');
     const mine = new Float32Array(10);
     pool.stored(mine);
     pool.dropped(mine);

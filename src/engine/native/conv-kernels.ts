@@ -15,7 +15,7 @@ import {
   isLastAxisVector,
   optionalInput,
   output,
-  outputArray,
+  overwrittenOutput,
   sameShape,
   sizeOf,
   type NativeKernel,
@@ -94,7 +94,7 @@ export function convKernels(ctx: NativeKernelContext): NativeKernel[] {
             return undefined;
           bias = b;
         }
-        const y = outputArray(sizeOf(geometry.info.outShape));
+        const y = overwrittenOutput(sizeOf(geometry.info.outShape));
         addon.conv2dForward(
           x,
           filter,
@@ -123,7 +123,7 @@ function forward(ctx: NativeKernelContext, kernelName: string, kind: ConvKind): 
         filter = float32Values(backend, inputs.filter);
       const geometry = x && filter && convShape(ctx, inputs.x.shape, inputs.filter.shape, attrs, kind);
       if (!x || !filter || !geometry) return undefined;
-      const y = outputArray(sizeOf(geometry.info.outShape));
+      const y = overwrittenOutput(sizeOf(geometry.info.outShape));
       ctx.addon.conv2dForward(x, filter, null, y, geometry.shape, 0, 0);
       return output(backend, geometry.info.outShape, y);
     },
@@ -139,7 +139,7 @@ function backpropInput(ctx: NativeKernelContext, kernelName: string, kind: ConvK
       const inputShape = attrs.inputShape as number[];
       const geometry = dy && filter && convShape(ctx, inputShape, inputs.filter.shape, attrs, kind);
       if (!dy || !filter || !geometry || !sameShape(geometry.info.outShape, inputs.dy.shape)) return undefined;
-      const dx = outputArray(sizeOf(inputShape));
+      const dx = overwrittenOutput(sizeOf(inputShape));
       ctx.addon.conv2dBackwardData(dy, filter, dx, geometry.shape);
       return output(backend, [...inputShape], dx);
     },
@@ -155,7 +155,7 @@ function backpropFilter(ctx: NativeKernelContext, kernelName: string, kind: Conv
       const filterShape = attrs.filterShape as number[];
       const geometry = x && dy && convShape(ctx, inputs.x.shape, filterShape, attrs, kind);
       if (!x || !dy || !geometry || !sameShape(geometry.info.outShape, inputs.dy.shape)) return undefined;
-      const dw = outputArray(sizeOf(filterShape));
+      const dw = overwrittenOutput(sizeOf(filterShape));
       ctx.addon.conv2dBackwardWeights(x, dy, dw, null, geometry.shape);
       return output(backend, [...filterShape], dw);
     },

@@ -10,7 +10,7 @@ import {
   isLastAxisVector,
   optionalInput,
   output,
-  outputArray,
+  overwrittenOutput,
   sameShape,
   sizeOf,
   type NativeKernel,
@@ -59,7 +59,7 @@ function runMatmul(ctx: NativeKernelContext, args: NativeKernelArgs, fused: bool
     }
   }
   const shape = [...outer, m, n];
-  const c = outputArray(sizeOf(shape));
+  const c = overwrittenOutput(sizeOf(shape));
   ctx.addon.matmul(a, b, bias, c, batchA, batchB, m, k, n, transposeA, transposeB, activation, alpha);
   return output(backend, shape, c);
 }

@@ -41,6 +41,11 @@ export function outputArray(length: number): Float32Array {
   return OUTPUT_POOL.take(length);
 }
 
+/** An array of `length` floats for an output the kernel writes whole (convolutions, matmuls): not zeroed first. */
+export function overwrittenOutput(length: number): Float32Array {
+  return OUTPUT_POOL.take(length, false);
+}
+
 /** A new float32 tensor of `shape` on the backend, holding `values`. */
 export function output(backend: MathBackendCPU, shape: number[], values: Float32Array): TensorInfo {
   return backend.makeTensorInfo(shape, 'float32', values);

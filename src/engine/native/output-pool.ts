@@ -25,14 +25,17 @@ export class OutputPool {
   /** `maxFloats`: the most floats kept on the free lists (beyond that, a dropped array is left to the GC). */
   constructor(private readonly maxFloats: number) {}
 
-  /** A zeroed array of `length` floats, for a kernel's output: a recycled one when there is one. */
-  take(length: number): Float32Array {
+  /**
+   * An array of `length` floats for a kernel's output, a recycled one when there is one: zeroed, unless `zero` is false
+   * (a kernel that writes every element: a recycled array then keeps its old values until the kernel overwrites them).
+   */
+  take(length: number, zero = true): Float32Array {
     const list = this.free.get(length);
     for (let reused = list?.pop(); reused; reused = list!.pop()) {
       this.heldFloats -= length;
       if (this.state.get(reused.buffer) !== 'free') continue; // pinned while on the list
       this.state.set(reused.buffer, 'fresh');
-      return reused.fill(0);
+      return zero ? reused.fill(0) : reused;
     }
     const fresh = new Float32Array(length);
     this.state.set(fresh.buffer, 'fresh');
