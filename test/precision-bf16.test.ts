@@ -105,6 +105,10 @@ function registerTrainingTests() {
       t.ok(d > 0 && d < bound, `${w.name}: ||bf16 - fp32|| / ||fp32|| = ${d.toExponential(2)} (0 < it < ${bound})`);
     });
     t.ok(Math.abs(bf16.finalLoss - fp32.finalLoss) / fp32.finalLoss < 1e-3, 'the loss follows fp32 within 1e-3');
+    t.equal(bf16.wire.commHook, 'none', 'gradients are exchanged in float32 by default');
+    const hooked = await train({ ...cfg, precision: 'bf16', commHook: 'bf16' });
+    t.equal(hooked.wire.commHook, 'bf16', 'the bf16 comm hook composes with it');
+    t.ok(hooked.nonTrainableIdentical && hooked.wire.bytesPerStep < bf16.wire.bytesPerStep, 'half the bytes');
   });
 
   t.test('resume is exact in bf16', async t => {
