@@ -14,6 +14,7 @@ import { bf16Support, parseCpuinfo } from '../src/engine/native/bf16-support.js'
 import { nativeAddonOrSkip } from './fixtures/native-addon-or-skip.js';
 import { glooAddonOrSkip } from './fixtures/gloo-addon-or-skip.js';
 import { killAllTandems, summaryOf, tandem } from './fixtures/tandem-lines.js';
+import { smallRunArgs } from './fixtures/small-run.js';
 
 const tmp = () => mkdtempSync(path.join(os.tmpdir(), 'tandem-bf16-'));
 const BASE: TrainConfig = {
@@ -130,17 +131,8 @@ function registerTrainingTests() {
     t.test('bf16 across 2 hosts equals one process with 2 devices, bit for bit', async t => {
       const dir = tmp();
       t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-      const flags = [
-        '--model',
-        'alexnet-mini',
-        '--data',
-        'synthetic-images',
-        '--image-size',
-        '8x8x1',
-        '--classes',
-        '4',
-      ];
-      const run = [...flags, '--batch', '8', '--steps', '4', '--precision', 'bf16', '--backend', 'native', '--json'];
+      const small = smallRunArgs({ model: 'alexnet-mini', steps: 4 });
+      const run = [...small, '--precision', 'bf16', '--backend', 'native', '--json'];
       const launch = tandem(['launch', '--hosts', '2', '--devices', '1', ...run, '--out', path.join(dir, 'hosts')]);
       const one = tandem(['train', '--devices', '2', ...run, '--out', path.join(dir, 'one')]);
       const [h, o] = await Promise.all([launch.ended, one.ended]);
