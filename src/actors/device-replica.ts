@@ -8,6 +8,7 @@
  * backward, which runs on the device meanwhile; parameters and inputs are copied out of the shared buffers into plain
  * arrays before an upload (replica-model.ts). The synchronous engines keep the synchronous path, unchanged.
  */
+import { scheduledArithmetic } from '../optim/lr-schedule.js';
 import type { ComputeConfig } from './config-slices.js';
 import * as tf from '@tensorflow/tfjs';
 import { Subject, tap } from 'rxjs';
@@ -146,7 +147,7 @@ export class DeviceReplica {
       cfg: c,
       device: this.rank,
       model,
-      arithmetic: getEngine(c.backend).arithmetic(),
+      arithmetic: scheduledArithmetic(getEngine(c.backend).arithmetic(), c.lrSchedule),
       collective: collective?.blocking,
     });
     this.attached = {

@@ -16,6 +16,8 @@ export class ProgressDisplay {
   private epoch = 1;
   private epochStart = 1;
   private stepsPerEpoch = 1;
+  /** The run has a learning-rate schedule: the step lines show each step's lr. */
+  private scheduled = false;
   private recent: Span[] = [];
 
   /** host: this process's host rank, when the run has several hosts. */
@@ -48,6 +50,7 @@ export class ProgressDisplay {
             `${e.firstStep}..${e.steps}`,
         );
         this.stepsPerEpoch = e.stepsPerEpoch;
+        this.scheduled = e.lrSchedule !== undefined;
         return;
       case 'auto':
         console.log(
@@ -100,8 +103,9 @@ export class ProgressDisplay {
     const inEpoch = m.step - this.epochStart + 1;
     const overlap = overlapShare(this.recent.filter(s => s.step === m.step - 1));
     const acc = Number.isNaN(m.accuracy) ? '' : `  acc ${(m.accuracy * 100).toFixed(1)}%`; // regression has no accuracy
+    const lr = this.scheduled ? `  lr ${m.lr.toPrecision(3)}` : '';
     const text =
-      `loss ${m.loss.toFixed(4)}${acc}  ${m.samplesPerSecond.toFixed(0)} samples/s  overlap ` +
+      `loss ${m.loss.toFixed(4)}${acc}${lr}  ${m.samplesPerSecond.toFixed(0)} samples/s  overlap ` +
       `${(overlap * 100).toFixed(0)}%`;
     this.recent = this.recent.filter(s => s.step >= m.step - 1);
     if (this.mode.tty) {

@@ -9,6 +9,7 @@ import type { ResolvedConfig } from '../config-types.js';
 import { TandemError } from '../errors.js';
 import { modelStateSlots, optimizerStateOf, paramSlots, type SharedBuffers } from '../actors/shared-buffers.js';
 import type { WeightShape } from '../actors/protocol.js';
+import { scheduleIdentity } from '../optim/lr-schedule.js';
 import { readFile } from 'node:fs/promises';
 import { checkAgainstRun } from '../checkpoint/checkpoint-fields.js';
 import {
@@ -28,6 +29,8 @@ export function runFingerprint(cfg: ResolvedConfig): string {
     data: cfg.data,
     method: cfg.method,
     optimizer: cfg.optimizer,
+    // the schedule is a function of the step: the same schedule continues exactly (absent: constant, as before)
+    ...(cfg.lrSchedule ? { lrSchedule: scheduleIdentity(cfg.lrSchedule) } : {}),
     devices: cfg.devices,
     batch: cfg.batch,
     seed: cfg.seed,
