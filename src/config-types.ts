@@ -112,6 +112,8 @@ export interface ResolvedConfig {
   nativeFusion: boolean;
   batch: number;
   perDevice: number;
+  /** Micro-batches per step on each device (1: none), each of perDevice / accumulate samples. */
+  accumulate: number;
   steps: number;
   stepsPerEpoch: number;
   optimizer: OptimizerConfig;

@@ -43,6 +43,7 @@ export function checkConfig(config: TrainConfig): CheckedConfig {
         `samples); try ${Math.max(devices, batch - (batch % devices))}`,
     );
   }
+  const accumulate = accumulateOf(config, batch, devices);
   const seed = config.seed ?? 1;
   const schedule = scheduleFields(config);
   const transport = transportOf(config, topology, rendezvous);
@@ -56,6 +57,7 @@ export function checkConfig(config: TrainConfig): CheckedConfig {
     nativeThreads: config.nativeThreads ?? 1,
     nativeFusion: config.nativeFusion ?? true,
     batch,
+    accumulate,
     seed,
     ...schedule,
     trace: writer ? config.trace : undefined,
@@ -78,6 +80,21 @@ export function checkConfig(config: TrainConfig): CheckedConfig {
   const data = dataSourceOf(config);
   if (config.steps !== undefined && config.epochs !== undefined) bad('steps', 'give steps or epochs, not both');
   return { config, fields, localDevices, writer, ...model, ...data };
+}
+
+/** Micro-batches per step: the global batch splits into devices × accumulate equal micro-batches. */
+function accumulateOf(config: TrainConfig, batch: number, devices: number): number {
+  const n = config.accumulate ?? 1;
+  if (n > 1 && (config.method ?? 'data-parallel') !== 'data-parallel')
+    bad('accumulate', `applies to method data-parallel only, not ${config.method}: remove accumulate`);
+  if (batch % (devices * n) !== 0)
+    bad(
+      'accumulate',
+      `global batch ${batch} must be divisible by devices ${devices} × accumulate ${n} = ${devices * n} (each ` +
+        `device trains ${n} micro-batches of batch / (devices × accumulate) samples); give a batch that is a ` +
+        `multiple of ${devices * n}, or another accumulate`,
+    );
+  return n;
 }
 
 /** The backend named (or the default), registered, available here, and one that keeps parameters in host memory. */

@@ -11,6 +11,7 @@ export type CheckedFields = Pick<
   | 'nativeThreads'
   | 'nativeFusion'
   | 'batch'
+  | 'accumulate'
   | 'seed'
   | 'strategy'
   | 'strategyOptions'

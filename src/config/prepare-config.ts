@@ -112,6 +112,7 @@ function assemble({ fields: f }: CheckedConfig, p: Prepared): ResolvedConfig {
     ...pick(p, 'sampleShape', 'classes'),
     ...pick(f, 'devices', 'topology', 'rendezvous', 'backend', 'nativeThreads', 'nativeFusion', 'batch'),
     perDevice: f.batch / f.devices,
+    accumulate: f.accumulate,
     ...pick(p, 'steps', 'stepsPerEpoch', 'optimizer'),
     ...(p.lrSchedule ? { lrSchedule: p.lrSchedule } : {}),
     ...pick(f, 'seed', 'strategy', 'strategyOptions', 'exchange', 'link', 'trace', 'allReduce', 'localUpdate'),

@@ -33,6 +33,7 @@ export function runFingerprint(cfg: ResolvedConfig): string {
     ...(cfg.lrSchedule ? { lrSchedule: scheduleIdentity(cfg.lrSchedule) } : {}),
     devices: cfg.devices,
     batch: cfg.batch,
+    ...(cfg.accumulate > 1 ? { accumulate: cfg.accumulate } : {}), // other micro-batches: other rounding, BN statistics
     seed: cfg.seed,
     ...(cfg.batchNorm === 'local' ? { batchNorm: 'local' } : {}),
     ...(cfg.shuffle === false ? { shuffle: false } : {}), // another order of the samples: not the same run

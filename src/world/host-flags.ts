@@ -19,6 +19,7 @@ export function hostFlags(cfg: ResolvedConfig, auto: boolean): HostFlags {
   const flags: Record<string, unknown> = {
     devices: cfg.devices,
     batch: cfg.batch,
+    accumulate: cfg.accumulate > 1 ? cfg.accumulate : undefined,
     steps: cfg.steps,
     'sample shape': cfg.sampleShape,
     classes: cfg.classes,
