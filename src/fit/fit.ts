@@ -104,7 +104,7 @@ export async function fitWith(
       checkpointDir: path.join(files.dir, 'checkpoints'),
       checkpointEvery: stepsPerEpoch,
       keepCheckpoints: 1,
-      lrScheduleSteps: options.lrScheduleSteps ?? (style.epochs - style.initialEpoch) * stepsPerEpoch, // all epochs
+      lrScheduleSteps: options.lrScheduleSteps ?? Math.max(1, (style.epochs - style.initialEpoch) * stepsPerEpoch),
     };
     return await epochs({ model, targets, config, stepsPerEpoch, batchSize }, style);
   } finally {
