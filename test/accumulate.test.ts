@@ -5,6 +5,7 @@ import { train, trainReference, type Span, type TrainConfig } from '../src/index
 import { loadNativeAddon } from '../src/engine/native/native-addon.js';
 import { parseTrainArgs } from '../src/cli/parse-train-args.js';
 import { worstDifference } from './fixtures/weights-difference.js';
+import { withFault } from './fixtures/fault-plugin.js';
 
 const TOLERANCE = 1e-5;
 const base: TrainConfig = {
@@ -60,6 +61,43 @@ t.test('the comparison can fail: one micro-batch alone is another step', async t
   // batch 8 trains the first 8 samples of each of the 24 the accumulated run trains: not the same gradient
   const small = await train({ ...cfg, batch: 8 });
   t.ok(worstDifference(micro.weights, small.weights) > 1e-3);
+});
+
+t.test("onNan 'skip-step': a NaN loss in the micro-batches skips the step, as without accumulation", async t => {
+  const cfg: TrainConfig = {
+    ...base,
+    devices: 2,
+    backend: 'cpu',
+    steps: 4,
+    onNan: 'skip-step',
+    ...withFault({ device: 1, step: 2, phase: 'forward', kind: 'nan' }),
+  };
+  const whole = await train(cfg);
+  const micro = await train({ ...cfg, accumulate: 2 });
+  t.same(
+    micro.skippedUpdates.map(s => [s.step, s.group, s.variable]),
+    [[2, 0, 'the loss (NaN) on device 1']],
+    'step 2 skipped, named',
+  );
+  t.same(
+    micro.skippedUpdates.map(s => [s.step, s.group]),
+    whole.skippedUpdates.map(s => [s.step, s.group]),
+  );
+  const d = worstDifference(micro.weights, whole.weights);
+  t.ok(d <= TOLERANCE, `the same weights: max |Δ| ${d.toExponential(2)}`);
+});
+
+t.test("onNan 'error': a NaN loss in a micro-batch fails the run, naming the device and the step", async t => {
+  await t.rejects(
+    train({
+      ...base,
+      devices: 2,
+      backend: 'cpu',
+      accumulate: 2,
+      ...withFault({ device: 1, step: 2, phase: 'forward', kind: 'nan' }),
+    }),
+    { code: 'NON_FINITE', message: /step 2.*device 1|device 1.*step 2/ },
+  );
 });
 
 t.test('refusals name batch, devices and accumulate', async t => {
