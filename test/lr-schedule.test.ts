@@ -74,6 +74,10 @@ t.test('bad schedules are refused, naming the option and the syntax', async t =>
   refuse({ lrSchedule: () => 0.1, warmupSteps: 2 }, /warmupSteps: does not apply to a function schedule/);
   refuse({ lrSchedule: (k: number) => (k === 3 ? NaN : 0.1) }, /the function returned NaN at step 3/);
   refuse({ warmupFrom: 0.5 }, /config\.warmupFrom: needs warmupSteps > 0/);
+  const throws = () => {
+    throw new Error('no lr here');
+  };
+  refuse({ lrSchedule: throws }, /config\.lrSchedule: the function threw at step 0: no lr here/);
   await t.rejects(train({ model: 'mlp', data: 'synthetic-images', lrSchedule: 3 as never }), {
     code: 'BAD_CONFIG',
     message: /config\.lrSchedule: must be a schedule's text/,

@@ -72,7 +72,12 @@ function parseSpec(spec: string, lr: number, steps: number): Decay {
 function tabulate(fn: LrFunction, steps: number, stepsPerEpoch: number): number[] {
   const lrs: number[] = [];
   for (let k = 0; k < steps; k++) {
-    const lr: unknown = fn(k, Math.floor(k / stepsPerEpoch));
+    let lr: unknown;
+    try {
+      lr = fn(k, Math.floor(k / stepsPerEpoch));
+    } catch (err) {
+      bad('lrSchedule', `the function threw at step ${k}: ${(err as Error)?.message ?? String(err)}`);
+    }
     if (typeof lr !== 'number' || !Number.isFinite(lr) || lr < 0)
       bad('lrSchedule', `the function returned ${shown(lr)} at step ${k}: it must return a finite number >= 0`);
     lrs.push(lr);
