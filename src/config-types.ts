@@ -18,6 +18,8 @@ import type { DataOptions } from './data/data-options.js';
 import type { WorldOptions } from './world/world-options.js';
 import type { EngineOptions } from './engine/engine-options.js';
 import type { OptimizerFields } from './optim/optimizer-options.js';
+import type { LrScheduleOptions } from './optim/lr-schedule-options.js';
+import type { LrSchedule } from './optim/lr-schedule.js';
 import type { ScheduleOptions } from './pipeline/schedule-options.js';
 import type { CommHookSection } from './pipeline/comm-hook-options.js';
 import type { ClassifierOptions, Method, MethodSection } from './methods/method-options.js';
@@ -64,6 +66,7 @@ export type TrainConfig = ModelSection &
   WorldOptions &
   EngineOptions &
   OptimizerFields &
+  LrScheduleOptions &
   ScheduleOptions &
   CommHookSection &
   MethodSection &
@@ -112,9 +115,13 @@ export interface ResolvedConfig {
   precision: Precision;
   batch: number;
   perDevice: number;
+  /** Micro-batches per step on each device (1: none), each of perDevice / accumulate samples. */
+  accumulate: number;
   steps: number;
   stepsPerEpoch: number;
   optimizer: OptimizerConfig;
+  /** The learning rate of each step (optim/lr-schedule.ts); absent: `optimizer.lr` throughout. */
+  lrSchedule?: LrSchedule;
   seed: number;
   /** The strategy's name (a custom strategy's groups are computed on the main thread). */
   strategy: string;

@@ -92,6 +92,40 @@ t.test(
       [],
       'auto with and without --comm-hook auto as host 0 decides: the same',
     );
+    const cosine = await flags({ ...COMMON, lrSchedule: 'cosine', warmupSteps: 1 });
+    t.same(flagDifferences(base, await flags({ ...COMMON, lrSchedule: 'constant' }), 'here', 'there'), []);
+    t.same(
+      flagDifferences(cosine, await flags({ ...COMMON, lrSchedule: 'cosine:0.001', warmupSteps: 1 }), 'here', 'there'),
+      [
+        'lr schedule: {"kind":"cosine","floor":0,"steps":3,"warmupSteps":1,"warmupFrom":0} here, ' +
+          '{"kind":"cosine","floor":0.001,"steps":3,"warmupSteps":1,"warmupFrom":0} there',
+      ],
+      'another learning-rate schedule differs',
+    );
+    const fn = (k: number) => 0.01 / (k + 1);
+    t.same(
+      flagDifferences(
+        await flags({ ...COMMON, lrSchedule: fn }),
+        await flags({ ...COMMON, lrSchedule: (k: number) => 0.01 / (k + 1) }),
+        'here',
+        'there',
+      ),
+      [],
+      "a function schedule is compared by its values' digest: the same values agree",
+    );
+    t.match(
+      flagDifferences(
+        await flags({ ...COMMON, lrSchedule: fn }),
+        await flags({ ...COMMON, lrSchedule: () => 0.01 }),
+        'here',
+        'there',
+      ),
+      [/^lr schedule: \{"kind":"function","digest":"[0-9a-f]{16}".* here, .*"digest":"[0-9a-f]{16}".* there$/],
+      'other values differ',
+    );
+    t.same(flagDifferences(base, await flags({ ...COMMON, accumulate: 2 }), 'here', 'there'), [
+      'accumulate: not set here, 2 there',
+    ]);
   },
 );
 

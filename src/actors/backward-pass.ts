@@ -40,6 +40,18 @@ export interface PassInputs {
   method: DeviceMethod;
   gate?: ForwardGate;
   syncReads: boolean;
+  /** Gradient accumulation: this pass is micro-batch `index` of `count`; `sum` holds the earlier ones' gradients. */
+  micro?: MicroBatch;
+}
+
+/** One micro-batch of a step (accumulate > 1): the gradients are summed until the last, which hands over the mean. */
+export interface MicroBatch {
+  index: number;
+  count: number;
+  /** The layout's floats: the sum of the earlier micro-batches' gradients (written by the first). */
+  sum: Float32Array;
+  /** An earlier micro-batch's non-finite loss: this pass hands over as if its own loss were it. */
+  nonFiniteLoss?: number;
 }
 
 /** The step's outcome, as the device reports it. */
@@ -134,7 +146,8 @@ export class BackwardPass {
       // read first, so known before any gradient is handled
       const penalised = total !== result.loss && result.reportedLoss !== undefined;
       const decide = () => {
-        this.nonFiniteLoss = [this.lossValue, result.reportedLoss ?? 0].find(v => !Number.isFinite(v));
+        this.nonFiniteLoss =
+          [this.lossValue, result.reportedLoss ?? 0].find(v => !Number.isFinite(v)) ?? this.x.micro?.nonFiniteLoss;
       };
       reads.queue(total, v => {
         this.lossValue = v[0];
@@ -150,7 +163,8 @@ export class BackwardPass {
     if (total !== result.loss && result.reportedLoss !== undefined) {
       result.reportedLoss += total.dataSync()[0] - result.loss.dataSync()[0];
     }
-    this.nonFiniteLoss = [total.dataSync()[0], result.reportedLoss ?? 0].find(v => !Number.isFinite(v));
+    this.nonFiniteLoss =
+      [total.dataSync()[0], result.reportedLoss ?? 0].find(v => !Number.isFinite(v)) ?? this.x.micro?.nonFiniteLoss;
     return total;
   }
 
@@ -183,8 +197,16 @@ export class BackwardPass {
       return;
     }
     const spec = layout.variables[byModelIndex[modelIndex]];
-    if (nonFiniteLoss === undefined) grads.set(values, spec.offset);
-    else grads.fill(NaN, spec.offset, spec.offset + spec.size);
+    const { micro } = this.x;
+    if (micro && micro.index < micro.count - 1) {
+      // an earlier micro-batch: summed, nothing is ready until the last
+      if (nonFiniteLoss === undefined) addInto(micro.sum, values, spec.offset, micro.index === 0);
+      else micro.sum.fill(NaN, spec.offset, spec.offset + spec.size);
+      return;
+    }
+    if (nonFiniteLoss !== undefined) grads.fill(NaN, spec.offset, spec.offset + spec.size);
+    else if (micro) meanInto(grads, micro, values, spec.offset);
+    else grads.set(values, spec.offset);
     const now = wallNow();
     if (this.lastReady === 0) this.lastReady = this.backwardStart;
     if (now > this.lastReady) this.host.span('backward', `backward ${spec.layer}`, this.lastReady, now);
@@ -201,6 +223,18 @@ function synchronousLoss(result: StepLoss | Promise<StepLoss>, method: string): 
         'it must compute it synchronously there',
     );
   return result;
+}
+
+/** sum[offset + i] = values[i] (`first`), else += values[i], in float32. */
+function addInto(sum: Float32Array, values: Float32Array, offset: number, first: boolean): void {
+  if (first) sum.set(values, offset);
+  else for (let i = 0; i < values.length; i++) sum[offset + i] += values[i];
+}
+
+/** The last micro-batch: grads = (the earlier ones' sum + its own) / count, the mean gradient of the whole batch. */
+function meanInto(grads: Float32Array, micro: MicroBatch, values: Float32Array, offset: number): void {
+  const { sum, count } = micro;
+  for (let i = 0; i < values.length; i++) grads[offset + i] = Math.fround(sum[offset + i] + values[i]) / count;
 }
 
 export function firstNonFinite(values: Float32Array): number {

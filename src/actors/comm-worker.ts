@@ -23,6 +23,7 @@ import { modelStateSlots, paramSlots } from './shared-buffers.js';
 import type { FromComm, ToComm } from './protocol.js';
 import type { Collective } from '../collectives/collective.js';
 import type { FlatArithmetic } from '../optim/flat-arithmetic.js';
+import { scheduledArithmetic } from '../optim/lr-schedule.js';
 import { peerWaitMs } from '../world/peer-wait.js';
 import { commStages } from './comm-stages.js';
 import { priorityOrder, readyOrder, type ExchangeLoop } from './exchange-orders.js';
@@ -60,7 +61,7 @@ async function run(msg: ToComm, control: ControlBlock, at: (step: number, phase:
     device: { local: device },
     config,
   } = msg;
-  const arithmetic = getEngine(config.backend).arithmetic();
+  const arithmetic = scheduledArithmetic(getEngine(config.backend).arithmetic(), config.lrSchedule);
   const collective = openCollective(msg.collective, {
     timeoutMs: peerWaitMs(config.stallTimeoutMs),
     isAborted: () => control.aborted,

@@ -7,6 +7,7 @@ import type { ResolvedConfig } from '../config-types.js';
 
 /** A device's compute thread: the model, the data shape, its engine, the method's device part, the step's checks. */
 export const COMPUTE_FIELDS = [
+  'accumulate',
   'backend',
   'batch',
   'batchNorm',
@@ -15,6 +16,7 @@ export const COMPUTE_FIELDS = [
   'devices',
   'forwardWait',
   'loss',
+  'lrSchedule',
   'method',
   'model',
   'nativeFusion',
@@ -39,6 +41,7 @@ export const COMM_FIELDS = [
   'exchange',
   'link',
   'localUpdate',
+  'lrSchedule',
   'onNan',
   'optimizer',
   'plugins',

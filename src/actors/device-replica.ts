@@ -8,6 +8,7 @@
  * backward, which runs on the device meanwhile; parameters and inputs are copied out of the shared buffers into plain
  * arrays before an upload (replica-model.ts). The synchronous engines keep the synchronous path, unchanged.
  */
+import { scheduledArithmetic } from '../optim/lr-schedule.js';
 import type { ComputeConfig } from './config-slices.js';
 import * as tf from '@tensorflow/tfjs';
 import { Subject, tap } from 'rxjs';
@@ -28,6 +29,7 @@ import { openCollective } from '../collectives/transport-registry.js';
 import type { RankHandle } from '../collectives/transport.js';
 import { getMethod } from '../methods/method-registry.js';
 import { BackwardPass, firstNonFinite, type PassHost } from './backward-pass.js';
+import { runStepPasses } from './step-passes.js';
 import { isRegressionLoss } from '../config-types.js';
 import type { LayersModel, LayerVariable } from '../engine/tfjs-types.js';
 import type { HeadState } from '../checkpoint/checkpoint-file.js';
@@ -69,6 +71,8 @@ export class DeviceReplica {
    * This step's forward, in pieces between the group waits that blocked: where the current piece began, ms waited.
    */
   private forwardFrom = 0;
+  /** Gradient accumulation: the sum of the earlier micro-batches' gradients (layout order). */
+  private gradientSum?: Float32Array;
   private forwardWaitedMs = 0;
   /** The engine's `dataSync()` works; false: every read is `await data()` (webgpu). */
   private readonly syncReads: boolean;
@@ -146,7 +150,7 @@ export class DeviceReplica {
       cfg: c,
       device: this.rank,
       model,
-      arithmetic: getEngine(c.backend).arithmetic(),
+      arithmetic: scheduledArithmetic(getEngine(c.backend).arithmetic(), c.lrSchedule),
       collective: collective?.blocking,
     });
     this.attached = {
@@ -277,30 +281,24 @@ export class DeviceReplica {
     const t0 = wallNow();
     this.enter('load');
     this.beforeForward(s);
-    const { x, y, targets } = inputsOf(
-      buffers,
-      inputSlotIndex(this.local, s % INPUT_SLOTS),
-      isRegressionLoss(cfg.loss),
-    );
+    const inputs = inputsOf(buffers, inputSlotIndex(this.local, s % INPUT_SLOTS), isRegressionLoss(cfg.loss));
     const t1 = wallNow();
     this.span('load', 'load', t0, t1);
     this.forwardFrom = t1;
     this.forwardWaitedMs = 0;
     this.enter('forward');
     random.at(cfg.seed, this.rank, s);
-    // slice: a plain ArrayBuffer
-    const copy = <T extends Float32Array | Int32Array>(a: T): T => (this.syncReads ? a : (a.slice() as T));
-    const xs = tf.tensor(copy(x), [cfg.perDevice, ...cfg.sampleShape], 'float32');
-    const ys = targets
-      ? tf.tensor(copy(targets), [cfg.perDevice], 'float32')
-      : tf.tensor(copy(y), [cfg.perDevice], 'int32');
     const { syncReads, rank } = this;
-    const pass = new BackwardPass(
-      { cfg, rank, step: s, model, layout, byModelIndex, grads, method, gate, syncReads },
-      this.passHost(),
-    );
-    const { loss, correct, localGrads, nonFinite, nonFiniteLoss } = await pass.run(xs, ys, y);
-    tf.dispose([xs, ys]);
+    if (cfg.accumulate > 1) this.gradientSum ??= new Float32Array(layout.total);
+    const { loss, correct, localGrads, nonFinite, nonFiniteLoss } = await runStepPasses({
+      ...{ cfg, ...inputs, syncReads, sum: this.gradientSum },
+      pass: micro =>
+        new BackwardPass(
+          { cfg, rank, step: s, model, layout, byModelIndex, grads, method, gate, syncReads, micro },
+          this.passHost(),
+        ),
+      between: () => this.nextMicroBatch(),
+    });
     // Local state is never exchanged; a non-finite local gradient under skip-step skips the local update too.
     const skipLocal =
       nonFiniteLoss !== undefined || (nonFinite !== undefined && localGrads.some(g => firstNonFinite(g) >= 0));
@@ -342,6 +340,14 @@ export class DeviceReplica {
       writeState(model, this.syncReads ? attached.modelState : new Float32Array(attached.modelState));
       attached.stateApplied = true;
     }
+  }
+
+  /** Gradient accumulation: a micro-batch's backward has ended (a span of its own), the next one's forward begins. */
+  private nextMicroBatch(): void {
+    const now = wallNow();
+    this.span('backward', 'backward micro-batch', this.groupBackwardStart, now);
+    this.enter('forward');
+    this.forwardFrom = now;
   }
 
   /** How a step's backward pass reaches this device: the phase, the timeline, the compute half of the pipeline. */

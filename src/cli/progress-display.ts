@@ -16,6 +16,11 @@ export class ProgressDisplay {
   private epoch = 1;
   private epochStart = 1;
   private stepsPerEpoch = 1;
+  /** The run has a learning-rate schedule: the step lines show each step's lr. */
+  private scheduled = false;
+  private epochs = 1;
+  /** The current epoch's steps so far: their loss and accuracy summed, when its first step ended. */
+  private tally = { steps: 0, loss: 0, accuracy: 0, since: 0 };
   private recent: Span[] = [];
 
   /** host: this process's host rank, when the run has several hosts. */
@@ -43,12 +48,7 @@ export class ProgressDisplay {
     if (this.mode.quiet) return;
     switch (e.type) {
       case 'started':
-        console.log(
-          `training on ${e.devices} device(s), ${e.backend}, ${e.method}, strategy ${e.strategy}, steps ` +
-            `${e.firstStep}..${e.steps}`,
-        );
-        this.stepsPerEpoch = e.stepsPerEpoch;
-        return;
+        return this.started(e);
       case 'auto':
         console.log(
           `auto: picked ${e.strategy}${e.splitLayer ? ` (p = ${e.splitLayer} layers with parameters)` : ''}: ` +
@@ -59,6 +59,7 @@ export class ProgressDisplay {
         return;
       case 'epoch':
         if (this.mode.tty && e.epoch > 1) process.stdout.write('\n');
+        this.epochLine();
         this.epoch = e.epoch;
         this.epochStart = e.step;
         return;
@@ -71,10 +72,12 @@ export class ProgressDisplay {
         return;
       }
       case 'stopped':
+        this.epochLine();
         this.line(`stopped after step ${e.step}`);
         return;
       case 'finished':
         if (this.mode.tty) process.stdout.write('\n');
+        this.epochLine();
         return;
       case 'failed':
         return; // the command prints the error itself
@@ -83,6 +86,16 @@ export class ProgressDisplay {
         void never;
       }
     }
+  }
+
+  private started(e: Extract<RunEvent, { type: 'started' }>): void {
+    console.log(
+      `training on ${e.devices} device(s), ${e.backend}, ${e.method}, strategy ${e.strategy}, steps ` +
+        `${e.firstStep}..${e.steps}`,
+    );
+    this.stepsPerEpoch = e.stepsPerEpoch;
+    this.scheduled = e.lrSchedule !== undefined;
+    this.epochs = Math.ceil(e.steps / e.stepsPerEpoch);
   }
 
   spans(spans: Span[]): void {
@@ -97,11 +110,13 @@ export class ProgressDisplay {
       return;
     }
     if (this.mode.quiet) return;
+    this.count(m);
     const inEpoch = m.step - this.epochStart + 1;
     const overlap = overlapShare(this.recent.filter(s => s.step === m.step - 1));
     const acc = Number.isNaN(m.accuracy) ? '' : `  acc ${(m.accuracy * 100).toFixed(1)}%`; // regression has no accuracy
+    const lr = this.scheduled ? `  lr ${m.lr.toPrecision(3)}` : '';
     const text =
-      `loss ${m.loss.toFixed(4)}${acc}  ${m.samplesPerSecond.toFixed(0)} samples/s  overlap ` +
+      `loss ${m.loss.toFixed(4)}${acc}${lr}  ${m.samplesPerSecond.toFixed(0)} samples/s  overlap ` +
       `${(overlap * 100).toFixed(0)}%`;
     this.recent = this.recent.filter(s => s.step >= m.step - 1);
     if (this.mode.tty) {
@@ -113,6 +128,28 @@ export class ProgressDisplay {
     } else if (m.step === 1 || m.step % Math.max(1, Math.floor(this.stepsPerEpoch / 20)) === 0) {
       console.log(`epoch ${this.epoch} step ${m.step}  ${text}`);
     }
+  }
+
+  private count(m: StepMetrics): void {
+    const t = this.tally;
+    // the epoch's time from its first step's start: that step's period before it was recorded
+    if (t.steps === 0) t.since = performance.now() - m.stepMs;
+    t.steps++;
+    t.loss += m.loss;
+    t.accuracy += m.accuracy;
+  }
+
+  /**
+   * The epoch's line once its steps are over, e.g. `epoch 3/10  loss 0.3100  acc 0.912  12.3 s`: the means over its
+   * steps (as tfjs's epoch logs); regression has no accuracy.
+   */
+  private epochLine(): void {
+    const t = this.tally;
+    if (t.steps === 0 || this.mode.json || this.mode.quiet || this.muted) return;
+    const acc = Number.isNaN(t.accuracy) ? '' : `  acc ${(t.accuracy / t.steps).toFixed(3)}`;
+    const seconds = ((performance.now() - t.since) / 1000).toFixed(1);
+    console.log(`epoch ${this.epoch}/${this.epochs}  loss ${(t.loss / t.steps).toFixed(4)}${acc}  ${seconds} s`);
+    this.tally = { steps: 0, loss: 0, accuracy: 0, since: 0 };
   }
 
   private line(text: string): void {

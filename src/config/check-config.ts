@@ -44,6 +44,7 @@ export function checkConfig(config: TrainConfig): CheckedConfig {
         `samples); try ${Math.max(devices, batch - (batch % devices))}`,
     );
   }
+  const accumulate = accumulateOf(config, batch, devices);
   const seed = config.seed ?? 1;
   const schedule = scheduleFields(config);
   const transport = transportOf(config, topology, rendezvous);
@@ -58,6 +59,7 @@ export function checkConfig(config: TrainConfig): CheckedConfig {
     nativeFusion: config.nativeFusion ?? true,
     precision: precisionOf(config, backend),
     batch,
+    accumulate,
     seed,
     ...schedule,
     trace: writer ? config.trace : undefined,
@@ -87,6 +89,21 @@ function precisionOf(config: TrainConfig, backend: string): Precision {
   const precision = oneOf('precision', config.precision ?? 'fp32', PRECISIONS);
   assertPrecisionAvailable(backend, precision);
   return precision;
+}
+
+/** Micro-batches per step: the global batch splits into devices × accumulate equal micro-batches. */
+function accumulateOf(config: TrainConfig, batch: number, devices: number): number {
+  const n = config.accumulate ?? 1;
+  if (n > 1 && (config.method ?? 'data-parallel') !== 'data-parallel')
+    bad('accumulate', `applies to method data-parallel only, not ${config.method}: remove accumulate`);
+  if (batch % (devices * n) !== 0)
+    bad(
+      'accumulate',
+      `global batch ${batch} must be divisible by devices ${devices} × accumulate ${n} = ${devices * n} (each ` +
+        `device trains ${n} micro-batches of batch / (devices × accumulate) samples); give a batch that is a ` +
+        `multiple of ${devices * n}, or another accumulate`,
+    );
+  return n;
 }
 
 /** The backend named (or the default), registered, available here, and one that keeps parameters in host memory. */

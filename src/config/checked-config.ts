@@ -12,6 +12,7 @@ export type CheckedFields = Pick<
   | 'nativeFusion'
   | 'precision'
   | 'batch'
+  | 'accumulate'
   | 'seed'
   | 'strategy'
   | 'strategyOptions'

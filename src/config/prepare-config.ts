@@ -19,6 +19,7 @@ import { checkClassLabels, heldOutSplit, prepareData } from './prepare-data.js';
 import { resolveLoss } from './resolve-loss.js';
 import { checkModuleModelShapes } from './module-model-shapes.js';
 import { shardedUpdateApplies } from './sharded-update.js';
+import { resolveLrSchedule } from '../optim/lr-schedule.js';
 
 export async function prepareConfig(checked: CheckedConfig): Promise<ResolvedConfig> {
   const { config, fields, modelSource, builtinModel, dataSource } = checked;
@@ -74,6 +75,7 @@ export async function prepareConfig(checked: CheckedConfig): Promise<ResolvedCon
     steps,
     stepsPerEpoch,
     optimizer,
+    lrSchedule: resolveLrSchedule(config, optimizer.lr, steps, stepsPerEpoch),
     commHook,
     loss,
   });
@@ -111,7 +113,9 @@ function assemble({ fields: f }: CheckedConfig, p: Prepared): ResolvedConfig {
     ...pick(f, 'devices', 'topology', 'rendezvous', 'backend', 'nativeThreads', 'nativeFusion', 'precision'),
     ...pick(f, 'batch'),
     perDevice: f.batch / f.devices,
+    accumulate: f.accumulate,
     ...pick(p, 'steps', 'stepsPerEpoch', 'optimizer'),
+    ...(p.lrSchedule ? { lrSchedule: p.lrSchedule } : {}),
     ...pick(f, 'seed', 'strategy', 'strategyOptions', 'exchange', 'link', 'trace', 'allReduce', 'localUpdate'),
     ...pick(f, 'transport', 'overwrite'),
     ...pick(p, 'commHook', 'loss'),

@@ -17,6 +17,7 @@ import { fitCallbackList, type FitParams } from './fit-callbacks.js';
 import { fitSettings, tandemOptions, type FitArgs } from './fit-args.js';
 import { loadTrainedWeights } from './trained-weights.js';
 import { splitValidation, validationLogs } from './fit-validation.js';
+import { lrAt } from '../optim/lr-schedule.js';
 
 export type { FitArgs, FitOptions } from './fit-args.js';
 
@@ -103,6 +104,7 @@ export async function fitWith(
       checkpointDir: path.join(files.dir, 'checkpoints'),
       checkpointEvery: stepsPerEpoch,
       keepCheckpoints: 1,
+      lrScheduleSteps: options.lrScheduleSteps ?? Math.max(1, (style.epochs - style.initialEpoch) * stepsPerEpoch),
     };
     return await epochs({ model, targets, config, stepsPerEpoch, batchSize }, style);
   } finally {
@@ -133,6 +135,7 @@ async function epochs(plan: FitPlan, s: FitStyle): Promise<tf.History> {
     const batchLogs = await batchCallbacks(list, trained, plan, s.batchLogsBeforeBegin);
     const epochLogs: Record<string, number> = s.validate ? await s.validate() : {};
     Object.assign(epochLogs, batchLogs);
+    if (run.config.lrSchedule) epochLogs.lr = lrAt(run.config.lrSchedule, run.config.optimizer.lr, run.steps);
     await list.onEpochEnd(epoch, epochLogs);
     if (model.stopTraining) break;
   }

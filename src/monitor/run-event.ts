@@ -18,6 +18,8 @@ export type RunEvent = { host?: number } &
         steps: number;
         firstStep: number;
         stepsPerEpoch: number;
+        /** The learning-rate schedule's kind, when the lr changes over the run (the step lines then show it). */
+        lrSchedule?: string;
         engineDevices?: EngineDevice[];
       }
     | { type: 'auto'; strategy: string; splitLayer?: number; reason: string }

@@ -11,6 +11,7 @@ import { DATA_OPTIONS } from '../data/data-options.js';
 import { WORLD_OPTIONS } from '../world/world-options.js';
 import { ENGINE_OPTIONS } from '../engine/engine-options.js';
 import { OPTIMIZER_OPTIONS, optimizerOptionTable } from '../optim/optimizer-options.js';
+import { LR_SCHEDULE_OPTIONS } from '../optim/lr-schedule-options.js';
 import { SCHEDULE_OPTIONS } from '../pipeline/schedule-options.js';
 import { BUILTIN_HOOK_OPTIONS, COMM_HOOK_SECTION } from '../pipeline/comm-hook-options.js';
 import { METHOD_SECTION } from '../methods/method-options.js';
@@ -30,6 +31,7 @@ export const TRAIN_CONFIG_SECTIONS: readonly OptionSection[] = [
   { name: 'world', table: WORLD_OPTIONS },
   { name: 'engine', table: ENGINE_OPTIONS },
   { name: 'optimizer', table: OPTIMIZER_OPTIONS },
+  { name: 'lr schedule', table: LR_SCHEDULE_OPTIONS },
   { name: 'schedule', table: SCHEDULE_OPTIONS },
   { name: 'comm hook', table: COMM_HOOK_SECTION },
   { name: 'method', table: METHOD_SECTION },

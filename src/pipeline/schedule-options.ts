@@ -8,6 +8,11 @@ import { EXCHANGE_ORDERS } from './priority-schedule.js';
 export interface ScheduleOptions {
   /** Global batch size: each device trains on batch / devices samples per step. */
   batch?: number;
+  /**
+   * Gradient accumulation: each device trains its batch / devices samples as this many micro-batches, one after the
+   * other, and exchanges their mean gradient once; the global batch is unchanged, memory is a micro-batch's.
+   */
+  accumulate?: number;
   steps?: number;
   epochs?: number;
   seed?: number;
@@ -59,6 +64,14 @@ export const SCHEDULE_OPTIONS: OptionTable<ScheduleOptions> = {
     default: '32',
     doc: 'global batch over every device of every host',
     check: positiveInt(),
+  },
+  accumulate: {
+    kind: 'integer',
+    group: 'schedule',
+    arg: 'N',
+    default: '1',
+    doc: 'N micro-batches of batch/(devices×N) per step, one exchange of their mean gradient (batch divisible by both)',
+    check: positiveInt(4096),
   },
   steps: { kind: 'integer', group: 'schedule', default: 'one epoch', doc: 'training steps (or --epochs)' },
   epochs: { kind: 'integer', group: 'schedule', doc: 'epochs instead of steps', check: positiveInt(1_000_000) },

@@ -16,7 +16,8 @@ import { resolveDataset } from '../data/resolve-dataset.js';
 import { seedRandomLayers } from '../model/seeded-random-layers.js';
 import { GlobalBatchSampler } from '../data/sampler.js';
 import type { TrainSummary } from './train.js';
-import { tfjsOptimizer } from '../optim/tfjs-optimizer.js';
+import { setTfjsLearningRate, tfjsOptimizer } from '../optim/tfjs-optimizer.js';
+import { lrAt } from '../optim/lr-schedule.js';
 
 export interface ReferenceOptions {
   /** Values for weights of the built model, by name (e.g. the non-trainable weights a run started from). */
@@ -62,6 +63,7 @@ export async function trainReference(
       y[i] = reader.read(index, x, i * per);
     });
     random?.at(cfg.seed, 0, step);
+    if (cfg.lrSchedule) setTfjsLearningRate(optimizer, lrAt(cfg.lrSchedule, cfg.optimizer.lr, step));
     const loss = tf.tidy(() => {
       const xs = tf.tensor(x, [cfg.batch, ...cfg.sampleShape]),
         ys = tf.tensor(y, [cfg.batch], floatTargets ? 'float32' : 'int32');

@@ -9,6 +9,7 @@ import type { ResolvedConfig } from '../config-types.js';
 import { TandemError } from '../errors.js';
 import { modelStateSlots, optimizerStateOf, paramSlots, type SharedBuffers } from '../actors/shared-buffers.js';
 import type { WeightShape } from '../actors/protocol.js';
+import { scheduleIdentity } from '../optim/lr-schedule.js';
 import { readFile } from 'node:fs/promises';
 import { checkAgainstRun } from '../checkpoint/checkpoint-fields.js';
 import {
@@ -28,8 +29,11 @@ export function runFingerprint(cfg: ResolvedConfig): string {
     data: cfg.data,
     method: cfg.method,
     optimizer: cfg.optimizer,
+    // the schedule is a function of the step: the same schedule continues exactly (absent: constant, as before)
+    ...(cfg.lrSchedule ? { lrSchedule: scheduleIdentity(cfg.lrSchedule) } : {}),
     devices: cfg.devices,
     batch: cfg.batch,
+    ...(cfg.accumulate > 1 ? { accumulate: cfg.accumulate } : {}), // other micro-batches: other rounding, BN statistics
     seed: cfg.seed,
     ...(cfg.batchNorm === 'local' ? { batchNorm: 'local' } : {}),
     ...(cfg.shuffle === false ? { shuffle: false } : {}), // another order of the samples: not the same run

@@ -12,6 +12,8 @@ export interface StepMetrics {
   step: number;
   loss: number;
   accuracy: number;
+  /** The learning rate this step's update used (the schedule's, else the optimizer's). */
+  lr: number;
   samplesPerSecond: number;
   /**
    * ms since the previous step ended (the first step: since it began): the step's period, what it cost in wall time,

@@ -17,6 +17,7 @@ import type { WorldMonitor } from './world-monitor.js';
 import type { RunLedger } from './run-ledger.js';
 import type { LaidOut } from './run-setup.js';
 import { checkLoss } from './loss-check.js';
+import { lrAt } from '../optim/lr-schedule.js';
 
 /** A step posted to every device: its replies, and when its inputs were loaded. */
 interface PostedStep {
@@ -38,7 +39,7 @@ export interface StepLoopParts {
 
 type LoopConfig = Pick<
   ResolvedConfig,
-  'steps' | 'stepsPerEpoch' | 'perDevice' | 'topology' | 'batch' | 'onNan' | 'optimizer'
+  'steps' | 'stepsPerEpoch' | 'perDevice' | 'topology' | 'batch' | 'onNan' | 'optimizer' | 'lrSchedule'
 >;
 
 export class StepLoop {
@@ -187,7 +188,10 @@ export class StepLoop {
     const numTensors = results.map(r => r.numTensors);
     this.parts.monitor.step(
       { step, losses: results.map(r => r.loss), correct, stepMs, computeMs, numTensors },
-      { step, loss, accuracy, stepMs, samplesPerSecond: cfg.batch / (stepMs / 1000), computeMs, numTensors },
+      {
+        ...{ step, loss, accuracy, lr: lrAt(cfg.lrSchedule, cfg.optimizer.lr, step), stepMs },
+        ...{ samplesPerSecond: cfg.batch / (stepMs / 1000), computeMs, numTensors },
+      },
     );
   }
 }

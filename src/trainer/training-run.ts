@@ -123,6 +123,7 @@ export class TrainingRun {
       steps: cfg.steps,
       firstStep,
       stepsPerEpoch: cfg.stepsPerEpoch,
+      ...(cfg.lrSchedule ? { lrSchedule: cfg.lrSchedule.kind } : {}),
       ...(built.engineDevices ? { engineDevices: built.engineDevices } : {}),
     });
     const loading = laidOut.load(firstStep);

@@ -7,6 +7,7 @@
  * (stamped with `host`), the other hosts' warnings. On the other hosts they
  * see that host alone, events stamped with it. One process: the hooks as given.
  */
+import { lrAt } from '../optim/lr-schedule.js';
 import type { ResolvedConfig } from '../config-types.js';
 import type { Span } from '../monitor/span.js';
 import type { HostChannel } from '../world/host-channel.js';
@@ -126,6 +127,7 @@ export class WorldMonitor {
       step: w.step,
       loss,
       accuracy,
+      lr: lrAt(cfg.lrSchedule, cfg.optimizer.lr, w.step),
       stepMs: w.stepMs,
       samplesPerSecond: cfg.batch / (w.stepMs / 1000),
       computeMs: w.computeMs,

@@ -10,6 +10,7 @@
  * data, outputs, resume) may differ between machines and are not compared.
  */
 import type { ResolvedConfig } from '../config-types.js';
+import { scheduleIdentity } from '../optim/lr-schedule.js';
 
 export type HostFlags = Record<string, string>;
 
@@ -18,12 +19,14 @@ export function hostFlags(cfg: ResolvedConfig, auto: boolean): HostFlags {
   const flags: Record<string, unknown> = {
     devices: cfg.devices,
     batch: cfg.batch,
+    accumulate: cfg.accumulate > 1 ? cfg.accumulate : undefined,
     steps: cfg.steps,
     'sample shape': cfg.sampleShape,
     classes: cfg.classes,
     'dataset size': cfg.datasetSize,
     method: cfg.method,
     optimizer: cfg.optimizer,
+    'lr schedule': scheduleIdentity(cfg.lrSchedule),
     seed: cfg.seed,
     strategy: auto ? 'auto' : cfg.strategy,
     'comm hook': auto ? undefined : (cfg.commHook?.name ?? 'none'),

@@ -1,0 +1,64 @@
+/**
+ * A step's forward and backward passes on a device: one pass over its batch / devices samples, or, with gradient
+ * accumulation (`accumulate: N`), N passes over micro-batches of batch / (devices × N) samples, one after the other.
+ * The earlier micro-batches' gradients are summed on the compute thread; only the last pass hands gradients over, their
+ * mean, so the exchange sees one step's gradient of the whole batch (the mean of the micro-batches' mean gradients:
+ * the batch's mean gradient, in other float rounding) and the tensors alive are a micro-batch's. BatchNormalization
+ * normalises each micro-batch with its own statistics (sync: the micro-batch of every device) and updates its moving
+ * statistics once per micro-batch.
+ */
+import * as tf from '@tensorflow/tfjs';
+import type { ComputeConfig } from './config-slices.js';
+import type { BackwardPass, MicroBatch, PassResult } from './backward-pass.js';
+
+export interface StepPassesInputs {
+  cfg: Pick<ComputeConfig, 'accumulate' | 'perDevice' | 'sampleShape'>;
+  /** The step's samples in the shared input slot: x, the class labels, the float targets of a regression. */
+  x: Float32Array;
+  y: Int32Array;
+  targets?: Float32Array;
+  syncReads: boolean;
+  /** The layout's floats, for the sum of the micro-batches' gradients (accumulate > 1). */
+  sum?: Float32Array;
+  /** A pass over one micro-batch (undefined: the whole batch). */
+  pass: (micro: MicroBatch | undefined) => BackwardPass;
+  /** Between two micro-batches: the next forward begins. */
+  between: () => void;
+}
+
+/** The step's passes; its loss is the mean over the micro-batches, its correct count their sum. */
+export async function runStepPasses(p: StepPassesInputs): Promise<PassResult> {
+  const n = p.cfg.accumulate;
+  if (n === 1) return runOne(p, 0, p.cfg.perDevice, undefined);
+  if (!p.sum) throw new Error('runStepPasses: accumulate > 1 needs the gradient sum buffer');
+  const size = p.cfg.perDevice / n;
+  let loss = 0,
+    correct = 0,
+    last: PassResult | undefined;
+  let nonFinite: string | undefined, nonFiniteLoss: number | undefined;
+  for (let m = 0; m < n; m++) {
+    if (m > 0) p.between();
+    last = await runOne(p, m * size, size, { index: m, count: n, sum: p.sum, nonFiniteLoss });
+    loss += last.loss;
+    correct += last.correct;
+    nonFinite ??= last.nonFinite;
+    nonFiniteLoss ??= last.nonFiniteLoss;
+  }
+  return { ...last!, loss: loss / n, correct, nonFinite, nonFiniteLoss };
+}
+
+/** One pass over samples [from, from + size) of the slot. */
+async function runOne(p: StepPassesInputs, from: number, size: number, micro: MicroBatch | undefined) {
+  const { cfg, x, y, targets, syncReads } = p;
+  const per = x.length / cfg.perDevice;
+  // the whole slot as it is on a synchronous engine; else (and a micro-batch) a copy: a plain ArrayBuffer
+  const part = <T extends Float32Array | Int32Array>(a: T, k: number): T =>
+    micro === undefined && syncReads ? a : (a.slice(from * k, (from + size) * k) as T);
+  const xs = tf.tensor(part(x, per), [size, ...cfg.sampleShape], 'float32');
+  const ys = targets ? tf.tensor(part(targets, 1), [size], 'float32') : tf.tensor(part(y, 1), [size], 'int32');
+  try {
+    return await p.pass(micro).run(xs, ys, micro === undefined ? y : y.subarray(from, from + size));
+  } finally {
+    tf.dispose([xs, ys]);
+  }
+}
