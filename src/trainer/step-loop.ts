@@ -17,6 +17,7 @@ import type { WorldMonitor } from './world-monitor.js';
 import type { RunLedger } from './run-ledger.js';
 import type { LaidOut } from './run-setup.js';
 import { checkLoss } from './loss-check.js';
+import { atEpochEnd, epochEndDue } from './epoch-end.js';
 
 /** A step posted to every device: its replies, and when its inputs were loaded. */
 interface PostedStep {
@@ -119,7 +120,8 @@ export class StepLoop {
     if (hooks.onStepApplied || replicaCheck.due(step)) await this.parts.threads.applied(laidOut.groups.length, step);
     hooks.onStepApplied?.(step, replicas, laidOut.layout);
     if (replicaCheck.due(step)) await replicaCheck.afterApplied(step, replicas);
-    const stopping = await controller.stopAfter(step, nextPosted);
+    const epochStop = await atEpochEnd(this.parts, laidOut, cfg.stepsPerEpoch, step);
+    const stopping = (await controller.stopAfter(step, nextPosted)) || epochStop;
     const disarmGrace = () => controller.stepsOver();
     if (checkpoints.due(step, stopping)) await checkpoints.write(laidOut, step, stopping ? disarmGrace : undefined);
     if (stopping) disarmGrace();
@@ -155,8 +157,8 @@ export class StepLoop {
    */
   private async postAhead(step: number, loading: Promise<void>): Promise<PostedStep | undefined> {
     const { hooks, replicaCheck, checkpoints, stalls, threads, controller } = this.parts;
-    if (step >= this.cfg.steps || hooks.onStepApplied || replicaCheck.due(step) || checkpoints.due(step, false))
-      return undefined;
+    const waits = hooks.onStepApplied || replicaCheck.due(step) || epochEndDue(hooks, this.cfg.stepsPerEpoch, step);
+    if (step >= this.cfg.steps || waits || checkpoints.due(step, false)) return undefined;
     await stalls.withinStallTimeout(loading, step + 1);
     const loadedAt = performance.now();
     if (threads.failure) return undefined;
