@@ -11,7 +11,9 @@ import { TandemError } from '../errors.js';
 import { fitTargets } from './fit-targets.js';
 import { writeFitFiles } from './fit-files.js';
 import { fitSettings, tandemOptions, type FitArgs } from './fit-args.js';
-import { splitValidation, validationLogs } from './fit-validation.js';
+import { splitValidation } from './fit-validation.js';
+import { ValidationPool } from './validation-pool.js';
+import type { EvaluateArgs } from './evaluate.js';
 import { fitLoop, type FitStyle } from './fit-loop.js';
 
 export type { FitArgs, FitOptions } from './fit-args.js';
@@ -26,17 +28,19 @@ export async function fit(model: tf.LayersModel, x: tf.Tensor, y: tf.Tensor, arg
     throw new TandemError('BAD_DATA', `fit: x has ${x.shape[0]} samples and y ${y.shape[0]}; give as many of each`);
   tandemOptions(args); // refused before the split
   const { trainX, trainY, validation } = splitValidation(x, y, args);
+  const { batchSize } = settings;
+  const pool = validation && new ValidationPool(model, validation.x, validation.y, batchSize, devicesOf(args));
   try {
-    const { batchSize } = settings;
     return await fitWith(model, trainX, trainY, args, {
       ...settings,
       callbacks: args.callbacks,
       yieldEvery: args.yieldEvery,
       params: { samples: trainX.shape[0], steps: null, batchSize, initialEpoch: settings.initialEpoch },
       batchLogsBeforeBegin: false,
-      validate: validation && (() => validationLogs(model, validation, batchSize, args)),
+      validate: pool && (() => pool.logs()),
     });
   } finally {
+    await pool?.close();
     if (trainX !== x) tf.dispose([trainX, trainY]);
     validation?.dispose();
   }
@@ -80,4 +84,12 @@ export async function fitWith(
   } finally {
     await files.remove();
   }
+}
+
+/** The devices and backend of `args` that validation runs on (those given). */
+export function devicesOf(args: Pick<EvaluateArgs, 'devices' | 'backend'>): Pick<EvaluateArgs, 'devices' | 'backend'> {
+  return {
+    ...(args.devices !== undefined ? { devices: args.devices } : {}),
+    ...(args.backend !== undefined ? { backend: args.backend } : {}),
+  };
 }
