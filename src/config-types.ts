@@ -79,6 +79,8 @@ export interface ResolvedConfig {
   trainSize: number;
   /** Each epoch a seeded permutation of the training samples; false: in their order. */
   shuffle: boolean;
+  /** Each epoch's last, smaller batch is trained (stepsPerEpoch = ceil(trainSize / batch)); else dropped. */
+  partialBatch: boolean;
   /**
    * A data module's image inputs far outside the usual range (data/input-scale.ts): the run warns with it once, on host
    * 0.

@@ -40,6 +40,8 @@ export interface PassInputs {
   method: DeviceMethod;
   gate?: ForwardGate;
   syncReads: boolean;
+  /** The factor on every gradient: 1, or this device's weight in a partial batch (device-share.ts). */
+  weight: number;
 }
 
 /** The step's outcome, as the device reports it. */
@@ -178,6 +180,8 @@ export class BackwardPass {
       this.nonFinite ??= name; // skip-step: handed over; the comm side skips the group's update
     }
     if (nonFiniteLoss !== undefined) this.nonFinite ??= `the loss (${nonFiniteLoss})`;
+    const { weight } = this.x;
+    if (weight !== 1) values = values.map(v => v * weight);
     if (local) {
       this.localGrads[modelIndex - vars.length] = values.slice();
       return;

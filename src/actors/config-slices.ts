@@ -21,6 +21,7 @@ export const COMPUTE_FIELDS = [
   'nativeThreads',
   'onNan',
   'optimizer',
+  'partialBatch',
   'perDevice',
   'plugins',
   'pluginOptions',
@@ -28,6 +29,7 @@ export const COMPUTE_FIELDS = [
   'seed',
   'stallTimeoutMs',
   'topology',
+  'trainSize',
 ] as const satisfies readonly (keyof ResolvedConfig)[];
 
 /** A device's comm thread: the exchange, the hook, the update, its engine's arithmetic, the watchdog. */

@@ -28,6 +28,7 @@ import { openCollective } from '../collectives/transport-registry.js';
 import type { RankHandle } from '../collectives/transport.js';
 import { getMethod } from '../methods/method-registry.js';
 import { BackwardPass, firstNonFinite, type PassHost } from './backward-pass.js';
+import { deviceShare } from './device-share.js';
 import { isRegressionLoss } from '../config-types.js';
 import type { LayersModel, LayerVariable } from '../engine/tfjs-types.js';
 import type { HeadState } from '../checkpoint/checkpoint-file.js';
@@ -288,18 +289,20 @@ export class DeviceReplica {
     this.forwardWaitedMs = 0;
     this.enter('forward');
     random.at(cfg.seed, this.rank, s);
-    // slice: a plain ArrayBuffer
-    const copy = <T extends Float32Array | Int32Array>(a: T): T => (this.syncReads ? a : (a.slice() as T));
-    const xs = tf.tensor(copy(x), [cfg.perDevice, ...cfg.sampleShape], 'float32');
-    const ys = targets
-      ? tf.tensor(copy(targets), [cfg.perDevice], 'float32')
-      : tf.tensor(copy(y), [cfg.perDevice], 'int32');
     const { syncReads, rank } = this;
+    const { rows, samples, weight } = deviceShare(cfg, s, rank); // a partial batch: fewer rows, weighted
+    // the step's rows of the slot; slice: a plain ArrayBuffer
+    const copy = <T extends Float32Array | Int32Array>(a: T, per = 1): T =>
+      syncReads ? (a.subarray(0, rows * per) as T) : (a.slice(0, rows * per) as T);
+    const xs = tf.tensor(copy(x, x.length / cfg.perDevice), [rows, ...cfg.sampleShape], 'float32');
+    const ys = targets ? tf.tensor(copy(targets), [rows], 'float32') : tf.tensor(copy(y), [rows], 'int32');
     const pass = new BackwardPass(
-      { cfg, rank, step: s, model, layout, byModelIndex, grads, method, gate, syncReads },
+      { cfg, rank, step: s, model, layout, byModelIndex, grads, method, gate, syncReads, weight },
       this.passHost(),
     );
-    const { loss, correct, localGrads, nonFinite, nonFiniteLoss } = await pass.run(xs, ys, y);
+    const run = await pass.run(xs, ys, y.subarray(0, rows));
+    const { localGrads, nonFinite, nonFiniteLoss } = run;
+    const [loss, correct] = samples > 0 ? [run.loss, run.correct] : [0, 0]; // a placeholder row counts for nothing
     tf.dispose([xs, ys]);
     // Local state is never exchanged; a non-finite local gradient under skip-step skips the local update too.
     const skipLocal =
@@ -314,7 +317,7 @@ export class DeviceReplica {
       step: s,
       loss,
       correct,
-      count: cfg.perDevice,
+      count: samples,
       computeMs: t2 - t1 - this.forwardWaitedMs,
       loadMs: t1 - t0,
       numTensors: tf.memory().numTensors,

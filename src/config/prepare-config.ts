@@ -9,7 +9,7 @@ import { isRegressionLoss, type ResolvedConfig } from '../config-types.js';
 import { getTransport, DEFAULT_TRANSPORT } from '../collectives/transport-registry.js';
 import { resolveCommHook } from '../pipeline/resolve-comm-hook.js';
 import { inputScaleWarning } from '../data/input-scale.js';
-import { GlobalBatchSampler } from '../data/sampler.js';
+import { GlobalBatchSampler, stepsPerEpochOf } from '../data/sampler.js';
 import type { ModelSpec } from '../model/resolve-model.js';
 import { getMethod } from '../methods/method-registry.js';
 import { positiveInt } from '../options/option-checks.js';
@@ -48,14 +48,17 @@ export async function prepareConfig(checked: CheckedConfig): Promise<ResolvedCon
       `${loss} (regression) needs a model with one output; builtin '${modelSource}' outputs one score per class`,
     );
   if (!builtinModel) await checkModuleModelShapes(model, sampleShape, outputs, modelSource, dataSource, loss);
-  const stepsPerEpoch = Math.floor(trainSize / batch);
+  const partialBatch = partialBatchOf(config.partialBatch, method.name);
+  const stepsPerEpoch = stepsPerEpochOf(trainSize, batch, partialBatch);
   const steps =
     config.epochs !== undefined ? config.epochs * stepsPerEpoch : positiveInt()(config.steps ?? stepsPerEpoch, 'steps');
   const inputWarning =
     prepared.userDataset && checked.writer // host 0 says it once for the job
       ? inputScaleWarning(
           prepared.userDataset,
-          new GlobalBatchSampler(trainSize, batch, seed, devices, config.shuffle !== false).batchIndices(1),
+          new GlobalBatchSampler(trainSize, batch, seed, devices, config.shuffle !== false, partialBatch).batchIndices(
+            1,
+          ),
           data.source,
         )
       : undefined;
@@ -64,6 +67,7 @@ export async function prepareConfig(checked: CheckedConfig): Promise<ResolvedCon
     classifier,
     trainSize,
     shuffle: config.shuffle !== false,
+    partialBatch,
     evalSamples,
     inputWarning,
     model,
@@ -80,6 +84,13 @@ export async function prepareConfig(checked: CheckedConfig): Promise<ResolvedCon
   refuseNonBlockingTransport(resolved, method.computeCommunicator(resolved) !== undefined, method.name);
   if (!shardedUpdateApplies(resolved)) resolved.localUpdate = 'replica';
   return resolved;
+}
+
+/** Whether each epoch's last, smaller batch is trained: data-parallel only. */
+function partialBatchOf(given: boolean | undefined, method: string): boolean {
+  if (given === true && method !== 'data-parallel')
+    bad('partialBatch', `is for data-parallel training; --method ${method} trains full batches only`);
+  return given === true;
 }
 
 /** What the prepare phase found. */
@@ -101,6 +112,7 @@ function assemble({ fields: f }: CheckedConfig, p: Prepared): ResolvedConfig {
       'classifier',
       'trainSize',
       'shuffle',
+      'partialBatch',
       'evalSamples',
       'inputWarning',
       'model',

@@ -15,6 +15,7 @@ const FIT_OWNS = [
   'steps',
   'epochs',
   'shuffle',
+  'partialBatch',
   'classes',
   'imageSize',
   'datasetSize',

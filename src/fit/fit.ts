@@ -61,14 +61,8 @@ export async function fitWith(
   const { batchSize, shuffle } = fitSettings(args);
   const targets = fitTargets(model);
   const samples = x.shape[0];
-  const stepsPerEpoch = Math.floor(samples / batchSize);
+  const stepsPerEpoch = Math.ceil(samples / batchSize); // the last batch may be smaller, as model.fit trains it
   const labels = targets.labels(y);
-  if (samples % batchSize !== 0)
-    process.emitWarning(
-      `tandem fit: ${samples % batchSize} of ${samples} samples are not trained each epoch: tandem trains ` +
-        `full batches of ${batchSize} only (tfjs's model.fit trains the last, smaller batch too)`,
-      { code: 'TANDEM_FIT_PARTIAL_BATCH' },
-    );
   const files = await writeFitFiles(tf, model, x, labels, targets.classes);
   try {
     const config: TrainConfig = {
@@ -78,8 +72,9 @@ export async function fitWith(
       loss: targets.loss,
       batch: batchSize,
       shuffle,
+      partialBatch: true,
     };
-    const batchSizes = new Array<number>(stepsPerEpoch).fill(batchSize);
+    const batchSizes = Array.from({ length: stepsPerEpoch }, (_, b) => Math.min(batchSize, samples - b * batchSize));
     return await fitLoop({ model, targets, config, stepsPerEpoch, batchSize, batchSizes }, style);
   } finally {
     await files.remove();

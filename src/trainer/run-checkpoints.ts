@@ -33,6 +33,7 @@ export function runFingerprint(cfg: ResolvedConfig): string {
     seed: cfg.seed,
     ...(cfg.batchNorm === 'local' ? { batchNorm: 'local' } : {}),
     ...(cfg.shuffle === false ? { shuffle: false } : {}), // another order of the samples: not the same run
+    ...(cfg.partialBatch ? { partialBatch: true } : {}), // other batches: not the same run
     classifier: cfg.classifier && { ...cfg.classifier, exportDevice: undefined, exportClassifier: undefined },
   });
 }

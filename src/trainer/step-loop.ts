@@ -171,11 +171,16 @@ export class StepLoop {
     const { cfg, result } = this;
     checkLoss(step, results, cfg, this.parts.hooks);
     this.parts.ledger.stepDone(step, results);
-    const loss = results.reduce((s, r) => s + r.loss, 0) / results.length;
+    // Devices of one share: their mean; a partial batch's uneven shares: weighted by their samples.
+    const even = results.every(r => r.count === cfg.perDevice);
+    const samples = even ? cfg.perDevice * cfg.topology.localDevices : results.reduce((s, r) => s + r.count, 0);
+    const loss = even
+      ? results.reduce((s, r) => s + r.loss, 0) / results.length
+      : results.reduce((s, r) => s + r.loss * r.count, 0) / samples;
     // This process's devices' samples (the whole global batch on one host; several hosts: host 0's monitor sees the
     // world's).
     const correct = results.reduce((s, r) => s + r.correct, 0);
-    const accuracy = correct / (cfg.perDevice * cfg.topology.localDevices);
+    const accuracy = correct / samples;
     // The period: since the previous step was recorded (the first: since its loop iteration began), so that what the
     // loop does between steps (a checkpoint, the hosts' stop agreement, a replica check) counts, as it does in the wall
     // time.
