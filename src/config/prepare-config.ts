@@ -48,10 +48,7 @@ export async function prepareConfig(checked: CheckedConfig): Promise<ResolvedCon
       `${loss} (regression) needs a model with one output; builtin '${modelSource}' outputs one score per class`,
     );
   if (!builtinModel) await checkModuleModelShapes(model, sampleShape, outputs, modelSource, dataSource, loss);
-  const partialBatch = partialBatchOf(config.partialBatch, method.name);
-  const stepsPerEpoch = stepsPerEpochOf(trainSize, batch, partialBatch);
-  const steps =
-    config.epochs !== undefined ? config.epochs * stepsPerEpoch : positiveInt()(config.steps ?? stepsPerEpoch, 'steps');
+  const { partialBatch, stepsPerEpoch, steps } = stepsOf(config, trainSize, batch, method.name);
   const inputWarning =
     prepared.userDataset && checked.writer // host 0 says it once for the job
       ? inputScaleWarning(
@@ -84,6 +81,15 @@ export async function prepareConfig(checked: CheckedConfig): Promise<ResolvedCon
   refuseNonBlockingTransport(resolved, method.computeCommunicator(resolved) !== undefined, method.name);
   if (!shardedUpdateApplies(resolved)) resolved.localUpdate = 'replica';
   return resolved;
+}
+
+/** The run's steps: `steps`, or `epochs` of `stepsPerEpoch` each (default: one epoch). */
+function stepsOf(config: CheckedConfig['config'], trainSize: number, batch: number, method: string) {
+  const partialBatch = partialBatchOf(config.partialBatch, method);
+  const stepsPerEpoch = stepsPerEpochOf(trainSize, batch, partialBatch);
+  const steps =
+    config.epochs !== undefined ? config.epochs * stepsPerEpoch : positiveInt()(config.steps ?? stepsPerEpoch, 'steps');
+  return { partialBatch, stepsPerEpoch, steps };
 }
 
 /** Whether each epoch's last, smaller batch is trained: data-parallel only. */
