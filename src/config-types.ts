@@ -133,6 +133,8 @@ export interface ResolvedConfig {
    * device).
    */
   loss?: LossKind;
+  /** A classifier's weight per class id (tfjs's classWeight); absent: every sample weighs 1. */
+  classWeight?: number[];
   /** Plugin module URLs (file:), loaded by every thread. */
   plugins: string[];
   out?: string;

@@ -10,6 +10,7 @@ export const COMPUTE_FIELDS = [
   'backend',
   'batch',
   'batchNorm',
+  'classWeight',
   'classes',
   'classifier',
   'devices',

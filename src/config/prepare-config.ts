@@ -6,6 +6,7 @@
 import { TandemError } from '../errors.js';
 import { bad } from '../config-checks.js';
 import { isRegressionLoss, type ResolvedConfig } from '../config-types.js';
+import type { LossKind } from '../model/loss-kinds.js';
 import { getTransport, DEFAULT_TRANSPORT } from '../collectives/transport-registry.js';
 import { resolveCommHook } from '../pipeline/resolve-comm-hook.js';
 import { inputScaleWarning } from '../data/input-scale.js';
@@ -49,13 +50,12 @@ export async function prepareConfig(checked: CheckedConfig): Promise<ResolvedCon
     );
   if (!builtinModel) await checkModuleModelShapes(model, sampleShape, outputs, modelSource, dataSource, loss);
   const { partialBatch, stepsPerEpoch, steps } = stepsOf(config, trainSize, batch, method.name);
+  const shuffle = config.shuffle !== false;
   const inputWarning =
     prepared.userDataset && checked.writer // host 0 says it once for the job
       ? inputScaleWarning(
           prepared.userDataset,
-          new GlobalBatchSampler(trainSize, batch, seed, devices, config.shuffle !== false, partialBatch).batchIndices(
-            1,
-          ),
+          new GlobalBatchSampler(trainSize, batch, seed, devices, shuffle, partialBatch).batchIndices(1),
           data.source,
         )
       : undefined;
@@ -63,7 +63,7 @@ export async function prepareConfig(checked: CheckedConfig): Promise<ResolvedCon
     method: method.name,
     classifier,
     trainSize,
-    shuffle: config.shuffle !== false,
+    shuffle,
     partialBatch,
     evalSamples,
     inputWarning,
@@ -77,6 +77,7 @@ export async function prepareConfig(checked: CheckedConfig): Promise<ResolvedCon
     optimizer,
     commHook,
     loss,
+    classWeight: classWeightOf(config.classWeight, loss, meta.classes, method.name),
   });
   refuseNonBlockingTransport(resolved, method.computeCommunicator(resolved) !== undefined, method.name);
   if (!shardedUpdateApplies(resolved)) resolved.localUpdate = 'replica';
@@ -90,6 +91,16 @@ function stepsOf(config: CheckedConfig['config'], trainSize: number, batch: numb
   const steps =
     config.epochs !== undefined ? config.epochs * stepsPerEpoch : positiveInt()(config.steps ?? stepsPerEpoch, 'steps');
   return { partialBatch, stepsPerEpoch, steps };
+}
+
+/** The class weights, for a classifier of as many classes; undefined when none are given. */
+function classWeightOf(given: number[] | undefined, loss: LossKind | undefined, classes: number, method: string) {
+  if (given === undefined) return undefined;
+  if (method !== 'data-parallel') bad('classWeight', `is for data-parallel training, not --method ${method}`);
+  if (isRegressionLoss(loss)) bad('classWeight', `weighs classes; loss ${loss} is a regression`);
+  if (given.length !== classes)
+    bad('classWeight', `has ${given.length} weights for ${classes} classes; give one weight per class id`);
+  return given;
 }
 
 /** Whether each epoch's last, smaller batch is trained: data-parallel only. */
@@ -131,7 +142,7 @@ function assemble({ fields: f }: CheckedConfig, p: Prepared): ResolvedConfig {
     ...pick(p, 'steps', 'stepsPerEpoch', 'optimizer'),
     ...pick(f, 'seed', 'strategy', 'strategyOptions', 'exchange', 'link', 'trace', 'allReduce', 'localUpdate'),
     ...pick(f, 'transport', 'overwrite'),
-    ...pick(p, 'commHook', 'loss'),
+    ...pick(p, 'commHook', 'loss', 'classWeight'),
     ...pick(f, 'batchNorm', 'forwardWait', 'plugins', 'out', 'stallTimeoutMs', 'loaderThreads', 'pluginOptions'),
   };
 }

@@ -15,6 +15,7 @@ import { splitValidation } from './fit-validation.js';
 import { ValidationPool } from './validation-pool.js';
 import type { EvaluateArgs } from './evaluate.js';
 import { fitLoop, type FitStyle } from './fit-loop.js';
+import { classWeightOf } from './fit-class-weight.js';
 
 export type { FitArgs, FitOptions } from './fit-args.js';
 export type { FitStyle } from './fit-loop.js';
@@ -73,6 +74,7 @@ export async function fitWith(
       batch: batchSize,
       shuffle,
       partialBatch: true,
+      classWeight: classWeightOf(args.classWeight, model, targets, labels),
     };
     const batchSizes = Array.from({ length: stepsPerEpoch }, (_, b) => Math.min(batchSize, samples - b * batchSize));
     return await fitLoop({ model, targets, config, stepsPerEpoch, batchSize, batchSizes }, style);
