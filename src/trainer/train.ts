@@ -29,6 +29,8 @@ export async function train(
 ): Promise<TrainSummary> {
   hooks = checkedHooks(hooks);
   const checked = await resolveConfig(config); // bad input fails before any output is touched or thread started
+  if (hooks.atEpochEnd && checked.topology.processes > 1)
+    throw new TandemError('BAD_CONFIG', 'the atEpochEnd hook (fit) runs on one host so far; train on one host');
   const lock = await claimOutputs(checked, message => hooks.onEvent?.({ type: 'warning', step: 0, message }));
   if (checked.inputWarning) hooks.onEvent?.({ type: 'warning', step: 0, message: checked.inputWarning });
   let served: StoreServer | undefined;
