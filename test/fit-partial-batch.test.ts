@@ -4,7 +4,7 @@
 // model.fit on one engine (cpu, shuffle: false): History relative 1e-4, final weights 1e-4, on 1, 2 and 3 devices.
 import t from 'tap';
 import * as tf from '@tensorflow/tfjs';
-import { fit } from '../src/index.js';
+import { fit, fitDataset } from '../src/index.js';
 import { FIT_CASES, twin, worstRelative, worstWeightDifference } from './fixtures/fit-models.js';
 
 const REL = 1e-4;
@@ -78,3 +78,34 @@ for (const shape of SHAPES) {
     start.dispose();
   });
 }
+
+t.test(
+  'fitDataset: a dataset whose last batch is smaller (41 rows in batches of 12) equals model.fitDataset',
+  async t => {
+    const c = FIT_CASES[0];
+    const { x, y } = c.data();
+    const rows = (v: tf.Tensor) => tf.data.array(v.slice(0, 41).unstack());
+    const dataset = () =>
+      tf.data.zip({ xs: rows(x), ys: rows(y) }).batch(12) as unknown as tf.data.Dataset<{
+        xs: tf.Tensor;
+        ys: tf.Tensor;
+      }>;
+    const reference = c.make();
+    const model = twin(reference, c.make);
+    const sizes: number[] = [];
+    const callbacks = { onBatchEnd: async (_b: number, logs?: tf.Logs) => void sizes.push(logs?.size as number) };
+    const expected = await reference.fitDataset(dataset(), { epochs: 2, verbose: 0, callbacks });
+    const expectedSizes = sizes.splice(0);
+    const got = await fitDataset(model, dataset(), { epochs: 2, verbose: 0, callbacks, devices: 3, backend: 'cpu' });
+    t.same(sizes, expectedSizes, `the batches' sizes, as model.fitDataset's (${expectedSizes.join(', ')})`);
+    for (const key of Object.keys(expected.history)) {
+      const d = worstRelative(expected.history[key] as number[], got.history[key] as number[]);
+      t.ok(d <= REL, `history.${key} relative difference ${d.toExponential(2)} ≤ ${REL}`);
+    }
+    const w = worstWeightDifference(reference, model);
+    t.ok(w <= WEIGHTS, `final weights, max |Δ| ${w.toExponential(2)} ≤ ${WEIGHTS}`);
+    tf.dispose([x, y]);
+    reference.dispose();
+    model.dispose();
+  },
+);
