@@ -37,6 +37,8 @@ const SHAPES: Shape[] = [
   },
   { name: '37 samples, batch 12 (last batch of one)', caseIndex: 1, samples: 37, batchSize: 12, devices: [2] },
   { name: '47 samples, batch 12', caseIndex: 3, samples: 47, batchSize: 12, devices: [2] },
+  // BatchNormalization (sync: the global batch's statistics): 11 rows as 5 + 6 and 3 + 4 + 4.
+  { name: '47 samples, batch 12', caseIndex: 2, samples: 47, batchSize: 12, devices: [2, 3] },
 ];
 
 for (const shape of SHAPES) {
