@@ -4,7 +4,7 @@
 // without a weight is refused, as tfjs refuses it.
 import t from 'tap';
 import * as tf from '@tensorflow/tfjs';
-import { fit } from '../src/index.js';
+import { fit, resolveConfig } from '../src/index.js';
 import { FIT_CASES, twin, worstRelative, worstWeightDifference } from './fixtures/fit-models.js';
 
 await tf.setBackend('cpu');
@@ -58,4 +58,20 @@ t.test('a class of the data without a weight: refused, as tfjs refuses it', asyn
   });
   tf.dispose([x, y]);
   model.dispose();
+});
+
+t.test('the run options fit sets, checked: classWeight and partialBatch', async t => {
+  const base = { model: 'mlp', data: 'synthetic-images', imageSize: [8, 8, 1], classes: 4, datasetSize: 44, batch: 8 };
+  await t.rejects(resolveConfig({ ...base, classWeight: [1, 2] }), {
+    code: 'BAD_CONFIG',
+    message: /classWeight.*2 weights for 4 classes/,
+  });
+  await t.rejects(resolveConfig({ ...base, classWeight: [1, -1, 1, 1] }), { code: 'BAD_CONFIG', message: /≥ 0/ });
+  await t.rejects(resolveConfig({ ...base, method: 'local-head', devices: 2, partialBatch: true }), {
+    code: 'BAD_CONFIG',
+    message: /partialBatch.*data-parallel/,
+  });
+  const cfg = await resolveConfig({ ...base, partialBatch: true, classWeight: [1, 2, 1, 0.5] });
+  t.equal(cfg.stepsPerEpoch, 6, '44 samples in batches of 8 with partialBatch: 6 steps an epoch');
+  t.same(cfg.classWeight, [1, 2, 1, 0.5], 'the weights, one per class');
 });
