@@ -83,6 +83,8 @@ export interface ResolvedConfig {
   trainSize: number;
   /** Each epoch a seeded permutation of the training samples; false: in their order. */
   shuffle: boolean;
+  /** Each epoch's last, smaller batch is trained (stepsPerEpoch = ceil(trainSize / batch)); else dropped. */
+  partialBatch: boolean;
   /**
    * A data module's image inputs far outside the usual range (data/input-scale.ts): the run warns with it once, on host
    * 0.
@@ -141,6 +143,8 @@ export interface ResolvedConfig {
    * device).
    */
   loss?: LossKind;
+  /** A classifier's weight per class id (tfjs's classWeight); absent: every sample weighs 1. */
+  classWeight?: number[];
   /** Plugin module URLs (file:), loaded by every thread. */
   plugins: string[];
   out?: string;

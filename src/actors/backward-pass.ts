@@ -40,6 +40,8 @@ export interface PassInputs {
   method: DeviceMethod;
   gate?: ForwardGate;
   syncReads: boolean;
+  /** The factor on the method's loss: 1, or this device's weight in a partial batch (device-share.ts). */
+  weight: number;
   /** Gradient accumulation: this pass is micro-batch `index` of `count`; `sum` holds the earlier ones' gradients. */
   micro?: MicroBatch;
 }
@@ -118,7 +120,7 @@ export class BackwardPass {
         );
     if (reads) await reads.done();
     const result = this.stepLoss!;
-    const loss = result.reportedLoss ?? (reads ? this.lossValue : value.dataSync()[0]);
+    const loss = result.reportedLoss ?? this.lossValue;
     const correct = typeof result.correct === 'number' ? result.correct : await result.correct;
     value.dispose();
     const localGrads = result.localGradients ?? this.localGrads;
@@ -135,12 +137,15 @@ export class BackwardPass {
 
   /**
    * The loss backward differentiates: the method's, with the model's penalties; its value read (or queued) before any
-   * gradient.
+   * gradient. A partial batch's share weighs the method's loss (not the penalties): weight · loss + penalties, so that
+   * every sample's gradient is scaled alike on every device (devices / r) and the exchange's mean is one engine's.
    */
   private differentiated(result: StepLoss): Tensor {
     this.stepLoss = result;
     // kernel/bias/activity penalties, as model.fit adds them
     const total = withRegularization(tf, this.x.model, result.loss);
+    const { weight } = this.x;
+    const backward = weight === 1 ? total : tf.sub(total, tf.mul(result.loss, 1 - weight));
     const { reads } = this;
     if (reads) {
       // read first, so known before any gradient is handled
@@ -158,14 +163,15 @@ export class BackwardPass {
           result.reportedLoss! += this.lossValue - v[0];
           decide();
         });
-      return total;
+      return backward;
     }
     if (total !== result.loss && result.reportedLoss !== undefined) {
       result.reportedLoss += total.dataSync()[0] - result.loss.dataSync()[0];
     }
+    this.lossValue = total.dataSync()[0];
     this.nonFiniteLoss =
-      [total.dataSync()[0], result.reportedLoss ?? 0].find(v => !Number.isFinite(v)) ?? this.x.micro?.nonFiniteLoss;
-    return total;
+      [this.lossValue, result.reportedLoss ?? 0].find(v => !Number.isFinite(v)) ?? this.x.micro?.nonFiniteLoss;
+    return backward;
   }
 
   private onReady(modelIndex: number, gradient: Tensor): void {

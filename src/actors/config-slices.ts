@@ -11,6 +11,7 @@ export const COMPUTE_FIELDS = [
   'backend',
   'batch',
   'batchNorm',
+  'classWeight',
   'classes',
   'classifier',
   'devices',
@@ -24,6 +25,7 @@ export const COMPUTE_FIELDS = [
   'precision',
   'onNan',
   'optimizer',
+  'partialBatch',
   'perDevice',
   'plugins',
   'pluginOptions',
@@ -31,6 +33,7 @@ export const COMPUTE_FIELDS = [
   'seed',
   'stallTimeoutMs',
   'topology',
+  'trainSize',
 ] as const satisfies readonly (keyof ResolvedConfig)[];
 
 /** A device's comm thread: the exchange, the hook, the update, its engine's arithmetic, the watchdog. */

@@ -30,6 +30,7 @@ import type { RankHandle } from '../collectives/transport.js';
 import { getMethod } from '../methods/method-registry.js';
 import { BackwardPass, firstNonFinite, type PassHost } from './backward-pass.js';
 import { runStepPasses } from './step-passes.js';
+import { deviceShare } from './device-share.js';
 import { isRegressionLoss } from '../config-types.js';
 import type { LayersModel, LayerVariable } from '../engine/tfjs-types.js';
 import type { HeadState } from '../checkpoint/checkpoint-file.js';
@@ -289,16 +290,19 @@ export class DeviceReplica {
     this.enter('forward');
     random.at(cfg.seed, this.rank, s);
     const { syncReads, rank } = this;
+    const { rows, samples, weight } = deviceShare(cfg, s, rank); // a partial batch: fewer rows, weighted
     if (cfg.accumulate > 1) this.gradientSum ??= new Float32Array(layout.total);
-    const { loss, correct, localGrads, nonFinite, nonFiniteLoss } = await runStepPasses({
-      ...{ cfg, ...inputs, syncReads, sum: this.gradientSum },
+    const run = await runStepPasses({
+      ...{ cfg, ...inputs, syncReads, sum: this.gradientSum, rows },
       pass: micro =>
         new BackwardPass(
-          { cfg, rank, step: s, model, layout, byModelIndex, grads, method, gate, syncReads, micro },
+          { cfg, rank, step: s, model, layout, byModelIndex, grads, method, gate, syncReads, weight, micro },
           this.passHost(),
         ),
       between: () => this.nextMicroBatch(),
     });
+    const { localGrads, nonFinite, nonFiniteLoss } = run;
+    const [loss, correct] = samples > 0 ? [run.loss, run.correct] : [0, 0]; // a placeholder row counts for nothing
     // Local state is never exchanged; a non-finite local gradient under skip-step skips the local update too.
     const skipLocal =
       nonFiniteLoss !== undefined || (nonFinite !== undefined && localGrads.some(g => firstNonFinite(g) >= 0));
@@ -312,7 +316,7 @@ export class DeviceReplica {
       step: s,
       loss,
       correct,
-      count: cfg.perDevice,
+      count: samples,
       computeMs: t2 - t1 - this.forwardWaitedMs,
       loadMs: t1 - t0,
       numTensors: tf.memory().numTensors,

@@ -20,6 +20,11 @@ export interface StepPassesInputs {
   syncReads: boolean;
   /** The layout's floats, for the sum of the micro-batches' gradients (accumulate > 1). */
   sum?: Float32Array;
+  /**
+   * The rows of the slot this step trains: perDevice, or a partial batch's share (device-share.ts). Accumulation
+   * takes whole batches only (the config refuses partialBatch with accumulate > 1).
+   */
+  rows: number;
   /** A pass over one micro-batch (undefined: the whole batch). */
   pass: (micro: MicroBatch | undefined) => BackwardPass;
   /** Between two micro-batches: the next forward begins. */
@@ -29,7 +34,7 @@ export interface StepPassesInputs {
 /** The step's passes; its loss is the mean over the micro-batches, its correct count their sum. */
 export async function runStepPasses(p: StepPassesInputs): Promise<PassResult> {
   const n = p.cfg.accumulate;
-  if (n === 1) return runOne(p, 0, p.cfg.perDevice, undefined);
+  if (n === 1) return runOne(p, 0, p.rows, undefined);
   if (!p.sum) throw new Error('runStepPasses: accumulate > 1 needs the gradient sum buffer');
   const size = p.cfg.perDevice / n;
   let loss = 0,
@@ -51,13 +56,19 @@ export async function runStepPasses(p: StepPassesInputs): Promise<PassResult> {
 async function runOne(p: StepPassesInputs, from: number, size: number, micro: MicroBatch | undefined) {
   const { cfg, x, y, targets, syncReads } = p;
   const per = x.length / cfg.perDevice;
-  // the whole slot as it is on a synchronous engine; else (and a micro-batch) a copy: a plain ArrayBuffer
+  // the slot's rows as they are on a synchronous engine; else (and a micro-batch) a copy: a plain ArrayBuffer
   const part = <T extends Float32Array | Int32Array>(a: T, k: number): T =>
-    micro === undefined && syncReads ? a : (a.slice(from * k, (from + size) * k) as T);
+    micro === undefined && syncReads
+      ? size === cfg.perDevice
+        ? a
+        : (a.subarray(0, size * k) as T)
+      : (a.slice(from * k, (from + size) * k) as T);
   const xs = tf.tensor(part(x, per), [size, ...cfg.sampleShape], 'float32');
   const ys = targets ? tf.tensor(part(targets, 1), [size], 'float32') : tf.tensor(part(y, 1), [size], 'int32');
   try {
-    return await p.pass(micro).run(xs, ys, micro === undefined ? y : y.subarray(from, from + size));
+    return await p
+      .pass(micro)
+      .run(xs, ys, micro === undefined && size === cfg.perDevice ? y : y.subarray(from, from + size));
   } finally {
     tf.dispose([xs, ys]);
   }

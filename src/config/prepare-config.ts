@@ -6,10 +6,11 @@
 import { TandemError } from '../errors.js';
 import { bad } from '../config-checks.js';
 import { isRegressionLoss, type ResolvedConfig } from '../config-types.js';
+import type { LossKind } from '../model/loss-kinds.js';
 import { getTransport, DEFAULT_TRANSPORT } from '../collectives/transport-registry.js';
 import { resolveCommHook } from '../pipeline/resolve-comm-hook.js';
 import { inputScaleWarning } from '../data/input-scale.js';
-import { GlobalBatchSampler } from '../data/sampler.js';
+import { GlobalBatchSampler, stepsPerEpochOf } from '../data/sampler.js';
 import type { ModelSpec } from '../model/resolve-model.js';
 import { getMethod } from '../methods/method-registry.js';
 import { positiveInt } from '../options/option-checks.js';
@@ -49,14 +50,13 @@ export async function prepareConfig(checked: CheckedConfig): Promise<ResolvedCon
       `${loss} (regression) needs a model with one output; builtin '${modelSource}' outputs one score per class`,
     );
   if (!builtinModel) await checkModuleModelShapes(model, sampleShape, outputs, modelSource, dataSource, loss);
-  const stepsPerEpoch = Math.floor(trainSize / batch);
-  const steps =
-    config.epochs !== undefined ? config.epochs * stepsPerEpoch : positiveInt()(config.steps ?? stepsPerEpoch, 'steps');
+  const { partialBatch, stepsPerEpoch, steps } = stepsOf(config, trainSize, batch, method.name);
+  const shuffle = config.shuffle !== false;
   const inputWarning =
     prepared.userDataset && checked.writer // host 0 says it once for the job
       ? inputScaleWarning(
           prepared.userDataset,
-          new GlobalBatchSampler(trainSize, batch, seed, devices, config.shuffle !== false).batchIndices(1),
+          new GlobalBatchSampler(trainSize, batch, seed, devices, shuffle, partialBatch).batchIndices(1),
           data.source,
         )
       : undefined;
@@ -64,7 +64,8 @@ export async function prepareConfig(checked: CheckedConfig): Promise<ResolvedCon
     method: method.name,
     classifier,
     trainSize,
-    shuffle: config.shuffle !== false,
+    shuffle,
+    partialBatch,
     evalSamples,
     inputWarning,
     model,
@@ -78,10 +79,39 @@ export async function prepareConfig(checked: CheckedConfig): Promise<ResolvedCon
     lrSchedule: resolveLrSchedule(config, optimizer.lr, steps, stepsPerEpoch),
     commHook,
     loss,
+    classWeight: classWeightOf(config.classWeight, loss, meta.classes, method.name),
   });
   refuseNonBlockingTransport(resolved, method.computeCommunicator(resolved) !== undefined, method.name);
   if (!shardedUpdateApplies(resolved)) resolved.localUpdate = 'replica';
   return resolved;
+}
+
+/** The run's steps: `steps`, or `epochs` of `stepsPerEpoch` each (default: one epoch). */
+function stepsOf(config: CheckedConfig['config'], trainSize: number, batch: number, method: string) {
+  const partialBatch = partialBatchOf(config.partialBatch, method, config.accumulate ?? 1);
+  const stepsPerEpoch = stepsPerEpochOf(trainSize, batch, partialBatch);
+  const steps =
+    config.epochs !== undefined ? config.epochs * stepsPerEpoch : positiveInt()(config.steps ?? stepsPerEpoch, 'steps');
+  return { partialBatch, stepsPerEpoch, steps };
+}
+
+/** The class weights, for a classifier of as many classes; undefined when none are given. */
+function classWeightOf(given: number[] | undefined, loss: LossKind | undefined, classes: number, method: string) {
+  if (given === undefined) return undefined;
+  if (method !== 'data-parallel') bad('classWeight', `is for data-parallel training, not --method ${method}`);
+  if (isRegressionLoss(loss)) bad('classWeight', `weighs classes; loss ${loss} is a regression`);
+  if (given.length !== classes)
+    bad('classWeight', `has ${given.length} weights for ${classes} classes; give one weight per class id`);
+  return given;
+}
+
+/** Whether each epoch's last, smaller batch is trained: data-parallel only. */
+function partialBatchOf(given: boolean | undefined, method: string, accumulate: number): boolean {
+  if (given === true && method !== 'data-parallel')
+    bad('partialBatch', `is for data-parallel training; --method ${method} trains full batches only`);
+  if (given === true && accumulate > 1)
+    bad('partialBatch', `and accumulate ${accumulate}: micro-batches split whole batches only; drop one of the two`);
+  return given === true;
 }
 
 /** What the prepare phase found. */
@@ -103,6 +133,7 @@ function assemble({ fields: f }: CheckedConfig, p: Prepared): ResolvedConfig {
       'classifier',
       'trainSize',
       'shuffle',
+      'partialBatch',
       'evalSamples',
       'inputWarning',
       'model',
@@ -118,7 +149,7 @@ function assemble({ fields: f }: CheckedConfig, p: Prepared): ResolvedConfig {
     ...(p.lrSchedule ? { lrSchedule: p.lrSchedule } : {}),
     ...pick(f, 'seed', 'strategy', 'strategyOptions', 'exchange', 'link', 'trace', 'allReduce', 'localUpdate'),
     ...pick(f, 'transport', 'overwrite'),
-    ...pick(p, 'commHook', 'loss'),
+    ...pick(p, 'commHook', 'loss', 'classWeight'),
     ...pick(f, 'batchNorm', 'forwardWait', 'plugins', 'out', 'stallTimeoutMs', 'loaderThreads', 'pluginOptions'),
   };
 }

@@ -21,6 +21,11 @@ export interface DataOptions {
    * first), as tfjs's `model.fit` with `shuffle: false`.
    */
   shuffle?: boolean;
+  /**
+   * Each epoch ends with its last, smaller batch (the samples left after the full batches), split over the devices
+   * as evenly as it can be, as tfjs's `model.fit` trains it. Default false: the samples left over are not trained.
+   */
+  partialBatch?: boolean;
 }
 
 function imageSize(s: unknown, field: string): number[] {
@@ -84,6 +89,13 @@ export const DATA_OPTIONS: OptionTable<DataOptions> = {
     group: 'model and data',
     default: 'true',
     doc: 'each epoch visits the samples in a seeded random order (off: in their order, index 0 first)',
+    check: trueOrFalse,
+  },
+  partialBatch: {
+    kind: 'boolean',
+    group: 'model and data',
+    default: 'false',
+    doc: "each epoch also trains its last, smaller batch (as tfjs's model.fit), split unevenly over the devices",
     check: trueOrFalse,
   },
 };

@@ -21,27 +21,63 @@ export interface EvaluateShard {
   y: Float32Array;
   yShape: number[];
   batchSize: number;
+  /** Stays up for a fit's validations: loads the model once, then answers each `{ weights }` message with a result. */
+  persistent?: boolean;
+}
+
+/** A persistent worker's request: the model's weights (in `model.weights` order) to evaluate the shard on. */
+export interface EvaluateRequest {
+  weights: Float32Array[];
 }
 
 export type EvaluateShardReply =
   { type: 'result'; values: number[]; samples: number } | { type: 'error'; error: ReturnType<typeof serializeError> };
 
-async function evaluateShard(job: EvaluateShard): Promise<EvaluateShardReply> {
+async function loadShard(job: EvaluateShard) {
   await loadPlugins(job.plugins);
   await startBackend(tf, job.backend);
   const model = await tf.loadLayersModel(fileModelHandler(job.modelJson));
   model.compile({ optimizer: 'sgd', loss: job.loss, metrics: job.metrics });
   const x = tf.tensor(job.x, job.xShape, 'float32'),
     y = tf.tensor(job.y, job.yShape, 'float32');
-  const out = model.evaluate(x, y, { batchSize: job.batchSize, verbose: 0 });
-  const scalars = Array.isArray(out) ? out : [out];
-  const values = scalars.map(s => s.dataSync()[0]);
-  tf.dispose([x, y, ...scalars]);
-  model.dispose();
-  return { type: 'result', values, samples: job.xShape[0] };
+  const evaluated = (): EvaluateShardReply => {
+    const out = model.evaluate(x, y, { batchSize: job.batchSize, verbose: 0 });
+    const scalars = Array.isArray(out) ? out : [out];
+    const values = scalars.map(s => s.dataSync()[0]);
+    tf.dispose(scalars);
+    return { type: 'result', values, samples: job.xShape[0] };
+  };
+  return { model, evaluated, dispose: () => (tf.dispose([x, y]), model.dispose()) };
 }
 
-evaluateShard(workerData as EvaluateShard).then(
-  reply => parentPort!.postMessage(reply),
-  (err: unknown) => parentPort!.postMessage({ type: 'error', error: serializeError(err) }),
-);
+async function evaluateShard(job: EvaluateShard): Promise<EvaluateShardReply> {
+  const shard = await loadShard(job);
+  const reply = shard.evaluated();
+  shard.dispose();
+  return reply;
+}
+
+/** A fit's validation worker: each request's weights set, the shard evaluated, the result answered. */
+async function serveShard(job: EvaluateShard): Promise<void> {
+  const shard = await loadShard(job);
+  parentPort!.on('message', ({ weights }: EvaluateRequest) => {
+    try {
+      const tensors = shard.model.weights.map((w, i) => tf.tensor(weights[i], w.shape as number[], 'float32'));
+      shard.model.setWeights(tensors);
+      tf.dispose(tensors);
+      parentPort!.postMessage(shard.evaluated());
+    } catch (err) {
+      parentPort!.postMessage({ type: 'error', error: serializeError(err) });
+    }
+  });
+  parentPort!.postMessage({ type: 'ready' });
+}
+
+const job = workerData as EvaluateShard;
+if (job.persistent)
+  serveShard(job).catch((err: unknown) => parentPort!.postMessage({ type: 'error', error: serializeError(err) }));
+else
+  evaluateShard(job).then(
+    reply => parentPort!.postMessage(reply),
+    (err: unknown) => parentPort!.postMessage({ type: 'error', error: serializeError(err) }),
+  );

@@ -61,7 +61,7 @@ export async function evaluate(
 }
 
 /** [first sample, samples] of each device: contiguous runs of whole batches (none empty). */
-function shardsOf(n: number, batchSize: number, devices: number): [number, number][] {
+export function shardsOf(n: number, batchSize: number, devices: number): [number, number][] {
   const batches = Math.ceil(n / batchSize);
   const shards: [number, number][] = [];
   for (let d = 0; d < Math.min(devices, batches); d++) {
@@ -72,7 +72,7 @@ function shardsOf(n: number, batchSize: number, devices: number): [number, numbe
   return shards;
 }
 
-function samplesOf(x: tf.Tensor, y: tf.Tensor, from: number, count: number) {
+export function samplesOf(x: tf.Tensor, y: tf.Tensor, from: number, count: number) {
   const read = (t: tf.Tensor) => {
     const part = t.slice(from, count);
     const values = Float32Array.from(part.dataSync() as Float32Array);

@@ -15,6 +15,8 @@ const FIT_OWNS = [
   'steps',
   'epochs',
   'shuffle',
+  'partialBatch',
+  'classWeight',
   'classes',
   'imageSize',
   'datasetSize',
@@ -53,7 +55,6 @@ const TFJS_KEYS = new Set([
 
 /** What tandem does not run yet, by tfjs key. */
 const NOT_YET: Readonly<Record<string, string>> = {
-  classWeight: 'weigh the classes by repeating samples, or train with model.fit',
   sampleWeight: 'model.fit itself does not support it either',
   stepsPerEpoch: 'fit trains every full batch of x each epoch; give x of the samples to train',
   validationSteps: 'validation runs on all of validationData',

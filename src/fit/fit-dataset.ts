@@ -7,10 +7,10 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { TandemError } from '../errors.js';
-import { fitWith } from './fit.js';
+import { devicesOf, fitWith } from './fit.js';
 import type { FitOptions } from './fit-args.js';
 import type { EvaluateArgs } from './evaluate.js';
-import { validationLogs } from './fit-validation.js';
+import { ValidationPool } from './validation-pool.js';
 
 /** tfjs's `model.fitDataset` arguments, and tandem's options in the same object. */
 export type FitDatasetArgs<T extends tf.TensorContainer> = tf.ModelFitDatasetArgs<T> & FitOptions;
@@ -46,7 +46,7 @@ export async function fitDataset<T extends tf.TensorContainer>(
   const x = tf.concat(batches.map(b => b.xs)),
     y = tf.concat(batches.map(b => b.ys));
   tf.dispose(batches.flatMap(b => [b.xs, b.ys]));
-  const validate =
+  const validation =
     validationData &&
     validator(model, validationData, { batchSize: validationBatchSize, batches: validationBatches }, args);
   try {
@@ -63,10 +63,11 @@ export async function fitDataset<T extends tf.TensorContainer>(
         verbose: verbose ?? 1,
         params: { samples: null, steps: stepsOf(dataset, batchesPerEpoch), batchSize: null, initialEpoch: null },
         batchLogsBeforeBegin: true,
-        validate,
+        validate: validation?.logs,
       },
     );
   } finally {
+    await validation?.close();
     tf.dispose([x, y]);
   }
 }
@@ -102,14 +103,15 @@ function validator<T extends tf.TensorContainer>(
   data: NonNullable<tf.ModelFitDatasetArgs<T>['validationData']>,
   { batchSize = 32, batches }: { batchSize?: number; batches?: number },
   on: Pick<EvaluateArgs, 'devices' | 'backend'>,
-): () => Promise<Record<string, number>> {
+): { logs: () => Promise<Record<string, number>>; close(): Promise<void> } {
   if (Array.isArray(data)) {
     const [x, y] = data;
     if (!(x instanceof tf.Tensor) || !(y instanceof tf.Tensor) || data.length > 2)
       throw new TandemError('BAD_DATA', 'fitDataset: validationData must be a dataset or [x, y] of two tensors');
-    return () => validationLogs(model, { x, y }, batchSize, on);
+    const pool = new ValidationPool(model, x, y, batchSize, devicesOf(on));
+    return { logs: () => pool.logs(), close: () => pool.close() };
   }
-  return async () => {
+  const logs = async () => {
     // a dataset: read on this thread, as model.evaluateDataset reads it
     const out = await model.evaluateDataset(data as tf.data.Dataset<never>, { batches });
     const scalars = Array.isArray(out) ? out : [out];
@@ -118,6 +120,7 @@ function validator<T extends tf.TensorContainer>(
     tf.dispose(scalars);
     return logs;
   };
+  return { logs, close: async () => {} };
 }
 
 /** The params' steps, as tfjs's getStepsPerEpoch: batchesPerEpoch, else the dataset's size when known. */

@@ -1,12 +1,11 @@
 /**
  * Validation as tfjs's `model.fit` does it: `validationData`, or the last `validationSplit` of x and y (tfjs slices
- * at floor(n · (1 - split))); evaluated across the devices at the end of every epoch on the trained weights, in
- * batches of the fit's batch size, logged as `val_<name>` of the model's `metricsNames`.
+ * at floor(n · (1 - split))); evaluated across the devices at the end of every epoch on the trained weights
+ * (validation-pool.ts), in batches of the fit's batch size, logged as `val_<name>` of the model's `metricsNames`.
  */
 import * as tf from '@tensorflow/tfjs';
 import { TandemError } from '../errors.js';
 import type { FitArgs } from './fit-args.js';
-import { evaluate, type EvaluateArgs } from './evaluate.js';
 
 export interface Validation {
   x: tf.Tensor;
@@ -36,29 +35,4 @@ export function splitValidation(
   const [trainX, valX] = [x.slice(0, at), x.slice(at, n - at)];
   const [trainY, valY] = [y.slice(0, at), y.slice(at, n - at)];
   return { trainX, trainY, validation: { x: valX, y: valY, dispose: () => tf.dispose([valX, valY]) } };
-}
-
-/**
- * `val_loss`, `val_<metric>`: the validation samples evaluated across the devices (evaluate.ts: each device thread a
- * run of whole batches, their means weighted by samples), which is what tfjs's fit computes with `model.evaluate`.
- */
-export async function validationLogs(
-  model: tf.LayersModel,
-  validation: Pick<Validation, 'x' | 'y'>,
-  batchSize: number,
-  on: Pick<EvaluateArgs, 'devices' | 'backend'>,
-): Promise<Record<string, number>> {
-  const out = await evaluate(model, validation.x, validation.y, { batchSize, ...definedOf(on) });
-  const scalars = Array.isArray(out) ? out : [out];
-  const logs: Record<string, number> = {};
-  for (const [i, name] of model.metricsNames.entries()) logs[`val_${name}`] = (await scalars[i].data())[0];
-  tf.dispose(scalars);
-  return logs;
-}
-
-function definedOf(on: Pick<EvaluateArgs, 'devices' | 'backend'>): Pick<EvaluateArgs, 'devices' | 'backend'> {
-  return {
-    ...(on.devices !== undefined ? { devices: on.devices } : {}),
-    ...(on.backend !== undefined ? { backend: on.backend } : {}),
-  };
 }

@@ -4,7 +4,10 @@ import type { TrainSummary } from '../trainer/run-types.js';
 import { TandemError } from '../errors.js';
 
 /** The run's trainable and non-trainable weights into `model`'s variables, matched by name and shape. */
-export function loadTrainedWeights(model: tf.LayersModel, run: TrainSummary): void {
+export function loadTrainedWeights(
+  model: tf.LayersModel,
+  run: Pick<TrainSummary, 'weights' | 'nonTrainableWeights'>,
+): void {
   write(model.trainableWeights, run.weights, 'trainable');
   write(model.nonTrainableWeights, run.nonTrainableWeights, 'non-trainable');
 }

@@ -35,7 +35,7 @@ export const DATA_PARALLEL: TrainingMethod = {
     return {
       localVariables: [],
       loss(out, ys) {
-        const { loss, correct: c } = outputLoss(tf, out, ys, spec, cfg.classes);
+        const { loss, correct: c } = outputLoss(tf, out, ys, spec, cfg.classes, cfg.classWeight);
         if (!syncReads) {
           // read after the forward's tidy, which would dispose it
           const kept = tf.keep(c);

@@ -17,7 +17,14 @@ import { localRanks } from '../world/topology.js';
 
 /** Every device reads its share of one seeded global batch per step. */
 export async function createGlobalBatchLoader(cfg: ResolvedConfig, input: InputBuffers): Promise<ShardLoader> {
-  const sampler = new GlobalBatchSampler(cfg.trainSize, cfg.batch, cfg.seed, cfg.devices, cfg.shuffle);
+  const sampler = new GlobalBatchSampler(
+    cfg.trainSize,
+    cfg.batch,
+    cfg.seed,
+    cfg.devices,
+    cfg.shuffle,
+    cfg.partialBatch,
+  );
   return new ShardLoader(cfg.data, input, sampler, cfg.topology.localDevices, {
     threads: cfg.loaderThreads,
     ranks: localRanks(cfg.topology),

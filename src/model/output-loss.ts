@@ -52,7 +52,9 @@ export function outputLoss(
   labels: Tensor,
   spec: OutputLoss,
   classes: number,
+  classWeight?: number[],
 ): { loss: Tensor; correct: Tensor } {
+  if (classWeight && !isRegressionLoss(spec.kind)) return weightedLoss(tf, output, labels, spec, classes, classWeight);
   if (isRegressionLoss(spec.kind)) {
     return { loss: regressionLoss(tf, spec.kind, tf.reshape(labels, output.shape), output), correct: tf.scalar(NaN) };
   }
@@ -71,6 +73,38 @@ export function outputLoss(
   const threshold = spec.fromProbabilities ? 0.5 : 0;
   const correct = tf.tidy(() => tf.equal(tf.cast(tf.greater(output, threshold), 'float32'), y).sum());
   return { loss, correct };
+}
+
+/**
+ * A classifier's loss with class weights, as tfjs's `model.fit({ classWeight })` computes it: each sample's loss times
+ * its class's weight, then the mean over the batch (not divided by the weights' sum).
+ */
+function weightedLoss(
+  tf: Tf,
+  output: Tensor,
+  labels: Tensor,
+  spec: OutputLoss,
+  classes: number,
+  classWeight: number[],
+): { loss: Tensor; correct: Tensor } {
+  const weights = tf.tidy(() => tf.gather(tf.tensor1d(classWeight, 'float32'), tf.cast(labels, 'int32')));
+  const none = tf.Reduction.NONE;
+  let perSample: Tensor, correct: Tensor;
+  if (spec.kind === 'categorical') {
+    const oneHot = tf.oneHot(labels as import('@tensorflow/tfjs').Tensor1D, classes);
+    perSample = spec.fromProbabilities
+      ? tf.metrics.categoricalCrossentropy(oneHot, output)
+      : tf.losses.softmaxCrossEntropy(oneHot, output, undefined, undefined, none);
+    correct = tf.tidy(() => tf.equal(tf.argMax(output, -1), labels).sum());
+  } else {
+    const y = tf.reshape(tf.cast(labels, 'float32'), output.shape);
+    perSample = spec.fromProbabilities
+      ? tf.metrics.binaryCrossentropy(y, output)
+      : tf.losses.sigmoidCrossEntropy(y, output, undefined, undefined, none).mean(-1);
+    const threshold = spec.fromProbabilities ? 0.5 : 0;
+    correct = tf.tidy(() => tf.equal(tf.cast(tf.greater(output, threshold), 'float32'), y).sum());
+  }
+  return { loss: tf.mul(tf.reshape(perSample, weights.shape), weights).mean(), correct };
 }
 
 /**

@@ -132,7 +132,7 @@ export class RunCheckpointing {
   }
 
   /** Every device's local state (its head) and non-trainable weights, as of the step it finished last. */
-  private async snapshots(step: number) {
+  async snapshots(step: number) {
     const snaps = this.threads.replies.expect('headSnapshot', step);
     for (const a of this.threads.actors) a.postCompute({ type: 'snapshotHead', step });
     return snaps;

@@ -38,6 +38,7 @@ export function runFingerprint(cfg: ResolvedConfig): string {
     ...(cfg.batchNorm === 'local' ? { batchNorm: 'local' } : {}),
     ...(cfg.shuffle === false ? { shuffle: false } : {}), // another order of the samples: not the same run
     ...(cfg.precision === 'bf16' ? { precision: 'bf16' } : {}), // other arithmetic: not the same run
+    ...(cfg.partialBatch ? { partialBatch: true } : {}), // other batches: not the same run
     classifier: cfg.classifier && { ...cfg.classifier, exportDevice: undefined, exportClassifier: undefined },
   });
 }

@@ -179,7 +179,7 @@ async function writeOutputs(dir: string, summary: TrainSummary, artifacts?: Mode
   await writeFileAtomically(path.join(dir, OUT_FILES.summary), JSON.stringify(rest, null, 2));
 }
 
-function splitState(shapes: WeightShape[], flat: Float32Array): TrainSummary['nonTrainableWeights'] {
+export function splitState(shapes: WeightShape[], flat: Float32Array): TrainSummary['nonTrainableWeights'] {
   let at = 0;
   return shapes.map(w => {
     const size = w.shape.reduce((a, b) => a * b, 1);
@@ -195,7 +195,7 @@ function sameBits(a: Float32Array, b: Float32Array): boolean {
   return true;
 }
 
-function modelOrderWeights(
+export function modelOrderWeights(
   weights: WeightShape[],
   layout: ParameterLayout,
   slot: Float32Array,

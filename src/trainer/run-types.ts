@@ -104,6 +104,18 @@ export interface TrainHooks {
   shouldStop?(): boolean;
   /** With `strategy: 'auto'`: what the profiler decided, before training starts. */
   onAutoChoice?(choice: AutoChoice): void;
+  /**
+   * After an epoch's last step, every device having applied it and no step posted after it (the devices idle until it
+   * resolves): its weights on request; resolves true to end the run after this step. One host only (so far).
+   */
+  atEpochEnd?(end: EpochEnd): Promise<boolean>;
+}
+
+/** An epoch ended: its number (1 first), its last step, and the weights the devices hold now. */
+export interface EpochEnd {
+  epoch: number;
+  step: number;
+  weights(): Promise<Pick<TrainSummary, 'weights' | 'nonTrainableWeights'>>;
 }
 
 /** A run in progress: its spans and step metrics as RxJS streams on the main thread, and its result. */

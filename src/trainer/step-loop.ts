@@ -18,6 +18,7 @@ import type { RunLedger } from './run-ledger.js';
 import type { LaidOut } from './run-setup.js';
 import { checkLoss } from './loss-check.js';
 import { lrAt } from '../optim/lr-schedule.js';
+import { atEpochEnd, epochEndDue } from './epoch-end.js';
 
 /** A step posted to every device: its replies, and when its inputs were loaded. */
 interface PostedStep {
@@ -120,7 +121,8 @@ export class StepLoop {
     if (hooks.onStepApplied || replicaCheck.due(step)) await this.parts.threads.applied(laidOut.groups.length, step);
     hooks.onStepApplied?.(step, replicas, laidOut.layout);
     if (replicaCheck.due(step)) await replicaCheck.afterApplied(step, replicas);
-    const stopping = await controller.stopAfter(step, nextPosted);
+    const epochStop = await atEpochEnd(this.parts, laidOut, cfg.stepsPerEpoch, step);
+    const stopping = (await controller.stopAfter(step, nextPosted)) || epochStop;
     const disarmGrace = () => controller.stepsOver();
     if (checkpoints.due(step, stopping)) await checkpoints.write(laidOut, step, stopping ? disarmGrace : undefined);
     if (stopping) disarmGrace();
@@ -156,8 +158,8 @@ export class StepLoop {
    */
   private async postAhead(step: number, loading: Promise<void>): Promise<PostedStep | undefined> {
     const { hooks, replicaCheck, checkpoints, stalls, threads, controller } = this.parts;
-    if (step >= this.cfg.steps || hooks.onStepApplied || replicaCheck.due(step) || checkpoints.due(step, false))
-      return undefined;
+    const waits = hooks.onStepApplied || replicaCheck.due(step) || epochEndDue(hooks, this.cfg.stepsPerEpoch, step);
+    if (step >= this.cfg.steps || waits || checkpoints.due(step, false)) return undefined;
     await stalls.withinStallTimeout(loading, step + 1);
     const loadedAt = performance.now();
     if (threads.failure) return undefined;
@@ -170,11 +172,16 @@ export class StepLoop {
     const { cfg, result } = this;
     checkLoss(step, results, cfg, this.parts.hooks);
     this.parts.ledger.stepDone(step, results);
-    const loss = results.reduce((s, r) => s + r.loss, 0) / results.length;
+    // Devices of one share: their mean; a partial batch's uneven shares: weighted by their samples.
+    const even = results.every(r => r.count === cfg.perDevice);
+    const samples = even ? cfg.perDevice * cfg.topology.localDevices : results.reduce((s, r) => s + r.count, 0);
+    const loss = even
+      ? results.reduce((s, r) => s + r.loss, 0) / results.length
+      : results.reduce((s, r) => s + r.loss * r.count, 0) / samples;
     // This process's devices' samples (the whole global batch on one host; several hosts: host 0's monitor sees the
     // world's).
     const correct = results.reduce((s, r) => s + r.correct, 0);
-    const accuracy = correct / (cfg.perDevice * cfg.topology.localDevices);
+    const accuracy = correct / samples;
     // The period: since the previous step was recorded (the first: since its loop iteration began), so that what the
     // loop does between steps (a checkpoint, the hosts' stop agreement, a replica check) counts, as it does in the wall
     // time.

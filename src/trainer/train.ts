@@ -19,7 +19,7 @@ import { StopRequest } from './stop-request.js';
 import { TandemError } from '../errors.js';
 import { optionsForPickedHook } from '../pipeline/resolve-comm-hook.js';
 import type { AutoSummary, TrainHooks, TrainSummary, TrainingHandle } from './run-types.js';
-export type { StepMetrics, TrainHooks, TrainSummary, TrainingHandle } from './run-types.js';
+export type { EpochEnd, StepMetrics, TrainHooks, TrainSummary, TrainingHandle } from './run-types.js';
 
 /** `stopRequest`: how `startTraining`'s handle (and the CLI's signals) stop or abort the run. */
 export async function train(
@@ -29,6 +29,8 @@ export async function train(
 ): Promise<TrainSummary> {
   hooks = checkedHooks(hooks);
   const checked = await resolveConfig(config); // bad input fails before any output is touched or thread started
+  if (hooks.atEpochEnd && checked.topology.processes > 1)
+    throw new TandemError('BAD_CONFIG', 'the atEpochEnd hook (fit) runs on one host so far; train on one host');
   const lock = await claimOutputs(checked, message => hooks.onEvent?.({ type: 'warning', step: 0, message }));
   if (checked.inputWarning) hooks.onEvent?.({ type: 'warning', step: 0, message: checked.inputWarning });
   let served: StoreServer | undefined;
@@ -58,7 +60,15 @@ export async function train(
 
 type AutoNote = AutoSummary;
 
-const HOOK_NAMES = ['onStepApplied', 'onStep', 'onSpans', 'onEvent', 'shouldStop', 'onAutoChoice'] as const;
+const HOOK_NAMES = [
+  'onStepApplied',
+  'onStep',
+  'onSpans',
+  'onEvent',
+  'shouldStop',
+  'onAutoChoice',
+  'atEpochEnd',
+] as const;
 
 /** `train(config, hooks)`'s hooks: an object of functions (null: none), checked before anything starts. */
 function checkedHooks(hooks: TrainHooks | null | undefined): TrainHooks {

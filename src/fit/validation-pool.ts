@@ -1,0 +1,126 @@
+/**
+ * A fit's validation across devices, its threads started once per fit: each of `devices` worker threads loads the
+ * model and its contiguous shard of whole batches of the validation samples once (evaluate.ts's shards), then, at each
+ * epoch's end, takes the model's current weights and answers tfjs's own `model.evaluate` on its shard; the means
+ * weighted by samples are the epoch's `val_` logs, one engine's within float rounding.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { Worker } from 'node:worker_threads';
+import * as tf from '@tensorflow/tfjs';
+import { TandemError, deserializeError, type SerializedError } from '../errors.js';
+import { defaultBackend } from '../engine/backend.js';
+import { modelArtifacts, writeModelFiles } from '../actors/model-files.js';
+import { workerFlags } from '../actors/worker-exec-argv.js';
+import { samplesOf, shardsOf, type EvaluateArgs } from './evaluate.js';
+import type { EvaluateRequest, EvaluateShard } from './evaluate-worker.js';
+
+type Answer = { type: 'ready' } | { type: 'result'; values: number[]; samples: number };
+
+/** One validation thread: its requests answered in order. */
+class ShardThread {
+  private readonly waiting: { resolve(a: Answer): void; reject(e: unknown): void }[] = [];
+  private ended?: unknown;
+  readonly ready: Promise<Answer>;
+
+  constructor(
+    private readonly worker: Worker,
+    private readonly what: string,
+  ) {
+    this.ready = this.next();
+    worker.on('message', (m: Answer | { type: 'error'; error: SerializedError }) => {
+      const w = this.waiting.shift();
+      if (m.type !== 'error') return w?.resolve(m);
+      const { error } = m;
+      w?.reject(
+        new TandemError(error.code ?? 'DEVICE_FAILED', `${what} failed: ${error.message}`, error.context, {
+          cause: deserializeError(error),
+        }),
+      );
+    });
+    worker.on('error', err => this.end(err));
+    worker.on('exit', code =>
+      this.end(new TandemError('WORKER_EXITED', `the ${what} thread exited with code ${code}`)),
+    );
+  }
+
+  private end(err: unknown): void {
+    this.ended ??= err;
+    for (const w of this.waiting.splice(0)) w.reject(err);
+  }
+
+  private next(): Promise<Answer> {
+    if (this.ended !== undefined) return Promise.reject(this.ended);
+    return new Promise((resolve, reject) => this.waiting.push({ resolve, reject }));
+  }
+
+  ask(request: EvaluateRequest): Promise<Answer> {
+    const answer = this.next();
+    this.worker.postMessage(request);
+    return answer;
+  }
+
+  async close(): Promise<void> {
+    this.ended ??= new TandemError('WORKER_EXITED', `the ${this.what} thread was closed`);
+    await this.worker.terminate();
+  }
+}
+
+/** `val_loss`, `val_<metric>` of the model's weights at each call; `close()` ends the threads and removes the files. */
+export class ValidationPool {
+  private threads?: Promise<ShardThread[]>;
+  private dir?: string;
+
+  constructor(
+    private readonly model: tf.LayersModel,
+    private readonly x: tf.Tensor,
+    private readonly y: tf.Tensor,
+    private readonly batchSize: number,
+    private readonly on: Pick<EvaluateArgs, 'devices' | 'backend'>,
+  ) {}
+
+  async logs(): Promise<Record<string, number>> {
+    this.threads ??= this.start();
+    const threads = await this.threads;
+    const weights = this.model.weights.map(w => Float32Array.from(w.read().dataSync() as Float32Array));
+    const replies = (await Promise.all(threads.map(t => t.ask({ weights })))) as (Answer & { type: 'result' })[];
+    const n = replies.reduce((s, r) => s + r.samples, 0);
+    const logs: Record<string, number> = {};
+    for (const [i, name] of this.model.metricsNames.entries())
+      logs[`val_${name}`] = replies.reduce((s, r) => s + r.values[i] * r.samples, 0) / n;
+    return logs;
+  }
+
+  private async start(): Promise<ShardThread[]> {
+    const { model, x, y, batchSize } = this;
+    const loss: unknown = Array.isArray(model.loss) ? model.loss[0] : model.loss;
+    this.dir = await mkdtemp(path.join(os.tmpdir(), 'tandem-validation-'));
+    const modelJson = await writeModelFiles(path.join(this.dir, 'model'), await modelArtifacts(tf, model));
+    const backend = this.on.backend ?? defaultBackend();
+    const job = { backend, plugins: [], modelJson, loss: loss as string, metrics: model.metricsNames.slice(1) };
+    const threads = shardsOf(x.shape[0], batchSize, this.on.devices ?? 2).map(([from, count], d) => {
+      const shard: EvaluateShard = { ...job, batchSize, persistent: true, ...samplesOf(x, y, from, count) };
+      const what = `validation on device ${d}`;
+      return new ShardThread(
+        new Worker(new URL('./evaluate-worker.js', import.meta.url), {
+          workerData: shard,
+          name: `tandem-${what}`,
+          ...workerFlags(),
+        }),
+        what,
+      );
+    });
+    await Promise.all(threads.map(t => t.ready)).catch(async err => {
+      await Promise.all(threads.map(t => t.close()));
+      throw err;
+    });
+    return threads;
+  }
+
+  async close(): Promise<void> {
+    const threads = (await this.threads?.catch(() => undefined)) ?? [];
+    await Promise.all(threads.map(t => t.close()));
+    if (this.dir) await rm(this.dir, { recursive: true, force: true });
+  }
+}
