@@ -52,7 +52,8 @@ export interface DeviceState {
 const STOP_WEIGHT = 1 << 16;
 const RESUME_KEY = 'tandem.resume';
 const AUTO_KEY = 'tandem.auto';
-const MONITOR_KEY = 'tandem.monitor.port';
+/** The store key of host 0's monitor hub port (only a holder of the job secret reads it). */
+export const MONITOR_KEY = 'tandem.monitor.port';
 /** How much longer than the peer wait a store request may go unanswered before host 0 is taken for silent. */
 const NO_ANSWER_MARGIN_MS = 1000;
 
