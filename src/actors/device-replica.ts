@@ -292,13 +292,10 @@ export class DeviceReplica {
     const { syncReads, rank } = this;
     const { rows, samples, weight } = deviceShare(cfg, s, rank); // a partial batch: fewer rows, weighted
     if (cfg.accumulate > 1) this.gradientSum ??= new Float32Array(layout.total);
+    const passInputs = { cfg, rank, step: s, model, layout, byModelIndex, grads, method, gate, syncReads, weight };
     const run = await runStepPasses({
       ...{ cfg, ...inputs, syncReads, sum: this.gradientSum, rows },
-      pass: micro =>
-        new BackwardPass(
-          { cfg, rank, step: s, model, layout, byModelIndex, grads, method, gate, syncReads, weight, micro },
-          this.passHost(),
-        ),
+      pass: micro => new BackwardPass({ ...passInputs, micro }, this.passHost()),
       between: () => this.nextMicroBatch(),
     });
     const { localGrads, nonFinite, nonFiniteLoss } = run;

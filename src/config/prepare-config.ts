@@ -23,7 +23,7 @@ import { shardedUpdateApplies } from './sharded-update.js';
 import { resolveLrSchedule } from '../optim/lr-schedule.js';
 
 export async function prepareConfig(checked: CheckedConfig): Promise<ResolvedConfig> {
-  const { config, fields, modelSource, builtinModel, dataSource } = checked;
+  const { config, fields, modelSource, dataSource } = checked;
   const { devices, batch, seed } = fields;
   // auto: the hook's options are checked once a hook is picked
   const commHook =
@@ -42,14 +42,7 @@ export async function prepareConfig(checked: CheckedConfig): Promise<ResolvedCon
   const outputs = classifier ? classifier.embedding : meta.classes;
   const model: ModelSpec = { source, options: { inputShape: sampleShape, classes: outputs, seed } };
   const loss = resolveLoss(config.loss, source, trainingConfig?.loss, method.name, dataSource, meta.classes);
-  if (!isRegressionLoss(loss))
-    checkClassLabels(prepared, dataSource, loss, [trainSize, Math.min(meta.size, trainSize + evalSamples)]);
-  if (builtinModel && isRegressionLoss(loss))
-    bad(
-      'loss',
-      `${loss} (regression) needs a model with one output; builtin '${modelSource}' outputs one score per class`,
-    );
-  if (!builtinModel) await checkModuleModelShapes(model, sampleShape, outputs, modelSource, dataSource, loss);
+  await checkLossAndModel(checked, prepared, loss, model, [trainSize, Math.min(meta.size, trainSize + evalSamples)]);
   const { partialBatch, stepsPerEpoch, steps } = stepsOf(config, trainSize, batch, method.name);
   const shuffle = config.shuffle !== false;
   const inputWarning =
@@ -84,6 +77,24 @@ export async function prepareConfig(checked: CheckedConfig): Promise<ResolvedCon
   refuseNonBlockingTransport(resolved, method.computeCommunicator(resolved) !== undefined, method.name);
   if (!shardedUpdateApplies(resolved)) resolved.localUpdate = 'replica';
   return resolved;
+}
+
+/** The labels fit the loss, and the model's output the loss and the data. */
+async function checkLossAndModel(
+  { dataSource, builtinModel, modelSource }: CheckedConfig,
+  prepared: Awaited<ReturnType<typeof prepareData>>,
+  loss: ResolvedConfig['loss'],
+  model: ModelSpec,
+  labelled: [number, number],
+): Promise<void> {
+  if (!isRegressionLoss(loss)) checkClassLabels(prepared, dataSource, loss, labelled);
+  if (builtinModel && isRegressionLoss(loss))
+    bad(
+      'loss',
+      `${loss} (regression) needs a model with one output; builtin '${modelSource}' outputs one score per class`,
+    );
+  const { inputShape, classes } = model.options;
+  if (!builtinModel) await checkModuleModelShapes(model, inputShape, classes, modelSource, dataSource, loss);
 }
 
 /** The run's steps: `steps`, or `epochs` of `stepsPerEpoch` each (default: one epoch). */
