@@ -85,6 +85,23 @@ else {
       );
     }
 
+    // Each device's exchange time per step: its exchange spans of the step, as the run's own trace has them (µs).
+    const trace = JSON.parse(readFileSync(path.join(out, 'trace.json'), 'utf8')) as {
+      traceEvents: { cat?: string; ph: string; pid: number; dur?: number; args?: { step?: number } }[];
+    };
+    for (const device of [0, 1]) {
+      const fromTrace = new Map<number, number>();
+      for (const e of trace.traceEvents)
+        if (e.ph === 'X' && e.cat === 'exchange' && e.pid === device)
+          fromTrace.set(e.args!.step!, (fromTrace.get(e.args!.step!) ?? 0) + e.dur! / 1000);
+      const got = valuesOf(decoded, `exchange_ms/device_${device}`);
+      t.equal(got.length, 16, `exchange_ms/device_${device} every step`);
+      t.ok(
+        got.every(([step, v]) => v > 0 && Math.abs(v - (fromTrace.get(step) ?? 0)) < 0.01),
+        `exchange_ms/device_${device} is the trace's exchange time of each step`,
+      );
+    }
+
     // The decoder can fail: one flipped byte in the last record, and the file no longer reads.
     const blob = readFileSync(file);
     blob[blob.length - 6] ^= 0x01;
@@ -93,6 +110,17 @@ else {
     const check = spawnSync(PYTHON, [READER, bad], { encoding: 'utf8' });
     t.equal(check.status, 2, 'a corrupted byte fails the CRC check');
     t.match(check.stderr, /data CRC mismatch/);
+
+    // A writer killed within its last record: that record fails, every one before it still reads.
+    const cut = path.join(dir, 'truncated.tfevents');
+    writeFileSync(cut, readFileSync(file).subarray(0, -5));
+    const partial = spawnSync(PYTHON, [READER, cut], { encoding: 'utf8' });
+    t.equal(partial.status, 2, 'a truncated last record is reported');
+    const before = JSON.parse(partial.stdout) as Decoded & { error: string };
+    t.match(before.error, /truncated record/);
+    t.equal(before.records, decoded.records - 1, 'the records before it are read');
+    t.same(before.scalars, decoded.scalars.slice(0, before.scalars.length));
+    t.ok(before.scalars.length > 0 && before.scalars.length < decoded.scalars.length);
   });
 
   t.test('fit with tensorBoard(dir): batch and epoch logs in DIR/train, val_ metrics in DIR/val', async t => {

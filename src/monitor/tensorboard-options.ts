@@ -5,8 +5,8 @@ import { nonEmpty } from '../options/option-checks.js';
 export interface TensorBoardOptions {
   /**
    * Write TensorBoard event files here (`DIR/train/events.out.tfevents.*`; host 0 writes them): per step loss,
-   * accuracy, samples/s, step time and each device's compute time; per epoch the mean loss and accuracy. Open them
-   * with `tensorboard --logdir DIR`.
+   * accuracy, samples/s, step time and each device's compute and exchange time; per epoch the mean loss and
+   * accuracy. Open them with `tensorboard --logdir DIR`.
    */
   tensorboard?: string;
 }
