@@ -26,6 +26,7 @@ import type { ClassifierOptions, Method, MethodSection } from './methods/method-
 import type { CheckpointOptions } from './checkpoint/checkpoint-options.js';
 import type { OutputOptions } from './output/output-options.js';
 import type { ReliabilityOptions } from './monitor/reliability-options.js';
+import type { TensorBoardOptions } from './monitor/tensorboard-options.js';
 import type { PluginOptions } from './plugins/plugin-options.js';
 import type { PluginValues } from './plugins/step-probes.js';
 import type { Topology } from './world/topology.js';
@@ -73,6 +74,7 @@ export type TrainConfig = ModelSection &
   ClassifierOptions &
   CheckpointOptions &
   OutputOptions &
+  TensorBoardOptions &
   ReliabilityOptions &
   PluginOptions;
 

@@ -143,6 +143,8 @@ export { POWER_SGD_HOOK } from './pipeline/hooks/power-sgd.js';
 export type { HalfFormat } from './pipeline/hooks/half-float.js';
 export type { Span, SpanKind } from './monitor/span.js';
 export { chromeTrace, writeChromeTrace } from './monitor/chrome-trace.js';
+export { tensorBoard } from './monitor/tensorboard.js';
+export type { TensorBoardCallbackArgs } from './monitor/tensorboard.js';
 
 // Internals: exported for the tests and benches only, not part of the API (left out of the API reference).
 /** @internal */

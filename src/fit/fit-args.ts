@@ -28,6 +28,7 @@ const FIT_OWNS = [
   'keepCheckpoints',
   'optimizer',
   'lr',
+  'tensorboard',
 ] as const;
 
 /** tandem's options `fit` passes to the run: devices, backend, strategy, hosts, … (compile() gives the rest). */
@@ -68,6 +69,12 @@ export function tandemOptions(args: FitArgs): FitOptions {
     if (Object.hasOwn(NOT_YET, key))
       throw new TandemError('BAD_CONFIG', `fit: ${key} is not supported on tandem yet: ${NOT_YET[key]}`);
     if (TFJS_KEYS.has(key)) continue;
+    if (key === 'tensorboard')
+      throw new TandemError(
+        'BAD_CONFIG',
+        "fit: give callbacks: [tensorBoard(dir)] (tandem's, shaped like tf.node.tensorBoard) for TensorBoard " +
+          "event files, not 'tensorboard'",
+      );
     if ((FIT_OWNS as readonly string[]).includes(key))
       throw new TandemError(
         'BAD_CONFIG',

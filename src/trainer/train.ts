@@ -16,6 +16,7 @@ import { TrainingRun } from './training-run.js';
 import { claimOutputs } from '../output/claim-outputs.js';
 import { failedEvent, RunStreams } from './run-streams.js';
 import { StopRequest } from './stop-request.js';
+import { withTensorBoard } from './run-tensorboard.js';
 import { TandemError } from '../errors.js';
 import { optionsForPickedHook } from '../pipeline/resolve-comm-hook.js';
 import type { AutoSummary, TrainHooks, TrainSummary, TrainingHandle } from './run-types.js';
@@ -33,6 +34,10 @@ export async function train(
     throw new TandemError('BAD_CONFIG', 'the atEpochEnd hook (fit) runs on one host so far; train on one host');
   const lock = await claimOutputs(checked, message => hooks.onEvent?.({ type: 'warning', step: 0, message }));
   if (checked.inputWarning) hooks.onEvent?.({ type: 'warning', step: 0, message: checked.inputWarning });
+  // Host 0 alone writes the TensorBoard event files, as it writes the summary and trace.
+  const board =
+    config.tensorboard && checked.topology.process === 0 ? withTensorBoard(config.tensorboard, hooks) : null;
+  if (board) hooks = board.hooks;
   let served: StoreServer | undefined;
   try {
     let autoNote: AutoNote | undefined;
@@ -53,6 +58,7 @@ export async function train(
     const { out, trace, checkpointDir } = checked;
     return { ...summary, config: { ...summary.config, out, trace, checkpointDir } }; // as the user named them
   } finally {
+    await board?.close();
     await served?.close();
     await lock.release();
   }

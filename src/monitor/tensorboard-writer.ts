@@ -1,0 +1,77 @@
+/**
+ * One TensorBoard event file (`DIR/events.out.tfevents.<seconds>.<hostname>`), written as TensorFlow's
+ * EventFileWriter does: the file-version event first, then one event per (step, scalars). Values are framed into a
+ * buffer as they come and appended to the file off the caller's path: every `flushMs`, on `flush()`, and on
+ * `close()`. A failed write (a full disk, a directory that cannot be made) is reported once through `warn`, and the
+ * writer drops what it holds from then on: the run goes on without its event file.
+ */
+import { appendFile, mkdir } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { eventRecord, FILE_VERSION, type ScalarValue } from './tfevents.js';
+
+export interface EventFileWriterOptions {
+  /** Append what is buffered this often (ms); default 2000. */
+  flushMs?: number;
+  /** A write failed: said once, the writer then stops. */
+  warn?: (message: string) => void;
+}
+
+export class EventFileWriter {
+  readonly file: string;
+  private pending: Buffer[] = [];
+  private writing: Promise<void> = Promise.resolve();
+  private opened = false;
+  private failed = false;
+  private closed = false;
+  private readonly timer: NodeJS.Timeout;
+  private readonly warn: (message: string) => void;
+
+  constructor(
+    readonly dir: string,
+    options: EventFileWriterOptions = {},
+  ) {
+    this.file = path.join(dir, `events.out.tfevents.${Math.floor(Date.now() / 1000)}.${os.hostname()}`);
+    this.warn = options.warn ?? (() => {});
+    this.pending.push(eventRecord(0, { fileVersion: FILE_VERSION }));
+    this.timer = setInterval(() => void this.flush(), options.flushMs ?? 2000);
+    this.timer.unref();
+    void this.flush(); // the file and its first event now: a directory that cannot be written is said at once
+  }
+
+  /** Scalars of one step, one event. Non-finite values are kept (TensorBoard shows NaN/Inf). */
+  scalars(step: number, values: ScalarValue[]): void {
+    if (this.failed || this.closed || values.length === 0) return;
+    this.pending.push(eventRecord(step, values));
+  }
+
+  /** Appends what is buffered; resolves when it is written (or the write failed and was warned about). */
+  flush(): Promise<void> {
+    if (this.pending.length === 0 || this.failed) return this.writing;
+    const data = Buffer.concat(this.pending);
+    this.pending = [];
+    this.writing = this.writing.then(() => this.append(data));
+    return this.writing;
+  }
+
+  /** Flushes and stops the timer; later scalars are dropped. */
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    await this.flush();
+    this.closed = true;
+  }
+
+  private async append(data: Buffer): Promise<void> {
+    if (this.failed) return;
+    try {
+      if (!this.opened) await mkdir(this.dir, { recursive: true });
+      this.opened = true;
+      await appendFile(this.file, data);
+    } catch (err) {
+      this.failed = true;
+      this.pending = [];
+      const why = err instanceof Error ? err.message : String(err);
+      this.warn(`tensorboard: cannot write ${this.file} (${why}); the run goes on without its event file`);
+    }
+  }
+}

@@ -1,0 +1,183 @@
+// TensorBoard event files read back by an independent decoder (test/fixtures/read-tfevents.py: Debian's
+// python3-protobuf and python3-crc32c, TensorFlow's Event/Summary fields; not tandem's writer run backwards): a real
+// `tandem train --tensorboard DIR` has every per-step loss and accuracy of its summary.json and the epoch means, a
+// `fit` with `tensorBoard(dir)` has its batch logs, its history and its validation metrics in DIR/val, and one
+// corrupted byte fails the decoder's CRC check (so the comparison can fail).
+import t from 'tap';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as tf from '@tensorflow/tfjs';
+import { fit, tensorBoard } from '../src/index.js';
+import { runTandem } from './fixtures/cli-process.js';
+import { smallRunArgs } from './fixtures/small-run.js';
+import { FIT_CASES } from './fixtures/fit-models.js';
+
+const PYTHON = '/usr/bin/python3';
+const READER = fileURLToPath(new URL('../../test/fixtures/read-tfevents.py', import.meta.url));
+
+type Scalar = [tag: string, step: number, value: number];
+interface Decoded {
+  file_version: string;
+  records: number;
+  scalars: Scalar[];
+}
+
+function missingDecoder(): string | undefined {
+  const probe = spawnSync(PYTHON, ['-c', 'import crc32c, google.protobuf'], { encoding: 'utf8' });
+  if (probe.status === 0) return undefined;
+  return `${PYTHON} cannot import crc32c and google.protobuf (apt-get install python3-protobuf python3-crc32c)`;
+}
+
+/** The one event file in `dir`, decoded. */
+function decodeDir(dir: string): { file: string; decoded: Decoded } {
+  const files = readdirSync(dir).filter(f => f.startsWith('events.out.tfevents.'));
+  if (files.length !== 1) throw new Error(`${dir}: ${files.length} event files (${files.join(', ')})`);
+  const file = path.join(dir, files[0]);
+  return { file, decoded: JSON.parse(execFileSync(PYTHON, [READER, file], { encoding: 'utf8' })) as Decoded };
+}
+
+const f32 = (x: number) => Math.fround(x);
+const valuesOf = (d: Decoded, tag: string) => d.scalars.filter(s => s[0] === tag).map(s => [s[1], s[2]]);
+const scratch = () => mkdtempSync(path.join(os.tmpdir(), 'tandem-tb-'));
+
+const missing = missingDecoder();
+if (missing && process.env.TANDEM_REQUIRE_TENSORBOARD === '1') t.fail(`TANDEM_REQUIRE_TENSORBOARD=1 but ${missing}`);
+else if (missing) t.plan(0, `skipped: ${missing}`);
+else {
+  t.test('tandem train --tensorboard: every step and epoch scalar as the run reported it', async t => {
+    const dir = scratch();
+    t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+    const board = path.join(dir, 'tb'),
+      out = path.join(dir, 'out');
+    const args = ['train', ...smallRunArgs({ seed: 3, steps: 16 }), '--devices', '2', '--backend', 'cpu'];
+    const run = await runTandem([...args, '--out', out, '--tensorboard', board, '--quiet']);
+    t.equal(run.code, 0, run.stderr);
+    const summary = JSON.parse(readFileSync(path.join(out, 'summary.json'), 'utf8')) as {
+      history: { step: number; loss: number; accuracy: number }[];
+    };
+    t.equal(summary.history.length, 16);
+    const { file, decoded } = decodeDir(path.join(board, 'train'));
+    t.match(path.basename(file), new RegExp(`^events\\.out\\.tfevents\\.\\d+\\.${os.hostname()}$`));
+    t.equal(decoded.file_version, 'brain.Event:2');
+    t.same(
+      valuesOf(decoded, 'batch_loss'),
+      summary.history.map(h => [h.step, f32(h.loss)]),
+    );
+    t.same(
+      valuesOf(decoded, 'batch_acc'),
+      summary.history.map(h => [h.step, f32(h.accuracy)]),
+    );
+    const epochs = [1, 2].map(e => summary.history.slice((e - 1) * 8, e * 8));
+    const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+    t.same(
+      valuesOf(decoded, 'epoch_loss'),
+      epochs.map((hs, i) => [i + 1, f32(mean(hs.map(h => h.loss)))]),
+    );
+    for (const tag of ['samples_per_second', 'step_ms', 'compute_ms/device_0', 'compute_ms/device_1']) {
+      const got = valuesOf(decoded, tag);
+      t.equal(got.length, 16, `${tag} every step`);
+      t.ok(
+        got.every(([, v]) => Number.isFinite(v) && v > 0),
+        `${tag} positive`,
+      );
+    }
+
+    // Each device's exchange time per step: its exchange spans of the step, as the run's own trace has them (µs).
+    const trace = JSON.parse(readFileSync(path.join(out, 'trace.json'), 'utf8')) as {
+      traceEvents: { cat?: string; ph: string; pid: number; dur?: number; args?: { step?: number } }[];
+    };
+    for (const device of [0, 1]) {
+      const fromTrace = new Map<number, number>();
+      for (const e of trace.traceEvents)
+        if (e.ph === 'X' && e.cat === 'exchange' && e.pid === device)
+          fromTrace.set(e.args!.step!, (fromTrace.get(e.args!.step!) ?? 0) + e.dur! / 1000);
+      const got = valuesOf(decoded, `exchange_ms/device_${device}`);
+      t.equal(got.length, 16, `exchange_ms/device_${device} every step`);
+      t.ok(
+        got.every(([step, v]) => v > 0 && Math.abs(v - (fromTrace.get(step) ?? 0)) < 0.01),
+        `exchange_ms/device_${device} is the trace's exchange time of each step`,
+      );
+    }
+
+    // The decoder can fail: one flipped byte in the last record, and the file no longer reads.
+    const blob = readFileSync(file);
+    blob[blob.length - 6] ^= 0x01;
+    const bad = path.join(dir, 'corrupt.tfevents');
+    writeFileSync(bad, blob);
+    const check = spawnSync(PYTHON, [READER, bad], { encoding: 'utf8' });
+    t.equal(check.status, 2, 'a corrupted byte fails the CRC check');
+    t.match(check.stderr, /data CRC mismatch/);
+
+    // A writer killed within its last record: that record fails, every one before it still reads.
+    const cut = path.join(dir, 'truncated.tfevents');
+    writeFileSync(cut, readFileSync(file).subarray(0, -5));
+    const partial = spawnSync(PYTHON, [READER, cut], { encoding: 'utf8' });
+    t.equal(partial.status, 2, 'a truncated last record is reported');
+    const before = JSON.parse(partial.stdout) as Decoded & { error: string };
+    t.match(before.error, /truncated record/);
+    t.equal(before.records, decoded.records - 1, 'the records before it are read');
+    t.same(before.scalars, decoded.scalars.slice(0, before.scalars.length));
+    t.ok(before.scalars.length > 0 && before.scalars.length < decoded.scalars.length);
+  });
+
+  t.test('fit with tensorBoard(dir): batch and epoch logs in DIR/train, val_ metrics in DIR/val', async t => {
+    await tf.setBackend('cpu');
+    const dir = scratch();
+    t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+    const dense = FIT_CASES[0];
+    const { x, y } = dense.data();
+    const batches: { loss: number; acc: number }[] = [];
+    const history = await fit(dense.make(), x, y, {
+      batchSize: 12,
+      epochs: 2,
+      validationSplit: 0.25,
+      shuffle: false,
+      verbose: 0,
+      devices: 2,
+      callbacks: [
+        tensorBoard(dir),
+        { onBatchEnd: async (_b: number, logs?: tf.Logs) => void batches.push({ loss: logs!.loss, acc: logs!.acc }) },
+      ],
+    });
+    const train = decodeDir(path.join(dir, 'train')).decoded;
+    t.same(
+      valuesOf(train, 'batch_loss'),
+      batches.map((b, i) => [i + 1, f32(b.loss)]),
+    );
+    t.same(
+      valuesOf(train, 'batch_acc'),
+      batches.map((b, i) => [i + 1, f32(b.acc)]),
+    );
+    t.same(
+      valuesOf(train, 'epoch_loss'),
+      (history.history.loss as number[]).map((v, i) => [i + 1, f32(v)]),
+    );
+    const val = decodeDir(path.join(dir, 'val')).decoded;
+    t.same(
+      valuesOf(val, 'epoch_loss'),
+      (history.history.val_loss as number[]).map((v, i) => [i + 1, f32(v)]),
+    );
+    t.equal(valuesOf(val, 'batch_loss').length, 0, 'no batch scalars for validation');
+  });
+
+  t.test('an event file that cannot be written is a warning, and the run goes on', async t => {
+    const dir = scratch();
+    t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+    const file = path.join(dir, 'a-file');
+    writeFileSync(file, '');
+    const args = ['train', ...smallRunArgs({ seed: 3, steps: 3 }), '--devices', '2', '--backend', 'cpu'];
+    const run = await runTandem([...args, '--tensorboard', path.join(file, 'tb')]);
+    t.equal(run.code, 0, run.stderr);
+    t.match(run.stdout, /warning: tensorboard: cannot write .*ENOTDIR.*the run goes on without its event file/);
+    t.match(run.stdout, /done: 3 steps/);
+  });
+
+  t.test("fit refuses the 'tensorboard' option and names the callback", async t => {
+    const { x, y } = FIT_CASES[0].data();
+    const args = { epochs: 1, verbose: 0 as const, tensorboard: 'tb' } as Parameters<typeof fit>[3];
+    await t.rejects(fit(FIT_CASES[0].make(), x, y, args), { code: 'BAD_CONFIG', message: /tensorBoard\(dir\)/ });
+  });
+}
