@@ -57,6 +57,7 @@ else {
     t.equal(run.code, 0, run.stderr);
     const summary = JSON.parse(readFileSync(path.join(out, 'summary.json'), 'utf8')) as {
       history: { step: number; loss: number; accuracy: number }[];
+      config: { optimizer: { lr: number } };
     };
     t.equal(summary.history.length, 16);
     const { file, decoded } = decodeDir(path.join(board, 'train'));
@@ -75,6 +76,11 @@ else {
     t.same(
       valuesOf(decoded, 'epoch_loss'),
       epochs.map((hs, i) => [i + 1, f32(mean(hs.map(h => h.loss)))]),
+    );
+    t.same(
+      valuesOf(decoded, 'learning_rate'),
+      summary.history.map(h => [h.step, f32(summary.config.optimizer.lr)]),
+      'the learning rate of every step (no schedule: the constant lr)',
     );
     for (const tag of ['samples_per_second', 'step_ms', 'compute_ms/device_0', 'compute_ms/device_1']) {
       const got = valuesOf(decoded, tag);

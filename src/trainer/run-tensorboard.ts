@@ -1,7 +1,7 @@
 /**
  * TensorBoard event files of a run (`tensorboard: DIR`), laid out as tfjs-node's `tf.node.tensorBoard` writes a fit's:
  * `DIR/train`, `batch_loss`/`batch_acc` per step and `epoch_loss`/`epoch_acc` per epoch, with tandem's own per step:
- * `samples_per_second`, `step_ms`, `compute_ms/device_<d>`, `exchange_ms/device_<d>` (every device of the world on host
+ * `samples_per_second`, `step_ms`, `learning_rate` (the step's, scheduled or not), `compute_ms/device_<d>`, `exchange_ms/device_<d>` (every device of the world on host
  * 0).
  */
 import path from 'node:path';
@@ -18,6 +18,7 @@ export function stepScalars(m: StepMetrics): ScalarValue[] {
     { tag: 'batch_acc', value: m.accuracy },
     { tag: 'samples_per_second', value: m.samplesPerSecond },
     { tag: 'step_ms', value: m.stepMs },
+    { tag: 'learning_rate', value: m.lr },
     ...m.computeMs.map((value, d) => ({ tag: `compute_ms/device_${d}`, value })),
   ];
 }
