@@ -146,6 +146,7 @@ export async function tandemAcrossHosts(
   const label = `tandem ${shape.model} ${schedule.join(' ')} on 2 hosts`;
   const command = (h: 0 | 1): HostCommand => ({
     command: process.execPath,
+    env: { TANDEM_JOB_SECRET: BENCH_JOB_SECRET }, // a multi-host run needs the job's secret (docs/guide/security.md)
     args: [
       ...trainArgs(shape, schedule, 2),
       '--hosts',
@@ -254,6 +255,9 @@ export async function allReduceAcrossHosts(
     return r.ms;
   });
 }
+
+/** The job secret both hosts of a bench run hold, as `tandem launch` would give them one. */
+const BENCH_JOB_SECRET = 'the hosts bench job secret, 32 bytes or more';
 
 /** A DDP rank's report (harness.py --mode ddp-rank). */
 interface DdpRank {
