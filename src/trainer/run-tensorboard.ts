@@ -1,8 +1,8 @@
 /**
  * TensorBoard event files of a run (`tensorboard: DIR`), laid out as tfjs-node's `tf.node.tensorBoard` writes a fit's:
  * `DIR/train`, `batch_loss`/`batch_acc` per step and `epoch_loss`/`epoch_acc` per epoch, with tandem's own per step:
- * `samples_per_second`, `step_ms`, `learning_rate` (the step's, scheduled or not), `compute_ms/device_<d>`, `exchange_ms/device_<d>` (every device of the world on host
- * 0).
+ * `samples_per_second`, `step_ms`, `learning_rate` (the step's, scheduled or not), `compute_ms/device_<d>`,
+ * `exchange_ms/device_<d>` (every device of the world on host 0).
  */
 import path from 'node:path';
 import { EventFileWriter } from '../monitor/tensorboard-writer.js';
