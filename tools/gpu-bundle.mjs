@@ -44,7 +44,11 @@ const ENTRY_PACKAGES = [
   'pngjs',
   'rxjs',
   'webgpu',
+  'pbf', // TensorBoard event files (src/monitor/tfevents.ts)
+  '@aws-crypto/crc32c',
 ];
+/** package.json dependencies the GPU check never loads: the addons' build headers, the MNIST data. */
+const NOT_AT_RUN_TIME = ['node-addon-api', 'mnist'];
 const BUILTIN = new Set(builtinModules.flatMap(m => [m, `node:${m}`]));
 
 function fail(message) {
@@ -132,6 +136,10 @@ function extraFiles(name, dir) {
 
 /** Copies the runtime closure of ENTRY_PACKAGES into stage/node_modules; returns the package names. */
 function copyNodeModules(stage) {
+  const { dependencies } = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8'));
+  const unsaid = Object.keys(dependencies).filter(d => !ENTRY_PACKAGES.includes(d) && !NOT_AT_RUN_TIME.includes(d));
+  if (unsaid.length > 0)
+    fail(`package.json dependencies ${unsaid.join(', ')}: in neither ENTRY_PACKAGES nor NOT_AT_RUN_TIME (does the bundle need them?)`);
   const done = new Map();
   const queue = ENTRY_PACKAGES.map(name => ({ name, from: root }));
   while (queue.length > 0) {
