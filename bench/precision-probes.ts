@@ -6,7 +6,6 @@
 import * as tf from '@tensorflow/tfjs';
 import type { NativeAddon } from '../src/engine/native/native-addon.js';
 import { nativeKernelCounts } from '../src/engine/native/native-backend.js';
-import { getEngine } from '../src/engine/engine-registry.js';
 
 /** GFLOP/s of a 512×512×512 matmul through the addon, float32 and bf16, one thread (best of 5 runs of 10). */
 export function matmulPeak(addon: NativeAddon): { fp32: number; bf16: number } {
@@ -57,7 +56,7 @@ function kernelMs(): number {
 }
 
 /**
- * One device's forward and backward (softmax cross-entropy; the model fused as the native engine trains it) on this
+ * One device's forward and backward (softmax cross-entropy; `model` prepared as the native engine trains it) on this
  * thread: the mean of 10 after 3 untimed.
  */
 export function stepSplit(
@@ -66,7 +65,6 @@ export function stepSplit(
   batch: number,
   precision: 'fp32' | 'bf16',
 ): StepSplit {
-  getEngine('native').prepareModel?.(tf, model, { nativeFusion: true }); // as a device trains it
   const known = new Set(Object.keys(addon.implementations()));
   addon.setPrecision(precision);
   const inputShape = (model.inputs[0].shape as number[]).slice(1);

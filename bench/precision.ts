@@ -14,6 +14,7 @@ import { train, type TrainConfig } from '../src/index.js';
 import { startBackend } from '../src/engine/backend.js';
 import { requireNativeAddon, type NativeAddon } from '../src/engine/native/native-addon.js';
 import { bf16Support } from '../src/engine/native/bf16-support.js';
+import { getEngine } from '../src/engine/engine-registry.js';
 import { BUILTIN_MODELS } from '../src/model/builtin-models.js';
 import { warmupSteps } from '../src/trainer/run-summary.js';
 import { runRecord } from './run-record.js';
@@ -86,6 +87,7 @@ async function torchRates(python: string, model: string, o: PrecisionBenchOption
 async function probeModel(addon: NativeAddon, model: string, o: PrecisionBenchOptions) {
   const built = await BUILTIN_MODELS[model].factory(tf, { inputShape: INPUT[model], classes: 10, seed: 1 });
   const flops = trainingFlopsPerSample(built);
+  getEngine('native').prepareModel?.(tf, built, { nativeFusion: true }); // once, as a device trains it
   const split: Record<Precision, StepSplit> = {
     fp32: stepSplit(addon, built, o.perDeviceBatch, 'fp32'),
     bf16: stepSplit(addon, built, o.perDeviceBatch, 'bf16'),

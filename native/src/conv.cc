@@ -62,19 +62,13 @@ struct Types {
   dt in, out;
 };
 
-// The activations' layout: NHWC as JS holds them, in either precision (measured: oneDNN's blocked layouts, with a
-// reorder each way, were no faster in bf16 on alexnet-mini's shapes).
-tag ActivationTag(Types t) {
-  (void)t;
-  return tag::nhwc;
-}
 
 // The forward descriptor; bwdHint: as a hint for a backward primitive, whose diff_dst has the input type.
 dnnl::convolution_forward::primitive_desc ForwardPd(Ctx& c, const ConvShape& s, bool bias, Types t, bool bwdHint,
                                                     bool userScratch) {
   memory::dims strides{s.sh, s.sw}, padL{s.pt, s.pl}, padR{s.pb, s.pr};
-  tag act = ActivationTag(t);
-  memory::desc x({s.N, s.C, s.H, s.W}, t.in, act), y({s.N, s.OC, s.OH, s.OW}, bwdHint ? t.in : t.out, act);
+  memory::desc x({s.N, s.C, s.H, s.W}, t.in, tag::nhwc);
+  memory::desc y({s.N, s.OC, s.OH, s.OW}, bwdHint ? t.in : t.out, tag::nhwc);
   memory::desc wAny(WeightDims(s), t.in, tag::any), b({s.OC}, dt::f32, tag::x);
   dnnl::primitive_attr attr;
   if (userScratch) attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -89,9 +83,9 @@ dnnl::convolution_forward::primitive_desc ForwardPd(Ctx& c, const ConvShape& s, 
 void CreateConv(Ctx& c, ConvEntry& e, ConvKind kind, const ConvShape& s, bool bias, Types t) {
   memory::dims strides{s.sh, s.sw}, padL{s.pt, s.pl}, padR{s.pb, s.pr};
   memory::desc wIn(WeightDims(s), t.in, tag::any), wOut(WeightDims(s), t.out, tag::any);
-  tag act = ActivationTag(t);
-  memory::desc xIn({s.N, s.C, s.H, s.W}, t.in, act), yIn({s.N, s.OC, s.OH, s.OW}, t.in, act);
-  memory::desc xOut({s.N, s.C, s.H, s.W}, t.out, act);
+  // activations NHWC in either precision (oneDNN's blocked layouts, a reorder each way, were no faster in bf16)
+  memory::desc xIn({s.N, s.C, s.H, s.W}, t.in, tag::nhwc), yIn({s.N, s.OC, s.OH, s.OW}, t.in, tag::nhwc);
+  memory::desc xOut({s.N, s.C, s.H, s.W}, t.out, tag::nhwc);
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   switch (kind) {
