@@ -5,6 +5,7 @@
  * to, the time an all-reduce takes at the link's line rate, and the table.
  */
 import type { LinkRate } from './network-namespaces.js';
+import type { SecretMode } from './hosts-line-rate.js';
 
 export const HOSTS_MODELS = ['alexnet-mini', 'alexnet'] as const;
 export type HostsModel = (typeof HOSTS_MODELS)[number];
@@ -98,6 +99,13 @@ export interface HostsBenchOptions {
   /** PyTorch rows (compute alone, DDP): off with --quick. */
   torch: boolean;
   quick: boolean;
+  /**
+   * tandem's schedule rows with the job secret, without it (--insecure), or both, taking turns (--secret
+   * with|without|both; default with): the secret's overhead in the same run.
+   */
+  secret: SecretMode[];
+  /** --secret both: runs of each schedule per mode, taking turns (--repeats, default 1). */
+  secretRounds: number;
 }
 
 type HostsFlags = {
@@ -110,6 +118,8 @@ type HostsFlags = {
   schedules?: string;
   hooks?: string;
   quick?: boolean;
+  secret?: string;
+  repeats?: string;
 };
 
 /** `1G` / `100M` (as --links says it) or `1gbit` / `100mbit`. */
@@ -170,7 +180,23 @@ export function parseHostsOptions(values: HostsFlags): HostsBenchOptions {
     hooks: names('hooks', values.hooks, HOOKS, quick ? ['none', 'fp16'] : HOOKS),
     torch: !quick,
     quick,
+    secret: secretModes(values.secret),
+    secretRounds: count('repeats', values.repeats, 1) ?? 1,
   };
+}
+
+function secretModes(text: string | undefined): SecretMode[] {
+  switch (text) {
+    case undefined:
+    case 'with':
+      return ['with'];
+    case 'without':
+      return ['without'];
+    case 'both':
+      return ['with', 'without'];
+    default:
+      throw new RangeError(`bench hosts: --secret takes with, without or both, got '${text}'`);
+  }
 }
 
 /** Steps of a run: --steps, else the model's default (--quick: 8, alexnet 5). */
@@ -245,6 +271,10 @@ export interface HostsRow {
   /** tandem: the process CPU per step the prediction counted, and whether that (over the host's cores) set it. */
   predictedCpuMsPerStep?: number;
   predictedCpuBound?: boolean;
+  /** tandem, when the bench ran both: whether this row's hosts held the job secret (without: --insecure). */
+  secret?: SecretMode;
+  /** tandem with --secret both: each round's slower-host median, in the order run. */
+  roundsMs?: number[];
   /** tandem: hosts that printed their last step but did not exit (killed after a grace; their steps are counted). */
   hostsHungAtExit?: number[];
   /**

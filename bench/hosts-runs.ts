@@ -12,6 +12,7 @@ import type { HostPair } from './network-namespaces.js';
 import { jsonLines, runAllHere, runHere, runOnHosts, type HostCommand, type OnStart } from './hosts-job.js';
 import { meterStepCpu, meterStepMachine, type MachineCpu } from './process-cpu.js';
 import type { HostsModel } from './hosts-figures.js';
+import type { SecretMode } from './hosts-line-rate.js';
 import { torchScriptPath } from './torch-reference.js';
 import type { ProbeResult } from './hosts-link-probe.js';
 
@@ -142,13 +143,16 @@ export async function tandemAcrossHosts(
   schedule: readonly string[],
   port: number,
   tracePath?: string,
+  secret: SecretMode = 'with',
 ): Promise<TandemTimes> {
-  const label = `tandem ${shape.model} ${schedule.join(' ')} on 2 hosts`;
+  const label = `tandem ${shape.model} ${schedule.join(' ')} on 2 hosts (${secret} the job secret)`;
   const command = (h: 0 | 1): HostCommand => ({
     command: process.execPath,
-    env: { TANDEM_JOB_SECRET: BENCH_JOB_SECRET }, // a multi-host run needs the job's secret (docs/guide/security.md)
+    // a multi-host run needs the job's secret (docs/guide/security.md); without one it runs only with --insecure
+    env: { TANDEM_JOB_SECRET: secret === 'with' ? BENCH_JOB_SECRET : '' },
     args: [
       ...trainArgs(shape, schedule, 2),
+      ...(secret === 'without' ? ['--insecure'] : []),
       '--hosts',
       '2',
       '--host-rank',

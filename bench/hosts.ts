@@ -42,6 +42,7 @@ import {
   tandemAcrossHosts,
   type AutoEvent,
 } from './hosts-runs.js';
+import { printSecretTable, secretOverhead, secretRounds } from './hosts-secret.js';
 import { findTorchPython } from './torch-reference.js';
 import { loadGlooAddon } from '../src/collectives/gloo/gloo-addon.js';
 import { loadNativeAddon } from '../src/engine/native/native-addon.js';
@@ -105,20 +106,19 @@ async function scheduleRows(
     if (schedule === 'auto') continue;
     for (const hook of opts.hooks) {
       const run = scheduleRun(schedule, hook, split);
-      const trace = tracePath(base, link, `${schedule}-${hook}`);
-      const t = await tandemAcrossHosts(net, base.shape, run.args, takePort(), trace);
-      drawTimeline(trace, `${schedule}${hook === 'none' ? '' : ` + ${hook}`} at ${link} (real TCP, tc tbf)`);
-      rows.push(
-        tandemRow(
-          base,
-          link,
-          `${schedule}${hook === 'none' ? '' : ` + ${hook}`}`,
-          t,
-          bound,
-          lineMs,
-          predicted.get(run.key),
-        ),
-      );
+      const name = `${schedule}${hook === 'none' ? '' : ` + ${hook}`}`;
+      const both = opts.secret.length > 1;
+      const runs = await secretRounds(opts.secret, opts.secretRounds, async secret => {
+        const trace = tracePath(base, link, `${schedule}-${hook}${both ? `-${secret}-secret` : ''}`);
+        const t = await tandemAcrossHosts(net, base.shape, run.args, takePort(), trace, secret);
+        drawTimeline(trace, `${name} at ${link} (real TCP, tc tbf)`);
+        return t;
+      });
+      for (const { secret, times, roundsMs } of runs) {
+        const label = secret === 'without' && both ? `${name} (without secret)` : name;
+        const row = tandemRow(base, link, label, times, bound, lineMs, predicted.get(run.key));
+        rows.push(both ? { ...row, secret, roundsMs } : row);
+      }
     }
   }
   return { rows, auto };
@@ -249,7 +249,11 @@ export async function runHostsBench(opts: HostsBenchOptions): Promise<void> {
         `average after ${loadAfter.map(l => l.toFixed(2)).join(' ')}`),
   );
   printHostsTable(rows);
-  printScheduleByHookTable(rows, opts.hooks);
+  printScheduleByHookTable(
+    rows.filter(r => r.secret !== 'without'),
+    opts.hooks,
+  );
+  if (opts.secret.length > 1) printSecretTable(rows);
   mkdirSync(opts.out, { recursive: true });
   writeFileSync(
     `${opts.out}/hosts.json`,
@@ -271,6 +275,7 @@ export async function runHostsBench(opts: HostsBenchOptions): Promise<void> {
           computeMs: b.computeMs,
           torchComputeMs: b.torchComputeMs,
         })),
+        ...(opts.secret.length > 1 ? { secretOverhead: secretOverhead(rows) } : {}),
         rows: rows.map(r => ({
           ...r,
           stepOverLowerBound: r.lowerBoundMs === undefined ? undefined : r.stepMs / r.lowerBoundMs,

@@ -52,7 +52,7 @@ const { positionals, values } = parseArgs({
     repeats: { type: 'string' },
     gpus: { type: 'string' },
     'image-size': { type: 'string' },
-    secret: { type: 'string' },
+    secret: { type: 'string' }, // hosts-line-rate and hosts: with|without|both
   },
 });
 const name = positionals[0] ?? 'scaling';

@@ -14,7 +14,9 @@ import {
   scheduleRun,
   slowerHostMedian,
   untimedSteps,
+  type HostsRow,
 } from '../bench/hosts-figures.js';
+import { secretOverhead, secretRounds } from '../bench/hosts-secret.js';
 import { candidateKey } from '../src/profiling/auto-candidates.js';
 import { parseTrainArgs } from '../src/cli/parse-train-args.js';
 
@@ -29,6 +31,8 @@ t.test('options: defaults, lists, refusals naming the flag', async t => {
     hooks: [...HOOKS],
     torch: true,
     quick: false,
+    secret: ['with'],
+    secretRounds: 1,
   });
   const o = parseHostsOptions({
     models: 'alexnet-mini',
@@ -47,6 +51,8 @@ t.test('options: defaults, lists, refusals naming the flag', async t => {
     hooks: [...HOOKS],
     torch: true,
     quick: false,
+    secret: ['with'],
+    secretRounds: 1,
   });
   const q = parseHostsOptions({ models: 'alexnet-mini', links: '1G,100M', quick: true, schedules: 'sequential,auto' });
   t.same(
@@ -59,6 +65,44 @@ t.test('options: defaults, lists, refusals naming the flag', async t => {
   t.throws(() => parseHostsOptions({ models: 'resnet' }), /unknown model 'resnet' \(--models/);
   t.throws(() => parseHostsOptions({ rates: '1gbps' }), /link rate '1gbps' \(--rates/);
   t.throws(() => parseHostsOptions({ steps: '3' }), /--steps must be an integer >= 4/);
+  const b = parseHostsOptions({ secret: 'both', repeats: '4' });
+  t.same([b.secret, b.secretRounds], [['with', 'without'], 4], '--secret both --repeats 4');
+  t.same(parseHostsOptions({ secret: 'without' }).secret, ['without']);
+  t.throws(() => parseHostsOptions({ secret: 'maybe' }), /--secret takes with, without or both, got 'maybe'/);
+});
+
+t.test('the secret rounds take turns, pool each mode and pair the rows', async t => {
+  const order: string[] = [];
+  let n = 0;
+  const runs = await secretRounds(['with', 'without'], 3, async secret => {
+    order.push(secret);
+    n++;
+    return { hostsMs: [[n, n], [n + 10]], parameters: 7 };
+  });
+  t.same(order, ['with', 'without', 'without', 'with', 'with', 'without']);
+  t.same(
+    runs[0].times.hostsMs,
+    [
+      [1, 1, 4, 4, 5, 5],
+      [11, 14, 15],
+    ],
+    'with: every round pooled per host',
+  );
+  t.same(runs[1].roundsMs, [12, 13, 16], 'without: each round its slower host');
+  const row = (schedule: string, secret: 'with' | 'without', stepMs: number): HostsRow => ({
+    model: 'alexnet-mini',
+    link: '1gbit',
+    kind: 'tandem',
+    schedule,
+    stepMs,
+    hostsMs: [],
+    secret,
+  });
+  const pairs = secretOverhead([row('buckets', 'with', 51), row('buckets (without secret)', 'without', 50)]);
+  t.same(
+    pairs.map(p => [p.schedule, p.ratio]),
+    [['buckets', 51 / 50]],
+  );
 });
 
 t.test("each schedule's flags give the configuration its prediction's key names", async t => {
