@@ -17,6 +17,8 @@ export { fitDataset } from './fit/fit-dataset.js';
 export type { FitDatasetArgs } from './fit/fit-dataset.js';
 export { evaluate } from './fit/evaluate.js';
 export type { EvaluateArgs } from './fit/evaluate.js';
+export { earlyStopping, EarlyStoppingWithRestore } from './fit/early-stopping.js';
+export type { EarlyStoppingArgs } from './fit/early-stopping.js';
 export type { RunEvent } from './monitor/run-event.js';
 export {
   timelineSvg,
