@@ -27,6 +27,7 @@ import { runShmVsLoopbackBench } from './shm-vs-loopback.js';
 import { runHostsLineRateBench, DEFAULT_LINE_RATE_METHODS, type SecretMode } from './hosts-line-rate.js';
 import type { LineRateMethod } from './hosts-line-rate-host.js';
 import { runPrecisionBench } from './precision.js';
+import { runFitBench } from './fit.js';
 import { runPrecisionAccuracy } from './precision-accuracy.js';
 import { runGpuBench, GPU_BENCH_DEFAULTS, GPU_BENCH_MODELS, GPU_BENCH_QUICK } from './gpu.js';
 
@@ -167,6 +168,16 @@ switch (name) {
       runs: Number(values.runs ?? 3),
       // --secret with|without|both: the gloo methods' runs with the job secret, without it, or both, interleaved
       secret: values.secret === undefined || values.secret === 'both' ? undefined : [values.secret as SecretMode],
+      out: values.out ?? 'bench/results',
+    });
+    break;
+  case 'fit':
+    await runFitBench({
+      models: (values.models ?? 'alexnet-mini').split(','),
+      steps: Number(values.steps ?? 40),
+      batch: Number(values.batch ?? 64),
+      runs: Number(values.runs ?? 3),
+      tfjsSteps: Number(values['stock-steps'] ?? 4),
       out: values.out ?? 'bench/results',
     });
     break;
