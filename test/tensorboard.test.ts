@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as tf from '@tensorflow/tfjs';
-import { fit, tensorBoard } from '../src/index.js';
+import { fit, overlapShare, spansFromChromeTrace, tensorBoard } from '../src/index.js';
 import { runTandem } from './fixtures/cli-process.js';
 import { smallRunArgs } from './fixtures/small-run.js';
 import { FIT_CASES } from './fixtures/fit-models.js';
@@ -52,7 +52,14 @@ else {
     t.teardown(() => rmSync(dir, { recursive: true, force: true }));
     const board = path.join(dir, 'tb'),
       out = path.join(dir, 'out');
-    const args = ['train', ...smallRunArgs({ seed: 3, steps: 16 }), '--devices', '2', '--backend', 'cpu'];
+    const args = [
+      'train',
+      ...smallRunArgs({ seed: 3, steps: 16, strategy: 'two-group' }),
+      '--devices',
+      '2',
+      '--backend',
+      'cpu',
+    ];
     const run = await runTandem([...args, '--out', out, '--tensorboard', board, '--quiet']);
     t.equal(run.code, 0, run.stderr);
     const summary = JSON.parse(readFileSync(path.join(out, 'summary.json'), 'utf8')) as {
@@ -107,6 +114,19 @@ else {
         `exchange_ms/device_${device} is the trace's exchange time of each step`,
       );
     }
+
+    // The overlap share of each step: the timeline picture's count over the trace's spans of that step.
+    const spans = spansFromChromeTrace(trace as unknown as Parameters<typeof spansFromChromeTrace>[0]);
+    const overlap = valuesOf(decoded, 'overlap_share');
+    t.equal(overlap.length, 16, 'overlap_share every step');
+    t.ok(
+      overlap.every(([step, v]) => Math.abs(v - f32(overlapShare(spans.filter(s => s.step === step)))) < 1e-3),
+      "overlap_share is the trace's share of each step's exchange under backward",
+    );
+    t.ok(
+      overlap.every(([, v]) => v >= 0 && v <= 1),
+      `a share (${overlap.map(([, v]) => v.toFixed(2)).join(' ')})`,
+    );
 
     // The decoder can fail: one flipped byte in the last record, and the file no longer reads.
     const blob = readFileSync(file);

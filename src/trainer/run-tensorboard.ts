@@ -2,13 +2,15 @@
  * TensorBoard event files of a run (`tensorboard: DIR`), laid out as tfjs-node's `tf.node.tensorBoard` writes a fit's:
  * `DIR/train`, `batch_loss`/`batch_acc` per step and `epoch_loss`/`epoch_acc` per epoch, with tandem's own per step:
  * `samples_per_second`, `step_ms`, `learning_rate` (the step's, scheduled or not), `compute_ms/device_<d>`,
- * `exchange_ms/device_<d>` (every device of the world on host 0).
+ * `exchange_ms/device_<d>` (every device of the world on host 0), `overlap_share` (the share of the step's exchange
+ * time that ran while the same device's backward did, as the timeline picture counts it: `overlapShare`).
  */
 import path from 'node:path';
 import { EventFileWriter } from '../monitor/tensorboard-writer.js';
 import type { ScalarValue } from '../monitor/tfevents.js';
 import type { RunEvent } from '../monitor/run-event.js';
 import type { Span } from '../monitor/span.js';
+import { overlapShare } from '../monitor/timeline-picture.js';
 import type { StepMetrics, TrainHooks } from './run-types.js';
 
 /** The scalars of one step of a run. */
@@ -25,17 +27,23 @@ export function stepScalars(m: StepMetrics): ScalarValue[] {
 
 /**
  * Feeds a run's step metrics, spans and events to `DIR/train`; epoch means when an epoch's last step is done. A step
- * is written when the next one's metrics arrive (or at the close), so that its exchange spans, reported beside the
- * step, are in: `exchange_ms/device_<d>`, the device's exchange spans of the step summed.
+ * is written once the metrics of the step two after it arrive (or at the close), so that its exchange spans are in:
+ * they come from the comm threads beside the step and, when the exchange overlaps backward (two-group, per-layer,
+ * buckets), can arrive after the next step's metrics, never after the one after (that step's forward waited for this
+ * step's update). `exchange_ms/device_<d>`: the device's exchange spans of the step summed.
  */
+const HELD_STEPS = 2;
+
 export class RunTensorBoard {
   private readonly writer: EventFileWriter;
   private stepsPerEpoch = 0;
   private epochLoss = 0;
   private epochAcc = 0;
   private epochSteps = 0;
-  private held: StepMetrics | undefined;
-  private readonly exchangeMs = new Map<number, number[]>();
+  /** Steps whose metrics arrived, not yet written. */
+  private readonly held: StepMetrics[] = [];
+  /** Per step not yet written: its exchange and backward spans. */
+  private readonly spans = new Map<number, Span[]>();
 
   constructor(dir: string, warn: (message: string) => void) {
     this.writer = new EventFileWriter(path.join(dir, 'train'), { warn });
@@ -50,29 +58,32 @@ export class RunTensorBoard {
   }
 
   span(s: Span): void {
-    if (s.kind !== 'exchange') return;
-    const perDevice = this.exchangeMs.get(s.step) ?? [];
-    perDevice[s.device] = (perDevice[s.device] ?? 0) + (s.end - s.start);
-    this.exchangeMs.set(s.step, perDevice);
+    if (s.kind !== 'exchange' && s.kind !== 'backward') return;
+    const step = this.spans.get(s.step);
+    if (step) step.push(s);
+    else this.spans.set(s.step, [s]);
   }
 
   step(m: StepMetrics): void {
-    if (this.held) this.write(this.held);
-    this.held = m;
+    this.held.push(m);
+    while (this.held.length > HELD_STEPS) this.write(this.held.shift()!);
   }
 
   async close(): Promise<void> {
-    if (this.held) this.write(this.held);
-    this.held = undefined;
+    for (const m of this.held.splice(0)) this.write(m);
     await this.writer.close();
   }
 
   private write(m: StepMetrics): void {
-    const exchange = this.exchangeMs.get(m.step) ?? [];
-    for (const step of this.exchangeMs.keys()) if (step <= m.step) this.exchangeMs.delete(step);
+    const spans = this.spans.get(m.step) ?? [];
+    for (const step of this.spans.keys()) if (step <= m.step) this.spans.delete(step);
+    const exchange: number[] = [];
+    for (const s of spans)
+      if (s.kind === 'exchange') exchange[s.device] = (exchange[s.device] ?? 0) + (s.end - s.start);
     this.writer.scalars(m.step, [
       ...stepScalars(m),
       ...Array.from(exchange, (value, d) => ({ tag: `exchange_ms/device_${d}`, value: value ?? 0 })),
+      ...(exchange.length > 0 ? [{ tag: 'overlap_share', value: overlapShare(spans) }] : []),
     ]);
     this.epochLoss += m.loss;
     this.epochAcc += m.accuracy;
