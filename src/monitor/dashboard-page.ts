@@ -51,7 +51,7 @@ ${figures}
 <th scope="col">exchange</th><th scope="col">wait</th></tr></thead><tbody></tbody></table></section>
 <section aria-labelledby="timeline-heading"><h2 id="timeline-heading">Timeline of the last steps</h2>
 <img id="timeline" alt="no timeline yet"></section>
-<section aria-labelledby="events-heading"><h2 id="events-heading">Warnings and errors</h2>
+<section aria-labelledby="events-heading"><h2 id="events-heading">Events: warnings, errors, checkpoints</h2>
 <ul id="events" aria-live="polite"></ul></section>
 <section aria-labelledby="config-heading"><h2 id="config-heading">Configuration</h2><pre id="config"></pre></section>
 </main>

@@ -11,7 +11,7 @@ export const PAGE_SCRIPT = String.raw`(function () {
   var PALETTE = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#ff7f0e', '#17becf', '#8c564b', '#e377c2'];
   var state, charts = {}, timer = null, timelineUrl = null;
   function reset() {
-    state = { steps: [], summary: null, status: 'connecting', events: [] };
+    state = { steps: [], summary: null, status: 'connecting', ended: false };
     document.getElementById('events').textContent = '';
   }
   function $(id) { return document.getElementById(id); }
@@ -115,7 +115,8 @@ export const PAGE_SCRIPT = String.raw`(function () {
     var el = $(id);
     if (!charts[id] || charts[id].series.length !== series.length + 1) {
       if (charts[id]) charts[id].destroy();
-      var opts = { width: Math.max(320, el.clientWidth - 8), height: 220, scales: { x: { time: false } },
+      var opts = { width: Math.max(320, el.clientWidth - 8), height: 220, legend: { live: false },
+        scales: { x: { time: false } },
         series: [{ label: 'step' }].concat(series.map(function (s, i) {
           return { label: s, stroke: PALETTE[i % PALETTE.length], width: 1.5, spanGaps: true };
         })) };
@@ -136,7 +137,7 @@ export const PAGE_SCRIPT = String.raw`(function () {
     }
     chart('chart-loss', lossSeries, lossData);
     chart('chart-throughput', ['samples/s'], [x, col(function (v) { return v.samplesPerSecond; })]);
-    var devices = s[s.length - 1].computeMs.length, names = ['step'];
+    var devices = s[s.length - 1].computeMs.length, names = ['step time'];
     var data = [x, col(function (v) { return v.stepMs; })];
     ['compute', 'exchange', 'wait'].forEach(function (k) {
       for (var d = 0; d < devices; d++) {
@@ -154,6 +155,8 @@ export const PAGE_SCRIPT = String.raw`(function () {
     splitTable();
     drawCharts();
     document.body.dataset.state = state.status;
+    if (state.ended) document.body.dataset.ended = 'true'; // after the values it ended on are in the DOM
+    else delete document.body.dataset.ended;
   }
 
   reset();
@@ -163,6 +166,7 @@ export const PAGE_SCRIPT = String.raw`(function () {
   source.onmessage = function (e) { handle(JSON.parse(e.data)); };
   source.addEventListener('end', function () {
     source.close();
+    state.ended = true;
     if (state.status === 'running' || state.status === 'connecting') state.status = 'ended';
     put('note', 'the run has ended; this page keeps its last values');
     schedule();
