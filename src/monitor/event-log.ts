@@ -2,7 +2,8 @@
  * A run's event log, `--out DIR/events.jsonl`: the dashboard's messages (dashboard-feed.ts) one JSON object per line,
  * so that `tandem dashboard DIR` shows a finished run as its live page did. Lines are buffered and appended every
  * second and at the end, never on the step's path; each append first checks that the path still leads to the
- * directory the run locked (locked-places.ts). A failed write is one warning and the log stops; the run goes on.
+ * directory the run locked (locked-places.ts). Nothing is written before the run has started (a run refused at the
+ * door leaves no log). A failed write is one warning and the log stops; the run goes on.
  */
 import { appendFile, writeFile } from 'node:fs/promises';
 import { checkStillLocked } from '../output/locked-places.js';
@@ -12,17 +13,17 @@ const FLUSH_MS = 1000;
 
 export class EventLog {
   private lines: string[] = [];
-  private writing: Promise<void>;
+  private writing: Promise<void> = Promise.resolve();
   private readonly timer: NodeJS.Timeout;
   private failed = false;
+  private started = false;
 
-  /** `append`: keep the lines already there (a resumed run goes on with its log). */
+  /** `append`: keep the lines already there (a resumed run goes on with its log); else the first write replaces them. */
   constructor(
     readonly file: string,
-    append: boolean,
+    private append: boolean,
     private readonly warn: (message: string) => void,
   ) {
-    this.writing = append ? Promise.resolve() : this.guarded(() => writeFile(file, ''));
     this.timer = setInterval(() => void this.flush(), FLUSH_MS);
     this.timer.unref();
   }
@@ -30,17 +31,20 @@ export class EventLog {
   /** What the log keeps: every message but the timeline (the finished run's comes from its trace) and the end. */
   add(message: DashboardMessage): void {
     if (this.failed || message.kind === 'timeline' || message.kind === 'end') return;
+    if (message.kind === 'event' && message.event.type === 'started') this.started = true;
     this.lines.push(JSON.stringify(message));
   }
 
   flush(): Promise<void> {
-    if (this.lines.length === 0 || this.failed) return this.writing;
+    if (this.lines.length === 0 || this.failed || !this.started) return this.writing;
     const text = this.lines.join('\n') + '\n';
     this.lines = [];
+    const write = this.append ? appendFile : writeFile;
+    this.append = true;
     this.writing = this.writing.then(() =>
       this.guarded(async () => {
         await checkStillLocked(this.file);
-        await appendFile(this.file, text);
+        await write(this.file, text);
       }),
     );
     return this.writing;
