@@ -2,16 +2,18 @@
 // `tandem train --dashboard` serves a page that updates as steps go (the test waits on the DOM, in the browser); the
 // run is stopped by SIGINT once the page has shown it moving, and the page then shows the steps done, the final loss
 // (4 decimals) and the samples/s of its summary.json, as text. `tandem dashboard RUN_DIR` shows the same values for
-// the finished run. A screenshot of each is saved in the test's folder (docs/guide/dashboard.png is one). Off
-// loopback the server refuses every request without the token. Skipped without chromium, unless
-// TANDEM_REQUIRE_BROWSER=1.
+// the finished run. A screenshot of each is saved in the test's folder (TANDEM_KEEP_SCREENSHOTS=1 keeps it;
+// docs/guide/dashboard.png is one of a longer run). Skipped without chromium, unless TANDEM_REQUIRE_BROWSER=1. Without
+// a browser: off loopback the server refuses every request without the token (and a foreign Host on loopback), and
+// with two hosts only host 0 serves, its feed (the event log) carrying every step of the world.
 import t from 'tap';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
-import { spawnTandem } from './fixtures/cli-process.js';
+import { runTandem, spawnTandem } from './fixtures/cli-process.js';
+import { glooAddonOrSkip } from './fixtures/gloo-addon-or-skip.js';
 import { smallRunArgs } from './fixtures/small-run.js';
 import { DashboardFeed } from '../src/monitor/dashboard-feed.js';
 import { serveDashboard } from '../src/monitor/dashboard-server.js';
@@ -173,5 +175,34 @@ t.test('off loopback every request needs the token; on loopback only the loopbac
     await statusOf(on.url, { host: `attacker.example:${on.port}` }),
     403,
     'another Host (DNS rebinding): refused',
+  );
+});
+
+t.test("two hosts: host 0 alone serves, and its feed (the event log) is the world's", async t => {
+  if (!glooAddonOrSkip()) return;
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'tandem-dashboard-hosts-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const out = path.join(dir, 'run');
+  const args = [...smallRunArgs({ seed: 7, steps: 4 }), '--devices', '1', '--backend', 'cpu'];
+  const run = await runTandem(['launch', '--hosts', '2', ...args, '--out', out, '--dashboard', '--json']);
+  t.equal(run.code, 0, run.code === 0 ? 'tandem launch --hosts 2 exits 0' : run.stderr);
+  t.match(run.stdout, /\[host 0\] \{"event":"dashboard"/, 'host 0 serves a page');
+  t.notMatch(run.stdout, /\[host 1\] \{"event":"dashboard"/, 'host 1 does not');
+  const lines = readFileSync(path.join(out, 'events.jsonl'), 'utf8').trim().split('\n');
+  const steps = lines.map(
+    l => JSON.parse(l) as { kind: string; step?: { step: number; loss: number; hosts: number[] } },
+  );
+  const summary = JSON.parse(readFileSync(path.join(out, 'summary.json'), 'utf8')) as {
+    history: { step: number; loss: number }[];
+  };
+  const logged = steps.filter(m => m.kind === 'step').map(m => m.step!);
+  t.same(
+    logged.map(s => [s.step, s.loss]),
+    summary.history.map(h => [h.step, h.loss]),
+    "every step with the world's loss",
+  );
+  t.ok(
+    logged.every(s => s.hosts.join() === '0,1'),
+    'each step has both devices, one on each host',
   );
 });

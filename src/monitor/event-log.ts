@@ -18,7 +18,7 @@ export class EventLog {
   private failed = false;
   private started = false;
 
-  /** `append`: keep the lines already there (a resumed run goes on with its log); else the first write replaces them. */
+  /** `append`: keep the lines there (a resumed run goes on with its log); else the first write replaces them. */
   constructor(
     readonly file: string,
     private append: boolean,
