@@ -45,8 +45,15 @@ export type DashboardMessage =
 
 export type DashboardListener = (message: DashboardMessage) => void;
 
+/**
+ * Step messages kept for a page that connects late: past this many, every other one of them is let go (a long run's
+ * curves keep their shape at half the points; the event log has every step).
+ */
+export const KEPT_STEPS = 20_000;
+
 export class DashboardFeed {
-  private readonly kept: DashboardMessage[] = [];
+  private kept: DashboardMessage[] = [];
+  private steps = 0;
   private timeline: DashboardMessage | undefined;
   private readonly listeners = new Set<DashboardListener>();
   private ended = false;
@@ -78,7 +85,16 @@ export class DashboardFeed {
     if (message.kind === 'end') this.ended = true;
     else if (message.kind === 'timeline') this.timeline = message;
     else this.kept.push(message);
+    if (message.kind === 'step' && ++this.steps > KEPT_STEPS) this.thin();
     for (const listener of this.listeners) listener(message);
+  }
+
+  /** Every other step message let go (the last one stays). */
+  private thin(): void {
+    let nth = 0;
+    const last = this.kept.findLastIndex(m => m.kind === 'step');
+    this.kept = this.kept.filter((m, i) => m.kind !== 'step' || i === last || nth++ % 2 === 0);
+    this.steps = this.kept.filter(m => m.kind === 'step').length;
   }
 }
 
