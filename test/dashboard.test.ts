@@ -30,6 +30,8 @@ declare const document: {
   body: { dataset: Record<string, string | undefined> };
 };
 
+/** A slow CI machine may take a while to start a run's threads: the DOM is waited on longer than puppeteer's 30 s. */
+const WAIT = { timeout: 150_000 };
 const CHROMIUM = process.env.TANDEM_CHROMIUM ?? '/usr/bin/chromium';
 const FIGURES = ['steps-done', 'final-loss', 'samples-per-second', 'run-status'] as const;
 type Figures = Record<(typeof FIGURES)[number], string>;
@@ -61,7 +63,7 @@ function expected(summary: Summary): Partial<Figures> {
 
 /** Charts drawn (uPlot loaded from the server) and the timeline picture decoded. */
 async function drawn(page: Page): Promise<{ canvases: number; timelineWidth: number; events: string }> {
-  await page.waitForFunction(() => document.getElementById('timeline')!.naturalWidth > 0);
+  await page.waitForFunction(() => document.getElementById('timeline')!.naturalWidth > 0, WAIT);
   return page.evaluate(() => ({
     canvases: document.querySelectorAll('.charts canvas').length,
     timelineWidth: document.getElementById('timeline')!.naturalWidth,
@@ -92,16 +94,16 @@ async function browserTests(browser: Browser, dir: string): Promise<void> {
     const page = await browser.newPage();
     await page.setViewport({ width: 1280, height: 900 });
     await page.goto(url);
-    await page.waitForFunction(() => Number(document.getElementById('steps-done')?.textContent) >= 2);
+    await page.waitForFunction(() => Number(document.getElementById('steps-done')?.textContent) >= 2, WAIT);
     const seen = Number((await figures(page))['steps-done']);
     await page.waitForFunction(
       (before: number) => Number(document.getElementById('steps-done')?.textContent) > before,
-      {},
+      WAIT,
       seen,
     );
     t.pass(`the page went on from step ${seen} by itself (server-sent events)`);
     run.child.kill('SIGINT');
-    await page.waitForFunction(() => document.body.dataset.ended === 'true');
+    await page.waitForFunction(() => document.body.dataset.ended === 'true', WAIT);
     const exit = await run.exited;
     t.equal(exit.code, 130, 'tandem train stopped on SIGINT');
     const summary = JSON.parse(readFileSync(path.join(out, 'summary.json'), 'utf8')) as Summary;
@@ -122,7 +124,7 @@ async function browserTests(browser: Browser, dir: string): Promise<void> {
     const page = await browser.newPage();
     await page.setViewport({ width: 1280, height: 900 });
     await page.goto(url);
-    await page.waitForFunction(() => document.body.dataset.ended === 'true');
+    await page.waitForFunction(() => document.body.dataset.ended === 'true', WAIT);
     const summary = JSON.parse(readFileSync(path.join(out, 'summary.json'), 'utf8')) as Summary;
     t.match(await figures(page), expected(summary), 'the same values as summary.json');
     const pictures = await drawn(page);
