@@ -1,7 +1,7 @@
 /**
  * `npm run bench -- scaling|kernels|precision|precision-accuracy|overlap|profile|profile-clock|classifier|faults|soak|
  * models|hosts|hosts-repeat A.json B.json|hosts-timelines|hosts-allreduce|hosts-line-rate|comm-hooks|half-passes|
- * chunk-size|shm-vs-loopback|gpu [--gpus 1,2] [--image-size S] [--steps N] [--runs N] [--busy N] [--classes
+ * chunk-size|shm-vs-loopback|gpu|watch [--gpus 1,2] [--image-size S] [--steps N] [--runs N] [--busy N] [--classes
  * 1000,10000] [--models a,b] [--stock-steps N] [--batch N] [--links none,1gbps,…] [--rates 10gbit,1gbit,100mbit]
  * [--out DIR]`
  */
@@ -22,6 +22,7 @@ import { runHostsTimelines } from './hosts-timelines.js';
 import { runHostsRepeat } from './hosts-repeat.js';
 import { parseHostsOptions } from './hosts-figures.js';
 import { runChunkSizeBench } from './chunk-size.js';
+import { runWatchBench } from './watch.js';
 import { runHalfPassesBench } from './half-passes.js';
 import { runShmVsLoopbackBench } from './shm-vs-loopback.js';
 import { runHostsLineRateBench, DEFAULT_LINE_RATE_METHODS, type SecretMode } from './hosts-line-rate.js';
@@ -217,11 +218,19 @@ switch (name) {
   case 'faults':
     await runFaultMatrix(values.out ?? 'bench/results', 2000);
     break;
+  case 'watch':
+    await runWatchBench({
+      steps: Number(values.steps ?? 200),
+      runs: Number(values.runs ?? 4),
+      batch: Number(values.batch ?? 64),
+      out: values.out ?? 'bench/results',
+    });
+    break;
   default:
     console.error(
       `unknown bench '${name}'. Benches: scaling, kernels, overlap, profile, profile-clock, classifier, faults, ` +
         `soak, models, hosts, hosts-timelines, hosts-allreduce, comm-hooks, half-passes, chunk-size, ` +
-        `shm-vs-loopback, hosts-line-rate, gpu`,
+        `shm-vs-loopback, hosts-line-rate, gpu, watch`,
     );
     process.exitCode = 1;
 }

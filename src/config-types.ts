@@ -27,6 +27,7 @@ import type { CheckpointOptions } from './checkpoint/checkpoint-options.js';
 import type { OutputOptions } from './output/output-options.js';
 import type { ReliabilityOptions } from './monitor/reliability-options.js';
 import type { TensorBoardOptions } from './monitor/tensorboard-options.js';
+import type { DashboardOptions } from './monitor/dashboard-options.js';
 import type { PluginOptions } from './plugins/plugin-options.js';
 import type { PluginValues } from './plugins/step-probes.js';
 import type { Topology } from './world/topology.js';
@@ -75,6 +76,7 @@ export type TrainConfig = ModelSection &
   CheckpointOptions &
   OutputOptions &
   TensorBoardOptions &
+  DashboardOptions &
   ReliabilityOptions &
   PluginOptions;
 

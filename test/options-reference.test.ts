@@ -34,6 +34,8 @@ function sample(f: TrainFlag): { args: string[]; value: unknown } {
   switch (f.kind) {
     case 'integer':
       return { args: ['3'], value: 3 };
+    case 'optional-integer':
+      return { args: ['3'], value: 3 };
     case 'real':
       return { args: ['0.5'], value: 0.5 };
     case 'string':

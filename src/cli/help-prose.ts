@@ -7,6 +7,7 @@ Commands:
   tandem launch --gpus N [train flags…]    a process per GPU of this machine
   tandem profile --model NAME|PATH [flags…]  per-layer times, the AlexNet-like verdict, predicted step times
   tandem trace TRACE.json --svg OUT.svg    draw a trace written by --trace or --out (tandem trace --help)
+  tandem dashboard RUN_DIR [--port P]      serve the dashboard of a finished run (its --out) in the browser
 
 Models: mlp, alexnet-mini, alexnet, convnet-gap, resnet-mini, mobilenet-mini, an ES module
         (tf, options) => tf.LayersModel, or a TensorFlow.js layers model.json (trained from its weights and
@@ -78,3 +79,15 @@ Trace arguments:
   --steps A..B               draw steps A to B
   --last N                   draw the last N steps (default 3)
   --all                      draw every step`;
+
+export const DASHBOARD_HELP = `\
+tandem dashboard — serve the dashboard of a finished run: its charts, timeline, events and configuration
+
+usage: tandem dashboard RUN_DIR [--port P] [--host ADDRESS]
+  RUN_DIR: a run's --out (summary.json; events.jsonl and trace.json when there). Prints the page's address and
+  serves it until Ctrl-C. A live run serves the same page: tandem train … --dashboard [PORT].
+
+Dashboard arguments:
+  --port P                   the port (default: a free one, printed)
+  --host ADDRESS             the address to listen on (default 127.0.0.1; any other needs the token printed in
+                             the URL)`;

@@ -4,9 +4,17 @@
  */
 import { OPTION_GROUPS, type OptionDeclaration, type OptionGroup } from '../options/declaration.js';
 import { trainFlags, type TrainFlag } from './train-flags.js';
-import { COMMANDS, LAUNCH_HELP, PROFILE_USAGE, TRACE_HELP, TRAIN_NOTES, TRAIN_USAGE } from './help-prose.js';
+import {
+  COMMANDS,
+  DASHBOARD_HELP,
+  LAUNCH_HELP,
+  PROFILE_USAGE,
+  TRACE_HELP,
+  TRAIN_NOTES,
+  TRAIN_USAGE,
+} from './help-prose.js';
 
-export type HelpCommand = 'train' | 'launch' | 'profile' | 'trace';
+export type HelpCommand = 'train' | 'launch' | 'profile' | 'trace' | 'dashboard';
 
 const WIDTH = 118;
 const COLUMN = 34;
@@ -18,6 +26,8 @@ export function flagArgument(d: OptionDeclaration<unknown>): string {
   switch (d.kind) {
     case 'integer':
       return 'N';
+    case 'optional-integer':
+      return '[N]';
     case 'real':
       return 'X';
     case 'string':
@@ -89,5 +99,7 @@ export function helpText(command?: HelpCommand): string {
       return [LAUNCH_HELP, COMMANDS].join('\n\n');
     case 'trace':
       return [TRACE_HELP, COMMANDS].join('\n\n');
+    case 'dashboard':
+      return [DASHBOARD_HELP, COMMANDS].join('\n\n');
   }
 }

@@ -2,6 +2,7 @@
 import { TandemError } from '../errors.js';
 import { withFlagName } from './parse-train-args.js';
 import { traceCommand } from './trace-command.js';
+import { dashboardCommand } from './dashboard-command.js';
 import { guardStdio } from './stdio-guard.js';
 import { launchHosts } from '../world/launch.js';
 import { checkTrainArgs, trainCommand } from './train-command.js';
@@ -9,7 +10,7 @@ import { profileCommand } from './profile-command.js';
 import { helpText, type HelpCommand } from './help-text.js';
 import { loadCliPlugins } from './cli-plugins.js';
 
-const COMMANDS: readonly HelpCommand[] = ['train', 'launch', 'profile', 'trace'];
+const COMMANDS: readonly HelpCommand[] = ['train', 'launch', 'profile', 'trace', 'dashboard'];
 
 function launchCommand(args: string[]): Promise<number> {
   return launchHosts(
@@ -45,10 +46,12 @@ async function main(argv: string[]): Promise<number> {
       return traceCommand(rest);
     case 'profile':
       return profileCommand(rest);
+    case 'dashboard':
+      return dashboardCommand(rest);
     default:
       throw new TandemError(
         'BAD_CONFIG',
-        `unknown command '${command}'. Commands: train, launch, trace, profile. See tandem --help.`,
+        `unknown command '${command}'. Commands: train, launch, trace, profile, dashboard. See tandem --help.`,
       );
   }
 }

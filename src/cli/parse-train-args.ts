@@ -55,7 +55,7 @@ function parsed(
   }
   try {
     return parseArgs({
-      args: withNegativeNumbers(argv, flags),
+      args: withOptionalValues(withNegativeNumbers(argv, flags), flags),
       options,
       allowPositionals: false,
       strict: true,
@@ -97,6 +97,8 @@ function flagValue(f: TrainFlag, value: string | boolean | string[], before: unk
     case 'integer':
     case 'real':
       return flagNumber(f.flag, value as string, f.kind);
+    case 'optional-integer':
+      return value === '' ? true : flagNumber(f.flag, value as string, 'integer');
     case 'string':
       return value;
     case 'boolean':
@@ -169,4 +171,12 @@ function withNegativeNumbers(argv: string[], flags: readonly TrainFlag[]): strin
     else out.push(argv[i]);
   }
   return out;
+}
+
+/** `--dashboard` alone (at the end, or before another flag) as `--dashboard=`: the flag's value is then true. */
+function withOptionalValues(argv: string[], flags: readonly TrainFlag[]): string[] {
+  const optional = new Set(flags.filter(f => f.kind === 'optional-integer').map(f => `--${f.flag}`));
+  return argv.map((arg, i) =>
+    optional.has(arg) && (i + 1 === argv.length || argv[i + 1].startsWith('-')) ? `${arg}=` : arg,
+  );
 }

@@ -45,6 +45,7 @@ export class ProgressDisplay {
       );
       return;
     }
+    if (e.type === 'dashboard') return console.log(`dashboard: ${e.url}`); // asked for: shown even with --quiet
     if (this.mode.quiet) return;
     switch (e.type) {
       case 'started':

@@ -14,6 +14,8 @@ function typeOf(d: OptionDeclaration<unknown>): string {
   switch (d.kind) {
     case 'integer':
       return 'integer';
+    case 'optional-integer':
+      return 'integer, or `true` (the flag alone)';
     case 'real':
       return 'number';
     case 'string':

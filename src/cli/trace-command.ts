@@ -36,7 +36,7 @@ function stepRangeOf(values: { steps?: string; last?: string; all?: boolean }): 
 
 type ChromeTrace = Parameters<typeof spansFromChromeTrace>[0];
 
-function readTrace(file: string): ChromeTrace {
+export function readTrace(file: string): ChromeTrace {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');

@@ -59,6 +59,8 @@ export async function fitLoop(plan: FitPlan, s: FitStyle): Promise<tf.History> {
     const hooks: TrainHooks = {
       onStep: m => batches.stepDone(m),
       atEpochEnd: end => epochEnded(plan, s, list, batches, end),
+      // `dashboard` asked for a page: its address (fit has no event stream to give it on)
+      onEvent: e => (e.type === 'dashboard' ? console.log(`dashboard: ${e.url}`) : undefined),
     };
     const run = await train({ ...plan.config, steps: (s.epochs - s.initialEpoch) * plan.stepsPerEpoch }, hooks);
     loadTrainedWeights(model, run);

@@ -24,6 +24,8 @@ export type RunEvent = { host?: number } &
       }
     | { type: 'auto'; strategy: string; splitLayer?: number; reason: string }
     | { type: 'ready'; parameters: number; groups: number }
+    /** `dashboard`: the live page's address (with its token, when bound off loopback: said this once). */
+    | { type: 'dashboard'; url: string }
     | { type: 'epoch'; epoch: number; step: number }
     | { type: 'checkpoint'; step: number; path: string }
     | { type: 'warning'; step: number; message: string }

@@ -27,9 +27,11 @@ export type OptionGroup = (typeof OPTION_GROUPS)[number];
 /**
  * How a flag's text becomes the value: `integer` (decimal digits), `real` (also exponent notation), `string`,
  * `boolean` (the flag alone sets true), `negated` (`--no-X` alone sets false), `list` (a repeatable flag, each
- * one added), `shape` (`32x32` or `32x32x3`); `config` options have no flag: a config file or the library only.
+ * one added), `shape` (`32x32` or `32x32x3`), `optional-integer` (an integer, or the flag alone: true); `config`
+ * options have no flag: a config file or the library only.
  */
-export type OptionKind = 'integer' | 'real' | 'string' | 'boolean' | 'negated' | 'list' | 'shape' | 'config';
+export type OptionKind =
+  'integer' | 'optional-integer' | 'real' | 'string' | 'boolean' | 'negated' | 'list' | 'shape' | 'config';
 
 export interface OptionDeclaration<T> {
   kind: OptionKind;

@@ -19,6 +19,7 @@ import { CHECKPOINT_OPTIONS } from '../checkpoint/checkpoint-options.js';
 import { OUTPUT_OPTIONS } from '../output/output-options.js';
 import { RELIABILITY_OPTIONS } from '../monitor/reliability-options.js';
 import { TENSORBOARD_OPTIONS } from '../monitor/tensorboard-options.js';
+import { DASHBOARD_OPTIONS } from '../monitor/dashboard-options.js';
 import { PLUGIN_OPTIONS } from '../plugins/plugin-options.js';
 import { getMethod, methodNames } from '../methods/method-registry.js';
 import { commHookNames, getCommHook } from '../pipeline/comm-hooks.js';
@@ -39,6 +40,7 @@ export const TRAIN_CONFIG_SECTIONS: readonly OptionSection[] = [
   { name: 'checkpoint', table: CHECKPOINT_OPTIONS },
   { name: 'output', table: OUTPUT_OPTIONS },
   { name: 'tensorboard', table: TENSORBOARD_OPTIONS },
+  { name: 'dashboard', table: DASHBOARD_OPTIONS },
   { name: 'reliability', table: RELIABILITY_OPTIONS },
   { name: 'plugin', table: PLUGIN_OPTIONS },
 ];

@@ -82,7 +82,8 @@ function traceLock(given: string, realTrace: string, dirs: readonly LockPlace[])
 
 /** A file of `--out` (its model, summary, trace, …) that another run holds as its `--trace`: RUN_LOCKED naming it. */
 function ownFilesHeldElsewhere(realOut: string, label: string): TandemError | undefined {
-  for (const name of [OUT_FILES.model, OUT_FILES.weights, OUT_FILES.summary, OUT_FILES.timeline, OUT_FILES.trace]) {
+  const files = [OUT_FILES.model, OUT_FILES.weights, OUT_FILES.summary, OUT_FILES.timeline, OUT_FILES.trace];
+  for (const name of [...files, OUT_FILES.events]) {
     const held = heldElsewhere(traceLockFile(path.join(realOut, name)), {
       label: `${label} (its ${name})`,
       fix: 'give another directory',

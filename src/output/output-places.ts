@@ -20,6 +20,8 @@ export const OUT_FILES = {
   summary: 'summary.json',
   timeline: 'timeline.svg',
   trace: 'trace.json',
+  /** The dashboard's messages, one per line (monitor/event-log.ts): `tandem dashboard DIR` reads them. */
+  events: 'events.jsonl',
   classifierDir: 'classifier',
 } as const;
 
@@ -40,7 +42,7 @@ export function outputPlacesOf(
   if (cfg.out !== undefined) {
     const label = `--out ${cfg.out}`;
     directory(cfg.out, label, true);
-    for (const name of [OUT_FILES.model, OUT_FILES.weights, OUT_FILES.summary, OUT_FILES.timeline])
+    for (const name of [OUT_FILES.model, OUT_FILES.weights, OUT_FILES.summary, OUT_FILES.timeline, OUT_FILES.events])
       file(path.join(cfg.out, name), label);
     if (cfg.trace === undefined) file(path.join(cfg.out, OUT_FILES.trace), label);
     if (cfg.classifier?.exportClassifier) {

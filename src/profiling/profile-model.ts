@@ -100,10 +100,13 @@ async function calibrate(
 ): Promise<void> {
   const steps = warmup + measured;
   // A trial writes nothing: no outputs, no checkpoints (the run being profiled for holds those places).
-  const { link, trace, tensorboard, out, checkpointDir, checkpointEvery, resume, ...plain } = config;
+  const { link, trace, tensorboard, dashboard, dashboardHost, out, checkpointDir, checkpointEvery, resume, ...plain } =
+    config;
   void link;
   void trace;
   void tensorboard;
+  void dashboard;
+  void dashboardHost;
   void out;
   void checkpointDir;
   void checkpointEvery;

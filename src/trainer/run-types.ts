@@ -142,8 +142,8 @@ export interface TrainingHandle {
    */
   metrics$: Observable<StepMetrics>;
   /**
-   * Lifecycle events and warnings: started, auto, ready, epoch, checkpoint, warning, stopped, finished; or, last,
-   * failed.
+   * Lifecycle events and warnings: dashboard (with `dashboard`: the page's URL, first), started, auto, ready, epoch,
+   * checkpoint, warning, stopped, finished; or, last, failed.
    */
   events$: Observable<RunEvent>;
   done: Promise<TrainSummary>;

@@ -17,6 +17,7 @@ import { claimOutputs } from '../output/claim-outputs.js';
 import { failedEvent, RunStreams } from './run-streams.js';
 import { StopRequest } from './stop-request.js';
 import { withTensorBoard } from './run-tensorboard.js';
+import { withDashboard } from './run-dashboard.js';
 import { TandemError } from '../errors.js';
 import { optionsForPickedHook } from '../pipeline/resolve-comm-hook.js';
 import type { AutoSummary, TrainHooks, TrainSummary, TrainingHandle } from './run-types.js';
@@ -38,6 +39,17 @@ export async function train(
   const board =
     config.tensorboard && checked.topology.process === 0 ? withTensorBoard(config.tensorboard, hooks) : null;
   if (board) hooks = board.hooks;
+  // And serves the dashboard, and writes the event log into its locked --out.
+  const realOut = lock.placed(checked).out;
+  const dashboard =
+    checked.topology.process === 0 && (config.dashboard !== undefined || realOut !== undefined)
+      ? await withDashboard(config, realOut, hooks).catch(async err => {
+          await board?.close();
+          await lock.release();
+          throw err;
+        })
+      : null;
+  if (dashboard) hooks = dashboard.hooks;
   let served: StoreServer | undefined;
   try {
     let autoNote: AutoNote | undefined;
@@ -55,9 +67,14 @@ export async function train(
       stopRequest,
       served,
     ).run();
+    dashboard?.finish(summary);
     const { out, trace, checkpointDir } = checked;
     return { ...summary, config: { ...summary.config, out, trace, checkpointDir } }; // as the user named them
+  } catch (err) {
+    dashboard?.fail(err);
+    throw err;
   } finally {
+    await dashboard?.close();
     await board?.close();
     await served?.close();
     await lock.release();

@@ -1,0 +1,138 @@
+/**
+ * The dashboard's HTTP server (node:http): the page, its script and style, uPlot's files, and `/events`, the feed's
+ * messages as server-sent events. It binds 127.0.0.1 by default and then answers only requests addressed to the
+ * loopback name (a DNS-rebinding page cannot read it). Bound to any other address, every request — page, events,
+ * assets — must carry `?token=T`, a random token that is in the URL the `dashboard` event gives, once. Only the fixed
+ * list of files below is served: no path reaches the file system.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import os from 'node:os';
+import { TandemError } from '../errors.js';
+import { DASHBOARD_ASSETS, type DashboardAsset } from './dashboard-assets.js';
+import type { DashboardFeed, DashboardMessage } from './dashboard-feed.js';
+
+export interface DashboardServer {
+  /** The page's address, with the token when there is one. */
+  readonly url: string;
+  readonly port: number;
+  close(): Promise<void>;
+}
+
+const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
+
+export interface ServeOptions {
+  /** 0: any free port. */
+  port: number;
+  /** Default 127.0.0.1. */
+  host?: string;
+}
+
+export async function serveDashboard(feed: DashboardFeed, options: ServeOptions): Promise<DashboardServer> {
+  const host = options.host ?? '127.0.0.1';
+  const token = LOOPBACK.has(host) ? undefined : randomBytes(18).toString('base64url');
+  const open = new Set<ServerResponse>();
+  let port = 0;
+  const server = createServer((req, res) => {
+    const refusal = refused(req, token, port);
+    if (refusal) return answer(res, refusal.status, refusal.text);
+    const route = new URL(req.url ?? '/', 'http://dashboard').pathname;
+    if (route === '/events') return streamEvents(feed, res, open);
+    const asset = Object.hasOwn(DASHBOARD_ASSETS, route) ? DASHBOARD_ASSETS[route] : undefined;
+    if (!asset) return answer(res, 404, 'not found');
+    void sendAsset(res, asset, token);
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', err =>
+      reject(
+        new TandemError(
+          'BAD_CONFIG',
+          `the dashboard cannot listen on ${host}:${options.port}: ${err.message} (give another --dashboard PORT, ` +
+            'or the flag alone for a free one)',
+        ),
+      ),
+    );
+    server.listen(options.port, host, () => resolve());
+  });
+  port = (server.address() as AddressInfo).port;
+  const shown = host === '0.0.0.0' || host === '::' ? os.hostname() : host.includes(':') ? `[${host}]` : host;
+  return {
+    url: `http://${shown}:${port}/${token ? `?token=${token}` : ''}`,
+    port,
+    close: async () => {
+      for (const res of open) res.end();
+      open.clear();
+      await new Promise<void>(resolve => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+    },
+  };
+}
+
+/** Why a request is refused (a bad method, a foreign Host header on loopback, a missing or wrong token), or none. */
+function refused(
+  req: IncomingMessage,
+  token: string | undefined,
+  port: number,
+): { status: number; text: string } | undefined {
+  if (req.method !== 'GET' && req.method !== 'HEAD') return { status: 405, text: 'only GET' };
+  if (token === undefined) {
+    const name = (req.headers.host ?? '').replace(/:\d+$/, '');
+    const given = (req.headers.host ?? '').slice(name.length + 1);
+    if (!['127.0.0.1', 'localhost', '[::1]'].includes(name) || given !== String(port))
+      return { status: 403, text: 'the dashboard answers only at its loopback address' };
+    return undefined;
+  }
+  const sent = new URL(req.url ?? '/', 'http://dashboard').searchParams.get('token') ?? '';
+  const a = Buffer.from(sent),
+    b = Buffer.from(token);
+  if (a.length !== b.length || !timingSafeEqual(a, b))
+    return { status: 403, text: "the dashboard's token is missing or wrong: open the URL the run printed" };
+  return undefined;
+}
+
+function answer(res: ServerResponse, status: number, text: string): void {
+  res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store' });
+  res.end(`${text}\n`);
+}
+
+async function sendAsset(res: ServerResponse, asset: DashboardAsset, token: string | undefined): Promise<void> {
+  let body: string | undefined;
+  try {
+    body = await asset.body(token);
+  } catch {
+    body = undefined;
+  }
+  if (body === undefined) return answer(res, 404, `${asset.missing ?? 'not found'}`);
+  res.writeHead(200, {
+    'content-type': asset.type,
+    'cache-control': 'no-store',
+    'x-content-type-options': 'nosniff',
+    'content-security-policy':
+      "default-src 'self'; img-src 'self' blob: data:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'",
+  });
+  res.end(body);
+}
+
+function streamEvents(feed: DashboardFeed, res: ServerResponse, open: Set<ServerResponse>): void {
+  res.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-store',
+    connection: 'keep-alive',
+  });
+  const send = (m: DashboardMessage) => {
+    res.write(m.kind === 'end' ? 'event: end\ndata: {}\n\n' : `data: ${JSON.stringify(m)}\n\n`);
+    if (m.kind === 'end') res.end();
+  };
+  res.write('retry: 2000\n\n');
+  for (const m of feed.snapshot()) send(m);
+  if (feed.done) return;
+  open.add(res);
+  const unsubscribe = feed.subscribe(send);
+  res.on('close', () => {
+    unsubscribe();
+    open.delete(res);
+  });
+}

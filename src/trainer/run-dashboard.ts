@@ -1,0 +1,172 @@
+/**
+ * A run's dashboard feed (monitor/dashboard-feed.ts), fed from its hooks as run-tensorboard.ts feeds the event files:
+ * host 0's run (the caller decides), so across hosts it is the world's view. Its messages go to the live page
+ * (`dashboard: PORT`, monitor/dashboard-server.ts) and to the event log `--out DIR/events.jsonl` (monitor/event-log.ts,
+ * inside the run's locked --out), from which `tandem dashboard DIR` shows the finished run. A step is published when
+ * the next one's metrics arrive (or at the end), so that its exchange and wait spans are in.
+ */
+import path from 'node:path';
+import { DashboardFeed, jsonSafe, type DashboardStep } from '../monitor/dashboard-feed.js';
+import { serveDashboard, type DashboardServer } from '../monitor/dashboard-server.js';
+import { EventLog } from '../monitor/event-log.js';
+import { overlapShare, timelineSvg } from '../monitor/timeline-picture.js';
+import type { Span } from '../monitor/span.js';
+import type { TrainConfig } from '../config-types.js';
+import { OUT_FILES } from '../output/output-places.js';
+import { failedEvent } from './run-streams.js';
+import type { StepMetrics, TrainHooks, TrainSummary } from './run-types.js';
+
+/** The timeline picture is redrawn at most this often, and only while a page is connected. */
+const TIMELINE_MS = 2000;
+const TIMELINE_STEPS = 3;
+
+export interface RunDashboard {
+  hooks: TrainHooks;
+  /** The run ended: its last step, the timeline, the summary; the pages are told it is over. */
+  finish(summary: TrainSummary): void;
+  fail(err: unknown): void;
+  close(): Promise<void>;
+}
+
+/** Per step: the spans seen, until the step is published. */
+class StepSpans {
+  private readonly byStep = new Map<number, Span[]>();
+  recent: Span[] = [];
+
+  add(s: Span): void {
+    const list = this.byStep.get(s.step) ?? [];
+    list.push(s);
+    this.byStep.set(s.step, list);
+    this.recent.push(s);
+  }
+
+  /** Step `m` with its spans' sums per device; the spans of steps up to it are let go. */
+  take(m: StepMetrics): DashboardStep {
+    const spans = this.byStep.get(m.step) ?? [];
+    for (const step of this.byStep.keys()) if (step <= m.step) this.byStep.delete(step);
+    this.recent = this.recent.filter(s => s.step > m.step - TIMELINE_STEPS);
+    const devices = m.computeMs.length;
+    const sum = (kind: Span['kind']) => {
+      const out = new Array<number>(devices).fill(0);
+      for (const s of spans) if (s.kind === kind && s.device < devices) out[s.device] += s.end - s.start;
+      return out;
+    };
+    const hosts = new Array<number>(devices).fill(0);
+    for (const s of spans) if (s.device < devices) hosts[s.device] = s.host ?? 0;
+    const { step, loss, accuracy, lr, samplesPerSecond, stepMs, computeMs } = m;
+    return {
+      ...{ step, loss, accuracy, lr, samplesPerSecond, stepMs, computeMs },
+      exchangeMs: sum('exchange'),
+      waitMs: sum('wait'),
+      hosts,
+      overlap: overlapShare(spans),
+    };
+  }
+}
+
+function titleOf(config: TrainConfig): string {
+  const model = typeof config.model === 'string' ? config.model : 'a model';
+  return `tandem: ${model}, ${config.devices ?? 'default'} devices, ${config.strategy ?? 'sequential'}`;
+}
+
+/** The feed of a live run: its steps held until the next (their spans are in then), the timeline now and then. */
+class LiveFeed {
+  private readonly spans = new StepSpans();
+  private held: StepMetrics | undefined;
+  private drawnAt = 0;
+
+  constructor(
+    readonly feed: DashboardFeed,
+    private readonly title: string,
+  ) {}
+
+  step(m: StepMetrics): void {
+    this.publishHeld();
+    this.held = m;
+    this.drawTimeline(false);
+  }
+
+  addSpans(list: readonly Span[]): void {
+    for (const s of list) this.spans.add(s);
+  }
+
+  finish(summary: TrainSummary): void {
+    this.publishHeld();
+    this.drawTimeline(true);
+    const { steps, finalLoss, finalAccuracy, samplesPerSecond, wallSeconds, stoppedAt, heldOut } = summary;
+    const heldOutAccuracy = heldOut?.accuracy;
+    this.feed.publish({
+      kind: 'summary',
+      summary: { steps, finalLoss, finalAccuracy, samplesPerSecond, wallSeconds, stoppedAt, heldOutAccuracy },
+    });
+    this.feed.publish({ kind: 'end' });
+  }
+
+  fail(err: unknown): void {
+    this.publishHeld();
+    this.feed.publish({ kind: 'event', event: failedEvent(err) });
+    this.feed.publish({ kind: 'end' });
+  }
+
+  /** Redrawn at most every TIMELINE_MS while a page is connected (`force`: now). */
+  private drawTimeline(force: boolean): void {
+    if (!force && (this.feed.listening === 0 || performance.now() - this.drawnAt < TIMELINE_MS)) return;
+    this.drawnAt = performance.now();
+    if (this.spans.recent.length > 0)
+      this.feed.publish({ kind: 'timeline', svg: timelineSvg(this.spans.recent, this.title) });
+  }
+
+  private publishHeld(): void {
+    if (this.held) this.feed.publish({ kind: 'step', step: this.spans.take(this.held) });
+    this.held = undefined;
+  }
+}
+
+/**
+ * `hooks` that also feed the dashboard: the live page when `config.dashboard` is set, the event log when `realOut`
+ * (the run's --out, as locked) is. A failed log write is a `warning` event; the run goes on.
+ */
+export async function withDashboard(
+  config: TrainConfig,
+  realOut: string | undefined,
+  hooks: TrainHooks,
+): Promise<RunDashboard> {
+  let lastStep = 0;
+  const warn = (message: string) => hooks.onEvent?.({ type: 'warning', step: lastStep, message });
+  const live = new LiveFeed(new DashboardFeed(), titleOf(config));
+  const log = realOut
+    ? new EventLog(path.join(realOut, OUT_FILES.events), config.resume !== undefined, warn)
+    : undefined;
+  if (log) live.feed.subscribe(m => log.add(m));
+  let server: DashboardServer | undefined;
+  if (config.dashboard !== undefined) {
+    const port = config.dashboard === true ? 0 : config.dashboard;
+    server = await serveDashboard(live.feed, { port, host: config.dashboardHost });
+    hooks.onEvent?.({ type: 'dashboard', url: server.url });
+  }
+  live.feed.publish({ kind: 'config', title: titleOf(config), config: jsonSafe(config) });
+  return {
+    hooks: {
+      ...hooks,
+      onStep: m => {
+        lastStep = m.step;
+        live.step(m);
+        hooks.onStep?.(m);
+      },
+      onSpans: list => {
+        live.addSpans(list);
+        hooks.onSpans?.(list);
+      },
+      onEvent: e => {
+        if (e.type !== 'dashboard') live.feed.publish({ kind: 'event', event: e });
+        hooks.onEvent?.(e);
+      },
+    },
+    finish: summary => live.finish(summary),
+    fail: err => live.fail(err),
+    close: async () => {
+      await server?.close();
+      await log?.close();
+    },
+  };
+}

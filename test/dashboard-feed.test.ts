@@ -1,0 +1,83 @@
+// The dashboard's parts without a browser: `--dashboard` alone, with a port, or before another flag; a bad port
+// refused by the config check; the feed a late page gets keeps the first and last steps of a long run at half the
+// points; a finished run's event log read as untrusted (lines of the wrong shape left out and counted).
+import t from 'tap';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseTrainArgs } from '../src/cli/parse-train-args.js';
+import { resolveConfig } from '../src/index.js';
+import { DashboardFeed, KEPT_STEPS, type DashboardMessage } from '../src/monitor/dashboard-feed.js';
+import { finishedRunFeed } from '../src/cli/finished-run.js';
+
+const step = (n: number): DashboardMessage => ({
+  kind: 'step',
+  step: {
+    ...{ step: n, loss: 1 / n, accuracy: 0.5, lr: 0.01, samplesPerSecond: 100, stepMs: 10, overlap: 0 },
+    ...{ computeMs: [5], exchangeMs: [1], waitMs: [0], hosts: [0] },
+  },
+});
+
+t.test('--dashboard [PORT]: the flag alone is true, a port is a number', async t => {
+  t.equal(parseTrainArgs(['--dashboard']).config.dashboard, true, 'alone, last');
+  t.same(parseTrainArgs(['--dashboard', '--devices', '2']).config, { dashboard: true, devices: 2 }, 'before a flag');
+  t.equal(parseTrainArgs(['--dashboard', '8080']).config.dashboard, 8080, 'a port');
+  t.equal(parseTrainArgs(['--dashboard=0']).config.dashboard, 0, '= form');
+  t.throws(() => parseTrainArgs(['--dashboard', 'x8']), {
+    code: 'BAD_CONFIG',
+    message: /--dashboard must be a number/,
+  });
+  await t.rejects(resolveConfig({ dashboard: 70000 }), { code: 'BAD_CONFIG', message: /dashboard: must be a port/ });
+  await t.rejects(resolveConfig({ dashboardHost: '' }), { code: 'BAD_CONFIG', message: /dashboardHost/ });
+});
+
+t.test('a long run: a late page gets the first and last steps, at most KEPT_STEPS of them', async t => {
+  const feed = new DashboardFeed();
+  feed.publish({ kind: 'config', title: 'x', config: {} });
+  const seen: number[] = [];
+  feed.subscribe(m => m.kind === 'step' && seen.push(m.step.step));
+  const total = KEPT_STEPS * 2 + 5;
+  for (let n = 1; n <= total; n++) feed.publish(step(n));
+  t.equal(seen.length, total, 'a connected page got every step');
+  const kept = feed.snapshot().flatMap(m => (m.kind === 'step' ? [m.step.step] : []));
+  t.ok(kept.length <= KEPT_STEPS, `${kept.length} steps kept`);
+  t.ok(kept.length > KEPT_STEPS / 2, 'at least half');
+  t.equal(kept[0], 1, 'the first');
+  t.equal(kept[kept.length - 1], total, 'the last');
+  t.ok(
+    kept.every((s, i) => i === 0 || s > kept[i - 1]),
+    'in order',
+  );
+  t.equal(feed.snapshot()[0].kind, 'config', 'the configuration stays');
+});
+
+t.test("a finished run's event log is read as untrusted", async t => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'tandem-dashboard-feed-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  writeFileSync(
+    path.join(dir, 'summary.json'),
+    JSON.stringify({ steps: 2, finalLoss: 0.5, finalAccuracy: 1, samplesPerSecond: 10, wallSeconds: 1, history: [] }),
+  );
+  const bad = { kind: 'step', step: { ...(step(3) as { step: object }).step, loss: '<img src=x>' } };
+  const lines = [
+    step(1),
+    step(2),
+    bad,
+    { kind: 'nonsense' },
+    '{not json',
+    { kind: 'event', event: { type: 'warning' } },
+  ];
+  writeFileSync(
+    path.join(dir, 'events.jsonl'),
+    lines.map(l => (typeof l === 'string' ? l : JSON.stringify(l))).join('\n') + '\n',
+  );
+  const warnings: string[] = [];
+  const feed = finishedRunFeed(dir, line => warnings.push(line));
+  const kinds = feed.snapshot().map(m => (m.kind === 'step' ? `step ${m.step.step}` : m.kind));
+  t.same(kinds, ['config', 'step 1', 'step 2', 'event', 'summary', 'end'], 'the well-formed lines, then the summary');
+  t.match(warnings, [/3 of 6 lines of .*events\.jsonl are not dashboard messages: left out/]);
+  t.throws(() => finishedRunFeed(path.join(dir, 'none'), () => {}), {
+    code: 'BAD_CONFIG',
+    message: /cannot read the summary of a finished run/,
+  });
+});
