@@ -14,6 +14,7 @@ import type { Span } from '../monitor/span.js';
 import type { TrainConfig } from '../config-types.js';
 import { OUT_FILES } from '../output/output-places.js';
 import { failedEvent } from './run-streams.js';
+import { teeHooks } from './hook-tee.js';
 import type { StepMetrics, TrainHooks, TrainSummary } from './run-types.js';
 
 /** The timeline picture is redrawn at most this often, and only while a page is connected. */
@@ -146,22 +147,16 @@ export async function withDashboard(
   }
   live.feed.publish({ kind: 'config', title: titleOf(config), config: jsonSafe(config) });
   return {
-    hooks: {
-      ...hooks,
-      onStep: m => {
+    hooks: teeHooks(hooks, {
+      step: m => {
         lastStep = m.step;
         live.step(m);
-        hooks.onStep?.(m);
       },
-      onSpans: list => {
-        live.addSpans(list);
-        hooks.onSpans?.(list);
-      },
-      onEvent: e => {
+      spans: list => live.addSpans(list),
+      event: e => {
         if (e.type !== 'dashboard') live.feed.publish({ kind: 'event', event: e });
-        hooks.onEvent?.(e);
       },
-    },
+    }),
     finish: summary => live.finish(summary),
     fail: err => live.fail(err),
     close: async () => {

@@ -12,6 +12,7 @@ import type { RunEvent } from '../monitor/run-event.js';
 import type { Span } from '../monitor/span.js';
 import { overlapShare } from '../monitor/timeline-picture.js';
 import type { StepMetrics, TrainHooks } from './run-types.js';
+import { teeHooks } from './hook-tee.js';
 
 /** The scalars of one step of a run. */
 export function stepScalars(m: StepMetrics): ScalarValue[] {
@@ -107,22 +108,14 @@ export function withTensorBoard(dir: string, hooks: TrainHooks): { hooks: TrainH
   let lastStep = 0;
   const board = new RunTensorBoard(dir, message => hooks.onEvent?.({ type: 'warning', step: lastStep, message }));
   return {
-    hooks: {
-      ...hooks,
-      onStep: m => {
+    hooks: teeHooks(hooks, {
+      step: m => {
         lastStep = m.step;
         board.step(m);
-        hooks.onStep?.(m);
       },
-      onSpans: spans => {
-        for (const sp of spans) board.span(sp);
-        hooks.onSpans?.(spans);
-      },
-      onEvent: e => {
-        board.event(e);
-        hooks.onEvent?.(e);
-      },
-    },
+      spans: spans => spans.forEach(sp => board.span(sp)),
+      event: e => board.event(e),
+    }),
     close: () => board.close(),
   };
 }
