@@ -4,43 +4,17 @@
 // `fit` with `tensorBoard(dir)` has its batch logs, its history and its validation metrics in DIR/val, and one
 // corrupted byte fails the decoder's CRC check (so the comparison can fail).
 import t from 'tap';
-import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import * as tf from '@tensorflow/tfjs';
 import { fit, overlapShare, spansFromChromeTrace, tensorBoard } from '../src/index.js';
 import { runTandem } from './fixtures/cli-process.js';
 import { smallRunArgs } from './fixtures/small-run.js';
 import { FIT_CASES } from './fixtures/fit-models.js';
+import { decodeDir, f32, missingDecoder, PYTHON, READER, valuesOf, type Decoded } from './fixtures/tfevents-decoder.js';
 
-const PYTHON = '/usr/bin/python3';
-const READER = fileURLToPath(new URL('../../test/fixtures/read-tfevents.py', import.meta.url));
-
-type Scalar = [tag: string, step: number, value: number];
-interface Decoded {
-  file_version: string;
-  records: number;
-  scalars: Scalar[];
-}
-
-function missingDecoder(): string | undefined {
-  const probe = spawnSync(PYTHON, ['-c', 'import crc32c, google.protobuf'], { encoding: 'utf8' });
-  if (probe.status === 0) return undefined;
-  return `${PYTHON} cannot import crc32c and google.protobuf (apt-get install python3-protobuf python3-crc32c)`;
-}
-
-/** The one event file in `dir`, decoded. */
-function decodeDir(dir: string): { file: string; decoded: Decoded } {
-  const files = readdirSync(dir).filter(f => f.startsWith('events.out.tfevents.'));
-  if (files.length !== 1) throw new Error(`${dir}: ${files.length} event files (${files.join(', ')})`);
-  const file = path.join(dir, files[0]);
-  return { file, decoded: JSON.parse(execFileSync(PYTHON, [READER, file], { encoding: 'utf8' })) as Decoded };
-}
-
-const f32 = (x: number) => Math.fround(x);
-const valuesOf = (d: Decoded, tag: string) => d.scalars.filter(s => s[0] === tag).map(s => [s[1], s[2]]);
 const scratch = () => mkdtempSync(path.join(os.tmpdir(), 'tandem-tb-'));
 
 const missing = missingDecoder();
