@@ -48,7 +48,7 @@ t.before(async () => {
 }); // lazy module loading, outside the thread counts
 
 t.test(
-  '--data FILE.json, --data DIR: BAD_DATA saying a dataset is an ES module with a default export, naming the file, ' +
+  '--data FILE.json, --data DIR without class folders: BAD_DATA saying what a dataset is, naming the file, ' +
     'before any thread',
   async t => {
     const json = file('model.json', '{"modelTopology": {}}');
@@ -65,7 +65,7 @@ t.test(
     });
     await t.rejects(train({ ...run, data: folder }), {
       code: 'BAD_DATA',
-      message: /--data .*folder is a directory; a dataset is an ES module/,
+      message: /--data .*folder: an image folder has one subfolder per class .* or give a data module/,
     });
     t.equal(osThreads(), before, 'no thread started');
   },

@@ -47,8 +47,11 @@ const ENTRY_PACKAGES = [
   'pbf', // TensorBoard event files (src/monitor/tfevents.ts)
   '@aws-crypto/crc32c',
 ];
-/** package.json dependencies the GPU check never loads: the addons' build headers, the MNIST data. */
-const NOT_AT_RUN_TIME = ['node-addon-api', 'mnist'];
+/**
+ * package.json dependencies the GPU check never loads: the addons' build headers, the MNIST data, the image and CSV
+ * readers (imported only when --data is an image folder or a .csv).
+ */
+const NOT_AT_RUN_TIME = ['node-addon-api', 'mnist', 'sharp', 'csv-parse'];
 const BUILTIN = new Set(builtinModules.flatMap(m => [m, `node:${m}`]));
 
 function fail(message) {

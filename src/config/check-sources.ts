@@ -4,7 +4,7 @@ import { bad } from '../config-checks.js';
 import type { TrainConfig } from '../config-types.js';
 import { BUILTIN_MODELS, type BuiltinModel } from '../model/builtin-models.js';
 import { modelPathUrl } from '../model/model-path.js';
-import { BUILTIN_DATASETS, isModulePath, resolveModuleUrl } from '../data/resolve-dataset.js';
+import { BUILTIN_DATASETS, isImageFolder, isModulePath, resolveModuleUrl } from '../data/resolve-dataset.js';
 
 export function modelSourceOf(config: TrainConfig): {
   modelSource: string;
@@ -27,12 +27,13 @@ export function modelSourceOf(config: TrainConfig): {
 /** The data source, and imageSize as [height, width, channels]; what a builtin dataset cannot take is refused. */
 export function dataSourceOf(config: TrainConfig): { dataSource: string; imageShape?: number[] } {
   const dataSource = config.data ?? 'mnist';
-  if (!(BUILTIN_DATASETS as readonly string[]).includes(dataSource)) {
+  const folder = isImageFolder(dataSource);
+  if (!(BUILTIN_DATASETS as readonly string[]).includes(dataSource) && !folder) {
     if (!isModulePath(dataSource)) {
       throw new TandemError(
         'UNKNOWN_DATASET',
         `config.data: unknown dataset '${dataSource}'. Builtins: ${BUILTIN_DATASETS.join(', ')}; ` +
-          'or a path to an ES module.',
+          'or a path to an ES module, an image folder or a .csv file.',
       );
     }
     resolveModuleUrl(dataSource, 'data');
@@ -43,5 +44,7 @@ export function dataSourceOf(config: TrainConfig): { dataSource: string; imageSh
     if (config.classes !== undefined && config.classes !== 10) bad('classes', 'mnist has 10 classes');
     if (imageShape) bad('imageSize', 'mnist images are 28x28x1; imageSize applies to synthetic-images');
   }
+  if (config.dataCache !== undefined && !folder)
+    bad('dataCache', `is where an image folder's decoded images go; data '${dataSource}' is no image folder`);
   return { dataSource, ...(imageShape ? { imageShape } : {}) };
 }

@@ -4,7 +4,10 @@ import { nonEmpty, positiveInt, trueOrFalse } from '../options/option-checks.js'
 import { bad } from '../config-checks.js';
 
 export interface DataOptions {
-  /** Builtin dataset name or path to an ES module `(options) => Dataset`. Default `mnist`. */
+  /**
+   * Builtin dataset name, path to an ES module `(options) => Dataset`, an image folder (one subfolder per class) or a
+   * .csv file. Default `mnist`.
+   */
   data?: string;
   classes?: number;
   /** [height, width] or [height, width, channels] of synthetic images. */
@@ -16,6 +19,8 @@ export interface DataOptions {
   /** Held-out samples evaluated after training (the first of the held-out range). Default 2000. */
   evalSamples?: number;
   loaderThreads?: number;
+  /** An image folder's cache directory (decoded images). Default DIR/.tandem-cache. */
+  dataCache?: string;
   /**
    * Each epoch visits the training samples in a seeded random order. Default true; false: in their order (index 0
    * first), as tfjs's `model.fit` with `shuffle: false`.
@@ -40,7 +45,7 @@ export const DATA_OPTIONS: OptionTable<DataOptions> = {
     group: 'model and data',
     arg: 'NAME|PATH',
     default: 'mnist',
-    doc: 'mnist, synthetic-images, or an ES module (options) => Dataset',
+    doc: 'mnist, synthetic-images, an ES module (options) => Dataset, an image folder (DIR/CLASS/*.png|jpg) or a .csv',
     check: nonEmpty('must be a builtin name or a module path'),
   },
   classes: {
@@ -54,7 +59,9 @@ export const DATA_OPTIONS: OptionTable<DataOptions> = {
     kind: 'shape',
     group: 'model and data',
     arg: 'HxW[xC]',
-    doc: 'synthetic-images: the image shape',
+    doc:
+      "synthetic-images, an image folder: the image shape (folder: resized to it; default the model's, else " +
+      '64x64x3)',
     check: imageSize,
   },
   datasetSize: {
@@ -83,6 +90,14 @@ export const DATA_OPTIONS: OptionTable<DataOptions> = {
     default: 'min(2, cores - 1), at least 1',
     doc: 'threads that load the batches',
     check: positiveInt(16),
+  },
+  dataCache: {
+    kind: 'string',
+    group: 'model and data',
+    arg: 'DIR',
+    default: 'DIR/.tandem-cache (in the image folder)',
+    doc: "an image folder's cache of decoded images (rebuilt when a file changes)",
+    check: nonEmpty('must be a directory path'),
   },
   shuffle: {
     kind: 'negated',
