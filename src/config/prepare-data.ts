@@ -4,7 +4,7 @@
 import { TandemError } from '../errors.js';
 import { bad, shown } from '../config-checks.js';
 import type { TrainConfig } from '../config-types.js';
-import { isImageFolder, resolveDataset, resolveModuleUrl } from '../data/resolve-dataset.js';
+import { isCsvFile, isImageFolder, resolveDataset, resolveModuleUrl } from '../data/resolve-dataset.js';
 import { prepareFileData } from './prepare-file-data.js';
 import type { PreparedData } from './prepared-data.js';
 import { checkOptionsHonoured, probeFirstSample, probeHeldOut } from '../data/dataset-checks.js';
@@ -18,7 +18,8 @@ import { evalSamplesOf, smallerBatch } from './held-out.js';
 
 export type { PreparedData } from './prepared-data.js';
 
-export async function prepareData(checked: CheckedConfig): Promise<PreparedData> {
+/** `regression`: the run's loss is a regression's (a CSV's label column then holds float targets). */
+export async function prepareData(checked: CheckedConfig, regression = false): Promise<PreparedData> {
   const { config, dataSource, imageShape } = checked;
   const seed = checked.fields.seed;
   if (dataSource === 'mnist') return { data: { source: 'mnist', options: { seed } }, meta: MNIST_META };
@@ -29,7 +30,7 @@ export async function prepareData(checked: CheckedConfig): Promise<PreparedData>
     const data = { source: dataSource, options: { seed, classes, imageShape: shape, size } };
     return { data, meta: { size, sampleShape: shape, classes } };
   }
-  if (isImageFolder(dataSource)) return prepareFileData(checked);
+  if (isImageFolder(dataSource) || isCsvFile(dataSource)) return prepareFileData(checked, regression);
   const data = {
     source: resolveModuleUrl(dataSource, 'data'),
     options: { seed, classes: config.classes, imageShape, size: config.datasetSize },

@@ -4,7 +4,8 @@
  */
 import path from 'node:path';
 import type { Dataset, DatasetSpec } from '../data/dataset.js';
-import { resolveDataset } from '../data/resolve-dataset.js';
+import { isCsvFile, resolveDataset } from '../data/resolve-dataset.js';
+import { csvStamp } from '../data/csv-dataset.js';
 import { probeFirstSample } from '../data/dataset-checks.js';
 import { prepareImageFolder } from '../data/image-folder.js';
 import type { Shape3 } from '../data/image-cache.js';
@@ -19,8 +20,25 @@ export function folderCacheDir(dir: string, given: string | undefined): string {
   return path.resolve(given ?? path.join(dir, '.tandem-cache'));
 }
 
-export async function prepareFileData(checked: CheckedConfig): Promise<PreparedData> {
+/** An image folder's or a CSV's spec and dataset; `regression`: a CSV's labels are float targets. */
+export async function prepareFileData(checked: CheckedConfig, regression: boolean): Promise<PreparedData> {
   const { config, dataSource } = checked;
+  if (isCsvFile(dataSource)) {
+    const file = path.resolve(dataSource);
+    const data: DatasetSpec = {
+      source: file,
+      options: { seed: checked.fields.seed },
+      file: {
+        kind: 'csv',
+        file,
+        labelColumn: config.labelColumn ?? '',
+        ...(config.featureColumns ? { featureColumns: config.featureColumns } : {}),
+        label: regression ? 'target' : 'class',
+        stamp: csvStamp(file),
+      },
+    };
+    return preparedFrom(data, await resolveDataset(data));
+  }
   const dir = path.resolve(dataSource);
   const [h, w, c] = checked.imageShape ?? checked.builtinModel?.preferredInputShape ?? DEFAULT_FOLDER_SHAPE;
   const imageShape: [number, number, number] = [h, w, c];

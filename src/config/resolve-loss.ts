@@ -16,7 +16,7 @@ export function resolveLoss(
   dataSource: string,
   classes: number,
 ): LossKind | undefined {
-  const loss = given === undefined ? savedLoss(source, savedLossEntry) : oneOf('loss', given, LOSS_KINDS);
+  const loss = namedLoss(given, source, savedLossEntry);
   if (loss === undefined) return undefined;
   if (method !== 'data-parallel' && loss !== 'categorical')
     bad(
@@ -38,6 +38,11 @@ export function resolveLoss(
   if (loss === 'binary' && classes !== 2)
     bad('loss', `binary cross-entropy needs two classes; the data has ${classes}`);
   return loss;
+}
+
+/** The loss the config names, else the one a saved model.json was compiled with, else undefined; unchecked. */
+export function namedLoss(given: unknown, source: string, savedLossEntry: unknown): LossKind | undefined {
+  return given === undefined ? savedLoss(source, savedLossEntry) : oneOf('loss', given, LOSS_KINDS);
 }
 
 /** The loss in a saved model.json's (`source`) trainingConfig, `given`, as a tandem loss. */

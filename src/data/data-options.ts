@@ -19,6 +19,10 @@ export interface DataOptions {
   /** Held-out samples evaluated after training (the first of the held-out range). Default 2000. */
   evalSamples?: number;
   loaderThreads?: number;
+  /** A CSV's label column (its header's name). */
+  labelColumn?: string;
+  /** A CSV's feature columns, in this order (each entry may hold several, comma-separated). Default every other. */
+  featureColumns?: string[];
   /** An image folder's cache directory (decoded images). Default DIR/.tandem-cache. */
   dataCache?: string;
   /**
@@ -37,6 +41,12 @@ function imageSize(s: unknown, field: string): number[] {
   if (!Array.isArray(s) || (s.length !== 2 && s.length !== 3) || s.some(v => !Number.isInteger(v) || v < 1))
     bad(field, 'must be [height, width] or [height, width, channels] of positive integers');
   return s as number[];
+}
+
+function columnNames(v: unknown, field: string): string[] {
+  if (!Array.isArray(v) || v.length === 0 || v.some(n => typeof n !== 'string' || n === ''))
+    bad(field, 'must be a list of column names (--feature-columns A,B)');
+  return v as string[];
 }
 
 export const DATA_OPTIONS: OptionTable<DataOptions> = {
@@ -90,6 +100,21 @@ export const DATA_OPTIONS: OptionTable<DataOptions> = {
     default: 'min(2, cores - 1), at least 1',
     doc: 'threads that load the batches',
     check: positiveInt(16),
+  },
+  labelColumn: {
+    kind: 'string',
+    group: 'model and data',
+    arg: 'NAME',
+    doc: '--data FILE.csv: the column of the labels (classes, or a regression target)',
+    check: nonEmpty('must be a column name of the CSV header'),
+  },
+  featureColumns: {
+    kind: 'list',
+    group: 'model and data',
+    arg: 'A,B,…',
+    default: 'every column but the label',
+    doc: '--data FILE.csv: the feature columns, in this order',
+    check: columnNames,
   },
   dataCache: {
     kind: 'string',

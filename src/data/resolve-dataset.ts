@@ -10,6 +10,7 @@ import { defaultExportProblem, importUserModule, userModuleErrorCode } from './i
 import { checkedDataset } from './dataset-checks.js';
 import type { FileDataSpec } from './file-data-spec.js';
 import { openImageFolder } from './image-folder.js';
+import { readCsv } from './csv-dataset.js';
 
 export const BUILTIN_DATASETS = ['mnist', 'synthetic-images'] as const;
 
@@ -24,6 +25,11 @@ export function isImageFolder(source: string): boolean {
   return (
     !source.startsWith('file:') && statSync(path.resolve(source), { throwIfNoEntry: false })?.isDirectory() === true
   );
+}
+
+/** Whether `source` names a .csv file (csv-dataset.ts). */
+export function isCsvFile(source: string): boolean {
+  return !source.startsWith('file:') && path.extname(source).toLowerCase() === '.csv';
 }
 
 /** Absolute file URL of a user module, or a clear error if it is not there. */
@@ -97,7 +103,7 @@ async function openFileData(spec: FileDataSpec): Promise<Dataset> {
     case 'image-folder':
       return openImageFolder(spec);
     case 'csv':
-      throw new Error('csv: not yet');
+      return readCsv(spec);
     default: {
       const never: never = spec;
       throw new Error(`unknown data file ${JSON.stringify(never)}`);
