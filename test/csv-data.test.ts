@@ -80,6 +80,14 @@ t.test('numeric labels are sorted as numbers; a missing or non-numeric value nam
     message: /--label-column kind: .*word\.csv has no column "kind"; its columns are "x", "y", "label"/,
   });
   await t.rejects(train({ ...base, data: word }), { code: 'BAD_CONFIG', message: /--label-column NAME/ });
+  await t.rejects(train({ ...base, data: 'synthetic-images', labelColumn: 'label' }), {
+    code: 'BAD_CONFIG',
+    message: /labelColumn.*applies to --data FILE\.csv; data 'synthetic-images' is no CSV/,
+  });
+  await t.rejects(train({ ...base, data: word, labelColumn: 'label', dataCache: dir }), {
+    code: 'BAD_CONFIG',
+    message: /dataCache.*is where an image folder's decoded images go/,
+  });
   t.equal(osThreads(), threads, 'all refused before any thread');
 });
 
