@@ -101,7 +101,7 @@ async function folderRows(root: string, kind: 'jpg' | 'png', o: DataBenchOptions
   return [cold, row(`${kind.toUpperCase()} folder: check + read (warm cache)`, o.images, performance.now() - t)];
 }
 
-function csvRow(root: string, o: DataBenchOptions): Row {
+async function csvRow(root: string, o: DataBenchOptions): Promise<Row> {
   const file = path.join(root, 'data.csv');
   const header = [...Array.from({ length: 32 }, (_, k) => `f${k}`), 'label'].join(',');
   const lines = Array.from({ length: o.rows }, (_, i) =>
@@ -109,7 +109,7 @@ function csvRow(root: string, o: DataBenchOptions): Row {
   );
   writeFileSync(file, `${header}\n${lines.join('\n')}\n`);
   const t = performance.now();
-  const ds = readCsv({ kind: 'csv', file, labelColumn: 'label', label: 'class', stamp: csvStamp(file) });
+  const ds = await readCsv({ kind: 'csv', file, labelColumn: 'label', label: 'class', stamp: csvStamp(file) });
   readAll(ds);
   return row('CSV, 32 features: parse + read', o.rows, performance.now() - t);
 }
@@ -132,7 +132,7 @@ async function trainRow(dir: string, model: string, o: DataBenchOptions): Promis
 export async function runDataBench(o: DataBenchOptions): Promise<void> {
   const root = mkdtempSync(path.join(os.tmpdir(), 'tandem-bench-data-'));
   try {
-    const rows = [...(await folderRows(root, 'jpg', o)), ...(await folderRows(root, 'png', o)), csvRow(root, o)];
+    const rows = [...(await folderRows(root, 'jpg', o)), ...(await folderRows(root, 'png', o)), await csvRow(root, o)];
     for (const model of o.models) rows.push(await trainRow(path.join(root, 'jpg'), model, o));
     console.log(
       `\n${'what'.padEnd(58)} ${'samples'.padStart(8)} ${'samples/s'.padStart(10)} ${'data wait'.padStart(9)}`,

@@ -7,8 +7,8 @@
  * there and be a number where one is needed: an empty or non-numeric field is BAD_DATA naming the row, its line and
  * the column. Samples are the rows in file order (held-out: the last rows).
  */
+import type * as CsvParse from 'csv-parse/sync';
 import { readFileSync, statSync } from 'node:fs';
-import { parse } from 'csv-parse/sync';
 import { TandemError } from '../errors.js';
 import type { Dataset } from './dataset.js';
 import type { CsvSpec } from './file-data-spec.js';
@@ -28,14 +28,19 @@ export function csvStamp(file: string): string {
   return `${s.size}-${s.mtimeMs}`;
 }
 
-export function readCsv(spec: CsvSpec): Dataset {
+/**
+ * The dataset of `spec`. csv-parse is imported here, when a CSV is read: a run on other data never loads it (the GPU
+ * bundle does not carry it).
+ */
+export async function readCsv(spec: CsvSpec): Promise<Dataset> {
   if (csvStamp(spec.file) !== spec.stamp) {
     throw new TandemError(
       'BAD_DATA',
       `${spec.file} changed while the run started; leave it unchanged during a run, and start the run again`,
     );
   }
-  const [header, ...rows] = parseRows(spec.file);
+  const { parse } = await import('csv-parse/sync');
+  const [header, ...rows] = parseRows(spec.file, parse);
   if (!header || rows.length === 0)
     throw new TandemError('BAD_DATA', `${spec.file}: expected a header row and one row per sample; found no sample`);
   const names = header.record;
@@ -85,7 +90,7 @@ function splitNames(text: string, names: string[]): string[] {
   return out;
 }
 
-function parseRows(file: string): Row[] {
+function parseRows(file: string, parse: typeof CsvParse.parse): Row[] {
   try {
     return parse(readFileSync(file, 'utf8'), {
       info: true,

@@ -1,6 +1,6 @@
 /**
  * One image file decoded and resized to [height, width, channels] bytes with sharp (libvips: its prebuilt binaries
- * come as npm packages, no download and no install script; JPEG decoding 2-3x the pure-JS jpeg-js, docs/guide/data.md).
+ * come as npm packages, no download and no install script; JPEG decoding 2-4x the pure-JS jpeg-js, docs/guide/data.md).
  * Resized by stretching to the size (Keras' default, no crop), with a bilinear kernel; channels 1 (grey), 3 (RGB,
  * alpha dropped) or 4 (RGBA). sharp is imported when an image is first decoded: a run whose cache is warm, or that
  * reads no image folder, never loads it.
