@@ -143,6 +143,27 @@ t.test('the cache: the second run decodes nothing; a changed file is decoded alo
   t.equal((await prepareImageFolder(folder, shape, raceDir)).decoded, 0, 'and it is whole');
 });
 
+t.test('channels: 1 is grey, 4 keeps an alpha channel (opaque: 1); 2 is refused', async t => {
+  const cacheDir = path.join(root, 'channel-cache');
+  for (const c of [1, 4]) {
+    const { stamp } = await prepareImageFolder(dir, [4, 6, c], cacheDir);
+    const ds = await openImageFolder({ kind: 'image-folder', dir, imageShape: [4, 6, c], cacheDir, stamp });
+    t.same(ds.sampleShape, [4, 6, c]);
+    const out = new Float32Array(4 * 6 * c);
+    ds.read(0, out, 0);
+    t.ok(
+      out.every(v => v >= 0 && v <= 1),
+      `${c} channel(s): values in [0, 1]`,
+    );
+    if (c === 4)
+      t.ok(
+        out.filter((_, i) => i % 4 === 3).every(v => v === 1),
+        'alpha of an opaque image: 1',
+      );
+  }
+  await t.rejects(prepareImageFolder(dir, [4, 6, 2], cacheDir), { code: 'BAD_CONFIG', message: /not 2/ });
+});
+
 t.test('a corrupt image is refused before any thread, naming its path; the cache is not written', async t => {
   const folder = path.join(root, 'corrupt');
   copyFolder(folder);
