@@ -1,8 +1,8 @@
 /**
  * `npm run bench -- scaling|kernels|precision|precision-accuracy|overlap|profile|profile-clock|classifier|faults|soak|
  * models|hosts|hosts-repeat A.json B.json|hosts-timelines|hosts-allreduce|hosts-line-rate|comm-hooks|half-passes|
- * chunk-size|shm-vs-loopback|gpu|watch [--gpus 1,2] [--image-size S] [--steps N] [--runs N] [--busy N] [--classes
- * 1000,10000] [--models a,b] [--stock-steps N] [--batch N] [--links none,1gbps,…] [--rates 10gbit,1gbit,100mbit]
+ * chunk-size|shm-vs-loopback|data|gpu|watch|fit [--gpus 1,2] [--image-size S] [--steps N] [--runs N] [--busy N]
+ * [--classes 1000,10000] [--models a,b] [--stock-steps N] [--batch N] [--links none,1gbps,…] [--rates 10gbit,1gbit,100mbit]
  * [--out DIR]`
  */
 import { parseArgs } from 'node:util';
@@ -200,6 +200,21 @@ switch (name) {
       out: values.out ?? 'docs',
     });
     break;
+  case 'data': {
+    // Imported here: it loads jpeg-js (a dev dependency), which the GPU bundle that runs this file does not carry.
+    const { runDataBench, DATA_BENCH_DEFAULTS, DATA_BENCH_QUICK } = await import('./data.js');
+    const sizes = values.quick ? DATA_BENCH_QUICK : DATA_BENCH_DEFAULTS;
+    await runDataBench({
+      images: sizes.images,
+      rows: sizes.rows,
+      steps: Number(values.steps ?? sizes.steps),
+      batch: Number(values.batch ?? sizes.batch),
+      imageSize: Number(values['image-size'] ?? sizes.imageSize),
+      models: values.models?.split(',') ?? ['alexnet-mini', 'mnist-node'],
+      out: values.out ?? 'bench/results',
+    });
+    break;
+  }
   case 'gpu': {
     const sizes = values.quick ? GPU_BENCH_QUICK : GPU_BENCH_DEFAULTS;
     await runGpuBench({
@@ -230,7 +245,7 @@ switch (name) {
     console.error(
       `unknown bench '${name}'. Benches: scaling, kernels, overlap, profile, profile-clock, classifier, faults, ` +
         `soak, models, hosts, hosts-timelines, hosts-allreduce, comm-hooks, half-passes, chunk-size, ` +
-        `shm-vs-loopback, hosts-line-rate, gpu, watch`,
+        `shm-vs-loopback, hosts-line-rate, gpu, watch, fit, data, precision, precision-accuracy`,
     );
     process.exitCode = 1;
 }

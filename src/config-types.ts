@@ -108,6 +108,8 @@ export interface ResolvedConfig {
   datasetSize: number;
   sampleShape: number[];
   classes: number;
+  /** The classes' names in label order, when the dataset gives them (an image folder, a CSV): --out's labels.json. */
+  classNames?: readonly string[];
   /** Replicas in the job (the world size: processes × local devices). */
   devices: number;
   /** Processes × local devices, and this process's rank. */

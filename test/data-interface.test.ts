@@ -3,7 +3,7 @@
 // shape; a dataset's label(index) that disagrees with read() is named (method
 // local-head partitions the samples by label(), so it would train the wrong ones).
 import t from 'tap';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { train, type TrainConfig } from '../src/index.js';
@@ -48,7 +48,7 @@ t.before(async () => {
 }); // lazy module loading, outside the thread counts
 
 t.test(
-  '--data FILE.json, --data DIR: BAD_DATA saying a dataset is an ES module with a default export, naming the file, ' +
+  '--data FILE.json, --data DIR without class folders: BAD_DATA saying what a dataset is, naming the file, ' +
     'before any thread',
   async t => {
     const json = file('model.json', '{"modelTopology": {}}');
@@ -65,7 +65,7 @@ t.test(
     });
     await t.rejects(train({ ...run, data: folder }), {
       code: 'BAD_DATA',
-      message: /--data .*folder is a directory; a dataset is an ES module/,
+      message: /--data .*folder: an image folder has one subfolder per class .* or give a data module/,
     });
     t.equal(osThreads(), before, 'no thread started');
   },
@@ -84,6 +84,25 @@ t.test('the builtin mlp trains on 1-D samples; an image model refused on them na
       /model 'alexnet-mini' needs images \[height, width, channels\] of at least 8x8; .*gives samples of shape \[8\]\. Use --model mlp/,
   });
 });
+
+t.test(
+  'a dataset that names its classes (classNames) has them written to labels.json; a wrong list is named',
+  async t => {
+    const named = file(
+      'named.mjs',
+      `export default () => ({ size: 16, sampleShape: [4], classes: 2, classNames: ['no', 'yes'],
+    read(index, out) { for (let k = 0; k < 4; k++) out[k] = (index + k) % 2; return index % 2; } });`,
+    );
+    const out = path.join(dir, 'named-out');
+    await train({ ...run, data: named, steps: 1, out });
+    t.same(JSON.parse(readFileSync(path.join(out, 'labels.json'), 'utf8')), ['no', 'yes']);
+    const wrong = file('wrong-names.mjs', readFileSync(named, 'utf8').replace("['no', 'yes']", "['no']"));
+    await t.rejects(train({ ...run, data: wrong, steps: 1 }), {
+      code: 'BAD_DATA',
+      message: /wrong-names\.mjs: classNames: expected a list of 2 strings \(one name per class, in label order\)/,
+    });
+  },
+);
 
 t.test(
   'label(index) that disagrees with read(): BAD_DATA on sample 0 before any thread; on a later sample at loading, ' +

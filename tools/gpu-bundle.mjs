@@ -47,10 +47,13 @@ const ENTRY_PACKAGES = [
   'pbf', // TensorBoard event files (src/monitor/tfevents.ts)
   '@aws-crypto/crc32c',
 ];
-/** package.json dependencies the GPU check never loads: the addons' build headers, the MNIST data, the charts. */
-// uplot: the dashboard reads its files only when a page asks for them (src/monitor/dashboard-assets.ts) and shows its
-// values as text without it; the GPU check serves no dashboard.
-const NOT_AT_RUN_TIME = ['node-addon-api', 'mnist', 'uplot'];
+/**
+ * package.json dependencies the GPU check never loads: the addons' build headers, the MNIST data, the image and CSV
+ * readers (imported only when --data is an image folder or a .csv), the charts (uplot: the dashboard reads its files
+ * only when a page asks for them, src/monitor/dashboard-assets.ts, and shows its values as text without it; the GPU
+ * check serves no dashboard).
+ */
+const NOT_AT_RUN_TIME = ['node-addon-api', 'mnist', 'sharp', 'csv-parse', 'uplot'];
 const BUILTIN = new Set(builtinModules.flatMap(m => [m, `node:${m}`]));
 
 function fail(message) {

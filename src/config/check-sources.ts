@@ -4,7 +4,7 @@ import { bad } from '../config-checks.js';
 import type { TrainConfig } from '../config-types.js';
 import { BUILTIN_MODELS, type BuiltinModel } from '../model/builtin-models.js';
 import { modelPathUrl } from '../model/model-path.js';
-import { BUILTIN_DATASETS, isModulePath, resolveModuleUrl } from '../data/resolve-dataset.js';
+import { BUILTIN_DATASETS, isCsvFile, isImageFolder, isModulePath, resolveModuleUrl } from '../data/resolve-dataset.js';
 
 export function modelSourceOf(config: TrainConfig): {
   modelSource: string;
@@ -27,12 +27,14 @@ export function modelSourceOf(config: TrainConfig): {
 /** The data source, and imageSize as [height, width, channels]; what a builtin dataset cannot take is refused. */
 export function dataSourceOf(config: TrainConfig): { dataSource: string; imageShape?: number[] } {
   const dataSource = config.data ?? 'mnist';
-  if (!(BUILTIN_DATASETS as readonly string[]).includes(dataSource)) {
+  const folder = isImageFolder(dataSource);
+  const csv = !folder && isCsvFile(dataSource);
+  if (!(BUILTIN_DATASETS as readonly string[]).includes(dataSource) && !folder && !csv) {
     if (!isModulePath(dataSource)) {
       throw new TandemError(
         'UNKNOWN_DATASET',
         `config.data: unknown dataset '${dataSource}'. Builtins: ${BUILTIN_DATASETS.join(', ')}; ` +
-          'or a path to an ES module.',
+          'or a path to an ES module, an image folder or a .csv file.',
       );
     }
     resolveModuleUrl(dataSource, 'data');
@@ -43,5 +45,16 @@ export function dataSourceOf(config: TrainConfig): { dataSource: string; imageSh
     if (config.classes !== undefined && config.classes !== 10) bad('classes', 'mnist has 10 classes');
     if (imageShape) bad('imageSize', 'mnist images are 28x28x1; imageSize applies to synthetic-images');
   }
+  checkCsvOptions(config, dataSource, csv);
+  if (config.dataCache !== undefined && !folder)
+    bad('dataCache', `is where an image folder's decoded images go; data '${dataSource}' is no image folder`);
   return { dataSource, ...(imageShape ? { imageShape } : {}) };
+}
+
+/** A CSV needs its label column; the CSV options apply to a CSV alone. */
+function checkCsvOptions(config: TrainConfig, dataSource: string, csv: boolean): void {
+  if (csv && config.labelColumn === undefined)
+    bad('labelColumn', `--data ${dataSource} is a CSV: name its label column (--label-column NAME)`);
+  for (const key of ['labelColumn', 'featureColumns'] as const)
+    if (!csv && config[key] !== undefined) bad(key, `applies to --data FILE.csv; data '${dataSource}' is no CSV`);
 }

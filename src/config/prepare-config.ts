@@ -17,7 +17,7 @@ import { positiveInt } from '../options/option-checks.js';
 import type { CheckedConfig, CheckedFields } from './checked-config.js';
 import { optimizerOf, savedTrainingConfig } from './saved-model.js';
 import { checkClassLabels, heldOutSplit, prepareData } from './prepare-data.js';
-import { resolveLoss } from './resolve-loss.js';
+import { namedLoss, resolveLoss } from './resolve-loss.js';
 import { checkModuleModelShapes } from './module-model-shapes.js';
 import { shardedUpdateApplies } from './sharded-update.js';
 import { resolveLrSchedule } from '../optim/lr-schedule.js';
@@ -31,7 +31,8 @@ export async function prepareConfig(checked: CheckedConfig): Promise<ResolvedCon
   const source = checked.modelUrl ?? modelSource;
   const trainingConfig = savedTrainingConfig(source); // a saved model.json's compiled optimizer and loss
   const optimizer = optimizerOf(config, source, trainingConfig?.optimizer_config);
-  const prepared = await prepareData(checked);
+  const regression = isRegressionLoss(namedLoss(config.loss, source, trainingConfig?.loss));
+  const prepared = await prepareData(checked, regression);
   const { meta, data } = prepared;
   const sampleShape = [...meta.sampleShape];
   const method = getMethod(config.method ?? 'data-parallel');
@@ -66,6 +67,7 @@ export async function prepareConfig(checked: CheckedConfig): Promise<ResolvedCon
     datasetSize: meta.size,
     sampleShape,
     classes: meta.classes,
+    ...(prepared.classNames ? { classNames: prepared.classNames } : {}),
     steps,
     stepsPerEpoch,
     optimizer,
@@ -152,6 +154,7 @@ function assemble({ fields: f }: CheckedConfig, p: Prepared): ResolvedConfig {
       'datasetSize',
     ),
     ...pick(p, 'sampleShape', 'classes'),
+    ...(p.classNames ? { classNames: p.classNames } : {}),
     ...pick(f, 'devices', 'topology', 'rendezvous', 'backend', 'nativeThreads', 'nativeFusion', 'precision'),
     ...pick(f, 'batch'),
     perDevice: f.batch / f.devices,

@@ -4,8 +4,9 @@
 import { TandemError } from '../errors.js';
 import { bad, shown } from '../config-checks.js';
 import type { TrainConfig } from '../config-types.js';
-import type { Dataset, DatasetSpec } from '../data/dataset.js';
-import { resolveDataset, resolveModuleUrl } from '../data/resolve-dataset.js';
+import { isCsvFile, isImageFolder, resolveDataset, resolveModuleUrl } from '../data/resolve-dataset.js';
+import { prepareFileData } from './prepare-file-data.js';
+import type { PreparedData } from './prepared-data.js';
 import { checkOptionsHonoured, probeFirstSample, probeHeldOut } from '../data/dataset-checks.js';
 import { classLabelProblem, singleClassProblem } from '../data/class-labels.js';
 import { MNIST_META } from '../data/mnist.js';
@@ -15,15 +16,10 @@ import type { TrainingMethod } from '../methods/training-method.js';
 import type { CheckedConfig } from './checked-config.js';
 import { evalSamplesOf, smallerBatch } from './held-out.js';
 
-export interface PreparedData {
-  data: DatasetSpec;
-  meta: { size: number; sampleShape: readonly number[]; classes: number };
-  /** A data module's sample 0: its label or target. */
-  firstLabel?: number;
-  userDataset?: Dataset;
-}
+export type { PreparedData } from './prepared-data.js';
 
-export async function prepareData(checked: CheckedConfig): Promise<PreparedData> {
+/** `regression`: the run's loss is a regression's (a CSV's label column then holds float targets). */
+export async function prepareData(checked: CheckedConfig, regression = false): Promise<PreparedData> {
   const { config, dataSource, imageShape } = checked;
   const seed = checked.fields.seed;
   if (dataSource === 'mnist') return { data: { source: 'mnist', options: { seed } }, meta: MNIST_META };
@@ -34,6 +30,7 @@ export async function prepareData(checked: CheckedConfig): Promise<PreparedData>
     const data = { source: dataSource, options: { seed, classes, imageShape: shape, size } };
     return { data, meta: { size, sampleShape: shape, classes } };
   }
+  if (isImageFolder(dataSource) || isCsvFile(dataSource)) return prepareFileData(checked, regression);
   const data = {
     source: resolveModuleUrl(dataSource, 'data'),
     options: { seed, classes: config.classes, imageShape, size: config.datasetSize },
@@ -46,6 +43,7 @@ export async function prepareData(checked: CheckedConfig): Promise<PreparedData>
     meta: { size: ds.size, sampleShape: ds.sampleShape, classes: ds.classes },
     firstLabel,
     userDataset: ds,
+    ...(ds.classNames ? { classNames: ds.classNames } : {}),
   };
 }
 

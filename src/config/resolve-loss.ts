@@ -1,7 +1,7 @@
 /** The loss of a run: the one the config names, else the one a saved model.json was compiled with. */
 import { bad, oneOf } from '../config-checks.js';
 import { LOSS_KINDS, isRegressionLoss, type LossKind } from '../config-types.js';
-import { BUILTIN_DATASETS } from '../data/resolve-dataset.js';
+import { BUILTIN_DATASETS, isImageFolder } from '../data/resolve-dataset.js';
 import { sourcePath } from '../source-path.js';
 
 /**
@@ -16,7 +16,7 @@ export function resolveLoss(
   dataSource: string,
   classes: number,
 ): LossKind | undefined {
-  const loss = given === undefined ? savedLoss(source, savedLossEntry) : oneOf('loss', given, LOSS_KINDS);
+  const loss = namedLoss(given, source, savedLossEntry);
   if (loss === undefined) return undefined;
   if (method !== 'data-parallel' && loss !== 'categorical')
     bad(
@@ -30,9 +30,19 @@ export function resolveLoss(
         `'${dataSource}' has class labels`,
     );
   }
+  if (isRegressionLoss(loss) && isImageFolder(dataSource))
+    bad(
+      'loss',
+      `${loss} (regression) needs float targets; image folder ${dataSource} has class labels (its ` + `subfolders)`,
+    );
   if (loss === 'binary' && classes !== 2)
     bad('loss', `binary cross-entropy needs two classes; the data has ${classes}`);
   return loss;
+}
+
+/** The loss the config names, else the one a saved model.json was compiled with, else undefined; unchecked. */
+export function namedLoss(given: unknown, source: string, savedLossEntry: unknown): LossKind | undefined {
+  return given === undefined ? savedLoss(source, savedLossEntry) : oneOf('loss', given, LOSS_KINDS);
 }
 
 /** The loss in a saved model.json's (`source`) trainingConfig, `given`, as a tandem loss. */

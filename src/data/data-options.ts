@@ -4,7 +4,10 @@ import { nonEmpty, positiveInt, trueOrFalse } from '../options/option-checks.js'
 import { bad } from '../config-checks.js';
 
 export interface DataOptions {
-  /** Builtin dataset name or path to an ES module `(options) => Dataset`. Default `mnist`. */
+  /**
+   * Builtin dataset name, path to an ES module `(options) => Dataset`, an image folder (one subfolder per class) or a
+   * .csv file. Default `mnist`.
+   */
   data?: string;
   classes?: number;
   /** [height, width] or [height, width, channels] of synthetic images. */
@@ -16,6 +19,12 @@ export interface DataOptions {
   /** Held-out samples evaluated after training (the first of the held-out range). Default 2000. */
   evalSamples?: number;
   loaderThreads?: number;
+  /** A CSV's label column (its header's name). */
+  labelColumn?: string;
+  /** A CSV's feature columns, in this order (each entry may hold several, comma-separated). Default every other. */
+  featureColumns?: string[];
+  /** An image folder's cache directory (decoded images). Default DIR/.tandem-cache. */
+  dataCache?: string;
   /**
    * Each epoch visits the training samples in a seeded random order. Default true; false: in their order (index 0
    * first), as tfjs's `model.fit` with `shuffle: false`.
@@ -34,13 +43,19 @@ function imageSize(s: unknown, field: string): number[] {
   return s as number[];
 }
 
+function columnNames(v: unknown, field: string): string[] {
+  if (!Array.isArray(v) || v.length === 0 || v.some(n => typeof n !== 'string' || n === ''))
+    bad(field, 'must be a list of column names (--feature-columns A,B)');
+  return v as string[];
+}
+
 export const DATA_OPTIONS: OptionTable<DataOptions> = {
   data: {
     kind: 'string',
     group: 'model and data',
     arg: 'NAME|PATH',
     default: 'mnist',
-    doc: 'mnist, synthetic-images, or an ES module (options) => Dataset',
+    doc: 'mnist, synthetic-images, an ES module (options) => Dataset, an image folder (DIR/CLASS/*.png|jpg) or a .csv',
     check: nonEmpty('must be a builtin name or a module path'),
   },
   classes: {
@@ -54,7 +69,9 @@ export const DATA_OPTIONS: OptionTable<DataOptions> = {
     kind: 'shape',
     group: 'model and data',
     arg: 'HxW[xC]',
-    doc: 'synthetic-images: the image shape',
+    doc:
+      "synthetic-images, an image folder: the image shape (folder: resized to it; default the model's, else " +
+      '64x64x3)',
     check: imageSize,
   },
   datasetSize: {
@@ -83,6 +100,29 @@ export const DATA_OPTIONS: OptionTable<DataOptions> = {
     default: 'min(2, cores - 1), at least 1',
     doc: 'threads that load the batches',
     check: positiveInt(16),
+  },
+  labelColumn: {
+    kind: 'string',
+    group: 'model and data',
+    arg: 'NAME',
+    doc: '--data FILE.csv: the column of the labels (classes, or a regression target)',
+    check: nonEmpty('must be a column name of the CSV header'),
+  },
+  featureColumns: {
+    kind: 'list',
+    group: 'model and data',
+    arg: 'A,B,…',
+    default: 'every column but the label',
+    doc: '--data FILE.csv: the feature columns, in this order',
+    check: columnNames,
+  },
+  dataCache: {
+    kind: 'string',
+    group: 'model and data',
+    arg: 'DIR',
+    default: 'DIR/.tandem-cache (in the image folder)',
+    doc: "an image folder's cache of decoded images (rebuilt when a file changes)",
+    check: nonEmpty('must be a directory path'),
   },
   shuffle: {
     kind: 'negated',

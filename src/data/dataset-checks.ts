@@ -34,6 +34,12 @@ export function checkedDataset(ds: unknown, file: string): Dataset {
   if (typeof d.read !== 'function') bad('read', 'a function read(index, out, offset) → label', d.read);
   if (d.label !== undefined && typeof d.label !== 'function')
     bad('label', 'a function label(index), or no label at all', d.label);
+  const names = d.classNames;
+  if (
+    names !== undefined &&
+    (!Array.isArray(names) || names.length !== d.classes || names.some(n => typeof n !== 'string'))
+  )
+    bad('classNames', `a list of ${String(d.classes)} strings (one name per class, in label order), or none`, names);
   return d as Dataset;
 }
 

@@ -5,6 +5,7 @@
  * deterministic by seed). A user module's default export is a `DatasetFactory`.
  */
 import { checkedClassLabel } from './class-labels.js';
+import type { FileDataSpec } from './file-data-spec.js';
 
 export interface Dataset {
   readonly size: number;
@@ -15,6 +16,11 @@ export interface Dataset {
   read(index: number, out: Float32Array, offset: number): number;
   /** The label of sample `index` without reading it (optional: tandem reads the sample when absent). */
   label?(index: number): number;
+  /**
+   * The name of each class, in label order (optional): an image folder's subfolders, a CSV's label values. A run
+   * with `--out` writes them to labels.json, so that predictions can be named.
+   */
+  readonly classNames?: readonly string[];
 }
 
 /**
@@ -43,6 +49,8 @@ export interface DatasetSpec {
   /** Builtin name, or an absolute path/URL of an ES module. */
   source: string;
   options: DatasetOptions;
+  /** An image folder or a CSV file that tandem reads itself (absent: a builtin or a module). */
+  file?: FileDataSpec;
 }
 
 export function sampleSize(shape: number[]): number {

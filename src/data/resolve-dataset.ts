@@ -8,6 +8,9 @@ import { loadMnist } from './mnist.js';
 import { syntheticImages } from './synthetic-images.js';
 import { defaultExportProblem, importUserModule, userModuleErrorCode } from './import-user-module.js';
 import { checkedDataset } from './dataset-checks.js';
+import type { FileDataSpec } from './file-data-spec.js';
+import { openImageFolder } from './image-folder.js';
+import { readCsv } from './csv-dataset.js';
 
 export const BUILTIN_DATASETS = ['mnist', 'synthetic-images'] as const;
 
@@ -15,6 +18,18 @@ export function isModulePath(source: string): boolean {
   return (
     source.startsWith('.') || source.startsWith('/') || source.startsWith('file:') || /\.(m?js|cjs|json)$/.test(source)
   );
+}
+
+/** Whether `source` names a directory: an image folder (image-files.ts). */
+export function isImageFolder(source: string): boolean {
+  return (
+    !source.startsWith('file:') && statSync(path.resolve(source), { throwIfNoEntry: false })?.isDirectory() === true
+  );
+}
+
+/** Whether `source` names a .csv file (csv-dataset.ts). */
+export function isCsvFile(source: string): boolean {
+  return !source.startsWith('file:') && path.extname(source).toLowerCase() === '.csv';
 }
 
 /** Absolute file URL of a user module, or a clear error if it is not there. */
@@ -62,6 +77,7 @@ export function resolveDataset(spec: DatasetSpec): Promise<Dataset> {
 }
 
 async function build(spec: DatasetSpec): Promise<Dataset> {
+  if (spec.file) return openFileData(spec.file);
   switch (spec.source) {
     case 'mnist':
       return loadMnist();
@@ -78,6 +94,19 @@ async function build(spec: DatasetSpec): Promise<Dataset> {
       refuseNonModule(url);
       const factory = await loadDefaultExport<DatasetFactory>(url, 'data');
       return checkedDataset(await callDataFactory(factory, spec, url), fileURLToPath(url));
+    }
+  }
+}
+
+async function openFileData(spec: FileDataSpec): Promise<Dataset> {
+  switch (spec.kind) {
+    case 'image-folder':
+      return openImageFolder(spec);
+    case 'csv':
+      return readCsv(spec);
+    default: {
+      const never: never = spec;
+      throw new Error(`unknown data file ${JSON.stringify(never)}`);
     }
   }
 }

@@ -23,6 +23,7 @@ export const OUT_FILES = {
   /** The dashboard's messages, one per line (monitor/event-log.ts): `tandem dashboard DIR` reads them. */
   events: 'events.jsonl',
   classifierDir: 'classifier',
+  labels: 'labels.json',
 } as const;
 
 /**
@@ -33,7 +34,7 @@ export type OutputPlace =
 
 /** Every place a run of `cfg` writes, directories before the files in them. */
 export function outputPlacesOf(
-  cfg: Pick<ResolvedConfig, 'out' | 'trace' | 'checkpointDir' | 'classifier'>,
+  cfg: Pick<ResolvedConfig, 'out' | 'trace' | 'checkpointDir' | 'classifier' | 'classNames'>,
 ): OutputPlace[] {
   const places: OutputPlace[] = [];
   const directory = (p: string, label: string, lock: boolean) =>
@@ -45,6 +46,7 @@ export function outputPlacesOf(
     for (const name of [OUT_FILES.model, OUT_FILES.weights, OUT_FILES.summary, OUT_FILES.timeline, OUT_FILES.events])
       file(path.join(cfg.out, name), label);
     if (cfg.trace === undefined) file(path.join(cfg.out, OUT_FILES.trace), label);
+    if (cfg.classNames) file(path.join(cfg.out, OUT_FILES.labels), label);
     if (cfg.classifier?.exportClassifier) {
       const dir = path.join(cfg.out, OUT_FILES.classifierDir);
       directory(dir, label, false);

@@ -22,11 +22,22 @@ import {
   type HookCheckpoint,
 } from '../checkpoint/checkpoint-file.js';
 
+/**
+ * The data as a checkpoint must match it: an image folder's cache directory is where its bytes are kept, not which
+ * samples they are, and may move; its stamp (the files' paths, sizes, times and labels) and a CSV's stay.
+ */
+function dataIdentity(data: ResolvedConfig['data']): ResolvedConfig['data'] {
+  if (data.file?.kind !== 'image-folder') return data;
+  const { cacheDir, ...file } = data.file;
+  void cacheDir;
+  return { ...data, file: { ...file, cacheDir: '' } };
+}
+
 /** What must match for a checkpoint to continue this run exactly. */
 export function runFingerprint(cfg: ResolvedConfig): string {
   return JSON.stringify({
     model: cfg.model,
-    data: cfg.data,
+    data: dataIdentity(cfg.data),
     method: cfg.method,
     optimizer: cfg.optimizer,
     // the schedule is a function of the step: the same schedule continues exactly (absent: constant, as before)

@@ -140,6 +140,9 @@ async function writeRunFiles(
   artifacts?: ModelArtifactsData,
 ): Promise<void> {
   if (cfg.out) await writeOutputs(cfg.out, summary, artifacts);
+  if (cfg.out && cfg.classNames)
+    // the name of each class, in label order: predictions' argmax indexes it
+    await writeFileAtomically(path.join(cfg.out, OUT_FILES.labels), `${JSON.stringify(cfg.classNames, null, 1)}\n`);
   if (cfg.out && summary.classifier?.fullClassifier) {
     summary.classifier.classifierPath = await writeModelFiles(
       path.join(cfg.out, OUT_FILES.classifierDir),

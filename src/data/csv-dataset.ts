@@ -1,0 +1,158 @@
+/**
+ * `--data FILE.csv --label-column NAME`: a CSV file (a header row, then one sample a row; parsed by csv-parse, so
+ * quoted fields, embedded commas and newlines, a byte-order mark and blank lines are read as RFC 4180 says) as a
+ * tandem `Dataset` of 1-D samples, the feature columns (`--feature-columns A,B`, default every other column, in the
+ * file's order). The label column's values are classes, in sorted order (numerically when every value is a number,
+ * else by code unit): class 0 is the first; or, with a regression loss, float targets. Every feature and label must be
+ * there and be a number where one is needed: an empty or non-numeric field is BAD_DATA naming the row, its line and
+ * the column. Samples are the rows in file order (held-out: the last rows).
+ */
+import type * as CsvParse from 'csv-parse/sync';
+import { readFileSync, statSync } from 'node:fs';
+import { TandemError } from '../errors.js';
+import type { Dataset } from './dataset.js';
+import type { CsvSpec } from './file-data-spec.js';
+
+/** A decimal number as written in a CSV (`1`, `-2.5`, `.5`, `1e-3`); not hex, not `Infinity`, not blank. */
+const NUMBER = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
+
+interface Row {
+  record: string[];
+  info: { lines: number };
+}
+
+/** The stamp of a CSV file as it is now: its size and modification time. */
+export function csvStamp(file: string): string {
+  const s = statSync(file, { throwIfNoEntry: false });
+  if (!s?.isFile()) throw new TandemError('BAD_DATA', `--data ${file}: no such file`);
+  return `${s.size}-${s.mtimeMs}`;
+}
+
+/**
+ * The dataset of `spec`. csv-parse is imported here, when a CSV is read: a run on other data never loads it (the GPU
+ * bundle does not carry it).
+ */
+export async function readCsv(spec: CsvSpec): Promise<Dataset> {
+  if (csvStamp(spec.file) !== spec.stamp) {
+    throw new TandemError(
+      'BAD_DATA',
+      `${spec.file} changed while the run started; leave it unchanged during a run, and start the run again`,
+    );
+  }
+  const { parse } = await import('csv-parse/sync');
+  const [header, ...rows] = parseRows(spec.file, parse);
+  if (!header || rows.length === 0)
+    throw new TandemError('BAD_DATA', `${spec.file}: expected a header row and one row per sample; found no sample`);
+  const names = header.record;
+  const column = columnIndex(spec, names);
+  const label = column(spec.labelColumn, '--label-column');
+  const features = featureNames(spec, names).map(n => column(n, '--feature-columns'));
+  if (features.includes(label))
+    throw new TandemError('BAD_CONFIG', `--feature-columns: ${spec.labelColumn} is the label column, not a feature`);
+  if (features.length === 0) throw new TandemError('BAD_CONFIG', `${spec.file}: no feature column besides the label`);
+  const x = new Float32Array(rows.length * features.length);
+  rows.forEach((row, r) =>
+    features.forEach((c, k) => (x[r * features.length + k] = numberAt(spec, row, r, c, names[c]))),
+  );
+  const labelled = spec.label === 'target' ? targets(spec, rows, label, names[label]) : classes(spec, rows, label);
+  const per = features.length;
+  return {
+    size: rows.length,
+    sampleShape: [per],
+    classes: labelled.classNames?.length ?? 1,
+    ...(labelled.classNames ? { classNames: labelled.classNames } : {}),
+    label: index => labelled.values[index],
+    read(index, out, offset) {
+      out.set(x.subarray(index * per, (index + 1) * per), offset);
+      return labelled.values[index];
+    },
+  };
+}
+
+/** The feature columns' names: as given (an entry that is no column's name split at commas), else all but the label. */
+function featureNames(spec: CsvSpec, names: string[]): string[] {
+  if (!spec.featureColumns) return names.filter(n => n !== spec.labelColumn);
+  return spec.featureColumns.flatMap(c => (names.includes(c) ? [c] : splitNames(c, names)));
+}
+
+/** `text` split at its commas, keeping together the parts that make up a column's name (`b, cm,a` → `b, cm`, `a`). */
+function splitNames(text: string, names: string[]): string[] {
+  const out: string[] = [];
+  let current: string | undefined;
+  for (const part of text.split(',')) {
+    current = current === undefined ? part : `${current},${part}`;
+    if (names.includes(current) || names.includes(current.trim())) {
+      out.push(names.includes(current) ? current : current.trim());
+      current = undefined;
+    }
+  }
+  if (current !== undefined) out.push(...current.split(',').map(p => p.trim()));
+  return out;
+}
+
+function parseRows(file: string, parse: typeof CsvParse.parse): Row[] {
+  try {
+    return parse(readFileSync(file, 'utf8'), {
+      info: true,
+      bom: true,
+      trim: true,
+      skip_empty_lines: true,
+    }) as unknown as Row[];
+  } catch (err) {
+    const why = err instanceof Error ? err.message : String(err);
+    throw new TandemError('BAD_DATA', `${file} is not a CSV file tandem can read: ${why}`, undefined, { cause: err });
+  }
+}
+
+/** The index of column `name` in the header, else BAD_CONFIG naming the flag and the columns there are. */
+function columnIndex(spec: CsvSpec, names: string[]): (name: string, flag: string) => number {
+  const twice = names.find((n, i) => names.indexOf(n) !== i);
+  if (twice !== undefined)
+    throw new TandemError('BAD_DATA', `${spec.file}: column "${twice}" appears twice in the header; rename one`);
+  return (name, flag) => {
+    const i = names.indexOf(name);
+    if (i < 0) {
+      throw new TandemError(
+        'BAD_CONFIG',
+        `${flag} ${name}: ${spec.file} has no column "${name}"; its columns are ${names.map(n => `"${n}"`).join(', ')}`,
+      );
+    }
+    return i;
+  };
+}
+
+/** Row `r`'s (0-based, after the header) value in column `c`, a number, else BAD_DATA naming row, line and column. */
+function numberAt(spec: CsvSpec, row: Row, r: number, c: number, name: string): number {
+  const text = row.record[c];
+  if (NUMBER.test(text)) return Number(text);
+  throw new TandemError(
+    'BAD_DATA',
+    `${spec.file}: row ${r + 1} (line ${row.info.lines}), column "${name}": ` +
+      (text === ''
+        ? 'the value is missing; fill it in or drop the row (tandem imputes nothing)'
+        : `"${text.length > 40 ? `${text.slice(0, 40)}…` : text}" is not a number; features${
+            name === spec.labelColumn ? ' and regression targets' : ''
+          } are numbers`),
+  );
+}
+
+function targets(spec: CsvSpec, rows: Row[], c: number, name: string): { values: Float32Array; classNames?: string[] } {
+  return { values: Float32Array.from(rows, (row, r) => numberAt(spec, row, r, c, name)) };
+}
+
+/** The label column's values as classes, in sorted order. */
+function classes(spec: CsvSpec, rows: Row[], c: number): { values: Int32Array; classNames: string[] } {
+  rows.forEach((row, r) => {
+    if (row.record[c] === '')
+      throw new TandemError(
+        'BAD_DATA',
+        `${spec.file}: row ${r + 1} (line ${row.info.lines}), column "${spec.labelColumn}": the label is missing; ` +
+          'give every row its label, or drop the row',
+      );
+  });
+  const distinct = [...new Set(rows.map(row => row.record[c]))];
+  const numeric = distinct.every(v => NUMBER.test(v));
+  const classNames = distinct.sort(numeric ? (a, b) => Number(a) - Number(b) : (a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  const index = new Map(classNames.map((n, i) => [n, i]));
+  return { values: Int32Array.from(rows, row => index.get(row.record[c]) as number), classNames };
+}

@@ -1,0 +1,36 @@
+/**
+ * One image file decoded and resized to [height, width, channels] bytes with sharp (libvips: its prebuilt binaries
+ * come as npm packages, no download and no install script; JPEG decoding 2-4x the pure-JS jpeg-js, docs/guide/data.md).
+ * Resized by stretching to the size (Keras' default, no crop), with a bilinear kernel; channels 1 (grey), 3 (RGB,
+ * alpha dropped) or 4 (RGBA). sharp is imported when an image is first decoded: a run whose cache is warm, or that
+ * reads no image folder, never loads it.
+ */
+import type { Sharp } from 'sharp';
+
+type SharpFactory = (input: string, options: { failOn: 'error' }) => Sharp;
+
+let factory: Promise<SharpFactory> | undefined;
+
+async function sharpFactory(): Promise<SharpFactory> {
+  factory ??= import('sharp').then(m => {
+    m.default.cache(false); // each file is read once: libvips' cache of recent inputs only holds memory
+    return m.default as unknown as SharpFactory;
+  });
+  return factory;
+}
+
+/** The bytes of `file` at `shape` ([h, w, c], row-major, channels last); throws sharp's error for a bad file. */
+export async function decodeImage(file: string, shape: readonly [number, number, number]): Promise<Uint8Array> {
+  const [h, w, c] = shape;
+  const sharp = await sharpFactory();
+  let image = sharp(file, { failOn: 'error' });
+  image = c === 1 ? image.removeAlpha().grayscale() : c === 3 ? image.removeAlpha() : image.ensureAlpha();
+  if (c !== 1) image = image.toColourspace('srgb');
+  const { data, info } = await image
+    .resize(w, h, { fit: 'fill', kernel: 'linear' })
+    .raw()
+    .toBuffer({ resolveWithObject: true });
+  if (info.channels !== c || info.width !== w || info.height !== h || data.length !== h * w * c)
+    throw new Error(`decoded to ${info.width}x${info.height}x${info.channels}, not ${w}x${h}x${c}`);
+  return new Uint8Array(data.buffer, data.byteOffset, data.length);
+}

@@ -1,0 +1,115 @@
+// --data FILE.csv --label-column NAME: string labels become classes in sorted order (labels.json), numeric ones in
+// numeric order, the features the chosen columns in the order given; a run equals the same run on a data module
+// holding the same numbers. A missing or non-numeric value is refused naming its row, line and column. A numeric
+// label with a regression loss is a float target (equal to the module run again). Resume mid-epoch is exact.
+import t from 'tap';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { train, type TrainConfig, type TrainSummary } from '../src/index.js';
+import { osThreads } from './fixtures/os-threads.js';
+
+const dir = mkdtempSync(path.join(os.tmpdir(), 'tandem-csv-'));
+const fixture = (name: string) => fileURLToPath(new URL(`../../test/fixtures/${name}`, import.meta.url));
+const N = 60;
+const feature = (i: number, k: number) => Math.fround((((i * 37 + k * 11) % 23) - 11) / 8);
+/** Row i: features a, b, c and a species whose sorted class id is (i % 3)'s. */
+const species = (i: number) => ['setosa', 'versicolor', 'virginica'][i % 3];
+
+function write(name: string, text: string): string {
+  const file = path.join(dir, name);
+  writeFileSync(file, text);
+  return file;
+}
+
+const irisCsv = write(
+  'iris.csv',
+  `a,"b, cm",species,c\n` +
+    Array.from({ length: N }, (_, i) => `${feature(i, 0)},"${feature(i, 1)}",${species(i)},${feature(i, 2)}`).join(
+      '\n',
+    ) +
+    '\n\n',
+);
+/**
+ * The same samples as a data module: features [b, a] (the order --feature-columns gives: `b, cm,a`, a column's own
+ * name kept whole, the rest split at commas), labels sorted.
+ */
+const irisModule = write(
+  'iris.mjs',
+  `const f = (i, k) => Math.fround((((i * 37 + k * 11) % 23) - 11) / 8);
+export default () => ({ size: ${N}, sampleShape: [2], classes: 3,
+  read(i, out, offset) { out[offset] = f(i, 1); out[offset + 1] = f(i, 0); return i % 3; } });`,
+);
+const base: TrainConfig = { model: 'mlp', devices: 2, backend: 'cpu', batch: 8, seed: 5, epochs: 2 };
+const sameBits = (a: TrainSummary, b: TrainSummary) =>
+  a.weights.every((w, k) => w.values.every((v, i) => Object.is(v, b.weights[k].values[i])));
+
+t.test('string labels: classes in sorted order, labels.json; features in the order given; = a module run', async t => {
+  const out = path.join(dir, 'out');
+  const csv = await train({ ...base, data: irisCsv, labelColumn: 'species', featureColumns: ['b, cm,a'], out });
+  t.same(JSON.parse(readFileSync(path.join(out, 'labels.json'), 'utf8')), ['setosa', 'versicolor', 'virginica']);
+  const module = await train({ ...base, data: irisModule });
+  t.ok(sameBits(csv, module), 'bit for bit the run on the same numbers from a data module');
+  t.equal(csv.steps, 14, '60 rows, batch 8, 2 epochs');
+});
+
+t.test('numeric labels are sorted as numbers; a missing or non-numeric value names its row and column', async t => {
+  const numeric = write('numeric.csv', 'x,y,label\n1,2,10\n2,3,9\n3,4,10\n4,5,9\n5,6,2\n6,7,2\n');
+  const out = path.join(dir, 'numeric-out');
+  await train({ ...base, epochs: 1, batch: 2, data: numeric, labelColumn: 'label', out });
+  t.same(JSON.parse(readFileSync(path.join(out, 'labels.json'), 'utf8')), ['2', '9', '10']);
+  const threads = osThreads();
+  const missing = write('missing.csv', 'x,y,label\n1,2,a\n2,,b\n3,4,a\n');
+  await t.rejects(train({ ...base, data: missing, labelColumn: 'label' }), {
+    code: 'BAD_DATA',
+    message: /missing\.csv: row 2 \(line 3\), column "y": the value is missing; fill it in or drop the row/,
+  });
+  const word = write('word.csv', 'x,y,label\n1,2,a\n2,3,b\n3,four,a\n');
+  await t.rejects(train({ ...base, data: word, labelColumn: 'label' }), {
+    code: 'BAD_DATA',
+    message: /word\.csv: row 3 \(line 4\), column "y": "four" is not a number/,
+  });
+  const noLabel = write('no-label.csv', 'x,y,label\n1,2,a\n2,3,\n');
+  await t.rejects(train({ ...base, data: noLabel, labelColumn: 'label' }), {
+    code: 'BAD_DATA',
+    message: /row 2 \(line 3\), column "label": the label is missing/,
+  });
+  await t.rejects(train({ ...base, data: word, labelColumn: 'kind' }), {
+    code: 'BAD_CONFIG',
+    message: /--label-column kind: .*word\.csv has no column "kind"; its columns are "x", "y", "label"/,
+  });
+  await t.rejects(train({ ...base, data: word }), { code: 'BAD_CONFIG', message: /--label-column NAME/ });
+  await t.rejects(train({ ...base, data: 'synthetic-images', labelColumn: 'label' }), {
+    code: 'BAD_CONFIG',
+    message: /labelColumn.*applies to --data FILE\.csv; data 'synthetic-images' is no CSV/,
+  });
+  await t.rejects(train({ ...base, data: word, labelColumn: 'label', dataCache: dir }), {
+    code: 'BAD_CONFIG',
+    message: /dataCache.*is where an image folder's decoded images go/,
+  });
+  t.equal(osThreads(), threads, 'all refused before any thread');
+});
+
+t.test('regression from a CSV: a numeric label is a float target; = the module run; resume mid-epoch', async t => {
+  const { default: make } = (await import(fixture('regression.mjs'))) as {
+    default: (o: { seed: number }) => { size: number; read(i: number, out: Float32Array, o: number): number };
+  };
+  const ds = make({ seed: base.seed as number }); // the seed tandem hands the module's factory
+  const x = new Float32Array(4);
+  const rows = Array.from({ length: ds.size }, (_, i) => {
+    const y = ds.read(i, x, 0);
+    return [...x, y].map(String).join(',');
+  });
+  const csv = write('regression.csv', `a,b,c,d,target\n${rows.join('\n')}\n`);
+  const run: TrainConfig = { ...base, model: fixture('models/regressor.mjs'), loss: 'mse' };
+  const fromCsv = await train({ ...run, data: csv, labelColumn: 'target' });
+  const fromModule = await train({ ...run, data: fixture('regression.mjs') });
+  t.ok(sameBits(fromCsv, fromModule), 'bit for bit the run on the module');
+  // Resume in the middle of the second epoch (12 steps an epoch): indices of the rows, from the checkpoint's step.
+  const ckpt = path.join(dir, 'ckpt');
+  const full = await train({ ...run, data: csv, labelColumn: 'target', checkpointEvery: 17, checkpointDir: ckpt });
+  const resumed = await train({ ...run, data: csv, labelColumn: 'target', resume: ckpt });
+  t.equal(resumed.firstStep, 18);
+  t.ok(sameBits(resumed, full), '17 + 7 steps = 24 uninterrupted steps, bit for bit');
+});
