@@ -2,8 +2,8 @@
  * `npm run bench -- scaling|kernels|precision|precision-accuracy|overlap|profile|profile-clock|classifier|faults|soak|
  * models|hosts|hosts-repeat A.json B.json|hosts-timelines|hosts-allreduce|hosts-line-rate|comm-hooks|half-passes|
  * chunk-size|shm-vs-loopback|data|gpu|watch|fit [--gpus 1,2] [--image-size S] [--steps N] [--runs N] [--busy N]
- * [--classes 1000,10000] [--models a,b] [--stock-steps N] [--batch N] [--links none,1gbps,…] [--rates 10gbit,1gbit,100mbit]
- * [--out DIR]`
+ * [--classes 1000,10000] [--models a,b] [--stock-steps N] [--batch N] [--links none,1gbps,…]
+ * [--rates 10gbit,1gbit,100mbit] [--out DIR]`
  */
 import { parseArgs } from 'node:util';
 import { runScaling } from './scaling.js';
