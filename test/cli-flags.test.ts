@@ -78,7 +78,7 @@ tap.test(
     await refused(
       t,
       ['train', ...SMALL, '--batch', '8', '--steps', '5', '--steps', '7'],
-      /^tandem: --steps is given twice \('5', then '7'\): give it once \(only --plugin may repeat\)/,
+      /^tandem: --steps is given twice \('5', then '7'\): give it once \(only --feature-columns, --plugin may repeat\)/,
       '--steps twice',
     );
     await refused(
