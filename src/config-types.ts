@@ -106,6 +106,11 @@ export interface ResolvedConfig {
   datasetSize: number;
   sampleShape: number[];
   classes: number;
+  /**
+   * The shape of one sample's target when the data's targets are tensors (the dataset's `targetShape`): the loss is
+   * computed on the whole target (model/target-loss.ts). Absent: one label or float target per sample.
+   */
+  targetShape?: number[];
   /** Replicas in the job (the world size: processes × local devices). */
   devices: number;
   /** Processes × local devices, and this process's rank. */

@@ -32,6 +32,7 @@ export const COMPUTE_FIELDS = [
   'sampleShape',
   'seed',
   'stallTimeoutMs',
+  'targetShape',
   'topology',
   'trainSize',
 ] as const satisfies readonly (keyof ResolvedConfig)[];

@@ -31,7 +31,6 @@ import { getMethod } from '../methods/method-registry.js';
 import { BackwardPass, firstNonFinite, type PassHost } from './backward-pass.js';
 import { runStepPasses } from './step-passes.js';
 import { deviceShare } from './device-share.js';
-import { isRegressionLoss } from '../config-types.js';
 import type { LayersModel, LayerVariable } from '../engine/tfjs-types.js';
 import type { HeadState } from '../checkpoint/checkpoint-file.js';
 import { probeEnter } from '../plugins/step-probes.js';
@@ -282,7 +281,7 @@ export class DeviceReplica {
     const t0 = wallNow();
     this.enter('load');
     this.beforeForward(s);
-    const inputs = inputsOf(buffers, inputSlotIndex(this.local, s % INPUT_SLOTS), isRegressionLoss(cfg.loss));
+    const inputs = inputsOf(buffers, inputSlotIndex(this.local, s % INPUT_SLOTS), cfg);
     const t1 = wallNow();
     this.span('load', 'load', t0, t1);
     this.forwardFrom = t1;

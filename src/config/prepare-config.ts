@@ -42,6 +42,7 @@ export async function prepareConfig(checked: CheckedConfig): Promise<ResolvedCon
   const outputs = classifier ? classifier.embedding : meta.classes;
   const model: ModelSpec = { source, options: { inputShape: sampleShape, classes: outputs, seed } };
   const loss = resolveLoss(config.loss, source, trainingConfig?.loss, method.name, dataSource, meta.classes);
+  const targetShape = meta.targetShape && targetShapeOf(meta.targetShape, method.name, config.classWeight);
   await checkLossAndModel(checked, prepared, loss, model, [trainSize, Math.min(meta.size, trainSize + evalSamples)]);
   const { partialBatch, stepsPerEpoch, steps } = stepsOf(config, trainSize, batch, method.name);
   const shuffle = config.shuffle !== false;
@@ -66,6 +67,7 @@ export async function prepareConfig(checked: CheckedConfig): Promise<ResolvedCon
     datasetSize: meta.size,
     sampleShape,
     classes: meta.classes,
+    targetShape,
     steps,
     stepsPerEpoch,
     optimizer,
@@ -87,14 +89,18 @@ async function checkLossAndModel(
   model: ModelSpec,
   labelled: [number, number],
 ): Promise<void> {
-  if (!isRegressionLoss(loss)) checkClassLabels(prepared, dataSource, loss, labelled);
+  const targetShape = prepared.meta.targetShape && [...prepared.meta.targetShape];
+  if (!isRegressionLoss(loss) && !targetShape) checkClassLabels(prepared, dataSource, loss, labelled);
   if (builtinModel && isRegressionLoss(loss))
     bad(
       'loss',
       `${loss} (regression) needs a model with one output; builtin '${modelSource}' outputs one score per class`,
     );
   const { inputShape, classes } = model.options;
-  if (!builtinModel) await checkModuleModelShapes(model, inputShape, classes, modelSource, dataSource, loss);
+  if (builtinModel && targetShape)
+    bad('data', `gives targets of shape [${targetShape.join(', ')}]; builtin '${modelSource}' is a classifier`);
+  if (!builtinModel)
+    await checkModuleModelShapes(model, inputShape, classes, modelSource, dataSource, loss, targetShape);
 }
 
 /** The run's steps: `steps`, or `epochs` of `stepsPerEpoch` each (default: one epoch). */
@@ -114,6 +120,18 @@ function classWeightOf(given: number[] | undefined, loss: LossKind | undefined, 
   if (given.length !== classes)
     bad('classWeight', `has ${given.length} weights for ${classes} classes; give one weight per class id`);
   return given;
+}
+
+/** A dataset's target shape: data-parallel training only, without class weights. */
+function targetShapeOf(shape: readonly number[], method: string, classWeight: unknown): number[] {
+  if (method !== 'data-parallel')
+    bad(
+      'data',
+      `gives targets of a shape (targetShape); --method ${method} trains class labels, data-parallel ` + `trains them`,
+    );
+  if (classWeight !== undefined)
+    bad('classWeight', 'weighs class labels, and the data gives targets of a shape (targetShape); leave one out');
+  return [...shape];
 }
 
 /** Whether each epoch's last, smaller batch is trained: data-parallel only. */
@@ -152,6 +170,7 @@ function assemble({ fields: f }: CheckedConfig, p: Prepared): ResolvedConfig {
       'datasetSize',
     ),
     ...pick(p, 'sampleShape', 'classes'),
+    ...(p.targetShape ? { targetShape: p.targetShape } : {}),
     ...pick(f, 'devices', 'topology', 'rendezvous', 'backend', 'nativeThreads', 'nativeFusion', 'precision'),
     ...pick(f, 'batch'),
     perDevice: f.batch / f.devices,

@@ -17,7 +17,7 @@ import { evalSamplesOf, smallerBatch } from './held-out.js';
 
 export interface PreparedData {
   data: DatasetSpec;
-  meta: { size: number; sampleShape: readonly number[]; classes: number };
+  meta: { size: number; sampleShape: readonly number[]; classes: number; targetShape?: readonly number[] };
   /** A data module's sample 0: its label or target. */
   firstLabel?: number;
   userDataset?: Dataset;
@@ -43,7 +43,7 @@ export async function prepareData(checked: CheckedConfig): Promise<PreparedData>
   const firstLabel = probeFirstSample(ds, data.source);
   return {
     data,
-    meta: { size: ds.size, sampleShape: ds.sampleShape, classes: ds.classes },
+    meta: { size: ds.size, sampleShape: ds.sampleShape, classes: ds.classes, targetShape: ds.targetShape },
     firstLabel,
     userDataset: ds,
   };

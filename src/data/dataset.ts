@@ -15,6 +15,14 @@ export interface Dataset {
   read(index: number, out: Float32Array, offset: number): number;
   /** The label of sample `index` without reading it (optional: tandem reads the sample when absent). */
   label?(index: number): number;
+  /**
+   * The shape of one sample's target, when the targets are tensors (an image, a sequence, several floats) rather than
+   * one label: then `readTarget` writes each target, `read`'s return value is not used, and the loss is computed on
+   * the whole target as tfjs-layers' loss of that name computes it. Absent: one label (or float target) per sample.
+   */
+  readonly targetShape?: number[];
+  /** With `targetShape`: writes sample `index`'s target (targetShape's size of floats) into `out` at `offset`. */
+  readTarget?(index: number, out: Float32Array, offset: number): void;
 }
 
 /**

@@ -41,8 +41,17 @@ export interface FitTargets {
   classes: number;
   /** The metric keys tfjs logs after `loss` (each tandem's accuracy), in `model.metricsNames` order. */
   metricKeys: string[];
-  /** One label (class id, 0/1, or float target) per sample of `y`. */
-  labels(y: tfNs.Tensor): Float32Array;
+  /**
+   * `y` as the devices read it: one label (class id, 0/1, or float target) per sample; or, when `y` is no such thing
+   * (an image, a sequence, several labels or floats, soft labels per sample), its values and one sample's shape.
+   */
+  targets(y: tfNs.Tensor): FitY;
+}
+
+/** One label per sample (`targetShape` absent), or a target tensor of `targetShape` per sample. */
+export interface FitY {
+  values: Float32Array;
+  targetShape?: number[];
 }
 
 /** The run's loss, labels and metric keys of a compiled `model`, else BAD_MODEL / BAD_CONFIG saying why. */
@@ -76,7 +85,8 @@ export function fitTargets(model: tfNs.LayersModel): FitTargets {
       );
   }
   const classes = kind === 'binary' ? 2 : isRegressionLoss(kind) ? 1 : units;
-  return { loss: kind, classes, metricKeys, labels: y => labelsOf(y, lossName!, kind, units) };
+  const output = model.outputs[0].shape.slice(1);
+  return { loss: kind, classes, metricKeys, targets: y => targetsOf(y, lossName!, kind, output) };
 }
 
 /** tandem reads a classifier's output as probabilities only after a softmax (sigmoid), as tfjs's losses take them. */
@@ -91,25 +101,41 @@ function checkActivation(model: tfNs.LayersModel, kind: LossKind, lossName: stri
     );
 }
 
-/** `y` as one value per sample: a one-hot row's class, a sparse label, a 0/1 label or a float target. */
-function labelsOf(y: tfNs.Tensor, lossName: string, kind: LossKind, units: number): Float32Array {
-  const values = y.dataSync() as Float32Array;
+/** `y` as one label per sample where it is one (the devices' fast path), else as a target tensor per sample. */
+function targetsOf(y: tfNs.Tensor, lossName: string, kind: LossKind, output: (number | null)[]): FitY {
+  const values = Float32Array.from(y.dataSync() as Float32Array);
   const n = y.shape[0] ?? 0;
-  if (lossName === 'categoricalCrossentropy') {
-    if (y.rank !== 2 || y.shape[1] !== units)
-      badTargets(lossName, y, `one-hot rows of ${units} (the model's output units)`);
-    return oneHotClasses(values, n, units, lossName);
+  const units = output[output.length - 1] ?? 1;
+  const perSample = y.shape.slice(1);
+  const oneValue = perSample.every(d => d === 1); // [n] or [n, 1]
+  if (lossName === 'categoricalCrossentropy' && y.rank === 2 && output.length === 1 && y.shape[1] === units) {
+    const classes = oneHotClasses(values, n, units);
+    if (classes) return { values: classes };
+  } else if (kind === 'categorical' && oneValue && output.length === 1) {
+    if (values.some(v => !Number.isInteger(v) || v < 0 || v >= units))
+      badTargets(lossName, y, `integer class ids in [0, ${units})`);
+    return { values };
+  } else if (oneValue && output.length === 1 && units === 1) {
+    if (kind !== 'binary' || values.every(v => v === 0 || v === 1)) return { values };
   }
-  if ((y.rank !== 1 && !(y.rank === 2 && y.shape[1] === 1)) || values.length !== n)
-    badTargets(lossName, y, 'one value per sample ([n] or [n, 1])');
-  const out = Float32Array.from(values);
-  if (kind === 'categorical' && out.some(v => !Number.isInteger(v) || v < 0 || v >= units))
+  // a target tensor per sample: the output's shape (class ids for sparse: without its last axis, or it of size 1)
+  const sparse = lossName === 'sparseCategoricalCrossentropy';
+  const wanted = sparse ? [...output.slice(0, -1)] : output;
+  const fits = (shape: (number | null)[]) =>
+    shape.length === perSample.length && shape.every((d, i) => d === null || d === perSample[i]);
+  if (!fits(wanted) && !(sparse && fits([...wanted, 1])))
+    badTargets(
+      lossName,
+      y,
+      `targets of the model's output shape ` + `[${wanted.join(', ')}]${sparse ? ' (class ids)' : ''}`,
+    );
+  if (sparse && values.some(v => !Number.isInteger(v) || v < 0 || v >= units))
     badTargets(lossName, y, `integer class ids in [0, ${units})`);
-  if (kind === 'binary' && out.some(v => v !== 0 && v !== 1)) badTargets(lossName, y, 'labels 0 or 1');
-  return out;
+  return { values, targetShape: perSample };
 }
 
-function oneHotClasses(values: Float32Array, n: number, units: number, lossName: string): Float32Array {
+/** A one-hot `y`'s class per sample; undefined when a row is not one-hot (soft labels: a target tensor then). */
+function oneHotClasses(values: Float32Array, n: number, units: number): Float32Array | undefined {
   const out = new Float32Array(n);
   for (let i = 0; i < n; i++) {
     let hot = -1;
@@ -118,12 +144,7 @@ function oneHotClasses(values: Float32Array, n: number, units: number, lossName:
       if (v === 1 && hot < 0) hot = c;
       else if (v !== 0) hot = -2;
     }
-    if (hot < 0)
-      throw new TandemError(
-        'BAD_DATA',
-        `fit: y row ${i} is not one-hot (${lossName} on tandem trains hard labels: one 1, the rest 0); ` +
-          'soft labels are not supported yet',
-      );
+    if (hot < 0) return undefined;
     out[i] = hot;
   }
   return out;

@@ -63,8 +63,8 @@ export async function fitWith(
   const targets = fitTargets(model);
   const samples = x.shape[0];
   const stepsPerEpoch = Math.ceil(samples / batchSize); // the last batch may be smaller, as model.fit trains it
-  const labels = targets.labels(y);
-  const files = await writeFitFiles(tf, model, x, labels, targets.classes);
+  const targetsY = targets.targets(y);
+  const files = await writeFitFiles(tf, model, x, targetsY, targets.classes);
   try {
     const config: TrainConfig = {
       ...options,
@@ -75,7 +75,7 @@ export async function fitWith(
       shuffle,
       partialBatch: (options.accumulate ?? 1) === 1, // micro-batches split whole batches only
       lrScheduleSteps: options.lrScheduleSteps ?? Math.max(1, (style.epochs - style.initialEpoch) * stepsPerEpoch),
-      classWeight: classWeightOf(args.classWeight, model, targets, labels),
+      classWeight: classWeightOf(args.classWeight, model, targets, targetsY),
     };
     const batchSizes = Array.from({ length: stepsPerEpoch }, (_, b) => Math.min(batchSize, samples - b * batchSize));
     return await fitLoop({ model, targets, config, stepsPerEpoch, batchSize, batchSizes }, style);

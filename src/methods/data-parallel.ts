@@ -6,6 +6,7 @@ import { TandemError } from '../errors.js';
 import { isRegressionLoss } from '../config-types.js';
 import { getEngine } from '../engine/engine-registry.js';
 import { outputLoss, outputLossOf } from '../model/output-loss.js';
+import { targetLoss } from '../model/target-loss.js';
 import { evaluateHeldOut } from '../classifier/classifier-result.js';
 import { CLASSIFIER_OPTION_KEYS } from './classifier-options.js';
 import { createGlobalBatchLoader } from './method-loaders.js';
@@ -35,7 +36,9 @@ export const DATA_PARALLEL: TrainingMethod = {
     return {
       localVariables: [],
       loss(out, ys) {
-        const { loss, correct: c } = outputLoss(tf, out, ys, spec, cfg.classes, cfg.classWeight);
+        const { loss, correct: c } = cfg.targetShape
+          ? targetLoss(tf, out, ys, spec)
+          : outputLoss(tf, out, ys, spec, cfg.classes, cfg.classWeight);
         if (!syncReads) {
           // read after the forward's tidy, which would dispose it
           const kept = tf.keep(c);

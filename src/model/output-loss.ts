@@ -28,7 +28,9 @@ export function outputActivation(model: LayersModel): string {
     (model.layers[model.layers.length - 1] as unknown as LayerLike);
   const cls = layer.getClassName();
   if (cls === 'Softmax') return 'softmax';
-  const activation = layer.getConfig().activation;
+  // TimeDistributed: the wrapped layer's
+  const inner = cls === 'TimeDistributed' ? (layer as unknown as { layer?: LayerLike }).layer : undefined;
+  const activation = (inner ?? layer).getConfig().activation;
   return typeof activation === 'string' ? activation : 'linear';
 }
 
