@@ -152,6 +152,8 @@ export interface ResolvedConfig {
   loss?: LossKind;
   /** A classifier's weight per class id (tfjs's classWeight); absent: every sample weighs 1. */
   classWeight?: number[];
+  /** tfjs metric functions computed each step on targets of a shape (model/metric-values.ts); absent: none. */
+  metrics?: string[];
   /** Plugin module URLs (file:), loaded by every thread. */
   plugins: string[];
   out?: string;

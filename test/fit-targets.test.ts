@@ -1,4 +1,4 @@
-// Targets of a shape (a Dataset's targetShape, fit's y of any shape): what is refused, and how it is named. That they
+// Targets of a shape (a Dataset's targetShape, fit's y of any shape) and metrics: what is refused, and how. That they
 // train as model.fit trains them is fit-conformance.test.ts's (the autoencoder, seq2seq, multi-label, regression of
 // several floats and per-step class ids cases). Each refusal here comes before any thread starts.
 import t from 'tap';
@@ -68,5 +68,33 @@ t.test('a data module with a targetShape: its mistakes named before any thread',
   await t.rejects(train({ ...run, model: 'mlp', data: targetModule('good', '') }), {
     code: 'BAD_CONFIG',
     message: /targets of shape \[2, 3\]; builtin 'mlp' is a classifier/,
+  });
+});
+
+t.test('fit: a metric tandem cannot compute across devices is refused, naming it and the way out', async t => {
+  const c = caseNamed('regression of 3 floats');
+  const { x, y } = c.data();
+  const own = c.make();
+  const mine = (a: tf.Tensor, b: tf.Tensor) => tf.metrics.meanSquaredError(a, b);
+  own.compile({ optimizer: 'sgd', loss: 'meanAbsoluteError', metrics: ['mse', mine] });
+  await t.rejects(fit(own, x, y, { backend: 'cpu' }), {
+    code: 'BAD_CONFIG',
+    message: /metric 'mine' \(function mine\) is not one tandem computes across devices; it computes .*precision/,
+  });
+  const r2 = c.make();
+  r2.compile({ optimizer: 'sgd', loss: 'meanAbsoluteError', metrics: [tf.metrics.r2Score] });
+  await t.rejects(fit(r2, x, y, { backend: 'cpu' }), { code: 'BAD_CONFIG', message: /function r2Score/ });
+  tf.dispose([x, y]);
+});
+
+t.test('metrics: a train option of tfjs function names, on targets of a shape only', async t => {
+  const run = { batch: 8, steps: 1, devices: 2, backend: 'cpu' as const };
+  await t.rejects(train({ ...run, metrics: ['r2Score'] }), {
+    code: 'BAD_CONFIG',
+    message: /config\.metrics: expected/,
+  });
+  await t.rejects(train({ ...run, metrics: ['meanSquaredError'] }), {
+    code: 'BAD_CONFIG',
+    message: /config\.metrics: are computed on targets of a shape/,
   });
 });

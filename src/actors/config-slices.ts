@@ -19,6 +19,7 @@ export const COMPUTE_FIELDS = [
   'loss',
   'lrSchedule',
   'method',
+  'metrics',
   'model',
   'nativeFusion',
   'nativeThreads',

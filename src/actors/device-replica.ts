@@ -298,7 +298,8 @@ export class DeviceReplica {
       between: () => this.nextMicroBatch(),
     });
     const { localGrads, nonFinite, nonFiniteLoss } = run;
-    const [loss, correct] = samples > 0 ? [run.loss, run.correct] : [0, 0]; // a placeholder row counts for nothing
+    // a placeholder row counts for nothing
+    const [loss, correct, metrics] = samples > 0 ? [run.loss, run.correct, run.metrics] : [0, 0, run.metrics?.fill(0)];
     // Local state is never exchanged; a non-finite local gradient under skip-step skips the local update too.
     const skipLocal =
       nonFiniteLoss !== undefined || (nonFinite !== undefined && localGrads.some(g => firstNonFinite(g) >= 0));
@@ -310,8 +311,7 @@ export class DeviceReplica {
       type: 'stepDone',
       device: this.rank,
       step: s,
-      loss,
-      correct,
+      ...{ loss, correct, metrics },
       count: samples,
       computeMs: t2 - t1 - this.forwardWaitedMs,
       loadMs: t1 - t0,

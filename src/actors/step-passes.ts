@@ -41,16 +41,17 @@ export async function runStepPasses(p: StepPassesInputs): Promise<PassResult> {
   let loss = 0,
     correct = 0,
     last: PassResult | undefined;
-  let nonFinite: string | undefined, nonFiniteLoss: number | undefined;
+  let nonFinite: string | undefined, nonFiniteLoss: number | undefined, metrics: number[] | undefined;
   for (let m = 0; m < n; m++) {
     if (m > 0) p.between();
     last = await runOne(p, m * size, size, { index: m, count: n, sum: p.sum, nonFiniteLoss });
     loss += last.loss;
     correct += last.correct;
+    metrics = last.metrics?.map((v, i) => v + (metrics?.[i] ?? 0));
     nonFinite ??= last.nonFinite;
     nonFiniteLoss ??= last.nonFiniteLoss;
   }
-  return { ...last!, loss: loss / n, correct, nonFinite, nonFiniteLoss };
+  return { ...last!, loss: loss / n, correct, metrics, nonFinite, nonFiniteLoss };
 }
 
 /** One pass over samples [from, from + size) of the slot. */

@@ -75,6 +75,7 @@ export async function prepareConfig(checked: CheckedConfig): Promise<ResolvedCon
     commHook,
     loss,
     classWeight: classWeightOf(config.classWeight, loss, meta.classes, method.name),
+    metrics: config.metrics?.length ? metricsOf(targetShape) && config.metrics : undefined,
   });
   refuseNonBlockingTransport(resolved, method.computeCommunicator(resolved) !== undefined, method.name);
   if (!shardedUpdateApplies(resolved)) resolved.localUpdate = 'replica';
@@ -134,6 +135,13 @@ function targetShapeOf(shape: readonly number[], method: string, classWeight: un
   return [...shape];
 }
 
+/** Metrics are computed on targets of a shape. */
+function metricsOf(targetShape: number[] | undefined): true {
+  if (!targetShape)
+    bad('metrics', 'are computed on targets of a shape: a data module with a targetShape (fit gives one)');
+  return true;
+}
+
 /** Whether each epoch's last, smaller batch is trained: data-parallel only. */
 function partialBatchOf(given: boolean | undefined, method: string, accumulate: number): boolean {
   if (given === true && method !== 'data-parallel')
@@ -180,6 +188,7 @@ function assemble({ fields: f }: CheckedConfig, p: Prepared): ResolvedConfig {
     ...pick(f, 'seed', 'strategy', 'strategyOptions', 'exchange', 'link', 'trace', 'allReduce', 'localUpdate'),
     ...pick(f, 'transport', 'overwrite'),
     ...pick(p, 'commHook', 'loss', 'classWeight'),
+    ...(p.metrics ? { metrics: p.metrics } : {}),
     ...pick(f, 'batchNorm', 'forwardWait', 'plugins', 'out', 'stallTimeoutMs', 'loaderThreads', 'pluginOptions'),
   };
 }

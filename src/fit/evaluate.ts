@@ -12,6 +12,7 @@ import { TandemError } from '../errors.js';
 import { defaultBackend, type BackendName } from '../engine/backend.js';
 import { modelArtifacts, writeModelFiles } from '../actors/model-files.js';
 import { runOneShotWorker } from '../actors/one-shot-worker.js';
+import { metricFunctionsOf } from './fit-metrics.js';
 import type { EvaluateShard, EvaluateShardReply } from './evaluate-worker.js';
 
 /** tfjs's `model.evaluate` arguments, and the devices and backend to evaluate on. */
@@ -41,7 +42,7 @@ export async function evaluate(
   const dir = await mkdtemp(path.join(os.tmpdir(), 'tandem-evaluate-'));
   try {
     const modelJson = await writeModelFiles(path.join(dir, 'model'), await modelArtifacts(tf, model));
-    const job = { backend, plugins: [], modelJson, loss, metrics: model.metricsNames.slice(1), batchSize };
+    const job = { backend, plugins: [], modelJson, loss, metrics: metricFunctionsOf(model, 'evaluate'), batchSize };
     const replies = await Promise.all(
       shardsOf(x.shape[0], batchSize, devices).map(([from, count], d) =>
         runOneShotWorker<EvaluateShardReply & { type: 'result' }>(

@@ -123,7 +123,7 @@ class BatchCallbacks {
     await this.list.onBatchBegin(batch, logs);
     if (!this.logsBeforeBegin) counts(); // model.fit fills them after onBatchBegin
     logs.loss = m.loss;
-    for (const key of metricKeys) logs[key] = m.accuracy;
+    for (const [i, key] of metricKeys.entries()) logs[key] = m.metrics?.[i] ?? m.accuracy;
     await this.list.onBatchEnd(batch, logs);
     for (const key of ['loss', ...metricKeys]) this.totals[key] = (this.totals[key] ?? 0) + logs[key] * size;
     this.seen += size;

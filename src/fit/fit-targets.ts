@@ -7,6 +7,7 @@ import type * as tfNs from '@tensorflow/tfjs';
 import { TandemError } from '../errors.js';
 import { isRegressionLoss, type LossKind } from '../model/loss-kinds.js';
 import { outputActivation } from '../model/output-loss.js';
+import { metricFunctionsOf } from './fit-metrics.js';
 
 /** tfjs-layers' loss names (and their aliases) as tandem losses. */
 const LOSS_NAMES: Readonly<Record<string, LossKind>> = {
@@ -29,18 +30,23 @@ const LOSS_NAMES: Readonly<Record<string, LossKind>> = {
   poisson: 'poisson',
 };
 
-/** The metric names whose value is tandem's per-step accuracy, for a loss of that kind. */
-const ACCURACY_NAMES: Readonly<Record<'categorical' | 'binary', readonly string[]>> = {
-  categorical: ['acc', 'accuracy', 'categoricalAccuracy', 'sparseCategoricalAccuracy'],
-  binary: ['acc', 'accuracy', 'binaryAccuracy'],
+/** The metric functions whose value is the accuracy tandem's devices count for a loss of that kind (`correct`). */
+const ACCURACY_FUNCTIONS: Readonly<Record<'categorical' | 'binary', readonly string[]>> = {
+  categorical: ['categoricalAccuracy', 'sparseCategoricalAccuracy'],
+  binary: ['binaryAccuracy'],
 };
 
 export interface FitTargets {
   loss: LossKind;
   /** Classes of the labels (1 for a regression). */
   classes: number;
-  /** The metric keys tfjs logs after `loss` (each tandem's accuracy), in `model.metricsNames` order. */
+  /** The metric keys tfjs logs after `loss`, in `model.metricsNames` order. */
   metricKeys: string[];
+  /**
+   * The tfjs metric functions of those keys, when the devices compute them (model/metric-values.ts); absent: every
+   * key is the accuracy the devices count.
+   */
+  metrics?: string[];
   /**
    * `y` as the devices read it: one label (class id, 0/1, or float target) per sample; or, when `y` is no such thing
    * (an image, a sequence, several labels or floats, soft labels per sample), its values and one sample's shape.
@@ -76,17 +82,13 @@ export function fitTargets(model: tfNs.LayersModel): FitTargets {
   const units = model.outputs[0].shape[model.outputs[0].shape.length - 1] ?? 1;
   checkActivation(model, kind, lossName!);
   const metricKeys = model.metricsNames.slice(1);
-  for (const key of metricKeys) {
-    if (isRegressionLoss(kind) || !ACCURACY_NAMES[kind].includes(key))
-      throw new TandemError(
-        'BAD_CONFIG',
-        `fit: metric '${key}' is not one tandem reports per batch (it reports the loss and, for a classifier, ` +
-          "the accuracy: metrics ['accuracy']); compile without it, or compute it with evaluate after fit",
-      );
-  }
+  const functions = metricFunctionsOf(model, 'fit');
+  const accuracyOnly = !isRegressionLoss(kind) && functions.every(f => ACCURACY_FUNCTIONS[kind].includes(f));
+  const metrics = functions.length === 0 || accuracyOnly ? undefined : functions;
   const classes = kind === 'binary' ? 2 : isRegressionLoss(kind) ? 1 : units;
   const output = model.outputs[0].shape.slice(1);
-  return { loss: kind, classes, metricKeys, targets: y => targetsOf(y, lossName!, kind, output) };
+  const targets = (y: tfNs.Tensor) => targetsOf(y, lossName!, kind, output, metrics !== undefined);
+  return { loss: kind, classes, metricKeys, ...(metrics ? { metrics } : {}), targets };
 }
 
 /** tandem reads a classifier's output as probabilities only after a softmax (sigmoid), as tfjs's losses take them. */
@@ -102,13 +104,15 @@ function checkActivation(model: tfNs.LayersModel, kind: LossKind, lossName: stri
 }
 
 /** `y` as one label per sample where it is one (the devices' fast path), else as a target tensor per sample. */
-function targetsOf(y: tfNs.Tensor, lossName: string, kind: LossKind, output: (number | null)[]): FitY {
+function targetsOf(y: tfNs.Tensor, lossName: string, kind: LossKind, output: (number | null)[], tensor: boolean): FitY {
   const values = Float32Array.from(y.dataSync() as Float32Array);
   const n = y.shape[0] ?? 0;
   const units = output[output.length - 1] ?? 1;
-  const perSample = y.shape.slice(1);
+  const perSample = y.rank === 1 ? [1] : y.shape.slice(1); // tfjs takes y of [n] as [n, 1]
   const oneValue = perSample.every(d => d === 1); // [n] or [n, 1]
-  if (lossName === 'categoricalCrossentropy' && y.rank === 2 && output.length === 1 && y.shape[1] === units) {
+  if (tensor) {
+    // the devices compute metrics on y as tfjs has it
+  } else if (lossName === 'categoricalCrossentropy' && y.rank === 2 && output.length === 1 && y.shape[1] === units) {
     const classes = oneHotClasses(values, n, units);
     if (classes) return { values: classes };
   } else if (kind === 'categorical' && oneValue && output.length === 1) {

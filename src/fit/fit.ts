@@ -76,6 +76,7 @@ export async function fitWith(
       partialBatch: (options.accumulate ?? 1) === 1, // micro-batches split whole batches only
       lrScheduleSteps: options.lrScheduleSteps ?? Math.max(1, (style.epochs - style.initialEpoch) * stepsPerEpoch),
       classWeight: classWeightOf(args.classWeight, model, targets, targetsY),
+      ...(targets.metrics ? { metrics: targets.metrics } : {}),
     };
     const batchSizes = Array.from({ length: stepsPerEpoch }, (_, b) => Math.min(batchSize, samples - b * batchSize));
     return await fitLoop({ model, targets, config, stepsPerEpoch, batchSize, batchSizes }, style);

@@ -8,6 +8,7 @@
 import type { Tensor, Tf } from '../engine/tfjs-types.js';
 import { isRegressionLoss } from './loss-kinds.js';
 import { regressionLoss, type OutputLoss } from './output-loss.js';
+import { sparseCrossentropy } from './metric-values.js';
 
 /** The batch's mean loss of `output` against `targets` (`[rows, ...targetShape]`), and its accuracy × rows. */
 export function targetLoss(
@@ -31,13 +32,9 @@ export function targetLoss(
       const loss = tf.metrics.categoricalCrossentropy(targets, p).mean();
       return { loss, correct: tf.mul(tf.metrics.categoricalAccuracy(targets, p).mean(), rows) };
     }
-    // class ids, the output's shape without its last axis (or with it of size 1): sparseCategoricalCrossentropy,
-    // which clips before the categorical cross-entropy clips again
-    const eps = tf.backend().epsilon();
-    const units = output.shape[output.shape.length - 1];
+    // class ids, the output's shape without its last axis (or with it of size 1): sparseCategoricalCrossentropy
     const ids = tf.reshape(targets, [...output.shape.slice(0, -1)]);
-    const oneHot = tf.reshape(tf.oneHot(tf.cast(tf.floor(tf.reshape(ids, [-1])), 'int32'), units), output.shape);
-    const loss = tf.metrics.categoricalCrossentropy(oneHot, tf.clipByValue(p, eps, 1 - eps)).mean();
+    const loss = sparseCrossentropy(tf, ids, p).mean();
     return { loss, correct: tf.mul(tf.metrics.sparseCategoricalAccuracy(ids, p).mean(), rows) };
   });
 }
