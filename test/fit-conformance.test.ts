@@ -34,7 +34,7 @@ for (const [k, c] of FIT_CASES.entries()) {
       const model = twin(start, c.make);
       const logs: EpochLog[] = [];
       const before = tf.memory().numTensors;
-      const got = await fit(model, x, y, { ...args, callbacks: recorder(logs), devices, backend: 'cpu' });
+      const got = await fit(model, x, y, { ...args, ...c.options, callbacks: recorder(logs), devices, backend: 'cpu' });
       t.equal(tf.memory().numTensors, before, `${devices} device(s): fit leaves no tensor behind`);
       t.same(got.epoch, expected.epoch, `${devices} device(s): History.epoch`);
       t.same(Object.keys(got.history).sort(), Object.keys(expected.history).sort(), `${devices}: History keys`);

@@ -98,3 +98,12 @@ t.test('metrics: a train option of tfjs function names, on targets of a shape on
     message: /config\.metrics: are computed on targets of a shape/,
   });
 });
+
+t.test('a custom layer without the plugin that registers it: the class and the plugins option named', async t => {
+  const c = caseNamed('custom layer');
+  const { x, y } = c.data();
+  await t.rejects(fit(c.make(), x, y, { devices: 1, backend: 'cpu', verbose: 0 }), {
+    message: /class TandemTestScale, which is not registered on this thread.*in the plugins option/,
+  });
+  tf.dispose([x, y]);
+});

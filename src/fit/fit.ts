@@ -13,7 +13,9 @@ import { writeFitFiles } from './fit-files.js';
 import { fitSettings, tandemOptions, type FitArgs } from './fit-args.js';
 import { splitValidation } from './fit-validation.js';
 import { ValidationPool } from './validation-pool.js';
-import type { EvaluateArgs } from './evaluate.js';
+import type { ValidationOn } from './evaluate.js';
+
+export type { ValidationOn } from './evaluate.js';
 import { fitLoop, type FitStyle } from './fit-loop.js';
 import { classWeightOf } from './fit-class-weight.js';
 
@@ -85,10 +87,11 @@ export async function fitWith(
   }
 }
 
-/** The devices and backend of `args` that validation runs on (those given). */
-export function devicesOf(args: Pick<EvaluateArgs, 'devices' | 'backend'>): Pick<EvaluateArgs, 'devices' | 'backend'> {
+/** The devices, backend and plugins of `args` that validation runs on (those given). */
+export function devicesOf(args: ValidationOn): ValidationOn {
   return {
     ...(args.devices !== undefined ? { devices: args.devices } : {}),
     ...(args.backend !== undefined ? { backend: args.backend } : {}),
+    ...(args.plugins !== undefined ? { plugins: args.plugins } : {}),
   };
 }
