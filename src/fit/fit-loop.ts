@@ -36,6 +36,8 @@ export interface FitStyle {
   batchLogsBeforeBegin: boolean;
   /** The epoch's `val_` logs, on the weights trained so far. */
   validate?: () => Promise<Record<string, number>>;
+  /** The model the devices build, when not the caller's: its flat-input wrapper, sharing its variables. */
+  trained?: tf.LayersModel;
 }
 
 /** The fit's epochs, from `s.initialEpoch`, in one run; its History. */

@@ -67,8 +67,9 @@ export function fitTargets(model: tfNs.LayersModel): FitTargets {
   if (model.outputs.length !== 1 || model.inputs.length !== 1)
     throw new TandemError(
       'BAD_MODEL',
-      `fit: the model has ${model.inputs.length} input(s) and ${model.outputs.length} output(s); tandem's fit trains ` +
-        'models of one input and one output so far',
+      `fit: the model has ${model.inputs.length} input(s) and ${model.outputs.length} output(s); tandem trains ` +
+        'models of one output so far (several inputs: with fit, x a Tensor[] or { name: Tensor }; fitDataset and ' +
+        'evaluate take one input)',
     );
   const given: unknown = Array.isArray(model.loss) ? model.loss[0] : model.loss;
   const lossName = typeof given === 'string' ? given : undefined;

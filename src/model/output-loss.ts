@@ -26,6 +26,7 @@ export function outputActivation(model: LayersModel): string {
   const layer =
     (model as unknown as { outputLayers?: LayerLike[] }).outputLayers?.[0] ??
     (model.layers[model.layers.length - 1] as unknown as LayerLike);
+  if ((layer as unknown as { outputLayers?: unknown }).outputLayers) return outputActivation(layer as never); // nested
   const cls = layer.getClassName();
   if (cls === 'Softmax') return 'softmax';
   // TimeDistributed: the wrapped layer's
