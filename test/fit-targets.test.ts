@@ -8,6 +8,7 @@ import path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { fit, train } from '../src/index.js';
 import { FIT_CASES } from './fixtures/fit-models.js';
+import { MULTI_INPUT_CASES } from './fixtures/fit-models-more.js';
 
 await tf.setBackend('cpu');
 const dir = mkdtempSync(path.join(os.tmpdir(), 'tandem-fit-targets-'));
@@ -106,4 +107,22 @@ t.test('a custom layer without the plugin that registers it: the class and the p
     message: /class TandemTestScale, which is not registered on this thread.*in the plugins option/,
   });
   tf.dispose([x, y]);
+});
+
+t.test('fit: x of a model of two inputs, given wrong, is refused naming the inputs', async t => {
+  const c = MULTI_INPUT_CASES[0];
+  const { x, y } = c.data();
+  await t.rejects(fit(c.make(), [x[0]], y, { backend: 'cpu' }), {
+    code: 'BAD_DATA',
+    message: /x gives 1 tensor\(s\) and the model has 2 input\(s\) \(features, grid\)/,
+  });
+  await t.rejects(fit(c.make(), { features: x[0] }, y, { backend: 'cpu' }), {
+    code: 'BAD_DATA',
+    message: /x has no tensor for input 'grid'/,
+  });
+  await t.rejects(fit(c.make(), x[0], y, { backend: 'cpu' }), {
+    code: 'BAD_MODEL',
+    message: /2 input\(s\) and 1 output\(s\).*x a Tensor\[\] or \{ name: Tensor \}/,
+  });
+  tf.dispose([...x, y]);
 });

@@ -13,17 +13,15 @@ export type FitX = tf.Tensor | tf.Tensor[] | Record<string, tf.Tensor>;
 
 /** `x` as one tensor per input of `model`, in its inputs' order, each of `n` samples; BAD_DATA saying what differs. */
 export function inputsOf(model: tf.LayersModel, x: FitX, what: string): tf.Tensor[] {
+  if (x instanceof tf.Tensor) return [x]; // one input (a model of several is refused by name further on)
   const names = model.inputNames;
-  const list =
-    x instanceof tf.Tensor
-      ? [x]
-      : Array.isArray(x)
-        ? x
-        : names.map(name => {
-            if (!(x[name] instanceof tf.Tensor))
-              throw new TandemError('BAD_DATA', `fit: ${what} has no tensor for input '${name}' (inputs: ${names})`);
-            return x[name];
-          });
+  const list = Array.isArray(x)
+    ? x
+    : names.map(name => {
+        if (!(x[name] instanceof tf.Tensor))
+          throw new TandemError('BAD_DATA', `fit: ${what} has no tensor for input '${name}' (inputs: ${names})`);
+        return x[name];
+      });
   if (list.length !== names.length || list.some(t => !(t instanceof tf.Tensor)))
     throw new TandemError(
       'BAD_DATA',
