@@ -110,6 +110,11 @@ export interface ResolvedConfig {
   classes: number;
   /** The classes' names in label order, when the dataset gives them (an image folder, a CSV): --out's labels.json. */
   classNames?: readonly string[];
+  /**
+   * The shape of one sample's target when the data's targets are tensors (the dataset's `targetShape`): the loss is
+   * computed on the whole target (model/target-loss.ts). Absent: one label or float target per sample.
+   */
+  targetShape?: number[];
   /** Replicas in the job (the world size: processes × local devices). */
   devices: number;
   /** Processes × local devices, and this process's rank. */
@@ -151,6 +156,8 @@ export interface ResolvedConfig {
   loss?: LossKind;
   /** A classifier's weight per class id (tfjs's classWeight); absent: every sample weighs 1. */
   classWeight?: number[];
+  /** tfjs metric functions computed each step on targets of a shape (model/metric-values.ts); absent: none. */
+  metrics?: string[];
   /** Plugin module URLs (file:), loaded by every thread. */
   plugins: string[];
   out?: string;

@@ -71,7 +71,12 @@ t.test('fit refuses what it cannot train like model.fit, naming it', async t => 
   await t.rejects(fit(logits, x, y), { code: 'BAD_MODEL', message: /ends in 'linear', not 'softmax'/ });
   await t.rejects(fit(dense.make(), x, y, { batch: 4 } as never), { code: 'BAD_CONFIG', message: /remove 'batch'/ });
   await t.rejects(fit(dense.make(), x, y, { classWeight: { 0: 2 } }), { code: 'BAD_CONFIG', message: /classWeight/ });
-  const err = await fit(dense.make(), x, tf.zeros([48, 3])).catch((e: unknown) => e);
-  t.ok(err instanceof TandemError && /row 0 is not one-hot/.test(err.message), 'a y that is not one-hot: BAD_DATA');
+  const err = await fit(dense.make(), x, tf.zeros([48, 4])).catch((e: unknown) => e);
+  t.ok(
+    err instanceof TandemError &&
+      err.code === 'BAD_DATA' &&
+      /y of shape \[48, 4\].*output shape \[3\]/.test(err.message),
+    "a y not of the output's shape: BAD_DATA naming both shapes",
+  );
   tf.dispose([x, y]);
 });

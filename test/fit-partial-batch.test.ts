@@ -39,6 +39,8 @@ const SHAPES: Shape[] = [
   { name: '47 samples, batch 12', caseIndex: 3, samples: 47, batchSize: 12, devices: [2] },
   // BatchNormalization (sync: the global batch's statistics): 11 rows as 5 + 6 and 3 + 4 + 4.
   { name: '47 samples, batch 12', caseIndex: 2, samples: 47, batchSize: 12, devices: [2, 3] },
+  // Target tensors and metrics (acc, precision, recall as sums): a last batch of 2 on 3 devices, one with none.
+  { name: '38 samples, batch 12 (multi-label)', caseIndex: 10, samples: 38, batchSize: 12, devices: [3] },
 ];
 
 for (const shape of SHAPES) {

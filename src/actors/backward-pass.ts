@@ -62,6 +62,8 @@ export interface PassResult {
   correct: number;
   /** The local variables' gradients (the method's own, when it computed them). */
   localGrads: Float32Array[];
+  /** The metrics' sums (model/metric-values.ts), when the run computes metrics. */
+  metrics?: number[];
   /** The first variable (or the loss) that was not finite, under skip-step. */
   nonFinite?: string;
   nonFiniteLoss?: number;
@@ -122,9 +124,10 @@ export class BackwardPass {
     const result = this.stepLoss!;
     const loss = result.reportedLoss ?? this.lossValue;
     const correct = typeof result.correct === 'number' ? result.correct : await result.correct;
+    const metrics = result.metrics instanceof Promise ? await result.metrics : result.metrics;
     value.dispose();
     const localGrads = result.localGradients ?? this.localGrads;
-    return { loss, correct, localGrads, nonFinite: this.nonFinite, nonFiniteLoss: this.nonFiniteLoss };
+    return { loss, correct, metrics, localGrads, nonFinite: this.nonFinite, nonFiniteLoss: this.nonFiniteLoss };
   }
 
   private forward(xs: Tensor): Tensor {

@@ -19,6 +19,7 @@ export const COMPUTE_FIELDS = [
   'loss',
   'lrSchedule',
   'method',
+  'metrics',
   'model',
   'nativeFusion',
   'nativeThreads',
@@ -32,6 +33,7 @@ export const COMPUTE_FIELDS = [
   'sampleShape',
   'seed',
   'stallTimeoutMs',
+  'targetShape',
   'topology',
   'trainSize',
 ] as const satisfies readonly (keyof ResolvedConfig)[];

@@ -31,7 +31,6 @@ import { getMethod } from '../methods/method-registry.js';
 import { BackwardPass, firstNonFinite, type PassHost } from './backward-pass.js';
 import { runStepPasses } from './step-passes.js';
 import { deviceShare } from './device-share.js';
-import { isRegressionLoss } from '../config-types.js';
 import type { LayersModel, LayerVariable } from '../engine/tfjs-types.js';
 import type { HeadState } from '../checkpoint/checkpoint-file.js';
 import { probeEnter } from '../plugins/step-probes.js';
@@ -282,7 +281,7 @@ export class DeviceReplica {
     const t0 = wallNow();
     this.enter('load');
     this.beforeForward(s);
-    const inputs = inputsOf(buffers, inputSlotIndex(this.local, s % INPUT_SLOTS), isRegressionLoss(cfg.loss));
+    const inputs = inputsOf(buffers, inputSlotIndex(this.local, s % INPUT_SLOTS), cfg);
     const t1 = wallNow();
     this.span('load', 'load', t0, t1);
     this.forwardFrom = t1;
@@ -299,7 +298,8 @@ export class DeviceReplica {
       between: () => this.nextMicroBatch(),
     });
     const { localGrads, nonFinite, nonFiniteLoss } = run;
-    const [loss, correct] = samples > 0 ? [run.loss, run.correct] : [0, 0]; // a placeholder row counts for nothing
+    // a placeholder row counts for nothing
+    const [loss, correct, metrics] = samples > 0 ? [run.loss, run.correct, run.metrics] : [0, 0, run.metrics?.fill(0)];
     // Local state is never exchanged; a non-finite local gradient under skip-step skips the local update too.
     const skipLocal =
       nonFiniteLoss !== undefined || (nonFinite !== undefined && localGrads.some(g => firstNonFinite(g) >= 0));
@@ -311,8 +311,7 @@ export class DeviceReplica {
       type: 'stepDone',
       device: this.rank,
       step: s,
-      loss,
-      correct,
+      ...{ loss, correct, metrics },
       count: samples,
       computeMs: t2 - t1 - this.forwardWaitedMs,
       loadMs: t1 - t0,

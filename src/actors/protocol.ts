@@ -76,6 +76,8 @@ export type FromCompute =
       step: number;
       loss: number;
       correct: number;
+      /** The metrics' sums on this device's samples (model/metric-values.ts), when the run computes metrics. */
+      metrics?: number[];
       count: number;
       computeMs: number;
       loadMs: number;

@@ -3,7 +3,8 @@
  * its non-trainable weights as one flat array, its BatchNormalization layers set up for training, a step's inputs.
  */
 import * as tf from '@tensorflow/tfjs';
-import type { ResolvedConfig } from '../config-types.js';
+import { isRegressionLoss, type ResolvedConfig } from '../config-types.js';
+import type { ComputeConfig } from './config-slices.js';
 import { TandemError } from '../errors.js';
 import type { Collective } from '../collectives/collective.js';
 import type { LayersModel, LayerVariable } from '../engine/tfjs-types.js';
@@ -131,9 +132,11 @@ function asyncSyncBatchNormError(backend: string): TandemError {
 }
 
 /**
- * Step inputs in the shared buffers: slot `slot`'s samples, class labels, and regression targets (the labels' bytes).
+ * Step inputs in the shared buffers: slot `slot`'s samples, class labels, and float targets (the labels' bytes) of a
+ * regression or of targets of a shape.
  */
-export function inputsOf(buffers: SharedBuffers, slot: number, regression: boolean) {
+export function inputsOf(buffers: SharedBuffers, slot: number, cfg: Pick<ComputeConfig, 'loss' | 'targetShape'>) {
+  const regression = isRegressionLoss(cfg.loss) || cfg.targetShape !== undefined;
   const x = new Float32Array(buffers.inputs, slot * buffers.inputSlotSize * 4, buffers.inputSlotSize);
   const y = new Int32Array(buffers.labels, slot * buffers.labelSlotSize * 4, buffers.labelSlotSize);
   const targets = regression

@@ -9,10 +9,11 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import type { ComputeConfig } from './config-slices.js';
+import { sampleSize } from '../data/dataset.js';
 import type { BackwardPass, MicroBatch, PassResult } from './backward-pass.js';
 
 export interface StepPassesInputs {
-  cfg: Pick<ComputeConfig, 'accumulate' | 'perDevice' | 'sampleShape'>;
+  cfg: Pick<ComputeConfig, 'accumulate' | 'perDevice' | 'sampleShape' | 'targetShape'>;
   /** The step's samples in the shared input slot: x, the class labels, the float targets of a regression. */
   x: Float32Array;
   y: Int32Array;
@@ -40,16 +41,17 @@ export async function runStepPasses(p: StepPassesInputs): Promise<PassResult> {
   let loss = 0,
     correct = 0,
     last: PassResult | undefined;
-  let nonFinite: string | undefined, nonFiniteLoss: number | undefined;
+  let nonFinite: string | undefined, nonFiniteLoss: number | undefined, metrics: number[] | undefined;
   for (let m = 0; m < n; m++) {
     if (m > 0) p.between();
     last = await runOne(p, m * size, size, { index: m, count: n, sum: p.sum, nonFiniteLoss });
     loss += last.loss;
     correct += last.correct;
+    metrics = last.metrics?.map((v, i) => v + (metrics?.[i] ?? 0));
     nonFinite ??= last.nonFinite;
     nonFiniteLoss ??= last.nonFiniteLoss;
   }
-  return { ...last!, loss: loss / n, correct, nonFinite, nonFiniteLoss };
+  return { ...last!, loss: loss / n, correct, metrics, nonFinite, nonFiniteLoss };
 }
 
 /** One pass over samples [from, from + size) of the slot. */
@@ -64,7 +66,10 @@ async function runOne(p: StepPassesInputs, from: number, size: number, micro: Mi
         : (a.subarray(0, size * k) as T)
       : (a.slice(from * k, (from + size) * k) as T);
   const xs = tf.tensor(part(x, per), [size, ...cfg.sampleShape], 'float32');
-  const ys = targets ? tf.tensor(part(targets, 1), [size], 'float32') : tf.tensor(part(y, 1), [size], 'int32');
+  const target = cfg.targetShape ?? []; // a target tensor per sample, else one float or class id
+  const ys = targets
+    ? tf.tensor(part(targets, sampleSize(target)), [size, ...target], 'float32')
+    : tf.tensor(part(y, 1), [size], 'int32');
   try {
     return await p
       .pass(micro)

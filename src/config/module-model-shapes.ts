@@ -12,6 +12,7 @@ export async function checkModuleModelShapes(
   modelSource: string,
   dataSource: string,
   loss?: LossKind,
+  targetShape?: number[],
 ): Promise<void> {
   const tf = await import('@tensorflow/tfjs');
   const { buildModel } = await import('../model/resolve-model.js');
@@ -37,6 +38,11 @@ export async function checkModuleModelShapes(
           `[${sampleShape.join(', ')}]`,
       );
     }
+    if (targetShape) {
+      checkTargetShape(output, targetShape, loss, modelSource, dataSource);
+      assertTrainable(tf, model, sampleShape, modelSource);
+      return;
+    }
     const binary = classes === 2 && output[0] === 1; // one score (sigmoid or logit) for two classes
     if (isRegressionLoss(loss) && (output.length !== 1 || output[0] !== 1)) {
       throw new TandemError(
@@ -56,4 +62,28 @@ export async function checkModuleModelShapes(
   } finally {
     model.dispose();
   }
+}
+
+/**
+ * Targets of a shape against the model's output: the same shape, or (categorical cross-entropy on class ids, as
+ * tfjs's sparseCategoricalCrossentropy) the output's shape without its last axis, or with it of size 1.
+ */
+function checkTargetShape(
+  output: (number | null)[],
+  target: number[],
+  loss: LossKind | undefined,
+  modelSource: string,
+  dataSource: string,
+): void {
+  const same = (a: (number | null)[], b: number[]) =>
+    a.length === b.length && a.every((d, i) => d === null || d === b[i]);
+  const sparse =
+    loss === 'categorical' && (same(output.slice(0, -1), target) || same([...output.slice(0, -1), 1], target));
+  if (same(output, target) || sparse) return;
+  throw new TandemError(
+    'SHAPE_MISMATCH',
+    `model '${modelSource}' outputs shape [${output.join(', ')}] but data '${dataSource}' gives targets of shape ` +
+      `[${target.join(', ')}]; give targets of the output's shape` +
+      (loss === 'categorical' ? ' (or, of class ids, its shape without the last axis)' : ''),
+  );
 }

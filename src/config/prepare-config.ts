@@ -43,6 +43,7 @@ export async function prepareConfig(checked: CheckedConfig): Promise<ResolvedCon
   const outputs = classifier ? classifier.embedding : meta.classes;
   const model: ModelSpec = { source, options: { inputShape: sampleShape, classes: outputs, seed } };
   const loss = resolveLoss(config.loss, source, trainingConfig?.loss, method.name, dataSource, meta.classes);
+  const targetShape = meta.targetShape && targetShapeOf(meta.targetShape, method.name, config.classWeight);
   await checkLossAndModel(checked, prepared, loss, model, [trainSize, Math.min(meta.size, trainSize + evalSamples)]);
   const { partialBatch, stepsPerEpoch, steps } = stepsOf(config, trainSize, batch, method.name);
   const shuffle = config.shuffle !== false;
@@ -68,6 +69,7 @@ export async function prepareConfig(checked: CheckedConfig): Promise<ResolvedCon
     sampleShape,
     classes: meta.classes,
     ...(prepared.classNames ? { classNames: prepared.classNames } : {}),
+    targetShape,
     steps,
     stepsPerEpoch,
     optimizer,
@@ -75,6 +77,7 @@ export async function prepareConfig(checked: CheckedConfig): Promise<ResolvedCon
     commHook,
     loss,
     classWeight: classWeightOf(config.classWeight, loss, meta.classes, method.name),
+    metrics: config.metrics?.length ? metricsOf(targetShape) && config.metrics : undefined,
   });
   refuseNonBlockingTransport(resolved, method.computeCommunicator(resolved) !== undefined, method.name);
   if (!shardedUpdateApplies(resolved)) resolved.localUpdate = 'replica';
@@ -89,14 +92,18 @@ async function checkLossAndModel(
   model: ModelSpec,
   labelled: [number, number],
 ): Promise<void> {
-  if (!isRegressionLoss(loss)) checkClassLabels(prepared, dataSource, loss, labelled);
+  const targetShape = prepared.meta.targetShape && [...prepared.meta.targetShape];
+  if (!isRegressionLoss(loss) && !targetShape) checkClassLabels(prepared, dataSource, loss, labelled);
   if (builtinModel && isRegressionLoss(loss))
     bad(
       'loss',
       `${loss} (regression) needs a model with one output; builtin '${modelSource}' outputs one score per class`,
     );
   const { inputShape, classes } = model.options;
-  if (!builtinModel) await checkModuleModelShapes(model, inputShape, classes, modelSource, dataSource, loss);
+  if (builtinModel && targetShape)
+    bad('data', `gives targets of shape [${targetShape.join(', ')}]; builtin '${modelSource}' is a classifier`);
+  if (!builtinModel)
+    await checkModuleModelShapes(model, inputShape, classes, modelSource, dataSource, loss, targetShape);
 }
 
 /** The run's steps: `steps`, or `epochs` of `stepsPerEpoch` each (default: one epoch). */
@@ -116,6 +123,25 @@ function classWeightOf(given: number[] | undefined, loss: LossKind | undefined, 
   if (given.length !== classes)
     bad('classWeight', `has ${given.length} weights for ${classes} classes; give one weight per class id`);
   return given;
+}
+
+/** A dataset's target shape: data-parallel training only, without class weights. */
+function targetShapeOf(shape: readonly number[], method: string, classWeight: unknown): number[] {
+  if (method !== 'data-parallel')
+    bad(
+      'data',
+      `gives targets of a shape (targetShape); --method ${method} trains class labels, data-parallel ` + `trains them`,
+    );
+  if (classWeight !== undefined)
+    bad('classWeight', 'weighs class labels, and the data gives targets of a shape (targetShape); leave one out');
+  return [...shape];
+}
+
+/** Metrics are computed on targets of a shape. */
+function metricsOf(targetShape: number[] | undefined): true {
+  if (!targetShape)
+    bad('metrics', 'are computed on targets of a shape: a data module with a targetShape (fit gives one)');
+  return true;
 }
 
 /** Whether each epoch's last, smaller batch is trained: data-parallel only. */
@@ -155,6 +181,7 @@ function assemble({ fields: f }: CheckedConfig, p: Prepared): ResolvedConfig {
     ),
     ...pick(p, 'sampleShape', 'classes'),
     ...(p.classNames ? { classNames: p.classNames } : {}),
+    ...(p.targetShape ? { targetShape: p.targetShape } : {}),
     ...pick(f, 'devices', 'topology', 'rendezvous', 'backend', 'nativeThreads', 'nativeFusion', 'precision'),
     ...pick(f, 'batch'),
     perDevice: f.batch / f.devices,
@@ -164,6 +191,7 @@ function assemble({ fields: f }: CheckedConfig, p: Prepared): ResolvedConfig {
     ...pick(f, 'seed', 'strategy', 'strategyOptions', 'exchange', 'link', 'trace', 'allReduce', 'localUpdate'),
     ...pick(f, 'transport', 'overwrite'),
     ...pick(p, 'commHook', 'loss', 'classWeight'),
+    ...(p.metrics ? { metrics: p.metrics } : {}),
     ...pick(f, 'batchNorm', 'forwardWait', 'plugins', 'out', 'stallTimeoutMs', 'loaderThreads', 'pluginOptions'),
   };
 }

@@ -40,7 +40,7 @@ export async function prepareData(checked: CheckedConfig, regression = false): P
   const firstLabel = probeFirstSample(ds, data.source);
   return {
     data,
-    meta: { size: ds.size, sampleShape: ds.sampleShape, classes: ds.classes },
+    meta: { size: ds.size, sampleShape: ds.sampleShape, classes: ds.classes, targetShape: ds.targetShape },
     firstLabel,
     userDataset: ds,
     ...(ds.classNames ? { classNames: ds.classNames } : {}),

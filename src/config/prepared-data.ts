@@ -3,7 +3,7 @@ import type { Dataset, DatasetSpec } from '../data/dataset.js';
 
 export interface PreparedData {
   data: DatasetSpec;
-  meta: { size: number; sampleShape: readonly number[]; classes: number };
+  meta: { size: number; sampleShape: readonly number[]; classes: number; targetShape?: readonly number[] };
   /** A data module's sample 0: its label or target. */
   firstLabel?: number;
   userDataset?: Dataset;

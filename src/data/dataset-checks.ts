@@ -6,7 +6,7 @@
  * expected against what was found.
  */
 import { TandemError } from '../errors.js';
-import type { Dataset } from './dataset.js';
+import { sampleSize, type Dataset } from './dataset.js';
 import { SampleReader } from './one-sample-view.js';
 import { sourcePath } from '../source-path.js';
 import { found, nonNumberLabelProblem } from './returned-value.js';
@@ -40,6 +40,12 @@ export function checkedDataset(ds: unknown, file: string): Dataset {
     (!Array.isArray(names) || names.length !== d.classes || names.some(n => typeof n !== 'string'))
   )
     bad('classNames', `a list of ${String(d.classes)} strings (one name per class, in label order), or none`, names);
+  if (d.targetShape !== undefined) {
+    if (!Array.isArray(d.targetShape) || d.targetShape.some(n => !Number.isInteger(n) || n < 1))
+      bad('targetShape', 'a list of positive integers (the shape of one target), or no targetShape', d.targetShape);
+    if (typeof d.readTarget !== 'function')
+      bad('readTarget', 'a function readTarget(index, out, offset), as a dataset with a targetShape has', d.readTarget);
+  }
   return d as Dataset;
 }
 
@@ -47,8 +53,14 @@ export function checkedDataset(ds: unknown, file: string): Dataset {
  * Reads sample 0 as a loader would, on this thread: a read that throws, writes past its sample or returns no number is
  * named before any thread starts. Returns its label (or target).
  */
-export function probeFirstSample(ds: Dataset, source: string): number {
+export function probeFirstSample(ds: Dataset, source: string): number | undefined {
   const reader = new SampleReader(ds, source);
+  if (ds.targetShape) {
+    reader.read(0, new Float32Array(reader.sampleFloats), 0);
+    const target = new Float32Array(sampleSize(ds.targetShape));
+    readTargetInto(ds, 0, target, 0, source);
+    return undefined;
+  }
   const label = reader.read(0, new Float32Array(reader.sampleFloats), 0);
   if (typeof label !== 'number' || !Number.isFinite(label)) {
     const why = nonNumberLabelProblem(label);
@@ -60,6 +72,25 @@ export function probeFirstSample(ds: Dataset, source: string): number {
   }
   checkLabelAgrees(ds, 0, label, source);
   return label;
+}
+
+/**
+ * Sample `index`'s target into out[at, at + targetShape's size): written and finite, else BAD_DATA naming the sample
+ * (a dataset with a `targetShape`).
+ */
+export function readTargetInto(ds: Dataset, index: number, out: Float32Array, at: number, source: string): void {
+  const size = sampleSize(ds.targetShape!);
+  const view = out.subarray(at, at + size);
+  view.fill(NaN);
+  ds.readTarget!(index, view, 0);
+  const k = view.findIndex(v => !Number.isFinite(v));
+  if (k >= 0)
+    throw new TandemError(
+      'BAD_DATA',
+      `dataset ${sourcePath(source)}: sample ${index}'s target has ${view[k]} at element ${k}: readTarget ` +
+        `must ` +
+        `write all ${size} values of targetShape [${ds.targetShape!.join(', ')}], each finite`,
+    );
 }
 
 /**

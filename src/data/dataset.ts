@@ -21,6 +21,14 @@ export interface Dataset {
    * with `--out` writes them to labels.json, so that predictions can be named.
    */
   readonly classNames?: readonly string[];
+  /**
+   * The shape of one sample's target, when the targets are tensors (an image, a sequence, several floats) rather than
+   * one label: then `readTarget` writes each target, `read`'s return value is not used, and the loss is computed on
+   * the whole target as tfjs-layers' loss of that name computes it. Absent: one label (or float target) per sample.
+   */
+  readonly targetShape?: number[];
+  /** With `targetShape`: writes sample `index`'s target (targetShape's size of floats) into `out` at `offset`. */
+  readTarget?(index: number, out: Float32Array, offset: number): void;
 }
 
 /**

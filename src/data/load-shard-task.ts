@@ -11,7 +11,7 @@ import type { DatasetSpec } from './dataset.js';
 import { resolveDataset } from './resolve-dataset.js';
 import { SampleReader } from './one-sample-view.js';
 import { checkedClassLabel } from './class-labels.js';
-import { checkLabelAgrees } from './dataset-checks.js';
+import { checkLabelAgrees, readTargetInto } from './dataset-checks.js';
 import { sourcePath } from '../source-path.js';
 import { found } from './returned-value.js';
 
@@ -28,6 +28,8 @@ export interface LoadShardTask {
   labelMap?: Int32Array;
   /** Regression: `read` returns a float target, stored as float32 in the label slot (any finite value). */
   floatTargets?: boolean;
+  /** A dataset with a targetShape: `readTarget` writes this many floats per sample, from labelOffset on. */
+  targetFloats?: number;
   /** The run's plugins, loaded by this thread, whose step probes see the load of (device, step). */
   probe?: { plugins: readonly string[]; values: PluginValues; device: number; step: number };
 }
@@ -57,6 +59,14 @@ async function readShard(task: LoadShardTask): Promise<number> {
   const reader = new SampleReader(ds, task.dataset.source);
   const source = sourcePath(task.dataset.source);
   const per = reader.sampleFloats;
+  if (task.targetFloats !== undefined) {
+    const floats = task.targetFloats;
+    task.indices.forEach((index, i) => {
+      reader.read(index, inputs, task.inputOffset + i * per);
+      readTargetInto(ds, index, targets, task.labelOffset + i * floats, task.dataset.source);
+    });
+    return task.indices.length;
+  }
   task.indices.forEach((index, i) => {
     const offset = task.inputOffset + i * per;
     const label = reader.read(index, inputs, offset);

@@ -18,15 +18,21 @@ export interface InputBuffers {
   labels: SharedArrayBuffer;
   /** Floats per device slot. */
   inputSlotSize: number;
-  /** Labels per device slot. */
+  /** Labels (or target floats: targetFloats per sample) per device slot. */
   labelSlotSize: number;
 }
 
 export const INPUT_SLOTS = 2;
 
-export function allocateInputBuffers(devices: number, perDevice: number, sampleSize: number): InputBuffers {
+/** `targetFloats`: the floats of one sample's target (1: a label or a float target). */
+export function allocateInputBuffers(
+  devices: number,
+  perDevice: number,
+  sampleSize: number,
+  targetFloats = 1,
+): InputBuffers {
   const inputSlotSize = perDevice * sampleSize,
-    labelSlotSize = perDevice;
+    labelSlotSize = perDevice * targetFloats;
   return {
     inputs: new SharedArrayBuffer(devices * INPUT_SLOTS * inputSlotSize * 4),
     labels: new SharedArrayBuffer(devices * INPUT_SLOTS * labelSlotSize * 4),
@@ -49,6 +55,8 @@ export interface ShardLoaderOptions {
   labelMaps?: Int32Array[];
   /** Regression: the dataset's `read` returns float targets (stored as float32 in the label slots). */
   floatTargets?: boolean;
+  /** The dataset has a targetShape: `readTarget` writes this many floats per sample into the label slots. */
+  targetFloats?: number;
   /**
    * Global rank of each local device (default: the local index). Samplers, label maps and faults speak global ranks.
    */
@@ -109,6 +117,7 @@ export class ShardLoader {
         labelOffset: at * this.buffers.labelSlotSize,
         labelMap: this.options.labelMaps?.[d],
         floatTargets: this.options.floatTargets,
+        targetFloats: this.options.targetFloats,
         probe: this.options.probes && { ...this.options.probes, device: d, step },
       };
       this.pending.add(d);

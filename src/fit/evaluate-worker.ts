@@ -8,13 +8,16 @@ import * as tf from '@tensorflow/tfjs';
 import { serializeError } from '../errors.js';
 import { startBackend, type BackendName } from '../engine/backend.js';
 import { fileModelHandler } from '../model/file-model-handler.js';
+import { unknownClass } from '../model/resolve-model.js';
 import { loadPlugins } from '../plugins/load-plugins.js';
+import { compileMetric } from './fit-metrics.js';
 
 export interface EvaluateShard {
   backend: BackendName;
   plugins: string[];
   modelJson: string;
   loss: string;
+  /** The tfjs metric functions, by name (fit-metrics.ts). */
   metrics: string[];
   x: Float32Array;
   xShape: number[];
@@ -36,8 +39,8 @@ export type EvaluateShardReply =
 async function loadShard(job: EvaluateShard) {
   await loadPlugins(job.plugins);
   await startBackend(tf, job.backend);
-  const model = await tf.loadLayersModel(fileModelHandler(job.modelJson));
-  model.compile({ optimizer: 'sgd', loss: job.loss, metrics: job.metrics });
+  const model = await tf.loadLayersModel(fileModelHandler(job.modelJson)).catch(unknownClass);
+  model.compile({ optimizer: 'sgd', loss: job.loss, metrics: job.metrics.map(m => compileMetric(tf, m)) });
   const x = tf.tensor(job.x, job.xShape, 'float32'),
     y = tf.tensor(job.y, job.yShape, 'float32');
   const evaluated = (): EvaluateShardReply => {

@@ -12,12 +12,17 @@ import { TandemError } from '../errors.js';
 import { defaultBackend, type BackendName } from '../engine/backend.js';
 import { modelArtifacts, writeModelFiles } from '../actors/model-files.js';
 import { runOneShotWorker } from '../actors/one-shot-worker.js';
+import { metricFunctionsOf } from './fit-metrics.js';
+import { pluginUrls } from '../config/plugin-urls.js';
 import type { EvaluateShard, EvaluateShardReply } from './evaluate-worker.js';
 
 /** tfjs's `model.evaluate` arguments, and the devices and backend to evaluate on. */
-export type EvaluateArgs = tf.ModelEvaluateArgs & { devices?: number; backend?: BackendName };
+export type EvaluateArgs = tf.ModelEvaluateArgs & { devices?: number; backend?: BackendName; plugins?: string[] };
 
-const KEYS = new Set(['batchSize', 'verbose', 'devices', 'backend']);
+/** Where a fit's validation runs: its devices, backend and plugins. */
+export type ValidationOn = Pick<EvaluateArgs, 'devices' | 'backend' | 'plugins'>;
+
+const KEYS = new Set(['batchSize', 'verbose', 'devices', 'backend', 'plugins']);
 
 /** tfjs's `model.evaluate(x, y, args)` on `devices` threads (default 2), each its share of the batches. */
 export async function evaluate(
@@ -41,7 +46,14 @@ export async function evaluate(
   const dir = await mkdtemp(path.join(os.tmpdir(), 'tandem-evaluate-'));
   try {
     const modelJson = await writeModelFiles(path.join(dir, 'model'), await modelArtifacts(tf, model));
-    const job = { backend, plugins: [], modelJson, loss, metrics: model.metricsNames.slice(1), batchSize };
+    const job = {
+      backend,
+      plugins: pluginUrls(args.plugins),
+      modelJson,
+      loss,
+      metrics: metricFunctionsOf(model, 'evaluate'),
+      batchSize,
+    };
     const replies = await Promise.all(
       shardsOf(x.shape[0], batchSize, devices).map(([from, count], d) =>
         runOneShotWorker<EvaluateShardReply & { type: 'result' }>(

@@ -17,6 +17,7 @@ const FIT_OWNS = [
   'shuffle',
   'partialBatch',
   'classWeight',
+  'metrics',
   'classes',
   'imageSize',
   'datasetSize',

@@ -6,20 +6,23 @@
 import type * as tf from '@tensorflow/tfjs';
 import { TandemError } from '../errors.js';
 import { isRegressionLoss } from '../model/loss-kinds.js';
-import type { FitTargets } from './fit-targets.js';
+import type { FitTargets, FitY } from './fit-targets.js';
 
 type Given = tf.ModelFitArgs['classWeight'];
 
 /** One weight per class id (classes without a weight, absent from the labels: 1, never used); undefined: none. */
-export function classWeightOf(
-  given: Given,
-  model: tf.LayersModel,
-  targets: FitTargets,
-  labels: Float32Array,
-): number[] | undefined {
+export function classWeightOf(given: Given, model: tf.LayersModel, targets: FitTargets, y: FitY): number[] | undefined {
   if (given === undefined || given === null) return undefined;
   if (isRegressionLoss(targets.loss))
     throw new TandemError('BAD_CONFIG', `fit: classWeight weighs classes, and loss '${targets.loss}' is a regression`);
+  if (y.targetShape)
+    throw new TandemError(
+      'BAD_CONFIG',
+      `fit: classWeight weighs one class label per sample, and y gives targets of shape ` +
+        `[${y.targetShape.join(', ')}] ` +
+        'per sample; tandem weighs those not yet: leave classWeight out, or give one label per sample',
+    );
+  const labels = y.values;
   const table = oneTable(given, model.outputNames[0]);
   const weights = Array.from({ length: targets.classes }, (_, c) => table[c] ?? 1);
   for (const label of new Set(labels)) {

@@ -7,9 +7,8 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { TandemError } from '../errors.js';
-import { devicesOf, fitWith } from './fit.js';
+import { devicesOf, fitWith, type ValidationOn } from './fit.js';
 import type { FitOptions } from './fit-args.js';
-import type { EvaluateArgs } from './evaluate.js';
 import { ValidationPool } from './validation-pool.js';
 
 /** tfjs's `model.fitDataset` arguments, and tandem's options in the same object. */
@@ -102,7 +101,7 @@ function validator<T extends tf.TensorContainer>(
   model: tf.LayersModel,
   data: NonNullable<tf.ModelFitDatasetArgs<T>['validationData']>,
   { batchSize = 32, batches }: { batchSize?: number; batches?: number },
-  on: Pick<EvaluateArgs, 'devices' | 'backend'>,
+  on: ValidationOn,
 ): { logs: () => Promise<Record<string, number>>; close(): Promise<void> } {
   if (Array.isArray(data)) {
     const [x, y] = data;

@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type * as tfNs from '@tensorflow/tfjs';
 import { modelArtifacts, writeModelFiles } from '../actors/model-files.js';
+import type { FitY } from './fit-targets.js';
 
 /** The private directory of one fit: its model.json, its data module; `remove()` deletes it all. */
 export interface FitFiles {
@@ -21,14 +22,14 @@ export async function writeFitFiles(
   tf: typeof tfNs,
   model: tfNs.LayersModel,
   x: tfNs.Tensor,
-  labels: Float32Array,
+  y: FitY,
   classes: number,
 ): Promise<FitFiles> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'tandem-fit-'));
   try {
     const modelJson = await writeModelFiles(path.join(dir, 'model'), await modelArtifacts(tf, model));
     await addOptimizer(modelJson, model);
-    const dataModule = await writeSamples(dir, x, labels, classes);
+    const dataModule = await writeSamples(dir, x, y, classes);
     return { dir, modelJson, dataModule, remove: () => rm(dir, { recursive: true, force: true }) };
   } catch (err) {
     await rm(dir, { recursive: true, force: true });
@@ -46,32 +47,43 @@ async function addOptimizer(modelJson: string, model: tfNs.LayersModel): Promise
   await writeFile(modelJson, JSON.stringify(json));
 }
 
-/** The data module every thread imports: samples from x.bin, labels from y.bin, read synchronously by index. */
+/**
+ * The data module every thread imports: samples from x.bin, labels (or, with a targetShape, target tensors) from
+ * y.bin, read synchronously by index.
+ */
 const DATA_MODULE = `import { readFileSync } from 'node:fs';
 const here = new URL('.', import.meta.url);
 const floats = name => new Float32Array(new Uint8Array(readFileSync(new URL(name, here))).buffer);
 export default () => {
   const meta = JSON.parse(readFileSync(new URL('samples.json', here), 'utf8'));
   const x = floats('x.bin'), y = floats('y.bin');
-  const per = meta.sampleShape.reduce((a, b) => a * b, 1);
+  const size = shape => shape.reduce((a, b) => a * b, 1);
+  const per = size(meta.sampleShape);
+  const common = { size: meta.size, sampleShape: meta.sampleShape, classes: meta.classes };
+  const sample = (index, out, offset) => out.set(x.subarray(index * per, (index + 1) * per), offset);
+  if (meta.targetShape) {
+    const t = size(meta.targetShape);
+    return {
+      ...common,
+      targetShape: meta.targetShape,
+      read: (index, out, offset) => (sample(index, out, offset), 0),
+      readTarget: (index, out, offset) => out.set(y.subarray(index * t, (index + 1) * t), offset),
+    };
+  }
   return {
-    size: meta.size,
-    sampleShape: meta.sampleShape,
-    classes: meta.classes,
-    read(index, out, offset) {
-      out.set(x.subarray(index * per, (index + 1) * per), offset);
-      return y[index];
-    },
+    ...common,
+    read: (index, out, offset) => (sample(index, out, offset), y[index]),
     label: index => y[index],
   };
 };
 `;
 
-async function writeSamples(dir: string, x: tfNs.Tensor, labels: Float32Array, classes: number): Promise<string> {
+async function writeSamples(dir: string, x: tfNs.Tensor, y: FitY, classes: number): Promise<string> {
   const values = Float32Array.from(x.dataSync() as Float32Array);
+  const labels = y.values;
   await writeFile(path.join(dir, 'x.bin'), new Uint8Array(values.buffer));
   await writeFile(path.join(dir, 'y.bin'), new Uint8Array(labels.buffer, labels.byteOffset, labels.byteLength));
-  const meta = { size: x.shape[0], sampleShape: x.shape.slice(1), classes };
+  const meta = { size: x.shape[0], sampleShape: x.shape.slice(1), classes, targetShape: y.targetShape };
   await writeFile(path.join(dir, 'samples.json'), JSON.stringify(meta));
   const file = path.join(dir, 'fit-data.mjs');
   await writeFile(file, DATA_MODULE);

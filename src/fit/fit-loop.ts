@@ -36,6 +36,8 @@ export interface FitStyle {
   batchLogsBeforeBegin: boolean;
   /** The epoch's `val_` logs, on the weights trained so far. */
   validate?: () => Promise<Record<string, number>>;
+  /** The model the devices build, when not the caller's: its flat-input wrapper, sharing its variables. */
+  trained?: tf.LayersModel;
 }
 
 /** The fit's epochs, from `s.initialEpoch`, in one run; its History. */
@@ -125,7 +127,7 @@ class BatchCallbacks {
     await this.list.onBatchBegin(batch, logs);
     if (!this.logsBeforeBegin) counts(); // model.fit fills them after onBatchBegin
     logs.loss = m.loss;
-    for (const key of metricKeys) logs[key] = m.accuracy;
+    for (const [i, key] of metricKeys.entries()) logs[key] = m.metrics?.[i] ?? m.accuracy;
     await this.list.onBatchEnd(batch, logs);
     for (const key of ['loss', ...metricKeys]) this.totals[key] = (this.totals[key] ?? 0) + logs[key] * size;
     this.seen += size;

@@ -7,6 +7,7 @@ import type * as tfNs from '@tensorflow/tfjs';
 import { TandemError } from '../errors.js';
 import { isRegressionLoss, type LossKind } from '../model/loss-kinds.js';
 import { outputActivation } from '../model/output-loss.js';
+import { metricFunctionsOf } from './fit-metrics.js';
 
 /** tfjs-layers' loss names (and their aliases) as tandem losses. */
 const LOSS_NAMES: Readonly<Record<string, LossKind>> = {
@@ -29,20 +30,34 @@ const LOSS_NAMES: Readonly<Record<string, LossKind>> = {
   poisson: 'poisson',
 };
 
-/** The metric names whose value is tandem's per-step accuracy, for a loss of that kind. */
-const ACCURACY_NAMES: Readonly<Record<'categorical' | 'binary', readonly string[]>> = {
-  categorical: ['acc', 'accuracy', 'categoricalAccuracy', 'sparseCategoricalAccuracy'],
-  binary: ['acc', 'accuracy', 'binaryAccuracy'],
+/** The metric functions whose value is the accuracy tandem's devices count for a loss of that kind (`correct`). */
+const ACCURACY_FUNCTIONS: Readonly<Record<'categorical' | 'binary', readonly string[]>> = {
+  categorical: ['categoricalAccuracy', 'sparseCategoricalAccuracy'],
+  binary: ['binaryAccuracy'],
 };
 
 export interface FitTargets {
   loss: LossKind;
   /** Classes of the labels (1 for a regression). */
   classes: number;
-  /** The metric keys tfjs logs after `loss` (each tandem's accuracy), in `model.metricsNames` order. */
+  /** The metric keys tfjs logs after `loss`, in `model.metricsNames` order. */
   metricKeys: string[];
-  /** One label (class id, 0/1, or float target) per sample of `y`. */
-  labels(y: tfNs.Tensor): Float32Array;
+  /**
+   * The tfjs metric functions of those keys, when the devices compute them (model/metric-values.ts); absent: every
+   * key is the accuracy the devices count.
+   */
+  metrics?: string[];
+  /**
+   * `y` as the devices read it: one label (class id, 0/1, or float target) per sample; or, when `y` is no such thing
+   * (an image, a sequence, several labels or floats, soft labels per sample), its values and one sample's shape.
+   */
+  targets(y: tfNs.Tensor): FitY;
+}
+
+/** One label per sample (`targetShape` absent), or a target tensor of `targetShape` per sample. */
+export interface FitY {
+  values: Float32Array;
+  targetShape?: number[];
 }
 
 /** The run's loss, labels and metric keys of a compiled `model`, else BAD_MODEL / BAD_CONFIG saying why. */
@@ -52,8 +67,9 @@ export function fitTargets(model: tfNs.LayersModel): FitTargets {
   if (model.outputs.length !== 1 || model.inputs.length !== 1)
     throw new TandemError(
       'BAD_MODEL',
-      `fit: the model has ${model.inputs.length} input(s) and ${model.outputs.length} output(s); tandem's fit trains ` +
-        'models of one input and one output so far',
+      `fit: the model has ${model.inputs.length} input(s) and ${model.outputs.length} output(s); tandem trains ` +
+        'models of one output so far (several inputs: with fit, x a Tensor[] or { name: Tensor }; fitDataset and ' +
+        'evaluate take one input)',
     );
   const given: unknown = Array.isArray(model.loss) ? model.loss[0] : model.loss;
   const lossName = typeof given === 'string' ? given : undefined;
@@ -67,16 +83,13 @@ export function fitTargets(model: tfNs.LayersModel): FitTargets {
   const units = model.outputs[0].shape[model.outputs[0].shape.length - 1] ?? 1;
   checkActivation(model, kind, lossName!);
   const metricKeys = model.metricsNames.slice(1);
-  for (const key of metricKeys) {
-    if (isRegressionLoss(kind) || !ACCURACY_NAMES[kind].includes(key))
-      throw new TandemError(
-        'BAD_CONFIG',
-        `fit: metric '${key}' is not one tandem reports per batch (it reports the loss and, for a classifier, ` +
-          "the accuracy: metrics ['accuracy']); compile without it, or compute it with evaluate after fit",
-      );
-  }
+  const functions = metricFunctionsOf(model, 'fit');
+  const accuracyOnly = !isRegressionLoss(kind) && functions.every(f => ACCURACY_FUNCTIONS[kind].includes(f));
+  const metrics = functions.length === 0 || accuracyOnly ? undefined : functions;
   const classes = kind === 'binary' ? 2 : isRegressionLoss(kind) ? 1 : units;
-  return { loss: kind, classes, metricKeys, labels: y => labelsOf(y, lossName!, kind, units) };
+  const output = model.outputs[0].shape.slice(1);
+  const targets = (y: tfNs.Tensor) => targetsOf(y, lossName!, kind, output, metrics !== undefined);
+  return { loss: kind, classes, metricKeys, ...(metrics ? { metrics } : {}), targets };
 }
 
 /** tandem reads a classifier's output as probabilities only after a softmax (sigmoid), as tfjs's losses take them. */
@@ -91,25 +104,43 @@ function checkActivation(model: tfNs.LayersModel, kind: LossKind, lossName: stri
     );
 }
 
-/** `y` as one value per sample: a one-hot row's class, a sparse label, a 0/1 label or a float target. */
-function labelsOf(y: tfNs.Tensor, lossName: string, kind: LossKind, units: number): Float32Array {
-  const values = y.dataSync() as Float32Array;
+/** `y` as one label per sample where it is one (the devices' fast path), else as a target tensor per sample. */
+function targetsOf(y: tfNs.Tensor, lossName: string, kind: LossKind, output: (number | null)[], tensor: boolean): FitY {
+  const values = Float32Array.from(y.dataSync() as Float32Array);
   const n = y.shape[0] ?? 0;
-  if (lossName === 'categoricalCrossentropy') {
-    if (y.rank !== 2 || y.shape[1] !== units)
-      badTargets(lossName, y, `one-hot rows of ${units} (the model's output units)`);
-    return oneHotClasses(values, n, units, lossName);
+  const units = output[output.length - 1] ?? 1;
+  const perSample = y.rank === 1 ? [1] : y.shape.slice(1); // tfjs takes y of [n] as [n, 1]
+  const oneValue = perSample.every(d => d === 1); // [n] or [n, 1]
+  if (tensor) {
+    // the devices compute metrics on y as tfjs has it
+  } else if (lossName === 'categoricalCrossentropy' && y.rank === 2 && output.length === 1 && y.shape[1] === units) {
+    const classes = oneHotClasses(values, n, units);
+    if (classes) return { values: classes };
+  } else if (kind === 'categorical' && oneValue && output.length === 1) {
+    if (values.some(v => !Number.isInteger(v) || v < 0 || v >= units))
+      badTargets(lossName, y, `integer class ids in [0, ${units})`);
+    return { values };
+  } else if (oneValue && output.length === 1 && units === 1) {
+    if (kind !== 'binary' || values.every(v => v === 0 || v === 1)) return { values };
   }
-  if ((y.rank !== 1 && !(y.rank === 2 && y.shape[1] === 1)) || values.length !== n)
-    badTargets(lossName, y, 'one value per sample ([n] or [n, 1])');
-  const out = Float32Array.from(values);
-  if (kind === 'categorical' && out.some(v => !Number.isInteger(v) || v < 0 || v >= units))
+  // a target tensor per sample: the output's shape (class ids for sparse: without its last axis, or it of size 1)
+  const sparse = lossName === 'sparseCategoricalCrossentropy';
+  const wanted = sparse ? [...output.slice(0, -1)] : output;
+  const fits = (shape: (number | null)[]) =>
+    shape.length === perSample.length && shape.every((d, i) => d === null || d === perSample[i]);
+  if (!fits(wanted) && !(sparse && fits([...wanted, 1])))
+    badTargets(
+      lossName,
+      y,
+      `targets of the model's output shape ` + `[${wanted.join(', ')}]${sparse ? ' (class ids)' : ''}`,
+    );
+  if (sparse && values.some(v => !Number.isInteger(v) || v < 0 || v >= units))
     badTargets(lossName, y, `integer class ids in [0, ${units})`);
-  if (kind === 'binary' && out.some(v => v !== 0 && v !== 1)) badTargets(lossName, y, 'labels 0 or 1');
-  return out;
+  return { values, targetShape: perSample };
 }
 
-function oneHotClasses(values: Float32Array, n: number, units: number, lossName: string): Float32Array {
+/** A one-hot `y`'s class per sample; undefined when a row is not one-hot (soft labels: a target tensor then). */
+function oneHotClasses(values: Float32Array, n: number, units: number): Float32Array | undefined {
   const out = new Float32Array(n);
   for (let i = 0; i < n; i++) {
     let hot = -1;
@@ -118,12 +149,7 @@ function oneHotClasses(values: Float32Array, n: number, units: number, lossName:
       if (v === 1 && hot < 0) hot = c;
       else if (v !== 0) hot = -2;
     }
-    if (hot < 0)
-      throw new TandemError(
-        'BAD_DATA',
-        `fit: y row ${i} is not one-hot (${lossName} on tandem trains hard labels: one 1, the rest 0); ` +
-          'soft labels are not supported yet',
-      );
+    if (hot < 0) return undefined;
     out[i] = hot;
   }
   return out;

@@ -13,24 +13,40 @@ import { writeFitFiles } from './fit-files.js';
 import { fitSettings, tandemOptions, type FitArgs } from './fit-args.js';
 import { splitValidation } from './fit-validation.js';
 import { ValidationPool } from './validation-pool.js';
-import type { EvaluateArgs } from './evaluate.js';
+import type { ValidationOn } from './evaluate.js';
+
+export type { ValidationOn } from './evaluate.js';
 import { fitLoop, type FitStyle } from './fit-loop.js';
 import { classWeightOf } from './fit-class-weight.js';
+import { flatInputModel, inputsOf, packInputs, type FitX } from './fit-inputs.js';
 
 export type { FitArgs, FitOptions } from './fit-args.js';
 export type { FitStyle } from './fit-loop.js';
 
-/** tfjs's `model.fit(x, y, args)` on tandem's devices; `args` also takes tandem's options (devices, backend, …). */
-export async function fit(model: tf.LayersModel, x: tf.Tensor, y: tf.Tensor, args: FitArgs = {}): Promise<tf.History> {
+/**
+ * tfjs's `model.fit(x, y, args)` on tandem's devices; `args` also takes tandem's options (devices, backend, …). `x`:
+ * a Tensor, or for a model of several inputs a Tensor[] or `{ inputName: Tensor }` (fit-inputs.ts).
+ */
+export async function fit(model: tf.LayersModel, x: FitX, y: tf.Tensor, args: FitArgs = {}): Promise<tf.History> {
   const settings = fitSettings(args);
-  if (!(x instanceof tf.Tensor) || !(y instanceof tf.Tensor))
-    throw new TandemError('BAD_DATA', 'fit: x and y must be tensors (one input, one output so far)');
-  if (x.shape[0] !== y.shape[0])
-    throw new TandemError('BAD_DATA', `fit: x has ${x.shape[0]} samples and y ${y.shape[0]}; give as many of each`);
+  if (!(y instanceof tf.Tensor))
+    throw new TandemError('BAD_DATA', 'fit: y must be a tensor (models of one output so far)');
+  const inputs = inputsOf(model, x, 'x');
+  if (inputs[0].shape[0] !== y.shape[0])
+    throw new TandemError(
+      'BAD_DATA',
+      `fit: x has ${inputs[0].shape[0]} samples and y ${y.shape[0]}; give as many of each`,
+    );
   tandemOptions(args); // refused before the split
-  const { trainX, trainY, validation } = splitValidation(x, y, args);
+  const trained = inputs.length > 1 ? flatInputModel(model) : model; // several inputs: one flat row per sample
+  const flatX = packInputs(inputs);
+  const given = args.validationData;
+  const validationX =
+    given && !(given[0] instanceof tf.Tensor) ? packInputs(inputsOf(model, given[0], 'validationData')) : undefined;
+  const flatArgs = validationX ? { ...args, validationData: [validationX, ...given!.slice(1)] as typeof given } : args;
+  const { trainX, trainY, validation } = splitValidation(flatX, y, flatArgs);
   const { batchSize } = settings;
-  const pool = validation && new ValidationPool(model, validation.x, validation.y, batchSize, devicesOf(args));
+  const pool = validation && new ValidationPool(trained, validation.x, validation.y, batchSize, devicesOf(args));
   try {
     return await fitWith(model, trainX, trainY, args, {
       ...settings,
@@ -39,11 +55,14 @@ export async function fit(model: tf.LayersModel, x: tf.Tensor, y: tf.Tensor, arg
       params: { samples: trainX.shape[0], steps: null, batchSize, initialEpoch: settings.initialEpoch },
       batchLogsBeforeBegin: false,
       validate: pool && (() => pool.logs()),
+      trained,
     });
   } finally {
     await pool?.close();
-    if (trainX !== x) tf.dispose([trainX, trainY]);
+    if (trainX !== flatX) tf.dispose([trainX, trainY]);
     validation?.dispose();
+    if (flatX !== x) flatX.dispose();
+    validationX?.dispose();
   }
 }
 
@@ -60,11 +79,12 @@ export async function fitWith(
 ): Promise<tf.History> {
   const options = tandemOptions(args);
   const { batchSize, shuffle } = fitSettings(args);
-  const targets = fitTargets(model);
+  const trained = style.trained ?? model; // what the devices build: the model, or its flat-input wrapper
+  const targets = fitTargets(trained);
   const samples = x.shape[0];
   const stepsPerEpoch = Math.ceil(samples / batchSize); // the last batch may be smaller, as model.fit trains it
-  const labels = targets.labels(y);
-  const files = await writeFitFiles(tf, model, x, labels, targets.classes);
+  const targetsY = targets.targets(y);
+  const files = await writeFitFiles(tf, trained, x, targetsY, targets.classes);
   try {
     const config: TrainConfig = {
       ...options,
@@ -75,7 +95,8 @@ export async function fitWith(
       shuffle,
       partialBatch: (options.accumulate ?? 1) === 1, // micro-batches split whole batches only
       lrScheduleSteps: options.lrScheduleSteps ?? Math.max(1, (style.epochs - style.initialEpoch) * stepsPerEpoch),
-      classWeight: classWeightOf(args.classWeight, model, targets, labels),
+      classWeight: classWeightOf(args.classWeight, trained, targets, targetsY),
+      ...(targets.metrics ? { metrics: targets.metrics } : {}),
     };
     const batchSizes = Array.from({ length: stepsPerEpoch }, (_, b) => Math.min(batchSize, samples - b * batchSize));
     return await fitLoop({ model, targets, config, stepsPerEpoch, batchSize, batchSizes }, style);
@@ -84,10 +105,11 @@ export async function fitWith(
   }
 }
 
-/** The devices and backend of `args` that validation runs on (those given). */
-export function devicesOf(args: Pick<EvaluateArgs, 'devices' | 'backend'>): Pick<EvaluateArgs, 'devices' | 'backend'> {
+/** The devices, backend and plugins of `args` that validation runs on (those given). */
+export function devicesOf(args: ValidationOn): ValidationOn {
   return {
     ...(args.devices !== undefined ? { devices: args.devices } : {}),
     ...(args.backend !== undefined ? { backend: args.backend } : {}),
+    ...(args.plugins !== undefined ? { plugins: args.plugins } : {}),
   };
 }

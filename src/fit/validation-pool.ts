@@ -13,7 +13,9 @@ import { TandemError, deserializeError, type SerializedError } from '../errors.j
 import { defaultBackend } from '../engine/backend.js';
 import { modelArtifacts, writeModelFiles } from '../actors/model-files.js';
 import { workerFlags } from '../actors/worker-exec-argv.js';
-import { samplesOf, shardsOf, type EvaluateArgs } from './evaluate.js';
+import { samplesOf, shardsOf, type ValidationOn } from './evaluate.js';
+import { pluginUrls } from '../config/plugin-urls.js';
+import { metricFunctionsOf } from './fit-metrics.js';
 import type { EvaluateRequest, EvaluateShard } from './evaluate-worker.js';
 
 type Answer = { type: 'ready' } | { type: 'result'; values: number[]; samples: number };
@@ -77,7 +79,7 @@ export class ValidationPool {
     private readonly x: tf.Tensor,
     private readonly y: tf.Tensor,
     private readonly batchSize: number,
-    private readonly on: Pick<EvaluateArgs, 'devices' | 'backend'>,
+    private readonly on: ValidationOn,
   ) {}
 
   async logs(): Promise<Record<string, number>> {
@@ -98,7 +100,8 @@ export class ValidationPool {
     this.dir = await mkdtemp(path.join(os.tmpdir(), 'tandem-validation-'));
     const modelJson = await writeModelFiles(path.join(this.dir, 'model'), await modelArtifacts(tf, model));
     const backend = this.on.backend ?? defaultBackend();
-    const job = { backend, plugins: [], modelJson, loss: loss as string, metrics: model.metricsNames.slice(1) };
+    const metrics = metricFunctionsOf(model, 'fit');
+    const job = { backend, plugins: pluginUrls(this.on.plugins), modelJson, loss: loss as string, metrics };
     const threads = shardsOf(x.shape[0], batchSize, this.on.devices ?? 2).map(([from, count], d) => {
       const shard: EvaluateShard = { ...job, batchSize, persistent: true, ...samplesOf(x, y, from, count) };
       const what = `validation on device ${d}`;

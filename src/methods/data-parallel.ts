@@ -6,6 +6,8 @@ import { TandemError } from '../errors.js';
 import { isRegressionLoss } from '../config-types.js';
 import { getEngine } from '../engine/engine-registry.js';
 import { outputLoss, outputLossOf } from '../model/output-loss.js';
+import { targetLoss } from '../model/target-loss.js';
+import { metricSums } from '../model/metric-values.js';
 import { evaluateHeldOut } from '../classifier/classifier-result.js';
 import { CLASSIFIER_OPTION_KEYS } from './classifier-options.js';
 import { createGlobalBatchLoader } from './method-loaders.js';
@@ -35,18 +37,28 @@ export const DATA_PARALLEL: TrainingMethod = {
     return {
       localVariables: [],
       loss(out, ys) {
-        const { loss, correct: c } = outputLoss(tf, out, ys, spec, cfg.classes, cfg.classWeight);
+        const { loss, correct: c } = cfg.targetShape
+          ? targetLoss(tf, out, ys, spec)
+          : outputLoss(tf, out, ys, spec, cfg.classes, cfg.classWeight);
+        const sums = cfg.metrics && metricSums(tf, cfg.metrics, ys, out);
         if (!syncReads) {
           // read after the forward's tidy, which would dispose it
-          const kept = tf.keep(c);
+          const [kept, keptSums] = [tf.keep(c), sums && tf.keep(sums)];
           return {
             loss,
             correct: (kept.data() as Promise<Float32Array>).then(v => v[0]).finally(() => kept.dispose()),
+            metrics:
+              keptSums &&
+              keptSums
+                .data()
+                .then(v => Array.from(v))
+                .finally(() => keptSums.dispose()),
           };
         }
         const correct = c.dataSync()[0];
-        c.dispose();
-        return { loss, correct };
+        const metrics = sums && Array.from(sums.dataSync());
+        tf.dispose([c, ...(sums ? [sums] : [])]);
+        return { loss, correct, metrics };
       },
       applyLocal() {
         /* no local state */

@@ -9,7 +9,7 @@ import { GlobalBatchSampler } from '../data/sampler.js';
 import { LocalLabelSampler } from '../data/local-label-sampler.js';
 import { ShardLoader, type InputBuffers, type ShardLoaderOptions } from '../data/shard-loader.js';
 import { resolveDataset } from '../data/resolve-dataset.js';
-import { labelsOf } from '../data/dataset.js';
+import { labelsOf, sampleSize } from '../data/dataset.js';
 import { sourcePath } from '../source-path.js';
 import { LabelPartition } from '../classifier/label-partition.js';
 import { TandemError } from '../errors.js';
@@ -29,6 +29,7 @@ export async function createGlobalBatchLoader(cfg: ResolvedConfig, input: InputB
     threads: cfg.loaderThreads,
     ranks: localRanks(cfg.topology),
     floatTargets: isRegressionLoss(cfg.loss),
+    ...(cfg.targetShape ? { targetFloats: sampleSize(cfg.targetShape) } : {}),
     probes: loadProbes(cfg),
   });
 }

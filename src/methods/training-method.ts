@@ -73,6 +73,10 @@ export interface StepLoss {
   loss: Tensor;
   /** Correct predictions among this device's samples (a promise on an engine without synchronous reads). */
   correct: number | Promise<number>;
+  /**
+   * The metrics' sums on this device's samples (model/metric-values.ts; a promise as `correct` is), when it has some.
+   */
+  metrics?: number[] | Promise<number[]>;
   /** The loss to report when it is not `loss`'s value (Partial FC's global loss). */
   reportedLoss?: number;
   /** Gradients of the local variables computed by the method itself (not by backward). */

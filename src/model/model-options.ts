@@ -3,6 +3,7 @@ import type { OptionTable } from '../options/declaration.js';
 import { choice, nonEmpty } from '../options/option-checks.js';
 import { TandemError } from '../errors.js';
 import { LOSS_KINDS, type LossKind } from './loss-kinds.js';
+import { METRIC_FUNCTIONS } from './metric-values.js';
 
 export interface ModelSection {
   /** Builtin model name or path to an ES module `(tf, options) => tf.LayersModel`. Default `mlp`. */
@@ -19,6 +20,12 @@ export interface ModelSection {
    * the batch mean, as tfjs's `model.fit({ classWeight })`. Default: none (every sample weighs 1).
    */
   classWeight?: number[];
+  /**
+   * tfjs metrics computed at every step, by the name of tfjs's function (`binaryAccuracy`, `meanSquaredError`,
+   * `precision`, …: METRIC_FUNCTIONS), on targets of a shape (a dataset's `targetShape`): each step's value is the
+   * global batch's, as tfjs's `model.fit` computes it. `fit` sets them from the model's compiled metrics.
+   */
+  metrics?: string[];
 }
 
 /** Finite, non-negative weights, one per class. */
@@ -26,6 +33,16 @@ function classWeights(v: unknown, field: string): number[] {
   if (!Array.isArray(v) || v.length === 0 || v.some(w => typeof w !== 'number' || !Number.isFinite(w) || w < 0))
     throw new TandemError('BAD_CONFIG', `config.${field}: expected an array of finite weights ≥ 0, one per class`);
   return v as number[];
+}
+
+/** Names of the metric functions tandem computes. */
+function metricNames(v: unknown, field: string): string[] {
+  if (!Array.isArray(v) || v.some(m => typeof m !== 'string' || !METRIC_FUNCTIONS.includes(m)))
+    throw new TandemError(
+      'BAD_CONFIG',
+      `config.${field}: expected a list of tfjs metric function names, of ${METRIC_FUNCTIONS.join(', ')}`,
+    );
+  return v as string[];
 }
 
 export const MODEL_OPTIONS: OptionTable<ModelSection> = {
@@ -51,5 +68,12 @@ export const MODEL_OPTIONS: OptionTable<ModelSection> = {
     group: 'model and data',
     doc: "a classifier's weight per class id: each sample's loss times its class's weight (tfjs's classWeight)",
     check: classWeights,
+  },
+  metrics: {
+    kind: 'config',
+    type: 'string[]',
+    group: 'model and data',
+    doc: "tfjs metric functions computed each step on targets of a shape (fit sets them from compile's metrics)",
+    check: metricNames,
   },
 };

@@ -26,9 +26,12 @@ export function outputActivation(model: LayersModel): string {
   const layer =
     (model as unknown as { outputLayers?: LayerLike[] }).outputLayers?.[0] ??
     (model.layers[model.layers.length - 1] as unknown as LayerLike);
+  if ((layer as unknown as { outputLayers?: unknown }).outputLayers) return outputActivation(layer as never); // nested
   const cls = layer.getClassName();
   if (cls === 'Softmax') return 'softmax';
-  const activation = layer.getConfig().activation;
+  // TimeDistributed: the wrapped layer's
+  const inner = cls === 'TimeDistributed' ? (layer as unknown as { layer?: LayerLike }).layer : undefined;
+  const activation = (inner ?? layer).getConfig().activation;
   return typeof activation === 'string' ? activation : 'linear';
 }
 

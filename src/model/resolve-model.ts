@@ -25,7 +25,7 @@ export async function resolveModelFactory(source: string): Promise<ModelFactory>
   if (source.endsWith('.json')) {
     // An existing TensorFlow.js layers model (topology + weights): trained from its own weights.
     const file = source.startsWith('file:') ? fileURLToPath(source) : resolveModulePath(source);
-    return tf => tf.loadLayersModel(fileModelHandler(file));
+    return tf => tf.loadLayersModel(fileModelHandler(file)).catch(unknownClass);
   }
   if (!isModulePath(source)) {
     throw new TandemError(
@@ -104,4 +104,24 @@ export function classificationLoss(
     : tf.losses.softmaxCrossEntropy(oneHot, output);
   const correct = tf.tidy(() => tf.equal(tf.argMax(output, -1), labels).sum());
   return { loss, correct };
+}
+
+/**
+ * tfjs's "Unknown layer: X" (a class registered with tf.serialization.registerClass on the thread that saved the model,
+ * not on this one) as BAD_MODEL naming the class and the `plugins` option; any other error as it is.
+ */
+export function unknownClass(err: unknown): never {
+  const name =
+    err instanceof Error
+      ? /Unknown (?:layer|constraint|initializer|regularizer|activation): (\S+?)\./.exec(err.message)?.[1]
+      : undefined;
+  if (name === undefined) throw err;
+  throw new TandemError(
+    'BAD_MODEL',
+    `the model uses class ${name}, which is not registered on this thread: every thread builds the model, so name ` +
+      `the module that registers it (tf.serialization.registerClass(${name})) in the plugins option ` +
+      "(fit(model, x, y, { plugins: ['./my-layers.mjs'] }), config.plugins, --plugin); each thread loads it first",
+    undefined,
+    { cause: err },
+  );
 }

@@ -105,7 +105,8 @@ export async function layOut(
 ): Promise<LaidOut> {
   const groups = exchangeGroups(strategy, built.layout, cfg.strategyOptions);
   const local = cfg.topology.localDevices;
-  const input = allocateInputBuffers(local, cfg.perDevice, sampleSize(cfg.sampleShape));
+  const targetFloats = cfg.targetShape ? sampleSize(cfg.targetShape) : 1;
+  const input = allocateInputBuffers(local, cfg.perDevice, sampleSize(cfg.sampleShape), targetFloats);
   const slots = optimizerStateSlots(cfg.optimizer);
   const buffers: SharedBuffers = {
     control: threads.controlBuffer,

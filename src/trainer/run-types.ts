@@ -24,6 +24,8 @@ export interface StepMetrics {
   computeMs: number[];
   /** tfjs tensors alive on each device after the step. */
   numTensors: number[];
+  /** The global batch's value of each of the run's `metrics` (tfjs's metric functions), when it has some. */
+  metrics?: number[];
 }
 
 export interface TrainSummary {

@@ -3,6 +3,7 @@
  * s trains, once its inputs are loaded (postAhead), so a compute thread starts it the moment it ends step s instead
  * of waiting for the main thread's round trip; its forward still waits for each group of step s.
  */
+import { metricValues } from '../model/metric-values.js';
 import type { ResolvedConfig } from '../config-types.js';
 import { paramSlots } from '../actors/shared-buffers.js';
 import type { Reply } from './compute-replies.js';
@@ -182,6 +183,7 @@ export class StepLoop {
     // world's).
     const correct = results.reduce((s, r) => s + r.correct, 0);
     const accuracy = correct / samples;
+    const sums = results[0].metrics?.map((_, i) => results.reduce((s, r) => s + (r.metrics?.[i] ?? 0), 0));
     // The period: since the previous step was recorded (the first: since its loop iteration began), so that what the
     // loop does between steps (a checkpoint, the hosts' stop agreement, a replica check) counts, as it does in the wall
     // time.
@@ -198,6 +200,7 @@ export class StepLoop {
       {
         ...{ step, loss, accuracy, lr: lrAt(cfg.lrSchedule, cfg.optimizer.lr, step), stepMs },
         ...{ samplesPerSecond: cfg.batch / (stepMs / 1000), computeMs, numTensors },
+        ...(sums ? { metrics: metricValues(sums) } : {}),
       },
     );
   }

@@ -1,0 +1,108 @@
+/**
+ * A model of several inputs on tandem's devices, which read one sample per index: `x` as tfjs takes it (a Tensor,
+ * Tensor[] in `model.inputs` order, or `{ inputName: Tensor }`) packed into one flat row per sample (each input's
+ * values one after the other), and the model wrapped in one that takes that row and cuts it back into the inputs with
+ * tfjs's own layers (Reshape, Cropping2D, Reshape: no weights) before calling the model. The wrapper shares the model's
+ * variables, in the model's order, so the devices train the model's weights, and its loss and metrics are the model's.
+ */
+import * as tf from '@tensorflow/tfjs';
+import { TandemError } from '../errors.js';
+
+/** What tfjs's fit takes as x. */
+export type FitX = tf.Tensor | tf.Tensor[] | Record<string, tf.Tensor>;
+
+/** `x` as one tensor per input of `model`, in its inputs' order, each of `n` samples; BAD_DATA saying what differs. */
+export function inputsOf(model: tf.LayersModel, x: FitX, what: string): tf.Tensor[] {
+  if (x instanceof tf.Tensor) return [x]; // one input (a model of several is refused by name further on)
+  const names = model.inputNames;
+  const list = Array.isArray(x)
+    ? x
+    : names.map(name => {
+        if (!(x[name] instanceof tf.Tensor))
+          throw new TandemError('BAD_DATA', `fit: ${what} has no tensor for input '${name}' (inputs: ${names})`);
+        return x[name];
+      });
+  if (list.length !== names.length || list.some(t => !(t instanceof tf.Tensor)))
+    throw new TandemError(
+      'BAD_DATA',
+      `fit: ${what} gives ${list.length} tensor(s) and the model has ${names.length} input(s) (${names.join(', ')}); ` +
+        'give one tensor per input, in that order or by name',
+    );
+  const n = list[0].shape[0];
+  const odd = list.findIndex(t => t.shape[0] !== n);
+  if (odd >= 0)
+    throw new TandemError(
+      'BAD_DATA',
+      `fit: ${what}'s input ${names[odd]} has ${list[odd].shape[0]} samples and ${names[0]} ${n}`,
+    );
+  return list;
+}
+
+/** Several inputs' tensors as one [n, total] tensor (a new one); one input's as it is. */
+export function packInputs(xs: tf.Tensor[]): tf.Tensor {
+  if (xs.length === 1) return xs[0];
+  return tf.tidy(() =>
+    tf.concat(
+      xs.map(t => tf.reshape(t, [t.shape[0], -1])),
+      1,
+    ),
+  );
+}
+
+/** tfjs-layers' metricsMap keys (4.x): metric names compile resolves as such. */
+const METRIC_STRINGS = new Set([
+  'acc',
+  'accuracy',
+  'ce',
+  'crossentropy',
+  'binaryAccuracy',
+  'categoricalAccuracy',
+  'precision',
+  'categoricalCrossentropy',
+  'sparseCategoricalCrossentropy',
+  'mse',
+  'MSE',
+  'mae',
+  'MAE',
+  'mape',
+  'MAPE',
+  'cosine',
+]);
+
+/** A model of one flat input that cuts it into `model`'s inputs and calls `model`; compiled as `model` is. */
+export function flatInputModel(model: tf.LayersModel): tf.LayersModel {
+  if (!model.optimizer || model.loss === undefined)
+    throw new TandemError('BAD_MODEL', 'fit: the model is not compiled; call model.compile({ optimizer, loss }) first');
+  const shapes = model.inputs.map(input => input.shape.slice(1));
+  if (shapes.some(s => s.some(d => d === null)))
+    throw new TandemError(
+      'BAD_MODEL',
+      `fit: a model of several inputs trains on tandem when each input's shape is fixed; the inputs are ` +
+        `${shapes.map(s => `[${s.join(', ')}]`).join(', ')}: give each a fixed shape`,
+    );
+  const sizes = shapes.map(s => (s as number[]).reduce((a, b) => a * b, 1));
+  const total = sizes.reduce((a, b) => a + b, 0);
+  const flat = tf.input({ shape: [total] });
+  const column = tf.layers.reshape({ targetShape: [total, 1, 1] }).apply(flat) as tf.SymbolicTensor;
+  let at = 0;
+  const parts = shapes.map((shape, i) => {
+    const cut = tf.layers
+      .cropping2D({
+        cropping: [
+          [at, total - at - sizes[i]],
+          [0, 0],
+        ],
+      })
+      .apply(column);
+    at += sizes[i];
+    return tf.layers.reshape({ targetShape: shape as number[] }).apply(cut as tf.SymbolicTensor) as tf.SymbolicTensor;
+  });
+  const wrapper = tf.model({ inputs: flat, outputs: model.apply(parts) as tf.SymbolicTensor });
+  // the model's metrics under the names it logs them by: its strings as given, its functions as they are
+  const compiled =
+    (model as unknown as { metricsTensors?: [(yTrue: tf.Tensor, yPred: tf.Tensor) => tf.Tensor, number][] })
+      .metricsTensors ?? [];
+  const metrics = model.metricsNames.slice(1).map((name, i) => (METRIC_STRINGS.has(name) ? name : compiled[i][0]));
+  wrapper.compile({ optimizer: model.optimizer, loss: model.loss, metrics });
+  return wrapper;
+}

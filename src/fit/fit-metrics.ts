@@ -1,0 +1,39 @@
+/**
+ * A compiled model's metrics as tandem's threads take them: each by the name of the tfjs function `compile` resolved
+ * it to (`'accuracy'` → binaryAccuracy, categoricalAccuracy or sparseCategoricalAccuracy for the loss; `'mse'` →
+ * meanSquaredError; `tf.metrics.recall` → recall), in `model.metricsNames` order; a function tandem cannot name (one of
+ * the user's own, r2Score) is refused, naming it and the way out.
+ */
+import type * as tf from '@tensorflow/tfjs';
+import { TandemError } from '../errors.js';
+import { METRIC_FUNCTIONS } from '../model/metric-values.js';
+
+/** The compiled model's metric functions and the outputs they are of (tfjs-layers' own field). */
+type Compiled = { metricsTensors?: [(...a: unknown[]) => unknown, number][] };
+
+/**
+ * The tfjs function names of `model`'s compiled metrics (after `loss`, in metricsNames order); `what` names the caller
+ * in the refusal.
+ */
+export function metricFunctionsOf(model: tf.LayersModel, what: string): string[] {
+  const compiled = (model as unknown as Compiled).metricsTensors ?? [];
+  const keys = model.metricsNames.slice(1);
+  return compiled.map(([fn], i) => {
+    const name = fn.name.replace(/\$\d+$/, ''); // tfjs's bundle renames clashing functions name$1
+    if (METRIC_FUNCTIONS.includes(name)) return name;
+    throw new TandemError(
+      'BAD_CONFIG',
+      `${what}: metric '${keys[i] ?? name}' (${name ? `function ${name}` : 'an unnamed function'}) is not one tandem ` +
+        `computes across devices; it computes ${METRIC_FUNCTIONS.join(', ')} (by name or as tf.metrics.<name>): ` +
+        'compile with those, or compute the metric on the model after fit (model.evaluate, model.predict)',
+    );
+  });
+}
+
+type MetricFn = (yTrue: tf.Tensor, yPred: tf.Tensor) => tf.Tensor;
+
+/** A metric function name as tfjs's `compile` takes it on a worker: tf.metrics' function, else the name. */
+export function compileMetric(tfjs: typeof tf, name: string): string | MetricFn {
+  const fn = (tfjs.metrics as unknown as Record<string, unknown>)[name];
+  return typeof fn === 'function' ? (fn as MetricFn) : name;
+}

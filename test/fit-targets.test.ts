@@ -1,0 +1,128 @@
+// Targets of a shape (a Dataset's targetShape, fit's y of any shape) and metrics: what is refused, and how. That they
+// train as model.fit trains them is fit-conformance.test.ts's (the autoencoder, seq2seq, multi-label, regression of
+// several floats and per-step class ids cases). Each refusal here comes before any thread starts.
+import t from 'tap';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import * as tf from '@tensorflow/tfjs';
+import { fit, train } from '../src/index.js';
+import { FIT_CASES } from './fixtures/fit-models.js';
+import { MULTI_INPUT_CASES } from './fixtures/fit-models-more.js';
+
+await tf.setBackend('cpu');
+const dir = mkdtempSync(path.join(os.tmpdir(), 'tandem-fit-targets-'));
+t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+
+/** A data module of 24 samples of 4 values whose targets are [2, 3]; `extra` replaces or adds fields. */
+function targetModule(name: string, extra: string): string {
+  const file = path.join(dir, `${name}.mjs`);
+  writeFileSync(
+    file,
+    'export default () => ({ size: 24, sampleShape: [4], classes: 1, targetShape: [2, 3], ' +
+      'read(i, out, o) { out.fill(i / 24, o, o + 4); return 0; }, ' +
+      `readTarget(i, out, o) { out.fill(1, o, o + 6); }, ${extra} });`,
+  );
+  return file;
+}
+
+const caseNamed = (start: string) => FIT_CASES.find(c => c.name.startsWith(start))!;
+
+t.test('fit: classWeight with a target tensor per sample is refused, naming the shape and the way out', async t => {
+  const c = caseNamed('multi-label');
+  const { x, y } = c.data();
+  await t.rejects(fit(c.make(), x, y, { classWeight: { 0: 1, 1: 2 }, backend: 'cpu' }), {
+    code: 'BAD_CONFIG',
+    message: /classWeight weighs one class label per sample, and y gives targets of shape \[4\].*leave classWeight out/,
+  });
+  tf.dispose([x, y]);
+});
+
+t.test("fit: class ids not of the output's shape are refused, naming both shapes", async t => {
+  const c = caseNamed('sequence of class ids');
+  const { x, y } = c.data();
+  const wrong = tf.zeros([48, 4, 1]);
+  await t.rejects(fit(c.make(), x, wrong, { backend: 'cpu' }), {
+    code: 'BAD_DATA',
+    message: /y of shape \[48, 4, 1\] for loss 'sparseCategoricalCrossentropy'.*output shape \[5\] \(class ids\)/,
+  });
+  const notIds = tf.fill([48, 5, 1], 0.5);
+  await t.rejects(fit(c.make(), x, notIds, { backend: 'cpu' }), { code: 'BAD_DATA', message: /integer class ids/ });
+  tf.dispose([x, y, wrong, notIds]);
+});
+
+t.test('a data module with a targetShape: its mistakes named before any thread', async t => {
+  const run = { batch: 8, steps: 1, devices: 2, backend: 'cpu' as const };
+  await t.rejects(train({ ...run, data: targetModule('no-read-target', 'readTarget: undefined') }), {
+    code: 'BAD_DATA',
+    message: /readTarget: expected a function readTarget\(index, out, offset\)/,
+  });
+  await t.rejects(train({ ...run, data: targetModule('bad-shape', "targetShape: [2, 'x']") }), {
+    code: 'BAD_DATA',
+    message: /targetShape: expected a list of positive integers/,
+  });
+  const nan = targetModule('nan-target', 'readTarget(i, out, o) { out.fill(1, o, o + 5); }');
+  await t.rejects(train({ ...run, data: nan }), {
+    code: 'BAD_DATA',
+    message: /sample 0's target has NaN at element 5: readTarget must write all 6 values of targetShape \[2, 3\]/,
+  });
+  await t.rejects(train({ ...run, model: 'mlp', data: targetModule('good', '') }), {
+    code: 'BAD_CONFIG',
+    message: /targets of shape \[2, 3\]; builtin 'mlp' is a classifier/,
+  });
+});
+
+t.test('fit: a metric tandem cannot compute across devices is refused, naming it and the way out', async t => {
+  const c = caseNamed('regression of 3 floats');
+  const { x, y } = c.data();
+  const own = c.make();
+  const mine = (a: tf.Tensor, b: tf.Tensor) => tf.metrics.meanSquaredError(a, b);
+  own.compile({ optimizer: 'sgd', loss: 'meanAbsoluteError', metrics: ['mse', mine] });
+  await t.rejects(fit(own, x, y, { backend: 'cpu' }), {
+    code: 'BAD_CONFIG',
+    message: /metric 'mine' \(function mine\) is not one tandem computes across devices; it computes .*precision/,
+  });
+  const r2 = c.make();
+  r2.compile({ optimizer: 'sgd', loss: 'meanAbsoluteError', metrics: [tf.metrics.r2Score] });
+  await t.rejects(fit(r2, x, y, { backend: 'cpu' }), { code: 'BAD_CONFIG', message: /function r2Score/ });
+  tf.dispose([x, y]);
+});
+
+t.test('metrics: a train option of tfjs function names, on targets of a shape only', async t => {
+  const run = { batch: 8, steps: 1, devices: 2, backend: 'cpu' as const };
+  await t.rejects(train({ ...run, metrics: ['r2Score'] }), {
+    code: 'BAD_CONFIG',
+    message: /config\.metrics: expected/,
+  });
+  await t.rejects(train({ ...run, metrics: ['meanSquaredError'] }), {
+    code: 'BAD_CONFIG',
+    message: /config\.metrics: are computed on targets of a shape/,
+  });
+});
+
+t.test('a custom layer without the plugin that registers it: the class and the plugins option named', async t => {
+  const c = caseNamed('custom layer');
+  const { x, y } = c.data();
+  await t.rejects(fit(c.make(), x, y, { devices: 1, backend: 'cpu', verbose: 0 }), {
+    message: /class TandemTestScale, which is not registered on this thread.*in the plugins option/,
+  });
+  tf.dispose([x, y]);
+});
+
+t.test('fit: x of a model of two inputs, given wrong, is refused naming the inputs', async t => {
+  const c = MULTI_INPUT_CASES[0];
+  const { x, y } = c.data();
+  await t.rejects(fit(c.make(), [x[0]], y, { backend: 'cpu' }), {
+    code: 'BAD_DATA',
+    message: /x gives 1 tensor\(s\) and the model has 2 input\(s\) \(features, grid\)/,
+  });
+  await t.rejects(fit(c.make(), { features: x[0] }, y, { backend: 'cpu' }), {
+    code: 'BAD_DATA',
+    message: /x has no tensor for input 'grid'/,
+  });
+  await t.rejects(fit(c.make(), x[0], y, { backend: 'cpu' }), {
+    code: 'BAD_MODEL',
+    message: /2 input\(s\) and 1 output\(s\).*x a Tensor\[\] or \{ name: Tensor \}/,
+  });
+  tf.dispose([...x, y]);
+});
