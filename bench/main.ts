@@ -22,7 +22,7 @@ import { runHostsTimelines } from './hosts-timelines.js';
 import { runHostsRepeat } from './hosts-repeat.js';
 import { parseHostsOptions } from './hosts-figures.js';
 import { runChunkSizeBench } from './chunk-size.js';
-import { runWatchBench } from './watch.js';
+import { runWatchBench, VARIANTS, type Variant } from './watch.js';
 import { runHalfPassesBench } from './half-passes.js';
 import { runShmVsLoopbackBench } from './shm-vs-loopback.js';
 import { runHostsLineRateBench, DEFAULT_LINE_RATE_METHODS, type SecretMode } from './hosts-line-rate.js';
@@ -55,6 +55,7 @@ const { positionals, values } = parseArgs({
     gpus: { type: 'string' },
     'image-size': { type: 'string' },
     secret: { type: 'string' }, // hosts-line-rate and hosts: with|without|both
+    variants: { type: 'string' }, // watch: plain,tensorboard,dashboard,watched
   },
 });
 const name = positionals[0] ?? 'scaling';
@@ -235,6 +236,11 @@ switch (name) {
     break;
   case 'watch':
     await runWatchBench({
+      variants: values.variants?.split(',').map(v => {
+        if (!(VARIANTS as readonly string[]).includes(v))
+          throw new RangeError(`bench watch: --variants takes ${VARIANTS.join(', ')}, got '${v}'`);
+        return v as Variant;
+      }),
       steps: Number(values.steps ?? 200),
       runs: Number(values.runs ?? 4),
       batch: Number(values.batch ?? 64),

@@ -1,9 +1,10 @@
 /**
  * `npm run bench -- watch [--steps N] [--runs N] [--batch N] [--out DIR]`: what watching a run costs. The same
- * `tandem train` (mlp on synthetic 32x32x3 images, 2 devices, --out) runs plain and watched — with `--tensorboard DIR`
- * and `--dashboard`, a client reading the page's server-sent events all along — alternated, `runs` times each; each
- * run's steady samples/s is the global batch over its summary's steady step time (after the warm-up steps). Table on
- * stdout, JSON in bench/results/watch.json, labelled "machine busy" when the load average was over half the cores.
+ * `tandem train` (mlp on synthetic 32x32x3 images, 2 devices, --out) runs plain, with `--tensorboard DIR`, with
+ * `--dashboard` (a client reading the page's server-sent events all along) and with both, each first in turn, `runs`
+ * times each; each run's steady samples/s is the global batch over its summary's steady step time (after the warm-up
+ * steps). Table on stdout, JSON in bench/results/watch.json, labelled "machine busy" when the load average before the
+ * runs was over half the cores.
  */
 import { spawn } from 'node:child_process';
 import { get } from 'node:http';
@@ -16,13 +17,28 @@ import { runRecord } from './run-record.js';
 const BIN = fileURLToPath(new URL('../../bin/tandem.js', import.meta.url));
 
 export interface WatchBenchOptions {
+  /** Which runs (default all four): plain, tensorboard, dashboard, watched (both). */
+  variants?: Variant[];
   steps: number;
   runs: number;
   batch: number;
   out: string;
 }
 
-type Variant = 'plain' | 'watched';
+export type Variant = 'plain' | 'tensorboard' | 'dashboard' | 'watched';
+export const VARIANTS: readonly Variant[] = ['plain', 'tensorboard', 'dashboard', 'watched'];
+const FLAGS: Record<Variant, (dir: string) => string[]> = {
+  plain: () => [],
+  tensorboard: dir => ['--tensorboard', path.join(dir, 'tb')],
+  dashboard: () => ['--dashboard'],
+  watched: dir => ['--tensorboard', path.join(dir, 'tb'), '--dashboard'],
+};
+const LABELS: Record<Variant, string> = {
+  plain: 'plain',
+  tensorboard: '--tensorboard',
+  dashboard: '--dashboard, a client',
+  watched: '--tensorboard --dashboard, a client',
+};
 
 /** Reads the dashboard's event stream until the server ends it; resolves with the bytes read. */
 function readEvents(url: string): Promise<number> {
@@ -46,14 +62,15 @@ async function oneRun(
   const args = [
     ...['train', '--model', 'mlp', '--data', 'synthetic-images', '--devices', '2', '--backend', 'cpu'],
     ...['--batch', String(opts.batch), '--steps', String(opts.steps), '--out', out, '--overwrite', '--json'],
-    ...(variant === 'watched' ? ['--tensorboard', path.join(dir, 'tb'), '--dashboard'] : []),
+    ...FLAGS[variant](dir),
   ];
   const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
   let reader: Promise<number> | undefined;
   let text = '';
   child.stdout.setEncoding('utf8').on('data', (d: string) => {
     text += d;
-    const m = variant === 'watched' && !reader ? /"event":"dashboard"[^\n]*"url":"([^"]+)"/.exec(text) : null;
+    const served = variant === 'watched' || variant === 'dashboard';
+    const m = served && !reader ? /"event":"dashboard"[^\n]*"url":"([^"]+)"/.exec(text) : null;
     if (m) reader = readEvents(m[1]);
   });
   const code = await new Promise<number | null>(resolve => child.on('exit', c => resolve(c)));
@@ -72,11 +89,13 @@ export async function runWatchBench(opts: WatchBenchOptions): Promise<void> {
     `watch bench: mlp, synthetic 32x32x3, 2 devices, batch ${opts.batch}, ${opts.steps} steps; plain vs ` +
       `--tensorboard --dashboard with a client, alternated, ${opts.runs} runs each; ${os.cpus().length} cores`,
   );
+  const variants = opts.variants ?? VARIANTS;
+  const loadBefore = os.loadavg()[0]; // the bench's own runs load the machine: busy is judged before them
   const dir = mkdtempSync(path.join(os.tmpdir(), 'tandem-watch-bench-'));
   const runs: { variant: Variant; run: number; samplesPerSecond: number; eventBytes: number }[] = [];
   try {
     for (let run = 0; run < opts.runs; run++) {
-      const order: Variant[] = run % 2 === 0 ? ['plain', 'watched'] : ['watched', 'plain'];
+      const order = variants.map((_, i) => variants[(i + run) % variants.length]); // each first in turn
       for (const variant of order) {
         const r = await oneRun(variant, opts, dir);
         runs.push({ variant, run, ...r });
@@ -87,20 +106,24 @@ export async function runWatchBench(opts: WatchBenchOptions): Promise<void> {
     rmSync(dir, { recursive: true, force: true });
   }
   const of = (v: Variant) => median(runs.filter(r => r.variant === v).map(r => r.samplesPerSecond));
-  const plain = of('plain'),
-    watched = of('watched');
+  const medians = Object.fromEntries(variants.map(v => [v, of(v)])) as Record<Variant, number>;
+  const plain = medians.plain,
+    watched = medians.watched;
   const apartPercent = (100 * (watched - plain)) / plain;
   const record = runRecord();
-  const busy = record.loadAverage > record.cores / 2;
+  const busy = loadBefore > record.cores / 2;
   console.log('\n| run | median samples/s (steady) | vs plain |\n|---|---:|---:|');
-  console.log(`| plain | ${plain.toFixed(1)} | |`);
-  console.log(`| --tensorboard --dashboard, a client | ${watched.toFixed(1)} | ${apartPercent.toFixed(1)}% |`);
-  if (busy) console.log(`\nmachine busy: load average ${record.loadAverage} on ${record.cores} cores`);
+  for (const v of variants)
+    console.log(
+      `| ${LABELS[v]} | ${medians[v].toFixed(1)} | ` +
+        `${v === 'plain' ? '' : `${((100 * (medians[v] - plain)) / plain).toFixed(1)}%`} |`,
+    );
+  if (busy) console.log(`\nmachine busy: load average ${loadBefore.toFixed(2)} before the runs, ${record.cores} cores`);
   mkdirSync(opts.out, { recursive: true });
   const file = path.join(opts.out, 'watch.json');
   const { steps, batch } = opts;
   const label = busy ? { label: 'machine busy' } : {};
-  const result = { ...record, ...label, steps, batch, runsEach: opts.runs, plain, watched, apartPercent, runs };
+  const result = { ...record, ...label, steps, batch, runsEach: opts.runs, loadBefore, ...medians, apartPercent, runs };
   writeFileSync(file, JSON.stringify(result, null, 2) + '\n');
   console.log(`\n${file}`);
 }
