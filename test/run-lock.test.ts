@@ -117,7 +117,7 @@ t.test(
     t.equal(summary.steps, 2, 'the next run takes the directory');
     t.same(
       readdirSync(out).sort(),
-      ['model.json', 'summary.json', 'timeline.svg', 'trace.json', 'weights.bin'],
+      ['events.jsonl', 'model.json', 'summary.json', 'timeline.svg', 'trace.json', 'weights.bin'],
       'released after a run that succeeded; no probe or temporary left',
     );
   },
