@@ -56,6 +56,10 @@ const { positionals, values } = parseArgs({
     'image-size': { type: 'string' },
     secret: { type: 'string' }, // hosts-line-rate and hosts: with|without|both
     variants: { type: 'string' }, // watch: plain,tensorboard,dashboard,watched
+    model: { type: 'string' }, // watch
+    devices: { type: 'string' }, // watch
+    backend: { type: 'string' }, // watch
+    warmup: { type: 'string' }, // watch
   },
 });
 const name = positionals[0] ?? 'scaling';
@@ -241,9 +245,13 @@ switch (name) {
           throw new RangeError(`bench watch: --variants takes ${VARIANTS.join(', ')}, got '${v}'`);
         return v as Variant;
       }),
+      model: values.model ?? 'alexnet-mini',
+      devices: Number(values.devices ?? 1),
+      backend: values.backend ?? 'native',
       steps: Number(values.steps ?? 200),
+      warmup: Number(values.warmup ?? 20),
       runs: Number(values.runs ?? 4),
-      batch: Number(values.batch ?? 64),
+      batch: Number(values.batch ?? 32),
       out: values.out ?? 'bench/results',
     });
     break;
