@@ -13,6 +13,7 @@ import { decodeDir, f32, missingDecoder, valuesOf, type Decoded } from './fixtur
 
 interface Summary {
   history: { step: number; loss: number; accuracy: number }[];
+  parameters: number;
 }
 
 const STEPS = 6;
@@ -76,6 +77,12 @@ else {
         `${tag} positive`,
       );
     }
+    for (const device of [0, 1])
+      t.same(
+        valuesOf(decoded, `exchange_bytes/device_${device}`).map(([, v]) => v),
+        summary.history.map(() => 4 * summary.parameters),
+        `exchange_bytes/device_${device}: host ${device}'s gradient, 4 bytes a parameter, every step`,
+      );
     t.same(readdirSync(path.join(board, 'train')).length, 1, 'one event file: host 1 writes none');
     t.notOk(existsSync(path.join(board, 'val')), 'no val directory for a train run');
   });

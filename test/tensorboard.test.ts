@@ -39,6 +39,7 @@ else {
     const summary = JSON.parse(readFileSync(path.join(out, 'summary.json'), 'utf8')) as {
       history: { step: number; loss: number; accuracy: number }[];
       config: { optimizer: { lr: number } };
+      parameters: number;
     };
     t.equal(summary.history.length, 16);
     const { file, decoded } = decodeDir(path.join(board, 'train'));
@@ -87,6 +88,17 @@ else {
         got.every(([step, v]) => v > 0 && Math.abs(v - (fromTrace.get(step) ?? 0)) < 0.01),
         `exchange_ms/device_${device} is the trace's exchange time of each step`,
       );
+    }
+
+    // The bytes each device handed to the exchange per step: with no comm hook, every parameter's gradient as float32.
+    for (const device of [0, 1]) {
+      const got = valuesOf(decoded, `exchange_bytes/device_${device}`);
+      t.same(
+        got.map(([, v]) => v),
+        got.map(() => 4 * summary.parameters),
+        `exchange_bytes/device_${device}: 4 bytes per parameter every step (${summary.parameters} parameters)`,
+      );
+      t.equal(got.length, 16, `exchange_bytes/device_${device} every step`);
     }
 
     // The overlap share of each step: the timeline picture's count over the trace's spans of that step.

@@ -49,9 +49,11 @@ function reportExchanged(x: ExchangeLoop, done: GroupExchange, sent: Sent, wireF
     start,
     end,
   });
+  const exchanges = sent.map(s => span('exchange', `exchange ${name}${s.label}`, s.start, s.end));
+  if (exchanges.length > 0) exchanges[exchanges.length - 1].bytes = 4 * wireFloats;
   const spans = [
     span('wait', `wait ${name}`, done.waitStart, done.waitEnd),
-    ...sent.map(s => span('exchange', `exchange ${name}${s.label}`, s.start, s.end)),
+    ...exchanges,
     span('apply', `apply ${name}`, done.applyStart!, done.applyEnd!),
   ];
   x.report({

@@ -17,6 +17,8 @@ export interface Span {
   /** Milliseconds since the Unix epoch (performance.timeOrigin + performance.now()): comparable across threads. */
   start: number;
   end: number;
+  /** A group's last exchange span: the bytes this rank handed to the collective for the group (4 per wire float). */
+  bytes?: number;
 }
 
 /** Now, in the clock every thread of the run shares. */

@@ -2,7 +2,8 @@
  * TensorBoard event files of a run (`tensorboard: DIR`), laid out as tfjs-node's `tf.node.tensorBoard` writes a fit's:
  * `DIR/train`, `batch_loss`/`batch_acc` per step and `epoch_loss`/`epoch_acc` per epoch, with tandem's own per step:
  * `samples_per_second`, `step_ms`, `learning_rate` (the step's, scheduled or not), `compute_ms/device_<d>`,
- * `exchange_ms/device_<d>` (every device of the world on host 0), `overlap_share` (the share of the step's exchange
+ * `exchange_ms/device_<d>` and `exchange_bytes/device_<d>` (the bytes the device handed to the exchange) for every
+ * device of the world on host 0, `overlap_share` (the share of the step's exchange
  * time that ran while the same device's backward did, as the timeline picture counts it: `overlapShare`).
  */
 import path from 'node:path';
@@ -79,11 +80,16 @@ export class RunTensorBoard {
     const spans = this.spans.get(m.step) ?? [];
     for (const step of this.spans.keys()) if (step <= m.step) this.spans.delete(step);
     const exchange: number[] = [];
-    for (const s of spans)
-      if (s.kind === 'exchange') exchange[s.device] = (exchange[s.device] ?? 0) + (s.end - s.start);
+    const bytes: number[] = [];
+    for (const s of spans) {
+      if (s.kind !== 'exchange') continue;
+      exchange[s.device] = (exchange[s.device] ?? 0) + (s.end - s.start);
+      bytes[s.device] = (bytes[s.device] ?? 0) + (s.bytes ?? 0);
+    }
     this.writer.scalars(m.step, [
       ...stepScalars(m),
       ...Array.from(exchange, (value, d) => ({ tag: `exchange_ms/device_${d}`, value: value ?? 0 })),
+      ...Array.from(bytes, (value, d) => ({ tag: `exchange_bytes/device_${d}`, value: value ?? 0 })),
       ...(exchange.length > 0 ? [{ tag: 'overlap_share', value: overlapShare(spans) }] : []),
     ]);
     this.epochLoss += m.loss;
