@@ -6,16 +6,11 @@
  * gets what came before first (`snapshot`), then the rest as it comes.
  */
 import type { RunEvent } from './run-event.js';
+import type { StepValues } from './step-values.js';
 
-export interface DashboardStep {
-  step: number;
-  loss: number;
-  accuracy: number;
-  lr: number;
-  samplesPerSecond: number;
-  stepMs: number;
-  /** Per device (global rank): compute-thread ms, exchange ms (its exchange spans summed), waiting ms. */
-  computeMs: number[];
+/** A step on the page: the values every view shows, and per device (global rank) its exchange ms (its exchange spans
+ * summed) and waiting ms. */
+export interface DashboardStep extends StepValues {
   exchangeMs: number[];
   waitMs: number[];
   /** Per device: the host it is on (0 on one host). */

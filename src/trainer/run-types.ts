@@ -7,21 +7,10 @@ import type { RunEvent } from '../monitor/run-event.js';
 import type { AutoChoice } from '../profiling/choose-strategy.js';
 import type { ClassifierSummary } from '../classifier/classifier-result.js';
 import type { EngineDevice } from '../engine/engine.js';
+import type { StepValues } from '../monitor/step-values.js';
 
-export interface StepMetrics {
-  step: number;
-  loss: number;
-  accuracy: number;
-  /** The learning rate this step's update used (the schedule's, else the optimizer's). */
-  lr: number;
-  samplesPerSecond: number;
-  /**
-   * ms since the previous step ended (the first step: since it began): the step's period, what it cost in wall time,
-   * with whatever the loop did after the step before (a checkpoint, the hosts' stop agreement, a replica check).
-   */
-  stepMs: number;
-  /** Per device: compute-thread ms (forward+backward+handoff). */
-  computeMs: number[];
+/** A step as the trainer reports it: the values every view shows, and the tensors and metrics. */
+export interface StepMetrics extends StepValues {
   /** tfjs tensors alive on each device after the step. */
   numTensors: number[];
   /** The global batch's value of each of the run's `metrics` (tfjs's metric functions), when it has some. */
