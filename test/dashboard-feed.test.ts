@@ -14,7 +14,7 @@ const step = (n: number): DashboardMessage => ({
   kind: 'step',
   step: {
     ...{ step: n, loss: 1 / n, accuracy: 0.5, lr: 0.01, samplesPerSecond: 100, stepMs: 10, overlap: 0 },
-    ...{ computeMs: [5], exchangeMs: [1], waitMs: [0], hosts: [0] },
+    ...{ computeMs: [5], exchangeMs: [1], exchangeBytes: [4], waitMs: [0], hosts: [0] },
   },
 });
 

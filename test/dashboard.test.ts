@@ -110,7 +110,7 @@ async function browserTests(browser: Browser, dir: string): Promise<void> {
     t.ok(summary.stoppedAt !== undefined && summary.steps > seen, `summary.json: stopped after ${summary.steps}`);
     t.match(await figures(page), expected(summary), 'the DOM shows summary.json: steps, final loss, samples/s');
     const pictures = await drawn(page);
-    t.equal(pictures.canvases, 4, 'four uPlot charts');
+    t.equal(pictures.canvases, 5, 'five uPlot charts');
     t.ok(pictures.timelineWidth > 0, 'the timeline of the last steps');
     t.match(pictures.events, `stopped after step ${summary.steps}`, 'the events list');
     await page.screenshot({ path: path.join(dir, 'live.png'), fullPage: true });
@@ -128,7 +128,7 @@ async function browserTests(browser: Browser, dir: string): Promise<void> {
     const summary = JSON.parse(readFileSync(path.join(out, 'summary.json'), 'utf8')) as Summary;
     t.match(await figures(page), expected(summary), 'the same values as summary.json');
     const pictures = await drawn(page);
-    t.equal(pictures.canvases, 4, 'four uPlot charts');
+    t.equal(pictures.canvases, 5, 'five uPlot charts');
     t.ok(pictures.timelineWidth > 0, 'the timeline, from trace.json');
     const steps = await page.evaluate(() => document.querySelector('#split tbody')?.textContent ?? '');
     t.match(steps, /device 0.*device 1.*host 0/s, 'the step-time table per device and per host');
@@ -192,10 +192,15 @@ t.test("two hosts: host 0 alone serves, and its feed (the event log) is the worl
   t.notMatch(run.stdout, /\[host 1\] \{"event":"dashboard"/, 'host 1 does not');
   const lines = readFileSync(path.join(out, 'events.jsonl'), 'utf8').trim().split('\n');
   const steps = lines.map(
-    l => JSON.parse(l) as { kind: string; step?: { step: number; loss: number; hosts: number[] } },
+    l =>
+      JSON.parse(l) as {
+        kind: string;
+        step?: { step: number; loss: number; hosts: number[]; exchangeBytes: number[] };
+      },
   );
   const summary = JSON.parse(readFileSync(path.join(out, 'summary.json'), 'utf8')) as {
     history: { step: number; loss: number }[];
+    parameters: number;
   };
   const logged = steps.filter(m => m.kind === 'step').map(m => m.step!);
   t.same(
@@ -206,5 +211,10 @@ t.test("two hosts: host 0 alone serves, and its feed (the event log) is the worl
   t.ok(
     logged.every(s => s.hosts.join() === '0,1'),
     'each step has both devices, one on each host',
+  );
+  t.same(
+    logged.map(s => s.exchangeBytes),
+    logged.map(() => [4 * summary.parameters, 4 * summary.parameters]),
+    "each device's bytes exchanged: its whole gradient, 4 bytes a parameter (no comm hook)",
   );
 });

@@ -74,7 +74,7 @@ function historySteps(s: Json): DashboardMessage[] {
     step: {
       ...{ step: Number(h.step), loss: Number(h.loss), accuracy: Number(h.accuracy) },
       ...{ lr: NaN, samplesPerSecond: NaN, stepMs: NaN, overlap: NaN },
-      ...{ computeMs: [], exchangeMs: [], waitMs: [], hosts: [] },
+      ...{ computeMs: [], exchangeMs: [], exchangeBytes: [], waitMs: [], hosts: [] },
     },
   }));
 }

@@ -12,6 +12,8 @@ import type { StepValues } from './step-values.js';
  * summed) and waiting ms. */
 export interface DashboardStep extends StepValues {
   exchangeMs: number[];
+  /** Per device: the bytes it handed to the exchange in the step (span.ts's `bytes`). */
+  exchangeBytes: number[];
   waitMs: number[];
   /** Per device: the host it is on (0 on one host). */
   hosts: number[];

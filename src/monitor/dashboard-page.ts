@@ -45,6 +45,7 @@ ${figures}
 <figure><figcaption>Step time and each device's compute, exchange and wait (ms)</figcaption>
 <div id="chart-time"></div></figure>
 <figure><figcaption>Share of the exchange that ran under backward</figcaption><div id="chart-overlap"></div></figure>
+<figure><figcaption>Each device's bytes exchanged per step (MB)</figcaption><div id="chart-bytes"></div></figure>
 </section>
 <section aria-labelledby="split-heading"><h2 id="split-heading">Step time split (ms, mean of the last 20 steps)</h2>
 <table id="split"><thead><tr><th scope="col">device / host</th><th scope="col">compute</th>

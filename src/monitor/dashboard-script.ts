@@ -147,6 +147,12 @@ export const PAGE_SCRIPT = String.raw`(function () {
     });
     chart('chart-time', names, data);
     chart('chart-overlap', ['overlap share'], [x, col(function (v) { return v.overlap; })]);
+    var bytes = [x], bytesNames = [];
+    for (var b = 0; b < devices; b++) {
+      bytesNames.push('device ' + b);
+      bytes.push(col(function (v) { return v.exchangeBytes ? v.exchangeBytes[b] / 1e6 : null; }));
+    }
+    chart('chart-bytes', bytesNames, bytes);
   }
 
   function render() {

@@ -47,9 +47,9 @@ class StepSpans {
     for (const step of this.byStep.keys()) if (step <= m.step) this.byStep.delete(step);
     this.recent = this.recent.filter(s => s.step > m.step - TIMELINE_STEPS);
     const devices = m.computeMs.length;
-    const sum = (kind: Span['kind']) => {
+    const sum = (kind: Span['kind'], of: (s: Span) => number = s => s.end - s.start) => {
       const out = new Array<number>(devices).fill(0);
-      for (const s of spans) if (s.kind === kind && s.device < devices) out[s.device] += s.end - s.start;
+      for (const s of spans) if (s.kind === kind && s.device < devices) out[s.device] += of(s);
       return out;
     };
     const hosts = new Array<number>(devices).fill(0);
@@ -58,6 +58,7 @@ class StepSpans {
     return {
       ...{ step, loss, accuracy, lr, samplesPerSecond, stepMs, computeMs },
       exchangeMs: sum('exchange'),
+      exchangeBytes: sum('exchange', s => s.bytes ?? 0),
       waitMs: sum('wait'),
       hosts,
       overlap: overlapShare(spans),
