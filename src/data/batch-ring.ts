@@ -1,9 +1,10 @@
 /**
  * A bounded ring of batches in one SharedArrayBuffer: a producer (the thread that iterates a `tf.data.Dataset`)
- * writes batch `seq` into slot `seq % depth` once that slot is free; the loader threads read each sample out of it,
- * by its index in the epoch, into the devices' input slots, and the last sample read frees the slot. Batches are
- * read in order (the run loads one global batch at a time), so the batch a reader wants is the first one not yet
- * freed whose place in the epoch holds its index. Waits are Atomics waits with a way out: the ring closed or failed.
+ * writes batch `seq` into slot `seq % depth` once that slot is free; the loader threads read each sample of the
+ * global batch of step `seq + 1` out of it into the devices' input slots, and the last sample read frees the slot.
+ * A reader that wants a batch past the producer's (a run resumed at a checkpoint's step) raises `wanted`: the producer
+ * then skips ahead to it, and slots of batches before it count as free. Waits are Atomics waits with a way out: the
+ * ring closed or failed.
  * Memory: `depth × batch × (sampleFloats + targetFloats) × 4` bytes, whatever the dataset's length.
  */
 import { TandemError } from '../errors.js';
@@ -25,7 +26,8 @@ const RUNNING = 0,
   FAILED = 2;
 const STATE = 0,
   RELEASED = 1,
-  HEADER = 2;
+  WANTED = 2,
+  HEADER = 3;
 /** Bytes kept for a failure's message. */
 const MESSAGE_BYTES = 2048;
 /** Longest single wait before the ring's state is looked at again (ms). */
@@ -67,12 +69,26 @@ export class BatchRing {
     return Atomics.load(this.ints, RELEASED);
   }
 
+  /** The first batch a reader has asked for: the producer skips the batches before it. */
+  get wanted(): number {
+    return Atomics.load(this.ints, WANTED);
+  }
+
+  /** Whether the ring was closed or failed. */
+  get ended(): boolean {
+    return this.state !== RUNNING;
+  }
+
   /** Producer: batch `seq` of `count` samples into its slot, once free; false when the ring closed meanwhile. */
   async put(seq: number, samples: Float32Array, targets: Float32Array, count: number): Promise<boolean> {
     const { depth, batch, sampleFloats, targetFloats } = this.spec;
     const k = seq % depth,
       at = this.seqAt(k);
-    for (let held = Atomics.load(this.ints, at); held !== -1; held = Atomics.load(this.ints, at)) {
+    for (
+      let held = Atomics.load(this.ints, at);
+      held !== -1 && held >= this.wanted;
+      held = Atomics.load(this.ints, at)
+    ) {
       if (this.state !== RUNNING) return false;
       await Atomics.waitAsync(this.ints, at, held, WAIT_SLICE_MS).value;
     }
@@ -87,10 +103,20 @@ export class BatchRing {
     return true;
   }
 
-  /** Reader: sample `index` of the epoch into `out` at `offset`; its target into `target` at `targetAt` (if given). */
-  readSample(index: number, out: Float32Array | undefined, offset: number, target?: Float32Array, targetAt = 0): void {
+  /**
+   * Reader: sample `index` of the epoch, in the batch of step `step`, into `out` at `offset`; its target into `target`
+   * at `targetAt` (if given).
+   */
+  readSample(
+    step: number,
+    index: number,
+    out: Float32Array | undefined,
+    offset: number,
+    target?: Float32Array,
+    targetAt = 0,
+  ): void {
     const { batch, sampleFloats, targetFloats } = this.spec;
-    const k = this.waitFor(Math.floor(index / batch));
+    const k = this.waitFor(step, index);
     const i = index % batch,
       base = k * this.slotFloats;
     if (i >= Atomics.load(this.ints, this.countAt(k)))
@@ -102,9 +128,9 @@ export class BatchRing {
     }
   }
 
-  /** Reader: one sample of the batch holding `index` is read; its last sample frees the slot. */
-  consumed(index: number): void {
-    const k = this.waitFor(Math.floor(index / this.spec.batch));
+  /** Reader: one sample of the batch of step `step` is read; its last sample frees the slot. */
+  consumed(step: number, index: number): void {
+    const k = this.waitFor(step, index);
     const count = Atomics.load(this.ints, this.countAt(k));
     if (Atomics.add(this.ints, this.consumedAt(k), 1) + 1 < count) return;
     Atomics.add(this.ints, RELEASED, 1);
@@ -120,8 +146,9 @@ export class BatchRing {
     target?: Float32Array,
     targetAt = 0,
   ): boolean {
-    if (Atomics.load(this.ints, this.seqAt(0)) !== 0 || this.released !== 0 || index >= this.spec.batch) return false;
-    this.readSample(index, out, offset, target, targetAt);
+    if (Atomics.load(this.ints, this.seqAt(0)) !== 0 || this.released + this.wanted !== 0 || index >= this.spec.batch)
+      return false;
+    this.readSample(1, index, out, offset, target, targetAt);
     return true;
   }
 
@@ -144,11 +171,13 @@ export class BatchRing {
     return Atomics.load(this.ints, STATE);
   }
 
-  /** The slot of the first unread batch at place `place` of an epoch, once the producer has written it. */
-  private waitFor(place: number): number {
-    const { depth, batchesPerEpoch } = this.spec;
-    const released = this.released;
-    const seq = released + ((((place - released) % batchesPerEpoch) + batchesPerEpoch) % batchesPerEpoch);
+  /** The slot of step `step`'s batch (sample `index` of the epoch), once the producer has written it. */
+  private waitFor(step: number, index: number): number {
+    const { depth, batch, batchesPerEpoch } = this.spec;
+    const seq = step - 1;
+    if ((seq % batchesPerEpoch) * batch !== index - (index % batch))
+      throw new TandemError('BAD_DATA', `streamed dataset: sample ${index} is not in the batch of step ${step}`);
+    this.want(seq);
     const k = seq % depth,
       at = this.seqAt(k);
     for (let held = Atomics.load(this.ints, at); held !== seq; held = Atomics.load(this.ints, at)) {
@@ -156,6 +185,12 @@ export class BatchRing {
       Atomics.wait(this.ints, at, held, WAIT_SLICE_MS);
     }
     return k;
+  }
+
+  /** `wanted` raised to `seq` (the producer woken to skip ahead when it was behind). */
+  private want(seq: number): void {
+    for (let was = this.wanted; was < seq; was = this.wanted)
+      if (Atomics.compareExchange(this.ints, WANTED, was, seq) === was) return this.wakeAll();
   }
 
   private throwIfEnded(seq: number): void {

@@ -22,6 +22,14 @@ export interface RingDatasetMeta {
 
 const PREFIX = 'tandem-batch-ring:';
 
+/** A streamed dataset's hook, called by a loader before it reads a shard: the step whose batch it reads. */
+export const STREAM_STEP = Symbol.for('tandem.streamStep');
+
+/** Tells `ds`, when it is a streamed dataset, the step whose samples are read next on this thread. */
+export function setStreamStep(ds: Dataset, step: number): void {
+  (ds as { [STREAM_STEP]?: (step: number) => void })[STREAM_STEP]?.(step);
+}
+
 /** Publishes `meta` to threads started from now on, under `key`; the returned function withdraws it. */
 export function publishRing(key: string, meta: RingDatasetMeta): () => void {
   setEnvironmentData(PREFIX + key, meta as never);
@@ -39,6 +47,7 @@ export function ringDataset(key: string): Dataset {
   const ring = new BatchRing(meta.ring);
   const base = { size: meta.size, sampleShape: meta.sampleShape, classes: meta.classes };
   const label = new Float32Array(1);
+  let step = 0; // set by the loader before each shard
   const fromRing = (
     index: number,
     out: Float32Array | undefined,
@@ -46,17 +55,22 @@ export function ringDataset(key: string): Dataset {
     target?: Float32Array,
     at = 0,
   ): void => {
-    if (!isMainThread) return ring.readSample(index, out, offset, target, at);
+    if (!isMainThread) {
+      if (step === 0) throw new TandemError('BAD_DATA', 'streamed dataset: read before its step was set (loader bug)');
+      return ring.readSample(step, index, out, offset, target, at);
+    }
     if (!ring.peekFirst(index, out, offset, target, at))
       throw new TandemError(
         'BAD_DATA',
         `streamed dataset: sample ${index} read on the thread that fills the ring; only batch 0 can be read there`,
       );
   };
-  const done = (index: number) => (isMainThread ? undefined : ring.consumed(index));
+  const done = (index: number) => (isMainThread ? undefined : ring.consumed(step, index));
+  const hook = { [STREAM_STEP]: (s: number) => void (step = s) };
   if (meta.targetShape)
     return {
       ...base,
+      ...hook,
       targetShape: meta.targetShape,
       read: (index, out, offset) => (fromRing(index, out, offset), 0),
       readTarget: (index, out, offset) => {
@@ -66,6 +80,7 @@ export function ringDataset(key: string): Dataset {
     };
   return {
     ...base,
+    ...hook,
     read: (index, out, offset) => {
       fromRing(index, out, offset, label, 0);
       done(index);

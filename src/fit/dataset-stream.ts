@@ -75,6 +75,7 @@ export class DatasetStream {
       }
       const b = await this.next();
       if (!b) throw this.ranOut(seq, perEpoch, total);
+      if (seq < ring.wanted) continue; // a resumed run: the batches before its step are read and left
       if (b.count !== batchSizes[place])
         throw new TandemError(
           'BAD_DATA',
