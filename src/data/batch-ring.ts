@@ -33,6 +33,12 @@ const MESSAGE_BYTES = 2048;
 /** Longest single wait before the ring's state is looked at again (ms). */
 const WAIT_SLICE_MS = 200;
 
+/** What a run on a streamed dataset must give, to read its batches in its order. */
+export const IN_ORDER = (batch: number) =>
+  `a streamed tf.data dataset is trained in its own order and batches: give --batch ${batch} (its batch size), ` +
+  '--no-shuffle (shuffle: false; shuffle in the pipeline with dataset.shuffle), and --partial-batch when its last ' +
+  'batch is smaller';
+
 /** The spec of a new ring of `depth` batches. */
 export function allocateBatchRing(shape: Omit<BatchRingSpec, 'buffer'>): BatchRingSpec {
   const { depth, batch, sampleFloats, targetFloats } = shape;
@@ -176,7 +182,10 @@ export class BatchRing {
     const { depth, batch, batchesPerEpoch } = this.spec;
     const seq = step - 1;
     if ((seq % batchesPerEpoch) * batch !== index - (index % batch))
-      throw new TandemError('BAD_DATA', `streamed dataset: sample ${index} is not in the batch of step ${step}`);
+      throw new TandemError(
+        'BAD_CONFIG',
+        `streamed dataset: sample ${index} is not in the batch of step ${step}; ` + `${IN_ORDER(batch)}`,
+      );
     this.want(seq);
     const k = seq % depth,
       at = this.seqAt(k);

@@ -6,7 +6,7 @@
  */
 import { getEnvironmentData, isMainThread, setEnvironmentData } from 'node:worker_threads';
 import { TandemError } from '../errors.js';
-import { BatchRing, type BatchRingSpec } from './batch-ring.js';
+import { BatchRing, IN_ORDER, type BatchRingSpec } from './batch-ring.js';
 import type { Dataset } from './dataset.js';
 
 /** What the loader threads need besides the ring: the dataset's shape, as the trainer sees it. */
@@ -62,7 +62,8 @@ export function ringDataset(key: string): Dataset {
     if (!ring.peekFirst(index, out, offset, target, at))
       throw new TandemError(
         'BAD_DATA',
-        `streamed dataset: sample ${index} read on the thread that fills the ring; only batch 0 can be read there`,
+        `streamed dataset: sample ${index} read on the thread that fills the ring; only batch 0 can be read there ` +
+          `(${IN_ORDER(meta.ring.batch)}; method data-parallel)`,
       );
   };
   const done = (index: number) => (isMainThread ? undefined : ring.consumed(step, index));

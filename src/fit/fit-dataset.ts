@@ -20,7 +20,7 @@ import { writeFitFiles } from './fit-files.js';
 import { fitLoop, type FitStyle } from './fit-loop.js';
 import { classWeightOf } from './fit-class-weight.js';
 import { ValidationPool } from './validation-pool.js';
-import { DatasetStream, type BatchArrays, type StreamShape } from './dataset-stream.js';
+import { DatasetStream, type BatchArrays, type StreamShape } from '../data/dataset-stream.js';
 
 /** tfjs's `model.fitDataset` arguments, and tandem's options in the same object. */
 export type FitDatasetArgs<T extends tf.TensorContainer> = tf.ModelFitDatasetArgs<T> &
@@ -58,7 +58,12 @@ export async function fitDataset<T extends tf.TensorContainer>(
   fitSettings({ epochs, initialEpoch });
   const tandem = tandemOptions(options);
   const targets = fitTargets(model);
-  const stream = new DatasetStream(dataset as tf.data.Dataset<tf.TensorContainer>, model, targets, batchesPerEpoch);
+  const reading = {
+    who: 'fitDataset',
+    inputShape: model.inputs[0].shape.slice(1),
+    targets: (ys: tf.Tensor) => targets.targets(ys),
+  };
+  const stream = new DatasetStream(dataset as tf.data.Dataset<tf.TensorContainer>, reading, batchesPerEpoch);
   const { shape, first } = await stream.open();
   const validation =
     validationData &&

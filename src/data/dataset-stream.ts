@@ -6,8 +6,22 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { TandemError } from '../errors.js';
-import type { BatchRing } from '../data/batch-ring.js';
-import type { FitTargets, FitY } from './fit-targets.js';
+import type { BatchRing } from './batch-ring.js';
+
+/** One batch's ys as the devices read them: one label (or float target) per sample, or targets of a shape. */
+export interface BatchTargets {
+  values: Float32Array;
+  targetShape?: number[];
+}
+
+/** How a batch's tensors are read: its xs checked (samples of the model's input), its ys as targets. */
+export interface BatchReading {
+  /** Who reads (named in errors): `fitDataset`, or the data module's path. */
+  who: string;
+  /** The model's input shape without the batch dimension (null: any size), when known. */
+  inputShape?: (number | null)[];
+  targets(ys: tf.Tensor, index: number): BatchTargets;
+}
 
 /** One batch as the ring takes it. */
 export interface BatchArrays {
@@ -26,7 +40,7 @@ export interface StreamShape {
   /** Targets of a shape (absent: one label or float target per sample). */
   targetShape?: number[];
   /** Batch 0's targets as tandem reads them (classWeight's check). */
-  firstY: FitY;
+  firstY: BatchTargets;
 }
 
 /** Reads a dataset's batches as `model`'s devices train them, checking each against batch 0. */
@@ -38,8 +52,7 @@ export class DatasetStream {
 
   constructor(
     private readonly dataset: tf.data.Dataset<tf.TensorContainer>,
-    private readonly model: tf.LayersModel,
-    private readonly targets: FitTargets,
+    private readonly reading: BatchReading,
     private readonly batchesPerEpoch?: number,
   ) {}
 
@@ -47,7 +60,7 @@ export class DatasetStream {
   async open(): Promise<{ shape: StreamShape; first: BatchArrays }> {
     this.iterator = await this.dataset.iterator();
     const first = await this.next();
-    if (!first) throw new TandemError('BAD_DATA', 'fitDataset: the dataset gave no batch');
+    if (!first) throw new TandemError('BAD_DATA', `${this.reading.who}: the dataset gave no batch`);
     const shape = this.shape!;
     if (this.batchesPerEpoch !== undefined)
       return { shape: { ...shape, batchSizes: new Array<number>(this.batchesPerEpoch).fill(shape.batch) }, first };
@@ -56,7 +69,7 @@ export class DatasetStream {
     this.iterator = await this.dataset.iterator();
     this.given = 0;
     const again = await this.next(); // the first epoch's batch 0: the ring's first
-    if (!again) throw new TandemError('BAD_DATA', 'fitDataset: a second pass of the dataset gave no batch');
+    if (!again) throw new TandemError('BAD_DATA', `${this.reading.who}: a second pass of the dataset gave no batch`);
     return { shape: { ...shape, batchSizes }, first: again };
   }
 
@@ -79,7 +92,8 @@ export class DatasetStream {
       if (b.count !== batchSizes[place])
         throw new TandemError(
           'BAD_DATA',
-          `fitDataset: batch ${place} of epoch ${Math.floor(seq / perEpoch) + 1} has ${b.count} samples, and ` +
+          `${this.reading.who}: batch ${place} of epoch ${Math.floor(seq / perEpoch) + 1} has ${b.count} samples, ` +
+            `and ` +
             `${batchSizes[place]} in the first pass; every pass must give the same batches`,
         );
       if (!(await ring.put(seq, b.samples, b.targets, b.count))) return;
@@ -104,26 +118,27 @@ export class DatasetStream {
     if (!(xs instanceof tf.Tensor) || !(ys instanceof tf.Tensor))
       throw new TandemError(
         'BAD_DATA',
-        `fitDataset: element ${index} is not { xs: Tensor, ys: Tensor } (one input, one output so far)`,
+        `${this.reading.who}: element ${index} is not { xs: Tensor, ys: Tensor } (one input, one output so far)`,
       );
     this.checkIsBatch(xs, index);
     const count = xs.shape[0];
-    const y = this.targets.targets(ys);
+    const y = this.reading.targets(ys, index);
     if (!this.shape)
       this.shape = { batch: count, sampleShape: xs.shape.slice(1), targetShape: y.targetShape, firstY: y };
     const s = this.shape;
     if (count > s.batch)
       throw new TandemError(
         'BAD_DATA',
-        `fitDataset: batch ${index} has ${count} samples and batch 0 ${s.batch}; tandem trains batches of one size ` +
+        `${this.reading.who}: batch ${index} has ${count} samples and batch 0 ${s.batch}; tandem trains batches of ` +
+          `one size ` +
           '(only the last may be smaller): batch the dataset with dataset.batch(size)',
       );
     if (ys.shape[0] !== count)
-      throw new TandemError('BAD_DATA', `fitDataset: batch ${index} has ${count} xs and ${ys.shape[0]} ys`);
+      throw new TandemError('BAD_DATA', `${this.reading.who}: batch ${index} has ${count} xs and ${ys.shape[0]} ys`);
     if (String(y.targetShape) !== String(s.targetShape))
       throw new TandemError(
         'BAD_DATA',
-        `fitDataset: batch ${index}'s ys are read as ${shapeWords(y.targetShape)}, and batch 0's as ` +
+        `${this.reading.who}: batch ${index}'s ys are read as ${shapeWords(y.targetShape)}, and batch 0's as ` +
           `${shapeWords(s.targetShape)}; give ys of one kind in every batch`,
       );
     return { samples: xs.dataSync() as Float32Array, targets: y.values, count };
@@ -131,7 +146,7 @@ export class DatasetStream {
 
   /** Elements of one sample each (not batched) are refused, naming the fix. */
   private checkIsBatch(xs: tf.Tensor, index: number): void {
-    const input = this.model.inputs[0].shape.slice(1);
+    const input = this.reading.inputShape ?? xs.shape.slice(1);
     const matches = (shape: number[]) =>
       shape.length === input.length && shape.every((d, i) => input[i] === null || input[i] === d);
     if (matches(xs.shape.slice(1)) && (!this.shape || String(xs.shape.slice(1)) === String(this.shape.sampleShape)))
@@ -140,10 +155,11 @@ export class DatasetStream {
     throw new TandemError(
       'BAD_DATA',
       sample
-        ? `fitDataset: element ${index}'s xs has shape [${xs.shape.join(', ')}], one sample of the model's input ` +
-            `[${input.join(', ')}]: fitDataset takes a dataset of batches, as model.fitDataset does; batch it ` +
+        ? `${this.reading.who}: element ${index}'s xs has shape [${xs.shape.join(', ')}], one sample of the model's ` +
+            `input ` +
+            `[${input.join(', ')}]: tandem takes a dataset of batches, as model.fitDataset does; batch it ` +
             'with dataset.batch(size)'
-        : `fitDataset: batch ${index}'s xs has shape [${xs.shape.join(', ')}]; the model's input is ` +
+        : `${this.reading.who}: batch ${index}'s xs has shape [${xs.shape.join(', ')}]; the model's input is ` +
             `[batch, ${input.join(', ')}]` +
             (this.shape ? ` and batch 0's samples [${this.shape.sampleShape.join(', ')}]` : ''),
     );
@@ -154,7 +170,8 @@ export class DatasetStream {
     if (!(await this.iterator!.next()).done)
       throw new TandemError(
         'BAD_DATA',
-        `fitDataset: epoch ${epoch}'s pass of the dataset gave more than the first pass's ${perEpoch} batches; ` +
+        `${this.reading.who}: epoch ${epoch}'s pass of the dataset gave more than the first pass's ${perEpoch} ` +
+          `batches; ` +
           'every pass must give the same batches (or give batchesPerEpoch)',
       );
   }
@@ -164,9 +181,11 @@ export class DatasetStream {
     return new TandemError(
       'BAD_DATA',
       this.batchesPerEpoch === undefined
-        ? `fitDataset: epoch ${epoch}'s pass of the dataset ended after ${seq % perEpoch} batches, and the first ` +
+        ? `${this.reading.who}: epoch ${epoch}'s pass of the dataset ended after ${seq % perEpoch} batches, and the ` +
+            `first ` +
             `pass gave ${perEpoch}; every pass must give the same batches`
-        : `fitDataset: the dataset ran out after ${seq} batches, and batchesPerEpoch ${perEpoch} × the epochs ` +
+        : `${this.reading.who}: the dataset ran out after ${seq} batches, and batchesPerEpoch ${perEpoch} × the ` +
+            `epochs ` +
             `need ${total}; give a dataset of at least that many batches (dataset.repeat())`,
     );
   }
