@@ -31,6 +31,11 @@ t.test('a tf.data module trains as the same samples from an indexed module, bit 
   const indexed = await train({ ...base, data: fixture('tfdata-indexed.mjs') });
   t.equal(streamed.steps, 18, '3 epochs of 6 steps (the last batch of 4)');
   t.ok(sameBits(streamed, indexed), 'the same weights, bit for bit');
+  const { meanLoadWaitMs, loadWaitShare } = streamed.timings;
+  t.ok(
+    loadWaitShare >= 0 && loadWaitShare < 1 && Math.abs(loadWaitShare - meanLoadWaitMs / streamed.meanStepMs) < 1e-9,
+    `the summary's data-wait share ${(100 * loadWaitShare).toFixed(1)}% = meanLoadWaitMs / meanStepMs`,
+  );
 });
 
 t.test('resume mid-epoch on a pipeline reshuffled every pass equals the uninterrupted run', async t => {
