@@ -101,6 +101,29 @@ t.test('refused: samples instead of batches, a batch larger than the first, batc
   tf.dispose([x, y]);
 });
 
+t.test('stopped by a callback after epoch 1 of 3: the fit returns, as model.fitDataset', async t => {
+  const { x, y } = dense.data();
+  const reference = dense.make();
+  const model = twin(reference, dense.make);
+  const stopAfterFirst = (m: tf.LayersModel) => ({
+    onEpochEnd: async (epoch: number) => void (epoch === 0 && (m.stopTraining = true)),
+  });
+  const data = () => arrayBatches(x, y, 40, 8);
+  const args = { epochs: 3, verbose: 0 as const, readAhead: 2 };
+  const expected = await reference.fitDataset(data(), { ...args, callbacks: stopAfterFirst(reference) });
+  const got = await fitDataset(model, data(), {
+    ...args,
+    callbacks: stopAfterFirst(model),
+    devices: 2,
+    backend: 'cpu',
+  });
+  t.same(got.epoch, [0], 'one epoch trained');
+  compare(t, expected, got, reference, model);
+  tf.dispose([x, y]);
+  reference.dispose();
+  model.dispose();
+});
+
 t.test("a dataset that throws mid-epoch fails the fit with its error; the run's threads end", async t => {
   const { x, y } = dense.data();
   const model = dense.make();
