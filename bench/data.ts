@@ -2,14 +2,16 @@
  * `npm run bench -- data [--quick] [--steps N] [--batch N] [--models a,b] [--image-size S]`: what reading data costs
  * against what training takes. Loading alone, in samples/s: a JPEG folder and a PNG folder of generated 96x72 photos
  * (decoded and resized by sharp into a cold cache; then read back from the warm cache, as the loaders do), and a CSV of
- * 32 features (parsed by csv-parse, then read). Training, in samples/s, on the JPEG folder with the cache warm
+ * 32 features (parsed by csv-parse, then read), and a tf.data pipeline (generator, map to [0, 1], batch) iterated as
+ * fitDataset and a tf.data data module iterate it. Training, in samples/s, on the JPEG folder with the cache warm
  * (alexnet-mini and mnist-node, 2 devices), with the share of each step the main thread waited for the loaders
- * (TrainSummary timings.meanLoadWaitMs / meanStepMs). Prints a table; writes bench/results/data.json.
+ * (TrainSummary timings.loadWaitShare: meanLoadWaitMs / meanStepMs). Prints a table; writes bench/results/data.json.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import jpeg from 'jpeg-js';
+import * as tf from '@tensorflow/tfjs';
 import { train } from '../src/index.js';
 import { openImageFolder, prepareImageFolder } from '../src/data/image-folder.js';
 import { readCsv, csvStamp } from '../src/data/csv-dataset.js';
@@ -114,6 +116,24 @@ async function csvRow(root: string, o: DataBenchOptions): Promise<Row> {
   return row('CSV, 32 features: parse + read', o.rows, performance.now() - t);
 }
 
+/** A tf.data map pipeline of `o.images` generated images, iterated batch by batch (each batch's values read out). */
+async function tfDataRow(o: DataBenchOptions): Promise<Row> {
+  const size = o.imageSize * o.imageSize * 3;
+  const pipeline = tf.data
+    .generator(function* () {
+      for (let i = 0; i < o.images; i++) yield tf.tensor1d(new Float32Array(size).fill(i % 255));
+    })
+    .map(x => tf.tidy(() => (x as tf.Tensor).div(255)))
+    .batch(o.batch);
+  const t = performance.now();
+  const it = await pipeline.iterator();
+  for (let b = await it.next(); !b.done; b = await it.next()) {
+    (b.value as tf.Tensor).dataSync();
+    tf.dispose(b.value);
+  }
+  return row(`tf.data pipeline ${o.imageSize}x${o.imageSize}x3: generate, map, batch`, o.images, performance.now() - t);
+}
+
 async function trainRow(dir: string, model: string, o: DataBenchOptions): Promise<Row> {
   const s = await train({
     model,
@@ -125,7 +145,7 @@ async function trainRow(dir: string, model: string, o: DataBenchOptions): Promis
   });
   return row(`train ${model}, 2 devices, on the JPEG folder (warm)`, s.steps * o.batch, s.wallSeconds * 1000, {
     samplesPerSecond: s.samplesPerSecond,
-    dataWaitShare: s.timings.meanLoadWaitMs / s.meanStepMs,
+    dataWaitShare: s.timings.loadWaitShare,
   });
 }
 
@@ -133,6 +153,7 @@ export async function runDataBench(o: DataBenchOptions): Promise<void> {
   const root = mkdtempSync(path.join(os.tmpdir(), 'tandem-bench-data-'));
   try {
     const rows = [...(await folderRows(root, 'jpg', o)), ...(await folderRows(root, 'png', o)), await csvRow(root, o)];
+    rows.push(await tfDataRow(o));
     for (const model of o.models) rows.push(await trainRow(path.join(root, 'jpg'), model, o));
     console.log(
       `\n${'what'.padEnd(58)} ${'samples'.padStart(8)} ${'samples/s'.padStart(10)} ${'data wait'.padStart(9)}`,

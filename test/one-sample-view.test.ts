@@ -67,6 +67,7 @@ t.test(
     x.fill(-1);
     const task: LoadShardTask = {
       dataset: { source: url, options: { seed: 1 } },
+      step: 1,
       indices: Int32Array.from([2, 7, 4]),
       inputs,
       inputOffset: 0,

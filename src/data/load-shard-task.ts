@@ -14,9 +14,12 @@ import { checkedClassLabel } from './class-labels.js';
 import { checkLabelAgrees, readTargetInto } from './dataset-checks.js';
 import { sourcePath } from '../source-path.js';
 import { found } from './returned-value.js';
+import { setStreamStep } from './ring-dataset.js';
 
 export interface LoadShardTask {
   dataset: DatasetSpec;
+  /** The step whose global batch the indices are of (a streamed dataset reads by it). */
+  step: number;
   indices: Int32Array;
   inputs: SharedArrayBuffer;
   /** In floats. */
@@ -53,6 +56,7 @@ async function probeLoad({ plugins, values, device, step }: NonNullable<LoadShar
 
 async function readShard(task: LoadShardTask): Promise<number> {
   const ds = await resolveDataset(task.dataset);
+  setStreamStep(ds, task.step);
   const inputs = new Float32Array(task.inputs);
   const labels = new Int32Array(task.labels);
   const targets = new Float32Array(task.labels);

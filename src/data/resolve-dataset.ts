@@ -11,6 +11,8 @@ import { checkedDataset } from './dataset-checks.js';
 import type { FileDataSpec } from './file-data-spec.js';
 import { openImageFolder } from './image-folder.js';
 import { readCsv } from './csv-dataset.js';
+import { isTfDataset, streamedModuleDataset } from './tfdata-source.js';
+import { isMainThread } from 'node:worker_threads';
 
 export const BUILTIN_DATASETS = ['mnist', 'synthetic-images'] as const;
 
@@ -93,7 +95,13 @@ async function build(spec: DatasetSpec): Promise<Dataset> {
       const url = resolveModuleUrl(spec.source, 'data');
       refuseNonModule(url);
       const factory = await loadDefaultExport<DatasetFactory>(url, 'data');
-      return checkedDataset(await callDataFactory(factory, spec, url), fileURLToPath(url));
+      const value = await callDataFactory(factory, spec, url);
+      // a tf.data.Dataset: streamed through a ring (tfdata-source.ts); each run on the main thread builds its own
+      if (isTfDataset(value)) {
+        if (isMainThread) cache.delete(JSON.stringify(spec));
+        return streamedModuleDataset(value, spec, fileURLToPath(url));
+      }
+      return checkedDataset(value, fileURLToPath(url));
     }
   }
 }

@@ -110,6 +110,7 @@ export class ShardLoader {
       const at = inputSlotIndex(local, slot);
       const task: LoadShardTask = {
         dataset: this.dataset,
+        step,
         indices: this.sampler.shardIndices(step, d),
         inputs: this.buffers.inputs,
         inputOffset: at * this.buffers.inputSlotSize,

@@ -1,20 +1,35 @@
 /**
- * `fitDataset(model, dataset, args)`: tfjs's `model.fitDataset` on tandem's devices, for a finite `tf.data.Dataset` of
- * `{ xs, ys }` batches. The dataset is read once (its batches in order, as one pass of its iterator gives them), and
- * every epoch trains those batches in that order: what `model.fitDataset` does with a dataset that yields the same
- * batches on every pass and no `batchesPerEpoch`. Validation as fitDataset's: a dataset (`model.evaluateDataset`) or
- * tensors (`model.evaluate` in batches of `validationBatchSize`, default 32).
+ * `fitDataset(model, dataset, args)`: tfjs's `model.fitDataset` on tandem's devices, for a `tf.data.Dataset` of
+ * `{ xs, ys }` batches, streamed: this thread iterates the dataset (a dataset made here can only be iterated here)
+ * into a bounded ring of shared buffers, `readAhead` batches deep (default 3); the loader threads split each batch
+ * over the devices' input slots, as for any dataset. Memory for the data: the ring, `readAhead × batch bytes`, plus
+ * the devices' two input slots and the batch being read (docs/guide/data.md). Epochs as model.fitDataset's: without
+ * `batchesPerEpoch`, one pass of the dataset each (counted by one pass before training); with it, one iterator for
+ * the whole fit. Validation as fitDataset's: a dataset (`model.evaluateDataset`) or tensors (`model.evaluate` in
+ * batches of `validationBatchSize`, default 32).
  */
 import * as tf from '@tensorflow/tfjs';
+import type { TrainConfig } from '../config-types.js';
 import { TandemError } from '../errors.js';
-import { devicesOf, fitWith, type ValidationOn } from './fit.js';
-import type { FitOptions } from './fit-args.js';
+import { openRingSource, type RingSource } from '../data/ring-source.js';
+import { sampleSize } from '../data/dataset.js';
+import { devicesOf, type ValidationOn } from './fit.js';
+import { fitSettings, tandemOptions, type FitOptions } from './fit-args.js';
+import { fitTargets } from './fit-targets.js';
+import { writeFitFiles } from './fit-files.js';
+import { fitLoop, type FitStyle } from './fit-loop.js';
+import { classWeightOf } from './fit-class-weight.js';
 import { ValidationPool } from './validation-pool.js';
+import { DatasetStream, type BatchArrays, type StreamShape } from '../data/dataset-stream.js';
 
 /** tfjs's `model.fitDataset` arguments, and tandem's options in the same object. */
-export type FitDatasetArgs<T extends tf.TensorContainer> = tf.ModelFitDatasetArgs<T> & FitOptions;
+export type FitDatasetArgs<T extends tf.TensorContainer> = tf.ModelFitDatasetArgs<T> &
+  FitOptions & {
+    /** Batches read ahead of training into shared memory (default 3): the data's memory bound. */
+    readAhead?: number;
+  };
 
-type Batch = { xs: tf.Tensor; ys: tf.Tensor };
+export const DEFAULT_READ_AHEAD = 3;
 
 /** tfjs's `model.fitDataset(dataset, args)` on tandem's devices. */
 export async function fitDataset<T extends tf.TensorContainer>(
@@ -29,71 +44,122 @@ export async function fitDataset<T extends tf.TensorContainer>(
     validationBatches,
     callbacks,
     yieldEvery,
-    epochs,
-    initialEpoch,
+    epochs = 1,
+    initialEpoch = 0,
     verbose,
+    classWeight,
+    readAhead = DEFAULT_READ_AHEAD,
     ...options
   } = args;
-  const batches = await readBatches(dataset);
-  if (batchesPerEpoch !== undefined && batchesPerEpoch !== batches.length)
-    throw new TandemError(
-      'BAD_CONFIG',
-      `fitDataset: batchesPerEpoch ${batchesPerEpoch}, and one pass of the dataset gives ${batches.length} batches; ` +
-        'tandem trains one pass per epoch so far: take(batchesPerEpoch) of the dataset and leave batchesPerEpoch out',
-    );
-  const batchSize = batches[0].xs.shape[0];
-  const x = tf.concat(batches.map(b => b.xs)),
-    y = tf.concat(batches.map(b => b.ys));
-  tf.dispose(batches.flatMap(b => [b.xs, b.ys]));
+  if (batchesPerEpoch !== undefined && (!Number.isInteger(batchesPerEpoch) || batchesPerEpoch < 1))
+    throw new TandemError('BAD_CONFIG', `fitDataset: batchesPerEpoch must be an integer ≥ 1, got ${batchesPerEpoch}`);
+  if (!Number.isInteger(readAhead) || readAhead < 1)
+    throw new TandemError('BAD_CONFIG', `fitDataset: readAhead must be an integer ≥ 1, got ${readAhead}`);
+  fitSettings({ epochs, initialEpoch });
+  const tandem = tandemOptions(options);
+  const targets = fitTargets(model);
+  const reading = {
+    who: 'fitDataset',
+    inputShape: model.inputs[0].shape.slice(1),
+    targets: (ys: tf.Tensor) => targets.targets(ys),
+  };
+  const stream = new DatasetStream(dataset as tf.data.Dataset<tf.TensorContainer>, reading, batchesPerEpoch);
+  const { shape, first } = await stream.open();
   const validation =
     validationData &&
     validator(model, validationData, { batchSize: validationBatchSize, batches: validationBatches }, args);
+  const style: FitStyle = {
+    callbacks,
+    yieldEvery,
+    epochs,
+    initialEpoch,
+    verbose: verbose ?? 1,
+    params: { samples: null, steps: stepsOf(dataset, batchesPerEpoch), batchSize: null, initialEpoch: null },
+    batchLogsBeforeBegin: true,
+    validate: validation?.logs,
+  };
   try {
-    return await fitWith(
-      model,
-      x,
-      y,
-      { ...options, batchSize, shuffle: false },
-      {
-        callbacks,
-        yieldEvery,
-        epochs,
-        initialEpoch: initialEpoch ?? 0,
-        verbose: verbose ?? 1,
-        params: { samples: null, steps: stepsOf(dataset, batchesPerEpoch), batchSize: null, initialEpoch: null },
-        batchLogsBeforeBegin: true,
-        validate: validation?.logs,
-      },
-    );
+    const config = {
+      ...tandem,
+      ...(classWeight ? { classWeight: classWeightOf(classWeight, model, targets, shape.firstY) } : {}),
+    };
+    return await streamed(model, stream, { shape, first, readAhead, config }, style);
   } finally {
     await validation?.close();
-    tf.dispose([x, y]);
   }
 }
 
-/** One pass of the dataset: its {xs, ys} batches, each of the first batch's size (the last may be less). */
-async function readBatches<T extends tf.TensorContainer>(dataset: tf.data.Dataset<T>): Promise<Batch[]> {
-  const batches: Batch[] = [];
-  const iterator = await dataset.iterator();
-  for (let next = await iterator.next(); !next.done; next = await iterator.next()) {
-    const value = next.value as unknown as Partial<Batch>;
-    if (!(value?.xs instanceof tf.Tensor) || !(value?.ys instanceof tf.Tensor))
-      throw new TandemError(
-        'BAD_DATA',
-        `fitDataset: batch ${batches.length} is not { xs: Tensor, ys: Tensor } (one input, one output so far)`,
-      );
-    batches.push({ xs: value.xs, ys: value.ys });
-  }
-  if (batches.length === 0) throw new TandemError('BAD_DATA', 'fitDataset: the dataset gave no batch');
-  const size = batches[0].xs.shape[0];
-  const odd = batches.findIndex((b, i) => i < batches.length - 1 && b.xs.shape[0] !== size);
-  if (odd >= 0)
-    throw new TandemError(
-      'BAD_DATA',
-      `fitDataset: batch ${odd} has ${batches[odd].xs.shape[0]} samples and batch 0 ${size}; tandem trains batches ` +
-        'of one size (only the last may be smaller): batch the dataset with dataset.batch(size)',
+interface StreamedRun {
+  shape: StreamShape;
+  first: BatchArrays;
+  readAhead: number;
+  /** tandem's options, and the class weights. */
+  config: Partial<TrainConfig>;
+}
+
+/** The fit's epochs over the stream: the ring published, batch 0 in it, the rest produced while the devices train. */
+async function streamed(
+  model: tf.LayersModel,
+  stream: DatasetStream,
+  { shape, first, readAhead, config }: StreamedRun,
+  style: FitStyle,
+): Promise<tf.History> {
+  const targets = fitTargets(model);
+  const { batch, batchSizes, sampleShape, targetShape } = shape;
+  const stepsPerEpoch = batchSizes.length;
+  const total = (style.epochs - style.initialEpoch) * stepsPerEpoch;
+  const files = await modelFiles(model, first, shape, targets.classes);
+  let source: RingSource | undefined;
+  let failure: unknown;
+  let producing: Promise<void> = Promise.resolve();
+  try {
+    source = await openRingSource(
+      files.dir,
+      {
+        depth: readAhead,
+        batch,
+        batchesPerEpoch: stepsPerEpoch,
+        sampleFloats: sampleSize(sampleShape),
+        targetFloats: targetShape ? sampleSize(targetShape) : 1,
+      },
+      { size: batchSizes.reduce((a, b) => a + b, 0), sampleShape, classes: targets.classes, targetShape },
     );
-  return batches;
+    const { ring } = source;
+    await ring.put(0, first.samples, first.targets, first.count);
+    producing = stream.produce(ring, total, batchSizes).catch((err: unknown) => {
+      failure = err;
+      ring.fail(err instanceof Error ? err.message : String(err));
+    });
+    const run: TrainConfig = {
+      ...config,
+      model: files.modelJson,
+      data: source.dataModule,
+      loss: targets.loss,
+      batch,
+      shuffle: false,
+      partialBatch: (config.accumulate ?? 1) === 1,
+      lrScheduleSteps: config.lrScheduleSteps ?? Math.max(1, total),
+      ...(targets.metrics ? { metrics: targets.metrics } : {}),
+    };
+    return await fitLoop({ model, targets, config: run, stepsPerEpoch, batchSize: batch, batchSizes }, style);
+  } catch (err) {
+    throw failure ?? err; // the dataset's own error rather than the loader's report of it
+  } finally {
+    source?.close();
+    await producing;
+    await files.remove();
+  }
+}
+
+/** The model's files for the run (fit's sample files hold batch 0, which nothing reads). */
+async function modelFiles(model: tf.LayersModel, first: BatchArrays, shape: StreamShape, classes: number) {
+  const { sampleShape, targetShape } = shape;
+  const x = tf.tensor(first.samples.subarray(0, first.count * sampleSize(sampleShape)), [first.count, ...sampleShape]);
+  try {
+    return await writeFitFiles(tf, model, x, { values: first.targets, targetShape }, classes);
+  } finally {
+    x.dispose();
+  }
 }
 
 /** fitDataset's validation: evaluateDataset for a dataset, evaluate in batches of validationBatchSize for tensors. */

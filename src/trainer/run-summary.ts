@@ -86,7 +86,7 @@ export async function finishSummary(x: SummaryInputs): Promise<TrainSummary> {
     wallSeconds: x.wallSeconds,
     meanStepMs: (trainSeconds * 1000) / ranSteps,
     steadyStepMs: (trainEnd - loop.stepStarts[warmup - firstStep + 1]) / steadySteps,
-    timings: timingsOf(loop, ledger, ranSteps, steadySteps),
+    timings: timingsOf(loop, ledger, ranSteps, steadySteps, trainSeconds * 1000),
     parameters: layout.total,
     replicaChecksum: replicaChecksum(x.replica),
     wire: wireOf(
@@ -120,14 +120,18 @@ export async function finishSummary(x: SummaryInputs): Promise<TrainSummary> {
   return summary;
 }
 
-/** The run's mean times per step: compute (steady and overall), exchange and update per group, waiting for inputs. */
-function timingsOf(loop: StepLoopResult, ledger: RunLedger, ranSteps: number, steadySteps: number) {
+/**
+ * The run's mean times per step: compute (steady and overall), exchange and update per group, waiting for inputs (and
+ * that wait's share of the training time).
+ */
+function timingsOf(loop: StepLoopResult, ledger: RunLedger, ranSteps: number, steadySteps: number, trainMs: number) {
   return {
     steadyComputeMs: loop.steadyCompute / steadySteps,
     meanComputeMs: loop.computeTotal / ranSteps,
     meanExchangeMs: ledger.commStats.exchangeMs / Math.max(1, ledger.commStats.count),
     meanUpdateMs: ledger.commStats.updateMs / Math.max(1, ledger.commStats.count),
     meanLoadWaitMs: loop.loadWaitTotal / ranSteps,
+    loadWaitShare: trainMs > 0 ? loop.loadWaitTotal / trainMs : 0,
   };
 }
 

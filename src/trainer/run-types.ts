@@ -42,6 +42,8 @@ export interface TrainSummary {
     meanExchangeMs: number;
     meanUpdateMs: number;
     meanLoadWaitMs: number;
+    /** The share of the training time the steps waited for their inputs (meanLoadWaitMs / meanStepMs). */
+    loadWaitShare: number;
   };
   parameters: number;
   /** Digest of the bits of this process's replica (every replica is identical; compare it across hosts). */
