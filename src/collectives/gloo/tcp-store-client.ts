@@ -21,6 +21,8 @@ import { jobSecret, proveSecret, SECRET_ENV, type MessageTags } from '../../worl
 const HANDSHAKE_MS = 10_000;
 
 export class StoreClient {
+  /** Put before every key this client names (an elastic run's generation: world/regroup.ts); empty: none. */
+  keyPrefix = '';
   private readonly reader: FrameReader<{ ok: boolean; bodyBytes: number }>;
   private readonly replies: { resolve: (r: StoreReply) => void; reject: (e: Error) => void }[] = [];
 
@@ -108,7 +110,7 @@ export class StoreClient {
     if (this.socket.destroyed)
       throw new TandemError('STALLED', `rendezvous store ${this.url}: the connection is closed`);
     const reply = new Promise<StoreReply>((resolve, reject) => this.replies.push({ resolve, reject }));
-    const request = encodeRequest({ command, timeoutMs, key, value });
+    const request = encodeRequest({ command, timeoutMs, key: this.keyPrefix + key, value });
     this.socket.write(this.tags ? Buffer.concat([request, this.tags.seal(request)]) : request);
     const r = await reply;
     if (!r.ok) throw new TandemError('STALLED', `rendezvous store ${this.url}: ${r.message}`);

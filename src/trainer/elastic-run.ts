@@ -1,0 +1,112 @@
+/**
+ * An elastic run (`--min-hosts M`): generations of a TrainingRun. When a generation fails because a host was lost
+ * (PEER_LOST, or STALLED: a silent host, a cut link), each survivor rebuilds in memory the state of the last step its
+ * replicas completed (completed-state.ts), the survivors agree over host 0's store on who goes on and from which step
+ * (world/regroup.ts), and, while at least M hosts remain, the next generation starts: the same config for fewer hosts
+ * (so the global batch is re-split over the devices that remain), its keys in the store under a new prefix (new Gloo
+ * contexts, a new host channel and monitor), going on from that step's parameters and optimizer state, not from a
+ * checkpoint file. Host 0 serves the store for every generation. Below M hosts, or when host 0 is lost, the run ends
+ * with an error saying so (docs/guide/elastic.md).
+ */
+import type { ResolvedConfig } from '../config-types.js';
+import { TandemError } from '../errors.js';
+import type { StrategySpec } from '../pipeline/strategy.js';
+import type { StoreServer } from '../collectives/gloo/tcp-store-server.js';
+import { serveRendezvous, storeUrl } from '../world/rendezvous.js';
+import { generationPrefix, regroup, type Verdict } from '../world/regroup.js';
+import type { Elastic } from '../world/elastic-config.js';
+import { peerWaitMs } from '../world/peer-wait.js';
+import { describeProcess } from '../world/topology.js';
+import type { Checkpoint } from '../checkpoint/checkpoint-file.js';
+import { runFingerprint } from './run-checkpoints.js';
+import { TrainingRun } from './training-run.js';
+import type { StopRequest } from './stop-request.js';
+import type { TrainHooks, TrainSummary } from './run-types.js';
+
+export interface ElasticRunInputs {
+  cfg: ResolvedConfig;
+  strategy: StrategySpec;
+  hooks: TrainHooks;
+  auto?: TrainSummary['auto'];
+  stopRequest?: StopRequest;
+  served?: StoreServer;
+  elastic?: Elastic;
+  /** The run's config for `hosts` hosts, this one being `hostRank` (the next generation's). */
+  resolveFor: (hosts: number, hostRank: number) => Promise<ResolvedConfig>;
+}
+
+/** Whether a generation's failure is a lost host the survivors may regroup around. */
+function lostHost(err: unknown): err is TandemError {
+  return err instanceof TandemError && (err.code === 'PEER_LOST' || err.code === 'STALLED');
+}
+
+export async function runElastic(x: ElasticRunInputs): Promise<TrainSummary> {
+  const { strategy, hooks, auto, stopRequest, elastic } = x;
+  if (!elastic || !x.cfg.rendezvous) return new TrainingRun(x.cfg, strategy, hooks, auto, stopRequest, x.served).run();
+  const server = x.cfg.topology.process === 0 ? (x.served ?? (await serveRendezvous(x.cfg.rendezvous))) : undefined;
+  try {
+    let cfg = x.cfg;
+    let resume: Checkpoint | undefined;
+    for (let generation = 0; ; generation++) {
+      const run = new TrainingRun(cfg, strategy, hooks, auto, stopRequest, server, { resume });
+      try {
+        return await run.run();
+      } catch (err) {
+        if (!lostHost(err) || !cfg.rendezvous) throw err;
+        const state = run.completedState();
+        const verdict = await regroup({
+          store: storeUrl(cfg.rendezvous),
+          topology: cfg.topology,
+          generation,
+          step: state?.step,
+          minHosts: elastic.minHosts,
+          waitMs: cfg.stallTimeoutMs,
+          verdictWaitMs: peerWaitMs(cfg.stallTimeoutMs) + cfg.stallTimeoutMs,
+        }).catch((e: unknown) => {
+          throw new TandemError(err.code, `${err.message}; the elastic run ends: ${(e as Error).message}`, undefined, {
+            cause: e,
+          });
+        });
+        const hostRank = verdict.hosts.indexOf(cfg.topology.process);
+        if (verdict.kind === 'end' || hostRank < 0 || !state)
+          throw new TandemError(
+            err.code,
+            `${err.message}; the elastic run ends: ${endReason(verdict, cfg)}`,
+            undefined,
+            {
+              cause: err,
+            },
+          );
+        const next = await x.resolveFor(verdict.hosts.length, hostRank);
+        cfg = next.rendezvous
+          ? { ...next, rendezvous: { ...next.rendezvous, prefix: generationPrefix(generation + 1) } }
+          : next;
+        resume = {
+          step: verdict.step,
+          weights: state.weights,
+          fingerprint: runFingerprint(cfg),
+          params: state.params,
+          optimizerState: state.optimizerState,
+        };
+        hooks.onEvent?.({ type: 'warning', step: verdict.step, message: goingOn(verdict, err, cfg.devices) });
+      }
+    }
+  } finally {
+    if (!x.served) await server?.close();
+  }
+}
+
+function endReason(verdict: Verdict, cfg: ResolvedConfig): string {
+  if (verdict.kind === 'end') return verdict.reason;
+  return (
+    `${describeProcess(cfg.topology, cfg.topology.process)} was dropped from the world: it did not tell host 0 ` +
+    `the step it completed within stallTimeoutMs (${cfg.stallTimeoutMs} ms), or cannot rebuild it`
+  );
+}
+
+function goingOn(verdict: Extract<Verdict, { kind: 'go-on' }>, err: TandemError, devices: number): string {
+  return (
+    `elastic: ${err.code} (${err.message.slice(0, 300)}); going on from step ${verdict.step} with ` +
+    `${verdict.hosts.length} host(s) (the previous generation's ${verdict.hosts.join(', ')}), ${devices} device(s)`
+  );
+}
