@@ -18,7 +18,9 @@ import type { Elastic } from '../world/elastic-config.js';
 import { peerWaitMs } from '../world/peer-wait.js';
 import { describeProcess } from '../world/topology.js';
 import type { Checkpoint } from '../checkpoint/checkpoint-file.js';
-import { runFingerprint } from './run-checkpoints.js';
+import { checkpointDirOf, runFingerprint } from './run-checkpoints.js';
+import { CheckpointStore } from '../checkpoint/checkpoint-store.js';
+import type { CompletedState } from './completed-state.js';
 import { TrainingRun } from './training-run.js';
 import type { StopRequest } from './stop-request.js';
 import type { TrainHooks, TrainSummary } from './run-types.js';
@@ -45,54 +47,86 @@ export async function runElastic(x: ElasticRunInputs): Promise<TrainSummary> {
   if (!elastic || !x.cfg.rendezvous) return new TrainingRun(x.cfg, strategy, hooks, auto, stopRequest, x.served).run();
   const server = x.cfg.topology.process === 0 ? (x.served ?? (await serveRendezvous(x.cfg.rendezvous))) : undefined;
   try {
-    let cfg = x.cfg;
-    let resume: Checkpoint | undefined;
-    for (let generation = 0; ; generation++) {
-      const run = new TrainingRun(cfg, strategy, hooks, auto, stopRequest, server, { resume });
+    let generation: Generation = { cfg: x.cfg, number: 0 };
+    for (;;) {
+      const run = new TrainingRun(generation.cfg, strategy, hooks, auto, stopRequest, server, generation);
       try {
         return await run.run();
       } catch (err) {
-        if (!lostHost(err) || !cfg.rendezvous) throw err;
-        const state = run.completedState();
-        const verdict = await regroup({
-          store: storeUrl(cfg.rendezvous),
-          topology: cfg.topology,
-          generation,
-          step: state?.step,
-          minHosts: elastic.minHosts,
-          waitMs: cfg.stallTimeoutMs,
-          verdictWaitMs: peerWaitMs(cfg.stallTimeoutMs) + cfg.stallTimeoutMs,
-        }).catch((e: unknown) => {
-          throw new TandemError(err.code, `${err.message}; the elastic run ends: ${(e as Error).message}`, undefined, {
-            cause: e,
-          });
-        });
-        const hostRank = verdict.hosts.indexOf(cfg.topology.process);
-        if (verdict.kind === 'end' || hostRank < 0 || !state)
-          throw new TandemError(
-            err.code,
-            `${err.message}; the elastic run ends: ${endReason(verdict, cfg)}`,
-            undefined,
-            {
-              cause: err,
-            },
-          );
-        const next = await x.resolveFor(verdict.hosts.length, hostRank);
-        cfg = next.rendezvous
-          ? { ...next, rendezvous: { ...next.rendezvous, prefix: generationPrefix(generation + 1) } }
-          : next;
-        resume = {
-          step: verdict.step,
-          weights: state.weights,
-          fingerprint: runFingerprint(cfg),
-          params: state.params,
-          optimizerState: state.optimizerState,
-        };
-        hooks.onEvent?.({ type: 'warning', step: verdict.step, message: goingOn(verdict, err, cfg.devices) });
+        if (!lostHost(err) || !generation.cfg.rendezvous) throw err;
+        generation = await nextGeneration(x, elastic, generation, run.completedState(), err);
       }
     }
   } finally {
     if (!x.served) await server?.close();
+  }
+}
+
+/** A generation of an elastic run: its config, and the state it goes on from (none: the run's start). */
+interface Generation {
+  cfg: ResolvedConfig;
+  number: number;
+  resume?: Checkpoint;
+}
+
+/**
+ * After generation `g` lost a host (`err`): the survivors' verdict, and the next generation; the run's error when it
+ * ends.
+ */
+async function nextGeneration(
+  x: ElasticRunInputs,
+  elastic: Elastic,
+  g: Generation,
+  state: CompletedState | undefined,
+  err: TandemError,
+): Promise<Generation> {
+  const { cfg } = g;
+  const ends = (why: string, cause: unknown) =>
+    new TandemError(err.code, `${err.message}; the elastic run ends: ` + `${why}`, undefined, { cause });
+  const verdict = await regroup({
+    store: storeUrl(cfg.rendezvous!),
+    topology: cfg.topology,
+    generation: g.number,
+    step: state?.step,
+    minHosts: elastic.minHosts,
+    waitMs: cfg.stallTimeoutMs,
+    verdictWaitMs: peerWaitMs(cfg.stallTimeoutMs) + cfg.stallTimeoutMs,
+  }).catch((e: unknown) => {
+    throw ends((e as Error).message, e);
+  });
+  const hostRank = verdict.hosts.indexOf(cfg.topology.process);
+  if (verdict.kind === 'end' || hostRank < 0 || !state) {
+    const saved = cfg.topology.process === 0 ? await savedState(cfg, state, x.hooks) : '';
+    throw ends(`${endReason(verdict, cfg)}${saved}`, err);
+  }
+  const next = await x.resolveFor(verdict.hosts.length, hostRank);
+  const number = g.number + 1;
+  const nextCfg = next.rendezvous
+    ? { ...next, rendezvous: { ...next.rendezvous, prefix: generationPrefix(number) } }
+    : next;
+  const { weights, params, optimizerState } = state;
+  const resume = { step: verdict.step, weights, fingerprint: runFingerprint(nextCfg), params, optimizerState };
+  x.hooks.onEvent?.({ type: 'warning', step: verdict.step, message: goingOn(verdict, err, nextCfg.devices) });
+  return { cfg: nextCfg, number, resume };
+}
+
+/**
+ * Host 0 of a run that ends below --min-hosts, with a checkpoint directory: its last completed step written as a
+ * checkpoint (what a restart resumes from); says what was done, for the error.
+ */
+async function savedState(cfg: ResolvedConfig, state: CompletedState | undefined, hooks: TrainHooks): Promise<string> {
+  const dir = checkpointDirOf(cfg);
+  if (!dir || !state) return '';
+  const store = new CheckpointStore(dir, cfg.keepCheckpoints);
+  try {
+    const { step, weights, params, optimizerState } = state;
+    const path = await store.write({ step, weights, fingerprint: runFingerprint(cfg), params, optimizerState });
+    hooks.onEvent?.({ type: 'checkpoint', step, path });
+    return `; checkpoint of step ${step}, the last step this host completed: ${path}`;
+  } catch (err) {
+    return `; writing its checkpoint failed: ${(err as Error).message}`;
+  } finally {
+    store.close();
   }
 }
 

@@ -1,0 +1,72 @@
+// Elastic runs on 127.0.0.1 (real processes, Gloo over sockets): 3 hosts × 1 device, --min-hosts 2, data-parallel.
+// - host 2 killed with SIGKILL mid-run: hosts 0 and 1 regroup and go on within 10 s, from the last step they
+//   completed, in memory; both exit 0 at the last step with bit-identical parameters, equal to an uninterrupted
+//   3-host run's within 1e-5 (the global batch re-split over 2 devices: only the order of float additions differs);
+// - host 0 killed (it serves the rendezvous store): hosts 1 and 2 end, non-zero, saying host 0 was lost.
+// Every process is torn down.
+import t from 'tap';
+import { glooAddonOrSkip } from './fixtures/gloo-addon-or-skip.js';
+import { freePort } from '../src/world/launch.js';
+import { elasticHost, killAllHosts, worst, type ElasticHost } from './fixtures/elastic-hosts.js';
+
+t.teardown(killAllHosts);
+
+/** The kill comes once the victim reported this step (of 120). */
+const KILL_AFTER = 15;
+
+async function world(minHosts?: number): Promise<ElasticHost[]> {
+  const rendezvous = `127.0.0.1:${await freePort()}`;
+  return [0, 1, 2].map(r => elasticHost(r, 3, rendezvous, minHosts));
+}
+
+if (glooAddonOrSkip()) {
+  t.test('host 2 killed: hosts 0 and 1 go on and end with the uninterrupted run parameters', async t => {
+    const whole = await world();
+    const ends = await Promise.all(whole.map(h => h.ended));
+    t.same(
+      ends.map(e => e.code),
+      [0, 0, 0],
+      `the uninterrupted run: ${whole.map(h => h.result().message).join('; ')}`,
+    );
+    const reference = whole[0].result().weights!;
+
+    const hosts = await world(2);
+    await hosts[2].seen(new RegExp(`^step ${KILL_AFTER}$`));
+    const killedAt = performance.now();
+    hosts[2].child.kill('SIGKILL');
+    const [h0, h1, h2] = await Promise.all(hosts.map(h => h.ended));
+    t.equal(h2.signal, 'SIGKILL', 'host 2 killed');
+    const [r0, r1] = [hosts[0].result(), hosts[1].result()];
+    t.equal(h0.code, 0, `host 0 exits 0: ${r0.message}`);
+    t.equal(h1.code, 0, `host 1 exits 0: ${r1.message}`);
+    const goingOn = hosts[0].lines.find(l => /^warning elastic: .*going on from step (\d+) with 2 host/.test(l.text));
+    t.ok(goingOn, 'host 0 says it goes on with 2 hosts');
+    const from = Number(/going on from step (\d+)/.exec(goingOn?.text ?? '')?.[1]);
+    t.ok(from >= KILL_AFTER - 1, `from step ${from}, after the kill's step ${KILL_AFTER}`);
+    t.equal(r0.firstStep, from + 1, "host 0's last generation started at the next step");
+    const next = hosts[0].lines.find(l => l.at > (goingOn?.at ?? Infinity) && /^step \d+$/.test(l.text));
+    const seconds = ((next?.at ?? Infinity) - killedAt) / 1000;
+    t.ok(seconds < 10, `host 0 completed step ${next?.text} ${seconds.toFixed(1)} s after the kill`);
+    t.ok(
+      hosts[0].lines.some(l => l.text === 'step 120'),
+      'host 0 reached the last step',
+    );
+    t.same(r0.weights, r1.weights, 'hosts 0 and 1 hold the same parameters, bit for bit');
+    const d = worst(r0.weights!, reference);
+    t.ok(d <= 1e-5, `the uninterrupted 3-host run's parameters within 1e-5 (largest difference ${d})`);
+  });
+
+  t.test('host 0 killed: hosts 1 and 2 end, saying the store host was lost', async t => {
+    const hosts = await world(2);
+    await hosts[0].seen(new RegExp(`^step ${KILL_AFTER}$`));
+    hosts[0].child.kill('SIGKILL');
+    const ends = await Promise.all(hosts.map(h => h.ended));
+    t.equal(ends[0].signal, 'SIGKILL', 'host 0 killed');
+    for (const r of [1, 2]) {
+      const result = hosts[r].result();
+      t.equal(ends[r].code, 1, `host ${r} exits 1`);
+      t.equal(result.code, 'PEER_LOST', `host ${r}: PEER_LOST`);
+      t.match(result.message, /host 0, which serves the rendezvous store, was lost/, `host ${r} says why`);
+    }
+  });
+}
