@@ -39,7 +39,7 @@ export async function regroup(r: RegroupRequest): Promise<Verdict> {
   const me = topology.process;
   let client: StoreClient;
   try {
-    client = await StoreClient.connect(r.store, r.verdictWaitMs);
+    client = await StoreClient.connect(r.store, r.verdictWaitMs, undefined, r.waitMs);
   } catch (err) {
     throw hostZeroLost(topology, `its store ${r.store} cannot be reached: ${(err as Error).message}`, err);
   }

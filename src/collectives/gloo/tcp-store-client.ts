@@ -43,15 +43,21 @@ export class StoreClient {
 
   /**
    * Connects to `tcp://host:port` and proves `secret` (default this process's job secret; null: none); requests wait
-   * at most `timeoutMs` for a key.
+   * at most `timeoutMs` for a key; the connection itself at most `connectTimeoutMs` (absent: the kernel's limit).
    */
   static async connect(
     url: string,
     timeoutMs: number,
     secret: Buffer | null = jobSecret() ?? null,
+    connectTimeoutMs?: number,
   ): Promise<StoreClient> {
     const { host, port } = parseStoreUrl(url);
     const socket = net.connect({ host, port });
+    // a cut link answers no SYN: the kernel's own limit is minutes
+    const timer =
+      connectTimeoutMs === undefined
+        ? undefined
+        : setTimeout(() => socket.destroy(new Error(`no answer within ${connectTimeoutMs} ms`)), connectTimeoutMs);
     try {
       await once(socket, 'connect'); // rejects on 'error'
     } catch (err) {
@@ -59,6 +65,8 @@ export class StoreClient {
       throw new TandemError('STALLED', `rendezvous store ${url} unreachable: ${(err as Error).message}`, undefined, {
         cause: err,
       });
+    } finally {
+      clearTimeout(timer);
     }
     if (!secret) return new StoreClient(socket, url, timeoutMs, undefined);
     try {
