@@ -2,9 +2,11 @@
 // - host 2 killed with SIGKILL mid-run: hosts 0 and 1 regroup and go on within 10 s, from the last step they
 //   completed, in memory; both exit 0 at the last step with bit-identical parameters, equal to an uninterrupted
 //   3-host run's within 1e-5 (the global batch re-split over 2 devices: only the order of float additions differs);
+// - the same with 2 devices per host (the hierarchical transport: shared memory inside a host, Gloo between hosts) and
+//   --strategy two-group --forward-wait group;
 // - host 0 killed (it serves the rendezvous store): hosts 1 and 2 end, non-zero, saying host 0 was lost.
 // Every process is torn down.
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { glooAddonOrSkip } from './fixtures/gloo-addon-or-skip.js';
 import { freePort } from '../src/world/launch.js';
 import { elasticHost, killAllHosts, worst, type ElasticHost } from './fixtures/elastic-hosts.js';
@@ -14,14 +16,15 @@ t.teardown(killAllHosts);
 /** The kill comes once the victim reported this step (of 120). */
 const KILL_AFTER = 15;
 
-async function world(minHosts?: number): Promise<ElasticHost[]> {
+async function world(minHosts?: number, env: NodeJS.ProcessEnv = {}): Promise<ElasticHost[]> {
   const rendezvous = `127.0.0.1:${await freePort()}`;
-  return [0, 1, 2].map(r => elasticHost(r, 3, rendezvous, minHosts));
+  return [0, 1, 2].map(r => elasticHost(r, 3, rendezvous, minHosts, undefined, env));
 }
 
-if (glooAddonOrSkip()) {
-  t.test('host 2 killed: hosts 0 and 1 go on and end with the uninterrupted run parameters', async t => {
-    const whole = await world();
+/** `env`: the fixture's settings (test/fixtures/elastic-host.ts); `steps`: the run's. */
+function hostTwoKilled(env: NodeJS.ProcessEnv, steps: number) {
+  return async (t: Test) => {
+    const whole = await world(undefined, env);
     const ends = await Promise.all(whole.map(h => h.ended));
     t.same(
       ends.map(e => e.code),
@@ -30,7 +33,7 @@ if (glooAddonOrSkip()) {
     );
     const reference = whole[0].result().weights!;
 
-    const hosts = await world(2);
+    const hosts = await world(2, env);
     await hosts[2].seen(new RegExp(`^step ${KILL_AFTER}$`));
     const killedAt = performance.now();
     hosts[2].child.kill('SIGKILL');
@@ -46,15 +49,23 @@ if (glooAddonOrSkip()) {
     t.equal(r0.firstStep, from + 1, "host 0's last generation started at the next step");
     const next = hosts[0].lines.find(l => l.at > (goingOn?.at ?? Infinity) && /^step \d+$/.test(l.text));
     const seconds = ((next?.at ?? Infinity) - killedAt) / 1000;
-    t.ok(seconds < 10, `host 0 completed step ${next?.text} ${seconds.toFixed(1)} s after the kill`);
+    t.ok(seconds < 10, `host 0 completed ${next?.text} ${seconds.toFixed(1)} s after the kill`);
     t.ok(
-      hosts[0].lines.some(l => l.text === 'step 120'),
+      hosts[0].lines.some(l => l.text === `step ${steps}`),
       'host 0 reached the last step',
     );
     t.same(r0.weights, r1.weights, 'hosts 0 and 1 hold the same parameters, bit for bit');
     const d = worst(r0.weights!, reference);
     t.ok(d <= 1e-5, `the uninterrupted 3-host run's parameters within 1e-5 (largest difference ${d})`);
-  });
+  };
+}
+
+if (glooAddonOrSkip()) {
+  t.test('host 2 killed: hosts 0 and 1 go on and end with the uninterrupted run parameters', hostTwoKilled({}, 120));
+  t.test(
+    '2 devices per host (hierarchical), two-group --forward-wait group: the same',
+    hostTwoKilled({ ELASTIC_DEVICES: '2', ELASTIC_STRATEGY: 'two-group', ELASTIC_STEPS: '60' }, 60),
+  );
 
   t.test('host 0 killed: hosts 1 and 2 end, saying the store host was lost', async t => {
     const hosts = await world(2);
