@@ -13,7 +13,7 @@ import { TandemError } from '../errors.js';
 import type { StrategySpec } from '../pipeline/strategy.js';
 import type { StoreServer } from '../collectives/gloo/tcp-store-server.js';
 import { serveRendezvous, storeUrl } from '../world/rendezvous.js';
-import { generationPrefix, regroup, type Verdict } from '../world/regroup.js';
+import { generationPrefix, openPresence, regroup, type Verdict } from '../world/regroup.js';
 import type { Elastic } from '../world/elastic-config.js';
 import { peerWaitMs } from '../world/peer-wait.js';
 import { describeProcess } from '../world/topology.js';
@@ -49,12 +49,20 @@ export async function runElastic(x: ElasticRunInputs): Promise<TrainSummary> {
   try {
     let generation: Generation = { cfg: x.cfg, number: 0 };
     for (;;) {
-      const run = new TrainingRun(generation.cfg, strategy, hooks, auto, stopRequest, server, generation);
+      const { cfg } = generation;
+      const run = new TrainingRun(cfg, strategy, hooks, auto, stopRequest, server, generation);
+      // host 0 learns at once that this host's process died (world/regroup.ts)
+      const presence =
+        cfg.rendezvous && cfg.topology.process !== 0
+          ? openPresence(cfg.rendezvous, generation.number, cfg.topology.process, cfg.stallTimeoutMs)
+          : Promise.resolve(undefined);
       try {
         return await run.run();
       } catch (err) {
-        if (!lostHost(err) || !generation.cfg.rendezvous) throw err;
+        if (!lostHost(err) || !cfg.rendezvous) throw err;
         generation = await nextGeneration(x, elastic, generation, run.completedState(), err);
+      } finally {
+        (await presence)?.close();
       }
     }
   } finally {
@@ -89,8 +97,9 @@ async function nextGeneration(
     generation: g.number,
     step: state?.step,
     minHosts: elastic.minHosts,
-    waitMs: cfg.stallTimeoutMs,
-    verdictWaitMs: peerWaitMs(cfg.stallTimeoutMs) + cfg.stallTimeoutMs,
+    waitMs: peerWaitMs(cfg.stallTimeoutMs),
+    // host 0 may notice the loss a peer wait later (a Gloo timeout), then wait a peer wait for the survivors
+    verdictWaitMs: 2 * peerWaitMs(cfg.stallTimeoutMs) + cfg.stallTimeoutMs,
   }).catch((e: unknown) => {
     throw ends((e as Error).message, e);
   });
@@ -134,7 +143,8 @@ function endReason(verdict: Verdict, cfg: ResolvedConfig): string {
   if (verdict.kind === 'end') return verdict.reason;
   return (
     `${describeProcess(cfg.topology, cfg.topology.process)} was dropped from the world: it did not tell host 0 ` +
-    `the step it completed within stallTimeoutMs (${cfg.stallTimeoutMs} ms), or cannot rebuild it`
+    `the step it completed within the peer wait (twice stallTimeoutMs, ${2 * cfg.stallTimeoutMs} ms), or cannot ` +
+    `rebuild it`
   );
 }
 

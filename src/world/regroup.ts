@@ -1,13 +1,20 @@
 /**
  * An elastic run's change of membership (elastic-run.ts), agreed over host 0's store after a host was lost: every
  * survivor publishes the last step it completed under the next generation's keys; host 0 waits for each host of the
- * old world up to `waitMs` (a host that has not answered by then is taken for lost, like a stalled one), then
- * publishes the verdict: the hosts that go on (old ranks, host 0 first: the new rank is the index) and the step they go
- * on from, or why the run ends. Every survivor reads it. Host 0 alone serves the store, so a lost host 0 cannot be
- * regrouped around: the others find its store gone and end (docs/guide/elastic.md).
+ * old world, then publishes the verdict: the hosts that go on (old ranks, host 0 first: the new rank is the index) and
+ * the step they go on from, or why the run ends. Every survivor reads it.
+ *
+ * Slow or dead: each host other than 0 holds a presence connection to the store through its generation
+ * (`openPresence`); when its process dies the connection closes and the store marks it gone, so host 0 drops it at
+ * once. A host whose connection stays open (a slow host: a long step, a checkpoint being written, a pause) is waited
+ * for up to `waitMs` (the peer wait, as a Gloo call waits for a silent peer); only then is it dropped (a cut link, a
+ * host frozen for good). Host 0 alone serves the store, so a lost host 0 cannot be regrouped around: the others find
+ * its store gone and end (docs/guide/elastic.md).
  */
 import { TandemError } from '../errors.js';
 import { StoreClient } from '../collectives/gloo/tcp-store-client.js';
+import { goneKey, PRESENCE_SUFFIX } from '../collectives/gloo/tcp-store-server.js';
+import { addressTowards, storeUrl, type Rendezvous } from './rendezvous.js';
 import { describeProcess, type Topology } from './topology.js';
 
 /** The key prefix of generation `generation`'s run and of the regroup that starts it. */
@@ -43,11 +50,11 @@ export async function regroup(r: RegroupRequest): Promise<Verdict> {
   } catch (err) {
     throw hostZeroLost(topology, `its store ${r.store} cannot be reached: ${(err as Error).message}`, err);
   }
-  client.keyPrefix = `${generationPrefix(r.generation + 1)}regroup.`;
+  client.keyPrefix = regroupPrefix(r.generation);
   try {
     await client.set(`alive.${me}`, JSON.stringify({ step: r.step ?? null }));
     if (me === 0) {
-      const verdict = await decide(client, r);
+      const verdict = await decide(r);
       await client.set('verdict', JSON.stringify(verdict));
       return verdict;
     }
@@ -62,19 +69,45 @@ export async function regroup(r: RegroupRequest): Promise<Verdict> {
 }
 
 /** Host 0: who answered within the wait, what they completed, and whether that is enough hosts to go on. */
-async function decide(client: StoreClient, r: RegroupRequest): Promise<Verdict> {
-  const deadline = Date.now() + r.waitMs;
+async function decide(r: RegroupRequest): Promise<Verdict> {
+  const answers = await Promise.all(Array.from({ length: r.topology.processes - 1 }, (_, k) => answerOf(r, k + 1)));
   const steps = new Map<number, number | null>([[0, r.step ?? null]]);
-  for (let h = 1; h < r.topology.processes; h++) {
-    const left = Math.max(1, deadline - Date.now());
-    try {
-      const { step } = JSON.parse((await client.get(`alive.${h}`, left)).toString()) as { step: number | null };
-      steps.set(h, step);
-    } catch (err) {
-      if (!(err instanceof TandemError && err.code === 'STALLED')) throw err;
-      if (!client.isOpen) throw err;
-    }
+  for (const a of answers) if (a.kind === 'alive') steps.set(a.host, a.step);
+  return verdictOf(r, steps);
+}
+
+type Answer = { kind: 'alive'; host: number; step: number | null } | { kind: 'lost'; host: number };
+
+/**
+ * Host `h`'s answer: the step it completed, or lost — at once when its presence connection closed (its process ended),
+ * else once `waitMs` passed without a word (a cut link, a host frozen for good). A slow host that answers within the
+ * wait stays.
+ */
+async function answerOf(r: RegroupRequest, h: number): Promise<Answer> {
+  const lost: Answer = { kind: 'lost', host: h };
+  const alive = await StoreClient.connect(r.store, r.waitMs, undefined, r.waitMs).catch(() => undefined);
+  const gone = await StoreClient.connect(r.store, r.waitMs, undefined, r.waitMs).catch(() => undefined);
+  try {
+    if (!alive) return lost;
+    alive.keyPrefix = regroupPrefix(r.generation);
+    const answered = alive.get(`alive.${h}`).then(
+      (v): Answer => ({ kind: 'alive', host: h, step: (JSON.parse(v.toString()) as { step: number | null }).step }),
+      () => lost,
+    );
+    const died = gone
+      ? gone.get(goneKey(presenceKey(r.generation, h))).then(
+          () => lost,
+          () => new Promise<Answer>(() => {}), // no word either way: the answer's wait decides
+        )
+      : new Promise<Answer>(() => {});
+    return await Promise.race([answered, died]);
+  } finally {
+    alive?.close();
+    gone?.close();
   }
+}
+
+function verdictOf(r: RegroupRequest, steps: Map<number, number | null>): Verdict {
   const hosts = [...steps.keys()].sort((a, b) => a - b);
   const name = (h: number) => describeProcess(r.topology, h);
   const lost = Array.from({ length: r.topology.processes }, (_, h) => h).filter(h => !steps.has(h));
@@ -83,7 +116,7 @@ async function decide(client: StoreClient, r: RegroupRequest): Promise<Verdict> 
     return {
       kind: 'end',
       hosts,
-      reason: `${lostText}: ${hosts.length} host(s) remain, fewer than --min-hosts ` + `${r.minHosts}`,
+      reason: `${lostText}: ${hosts.length} host(s) remain, fewer than --min-hosts ${r.minHosts}`,
     };
   const unknown = hosts.filter(h => steps.get(h) === null);
   if (unknown.length > 0)
@@ -94,16 +127,47 @@ async function decide(client: StoreClient, r: RegroupRequest): Promise<Verdict> 
     };
   const completed = hosts.map(h => steps.get(h)!);
   const step = Math.min(...completed);
-  if (completed.some(s => s !== step))
+  if (completed.some(s => s !== step)) {
+    const each = hosts.map((h, i) => `${name(h)}: ${completed[i]}`).join(', ');
     return {
       kind: 'end',
       hosts,
       reason:
-        `${lostText}; the survivors completed different steps ` +
-        `(${hosts.map((h, i) => `${name(h)}: ${completed[i]}`).join(', ')}) ` +
-        `and a host cannot roll back an applied update yet`,
+        `${lostText}; the survivors completed different steps (${each}) and a host cannot roll back an ` +
+        `applied update yet`,
     };
+  }
   return { kind: 'go-on', hosts, step };
+}
+
+/**
+ * This host's presence in generation `generation`, from before its run joins until its regroup ends: a store
+ * connection that set its presence key (the store marks it gone when the connection closes: the process died). Waits
+ * for host 0's store to listen (up to `timeoutMs`); undefined when it cannot be opened (host 0 then waits out a lost
+ * host's wait).
+ */
+export async function openPresence(
+  rendezvous: Rendezvous,
+  generation: number,
+  rank: number,
+  timeoutMs: number,
+): Promise<StoreClient | undefined> {
+  try {
+    await addressTowards(rendezvous, timeoutMs);
+    const client = await StoreClient.connect(storeUrl(rendezvous), timeoutMs, undefined, timeoutMs);
+    await client.set(presenceKey(generation, rank), '');
+    return client;
+  } catch {
+    return undefined;
+  }
+}
+
+function presenceKey(generation: number, rank: number): string {
+  return `${generationPrefix(generation)}presence.${rank}${PRESENCE_SUFFIX}`;
+}
+
+function regroupPrefix(generation: number): string {
+  return `${generationPrefix(generation + 1)}regroup.`;
 }
 
 function hostZeroLost(topology: Topology, why: string, cause: unknown): TandemError {
