@@ -4,6 +4,8 @@
 //   3-host run's within 1e-5 (the global batch re-split over 2 devices: only the order of float additions differs);
 // - the same with 2 devices per host (the hierarchical transport: shared memory inside a host, Gloo between hosts) and
 //   --strategy two-group --forward-wait group;
+// - host 1 frozen (SIGSTOP) for 6 s as host 2 dies, longer than the stall timeout (4 s), shorter than the peer wait
+//   (8 s): host 0 waits for it (its store connection is open: slow, not dead) and both go on;
 // - host 0 killed (it serves the rendezvous store): hosts 1 and 2 end, non-zero, saying host 0 was lost.
 // Every process is torn down.
 import t, { type Test } from 'tap';
@@ -15,6 +17,8 @@ t.teardown(killAllHosts);
 
 /** The kill comes once the victim reported this step (of 120). */
 const KILL_AFTER = 15;
+/** The fixture's stall timeout is 4 s (a host silent for twice that is dropped): a freeze between the two. */
+const FROZEN_MS = 6000;
 
 async function world(minHosts?: number, env: NodeJS.ProcessEnv = {}): Promise<ElasticHost[]> {
   const rendezvous = `127.0.0.1:${await freePort()}`;
@@ -66,6 +70,25 @@ if (glooAddonOrSkip()) {
     '2 devices per host (hierarchical), two-group --forward-wait group: the same',
     hostTwoKilled({ ELASTIC_DEVICES: '2', ELASTIC_STRATEGY: 'two-group', ELASTIC_STEPS: '60' }, 60),
   );
+
+  t.test('host 1 frozen through the regroup, longer than the stall timeout: kept, not dropped', async t => {
+    const hosts = await world(2);
+    await hosts[2].seen(new RegExp(`^step ${KILL_AFTER}$`));
+    hosts[1].child.kill('SIGSTOP');
+    hosts[2].child.kill('SIGKILL');
+    // host 0 regroups at once (host 2's process is gone) and waits for host 1, whose store connection stays open
+    await new Promise(resolve => setTimeout(resolve, FROZEN_MS)); // the freeze itself is what is tested
+    hosts[1].child.kill('SIGCONT');
+    const ends = await Promise.all(hosts.map(h => h.ended));
+    const [r0, r1] = [hosts[0].result(), hosts[1].result()];
+    t.equal(ends[0].code, 0, `host 0 exits 0: ${r0.message}`);
+    t.equal(ends[1].code, 0, `host 1 exits 0: ${r1.message}`);
+    t.ok(
+      hosts[0].lines.some(l => /^warning elastic: .*going on from step \d+ with 2 host/.test(l.text)),
+      'host 0 went on with hosts 0 and 1',
+    );
+    t.same(r0.weights, r1.weights, 'hosts 0 and 1 hold the same parameters, bit for bit');
+  });
 
   t.test('host 0 killed: hosts 1 and 2 end, saying the store host was lost', async t => {
     const hosts = await world(2);
