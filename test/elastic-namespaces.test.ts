@@ -76,7 +76,7 @@ else if (glooAddonOrSkip()) {
     const seconds = ((next?.at ?? Infinity) - killedAt) / 1000;
     t.ok(seconds < 10, `host 0 completed ${next?.text} ${seconds.toFixed(1)} s after the kill`);
 
-    const cut = world(trio, 2, { ELASTIC_STALL_MS: '3000' });
+    const cut = world(trio, 2);
     await cut[2].seen(new RegExp(`^step ${KILL_AFTER}$`));
     const cutAt = performance.now();
     trio.setLink(2, false);
