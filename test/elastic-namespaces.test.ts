@@ -86,7 +86,7 @@ else if (glooAddonOrSkip()) {
     t.comment(
       `cable cut: host 0 completed ${cutNext?.text} ` +
         `${(((cutNext?.at ?? Infinity) - cutAt) / 1000).toFixed(1)} s after the cut (the Gloo timeout, then host ` +
-        `0's wait for the survivors)`,
+        `0's wait for host 2, whose store connection stays open: two peer waits)`,
     );
     t.equal(cutEnds[2].code, 1, `host 2, cut off, ends by itself: ${cut[2].result().message}`);
     t.match(cut[2].result().message, /host 0, which serves the rendezvous store/, 'saying it cannot reach host 0');
