@@ -47,7 +47,7 @@ export async function runElastic(x: ElasticRunInputs): Promise<TrainSummary> {
   if (!elastic || !x.cfg.rendezvous) return new TrainingRun(x.cfg, strategy, hooks, auto, stopRequest, x.served).run();
   const server = x.cfg.topology.process === 0 ? (x.served ?? (await serveRendezvous(x.cfg.rendezvous))) : undefined;
   try {
-    let generation: Generation = { cfg: x.cfg, number: 0 };
+    let generation: Generation = { cfg: x.cfg, number: 0, minHosts: elastic.minHosts };
     for (;;) {
       const { cfg } = generation;
       const run = new TrainingRun(cfg, strategy, hooks, auto, stopRequest, server, generation);
@@ -74,6 +74,7 @@ export async function runElastic(x: ElasticRunInputs): Promise<TrainSummary> {
 interface Generation {
   cfg: ResolvedConfig;
   number: number;
+  minHosts: number;
   resume?: Checkpoint;
 }
 
@@ -116,7 +117,7 @@ async function nextGeneration(
   const { weights, params, optimizerState } = state;
   const resume = { step: verdict.step, weights, fingerprint: runFingerprint(nextCfg), params, optimizerState };
   x.hooks.onEvent?.({ type: 'warning', step: verdict.step, message: goingOn(verdict, err, nextCfg.devices) });
-  return { cfg: nextCfg, number, resume };
+  return { cfg: nextCfg, number, resume, minHosts: elastic.minHosts };
 }
 
 /**

@@ -36,6 +36,8 @@ import { completedState, type CompletedState } from './completed-state.js';
 export interface ElasticGeneration {
   /** The state the survivors agreed on, to go on from (instead of `resume`); absent: the run's own start. */
   resume?: Checkpoint;
+  /** --min-hosts, which every host must share. */
+  minHosts?: number;
 }
 
 export class TrainingRun {
@@ -188,7 +190,7 @@ export class TrainingRun {
     const world = await joinWorld(this.cfg, this.stalls.setupWatchdogMs(), w => (this.world = w), this.served);
     if (!world?.channel) return;
     this.controller.channel = world.channel;
-    await world.channel.agreeOnFlags(hostFlags(this.cfg, this.auto !== undefined));
+    await world.channel.agreeOnFlags(hostFlags(this.cfg, this.auto !== undefined, this.elastic?.minHosts));
     this.replicaCheck = new ReplicaCheck(this.cfg, world.channel);
     await this.monitor.open(world.channel, spans => this.ledger.recordSpans(spans));
   }
