@@ -6,11 +6,16 @@
 //   --strategy two-group --forward-wait group;
 // - host 1 frozen (SIGSTOP) for 6 s as host 2 dies, longer than the stall timeout (4 s), shorter than the peer wait
 //   (8 s): host 0 waits for it (its store connection is open: slow, not dead) and both go on;
+// - --min-hosts 3 and host 2 killed: hosts 0 and 1 end saying why, host 0 with a checkpoint of the agreed step;
 // - host 0 killed (it serves the rendezvous store): hosts 1 and 2 end, non-zero, saying host 0 was lost.
 // Every process is torn down.
 import t, { type Test } from 'tap';
 import { glooAddonOrSkip } from './fixtures/gloo-addon-or-skip.js';
 import { freePort } from '../src/world/launch.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { checkpointSteps } from '../src/checkpoint/checkpoint-file.js';
 import { elasticHost, killAllHosts, worst, type ElasticHost } from './fixtures/elastic-hosts.js';
 
 t.teardown(killAllHosts);
@@ -88,6 +93,25 @@ if (glooAddonOrSkip()) {
       'host 0 went on with hosts 0 and 1',
     );
     t.same(r0.weights, r1.weights, 'hosts 0 and 1 hold the same parameters, bit for bit');
+  });
+
+  t.test('below --min-hosts: hosts 0 and 1 end, host 0 checkpoints the step they completed', async t => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'tandem-elastic-'));
+    t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+    const hosts = await world(3, { ELASTIC_CHECKPOINT_DIR: dir });
+    await hosts[2].seen(new RegExp(`^step ${KILL_AFTER}$`));
+    hosts[2].child.kill('SIGKILL');
+    const ends = await Promise.all(hosts.map(h => h.ended));
+    for (const r of [0, 1]) {
+      t.equal(ends[r].code, 1, `host ${r} exits 1`);
+      t.match(hosts[r].result().message, /2 host\(s\) remain, fewer than --min-hosts 3/, `host ${r} says why`);
+    }
+    const saved = /checkpoint of step (\d+), the last step this host completed: (\S+)/.exec(
+      hosts[0].result().message ?? '',
+    );
+    t.ok(saved, `host 0 names its checkpoint: ${hosts[0].result().message}`);
+    t.ok(Number(saved?.[1]) >= KILL_AFTER - 1, `of step ${saved?.[1]}, at or after the kill's`);
+    t.ok((await checkpointSteps(dir)).includes(Number(saved?.[1])), 'the checkpoint is in the directory');
   });
 
   t.test('host 0 killed: hosts 1 and 2 end, saying the store host was lost', async t => {
