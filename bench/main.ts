@@ -1,9 +1,9 @@
 /**
- * `npm run bench -- scaling|kernels|precision|precision-accuracy|overlap|profile|profile-clock|classifier|faults|soak|
- * models|hosts|hosts-repeat A.json B.json|hosts-timelines|hosts-allreduce|hosts-line-rate|comm-hooks|half-passes|
- * chunk-size|shm-vs-loopback|data|gpu|watch|fit [--gpus 1,2] [--image-size S] [--steps N] [--runs N] [--busy N]
- * [--classes 1000,10000] [--models a,b] [--stock-steps N] [--batch N] [--links none,1gbps,…]
- * [--rates 10gbit,1gbit,100mbit] [--out DIR]`
+ * `npm run bench -- scaling|kernels|precision|precision-accuracy|overlap|profile|profile-clock|classifier|faults|
+ * elastic|soak|models|hosts|hosts-repeat A.json B.json|hosts-timelines|hosts-allreduce|hosts-line-rate|comm-hooks|
+ * half-passes|chunk-size|shm-vs-loopback|data|gpu|watch|fit [--gpus 1,2] [--image-size S] [--steps N] [--runs N]
+ * [--busy N] [--classes 1000,10000] [--models a,b] [--stock-steps N] [--batch N] [--links none,1gbps,…] [--rates
+ * 10gbit,1gbit,100mbit] [--out DIR]`
  */
 import { parseArgs } from 'node:util';
 import { runScaling } from './scaling.js';
@@ -12,6 +12,7 @@ import { runProfileBench } from './profile.js';
 import { runProfileClockBench } from './profile-clock.js';
 import { runClassifierBench } from './classifier.js';
 import { runFaultMatrix } from './faults.js';
+import { runElasticBench } from './elastic.js';
 import { runSoak } from './soak.js';
 import { runKernelBench } from './kernels.js';
 import { runModelsBench } from './models.js';
@@ -238,6 +239,13 @@ switch (name) {
   case 'faults':
     await runFaultMatrix(values.out ?? 'bench/results', 2000);
     break;
+  case 'elastic':
+    await runElasticBench({
+      rates: (values.rates ?? '1gbit').split(','),
+      steps: Number(values.steps ?? 120),
+      out: values.out ?? 'bench/results',
+    });
+    break;
   case 'watch':
     await runWatchBench({
       variants: values.variants?.split(',').map(v => {
@@ -258,7 +266,7 @@ switch (name) {
   default:
     console.error(
       `unknown bench '${name}'. Benches: scaling, kernels, overlap, profile, profile-clock, classifier, faults, ` +
-        `soak, models, hosts, hosts-timelines, hosts-allreduce, comm-hooks, half-passes, chunk-size, ` +
+        `elastic, soak, models, hosts, hosts-timelines, hosts-allreduce, comm-hooks, half-passes, chunk-size, ` +
         `shm-vs-loopback, hosts-line-rate, gpu, watch, fit, data, precision, precision-accuracy`,
     );
     process.exitCode = 1;

@@ -13,7 +13,8 @@ import { HostChannel } from '../world/host-channel.js';
 import { peerWaitMs } from '../world/peer-wait.js';
 
 /**
- * Several hosts: host 0's store (on host 0), the address this host's ranks listen on, this host's line to the others.
+ * Several hosts: host 0's store (on host 0, when this run opened it), the address this host's ranks listen on, this
+ * host's line to the others.
  */
 export interface JoinedWorld {
   server?: StoreServer;
@@ -34,7 +35,8 @@ export async function joinWorld(
 ): Promise<JoinedWorld | undefined> {
   const { rendezvous, topology } = cfg;
   if (!rendezvous) return undefined;
-  const server = topology.process === 0 ? (served ?? (await serveRendezvous(rendezvous))) : undefined;
+  // A store served by the caller (auto's, an elastic run's across generations) is the caller's to close.
+  const server = topology.process === 0 && !served ? await serveRendezvous(rendezvous) : undefined;
   const world: JoinedWorld = { server, hostname: '' };
   joined(world);
   world.hostname = await addressTowards(rendezvous, watchdogMs);
@@ -44,6 +46,7 @@ export async function joinWorld(
     watchdogMs,
     peerWaitMs(cfg.stallTimeoutMs),
     world.hostname,
+    rendezvous.prefix,
   );
   return world;
 }
@@ -74,7 +77,7 @@ export async function communicator(
         hostname: world.hostname,
         ranksPerProcess: topology.localDevices,
         processKind: topology.processKind,
-        key: `tandem.${name}`,
+        key: `${cfg.rendezvous.prefix ?? ''}tandem.${name}`,
       },
   });
 }

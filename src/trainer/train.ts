@@ -12,7 +12,8 @@ import { linkBitsPerSecond } from '../profiling/link-fit.js';
 import type { RunTrial } from '../profiling/profile-model.js';
 import { decideOnHost0, type Decided, type HostsAtStart } from '../world/decide-on-host0.js';
 import type { StoreServer } from '../collectives/gloo/tcp-store-server.js';
-import { TrainingRun } from './training-run.js';
+import { runElastic } from './elastic-run.js';
+import { elasticOf } from '../world/elastic-config.js';
 import { claimOutputs } from '../output/claim-outputs.js';
 import { failedEvent, RunStreams } from './run-streams.js';
 import { StopRequest } from './stop-request.js';
@@ -59,14 +60,13 @@ export async function train(
     }
     // Written under the real paths locked, not through the names given (claim-outputs.ts).
     const resolved = lock.placed(autoNote ? await resolveConfig(config) : checked);
-    const summary = await new TrainingRun(
-      resolved,
-      (config.strategy ?? 'sequential') as StrategySpec,
-      hooks,
-      autoNote,
-      stopRequest,
-      served,
-    ).run();
+    const chosen = config;
+    const summary = await runElastic({
+      cfg: resolved,
+      strategy: (config.strategy ?? 'sequential') as StrategySpec,
+      ...{ hooks, auto: autoNote, stopRequest, served, elastic: elasticOf(config, resolved) },
+      resolveFor: async (hosts, hostRank) => lock.placed(await resolveConfig(configFor(chosen, hosts, hostRank))),
+    });
     dashboard?.finish(summary);
     const { out, trace, checkpointDir } = checked;
     return { ...summary, config: { ...summary.config, out, trace, checkpointDir } }; // as the user named them
@@ -82,6 +82,12 @@ export async function train(
 }
 
 type AutoNote = AutoSummary;
+
+/** An elastic run's next generation: the same run for the hosts that remain (one host: no rendezvous). */
+function configFor(config: TrainConfig, hosts: number, hostRank: number): TrainConfig {
+  if (hosts > 1) return { ...config, hosts, hostRank };
+  return { ...config, hosts: 1, hostRank: 0, rendezvous: undefined, minHosts: undefined };
+}
 
 const HOOK_NAMES = [
   'onStepApplied',

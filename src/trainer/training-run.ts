@@ -29,6 +29,16 @@ import { checkLink, layOut, spawn, type LaidOut } from './run-setup.js';
 import { joinWorld, type JoinedWorld } from './run-world.js';
 import { attach, finish, restore, startExchange, type StartContext } from './run-start.js';
 import { StepLoop } from './step-loop.js';
+import type { Checkpoint } from '../checkpoint/checkpoint-file.js';
+import { completedState, type CompletedState } from './completed-state.js';
+
+/** An elastic run's generation (elastic-run.ts): it keeps what a lost host needs, and may go on from memory. */
+export interface ElasticGeneration {
+  /** The state the survivors agreed on, to go on from (instead of `resume`); absent: the run's own start. */
+  resume?: Checkpoint;
+  /** --min-hosts, which every host must share. */
+  minHosts?: number;
+}
 
 export class TrainingRun {
   private readonly threads: RunThreads;
@@ -51,6 +61,7 @@ export class TrainingRun {
     private readonly auto?: TrainSummary['auto'],
     stopRequest?: StopRequest,
     private readonly served?: StoreServer,
+    private readonly elastic?: ElasticGeneration,
   ) {
     this.monitor = new WorldMonitor(cfg, outerHooks);
     this.hooks = this.monitor.hooks;
@@ -108,10 +119,13 @@ export class TrainingRun {
     const built = await spawn(threads, cfg, watchdogMs);
     await checkRoomForResults(resultNeeds(cfg, built.layout.total, built.stateTotal)); // before step 1, not at the end
     const checkpoints = this.checkpoints.store !== undefined;
-    const laidOut = await layOut({ threads, cfg, method: this.method, strategy: this.strategy, checkpoints }, built);
+    // an elastic run keeps the pre-update copy an abort checkpoint keeps: the state of the last completed step
+    const keepsPreimage = checkpoints || this.elastic !== undefined;
+    const context = { threads, cfg, method: this.method, strategy: this.strategy, checkpoints: keepsPreimage };
+    const laidOut = await layOut(context, built);
     this.laidOut = laidOut;
     checkLink(cfg, laidOut.groups);
-    const resume = cfg.resume ? await this.checkpoints.loadResume(built) : undefined;
+    const resume = this.elastic?.resume ?? (cfg.resume ? await this.checkpoints.loadResume(built) : undefined);
     const firstStep = (resume?.step ?? 0) + 1;
     this.controller.firstStep = firstStep;
     this.hooks.onEvent?.({
@@ -157,6 +171,14 @@ export class TrainingRun {
     });
   }
 
+  /**
+   * After the run failed (every thread ended): the state of the last step every group of this host completed, in
+   * memory; undefined when it cannot be rebuilt (completed-state.ts).
+   */
+  completedState(): CompletedState | undefined {
+    return completedState(this.threads.control, this.laidOut, this.controller.firstStep);
+  }
+
   private stepLoop(laidOut: LaidOut, firstStep: number, loading: Promise<void>): StepLoop {
     const { threads, controller, checkpoints, stalls, replicaCheck, monitor, ledger, hooks } = this;
     const parts = { threads, controller, checkpoints, stalls, replicaCheck, monitor, ledger, hooks };
@@ -168,7 +190,7 @@ export class TrainingRun {
     const world = await joinWorld(this.cfg, this.stalls.setupWatchdogMs(), w => (this.world = w), this.served);
     if (!world?.channel) return;
     this.controller.channel = world.channel;
-    await world.channel.agreeOnFlags(hostFlags(this.cfg, this.auto !== undefined));
+    await world.channel.agreeOnFlags(hostFlags(this.cfg, this.auto !== undefined, this.elastic?.minHosts));
     this.replicaCheck = new ReplicaCheck(this.cfg, world.channel);
     await this.monitor.open(world.channel, spans => this.ledger.recordSpans(spans));
   }

@@ -73,10 +73,10 @@ export class HostChannel {
     private readonly topology: Topology,
     private readonly peerWaitMs: number,
   ) {}
-
   /**
    * `timeoutMs`: the store's wait for a key at setup; `peerWaitMs`: how long a host may keep the others waiting between
-   * steps; `address`: this host's address, for the others' messages.
+   * steps; `address`: this host's address, for the others' messages; `keyPrefix`: before every key (an elastic run's
+   * generation).
    */
   static async open(
     storeUrl: string,
@@ -84,8 +84,10 @@ export class HostChannel {
     timeoutMs: number,
     peerWaitMs: number,
     address: string,
+    keyPrefix = '',
   ): Promise<HostChannel> {
     const client = await StoreClient.connect(storeUrl, timeoutMs);
+    client.keyPrefix = keyPrefix;
     await client.set(addressKey(topology.process), address);
     return new HostChannel(client, topology, peerWaitMs);
   }

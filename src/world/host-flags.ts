@@ -14,8 +14,11 @@ import { scheduleIdentity } from '../optim/lr-schedule.js';
 
 export type HostFlags = Record<string, string>;
 
-/** This host's flags. `auto`: the run's strategy is `--strategy auto` (auto's choices, hook included, are host 0's). */
-export function hostFlags(cfg: ResolvedConfig, auto: boolean): HostFlags {
+/**
+ * This host's flags. `auto`: the run's strategy is `--strategy auto` (auto's choices, hook included, are host 0's);
+ * `minHosts`: an elastic run's --min-hosts (a host without it would end at a loss its peers go on from).
+ */
+export function hostFlags(cfg: ResolvedConfig, auto: boolean, minHosts?: number): HostFlags {
   const flags: Record<string, unknown> = {
     devices: cfg.devices,
     batch: cfg.batch,
@@ -33,6 +36,7 @@ export function hostFlags(cfg: ResolvedConfig, auto: boolean): HostFlags {
     'checkpoint every': cfg.checkpointEvery ?? 0,
     transport: cfg.transport,
     loss: cfg.loss ?? 'from the model',
+    'min hosts': minHosts,
   };
   const out: HostFlags = {};
   for (const [name, value] of Object.entries(flags)) if (value !== undefined) out[name] = JSON.stringify(value);

@@ -12,6 +12,11 @@ import { startStoreServer, type StoreServer } from '../collectives/gloo/tcp-stor
 export interface Rendezvous {
   host: string;
   port: number;
+  /**
+   * Put before every key this run writes in the store (communicators, the host channel): an elastic run's generation
+   * after a membership change (`tandem.g1.`), so that its keys never meet the previous generation's. Absent: none.
+   */
+  prefix?: string;
 }
 
 /** `HOST:PORT` or `[IPV6]:PORT`; BAD_CONFIG naming the field otherwise. */

@@ -40,6 +40,12 @@ export interface WorldOptions {
   jobSecretFile?: string;
   /** hosts > 1 without a job secret: run anyway, every process that reaches host 0's ports admitted. */
   insecure?: boolean;
+  /**
+   * hosts > 1: an elastic run. When a host is lost and at least this many remain, the survivors drop it and go on in
+   * memory from the last step they all completed, the global batch re-split over the devices that remain
+   * (docs/guide/elastic.md). Absent: a lost host ends the run.
+   */
+  minHosts?: number;
 }
 
 export const WORLD_OPTIONS: OptionTable<WorldOptions> = {
@@ -89,6 +95,14 @@ export const WORLD_OPTIONS: OptionTable<WorldOptions> = {
     default: 'TANDEM_JOB_SECRET',
     doc: "several hosts: the job's secret every host proves to host 0 (docs/guide/security.md)",
     check: nonEmpty('must be the path of a file holding the job secret'),
+  },
+  minHosts: {
+    kind: 'integer',
+    group: 'world',
+    arg: 'M',
+    default: 'none: a lost host ends the run',
+    doc: 'several hosts: go on without a lost host while at least M remain (docs/guide/elastic.md)',
+    check: positiveInt(1024),
   },
   insecure: {
     kind: 'boolean',

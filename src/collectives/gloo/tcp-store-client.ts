@@ -21,6 +21,8 @@ import { jobSecret, proveSecret, SECRET_ENV, type MessageTags } from '../../worl
 const HANDSHAKE_MS = 10_000;
 
 export class StoreClient {
+  /** Put before every key this client names (an elastic run's generation: world/regroup.ts); empty: none. */
+  keyPrefix = '';
   private readonly reader: FrameReader<{ ok: boolean; bodyBytes: number }>;
   private readonly replies: { resolve: (r: StoreReply) => void; reject: (e: Error) => void }[] = [];
 
@@ -41,15 +43,21 @@ export class StoreClient {
 
   /**
    * Connects to `tcp://host:port` and proves `secret` (default this process's job secret; null: none); requests wait
-   * at most `timeoutMs` for a key.
+   * at most `timeoutMs` for a key; the connection itself at most `connectTimeoutMs` (absent: the kernel's limit).
    */
   static async connect(
     url: string,
     timeoutMs: number,
     secret: Buffer | null = jobSecret() ?? null,
+    connectTimeoutMs?: number,
   ): Promise<StoreClient> {
     const { host, port } = parseStoreUrl(url);
     const socket = net.connect({ host, port });
+    // a cut link answers no SYN: the kernel's own limit is minutes
+    const timer =
+      connectTimeoutMs === undefined
+        ? undefined
+        : setTimeout(() => socket.destroy(new Error(`no answer within ${connectTimeoutMs} ms`)), connectTimeoutMs);
     try {
       await once(socket, 'connect'); // rejects on 'error'
     } catch (err) {
@@ -57,6 +65,8 @@ export class StoreClient {
       throw new TandemError('STALLED', `rendezvous store ${url} unreachable: ${(err as Error).message}`, undefined, {
         cause: err,
       });
+    } finally {
+      clearTimeout(timer);
     }
     if (!secret) return new StoreClient(socket, url, timeoutMs, undefined);
     try {
@@ -108,7 +118,7 @@ export class StoreClient {
     if (this.socket.destroyed)
       throw new TandemError('STALLED', `rendezvous store ${this.url}: the connection is closed`);
     const reply = new Promise<StoreReply>((resolve, reject) => this.replies.push({ resolve, reject }));
-    const request = encodeRequest({ command, timeoutMs, key, value });
+    const request = encodeRequest({ command, timeoutMs, key: this.keyPrefix + key, value });
     this.socket.write(this.tags ? Buffer.concat([request, this.tags.seal(request)]) : request);
     const r = await reply;
     if (!r.ok) throw new TandemError('STALLED', `rendezvous store ${this.url}: ${r.message}`);

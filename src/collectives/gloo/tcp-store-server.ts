@@ -54,6 +54,14 @@ export interface StoreServer {
   close(): Promise<void>;
 }
 
+/**
+ * A key set with this suffix marks its connection's presence: when the connection closes (the process ended, or closed
+ * it), the store sets `goneKey(key)`, so that a waiter learns at once that a process died (world/regroup.ts). A cut
+ * link closes nothing: its waiter waits out its timeout.
+ */
+export const PRESENCE_SUFFIX = '.presence';
+export const goneKey = (presenceKey: string): string => `${presenceKey}.gone`;
+
 class KeyValues {
   private readonly values = new Map<string, Buffer>();
   private readonly waiters = new Map<string, Set<() => void>>();
@@ -141,6 +149,8 @@ function serve(c: Connection, store: KeyValues, rest: Buffer): void {
   );
   let busy = false;
   const cancel = new Set<() => void>();
+  /** Presence keys this connection set (PRESENCE_SUFFIX): marked gone when it closes. */
+  const present = new Set<string>();
   const drop = (err: unknown) => {
     c.log(`the rendezvous store dropped ${c.peer}: ${(err as Error).message}`);
     socket.destroy();
@@ -153,6 +163,7 @@ function serve(c: Connection, store: KeyValues, rest: Buffer): void {
         const { header: h, body } = f;
         const req = { ...h, key: body.subarray(0, h.keyBytes).toString('utf8'), value: body.subarray(h.keyBytes) };
         const reply = encodeReply(await store.answer(req, cancel));
+        if (req.command === 'SET' && req.key.endsWith(PRESENCE_SUFFIX)) present.add(req.key);
         if (socket.destroyed) return;
         socket.write(c.tags ? Buffer.concat([reply, c.tags.seal(reply)]) : reply);
       }
@@ -166,7 +177,14 @@ function serve(c: Connection, store: KeyValues, rest: Buffer): void {
     reader.push(chunk);
     void pump();
   });
-  socket.on('close', () => [...cancel].forEach(stop => stop()));
+  socket.on('close', () => {
+    [...cancel].forEach(stop => stop());
+    try {
+      for (const key of present) store.set(goneKey(key), Buffer.alloc(0));
+    } catch {
+      /* past the bound of keys: a waiter waits out its timeout */
+    }
+  });
   reader.push(rest);
   socket.resume();
   void pump();

@@ -1,0 +1,181 @@
+/**
+ * An elastic run's change of membership (elastic-run.ts), agreed over host 0's store after a host was lost: every
+ * survivor publishes the last step it completed under the next generation's keys; host 0 waits for each host of the
+ * old world, then publishes the verdict: the hosts that go on (old ranks, host 0 first: the new rank is the index) and
+ * the step they go on from, or why the run ends. Every survivor reads it.
+ *
+ * Slow or dead: each host other than 0 holds a presence connection to the store through its generation
+ * (`openPresence`); when its process dies the connection closes and the store marks it gone, so host 0 drops it at
+ * once. A host whose connection stays open (a slow host: a long step, a checkpoint being written, a pause) is waited
+ * for up to `waitMs` (the peer wait, as a Gloo call waits for a silent peer); only then is it dropped (a cut link, a
+ * host frozen for good). Host 0 alone serves the store, so a lost host 0 cannot be regrouped around: the others find
+ * its store gone and end (docs/guide/elastic.md).
+ */
+import { TandemError } from '../errors.js';
+import { StoreClient } from '../collectives/gloo/tcp-store-client.js';
+import { goneKey, PRESENCE_SUFFIX } from '../collectives/gloo/tcp-store-server.js';
+import { addressTowards, storeUrl, type Rendezvous } from './rendezvous.js';
+import { describeProcess, type Topology } from './topology.js';
+
+/** The key prefix of generation `generation`'s run and of the regroup that starts it. */
+export function generationPrefix(generation: number): string {
+  return `tandem.g${generation}.`;
+}
+
+export interface RegroupRequest {
+  store: string;
+  /** The world that lost a host (this host's rank and the hosts of the generation that failed). */
+  topology: Topology;
+  /** The generation that failed (0: the run as started); the regroup starts `generation + 1`. */
+  generation: number;
+  /** The last step this host's replicas completed (undefined: its state cannot be rebuilt). */
+  step: number | undefined;
+  minHosts: number;
+  /** How long host 0 waits for a survivor's answer before taking it for lost. */
+  waitMs: number;
+  /** How long a survivor waits for host 0's verdict. */
+  verdictWaitMs: number;
+}
+
+export type Verdict =
+  { kind: 'go-on'; hosts: number[]; step: number } | { kind: 'end'; hosts: number[]; reason: string };
+
+/** Agrees on the next generation (every survivor calls it); the verdict, the same on every survivor. */
+export async function regroup(r: RegroupRequest): Promise<Verdict> {
+  const { topology } = r;
+  const me = topology.process;
+  let client: StoreClient;
+  try {
+    client = await StoreClient.connect(r.store, r.verdictWaitMs, undefined, r.waitMs);
+  } catch (err) {
+    throw hostZeroLost(topology, `its store ${r.store} cannot be reached: ${(err as Error).message}`, err);
+  }
+  client.keyPrefix = regroupPrefix(r.generation);
+  try {
+    await client.set(`alive.${me}`, JSON.stringify({ step: r.step ?? null }));
+    if (me === 0) {
+      const verdict = await decide(r);
+      await client.set('verdict', JSON.stringify(verdict));
+      return verdict;
+    }
+    return JSON.parse((await client.get('verdict', r.verdictWaitMs)).toString()) as Verdict;
+  } catch (err) {
+    if (err instanceof TandemError && /closed|unreachable/.test(err.message))
+      throw hostZeroLost(topology, `its store closed the connection: ${err.message}`, err);
+    throw err;
+  } finally {
+    client.close();
+  }
+}
+
+/** Host 0: who answered within the wait, what they completed, and whether that is enough hosts to go on. */
+async function decide(r: RegroupRequest): Promise<Verdict> {
+  const answers = await Promise.all(Array.from({ length: r.topology.processes - 1 }, (_, k) => answerOf(r, k + 1)));
+  const steps = new Map<number, number | null>([[0, r.step ?? null]]);
+  for (const a of answers) if (a.kind === 'alive') steps.set(a.host, a.step);
+  return verdictOf(r, steps);
+}
+
+type Answer = { kind: 'alive'; host: number; step: number | null } | { kind: 'lost'; host: number };
+
+/**
+ * Host `h`'s answer: the step it completed, or lost — at once when its presence connection closed (its process ended),
+ * else once `waitMs` passed without a word (a cut link, a host frozen for good). A slow host that answers within the
+ * wait stays.
+ */
+async function answerOf(r: RegroupRequest, h: number): Promise<Answer> {
+  const lost: Answer = { kind: 'lost', host: h };
+  const alive = await StoreClient.connect(r.store, r.waitMs, undefined, r.waitMs).catch(() => undefined);
+  const gone = await StoreClient.connect(r.store, r.waitMs, undefined, r.waitMs).catch(() => undefined);
+  try {
+    if (!alive) return lost;
+    alive.keyPrefix = regroupPrefix(r.generation);
+    const answered = alive.get(`alive.${h}`).then(
+      (v): Answer => ({ kind: 'alive', host: h, step: (JSON.parse(v.toString()) as { step: number | null }).step }),
+      () => lost,
+    );
+    const died = gone
+      ? gone.get(goneKey(presenceKey(r.generation, h))).then(
+          () => lost,
+          () => new Promise<Answer>(() => {}), // no word either way: the answer's wait decides
+        )
+      : new Promise<Answer>(() => {});
+    return await Promise.race([answered, died]);
+  } finally {
+    alive?.close();
+    gone?.close();
+  }
+}
+
+function verdictOf(r: RegroupRequest, steps: Map<number, number | null>): Verdict {
+  const hosts = [...steps.keys()].sort((a, b) => a - b);
+  const name = (h: number) => describeProcess(r.topology, h);
+  const lost = Array.from({ length: r.topology.processes }, (_, h) => h).filter(h => !steps.has(h));
+  const lostText = lost.length > 0 ? `${lost.map(name).join(', ')} lost` : 'no host lost (a host failed)';
+  if (hosts.length < r.minHosts)
+    return {
+      kind: 'end',
+      hosts,
+      reason: `${lostText}: ${hosts.length} host(s) remain, fewer than --min-hosts ${r.minHosts}`,
+    };
+  const unknown = hosts.filter(h => steps.get(h) === null);
+  if (unknown.length > 0)
+    return {
+      kind: 'end',
+      hosts,
+      reason: `${lostText}, and ${unknown.map(name).join(', ')} cannot rebuild the state of a completed step`,
+    };
+  const completed = hosts.map(h => steps.get(h)!);
+  const step = Math.min(...completed);
+  if (completed.some(s => s !== step)) {
+    const each = hosts.map((h, i) => `${name(h)}: ${completed[i]}`).join(', ');
+    return {
+      kind: 'end',
+      hosts,
+      reason:
+        `${lostText}; the survivors completed different steps (${each}) and a host cannot roll back an ` +
+        `applied update yet`,
+    };
+  }
+  return { kind: 'go-on', hosts, step };
+}
+
+/**
+ * This host's presence in generation `generation`, from before its run joins until its regroup ends: a store
+ * connection that set its presence key (the store marks it gone when the connection closes: the process died). Waits
+ * for host 0's store to listen (up to `timeoutMs`); undefined when it cannot be opened (host 0 then waits out a lost
+ * host's wait).
+ */
+export async function openPresence(
+  rendezvous: Rendezvous,
+  generation: number,
+  rank: number,
+  timeoutMs: number,
+): Promise<StoreClient | undefined> {
+  try {
+    await addressTowards(rendezvous, timeoutMs);
+    const client = await StoreClient.connect(storeUrl(rendezvous), timeoutMs, undefined, timeoutMs);
+    await client.set(presenceKey(generation, rank), '');
+    return client;
+  } catch {
+    return undefined;
+  }
+}
+
+function presenceKey(generation: number, rank: number): string {
+  return `${generationPrefix(generation)}presence.${rank}${PRESENCE_SUFFIX}`;
+}
+
+function regroupPrefix(generation: number): string {
+  return `${generationPrefix(generation + 1)}regroup.`;
+}
+
+function hostZeroLost(topology: Topology, why: string, cause: unknown): TandemError {
+  return new TandemError(
+    'PEER_LOST',
+    `${describeProcess(topology, 0)}, which serves the rendezvous store, was lost (${why}): an elastic run goes on ` +
+      `without any host but host 0; restart the job from its last checkpoint`,
+    undefined,
+    { cause },
+  );
+}
