@@ -30,7 +30,15 @@ export {
 export type { TimelineOptions } from './monitor/timeline-picture.js';
 export { DEFAULT_STEP_RANGE, selectSteps, parseStepRange } from './monitor/step-range.js';
 export type { StepRange, StepSelection } from './monitor/step-range.js';
-export type { EpochEnd, TrainSummary, TrainHooks, StepMetrics, TrainingHandle } from './trainer/train.js';
+export type {
+  EpochEnd,
+  HostStepShare,
+  RunHosts,
+  TrainSummary,
+  TrainHooks,
+  StepMetrics,
+  TrainingHandle,
+} from './trainer/train.js';
 export type { AutoSummary } from './trainer/run-types.js';
 export type { AutoChoice } from './profiling/choose-strategy.js';
 export { resolveConfig, checkConfig, prepareConfig } from './config.js';

@@ -18,6 +18,7 @@ import type { ValidationOn } from './evaluate.js';
 export type { ValidationOn } from './evaluate.js';
 import { fitLoop, type FitStyle } from './fit-loop.js';
 import { classWeightOf } from './fit-class-weight.js';
+import { fitDigest } from './fit-hosts.js';
 import { flatInputModel, inputsOf, packInputs, type FitX } from './fit-inputs.js';
 
 export type { FitArgs, FitOptions } from './fit-args.js';
@@ -55,7 +56,21 @@ export async function fit(model: tf.LayersModel, x: FitX, y: tf.Tensor, args: Fi
       params: { samples: trainX.shape[0], steps: null, batchSize, initialEpoch: settings.initialEpoch },
       batchLogsBeforeBegin: false,
       validate: pool && (() => pool.logs()),
+      validatePart: pool && (hosts => pool.part(hosts)),
       trained,
+      digest: () =>
+        fitDigest({
+          epochs: settings.epochs,
+          initialEpoch: settings.initialEpoch,
+          batchSize,
+          shuffle: settings.shuffle,
+          validationSplit: args.validationSplit ?? 0,
+          validationData: args.validationData,
+          classWeight: args.classWeight,
+          x: inputs,
+          y,
+          'the model': modelDigest(model),
+        }),
     });
   } finally {
     await pool?.close();
@@ -103,6 +118,23 @@ export async function fitWith(
   } finally {
     await files.remove();
   }
+}
+
+/**
+ * What of `model` every host's must share: its layers' classes, settings and weight shapes (not their names, which
+ * tfjs numbers per process), and its compile() settings. Its weights may differ: host 0's go to every device.
+ */
+function modelDigest(model: tf.LayersModel): unknown {
+  const optimizer = model.optimizer;
+  const unnamed = (config: unknown): unknown =>
+    JSON.parse(JSON.stringify(config, (key, v: unknown) => (key === 'name' ? undefined : v)));
+  return {
+    layers: model.layers.map(l => ({ class: l.getClassName(), config: unnamed(l.getConfig()) })),
+    weights: model.weights.map(w => w.shape),
+    loss: model.loss,
+    metrics: model.metricsNames,
+    optimizer: optimizer && { class: optimizer.getClassName(), config: optimizer.getConfig() },
+  };
 }
 
 /** The devices, backend and plugins of `args` that validation runs on (those given). */
