@@ -90,6 +90,15 @@ t.test('2 hosts × 1 device = one process with 2 devices = model.fit', async t =
   sameRun(t, reference, await oneProcess('plain', true), "one process (against tfjs's model.fit)");
 });
 
+t.test('a learning-rate schedule, and validation data of fewer batches than hosts', async t => {
+  if (!glooAddonOrSkip()) return;
+  const [h0, h1] = await twoHosts('schedule');
+  const reference = await oneProcess('schedule');
+  t.same(Object.keys(reference.history!).sort(), ['acc', 'loss', 'lr', 'mse', 'val_acc', 'val_loss', 'val_mse']);
+  sameRun(t, h0, reference, 'host 0');
+  sameRun(t, h1, reference, 'host 1');
+});
+
 t.test('tf.callbacks.earlyStopping stops both hosts where it stops one process', async t => {
   if (!glooAddonOrSkip()) return;
   const [h0, h1] = await twoHosts('early-stopping');
