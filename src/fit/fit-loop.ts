@@ -14,6 +14,7 @@ import { fitCallbackList, type FitParams } from './fit-callbacks.js';
 import { loadTrainedWeights } from './trained-weights.js';
 import type { FitTargets } from './fit-targets.js';
 import type { FitArgs } from './fit-args.js';
+import type { OutputsRun } from './fit-several-outputs.js';
 import {
   agreeOnArgs,
   batchLogs,
@@ -51,6 +52,10 @@ export interface FitStyle {
   validatePart?: (hosts: RunHosts) => Promise<ValidationPart>;
   /** The model the devices build, when not the caller's: its flat-input wrapper, sharing its variables. */
   trained?: tf.LayersModel;
+  /**
+   * A model of several outputs: its spec, targets and the method and plugin its devices train with (fit-outputs.ts).
+   */
+  outputs?: OutputsRun;
   /** Several hosts: the arguments every host must call with alike (fit-hosts.ts), compared before the first step. */
   digest?: () => FitDigest;
 }
@@ -110,7 +115,7 @@ async function epochEnded(
   return false;
 }
 
-const computesMetrics = (plan: FitPlan) => plan.targets.metrics !== undefined;
+const computesMetrics = (plan: FitPlan) => plan.targets.metrics !== undefined || plan.targets.metricsByMethod === true;
 
 /** One host: validation's logs, then the means over the epoch's batches weighted by their samples. */
 async function hostLogs(plan: FitPlan, s: FitStyle, shares: HostStepShare[]): Promise<Record<string, number>> {

@@ -20,6 +20,7 @@ import { metricFunctionsOf } from './fit-metrics.js';
 import type { EvaluateRequest, EvaluateShard } from './evaluate-worker.js';
 import { validationLogs, type ValidationPart } from './fit-hosts.js';
 import type { RunHosts } from '../trainer/run-types.js';
+import type { OutputsSpec } from './fit-outputs.js';
 
 type Answer = { type: 'ready' } | { type: 'result'; values: number[]; samples: number };
 
@@ -83,10 +84,17 @@ export class ValidationPool {
     private readonly y: tf.Tensor,
     private readonly batchSize: number,
     private readonly on: ValidationOn,
+    /** A model of several outputs (`model` its flat-output wrapper): the outputs, and the names the model logs. */
+    private readonly outputs?: { spec: OutputsSpec; names: string[] },
   ) {}
 
+  /** The names of the values, as the model logs them (`loss`, its metrics). */
+  private get names(): string[] {
+    return this.outputs?.names ?? this.model.metricsNames;
+  }
+
   async logs(): Promise<Record<string, number>> {
-    return validationLogs([await this.part()], this.model.metricsNames);
+    return validationLogs([await this.part()], this.names);
   }
 
   /**
@@ -102,7 +110,7 @@ export class ValidationPool {
       threads.length > 0 ? this.model.weights.map(w => Float32Array.from(w.read().dataSync() as Float32Array)) : [];
     const replies = (await Promise.all(threads.map(t => t.ask({ weights })))) as (Answer & { type: 'result' })[];
     return {
-      sums: this.model.metricsNames.map((_, i) => replies.reduce((s, r) => s + r.values[i] * r.samples, 0)),
+      sums: this.names.map((_, i) => replies.reduce((s, r) => s + r.values[i] * r.samples, 0)),
       samples: replies.reduce((s, r) => s + r.samples, 0),
     };
   }
@@ -116,7 +124,9 @@ export class ValidationPool {
     const modelJson = await writeModelFiles(path.join(this.dir, 'model'), await modelArtifacts(tf, model));
     const backend = this.on.backend ?? defaultBackend();
     const metrics = metricFunctionsOf(model, 'fit');
-    const job = { backend, plugins: pluginUrls(this.on.plugins), modelJson, loss: loss as string, metrics };
+    const plugins = pluginUrls(this.on.plugins);
+    const outputs = this.outputs?.spec;
+    const job = { backend, plugins, modelJson, loss: loss as string, metrics, ...(outputs ? { outputs } : {}) };
     const [first, samples] = range;
     const threads = shardsOf(samples, batchSize, this.on.devices ?? 2).map(([from, count], d) => {
       const shard: EvaluateShard = { ...job, batchSize, persistent: true, ...samplesOf(x, y, first + from, count) };
