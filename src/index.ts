@@ -12,7 +12,7 @@
  */
 export { train, start, startTraining } from './trainer/train.js';
 export { fit } from './fit/fit.js';
-export type { FitArgs, FitOptions } from './fit/fit.js';
+export type { FitArgs, FitOptions, FitY } from './fit/fit.js';
 export { fitDataset } from './fit/fit-dataset.js';
 export type { FitDatasetArgs } from './fit/fit-dataset.js';
 export { evaluate } from './fit/evaluate.js';

@@ -23,9 +23,6 @@ export function epochEndDue(hooks: TrainHooks, stepsPerEpoch: number, step: numb
 /** The epoch-end's config: its epochs' length, and the hosts' world. */
 export type EpochEndConfig = Pick<ResolvedConfig, 'stepsPerEpoch' | 'rendezvous' | 'topology' | 'stallTimeoutMs'>;
 
-/** How long a host waits at an epoch's end for the others (their validation and callbacks run meanwhile). */
-const EPOCH_WAIT_MIN_MS = 10 * 60_000;
-
 /** The hook called for the epoch `step` ends; true: the run ends after `step`. */
 export async function atEpochEnd(
   parts: { hooks: TrainHooks; threads: RunThreads; checkpoints: RunCheckpointing },
@@ -44,7 +41,7 @@ export async function atEpochEnd(
       nonTrainableWeights: splitState(laidOut.state, state),
     };
   };
-  const hosts = hostGather(cfg, `epoch-end.${step}`, Math.max(EPOCH_WAIT_MIN_MS, peerWaitMs(cfg.stallTimeoutMs)));
+  const hosts = hostGather(cfg, `epoch-end.${step}`, peerWaitMs(cfg.stallTimeoutMs));
   return (
     (await hooks.atEpochEnd!({ epoch: step / stepsPerEpoch, step, weights, ...(hosts ? { hosts } : {}) })) === true
   );
