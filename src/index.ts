@@ -19,6 +19,8 @@ export { evaluate } from './fit/evaluate.js';
 export type { EvaluateArgs } from './fit/evaluate.js';
 export { earlyStopping, EarlyStoppingWithRestore } from './fit/early-stopping.js';
 export type { EarlyStoppingArgs } from './fit/early-stopping.js';
+export { bestCheckpoints, BestCheckpoints } from './fit/best-checkpoints.js';
+export type { BestCheckpointsArgs, KeptEpoch } from './fit/best-checkpoints.js';
 export type { RunEvent } from './monitor/run-event.js';
 export {
   timelineSvg,
