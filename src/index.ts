@@ -12,13 +12,15 @@
  */
 export { train, start, startTraining } from './trainer/train.js';
 export { fit } from './fit/fit.js';
-export type { FitArgs, FitOptions } from './fit/fit.js';
+export type { FitArgs, FitOptions, FitY } from './fit/fit.js';
 export { fitDataset } from './fit/fit-dataset.js';
 export type { FitDatasetArgs } from './fit/fit-dataset.js';
 export { evaluate } from './fit/evaluate.js';
 export type { EvaluateArgs } from './fit/evaluate.js';
 export { earlyStopping, EarlyStoppingWithRestore } from './fit/early-stopping.js';
 export type { EarlyStoppingArgs } from './fit/early-stopping.js';
+export { bestCheckpoints, BestCheckpoints } from './fit/best-checkpoints.js';
+export type { BestCheckpointsArgs, KeptEpoch } from './fit/best-checkpoints.js';
 export type { RunEvent } from './monitor/run-event.js';
 export {
   timelineSvg,
@@ -30,7 +32,15 @@ export {
 export type { TimelineOptions } from './monitor/timeline-picture.js';
 export { DEFAULT_STEP_RANGE, selectSteps, parseStepRange } from './monitor/step-range.js';
 export type { StepRange, StepSelection } from './monitor/step-range.js';
-export type { EpochEnd, TrainSummary, TrainHooks, StepMetrics, TrainingHandle } from './trainer/train.js';
+export type {
+  EpochEnd,
+  HostStepShare,
+  RunHosts,
+  TrainSummary,
+  TrainHooks,
+  StepMetrics,
+  TrainingHandle,
+} from './trainer/train.js';
 export type { StepValues } from './monitor/step-values.js';
 export type { AutoSummary } from './trainer/run-types.js';
 export type { AutoChoice } from './profiling/choose-strategy.js';

@@ -5,7 +5,7 @@
 // custom layer via plugins, two inputs).
 import t from 'tap';
 import * as tf from '@tensorflow/tfjs';
-import { fit } from '../src/index.js';
+import { fit, fitDataset } from '../src/index.js';
 import { FIT_CASES, twin, worstRelative, worstWeightDifference } from './fixtures/fit-models.js';
 import { MULTI_INPUT_CASES } from './fixtures/fit-models-more.js';
 
@@ -29,7 +29,10 @@ function recorder(into: EpochLog[]) {
  *   per-device streams, tfjs from Math.random, so the two are equal in distribution and never in values;
  * - multi-output models: fit refuses them so far (the last test here checks the refusal names them).
  */
-const EXCLUDED = ['random layers: masks from seeded streams, not Math.random', 'multi-output: refused'];
+const EXCLUDED = [
+  'random layers: masks from seeded streams, not Math.random',
+  'multi-output: in fit-outputs.test.ts; fitDataset refuses it',
+];
 
 const CASES: {
   name: string;
@@ -84,7 +87,7 @@ for (const [k, c] of CASES.entries()) {
   });
 }
 
-t.test('the exclusions, named: a model of two outputs is refused, naming the counts', async t => {
+t.test('the exclusions, named: fitDataset refuses a model of two outputs, naming the counts', async t => {
   t.comment(`excluded: ${EXCLUDED.join('; ')}`);
   const input = tf.input({ shape: [3] });
   const a = tf.layers.dense({ units: 2, activation: 'softmax' }).apply(input) as tf.SymbolicTensor;
@@ -92,10 +95,12 @@ t.test('the exclusions, named: a model of two outputs is refused, naming the cou
   const model = tf.model({ inputs: input, outputs: [a, b] });
   model.compile({ optimizer: 'sgd', loss: ['categoricalCrossentropy', 'meanSquaredError'] });
   const x = tf.zeros([4, 3]);
-  await t.rejects(fit(model, x, x, { backend: 'cpu' }), {
+  const dataset = tf.data.array([{ xs: x, ys: x }]);
+  await t.rejects(fitDataset(model, dataset, { epochs: 1, backend: 'cpu' }), {
     code: 'BAD_MODEL',
-    message: /1 input\(s\) and 2 output\(s\); tandem trains models of one output so far/,
+    message: /1 input\(s\) and 2 output\(s\); fitDataset and evaluate take models of one input and one output/,
   });
+  await t.rejects(fit(model, x, x, { backend: 'cpu' }), { code: 'BAD_DATA', message: /y as a Tensor\[\] of 2/ });
   tf.dispose(x);
   model.dispose();
 });

@@ -5,6 +5,7 @@
  * It reads no module and no dataset; the defaults it resolves may look at the machine (the backend the addon
  * allows, the cores for the loader threads).
  */
+import { dataParallelMethod } from './data-parallel-method.js';
 import os from 'node:os';
 import { TandemError } from '../errors.js';
 import { bad } from '../config-checks.js';
@@ -94,7 +95,7 @@ function precisionOf(config: TrainConfig, backend: string): Precision {
 /** Micro-batches per step: the global batch splits into devices × accumulate equal micro-batches. */
 function accumulateOf(config: TrainConfig, batch: number, devices: number): number {
   const n = config.accumulate ?? 1;
-  if (n > 1 && (config.method ?? 'data-parallel') !== 'data-parallel')
+  if (n > 1 && !dataParallelMethod(config.method ?? 'data-parallel'))
     bad('accumulate', `applies to method data-parallel only, not ${config.method}: remove accumulate`);
   if (batch % (devices * n) !== 0)
     bad(

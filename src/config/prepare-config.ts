@@ -3,6 +3,7 @@
  * a comm hook given as a path, a saved model.json's optimizer and loss, the dataset (a data module imported and
  * probed), the model (a user module built once to check its shapes) — and the rules that need their answers.
  */
+import { dataParallelMethod } from './data-parallel-method.js';
 import { TandemError } from '../errors.js';
 import { bad } from '../config-checks.js';
 import { isRegressionLoss, type ResolvedConfig } from '../config-types.js';
@@ -118,7 +119,7 @@ function stepsOf(config: CheckedConfig['config'], trainSize: number, batch: numb
 /** The class weights, for a classifier of as many classes; undefined when none are given. */
 function classWeightOf(given: number[] | undefined, loss: LossKind | undefined, classes: number, method: string) {
   if (given === undefined) return undefined;
-  if (method !== 'data-parallel') bad('classWeight', `is for data-parallel training, not --method ${method}`);
+  if (!dataParallelMethod(method)) bad('classWeight', `is for data-parallel training, not --method ${method}`);
   if (isRegressionLoss(loss)) bad('classWeight', `weighs classes; loss ${loss} is a regression`);
   if (given.length !== classes)
     bad('classWeight', `has ${given.length} weights for ${classes} classes; give one weight per class id`);
@@ -127,7 +128,7 @@ function classWeightOf(given: number[] | undefined, loss: LossKind | undefined, 
 
 /** A dataset's target shape: data-parallel training only, without class weights. */
 function targetShapeOf(shape: readonly number[], method: string, classWeight: unknown): number[] {
-  if (method !== 'data-parallel')
+  if (!dataParallelMethod(method))
     bad(
       'data',
       `gives targets of a shape (targetShape); --method ${method} trains class labels, data-parallel ` + `trains them`,
@@ -146,7 +147,7 @@ function metricsOf(targetShape: number[] | undefined): true {
 
 /** Whether each epoch's last, smaller batch is trained: data-parallel only. */
 function partialBatchOf(given: boolean | undefined, method: string, accumulate: number): boolean {
-  if (given === true && method !== 'data-parallel')
+  if (given === true && !dataParallelMethod(method))
     bad('partialBatch', `is for data-parallel training; --method ${method} trains full batches only`);
   if (given === true && accumulate > 1)
     bad('partialBatch', `and accumulate ${accumulate}: micro-batches split whole batches only; drop one of the two`);

@@ -3,6 +3,7 @@ import { bad, oneOf } from '../config-checks.js';
 import { LOSS_KINDS, isRegressionLoss, type LossKind } from '../config-types.js';
 import { BUILTIN_DATASETS, isImageFolder } from '../data/resolve-dataset.js';
 import { sourcePath } from '../source-path.js';
+import { dataParallelMethod } from './data-parallel-method.js';
 
 /**
  * The loss the config names, else the one a saved model.json (`source`) was compiled with (`savedLossEntry`, its
@@ -18,7 +19,7 @@ export function resolveLoss(
 ): LossKind | undefined {
   const loss = namedLoss(given, source, savedLossEntry);
   if (loss === undefined) return undefined;
-  if (method !== 'data-parallel' && loss !== 'categorical')
+  if (!dataParallelMethod(method) && loss !== 'categorical')
     bad(
       'loss',
       `--method ${method} trains a classifier head with categorical cross-entropy; '${loss}' applies to data-parallel`,

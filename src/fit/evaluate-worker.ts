@@ -11,6 +11,9 @@ import { fileModelHandler } from '../model/file-model-handler.js';
 import { unknownClass } from '../model/resolve-model.js';
 import { loadPlugins } from '../plugins/load-plugins.js';
 import { compileMetric } from './fit-metrics.js';
+import { metricValues } from '../model/metric-values.js';
+import type { OutputsSpec } from './fit-outputs.js';
+import { outputsLoss } from './fit-outputs-method.js';
 
 export interface EvaluateShard {
   backend: BackendName;
@@ -24,6 +27,8 @@ export interface EvaluateShard {
   y: Float32Array;
   yShape: number[];
   batchSize: number;
+  /** A model of several outputs (`modelJson` its flat-output wrapper): its outputs, each loss and metric per batch. */
+  outputs?: OutputsSpec;
   /** Stays up for a fit's validations: loads the model once, then answers each `{ weights }` message with a result. */
   persistent?: boolean;
 }
@@ -44,6 +49,12 @@ async function loadShard(job: EvaluateShard) {
   const x = tf.tensor(job.x, job.xShape, 'float32'),
     y = tf.tensor(job.y, job.yShape, 'float32');
   const evaluated = (): EvaluateShardReply => {
+    if (job.outputs)
+      return {
+        type: 'result',
+        values: outputsEvaluated(model, job.outputs, x, y, job.batchSize),
+        samples: job.xShape[0],
+      };
     const out = model.evaluate(x, y, { batchSize: job.batchSize, verbose: 0 });
     const scalars = Array.isArray(out) ? out : [out];
     const values = scalars.map(s => s.dataSync()[0]);
@@ -51,6 +62,25 @@ async function loadShard(job: EvaluateShard) {
     return { type: 'result', values, samples: job.xShape[0] };
   };
   return { model, evaluated, dispose: () => (tf.dispose([x, y]), model.dispose()) };
+}
+
+/**
+ * A model of several outputs: per batch, the weighted loss and each logged metric (fit-outputs-method.ts, as training
+ * computes them), their means over the shard weighted by the batches' samples, as `model.evaluate` takes them.
+ */
+function outputsEvaluated(model: tf.LayersModel, spec: OutputsSpec, x: tf.Tensor, y: tf.Tensor, batchSize: number) {
+  const n = x.shape[0];
+  const totals = new Array<number>(1 + spec.metrics.length).fill(0);
+  for (let from = 0; from < n; from += batchSize) {
+    const rows = Math.min(batchSize, n - from);
+    const values = tf.tidy(() => {
+      const p = model.predict(x.slice(from, rows)) as tf.Tensor;
+      const { loss, sums } = outputsLoss(tf, spec, p, y.slice(from, rows));
+      return [loss.dataSync()[0], ...metricValues(Array.from(sums.dataSync()))];
+    });
+    values.forEach((v, i) => (totals[i] += v * rows));
+  }
+  return totals.map(t => t / n);
 }
 
 async function evaluateShard(job: EvaluateShard): Promise<EvaluateShardReply> {

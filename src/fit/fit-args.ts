@@ -36,7 +36,14 @@ const FIT_OWNS = [
 export type FitOptions = Omit<TrainConfig, (typeof FIT_OWNS)[number]>;
 
 /** tfjs's `model.fit` arguments, and tandem's options in the same object. */
-export type FitArgs = tf.ModelFitArgs & FitOptions;
+export type FitArgs = tf.ModelFitArgs &
+  FitOptions & {
+    /**
+     * A model of several outputs: each output's loss weight (in the outputs' order, or `{ outputName: weight }`), as
+     * Keras's compile takes it; tfjs 4.22's compile drops it, so fit takes it (fit-outputs.ts).
+     */
+    lossWeights?: number[] | Record<string, number>;
+  };
 
 /** tfjs's keys of `ModelFitArgs`. */
 const TFJS_KEYS = new Set([
@@ -70,6 +77,11 @@ export function tandemOptions(args: FitArgs): FitOptions {
     if (Object.hasOwn(NOT_YET, key))
       throw new TandemError('BAD_CONFIG', `fit: ${key} is not supported on tandem yet: ${NOT_YET[key]}`);
     if (TFJS_KEYS.has(key)) continue;
+    if (key === 'lossWeights')
+      throw new TandemError(
+        'BAD_CONFIG',
+        'fit: lossWeights weighs the losses of a model of several outputs; this model has one',
+      );
     if (key === 'tensorboard')
       throw new TandemError(
         'BAD_CONFIG',

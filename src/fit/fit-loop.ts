@@ -2,16 +2,28 @@
  * tfjs's fit loop over one tandem run: onTrainBegin, per epoch onEpochBegin, the batches (onBatchBegin / onBatchEnd
  * as each step's metrics arrive), the trained weights into the model, validation, onEpochEnd; onTrainEnd. The device
  * threads start once per fit: the run trains every epoch, and at each epoch's end (`atEpochEnd`, the devices idle)
- * the callbacks run and decide, through `model.stopTraining`, whether it goes on.
+ * the callbacks run and decide, through `model.stopTraining`, whether it goes on. Several hosts (fit-hosts.ts): the
+ * hosts check their arguments agree before the first step; at each epoch's end they add up their batch and validation
+ * sums, so every host's callbacks see the world's logs, and stop together when any host's callbacks stop.
  */
 import type * as tf from '@tensorflow/tfjs';
 import { train } from '../trainer/train.js';
 import type { TrainConfig } from '../config-types.js';
-import type { EpochEnd, StepMetrics, TrainHooks } from '../trainer/run-types.js';
+import type { EpochEnd, HostStepShare, RunHosts, TrainHooks } from '../trainer/run-types.js';
 import { fitCallbackList, type FitParams } from './fit-callbacks.js';
 import { loadTrainedWeights } from './trained-weights.js';
 import type { FitTargets } from './fit-targets.js';
 import type { FitArgs } from './fit-args.js';
+import type { OutputsRun } from './fit-several-outputs.js';
+import {
+  agreeOnArgs,
+  batchLogs,
+  epochTrainLogs,
+  validationLogs,
+  type FitDigest,
+  type HostEpoch,
+  type ValidationPart,
+} from './fit-hosts.js';
 
 export interface FitPlan {
   model: tf.LayersModel;
@@ -36,8 +48,16 @@ export interface FitStyle {
   batchLogsBeforeBegin: boolean;
   /** The epoch's `val_` logs, on the weights trained so far. */
   validate?: () => Promise<Record<string, number>>;
+  /** Several hosts: this host's part of the validation's sums (its share of the batches), for `validate`'s logs. */
+  validatePart?: (hosts: RunHosts) => Promise<ValidationPart>;
   /** The model the devices build, when not the caller's: its flat-input wrapper, sharing its variables. */
   trained?: tf.LayersModel;
+  /**
+   * A model of several outputs: its spec, targets and the method and plugin its devices train with (fit-outputs.ts).
+   */
+  outputs?: OutputsRun;
+  /** Several hosts: the arguments every host must call with alike (fit-hosts.ts), compared before the first step. */
+  digest?: () => FitDigest;
 }
 
 /** The fit's epochs, from `s.initialEpoch`, in one run; its History. */
@@ -59,7 +79,8 @@ export async function fitLoop(plan: FitPlan, s: FitStyle): Promise<tf.History> {
     await list.onEpochBegin(s.initialEpoch);
     const batches = new BatchCallbacks(list, plan, s.batchLogsBeforeBegin);
     const hooks: TrainHooks = {
-      onStep: m => batches.stepDone(m),
+      onHostStep: share => batches.stepDone(share),
+      atHostsMet: hosts => agreeOnArgs(hosts, s.digest?.() ?? {}),
       atEpochEnd: end => epochEnded(plan, s, list, batches, end),
       // `dashboard` asked for a page: its address (fit has no event stream to give it on)
       onEvent: e => (e.type === 'dashboard' ? console.log(`dashboard: ${e.url}`) : undefined),
@@ -82,28 +103,64 @@ async function epochEnded(
 ): Promise<boolean> {
   const { model } = plan;
   const epoch = s.initialEpoch + end.epoch - 1;
-  const batchLogs = await batches.epochLogs();
+  const shares = await batches.epochShares();
   loadTrainedWeights(model, await end.weights());
-  const epochLogs: Record<string, number> = s.validate ? await s.validate() : {};
-  Object.assign(epochLogs, batchLogs);
+  const epochLogs = end.hosts ? await worldLogs(plan, s, end.hosts, shares) : await hostLogs(plan, s, shares);
+  if (plan.config.lrSchedule !== undefined && batches.lr !== undefined) epochLogs.lr = batches.lr; // as fit's logs show
   await list.onEpochEnd(epoch, epochLogs);
+  // several hosts: any host's callbacks stop every host, after the same epoch
+  if (end.hosts) model.stopTraining = (await end.hosts.gather('stop', model.stopTraining)).some(Boolean);
   if (model.stopTraining || epoch + 1 >= s.epochs) return true;
   await list.onEpochBegin(epoch + 1);
   return false;
 }
 
+const computesMetrics = (plan: FitPlan) => plan.targets.metrics !== undefined || plan.targets.metricsByMethod === true;
+
+/** One host: validation's logs, then the means over the epoch's batches weighted by their samples. */
+async function hostLogs(plan: FitPlan, s: FitStyle, shares: HostStepShare[]): Promise<Record<string, number>> {
+  const logs: Record<string, number> = s.validate ? await s.validate() : {};
+  return Object.assign(logs, epochTrainLogs([shares], plan.targets.metricKeys, computesMetrics(plan), plan.batchSizes));
+}
+
+/** Several hosts: the same logs from every host's shares of the batches and parts of the validation, added up. */
+async function worldLogs(
+  plan: FitPlan,
+  s: FitStyle,
+  hosts: RunHosts,
+  shares: HostStepShare[],
+): Promise<Record<string, number>> {
+  const validation = s.validatePart ? await s.validatePart(hosts) : undefined;
+  const all = await hosts.gather<HostEpoch>('logs', { shares, ...(validation ? { validation } : {}) });
+  const names = plan.model.metricsNames;
+  const logs: Record<string, number> = validation
+    ? validationLogs(
+        all.map(h => h.validation!),
+        names,
+      )
+    : s.validate
+      ? await s.validate()
+      : {};
+  const train = epochTrainLogs(
+    all.map(h => h.shares),
+    plan.targets.metricKeys,
+    computesMetrics(plan),
+    plan.batchSizes,
+  );
+  return Object.assign(logs, train);
+}
+
 /**
- * onBatchBegin / onBatchEnd with tfjs's batch logs ({ batch, size, loss, acc }), in order, as each step's metrics
- * arrive (chained: a callback's promise is awaited before the next batch's); the epoch's training logs, the means over
- * its batches weighted by their samples, once its batches' callbacks are done.
+ * onBatchBegin / onBatchEnd with tfjs's batch logs ({ batch, size, loss, acc }), in order, as each step's share on this
+ * host arrives (chained: a callback's promise is awaited before the next batch's); the epoch's shares, once its
+ * batches' callbacks are done. Several hosts: a batch's logs are this host's devices' share of it.
  */
 class BatchCallbacks {
   private chain: Promise<void> = Promise.resolve();
   private failure: unknown;
-  private totals: Record<string, number> = {};
-  private seen = 0;
+  private shares: HostStepShare[] = [];
   /** The epoch's last step's learning rate. */
-  private lr: number | undefined;
+  lr: number | undefined;
 
   constructor(
     private readonly list: tf.CallbackList,
@@ -111,36 +168,32 @@ class BatchCallbacks {
     private readonly logsBeforeBegin: boolean,
   ) {}
 
-  stepDone(m: StepMetrics): void {
-    this.chain = this.chain.then(() => this.batch(m)).catch(err => void (this.failure ??= err));
+  stepDone(share: HostStepShare): void {
+    this.chain = this.chain.then(() => this.batch(share)).catch(err => void (this.failure ??= err));
   }
 
-  private async batch(m: StepMetrics): Promise<void> {
+  private async batch(share: HostStepShare): Promise<void> {
     if (this.failure !== undefined) return;
-    this.lr = m.lr;
-    const { metricKeys } = this.plan.targets;
-    const batch = (m.step - 1) % this.plan.stepsPerEpoch;
-    const size = this.plan.batchSizes[batch];
+    const { plan } = this;
+    this.lr = share.lr;
+    const batch = (share.step - 1) % plan.stepsPerEpoch;
+    const size = plan.batchSizes[batch];
     const logs: Record<string, number> = {};
     const counts = () => Object.assign(logs, { batch, size });
     if (this.logsBeforeBegin) counts();
     await this.list.onBatchBegin(batch, logs);
     if (!this.logsBeforeBegin) counts(); // model.fit fills them after onBatchBegin
-    logs.loss = m.loss;
-    for (const [i, key] of metricKeys.entries()) logs[key] = m.metrics?.[i] ?? m.accuracy;
+    Object.assign(logs, batchLogs([share], plan.targets.metricKeys, computesMetrics(plan)));
     await this.list.onBatchEnd(batch, logs);
-    for (const key of ['loss', ...metricKeys]) this.totals[key] = (this.totals[key] ?? 0) + logs[key] * size;
-    this.seen += size;
+    this.shares[batch] = share;
   }
 
-  /** The epoch's means, once its batches' callbacks ran (a callback's failure thrown here); reset for the next. */
-  async epochLogs(): Promise<Record<string, number>> {
+  /** The epoch's shares, once its batches' callbacks ran (a callback's failure thrown here); reset for the next. */
+  async epochShares(): Promise<HostStepShare[]> {
     await this.chain;
     if (this.failure !== undefined) throw this.failure;
-    const logs = Object.fromEntries(Object.entries(this.totals).map(([k, v]) => [k, v / this.seen]));
-    if (this.plan.config.lrSchedule !== undefined && this.lr !== undefined) logs.lr = this.lr; // as fit's logs show it
-    this.totals = {};
-    this.seen = 0;
-    return logs;
+    const shares = this.shares;
+    this.shares = [];
+    return shares;
   }
 }

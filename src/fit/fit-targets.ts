@@ -10,7 +10,7 @@ import { outputActivation } from '../model/output-loss.js';
 import { metricFunctionsOf } from './fit-metrics.js';
 
 /** tfjs-layers' loss names (and their aliases) as tandem losses. */
-const LOSS_NAMES: Readonly<Record<string, LossKind>> = {
+export const LOSS_NAMES: Readonly<Record<string, LossKind>> = {
   categoricalCrossentropy: 'categorical',
   sparseCategoricalCrossentropy: 'categorical',
   binaryCrossentropy: 'binary',
@@ -47,6 +47,8 @@ export interface FitTargets {
    * key is the accuracy the devices count.
    */
   metrics?: string[];
+  /** The devices' method computes every key's two sums itself (models of several outputs: fit-outputs.ts). */
+  metricsByMethod?: boolean;
   /**
    * `y` as the devices read it: one label (class id, 0/1, or float target) per sample; or, when `y` is no such thing
    * (an image, a sequence, several labels or floats, soft labels per sample), its values and one sample's shape.
@@ -67,9 +69,9 @@ export function fitTargets(model: tfNs.LayersModel): FitTargets {
   if (model.outputs.length !== 1 || model.inputs.length !== 1)
     throw new TandemError(
       'BAD_MODEL',
-      `fit: the model has ${model.inputs.length} input(s) and ${model.outputs.length} output(s); tandem trains ` +
-        'models of one output so far (several inputs: with fit, x a Tensor[] or { name: Tensor }; fitDataset and ' +
-        'evaluate take one input)',
+      `fit: the model has ${model.inputs.length} input(s) and ${model.outputs.length} output(s); fitDataset and ` +
+        'evaluate take models of one input and one output so far (fit takes several: x a Tensor[] or ' +
+        '{ inputName: Tensor }, y a Tensor[] or { outputName: Tensor })',
     );
   const given: unknown = Array.isArray(model.loss) ? model.loss[0] : model.loss;
   const lossName = typeof given === 'string' ? given : undefined;

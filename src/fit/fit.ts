@@ -18,19 +18,24 @@ import type { ValidationOn } from './evaluate.js';
 export type { ValidationOn } from './evaluate.js';
 import { fitLoop, type FitStyle } from './fit-loop.js';
 import { classWeightOf } from './fit-class-weight.js';
+import { fitDigest } from './fit-hosts.js';
+import { writeOutputsSpec } from './fit-outputs.js';
 import { flatInputModel, inputsOf, packInputs, type FitX } from './fit-inputs.js';
+import { severalOutputs, type FitY } from './fit-several-outputs.js';
 
 export type { FitArgs, FitOptions } from './fit-args.js';
+export type { FitY } from './fit-several-outputs.js';
 export type { FitStyle } from './fit-loop.js';
 
 /**
  * tfjs's `model.fit(x, y, args)` on tandem's devices; `args` also takes tandem's options (devices, backend, …). `x`:
  * a Tensor, or for a model of several inputs a Tensor[] or `{ inputName: Tensor }` (fit-inputs.ts).
  */
-export async function fit(model: tf.LayersModel, x: FitX, y: tf.Tensor, args: FitArgs = {}): Promise<tf.History> {
+export async function fit(model: tf.LayersModel, x: FitX, y: FitY, args: FitArgs = {}): Promise<tf.History> {
   const settings = fitSettings(args);
-  if (!(y instanceof tf.Tensor))
-    throw new TandemError('BAD_DATA', 'fit: y must be a tensor (models of one output so far)');
+  const outputs = model.outputs.length > 1 ? severalOutputs(model, y, args) : undefined;
+  if (outputs) [y, args] = [outputs.y, outputs.args];
+  if (!(y instanceof tf.Tensor)) throw new TandemError('BAD_DATA', 'fit: y must be a tensor for a model of one output');
   const inputs = inputsOf(model, x, 'x');
   if (inputs[0].shape[0] !== y.shape[0])
     throw new TandemError(
@@ -38,7 +43,8 @@ export async function fit(model: tf.LayersModel, x: FitX, y: tf.Tensor, args: Fi
       `fit: x has ${inputs[0].shape[0]} samples and y ${y.shape[0]}; give as many of each`,
     );
   tandemOptions(args); // refused before the split
-  const trained = inputs.length > 1 ? flatInputModel(model) : model; // several inputs: one flat row per sample
+  // several inputs: one flat row per sample; several outputs: one flat output
+  const trained = outputs?.trained ?? (inputs.length > 1 ? flatInputModel(model) : model);
   const flatX = packInputs(inputs);
   const given = args.validationData;
   const validationX =
@@ -46,7 +52,8 @@ export async function fit(model: tf.LayersModel, x: FitX, y: tf.Tensor, args: Fi
   const flatArgs = validationX ? { ...args, validationData: [validationX, ...given!.slice(1)] as typeof given } : args;
   const { trainX, trainY, validation } = splitValidation(flatX, y, flatArgs);
   const { batchSize } = settings;
-  const pool = validation && new ValidationPool(trained, validation.x, validation.y, batchSize, devicesOf(args));
+  const names = outputs && { spec: outputs.run.spec, names: model.metricsNames };
+  const pool = validation && new ValidationPool(trained, validation.x, validation.y, batchSize, devicesOf(args), names);
   try {
     return await fitWith(model, trainX, trainY, args, {
       ...settings,
@@ -55,7 +62,22 @@ export async function fit(model: tf.LayersModel, x: FitX, y: tf.Tensor, args: Fi
       params: { samples: trainX.shape[0], steps: null, batchSize, initialEpoch: settings.initialEpoch },
       batchLogsBeforeBegin: false,
       validate: pool && (() => pool.logs()),
+      validatePart: pool && (hosts => pool.part(hosts)),
       trained,
+      ...(outputs ? { outputs: outputs.run } : {}),
+      digest: () =>
+        fitDigest({
+          epochs: settings.epochs,
+          initialEpoch: settings.initialEpoch,
+          batchSize,
+          shuffle: settings.shuffle,
+          validationSplit: args.validationSplit ?? 0,
+          validationData: args.validationData,
+          classWeight: args.classWeight,
+          x: inputs,
+          y,
+          'the model': modelDigest(model),
+        }),
     });
   } finally {
     await pool?.close();
@@ -63,6 +85,7 @@ export async function fit(model: tf.LayersModel, x: FitX, y: tf.Tensor, args: Fi
     validation?.dispose();
     if (flatX !== x) flatX.dispose();
     validationX?.dispose();
+    outputs?.dispose();
   }
 }
 
@@ -80,12 +103,13 @@ export async function fitWith(
   const options = tandemOptions(args);
   const { batchSize, shuffle } = fitSettings(args);
   const trained = style.trained ?? model; // what the devices build: the model, or its flat-input wrapper
-  const targets = fitTargets(trained);
+  const targets = style.outputs?.targets ?? fitTargets(trained);
   const samples = x.shape[0];
   const stepsPerEpoch = Math.ceil(samples / batchSize); // the last batch may be smaller, as model.fit trains it
   const targetsY = targets.targets(y);
   const files = await writeFitFiles(tf, trained, x, targetsY, targets.classes);
   try {
+    if (style.outputs) await writeOutputsSpec(files.modelJson, style.outputs.spec);
     const config: TrainConfig = {
       ...options,
       model: files.modelJson,
@@ -97,12 +121,32 @@ export async function fitWith(
       lrScheduleSteps: options.lrScheduleSteps ?? Math.max(1, (style.epochs - style.initialEpoch) * stepsPerEpoch),
       classWeight: classWeightOf(args.classWeight, trained, targets, targetsY),
       ...(targets.metrics ? { metrics: targets.metrics } : {}),
+      ...(style.outputs
+        ? { method: style.outputs.method, plugins: [...(options.plugins ?? []), style.outputs.plugin] }
+        : {}),
     };
     const batchSizes = Array.from({ length: stepsPerEpoch }, (_, b) => Math.min(batchSize, samples - b * batchSize));
     return await fitLoop({ model, targets, config, stepsPerEpoch, batchSize, batchSizes }, style);
   } finally {
     await files.remove();
   }
+}
+
+/**
+ * What of `model` every host's must share: its layers' classes, settings and weight shapes (not their names, which
+ * tfjs numbers per process), and its compile() settings. Its weights may differ: host 0's go to every device.
+ */
+function modelDigest(model: tf.LayersModel): unknown {
+  const optimizer = model.optimizer;
+  const unnamed = (config: unknown): unknown =>
+    JSON.parse(JSON.stringify(config, (key, v: unknown) => (key === 'name' ? undefined : v)));
+  return {
+    layers: model.layers.map(l => ({ class: l.getClassName(), config: unnamed(l.getConfig()) })),
+    weights: model.weights.map(w => w.shape),
+    loss: model.loss,
+    metrics: model.metricsNames,
+    optimizer: optimizer && { class: optimizer.getClassName(), config: optimizer.getConfig() },
+  };
 }
 
 /** The devices, backend and plugins of `args` that validation runs on (those given). */

@@ -2,7 +2,8 @@
  * A fit's validation across devices, its threads started once per fit: each of `devices` worker threads loads the
  * model and its contiguous shard of whole batches of the validation samples once (evaluate.ts's shards), then, at each
  * epoch's end, takes the model's current weights and answers tfjs's own `model.evaluate` on its shard; the means
- * weighted by samples are the epoch's `val_` logs, one engine's within float rounding.
+ * weighted by samples are the epoch's `val_` logs, one engine's within float rounding. Several hosts: each host's
+ * threads take its share of the batches, and the hosts add their sums up (fit-hosts.ts).
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -17,6 +18,9 @@ import { samplesOf, shardsOf, type ValidationOn } from './evaluate.js';
 import { pluginUrls } from '../config/plugin-urls.js';
 import { metricFunctionsOf } from './fit-metrics.js';
 import type { EvaluateRequest, EvaluateShard } from './evaluate-worker.js';
+import { validationLogs, type ValidationPart } from './fit-hosts.js';
+import type { RunHosts } from '../trainer/run-types.js';
+import type { OutputsSpec } from './fit-outputs.js';
 
 type Answer = { type: 'ready' } | { type: 'result'; values: number[]; samples: number };
 
@@ -80,30 +84,52 @@ export class ValidationPool {
     private readonly y: tf.Tensor,
     private readonly batchSize: number,
     private readonly on: ValidationOn,
+    /** A model of several outputs (`model` its flat-output wrapper): the outputs, and the names the model logs. */
+    private readonly outputs?: { spec: OutputsSpec; names: string[] },
   ) {}
 
-  async logs(): Promise<Record<string, number>> {
-    this.threads ??= this.start();
-    const threads = await this.threads;
-    const weights = this.model.weights.map(w => Float32Array.from(w.read().dataSync() as Float32Array));
-    const replies = (await Promise.all(threads.map(t => t.ask({ weights })))) as (Answer & { type: 'result' })[];
-    const n = replies.reduce((s, r) => s + r.samples, 0);
-    const logs: Record<string, number> = {};
-    for (const [i, name] of this.model.metricsNames.entries())
-      logs[`val_${name}`] = replies.reduce((s, r) => s + r.values[i] * r.samples, 0) / n;
-    return logs;
+  /** The names of the values, as the model logs them (`loss`, its metrics). */
+  private get names(): string[] {
+    return this.outputs?.names ?? this.model.metricsNames;
   }
 
-  private async start(): Promise<ShardThread[]> {
+  async logs(): Promise<Record<string, number>> {
+    return validationLogs([await this.part()], this.names);
+  }
+
+  /**
+   * The sums over this host's part of the samples (all of them on one host; several hosts: host h's contiguous run of
+   * whole batches, fit-hosts.ts adds the hosts' parts up). The part is fixed at the first call.
+   */
+  async part(hosts?: Pick<RunHosts, 'process' | 'processes'>): Promise<ValidationPart> {
+    this.threads ??= this.start(
+      hosts ? shardsOf(this.x.shape[0], this.batchSize, hosts.processes)[hosts.process] : undefined,
+    );
+    const threads = await this.threads;
+    const weights =
+      threads.length > 0 ? this.model.weights.map(w => Float32Array.from(w.read().dataSync() as Float32Array)) : [];
+    const replies = (await Promise.all(threads.map(t => t.ask({ weights })))) as (Answer & { type: 'result' })[];
+    return {
+      sums: this.names.map((_, i) => replies.reduce((s, r) => s + r.values[i] * r.samples, 0)),
+      samples: replies.reduce((s, r) => s + r.samples, 0),
+    };
+  }
+
+  /** The threads of the samples [from, from + count) (all by default; none: no thread). */
+  private async start(range: [number, number] | undefined = [0, this.x.shape[0]]): Promise<ShardThread[]> {
     const { model, x, y, batchSize } = this;
+    if (range === undefined) return []; // several hosts, fewer batches than hosts: none here
     const loss: unknown = Array.isArray(model.loss) ? model.loss[0] : model.loss;
     this.dir = await mkdtemp(path.join(os.tmpdir(), 'tandem-validation-'));
     const modelJson = await writeModelFiles(path.join(this.dir, 'model'), await modelArtifacts(tf, model));
     const backend = this.on.backend ?? defaultBackend();
     const metrics = metricFunctionsOf(model, 'fit');
-    const job = { backend, plugins: pluginUrls(this.on.plugins), modelJson, loss: loss as string, metrics };
-    const threads = shardsOf(x.shape[0], batchSize, this.on.devices ?? 2).map(([from, count], d) => {
-      const shard: EvaluateShard = { ...job, batchSize, persistent: true, ...samplesOf(x, y, from, count) };
+    const plugins = pluginUrls(this.on.plugins);
+    const outputs = this.outputs?.spec;
+    const job = { backend, plugins, modelJson, loss: loss as string, metrics, ...(outputs ? { outputs } : {}) };
+    const [first, samples] = range;
+    const threads = shardsOf(samples, batchSize, this.on.devices ?? 2).map(([from, count], d) => {
+      const shard: EvaluateShard = { ...job, batchSize, persistent: true, ...samplesOf(x, y, first + from, count) };
       const what = `validation on device ${d}`;
       return new ShardThread(
         new Worker(new URL('./evaluate-worker.js', import.meta.url), {

@@ -32,6 +32,11 @@ export interface MethodResolveContext {
 export interface TrainingMethod {
   readonly name: string;
   readonly description: string;
+  /**
+   * Trains as data-parallel does (its loader, full replicas, targets of a shape), with a loss of its own: the options
+   * of data-parallel apply (loss, classWeight, partialBatch, accumulate).
+   */
+  readonly dataParallel?: boolean;
   /** The method's own options, declared (flags, help, known keys); `resolveOptions` checks them in context. */
   readonly options?: AnyOptionTable;
   /**

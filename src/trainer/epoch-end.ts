@@ -2,7 +2,12 @@
  * The `atEpochEnd` hook's call: after an epoch's last step, once every device applied it, the hook gets the epoch and
  * the weights on request (device 0's parameters from shared memory, its non-trainable weights from its thread), and
  * says whether the run ends there. The step loop posts nothing ahead of such a step, so the devices are idle meanwhile.
+ * Several hosts: the hook also gets gathers over every host (host-gather.ts), scoped to the epoch, through which the
+ * hosts agree on the epoch's logs and on whether to stop (fit-loop.ts).
  */
+import type { ResolvedConfig } from '../config-types.js';
+import { peerWaitMs } from '../world/peer-wait.js';
+import { hostGather } from './host-gather.js';
 import { paramSlots } from '../actors/shared-buffers.js';
 import type { RunCheckpointing } from './checkpointing.js';
 import type { RunThreads } from './run-threads.js';
@@ -15,14 +20,18 @@ export function epochEndDue(hooks: TrainHooks, stepsPerEpoch: number, step: numb
   return hooks.atEpochEnd !== undefined && step % stepsPerEpoch === 0;
 }
 
+/** The epoch-end's config: its epochs' length, and the hosts' world. */
+export type EpochEndConfig = Pick<ResolvedConfig, 'stepsPerEpoch' | 'rendezvous' | 'topology' | 'stallTimeoutMs'>;
+
 /** The hook called for the epoch `step` ends; true: the run ends after `step`. */
 export async function atEpochEnd(
   parts: { hooks: TrainHooks; threads: RunThreads; checkpoints: RunCheckpointing },
   laidOut: LaidOut,
-  stepsPerEpoch: number,
+  cfg: EpochEndConfig,
   step: number,
 ): Promise<boolean> {
   const { hooks, threads, checkpoints } = parts;
+  const { stepsPerEpoch } = cfg;
   if (!epochEndDue(hooks, stepsPerEpoch, step)) return false;
   await threads.applied(laidOut.groups.length, step);
   const weights = async () => {
@@ -32,5 +41,8 @@ export async function atEpochEnd(
       nonTrainableWeights: splitState(laidOut.state, state),
     };
   };
-  return (await hooks.atEpochEnd!({ epoch: step / stepsPerEpoch, step, weights })) === true;
+  const hosts = hostGather(cfg, `epoch-end.${step}`, peerWaitMs(cfg.stallTimeoutMs));
+  return (
+    (await hooks.atEpochEnd!({ epoch: step / stepsPerEpoch, step, weights, ...(hosts ? { hosts } : {}) })) === true
+  );
 }

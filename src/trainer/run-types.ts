@@ -99,9 +99,17 @@ export interface TrainHooks {
   onAutoChoice?(choice: AutoChoice): void;
   /**
    * After an epoch's last step, every device having applied it and no step posted after it (the devices idle until it
-   * resolves): its weights on request; resolves true to end the run after this step. One host only (so far).
+   * resolves): its weights on request; resolves true to end the run after this step. Several hosts: every host's hook
+   * must resolve the same (agree through `end.hosts`), or the hosts stop at different steps.
    */
   atEpochEnd?(end: EpochEnd): Promise<boolean>;
+  /**
+   * Every process, after each step: this host's devices' share of it (several hosts: `onStep` on host 0 has the
+   * world's, later; elsewhere the host's own).
+   */
+  onHostStep?(share: HostStepShare): void;
+  /** Several hosts: once the world is joined, before the hosts' flags are compared (fit checks its arguments here). */
+  atHostsMet?(hosts: RunHosts): Promise<void>;
 }
 
 /** An epoch ended: its number (1 first), its last step, and the weights the devices hold now. */
@@ -109,6 +117,30 @@ export interface EpochEnd {
   epoch: number;
   step: number;
   weights(): Promise<Pick<TrainSummary, 'weights' | 'nonTrainableWeights'>>;
+  /** Several hosts: this host's place, and gathers of every host's values for this epoch's end. */
+  hosts?: RunHosts;
+}
+
+/** A step on this host's devices: their samples, mean loss, correct count and metrics' sums; the step's lr. */
+export interface HostStepShare {
+  step: number;
+  samples: number;
+  loss: number;
+  correct: number;
+  /** The learning rate this step's update used. */
+  lr: number;
+  /** The two sums of each of the run's `metrics` over these devices (model/metric-values.ts), when it has some. */
+  metricSums?: number[];
+}
+
+/** Several hosts: this host's rank, their count, and a gather of one JSON value per host. */
+export interface RunHosts {
+  process: number;
+  processes: number;
+  /** `host 1` (or `GPU process 1`): how errors name host `h`. */
+  describe(h: number): string;
+  /** Every host's `value` for `what` (each name once per scope), in host order: the same on every host. */
+  gather<T>(what: string, value: T): Promise<T[]>;
 }
 
 /** A run in progress: its spans and step metrics as RxJS streams on the main thread, and its result. */

@@ -19,7 +19,7 @@ import type { RunLedger } from './run-ledger.js';
 import type { LaidOut } from './run-setup.js';
 import { checkLoss } from './loss-check.js';
 import { lrAt } from '../optim/lr-schedule.js';
-import { atEpochEnd, epochEndDue } from './epoch-end.js';
+import { atEpochEnd, epochEndDue, type EpochEndConfig } from './epoch-end.js';
 
 /** A step posted to every device: its replies, and when its inputs were loaded. */
 interface PostedStep {
@@ -42,7 +42,8 @@ export interface StepLoopParts {
 type LoopConfig = Pick<
   ResolvedConfig,
   'steps' | 'stepsPerEpoch' | 'perDevice' | 'topology' | 'batch' | 'onNan' | 'optimizer' | 'lrSchedule'
->;
+> &
+  EpochEndConfig;
 
 export class StepLoop {
   /** Step s+1 posted ahead while step s trains (undefined: not posted ahead). */
@@ -122,7 +123,7 @@ export class StepLoop {
     if (hooks.onStepApplied || replicaCheck.due(step)) await this.parts.threads.applied(laidOut.groups.length, step);
     hooks.onStepApplied?.(step, replicas, laidOut.layout);
     if (replicaCheck.due(step)) await replicaCheck.afterApplied(step, replicas);
-    const epochStop = await atEpochEnd(this.parts, laidOut, cfg.stepsPerEpoch, step);
+    const epochStop = await atEpochEnd(this.parts, laidOut, cfg, step);
     const stopping = (await controller.stopAfter(step, nextPosted)) || epochStop;
     const disarmGrace = () => controller.stepsOver();
     if (checkpoints.due(step, stopping)) await checkpoints.write(laidOut, step, stopping ? disarmGrace : undefined);
@@ -184,6 +185,8 @@ export class StepLoop {
     const correct = results.reduce((s, r) => s + r.correct, 0);
     const accuracy = correct / samples;
     const sums = results[0].metrics?.map((_, i) => results.reduce((s, r) => s + (r.metrics?.[i] ?? 0), 0));
+    const lr = lrAt(cfg.lrSchedule, cfg.optimizer.lr, step);
+    this.parts.hooks.onHostStep?.({ step, samples, loss, correct, lr, ...(sums ? { metricSums: sums } : {}) });
     // The period: since the previous step was recorded (the first: since its loop iteration began), so that what the
     // loop does between steps (a checkpoint, the hosts' stop agreement, a replica check) counts, as it does in the wall
     // time.
@@ -198,7 +201,7 @@ export class StepLoop {
     this.parts.monitor.step(
       { step, losses: results.map(r => r.loss), correct, stepMs, computeMs, numTensors },
       {
-        ...{ step, loss, accuracy, lr: lrAt(cfg.lrSchedule, cfg.optimizer.lr, step), stepMs },
+        ...{ step, loss, accuracy, lr, stepMs },
         ...{ samplesPerSecond: cfg.batch / (stepMs / 1000), computeMs, numTensors },
         ...(sums ? { metrics: metricValues(sums) } : {}),
       },

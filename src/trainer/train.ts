@@ -22,7 +22,15 @@ import { withDashboard } from './run-dashboard.js';
 import { TandemError } from '../errors.js';
 import { optionsForPickedHook } from '../pipeline/resolve-comm-hook.js';
 import type { AutoSummary, TrainHooks, TrainSummary, TrainingHandle } from './run-types.js';
-export type { EpochEnd, StepMetrics, TrainHooks, TrainSummary, TrainingHandle } from './run-types.js';
+export type {
+  EpochEnd,
+  HostStepShare,
+  RunHosts,
+  StepMetrics,
+  TrainHooks,
+  TrainSummary,
+  TrainingHandle,
+} from './run-types.js';
 
 /** `stopRequest`: how `startTraining`'s handle (and the CLI's signals) stop or abort the run. */
 export async function train(
@@ -32,8 +40,6 @@ export async function train(
 ): Promise<TrainSummary> {
   hooks = checkedHooks(hooks);
   const checked = await resolveConfig(config); // bad input fails before any output is touched or thread started
-  if (hooks.atEpochEnd && checked.topology.processes > 1)
-    throw new TandemError('BAD_CONFIG', 'the atEpochEnd hook (fit) runs on one host so far; train on one host');
   const lock = await claimOutputs(checked, message => hooks.onEvent?.({ type: 'warning', step: 0, message }));
   if (checked.inputWarning) hooks.onEvent?.({ type: 'warning', step: 0, message: checked.inputWarning });
   // Host 0 alone writes the TensorBoard event files, as it writes the summary and trace.
@@ -97,6 +103,8 @@ const HOOK_NAMES = [
   'shouldStop',
   'onAutoChoice',
   'atEpochEnd',
+  'onHostStep',
+  'atHostsMet',
 ] as const;
 
 /** `train(config, hooks)`'s hooks: an object of functions (null: none), checked before anything starts. */

@@ -29,6 +29,7 @@ import { checkLink, layOut, spawn, type LaidOut } from './run-setup.js';
 import { joinWorld, type JoinedWorld } from './run-world.js';
 import { attach, finish, restore, startExchange, type StartContext } from './run-start.js';
 import { StepLoop } from './step-loop.js';
+import { hostGather } from './host-gather.js';
 import type { Checkpoint } from '../checkpoint/checkpoint-file.js';
 import { completedState, type CompletedState } from './completed-state.js';
 
@@ -190,6 +191,8 @@ export class TrainingRun {
     const world = await joinWorld(this.cfg, this.stalls.setupWatchdogMs(), w => (this.world = w), this.served);
     if (!world?.channel) return;
     this.controller.channel = world.channel;
+    const hosts = this.hooks.atHostsMet && hostGather(this.cfg, 'start', this.stalls.setupWatchdogMs());
+    if (hosts) await this.hooks.atHostsMet!(hosts);
     await world.channel.agreeOnFlags(hostFlags(this.cfg, this.auto !== undefined, this.elastic?.minHosts));
     this.replicaCheck = new ReplicaCheck(this.cfg, world.channel);
     await this.monitor.open(world.channel, spans => this.ledger.recordSpans(spans));

@@ -1,0 +1,170 @@
+/**
+ * Models of several outputs on `fit`: `y` as a Tensor[] (the outputs' order) or `{ outputName: Tensor }`, a loss per
+ * output (compile's loss as one name for all, a list or a map), `lossWeights` (fit's argument: tfjs 4.22's compile
+ * drops it), History keys as tfjs names them (`loss`, `<output>_loss`, `<output>_<metric>`). The devices train a
+ * wrapper of the model with one flat output (each output's values in a row, side by side, by weightless tfjs layers
+ * sharing the model's variables) on one flat target row per sample; the fit-outputs method (fit-outputs-method.ts)
+ * cuts both back into the outputs and computes each output's loss as tfjs does, their sum weighted by `lossWeights`
+ * (as Keras weighs them), and every metric's two sums.
+ */
+import * as tf from '@tensorflow/tfjs';
+import { mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { TandemError } from '../errors.js';
+import { METRIC_FUNCTIONS } from '../model/metric-values.js';
+import { LOSS_NAMES, type FitTargets } from './fit-targets.js';
+import type { LossKind } from '../model/loss-kinds.js';
+
+/** One output as the devices cut it out of the flat output and the flat target row. */
+export interface OutputSpec {
+  name: string;
+  /** One sample's output shape, and its values. */
+  shape: number[];
+  size: number;
+  /** One sample's target shape as `y` gives it, and its values. */
+  targetShape: number[];
+  targetSize: number;
+  kind: LossKind;
+  weight: number;
+}
+
+/** The outputs, and each logged metric after `loss`: an output's loss (fn null) or a tfjs metric of an output. */
+export interface OutputsSpec {
+  outputs: OutputSpec[];
+  metrics: { fn: string | null; output: number }[];
+}
+
+/** The file, beside the model.json the devices load, that tells the fit-outputs method the outputs. */
+export const OUTPUTS_FILE = 'outputs.json';
+
+/** `lossWeights` as fit takes it: one number per output, in order, or `{ outputName: number }`. */
+export type LossWeights = number[] | Record<string, number>;
+
+/** `y` of a model of several outputs as its tensors in the outputs' order (BAD_DATA saying what is wrong). */
+export function outputsOf(model: tf.LayersModel, y: unknown): tf.Tensor[] {
+  const names = model.outputNames;
+  const list = Array.isArray(y)
+    ? (y as unknown[])
+    : y !== null && typeof y === 'object' && !(y instanceof tf.Tensor)
+      ? names.map(n => (y as Record<string, unknown>)[n])
+      : undefined;
+  const extra = list && !Array.isArray(y) ? Object.keys(y as object).filter(k => !names.includes(k)) : [];
+  if (!list || list.length !== names.length || list.some(t => !(t instanceof tf.Tensor)) || extra.length > 0)
+    throw new TandemError(
+      'BAD_DATA',
+      `fit: the model has ${names.length} outputs (${names.join(', ')}); give y as a Tensor[] of ${names.length} ` +
+        `in that order or as { ${names.map(n => `${n}: Tensor`).join(', ')} }` +
+        (extra.length > 0 ? ` (y names ${extra.join(', ')}, not an output)` : ''),
+    );
+  return list as tf.Tensor[];
+}
+
+/** Each output's loss name, from compile's loss: one for all, a list in the outputs' order, or a map by name. */
+function lossNames(model: tf.LayersModel): string[] {
+  const given: unknown = model.loss;
+  const names = model.outputNames;
+  const each = Array.isArray(given)
+    ? (given as unknown[])
+    : typeof given === 'object' && given !== null
+      ? names.map(n => (given as Record<string, unknown>)[n])
+      : names.map(() => given);
+  return each.map((loss, i) => {
+    if (typeof loss === 'string' && Object.hasOwn(LOSS_NAMES, loss)) return loss;
+    throw new TandemError(
+      'BAD_CONFIG',
+      `fit: output ${names[i]}'s loss ${typeof loss === 'string' ? `'${loss}'` : 'given as a function'} is not ` +
+        `one tandem trains; compile with one of ${Object.keys(LOSS_NAMES).join(', ')} per output`,
+    );
+  });
+}
+
+/** `lossWeights` as one number per output (1 each when not given). */
+function weightsOf(model: tf.LayersModel, given: LossWeights | undefined): number[] {
+  const names = model.outputNames;
+  if (given === undefined) return names.map(() => 1);
+  const list = Array.isArray(given) ? given : names.map(n => given[n] ?? 1);
+  const unknown = Array.isArray(given) ? [] : Object.keys(given).filter(k => !names.includes(k));
+  if (list.length !== names.length || list.some(w => typeof w !== 'number' || !Number.isFinite(w)) || unknown.length)
+    throw new TandemError(
+      'BAD_CONFIG',
+      `fit: lossWeights must be ${names.length} finite numbers (one per output: ${names.join(', ')}) or ` +
+        `{ outputName: number }${unknown.length ? `; ${unknown.join(', ')} is not an output` : ''}`,
+    );
+  return list;
+}
+
+/** The outputs' spec of `model` for targets `ys` (the outputs' order) and `lossWeights`. */
+export function outputsSpec(model: tf.LayersModel, ys: tf.Tensor[], lossWeights?: LossWeights): OutputsSpec {
+  const losses = lossNames(model);
+  const weights = weightsOf(model, lossWeights);
+  const outputs = model.outputs.map((o, i): OutputSpec => {
+    const shape = o.shape.slice(1);
+    if (shape.some(d => d === null))
+      throw new TandemError(
+        'BAD_MODEL',
+        `fit: output ${model.outputNames[i]} has no fixed shape [${shape.join(', ')}]`,
+      );
+    const targetShape = ys[i].rank === 1 ? [1] : ys[i].shape.slice(1);
+    const count = (s: number[]) => s.reduce((a, b) => a * b, 1);
+    return {
+      name: model.outputNames[i],
+      shape: shape as number[],
+      size: count(shape as number[]),
+      targetShape,
+      targetSize: count(targetShape),
+      kind: LOSS_NAMES[losses[i]],
+      weight: weights[i],
+    };
+  });
+  const compiled = (model as unknown as { metricsTensors?: [(...a: unknown[]) => unknown, number][] }).metricsTensors;
+  const keys = model.metricsNames.slice(1);
+  const metrics = (compiled ?? []).map(([fn, output], k) => {
+    if (k < outputs.length) return { fn: null, output }; // `<output>_loss`
+    const name = fn.name.replace(/\$\d+$/, '');
+    if (!METRIC_FUNCTIONS.includes(name))
+      throw new TandemError(
+        'BAD_CONFIG',
+        `fit: metric '${keys[k]}' is not one tandem computes across devices; it computes ` +
+          `${METRIC_FUNCTIONS.join(', ')}`,
+      );
+    return { fn: name, output };
+  });
+  return { outputs, metrics };
+}
+
+/** FitTargets of the flat wrapper: `y` (the targets' tensors, concatenated per sample) as one target row. */
+export function outputsTargets(model: tf.LayersModel): FitTargets {
+  return {
+    loss: 'mse', // the devices' loss is the fit-outputs method's; a regression kind: no class labels
+    classes: 1,
+    metricKeys: model.metricsNames.slice(1),
+    metricsByMethod: true,
+    targets: y => ({ values: Float32Array.from(y.dataSync()), targetShape: [y.shape[1] ?? 1] }),
+  };
+}
+
+/** The targets of every output side by side, one row per sample: `[n, Σ targetSize]`. */
+export function flatTargets(ys: tf.Tensor[]): tf.Tensor {
+  return tf.tidy(() =>
+    tf.concat(
+      ys.map(y => tf.reshape(tf.cast(y, 'float32'), [y.shape[0], -1])),
+      1,
+    ),
+  );
+}
+
+/** A model of one output, the outputs of `model` side by side (flattened), compiled with its optimizer. */
+export function flatOutputModel(model: tf.LayersModel): tf.LayersModel {
+  const parts = model.outputs.map(o => (o.rank > 2 ? (tf.layers.flatten().apply(o) as tf.SymbolicTensor) : o));
+  const flat = tf.layers.concatenate({ axis: -1 }).apply(parts) as tf.SymbolicTensor;
+  const wrapper = tf.model({ inputs: model.inputs, outputs: flat });
+  wrapper.compile({ optimizer: model.optimizer, loss: 'meanSquaredError' });
+  return wrapper;
+}
+
+/** Writes `spec` beside `modelJson`, where the fit-outputs method reads it on every device thread. */
+export async function writeOutputsSpec(modelJson: string, spec: OutputsSpec): Promise<void> {
+  const dir = path.dirname(modelJson);
+  await mkdir(dir, { recursive: true });
+  await writeFile(path.join(dir, OUTPUTS_FILE), JSON.stringify(spec));
+}

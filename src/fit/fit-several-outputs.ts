@@ -1,0 +1,66 @@
+/**
+ * `fit` of a model of several outputs (fit-outputs.ts): `y` (and validationData's targets) as one flat target row per
+ * sample, the flat-output wrapper the devices train, and what the run needs: the outputs' spec, the targets, the
+ * fit-outputs method and the plugin that registers it on every thread.
+ */
+import * as tf from '@tensorflow/tfjs';
+import { TandemError } from '../errors.js';
+import type { FitArgs } from './fit-args.js';
+import type { FitTargets } from './fit-targets.js';
+import {
+  flatOutputModel,
+  flatTargets,
+  outputsOf,
+  outputsSpec,
+  outputsTargets,
+  type OutputsSpec,
+} from './fit-outputs.js';
+import { FIT_OUTPUTS_METHOD_NAME } from './fit-outputs-method.js';
+
+/** `y` as fit takes it: a Tensor; for a model of several outputs a Tensor[] or `{ outputName: Tensor }`. */
+export type FitY = tf.Tensor | tf.Tensor[] | Record<string, tf.Tensor>;
+
+/** What the run of a model of several outputs needs beside fit's own. */
+export interface OutputsRun {
+  spec: OutputsSpec;
+  targets: FitTargets;
+  method: string;
+  plugin: string;
+}
+
+/** A model of several outputs: its flat targets, args with flat validation targets, the wrapper and the run's parts. */
+export function severalOutputs(
+  model: tf.LayersModel,
+  y: FitY,
+  args: FitArgs,
+): { y: tf.Tensor; args: FitArgs; trained: tf.LayersModel; run: OutputsRun; dispose(): void } {
+  if (model.inputs.length > 1)
+    throw new TandemError(
+      'BAD_MODEL',
+      `fit: a model of several inputs and several outputs does not train on tandem yet (${model.inputs.length} ` +
+        `inputs, ${model.outputs.length} outputs)`,
+    );
+  const lossWeights = args.lossWeights;
+  const ys = outputsOf(model, y);
+  const spec = outputsSpec(model, ys, lossWeights);
+  const flatY = flatTargets(ys);
+  const given = args.validationData;
+  const validationY = given ? flatTargets(outputsOf(model, given[1])) : undefined;
+  const { lossWeights: _weights, ...rest } = args;
+  void _weights;
+  const flatArgs: FitArgs = validationY
+    ? { ...rest, validationData: [given![0], validationY] as FitArgs['validationData'] }
+    : rest;
+  return {
+    y: flatY,
+    args: flatArgs,
+    trained: flatOutputModel(model),
+    run: {
+      spec,
+      targets: outputsTargets(model),
+      method: FIT_OUTPUTS_METHOD_NAME,
+      plugin: new URL('./fit-outputs-plugin.js', import.meta.url).href,
+    },
+    dispose: () => tf.dispose([flatY, ...(validationY ? [validationY] : [])]),
+  };
+}
