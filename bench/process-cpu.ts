@@ -28,11 +28,14 @@ function clockTicks(): number {
   return ticksPerSecond;
 }
 
-/** ms of CPU (user + system) used so far by every live thread of `pid`; undefined when /proc cannot tell. */
-export function processCpuMs(pid: number): number | undefined {
+/**
+ * ms of CPU (user + system) used so far by every live thread of `pid` (`mainOnly`: its main thread alone, whose
+ * thread id is the pid); undefined when /proc cannot tell.
+ */
+export function processCpuMs(pid: number, mainOnly = false): number | undefined {
   let ticks = 0;
   try {
-    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    for (const tid of mainOnly ? [String(pid)] : readdirSync(`/proc/${pid}/task`)) {
       const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
       const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
       ticks += Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14 and 15 of stat)
@@ -112,11 +115,18 @@ function readAtSteps<T>(
 }
 
 /**
- * Reads `child`'s CPU when its `--json` stdout prints step `from` and step `to`; the getter gives ms of CPU per step
- * between.
+ * Reads `child`'s CPU (`mainOnly`: its main thread's) when its `--json` stdout prints step `from` and step `to`; the
+ * getter gives ms of CPU per step between.
  */
-export function meterStepCpu(child: ChildProcess, from: number, to: number): () => number | undefined {
-  const readings = readAtSteps(child, from, to, () => (child.pid === undefined ? undefined : processCpuMs(child.pid)));
+export function meterStepCpu(
+  child: ChildProcess,
+  from: number,
+  to: number,
+  mainOnly = false,
+): () => number | undefined {
+  const readings = readAtSteps(child, from, to, () =>
+    child.pid === undefined ? undefined : processCpuMs(child.pid, mainOnly),
+  );
   return () => {
     const r = readings();
     return r && (r.atTo - r.atFrom) / (to - from);

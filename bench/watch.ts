@@ -77,6 +77,8 @@ interface OneRun {
   stepMs: number[];
   /** The process's CPU (ms, every thread) per steady step. */
   cpuMsPerStep: number | undefined;
+  /** Its main thread's alone (where watching works: the hooks, the writer, the page's server). */
+  mainCpuMsPerStep: number | undefined;
   eventBytes: number;
 }
 
@@ -90,6 +92,7 @@ async function oneRun(variant: Variant, opts: WatchBenchOptions, dir: string): P
   ];
   const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
   const cpu = meterStepCpu(child, opts.warmup, opts.steps);
+  const mainCpu = meterStepCpu(child, opts.warmup, opts.steps, true);
   let reader: Promise<number> | undefined;
   let pending = '';
   const stepMs: number[] = [];
@@ -109,7 +112,7 @@ async function oneRun(variant: Variant, opts: WatchBenchOptions, dir: string): P
   if (code !== 0) throw new Error(`tandem train ${args.join(' ')} exited with ${code}`);
   if (stepMs.length !== opts.steps - opts.warmup)
     throw new Error(`tandem train printed ${stepMs.length} steady steps, expected ${opts.steps - opts.warmup}`);
-  return { stepMs, cpuMsPerStep: cpu(), eventBytes: (await reader) ?? 0 };
+  return { stepMs, cpuMsPerStep: cpu(), mainCpuMsPerStep: mainCpu(), eventBytes: (await reader) ?? 0 };
 }
 
 const median = (xs: number[]) => {
@@ -125,6 +128,8 @@ interface VariantResult {
   runSamplesPerSecond: number[];
   /** Median over runs of the process's CPU per steady step (ms). */
   cpuMsPerStep: number | undefined;
+  /** The same of its main thread alone. */
+  mainCpuMsPerStep: number | undefined;
   /** Relative to plain, percent (0 for plain). */
   vsPlainPercent: number;
   /** Median over rounds of (this variant's samples/s / plain's in the same round − 1), percent: slow drift cancels. */
@@ -150,12 +155,16 @@ function summarize(runs: Ran[], variants: readonly Variant[], batch: number) {
   const base = (v: Variant) => {
     const mine = of(v);
     const pooledMedianStepMs = median(mine.flatMap(r => r.stepMs));
-    const cpus = mine.map(r => r.cpuMsPerStep).filter((c): c is number => c !== undefined);
+    const medianOf = (xs: (number | undefined)[]) => {
+      const known = xs.filter((c): c is number => c !== undefined);
+      return known.length ? median(known) : undefined;
+    };
     return {
       samplesPerSecond: (batch * 1000) / pooledMedianStepMs,
       pooledMedianStepMs,
       runSamplesPerSecond: mine.map(r => (batch * 1000) / median(r.stepMs)),
-      cpuMsPerStep: cpus.length ? median(cpus) : undefined,
+      cpuMsPerStep: medianOf(mine.map(r => r.cpuMsPerStep)),
+      mainCpuMsPerStep: medianOf(mine.map(r => r.mainCpuMsPerStep)),
     };
   };
   const plain = base('plain');
@@ -176,9 +185,9 @@ function printTable(results: Record<Variant, VariantResult>, variants: readonly 
   const signed = (x: number | undefined) => (x === undefined ? 'n/a' : `${x >= 0 ? '+' : ''}${x.toFixed(1)}%`);
   console.log(
     "\n| run | samples/s (pooled steady median) | vs plain | vs plain, paired by round | each run's median, " +
-      'min–max | CPU ms/step | CPU vs plain |',
+      'min–max | CPU ms/step | CPU vs plain | main thread CPU ms/step |',
   );
-  console.log('|---|---:|---:|---:|---:|---:|---:|');
+  console.log('|---|---:|---:|---:|---:|---:|---:|---:|');
   for (const v of variants) {
     const r = results[v];
     const spread = `${f(Math.min(...r.runSamplesPerSecond))}–${f(Math.max(...r.runSamplesPerSecond))}`;
@@ -186,7 +195,8 @@ function printTable(results: Record<Variant, VariantResult>, variants: readonly 
     const paired = v === 'plain' ? '' : signed(r.pairedVsPlainPercent);
     const cpuVs = v === 'plain' ? '' : signed(r.cpuVsPlainPercent);
     console.log(
-      `| ${LABELS[v]} | ${f(r.samplesPerSecond)} | ${vs} | ${paired} | ${spread} | ${f(r.cpuMsPerStep)} | ${cpuVs} |`,
+      `| ${LABELS[v]} | ${f(r.samplesPerSecond)} | ${vs} | ${paired} | ${spread} | ${f(r.cpuMsPerStep)} | ${cpuVs} | ` +
+        `${f(r.mainCpuMsPerStep, 2)} |`,
     );
   }
 }
