@@ -13,7 +13,7 @@ import { finishedRunFeed } from '../src/cli/finished-run.js';
 const step = (n: number): DashboardMessage => ({
   kind: 'step',
   step: {
-    ...{ step: n, loss: 1 / n, accuracy: 0.5, lr: 0.01, samplesPerSecond: 100, stepMs: 10, overlap: 0 },
+    ...{ step: n, loss: 1 / n, accuracy: 0.5, lr: 0.01, samplesPerSecond: 100, stepMs: 10, overlap: 0, dataWaitMs: 0 },
     ...{ computeMs: [5], exchangeMs: [1], exchangeBytes: [4], waitMs: [0], hosts: [0] },
   },
 });

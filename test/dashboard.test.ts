@@ -33,7 +33,7 @@ declare const document: {
 /** A slow CI machine may take a while to start a run's threads: the DOM is waited on longer than puppeteer's 30 s. */
 const WAIT = { timeout: 150_000 };
 const CHROMIUM = process.env.TANDEM_CHROMIUM ?? '/usr/bin/chromium';
-const FIGURES = ['steps-done', 'final-loss', 'samples-per-second', 'run-status'] as const;
+const FIGURES = ['steps-done', 'final-loss', 'samples-per-second', 'run-status', 'data-wait-share'] as const;
 type Figures = Record<(typeof FIGURES)[number], string>;
 
 interface Summary {
@@ -127,6 +127,19 @@ async function browserTests(browser: Browser, dir: string): Promise<void> {
     await page.waitForFunction(() => document.body.dataset.ended === 'true', WAIT);
     const summary = JSON.parse(readFileSync(path.join(out, 'summary.json'), 'utf8')) as Summary;
     t.match(await figures(page), expected(summary), 'the same values as summary.json');
+    const logged = readFileSync(path.join(out, 'events.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map(l => JSON.parse(l) as { kind: string; step?: { stepMs: number; dataWaitMs: number } })
+      .flatMap(m => (m.kind === 'step' ? [m.step!] : []))
+      .slice(-20);
+    const meanOf = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+    const share = meanOf(logged.map(s => s.dataWaitMs)) / meanOf(logged.map(s => s.stepMs));
+    t.equal(
+      (await figures(page))['data-wait-share'],
+      `${(100 * share).toFixed(1)}%`,
+      "waiting for data: the last 20 steps' data wait over their step time, from the event log",
+    );
     const pictures = await drawn(page);
     t.equal(pictures.canvases, 5, 'five uPlot charts');
     t.ok(pictures.timelineWidth > 0, 'the timeline, from trace.json');

@@ -13,6 +13,7 @@ const metrics = (step: number, loss: number, accuracy: number): StepMetrics => (
   stepMs: 1,
   computeMs: [1],
   numTensors: [0],
+  dataWaitMs: 0,
 });
 
 /** What the display prints for a run of 3 epochs of 2 steps (losses 1..6, accuracies 0.5 or NaN), stopped or not. */

@@ -21,6 +21,7 @@ const share = (step: number, loss: number) => ({
   correct: 1,
   stepMs: 2,
   computeMs: [1],
+  dataWaitMs: 0,
   numTensors: [3],
 });
 

@@ -40,6 +40,7 @@ else {
       history: { step: number; loss: number; accuracy: number }[];
       config: { optimizer: { lr: number } };
       parameters: number;
+      timings: { meanLoadWaitMs: number };
     };
     t.equal(summary.history.length, 16);
     const { file, decoded } = decodeDir(path.join(board, 'train'));
@@ -89,6 +90,14 @@ else {
         `exchange_ms/device_${device} is the trace's exchange time of each step`,
       );
     }
+
+    // The step loop's wait for inputs, per step: its mean is the summary's.
+    const waits = valuesOf(decoded, 'data_wait_ms');
+    t.equal(waits.length, 16, 'data_wait_ms every step');
+    t.ok(
+      Math.abs(waits.reduce((s, [, v]) => s + v, 0) / 16 - summary.timings.meanLoadWaitMs) < 1e-3,
+      `data_wait_ms's mean is the summary's meanLoadWaitMs (${summary.timings.meanLoadWaitMs.toFixed(3)} ms)`,
+    );
 
     // The bytes each device handed to the exchange per step: with no comm hook, every parameter's gradient as float32.
     for (const device of [0, 1]) {

@@ -73,7 +73,7 @@ function historySteps(s: Json): DashboardMessage[] {
     kind: 'step' as const,
     step: {
       ...{ step: Number(h.step), loss: Number(h.loss), accuracy: Number(h.accuracy) },
-      ...{ lr: NaN, samplesPerSecond: NaN, stepMs: NaN, overlap: NaN },
+      ...{ lr: NaN, samplesPerSecond: NaN, stepMs: NaN, overlap: NaN, dataWaitMs: NaN },
       ...{ computeMs: [], exchangeMs: [], exchangeBytes: [], waitMs: [], hosts: [] },
     },
   }));

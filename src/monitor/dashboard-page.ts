@@ -12,6 +12,7 @@ const FIGURES: readonly [id: string, label: string][] = [
   ['samples-per-second', 'samples/s'],
   ['step-ms', 'step time (ms)'],
   ['overlap-share', 'exchange under backward'],
+  ['data-wait-share', 'waiting for data'],
   ['held-out-accuracy', 'held-out accuracy'],
 ];
 

@@ -80,6 +80,12 @@ export const PAGE_SCRIPT = String.raw`(function () {
     if (last) put('step-ms', fixed(last.stepMs, 1));
     var recent = steps.slice(-20);
     if (recent.length) put('overlap-share', fixed(100 * mean(recent.map(function (x) { return x.overlap; })), 0) + '%');
+    var waited = recent.filter(function (x) { return isFinite(x.dataWaitMs) && x.stepMs > 0; });
+    if (waited.length) {
+      var share = mean(waited.map(function (x) { return x.dataWaitMs; })) /
+        mean(waited.map(function (x) { return x.stepMs; }));
+      put('data-wait-share', fixed(100 * share, 1) + '%');
+    }
     if (sum && sum.heldOutAccuracy !== undefined) put('held-out-accuracy', fixed(sum.heldOutAccuracy, 4));
   }
 
@@ -139,6 +145,8 @@ export const PAGE_SCRIPT = String.raw`(function () {
     chart('chart-throughput', ['samples/s'], [x, col(function (v) { return v.samplesPerSecond; })]);
     var devices = s[s.length - 1].computeMs.length, names = ['step time'];
     var data = [x, col(function (v) { return v.stepMs; })];
+    names.push('data wait');
+    data.push(col(function (v) { return v.dataWaitMs; }));
     ['compute', 'exchange', 'wait'].forEach(function (k) {
       for (var d = 0; d < devices; d++) {
         names.push(k + ' ' + d);

@@ -13,4 +13,9 @@ export interface StepValues {
   stepMs: number;
   /** Per device: compute-thread ms (forward+backward+handoff). */
   computeMs: number[];
+  /**
+   * ms the step loop waited for inputs during the step (its own, or the next step's not loaded ahead in time); several
+   * hosts: the longest wait of any host.
+   */
+  dataWaitMs: number;
 }

@@ -54,9 +54,9 @@ class StepSpans {
     };
     const hosts = new Array<number>(devices).fill(0);
     for (const s of spans) if (s.device < devices) hosts[s.device] = s.host ?? 0;
-    const { step, loss, accuracy, lr, samplesPerSecond, stepMs, computeMs } = m;
+    const { step, loss, accuracy, lr, samplesPerSecond, stepMs, computeMs, dataWaitMs } = m;
     return {
-      ...{ step, loss, accuracy, lr, samplesPerSecond, stepMs, computeMs },
+      ...{ step, loss, accuracy, lr, samplesPerSecond, stepMs, computeMs, dataWaitMs },
       exchangeMs: sum('exchange'),
       exchangeBytes: sum('exchange', s => s.bytes ?? 0),
       waitMs: sum('wait'),

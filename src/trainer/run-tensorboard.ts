@@ -23,6 +23,7 @@ export function stepScalars(m: StepMetrics): ScalarValue[] {
     { tag: 'samples_per_second', value: m.samplesPerSecond },
     { tag: 'step_ms', value: m.stepMs },
     { tag: 'learning_rate', value: m.lr },
+    { tag: 'data_wait_ms', value: m.dataWaitMs },
     ...m.computeMs.map((value, d) => ({ tag: `compute_ms/device_${d}`, value })),
   ];
 }

@@ -79,8 +79,8 @@ export class StepLoop {
       parts.controller.stepInFlight = step;
       if ((step - 1) % cfg.stepsPerEpoch === 0)
         parts.hooks.onEvent?.({ type: 'epoch', epoch: Math.floor((step - 1) / cfg.stepsPerEpoch) + 1, step });
-      const { results, t0, nextPosted } = await this.train(step);
-      this.recordStep(step, results, t0);
+      const { results, t0, nextPosted, dataWaitMs } = await this.train(step);
+      this.recordStep(step, results, t0, dataWaitMs);
       if (await this.stopsAfter(step, nextPosted)) break;
     }
     parts.controller.stepsOver();
@@ -94,7 +94,7 @@ export class StepLoop {
     const postedAhead = await this.ahead;
     const waitFrom = performance.now();
     const current = postedAhead ?? (await this.loadedAndPosted(step, this.loading));
-    if (!postedAhead) result.loadWaitTotal += current.loadedAt - waitFrom;
+    let dataWaitMs = postedAhead ? 0 : current.loadedAt - waitFrom;
     result.stepStarts.push(t0);
     // Step s+1's inputs go into the other slot (step s-1's, finished) while step s trains; posted ahead, step s
     // was posted once step s-1 had ended, which started loading them then.
@@ -105,9 +105,10 @@ export class StepLoop {
     const ended = performance.now();
     const next = await this.ahead; // step s+1 posted (or not); a load slower than step s is waited for here
     // the inputs' wait alone (several hosts: not the verdict's)
-    if (next) result.loadWaitTotal += Math.max(0, next.loadedAt - ended);
+    if (next) dataWaitMs += Math.max(0, next.loadedAt - ended);
+    result.loadWaitTotal += dataWaitMs;
     if (next && step + 1 < cfg.steps) this.startLoading(step + 2); // step s's slot is free now
-    return { results, t0, nextPosted: next !== undefined };
+    return { results, t0, nextPosted: next !== undefined, dataWaitMs };
   }
 
   private startLoading(step: number): void {
@@ -170,7 +171,7 @@ export class StepLoop {
   }
 
   /** Step `step`'s replies: the loss checked, the ledger, the history and the monitor. */
-  private recordStep(step: number, results: Reply<'stepDone'>[], t0: number): void {
+  private recordStep(step: number, results: Reply<'stepDone'>[], t0: number, dataWaitMs: number): void {
     const { cfg, result } = this;
     checkLoss(step, results, cfg, this.parts.hooks);
     this.parts.ledger.stepDone(step, results);
@@ -199,9 +200,9 @@ export class StepLoop {
     result.history.push({ step, loss, accuracy });
     const numTensors = results.map(r => r.numTensors);
     this.parts.monitor.step(
-      { step, losses: results.map(r => r.loss), correct, stepMs, computeMs, numTensors },
+      { step, losses: results.map(r => r.loss), correct, stepMs, computeMs, numTensors, dataWaitMs },
       {
-        ...{ step, loss, accuracy, lr, stepMs },
+        ...{ step, loss, accuracy, lr, stepMs, dataWaitMs },
         ...{ samplesPerSecond: cfg.batch / (stepMs / 1000), computeMs, numTensors },
         ...(sums ? { metrics: metricValues(sums) } : {}),
       },

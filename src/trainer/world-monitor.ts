@@ -132,6 +132,7 @@ export class WorldMonitor {
       samplesPerSecond: cfg.batch / (w.stepMs / 1000),
       computeMs: w.computeMs,
       numTensors: w.numTensors,
+      dataWaitMs: w.dataWaitMs,
     });
   }
 }

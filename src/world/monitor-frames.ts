@@ -17,6 +17,8 @@ export interface HostStep {
   stepMs: number;
   computeMs: number[];
   numTensors: number[];
+  /** ms the host's step loop waited for inputs in this step (data not loaded ahead in time). */
+  dataWaitMs: number;
 }
 
 export type MonitorFrame =
@@ -92,6 +94,7 @@ export function checkFrame(value: unknown): MonitorFrame {
       numbers(f.losses, 'frame.losses', x => typeof x === 'number');
       if (!isCount(f.correct)) throw new FrameInvalid('frame.correct: not a count');
       if (!isTime(f.stepMs)) throw new FrameInvalid('frame.stepMs: not a duration');
+      if (!isTime(f.dataWaitMs)) throw new FrameInvalid('frame.dataWaitMs: not a duration');
       numbers(f.computeMs, 'frame.computeMs', isTime);
       numbers(f.numTensors, 'frame.numTensors', isCount);
       break;

@@ -43,6 +43,8 @@ export interface WorldStep {
   stepMs: number;
   computeMs: number[];
   numTensors: number[];
+  /** The longest any host's step loop waited for inputs in the step. */
+  dataWaitMs: number;
 }
 
 export interface HubSinks {
@@ -106,6 +108,7 @@ export class MonitorHub {
       stepMs: Math.max(...all.map(s => s.stepMs)),
       computeMs: all.flatMap(s => s.computeMs),
       numTensors: all.flatMap(s => s.numTensors),
+      dataWaitMs: Math.max(...all.map(s => s.dataWaitMs)),
     });
   }
 
