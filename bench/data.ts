@@ -37,7 +37,10 @@ interface Row {
   samples: number;
   seconds: number;
   samplesPerSecond: number;
+  /** The run's whole share of step time waiting for data (summary.json's timings.loadWaitShare). */
   dataWaitShare?: number;
+  /** The same after the first WAIT_WARMUP_STEPS steps (per step: StepMetrics.dataWaitMs over stepMs). */
+  steadyDataWaitShare?: number;
 }
 
 const W = 96,
@@ -134,18 +137,20 @@ async function tfDataRow(o: DataBenchOptions): Promise<Row> {
   return row(`tf.data pipeline ${o.imageSize}x${o.imageSize}x3: generate, map, batch`, o.images, performance.now() - t);
 }
 
+/** Steps not counted in the steady share: the first ones wait for the loader threads to start. */
+const WAIT_WARMUP_STEPS = 10;
+
 async function trainRow(dir: string, model: string, o: DataBenchOptions): Promise<Row> {
-  const s = await train({
-    model,
-    data: dir,
-    imageSize: [o.imageSize, o.imageSize, 3],
-    devices: 2,
-    batch: o.batch,
-    steps: o.steps,
-  });
+  const steady: { waitMs: number; stepMs: number }[] = [];
+  const s = await train(
+    { model, data: dir, imageSize: [o.imageSize, o.imageSize, 3], devices: 2, batch: o.batch, steps: o.steps },
+    { onStep: m => void (m.step > WAIT_WARMUP_STEPS && steady.push({ waitMs: m.dataWaitMs, stepMs: m.stepMs })) },
+  );
+  const sum = (k: 'waitMs' | 'stepMs') => steady.reduce((t, x) => t + x[k], 0);
   return row(`train ${model}, 2 devices, on the JPEG folder (warm)`, s.steps * o.batch, s.wallSeconds * 1000, {
     samplesPerSecond: s.samplesPerSecond,
     dataWaitShare: s.timings.loadWaitShare,
+    steadyDataWaitShare: steady.length ? sum('waitMs') / sum('stepMs') : undefined,
   });
 }
 
@@ -156,13 +161,14 @@ export async function runDataBench(o: DataBenchOptions): Promise<void> {
     rows.push(await tfDataRow(o));
     for (const model of o.models) rows.push(await trainRow(path.join(root, 'jpg'), model, o));
     console.log(
-      `\n${'what'.padEnd(58)} ${'samples'.padStart(8)} ${'samples/s'.padStart(10)} ${'data wait'.padStart(9)}`,
+      `\n${'what'.padEnd(58)} ${'samples'.padStart(8)} ${'samples/s'.padStart(10)} ${'data wait'.padStart(9)} ` +
+        `${'steady'.padStart(7)}`,
     );
+    const pct = (x: number | undefined) => (x === undefined ? '' : `${(100 * x).toFixed(1)}%`);
     for (const r of rows) {
-      const wait = r.dataWaitShare === undefined ? '' : `${(100 * r.dataWaitShare).toFixed(1)}%`;
       console.log(
         `${r.what.padEnd(58)} ${String(r.samples).padStart(8)} ${r.samplesPerSecond.toFixed(0).padStart(10)} ` +
-          wait.padStart(9),
+          `${pct(r.dataWaitShare).padStart(9)} ${pct(r.steadyDataWaitShare).padStart(7)}`,
       );
     }
     mkdirSync(o.out, { recursive: true });
