@@ -2,14 +2,20 @@
 // gives the parameters fit gives for the same images as tensors on 2 devices: each host reads its devices' shard of
 // every global batch from the folder (and its cache), as one process with 2 devices does.
 import t from 'tap';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { fit } from '../src/index.js';
 import { glooAddonOrSkip } from './fixtures/gloo-addon-or-skip.js';
 import { killAllTandems, tandem } from './fixtures/tandem-lines.js';
-import { CLASSES, decodeAsDocumented, documentedOrder, writeImageFolder } from './fixtures/image-folder.js';
+import {
+  CLASSES,
+  decodeAsDocumented,
+  documentedOrder,
+  writeImageFolder,
+  writeImageModel,
+} from './fixtures/image-folder.js';
 
 t.teardown(killAllTandems);
 const root = mkdtempSync(path.join(os.tmpdir(), 'tandem-image-hosts-'));
@@ -19,15 +25,7 @@ writeImageFolder(dir, 8); // 24 images
 const H = 7,
   W = 5;
 const modelFile = path.join(root, 'model.mjs');
-writeFileSync(
-  modelFile,
-  `const init = seed => tf => tf.initializers.glorotUniform({ seed });
-export default (tf, { inputShape, classes }) => tf.sequential({ layers: [
-  tf.layers.flatten({ inputShape }),
-  tf.layers.dense({ units: 8, activation: 'relu', kernelInitializer: init(1)(tf) }),
-  tf.layers.dense({ units: classes, activation: 'softmax', kernelInitializer: init(2)(tf) }),
-] });`,
-);
+writeImageModel(modelFile);
 
 /** The folder's images as the docs say tandem reads them, and their labels. */
 async function imagesAsTensors(): Promise<{ x: tf.Tensor; y: tf.Tensor }> {

@@ -20,7 +20,14 @@ import * as tf from '@tensorflow/tfjs';
 import { fit, train, type TrainConfig } from '../src/index.js';
 import { prepareImageFolder, openImageFolder } from '../src/data/image-folder.js';
 import { cacheFileOf } from '../src/data/image-cache.js';
-import { CLASSES, decodeAsDocumented, documentedOrder, pngBytes, writeImageFolder } from './fixtures/image-folder.js';
+import {
+  CLASSES,
+  decodeAsDocumented,
+  documentedOrder,
+  pngBytes,
+  writeImageFolder,
+  writeImageModel,
+} from './fixtures/image-folder.js';
 import { osThreads } from './fixtures/os-threads.js';
 
 const root = mkdtempSync(path.join(os.tmpdir(), 'tandem-image-folder-'));
@@ -29,15 +36,7 @@ writeImageFolder(dir, 12); // 36 images
 const H = 7,
   W = 5;
 const modelFile = path.join(root, 'model.mjs');
-writeFileSync(
-  modelFile,
-  `const init = seed => tf => tf.initializers.glorotUniform({ seed });
-export default (tf, { inputShape, classes }) => tf.sequential({ layers: [
-  tf.layers.flatten({ inputShape }),
-  tf.layers.dense({ units: 8, activation: 'relu', kernelInitializer: init(1)(tf) }),
-  tf.layers.dense({ units: classes, activation: 'softmax', kernelInitializer: init(2)(tf) }),
-] });`,
-);
+writeImageModel(modelFile);
 const base: TrainConfig = {
   model: modelFile,
   data: dir,
