@@ -172,7 +172,8 @@ function preimageStage(msg: ToComm): OperatorFunction<GroupExchange, GroupExchan
   const preimage = new StepPreimage(buffers.preimage, groups.length, buffers.total, buffers.stateSlots);
   const params = paramSlots(buffers)[device],
     state = optimizerStateOf(buffers, device);
-  const everyGroup = config.exchange.order === 'priority'; // any group may complete the step
+  // priority: any group may complete the step; elastic: a completed step may have to be rolled back
+  const everyGroup = config.exchange.order === 'priority' || buffers.preimageEveryGroup === true;
   return tap(unit =>
     preimage.save(unit.group, groups.length, groups[unit.group], unit.step, params, state, everyGroup),
   );

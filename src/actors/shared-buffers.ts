@@ -27,6 +27,11 @@ export interface SharedBuffers extends InputBuffers {
   devices: number;
   /** When the run checkpoints: device 0's values before the update in flight (step-preimage.ts). */
   preimage?: SharedArrayBuffer;
+  /**
+   * Every group's update copied, the last one's too (an elastic run: a host that completed a step its peers did not
+   * rolls back to theirs).
+   */
+  preimageEveryGroup?: boolean;
 }
 
 /** The parameter and gradient buffers as a transport may read them in place (slot r = local device r). */

@@ -71,7 +71,8 @@ export class StepPreimage {
   /**
    * Main thread, every thread of the run ended: the newest step k such that every group holds step k either live
    * (`applied(g)` = k, no update of it in flight) or in the copy (made before the update of k+1). Undefined when none.
-   * `updating`: the step whose update device 0's comm thread was in when it ended, if it was in one.
+   * `updating`: the step whose update device 0's comm thread was in when it ended, if it was in one. `target`: that
+   * step instead of the newest (undefined when the live values and the copy cannot give it).
    */
   rebuild(
     groups: readonly ParameterGroup[],
@@ -79,6 +80,7 @@ export class StepPreimage {
     updating: number | undefined,
     params: Float32Array,
     state: Float32Array[],
+    target?: number,
   ): { step: number; params: Float32Array; optimizerState: Float32Array[] } | undefined {
     const last = groups.length - 1;
     const sources = groups.map((_, g) => {
@@ -93,7 +95,8 @@ export class StepPreimage {
       return { live: liveIntact ? live : undefined, copy: mark === NONE ? undefined : mark - 1 };
     });
     const candidates = sources.flatMap(s => [s.live, s.copy]).filter((k): k is number => k !== undefined && k >= 0);
-    const step = candidates.filter(k => sources.every(s => s.live === k || s.copy === k)).sort((a, b) => b - a)[0];
+    const whole = candidates.filter(k => sources.every(s => s.live === k || s.copy === k)).sort((a, b) => b - a);
+    const step = target === undefined ? whole[0] : whole.find(k => k === target);
     if (step === undefined) return undefined;
     const out = { step, params: params.slice(), optimizerState: state.map(s => s.slice()) };
     groups.forEach(({ start, end }, g) => {

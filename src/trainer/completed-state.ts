@@ -21,6 +21,7 @@ export function completedState(
   control: ControlBlock,
   laidOut: { buffers: SharedBuffers; groups: ParameterGroup[]; weights: WeightShape[] } | undefined,
   firstStep: number,
+  target?: number,
 ): CompletedState | undefined {
   const preimage = laidOut?.buffers.preimage;
   if (!laidOut || !preimage) return undefined;
@@ -32,6 +33,7 @@ export function completedState(
     phase === 'update' ? commStep : undefined,
     paramSlots(buffers)[0],
     optimizerStateOf(buffers, 0),
+    target,
   );
   // firstStep - 1: the state the run started from (resumed, or step 0) is complete too
   if (!rebuilt || rebuilt.step < firstStep - 1) return undefined;

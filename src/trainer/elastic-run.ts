@@ -60,7 +60,7 @@ export async function runElastic(x: ElasticRunInputs): Promise<TrainSummary> {
         return await run.run();
       } catch (err) {
         if (!lostHost(err) || !cfg.rendezvous) throw err;
-        generation = await nextGeneration(x, elastic, generation, run.completedState(), err);
+        generation = await nextGeneration(x, elastic, generation, run, err);
       } finally {
         (await presence)?.close();
       }
@@ -86,17 +86,21 @@ async function nextGeneration(
   x: ElasticRunInputs,
   elastic: Elastic,
   g: Generation,
-  state: CompletedState | undefined,
+  run: TrainingRun,
   err: TandemError,
 ): Promise<Generation> {
   const { cfg } = g;
+  const newest = run.completedState();
+  // the step before, when the pre-update copy holds it: what this host rolls back to if a peer did not complete newest
+  const before = newest && newest.step > 0 ? run.completedState(newest.step - 1) : undefined;
   const ends = (why: string, cause: unknown) =>
     new TandemError(err.code, `${err.message}; the elastic run ends: ` + `${why}`, undefined, { cause });
   const verdict = await regroup({
     store: storeUrl(cfg.rendezvous!),
     topology: cfg.topology,
     generation: g.number,
-    step: state?.step,
+    step: newest?.step,
+    oldest: before?.step ?? newest?.step,
     minHosts: elastic.minHosts,
     waitMs: peerWaitMs(cfg.stallTimeoutMs),
     // host 0 may notice the loss a peer wait later (a Gloo timeout), then wait a peer wait for the survivors
@@ -104,6 +108,7 @@ async function nextGeneration(
   }).catch((e: unknown) => {
     throw ends((e as Error).message, e);
   });
+  const state = verdict.kind === 'go-on' && verdict.step === before?.step ? before : newest;
   const hostRank = verdict.hosts.indexOf(cfg.topology.process);
   if (verdict.kind === 'end' || hostRank < 0 || !state) {
     const saved = cfg.topology.process === 0 ? await savedState(cfg, state, x.hooks) : '';

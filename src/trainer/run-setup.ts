@@ -96,11 +96,13 @@ export interface LayOutContext {
   method: TrainingMethod;
   strategy: StrategySpec;
   checkpoints: boolean;
+  /** An elastic run: the pre-update copy keeps every group, so that a completed step can be rolled back. */
+  elastic?: boolean;
 }
 
 /** Phase 2: exchange groups, shared buffers, the data loader. */
 export async function layOut(
-  { threads, cfg, method, strategy, checkpoints }: LayOutContext,
+  { threads, cfg, method, strategy, checkpoints, elastic }: LayOutContext,
   built: Built,
 ): Promise<LaidOut> {
   const groups = exchangeGroups(strategy, built.layout, cfg.strategyOptions);
@@ -117,6 +119,7 @@ export async function layOut(
       checkpoints && !method.localState && built.stateTotal === 0 && !cfg.commHook
         ? StepPreimage.allocate(groups.length, built.layout.total, slots)
         : undefined,
+    ...(elastic ? { preimageEveryGroup: true } : {}),
   };
   // adagrad's accumulator
   for (let d = 0; d < local; d++) fillInitialOptimizerState(cfg.optimizer, optimizerStateOf(buffers, d));

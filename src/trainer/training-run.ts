@@ -122,7 +122,8 @@ export class TrainingRun {
     const checkpoints = this.checkpoints.store !== undefined;
     // an elastic run keeps the pre-update copy an abort checkpoint keeps: the state of the last completed step
     const keepsPreimage = checkpoints || this.elastic !== undefined;
-    const context = { threads, cfg, method: this.method, strategy: this.strategy, checkpoints: keepsPreimage };
+    const elastic = this.elastic !== undefined;
+    const context = { threads, cfg, method: this.method, strategy: this.strategy, checkpoints: keepsPreimage, elastic };
     const laidOut = await layOut(context, built);
     this.laidOut = laidOut;
     checkLink(cfg, laidOut.groups);
@@ -176,8 +177,9 @@ export class TrainingRun {
    * After the run failed (every thread ended): the state of the last step every group of this host completed, in
    * memory; undefined when it cannot be rebuilt (completed-state.ts).
    */
-  completedState(): CompletedState | undefined {
-    return completedState(this.threads.control, this.laidOut, this.controller.firstStep);
+  /** The state of the newest step every group completed, or of `target` (an older one, when the copy holds it). */
+  completedState(target?: number): CompletedState | undefined {
+    return completedState(this.threads.control, this.laidOut, this.controller.firstStep, target);
   }
 
   private stepLoop(laidOut: LaidOut, firstStep: number, loading: Promise<void>): StepLoop {

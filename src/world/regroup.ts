@@ -30,6 +30,8 @@ export interface RegroupRequest {
   generation: number;
   /** The last step this host's replicas completed (undefined: its state cannot be rebuilt). */
   step: number | undefined;
+  /** The oldest step it can go back to (`step`, or the one before when its pre-update copy holds every group). */
+  oldest?: number;
   minHosts: number;
   /** How long host 0 waits for a survivor's answer before taking it for lost. */
   waitMs: number;
@@ -52,7 +54,7 @@ export async function regroup(r: RegroupRequest): Promise<Verdict> {
   }
   client.keyPrefix = regroupPrefix(r.generation);
   try {
-    await client.set(`alive.${me}`, JSON.stringify({ step: r.step ?? null }));
+    await client.set(`alive.${me}`, JSON.stringify({ step: r.step ?? null, oldest: r.oldest ?? r.step ?? null }));
     if (me === 0) {
       const verdict = await decide(r);
       await client.set('verdict', JSON.stringify(verdict));
@@ -71,12 +73,18 @@ export async function regroup(r: RegroupRequest): Promise<Verdict> {
 /** Host 0: who answered within the wait, what they completed, and whether that is enough hosts to go on. */
 async function decide(r: RegroupRequest): Promise<Verdict> {
   const answers = await Promise.all(Array.from({ length: r.topology.processes - 1 }, (_, k) => answerOf(r, k + 1)));
-  const steps = new Map<number, number | null>([[0, r.step ?? null]]);
-  for (const a of answers) if (a.kind === 'alive') steps.set(a.host, a.step);
+  const mine = r.step === undefined ? null : completedOf({ step: r.step, oldest: r.oldest });
+  const steps = new Map<number, Completed | null>([[0, mine]]);
+  for (const a of answers) if (a.kind === 'alive') steps.set(a.host, a.completed);
   return verdictOf(r, steps);
 }
 
-type Answer = { kind: 'alive'; host: number; step: number | null } | { kind: 'lost'; host: number };
+/** A survivor's newest completed step, and the oldest it can roll back to. */
+type Completed = { step: number; oldest: number };
+
+const completedOf = (r: { step: number; oldest?: number }): Completed => ({ step: r.step, oldest: r.oldest ?? r.step });
+
+type Answer = { kind: 'alive'; host: number; completed: Completed | null } | { kind: 'lost'; host: number };
 
 /**
  * Host `h`'s answer: the step it completed, or lost — at once when its presence connection closed (its process ended),
@@ -91,7 +99,12 @@ async function answerOf(r: RegroupRequest, h: number): Promise<Answer> {
     if (!alive) return lost;
     alive.keyPrefix = regroupPrefix(r.generation);
     const answered = alive.get(`alive.${h}`).then(
-      (v): Answer => ({ kind: 'alive', host: h, step: (JSON.parse(v.toString()) as { step: number | null }).step }),
+      (v): Answer => {
+        const said = JSON.parse(v.toString()) as { step: number | null; oldest?: number | null };
+        const completed =
+          said.step === null ? null : completedOf({ step: said.step, oldest: said.oldest ?? undefined });
+        return { kind: 'alive', host: h, completed };
+      },
       () => lost,
     );
     const died = gone
@@ -107,7 +120,7 @@ async function answerOf(r: RegroupRequest, h: number): Promise<Answer> {
   }
 }
 
-function verdictOf(r: RegroupRequest, steps: Map<number, number | null>): Verdict {
+function verdictOf(r: RegroupRequest, steps: Map<number, Completed | null>): Verdict {
   const hosts = [...steps.keys()].sort((a, b) => a - b);
   const name = (h: number) => describeProcess(r.topology, h);
   const lost = Array.from({ length: r.topology.processes }, (_, h) => h).filter(h => !steps.has(h));
@@ -125,16 +138,17 @@ function verdictOf(r: RegroupRequest, steps: Map<number, number | null>): Verdic
       hosts,
       reason: `${lostText}, and ${unknown.map(name).join(', ')} cannot rebuild the state of a completed step`,
     };
+  // The step every survivor completed; one that went further rolls back to it (its pre-update copy of that step).
   const completed = hosts.map(h => steps.get(h)!);
-  const step = Math.min(...completed);
-  if (completed.some(s => s !== step)) {
-    const each = hosts.map((h, i) => `${name(h)}: ${completed[i]}`).join(', ');
+  const step = Math.min(...completed.map(c => c.step));
+  if (completed.some(c => c.oldest > step)) {
+    const each = hosts.map((h, i) => `${name(h)}: ${completed[i].step}`).join(', ');
     return {
       kind: 'end',
       hosts,
       reason:
-        `${lostText}; the survivors completed different steps (${each}) and a host cannot roll back an ` +
-        `applied update yet`,
+        `${lostText}; the survivors completed steps too far apart (${each}) to go back to one they share ` +
+        `(a host keeps the step before its last)`,
     };
   }
   return { kind: 'go-on', hosts, step };
