@@ -12,7 +12,6 @@ import { runProfileBench } from './profile.js';
 import { runProfileClockBench } from './profile-clock.js';
 import { runClassifierBench } from './classifier.js';
 import { runFaultMatrix } from './faults.js';
-import { runElasticBench } from './elastic.js';
 import { runSoak } from './soak.js';
 import { runKernelBench } from './kernels.js';
 import { runModelsBench } from './models.js';
@@ -239,13 +238,16 @@ switch (name) {
   case 'faults':
     await runFaultMatrix(values.out ?? 'bench/results', 2000);
     break;
-  case 'elastic':
+  case 'elastic': {
+    // Imported here: it loads the tests' host fixtures, which the GPU bundle that runs this file does not carry.
+    const { runElasticBench } = await import('./elastic.js');
     await runElasticBench({
       rates: (values.rates ?? '1gbit').split(','),
       steps: Number(values.steps ?? 120),
       out: values.out ?? 'bench/results',
     });
     break;
+  }
   case 'watch':
     await runWatchBench({
       variants: values.variants?.split(',').map(v => {

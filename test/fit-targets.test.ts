@@ -122,7 +122,7 @@ t.test('fit: x of a model of two inputs, given wrong, is refused naming the inpu
   });
   await t.rejects(fit(c.make(), x[0], y, { backend: 'cpu' }), {
     code: 'BAD_MODEL',
-    message: /2 input\(s\) and 1 output\(s\).*x a Tensor\[\] or \{ name: Tensor \}/,
+    message: /2 input\(s\) and 1 output\(s\).*x a Tensor\[\] or \{ inputName: Tensor \}/,
   });
   tf.dispose([...x, y]);
 });
