@@ -262,12 +262,19 @@ export function nodesWithoutGradient(
 }
 
 /**
- * Kernels whose gradient functions assert (dilation > 1) in their body, before they return the closures, and whose
- * closures only compute, on shapes the forward already checked: calling the gradient function is enough. Their
- * closures are the costly ones on the cpu backend (2 s for alexnet-mini's convolutions on 2 samples, most of `fit`'s
- * start), so they are not run.
+ * Kernels whose gradient functions assert (dilation > 1) in their body before they return the closures, or do not
+ * assert at all (the 2D pools), and whose closures only compute, on shapes the forward already checked: calling the
+ * gradient function is enough. Their closures are the costly ones on the cpu backend (2 s for alexnet-mini's
+ * convolutions on 2 samples, most of `fit`'s start), so they are not run.
  */
-const ASSERTS_BEFORE_CLOSURES = new Set(['Conv2D', 'Conv3D', 'DepthwiseConv2dNative', 'Conv2DBackpropInput']);
+const ASSERTS_BEFORE_CLOSURES = new Set([
+  'Conv2D',
+  'Conv3D',
+  'DepthwiseConv2dNative',
+  'Conv2DBackpropInput',
+  'MaxPool',
+  'AvgPool',
+]);
 
 /**
  * The first of `nodes` whose gradient throws (tfjs asserts inside some gradient functions, e.g. Conv2D with
