@@ -1,8 +1,10 @@
 // docs/guide/clusters.md's examples, run locally: for the Kubernetes Indexed Job, Slurm, mpirun and PyTorchJob, the
 // command and the environment each gives its processes (read from the page itself), two real processes on loopback,
 // the config file replaced by a small run and the rendezvous host by 127.0.0.1: both form one world of 2 hosts and
-// finish; host 0 writes the model. What the scheduler would set (the rank variables) the test sets as it would.
-import t from 'tap';
+// finish; host 0 writes the parameters one process with 2 devices ends with. A fifth world sets torchrun's four
+// variables only (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT). What the scheduler would set (the rank variables) the
+// test sets as it would.
+import t, { type Test } from 'tap';
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -108,6 +110,21 @@ function pytorchJob(k8s: Example): Example {
   };
 }
 
+/** torchrun's four variables and nothing else of a launcher's (the secret apart: every world of hosts needs one). */
+function torchrunOnly(k8s: Example): Example {
+  return {
+    name: 'torchrun (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT only)',
+    command: k8s.command,
+    env: (rank, port) => ({
+      RANK: String(rank),
+      WORLD_SIZE: '2',
+      MASTER_ADDR: '127.0.0.1',
+      MASTER_PORT: String(port),
+      TANDEM_JOB_SECRET: SECRET,
+    }),
+  };
+}
+
 /** This process's environment without any launcher's variables. */
 function cleanEnv(): Record<string, string> {
   const launcher = /^(TANDEM_|OMPI_|SLURM_)|^(RANK|WORLD_SIZE|MASTER_ADDR|MASTER_PORT|LOCAL_RANK|LOCAL_WORLD_SIZE)$/;
@@ -116,15 +133,33 @@ function cleanEnv(): Record<string, string> {
   ) as Record<string, string>;
 }
 
+const SMALL = { model: 'mlp', data: 'synthetic-images', imageSize: [8, 8, 1], classes: 4, batch: 8, steps: 2 };
+
+/** The parameters one process with 2 devices ends with (weights.bin, as host 0 writes it). */
+async function oneProcessWeights(t: Test): Promise<Float32Array> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'tandem-clusters-one-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const config = path.join(dir, 'train.json');
+  writeFileSync(config, JSON.stringify({ ...SMALL, datasetSize: 64, devices: 2 }));
+  const run = tandem(['train', '--config', config, '--out', path.join(dir, 'out')], undefined, (command, args) =>
+    spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], env: cleanEnv() }),
+  );
+  const ended = await run.ended;
+  t.equal(ended.code, 0, `one process with 2 devices finished: ${run.stderr.join('\n')}`);
+  return weightsIn(path.join(dir, 'out'));
+}
+
+const weightsIn = (out: string) => new Float32Array(new Uint8Array(readFileSync(path.join(out, 'weights.bin'))).buffer);
+
 if (glooAddonOrSkip()) {
   const k8s = kubernetes();
-  for (const example of [k8s, slurm(), mpirun(), pytorchJob(k8s)]) {
+  let reference: Promise<Float32Array> | undefined;
+  for (const example of [k8s, slurm(), mpirun(), pytorchJob(k8s), torchrunOnly(k8s)]) {
     t.test(`${example.name}: the page's command and environment form one world of 2 hosts`, async t => {
       const dir = mkdtempSync(path.join(os.tmpdir(), 'tandem-clusters-'));
       t.teardown(() => rmSync(dir, { recursive: true, force: true }));
       const config = path.join(dir, 'train.json');
-      const small = { model: 'mlp', data: 'synthetic-images', imageSize: [8, 8, 1], classes: 4, batch: 8, steps: 2 };
-      writeFileSync(config, JSON.stringify({ ...small, datasetSize: 64, devices: 1 }));
+      writeFileSync(config, JSON.stringify({ ...SMALL, datasetSize: 64, devices: 1 }));
       const port = await freePort();
       const out = path.join(dir, 'out');
       const hosts = [0, 1].map(rank =>
@@ -140,6 +175,12 @@ if (glooAddonOrSkip()) {
       const done = hosts[0].lines.find(l => l.startsWith('done:'));
       t.match(done, /^done: 2 steps on 2 device\(s\)/, 'host 0 trained in a world of 2 (host 1 is quiet)');
       t.ok(existsSync(path.join(out, 'weights.bin')), 'host 0 wrote the model');
+      reference ??= oneProcessWeights(t);
+      const expected = await reference;
+      const got = weightsIn(out);
+      t.equal(got.length, expected.length, 'as many parameters as one process with 2 devices');
+      const worst = got.reduce((m, v, i) => Math.max(m, Math.abs(v - expected[i])), 0);
+      t.ok(worst <= 1e-6, `the parameters of one process with 2 devices (largest difference ${worst})`);
     });
   }
 }
