@@ -9,6 +9,13 @@ import { startBackend } from '../src/engine/backend.js';
 import { prng } from '../src/data/synthetic-images.js';
 import { loadNativeAddon } from '../src/engine/native/native-addon.js';
 import type { BackendName } from '../src/engine/backend.js';
+import {
+  JS_BATCH_NORM_LOOPS,
+  batchNormLoops,
+  nativeBatchNormLoops,
+  type BatchNormLoops,
+  type ChannelGeometry,
+} from '../src/engine/batch-norm-loops.js';
 
 interface Outputs {
   y: Float32Array;
@@ -141,4 +148,51 @@ t.test('the kernel is not the stock composition by accident: a wrong epsilon is 
       'different epsilon, different y',
     );
   });
+});
+
+t.test('the addon loops give the JS loops bits, channels last and not, all five', async t => {
+  const load = loadNativeAddon();
+  if (!load.loaded) {
+    t.ok(process.env.TANDEM_REQUIRE_NATIVE !== '1', `the native addon is required here: ${load.reason}`);
+    return;
+  }
+  const native = nativeBatchNormLoops(load.addon);
+  const r = prng(5);
+  const geometries: ChannelGeometry[] = [
+    { outer: 32 * 16 * 16, channels: 32, inner: 1 },
+    { outer: 7, channels: 3, inner: 1 },
+    { outer: 4, channels: 5, inner: 33 },
+    { outer: 1, channels: 6, inner: 7 },
+    { outer: 0, channels: 2, inner: 1 },
+  ];
+  for (const g of geometries) {
+    const size = g.outer * g.channels * g.inner,
+      C = g.channels;
+    const floats = (n: number, scale: number, offset = 0) =>
+      Float32Array.from({ length: n }, () => offset + (r() - 0.5) * scale);
+    const x = floats(size, 6, 2),
+      dy = floats(size, 2),
+      gamma = floats(C, 1, 1),
+      beta = floats(C, 1);
+    const n = Math.max(1, g.outer * g.inner);
+    const mean = Float32Array.from(JS_BATCH_NORM_LOOPS.channelSums(x, g), s => s / n);
+    const invStd = Float64Array.from(
+      JS_BATCH_NORM_LOOPS.centeredSquareSums(x, mean, g),
+      s => 1 / Math.sqrt(s / n + 1e-3),
+    );
+    const scale = Float64Array.from(invStd, (k, c) => gamma[c] * k);
+    const sums = Float32Array.from(JS_BATCH_NORM_LOOPS.gradientSums(dy, x, mean, invStd, g));
+    const run = (loops: BatchNormLoops) => [
+      loops.channelSums(x, g),
+      loops.centeredSquareSums(x, mean, g),
+      loops.normalize(x, mean, scale, beta, g),
+      loops.gradientSums(dy, x, mean, invStd, g),
+      loops.inputGradient(dy, x, mean, invStd, gamma, sums, n, g),
+    ];
+    const bytes = (a: Float32Array | Float64Array) => Buffer.from(a.buffer, a.byteOffset, a.byteLength).toString('hex');
+    const want = run(JS_BATCH_NORM_LOOPS).map(bytes),
+      got = run(native).map(bytes);
+    t.same(got, want, `[${g.outer}, ${g.channels}, ${g.inner}]: the same bits`);
+  }
+  t.equal(batchNormLoops().name, 'native', 'training uses the addon loops where it loaded');
 });

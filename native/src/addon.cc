@@ -207,6 +207,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   RegisterPool(env, exports);
   RegisterEltwise(env, exports);
   RegisterFlatOps(env, exports);
+  RegisterBatchNorm(env, exports);
   RegisterHalfOps(env, exports);
   return exports;
 }

@@ -103,5 +103,6 @@ void RegisterPool(Napi::Env env, Napi::Object exports);
 void RegisterEltwise(Napi::Env env, Napi::Object exports);
 void RegisterFlatOps(Napi::Env env, Napi::Object exports);
 void RegisterHalfOps(Napi::Env env, Napi::Object exports);
+void RegisterBatchNorm(Napi::Env env, Napi::Object exports);
 
 }  // namespace tandem

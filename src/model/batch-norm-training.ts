@@ -4,7 +4,8 @@
  * where tfjs composes moments, broadcasting arithmetic and their gradients
  * from a dozen kernels (on the cpu-based engines each walks its indices
  * through generic broadcasting: ~70 ms forward and ~250 ms backward at a
- * 32x16x16x32 activation; a few ms here). Same formulas as tfjs: the mean, the
+ * 32x16x16x32 activation; a few ms here, in C++ when the native addon loaded:
+ * src/engine/batch-norm-loops.ts). Same formulas as tfjs: the mean, the
  * biased variance mean((x − mean)²) with squares rounded to float32,
  * y = β + (x − mean)·γ / √(var + ε) in double; sums in double.
  *
@@ -20,6 +21,7 @@
  */
 import type { BlockingCollective } from '../collectives/collective.js';
 import type { Tensor, Tf } from '../engine/tfjs-types.js';
+import { batchNormLoops, type ChannelGeometry } from '../engine/batch-norm-loops.js';
 
 export interface BatchNormTrainingOptions {
   /** The channel axis (negative counts from the end). */
@@ -36,123 +38,10 @@ export interface BatchNormTrainingResult {
   variance: Tensor;
 }
 
-/** [outer, channels, inner]: element (o, c, i) is at (o·C + c)·inner + i. */
-interface ChannelGeometry {
-  outer: number;
-  channels: number;
-  inner: number;
-}
-
 function geometryOf(shape: number[], axis: number): ChannelGeometry {
   const a = axis >= 0 ? axis : axis + shape.length;
   const prod = (dims: number[]) => dims.reduce((p, d) => p * d, 1);
   return { outer: prod(shape.slice(0, a)), channels: shape[a], inner: prod(shape.slice(a + 1)) };
-}
-
-// The loops below are written out (no per-element callbacks): V8 does not inline a callback
-// that several call sites share, and a call per element costs more than the arithmetic.
-
-/** Σx per channel, in double. */
-function channelSums(x: Float32Array, g: ChannelGeometry): Float64Array {
-  const sums = new Float64Array(g.channels);
-  for (let o = 0, i = 0; o < g.outer; o++) {
-    for (let c = 0; c < g.channels; c++) {
-      let s = 0;
-      for (const end = i + g.inner; i < end; i++) s += x[i];
-      sums[c] += s;
-    }
-  }
-  return sums;
-}
-
-/** Σ(x − mean)² per channel, each difference and square rounded to float32 as tfjs computes them, summed in double. */
-function centeredSquareSums(x: Float32Array, mean: Float32Array, g: ChannelGeometry): Float64Array {
-  const sums = new Float64Array(g.channels);
-  for (let o = 0, i = 0; o < g.outer; o++) {
-    for (let c = 0; c < g.channels; c++) {
-      const m = mean[c];
-      let s = 0;
-      for (const end = i + g.inner; i < end; i++) {
-        const d = Math.fround(x[i] - m);
-        s += Math.fround(d * d);
-      }
-      sums[c] += s;
-    }
-  }
-  return sums;
-}
-
-/** y = β + (x − mean)·γ·invStd, per channel. */
-function normalize(
-  x: Float32Array,
-  mean: Float32Array,
-  scale: Float64Array,
-  beta: Float32Array,
-  g: ChannelGeometry,
-): Float32Array {
-  const y = new Float32Array(x.length);
-  for (let o = 0, i = 0; o < g.outer; o++) {
-    for (let c = 0; c < g.channels; c++) {
-      const m = mean[c],
-        k = scale[c],
-        b = beta[c];
-      for (const end = i + g.inner; i < end; i++) y[i] = b + (x[i] - m) * k;
-    }
-  }
-  return y;
-}
-
-/** [Σdy, Σdy·x̂] per channel (2·C values), x̂ = (x − mean)·invStd. */
-function gradientSums(
-  dy: Float32Array,
-  x: Float32Array,
-  mean: Float32Array,
-  invStd: Float64Array,
-  g: ChannelGeometry,
-): Float64Array {
-  const C = g.channels,
-    sums = new Float64Array(2 * C);
-  for (let o = 0, i = 0; o < g.outer; o++) {
-    for (let c = 0; c < C; c++) {
-      const m = mean[c],
-        k = invStd[c];
-      let sDy = 0,
-        sDyXHat = 0;
-      for (const end = i + g.inner; i < end; i++) {
-        sDy += dy[i];
-        sDyXHat += dy[i] * (x[i] - m) * k;
-      }
-      sums[c] += sDy;
-      sums[C + c] += sDyXHat;
-    }
-  }
-  return sums;
-}
-
-/** dx = γ·invStd·(dy − meanDy − x̂·meanDyXHat), with the means over the (global) batch of n. */
-function inputGradient(
-  dy: Float32Array,
-  x: Float32Array,
-  mean: Float32Array,
-  invStd: Float64Array,
-  gamma: Float32Array,
-  sums: Float32Array,
-  n: number,
-  g: ChannelGeometry,
-): Float32Array {
-  const C = g.channels,
-    dx = new Float32Array(x.length);
-  for (let o = 0, i = 0; o < g.outer; o++) {
-    for (let c = 0; c < C; c++) {
-      const m = mean[c],
-        k = invStd[c],
-        scale = gamma[c] * k,
-        meanDy = sums[c] / n,
-        meanDyXHat = sums[C + c] / n;
-      for (const end = i + g.inner; i < end; i++) dx[i] = scale * (dy[i] - meanDy - (x[i] - m) * k * meanDyXHat);
-    }
-  }
-  return dx;
 }
 
 /** Σ over the devices of `local` (in place) when there is a collective. */
@@ -171,6 +60,7 @@ export function batchNormTraining(
 ): BatchNormTrainingResult {
   const g = geometryOf(x.shape, options.axis);
   const C = g.channels;
+  const { channelSums, centeredSquareSums, normalize, gradientSums, inputGradient } = batchNormLoops();
   let mean = new Float32Array(C),
     variance = new Float32Array(C);
   const op = tf.customGrad(((xIn: Tensor, gammaIn: Tensor, betaIn: Tensor) => {

@@ -106,6 +106,42 @@ export interface NativeAddon {
    * `meanOfDecoded`: out = the mean of the ranks' codes in `gathered`, summed in float32 in rank order, the same bits.
    */
   halfMeanDecoded(format: 'fp16' | 'bf16', gathered: F32, ranks: number, out: F32): void;
+  /** BatchNormalization's training loops (src/model/batch-norm-loops.ts): the same bits as the JS loops. */
+  bnChannelSums(x: F32, outer: number, channels: number, inner: number, sums: Float64Array): void;
+  bnCenteredSquareSums(x: F32, mean: F32, outer: number, channels: number, inner: number, sums: Float64Array): void;
+  bnNormalize(
+    x: F32,
+    mean: F32,
+    scale: Float64Array,
+    beta: F32,
+    outer: number,
+    channels: number,
+    inner: number,
+    y: F32,
+  ): void;
+  bnGradientSums(
+    dy: F32,
+    x: F32,
+    mean: F32,
+    invStd: Float64Array,
+    outer: number,
+    channels: number,
+    inner: number,
+    sums: Float64Array,
+  ): void;
+  bnInputGradient(
+    dy: F32,
+    x: F32,
+    mean: F32,
+    invStd: Float64Array,
+    gamma: F32,
+    sums: F32,
+    n: number,
+    outer: number,
+    channels: number,
+    inner: number,
+    dx: F32,
+  ): void;
 }
 
 export type NativeAddonLoad = AddonLoad<NativeAddon>;
@@ -137,6 +173,11 @@ const EXPORTS: (keyof NativeAddon)[] = [
   'adamUpdate',
   'halfCompress',
   'halfMeanDecoded',
+  'bnChannelSums',
+  'bnCenteredSquareSums',
+  'bnNormalize',
+  'bnGradientSums',
+  'bnInputGradient',
 ];
 
 let cached: NativeAddonLoad | undefined;

@@ -1,0 +1,182 @@
+// BatchNormalization in training: the five loops of src/model/batch-norm-loops.ts, in the same
+// order and precision, so both give the same bits (the JS loops are the reference; the test
+// compares them). A tensor is seen as [outer, channels, inner]: element (o, c, i) is at
+// (o * channels + c) * inner + i. Sums and the normalisation are in double (JS numbers); where
+// the JS rounds to float32 (Math.fround, a store into a Float32Array), so does this.
+//
+// With the channels last (inner 1, the layout every conv and dense layer here writes), each
+// loop runs over a row's channels, which the compiler vectorises without reordering any sum:
+// channel c's sum still adds its values in row order. Built with -ffp-contract=off.
+#include <cmath>
+
+#include "dnnl-context.h"
+
+namespace tandem {
+namespace {
+
+struct Geometry {
+  size_t outer, channels, inner;
+  size_t size() const { return outer * channels * inner; }
+};
+
+Geometry ReadGeometry(const Napi::CallbackInfo& info, size_t at) {
+  int o = Int(info[at], "outer"), c = Int(info[at + 1], "channels"), i = Int(info[at + 2], "inner");
+  if (o < 0 || c < 1 || i < 0) throw Napi::RangeError::New(info.Env(), "need outer >= 0, channels >= 1, inner >= 0");
+  return {static_cast<size_t>(o), static_cast<size_t>(c), static_cast<size_t>(i)};
+}
+
+double* F64(const Napi::Value& v, size_t need, const char* name) {
+  if (!v.IsTypedArray() || v.As<Napi::TypedArray>().TypedArrayType() != napi_float64_array)
+    throw Napi::TypeError::New(v.Env(), std::string(name) + " must be a Float64Array");
+  auto a = v.As<Napi::Float64Array>();
+  if (a.ElementLength() < need)
+    throw Napi::RangeError::New(v.Env(), std::string(name) + " holds fewer values than the geometry needs");
+  return a.Data();
+}
+
+// bnChannelSums(x, outer, channels, inner, sums: Float64Array[C]): sums[c] = Σx over channel c.
+Napi::Value ChannelSums(const Napi::CallbackInfo& info) {
+  const Geometry g = ReadGeometry(info, 1);
+  const float* x = F32(info[0], g.size(), "x");
+  double* sums = F64(info[4], g.channels, "sums");
+  for (size_t c = 0; c < g.channels; c++) sums[c] = 0;
+  if (g.inner == 1) {
+    for (size_t o = 0; o < g.outer; o++) {
+      const float* row = x + o * g.channels;
+      for (size_t c = 0; c < g.channels; c++) sums[c] += row[c];
+    }
+    return info.Env().Undefined();
+  }
+  for (size_t o = 0, i = 0; o < g.outer; o++) {
+    for (size_t c = 0; c < g.channels; c++) {
+      double s = 0;
+      for (const size_t end = i + g.inner; i < end; i++) s += x[i];
+      sums[c] += s;
+    }
+  }
+  return info.Env().Undefined();
+}
+
+// Each difference and square rounded to float32, as tfjs computes them.
+inline float CenteredSquare(float x, float m) {
+  const float d = static_cast<float>(static_cast<double>(x) - m);
+  return static_cast<float>(static_cast<double>(d) * d);
+}
+
+// bnCenteredSquareSums(x, mean: F32[C], outer, channels, inner, sums: F64[C]): Σ(x − mean)².
+Napi::Value CenteredSquareSums(const Napi::CallbackInfo& info) {
+  const Geometry g = ReadGeometry(info, 2);
+  const float* x = F32(info[0], g.size(), "x");
+  const float* mean = F32(info[1], g.channels, "mean");
+  double* sums = F64(info[5], g.channels, "sums");
+  for (size_t c = 0; c < g.channels; c++) sums[c] = 0;
+  if (g.inner == 1) {
+    for (size_t o = 0; o < g.outer; o++) {
+      const float* row = x + o * g.channels;
+      for (size_t c = 0; c < g.channels; c++) sums[c] += CenteredSquare(row[c], mean[c]);
+    }
+    return info.Env().Undefined();
+  }
+  for (size_t o = 0, i = 0; o < g.outer; o++) {
+    for (size_t c = 0; c < g.channels; c++) {
+      const float m = mean[c];
+      double s = 0;
+      for (const size_t end = i + g.inner; i < end; i++) s += CenteredSquare(x[i], m);
+      sums[c] += s;
+    }
+  }
+  return info.Env().Undefined();
+}
+
+// bnNormalize(x, mean: F32, scale: F64, beta: F32, outer, channels, inner, y: F32):
+// y = β + (x − mean)·scale, per channel.
+Napi::Value Normalize(const Napi::CallbackInfo& info) {
+  const Geometry g = ReadGeometry(info, 4);
+  const float* x = F32(info[0], g.size(), "x");
+  const float* mean = F32(info[1], g.channels, "mean");
+  const double* scale = F64(info[2], g.channels, "scale");
+  const float* beta = F32(info[3], g.channels, "beta");
+  float* y = F32(info[7], g.size(), "y");
+  for (size_t o = 0, i = 0; o < g.outer; o++) {
+    for (size_t c = 0; c < g.channels; c++) {
+      const double m = mean[c], k = scale[c], b = beta[c];
+      for (const size_t end = i + g.inner; i < end; i++) y[i] = static_cast<float>(b + (x[i] - m) * k);
+    }
+  }
+  return info.Env().Undefined();
+}
+
+// bnGradientSums(dy, x, mean: F32, invStd: F64, outer, channels, inner, sums: F64[2C]):
+// [Σdy, Σdy·x̂] per channel, x̂ = (x − mean)·invStd.
+Napi::Value GradientSums(const Napi::CallbackInfo& info) {
+  const Geometry g = ReadGeometry(info, 4);
+  const size_t C = g.channels;
+  const float* dy = F32(info[0], g.size(), "dy");
+  const float* x = F32(info[1], g.size(), "x");
+  const float* mean = F32(info[2], C, "mean");
+  const double* invStd = F64(info[3], C, "invStd");
+  double* sums = F64(info[7], 2 * C, "sums");
+  for (size_t c = 0; c < 2 * C; c++) sums[c] = 0;
+  if (g.inner == 1) {
+    for (size_t o = 0; o < g.outer; o++) {
+      const float *dyRow = dy + o * C, *xRow = x + o * C;
+      for (size_t c = 0; c < C; c++) {
+        const double d = dyRow[c];
+        sums[c] += d;
+        sums[C + c] += d * (xRow[c] - static_cast<double>(mean[c])) * invStd[c];
+      }
+    }
+    return info.Env().Undefined();
+  }
+  for (size_t o = 0, i = 0; o < g.outer; o++) {
+    for (size_t c = 0; c < C; c++) {
+      const double m = mean[c], k = invStd[c];
+      double sDy = 0, sDyXHat = 0;
+      for (const size_t end = i + g.inner; i < end; i++) {
+        const double d = dy[i];
+        sDy += d;
+        sDyXHat += d * (x[i] - m) * k;
+      }
+      sums[c] += sDy;
+      sums[C + c] += sDyXHat;
+    }
+  }
+  return info.Env().Undefined();
+}
+
+// bnInputGradient(dy, x, mean: F32, invStd: F64, gamma: F32, sums: F32[2C], n, outer, channels,
+// inner, dx: F32): dx = γ·invStd·(dy − meanDy − x̂·meanDyXHat), the means over the batch of n.
+Napi::Value InputGradient(const Napi::CallbackInfo& info) {
+  const Geometry g = ReadGeometry(info, 7);
+  const size_t C = g.channels;
+  const float* dy = F32(info[0], g.size(), "dy");
+  const float* x = F32(info[1], g.size(), "x");
+  const float* mean = F32(info[2], C, "mean");
+  const double* invStd = F64(info[3], C, "invStd");
+  const float* gamma = F32(info[4], C, "gamma");
+  const float* sums = F32(info[5], 2 * C, "sums");
+  if (!info[6].IsNumber()) throw Napi::TypeError::New(info.Env(), "n must be a number");
+  const double n = info[6].As<Napi::Number>().DoubleValue();
+  float* dx = F32(info[10], g.size(), "dx");
+  for (size_t o = 0, i = 0; o < g.outer; o++) {
+    for (size_t c = 0; c < C; c++) {
+      const double m = mean[c], k = invStd[c], scale = gamma[c] * k;
+      const double meanDy = sums[c] / n, meanDyXHat = sums[C + c] / n;
+      for (const size_t end = i + g.inner; i < end; i++)
+        dx[i] = static_cast<float>(scale * (dy[i] - meanDy - (x[i] - m) * k * meanDyXHat));
+    }
+  }
+  return info.Env().Undefined();
+}
+
+}  // namespace
+
+void RegisterBatchNorm(Napi::Env env, Napi::Object exports) {
+  exports.Set("bnChannelSums", Napi::Function::New(env, ChannelSums));
+  exports.Set("bnCenteredSquareSums", Napi::Function::New(env, CenteredSquareSums));
+  exports.Set("bnNormalize", Napi::Function::New(env, Normalize));
+  exports.Set("bnGradientSums", Napi::Function::New(env, GradientSums));
+  exports.Set("bnInputGradient", Napi::Function::New(env, InputGradient));
+}
+
+}  // namespace tandem

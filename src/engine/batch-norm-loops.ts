@@ -1,0 +1,206 @@
+/**
+ * The five loops of BatchNormalization in training (src/model/batch-norm-training.ts), twice: in JS, the reference, and
+ * in the
+ * native addon (native/src/batch-norm.cc), which gives the same bits (test/batch-norm-training.test.ts compares them)
+ * ~20× faster — the JS loops were half of resnet-mini's step. The addon's loops run wherever it loaded, whatever the
+ * engine: they only read and write Float32Arrays.
+ *
+ * A tensor is seen as [outer, channels, inner]: element (o, c, i) is at (o·C + c)·inner + i. Sums are in double;
+ * where tfjs rounds to float32, so do the loops.
+ */
+import { loadNativeAddon, type NativeAddon } from './native/native-addon.js';
+
+/** [outer, channels, inner]: element (o, c, i) is at (o·C + c)·inner + i. */
+export interface ChannelGeometry {
+  outer: number;
+  channels: number;
+  inner: number;
+}
+
+export interface BatchNormLoops {
+  name: 'js' | 'native';
+  /** Σx per channel. */
+  channelSums(x: Float32Array, g: ChannelGeometry): Float64Array;
+  /** Σ(x − mean)² per channel, each difference and square rounded to float32 as tfjs computes them. */
+  centeredSquareSums(x: Float32Array, mean: Float32Array, g: ChannelGeometry): Float64Array;
+  /** y = β + (x − mean)·scale, per channel. */
+  normalize(
+    x: Float32Array,
+    mean: Float32Array,
+    scale: Float64Array,
+    beta: Float32Array,
+    g: ChannelGeometry,
+  ): Float32Array;
+  /** [Σdy, Σdy·x̂] per channel (2·C values), x̂ = (x − mean)·invStd. */
+  gradientSums(
+    dy: Float32Array,
+    x: Float32Array,
+    mean: Float32Array,
+    invStd: Float64Array,
+    g: ChannelGeometry,
+  ): Float64Array;
+  /**
+   * dx = γ·invStd·(dy − meanDy − x̂·meanDyXHat), the means over the (global) batch of n from `sums` ([Σdy, Σdy·x̂]).
+   */
+  inputGradient(
+    dy: Float32Array,
+    x: Float32Array,
+    mean: Float32Array,
+    invStd: Float64Array,
+    gamma: Float32Array,
+    sums: Float32Array,
+    n: number,
+    g: ChannelGeometry,
+  ): Float32Array;
+}
+
+// The loops below are written out (no per-element callbacks): V8 does not inline a callback
+// that several call sites share, and a call per element costs more than the arithmetic.
+
+function channelSums(x: Float32Array, g: ChannelGeometry): Float64Array {
+  const sums = new Float64Array(g.channels);
+  for (let o = 0, i = 0; o < g.outer; o++) {
+    for (let c = 0; c < g.channels; c++) {
+      let s = 0;
+      for (const end = i + g.inner; i < end; i++) s += x[i];
+      sums[c] += s;
+    }
+  }
+  return sums;
+}
+
+function centeredSquareSums(x: Float32Array, mean: Float32Array, g: ChannelGeometry): Float64Array {
+  const sums = new Float64Array(g.channels);
+  for (let o = 0, i = 0; o < g.outer; o++) {
+    for (let c = 0; c < g.channels; c++) {
+      const m = mean[c];
+      let s = 0;
+      for (const end = i + g.inner; i < end; i++) {
+        const d = Math.fround(x[i] - m);
+        s += Math.fround(d * d);
+      }
+      sums[c] += s;
+    }
+  }
+  return sums;
+}
+
+function normalize(
+  x: Float32Array,
+  mean: Float32Array,
+  scale: Float64Array,
+  beta: Float32Array,
+  g: ChannelGeometry,
+): Float32Array {
+  const y = new Float32Array(x.length);
+  for (let o = 0, i = 0; o < g.outer; o++) {
+    for (let c = 0; c < g.channels; c++) {
+      const m = mean[c],
+        k = scale[c],
+        b = beta[c];
+      for (const end = i + g.inner; i < end; i++) y[i] = b + (x[i] - m) * k;
+    }
+  }
+  return y;
+}
+
+function gradientSums(
+  dy: Float32Array,
+  x: Float32Array,
+  mean: Float32Array,
+  invStd: Float64Array,
+  g: ChannelGeometry,
+): Float64Array {
+  const C = g.channels,
+    sums = new Float64Array(2 * C);
+  for (let o = 0, i = 0; o < g.outer; o++) {
+    for (let c = 0; c < C; c++) {
+      const m = mean[c],
+        k = invStd[c];
+      let sDy = 0,
+        sDyXHat = 0;
+      for (const end = i + g.inner; i < end; i++) {
+        sDy += dy[i];
+        sDyXHat += dy[i] * (x[i] - m) * k;
+      }
+      sums[c] += sDy;
+      sums[C + c] += sDyXHat;
+    }
+  }
+  return sums;
+}
+
+function inputGradient(
+  dy: Float32Array,
+  x: Float32Array,
+  mean: Float32Array,
+  invStd: Float64Array,
+  gamma: Float32Array,
+  sums: Float32Array,
+  n: number,
+  g: ChannelGeometry,
+): Float32Array {
+  const C = g.channels,
+    dx = new Float32Array(x.length);
+  for (let o = 0, i = 0; o < g.outer; o++) {
+    for (let c = 0; c < C; c++) {
+      const m = mean[c],
+        k = invStd[c],
+        scale = gamma[c] * k,
+        meanDy = sums[c] / n,
+        meanDyXHat = sums[C + c] / n;
+      for (const end = i + g.inner; i < end; i++) dx[i] = scale * (dy[i] - meanDy - (x[i] - m) * k * meanDyXHat);
+    }
+  }
+  return dx;
+}
+
+export const JS_BATCH_NORM_LOOPS: BatchNormLoops = {
+  name: 'js',
+  channelSums,
+  centeredSquareSums,
+  normalize,
+  gradientSums,
+  inputGradient,
+};
+
+/** The addon's loops (the caller checked that it loaded). */
+export function nativeBatchNormLoops(addon: NativeAddon): BatchNormLoops {
+  return {
+    name: 'native',
+    channelSums: (x, g) => {
+      const sums = new Float64Array(g.channels);
+      addon.bnChannelSums(x, g.outer, g.channels, g.inner, sums);
+      return sums;
+    },
+    centeredSquareSums: (x, mean, g) => {
+      const sums = new Float64Array(g.channels);
+      addon.bnCenteredSquareSums(x, mean, g.outer, g.channels, g.inner, sums);
+      return sums;
+    },
+    normalize: (x, mean, scale, beta, g) => {
+      const y = new Float32Array(x.length);
+      addon.bnNormalize(x, mean, scale, beta, g.outer, g.channels, g.inner, y);
+      return y;
+    },
+    gradientSums: (dy, x, mean, invStd, g) => {
+      const sums = new Float64Array(2 * g.channels);
+      addon.bnGradientSums(dy, x, mean, invStd, g.outer, g.channels, g.inner, sums);
+      return sums;
+    },
+    inputGradient: (dy, x, mean, invStd, gamma, sums, n, g) => {
+      const dx = new Float32Array(x.length);
+      addon.bnInputGradient(dy, x, mean, invStd, gamma, sums, n, g.outer, g.channels, g.inner, dx);
+      return dx;
+    },
+  };
+}
+
+let chosen: BatchNormLoops | undefined;
+
+/** The addon's loops when it loaded in this thread, else the JS ones. */
+export function batchNormLoops(): BatchNormLoops {
+  if (chosen) return chosen;
+  const load = loadNativeAddon();
+  return (chosen = load.loaded ? nativeBatchNormLoops(load.addon) : JS_BATCH_NORM_LOOPS);
+}
