@@ -8,6 +8,7 @@
 // loop runs over a row's channels, which the compiler vectorises without reordering any sum:
 // channel c's sum still adds its values in row order. Built with -ffp-contract=off.
 #include <cmath>
+#include <vector>
 
 #include "dnnl-context.h"
 
@@ -97,6 +98,15 @@ Napi::Value Normalize(const Napi::CallbackInfo& info) {
   const double* scale = F64(info[2], g.channels, "scale");
   const float* beta = F32(info[3], g.channels, "beta");
   float* y = F32(info[7], g.size(), "y");
+  if (g.inner == 1) {
+    for (size_t o = 0; o < g.outer; o++) {
+      const float* row = x + o * g.channels;
+      float* out = y + o * g.channels;
+      for (size_t c = 0; c < g.channels; c++)
+        out[c] = static_cast<float>(static_cast<double>(beta[c]) + (row[c] - static_cast<double>(mean[c])) * scale[c]);
+    }
+    return info.Env().Undefined();
+  }
   for (size_t o = 0, i = 0; o < g.outer; o++) {
     for (size_t c = 0; c < g.channels; c++) {
       const double m = mean[c], k = scale[c], b = beta[c];
@@ -158,6 +168,24 @@ Napi::Value InputGradient(const Napi::CallbackInfo& info) {
   if (!info[6].IsNumber()) throw Napi::TypeError::New(info.Env(), "n must be a number");
   const double n = info[6].As<Napi::Number>().DoubleValue();
   float* dx = F32(info[10], g.size(), "dx");
+  if (g.inner == 1) {
+    // The per-channel factors once (the same values the general loop computes per channel and row).
+    std::vector<double> k(C), scale(C), meanDy(C), meanDyXHat(C), m(C);
+    for (size_t c = 0; c < C; c++) {
+      m[c] = mean[c];
+      k[c] = invStd[c];
+      scale[c] = gamma[c] * k[c];
+      meanDy[c] = sums[c] / n;
+      meanDyXHat[c] = sums[C + c] / n;
+    }
+    for (size_t o = 0; o < g.outer; o++) {
+      const float *dyRow = dy + o * C, *xRow = x + o * C;
+      float* out = dx + o * C;
+      for (size_t c = 0; c < C; c++)
+        out[c] = static_cast<float>(scale[c] * (dyRow[c] - meanDy[c] - (xRow[c] - m[c]) * k[c] * meanDyXHat[c]));
+    }
+    return info.Env().Undefined();
+  }
   for (size_t o = 0, i = 0; o < g.outer; o++) {
     for (size_t c = 0; c < C; c++) {
       const double m = mean[c], k = invStd[c], scale = gamma[c] * k;
