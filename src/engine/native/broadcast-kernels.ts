@@ -145,8 +145,25 @@ export function broadcastBinary(
     row = ROWS[op];
   const dtype = (COMPARISON_OPS as readonly string[]).includes(op) ? 'bool' : 'float32';
   const values = dtype === 'bool' ? new Uint8Array(size) : OUTPUT_POOL.take(size);
+  const lastOnly = (s: readonly number[]) => s.slice(0, -1).every(d => d === 1);
   if (rank === 0) row(values, 0, a, 0, 0, b, 0, 0, 1);
-  else if (size > 0) {
+  else if (size === 0) {
+    // nothing to compute
+  } else if (a.length === size && b.length === size) {
+    row(values, 0, a, 0, 1, b, 0, 1, size); // the same shape: one row
+  } else if (
+    shape[rank - 1] > 1 &&
+    (lastOnly(aShape) || lastOnly(bShape)) &&
+    (a.length === size || b.length === size)
+  ) {
+    // a bias along the last axis (or a scalar): contiguous rows of the full operand against one row of the other
+    const n = shape[rank - 1],
+      sa = a.length === size ? n : 0,
+      sb = b.length === size ? n : 0,
+      ka = a.length === 1 ? 0 : 1,
+      kb = b.length === 1 ? 0 : 1;
+    for (let o = 0; o < size; o += n) row(values, o, a, (o / n) * sa, ka, b, (o / n) * sb, kb, n);
+  } else {
     const sa = broadcastStrides(aShape, rank),
       sb = broadcastStrides(bShape, rank),
       n = shape[rank - 1];
