@@ -110,21 +110,18 @@ function forEachRow(
   visit: (row: number, offsets: number[]) => void,
 ): void {
   const rank = shape.length,
+    operands = strides.length,
     rows = shape.slice(0, -1).reduce((p, d) => p * d, 1);
-  const index = Array<number>(Math.max(0, rank - 1)).fill(0),
-    offsets = strides.map(() => 0);
+  const index = new Array<number>(Math.max(0, rank - 1)).fill(0),
+    offsets = new Array<number>(operands).fill(0);
   for (let row = 0; row < rows; row++) {
     visit(row, offsets);
     for (let axis = rank - 2; axis >= 0; axis--) {
-      // the odometer: next row
+      // the odometer: next row (plain loops: a closure per row cost more than a row of arithmetic)
       index[axis]++;
-      strides.forEach((s, k) => {
-        offsets[k] += s[axis];
-      });
+      for (let k = 0; k < operands; k++) offsets[k] += strides[k][axis];
       if (index[axis] < shape[axis]) break;
-      strides.forEach((s, k) => {
-        offsets[k] -= s[axis] * shape[axis];
-      });
+      for (let k = 0; k < operands; k++) offsets[k] -= strides[k][axis] * shape[axis];
       index[axis] = 0;
     }
   }
@@ -167,7 +164,9 @@ export function broadcastBinary(
     const sa = broadcastStrides(aShape, rank),
       sb = broadcastStrides(bShape, rank),
       n = shape[rank - 1];
-    forEachRow(shape, [sa, sb], (r, [ia, ib]) => row(values, r * n, a, ia, sa[rank - 1], b, ib, sb[rank - 1], n));
+    const ka = sa[rank - 1],
+      kb = sb[rank - 1];
+    forEachRow(shape, [sa, sb], (r, offsets) => row(values, r * n, a, offsets[0], ka, b, offsets[1], kb, n));
   }
   return { shape, values, dtype };
 }
