@@ -171,7 +171,17 @@ function registerTests() {
       z => tf.grad(v => tf.minimum(tf.relu(tf.mul(v, 8)), 6))(z),
       { exact: true },
     );
-    t.equal(matched, cases * 8 + 2, `${cases} random shapes: all bit-identical`);
+    // tfjs's cpu cast of a bool mask to float32 keeps the mask's Uint8Array: the product still runs natively
+    const multipliesBefore = counts('Multiply').native;
+    matched += compare(
+      t,
+      'a float32 tensor times a bool mask cast to float32',
+      [randomInput(rand, [3, 4, 4, 5])],
+      z => tf.mul(z, tf.cast(tf.greater(z, 0), 'float32')),
+      { exact: true },
+    );
+    t.ok(counts('Multiply').native > multipliesBefore, 'the masked product ran natively');
+    t.equal(matched, cases * 8 + 3, `${cases} random shapes: all bit-identical`);
     const ran = names.map((k, i) => counts(k).native - before[i]);
     t.ok(
       ran.every(r => r >= cases),

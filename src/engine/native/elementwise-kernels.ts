@@ -9,6 +9,7 @@
  * dtypes fall back.
  */
 import {
+  float32Numbers,
   float32Values,
   isLastAxisVector,
   output,
@@ -125,8 +126,8 @@ function binaryKernel(op: BinaryOp): NativeKernel {
   return {
     kernelName: op,
     run({ inputs, backend }) {
-      const a = float32Values(backend, inputs.a),
-        b = float32Values(backend, inputs.b);
+      const a = float32Numbers(backend, inputs.a),
+        b = float32Numbers(backend, inputs.b);
       return a && b ? flatOutput(backend, broadcastBinary(op, inputs.a.shape, a, inputs.b.shape, b)) : undefined;
     },
   };

@@ -36,6 +36,17 @@ export function float32Values(backend: MathBackendCPU, t: TensorInfo | undefined
   return values instanceof Float32Array ? values : undefined;
 }
 
+/**
+ * A float32 tensor's values as a Float32Array, also when tfjs holds them in another typed array: the cpu backend's
+ * cast of a bool tensor to float32 keeps the bool's Uint8Array (0/1), which is read here as the same numbers.
+ */
+export function float32Numbers(backend: MathBackendCPU, t: TensorInfo | undefined): Float32Array | undefined {
+  if (!t || t.dtype !== 'float32') return undefined;
+  const values = backend.data.get(t.dataId)?.values;
+  if (values instanceof Float32Array) return values;
+  return values instanceof Uint8Array || values instanceof Int32Array ? Float32Array.from(values) : undefined;
+}
+
 /** A zeroed array of `length` floats for a kernel's output (recycled from the thread's output pool when it can be). */
 export function outputArray(length: number): Float32Array {
   return OUTPUT_POOL.take(length);
