@@ -98,15 +98,7 @@ function pytorchJob(k8s: Example): Example {
   return {
     name: 'PyTorchJob',
     command: k8s.command,
-    env: (rank, port) => ({
-      RANK: String(rank),
-      WORLD_SIZE: '2',
-      MASTER_ADDR: '127.0.0.1',
-      MASTER_PORT: String(port),
-      LOCAL_RANK: '0',
-      LOCAL_WORLD_SIZE: '1',
-      TANDEM_JOB_SECRET: SECRET,
-    }),
+    env: (rank, port) => ({ ...torchrunOnly(k8s).env(rank, port), LOCAL_RANK: '0', LOCAL_WORLD_SIZE: '1' }),
   };
 }
 

@@ -130,16 +130,7 @@ function gradientSums(
   return sums;
 }
 
-function inputGradient(
-  dy: Float32Array,
-  x: Float32Array,
-  mean: Float32Array,
-  invStd: Float64Array,
-  gamma: Float32Array,
-  sums: Float32Array,
-  n: number,
-  g: ChannelGeometry,
-): Float32Array {
+const inputGradient: BatchNormLoops['inputGradient'] = (dy, x, mean, invStd, gamma, sums, n, g) => {
   const C = g.channels,
     dx = new Float32Array(x.length);
   for (let o = 0, i = 0; o < g.outer; o++) {
@@ -153,7 +144,7 @@ function inputGradient(
     }
   }
   return dx;
-}
+};
 
 export const JS_BATCH_NORM_LOOPS: BatchNormLoops = {
   name: 'js',
