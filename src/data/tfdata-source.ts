@@ -12,7 +12,7 @@ import { TandemError } from '../errors.js';
 import type { Dataset, DatasetSpec } from './dataset.js';
 import { sampleSize } from './dataset.js';
 import { allocateBatchRing, BatchRing } from './batch-ring.js';
-import { DatasetStream, type BatchReading } from './dataset-stream.js';
+import { DatasetStream, type BatchArrays, type BatchReading } from './dataset-stream.js';
 import { publishRing, ringDataset } from './ring-dataset.js';
 
 /** Batches read ahead of training for a data module's tf.data dataset: the ring's depth. */
@@ -24,8 +24,33 @@ export function isTfDataset(value: unknown): value is tfNs.data.Dataset<tfNs.Ten
   return typeof v === 'object' && v !== null && typeof v.iterator === 'function' && typeof v.batch === 'function';
 }
 
+/** A stream this thread fills: its ring, and what it takes to start it again cut to an agreed epoch. */
+interface OpenStream {
+  ring: BatchRing;
+  withdraw: () => void;
+  /** This host's pass: the samples of each batch. */
+  batchSizes: number[];
+  /** The stream started again from a fresh pass, each epoch cut to `sizes` (each no larger than this host's). */
+  cut(sizes: number[]): Promise<void>;
+}
+
 /** Closes the ring of the previous run on the same spec (a producer left waiting on it returns). */
-const open = new Map<string, { ring: BatchRing; withdraw: () => void }>();
+const open = new Map<string, OpenStream>();
+
+/** This host's batches of an epoch, when `spec` is a data module streamed on this thread (else undefined). */
+export function streamedEpoch(spec: DatasetSpec): number[] | undefined {
+  return open.get(JSON.stringify(spec))?.batchSizes;
+}
+
+/**
+ * The stream of `spec` started again from a fresh pass, each epoch `sizes` batches of those sizes (the hosts' agreed
+ * epoch: the rest of each pass is read and left); the loader threads started from now on read the new ring.
+ */
+export async function cutStreamedEpoch(spec: DatasetSpec, sizes: number[]): Promise<void> {
+  const stream = open.get(JSON.stringify(spec));
+  if (!stream) throw new TandemError('BAD_DATA', `data module ${spec.source}: no stream to cut (tandem bug)`);
+  await stream.cut(sizes);
+}
 
 /** The streamed dataset of a module's `tf.data.Dataset` (see the file's comment). */
 export async function streamedModuleDataset(
@@ -39,25 +64,33 @@ export async function streamedModuleDataset(
   previous?.ring.close();
   previous?.withdraw();
   const labels = labelReading(file);
-  const stream = new DatasetStream(dataset, labels.reading);
-  const { shape, first } = await stream.open(); // the counting pass sees every label
-  const { batch, batchSizes, sampleShape } = shape;
-  const ring = new BatchRing(
-    allocateBatchRing({
-      depth: MODULE_READ_AHEAD,
-      batch,
-      batchesPerEpoch: batchSizes.length,
-      sampleFloats: sampleSize(sampleShape),
-      targetFloats: 1,
-    }),
-  );
-  const size = batchSizes.reduce((a, b) => a + b, 0);
-  const withdraw = publishRing(key, { ring: ring.spec, size, sampleShape, classes: labels.classes() });
-  open.set(key, { ring, withdraw });
-  await ring.put(0, first.samples, first.targets, first.count);
-  void stream
-    .produce(ring, Number.POSITIVE_INFINITY, batchSizes)
-    .catch((err: unknown) => ring.fail(err instanceof Error ? err.message : String(err)));
+  const counted = new DatasetStream(dataset, labels.reading);
+  const { shape, first } = await counted.open(); // the counting pass sees every label
+  const own = shape.batchSizes;
+  const start = async (sizes: number[], opened?: { stream: DatasetStream; first: BatchArrays }): Promise<void> => {
+    open.get(key)?.ring.close();
+    open.get(key)?.withdraw();
+    const stream = opened?.stream ?? new DatasetStream(dataset, labels.reading);
+    const firstBatch = opened?.first ?? (await stream.reopen());
+    const ring = new BatchRing(
+      allocateBatchRing({
+        depth: MODULE_READ_AHEAD,
+        batch: shape.batch,
+        batchesPerEpoch: sizes.length,
+        sampleFloats: sampleSize(shape.sampleShape),
+        targetFloats: 1,
+      }),
+    );
+    const size = sizes.reduce((a, b) => a + b, 0);
+    const meta = { ring: ring.spec, size, sampleShape: shape.sampleShape, classes: labels.classes() };
+    const withdraw = publishRing(key, meta);
+    open.set(key, { ring, withdraw, batchSizes: own, cut: start });
+    await ring.put(0, firstBatch.samples, firstBatch.targets, sizes[0]);
+    void stream
+      .produce(ring, Number.POSITIVE_INFINITY, sizes, own)
+      .catch((err: unknown) => ring.fail(err instanceof Error ? err.message : String(err)));
+  };
+  await start(own, { stream: counted, first });
   return ringDataset(key);
 }
 
