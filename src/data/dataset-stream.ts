@@ -88,7 +88,8 @@ export class DatasetStream {
   /**
    * Batches 1 … `total - 1` into `ring` (batch 0 is `open`'s), a new pass at each epoch's start without
    * batchesPerEpoch; stops when the ring closes. `passSizes`: the batches a pass gives, when the epoch trained is
-   * cut shorter (`batchSizes`, the hosts' agreed epoch: each pass is left after its batches, each batch cut to its size).
+   * cut shorter (`batchSizes`, the hosts' agreed epoch: each pass is left after its batches, each batch cut to its
+   * size).
    */
   async produce(
     ring: BatchRing,

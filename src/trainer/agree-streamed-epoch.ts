@@ -3,16 +3,19 @@
  * agreed before step 1. Each host counted its dataset's batches while preparing (one pass before training); the hosts
  * gather those counts once over host 0's rendezvous store, and every host trains each epoch up to where the shortest
  * host's dataset ends (PyTorch's "uneven inputs", solved by agreement instead of a hang): a longer host's stream starts
- * again cut to that epoch, its config's steps follow, and host 0 warns naming the short host and both lengths. Even
- * datasets cost the one gather before step 1 and nothing per step.
+ * again cut to that epoch, its config's steps follow, and host 0 warns naming the short host and both lengths. Hosts
+ * that stream their shares of each global batch learn the global batches from everyone's shares. Even datasets cost
+ * the one gather before step 1 and nothing per step.
  */
 import type { ResolvedConfig, TrainConfig } from '../config-types.js';
+import { TandemError } from '../errors.js';
 import type { StoreServer } from '../collectives/gloo/tcp-store-server.js';
 import { addressTowards, serveRendezvous } from '../world/rendezvous.js';
 import { stepsPerEpochOf } from '../data/sampler.js';
 import { resolveLrSchedule } from '../optim/lr-schedule.js';
-import { cutStreamedEpoch, streamedEpoch } from '../data/tfdata-source.js';
+import { cutStreamedEpoch, streamedEpoch, type StreamedEpoch } from '../data/tfdata-source.js';
 import { hostGather } from './host-gather.js';
+import { agreedEpoch, unevenWarning } from './agreed-epoch.js';
 
 /** What the agreement leaves: the run's config (steps of the agreed epoch), the store host 0 serves, a warning. */
 export interface AgreedEpoch {
@@ -38,39 +41,36 @@ export async function agreeOnStreamedEpoch(
   try {
     const waitMs = Math.max(cfg.stallTimeoutMs, 60_000);
     await addressTowards(rendezvous, waitMs); // host 0 listens
-    const all = await hostGather(cfg, 'data', waitMs)!.gather('epoch', own);
-    const agreed = agreedEpoch(all);
-    if (all.every(sizes => same(sizes, agreed))) return { cfg, served: server };
-    if (!same(own, agreed)) await cutStreamedEpoch(cfg.data, agreed);
-    const warning = topology.process === 0 ? unevenWarning(all, agreed.length) : undefined;
-    return { cfg: withEpoch(cfg, config, agreed), served: server, ...(warning ? { warning } : {}) };
+    const all = await hostGather(cfg, 'data', waitMs)!.gather<StreamedEpoch>('epoch', own);
+    refuseMixedShares(all);
+    const agreed = agreedEpoch(all.map(e => e.sizes), own.shares);
+    const mine = agreed.sizes[topology.process];
+    const uneven = all.some((e, h) => !same(e.sizes, agreed.sizes[h]));
+    const warning = topology.process === 0 && uneven ? unevenWarning(all.map(e => e.sizes), mine.length) : undefined;
+    const changed = !same(mine, own.sizes) || !same(agreed.globalSizes, own.globalSizes);
+    if (changed) await cutStreamedEpoch(cfg.data, mine, agreed.globalSizes);
+    const agreedCfg = changed ? withEpoch(cfg, config, agreed.globalSizes) : cfg;
+    return { cfg: agreedCfg, served: server, ...(warning ? { warning } : {}) };
   } catch (err) {
     if (server !== served) await server?.close();
     throw err;
   }
 }
 
-/** Every host's batches of an epoch → the epoch all train: as many batches as the shortest, each the smallest size. */
-export function agreedEpoch(all: number[][]): number[] {
-  const batches = Math.min(...all.map(sizes => sizes.length));
-  return Array.from({ length: batches }, (_, b) => Math.min(...all.map(sizes => sizes[b])));
-}
-
-/** `data: host 1's dataset ends after 5 batches an epoch (36 samples), host 0's after 6 (44): …`. */
-export function unevenWarning(all: number[][], batches: number): string {
-  const short = all.findIndex(sizes => sizes.length === batches);
-  const samples = (sizes: number[]) => sizes.reduce((a, b) => a + b, 0);
-  const words = (h: number) => `host ${h}'s after ${all[h].length} (${samples(all[h])} samples)`;
-  const longer = all.map((_, h) => h).filter(h => all[h].length > batches);
-  const others = longer.length ? longer.map(words).join(', ') : 'the other hosts the same batches of other sizes';
-  return (
-    `data: host ${short}'s dataset ends after ${batches} batches an epoch (${samples(all[short])} samples), ` +
-    `${others}: every host ends each epoch after ${batches} batches, and the rest of a longer host's pass is not ` +
-    `trained (give every host as many batches to train them all)`
+/** Every host streams shares, or every host whole batches. */
+function refuseMixedShares(all: StreamedEpoch[]): void {
+  const other = all.findIndex(e => e.shares !== all[0].shares);
+  if (other < 0) return;
+  const words = (e: StreamedEpoch) =>
+    e.shares ? `its share of each global batch (${e.sizes[0]} samples)` : `whole global batches (${e.sizes[0]})`;
+  throw new TandemError(
+    'BAD_DATA',
+    `data module: host 0's dataset gives ${words(all[0])}, host ${other}'s ${words(all[other])}; give every host ` +
+      'batches of --batch / hosts (its share) or every host batches of --batch',
   );
 }
 
-/** `cfg` with each epoch `sizes` batches: the dataset's size, the steps (of `config.epochs`) and the lr schedule. */
+/** `cfg` with each epoch of `sizes` global batches: the dataset's size, the steps (of `config.epochs`) and the lr. */
 function withEpoch(cfg: ResolvedConfig, config: TrainConfig, sizes: number[]): ResolvedConfig {
   const size = sizes.reduce((a, b) => a + b, 0);
   const trainSize = size - (cfg.datasetSize - cfg.trainSize);
