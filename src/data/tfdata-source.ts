@@ -79,7 +79,7 @@ export async function streamedModuleDataset(
   const labels = labelReading(file);
   const counted = new DatasetStream(dataset, labels.reading);
   const { shape, first } = await counted.open(); // the counting pass sees every label
-  const { hosts = 1, hostRank = 0, batch } = spec.options;
+  const { hosts = 1, batch } = spec.options;
   const shares = hosts > 1 && batch !== undefined && shape.batch * hosts === batch;
   const own = shape.batchSizes;
   // until the hosts agree (agree-streamed-epoch.ts), a last share of c samples stands for a global batch of c × hosts

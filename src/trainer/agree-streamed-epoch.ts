@@ -43,10 +43,19 @@ export async function agreeOnStreamedEpoch(
     await addressTowards(rendezvous, waitMs); // host 0 listens
     const all = await hostGather(cfg, 'data', waitMs)!.gather<StreamedEpoch>('epoch', own);
     refuseMixedShares(all);
-    const agreed = agreedEpoch(all.map(e => e.sizes), own.shares);
+    const agreed = agreedEpoch(
+      all.map(e => e.sizes),
+      own.shares,
+    );
     const mine = agreed.sizes[topology.process];
     const uneven = all.some((e, h) => !same(e.sizes, agreed.sizes[h]));
-    const warning = topology.process === 0 && uneven ? unevenWarning(all.map(e => e.sizes), mine.length) : undefined;
+    const warning =
+      topology.process === 0 && uneven
+        ? unevenWarning(
+            all.map(e => e.sizes),
+            mine.length,
+          )
+        : undefined;
     const changed = !same(mine, own.sizes) || !same(agreed.globalSizes, own.globalSizes);
     if (changed) await cutStreamedEpoch(cfg.data, mine, agreed.globalSizes);
     const agreedCfg = changed ? withEpoch(cfg, config, agreed.globalSizes) : cfg;

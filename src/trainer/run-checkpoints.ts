@@ -29,7 +29,7 @@ import {
 function dataIdentity(data: ResolvedConfig['data']): ResolvedConfig['data'] {
   // a data module's host rank and hosts: a checkpoint is every host's, and may resume on other hosts
   const { hostRank, hosts, ...options } = data.options;
-  void hostRank, void hosts;
+  void [hostRank, hosts];
   if (data.file?.kind !== 'image-folder') return { ...data, options };
   const { cacheDir, ...file } = data.file;
   void cacheDir;
