@@ -56,7 +56,9 @@ export async function agreeOnStreamedEpoch(
             mine.length,
           )
         : undefined;
-    const changed = !same(mine, own.sizes) || !same(agreed.globalSizes, own.globalSizes);
+    // every host starts again when any is cut: each new pass of a seeded dataset.shuffle reshuffles, so the hosts'
+    // passes stay in step (and a resumed run makes the same passes)
+    const changed = uneven || !same(agreed.globalSizes, own.globalSizes);
     if (changed) await cutStreamedEpoch(cfg.data, mine, agreed.globalSizes);
     const agreedCfg = changed ? withEpoch(cfg, config, agreed.globalSizes) : cfg;
     return { cfg: agreedCfg, served: server, ...(warning ? { warning } : {}) };
