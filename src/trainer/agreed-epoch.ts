@@ -38,9 +38,10 @@ export function unevenWarning(all: number[][], batches: number): string {
   const words = (h: number) => `host ${h}'s after ${all[h].length} (${samples(all[h])} samples)`;
   const longer = all.map((_, h) => h).filter(h => all[h].length > batches);
   const others = longer.length ? longer.map(words).join(', ') : 'the other hosts the same number of other sizes';
+  const n = `${batches} batch${batches === 1 ? '' : 'es'}`;
   return (
-    `data: host ${short}'s dataset ends after ${batches} batches an epoch (${samples(all[short])} samples), ` +
-    `${others}: every host ends each epoch after ${batches} batches, and the rest of a longer host's pass is not ` +
+    `data: host ${short}'s dataset ends after ${n} an epoch (${samples(all[short])} samples), ` +
+    `${others}: every host ends each epoch after ${n}, and the rest of a longer host's pass is not ` +
     `trained (give every host as many batches to train them all)`
   );
 }
