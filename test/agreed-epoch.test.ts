@@ -85,4 +85,15 @@ t.test('the warning names the short host and both lengths', async t => {
     unevenWarning([[4, 4], [4, 4, 4], [4]], 1),
     /host 2's dataset ends after 1 batch an epoch .* host 0's after 2 .*, host 1's after 3/,
   );
+  t.match(
+    unevenWarning(
+      [
+        [8, 8],
+        [8, 4],
+      ],
+      2,
+    ),
+    /host 1's dataset ends after 2 batches an epoch \(12 samples\), host 0's after 2 \(16 samples\)/,
+    'same length: the host of fewer samples is the short one',
+  );
 });

@@ -31,17 +31,22 @@ export function agreedEpoch(all: number[][], shares: boolean): Agreed {
   return { sizes, globalSizes };
 }
 
-/** `data: host 1's dataset ends after 5 batches an epoch (36 samples), host 0's after 6 (44 samples): …`. */
+/**
+ * `data: host 1's dataset ends after 5 batches an epoch (36 samples), host 0's after 6 (44 samples): …`: the short host
+ * (fewest batches, then fewest samples) and every host whose batches differ from its.
+ */
 export function unevenWarning(all: number[][], batches: number): string {
-  const short = all.findIndex(sizes => sizes.length === batches);
   const samples = (sizes: number[]) => sizes.reduce((a, b) => a + b, 0);
-  const words = (h: number) => `host ${h}'s after ${all[h].length} (${samples(all[h])} samples)`;
-  const longer = all.map((_, h) => h).filter(h => all[h].length > batches);
-  const others = longer.length ? longer.map(words).join(', ') : 'the other hosts the same number of other sizes';
+  const hosts = all.map((_, h) => h);
+  const short = hosts
+    .filter(h => all[h].length === batches)
+    .reduce((a, h) => (samples(all[h]) < samples(all[a]) ? h : a));
+  const differs = (h: number) => h !== short && all[h].join() !== all[short].join();
+  const others = hosts.filter(differs).map(h => `host ${h}'s after ${all[h].length} (${samples(all[h])} samples)`);
   const n = `${batches} batch${batches === 1 ? '' : 'es'}`;
   return (
     `data: host ${short}'s dataset ends after ${n} an epoch (${samples(all[short])} samples), ` +
-    `${others}: every host ends each epoch after ${n}, and the rest of a longer host's pass is not ` +
+    `${others.join(', ')}: every host ends each epoch after ${n}, and the rest of a longer host's pass is not ` +
     `trained (give every host as many batches to train them all)`
   );
 }
