@@ -4,7 +4,10 @@
  * published to the loader threads started afterwards, and the rest is read ahead into it, pass after pass, while
  * the run trains; on a loader thread the module's dataset is not iterated at all: the ring is read. `ys`: one label
  * (class id, or a float target for a regression) per sample, of shape [batch] or [batch, 1]; the classes are the
- * largest label + 1 when every label is a non-negative integer, else 1.
+ * largest label + 1 when every label is a non-negative integer, else 1. Several hosts: a dataset of batches of
+ * `--batch / hosts` is this host's share of each global batch (the ring maps the devices' samples into it); the
+ * hosts agree on the epoch before step 1 (trainer/agree-streamed-epoch.ts), which may start the stream again cut
+ * to it (`cutStreamedEpoch`).
  */
 import { isMainThread } from 'node:worker_threads';
 import type * as tfNs from '@tensorflow/tfjs';

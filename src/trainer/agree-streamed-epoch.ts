@@ -43,19 +43,11 @@ export async function agreeOnStreamedEpoch(
     await addressTowards(rendezvous, waitMs); // host 0 listens
     const all = await hostGather(cfg, 'data', waitMs)!.gather<StreamedEpoch>('epoch', own);
     refuseMixedShares(all);
-    const agreed = agreedEpoch(
-      all.map(e => e.sizes),
-      own.shares,
-    );
+    const sizes = all.map(e => e.sizes);
+    const agreed = agreedEpoch(sizes, own.shares);
     const mine = agreed.sizes[topology.process];
-    const uneven = all.some((e, h) => !same(e.sizes, agreed.sizes[h]));
-    const warning =
-      topology.process === 0 && uneven
-        ? unevenWarning(
-            all.map(e => e.sizes),
-            mine.length,
-          )
-        : undefined;
+    const uneven = sizes.some((s, h) => !same(s, agreed.sizes[h]));
+    const warning = topology.process === 0 && uneven ? unevenWarning(sizes, mine.length) : undefined;
     // every host starts again when any is cut: each new pass of a seeded dataset.shuffle reshuffles, so the hosts'
     // passes stay in step (and a resumed run makes the same passes)
     const changed = uneven || !same(agreed.globalSizes, own.globalSizes);
