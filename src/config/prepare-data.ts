@@ -33,7 +33,10 @@ export async function prepareData(checked: CheckedConfig, regression = false): P
   if (isImageFolder(dataSource) || isCsvFile(dataSource)) return prepareFileData(checked, regression);
   const data = {
     source: resolveModuleUrl(dataSource, 'data'),
-    options: { seed, classes: config.classes, imageShape, size: config.datasetSize },
+    options: {
+      ...{ seed, classes: config.classes, imageShape, size: config.datasetSize, batch: checked.fields.batch },
+      ...{ hostRank: checked.fields.topology.process, hosts: checked.fields.topology.processes },
+    },
   };
   const ds = await resolveDataset(data);
   checkOptionsHonoured(ds, config, sourcePath(data.source));

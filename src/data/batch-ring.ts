@@ -19,6 +19,19 @@ export interface BatchRingSpec {
   sampleFloats: number;
   /** Floats of one sample's target (1: a label or a float target). */
   targetFloats: number;
+  /** Several hosts, each streaming only its share of every global batch: this host's (absent: whole batches). */
+  share?: HostShare;
+}
+
+/**
+ * Host `host` of `hosts` streams, of each global batch of `s` samples (`globalBatch`, or fewer in an epoch's last
+ * batch of `epochSamples`), the samples `shardRange(s, hosts, host)`: its devices' part, in order.
+ */
+export interface HostShare {
+  hosts: number;
+  host: number;
+  globalBatch: number;
+  epochSamples: number;
 }
 
 const RUNNING = 0,
@@ -121,12 +134,28 @@ export class BatchRing {
     target?: Float32Array,
     targetAt = 0,
   ): void {
-    const { batch, sampleFloats, targetFloats } = this.spec;
     const k = this.waitFor(step, index);
-    const i = index % batch,
-      base = k * this.slotFloats;
-    if (i >= Atomics.load(this.ints, this.countAt(k)))
-      throw new TandemError('BAD_DATA', `streamed dataset: sample ${index} is past the end of its batch`);
+    const i = this.inSlot(step - 1, index);
+    if (i < 0 || i >= Atomics.load(this.ints, this.countAt(k)))
+      throw new TandemError(
+        'BAD_DATA',
+        `streamed dataset: sample ${index} is past the end of its batch` +
+          (this.spec.share ? ` or not in host ${this.spec.share.host}'s share of it` : ''),
+      );
+    this.copyOut(k, i, out, offset, target, targetAt);
+  }
+
+  /** Sample `i` of slot `k` into `out` at `offset`, its target into `target` at `targetAt` (if given). */
+  private copyOut(
+    k: number,
+    i: number,
+    out: Float32Array | undefined,
+    offset: number,
+    target?: Float32Array,
+    targetAt = 0,
+  ): void {
+    const { batch, sampleFloats, targetFloats } = this.spec;
+    const base = k * this.slotFloats;
     out?.set(this.floats.subarray(base + i * sampleFloats, base + (i + 1) * sampleFloats), offset);
     if (target) {
       const t = base + batch * sampleFloats + i * targetFloats;
@@ -152,9 +181,13 @@ export class BatchRing {
     target?: Float32Array,
     targetAt = 0,
   ): boolean {
-    if (Atomics.load(this.ints, this.seqAt(0)) !== 0 || this.released + this.wanted !== 0 || index >= this.spec.batch)
+    const full = this.spec.share?.globalBatch ?? this.spec.batch;
+    if (Atomics.load(this.ints, this.seqAt(0)) !== 0 || this.released + this.wanted !== 0 || index >= full)
       return false;
-    this.readSample(1, index, out, offset, target, targetAt);
+    const count = Atomics.load(this.ints, this.countAt(0));
+    const i = this.inSlot(0, index);
+    // another host's sample (this host streams its share only): one of this host's stands in for the probes
+    this.copyOut(0, i >= 0 && i < count ? i : index % count, out, offset, target, targetAt);
     return true;
   }
 
@@ -179,7 +212,8 @@ export class BatchRing {
 
   /** The slot of step `step`'s batch (sample `index` of the epoch), once the producer has written it. */
   private waitFor(step: number, index: number): number {
-    const { depth, batch, batchesPerEpoch } = this.spec;
+    const { depth, batchesPerEpoch } = this.spec;
+    const batch = this.spec.share?.globalBatch ?? this.spec.batch;
     const seq = step - 1;
     if ((seq % batchesPerEpoch) * batch !== index - (index % batch))
       throw new TandemError(
@@ -194,6 +228,15 @@ export class BatchRing {
       Atomics.wait(this.ints, at, held, WAIT_SLICE_MS);
     }
     return k;
+  }
+
+  /** Where sample `index` of the epoch (in batch `seq`) is in its slot: its place in this host's share. */
+  private inSlot(seq: number, index: number): number {
+    const { share, batch, batchesPerEpoch } = this.spec;
+    if (!share) return index % batch;
+    const { globalBatch, epochSamples, hosts, host } = share;
+    const samples = Math.min(globalBatch, epochSamples - (seq % batchesPerEpoch) * globalBatch);
+    return (index % globalBatch) - Math.floor((host * samples) / hosts);
   }
 
   /** `wanted` raised to `seq` (the producer woken to skip ahead when it was behind). */

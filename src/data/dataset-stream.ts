@@ -74,29 +74,49 @@ export class DatasetStream {
   }
 
   /**
-   * Batches 1 … `total - 1` into `ring` (batch 0 is `open`'s), a new pass at each epoch's start without
-   * batchesPerEpoch; stops when the ring closes.
+   * Batch 0 of a fresh pass, when the pass's batches are already known (`open` counted them): a stream that starts
+   * again, cut to an epoch the hosts agreed on (agree-streamed-epoch.ts).
    */
-  async produce(ring: BatchRing, total: number, batchSizes: readonly number[]): Promise<void> {
+  async reopen(): Promise<BatchArrays> {
+    this.iterator = await this.dataset.iterator();
+    this.given = 0;
+    const first = await this.next();
+    if (!first) throw new TandemError('BAD_DATA', `${this.reading.who}: a second pass of the dataset gave no batch`);
+    return first;
+  }
+
+  /**
+   * Batches 1 … `total - 1` into `ring` (batch 0 is `open`'s), a new pass at each epoch's start without
+   * batchesPerEpoch; stops when the ring closes. `passSizes`: the batches a pass gives, when the epoch trained is
+   * cut shorter (`batchSizes`, the hosts' agreed epoch: each pass is left after its batches, each batch cut to its
+   * size).
+   */
+  async produce(
+    ring: BatchRing,
+    total: number,
+    batchSizes: readonly number[],
+    passSizes: readonly number[] = batchSizes,
+  ): Promise<void> {
     const perEpoch = batchSizes.length;
+    const cut = passSizes.length !== perEpoch;
     for (let seq = 1; seq < total; seq++) {
       const place = seq % perEpoch;
       if (place === 0 && this.batchesPerEpoch === undefined) {
-        await this.endOfPass(perEpoch, seq / perEpoch);
+        if (!cut) await this.endOfPass(perEpoch, seq / perEpoch);
         this.iterator = await this.dataset.iterator();
         this.given = 0;
       }
       const b = await this.next();
       if (!b) throw this.ranOut(seq, perEpoch, total);
       if (seq < ring.wanted) continue; // a resumed run: the batches before its step are read and left
-      if (b.count !== batchSizes[place])
+      if (b.count !== passSizes[place])
         throw new TandemError(
           'BAD_DATA',
           `${this.reading.who}: batch ${place} of epoch ${Math.floor(seq / perEpoch) + 1} has ${b.count} samples, ` +
             `and ` +
-            `${batchSizes[place]} in the first pass; every pass must give the same batches`,
+            `${passSizes[place]} in the first pass; every pass must give the same batches`,
         );
-      if (!(await ring.put(seq, b.samples, b.targets, b.count))) return;
+      if (!(await ring.put(seq, b.samples, b.targets, batchSizes[place]))) return;
     }
   }
 

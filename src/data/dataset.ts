@@ -48,6 +48,12 @@ export interface DatasetOptions {
   classes?: number;
   imageShape?: number[];
   size?: number;
+  /** A data module's: the run's global batch (--batch). */
+  batch?: number;
+  /** A data module's: this host's rank (0 … hosts - 1), to stream its own share of each global batch. */
+  hostRank?: number;
+  /** A data module's: the run's hosts (1: one process). */
+  hosts?: number;
 }
 
 export type DatasetFactory = (options: DatasetOptions) => Dataset | Promise<Dataset>;

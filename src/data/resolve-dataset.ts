@@ -121,7 +121,8 @@ async function openFileData(spec: FileDataSpec): Promise<Dataset> {
 
 /** What a dataset is, for a --data that is no ES module. */
 const DATA_MODULE =
-  'a dataset is an ES module (.mjs, or .js) whose default export is ({ seed, classes, imageShape, size }) => ' +
+  'a dataset is an ES module (.mjs, or .js) whose default export is ({ seed, classes, imageShape, size, batch, ' +
+  'hostRank, hosts }) => ' +
   'Dataset { size, sampleShape, classes, read(index, out, offset) → label } (README, "Training")';
 
 /**

@@ -4,7 +4,10 @@
  * published to the loader threads started afterwards, and the rest is read ahead into it, pass after pass, while
  * the run trains; on a loader thread the module's dataset is not iterated at all: the ring is read. `ys`: one label
  * (class id, or a float target for a regression) per sample, of shape [batch] or [batch, 1]; the classes are the
- * largest label + 1 when every label is a non-negative integer, else 1.
+ * largest label + 1 when every label is a non-negative integer, else 1. Several hosts: a dataset of batches of
+ * `--batch / hosts` is this host's share of each global batch (the ring maps the devices' samples into it); the
+ * hosts agree on the epoch before step 1 (trainer/agree-streamed-epoch.ts), which may start the stream again cut
+ * to it (`cutStreamedEpoch`).
  */
 import { isMainThread } from 'node:worker_threads';
 import type * as tfNs from '@tensorflow/tfjs';
@@ -12,7 +15,7 @@ import { TandemError } from '../errors.js';
 import type { Dataset, DatasetSpec } from './dataset.js';
 import { sampleSize } from './dataset.js';
 import { allocateBatchRing, BatchRing } from './batch-ring.js';
-import { DatasetStream, type BatchReading } from './dataset-stream.js';
+import { DatasetStream, type BatchArrays, type BatchReading, type StreamShape } from './dataset-stream.js';
 import { publishRing, ringDataset } from './ring-dataset.js';
 
 /** Batches read ahead of training for a data module's tf.data dataset: the ring's depth. */
@@ -24,8 +27,46 @@ export function isTfDataset(value: unknown): value is tfNs.data.Dataset<tfNs.Ten
   return typeof v === 'object' && v !== null && typeof v.iterator === 'function' && typeof v.batch === 'function';
 }
 
+/** A stream this thread fills: its ring, and what it takes to start it again cut to an agreed epoch. */
+interface OpenStream {
+  ring: BatchRing;
+  withdraw: () => void;
+  epoch: StreamedEpoch;
+  /** The stream started again from a fresh pass, each epoch cut to `sizes` (see cutStreamedEpoch). */
+  cut(sizes: number[], globalSizes: number[]): Promise<void>;
+}
+
+/** A streamed module's epoch on this host, as counted before training. */
+export interface StreamedEpoch {
+  /** The samples of each batch this host's dataset gives. */
+  sizes: number[];
+  /**
+   * Whether each is this host's share of a global batch (several hosts, batches of `--batch / hosts`); else whole
+   * global batches.
+   */
+  shares: boolean;
+  /** The global batches the ring was made for: `sizes`, or with shares the global batches they are taken to be. */
+  globalSizes: number[];
+}
+
 /** Closes the ring of the previous run on the same spec (a producer left waiting on it returns). */
-const open = new Map<string, { ring: BatchRing; withdraw: () => void }>();
+const open = new Map<string, OpenStream>();
+
+/** This host's epoch, when `spec` is a data module streamed on this thread (else undefined). */
+export function streamedEpoch(spec: DatasetSpec): StreamedEpoch | undefined {
+  return open.get(JSON.stringify(spec))?.epoch;
+}
+
+/**
+ * The stream of `spec` started again from a fresh pass, each epoch `sizes` batches of those sizes (this host's, each
+ * no larger than its dataset's; the rest of each pass is read and left) and `globalSizes` the global batches they are
+ * (shares) or are; the loader threads started from now on read the new ring.
+ */
+export async function cutStreamedEpoch(spec: DatasetSpec, sizes: number[], globalSizes: number[]): Promise<void> {
+  const stream = open.get(JSON.stringify(spec));
+  if (!stream) throw new TandemError('BAD_DATA', `data module ${spec.source}: no stream to cut (tandem bug)`);
+  await stream.cut(sizes, globalSizes);
+}
 
 /** The streamed dataset of a module's `tf.data.Dataset` (see the file's comment). */
 export async function streamedModuleDataset(
@@ -39,26 +80,60 @@ export async function streamedModuleDataset(
   previous?.ring.close();
   previous?.withdraw();
   const labels = labelReading(file);
-  const stream = new DatasetStream(dataset, labels.reading);
-  const { shape, first } = await stream.open(); // the counting pass sees every label
-  const { batch, batchSizes, sampleShape } = shape;
+  const counted = new DatasetStream(dataset, labels.reading);
+  const { shape, first } = await counted.open(); // the counting pass sees every label
+  const { hosts = 1, batch } = spec.options;
+  const shares = hosts > 1 && batch !== undefined && shape.batch * hosts === batch;
+  const own = shape.batchSizes;
+  // until the hosts agree (agree-streamed-epoch.ts), a last share of c samples stands for a global batch of c × hosts
+  const globalSizes = shares ? own.map(c => (c === shape.batch ? batch : c * hosts)) : own;
+  const epoch = { sizes: own, shares, globalSizes };
+  const source: StreamSource = { key, options: spec.options, dataset, labels, shape, epoch };
+  await startStream(source, own, globalSizes, { stream: counted, first });
+  return ringDataset(key);
+}
+
+/** What a streamed module's ring is made from. */
+interface StreamSource {
+  key: string;
+  options: DatasetSpec['options'];
+  dataset: tfNs.data.Dataset<tfNs.TensorContainer>;
+  labels: ReturnType<typeof labelReading>;
+  shape: StreamShape;
+  epoch: StreamedEpoch;
+}
+
+/** A ring for `source`, published, its producer streaming epochs of `sizes` (a fresh pass unless `opened`). */
+async function startStream(
+  source: StreamSource,
+  sizes: number[],
+  globalSizes: number[],
+  opened?: { stream: DatasetStream; first: BatchArrays },
+): Promise<void> {
+  const { key, dataset, labels, shape, epoch } = source;
+  open.get(key)?.ring.close();
+  open.get(key)?.withdraw();
+  const stream = opened?.stream ?? new DatasetStream(dataset, labels.reading);
+  const first = opened?.first ?? (await stream.reopen());
+  const epochSamples = globalSizes.reduce((a, b) => a + b, 0);
+  const { hosts = 1, hostRank = 0, batch = shape.batch } = source.options;
   const ring = new BatchRing(
     allocateBatchRing({
       depth: MODULE_READ_AHEAD,
-      batch,
-      batchesPerEpoch: batchSizes.length,
-      sampleFloats: sampleSize(sampleShape),
+      batch: shape.batch,
+      batchesPerEpoch: sizes.length,
+      sampleFloats: sampleSize(shape.sampleShape),
       targetFloats: 1,
+      ...(epoch.shares ? { share: { hosts, host: hostRank, globalBatch: batch, epochSamples } } : {}),
     }),
   );
-  const size = batchSizes.reduce((a, b) => a + b, 0);
-  const withdraw = publishRing(key, { ring: ring.spec, size, sampleShape, classes: labels.classes() });
-  open.set(key, { ring, withdraw });
-  await ring.put(0, first.samples, first.targets, first.count);
+  const meta = { ring: ring.spec, size: epochSamples, sampleShape: shape.sampleShape, classes: labels.classes() };
+  const withdraw = publishRing(key, meta);
+  open.set(key, { ring, withdraw, epoch, cut: (s, g) => startStream(source, s, g) });
+  await ring.put(0, first.samples, first.targets, sizes[0]);
   void stream
-    .produce(ring, Number.POSITIVE_INFINITY, batchSizes)
+    .produce(ring, Number.POSITIVE_INFINITY, sizes, epoch.sizes)
     .catch((err: unknown) => ring.fail(err instanceof Error ? err.message : String(err)));
-  return ringDataset(key);
 }
 
 /** ys as one label per sample; the classes the labels seen imply. */

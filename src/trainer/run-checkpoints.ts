@@ -27,7 +27,10 @@ import {
  * samples they are, and may move; its stamp (the files' paths, sizes, times and labels) and a CSV's stay.
  */
 function dataIdentity(data: ResolvedConfig['data']): ResolvedConfig['data'] {
-  if (data.file?.kind !== 'image-folder') return data;
+  // a data module's host rank and hosts: a checkpoint is every host's, and may resume on other hosts
+  const { hostRank, hosts, ...options } = data.options;
+  void [hostRank, hosts];
+  if (data.file?.kind !== 'image-folder') return { ...data, options };
   const { cacheDir, ...file } = data.file;
   void cacheDir;
   return { ...data, file: { ...file, cacheDir: '' } };

@@ -13,6 +13,7 @@ import type { RunTrial } from '../profiling/profile-model.js';
 import { decideOnHost0, type Decided, type HostsAtStart } from '../world/decide-on-host0.js';
 import type { StoreServer } from '../collectives/gloo/tcp-store-server.js';
 import { runElastic } from './elastic-run.js';
+import { agreeOnStreamedEpoch } from './agree-streamed-epoch.js';
 import { elasticOf } from '../world/elastic-config.js';
 import { claimOutputs } from '../output/claim-outputs.js';
 import { failedEvent, RunStreams } from './run-streams.js';
@@ -65,12 +66,16 @@ export async function train(
       config = withChoice(config, autoNote);
     }
     // Written under the real paths locked, not through the names given (claim-outputs.ts).
-    const resolved = lock.placed(autoNote ? await resolveConfig(config) : checked);
+    const placed = lock.placed(autoNote ? await resolveConfig(config) : checked);
+    // Several hosts streaming a data module: the epoch every host trains, agreed before step 1 (uneven datasets)
+    const agreed = await agreeOnStreamedEpoch(placed, config, served);
+    served = agreed.served;
+    if (agreed.warning) hooks.onEvent?.({ type: 'warning', step: 0, message: agreed.warning });
     const chosen = config;
     const summary = await runElastic({
-      cfg: resolved,
+      cfg: agreed.cfg,
       strategy: (config.strategy ?? 'sequential') as StrategySpec,
-      ...{ hooks, auto: autoNote, stopRequest, served, elastic: elasticOf(config, resolved) },
+      ...{ hooks, auto: autoNote, stopRequest, served, elastic: elasticOf(config, agreed.cfg) },
       resolveFor: async (hosts, hostRank) => lock.placed(await resolveConfig(configFor(chosen, hosts, hostRank))),
     });
     dashboard?.finish(summary);
