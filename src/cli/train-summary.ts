@@ -46,6 +46,12 @@ function printFullSummary(summary: Summary): void {
       `warning: step ${sk.step}, group ${sk.group}: update skipped, non-finite gradient (first: ` +
         `${sk.variable ?? 'unknown'})`,
     );
+  const stop = summary.earlyStop;
+  if (stop)
+    console.log(
+      `early stopping after epoch ${stop.epoch}: best ${stop.monitor} ${stop.best.toPrecision(4)} at epoch ` +
+        `${stop.bestEpoch}`,
+    );
   if (summary.heldOut)
     console.log(
       `held-out accuracy: ${(summary.heldOut.accuracy * 100).toFixed(2)}% on ${summary.heldOut.samples} samples`,

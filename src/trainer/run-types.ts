@@ -73,6 +73,10 @@ export interface TrainSummary {
    */
   engineDevices?: EngineDevice[];
   history: { step: number; loss: number; accuracy: number }[];
+  /** With epoch logs (validationSplit, earlyStopping, keepBest): each epoch's logs, tfjs's keys (`val_loss`, …). */
+  epochs?: ({ epoch: number } & Record<string, number>)[];
+  /** Early stopping ended the run after `epoch`: the monitored log's best epoch and value. */
+  earlyStop?: { epoch: number; monitor: string; bestEpoch: number; best: number };
   /** Final parameters in model order (`model.trainableWeights`), from device 0. */
   weights: { name: string; shape: number[]; values: Float32Array }[];
   /**

@@ -1,0 +1,132 @@
+// `tandem train --validation-split F`: the last fraction of the samples evaluated at every epoch's end across the
+// devices; its val_loss and val_acc (and the epochs' loss and acc) equal tfjs's own `model.fit` with the same
+// validationSplit and shuffle false on one engine (relative 1e-4), in the epoch lines and in summary.json's epochs.
+// `--early-stopping MONITOR:PATIENCE` stops after the epoch tfjs's earlyStopping stops after, on the same logs.
+import t, { type Test } from 'tap';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import * as tf from '@tensorflow/tfjs';
+import { runTandem } from './fixtures/cli-process.js';
+import { modelArtifacts, writeModelFiles } from '../src/actors/model-files.js';
+
+const SIZE = 50;
+const CLASSES = 3;
+/** A dataset module: 4 features in [-1, 1], the class of the largest of three sums. */
+const DATA = `
+const feature = (i, k) => (((Math.imul(i * 7 + k * 13 + 1, 2654435761) >>> 0) % 2001) / 1000) - 1;
+export default () => ({
+  size: ${SIZE}, sampleShape: [4], classes: ${CLASSES},
+  read(index, out, offset) {
+    for (let k = 0; k < 4; k++) out[offset + k] = feature(index, k);
+    const s = [out[offset] + out[offset + 1], out[offset + 2] - out[offset], out[offset + 3] * 0.5];
+    return s.indexOf(Math.max(...s));
+  },
+});`;
+
+function samples(): { x: tf.Tensor; y: tf.Tensor } {
+  const feature = (i: number, k: number) => ((Math.imul(i * 7 + k * 13 + 1, 2654435761) >>> 0) % 2001) / 1000 - 1;
+  const xs: number[][] = [];
+  const ys: number[] = [];
+  for (let i = 0; i < SIZE; i++) {
+    const f = [0, 1, 2, 3].map(k => Math.fround(feature(i, k)));
+    const s = [f[0] + f[1], f[2] - f[0], f[3] * 0.5];
+    xs.push(f);
+    ys.push(s.indexOf(Math.max(...s)));
+  }
+  return { x: tf.tensor2d(xs), y: tf.tensor1d(ys) };
+}
+
+function model(): tf.Sequential {
+  const m = tf.sequential();
+  m.add(
+    tf.layers.dense({
+      inputShape: [4],
+      units: 8,
+      activation: 'relu',
+      kernelInitializer: tf.initializers.glorotUniform({ seed: 3 }),
+    }),
+  );
+  m.add(
+    tf.layers.dense({
+      units: CLASSES,
+      activation: 'softmax',
+      kernelInitializer: tf.initializers.glorotUniform({ seed: 4 }),
+    }),
+  );
+  return m;
+}
+
+async function setUp(t: Test) {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'tandem-cli-validation-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const m = model();
+  const modelJson = await writeModelFiles(path.join(dir, 'model'), await modelArtifacts(tf, m));
+  const data = path.join(dir, 'data.mjs');
+  await writeFile(data, DATA);
+  return { dir, m, modelJson, data };
+}
+
+const flags = (modelJson: string, data: string, out: string, epochs: number) =>
+  [
+    'train',
+    '--model',
+    modelJson,
+    '--data',
+    data,
+    '--loss',
+    'categorical',
+    '--optimizer',
+    'sgd',
+    '--lr',
+    '0.5',
+    '--momentum',
+    '0',
+  ]
+    .concat(['--devices', '2', '--batch', '8', '--epochs', String(epochs), '--no-shuffle', '--partial-batch'])
+    .concat(['--validation-split', '0.2', '--backend', 'cpu', '--out', out]);
+
+/** tfjs's own model.fit on one engine, as the CLI is asked to train: its History. */
+async function reference(m: tf.Sequential, epochs: number, callbacks: tf.CustomCallbackArgs | tf.Callback[] = []) {
+  m.compile({ optimizer: tf.train.sgd(0.5), loss: 'sparseCategoricalCrossentropy', metrics: ['acc'] });
+  const { x, y } = samples();
+  const history = await m.fit(x, y, {
+    epochs,
+    batchSize: 8,
+    validationSplit: 0.2,
+    shuffle: false,
+    verbose: 0,
+    callbacks,
+  });
+  tf.dispose([x, y]);
+  return history;
+}
+
+function close(t: Test, got: number, want: number, what: string) {
+  t.ok(Math.abs(got - want) <= 1e-4 * Math.max(1, Math.abs(want)), `${what}: ${got} vs tfjs ${want}`);
+}
+
+t.test('--validation-split 0.2 --epochs 2: val_loss and val_acc equal tfjs model.fit', async t => {
+  const { dir, m, modelJson, data } = await setUp(t);
+  const out = path.join(dir, 'out');
+  const run = await runTandem(flags(modelJson, data, out, 2));
+  if (run.code !== 0) throw new Error(`tandem exited ${run.code}\n${run.stdout}\n${run.stderr}`);
+  const lines = run.stdout.split('\n').filter(l => /^epoch \d+\/\d+ {2}/.test(l));
+  t.equal(lines.length, 2, 'one line per epoch');
+  for (const line of lines)
+    t.match(
+      line,
+      /^epoch \d\/2 {2}loss \d+\.\d{4} {2}acc \d\.\d{3} {2}val_loss \d+\.\d{4} {2}val_acc \d\.\d{3} {2}\d+\.\d s$/,
+    );
+  const summary = JSON.parse(await readFile(path.join(out, 'summary.json'), 'utf8')) as {
+    epochs: Record<string, number>[];
+  };
+  const history = await reference(m, 2);
+  t.equal(summary.epochs.length, 2);
+  for (const [e, logs] of summary.epochs.entries()) {
+    t.equal(logs.epoch, e + 1);
+    for (const key of ['loss', 'acc', 'val_loss', 'val_acc'])
+      close(t, logs[key], history.history[key][e] as number, `epoch ${e + 1} ${key}`);
+    t.match(lines[e], ` val_loss ${logs.val_loss.toFixed(4)}  val_acc ${logs.val_acc.toFixed(3)} `);
+  }
+});
