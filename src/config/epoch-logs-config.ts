@@ -5,19 +5,9 @@
  */
 import { bad } from '../config-checks.js';
 import type { TrainConfig } from '../config-types.js';
-import { earlyStoppingOf } from '../data/validation-options.js';
+import { earlyStoppingOf, type EpochLogsConfig } from '../data/validation-options.js';
 import { isRegressionLoss, type LossKind } from '../model/loss-kinds.js';
 import { dataParallelMethod } from './data-parallel-method.js';
-
-/** What the trainer logs at each epoch's end beyond the step lines, and what it does with the logs. */
-export interface EpochLogsConfig {
-  /** The validation split: the samples [trainSize, datasetSize) are evaluated at every epoch's end. */
-  validation: boolean;
-  /** Stop after `patience` epochs without improvement of `monitor` (tfjs's earlyStopping, minDelta 0). */
-  earlyStopping?: { monitor: string; patience: number };
-  /** Keep the models of the best `keepBest` epochs by `monitor` in out/best. */
-  keepBest?: { keep: number; monitor: string };
-}
 
 /** The samples the validation split holds out of `size` (tfjs: the first floor(size · (1 - split)) train). */
 export function validationHeldOut(config: TrainConfig, size: number): number | undefined {

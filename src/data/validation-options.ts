@@ -19,6 +19,16 @@ export interface ValidationOptions {
   keepBest?: number;
 }
 
+/** What the trainer logs at each epoch's end beyond the step lines, and what it does with the logs. */
+export interface EpochLogsConfig {
+  /** The validation split: the samples [trainSize, datasetSize) are evaluated at every epoch's end. */
+  validation: boolean;
+  /** Stop after `patience` epochs without improvement of `monitor` (tfjs's earlyStopping, minDelta 0). */
+  earlyStopping?: { monitor: string; patience: number };
+  /** Keep the models of the best `keepBest` epochs by `monitor` in out/best. */
+  keepBest?: { keep: number; monitor: string };
+}
+
 function fraction(v: unknown, field: string): number {
   if (typeof v !== 'number' || !(v > 0 && v < 1)) bad(field, `must be a fraction in (0, 1), got ${shown(v)}`);
   return v;
