@@ -9,6 +9,7 @@ import type { ResolvedConfig } from '../config-types.js';
 import { metricValues } from '../model/metric-values.js';
 import { EpochValidation, type ValidationSums } from './epoch-validation.js';
 import { EpochStopping } from './epoch-stopping.js';
+import { BestEpochs, type KeptEpoch } from './best-epochs.js';
 import type { EpochEnd, HostStepShare, TrainHooks } from './run-types.js';
 
 /** One epoch's logs: its number (1 first) and tfjs's keys. */
@@ -38,6 +39,8 @@ export class EpochLogs {
   private steps: StepSums[] = [];
   private readonly validation?: EpochValidation;
   private readonly stopping?: EpochStopping;
+  /** Host 0, with keepBest: the best epochs' models. */
+  private readonly best?: BestEpochs;
 
   constructor(
     private readonly cfg: ResolvedConfig,
@@ -45,6 +48,8 @@ export class EpochLogs {
   ) {
     const logs = cfg.epochLogs!;
     if (logs.validation) this.validation = new EpochValidation(cfg);
+    if (logs.keepBest && cfg.topology.process === 0)
+      this.best = new BestEpochs(cfg, logs.keepBest.keep, logs.keepBest.monitor);
     if (logs.earlyStopping) this.stopping = new EpochStopping(logs.earlyStopping.monitor, logs.earlyStopping.patience);
     this.hooks = {
       ...inner,
@@ -74,6 +79,7 @@ export class EpochLogs {
     const logs = epochLogsOf(parts, this.cfg.metrics ?? []);
     this.history.push({ epoch: end.epoch, ...logs });
     this.inner.onEvent?.({ type: 'epochEnd', epoch: end.epoch, step: end.step, logs });
+    await this.best?.epochEnded(end, logs);
     const stop = this.stopping?.stopsAfter(end.epoch, logs) === true;
     if (stop) {
       const { monitor, bestEpoch, bestValue } = this.stopping!;
@@ -83,11 +89,16 @@ export class EpochLogs {
   }
 
   /** What the summary keeps: the epochs' logs, and where early stopping ended the run. */
-  summary(): { epochs: EpochRecord[]; earlyStop?: EarlyStop } {
-    return { epochs: this.history, ...(this.earlyStop ? { earlyStop: this.earlyStop } : {}) };
+  summary(): { epochs: EpochRecord[]; earlyStop?: EarlyStop; bestEpochs?: KeptEpoch[] } {
+    return {
+      epochs: this.history,
+      ...(this.earlyStop ? { earlyStop: this.earlyStop } : {}),
+      ...(this.best ? { bestEpochs: [...this.best.kept] } : {}),
+    };
   }
 
   async close(): Promise<void> {
+    this.best?.close();
     await this.validation?.close();
   }
 }

@@ -63,7 +63,7 @@ export interface SummaryInputs {
   /** Per local device, the accelerator its engine opened (webgpu); absent on the CPU engines. */
   engineDevices?: EngineDevice[];
   /** With epoch logs: each epoch's logs, and where early stopping ended the run. */
-  epochs?: Pick<TrainSummary, 'epochs' | 'earlyStop'>;
+  epochs?: Pick<TrainSummary, 'epochs' | 'earlyStop' | 'bestEpochs'>;
 }
 
 export async function finishSummary(x: SummaryInputs): Promise<TrainSummary> {

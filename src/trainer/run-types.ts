@@ -77,6 +77,8 @@ export interface TrainSummary {
   epochs?: ({ epoch: number } & Record<string, number>)[];
   /** Early stopping ended the run after `epoch`: the monitored log's best epoch and value. */
   earlyStop?: { epoch: number; monitor: string; bestEpoch: number; best: number };
+  /** With keepBest: the kept epochs' models (`out/best/epoch-<E>`), best first, with their monitored value. */
+  bestEpochs?: { epoch: number; value: number; dir: string }[];
   /** Final parameters in model order (`model.trainableWeights`), from device 0. */
   weights: { name: string; shape: number[]; values: Float32Array }[];
   /**
