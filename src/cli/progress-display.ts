@@ -59,12 +59,13 @@ export class ProgressDisplay {
       case 'ready':
         return;
       case 'epoch':
-        if (this.mode.tty && e.epoch > 1) process.stdout.write('\n');
+        if (e.epoch > 1) this.endBar();
         this.epochLine();
         this.epoch = e.epoch;
         this.epochStart = e.step;
         return;
       case 'epochEnd':
+        this.endBar();
         return this.epochLine(e.logs);
       case 'checkpoint':
         this.line(`checkpoint: ${e.path}`);
@@ -79,7 +80,7 @@ export class ProgressDisplay {
         this.line(`stopped after step ${e.step}`);
         return;
       case 'finished':
-        if (this.mode.tty) process.stdout.write('\n');
+        this.endBar();
         this.epochLine();
         return;
       case 'failed':
@@ -157,6 +158,11 @@ export class ProgressDisplay {
     const seconds = ((performance.now() - t.since) / 1000).toFixed(1);
     console.log(`epoch ${this.epoch}/${this.epochs}  ${epochValues(values)}  ${seconds} s`);
     this.tally = { steps: 0, loss: 0, accuracy: 0, since: 0 };
+  }
+
+  /** On a TTY, the progress bar's line ended (once: not after an epoch line already printed). */
+  private endBar(): void {
+    if (this.mode.tty && this.tally.steps > 0) process.stdout.write('\n');
   }
 
   private line(text: string): void {
