@@ -174,7 +174,8 @@ export interface TrainingHandle {
   metrics$: Observable<StepMetrics>;
   /**
    * Lifecycle events and warnings: dashboard (with `dashboard`: the page's URL, first), started, auto, ready, epoch,
-   * checkpoint, warning, stopped, finished; or, last, failed.
+   * epochEnd (with epoch logs: validationSplit, earlyStopping, keepBest), checkpoint, warning, stopped, finished; or,
+   * last, failed.
    */
   events$: Observable<RunEvent>;
   done: Promise<TrainSummary>;
