@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { runTandem } from './fixtures/cli-process.js';
+import { glooAddonOrSkip } from './fixtures/gloo-addon-or-skip.js';
 import { modelArtifacts, writeModelFiles } from '../src/actors/model-files.js';
 import { fileModelHandler } from '../src/model/file-model-handler.js';
 import { resolveConfig } from '../src/config.js';
@@ -198,3 +199,21 @@ t.test('refused before any thread starts, naming the option and the fix', async 
   for (const [what, config, message] of cases)
     await t.rejects(resolveConfig(config), { name: 'TandemError', code: 'BAD_CONFIG', message }, what);
 });
+
+if (glooAddonOrSkip())
+  t.test('launch --hosts 2 --devices 1: each host validates its share, the logs equal tfjs model.fit', async t => {
+    const { dir, m, modelJson, data } = await setUp(t);
+    const out = path.join(dir, 'out');
+    const train = flags(modelJson, data, out, 2).slice(1);
+    train.splice(train.indexOf('--devices'), 2);
+    const run = await runTandem(['launch', '--hosts', '2', '--devices', '1', ...train]);
+    if (run.code !== 0) throw new Error(`tandem launch exited ${run.code}\n${run.stdout}\n${run.stderr}`);
+    const summary = JSON.parse(await readFile(path.join(out, 'summary.json'), 'utf8')) as {
+      epochs: Record<string, number>[];
+    };
+    const history = await reference(m, 2);
+    t.equal(summary.epochs.length, 2);
+    for (const [e, logs] of summary.epochs.entries())
+      for (const key of ['loss', 'acc', 'val_loss', 'val_acc'])
+        close(t, logs[key], history.history[key][e] as number, `epoch ${e + 1} ${key}`);
+  });
