@@ -12,6 +12,7 @@ import { glooAddonOrSkip } from './fixtures/gloo-addon-or-skip.js';
 import { modelArtifacts, writeModelFiles } from '../src/actors/model-files.js';
 import { fileModelHandler } from '../src/model/file-model-handler.js';
 import { resolveConfig } from '../src/config.js';
+import { fit } from '../src/index.js';
 import type { TrainConfig } from '../src/config-types.js';
 
 const SIZE = 50;
@@ -217,3 +218,19 @@ if (glooAddonOrSkip())
       for (const key of ['loss', 'acc', 'val_loss', 'val_acc'])
         close(t, logs[key], history.history[key][e] as number, `epoch ${e + 1} ${key}`);
   });
+
+t.test("fit refuses the CLI's earlyStopping and keepBest, naming the callbacks that do it", async t => {
+  const m = model();
+  m.compile({ optimizer: 'sgd', loss: 'sparseCategoricalCrossentropy' });
+  const { x, y } = samples();
+  await t.rejects(fit(m, x, y, { earlyStopping: 'val_loss:2' }), {
+    code: 'BAD_CONFIG',
+    message:
+      /^fit: earlyStopping is tandem train's option; give fit callbacks: \[earlyStopping\(\{ monitor, patience \}\)\]/,
+  });
+  await t.rejects(fit(m, x, y, { keepBest: 2 }), {
+    code: 'BAD_CONFIG',
+    message: /^fit: keepBest .*callbacks: \[bestCheckpoints\(\{ dir, keep, monitor \}\)\]/,
+  });
+  tf.dispose([x, y]);
+});
