@@ -15,6 +15,7 @@ import type { ModelSpec } from './model/resolve-model.js';
 import type { HeadKind } from './classifier/classifier-head.js';
 import type { ModelSection } from './model/model-options.js';
 import type { DataOptions } from './data/data-options.js';
+import type { EpochLogsConfig, ValidationOptions } from './data/validation-options.js';
 import type { WorldOptions } from './world/world-options.js';
 import type { EngineOptions } from './engine/engine-options.js';
 import type { OptimizerFields } from './optim/optimizer-options.js';
@@ -65,6 +66,7 @@ export interface ClassifierConfig {
  */
 export type TrainConfig = ModelSection &
   DataOptions &
+  ValidationOptions &
   WorldOptions &
   EngineOptions &
   OptimizerFields &
@@ -95,6 +97,8 @@ export interface ResolvedConfig {
    */
   inputWarning?: string;
   evalSamples: number;
+  /** Validation every epoch, early stopping, the best epochs kept (config/epoch-logs-config.ts); absent: none. */
+  epochLogs?: EpochLogsConfig;
   onNan: 'error' | 'skip-step';
   checkpointEvery?: number;
   /** 0: off. */

@@ -66,3 +66,30 @@ t.test('regression: no accuracy; --json and --quiet: no epoch lines', async t =>
     [],
   );
 });
+
+t.test("a run's epoch logs (validation): the line shows them, once per epoch", async t => {
+  const lines: string[] = [];
+  const log = console.log;
+  console.log = (text: string) => void lines.push(text);
+  try {
+    const d = new ProgressDisplay({ json: false, quiet: false, tty: false });
+    d.event({ type: 'started', devices: 2, backend: 'cpu', method: 'data-parallel', strategy: 'sequential', steps: 4,
+      firstStep: 1, stepsPerEpoch: 2 }); // prettier-ignore
+    for (let step = 1; step <= 4; step++) {
+      if (step % 2 === 1) d.event({ type: 'epoch', epoch: (step + 1) / 2, step });
+      d.step(metrics(step, step, 0.5));
+      const logs = { loss: step / 4, acc: 0.75, val_loss: step / 3, val_acc: 0.5 };
+      if (step % 2 === 0) d.event({ type: 'epochEnd', epoch: step / 2, step, logs });
+    }
+    d.event({ type: 'finished', steps: 4 });
+  } finally {
+    console.log = log;
+  }
+  t.same(
+    lines.filter(l => /^epoch \d+\/\d+ /.test(l)).map(l => l.replace(/ [\d.]+ s$/, ' T s')),
+    [
+      'epoch 1/2  loss 0.5000  acc 0.750  val_loss 0.6667  val_acc 0.500  T s',
+      'epoch 2/2  loss 1.0000  acc 0.750  val_loss 1.3333  val_acc 0.500  T s',
+    ],
+  );
+});

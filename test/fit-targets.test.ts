@@ -120,9 +120,13 @@ t.test('fit: x of a model of two inputs, given wrong, is refused naming the inpu
     code: 'BAD_DATA',
     message: /x has no tensor for input 'grid'/,
   });
-  await t.rejects(fit(c.make(), x[0], y, { backend: 'cpu' }), {
-    code: 'BAD_MODEL',
-    message: /2 input\(s\) and 1 output\(s\).*x a Tensor\[\] or \{ inputName: Tensor \}/,
+  // one tensor: named as fit's x, with the inputs and the two ways to give them (not fitDataset's or evaluate's rule)
+  const oneTensor =
+    /^fit: x is one tensor, and the model has 2 inputs \(features, grid\); give one tensor per input: an array in that order \(\[features, grid\]\) or an object by name \(\{ features, grid \}\)$/;
+  await t.rejects(fit(c.make(), x[0], y, { backend: 'cpu' }), { code: 'BAD_DATA', message: oneTensor });
+  await t.rejects(fit(c.make(), x, y, { backend: 'cpu', validationData: [x[0], y] }), {
+    code: 'BAD_DATA',
+    message: /^fit: validationData is one tensor, and the model has 2 inputs \(features, grid\)/,
   });
   tf.dispose([...x, y]);
 });

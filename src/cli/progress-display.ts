@@ -59,11 +59,14 @@ export class ProgressDisplay {
       case 'ready':
         return;
       case 'epoch':
-        if (this.mode.tty && e.epoch > 1) process.stdout.write('\n');
+        if (e.epoch > 1) this.endBar();
         this.epochLine();
         this.epoch = e.epoch;
         this.epochStart = e.step;
         return;
+      case 'epochEnd':
+        this.endBar();
+        return this.epochLine(e.logs);
       case 'checkpoint':
         this.line(`checkpoint: ${e.path}`);
         return;
@@ -77,7 +80,7 @@ export class ProgressDisplay {
         this.line(`stopped after step ${e.step}`);
         return;
       case 'finished':
-        if (this.mode.tty) process.stdout.write('\n');
+        this.endBar();
         this.epochLine();
         return;
       case 'failed':
@@ -142,19 +145,37 @@ export class ProgressDisplay {
 
   /**
    * The epoch's line once its steps are over, e.g. `epoch 3/10  loss 0.3100  acc 0.912  12.3 s`: the means over its
-   * steps (as tfjs's epoch logs); regression has no accuracy.
+   * steps (as tfjs's epoch logs); regression has no accuracy. With the run's epoch logs (`logs`: validation, early
+   * stopping): their values, e.g. `epoch 3/10  loss 0.3100  acc 0.912  val_loss 0.3500  val_acc 0.901  12.3 s`.
    */
-  private epochLine(): void {
+  private epochLine(logs?: Record<string, number>): void {
     const t = this.tally;
     if (t.steps === 0 || this.mode.json || this.mode.quiet || this.muted) return;
-    const acc = Number.isNaN(t.accuracy) ? '' : `  acc ${(t.accuracy / t.steps).toFixed(3)}`;
+    const values = logs ?? {
+      loss: t.loss / t.steps,
+      ...(Number.isNaN(t.accuracy) ? {} : { acc: t.accuracy / t.steps }),
+    };
     const seconds = ((performance.now() - t.since) / 1000).toFixed(1);
-    console.log(`epoch ${this.epoch}/${this.epochs}  loss ${(t.loss / t.steps).toFixed(4)}${acc}  ${seconds} s`);
+    console.log(`epoch ${this.epoch}/${this.epochs}  ${epochValues(values)}  ${seconds} s`);
     this.tally = { steps: 0, loss: 0, accuracy: 0, since: 0 };
+  }
+
+  /** On a TTY, the progress bar's line ended (once: not after an epoch line already printed). */
+  private endBar(): void {
+    if (this.mode.tty && this.tally.steps > 0) process.stdout.write('\n');
   }
 
   private line(text: string): void {
     if (this.mode.tty) process.stdout.write(`\n${text}\n`);
     else console.log(text);
   }
+}
+
+/** `loss 0.3100  acc 0.912  val_loss 0.3500  val_acc 0.901`: losses to 4 decimals, accuracies to 3, others 4 digits. */
+export function epochValues(logs: Record<string, number>): string {
+  const shown = (key: string, v: number) =>
+    /(^|_)loss$/.test(key) ? v.toFixed(4) : /(^|_)acc$/.test(key) ? v.toFixed(3) : v.toPrecision(4);
+  return Object.entries(logs)
+    .map(([key, v]) => `${key} ${shown(key, v)}`)
+    .join('  ');
 }

@@ -89,7 +89,7 @@ export async function trainCommand(args: string[]): Promise<number> {
     unlinkLauncher();
   }
   printSummary(summary, json, verbose);
-  if (summary.stoppedAt === undefined) return 0;
+  if (summary.stoppedAt === undefined || summary.earlyStop) return 0; // early stopping: the run's own end
   const checkpoint =
     summary.checkpointPath ??
     (summary.config.topology.process > 0 ? "host 0's" : 'none (give --checkpoint-dir or --out)');

@@ -46,6 +46,15 @@ function printFullSummary(summary: Summary): void {
       `warning: step ${sk.step}, group ${sk.group}: update skipped, non-finite gradient (first: ` +
         `${sk.variable ?? 'unknown'})`,
     );
+  const stop = summary.earlyStop;
+  if (stop)
+    console.log(
+      `early stopping after epoch ${stop.epoch}: best ${stop.monitor} ${stop.best.toPrecision(4)} at epoch ` +
+        `${stop.bestEpoch}`,
+    );
+  const monitor = summary.config.epochLogs?.keepBest?.monitor;
+  for (const kept of summary.bestEpochs ?? [])
+    console.log(`kept: epoch ${kept.epoch}, ${monitor} ${kept.value.toPrecision(4)}: ${kept.dir}`);
   if (summary.heldOut)
     console.log(
       `held-out accuracy: ${(summary.heldOut.accuracy * 100).toFixed(2)}% on ${summary.heldOut.samples} samples`,

@@ -22,6 +22,7 @@ import { namedLoss, resolveLoss } from './resolve-loss.js';
 import { checkModuleModelShapes } from './module-model-shapes.js';
 import { shardedUpdateApplies } from './sharded-update.js';
 import { resolveLrSchedule } from '../optim/lr-schedule.js';
+import { epochLogsOf } from './epoch-logs-config.js';
 
 export async function prepareConfig(checked: CheckedConfig): Promise<ResolvedConfig> {
   const { config, fields, modelSource, dataSource } = checked;
@@ -80,6 +81,7 @@ export async function prepareConfig(checked: CheckedConfig): Promise<ResolvedCon
     classWeight: classWeightOf(config.classWeight, loss, meta.classes, method.name),
     metrics: config.metrics?.length ? metricsOf(targetShape) && config.metrics : undefined,
   });
+  Object.assign(resolved, epochLogsOf(config, method.name, loss, resolved.metrics));
   refuseNonBlockingTransport(resolved, method.computeCommunicator(resolved) !== undefined, method.name);
   if (!shardedUpdateApplies(resolved)) resolved.localUpdate = 'replica';
   return resolved;

@@ -15,6 +15,7 @@ import { sourcePath } from '../source-path.js';
 import type { TrainingMethod } from '../methods/training-method.js';
 import type { CheckedConfig } from './checked-config.js';
 import { evalSamplesOf, smallerBatch } from './held-out.js';
+import { validationHeldOut } from './epoch-logs-config.js';
 
 export type { PreparedData } from './prepared-data.js';
 
@@ -58,7 +59,7 @@ export function heldOutSplit(
   batch: number,
   devices: number,
 ): { trainSize: number; evalSamples: number } {
-  const heldOut = config.heldOut ?? method.defaultHeldOut(size);
+  const heldOut = validationHeldOut(config, size) ?? config.heldOut ?? method.defaultHeldOut(size);
   if (!Number.isInteger(heldOut) || heldOut < 0 || heldOut >= size)
     bad('heldOut', `must be an integer in [0, ${size}), got ${shown(heldOut)}`);
   const trainSize = size - heldOut;

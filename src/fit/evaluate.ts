@@ -15,6 +15,7 @@ import { runOneShotWorker } from '../actors/one-shot-worker.js';
 import { metricFunctionsOf } from './fit-metrics.js';
 import { pluginUrls } from '../config/plugin-urls.js';
 import type { EvaluateShard, EvaluateShardReply } from './evaluate-worker.js';
+import { shardsOf } from '../data/batch-shards.js';
 
 /** tfjs's `model.evaluate` arguments, and the devices and backend to evaluate on. */
 export type EvaluateArgs = tf.ModelEvaluateArgs & { devices?: number; backend?: BackendName; plugins?: string[] };
@@ -72,17 +73,7 @@ export async function evaluate(
   }
 }
 
-/** [first sample, samples] of each device: contiguous runs of whole batches (none empty). */
-export function shardsOf(n: number, batchSize: number, devices: number): [number, number][] {
-  const batches = Math.ceil(n / batchSize);
-  const shards: [number, number][] = [];
-  for (let d = 0; d < Math.min(devices, batches); d++) {
-    const from = Math.floor((d * batches) / Math.min(devices, batches)) * batchSize;
-    const to = Math.min(n, Math.floor(((d + 1) * batches) / Math.min(devices, batches)) * batchSize);
-    shards.push([from, to - from]);
-  }
-  return shards;
-}
+export { shardsOf } from '../data/batch-shards.js';
 
 export function samplesOf(x: tf.Tensor, y: tf.Tensor, from: number, count: number) {
   const read = (t: tf.Tensor) => {

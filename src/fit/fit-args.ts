@@ -88,6 +88,14 @@ export function tandemOptions(args: FitArgs): FitOptions {
         "fit: give callbacks: [tensorBoard(dir)] (tandem's, shaped like tf.node.tensorBoard) for TensorBoard " +
           "event files, not 'tensorboard'",
       );
+    if (key === 'earlyStopping' || key === 'keepBest')
+      throw new TandemError(
+        'BAD_CONFIG',
+        `fit: ${key} is tandem train's option; give fit ` +
+          (key === 'earlyStopping'
+            ? "callbacks: [earlyStopping({ monitor, patience })] (tandem's, or tf.callbacks.earlyStopping)"
+            : 'callbacks: [bestCheckpoints({ dir, keep, monitor })]'),
+      );
     if ((FIT_OWNS as readonly string[]).includes(key))
       throw new TandemError(
         'BAD_CONFIG',

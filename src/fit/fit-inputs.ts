@@ -13,8 +13,15 @@ export type FitX = tf.Tensor | tf.Tensor[] | Record<string, tf.Tensor>;
 
 /** `x` as one tensor per input of `model`, in its inputs' order, each of `n` samples; BAD_DATA saying what differs. */
 export function inputsOf(model: tf.LayersModel, x: FitX, what: string): tf.Tensor[] {
-  if (x instanceof tf.Tensor) return [x]; // one input (a model of several is refused by name further on)
   const names = model.inputNames;
+  if (x instanceof tf.Tensor) {
+    if (names.length === 1) return [x];
+    throw new TandemError(
+      'BAD_DATA',
+      `fit: ${what} is one tensor, and the model has ${names.length} inputs (${names.join(', ')}); give one tensor ` +
+        `per input: an array in that order ([${names.join(', ')}]) or an object by name ({ ${names.join(', ')} })`,
+    );
+  }
   const list = Array.isArray(x)
     ? x
     : names.map(name => {

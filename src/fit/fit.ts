@@ -47,8 +47,8 @@ export async function fit(model: tf.LayersModel, x: FitX, y: FitY, args: FitArgs
   const trained = outputs?.trained ?? (inputs.length > 1 ? flatInputModel(model) : model);
   const flatX = packInputs(inputs);
   const given = args.validationData;
-  const validationX =
-    given && !(given[0] instanceof tf.Tensor) ? packInputs(inputsOf(model, given[0], 'validationData')) : undefined;
+  const several = model.inputs.length > 1 || !(given?.[0] instanceof tf.Tensor); // one tensor: refused if several
+  const validationX = given && several ? packInputs(inputsOf(model, given[0], 'validationData')) : undefined;
   const flatArgs = validationX ? { ...args, validationData: [validationX, ...given!.slice(1)] as typeof given } : args;
   const { trainX, trainY, validation } = splitValidation(flatX, y, flatArgs);
   const { batchSize } = settings;

@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import * as tf from '@tensorflow/tfjs';
-import { TandemError, deserializeError, type SerializedError } from '../errors.js';
+import { RequestThread, allReady } from '../actors/request-thread.js';
 import { defaultBackend } from '../engine/backend.js';
 import { modelArtifacts, writeModelFiles } from '../actors/model-files.js';
 import { workerFlags } from '../actors/worker-exec-argv.js';
@@ -25,53 +25,7 @@ import type { OutputsSpec } from './fit-outputs.js';
 type Answer = { type: 'ready' } | { type: 'result'; values: number[]; samples: number };
 
 /** One validation thread: its requests answered in order. */
-class ShardThread {
-  private readonly waiting: { resolve(a: Answer): void; reject(e: unknown): void }[] = [];
-  private ended?: unknown;
-  readonly ready: Promise<Answer>;
-
-  constructor(
-    private readonly worker: Worker,
-    private readonly what: string,
-  ) {
-    this.ready = this.next();
-    worker.on('message', (m: Answer | { type: 'error'; error: SerializedError }) => {
-      const w = this.waiting.shift();
-      if (m.type !== 'error') return w?.resolve(m);
-      const { error } = m;
-      w?.reject(
-        new TandemError(error.code ?? 'DEVICE_FAILED', `${what} failed: ${error.message}`, error.context, {
-          cause: deserializeError(error),
-        }),
-      );
-    });
-    worker.on('error', err => this.end(err));
-    worker.on('exit', code =>
-      this.end(new TandemError('WORKER_EXITED', `the ${what} thread exited with code ${code}`)),
-    );
-  }
-
-  private end(err: unknown): void {
-    this.ended ??= err;
-    for (const w of this.waiting.splice(0)) w.reject(err);
-  }
-
-  private next(): Promise<Answer> {
-    if (this.ended !== undefined) return Promise.reject(this.ended);
-    return new Promise((resolve, reject) => this.waiting.push({ resolve, reject }));
-  }
-
-  ask(request: EvaluateRequest): Promise<Answer> {
-    const answer = this.next();
-    this.worker.postMessage(request);
-    return answer;
-  }
-
-  async close(): Promise<void> {
-    this.ended ??= new TandemError('WORKER_EXITED', `the ${this.what} thread was closed`);
-    await this.worker.terminate();
-  }
-}
+type ShardThread = RequestThread<Answer, EvaluateRequest>;
 
 /** `val_loss`, `val_<metric>` of the model's weights at each call; `close()` ends the threads and removes the files. */
 export class ValidationPool {
@@ -131,7 +85,7 @@ export class ValidationPool {
     const threads = shardsOf(samples, batchSize, this.on.devices ?? 2).map(([from, count], d) => {
       const shard: EvaluateShard = { ...job, batchSize, persistent: true, ...samplesOf(x, y, first + from, count) };
       const what = `validation on device ${d}`;
-      return new ShardThread(
+      return new RequestThread<Answer, EvaluateRequest>(
         new Worker(new URL('./evaluate-worker.js', import.meta.url), {
           workerData: shard,
           name: `tandem-${what}`,
@@ -140,11 +94,7 @@ export class ValidationPool {
         what,
       );
     });
-    await Promise.all(threads.map(t => t.ready)).catch(async err => {
-      await Promise.all(threads.map(t => t.close()));
-      throw err;
-    });
-    return threads;
+    return allReady(threads);
   }
 
   async close(): Promise<void> {

@@ -71,12 +71,12 @@ export const DATA_PARALLEL: TrainingMethod = {
     };
   },
   async summarize({ cfg, artifacts }) {
-    // held-out accuracy: classification only
-    if (cfg.trainSize >= cfg.datasetSize || isRegressionLoss(cfg.loss)) return {};
+    // held-out accuracy: classification only; several hosts: host 0 (which has the exported model) evaluates
+    if (cfg.trainSize >= cfg.datasetSize || isRegressionLoss(cfg.loss) || !artifacts) return {};
     const r = await evaluateHeldOut({
       backend: cfg.backend,
       plugins: cfg.plugins,
-      extractor: artifacts!,
+      extractor: artifacts,
       data: cfg.data,
       from: cfg.trainSize,
       to: cfg.datasetSize,

@@ -27,6 +27,8 @@ export type RunEvent = { host?: number } &
     /** `dashboard`: the live page's address (with its token, when bound off loopback: said this once). */
     | { type: 'dashboard'; url: string }
     | { type: 'epoch'; epoch: number; step: number }
+    /** With epoch logs (validationSplit, earlyStopping): the epoch's logs as tfjs's model.fit names them. */
+    | { type: 'epochEnd'; epoch: number; step: number; logs: Record<string, number> }
     | { type: 'checkpoint'; step: number; path: string }
     | { type: 'warning'; step: number; message: string }
     | { type: 'stopped'; step: number }

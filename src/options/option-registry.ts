@@ -8,6 +8,7 @@ import { TandemError } from '../errors.js';
 import type { AnyOptionTable, DeclaredOption, OptionSection } from './declaration.js';
 import { MODEL_OPTIONS } from '../model/model-options.js';
 import { DATA_OPTIONS } from '../data/data-options.js';
+import { VALIDATION_OPTIONS } from '../data/validation-options.js';
 import { WORLD_OPTIONS } from '../world/world-options.js';
 import { ENGINE_OPTIONS } from '../engine/engine-options.js';
 import { OPTIMIZER_OPTIONS, optimizerOptionTable } from '../optim/optimizer-options.js';
@@ -30,6 +31,7 @@ import { engineOptionTables } from '../engine/engine-registry.js';
 export const TRAIN_CONFIG_SECTIONS: readonly OptionSection[] = [
   { name: 'model', table: MODEL_OPTIONS },
   { name: 'data', table: DATA_OPTIONS },
+  { name: 'validation', table: VALIDATION_OPTIONS },
   { name: 'world', table: WORLD_OPTIONS },
   { name: 'engine', table: ENGINE_OPTIONS },
   { name: 'optimizer', table: OPTIMIZER_OPTIONS },

@@ -24,6 +24,8 @@ export const OUT_FILES = {
   events: 'events.jsonl',
   classifierDir: 'classifier',
   labels: 'labels.json',
+  /** --keep-best K: the best epochs' models, `best/epoch-<E>` (trainer/best-epochs.ts). */
+  bestDir: 'best',
 } as const;
 
 /**
@@ -34,7 +36,7 @@ export type OutputPlace =
 
 /** Every place a run of `cfg` writes, directories before the files in them. */
 export function outputPlacesOf(
-  cfg: Pick<ResolvedConfig, 'out' | 'trace' | 'checkpointDir' | 'classifier' | 'classNames'>,
+  cfg: Pick<ResolvedConfig, 'out' | 'trace' | 'checkpointDir' | 'classifier' | 'classNames' | 'epochLogs'>,
 ): OutputPlace[] {
   const places: OutputPlace[] = [];
   const directory = (p: string, label: string, lock: boolean) =>
@@ -47,6 +49,7 @@ export function outputPlacesOf(
       file(path.join(cfg.out, name), label);
     if (cfg.trace === undefined) file(path.join(cfg.out, OUT_FILES.trace), label);
     if (cfg.classNames) file(path.join(cfg.out, OUT_FILES.labels), label);
+    if (cfg.epochLogs?.keepBest) directory(path.join(cfg.out, OUT_FILES.bestDir), label, false);
     if (cfg.classifier?.exportClassifier) {
       const dir = path.join(cfg.out, OUT_FILES.classifierDir);
       directory(dir, label, false);

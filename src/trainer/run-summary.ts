@@ -62,6 +62,8 @@ export interface SummaryInputs {
   hooks: TrainHooks;
   /** Per local device, the accelerator its engine opened (webgpu); absent on the CPU engines. */
   engineDevices?: EngineDevice[];
+  /** With epoch logs: each epoch's logs, and where early stopping ended the run. */
+  epochs?: Pick<TrainSummary, 'epochs' | 'earlyStop' | 'bestEpochs'>;
 }
 
 export async function finishSummary(x: SummaryInputs): Promise<TrainSummary> {
@@ -101,6 +103,7 @@ export async function finishSummary(x: SummaryInputs): Promise<TrainSummary> {
       ? { emulated: true, label: cfg.link.label, bitsPerSecond: cfg.link.bandwidth, latencyMs: cfg.link.latencyMs }
       : undefined,
     history: loop.history,
+    ...x.epochs,
     weights: modelOrderWeights(x.weights, layout, x.replica),
     nonTrainableWeights: splitState(x.state, x.finished[0].state),
     nonTrainableIdentical: x.finished.every(f => sameBits(f.state, x.finished[0].state)),

@@ -73,6 +73,12 @@ export interface TrainSummary {
    */
   engineDevices?: EngineDevice[];
   history: { step: number; loss: number; accuracy: number }[];
+  /** With epoch logs (validationSplit, earlyStopping, keepBest): each epoch's logs, tfjs's keys (`val_loss`, …). */
+  epochs?: ({ epoch: number } & Record<string, number>)[];
+  /** Early stopping ended the run after `epoch`: the monitored log's best epoch and value. */
+  earlyStop?: { epoch: number; monitor: string; bestEpoch: number; best: number };
+  /** With keepBest: the kept epochs' models (`out/best/epoch-<E>`), best first, with their monitored value. */
+  bestEpochs?: { epoch: number; value: number; dir: string }[];
   /** Final parameters in model order (`model.trainableWeights`), from device 0. */
   weights: { name: string; shape: number[]; values: Float32Array }[];
   /**
@@ -168,7 +174,8 @@ export interface TrainingHandle {
   metrics$: Observable<StepMetrics>;
   /**
    * Lifecycle events and warnings: dashboard (with `dashboard`: the page's URL, first), started, auto, ready, epoch,
-   * checkpoint, warning, stopped, finished; or, last, failed.
+   * epochEnd (with epoch logs: validationSplit, earlyStopping, keepBest), checkpoint, warning, stopped, finished; or,
+   * last, failed.
    */
   events$: Observable<RunEvent>;
   done: Promise<TrainSummary>;

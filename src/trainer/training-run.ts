@@ -32,6 +32,7 @@ import { StepLoop } from './step-loop.js';
 import { hostGather } from './host-gather.js';
 import type { Checkpoint } from '../checkpoint/checkpoint-file.js';
 import { completedState, type CompletedState } from './completed-state.js';
+import { EpochLogs } from './epoch-logs.js';
 
 /** An elastic run's generation (elastic-run.ts): it keeps what a lost host needs, and may go on from memory. */
 export interface ElasticGeneration {
@@ -54,6 +55,8 @@ export class TrainingRun {
   private readonly monitor: WorldMonitor;
   private readonly hooks: TrainHooks;
   private replicaCheck: ReplicaCheck;
+  /** With config.epochLogs: validation, early stopping, the epochs' logs. */
+  private readonly epochLogs?: EpochLogs;
 
   constructor(
     private readonly cfg: ResolvedConfig,
@@ -65,7 +68,8 @@ export class TrainingRun {
     private readonly elastic?: ElasticGeneration,
   ) {
     this.monitor = new WorldMonitor(cfg, outerHooks);
-    this.hooks = this.monitor.hooks;
+    this.epochLogs = cfg.epochLogs && new EpochLogs(cfg, this.monitor.hooks);
+    this.hooks = this.epochLogs?.hooks ?? this.monitor.hooks;
     this.replicaCheck = new ReplicaCheck(cfg);
     this.method = getMethod(cfg.method);
     this.ledger = new RunLedger(cfg, this.hooks, err => this.threads.fail(err));
@@ -105,6 +109,7 @@ export class TrainingRun {
       this.controller.close();
       await this.threads.endThreads();
       await this.monitor.close();
+      await this.epochLogs?.close();
       this.checkpoints.store?.close();
       this.world?.channel?.close();
       await this.world?.server?.close();
@@ -155,12 +160,8 @@ export class TrainingRun {
     const finished = await finish(start, this.ledger, laidOut.groups.length, { firstStep, lastStep: loop.lastStep });
     loop.history = await this.monitor.finish(loop.history);
     return finishSummary({
-      cfg,
-      method: this.method,
-      layout: built.layout,
-      weights: built.weights,
-      state: built.state,
-      groups: laidOut.groups,
+      ...{ epochs: this.epochLogs?.summary(), cfg, method: this.method, layout: built.layout },
+      ...{ weights: built.weights, state: built.state, groups: laidOut.groups },
       replica: paramSlots(laidOut.buffers)[0],
       firstStep,
       loop,
