@@ -16,6 +16,7 @@ import { StoreClient } from '../collectives/gloo/tcp-store-client.js';
 import { goneKey, PRESENCE_SUFFIX } from '../collectives/gloo/tcp-store-server.js';
 import { addressTowards, storeUrl, type Rendezvous } from './rendezvous.js';
 import { describeProcess, type Topology } from './topology.js';
+import type { JoinRequest } from './join-requests.js';
 
 /** The key prefix of generation `generation`'s run and of the regroup that starts it. */
 export function generationPrefix(generation: number): string {
@@ -33,14 +34,23 @@ export interface RegroupRequest {
   /** The oldest step it can go back to (`step`, or the one before when its pre-update copy holds every group). */
   oldest?: number;
   minHosts: number;
+  /** The most hosts the run may have (--hosts). */
+  maxHosts: number;
+  /** Host 0: the hosts waiting to be admitted (join-requests.ts), in the order they asked. */
+  joining?: readonly JoinRequest[];
   /** How long host 0 waits for a survivor's answer before taking it for lost. */
   waitMs: number;
   /** How long a survivor waits for host 0's verdict. */
   verdictWaitMs: number;
 }
 
+/**
+ * go-on: `hosts` (old ranks, host 0 first) go on from `step`, and `joined` (waiting hosts admitted) after them, in
+ * that order.
+ */
 export type Verdict =
-  { kind: 'go-on'; hosts: number[]; step: number } | { kind: 'end'; hosts: number[]; reason: string };
+  | { kind: 'go-on'; hosts: number[]; step: number; joined: JoinRequest[] }
+  | { kind: 'end'; hosts: number[]; reason: string };
 
 /** Agrees on the next generation (every survivor calls it); the verdict, the same on every survivor. */
 export async function regroup(r: RegroupRequest): Promise<Verdict> {
@@ -125,7 +135,9 @@ function verdictOf(r: RegroupRequest, steps: Map<number, Completed | null>): Ver
   const name = (h: number) => describeProcess(r.topology, h);
   const lost = Array.from({ length: r.topology.processes }, (_, h) => h).filter(h => !steps.has(h));
   const lostText = lost.length > 0 ? `${lost.map(name).join(', ')} lost` : 'no host lost (a host failed)';
-  if (hosts.length < r.minHosts)
+  // hosts waiting to join count towards --min-hosts (a lost host restarted at once: the run goes on)
+  const joined = (r.joining ?? []).slice(0, Math.max(0, r.maxHosts - hosts.length));
+  if (hosts.length + joined.length < r.minHosts)
     return {
       kind: 'end',
       hosts,
@@ -151,7 +163,7 @@ function verdictOf(r: RegroupRequest, steps: Map<number, Completed | null>): Ver
         `(a host keeps the step before its last)`,
     };
   }
-  return { kind: 'go-on', hosts, step };
+  return { kind: 'go-on', hosts, step, joined };
 }
 
 /**
