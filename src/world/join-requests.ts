@@ -16,13 +16,7 @@ import { StoreClient } from '../collectives/gloo/tcp-store-client.js';
 import { decodeCheckpoint, encodeCheckpoint, type Checkpoint } from '../checkpoint/checkpoint-file.js';
 import { addressTowards, storeUrl, type Rendezvous } from './rendezvous.js';
 import { addressKey } from './host-channel.js';
-import { generationPrefix } from './regroup.js';
-
-/** A host waiting to be admitted: its ticket, and the rank it was started with (`--host-rank`). */
-export interface JoinRequest {
-  ticket: number;
-  rank: number;
-}
+import { generationPrefix, type JoinRequest } from './regroup.js';
 
 /** Host 0's answer to a join request: the host's place in the generation it joins, or why it joins none. */
 export type Admission =

@@ -16,11 +16,16 @@ import { StoreClient } from '../collectives/gloo/tcp-store-client.js';
 import { goneKey, PRESENCE_SUFFIX } from '../collectives/gloo/tcp-store-server.js';
 import { addressTowards, storeUrl, type Rendezvous } from './rendezvous.js';
 import { describeProcess, type Topology } from './topology.js';
-import type { JoinRequest } from './join-requests.js';
 
 /** The key prefix of generation `generation`'s run and of the regroup that starts it. */
 export function generationPrefix(generation: number): string {
   return `tandem.g${generation}.`;
+}
+
+/** A host waiting to be admitted (join-requests.ts): its ticket, and the rank it was started with (`--host-rank`). */
+export interface JoinRequest {
+  ticket: number;
+  rank: number;
 }
 
 export interface RegroupRequest {
