@@ -13,7 +13,7 @@ import { TandemError } from '../errors.js';
 import type { StrategySpec } from '../pipeline/strategy.js';
 import type { StoreServer } from '../collectives/gloo/tcp-store-server.js';
 import { serveRendezvous, storeUrl } from '../world/rendezvous.js';
-import { generationPrefix, openPresence, regroup, type Verdict } from '../world/regroup.js';
+import { generationPrefix, openPresence, presenceKey, regroup, type Verdict } from '../world/regroup.js';
 import { askToJoin, JoinWatch, startedBefore } from '../world/join-requests.js';
 import type { Elastic } from '../world/elastic-config.js';
 import { peerWaitMs } from '../world/peer-wait.js';
@@ -69,7 +69,7 @@ export async function runElastic(x: ElasticRunInputs): Promise<TrainSummary> {
       try {
         const ended = await generationEnd(run, cfg);
         if (ended.kind === 'done') return ended.summary;
-        generation = await nextGeneration(x, { elastic, maxHosts, joins }, generation, run, ended.cause);
+        generation = await nextGeneration(x, { elastic, maxHosts, joins, server }, generation, run, ended.cause);
       } finally {
         (await presence)?.close();
       }
@@ -150,6 +150,8 @@ interface ElasticContext {
   elastic: Elastic;
   maxHosts: number;
   joins?: JoinWatch;
+  /** Host 0: the store it serves (when it last heard from each host). */
+  server?: StoreServer;
 }
 
 /**
@@ -179,6 +181,7 @@ async function nextGeneration(
     minHosts: c.elastic.minHosts,
     maxHosts: c.maxHosts,
     joining: c.joins?.waiting,
+    lastHeard: c.server && (h => c.server!.lastHeard(presenceKey(g.number, h))),
     waitMs: peerWaitMs(cfg.stallTimeoutMs),
     // host 0 may notice the loss a peer wait later (a Gloo timeout), then wait a peer wait for the survivors
     verdictWaitMs: 2 * peerWaitMs(cfg.stallTimeoutMs) + cfg.stallTimeoutMs,
