@@ -217,22 +217,44 @@ t.test('host 0 writes the outputs; the others resolve with none', async t => {
 });
 
 t.test('launch: --hosts taken out, the flags it sets itself refused', async t => {
-  t.same(splitLaunchArgs(['--hosts', '2', '--devices', '1']), { hosts: 2, trainArgs: ['--devices', '1'] });
-  t.same(splitLaunchArgs(['--devices=1', '--hosts=3']), { hosts: 3, trainArgs: ['--devices=1'] });
+  t.same(splitLaunchArgs(['--hosts', '2', '--devices', '1']), {
+    hosts: 2,
+    maxRestarts: 0,
+    trainArgs: ['--devices', '1'],
+  });
+  t.same(splitLaunchArgs(['--devices=1', '--hosts=3']), { hosts: 3, maxRestarts: 0, trainArgs: ['--devices=1'] });
   t.throws(() => splitLaunchArgs(['--devices', '1']), { code: 'BAD_CONFIG', message: /usage/ });
   t.throws(() => splitLaunchArgs(['--hosts', '2', '--host-rank', '1']), { code: 'BAD_CONFIG', message: /--host-rank/ });
   t.throws(() => splitLaunchArgs(['--hosts', 'two']), { code: 'BAD_CONFIG' });
+  t.same(splitLaunchArgs(['--hosts', '3', '--max-restarts', '1', '--min-hosts', '2']), {
+    hosts: 3,
+    maxRestarts: 1,
+    trainArgs: ['--min-hosts', '2'],
+  });
+  t.throws(() => splitLaunchArgs(['--hosts', '3', '--max-restarts', '1']), {
+    code: 'BAD_CONFIG',
+    message: /--max-restarts restarts a lost host into an elastic run, which admits it again: give --min-hosts M/,
+  });
+  t.throws(() => splitLaunchArgs(['--hosts', '3', '--max-restarts', 'x', '--min-hosts', '2']), {
+    code: 'BAD_CONFIG',
+    message: /--max-restarts must be an integer/,
+  });
 });
 
 t.test(
   'launch --gpus: one host by default; --host-rank and --rendezvous together, for one host of several; --devices ' +
     'refused',
   async t => {
-    t.same(splitLaunchArgs(['--gpus', '2', '--steps', '3']), { hosts: 1, gpus: 2, trainArgs: ['--steps', '3'] });
-    t.same(splitLaunchArgs(['--gpus=4', '--hosts', '3']), { hosts: 3, gpus: 4, trainArgs: [] });
+    t.same(splitLaunchArgs(['--gpus', '2', '--steps', '3']), {
+      hosts: 1,
+      gpus: 2,
+      maxRestarts: 0,
+      trainArgs: ['--steps', '3'],
+    });
+    t.same(splitLaunchArgs(['--gpus=4', '--hosts', '3']), { hosts: 3, gpus: 4, maxRestarts: 0, trainArgs: [] });
     t.same(
       splitLaunchArgs(['--gpus', '1', '--model', 'gpus', '--out', 'hosts']),
-      { hosts: 1, gpus: 1, trainArgs: ['--model', 'gpus', '--out', 'hosts'] },
+      { hosts: 1, gpus: 1, maxRestarts: 0, trainArgs: ['--model', 'gpus', '--out', 'hosts'] },
       "only flags are the launcher's",
     );
     t.same(splitLaunchArgs(['--gpus', '2', '--hosts', '2', '--host-rank', '1', '--rendezvous', '10.0.0.1:29500']), {
@@ -240,6 +262,7 @@ t.test(
       gpus: 2,
       hostRank: 1,
       rendezvous: '10.0.0.1:29500',
+      maxRestarts: 0,
       trainArgs: [],
     });
     t.throws(() => splitLaunchArgs(['--gpus', '2', '--devices', '2']), {

@@ -54,13 +54,18 @@ export async function writeCheckpoint(
   tag = `${process.pid}-${randomBytes(4).toString('hex')}-0`,
 ): Promise<string> {
   await makeDirectory(dir, `checkpoint directory ${dir}`);
-  const payload = packr.pack(checkpoint);
-  const sha256 = createHash('sha256').update(payload).digest('hex');
   const file = checkpointPath(dir, checkpoint.step);
-  return writeFileAtomically(file, packr.pack({ magic: MAGIC, version: VERSION, sha256, payload }), {
+  return writeFileAtomically(file, encodeCheckpoint(checkpoint), {
     sync: true,
     temporary: `${file}${TMP_INFIX}${tag}`,
   });
+}
+
+/** A checkpoint file's bytes (decodeCheckpoint reads them back). */
+export function encodeCheckpoint(checkpoint: Checkpoint): Buffer {
+  const payload = packr.pack(checkpoint);
+  const sha256 = createHash('sha256').update(payload).digest('hex');
+  return packr.pack({ magic: MAGIC, version: VERSION, sha256, payload });
 }
 
 export async function readCheckpoint(file: string): Promise<Checkpoint> {

@@ -58,6 +58,8 @@ Launch arguments:
   --gpus N                   a process per GPU, each with one device (leave out --devices)
   --host-rank R              with --gpus on one machine of several: this machine's rank
   --rendezvous HOST:PORT     with --gpus on one machine of several: host 0's address
+  --max-restarts K           an elastic run (--min-hosts): start a failed process (not host 0) again, up to K times;
+                             it rejoins the run at the next step boundary (default 0: one failing ends all)
 
 Train flags: every flag of tandem train (tandem train --help), but those the launcher sets for each process.`;
 

@@ -13,7 +13,8 @@ import { TandemError } from '../errors.js';
 import type { StrategySpec } from '../pipeline/strategy.js';
 import type { StoreServer } from '../collectives/gloo/tcp-store-server.js';
 import { serveRendezvous, storeUrl } from '../world/rendezvous.js';
-import { generationPrefix, openPresence, regroup, type Verdict } from '../world/regroup.js';
+import { generationPrefix, openPresence, presenceKey, regroup, type Verdict } from '../world/regroup.js';
+import { askToJoin, JoinWatch, startedBefore } from '../world/join-requests.js';
 import type { Elastic } from '../world/elastic-config.js';
 import { peerWaitMs } from '../world/peer-wait.js';
 import { describeProcess } from '../world/topology.js';
@@ -21,7 +22,7 @@ import type { Checkpoint } from '../checkpoint/checkpoint-file.js';
 import { checkpointDirOf, runFingerprint } from './run-checkpoints.js';
 import { CheckpointStore } from '../checkpoint/checkpoint-store.js';
 import type { CompletedState } from './completed-state.js';
-import { TrainingRun } from './training-run.js';
+import { TrainingRun, type Regrouping } from './training-run.js';
 import type { StopRequest } from './stop-request.js';
 import type { TrainHooks, TrainSummary } from './run-types.js';
 
@@ -37,6 +38,9 @@ export interface ElasticRunInputs {
   resolveFor: (hosts: number, hostRank: number) => Promise<ResolvedConfig>;
 }
 
+/** How long a host waits for host 0's store at the start (as a run's setup waits: stall-inspector.ts). */
+const SETUP_WAIT_MS = 60_000;
+
 /** Whether a generation's failure is a lost host the survivors may regroup around. */
 function lostHost(err: unknown): err is TandemError {
   return err instanceof TandemError && (err.code === 'PEER_LOST' || err.code === 'STALLED');
@@ -44,30 +48,93 @@ function lostHost(err: unknown): err is TandemError {
 
 export async function runElastic(x: ElasticRunInputs): Promise<TrainSummary> {
   const { strategy, hooks, auto, stopRequest, elastic } = x;
-  if (!elastic || !x.cfg.rendezvous) return new TrainingRun(x.cfg, strategy, hooks, auto, stopRequest, x.served).run();
+  if (!elastic || !x.cfg.rendezvous)
+    return summaryOf(await new TrainingRun(x.cfg, strategy, hooks, auto, stopRequest, x.served).run());
   const server = x.cfg.topology.process === 0 ? (x.served ?? (await serveRendezvous(x.cfg.rendezvous))) : undefined;
+  const maxHosts = x.cfg.topology.processes;
+  let ending = 'the run ended';
+  // host 0 watches for hosts that ask to join (a host restarted by tandem launch --max-restarts)
+  const joins = server ? await JoinWatch.open(storeUrl(x.cfg.rendezvous), SETUP_WAIT_MS) : undefined;
   try {
-    let generation: Generation = { cfg: x.cfg, number: 0, minHosts: elastic.minHosts };
+    let generation = await firstGeneration(x, elastic);
     for (;;) {
       const { cfg } = generation;
-      const run = new TrainingRun(cfg, strategy, hooks, auto, stopRequest, server, generation);
+      const regroupWanted = joins && (() => joins.waiting.length > 0 && cfg.topology.processes < maxHosts);
+      const run = new TrainingRun(cfg, strategy, hooks, auto, stopRequest, server, { ...generation, regroupWanted });
       // host 0 learns at once that this host's process died (world/regroup.ts)
       const presence =
         cfg.rendezvous && cfg.topology.process !== 0
           ? openPresence(cfg.rendezvous, generation.number, cfg.topology.process, cfg.stallTimeoutMs)
           : Promise.resolve(undefined);
       try {
-        return await run.run();
-      } catch (err) {
-        if (!lostHost(err) || !cfg.rendezvous) throw err;
-        generation = await nextGeneration(x, elastic, generation, run, err);
+        const ended = await generationEnd(run, cfg);
+        if (ended.kind === 'done') return ended.summary;
+        generation = await nextGeneration(x, { elastic, maxHosts, joins, server }, generation, run, ended.cause);
       } finally {
         (await presence)?.close();
       }
     }
+  } catch (err) {
+    ending = `the run ended: ${(err as Error).message.slice(0, 300)}`;
+    throw err;
   } finally {
+    await joins?.close(ending);
     if (!x.served) await server?.close();
   }
+}
+
+/** A non-elastic run's summary (it never regroups). */
+function summaryOf(result: TrainSummary | Regrouping): TrainSummary {
+  if ('kind' in result) throw new Error('a run that is not elastic regrouped');
+  return result;
+}
+
+/** How a generation ended: the run done, or a regroup (admitting a host; or `cause`: a host lost). */
+type GenerationEnd = { kind: 'done'; summary: TrainSummary } | { kind: 'regroup'; cause?: TandemError };
+
+async function generationEnd(run: TrainingRun, cfg: ResolvedConfig): Promise<GenerationEnd> {
+  try {
+    const result = await run.run();
+    return 'kind' in result ? { kind: 'regroup' } : { kind: 'done', summary: result };
+  } catch (err) {
+    if (!lostHost(err) || !cfg.rendezvous) throw err;
+    return { kind: 'regroup', cause: err };
+  }
+}
+
+/**
+ * The run's first generation: the run as started; a host started before (restarted: join-requests.ts), the
+ * generation host 0 admits it into, with the state it goes on from.
+ */
+async function firstGeneration(x: ElasticRunInputs, elastic: Elastic): Promise<Generation> {
+  const first: Generation = { cfg: x.cfg, number: 0, minHosts: elastic.minHosts };
+  const { rendezvous, topology } = x.cfg;
+  const rank = topology.process;
+  if (!rendezvous || rank === 0 || !(await startedBefore(rendezvous, rank, SETUP_WAIT_MS))) return first;
+  x.hooks.onEvent?.({
+    type: 'warning',
+    step: 0,
+    message: `elastic: host ${rank} was started before in this run (restarted): it asks host 0 to admit it`,
+  });
+  const { admission, state } = await askToJoin(storeUrl(rendezvous), rank, SETUP_WAIT_MS);
+  if (admission.kind === 'ended' || !state) {
+    const why = admission.kind === 'ended' ? admission.reason : 'no state';
+    throw new TandemError('ABORTED', `host ${rank} (restarted) was not admitted into the elastic run: ${why}`);
+  }
+  const cfg = withPrefix(await x.resolveFor(admission.hosts, admission.hostRank), admission.generation);
+  x.hooks.onEvent?.({
+    type: 'warning',
+    step: admission.step,
+    message:
+      `elastic: host ${rank} (restarted) admitted by host 0: going on from step ${admission.step} as host ` +
+      `${admission.hostRank} of ${admission.hosts}, ${cfg.devices} device(s)`,
+  });
+  const resume = { ...state, fingerprint: runFingerprint(cfg) };
+  return { cfg, number: admission.generation, resume, minHosts: elastic.minHosts };
+}
+
+function withPrefix(cfg: ResolvedConfig, generation: number): ResolvedConfig {
+  return cfg.rendezvous ? { ...cfg, rendezvous: { ...cfg.rendezvous, prefix: generationPrefix(generation) } } : cfg;
 }
 
 /** A generation of an elastic run: its config, and the state it goes on from (none: the run's start). */
@@ -78,30 +145,43 @@ interface Generation {
   resume?: Checkpoint;
 }
 
+/** What every generation of an elastic run shares: --min-hosts, --hosts (the most), host 0's watch for joiners. */
+interface ElasticContext {
+  elastic: Elastic;
+  maxHosts: number;
+  joins?: JoinWatch;
+  /** Host 0: the store it serves (when it last heard from each host). */
+  server?: StoreServer;
+}
+
 /**
- * After generation `g` lost a host (`err`): the survivors' verdict, and the next generation; the run's error when it
- * ends.
+ * After generation `g` ended to regroup (`cause`: it lost a host; none: a host waits to join): the survivors' verdict,
+ * and the next generation (with the hosts admitted); the run's error when it ends.
  */
 async function nextGeneration(
   x: ElasticRunInputs,
-  elastic: Elastic,
+  c: ElasticContext,
   g: Generation,
   run: TrainingRun,
-  err: TandemError,
+  cause: TandemError | undefined,
 ): Promise<Generation> {
   const { cfg } = g;
   const newest = run.completedState();
   // the step before, when the pre-update copy holds it: what this host rolls back to if a peer did not complete newest
   const before = newest && newest.step > 0 ? run.completedState(newest.step - 1) : undefined;
-  const ends = (why: string, cause: unknown) =>
-    new TandemError(err.code, `${err.message}; the elastic run ends: ` + `${why}`, undefined, { cause });
+  const code = cause?.code ?? 'PEER_LOST';
+  const ends = (why: string, e: unknown) =>
+    new TandemError(code, `${cause ? `${cause.message}; ` : ''}the elastic run ends: ${why}`, undefined, { cause: e });
   const verdict = await regroup({
     store: storeUrl(cfg.rendezvous!),
     topology: cfg.topology,
     generation: g.number,
     step: newest?.step,
     oldest: before?.step ?? newest?.step,
-    minHosts: elastic.minHosts,
+    minHosts: c.elastic.minHosts,
+    maxHosts: c.maxHosts,
+    joining: c.joins?.waiting,
+    lastHeard: c.server && (h => c.server!.lastHeard(presenceKey(g.number, h))),
     waitMs: peerWaitMs(cfg.stallTimeoutMs),
     // host 0 may notice the loss a peer wait later (a Gloo timeout), then wait a peer wait for the survivors
     verdictWaitMs: 2 * peerWaitMs(cfg.stallTimeoutMs) + cfg.stallTimeoutMs,
@@ -112,17 +192,25 @@ async function nextGeneration(
   const hostRank = verdict.hosts.indexOf(cfg.topology.process);
   if (verdict.kind === 'end' || hostRank < 0 || !state) {
     const saved = cfg.topology.process === 0 ? await savedState(cfg, state, x.hooks) : '';
-    throw ends(`${endReason(verdict, cfg)}${saved}`, err);
+    throw ends(`${endReason(verdict, cfg)}${saved}`, cause);
   }
-  const next = await x.resolveFor(verdict.hosts.length, hostRank);
+  const hosts = verdict.hosts.length + verdict.joined.length;
   const number = g.number + 1;
-  const nextCfg = next.rendezvous
-    ? { ...next, rendezvous: { ...next.rendezvous, prefix: generationPrefix(number) } }
-    : next;
+  const nextCfg = withPrefix(await x.resolveFor(hosts, hostRank), number);
   const { weights, params, optimizerState } = state;
   const resume = { step: verdict.step, weights, fingerprint: runFingerprint(nextCfg), params, optimizerState };
-  x.hooks.onEvent?.({ type: 'warning', step: verdict.step, message: goingOn(verdict, err, nextCfg.devices) });
-  return { cfg: nextCfg, number, resume, minHosts: elastic.minHosts };
+  await c.joins?.admit(number, resume, admissions(verdict, number));
+  x.hooks.onEvent?.({ type: 'warning', step: verdict.step, message: goingOn(verdict, cause, nextCfg.devices) });
+  return { cfg: nextCfg, number, resume, minHosts: c.elastic.minHosts };
+}
+
+/** Host 0's answer to each host the verdict admits: its place in generation `generation`. */
+function admissions(verdict: Extract<Verdict, { kind: 'go-on' }>, generation: number) {
+  const hosts = verdict.hosts.length + verdict.joined.length;
+  return verdict.joined.map((request, k) => ({
+    request,
+    admission: { kind: 'admitted' as const, generation, hosts, hostRank: verdict.hosts.length + k, step: verdict.step },
+  }));
 }
 
 /**
@@ -154,9 +242,16 @@ function endReason(verdict: Verdict, cfg: ResolvedConfig): string {
   );
 }
 
-function goingOn(verdict: Extract<Verdict, { kind: 'go-on' }>, err: TandemError, devices: number): string {
+function goingOn(
+  verdict: Extract<Verdict, { kind: 'go-on' }>,
+  cause: TandemError | undefined,
+  devices: number,
+): string {
+  const why = cause ? `${cause.code} (${cause.message.slice(0, 300)})` : 'a host asks to join';
+  const joined = verdict.joined.map(j => `host ${j.rank} (restarted)`);
+  const admitted = joined.length > 0 ? ` and ${joined.join(', ')} admitted` : '';
   return (
-    `elastic: ${err.code} (${err.message.slice(0, 300)}); going on from step ${verdict.step} with ` +
-    `${verdict.hosts.length} host(s) (the previous generation's ${verdict.hosts.join(', ')}), ${devices} device(s)`
+    `elastic: ${why}; going on from step ${verdict.step} with ${verdict.hosts.length + verdict.joined.length} ` +
+    `host(s) (the previous generation's ${verdict.hosts.join(', ')}${admitted}), ${devices} device(s)`
   );
 }

@@ -3,7 +3,7 @@
  * the same step; a stop request's grace period and the abort it turns into when the grace runs out.
  */
 import { TandemError } from '../errors.js';
-import type { HostChannel } from '../world/host-channel.js';
+import type { HostChannel, StepVerdict } from '../world/host-channel.js';
 import type { StopKind, StopRequest } from './stop-request.js';
 import type { TrainHooks } from './run-types.js';
 import type { RunThreads } from './run-threads.js';
@@ -21,8 +21,15 @@ export class RunController {
   abortCause?: AbortCause;
   private stepping: 'before' | 'stepping' | 'after' = 'before';
   private graceTimer?: NodeJS.Timeout;
+  /**
+   * An elastic run's host 0: whether a host waits to join (trainer/elastic-run.ts): its wish after each step is then
+   * to regroup.
+   */
+  regroupWanted?: () => boolean;
+  /** Several hosts: the step after which they agreed to end the generation and regroup (admitting a host). */
+  regroupAfter?: number;
   /** Several hosts: the stop verdict read for a step (stopAgreedBefore). */
-  private verdict?: { step: number; agreed: Promise<boolean> };
+  private verdict?: { step: number; agreed: Promise<StepVerdict> };
   /** Several hosts: the last step after which this host added its stop wish (wishAfter). */
   private wished = 0;
 
@@ -92,9 +99,10 @@ export class RunController {
 
   /** Several hosts: whether they agreed to stop after `step`; when not, this host's wish after `step`, added (once). */
   private async agreedElseWish(step: number): Promise<boolean> {
-    const agreed = await this.stopAgreedBefore(step);
-    if (!agreed) await this.wishAfter(step);
-    return agreed;
+    const verdict = await this.stopAgreedBefore(step);
+    if (verdict === 'regroup') this.regroupAfter = step;
+    if (verdict === 'go-on') await this.wishAfter(step);
+    return verdict !== 'go-on';
   }
 
   /**
@@ -105,7 +113,9 @@ export class RunController {
   private async wishAfter(step: number): Promise<void> {
     if (this.wished >= step || step >= this.steps) return;
     this.wished = step;
-    await this.channel!.submitStop(step, this.stopWanted());
+    // a regroup after the last step would admit a host to nothing
+    const regroup = step + 1 < this.steps && this.regroupWanted?.() === true;
+    await this.channel!.submitStop(step, this.stopWanted(), regroup);
   }
 
   /**
@@ -119,11 +129,11 @@ export class RunController {
     return this.agreedElseWish(step);
   }
 
-  /** Several hosts: whether they agreed to stop after `step` (the wishes made after step-1); read once per step. */
-  private stopAgreedBefore(step: number): Promise<boolean> {
+  /** Several hosts: what they agreed to do after `step` (the wishes made after step-1); read once per step. */
+  private stopAgreedBefore(step: number): Promise<StepVerdict> {
     const channel = this.channel!;
     if (this.verdict?.step !== step) {
-      const agreed = step > this.firstStep ? channel.stopAgreed(step - 1) : Promise.resolve(false);
+      const agreed = step > this.firstStep ? channel.stepVerdict(step - 1) : Promise.resolve<StepVerdict>('go-on');
       agreed.catch(() => {}); // awaited by whoever asked
       this.verdict = { step, agreed };
     }

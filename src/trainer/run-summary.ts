@@ -32,6 +32,8 @@ export function warmupSteps(steps: number): number {
 export interface StepLoopResult {
   lastStep: number;
   stoppedAt?: number;
+  /** An elastic run: the generation ended after this step to admit a host (trainer/elastic-run.ts). */
+  regroupAfter?: number;
   history: TrainSummary['history'];
   computeTotal: number;
   loadWaitTotal: number;

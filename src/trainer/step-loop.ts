@@ -126,10 +126,16 @@ export class StepLoop {
     if (replicaCheck.due(step)) await replicaCheck.afterApplied(step, replicas);
     const epochStop = await atEpochEnd(this.parts, laidOut, cfg, step);
     const stopping = (await controller.stopAfter(step, nextPosted)) || epochStop;
+    // an elastic run's generation ending to admit a host: no stop checkpoint (it goes on from memory)
+    const regroup = controller.regroupAfter === step && !epochStop;
     const disarmGrace = () => controller.stepsOver();
-    if (checkpoints.due(step, stopping)) await checkpoints.write(laidOut, step, stopping ? disarmGrace : undefined);
+    const stopCheckpoint = stopping && !regroup;
+    if (checkpoints.due(step, stopCheckpoint))
+      await checkpoints.write(laidOut, step, stopCheckpoint ? disarmGrace : undefined);
     if (stopping) disarmGrace();
-    if (!stopping || step >= cfg.steps) return false;
+    if (regroup) result.regroupAfter = step;
+    if (regroup) result.lastStep = step;
+    if (regroup || !stopping || step >= cfg.steps) return regroup;
     result.lastStep = step;
     result.stoppedAt = step;
     hooks.onEvent?.({ type: 'stopped', step });

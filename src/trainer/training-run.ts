@@ -31,6 +31,7 @@ import { attach, finish, restore, startExchange, type StartContext } from './run
 import { StepLoop } from './step-loop.js';
 import { hostGather } from './host-gather.js';
 import type { Checkpoint } from '../checkpoint/checkpoint-file.js';
+import type { EngineDevice } from '../engine/engine.js';
 import { completedState, type CompletedState } from './completed-state.js';
 import { EpochLogs } from './epoch-logs.js';
 
@@ -40,6 +41,14 @@ export interface ElasticGeneration {
   resume?: Checkpoint;
   /** --min-hosts, which every host must share. */
   minHosts?: number;
+  /** Host 0: whether a host waits to be admitted (the hosts then end the generation at the next step they agree on). */
+  regroupWanted?: () => boolean;
+}
+
+/** An elastic run's generation that ended after `step` to admit a host: the run goes on in the next generation. */
+export interface Regrouping {
+  kind: 'regroup';
+  step: number;
 }
 
 export class TrainingRun {
@@ -78,6 +87,7 @@ export class TrainingRun {
     );
     this.stalls = new StallInspector(this.threads, cfg.stallTimeoutMs, cfg.topology);
     this.controller = new RunController(this.threads, cfg.steps, cfg.stopGraceMs, this.hooks.shouldStop, stopRequest);
+    this.controller.regroupWanted = elastic?.regroupWanted;
     this.checkpoints = new RunCheckpointing(
       cfg,
       this.threads,
@@ -88,7 +98,8 @@ export class TrainingRun {
     );
   }
 
-  async run(): Promise<TrainSummary> {
+  /** The run's summary; an elastic generation that ends to admit a host: the step it ends after. */
+  async run(): Promise<TrainSummary | Regrouping> {
     const failed = this.threads.failed();
     const unlisten = this.controller.listen();
     try {
@@ -116,7 +127,7 @@ export class TrainingRun {
     }
   }
 
-  private async drive(): Promise<TrainSummary> {
+  private async drive(): Promise<TrainSummary | Regrouping> {
     const started = performance.now();
     const { cfg, threads } = this;
     await this.checkpoints.open();
@@ -126,27 +137,18 @@ export class TrainingRun {
     await checkRoomForResults(resultNeeds(cfg, built.layout.total, built.stateTotal)); // before step 1, not at the end
     const checkpoints = this.checkpoints.store !== undefined;
     // an elastic run keeps the pre-update copy an abort checkpoint keeps: the state of the last completed step
-    const keepsPreimage = checkpoints || this.elastic !== undefined;
     const elastic = this.elastic !== undefined;
-    const context = { threads, cfg, method: this.method, strategy: this.strategy, checkpoints: keepsPreimage, elastic };
+    const context = {
+      ...{ threads, cfg, method: this.method, strategy: this.strategy },
+      ...{ checkpoints: checkpoints || elastic, elastic },
+    };
     const laidOut = await layOut(context, built);
     this.laidOut = laidOut;
     checkLink(cfg, laidOut.groups);
     const resume = this.elastic?.resume ?? (cfg.resume ? await this.checkpoints.loadResume(built) : undefined);
     const firstStep = (resume?.step ?? 0) + 1;
     this.controller.firstStep = firstStep;
-    this.hooks.onEvent?.({
-      type: 'started',
-      devices: cfg.devices,
-      backend: cfg.backend,
-      method: cfg.method,
-      strategy: cfg.strategy,
-      steps: cfg.steps,
-      firstStep,
-      stepsPerEpoch: cfg.stepsPerEpoch,
-      ...(cfg.lrSchedule ? { lrSchedule: cfg.lrSchedule.kind } : {}),
-      ...(built.engineDevices ? { engineDevices: built.engineDevices } : {}),
-    });
+    this.announceStart(built, firstStep);
     const loading = laidOut.load(firstStep);
     loading.catch(() => {}); // awaited in the step loop; a failure must not be unhandled meanwhile
     const start: StartContext = { threads, cfg, method: this.method, world: this.world, watchdogMs };
@@ -157,6 +159,7 @@ export class TrainingRun {
     await startExchange(start, laidOut, { firstStep, resume, resumeSource, shareHookState, hooks: this.hooks });
     this.hooks.onEvent?.({ type: 'ready', parameters: built.layout.total, groups: laidOut.groups.length });
     const loop = await this.stepLoop(laidOut, firstStep, loading).run();
+    if (loop.regroupAfter !== undefined) return { kind: 'regroup', step: loop.regroupAfter };
     const finished = await finish(start, this.ledger, laidOut.groups.length, { firstStep, lastStep: loop.lastStep });
     loop.history = await this.monitor.finish(loop.history);
     return finishSummary({
@@ -171,6 +174,23 @@ export class TrainingRun {
       wallSeconds: (performance.now() - started) / 1000,
       hooks: this.hooks,
       engineDevices: built.engineDevices,
+    });
+  }
+
+  /** The `started` event: what this run (this generation) trains on, and from which step. */
+  private announceStart(built: { engineDevices?: EngineDevice[] }, firstStep: number): void {
+    const { cfg } = this;
+    this.hooks.onEvent?.({
+      type: 'started',
+      devices: cfg.devices,
+      backend: cfg.backend,
+      method: cfg.method,
+      strategy: cfg.strategy,
+      steps: cfg.steps,
+      firstStep,
+      stepsPerEpoch: cfg.stepsPerEpoch,
+      ...(cfg.lrSchedule ? { lrSchedule: cfg.lrSchedule.kind } : {}),
+      ...(built.engineDevices ? { engineDevices: built.engineDevices } : {}),
     });
   }
 

@@ -38,6 +38,7 @@ import { parseStoreUrl, StoreClient } from '../collectives/gloo/tcp-store-client
 import { describeProcess, type Topology } from './topology.js';
 import { flagDifferences, type HostFlags } from './host-flags.js';
 import type { CheckpointBytes, HeadState } from '../checkpoint/checkpoint-file.js';
+import { frame, unframe } from './store-frame.js';
 
 /**
  * A checkpoint's per-device state of one host's devices, local order (or, collected on host 0, of every device): local
@@ -50,6 +51,12 @@ export interface DeviceState {
 
 /** A stop wish weighs this much in a step's counter; an arrival weighs 1 (hosts < this). */
 const STOP_WEIGHT = 1 << 16;
+/** Host 0's wish to regroup (a host waits to join an elastic run) weighs this much (more than every stop wish). */
+const REGROUP_WEIGHT = 2 ** 32;
+
+/** What the hosts agreed after a step: go on, stop (a host wished it), or regroup to admit a host (elastic-run.ts). */
+export type StepVerdict = 'go-on' | 'stop' | 'regroup';
+const VERDICT_VALUES: Record<StepVerdict, string> = { 'go-on': '0', stop: '1', regroup: '2' };
 const RESUME_KEY = 'tandem.resume';
 const AUTO_KEY = 'tandem.auto';
 /** The store key of host 0's monitor hub port (only a holder of the job secret reads it). */
@@ -58,7 +65,8 @@ export const MONITOR_KEY = 'tandem.monitor.port';
 const NO_ANSWER_MARGIN_MS = 1000;
 
 const stopKey = (step: number) => `tandem.stop.${step}`;
-const addressKey = (host: number) => `tandem.host${host}.address`;
+/** Where host `host` leaves its address when it joins (a generation's prefix before it). */
+export const addressKey = (host: number) => `tandem.host${host}.address`;
 const machineKey = (host: number) => `tandem.host${host}.machine`;
 const flagsKey = (host: number) => `tandem.host${host}.flags`;
 /** The first byte of the resume key's value: the checkpoint's bytes follow, or host 0's error message. */
@@ -212,13 +220,15 @@ export class HostChannel {
    * also leaves the count its wish made, so that a verdict that never came names the host
    * that added last (missingWishes).
    */
-  async submitStop(step: number, wanted: boolean): Promise<void> {
+  async submitStop(step: number, wanted: boolean, regroup = false): Promise<void> {
     const key = stopKey(step);
     await this.betweenSteps(step, 'adding its stop wish', async () => {
-      const count = await this.client.add(key, 1 + (wanted ? STOP_WEIGHT : 0));
+      const count = await this.client.add(key, 1 + (wanted ? STOP_WEIGHT : 0) + (regroup ? REGROUP_WEIGHT : 0));
       await this.client.set(`${key}.host${this.topology.process}`, String(count));
-      if (count % STOP_WEIGHT === this.topology.processes)
-        await this.client.set(`${key}.agreed`, count >= STOP_WEIGHT ? '1' : '0');
+      if (count % STOP_WEIGHT !== this.topology.processes) return;
+      const stop = Math.floor(count / STOP_WEIGHT) % (REGROUP_WEIGHT / STOP_WEIGHT) > 0;
+      const verdict: StepVerdict = stop ? 'stop' : count >= REGROUP_WEIGHT ? 'regroup' : 'go-on';
+      await this.client.set(`${key}.agreed`, VERDICT_VALUES[verdict]);
     });
   }
 
@@ -226,6 +236,11 @@ export class HostChannel {
    * Whether any host wished to stop after `step` (call it once `step` is applied here): the same answer on every host.
    */
   async stopAgreed(step: number): Promise<boolean> {
+    return (await this.stepVerdict(step)) === 'stop';
+  }
+
+  /** What the hosts agreed to do after `step + 1` (their wishes after `step`): the same answer on every host. */
+  async stepVerdict(step: number): Promise<StepVerdict> {
     const agreed = await this.betweenSteps(step + 1, 'reading the stop verdict', async () => {
       try {
         return await this.client.get(`${stopKey(step)}.agreed`, this.peerWaitMs);
@@ -234,7 +249,8 @@ export class HostChannel {
         throw await this.missingWishes(step); // the store answered: the verdict is not there
       }
     });
-    return agreed.toString() === '1';
+    const value = agreed.toString();
+    return (Object.keys(VERDICT_VALUES) as StepVerdict[]).find(v => VERDICT_VALUES[v] === value) ?? 'go-on';
   }
 
   /** STALLED naming the hosts (rank and address) whose stop wish after `step` is not in the store. */
@@ -362,12 +378,12 @@ export class HostChannel {
     });
   }
 
-  /** Host 0: the port its monitor hub listens on. */
   /** Host `r`'s published address, or undefined when it has none (yet). */
   private async addressOf(r: number): Promise<string | undefined> {
     return (await this.client.get(addressKey(r), 0).catch(() => undefined))?.toString();
   }
 
+  /** Host 0: the port its monitor hub listens on. */
   async publishMonitorPort(port: number): Promise<void> {
     await this.client.set(MONITOR_KEY, String(port));
   }
@@ -380,21 +396,4 @@ export class HostChannel {
   close(): void {
     this.client.close();
   }
-}
-
-/** kind byte, header length (u32 LE), JSON header, body. */
-function frame(kind: number, header: object, body: Uint8Array): Buffer {
-  const json = Buffer.from(JSON.stringify(header));
-  const length = Buffer.alloc(4);
-  length.writeUInt32LE(json.length, 0);
-  return Buffer.concat([Buffer.from([kind]), length, json, body]);
-}
-
-function unframe(value: Buffer): { kind: number; header: { source?: string; message?: string }; body: Uint8Array } {
-  const length = value.readUInt32LE(1);
-  return {
-    kind: value[0],
-    header: JSON.parse(value.subarray(5, 5 + length).toString()) as { source?: string; message?: string },
-    body: value.subarray(5 + length),
-  };
 }

@@ -24,14 +24,13 @@ import { findGpus, hasMesaDeviceSelect, type GpuInventory } from './gpu-inventor
 import { PINNING_VARIABLES, planGpus } from './gpu-pinning.js';
 import { decimalCount } from '../decimal-count.js';
 import { jobSecret, newJobSecret, SECRET_ENV } from './job-secret.js';
+import { failed, hostEnd, stopOthers, type HostEnd } from './launch-ends.js';
 
 export interface HostLine {
   stream: 'stdout' | 'stderr';
   text: string;
 }
 
-/** How long a stopped host may take to end by itself (its step, its checkpoint) before it is killed. */
-const STOP_GRACE_MS = 10_000;
 const FORWARDED_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 const CLI = fileURLToPath(new URL('../cli/main.js', import.meta.url));
 const MAX_LOCAL = 64;
@@ -42,6 +41,8 @@ export interface LaunchArgs {
   gpus?: number;
   hostRank?: number;
   rendezvous?: string;
+  /** How many times a failed process other than host 0 is started again (an elastic run's: --min-hosts). */
+  maxRestarts: number;
   trainArgs: string[];
 }
 
@@ -65,10 +66,6 @@ interface LaunchPlan {
   gpus: boolean;
   notes: string[];
 }
-
-/** How one process ended. */
-type HostEnd =
-  { kind: 'exited'; member: number; code: number } | { kind: 'killed'; member: number; signal: NodeJS.Signals };
 
 /** What a launch needs from the machine (tests give a fake inventory). */
 export interface LaunchMachine {
@@ -127,8 +124,16 @@ export async function launchHosts(
   let firstFailure: HostEnd | undefined;
   try {
     await Promise.all(
-      children.map(async (child, i) => {
-        const end = await hostEnd(child, i);
+      children.map(async (_, i) => {
+        let end = await hostEnd(children[i], i);
+        // an elastic run's host (not host 0: it serves the store) is started again, and asks to rejoin the run
+        const restartable = () => !firstFailure && !forwarded && plan.members[i].rank !== 0;
+        for (let n = 1; n <= args.maxRestarts && failure(end) !== undefined && restartable(); n++) {
+          const was = `${name(i)} ${failure(end)}`;
+          children[i] = startHost(plan.members[i], plan, args.trainArgs, onLine);
+          say(`${was}; restarting it (restart ${n} of --max-restarts ${args.maxRestarts}, pid ${children[i].pid})`);
+          end = await hostEnd(children[i], i);
+        }
         if (firstFailure || failure(end) === undefined) return;
         firstFailure = end;
         if (forwarded) return; // every process has the signal already: a second one would abort their stop
@@ -208,13 +213,14 @@ export function splitLaunchArgs(argv: string[]): LaunchArgs {
         'usage: tandem launch --hosts N [train flags…] (N local processes on 127.0.0.1), or tandem launch --gpus N ' +
           '[--hosts H] [train flags…] (a process per GPU)',
       );
-    return { hosts: count('hosts', own.hosts, MAX_LOCAL), trainArgs };
+    return { hosts: count('hosts', own.hosts, MAX_LOCAL), maxRestarts: restartsOf(own, trainArgs), trainArgs };
   }
   if (trainArgs.some(a => a === '--devices' || a.startsWith('--devices=')))
     throw new TandemError('BAD_CONFIG', 'tandem launch --gpus gives every GPU process one device; leave out --devices');
   const out: LaunchArgs = {
     hosts: own.hosts === undefined ? 1 : count('hosts', own.hosts, 1024),
     gpus: count('gpus', own.gpus, MAX_LOCAL),
+    maxRestarts: restartsOf(own, trainArgs),
     trainArgs,
   };
   if (
@@ -246,7 +252,9 @@ export function splitLaunchArgs(argv: string[]): LaunchArgs {
   return out;
 }
 
-type LauncherFlag = 'hosts' | 'gpus' | 'host-rank' | 'rendezvous';
+const LAUNCHER_FLAGS = ['hosts', 'gpus', 'host-rank', 'rendezvous', 'max-restarts'] as const;
+type LauncherFlag = (typeof LAUNCHER_FLAGS)[number];
+const MAX_RESTARTS = 100;
 
 /** The launcher's own flags (each given once) apart from the train flags, in their order. */
 function launcherFlags(argv: string[]): { own: Partial<Record<LauncherFlag, string>>; trainArgs: string[] } {
@@ -254,8 +262,8 @@ function launcherFlags(argv: string[]): { own: Partial<Record<LauncherFlag, stri
   const own: Partial<Record<LauncherFlag, string>> = {};
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i].split(/=(.*)/s, 2);
-    const key = flag.startsWith('--') ? flag.slice(2) : '';
-    if (key !== 'hosts' && key !== 'gpus' && key !== 'host-rank' && key !== 'rendezvous') {
+    const key = LAUNCHER_FLAGS.find(f => flag === `--${f}`);
+    if (key === undefined) {
       trainArgs.push(argv[i]);
       continue;
     }
@@ -268,6 +276,27 @@ function launcherFlags(argv: string[]): { own: Partial<Record<LauncherFlag, stri
     own[key] = value;
   }
   return { own, trainArgs };
+}
+
+/**
+ * `--max-restarts K` (default 0): restarting a host makes sense only in an elastic run, which admits it again; a run
+ * that is not elastic ends when a host is lost.
+ */
+function restartsOf(own: Partial<Record<LauncherFlag, string>>, trainArgs: string[]): number {
+  if (own['max-restarts'] === undefined) return 0;
+  const n = decimalCount(own['max-restarts']);
+  if (n === undefined || n > MAX_RESTARTS)
+    throw new TandemError(
+      'BAD_CONFIG',
+      `tandem launch --max-restarts must be an integer in [0, ${MAX_RESTARTS}], got '${own['max-restarts']}'`,
+    );
+  if (n > 0 && !trainArgs.some(a => a === '--min-hosts' || a.startsWith('--min-hosts=')))
+    throw new TandemError(
+      'BAD_CONFIG',
+      'tandem launch --max-restarts restarts a lost host into an elastic run, which admits it again: give ' +
+        '--min-hosts M too (a run that is not elastic ends when a host is lost)',
+    );
+  return n;
 }
 
 function count(flag: string, text: string | undefined, max: number): number {
@@ -314,57 +343,6 @@ function memberTrainArgs(m: Member, plan: LaunchPlan, trainArgs: string[]): stri
       ? ['--hosts', String(plan.world), '--host-rank', String(m.rank), '--rendezvous', plan.rendezvous]
       : [];
   return [...trainArgs, ...(plan.gpus ? ['--devices', '1'] : []), ...world];
-}
-
-/** Resolves when the host has exited and its output is read to the end. */
-async function hostEnd(child: ChildProcess, member: number): Promise<HostEnd> {
-  const [code, signal] = (await once(child, 'close')) as [number | null, NodeJS.Signals | null];
-  return signal ? { kind: 'killed', member, signal } : { kind: 'exited', member, code: code ?? 1 };
-}
-
-/**
- * What went wrong with a host (`pid`), in words; undefined when it ended well. A SIGKILL the launcher did not send
- * (`byUs`: its own, past the stop grace) is most often the kernel's out-of-memory killer: the words say so, where to
- * look, and what uses less memory (a process killed outright says nothing itself).
- */
-function failed(end: HostEnd, pid?: number, byUs = false): string | undefined {
-  switch (end.kind) {
-    case 'exited':
-      return end.code === 0 ? undefined : `exited with code ${end.code}`;
-    case 'killed':
-      if (end.signal !== 'SIGKILL') return `was killed by ${end.signal}`;
-      if (byUs)
-        return `was killed by SIGKILL (by tandem launch: it had not stopped ${STOP_GRACE_MS / 1000} s after SIGTERM)`;
-      return (
-        "was killed by SIGKILL (not by tandem: the kernel's out-of-memory killer, or a user; check `dmesg` (or " +
-        '`journalctl -k`) ' +
-        (`for "Out of memory: Killed process${pid !== undefined ? ` ${pid}` : ''}"; a smaller --batch or fewer ` +
-          `--devices per process uses less memory)`)
-      );
-    default: {
-      const never: never = end;
-      throw new Error(`unknown host end ${JSON.stringify(never)}`);
-    }
-  }
-}
-
-/**
- * SIGTERM to every host still running (each ends its step, as on a stop); SIGKILL to any still there after
- * STOP_GRACE_MS (added to `killed`).
- */
-function stopOthers(children: ChildProcess[], killed: Set<ChildProcess>): void {
-  const running = children.filter(c => c.exitCode === null && c.signalCode === null);
-  running.forEach(c => c.kill('SIGTERM'));
-  const timer = setTimeout(
-    () =>
-      running.forEach(c => {
-        if (c.exitCode !== null || c.signalCode !== null) return;
-        killed.add(c);
-        c.kill('SIGKILL');
-      }),
-    STOP_GRACE_MS,
-  );
-  timer.unref();
 }
 
 /** A port nobody listens on at 127.0.0.1 now (host 0 listens on it a moment later). */

@@ -6,10 +6,12 @@
  *
  * Slow or dead: each host other than 0 holds a presence connection to the store through its generation
  * (`openPresence`); when its process dies the connection closes and the store marks it gone, so host 0 drops it at
- * once. A host whose connection stays open (a slow host: a long step, a checkpoint being written, a pause) is waited
- * for up to `waitMs` (the peer wait, as a Gloo call waits for a silent peer); only then is it dropped (a cut link, a
- * host frozen for good). Host 0 alone serves the store, so a lost host 0 cannot be regrouped around: the others find
- * its store gone and end (docs/guide/elastic.md).
+ * once. The connection also beats (a small request a few times a stall timeout), and the store notes when it last
+ * heard from each host: a host whose connection stays open (a slow host: a long step, a checkpoint being written, a
+ * pause) is waited for until it has been silent for `waitMs` (the peer wait, as a Gloo call waits for a silent peer),
+ * counted from then; only then is it dropped (a cut link — silent since the cut, through the failed call's own peer
+ * wait, so dropped at once — or a host frozen for good). Host 0 alone serves the store, so a lost host 0 cannot be
+ * regrouped around: the others find its store gone and end (docs/guide/elastic.md).
  */
 import { TandemError } from '../errors.js';
 import { StoreClient } from '../collectives/gloo/tcp-store-client.js';
@@ -20,6 +22,12 @@ import { describeProcess, type Topology } from './topology.js';
 /** The key prefix of generation `generation`'s run and of the regroup that starts it. */
 export function generationPrefix(generation: number): string {
   return `tandem.g${generation}.`;
+}
+
+/** A host waiting to be admitted (join-requests.ts): its ticket, and the rank it was started with (`--host-rank`). */
+export interface JoinRequest {
+  ticket: number;
+  rank: number;
 }
 
 export interface RegroupRequest {
@@ -33,14 +41,28 @@ export interface RegroupRequest {
   /** The oldest step it can go back to (`step`, or the one before when its pre-update copy holds every group). */
   oldest?: number;
   minHosts: number;
+  /** The most hosts the run may have (--hosts). */
+  maxHosts: number;
+  /** Host 0: the hosts waiting to be admitted (join-requests.ts), in the order they asked. */
+  joining?: readonly JoinRequest[];
+  /**
+   * Host 0: when (performance.now()) host `h` of the failed generation was last heard from (its presence connection's
+   * heartbeat); a host is waited for until it has been silent for `waitMs`, counted from then.
+   */
+  lastHeard?: (h: number) => number | undefined;
   /** How long host 0 waits for a survivor's answer before taking it for lost. */
   waitMs: number;
   /** How long a survivor waits for host 0's verdict. */
   verdictWaitMs: number;
 }
 
+/**
+ * go-on: `hosts` (old ranks, host 0 first) go on from `step`, and `joined` (waiting hosts admitted) after them, in
+ * that order.
+ */
 export type Verdict =
-  { kind: 'go-on'; hosts: number[]; step: number } | { kind: 'end'; hosts: number[]; reason: string };
+  | { kind: 'go-on'; hosts: number[]; step: number; joined: JoinRequest[] }
+  | { kind: 'end'; hosts: number[]; reason: string };
 
 /** Agrees on the next generation (every survivor calls it); the verdict, the same on every survivor. */
 export async function regroup(r: RegroupRequest): Promise<Verdict> {
@@ -93,12 +115,15 @@ type Answer = { kind: 'alive'; host: number; completed: Completed | null } | { k
  */
 async function answerOf(r: RegroupRequest, h: number): Promise<Answer> {
   const lost: Answer = { kind: 'lost', host: h };
+  // silent since it was last heard from (its heartbeat), not since now: a cut link was silent through the failed call
+  const heard = r.lastHeard?.(h);
+  const waitMs = heard === undefined ? r.waitMs : Math.max(0, Math.min(r.waitMs, heard + r.waitMs - performance.now()));
   const alive = await StoreClient.connect(r.store, r.waitMs, undefined, r.waitMs).catch(() => undefined);
   const gone = await StoreClient.connect(r.store, r.waitMs, undefined, r.waitMs).catch(() => undefined);
   try {
     if (!alive) return lost;
     alive.keyPrefix = regroupPrefix(r.generation);
-    const answered = alive.get(`alive.${h}`).then(
+    const answered = alive.get(`alive.${h}`, waitMs).then(
       (v): Answer => {
         const said = JSON.parse(v.toString()) as { step: number | null; oldest?: number | null };
         const completed =
@@ -125,7 +150,9 @@ function verdictOf(r: RegroupRequest, steps: Map<number, Completed | null>): Ver
   const name = (h: number) => describeProcess(r.topology, h);
   const lost = Array.from({ length: r.topology.processes }, (_, h) => h).filter(h => !steps.has(h));
   const lostText = lost.length > 0 ? `${lost.map(name).join(', ')} lost` : 'no host lost (a host failed)';
-  if (hosts.length < r.minHosts)
+  // hosts waiting to join count towards --min-hosts (a lost host restarted at once: the run goes on)
+  const joined = (r.joining ?? []).slice(0, Math.max(0, r.maxHosts - hosts.length));
+  if (hosts.length + joined.length < r.minHosts)
     return {
       kind: 'end',
       hosts,
@@ -151,7 +178,7 @@ function verdictOf(r: RegroupRequest, steps: Map<number, Completed | null>): Ver
         `(a host keeps the step before its last)`,
     };
   }
-  return { kind: 'go-on', hosts, step };
+  return { kind: 'go-on', hosts, step, joined };
 }
 
 /**
@@ -165,18 +192,33 @@ export async function openPresence(
   generation: number,
   rank: number,
   timeoutMs: number,
-): Promise<StoreClient | undefined> {
+): Promise<{ close(): void } | undefined> {
   try {
     await addressTowards(rendezvous, timeoutMs);
     const client = await StoreClient.connect(storeUrl(rendezvous), timeoutMs, undefined, timeoutMs);
-    await client.set(presenceKey(generation, rank), '');
-    return client;
+    const key = presenceKey(generation, rank);
+    await client.set(key, '');
+    // a heartbeat: host 0's store notes when it last heard from this host (a cut link: the moment of the cut)
+    const beat = setInterval(() => client.add(`${key}.beats`, 1).catch(() => {}), beatMs(timeoutMs));
+    beat.unref();
+    return {
+      close: () => {
+        clearInterval(beat);
+        client.close();
+      },
+    };
   } catch {
     return undefined;
   }
 }
 
-function presenceKey(generation: number, rank: number): string {
+/** How often a host's presence connection beats: often against the stall timeout, at most once a second. */
+function beatMs(stallTimeoutMs: number): number {
+  return Math.min(1000, Math.max(50, stallTimeoutMs / 8));
+}
+
+/** The presence key of host `rank` in generation `generation` (the store notes when its connection last sent). */
+export function presenceKey(generation: number, rank: number): string {
   return `${generationPrefix(generation)}presence.${rank}${PRESENCE_SUFFIX}`;
 }
 

@@ -52,6 +52,11 @@ export interface StoreServer {
   /** Resolves when the server has closed (by `close()` or after `closeAfterClients`). */
   readonly closed: Promise<void>;
   close(): Promise<void>;
+  /**
+   * When (performance.now(), this process's clock) the connection that set `presenceKey` last sent anything;
+   * undefined when no connection set it.
+   */
+  lastHeard(presenceKey: string): number | undefined;
 }
 
 /**
@@ -64,6 +69,8 @@ export const goneKey = (presenceKey: string): string => `${presenceKey}.gone`;
 
 class KeyValues {
   private readonly values = new Map<string, Buffer>();
+  /** Per presence key: when its connection last sent a byte (a heartbeat: world/regroup.ts). */
+  readonly heard = new Map<string, number>();
   private readonly waiters = new Map<string, Set<() => void>>();
 
   constructor(private readonly maxKeys: number) {}
@@ -163,7 +170,10 @@ function serve(c: Connection, store: KeyValues, rest: Buffer): void {
         const { header: h, body } = f;
         const req = { ...h, key: body.subarray(0, h.keyBytes).toString('utf8'), value: body.subarray(h.keyBytes) };
         const reply = encodeReply(await store.answer(req, cancel));
-        if (req.command === 'SET' && req.key.endsWith(PRESENCE_SUFFIX)) present.add(req.key);
+        if (req.command === 'SET' && req.key.endsWith(PRESENCE_SUFFIX)) {
+          present.add(req.key);
+          store.heard.set(req.key, performance.now());
+        }
         if (socket.destroyed) return;
         socket.write(c.tags ? Buffer.concat([reply, c.tags.seal(reply)]) : reply);
       }
@@ -174,6 +184,8 @@ function serve(c: Connection, store: KeyValues, rest: Buffer): void {
     }
   };
   socket.on('data', (chunk: Buffer) => {
+    const now = performance.now();
+    for (const key of present) store.heard.set(key, now);
     reader.push(chunk);
     void pump();
   });
@@ -247,6 +259,7 @@ export async function startStoreServer(options: StoreServerOptions = {}): Promis
     url: `tcp://${host.includes(':') ? `[${host}]` : host}:${port}`,
     port,
     closed,
+    lastHeard: key => store.heard.get(key),
     close: async () => {
       sockets.forEach(s => s.destroy());
       if (server.listening) server.close();
