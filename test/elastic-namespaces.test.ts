@@ -6,6 +6,8 @@
 //   like a death, hosts 0 and 1 go on within 15 s (the Gloo call's peer wait, 8 s, then the regroup, which drops host
 //   2 at once: silent since the cut) and end with the same parameters; host 2 ends by itself, saying it cannot reach
 //   host 0;
+// - host 2 killed, then started again in its namespace (as `tandem launch --max-restarts 1` does): admitted at a step
+//   boundary, all three end with the same parameters, within 1e-5 of the uninterrupted run;
 // - host 0 killed: hosts 1 and 2 end, non-zero, saying the store's host was lost.
 // Needs root and iproute2: skipped with the reason otherwise. Every process and namespace is torn down.
 import t, { type Test } from 'tap';
@@ -16,6 +18,9 @@ import { elasticHost, killAllHosts, worst, type ElasticHost } from './fixtures/e
 
 const PORT = 29500;
 const KILL_AFTER = 15;
+/** Steps of every run here: enough for a restarted host to be admitted before the end (the third world). */
+const STEPS = 160;
+const ENV = { ELASTIC_STEPS: String(STEPS) };
 const CASE = { timeout: 120_000 };
 
 t.teardown(killAllHosts);
@@ -27,11 +32,20 @@ function trioFor(t: Test): HostTrio {
   return trio;
 }
 
-function world(trio: HostTrio, minHosts?: number, env: NodeJS.ProcessEnv = {}): ElasticHost[] {
+function host(trio: HostTrio, r: number, minHosts?: number): ElasticHost {
   const rendezvous = `${trio.addresses[0]}:${PORT}`;
-  return [0, 1, 2].map(r =>
-    elasticHost(r, 3, rendezvous, minHosts, (command, args, options) => trio.spawn(r, command, args, options), env),
+  return elasticHost(
+    r,
+    3,
+    rendezvous,
+    minHosts,
+    (command, args, options) => trio.spawn(r, command, args, options),
+    ENV,
   );
+}
+
+function world(trio: HostTrio, minHosts?: number): ElasticHost[] {
+  return [0, 1, 2].map(r => host(trio, r, minHosts));
 }
 
 async function uninterrupted(t: Test, trio: HostTrio): Promise<number[][]> {
@@ -51,7 +65,7 @@ function wentOn(t: Test, hosts: ElasticHost[], reference: number[][], ends: { co
   t.equal(ends[0].code, 0, `host 0 exits 0: ${r0.message}`);
   t.equal(ends[1].code, 0, `host 1 exits 0: ${r1.message}`);
   t.ok(
-    hosts[0].lines.some(l => l.text === 'step 120'),
+    hosts[0].lines.some(l => l.text === `step ${STEPS}`),
     'host 0 reached the last step',
   );
   t.same(r0.weights, r1.weights, 'hosts 0 and 1 hold the same parameters, bit for bit');
@@ -63,7 +77,7 @@ function wentOn(t: Test, hosts: ElasticHost[], reference: number[][], ends: { co
 const support = namespaceSupport();
 if (!support.ok) t.test('elastic runs in network namespaces', { skip: support.reason }, () => {});
 else if (glooAddonOrSkip()) {
-  t.test('host 2 killed, then its cable cut: hosts 0 and 1 go on', CASE, async t => {
+  t.test('host 2 killed, then its cable cut: hosts 0 and 1 go on; killed and restarted: it rejoins', CASE, async t => {
     const trio = trioFor(t);
     const reference = await uninterrupted(t, trio);
 
@@ -91,6 +105,20 @@ else if (glooAddonOrSkip()) {
     t.ok(cutSeconds < 15, `cable cut: host 0 completed ${cutNext?.text} ${cutSeconds.toFixed(1)} s after the cut`);
     t.equal(cutEnds[2].code, 1, `host 2, cut off, ends by itself: ${cut[2].result().message}`);
     t.match(cut[2].result().message, /host 0, which serves the rendezvous store/, 'saying it cannot reach host 0');
+    trio.setLink(2, true);
+
+    // host 2 killed, then started again in its namespace (what `tandem launch --max-restarts 1` does): admitted
+    const restarted = world(trio, 2);
+    await restarted[2].seen(new RegExp(`^step ${KILL_AFTER}$`));
+    restarted[2].child.kill('SIGKILL');
+    await restarted[0].seen(/^warning elastic: .*going on from step \d+ with 2 host/);
+    const again = host(trio, 2, 2);
+    const [r0End, r1End, , againEnd] = await Promise.all([...restarted.map(h => h.ended), again.ended]);
+    t.equal(againEnd.code, 0, `host 2, restarted, exits 0: ${again.result().message}`);
+    const admitted = restarted[0].lines.find(l => /^warning elastic: a host asks to join; .* with 3 host/.test(l.text));
+    t.ok(admitted, `host 0 admits host 2 again: ${admitted?.text}`);
+    wentOn(t, restarted, reference, [r0End, r1End]);
+    t.same(again.result().weights, restarted[0].result().weights, 'the restarted host 2 holds the same parameters');
   });
 
   t.test('host 0 killed: hosts 1 and 2 end, saying the store host was lost', CASE, async t => {
