@@ -15,6 +15,7 @@ import { runOneShotWorker } from '../actors/one-shot-worker.js';
 import { metricFunctionsOf } from './fit-metrics.js';
 import { pluginUrls } from '../config/plugin-urls.js';
 import type { EvaluateShard, EvaluateShardReply } from './evaluate-worker.js';
+import { flatOutputModel, flatTargets, outputsOf, outputsSpec, type OutputsSpec } from './fit-outputs.js';
 
 /** tfjs's `model.evaluate` arguments, and the devices and backend to evaluate on. */
 export type EvaluateArgs = tf.ModelEvaluateArgs & { devices?: number; backend?: BackendName; plugins?: string[] };
@@ -24,11 +25,15 @@ export type ValidationOn = Pick<EvaluateArgs, 'devices' | 'backend' | 'plugins'>
 
 const KEYS = new Set(['batchSize', 'verbose', 'devices', 'backend', 'plugins']);
 
-/** tfjs's `model.evaluate(x, y, args)` on `devices` threads (default 2), each its share of the batches. */
+/**
+ * tfjs's `model.evaluate(x, y, args)` on `devices` threads (default 2), each its share of the batches. A model of
+ * several outputs takes `y` as a Tensor[] (the outputs' order) or `{ outputName: Tensor }`, and returns the values of
+ * `model.metricsNames` (the total loss, the sum of the outputs' losses, first).
+ */
 export async function evaluate(
   model: tf.LayersModel,
   x: tf.Tensor,
-  y: tf.Tensor,
+  y: tf.Tensor | tf.Tensor[] | Record<string, tf.Tensor>,
   args: EvaluateArgs = {},
 ): Promise<tf.Scalar | tf.Scalar[]> {
   for (const key of Object.keys(args))
@@ -38,27 +43,33 @@ export async function evaluate(
   if (!Number.isInteger(batchSize) || batchSize < 1 || !Number.isInteger(devices) || devices < 1)
     throw new TandemError('BAD_CONFIG', `evaluate: batchSize and devices must be positive integers`);
   const loss: unknown = Array.isArray(model.loss) ? model.loss[0] : model.loss;
-  if (typeof loss !== 'string' || model.outputs.length !== 1 || model.inputs.length !== 1)
+  if (typeof loss !== 'string' || model.inputs.length !== 1)
     throw new TandemError(
       'BAD_MODEL',
-      'evaluate: the model must be compiled with a loss named by a string, and have one input and one output',
+      'evaluate: the model must be compiled with a loss named by a string, and have one input',
     );
+  const several = model.outputs.length > 1 ? severalOutputs(model, y) : undefined;
+  if (!several && !(y instanceof tf.Tensor))
+    throw new TandemError('BAD_DATA', 'evaluate: y must be a tensor for a model of one output');
   const dir = await mkdtemp(path.join(os.tmpdir(), 'tandem-evaluate-'));
   try {
-    const modelJson = await writeModelFiles(path.join(dir, 'model'), await modelArtifacts(tf, model));
+    const evaluated = several?.wrapper ?? model;
+    const modelJson = await writeModelFiles(path.join(dir, 'model'), await modelArtifacts(tf, evaluated));
     const job = {
       backend,
       plugins: pluginUrls(args.plugins),
       modelJson,
       loss,
-      metrics: metricFunctionsOf(model, 'evaluate'),
+      metrics: several ? [] : metricFunctionsOf(model, 'evaluate'),
       batchSize,
+      ...(several ? { outputs: several.spec } : {}),
     };
+    const targets = several?.y ?? (y as tf.Tensor);
     const replies = await Promise.all(
       shardsOf(x.shape[0], batchSize, devices).map(([from, count], d) =>
         runOneShotWorker<EvaluateShardReply & { type: 'result' }>(
           new URL('./evaluate-worker.js', import.meta.url),
-          { ...job, ...samplesOf(x, y, from, count) } satisfies EvaluateShard,
+          { ...job, ...samplesOf(x, targets, from, count) } satisfies EvaluateShard,
           `evaluation on device ${d}`,
         ),
       ),
@@ -68,8 +79,18 @@ export async function evaluate(
     const scalars = means.map(v => tf.scalar(v));
     return scalars.length === 1 ? scalars[0] : scalars;
   } finally {
+    several?.y.dispose();
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+/** A model of several outputs: its outputs' spec (every loss weighing 1, as tfjs sums them), flat targets, wrapper. */
+function severalOutputs(
+  model: tf.LayersModel,
+  y: unknown,
+): { spec: OutputsSpec; y: tf.Tensor; wrapper: tf.LayersModel } {
+  const ys = outputsOf(model, y, 'evaluate');
+  return { spec: outputsSpec(model, ys), y: flatTargets(ys), wrapper: flatOutputModel(model) };
 }
 
 /** [first sample, samples] of each device: contiguous runs of whole batches (none empty). */

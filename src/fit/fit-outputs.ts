@@ -41,7 +41,7 @@ export const OUTPUTS_FILE = 'outputs.json';
 export type LossWeights = number[] | Record<string, number>;
 
 /** `y` of a model of several outputs as its tensors in the outputs' order (BAD_DATA saying what is wrong). */
-export function outputsOf(model: tf.LayersModel, y: unknown): tf.Tensor[] {
+export function outputsOf(model: tf.LayersModel, y: unknown, who = 'fit'): tf.Tensor[] {
   const names = model.outputNames;
   const list = Array.isArray(y)
     ? (y as unknown[])
@@ -52,7 +52,7 @@ export function outputsOf(model: tf.LayersModel, y: unknown): tf.Tensor[] {
   if (!list || list.length !== names.length || list.some(t => !(t instanceof tf.Tensor)) || extra.length > 0)
     throw new TandemError(
       'BAD_DATA',
-      `fit: the model has ${names.length} outputs (${names.join(', ')}); give y as a Tensor[] of ${names.length} ` +
+      `${who}: the model has ${names.length} outputs (${names.join(', ')}); give y as a Tensor[] of ${names.length} ` +
         `in that order or as { ${names.map(n => `${n}: Tensor`).join(', ')} }` +
         (extra.length > 0 ? ` (y names ${extra.join(', ')}, not an output)` : ''),
     );
