@@ -14,6 +14,7 @@ import { TandemError } from '../errors.js';
 import { METRIC_FUNCTIONS } from '../model/metric-values.js';
 import { LOSS_NAMES, type FitTargets } from './fit-targets.js';
 import type { LossKind } from '../model/loss-kinds.js';
+import { cutInputs } from './fit-inputs.js';
 
 /** One output as the devices cut it out of the flat output and the flat target row. */
 export interface OutputSpec {
@@ -153,11 +154,16 @@ export function flatTargets(ys: tf.Tensor[]): tf.Tensor {
   );
 }
 
-/** A model of one output, the outputs of `model` side by side (flattened), compiled with its optimizer. */
+/**
+ * A model of one output, the outputs of `model` side by side (flattened), compiled with its optimizer; a model of
+ * several inputs also takes them as one flat input (fit-inputs.ts).
+ */
 export function flatOutputModel(model: tf.LayersModel): tf.LayersModel {
-  const parts = model.outputs.map(o => (o.rank > 2 ? (tf.layers.flatten().apply(o) as tf.SymbolicTensor) : o));
+  const cut = model.inputs.length > 1 ? cutInputs(model) : undefined;
+  const outputs = cut ? (model.apply(cut.parts) as tf.SymbolicTensor[]) : model.outputs;
+  const parts = outputs.map(o => (o.rank > 2 ? (tf.layers.flatten().apply(o) as tf.SymbolicTensor) : o));
   const flat = tf.layers.concatenate({ axis: -1 }).apply(parts) as tf.SymbolicTensor;
-  const wrapper = tf.model({ inputs: model.inputs, outputs: flat });
+  const wrapper = tf.model({ inputs: cut?.flat ?? model.inputs, outputs: flat });
   wrapper.compile({ optimizer: model.optimizer, loss: 'meanSquaredError' });
   return wrapper;
 }
