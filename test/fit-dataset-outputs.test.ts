@@ -99,7 +99,7 @@ t.test('fitDataset of two outputs, ys an array or a map, 2 devices = model.fitDa
   }
 });
 
-t.test('refusals: ys not one tensor per output, classWeight', async t => {
+t.test('refusals: ys not one tensor per output, classWeight, a validation dataset', async t => {
   const model = make();
   const { x, cls } = tensors(8, 3);
   const bad = tf.data.array([{ xs: x, ys: [cls] }]);
@@ -109,6 +109,11 @@ t.test('refusals: ys not one tensor per output, classWeight', async t => {
   });
   await t.rejects(fitDataset(model, dataset(false), { epochs: 1, backend: 'cpu', classWeight: { 0: 1 }, verbose: 0 }), {
     message: /classWeight with a model of several outputs/,
+  });
+  const validationData = dataset(true);
+  await t.rejects(fitDataset(model, dataset(false), { epochs: 1, backend: 'cpu', validationData, verbose: 0 }), {
+    code: 'BAD_DATA',
+    message: /validationData as a dataset with a model of several outputs/,
   });
   tf.dispose([x, cls]);
 });

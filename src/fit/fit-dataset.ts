@@ -6,7 +6,8 @@
  * the devices' two input slots and the batch being read (docs/guide/data.md). Epochs as model.fitDataset's: without
  * `batchesPerEpoch`, one pass of the dataset each (counted by one pass before training); with it, one iterator for
  * the whole fit. Validation as fitDataset's: a dataset (`model.evaluateDataset`) or tensors (`model.evaluate` in
- * batches of `validationBatchSize`, default 32).
+ * batches of `validationBatchSize`, default 32). A model of several outputs: batches' `ys` a Tensor[] or
+ * `{ outputName: Tensor }`, trained as fit trains them (fit-dataset-outputs.ts).
  */
 import * as tf from '@tensorflow/tfjs';
 import type { TrainConfig } from '../config-types.js';
