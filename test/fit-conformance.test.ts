@@ -27,11 +27,12 @@ function recorder(into: EpochLog[]) {
  * What these cases leave out, and why (never skipped silently):
  * - random layers (Dropout, GaussianNoise, AlphaDropout, SpatialDropout): tandem draws their masks from its seeded
  *   per-device streams, tfjs from Math.random, so the two are equal in distribution and never in values;
- * - multi-output models: fit refuses them so far (the last test here checks the refusal names them).
+ * - multi-output models: in fit-outputs.test.ts, fit-inputs-outputs.test.ts, fit-dataset-outputs.test.ts and
+ *   evaluate-outputs.test.ts (the last test here checks that ys of one tensor are refused, naming the outputs).
  */
 const EXCLUDED = [
   'random layers: masks from seeded streams, not Math.random',
-  'multi-output: in fit-outputs.test.ts; fitDataset refuses it',
+  'multi-output: in fit-outputs.test.ts and its neighbours',
 ];
 
 const CASES: {
@@ -87,7 +88,7 @@ for (const [k, c] of CASES.entries()) {
   });
 }
 
-t.test('the exclusions, named: fitDataset refuses a model of two outputs, naming the counts', async t => {
+t.test('the exclusions, named: fitDataset and fit refuse one y for a model of two outputs, naming them', async t => {
   t.comment(`excluded: ${EXCLUDED.join('; ')}`);
   const input = tf.input({ shape: [3] });
   const a = tf.layers.dense({ units: 2, activation: 'softmax' }).apply(input) as tf.SymbolicTensor;
@@ -97,8 +98,8 @@ t.test('the exclusions, named: fitDataset refuses a model of two outputs, naming
   const x = tf.zeros([4, 3]);
   const dataset = tf.data.array([{ xs: x, ys: x }]);
   await t.rejects(fitDataset(model, dataset, { epochs: 1, backend: 'cpu' }), {
-    code: 'BAD_MODEL',
-    message: /1 input\(s\) and 2 output\(s\); fitDataset and evaluate take models of one input and one output/,
+    code: 'BAD_DATA',
+    message: /fitDataset: the model has 2 outputs/,
   });
   await t.rejects(fit(model, x, x, { backend: 'cpu' }), { code: 'BAD_DATA', message: /y as a Tensor\[\] of 2/ });
   tf.dispose(x);

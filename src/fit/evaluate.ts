@@ -16,6 +16,8 @@ import { metricFunctionsOf } from './fit-metrics.js';
 import { pluginUrls } from '../config/plugin-urls.js';
 import type { EvaluateShard, EvaluateShardReply } from './evaluate-worker.js';
 import { shardsOf } from '../data/batch-shards.js';
+import { flatOutputModel, flatTargets, outputsOf, outputsSpec } from './fit-outputs.js';
+import { flatInputModel, inputsOf, packInputs, type FitX } from './fit-inputs.js';
 
 /** tfjs's `model.evaluate` arguments, and the devices and backend to evaluate on. */
 export type EvaluateArgs = tf.ModelEvaluateArgs & { devices?: number; backend?: BackendName; plugins?: string[] };
@@ -25,11 +27,16 @@ export type ValidationOn = Pick<EvaluateArgs, 'devices' | 'backend' | 'plugins'>
 
 const KEYS = new Set(['batchSize', 'verbose', 'devices', 'backend', 'plugins']);
 
-/** tfjs's `model.evaluate(x, y, args)` on `devices` threads (default 2), each its share of the batches. */
+/**
+ * tfjs's `model.evaluate(x, y, args)` on `devices` threads (default 2), each its share of the batches. A model of
+ * several inputs takes `x` as a Tensor[] (the inputs' order) or `{ inputName: Tensor }`; one of several outputs `y`
+ * as a Tensor[] or `{ outputName: Tensor }`, and returns the values of `model.metricsNames` (the total loss, the sum
+ * of the outputs' losses, first).
+ */
 export async function evaluate(
   model: tf.LayersModel,
-  x: tf.Tensor,
-  y: tf.Tensor,
+  x: FitX,
+  y: tf.Tensor | tf.Tensor[] | Record<string, tf.Tensor>,
   args: EvaluateArgs = {},
 ): Promise<tf.Scalar | tf.Scalar[]> {
   for (const key of Object.keys(args))
@@ -38,28 +45,24 @@ export async function evaluate(
   const { batchSize = 32, devices = 2, backend = defaultBackend() } = args;
   if (!Number.isInteger(batchSize) || batchSize < 1 || !Number.isInteger(devices) || devices < 1)
     throw new TandemError('BAD_CONFIG', `evaluate: batchSize and devices must be positive integers`);
-  const loss: unknown = Array.isArray(model.loss) ? model.loss[0] : model.loss;
-  if (typeof loss !== 'string' || model.outputs.length !== 1 || model.inputs.length !== 1)
-    throw new TandemError(
-      'BAD_MODEL',
-      'evaluate: the model must be compiled with a loss named by a string, and have one input and one output',
-    );
+  const run = evaluated(model, x, y);
   const dir = await mkdtemp(path.join(os.tmpdir(), 'tandem-evaluate-'));
   try {
-    const modelJson = await writeModelFiles(path.join(dir, 'model'), await modelArtifacts(tf, model));
+    const modelJson = await writeModelFiles(path.join(dir, 'model'), await modelArtifacts(tf, run.model));
     const job = {
       backend,
       plugins: pluginUrls(args.plugins),
       modelJson,
-      loss,
-      metrics: metricFunctionsOf(model, 'evaluate'),
+      loss: run.loss,
+      metrics: run.spec ? [] : metricFunctionsOf(model, 'evaluate'),
       batchSize,
+      ...(run.spec ? { outputs: run.spec } : {}),
     };
     const replies = await Promise.all(
-      shardsOf(x.shape[0], batchSize, devices).map(([from, count], d) =>
+      shardsOf(run.x.shape[0], batchSize, devices).map(([from, count], d) =>
         runOneShotWorker<EvaluateShardReply & { type: 'result' }>(
           new URL('./evaluate-worker.js', import.meta.url),
-          { ...job, ...samplesOf(x, y, from, count) } satisfies EvaluateShard,
+          { ...job, ...samplesOf(run.x, run.y, from, count) } satisfies EvaluateShard,
           `evaluation on device ${d}`,
         ),
       ),
@@ -69,11 +72,39 @@ export async function evaluate(
     const scalars = means.map(v => tf.scalar(v));
     return scalars.length === 1 ? scalars[0] : scalars;
   } finally {
+    run.dispose();
     await rm(dir, { recursive: true, force: true });
   }
 }
 
 export { shardsOf } from '../data/batch-shards.js';
+
+/**
+ * What the devices evaluate: the model, or its wrapper of one flat input (several inputs: `x` packed) and one flat
+ * output (several outputs: `y` flat, the outputs' spec with every loss weighing 1, as tfjs sums them).
+ */
+function evaluated(model: tf.LayersModel, x: FitX, y: unknown) {
+  const inputs = inputsOf(model, x, 'x');
+  const ys = model.outputs.length > 1 ? outputsOf(model, y, 'evaluate') : undefined;
+  const loss: unknown = Array.isArray(model.loss) ? model.loss[0] : model.loss;
+  if (!ys && typeof loss !== 'string')
+    throw new TandemError('BAD_MODEL', 'evaluate: the model must be compiled with a loss named by a string');
+  if (!ys && !(y instanceof tf.Tensor))
+    throw new TandemError('BAD_DATA', 'evaluate: y must be a tensor for a model of one output');
+  const [n, m] = [inputs[0].shape[0], (ys?.[0] ?? (y as tf.Tensor)).shape[0]];
+  if (n !== m) throw new TandemError('BAD_DATA', `evaluate: x has ${n} samples and y ${m}; give as many of each`);
+  const spec = ys && outputsSpec(model, ys);
+  const flatY = ys ? flatTargets(ys) : (y as tf.Tensor);
+  const flatX = packInputs(inputs);
+  return {
+    model: ys ? flatOutputModel(model) : inputs.length > 1 ? flatInputModel(model) : model,
+    x: flatX,
+    y: flatY,
+    loss: ys ? 'meanSquaredError' : (loss as string), // several outputs: each output's loss is the spec's
+    spec,
+    dispose: () => tf.dispose([...(flatY !== y ? [flatY] : []), ...(flatX !== x ? [flatX] : [])]),
+  };
+}
 
 export function samplesOf(x: tf.Tensor, y: tf.Tensor, from: number, count: number) {
   const read = (t: tf.Tensor) => {

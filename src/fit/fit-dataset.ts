@@ -6,7 +6,8 @@
  * the devices' two input slots and the batch being read (docs/guide/data.md). Epochs as model.fitDataset's: without
  * `batchesPerEpoch`, one pass of the dataset each (counted by one pass before training); with it, one iterator for
  * the whole fit. Validation as fitDataset's: a dataset (`model.evaluateDataset`) or tensors (`model.evaluate` in
- * batches of `validationBatchSize`, default 32).
+ * batches of `validationBatchSize`, default 32). A model of several outputs: batches' `ys` a Tensor[] or
+ * `{ outputName: Tensor }`, trained as fit trains them (fit-dataset-outputs.ts).
  */
 import * as tf from '@tensorflow/tfjs';
 import type { TrainConfig } from '../config-types.js';
@@ -15,7 +16,9 @@ import { openRingSource, type RingSource } from '../data/ring-source.js';
 import { sampleSize } from '../data/dataset.js';
 import { devicesOf, type ValidationOn } from './fit.js';
 import { fitSettings, tandemOptions, type FitOptions } from './fit-args.js';
-import { fitTargets } from './fit-targets.js';
+import { fitTargets, type FitTargets } from './fit-targets.js';
+import { datasetOutputs, type DatasetOutputs } from './fit-dataset-outputs.js';
+import { flatTargets, outputsOf, writeOutputsSpec } from './fit-outputs.js';
 import { writeFitFiles } from './fit-files.js';
 import { fitLoop, type FitStyle } from './fit-loop.js';
 import { classWeightOf } from './fit-class-weight.js';
@@ -57,17 +60,19 @@ export async function fitDataset<T extends tf.TensorContainer>(
     throw new TandemError('BAD_CONFIG', `fitDataset: readAhead must be an integer ≥ 1, got ${readAhead}`);
   fitSettings({ epochs, initialEpoch });
   const tandem = tandemOptions(options);
-  const targets = fitTargets(model);
+  const data = dataset as tf.data.Dataset<tf.TensorContainer>;
+  const outputs = model.outputs.length > 1 ? datasetOutputs(model, data, classWeight) : undefined;
+  const targets = outputs?.targets ?? fitTargets(model);
   const reading = {
     who: 'fitDataset',
     inputShape: model.inputs[0].shape.slice(1),
     targets: (ys: tf.Tensor) => targets.targets(ys),
   };
-  const stream = new DatasetStream(dataset as tf.data.Dataset<tf.TensorContainer>, reading, batchesPerEpoch);
+  const stream = new DatasetStream(outputs?.dataset ?? data, reading, batchesPerEpoch);
   const { shape, first } = await stream.open();
   const validation =
     validationData &&
-    validator(model, validationData, { batchSize: validationBatchSize, batches: validationBatches }, args);
+    validator(model, validationData, { batchSize: validationBatchSize, batches: validationBatches, outputs }, args);
   const style: FitStyle = {
     callbacks,
     yieldEvery,
@@ -83,7 +88,7 @@ export async function fitDataset<T extends tf.TensorContainer>(
       ...tandem,
       ...(classWeight ? { classWeight: classWeightOf(classWeight, model, targets, shape.firstY) } : {}),
     };
-    return await streamed(model, stream, { shape, first, readAhead, config }, style);
+    return await streamed(model, stream, { shape, first, readAhead, config, targets, outputs }, style);
   } finally {
     await validation?.close();
   }
@@ -95,20 +100,24 @@ interface StreamedRun {
   readAhead: number;
   /** tandem's options, and the class weights. */
   config: Partial<TrainConfig>;
+  targets: FitTargets;
+  /** A model of several outputs (fit-dataset-outputs.ts). */
+  outputs?: DatasetOutputs;
 }
 
 /** The fit's epochs over the stream: the ring published, batch 0 in it, the rest produced while the devices train. */
 async function streamed(
   model: tf.LayersModel,
   stream: DatasetStream,
-  { shape, first, readAhead, config }: StreamedRun,
+  { shape, first, readAhead, config, targets, outputs }: StreamedRun,
   style: FitStyle,
 ): Promise<tf.History> {
-  const targets = fitTargets(model);
   const { batch, batchSizes, sampleShape, targetShape } = shape;
   const stepsPerEpoch = batchSizes.length;
   const total = (style.epochs - style.initialEpoch) * stepsPerEpoch;
-  const files = await modelFiles(model, first, shape, targets.classes);
+  const files = await modelFiles(outputs?.trained ?? model, first, shape, targets.classes);
+  const run = outputs?.run();
+  if (run) await writeOutputsSpec(files.modelJson, run.spec);
   let source: RingSource | undefined;
   let failure: unknown;
   let producing: Promise<void> = Promise.resolve();
@@ -130,8 +139,9 @@ async function streamed(
       failure = err;
       ring.fail(err instanceof Error ? err.message : String(err));
     });
-    const run: TrainConfig = {
+    const trainConfig: TrainConfig = {
       ...config,
+      ...(run ? { method: run.method, plugins: [...(config.plugins ?? []), run.plugin] } : {}),
       model: files.modelJson,
       data: source.dataModule,
       loss: targets.loss,
@@ -141,7 +151,7 @@ async function streamed(
       lrScheduleSteps: config.lrScheduleSteps ?? Math.max(1, total),
       ...(targets.metrics ? { metrics: targets.metrics } : {}),
     };
-    return await fitLoop({ model, targets, config: run, stepsPerEpoch, batchSize: batch, batchSizes }, style);
+    return await fitLoop({ model, targets, config: trainConfig, stepsPerEpoch, batchSize: batch, batchSizes }, style);
   } catch (err) {
     throw failure ?? err; // the dataset's own error rather than the loader's report of it
   } finally {
@@ -166,16 +176,23 @@ async function modelFiles(model: tf.LayersModel, first: BatchArrays, shape: Stre
 function validator<T extends tf.TensorContainer>(
   model: tf.LayersModel,
   data: NonNullable<tf.ModelFitDatasetArgs<T>['validationData']>,
-  { batchSize = 32, batches }: { batchSize?: number; batches?: number },
+  { batchSize = 32, batches, outputs }: { batchSize?: number; batches?: number; outputs?: DatasetOutputs },
   on: ValidationOn,
 ): { logs: () => Promise<Record<string, number>>; close(): Promise<void> } {
   if (Array.isArray(data)) {
     const [x, y] = data;
-    if (!(x instanceof tf.Tensor) || !(y instanceof tf.Tensor) || data.length > 2)
+    if (!(x instanceof tf.Tensor) || !(outputs || y instanceof tf.Tensor) || data.length > 2)
       throw new TandemError('BAD_DATA', 'fitDataset: validationData must be a dataset or [x, y] of two tensors');
-    const pool = new ValidationPool(model, x, y, batchSize, devicesOf(on));
+    if (outputs) return outputsValidator(model, outputs, x, y, batchSize, on);
+    const pool = new ValidationPool(model, x, y as tf.Tensor, batchSize, devicesOf(on));
     return { logs: () => pool.logs(), close: () => pool.close() };
   }
+  if (outputs)
+    throw new TandemError(
+      'BAD_DATA',
+      'fitDataset: validationData as a dataset with a model of several outputs is not taken yet; give [x, ys] ' +
+        'tensors (ys a Tensor[] or { outputName: Tensor })',
+    );
   const logs = async () => {
     // a dataset: read on this thread, as model.evaluateDataset reads it
     const out = await model.evaluateDataset(data as tf.data.Dataset<never>, { batches });
@@ -186,6 +203,21 @@ function validator<T extends tf.TensorContainer>(
     return logs;
   };
   return { logs, close: async () => {} };
+}
+
+/** Validation of a model of several outputs on tensors: its wrapper on the flat targets, logged by metricsNames. */
+function outputsValidator(
+  model: tf.LayersModel,
+  outputs: DatasetOutputs,
+  x: tf.Tensor,
+  y: unknown,
+  batchSize: number,
+  on: ValidationOn,
+): { logs: () => Promise<Record<string, number>>; close(): Promise<void> } {
+  const flat = flatTargets(outputsOf(model, y, 'fitDataset'));
+  const names = { spec: outputs.run().spec, names: model.metricsNames };
+  const pool = new ValidationPool(outputs.trained, x, flat, batchSize, devicesOf(on), names);
+  return { logs: () => pool.logs(), close: () => pool.close().finally(() => flat.dispose()) };
 }
 
 /** The params' steps, as tfjs's getStepsPerEpoch: batchesPerEpoch, else the dataset's size when known. */

@@ -78,6 +78,19 @@ const METRIC_STRINGS = new Set([
 
 /** A model of one flat input that cuts it into `model`'s inputs and calls `model`; compiled as `model` is. */
 export function flatInputModel(model: tf.LayersModel): tf.LayersModel {
+  const { flat, parts } = cutInputs(model);
+  const wrapper = tf.model({ inputs: flat, outputs: model.apply(parts) as tf.SymbolicTensor });
+  // the model's metrics under the names it logs them by: its strings as given, its functions as they are
+  const compiled =
+    (model as unknown as { metricsTensors?: [(yTrue: tf.Tensor, yPred: tf.Tensor) => tf.Tensor, number][] })
+      .metricsTensors ?? [];
+  const metrics = model.metricsNames.slice(1).map((name, i) => (METRIC_STRINGS.has(name) ? name : compiled[i][0]));
+  wrapper.compile({ optimizer: model.optimizer, loss: model.loss, metrics });
+  return wrapper;
+}
+
+/** One flat input of `model`'s inputs' values side by side, and the inputs cut out of it (tfjs layers, no weights). */
+export function cutInputs(model: tf.LayersModel): { flat: tf.SymbolicTensor; parts: tf.SymbolicTensor[] } {
   if (!model.optimizer || model.loss === undefined)
     throw new TandemError('BAD_MODEL', 'fit: the model is not compiled; call model.compile({ optimizer, loss }) first');
   const shapes = model.inputs.map(input => input.shape.slice(1));
@@ -104,12 +117,5 @@ export function flatInputModel(model: tf.LayersModel): tf.LayersModel {
     at += sizes[i];
     return tf.layers.reshape({ targetShape: shape as number[] }).apply(cut as tf.SymbolicTensor) as tf.SymbolicTensor;
   });
-  const wrapper = tf.model({ inputs: flat, outputs: model.apply(parts) as tf.SymbolicTensor });
-  // the model's metrics under the names it logs them by: its strings as given, its functions as they are
-  const compiled =
-    (model as unknown as { metricsTensors?: [(yTrue: tf.Tensor, yPred: tf.Tensor) => tf.Tensor, number][] })
-      .metricsTensors ?? [];
-  const metrics = model.metricsNames.slice(1).map((name, i) => (METRIC_STRINGS.has(name) ? name : compiled[i][0]));
-  wrapper.compile({ optimizer: model.optimizer, loss: model.loss, metrics });
-  return wrapper;
+  return { flat, parts };
 }

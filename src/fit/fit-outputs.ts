@@ -14,6 +14,7 @@ import { TandemError } from '../errors.js';
 import { METRIC_FUNCTIONS } from '../model/metric-values.js';
 import { LOSS_NAMES, type FitTargets } from './fit-targets.js';
 import type { LossKind } from '../model/loss-kinds.js';
+import { cutInputs } from './fit-inputs.js';
 
 /** One output as the devices cut it out of the flat output and the flat target row. */
 export interface OutputSpec {
@@ -41,7 +42,7 @@ export const OUTPUTS_FILE = 'outputs.json';
 export type LossWeights = number[] | Record<string, number>;
 
 /** `y` of a model of several outputs as its tensors in the outputs' order (BAD_DATA saying what is wrong). */
-export function outputsOf(model: tf.LayersModel, y: unknown): tf.Tensor[] {
+export function outputsOf(model: tf.LayersModel, y: unknown, who = 'fit'): tf.Tensor[] {
   const names = model.outputNames;
   const list = Array.isArray(y)
     ? (y as unknown[])
@@ -52,7 +53,7 @@ export function outputsOf(model: tf.LayersModel, y: unknown): tf.Tensor[] {
   if (!list || list.length !== names.length || list.some(t => !(t instanceof tf.Tensor)) || extra.length > 0)
     throw new TandemError(
       'BAD_DATA',
-      `fit: the model has ${names.length} outputs (${names.join(', ')}); give y as a Tensor[] of ${names.length} ` +
+      `${who}: the model has ${names.length} outputs (${names.join(', ')}); give y as a Tensor[] of ${names.length} ` +
         `in that order or as { ${names.map(n => `${n}: Tensor`).join(', ')} }` +
         (extra.length > 0 ? ` (y names ${extra.join(', ')}, not an output)` : ''),
     );
@@ -153,11 +154,16 @@ export function flatTargets(ys: tf.Tensor[]): tf.Tensor {
   );
 }
 
-/** A model of one output, the outputs of `model` side by side (flattened), compiled with its optimizer. */
+/**
+ * A model of one output, the outputs of `model` side by side (flattened), compiled with its optimizer; a model of
+ * several inputs also takes them as one flat input (fit-inputs.ts).
+ */
 export function flatOutputModel(model: tf.LayersModel): tf.LayersModel {
-  const parts = model.outputs.map(o => (o.rank > 2 ? (tf.layers.flatten().apply(o) as tf.SymbolicTensor) : o));
+  const cut = model.inputs.length > 1 ? cutInputs(model) : undefined;
+  const outputs = cut ? (model.apply(cut.parts) as tf.SymbolicTensor[]) : model.outputs;
+  const parts = outputs.map(o => (o.rank > 2 ? (tf.layers.flatten().apply(o) as tf.SymbolicTensor) : o));
   const flat = tf.layers.concatenate({ axis: -1 }).apply(parts) as tf.SymbolicTensor;
-  const wrapper = tf.model({ inputs: model.inputs, outputs: flat });
+  const wrapper = tf.model({ inputs: cut?.flat ?? model.inputs, outputs: flat });
   wrapper.compile({ optimizer: model.optimizer, loss: 'meanSquaredError' });
   return wrapper;
 }

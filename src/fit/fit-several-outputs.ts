@@ -4,7 +4,6 @@
  * fit-outputs method and the plugin that registers it on every thread.
  */
 import * as tf from '@tensorflow/tfjs';
-import { TandemError } from '../errors.js';
 import type { FitArgs } from './fit-args.js';
 import type { FitTargets } from './fit-targets.js';
 import {
@@ -34,12 +33,6 @@ export function severalOutputs(
   y: FitY,
   args: FitArgs,
 ): { y: tf.Tensor; args: FitArgs; trained: tf.LayersModel; run: OutputsRun; dispose(): void } {
-  if (model.inputs.length > 1)
-    throw new TandemError(
-      'BAD_MODEL',
-      `fit: a model of several inputs and several outputs does not train on tandem yet (${model.inputs.length} ` +
-        `inputs, ${model.outputs.length} outputs)`,
-    );
   const lossWeights = args.lossWeights;
   const ys = outputsOf(model, y);
   const spec = outputsSpec(model, ys, lossWeights);

@@ -69,9 +69,9 @@ export function fitTargets(model: tfNs.LayersModel): FitTargets {
   if (model.outputs.length !== 1 || model.inputs.length !== 1)
     throw new TandemError(
       'BAD_MODEL',
-      `fit: the model has ${model.inputs.length} input(s) and ${model.outputs.length} output(s); fitDataset and ` +
-        'evaluate take models of one input and one output so far (fit takes several: x a Tensor[] or ' +
-        '{ inputName: Tensor }, y a Tensor[] or { outputName: Tensor })',
+      `fit: the model has ${model.inputs.length} input(s) and ${model.outputs.length} output(s); fitDataset takes ` +
+        'models of one input so far (fit and evaluate take several: x a Tensor[] or { inputName: Tensor }, y a ' +
+        'Tensor[] or { outputName: Tensor })',
     );
   const given: unknown = Array.isArray(model.loss) ? model.loss[0] : model.loss;
   const lossName = typeof given === 'string' ? given : undefined;

@@ -1,0 +1,68 @@
+/**
+ * `fitDataset` of a model of several outputs (fit-outputs.ts): the dataset's `ys` (a Tensor[] in the outputs' order
+ * or `{ outputName: Tensor }`) mapped to one flat target row per sample as this thread reads each batch, the
+ * flat-output wrapper the devices train, and the outputs' spec, taken from the first batch's targets.
+ */
+import * as tf from '@tensorflow/tfjs';
+import { TandemError } from '../errors.js';
+import type { FitTargets } from './fit-targets.js';
+import {
+  flatOutputModel,
+  flatTargets,
+  outputsOf,
+  outputsSpec,
+  outputsTargets,
+  type OutputsSpec,
+} from './fit-outputs.js';
+import { FIT_OUTPUTS_METHOD_NAME } from './fit-outputs-method.js';
+import type { OutputsRun } from './fit-several-outputs.js';
+
+/** What fitDataset needs of a model of several outputs. */
+export interface DatasetOutputs {
+  /** The dataset, its `ys` flat. */
+  dataset: tf.data.Dataset<tf.TensorContainer>;
+  /** The wrapper the devices train and validate (one flat output). */
+  trained: tf.LayersModel;
+  targets: FitTargets;
+  /** The run's parts, once the first batch is read (its targets' shapes are the spec's). */
+  run(): OutputsRun;
+}
+
+/** The several outputs of `model` on `dataset`; BAD_MODEL / BAD_CONFIG for what fitDataset does not take with them. */
+export function datasetOutputs(
+  model: tf.LayersModel,
+  dataset: tf.data.Dataset<tf.TensorContainer>,
+  classWeight: unknown,
+): DatasetOutputs {
+  if (model.inputs.length > 1)
+    throw new TandemError(
+      'BAD_MODEL',
+      `fitDataset: a model of several inputs does not train on fitDataset yet (${model.inputs.length} inputs); ` +
+        'fit takes it (x a Tensor[] or { inputName: Tensor })',
+    );
+  if (classWeight !== undefined)
+    throw new TandemError(
+      'BAD_CONFIG',
+      'fitDataset: classWeight with a model of several outputs is not taken yet; leave it out',
+    );
+  if (!model.optimizer || model.loss === undefined)
+    throw new TandemError('BAD_MODEL', 'fit: the model is not compiled; call model.compile({ optimizer, loss }) first');
+  let spec: OutputsSpec | undefined;
+  const flat = dataset.map(element => {
+    const { xs, ys } = (element ?? {}) as { xs?: tf.Tensor; ys?: unknown };
+    const list = outputsOf(model, ys, 'fitDataset');
+    spec ??= outputsSpec(model, list);
+    return { xs, ys: flatTargets(list) } as tf.TensorContainer;
+  });
+  const targets = outputsTargets(model);
+  return {
+    dataset: flat,
+    trained: flatOutputModel(model),
+    targets,
+    run: () => {
+      if (!spec) throw new TandemError('BAD_DATA', 'fitDataset: the outputs are known once a first batch is read');
+      const plugin = new URL('./fit-outputs-plugin.js', import.meta.url).href;
+      return { spec, targets, method: FIT_OUTPUTS_METHOD_NAME, plugin };
+    },
+  };
+}
