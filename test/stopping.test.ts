@@ -84,6 +84,30 @@ t.test(
 );
 
 t.test(
+  "abort while the last reported step's update still lands: the checkpoint is of that step, not the one before",
+  async t => {
+    // Device 0's comm thread is held 1.5 s in step 4's update (a loaded machine): step 4's line is printed once every
+    // device finished its backward, before that update lands. An abort then must not checkpoint step 3.
+    const dir = tmp();
+    const config = { ...base, steps: 1000, ...withFault({ device: 0, step: 4, phase: 'update', kind: 'slow' }) };
+    const file = path.join(dir, 'config.json');
+    writeFileSync(file, JSON.stringify(config));
+    const cli = spawnTandem(
+      ['train', '--config', file, '--checkpoint-dir', dir, '--stop-grace-ms', '600000', '--json'],
+      fn => t.teardown(fn),
+    );
+    await cli.waitFor('stdout', /"step":4,/);
+    cli.child.kill('SIGINT');
+    await cli.waitFor('stderr', /SIGINT: finishing the current step/);
+    cli.child.kill('SIGINT');
+    const { code } = await cli.exited;
+    t.equal(code, 130, 'exit code 130');
+    t.match(cli.stderr(), /run aborted: on request during step 5; checkpoint of step 4, the last step every device/);
+    sameState(t, await readCheckpoint(checkpointPath(dir, 4)), await reference(), 'abort checkpoint');
+  },
+);
+
+t.test(
   'stop() on a step whose update never completes: aborted after stopGraceMs, the half-applied step rolled back',
   async t => {
     const dir = tmp();

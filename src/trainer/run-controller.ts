@@ -10,6 +10,12 @@ import type { RunThreads } from './run-threads.js';
 
 export type AbortCause = 'request' | 'grace';
 
+/**
+ * An abort first lets the updates of the last step every device reported done land (a reported step is a completed
+ * one to the user: its line is printed), for at most this long: a thread hung in its update must not hold the abort.
+ */
+const ABORT_SETTLE_MS = 2000;
+
 export class RunController {
   /** The step the devices are training (0 before the first). */
   stepInFlight = 0;
@@ -19,6 +25,8 @@ export class RunController {
   channel?: HostChannel;
   /** Set when the run was aborted (`abort()`, or a stop that outlived its grace period). */
   abortCause?: AbortCause;
+  /** The last step every local device reported done (its update may still be landing), and its group count. */
+  private reported?: { step: number; groupCount: number };
   private stepping: 'before' | 'stepping' | 'after' = 'before';
   private graceTimer?: NodeJS.Timeout;
   /**
@@ -60,10 +68,19 @@ export class RunController {
   }
 
   private abort(cause: AbortCause): void {
-    if (this.threads.failure) return;
+    if (this.threads.failure || this.abortCause) return;
     this.abortCause = cause;
+    const { reported } = this;
+    const settled = reported
+      ? this.threads.appliedWithin(reported.groupCount, reported.step, ABORT_SETTLE_MS)
+      : Promise.resolve();
     // the error the run rejects with is made once the checkpoint is written
-    this.threads.fail(new TandemError('ABORTED', 'run aborted'));
+    void settled.then(() => this.threads.fail(new TandemError('ABORTED', 'run aborted')));
+  }
+
+  /** Every local device reported `step` done (its loss is recorded); its update, in `groupCount` groups, may follow. */
+  stepReported(step: number, groupCount: number): void {
+    this.reported = { step, groupCount };
   }
 
   /** The step loop began. */

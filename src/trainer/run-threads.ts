@@ -98,6 +98,22 @@ export class RunThreads {
     return Promise.all(waits).then(() => undefined);
   }
 
+  /**
+   * Resolves true once every device applied every group of `step`, false after `ms` or when the run ends first (a
+   * thread hung in its update must not hold the caller).
+   */
+  appliedWithin(groupCount: number, step: number, ms: number): Promise<boolean> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<boolean>(resolve => {
+      timer = setTimeout(() => resolve(false), ms);
+    });
+    const applied = this.applied(groupCount, step).then(
+      () => true,
+      () => false,
+    );
+    return Promise.race([applied, late]).finally(() => clearTimeout(timer));
+  }
+
   fail(err: TandemError): void {
     if (this.failure) return;
     if (err.code === 'PEER_LOST') {

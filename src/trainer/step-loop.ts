@@ -81,6 +81,7 @@ export class StepLoop {
         parts.hooks.onEvent?.({ type: 'epoch', epoch: Math.floor((step - 1) / cfg.stepsPerEpoch) + 1, step });
       const { results, t0, nextPosted, dataWaitMs } = await this.train(step);
       this.recordStep(step, results, t0, dataWaitMs);
+      parts.controller.stepReported(step, this.laidOut.groups.length);
       if (await this.stopsAfter(step, nextPosted)) break;
     }
     parts.controller.stepsOver();
