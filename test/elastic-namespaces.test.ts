@@ -8,6 +8,7 @@
 //   host 0;
 // - host 2 killed, then started again in its namespace (as `tandem launch --max-restarts 1` does): admitted at a step
 //   boundary, all three end with the same parameters, within 1e-5 of the uninterrupted run;
+// - the same kill with 2 devices per host (the hierarchical transport) and --strategy two-group --forward-wait group;
 // - host 0 killed: hosts 1 and 2 end, non-zero, saying the store's host was lost.
 // Needs root and iproute2: skipped with the reason otherwise. Every process and namespace is torn down.
 import t, { type Test } from 'tap';
@@ -32,7 +33,7 @@ function trioFor(t: Test): HostTrio {
   return trio;
 }
 
-function host(trio: HostTrio, r: number, minHosts?: number): ElasticHost {
+function host(trio: HostTrio, r: number, minHosts?: number, env: NodeJS.ProcessEnv = ENV): ElasticHost {
   const rendezvous = `${trio.addresses[0]}:${PORT}`;
   return elasticHost(
     r,
@@ -40,16 +41,16 @@ function host(trio: HostTrio, r: number, minHosts?: number): ElasticHost {
     rendezvous,
     minHosts,
     (command, args, options) => trio.spawn(r, command, args, options),
-    ENV,
+    env,
   );
 }
 
-function world(trio: HostTrio, minHosts?: number): ElasticHost[] {
-  return [0, 1, 2].map(r => host(trio, r, minHosts));
+function world(trio: HostTrio, minHosts?: number, env: NodeJS.ProcessEnv = ENV): ElasticHost[] {
+  return [0, 1, 2].map(r => host(trio, r, minHosts, env));
 }
 
-async function uninterrupted(t: Test, trio: HostTrio): Promise<number[][]> {
-  const hosts = world(trio);
+async function uninterrupted(t: Test, trio: HostTrio, env: NodeJS.ProcessEnv = ENV): Promise<number[][]> {
+  const hosts = world(trio, undefined, env);
   const ends = await Promise.all(hosts.map(h => h.ended));
   t.same(
     ends.map(e => e.code),
@@ -60,12 +61,12 @@ async function uninterrupted(t: Test, trio: HostTrio): Promise<number[][]> {
 }
 
 /** Hosts 0 and 1 ended at the last step with the same parameters, within 1e-5 of `reference`; host 0's going on. */
-function wentOn(t: Test, hosts: ElasticHost[], reference: number[][], ends: { code: number | null }[]) {
+function wentOn(t: Test, hosts: ElasticHost[], reference: number[][], ends: { code: number | null }[], steps = STEPS) {
   const [r0, r1] = [hosts[0].result(), hosts[1].result()];
   t.equal(ends[0].code, 0, `host 0 exits 0: ${r0.message}`);
   t.equal(ends[1].code, 0, `host 1 exits 0: ${r1.message}`);
   t.ok(
-    hosts[0].lines.some(l => l.text === `step ${STEPS}`),
+    hosts[0].lines.some(l => l.text === `step ${steps}`),
     'host 0 reached the last step',
   );
   t.same(r0.weights, r1.weights, 'hosts 0 and 1 hold the same parameters, bit for bit');
@@ -120,6 +121,28 @@ else if (glooAddonOrSkip()) {
     wentOn(t, restarted, reference, [r0End, r1End]);
     t.same(again.result().weights, restarted[0].result().weights, 'the restarted host 2 holds the same parameters');
   });
+
+  t.test(
+    '2 devices per host (hierarchical), two-group --forward-wait group: host 2 killed, the same',
+    CASE,
+    async t => {
+      const trio = trioFor(t);
+      const steps = 60;
+      const env = { ELASTIC_DEVICES: '2', ELASTIC_STRATEGY: 'two-group', ELASTIC_STEPS: String(steps) };
+      const reference = await uninterrupted(t, trio, env);
+      const hosts = world(trio, 2, env);
+      await hosts[2].seen(new RegExp(`^step ${KILL_AFTER}$`));
+      const killedAt = performance.now();
+      hosts[2].child.kill('SIGKILL');
+      const ends = await Promise.all(hosts.map(h => h.ended));
+      t.equal(ends[2].signal, 'SIGKILL', 'host 2 killed');
+      const goingOn = wentOn(t, hosts, reference, ends, steps);
+      t.match(goingOn?.text, /with 2 host\(s\) .*4 device\(s\)/, 'going on with 2 hosts of 2 devices');
+      const next = hosts[0].lines.find(l => l.at > (goingOn?.at ?? Infinity) && /^step \d+$/.test(l.text));
+      const seconds = ((next?.at ?? Infinity) - killedAt) / 1000;
+      t.ok(seconds < 10, `host 0 completed ${next?.text} ${seconds.toFixed(1)} s after the kill`);
+    },
+  );
 
   t.test('host 0 killed: hosts 1 and 2 end, saying the store host was lost', CASE, async t => {
     const trio = trioFor(t);

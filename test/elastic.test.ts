@@ -2,8 +2,7 @@
 // - host 2 killed with SIGKILL mid-run: hosts 0 and 1 regroup and go on within 10 s, from the last step they
 //   completed, in memory; both exit 0 at the last step with bit-identical parameters, equal to an uninterrupted
 //   3-host run's within 1e-5 (the global batch re-split over 2 devices: only the order of float additions differs);
-// - the same with 2 devices per host (the hierarchical transport: shared memory inside a host, Gloo between hosts) and
-//   --strategy two-group --forward-wait group;
+//   (with 2 devices per host and --strategy two-group: test/elastic-namespaces.test.ts);
 // - host 1 frozen (SIGSTOP) for 6 s as host 2 dies, longer than the stall timeout (4 s), shorter than the peer wait
 //   (8 s): host 0 waits for it (its store connection is open: slow, not dead) and both go on;
 // - --min-hosts 3 and host 2 killed: hosts 0 and 1 end saying why, host 0 with a checkpoint of the agreed step;
@@ -71,10 +70,6 @@ function hostTwoKilled(env: NodeJS.ProcessEnv, steps: number) {
 
 if (glooAddonOrSkip()) {
   t.test('host 2 killed: hosts 0 and 1 go on and end with the uninterrupted run parameters', hostTwoKilled({}, 120));
-  t.test(
-    '2 devices per host (hierarchical), two-group --forward-wait group: the same',
-    hostTwoKilled({ ELASTIC_DEVICES: '2', ELASTIC_STRATEGY: 'two-group', ELASTIC_STEPS: '60' }, 60),
-  );
 
   t.test('host 1 frozen through the regroup, longer than the stall timeout: kept, not dropped', async t => {
     const hosts = await world(2);
