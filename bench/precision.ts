@@ -16,6 +16,7 @@ import { requireNativeAddon, type NativeAddon } from '../src/engine/native/nativ
 import { bf16Support } from '../src/engine/native/bf16-support.js';
 import { getEngine } from '../src/engine/engine-registry.js';
 import { BUILTIN_MODELS } from '../src/model/builtin-models.js';
+import { trainBatchNormalization } from '../src/model/sync-batch-norm.js';
 import { warmupSteps } from '../src/trainer/run-summary.js';
 import { runRecord } from './run-record.js';
 import { findTorchPython, runTorchReference, type TorchModel } from './torch-reference.js';
@@ -88,6 +89,7 @@ async function probeModel(addon: NativeAddon, model: string, o: PrecisionBenchOp
   const built = await BUILTIN_MODELS[model].factory(tf, { inputShape: INPUT[model], classes: 10, seed: 1 });
   const flops = trainingFlopsPerSample(built);
   getEngine('native').prepareModel?.(tf, built, { nativeFusion: true }); // once, as a device trains it
+  trainBatchNormalization(tf, built); // BatchNormalization on tandem's loops, as a device trains it
   const split: Record<Precision, StepSplit> = {
     fp32: stepSplit(addon, built, o.perDeviceBatch, 'fp32'),
     bf16: stepSplit(addon, built, o.perDeviceBatch, 'bf16'),
