@@ -1,6 +1,7 @@
 // TensorBoard event files read back by an independent decoder (test/fixtures/read-tfevents.py: Debian's
 // python3-protobuf and python3-crc32c, TensorFlow's Event/Summary fields; not tandem's writer run backwards): a real
 // `tandem train --tensorboard DIR` has every per-step loss and accuracy of its summary.json and the epoch means, a
+// `tandem train --validation-split` has each epoch's val_ logs in DIR/val, a
 // `fit` with `tensorBoard(dir)` has its batch logs, its history and its validation metrics in DIR/val, and one
 // corrupted byte fails the decoder's CRC check (so the comparison can fail).
 import t from 'tap';
@@ -143,6 +144,36 @@ else {
     t.same(before.scalars, decoded.scalars.slice(0, before.scalars.length));
     t.ok(before.scalars.length > 0 && before.scalars.length < decoded.scalars.length);
   });
+
+  t.test(
+    "tandem train --validation-split --tensorboard: each epoch's val_ logs in DIR/val as epoch_<name>",
+    async t => {
+      const dir = scratch();
+      t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+      const board = path.join(dir, 'tb'),
+        out = path.join(dir, 'out');
+      const run = await runTandem([
+        'train',
+        ...smallRunArgs({ seed: 3 }),
+        ...['--epochs', '2', '--validation-split', '0.25', '--devices', '2', '--backend', 'cpu'],
+        ...['--out', out, '--tensorboard', board, '--quiet'],
+      ]);
+      t.equal(run.code, 0, run.stderr);
+      const summary = JSON.parse(readFileSync(path.join(out, 'summary.json'), 'utf8')) as {
+        epochs: ({ epoch: number } & Record<string, number>)[];
+      };
+      t.equal(summary.epochs.length, 2, 'two epochs in summary.json');
+      const val = decodeDir(path.join(board, 'val')).decoded;
+      for (const name of ['loss', 'acc'])
+        t.same(
+          valuesOf(val, `epoch_${name}`),
+          summary.epochs.map(e => [e.epoch, f32(e[`val_${name}`])]),
+          `epoch_${name} in val: the epochs' val_${name}`,
+        );
+      t.equal(valuesOf(val, 'batch_loss').length, 0, 'no batch scalars for validation');
+      t.equal(valuesOf(decodeDir(path.join(board, 'train')).decoded, 'epoch_val_loss').length, 0, 'none in train');
+    },
+  );
 
   t.test('fit with tensorBoard(dir): batch and epoch logs in DIR/train, val_ metrics in DIR/val', async t => {
     await tf.setBackend('cpu');

@@ -4,7 +4,9 @@
  * `samples_per_second`, `step_ms`, `learning_rate` (the step's, scheduled or not), `compute_ms/device_<d>`,
  * `exchange_ms/device_<d>` and `exchange_bytes/device_<d>` (the bytes the device handed to the exchange) for every
  * device of the world on host 0, `overlap_share` (the share of the step's exchange
- * time that ran while the same device's backward did, as the timeline picture counts it: `overlapShare`).
+ * time that ran while the same device's backward did, as the timeline picture counts it: `overlapShare`). With epoch
+ * logs (`--validation-split`), each epoch's `val_<name>` goes to `DIR/val` as `epoch_<name>`, as tfjs-node writes a
+ * fit's validation.
  */
 import path from 'node:path';
 import { EventFileWriter } from '../monitor/tensorboard-writer.js';
@@ -39,6 +41,8 @@ const HELD_STEPS = 2;
 
 export class RunTensorBoard {
   private readonly writer: EventFileWriter;
+  /** DIR/val, opened at the first epoch with validation logs. */
+  private valWriter?: EventFileWriter;
   private stepsPerEpoch = 0;
   private epochLoss = 0;
   private epochAcc = 0;
@@ -48,7 +52,10 @@ export class RunTensorBoard {
   /** Per step not yet written: its exchange and backward spans. */
   private readonly spans = new Map<number, Span[]>();
 
-  constructor(dir: string, warn: (message: string) => void) {
+  constructor(
+    private readonly dir: string,
+    private readonly warn: (message: string) => void,
+  ) {
     this.writer = new EventFileWriter(path.join(dir, 'train'), { warn });
   }
 
@@ -58,6 +65,18 @@ export class RunTensorBoard {
 
   event(e: RunEvent): void {
     if (e.type === 'started') this.stepsPerEpoch = e.stepsPerEpoch;
+    if (e.type === 'epochEnd') this.validation(e.epoch, e.logs);
+  }
+
+  /** An epoch's `val_<name>` logs, as `epoch_<name>` in DIR/val (tfjs-node's layout). */
+  private validation(epoch: number, logs: Record<string, number>): void {
+    const scalars = Object.entries(logs)
+      .filter(([key]) => key.startsWith('val_'))
+      .map(([key, value]) => ({ tag: `epoch_${key.slice('val_'.length)}`, value }));
+    if (scalars.length === 0) return;
+    this.valWriter ??= new EventFileWriter(path.join(this.dir, 'val'), { warn: this.warn });
+    this.valWriter.scalars(epoch, scalars);
+    void this.valWriter.flush();
   }
 
   span(s: Span): void {
@@ -74,7 +93,7 @@ export class RunTensorBoard {
 
   async close(): Promise<void> {
     for (const m of this.held.splice(0)) this.write(m);
-    await this.writer.close();
+    await Promise.all([this.writer.close(), this.valWriter?.close()]);
   }
 
   private write(m: StepMetrics): void {
