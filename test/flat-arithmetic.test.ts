@@ -8,6 +8,7 @@ import type { NativeAddon } from '../src/engine/native/native-addon.js';
 import { JS_ARITHMETIC, nativeArithmetic, type FlatArithmetic } from '../src/optim/flat-arithmetic.js';
 import { flatArithmeticFor } from '../src/engine/backend.js';
 import { optimizerStateSlots, type OptimizerConfig } from '../src/optim/flat-optimizer.js';
+import { firstNonFiniteJs } from '../src/actors/backward-pass.js';
 import { prng } from '../src/data/synthetic-images.js'; // mulberry32, for shapes and values
 
 const SPECIAL = [NaN, Infinity, -Infinity, -0, 0, 1e-40, -3e-39, 3e38, -3.3e38, 1e-30];
@@ -30,6 +31,30 @@ function firstDifference(a: Float32Array, b: Float32Array): number {
 }
 
 function registerTests(native: FlatArithmetic, addon: NativeAddon): void {
+  t.test("firstNonFinite: native = JS, the first NaN or ±Infinity's index, or -1", async t => {
+    const r = prng(11);
+    let mismatches = 0,
+      found = 0;
+    for (let trial = 0; trial < 200; trial++) {
+      const n = Math.floor(r() * 5000);
+      // mostly finite (subnormals, -0, ±3e38 included); a special value in some, anywhere, in any block
+      const a = values(n, r, 1, false);
+      for (let k = Math.floor(r() * 3); k > 0 && n > 0; k--) a[Math.floor(r() * n)] = SPECIAL[Math.floor(r() * 10)];
+      const want = firstNonFiniteJs(a);
+      if (want >= 0) found++;
+      if (addon.firstNonFinite(a) !== want) mismatches++;
+    }
+    t.equal(mismatches, 0, '200 arrays up to 5000 floats');
+    t.ok(found > 40, `${found} of them hold a non-finite value`);
+    const last = new Float32Array(3000);
+    last[2999] = -Infinity;
+    t.equal(addon.firstNonFinite(last), 2999, 'the last element of the third block');
+    last[0] = NaN;
+    t.equal(addon.firstNonFinite(last), 0, 'the first one');
+    t.equal(addon.firstNonFinite(new Float32Array(0)), -1, 'empty');
+    t.throws(() => addon.firstNonFinite(new Float64Array(4) as unknown as Float32Array), /Float32Array/);
+  });
+
   t.test('reduceMeanInto: native = JS, bit for bit (1-4 slots, in place or not, odd ranges)', async t => {
     const r = prng(7);
     let cases = 0,

@@ -4,6 +4,8 @@
 // the same bits: float32 sums in rank order; the updates in double (JS numbers),
 // rounded to float32 when stored. Built with -ffp-contract=off (no fused multiply-add).
 #include <cmath>
+#include <cstdint>
+#include <algorithm>
 #include <vector>
 
 #include "dnnl-context.h"
@@ -101,12 +103,34 @@ Napi::Value AdamUpdate(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+// firstNonFinite(values): the index of the first NaN or ±Infinity in the Float32Array, or -1
+// (a gradient's check before it is handed over). Blocks are tested branch-free on the exponent
+// bits (all ones: not finite), so the loop vectorises; only a block that has one is searched.
+Napi::Value FirstNonFinite(const Napi::CallbackInfo& info) {
+  if (!info[0].IsTypedArray() || info[0].As<Napi::TypedArray>().TypedArrayType() != napi_float32_array)
+    throw Napi::TypeError::New(info.Env(), "values must be a Float32Array");
+  auto values = info[0].As<Napi::Float32Array>();
+  const size_t n = values.ElementLength();
+  const uint32_t* bits = reinterpret_cast<const uint32_t*>(values.Data());
+  constexpr uint32_t kExponent = 0x7f800000u;
+  for (size_t b = 0; b < n; b += kBlock) {
+    const size_t end = std::min(n, b + kBlock);
+    uint32_t any = 0;
+    for (size_t i = b; i < end; i++) any |= static_cast<uint32_t>((bits[i] & kExponent) == kExponent);
+    if (any == 0) continue;
+    for (size_t i = b; i < end; i++)
+      if ((bits[i] & kExponent) == kExponent) return Napi::Number::New(info.Env(), static_cast<double>(i));
+  }
+  return Napi::Number::New(info.Env(), -1);
+}
+
 }  // namespace
 
 void RegisterFlatOps(Napi::Env env, Napi::Object exports) {
   exports.Set("reduceMean", Napi::Function::New(env, ReduceMean));
   exports.Set("sgdUpdate", Napi::Function::New(env, SgdUpdate));
   exports.Set("adamUpdate", Napi::Function::New(env, AdamUpdate));
+  exports.Set("firstNonFinite", Napi::Function::New(env, FirstNonFinite));
 }
 
 }  // namespace tandem

@@ -74,6 +74,8 @@ export interface NativeAddon {
   sumRows(x: F32, out: F32, rows: number, cols: number): void;
   /** out[start, end) = mean of the slots there, summed in float32 in slot order (as `reduceMeanInto`). */
   reduceMean(slots: readonly F32[], out: F32, start: number, end: number): void;
+  /** The index of the first NaN or ±Infinity of `values`, or -1 (as backward-pass.ts's `firstNonFinite`). */
+  firstNonFinite(values: F32): number;
   /** tfjs's sgd (acc null) or momentum update of [start, end), as `applyUpdate`. */
   sgdUpdate(params: F32, grads: F32, acc: F32 | null, start: number, end: number, lr: number, momentum: number): void;
   /** tfjs's adam update of [start, end), as `applyUpdate`; c1, c2 = 1 - fround(beta^step). */
@@ -171,6 +173,7 @@ const EXPORTS: (keyof NativeAddon)[] = [
   'reduceMean',
   'sgdUpdate',
   'adamUpdate',
+  'firstNonFinite',
   'halfCompress',
   'halfMeanDecoded',
   'bnChannelSums',
