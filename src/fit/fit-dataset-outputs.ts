@@ -5,7 +5,7 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { TandemError } from '../errors.js';
-import type { FitTargets } from './fit-targets.js';
+import { requireCompiled, type FitTargets } from './fit-targets.js';
 import {
   flatOutputModel,
   flatTargets,
@@ -28,25 +28,21 @@ export interface DatasetOutputs {
   run(): OutputsRun;
 }
 
-/** The several outputs of `model` on `dataset`; BAD_MODEL / BAD_CONFIG for what fitDataset does not take with them. */
+/**
+ * The several outputs of `model` on `dataset` (its `xs` already packed when the model has several inputs: the wrapper
+ * cuts them); BAD_MODEL / BAD_CONFIG for what fitDataset does not take with them.
+ */
 export function datasetOutputs(
   model: tf.LayersModel,
   dataset: tf.data.Dataset<tf.TensorContainer>,
   classWeight: unknown,
 ): DatasetOutputs {
-  if (model.inputs.length > 1)
-    throw new TandemError(
-      'BAD_MODEL',
-      `fitDataset: a model of several inputs does not train on fitDataset yet (${model.inputs.length} inputs); ` +
-        'fit takes it (x a Tensor[] or { inputName: Tensor })',
-    );
   if (classWeight !== undefined)
     throw new TandemError(
       'BAD_CONFIG',
       'fitDataset: classWeight with a model of several outputs is not taken yet; leave it out',
     );
-  if (!model.optimizer || model.loss === undefined)
-    throw new TandemError('BAD_MODEL', 'fit: the model is not compiled; call model.compile({ optimizer, loss }) first');
+  requireCompiled(model);
   let spec: OutputsSpec | undefined;
   const flat = dataset.map(element => {
     const { xs, ys } = (element ?? {}) as { xs?: tf.Tensor; ys?: unknown };

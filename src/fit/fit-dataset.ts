@@ -7,7 +7,9 @@
  * `batchesPerEpoch`, one pass of the dataset each (counted by one pass before training); with it, one iterator for
  * the whole fit. Validation as fitDataset's: a dataset (`model.evaluateDataset`) or tensors (`model.evaluate` in
  * batches of `validationBatchSize`, default 32). A model of several outputs: batches' `ys` a Tensor[] or
- * `{ outputName: Tensor }`, trained as fit trains them (fit-dataset-outputs.ts).
+ * `{ outputName: Tensor }`, trained as fit trains them (fit-dataset-outputs.ts); of several inputs: batches' `xs` a
+ * Tensor[] (the inputs' order) or `{ inputName: Tensor }`, packed into one flat row per sample as fit packs them
+ * (fit-inputs.ts).
  */
 import * as tf from '@tensorflow/tfjs';
 import type { TrainConfig } from '../config-types.js';
@@ -16,13 +18,14 @@ import { openRingSource, type RingSource } from '../data/ring-source.js';
 import { sampleSize } from '../data/dataset.js';
 import { devicesOf, type ValidationOn } from './fit.js';
 import { fitSettings, tandemOptions, type FitOptions } from './fit-args.js';
-import { fitTargets, type FitTargets } from './fit-targets.js';
+import { fitTargets, requireCompiled, type FitTargets } from './fit-targets.js';
 import { datasetOutputs, type DatasetOutputs } from './fit-dataset-outputs.js';
 import { flatTargets, outputsOf, writeOutputsSpec } from './fit-outputs.js';
 import { writeFitFiles } from './fit-files.js';
 import { fitLoop, type FitStyle } from './fit-loop.js';
 import { classWeightOf } from './fit-class-weight.js';
 import { ValidationPool } from './validation-pool.js';
+import { flatInputModel, inputsOf, packInputs, type FitX } from './fit-inputs.js';
 import { DatasetStream, type BatchArrays, type StreamShape } from '../data/dataset-stream.js';
 
 /** tfjs's `model.fitDataset` arguments, and tandem's options in the same object. */
@@ -60,19 +63,27 @@ export async function fitDataset<T extends tf.TensorContainer>(
     throw new TandemError('BAD_CONFIG', `fitDataset: readAhead must be an integer ≥ 1, got ${readAhead}`);
   fitSettings({ epochs, initialEpoch });
   const tandem = tandemOptions(options);
-  const data = dataset as tf.data.Dataset<tf.TensorContainer>;
+  requireCompiled(model);
+  const data = packedInputs(model, dataset as tf.data.Dataset<tf.TensorContainer>);
   const outputs = model.outputs.length > 1 ? datasetOutputs(model, data, classWeight) : undefined;
-  const targets = outputs?.targets ?? fitTargets(model);
+  // what the devices build: the model, its flat-input wrapper (several inputs), or its flat-output one
+  const trained = outputs?.trained ?? (model.inputs.length > 1 ? flatInputModel(model) : model);
+  const targets = outputs?.targets ?? fitTargets(trained);
   const reading = {
     who: 'fitDataset',
-    inputShape: model.inputs[0].shape.slice(1),
+    inputShape: trained.inputs[0].shape.slice(1),
     targets: (ys: tf.Tensor) => targets.targets(ys),
   };
   const stream = new DatasetStream(outputs?.dataset ?? data, reading, batchesPerEpoch);
   const { shape, first } = await stream.open();
   const validation =
     validationData &&
-    validator(model, validationData, { batchSize: validationBatchSize, batches: validationBatches, outputs }, args);
+    validator(
+      model,
+      validationData,
+      { batchSize: validationBatchSize, batches: validationBatches, outputs, trained },
+      args,
+    );
   const style: FitStyle = {
     callbacks,
     yieldEvery,
@@ -88,7 +99,7 @@ export async function fitDataset<T extends tf.TensorContainer>(
       ...tandem,
       ...(classWeight ? { classWeight: classWeightOf(classWeight, model, targets, shape.firstY) } : {}),
     };
-    return await streamed(model, stream, { shape, first, readAhead, config, targets, outputs }, style);
+    return await streamed(model, stream, { shape, first, readAhead, config, targets, outputs, trained }, style);
   } finally {
     await validation?.close();
   }
@@ -103,19 +114,21 @@ interface StreamedRun {
   targets: FitTargets;
   /** A model of several outputs (fit-dataset-outputs.ts). */
   outputs?: DatasetOutputs;
+  /** What the devices build (the model or a wrapper of it). */
+  trained: tf.LayersModel;
 }
 
 /** The fit's epochs over the stream: the ring published, batch 0 in it, the rest produced while the devices train. */
 async function streamed(
   model: tf.LayersModel,
   stream: DatasetStream,
-  { shape, first, readAhead, config, targets, outputs }: StreamedRun,
+  { shape, first, readAhead, config, targets, outputs, trained }: StreamedRun,
   style: FitStyle,
 ): Promise<tf.History> {
   const { batch, batchSizes, sampleShape, targetShape } = shape;
   const stepsPerEpoch = batchSizes.length;
   const total = (style.epochs - style.initialEpoch) * stepsPerEpoch;
-  const files = await modelFiles(outputs?.trained ?? model, first, shape, targets.classes);
+  const files = await modelFiles(trained, first, shape, targets.classes);
   const run = outputs?.run();
   if (run) await writeOutputsSpec(files.modelJson, run.spec);
   let source: RingSource | undefined;
@@ -176,16 +189,25 @@ async function modelFiles(model: tf.LayersModel, first: BatchArrays, shape: Stre
 function validator<T extends tf.TensorContainer>(
   model: tf.LayersModel,
   data: NonNullable<tf.ModelFitDatasetArgs<T>['validationData']>,
-  { batchSize = 32, batches, outputs }: { batchSize?: number; batches?: number; outputs?: DatasetOutputs },
+  {
+    batchSize = 32,
+    batches,
+    outputs,
+    trained,
+  }: { batchSize?: number; batches?: number; outputs?: DatasetOutputs; trained: tf.LayersModel },
   on: ValidationOn,
 ): { logs: () => Promise<Record<string, number>>; close(): Promise<void> } {
   if (Array.isArray(data)) {
-    const [x, y] = data;
-    if (!(x instanceof tf.Tensor) || !(outputs || y instanceof tf.Tensor) || data.length > 2)
+    const [given, y] = data;
+    const several = model.inputs.length > 1;
+    if (!(several || given instanceof tf.Tensor) || !(outputs || y instanceof tf.Tensor) || data.length > 2)
       throw new TandemError('BAD_DATA', 'fitDataset: validationData must be a dataset or [x, y] of two tensors');
-    if (outputs) return outputsValidator(model, outputs, x, y, batchSize, on);
-    const pool = new ValidationPool(model, x, y as tf.Tensor, batchSize, devicesOf(on));
-    return { logs: () => pool.logs(), close: () => pool.close() };
+    // several inputs: x a Tensor[] or { inputName: Tensor }, packed as the batches are
+    const x = several ? packInputs(inputsOf(model, given as FitX, 'validationData')) : (given as tf.Tensor);
+    const unpack = () => void (x !== given && x.dispose());
+    if (outputs) return packedClose(outputsValidator(model, outputs, x, y, batchSize, on), unpack);
+    const pool = new ValidationPool(trained, x, y as tf.Tensor, batchSize, devicesOf(on));
+    return { logs: () => pool.logs(), close: () => pool.close().finally(unpack) };
   }
   if (outputs)
     throw new TandemError(
@@ -218,6 +240,28 @@ function outputsValidator(
   const names = { spec: outputs.run().spec, names: model.metricsNames };
   const pool = new ValidationPool(outputs.trained, x, flat, batchSize, devicesOf(on), names);
   return { logs: () => pool.logs(), close: () => pool.close().finally(() => flat.dispose()) };
+}
+
+/** `v` whose close also runs `after`. */
+function packedClose<V extends { close(): Promise<void> }>(v: V, after: () => void): V {
+  return { ...v, close: () => v.close().finally(after) };
+}
+
+/**
+ * A model of several inputs: the dataset's batches with `xs` (a Tensor[] in the inputs' order or `{ inputName:
+ * Tensor }`) packed into one [batch, total] tensor, as fit packs x; a model of one input: the dataset as it is.
+ */
+function packedInputs(
+  model: tf.LayersModel,
+  dataset: tf.data.Dataset<tf.TensorContainer>,
+): tf.data.Dataset<tf.TensorContainer> {
+  if (model.inputs.length <= 1) return dataset; // (an unbuilt Sequential has none yet)
+  return dataset.map(element => {
+    const { xs, ys } = (element ?? {}) as { xs?: FitX; ys?: tf.TensorContainer };
+    if (xs === undefined)
+      throw new TandemError('BAD_DATA', 'fitDataset: each element must be { xs, ys }; this one has no xs');
+    return { xs: packInputs(inputsOf(model, xs, 'a batch of the dataset (xs)')), ys } as tf.TensorContainer;
+  });
 }
 
 /** The params' steps, as tfjs's getStepsPerEpoch: batchesPerEpoch, else the dataset's size when known. */

@@ -7,6 +7,7 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { TandemError } from '../errors.js';
+import { requireCompiled } from './fit-targets.js';
 
 /** What tfjs's fit takes as x. */
 export type FitX = tf.Tensor | tf.Tensor[] | Record<string, tf.Tensor>;
@@ -91,8 +92,7 @@ export function flatInputModel(model: tf.LayersModel): tf.LayersModel {
 
 /** One flat input of `model`'s inputs' values side by side, and the inputs cut out of it (tfjs layers, no weights). */
 export function cutInputs(model: tf.LayersModel): { flat: tf.SymbolicTensor; parts: tf.SymbolicTensor[] } {
-  if (!model.optimizer || model.loss === undefined)
-    throw new TandemError('BAD_MODEL', 'fit: the model is not compiled; call model.compile({ optimizer, loss }) first');
+  requireCompiled(model);
   const shapes = model.inputs.map(input => input.shape.slice(1));
   if (shapes.some(s => s.some(d => d === null)))
     throw new TandemError(

@@ -62,10 +62,15 @@ export interface FitY {
   targetShape?: number[];
 }
 
-/** The run's loss, labels and metric keys of a compiled `model`, else BAD_MODEL / BAD_CONFIG saying why. */
-export function fitTargets(model: tfNs.LayersModel): FitTargets {
+/** BAD_MODEL unless `model` is compiled (before anything reads its inputs: an unbuilt Sequential names none). */
+export function requireCompiled(model: tfNs.LayersModel): void {
   if (!model.optimizer || model.loss === undefined)
     throw new TandemError('BAD_MODEL', 'fit: the model is not compiled; call model.compile({ optimizer, loss }) first');
+}
+
+/** The run's loss, labels and metric keys of a compiled `model`, else BAD_MODEL / BAD_CONFIG saying why. */
+export function fitTargets(model: tfNs.LayersModel): FitTargets {
+  requireCompiled(model);
   if (model.outputs.length !== 1 || model.inputs.length !== 1)
     throw new TandemError(
       'BAD_MODEL',

@@ -8,7 +8,7 @@
 import * as tf from '@tensorflow/tfjs';
 import type { TrainConfig } from '../config-types.js';
 import { TandemError } from '../errors.js';
-import { fitTargets } from './fit-targets.js';
+import { fitTargets, requireCompiled } from './fit-targets.js';
 import { writeFitFiles } from './fit-files.js';
 import { fitSettings, tandemOptions, type FitArgs } from './fit-args.js';
 import { splitValidation } from './fit-validation.js';
@@ -33,6 +33,7 @@ export type { FitStyle } from './fit-loop.js';
  */
 export async function fit(model: tf.LayersModel, x: FitX, y: FitY, args: FitArgs = {}): Promise<tf.History> {
   const settings = fitSettings(args);
+  requireCompiled(model);
   const outputs = model.outputs.length > 1 ? severalOutputs(model, y, args) : undefined;
   if (outputs) [y, args] = [outputs.y, outputs.args];
   if (!(y instanceof tf.Tensor)) throw new TandemError('BAD_DATA', 'fit: y must be a tensor for a model of one output');
