@@ -57,24 +57,16 @@ export async function fitDataset<T extends tf.TensorContainer>(
     readAhead = DEFAULT_READ_AHEAD,
     ...options
   } = args;
-  if (batchesPerEpoch !== undefined && (!Number.isInteger(batchesPerEpoch) || batchesPerEpoch < 1))
-    throw new TandemError('BAD_CONFIG', `fitDataset: batchesPerEpoch must be an integer ≥ 1, got ${batchesPerEpoch}`);
-  if (!Number.isInteger(readAhead) || readAhead < 1)
-    throw new TandemError('BAD_CONFIG', `fitDataset: readAhead must be an integer ≥ 1, got ${readAhead}`);
+  checkCounts(batchesPerEpoch, readAhead);
   fitSettings({ epochs, initialEpoch });
   const tandem = tandemOptions(options);
-  requireCompiled(model);
-  const data = packedInputs(model, dataset as tf.data.Dataset<tf.TensorContainer>);
-  const outputs = model.outputs.length > 1 ? datasetOutputs(model, data, classWeight) : undefined;
-  // what the devices build: the model, its flat-input wrapper (several inputs), or its flat-output one
-  const trained = outputs?.trained ?? (model.inputs.length > 1 ? flatInputModel(model) : model);
-  const targets = outputs?.targets ?? fitTargets(trained);
+  const { data, outputs, trained, targets } = devicesModel(model, dataset, classWeight);
   const reading = {
     who: 'fitDataset',
     inputShape: trained.inputs[0].shape.slice(1),
     targets: (ys: tf.Tensor) => targets.targets(ys),
   };
-  const stream = new DatasetStream(outputs?.dataset ?? data, reading, batchesPerEpoch);
+  const stream = new DatasetStream(data, reading, batchesPerEpoch);
   const { shape, first } = await stream.open();
   const validation =
     validationData &&
@@ -103,6 +95,30 @@ export async function fitDataset<T extends tf.TensorContainer>(
   } finally {
     await validation?.close();
   }
+}
+
+function checkCounts(batchesPerEpoch: number | undefined, readAhead: number): void {
+  if (batchesPerEpoch !== undefined && (!Number.isInteger(batchesPerEpoch) || batchesPerEpoch < 1))
+    throw new TandemError('BAD_CONFIG', `fitDataset: batchesPerEpoch must be an integer ≥ 1, got ${batchesPerEpoch}`);
+  if (!Number.isInteger(readAhead) || readAhead < 1)
+    throw new TandemError('BAD_CONFIG', `fitDataset: readAhead must be an integer ≥ 1, got ${readAhead}`);
+}
+
+/**
+ * What the devices build of `model` — the model, its flat-input wrapper (several inputs), or its flat-output one
+ * (several outputs) — with the dataset as they read it and its targets.
+ */
+function devicesModel<T extends tf.TensorContainer>(
+  model: tf.LayersModel,
+  dataset: tf.data.Dataset<T>,
+  classWeight: unknown,
+) {
+  requireCompiled(model);
+  const packed = packedInputs(model, dataset as tf.data.Dataset<tf.TensorContainer>);
+  const outputs = model.outputs.length > 1 ? datasetOutputs(model, packed, classWeight) : undefined;
+  const trained = outputs?.trained ?? (model.inputs.length > 1 ? flatInputModel(model) : model);
+  const targets = outputs?.targets ?? fitTargets(trained);
+  return { data: outputs?.dataset ?? packed, outputs, trained, targets };
 }
 
 interface StreamedRun {
