@@ -7,7 +7,10 @@
  * in turns, R rounds; and tfjs's own `model.fit` on one engine (the tfjs cpu backend, on the main thread: what a tfjs
  * user without tfjs-node has), fewer steps. Per run: the wall time of the call and the steady step (the median
  * interval between step ends after the warm-up: `train`'s onStep, `fit`'s and model.fit's onBatchEnd), as samples/s.
- * fit / train is the median over rounds of each. Table and bench/results/fit.json (--out).
+ * fit / train is the median over rounds of each round's ratio (a round's two runs are back to back: a slow spell of the
+ * shared machine weighs on both); the medians of each are shown too. Beside it, the CPU time of every thread of the
+ * process per steady step (from /proc): what each costs the machine, which slow spells barely move. Table and
+ * bench/results/fit.json (--out).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import * as tf from '@tensorflow/tfjs';
@@ -16,6 +19,7 @@ import { BUILTIN_MODELS } from '../src/model/builtin-models.js';
 import { syntheticImages } from '../src/data/synthetic-images.js';
 import { loadNativeAddon } from '../src/engine/native/native-addon.js';
 import { runRecord } from './run-record.js';
+import { processCpuMs } from './process-cpu.js';
 
 export interface FitBenchOptions {
   models: string[];
@@ -31,6 +35,31 @@ interface Timed {
   wallS: number;
   /** Median ms between step ends after the warm-up. */
   stepMs: number;
+  /**
+   * CPU ms per step of every thread of this process (main, device, comm, loader) from the end of the warm-up to the
+   * step before the last: what the run costs the machine, which a shared machine's slow spells barely move.
+   */
+  cpuPerStepMs: number;
+}
+
+/**
+ * Step ends (`end()` after each step) and the process's CPU at the end of the warm-up and of the step before the
+ * last (two /proc reads, on the main thread).
+ */
+function stepClock(steps: number) {
+  const warm = warmOf(steps);
+  const ends: number[] = [];
+  const cpu: number[] = [];
+  return {
+    end(): void {
+      ends.push(performance.now());
+      if (ends.length === warm + 1 || ends.length === steps - 1) cpu.push(processCpuMs(process.pid) ?? NaN);
+    },
+    timed(wallS: number): Timed {
+      const cpuPerStepMs = cpu.length === 2 ? (cpu[1] - cpu[0]) / (steps - 2 - warm) : NaN;
+      return { wallS, stepMs: steadyMs(ends, warm), cpuPerStepMs };
+    },
+  };
 }
 
 const SEED = 7;
@@ -65,7 +94,7 @@ async function compiled(name: string): Promise<tf.LayersModel> {
 const warmOf = (steps: number) => Math.min(3, Math.floor(steps / 5));
 
 async function timeTrain(name: string, o: FitBenchOptions, devices: number, backend: string): Promise<Timed> {
-  const ends: number[] = [];
+  const clock = stepClock(o.steps);
   const t0 = performance.now();
   await train(
     {
@@ -83,9 +112,9 @@ async function timeTrain(name: string, o: FitBenchOptions, devices: number, back
       shuffle: false,
       seed: SEED,
     },
-    { onStep: () => void ends.push(performance.now()) },
+    { onStep: () => clock.end() },
   );
-  return { wallS: (performance.now() - t0) / 1000, stepMs: steadyMs(ends, warmOf(o.steps)) };
+  return clock.timed((performance.now() - t0) / 1000);
 }
 
 async function timeFit(
@@ -95,15 +124,15 @@ async function timeFit(
   tandem?: { devices: number; backend: string },
 ): Promise<Timed> {
   const model = await compiled(name);
-  const ends: number[] = [];
-  const callbacks = new tf.CustomCallback({ onBatchEnd: async () => void ends.push(performance.now()) });
+  const clock = stepClock(Math.ceil(xy.x.shape[0] / o.batch));
+  const callbacks = new tf.CustomCallback({ onBatchEnd: async () => clock.end() });
   const args = { epochs: 1, batchSize: o.batch, shuffle: false, verbose: 0 as const, callbacks };
   const t0 = performance.now();
   if (tandem) await fit(model, xy.x, xy.y, { ...args, devices: tandem.devices, backend: tandem.backend as 'native' });
   else await model.fit(xy.x, xy.y, args);
   const wallS = (performance.now() - t0) / 1000;
   model.dispose();
-  return { wallS, stepMs: steadyMs(ends, warmOf(xy.x.shape[0] / o.batch)) };
+  return clock.timed(wallS);
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
@@ -114,8 +143,14 @@ interface FitRow {
   devices: number;
   trainStepMs: number;
   fitStepMs: number;
-  /** fit / train, steady step (median over rounds). */
+  /** fit / train, steady step: the median over rounds of each round's ratio. */
   stepRatio: number;
+  /** fit / train of the median steps (trainStepMs, fitStepMs). */
+  medianRatio: number;
+  /** CPU ms per steady step of every thread, median over rounds (Timed.cpuPerStepMs), and fit / train of them. */
+  trainCpuPerStepMs: number;
+  fitCpuPerStepMs: number;
+  cpuRatio: number;
   trainWallS: number;
   fitWallS: number;
   wallRatio: number;
@@ -142,19 +177,25 @@ async function rowsOf(name: string, o: FitBenchOptions, backend: string): Promis
     }
     const trainStepMs = median(rounds.map(r => r.train.stepMs)),
       fitStepMs = median(rounds.map(r => r.fit.stepMs));
+    const stepRatio = median(rounds.map(r => r.fit.stepMs / r.train.stepMs));
+    const trainCpuPerStepMs = median(rounds.map(r => r.train.cpuPerStepMs)),
+      fitCpuPerStepMs = median(rounds.map(r => r.fit.cpuPerStepMs));
     const trainWallS = median(rounds.map(r => r.train.wallS)),
       fitWallS = median(rounds.map(r => r.fit.wallS));
     rows.push({
-      ...{ model: name, backend, devices, trainStepMs, fitStepMs, stepRatio: fitStepMs / trainStepMs },
+      ...{ model: name, backend, devices, trainStepMs, fitStepMs, stepRatio, medianRatio: fitStepMs / trainStepMs },
       ...{ trainWallS, fitWallS, wallRatio: fitWallS / trainWallS },
+      ...{ trainCpuPerStepMs, fitCpuPerStepMs, cpuRatio: fitCpuPerStepMs / trainCpuPerStepMs },
       samplesPerSecondTrain: o.batch / (trainStepMs / 1000),
       samplesPerSecondFit: o.batch / (fitStepMs / 1000),
       rounds,
     });
     console.log(
       `${name} ${backend} ${devices} device(s): step train ${trainStepMs.toFixed(1)} ms, fit ` +
-        `${fitStepMs.toFixed(1)} ms (fit / train ${(fitStepMs / trainStepMs).toFixed(3)}); wall ` +
-        `${trainWallS.toFixed(2)} s, ${fitWallS.toFixed(2)} s`,
+        `${fitStepMs.toFixed(1)} ms (fit / train ${stepRatio.toFixed(3)} per round, ` +
+        `${(fitStepMs / trainStepMs).toFixed(3)} of the medians); wall ` +
+        `${trainWallS.toFixed(2)} s, ${fitWallS.toFixed(2)} s; CPU per step (every thread) ` +
+        `${trainCpuPerStepMs.toFixed(1)}, ${fitCpuPerStepMs.toFixed(1)} ms`,
     );
   }
   xy.x.dispose();
@@ -190,17 +231,21 @@ export async function runFitBench(o: FitBenchOptions): Promise<void> {
 }
 
 function printFitTables(rows: FitRow[], tfjs: { model: string; stepMs: number; samplesPerSecond: number }[]): void {
-  console.log('\nSteady step (median interval between step ends after the warm-up), median over rounds:\n');
+  console.log(
+    '\nSteady step (median interval between step ends after the warm-up), median over rounds; fit / train: the ' +
+      "median of the rounds' ratios:\n",
+  );
   console.log(
     '| model | backend | devices | train ms | fit ms | fit / train | train samples/s | fit samples/s | wall fit / ' +
-      'train |',
+      'train | CPU ms/step train | fit | fit / train |',
   );
-  console.log('|---|---|---:|---:|---:|---:|---:|---:|---:|');
+  console.log('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const r of rows)
     console.log(
       `| ${r.model} | ${r.backend} | ${r.devices} | ${r.trainStepMs.toFixed(1)} | ${r.fitStepMs.toFixed(1)} | ` +
         `${r.stepRatio.toFixed(3)} | ${r.samplesPerSecondTrain.toFixed(0)} | ${r.samplesPerSecondFit.toFixed(0)} | ` +
-        `${r.wallRatio.toFixed(3)} |`,
+        `${r.wallRatio.toFixed(3)} | ${r.trainCpuPerStepMs.toFixed(1)} | ${r.fitCpuPerStepMs.toFixed(1)} | ` +
+        `${r.cpuRatio.toFixed(3)} |`,
     );
   console.log("\ntfjs's own model.fit, one engine (tfjs cpu backend, main thread), against tandem's fit:\n");
   console.log(
