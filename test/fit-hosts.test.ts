@@ -5,7 +5,8 @@
 // batches; and the final weights (1e-4), BatchNormalization's moving statistics included — which is tfjs's own
 // model.fit too. tf.callbacks.earlyStopping stops both hosts at the epoch it stops one process at; a callback on host
 // 1 alone that stops the fit stops host 0 after the same epoch; hosts called with different arguments both refuse,
-// naming the argument and the hosts. Every process is torn down.
+// naming the argument and the hosts. A model of two outputs (y a Tensor[]) across the hosts equals one process too.
+// Every process is torn down.
 import t, { type Test } from 'tap';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -15,7 +16,7 @@ import * as tf from '@tensorflow/tfjs';
 import { glooAddonOrSkip } from './fixtures/gloo-addon-or-skip.js';
 import { freePort } from '../src/world/launch.js';
 import { fit } from '../src/index.js';
-import { hostsArgs, hostsData, hostsModel, type HostsMode } from './fixtures/fit-hosts-case.js';
+import { hostsArgs, hostsFit, type HostsMode } from './fixtures/fit-hosts-case.js';
 
 const HOST = fileURLToPath(new URL('./fixtures/fit-host.js', import.meta.url));
 
@@ -52,8 +53,7 @@ async function twoHosts(mode: HostsMode): Promise<HostResult[]> {
 
 /** One process's fit of `mode` on 2 devices (host 0's arguments), or tfjs's own model.fit. */
 async function oneProcess(mode: HostsMode, tfjs = false): Promise<HostResult> {
-  const model = hostsModel();
-  const { x, y } = hostsData();
+  const { model, x, y } = hostsFit(mode);
   const args = hostsArgs(mode, 0, () => model);
   const h = tfjs ? await model.fit(x, y, args) : await fit(model, x, y, { ...args, devices: 2, backend: 'cpu' });
   const weights = model.getWeights().map(w => Array.from(w.dataSync()));
@@ -115,6 +115,17 @@ t.test('a callback of host 1 alone that stops the fit stops host 0 after the sam
   t.same(h1.epoch, [0, 1], 'host 1 stopped after epoch 1 of 5');
   t.same(h0.epoch, [0, 1], 'and so did host 0');
   t.same(h0.weights, h1.weights, 'with the same weights');
+});
+
+t.test('a model of two outputs (y a Tensor[]) across 2 hosts = one process with 2 devices', async t => {
+  if (!glooAddonOrSkip()) return;
+  const [h0, h1] = await twoHosts('outputs');
+  const reference = await oneProcess('outputs');
+  const keys = ['loss', 'cls_loss', 'reg_loss', 'cls_acc', 'reg_acc'];
+  t.same(Object.keys(reference.history!).sort(), [...keys, ...keys.map(k => `val_${k}`)].sort(), "tfjs's keys");
+  sameRun(t, h0, reference, 'host 0');
+  sameRun(t, h1, reference, 'host 1');
+  t.same(h1.history, h0.history, "every host's History is the same, bit for bit");
 });
 
 t.test('hosts called with different arguments both refuse, naming the argument and the hosts', async t => {

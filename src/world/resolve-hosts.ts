@@ -85,8 +85,11 @@ export function resolveHosts(
   };
 }
 
-/** The methods that run across hosts: their label partitions and compute collectives span the world's global ranks. */
-const ACROSS_HOSTS_METHODS = new Set(['data-parallel', 'local-head', 'partial-fc']);
+/**
+ * The methods that run across hosts: their label partitions and compute collectives span the world's global ranks
+ * (fit-outputs: data-parallel with fit's loss of several outputs; test/fit-hosts.test.ts).
+ */
+const ACROSS_HOSTS_METHODS = new Set(['data-parallel', 'local-head', 'partial-fc', 'fit-outputs']);
 
 /** What is not done across hosts yet (issue 15): refused before any thread starts. */
 function refuseAcrossHosts(config: TrainConfig, localDevices: number): void {
