@@ -13,6 +13,7 @@ export async function checkModuleModelShapes(
   dataSource: string,
   loss?: LossKind,
   targetShape?: number[],
+  ownTargets = false,
 ): Promise<void> {
   const tf = await import('@tensorflow/tfjs');
   const { buildModel } = await import('../model/resolve-model.js');
@@ -39,7 +40,7 @@ export async function checkModuleModelShapes(
       );
     }
     if (targetShape) {
-      checkTargetShape(output, targetShape, loss, modelSource, dataSource);
+      if (!ownTargets) checkTargetShape(output, targetShape, loss, modelSource, dataSource);
       assertTrainable(tf, model, sampleShape, modelSource);
       return;
     }

@@ -41,12 +41,11 @@ export async function prepareConfig(checked: CheckedConfig): Promise<ResolvedCon
   const { trainSize, evalSamples } = heldOutSplit(config, meta.size, method, batch, devices);
   const classifier = method.resolveOptions(config, { classes: meta.classes, devices });
   checkMinImage(checked, sampleShape);
-  // The classifier methods build the model as a feature extractor: its output is the embedding.
-  const outputs = classifier ? classifier.embedding : meta.classes;
+  const outputs = classifier ? classifier.embedding : meta.classes; // classifier methods: a feature extractor's
   const model: ModelSpec = { source, options: { inputShape: sampleShape, classes: outputs, seed } };
   const loss = resolveLoss(config.loss, source, trainingConfig?.loss, method.name, dataSource, meta.classes);
   const targetShape = meta.targetShape && targetShapeOf(meta.targetShape, method.name, config.classWeight);
-  await checkLossAndModel(checked, prepared, loss, model, [trainSize, Math.min(meta.size, trainSize + evalSamples)]);
+  await checkLossAndModel(checked, prepared, loss, model, { trainSize, evalSamples }, method.ownTargets === true);
   const { partialBatch, stepsPerEpoch, steps } = stepsOf(config, trainSize, batch, method.name);
   const shuffle = config.shuffle !== false;
   const inputWarning =
@@ -93,8 +92,10 @@ async function checkLossAndModel(
   prepared: Awaited<ReturnType<typeof prepareData>>,
   loss: ResolvedConfig['loss'],
   model: ModelSpec,
-  labelled: [number, number],
+  { trainSize, evalSamples }: { trainSize: number; evalSamples: number },
+  ownTargets: boolean,
 ): Promise<void> {
+  const labelled: [number, number] = [trainSize, Math.min(prepared.meta.size, trainSize + evalSamples)];
   const targetShape = prepared.meta.targetShape && [...prepared.meta.targetShape];
   if (!isRegressionLoss(loss) && !targetShape) checkClassLabels(prepared, dataSource, loss, labelled);
   if (builtinModel && isRegressionLoss(loss))
@@ -106,7 +107,7 @@ async function checkLossAndModel(
   if (builtinModel && targetShape)
     bad('data', `gives targets of shape [${targetShape.join(', ')}]; builtin '${modelSource}' is a classifier`);
   if (!builtinModel)
-    await checkModuleModelShapes(model, inputShape, classes, modelSource, dataSource, loss, targetShape);
+    await checkModuleModelShapes(model, inputShape, classes, modelSource, dataSource, loss, targetShape, ownTargets);
 }
 
 /** The run's steps: `steps`, or `epochs` of `stepsPerEpoch` each (default: one epoch). */

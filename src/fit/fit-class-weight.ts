@@ -5,7 +5,7 @@
  */
 import type * as tf from '@tensorflow/tfjs';
 import { TandemError } from '../errors.js';
-import { isRegressionLoss } from '../model/loss-kinds.js';
+import { isRegressionLoss, type LossKind } from '../model/loss-kinds.js';
 import type { FitTargets, FitY } from './fit-targets.js';
 
 type Given = tf.ModelFitArgs['classWeight'];
@@ -37,6 +37,80 @@ export function classWeightOf(given: Given, model: tf.LayersModel, targets: FitT
       throw new TandemError('BAD_CONFIG', `fit: classWeight[${label}] is ${String(w)}; give a finite weight ≥ 0`);
   }
   return weights;
+}
+
+/**
+ * A model of several outputs: each output's weight per class id (null: none), from tfjs's forms — an array of one
+ * table (or null) per output, or `{ outputName: table }` — checked as tfjs checks them: every class an output's
+ * targets hold (class ids, the argmax of one-hot rows, or a [n, 1] column) must have a weight. A table on an output
+ * of a regression loss is refused (its targets are not classes).
+ */
+export function outputClassWeights(
+  given: Given,
+  model: tf.LayersModel,
+  ys: tf.Tensor[],
+  kinds: LossKind[],
+): (number[] | null)[] | undefined {
+  if (given === undefined || given === null) return undefined;
+  const names = model.outputNames;
+  return tablesOf(given, names).map((table, i) => {
+    if (!table) return null;
+    if (isRegressionLoss(kinds[i]))
+      throw new TandemError(
+        'BAD_CONFIG',
+        `fit: classWeight has a table for output ${names[i]}, whose loss is a regression ('${kinds[i]}'); weigh ` +
+          'classifier outputs only (classWeight: { outputName: table } for those)',
+      );
+    const labels = classIdsOf(ys[i], names[i]);
+    for (const label of new Set(labels)) {
+      const w = table[label];
+      if (w === undefined || w === null)
+        throw new TandemError(
+          'BAD_CONFIG',
+          `fit: classWeight for output ${names[i]} must contain all classes in its training targets; class ` +
+            `${label} is in them but not in classWeight (tfjs refuses it too)`,
+        );
+      if (typeof w !== 'number' || !Number.isFinite(w) || w < 0)
+        throw new TandemError(
+          'BAD_CONFIG',
+          `fit: classWeight.${names[i]}[${label}] is ${String(w)}; give a weight ≥ 0`,
+        );
+    }
+    const size = Math.max(0, ...labels, ...Object.keys(table).map(Number).filter(Number.isInteger)) + 1;
+    return Array.from({ length: size }, (_, c) => table[c] ?? 1);
+  });
+}
+
+/** Per output, its `{ [classId]: weight }` or null, from an array (one per output) or a map by output name. */
+function tablesOf(given: NonNullable<Given>, names: string[]): (Record<number, number | undefined> | null)[] {
+  if (Array.isArray(given)) {
+    if (given.length !== names.length)
+      throw new TandemError(
+        'BAD_CONFIG',
+        `fit: classWeight is an array of ${given.length} table(s), and the model has ${names.length} outputs ` +
+          `(${names.join(', ')}): give one per output (null for none) or { outputName: table }`,
+      );
+    return given.map(t => t ?? null);
+  }
+  const map = given as Record<string, unknown>;
+  const unknown = Object.keys(map).filter(k => !names.includes(k));
+  if (unknown.length > 0)
+    throw new TandemError(
+      'BAD_CONFIG',
+      `fit: classWeight names ${unknown.join(', ')}, not an output of the model (${names.join(', ')}); give ` +
+        '{ outputName: { classId: weight } }',
+    );
+  return names.map(n => (map[n] as Record<number, number> | undefined) ?? null);
+}
+
+/** An output's class id per sample, as tfjs reads them for class weights: ids, a [n, 1] column, or one-hot rows. */
+function classIdsOf(y: tf.Tensor, name: string): number[] {
+  if (y.rank === 1 || (y.rank === 2 && y.shape[1] === 1)) return Array.from(y.dataSync());
+  if (y.rank === 2) return Array.from(y.argMax(1).dataSync());
+  throw new TandemError(
+    'BAD_CONFIG',
+    `fit: classWeight weighs one class per sample, and output ${name}'s targets have shape [${y.shape.join(', ')}]`,
+  );
 }
 
 /** The one output's `{ [classId]: weight }` of tfjs's forms. */

@@ -11,7 +11,7 @@ import { DATA_PARALLEL } from '../methods/data-parallel.js';
 import { TandemError } from '../errors.js';
 import { getEngine } from '../engine/engine-registry.js';
 import { targetLoss } from '../model/target-loss.js';
-import { metricSums } from '../model/metric-values.js';
+import { metricSums, sparseCrossentropy } from '../model/metric-values.js';
 import type { Tensor, Tf } from '../engine/tfjs-types.js';
 import type { DeviceMethod, TrainingMethod } from '../methods/training-method.js';
 import { OUTPUTS_FILE, type OutputsSpec } from './fit-outputs.js';
@@ -22,6 +22,7 @@ export const FIT_OUTPUTS_METHOD: TrainingMethod = {
   ...DATA_PARALLEL,
   name: FIT_OUTPUTS_METHOD_NAME,
   dataParallel: true,
+  ownTargets: true,
   description: "fit's models of several outputs: data-parallel, a loss per output weighted by lossWeights",
   createDevice({ tf, cfg }): DeviceMethod {
     const modelJson = cfg.model.source.startsWith('file:') ? new URL(cfg.model.source).pathname : cfg.model.source;
@@ -55,18 +56,42 @@ export const FIT_OUTPUTS_METHOD: TrainingMethod = {
   },
 };
 
+/**
+ * An output's loss with class weights, as tfjs's fit with `classWeight` computes it: each sample's loss times its
+ * class's weight (the class: a class id, a [rows, 1] column, or the argmax of a one-hot row), then the batch mean.
+ */
+function weightedLoss(tf: Tf, p: Tensor, y: Tensor, kind: string, table: number[]): Tensor {
+  return tf.tidy(() => {
+    const rows = p.shape[0] ?? 1;
+    const column = y.rank === 1 || (y.rank === 2 && y.shape[1] === 1);
+    const ids = column ? tf.reshape(y, [rows]) : tf.argMax(y, 1);
+    const weights = tf.gather(tf.tensor1d(table, 'float32'), tf.cast(ids, 'int32'));
+    const perSample =
+      kind === 'binary'
+        ? tf.metrics.binaryCrossentropy(tf.reshape(y, p.shape), p)
+        : column
+          ? sparseCrossentropy(tf, ids, p)
+          : tf.metrics.categoricalCrossentropy(y, p);
+    return tf.mean(tf.mul(tf.reshape(perSample, [rows]), weights));
+  });
+}
+
 /** The weighted sum of the outputs' losses, and the metrics' sums (flat: two per metric). */
 export function outputsLoss(tf: Tf, spec: OutputsSpec, out: Tensor, ys: Tensor): { loss: Tensor; sums: Tensor } {
   const rows = out.shape[0] ?? 1;
   const targets = tf.reshape(ys, [rows, -1]);
   let at = 0,
     targetAt = 0;
-  const parts = spec.outputs.map(o => {
+  const parts = spec.outputs.map((o, i) => {
     const p = tf.reshape(tf.slice(out, [0, at], [rows, o.size]), [rows, ...o.shape]);
     const y = tf.reshape(tf.slice(targets, [0, targetAt], [rows, o.targetSize]), [rows, ...o.targetShape]);
     at += o.size;
     targetAt += o.targetSize;
-    return { p, y, loss: targetLoss(tf, p, y, { kind: o.kind, fromProbabilities: true }).loss };
+    const table = spec.classWeights?.[i];
+    const loss = table
+      ? weightedLoss(tf, p, y, o.kind, table)
+      : targetLoss(tf, p, y, { kind: o.kind, fromProbabilities: true }).loss;
+    return { p, y, loss };
   });
   const loss = parts.map((x, i) => tf.mul(x.loss, spec.outputs[i].weight)).reduce((a, b) => tf.add(a, b));
   const sums = tf.tidy(() =>

@@ -33,6 +33,11 @@ export interface OutputSpec {
 export interface OutputsSpec {
   outputs: OutputSpec[];
   metrics: { fn: string | null; output: number }[];
+  /**
+   * Training only (validation's losses are unweighted, as tfjs's): per output, its weight per class id
+   * (fit-class-weight.ts `outputClassWeights`), or null.
+   */
+  classWeights?: (number[] | null)[];
 }
 
 /** The file, beside the model.json the devices load, that tells the fit-outputs method the outputs. */

@@ -15,6 +15,7 @@ import {
   type OutputsSpec,
 } from './fit-outputs.js';
 import { FIT_OUTPUTS_METHOD_NAME } from './fit-outputs-method.js';
+import { outputClassWeights } from './fit-class-weight.js';
 
 /** `y` as fit takes it: a Tensor; for a model of several outputs a Tensor[] or `{ outputName: Tensor }`. */
 export type FitY = tf.Tensor | tf.Tensor[] | Record<string, tf.Tensor>;
@@ -22,6 +23,8 @@ export type FitY = tf.Tensor | tf.Tensor[] | Record<string, tf.Tensor>;
 /** What the run of a model of several outputs needs beside fit's own. */
 export interface OutputsRun {
   spec: OutputsSpec;
+  /** classWeight: each output's weight per class id, or null (only the training's losses are weighted). */
+  classWeights?: (number[] | null)[];
   targets: FitTargets;
   method: string;
   plugin: string;
@@ -36,11 +39,17 @@ export function severalOutputs(
   const lossWeights = args.lossWeights;
   const ys = outputsOf(model, y);
   const spec = outputsSpec(model, ys, lossWeights);
+  const classWeights = outputClassWeights(
+    args.classWeight,
+    model,
+    ys,
+    spec.outputs.map(o => o.kind),
+  );
   const flatY = flatTargets(ys);
   const given = args.validationData;
   const validationY = given ? flatTargets(outputsOf(model, given[1])) : undefined;
-  const { lossWeights: _weights, ...rest } = args;
-  void _weights;
+  const { lossWeights: _weights, classWeight: _classes, ...rest } = args;
+  void [_weights, _classes];
   const flatArgs: FitArgs = validationY
     ? { ...rest, validationData: [given![0], validationY] as FitArgs['validationData'] }
     : rest;
@@ -50,6 +59,7 @@ export function severalOutputs(
     trained: flatOutputModel(model),
     run: {
       spec,
+      ...(classWeights ? { classWeights } : {}),
       targets: outputsTargets(model),
       method: FIT_OUTPUTS_METHOD_NAME,
       plugin: new URL('./fit-outputs-plugin.js', import.meta.url).href,

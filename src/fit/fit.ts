@@ -110,7 +110,8 @@ export async function fitWith(
   const targetsY = targets.targets(y);
   const files = await writeFitFiles(tf, trained, x, targetsY, targets.classes);
   try {
-    if (style.outputs) await writeOutputsSpec(files.modelJson, style.outputs.spec);
+    const outputs = style.outputs;
+    if (outputs) await writeOutputsSpec(files.modelJson, { ...outputs.spec, classWeights: outputs.classWeights });
     const config: TrainConfig = {
       ...options,
       model: files.modelJson,

@@ -37,6 +37,11 @@ export interface TrainingMethod {
    * of data-parallel apply (loss, classWeight, partialBatch, accumulate).
    */
   readonly dataParallel?: boolean;
+  /**
+   * Its loss reads the data's target rows itself (fit-outputs: several outputs' targets side by side, class ids among
+   * them): the config does not hold the target shape against the model's one output.
+   */
+  readonly ownTargets?: boolean;
   /** The method's own options, declared (flags, help, known keys); `resolveOptions` checks them in context. */
   readonly options?: AnyOptionTable;
   /**
