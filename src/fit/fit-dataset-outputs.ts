@@ -14,7 +14,10 @@ import {
   outputsTargets,
   type OutputsSpec,
 } from './fit-outputs.js';
-import { FIT_OUTPUTS_METHOD_NAME } from './fit-outputs-method.js';
+import { FIT_OUTPUTS_METHOD_NAME, outputsLoss } from './fit-outputs-method.js';
+import { metricValues } from '../model/metric-values.js';
+import { validationLogs } from './fit-hosts.js';
+import { inputsOf, packInputs, type FitX } from './fit-inputs.js';
 import type { OutputsRun } from './fit-several-outputs.js';
 
 /** What fitDataset needs of a model of several outputs. */
@@ -61,4 +64,38 @@ export function datasetOutputs(
       return { spec, targets, method: FIT_OUTPUTS_METHOD_NAME, plugin };
     },
   };
+}
+
+/**
+ * The `val_` logs of a validation dataset with a model of several outputs (its `ys` as the training batches' may be),
+ * read on this thread as `model.evaluateDataset` reads a dataset (`batches` of it, or all): each batch's weighted
+ * loss and logged metrics as training computes them (fit-outputs-method.ts, no class weights), their means weighted
+ * by the batches' samples.
+ */
+export async function outputsDatasetLogs(
+  model: tf.LayersModel,
+  outputs: DatasetOutputs,
+  data: tf.data.Dataset<tf.TensorContainer>,
+  batches?: number,
+): Promise<Record<string, number>> {
+  const { spec } = outputs.run();
+  const totals = new Array<number>(1 + spec.metrics.length).fill(0);
+  let samples = 0;
+  const iterator = await (batches === undefined ? data : data.take(batches)).iterator();
+  for (let next = await iterator.next(); !next.done; next = await iterator.next()) {
+    const { xs, ys } = (next.value ?? {}) as { xs?: FitX; ys?: unknown };
+    const values = tf.tidy(() => {
+      const given = xs ?? (undefined as unknown as FitX);
+      const x =
+        model.inputs.length > 1 ? packInputs(inputsOf(model, given, 'validationData (xs)')) : (given as tf.Tensor);
+      const flat = flatTargets(outputsOf(model, ys, 'fitDataset validationData'));
+      const { loss, sums } = outputsLoss(tf, spec, outputs.trained.predict(x) as tf.Tensor, flat);
+      return { rows: x.shape[0], values: [loss.dataSync()[0], ...metricValues(Array.from(sums.dataSync()))] };
+    });
+    values.values.forEach((v, i) => (totals[i] += v * values.rows));
+    samples += values.rows;
+    tf.dispose(next.value as tf.TensorContainer);
+  }
+  if (samples === 0) throw new TandemError('BAD_DATA', 'fitDataset: validationData (a dataset) gave no batch');
+  return validationLogs([{ sums: totals, samples }], model.metricsNames);
 }

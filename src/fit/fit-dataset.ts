@@ -19,7 +19,7 @@ import { sampleSize } from '../data/dataset.js';
 import { devicesOf, type ValidationOn } from './fit.js';
 import { fitSettings, tandemOptions, type FitOptions } from './fit-args.js';
 import { fitTargets, requireCompiled, type FitTargets } from './fit-targets.js';
-import { datasetOutputs, type DatasetOutputs } from './fit-dataset-outputs.js';
+import { datasetOutputs, outputsDatasetLogs, type DatasetOutputs } from './fit-dataset-outputs.js';
 import { flatTargets, outputsOf, writeOutputsSpec } from './fit-outputs.js';
 import { writeFitFiles } from './fit-files.js';
 import { fitLoop, type FitStyle } from './fit-loop.js';
@@ -225,12 +225,10 @@ function validator<T extends tf.TensorContainer>(
     const pool = new ValidationPool(trained, x, y as tf.Tensor, batchSize, devicesOf(on));
     return { logs: () => pool.logs(), close: () => pool.close().finally(unpack) };
   }
-  if (outputs)
-    throw new TandemError(
-      'BAD_DATA',
-      'fitDataset: validationData as a dataset with a model of several outputs is not taken yet; give [x, ys] ' +
-        'tensors (ys a Tensor[] or { outputName: Tensor })',
-    );
+  if (outputs) {
+    const dataset = data as tf.data.Dataset<tf.TensorContainer>;
+    return { logs: () => outputsDatasetLogs(model, outputs, dataset, batches), close: async () => {} };
+  }
   const logs = async () => {
     // a dataset: read on this thread, as model.evaluateDataset reads it
     const out = await model.evaluateDataset(data as tf.data.Dataset<never>, { batches });
