@@ -8,7 +8,7 @@ import type { NativeAddon } from '../src/engine/native/native-addon.js';
 import { JS_ARITHMETIC, nativeArithmetic, type FlatArithmetic } from '../src/optim/flat-arithmetic.js';
 import { flatArithmeticFor } from '../src/engine/backend.js';
 import { optimizerStateSlots, type OptimizerConfig } from '../src/optim/flat-optimizer.js';
-import { firstNonFiniteJs } from '../src/actors/backward-pass.js';
+import { firstNonFiniteJs } from '../src/engine/non-finite.js';
 import { prng } from '../src/data/synthetic-images.js'; // mulberry32, for shapes and values
 
 const SPECIAL = [NaN, Infinity, -Infinity, -0, 0, 1e-40, -3e-39, 3e38, -3.3e38, 1e-30];

@@ -8,7 +8,7 @@ import * as tf from '@tensorflow/tfjs';
 import type { ResolvedConfig } from '../config-types.js';
 import { TandemError } from '../errors.js';
 import { OrderedReads } from '../engine/async-reads.js';
-import { loadNativeAddon } from '../engine/native/native-addon.js';
+import { firstNonFinite } from '../engine/non-finite.js';
 import { backwardWithGradientReady, backwardWithGradientReadyAsync } from '../engine/gradient-tape.js';
 import { probeForward } from '../plugins/step-probes.js';
 import type { LayersModel, Tensor, Variable } from '../engine/tfjs-types.js';
@@ -245,17 +245,6 @@ function addInto(sum: Float32Array, values: Float32Array, offset: number, first:
 function meanInto(grads: Float32Array, micro: MicroBatch, values: Float32Array, offset: number): void {
   const { sum, count } = micro;
   for (let i = 0; i < values.length; i++) grads[offset + i] = Math.fround(sum[offset + i] + values[i]) / count;
-}
-
-export function firstNonFinite(values: Float32Array): number {
-  const addon = loadNativeAddon();
-  return addon.loaded ? addon.addon.firstNonFinite(values) : firstNonFiniteJs(values);
-}
-
-/** firstNonFinite without the addon (its reference: test/native-flat-ops.test.ts compares them). */
-export function firstNonFiniteJs(values: Float32Array): number {
-  for (let i = 0; i < values.length; i++) if (!Number.isFinite(values[i])) return i;
-  return -1;
 }
 
 /** `onNan: 'error'`: raised before the gradient is handed over, so before it can reach any parameter. */
