@@ -14,9 +14,7 @@
  * whose launcher is gone aborts.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import net from 'node:net';
 import { availableParallelism, constants } from 'node:os';
-import { once } from 'node:events';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { TandemError } from '../errors.js';
@@ -25,6 +23,9 @@ import { PINNING_VARIABLES, planGpus } from './gpu-pinning.js';
 import { decimalCount } from '../decimal-count.js';
 import { jobSecret, newJobSecret, SECRET_ENV } from './job-secret.js';
 import { failed, hostEnd, stopOthers, type HostEnd } from './launch-ends.js';
+import { freePort } from './free-port.js';
+
+export { freePort };
 
 export interface HostLine {
   stream: 'stdout' | 'stderr';
@@ -343,15 +344,4 @@ function memberTrainArgs(m: Member, plan: LaunchPlan, trainArgs: string[]): stri
       ? ['--hosts', String(plan.world), '--host-rank', String(m.rank), '--rendezvous', plan.rendezvous]
       : [];
   return [...trainArgs, ...(plan.gpus ? ['--devices', '1'] : []), ...world];
-}
-
-/** A port nobody listens on at 127.0.0.1 now (host 0 listens on it a moment later). */
-export async function freePort(): Promise<number> {
-  const server = net.createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as net.AddressInfo;
-  server.close();
-  await once(server, 'close');
-  return port;
 }
