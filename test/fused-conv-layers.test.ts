@@ -9,6 +9,8 @@ import { startBackend } from '../src/engine/backend.js';
 import { nativeAddonOrSkip } from './fixtures/native-addon-or-skip.js';
 import { nativeKernelCounts } from '../src/engine/native/native-backend.js';
 import { fuseConvLayers, FUSED_CONV_KERNEL } from '../src/engine/native/fused-conv-layers.js';
+import { MAX_POOL_OF_RELU_KERNEL } from '../src/engine/native/fused-pool-layers.js';
+import { RELU_GRAD_KERNEL } from '../src/engine/native/elementwise-kernels.js';
 import { train, type TrainConfig } from '../src/index.js';
 
 /** A model with every kind of Conv2D layer: fusable ones and ones that must stay as they are. */
@@ -71,6 +73,45 @@ function buildModel(): tf.LayersModel {
       tf.layers.dense({ units: 5, kernelInitializer: init(6), name: 'logits' }),
     ],
   });
+}
+
+/**
+ * Relu convolutions followed by max pools of every kind: tiling 2×2 (valid), clipped windows (same, odd size),
+ * overlapping 3×3 stride 2, gaps (1×1 stride 2); and two a pool must not take over: a linear convolution, and a relu
+ * one whose output is also read by another branch.
+ */
+function buildPoolModel(): tf.LayersModel {
+  const init = (seed: number) => tf.initializers.glorotUniform({ seed });
+  const conv = (name: string, filters: number, activation: 'relu' | 'linear', seed: number) =>
+    tf.layers.conv2d({
+      filters,
+      kernelSize: 3,
+      padding: 'same',
+      activation,
+      kernelInitializer: init(seed),
+      biasInitializer: tf.initializers.randomUniform({ minval: -0.3, maxval: 0.3, seed: seed + 10 }),
+      name,
+    });
+  const input = tf.input({ shape: [15, 15, 3] });
+  let h = conv('c_tiles_odd', 8, 'relu', 1).apply(input) as tf.SymbolicTensor;
+  h = tf.layers.maxPooling2d({ poolSize: 2, padding: 'same', name: 'p_same_clipped' }).apply(h) as tf.SymbolicTensor; // 8×8
+  h = conv('c_tiles', 8, 'relu', 2).apply(h) as tf.SymbolicTensor;
+  h = tf.layers.maxPooling2d({ poolSize: 2, name: 'p_valid_tiles' }).apply(h) as tf.SymbolicTensor; // 4×4
+  h = conv('c_overlap', 8, 'relu', 3).apply(h) as tf.SymbolicTensor;
+  h = tf.layers
+    .maxPooling2d({ poolSize: 3, strides: 1, padding: 'same', name: 'p_overlap' })
+    .apply(h) as tf.SymbolicTensor;
+  h = conv('c_gaps', 8, 'relu', 4).apply(h) as tf.SymbolicTensor;
+  h = tf.layers.maxPooling2d({ poolSize: 1, strides: 2, name: 'p_gaps' }).apply(h) as tf.SymbolicTensor; // 2×2
+  h = conv('c_linear', 8, 'linear', 5).apply(h) as tf.SymbolicTensor;
+  h = tf.layers.maxPooling2d({ poolSize: 2, strides: 1, name: 'p_after_linear' }).apply(h) as tf.SymbolicTensor;
+  const shared = conv('c_read_twice', 8, 'relu', 6).apply(h) as tf.SymbolicTensor;
+  const pooled = tf.layers.maxPooling2d({ poolSize: 1, name: 'p_shared' }).apply(shared) as tf.SymbolicTensor;
+  h = tf.layers.add().apply([pooled, shared]) as tf.SymbolicTensor;
+  const logits = tf.layers
+    .dense({ units: 5, kernelInitializer: init(7), name: 'logits' })
+    .apply(tf.layers.flatten().apply(h)) as tf.SymbolicTensor;
+  return tf.model({ inputs: input, outputs: logits });
 }
 
 /** Loss, outputs and every gradient of the model on x (values copied out). */
@@ -196,6 +237,46 @@ function registerTests(): void {
       );
     }
     tf.dispose([x, y]);
+    plain.dispose();
+    fused.dispose();
+  });
+
+  t.test("a max pool alone after a relu convolution: its gradient takes relu's, the same gradients", async t => {
+    const x = tf.randomUniform([6, 15, 15, 3], -1, 1, 'float32', 8);
+    const y = tf.oneHot(tf.tensor1d([0, 1, 2, 3, 4, 0], 'int32'), 5);
+    const plain = buildPoolModel(),
+      fused = buildPoolModel();
+    fuseConvLayers(tf, fused);
+    const count = (k: string) => nativeKernelCounts()[k]?.native ?? 0;
+    const before = { pool: count(MAX_POOL_OF_RELU_KERNEL), relu: count(RELU_GRAD_KERNEL) };
+    const a = lossAndGradients(plain, x, y),
+      b = lossAndGradients(fused, x, y);
+    t.equal(
+      count(MAX_POOL_OF_RELU_KERNEL) - before.pool,
+      4,
+      'the four pools alone after a relu convolution run as one kernel; the one after a linear convolution and the ' +
+        'one whose input another layer also reads do not',
+    );
+    // unfused: 5 relu convolutions' gradients; fused: only the one read twice keeps its relu step
+    t.equal(count(RELU_GRAD_KERNEL) - before.relu, 5 + 1, "relu's own gradient ran only where no pool took it");
+    sameValues(t, exact, [a.loss], [b.loss], 'same loss');
+    for (const [i, g] of a.grads.entries()) {
+      const nonzero = g.values.filter(v => v !== 0).length;
+      t.ok(nonzero > 0, `${g.name}: ${nonzero} non-zero gradient values`);
+      sameValues(t, exact, g.values, b.grads[i].values, `${g.name}: gradient identical`);
+    }
+    const before2 = tf.memory().numTensors;
+    lossAndGradients(fused, x, y);
+    t.equal(tf.memory().numTensors, before2, 'a fused step leaves no tensor behind');
+    const values = x.dataSync().slice();
+    values[40] = NaN;
+    const xNaN = tf.tensor(values, x.shape);
+    const nanCount = (g: { values: Float32Array }[]) => g.reduce((s, v) => s + v.values.filter(Number.isNaN).length, 0);
+    const c = lossAndGradients(plain, xNaN, y),
+      d = lossAndGradients(fused, xNaN, y);
+    t.ok(nanCount(c.grads) > 0, `NaN input, unfused: ${nanCount(c.grads)} NaN gradient values`);
+    t.equal(nanCount(d.grads), nanCount(c.grads), 'NaN input: as many NaN gradient values fused');
+    tf.dispose([x, y, xNaN]);
     plain.dispose();
     fused.dispose();
   });

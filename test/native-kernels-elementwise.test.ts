@@ -5,6 +5,7 @@ import t from 'tap';
 import * as tf from '@tensorflow/tfjs';
 import { randomInput, compare, counts, type Input, startNativeAndStock } from './fixtures/native-compare.js';
 import { prng } from '../src/data/synthetic-images.js'; // mulberry32, for shapes and values
+import { MAX_POOL_RELU_GRAD_KERNEL } from '../src/engine/native/pool-kernels.js';
 
 const addon = await startNativeAndStock();
 if (addon) registerTests();
@@ -54,6 +55,52 @@ function registerTests() {
       counts('MaxPool').native - before.p >= cases && counts('MaxPoolGrad').native - before.g >= cases,
       'they ran natively',
     );
+    t.end();
+  });
+
+  t.test("TandemMaxPoolReluGrad is MaxPoolGrad then relu's gradient, bit for bit (NaN, -0, gaps, overlaps)", t => {
+    const rand = prng(15);
+    const specials = [NaN, -0, 0, Infinity, -Infinity];
+    let matched = 0,
+      cases = 0;
+    const before = counts(MAX_POOL_RELU_GRAD_KERNEL).native;
+    while (cases < 60) {
+      const shape = [
+        1 + Math.floor(rand() * 3),
+        1 + Math.floor(rand() * 9),
+        1 + Math.floor(rand() * 9),
+        1 + Math.floor(rand() * 5),
+      ];
+      const filter: [number, number] = [1 + Math.floor(rand() * 3), 1 + Math.floor(rand() * 3)];
+      const strides: [number, number] = [1 + Math.floor(rand() * 3), 1 + Math.floor(rand() * 3)];
+      const pad = rand() < 0.5 ? 'same' : 'valid';
+      if (pad === 'valid' && (filter[0] > shape[1] || filter[1] > shape[2])) continue;
+      cases++;
+      const x = randomInput(rand, shape, rand() < 0.5); // a relu's output has ties at 0; any x must work
+      for (let i = 0; i < x.values.length; i++) if (rand() < 0.05) x.values[i] = specials[i % specials.length];
+      const attrs = { filterSize: filter, strides, pad };
+      const zeros = tf.zeros(shape as [number, number, number, number]) as tf.Tensor4D;
+      const probe = tf.maxPool(zeros, filter, strides, pad),
+        pooledShape = [...probe.shape];
+      tf.dispose([zeros, probe]);
+      const dy = randomInput(rand, pooledShape);
+      for (let i = 0; i < dy.values.length; i++) if (rand() < 0.05) dy.values[i] = specials[(i + 1) % specials.length];
+      matched += compare(
+        t,
+        `pool ${filter} strides ${strides} ${pad} on x[${shape}]`,
+        [x, dy],
+        (v, g) => {
+          const y = tf.maxPool(v as tf.Tensor4D, filter, strides, pad);
+          if (tf.getBackend() === 'native')
+            return tf.engine().runKernel(MAX_POOL_RELU_GRAD_KERNEL, { dy: g, input: v, output: y }, attrs) as tf.Tensor;
+          const pooled = tf.engine().runKernel('MaxPoolGrad', { dy: g, input: v, output: y }, attrs) as tf.Tensor;
+          return pooled.mul(tf.step(v)); // relu's gradient as tfjs computes it
+        },
+        { exact: true },
+      );
+    }
+    t.equal(matched, cases, `${cases} random pools, specials in x and dy: bit-identical`);
+    t.ok(counts(MAX_POOL_RELU_GRAD_KERNEL).native - before >= cases, 'it ran natively');
     t.end();
   });
 

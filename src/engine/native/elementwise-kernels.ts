@@ -14,6 +14,7 @@ import {
   isLastAxisVector,
   output,
   outputArray,
+  overwrittenOutput,
   sizeOf,
   type NativeKernel,
   type NativeKernelArgs,
@@ -39,7 +40,7 @@ export function elementwiseKernels(ctx: NativeKernelContext): NativeKernel[] {
       run({ inputs, backend }) {
         const x = float32Values(backend, inputs.x);
         if (!x) return undefined;
-        const y = outputArray(x.length);
+        const y = overwrittenOutput(x.length);
         addon.relu(x, y, x.length);
         return output(backend, [...inputs.x.shape], y);
       },
@@ -50,7 +51,7 @@ export function elementwiseKernels(ctx: NativeKernelContext): NativeKernel[] {
         const dy = float32Values(backend, inputs.dy),
           x = float32Values(backend, inputs.x);
         if (!dy || !x || dy.length !== x.length) return undefined;
-        const dx = outputArray(x.length);
+        const dx = overwrittenOutput(x.length);
         addon.reluGrad(dy, x, dx, x.length);
         return output(backend, [...inputs.x.shape], dx);
       },
@@ -91,7 +92,7 @@ function addKernel({ addon }: NativeKernelContext): NativeKernel {
       ) {
         return flatOutput(backend, broadcastBinary('Add', inputs.a.shape, a, inputs.b.shape, b));
       }
-      const y = outputArray(fullValues.length);
+      const y = overwrittenOutput(fullValues.length);
       addon.addRowVector(fullValues, vectorValues, y, fullValues.length / cols, cols);
       return output(backend, [...full.shape], y);
     },
@@ -114,7 +115,7 @@ function sumKernel({ addon, tf }: NativeKernelContext): NativeKernel {
       const kept = shape.slice(axes.length);
       const cols = sizeOf(kept);
       if (cols < 1) return undefined;
-      const out = outputArray(cols);
+      const out = overwrittenOutput(cols);
       addon.sumRows(x, out, x.length / cols, cols);
       const outShape = attrs.keepDims ? shape.map((d, i) => (i < axes.length ? 1 : d)) : kept;
       return output(backend, outShape, out);

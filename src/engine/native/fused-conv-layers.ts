@@ -21,6 +21,7 @@
 import type { NamedAttrMap } from '@tensorflow/tfjs-core';
 import type { LayersModel, Tensor, Tf } from '../tfjs-types.js';
 import { RELU_GRAD_KERNEL } from './elementwise-kernels.js';
+import { fusePoolOfRelu, onlyPoolAfter, stockMaxPoolCall, type LayerLike } from './fused-pool-layers.js';
 
 export const FUSED_CONV_KERNEL = 'TandemFusedConv2D';
 
@@ -36,12 +37,6 @@ interface ConvLayer {
   dilationRate: number[];
   activation: { getClassName(): string } | null;
   call(inputs: Tensor | Tensor[], kwargs: unknown): Tensor | Tensor[];
-}
-
-interface LayerLike {
-  name: string;
-  getClassName(): string;
-  layers?: LayerLike[];
 }
 
 const FUSABLE_ACTIVATIONS = new Set(['relu', 'linear']);
@@ -65,25 +60,30 @@ function fusable(layer: ConvLayer): boolean {
 
 /**
  * Makes every eligible Conv2D layer of `model` (nested models included) run as
- * one `TandemFusedConv2D` kernel. Returns the names of the layers it changed.
+ * one `TandemFusedConv2D` kernel, and a MaxPooling2D alone after a relu one as
+ * `TandemMaxPoolOfRelu` (fused-pool-layers.ts). Returns the names of the Conv2D layers it changed.
  * Needs the native backend active when the model runs (the kernel is registered there only).
  */
 export function fuseConvLayers(tf: Tf, model: LayersModel): string[] {
   const fused: string[] = [];
   // tfjs's own Conv2D.call: a subclass (or instance) with a call of its own computes something else and is left alone.
   const probe = tf.layers.conv2d({ filters: 1, kernelSize: 1 }) as unknown as ConvLayer;
-  const stockCall = probe.call;
-  const visit = (layer: LayerLike) => {
-    for (const inner of layer.layers ?? []) visit(inner);
+  const stockCall = probe.call,
+    stockPool = stockMaxPoolCall(tf);
+  const visit = (layer: LayerLike, container: LayerLike) => {
+    for (const inner of layer.layers ?? []) visit(inner, layer);
     if (layer.getClassName() !== 'Conv2D') return;
     const conv = layer as unknown as ConvLayer;
     if (conv.call !== stockCall || !fusable(conv)) return;
+    const pool = activationOf(conv) === 'relu' ? onlyPoolAfter(layer, container, stockPool) : undefined;
+    if (pool) fusePoolOfRelu(tf, pool);
     const attrs = {
       strides: conv.strides,
       pad: conv.padding,
       dataFormat: 'NHWC',
       dilations: [1, 1],
       activation: activationOf(conv),
+      reluGradByConsumer: pool !== undefined,
     } as unknown as NamedAttrMap;
     conv.call = inputs =>
       tf.tidy(() => {
@@ -94,7 +94,7 @@ export function fuseConvLayers(tf: Tf, model: LayersModel): string[] {
       });
     fused.push(conv.name);
   };
-  for (const layer of model.layers as unknown as LayerLike[]) visit(layer);
+  for (const layer of model.layers as unknown as LayerLike[]) visit(layer, model as unknown as LayerLike);
   return fused;
 }
 
@@ -107,8 +107,11 @@ export function registerFusedConvGradient(tf: Tf): void {
     gradFunc: (dy: Tensor | Tensor[], saved: Tensor[], attrs: NamedAttrMap) => {
       const [x, filter, y] = saved;
       const dyOut = dy as Tensor;
+      // reluGradByConsumer: the max pool reading y alone applied relu's derivative in its own gradient
       const dyPre =
-        attrs.activation === 'relu' ? (tf.engine().runKernel(RELU_GRAD_KERNEL, { dy: dyOut, x: y }) as Tensor) : dyOut;
+        attrs.activation === 'relu' && attrs.reluGradByConsumer !== true
+          ? (tf.engine().runKernel(RELU_GRAD_KERNEL, { dy: dyOut, x: y }) as Tensor)
+          : dyOut;
       const conv = {
         strides: attrs.strides,
         pad: attrs.pad,

@@ -67,7 +67,8 @@ export interface NativeAddon {
   ): void;
   maxPool(x: F32, y: F32, shape: NativePoolShape): void;
   /** dx must be zero-filled. */
-  maxPoolGrad(dy: F32, x: F32, dx: F32, shape: NativePoolShape): void;
+  /** dx written whole; `reluOfX`: x is a relu's output and dx also gets relu's derivative (TandemMaxPoolReluGrad). */
+  maxPoolGrad(dy: F32, x: F32, dx: F32, shape: NativePoolShape, reluOfX?: boolean): void;
   relu(x: F32, y: F32, size: number): void;
   reluGrad(dy: F32, x: F32, dx: F32, size: number): void;
   addRowVector(x: F32, v: F32, y: F32, rows: number, cols: number): void;

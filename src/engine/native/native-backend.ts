@@ -17,9 +17,10 @@ import { requireNativeAddon, type NativeAddon } from './native-addon.js';
 import type { NativeKernel, NativeKernelArgs } from './native-kernel.js';
 import { convKernels } from './conv-kernels.js';
 import { matmulKernels } from './matmul-kernels.js';
-import { poolKernels } from './pool-kernels.js';
+import { MAX_POOL_RELU_GRAD_KERNEL, poolKernels } from './pool-kernels.js';
 import { elementwiseKernels, RELU_GRAD_KERNEL } from './elementwise-kernels.js';
 import { FUSED_CONV_KERNEL, registerFusedConvGradient } from './fused-conv-layers.js';
+import { MAX_POOL_OF_RELU_KERNEL, registerPoolOfReluGradient } from './fused-pool-layers.js';
 import { OUTPUT_POOL } from './output-pool.js';
 
 export const NATIVE_BACKEND = 'native';
@@ -143,7 +144,27 @@ export function registerNativeBackend(tf: Tf, options: NativeBackendOptions = {}
     });
     registerFusedConvGradient(tf);
   }
+  registerPoolOfRelu(tf, natives);
   return addon;
+}
+
+/** A relu convolution's max pool (fused-pool-layers.ts): MaxPool under its own name, and its one-pass gradient. */
+function registerPoolOfRelu(tf: Tf, natives: Map<string, NativeKernel>): void {
+  const pool = natives.get('MaxPool'),
+    grad = natives.get(MAX_POOL_RELU_GRAD_KERNEL),
+    stockPool = tf.getKernel('MaxPool', 'cpu');
+  if (!pool || !grad || !stockPool) return;
+  tf.registerKernel({
+    kernelName: MAX_POOL_OF_RELU_KERNEL,
+    backendName: NATIVE_BACKEND,
+    kernelFunc: withFallback({ kernelName: MAX_POOL_OF_RELU_KERNEL, run: pool.run }, stockPool.kernelFunc),
+  });
+  tf.registerKernel({
+    kernelName: MAX_POOL_RELU_GRAD_KERNEL,
+    backendName: NATIVE_BACKEND,
+    kernelFunc: withFallback(grad, undefined),
+  });
+  registerPoolOfReluGradient(tf);
 }
 
 function withFallback(native: NativeKernel, stock: KernelFunc | undefined): KernelFunc {

@@ -2,11 +2,13 @@
  * MaxPool and MaxPoolGrad in C++ with the tfjs cpu backend's semantics
  * (first maximum of the window wins; padding never does). Covered: float32,
  * NHWC 4-D inputs, any filter, stride and padding tfjs accepts.
+ * `TandemMaxPoolReluGrad` is MaxPoolGrad followed by relu's gradient at the pool's input (TandemReluGrad), in one
+ * pass: the gradient of a max pool whose input is a relu's output (fused-pool-layers.ts).
  */
 import {
   float32Values,
   output,
-  outputArray,
+  overwrittenOutput,
   sizeOf,
   type NativeKernel,
   type NativeKernelArgs,
@@ -56,6 +58,23 @@ function poolShape(
   }
 }
 
+export const MAX_POOL_RELU_GRAD_KERNEL = 'TandemMaxPoolReluGrad';
+
+function maxPoolGrad(ctx: NativeKernelContext, kernelName: string, reluOfX: boolean): NativeKernel {
+  return {
+    kernelName,
+    run({ inputs, attrs, backend }) {
+      const dy = float32Values(backend, inputs.dy),
+        x = float32Values(backend, inputs.input);
+      const geometry = dy && x && poolShape(ctx, inputs.input.shape, attrs);
+      if (!dy || !x || !geometry || sizeOf(geometry.outShape) !== sizeOf(inputs.dy.shape)) return undefined;
+      const dx = overwrittenOutput(sizeOf(inputs.input.shape));
+      ctx.addon.maxPoolGrad(dy, x, dx, geometry.shape, reluOfX);
+      return output(backend, [...inputs.input.shape], dx);
+    },
+  };
+}
+
 export function poolKernels(ctx: NativeKernelContext): NativeKernel[] {
   const { addon } = ctx;
   return [
@@ -65,22 +84,12 @@ export function poolKernels(ctx: NativeKernelContext): NativeKernel[] {
         const x = float32Values(backend, inputs.x);
         const geometry = x && poolShape(ctx, inputs.x.shape, attrs);
         if (!x || !geometry) return undefined;
-        const y = outputArray(sizeOf(geometry.outShape));
+        const y = overwrittenOutput(sizeOf(geometry.outShape));
         addon.maxPool(x, y, geometry.shape);
         return output(backend, geometry.outShape, y);
       },
     },
-    {
-      kernelName: 'MaxPoolGrad',
-      run({ inputs, attrs, backend }) {
-        const dy = float32Values(backend, inputs.dy),
-          x = float32Values(backend, inputs.input);
-        const geometry = dy && x && poolShape(ctx, inputs.input.shape, attrs);
-        if (!dy || !x || !geometry || sizeOf(geometry.outShape) !== sizeOf(inputs.dy.shape)) return undefined;
-        const dx = outputArray(sizeOf(inputs.input.shape));
-        addon.maxPoolGrad(dy, x, dx, geometry.shape);
-        return output(backend, [...inputs.input.shape], dx);
-      },
-    },
+    maxPoolGrad(ctx, 'MaxPoolGrad', false),
+    maxPoolGrad(ctx, MAX_POOL_RELU_GRAD_KERNEL, true),
   ];
 }

@@ -1,0 +1,91 @@
+/**
+ * A max pool after a relu convolution, its gradient in one pass. A fused Conv2D layer with a relu whose output feeds
+ * only a MaxPooling2D layer (alexnet's and mnist-node's conv → pool blocks) computes, in backward, the pool's
+ * gradient (a whole activation written, mostly zeros) and then relu's derivative over it (read twice, written again).
+ * Here the pool layer calls `TandemMaxPoolOfRelu` (MaxPool's kernel under a name of its own) whose gradient is
+ * `TandemMaxPoolReluGrad` — the pool's gradient times relu's derivative at the pool's input, bit for bit what the
+ * two kernels give — and the convolution's gradient, told so by its `reluGradByConsumer` attribute, skips its relu
+ * step: one pass over the activation instead of three, and no zero-filled output.
+ *
+ * Only when nothing else reads the convolution's output: one outbound node, the pool's only input, not an output of
+ * the model that holds them. Only the two layer instances' `call` changes (weights, config, saved models are the
+ * model's own), as in fused-conv-layers.ts.
+ */
+import type { NamedAttrMap } from '@tensorflow/tfjs-core';
+import type { Tensor, Tf } from '../tfjs-types.js';
+import { MAX_POOL_RELU_GRAD_KERNEL } from './pool-kernels.js';
+
+export const MAX_POOL_OF_RELU_KERNEL = 'TandemMaxPoolOfRelu';
+
+/** The parts of tfjs-layers' Layer and Node this module reads (protected in tfjs's typings). */
+interface NodeLike {
+  outboundLayer: LayerLike;
+  inboundLayers: LayerLike[];
+}
+
+export interface LayerLike {
+  name: string;
+  getClassName(): string;
+  layers?: LayerLike[];
+  outputLayers?: LayerLike[];
+  inboundNodes: NodeLike[];
+  outboundNodes: NodeLike[];
+  call(inputs: Tensor | Tensor[], kwargs: unknown): Tensor | Tensor[];
+}
+
+interface PoolLayer extends LayerLike {
+  poolSize: [number, number];
+  strides: [number, number];
+  padding: string;
+  dataFormat: string;
+}
+
+/**
+ * The MaxPooling2D layer that alone reads `conv`'s output in `container` (the model whose `layers` hold `conv`), or
+ * undefined. `stockPoolCall`: tfjs's own MaxPooling2D call (a subclass computing something else is left alone).
+ */
+export function onlyPoolAfter(conv: LayerLike, container: LayerLike, stockPoolCall: unknown): PoolLayer | undefined {
+  if (conv.outboundNodes.length !== 1 || container.outputLayers?.includes(conv)) return undefined;
+  const pool = conv.outboundNodes[0].outboundLayer as PoolLayer;
+  if (pool.getClassName() !== 'MaxPooling2D' || pool.call !== stockPoolCall) return undefined;
+  if (!container.layers?.includes(pool) || pool.dataFormat !== 'channelsLast') return undefined;
+  const inbound = pool.inboundNodes;
+  if (inbound.length !== 1 || inbound[0].inboundLayers.length !== 1 || inbound[0].inboundLayers[0] !== conv)
+    return undefined;
+  return pool;
+}
+
+/** tfjs's own MaxPooling2D `call`, to tell a stock layer from a subclass. */
+export function stockMaxPoolCall(tf: Tf): unknown {
+  return (tf.layers.maxPooling2d({ poolSize: 2 }) as unknown as LayerLike).call;
+}
+
+/** Makes `pool` (whose input is a relu's output) call `TandemMaxPoolOfRelu`. */
+export function fusePoolOfRelu(tf: Tf, pool: PoolLayer): void {
+  const attrs = {
+    filterSize: pool.poolSize,
+    strides: pool.strides,
+    pad: pool.padding,
+  } as unknown as NamedAttrMap;
+  pool.call = inputs =>
+    tf.tidy(() => {
+      const x = Array.isArray(inputs) ? inputs[0] : inputs;
+      return tf.engine().runKernel(MAX_POOL_OF_RELU_KERNEL, { x }, attrs) as Tensor;
+    });
+}
+
+/** The gradient of `TandemMaxPoolOfRelu` (registered once per thread's tfjs by the native backend). */
+export function registerPoolOfReluGradient(tf: Tf): void {
+  tf.registerGradient({
+    kernelName: MAX_POOL_OF_RELU_KERNEL,
+    inputsToSave: ['x'],
+    outputsToSave: [true],
+    gradFunc: (dy: Tensor | Tensor[], saved: Tensor[], attrs: NamedAttrMap) => {
+      const [x, y] = saved;
+      return {
+        x: () =>
+          tf.engine().runKernel(MAX_POOL_RELU_GRAD_KERNEL, { dy: dy as Tensor, input: x, output: y }, attrs) as Tensor,
+      };
+    },
+  });
+}
