@@ -94,7 +94,8 @@ function buildPoolModel(): tf.LayersModel {
     });
   const input = tf.input({ shape: [15, 15, 3] });
   let h = conv('c_tiles_odd', 8, 'relu', 1).apply(input) as tf.SymbolicTensor;
-  h = tf.layers.maxPooling2d({ poolSize: 2, padding: 'same', name: 'p_same_clipped' }).apply(h) as tf.SymbolicTensor; // 8×8
+  // 15×15 → 8×8: the last windows clipped
+  h = tf.layers.maxPooling2d({ poolSize: 2, padding: 'same', name: 'p_same_clipped' }).apply(h) as tf.SymbolicTensor;
   h = conv('c_tiles', 8, 'relu', 2).apply(h) as tf.SymbolicTensor;
   h = tf.layers.maxPooling2d({ poolSize: 2, name: 'p_valid_tiles' }).apply(h) as tf.SymbolicTensor; // 4×4
   h = conv('c_overlap', 8, 'relu', 3).apply(h) as tf.SymbolicTensor;

@@ -13,7 +13,6 @@ import {
   float32Values,
   isLastAxisVector,
   output,
-  outputArray,
   overwrittenOutput,
   sizeOf,
   type NativeKernel,
