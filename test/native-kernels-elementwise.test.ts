@@ -171,6 +171,9 @@ function registerTests() {
       const other = shape.slice(Math.floor(rand() * shape.length)).map(d => (rand() < 0.4 ? 1 : d));
       const a = randomInput(rand, shape, rand() < 0.3),
         b = randomInput(rand, other, rand() < 0.3); // ties: equal elements for the comparisons
+      const specials = [NaN, -0, 0, Infinity, -Infinity, 3e38];
+      for (const v of [a.values, b.values])
+        for (let i = 0; i < v.length; i++) if (rand() < 0.04) v[i] = specials[i % 6];
       const [x, y] = rand() < 0.5 ? [a, b] : [b, a];
       const name = `[${x.shape}] and [${y.shape}]`;
       matched += compare(t, `add ${name}`, [x, y], (p, q) => tf.add(p, q), { exact: true });

@@ -209,6 +209,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   RegisterFlatOps(env, exports);
   RegisterBatchNorm(env, exports);
   RegisterHalfOps(env, exports);
+  RegisterBroadcast(env, exports);
   return exports;
 }
 

@@ -104,5 +104,6 @@ void RegisterEltwise(Napi::Env env, Napi::Object exports);
 void RegisterFlatOps(Napi::Env env, Napi::Object exports);
 void RegisterHalfOps(Napi::Env env, Napi::Object exports);
 void RegisterBatchNorm(Napi::Env env, Napi::Object exports);
+void RegisterBroadcast(Napi::Env env, Napi::Object exports);
 
 }  // namespace tandem

@@ -15,6 +15,11 @@
  * broadcastBinary('Multiply', [16, 1, 1, 32], a, [16, 16, 16, 32], b); // { shape: [16, 16, 16, 32], values }
  */
 import { OUTPUT_POOL } from './output-pool.js';
+import type { NativeAddon } from './native-addon.js';
+
+/** The addon's loops for the same walks (native/src/broadcast.cc): Add, Sub, Multiply, RealDiv, Sum and Mean. */
+export type FlatLoops = Pick<NativeAddon, 'binaryStrided' | 'reduceStrided'>;
+const NATIVE_OPS: Partial<Record<BinaryOp, number>> = { Add: 0, Sub: 1, Multiply: 2, RealDiv: 3 };
 export type ArithmeticOp = 'Add' | 'Sub' | 'Multiply' | 'RealDiv' | 'Minimum' | 'Maximum';
 export type ComparisonOp = 'Greater' | 'GreaterEqual' | 'Less' | 'LessEqual' | 'Equal';
 export type BinaryOp = ArithmeticOp | ComparisonOp;
@@ -134,12 +139,19 @@ export function broadcastBinary(
   a: Float32Array,
   bShape: readonly number[],
   b: Float32Array,
+  native?: FlatLoops,
 ): FlatResult | undefined {
   const shape = broadcastShape(aShape, bShape);
   if (!shape) return undefined;
   const size = shape.reduce((p, d) => p * d, 1),
     rank = shape.length,
     row = ROWS[op];
+  const code = NATIVE_OPS[op];
+  if (native && code !== undefined && rank >= 1 && rank <= 8) {
+    const values = OUTPUT_POOL.take(size, false); // written whole
+    native.binaryStrided(code, values, a, broadcastStrides(aShape, rank), b, broadcastStrides(bShape, rank), shape);
+    return { shape, values, dtype: 'float32' };
+  }
   const dtype = (COMPARISON_OPS as readonly string[]).includes(op) ? 'bool' : 'float32';
   const values = dtype === 'bool' ? new Uint8Array(size) : OUTPUT_POOL.take(size);
   const lastOnly = (s: readonly number[]) => s.slice(0, -1).every(d => d === 1);
@@ -180,13 +192,21 @@ export function reduceAxes(
   x: Float32Array,
   axes: readonly number[],
   keepDims: boolean,
+  native?: FlatLoops,
 ): FlatResult {
   const reduced = new Set(axes);
   const kept = shape.map((d, i) => (reduced.has(i) ? 1 : d));
   const count = shape.reduce((p, d, i) => (reduced.has(i) ? p * d : p), 1);
-  const outSize = kept.reduce((p, d) => p * d, 1),
-    acc = new Float64Array(outSize);
+  const outSize = kept.reduce((p, d) => p * d, 1);
   const rank = shape.length;
+  const outShape = keepDims ? kept : shape.filter((_, i) => !reduced.has(i));
+  if (native && rank >= 1 && rank <= 8) {
+    const values = OUTPUT_POOL.take(outSize, false), // written whole
+      so = broadcastStrides(kept, rank).map((s, i) => (reduced.has(i) ? 0 : s));
+    native.reduceStrided(kind === 'mean', x, [...shape], so, values, outSize, count);
+    return { shape: outShape, values, dtype: 'float32' };
+  }
+  const acc = new Float64Array(outSize);
   if (rank > 0 && x.length > 0) {
     const so = broadcastStrides(kept, rank).map((s, i) => (reduced.has(i) ? 0 : s)),
       n = shape[rank - 1],
@@ -197,9 +217,5 @@ export function reduceAxes(
       else for (let k = 0, oo = o; k < n; k++, oo += step) acc[oo] += Math.fround(x[base + k] / count);
     });
   }
-  return {
-    shape: keepDims ? kept : shape.filter((_, i) => !reduced.has(i)),
-    values: Float32Array.from(acc),
-    dtype: 'float32',
-  };
+  return { shape: outShape, values: Float32Array.from(acc), dtype: 'float32' };
 }

@@ -57,7 +57,7 @@ export function elementwiseKernels(ctx: NativeKernelContext): NativeKernel[] {
     },
     addKernel(ctx),
     sumKernel(ctx),
-    ...[...ARITHMETIC_OPS.filter(op => op !== 'Add'), ...COMPARISON_OPS].map(op => binaryKernel(op)),
+    ...[...ARITHMETIC_OPS.filter(op => op !== 'Add'), ...COMPARISON_OPS].map(op => binaryKernel(op, addon)),
     {
       kernelName: 'Mean',
       run({ inputs, attrs, backend }) {
@@ -65,7 +65,7 @@ export function elementwiseKernels(ctx: NativeKernelContext): NativeKernel[] {
           shape = inputs.x.shape;
         if (!x || shape.length === 0 || x.length === 0) return undefined;
         const axes = [...new Set(tf.util.parseAxisParam(attrs.axis as number | number[], shape))].sort((p, q) => p - q);
-        return flatOutput(backend, reduceAxes('mean', shape, x, axes, attrs.keepDims === true));
+        return flatOutput(backend, reduceAxes('mean', shape, x, axes, attrs.keepDims === true, addon));
       },
     },
   ];
@@ -89,7 +89,7 @@ function addKernel({ addon }: NativeKernelContext): NativeKernel {
         !isLastAxisVector(vector.shape, cols) ||
         cols < 1
       ) {
-        return flatOutput(backend, broadcastBinary('Add', inputs.a.shape, a, inputs.b.shape, b));
+        return flatOutput(backend, broadcastBinary('Add', inputs.a.shape, a, inputs.b.shape, b, addon));
       }
       const y = overwrittenOutput(fullValues.length);
       addon.addRowVector(fullValues, vectorValues, y, fullValues.length / cols, cols);
@@ -110,7 +110,7 @@ function sumKernel({ addon, tf }: NativeKernelContext): NativeKernel {
       if (shape.length === 0 || x.length === 0) return undefined;
       // leading axes: a column sum over contiguous rows, in C++; other axes: flat loops
       if (axes.length === 0 || axes.some((axis, i) => axis !== i))
-        return flatOutput(backend, reduceAxes('sum', shape, x, axes, attrs.keepDims === true));
+        return flatOutput(backend, reduceAxes('sum', shape, x, axes, attrs.keepDims === true, addon));
       const kept = shape.slice(axes.length);
       const cols = sizeOf(kept);
       if (cols < 1) return undefined;
@@ -122,13 +122,13 @@ function sumKernel({ addon, tf }: NativeKernelContext): NativeKernel {
   };
 }
 
-function binaryKernel(op: BinaryOp): NativeKernel {
+function binaryKernel(op: BinaryOp, addon: NativeKernelContext['addon']): NativeKernel {
   return {
     kernelName: op,
     run({ inputs, backend }) {
       const a = float32Numbers(backend, inputs.a),
         b = float32Numbers(backend, inputs.b);
-      return a && b ? flatOutput(backend, broadcastBinary(op, inputs.a.shape, a, inputs.b.shape, b)) : undefined;
+      return a && b ? flatOutput(backend, broadcastBinary(op, inputs.a.shape, a, inputs.b.shape, b, addon)) : undefined;
     },
   };
 }

@@ -66,13 +66,24 @@ export interface NativeAddon {
     alpha: number,
   ): void;
   maxPool(x: F32, y: F32, shape: NativePoolShape): void;
-  /** dx must be zero-filled. */
   /** dx written whole; `reluOfX`: x is a relu's output and dx also gets relu's derivative (TandemMaxPoolReluGrad). */
   maxPoolGrad(dy: F32, x: F32, dx: F32, shape: NativePoolShape, reluOfX?: boolean): void;
   relu(x: F32, y: F32, size: number): void;
   reluGrad(dy: F32, x: F32, dx: F32, size: number): void;
   addRowVector(x: F32, v: F32, y: F32, rows: number, cols: number): void;
   sumRows(x: F32, out: F32, rows: number, cols: number): void;
+  /** out (shape, row-major) = a ∘ b, operands walked with their strides (0: broadcast); op 0 +, 1 −, 2 ×, 3 ÷. */
+  binaryStrided(op: number, out: F32, a: F32, aStrides: number[], b: F32, bStrides: number[], shape: number[]): void;
+  /** out[o] = Σ x (shape) at offset o by outStrides, in double; mean: each element ÷ count first (tfjs's Mean). */
+  reduceStrided(
+    mean: boolean,
+    x: F32,
+    shape: number[],
+    outStrides: number[],
+    out: F32,
+    outSize: number,
+    count: number,
+  ): void;
   /** out[start, end) = mean of the slots there, summed in float32 in slot order (as `reduceMeanInto`). */
   reduceMean(slots: readonly F32[], out: F32, start: number, end: number): void;
   /** The index of the first NaN or ±Infinity of `values`, or -1 (as backward-pass.ts's `firstNonFinite`). */
@@ -171,6 +182,8 @@ const EXPORTS: (keyof NativeAddon)[] = [
   'reluGrad',
   'addRowVector',
   'sumRows',
+  'binaryStrided',
+  'reduceStrided',
   'reduceMean',
   'sgdUpdate',
   'adamUpdate',

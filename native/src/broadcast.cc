@@ -1,0 +1,157 @@
+// Broadcasting arithmetic (add, sub, multiply, divide) and sums or means over any axes, on Float32Arrays walked in
+// memory order with per-operand strides (0 along a broadcast or reduced axis): the loops of
+// src/engine/native/broadcast-kernels.ts, which give tfjs's cpu kernels' bits, in C++. The same operations in the
+// same order: an element computed in float32 (JS computes it in double and rounds to float32: for + - * / of two
+// float32 values that is the same number, double rounding being innocuous with 53 ≥ 2·24 + 2 bits); a reduction
+// adds its elements in row-major order in double and rounds once; a mean divides each element by the count first,
+// in double, rounded to float32, as tfjs's Mean does.
+#include <cstdint>
+#include <vector>
+
+#include "dnnl-context.h"
+
+namespace tandem {
+namespace {
+
+constexpr uint32_t kMaxRank = 8;
+
+struct Dims {
+  uint32_t rank = 0;
+  int64_t d[kMaxRank] = {};
+};
+
+Dims ReadDims(const Napi::Value& v, const char* name) {
+  if (!v.IsArray()) throw Napi::TypeError::New(v.Env(), std::string(name) + " must be an array of integers");
+  auto a = v.As<Napi::Array>();
+  if (a.Length() < 1 || a.Length() > kMaxRank)
+    throw Napi::RangeError::New(v.Env(), std::string(name) + ": rank 1 to 8");
+  Dims out;
+  out.rank = a.Length();
+  for (uint32_t i = 0; i < out.rank; i++) {
+    int x = Int(a.Get(i), name);
+    if (x < 0) throw Napi::RangeError::New(v.Env(), std::string(name) + " entries must be non-negative");
+    out.d[i] = x;
+  }
+  return out;
+}
+
+// The floats an operand with these strides reaches over `shape` (the furthest element + 1).
+size_t Extent(const Dims& shape, const Dims& strides) {
+  size_t last = 0;
+  for (uint32_t i = 0; i < shape.rank; i++) {
+    if (shape.d[i] == 0) return 0;
+    last += static_cast<size_t>((shape.d[i] - 1) * strides.d[i]);
+  }
+  return last + 1;
+}
+
+// Calls row(r, offsets) for every row of shape (all axes but the last), in memory order, with each operand's offset.
+template <uint32_t kOperands, typename Row>
+void ForEachRow(const Dims& shape, const Dims* strides, Row row) {
+  const uint32_t rank = shape.rank;
+  size_t rows = 1;
+  for (uint32_t i = 0; i + 1 < rank; i++) rows *= static_cast<size_t>(shape.d[i]);
+  int64_t index[kMaxRank] = {}, offsets[kOperands] = {};
+  for (size_t r = 0; r < rows; r++) {
+    row(r, offsets);
+    for (int axis = static_cast<int>(rank) - 2; axis >= 0; axis--) {  // the odometer
+      index[axis]++;
+      for (uint32_t k = 0; k < kOperands; k++) offsets[k] += strides[k].d[axis];
+      if (index[axis] < shape.d[axis]) break;
+      for (uint32_t k = 0; k < kOperands; k++) offsets[k] -= strides[k].d[axis] * shape.d[axis];
+      index[axis] = 0;
+    }
+  }
+}
+
+template <int kOp>
+inline float Apply(float a, float b) {
+  if (kOp == 0) return a + b;
+  if (kOp == 1) return a - b;
+  if (kOp == 2) return a * b;
+  return a / b;
+}
+
+template <int kOp>
+void Binary(float* out, const float* a, const float* b, const Dims& shape, const Dims* strides) {
+  const int64_t n = shape.d[shape.rank - 1], ka = strides[0].d[shape.rank - 1], kb = strides[1].d[shape.rank - 1];
+  ForEachRow<2>(shape, strides, [&](size_t r, const int64_t* o) {
+    float* __restrict y = out + r * n;
+    const float* pa = a + o[0];
+    const float* pb = b + o[1];
+    if (ka == 1 && kb == 1)
+      for (int64_t k = 0; k < n; k++) y[k] = Apply<kOp>(pa[k], pb[k]);
+    else if (ka == 1 && kb == 0)
+      for (int64_t k = 0; k < n; k++) y[k] = Apply<kOp>(pa[k], pb[0]);
+    else if (ka == 0 && kb == 1)
+      for (int64_t k = 0; k < n; k++) y[k] = Apply<kOp>(pa[0], pb[k]);
+    else
+      for (int64_t k = 0; k < n; k++) y[k] = Apply<kOp>(pa[k * ka], pb[k * kb]);
+  });
+}
+
+// binaryStrided(op, out, a, aStrides, b, bStrides, shape): out (shape, row-major) = a ∘ b; op 0 add, 1 sub,
+// 2 multiply, 3 divide.
+Napi::Value BinaryStrided(const Napi::CallbackInfo& info) {
+  int op = Int(info[0], "op");
+  if (op < 0 || op > 3) throw Napi::RangeError::New(info.Env(), "op: 0 add, 1 sub, 2 multiply, 3 divide");
+  Dims shape = ReadDims(info[6], "shape");
+  Dims strides[2] = {ReadDims(info[3], "aStrides"), ReadDims(info[5], "bStrides")};
+  if (strides[0].rank != shape.rank || strides[1].rank != shape.rank)
+    throw Napi::RangeError::New(info.Env(), "strides must have the shape's rank");
+  size_t size = 1;
+  for (uint32_t i = 0; i < shape.rank; i++) size *= static_cast<size_t>(shape.d[i]);
+  float* out = F32(info[1], size, "out");
+  const float* a = F32(info[2], Extent(shape, strides[0]), "a");
+  const float* b = F32(info[4], Extent(shape, strides[1]), "b");
+  if (size == 0) return info.Env().Undefined();
+  switch (op) {
+    case 0: Binary<0>(out, a, b, shape, strides); break;
+    case 1: Binary<1>(out, a, b, shape, strides); break;
+    case 2: Binary<2>(out, a, b, shape, strides); break;
+    default: Binary<3>(out, a, b, shape, strides); break;
+  }
+  return info.Env().Undefined();
+}
+
+// reduceStrided(mean, x, shape, outStrides, out, outSize, count): out[o] = the sum over x (shape, row-major) of the
+// elements whose offset by outStrides is o, in double, rounded once; mean: each element divided by count first.
+Napi::Value ReduceStrided(const Napi::CallbackInfo& info) {
+  const bool mean = info[0].ToBoolean().Value();
+  Dims shape = ReadDims(info[2], "shape");
+  Dims strides[1] = {ReadDims(info[3], "outStrides")};
+  if (strides[0].rank != shape.rank) throw Napi::RangeError::New(info.Env(), "outStrides must have the shape's rank");
+  size_t size = 1;
+  for (uint32_t i = 0; i < shape.rank; i++) size *= static_cast<size_t>(shape.d[i]);
+  int outSize = Int(info[5], "outSize");
+  if (outSize < 0) throw Napi::RangeError::New(info.Env(), "outSize must be non-negative");
+  const float* x = F32(info[1], size, "x");
+  float* out = F32(info[4], static_cast<size_t>(outSize), "out");
+  if (size > 0 && Extent(shape, strides[0]) > static_cast<size_t>(outSize))
+    throw Napi::RangeError::New(info.Env(), "outStrides reach past out");
+  if (!info[6].IsNumber()) throw Napi::TypeError::New(info.Env(), "count must be a number");
+  const double count = info[6].As<Napi::Number>().DoubleValue();
+  std::vector<double> acc(static_cast<size_t>(outSize), 0.0);
+  if (size > 0) {
+    const int64_t n = shape.d[shape.rank - 1], step = strides[0].d[shape.rank - 1];
+    ForEachRow<1>(shape, strides, [&](size_t r, const int64_t* o) {
+      const float* px = x + r * n;
+      double* pa = acc.data() + o[0];
+      if (mean)
+        for (int64_t k = 0; k < n; k++) pa[k * step] += static_cast<float>(static_cast<double>(px[k]) / count);
+      else
+        for (int64_t k = 0; k < n; k++) pa[k * step] += px[k];
+    });
+  }
+  for (size_t i = 0; i < acc.size(); i++) out[i] = static_cast<float>(acc[i]);
+  return info.Env().Undefined();
+}
+
+}  // namespace
+
+void RegisterBroadcast(Napi::Env env, Napi::Object exports) {
+  exports.Set("binaryStrided", Napi::Function::New(env, BinaryStrided));
+  exports.Set("reduceStrided", Napi::Function::New(env, ReduceStrided));
+}
+
+}  // namespace tandem
