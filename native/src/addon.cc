@@ -55,7 +55,7 @@ Activation ReadActivation(const Napi::Value& v) {
   return static_cast<Activation>(a);
 }
 
-void ApplyActivation(float* y, size_t n, Activation act, double alpha) {
+TANDEM_SIMD void ApplyActivation(float* y, size_t n, Activation act, double alpha) {
   switch (act) {
     case Activation::Linear: return;
     case Activation::Relu:  // Math.max(0, x): NaN stays NaN, -0 becomes 0

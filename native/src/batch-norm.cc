@@ -36,7 +36,7 @@ double* F64(const Napi::Value& v, size_t need, const char* name) {
 }
 
 // bnChannelSums(x, outer, channels, inner, sums: Float64Array[C]): sums[c] = Σx over channel c.
-Napi::Value ChannelSums(const Napi::CallbackInfo& info) {
+TANDEM_SIMD Napi::Value ChannelSums(const Napi::CallbackInfo& info) {
   const Geometry g = ReadGeometry(info, 1);
   const float* x = F32(info[0], g.size(), "x");
   double* sums = F64(info[4], g.channels, "sums");
@@ -65,7 +65,7 @@ inline float CenteredSquare(float x, float m) {
 }
 
 // bnCenteredSquareSums(x, mean: F32[C], outer, channels, inner, sums: F64[C]): Σ(x − mean)².
-Napi::Value CenteredSquareSums(const Napi::CallbackInfo& info) {
+TANDEM_SIMD Napi::Value CenteredSquareSums(const Napi::CallbackInfo& info) {
   const Geometry g = ReadGeometry(info, 2);
   const float* x = F32(info[0], g.size(), "x");
   const float* mean = F32(info[1], g.channels, "mean");
@@ -91,7 +91,7 @@ Napi::Value CenteredSquareSums(const Napi::CallbackInfo& info) {
 
 // bnNormalize(x, mean: F32, scale: F64, beta: F32, outer, channels, inner, y: F32):
 // y = β + (x − mean)·scale, per channel.
-Napi::Value Normalize(const Napi::CallbackInfo& info) {
+TANDEM_SIMD Napi::Value Normalize(const Napi::CallbackInfo& info) {
   const Geometry g = ReadGeometry(info, 4);
   const float* x = F32(info[0], g.size(), "x");
   const float* mean = F32(info[1], g.channels, "mean");
@@ -118,7 +118,7 @@ Napi::Value Normalize(const Napi::CallbackInfo& info) {
 
 // bnGradientSums(dy, x, mean: F32, invStd: F64, outer, channels, inner, sums: F64[2C]):
 // [Σdy, Σdy·x̂] per channel, x̂ = (x − mean)·invStd.
-Napi::Value GradientSums(const Napi::CallbackInfo& info) {
+TANDEM_SIMD Napi::Value GradientSums(const Napi::CallbackInfo& info) {
   const Geometry g = ReadGeometry(info, 4);
   const size_t C = g.channels;
   const float* dy = F32(info[0], g.size(), "dy");
@@ -156,7 +156,7 @@ Napi::Value GradientSums(const Napi::CallbackInfo& info) {
 
 // bnInputGradient(dy, x, mean: F32, invStd: F64, gamma: F32, sums: F32[2C], n, outer, channels,
 // inner, dx: F32): dx = γ·invStd·(dy − meanDy − x̂·meanDyXHat), the means over the batch of n.
-Napi::Value InputGradient(const Napi::CallbackInfo& info) {
+TANDEM_SIMD Napi::Value InputGradient(const Napi::CallbackInfo& info) {
   const Geometry g = ReadGeometry(info, 7);
   const size_t C = g.channels;
   const float* dy = F32(info[0], g.size(), "dy");

@@ -92,7 +92,7 @@ void Binary(float* out, const float* a, const float* b, const Dims& shape, const
 
 // binaryStrided(op, out, a, aStrides, b, bStrides, shape): out (shape, row-major) = a ∘ b; op 0 add, 1 sub,
 // 2 multiply, 3 divide.
-Napi::Value BinaryStrided(const Napi::CallbackInfo& info) {
+TANDEM_SIMD Napi::Value BinaryStrided(const Napi::CallbackInfo& info) {
   int op = Int(info[0], "op");
   if (op < 0 || op > 3) throw Napi::RangeError::New(info.Env(), "op: 0 add, 1 sub, 2 multiply, 3 divide");
   Dims shape = ReadDims(info[6], "shape");
@@ -116,7 +116,7 @@ Napi::Value BinaryStrided(const Napi::CallbackInfo& info) {
 
 // reduceStrided(mean, x, shape, outStrides, out, outSize, count): out[o] = the sum over x (shape, row-major) of the
 // elements whose offset by outStrides is o, in double, rounded once; mean: each element divided by count first.
-Napi::Value ReduceStrided(const Napi::CallbackInfo& info) {
+TANDEM_SIMD Napi::Value ReduceStrided(const Napi::CallbackInfo& info) {
   const bool mean = info[0].ToBoolean().Value();
   Dims shape = ReadDims(info[2], "shape");
   Dims strides[1] = {ReadDims(info[3], "outStrides")};

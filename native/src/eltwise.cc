@@ -18,7 +18,7 @@ size_t Count(const Napi::Value& v) {
 }
 
 // relu(x, y, size): y = max(0, x) as Math.max: NaN stays NaN, -0 becomes 0
-Napi::Value Relu(const Napi::CallbackInfo& info) {
+TANDEM_SIMD Napi::Value Relu(const Napi::CallbackInfo& info) {
   size_t n = Count(info[2]);
   const float* x = F32(info[0], n, "x");
   float* y = F32(info[1], n, "y");
@@ -30,7 +30,7 @@ Napi::Value Relu(const Napi::CallbackInfo& info) {
 }
 
 // reluGrad(dy, x, dx, size): dx = dy * step(x), step(x) = x > 0 ? 1 : 0, NaN for NaN
-Napi::Value ReluGrad(const Napi::CallbackInfo& info) {
+TANDEM_SIMD Napi::Value ReluGrad(const Napi::CallbackInfo& info) {
   size_t n = Count(info[3]);
   const float* dy = F32(info[0], n, "dy");
   const float* x = F32(info[1], n, "x");
@@ -44,7 +44,7 @@ Napi::Value ReluGrad(const Napi::CallbackInfo& info) {
 }
 
 // addRowVector(x, v, y, rows, cols): y[r, c] = x[r, c] + v[c]
-Napi::Value AddRowVector(const Napi::CallbackInfo& info) {
+TANDEM_SIMD Napi::Value AddRowVector(const Napi::CallbackInfo& info) {
   size_t rows = Count(info[3]), cols = Count(info[4]);
   const float* x = F32(info[0], rows * cols, "x");
   const float* v = F32(info[1], cols, "v");
@@ -59,7 +59,7 @@ Napi::Value AddRowVector(const Napi::CallbackInfo& info) {
 
 // sumRows(x, out, rows, cols): out[c] = x[0, c] + x[1, c] + ... in row order, from 0,
 // accumulated in double and rounded once, as the JS loop of tfjs's Sum does.
-Napi::Value SumRows(const Napi::CallbackInfo& info) {
+TANDEM_SIMD Napi::Value SumRows(const Napi::CallbackInfo& info) {
   size_t rows = Count(info[2]), cols = Count(info[3]);
   const float* x = F32(info[0], rows * cols, "x");
   float* out = F32(info[1], cols, "out");

@@ -29,7 +29,7 @@ double Number(const Napi::Value& v, const char* name) {
 
 // reduceMean(slots, out, start, end): out[i] = (slots[0][i] + ... + slots[n-1][i]) / n for
 // i in [start, end), summed in float32 in slot order; out may be one of the slots.
-Napi::Value ReduceMean(const Napi::CallbackInfo& info) {
+TANDEM_SIMD Napi::Value ReduceMean(const Napi::CallbackInfo& info) {
   size_t start, end;
   ReadRange(info, 2, &start, &end);
   if (!info[0].IsArray()) throw Napi::TypeError::New(info.Env(), "slots must be an array of Float32Arrays");
@@ -62,7 +62,7 @@ Napi::Value ReduceMean(const Napi::CallbackInfo& info) {
 }
 
 // sgdUpdate(params, grads, acc | null, start, end, lr, momentum)
-Napi::Value SgdUpdate(const Napi::CallbackInfo& info) {
+TANDEM_SIMD Napi::Value SgdUpdate(const Napi::CallbackInfo& info) {
   size_t start, end;
   ReadRange(info, 3, &start, &end);
   float* p = F32(info[0], end, "params");
@@ -83,7 +83,7 @@ Napi::Value SgdUpdate(const Napi::CallbackInfo& info) {
 
 // adamUpdate(params, grads, m, v, start, end, lr, beta1, beta2, epsilon, c1, c2): c1, c2 the
 // bias corrections 1 - beta^step, computed by the caller (JS's Math.pow).
-Napi::Value AdamUpdate(const Napi::CallbackInfo& info) {
+TANDEM_SIMD Napi::Value AdamUpdate(const Napi::CallbackInfo& info) {
   size_t start, end;
   ReadRange(info, 4, &start, &end);
   float* p = F32(info[0], end, "params");
@@ -106,7 +106,7 @@ Napi::Value AdamUpdate(const Napi::CallbackInfo& info) {
 // firstNonFinite(values): the index of the first NaN or ±Infinity in the Float32Array, or -1
 // (a gradient's check before it is handed over). Blocks are tested branch-free on the exponent
 // bits (all ones: not finite), so the loop vectorises; only a block that has one is searched.
-Napi::Value FirstNonFinite(const Napi::CallbackInfo& info) {
+TANDEM_SIMD Napi::Value FirstNonFinite(const Napi::CallbackInfo& info) {
   if (!info[0].IsTypedArray() || info[0].As<Napi::TypedArray>().TypedArrayType() != napi_float32_array)
     throw Napi::TypeError::New(info.Env(), "values must be a Float32Array");
   auto values = info[0].As<Napi::Float32Array>();

@@ -110,7 +110,7 @@ void CompressRange(const float* gradient, float* residual, float* corrected, flo
 // halves; the high half of an odd n's last word 0); sent what they decode to. With a residual:
 // corrected = gradient + residual (float32), the codes are corrected's, the residual becomes
 // corrected - sent (0 where not finite). Without one, corrected is not touched (may be null).
-Napi::Value HalfCompress(const Napi::CallbackInfo& info) {
+TANDEM_SIMD Napi::Value HalfCompress(const Napi::CallbackInfo& info) {
   const HalfFormat format = ReadFormat(info[0]);
   if (!info[1].IsTypedArray()) throw Napi::TypeError::New(info.Env(), "gradient must be a Float32Array");
   const size_t n = info[1].As<Napi::TypedArray>().ElementLength();
@@ -157,7 +157,7 @@ void MeanDecoded(const uint16_t* gathered, size_t words, uint32_t ranks, float* 
 // halfMeanDecoded(format, gathered, ranks, out): out[i] = (value of rank 0's code i + rank 1's + ...)
 // / ranks, summed in float32 in rank order, for i < out.length; gathered holds each rank's
 // ceil(out.length / 2) packed words, rank after rank.
-Napi::Value HalfMeanDecoded(const Napi::CallbackInfo& info) {
+TANDEM_SIMD Napi::Value HalfMeanDecoded(const Napi::CallbackInfo& info) {
   const HalfFormat format = ReadFormat(info[0]);
   const int ranks = Int(info[2], "ranks");
   if (ranks < 1) throw Napi::RangeError::New(info.Env(), "ranks must be at least 1");

@@ -70,7 +70,7 @@ void ForEachWindow(const PoolShape& p, const float* x, float* best, int32_t* at,
 
 // maxPool(x, y, shape): y = each window's maximum by the strict scan (no winner: -inf). Only the maximum is
 // needed, so the window is reduced into y's row directly.
-Napi::Value MaxPool(const Napi::CallbackInfo& info) {
+TANDEM_SIMD Napi::Value MaxPool(const Napi::CallbackInfo& info) {
   PoolShape p = ReadPoolShape(info[2]);
   const float* x = F32(info[0], (size_t)p.N * p.H * p.W * p.C, "x");
   float* y = F32(info[1], (size_t)p.N * p.OH * p.OW * p.C, "y");

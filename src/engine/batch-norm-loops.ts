@@ -9,6 +9,7 @@
  * where tfjs rounds to float32, so do the loops.
  */
 import { loadNativeAddon, type NativeAddon } from './native/native-addon.js';
+import { OUTPUT_POOL } from './native/output-pool.js';
 
 /** [outer, channels, inner]: element (o, c, i) is at (o·C + c)·inner + i. */
 export interface ChannelGeometry {
@@ -170,7 +171,7 @@ export function nativeBatchNormLoops(addon: NativeAddon): BatchNormLoops {
       return sums;
     },
     normalize: (x, mean, scale, beta, g) => {
-      const y = new Float32Array(x.length);
+      const y = OUTPUT_POOL.take(x.length, false); // written whole; recycled once its tensor is dropped
       addon.bnNormalize(x, mean, scale, beta, g.outer, g.channels, g.inner, y);
       return y;
     },
@@ -180,7 +181,7 @@ export function nativeBatchNormLoops(addon: NativeAddon): BatchNormLoops {
       return sums;
     },
     inputGradient: (dy, x, mean, invStd, gamma, sums, n, g) => {
-      const dx = new Float32Array(x.length);
+      const dx = OUTPUT_POOL.take(x.length, false);
       addon.bnInputGradient(dy, x, mean, invStd, gamma, sums, n, g.outer, g.channels, g.inner, dx);
       return dx;
     },

@@ -22,6 +22,7 @@
 import type { BlockingCollective } from '../collectives/collective.js';
 import type { Tensor, Tf } from '../engine/tfjs-types.js';
 import { batchNormLoops, type ChannelGeometry } from '../engine/batch-norm-loops.js';
+import { hostFloats } from '../engine/host-floats.js';
 
 export interface BatchNormTrainingOptions {
   /** The channel axis (negative counts from the end). */
@@ -63,8 +64,11 @@ export function batchNormTraining(
   const { channelSums, centeredSquareSums, normalize, gradientSums, inputGradient } = batchNormLoops();
   let mean = new Float32Array(C),
     variance = new Float32Array(C);
-  const op = tf.customGrad(((xIn: Tensor, gammaIn: Tensor, betaIn: Tensor) => {
-    const xv = xIn.dataSync() as Float32Array,
+  // x is saved for the gradient (tfjs keeps it alive until then) and read there again: an array read now is the
+  // tensor's own on the native backend (hostFloats), recycled once the tensor is dropped.
+  const op = tf.customGrad(((xIn: Tensor, gammaIn: Tensor, betaIn: Tensor, save: (t: Tensor[]) => void) => {
+    save([xIn]);
+    const xv = hostFloats(tf, xIn),
       gv = gammaIn.dataSync() as Float32Array,
       bv = betaIn.dataSync() as Float32Array;
     const sums = new Float32Array(C + 1);
@@ -85,11 +89,12 @@ export function batchNormTraining(
     );
     return {
       value: tf.tensor(y, x.shape, 'float32'),
-      gradFunc: (dy: Tensor) => {
-        const dyv = dy.dataSync() as Float32Array;
-        const local = gradientSums(dyv, xv, mean, invStd, g);
+      gradFunc: (dy: Tensor, saved: Tensor[]) => {
+        const dyv = hostFloats(tf, dy),
+          xs = hostFloats(tf, saved[0]);
+        const local = gradientSums(dyv, xs, mean, invStd, g);
         const global = reduced(Float32Array.from(local), options.collective);
-        const dx = inputGradient(dyv, xv, mean, invStd, gv, global, n, g);
+        const dx = inputGradient(dyv, xs, mean, invStd, gv, global, n, g);
         return [
           tf.tensor(dx, x.shape, 'float32'),
           tf.tensor(Float32Array.from(local.subarray(C)), [C]),
