@@ -1,11 +1,14 @@
-// Broadcasting arithmetic (add, sub, multiply, divide) and sums or means over any axes, on Float32Arrays walked in
+// Broadcasting arithmetic (add, sub, multiply, divide, minimum, maximum), comparisons, and sums or means over any axes, on Float32Arrays walked in
 // memory order with per-operand strides (0 along a broadcast or reduced axis): the loops of
 // src/engine/native/broadcast-kernels.ts, which give tfjs's cpu kernels' bits, in C++. The same operations in the
 // same order: an element computed in float32 (JS computes it in double and rounds to float32: for + - * / of two
 // float32 values that is the same number, double rounding being innocuous with 53 ≥ 2·24 + 2 bits); a reduction
 // adds its elements in row-major order in double and rounds once; a mean divides each element by the count first,
-// in double, rounded to float32, as tfjs's Mean does.
+// in double, rounded to float32, as tfjs's Mean does. Minimum and maximum are JS's Math.min and Math.max (NaN if
+// either is; -0 below +0); a comparison writes tfjs's bool values (bytes 0 and 1), false for NaN.
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "dnnl-context.h"
@@ -66,50 +69,95 @@ void ForEachRow(const Dims& shape, const Dims* strides, Row row) {
 
 template <int kOp>
 inline float Apply(float a, float b) {
+  constexpr float nan = std::numeric_limits<float>::quiet_NaN();
   if (kOp == 0) return a + b;
   if (kOp == 1) return a - b;
   if (kOp == 2) return a * b;
-  return a / b;
+  if (kOp == 3) return a / b;
+  if (kOp == 4) return (a != a || b != b) ? nan : a < b ? a : b < a ? b : std::signbit(a) ? a : b;  // Math.min
+  return (a != a || b != b) ? nan : a > b ? a : b > a ? b : std::signbit(a) ? b : a;               // Math.max
+}
+
+template <int kOp>
+inline uint8_t Compare(float a, float b) {
+  if (kOp == 0) return a > b;
+  if (kOp == 1) return a >= b;
+  if (kOp == 2) return a < b;
+  if (kOp == 3) return a <= b;
+  return a == b;
+}
+
+template <int kOp, typename Out, typename F>
+void Rows(Out* out, const float* a, const float* b, const Dims& shape, const Dims* strides, F f) {
+  const int64_t n = shape.d[shape.rank - 1], ka = strides[0].d[shape.rank - 1], kb = strides[1].d[shape.rank - 1];
+  ForEachRow<2>(shape, strides, [&](size_t r, const int64_t* o) {
+    Out* __restrict y = out + r * n;
+    const float* pa = a + o[0];
+    const float* pb = b + o[1];
+    if (ka == 1 && kb == 1)
+      for (int64_t k = 0; k < n; k++) y[k] = f(pa[k], pb[k]);
+    else if (ka == 1 && kb == 0)
+      for (int64_t k = 0; k < n; k++) y[k] = f(pa[k], pb[0]);
+    else if (ka == 0 && kb == 1)
+      for (int64_t k = 0; k < n; k++) y[k] = f(pa[0], pb[k]);
+    else
+      for (int64_t k = 0; k < n; k++) y[k] = f(pa[k * ka], pb[k * kb]);
+  });
 }
 
 template <int kOp>
 void Binary(float* out, const float* a, const float* b, const Dims& shape, const Dims* strides) {
-  const int64_t n = shape.d[shape.rank - 1], ka = strides[0].d[shape.rank - 1], kb = strides[1].d[shape.rank - 1];
-  ForEachRow<2>(shape, strides, [&](size_t r, const int64_t* o) {
-    float* __restrict y = out + r * n;
-    const float* pa = a + o[0];
-    const float* pb = b + o[1];
-    if (ka == 1 && kb == 1)
-      for (int64_t k = 0; k < n; k++) y[k] = Apply<kOp>(pa[k], pb[k]);
-    else if (ka == 1 && kb == 0)
-      for (int64_t k = 0; k < n; k++) y[k] = Apply<kOp>(pa[k], pb[0]);
-    else if (ka == 0 && kb == 1)
-      for (int64_t k = 0; k < n; k++) y[k] = Apply<kOp>(pa[0], pb[k]);
-    else
-      for (int64_t k = 0; k < n; k++) y[k] = Apply<kOp>(pa[k * ka], pb[k * kb]);
-  });
+  Rows<kOp>(out, a, b, shape, strides, [](float p, float q) { return Apply<kOp>(p, q); });
 }
 
-// binaryStrided(op, out, a, aStrides, b, bStrides, shape): out (shape, row-major) = a ∘ b; op 0 add, 1 sub,
-// 2 multiply, 3 divide.
+template <int kOp>
+void Comparison(uint8_t* out, const float* a, const float* b, const Dims& shape, const Dims* strides) {
+  Rows<kOp>(out, a, b, shape, strides, [](float p, float q) { return Compare<kOp>(p, q); });
+}
+
+uint8_t* U8(const Napi::Value& v, size_t need, const char* name) {
+  if (!v.IsTypedArray() || v.As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array)
+    throw Napi::TypeError::New(v.Env(), std::string(name) + " must be a Uint8Array");
+  auto a = v.As<Napi::Uint8Array>();
+  if (a.ElementLength() < need) throw Napi::RangeError::New(v.Env(), std::string(name) + " is too short");
+  return a.Data();
+}
+
+// binaryStrided(op, out, a, aStrides, b, bStrides, shape): out (shape, row-major) = a ∘ b. op 0 add, 1 sub,
+// 2 multiply, 3 divide, 4 minimum, 5 maximum (out a Float32Array); 6 greater, 7 greaterEqual, 8 less, 9 lessEqual,
+// 10 equal (out a Uint8Array of 0 and 1).
 TANDEM_SIMD Napi::Value BinaryStrided(const Napi::CallbackInfo& info) {
   int op = Int(info[0], "op");
-  if (op < 0 || op > 3) throw Napi::RangeError::New(info.Env(), "op: 0 add, 1 sub, 2 multiply, 3 divide");
+  if (op < 0 || op > 10) throw Napi::RangeError::New(info.Env(), "op: 0 to 5 arithmetic, 6 to 10 comparisons");
   Dims shape = ReadDims(info[6], "shape");
   Dims strides[2] = {ReadDims(info[3], "aStrides"), ReadDims(info[5], "bStrides")};
   if (strides[0].rank != shape.rank || strides[1].rank != shape.rank)
     throw Napi::RangeError::New(info.Env(), "strides must have the shape's rank");
   size_t size = 1;
   for (uint32_t i = 0; i < shape.rank; i++) size *= static_cast<size_t>(shape.d[i]);
-  float* out = F32(info[1], size, "out");
   const float* a = F32(info[2], Extent(shape, strides[0]), "a");
   const float* b = F32(info[4], Extent(shape, strides[1]), "b");
+  if (op >= 6) {
+    uint8_t* out = U8(info[1], size, "out");
+    if (size == 0) return info.Env().Undefined();
+    switch (op) {
+      case 6: Comparison<0>(out, a, b, shape, strides); break;
+      case 7: Comparison<1>(out, a, b, shape, strides); break;
+      case 8: Comparison<2>(out, a, b, shape, strides); break;
+      case 9: Comparison<3>(out, a, b, shape, strides); break;
+      default: Comparison<4>(out, a, b, shape, strides); break;
+    }
+    return info.Env().Undefined();
+  }
+  float* out = F32(info[1], size, "out");
   if (size == 0) return info.Env().Undefined();
   switch (op) {
     case 0: Binary<0>(out, a, b, shape, strides); break;
     case 1: Binary<1>(out, a, b, shape, strides); break;
     case 2: Binary<2>(out, a, b, shape, strides); break;
-    default: Binary<3>(out, a, b, shape, strides); break;
+    case 3: Binary<3>(out, a, b, shape, strides); break;
+    case 4: Binary<4>(out, a, b, shape, strides); break;
+    default: Binary<5>(out, a, b, shape, strides); break;
   }
   return info.Env().Undefined();
 }

@@ -17,9 +17,21 @@
 import { OUTPUT_POOL } from './output-pool.js';
 import type { NativeAddon } from './native-addon.js';
 
-/** The addon's loops for the same walks (native/src/broadcast.cc): Add, Sub, Multiply, RealDiv, Sum and Mean. */
+/** The addon's loops for the same walks (native/src/broadcast.cc): every op here, Sum and Mean. */
 export type FlatLoops = Pick<NativeAddon, 'binaryStrided' | 'reduceStrided'>;
-const NATIVE_OPS: Partial<Record<BinaryOp, number>> = { Add: 0, Sub: 1, Multiply: 2, RealDiv: 3 };
+const NATIVE_OPS: Record<BinaryOp, number> = {
+  Add: 0,
+  Sub: 1,
+  Multiply: 2,
+  RealDiv: 3,
+  Minimum: 4,
+  Maximum: 5,
+  Greater: 6,
+  GreaterEqual: 7,
+  Less: 8,
+  LessEqual: 9,
+  Equal: 10,
+};
 export type ArithmeticOp = 'Add' | 'Sub' | 'Multiply' | 'RealDiv' | 'Minimum' | 'Maximum';
 export type ComparisonOp = 'Greater' | 'GreaterEqual' | 'Less' | 'LessEqual' | 'Equal';
 export type BinaryOp = ArithmeticOp | ComparisonOp;
@@ -146,13 +158,13 @@ export function broadcastBinary(
   const size = shape.reduce((p, d) => p * d, 1),
     rank = shape.length,
     row = ROWS[op];
-  const code = NATIVE_OPS[op];
-  if (native && code !== undefined && rank >= 1 && rank <= 8) {
-    const values = OUTPUT_POOL.take(size, false); // written whole
-    native.binaryStrided(code, values, a, broadcastStrides(aShape, rank), b, broadcastStrides(bShape, rank), shape);
-    return { shape, values, dtype: 'float32' };
-  }
   const dtype = (COMPARISON_OPS as readonly string[]).includes(op) ? 'bool' : 'float32';
+  if (native && rank >= 1 && rank <= 8) {
+    const values = dtype === 'bool' ? new Uint8Array(size) : OUTPUT_POOL.take(size, false); // written whole
+    const [sa, sb] = [broadcastStrides(aShape, rank), broadcastStrides(bShape, rank)];
+    native.binaryStrided(NATIVE_OPS[op], values, a, sa, b, sb, shape);
+    return { shape, values, dtype };
+  }
   const values = dtype === 'bool' ? new Uint8Array(size) : OUTPUT_POOL.take(size);
   const lastOnly = (s: readonly number[]) => s.slice(0, -1).every(d => d === 1);
   if (rank === 0) row(values, 0, a, 0, 0, b, 0, 0, 1);

@@ -72,8 +72,19 @@ export interface NativeAddon {
   reluGrad(dy: F32, x: F32, dx: F32, size: number): void;
   addRowVector(x: F32, v: F32, y: F32, rows: number, cols: number): void;
   sumRows(x: F32, out: F32, rows: number, cols: number): void;
-  /** out (shape, row-major) = a ∘ b, operands walked with their strides (0: broadcast); op 0 +, 1 −, 2 ×, 3 ÷. */
-  binaryStrided(op: number, out: F32, a: F32, aStrides: number[], b: F32, bStrides: number[], shape: number[]): void;
+  /**
+   * out (shape, row-major) = a ∘ b, operands walked with their strides (0: broadcast): op 0 +, 1 −, 2 ×, 3 ÷,
+   * 4 Math.min, 5 Math.max into a Float32Array; 6 >, 7 >=, 8 <, 9 <=, 10 == into a Uint8Array (tfjs's bool).
+   */
+  binaryStrided(
+    op: number,
+    out: F32 | Uint8Array,
+    a: F32,
+    aStrides: number[],
+    b: F32,
+    bStrides: number[],
+    shape: number[],
+  ): void;
   /** out[o] = Σ x (shape) at offset o by outStrides, in double; mean: each element ÷ count first (tfjs's Mean). */
   reduceStrided(
     mean: boolean,
