@@ -5,7 +5,11 @@ import t from 'tap';
 import * as tf from '@tensorflow/tfjs';
 import { randomInput, compare, counts, type Input, startNativeAndStock } from './fixtures/native-compare.js';
 import { prng } from '../src/data/synthetic-images.js'; // mulberry32, for shapes and values
-import { MAX_POOL_RELU_GRAD_KERNEL } from '../src/engine/native/pool-kernels.js';
+import {
+  MAX_POOL_OF_RELU_KERNEL,
+  MAX_POOL_RELU_GRAD_KERNEL,
+  recordedWinners,
+} from '../src/engine/native/pool-kernels.js';
 
 const addon = await startNativeAndStock();
 if (addon) registerTests();
@@ -101,6 +105,45 @@ function registerTests() {
     }
     t.equal(matched, cases, `${cases} random pools, specials in x and dy: bit-identical`);
     t.ok(counts(MAX_POOL_RELU_GRAD_KERNEL).native - before >= cases, 'it ran natively');
+    // windows that tile x: the gradient reads the winners TandemMaxPoolOfRelu recorded, not x
+    let tiled = 0,
+      recorded = 0;
+    for (let i = 0; i < 30; i++) {
+      const f: [number, number] = [1 + Math.floor(rand() * 3), 2 + Math.floor(rand() * 2)]; // 1×1: stock (identity)
+      const shape = [
+        1 + Math.floor(rand() * 3),
+        f[0] * (1 + Math.floor(rand() * 4)),
+        f[1] * (1 + Math.floor(rand() * 4)),
+      ];
+      shape.push(1 + Math.floor(rand() * 20));
+      const x = randomInput(rand, shape, rand() < 0.5);
+      for (let j = 0; j < x.values.length; j++) if (rand() < 0.05) x.values[j] = specials[j % specials.length];
+      const attrs = { filterSize: f, strides: f, pad: 'valid' };
+      const ySize = (shape[0] * shape[1] * shape[2] * shape[3]) / (f[0] * f[1]);
+      const dy = randomInput(rand, [shape[0], shape[1] / f[0], shape[2] / f[1], shape[3]]);
+      for (let j = 0; j < ySize; j++) if (rand() < 0.05) dy.values[j] = specials[(j + 2) % specials.length];
+      tiled += compare(
+        t,
+        `tiling pool ${f} on x[${shape}]`,
+        [x, dy],
+        (v, g) => {
+          if (tf.getBackend() !== 'native') {
+            const y = tf.maxPool(v as tf.Tensor4D, f, f, 'valid');
+            const pooled = tf.engine().runKernel('MaxPoolGrad', { dy: g, input: v, output: y }, attrs) as tf.Tensor;
+            return [y, pooled.mul(tf.step(v))];
+          }
+          const y = tf.engine().runKernel(MAX_POOL_OF_RELU_KERNEL, { x: v }, attrs) as tf.Tensor;
+          if (recordedWinners(y)) recorded++;
+          return [
+            y,
+            tf.engine().runKernel(MAX_POOL_RELU_GRAD_KERNEL, { dy: g, input: v, output: y }, attrs) as tf.Tensor,
+          ];
+        },
+        { exact: true },
+      );
+    }
+    t.equal(tiled, 30, '30 tiling pools: output and gradient from the recorded winners bit-identical to stock');
+    t.equal(recorded, 30, 'winners recorded for each');
     t.end();
   });
 

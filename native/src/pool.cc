@@ -164,11 +164,140 @@ Napi::Value MaxPoolGrad(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+// The geometry in which the windows tile x exactly (no padding, no overlap, no gap): what the winners serve.
+bool Tiles(const PoolShape& p) {
+  return p.FH == p.sh && p.FW == p.sw && p.pt == 0 && p.pl == 0 && p.OH * p.sh == p.H && p.OW * p.sw == p.W;
+}
+
+int8_t* I8(const Napi::Value& v, size_t need, const char* name) {
+  if (!v.IsTypedArray() || v.As<Napi::TypedArray>().TypedArrayType() != napi_int8_array)
+    throw Napi::TypeError::New(v.Env(), std::string(name) + " must be an Int8Array");
+  auto a = v.As<Napi::Int8Array>();
+  if (a.ElementLength() < need) throw Napi::RangeError::New(v.Env(), std::string(name) + " is too short");
+  return a.Data();
+}
+
+constexpr int8_t kNoWinner = -1, kHoldsNaN = -2;
+
+// maxPoolWinners(x, y, winners, shape): MaxPool of windows that tile x (Tiles), and per window and channel the
+// cell that won (k = dh·FW + dw, the first maximum by the strict scan), kNoWinner for a window of -inf, kHoldsNaN
+// when the window holds a NaN (its gradient then reads x again). The gradient of a relu's max pool needs no scan.
+// One window of four cells (c0..c3 in scan order), per channel: the strict-scan maximum, the first cell holding
+// it, kNoWinner for -inf, kHoldsNaN when a cell is NaN.
+inline void WinnersOf4(const float* const* cells, float* __restrict y, int8_t* __restrict winners, int C) {
+  const float lowest = -std::numeric_limits<float>::infinity();
+  const float *__restrict a = cells[0], *__restrict b = cells[1], *__restrict c2 = cells[2], *__restrict d = cells[3];
+  for (int c = 0; c < C; c++) {
+    float m = a[c] > lowest ? a[c] : lowest;
+    m = b[c] > m ? b[c] : m;
+    m = c2[c] > m ? c2[c] : m;
+    m = d[c] > m ? d[c] : m;
+    int32_t w = a[c] == m ? 0 : b[c] == m ? 1 : c2[c] == m ? 2 : 3;
+    const bool nan = a[c] != a[c] || b[c] != b[c] || c2[c] != c2[c] || d[c] != d[c];
+    y[c] = m;
+    winners[c] = static_cast<int8_t>(nan ? kHoldsNaN : m == lowest ? kNoWinner : w);
+  }
+}
+
+TANDEM_SIMD Napi::Value MaxPoolWinners(const Napi::CallbackInfo& info) {
+  PoolShape p = ReadPoolShape(info[3]);
+  if (!Tiles(p) || p.FH * p.FW > 120) throw Napi::RangeError::New(info.Env(), "maxPoolWinners: windows must tile x");
+  const size_t ySize = (size_t)p.N * p.OH * p.OW * p.C;
+  const float* x = F32(info[0], (size_t)p.N * p.H * p.W * p.C, "x");
+  float* y = F32(info[1], ySize, "y");
+  int8_t* winners = I8(info[2], ySize, "winners");
+  const float lowest = -std::numeric_limits<float>::infinity();
+  const int K = p.FH * p.FW, C = p.C;
+  std::vector<int32_t> wv(C), nv(C);
+  std::vector<const float*> cells(K);
+  for (int n = 0; n < p.N; n++)
+    for (int oh = 0; oh < p.OH; oh++)
+      for (int ow = 0; ow < p.OW; ow++) {
+        for (int k = 0; k < K; k++)
+          cells[k] = x + (((size_t)n * p.H + oh * p.FH + k / p.FW) * p.W + ow * p.FW + k % p.FW) * C;
+        const size_t cell = ((size_t)n * p.OH + oh) * p.OW + ow;
+        float* __restrict py = y + cell * C;
+        if (K == 4) {  // 2×2 (or 1×4, 4×1): one pass, the window in registers
+          WinnersOf4(cells.data(), py, winners + cell * C, C);
+          continue;
+        }
+        int32_t* __restrict w = wv.data();
+        int32_t* __restrict nan = nv.data();
+        for (int c = 0; c < C; c++) py[c] = lowest, w[c] = -1, nan[c] = 0;
+        for (int k = 0; k < K; k++) {  // the maximum by the strict scan: NaN never wins
+          const float* __restrict px = cells[k];
+          for (int c = 0; c < C; c++) py[c] = px[c] > py[c] ? px[c] : py[c];
+        }
+        for (int k = K - 1; k >= 0; k--) {  // the first cell holding it; a NaN anywhere flags the window
+          const float* __restrict px = cells[k];
+          for (int c = 0; c < C; c++) {
+            w[c] = px[c] == py[c] ? k : w[c];
+            nan[c] |= px[c] != px[c];
+          }
+        }
+        int8_t* pw = winners + cell * C;
+        for (int c = 0; c < C; c++)  // a window of -inf has no winner
+          pw[c] = static_cast<int8_t>(nan[c] ? kHoldsNaN : py[c] == lowest ? kNoWinner : w[c]);
+      }
+  return info.Env().Undefined();
+}
+
+// maxPoolReluGradWinners(dy, x, y, winners, dx, shape): what maxPoolGrad(dy, x, dx, shape, true) gives, from the
+// winners maxPoolWinners recorded: the winner's dx = (dy + 0)·step(y) (y is the winner's x), every other cell +0
+// (0·step(x) for a finite x); a window holding a NaN is scanned again from x. dx written whole.
+TANDEM_SIMD Napi::Value MaxPoolReluGradWinners(const Napi::CallbackInfo& info) {
+  PoolShape p = ReadPoolShape(info[5]);
+  if (!Tiles(p)) throw Napi::RangeError::New(info.Env(), "maxPoolReluGradWinners: windows must tile x");
+  const size_t ySize = (size_t)p.N * p.OH * p.OW * p.C;
+  const float* dy = F32(info[0], ySize, "dy");
+  const float* x = F32(info[1], (size_t)p.N * p.H * p.W * p.C, "x");
+  const float* y = F32(info[2], ySize, "y");
+  const int8_t* winners = I8(info[3], ySize, "winners");
+  float* dx = F32(info[4], (size_t)p.N * p.H * p.W * p.C, "dx");
+  std::vector<float> g(p.C);
+  for (int n = 0; n < p.N; n++)
+    for (int oh = 0; oh < p.OH; oh++)
+      for (int ow = 0; ow < p.OW; ow++) {
+        const size_t cell = ((size_t)n * p.OH + oh) * p.OW + ow;
+        const float *pdy = dy + cell * p.C, *py = y + cell * p.C;
+        const int8_t* __restrict pw = winners + cell * p.C;
+        float* __restrict pg = g.data();
+        int flagged = 0;
+        for (int c = 0; c < p.C; c++) {
+          pg[c] = (pdy[c] + 0.f) * ReluStep(py[c]);
+          flagged |= pw[c] == kHoldsNaN;
+        }
+        for (int dh = 0; dh < p.FH; dh++)
+          for (int dw = 0; dw < p.FW; dw++) {
+            const int8_t k = static_cast<int8_t>(dh * p.FW + dw);
+            float* __restrict pdx = dx + (((size_t)n * p.H + oh * p.FH + dh) * p.W + ow * p.FW + dw) * p.C;
+            for (int c = 0; c < p.C; c++) pdx[c] = pw[c] == k ? pg[c] : 0.f;
+          }
+        if (!flagged) continue;
+        for (int c = 0; c < p.C; c++) {  // a window with a NaN: the scan and relu's step again, from x
+          if (pw[c] != kHoldsNaN) continue;
+          float best = -std::numeric_limits<float>::infinity();
+          int win = -1;
+          for (int k = 0; k < p.FH * p.FW; k++) {
+            float v = x[(((size_t)n * p.H + oh * p.FH + k / p.FW) * p.W + ow * p.FW + k % p.FW) * p.C + c];
+            if (v > best) best = v, win = k;
+          }
+          for (int k = 0; k < p.FH * p.FW; k++) {
+            size_t i = (((size_t)n * p.H + oh * p.FH + k / p.FW) * p.W + ow * p.FW + k % p.FW) * p.C + c;
+            dx[i] = (k == win ? pdy[c] + 0.f : 0.f) * ReluStep(x[i]);
+          }
+        }
+      }
+  return info.Env().Undefined();
+}
+
 }  // namespace
 
 void RegisterPool(Napi::Env env, Napi::Object exports) {
   exports.Set("maxPool", Napi::Function::New(env, MaxPool));
   exports.Set("maxPoolGrad", Napi::Function::New(env, MaxPoolGrad));
+  exports.Set("maxPoolWinners", Napi::Function::New(env, MaxPoolWinners));
+  exports.Set("maxPoolReluGradWinners", Napi::Function::New(env, MaxPoolReluGradWinners));
 }
 
 }  // namespace tandem

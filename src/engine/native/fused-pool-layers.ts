@@ -2,10 +2,12 @@
  * A max pool after a relu convolution, its gradient in one pass. A fused Conv2D layer with a relu whose output feeds
  * only a MaxPooling2D layer (alexnet's and mnist-node's conv → pool blocks) computes, in backward, the pool's
  * gradient (a whole activation written, mostly zeros) and then relu's derivative over it (read twice, written again).
- * Here the pool layer calls `TandemMaxPoolOfRelu` (MaxPool's kernel under a name of its own) whose gradient is
- * `TandemMaxPoolReluGrad` — the pool's gradient times relu's derivative at the pool's input, bit for bit what the
- * two kernels give — and the convolution's gradient, told so by its `reluGradByConsumer` attribute, skips its relu
- * step: one pass over the activation instead of three, and no zero-filled output.
+ * Here the pool layer calls `TandemMaxPoolOfRelu` (MaxPool's kernel under a name of its own, which also records
+ * each window's winning cell where the windows tile the input) whose gradient is `TandemMaxPoolReluGrad` — the
+ * pool's gradient times relu's derivative at the pool's input, bit for bit what the two kernels give, from the
+ * recorded winners without scanning the input again — and the convolution's gradient, told so by its
+ * `reluGradByConsumer` attribute, skips its relu step: one pass over the activation instead of three, and no
+ * zero-filled output.
  *
  * Only when nothing else reads the convolution's output: one outbound node, the pool's only input, not an output of
  * the model that holds them. Only the two layer instances' `call` changes (weights, config, saved models are the
@@ -13,9 +15,9 @@
  */
 import type { NamedAttrMap } from '@tensorflow/tfjs-core';
 import type { Tensor, Tf } from '../tfjs-types.js';
-import { MAX_POOL_RELU_GRAD_KERNEL } from './pool-kernels.js';
+import { MAX_POOL_OF_RELU_KERNEL, MAX_POOL_RELU_GRAD_KERNEL } from './pool-kernels.js';
 
-export const MAX_POOL_OF_RELU_KERNEL = 'TandemMaxPoolOfRelu';
+export { MAX_POOL_OF_RELU_KERNEL } from './pool-kernels.js';
 
 /** The parts of tfjs-layers' Layer and Node this module reads (protected in tfjs's typings). */
 interface NodeLike {

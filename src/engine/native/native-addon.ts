@@ -68,6 +68,10 @@ export interface NativeAddon {
   maxPool(x: F32, y: F32, shape: NativePoolShape): void;
   /** dx written whole; `reluOfX`: x is a relu's output and dx also gets relu's derivative (TandemMaxPoolReluGrad). */
   maxPoolGrad(dy: F32, x: F32, dx: F32, shape: NativePoolShape, reluOfX?: boolean): void;
+  /** MaxPool of windows that tile x, recording each window's winning cell per channel (-1 none, -2 holds a NaN). */
+  maxPoolWinners(x: F32, y: F32, winners: Int8Array, shape: NativePoolShape): void;
+  /** maxPoolGrad(dy, x, dx, shape, true) from the winners maxPoolWinners recorded (y: its output). */
+  maxPoolReluGradWinners(dy: F32, x: F32, y: F32, winners: Int8Array, dx: F32, shape: NativePoolShape): void;
   relu(x: F32, y: F32, size: number): void;
   reluGrad(dy: F32, x: F32, dx: F32, size: number): void;
   addRowVector(x: F32, v: F32, y: F32, rows: number, cols: number): void;
@@ -189,6 +193,8 @@ const EXPORTS: (keyof NativeAddon)[] = [
   'matmul',
   'maxPool',
   'maxPoolGrad',
+  'maxPoolWinners',
+  'maxPoolReluGradWinners',
   'relu',
   'reluGrad',
   'addRowVector',

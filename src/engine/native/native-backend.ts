@@ -17,10 +17,10 @@ import { requireNativeAddon, type NativeAddon } from './native-addon.js';
 import type { NativeKernel, NativeKernelArgs } from './native-kernel.js';
 import { convKernels } from './conv-kernels.js';
 import { matmulKernels } from './matmul-kernels.js';
-import { MAX_POOL_RELU_GRAD_KERNEL, poolKernels } from './pool-kernels.js';
+import { MAX_POOL_OF_RELU_KERNEL, MAX_POOL_RELU_GRAD_KERNEL, poolKernels } from './pool-kernels.js';
 import { elementwiseKernels, RELU_GRAD_KERNEL } from './elementwise-kernels.js';
 import { FUSED_CONV_KERNEL, registerFusedConvGradient } from './fused-conv-layers.js';
-import { MAX_POOL_OF_RELU_KERNEL, registerPoolOfReluGradient } from './fused-pool-layers.js';
+import { registerPoolOfReluGradient } from './fused-pool-layers.js';
 import { OUTPUT_POOL } from './output-pool.js';
 
 export const NATIVE_BACKEND = 'native';
@@ -150,14 +150,14 @@ export function registerNativeBackend(tf: Tf, options: NativeBackendOptions = {}
 
 /** A relu convolution's max pool (fused-pool-layers.ts): MaxPool under its own name, and its one-pass gradient. */
 function registerPoolOfRelu(tf: Tf, natives: Map<string, NativeKernel>): void {
-  const pool = natives.get('MaxPool'),
+  const pool = natives.get(MAX_POOL_OF_RELU_KERNEL),
     grad = natives.get(MAX_POOL_RELU_GRAD_KERNEL),
     stockPool = tf.getKernel('MaxPool', 'cpu');
   if (!pool || !grad || !stockPool) return;
   tf.registerKernel({
     kernelName: MAX_POOL_OF_RELU_KERNEL,
     backendName: NATIVE_BACKEND,
-    kernelFunc: withFallback({ kernelName: MAX_POOL_OF_RELU_KERNEL, run: pool.run }, stockPool.kernelFunc),
+    kernelFunc: withFallback(pool, stockPool.kernelFunc),
   });
   tf.registerKernel({
     kernelName: MAX_POOL_RELU_GRAD_KERNEL,

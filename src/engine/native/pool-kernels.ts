@@ -59,6 +59,31 @@ function poolShape(
 }
 
 export const MAX_POOL_RELU_GRAD_KERNEL = 'TandemMaxPoolReluGrad';
+/** MaxPool of a relu's output (fused-pool-layers.ts): MaxPool's forward, recording each window's winner. */
+export const MAX_POOL_OF_RELU_KERNEL = 'TandemMaxPoolOfRelu';
+
+/**
+ * The winners TandemMaxPoolOfRelu recorded, by its output's data (a dataId is never reused; the gradient's saved
+ * output shares it): the cell of each window and channel that won, so that the gradient need not scan x again.
+ */
+const WINNERS = new WeakMap<object, Int8Array>();
+
+/** A 1×1 window at stride 1: tfjs's MaxPool returns x itself (a NaN stays), so the stock kernel runs. */
+function isIdentity(shape: NativePoolShape): boolean {
+  const [, h, w, , fh, fw, , , , , oh, ow] = shape;
+  return fh === 1 && fw === 1 && oh === h && ow === w;
+}
+
+/** Whether TandemMaxPoolOfRelu recorded winners for this output (its gradient then reads them, not x). */
+export function recordedWinners(output: { dataId: object }): boolean {
+  return WINNERS.has(output.dataId);
+}
+
+/** Windows that tile x (no padding, overlap or gap): the geometry the winners are recorded for. */
+function tiles(shape: NativePoolShape): boolean {
+  const [, h, w, , fh, fw, sh, sw, pt, pl, oh, ow] = shape;
+  return fh === sh && fw === sw && pt === 0 && pl === 0 && oh * sh === h && ow * sw === w && fh * fw <= 120;
+}
 
 function maxPoolGrad(ctx: NativeKernelContext, kernelName: string, reluOfX: boolean): NativeKernel {
   return {
@@ -69,8 +94,33 @@ function maxPoolGrad(ctx: NativeKernelContext, kernelName: string, reluOfX: bool
       const geometry = dy && x && poolShape(ctx, inputs.input.shape, attrs);
       if (!dy || !x || !geometry || sizeOf(geometry.outShape) !== sizeOf(inputs.dy.shape)) return undefined;
       const dx = overwrittenOutput(sizeOf(inputs.input.shape));
-      ctx.addon.maxPoolGrad(dy, x, dx, geometry.shape, reluOfX);
+      const winners = reluOfX && inputs.output ? WINNERS.get(inputs.output.dataId) : undefined,
+        y = winners && float32Values(backend, inputs.output);
+      if (winners && y && tiles(geometry.shape) && winners.length === y.length)
+        ctx.addon.maxPoolReluGradWinners(dy, x, y, winners, dx, geometry.shape);
+      else ctx.addon.maxPoolGrad(dy, x, dx, geometry.shape, reluOfX);
       return output(backend, [...inputs.input.shape], dx);
+    },
+  };
+}
+
+function maxPoolOfRelu(ctx: NativeKernelContext): NativeKernel {
+  return {
+    kernelName: MAX_POOL_OF_RELU_KERNEL,
+    run({ inputs, attrs, backend }) {
+      const x = float32Values(backend, inputs.x);
+      const geometry = x && poolShape(ctx, inputs.x.shape, attrs);
+      if (!x || !geometry || isIdentity(geometry.shape)) return undefined;
+      const y = overwrittenOutput(sizeOf(geometry.outShape));
+      if (!tiles(geometry.shape)) {
+        ctx.addon.maxPool(x, y, geometry.shape);
+        return output(backend, geometry.outShape, y);
+      }
+      const winners = new Int8Array(y.length);
+      ctx.addon.maxPoolWinners(x, y, winners, geometry.shape);
+      const info = output(backend, geometry.outShape, y);
+      WINNERS.set(info.dataId, winners);
+      return info;
     },
   };
 }
@@ -83,7 +133,7 @@ export function poolKernels(ctx: NativeKernelContext): NativeKernel[] {
       run({ inputs, attrs, backend }) {
         const x = float32Values(backend, inputs.x);
         const geometry = x && poolShape(ctx, inputs.x.shape, attrs);
-        if (!x || !geometry) return undefined;
+        if (!x || !geometry || isIdentity(geometry.shape)) return undefined;
         const y = overwrittenOutput(sizeOf(geometry.outShape));
         addon.maxPool(x, y, geometry.shape);
         return output(backend, geometry.outShape, y);
@@ -91,5 +141,6 @@ export function poolKernels(ctx: NativeKernelContext): NativeKernel[] {
     },
     maxPoolGrad(ctx, 'MaxPoolGrad', false),
     maxPoolGrad(ctx, MAX_POOL_RELU_GRAD_KERNEL, true),
+    maxPoolOfRelu(ctx),
   ];
 }
