@@ -172,6 +172,21 @@ function sameValues(
   else t.ok(relative <= 1e-5, `${what} to float rounding (${differing} values differ, at most ${relative} relative)`);
 }
 
+/** The same loss and every gradient (non-zero), bit for bit or to float rounding (`exact`). */
+function sameLossAndGradients(
+  t: Pick<typeof import('tap').default, 'equal' | 'ok'>,
+  exact: boolean,
+  a: ReturnType<typeof lossAndGradients>,
+  b: ReturnType<typeof lossAndGradients>,
+): void {
+  sameValues(t, exact, [a.loss], [b.loss], 'same loss');
+  for (const [i, g] of a.grads.entries()) {
+    const nonzero = g.values.filter(v => v !== 0).length;
+    t.ok(nonzero > 0, `${g.name}: ${nonzero} non-zero gradient values`);
+    sameValues(t, exact, g.values, b.grads[i].values, `${g.name}: gradient identical`);
+  }
+}
+
 function registerTests(): void {
   const exact = fusedRoundsAsUnfused();
   t.comment(
@@ -204,12 +219,7 @@ function registerTests(): void {
       'the fused kernel ran natively, once per fused layer',
     );
     t.ok(Number.isFinite(a.loss), `loss ${a.loss}`);
-    sameValues(t, exact, [a.loss], [b.loss], 'same loss');
-    for (const [i, g] of a.grads.entries()) {
-      const nonzero = g.values.filter(v => v !== 0).length;
-      t.ok(nonzero > 0, `${g.name}: ${nonzero} non-zero gradient values`);
-      sameValues(t, exact, g.values, b.grads[i].values, `${g.name}: gradient identical`);
-    }
+    sameLossAndGradients(t, exact, a, b);
     const before2 = tf.memory().numTensors;
     lossAndGradients(fused, x, y);
     t.equal(tf.memory().numTensors, before2, 'a fused step leaves no tensor behind');
@@ -260,12 +270,7 @@ function registerTests(): void {
     );
     // unfused: 5 relu convolutions' gradients; fused: only the one read twice keeps its relu step
     t.equal(count(RELU_GRAD_KERNEL) - before.relu, 5 + 1, "relu's own gradient ran only where no pool took it");
-    sameValues(t, exact, [a.loss], [b.loss], 'same loss');
-    for (const [i, g] of a.grads.entries()) {
-      const nonzero = g.values.filter(v => v !== 0).length;
-      t.ok(nonzero > 0, `${g.name}: ${nonzero} non-zero gradient values`);
-      sameValues(t, exact, g.values, b.grads[i].values, `${g.name}: gradient identical`);
-    }
+    sameLossAndGradients(t, exact, a, b);
     const before2 = tf.memory().numTensors;
     lossAndGradients(fused, x, y);
     t.equal(tf.memory().numTensors, before2, 'a fused step leaves no tensor behind');

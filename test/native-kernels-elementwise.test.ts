@@ -14,6 +14,21 @@ import {
 const addon = await startNativeAndStock();
 if (addon) registerTests();
 
+/** A random NHWC shape, window, strides and padding; undefined when a valid window would not fit. */
+function randomPool(rand: () => number) {
+  const shape = [
+    1 + Math.floor(rand() * 3),
+    1 + Math.floor(rand() * 9),
+    1 + Math.floor(rand() * 9),
+    1 + Math.floor(rand() * 5),
+  ];
+  const filter: [number, number] = [1 + Math.floor(rand() * 3), 1 + Math.floor(rand() * 3)];
+  const strides: [number, number] = [1 + Math.floor(rand() * 3), 1 + Math.floor(rand() * 3)];
+  const pad: 'same' | 'valid' = rand() < 0.5 ? 'same' : 'valid';
+  if (pad === 'valid' && (filter[0] > shape[1] || filter[1] > shape[2])) return undefined;
+  return { shape, filter, strides, pad };
+}
+
 function registerTests() {
   t.test('MaxPool and its gradient are bit-identical to stock, ties and overlapping windows included', t => {
     const rand = prng(13);
@@ -21,17 +36,10 @@ function registerTests() {
       cases = 0;
     const before = { p: counts('MaxPool').native, g: counts('MaxPoolGrad').native };
     while (cases < 50) {
-      const shape = [
-        1 + Math.floor(rand() * 3),
-        1 + Math.floor(rand() * 9),
-        1 + Math.floor(rand() * 9),
-        1 + Math.floor(rand() * 5),
-      ];
-      const filter: [number, number] = [1 + Math.floor(rand() * 3), 1 + Math.floor(rand() * 3)];
-      const strides: [number, number] = [1 + Math.floor(rand() * 3), 1 + Math.floor(rand() * 3)];
-      const p = rand() < 0.5 ? 'same' : 'valid';
-      if (p === 'valid' && (filter[0] > shape[1] || filter[1] > shape[2])) continue;
+      const pool = randomPool(rand);
+      if (!pool) continue;
       cases++;
+      const { shape, filter, strides, pad: p } = pool;
       const x = randomInput(rand, shape, rand() < 0.5); // integer values: many ties
       const name = `x[${shape}] filter ${filter} strides ${strides} ${p}`;
       matched += compare(t, `maxPool ${name}`, [x], a => tf.maxPool(a as tf.Tensor4D, filter, strides, p), {
@@ -69,17 +77,10 @@ function registerTests() {
       cases = 0;
     const before = counts(MAX_POOL_RELU_GRAD_KERNEL).native;
     while (cases < 60) {
-      const shape = [
-        1 + Math.floor(rand() * 3),
-        1 + Math.floor(rand() * 9),
-        1 + Math.floor(rand() * 9),
-        1 + Math.floor(rand() * 5),
-      ];
-      const filter: [number, number] = [1 + Math.floor(rand() * 3), 1 + Math.floor(rand() * 3)];
-      const strides: [number, number] = [1 + Math.floor(rand() * 3), 1 + Math.floor(rand() * 3)];
-      const pad = rand() < 0.5 ? 'same' : 'valid';
-      if (pad === 'valid' && (filter[0] > shape[1] || filter[1] > shape[2])) continue;
+      const pool = randomPool(rand);
+      if (!pool) continue;
       cases++;
+      const { shape, filter, strides, pad } = pool;
       const x = randomInput(rand, shape, rand() < 0.5); // a relu's output has ties at 0; any x must work
       for (let i = 0; i < x.values.length; i++) if (rand() < 0.05) x.values[i] = specials[i % specials.length];
       const attrs = { filterSize: filter, strides, pad };

@@ -116,11 +116,7 @@ void Comparison(uint8_t* out, const float* a, const float* b, const Dims& shape,
 }
 
 uint8_t* U8(const Napi::Value& v, size_t need, const char* name) {
-  if (!v.IsTypedArray() || v.As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array)
-    throw Napi::TypeError::New(v.Env(), std::string(name) + " must be a Uint8Array");
-  auto a = v.As<Napi::Uint8Array>();
-  if (a.ElementLength() < need) throw Napi::RangeError::New(v.Env(), std::string(name) + " is too short");
-  return a.Data();
+  return TypedData<uint8_t>(v, napi_uint8_array, "Uint8Array", need, name);
 }
 
 // binaryStrided(op, out, a, aStrides, b, bStrides, shape): out (shape, row-major) = a ∘ b. op 0 add, 1 sub,

@@ -81,6 +81,15 @@ Ctx& GetCtx(Napi::Env env);
 // The Float32Array's own data pointer (works for SharedArrayBuffer-backed arrays,
 // where TypedArray::ArrayBuffer().Data() throws). Checks the element count.
 float* F32(const Napi::Value& v, size_t need, const char* name);
+// The data of a typed array of `type` (a TypeError names `name` and `typeName` otherwise) with at least `need` elements.
+template <typename T>
+T* TypedData(const Napi::Value& v, napi_typedarray_type type, const char* typeName, size_t need, const char* name) {
+  if (!v.IsTypedArray() || v.As<Napi::TypedArray>().TypedArrayType() != type)
+    throw Napi::TypeError::New(v.Env(), std::string(name) + " must be a " + typeName);
+  auto a = v.As<Napi::TypedArrayOf<T>>();
+  if (a.ElementLength() < need) throw Napi::RangeError::New(v.Env(), std::string(name) + " is too short");
+  return a.Data();
+}
 // Optional Float32Array: nullptr for null/undefined.
 float* OptionalF32(const Napi::Value& v, size_t need, const char* name);
 int Int(const Napi::Value& v, const char* name);

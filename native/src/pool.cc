@@ -170,11 +170,7 @@ bool Tiles(const PoolShape& p) {
 }
 
 int8_t* I8(const Napi::Value& v, size_t need, const char* name) {
-  if (!v.IsTypedArray() || v.As<Napi::TypedArray>().TypedArrayType() != napi_int8_array)
-    throw Napi::TypeError::New(v.Env(), std::string(name) + " must be an Int8Array");
-  auto a = v.As<Napi::Int8Array>();
-  if (a.ElementLength() < need) throw Napi::RangeError::New(v.Env(), std::string(name) + " is too short");
-  return a.Data();
+  return TypedData<int8_t>(v, napi_int8_array, "Int8Array", need, name);
 }
 
 constexpr int8_t kNoWinner = -1, kHoldsNaN = -2;
