@@ -38,6 +38,22 @@ inline void ScanCell(const float* __restrict px, float* __restrict best, int32_t
   }
 }
 
+// Calls window(n, cell, hs, he, ws, we) for every output cell in order: its image, its index among the outputs,
+// and the rows [hs, he) and columns [ws, we) of x its window covers (padding clips it).
+template <typename Window>
+void ForEachCell(const PoolShape& p, Window window) {
+  for (int n = 0; n < p.N; n++)
+    for (int oh = 0; oh < p.OH; oh++) {
+      int h0 = oh * p.sh - p.pt;
+      int hs = h0 < 0 ? 0 : h0, he = h0 + p.FH < p.H ? h0 + p.FH : p.H;
+      for (int ow = 0; ow < p.OW; ow++) {
+        int w0 = ow * p.sw - p.pl;
+        int ws = w0 < 0 ? 0 : w0, we = w0 + p.FW < p.W ? w0 + p.FW : p.W;
+        window(n, ((size_t)n * p.OH + oh) * p.OW + ow, hs, he, ws, we);
+      }
+    }
+}
+
 // Calls visit(xn, cell, hs, ws, width, height) for every output cell after filling, per channel,
 // best[c] = the window's maximum and at[c] = the index (h - hs) * (we - ws) + (w - ws)
 // of the first cell holding it, found by a strict "greater than" scan from -inf:
@@ -45,27 +61,17 @@ inline void ScanCell(const float* __restrict px, float* __restrict best, int32_t
 template <typename Visit>
 void ForEachWindow(const PoolShape& p, const float* x, float* best, int32_t* at, Visit visit) {
   const float lowest = -std::numeric_limits<float>::infinity();
-  for (int n = 0; n < p.N; n++) {
+  ForEachCell(p, [&](int n, size_t cell, int hs, int he, int ws, int we) {
     const float* xn = x + (size_t)n * p.H * p.W * p.C;
-    for (int oh = 0; oh < p.OH; oh++) {
-      int h0 = oh * p.sh - p.pt;
-      int hs = h0 < 0 ? 0 : h0, he = h0 + p.FH < p.H ? h0 + p.FH : p.H;
-      for (int ow = 0; ow < p.OW; ow++) {
-        int w0 = ow * p.sw - p.pl;
-        int ws = w0 < 0 ? 0 : w0, we = w0 + p.FW < p.W ? w0 + p.FW : p.W;
-        for (int c = 0; c < p.C; c++) {
-          best[c] = lowest;
-          at[c] = -1;
-        }
-        int32_t k = 0;
-        for (int h = hs; h < he; h++)
-          for (int w = ws; w < we; w++, k++) {
-            ScanCell(xn + ((size_t)h * p.W + w) * p.C, best, at, k, p.C);
-          }
-        visit(xn, ((size_t)n * p.OH + oh) * p.OW + ow, hs, ws, we - ws, he - hs);
-      }
+    for (int c = 0; c < p.C; c++) {
+      best[c] = lowest;
+      at[c] = -1;
     }
-  }
+    int32_t k = 0;
+    for (int h = hs; h < he; h++)
+      for (int w = ws; w < we; w++, k++) ScanCell(xn + ((size_t)h * p.W + w) * p.C, best, at, k, p.C);
+    visit(xn, cell, hs, ws, we - ws, he - hs);
+  });
 }
 
 // maxPool(x, y, shape): y = each window's maximum by the strict scan (no winner: -inf). Only the maximum is
@@ -75,6 +81,8 @@ TANDEM_SIMD Napi::Value MaxPool(const Napi::CallbackInfo& info) {
   const float* x = F32(info[0], (size_t)p.N * p.H * p.W * p.C, "x");
   float* y = F32(info[1], (size_t)p.N * p.OH * p.OW * p.C, "y");
   const float lowest = -std::numeric_limits<float>::infinity();
+  // ForEachCell's loops written out: a lambda is compiled for baseline x86-64 and not inlined into this function's
+  // AVX-512 clone (measured: 0.18 -> 0.34 ms on a 32x32x32x32 input)
   for (int n = 0; n < p.N; n++) {
     const float* xn = x + (size_t)n * p.H * p.W * p.C;
     for (int oh = 0; oh < p.OH; oh++) {
