@@ -57,7 +57,9 @@ for (const sparse of [false, true]) {
       for (const [form, classWeight] of devices === 2 ? forms : forms.slice(0, 1)) {
         const model = make(sparse);
         const { x, cls, reg } = data(sparse);
+        const tensorsBefore = tf.memory().numTensors;
         const h = await fit(model, x, [cls, reg], { ...args, classWeight, devices, backend: 'cpu' });
+        t.equal(tf.memory().numTensors, tensorsBefore, `${devices} device(s): fit leaves no tensor behind`);
         const got = h.history as Record<string, number[]>;
         const what = `${devices} device(s), classWeight ${form}`;
         t.same(Object.keys(got).sort(), Object.keys(want.history).sort(), `${what}: tfjs's keys`);

@@ -106,7 +106,12 @@ function tablesOf(given: NonNullable<Given>, names: string[]): (Record<number, n
 /** An output's class id per sample, as tfjs reads them for class weights: ids, a [n, 1] column, or one-hot rows. */
 function classIdsOf(y: tf.Tensor, name: string): number[] {
   if (y.rank === 1 || (y.rank === 2 && y.shape[1] === 1)) return Array.from(y.dataSync());
-  if (y.rank === 2) return Array.from(y.argMax(1).dataSync());
+  if (y.rank === 2) {
+    const ids = y.argMax(1);
+    const values = Array.from(ids.dataSync());
+    ids.dispose();
+    return values;
+  }
   throw new TandemError(
     'BAD_CONFIG',
     `fit: classWeight weighs one class per sample, and output ${name}'s targets have shape [${y.shape.join(', ')}]`,
