@@ -11,9 +11,8 @@ import { fileModelHandler } from '../model/file-model-handler.js';
 import { unknownClass } from '../model/resolve-model.js';
 import { loadPlugins } from '../plugins/load-plugins.js';
 import { compileMetric } from './fit-metrics.js';
-import { metricValues } from '../model/metric-values.js';
 import type { OutputsSpec } from './fit-outputs.js';
-import { outputsLoss } from './fit-outputs-method.js';
+import { outputsBatchValues } from './fit-outputs-method.js';
 
 export interface EvaluateShard {
   backend: BackendName;
@@ -73,11 +72,9 @@ function outputsEvaluated(model: tf.LayersModel, spec: OutputsSpec, x: tf.Tensor
   const totals = new Array<number>(1 + spec.metrics.length).fill(0);
   for (let from = 0; from < n; from += batchSize) {
     const rows = Math.min(batchSize, n - from);
-    const values = tf.tidy(() => {
-      const p = model.predict(x.slice(from, rows)) as tf.Tensor;
-      const { loss, sums } = outputsLoss(tf, spec, p, y.slice(from, rows));
-      return [loss.dataSync()[0], ...metricValues(Array.from(sums.dataSync()))];
-    });
+    const values = tf.tidy(() =>
+      outputsBatchValues(tf, spec, model.predict(x.slice(from, rows)) as tf.Tensor, y.slice(from, rows)),
+    );
     values.forEach((v, i) => (totals[i] += v * rows));
   }
   return totals.map(t => t / n);

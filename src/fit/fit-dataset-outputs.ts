@@ -14,8 +14,7 @@ import {
   outputsTargets,
   type OutputsSpec,
 } from './fit-outputs.js';
-import { FIT_OUTPUTS_METHOD_NAME, outputsLoss } from './fit-outputs-method.js';
-import { metricValues } from '../model/metric-values.js';
+import { FIT_OUTPUTS_METHOD_NAME, outputsBatchValues } from './fit-outputs-method.js';
 import { validationLogs } from './fit-hosts.js';
 import { inputsOf, packInputs, type FitX } from './fit-inputs.js';
 import type { OutputsRun } from './fit-several-outputs.js';
@@ -89,8 +88,7 @@ export async function outputsDatasetLogs(
       const x =
         model.inputs.length > 1 ? packInputs(inputsOf(model, given, 'validationData (xs)')) : (given as tf.Tensor);
       const flat = flatTargets(outputsOf(model, ys, 'fitDataset validationData'));
-      const { loss, sums } = outputsLoss(tf, spec, outputs.trained.predict(x) as tf.Tensor, flat);
-      return { rows: x.shape[0], values: [loss.dataSync()[0], ...metricValues(Array.from(sums.dataSync()))] };
+      return { rows: x.shape[0], values: outputsBatchValues(tf, spec, outputs.trained.predict(x) as tf.Tensor, flat) };
     });
     values.values.forEach((v, i) => (totals[i] += v * values.rows));
     samples += values.rows;

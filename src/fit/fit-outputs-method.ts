@@ -11,7 +11,7 @@ import { DATA_PARALLEL } from '../methods/data-parallel.js';
 import { TandemError } from '../errors.js';
 import { getEngine } from '../engine/engine-registry.js';
 import { targetLoss } from '../model/target-loss.js';
-import { metricSums, sparseCrossentropy } from '../model/metric-values.js';
+import { metricSums, metricValues, sparseCrossentropy } from '../model/metric-values.js';
 import type { Tensor, Tf } from '../engine/tfjs-types.js';
 import type { DeviceMethod, TrainingMethod } from '../methods/training-method.js';
 import { OUTPUTS_FILE, type OutputsSpec } from './fit-outputs.js';
@@ -104,4 +104,15 @@ export function outputsLoss(tf: Tf, spec: OutputsSpec, out: Tensor, ys: Tensor):
     ),
   );
   return { loss, sums };
+}
+
+/**
+ * One evaluated batch of a model of several outputs: [loss, ...metrics] (each the batch's mean), as evaluate and a
+ * validation dataset read them; the caller weighs them by the batch's rows.
+ */
+export function outputsBatchValues(tf: Tf, spec: OutputsSpec, predicted: Tensor, ys: Tensor): number[] {
+  return tf.tidy(() => {
+    const { loss, sums } = outputsLoss(tf, spec, predicted, ys);
+    return [loss.dataSync()[0], ...metricValues(Array.from(sums.dataSync()))];
+  });
 }
