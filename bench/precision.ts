@@ -3,6 +3,9 @@
  * and 2 devices, beside PyTorch fp32 and `torch.autocast('cpu', dtype=torch.bfloat16)` (both channels_last, one
  * thread, one process) in the same run, on the same architectures (bench/torch/<model>.py) and batch per device.
  *
+ * tandem trains on 512 synthetic images, drawn once and then kept by each device's reader, so that neither side
+ * pays for making data in its step (PyTorch's reference trains on one fixed random batch).
+ *
  * For each model it also prints what oneDNN picked per kernel in bf16 (its implementation strings), the split of
  * one device's step into native kernels (oneDNN convolutions and matmuls, C++ pooling and elementwise loops) and
  * everything else (stock tfjs kernels, JS dispatch, the tape, the update), measured on the bench's own thread, and
@@ -52,7 +55,7 @@ async function tandemRate(model: string, devices: number, precision: Precision, 
     model,
     data: 'synthetic-images',
     imageSize: INPUT[model],
-    datasetSize: 4096,
+    datasetSize: 512, // drawn once, then kept by the reader (PyTorch's reference trains on one fixed batch)
     classes: 10,
     devices,
     batch: devices * o.perDeviceBatch,
