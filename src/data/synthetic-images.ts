@@ -70,7 +70,7 @@ export function syntheticImages(options: DatasetOptions): Dataset {
         out.set(kept.values, offset);
         return kept.label;
       }
-      const label = draw(index, out, offset);
+      const label = draw(protos, options.seed, [h, w, c], index, out, offset);
       if (cachedFloats + sampleFloats <= SYNTHETIC_CACHE_FLOATS) {
         cache.set(index, { values: out.slice(offset, offset + sampleFloats), label });
         cachedFloats += sampleFloats;
@@ -78,27 +78,35 @@ export function syntheticImages(options: DatasetOptions): Dataset {
       return label;
     },
   };
+}
 
-  /** Draws sample `index` into out at offset; returns its label. */
-  function draw(index: number, out: Float32Array, offset: number): number {
-    const s = prng((options.seed + 1) * 1000003 + index * 7919);
-    const label = Math.floor(s() * classes);
-    const p = protos[label];
-    const dx = (s() - 0.5) * 0.2,
-      dy = (s() - 0.5) * 0.2;
-    let o = offset;
-    for (let y = 0; y < h; y++) {
-      for (let x = 0; x < w; x++) {
-        const u = x / w + dx,
-          v = y / h + dy;
-        const stripes = Math.sin((u * p.fx + v * p.fy) * Math.PI * 2 + p.phase);
-        const d2 = (u - p.cx) ** 2 + (v - p.cy) ** 2;
-        const blob = d2 < p.radius * p.radius ? 1 : 0;
-        for (let ch = 0; ch < c; ch++) {
-          out[o++] = 0.5 * p.tint[ch] * (0.5 + 0.5 * stripes) + 0.4 * blob + 0.3 * (s() - 0.5);
-        }
+/** Draws sample `index` of the images of `seed` into out at offset; returns its label. */
+function draw(
+  protos: Prototype[],
+  seed: number,
+  [h, w, c]: readonly number[],
+  index: number,
+  out: Float32Array,
+  offset: number,
+): number {
+  const classes = protos.length;
+  const s = prng((seed + 1) * 1000003 + index * 7919);
+  const label = Math.floor(s() * classes);
+  const p = protos[label];
+  const dx = (s() - 0.5) * 0.2,
+    dy = (s() - 0.5) * 0.2;
+  let o = offset;
+  for (let y = 0; y < h; y++) {
+    for (let x = 0; x < w; x++) {
+      const u = x / w + dx,
+        v = y / h + dy;
+      const stripes = Math.sin((u * p.fx + v * p.fy) * Math.PI * 2 + p.phase);
+      const d2 = (u - p.cx) ** 2 + (v - p.cy) ** 2;
+      const blob = d2 < p.radius * p.radius ? 1 : 0;
+      for (let ch = 0; ch < c; ch++) {
+        out[o++] = 0.5 * p.tint[ch] * (0.5 + 0.5 * stripes) + 0.4 * blob + 0.3 * (s() - 0.5);
       }
     }
-    return label;
   }
+  return label;
 }
