@@ -13,6 +13,9 @@ import * as tf from '@tensorflow/tfjs';
 import { startNativeAndStock, randomInput } from './fixtures/native-compare.js';
 import { prng } from '../src/data/synthetic-images.js';
 import type { NativeAddon } from '../src/engine/native/native-addon.js';
+import { CONV_FILTER_BIAS_KERNEL } from '../src/engine/native/conv-kernels.js';
+import { fuseConvLayers } from '../src/engine/native/fused-conv-layers.js';
+import { nativeKernelCounts } from '../src/engine/native/native-backend.js';
 
 const addon = await startNativeAndStock();
 if (addon) {
@@ -89,6 +92,30 @@ function convCase(n: number, hw: number, c: number, k: number, oc: number, strid
   };
 }
 
+/**
+ * The filter and bias gradients of a convolution in one call (TandemConv2DBackpropFilterBias, the fused layers'
+ * gradient in bf16): db = Σ dy over N, H, W, summed in the weight-gradient kernel.
+ */
+function filterBiasCase(n: number, hw: number, c: number, k: number, oc: number): Case {
+  const filterShape = [k, k, c, oc];
+  return {
+    name: `filter and bias gradients x[${n},${hw},${hw},${c}] filter[${filterShape}]`,
+    shapes: [
+      [n, hw, hw, c],
+      [n, hw, hw, oc],
+    ],
+    terms: [n * hw * hw, n * hw * hw],
+    run: (x, dy) =>
+      tf
+        .engine()
+        .runKernel(
+          CONV_FILTER_BIAS_KERNEL,
+          { x, dy },
+          { strides: [1, 1], pad: 'same', dataFormat: 'NHWC', filterShape },
+        ) as tf.Tensor[],
+  };
+}
+
 /** A (batched, transposed) matmul and both gradients of sum(c · dc). */
 function matmulCase(batch: number[], m: number, k: number, n: number, ta: boolean, tb: boolean): Case {
   const aShape = [...batch, ...(ta ? [k, m] : [m, k])],
@@ -110,6 +137,7 @@ function registerTests(addon: NativeAddon) {
       convCase(2, 9, 64, 1, 32, 1, false),
       convCase(4, 12, 8, 3, 8, 1, true),
       convCase(2, 11, 6, 3, 12, 2, true),
+      filterBiasCase(4, 10, 8, 3, 16),
       matmulCase([], 32, 300, 64, false, false),
       matmulCase([], 17, 40, 9, true, false),
       matmulCase([3], 8, 50, 12, false, true),
@@ -123,6 +151,51 @@ function registerTests(addon: NativeAddon) {
     const bf16Kernels = Object.entries(addon.implementations()).filter(([key]) => key.includes(':bf16|'));
     t.ok(bf16Kernels.length >= cases.length, `${bf16Kernels.length} bf16 primitives were created`);
     for (const [key, impl] of bf16Kernels) t.notMatch(impl, /^f32 fallback/, `${key} ran in bf16 on ${impl}`);
+    t.end();
+  });
+
+  t.test("a fused Conv2D layer's bias gradient: from the filter gradient's call in bf16, tfjs's Sum in fp32", t => {
+    const model = tf.sequential({
+      layers: [
+        tf.layers.conv2d({
+          inputShape: [10, 10, 4],
+          filters: 8,
+          kernelSize: 3,
+          padding: 'same',
+          activation: 'relu',
+          biasInitializer: 'ones',
+          kernelInitializer: tf.initializers.glorotUniform({ seed: 3 }),
+        }),
+        tf.layers.flatten(),
+        tf.layers.dense({ units: 3, kernelInitializer: tf.initializers.glorotUniform({ seed: 4 }) }),
+      ],
+    });
+    fuseConvLayers(tf, model);
+    const x = tf.randomUniform([4, 10, 10, 4], -1, 1, 'float32', 5),
+      y = tf.oneHot(tf.tensor1d([0, 1, 2, 1], 'int32'), 3);
+    const gradients = (precision: 'fp32' | 'bf16') => {
+      addon.setPrecision(precision);
+      const before = nativeKernelCounts()[CONV_FILTER_BIAS_KERNEL]?.native ?? 0;
+      const variables = model.trainableWeights.map(w => w.read() as tf.Variable);
+      const { grads } = tf.variableGrads(
+        () => tf.losses.softmaxCrossEntropy(y, model.apply(x, { training: true }) as tf.Tensor) as tf.Scalar,
+        variables,
+      );
+      const values = Float32Array.from(grads[variables[1].name].dataSync()); // the convolution's bias
+      tf.dispose(Object.values(grads));
+      addon.setPrecision('fp32');
+      return { values, calls: (nativeKernelCounts()[CONV_FILTER_BIAS_KERNEL]?.native ?? 0) - before };
+    };
+    const fp32 = gradients('fp32'),
+      bf16 = gradients('bf16');
+    t.equal(fp32.calls, 0, 'fp32: tfjs Sum, not the combined call');
+    t.equal(bf16.calls, 1, 'bf16: one combined call');
+    const scale = Math.max(...fp32.values.map(Math.abs));
+    const worst = Math.max(...fp32.values.map((v, i) => Math.abs(v - bf16.values[i])));
+    t.ok(scale > 0 && worst <= 0.02 * scale, `bias gradient within 2% of fp32's largest (${worst} of ${scale})`);
+    t.equal(fp32.values.length, 8, 'the bias gradient has a value per filter');
+    tf.dispose([x, y]);
+    model.dispose();
     t.end();
   });
 

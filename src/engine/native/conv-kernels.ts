@@ -71,6 +71,12 @@ function convShape(
   return { shape: [n, h, w, c, kh, kw, oc, sh, sw, p.top, p.left, p.bottom, p.right, oh, ow, groups], info };
 }
 
+/**
+ * The filter gradient and the bias gradient (Σ dy over N, H, W) of a convolution in one oneDNN call: the fused
+ * Conv2D layers' gradient in bf16, where the bias gradient is then summed inside the weight-gradient kernel.
+ */
+export const CONV_FILTER_BIAS_KERNEL = 'TandemConv2DBackpropFilterBias';
+
 export function convKernels(ctx: NativeKernelContext): NativeKernel[] {
   const { addon } = ctx;
   return [
@@ -109,6 +115,7 @@ export function convKernels(ctx: NativeKernelContext): NativeKernel[] {
     },
     backpropInput(ctx, 'Conv2DBackpropInput', 'regular'),
     backpropFilter(ctx, 'Conv2DBackpropFilter', 'regular'),
+    backpropFilter(ctx, CONV_FILTER_BIAS_KERNEL, 'regular', true),
     forward(ctx, 'DepthwiseConv2dNative', 'depthwise'),
     backpropInput(ctx, 'DepthwiseConv2dNativeBackpropInput', 'depthwise'),
     backpropFilter(ctx, 'DepthwiseConv2dNativeBackpropFilter', 'depthwise'),
@@ -146,7 +153,8 @@ function backpropInput(ctx: NativeKernelContext, kernelName: string, kind: ConvK
   };
 }
 
-function backpropFilter(ctx: NativeKernelContext, kernelName: string, kind: ConvKind): NativeKernel {
+/** The filter gradient; `withBias`: and the bias gradient, [dw, db], from the same oneDNN call. */
+function backpropFilter(ctx: NativeKernelContext, kernelName: string, kind: ConvKind, withBias = false): NativeKernel {
   return {
     kernelName,
     run({ inputs, attrs, backend }) {
@@ -155,9 +163,12 @@ function backpropFilter(ctx: NativeKernelContext, kernelName: string, kind: Conv
       const filterShape = attrs.filterShape as number[];
       const geometry = x && dy && convShape(ctx, inputs.x.shape, filterShape, attrs, kind);
       if (!x || !dy || !geometry || !sameShape(geometry.info.outShape, inputs.dy.shape)) return undefined;
-      const dw = overwrittenOutput(sizeOf(filterShape));
-      ctx.addon.conv2dBackwardWeights(x, dy, dw, null, geometry.shape);
-      return output(backend, [...filterShape], dw);
+      const dw = overwrittenOutput(sizeOf(filterShape)),
+        oc = geometry.shape[6],
+        db = withBias ? overwrittenOutput(oc) : null;
+      ctx.addon.conv2dBackwardWeights(x, dy, dw, db, geometry.shape);
+      const filter = output(backend, [...filterShape], dw);
+      return db ? [filter, output(backend, [oc], db)] : filter;
     },
   };
 }

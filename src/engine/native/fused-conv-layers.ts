@@ -21,6 +21,7 @@
 import type { NamedAttrMap } from '@tensorflow/tfjs-core';
 import type { LayersModel, Tensor, Tf } from '../tfjs-types.js';
 import { RELU_GRAD_KERNEL } from './elementwise-kernels.js';
+import { CONV_FILTER_BIAS_KERNEL } from './conv-kernels.js';
 import { fusePoolOfRelu, onlyPoolAfter, stockMaxPoolCall, type LayerLike } from './fused-pool-layers.js';
 
 export const FUSED_CONV_KERNEL = 'TandemFusedConv2D';
@@ -84,6 +85,7 @@ export function fuseConvLayers(tf: Tf, model: LayersModel): string[] {
       dilations: [1, 1],
       activation: activationOf(conv),
       reluGradByConsumer: pool !== undefined,
+      hasBias: conv.bias !== null,
     } as unknown as NamedAttrMap;
     conv.call = inputs =>
       tf.tidy(() => {
@@ -98,8 +100,13 @@ export function fuseConvLayers(tf: Tf, model: LayersModel): string[] {
   return fused;
 }
 
-/** The gradient of `TandemFusedConv2D` (registered once per thread's tfjs by the native backend). */
-export function registerFusedConvGradient(tf: Tf): void {
+/**
+ * The gradient of `TandemFusedConv2D` (registered once per thread's tfjs by the native backend). `biasInKernel()`:
+ * the bias gradient comes out of the filter gradient's oneDNN call (TandemConv2DBackpropFilterBias, summed in float
+ * there) instead of tfjs's Sum (in double, as tfjs): asked each step, true in bf16, where the gradients are bf16's
+ * anyway and the sum is one more pass over dy.
+ */
+export function registerFusedConvGradient(tf: Tf, biasInKernel: () => boolean): void {
   tf.registerGradient({
     kernelName: FUSED_CONV_KERNEL,
     inputsToSave: ['x', 'filter'],
@@ -118,16 +125,27 @@ export function registerFusedConvGradient(tf: Tf): void {
         dataFormat: 'NHWC',
         dimRoundingMode: attrs.dimRoundingMode,
       } as NamedAttrMap;
+      // the bias gradient of the filter gradient's call, kept as values (tfjs disposes what a closure made besides
+      // its result) for the bias closure, which tfjs calls after the filter's
+      let biasValues: Float32Array | undefined;
+      const filterGradient = () => {
+        if (attrs.hasBias !== true || !biasInKernel())
+          return tf
+            .engine()
+            .runKernel('Conv2DBackpropFilter', { x, dy: dyPre }, { ...conv, filterShape: filter.shape }) as Tensor;
+        const [dw, db] = tf
+          .engine()
+          .runKernel(CONV_FILTER_BIAS_KERNEL, { x, dy: dyPre }, { ...conv, filterShape: filter.shape }) as Tensor[];
+        biasValues = (db.dataSync() as Float32Array).slice();
+        return dw;
+      };
       return {
         x: () =>
           tf
             .engine()
             .runKernel('Conv2DBackpropInput', { dy: dyPre, filter }, { ...conv, inputShape: x.shape }) as Tensor,
-        filter: () =>
-          tf
-            .engine()
-            .runKernel('Conv2DBackpropFilter', { x, dy: dyPre }, { ...conv, filterShape: filter.shape }) as Tensor,
-        bias: () => tf.sum(dyPre, [0, 1, 2]),
+        filter: filterGradient,
+        bias: () => (biasValues ? tf.tensor1d(biasValues) : tf.sum(dyPre, [0, 1, 2])),
       };
     },
   });

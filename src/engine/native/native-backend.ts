@@ -10,12 +10,12 @@
  * await tf.setBackend('native');
  */
 import { MathBackendCPU } from '@tensorflow/tfjs-backend-cpu';
-import type { KernelFunc, NamedAttrMap } from '@tensorflow/tfjs-core';
+import type { KernelFunc, NamedAttrMap, TensorInfo } from '@tensorflow/tfjs-core';
 import { TandemError } from '../../errors.js';
 import type { Tf, Tensor } from '../tfjs-types.js';
 import { requireNativeAddon, type NativeAddon } from './native-addon.js';
 import type { NativeKernel, NativeKernelArgs } from './native-kernel.js';
-import { convKernels } from './conv-kernels.js';
+import { CONV_FILTER_BIAS_KERNEL, convKernels } from './conv-kernels.js';
 import { matmulKernels } from './matmul-kernels.js';
 import { MAX_POOL_OF_RELU_KERNEL, MAX_POOL_RELU_GRAD_KERNEL, poolKernels } from './pool-kernels.js';
 import { elementwiseKernels, RELU_GRAD_KERNEL } from './elementwise-kernels.js';
@@ -142,10 +142,32 @@ export function registerNativeBackend(tf: Tf, options: NativeBackendOptions = {}
       backendName: NATIVE_BACKEND,
       kernelFunc: withFallback({ kernelName: FUSED_CONV_KERNEL, run: fusedConv.run }, stockFusedConv.kernelFunc),
     });
-    registerFusedConvGradient(tf);
+    registerFusedConvGradient(tf, () => addon.getPrecision() === 'bf16');
   }
+  registerFilterBias(tf, natives);
   registerPoolOfRelu(tf, natives);
   return addon;
+}
+
+/** The filter and bias gradients in one call; elsewhere tfjs's Conv2DBackpropFilter and Sum. */
+function registerFilterBias(tf: Tf, natives: Map<string, NativeKernel>): void {
+  const native = natives.get(CONV_FILTER_BIAS_KERNEL),
+    filter = tf.getKernel('Conv2DBackpropFilter', 'cpu'),
+    sum = tf.getKernel('Sum', 'cpu');
+  if (!native || !filter || !sum) return;
+  const stock: KernelFunc = args => [
+    filter.kernelFunc(args) as TensorInfo,
+    sum.kernelFunc({
+      ...args,
+      inputs: { x: args.inputs.dy },
+      attrs: { axis: [0, 1, 2], keepDims: false },
+    }) as TensorInfo,
+  ];
+  tf.registerKernel({
+    kernelName: CONV_FILTER_BIAS_KERNEL,
+    backendName: NATIVE_BACKEND,
+    kernelFunc: withFallback(native, stock),
+  });
 }
 
 /** A relu convolution's max pool (fused-pool-layers.ts): MaxPool under its own name, and its one-pass gradient. */

@@ -19,8 +19,8 @@ export interface NativeKernelArgs {
 
 export interface NativeKernel {
   kernelName: string;
-  /** The output, or undefined when the stock kernel must run. */
-  run(args: NativeKernelArgs): TensorInfo | undefined;
+  /** The output (several for a kernel of several outputs), or undefined when the stock kernel must run. */
+  run(args: NativeKernelArgs): TensorInfo | TensorInfo[] | undefined;
 }
 
 /** What every kernel family gets: the addon and the thread's tfjs (for shape helpers). */
