@@ -38,6 +38,13 @@ Dims ReadDims(const Napi::Value& v, const char* name) {
   return out;
 }
 
+// The elements of `shape`.
+size_t Size(const Dims& shape) {
+  size_t size = 1;
+  for (uint32_t i = 0; i < shape.rank; i++) size *= static_cast<size_t>(shape.d[i]);
+  return size;
+}
+
 // The floats an operand with these strides reaches over `shape` (the furthest element + 1).
 size_t Extent(const Dims& shape, const Dims& strides) {
   size_t last = 0;
@@ -129,8 +136,7 @@ TANDEM_SIMD Napi::Value BinaryStrided(const Napi::CallbackInfo& info) {
   Dims strides[2] = {ReadDims(info[3], "aStrides"), ReadDims(info[5], "bStrides")};
   if (strides[0].rank != shape.rank || strides[1].rank != shape.rank)
     throw Napi::RangeError::New(info.Env(), "strides must have the shape's rank");
-  size_t size = 1;
-  for (uint32_t i = 0; i < shape.rank; i++) size *= static_cast<size_t>(shape.d[i]);
+  const size_t size = Size(shape);
   const float* a = F32(info[2], Extent(shape, strides[0]), "a");
   const float* b = F32(info[4], Extent(shape, strides[1]), "b");
   if (op >= 6) {
@@ -165,8 +171,7 @@ TANDEM_SIMD Napi::Value ReduceStrided(const Napi::CallbackInfo& info) {
   Dims shape = ReadDims(info[2], "shape");
   Dims strides[1] = {ReadDims(info[3], "outStrides")};
   if (strides[0].rank != shape.rank) throw Napi::RangeError::New(info.Env(), "outStrides must have the shape's rank");
-  size_t size = 1;
-  for (uint32_t i = 0; i < shape.rank; i++) size *= static_cast<size_t>(shape.d[i]);
+  const size_t size = Size(shape);
   int outSize = Int(info[5], "outSize");
   if (outSize < 0) throw Napi::RangeError::New(info.Env(), "outSize must be non-negative");
   const float* x = F32(info[1], size, "x");
