@@ -9,6 +9,7 @@ import type { ResolvedConfig } from '../config-types.js';
 import { TandemError } from '../errors.js';
 import { OrderedReads } from '../engine/async-reads.js';
 import { firstNonFinite } from '../engine/non-finite.js';
+import { hostFloats } from '../engine/host-floats.js';
 import { backwardWithGradientReady, backwardWithGradientReadyAsync } from '../engine/gradient-tape.js';
 import { probeForward } from '../plugins/step-probes.js';
 import type { LayersModel, Tensor, Variable } from '../engine/tfjs-types.js';
@@ -181,7 +182,7 @@ export class BackwardPass {
   private onReady(modelIndex: number, gradient: Tensor): void {
     if (this.reads) this.reads.queue(gradient, values => this.handOver(modelIndex, values));
     else if (this.nonFiniteLoss === undefined || this.x.cfg.onNan !== 'error')
-      this.handOver(modelIndex, gradient.dataSync() as Float32Array);
+      this.handOver(modelIndex, hostFloats(tf, gradient)); // read in place: handOver copies, keeps nothing
   }
 
   /** A variable's final gradient: checked, written to the shared layout, and its readiness announced. */
