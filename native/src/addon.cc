@@ -81,6 +81,7 @@ void Conversion::Init(Ctx& c, const memory::desc& userMd, const memory::desc& pr
   needed = primMd != userMd;
   if (!needed) return;
   buf = memory(primMd, c.eng);
+  cast = toPrimitive && IsBf16Cast(userMd, primMd);
   memory plain(userMd, c.eng, DNNL_MEMORY_NONE);
   r = toPrimitive ? dnnl::reorder(plain, buf) : dnnl::reorder(buf, plain);
 }

@@ -157,7 +157,8 @@ ConvEntry& GetConv(Ctx& c, ConvKind kind, const ConvShape& s, bool bias) {
   return *p;
 }
 
-// conv2dForward(x, w, bias | null, y, shape, activation, alpha)
+// conv2dForward(x, w, bias | null, y, shape, activation, alpha, xShadow | null, xShadowFilled): 1 when the shadow
+// holds x in bf16 afterwards, else 0
 Napi::Value Conv2dForward(const Napi::CallbackInfo& info) {
   return Guard(info, "conv2dForward", [&]() -> Napi::Value {
     auto& c = GetCtx(info.Env());
@@ -168,8 +169,9 @@ Napi::Value Conv2dForward(const Napi::CallbackInfo& info) {
     float* y = F32(info[3], s.ySize(), "y");
     Activation act = ReadActivation(info[5]);
     double alpha = info[6].ToNumber().DoubleValue();
+    Shadow xs = ReadShadow(info, 7, s.xSize());
     auto& e = GetConv(c, ConvKind::Forward, s, b != nullptr);
-    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, e.x.Input(c, x)},
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, e.x.Input(c, x, xs)},
                                          {DNNL_ARG_WEIGHTS, e.w.Input(c, w)},
                                          {DNNL_ARG_DST, e.y.Output(c, y)},
                                          {DNNL_ARG_SCRATCHPAD, e.scratch}};
@@ -178,11 +180,11 @@ Napi::Value Conv2dForward(const Napi::CallbackInfo& info) {
     e.y.Finish(c, y);
     c.strm.wait();
     ApplyActivation(y, s.ySize(), act, alpha);
-    return info.Env().Undefined();
+    return Napi::Number::New(info.Env(), xs.filled ? 1 : 0);
   });
 }
 
-// conv2dBackwardData(dy, w, dx, shape)
+// conv2dBackwardData(dy, w, dx, shape, dyShadow | null, dyShadowFilled): 1 when the shadow holds dy afterwards
 Napi::Value Conv2dBackwardData(const Napi::CallbackInfo& info) {
   return Guard(info, "conv2dBackwardData", [&]() -> Napi::Value {
     auto& c = GetCtx(info.Env());
@@ -190,18 +192,20 @@ Napi::Value Conv2dBackwardData(const Napi::CallbackInfo& info) {
     float* dy = F32(info[0], s.ySize(), "dy");
     float* w = F32(info[1], s.wSize(), "filter");
     float* dx = F32(info[2], s.xSize(), "dx");
+    Shadow dys = ReadShadow(info, 4, s.ySize());
     auto& e = GetConv(c, ConvKind::BackwardData, s, false);
-    e.prim.execute(c.strm, {{DNNL_ARG_DIFF_DST, e.y.Input(c, dy)},
+    e.prim.execute(c.strm, {{DNNL_ARG_DIFF_DST, e.y.Input(c, dy, dys)},
                             {DNNL_ARG_WEIGHTS, e.w.Input(c, w)},
                             {DNNL_ARG_DIFF_SRC, e.x.Output(c, dx)},
                             {DNNL_ARG_SCRATCHPAD, e.scratch}});
     e.x.Finish(c, dx);
     c.strm.wait();
-    return info.Env().Undefined();
+    return Napi::Number::New(info.Env(), dys.filled ? 1 : 0);
   });
 }
 
-// conv2dBackwardWeights(x, dy, dw, dbias | null, shape)
+// conv2dBackwardWeights(x, dy, dw, dbias | null, shape, xShadow | null, xShadowFilled, dyShadow | null,
+// dyShadowFilled): bit 0 set when x's shadow holds x afterwards, bit 1 when dy's holds dy
 Napi::Value Conv2dBackwardWeights(const Napi::CallbackInfo& info) {
   return Guard(info, "conv2dBackwardWeights", [&]() -> Napi::Value {
     auto& c = GetCtx(info.Env());
@@ -210,16 +214,17 @@ Napi::Value Conv2dBackwardWeights(const Napi::CallbackInfo& info) {
     float* dy = F32(info[1], s.ySize(), "dy");
     float* dw = F32(info[2], s.wSize(), "dw");
     float* db = OptionalF32(info[3], s.OC, "dbias");
+    Shadow xs = ReadShadow(info, 5, s.xSize()), dys = ReadShadow(info, 7, s.ySize());
     auto& e = GetConv(c, ConvKind::BackwardWeights, s, db != nullptr);
-    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, e.x.Input(c, x)},
-                                         {DNNL_ARG_DIFF_DST, e.y.Input(c, dy)},
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, e.x.Input(c, x, xs)},
+                                         {DNNL_ARG_DIFF_DST, e.y.Input(c, dy, dys)},
                                          {DNNL_ARG_DIFF_WEIGHTS, e.w.Output(c, dw)},
                                          {DNNL_ARG_SCRATCHPAD, e.scratch}};
     if (db) args.insert({DNNL_ARG_DIFF_BIAS, memory(e.b_md, c.eng, db)});
     e.prim.execute(c.strm, args);
     e.w.Finish(c, dw);
     c.strm.wait();
-    return info.Env().Undefined();
+    return Napi::Number::New(info.Env(), (xs.filled ? 1 : 0) | (dys.filled ? 2 : 0));
   });
 }
 

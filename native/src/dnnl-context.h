@@ -18,6 +18,15 @@ using dt = dnnl::memory::data_type;
 
 struct Ctx;
 
+// A float32 activation's bf16 copy held by JS (src/engine/native/output-pool.ts): `filled` once it holds the
+// activation rounded to bf16 (by an earlier primitive, or by this one).
+struct Shadow {
+  uint16_t* bits = nullptr;
+  bool filled = false;
+};
+// The shadow at info[at] (a Uint16Array of at least `need` elements, or null) and its filled flag at info[at + 1].
+Shadow ReadShadow(const Napi::CallbackInfo& info, size_t at, size_t need);
+
 // One argument of a primitive as JS holds it (float32, a plain layout) and as the primitive wants it (a blocked
 // layout, or bf16 under precision bf16): a cached reorder and buffer between the two when they differ.
 struct Conversion {
@@ -25,10 +34,15 @@ struct Conversion {
   bool needed = false;
   memory buf;
   dnnl::reorder r;
+  // An input whose conversion is float32 -> bf16 in the same layout: it can read a shadow (bf16-cast.cc).
+  bool cast = false;
   // toPrimitive: an input (user -> buf before the primitive); else an output (buf -> user after it).
   void Init(Ctx& c, const memory::desc& userMd, const memory::desc& primMd, bool toPrimitive);
   // The memory the primitive reads or writes for the user's array p (converting an input now, when needed).
   memory Input(Ctx& c, void* p);
+  // An input that can come from the shadow: the shadow's bits (converted into it first unless filled; `shadow.filled`
+  // is then true), else as Input(c, p) (the shadow left as it was).
+  memory Input(Ctx& c, void* p, Shadow& shadow);
   memory Output(Ctx& c, void* p);
   // After the primitive: the buffer written back into the user's array (outputs only).
   void Finish(Ctx& c, void* p);
@@ -77,6 +91,9 @@ Ctx& GetCtx(Napi::Env env);
 #else
 #define TANDEM_SIMD
 #endif
+
+// Whether prim is user's layout in bf16 (user float32; both plain and dense): a cast, which a shadow can stand for.
+bool IsBf16Cast(const memory::desc& user, const memory::desc& prim);
 
 // The Float32Array's own data pointer (works for SharedArrayBuffer-backed arrays,
 // where TypedArray::ArrayBuffer().Data() throws). Checks the element count.

@@ -22,6 +22,7 @@ import {
   type NativeKernelContext,
 } from './native-kernel.js';
 import type { NativeConvShape } from './native-addon.js';
+import { OUTPUT_POOL, type Bf16Shadow } from './output-pool.js';
 
 type Shape4 = [number, number, number, number];
 type Conv2DInfo = ReturnType<NativeKernelContext['tf']['backend_util']['computeConv2DInfo']>;
@@ -77,6 +78,16 @@ function convShape(
  */
 export const CONV_FILTER_BIAS_KERNEL = 'TandemConv2DBackpropFilterBias';
 
+/** The activation's bf16 shadow (output-pool.ts) under precision bf16, else none. */
+function shadow(ctx: NativeKernelContext, values: Float32Array): Bf16Shadow | undefined {
+  return ctx.addon.getPrecision() === 'bf16' ? OUTPUT_POOL.shadowOf(values) : undefined;
+}
+
+/** The addon's answer for a shadow: filled when its bit is set. */
+function settle(s: Bf16Shadow | undefined, filledBits: number, bit: number): void {
+  if (s) s.filled = (filledBits & bit) !== 0;
+}
+
 export function convKernels(ctx: NativeKernelContext): NativeKernel[] {
   const { addon } = ctx;
   return [
@@ -101,15 +112,10 @@ export function convKernels(ctx: NativeKernelContext): NativeKernel[] {
           bias = b;
         }
         const y = overwrittenOutput(sizeOf(geometry.info.outShape));
-        addon.conv2dForward(
-          x,
-          filter,
-          bias,
-          y,
-          geometry.shape,
-          activation,
-          (attrs.leakyreluAlpha as number | undefined) ?? 0.2,
-        );
+        const xs = shadow(ctx, x);
+        const alpha = (attrs.leakyreluAlpha as number | undefined) ?? 0.2;
+        const filled = addon.conv2dForward(x, filter, bias, y, geometry.shape, activation, alpha, xs?.bits, xs?.filled);
+        settle(xs, filled, 1);
         return output(backend, geometry.info.outShape, y);
       },
     },
@@ -131,7 +137,8 @@ function forward(ctx: NativeKernelContext, kernelName: string, kind: ConvKind): 
       const geometry = x && filter && convShape(ctx, inputs.x.shape, inputs.filter.shape, attrs, kind);
       if (!x || !filter || !geometry) return undefined;
       const y = overwrittenOutput(sizeOf(geometry.info.outShape));
-      ctx.addon.conv2dForward(x, filter, null, y, geometry.shape, 0, 0);
+      const xs = shadow(ctx, x);
+      settle(xs, ctx.addon.conv2dForward(x, filter, null, y, geometry.shape, 0, 0, xs?.bits, xs?.filled), 1);
       return output(backend, geometry.info.outShape, y);
     },
   };
@@ -147,7 +154,8 @@ function backpropInput(ctx: NativeKernelContext, kernelName: string, kind: ConvK
       const geometry = dy && filter && convShape(ctx, inputShape, inputs.filter.shape, attrs, kind);
       if (!dy || !filter || !geometry || !sameShape(geometry.info.outShape, inputs.dy.shape)) return undefined;
       const dx = overwrittenOutput(sizeOf(inputShape));
-      ctx.addon.conv2dBackwardData(dy, filter, dx, geometry.shape);
+      const dys = shadow(ctx, dy);
+      settle(dys, ctx.addon.conv2dBackwardData(dy, filter, dx, geometry.shape, dys?.bits, dys?.filled), 1);
       return output(backend, [...inputShape], dx);
     },
   };
@@ -166,7 +174,12 @@ function backpropFilter(ctx: NativeKernelContext, kernelName: string, kind: Conv
       const dw = overwrittenOutput(sizeOf(filterShape)),
         oc = geometry.shape[6],
         db = withBias ? overwrittenOutput(oc) : null;
-      ctx.addon.conv2dBackwardWeights(x, dy, dw, db, geometry.shape);
+      const xs = shadow(ctx, x),
+        dys = shadow(ctx, dy);
+      const shadows = [xs?.bits, xs?.filled, dys?.bits, dys?.filled] as const;
+      const filled = ctx.addon.conv2dBackwardWeights(x, dy, dw, db, geometry.shape, ...shadows);
+      settle(xs, filled, 1);
+      settle(dys, filled, 2);
       const filter = output(backend, [...filterShape], dw);
       return db ? [filter, output(backend, [oc], db)] : filter;
     },

@@ -39,6 +39,12 @@ export interface NativeAddon {
   bf16Support(): { isa: string; implementation: string; reason?: string };
   /** oneDNN's implementation string of each cached primitive on this thread, by kernel key. */
   implementations(): Record<string, string>;
+  /**
+   * The convolutions take an activation's bf16 shadow (output-pool.ts) after it, with whether it is filled: in bf16,
+   * where oneDNN reads the activation in its own layout, the shadow is read (filled first if it was not) in place of a
+   * conversion of its own. They return which shadows hold their activation afterwards (bit 0: x, or dy for the data
+   * gradient; bit 1: dy of the weight gradient).
+   */
   conv2dForward(
     x: F32,
     filter: F32,
@@ -47,9 +53,28 @@ export interface NativeAddon {
     shape: NativeConvShape,
     activation: number,
     alpha: number,
-  ): void;
-  conv2dBackwardData(dy: F32, filter: F32, dx: F32, shape: NativeConvShape): void;
-  conv2dBackwardWeights(x: F32, dy: F32, dw: F32, dbias: F32 | null, shape: NativeConvShape): void;
+    xShadow?: Uint16Array | null,
+    xShadowFilled?: boolean,
+  ): number;
+  conv2dBackwardData(
+    dy: F32,
+    filter: F32,
+    dx: F32,
+    shape: NativeConvShape,
+    dyShadow?: Uint16Array | null,
+    dyShadowFilled?: boolean,
+  ): number;
+  conv2dBackwardWeights(
+    x: F32,
+    dy: F32,
+    dw: F32,
+    dbias: F32 | null,
+    shape: NativeConvShape,
+    xShadow?: Uint16Array | null,
+    xShadowFilled?: boolean,
+    dyShadow?: Uint16Array | null,
+    dyShadowFilled?: boolean,
+  ): number;
   matmul(
     a: F32,
     b: F32,

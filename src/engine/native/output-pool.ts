@@ -14,15 +14,35 @@
  * (a stock kernel's `subarray` slice), the same array wrapped again — and
  * any read through `dataSync()` (the caller may keep the array) pins it: it
  * is never recycled, the GC frees it.
+ *
+ * bf16 shadows: an owned output's values never change until the pool takes the
+ * array back, so its bf16 rounding, once made, stands for it until then. Under
+ * precision bf16 a convolution converts its activation into the shadow, and
+ * the next primitive that reads the same activation (a convolution's forward
+ * and weight gradient read x; its data and weight gradients read dy) reads the
+ * shadow instead of converting it again. A shadow goes when its array is
+ * dropped (to a free list of its length, for the next one) or pinned.
  */
 type State = 'fresh' | 'owned' | 'free' | 'pinned';
+
+/** An owned output's bf16 copy: `filled` once it holds the output rounded to bf16 (nearest even). */
+export interface Bf16Shadow {
+  readonly bits: Uint16Array;
+  filled: boolean;
+}
 
 export class OutputPool {
   private readonly free = new Map<number, Float32Array[]>();
   private readonly state = new WeakMap<ArrayBufferLike, State>();
+  private readonly shadows = new WeakMap<ArrayBufferLike, Bf16Shadow>();
+  private readonly freeShadows = new Map<number, Uint16Array[]>();
   private heldFloats = 0;
+  private heldShadowBits = 0;
 
-  /** `maxFloats`: the most floats kept on the free lists (beyond that, a dropped array is left to the GC). */
+  /**
+   * `maxFloats`: the most floats kept on the free lists, and the most bf16 elements on the shadows' (beyond that, a
+   * dropped array or shadow is left to the GC).
+   */
   constructor(private readonly maxFloats: number) {}
 
   /**
@@ -52,19 +72,48 @@ export class OutputPool {
     if (s === undefined || s === 'pinned') return;
     const whole =
       values instanceof Float32Array && values.byteOffset === 0 && values.byteLength === values.buffer.byteLength;
-    this.state.set(values.buffer, s === 'fresh' && whole ? 'owned' : 'pinned');
+    const next = s === 'fresh' && whole ? 'owned' : 'pinned';
+    if (next === 'pinned') this.shadows.delete(values.buffer);
+    this.state.set(values.buffer, next);
   }
 
   /**
    * `values` was handed out (`dataSync()`): the caller may keep it past the tensor, so its buffer is never recycled.
    */
   pin(values: unknown): void {
-    if (ArrayBuffer.isView(values) && this.state.has(values.buffer)) this.state.set(values.buffer, 'pinned');
+    if (!ArrayBuffer.isView(values) || !this.state.has(values.buffer)) return;
+    this.state.set(values.buffer, 'pinned');
+    this.shadows.delete(values.buffer); // the caller may write the array
+  }
+
+  /** The bf16 shadow of an output this pool owns (made empty on first ask), or undefined for any other array. */
+  shadowOf(values: Float32Array): Bf16Shadow | undefined {
+    if (this.state.get(values.buffer) !== 'owned') return undefined;
+    let shadow = this.shadows.get(values.buffer);
+    if (!shadow) {
+      const reused = this.freeShadows.get(values.length)?.pop();
+      if (reused) this.heldShadowBits -= reused.length;
+      shadow = { bits: reused ?? new Uint16Array(values.length), filled: false };
+      this.shadows.set(values.buffer, shadow);
+    }
+    return shadow;
+  }
+
+  private releaseShadow(values: Float32Array): void {
+    const shadow = this.shadows.get(values.buffer);
+    if (!shadow) return;
+    this.shadows.delete(values.buffer);
+    if (this.heldShadowBits + shadow.bits.length > this.maxFloats) return; // left to the GC
+    let list = this.freeShadows.get(shadow.bits.length);
+    if (!list) this.freeShadows.set(shadow.bits.length, (list = []));
+    list.push(shadow.bits);
+    this.heldShadowBits += shadow.bits.length;
   }
 
   /** The backend dropped data holding `values`: kept for reuse if it is an output this pool owns. */
   dropped(values: unknown): void {
     if (!(values instanceof Float32Array) || this.state.get(values.buffer) !== 'owned') return;
+    this.releaseShadow(values);
     if (this.heldFloats + values.length > this.maxFloats) {
       this.state.set(values.buffer, 'pinned');
       return;
@@ -82,5 +131,5 @@ export class OutputPool {
   }
 }
 
-/** This thread's pool (the native backend and its kernels share it): up to 64 MiB kept. */
+/** This thread's pool (the native backend and its kernels share it): up to 64 MiB of outputs, 32 MiB of shadows. */
 export const OUTPUT_POOL = new OutputPool(16 * 2 ** 20);
