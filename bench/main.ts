@@ -60,10 +60,23 @@ const { positionals, values } = parseArgs({
     devices: { type: 'string' }, // watch
     backend: { type: 'string' }, // watch
     warmup: { type: 'string' }, // watch
+    help: { type: 'boolean', short: 'h' },
   },
 });
-const name = positionals[0] ?? 'scaling';
+const BENCHES =
+  'scaling, kernels, overlap, profile, profile-clock, classifier, faults, elastic, soak, models, hosts, ' +
+  'hosts-repeat, hosts-timelines, hosts-allreduce, comm-hooks, half-passes, chunk-size, shm-vs-loopback, ' +
+  'hosts-line-rate, gpu, watch, fit, data, precision, precision-accuracy';
+const name = values.help ? 'help' : (positionals[0] ?? 'scaling');
 switch (name) {
+  case 'help':
+    console.log(
+      'usage: npm run bench -- BENCH [options]   (docs/benchmarks.md: what each measures, and its last results)\n' +
+        `benches: ${BENCHES}\n` +
+        'options (each bench reads the ones it uses): --steps N --batch N --runs N --models a,b --out DIR ' +
+        '(bench/results) --quick, and per bench --links, --rates, --classes, --gpus, --image-size, --variants',
+    );
+    break;
   case 'scaling':
     await runScaling({
       steps: Number(values.steps ?? 100),
@@ -266,10 +279,6 @@ switch (name) {
     });
     break;
   default:
-    console.error(
-      `unknown bench '${name}'. Benches: scaling, kernels, overlap, profile, profile-clock, classifier, faults, ` +
-        `elastic, soak, models, hosts, hosts-timelines, hosts-allreduce, comm-hooks, half-passes, chunk-size, ` +
-        `shm-vs-loopback, hosts-line-rate, gpu, watch, fit, data, precision, precision-accuracy`,
-    );
+    console.error(`unknown bench '${name}'. Benches: ${BENCHES} (npm run bench -- --help)`);
     process.exitCode = 1;
 }
