@@ -47,7 +47,7 @@ export function checkConfig(config: TrainConfig): CheckedConfig {
   }
   const accumulate = accumulateOf(config, batch, devices);
   const seed = config.seed ?? 1;
-  const schedule = scheduleFields(config);
+  const schedule = scheduleFields(config, devices);
   const transport = transportOf(config, topology, rendezvous);
   if (config.commHook === 'auto' && config.strategy !== 'auto')
     bad('commHook', "'auto' (let --strategy auto pick a hook) needs strategy 'auto'");

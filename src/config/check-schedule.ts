@@ -7,8 +7,19 @@ import { DEFAULT_CHUNK_FLOATS, type ExchangeOrder } from '../pipeline/priority-s
 import { DEFAULT_TRANSPORT, getTransport, transportNames } from '../collectives/transport-registry.js';
 import { hostsTransport } from '../world/resolve-hosts.js';
 
+/**
+ * The strategy when none is named: `per-layer` for a world of one device (nothing to exchange: each layer's update
+ * then runs on the comm thread while backward goes on below it, where `sequential` makes the next forward wait for
+ * the whole update; alexnet-mini on one device, bf16: 12.9 -> 11.6 ms a step), `sequential` otherwise (one exchange
+ * of everything, the fewest collectives). An elastic run (minHosts) may grow: `sequential` from the start.
+ */
+export function defaultStrategy(devices: number, elastic: boolean): 'per-layer' | 'sequential' {
+  return devices === 1 && !elastic ? 'per-layer' : 'sequential';
+}
+
 export function scheduleFields(
   config: TrainConfig,
+  devices: number,
 ): Pick<ResolvedConfig, 'strategy' | 'strategyOptions' | 'exchange' | 'link'> {
   const strategyOptions: StrategyOptions = {
     splitLayer: config.splitLayer,
@@ -26,11 +37,12 @@ export function scheduleFields(
     if (typeof config.link !== 'string') bad('link', 'must be a string like 1gbps');
     link = parseLink(config.link);
   }
-  return { strategy: strategyOf(config.strategy), strategyOptions, exchange, link };
+  const strategy = strategyOf(config.strategy ?? defaultStrategy(devices, config.minHosts !== undefined));
+  return { strategy, strategyOptions, exchange, link };
 }
 
 /** A built-in strategy's name, `auto`, or a custom strategy's (its groups are computed on the main thread). */
-function strategyOf(spec: TrainConfig['strategy'] = 'sequential'): string {
+function strategyOf(spec: NonNullable<TrainConfig['strategy']>): string {
   if (typeof spec === 'object' && spec !== null) {
     if (typeof spec.name !== 'string' || typeof spec.groups !== 'function')
       bad('strategy', 'a custom strategy needs a name and a groups(layout) function');

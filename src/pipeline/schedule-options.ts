@@ -86,7 +86,7 @@ export const SCHEDULE_OPTIONS: OptionTable<ScheduleOptions> = {
     kind: 'string',
     group: 'schedule',
     choices: [...STRATEGIES, 'auto'],
-    default: 'sequential',
+    default: 'per-layer on one device, else sequential',
     doc: 'auto profiles first, then runs the schedule the cost model predicts fastest',
   },
   timeShare: {

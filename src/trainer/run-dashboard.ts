@@ -68,7 +68,8 @@ class StepSpans {
 
 function titleOf(config: TrainConfig): string {
   const model = typeof config.model === 'string' ? config.model : 'a model';
-  return `tandem: ${model}, ${config.devices ?? 'default'} devices, ${config.strategy ?? 'sequential'}`;
+  const strategy = typeof config.strategy === 'object' ? config.strategy.name : (config.strategy ?? 'default schedule');
+  return `tandem: ${model}, ${config.devices ?? 'default'} devices, ${strategy}`;
 }
 
 /** The feed of a live run: its steps held until the next (their spans are in then), the timeline now and then. */

@@ -71,10 +71,11 @@ export async function train(
     const agreed = await agreeOnStreamedEpoch(placed, config, served);
     served = agreed.served;
     if (agreed.warning) hooks.onEvent?.({ type: 'warning', step: 0, message: agreed.warning });
-    const chosen = config;
+    // none named: the one the config resolved to (defaultStrategy), kept by every generation of an elastic run
+    const chosen: TrainConfig = { ...config, strategy: config.strategy ?? (agreed.cfg.strategy as StrategyName) };
     const summary = await runElastic({
       cfg: agreed.cfg,
-      strategy: (config.strategy ?? 'sequential') as StrategySpec,
+      strategy: chosen.strategy as StrategySpec,
       ...{ hooks, auto: autoNote, stopRequest, served, elastic: elasticOf(config, agreed.cfg) },
       resolveFor: async (hosts, hostRank) => lock.placed(await resolveConfig(configFor(chosen, hosts, hostRank))),
     });
