@@ -9,7 +9,9 @@
  * For each model it also prints what oneDNN picked per kernel in bf16 (its implementation strings), the split of
  * one device's step into native kernels (oneDNN convolutions and matmuls, C++ pooling and elementwise loops) and
  * everything else (stock tfjs kernels, JS dispatch, the tape, the update), measured on the bench's own thread, and
- * the share of this machine's measured bf16 matmul peak the bf16 step reaches (training FLOPs / step time).
+ * the share of this machine's measured bf16 matmul peak the bf16 step reaches (training FLOPs / step time), and,
+ * beside 2 devices' speed-up over one (c)/(b), the machine's ceiling for it (d)/(b): two independent 1-device bf16
+ * trainings at once, as the scaling bench's (d).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import * as tf from '@tensorflow/tfjs';
@@ -41,6 +43,8 @@ interface PrecisionRow {
   torch?: Record<Precision, number>;
   bf16OverTorchBf16?: number;
   bf16PeakShare: number;
+  /** 2-device rows: two independent 1-device bf16 trainings at once, rates summed (the machine's ceiling, (d)). */
+  bf16Independent?: number;
 }
 
 const INPUT: Record<string, [number, number, number]> = {
@@ -69,6 +73,12 @@ async function tandemRate(model: string, devices: number, precision: Precision, 
   };
   const s = await train(cfg);
   return cfg.batch! / (s.steadyStepMs / 1000);
+}
+
+/** (d): two independent 1-device trainings at the same time (different seeds), their rates summed. */
+async function independentRate(model: string, precision: Precision, o: PrecisionBenchOptions) {
+  const rates = await Promise.all([0, 1].map(() => tandemRate(model, 1, precision, o)));
+  return rates[0] + rates[1];
 }
 
 async function torchRates(python: string, model: string, o: PrecisionBenchOptions) {
@@ -122,6 +132,7 @@ export async function runPrecisionBench(o: PrecisionBenchOptions): Promise<void>
         bf16: await tandemRate(model, devices, 'bf16', o),
       };
       const torchRow = devices === 1 && torch ? { fp32: torch.fp32, bf16: torch.bf16 } : undefined;
+      const bf16Independent = devices === 2 ? await independentRate(model, 'bf16', o) : undefined;
       rows.push({
         model,
         devices,
@@ -129,6 +140,7 @@ export async function runPrecisionBench(o: PrecisionBenchOptions): Promise<void>
         torch: torchRow,
         bf16OverTorchBf16: torchRow ? tandem.bf16 / torchRow.bf16 : undefined,
         bf16PeakShare: (tandem.bf16 * probes[model].flops) / (devices * peak.bf16 * 1e9),
+        ...(bf16Independent === undefined ? {} : { bf16Independent }),
       });
     }
   }
@@ -162,15 +174,23 @@ function printTables(rows: PrecisionRow[], probes: Record<string, Awaited<Return
     );
   }
   console.log('\n(samples/s, one thread per device; PyTorch one process, channels_last, autocast for bf16)\n');
-  console.log('| model | devices | tandem bf16 / PyTorch bf16 | 2 devices / 1 device (bf16) | share of bf16 peak |');
-  console.log('|---|---:|---:|---:|---:|');
+  console.log(
+    '| model | devices | tandem bf16 / PyTorch bf16 | (c)/(b): 2 devices / 1 device (bf16) | (d)/(b): ceiling | ' +
+      'share of bf16 peak |',
+  );
+  console.log('|---|---:|---:|---:|---:|---:|');
   for (const r of rows) {
     const one = rows.find(x => x.model === r.model && x.devices === 1)!;
     const scale = r.devices === 1 ? '–' : f(r.tandem.bf16 / one.tandem.bf16, 2);
+    const ceiling = r.bf16Independent === undefined ? '–' : f(r.bf16Independent / one.tandem.bf16, 2);
     const share = `${(100 * r.bf16PeakShare).toFixed(1)}%`;
-    console.log(`| ${r.model} | ${r.devices} | ${f(r.bf16OverTorchBf16, 2)} | ${scale} | ${share} |`);
+    console.log(`| ${r.model} | ${r.devices} | ${f(r.bf16OverTorchBf16, 2)} | ${scale} | ${ceiling} | ${share} |`);
   }
-  console.log("\nOne device's step, split (this thread, same batch per device):\n");
+  console.log(
+    '\n(d): two independent 1-device bf16 trainings at once, their samples/s summed: what two threads of this ' +
+      'machine give without any exchange, the ceiling for (c).\n',
+  );
+  console.log("One device's step, split (this thread, same batch per device):\n");
   console.log('| model | precision | step ms | native kernels ms | rest ms | MFLOP/sample |');
   console.log('|---|---|---:|---:|---:|---:|');
   for (const [model, p] of Object.entries(probes)) {
