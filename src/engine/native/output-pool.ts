@@ -31,28 +31,56 @@ export interface Bf16Shadow {
   filled: boolean;
 }
 
+/** Arrays kept for reuse, a list per length, up to `maxElements` elements in all. */
+class FreeLists<T extends { readonly length: number }> {
+  private readonly lists = new Map<number, T[]>();
+  private heldElements = 0;
+
+  constructor(private readonly maxElements: number) {}
+
+  /** Kept for reuse, or false when that would hold more than the cap (the caller leaves it to the GC). */
+  give(array: T): boolean {
+    if (this.heldElements + array.length > this.maxElements) return false;
+    let list = this.lists.get(array.length);
+    if (!list) this.lists.set(array.length, (list = []));
+    list.push(array);
+    this.heldElements += array.length;
+    return true;
+  }
+
+  /** A kept array of `length` elements, or undefined. */
+  take(length: number): T | undefined {
+    const array = this.lists.get(length)?.pop();
+    if (array) this.heldElements -= length;
+    return array;
+  }
+
+  get held(): number {
+    return this.heldElements;
+  }
+}
+
 export class OutputPool {
-  private readonly free = new Map<number, Float32Array[]>();
+  private readonly free: FreeLists<Float32Array>;
   private readonly state = new WeakMap<ArrayBufferLike, State>();
   private readonly shadows = new WeakMap<ArrayBufferLike, Bf16Shadow>();
-  private readonly freeShadows = new Map<number, Uint16Array[]>();
-  private heldFloats = 0;
-  private heldShadowBits = 0;
+  private readonly freeShadows: FreeLists<Uint16Array>;
 
   /**
    * `maxFloats`: the most floats kept on the free lists, and the most bf16 elements on the shadows' (beyond that, a
    * dropped array or shadow is left to the GC).
    */
-  constructor(private readonly maxFloats: number) {}
+  constructor(maxFloats: number) {
+    this.free = new FreeLists(maxFloats);
+    this.freeShadows = new FreeLists(maxFloats);
+  }
 
   /**
    * An array of `length` floats for a kernel's output, a recycled one when there is one: zeroed, unless `zero` is false
    * (a kernel that writes every element: a recycled array then keeps its old values until the kernel overwrites them).
    */
   take(length: number, zero = true): Float32Array {
-    const list = this.free.get(length);
-    for (let reused = list?.pop(); reused; reused = list!.pop()) {
-      this.heldFloats -= length;
+    for (let reused = this.free.take(length); reused; reused = this.free.take(length)) {
       if (this.state.get(reused.buffer) !== 'free') continue; // pinned while on the list
       this.state.set(reused.buffer, 'fresh');
       return zero ? reused.fill(0) : reused;
@@ -91,9 +119,7 @@ export class OutputPool {
     if (this.state.get(values.buffer) !== 'owned') return undefined;
     let shadow = this.shadows.get(values.buffer);
     if (!shadow) {
-      const reused = this.freeShadows.get(values.length)?.pop();
-      if (reused) this.heldShadowBits -= reused.length;
-      shadow = { bits: reused ?? new Uint16Array(values.length), filled: false };
+      shadow = { bits: this.freeShadows.take(values.length) ?? new Uint16Array(values.length), filled: false };
       this.shadows.set(values.buffer, shadow);
     }
     return shadow;
@@ -103,31 +129,19 @@ export class OutputPool {
     const shadow = this.shadows.get(values.buffer);
     if (!shadow) return;
     this.shadows.delete(values.buffer);
-    if (this.heldShadowBits + shadow.bits.length > this.maxFloats) return; // left to the GC
-    let list = this.freeShadows.get(shadow.bits.length);
-    if (!list) this.freeShadows.set(shadow.bits.length, (list = []));
-    list.push(shadow.bits);
-    this.heldShadowBits += shadow.bits.length;
+    this.freeShadows.give(shadow.bits); // beyond the cap: left to the GC
   }
 
   /** The backend dropped data holding `values`: kept for reuse if it is an output this pool owns. */
   dropped(values: unknown): void {
     if (!(values instanceof Float32Array) || this.state.get(values.buffer) !== 'owned') return;
     this.releaseShadow(values);
-    if (this.heldFloats + values.length > this.maxFloats) {
-      this.state.set(values.buffer, 'pinned');
-      return;
-    }
-    this.state.set(values.buffer, 'free');
-    let list = this.free.get(values.length);
-    if (!list) this.free.set(values.length, (list = []));
-    list.push(values);
-    this.heldFloats += values.length;
+    this.state.set(values.buffer, this.free.give(values) ? 'free' : 'pinned');
   }
 
   /** Floats on the free lists now. */
   get held(): number {
-    return this.heldFloats;
+    return this.free.held;
   }
 }
 
