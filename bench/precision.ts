@@ -75,7 +75,7 @@ async function tandemRate(model: string, devices: number, precision: Precision, 
   return cfg.batch! / (s.steadyStepMs / 1000);
 }
 
-/** (d): two independent 1-device trainings at the same time (different seeds), their rates summed. */
+/** (d): two independent 1-device trainings (the same config) at the same time, their rates summed. */
 async function independentRate(model: string, precision: Precision, o: PrecisionBenchOptions) {
   const rates = await Promise.all([0, 1].map(() => tandemRate(model, 1, precision, o)));
   return rates[0] + rates[1];

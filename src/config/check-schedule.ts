@@ -13,7 +13,7 @@ import { hostsTransport } from '../world/resolve-hosts.js';
  * the whole update; alexnet-mini on one device, bf16: 12.9 -> 11.6 ms a step), `sequential` otherwise (one exchange
  * of everything, the fewest collectives). An elastic run (minHosts) may grow: `sequential` from the start.
  */
-export function defaultStrategy(devices: number, elastic: boolean): 'per-layer' | 'sequential' {
+function defaultStrategy(devices: number, elastic: boolean): 'per-layer' | 'sequential' {
   return devices === 1 && !elastic ? 'per-layer' : 'sequential';
 }
 
