@@ -18,10 +18,10 @@ import { getEngine } from '../engine/engine-registry.js';
 import { loadPlugins } from '../plugins/load-plugins.js';
 import { CountingCollective } from '../pipeline/counting-collective.js';
 import { MAX_GROUPS } from '../pipeline/strategy.js';
-import { ControlBlock, threadWaitMs, type Phase } from '../pipeline/control-block.js';
+import { ControlBlock, firstStepWaitMs, setupWatchdogMs, threadWaitMs, type Phase } from '../pipeline/control-block.js';
 import { modelStateSlots, paramSlots } from './shared-buffers.js';
 import type { FromComm, ToComm } from './protocol.js';
-import type { Collective } from '../collectives/collective.js';
+import type { Collective, CollectiveEnv } from '../collectives/collective.js';
 import type { FlatArithmetic } from '../optim/flat-arithmetic.js';
 import { scheduledArithmetic } from '../optim/lr-schedule.js';
 import { peerWaitMs } from '../world/peer-wait.js';
@@ -43,6 +43,7 @@ port.once('message', (msg: ToComm) => {
     threadWaitMs(msg.config.stallTimeoutMs, msg.config.topology.processes),
   );
   control.owner = { device: local, side: 'comm' };
+  control.setupWaitsThrough(msg.firstStep, firstStepWaitMs(msg.config.stallTimeoutMs, msg.config.topology.processes));
   loadPlugins(msg.config.plugins)
     .then(() =>
       run(msg, control, (s, p) => {
@@ -62,14 +63,25 @@ async function run(msg: ToComm, control: ControlBlock, at: (step: number, phase:
     config,
   } = msg;
   const arithmetic = scheduledArithmetic(getEngine(config.backend).arithmetic(), config.lrSchedule);
-  const collective = openCollective(msg.collective, {
-    timeoutMs: peerWaitMs(config.stallTimeoutMs),
+  const steadyMs = peerWaitMs(config.stallTimeoutMs);
+  const env: CollectiveEnv = {
+    timeoutMs: steadyMs,
     isAborted: () => control.aborted,
     heartbeat: () => control.beat(device, 'comm'),
     reducer: arithmetic,
-  });
+  };
+  const collective = openCollective(msg.collective, env); // the local transports read env.timeoutMs at each wait
+  // One process: its devices' waits on each other (the step-0 broadcast waits for every model's build, the first
+  // exchange for every cold first pass, the second for every first update) are setup's for two steps; the main
+  // thread's watchdog still names a hung thread. Several processes: a peer's wait keeps its own rules (PEER_LOST
+  // after peerWaitMs).
+  if (config.topology.processes === 1) env.timeoutMs = peerWaitMs(setupWatchdogMs(config.stallTimeoutMs));
+  const steady = (s: number, p: Phase) => {
+    if (s > msg.firstStep + 1) env.timeoutMs = steadyMs;
+    at(s, p);
+  };
   try {
-    await exchangeSteps(msg, control, at, collective, arithmetic);
+    await exchangeSteps(msg, control, steady, collective, arithmetic);
     // No rank closes its connections while a peer may still be reading its last exchange (across hosts, a close with
     // data in flight can lose it): every rank of the communicator meets here first.
     if (!control.aborted) await collective.barrier();

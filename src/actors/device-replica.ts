@@ -36,7 +36,7 @@ import type { LayersModel, LayerVariable } from '../engine/tfjs-types.js';
 import type { HeadState } from '../checkpoint/checkpoint-file.js';
 import { probeEnter } from '../plugins/step-probes.js';
 import { gateModel, type ForwardGate } from './forward-gate.js';
-import { ControlBlock, threadWaitMs, type Phase } from '../pipeline/control-block.js';
+import { ControlBlock, firstStepWaitMs, threadWaitMs, type Phase } from '../pipeline/control-block.js';
 import { gradSlots, modelStateSlots, paramSlots, type SharedBuffers } from './shared-buffers.js';
 import {
   batchNormLayers,
@@ -59,7 +59,7 @@ export class DeviceReplica {
   readonly rank: number;
   private readonly control: ControlBlock;
   private phase: Phase = 'setup';
-  private step = 0;
+  private step = 0; // until the first step (they count from 1), whose waits on the comm thread are setup's
   private spans: Span[] = [];
   private built?: Built;
   private attached?: Attached;
@@ -277,6 +277,7 @@ export class DeviceReplica {
   async trainStep(s: number): Promise<void> {
     const { model, layout, buffers, grads, byModelIndex, method, random, gate } = this.needAttached();
     const cfg = this.config;
+    if (this.step === 0) this.control.setupWaitsThrough(s, firstStepWaitMs(cfg.stallTimeoutMs, cfg.topology.processes));
     this.step = s;
     this.spans = [];
     const t0 = wallNow();

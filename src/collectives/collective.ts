@@ -60,7 +60,10 @@ export interface Collective {
 
 /** What a rank's thread gives a transport when it opens a communicator there. */
 export interface CollectiveEnv {
-  /** A rank waiting longer than this for its peers fails with STALLED. */
+  /**
+   * A rank waiting longer than this for its peers fails with STALLED. The opener may change it over the run (longer
+   * in the first step); a transport reads it at each wait, or fixes its own when it opens (Gloo).
+   */
   timeoutMs: number;
   /** Polled while waiting: true makes the operation fail with ABORTED. */
   isAborted(): boolean;

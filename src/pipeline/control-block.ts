@@ -49,6 +49,20 @@ export function threadWaitMs(stallTimeoutMs: number, processes: number): number 
   return (processes > 1 ? 4 : 2) * stallTimeoutMs;
 }
 
+/**
+ * How long a device may take to set up (engine, model, the first broadcast, its first step's first pass) before it is
+ * called hung: a device still doing it on a busy machine is slow, not hung. The stall timeout when that is longer.
+ */
+export function setupWatchdogMs(stallTimeoutMs: number): number {
+  return Math.max(stallTimeoutMs, SETUP_WATCHDOG_MS);
+}
+const SETUP_WATCHDOG_MS = 60_000;
+
+/** A device thread's waits on the other thread of its process in the run's first step: threadWaitMs of setup's. */
+export function firstStepWaitMs(stallTimeoutMs: number, processes: number): number {
+  return threadWaitMs(setupWatchdogMs(stallTimeoutMs), processes);
+}
+
 export class ControlBlock {
   readonly words: Int32Array;
   readonly devices: number;
@@ -57,6 +71,8 @@ export class ControlBlock {
   private readonly stride: number;
   /** The thread using this block, whose heartbeat its waits bump. */
   owner?: { device: number; side: ThreadSide };
+  /** Waits for a step up to `through` (the run's first: the other thread may still be setting up) last `ms`. */
+  private setup?: { through: number; ms: number };
 
   static byteLength(devices: number, groups: number): number {
     return (HEADER + devices * (DEVICE_HEADER + PER_GROUP * groups)) * 4;
@@ -167,14 +183,23 @@ export class ControlBlock {
     Atomics.notify(this.words, index);
   }
 
+  /**
+   * Waits for steps up to `firstStep` (the run's first) last `ms` when that is longer than the stall deadline: the
+   * thread on the other side may still be loading its engine or model, or taking its first cold pass.
+   */
+  setupWaitsThrough(firstStep: number, ms: number): void {
+    this.setup = { through: firstStep, ms: Math.max(this.stallTimeoutMs, ms) };
+  }
+
   private waitAtLeast(index: number, target: number, what: string): boolean {
-    const deadline = Date.now() + this.stallTimeoutMs;
+    const ms = this.setup && target <= this.setup.through ? this.setup.ms : this.stallTimeoutMs;
+    const deadline = Date.now() + ms;
     for (;;) {
       const seen = Atomics.load(this.words, index);
       if (seen >= target) return true;
       this.checkAbort();
       if (this.stopped) return false;
-      if (Date.now() > deadline) throw stalledError(what, this.stallTimeoutMs);
+      if (Date.now() > deadline) throw stalledError(what, ms);
       this.beatOwner();
       Atomics.wait(this.words, index, seen, WAIT_SLICE_MS);
     }

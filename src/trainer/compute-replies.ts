@@ -28,28 +28,40 @@ export class ComputeReplies {
   /**
    * Resolves with one reply of `type` (for `step`, when the reply carries one) from every device, in device order.
    * `watchdogMs` overrides the watchdog for this request (setup, which loads engines and builds models, gets longer).
+   * `armAfter`: the watchdog starts when it settles (a step posted ahead waits for the step before it to end first).
    */
-  expect<T extends ReplyType>(type: T, step?: number, watchdogMs = this.watchdogMs): Promise<Reply<T>[]> {
+  expect<T extends ReplyType>(
+    type: T,
+    step?: number,
+    watchdogMs = this.watchdogMs,
+    armAfter?: Promise<unknown>,
+  ): Promise<Reply<T>[]> {
     const key = keyOf(type, step);
     if (this.waiters.has(key)) throw new Error(`replies of ${key} are already awaited`);
     return new Promise(resolve => {
-      // Watchdog: a device that stops responding is named here, where it is known who is silent.
-      const timer = setTimeout(() => {
-        const waiter = this.waiters.get(key);
-        if (waiter)
-          this.onSilent(
-            this.devices.filter(d => !waiter.got.some(m => m.device === d)),
-            () => this.waiters.get(key) === waiter,
-          );
-      }, watchdogMs);
-      timer.unref();
-      this.waiters.set(key, {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const waiter: Waiter = {
         got: [],
         resolve: msgs => {
           clearTimeout(timer);
           resolve(msgs.sort((a, b) => a.device - b.device) as Reply<T>[]);
         },
-      });
+      };
+      // Watchdog: a device that stops responding is named here, where it is known who is silent.
+      const arm = () => {
+        if (this.waiters.get(key) !== waiter) return;
+        timer = setTimeout(() => {
+          if (this.waiters.get(key) === waiter)
+            this.onSilent(
+              this.devices.filter(d => !waiter.got.some(m => m.device === d)),
+              () => this.waiters.get(key) === waiter,
+            );
+        }, watchdogMs);
+        timer.unref();
+      };
+      this.waiters.set(key, waiter);
+      if (armAfter) armAfter.then(arm, arm);
+      else arm();
     });
   }
 

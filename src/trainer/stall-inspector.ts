@@ -4,16 +4,11 @@
  * heartbeat stands still while it is busy (not idle) is hung.
  */
 import { TandemError } from '../errors.js';
-import { WAIT_SLICE_MS } from '../pipeline/control-block.js';
+import { setupWatchdogMs, WAIT_SLICE_MS } from '../pipeline/control-block.js';
 import { globalRank, type Topology } from '../world/topology.js';
 import { peerWaitMs } from '../world/peer-wait.js';
 import { runningTimeout } from './running-timeout.js';
 import type { RunThreads } from './run-threads.js';
-
-/**
- * How long a device may take to set up (engine, model, first broadcast) before it is called hung; see setupWatchdogMs.
- */
-const SETUP_WATCHDOG_MS = 60_000;
 
 export class StallInspector {
   constructor(
@@ -24,28 +19,28 @@ export class StallInspector {
 
   /**
    * Setup (loading an engine, building the model, the first broadcast) is not a step: a device still doing
-   * it on a busy machine is slow, not hung. It gets SETUP_WATCHDOG_MS, or the stall timeout when that is longer.
+   * it on a busy machine is slow, not hung. It gets the setup watchdog (control-block.ts), as the threads' waits on
+   * each other in the first step do.
    */
   setupWatchdogMs(): number {
-    return Math.max(this.stallTimeoutMs, SETUP_WATCHDOG_MS);
+    return setupWatchdogMs(this.stallTimeoutMs);
   }
 
   /**
    * `promise` (a step's loading), or a STALLED failure naming the loader's device if it takes longer than the watchdog
-   * allows.
+   * allows: the stall timeout, or `ms` (the first step's: setup's, its loader thread may still be starting).
    */
-  async withinStallTimeout<T>(promise: Promise<T>, step: number): Promise<T> {
+  async withinStallTimeout<T>(promise: Promise<T>, step: number, ms = this.stallTimeoutMs): Promise<T> {
     let cancel = () => {};
     const timeout = new Promise<never>((_, reject) => {
       // This process's running time (runningTimeout): a host stopped for a while (SIGSTOP) is not its loader's fault.
-      cancel = runningTimeout(this.stallTimeoutMs, () => {
+      cancel = runningTimeout(ms, () => {
         const d = [...(this.threads.loader?.pending ?? [])][0] ?? -1;
         reject(
           new TandemError(
             'STALLED',
             `device ${d} stopped responding at step ${step} in phase load (data loader: no result for ` +
-              (`${(this.stallTimeoutMs / 1000).toFixed(1)} s; raise stallTimeoutMs if loading is legitimately this ` +
-                `slow)`),
+              (`${(ms / 1000).toFixed(1)} s; raise stallTimeoutMs if loading is legitimately this ` + `slow)`),
             { device: d, step, phase: 'load' },
           ),
         );

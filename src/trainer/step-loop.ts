@@ -100,7 +100,7 @@ export class StepLoop {
     // Step s+1's inputs go into the other slot (step s-1's, finished) while step s trains; posted ahead, step s
     // was posted once step s-1 had ended, which started loading them then.
     if (step < cfg.steps && !postedAhead) this.startLoading(step + 1);
-    this.ahead = this.postAhead(step, this.loading);
+    this.ahead = this.postAhead(step, this.loading, current.done);
     this.ahead.catch(() => {}); // awaited at the next step
     const results = await current.done;
     const ended = performance.now();
@@ -145,16 +145,19 @@ export class StepLoop {
 
   /** Step `step` posted to every device, once its inputs (`loading`) are loaded. */
   private async loadedAndPosted(step: number, loading: Promise<void>): Promise<PostedStep> {
-    await this.parts.stalls.withinStallTimeout(loading, step);
+    const { stalls } = this.parts;
+    // the first step's batch may wait on its loader thread's start (its modules, the data's first read): setup's
+    await stalls.withinStallTimeout(loading, step, step === this.firstStep ? stalls.setupWatchdogMs() : undefined);
     return { ...this.postStep(step), loadedAt: performance.now() };
   }
 
-  private postStep(step: number): Omit<PostedStep, 'loadedAt'> {
+  /** `before`: the step before, when this one is posted ahead while it trains: the watchdog starts when it ends. */
+  private postStep(step: number, before?: Promise<unknown>): Omit<PostedStep, 'loadedAt'> {
     const { threads, stalls } = this.parts;
     // The first step waits on the comm threads' start (joining the communicator, the step-0 broadcast): setup's
     // watchdog.
     const watchdog = step === this.firstStep ? stalls.setupWatchdogMs() : undefined;
-    const done = threads.replies.expect('stepDone', step, watchdog);
+    const done = threads.replies.expect('stepDone', step, watchdog, before);
     for (const a of threads.actors) a.postCompute({ type: 'step', step });
     return { done };
   }
@@ -166,7 +169,11 @@ export class StepLoop {
    * A stop wished for later ends the run after step+1 (several hosts: its wish is added before step+2 is posted, agreed
    * once step+1 is applied, so the run ends after step+2).
    */
-  private async postAhead(step: number, loading: Promise<void>): Promise<PostedStep | undefined> {
+  private async postAhead(
+    step: number,
+    loading: Promise<void>,
+    done: Promise<unknown>,
+  ): Promise<PostedStep | undefined> {
     const { hooks, replicaCheck, checkpoints, stalls, threads, controller } = this.parts;
     const waits = hooks.onStepApplied || replicaCheck.due(step) || epochEndDue(hooks, this.cfg.stepsPerEpoch, step);
     if (step >= this.cfg.steps || waits || checkpoints.due(step, false)) return undefined;
@@ -174,7 +181,11 @@ export class StepLoop {
     const loadedAt = performance.now();
     if (threads.failure) return undefined;
     if (await controller.stopDueWhileTraining(this.laidOut.groups.length, step)) return undefined;
-    return { ...this.postStep(step + 1), loadedAt };
+    // the first step is setup's to its update (a cold comm thread's first exchange and update): the next one's watchdog
+    // starts once it is applied everywhere, or after setup's watchdog
+    const groups = this.laidOut.groups.length;
+    const first = () => threads.appliedWithin(groups, step, stalls.setupWatchdogMs());
+    return { ...this.postStep(step + 1, step === this.firstStep ? done.then(first) : done), loadedAt };
   }
 
   /** Step `step`'s replies: the loss checked, the ledger, the history and the monitor. */
