@@ -23,8 +23,8 @@ function printed(mode: { json: boolean; quiet: boolean }, accuracy: (step: numbe
   console.log = (text: string) => void lines.push(text);
   try {
     const d = new ProgressDisplay({ ...mode, tty: false });
-    d.event({ type: 'started', devices: 2, backend: 'cpu', method: 'data-parallel', strategy: 'sequential', steps: 6,
-      firstStep: 1, stepsPerEpoch: 2 }); // prettier-ignore
+    d.event({ type: 'started', devices: 2, backend: 'cpu', precision: 'fp32', method: 'data-parallel',
+      strategy: 'sequential', steps: 6, firstStep: 1, stepsPerEpoch: 2 }); // prettier-ignore
     for (let step = 1; step <= stopAfter; step++) {
       if (step % 2 === 1) d.event({ type: 'epoch', epoch: (step + 1) / 2, step });
       d.step(metrics(step, step, accuracy(step)));
@@ -73,8 +73,8 @@ t.test("a run's epoch logs (validation): the line shows them, once per epoch", a
   console.log = (text: string) => void lines.push(text);
   try {
     const d = new ProgressDisplay({ json: false, quiet: false, tty: false });
-    d.event({ type: 'started', devices: 2, backend: 'cpu', method: 'data-parallel', strategy: 'sequential', steps: 4,
-      firstStep: 1, stepsPerEpoch: 2 }); // prettier-ignore
+    d.event({ type: 'started', devices: 2, backend: 'cpu', precision: 'fp32', method: 'data-parallel',
+      strategy: 'sequential', steps: 4, firstStep: 1, stepsPerEpoch: 2 }); // prettier-ignore
     for (let step = 1; step <= 4; step++) {
       if (step % 2 === 1) d.event({ type: 'epoch', epoch: (step + 1) / 2, step });
       d.step(metrics(step, step, 0.5));

@@ -7,9 +7,9 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'no
 import os from 'node:os';
 import { spawn } from 'node:child_process';
 import path from 'node:path';
-import { train, TandemError, type TrainConfig } from '../src/index.js';
+import { train, TandemError, type RunEvent, type TrainConfig } from '../src/index.js';
 import { checkConfig } from '../src/config/check-config.js';
-import { loadNativeAddon } from '../src/engine/native/native-addon.js';
+import { loadNativeAddon, requireNativeAddon } from '../src/engine/native/native-addon.js';
 import { bf16Support, parseCpuinfo } from '../src/engine/native/bf16-support.js';
 import { nativeAddonOrSkip } from './fixtures/native-addon-or-skip.js';
 import { glooAddonOrSkip } from './fixtures/gloo-addon-or-skip.js';
@@ -91,8 +91,15 @@ function relativeDistance(a: Float32Array, b: Float32Array): number {
 function registerTrainingTests() {
   t.test('bf16 on 2 devices: replicas bit-identical, float32 weights, within rounding of fp32', async t => {
     const cfg = { ...BASE, steps: 4, replicaCheckEvery: 1 };
-    const [bf16, fp32] = [await train({ ...cfg, precision: 'bf16' }), await train({ ...cfg, precision: 'fp32' })];
+    const started: string[] = [];
+    const onEvent = (e: RunEvent) => void (e.type === 'started' && started.push(e.precision));
+    const bf16 = await train({ ...cfg, precision: 'bf16' }, { onEvent });
+    const fp32 = await train({ ...cfg, precision: 'fp32' }, { onEvent });
     t.equal(bf16.config.precision, 'bf16');
+    // what multiplies, as this machine's detection finds it (the run's header prints it)
+    const { implementation, flags } = bf16Support(requireNativeAddon());
+    const said = `bf16 (oneDNN ${implementation} on ${flags.join(', ')})`;
+    t.same(started, [said, 'fp32'], 'the started event says it');
     t.ok(bf16.nonTrainableIdentical, 'replicas identical (and checked at every step)');
     t.ok(
       bf16.weights.every(w => w.values instanceof Float32Array),
@@ -125,6 +132,19 @@ function registerTrainingTests() {
       '2 + 2 steps = 4 uninterrupted steps, bit for bit',
     );
     await t.rejects(train({ ...BASE, steps: 4, resume: atTwo }), TandemError, 'resuming it in fp32 is refused');
+  });
+
+  t.test("the CLI's first and last lines say what multiplied", async t => {
+    const { implementation, flags } = bf16Support(requireNativeAddon());
+    const args = ['train', ...smallRunArgs({ model: 'alexnet-mini', steps: 1 }), '--precision', 'bf16'];
+    const cli = tandem([...args, '--backend', 'native', '--devices', '2']);
+    t.equal((await cli.ended).code, 0, 'exit 0');
+    const header = `training on 2 device(s), native bf16 (oneDNN ${implementation} on ${flags.join(', ')}), `;
+    t.ok(cli.lines[0].startsWith(header), cli.lines[0]);
+    t.ok(
+      cli.lines.some(l => l.startsWith('done: 1 steps on 2 device(s) (native, bf16), ')),
+      'the done line',
+    );
   });
 
   if (glooAddonOrSkip())

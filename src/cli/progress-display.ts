@@ -94,7 +94,8 @@ export class ProgressDisplay {
 
   private started(e: Extract<RunEvent, { type: 'started' }>): void {
     console.log(
-      `training on ${e.devices} device(s), ${e.backend}, ${e.method}, strategy ${e.strategy}, steps ` +
+      `training on ${e.devices} device(s), ${e.backend}${e.precision === 'fp32' ? '' : ` ${e.precision}`}, ` +
+        `${e.method}, strategy ${e.strategy}, steps ` +
         `${e.firstStep}..${e.steps}`,
     );
     this.stepsPerEpoch = e.stepsPerEpoch;

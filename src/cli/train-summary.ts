@@ -23,7 +23,8 @@ export function printSummary(summary: Summary, json: boolean, verbose: boolean):
 function printFullSummary(summary: Summary): void {
   const { topology } = summary.config;
   console.log(
-    `done: ${summary.steps} steps on ${summary.config.devices} device(s) (${summary.config.backend}), ` +
+    `done: ${summary.steps} steps on ${summary.config.devices} device(s) (${summary.config.backend}` +
+      `${summary.config.precision === 'fp32' ? '' : `, ${summary.config.precision}`}), ` +
       `final loss ${summary.finalLoss.toFixed(4)}, ` +
       // regression: no accuracy
       (Number.isNaN(summary.finalAccuracy) ? '' : `batch accuracy ${(summary.finalAccuracy * 100).toFixed(1)}%, `) +

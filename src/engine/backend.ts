@@ -66,6 +66,12 @@ export function assertPrecisionAvailable(name: BackendName, precision: Precision
   if (why) throw new TandemError('PRECISION_UNAVAILABLE', why);
 }
 
+/** What engine `name` multiplies in with `precision` here, as the run's header says it: `bf16 (oneDNN …)`. */
+export function precisionLabel(name: BackendName, precision: Precision): string {
+  const kernels = precision === 'fp32' ? undefined : getEngine(name).precisionKernels?.(precision);
+  return kernels ? `${precision} (${kernels})` : precision;
+}
+
 export type BackendOptions = EngineStartOptions;
 
 /**

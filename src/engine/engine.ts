@@ -73,6 +73,8 @@ export interface Engine {
   unavailable(): string | undefined;
   /** Undefined when it multiplies in `precision` here; else why not and the fix. Absent: fp32 only. */
   precisionUnavailable?(precision: Precision): string | undefined;
+  /** What multiplies in `precision` here, where it is not fp32 (the run's header says it): the kernels and the CPU. */
+  precisionKernels?(precision: Precision): string | undefined;
   /**
    * On a device thread: registers and selects the backend on this thread's tfjs; an accelerator's engine says which
    * device it opened.

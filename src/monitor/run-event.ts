@@ -20,6 +20,8 @@ export type RunEvent = { host?: number } &
         stepsPerEpoch: number;
         /** The learning-rate schedule's kind, when the lr changes over the run (the step lines then show it). */
         lrSchedule?: string;
+        /** What convolutions and matmuls multiply in: `fp32`, or `bf16 (oneDNN <implementation> on <CPU flags>)`. */
+        precision: string;
         engineDevices?: EngineDevice[];
       }
     | { type: 'auto'; strategy: string; splitLayer?: number; reason: string }

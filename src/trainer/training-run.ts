@@ -32,6 +32,7 @@ import { StepLoop } from './step-loop.js';
 import { hostGather } from './host-gather.js';
 import type { Checkpoint } from '../checkpoint/checkpoint-file.js';
 import type { EngineDevice } from '../engine/engine.js';
+import { precisionLabel } from '../engine/backend.js';
 import { completedState, type CompletedState } from './completed-state.js';
 import { EpochLogs } from './epoch-logs.js';
 
@@ -190,6 +191,7 @@ export class TrainingRun {
       firstStep,
       stepsPerEpoch: cfg.stepsPerEpoch,
       ...(cfg.lrSchedule ? { lrSchedule: cfg.lrSchedule.kind } : {}),
+      precision: precisionLabel(cfg.backend, cfg.precision),
       ...(built.engineDevices ? { engineDevices: built.engineDevices } : {}),
     });
   }

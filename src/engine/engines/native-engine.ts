@@ -21,6 +21,12 @@ export const NATIVE_ENGINE: Engine = {
     const load = loadNativeAddon();
     return load.loaded ? bf16Support(load.addon).refusal : this.unavailable();
   },
+  precisionKernels(precision) {
+    const load = loadNativeAddon();
+    if (precision === 'fp32' || !load.loaded) return undefined;
+    const s = bf16Support(load.addon);
+    return `oneDNN ${s.implementation || 'none'}${s.flags.length > 0 ? ` on ${s.flags.join(', ')}` : ''}`;
+  },
   async start(tf, options) {
     registerNativeBackend(tf, { threads: options.nativeThreads, precision: options.precision });
   },
