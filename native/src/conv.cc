@@ -22,7 +22,8 @@ struct ConvShape {
 
 namespace {
 
-enum class ConvKind { Forward, BackwardData, BackwardWeights };
+// ForwardBf16: forward writing bf16 (a relu convolution pooled in the same call, which applies the relu).
+enum class ConvKind { Forward, BackwardData, BackwardWeights, ForwardBf16 };
 
 ConvShape ReadShape(const Napi::Value& v) {
   int s[16];
@@ -63,12 +64,13 @@ struct Types {
 };
 
 
-// The forward descriptor; bwdHint: as a hint for a backward primitive, whose diff_dst has the input type.
+// The forward descriptor; bwdHint: as a hint for a backward primitive, whose diff_dst has the input type; inDst: y
+// written in the input type.
 dnnl::convolution_forward::primitive_desc ForwardPd(Ctx& c, const ConvShape& s, bool bias, Types t, bool bwdHint,
-                                                    bool userScratch) {
+                                                    bool userScratch, bool inDst = false) {
   memory::dims strides{s.sh, s.sw}, padL{s.pt, s.pl}, padR{s.pb, s.pr};
   memory::desc x({s.N, s.C, s.H, s.W}, t.in, tag::nhwc);
-  memory::desc y({s.N, s.OC, s.OH, s.OW}, bwdHint ? t.in : t.out, tag::nhwc);
+  memory::desc y({s.N, s.OC, s.OH, s.OW}, bwdHint || inDst ? t.in : t.out, tag::nhwc);
   memory::desc wAny(WeightDims(s), t.in, tag::any), b({s.OC}, dt::f32, tag::x);
   dnnl::primitive_attr attr;
   if (userScratch) attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -89,8 +91,9 @@ void CreateConv(Ctx& c, ConvEntry& e, ConvKind kind, const ConvShape& s, bool bi
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   switch (kind) {
-    case ConvKind::Forward: {
-      auto pd = ForwardPd(c, s, bias, t, false, true);
+    case ConvKind::Forward:
+    case ConvKind::ForwardBf16: {
+      auto pd = ForwardPd(c, s, bias, t, false, true, kind == ConvKind::ForwardBf16);
       e.prim = dnnl::convolution_forward(pd);
       e.x.Init(c, e.x_md, pd.src_desc(), true);
       e.w.Init(c, e.w_md, pd.weights_desc(), true);
@@ -141,7 +144,7 @@ ConvEntry& GetConv(Ctx& c, ConvKind kind, const ConvShape& s, bool bias) {
   e->w_md = UserWeights(s);
   e->b_md = memory::desc({s.OC}, dt::f32, tag::x);
   bool made = false;
-  if (c.bf16) {
+  if (c.bf16 || kind == ConvKind::ForwardBf16) {
     try {
       CreateConv(c, *e, kind, s, bias, Types{dt::bf16, dt::f32});
       made = true;
@@ -149,6 +152,7 @@ ConvEntry& GetConv(Ctx& c, ConvKind kind, const ConvShape& s, bool bias) {
       // no bf16 kernel for this shape (or this CPU): float32, as autocast runs an op it cannot lower
     }
   }
+  if (!made && kind == ConvKind::ForwardBf16) throw dnnl::error(dnnl_unimplemented, "no bf16 convolution kernel for this shape");
   if (!made) CreateConv(c, *e, kind, s, bias, Types{dt::f32, dt::f32});
   if (c.bf16 && !made) e->impl = "f32 fallback: " + e->impl;
   c.primitivesCreated++;
@@ -228,9 +232,47 @@ Napi::Value Conv2dBackwardWeights(const Napi::CallbackInfo& info) {
   });
 }
 
+// conv2dReluMaxPool(x, w, bias | null, y, yShadow, winners, convShape, poolSize [FH, FW], xShadow | null,
+// xShadowFilled): precision bf16 only. conv(x) + bias written in bf16 into a buffer of the primitive's own, then the
+// max pool of its relu by windows that tile it (MaxPoolWinnersBf16, relu folded in: oneDNN's relu post-op would make
+// a NaN 0): y = each window's value (a bf16 value, exact in float32), yShadow its bits, winners as maxPoolWinners
+// records them. The convolution's output is never written in float32. Returns 1 when xShadow holds x afterwards.
+Napi::Value Conv2dReluMaxPool(const Napi::CallbackInfo& info) {
+  return Guard(info, "conv2dReluMaxPool", [&]() -> Napi::Value {
+    auto& c = GetCtx(info.Env());
+    if (!c.bf16) throw Napi::Error::New(info.Env(), "conv2dReluMaxPool runs in precision bf16 only");
+    ConvShape s = ReadShape(info[6]);
+    int pool[2];
+    ReadInts(info[7], 2, "pool size = [filterH, filterW]", pool);
+    const int FH = pool[0], FW = pool[1];
+    if (FH < 1 || FW < 1 || s.OH % FH != 0 || s.OW % FW != 0 || FH * FW > 120)
+      throw Napi::RangeError::New(info.Env(), "conv2dReluMaxPool: the pool's windows must tile the convolution's output");
+    const size_t pooled = s.ySize() / ((size_t)FH * FW);
+    float* x = F32(info[0], s.xSize(), "x");
+    float* w = F32(info[1], s.wSize(), "filter");
+    float* b = OptionalF32(info[2], s.OC, "bias");
+    float* y = F32(info[3], pooled, "y");
+    uint16_t* yBits = TypedData<uint16_t>(info[4], napi_uint16_array, "Uint16Array", pooled, "yShadow");
+    int8_t* winners = TypedData<int8_t>(info[5], napi_int8_array, "Int8Array", pooled, "winners");
+    Shadow xs = ReadShadow(info, 8, s.xSize());
+    auto& e = GetConv(c, ConvKind::ForwardBf16, s, b != nullptr);
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, e.x.Input(c, x, xs)},
+                                         {DNNL_ARG_WEIGHTS, e.w.Input(c, w)},
+                                         {DNNL_ARG_DST, e.y.buf},
+                                         {DNNL_ARG_SCRATCHPAD, e.scratch}};
+    if (b) args.insert({DNNL_ARG_BIAS, memory(e.b_md, c.eng, b)});
+    e.prim.execute(c.strm, args);
+    c.strm.wait();
+    MaxPoolWinnersBf16(static_cast<const uint16_t*>(e.y.buf.get_data_handle()), y, yBits, winners,
+                       {s.N, s.OH, s.OW, s.OC, FH, FW});
+    return Napi::Number::New(info.Env(), xs.filled ? 1 : 0);
+  });
+}
+
 }  // namespace
 
 void RegisterConv(Napi::Env env, Napi::Object exports) {
+  exports.Set("conv2dReluMaxPool", Napi::Function::New(env, Conv2dReluMaxPool));
   exports.Set("conv2dForward", Napi::Function::New(env, Conv2dForward));
   exports.Set("conv2dBackwardData", Napi::Function::New(env, Conv2dBackwardData));
   exports.Set("conv2dBackwardWeights", Napi::Function::New(env, Conv2dBackwardWeights));

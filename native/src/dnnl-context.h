@@ -137,6 +137,15 @@ void ListImplementations(Ctx& c, Napi::Object out);
 void RegisterConv(Napi::Env env, Napi::Object exports);
 void RegisterMatmul(Napi::Env env, Napi::Object exports);
 void RegisterPool(Napi::Env env, Napi::Object exports);
+
+// A bf16 activation [N, H, W, C] max-pooled by FH×FW windows that tile it (pool.cc).
+struct TiledPool {
+  int N, H, W, C, FH, FW;
+};
+// maxPoolWinners of relu(x) for bf16 x, the relu folded in: y = what a strict scan of the relu'd cells gives (widened,
+// exact), yBits its bf16 bits, winners the first cell holding it (kNoWinner -1 for a window of -inf, kHoldsNaN -2 when
+// it holds a NaN).
+void MaxPoolWinnersBf16(const uint16_t* x, float* y, uint16_t* yBits, int8_t* winners, const TiledPool& p);
 void RegisterEltwise(Napi::Env env, Napi::Object exports);
 void RegisterFlatOps(Napi::Env env, Napi::Object exports);
 void RegisterHalfOps(Napi::Env env, Napi::Object exports);

@@ -226,7 +226,7 @@ TANDEM_SIMD Napi::Value MaxPoolWinners(const Napi::CallbackInfo& info) {
         }
         int32_t* __restrict w = wv.data();
         int32_t* __restrict nan = nv.data();
-        for (int c = 0; c < C; c++) py[c] = lowest, w[c] = -1, nan[c] = 0;
+        for (int c = 0; c < C; c++) py[c] = lowest, w[c] = -1, nan[c] = 0;  // nan: how many
         for (int k = 0; k < K; k++) {  // the maximum by the strict scan: NaN never wins
           const float* __restrict px = cells[k];
           for (int c = 0; c < C; c++) py[c] = px[c] > py[c] ? px[c] : py[c];
@@ -245,15 +245,15 @@ TANDEM_SIMD Napi::Value MaxPoolWinners(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
-// maxPoolReluGradWinners(dy, x, y, winners, dx, shape): what maxPoolGrad(dy, x, dx, shape, true) gives, from the
-// winners maxPoolWinners recorded: the winner's dx = (dy + 0)·step(y) (y is the winner's x), every other cell +0
-// (0·step(x) for a finite x); a window holding a NaN is scanned again from x. dx written whole.
+// maxPoolReluGradWinners(dy, x | null, y, winners, dx, shape): what maxPoolGrad(dy, x, dx, shape, true) gives, from
+// the winners maxPoolWinners recorded: the winner's dx = (dy + 0)·step(y) (y is the winner's x), every other cell +0
+// (0·step(x) for a finite x); a window holding a NaN is scanned again from x (without x: NaN). dx written whole.
 TANDEM_SIMD Napi::Value MaxPoolReluGradWinners(const Napi::CallbackInfo& info) {
   PoolShape p = ReadPoolShape(info[5]);
   if (!Tiles(p)) throw Napi::RangeError::New(info.Env(), "maxPoolReluGradWinners: windows must tile x");
   const size_t ySize = (size_t)p.N * p.OH * p.OW * p.C;
   const float* dy = F32(info[0], ySize, "dy");
-  const float* x = F32(info[1], (size_t)p.N * p.H * p.W * p.C, "x");
+  const float* x = OptionalF32(info[1], (size_t)p.N * p.H * p.W * p.C, "x");
   const float* y = F32(info[2], ySize, "y");
   const int8_t* winners = I8(info[3], ySize, "winners");
   float* dx = F32(info[4], (size_t)p.N * p.H * p.W * p.C, "dx");
@@ -282,6 +282,10 @@ TANDEM_SIMD Napi::Value MaxPoolReluGradWinners(const Napi::CallbackInfo& info) {
           auto at = [&](int k) {  // window cell k of channel c
             return (((size_t)n * p.H + oh * p.FH + k / p.FW) * p.W + ow * p.FW + k % p.FW) * p.C + c;
           };
+          if (!x) {  // x not kept (conv2dReluMaxPool): the window's gradient is NaN, as its loss is
+            for (int k = 0; k < p.FH * p.FW; k++) dx[at(k)] = std::numeric_limits<float>::quiet_NaN();
+            continue;
+          }
           float best = -std::numeric_limits<float>::infinity();
           int win = -1;
           for (int k = 0; k < p.FH * p.FW; k++)
@@ -292,7 +296,94 @@ TANDEM_SIMD Napi::Value MaxPoolReluGradWinners(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+inline float Widen(uint16_t bits) {
+  const uint32_t u = static_cast<uint32_t>(bits) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+// The pooled value of relu'd cells from the strict-scan maximum m of the raw ones and how many were NaN (of K): what
+// a strict scan of relu(cell) gives — relu keeps NaN, which never wins: all NaN is -inf; else max(m, 0).
+inline float ReluOfMax(float m, int nans, int K) {
+  return nans == K ? -std::numeric_limits<float>::infinity() : m > 0.f ? m : 0.f;
+}
+
+inline uint16_t Bf16Bits(float v) {  // v is a bf16 value (or +-inf, 0): its high half
+  uint32_t u;
+  std::memcpy(&u, &v, 4);
+  return static_cast<uint16_t>(u >> 16);
+}
+
+// The 2×2 (any 4-cell) window of raw bf16 cells: y = the maximum of their relus, its bits, and the winner as
+// maxPoolWinners records it for relu'd cells (a window whose maximum is 0 gets no gradient: its winner is moot).
+inline void WinnersOf4Bf16(const uint16_t* const* cells, float* __restrict y, uint16_t* __restrict yBits,
+                           int8_t* __restrict winners, int C) {
+  const float lowest = -std::numeric_limits<float>::infinity();
+  const uint16_t *__restrict a = cells[0], *__restrict b = cells[1], *__restrict c2 = cells[2], *__restrict d = cells[3];
+  for (int c = 0; c < C; c++) {
+    const float va = Widen(a[c]), vb = Widen(b[c]), vc = Widen(c2[c]), vd = Widen(d[c]);
+    float m = va > lowest ? va : lowest;
+    m = vb > m ? vb : m;
+    m = vc > m ? vc : m;
+    m = vd > m ? vd : m;
+    const int32_t w = va == m ? 0 : vb == m ? 1 : vc == m ? 2 : 3;
+    const int nans = (va != va) + (vb != vb) + (vc != vc) + (vd != vd);
+    const float r = ReluOfMax(m, nans, 4);
+    y[c] = r;
+    yBits[c] = Bf16Bits(r);
+    winners[c] = static_cast<int8_t>(nans > 0 ? kHoldsNaN : r == lowest ? kNoWinner : w);
+  }
+}
+
 }  // namespace
+
+// maxPoolWinners of relu(x) for raw bf16 x (widened: exact), relu folded in: the pooled values, their bf16 bits and
+// the winners (for a window holding a NaN, kHoldsNaN: its gradient is NaN, as its cells' are).
+TANDEM_SIMD void MaxPoolWinnersBf16(const uint16_t* x, float* y, uint16_t* yBits, int8_t* winners,
+                                    const TiledPool& p) {
+  const int OH = p.H / p.FH, OW = p.W / p.FW, K = p.FH * p.FW, C = p.C;
+  const float lowest = -std::numeric_limits<float>::infinity();
+  std::vector<int32_t> wv(C), nv(C);
+  std::vector<const uint16_t*> cells(K);
+  for (int n = 0; n < p.N; n++)
+    for (int oh = 0; oh < OH; oh++)
+      for (int ow = 0; ow < OW; ow++) {
+        for (int k = 0; k < K; k++)
+          cells[k] = x + (((size_t)n * p.H + oh * p.FH + k / p.FW) * p.W + ow * p.FW + k % p.FW) * C;
+        const size_t cell = ((size_t)n * OH + oh) * OW + ow;
+        float* __restrict py = y + cell * C;
+        if (K == 4) {  // 2×2 (or 1×4, 4×1): one pass, the window in registers
+          WinnersOf4Bf16(cells.data(), py, yBits + cell * C, winners + cell * C, C);
+          continue;
+        }
+        int32_t* __restrict w = wv.data();
+        int32_t* __restrict nan = nv.data();
+        for (int c = 0; c < C; c++) py[c] = lowest, w[c] = -1, nan[c] = 0;
+        for (int k = 0; k < K; k++) {  // the maximum by the strict scan: NaN never wins
+          const uint16_t* __restrict px = cells[k];
+          for (int c = 0; c < C; c++) {
+            const float v = Widen(px[c]);
+            py[c] = v > py[c] ? v : py[c];
+          }
+        }
+        for (int k = K - 1; k >= 0; k--) {  // the first cell holding it; a NaN anywhere flags the window
+          const uint16_t* __restrict px = cells[k];
+          for (int c = 0; c < C; c++) {
+            const float v = Widen(px[c]);
+            w[c] = v == py[c] ? k : w[c];
+            nan[c] += v != v;
+          }
+        }
+        int8_t* __restrict pw = winners + cell * C;
+        uint16_t* __restrict pb = yBits + cell * C;
+        for (int c = 0; c < C; c++) {
+          py[c] = ReluOfMax(py[c], nan[c], K);
+          pb[c] = Bf16Bits(py[c]);
+          pw[c] = static_cast<int8_t>(nan[c] > 0 ? kHoldsNaN : py[c] == lowest ? kNoWinner : w[c]);
+        }
+      }
+}
 
 void RegisterPool(Napi::Env env, Napi::Object exports) {
   exports.Set("maxPool", Napi::Function::New(env, MaxPool));

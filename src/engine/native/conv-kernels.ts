@@ -31,7 +31,7 @@ type Conv2DInfo = ReturnType<NativeKernelContext['tf']['backend_util']['computeC
 type ConvKind = 'regular' | 'depthwise';
 
 /** The addon's shape array for this convolution, or undefined when oneDNN cannot reproduce tfjs's geometry. */
-function convShape(
+export function convShape(
   ctx: NativeKernelContext,
   xShape: number[],
   filterShape: number[],

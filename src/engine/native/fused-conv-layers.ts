@@ -21,8 +21,10 @@
 import type { NamedAttrMap } from '@tensorflow/tfjs-core';
 import type { LayersModel, Tensor, Tf } from '../tfjs-types.js';
 import { RELU_GRAD_KERNEL } from './elementwise-kernels.js';
-import { CONV_FILTER_BIAS_KERNEL } from './conv-kernels.js';
-import { fusePoolOfRelu, onlyPoolAfter, stockMaxPoolCall, type LayerLike } from './fused-pool-layers.js';
+import { convGradients } from './conv-gradients.js';
+import { onlyPoolAfter, poolInConvCall, stockMaxPoolCall, type LayerLike } from './fused-pool-layers.js';
+import { CONV_RELU_POOL_KERNEL, convPoolPlan } from './conv-pool-kernel.js';
+import { requireNativeAddon } from './native-addon.js';
 
 export const FUSED_CONV_KERNEL = 'TandemFusedConv2D';
 
@@ -60,10 +62,11 @@ function fusable(layer: ConvLayer): boolean {
 }
 
 /**
- * Makes every eligible Conv2D layer of `model` (nested models included) run as
- * one `TandemFusedConv2D` kernel, and a MaxPooling2D alone after a relu one as
- * `TandemMaxPoolOfRelu` (fused-pool-layers.ts). Returns the names of the Conv2D layers it changed.
- * Needs the native backend active when the model runs (the kernel is registered there only).
+ * Makes every eligible Conv2D layer of `model` (nested models included) run as one `TandemFusedConv2D` kernel, and a
+ * MaxPooling2D alone after a relu one as `TandemMaxPoolOfRelu` (fused-pool-layers.ts) inside the convolution's call
+ * — in bf16, with windows that tile the convolution's output, both as one `TandemConv2DReluMaxPool`
+ * (conv-pool-kernel.ts). Returns the names of the Conv2D layers it changed. Needs the native backend active when the
+ * model runs (the kernel is registered there only).
  */
 export function fuseConvLayers(tf: Tf, model: LayersModel): string[] {
   const fused: string[] = [];
@@ -77,7 +80,7 @@ export function fuseConvLayers(tf: Tf, model: LayersModel): string[] {
     const conv = layer as unknown as ConvLayer;
     if (conv.call !== stockCall || !fusable(conv)) return;
     const pool = activationOf(conv) === 'relu' ? onlyPoolAfter(layer, container, stockPool) : undefined;
-    if (pool) fusePoolOfRelu(tf, pool);
+    const pooling = pool && poolInConvCall(tf, pool);
     const attrs = {
       strides: conv.strides,
       pad: conv.padding,
@@ -92,7 +95,13 @@ export function fuseConvLayers(tf: Tf, model: LayersModel): string[] {
         const x = Array.isArray(inputs) ? inputs[0] : inputs;
         const kernelInputs: Record<string, Tensor> = { x, filter: conv.kernel.read() };
         if (conv.bias) kernelInputs.bias = conv.bias.read();
-        return tf.engine().runKernel(FUSED_CONV_KERNEL, kernelInputs, attrs) as Tensor;
+        if (!pooling) return tf.engine().runKernel(FUSED_CONV_KERNEL, kernelInputs, attrs) as Tensor;
+        // bf16: the convolution and its pool as one kernel (conv-pool-kernel.ts); else tfjs's two
+        const inBf16 = pooling.tile && requireNativeAddon().getPrecision() === 'bf16';
+        const pooledAttrs = { ...attrs, poolSize: pooling.tile } as NamedAttrMap;
+        if (inBf16 && convPoolPlan({ tf }, x.shape, kernelInputs.filter.shape, pooledAttrs))
+          return tf.engine().runKernel(CONV_RELU_POOL_KERNEL, kernelInputs, pooledAttrs) as Tensor;
+        return pooling.pooled(tf.engine().runKernel(FUSED_CONV_KERNEL, kernelInputs, attrs) as Tensor);
       });
     fused.push(conv.name);
   };
@@ -119,34 +128,7 @@ export function registerFusedConvGradient(tf: Tf, biasInKernel: () => boolean): 
         attrs.activation === 'relu' && attrs.reluGradByConsumer !== true
           ? (tf.engine().runKernel(RELU_GRAD_KERNEL, { dy: dyOut, x: y }) as Tensor)
           : dyOut;
-      const conv = {
-        strides: attrs.strides,
-        pad: attrs.pad,
-        dataFormat: 'NHWC',
-        dimRoundingMode: attrs.dimRoundingMode,
-      } as NamedAttrMap;
-      // the bias gradient of the filter gradient's call, kept as values (tfjs disposes what a closure made besides
-      // its result) for the bias closure, which tfjs calls after the filter's
-      let biasValues: Float32Array | undefined;
-      const filterGradient = () => {
-        if (attrs.hasBias !== true || !biasInKernel())
-          return tf
-            .engine()
-            .runKernel('Conv2DBackpropFilter', { x, dy: dyPre }, { ...conv, filterShape: filter.shape }) as Tensor;
-        const [dw, db] = tf
-          .engine()
-          .runKernel(CONV_FILTER_BIAS_KERNEL, { x, dy: dyPre }, { ...conv, filterShape: filter.shape }) as Tensor[];
-        biasValues = (db.dataSync() as Float32Array).slice();
-        return dw;
-      };
-      return {
-        x: () =>
-          tf
-            .engine()
-            .runKernel('Conv2DBackpropInput', { dy: dyPre, filter }, { ...conv, inputShape: x.shape }) as Tensor,
-        filter: filterGradient,
-        bias: () => (biasValues ? tf.tensor1d(biasValues) : tf.sum(dyPre, [0, 1, 2])),
-      };
+      return convGradients(tf, x, filter, dyPre, attrs, biasInKernel);
     },
   });
 }

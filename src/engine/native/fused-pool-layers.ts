@@ -62,18 +62,25 @@ export function stockMaxPoolCall(tf: Tf): unknown {
   return (tf.layers.maxPooling2d({ poolSize: 2 }) as unknown as LayerLike).call;
 }
 
-/** Makes `pool` (whose input is a relu's output) call `TandemMaxPoolOfRelu`. */
-export function fusePoolOfRelu(tf: Tf, pool: PoolLayer): void {
+/**
+ * Moves `pool`'s work (its input is a relu convolution's output, read by it alone) into that convolution's call:
+ * `pool` passes its input through; `pooled` pools the convolution's output as `TandemMaxPoolOfRelu`; `tile` is the
+ * pool size when the windows are as large as their stride (they tile an output whose sides they divide: the shape
+ * TandemConv2DReluMaxPool takes).
+ */
+export function poolInConvCall(tf: Tf, pool: PoolLayer): { pooled(y: Tensor): Tensor; tile?: [number, number] } {
   const attrs = {
     filterSize: pool.poolSize,
     strides: pool.strides,
     pad: pool.padding,
   } as unknown as NamedAttrMap;
-  pool.call = inputs =>
-    tf.tidy(() => {
-      const x = Array.isArray(inputs) ? inputs[0] : inputs;
-      return tf.engine().runKernel(MAX_POOL_OF_RELU_KERNEL, { x }, attrs) as Tensor;
-    });
+  pool.call = inputs => (Array.isArray(inputs) ? inputs[0] : inputs);
+  const [fh, fw] = pool.poolSize;
+  const tiles = pool.strides[0] === fh && pool.strides[1] === fw;
+  return {
+    pooled: y => tf.engine().runKernel(MAX_POOL_OF_RELU_KERNEL, { x: y }, attrs) as Tensor,
+    ...(tiles ? { tile: [fh, fw] as [number, number] } : {}),
+  };
 }
 
 /** The gradient of `TandemMaxPoolOfRelu` (registered once per thread's tfjs by the native backend). */

@@ -96,7 +96,23 @@ export interface NativeAddon {
   /** MaxPool of windows that tile x, recording each window's winning cell per channel (-1 none, -2 holds a NaN). */
   maxPoolWinners(x: F32, y: F32, winners: Int8Array, shape: NativePoolShape): void;
   /** maxPoolGrad(dy, x, dx, shape, true) from the winners maxPoolWinners recorded (y: its output). */
-  maxPoolReluGradWinners(dy: F32, x: F32, y: F32, winners: Int8Array, dx: F32, shape: NativePoolShape): void;
+  maxPoolReluGradWinners(dy: F32, x: F32 | null, y: F32, winners: Int8Array, dx: F32, shape: NativePoolShape): void;
+  /**
+   * Precision bf16: relu(conv(x) + bias) in bf16 (never written in float32), max-pooled by poolSize windows that tile
+   * it: y and its bf16 bits (yShadow), the winners as maxPoolWinners records them. Returns 1 when xShadow holds x.
+   */
+  conv2dReluMaxPool(
+    x: F32,
+    filter: F32,
+    bias: F32 | null,
+    y: F32,
+    yShadow: Uint16Array,
+    winners: Int8Array,
+    shape: NativeConvShape,
+    poolSize: [number, number],
+    xShadow?: Uint16Array | null,
+    xShadowFilled?: boolean,
+  ): number;
   relu(x: F32, y: F32, size: number): void;
   reluGrad(dy: F32, x: F32, dx: F32, size: number): void;
   addRowVector(x: F32, v: F32, y: F32, rows: number, cols: number): void;
@@ -220,6 +236,7 @@ const EXPORTS: (keyof NativeAddon)[] = [
   'maxPoolGrad',
   'maxPoolWinners',
   'maxPoolReluGradWinners',
+  'conv2dReluMaxPool',
   'relu',
   'reluGrad',
   'addRowVector',

@@ -22,6 +22,12 @@ import { elementwiseKernels, RELU_GRAD_KERNEL } from './elementwise-kernels.js';
 import { FUSED_CONV_KERNEL, registerFusedConvGradient } from './fused-conv-layers.js';
 import { registerPoolOfReluGradient } from './fused-pool-layers.js';
 import { OUTPUT_POOL } from './output-pool.js';
+import {
+  CONV_RELU_POOL_KERNEL,
+  convPoolKernels,
+  POOLED_RELU_GRAD_KERNEL,
+  registerConvPoolGradient,
+} from './conv-pool-kernel.js';
 
 export const NATIVE_BACKEND = 'native';
 
@@ -47,7 +53,13 @@ export function nativeKernelCounts(): NativeKernelCounts {
 
 function allKernels(tf: Tf, addon: NativeAddon): NativeKernel[] {
   const ctx = { tf, addon };
-  return [...convKernels(ctx), ...matmulKernels(ctx), ...poolKernels(ctx), ...elementwiseKernels(ctx)];
+  return [
+    ...convKernels(ctx),
+    ...matmulKernels(ctx),
+    ...poolKernels(ctx),
+    ...elementwiseKernels(ctx),
+    ...convPoolKernels(ctx),
+  ];
 }
 
 type DataId = Parameters<MathBackendCPU['disposeData']>[0];
@@ -146,6 +158,15 @@ export function registerNativeBackend(tf: Tf, options: NativeBackendOptions = {}
   }
   registerFilterBias(tf, natives);
   registerPoolOfRelu(tf, natives);
+  // A relu convolution and its max pool in one kernel (bf16, conv-pool-kernel.ts): native only, as the layer asks
+  // for it only where it runs
+  for (const name of [CONV_RELU_POOL_KERNEL, POOLED_RELU_GRAD_KERNEL])
+    tf.registerKernel({
+      kernelName: name,
+      backendName: NATIVE_BACKEND,
+      kernelFunc: withFallback(natives.get(name)!, undefined),
+    });
+  registerConvPoolGradient(tf, () => addon.getPrecision() === 'bf16');
   return addon;
 }
 

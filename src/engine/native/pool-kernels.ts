@@ -74,6 +74,16 @@ function isIdentity(shape: NativePoolShape): boolean {
   return fh === 1 && fw === 1 && oh === h && ow === w;
 }
 
+/** The winners recorded for `output` (TandemMaxPoolOfRelu's, or TandemConv2DReluMaxPool's), if any. */
+export function winnersOf(output: { dataId: object }): Int8Array | undefined {
+  return WINNERS.get(output.dataId);
+}
+
+/** Records `winners` for `output` (its gradient reads them). */
+export function recordWinners(output: { dataId: object }, winners: Int8Array): void {
+  WINNERS.set(output.dataId, winners);
+}
+
 /** Whether TandemMaxPoolOfRelu recorded winners for this output (its gradient then reads them, not x). */
 export function recordedWinners(output: { dataId: object }): boolean {
   return WINNERS.has(output.dataId);
