@@ -9,7 +9,8 @@ import t from 'tap';
 import * as tf from '@tensorflow/tfjs';
 import { startNativeAndStock } from './fixtures/native-compare.js';
 import { bf16Support } from '../src/engine/native/bf16-support.js';
-import type { NativeAddon } from '../src/engine/native/native-addon.js';
+import type { NativeAddon, NativeConvShape } from '../src/engine/native/native-addon.js';
+import { prng } from '../src/data/synthetic-images.js';
 import { nativeKernelCounts } from '../src/engine/native/native-backend.js';
 import { fuseConvLayers } from '../src/engine/native/fused-conv-layers.js';
 import { CONV_RELU_POOL_KERNEL } from '../src/engine/native/conv-pool-kernel.js';
@@ -113,6 +114,45 @@ function registerTests(addon: NativeAddon): void {
     t.equal(tf.memory().numTensors, tensors, 'a step leaves no tensor behind');
     plain.dispose();
     fused.dispose();
+  });
+
+  t.test("the pool gradient's bf16 copy has the conversion's bits: a convolution reads the same from it", async t => {
+    const [n, h, w, c] = [2, 8, 8, 16];
+    const rand = prng(11);
+    const special = [NaN, Infinity, -Infinity, 0, -0, 1e-40, -1e-40, 1 + 2 ** -8, 1 + 3 * 2 ** -8, -3.4e38];
+    // image 0 holds the special values (NaN and infinities spread over a convolution's outputs), image 1 none
+    const dy = Float32Array.from({ length: (n * h * w * c) / 4 }, (_, i) =>
+      i % 13 === 5 && i < (h * w * c) / 4 ? special[((i / 13) % special.length) | 0] : rand() * 4 - 2,
+    );
+    const y = Float32Array.from(dy, () => rand() - 0.3); // relu's step: where > 0
+    const image0 = (i: number) => i < (h * w * c) / 4;
+    const winners = Int8Array.from(dy, (_, i) =>
+      i % 17 === 3 && image0(i) ? -2 : i % 19 === 4 ? -1 : (rand() * 4) | 0,
+    );
+    const dx = new Float32Array(n * h * w * c),
+      bits = new Uint16Array(dx.length);
+    addon.maxPoolReluGradWinners(dy, null, y, winners, dx, [n, h, w, c, 2, 2, 2, 2, 0, 0, h / 2, w / 2], bits);
+    const filter = Float32Array.from({ length: 3 * 3 * 8 * c }, () => rand() - 0.5);
+    const shape: NativeConvShape = [n, h, w, 8, 3, 3, c, 1, 1, 1, 1, 1, 1, h, w, 1];
+    const [converted, fromCopy] = inPrecision('bf16', () =>
+      [null, bits].map(copy => {
+        const out = new Float32Array(n * h * w * 8);
+        addon.conv2dBackwardData(dx, filter, out, shape, copy, copy !== null);
+        return out;
+      }),
+    );
+    t.ok(
+      converted.every((v, i) => Object.is(v, fromCopy[i])),
+      'the same bits as the convolution converting dx itself',
+    );
+    t.ok(
+      converted.subarray(converted.length / 2).every(Number.isFinite),
+      'image 1: finite outputs (where a rounding apart would show)',
+    );
+    t.ok(
+      dx.some(Number.isNaN) && dx.some(v => v !== 0 && Number.isFinite(v)),
+      'on NaN, infinite, tied and ordinary values',
+    );
   });
 
   t.test('NaN in the input: the loss and the gradients are NaN, as unfused', async t => {

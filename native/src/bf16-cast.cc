@@ -24,14 +24,7 @@ bool Plain(const dnnl_memory_desc_t& m) {
 }
 
 TANDEM_SIMD void CastToBf16(const float* __restrict src, uint16_t* __restrict dst, size_t n) {
-  for (size_t i = 0; i < n; i++) {
-    uint32_t u;
-    std::memcpy(&u, src + i, 4);
-    const uint32_t abs = u & 0x7fffffffu;
-    const uint32_t nearestEven = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-    const uint32_t quietNan = (u >> 16) | 0x40u, signedZero = (u >> 16) & 0x8000u;
-    dst[i] = static_cast<uint16_t>(abs > 0x7f800000u ? quietNan : abs < 0x00800000u ? signedZero : nearestEven);
-  }
+  for (size_t i = 0; i < n; i++) dst[i] = Bf16Of(src[i]);
 }
 
 }  // namespace

@@ -95,6 +95,17 @@ Ctx& GetCtx(Napi::Env env);
 // Whether prim is user's layout in bf16 (user float32; both plain and dense): a cast, which a shadow can stand for.
 bool IsBf16Cast(const memory::desc& user, const memory::desc& prim);
 
+// float32 -> bf16 as oneDNN's reorder rounds: to nearest even, a subnormal to a zero of its sign (as AVX512-BF16's
+// vcvtneps2bf16), NaN made quiet.
+inline uint16_t Bf16Of(float v) {
+  uint32_t u;
+  std::memcpy(&u, &v, 4);
+  const uint32_t abs = u & 0x7fffffffu;
+  const uint32_t nearestEven = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  const uint32_t quietNan = (u >> 16) | 0x40u, signedZero = (u >> 16) & 0x8000u;
+  return static_cast<uint16_t>(abs > 0x7f800000u ? quietNan : abs < 0x00800000u ? signedZero : nearestEven);
+}
+
 // The Float32Array's own data pointer (works for SharedArrayBuffer-backed arrays,
 // where TypedArray::ArrayBuffer().Data() throws). Checks the element count.
 float* F32(const Napi::Value& v, size_t need, const char* name);

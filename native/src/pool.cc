@@ -245,9 +245,10 @@ TANDEM_SIMD Napi::Value MaxPoolWinners(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
-// maxPoolReluGradWinners(dy, x | null, y, winners, dx, shape): what maxPoolGrad(dy, x, dx, shape, true) gives, from
-// the winners maxPoolWinners recorded: the winner's dx = (dy + 0)·step(y) (y is the winner's x), every other cell +0
-// (0·step(x) for a finite x); a window holding a NaN is scanned again from x (without x: NaN). dx written whole.
+// maxPoolReluGradWinners(dy, x | null, y, winners, dx, shape, dxShadow?): what maxPoolGrad(dy, x, dx, shape, true)
+// gives, from the winners maxPoolWinners recorded: the winner's dx = (dy + 0)·step(y) (y is the winner's x), every
+// other cell +0 (0·step(x) for a finite x); a window holding a NaN is scanned again from x (without x: NaN). dx
+// written whole; dxShadow (a Uint16Array) too, in bf16, when given.
 TANDEM_SIMD Napi::Value MaxPoolReluGradWinners(const Napi::CallbackInfo& info) {
   PoolShape p = ReadPoolShape(info[5]);
   if (!Tiles(p)) throw Napi::RangeError::New(info.Env(), "maxPoolReluGradWinners: windows must tile x");
@@ -257,7 +258,13 @@ TANDEM_SIMD Napi::Value MaxPoolReluGradWinners(const Napi::CallbackInfo& info) {
   const float* y = F32(info[2], ySize, "y");
   const int8_t* winners = I8(info[3], ySize, "winners");
   float* dx = F32(info[4], (size_t)p.N * p.H * p.W * p.C, "dx");
+  // dxShadow (optional): dx in bf16 too, in the same pass (each window's value rounded once)
+  uint16_t* dxBits = info.Length() > 6 && !info[6].IsNull() && !info[6].IsUndefined()
+                         ? TypedData<uint16_t>(info[6], napi_uint16_array, "Uint16Array", (size_t)p.N * p.H * p.W * p.C,
+                                               "dxShadow")
+                         : nullptr;
   std::vector<float> g(p.C);
+  std::vector<uint16_t> gb(p.C);
   for (int n = 0; n < p.N; n++)
     for (int oh = 0; oh < p.OH; oh++)
       for (int ow = 0; ow < p.OW; ow++) {
@@ -270,11 +277,18 @@ TANDEM_SIMD Napi::Value MaxPoolReluGradWinners(const Napi::CallbackInfo& info) {
           pg[c] = (pdy[c] + 0.f) * ReluStep(py[c]);
           flagged |= pw[c] == kHoldsNaN;
         }
+        uint16_t* __restrict pgb = gb.data();
+        if (dxBits)
+          for (int c = 0; c < p.C; c++) pgb[c] = Bf16Of(pg[c]);
         for (int dh = 0; dh < p.FH; dh++)
           for (int dw = 0; dw < p.FW; dw++) {
             const int8_t k = static_cast<int8_t>(dh * p.FW + dw);
-            float* __restrict pdx = dx + (((size_t)n * p.H + oh * p.FH + dh) * p.W + ow * p.FW + dw) * p.C;
+            const size_t at = (((size_t)n * p.H + oh * p.FH + dh) * p.W + ow * p.FW + dw) * p.C;
+            float* __restrict pdx = dx + at;
             for (int c = 0; c < p.C; c++) pdx[c] = pw[c] == k ? pg[c] : 0.f;
+            if (!dxBits) continue;
+            uint16_t* __restrict pdb = dxBits + at;
+            for (int c = 0; c < p.C; c++) pdb[c] = pw[c] == k ? pgb[c] : 0;
           }
         if (!flagged) continue;
         for (int c = 0; c < p.C; c++) {  // a window with a NaN: the scan and relu's step again, from x
@@ -284,6 +298,8 @@ TANDEM_SIMD Napi::Value MaxPoolReluGradWinners(const Napi::CallbackInfo& info) {
           };
           if (!x) {  // x not kept (conv2dReluMaxPool): the window's gradient is NaN, as its loss is
             for (int k = 0; k < p.FH * p.FW; k++) dx[at(k)] = std::numeric_limits<float>::quiet_NaN();
+            if (dxBits)
+              for (int k = 0; k < p.FH * p.FW; k++) dxBits[at(k)] = Bf16Of(dx[at(k)]);
             continue;
           }
           float best = -std::numeric_limits<float>::infinity();
@@ -291,6 +307,8 @@ TANDEM_SIMD Napi::Value MaxPoolReluGradWinners(const Napi::CallbackInfo& info) {
           for (int k = 0; k < p.FH * p.FW; k++)
             if (x[at(k)] > best) best = x[at(k)], win = k;
           for (int k = 0; k < p.FH * p.FW; k++) dx[at(k)] = (k == win ? pdy[c] + 0.f : 0.f) * ReluStep(x[at(k)]);
+          if (dxBits)
+            for (int k = 0; k < p.FH * p.FW; k++) dxBits[at(k)] = Bf16Of(dx[at(k)]);
         }
       }
   return info.Env().Undefined();

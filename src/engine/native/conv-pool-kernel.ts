@@ -106,8 +106,12 @@ export function convPoolKernels(ctx: NativeKernelContext): NativeKernel[] {
         if (!dy || !y || !winners || winners.length !== y.length) return undefined;
         const shape = tiledPoolShape(inputs.output.shape, attrs.poolSize as [number, number]);
         const dx = overwrittenOutput(y.length * shape[4] * shape[5]);
-        addon.maxPoolReluGradWinners(dy, null, y, winners, dx, shape);
-        return output(backend, shape.slice(0, 4), dx);
+        const info = output(backend, shape.slice(0, 4), dx);
+        // its bf16 shadow in the same pass: the convolution's gradients read it, not dx
+        const dxs = OUTPUT_POOL.shadowOf(dx);
+        addon.maxPoolReluGradWinners(dy, null, y, winners, dx, shape, dxs?.bits);
+        if (dxs) dxs.filled = true;
+        return info;
       },
     },
   ];

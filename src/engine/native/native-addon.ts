@@ -96,7 +96,16 @@ export interface NativeAddon {
   /** MaxPool of windows that tile x, recording each window's winning cell per channel (-1 none, -2 holds a NaN). */
   maxPoolWinners(x: F32, y: F32, winners: Int8Array, shape: NativePoolShape): void;
   /** maxPoolGrad(dy, x, dx, shape, true) from the winners maxPoolWinners recorded (y: its output). */
-  maxPoolReluGradWinners(dy: F32, x: F32 | null, y: F32, winners: Int8Array, dx: F32, shape: NativePoolShape): void;
+  /** dxShadow: dx in bf16 too (rounded as oneDNN rounds), in the same pass. */
+  maxPoolReluGradWinners(
+    dy: F32,
+    x: F32 | null,
+    y: F32,
+    winners: Int8Array,
+    dx: F32,
+    shape: NativePoolShape,
+    dxShadow?: Uint16Array,
+  ): void;
   /**
    * Precision bf16: relu(conv(x) + bias) in bf16 (never written in float32), max-pooled by poolSize windows that tile
    * it: y and its bf16 bits (yShadow), the winners as maxPoolWinners records them. Returns 1 when xShadow holds x.
