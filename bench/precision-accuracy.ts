@@ -5,7 +5,8 @@
  *   0.3 points of fp32;
  * - resnet-mini and mobilenet-mini (BatchNormalization), 200 steps: the mean loss of the last 20 steps within 2% of
  *   fp32's;
- * - tfjs-examples' mnist-node architecture, 3 epochs: held-out accuracy at least 98%.
+ * - tfjs-examples' mnist-node architecture, 6 epochs of the 9,000 training samples (tfjs-examples trains 20 of
+ *   60,000; at 3, fp32 and bf16 both sat at 98% within one held-out sample): held-out accuracy at least 98%.
  * Prints a table with each criterion and whether it held, and writes precision-accuracy.json.
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -73,7 +74,7 @@ export async function runPrecisionAccuracy(o: PrecisionAccuracyOptions): Promise
       held: Math.abs(l16 - l32) / l32 <= 0.02,
     });
   }
-  const node = await both({ ...job, model: 'mnist-node', backend: 'native', epochs: epochs ?? 3 });
+  const node = await both({ ...job, model: 'mnist-node', backend: 'native', epochs: epochs ?? 6 });
   rows.push({
     model: 'mnist-node',
     measure: `held-out accuracy % (${job.heldOut} samples)`,
