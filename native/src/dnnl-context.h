@@ -145,10 +145,6 @@ Napi::Value Guard(const Napi::CallbackInfo& info, const char* kernel, F f) {
 // The implementation strings of this thread's cached primitives, by kernel key (for benches and reports).
 void ListImplementations(Ctx& c, Napi::Object out);
 
-void RegisterConv(Napi::Env env, Napi::Object exports);
-void RegisterMatmul(Napi::Env env, Napi::Object exports);
-void RegisterPool(Napi::Env env, Napi::Object exports);
-
 // A bf16 activation [N, H, W, C] max-pooled by FH×FW windows that tile it (pool.cc).
 struct TiledPool {
   int N, H, W, C, FH, FW;
@@ -157,6 +153,11 @@ struct TiledPool {
 // exact), yBits its bf16 bits, winners the first cell holding it (kNoWinner -1 for a window of -inf, kHoldsNaN -2 when
 // it holds a NaN).
 void MaxPoolWinnersBf16(const uint16_t* x, float* y, uint16_t* yBits, int8_t* winners, const TiledPool& p);
+
+void RegisterConv(Napi::Env env, Napi::Object exports);
+void RegisterMatmul(Napi::Env env, Napi::Object exports);
+void RegisterPool(Napi::Env env, Napi::Object exports);
+
 void RegisterEltwise(Napi::Env env, Napi::Object exports);
 void RegisterFlatOps(Napi::Env env, Napi::Object exports);
 void RegisterHalfOps(Napi::Env env, Napi::Object exports);

@@ -226,7 +226,7 @@ TANDEM_SIMD Napi::Value MaxPoolWinners(const Napi::CallbackInfo& info) {
         }
         int32_t* __restrict w = wv.data();
         int32_t* __restrict nan = nv.data();
-        for (int c = 0; c < C; c++) py[c] = lowest, w[c] = -1, nan[c] = 0;  // nan: how many
+        for (int c = 0; c < C; c++) py[c] = lowest, w[c] = -1, nan[c] = 0;
         for (int k = 0; k < K; k++) {  // the maximum by the strict scan: NaN never wins
           const float* __restrict px = cells[k];
           for (int c = 0; c < C; c++) py[c] = px[c] > py[c] ? px[c] : py[c];
@@ -376,7 +376,7 @@ TANDEM_SIMD void MaxPoolWinnersBf16(const uint16_t* x, float* y, uint16_t* yBits
           continue;
         }
         int32_t* __restrict w = wv.data();
-        int32_t* __restrict nan = nv.data();
+        int32_t* __restrict nan = nv.data();  // how many cells of the window are NaN
         for (int c = 0; c < C; c++) py[c] = lowest, w[c] = -1, nan[c] = 0;
         for (int k = 0; k < K; k++) {  // the maximum by the strict scan: NaN never wins
           const uint16_t* __restrict px = cells[k];

@@ -40,7 +40,7 @@ export class StallInspector {
           new TandemError(
             'STALLED',
             `device ${d} stopped responding at step ${step} in phase load (data loader: no result for ` +
-              (`${(ms / 1000).toFixed(1)} s; raise stallTimeoutMs if loading is legitimately this ` + `slow)`),
+              `${(ms / 1000).toFixed(1)} s; raise stallTimeoutMs if loading is legitimately this slow)`,
             { device: d, step, phase: 'load' },
           ),
         );

@@ -95,8 +95,10 @@ export interface NativeAddon {
   maxPoolGrad(dy: F32, x: F32, dx: F32, shape: NativePoolShape, reluOfX?: boolean): void;
   /** MaxPool of windows that tile x, recording each window's winning cell per channel (-1 none, -2 holds a NaN). */
   maxPoolWinners(x: F32, y: F32, winners: Int8Array, shape: NativePoolShape): void;
-  /** maxPoolGrad(dy, x, dx, shape, true) from the winners maxPoolWinners recorded (y: its output). */
-  /** dxShadow: dx in bf16 too (rounded as oneDNN rounds), in the same pass. */
+  /**
+   * maxPoolGrad(dy, x, dx, shape, true) from the winners maxPoolWinners recorded (y: its output); without x, a window
+   * holding a NaN gets NaN. dxShadow: dx in bf16 too (rounded as oneDNN rounds), in the same pass.
+   */
   maxPoolReluGradWinners(
     dy: F32,
     x: F32 | null,
