@@ -58,6 +58,39 @@ t.test(
 
 const addon = nativeAddonOrSkip();
 if (addon) {
+  t.test('aligned by the addon: arrays and shadows start on 64-byte boundaries and are still recycled', async t => {
+    const at = (a: Float32Array | Uint16Array) => (addon.misalignment(a.buffer as ArrayBuffer) + a.byteOffset) % 64;
+    const plain = new OutputPool(1 << 20);
+    const misaligned = [1, 3, 7, 4096, 100_000].map(n => at(plain.take(n)));
+    t.ok(
+      misaligned.some(m => m !== 0),
+      `without the addon, V8's own placement (${misaligned.join(', ')} bytes past a boundary)`,
+    );
+    const pool = new OutputPool(1 << 20);
+    pool.alignWith(buffer => addon.misalignment(buffer));
+    for (const n of [1, 3, 7, 16, 4096, 100_000, 524_288]) {
+      const a = pool.take(n);
+      t.equal(at(a), 0, `${n} floats: on a boundary`);
+      t.equal(a.length, n);
+      t.ok(
+        a.every(v => v === 0),
+        'zeroed',
+      );
+      pool.stored(a);
+      const shadow = pool.shadowOf(a)!;
+      t.equal(at(shadow.bits), 0, `its shadow: on a boundary`);
+      t.equal(shadow.bits.length, n);
+      pool.dropped(a);
+      t.equal(pool.take(n), a, 'recycled: an aligned array counts as whole');
+    }
+    const c = pool.take(10);
+    pool.stored(c);
+    pool.stored(new Float32Array(c.buffer, c.byteOffset, 5)); // another view of its buffer: part of it
+    pool.dropped(c);
+    t.equal(pool.held, 0, 'another view of the buffer pins it');
+    t.throws(() => addon.misalignment(new Float32Array(4) as never), /ArrayBuffer/, 'the addon names a wrong argument');
+  });
+
   await startBackend(tf, 'native');
   await tf.setBackend('native');
 

@@ -87,6 +87,10 @@ void Conversion::Init(Ctx& c, const memory::desc& userMd, const memory::desc& pr
 }
 
 memory Conversion::Input(Ctx& c, void* p) {
+  if (cast) {
+    CastToBf16(static_cast<const float*>(p), static_cast<uint16_t*>(buf.get_data_handle()), user.get_size() / 4);
+    return buf;
+  }
   memory u(user, c.eng, p);
   if (!needed) return u;
   r.execute(c.strm, u, buf);
@@ -175,6 +179,15 @@ Napi::Value RetainFreedMemory(const Napi::CallbackInfo& info) {
   return Napi::Boolean::New(info.Env(), ok);
 }
 
+// misalignment(buffer): how many bytes past a 64-byte boundary the ArrayBuffer's data starts (V8 places a large
+// buffer 16 bytes into a page). oneDNN's AMX and AVX-512 kernels read and write a misaligned array about 2× slower
+// (a cache line split per vector or tile row): output-pool.ts starts its arrays on a boundary.
+Napi::Value Misalignment(const Napi::CallbackInfo& info) {
+  if (!info[0].IsArrayBuffer()) throw Napi::TypeError::New(info.Env(), "buffer must be an ArrayBuffer");
+  auto address = reinterpret_cast<uintptr_t>(info[0].As<Napi::ArrayBuffer>().Data());
+  return Napi::Number::New(info.Env(), static_cast<double>(address % 64));
+}
+
 Napi::Value GetNumThreads(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), omp_get_max_threads());
 }
@@ -197,6 +210,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("setNumThreads", Napi::Function::New(env, SetNumThreads));
   exports.Set("retainFreedMemory", Napi::Function::New(env, RetainFreedMemory));
   exports.Set("getNumThreads", Napi::Function::New(env, GetNumThreads));
+  exports.Set("misalignment", Napi::Function::New(env, Misalignment));
   exports.Set("version", Napi::Function::New(env, Version));
   exports.Set("primitivesCreated", Napi::Function::New(env, PrimitivesCreated));
   exports.Set("setPrecision", Napi::Function::New(env, SetPrecision));

@@ -23,11 +23,11 @@ bool Plain(const dnnl_memory_desc_t& m) {
   return true;
 }
 
+}  // namespace
+
 TANDEM_SIMD void CastToBf16(const float* __restrict src, uint16_t* __restrict dst, size_t n) {
   for (size_t i = 0; i < n; i++) dst[i] = Bf16Of(src[i]);
 }
-
-}  // namespace
 
 bool IsBf16Cast(const memory::desc& user, const memory::desc& prim) {
   if (user.data_type() != dt::f32 || prim.data_type() != dt::bf16) return false;

@@ -106,6 +106,9 @@ inline uint16_t Bf16Of(float v) {
   return static_cast<uint16_t>(abs > 0x7f800000u ? quietNan : abs < 0x00800000u ? signedZero : nearestEven);
 }
 
+// float32 -> bf16 (Bf16Of) of n values: the cast conversions' loop (bf16-cast.cc), ~3× oneDNN 2.6's reorder.
+void CastToBf16(const float* __restrict src, uint16_t* __restrict dst, size_t n);
+
 // The Float32Array's own data pointer (works for SharedArrayBuffer-backed arrays,
 // where TypedArray::ArrayBuffer().Data() throws). Checks the element count.
 float* F32(const Napi::Value& v, size_t need, const char* name);

@@ -194,11 +194,12 @@ export class BackwardPass {
     // runs to its end, so that collectives inside it (BatchNormalization sync, partial-fc) stay in step.
     if (nonFiniteLoss !== undefined && cfg.onNan === 'error') return;
     const local = modelIndex >= vars.length;
-    const name = local
-      ? this.localVars[modelIndex - vars.length].name
-      : model.trainableWeights[modelIndex].originalName;
     const bad = nonFiniteLoss === undefined ? firstNonFinite(values) : -1;
     if (bad >= 0) {
+      // named only here: the model's trainableWeights getter walks every layer (~0.1 ms a step when asked per weight)
+      const name = local
+        ? this.localVars[modelIndex - vars.length].name
+        : model.trainableWeights[modelIndex].originalName;
       if (cfg.onNan === 'error') throw nonFiniteError(values[bad], name, bad, step);
       this.nonFinite ??= name; // skip-step: handed over; the comm side skips the group's update
     }

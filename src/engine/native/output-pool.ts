@@ -60,9 +60,16 @@ class FreeLists<T extends { readonly length: number }> {
   }
 }
 
+/** Where the arrays the pool makes start: a multiple of this many bytes, when it knows the addresses. */
+const ALIGNMENT = 64;
+
 export class OutputPool {
   private readonly free: FreeLists<Float32Array>;
   private readonly state = new WeakMap<ArrayBufferLike, State>();
+  /** The byte offset of the array the pool made in each buffer (its whole, aligned view). */
+  private readonly offsets = new WeakMap<ArrayBufferLike, number>();
+  /** The bytes past a 64-byte boundary where a buffer's data starts (the native addon's), once set. */
+  private misalignment?: (buffer: ArrayBuffer) => number;
   private readonly shadows = new WeakMap<ArrayBufferLike, Bf16Shadow>();
   private readonly freeShadows: FreeLists<Uint16Array>;
 
@@ -75,6 +82,24 @@ export class OutputPool {
     this.freeShadows = new FreeLists(maxFloats);
   }
 
+  /** From now on, arrays start on a 64-byte boundary: `misalignment` says where a buffer's data starts. */
+  alignWith(misalignment: (buffer: ArrayBuffer) => number): void {
+    this.misalignment = misalignment;
+  }
+
+  /** A new zeroed array of `length` elements: on a 64-byte boundary when the pool knows the addresses. */
+  private make<T extends Float32Array | Uint16Array>(
+    Type: { new (length: number): T; new (buffer: ArrayBuffer, offset: number, length: number): T },
+    length: number,
+  ): T {
+    if (!this.misalignment) return new Type(length);
+    const bytes = length * (Type as unknown as { BYTES_PER_ELEMENT: number }).BYTES_PER_ELEMENT;
+    const buffer = new ArrayBuffer(bytes + ALIGNMENT);
+    const offset = (ALIGNMENT - this.misalignment(buffer)) % ALIGNMENT;
+    this.offsets.set(buffer, offset);
+    return new Type(buffer, offset, length);
+  }
+
   /**
    * An array of `length` floats for a kernel's output, a recycled one when there is one: zeroed, unless `zero` is false
    * (a kernel that writes every element: a recycled array then keeps its old values until the kernel overwrites them).
@@ -85,7 +110,7 @@ export class OutputPool {
       this.state.set(reused.buffer, 'fresh');
       return zero ? reused.fill(0) : reused;
     }
-    const fresh = new Float32Array(length);
+    const fresh = this.make(Float32Array, length);
     this.state.set(fresh.buffer, 'fresh');
     return fresh;
   }
@@ -98,8 +123,11 @@ export class OutputPool {
     if (!ArrayBuffer.isView(values)) return;
     const s = this.state.get(values.buffer);
     if (s === undefined || s === 'pinned') return;
+    const offset = this.offsets.get(values.buffer) ?? 0;
     const whole =
-      values instanceof Float32Array && values.byteOffset === 0 && values.byteLength === values.buffer.byteLength;
+      values instanceof Float32Array &&
+      values.byteOffset === offset &&
+      values.byteLength === values.buffer.byteLength - (this.offsets.has(values.buffer) ? ALIGNMENT : 0);
     const next = s === 'fresh' && whole ? 'owned' : 'pinned';
     if (next === 'pinned') this.shadows.delete(values.buffer);
     this.state.set(values.buffer, next);
@@ -119,7 +147,7 @@ export class OutputPool {
     if (this.state.get(values.buffer) !== 'owned') return undefined;
     let shadow = this.shadows.get(values.buffer);
     if (!shadow) {
-      shadow = { bits: this.freeShadows.take(values.length) ?? new Uint16Array(values.length), filled: false };
+      shadow = { bits: this.freeShadows.take(values.length) ?? this.make(Uint16Array, values.length), filled: false };
       this.shadows.set(values.buffer, shadow);
     }
     return shadow;
