@@ -150,7 +150,7 @@ t.test('the kernel is not the stock composition by accident: a wrong epsilon is 
   });
 });
 
-t.test('the addon loops give the JS loops bits, channels last and not, all five', async t => {
+t.test('the addon loops give the JS loops bits, channels last and not, all five, relu fused and not', async t => {
   const load = loadNativeAddon();
   if (!load.loaded) {
     t.ok(process.env.TANDEM_REQUIRE_NATIVE !== '1', `the native addon is required here: ${load.reason}`);
@@ -182,12 +182,18 @@ t.test('the addon loops give the JS loops bits, channels last and not, all five'
     );
     const scale = Float64Array.from(invStd, (k, c) => gamma[c] * k);
     const sums = Float32Array.from(JS_BATCH_NORM_LOOPS.gradientSums(dy, x, mean, invStd, g));
+    // a fused relu's output: its zeros, a -0 and a NaN (relu's derivative is NaN there)
+    const z = JS_BATCH_NORM_LOOPS.normalize(x, mean, scale, beta, g, true);
+    if (size > 2) [z[1], z[2]] = [-0, NaN];
     const run = (loops: BatchNormLoops) => [
       loops.channelSums(x, g),
       loops.centeredSquareSums(x, mean, g),
       loops.normalize(x, mean, scale, beta, g),
+      loops.normalize(x, mean, scale, beta, g, true),
       loops.gradientSums(dy, x, mean, invStd, g),
+      loops.gradientSums(dy, x, mean, invStd, g, z),
       loops.inputGradient(dy, x, mean, invStd, gamma, sums, n, g),
+      loops.inputGradient(dy, x, mean, invStd, gamma, sums, n, g, z),
     ];
     const bytes = (a: Float32Array | Float64Array) => Buffer.from(a.buffer, a.byteOffset, a.byteLength).toString('hex');
     const want = run(JS_BATCH_NORM_LOOPS).map(bytes),

@@ -58,6 +58,18 @@ TANDEM_SIMD Napi::Value ChannelSums(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+// relu as the native Relu kernel computes it (eltwise.cc): NaN stays NaN, -0 becomes 0.
+inline float Relu(float v) { return (v > 0.f || v != v) ? v : 0.f; }
+
+// dy times relu's derivative read from relu's output z, as reluGrad computes it from the input (z > 0 exactly where
+// the input is, NaN where it is NaN): the gradient at a BatchNormalization whose relu is fused into it.
+inline float ThroughRelu(float dy, float z) { return dy * (z != z ? z : z > 0.f ? 1.f : 0.f); }
+
+// The optional relu output at info[at] (a Float32Array of `need` values), or nullptr.
+const float* OptionalRelu(const Napi::CallbackInfo& info, size_t at, size_t need) {
+  return info.Length() > at ? OptionalF32(info[at], need, "z") : nullptr;
+}
+
 // Each difference and square rounded to float32, as tfjs computes them.
 inline float CenteredSquare(float x, float m) {
   const float d = static_cast<float>(static_cast<double>(x) - m);
@@ -89,8 +101,8 @@ TANDEM_SIMD Napi::Value CenteredSquareSums(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
-// bnNormalize(x, mean: F32, scale: F64, beta: F32, outer, channels, inner, y: F32):
-// y = β + (x − mean)·scale, per channel.
+// bnNormalize(x, mean: F32, scale: F64, beta: F32, outer, channels, inner, y: F32, relu?):
+// y = β + (x − mean)·scale, per channel; relu: y = relu(that), the relu layer after it fused in.
 TANDEM_SIMD Napi::Value Normalize(const Napi::CallbackInfo& info) {
   const Geometry g = ReadGeometry(info, 4);
   const float* x = F32(info[0], g.size(), "x");
@@ -98,26 +110,34 @@ TANDEM_SIMD Napi::Value Normalize(const Napi::CallbackInfo& info) {
   const double* scale = F64(info[2], g.channels, "scale");
   const float* beta = F32(info[3], g.channels, "beta");
   float* y = F32(info[7], g.size(), "y");
+  const bool relu = info.Length() > 8 && info[8].ToBoolean().Value();
   if (g.inner == 1) {
     for (size_t o = 0; o < g.outer; o++) {
       const float* row = x + o * g.channels;
       float* out = y + o * g.channels;
-      for (size_t c = 0; c < g.channels; c++)
-        out[c] = static_cast<float>(static_cast<double>(beta[c]) + (row[c] - static_cast<double>(mean[c])) * scale[c]);
+      if (relu)
+        for (size_t c = 0; c < g.channels; c++)
+          out[c] = Relu(static_cast<float>(static_cast<double>(beta[c]) + (row[c] - static_cast<double>(mean[c])) * scale[c]));
+      else
+        for (size_t c = 0; c < g.channels; c++)
+          out[c] = static_cast<float>(static_cast<double>(beta[c]) + (row[c] - static_cast<double>(mean[c])) * scale[c]);
     }
     return info.Env().Undefined();
   }
   for (size_t o = 0, i = 0; o < g.outer; o++) {
     for (size_t c = 0; c < g.channels; c++) {
       const double m = mean[c], k = scale[c], b = beta[c];
-      for (const size_t end = i + g.inner; i < end; i++) y[i] = static_cast<float>(b + (x[i] - m) * k);
+      for (const size_t end = i + g.inner; i < end; i++) {
+        const float v = static_cast<float>(b + (x[i] - m) * k);
+        y[i] = relu ? Relu(v) : v;
+      }
     }
   }
   return info.Env().Undefined();
 }
 
-// bnGradientSums(dy, x, mean: F32, invStd: F64, outer, channels, inner, sums: F64[2C]):
-// [Σdy, Σdy·x̂] per channel, x̂ = (x − mean)·invStd.
+// bnGradientSums(dy, x, mean: F32, invStd: F64, outer, channels, inner, sums: F64[2C], z?: F32):
+// [Σdy, Σdy·x̂] per channel, x̂ = (x − mean)·invStd; with z (a fused relu's output), dy is relu's input gradient.
 TANDEM_SIMD Napi::Value GradientSums(const Napi::CallbackInfo& info) {
   const Geometry g = ReadGeometry(info, 4);
   const size_t C = g.channels;
@@ -126,12 +146,13 @@ TANDEM_SIMD Napi::Value GradientSums(const Napi::CallbackInfo& info) {
   const float* mean = F32(info[2], C, "mean");
   const double* invStd = F64(info[3], C, "invStd");
   double* sums = F64(info[7], 2 * C, "sums");
+  const float* z = OptionalRelu(info, 8, g.size());
   for (size_t c = 0; c < 2 * C; c++) sums[c] = 0;
   if (g.inner == 1) {
     for (size_t o = 0; o < g.outer; o++) {
-      const float *dyRow = dy + o * C, *xRow = x + o * C;
+      const float *dyRow = dy + o * C, *xRow = x + o * C, *zRow = z ? z + o * C : nullptr;
       for (size_t c = 0; c < C; c++) {
-        const double d = dyRow[c];
+        const double d = zRow ? ThroughRelu(dyRow[c], zRow[c]) : dyRow[c];
         sums[c] += d;
         sums[C + c] += d * (xRow[c] - static_cast<double>(mean[c])) * invStd[c];
       }
@@ -143,7 +164,7 @@ TANDEM_SIMD Napi::Value GradientSums(const Napi::CallbackInfo& info) {
       const double m = mean[c], k = invStd[c];
       double sDy = 0, sDyXHat = 0;
       for (const size_t end = i + g.inner; i < end; i++) {
-        const double d = dy[i];
+        const double d = z ? ThroughRelu(dy[i], z[i]) : dy[i];
         sDy += d;
         sDyXHat += d * (x[i] - m) * k;
       }
@@ -155,7 +176,8 @@ TANDEM_SIMD Napi::Value GradientSums(const Napi::CallbackInfo& info) {
 }
 
 // bnInputGradient(dy, x, mean: F32, invStd: F64, gamma: F32, sums: F32[2C], n, outer, channels,
-// inner, dx: F32): dx = γ·invStd·(dy − meanDy − x̂·meanDyXHat), the means over the batch of n.
+// inner, dx: F32, z?: F32): dx = γ·invStd·(dy − meanDy − x̂·meanDyXHat), the means over the batch of n (with z, dy
+// through the fused relu first, as in bnGradientSums).
 TANDEM_SIMD Napi::Value InputGradient(const Napi::CallbackInfo& info) {
   const Geometry g = ReadGeometry(info, 7);
   const size_t C = g.channels;
@@ -168,6 +190,7 @@ TANDEM_SIMD Napi::Value InputGradient(const Napi::CallbackInfo& info) {
   if (!info[6].IsNumber()) throw Napi::TypeError::New(info.Env(), "n must be a number");
   const double n = info[6].As<Napi::Number>().DoubleValue();
   float* dx = F32(info[10], g.size(), "dx");
+  const float* z = OptionalRelu(info, 11, g.size());
   if (g.inner == 1) {
     // The per-channel factors once (the same values the general loop computes per channel and row).
     std::vector<double> k(C), scale(C), meanDy(C), meanDyXHat(C), m(C);
@@ -179,10 +202,16 @@ TANDEM_SIMD Napi::Value InputGradient(const Napi::CallbackInfo& info) {
       meanDyXHat[c] = sums[C + c] / n;
     }
     for (size_t o = 0; o < g.outer; o++) {
-      const float *dyRow = dy + o * C, *xRow = x + o * C;
+      const float *dyRow = dy + o * C, *xRow = x + o * C, *zRow = z ? z + o * C : nullptr;
       float* out = dx + o * C;
-      for (size_t c = 0; c < C; c++)
-        out[c] = static_cast<float>(scale[c] * (dyRow[c] - meanDy[c] - (xRow[c] - m[c]) * k[c] * meanDyXHat[c]));
+      if (zRow)
+        for (size_t c = 0; c < C; c++) {
+          const double d = ThroughRelu(dyRow[c], zRow[c]);
+          out[c] = static_cast<float>(scale[c] * (d - meanDy[c] - (xRow[c] - m[c]) * k[c] * meanDyXHat[c]));
+        }
+      else
+        for (size_t c = 0; c < C; c++)
+          out[c] = static_cast<float>(scale[c] * (dyRow[c] - meanDy[c] - (xRow[c] - m[c]) * k[c] * meanDyXHat[c]));
     }
     return info.Env().Undefined();
   }
@@ -190,8 +219,10 @@ TANDEM_SIMD Napi::Value InputGradient(const Napi::CallbackInfo& info) {
     for (size_t c = 0; c < C; c++) {
       const double m = mean[c], k = invStd[c], scale = gamma[c] * k;
       const double meanDy = sums[c] / n, meanDyXHat = sums[C + c] / n;
-      for (const size_t end = i + g.inner; i < end; i++)
-        dx[i] = static_cast<float>(scale * (dy[i] - meanDy - (x[i] - m) * k * meanDyXHat));
+      for (const size_t end = i + g.inner; i < end; i++) {
+        const double d = z ? ThroughRelu(dy[i], z[i]) : dy[i];
+        dx[i] = static_cast<float>(scale * (d - meanDy - (x[i] - m) * k * meanDyXHat));
+      }
     }
   }
   return info.Env().Undefined();

@@ -24,21 +24,26 @@ export interface BatchNormLoops {
   channelSums(x: Float32Array, g: ChannelGeometry): Float64Array;
   /** Σ(x − mean)² per channel, each difference and square rounded to float32 as tfjs computes them. */
   centeredSquareSums(x: Float32Array, mean: Float32Array, g: ChannelGeometry): Float64Array;
-  /** y = β + (x − mean)·scale, per channel. */
+  /** y = β + (x − mean)·scale, per channel; `relu`: relu(y) (the relu layer after it, fused in). */
   normalize(
     x: Float32Array,
     mean: Float32Array,
     scale: Float64Array,
     beta: Float32Array,
     g: ChannelGeometry,
+    relu?: boolean,
   ): Float32Array;
-  /** [Σdy, Σdy·x̂] per channel (2·C values), x̂ = (x − mean)·invStd. */
+  /**
+   * [Σdy, Σdy·x̂] per channel (2·C values), x̂ = (x − mean)·invStd. `z`: a fused relu's output; dy is then the relu's
+   * output gradient, taken through relu's derivative first (as inputGradient does).
+   */
   gradientSums(
     dy: Float32Array,
     x: Float32Array,
     mean: Float32Array,
     invStd: Float64Array,
     g: ChannelGeometry,
+    z?: Float32Array,
   ): Float64Array;
   /**
    * dx = γ·invStd·(dy − meanDy − x̂·meanDyXHat), the means over the (global) batch of n from `sums` ([Σdy, Σdy·x̂]).
@@ -52,7 +57,18 @@ export interface BatchNormLoops {
     sums: Float32Array,
     n: number,
     g: ChannelGeometry,
+    z?: Float32Array,
   ): Float32Array;
+}
+
+/** relu as the native Relu kernel computes it: NaN stays NaN, -0 becomes 0. */
+function relu(v: number): number {
+  return v > 0 || v !== v ? v : 0;
+}
+
+/** dy times relu's derivative read from relu's output z (> 0 where its input is, NaN where it is NaN), as float32. */
+function throughRelu(dy: number, z: number): number {
+  return Math.fround(dy * (z !== z ? z : z > 0 ? 1 : 0));
 }
 
 // The loops below are written out (no per-element callbacks): V8 does not inline a callback
@@ -92,6 +108,7 @@ function normalize(
   scale: Float64Array,
   beta: Float32Array,
   g: ChannelGeometry,
+  fusedRelu = false,
 ): Float32Array {
   const y = new Float32Array(x.length);
   for (let o = 0, i = 0; o < g.outer; o++) {
@@ -99,7 +116,8 @@ function normalize(
       const m = mean[c],
         k = scale[c],
         b = beta[c];
-      for (const end = i + g.inner; i < end; i++) y[i] = b + (x[i] - m) * k;
+      if (fusedRelu) for (const end = i + g.inner; i < end; i++) y[i] = relu(Math.fround(b + (x[i] - m) * k));
+      else for (const end = i + g.inner; i < end; i++) y[i] = b + (x[i] - m) * k;
     }
   }
   return y;
@@ -111,6 +129,7 @@ function gradientSums(
   mean: Float32Array,
   invStd: Float64Array,
   g: ChannelGeometry,
+  z?: Float32Array,
 ): Float64Array {
   const C = g.channels,
     sums = new Float64Array(2 * C);
@@ -121,8 +140,9 @@ function gradientSums(
       let sDy = 0,
         sDyXHat = 0;
       for (const end = i + g.inner; i < end; i++) {
-        sDy += dy[i];
-        sDyXHat += dy[i] * (x[i] - m) * k;
+        const d = z ? throughRelu(dy[i], z[i]) : dy[i];
+        sDy += d;
+        sDyXHat += d * (x[i] - m) * k;
       }
       sums[c] += sDy;
       sums[C + c] += sDyXHat;
@@ -131,7 +151,7 @@ function gradientSums(
   return sums;
 }
 
-const inputGradient: BatchNormLoops['inputGradient'] = (dy, x, mean, invStd, gamma, sums, n, g) => {
+const inputGradient: BatchNormLoops['inputGradient'] = (dy, x, mean, invStd, gamma, sums, n, g, z) => {
   const C = g.channels,
     dx = new Float32Array(x.length);
   for (let o = 0, i = 0; o < g.outer; o++) {
@@ -141,7 +161,10 @@ const inputGradient: BatchNormLoops['inputGradient'] = (dy, x, mean, invStd, gam
         scale = gamma[c] * k,
         meanDy = sums[c] / n,
         meanDyXHat = sums[C + c] / n;
-      for (const end = i + g.inner; i < end; i++) dx[i] = scale * (dy[i] - meanDy - (x[i] - m) * k * meanDyXHat);
+      for (const end = i + g.inner; i < end; i++) {
+        const d = z ? throughRelu(dy[i], z[i]) : dy[i];
+        dx[i] = scale * (d - meanDy - (x[i] - m) * k * meanDyXHat);
+      }
     }
   }
   return dx;
@@ -170,19 +193,19 @@ export function nativeBatchNormLoops(addon: NativeAddon): BatchNormLoops {
       addon.bnCenteredSquareSums(x, mean, g.outer, g.channels, g.inner, sums);
       return sums;
     },
-    normalize: (x, mean, scale, beta, g) => {
+    normalize: (x, mean, scale, beta, g, relu = false) => {
       const y = OUTPUT_POOL.take(x.length, false); // written whole; recycled once its tensor is dropped
-      addon.bnNormalize(x, mean, scale, beta, g.outer, g.channels, g.inner, y);
+      addon.bnNormalize(x, mean, scale, beta, g.outer, g.channels, g.inner, y, relu);
       return y;
     },
-    gradientSums: (dy, x, mean, invStd, g) => {
+    gradientSums: (dy, x, mean, invStd, g, z) => {
       const sums = new Float64Array(2 * g.channels);
-      addon.bnGradientSums(dy, x, mean, invStd, g.outer, g.channels, g.inner, sums);
+      addon.bnGradientSums(dy, x, mean, invStd, g.outer, g.channels, g.inner, sums, z ?? null);
       return sums;
     },
-    inputGradient: (dy, x, mean, invStd, gamma, sums, n, g) => {
+    inputGradient: (dy, x, mean, invStd, gamma, sums, n, g, z) => {
       const dx = OUTPUT_POOL.take(x.length, false);
-      addon.bnInputGradient(dy, x, mean, invStd, gamma, sums, n, g.outer, g.channels, g.inner, dx);
+      addon.bnInputGradient(dy, x, mean, invStd, gamma, sums, n, g.outer, g.channels, g.inner, dx, z ?? null);
       return dx;
     },
   };

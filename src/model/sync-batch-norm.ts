@@ -23,8 +23,26 @@ interface LayerVariableLike {
   write(t: Tensor): void;
 }
 
-interface BatchNormLayer {
+/** The parts of tfjs-layers' Node this module reads (protected in tfjs's typings). */
+interface NodeLike {
+  outboundLayer: GraphLayer;
+  inboundLayers: GraphLayer[];
+}
+
+/** A layer as its model's graph holds it. */
+interface GraphLayer {
   name: string;
+  getClassName(): string;
+  layers?: GraphLayer[];
+  outputLayers?: GraphLayer[];
+  inboundNodes: NodeLike[];
+  outboundNodes: NodeLike[];
+  activation?: { getClassName(): string };
+  call(inputs: Tensor | Tensor[], kwargs: Record<string, unknown>): Tensor | Tensor[];
+}
+
+interface BatchNormLayer extends Omit<GraphLayer, 'layers'> {
+  layers?: BatchNormLayer[];
   axis: number;
   momentum: number;
   epsilon: number;
@@ -34,9 +52,6 @@ interface BatchNormLayer {
   beta?: LayerVariableLike;
   movingMean: LayerVariableLike;
   movingVariance: LayerVariableLike;
-  call(inputs: Tensor | Tensor[], kwargs: Record<string, unknown>): Tensor | Tensor[];
-  getClassName(): string;
-  layers?: BatchNormLayer[];
 }
 
 /**
@@ -56,18 +71,62 @@ export function batchNormalizationLayers(model: LayersModel): BatchNormLayer[] {
  * tfjs does but without its broadcasting kernels. Returns the layers' names.
  */
 export function trainBatchNormalization(tf: Tf, model: LayersModel, collective?: BlockingCollective): string[] {
+  const reluAfter = reluLayersAfterBatchNorm(tf, model);
   return batchNormalizationLayers(model).map(layer => {
     const stock = layer.call.bind(layer);
+    const relu = reluAfter.get(layer);
+    if (relu) {
+      // in training the relu is the BatchNormalization's (below): the relu layer passes its input through
+      const stockRelu = relu.call.bind(relu);
+      relu.call = (inputs, kwargs) => (kwargs?.training === true ? inputs : stockRelu(inputs, kwargs));
+    }
     layer.call = (inputs, kwargs) => {
       if (kwargs?.training !== true) return stock(inputs, kwargs);
       const x = Array.isArray(inputs) ? inputs[0] : inputs;
-      return tf.tidy(() => trainingForward(tf, layer, x, collective));
+      return tf.tidy(() => trainingForward(tf, layer, x, collective, relu !== undefined));
     };
     return layer.name;
   });
 }
 
-function trainingForward(tf: Tf, layer: BatchNormLayer, x: Tensor, collective: BlockingCollective | undefined): Tensor {
+/**
+ * Each BatchNormalization layer whose output only a relu Activation layer reads (resnet's conv → BN → relu), with
+ * that layer: one outbound node, the Activation's only input, in the same model, not one of its outputs; a stock
+ * Activation (a subclass is left alone). Nested models are searched; wrappers' inner layers have no graph of their own.
+ */
+function reluLayersAfterBatchNorm(tf: Tf, model: LayersModel): Map<GraphLayer, GraphLayer> {
+  const stockActivationCall = (tf.layers.activation({ activation: 'relu' }) as unknown as GraphLayer).call;
+  const found = new Map<GraphLayer, GraphLayer>();
+  const visit = (container: GraphLayer) => {
+    for (const layer of container.layers ?? []) {
+      visit(layer);
+      if (layer.getClassName() !== 'BatchNormalization' || layer.outboundNodes.length !== 1) continue;
+      if (container.outputLayers?.includes(layer)) continue;
+      const next = layer.outboundNodes[0].outboundLayer;
+      const inbound = next.inboundNodes;
+      const soleInput = inbound.length === 1 && inbound[0].inboundLayers.length === 1;
+      if (
+        next.getClassName() === 'Activation' &&
+        next.activation?.getClassName() === 'relu' &&
+        next.call === stockActivationCall &&
+        soleInput &&
+        inbound[0].inboundLayers[0] === layer &&
+        container.layers!.includes(next)
+      )
+        found.set(layer, next);
+    }
+  };
+  visit(model as unknown as GraphLayer);
+  return found;
+}
+
+function trainingForward(
+  tf: Tf,
+  layer: BatchNormLayer,
+  x: Tensor,
+  collective: BlockingCollective | undefined,
+  relu: boolean,
+): Tensor {
   const C = x.shape[layer.axis >= 0 ? layer.axis : layer.axis + x.rank];
   const gamma = layer.scale && layer.gamma ? layer.gamma.read() : tf.ones([C]);
   const beta = layer.center && layer.beta ? layer.beta.read() : tf.zeros([C]);
@@ -75,6 +134,7 @@ function trainingForward(tf: Tf, layer: BatchNormLayer, x: Tensor, collective: B
     axis: layer.axis,
     epsilon: layer.epsilon,
     collective,
+    relu,
   });
   movingAverage(tf, layer.movingMean, mean, layer.momentum);
   movingAverage(tf, layer.movingVariance, variance, layer.momentum);

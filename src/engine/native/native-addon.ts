@@ -201,7 +201,10 @@ export interface NativeAddon {
     channels: number,
     inner: number,
     y: F32,
+    /** relu(y): the relu layer after it, fused in. */
+    relu?: boolean,
   ): void;
+  /** `z`: a fused relu's output (dy is then the relu's output gradient); also bnInputGradient's. */
   bnGradientSums(
     dy: F32,
     x: F32,
@@ -211,6 +214,7 @@ export interface NativeAddon {
     channels: number,
     inner: number,
     sums: Float64Array,
+    z?: F32 | null,
   ): void;
   bnInputGradient(
     dy: F32,
@@ -224,6 +228,7 @@ export interface NativeAddon {
     channels: number,
     inner: number,
     dx: F32,
+    z?: F32 | null,
   ): void;
 }
 
