@@ -7,6 +7,8 @@
 import t from 'tap';
 import * as tf from '@tensorflow/tfjs';
 import { dropoutMultiplier, seedRandomLayers } from '../src/model/seeded-random-layers.js';
+import { dropoutMaskJs } from '../src/engine/dropout-mask.js';
+import { loadNativeAddon } from '../src/engine/native/native-addon.js';
 
 const N = 1 << 16;
 
@@ -79,3 +81,28 @@ t.test(
     model.dispose();
   },
 );
+
+t.test('the addon draws the JS loop’s mask, bit for bit', async t => {
+  const load = loadNativeAddon();
+  if (!load.loaded) {
+    t.ok(process.env.TANDEM_REQUIRE_NATIVE !== '1', `the native addon is required here: ${load.reason}`);
+    return;
+  }
+  for (const [size, rate, seed] of [
+    [1, 0.5, 0],
+    [17, 0.25, -3],
+    [4099, 0.9, 2 ** 31 - 1],
+    [295_000, 0.5, 123_456_789],
+    [1 << 16, 1e-7, 42],
+    [1000, 0.999999, 7],
+  ]) {
+    const got = tf.tidy(() => Float32Array.from(dropoutMultiplier(tf, [size], rate, seed).dataSync()));
+    const keep = Math.fround(1 - rate);
+    const base = Math.imul(seed | 0, 0x85ebca6b) ^ 0x2545f491;
+    // the threshold dropoutMultiplier finds, by a linear scan from the top (another way to the same number)
+    let lo = 1 << 24;
+    while (lo > 0 && Math.fround((lo - 1) / 16777216 + keep) >= 1) lo--;
+    const want = dropoutMaskJs(size, base, lo, Float32Array.of(0, 1 / keep));
+    t.ok(Buffer.from(got.buffer).equals(Buffer.from(want.buffer)), `${size} values, rate ${rate}, seed ${seed}`);
+  }
+});

@@ -92,6 +92,15 @@ Ctx& GetCtx(Napi::Env env);
 #define TANDEM_SIMD
 #endif
 
+// Whether this CPU has the AVX-512 subsets the streaming stores use (F, BW, VL).
+inline bool StreamsAvx512() {
+  static const bool has =
+      __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+  return has;
+}
+// Orders streaming (non-temporal) stores before whatever follows them.
+inline void StoreFence() { __builtin_ia32_sfence(); }
+
 // Whether prim is user's layout in bf16 (user float32; both plain and dense): a cast, which a shadow can stand for.
 bool IsBf16Cast(const memory::desc& user, const memory::desc& prim);
 

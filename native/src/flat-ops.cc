@@ -124,9 +124,33 @@ TANDEM_SIMD Napi::Value FirstNonFinite(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), -1);
 }
 
+// dropoutMask(out: F32, base: int32, lo: uint32, kept: number): dropout's multiplier as seeded-random-layers.ts's
+// dropoutMultiplier draws it, the same integer steps: z = base + i·0x9e3779b9, murmur3's finaliser, u = z's high 24
+// bits; out[i] = kept (float32) where u >= lo, else 0.
+TANDEM_SIMD Napi::Value DropoutMask(const Napi::CallbackInfo& info) {
+  if (!info[0].IsTypedArray() || info[0].As<Napi::TypedArray>().TypedArrayType() != napi_float32_array)
+    throw Napi::TypeError::New(info.Env(), "out must be a Float32Array");
+  if (!info[1].IsNumber() || !info[2].IsNumber() || !info[3].IsNumber())
+    throw Napi::TypeError::New(info.Env(), "dropoutMask(out, base, lo, kept): base, lo and kept must be numbers");
+  auto out = info[0].As<Napi::Float32Array>();
+  const size_t n = out.ElementLength();
+  float* o = out.Data();
+  const uint32_t base = static_cast<uint32_t>(info[1].As<Napi::Number>().Int32Value());
+  const uint32_t lo = info[2].As<Napi::Number>().Uint32Value();
+  const float kept = info[3].As<Napi::Number>().FloatValue();
+  for (size_t i = 0; i < n; i++) {
+    uint32_t z = base + static_cast<uint32_t>(i) * 0x9e3779b9u;
+    z = (z ^ (z >> 16)) * 0x85ebca6bu;
+    z = (z ^ (z >> 13)) * 0xc2b2ae35u;
+    o[i] = ((z ^ (z >> 16)) >> 8) >= lo ? kept : 0.f;
+  }
+  return info.Env().Undefined();
+}
+
 }  // namespace
 
 void RegisterFlatOps(Napi::Env env, Napi::Object exports) {
+  exports.Set("dropoutMask", Napi::Function::New(env, DropoutMask));
   exports.Set("reduceMean", Napi::Function::New(env, ReduceMean));
   exports.Set("sgdUpdate", Napi::Function::New(env, SgdUpdate));
   exports.Set("adamUpdate", Napi::Function::New(env, AdamUpdate));

@@ -18,6 +18,7 @@
  */
 import type { LayersModel, Tensor, Tf } from '../engine/tfjs-types.js';
 import { allLayers } from './all-layers.js';
+import { dropoutMask } from '../engine/dropout-mask.js';
 
 interface RecurrentCell {
   dropout?: number;
@@ -205,13 +206,7 @@ export function dropoutMultiplier(tf: Tf, shape: number[], rate: number, seed: n
     if (Math.fround(mid / 16777216 + keep) >= 1) hi = mid;
     else lo = mid + 1;
   }
-  const values = new Float32Array(shape.reduce((a, b) => a * b, 1));
+  const size = shape.reduce((a, b) => a * b, 1);
   const base = Math.imul(seed | 0, 0x85ebca6b) ^ 0x2545f491;
-  for (let i = 0; i < values.length; i++) {
-    let z = (base + Math.imul(i, 0x9e3779b9)) | 0;
-    z = Math.imul(z ^ (z >>> 16), 0x85ebca6b);
-    z = Math.imul(z ^ (z >>> 13), 0xc2b2ae35);
-    values[i] = table[1 - ((((z ^ (z >>> 16)) >>> 8) - lo) >>> 31)];
-  }
-  return tf.tensor(values, shape, 'float32');
+  return tf.tensor(dropoutMask(size, base, lo, table), shape, 'float32');
 }

@@ -128,6 +128,8 @@ export interface NativeAddon {
   ): number;
   relu(x: F32, y: F32, size: number): void;
   reluGrad(dy: F32, x: F32, dx: F32, size: number): void;
+  /** Dropout's multiplier into `out`, as seeded-random-layers.ts's dropoutMultiplier draws it (the same bits). */
+  dropoutMask(out: F32, base: number, lo: number, kept: number): void;
   addRowVector(x: F32, v: F32, y: F32, rows: number, cols: number): void;
   sumRows(x: F32, out: F32, rows: number, cols: number): void;
   /**
@@ -258,6 +260,7 @@ const EXPORTS: (keyof NativeAddon)[] = [
   'conv2dReluMaxPool',
   'relu',
   'reluGrad',
+  'dropoutMask',
   'addRowVector',
   'sumRows',
   'binaryStrided',
