@@ -55,6 +55,33 @@ function registerTests(native: FlatArithmetic, addon: NativeAddon): void {
     t.throws(() => addon.firstNonFinite(new Float64Array(4) as unknown as Float32Array), /Float32Array/);
   });
 
+  t.test('copyFinite: the bits copied at any offset (streamed or not), the first non-finite index', async t => {
+    const r = prng(13);
+    let wrong = 0,
+      found = 0;
+    for (let trial = 0; trial < 120; trial++) {
+      const n = trial < 20 ? trial : Math.floor(r() * 40_000); // short ones copy plainly; long ones stream
+      const src = values(n, r, 1, false);
+      for (let k = Math.floor(r() * 3); k > 0 && n > 0; k--) src[Math.floor(r() * n)] = SPECIAL[Math.floor(r() * 10)];
+      const offset = Math.floor(r() * 37);
+      const dst = new Float32Array(new SharedArrayBuffer((offset + n + 5) * 4)).fill(7);
+      const want = firstNonFiniteJs(src);
+      if (want >= 0) found++;
+      const got = addon.copyFinite(src, dst, offset);
+      const bytes = (a: Float32Array) => Buffer.from(a.buffer, a.byteOffset, a.byteLength);
+      const copiedRight = bytes(dst.subarray(offset, offset + n)).equals(bytes(src));
+      const around = dst.subarray(0, offset).every(v => v === 7) && dst.subarray(offset + n).every(v => v === 7);
+      if (got !== want || !copiedRight || !around) wrong++;
+    }
+    t.equal(wrong, 0, '120 gradients up to 40,000 floats at offsets 0-36: copied exactly, nothing else touched');
+    t.ok(found > 20, `${found} of them hold a non-finite value`);
+    t.throws(
+      () => addon.copyFinite(new Float32Array(8), new Float32Array(8), 1),
+      /dst holds 8 floats, the kernel needs 9/,
+      'dst too short: named, nothing written',
+    );
+  });
+
   t.test('reduceMeanInto: native = JS, bit for bit (1-4 slots, in place or not, odd ranges)', async t => {
     const r = prng(7);
     let cases = 0,

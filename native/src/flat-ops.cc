@@ -8,6 +8,10 @@
 #include <algorithm>
 #include <vector>
 
+#include <immintrin.h>
+
+#include <cstring>
+
 #include "dnnl-context.h"
 
 namespace tandem {
@@ -106,12 +110,8 @@ TANDEM_SIMD Napi::Value AdamUpdate(const Napi::CallbackInfo& info) {
 // firstNonFinite(values): the index of the first NaN or ±Infinity in the Float32Array, or -1
 // (a gradient's check before it is handed over). Blocks are tested branch-free on the exponent
 // bits (all ones: not finite), so the loop vectorises; only a block that has one is searched.
-TANDEM_SIMD Napi::Value FirstNonFinite(const Napi::CallbackInfo& info) {
-  if (!info[0].IsTypedArray() || info[0].As<Napi::TypedArray>().TypedArrayType() != napi_float32_array)
-    throw Napi::TypeError::New(info.Env(), "values must be a Float32Array");
-  auto values = info[0].As<Napi::Float32Array>();
-  const size_t n = values.ElementLength();
-  const uint32_t* bits = reinterpret_cast<const uint32_t*>(values.Data());
+TANDEM_SIMD long FirstNonFiniteIn(const float* v, size_t n) {
+  const uint32_t* bits = reinterpret_cast<const uint32_t*>(v);
   constexpr uint32_t kExponent = 0x7f800000u;
   for (size_t b = 0; b < n; b += kBlock) {
     const size_t end = std::min(n, b + kBlock);
@@ -119,9 +119,16 @@ TANDEM_SIMD Napi::Value FirstNonFinite(const Napi::CallbackInfo& info) {
     for (size_t i = b; i < end; i++) any |= static_cast<uint32_t>((bits[i] & kExponent) == kExponent);
     if (any == 0) continue;
     for (size_t i = b; i < end; i++)
-      if ((bits[i] & kExponent) == kExponent) return Napi::Number::New(info.Env(), static_cast<double>(i));
+      if ((bits[i] & kExponent) == kExponent) return static_cast<long>(i);
   }
-  return Napi::Number::New(info.Env(), -1);
+  return -1;
+}
+
+Napi::Value FirstNonFinite(const Napi::CallbackInfo& info) {
+  if (!info[0].IsTypedArray() || info[0].As<Napi::TypedArray>().TypedArrayType() != napi_float32_array)
+    throw Napi::TypeError::New(info.Env(), "values must be a Float32Array");
+  auto values = info[0].As<Napi::Float32Array>();
+  return Napi::Number::New(info.Env(), static_cast<double>(FirstNonFiniteIn(values.Data(), values.ElementLength())));
 }
 
 // dropoutMask(out: F32, base: int32, lo: uint32, kept: number): dropout's multiplier as seeded-random-layers.ts's
@@ -147,9 +154,42 @@ TANDEM_SIMD Napi::Value DropoutMask(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+__attribute__((target("avx512f"))) void StreamCopy(float* dst, const float* src, size_t n) {
+  for (size_t i = 0; i < n; i += 16) _mm512_stream_ps(dst + i, _mm512_loadu_ps(src + i));
+}
+
+
+// copyFinite(src, dst, offset): src copied into dst from offset, and the index of src's first NaN or ±Infinity (or
+// -1): a gradient's hand-over in one call. The copy streams past the caches where the CPU has AVX-512 (the comm
+// thread reads it from another core) after a head that aligns dst to 64 bytes; the check reads src once more, from
+// the caches when it is small enough to stay there.
+Napi::Value CopyFinite(const Napi::CallbackInfo& info) {
+  if (!info[0].IsTypedArray() || info[0].As<Napi::TypedArray>().TypedArrayType() != napi_float32_array)
+    throw Napi::TypeError::New(info.Env(), "src must be a Float32Array");
+  auto srcArray = info[0].As<Napi::Float32Array>();
+  const size_t n = srcArray.ElementLength();
+  const int offset = Int(info[2], "offset");
+  if (offset < 0) throw Napi::RangeError::New(info.Env(), "offset must be non-negative");
+  const float* src = srcArray.Data();
+  float* dst = F32(info[1], static_cast<size_t>(offset) + n, "dst") + offset;
+  size_t head = 0;
+  if (StreamsAvx512() && n >= 1024) {
+    while (head < n && reinterpret_cast<uintptr_t>(dst + head) % 64 != 0) head++;
+    const size_t body = (n - head) / 16 * 16;
+    std::memcpy(dst, src, head * sizeof(float));
+    StreamCopy(dst + head, src + head, body);
+    StoreFence();
+    std::memcpy(dst + head + body, src + head + body, (n - head - body) * sizeof(float));
+  } else {
+    std::memcpy(dst, src, n * sizeof(float));
+  }
+  return Napi::Number::New(info.Env(), static_cast<double>(FirstNonFiniteIn(src, n)));
+}
+
 }  // namespace
 
 void RegisterFlatOps(Napi::Env env, Napi::Object exports) {
+  exports.Set("copyFinite", Napi::Function::New(env, CopyFinite));
   exports.Set("dropoutMask", Napi::Function::New(env, DropoutMask));
   exports.Set("reduceMean", Napi::Function::New(env, ReduceMean));
   exports.Set("sgdUpdate", Napi::Function::New(env, SgdUpdate));

@@ -8,7 +8,7 @@ import * as tf from '@tensorflow/tfjs';
 import type { ResolvedConfig } from '../config-types.js';
 import { TandemError } from '../errors.js';
 import { OrderedReads } from '../engine/async-reads.js';
-import { firstNonFinite } from '../engine/non-finite.js';
+import { copyFinite, firstNonFinite } from '../engine/non-finite.js';
 import { hostFloats } from '../engine/host-floats.js';
 import { backwardWithGradientReady, backwardWithGradientReadyAsync } from '../engine/gradient-tape.js';
 import { probeForward } from '../plugins/step-probes.js';
@@ -194,7 +194,16 @@ export class BackwardPass {
     // runs to its end, so that collectives inside it (BatchNormalization sync, partial-fc) stay in step.
     if (nonFiniteLoss !== undefined && cfg.onNan === 'error') return;
     const local = modelIndex >= vars.length;
-    const bad = nonFiniteLoss === undefined ? firstNonFinite(values) : -1;
+    const spec = local ? undefined : layout.variables[byModelIndex[modelIndex]];
+    const { micro } = this.x;
+    // the common case (a finite loss, no micro-batches): copied and checked in one call, before the decision below;
+    // a failing step never reads the copy, and skip-step hands over the same values
+    const copied = nonFiniteLoss === undefined && spec !== undefined && !micro;
+    const bad = copied
+      ? copyFinite(values, grads, spec.offset)
+      : nonFiniteLoss === undefined
+        ? firstNonFinite(values)
+        : -1;
     if (bad >= 0) {
       // named only here: the model's trainableWeights getter walks every layer (~0.1 ms a step when asked per weight)
       const name = local
@@ -208,8 +217,7 @@ export class BackwardPass {
       this.localGrads[modelIndex - vars.length] = values.slice();
       return;
     }
-    const spec = layout.variables[byModelIndex[modelIndex]];
-    const { micro } = this.x;
+    if (!spec) return;
     if (micro && micro.index < micro.count - 1) {
       // an earlier micro-batch: summed, nothing is ready until the last
       if (nonFiniteLoss === undefined) addInto(micro.sum, values, spec.offset, micro.index === 0);
@@ -218,7 +226,7 @@ export class BackwardPass {
     }
     if (nonFiniteLoss !== undefined) grads.fill(NaN, spec.offset, spec.offset + spec.size);
     else if (micro) meanInto(grads, micro, values, spec.offset);
-    else grads.set(values, spec.offset);
+    else if (!copied) grads.set(values, spec.offset);
     const now = wallNow();
     if (this.lastReady === 0) this.lastReady = this.backwardStart;
     if (now > this.lastReady) this.host.span('backward', `backward ${spec.layer}`, this.lastReady, now);

@@ -15,3 +15,14 @@ export function firstNonFiniteJs(values: Float32Array): number {
   for (let i = 0; i < values.length; i++) if (!Number.isFinite(values[i])) return i;
   return -1;
 }
+
+/**
+ * `values` copied into `dst` from `offset`, and the index of its first NaN or ±Infinity (or -1): a gradient's hand-over
+ * in one call (the addon streams the copy past this core's caches, to the comm thread's).
+ */
+export function copyFinite(values: Float32Array, dst: Float32Array, offset: number): number {
+  const addon = loadNativeAddon();
+  if (addon.loaded) return addon.addon.copyFinite(values, dst, offset);
+  dst.set(values, offset);
+  return firstNonFiniteJs(values);
+}

@@ -159,6 +159,8 @@ export interface NativeAddon {
   reduceMean(slots: readonly F32[], out: F32, start: number, end: number): void;
   /** The index of the first NaN or ±Infinity of `values`, or -1 (as backward-pass.ts's `firstNonFinite`). */
   firstNonFinite(values: F32): number;
+  /** src copied into dst from `offset` (streamed past the caches on AVX-512), and firstNonFinite(src). */
+  copyFinite(src: F32, dst: F32, offset: number): number;
   /** tfjs's sgd (acc null) or momentum update of [start, end), as `applyUpdate`. */
   sgdUpdate(params: F32, grads: F32, acc: F32 | null, start: number, end: number, lr: number, momentum: number): void;
   /** tfjs's adam update of [start, end), as `applyUpdate`; c1, c2 = 1 - fround(beta^step). */
@@ -269,6 +271,7 @@ const EXPORTS: (keyof NativeAddon)[] = [
   'sgdUpdate',
   'adamUpdate',
   'firstNonFinite',
+  'copyFinite',
   'halfCompress',
   'halfMeanDecoded',
   'bnChannelSums',
