@@ -5,7 +5,8 @@
 // - the small conv group, ready last, overtakes the large FC group in flight: its exchange starts after the FC
 //   group's first chunk started and ends before the FC group's last chunk ends;
 // - the next step's first conv forward starts before step s's FC exchange has ended: its wait for the conv group
-//   ends, and a forward span of step s + 1 starts, while the FC group's chunks still cross the link.
+//   ends, and a forward span of step s + 1 starts, while the FC group's chunks still cross the link (on at least a
+//   third of the steps: timing on a loaded machine, below).
 // Bits against sequential across hosts: hosts-strategies.test.ts. Needs root and iproute2 (skipped saying why
 // otherwise). Every process and the namespaces are torn down.
 import t from 'tap';
@@ -96,10 +97,13 @@ else if (glooAddonOrSkip()) {
               step,
             ),
           );
+        // At least a third: on a loaded machine (CI's tap runs test files side by side) a step's forward sometimes
+        // waits until ~1 ms after the exchange ends, on up to 4 of 6 steps seen (alone: 4-6 of 6 early, 5 runs). The
+        // overtaking above is checked on every step; with the exchange in ready order it fails there.
         t.ok(
-          early.filter(Boolean).length * 2 >= early.length,
+          early.filter(Boolean).length * 3 >= early.length,
           `device ${device}: the next conv forward started under the FC exchange on ${early.filter(Boolean).length} ` +
-            `of ${early.length} steps (at least half)`,
+            `of ${early.length} steps (at least a third)`,
         );
       }
     },
