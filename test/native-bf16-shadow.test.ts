@@ -51,44 +51,63 @@ function sameBits(a: Float32Array, b: Float32Array): boolean {
 function registerTests(addon: NativeAddon) {
   t.teardown(() => addon.setPrecision('fp32'));
 
-  for (const depthwise of [false, true]) {
-    t.test(`${depthwise ? 'depthwise' : 'regular'} convolution kernels: a shadow gives the reorder's bits`, t => {
-      addon.setPrecision('bf16');
-      const [N, H, W, C, K] = [2, 9, 9, 16, 3],
-        OC = depthwise ? C : 32;
-      const shape: NativeConvShape = [N, H, W, C, K, K, OC, 1, 1, 1, 1, 1, 1, H, W, depthwise ? C : 1];
-      const x = awkward(N * H * W * C, 1),
-        dy = awkward(N * H * W * OC, 2),
-        w = awkward(K * K * C * (depthwise ? 1 : OC), 3).map(v => (Number.isFinite(v) ? v : 0.5));
-      const xShadow = new Uint16Array(x.length),
-        dyShadow = new Uint16Array(dy.length);
-      const plain = { y: new Float32Array(dy.length), dx: new Float32Array(x.length), dw: new Float32Array(w.length) };
-      const shadowed = {
-        y: new Float32Array(dy.length),
-        dx: new Float32Array(x.length),
-        dw: new Float32Array(w.length),
-      };
-      addon.conv2dForward(x, w, null, plain.y, shape, 0, 0);
-      addon.conv2dBackwardData(dy, w, plain.dx, shape);
-      addon.conv2dBackwardWeights(x, dy, plain.dw, null, shape);
-      t.equal(addon.conv2dForward(x, w, null, shadowed.y, shape, 0, 0, xShadow, false), 1, 'forward filled x');
-      t.equal(addon.conv2dBackwardData(dy, w, shadowed.dx, shape, dyShadow, false), 1, 'data gradient filled dy');
-      // both shadows filled: the weight gradient converts nothing, and must still give the reorder's bits
-      const filled = addon.conv2dBackwardWeights(x, dy, shadowed.dw, null, shape, xShadow, true, dyShadow, true);
-      t.equal(filled, 3, 'the weight gradient read both shadows');
-      t.ok(sameBits(plain.y, shadowed.y), 'forward: the same bits');
-      t.ok(sameBits(plain.dx, shadowed.dx), 'data gradient: the same bits');
-      t.ok(sameBits(plain.dw, shadowed.dw), 'weight gradient from filled shadows: the same bits');
-      t.ok(plain.y.some(Number.isNaN) && plain.y.some(v => Number.isFinite(v) && v !== 0), 'NaN and numbers reached y');
-      // a shadow marked filled is trusted: garbage in it shows in the output (the flag is what the pool keeps)
-      const stale = new Uint16Array(x.length).fill(0x3f80); // 1.0 everywhere
-      const wrong = new Float32Array(dy.length);
-      addon.conv2dForward(x, w, null, wrong, shape, 0, 0, stale, true);
-      t.notOk(sameBits(plain.y, wrong), 'a filled shadow is read, not x');
-      addon.setPrecision('fp32');
-      t.equal(addon.conv2dForward(x, w, null, wrong, shape, 0, 0, new Uint16Array(x.length), false), 0, 'fp32: unused');
-      t.end();
-    });
+  // three channels: the weight gradient runs as im2col and matmuls (conv-im2col.cc), reading x's shadow for its columns
+  for (const [depthwise, C] of [
+    [false, 16],
+    [true, 16],
+    [false, 3],
+  ] as const) {
+    t.test(
+      `${depthwise ? 'depthwise' : 'regular'} convolution kernels, ${C} channels: a shadow gives the reorder's bits`,
+      t => {
+        addon.setPrecision('bf16');
+        const [N, H, W, K] = [2, 9, 9, 3],
+          OC = depthwise ? C : 32;
+        const shape: NativeConvShape = [N, H, W, C, K, K, OC, 1, 1, 1, 1, 1, 1, H, W, depthwise ? C : 1];
+        const x = awkward(N * H * W * C, 1),
+          dy = awkward(N * H * W * OC, 2),
+          w = awkward(K * K * C * (depthwise ? 1 : OC), 3).map(v => (Number.isFinite(v) ? v : 0.5));
+        const xShadow = new Uint16Array(x.length),
+          dyShadow = new Uint16Array(dy.length);
+        const plain = {
+          y: new Float32Array(dy.length),
+          dx: new Float32Array(x.length),
+          dw: new Float32Array(w.length),
+        };
+        const shadowed = {
+          y: new Float32Array(dy.length),
+          dx: new Float32Array(x.length),
+          dw: new Float32Array(w.length),
+        };
+        addon.conv2dForward(x, w, null, plain.y, shape, 0, 0);
+        addon.conv2dBackwardData(dy, w, plain.dx, shape);
+        addon.conv2dBackwardWeights(x, dy, plain.dw, null, shape);
+        t.equal(addon.conv2dForward(x, w, null, shadowed.y, shape, 0, 0, xShadow, false), 1, 'forward filled x');
+        t.equal(addon.conv2dBackwardData(dy, w, shadowed.dx, shape, dyShadow, false), 1, 'data gradient filled dy');
+        // both shadows filled: the weight gradient converts nothing, and must still give the reorder's bits
+        const filled = addon.conv2dBackwardWeights(x, dy, shadowed.dw, null, shape, xShadow, true, dyShadow, true);
+        t.equal(filled, 3, 'the weight gradient read both shadows');
+        t.ok(sameBits(plain.y, shadowed.y), 'forward: the same bits');
+        t.ok(sameBits(plain.dx, shadowed.dx), 'data gradient: the same bits');
+        t.ok(sameBits(plain.dw, shadowed.dw), 'weight gradient from filled shadows: the same bits');
+        t.ok(
+          plain.y.some(Number.isNaN) && plain.y.some(v => Number.isFinite(v) && v !== 0),
+          'NaN and numbers reached y',
+        );
+        // a shadow marked filled is trusted: garbage in it shows in the output (the flag is what the pool keeps)
+        const stale = new Uint16Array(x.length).fill(0x3f80); // 1.0 everywhere
+        const wrong = new Float32Array(dy.length);
+        addon.conv2dForward(x, w, null, wrong, shape, 0, 0, stale, true);
+        t.notOk(sameBits(plain.y, wrong), 'a filled shadow is read, not x');
+        addon.setPrecision('fp32');
+        t.equal(
+          addon.conv2dForward(x, w, null, wrong, shape, 0, 0, new Uint16Array(x.length), false),
+          0,
+          'fp32: unused',
+        );
+        t.end();
+      },
+    );
   }
 
   t.test("the pool's shadows: only for owned outputs, gone when handed out or recycled", t => {

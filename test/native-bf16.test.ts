@@ -138,6 +138,14 @@ function registerTests(addon: NativeAddon) {
       convCase(4, 12, 8, 3, 8, 1, true),
       convCase(2, 11, 6, 3, 12, 2, true),
       filterBiasCase(4, 10, 8, 3, 16),
+      // one to three input channels: the weight gradient as im2col and matmuls (conv-im2col.cc), by chunks of whole
+      // images (~4,096 output pixels; these have a smaller last chunk), at stride 2 with uneven padding
+      convCase(4, 16, 3, 3, 16, 1, false),
+      convCase(3, 14, 1, 5, 7, 2, false),
+      convCase(3, 40, 3, 3, 8, 1, false),
+      convCase(5, 31, 2, 3, 9, 2, false),
+      filterBiasCase(5, 30, 3, 3, 16),
+      filterBiasCase(3, 28, 1, 3, 32),
       matmulCase([], 32, 300, 64, false, false),
       matmulCase([], 17, 40, 9, true, false),
       matmulCase([3], 8, 50, 12, false, true),
@@ -151,6 +159,15 @@ function registerTests(addon: NativeAddon) {
     const bf16Kernels = Object.entries(addon.implementations()).filter(([key]) => key.includes(':bf16|'));
     t.ok(bf16Kernels.length >= cases.length, `${bf16Kernels.length} bf16 primitives were created`);
     for (const [key, impl] of bf16Kernels) t.notMatch(impl, /^f32 fallback/, `${key} ran in bf16 on ${impl}`);
+    // conv2: a weight gradient; key "conv2:bf16|N,H,W,C,KH,KW,…": 1 to 3 channels and 3×3 or smaller (C·KH·KW <= 27)
+    const weightGradients = bf16Kernels.filter(([key]) => key.startsWith('conv2:'));
+    const byIm2col = ([key]: [string, string]) => {
+      const [, , , c, kh, kw, , , , , , , , g] = key.split('|')[1].split(',').map(Number);
+      return g === 1 && c <= 3 && c * kh * kw <= 27;
+    };
+    t.equal(weightGradients.filter(byIm2col).length, 6, 'six weight gradients had few input channels');
+    for (const entry of weightGradients)
+      t.equal(entry[1].startsWith('im2col+'), byIm2col(entry), `${entry[0]}: ${entry[1]}`);
     t.end();
   });
 

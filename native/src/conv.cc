@@ -9,16 +9,10 @@
 // [KH, KW, C, M] is described to oneDNN by strides as {G, M, 1, KH, KW}.
 #include <sstream>
 
+#include "conv-shape.h"
 #include "dnnl-context.h"
 
 namespace tandem {
-
-struct ConvShape {
-  int N, H, W, C, KH, KW, OC, sh, sw, pt, pl, pb, pr, OH, OW, G;
-  size_t xSize() const { return (size_t)N * H * W * C; }
-  size_t ySize() const { return (size_t)N * OH * OW * OC; }
-  size_t wSize() const { return (size_t)KH * KW * (C / G) * OC; }
-};
 
 namespace {
 
@@ -144,7 +138,15 @@ ConvEntry& GetConv(Ctx& c, ConvKind kind, const ConvShape& s, bool bias) {
   e->w_md = UserWeights(s);
   e->b_md = memory::desc({s.OC}, dt::f32, tag::x);
   bool made = false;
-  if (c.bf16 || kind == ConvKind::ForwardBf16) {
+  if (c.bf16 && kind == ConvKind::BackwardWeights && WeightsByIm2col(s)) {
+    try {
+      CreateIm2colWeights(c, *e, s, bias);
+      made = true;
+    } catch (const dnnl::error&) {
+      // no bf16 matmul here: the convolution's own weight gradient
+    }
+  }
+  if (!made && (c.bf16 || kind == ConvKind::ForwardBf16)) {
     try {
       CreateConv(c, *e, kind, s, bias, Types{dt::bf16, dt::f32});
       made = true;
@@ -220,6 +222,10 @@ Napi::Value Conv2dBackwardWeights(const Napi::CallbackInfo& info) {
     float* db = OptionalF32(info[3], s.OC, "dbias");
     Shadow xs = ReadShadow(info, 5, s.xSize()), dys = ReadShadow(info, 7, s.ySize());
     auto& e = GetConv(c, ConvKind::BackwardWeights, s, db != nullptr);
+    if (e.im2col) {
+      RunIm2colWeights(c, e, s, x, xs, dy, dys, dw, db);
+      return Napi::Number::New(info.Env(), (xs.filled ? 1 : 0) | (dys.filled ? 2 : 0));
+    }
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, e.x.Input(c, x, xs)},
                                          {DNNL_ARG_DIFF_DST, e.y.Input(c, dy, dys)},
                                          {DNNL_ARG_DIFF_WEIGHTS, e.w.Output(c, dw)},

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 namespace tandem {
 
@@ -57,6 +58,12 @@ struct ConvEntry {
   Conversion x, w, y;
   memory scratch;
   std::string impl;  // oneDNN's implementation string ("f32 fallback: ..." where bf16 had no kernel)
+  // A weight gradient as im2col and matmuls (conv-im2col.cc): prim is a chunk's matmul (tailPrim the last, smaller
+  // chunk's), y converts dy; a chunk's columns, the summed output, and x in bf16, padded, channel by channel.
+  bool im2col = false;
+  dnnl::primitive tailPrim;
+  memory cols, dst;
+  std::vector<uint16_t> planar;
 };
 
 // A cached matmul primitive for one shape, transposition, bias, activation and precision.

@@ -1,0 +1,27 @@
+// A 2-D convolution's geometry as JS passes it (src/engine/native/conv-kernels.ts's convShape), shared by conv.cc and
+// conv-im2col.cc.
+#pragma once
+#include <cstddef>
+
+namespace tandem {
+
+struct ConvShape {
+  int N, H, W, C, KH, KW, OC, sh, sw, pt, pl, pb, pr, OH, OW, G;
+  size_t xSize() const { return (size_t)N * H * W * C; }
+  size_t ySize() const { return (size_t)N * OH * OW * OC; }
+  size_t wSize() const { return (size_t)KH * KW * (C / G) * OC; }
+};
+
+struct Ctx;
+struct ConvEntry;
+struct Shadow;
+
+// Whether a bf16 weight gradient of shape s runs as im2col and one matmul (conv-im2col.cc): few input channels.
+bool WeightsByIm2col(const ConvShape& s);
+// Creates that matmul and its buffers into e (throws dnnl::error when oneDNN has no bf16 matmul).
+void CreateIm2colWeights(Ctx& c, ConvEntry& e, const ConvShape& s, bool bias);
+// dw (HWIO) and db (or null) of x and dy; the shadows read when filled (and filled when given).
+void RunIm2colWeights(Ctx& c, ConvEntry& e, const ConvShape& s, const float* x, Shadow& xs, float* dy, Shadow& dys,
+                      float* dw, float* db);
+
+}  // namespace tandem
