@@ -145,7 +145,7 @@ switch (name) {
   case 'precision':
     await runPrecisionBench({
       models: (values.models ?? 'alexnet-mini,resnet-mini,mnist-node').split(','),
-      steps: Number(values.steps ?? 60),
+      steps: Number(values.steps ?? 300),
       perDeviceBatch: Number(values.batch ?? 32),
       out: values.out ?? 'bench/results',
     });

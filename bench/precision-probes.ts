@@ -57,13 +57,14 @@ function kernelMs(): number {
 
 /**
  * One device's forward and backward (softmax cross-entropy; `model` prepared as the native engine trains it) on this
- * thread: the mean of 10 after 3 untimed.
+ * thread: the mean of `warm` steps (at least 10) after `warm` untimed.
  */
 export function stepSplit(
   addon: NativeAddon,
   model: tf.LayersModel,
   batch: number,
   precision: 'fp32' | 'bf16',
+  warm: number,
 ): StepSplit {
   const known = new Set(Object.keys(addon.implementations()));
   addon.setPrecision(precision);
@@ -73,10 +74,10 @@ export function stepSplit(
   // forward and backward as a device's compute thread runs them (its update runs on the comm thread)
   const loss = () => tf.losses.softmaxCrossEntropy(y, model.apply(x, { training: true }) as tf.Tensor) as tf.Scalar;
   const step = () => tf.tidy(() => tf.dispose(tf.variableGrads(loss).grads));
-  for (let i = 0; i < 3; i++) step();
+  for (let i = 0; i < warm; i++) step();
   const k0 = kernelMs(),
     t0 = performance.now();
-  const steps = 10;
+  const steps = Math.max(10, warm);
   for (let i = 0; i < steps; i++) step();
   const stepMs = (performance.now() - t0) / steps,
     kMs = (kernelMs() - k0) / steps;

@@ -6,6 +6,11 @@
  * tandem trains on 512 synthetic images, drawn once and then kept by each device's reader, so that neither side
  * pays for making data in its step (PyTorch's reference trains on one fixed random batch).
  *
+ * Both sides are timed over the second half of `--steps` (default 300), the first half untimed: tandem's step keeps
+ * shortening for its first ~100 steps (V8 optimises the JS around the kernels, and the kernels' wrappers with it:
+ * alexnet-mini bf16's forward and backward 8.6 ms in steps 20–40, 7.0 ms after step 200), where PyTorch's is steady
+ * after a few. tandem's time is device 0's, from the start of its first timed step to the start of its last.
+ *
  * For each model it also prints what oneDNN picked per kernel in bf16 (its implementation strings), the split of
  * one device's step into native kernels (oneDNN convolutions and matmuls, C++ pooling and elementwise loops) and
  * everything else (stock tfjs kernels, JS dispatch, the tape, the update), measured on the bench's own thread, and
@@ -15,14 +20,13 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import * as tf from '@tensorflow/tfjs';
-import { train, type TrainConfig } from '../src/index.js';
+import { startTraining, type TrainConfig } from '../src/index.js';
 import { startBackend } from '../src/engine/backend.js';
 import { requireNativeAddon, type NativeAddon } from '../src/engine/native/native-addon.js';
 import { bf16Support } from '../src/engine/native/bf16-support.js';
 import { getEngine } from '../src/engine/engine-registry.js';
 import { BUILTIN_MODELS } from '../src/model/builtin-models.js';
 import { trainBatchNormalization } from '../src/model/sync-batch-norm.js';
-import { warmupSteps } from '../src/trainer/run-summary.js';
 import { runRecord } from './run-record.js';
 import { findTorchPython, runTorchReference, type TorchModel } from './torch-reference.js';
 import { matmulPeak, stepSplit, trainingFlopsPerSample, type StepSplit } from './precision-probes.js';
@@ -71,8 +75,21 @@ async function tandemRate(model: string, devices: number, precision: Precision, 
     lr: 0.01,
     momentum: 0.9,
   };
-  const s = await train(cfg);
-  return cfg.batch! / (s.steadyStepMs / 1000);
+  const warm = untimedSteps(o.steps);
+  const starts: number[] = [];
+  const run = startTraining(cfg);
+  run.timeline$.subscribe(s => {
+    if (s.device === 0 && s.thread === 'compute' && s.kind === 'load' && s.step > warm) starts[s.step] = s.start;
+  });
+  await run.done;
+  const timed = starts.filter(t => t !== undefined);
+  if (timed.length < 2) throw new Error(`precision bench: ${model} reported ${timed.length} timed steps`);
+  return (cfg.batch! * (timed.length - 1)) / ((timed[timed.length - 1] - timed[0]) / 1000);
+}
+
+/** The untimed first steps of a run of `steps`, on both sides: half. */
+function untimedSteps(steps: number): number {
+  return Math.floor(steps / 2);
 }
 
 /** (d): two independent 1-device trainings (the same config) at the same time, their rates summed. */
@@ -82,7 +99,7 @@ async function independentRate(model: string, precision: Precision, o: Precision
 }
 
 async function torchRates(python: string, model: string, o: PrecisionBenchOptions) {
-  const warmup = warmupSteps(o.steps);
+  const warmup = untimedSteps(o.steps);
   const common = {
     mode: 'single' as const,
     model: model as TorchModel,
@@ -104,8 +121,8 @@ async function probeModel(addon: NativeAddon, model: string, o: PrecisionBenchOp
   getEngine('native').prepareModel?.(tf, built, { nativeFusion: true }); // once, as a device trains it
   trainBatchNormalization(tf, built); // BatchNormalization on tandem's loops, as a device trains it
   const split: Record<Precision, StepSplit> = {
-    fp32: stepSplit(addon, built, o.perDeviceBatch, 'fp32'),
-    bf16: stepSplit(addon, built, o.perDeviceBatch, 'bf16'),
+    fp32: stepSplit(addon, built, o.perDeviceBatch, 'fp32', untimedSteps(o.steps)),
+    bf16: stepSplit(addon, built, o.perDeviceBatch, 'bf16', untimedSteps(o.steps)),
   };
   built.dispose();
   return { flops, split };
