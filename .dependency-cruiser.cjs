@@ -53,7 +53,7 @@ const LAYERS = [
     name: 'kernels',
     paths: [
       '^src/engine/native/',
-      '^src/engine/(tfjs-types|kernel-attrs)\\.ts$',
+      '^src/engine/(tfjs-types|kernel-attrs|sole-reader)\\.ts$',
       '^src/pipeline/hooks/half-float\\.ts$',
     ],
   },

@@ -58,12 +58,9 @@ TANDEM_SIMD Napi::Value ChannelSums(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
-// relu as the native Relu kernel computes it (eltwise.cc): NaN stays NaN, -0 becomes 0.
-inline float Relu(float v) { return (v > 0.f || v != v) ? v : 0.f; }
-
 // dy times relu's derivative read from relu's output z, as reluGrad computes it from the input (z > 0 exactly where
 // the input is, NaN where it is NaN): the gradient at a BatchNormalization whose relu is fused into it.
-inline float ThroughRelu(float dy, float z) { return dy * (z != z ? z : z > 0.f ? 1.f : 0.f); }
+inline float ThroughRelu(float dy, float z) { return dy * ReluStep(z); }
 
 // The optional relu output at info[at] (a Float32Array of `need` values), or nullptr.
 const float* OptionalRelu(const Napi::CallbackInfo& info, size_t at, size_t need) {
@@ -117,7 +114,7 @@ TANDEM_SIMD Napi::Value Normalize(const Napi::CallbackInfo& info) {
       float* out = y + o * g.channels;
       if (relu)
         for (size_t c = 0; c < g.channels; c++)
-          out[c] = Relu(static_cast<float>(static_cast<double>(beta[c]) + (row[c] - static_cast<double>(mean[c])) * scale[c]));
+          out[c] = ReluValue(static_cast<float>(static_cast<double>(beta[c]) + (row[c] - static_cast<double>(mean[c])) * scale[c]));
       else
         for (size_t c = 0; c < g.channels; c++)
           out[c] = static_cast<float>(static_cast<double>(beta[c]) + (row[c] - static_cast<double>(mean[c])) * scale[c]);
@@ -129,7 +126,7 @@ TANDEM_SIMD Napi::Value Normalize(const Napi::CallbackInfo& info) {
       const double m = mean[c], k = scale[c], b = beta[c];
       for (const size_t end = i + g.inner; i < end; i++) {
         const float v = static_cast<float>(b + (x[i] - m) * k);
-        y[i] = relu ? Relu(v) : v;
+        y[i] = relu ? ReluValue(v) : v;
       }
     }
   }

@@ -57,7 +57,6 @@ struct Types {
   dt in, out;
 };
 
-
 // The forward descriptor; bwdHint: as a hint for a backward primitive, whose diff_dst has the input type; inDst: y
 // written in the input type.
 dnnl::convolution_forward::primitive_desc ForwardPd(Ctx& c, const ConvShape& s, bool bias, Types t, bool bwdHint,

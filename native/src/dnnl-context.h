@@ -151,6 +151,11 @@ Activation ReadActivation(const Napi::Value& v);
 // turn NaN into numbers (max/min with a constant), and a NaN must reach the user.
 void ApplyActivation(float* y, size_t n, Activation act, double alpha);
 
+// relu as the native Relu kernel computes it (eltwise.cc), Math.max(0, v): NaN stays NaN, -0 becomes 0.
+inline float ReluValue(float v) { return (v > 0.f || v != v) ? v : 0.f; }
+// relu's derivative as TandemReluGrad computes it (eltwise.cc's reluGrad): x > 0 ? 1 : 0, NaN where x is NaN.
+inline float ReluStep(float x) { return x != x ? x : (x > 0.f ? 1.f : 0.f); }
+
 // Runs f, turning oneDNN errors into JS errors that name the kernel.
 template <typename F>
 Napi::Value Guard(const Napi::CallbackInfo& info, const char* kernel, F f) {

@@ -158,7 +158,6 @@ __attribute__((target("avx512f"))) void StreamCopy(float* dst, const float* src,
   for (size_t i = 0; i < n; i += 16) _mm512_stream_ps(dst + i, _mm512_loadu_ps(src + i));
 }
 
-
 // copyFinite(src, dst, offset): src copied into dst from offset, and the index of src's first NaN or ±Infinity (or
 // -1): a gradient's hand-over in one call. The copy streams past the caches where the CPU has AVX-512 (the comm
 // thread reads it from another core) after a head that aligns dst to 64 bytes; the check reads src once more, from

@@ -53,7 +53,6 @@ struct Options {
   std::chrono::milliseconds waitSlice{50};
 };
 
-
 std::unique_ptr<gloo::rendezvous::Store> OpenStore(const std::string& url, std::chrono::milliseconds timeout) {
   if (url.rfind("file://", 0) == 0) return std::make_unique<gloo::rendezvous::FileStore>(url.substr(7));
   if (url.rfind("tcp://", 0) == 0) {

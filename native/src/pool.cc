@@ -111,9 +111,6 @@ bool Tiles(const PoolShape& p) {
   return p.FH == p.sh && p.FW == p.sw && p.pt == 0 && p.pl == 0 && p.OH * p.sh == p.H && p.OW * p.sw == p.W;
 }
 
-// relu's derivative as TandemReluGrad computes it: dy * (x > 0 ? 1 : 0), NaN where x is NaN.
-inline float ReluStep(float x) { return x != x ? x : (x > 0.f ? 1.f : 0.f); }
-
 // One cell of a window whose winners are at[]: dx = (the winner's dy or 0), times relu's step at x when kRelu.
 template <bool kRelu>
 inline void WriteCell(float* __restrict dx, const float* __restrict x, const float* __restrict dy,

@@ -15,6 +15,7 @@
  */
 import type { BlockingCollective } from '../collectives/collective.js';
 import type { LayersModel, Tensor, Tf } from '../engine/tfjs-types.js';
+import { soleReader, type GraphLayerLike } from '../engine/sole-reader.js';
 import { batchNormTraining } from './batch-norm-training.js';
 import { allLayers } from './all-layers.js';
 
@@ -23,20 +24,10 @@ interface LayerVariableLike {
   write(t: Tensor): void;
 }
 
-/** The parts of tfjs-layers' Node this module reads (protected in tfjs's typings). */
-interface NodeLike {
-  outboundLayer: GraphLayer;
-  inboundLayers: GraphLayer[];
-}
-
 /** A layer as its model's graph holds it. */
-interface GraphLayer {
+interface GraphLayer extends GraphLayerLike<GraphLayer> {
   name: string;
   getClassName(): string;
-  layers?: GraphLayer[];
-  outputLayers?: GraphLayer[];
-  inboundNodes: NodeLike[];
-  outboundNodes: NodeLike[];
   activation?: { getClassName(): string };
   call(inputs: Tensor | Tensor[], kwargs: Record<string, unknown>): Tensor | Tensor[];
 }
@@ -100,18 +91,12 @@ function reluLayersAfterBatchNorm(tf: Tf, model: LayersModel): Map<GraphLayer, G
   const visit = (container: GraphLayer) => {
     for (const layer of container.layers ?? []) {
       visit(layer);
-      if (layer.getClassName() !== 'BatchNormalization' || layer.outboundNodes.length !== 1) continue;
-      if (container.outputLayers?.includes(layer)) continue;
-      const next = layer.outboundNodes[0].outboundLayer;
-      const inbound = next.inboundNodes;
-      const soleInput = inbound.length === 1 && inbound[0].inboundLayers.length === 1;
+      if (layer.getClassName() !== 'BatchNormalization') continue;
+      const next = soleReader(layer, container);
       if (
-        next.getClassName() === 'Activation' &&
+        next?.getClassName() === 'Activation' &&
         next.activation?.getClassName() === 'relu' &&
-        next.call === stockActivationCall &&
-        soleInput &&
-        inbound[0].inboundLayers[0] === layer &&
-        container.layers!.includes(next)
+        next.call === stockActivationCall
       )
         found.set(layer, next);
     }

@@ -16,22 +16,14 @@
 import type { NamedAttrMap } from '@tensorflow/tfjs-core';
 import type { Tensor, Tf } from '../tfjs-types.js';
 import { MAX_POOL_OF_RELU_KERNEL, MAX_POOL_RELU_GRAD_KERNEL } from './pool-kernels.js';
+import { soleReader, type GraphLayerLike } from '../sole-reader.js';
 
 export { MAX_POOL_OF_RELU_KERNEL } from './pool-kernels.js';
 
-/** The parts of tfjs-layers' Layer and Node this module reads (protected in tfjs's typings). */
-interface NodeLike {
-  outboundLayer: LayerLike;
-  inboundLayers: LayerLike[];
-}
-
-export interface LayerLike {
+/** The parts of tfjs-layers' Layer this module reads (protected in tfjs's typings). */
+export interface LayerLike extends GraphLayerLike<LayerLike> {
   name: string;
   getClassName(): string;
-  layers?: LayerLike[];
-  outputLayers?: LayerLike[];
-  inboundNodes: NodeLike[];
-  outboundNodes: NodeLike[];
   call(inputs: Tensor | Tensor[], kwargs: unknown): Tensor | Tensor[];
 }
 
@@ -47,14 +39,9 @@ interface PoolLayer extends LayerLike {
  * undefined. `stockPoolCall`: tfjs's own MaxPooling2D call (a subclass computing something else is left alone).
  */
 export function onlyPoolAfter(conv: LayerLike, container: LayerLike, stockPoolCall: unknown): PoolLayer | undefined {
-  if (conv.outboundNodes.length !== 1 || container.outputLayers?.includes(conv)) return undefined;
-  const pool = conv.outboundNodes[0].outboundLayer as PoolLayer;
-  if (pool.getClassName() !== 'MaxPooling2D' || pool.call !== stockPoolCall) return undefined;
-  if (!container.layers?.includes(pool) || pool.dataFormat !== 'channelsLast') return undefined;
-  const inbound = pool.inboundNodes;
-  if (inbound.length !== 1 || inbound[0].inboundLayers.length !== 1 || inbound[0].inboundLayers[0] !== conv)
-    return undefined;
-  return pool;
+  const pool = soleReader(conv, container) as PoolLayer | undefined;
+  if (!pool || pool.getClassName() !== 'MaxPooling2D' || pool.call !== stockPoolCall) return undefined;
+  return pool.dataFormat === 'channelsLast' ? pool : undefined;
 }
 
 /** tfjs's own MaxPooling2D `call`, to tell a stock layer from a subclass. */
