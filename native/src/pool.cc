@@ -361,6 +361,7 @@ inline void WinnersOf4Bf16(const uint16_t* const* cells, float* __restrict y, ui
                            int8_t* __restrict winners, int C) {
   const float lowest = -std::numeric_limits<float>::infinity();
   const uint16_t *__restrict a = cells[0], *__restrict b = cells[1], *__restrict c2 = cells[2], *__restrict d = cells[3];
+#pragma GCC ivdep
   for (int c = 0; c < C; c++) {
     const float va = Widen(a[c]), vb = Widen(b[c]), vc = Widen(c2[c]), vd = Widen(d[c]);
     float m = va > lowest ? va : lowest;
@@ -386,6 +387,21 @@ TANDEM_SIMD void MaxPoolWinnersBf16(const uint16_t* x, float* y, uint16_t* yBits
   const float lowest = -std::numeric_limits<float>::infinity();
   std::vector<int32_t> wv(C), nv(C);
   std::vector<const uint16_t*> cells(K);
+  if (p.FH == 2 && p.FW == 2) {  // the common window: its cells' addresses by steps, not divisions
+    const size_t rowCells = (size_t)p.W * C;
+    for (int n = 0; n < p.N; n++)
+      for (int oh = 0; oh < OH; oh++) {
+        const uint16_t* top = x + ((size_t)n * p.H + 2 * oh) * rowCells;
+        const size_t first = ((size_t)n * OH + oh) * OW * C;
+        for (int ow = 0; ow < OW; ow++) {
+          const uint16_t* window[4] = {top + 2 * ow * C, top + (2 * ow + 1) * C, top + rowCells + 2 * ow * C,
+                                       top + rowCells + (2 * ow + 1) * C};
+          const size_t at = first + (size_t)ow * C;
+          WinnersOf4Bf16(window, y + at, yBits + at, winners + at, C);
+        }
+      }
+    return;
+  }
   for (int n = 0; n < p.N; n++)
     for (int oh = 0; oh < OH; oh++)
       for (int ow = 0; ow < OW; ow++) {
