@@ -4,7 +4,7 @@ import t from 'tap';
 import { Worker } from 'node:worker_threads';
 import { once } from 'node:events';
 import { shardOf } from '../src/collectives/reduce-slots.js';
-import { SHARED_MEMORY_TRANSPORT } from '../src/collectives/shared-memory-transport.js';
+import { SHARED_MEMORY_TRANSPORT, SMALL_FLOATS } from '../src/collectives/shared-memory-transport.js';
 import type { AllReduceKind } from '../src/collectives/collective.js';
 
 /**
@@ -155,10 +155,10 @@ t.test('broadcast copies the root (last rank) into every slot over the range onl
 });
 
 t.test(
-  'buffers that are not registered go through the staging area in chunks: the same results, sum/mean/max, async and ' +
-    'blocking',
+  'buffers that are not registered: up to SMALL_FLOATS in one barrier, larger through the staging area in chunks; ' +
+    'the same results, sum/mean/max, async and blocking',
   async t => {
-    const length = 1031;
+    const length = SMALL_FLOATS + 904; // [0, 5): the one-barrier form; [5, length): chunks of 7
     const fill = (r: number, i: number) => Math.cos(r * 1.3 + i) * (r + 2);
     for (const size of [3]) {
       // the staging path has no branch on the rank count (1-4 ranks in place: above); the suite's time
@@ -169,7 +169,7 @@ t.test(
           length,
           [
             [0, 5],
-            [5, 1031],
+            [5, length],
           ],
           op,
           fill,
@@ -184,7 +184,7 @@ t.test(
             length,
             [
               [0, 5],
-              [5, 1031],
+              [5, length],
             ],
             op,
             fill,
@@ -210,6 +210,30 @@ t.test(
         t.equal(inPlace.after[1][i], want, `${size} ranks, ${op}: element ${i} as computed by hand in rank order`);
       }
     }
+  },
+);
+
+t.test(
+  'small all-reduces back to back (one barrier each, halves alternating): the bits of the in-place form',
+  async t => {
+    // each call reduces a range of the last one's result: a rank that rewrote a half a slower rank still read would
+    // change every later value
+    const length = 64;
+    const ranges: [number, number][] = Array.from({ length: 400 }, (_, k) => {
+      const s = (k * 7) % 60;
+      return [s, Math.min(length, s + 1 + ((k * 13) % 40))];
+    });
+    const fill = (r: number, i: number) => Math.sin(r * 2.3 + i * 0.7) * (r + 1);
+    for (const size of [2, 3, 4])
+      for (const op of ['sum', 'mean', 'max'] as const) {
+        const inPlace = await runRanks(size, 'sharded', length, ranges, op, fill);
+        const small = await runRanks(size, 'sharded', length, ranges, op, fill, { staging: true, blocking: true });
+        let same = true;
+        for (let r = 0; r < size; r++)
+          for (let i = 0; i < length; i++) if (!Object.is(small.after[r][i], inPlace.after[r][i])) same = false;
+        const moved = inPlace.after[0].some((v, i) => !Object.is(v, inPlace.before[0][i]));
+        t.ok(same && moved, `${size} ranks, ${op}: 400 small all-reduces give the in-place bits on every rank`);
+      }
   },
 );
 

@@ -33,9 +33,14 @@ export interface SharedMemoryData {
   algorithm: AllReduceKind;
   barrier: SharedArrayBuffer;
   staging: SharedArrayBuffer;
+  /** Per rank two halves of SMALL_FLOATS: the one-barrier all-reduce's slots. */
+  small: SharedArrayBuffer;
   stagingFloats: number;
   registered: SlotBuffer[];
 }
+
+/** The most floats the one-barrier all-reduce takes (more: the staging area's three-barrier forms). */
+export const SMALL_FLOATS = 4096;
 
 /** Prepares synchronously (nothing to wait for). */
 export const SHARED_MEMORY_TRANSPORT: Omit<Transport, 'prepare'> & {
@@ -56,6 +61,7 @@ export const SHARED_MEMORY_TRANSPORT: Omit<Transport, 'prepare'> & {
       algorithm: spec.options.allReduce,
       barrier: new SharedArrayBuffer(BARRIER_WORDS * 4),
       staging: new SharedArrayBuffer(spec.size * stagingFloats * 4),
+      small: new SharedArrayBuffer(spec.size * 2 * SMALL_FLOATS * 4),
       stagingFloats,
       registered: spec.registered,
     };
@@ -80,6 +86,10 @@ export class SharedMemoryCollective implements Collective {
   private readonly staging: Float32Array[];
   private readonly reducer: SlotReducer;
   private readonly peers = new WeakMap<Float32Array, SlotSet>();
+  /** Each rank's two small slots, [half][rank]; and where this rank reduces them. */
+  private readonly small: SlotSet[];
+  private readonly smallOut = new Float32Array(SMALL_FLOATS);
+  private smallCalls = 0;
 
   constructor(
     readonly rank: number,
@@ -93,6 +103,12 @@ export class SharedMemoryCollective implements Collective {
       (_, r) => new Float32Array(data.staging, r * data.stagingFloats * 4, data.stagingFloats),
     );
     this.reducer = env.reducer ?? { reduceMeanInto };
+    this.small = [0, 1].map(half =>
+      Array.from(
+        { length: size },
+        (_, r) => new Float32Array(data.small, (r * 2 + half) * SMALL_FLOATS * 4, SMALL_FLOATS),
+      ),
+    );
     this.blocking = {
       allReduce: (buf, start, end, op) => this.allReduceNow(buf, start, end, op),
       allGather: (mine, all) => this.allGatherNow(mine, all),
@@ -145,6 +161,10 @@ export class SharedMemoryCollective implements Collective {
       this.reduceSlots(slots, start, end, op);
       return;
     }
+    if (end - start <= SMALL_FLOATS) {
+      this.allReduceSmall(buf, start, end, op);
+      return;
+    }
     const mine = this.staging[this.rank];
     for (let c = start; c < end; c += this.data.stagingFloats) {
       const len = Math.min(this.data.stagingFloats, end - c);
@@ -152,6 +172,18 @@ export class SharedMemoryCollective implements Collective {
       this.reduceSlots(this.staging, 0, len, op);
       buf.set(mine.subarray(0, len), c);
     }
+  }
+
+  /** A small buffer's all-reduce in one barrier (the header says why it is safe). */
+  private allReduceSmall(buf: Float32Array, start: number, end: number, op: ReduceOp): void {
+    const slots = this.small[this.smallCalls++ % 2];
+    const len = end - start;
+    slots[this.rank].set(buf.subarray(start, end));
+    this.gate.arrive('peers to hand over their values (small all-reduce)');
+    const out = this.smallOut;
+    if (op === 'mean') this.reducer.reduceMeanInto(slots, out, 0, len);
+    else reduceSlotsInto(slots, out, 0, len, op);
+    buf.set(out.subarray(0, len), start);
   }
 
   /** Every rank's slot holds op over all slots on [start, end). */
