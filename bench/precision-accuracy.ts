@@ -41,6 +41,8 @@ async function both(cfg: TrainConfig): Promise<Record<'fp32' | 'bf16', TrainSumm
 }
 
 const heldOut = (s: TrainSummary) => 100 * (s.heldOut?.accuracy ?? NaN);
+/** Held-out samples right: the criterion counts samples (98.4 - 98.1 is 0.30000000000000426 in float64). */
+const heldOutRight = (s: TrainSummary, n: number) => Math.round((s.heldOut?.accuracy ?? NaN) * n);
 const lastLoss = (s: TrainSummary, n = 20) => {
   const tail = s.history.slice(-n);
   return tail.reduce((sum, h) => sum + h.loss, 0) / tail.length;
@@ -51,6 +53,8 @@ export async function runPrecisionAccuracy(o: PrecisionAccuracyOptions): Promise
   const epochs = o.quick ? 1 : undefined;
   const { out: _out, ...job } = mnistJob();
   void _out;
+  const n = job.heldOut;
+  if (!n) throw new Error('precision-accuracy: examples/mnist.json must hold out samples (heldOut)');
   const alex = await both({ ...job, backend: 'native', ...(epochs ? { epochs } : {}) });
   const [a32, a16] = [heldOut(alex.fp32), heldOut(alex.bf16)];
   rows.push({
@@ -59,7 +63,8 @@ export async function runPrecisionAccuracy(o: PrecisionAccuracyOptions): Promise
     fp32: a32,
     bf16: a16,
     criterion: '|bf16 - fp32| <= 0.3 points',
-    held: Math.abs(a16 - a32) <= 0.3,
+    // 0.3 points of n samples: 3 of 1,000
+    held: Math.abs(heldOutRight(alex.bf16, n) - heldOutRight(alex.fp32, n)) <= Math.round((0.3 / 100) * n),
   });
   for (const model of ['resnet-mini', 'mobilenet-mini']) {
     const cfg: TrainConfig = { model, data: 'mnist', devices: 2, batch: 64, steps: o.quick ? 100 : 200, lr: 0.02 };
@@ -81,7 +86,7 @@ export async function runPrecisionAccuracy(o: PrecisionAccuracyOptions): Promise
     fp32: heldOut(node.fp32),
     bf16: heldOut(node.bf16),
     criterion: 'bf16 >= 98%',
-    held: heldOut(node.bf16) >= 98,
+    held: heldOutRight(node.bf16, n) >= Math.round(0.98 * n),
   });
   console.log('\n| model | measure | fp32 | bf16 | criterion | held |');
   console.log('|---|---|---:|---:|---|---|');
