@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <algorithm>
+#include <string>
 #include <vector>
 
 #include <immintrin.h>
@@ -124,10 +125,15 @@ TANDEM_SIMD long FirstNonFiniteIn(const float* v, size_t n) {
   return -1;
 }
 
+// A Float32Array argument, whole (its length is the caller's count): a TypeError names it otherwise.
+Napi::Float32Array WholeF32(const Napi::Value& v, const char* name) {
+  if (!v.IsTypedArray() || v.As<Napi::TypedArray>().TypedArrayType() != napi_float32_array)
+    throw Napi::TypeError::New(v.Env(), std::string(name) + " must be a Float32Array");
+  return v.As<Napi::Float32Array>();
+}
+
 Napi::Value FirstNonFinite(const Napi::CallbackInfo& info) {
-  if (!info[0].IsTypedArray() || info[0].As<Napi::TypedArray>().TypedArrayType() != napi_float32_array)
-    throw Napi::TypeError::New(info.Env(), "values must be a Float32Array");
-  auto values = info[0].As<Napi::Float32Array>();
+  auto values = WholeF32(info[0], "values");
   return Napi::Number::New(info.Env(), static_cast<double>(FirstNonFiniteIn(values.Data(), values.ElementLength())));
 }
 
@@ -135,11 +141,9 @@ Napi::Value FirstNonFinite(const Napi::CallbackInfo& info) {
 // dropoutMultiplier draws it, the same integer steps: z = base + i·0x9e3779b9, murmur3's finaliser, u = z's high 24
 // bits; out[i] = kept (float32) where u >= lo, else 0.
 TANDEM_SIMD Napi::Value DropoutMask(const Napi::CallbackInfo& info) {
-  if (!info[0].IsTypedArray() || info[0].As<Napi::TypedArray>().TypedArrayType() != napi_float32_array)
-    throw Napi::TypeError::New(info.Env(), "out must be a Float32Array");
+  auto out = WholeF32(info[0], "out");
   if (!info[1].IsNumber() || !info[2].IsNumber() || !info[3].IsNumber())
     throw Napi::TypeError::New(info.Env(), "dropoutMask(out, base, lo, kept): base, lo and kept must be numbers");
-  auto out = info[0].As<Napi::Float32Array>();
   const size_t n = out.ElementLength();
   float* o = out.Data();
   const uint32_t base = static_cast<uint32_t>(info[1].As<Napi::Number>().Int32Value());
@@ -163,9 +167,7 @@ __attribute__((target("avx512f"))) void StreamCopy(float* dst, const float* src,
 // thread reads it from another core) after a head that aligns dst to 64 bytes; the check reads src once more, from
 // the caches when it is small enough to stay there.
 Napi::Value CopyFinite(const Napi::CallbackInfo& info) {
-  if (!info[0].IsTypedArray() || info[0].As<Napi::TypedArray>().TypedArrayType() != napi_float32_array)
-    throw Napi::TypeError::New(info.Env(), "src must be a Float32Array");
-  auto srcArray = info[0].As<Napi::Float32Array>();
+  auto srcArray = WholeF32(info[0], "src");
   const size_t n = srcArray.ElementLength();
   const int offset = Int(info[2], "offset");
   if (offset < 0) throw Napi::RangeError::New(info.Env(), "offset must be non-negative");

@@ -219,7 +219,7 @@ TANDEM_SIMD Napi::Value MaxPoolWinners(const Napi::CallbackInfo& info) {
           cells[k] = x + (((size_t)n * p.H + oh * p.FH + k / p.FW) * p.W + ow * p.FW + k % p.FW) * C;
         const size_t cell = ((size_t)n * p.OH + oh) * p.OW + ow;
         float* __restrict py = y + cell * C;
-        if (K == 4) {  // 2×2 (or 1×4, 4×1): one pass, the window in registers
+        if (K == 4) {  // 1×4 or 4×1 (2×2 took the path above): one pass, the window in registers
           WinnersOf4(cells.data(), py, winners + cell * C, C);
           continue;
         }
@@ -384,9 +384,6 @@ inline void WinnersOf4Bf16(const uint16_t* const* cells, float* __restrict y, ui
 TANDEM_SIMD void MaxPoolWinnersBf16(const uint16_t* x, float* y, uint16_t* yBits, int8_t* winners,
                                     const TiledPool& p) {
   const int OH = p.H / p.FH, OW = p.W / p.FW, K = p.FH * p.FW, C = p.C;
-  const float lowest = -std::numeric_limits<float>::infinity();
-  std::vector<int32_t> wv(C), nv(C);
-  std::vector<const uint16_t*> cells(K);
   if (p.FH == 2 && p.FW == 2) {  // the common window: its cells' addresses by steps, not divisions
     const size_t rowCells = (size_t)p.W * C;
     for (int n = 0; n < p.N; n++)
@@ -402,6 +399,9 @@ TANDEM_SIMD void MaxPoolWinnersBf16(const uint16_t* x, float* y, uint16_t* yBits
       }
     return;
   }
+  const float lowest = -std::numeric_limits<float>::infinity();
+  std::vector<int32_t> wv(C), nv(C);
+  std::vector<const uint16_t*> cells(K);
   for (int n = 0; n < p.N; n++)
     for (int oh = 0; oh < OH; oh++)
       for (int ow = 0; ow < OW; ow++) {
@@ -409,7 +409,7 @@ TANDEM_SIMD void MaxPoolWinnersBf16(const uint16_t* x, float* y, uint16_t* yBits
           cells[k] = x + (((size_t)n * p.H + oh * p.FH + k / p.FW) * p.W + ow * p.FW + k % p.FW) * C;
         const size_t cell = ((size_t)n * OH + oh) * OW + ow;
         float* __restrict py = y + cell * C;
-        if (K == 4) {  // 2×2 (or 1×4, 4×1): one pass, the window in registers
+        if (K == 4) {  // 1×4 or 4×1 (2×2 took the path above): one pass, the window in registers
           WinnersOf4Bf16(cells.data(), py, yBits + cell * C, winners + cell * C, C);
           continue;
         }

@@ -174,22 +174,25 @@ export class SharedMemoryCollective implements Collective {
     }
   }
 
+  /** out[s, e) = op over the slots' [s, e): the run's reducer for a mean (the addon's loop, when loaded). */
+  private reduceInto(slots: SlotSet, out: Float32Array, s: number, e: number, op: ReduceOp): void {
+    if (op === 'mean') this.reducer.reduceMeanInto(slots, out, s, e);
+    else reduceSlotsInto(slots, out, s, e, op);
+  }
+
   /** A small buffer's all-reduce in one barrier (the header says why it is safe). */
   private allReduceSmall(buf: Float32Array, start: number, end: number, op: ReduceOp): void {
     const slots = this.small[this.smallCalls++ % 2];
     const len = end - start;
     slots[this.rank].set(buf.subarray(start, end));
     this.gate.arrive('peers to hand over their values (small all-reduce)');
-    const out = this.smallOut;
-    if (op === 'mean') this.reducer.reduceMeanInto(slots, out, 0, len);
-    else reduceSlotsInto(slots, out, 0, len, op);
-    buf.set(out.subarray(0, len), start);
+    this.reduceInto(slots, this.smallOut, 0, len, op);
+    buf.set(this.smallOut.subarray(0, len), start);
   }
 
   /** Every rank's slot holds op over all slots on [start, end). */
   private reduceSlots(slots: SlotSet, start: number, end: number, op: ReduceOp): void {
-    const reduce = (out: Float32Array, s: number, e: number) =>
-      op === 'mean' ? this.reducer.reduceMeanInto(slots, out, s, e) : reduceSlotsInto(slots, out, s, e, op);
+    const reduce = (out: Float32Array, s: number, e: number) => this.reduceInto(slots, out, s, e, op);
     const mine = slots[this.rank];
     switch (this.data.algorithm) {
       case 'primary':
