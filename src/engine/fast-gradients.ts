@@ -17,6 +17,7 @@
  *   explicit padding. Measured: the wasm kernel computes wrong values (and then
  *   corrupts its heap) for numeric pads and for 'same' with a 1-high filter and
  *   stride 2, where XNNPACK's own SAME rule is used; explicit pads are right.
+ * - `Mean` gradient, every backend: the small gradient divided, then broadcast (mean-gradient.ts).
  * - `BatchMatMul` / `_FusedMatMul` on wasm: transposed operands are transposed
  *   explicitly first (wasm runs transpose-flagged matmul far slower).
  */
@@ -25,6 +26,7 @@ import { DEPTHWISE_GRADIENT_KERNELS, registerDepthwiseGradientKernel } from './d
 import { registerMaxPoolGradientKernel } from './max-pool-gradient-kernel.js';
 import { kernelOutput } from './kernel-output.js';
 import { registerResizeNearestGradient } from './resize-nearest-gradient.js';
+import { registerMeanGradient } from './mean-gradient.js';
 import {
   convIsCovered,
   delegateToCpu,
@@ -103,6 +105,7 @@ export function installFastGradients(
   if (CPU_KERNEL_BACKENDS.has(backendName))
     once('ResizeNearestNeighborGrad', () => registerResizeNearestGradient(tf, backendName));
   once('Conv2D-gradient', () => registerConvGradient(tf));
+  once('Mean-gradient', () => registerMeanGradient(tf));
   return { backend: backendName, installed };
 }
 

@@ -12,9 +12,12 @@ import type { Tensor, Tf } from './tfjs-types.js';
 import { NATIVE_BACKEND } from './native/native-backend.js';
 
 export function hostFloats(tf: Tf, t: Tensor): Float32Array {
-  if (t.dtype === 'float32' && tf.getBackend() === NATIVE_BACKEND) {
-    const values = (tf.engine().backend as MathBackendCPU).data.get(t.dataId)?.values;
-    if (values instanceof Float32Array) return values;
-  }
-  return t.dataSync() as Float32Array;
+  return ownFloats(tf, t) ?? (t.dataSync() as Float32Array);
+}
+
+/** The tensor's own array on the native backend (read in place, nothing copied), or undefined elsewhere. */
+export function ownFloats(tf: Tf, t: Tensor): Float32Array | undefined {
+  if (t.dtype !== 'float32' || tf.getBackend() !== NATIVE_BACKEND) return undefined;
+  const values = (tf.engine().backend as MathBackendCPU).data.get(t.dataId)?.values;
+  return values instanceof Float32Array ? values : undefined;
 }

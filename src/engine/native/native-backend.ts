@@ -17,6 +17,7 @@ import { requireNativeAddon, type NativeAddon } from './native-addon.js';
 import type { NativeKernel, NativeKernelArgs } from './native-kernel.js';
 import { CONV_FILTER_BIAS_KERNEL, convKernels } from './conv-kernels.js';
 import { matmulKernels } from './matmul-kernels.js';
+import { tileKernel } from './tile-kernel.js';
 import { MAX_POOL_OF_RELU_KERNEL, MAX_POOL_RELU_GRAD_KERNEL, poolKernels } from './pool-kernels.js';
 import { elementwiseKernels, RELU_GRAD_KERNEL } from './elementwise-kernels.js';
 import { FUSED_CONV_KERNEL, registerFusedConvGradient } from './fused-conv-layers.js';
@@ -59,6 +60,7 @@ function allKernels(tf: Tf, addon: NativeAddon): NativeKernel[] {
     ...poolKernels(ctx),
     ...elementwiseKernels(ctx),
     ...convPoolKernels(ctx),
+    tileKernel(),
   ];
 }
 
