@@ -30,7 +30,10 @@ void Create(Ctx& cx, MatmulEntry& e, int batchA, int batchB, int M, int K, int N
   e.impl = pd.impl_info_str();
 }
 
-// matmul(a, b, bias | null, c, batchA, batchB, M, K, N, transposeA, transposeB, activation, alpha)
+// matmul(a, b, bias | null, c, batchA, batchB, M, K, N, transposeA, transposeB, activation, alpha,
+// aShadow | null, aShadowFilled, bShadow | null, bShadowFilled): bit 0 set when a's shadow holds a afterwards, bit 1
+// when b's holds b. A shadow is the bf16 copy of the whole float32 array in its own element order, so a weight cast
+// for the forward (b as is) serves the data gradient too (b transposed: the same memory read in another order).
 Napi::Value Matmul(const Napi::CallbackInfo& info) {
   return Guard(info, "matmul", [&]() -> Napi::Value {
     auto& cx = GetCtx(info.Env());
@@ -66,15 +69,16 @@ Napi::Value Matmul(const Napi::CallbackInfo& info) {
       if (cx.bf16 && !made) ent->impl = "f32 fallback: " + ent->impl;
       cx.primitivesCreated++;
     }
-    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, ent->a.Input(cx, a)},
-                                         {DNNL_ARG_WEIGHTS, ent->b.Input(cx, b)},
+    Shadow as = ReadShadow(info, 13, (size_t)batchA * M * K), bs = ReadShadow(info, 15, (size_t)batchB * K * N);
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, ent->a.Input(cx, a, as)},
+                                         {DNNL_ARG_WEIGHTS, ent->b.Input(cx, b, bs)},
                                          {DNNL_ARG_DST, memory(ent->c_md, cx.eng, c)},
                                          {DNNL_ARG_SCRATCHPAD, ent->scratch}};
     if (bias) args.insert({DNNL_ARG_BIAS, memory(ent->bias_md, cx.eng, bias)});
     ent->prim.execute(cx.strm, args);
     cx.strm.wait();
     ApplyActivation(c, static_cast<size_t>(batch) * M * N, act, alpha);
-    return info.Env().Undefined();
+    return Napi::Number::New(info.Env(), (as.filled ? 1 : 0) | (bs.filled ? 2 : 0));
   });
 }
 

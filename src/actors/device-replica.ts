@@ -295,7 +295,7 @@ export class DeviceReplica {
     if (cfg.accumulate > 1) this.gradientSum ??= new Float32Array(layout.total);
     const passInputs = { cfg, rank, step: s, model, layout, byModelIndex, grads, method, gate, syncReads, weight };
     const run = await runStepPasses({
-      ...{ cfg, ...inputs, syncReads, sum: this.gradientSum, rows },
+      ...{ cfg, ...inputs, syncReads, sum: this.gradientSum, rows, model, scope: getEngine(cfg.backend).stepScope },
       pass: micro => new BackwardPass({ ...passInputs, micro }, this.passHost()),
       between: () => this.nextMicroBatch(),
     });

@@ -11,6 +11,8 @@ import * as tf from '@tensorflow/tfjs';
 import type { ComputeConfig } from './config-slices.js';
 import { sampleSize } from '../data/dataset.js';
 import type { BackwardPass, MicroBatch, PassResult } from './backward-pass.js';
+import type { Engine } from '../engine/engine.js';
+import type { LayersModel } from '../engine/tfjs-types.js';
 
 export interface StepPassesInputs {
   cfg: Pick<ComputeConfig, 'accumulate' | 'perDevice' | 'sampleShape' | 'targetShape'>;
@@ -30,10 +32,22 @@ export interface StepPassesInputs {
   pass: (micro: MicroBatch | undefined) => BackwardPass;
   /** Between two micro-batches: the next forward begins. */
   between: () => void;
+  model: LayersModel;
+  /** The engine's scope over the step's passes (its weights unchanged throughout), when it has one. */
+  scope?: Engine['stepScope'];
 }
 
 /** The step's passes; its loss is the mean over the micro-batches, its correct count their sum. */
 export async function runStepPasses(p: StepPassesInputs): Promise<PassResult> {
+  const end = p.scope?.(tf, p.model);
+  try {
+    return await allPasses(p);
+  } finally {
+    end?.();
+  }
+}
+
+async function allPasses(p: StepPassesInputs): Promise<PassResult> {
   const n = p.cfg.accumulate;
   if (n === 1) return runOne(p, 0, p.rows, undefined);
   if (!p.sum) throw new Error('runStepPasses: accumulate > 1 needs the gradient sum buffer');

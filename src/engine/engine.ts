@@ -88,4 +88,10 @@ export interface Engine {
   kernelSite?(options: EngineStartOptions): KernelSite;
   /** Rewrites a freshly built model for this engine (in place). */
   prepareModel?(tf: Tf, model: LayersModel, options: EngineModelOptions): void;
+  /**
+   * A training step's passes begin on this thread: `model`'s weights keep their values until the returned function is
+   * called (after the last backward). The engine may keep what it derived from them for the step (native bf16: their
+   * casts). Absent: nothing kept.
+   */
+  stepScope?: (tf: Tf, model: LayersModel) => () => void;
 }

@@ -4,6 +4,8 @@ import { loadNativeAddon, NATIVE_HOW_TO } from '../native/native-addon.js';
 import { registerNativeBackend } from '../native/native-backend.js';
 import { fuseConvLayers } from '../native/fused-conv-layers.js';
 import { bf16Support } from '../native/bf16-support.js';
+import { WEIGHT_SHADOWS } from '../native/bf16-shadows.js';
+import { ownFloats } from '../host-floats.js';
 import { nativeArithmetic } from '../../optim/flat-arithmetic.js';
 
 export const NATIVE_ENGINE: Engine = {
@@ -35,5 +37,11 @@ export const NATIVE_ENGINE: Engine = {
   kernelSite: options => ((options.nativeThreads ?? 1) === 1 ? 'calling-thread' : 'engine-threads'),
   prepareModel(tf, model, options) {
     if (options.nativeFusion) fuseConvLayers(tf, model);
+  },
+  stepScope: (tf, model) => {
+    const load = loadNativeAddon();
+    if (!load.loaded || load.addon.getPrecision() !== 'bf16') return () => undefined;
+    const arrays = model.trainableWeights.map(w => ownFloats(tf, w.read()));
+    return WEIGHT_SHADOWS.begin(arrays.filter((a): a is Float32Array => a !== undefined));
   },
 };

@@ -22,7 +22,7 @@ import {
   type NativeKernelContext,
 } from './native-kernel.js';
 import type { NativeConvShape } from './native-addon.js';
-import { OUTPUT_POOL, type Bf16Shadow } from './output-pool.js';
+import { activationShadow, settle } from './bf16-shadows.js';
 
 type Shape4 = [number, number, number, number];
 type Conv2DInfo = ReturnType<NativeKernelContext['tf']['backend_util']['computeConv2DInfo']>;
@@ -78,16 +78,6 @@ export function convShape(
  */
 export const CONV_FILTER_BIAS_KERNEL = 'TandemConv2DBackpropFilterBias';
 
-/** The activation's bf16 shadow (output-pool.ts) under precision bf16, else none. */
-function shadow(ctx: NativeKernelContext, values: Float32Array): Bf16Shadow | undefined {
-  return ctx.addon.getPrecision() === 'bf16' ? OUTPUT_POOL.shadowOf(values) : undefined;
-}
-
-/** The addon's answer for a shadow: filled when its bit is set. */
-function settle(s: Bf16Shadow | undefined, filledBits: number, bit: number): void {
-  if (s) s.filled = (filledBits & bit) !== 0;
-}
-
 export function convKernels(ctx: NativeKernelContext): NativeKernel[] {
   const { addon } = ctx;
   return [
@@ -112,7 +102,7 @@ export function convKernels(ctx: NativeKernelContext): NativeKernel[] {
           bias = b;
         }
         const y = overwrittenOutput(sizeOf(geometry.info.outShape));
-        const xs = shadow(ctx, x);
+        const xs = activationShadow(ctx, x);
         const alpha = (attrs.leakyreluAlpha as number | undefined) ?? 0.2;
         const filled = addon.conv2dForward(x, filter, bias, y, geometry.shape, activation, alpha, xs?.bits, xs?.filled);
         settle(xs, filled, 1);
@@ -137,7 +127,7 @@ function forward(ctx: NativeKernelContext, kernelName: string, kind: ConvKind): 
       const geometry = x && filter && convShape(ctx, inputs.x.shape, inputs.filter.shape, attrs, kind);
       if (!x || !filter || !geometry) return undefined;
       const y = overwrittenOutput(sizeOf(geometry.info.outShape));
-      const xs = shadow(ctx, x);
+      const xs = activationShadow(ctx, x);
       settle(xs, ctx.addon.conv2dForward(x, filter, null, y, geometry.shape, 0, 0, xs?.bits, xs?.filled), 1);
       return output(backend, geometry.info.outShape, y);
     },
@@ -154,7 +144,7 @@ function backpropInput(ctx: NativeKernelContext, kernelName: string, kind: ConvK
       const geometry = dy && filter && convShape(ctx, inputShape, inputs.filter.shape, attrs, kind);
       if (!dy || !filter || !geometry || !sameShape(geometry.info.outShape, inputs.dy.shape)) return undefined;
       const dx = overwrittenOutput(sizeOf(inputShape));
-      const dys = shadow(ctx, dy);
+      const dys = activationShadow(ctx, dy);
       settle(dys, ctx.addon.conv2dBackwardData(dy, filter, dx, geometry.shape, dys?.bits, dys?.filled), 1);
       return output(backend, [...inputShape], dx);
     },
@@ -174,8 +164,8 @@ function backpropFilter(ctx: NativeKernelContext, kernelName: string, kind: Conv
       const dw = overwrittenOutput(sizeOf(filterShape)),
         oc = geometry.shape[6],
         db = withBias ? overwrittenOutput(oc) : null;
-      const xs = shadow(ctx, x),
-        dys = shadow(ctx, dy);
+      const xs = activationShadow(ctx, x),
+        dys = activationShadow(ctx, dy);
       const shadows = [xs?.bits, xs?.filled, dys?.bits, dys?.filled] as const;
       const filled = ctx.addon.conv2dBackwardWeights(x, dy, dw, db, geometry.shape, ...shadows);
       settle(xs, filled, 1);

@@ -2,7 +2,8 @@
  * BatchMatMul and _FusedMatMul on oneDNN. Covered: float32, rank >= 2, batch
  * dims equal on both sides or one side's batch of size 1 (broadcast);
  * _FusedMatMul with a bias of [N] (or [1, ..., N]) and linear/relu/relu6/
- * leakyrelu/sigmoid/elu (prelu falls back). Transposes are read in place.
+ * leakyrelu/sigmoid/elu (prelu falls back). Transposes are read in place. In bf16, a weight operand within a
+ * step's scope (bf16-shadows.ts) is cast once for every matmul reading it.
  */
 import {
   activationCode,
@@ -17,6 +18,7 @@ import {
   type NativeKernelArgs,
   type NativeKernelContext,
 } from './native-kernel.js';
+import { weightShadow, settle } from './bf16-shadows.js';
 
 function runMatmul(ctx: NativeKernelContext, args: NativeKernelArgs, fused: boolean) {
   const { inputs, attrs, backend } = args;
@@ -42,26 +44,47 @@ function runMatmul(ctx: NativeKernelContext, args: NativeKernelArgs, fused: bool
   else if (batchA === 1 || batchB === 1) outer = ctx.tf.broadcast_util.assertAndGetBroadcastShape(outerA, outerB);
   else return undefined;
 
-  let bias: Float32Array | null = null,
-    activation = 0,
-    alpha = 0;
-  if (fused) {
-    const code = activationCode(attrs.activation);
-    if (code === undefined || optionalInput(args, 'preluActivationWeights')) return undefined;
-    activation = code;
-    alpha = (attrs.leakyreluAlpha as number | undefined) ?? 0.2;
-    const biasInput = optionalInput(args, 'bias');
-    if (biasInput) {
-      const values = float32Values(backend, biasInput);
-      if (!values || !isLastAxisVector(biasInput.shape, n) || biasInput.shape.length > outer.length + 2)
-        return undefined;
-      bias = values;
-    }
-  }
+  const epilogue = fused ? fusedEpilogue(args, n, outer.length) : { bias: null, activation: 0, alpha: 0 };
+  if (!epilogue) return undefined;
+  const { bias, activation, alpha } = epilogue;
   const shape = [...outer, m, n];
   const c = overwrittenOutput(sizeOf(shape));
-  ctx.addon.matmul(a, b, bias, c, batchA, batchB, m, k, n, transposeA, transposeB, activation, alpha);
+  const as = weightShadow(ctx, a),
+    bs = weightShadow(ctx, b);
+  const filled = ctx.addon.matmul(
+    a,
+    b,
+    bias,
+    c,
+    batchA,
+    batchB,
+    m,
+    k,
+    n,
+    transposeA,
+    transposeB,
+    activation,
+    alpha,
+    as?.bits,
+    as?.filled,
+    bs?.bits,
+    bs?.filled,
+  );
+  settle(as, filled, 1);
+  settle(bs, filled, 2);
   return output(backend, shape, c);
+}
+
+/** _FusedMatMul's bias and activation; undefined where the addon has none (prelu, a bias of rank above c's). */
+function fusedEpilogue(args: NativeKernelArgs, n: number, outerRank: number) {
+  const code = activationCode(args.attrs.activation);
+  if (code === undefined || optionalInput(args, 'preluActivationWeights')) return undefined;
+  const alpha = (args.attrs.leakyreluAlpha as number | undefined) ?? 0.2;
+  const biasInput = optionalInput(args, 'bias');
+  if (!biasInput) return { bias: null, activation: code, alpha };
+  const bias = float32Values(args.backend, biasInput);
+  if (!bias || !isLastAxisVector(biasInput.shape, n) || biasInput.shape.length > outerRank + 2) return undefined;
+  return { bias, activation: code, alpha };
 }
 
 export function matmulKernels(ctx: NativeKernelContext): NativeKernel[] {

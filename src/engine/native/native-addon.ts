@@ -91,7 +91,12 @@ export interface NativeAddon {
     transposeB: boolean,
     activation: number,
     alpha: number,
-  ): void;
+    /** bf16 shadows of a and b (see conv2dForward); returns bit 0 when a's holds a afterwards, bit 1 for b's. */
+    aShadow?: Uint16Array | null,
+    aShadowFilled?: boolean,
+    bShadow?: Uint16Array | null,
+    bShadowFilled?: boolean,
+  ): number;
   maxPool(x: F32, y: F32, shape: NativePoolShape): void;
   /** dx written whole; `reluOfX`: x is a relu's output and dx also gets relu's derivative (TandemMaxPoolReluGrad). */
   maxPoolGrad(dy: F32, x: F32, dx: F32, shape: NativePoolShape, reluOfX?: boolean): void;

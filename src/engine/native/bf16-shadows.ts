@@ -1,0 +1,70 @@
+/**
+ * The bf16 shadows a kernel can read in place of converting an input again (precision bf16): an activation's, kept by
+ * the output pool (output-pool.ts) while its values cannot change, and a weight's, kept here for one training step's
+ * passes. A weight's values do not change between a layer's forward and its backward within a step (its update waits
+ * for its gradient, and the next forward waits for the update), so the matmul that casts fc1's 2 MB weight for the
+ * forward hands the same bits to the data gradient, which cast it again (~0.2 ms a step on alexnet-mini and
+ * mnist-node). Outside a step's scope no weight has a shadow: validation and user code convert as before.
+ *
+ * @example
+ * const end = WEIGHT_SHADOWS.begin(weightArrays); // the step's passes run
+ * end();
+ */
+import type { NativeKernelContext } from './native-kernel.js';
+import { OUTPUT_POOL, type Bf16Shadow } from './output-pool.js';
+
+/**
+ * Shadows by the memory they shadow (buffer, byte offset, length), not by array object: the trainer hands a variable
+ * a new view of the same shared parameters before each forward (actors/replica-model.ts writeVariable).
+ */
+class WeightShadows {
+  private readonly shadows = new Map<ArrayBufferLike, Map<number, Bf16Shadow>>();
+  private scoped = false;
+
+  /** The step's passes begin: `weights` (the arrays the kernels will see) keep their values until the returned end. */
+  begin(weights: readonly Float32Array[]): () => void {
+    const kept = new Set<Bf16Shadow>();
+    for (const w of weights) {
+      const at = this.shadows.get(w.buffer) ?? new Map<number, Bf16Shadow>();
+      this.shadows.set(w.buffer, at);
+      let s = at.get(w.byteOffset);
+      if (!s || s.bits.length !== w.length)
+        at.set(w.byteOffset, (s = { bits: new Uint16Array(w.length), filled: false }));
+      s.filled = false;
+      kept.add(s);
+    }
+    for (const [buffer, at] of this.shadows) {
+      for (const [offset, s] of at) if (!kept.has(s)) at.delete(offset); // a weight the model no longer has
+      if (at.size === 0) this.shadows.delete(buffer);
+    }
+    this.scoped = true;
+    return () => {
+      this.scoped = false;
+      for (const s of kept) s.filled = false;
+    };
+  }
+
+  shadowOf(values: Float32Array): Bf16Shadow | undefined {
+    if (!this.scoped) return undefined;
+    const s = this.shadows.get(values.buffer)?.get(values.byteOffset);
+    return s && s.bits.length === values.length ? s : undefined;
+  }
+}
+
+/** This thread's weight shadows (the native backend's kernels read them). */
+export const WEIGHT_SHADOWS = new WeightShadows();
+
+/** The activation's bf16 shadow (output-pool.ts) under precision bf16, else none. */
+export function activationShadow(ctx: NativeKernelContext, values: Float32Array): Bf16Shadow | undefined {
+  return ctx.addon.getPrecision() === 'bf16' ? OUTPUT_POOL.shadowOf(values) : undefined;
+}
+
+/** The weight's bf16 shadow under precision bf16 within a step's scope, else none. */
+export function weightShadow(ctx: NativeKernelContext, values: Float32Array): Bf16Shadow | undefined {
+  return ctx.addon.getPrecision() === 'bf16' ? WEIGHT_SHADOWS.shadowOf(values) : undefined;
+}
+
+/** The addon's answer for a shadow: filled when its bit is set. */
+export function settle(s: Bf16Shadow | undefined, filledBits: number, bit: number): void {
+  if (s) s.filled = (filledBits & bit) !== 0;
+}
