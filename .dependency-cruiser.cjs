@@ -12,7 +12,8 @@
  *                   helpers (atomic-write, fs-reason, make-directory, run-lock, kernel-lock, locked-places), the
  *                   job's plain data
  *                   (src/world/topology.ts, peer-wait.ts, job-secret.ts)
- *   kernels         src/engine/native, src/engine/tfjs-types.ts and kernel-attrs.ts, the fp16 codec
+ *   kernels         src/engine/native, src/engine/tfjs-types.ts, kernel-attrs.ts, sole-reader.ts and
+ *                   output-destination.ts, the fp16 codec
  *                   (src/pipeline/hooks/half-float.ts)
  *   collectives     src/collectives, and where hosts meet (src/world/rendezvous.ts serves the gloo store)
  *   optim           src/optim (the flat updates; an engine's arithmetic runs them)
@@ -53,7 +54,7 @@ const LAYERS = [
     name: 'kernels',
     paths: [
       '^src/engine/native/',
-      '^src/engine/(tfjs-types|kernel-attrs|sole-reader)\\.ts$',
+      '^src/engine/(tfjs-types|kernel-attrs|sole-reader|output-destination)\\.ts$',
       '^src/pipeline/hooks/half-float\\.ts$',
     ],
   },

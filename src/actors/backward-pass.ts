@@ -121,6 +121,7 @@ export class BackwardPass {
           () => this.differentiated(synchronousLoss(method.loss(this.forward(xs), ys, labels, step), cfg.method)),
           variables,
           onReady,
+          index => this.slotOf(index),
         );
     if (reads) await reads.done();
     const result = this.stepLoss!;
@@ -183,6 +184,14 @@ export class BackwardPass {
     if (this.reads) this.reads.queue(gradient, values => this.handOver(modelIndex, values));
     else if (this.nonFiniteLoss === undefined || this.x.cfg.onNan !== 'error')
       this.handOver(modelIndex, hostFloats(tf, gradient)); // read in place: handOver copies, keeps nothing
+  }
+
+  /** Where handOver copies `vars[index]`'s gradient when it does (the common case): a kernel may write it there. */
+  private slotOf(index: number): Float32Array | undefined {
+    const { layout, byModelIndex, grads, micro } = this.x;
+    if (this.nonFiniteLoss !== undefined || micro || index >= this.vars.length) return undefined;
+    const spec = layout.variables[byModelIndex[index]] as (typeof layout.variables)[number] | undefined;
+    return spec && grads.subarray(spec.offset, spec.offset + spec.size);
   }
 
   /** A variable's final gradient: checked, written to the shared layout, and its readiness announced. */

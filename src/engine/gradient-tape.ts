@@ -11,6 +11,7 @@
  */
 import { TandemError } from '../errors.js';
 import type { Tensor, Tf, Variable } from './tfjs-types.js';
+import { withOutputDestination } from './output-destination.js';
 
 interface TapeNode {
   id: number;
@@ -80,6 +81,12 @@ function nodesFromVarsToY(tape: TapeNode[], vars: Tensor[], y: Tensor): TapeNode
 }
 
 /**
+ * Where `vars[index]`'s final gradient should be written (output-destination.ts), asked once the loss is known;
+ * undefined: anywhere.
+ */
+export type GradientDestination = (index: number) => Float32Array | undefined;
+
+/**
  * Runs `loss` forward once, then backward, calling `onReady(i, gradient)` for
  * each `vars[i]` as soon as its gradient is final (output layer first). The
  * gradient tensor is only valid during the callback. A variable the loss does
@@ -91,6 +98,7 @@ export function backwardWithGradientReady(
   loss: () => Tensor,
   vars: Variable[],
   onReady: (index: number, gradient: Tensor) => void,
+  destination?: GradientDestination,
 ): Tensor {
   const engine = tapeInternals(tf);
   const y = engine.scopedRun(
@@ -98,7 +106,7 @@ export function backwardWithGradientReady(
     () => engine.endTape(),
     () => engine.tidy('forward', loss),
   );
-  walkBackward(tf, engine, y, vars, onReady);
+  walkBackward(tf, engine, y, vars, onReady, destination);
   return y;
 }
 
@@ -138,6 +146,7 @@ function walkBackward(
   y: Tensor,
   vars: Variable[],
   onReady: (index: number, gradient: Tensor) => void,
+  destination?: GradientDestination,
 ): void {
   if (y.rank !== 0) throw new TandemError('BAD_CONFIG', `the loss must be a scalar, got shape [${y.shape.join(', ')}]`);
   const tape = engine.state.activeTape;
@@ -168,17 +177,21 @@ function walkBackward(
         if (!node.gradient)
           throw new Error(`Cannot compute gradient: gradient function not found for ${node.kernelName}.`);
         const grads = node.gradient(node.outputs.map(o => acc.get(o.id) ?? null));
+        const ready = readyAfter.get(i);
         for (const [name, x] of Object.entries(node.inputs)) {
           if (!(name in grads)) throw new Error(`Cannot backprop through input ${name} of ${node.kernelName}.`);
-          const dx = engine.tidy('grad', () => grads[name]());
           const current = acc.get(x.id);
+          // the variable's last contribution, alone: its final gradient, which may be written where it goes
+          const index = current === undefined && ready ? ready.find(k => vars[k].id === x.id) : undefined;
+          const target = index === undefined ? undefined : destination?.(index);
+          const dx = engine.tidy('grad', () => (target ? withOutputDestination(target, grads[name]) : grads[name]()));
           if (current === undefined) acc.set(x.id, dx);
           else {
             acc.set(x.id, tf.add(current, dx));
             current.dispose();
           }
         }
-        for (const index of readyAfter.get(i) ?? []) onReady(index, acc.get(vars[index].id)!);
+        for (const index of ready ?? []) onReady(index, acc.get(vars[index].id)!);
       }
       for (const index of unused) onReady(index, tf.zerosLike(vars[index]));
     });

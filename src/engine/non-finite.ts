@@ -18,9 +18,12 @@ export function firstNonFiniteJs(values: Float32Array): number {
 
 /**
  * `values` copied into `dst` from `offset`, and the index of its first NaN or ±Infinity (or -1): a gradient's hand-over
- * in one call (the addon streams the copy past this core's caches, to the comm thread's).
+ * in one call (the addon streams the copy past this core's caches, to the comm thread's). Values already there (the
+ * kernel wrote them in place: output-destination.ts) are only checked.
  */
 export function copyFinite(values: Float32Array, dst: Float32Array, offset: number): number {
+  if (values.buffer === dst.buffer && values.byteOffset === dst.byteOffset + offset * dst.BYTES_PER_ELEMENT)
+    return firstNonFinite(values);
   const addon = loadNativeAddon();
   if (addon.loaded) return addon.addon.copyFinite(values, dst, offset);
   dst.set(values, offset);

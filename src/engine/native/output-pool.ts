@@ -23,6 +23,8 @@
  * shadow instead of converting it again. A shadow goes when its array is
  * dropped (to a free list of its length, for the next one) or pinned.
  */
+import { takeOutputDestination } from '../output-destination.js';
+
 type State = 'fresh' | 'owned' | 'free' | 'pinned';
 
 /** An owned output's bf16 copy: `filled` once it holds the output rounded to bf16 (nearest even). */
@@ -105,6 +107,8 @@ export class OutputPool {
    * (a kernel that writes every element: a recycled array then keeps its old values until the kernel overwrites them).
    */
   take(length: number, zero = true): Float32Array {
+    const destination = takeOutputDestination(length); // a gradient's slot (output-destination.ts): not the pool's
+    if (destination) return zero ? destination.fill(0) : destination;
     for (let reused = this.free.take(length); reused; reused = this.free.take(length)) {
       if (this.state.get(reused.buffer) !== 'free') continue; // pinned while on the list
       this.state.set(reused.buffer, 'fresh');
