@@ -147,6 +147,7 @@ switch (name) {
       models: (values.models ?? 'alexnet-mini,resnet-mini,mnist-node').split(','),
       steps: Number(values.steps ?? 300),
       perDeviceBatch: Number(values.batch ?? 32),
+      repeats: Number(values.repeats ?? 3),
       out: values.out ?? 'bench/results',
     });
     break;

@@ -1,7 +1,9 @@
 /**
- * `npm run bench -- precision [--models a,b] [--steps N] [--batch N]`: tandem's native engine in fp32 and bf16 on 1
- * and 2 devices, beside PyTorch fp32 and `torch.autocast('cpu', dtype=torch.bfloat16)` (both channels_last, one
- * thread, one process) in the same run, on the same architectures (bench/torch/<model>.py) and batch per device.
+ * `npm run bench -- precision [--models a,b] [--steps N] [--batch N] [--repeats N]`: tandem's native engine in fp32
+ * and bf16 on 1 and 2 devices, beside PyTorch fp32 and `torch.autocast('cpu', dtype=torch.bfloat16)` (both
+ * channels_last, one thread, one process) in the same run, on the same architectures (bench/torch/<model>.py) and
+ * batch per device. The headline, 1 device bf16 against autocast, is `--repeats` (default 3) pairs run in turn,
+ * reported as medians and the median of the pairs' ratios: the machine's speed drifts between runs.
  *
  * tandem trains on 512 synthetic images, drawn once and then kept by each device's reader, so that neither side
  * pays for making data in its step (PyTorch's reference trains on one fixed random batch).
@@ -35,6 +37,8 @@ export interface PrecisionBenchOptions {
   models: string[];
   steps: number;
   perDeviceBatch: number;
+  /** The 1-device bf16 comparison, tandem then PyTorch, this many times in turn: medians and the median ratio. */
+  repeats: number;
   out: string;
 }
 
@@ -45,7 +49,10 @@ interface PrecisionRow {
   devices: number;
   tandem: Record<Precision, number>;
   torch?: Record<Precision, number>;
+  /** The median of the alternated pairs' tandem bf16 / PyTorch bf16 (1 device). */
   bf16OverTorchBf16?: number;
+  /** 1 device: each pair's samples/s, in the order run (tandem bf16 first, then PyTorch bf16). */
+  bf16Pairs?: { tandem: number[]; torch: number[] };
   bf16PeakShare: number;
   /** 2-device rows: two independent 1-device bf16 trainings at once, rates summed (the machine's ceiling, (d)). */
   bf16Independent?: number;
@@ -98,7 +105,7 @@ async function independentRate(model: string, precision: Precision, o: Precision
   return rates[0] + rates[1];
 }
 
-async function torchRates(python: string, model: string, o: PrecisionBenchOptions) {
+async function torchRate(python: string, model: string, precision: Precision, o: PrecisionBenchOptions) {
   const warmup = untimedSteps(o.steps);
   const common = {
     mode: 'single' as const,
@@ -109,9 +116,25 @@ async function torchRates(python: string, model: string, o: PrecisionBenchOption
     threads: 1,
     channelsLast: true,
   };
-  const fp32 = await runTorchReference(python, { ...common, precision: 'fp32' });
-  const bf16 = await runTorchReference(python, { ...common, precision: 'bf16' });
-  return { fp32: fp32.samplesPerSecond, bf16: bf16.samplesPerSecond, version: fp32.torch };
+  return (await runTorchReference(python, { ...common, precision })).samplesPerSecond;
+}
+
+/**
+ * The headline comparison, 1 device bf16 against PyTorch's autocast, as `repeats` pairs run in turn: this machine's
+ * speed drifts by 5–20% over minutes, so a ratio of two runs minutes apart says as much about the drift.
+ */
+async function bf16Pairs(python: string, model: string, o: PrecisionBenchOptions) {
+  const pairs = { tandem: [] as number[], torch: [] as number[] };
+  for (let i = 0; i < o.repeats; i++) {
+    pairs.tandem.push(await tandemRate(model, 1, 'bf16', o));
+    pairs.torch.push(await torchRate(python, model, 'bf16', o));
+  }
+  return { ...pairs, ratio: median(pairs.tandem.map((t, i) => t / pairs.torch[i])) };
+}
+
+function median(values: number[]): number {
+  const s = [...values].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 }
 
 /** The model built on this thread: its training FLOPs per sample, bf16 implementations and step splits. */
@@ -142,20 +165,24 @@ export async function runPrecisionBench(o: PrecisionBenchOptions): Promise<void>
   const probes: Record<string, Awaited<ReturnType<typeof probeModel>>> = {};
   for (const model of o.models) {
     probes[model] = await probeModel(addon, model, o);
-    const torch = python ? await torchRates(python, model, o) : undefined;
+    const torchFp32 = python ? await torchRate(python, model, 'fp32', o) : undefined;
+    const pairs = python ? await bf16Pairs(python, model, o) : undefined;
     for (const devices of [1, 2]) {
+      const paired = devices === 1 ? pairs : undefined;
       const tandem = {
         fp32: await tandemRate(model, devices, 'fp32', o),
-        bf16: await tandemRate(model, devices, 'bf16', o),
+        bf16: paired ? median(paired.tandem) : await tandemRate(model, devices, 'bf16', o),
       };
-      const torchRow = devices === 1 && torch ? { fp32: torch.fp32, bf16: torch.bf16 } : undefined;
+      const torchRow = paired && torchFp32 !== undefined ? { fp32: torchFp32, bf16: median(paired.torch) } : undefined;
       const bf16Independent = devices === 2 ? await independentRate(model, 'bf16', o) : undefined;
       rows.push({
         model,
         devices,
         tandem,
         torch: torchRow,
-        bf16OverTorchBf16: torchRow ? tandem.bf16 / torchRow.bf16 : undefined,
+        ...(paired
+          ? { bf16OverTorchBf16: paired.ratio, bf16Pairs: { tandem: paired.tandem, torch: paired.torch } }
+          : {}),
         bf16PeakShare: (tandem.bf16 * probes[model].flops) / (devices * peak.bf16 * 1e9),
         ...(bf16Independent === undefined ? {} : { bf16Independent }),
       });
@@ -190,7 +217,18 @@ function printTables(rows: PrecisionRow[], probes: Record<string, Awaited<Return
       `| ${r.model} | ${r.devices} | ${cells.join(' | ')} | ${ratio} | ${f(r.torch?.fp32)} | ${f(r.torch?.bf16)} |`,
     );
   }
-  console.log('\n(samples/s, one thread per device; PyTorch one process, channels_last, autocast for bf16)\n');
+  console.log(
+    '\n(samples/s, one thread per device; PyTorch one process, channels_last, autocast for bf16; 1 device bf16: ' +
+      'the median of the pairs below)\n',
+  );
+  for (const r of rows.filter(x => x.bf16Pairs)) {
+    const p = r.bf16Pairs!;
+    const each = p.tandem.map((t, i) => `${f(t)}/${f(p.torch[i])}`).join(', ');
+    console.log(
+      `${r.model}, 1 device bf16, tandem/PyTorch in turn: ${each}; median ratio ${f(r.bf16OverTorchBf16, 2)}`,
+    );
+  }
+  console.log('');
   console.log(
     '| model | devices | tandem bf16 / PyTorch bf16 | (c)/(b): 2 devices / 1 device (bf16) | (d)/(b): ceiling | ' +
       'share of bf16 peak |',
