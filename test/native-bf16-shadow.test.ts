@@ -8,35 +8,15 @@
 // - through tfjs: a model's step in bf16 gives the same bits with shadows as with every input converted afresh.
 // Skipped when the addon is not built (failed with TANDEM_REQUIRE_NATIVE=1), or when oneDNN has no bf16 kernel here.
 import t from 'tap';
+import { awkward, startBf16OrSkip } from './fixtures/bf16-gate.js';
 import * as tf from '@tensorflow/tfjs';
-import { startNativeAndStock } from './fixtures/native-compare.js';
 import { prng } from '../src/data/synthetic-images.js';
 import type { NativeAddon, NativeConvShape } from '../src/engine/native/native-addon.js';
 import { OUTPUT_POOL, type Bf16Shadow } from '../src/engine/native/output-pool.js';
 import { identical } from './fixtures/native-compare.js';
 
-const addon = await startNativeAndStock();
-if (addon) {
-  const support = addon.bf16Support();
-  if (support.implementation === '') t.comment(`skipped: oneDNN ${support.isa} has no bf16 kernel (${support.reason})`);
-  else registerTests(addon);
-}
-
-/** Values with every kind of float32 the conversion treats apart. */
-function awkward(n: number, seed: number): Float32Array {
-  const rand = prng(seed);
-  const special = [NaN, Infinity, -Infinity, 0, -0, 1e-40, -1e-40, 2 ** -126, 1 + 2 ** -8, 1 + 3 * 2 ** -8, -3.4e38];
-  const bits = new Uint32Array(1),
-    asFloat = new Float32Array(bits.buffer);
-  return Float32Array.from({ length: n }, (_, i) => {
-    if (i % 37 === 5) return special[((i / 37) % special.length) | 0];
-    if (i % 29 === 3) {
-      bits[0] = (rand() * 2 ** 32) >>> 0; // any bit pattern: NaN payloads, subnormals, huge values
-      return asFloat[0];
-    }
-    return rand() * 4 - 2;
-  });
-}
+const addon = await startBf16OrSkip();
+if (addon) registerTests(addon);
 
 /** The array the backend holds for t (read in place, as the kernels read it). */
 function held(x: tf.Tensor): Float32Array {

@@ -9,28 +9,15 @@
 //   afresh; in fp32 the scope keeps nothing.
 // Skipped when the addon is not built (failed with TANDEM_REQUIRE_NATIVE=1), or when oneDNN has no bf16 kernel here.
 import t from 'tap';
+import { awkward, startBf16OrSkip } from './fixtures/bf16-gate.js';
 import * as tf from '@tensorflow/tfjs';
-import { identical, startNativeAndStock } from './fixtures/native-compare.js';
-import { prng } from '../src/data/synthetic-images.js';
+import { identical } from './fixtures/native-compare.js';
 import type { NativeAddon } from '../src/engine/native/native-addon.js';
 import { WEIGHT_SHADOWS } from '../src/engine/native/bf16-shadows.js';
 import { NATIVE_ENGINE } from '../src/engine/engines/native-engine.js';
 
-const addon = await startNativeAndStock();
-if (addon) {
-  const support = addon.bf16Support();
-  if (support.implementation === '') t.comment(`skipped: oneDNN ${support.isa} has no bf16 kernel (${support.reason})`);
-  else registerTests(addon);
-}
-
-/** Values with every kind of float32 the conversion treats apart. */
-function awkward(n: number, seed: number): Float32Array {
-  const rand = prng(seed);
-  const special = [NaN, Infinity, -Infinity, 0, -0, 1e-40, -1e-40, 2 ** -126, 1 + 2 ** -8, 1 + 3 * 2 ** -8];
-  return Float32Array.from({ length: n }, (_, i) =>
-    i % 31 === 4 ? special[((i / 31) % special.length) | 0] : rand() * 4 - 2,
-  );
-}
+const addon = await startBf16OrSkip();
+if (addon) registerTests(addon);
 
 function registerTests(addon: NativeAddon) {
   t.teardown(() => addon.setPrecision('fp32'));
