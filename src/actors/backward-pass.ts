@@ -186,12 +186,20 @@ export class BackwardPass {
       this.handOver(modelIndex, hostFloats(tf, gradient)); // read in place: handOver copies, keeps nothing
   }
 
-  /** Where handOver copies `vars[index]`'s gradient when it does (the common case): a kernel may write it there. */
-  private slotOf(index: number): Float32Array | undefined {
-    const { layout, byModelIndex, grads, micro } = this.x;
+  /**
+   * `vars[index]`'s place in the layout when its gradient takes the common path (a finite loss, no micro-batches, a
+   * variable of the layout): handOver copies and checks it there in one call, and a kernel may write it there first.
+   */
+  private commonPlace(index: number) {
+    const { layout, byModelIndex, micro } = this.x;
     if (this.nonFiniteLoss !== undefined || micro || index >= this.vars.length) return undefined;
-    const spec = layout.variables[byModelIndex[index]] as (typeof layout.variables)[number] | undefined;
-    return spec && grads.subarray(spec.offset, spec.offset + spec.size);
+    return layout.variables[byModelIndex[index]] as (typeof layout.variables)[number] | undefined;
+  }
+
+  /** The slot of the layout where `vars[index]`'s gradient goes on the common path, for its kernel to write. */
+  private slotOf(index: number): Float32Array | undefined {
+    const place = this.commonPlace(index);
+    return place && this.x.grads.subarray(place.offset, place.offset + place.size);
   }
 
   /** A variable's final gradient: checked, written to the shared layout, and its readiness announced. */
@@ -205,11 +213,12 @@ export class BackwardPass {
     const local = modelIndex >= vars.length;
     const spec = local ? undefined : layout.variables[byModelIndex[modelIndex]];
     const { micro } = this.x;
-    // the common case (a finite loss, no micro-batches): copied and checked in one call, before the decision below;
-    // a failing step never reads the copy, and skip-step hands over the same values
-    const copied = nonFiniteLoss === undefined && spec !== undefined && !micro;
+    // the common path: copied (or only checked, when its kernel wrote it there) in one call, before the decision
+    // below; a failing step never reads the copy, and skip-step hands over the same values
+    const place = this.commonPlace(modelIndex);
+    const copied = place !== undefined;
     const bad = copied
-      ? copyFinite(values, grads, spec.offset)
+      ? copyFinite(values, grads, place.offset)
       : nonFiniteLoss === undefined
         ? firstNonFinite(values)
         : -1;

@@ -6,7 +6,7 @@
 import { float32Values, output, overwrittenOutput, sizeOf, type NativeKernel } from './native-kernel.js';
 
 /** `x` of `shape` repeated `reps[d]` times along each axis d, into `out` (row-major, sizeOf(shape)·Π reps floats). */
-export function tileInto(x: Float32Array, shape: readonly number[], reps: readonly number[], out: Float32Array): void {
+function tileInto(x: Float32Array, shape: readonly number[], reps: readonly number[], out: Float32Array): void {
   const rank = shape.length;
   const xStride = new Array<number>(rank).fill(1),
     outStride = new Array<number>(rank).fill(1);
@@ -15,14 +15,13 @@ export function tileInto(x: Float32Array, shape: readonly number[], reps: readon
     outStride[d] = outStride[d + 1] * shape[d + 1] * reps[d + 1];
   }
   const block = (d: number, xAt: number, outAt: number): void => {
-    const once = shape[d] * outStride[d]; // the input's extent along d, tiled below d
-    if (d === rank - 1) {
-      if (shape[d] === 1) out.fill(x[xAt], outAt, outAt + reps[d]);
-      else out.set(x.subarray(xAt, xAt + shape[d]), outAt);
-    } else {
-      for (let i = 0; i < shape[d]; i++) block(d + 1, xAt + i * xStride[d], outAt + i * outStride[d]);
+    if (d === rank - 1 && shape[d] === 1) {
+      out.fill(x[xAt], outAt, outAt + reps[d]); // one value repeated: the whole block at once
+      return;
     }
-    if (shape[d] === 1 && d === rank - 1) return; // filled whole
+    if (d === rank - 1) out.set(x.subarray(xAt, xAt + shape[d]), outAt);
+    else for (let i = 0; i < shape[d]; i++) block(d + 1, xAt + i * xStride[d], outAt + i * outStride[d]);
+    const once = shape[d] * outStride[d]; // the input's extent along d, tiled below d
     for (let r = 1; r < reps[d]; r++) out.copyWithin(outAt + r * once, outAt, outAt + once);
   };
   block(0, 0, 0);
