@@ -135,6 +135,10 @@ function registerTests(addon: NativeAddon) {
       convCase(4, 16, 8, 3, 16, 1, false),
       convCase(3, 15, 5, 5, 7, 2, false),
       convCase(2, 9, 64, 1, 32, 1, false),
+      // even kernels at stride 1, "same": padding 1 above and 2 below (4×4), 0 and 1 (2×2); the input gradient as a
+      // forward convolution with the turned filter, padded 2 and 1, and 1 and 0
+      convCase(2, 9, 6, 4, 10, 1, false),
+      convCase(3, 8, 16, 2, 16, 1, false),
       convCase(4, 12, 8, 3, 8, 1, true),
       convCase(2, 11, 6, 3, 12, 2, true),
       filterBiasCase(4, 10, 8, 3, 16),
@@ -158,16 +162,54 @@ function registerTests(addon: NativeAddon) {
     });
     const bf16Kernels = Object.entries(addon.implementations()).filter(([key]) => key.includes(':bf16|'));
     t.ok(bf16Kernels.length >= cases.length, `${bf16Kernels.length} bf16 primitives were created`);
-    for (const [key, impl] of bf16Kernels) t.notMatch(impl, /^f32 fallback/, `${key} ran in bf16 on ${impl}`);
-    // conv2: a weight gradient; key "conv2:bf16|N,H,W,C,KH,KW,…": 1 to 3 channels and 3×3 or smaller (C·KH·KW <= 27)
+    // key "convK:bf16|N,H,W,C,KH,KW,OC,sh,sw,pt,pl,pb,pr,G|bias"; K 0 forward, 1 input gradient, 2 weight gradient
+    const shape = ([key]: [string, string]) => key.split('|')[1].split(',').map(Number);
+    // a forward with one input channel runs in float32 by rule (conv.cc); every other kernel in bf16
+    const oneChannel = (entry: [string, string]) => entry[0].startsWith('conv0:') && shape(entry)[3] === 1;
+    for (const entry of bf16Kernels)
+      t.match(entry[1], oneChannel(entry) ? /^f32 by rule/ : /^(?!f32 )/, `${entry[0]} on ${entry[1]}`);
+    t.equal(bf16Kernels.filter(oneChannel).length, 2, 'two forwards had one input channel');
+    // weight gradients of 1 to 3 channels and 3×3 or smaller (C·KH·KW <= 27): im2col and matmuls
     const weightGradients = bf16Kernels.filter(([key]) => key.startsWith('conv2:'));
-    const byIm2col = ([key]: [string, string]) => {
-      const [, , , c, kh, kw, , , , , , , , g] = key.split('|')[1].split(',').map(Number);
+    const byIm2col = (entry: [string, string]) => {
+      const [, , , c, kh, kw, , , , , , , , g] = shape(entry);
       return g === 1 && c <= 3 && c * kh * kw <= 27;
     };
     t.equal(weightGradients.filter(byIm2col).length, 6, 'six weight gradients had few input channels');
     for (const entry of weightGradients)
       t.equal(entry[1].startsWith('im2col+'), byIm2col(entry), `${entry[0]}: ${entry[1]}`);
+    // input gradients at stride 1 whose output is the input's size: the forward convolution of the turned filter
+    const inputGradients = bf16Kernels.filter(([key]) => key.startsWith('conv1:'));
+    const reversed = (entry: [string, string]) => {
+      const [, , , , kh, kw, , sh, sw, pt, pl, pb, pr, g] = shape(entry);
+      return g === 1 && sh === 1 && sw === 1 && pt + pb === kh - 1 && pl + pr === kw - 1;
+    };
+    t.equal(inputGradients.filter(reversed).length, 6, 'six input gradients ran as a forward convolution');
+    for (const entry of inputGradients)
+      t.equal(entry[1].startsWith('reversed forward+'), reversed(entry), `${entry[0]}: ${entry[1]}`);
+    t.end();
+  });
+
+  t.test('a convolution of one input channel: float32 forward (the same bits), bf16 gradients', t => {
+    const x = tf.randomUniform([3, 12, 12, 1], -1, 1, 'float32', 7),
+      w = tf.randomUniform([3, 3, 1, 8], -1, 1, 'float32', 8);
+    const run = (precision: 'fp32' | 'bf16') => {
+      addon.setPrecision(precision);
+      try {
+        const conv = (a: tf.Tensor, f: tf.Tensor) => tf.conv2d(a as tf.Tensor4D, f as tf.Tensor4D, 1, 'same');
+        const loss = (a: tf.Tensor, f: tf.Tensor) => conv(a, f).square();
+        const outs = tf.tidy(() => [conv(x, w), ...tf.grads(loss)([x, w])]);
+        const read = outs.map(o => o.dataSync() as Float32Array);
+        tf.dispose(outs);
+        return read;
+      } finally {
+        addon.setPrecision('fp32');
+      }
+    };
+    const [f32, bf16] = [run('fp32'), run('bf16')];
+    t.same(bf16[0], f32[0], 'the forward gives float32 bits');
+    t.not(bf16[2].join(), f32[2].join(), 'the filter gradient ran in bf16');
+    tf.dispose([x, w]);
     t.end();
   });
 

@@ -74,6 +74,46 @@ dnnl::convolution_forward::primitive_desc ForwardPd(Ctx& c, const ConvShape& s, 
   return dnnl::convolution_forward::primitive_desc(d, attr, c.eng);
 }
 
+// Whether a bf16 input gradient runs as a forward convolution: stride 1, no groups, the output the input's size
+// ("same"). dx is then dy convolved with the filter turned 180° and its channels swapped, padded by KH-1-pt above and
+// KH-1-pb below (likewise across): the same bf16 products summed in float32 in another order. oneDNN 2.6 runs that
+// forward on its brgemm AMX kernel where its backward-data kernel is older (one thread, 32 images: 32→64 channels at
+// 16×16, 0.33 → 0.20 ms; 16 at 32×32, 0.21 → 0.15; at "valid" padding no faster, hence the rule). Chosen by the
+// shape alone, so every replica takes the same path.
+bool ByReversedForward(const ConvShape& s) {
+  return s.G == 1 && s.sh == 1 && s.sw == 1 && s.pt + s.pb == s.KH - 1 && s.pl + s.pr == s.KW - 1;
+}
+
+void CreateReversedData(Ctx& c, ConvEntry& e, const ConvShape& s) {
+  memory::desc dy({s.N, s.OC, s.OH, s.OW}, dt::bf16, tag::nhwc), dx({s.N, s.C, s.H, s.W}, dt::f32, tag::nhwc);
+  memory::desc wAny({s.C, s.OC, s.KH, s.KW}, dt::bf16, tag::any);
+  memory::dims padL{s.KH - 1 - s.pt, s.KW - 1 - s.pl}, padR{s.KH - 1 - s.pb, s.KW - 1 - s.pr};
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  auto d = dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                           dy, wAny, dx, memory::dims{1, 1}, padL, padR);
+  dnnl::convolution_forward::primitive_desc pd(d, attr, c.eng);
+  e.prim = dnnl::convolution_forward(pd);
+  e.y.Init(c, e.y_md, pd.src_desc(), true);
+  e.w.Init(c, memory::desc({s.C, s.OC, s.KH, s.KW}, dt::f32, tag::hwio), pd.weights_desc(), true);
+  e.x.Init(c, e.x_md, pd.dst_desc(), false);
+  e.scratch = memory(pd.scratchpad_desc(), c.eng);
+  e.turned.resize(s.wSize());
+  e.reversed = true;
+  e.impl = std::string("reversed forward+") + pd.impl_info_str();
+}
+
+// turned[kh][kw][o][ci] = w[KH-1-kh][KW-1-kw][ci][o]: the reversed convolution's HWIO filter (OC in, C out).
+void TurnFilter(const ConvShape& s, const float* w, float* turned) {
+  for (int kh = 0; kh < s.KH; kh++)
+    for (int kw = 0; kw < s.KW; kw++) {
+      const float* from = w + ((size_t)(s.KH - 1 - kh) * s.KW + (s.KW - 1 - kw)) * s.C * s.OC;
+      float* to = turned + ((size_t)kh * s.KW + kw) * s.OC * s.C;
+      for (int ci = 0; ci < s.C; ci++)
+        for (int o = 0; o < s.OC; o++) to[(size_t)o * s.C + ci] = from[(size_t)ci * s.OC + o];
+    }
+}
+
 // Creates the primitive of one kind and precision into e; throws dnnl::error when oneDNN has no such kernel.
 void CreateConv(Ctx& c, ConvEntry& e, ConvKind kind, const ConvShape& s, bool bias, Types t) {
   memory::dims strides{s.sh, s.sw}, padL{s.pt, s.pl}, padR{s.pb, s.pr};
@@ -137,6 +177,18 @@ ConvEntry& GetConv(Ctx& c, ConvKind kind, const ConvShape& s, bool bias) {
   e->w_md = UserWeights(s);
   e->b_md = memory::desc({s.OC}, dt::f32, tag::x);
   bool made = false;
+  // One input channel: oneDNN 2.6 has no AMX kernel for its forward (brgconv:avx512_core_bf16 took 0.33 ms where
+  // float32's brgconv took 0.18, mnist-node's first layer, one thread): float32, as autocast leaves an op it cannot
+  // speed up. Its gradients stay bf16.
+  const bool f32ByRule = c.bf16 && kind == ConvKind::Forward && s.C == 1 && s.G == 1;
+  if (c.bf16 && kind == ConvKind::BackwardData && ByReversedForward(s)) {
+    try {
+      CreateReversedData(c, *e, s);
+      made = true;
+    } catch (const dnnl::error&) {
+      // no bf16 forward for it: oneDNN's backward-data kernel below
+    }
+  }
   if (c.bf16 && kind == ConvKind::BackwardWeights && WeightsByIm2col(s)) {
     try {
       CreateIm2colWeights(c, *e, s, bias);
@@ -145,7 +197,7 @@ ConvEntry& GetConv(Ctx& c, ConvKind kind, const ConvShape& s, bool bias) {
       // no bf16 matmul here: the convolution's own weight gradient
     }
   }
-  if (!made && (c.bf16 || kind == ConvKind::ForwardBf16)) {
+  if (!made && !f32ByRule && (c.bf16 || kind == ConvKind::ForwardBf16)) {
     try {
       CreateConv(c, *e, kind, s, bias, Types{dt::bf16, dt::f32});
       made = true;
@@ -155,7 +207,7 @@ ConvEntry& GetConv(Ctx& c, ConvKind kind, const ConvShape& s, bool bias) {
   }
   if (!made && kind == ConvKind::ForwardBf16) throw dnnl::error(dnnl_unimplemented, "no bf16 convolution kernel for this shape");
   if (!made) CreateConv(c, *e, kind, s, bias, Types{dt::f32, dt::f32});
-  if (c.bf16 && !made) e->impl = "f32 fallback: " + e->impl;
+  if (c.bf16 && !made) e->impl = (f32ByRule ? "f32 by rule (one input channel): " : "f32 fallback: ") + e->impl;
   c.primitivesCreated++;
   auto* p = e.get();
   c.conv.emplace(std::move(key), std::move(e));
@@ -199,9 +251,10 @@ Napi::Value Conv2dBackwardData(const Napi::CallbackInfo& info) {
     float* dx = F32(info[2], s.xSize(), "dx");
     Shadow dys = ReadShadow(info, 4, s.ySize());
     auto& e = GetConv(c, ConvKind::BackwardData, s, false);
-    e.prim.execute(c.strm, {{DNNL_ARG_DIFF_DST, e.y.Input(c, dy, dys)},
-                            {DNNL_ARG_WEIGHTS, e.w.Input(c, w)},
-                            {DNNL_ARG_DIFF_SRC, e.x.Output(c, dx)},
+    if (e.reversed) TurnFilter(s, w, e.turned.data());
+    e.prim.execute(c.strm, {{e.reversed ? DNNL_ARG_SRC : DNNL_ARG_DIFF_DST, e.y.Input(c, dy, dys)},
+                            {DNNL_ARG_WEIGHTS, e.w.Input(c, e.reversed ? e.turned.data() : w)},
+                            {e.reversed ? DNNL_ARG_DST : DNNL_ARG_DIFF_SRC, e.x.Output(c, dx)},
                             {DNNL_ARG_SCRATCHPAD, e.scratch}});
     e.x.Finish(c, dx);
     c.strm.wait();

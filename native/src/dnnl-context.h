@@ -64,6 +64,10 @@ struct ConvEntry {
   dnnl::primitive tailPrim;
   memory cols, dst;
   std::vector<uint16_t> planar;
+  // A bf16 input gradient as a forward convolution (conv.cc, ByReversedForward): prim is that forward, reading dy
+  // (y) and writing dx (x); `turned` holds the filter turned 180° with its channels swapped, in HWIO.
+  bool reversed = false;
+  std::vector<float> turned;
 };
 
 // A cached matmul primitive for one shape, transposition, bias, activation and precision.
