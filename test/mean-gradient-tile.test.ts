@@ -90,7 +90,27 @@ function registerTests() {
         exact: true,
       });
     }
-    t.equal(matched, 120, 'every case identical');
+    // larger repetitions: the copies double (1, 2, 4, … blocks a call) and the last call copies what remains
+    const large: [number[], number[]][] = [
+      [[3], [7]],
+      [
+        [2, 1, 3],
+        [5, 6, 1],
+      ],
+      [
+        [1, 2],
+        [16, 3],
+      ],
+      [
+        [4, 1, 1, 5],
+        [1, 16, 9, 1],
+      ],
+    ];
+    for (const [shape, reps] of large)
+      matched += compare(t, `tile [${shape}] by [${reps}]`, [randomInput(rand, shape)], x => tf.tile(x, reps), {
+        exact: true,
+      });
+    t.equal(matched, 124, 'every case identical');
     t.ok(counts('Tile').native > before, 'the native kernel ran');
     t.end();
   });

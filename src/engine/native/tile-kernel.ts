@@ -1,7 +1,7 @@
 /**
  * Tile (tf.tile, and tf.broadcastTo, which tfjs runs as Tile) of a float32 tensor by block copies: each input row is
- * copied once, then every finished block is repeated with `copyWithin`. The cpu kernel walks every output element
- * through index arithmetic. Values are copied, so the bits are the stock kernel's; other dtypes fall back.
+ * copied once, then every finished block is repeated with `copyWithin`, doubling. The cpu kernel walks every output
+ * element through index arithmetic. Values are copied, so the bits are the stock kernel's; other dtypes fall back.
  */
 import { float32Values, output, overwrittenOutput, sizeOf, type NativeKernel } from './native-kernel.js';
 
@@ -22,7 +22,9 @@ function tileInto(x: Float32Array, shape: readonly number[], reps: readonly numb
     if (d === rank - 1) out.set(x.subarray(xAt, xAt + shape[d]), outAt);
     else for (let i = 0; i < shape[d]; i++) block(d + 1, xAt + i * xStride[d], outAt + i * outStride[d]);
     const once = shape[d] * outStride[d]; // the input's extent along d, tiled below d
-    for (let r = 1; r < reps[d]; r++) out.copyWithin(outAt + r * once, outAt, outAt + once);
+    // the copies made so far copied again in one call: log2(reps) calls where one a repetition made 16 cost 15
+    for (let done = 1; done < reps[d]; done *= 2)
+      out.copyWithin(outAt + done * once, outAt, outAt + Math.min(done, reps[d] - done) * once);
   };
   block(0, 0, 0);
 }
