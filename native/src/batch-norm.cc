@@ -35,6 +35,26 @@ double* F64(const Napi::Value& v, size_t need, const char* name) {
   return a.Data();
 }
 
+// bnChannelMoments(x, outer, channels, sums: Float64Array[2C]), channels last: [Σx, Σx²] per channel, in double, in row
+// order: both statistics in one pass over x (precision bf16: src/engine/batch-norm-loops.ts).
+TANDEM_SIMD Napi::Value ChannelMoments(const Napi::CallbackInfo& info) {
+  const int o = Int(info[1], "outer"), c = Int(info[2], "channels");
+  if (o < 0 || c < 1) throw Napi::RangeError::New(info.Env(), "need outer >= 0, channels >= 1");
+  const size_t outer = static_cast<size_t>(o), C = static_cast<size_t>(c);
+  const float* x = F32(info[0], outer * C, "x");
+  double* sums = F64(info[3], 2 * C, "sums");
+  for (size_t k = 0; k < 2 * C; k++) sums[k] = 0;
+  for (size_t r = 0; r < outer; r++) {
+    const float* row = x + r * C;
+    for (size_t k = 0; k < C; k++) {
+      const double v = row[k];
+      sums[k] += v;
+      sums[C + k] += v * v;
+    }
+  }
+  return info.Env().Undefined();
+}
+
 // bnChannelSums(x, outer, channels, inner, sums: Float64Array[C]): sums[c] = Σx over channel c.
 TANDEM_SIMD Napi::Value ChannelSums(const Napi::CallbackInfo& info) {
   const Geometry g = ReadGeometry(info, 1);
@@ -229,6 +249,7 @@ TANDEM_SIMD Napi::Value InputGradient(const Napi::CallbackInfo& info) {
 
 void RegisterBatchNorm(Napi::Env env, Napi::Object exports) {
   exports.Set("bnChannelSums", Napi::Function::New(env, ChannelSums));
+  exports.Set("bnChannelMoments", Napi::Function::New(env, ChannelMoments));
   exports.Set("bnCenteredSquareSums", Napi::Function::New(env, CenteredSquareSums));
   exports.Set("bnNormalize", Napi::Function::New(env, Normalize));
   exports.Set("bnGradientSums", Napi::Function::New(env, GradientSums));

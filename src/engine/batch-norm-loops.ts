@@ -179,18 +179,39 @@ export const JS_BATCH_NORM_LOOPS: BatchNormLoops = {
   inputGradient,
 };
 
-/** The addon's loops (the caller checked that it loaded). */
+/**
+ * The addon's loops (the caller checked that it loaded). Under precision bf16, channels last, channelSums also sums the
+ * squares in the same pass, and centeredSquareSums follows from the two sums with no pass over x of its own (the
+ * statistics in double, more precise than tfjs's float32 differences, not its bits); resnet-mini's two statistics
+ * passes 1.03 → 0.75 ms a step. In fp32, and for another channel axis, tfjs's two passes and bits.
+ */
 export function nativeBatchNormLoops(addon: NativeAddon): BatchNormLoops {
+  let moments: { x: Float32Array; sums: Float64Array } | undefined; // [Σx, Σx²] of the last one-pass channelSums
   return {
     name: 'native',
     channelSums: (x, g) => {
+      if (g.inner === 1 && addon.getPrecision() === 'bf16') {
+        moments = { x, sums: new Float64Array(2 * g.channels) };
+        addon.bnChannelMoments(x, g.outer, g.channels, moments.sums);
+        return moments.sums.slice(0, g.channels);
+      }
       const sums = new Float64Array(g.channels);
       addon.bnChannelSums(x, g.outer, g.channels, g.inner, sums);
       return sums;
     },
     centeredSquareSums: (x, mean, g) => {
-      const sums = new Float64Array(g.channels);
-      addon.bnCenteredSquareSums(x, mean, g.outer, g.channels, g.inner, sums);
+      const C = g.channels,
+        sums = new Float64Array(C);
+      if (moments?.x === x) {
+        // Σ(x − m)² = Σx² − 2m·Σx + n·m², in double, from the one pass channelSums made (never below 0: a constant
+        // channel may round a hair under it)
+        const s = moments.sums,
+          n = g.outer * g.inner;
+        for (let c = 0; c < C; c++) sums[c] = Math.max(0, s[C + c] - 2 * mean[c] * s[c] + n * mean[c] * mean[c]);
+        moments = undefined;
+        return sums;
+      }
+      addon.bnCenteredSquareSums(x, mean, g.outer, C, g.inner, sums);
       return sums;
     },
     normalize: (x, mean, scale, beta, g, relu = false) => {
