@@ -4,9 +4,14 @@
  * - alexnet-mini, `npm start`'s job (examples/mnist.json: 2 devices, batch 64, 3 epochs): held-out accuracy within
  *   0.3 points of fp32;
  * - resnet-mini and mobilenet-mini (BatchNormalization), 200 steps: the mean loss of the last 20 steps within 2% of
- *   fp32's;
+ *   fp32's, each the mean over seeds 1-4;
  * - tfjs-examples' mnist-node architecture, 6 epochs of the 9,000 training samples (tfjs-examples trains 20 of
- *   60,000; at 3, fp32 and bf16 both sat at 98% within one held-out sample): held-out accuracy at least 98%.
+ *   60,000; at 3, fp32 and bf16 both sat at 98% within one held-out sample): held-out accuracy at least 98%, the mean
+ *   over seeds 1-3.
+ * Why means over seeds: one seed's 200-step loss is a trajectory's. On mobilenet-mini, fp32 alone gave 0.392 to 0.440
+ * over seeds 1-4, and bf16 against fp32 seed by seed +1.3%, +2.4%, -5.1%, -0.9% (2026-12-05, commit ec7f15c): two of
+ * four seeds outside 2% with the same code that passed at seed 1. The mean over seeds measures what bf16 does; one
+ * seed, where its trajectory happened to be.
  * Prints a table with each criterion and whether it held, and writes precision-accuracy.json.
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -26,6 +31,24 @@ interface AccuracyRow {
   bf16: number;
   criterion: string;
   held: boolean;
+  /** Each seed's values, where the row is a mean over seeds. */
+  seeds?: { seed: number; fp32: number; bf16: number }[];
+}
+
+/** The seeds the BatchNormalization models and mnist-node train with (their rows are means over them). */
+const BN_SEEDS = [1, 2, 3, 4],
+  MNIST_NODE_SEEDS = [1, 2, 3];
+
+const mean = (values: number[]) => values.reduce((sum, v) => sum + v, 0) / values.length;
+
+/** Each seed's measure in fp32 and bf16, and their means. */
+async function overSeeds(
+  seeds: number[],
+  run: (seed: number) => Promise<Record<'fp32' | 'bf16', number>>,
+): Promise<Pick<AccuracyRow, 'fp32' | 'bf16' | 'seeds'>> {
+  const each: NonNullable<AccuracyRow['seeds']> = [];
+  for (const seed of seeds) each.push({ seed, ...(await run(seed)) });
+  return { fp32: mean(each.map(e => e.fp32)), bf16: mean(each.map(e => e.bf16)), seeds: each };
 }
 
 /** `npm start`'s job, read when the bench runs (bench/main.ts imports every bench; a GPU bundle has no examples/). */
@@ -66,33 +89,46 @@ export async function runPrecisionAccuracy(o: PrecisionAccuracyOptions): Promise
     // 0.3 points of n samples: 3 of 1,000
     held: Math.abs(heldOutRight(alex.bf16, n) - heldOutRight(alex.fp32, n)) <= Math.round((0.3 / 100) * n),
   });
+  const seedsOf = (all: number[]) => (o.quick ? all.slice(0, 1) : all);
   for (const model of ['resnet-mini', 'mobilenet-mini']) {
     const cfg: TrainConfig = { model, data: 'mnist', devices: 2, batch: 64, steps: o.quick ? 100 : 200, lr: 0.02 };
-    const r = await both({ ...cfg, backend: 'native', optimizer: 'sgd', momentum: 0.9, seed: 1 });
-    const [l32, l16] = [lastLoss(r.fp32), lastLoss(r.bf16)];
+    const seeds = seedsOf(BN_SEEDS);
+    const r = await overSeeds(seeds, async seed => {
+      const runs = await both({ ...cfg, backend: 'native', optimizer: 'sgd', momentum: 0.9, seed });
+      return { fp32: lastLoss(runs.fp32), bf16: lastLoss(runs.bf16) };
+    });
     rows.push({
       model,
-      measure: `mean loss of steps ${cfg.steps! - 19}-${cfg.steps}`,
-      fp32: l32,
-      bf16: l16,
+      measure: `mean loss of steps ${cfg.steps! - 19}-${cfg.steps}, mean of seeds ${seeds.join(', ')}`,
+      ...r,
       criterion: '|bf16 - fp32| / fp32 <= 2%',
-      held: Math.abs(l16 - l32) / l32 <= 0.02,
+      held: Math.abs(r.bf16 - r.fp32) / r.fp32 <= 0.02,
     });
   }
-  const node = await both({ ...job, model: 'mnist-node', backend: 'native', epochs: epochs ?? 6 });
+  const nodeSeeds = seedsOf(MNIST_NODE_SEEDS);
+  // held-out samples right per seed (the criterion counts samples), shown as percentages
+  const node = await overSeeds(nodeSeeds, async seed => {
+    const runs = await both({ ...job, model: 'mnist-node', backend: 'native', epochs: epochs ?? 6, seed });
+    return { fp32: heldOutRight(runs.fp32, n), bf16: heldOutRight(runs.bf16, n) };
+  });
   rows.push({
     model: 'mnist-node',
-    measure: `held-out accuracy % (${job.heldOut} samples)`,
-    fp32: heldOut(node.fp32),
-    bf16: heldOut(node.bf16),
+    measure: `held-out accuracy % (${job.heldOut} samples), mean of seeds ${nodeSeeds.join(', ')}`,
+    fp32: (100 * node.fp32) / n,
+    bf16: (100 * node.bf16) / n,
+    seeds: node.seeds!.map(e => ({ seed: e.seed, fp32: (100 * e.fp32) / n, bf16: (100 * e.bf16) / n })),
     criterion: 'bf16 >= 98%',
-    held: heldOutRight(node.bf16, n) >= Math.round(0.98 * n),
+    held: node.bf16 >= Math.round(0.98 * n),
   });
   console.log('\n| model | measure | fp32 | bf16 | criterion | held |');
   console.log('|---|---|---:|---:|---|---|');
   for (const r of rows) {
     const values = `${r.fp32.toFixed(3)} | ${r.bf16.toFixed(3)}`;
     console.log(`| ${r.model} | ${r.measure} | ${values} | ${r.criterion} | ${r.held ? 'yes' : 'NO'} |`);
+  }
+  for (const r of rows.filter(row => row.seeds)) {
+    const bySeed = r.seeds!.map(e => `${e.seed}: ${e.fp32.toFixed(3)} / ${e.bf16.toFixed(3)}`);
+    console.log(`${r.model} by seed (fp32 / bf16): ${bySeed.join(', ')}`);
   }
   mkdirSync(o.out, { recursive: true });
   const file = `${o.out}/precision-accuracy${o.quick ? '-quick' : ''}.json`;
