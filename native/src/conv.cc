@@ -4,7 +4,10 @@
 // (format_tag::any) through a cached reorder. One cached primitive per shape.
 // Precision bf16: x, the filter and dy are rounded to bf16 by cached reorders
 // before the primitive; y, dx, dw and the bias gradient stay float32 (fp32
-// accumulation), so nothing outside this file sees a bf16 value.
+// accumulation), so nothing outside this file sees a bf16 value. By shape: an
+// input gradient at stride 1 and "same" output runs as a forward convolution
+// of the turned filter (ByReversedForward), a forward of one input channel in
+// float32 (GetConv), a weight gradient of 1-3 channels by im2col (conv-im2col.cc).
 // Groups: G = C and OC = C·M is tfjs's depthwise convolution, whose filter
 // [KH, KW, C, M] is described to oneDNN by strides as {G, M, 1, KH, KW}.
 #include <sstream>
