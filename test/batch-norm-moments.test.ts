@@ -63,4 +63,20 @@ if (addon) {
     }
     t.end();
   });
+
+  t.test('the one-pass sums serve only the call that follows them on the same x', t => {
+    const g = { outer: 300, channels: 6, inner: 1 };
+    const x = values(g.outer, g.channels);
+    addon.setPrecision('bf16');
+    loops.channelSums(x, g); // one-pass sums kept for x; then fp32 sums x again, its two passes
+    addon.setPrecision('fp32');
+    const { mean, squares } = statistics(x, g);
+    t.same(squares, JS_BATCH_NORM_LOOPS.centeredSquareSums(x, mean, g), "fp32's two passes, the JS loops' bits");
+    t.throws(
+      () => addon.bnChannelMoments(x, 30, g.channels, 10, new Float64Array(2 * g.channels)),
+      /inner must be 1/,
+      'the addon refuses channels that are not last',
+    );
+    t.end();
+  });
 }

@@ -35,16 +35,16 @@ double* F64(const Napi::Value& v, size_t need, const char* name) {
   return a.Data();
 }
 
-// bnChannelMoments(x, outer, channels, sums: Float64Array[2C]), channels last: [Σx, Σx²] per channel, in double, in row
-// order: both statistics in one pass over x (precision bf16: src/engine/batch-norm-loops.ts).
+// bnChannelMoments(x, outer, channels, inner = 1, sums: Float64Array[2C]), channels last: [Σx, Σx²] per channel, in
+// double, in row order: both statistics in one pass over x (precision bf16: src/engine/batch-norm-loops.ts).
 TANDEM_SIMD Napi::Value ChannelMoments(const Napi::CallbackInfo& info) {
-  const int o = Int(info[1], "outer"), c = Int(info[2], "channels");
-  if (o < 0 || c < 1) throw Napi::RangeError::New(info.Env(), "need outer >= 0, channels >= 1");
-  const size_t outer = static_cast<size_t>(o), C = static_cast<size_t>(c);
-  const float* x = F32(info[0], outer * C, "x");
-  double* sums = F64(info[3], 2 * C, "sums");
+  const Geometry g = ReadGeometry(info, 1);
+  if (g.inner != 1) throw Napi::RangeError::New(info.Env(), "bnChannelMoments reads channels last: inner must be 1");
+  const size_t C = g.channels;
+  const float* x = F32(info[0], g.size(), "x");
+  double* sums = F64(info[4], 2 * C, "sums");
   for (size_t k = 0; k < 2 * C; k++) sums[k] = 0;
-  for (size_t r = 0; r < outer; r++) {
+  for (size_t r = 0; r < g.outer; r++) {
     const float* row = x + r * C;
     for (size_t k = 0; k < C; k++) {
       const double v = row[k];

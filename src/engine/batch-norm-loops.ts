@@ -190,9 +190,10 @@ export function nativeBatchNormLoops(addon: NativeAddon): BatchNormLoops {
   return {
     name: 'native',
     channelSums: (x, g) => {
+      moments = undefined; // the sums below are x's, whatever an earlier call left
       if (g.inner === 1 && addon.getPrecision() === 'bf16') {
         moments = { x, sums: new Float64Array(2 * g.channels) };
-        addon.bnChannelMoments(x, g.outer, g.channels, moments.sums);
+        addon.bnChannelMoments(x, g.outer, g.channels, g.inner, moments.sums);
         return moments.sums.slice(0, g.channels);
       }
       const sums = new Float64Array(g.channels);

@@ -200,8 +200,8 @@ export interface NativeAddon {
   halfMeanDecoded(format: 'fp16' | 'bf16', gathered: F32, ranks: number, out: F32): void;
   /** BatchNormalization's training loops (src/model/batch-norm-loops.ts): the same bits as the JS loops. */
   bnChannelSums(x: F32, outer: number, channels: number, inner: number, sums: Float64Array): void;
-  /** Channels last: [Σx, Σx²] per channel in one pass, in double. */
-  bnChannelMoments(x: F32, outer: number, channels: number, sums: Float64Array): void;
+  /** Channels last (inner 1, else a RangeError): [Σx, Σx²] per channel in one pass, in double. */
+  bnChannelMoments(x: F32, outer: number, channels: number, inner: number, sums: Float64Array): void;
   bnCenteredSquareSums(x: F32, mean: F32, outer: number, channels: number, inner: number, sums: Float64Array): void;
   bnNormalize(
     x: F32,

@@ -22,7 +22,7 @@ function tileInto(x: Float32Array, shape: readonly number[], reps: readonly numb
     if (d === rank - 1) out.set(x.subarray(xAt, xAt + shape[d]), outAt);
     else for (let i = 0; i < shape[d]; i++) block(d + 1, xAt + i * xStride[d], outAt + i * outStride[d]);
     const once = shape[d] * outStride[d]; // the input's extent along d, tiled below d
-    // the copies made so far copied again in one call: log2(reps) calls where one a repetition made 16 cost 15
+    // the blocks made so far copied again in one call: ⌈log2(reps)⌉ calls, where one per repetition took reps − 1
     for (let done = 1; done < reps[d]; done *= 2)
       out.copyWithin(outAt + done * once, outAt, outAt + Math.min(done, reps[d] - done) * once);
   };
