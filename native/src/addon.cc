@@ -225,6 +225,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   RegisterBatchNorm(env, exports);
   RegisterHalfOps(env, exports);
   RegisterBroadcast(env, exports);
+  RegisterBf16Cast(env, exports);
   return exports;
 }
 

@@ -7,6 +7,7 @@
 // With the channels last (inner 1, the layout every conv and dense layer here writes), each
 // loop runs over a row's channels, which the compiler vectorises without reordering any sum:
 // channel c's sum still adds its values in row order. Built with -ffp-contract=off.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -118,8 +119,8 @@ TANDEM_SIMD Napi::Value CenteredSquareSums(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
-// bnNormalize(x, mean: F32, scale: F64, beta: F32, outer, channels, inner, y: F32, relu?):
-// y = β + (x − mean)·scale, per channel; relu: y = relu(that), the relu layer after it fused in.
+// bnNormalize(x, mean: F32, scale: F64, beta: F32, outer, channels, inner, y: F32, relu?, yShadow?):
+// y = β + (x − mean)·scale, per channel; relu: y = relu(that), the relu layer after it fused in; yShadow: y in bf16.
 TANDEM_SIMD Napi::Value Normalize(const Napi::CallbackInfo& info) {
   const Geometry g = ReadGeometry(info, 4);
   const float* x = F32(info[0], g.size(), "x");
@@ -128,16 +129,22 @@ TANDEM_SIMD Napi::Value Normalize(const Napi::CallbackInfo& info) {
   const float* beta = F32(info[3], g.channels, "beta");
   float* y = F32(info[7], g.size(), "y");
   const bool relu = info.Length() > 8 && info[8].ToBoolean().Value();
+  uint16_t* shadow = OptionalShadowOut(info, 9, g.size());
   if (g.inner == 1) {
-    for (size_t o = 0; o < g.outer; o++) {
-      const float* row = x + o * g.channels;
-      float* out = y + o * g.channels;
-      if (relu)
-        for (size_t c = 0; c < g.channels; c++)
-          out[c] = ReluValue(static_cast<float>(static_cast<double>(beta[c]) + (row[c] - static_cast<double>(mean[c])) * scale[c]));
-      else
-        for (size_t c = 0; c < g.channels; c++)
-          out[c] = static_cast<float>(static_cast<double>(beta[c]) + (row[c] - static_cast<double>(mean[c])) * scale[c]);
+    const size_t C = g.channels;
+    for (size_t from = 0, n = g.size(), block = ShadowBlock(n, C, shadow); from < n; from += block) {
+      const size_t to = std::min(n, from + block);
+      for (size_t o = from / C; o < to / C; o++) {
+        const float* row = x + o * C;
+        float* out = y + o * C;
+        if (relu)
+          for (size_t c = 0; c < C; c++)
+            out[c] = ReluValue(static_cast<float>(static_cast<double>(beta[c]) + (row[c] - static_cast<double>(mean[c])) * scale[c]));
+        else
+          for (size_t c = 0; c < C; c++)
+            out[c] = static_cast<float>(static_cast<double>(beta[c]) + (row[c] - static_cast<double>(mean[c])) * scale[c]);
+      }
+      if (shadow) CastToBf16(y + from, shadow + from, to - from);
     }
     return info.Env().Undefined();
   }
@@ -150,6 +157,7 @@ TANDEM_SIMD Napi::Value Normalize(const Napi::CallbackInfo& info) {
       }
     }
   }
+  if (shadow) CastToBf16(y, shadow, g.size());
   return info.Env().Undefined();
 }
 
@@ -193,8 +201,8 @@ TANDEM_SIMD Napi::Value GradientSums(const Napi::CallbackInfo& info) {
 }
 
 // bnInputGradient(dy, x, mean: F32, invStd: F64, gamma: F32, sums: F32[2C], n, outer, channels,
-// inner, dx: F32, z?: F32): dx = γ·invStd·(dy − meanDy − x̂·meanDyXHat), the means over the batch of n (with z, dy
-// through the fused relu first, as in bnGradientSums).
+// inner, dx: F32, z?: F32, dxShadow?): dx = γ·invStd·(dy − meanDy − x̂·meanDyXHat), the means over the batch of n
+// (with z, dy through the fused relu first, as in bnGradientSums); dxShadow: dx in bf16.
 TANDEM_SIMD Napi::Value InputGradient(const Napi::CallbackInfo& info) {
   const Geometry g = ReadGeometry(info, 7);
   const size_t C = g.channels;
@@ -208,6 +216,7 @@ TANDEM_SIMD Napi::Value InputGradient(const Napi::CallbackInfo& info) {
   const double n = info[6].As<Napi::Number>().DoubleValue();
   float* dx = F32(info[10], g.size(), "dx");
   const float* z = OptionalRelu(info, 11, g.size());
+  uint16_t* shadow = OptionalShadowOut(info, 12, g.size());
   if (g.inner == 1) {
     // The per-channel factors once (the same values the general loop computes per channel and row).
     std::vector<double> k(C), scale(C), meanDy(C), meanDyXHat(C), m(C);
@@ -218,17 +227,21 @@ TANDEM_SIMD Napi::Value InputGradient(const Napi::CallbackInfo& info) {
       meanDy[c] = sums[c] / n;
       meanDyXHat[c] = sums[C + c] / n;
     }
-    for (size_t o = 0; o < g.outer; o++) {
-      const float *dyRow = dy + o * C, *xRow = x + o * C, *zRow = z ? z + o * C : nullptr;
-      float* out = dx + o * C;
-      if (zRow)
-        for (size_t c = 0; c < C; c++) {
-          const double d = ThroughRelu(dyRow[c], zRow[c]);
-          out[c] = static_cast<float>(scale[c] * (d - meanDy[c] - (xRow[c] - m[c]) * k[c] * meanDyXHat[c]));
-        }
-      else
-        for (size_t c = 0; c < C; c++)
-          out[c] = static_cast<float>(scale[c] * (dyRow[c] - meanDy[c] - (xRow[c] - m[c]) * k[c] * meanDyXHat[c]));
+    for (size_t from = 0, all = g.size(), block = ShadowBlock(all, C, shadow); from < all; from += block) {
+      const size_t to = std::min(all, from + block);
+      for (size_t o = from / C; o < to / C; o++) {
+        const float *dyRow = dy + o * C, *xRow = x + o * C, *zRow = z ? z + o * C : nullptr;
+        float* out = dx + o * C;
+        if (zRow)
+          for (size_t c = 0; c < C; c++) {
+            const double d = ThroughRelu(dyRow[c], zRow[c]);
+            out[c] = static_cast<float>(scale[c] * (d - meanDy[c] - (xRow[c] - m[c]) * k[c] * meanDyXHat[c]));
+          }
+        else
+          for (size_t c = 0; c < C; c++)
+            out[c] = static_cast<float>(scale[c] * (dyRow[c] - meanDy[c] - (xRow[c] - m[c]) * k[c] * meanDyXHat[c]));
+      }
+      if (shadow) CastToBf16(dx + from, shadow + from, to - from);
     }
     return info.Env().Undefined();
   }
@@ -242,6 +255,7 @@ TANDEM_SIMD Napi::Value InputGradient(const Napi::CallbackInfo& info) {
       }
     }
   }
+  if (shadow) CastToBf16(dx, shadow, g.size());
   return info.Env().Undefined();
 }
 

@@ -126,8 +126,23 @@ inline uint16_t Bf16Of(float v) {
   return static_cast<uint16_t>(abs > 0x7f800000u ? quietNan : abs < 0x00800000u ? signedZero : nearestEven);
 }
 
-// float32 -> bf16 (Bf16Of) of n values: the cast conversions' loop (bf16-cast.cc), ~3× oneDNN 2.6's reorder.
+// float32 -> bf16 (Bf16Of) of n values: the cast conversions' loop (bf16-cast.cc), ~3× oneDNN 2.6's reorder; by
+// AVX512-BF16's instruction where the CPU has it (CastsByInstruction), else by Bf16Of's integer steps (Portable).
 void CastToBf16(const float* __restrict src, uint16_t* __restrict dst, size_t n);
+void CastToBf16Portable(const float* __restrict src, uint16_t* __restrict dst, size_t n);
+bool CastsByInstruction();
+// A kernel's output written with its bf16 shadow (src/engine/native/output-pool.ts) for the convolution that reads it
+// next: the optional Uint16Array at info[at] (nullptr when absent or null), at least `need` long.
+uint16_t* OptionalShadowOut(const Napi::CallbackInfo& info, size_t at, size_t need);
+// How many elements a kernel writes before casting them into its output's shadow (when it has one, else all n): whole
+// units (rows) of about 4,096 elements, a block still in L1, where a cast pass of its own (CastToBf16 in the
+// convolution) reads the whole activation back from memory. The loop over blocks stays in the kernel's own body: a
+// lambda would be compiled once, for the baseline target, outside the kernel's AVX-512 clone.
+inline size_t ShadowBlock(size_t n, size_t unit, const uint16_t* shadow) {
+  constexpr size_t kBlock = 4096;
+  if (!shadow || n == 0) return n == 0 ? 1 : n;
+  return unit >= kBlock ? unit : kBlock / unit * unit;
+}
 
 // The Float32Array's own data pointer (works for SharedArrayBuffer-backed arrays,
 // where TypedArray::ArrayBuffer().Data() throws). Checks the element count.
@@ -191,5 +206,6 @@ void RegisterFlatOps(Napi::Env env, Napi::Object exports);
 void RegisterHalfOps(Napi::Env env, Napi::Object exports);
 void RegisterBatchNorm(Napi::Env env, Napi::Object exports);
 void RegisterBroadcast(Napi::Env env, Napi::Object exports);
+void RegisterBf16Cast(Napi::Env env, Napi::Object exports);
 
 }  // namespace tandem

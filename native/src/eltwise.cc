@@ -6,6 +6,8 @@
 #include <cmath>
 #include <vector>
 
+#include <algorithm>
+
 #include "dnnl-context.h"
 
 namespace tandem {
@@ -17,28 +19,38 @@ size_t Count(const Napi::Value& v) {
   return static_cast<size_t>(n);
 }
 
-// relu(x, y, size): y = max(0, x) as Math.max: NaN stays NaN, -0 becomes 0
+// relu(x, y, size, yShadow?): y = max(0, x) as Math.max: NaN stays NaN, -0 becomes 0; yShadow: y in bf16 too
 TANDEM_SIMD Napi::Value Relu(const Napi::CallbackInfo& info) {
   size_t n = Count(info[2]);
   const float* x = F32(info[0], n, "x");
   float* y = F32(info[1], n, "y");
-  for (size_t i = 0; i < n; i++) {
-    float v = x[i];
-    y[i] = (v > 0.f || v != v) ? v : 0.f;
+  uint16_t* shadow = OptionalShadowOut(info, 3, n);
+  for (size_t from = 0, block = ShadowBlock(n, 1, shadow); from < n; from += block) {
+    const size_t to = std::min(n, from + block);
+    for (size_t i = from; i < to; i++) {
+      float v = x[i];
+      y[i] = (v > 0.f || v != v) ? v : 0.f;
+    }
+    if (shadow) CastToBf16(y + from, shadow + from, to - from);
   }
   return info.Env().Undefined();
 }
 
-// reluGrad(dy, x, dx, size): dx = dy * step(x), step(x) = x > 0 ? 1 : 0, NaN for NaN
+// reluGrad(dy, x, dx, size, dxShadow?): dx = dy * step(x), step(x) = x > 0 ? 1 : 0, NaN for NaN; dxShadow: dx in bf16
 TANDEM_SIMD Napi::Value ReluGrad(const Napi::CallbackInfo& info) {
   size_t n = Count(info[3]);
   const float* dy = F32(info[0], n, "dy");
   const float* x = F32(info[1], n, "x");
   float* dx = F32(info[2], n, "dx");
-  for (size_t i = 0; i < n; i++) {
-    float v = x[i];
-    float s = v > 0.f ? 1.f : 0.f;
-    dx[i] = dy[i] * (v != v ? v : s);
+  uint16_t* shadow = OptionalShadowOut(info, 4, n);
+  for (size_t from = 0, block = ShadowBlock(n, 1, shadow); from < n; from += block) {
+    const size_t to = std::min(n, from + block);
+    for (size_t i = from; i < to; i++) {
+      float v = x[i];
+      float s = v > 0.f ? 1.f : 0.f;
+      dx[i] = dy[i] * (v != v ? v : s);
+    }
+    if (shadow) CastToBf16(dx + from, shadow + from, to - from);
   }
   return info.Env().Undefined();
 }

@@ -180,6 +180,19 @@ export const JS_BATCH_NORM_LOOPS: BatchNormLoops = {
 };
 
 /**
+ * A fresh output (recycled once its tensor is dropped) that `write` fills whole. Under precision bf16 it writes the
+ * output's bf16 shadow in the same pass (normalize and inputGradient): the convolution after the layer reads y's, the
+ * one before it dx's, where each would cast the whole activation again.
+ */
+function written(addon: NativeAddon, length: number, write: (out: Float32Array, shadow: Uint16Array | null) => void) {
+  const out = OUTPUT_POOL.take(length, false);
+  const shadow = addon.getPrecision() === 'bf16' ? OUTPUT_POOL.shadowToWrite(out) : undefined;
+  write(out, shadow?.bits ?? null);
+  if (shadow) shadow.filled = true;
+  return out;
+}
+
+/**
  * The addon's loops (the caller checked that it loaded). Under precision bf16, channels last, channelSums also sums the
  * squares in the same pass, and centeredSquareSums follows from the two sums with no pass over x of its own (the
  * statistics in double, more precise than tfjs's float32 differences, not its bits); resnet-mini's two statistics
@@ -215,21 +228,19 @@ export function nativeBatchNormLoops(addon: NativeAddon): BatchNormLoops {
       addon.bnCenteredSquareSums(x, mean, g.outer, C, g.inner, sums);
       return sums;
     },
-    normalize: (x, mean, scale, beta, g, relu = false) => {
-      const y = OUTPUT_POOL.take(x.length, false); // written whole; recycled once its tensor is dropped
-      addon.bnNormalize(x, mean, scale, beta, g.outer, g.channels, g.inner, y, relu);
-      return y;
-    },
+    normalize: (x, mean, scale, beta, g, relu = false) =>
+      written(addon, x.length, (y, ys) =>
+        addon.bnNormalize(x, mean, scale, beta, g.outer, g.channels, g.inner, y, relu, ys),
+      ),
     gradientSums: (dy, x, mean, invStd, g, z) => {
       const sums = new Float64Array(2 * g.channels);
       addon.bnGradientSums(dy, x, mean, invStd, g.outer, g.channels, g.inner, sums, z ?? null);
       return sums;
     },
-    inputGradient: (dy, x, mean, invStd, gamma, sums, n, g, z) => {
-      const dx = OUTPUT_POOL.take(x.length, false);
-      addon.bnInputGradient(dy, x, mean, invStd, gamma, sums, n, g.outer, g.channels, g.inner, dx, z ?? null);
-      return dx;
-    },
+    inputGradient: (dy, x, mean, invStd, gamma, sums, n, g, z) =>
+      written(addon, x.length, (dx, dxs) =>
+        addon.bnInputGradient(dy, x, mean, invStd, gamma, sums, n, g.outer, g.channels, g.inner, dx, z ?? null, dxs),
+      ),
   };
 }
 

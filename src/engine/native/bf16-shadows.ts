@@ -59,6 +59,11 @@ export function activationShadow(ctx: NativeKernelContext, values: Float32Array)
   return ctx.addon.getPrecision() === 'bf16' ? OUTPUT_POOL.shadowOf(values) : undefined;
 }
 
+/** The shadow of a kernel's fresh output, which the kernel fills as it writes it, under precision bf16; else none. */
+export function outputShadow(ctx: NativeKernelContext, values: Float32Array): Bf16Shadow | undefined {
+  return ctx.addon.getPrecision() === 'bf16' ? OUTPUT_POOL.shadowToWrite(values) : undefined;
+}
+
 /** The weight's bf16 shadow under precision bf16 within a step's scope, else none. */
 export function weightShadow(ctx: NativeKernelContext, values: Float32Array): Bf16Shadow | undefined {
   return ctx.addon.getPrecision() === 'bf16' ? WEIGHT_SHADOWS.shadowOf(values) : undefined;

@@ -27,6 +27,7 @@ import {
   type BinaryOp,
   type FlatResult,
 } from './broadcast-kernels.js';
+import { outputShadow } from './bf16-shadows.js';
 
 /** Kernel name of the fused relu gradient dx = dy * step(x). Registered on the native backend only. */
 export const RELU_GRAD_KERNEL = 'TandemReluGrad';
@@ -40,7 +41,9 @@ export function elementwiseKernels(ctx: NativeKernelContext): NativeKernel[] {
         const x = float32Values(backend, inputs.x);
         if (!x) return undefined;
         const y = overwrittenOutput(x.length);
-        addon.relu(x, y, x.length);
+        const ys = outputShadow(ctx, y); // filled in the same pass: a convolution that reads y next reads it
+        addon.relu(x, y, x.length, ys?.bits ?? null);
+        if (ys) ys.filled = true;
         return output(backend, [...inputs.x.shape], y);
       },
     },
@@ -51,7 +54,9 @@ export function elementwiseKernels(ctx: NativeKernelContext): NativeKernel[] {
           x = float32Values(backend, inputs.x);
         if (!dy || !x || dy.length !== x.length) return undefined;
         const dx = overwrittenOutput(x.length);
-        addon.reluGrad(dy, x, dx, x.length);
+        const dxs = outputShadow(ctx, dx); // as Relu's y: the gradient of the convolution before it reads it
+        addon.reluGrad(dy, x, dx, x.length, dxs?.bits ?? null);
+        if (dxs) dxs.filled = true;
         return output(backend, [...inputs.x.shape], dx);
       },
     },

@@ -39,6 +39,12 @@ export interface NativeAddon {
   getPrecision(): 'fp32' | 'bf16';
   /** oneDNN's effective ISA and its implementation for a small bf16 matmul ('' and the reason when it has none). */
   bf16Support(): { isa: string; implementation: string; reason?: string };
+  /**
+   * dst = src rounded to bf16 as the convolutions' casts round (nearest even, a subnormal to a zero of its sign, NaN
+   * made quiet): by AVX512-BF16's instruction where the CPU has it ('auto'), or by integer steps ('portable'). Returns
+   * the path taken. For tests: both paths must give the same bits.
+   */
+  castToBf16(src: F32, dst: Uint16Array, path: 'auto' | 'portable'): 'instruction' | 'portable';
   /** oneDNN's implementation string of each cached primitive on this thread, by kernel key. */
   implementations(): Record<string, string>;
   /**
@@ -131,8 +137,9 @@ export interface NativeAddon {
     xShadow?: Uint16Array | null,
     xShadowFilled?: boolean,
   ): number;
-  relu(x: F32, y: F32, size: number): void;
-  reluGrad(dy: F32, x: F32, dx: F32, size: number): void;
+  /** yShadow (and reluGrad's dxShadow): the output's bf16 bits, written in the same pass (the casts' rounding). */
+  relu(x: F32, y: F32, size: number, yShadow?: Uint16Array | null): void;
+  reluGrad(dy: F32, x: F32, dx: F32, size: number, dxShadow?: Uint16Array | null): void;
   /** Dropout's multiplier into `out`, as seeded-random-layers.ts's dropoutMultiplier draws it (the same bits). */
   dropoutMask(out: F32, base: number, lo: number, kept: number): void;
   addRowVector(x: F32, v: F32, y: F32, rows: number, cols: number): void;
@@ -214,6 +221,8 @@ export interface NativeAddon {
     y: F32,
     /** relu(y): the relu layer after it, fused in. */
     relu?: boolean,
+    /** y's bf16 bits, written in the same pass (as relu's yShadow); also bnInputGradient's dxShadow. */
+    yShadow?: Uint16Array | null,
   ): void;
   /** `z`: a fused relu's output (dy is then the relu's output gradient); also bnInputGradient's. */
   bnGradientSums(
@@ -240,6 +249,7 @@ export interface NativeAddon {
     inner: number,
     dx: F32,
     z?: F32 | null,
+    dxShadow?: Uint16Array | null,
   ): void;
 }
 
@@ -257,6 +267,7 @@ const EXPORTS: (keyof NativeAddon)[] = [
   'setPrecision',
   'getPrecision',
   'bf16Support',
+  'castToBf16',
   'implementations',
   'conv2dForward',
   'conv2dBackwardData',

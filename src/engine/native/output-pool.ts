@@ -20,8 +20,11 @@
  * precision bf16 a convolution converts its activation into the shadow, and
  * the next primitive that reads the same activation (a convolution's forward
  * and weight gradient read x; its data and weight gradients read dy) reads the
- * shadow instead of converting it again. A shadow goes when its array is
- * dropped (to a free list of its length, for the next one) or pinned.
+ * shadow instead of converting it again. The kernels whose output a
+ * convolution usually reads next (BatchNormalization's normalize and input
+ * gradient, relu and its gradient, the pool gradient) fill it as they write
+ * the output (`shadowToWrite`). A shadow goes when its array is dropped (to a
+ * free list of its length, for the next one) or pinned.
  */
 import { takeOutputDestination } from '../output-destination.js';
 
@@ -148,7 +151,19 @@ export class OutputPool {
 
   /** The bf16 shadow of an output this pool owns (made empty on first ask), or undefined for any other array. */
   shadowOf(values: Float32Array): Bf16Shadow | undefined {
-    if (this.state.get(values.buffer) !== 'owned') return undefined;
+    return this.state.get(values.buffer) === 'owned' ? this.shadowMade(values) : undefined;
+  }
+
+  /**
+   * The shadow a kernel fills as it writes `values`: an output this pool owns, or a fresh one it just made, which the
+   * backend stores next (owned: the shadow stays; pinned: it goes). Undefined for any other array.
+   */
+  shadowToWrite(values: Float32Array): Bf16Shadow | undefined {
+    const s = this.state.get(values.buffer);
+    return s === 'owned' || s === 'fresh' ? this.shadowMade(values) : undefined;
+  }
+
+  private shadowMade(values: Float32Array): Bf16Shadow {
     let shadow = this.shadows.get(values.buffer);
     if (!shadow) {
       shadow = { bits: this.freeShadows.take(values.length) ?? this.make(Uint16Array, values.length), filled: false };
