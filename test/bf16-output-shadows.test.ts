@@ -1,8 +1,10 @@
-// Outputs written with their bf16 shadow (precision bf16): BatchNormalization's normalize and input gradient, relu and
-// relu's gradient write each block's bf16 bits as they write it, so the convolution that reads the output next reads
-// the shadow instead of casting the whole activation again (native/src/batch-norm.cc, eltwise.cc). Checked here:
+// Outputs written with their bf16 shadow (precision bf16): BatchNormalization's normalize and input gradient, relu,
+// relu's gradient and a convolution's fused activation write each block's bf16 bits as they write it, so the
+// convolution that reads the output next reads the shadow instead of casting the whole activation again
+// (native/src/batch-norm.cc, eltwise.cc, addon.cc). Checked here:
 // - each loop's shadow holds the cast of its output (castToBf16's bits), channels last and not, for channel counts
 //   that leave a block of 4,096 elements uneven, and on values holding NaN, ±Infinity, subnormals and ties;
+// - likewise a convolution's fused activation pass (the next convolution's x);
 // - without a shadow the loops write the same output;
 // - a ResNet-style step through tfjs (conv, BatchNormalization + relu, add, relu) gives the same bits with the shadows
 //   as with every convolution converting its inputs itself, and the convolutions did read shadows these loops filled.
@@ -12,7 +14,7 @@ import * as tf from '@tensorflow/tfjs';
 import { awkward, startBf16OrSkip } from './fixtures/bf16-gate.js';
 import { identical } from './fixtures/native-compare.js';
 import { prng } from '../src/data/synthetic-images.js';
-import type { NativeAddon } from '../src/engine/native/native-addon.js';
+import type { NativeAddon, NativeConvShape } from '../src/engine/native/native-addon.js';
 import { OUTPUT_POOL, type Bf16Shadow } from '../src/engine/native/output-pool.js';
 import { getEngine } from '../src/engine/engine-registry.js';
 import { trainBatchNormalization } from '../src/model/sync-batch-norm.js';
@@ -72,6 +74,32 @@ function loopsWriteTheirCast(addon: NativeAddon) {
       t.end();
     });
   }
+}
+
+function convActivationWritesItsCast(addon: NativeAddon) {
+  t.test("a convolution's activation pass writes y's shadow", t => {
+    addon.setPrecision('bf16');
+    const [N, H, W, C, K, OC] = [3, 11, 13, 5, 3, 24];
+    const shape: NativeConvShape = [N, H, W, C, K, K, OC, 1, 1, 1, 1, 1, 1, H, W, 1];
+    const x = awkward(N * H * W * C, 7),
+      w = awkward(K * K * C * OC, 8).map(v => (Number.isFinite(v) ? v : 0.5)),
+      bias = awkward(OC, 9).map(v => (Number.isFinite(v) ? v : 0));
+    for (const [name, activation] of [
+      ['relu', 1],
+      ['relu6', 2],
+      ['elu', 5],
+    ] as const) {
+      const plain = new Float32Array(N * H * W * OC),
+        y = new Float32Array(plain.length),
+        shadow = new Uint16Array(plain.length);
+      addon.conv2dForward(x, w, bias, plain, shape, activation, 0.2, null, false);
+      addon.conv2dForward(x, w, bias, y, shape, activation, 0.2, null, false, shadow);
+      t.ok(sameBits(y, plain), `${name}: the same y with a shadow as without`);
+      t.ok(sameBits(shadow, cast(addon, y)), `${name}: the shadow holds y's cast`);
+    }
+    addon.setPrecision('fp32');
+    t.end();
+  });
 }
 
 /** A conv stem, a residual block (conv, BatchNormalization + relu, conv, BatchNormalization, add, relu), a head. */
@@ -145,6 +173,7 @@ function stepThroughTfjs(addon: NativeAddon) {
 function registerTests(addon: NativeAddon) {
   t.teardown(() => addon.setPrecision('fp32'));
   loopsWriteTheirCast(addon);
+  convActivationWritesItsCast(addon);
   stepThroughTfjs(addon);
 }
 

@@ -3,6 +3,7 @@
 // the comm side's all-reduce mean and optimizer updates on flat ranges, and the fp16/bf16
 // hooks' compression and decoding.
 #include <malloc.h>
+#include <algorithm>
 #include <cmath>
 #include <omp.h>
 
@@ -73,6 +74,14 @@ TANDEM_SIMD void ApplyActivation(float* y, size_t n, Activation act, double alph
     case Activation::Elu:  // x >= 0 ? x : Math.exp(x) - 1
       for (size_t i = 0; i < n; i++) { float v = y[i]; if (!(v >= 0.f)) y[i] = static_cast<float>(std::exp(static_cast<double>(v)) - 1.0); }
       return;
+  }
+}
+
+void ApplyActivation(float* y, size_t n, Activation act, double alpha, uint16_t* shadow) {
+  for (size_t from = 0, block = ShadowBlock(n, 1, shadow); from < n; from += block) {
+    const size_t to = std::min(n, from + block);
+    ApplyActivation(y + from, to - from, act, alpha);
+    if (shadow) CastToBf16(y + from, shadow + from, to - from);
   }
 }
 

@@ -217,8 +217,8 @@ ConvEntry& GetConv(Ctx& c, ConvKind kind, const ConvShape& s, bool bias) {
   return *p;
 }
 
-// conv2dForward(x, w, bias | null, y, shape, activation, alpha, xShadow | null, xShadowFilled): 1 when the shadow
-// holds x in bf16 afterwards, else 0
+// conv2dForward(x, w, bias | null, y, shape, activation, alpha, xShadow | null, xShadowFilled, yShadow?): 1 when the
+// shadow holds x in bf16 afterwards, else 0. yShadow: y's bf16 bits, written in the activation's pass.
 Napi::Value Conv2dForward(const Napi::CallbackInfo& info) {
   return Guard(info, "conv2dForward", [&]() -> Napi::Value {
     auto& c = GetCtx(info.Env());
@@ -230,6 +230,7 @@ Napi::Value Conv2dForward(const Napi::CallbackInfo& info) {
     Activation act = ReadActivation(info[5]);
     double alpha = info[6].ToNumber().DoubleValue();
     Shadow xs = ReadShadow(info, 7, s.xSize());
+    uint16_t* yShadow = OptionalShadowOut(info, 9, s.ySize());
     auto& e = GetConv(c, ConvKind::Forward, s, b != nullptr);
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, e.x.Input(c, x, xs)},
                                          {DNNL_ARG_WEIGHTS, e.w.Input(c, w)},
@@ -239,7 +240,7 @@ Napi::Value Conv2dForward(const Napi::CallbackInfo& info) {
     e.prim.execute(c.strm, args);
     e.y.Finish(c, y);
     c.strm.wait();
-    ApplyActivation(y, s.ySize(), act, alpha);
+    ApplyActivation(y, s.ySize(), act, alpha, yShadow);
     return Napi::Number::New(info.Env(), xs.filled ? 1 : 0);
   });
 }

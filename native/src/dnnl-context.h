@@ -169,6 +169,9 @@ Activation ReadActivation(const Napi::Value& v);
 // in double, rounded to float32 when stored). Not a oneDNN post-op: oneDNN's relu, clip and exp
 // turn NaN into numbers (max/min with a constant), and a NaN must reach the user.
 void ApplyActivation(float* y, size_t n, Activation act, double alpha);
+// The same, block by block, each block cast into shadow (when not null) right after: y's bf16 shadow for the
+// convolution that reads it next.
+void ApplyActivation(float* y, size_t n, Activation act, double alpha, uint16_t* shadow);
 
 // relu as the native Relu kernel computes it (eltwise.cc), Math.max(0, v): NaN stays NaN, -0 becomes 0.
 inline float ReluValue(float v) { return (v > 0.f || v != v) ? v : 0.f; }

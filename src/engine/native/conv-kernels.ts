@@ -22,7 +22,7 @@ import {
   type NativeKernelContext,
 } from './native-kernel.js';
 import type { NativeConvShape } from './native-addon.js';
-import { activationShadow, settle } from './bf16-shadows.js';
+import { activationShadow, outputShadow, settle } from './bf16-shadows.js';
 
 type Shape4 = [number, number, number, number];
 type Conv2DInfo = ReturnType<NativeKernelContext['tf']['backend_util']['computeConv2DInfo']>;
@@ -104,8 +104,11 @@ export function convKernels(ctx: NativeKernelContext): NativeKernel[] {
         const y = overwrittenOutput(sizeOf(geometry.info.outShape));
         const xs = activationShadow(ctx, x);
         const alpha = (attrs.leakyreluAlpha as number | undefined) ?? 0.2;
-        const filled = addon.conv2dForward(x, filter, bias, y, geometry.shape, activation, alpha, xs?.bits, xs?.filled);
-        settle(xs, filled, 1);
+        // with an activation, y is usually the next convolution's x: its bf16 shadow written in the activation's pass
+        const ys = activation === 0 ? undefined : outputShadow(ctx, y);
+        const shadows = [xs?.bits, xs?.filled, ys?.bits ?? null] as const;
+        settle(xs, addon.conv2dForward(x, filter, bias, y, geometry.shape, activation, alpha, ...shadows), 1);
+        if (ys) ys.filled = true;
         return output(backend, geometry.info.outShape, y);
       },
     },

@@ -63,6 +63,8 @@ export interface NativeAddon {
     alpha: number,
     xShadow?: Uint16Array | null,
     xShadowFilled?: boolean,
+    /** y's bf16 bits, written in the activation's pass (a convolution reads them next). */
+    yShadow?: Uint16Array | null,
   ): number;
   conv2dBackwardData(
     dy: F32,
