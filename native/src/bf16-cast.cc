@@ -81,12 +81,27 @@ Shadow ReadShadow(const Napi::CallbackInfo& info, size_t at, size_t need) {
   if (info.Length() <= at || info[at].IsNull() || info[at].IsUndefined()) return {};
   Shadow s;
   s.bits = TypedData<uint16_t>(info[at], napi_uint16_array, "Uint16Array", need, "bf16 shadow");
-  s.filled = info.Length() > at + 1 && info[at + 1].ToBoolean().Value();
+  const double state = info.Length() > at + 1 ? info[at + 1].ToNumber().DoubleValue() : 0;
+  s.filled = state == 1 || state == 2;
+  s.stale = state == 2;
   return s;
 }
 
+TANDEM_SIMD void WidenBf16(const uint16_t* __restrict bits, float* __restrict out, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    const uint32_t u = static_cast<uint32_t>(bits[i]) << 16;
+    std::memcpy(out + i, &u, 4);
+  }
+}
+
 memory Conversion::Input(Ctx& c, void* p, Shadow& shadow) {
-  if (!needed || !cast || !shadow.bits) return Input(c, p);
+  if (!needed || !cast || !shadow.bits) {
+    if (shadow.stale) {  // this primitive reads float32 (or another layout): the values from the shadow first
+      WidenBf16(shadow.bits, static_cast<float*>(p), user.get_size() / sizeof(float));
+      shadow.stale = false;
+    }
+    return Input(c, p);
+  }
   if (!shadow.filled)
     CastToBf16(static_cast<const float*>(p), shadow.bits, user.get_size() / sizeof(float));
   shadow.filled = true;
@@ -111,10 +126,20 @@ Napi::Value CastToBf16Js(const Napi::CallbackInfo& info) {
   return Napi::String::New(info.Env(), instruction ? "instruction" : "portable");
 }
 
+// widenBf16(bits: Uint16Array, out: Float32Array): out = bits widened to float32 (exact), over bits' length: a stale
+// array's values from its shadow (src/engine/native/bf16-only-outputs.ts).
+Napi::Value WidenBf16Js(const Napi::CallbackInfo& info) {
+  const size_t n = info[0].IsTypedArray() ? info[0].As<Napi::TypedArray>().ElementLength() : 0;
+  const uint16_t* bits = TypedData<uint16_t>(info[0], napi_uint16_array, "Uint16Array", n, "bits");
+  WidenBf16(bits, F32(info[1], n, "out"), n);
+  return info.Env().Undefined();
+}
+
 }  // namespace
 
 void RegisterBf16Cast(Napi::Env env, Napi::Object exports) {
   exports.Set("castToBf16", Napi::Function::New(env, CastToBf16Js));
+  exports.Set("widenBf16", Napi::Function::New(env, WidenBf16Js));
 }
 
 }  // namespace tandem

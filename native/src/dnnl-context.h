@@ -20,13 +20,19 @@ using dt = dnnl::memory::data_type;
 struct Ctx;
 
 // A float32 activation's bf16 copy held by JS (src/engine/native/output-pool.ts): `filled` once it holds the
-// activation rounded to bf16 (by an earlier primitive, or by this one).
+// activation rounded to bf16 (by an earlier primitive, or by this one). `stale`: the float32 array was never written
+// (a gradient that only convolutions read, written in bf16 alone): a kernel that reads the float32 values widens the
+// shadow into the array first (WidenBf16).
 struct Shadow {
   uint16_t* bits = nullptr;
   bool filled = false;
+  bool stale = false;
 };
-// The shadow at info[at] (a Uint16Array of at least `need` elements, or null) and its filled flag at info[at + 1].
+// The shadow at info[at] (a Uint16Array of at least `need` elements, or null) and its state at info[at + 1]: false or
+// 0 empty, true or 1 filled, 2 filled with the float32 array stale.
 Shadow ReadShadow(const Napi::CallbackInfo& info, size_t at, size_t need);
+// bf16 -> float32 (exact): a stale array's values from its shadow.
+void WidenBf16(const uint16_t* __restrict bits, float* __restrict out, size_t n);
 
 // One argument of a primitive as JS holds it (float32, a plain layout) and as the primitive wants it (a blocked
 // layout, or bf16 under precision bf16): a cached reorder and buffer between the two when they differ.

@@ -36,21 +36,25 @@ TANDEM_SIMD Napi::Value Relu(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
-// reluGrad(dy, x, dx, size, dxShadow?): dx = dy * step(x), step(x) = x > 0 ? 1 : 0, NaN for NaN; dxShadow: dx in bf16
+// reluGrad(dy, x, dx | null, size, dxShadow?): dx = dy * step(x), step(x) = x > 0 ? 1 : 0, NaN for NaN; dxShadow: dx
+// in bf16 too; with dxShadow and dx null, in bf16 alone (each block through a buffer of the kernel's own)
 TANDEM_SIMD Napi::Value ReluGrad(const Napi::CallbackInfo& info) {
   size_t n = Count(info[3]);
   const float* dy = F32(info[0], n, "dy");
   const float* x = F32(info[1], n, "x");
-  float* dx = F32(info[2], n, "dx");
   uint16_t* shadow = OptionalShadowOut(info, 4, n);
-  for (size_t from = 0, block = ShadowBlock(n, 1, shadow); from < n; from += block) {
-    const size_t to = std::min(n, from + block);
+  float* dx = shadow ? OptionalF32(info[2], n, "dx") : F32(info[2], n, "dx");
+  thread_local std::vector<float> block;
+  if (!dx) block.resize(ShadowBlock(n, 1, shadow));
+  for (size_t from = 0, size = ShadowBlock(n, 1, shadow); from < n; from += size) {
+    const size_t to = std::min(n, from + size);
+    float* out = dx ? dx + from : block.data();
     for (size_t i = from; i < to; i++) {
       float v = x[i];
       float s = v > 0.f ? 1.f : 0.f;
-      dx[i] = dy[i] * (v != v ? v : s);
+      out[i - from] = dy[i] * (v != v ? v : s);
     }
-    if (shadow) CastToBf16(dx + from, shadow + from, to - from);
+    if (shadow) CastToBf16(out, shadow + from, to - from);
   }
   return info.Env().Undefined();
 }

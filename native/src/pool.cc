@@ -244,10 +244,10 @@ TANDEM_SIMD Napi::Value MaxPoolWinners(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
-// maxPoolReluGradWinners(dy, x | null, y, winners, dx, shape, dxShadow?): what maxPoolGrad(dy, x, dx, shape, true)
-// gives, from the winners maxPoolWinners recorded: the winner's dx = (dy + 0)·step(y) (y is the winner's x), every
-// other cell +0 (0·step(x) for a finite x); a window holding a NaN is scanned again from x (without x: NaN). dx
-// written whole; dxShadow (a Uint16Array) too, in bf16, when given.
+// maxPoolReluGradWinners(dy, x | null, y, winners, dx | null, shape, dxShadow?): what maxPoolGrad(dy, x, dx, shape,
+// true) gives, from the winners maxPoolWinners recorded: the winner's dx = (dy + 0)·step(y) (y is the winner's x),
+// every other cell +0 (0·step(x) for a finite x); a window holding a NaN is scanned again from x (without x: NaN). dx
+// written whole; dxShadow (a Uint16Array) too, in bf16, when given; with dxShadow and dx null, in bf16 alone.
 // Non-temporal stores of a float32 output nothing reads soon (the convolutions read its bf16 shadow): no read of each
 // line before it is written, and the caches keep what the next kernels read. alexnet-mini's three pool gradients in
 // bf16: 1.20 -> 0.76 ms, its forward and backward 8.83 -> 8.13 ms (three alternating pairs). AVX-512 only, on 64-byte
@@ -272,16 +272,14 @@ TANDEM_SIMD Napi::Value MaxPoolReluGradWinners(const Napi::CallbackInfo& info) {
   const float* x = OptionalF32(info[1], (size_t)p.N * p.H * p.W * p.C, "x");
   const float* y = F32(info[2], ySize, "y");
   const int8_t* winners = I8(info[3], ySize, "winners");
-  float* dx = F32(info[4], (size_t)p.N * p.H * p.W * p.C, "dx");
-  // dxShadow (optional): dx in bf16 too, in the same pass (each window's value rounded once)
-  uint16_t* dxBits = info.Length() > 6 && !info[6].IsNull() && !info[6].IsUndefined()
-                         ? TypedData<uint16_t>(info[6], napi_uint16_array, "Uint16Array", (size_t)p.N * p.H * p.W * p.C,
-                                               "dxShadow")
-                         : nullptr;
+  // dxShadow (optional): dx in bf16 too, in the same pass (each window's value rounded once); dx null: in bf16 alone
+  uint16_t* dxBits = OptionalShadowOut(info, 6, (size_t)p.N * p.H * p.W * p.C);
+  float* dx = dxBits ? OptionalF32(info[4], (size_t)p.N * p.H * p.W * p.C, "dx")
+                     : F32(info[4], (size_t)p.N * p.H * p.W * p.C, "dx");
   std::vector<float> g(p.C);
   std::vector<uint16_t> gb(p.C);
   // with a shadow, the convolution's gradients read dx in bf16: its float32 values are streamed past the caches
-  const bool streamDx = dxBits && CanStream(dx, p.C);
+  const bool streamDx = dx && dxBits && CanStream(dx, p.C);
   for (int n = 0; n < p.N; n++)
     for (int oh = 0; oh < p.OH; oh++)
       for (int ow = 0; ow < p.OW; ow++) {
@@ -301,10 +299,10 @@ TANDEM_SIMD Napi::Value MaxPoolReluGradWinners(const Napi::CallbackInfo& info) {
           for (int dw = 0; dw < p.FW; dw++) {
             const int8_t k = static_cast<int8_t>(dh * p.FW + dw);
             const size_t at = (((size_t)n * p.H + oh * p.FH + dh) * p.W + ow * p.FW + dw) * p.C;
-            float* __restrict pdx = dx + at;
+            float* __restrict pdx = dx ? dx + at : nullptr;
             if (streamDx)
               StreamSelected(pdx, pg, pw, k, p.C);
-            else
+            else if (dx)
               for (int c = 0; c < p.C; c++) pdx[c] = pw[c] == k ? pg[c] : 0.f;
             if (!dxBits) continue;
             uint16_t* __restrict pdb = dxBits + at;
@@ -317,19 +315,16 @@ TANDEM_SIMD Napi::Value MaxPoolReluGradWinners(const Napi::CallbackInfo& info) {
           auto at = [&](int k) {  // window cell k of channel c
             return (((size_t)n * p.H + oh * p.FH + k / p.FW) * p.W + ow * p.FW + k % p.FW) * p.C + c;
           };
-          if (!x) {  // x not kept (conv2dReluMaxPool): the window's gradient is NaN, as its loss is
-            for (int k = 0; k < p.FH * p.FW; k++) dx[at(k)] = std::numeric_limits<float>::quiet_NaN();
-            if (dxBits)
-              for (int k = 0; k < p.FH * p.FW; k++) dxBits[at(k)] = Bf16Of(dx[at(k)]);
-            continue;
-          }
           float best = -std::numeric_limits<float>::infinity();
           int win = -1;
-          for (int k = 0; k < p.FH * p.FW; k++)
+          for (int k = 0; x && k < p.FH * p.FW; k++)
             if (x[at(k)] > best) best = x[at(k)], win = k;
-          for (int k = 0; k < p.FH * p.FW; k++) dx[at(k)] = (k == win ? pdy[c] + 0.f : 0.f) * ReluStep(x[at(k)]);
-          if (dxBits)
-            for (int k = 0; k < p.FH * p.FW; k++) dxBits[at(k)] = Bf16Of(dx[at(k)]);
+          for (int k = 0; k < p.FH * p.FW; k++) {
+            // x not kept (conv2dReluMaxPool): the window's gradient is NaN, as its loss is
+            const float v = x ? (k == win ? pdy[c] + 0.f : 0.f) * ReluStep(x[at(k)]) : std::numeric_limits<float>::quiet_NaN();
+            if (dx) dx[at(k)] = v;
+            if (dxBits) dxBits[at(k)] = Bf16Of(v);
+          }
         }
       }
   if (streamDx) StoreFence();

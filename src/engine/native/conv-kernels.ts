@@ -23,6 +23,7 @@ import {
 } from './native-kernel.js';
 import type { NativeConvShape } from './native-addon.js';
 import { activationShadow, outputShadow, settle } from './bf16-shadows.js';
+import { shadowState, shadowedValues } from './bf16-only-outputs.js';
 
 type Shape4 = [number, number, number, number];
 type Conv2DInfo = ReturnType<NativeKernelContext['tf']['backend_util']['computeConv2DInfo']>;
@@ -86,7 +87,7 @@ export function convKernels(ctx: NativeKernelContext): NativeKernel[] {
       kernelName: 'FusedConv2D',
       run(args) {
         const { inputs, attrs, backend } = args;
-        const x = float32Values(backend, inputs.x),
+        const x = shadowedValues(backend, inputs.x),
           filter = float32Values(backend, inputs.filter);
         const activation = activationCode(attrs.activation);
         const biasInput = optionalInput(args, 'bias');
@@ -106,7 +107,7 @@ export function convKernels(ctx: NativeKernelContext): NativeKernel[] {
         const alpha = (attrs.leakyreluAlpha as number | undefined) ?? 0.2;
         // with an activation, y is usually the next convolution's x: its bf16 shadow written in the activation's pass
         const ys = activation === 0 ? undefined : outputShadow(ctx, y);
-        const shadows = [xs?.bits, xs?.filled, ys?.bits ?? null] as const;
+        const shadows = [xs?.bits, shadowState(xs), ys?.bits ?? null] as const;
         settle(xs, addon.conv2dForward(x, filter, bias, y, geometry.shape, activation, alpha, ...shadows), 1);
         if (ys) ys.filled = true;
         return output(backend, geometry.info.outShape, y);
@@ -125,13 +126,13 @@ function forward(ctx: NativeKernelContext, kernelName: string, kind: ConvKind): 
   return {
     kernelName,
     run({ inputs, attrs, backend }) {
-      const x = float32Values(backend, inputs.x),
+      const x = shadowedValues(backend, inputs.x),
         filter = float32Values(backend, inputs.filter);
       const geometry = x && filter && convShape(ctx, inputs.x.shape, inputs.filter.shape, attrs, kind);
       if (!x || !filter || !geometry) return undefined;
       const y = overwrittenOutput(sizeOf(geometry.info.outShape));
       const xs = activationShadow(ctx, x);
-      settle(xs, ctx.addon.conv2dForward(x, filter, null, y, geometry.shape, 0, 0, xs?.bits, xs?.filled), 1);
+      settle(xs, ctx.addon.conv2dForward(x, filter, null, y, geometry.shape, 0, 0, xs?.bits, shadowState(xs)), 1);
       return output(backend, geometry.info.outShape, y);
     },
   };
@@ -141,14 +142,14 @@ function backpropInput(ctx: NativeKernelContext, kernelName: string, kind: ConvK
   return {
     kernelName,
     run({ inputs, attrs, backend }) {
-      const dy = float32Values(backend, inputs.dy),
+      const dy = shadowedValues(backend, inputs.dy),
         filter = float32Values(backend, inputs.filter);
       const inputShape = attrs.inputShape as number[];
       const geometry = dy && filter && convShape(ctx, inputShape, inputs.filter.shape, attrs, kind);
       if (!dy || !filter || !geometry || !sameShape(geometry.info.outShape, inputs.dy.shape)) return undefined;
       const dx = overwrittenOutput(sizeOf(inputShape));
       const dys = activationShadow(ctx, dy);
-      settle(dys, ctx.addon.conv2dBackwardData(dy, filter, dx, geometry.shape, dys?.bits, dys?.filled), 1);
+      settle(dys, ctx.addon.conv2dBackwardData(dy, filter, dx, geometry.shape, dys?.bits, shadowState(dys)), 1);
       return output(backend, [...inputShape], dx);
     },
   };
@@ -159,8 +160,8 @@ function backpropFilter(ctx: NativeKernelContext, kernelName: string, kind: Conv
   return {
     kernelName,
     run({ inputs, attrs, backend }) {
-      const x = float32Values(backend, inputs.x),
-        dy = float32Values(backend, inputs.dy);
+      const x = shadowedValues(backend, inputs.x),
+        dy = shadowedValues(backend, inputs.dy);
       const filterShape = attrs.filterShape as number[];
       const geometry = x && dy && convShape(ctx, inputs.x.shape, filterShape, attrs, kind);
       if (!x || !dy || !geometry || !sameShape(geometry.info.outShape, inputs.dy.shape)) return undefined;
@@ -169,7 +170,7 @@ function backpropFilter(ctx: NativeKernelContext, kernelName: string, kind: Conv
         db = withBias ? overwrittenOutput(oc) : null;
       const xs = activationShadow(ctx, x),
         dys = activationShadow(ctx, dy);
-      const shadows = [xs?.bits, xs?.filled, dys?.bits, dys?.filled] as const;
+      const shadows = [xs?.bits, shadowState(xs), dys?.bits, shadowState(dys)] as const;
       const filled = ctx.addon.conv2dBackwardWeights(x, dy, dw, db, geometry.shape, ...shadows);
       settle(xs, filled, 1);
       settle(dys, filled, 2);

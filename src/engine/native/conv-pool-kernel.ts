@@ -27,6 +27,7 @@ import {
   type NativeKernelContext,
 } from './native-kernel.js';
 import { OUTPUT_POOL } from './output-pool.js';
+import { bf16OnlyOutput, shadowState, shadowedValues } from './bf16-only-outputs.js';
 import { recordWinners, winnersOf } from './pool-kernels.js';
 import { convGradients } from './conv-gradients.js';
 
@@ -62,7 +63,7 @@ export function convPoolKernels(ctx: NativeKernelContext): NativeKernel[] {
       kernelName: CONV_RELU_POOL_KERNEL,
       run(args) {
         const { inputs, attrs, backend } = args;
-        const x = float32Values(backend, inputs.x),
+        const x = shadowedValues(backend, inputs.x),
           filter = float32Values(backend, inputs.filter),
           biasInput = optionalInput(args, 'bias');
         const bias = biasInput ? float32Values(backend, biasInput) : null;
@@ -89,7 +90,7 @@ export function convPoolKernels(ctx: NativeKernelContext): NativeKernel[] {
           plan.conv,
           poolSize,
           xs?.bits,
-          xs?.filled,
+          shadowState(xs),
         );
         if (xs) xs.filled = filled === 1;
         if (ys) ys.filled = true;
@@ -97,24 +98,32 @@ export function convPoolKernels(ctx: NativeKernelContext): NativeKernel[] {
         return info;
       },
     },
-    {
-      kernelName: POOLED_RELU_GRAD_KERNEL,
-      run({ inputs, attrs, backend }) {
-        const dy = float32Values(backend, inputs.dy),
-          y = float32Values(backend, inputs.output);
-        const winners = winnersOf(inputs.output);
-        if (!dy || !y || !winners || winners.length !== y.length) return undefined;
-        const shape = tiledPoolShape(inputs.output.shape, attrs.poolSize as [number, number]);
-        const dx = overwrittenOutput(y.length * shape[4] * shape[5]);
-        const info = output(backend, shape.slice(0, 4), dx);
-        // its bf16 shadow in the same pass: the convolution's gradients read it, not dx
-        const dxs = OUTPUT_POOL.shadowOf(dx);
-        addon.maxPoolReluGradWinners(dy, null, y, winners, dx, shape, dxs?.bits);
-        if (dxs) dxs.filled = true;
-        return info;
-      },
-    },
+    pooledReluGradKernel(ctx),
   ];
+}
+
+/** The pool's gradient through relu inside `TandemConv2DReluMaxPool`'s gradient, from the winners it recorded. */
+function pooledReluGradKernel(ctx: NativeKernelContext): NativeKernel {
+  const { addon } = ctx;
+  return {
+    kernelName: POOLED_RELU_GRAD_KERNEL,
+    run({ inputs, attrs, backend }) {
+      const dy = float32Values(backend, inputs.dy),
+        y = float32Values(backend, inputs.output);
+      const winners = winnersOf(inputs.output);
+      if (!dy || !y || !winners || winners.length !== y.length) return undefined;
+      const shape = tiledPoolShape(inputs.output.shape, attrs.poolSize as [number, number]);
+      const dx = overwrittenOutput(y.length * shape[4] * shape[5]);
+      // only the convolution's gradients read it, in bf16: written in bf16 alone
+      const bf16 = bf16OnlyOutput(ctx, backend, shape.slice(0, 4), dx, bits =>
+        addon.maxPoolReluGradWinners(dy, null, y, winners, null, shape, bits),
+      );
+      if (bf16) return bf16;
+      const info = output(backend, shape.slice(0, 4), dx);
+      addon.maxPoolReluGradWinners(dy, null, y, winners, dx, shape);
+      return info;
+    },
+  };
 }
 
 /** The gradient of `TandemConv2DReluMaxPool` (registered once per thread's tfjs by the native backend). */

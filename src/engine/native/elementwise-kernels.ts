@@ -28,6 +28,7 @@ import {
   type FlatResult,
 } from './broadcast-kernels.js';
 import { outputShadow } from './bf16-shadows.js';
+import { bf16OnlyOutput } from './bf16-only-outputs.js';
 
 /** Kernel name of the fused relu gradient dx = dy * step(x). Registered on the native backend only. */
 export const RELU_GRAD_KERNEL = 'TandemReluGrad';
@@ -49,15 +50,21 @@ export function elementwiseKernels(ctx: NativeKernelContext): NativeKernel[] {
     },
     {
       kernelName: RELU_GRAD_KERNEL,
-      run({ inputs, backend }) {
+      run({ inputs, attrs, backend }) {
         const dy = float32Values(backend, inputs.dy),
           x = float32Values(backend, inputs.x);
         if (!dy || !x || dy.length !== x.length) return undefined;
         const dx = overwrittenOutput(x.length);
+        // inside a fused convolution's gradient (onlyConvolutionsRead), dx is read by its gradients alone: bf16 alone
+        const shape = [...inputs.x.shape];
+        const bf16 =
+          attrs?.onlyConvolutionsRead === true &&
+          bf16OnlyOutput(ctx, backend, shape, dx, bits => addon.reluGrad(dy, x, null, x.length, bits));
+        if (bf16) return bf16;
         const dxs = outputShadow(ctx, dx); // as Relu's y: the gradient of the convolution before it reads it
         addon.reluGrad(dy, x, dx, x.length, dxs?.bits ?? null);
         if (dxs) dxs.filled = true;
-        return output(backend, [...inputs.x.shape], dx);
+        return output(backend, shape, dx);
       },
     },
     addKernel(ctx),

@@ -126,7 +126,7 @@ export function registerFusedConvGradient(tf: Tf, biasInKernel: () => boolean): 
       // reluGradByConsumer: the max pool reading y alone applied relu's derivative in its own gradient
       const dyPre =
         attrs.activation === 'relu' && attrs.reluGradByConsumer !== true
-          ? (tf.engine().runKernel(RELU_GRAD_KERNEL, { dy: dyOut, x: y }) as Tensor)
+          ? (tf.engine().runKernel(RELU_GRAD_KERNEL, { dy: dyOut, x: y }, { onlyConvolutionsRead: true }) as Tensor)
           : dyOut;
       return convGradients(tf, x, filter, dyPre, attrs, biasInKernel);
     },

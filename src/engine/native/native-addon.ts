@@ -21,6 +21,9 @@ export type NativeConvShape = readonly number[];
 export type NativePoolShape = readonly number[];
 type F32 = Float32Array;
 
+/** A shadow's state as the kernels take it: false or 0 empty, true or 1 filled, 2 filled with float32 stale. */
+export type ShadowState = boolean | number;
+
 export interface NativeAddon {
   setNumThreads(threads: number): void;
   getNumThreads(): number;
@@ -45,6 +48,8 @@ export interface NativeAddon {
    * the path taken. For tests: both paths must give the same bits.
    */
   castToBf16(src: F32, dst: Uint16Array, path: 'auto' | 'portable'): 'instruction' | 'portable';
+  /** out = bits widened to float32 (exact), over bits' length: a bf16-only output's values (bf16-only-outputs.ts). */
+  widenBf16(bits: Uint16Array, out: F32): void;
   /** oneDNN's implementation string of each cached primitive on this thread, by kernel key. */
   implementations(): Record<string, string>;
   /**
@@ -62,7 +67,7 @@ export interface NativeAddon {
     activation: number,
     alpha: number,
     xShadow?: Uint16Array | null,
-    xShadowFilled?: boolean,
+    xShadowFilled?: ShadowState,
     /** y's bf16 bits, written in the activation's pass (a convolution reads them next). */
     yShadow?: Uint16Array | null,
   ): number;
@@ -72,7 +77,7 @@ export interface NativeAddon {
     dx: F32,
     shape: NativeConvShape,
     dyShadow?: Uint16Array | null,
-    dyShadowFilled?: boolean,
+    dyShadowFilled?: ShadowState,
   ): number;
   conv2dBackwardWeights(
     x: F32,
@@ -81,9 +86,9 @@ export interface NativeAddon {
     dbias: F32 | null,
     shape: NativeConvShape,
     xShadow?: Uint16Array | null,
-    xShadowFilled?: boolean,
+    xShadowFilled?: ShadowState,
     dyShadow?: Uint16Array | null,
-    dyShadowFilled?: boolean,
+    dyShadowFilled?: ShadowState,
   ): number;
   matmul(
     a: F32,
@@ -101,9 +106,9 @@ export interface NativeAddon {
     alpha: number,
     /** bf16 shadows of a and b (see conv2dForward); returns bit 0 when a's holds a afterwards, bit 1 for b's. */
     aShadow?: Uint16Array | null,
-    aShadowFilled?: boolean,
+    aShadowFilled?: ShadowState,
     bShadow?: Uint16Array | null,
-    bShadowFilled?: boolean,
+    bShadowFilled?: ShadowState,
   ): number;
   maxPool(x: F32, y: F32, shape: NativePoolShape): void;
   /** dx written whole; `reluOfX`: x is a relu's output and dx also gets relu's derivative (TandemMaxPoolReluGrad). */
@@ -119,7 +124,8 @@ export interface NativeAddon {
     x: F32 | null,
     y: F32,
     winners: Int8Array,
-    dx: F32,
+    /** null with dxShadow: dx in bf16 alone */
+    dx: F32 | null,
     shape: NativePoolShape,
     dxShadow?: Uint16Array,
   ): void;
@@ -137,11 +143,11 @@ export interface NativeAddon {
     shape: NativeConvShape,
     poolSize: [number, number],
     xShadow?: Uint16Array | null,
-    xShadowFilled?: boolean,
+    xShadowFilled?: ShadowState,
   ): number;
   /** yShadow (and reluGrad's dxShadow): the output's bf16 bits, written in the same pass (the casts' rounding). */
   relu(x: F32, y: F32, size: number, yShadow?: Uint16Array | null): void;
-  reluGrad(dy: F32, x: F32, dx: F32, size: number, dxShadow?: Uint16Array | null): void;
+  reluGrad(dy: F32, x: F32, dx: F32 | null, size: number, dxShadow?: Uint16Array | null): void;
   /** Dropout's multiplier into `out`, as seeded-random-layers.ts's dropoutMultiplier draws it (the same bits). */
   dropoutMask(out: F32, base: number, lo: number, kept: number): void;
   addRowVector(x: F32, v: F32, y: F32, rows: number, cols: number): void;
@@ -270,6 +276,7 @@ const EXPORTS: (keyof NativeAddon)[] = [
   'getPrecision',
   'bf16Support',
   'castToBf16',
+  'widenBf16',
   'implementations',
   'conv2dForward',
   'conv2dBackwardData',

@@ -22,6 +22,7 @@ import { MAX_POOL_OF_RELU_KERNEL, MAX_POOL_RELU_GRAD_KERNEL, poolKernels } from 
 import { elementwiseKernels, RELU_GRAD_KERNEL } from './elementwise-kernels.js';
 import { FUSED_CONV_KERNEL, registerFusedConvGradient } from './fused-conv-layers.js';
 import { registerPoolOfReluGradient } from './fused-pool-layers.js';
+import { storedValues } from './bf16-only-outputs.js';
 import { OUTPUT_POOL } from './output-pool.js';
 import {
   CONV_RELU_POOL_KERNEL,
@@ -103,7 +104,7 @@ class NativeCpuBackend extends MathBackendCPU {
   }
 
   override disposeData(dataId: DataId, force = false): boolean {
-    const values = this.data.get(dataId)?.values;
+    const values = storedValues(this.data.get(dataId)); // a bf16-only output's array is not widened for this
     const released = super.disposeData(dataId, force);
     if (values !== undefined && !this.data.has(dataId)) OUTPUT_POOL.dropped(values);
     return released;

@@ -34,6 +34,8 @@ type State = 'fresh' | 'owned' | 'free' | 'pinned';
 export interface Bf16Shadow {
   readonly bits: Uint16Array;
   filled: boolean;
+  /** The float32 array was never written: the shadow holds the values (bf16-only-outputs.ts). */
+  stale?: boolean;
 }
 
 /** Arrays kept for reuse, a list per length, up to `maxElements` elements in all. */
