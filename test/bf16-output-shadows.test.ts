@@ -1,7 +1,8 @@
-// Outputs written with their bf16 shadow (precision bf16): BatchNormalization's normalize and input gradient, relu,
-// relu's gradient and a convolution's fused activation write each block's bf16 bits as they write it, so the
-// convolution that reads the output next reads the shadow instead of casting the whole activation again
-// (native/src/batch-norm.cc, eltwise.cc, addon.cc). Checked here:
+// Outputs written with their bf16 shadow (precision bf16): BatchNormalization's input gradient, relu, relu's gradient
+// (the addon's loop: tfjs reaches it inside a fused convolution's gradient, bf16-only-outputs.ts) and a convolution's
+// fused activation write each block's bf16 bits as they write it, so the convolution that reads the output next reads
+// the shadow instead of casting the whole activation again (native/src/batch-norm.cc, eltwise.cc, addon.cc).
+// Checked here:
 // - each loop's shadow holds the cast of its output (castToBf16's bits), channels last and not, for channel counts
 //   that leave a block of 4,096 elements uneven, and on values holding NaN, ±Infinity, subnormals and ties;
 // - likewise a convolution's fused activation pass (the next convolution's x);
@@ -37,42 +38,42 @@ function loopsWriteTheirCast(addon: NativeAddon) {
     [555, 24, 1],
     [90, 7, 5],
   ]) {
-    t.test(`BatchNormalization and relu loops, [${outer}, ${C}, ${inner}]: the shadow is the output's cast`, t => {
-      const n = outer * C * inner;
-      const x = awkward(n, 1),
-        dy = awkward(n, 2),
-        z = awkward(n, 3);
-      const mean = awkward(C, 4).map(v => (Number.isFinite(v) ? v : 0.25)),
-        beta = awkward(C, 5).map(v => (Number.isFinite(v) ? v : -0.5)),
-        gamma = awkward(C, 6).map(v => (Number.isFinite(v) ? v : 2));
-      const scale = Float64Array.from({ length: C }, (_, c) => 0.5 + c / 7),
-        sums = Float32Array.from({ length: 2 * C }, (_, c) => (c % 5) - 2);
-      const runs: [string, (out: Float32Array, shadow: Uint16Array | null) => void][] = [
-        ['normalize', (o, s) => addon.bnNormalize(x, mean, scale, beta, outer, C, inner, o, false, s)],
-        ['normalize with relu', (o, s) => addon.bnNormalize(x, mean, scale, beta, outer, C, inner, o, true, s)],
-        [
-          'inputGradient',
-          (o, s) => addon.bnInputGradient(dy, x, mean, scale, gamma, sums, 9, outer, C, inner, o, null, s),
-        ],
-        [
-          'inputGradient through relu',
-          (o, s) => addon.bnInputGradient(dy, x, mean, scale, gamma, sums, 9, outer, C, inner, o, z, s),
-        ],
-        ['relu', (o, s) => addon.relu(x, o, n, s)],
-        ['reluGrad', (o, s) => addon.reluGrad(dy, x, o, n, s)],
-      ];
-      for (const [name, run] of runs) {
-        const plain = new Float32Array(n),
-          out = new Float32Array(n),
-          shadow = new Uint16Array(n + 1).fill(0x1234);
-        run(plain, null);
-        run(out, shadow.subarray(0, n));
-        t.ok(sameBits(out, plain), `${name}: the same output with a shadow as without`);
-        t.ok(sameBits(shadow.subarray(0, n), cast(addon, out)), `${name}: the shadow holds the output's cast`);
-        t.equal(shadow[n], 0x1234, `${name}: nothing written past the shadow`);
-      }
-      t.end();
-    });
+    t.test(
+      `BatchNormalization's input gradient and relu loops, [${outer}, ${C}, ${inner}]: the shadow is the output's cast`,
+      t => {
+        const n = outer * C * inner;
+        const x = awkward(n, 1),
+          dy = awkward(n, 2),
+          z = awkward(n, 3);
+        const mean = awkward(C, 4).map(v => (Number.isFinite(v) ? v : 0.25)),
+          gamma = awkward(C, 6).map(v => (Number.isFinite(v) ? v : 2));
+        const scale = Float64Array.from({ length: C }, (_, c) => 0.5 + c / 7),
+          sums = Float32Array.from({ length: 2 * C }, (_, c) => (c % 5) - 2);
+        const runs: [string, (out: Float32Array, shadow: Uint16Array | null) => void][] = [
+          [
+            'inputGradient',
+            (o, s) => addon.bnInputGradient(dy, x, mean, scale, gamma, sums, 9, outer, C, inner, o, null, s),
+          ],
+          [
+            'inputGradient through relu',
+            (o, s) => addon.bnInputGradient(dy, x, mean, scale, gamma, sums, 9, outer, C, inner, o, z, s),
+          ],
+          ['relu', (o, s) => addon.relu(x, o, n, s)],
+          ['reluGrad', (o, s) => addon.reluGrad(dy, x, o, n, s)],
+        ];
+        for (const [name, run] of runs) {
+          const plain = new Float32Array(n),
+            out = new Float32Array(n),
+            shadow = new Uint16Array(n + 1).fill(0x1234);
+          run(plain, null);
+          run(out, shadow.subarray(0, n));
+          t.ok(sameBits(out, plain), `${name}: the same output with a shadow as without`);
+          t.ok(sameBits(shadow.subarray(0, n), cast(addon, out)), `${name}: the shadow holds the output's cast`);
+          t.equal(shadow[n], 0x1234, `${name}: nothing written past the shadow`);
+        }
+        t.end();
+      },
+    );
   }
 }
 
@@ -161,7 +162,7 @@ function stepThroughTfjs(addon: NativeAddon) {
     };
     const withShadows = step(false),
       without = step(true);
-    // forward: the stem's and the block's normalize+relu, the relu after the add; backward: three input gradients
+    // forward: the relu after the add (the 1×1 conv reads it); backward: three input gradients, each read twice
     t.ok(readWritten >= 6, `convolutions read ${readWritten} shadows written by the loops (${written.size} written)`);
     t.equal(withShadows.length, without.length);
     withShadows.forEach((v, i) => t.ok(identical(v, without[i]), `output ${i}: the same bits`));

@@ -119,8 +119,8 @@ TANDEM_SIMD Napi::Value CenteredSquareSums(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
-// bnNormalize(x, mean: F32, scale: F64, beta: F32, outer, channels, inner, y: F32, relu?, yShadow?):
-// y = β + (x − mean)·scale, per channel; relu: y = relu(that), the relu layer after it fused in; yShadow: y in bf16.
+// bnNormalize(x, mean: F32, scale: F64, beta: F32, outer, channels, inner, y: F32, relu?):
+// y = β + (x − mean)·scale, per channel; relu: y = relu(that), the relu layer after it fused in.
 TANDEM_SIMD Napi::Value Normalize(const Napi::CallbackInfo& info) {
   const Geometry g = ReadGeometry(info, 4);
   const float* x = F32(info[0], g.size(), "x");
@@ -129,22 +129,16 @@ TANDEM_SIMD Napi::Value Normalize(const Napi::CallbackInfo& info) {
   const float* beta = F32(info[3], g.channels, "beta");
   float* y = F32(info[7], g.size(), "y");
   const bool relu = info.Length() > 8 && info[8].ToBoolean().Value();
-  uint16_t* shadow = OptionalShadowOut(info, 9, g.size());
   if (g.inner == 1) {
-    const size_t C = g.channels;
-    for (size_t from = 0, n = g.size(), block = ShadowBlock(n, C, shadow); from < n; from += block) {
-      const size_t to = std::min(n, from + block);
-      for (size_t o = from / C; o < to / C; o++) {
-        const float* row = x + o * C;
-        float* out = y + o * C;
-        if (relu)
-          for (size_t c = 0; c < C; c++)
-            out[c] = ReluValue(static_cast<float>(static_cast<double>(beta[c]) + (row[c] - static_cast<double>(mean[c])) * scale[c]));
-        else
-          for (size_t c = 0; c < C; c++)
-            out[c] = static_cast<float>(static_cast<double>(beta[c]) + (row[c] - static_cast<double>(mean[c])) * scale[c]);
-      }
-      if (shadow) CastToBf16(y + from, shadow + from, to - from);
+    for (size_t o = 0; o < g.outer; o++) {
+      const float* row = x + o * g.channels;
+      float* out = y + o * g.channels;
+      if (relu)
+        for (size_t c = 0; c < g.channels; c++)
+          out[c] = ReluValue(static_cast<float>(static_cast<double>(beta[c]) + (row[c] - static_cast<double>(mean[c])) * scale[c]));
+      else
+        for (size_t c = 0; c < g.channels; c++)
+          out[c] = static_cast<float>(static_cast<double>(beta[c]) + (row[c] - static_cast<double>(mean[c])) * scale[c]);
     }
     return info.Env().Undefined();
   }
@@ -157,7 +151,6 @@ TANDEM_SIMD Napi::Value Normalize(const Napi::CallbackInfo& info) {
       }
     }
   }
-  if (shadow) CastToBf16(y, shadow, g.size());
   return info.Env().Undefined();
 }
 

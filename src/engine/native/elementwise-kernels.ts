@@ -61,9 +61,8 @@ export function elementwiseKernels(ctx: NativeKernelContext): NativeKernel[] {
           attrs?.onlyConvolutionsRead === true &&
           bf16OnlyOutput(ctx, backend, shape, dx, bits => addon.reluGrad(dy, x, null, x.length, bits));
         if (bf16) return bf16;
-        const dxs = outputShadow(ctx, dx); // as Relu's y: the gradient of the convolution before it reads it
-        addon.reluGrad(dy, x, dx, x.length, dxs?.bits ?? null);
-        if (dxs) dxs.filled = true;
+        // elsewhere no shadow: after a residual add (resnet) an add reads dx, and a shadow cost more than it saved
+        addon.reluGrad(dy, x, dx, x.length);
         return output(backend, shape, dx);
       },
     },

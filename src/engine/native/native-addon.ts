@@ -229,8 +229,6 @@ export interface NativeAddon {
     y: F32,
     /** relu(y): the relu layer after it, fused in. */
     relu?: boolean,
-    /** y's bf16 bits, written in the same pass (as relu's yShadow); also bnInputGradient's dxShadow. */
-    yShadow?: Uint16Array | null,
   ): void;
   /** `z`: a fused relu's output (dy is then the relu's output gradient); also bnInputGradient's. */
   bnGradientSums(
@@ -257,6 +255,7 @@ export interface NativeAddon {
     inner: number,
     dx: F32,
     z?: F32 | null,
+    /** dx's bf16 bits, written in the same pass (as relu's yShadow). */
     dxShadow?: Uint16Array | null,
   ): void;
 }

@@ -21,8 +21,8 @@
  * the next primitive that reads the same activation (a convolution's forward
  * and weight gradient read x; its data and weight gradients read dy) reads the
  * shadow instead of converting it again. The kernels whose output a
- * convolution usually reads next (BatchNormalization's normalize and input
- * gradient, relu and its gradient, the pool gradient) fill it as they write
+ * convolution usually reads next (BatchNormalization's input gradient, relu,
+ * a convolution's fused activation, the pool gradient) fill it as they write
  * the output (`shadowToWrite`). A shadow goes when its array is dropped (to a
  * free list of its length, for the next one) or pinned.
  */
