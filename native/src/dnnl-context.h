@@ -197,7 +197,10 @@ Napi::Value Guard(const Napi::CallbackInfo& info, const char* kernel, F f) {
 // The implementation strings of this thread's cached primitives, by kernel key (for benches and reports).
 void ListImplementations(Ctx& c, Napi::Object out);
 
-// A bf16 activation [N, H, W, C] max-pooled by FH×FW windows that tile it (pool.cc).
+// maxPoolWinners' records beside a winner's index in its window: a window of -inf (no winner), one holding a NaN.
+constexpr int8_t kNoWinner = -1, kHoldsNaN = -2;
+
+// A bf16 activation [N, H, W, C] max-pooled by FH×FW windows that tile it (pool-bf16.cc).
 struct TiledPool {
   int N, H, W, C, FH, FW;
 };
