@@ -78,9 +78,9 @@ uint16_t* OptionalShadowOut(const Napi::CallbackInfo& info, size_t at, size_t ne
 }
 
 Shadow ReadShadow(const Napi::CallbackInfo& info, size_t at, size_t need) {
-  if (info.Length() <= at || info[at].IsNull() || info[at].IsUndefined()) return {};
   Shadow s;
-  s.bits = TypedData<uint16_t>(info[at], napi_uint16_array, "Uint16Array", need, "bf16 shadow");
+  s.bits = OptionalShadowOut(info, at, need);
+  if (!s.bits) return s;
   const double state = info.Length() > at + 1 ? info[at + 1].ToNumber().DoubleValue() : 0;
   s.filled = state == 1 || state == 2;
   s.stale = state == 2;
@@ -88,10 +88,7 @@ Shadow ReadShadow(const Napi::CallbackInfo& info, size_t at, size_t need) {
 }
 
 TANDEM_SIMD void WidenBf16(const uint16_t* __restrict bits, float* __restrict out, size_t n) {
-  for (size_t i = 0; i < n; i++) {
-    const uint32_t u = static_cast<uint32_t>(bits[i]) << 16;
-    std::memcpy(out + i, &u, 4);
-  }
+  for (size_t i = 0; i < n; i++) out[i] = Widened(bits[i]);
 }
 
 memory Conversion::Input(Ctx& c, void* p, Shadow& shadow) {

@@ -132,6 +132,14 @@ inline uint16_t Bf16Of(float v) {
   return static_cast<uint16_t>(abs > 0x7f800000u ? quietNan : abs < 0x00800000u ? signedZero : nearestEven);
 }
 
+// bf16 -> float32: exact, the bits in the high half.
+inline float Widened(uint16_t bits) {
+  const uint32_t u = static_cast<uint32_t>(bits) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
 // float32 -> bf16 (Bf16Of) of n values: the cast conversions' loop (bf16-cast.cc), ~3× oneDNN 2.6's reorder; by
 // AVX512-BF16's instruction where the CPU has it (CastsByInstruction), else by Bf16Of's integer steps (Portable).
 void CastToBf16(const float* __restrict src, uint16_t* __restrict dst, size_t n);

@@ -44,9 +44,10 @@ TANDEM_SIMD Napi::Value ReluGrad(const Napi::CallbackInfo& info) {
   const float* x = F32(info[1], n, "x");
   uint16_t* shadow = OptionalShadowOut(info, 4, n);
   float* dx = shadow ? OptionalF32(info[2], n, "dx") : F32(info[2], n, "dx");
+  const size_t size = ShadowBlock(n, 1, shadow);
   thread_local std::vector<float> block;
-  if (!dx) block.resize(ShadowBlock(n, 1, shadow));
-  for (size_t from = 0, size = ShadowBlock(n, 1, shadow); from < n; from += size) {
+  if (!dx) block.resize(size);
+  for (size_t from = 0; from < n; from += size) {
     const size_t to = std::min(n, from + size);
     float* out = dx ? dx + from : block.data();
     for (size_t i = from; i < to; i++) {

@@ -14,13 +14,6 @@
 namespace tandem {
 namespace {
 
-inline float Widen(uint16_t bits) {
-  const uint32_t u = static_cast<uint32_t>(bits) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
 // The pooled value of relu'd cells from the strict-scan maximum m of the raw ones and how many were NaN (of K): what
 // a strict scan of relu(cell) gives — relu keeps NaN, which never wins: all NaN is -inf; else max(m, 0).
 inline float ReluOfMax(float m, int nans, int K) {
@@ -41,7 +34,7 @@ inline void WinnersOf4Bf16(const uint16_t* const* cells, float* __restrict y, ui
   const uint16_t *__restrict a = cells[0], *__restrict b = cells[1], *__restrict c2 = cells[2], *__restrict d = cells[3];
 #pragma GCC ivdep
   for (int c = 0; c < C; c++) {
-    const float va = Widen(a[c]), vb = Widen(b[c]), vc = Widen(c2[c]), vd = Widen(d[c]);
+    const float va = Widened(a[c]), vb = Widened(b[c]), vc = Widened(c2[c]), vd = Widened(d[c]);
     float m = va > lowest ? va : lowest;
     m = vb > m ? vb : m;
     m = vc > m ? vc : m;
@@ -143,14 +136,14 @@ TANDEM_SIMD void MaxPoolWinnersBf16(const uint16_t* x, float* y, uint16_t* yBits
         for (int k = 0; k < K; k++) {  // the maximum by the strict scan: NaN never wins
           const uint16_t* __restrict px = cells[k];
           for (int c = 0; c < C; c++) {
-            const float v = Widen(px[c]);
+            const float v = Widened(px[c]);
             py[c] = v > py[c] ? v : py[c];
           }
         }
         for (int k = K - 1; k >= 0; k--) {  // the first cell holding it; a NaN anywhere flags the window
           const uint16_t* __restrict px = cells[k];
           for (int c = 0; c < C; c++) {
-            const float v = Widen(px[c]);
+            const float v = Widened(px[c]);
             w[c] = v == py[c] ? k : w[c];
             nan[c] += v != v;
           }

@@ -179,7 +179,6 @@ int8_t* I8(const Napi::Value& v, size_t need, const char* name) {
   return TypedData<int8_t>(v, napi_int8_array, "Int8Array", need, name);
 }
 
-
 // One window of four cells (c0..c3 in scan order), per channel: the strict-scan maximum, the first cell holding
 // it, kNoWinner for -inf, kHoldsNaN when a cell is NaN.
 inline void WinnersOf4(const float* const* cells, float* __restrict y, int8_t* __restrict winners, int C) {
@@ -268,7 +267,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) void StreamSelected(float* 
 // k, 0 elsewhere. The same arithmetic as the loop in MaxPoolReluGradWinners, sixteen channels at a time. Returns
 // whether a window of the cell holds a NaN (its cells are written again after).
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) bool CellGradientBf16x16(
-    const float* dy, const float* y, const int8_t* winners, uint16_t* const* cells, int K, int C) {
+    const float* dy, const float* y, const int8_t* winners, uint16_t* dxBits, const size_t* windowAt, int K, int C) {
   const __m512 zero = _mm512_setzero_ps(), one = _mm512_set1_ps(1.f);
   __mmask16 flagged = 0;
   for (int c = 0; c < C; c += 16) {
@@ -281,8 +280,37 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) bool CellGradien
     flagged |= _mm_cmpeq_epi8_mask(w, _mm_set1_epi8(kHoldsNaN));
     for (int k = 0; k < K; k++) {
       const __mmask16 mine = _mm_cmpeq_epi8_mask(w, _mm_set1_epi8(static_cast<char>(k)));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(cells[k] + c), _mm256_maskz_mov_epi16(mine, bits));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dxBits + windowAt[k] + c), _mm256_maskz_mov_epi16(mine, bits));
     }
+  }
+  return flagged != 0;
+}
+
+// One pooled cell's gradient channel by channel (CellGradientBf16x16's arithmetic): g = (dy + 0)·step(y) to the window
+// cell its winner names, +0 to the others, into dx (streamed where it can) and dxBits (in bf16) as given; pg and pgb
+// hold the cell's g. Returns whether a window of the cell holds a NaN. Always inlined: its loops are vectorised in the
+// calling kernel's clone.
+__attribute__((always_inline)) inline bool CellGradient(const float* pdy, const float* py, const int8_t* __restrict pw,
+                                                        float* dx, uint16_t* dxBits, const size_t* windowAt, int K,
+                                                        int C, bool streamDx, float* __restrict pg,
+                                                        uint16_t* __restrict pgb) {
+  int flagged = 0;
+  for (int c = 0; c < C; c++) {
+    pg[c] = (pdy[c] + 0.f) * ReluStep(py[c]);
+    flagged |= pw[c] == kHoldsNaN;
+  }
+  if (dxBits)
+    for (int c = 0; c < C; c++) pgb[c] = Bf16Of(pg[c]);
+  for (int k = 0; k < K; k++) {
+    if (streamDx) {
+      StreamSelected(dx + windowAt[k], pg, pw, static_cast<int8_t>(k), C);
+    } else if (dx) {
+      float* __restrict pdx = dx + windowAt[k];
+      for (int c = 0; c < C; c++) pdx[c] = pw[c] == k ? pg[c] : 0.f;
+    }
+    if (!dxBits) continue;
+    uint16_t* __restrict pdb = dxBits + windowAt[k];
+    for (int c = 0; c < C; c++) pdb[c] = pw[c] == k ? pgb[c] : 0;
   }
   return flagged != 0;
 }
@@ -299,62 +327,41 @@ TANDEM_SIMD Napi::Value MaxPoolReluGradWinners(const Napi::CallbackInfo& info) {
   uint16_t* dxBits = OptionalShadowOut(info, 6, (size_t)p.N * p.H * p.W * p.C);
   float* dx = dxBits ? OptionalF32(info[4], (size_t)p.N * p.H * p.W * p.C, "dx")
                      : F32(info[4], (size_t)p.N * p.H * p.W * p.C, "dx");
+  const int K = p.FH * p.FW;
   std::vector<float> g(p.C);
   std::vector<uint16_t> gb(p.C);
   // with a shadow, the convolution's gradients read dx in bf16: its float32 values are streamed past the caches
   const bool streamDx = dx && dxBits && CanStream(dx, p.C);
   // in bf16 alone, sixteen channels at a time where the CPU can
-  const bool vectorBits = !dx && p.C % 16 == 0 && p.FH * p.FW <= 64 && CastsByInstruction();
-  std::vector<uint16_t*> windowCells(p.FH * p.FW);
+  const bool vectorBits = !dx && p.C % 16 == 0 && K <= 64 && CastsByInstruction();
+  std::vector<size_t> windowAt(K);  // where the pooled cell's window cell k starts (its channel 0)
   for (int n = 0; n < p.N; n++)
     for (int oh = 0; oh < p.OH; oh++)
       for (int ow = 0; ow < p.OW; ow++) {
+        for (int dh = 0, k = 0; dh < p.FH; dh++)
+          for (int dw = 0; dw < p.FW; dw++, k++)
+            windowAt[k] = (((size_t)n * p.H + oh * p.FH + dh) * p.W + ow * p.FW + dw) * p.C;
         const size_t cell = ((size_t)n * p.OH + oh) * p.OW + ow;
         const float *pdy = dy + cell * p.C, *py = y + cell * p.C;
-        const int8_t* __restrict pw = winners + cell * p.C;
-        float* __restrict pg = g.data();
-        int flagged = 0;
-        if (vectorBits) {
-          for (int k = 0; k < p.FH * p.FW; k++)
-            windowCells[k] = dxBits + (((size_t)n * p.H + oh * p.FH + k / p.FW) * p.W + ow * p.FW + k % p.FW) * p.C;
-          flagged = CellGradientBf16x16(pdy, py, pw, windowCells.data(), p.FH * p.FW, p.C);
-        }
-        for (int c = 0; c < p.C && !vectorBits; c++) {
-          pg[c] = (pdy[c] + 0.f) * ReluStep(py[c]);
-          flagged |= pw[c] == kHoldsNaN;
-        }
-        uint16_t* __restrict pgb = gb.data();
-        if (dxBits && !vectorBits)
-          for (int c = 0; c < p.C; c++) pgb[c] = Bf16Of(pg[c]);
-        for (int dh = 0; dh < p.FH && !vectorBits; dh++)
-          for (int dw = 0; dw < p.FW; dw++) {
-            const int8_t k = static_cast<int8_t>(dh * p.FW + dw);
-            const size_t at = (((size_t)n * p.H + oh * p.FH + dh) * p.W + ow * p.FW + dw) * p.C;
-            float* __restrict pdx = dx ? dx + at : nullptr;
-            if (streamDx)
-              StreamSelected(pdx, pg, pw, k, p.C);
-            else if (dx)
-              for (int c = 0; c < p.C; c++) pdx[c] = pw[c] == k ? pg[c] : 0.f;
-            if (!dxBits) continue;
-            uint16_t* __restrict pdb = dxBits + at;
-            for (int c = 0; c < p.C; c++) pdb[c] = pw[c] == k ? pgb[c] : 0;
-          }
+        const int8_t* pw = winners + cell * p.C;
+        const bool flagged =
+            vectorBits ? CellGradientBf16x16(pdy, py, pw, dxBits, windowAt.data(), K, p.C)
+                       : CellGradient(pdy, py, pw, dx, dxBits, windowAt.data(), K, p.C, streamDx, g.data(), gb.data());
         if (!flagged) continue;
         if (streamDx) StoreFence();  // the streamed cells first, then these rewrites of some of them
         for (int c = 0; c < p.C; c++) {  // a window with a NaN: the scan and relu's step again, from x
           if (pw[c] != kHoldsNaN) continue;
-          auto at = [&](int k) {  // window cell k of channel c
-            return (((size_t)n * p.H + oh * p.FH + k / p.FW) * p.W + ow * p.FW + k % p.FW) * p.C + c;
-          };
           float best = -std::numeric_limits<float>::infinity();
           int win = -1;
-          for (int k = 0; x && k < p.FH * p.FW; k++)
-            if (x[at(k)] > best) best = x[at(k)], win = k;
-          for (int k = 0; k < p.FH * p.FW; k++) {
+          for (int k = 0; x && k < K; k++)
+            if (x[windowAt[k] + c] > best) best = x[windowAt[k] + c], win = k;
+          for (int k = 0; k < K; k++) {
+            const size_t at = windowAt[k] + c;
             // x not kept (conv2dReluMaxPool): the window's gradient is NaN, as its loss is
-            const float v = x ? (k == win ? pdy[c] + 0.f : 0.f) * ReluStep(x[at(k)]) : std::numeric_limits<float>::quiet_NaN();
-            if (dx) dx[at(k)] = v;
-            if (dxBits) dxBits[at(k)] = Bf16Of(v);
+            const float v =
+                x ? (k == win ? pdy[c] + 0.f : 0.f) * ReluStep(x[at]) : std::numeric_limits<float>::quiet_NaN();
+            if (dx) dx[at] = v;
+            if (dxBits) dxBits[at] = Bf16Of(v);
           }
         }
       }

@@ -10,6 +10,7 @@
  */
 import { loadNativeAddon, type NativeAddon } from './native/native-addon.js';
 import { OUTPUT_POOL } from './native/output-pool.js';
+import { outputShadow } from './native/bf16-shadows.js';
 
 /** [outer, channels, inner]: element (o, c, i) is at (o·C + c)·inner + i. */
 export interface ChannelGeometry {
@@ -188,7 +189,7 @@ export const JS_BATCH_NORM_LOOPS: BatchNormLoops = {
  */
 function written(addon: NativeAddon, length: number, write: (out: Float32Array, shadow: Uint16Array | null) => void) {
   const out = OUTPUT_POOL.take(length, false);
-  const shadow = addon.getPrecision() === 'bf16' ? OUTPUT_POOL.shadowToWrite(out) : undefined;
+  const shadow = outputShadow({ addon }, out);
   write(out, shadow?.bits ?? null);
   if (shadow) shadow.filled = true;
   return out;

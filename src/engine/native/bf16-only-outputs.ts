@@ -34,8 +34,7 @@ function entryOf(backend: MathBackendCPU, t: TensorInfo): DataEntry | undefined 
  */
 export function shadowedValues(backend: MathBackendCPU, t: TensorInfo | undefined): Float32Array | undefined {
   if (!t || t.dtype !== 'float32') return undefined;
-  const entry = entryOf(backend, t);
-  const values = entry?.[RAW] ?? entry?.values;
+  const values = storedValues(entryOf(backend, t));
   return values instanceof Float32Array ? values : undefined;
 }
 
@@ -68,6 +67,11 @@ export function bf16OnlyOutput(
   shadow.filled = true;
   shadow.stale = true;
   const entry = entryOf(backend, info)!;
+  // the entry back to a plain data property holding v
+  const plain = (v: unknown) => {
+    delete entry[RAW];
+    Object.defineProperty(entry, 'values', { value: v, writable: true, configurable: true, enumerable: true });
+  };
   entry[RAW] = values;
   Object.defineProperty(entry, 'values', {
     configurable: true,
@@ -75,14 +79,10 @@ export function bf16OnlyOutput(
     get() {
       if (shadow.stale) ctx.addon.widenBf16(shadow.bits, values);
       shadow.stale = false;
-      delete entry[RAW];
-      Object.defineProperty(entry, 'values', { value: values, writable: true, configurable: true, enumerable: true });
+      plain(values);
       return values;
     },
-    set(v: unknown) {
-      delete entry[RAW];
-      Object.defineProperty(entry, 'values', { value: v, writable: true, configurable: true, enumerable: true });
-    },
+    set: plain,
   });
   return info;
 }

@@ -60,7 +60,7 @@ export function activationShadow(ctx: NativeKernelContext, values: Float32Array)
 }
 
 /** The shadow of a kernel's fresh output, which the kernel fills as it writes it, under precision bf16; else none. */
-export function outputShadow(ctx: NativeKernelContext, values: Float32Array): Bf16Shadow | undefined {
+export function outputShadow(ctx: Pick<NativeKernelContext, 'addon'>, values: Float32Array): Bf16Shadow | undefined {
   return ctx.addon.getPrecision() === 'bf16' ? OUTPUT_POOL.shadowToWrite(values) : undefined;
 }
 
