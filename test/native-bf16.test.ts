@@ -70,22 +70,33 @@ function checkCase(addon: NativeAddon, c: Case, seed: number): { worst: number; 
   return { worst, differs };
 }
 
+type Pad = 'same' | 'valid';
+
 /** Conv2D (or depthwise) forward with bias and relu, and both gradients of sum(y · dy). */
-function convCase(n: number, hw: number, c: number, k: number, oc: number, stride: number, depthwise: boolean): Case {
-  const out = Math.ceil(hw / stride);
+function convCase(
+  n: number,
+  hw: number,
+  c: number,
+  k: number,
+  oc: number,
+  stride: number,
+  depthwise: boolean,
+  pad: Pad = 'same',
+): Case {
+  const out = Math.ceil((pad === 'same' ? hw : hw - k + 1) / stride);
   const filter = [k, k, c, depthwise ? oc / c : oc];
   const conv = (x: tf.Tensor, w: tf.Tensor) =>
     depthwise
-      ? tf.depthwiseConv2d(x as tf.Tensor4D, w as tf.Tensor4D, stride, 'same')
-      : tf.conv2d(x as tf.Tensor4D, w as tf.Tensor4D, stride, 'same');
+      ? tf.depthwiseConv2d(x as tf.Tensor4D, w as tf.Tensor4D, stride, pad)
+      : tf.conv2d(x as tf.Tensor4D, w as tf.Tensor4D, stride, pad);
   return {
-    name: `${depthwise ? 'depthwise' : 'conv2d'} x[${n},${hw},${hw},${c}] filter[${filter}] stride ${stride}`,
+    name: `${depthwise ? 'depthwise' : 'conv2d'} x[${n},${hw},${hw},${c}] filter[${filter}] stride ${stride} ${pad}`,
     shapes: [[n, hw, hw, c], filter, [oc], [n, out, out, oc]],
     terms: [k * k * (depthwise ? 1 : c) + 1, k * k * (depthwise ? oc / c : oc), n * out * out],
     run: (x, w, b, dy) => {
       const y = depthwise
         ? tf.relu(tf.add(conv(x, w), b))
-        : tf.fused.conv2d({ x: x as tf.Tensor4D, filter: w as tf.Tensor4D, strides: stride, pad: 'same', bias: b });
+        : tf.fused.conv2d({ x: x as tf.Tensor4D, filter: w as tf.Tensor4D, strides: stride, pad, bias: b });
       const [dx, dw] = tf.grads((a: tf.Tensor, f: tf.Tensor) => conv(a, f))([x, w], dy);
       return [y, dx, dw];
     },
@@ -96,22 +107,23 @@ function convCase(n: number, hw: number, c: number, k: number, oc: number, strid
  * The filter and bias gradients of a convolution in one call (TandemConv2DBackpropFilterBias, the fused layers'
  * gradient in bf16): db = Σ dy over N, H, W, summed in the weight-gradient kernel.
  */
-function filterBiasCase(n: number, hw: number, c: number, k: number, oc: number): Case {
-  const filterShape = [k, k, c, oc];
+function filterBiasCase(n: number, hw: number, c: number, k: number, oc: number, pad: Pad = 'same'): Case {
+  const filterShape = [k, k, c, oc],
+    out = pad === 'same' ? hw : hw - k + 1;
   return {
-    name: `filter and bias gradients x[${n},${hw},${hw},${c}] filter[${filterShape}]`,
+    name: `filter and bias gradients x[${n},${hw},${hw},${c}] filter[${filterShape}] ${pad}`,
     shapes: [
       [n, hw, hw, c],
-      [n, hw, hw, oc],
+      [n, out, out, oc],
     ],
-    terms: [n * hw * hw, n * hw * hw],
+    terms: [n * out * out, n * out * out],
     run: (x, dy) =>
       tf
         .engine()
         .runKernel(
           CONV_FILTER_BIAS_KERNEL,
           { x, dy },
-          { strides: [1, 1], pad: 'same', dataFormat: 'NHWC', filterShape },
+          { strides: [1, 1], pad, dataFormat: 'NHWC', filterShape },
         ) as tf.Tensor[],
   };
 }
@@ -150,6 +162,12 @@ function registerTests(addon: NativeAddon) {
       convCase(5, 31, 2, 3, 9, 2, false),
       filterBiasCase(5, 30, 3, 3, 16),
       filterBiasCase(3, 28, 1, 3, 32),
+      // "valid" 3×3 weight gradients of 32 channels or more into outputs up to 10×10: the "same" one over dy framed in
+      // zeros (conv.cc's WeightsInFrame) where oneDNN has AMX; a wider output, or 16 channels, the "valid" one
+      convCase(3, 10, 32, 3, 48, 1, false, 'valid'),
+      filterBiasCase(4, 12, 32, 3, 32, 'valid'),
+      convCase(2, 14, 32, 3, 32, 1, false, 'valid'),
+      convCase(2, 9, 16, 3, 16, 1, false, 'valid'),
       matmulCase([], 32, 300, 64, false, false),
       matmulCase([], 17, 40, 9, true, false),
       matmulCase([3], 8, 50, 12, false, true),
@@ -178,6 +196,15 @@ function registerTests(addon: NativeAddon) {
     t.equal(weightGradients.filter(byIm2col).length, 6, 'six weight gradients had few input channels');
     for (const entry of weightGradients)
       t.equal(entry[1].startsWith('im2col+'), byIm2col(entry), `${entry[0]}: ${entry[1]}`);
+    const framed = (entry: [string, string]) => {
+      const [, h, w, c, kh, kw, oc, sh, sw, pt, pl, pb, pr, g] = shape(entry);
+      const valid = sh === 1 && sw === 1 && pt + pl + pb + pr === 0 && g === 1 && kh === 3 && kw === 3;
+      return valid && c >= 32 && oc >= 32 && h - 2 <= 10 && w - 2 <= 10;
+    };
+    const amx = addon.bf16Support().isa.includes('amx');
+    t.equal(weightGradients.filter(framed).length, 2, 'two weight gradients were small and "valid"');
+    for (const entry of weightGradients)
+      t.equal(entry[1].startsWith('framed+'), amx && framed(entry), `${entry[0]}: ${entry[1]}`);
     // input gradients at stride 1 whose output is the input's size: the forward convolution of the turned filter
     const inputGradients = bf16Kernels.filter(([key]) => key.startsWith('conv1:'));
     const reversed = (entry: [string, string]) => {

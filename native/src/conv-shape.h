@@ -24,4 +24,12 @@ void CreateIm2colWeights(Ctx& c, ConvEntry& e, const ConvShape& s, bool bias);
 void RunIm2colWeights(Ctx& c, ConvEntry& e, const ConvShape& s, const float* x, Shadow& xs, float* dy, Shadow& dys,
                       float* dw, float* db);
 
+// Whether a bf16 input gradient runs as a forward convolution of the turned filter (conv-reversed.cc): stride 1, no
+// groups, "same" output.
+bool ByReversedForward(const ConvShape& s);
+// Creates that forward into e (throws dnnl::error when oneDNN has no bf16 forward for it).
+void CreateReversedData(Ctx& c, ConvEntry& e, const ConvShape& s);
+// turned = w turned 180° with its channels swapped (HWIO, OC in, C out): the reversed forward's filter.
+void TurnFilter(const ConvShape& s, const float* w, float* turned);
+
 }  // namespace tandem

@@ -4,12 +4,14 @@
 // (format_tag::any) through a cached reorder. One cached primitive per shape.
 // Precision bf16: x, the filter and dy are rounded to bf16 by cached reorders
 // before the primitive; y, dx, dw and the bias gradient stay float32 (fp32
-// accumulation), so nothing outside this file sees a bf16 value. By shape: an
-// input gradient at stride 1 and "same" output runs as a forward convolution
-// of the turned filter (ByReversedForward), a forward of one input channel in
-// float32 (GetConv), a weight gradient of 1-3 channels by im2col (conv-im2col.cc).
+// accumulation). By shape: an input gradient at stride 1 and "same" output
+// runs as a forward convolution of the turned filter (conv-reversed.cc), a
+// forward of one input channel in float32 (GetConv), a weight gradient of 1-3
+// channels by im2col (conv-im2col.cc), a small one at "valid" padding as the
+// "same" one over dy framed in zeros (WeightsInFrame).
 // Groups: G = C and OC = C·M is tfjs's depthwise convolution, whose filter
 // [KH, KW, C, M] is described to oneDNN by strides as {G, M, 1, KH, KW}.
+#include <cstring>
 #include <sstream>
 
 #include "conv-shape.h"
@@ -77,44 +79,53 @@ dnnl::convolution_forward::primitive_desc ForwardPd(Ctx& c, const ConvShape& s, 
   return dnnl::convolution_forward::primitive_desc(d, attr, c.eng);
 }
 
-// Whether a bf16 input gradient runs as a forward convolution: stride 1, no groups, the output the input's size
-// ("same"). dx is then dy convolved with the filter turned 180° and its channels swapped, padded by KH-1-pt above and
-// KH-1-pb below (likewise across): the same bf16 products summed in float32 in another order. oneDNN 2.6 runs that
-// forward on its brgemm AMX kernel where its backward-data kernel is older (one thread, 32 images: 32→64 channels at
-// 16×16, 0.33 → 0.20 ms; 16 at 32×32, 0.21 → 0.15; at "valid" padding no faster, hence the rule). Chosen by the
-// shape alone, so every replica takes the same path.
-bool ByReversedForward(const ConvShape& s) {
-  return s.G == 1 && s.sh == 1 && s.sw == 1 && s.pt + s.pb == s.KH - 1 && s.pl + s.pr == s.KW - 1;
+// Whether a bf16 weight gradient at "valid" padding runs as the "same" one (CreateFramedWeights): dy framed in zeros
+// to the input's size gives the same products (and zeros), summed in float32 in another order. oneDNN 2.6's AMX
+// weight-gradient kernel is faster so on small outputs, despite the frame's extra work; one thread, 32 images, 3×3:
+// 64→64 channels at 10×10 0.58 → 0.43 ms, 32→64 at 12×12 0.39 → 0.34, 64→64 at 6×6 0.33 → 0.27, 128→128 at 12×12
+// 2.74 → 2.26; slower with fewer channels, wider outputs or 5×5 (16→16 at 34×34 0.39 → 1.31, 32→32 at 20×20
+// 0.44 → 0.50, 32→32 5×5 at 9×9 0.37 → 0.55), hence the rule, and only where oneDNN picked AMX for it. Chosen by the
+// shape and the CPU, so every replica on this kind of CPU takes the same path. An infinite x meets a zero of the frame
+// as it meets any zero of dy: NaN.
+bool WeightsInFrame(const ConvShape& s) {
+  return s.G == 1 && s.sh == 1 && s.sw == 1 && s.pt + s.pl + s.pb + s.pr == 0 && s.KH == 3 && s.KW == 3 &&
+         s.C >= 32 && s.OC >= 32 && s.OH <= 10 && s.OW <= 10;
 }
 
-void CreateReversedData(Ctx& c, ConvEntry& e, const ConvShape& s) {
-  memory::desc dy({s.N, s.OC, s.OH, s.OW}, dt::bf16, tag::nhwc), dx({s.N, s.C, s.H, s.W}, dt::f32, tag::nhwc);
-  memory::desc wAny({s.C, s.OC, s.KH, s.KW}, dt::bf16, tag::any);
-  memory::dims padL{s.KH - 1 - s.pt, s.KW - 1 - s.pl}, padR{s.KH - 1 - s.pb, s.KW - 1 - s.pr};
-  dnnl::primitive_attr attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  auto d = dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                                           dy, wAny, dx, memory::dims{1, 1}, padL, padR);
-  dnnl::convolution_forward::primitive_desc pd(d, attr, c.eng);
-  e.prim = dnnl::convolution_forward(pd);
-  e.y.Init(c, e.y_md, pd.src_desc(), true);
-  e.w.Init(c, memory::desc({s.C, s.OC, s.KH, s.KW}, dt::f32, tag::hwio), pd.weights_desc(), true);
-  e.x.Init(c, e.x_md, pd.dst_desc(), false);
-  e.scratch = memory(pd.scratchpad_desc(), c.eng);
-  e.turned.resize(s.wSize());
-  e.reversed = true;
-  e.impl = std::string("reversed forward+") + pd.impl_info_str();
+void CreateConv(Ctx& c, ConvEntry& e, ConvKind kind, const ConvShape& s, bool bias, Types t);
+
+void CreateFramedWeights(Ctx& c, ConvEntry& e, const ConvShape& s, bool bias) {
+  ConvShape same = s;
+  same.pt = same.pb = (s.KH - 1) / 2;
+  same.pl = same.pr = (s.KW - 1) / 2;
+  same.OH = s.H;
+  same.OW = s.W;
+  ConvEntry made;  // e stays as it was if oneDNN has no AMX kernel at "same"
+  made.x_md = e.x_md;
+  made.w_md = e.w_md;
+  made.b_md = e.b_md;
+  made.y_md = memory::desc({s.N, s.OC, s.H, s.W}, dt::f32, tag::nhwc);
+  CreateConv(c, made, ConvKind::BackwardWeights, same, bias, Types{dt::bf16, dt::f32});
+  if (made.impl.find("amx") == std::string::npos) throw dnnl::error(dnnl_unimplemented, "no AMX kernel at \"same\"");
+  e.prim = made.prim;
+  e.x = made.x;
+  e.w = made.w;
+  e.scratch = made.scratch;
+  e.framed = made.y.buf;  // the primitive's diff_dst, [N, H, W, OC] in bf16: its frame stays zero
+  std::memset(e.framed.get_data_handle(), 0, e.framed.get_desc().get_size());
+  e.y.Init(c, e.y_md, memory::desc({s.N, s.OC, s.OH, s.OW}, dt::bf16, tag::nhwc), true);
+  e.framedDy = true;
+  e.impl = "framed+" + made.impl;
 }
 
-// turned[kh][kw][o][ci] = w[KH-1-kh][KW-1-kw][ci][o]: the reversed convolution's HWIO filter (OC in, C out).
-void TurnFilter(const ConvShape& s, const float* w, float* turned) {
-  for (int kh = 0; kh < s.KH; kh++)
-    for (int kw = 0; kw < s.KW; kw++) {
-      const float* from = w + ((size_t)(s.KH - 1 - kh) * s.KW + (s.KW - 1 - kw)) * s.C * s.OC;
-      float* to = turned + ((size_t)kh * s.KW + kw) * s.OC * s.C;
-      for (int ci = 0; ci < s.C; ci++)
-        for (int o = 0; o < s.OC; o++) to[(size_t)o * s.C + ci] = from[(size_t)ci * s.OC + o];
-    }
+// dy's bf16 rows copied inside the frame (whose border stays zero).
+void FrameDy(const ConvShape& s, const uint16_t* dy, uint16_t* framed) {
+  const int top = (s.KH - 1) / 2, left = (s.KW - 1) / 2;
+  const size_t row = (size_t)s.OW * s.OC;
+  for (int n = 0; n < s.N; n++)
+    for (int h = 0; h < s.OH; h++)
+      std::memcpy(framed + (((size_t)n * s.H + h + top) * s.W + left) * s.OC, dy + ((size_t)n * s.OH + h) * row,
+                  row * sizeof(uint16_t));
 }
 
 // Creates the primitive of one kind and precision into e; throws dnnl::error when oneDNN has no such kernel.
@@ -200,6 +211,14 @@ ConvEntry& GetConv(Ctx& c, ConvKind kind, const ConvShape& s, bool bias) {
       // no bf16 matmul here: the convolution's own weight gradient
     }
   }
+  if (c.bf16 && kind == ConvKind::BackwardWeights && !made && WeightsInFrame(s)) {
+    try {
+      CreateFramedWeights(c, *e, s, bias);
+      made = true;
+    } catch (const dnnl::error&) {
+      // no AMX kernel at "same": the primitive at "valid" below
+    }
+  }
   if (!made && !f32ByRule && (c.bf16 || kind == ConvKind::ForwardBf16)) {
     try {
       CreateConv(c, *e, kind, s, bias, Types{dt::bf16, dt::f32});
@@ -282,8 +301,11 @@ Napi::Value Conv2dBackwardWeights(const Napi::CallbackInfo& info) {
       RunIm2colWeights(c, e, s, x, xs, dy, dys, dw, db);
       return Napi::Number::New(info.Env(), (xs.filled ? 1 : 0) | (dys.filled ? 2 : 0));
     }
+    memory dyIn = e.y.Input(c, dy, dys);
+    if (e.framedDy)
+      FrameDy(s, static_cast<const uint16_t*>(dyIn.get_data_handle()), static_cast<uint16_t*>(e.framed.get_data_handle()));
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, e.x.Input(c, x, xs)},
-                                         {DNNL_ARG_DIFF_DST, e.y.Input(c, dy, dys)},
+                                         {DNNL_ARG_DIFF_DST, e.framedDy ? e.framed : dyIn},
                                          {DNNL_ARG_DIFF_WEIGHTS, e.w.Output(c, dw)},
                                          {DNNL_ARG_SCRATCHPAD, e.scratch}};
     if (db) args.insert({DNNL_ARG_DIFF_BIAS, memory(e.b_md, c.eng, db)});

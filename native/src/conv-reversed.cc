@@ -1,0 +1,48 @@
+// A bf16 input gradient at stride 1 and "same" output as a forward convolution of the turned filter: the rule, the
+// primitive and the filter's turn (conv.cc's GetConv and Conv2dBackwardData use them).
+#include "conv-shape.h"
+#include "dnnl-context.h"
+
+namespace tandem {
+
+// Whether a bf16 input gradient runs as a forward convolution: stride 1, no groups, the output the input's size
+// ("same"). dx is then dy convolved with the filter turned 180° and its channels swapped, padded by KH-1-pt above and
+// KH-1-pb below (likewise across): the same bf16 products summed in float32 in another order. oneDNN 2.6 runs that
+// forward on its brgemm AMX kernel where its backward-data kernel is older (one thread, 32 images: 32→64 channels at
+// 16×16, 0.33 → 0.20 ms; 16 at 32×32, 0.21 → 0.15; at "valid" padding no faster, hence the rule). Chosen by the
+// shape alone, so every replica takes the same path.
+bool ByReversedForward(const ConvShape& s) {
+  return s.G == 1 && s.sh == 1 && s.sw == 1 && s.pt + s.pb == s.KH - 1 && s.pl + s.pr == s.KW - 1;
+}
+
+void CreateReversedData(Ctx& c, ConvEntry& e, const ConvShape& s) {
+  memory::desc dy({s.N, s.OC, s.OH, s.OW}, dt::bf16, tag::nhwc), dx({s.N, s.C, s.H, s.W}, dt::f32, tag::nhwc);
+  memory::desc wAny({s.C, s.OC, s.KH, s.KW}, dt::bf16, tag::any);
+  memory::dims padL{s.KH - 1 - s.pt, s.KW - 1 - s.pl}, padR{s.KH - 1 - s.pb, s.KW - 1 - s.pr};
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  auto d = dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                           dy, wAny, dx, memory::dims{1, 1}, padL, padR);
+  dnnl::convolution_forward::primitive_desc pd(d, attr, c.eng);
+  e.prim = dnnl::convolution_forward(pd);
+  e.y.Init(c, e.y_md, pd.src_desc(), true);
+  e.w.Init(c, memory::desc({s.C, s.OC, s.KH, s.KW}, dt::f32, tag::hwio), pd.weights_desc(), true);
+  e.x.Init(c, e.x_md, pd.dst_desc(), false);
+  e.scratch = memory(pd.scratchpad_desc(), c.eng);
+  e.turned.resize(s.wSize());
+  e.reversed = true;
+  e.impl = std::string("reversed forward+") + pd.impl_info_str();
+}
+
+// turned[kh][kw][o][ci] = w[KH-1-kh][KW-1-kw][ci][o]: the reversed convolution's HWIO filter (OC in, C out).
+void TurnFilter(const ConvShape& s, const float* w, float* turned) {
+  for (int kh = 0; kh < s.KH; kh++)
+    for (int kw = 0; kw < s.KW; kw++) {
+      const float* from = w + ((size_t)(s.KH - 1 - kh) * s.KW + (s.KW - 1 - kw)) * s.C * s.OC;
+      float* to = turned + ((size_t)kh * s.KW + kw) * s.OC * s.C;
+      for (int ci = 0; ci < s.C; ci++)
+        for (int o = 0; o < s.OC; o++) to[(size_t)o * s.C + ci] = from[(size_t)ci * s.OC + o];
+    }
+}
+
+}  // namespace tandem
