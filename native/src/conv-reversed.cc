@@ -1,5 +1,6 @@
-// A bf16 input gradient at stride 1 and "same" output as a forward convolution of the turned filter: the rule, the
-// primitive and the filter's turn (conv.cc's GetConv and Conv2dBackwardData use them).
+// A bf16 input gradient at stride 1 as a forward convolution of the turned filter: the rule, the primitive and the
+// filter's turn (conv.cc's GetConv and Conv2dBackwardData use them); and the small "valid" shapes conv.cc's weight
+// gradient frames.
 #include "conv-shape.h"
 #include "dnnl-context.h"
 
@@ -9,10 +10,17 @@ namespace tandem {
 // ("same"). dx is then dy convolved with the filter turned 180° and its channels swapped, padded by KH-1-pt above and
 // KH-1-pb below (likewise across): the same bf16 products summed in float32 in another order. oneDNN 2.6 runs that
 // forward on its brgemm AMX kernel where its backward-data kernel is older (one thread, 32 images: 32→64 channels at
-// 16×16, 0.33 → 0.20 ms; 16 at 32×32, 0.21 → 0.15; at "valid" padding no faster, hence the rule). Chosen by the
-// shape alone, so every replica takes the same path.
+// 16×16, 0.33 → 0.20 ms; 16 at 32×32, 0.21 → 0.15). At "valid" padding (dy padded by KH-1 all round) only on small
+// outputs (SmallValid3x3: 64→64 at 10×10 0.23 → 0.18 ms, 32→64 at 12×12 0.16 → 0.13; 32→32 at 26×26 0.35 → 0.36).
+// Chosen by the shape alone, so every replica takes the same path.
 bool ByReversedForward(const ConvShape& s) {
-  return s.G == 1 && s.sh == 1 && s.sw == 1 && s.pt + s.pb == s.KH - 1 && s.pl + s.pr == s.KW - 1;
+  const bool same = s.pt + s.pb == s.KH - 1 && s.pl + s.pr == s.KW - 1;
+  return s.G == 1 && s.sh == 1 && s.sw == 1 && (same || SmallValid3x3(s));
+}
+
+bool SmallValid3x3(const ConvShape& s) {
+  return s.G == 1 && s.sh == 1 && s.sw == 1 && s.pt + s.pl + s.pb + s.pr == 0 && s.KH == 3 && s.KW == 3 &&
+         s.C >= 32 && s.OC >= 32 && s.OH <= 10 && s.OW <= 10;
 }
 
 void CreateReversedData(Ctx& c, ConvEntry& e, const ConvShape& s) {

@@ -25,8 +25,11 @@ void RunIm2colWeights(Ctx& c, ConvEntry& e, const ConvShape& s, const float* x, 
                       float* dw, float* db);
 
 // Whether a bf16 input gradient runs as a forward convolution of the turned filter (conv-reversed.cc): stride 1, no
-// groups, "same" output.
+// groups, "same" output or SmallValid3x3.
 bool ByReversedForward(const ConvShape& s);
+// A 3×3 convolution at stride 1, "valid" padding, no groups, 32 or more channels in and out, an output up to 10×10:
+// oneDNN 2.6's AMX gradient kernels are slow on these, so both gradients take another path (conv.cc, conv-reversed.cc).
+bool SmallValid3x3(const ConvShape& s);
 // Creates that forward into e (throws dnnl::error when oneDNN has no bf16 forward for it).
 void CreateReversedData(Ctx& c, ConvEntry& e, const ConvShape& s);
 // turned = w turned 180° with its channels swapped (HWIO, OC in, C out): the reversed forward's filter.

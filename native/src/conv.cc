@@ -84,13 +84,10 @@ dnnl::convolution_forward::primitive_desc ForwardPd(Ctx& c, const ConvShape& s, 
 // weight-gradient kernel is faster so on small outputs, despite the frame's extra work; one thread, 32 images, 3×3:
 // 64→64 channels at 10×10 0.58 → 0.43 ms, 32→64 at 12×12 0.39 → 0.34, 64→64 at 6×6 0.33 → 0.27, 128→128 at 12×12
 // 2.74 → 2.26; slower with fewer channels, wider outputs or 5×5 (16→16 at 34×34 0.39 → 1.31, 32→32 at 20×20
-// 0.44 → 0.50, 32→32 5×5 at 9×9 0.37 → 0.55), hence the rule, and only where oneDNN picked AMX for it. Chosen by the
-// shape and the CPU, so every replica on this kind of CPU takes the same path. An infinite x meets a zero of the frame
-// as it meets any zero of dy: NaN.
-bool WeightsInFrame(const ConvShape& s) {
-  return s.G == 1 && s.sh == 1 && s.sw == 1 && s.pt + s.pl + s.pb + s.pr == 0 && s.KH == 3 && s.KW == 3 &&
-         s.C >= 32 && s.OC >= 32 && s.OH <= 10 && s.OW <= 10;
-}
+// 0.44 → 0.50, 32→32 5×5 at 9×9 0.37 → 0.55), hence the rule (SmallValid3x3), and only where oneDNN picked AMX for
+// it. Chosen by the shape and the CPU, so every replica on this kind of CPU takes the same path. An infinite x meets
+// a zero of the frame as it meets any zero of dy: NaN.
+bool WeightsInFrame(const ConvShape& s) { return SmallValid3x3(s); }
 
 void CreateConv(Ctx& c, ConvEntry& e, ConvKind kind, const ConvShape& s, bool bias, Types t);
 
