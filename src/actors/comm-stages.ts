@@ -15,13 +15,14 @@ import { applyGroupUpdate } from '../pipeline/operators/apply-group-update.js';
 import { applyShardUpdate, type LocalReplicas } from '../pipeline/operators/apply-shard-update.js';
 import { reduceScatterGroup, type ShardingCollective } from '../pipeline/operators/reduce-scatter-group.js';
 import { publishApplied } from '../pipeline/operators/publish-applied.js';
+import { mirrorParamsBf16 } from '../pipeline/operators/mirror-params-bf16.js';
 import type { GroupExchange } from '../pipeline/events.js';
 import type { ControlBlock, Phase } from '../pipeline/control-block.js';
 import type { Collective } from '../collectives/collective.js';
 import type { FlatArithmetic } from '../optim/flat-arithmetic.js';
 import { probeEnter, probeUpdated, probesUpdates } from '../plugins/step-probes.js';
 import { StepPreimage } from './step-preimage.js';
-import { gradSlots, optimizerStateOf, paramSlots } from './shared-buffers.js';
+import { gradSlots, optimizerStateOf, paramSlots, paramsBf16Of } from './shared-buffers.js';
 import type { FromComm, ToComm } from './protocol.js';
 
 /**
@@ -132,6 +133,8 @@ function applyStagesOf(
       }),
     );
   }
+  const mirror = sharding ? undefined : mirrorStage(msg, params[device], arithmetic);
+  if (mirror) stages.push(mirror);
   stages.push(publishApplied(control, device));
   return stages;
 }
@@ -155,6 +158,16 @@ function localReplicas(msg: ToComm): LocalReplicas {
     params,
     states: Array.from({ length: config.topology.localDevices }, (_, d) => optimizerStateOf(buffers, d)),
   };
+}
+
+/**
+ * Precision bf16: the updated group's bf16 copy for the device's next passes (after any probe changed the values), when
+ * the run keeps one.
+ */
+function mirrorStage(msg: ToComm, params: Float32Array, arithmetic: FlatArithmetic) {
+  const copy = paramsBf16Of(msg.buffers, msg.device.local, msg.groups.length);
+  if (!copy || !arithmetic.castToBf16) return undefined;
+  return mirrorParamsBf16(params, copy, msg.groups, arithmetic.castToBf16.bind(arithmetic));
 }
 
 /**

@@ -29,6 +29,7 @@ import { openCollective } from '../collectives/transport-registry.js';
 import type { RankHandle } from '../collectives/transport.js';
 import { getMethod } from '../methods/method-registry.js';
 import { BackwardPass, type PassHost } from './backward-pass.js';
+import { paramsMirror } from './params-mirror.js';
 import { firstNonFinite } from '../engine/non-finite.js';
 import { runStepPasses } from './step-passes.js';
 import { deviceShare } from './device-share.js';
@@ -164,6 +165,7 @@ export class DeviceReplica {
       collective,
       method,
       stateApplied: false,
+      paramsBf16: paramsMirror(buffers, this.local, groups, paramSlots(buffers)[this.local]),
     };
     // Compute half of the pipeline: a group goes to the comm thread the moment it is complete.
     this.gradientReady$
@@ -250,15 +252,9 @@ export class DeviceReplica {
   }
 
   private waitForUpdate(ofStep: number): void {
+    const what = `device ${this.rank}'s comm thread to apply the update of step ${ofStep}`;
     const { groups } = this.needAttached();
-    for (let gi = 0; gi < groups.length; gi++) {
-      this.control.waitApplied(
-        this.local,
-        gi,
-        ofStep,
-        `device ${this.rank}'s comm thread to apply the update of step ${ofStep}`,
-      );
-    }
+    for (let gi = 0; gi < groups.length; gi++) this.control.waitApplied(this.local, gi, ofStep, what);
   }
 
   async snapshot(step: number): Promise<void> {
@@ -275,7 +271,7 @@ export class DeviceReplica {
   }
 
   async trainStep(s: number): Promise<void> {
-    const { model, layout, buffers, grads, byModelIndex, method, random, gate } = this.needAttached();
+    const { model, layout, buffers, grads, byModelIndex, method, random, gate, paramsBf16 } = this.needAttached();
     const cfg = this.config;
     if (this.step === 0) this.control.setupWaitsThrough(s, firstStepWaitMs(cfg.stallTimeoutMs, cfg.topology.processes));
     this.step = s;
@@ -296,6 +292,7 @@ export class DeviceReplica {
     const passInputs = { cfg, rank, step: s, model, layout, byModelIndex, grads, method, gate, syncReads, weight };
     const run = await runStepPasses({
       ...{ cfg, ...inputs, syncReads, sum: this.gradientSum, rows, model, scope: getEngine(cfg.backend).stepScope },
+      mirror: paramsBf16?.(s),
       pass: micro => new BackwardPass({ ...passInputs, micro }, this.passHost()),
       between: () => this.nextMicroBatch(),
     });

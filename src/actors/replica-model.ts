@@ -16,6 +16,7 @@ import type { DeviceMethod } from '../methods/training-method.js';
 import type { RandomLayerSeeds } from '../model/seeded-random-layers.js';
 import type { SharedBuffers } from './shared-buffers.js';
 import type { ForwardGate } from './forward-gate.js';
+import type { ParamsMirror } from '../engine/engine.js';
 
 /** The replica after `build`. */
 export interface Built {
@@ -41,6 +42,8 @@ export interface Attached {
   stateApplied: boolean;
   /** forwardWait 'group': the per-group waits inside forward. */
   gate?: ForwardGate;
+  /** The comm thread's bf16 copy of the parameters, as step `s` may read it (params-mirror.ts). */
+  paramsBf16?: (step: number) => ParamsMirror;
 }
 
 /** Copies between the model's variables and a flat slot (transmission order). */

@@ -32,6 +32,13 @@ export interface SharedBuffers extends InputBuffers {
    * rolls back to theirs).
    */
   preimageEveryGroup?: boolean;
+  /**
+   * Precision bf16 on the native engine: each device's parameters in bf16 (params' indexing), which its comm thread
+   * writes after each group's update, and per device and group the step that copy holds (Int32, -1 none yet). The
+   * device's passes read the copy in place of casting the weights again (actors/params-mirror.ts).
+   */
+  paramsBf16?: SharedArrayBuffer;
+  paramsBf16Steps?: SharedArrayBuffer;
 }
 
 /** The parameter and gradient buffers as a transport may read them in place (slot r = local device r). */
@@ -74,6 +81,30 @@ export function allocateModelBuffers(
     stateSlots,
     devices,
     stateTotal,
+  };
+}
+
+/** The bf16 copy of the parameters and its steps, one slot per device, for `groups` exchange groups. */
+export function allocateParamsBf16(
+  devices: number,
+  total: number,
+  groups: number,
+): Pick<SharedBuffers, 'paramsBf16' | 'paramsBf16Steps'> {
+  const steps = allocateShared(devices * groups * 4, 'the bf16 parameter copy');
+  new Int32Array(steps).fill(-1);
+  return { paramsBf16: allocateShared(devices * total * 2, 'the bf16 parameter copy'), paramsBf16Steps: steps };
+}
+
+/** Device `device`'s bf16 parameter copy and the step each of its `groups` groups holds, when the run keeps one. */
+export function paramsBf16Of(
+  b: SharedBuffers,
+  device: number,
+  groups: number,
+): { bits: Uint16Array; steps: Int32Array } | undefined {
+  if (!b.paramsBf16 || !b.paramsBf16Steps) return undefined;
+  return {
+    bits: new Uint16Array(b.paramsBf16, device * b.total * 2, b.total),
+    steps: new Int32Array(b.paramsBf16Steps, device * groups * 4, groups),
   };
 }
 

@@ -11,7 +11,7 @@ import * as tf from '@tensorflow/tfjs';
 import type { ComputeConfig } from './config-slices.js';
 import { sampleSize } from '../data/dataset.js';
 import type { BackwardPass, MicroBatch, PassResult } from './backward-pass.js';
-import type { Engine } from '../engine/engine.js';
+import type { Engine, ParamsMirror } from '../engine/engine.js';
 import type { LayersModel } from '../engine/tfjs-types.js';
 
 export interface StepPassesInputs {
@@ -35,11 +35,13 @@ export interface StepPassesInputs {
   model: LayersModel;
   /** The engine's scope over the step's passes (its weights unchanged throughout), when it has one. */
   scope?: Engine['stepScope'];
+  /** The comm thread's bf16 copy of the parameters for this step, when the run keeps one (params-mirror.ts). */
+  mirror?: ParamsMirror;
 }
 
 /** The step's passes; its loss is the mean over the micro-batches, its correct count their sum. */
 export async function runStepPasses(p: StepPassesInputs): Promise<PassResult> {
-  const end = p.scope?.(tf, p.model);
+  const end = p.scope?.(tf, p.model, p.mirror);
   try {
     return await allPasses(p);
   } finally {

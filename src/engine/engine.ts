@@ -91,7 +91,17 @@ export interface Engine {
   /**
    * A training step's passes begin on this thread: `model`'s weights keep their values until the returned function is
    * called (after the last backward). The engine may keep what it derived from them for the step (native bf16: their
-   * casts). Absent: nothing kept.
+   * casts), or read what `mirror` holds. Absent: nothing kept.
    */
-  stepScope?: (tf: Tf, model: LayersModel) => () => void;
+  stepScope?: (tf: Tf, model: LayersModel, mirror?: ParamsMirror) => () => void;
+}
+
+/**
+ * A device's parameters in bf16 as its comm thread wrote them after each group's update (actors/params-mirror.ts), for
+ * one step: `holds(start, end)` says whether bits[start, end) is params[start, end) rounded to bf16 now.
+ */
+export interface ParamsMirror {
+  params: Float32Array;
+  bits: Uint16Array;
+  holds(start: number, end: number): boolean;
 }

@@ -28,6 +28,8 @@ export interface FlatArithmetic extends SlotReducer {
     end: number,
     step: number,
   ): void;
+  /** src rounded to bf16 into dst (the native addon's cast: the bits its kernels cast to); absent in JS. */
+  castToBf16?(src: Float32Array, dst: Uint16Array): void;
 }
 
 export const JS_ARITHMETIC: FlatArithmetic = { name: 'js', reduceMeanInto, applyUpdate };
@@ -47,6 +49,9 @@ export function nativeArithmetic(): FlatArithmetic {
       if (optimizer.nativeUpdate)
         optimizer.nativeUpdate(addon, config as never, params, grads, state, start, end, step);
       else optimizer.update(config as never, params, grads, state, start, end, step); // no C++ loop: the same bits
+    },
+    castToBf16(src, dst) {
+      addon.castToBf16(src, dst, 'auto');
     },
   };
 }

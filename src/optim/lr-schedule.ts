@@ -159,5 +159,6 @@ export function scheduledArithmetic(arithmetic: FlatArithmetic, s: LrSchedule | 
       const scheduled = { ...config, lr: lrAt(s, config.lr, step) };
       arithmetic.applyUpdate(scheduled, params, grads, state, start, end, step);
     },
+    ...(arithmetic.castToBf16 ? { castToBf16: arithmetic.castToBf16.bind(arithmetic) } : {}),
   };
 }

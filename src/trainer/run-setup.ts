@@ -7,7 +7,12 @@ import type { ResolvedConfig } from '../config-types.js';
 import type { EngineDevice } from '../engine/engine.js';
 import { TandemError } from '../errors.js';
 import { DeviceActor } from '../actors/device-actor.js';
-import { allocateModelBuffers, optimizerStateOf, type SharedBuffers } from '../actors/shared-buffers.js';
+import {
+  allocateModelBuffers,
+  allocateParamsBf16,
+  optimizerStateOf,
+  type SharedBuffers,
+} from '../actors/shared-buffers.js';
 import type { WeightShape } from '../actors/protocol.js';
 import { StepPreimage } from '../actors/step-preimage.js';
 import { isWorkerOutOfMemory, outOfMemoryWords } from '../actors/worker-memory.js';
@@ -89,6 +94,21 @@ export function checkLink(
   checkLinkHolds(link, devices, holds, stallTimeoutMs);
 }
 
+/**
+ * Whether the comm threads keep a bf16 copy of the parameters (actors/params-mirror.ts): precision bf16 on the native
+ * engine, where only the comm thread's update writes them between steps (no local heads, no shards, not elastic).
+ */
+function keepsParamsBf16(cfg: ResolvedConfig, method: TrainingMethod, elastic: boolean | undefined): boolean {
+  return (
+    cfg.precision === 'bf16' &&
+    cfg.backend === 'native' &&
+    !method.localState &&
+    cfg.localUpdate !== 'shard' &&
+    !elastic &&
+    process.env.TANDEM_PARAMS_BF16 !== 'off'
+  );
+}
+
 /** What phase 2 needs besides the model: the run's threads, method, strategy, and whether checkpoints are written. */
 export interface LayOutContext {
   threads: RunThreads;
@@ -120,6 +140,7 @@ export async function layOut(
         ? StepPreimage.allocate(groups.length, built.layout.total, slots)
         : undefined,
     ...(elastic ? { preimageEveryGroup: true } : {}),
+    ...(keepsParamsBf16(cfg, method, elastic) ? allocateParamsBf16(local, built.layout.total, groups.length) : {}),
   };
   // adagrad's accumulator
   for (let d = 0; d < local; d++) fillInitialOptimizerState(cfg.optimizer, optimizerStateOf(buffers, d));

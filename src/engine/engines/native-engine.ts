@@ -38,10 +38,13 @@ export const NATIVE_ENGINE: Engine = {
   prepareModel(tf, model, options) {
     if (options.nativeFusion) fuseConvLayers(tf, model);
   },
-  stepScope: (tf, model) => {
+  stepScope: (tf, model, mirror) => {
     const load = loadNativeAddon();
     if (!load.loaded || load.addon.getPrecision() !== 'bf16') return () => undefined;
     const arrays = model.trainableWeights.map(w => ownFloats(tf, w.read()));
-    return WEIGHT_SHADOWS.begin(arrays.filter((a): a is Float32Array => a !== undefined));
+    return WEIGHT_SHADOWS.begin(
+      arrays.filter((a): a is Float32Array => a !== undefined),
+      mirror,
+    );
   },
 };
