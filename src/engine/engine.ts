@@ -7,6 +7,9 @@
  */
 import type { FlatArithmetic } from '../optim/flat-arithmetic.js';
 import type { LayersModel, Tf } from './tfjs-types.js';
+import type { ParamsMirror } from './native/bf16-shadows.js';
+
+export type { ParamsMirror };
 import type { Precision } from './engine-options.js';
 
 export interface EngineCapabilities {
@@ -94,14 +97,4 @@ export interface Engine {
    * casts), or read what `mirror` holds. Absent: nothing kept.
    */
   stepScope?: (tf: Tf, model: LayersModel, mirror?: ParamsMirror) => () => void;
-}
-
-/**
- * A device's parameters in bf16 as its comm thread wrote them after each group's update (actors/params-mirror.ts), for
- * one step: `holds(start, end)` says whether bits[start, end) is params[start, end) rounded to bf16 now.
- */
-export interface ParamsMirror {
-  params: Float32Array;
-  bits: Uint16Array;
-  holds(start: number, end: number): boolean;
 }

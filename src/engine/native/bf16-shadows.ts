@@ -15,8 +15,17 @@
  * end();
  */
 import type { NativeKernelContext } from './native-kernel.js';
-import type { ParamsMirror } from '../engine.js';
 import { OUTPUT_POOL, type Bf16Shadow } from './output-pool.js';
+
+/**
+ * A device's parameters in bf16 as its comm thread wrote them after each group's update (actors/params-mirror.ts), for
+ * one step: `holds(start, end)` says whether bits[start, end) is params[start, end) rounded to bf16 now.
+ */
+export interface ParamsMirror {
+  params: Float32Array;
+  bits: Uint16Array;
+  holds(start: number, end: number): boolean;
+}
 
 /**
  * Shadows by the memory they shadow (buffer, byte offset, length), not by array object: the trainer hands a variable
