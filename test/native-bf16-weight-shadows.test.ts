@@ -15,6 +15,7 @@ import { identical } from './fixtures/native-compare.js';
 import type { NativeAddon } from '../src/engine/native/native-addon.js';
 import { WEIGHT_SHADOWS } from '../src/engine/native/bf16-shadows.js';
 import { NATIVE_ENGINE } from '../src/engine/engines/native-engine.js';
+import { denseNet, denseStep } from './fixtures/dense-step.js';
 
 const addon = await startBf16OrSkip();
 if (addon) registerTests(addon);
@@ -53,27 +54,8 @@ function registerTests(addon: NativeAddon) {
     t.end();
   });
 
-  const net = () =>
-    tf.sequential({
-      layers: [
-        tf.layers.dense({ inputShape: [48], units: 64, activation: 'relu' }),
-        tf.layers.dense({ units: 32, activation: 'relu' }),
-        tf.layers.dense({ units: 5 }),
-      ],
-    });
-  const xs = Float32Array.from({ length: 8 * 48 }, (_, i) => Math.sin(i));
-  const step = (model: tf.Sequential, scoped: boolean) => {
-    const end = scoped ? NATIVE_ENGINE.stepScope!(tf, model) : undefined;
-    try {
-      return tf.tidy(() => {
-        const x = tf.tensor2d(xs, [8, 48]);
-        const { value, grads } = tf.variableGrads(() => tf.sum(tf.square(model.apply(x) as tf.Tensor)) as tf.Scalar);
-        return [value, ...Object.values(grads)].map(g => Float32Array.from(g.dataSync()));
-      });
-    } finally {
-      end?.();
-    }
-  };
+  const net = denseNet;
+  const step = denseStep;
   const held = (v: tf.LayerVariable) =>
     (tf.backend() as unknown as { data: { get(id: object): { values: Float32Array } } }).data.get(v.read().dataId)
       .values;

@@ -14,7 +14,7 @@ import { lastValueFrom, of } from 'rxjs';
 import { startBf16OrSkip } from './fixtures/bf16-gate.js';
 import { identical } from './fixtures/native-compare.js';
 import type { NativeAddon } from '../src/engine/native/native-addon.js';
-import { NATIVE_ENGINE } from '../src/engine/engines/native-engine.js';
+import { denseNet, denseStep } from './fixtures/dense-step.js';
 import { mirrorParamsBf16 } from '../src/pipeline/operators/mirror-params-bf16.js';
 import { paramsMirror } from '../src/actors/params-mirror.js';
 import { allocateParamsBf16, type SharedBuffers } from '../src/actors/shared-buffers.js';
@@ -66,14 +66,6 @@ function registerTests(addon: NativeAddon) {
     t.end();
   });
 
-  const net = () =>
-    tf.sequential({
-      layers: [
-        tf.layers.dense({ inputShape: [48], units: 64, activation: 'relu' }),
-        tf.layers.dense({ units: 32, activation: 'relu' }),
-        tf.layers.dense({ units: 5 }),
-      ],
-    });
   /** The model's weights moved into one flat array (as the trainer's shared slot), each variable a view of it. */
   const flatten = (model: tf.Sequential) => {
     const shapes = model.trainableWeights.map(w => w.shape as number[]);
@@ -89,23 +81,9 @@ function registerTests(addon: NativeAddon) {
     });
     return { params, ranges };
   };
-  const xs = Float32Array.from({ length: 8 * 48 }, (_, i) => Math.sin(i));
-  const step = (model: tf.Sequential, mirror?: ParamsMirror | 'unscoped') => {
-    const end = mirror === 'unscoped' ? undefined : NATIVE_ENGINE.stepScope!(tf, model, mirror);
-    try {
-      return tf.tidy(() => {
-        const x = tf.tensor2d(xs, [8, 48]);
-        const { value, grads } = tf.variableGrads(() => tf.sum(tf.square(model.apply(x) as tf.Tensor)) as tf.Scalar);
-        return [value, ...Object.values(grads)].map(g => Float32Array.from(g.dataSync()));
-      });
-    } finally {
-      end?.();
-    }
-  };
-
   t.test('a step reads a weight from the copy where it holds, and casts it where it does not', t => {
     addon.setPrecision('bf16');
-    const model = net();
+    const model = denseNet();
     const { params, ranges } = flatten(model);
     const [k0s, k0e] = ranges[0];
     // the copy of layer 0's kernel holds twice its values (exact in bf16): a step that reads it multiplies by 2W
@@ -113,24 +91,27 @@ function registerTests(addon: NativeAddon) {
     for (let i = k0s; i < k0e; i++) twice[i] *= 2;
     const bits = cast(addon, twice);
     const held = (range: (s: number, e: number) => boolean): ParamsMirror => ({ params, bits, holds: range });
-    const plain = step(model, 'unscoped');
-    const readAll = step(
+    const plain = denseStep(model, false);
+    const readAll = denseStep(
       model,
+      true,
       held(() => true),
     );
-    const readNone = step(
+    const readNone = denseStep(
       model,
+      true,
       held(() => false),
     );
-    const readOthers = step(
+    const readOthers = denseStep(
       model,
+      true,
       held(s => s >= k0e),
     );
     readNone.forEach((v, i) => t.ok(identical(v, plain[i]), `held nowhere, output ${i}: the bits of no copy`));
     readOthers.forEach((v, i) => t.ok(identical(v, plain[i]), `others held (their true cast), output ${i}: the same`));
     const kernel = model.layers[0].getWeights()[0];
     model.layers[0].setWeights([tf.mul(kernel, 2), model.layers[0].getWeights()[1]]);
-    const doubled = step(model, 'unscoped');
+    const doubled = denseStep(model, false);
     t.ok(
       identical(readAll[0], doubled[0]),
       "held: the loss is the one of layer 0's kernel doubled (the copy was read)",
