@@ -6,7 +6,8 @@
 // - which ranges the copy holds: none before the first update, a range only when every group it touches holds s − 1;
 // - a dense net's step reads a weight from the copy where it holds (a copy of other values changes the answer) and
 //   casts as before where it does not;
-// - training on 1 and 2 devices gives the same bits with the copy as without (TANDEM_PARAMS_BF16=off).
+// - training on 1 and 2 devices gives the same bits with the copy as without (TANDEM_PARAMS_BF16=off), also with
+//   buckets, priority order, accumulation and a learning-rate schedule.
 // Skipped when the addon is not built (failed with TANDEM_REQUIRE_NATIVE=1), or when oneDNN has no bf16 kernel here.
 import t from 'tap';
 import * as tf from '@tensorflow/tfjs';
@@ -20,7 +21,7 @@ import { paramsMirror } from '../src/actors/params-mirror.js';
 import { allocateParamsBf16, type SharedBuffers } from '../src/actors/shared-buffers.js';
 import { assignWeight } from '../src/model/flat-weights.js';
 import type { ParamsMirror } from '../src/engine/engine.js';
-import { startTraining } from '../src/index.js';
+import { startTraining, type TrainConfig } from '../src/index.js';
 
 const addon = await startBf16OrSkip();
 if (addon) registerTests(addon);
@@ -122,24 +123,14 @@ function registerTests(addon: NativeAddon) {
     t.end();
   });
 
-  t.test('training in bf16 gives the same bits with the copy as without, on 1 and 2 devices', async t => {
-    const run = async (devices: number, copy: 'on' | 'off') => {
+  t.test('training in bf16 gives the same bits with the copy as without', async t => {
+    const run = async (devices: number, copy: 'on' | 'off', more: Partial<TrainConfig>) => {
       process.env.TANDEM_PARAMS_BF16 = copy;
       try {
         const training = startTraining({
-          model: 'mnist-node',
-          data: 'synthetic-images',
-          imageSize: [28, 28, 1],
-          datasetSize: 128,
-          classes: 10,
-          devices,
-          batch: 16 * devices,
-          steps: 8,
-          backend: 'native',
-          precision: 'bf16',
-          optimizer: 'sgd',
-          lr: 0.05,
-          momentum: 0.9,
+          ...{ model: 'mnist-node', data: 'synthetic-images', imageSize: [28, 28, 1], datasetSize: 128, classes: 10 },
+          ...{ devices, batch: 16 * devices, steps: 8, backend: 'native', precision: 'bf16' },
+          ...{ optimizer: 'sgd', lr: 0.05, momentum: 0.9, ...more },
         });
         const s = await training.done;
         return { loss: s.finalLoss, checksum: s.replicaChecksum };
@@ -147,10 +138,20 @@ function registerTests(addon: NativeAddon) {
         delete process.env.TANDEM_PARAMS_BF16;
       }
     };
-    for (const devices of [1, 2]) {
-      const [on, off] = [await run(devices, 'on'), await run(devices, 'off')];
-      t.equal(on.checksum, off.checksum, `${devices} device(s): the same parameters`);
-      t.equal(on.loss, off.loss, `${devices} device(s): the same loss`);
+    // many small groups (each weight's copy held by its own), chunks sent by priority, micro-batches, a schedule
+    // wrapping the arithmetic that casts
+    const awkwardRun: Partial<TrainConfig> = {
+      ...{ strategy: 'buckets', bucketCapMB: 0.3, firstBucketMB: 0.05, exchangeOrder: 'priority', chunkFloats: 50_000 },
+      ...{ accumulate: 2, lrSchedule: 'cosine', lrScheduleSteps: 8 },
+    };
+    for (const [devices, more, what] of [
+      [1, {}, '1 device'],
+      [2, {}, '2 devices'],
+      [2, awkwardRun, '2 devices, buckets, priority, accumulate 2, a cosine schedule'],
+    ] as const) {
+      const [on, off] = [await run(devices, 'on', more), await run(devices, 'off', more)];
+      t.equal(on.checksum, off.checksum, `${what}: the same parameters`);
+      t.equal(on.loss, off.loss, `${what}: the same loss`);
     }
   });
 }
