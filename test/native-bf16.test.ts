@@ -163,7 +163,7 @@ function registerTests(addon: NativeAddon) {
       filterBiasCase(5, 30, 3, 3, 16),
       filterBiasCase(3, 28, 1, 3, 32),
       // "valid" 3×3 weight gradients of 32 channels or more into outputs up to 10×10: the "same" one over dy framed in
-      // zeros (conv.cc's WeightsInFrame) where oneDNN has AMX; a wider output, or 16 channels, the "valid" one
+      // zeros (conv.cc's CreateFramedWeights) where oneDNN has AMX; a wider output, or 16 channels, the "valid" one
       convCase(3, 10, 32, 3, 48, 1, false, 'valid'),
       filterBiasCase(4, 12, 32, 3, 32, 'valid'),
       convCase(2, 14, 32, 3, 32, 1, false, 'valid'),

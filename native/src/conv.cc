@@ -8,7 +8,7 @@
 // runs as a forward convolution of the turned filter (conv-reversed.cc), a
 // forward of one input channel in float32 (GetConv), a weight gradient of 1-3
 // channels by im2col (conv-im2col.cc), a small one at "valid" padding as the
-// "same" one over dy framed in zeros (WeightsInFrame).
+// "same" one over dy framed in zeros (CreateFramedWeights).
 // Groups: G = C and OC = C·M is tfjs's depthwise convolution, whose filter
 // [KH, KW, C, M] is described to oneDNN by strides as {G, M, 1, KH, KW}.
 #include <cstring>
@@ -79,7 +79,9 @@ dnnl::convolution_forward::primitive_desc ForwardPd(Ctx& c, const ConvShape& s, 
   return dnnl::convolution_forward::primitive_desc(d, attr, c.eng);
 }
 
-// Whether a bf16 weight gradient at "valid" padding runs as the "same" one (CreateFramedWeights): dy framed in zeros
+void CreateConv(Ctx& c, ConvEntry& e, ConvKind kind, const ConvShape& s, bool bias, Types t);
+
+// A bf16 weight gradient at "valid" padding as the "same" one, for SmallValid3x3's shapes: dy framed in zeros
 // to the input's size gives the same products (and zeros), summed in float32 in another order. oneDNN 2.6's AMX
 // weight-gradient kernel is faster so on small outputs, despite the frame's extra work; one thread, 32 images, 3×3:
 // 64→64 channels at 10×10 0.58 → 0.43 ms, 32→64 at 12×12 0.39 → 0.34, 64→64 at 6×6 0.33 → 0.27, 128→128 at 12×12
@@ -87,10 +89,6 @@ dnnl::convolution_forward::primitive_desc ForwardPd(Ctx& c, const ConvShape& s, 
 // 0.44 → 0.50, 32→32 5×5 at 9×9 0.37 → 0.55), hence the rule (SmallValid3x3), and only where oneDNN picked AMX for
 // it. Chosen by the shape and the CPU, so every replica on this kind of CPU takes the same path. An infinite x meets
 // a zero of the frame as it meets any zero of dy: NaN.
-bool WeightsInFrame(const ConvShape& s) { return SmallValid3x3(s); }
-
-void CreateConv(Ctx& c, ConvEntry& e, ConvKind kind, const ConvShape& s, bool bias, Types t);
-
 void CreateFramedWeights(Ctx& c, ConvEntry& e, const ConvShape& s, bool bias) {
   ConvShape same = s;
   same.pt = same.pb = (s.KH - 1) / 2;
@@ -208,7 +206,7 @@ ConvEntry& GetConv(Ctx& c, ConvKind kind, const ConvShape& s, bool bias) {
       // no bf16 matmul here: the convolution's own weight gradient
     }
   }
-  if (c.bf16 && kind == ConvKind::BackwardWeights && !made && WeightsInFrame(s)) {
+  if (c.bf16 && kind == ConvKind::BackwardWeights && !made && SmallValid3x3(s)) {
     try {
       CreateFramedWeights(c, *e, s, bias);
       made = true;

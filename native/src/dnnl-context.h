@@ -74,7 +74,7 @@ struct ConvEntry {
   // (y) and writing dx (x); `turned` holds the filter turned 180° with its channels swapped, in HWIO.
   bool reversed = false;
   std::vector<float> turned;
-  // A bf16 weight gradient at "valid" padding as the "same" one (conv.cc, WeightsInFrame): prim reads `framed`, dy
+  // A bf16 weight gradient at "valid" padding as the "same" one (conv.cc, CreateFramedWeights): prim reads `framed`, dy
   // in bf16 set inside a zero frame of the input's size (y casts dy, or reads its shadow, before it is copied in).
   bool framedDy = false;
   memory framed;

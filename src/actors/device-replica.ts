@@ -155,17 +155,18 @@ export class DeviceReplica {
       arithmetic: scheduledArithmetic(getEngine(c.backend).arithmetic(), c.lrSchedule),
       collective: collective?.blocking,
     });
+    const params = paramSlots(buffers)[this.local];
     this.attached = {
       buffers,
       groups,
-      params: paramSlots(buffers)[this.local],
+      params,
       grads: gradSlots(buffers)[this.local],
       modelState: modelStateSlots(buffers)[this.local],
       byModelIndex,
       collective,
       method,
       stateApplied: false,
-      paramsBf16: paramsMirror(buffers, this.local, groups, paramSlots(buffers)[this.local]),
+      paramsBf16: paramsMirror(buffers, this.local, groups, params),
     };
     // Compute half of the pipeline: a group goes to the comm thread the moment it is complete.
     this.gradientReady$
