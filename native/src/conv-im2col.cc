@@ -9,7 +9,8 @@
 // oneDNN 2.6's AMX convolution took 0.69 ms for alexnet-mini's first layer (32×32×3 → 32, batch 32), these 0.46 ms;
 // called alone, with its inputs in cache, it is as fast as these (0.35 ms), and at 4 or more channels faster: hence
 // the rule. The same products and float32 accumulation as the convolution's, summed in another order, within the
-// bound test/native-bf16.test.ts checks. Chosen by the shape alone (not by timing), so every replica takes this path.
+// bound test/native-bf16.test.ts checks. Chosen by the shape and the CPU (where oneDNN picked AMX for the matmul:
+// RequireAmx), so every replica on this kind of CPU takes this path.
 #include <algorithm>
 #include <cstring>
 
@@ -86,6 +87,7 @@ bool WeightsByIm2col(const ConvShape& s) { return s.G == 1 && s.C <= 3 && Rows(s
 void CreateIm2colWeights(Ctx& c, ConvEntry& e, const ConvShape& s, bool bias) {
   const int images = ChunkImages(s), tail = s.N % images;
   auto pd = ChunkPd(c, s, bias, images);
+  RequireAmx(pd.impl_info_str());
   e.prim = dnnl::matmul(pd);
   memory::desc scratch = pd.scratchpad_desc();
   if (tail) {

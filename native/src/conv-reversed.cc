@@ -1,6 +1,9 @@
 // A bf16 input gradient at stride 1 as a forward convolution of the turned filter: the rule, the primitive and the
 // filter's turn (conv.cc's GetConv and Conv2dBackwardData use them); and the small "valid" shapes conv.cc's weight
 // gradient frames.
+#include <cstdlib>
+#include <cstring>
+
 #include "conv-shape.h"
 #include "dnnl-context.h"
 
@@ -12,7 +15,7 @@ namespace tandem {
 // forward on its brgemm AMX kernel where its backward-data kernel is older (one thread, 32 images: 32→64 channels at
 // 16×16, 0.33 → 0.20 ms; 16 at 32×32, 0.21 → 0.15). At "valid" padding (dy padded by KH-1 all round) only on small
 // outputs (SmallValid3x3: 64→64 at 10×10 0.23 → 0.18 ms, 32→64 at 12×12 0.16 → 0.13; 32→32 at 26×26 0.35 → 0.36).
-// Chosen by the shape alone, so every replica takes the same path.
+// Chosen by the shape and the CPU (RequireAmx), so every replica on this kind of CPU takes the same path.
 bool ByReversedForward(const ConvShape& s) {
   const bool same = s.pt + s.pb == s.KH - 1 && s.pl + s.pr == s.KW - 1;
   return s.G == 1 && s.sh == 1 && s.sw == 1 && (same || SmallValid3x3(s));
@@ -32,6 +35,7 @@ void CreateReversedData(Ctx& c, ConvEntry& e, const ConvShape& s) {
   auto d = dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
                                            dy, wAny, dx, memory::dims{1, 1}, padL, padR);
   dnnl::convolution_forward::primitive_desc pd(d, attr, c.eng);
+  RequireAmx(pd.impl_info_str());
   e.prim = dnnl::convolution_forward(pd);
   e.y.Init(c, e.y_md, pd.src_desc(), true);
   e.w.Init(c, memory::desc({s.C, s.OC, s.KH, s.KW}, dt::f32, tag::hwio), pd.weights_desc(), true);
@@ -40,6 +44,16 @@ void CreateReversedData(Ctx& c, ConvEntry& e, const ConvShape& s) {
   e.turned.resize(s.wSize());
   e.reversed = true;
   e.impl = std::string("reversed forward+") + pd.impl_info_str();
+}
+
+// On AMD EPYC (Zen 5, AVX512-BF16, no AMX; one thread, 32 images, each kernel alone) oneDNN 2.6's kernels gave, the
+// path's against oneDNN's own: reversed input gradients 64→64 at 10×10 "valid" 0.69 against 0.59 ms, 32→32 at 16×16
+// 0.38 against 0.35, 32→64 at 16×16 0.73 against 0.72; im2col weight gradients 3→32 at 32×32 0.40 against 0.34,
+// 1→32 at 28×28 0.18 against 0.14; framed 64→64 at 10×10 1.07 against 0.83.
+void RequireAmx(const std::string& impl) {
+  const char* paths = std::getenv("TANDEM_BF16_AMX_PATHS");
+  if (impl.find("amx") != std::string::npos || (paths && std::strcmp(paths, "always") == 0)) return;
+  throw dnnl::error(dnnl_unimplemented, "not an AMX kernel");
 }
 
 // turned[kh][kw][o][ci] = w[KH-1-kh][KW-1-kw][ci][o]: the reversed convolution's HWIO filter (OC in, C out).

@@ -2,6 +2,7 @@
 // conv-im2col.cc.
 #pragma once
 #include <cstddef>
+#include <string>
 
 namespace tandem {
 
@@ -32,6 +33,10 @@ bool ByReversedForward(const ConvShape& s);
 bool SmallValid3x3(const ConvShape& s);
 // Creates that forward into e (throws dnnl::error when oneDNN has no bf16 forward for it).
 void CreateReversedData(Ctx& c, ConvEntry& e, const ConvShape& s);
+// The frame, the reversed forward and im2col exist because of oneDNN 2.6's AMX kernels; on AVX512-BF16 alone they
+// were no faster or slower (conv-reversed.cc). Throws dnnl::error unless impl (the primitive oneDNN picked for one of
+// them) is an AMX kernel or TANDEM_BF16_AMX_PATHS is "always" (the kernel tests check the paths on any bf16 CPU so).
+void RequireAmx(const std::string& impl);
 // turned = w turned 180° with its channels swapped (HWIO, OC in, C out): the reversed forward's filter.
 void TurnFilter(const ConvShape& s, const float* w, float* turned);
 

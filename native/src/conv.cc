@@ -95,13 +95,13 @@ void CreateFramedWeights(Ctx& c, ConvEntry& e, const ConvShape& s, bool bias) {
   same.pl = same.pr = (s.KW - 1) / 2;
   same.OH = s.H;
   same.OW = s.W;
-  ConvEntry made;  // e stays as it was if oneDNN has no AMX kernel at "same"
+  ConvEntry made;  // e stays as it was where oneDNN has no AMX kernel at "same"
   made.x_md = e.x_md;
   made.w_md = e.w_md;
   made.b_md = e.b_md;
   made.y_md = memory::desc({s.N, s.OC, s.H, s.W}, dt::f32, tag::nhwc);
   CreateConv(c, made, ConvKind::BackwardWeights, same, bias, Types{dt::bf16, dt::f32});
-  if (made.impl.find("amx") == std::string::npos) throw dnnl::error(dnnl_unimplemented, "no AMX kernel at \"same\"");
+  RequireAmx(made.impl);
   e.prim = made.prim;
   e.x = made.x;
   e.w = made.w;
@@ -195,7 +195,7 @@ ConvEntry& GetConv(Ctx& c, ConvKind kind, const ConvShape& s, bool bias) {
       CreateReversedData(c, *e, s);
       made = true;
     } catch (const dnnl::error&) {
-      // no bf16 forward for it: oneDNN's backward-data kernel below
+      // no bf16 forward for it, or not on AMX: oneDNN's backward-data kernel below
     }
   }
   if (c.bf16 && kind == ConvKind::BackwardWeights && WeightsByIm2col(s)) {
@@ -203,7 +203,7 @@ ConvEntry& GetConv(Ctx& c, ConvKind kind, const ConvShape& s, bool bias) {
       CreateIm2colWeights(c, *e, s, bias);
       made = true;
     } catch (const dnnl::error&) {
-      // no bf16 matmul here: the convolution's own weight gradient
+      // no bf16 matmul here, or not on AMX: the convolution's own weight gradient
     }
   }
   if (c.bf16 && kind == ConvKind::BackwardWeights && !made && SmallValid3x3(s)) {
