@@ -57,7 +57,7 @@ size_t Extent(const Dims& shape, const Dims& strides) {
 
 // Calls row(r, offsets) for every row of shape (all axes but the last), in memory order, with each operand's offset.
 template <uint32_t kOperands, typename Row>
-void ForEachRow(const Dims& shape, const Dims* strides, Row row) {
+[[gnu::always_inline]] inline void ForEachRow(const Dims& shape, const Dims* strides, Row row) {
   const uint32_t rank = shape.rank;
   size_t rows = 1;
   for (uint32_t i = 0; i + 1 < rank; i++) rows *= static_cast<size_t>(shape.d[i]);
@@ -71,6 +71,28 @@ void ForEachRow(const Dims& shape, const Dims* strides, Row row) {
       for (uint32_t k = 0; k < kOperands; k++) offsets[k] -= strides[k].d[axis] * shape.d[axis];
       index[axis] = 0;
     }
+  }
+}
+
+// Drops axes of one element and merges neighbours every operand walks in one run (out, and x of a reduction, are
+// dense), so ForEachRow runs fewer, longer rows: a same-shape add becomes one row (resnet-mini's residual adds,
+// [32, 32, 32, 16]: 0.28 → 0.21 ms, as the flat add). Offsets, and so the order of every sum, are unchanged.
+template <uint32_t kOperands>
+void Coalesce(Dims& shape, Dims* strides) {
+  Dims s, t[kOperands];
+  for (uint32_t i = 0; i < shape.rank; i++) {
+    if (shape.d[i] == 1) continue;
+    bool merge = s.rank > 0;
+    for (uint32_t k = 0; k < kOperands && merge; k++) merge = t[k].d[s.rank - 1] == strides[k].d[i] * shape.d[i];
+    if (!merge) s.rank++;
+    s.d[s.rank - 1] = merge ? s.d[s.rank - 1] * shape.d[i] : shape.d[i];
+    for (uint32_t k = 0; k < kOperands; k++) t[k].d[s.rank - 1] = strides[k].d[i];
+  }
+  if (s.rank == 0) s = Dims{1, {1}};
+  shape = s;
+  for (uint32_t k = 0; k < kOperands; k++) {
+    t[k].rank = s.rank;
+    strides[k] = t[k];
   }
 }
 
@@ -95,7 +117,7 @@ inline uint8_t Compare(float a, float b) {
 }
 
 template <int kOp, typename Out, typename F>
-void Rows(Out* out, const float* a, const float* b, const Dims& shape, const Dims* strides, F f) {
+[[gnu::always_inline]] inline void Rows(Out* out, const float* a, const float* b, const Dims& shape, const Dims* strides, F f) {
   const int64_t n = shape.d[shape.rank - 1], ka = strides[0].d[shape.rank - 1], kb = strides[1].d[shape.rank - 1];
   ForEachRow<2>(shape, strides, [&](size_t r, const int64_t* o) {
     Out* __restrict y = out + r * n;
@@ -113,12 +135,12 @@ void Rows(Out* out, const float* a, const float* b, const Dims& shape, const Dim
 }
 
 template <int kOp>
-void Binary(float* out, const float* a, const float* b, const Dims& shape, const Dims* strides) {
+[[gnu::always_inline]] inline void Binary(float* out, const float* a, const float* b, const Dims& shape, const Dims* strides) {
   Rows<kOp>(out, a, b, shape, strides, [](float p, float q) { return Apply<kOp>(p, q); });
 }
 
 template <int kOp>
-void Comparison(uint8_t* out, const float* a, const float* b, const Dims& shape, const Dims* strides) {
+[[gnu::always_inline]] inline void Comparison(uint8_t* out, const float* a, const float* b, const Dims& shape, const Dims* strides) {
   Rows<kOp>(out, a, b, shape, strides, [](float p, float q) { return Compare<kOp>(p, q); });
 }
 
@@ -142,6 +164,7 @@ TANDEM_SIMD Napi::Value BinaryStrided(const Napi::CallbackInfo& info) {
   if (op >= 6) {
     uint8_t* out = U8(info[1], size, "out");
     if (size == 0) return info.Env().Undefined();
+    Coalesce<2>(shape, strides);
     switch (op) {
       case 6: Comparison<0>(out, a, b, shape, strides); break;
       case 7: Comparison<1>(out, a, b, shape, strides); break;
@@ -153,6 +176,7 @@ TANDEM_SIMD Napi::Value BinaryStrided(const Napi::CallbackInfo& info) {
   }
   float* out = F32(info[1], size, "out");
   if (size == 0) return info.Env().Undefined();
+  Coalesce<2>(shape, strides);
   switch (op) {
     case 0: Binary<0>(out, a, b, shape, strides); break;
     case 1: Binary<1>(out, a, b, shape, strides); break;
@@ -166,6 +190,27 @@ TANDEM_SIMD Napi::Value BinaryStrided(const Napi::CallbackInfo& info) {
 
 // reduceStrided(mean, x, shape, outStrides, out, outSize, count): out[o] = the sum over x (shape, row-major) of the
 // elements whose offset by outStrides is o, in double, rounded once; mean: each element divided by count first.
+// acc[o] += term(x) over x's rows, each out element summing its terms in x's order whichever loop runs; a kept last
+// axis (step 1) vectorises, the division too (resnet-mini's global average pool, [32, 16, 16, 32] over 1 and 2:
+// 0.94 → 0.06 ms, sums 0.18 → 0.06; alone, one thread, AMD EPYC).
+template <typename Term>
+[[gnu::always_inline]] inline void ReduceRows(const Dims& shape, const Dims* strides, const float* x, double* acc, Term term) {
+  const int64_t n = shape.d[shape.rank - 1], step = strides[0].d[shape.rank - 1];
+  ForEachRow<1>(shape, strides, [&](size_t r, const int64_t* o) {
+    const float* __restrict px = x + r * n;
+    double* __restrict pa = acc + o[0];
+    if (step == 1) {
+      for (int64_t k = 0; k < n; k++) pa[k] += term(px[k]);
+    } else if (step == 0) {
+      double sum = pa[0];
+      for (int64_t k = 0; k < n; k++) sum += term(px[k]);
+      pa[0] = sum;
+    } else {
+      for (int64_t k = 0; k < n; k++) pa[k * step] += term(px[k]);
+    }
+  });
+}
+
 TANDEM_SIMD Napi::Value ReduceStrided(const Napi::CallbackInfo& info) {
   const bool mean = info[0].ToBoolean().Value();
   Dims shape = ReadDims(info[2], "shape");
@@ -182,15 +227,11 @@ TANDEM_SIMD Napi::Value ReduceStrided(const Napi::CallbackInfo& info) {
   const double count = info[6].As<Napi::Number>().DoubleValue();
   std::vector<double> acc(static_cast<size_t>(outSize), 0.0);
   if (size > 0) {
-    const int64_t n = shape.d[shape.rank - 1], step = strides[0].d[shape.rank - 1];
-    ForEachRow<1>(shape, strides, [&](size_t r, const int64_t* o) {
-      const float* px = x + r * n;
-      double* pa = acc.data() + o[0];
-      if (mean)
-        for (int64_t k = 0; k < n; k++) pa[k * step] += static_cast<float>(static_cast<double>(px[k]) / count);
-      else
-        for (int64_t k = 0; k < n; k++) pa[k * step] += px[k];
-    });
+    Coalesce<1>(shape, strides);
+    if (mean)
+      ReduceRows(shape, strides, x, acc.data(), [count](float v) { return (float)((double)v / count); });
+    else
+      ReduceRows(shape, strides, x, acc.data(), [](float v) { return v; });
   }
   for (size_t i = 0; i < acc.size(); i++) out[i] = static_cast<float>(acc[i]);
   return info.Env().Undefined();
