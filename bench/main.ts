@@ -3,7 +3,7 @@
  * elastic|soak|models|hosts|hosts-repeat A.json B.json|hosts-timelines|hosts-allreduce|hosts-line-rate|comm-hooks|
  * half-passes|chunk-size|shm-vs-loopback|data|gpu|watch|fit [--gpus 1,2] [--image-size S] [--steps N] [--runs N]
  * [--busy N] [--classes 1000,10000] [--models a,b] [--stock-steps N] [--batch N] [--links none,1gbps,…] [--rates
- * 10gbit,1gbit,100mbit] [--out DIR]`
+ * 10gbit,1gbit,100mbit] [--pin] [--out DIR]`
  */
 import { parseArgs } from 'node:util';
 import { runScaling } from './scaling.js';
@@ -60,6 +60,7 @@ const { positionals, values } = parseArgs({
     devices: { type: 'string' }, // watch
     backend: { type: 'string' }, // watch
     warmup: { type: 'string' }, // watch
+    pin: { type: 'boolean' }, // precision
     help: { type: 'boolean', short: 'h' },
   },
 });
@@ -148,6 +149,7 @@ switch (name) {
       steps: Number(values.steps ?? 300),
       perDeviceBatch: Number(values.batch ?? 32),
       repeats: Number(values.repeats ?? 3),
+      pin: values.pin ?? false,
       out: values.out ?? 'bench/results',
     });
     break;

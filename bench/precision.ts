@@ -30,6 +30,7 @@ import { getEngine } from '../src/engine/engine-registry.js';
 import { BUILTIN_MODELS } from '../src/model/builtin-models.js';
 import { trainBatchNormalization } from '../src/model/sync-batch-norm.js';
 import { runRecord } from './run-record.js';
+import { allowedCpus, pinTo } from './cpu-pin.js';
 import { findTorchPython, runTorchReference, type TorchModel } from './torch-reference.js';
 import { matmulPeak, stepSplit, trainingFlopsPerSample, type StepSplit } from './precision-probes.js';
 
@@ -39,6 +40,11 @@ export interface PrecisionBenchOptions {
   perDeviceBatch: number;
   /** The 1-device bf16 comparison, tandem then PyTorch, this many times in turn: medians and the median ratio. */
   repeats: number;
+  /**
+   * Run each pair on one CPU (the pairs on the CPUs in turn): one core each. Unpinned, tandem's comm thread (the
+   * update, the bf16 copy of the parameters) runs beside its compute thread on the other core.
+   */
+  pin: boolean;
   out: string;
 }
 
@@ -52,7 +58,8 @@ interface PrecisionRow {
   /** The median of the alternated pairs' tandem bf16 / PyTorch bf16 (1 device). */
   bf16OverTorchBf16?: number;
   /** 1 device: each pair's samples/s, in the order run (tandem bf16 first, then PyTorch bf16). */
-  bf16Pairs?: { tandem: number[]; torch: number[] };
+  /** cpus: the CPU each pair ran on (`pin`; empty unpinned). */
+  bf16Pairs?: { tandem: number[]; torch: number[]; cpus: number[] };
   bf16PeakShare: number;
   /** 2-device rows: two independent 1-device bf16 trainings at once, rates summed (the machine's ceiling, (d)). */
   bf16Independent?: number;
@@ -121,13 +128,23 @@ async function torchRate(python: string, model: string, precision: Precision, o:
 
 /**
  * The headline comparison, 1 device bf16 against PyTorch's autocast, as `repeats` pairs run in turn: this machine's
- * speed drifts by 5–20% over minutes, so a ratio of two runs minutes apart says as much about the drift.
+ * speed drifts by 5–20% over minutes, so a ratio of two runs minutes apart says as much about the drift. With `pin`,
+ * each pair runs on one CPU (bench/cpu-pin.ts), the pairs on the CPUs in turn.
  */
 async function bf16Pairs(python: string, model: string, o: PrecisionBenchOptions) {
-  const pairs = { tandem: [] as number[], torch: [] as number[] };
+  const pairs = { tandem: [] as number[], torch: [] as number[], cpus: [] as number[] };
+  const cpus = o.pin ? allowedCpus() : undefined;
+  if (o.pin && !cpus) throw new Error('precision bench: --pin needs taskset (util-linux)');
   for (let i = 0; i < o.repeats; i++) {
-    pairs.tandem.push(await tandemRate(model, 1, 'bf16', o));
-    pairs.torch.push(await torchRate(python, model, 'bf16', o));
+    const cpu = cpus?.[i % cpus.length];
+    if (cpu !== undefined) pinTo([cpu]);
+    try {
+      pairs.tandem.push(await tandemRate(model, 1, 'bf16', o));
+      pairs.torch.push(await torchRate(python, model, 'bf16', o));
+    } finally {
+      if (cpus) pinTo(cpus);
+    }
+    if (cpu !== undefined) pairs.cpus.push(cpu);
   }
   return { ...pairs, ratio: median(pairs.tandem.map((t, i) => t / pairs.torch[i])) };
 }
@@ -181,7 +198,10 @@ export async function runPrecisionBench(o: PrecisionBenchOptions): Promise<void>
         tandem,
         torch: torchRow,
         ...(paired
-          ? { bf16OverTorchBf16: paired.ratio, bf16Pairs: { tandem: paired.tandem, torch: paired.torch } }
+          ? {
+              bf16OverTorchBf16: paired.ratio,
+              bf16Pairs: { tandem: paired.tandem, torch: paired.torch, cpus: paired.cpus },
+            }
           : {}),
         bf16PeakShare: (tandem.bf16 * probes[model].flops) / (devices * peak.bf16 * 1e9),
         ...(bf16Independent === undefined ? {} : { bf16Independent }),
@@ -223,7 +243,8 @@ function printTables(rows: PrecisionRow[], probes: Record<string, Awaited<Return
   );
   for (const r of rows.filter(x => x.bf16Pairs)) {
     const p = r.bf16Pairs!;
-    const each = p.tandem.map((t, i) => `${f(t)}/${f(p.torch[i])}`).join(', ');
+    const on = (i: number) => (p.cpus.length > 0 ? ` (CPU ${p.cpus[i]})` : '');
+    const each = p.tandem.map((t, i) => `${f(t)}/${f(p.torch[i])}${on(i)}`).join(', ');
     console.log(
       `${r.model}, 1 device bf16, tandem/PyTorch in turn: ${each}; median ratio ${f(r.bf16OverTorchBf16, 2)}`,
     );
