@@ -57,8 +57,10 @@ interface PrecisionRow {
   torch?: Record<Precision, number>;
   /** The median of the alternated pairs' tandem bf16 / PyTorch bf16 (1 device). */
   bf16OverTorchBf16?: number;
-  /** 1 device: each pair's samples/s, in the order run (tandem bf16 first, then PyTorch bf16). */
-  /** cpus: the CPU each pair ran on (`pin`; empty unpinned). */
+  /**
+   * 1 device: each pair's samples/s, in the order run (tandem bf16 first, then PyTorch bf16), and the CPU each pair
+   * ran on (`pin`; empty unpinned).
+   */
   bf16Pairs?: { tandem: number[]; torch: number[]; cpus: number[] };
   bf16PeakShare: number;
   /** 2-device rows: two independent 1-device bf16 trainings at once, rates summed (the machine's ceiling, (d)). */
