@@ -4,7 +4,7 @@
  * the pipeline takes it from there), and the step's loss and accuracy. On an engine without synchronous reads every
  * read is queued in order (async-reads.ts); the synchronous engines read at once.
  */
-import * as tf from '@tensorflow/tfjs';
+import * as tf from '#tfjs';
 import type { ResolvedConfig } from '../config-types.js';
 import { TandemError } from '../errors.js';
 import { OrderedReads } from '../engine/async-reads.js';

@@ -10,7 +10,7 @@
  */
 import { scheduledArithmetic } from '../optim/lr-schedule.js';
 import type { ComputeConfig } from './config-slices.js';
-import * as tf from '@tensorflow/tfjs';
+import * as tf from '#tfjs';
 import { Subject, tap } from 'rxjs';
 import { serializeError } from '../errors.js';
 import { startBackend } from '../engine/backend.js';

@@ -2,7 +2,7 @@
  * A device replica's model and the shared buffers: its variables copied to and from a flat slot (transmission order),
  * its non-trainable weights as one flat array, its BatchNormalization layers set up for training, a step's inputs.
  */
-import * as tf from '@tensorflow/tfjs';
+import * as tf from '#tfjs';
 import { isRegressionLoss, type ResolvedConfig } from '../config-types.js';
 import type { ComputeConfig } from './config-slices.js';
 import { TandemError } from '../errors.js';

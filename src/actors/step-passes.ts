@@ -7,7 +7,7 @@
  * normalises each micro-batch with its own statistics (sync: the micro-batch of every device) and updates its moving
  * statistics once per micro-batch.
  */
-import * as tf from '@tensorflow/tfjs';
+import * as tf from '#tfjs';
 import type { ComputeConfig } from './config-slices.js';
 import { sampleSize } from '../data/dataset.js';
 import type { BackwardPass, MicroBatch, PassResult } from './backward-pass.js';

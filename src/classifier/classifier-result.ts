@@ -135,7 +135,7 @@ async function fullClassifierArtifacts(
   classes: number,
   head: string,
 ): Promise<ModelArtifactsData> {
-  const tf = await import('@tensorflow/tfjs');
+  const tf = await import('#tfjs');
   await useQuietCpu(tf);
   const base = await tf.loadLayersModel(
     tf.io.fromMemory({

@@ -6,7 +6,7 @@
  * accuracy over all C classes.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import * as tf from '@tensorflow/tfjs';
+import * as tf from '#tfjs';
 import { serializeError } from '../errors.js';
 import { startBackend, type BackendName } from '../engine/backend.js';
 import { SampleReader } from '../data/one-sample-view.js';

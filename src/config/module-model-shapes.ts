@@ -15,7 +15,7 @@ export async function checkModuleModelShapes(
   targetShape?: number[],
   ownTargets = false,
 ): Promise<void> {
-  const tf = await import('@tensorflow/tfjs');
+  const tf = await import('#tfjs');
   const { buildModel } = await import('../model/resolve-model.js');
   const { assertTrainable } = await import('../model/trainability.js');
   await useQuietCpu(tf);

@@ -4,7 +4,7 @@
  * batches (counted by one pass before training, which keeps nothing); with it, one iterator for the whole fit,
  * `batchesPerEpoch` batches an epoch. Every batch has the first one's size, but an epoch's last may be smaller.
  */
-import * as tf from '@tensorflow/tfjs';
+import * as tf from '#tfjs';
 import { TandemError } from '../errors.js';
 import type { BatchRing } from './batch-ring.js';
 

@@ -6,7 +6,7 @@
  * Every host still reads every sample (the others' are disposed at once); a pipeline that can make only its share
  * (a generator over its indices) reads less.
  */
-import * as tf from '@tensorflow/tfjs';
+import * as tf from '#tfjs';
 import { TandemError } from '../errors.js';
 import { shardRange } from './sampler.js';
 

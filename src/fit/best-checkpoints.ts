@@ -8,7 +8,7 @@
  */
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
-import * as tf from '@tensorflow/tfjs';
+import * as tf from '#tfjs';
 import { TandemError } from '../errors.js';
 import { modelArtifacts, writeModelFiles } from '../actors/model-files.js';
 

@@ -8,7 +8,7 @@
  * only if it improved on `baseline` (when given): if none did, the last weights stay. Works with tandem's `fit`
  * and `fitDataset` and with tfjs's own `model.fit`.
  */
-import * as tf from '@tensorflow/tfjs';
+import * as tf from '#tfjs';
 import { TandemError } from '../errors.js';
 
 export interface EarlyStoppingArgs extends tf.EarlyStoppingCallbackArgs {

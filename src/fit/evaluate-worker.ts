@@ -4,7 +4,7 @@
  * and metrics); answers the shard's mean loss and metrics and its sample count.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import * as tf from '@tensorflow/tfjs';
+import * as tf from '#tfjs';
 import { serializeError } from '../errors.js';
 import { startBackend, type BackendName } from '../engine/backend.js';
 import { fileModelHandler } from '../model/file-model-handler.js';

@@ -3,7 +3,7 @@
  * `BaseCallback` instances (`tf.callbacks.earlyStopping`, `tf.CustomCallback`, subclasses) are used as given, and a
  * `tf.History` comes last; one `tf.CallbackList` calls them in that order, with tfjs's `params`.
  */
-import * as tf from '@tensorflow/tfjs';
+import * as tf from '#tfjs';
 import { TandemError } from '../errors.js';
 
 type CallbackListArgs = ConstructorParameters<typeof tf.CallbackList>[0];

@@ -3,7 +3,7 @@
  * or `{ outputName: Tensor }`) mapped to one flat target row per sample as this thread reads each batch, the
  * flat-output wrapper the devices train, and the outputs' spec, taken from the first batch's targets.
  */
-import * as tf from '@tensorflow/tfjs';
+import * as tf from '#tfjs';
 import { TandemError } from '../errors.js';
 import { requireCompiled, type FitTargets } from './fit-targets.js';
 import {

@@ -11,7 +11,7 @@
  * Tensor[] (the inputs' order) or `{ inputName: Tensor }`, packed into one flat row per sample as fit packs them
  * (fit-inputs.ts).
  */
-import * as tf from '@tensorflow/tfjs';
+import * as tf from '#tfjs';
 import type { TrainConfig } from '../config-types.js';
 import { TandemError } from '../errors.js';
 import { openRingSource, type RingSource } from '../data/ring-source.js';

@@ -5,7 +5,7 @@
  * tfjs's own layers (Reshape, Cropping2D, Reshape: no weights) before calling the model. The wrapper shares the model's
  * variables, in the model's order, so the devices train the model's weights, and its loss and metrics are the model's.
  */
-import * as tf from '@tensorflow/tfjs';
+import * as tf from '#tfjs';
 import { TandemError } from '../errors.js';
 import { requireCompiled } from './fit-targets.js';
 

@@ -7,7 +7,7 @@
  * cuts both back into the outputs and computes each output's loss as tfjs does, their sum weighted by `lossWeights`
  * (as Keras weighs them), and every metric's two sums.
  */
-import * as tf from '@tensorflow/tfjs';
+import * as tf from '#tfjs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { TandemError } from '../errors.js';

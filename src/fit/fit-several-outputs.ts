@@ -3,7 +3,7 @@
  * sample, the flat-output wrapper the devices train, and what the run needs: the outputs' spec, the targets, the
  * fit-outputs method and the plugin that registers it on every thread.
  */
-import * as tf from '@tensorflow/tfjs';
+import * as tf from '#tfjs';
 import type { FitArgs } from './fit-args.js';
 import type { FitTargets } from './fit-targets.js';
 import {

@@ -3,7 +3,7 @@
  * at floor(n · (1 - split))); evaluated across the devices at the end of every epoch on the trained weights
  * (validation-pool.ts), in batches of the fit's batch size, logged as `val_<name>` of the model's `metricsNames`.
  */
-import * as tf from '@tensorflow/tfjs';
+import * as tf from '#tfjs';
 import { TandemError } from '../errors.js';
 import type { FitArgs } from './fit-args.js';
 

@@ -5,7 +5,7 @@
  * validation runs on them and tfjs's callbacks run with tfjs's logs, in tfjs's order, and may stop the training
  * (`model.stopTraining`). Returns a `tf.History`.
  */
-import * as tf from '@tensorflow/tfjs';
+import * as tf from '#tfjs';
 import type { TrainConfig } from '../config-types.js';
 import { TandemError } from '../errors.js';
 import { fitTargets, requireCompiled } from './fit-targets.js';

@@ -1,5 +1,5 @@
 /** A run's trained weights (device 0's: every replica holds the same) written into the user's model, by name. */
-import * as tf from '@tensorflow/tfjs';
+import * as tf from '#tfjs';
 import type { TrainSummary } from '../trainer/run-types.js';
 import { TandemError } from '../errors.js';
 

@@ -9,7 +9,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
-import * as tf from '@tensorflow/tfjs';
+import * as tf from '#tfjs';
 import { RequestThread, allReady } from '../actors/request-thread.js';
 import { defaultBackend } from '../engine/backend.js';
 import { modelArtifacts, writeModelFiles } from '../actors/model-files.js';

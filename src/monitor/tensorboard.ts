@@ -3,7 +3,7 @@
  * and `DIR/val` (validation metrics), tags `batch_<metric>` per batch and `epoch_<metric>` per epoch.
  */
 import path from 'node:path';
-import * as tf from '@tensorflow/tfjs';
+import * as tf from '#tfjs';
 import { EventFileWriter } from './tensorboard-writer.js';
 import type { ScalarValue } from './tfevents.js';
 

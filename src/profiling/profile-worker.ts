@@ -11,7 +11,7 @@
  * clock the wall clock (an accelerator's work is not CPU time).
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import * as tf from '@tensorflow/tfjs';
+import * as tf from '#tfjs';
 import { serializeError } from '../errors.js';
 import { kernelSiteOf, startBackend, flatArithmeticFor } from '../engine/backend.js';
 import { backwardWithGradientReady } from '../engine/gradient-tape.js';

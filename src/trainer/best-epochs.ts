@@ -7,7 +7,7 @@
  */
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
-import * as tf from '@tensorflow/tfjs';
+import * as tf from '#tfjs';
 import type { ResolvedConfig } from '../config-types.js';
 import { buildModel } from '../model/resolve-model.js';
 import { modelArtifacts, writeModelFiles } from '../actors/model-files.js';

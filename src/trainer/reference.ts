@@ -3,7 +3,7 @@
  * optimizers, the whole global batch at once. Data-parallel training must
  * give what this gives (the lossless invariant); tests compare the two.
  */
-import * as tf from '@tensorflow/tfjs';
+import * as tf from '#tfjs';
 import { resolveConfig } from '../config.js';
 import { isRegressionLoss, type ResolvedConfig, type TrainConfig } from '../config-types.js';
 import { startBackend } from '../engine/backend.js';

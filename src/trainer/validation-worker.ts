@@ -6,7 +6,7 @@
  * samples), as tfjs's `model.evaluate` weighs its batches.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import * as tf from '@tensorflow/tfjs';
+import * as tf from '#tfjs';
 import { serializeError } from '../errors.js';
 import { startBackend, type BackendName } from '../engine/backend.js';
 import { buildModel, type ModelSpec } from '../model/resolve-model.js';

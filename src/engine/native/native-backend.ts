@@ -9,7 +9,7 @@
  * registerNativeBackend(tf, { threads: 1 });
  * await tf.setBackend('native');
  */
-import { MathBackendCPU } from '@tensorflow/tfjs-backend-cpu';
+import { MathBackendCPU } from '#tfjs-backend-cpu';
 import type { KernelFunc, NamedAttrMap, TensorInfo } from '@tensorflow/tfjs-core';
 import { TandemError } from '../../errors.js';
 import type { Tf, Tensor } from '../tfjs-types.js';
