@@ -27,15 +27,15 @@ export default tseslint.config(
     files: ['src/**/*.ts'],
     rules: {
       'max-lines-per-function': ['error', { max: 60, skipBlankLines: true, skipComments: true, IIFEs: true }],
-      // values from tfjs's CommonJS packages through package.json "imports" (tools/tfjs-shims.mjs): an ES import of
-      // the package itself makes Node lex ~5 MB of JavaScript in every thread that loads it
+      // values from the CommonJS packages tfjs and rxjs through package.json "imports" (tools/cjs-shims.mjs says why:
+      // an ES import of the package itself makes Node lex it, or load its 250 files, in every thread that loads it)
       '@typescript-eslint/no-restricted-imports': [
         'error',
-        ...['@tensorflow/tfjs', '@tensorflow/tfjs-backend-cpu'].map(name => ({
-          name,
-          allowTypeImports: true,
-          message: `import values from '#${name.slice('@tensorflow/'.length)}' (tools/tfjs-shims.mjs says why)`,
-        })),
+        ...[
+          ['@tensorflow/tfjs', '#tfjs'],
+          ['@tensorflow/tfjs-backend-cpu', '#tfjs-backend-cpu'],
+          ['rxjs', '#rxjs'],
+        ].map(([name, shim]) => ({ name, allowTypeImports: true, message: `import values from '${shim}'` })),
       ],
     },
   },

@@ -134,6 +134,7 @@ function packageFiles(dir, pkg) {
 /** Files besides the traced ones that a package loads by a computed path. */
 function extraFiles(name, dir) {
   if (name === 'webgpu') return ['dist/linux-x64/dawn.node'];
+  if (name === 'rxjs') return ['dist/bundles/rxjs.umd.js']; // what tandem loads of it (tools/cjs-shims.mjs)
   if (name === 'piscina') return walk(dir, 'dist').filter(f => /\.(c|m)?js$/.test(f)); // its worker, by path
   if (name === '@tensorflow/tfjs-backend-wasm') return walk(dir, 'dist').filter(f => f.endsWith('.wasm'));
   return [];

@@ -4,7 +4,7 @@
  * `localUpdate: 'shard'`, a reduce-scatter), the emulated link if any; per group once it is reduced the optimizer
  * update of this device's parameters (or of its shard, written into every replica of the process), publish "applied".
  */
-import { lastValueFrom, of, tap, type OperatorFunction } from 'rxjs';
+import { lastValueFrom, of, tap, type OperatorFunction } from '#rxjs';
 import { allReduceGroup } from '../pipeline/operators/all-reduce-group.js';
 import { commHookGroup } from '../pipeline/operators/comm-hook-group.js';
 import { loadCommHook } from '../pipeline/comm-hooks.js';

@@ -11,7 +11,7 @@
 import { scheduledArithmetic } from '../optim/lr-schedule.js';
 import type { ComputeConfig } from './config-slices.js';
 import * as tf from '#tfjs';
-import { Subject, tap } from 'rxjs';
+import { Subject, tap } from '#rxjs';
 import { serializeError } from '../errors.js';
 import { startBackend } from '../engine/backend.js';
 import { getEngine } from '../engine/engine-registry.js';
@@ -19,7 +19,7 @@ import { buildTrainingModel } from '../model/resolve-model.js';
 import { readFlat, readFlatAsync, writeFlat } from '../model/flat-weights.js';
 import { seedRandomLayers } from '../model/seeded-random-layers.js';
 import { layoutParameters, type ParameterGroup, type ParameterLayout } from '../model/parameter-layout.js';
-import { inputSlotIndex, INPUT_SLOTS } from '../data/shard-loader.js';
+import { inputSlotIndex, INPUT_SLOTS } from '../data/input-slots.js';
 import { completeGroups } from '../pipeline/operators/complete-groups.js';
 import { handOff } from '../pipeline/operators/hand-off.js';
 import type { GradientReady } from '../pipeline/events.js';

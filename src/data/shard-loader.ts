@@ -8,42 +8,13 @@ import { Piscina } from 'piscina';
 import type { DatasetSpec } from './dataset.js';
 import type { LoadShardResult, LoadShardTask } from './load-shard-task.js';
 import { deserializeError } from '../errors.js';
+import { INPUT_SLOTS, inputSlotIndex, type InputBuffers } from './input-slots.js';
+
+export { allocateInputBuffers, INPUT_SLOTS, inputSlotIndex, type InputBuffers } from './input-slots.js';
+
 /** Which dataset indices device d reads at step s. */
 export interface ShardSampler {
   shardIndices(step: number, device: number): Int32Array;
-}
-
-export interface InputBuffers {
-  inputs: SharedArrayBuffer;
-  labels: SharedArrayBuffer;
-  /** Floats per device slot. */
-  inputSlotSize: number;
-  /** Labels (or target floats: targetFloats per sample) per device slot. */
-  labelSlotSize: number;
-}
-
-export const INPUT_SLOTS = 2;
-
-/** `targetFloats`: the floats of one sample's target (1: a label or a float target). */
-export function allocateInputBuffers(
-  devices: number,
-  perDevice: number,
-  sampleSize: number,
-  targetFloats = 1,
-): InputBuffers {
-  const inputSlotSize = perDevice * sampleSize,
-    labelSlotSize = perDevice * targetFloats;
-  return {
-    inputs: new SharedArrayBuffer(devices * INPUT_SLOTS * inputSlotSize * 4),
-    labels: new SharedArrayBuffer(devices * INPUT_SLOTS * labelSlotSize * 4),
-    inputSlotSize,
-    labelSlotSize,
-  };
-}
-
-/** Index of (device, slot) among the slots of the input buffers. */
-export function inputSlotIndex(device: number, slot: number): number {
-  return device * INPUT_SLOTS + slot;
 }
 
 export interface ShardLoaderOptions {

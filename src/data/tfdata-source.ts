@@ -15,7 +15,7 @@ import { TandemError } from '../errors.js';
 import type { Dataset, DatasetSpec } from './dataset.js';
 import { sampleSize } from './dataset.js';
 import { allocateBatchRing, BatchRing } from './batch-ring.js';
-import { DatasetStream, type BatchArrays, type BatchReading, type StreamShape } from './dataset-stream.js';
+import type { BatchArrays, BatchReading, DatasetStream, StreamShape } from './dataset-stream.js';
 import { publishRing, ringDataset } from './ring-dataset.js';
 
 /** Batches read ahead of training for a data module's tf.data dataset: the ring's depth. */
@@ -80,7 +80,7 @@ export async function streamedModuleDataset(
   previous?.ring.close();
   previous?.withdraw();
   const labels = labelReading(file);
-  const counted = new DatasetStream(dataset, labels.reading);
+  const counted = new (await streamClass())(dataset, labels.reading);
   const { shape, first } = await counted.open(); // the counting pass sees every label
   const { hosts = 1, batch } = spec.options;
   const shares = hosts > 1 && batch !== undefined && shape.batch * hosts === batch;
@@ -91,6 +91,14 @@ export async function streamedModuleDataset(
   const source: StreamSource = { key, options: spec.options, dataset, labels, shape, epoch };
   await startStream(source, own, globalSizes, { stream: counted, first });
   return ringDataset(key);
+}
+
+/**
+ * The stream's class, imported when a stream is made: it loads tfjs, and every loader thread loads this module (only a
+ * main thread streams).
+ */
+async function streamClass(): Promise<typeof DatasetStream> {
+  return (await import('./dataset-stream.js')).DatasetStream;
 }
 
 /** What a streamed module's ring is made from. */
@@ -113,7 +121,7 @@ async function startStream(
   const { key, dataset, labels, shape, epoch } = source;
   open.get(key)?.ring.close();
   open.get(key)?.withdraw();
-  const stream = opened?.stream ?? new DatasetStream(dataset, labels.reading);
+  const stream = opened?.stream ?? new (await streamClass())(dataset, labels.reading);
   const first = opened?.first ?? (await stream.reopen());
   const epochSamples = globalSizes.reduce((a, b) => a + b, 0);
   const { hosts = 1, hostRank = 0, batch = shape.batch } = source.options;

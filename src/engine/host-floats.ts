@@ -9,7 +9,7 @@
  */
 import type { MathBackendCPU } from '@tensorflow/tfjs-backend-cpu';
 import type { Tensor, Tf } from './tfjs-types.js';
-import { NATIVE_BACKEND } from './native/native-backend.js';
+import { NATIVE_BACKEND } from './native/backend-name.js';
 
 export function hostFloats(tf: Tf, t: Tensor): Float32Array {
   return ownFloats(tf, t) ?? (t.dataSync() as Float32Array);

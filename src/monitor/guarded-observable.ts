@@ -8,7 +8,7 @@
  * an exception goes to `report` instead — once per subscriber; the subscriber
  * keeps receiving values. Internal subscribers of operators pass through.
  */
-import { Observable, Subscriber, type Observer, type Operator, type Subscription } from 'rxjs';
+import { Observable, Subscriber, type Observer, type Operator, type Subscription } from '#rxjs';
 
 /** Where an exception of a subscriber goes: `stream` names the stream it subscribed to. */
 export type SubscriberFault = (error: unknown, stream: string) => void;

@@ -9,7 +9,7 @@
  * Emissions are trampolined: a warning raised while a value is being delivered
  * goes out after that delivery, so every subscriber sees events in one order.
  */
-import { Subject, type Observable } from 'rxjs';
+import { Subject, type Observable } from '#rxjs';
 import { TandemError } from '../errors.js';
 import { GuardedObservable } from '../monitor/guarded-observable.js';
 import type { RunEvent } from '../monitor/run-event.js';

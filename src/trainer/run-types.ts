@@ -1,5 +1,5 @@
 /** The shapes a run reports: per-step metrics, the final summary, hooks and the handle of a started run. */
-import type { Observable } from 'rxjs';
+import type { Observable } from '#rxjs';
 import type { ResolvedConfig } from '../config-types.js';
 import type { ParameterLayout } from '../model/parameter-layout.js';
 import type { Span } from '../monitor/span.js';

@@ -1,7 +1,6 @@
 /** The `native` engine: tfjs's cpu backend with oneDNN/C++ kernels (native/), and the addon's comm-side arithmetic. */
 import type { Engine } from '../engine.js';
 import { loadNativeAddon, NATIVE_HOW_TO } from '../native/native-addon.js';
-import { registerNativeBackend } from '../native/native-backend.js';
 import { fuseConvLayers } from '../native/fused-conv-layers.js';
 import { bf16Support } from '../native/bf16-support.js';
 import { WEIGHT_SHADOWS } from '../native/bf16-shadows.js';
@@ -30,6 +29,8 @@ export const NATIVE_ENGINE: Engine = {
     return `oneDNN ${s.implementation || 'none'}${s.flags.length > 0 ? ` on ${s.flags.join(', ')}` : ''}`;
   },
   async start(tf, options) {
+    // imported here: a comm thread reads this engine for its arithmetic alone, and the backend loads tfjs's cpu backend
+    const { registerNativeBackend } = await import('../native/native-backend.js');
     registerNativeBackend(tf, { threads: options.nativeThreads, precision: options.precision });
   },
   arithmetic: nativeArithmetic,

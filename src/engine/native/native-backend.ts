@@ -14,6 +14,7 @@ import type { KernelFunc, NamedAttrMap, TensorInfo } from '@tensorflow/tfjs-core
 import { TandemError } from '../../errors.js';
 import type { Tf, Tensor } from '../tfjs-types.js';
 import { requireNativeAddon, type NativeAddon } from './native-addon.js';
+import { NATIVE_BACKEND } from './backend-name.js';
 import type { NativeKernel, NativeKernelArgs } from './native-kernel.js';
 import { CONV_FILTER_BIAS_KERNEL, convKernels } from './conv-kernels.js';
 import { matmulKernels } from './matmul-kernels.js';
@@ -30,8 +31,6 @@ import {
   POOLED_RELU_GRAD_KERNEL,
   registerConvPoolGradient,
 } from './conv-pool-kernel.js';
-
-export const NATIVE_BACKEND = 'native';
 
 export interface NativeBackendOptions {
   /** OpenMP threads for this thread's oneDNN calls (default 1: one core per device). */

@@ -57,18 +57,30 @@ function fp16Value(h: number): number {
   return sign * (1 + m / 1024) * 2 ** (exp - 15);
 }
 
-/** Every code's float32 value, per format (exact: every fp16 and bf16 value is a float32). */
-const DECODE: Record<HalfFormat, Float32Array> = {
-  fp16: Float32Array.from({ length: 65536 }, (_, h) => fp16Value(h)),
-  bf16: (() => {
-    const t = new Uint32Array(65536);
-    for (let h = 0; h < 65536; h++) t[h] = h << 16;
-    return new Float32Array(t.buffer);
-  })(),
-};
+/**
+ * Every code's float32 value, per format (exact: every fp16 and bf16 value is a float32), built on first use: every
+ * comm thread loads this module, and only a run with a compressing hook reads a table.
+ */
+const DECODE: Partial<Record<HalfFormat, Float32Array>> = {};
+
+function buildTable(format: HalfFormat): Float32Array {
+  switch (format) {
+    case 'fp16':
+      return Float32Array.from({ length: 65536 }, (_, h) => fp16Value(h));
+    case 'bf16': {
+      const t = new Uint32Array(65536);
+      for (let h = 0; h < 65536; h++) t[h] = h << 16;
+      return new Float32Array(t.buffer);
+    }
+    default: {
+      const never: never = format;
+      throw new Error(`unknown half format ${String(never)}`);
+    }
+  }
+}
 
 export function decodeTable(format: HalfFormat): Float32Array {
-  return DECODE[format];
+  return (DECODE[format] ??= buildTable(format));
 }
 
 /** Float32 words needed to hold n 16-bit codes. */
@@ -83,7 +95,7 @@ export function packedWords(n: number): number {
 export function encodeHalves(format: HalfFormat, values: Float32Array, packed: Float32Array, sent: Float32Array): void {
   const codes = new Uint16Array(packed.buffer, packed.byteOffset, packed.length * 2);
   const bits = new Uint32Array(values.buffer, values.byteOffset, values.length);
-  const decode = DECODE[format];
+  const decode = decodeTable(format);
   if (format === 'fp16') encodeFp16Codes(bits, codes);
   else encodeBf16Codes(bits, codes);
   for (let i = 0; i < values.length; i++) sent[i] = decode[codes[i]];
@@ -170,7 +182,7 @@ export function compressWithFeedback(
  */
 export function meanOfDecoded(format: HalfFormat, gathered: Float32Array, size: number, out: Float32Array): void {
   const words = packedWords(out.length),
-    decode = DECODE[format];
+    decode = decodeTable(format);
   const first = new Uint16Array(gathered.buffer, gathered.byteOffset, out.length);
   for (let i = 0; i < out.length; i++) out[i] = decode[first[i]];
   for (let r = 1; r < size; r++) addDecoded(format, gathered.subarray(r * words, (r + 1) * words), out);
@@ -180,6 +192,6 @@ export function meanOfDecoded(format: HalfFormat, gathered: Float32Array, size: 
 /** out[i] += the value of code i of `packed` (float32 rounding at each addition), for i < out.length. */
 export function addDecoded(format: HalfFormat, packed: Float32Array, out: Float32Array): void {
   const codes = new Uint16Array(packed.buffer, packed.byteOffset, packed.length * 2);
-  const decode = DECODE[format];
+  const decode = decodeTable(format);
   for (let i = 0; i < out.length; i++) out[i] += decode[codes[i]];
 }

@@ -1,4 +1,4 @@
-import { map, type MonoTypeOperatorFunction } from 'rxjs';
+import { map, type MonoTypeOperatorFunction } from '#rxjs';
 import type { ParameterGroup } from '../../model/parameter-layout.js';
 import type { OptimizerConfig } from '../../optim/flat-optimizer.js';
 import { JS_ARITHMETIC, type FlatArithmetic } from '../../optim/flat-arithmetic.js';

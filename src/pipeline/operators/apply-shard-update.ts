@@ -1,4 +1,4 @@
-import { concatMap, type OperatorFunction } from 'rxjs';
+import { concatMap, type OperatorFunction } from '#rxjs';
 import type { OptimizerConfig } from '../../optim/flat-optimizer.js';
 import { JS_ARITHMETIC, type FlatArithmetic } from '../../optim/flat-arithmetic.js';
 import { wallNow } from '../../monitor/span.js';

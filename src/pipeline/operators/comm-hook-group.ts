@@ -1,4 +1,4 @@
-import { concatMap, type OperatorFunction } from 'rxjs';
+import { concatMap, type OperatorFunction } from '#rxjs';
 import type { Collective } from '../../collectives/collective.js';
 import type { ParameterGroup } from '../../model/parameter-layout.js';
 import { wallNow } from '../../monitor/span.js';

@@ -1,4 +1,4 @@
-import { Observable, type OperatorFunction } from 'rxjs';
+import { Observable, type OperatorFunction } from '#rxjs';
 import type { ParameterGroup } from '../../model/parameter-layout.js';
 import type { GradientReady, GroupReady } from '../events.js';
 

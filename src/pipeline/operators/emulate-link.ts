@@ -1,4 +1,4 @@
-import { map, type MonoTypeOperatorFunction } from 'rxjs';
+import { map, type MonoTypeOperatorFunction } from '#rxjs';
 import type { ParameterGroup } from '../../model/parameter-layout.js';
 import { allReduceWireMs, holdUntil, type LinkModel } from '../link-model.js';
 import { wallNow } from '../../monitor/span.js';

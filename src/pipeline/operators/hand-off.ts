@@ -1,4 +1,4 @@
-import { tap, type MonoTypeOperatorFunction } from 'rxjs';
+import { tap, type MonoTypeOperatorFunction } from '#rxjs';
 import type { ControlBlock } from '../control-block.js';
 import type { GroupReady } from '../events.js';
 

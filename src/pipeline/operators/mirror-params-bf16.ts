@@ -1,4 +1,4 @@
-import { tap, type MonoTypeOperatorFunction } from 'rxjs';
+import { tap, type MonoTypeOperatorFunction } from '#rxjs';
 import type { ParameterGroup } from '../../model/parameter-layout.js';
 import type { GroupExchange } from '../events.js';
 
