@@ -3,7 +3,7 @@
 // worker scripts, the `tandem` command, the native sources and the install step that builds them — and nothing of
 // the repository's own (tests, benches, their compiled copies, CI scripts: they were shipped, 1,571 files, 6.3 MB).
 // Every relative import and worker URL in the shipped code resolves to a shipped file, and every package it imports
-// is a dependency. No registry is reached: `npm pack --dry-run` only lists.
+// is a dependency (through package.json "imports" too: '#tfjs' and its neighbours).
 import tap from 'tap';
 import { execFile } from 'node:child_process';
 import { builtinModules } from 'node:module';
@@ -20,6 +20,7 @@ const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as
   types: string;
   bin: Record<string, string>;
   dependencies: Record<string, string>;
+  imports: Record<string, { types: string; default: string }>;
 };
 
 /** `npm pack --dry-run`'s file list (no scripts: the build ran before the tests). */
@@ -111,6 +112,12 @@ tap.test(
           // The native addons (.node) are built at install, from the shipped sources; a folder (`../..`) is no file.
           if (!target.endsWith('.node') && !/(^|\/)\.{1,2}\/?$/.test(s) && !files.has(target))
             missing.push(`${f}: ${s}`);
+        } else if (s.startsWith('#')) {
+          // package.json "imports" (tools/cjs-shims.mjs): its module shipped, the package it loads a dependency
+          const entry = pkg.imports[s];
+          if (!entry) undeclared.add(`${f}: ${s} (not in package.json "imports")`);
+          else if (!files.has(path.posix.normalize(entry.default))) missing.push(`${f}: ${s} -> ${entry.default}`);
+          else if (!(entry.types in pkg.dependencies)) undeclared.add(`${f}: ${s} -> ${entry.types}`);
         } else if (!s.startsWith('node:') && !builtins.has(s)) {
           const name = s.startsWith('@') ? s.split('/').slice(0, 2).join('/') : s.split('/')[0];
           // tandem itself: a comment's example of what a plugin imports.

@@ -1,14 +1,15 @@
 // tandem's types as a TypeScript project that installed it sees them: a consumer importing 'tandem'
-// (node_modules/tandem,
-// resolved through package.json's `types`) type-checks under moduleResolution node16, nodenext and bundler, the
-// exported types are usable (TrainConfig, TrainSummary, startTraining's handle and its RxJS streams, a model and a
-// data factory) and none of them is `any`. The shipped .d.ts files use no name their packages mark deprecated: a
+// (node_modules/tandem, resolved through package.json's `types`) type-checks under moduleResolution node10, node16,
+// nodenext and bundler, the exported types are usable (TrainConfig, TrainSummary, startTraining's handle and its RxJS
+// streams, a model and a data factory) and none of them is `any`. node10 reads no package.json "imports": the shipped
+// .d.ts name tfjs and rxjs, not tandem's own '#tfjs' and '#rxjs' (tools/cjs-shims.mjs; the last test). The shipped
+// .d.ts files use no name their packages mark deprecated: a
 // consumer's newer @types/node drops those — @types/node 26 (what tfjs's @types/node-fetch pulls in, "*") has no
 // TransferListItem, so transport.d.ts failed to compile there and, under skipLibCheck, PreparedCommunicator['transfer']
 // became `any`.
 import tap from 'tap';
 import ts from 'typescript';
-import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -69,12 +70,25 @@ console.log(wrong, model, data);
 `,
 );
 
+const MODULE = {
+  node10: ts.ModuleKind.ESNext,
+  node16: ts.ModuleKind.Node16,
+  nodenext: ts.ModuleKind.NodeNext,
+  bundler: ts.ModuleKind.ESNext,
+};
+const RESOLUTION = {
+  node10: ts.ModuleResolutionKind.Node10,
+  node16: ts.ModuleResolutionKind.Node16,
+  nodenext: ts.ModuleResolutionKind.NodeNext,
+  bundler: ts.ModuleResolutionKind.Bundler,
+};
+
 /**
  * The consumer compiled under `mode`: the errors in the consumer and in tandem's shipped types (tfjs's own .d.ts fail
  * under strict lib checks; not tandem's). nodenext checks every .d.ts (skipLibCheck off), the others only resolve and
  * check the consumer (skipLibCheck on, as most projects have it: a third of the time).
  */
-function compile(mode: 'node16' | 'nodenext' | 'bundler'): { program: ts.Program; errors: string[] } {
+function compile(mode: 'node10' | 'node16' | 'nodenext' | 'bundler'): { program: ts.Program; errors: string[] } {
   const options: ts.CompilerOptions = {
     target: ts.ScriptTarget.ES2022,
     strict: true,
@@ -82,14 +96,8 @@ function compile(mode: 'node16' | 'nodenext' | 'bundler'): { program: ts.Program
     skipLibCheck: mode !== 'nodenext',
     types: ['node'],
     typeRoots: [path.join(root, 'node_modules', '@types')],
-    module:
-      mode === 'bundler' ? ts.ModuleKind.ESNext : mode === 'node16' ? ts.ModuleKind.Node16 : ts.ModuleKind.NodeNext,
-    moduleResolution:
-      mode === 'bundler'
-        ? ts.ModuleResolutionKind.Bundler
-        : mode === 'node16'
-          ? ts.ModuleResolutionKind.Node16
-          : ts.ModuleResolutionKind.NodeNext,
+    module: MODULE[mode],
+    moduleResolution: RESOLUTION[mode],
   };
   const program = ts.createProgram([consumer], options);
   const errors = ts
@@ -103,7 +111,7 @@ function compile(mode: 'node16' | 'nodenext' | 'bundler'): { program: ts.Program
   return { program, errors };
 }
 
-for (const mode of ['node16', 'nodenext', 'bundler'] as const) {
+for (const mode of ['node10', 'node16', 'nodenext', 'bundler'] as const) {
   tap.test(
     `a TypeScript consumer (moduleResolution ${mode}) imports 'tandem': types resolve from the package, are usable, ` +
       `none is any`,
@@ -142,3 +150,17 @@ for (const mode of ['node16', 'nodenext', 'bundler'] as const) {
     },
   );
 }
+
+tap.test("the shipped declarations import packages by their own names, never by tandem's '#' imports", async t => {
+  const named: string[] = [];
+  const visit = (dir: string): void => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const file = path.join(dir, entry.name);
+      if (entry.isDirectory()) visit(file);
+      else if (entry.name.endsWith('.d.ts') && /from ['"]#/.test(readFileSync(file, 'utf8')))
+        named.push(path.relative(shipped, file));
+    }
+  };
+  visit(shipped);
+  t.same(named, [], "no .d.ts under dist/src imports from a '#' specifier");
+});

@@ -9,8 +9,10 @@
 // rxjs's CommonJS entry requires ~250 files, one per operator (100-200 ms a thread); its single-file bundle (the same
 // version, the same names) loads in ~10 ms.
 //
-// Types are the packages' own (the "types" condition of each entry in "imports"). Run after tsc (npm run build).
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+// Types are the packages' own (the "types" condition of each entry in "imports"). The shipped declarations name the
+// packages themselves again (a consumer's TypeScript may not read "imports": moduleResolution node10). Run after tsc
+// (npm run build).
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -53,3 +55,23 @@ for (const [specifier, entry] of Object.entries(pkg.imports ?? {})) {
       `export const { ${names.join(', ')} } = m;\n`,
   );
 }
+
+/** Every declaration file under `dir`, the shims' specifiers in it replaced by their packages' own names. */
+function unshimDeclarations(dir, packages) {
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const file = path.join(dir, entry.name);
+    if (entry.isDirectory()) unshimDeclarations(file, packages);
+    else if (entry.name.endsWith('.d.ts')) {
+      const text = readFileSync(file, 'utf8');
+      const out = text.replace(/(['"])(#[\w-]+)\1/g, (m, q, spec) => (packages[spec] ? `${q}${packages[spec]}${q}` : m));
+      if (out !== text) writeFileSync(file, out);
+    }
+  }
+}
+
+const shimmed = Object.fromEntries(
+  Object.entries(pkg.imports ?? {})
+    .filter(([, entry]) => entry.default?.startsWith('./dist/src/shims/'))
+    .map(([specifier, entry]) => [specifier, entry.types]),
+);
+unshimDeclarations(path.join(root, 'dist', 'src'), shimmed);
