@@ -25,22 +25,26 @@ const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8'));
 const require = createRequire(path.join(root, 'package.json'));
 const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
 
-/** The statement that sets `m` to the loaded package, as the shim (in dist/src/shims) writes it. */
+/** A package's bundle file, resolved from `req` (the shim resolves it the same way, from where it is installed). */
+function bundleFile(req, name) {
+  return path.join(path.dirname(req.resolve(`${name}/package.json`)), BUNDLES[name]);
+}
+
+/** The statement that sets `m` to the loaded package, as the shim writes it (bundleFile's lookup, inlined). */
 function loadStatement(name) {
   if (!BUNDLES[name]) return `const m = require(${JSON.stringify(name)});`;
-  const at = `path.join(path.dirname(require.resolve(${JSON.stringify(`${name}/package.json`)})), ${JSON.stringify(BUNDLES[name])})`;
-  return `const m = require(${at});`;
+  const dir = `path.dirname(require.resolve(${JSON.stringify(`${name}/package.json`)}))`;
+  return `const m = require(path.join(${dir}, ${JSON.stringify(BUNDLES[name])}));`;
 }
 
-function loadHere(name) {
-  return BUNDLES[name] ? require(path.join(path.dirname(require.resolve(`${name}/package.json`)), BUNDLES[name])) : require(name);
-}
+/** The imports entries that name a shim: [specifier, package]. */
+const shims = Object.entries(pkg.imports ?? {})
+  .filter(([, entry]) => entry.default?.startsWith('./dist/src/shims/'))
+  .map(([specifier, entry]) => [specifier, entry.types, entry.default]); // types: the package to load
 
-for (const [specifier, entry] of Object.entries(pkg.imports ?? {})) {
-  const target = entry.default;
-  if (!target?.startsWith('./dist/src/shims/')) continue;
-  const name = entry.types; // the package whose types these are is the one to load
-  const names = Object.keys(loadHere(name)).filter(n => IDENTIFIER.test(n) && n !== 'default');
+for (const [specifier, name, target] of shims) {
+  const loaded = BUNDLES[name] ? require(bundleFile(require, name)) : require(name);
+  const names = Object.keys(loaded).filter(n => IDENTIFIER.test(n) && n !== 'default');
   if (names.length === 0) throw new Error(`cjs-shims: ${name} exports no names (${specifier})`);
   const file = path.join(root, target);
   mkdirSync(path.dirname(file), { recursive: true });
@@ -63,15 +67,11 @@ function unshimDeclarations(dir, packages) {
     if (entry.isDirectory()) unshimDeclarations(file, packages);
     else if (entry.name.endsWith('.d.ts')) {
       const text = readFileSync(file, 'utf8');
-      const out = text.replace(/(['"])(#[\w-]+)\1/g, (m, q, spec) => (packages[spec] ? `${q}${packages[spec]}${q}` : m));
+      const out = text.replace(/(['"])(#[\w-]+)\1/g, (m, q, spec) => (spec in packages ? q + packages[spec] + q : m));
       if (out !== text) writeFileSync(file, out);
     }
   }
 }
 
-const shimmed = Object.fromEntries(
-  Object.entries(pkg.imports ?? {})
-    .filter(([, entry]) => entry.default?.startsWith('./dist/src/shims/'))
-    .map(([specifier, entry]) => [specifier, entry.types]),
-);
-unshimDeclarations(path.join(root, 'dist', 'src'), shimmed);
+const packages = Object.fromEntries(shims.map(([specifier, name]) => [specifier, name]));
+unshimDeclarations(path.join(root, 'dist', 'src'), packages);

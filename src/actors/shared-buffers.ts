@@ -5,7 +5,7 @@
  * threads as (buffer, offset, length), never copied into messages.
  */
 import { TandemError } from '../errors.js';
-import type { InputBuffers } from '../data/shard-loader.js';
+import type { InputBuffers } from '../data/input-slots.js';
 import type { SlotBuffer } from '../collectives/transport.js';
 
 export interface SharedBuffers extends InputBuffers {

@@ -10,8 +10,6 @@ import type { LoadShardResult, LoadShardTask } from './load-shard-task.js';
 import { deserializeError } from '../errors.js';
 import { INPUT_SLOTS, inputSlotIndex, type InputBuffers } from './input-slots.js';
 
-export { allocateInputBuffers, INPUT_SLOTS, inputSlotIndex, type InputBuffers } from './input-slots.js';
-
 /** Which dataset indices device d reads at step s. */
 export interface ShardSampler {
   shardIndices(step: number, device: number): Int32Array;

@@ -7,7 +7,8 @@
 import { isRegressionLoss, type ResolvedConfig } from '../config-types.js';
 import { GlobalBatchSampler } from '../data/sampler.js';
 import { LocalLabelSampler } from '../data/local-label-sampler.js';
-import { ShardLoader, type InputBuffers, type ShardLoaderOptions } from '../data/shard-loader.js';
+import { ShardLoader, type ShardLoaderOptions } from '../data/shard-loader.js';
+import type { InputBuffers } from '../data/input-slots.js';
 import { resolveDataset } from '../data/resolve-dataset.js';
 import { labelsOf, sampleSize } from '../data/dataset.js';
 import { sourcePath } from '../source-path.js';

@@ -12,7 +12,8 @@
 import type { ComputeConfig } from '../actors/config-slices.js';
 import type { ClassifierConfig, ResolvedConfig, TrainConfig } from '../config-types.js';
 import type { BlockingCollective } from '../collectives/collective.js';
-import type { InputBuffers, ShardLoader } from '../data/shard-loader.js';
+import type { ShardLoader } from '../data/shard-loader.js';
+import type { InputBuffers } from '../data/input-slots.js';
 import type { LayersModel, Tensor, Tf, Variable } from '../engine/tfjs-types.js';
 import type { FlatArithmetic } from '../optim/flat-arithmetic.js';
 import type { FinishedReport, HeadValues, ModelArtifactsData } from '../actors/protocol.js';

@@ -16,7 +16,8 @@ import {
 import type { WeightShape } from '../actors/protocol.js';
 import { StepPreimage } from '../actors/step-preimage.js';
 import { isWorkerOutOfMemory, outOfMemoryWords } from '../actors/worker-memory.js';
-import { allocateInputBuffers, ShardLoadError } from '../data/shard-loader.js';
+import { ShardLoadError } from '../data/shard-loader.js';
+import { allocateInputBuffers } from '../data/input-slots.js';
 import { sampleSize } from '../data/dataset.js';
 import { layoutParameters, type ParameterGroup, type ParameterLayout } from '../model/parameter-layout.js';
 import { chunksOf } from '../pipeline/priority-schedule.js';
