@@ -32,6 +32,7 @@ import { trainBatchNormalization } from '../src/model/sync-batch-norm.js';
 import { runRecord } from './run-record.js';
 import { allowedCpus, pinTo } from './cpu-pin.js';
 import { findTorchPython, runTorchReference, type TorchModel } from './torch-reference.js';
+import { readThreadCpu, threadCpuPerStep, THREAD_GROUPS, type ThreadCpu, type ThreadReading } from './thread-cpu.js';
 import { matmulPeak, stepSplit, trainingFlopsPerSample, type StepSplit } from './precision-probes.js';
 
 export interface PrecisionBenchOptions {
@@ -62,6 +63,11 @@ interface PrecisionRow {
    * ran on (`pin`; empty unpinned).
    */
   bf16Pairs?: { tandem: number[]; torch: number[]; cpus: number[] };
+  /**
+   * 1 device bf16: each tandem run of the pairs, ms of CPU per step by thread (bench/thread-cpu.ts); with `pin`, all
+   * on one core, so they add up to the step.
+   */
+  bf16Threads?: ThreadCpu[];
   bf16PeakShare: number;
   /** 2-device rows: two independent 1-device bf16 trainings at once, rates summed (the machine's ceiling, (d)). */
   bf16Independent?: number;
@@ -74,7 +80,8 @@ const INPUT: Record<string, [number, number, number]> = {
   'mnist-node': [28, 28, 1],
 };
 
-async function tandemRate(model: string, devices: number, precision: Precision, o: PrecisionBenchOptions) {
+/** samples/s over the timed steps, and (Linux) the CPU each kind of thread spent per timed step. */
+async function tandemRun(model: string, devices: number, precision: Precision, o: PrecisionBenchOptions) {
   const cfg: TrainConfig = {
     model,
     data: 'synthetic-images',
@@ -93,14 +100,19 @@ async function tandemRate(model: string, devices: number, precision: Precision, 
   };
   const warm = untimedSteps(o.steps);
   const starts: number[] = [];
+  const cpu: (ThreadReading | undefined)[] = [];
   const run = startTraining(cfg);
   run.timeline$.subscribe(s => {
-    if (s.device === 0 && s.thread === 'compute' && s.kind === 'load' && s.step > warm) starts[s.step] = s.start;
+    if (s.device !== 0 || s.thread !== 'compute' || s.kind !== 'load' || s.step <= warm) return;
+    starts[s.step] = s.start;
+    if (s.step === warm + 1 || s.step === o.steps) cpu.push(readThreadCpu());
   });
   await run.done;
   const timed = starts.filter(t => t !== undefined);
   if (timed.length < 2) throw new Error(`precision bench: ${model} reported ${timed.length} timed steps`);
-  return (cfg.batch! * (timed.length - 1)) / ((timed[timed.length - 1] - timed[0]) / 1000);
+  const rate = (cfg.batch! * (timed.length - 1)) / ((timed[timed.length - 1] - timed[0]) / 1000);
+  const [a, b] = cpu;
+  return { rate, threads: a && b ? threadCpuPerStep(a, b, timed.length - 1) : undefined };
 }
 
 /** The untimed first steps of a run of `steps`, on both sides: half. */
@@ -110,8 +122,8 @@ function untimedSteps(steps: number): number {
 
 /** (d): two independent 1-device trainings (the same config) at the same time, their rates summed. */
 async function independentRate(model: string, precision: Precision, o: PrecisionBenchOptions) {
-  const rates = await Promise.all([0, 1].map(() => tandemRate(model, 1, precision, o)));
-  return rates[0] + rates[1];
+  const runs = await Promise.all([0, 1].map(() => tandemRun(model, 1, precision, o)));
+  return runs[0].rate + runs[1].rate;
 }
 
 async function torchRate(python: string, model: string, precision: Precision, o: PrecisionBenchOptions) {
@@ -134,14 +146,16 @@ async function torchRate(python: string, model: string, precision: Precision, o:
  * each pair runs on one CPU (bench/cpu-pin.ts), the pairs on the CPUs in turn.
  */
 async function bf16Pairs(python: string, model: string, o: PrecisionBenchOptions) {
-  const pairs = { tandem: [] as number[], torch: [] as number[], cpus: [] as number[] };
+  const pairs = { tandem: [] as number[], torch: [] as number[], cpus: [] as number[], threads: [] as ThreadCpu[] };
   const cpus = o.pin ? allowedCpus() : undefined;
   if (o.pin && !cpus) throw new Error('precision bench: --pin needs taskset (util-linux)');
   for (let i = 0; i < o.repeats; i++) {
     const cpu = cpus?.[i % cpus.length];
     if (cpu !== undefined) pinTo([cpu]);
     try {
-      pairs.tandem.push(await tandemRate(model, 1, 'bf16', o));
+      const run = await tandemRun(model, 1, 'bf16', o);
+      pairs.tandem.push(run.rate);
+      if (run.threads) pairs.threads.push(run.threads);
       pairs.torch.push(await torchRate(python, model, 'bf16', o));
     } finally {
       if (cpus) pinTo(cpus);
@@ -189,8 +203,8 @@ export async function runPrecisionBench(o: PrecisionBenchOptions): Promise<void>
     for (const devices of [1, 2]) {
       const paired = devices === 1 ? pairs : undefined;
       const tandem = {
-        fp32: await tandemRate(model, devices, 'fp32', o),
-        bf16: paired ? median(paired.tandem) : await tandemRate(model, devices, 'bf16', o),
+        fp32: (await tandemRun(model, devices, 'fp32', o)).rate,
+        bf16: paired ? median(paired.tandem) : (await tandemRun(model, devices, 'bf16', o)).rate,
       };
       const torchRow = paired && torchFp32 !== undefined ? { fp32: torchFp32, bf16: median(paired.torch) } : undefined;
       const bf16Independent = devices === 2 ? await independentRate(model, 'bf16', o) : undefined;
@@ -203,6 +217,7 @@ export async function runPrecisionBench(o: PrecisionBenchOptions): Promise<void>
           ? {
               bf16OverTorchBf16: paired.ratio,
               bf16Pairs: { tandem: paired.tandem, torch: paired.torch, cpus: paired.cpus },
+              bf16Threads: paired.threads,
             }
           : {}),
         bf16PeakShare: (tandem.bf16 * probes[model].flops) / (devices * peak.bf16 * 1e9),
@@ -211,6 +226,7 @@ export async function runPrecisionBench(o: PrecisionBenchOptions): Promise<void>
     }
   }
   printTables(rows, probes);
+  printThreadSplit(rows, o);
   const onednn = { isa: support.isa, bf16Matmul: support.implementation };
   const result = {
     bench: 'precision',
@@ -283,4 +299,26 @@ function printTables(rows: PrecisionRow[], probes: Record<string, Awaited<Return
     console.log(`  ${model}:`);
     for (const [kernel, impl] of Object.entries(p.split.bf16.implementations)) console.log(`    ${kernel}: ${impl}`);
   }
+}
+
+/** Where a 1-device bf16 step's CPU went, by thread (the median of the pairs' tandem runs, group by group). */
+function printThreadSplit(rows: PrecisionRow[], o: PrecisionBenchOptions) {
+  const split = rows.filter(r => r.bf16Threads && r.bf16Threads.length > 0);
+  if (split.length === 0) return;
+  const groups = THREAD_GROUPS.filter(g => split.some(r => r.bf16Threads!.some(t => t[g] > 0.005)));
+  const pinned = o.pin ? ' (all on one core: they add up to the step)' : '';
+  console.log(`\n1 device bf16, ms of CPU per step by thread${pinned}:\n`);
+  console.log(`| model | ${groups.join(' | ')} | all | wall ms/step |`);
+  console.log(`|---|${groups.map(() => '---:|').join('')}---:|---:|`);
+  for (const r of split) {
+    const t = r.bf16Threads!;
+    const cells = groups.map(g => median(t.map(x => x[g])).toFixed(2));
+    const all = median(t.map(x => THREAD_GROUPS.reduce((sum, g) => sum + x[g], 0))).toFixed(2);
+    const wall = ((o.perDeviceBatch * 1000) / r.tandem.bf16).toFixed(2);
+    console.log(`| ${r.model} | ${cells.join(' | ')} | ${all} | ${wall} |`);
+  }
+  console.log(
+    "\n(main: the process's own thread, which hands out steps and loading and takes the reports; V8 and Node: " +
+      "V8's garbage collection and compilation, libuv's pool)",
+  );
 }

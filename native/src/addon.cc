@@ -3,6 +3,7 @@
 // the comm side's all-reduce mean and optimizer updates on flat ranges, and the fp16/bf16
 // hooks' compression and decoding.
 #include <malloc.h>
+#include <pthread.h>
 #include <algorithm>
 #include <cmath>
 #include <omp.h>
@@ -215,6 +216,14 @@ Napi::Value PrimitivesCreated(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), static_cast<double>(GetCtx(info.Env()).primitivesCreated));
 }
 
+// nameThread(name): this OS thread's name (what top -H, perf and /proc/self/task/*/comm show), cut to the 15 bytes
+// Linux keeps. Returns whether the name was taken.
+Napi::Value NameThread(const Napi::CallbackInfo& info) {
+  if (!info[0].IsString()) throw Napi::TypeError::New(info.Env(), "name must be a string");
+  const std::string name = info[0].As<Napi::String>().Utf8Value().substr(0, 15);
+  return Napi::Boolean::New(info.Env(), pthread_setname_np(pthread_self(), name.c_str()) == 0);
+}
+
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("setNumThreads", Napi::Function::New(env, SetNumThreads));
   exports.Set("retainFreedMemory", Napi::Function::New(env, RetainFreedMemory));
@@ -226,6 +235,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("getPrecision", Napi::Function::New(env, GetPrecision));
   exports.Set("bf16Support", Napi::Function::New(env, Bf16Support));
   exports.Set("implementations", Napi::Function::New(env, Implementations));
+  exports.Set("nameThread", Napi::Function::New(env, NameThread));
   RegisterConv(env, exports);
   RegisterMatmul(env, exports);
   RegisterPool(env, exports);

@@ -27,6 +27,7 @@ import { scheduledArithmetic } from '../optim/lr-schedule.js';
 import { peerWaitMs } from '../world/peer-wait.js';
 import { commStages } from './comm-stages.js';
 import { priorityOrder, readyOrder, type ExchangeLoop } from './exchange-orders.js';
+import { nameThisThread } from '../engine/thread-name.js';
 
 if (!parentPort) throw new Error('comm-worker must run as a worker thread');
 const port = parentPort;
@@ -35,6 +36,7 @@ port.once('message', (msg: ToComm) => {
   let step = 0;
   let phase: Phase = 'setup';
   const { local, rank } = msg.device;
+  nameThisThread('comm', rank);
   const send = (m: FromComm) => port.postMessage(m);
   const control = new ControlBlock(
     msg.control,

@@ -10,6 +10,7 @@ import { serializeError } from '../errors.js';
 import { loadPlugins } from '../plugins/load-plugins.js';
 import { DeviceReplica } from './device-replica.js';
 import type { FromCompute, ToCompute } from './protocol.js';
+import { nameThisThread } from '../engine/thread-name.js';
 
 if (!parentPort) throw new Error('compute-worker must run as a worker thread');
 const port = parentPort;
@@ -35,6 +36,7 @@ async function handle(msg: ToCompute): Promise<void> {
   switch (msg.type) {
     case 'init':
       identity = { ...identity, device: msg.device.rank };
+      nameThisThread('compute', msg.device.rank);
       await loadPlugins(msg.config.plugins);
       replica = new DeviceReplica(msg.device, msg.config, msg.control, msg.groupCount, send);
       return replica.build();

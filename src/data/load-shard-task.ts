@@ -15,6 +15,9 @@ import { checkLabelAgrees, readTargetInto } from './dataset-checks.js';
 import { sourcePath } from '../source-path.js';
 import { found } from './returned-value.js';
 import { setStreamStep } from './ring-dataset.js';
+import { nameThisThread } from '../engine/thread-name.js';
+
+nameThisThread('loader');
 
 export interface LoadShardTask {
   dataset: DatasetSpec;

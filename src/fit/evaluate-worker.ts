@@ -4,6 +4,7 @@
  * and metrics); answers the shard's mean loss and metrics and its sample count.
  */
 import { parentPort, workerData } from 'node:worker_threads';
+import { nameThisThread } from '../engine/thread-name.js';
 import * as tf from '#tfjs';
 import { serializeError } from '../errors.js';
 import { startBackend, type BackendName } from '../engine/backend.js';
@@ -103,6 +104,7 @@ async function serveShard(job: EvaluateShard): Promise<void> {
   parentPort!.postMessage({ type: 'ready' });
 }
 
+nameThisThread('validate');
 const job = workerData as EvaluateShard;
 if (job.persistent)
   serveShard(job).catch((err: unknown) => parentPort!.postMessage({ type: 'error', error: serializeError(err) }));

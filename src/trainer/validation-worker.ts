@@ -6,6 +6,7 @@
  * samples), as tfjs's `model.evaluate` weighs its batches.
  */
 import { parentPort, workerData } from 'node:worker_threads';
+import { nameThisThread } from '../engine/thread-name.js';
 import * as tf from '#tfjs';
 import { serializeError } from '../errors.js';
 import { startBackend, type BackendName } from '../engine/backend.js';
@@ -113,6 +114,7 @@ async function serve(job: ValidationShard): Promise<void> {
   parentPort!.postMessage({ type: 'ready' } satisfies ValidationAnswer);
 }
 
+nameThisThread('validate');
 serve(workerData as ValidationShard).catch((err: unknown) =>
   parentPort!.postMessage({ type: 'error', error: serializeError(err) }),
 );

@@ -50,6 +50,8 @@ export interface NativeAddon {
   castToBf16(src: F32, dst: Uint16Array, path: 'auto' | 'portable'): 'instruction' | 'portable';
   /** out = bits widened to float32 (exact), over bits' length: a bf16-only output's values (bf16-only-outputs.ts). */
   widenBf16(bits: Uint16Array, out: F32): void;
+  /** Names the calling OS thread (cut to 15 bytes); absent in a build older than it (src/engine/thread-name.ts). */
+  nameThread?(name: string): boolean;
   /** oneDNN's implementation string of each cached primitive on this thread, by kernel key. */
   implementations(): Record<string, string>;
   /**
