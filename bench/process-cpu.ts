@@ -17,7 +17,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 
 let ticksPerSecond: number | undefined;
 
-export function clockTicks(): number {
+function clockTicks(): number {
   if (ticksPerSecond === undefined) {
     try {
       ticksPerSecond = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
@@ -35,14 +35,29 @@ export function clockTicks(): number {
 export function processCpuMs(pid: number, mainOnly = false): number | undefined {
   let ticks = 0;
   try {
-    for (const tid of mainOnly ? [String(pid)] : readdirSync(`/proc/${pid}/task`)) {
-      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      ticks += Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14 and 15 of stat)
-    }
+    for (const tid of mainOnly ? [String(pid)] : readdirSync(`/proc/${pid}/task`)) ticks += threadStat(pid, tid).ticks;
   } catch {
     return undefined;
   }
+  return ticksToMs(ticks);
+}
+
+/**
+ * Thread `tid` of `pid` ('self': this process): its name and CPU time so far (user + system) in clock ticks. Throws
+ * where /proc cannot tell (the thread ended, not Linux).
+ */
+export function threadStat(pid: number | 'self', tid: string): { name: string; ticks: number } {
+  const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // utime, stime (fields 14 and 15 of stat)
+  return {
+    name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')),
+    ticks: Number(fields[11]) + Number(fields[12]),
+  };
+}
+
+/** Clock ticks (threadStat's unit) in ms. */
+export function ticksToMs(ticks: number): number {
   return (ticks * 1000) / clockTicks();
 }
 

@@ -7,9 +7,9 @@
  * @example
  * const a = readThreadCpu(); ...train 100 steps...; threadCpuPerStep(a!, readThreadCpu()!, 100).comm // ms a step
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { THREAD_NAME_PREFIX } from '../src/engine/thread-name.js';
-import { clockTicks } from './process-cpu.js';
+import { threadStat, ticksToMs } from './process-cpu.js';
 
 export const THREAD_GROUPS = ['compute', 'comm', 'loader', 'validate', 'main', 'V8 and Node'] as const;
 export type ThreadGroup = (typeof THREAD_GROUPS)[number];
@@ -29,11 +29,8 @@ export function readThreadCpu(): ThreadReading | undefined {
   const out: ThreadReading = new Map();
   try {
     for (const tid of readdirSync('/proc/self/task')) {
-      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
-      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      const ms = ((Number(fields[11]) + Number(fields[12])) * 1000) / clockTicks(); // utime, stime
-      out.set(tid, { group: groupOf(tid, name), ms });
+      const { name, ticks } = threadStat('self', tid);
+      out.set(tid, { group: groupOf(tid, name), ms: ticksToMs(ticks) });
     }
   } catch {
     return undefined; // a thread that ended mid-read, or no /proc: no split rather than a wrong one

@@ -37,10 +37,10 @@ function loadStatement(name) {
   return `const m = require(path.join(${dir}, ${JSON.stringify(BUNDLES[name])}));`;
 }
 
-/** The imports entries that name a shim: [specifier, package]. */
+/** The imports entries that name a shim: [specifier, the package it loads, the shim's file]. */
 const shims = Object.entries(pkg.imports ?? {})
   .filter(([, entry]) => entry.default?.startsWith('./dist/src/shims/'))
-  .map(([specifier, entry]) => [specifier, entry.types, entry.default]); // types: the package to load
+  .map(([specifier, entry]) => [specifier, entry.types, entry.default]); // the package whose types these are
 
 for (const [specifier, name, target] of shims) {
   const loaded = BUNDLES[name] ? require(bundleFile(require, name)) : require(name);
