@@ -1,9 +1,9 @@
 /**
  * `npm run bench -- scaling|kernels|precision|precision-accuracy|overlap|profile|profile-clock|classifier|faults|
  * elastic|soak|models|hosts|hosts-repeat A.json B.json|hosts-timelines|hosts-allreduce|hosts-line-rate|comm-hooks|
- * half-passes|chunk-size|shm-vs-loopback|data|gpu|watch|fit [--gpus 1,2] [--image-size S] [--steps N] [--runs N]
- * [--busy N] [--classes 1000,10000] [--models a,b] [--stock-steps N] [--batch N] [--links none,1gbps,…] [--rates
- * 10gbit,1gbit,100mbit] [--pin] [--out DIR]`
+ * half-passes|chunk-size|shm-vs-loopback|data|gpu|watch|fit|startup [--gpus 1,2] [--image-size S] [--steps N]
+ * [--runs N] [--busy N] [--classes 1000,10000] [--models a,b] [--stock-steps N] [--batch N] [--links none,1gbps,…]
+ * [--rates 10gbit,1gbit,100mbit] [--pin] [--out DIR]`
  */
 import { parseArgs } from 'node:util';
 import { runScaling } from './scaling.js';
@@ -29,6 +29,7 @@ import { runHostsLineRateBench, DEFAULT_LINE_RATE_METHODS, type SecretMode } fro
 import type { LineRateMethod } from './hosts-line-rate-host.js';
 import { runPrecisionBench } from './precision.js';
 import { runFitBench } from './fit.js';
+import { runStartupBench } from './startup.js';
 import { runPrecisionAccuracy } from './precision-accuracy.js';
 import { runGpuBench, GPU_BENCH_DEFAULTS, GPU_BENCH_MODELS, GPU_BENCH_QUICK } from './gpu.js';
 
@@ -67,7 +68,7 @@ const { positionals, values } = parseArgs({
 const BENCHES =
   'scaling, kernels, overlap, profile, profile-clock, classifier, faults, elastic, soak, models, hosts, ' +
   'hosts-repeat, hosts-timelines, hosts-allreduce, comm-hooks, half-passes, chunk-size, shm-vs-loopback, ' +
-  'hosts-line-rate, gpu, watch, fit, data, precision, precision-accuracy';
+  'hosts-line-rate, gpu, watch, fit, startup, data, precision, precision-accuracy';
 const name = values.help ? 'help' : (positionals[0] ?? 'scaling');
 switch (name) {
   case 'help':
@@ -192,6 +193,9 @@ switch (name) {
       secret: values.secret === undefined || values.secret === 'both' ? undefined : [values.secret as SecretMode],
       out: values.out ?? 'bench/results',
     });
+    break;
+  case 'startup':
+    await runStartupBench({ runs: Number(values.runs ?? 5), out: values.out ?? 'bench/results' });
     break;
   case 'fit':
     await runFitBench({
