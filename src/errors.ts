@@ -34,9 +34,21 @@ export interface DeviceFailureContext {
   phase: string;
 }
 
+/** The mark every copy of tandem's TandemError carries (Symbol.for: the same symbol in every copy and thread). */
+const TANDEM_ERROR = Symbol.for('tandem.TandemError');
+
 export class TandemError extends Error {
   readonly code: TandemErrorCode;
   readonly context?: DeviceFailureContext;
+
+  /**
+   * `instanceof TandemError` holds for a TandemError of any copy of tandem in the thread: a plugin that loads tandem
+   * from its own dependency, or through another path, throws errors that tandem's code still knows by their code.
+   */
+  static override [Symbol.hasInstance](value: unknown): value is TandemError {
+    if (this !== TandemError) return Function.prototype[Symbol.hasInstance].call(this, value);
+    return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[TANDEM_ERROR] === true;
+  }
 
   constructor(code: TandemErrorCode, message: string, context?: DeviceFailureContext, options?: { cause?: unknown }) {
     super(message, options);
@@ -45,6 +57,7 @@ export class TandemError extends Error {
     this.context = context;
   }
 }
+Object.defineProperty(TandemError.prototype, TANDEM_ERROR, { value: true });
 
 /** An error as it crosses a thread (or process) boundary: plain data, with its code, context and causes. */
 export interface SerializedError {

@@ -3,20 +3,35 @@
  * `registerKernel`: built-in entries first, more registered at run time
  * (from plugin modules), duplicates refused, an unknown name answered with
  * an error that lists the known ones. Transports, training methods and
- * engines are each one of these.
+ * engines are each one of these. Their entries are the thread's, whichever copy of
+ * tandem registers or asks (threadShared).
  */
 import { TandemError } from './errors.js';
+
+/**
+ * What every copy of tandem's modules in this thread shares, made once by `create`: a plugin may load tandem from
+ * another path than the thread's own (its own dependency, a link), and what it registers must still reach the run.
+ * Kept on globalThis under a Symbol.for key, so it is per thread, as the registries always were.
+ */
+export function threadShared<T>(key: string, create: () => T): T {
+  const store = globalThis as unknown as Record<symbol, T | undefined>;
+  const symbol = Symbol.for(`tandem.${key}`);
+  return (store[symbol] ??= create());
+}
 
 export class NamedRegistry<T extends { readonly name: string }> {
   private readonly entries: Map<string, T>;
 
-  /** `what` names an entry in messages ("transport"); `unknown` words the error for a name not registered. */
+  /**
+   * `what` names an entry in messages ("transport") and keys the entries this thread's copies of tandem share;
+   * `unknown` words the error for a name not registered.
+   */
   constructor(
     private readonly what: string,
     builtins: readonly T[],
     private readonly unknown: (name: string, known: string[]) => TandemError,
   ) {
-    this.entries = new Map(builtins.map(e => [e.name, e]));
+    this.entries = threadShared(`registry.${what}`, () => new Map(builtins.map(e => [e.name, e])));
   }
 
   register(entry: T): void {

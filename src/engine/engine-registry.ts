@@ -4,7 +4,7 @@
  * the engines' own files asks which backend is running.
  */
 import { TandemError } from '../errors.js';
-import { NamedRegistry } from '../named-registry.js';
+import { NamedRegistry, threadShared } from '../named-registry.js';
 import type { Engine } from './engine.js';
 import type { AnyOptionTable } from '../options/declaration.js';
 import { NATIVE_ENGINE } from './engines/native-engine.js';
@@ -24,7 +24,7 @@ const engines = new NamedRegistry<Engine>(
     ),
 );
 
-const engineOptions = new Map<string, AnyOptionTable>();
+const engineOptions = threadShared('engine-options', () => new Map<string, AnyOptionTable>());
 
 /** `options`: what the engine reads from the train config, declared (flags, `--help`, known keys). */
 export function registerEngine(engine: Engine, options?: AnyOptionTable): void {

@@ -5,6 +5,7 @@
  * run (the CLI loads `--plugin` modules before it parses; `resolveConfig` before it checks) adds its options to all.
  */
 import { TandemError } from '../errors.js';
+import { threadShared } from '../named-registry.js';
 import type { AnyOptionTable, DeclaredOption, OptionSection } from './declaration.js';
 import { MODEL_OPTIONS } from '../model/model-options.js';
 import { DATA_OPTIONS } from '../data/data-options.js';
@@ -47,7 +48,8 @@ export const TRAIN_CONFIG_SECTIONS: readonly OptionSection[] = [
   { name: 'plugin', table: PLUGIN_OPTIONS },
 ];
 
-const registered: OptionSection[] = [];
+/** The sections registered parts and plugins added (shared with other copies of tandem in the thread). */
+const registered = threadShared('option-sections', (): OptionSection[] => []);
 
 /**
  * A plugin's options (an engine's, or the plugin's own), top-level keys of the train config: known to the checks,

@@ -8,7 +8,7 @@
  * A probe reads its settings from the run's plugin options (the keys its plugin declared with `registerOptions`),
  * which every thread receives. Registered per thread (plugins load in every thread); duplicates refused.
  */
-import { NamedRegistry } from '../named-registry.js';
+import { NamedRegistry, threadShared } from '../named-registry.js';
 import { TandemError } from '../errors.js';
 import type { Tensor } from '../engine/tfjs-types.js';
 
@@ -41,12 +41,13 @@ const registry = new NamedRegistry<StepProbe>(
   [],
   name => new TandemError('BAD_CONFIG', `no step probe named '${name}' is registered`),
 );
-let probes: StepProbe[] = [];
+/** This thread's probes, in registration order (shared with other copies of tandem in the thread, as the registry). */
+const active = threadShared('step-probes', () => ({ probes: [] as StepProbe[] }));
 
 /** Adds a probe to this thread's points (a plugin module calls it when it loads). */
 export function registerStepProbe(probe: StepProbe): void {
   registry.register(probe);
-  probes = registry.names().map(n => registry.get(n));
+  active.probes = registry.names().map(n => registry.get(n));
 }
 
 /** The names of this thread's probes. */
@@ -56,17 +57,17 @@ export function stepProbeNames(): string[] {
 
 /** Calls every probe's `enter`. */
 export function probeEnter(at: ProbePoint, values: PluginValues): void {
-  for (const p of probes) p.enter?.(at, values);
+  for (const p of active.probes) p.enter?.(at, values);
 }
 
 /** The forward output after every probe's `forwardOutput`. */
 export function probeForward(at: ProbePoint, values: PluginValues, output: Tensor): Tensor {
-  return probes.reduce((out, p) => p.forwardOutput?.(at, values, out) ?? out, output);
+  return active.probes.reduce((out, p) => p.forwardOutput?.(at, values, out) ?? out, output);
 }
 
 /** Whether some probe looks at updated parameters (the comm thread adds the stage only then). */
 export function probesUpdates(): boolean {
-  return probes.some(p => p.updated !== undefined);
+  return active.probes.some(p => p.updated !== undefined);
 }
 
 /** Calls every probe's `updated`. */
@@ -76,5 +77,5 @@ export function probeUpdated(
   params: Float32Array,
   groupStart: number,
 ): void {
-  for (const p of probes) p.updated?.(at, values, params, groupStart);
+  for (const p of active.probes) p.updated?.(at, values, params, groupStart);
 }
