@@ -47,9 +47,20 @@ export function processCpuMs(pid: number, mainOnly = false): number | undefined 
  * where /proc cannot tell (the thread ended, not Linux).
  */
 export function threadStat(pid: number | 'self', tid: string): { name: string; ticks: number } {
-  const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+  return parseStat(readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8'));
+}
+
+/**
+ * ms of CPU (user + system) this whole process has used so far, its threads that have ended included
+ * (/proc/self/stat); throws where /proc cannot tell.
+ */
+export function ownCpuMs(): number {
+  return ticksToMs(parseStat(readFileSync('/proc/self/stat', 'utf8')).ticks);
+}
+
+/** A stat file's name and CPU time in clock ticks: utime + stime (fields 14 and 15). */
+function parseStat(stat: string): { name: string; ticks: number } {
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  // utime, stime (fields 14 and 15 of stat)
   return {
     name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')),
     ticks: Number(fields[11]) + Number(fields[12]),

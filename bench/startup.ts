@@ -16,7 +16,8 @@ import * as tf from '@tensorflow/tfjs';
 import { fit } from '../src/index.js';
 import { runRecord } from './run-record.js';
 import { THREAD_GROUPS, readThreadCpu, type ThreadGroup, type ThreadReading } from './thread-cpu.js';
-import { ticksToMs } from './process-cpu.js';
+import { ownCpuMs } from './process-cpu.js';
+import { median } from './hosts-figures.js';
 
 export interface StartupBenchOptions {
   runs: number;
@@ -32,14 +33,6 @@ const ENTRIES = {
   'validate (fit)': 'fit/evaluate-worker.js',
   'validate (train)': 'trainer/validation-worker.js',
 };
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-
-function processCpuMs(): number {
-  const stat = readFileSync('/proc/self/stat', 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return ticksToMs(Number(fields[11]) + Number(fields[12]));
-}
 
 function tinyModel(): tf.LayersModel {
   const m = tf.sequential();
@@ -57,7 +50,7 @@ async function measuredFit(devices: number, x: tf.Tensor, y: tf.Tensor): Promise
   };
   sample();
   const before = new Map([...seen].map(([tid, r]) => [tid, r.ms]));
-  const total0 = processCpuMs();
+  const total0 = ownCpuMs();
   const began = performance.now();
   const timer = setInterval(sample, 5);
   const args = { epochs: 2, batchSize: 12, shuffle: false, verbose: 0 as const, devices, backend: 'cpu' };
@@ -66,25 +59,30 @@ async function measuredFit(devices: number, x: tf.Tensor, y: tf.Tensor): Promise
   const wall = performance.now() - began;
   const by = Object.fromEntries(THREAD_GROUPS.map(g => [g, 0])) as Record<ThreadGroup, number>;
   for (const [tid, r] of seen) by[r.group] += r.ms - (before.get(tid) ?? 0);
-  const total = processCpuMs() - total0;
+  const total = ownCpuMs() - total0;
   const sampled = Object.values(by).reduce((a, b) => a + b, 0);
   return { ...by, unseen: total - sampled, total, wall };
 }
 
-/** tandem's modules an entry imports (relative value imports, followed), the entry itself left out. */
-function moduleGraph(entry: string): string[] {
+/**
+ * tandem's modules an entry imports (relative value imports, followed), the entry itself left out; and whether the
+ * entry or any of them imports tfjs.
+ */
+function moduleGraph(entry: string): { files: string[]; loadsTfjs: boolean } {
   const seen = new Set<string>();
+  let loadsTfjs = false;
   const walk = (file: string) => {
     if (seen.has(file)) return;
     seen.add(file);
     const text = readFileSync(file, 'utf8');
+    loadsTfjs ||= text.includes("from '#tfjs'");
     for (const m of text.matchAll(/^(?:import|export)\s+(?!type\b)[^'"]*?from\s+'(\.[^']+)'|^import\s+'(\.[^']+)'/gm))
       walk(path.resolve(path.dirname(file), m[1] ?? m[2]));
   };
   const root = path.join(SRC, entry);
   walk(root);
   seen.delete(root);
-  return [...seen];
+  return { files: [...seen], loadsTfjs };
 }
 
 const IMPORT_TIMER = `
@@ -115,8 +113,7 @@ async function importCost(files: string[], tfjs: boolean): Promise<{ tfjs: numbe
 async function importRows(runs: number) {
   const rows = [];
   for (const [thread, entry] of Object.entries(ENTRIES)) {
-    const files = moduleGraph(entry);
-    const loadsTfjs = [path.join(SRC, entry), ...files].some(f => readFileSync(f, 'utf8').includes("from '#tfjs'"));
+    const { files, loadsTfjs } = moduleGraph(entry);
     const costs = [];
     for (let i = 0; i < runs; i++) costs.push(await importCost(files, loadsTfjs));
     rows.push({
