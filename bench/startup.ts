@@ -6,7 +6,9 @@
  * threads live (a thread's last ≤5 ms before it ends are not seen: "unseen" is the process's exact total, from
  * /proc/self/stat, less the sampled groups), medians over the runs. Then what each thread's code costs to load, in a
  * fresh worker: tfjs (through tandem's #tfjs shim), and tandem's own modules that the thread's entry imports (how many,
- * and the time to import them). bench/results/startup.json.
+ * and the time to import them one by one). The fits alternate between threads started on the bundles the build writes
+ * (tools/bundle-threads.mjs) and on the modules one by one (TANDEM_THREAD_BUNDLES=0), so both rows of a device count
+ * come from the same minutes. bench/results/startup.json.
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -18,6 +20,7 @@ import { runRecord } from './run-record.js';
 import { THREAD_GROUPS, readThreadCpu, type ThreadGroup, type ThreadReading } from './thread-cpu.js';
 import { ownCpuMs } from './process-cpu.js';
 import { median } from './hosts-figures.js';
+import { THREAD_BUNDLES_ENV, threadEntry } from '../src/thread-entry.js';
 
 export interface StartupBenchOptions {
   runs: number;
@@ -62,6 +65,18 @@ async function measuredFit(devices: number, x: tf.Tensor, y: tf.Tensor): Promise
   const total = ownCpuMs() - total0;
   const sampled = Object.values(by).reduce((a, b) => a + b, 0);
   return { ...by, unseen: total - sampled, total, wall };
+}
+
+/** `measuredFit` with tandem's threads started on their bundles or on their entry modules. */
+async function fitStartedOn(threads: 'bundled' | 'modules', devices: number, x: tf.Tensor, y: tf.Tensor) {
+  const before = process.env[THREAD_BUNDLES_ENV];
+  process.env[THREAD_BUNDLES_ENV] = threads === 'bundled' ? '1' : '0';
+  try {
+    return await measuredFit(devices, x, y);
+  } finally {
+    if (before === undefined) delete process.env[THREAD_BUNDLES_ENV];
+    else process.env[THREAD_BUNDLES_ENV] = before;
+  }
 }
 
 /**
@@ -129,17 +144,24 @@ async function importRows(runs: number) {
 
 export async function runStartupBench(options: StartupBenchOptions): Promise<void> {
   if (readThreadCpu() === undefined) throw new Error('the startup bench reads /proc (Linux only)');
+  const compute = new URL(`../src/${ENTRIES.compute}`, import.meta.url);
+  if (threadEntry(compute, {}) === compute) throw new Error('no current thread bundles in dist/src: run npm run build');
   await tf.setBackend('cpu');
   const x = tf.randomNormal([48, 4]);
   const y = tf.oneHot(tf.randomUniform([48], 0, 3, 'int32'), 3).toFloat();
   const fits = [];
   for (const devices of [1, 2]) {
     await measuredFit(devices, x, y); // warm-up: this process's own imports and first compilations
-    const runs = [];
-    for (let i = 0; i < options.runs; i++) runs.push(await measuredFit(devices, x, y));
-    const row: Record<string, number> = { devices };
-    for (const key of Object.keys(runs[0])) row[`${key}Ms`] = Math.round(median(runs.map(r => r[key])));
-    fits.push(row);
+    const runs: Record<'bundled' | 'modules', Record<string, number>[]> = { bundled: [], modules: [] };
+    for (let i = 0; i < options.runs; i++)
+      for (const threads of ['bundled', 'modules'] as const)
+        runs[threads].push(await fitStartedOn(threads, devices, x, y));
+    for (const threads of ['bundled', 'modules'] as const) {
+      const row: Record<string, number | string> = { devices, threads };
+      for (const key of Object.keys(runs[threads][0]))
+        row[`${key}Ms`] = Math.round(median(runs[threads].map(r => r[key])));
+      fits.push(row);
+    }
   }
   tf.dispose([x, y]);
   const imports = await importRows(options.runs);

@@ -5,6 +5,7 @@
  */
 import type { PluginValues } from '../plugins/step-probes.js';
 import { Piscina } from 'piscina';
+import { threadEntry } from '../thread-entry.js';
 import type { DatasetSpec } from './dataset.js';
 import type { LoadShardResult, LoadShardTask } from './load-shard-task.js';
 import { deserializeError } from '../errors.js';
@@ -62,7 +63,7 @@ export class ShardLoader {
       { length: pools },
       () =>
         new Piscina({
-          filename: new URL('./load-shard-task.js', import.meta.url).href,
+          filename: threadEntry(new URL('./load-shard-task.js', import.meta.url)).href,
           minThreads: options.threads,
           maxThreads: options.threads,
           idleTimeout: 60_000,
