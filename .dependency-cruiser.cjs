@@ -11,7 +11,8 @@
  *                   config-checks), the option declarations and checks (src/options), src/output's plain file
  *                   helpers (atomic-write, fs-reason, make-directory, run-lock, kernel-lock, locked-places), the
  *                   job's plain data
- *                   (src/world/topology.ts, peer-wait.ts, job-secret.ts)
+ *                   (src/world/topology.ts, peer-wait.ts, job-secret.ts), the worker threads' Node flags
+ *                   (src/actors/worker-exec-argv.ts: every spawner's, the loader pools' too)
  *   kernels         src/engine/native, src/engine/tfjs-types.ts, kernel-attrs.ts, sole-reader.ts and
  *                   output-destination.ts, the fp16 codec
  *                   (src/pipeline/hooks/half-float.ts)
@@ -48,6 +49,7 @@ const LAYERS = [
       '^src/options/(declaration|option-checks)\\.ts$',
       '^src/output/(atomic-write|fs-reason|make-directory|run-lock|kernel-lock|locked-places)\\.ts$',
       '^src/world/(topology|peer-wait|job-secret)\\.ts$',
+      '^src/actors/worker-exec-argv\\.ts$',
     ],
   },
   {

@@ -1,7 +1,9 @@
 // tandem's threads start on the bundles the build writes (tools/bundle-threads.mjs, src/thread-entry.ts): one file per
 // thread entry instead of ~150 modules. What must hold: every thread tandem starts goes through threadEntry and has a
-// bundle; a real 2-device run's threads run the bundles (a plugin in each thread reads the bundle's mark), and give
-// bit for bit what the same run gives on the modules one by one; a stale or missing bundle is never used.
+// bundle, and takes tandem's worker flags (src/actors/worker-exec-argv.ts: the loader pools once did not, and each
+// loader thread of a test paid the test runner's loader hooks); a real 2-device run's threads run the bundles (a
+// plugin in each thread reads the bundle's mark), and give bit for bit what the same run gives on the modules one by
+// one; a stale or missing bundle is never used.
 import t from 'tap';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -36,6 +38,9 @@ function spawnedEntries(): { entries: Set<string>; bypass: string[] } {
     // device-actor names its two entries as arguments of spawn()
     for (const m of text.matchAll(/this\.spawn\('([^']+\.js)'/g)) entries.add(path.posix.join(dir, m[1]));
     if (/new Worker\((?!threadEntry\()|filename: (?!threadEntry\()/.test(text)) bypass.push(f);
+    // and with tandem's worker flags (a test runner's loader hooks left out when TANDEM_WORKER_EXEC_ARGV says so)
+    if (/new (Worker|Piscina)\(/.test(text) && !text.includes('...workerFlags()'))
+      bypass.push(`${f}: no workerFlags()`);
   }
   return { entries, bypass };
 }
@@ -43,7 +48,7 @@ function spawnedEntries(): { entries: Set<string>; bypass: string[] } {
 t.test('every thread entry tandem starts has a bundle, and every spawn goes through threadEntry', async t => {
   const { entries, bypass } = spawnedEntries();
   t.same([...entries].sort(), [...THREAD_ENTRIES].sort(), 'the bundled entries are the entries the sources start');
-  t.same(bypass, [], 'every Worker and piscina pool of src/ starts on threadEntry(...)');
+  t.same(bypass, [], 'every Worker and piscina pool of src/ starts on threadEntry(...), with workerFlags()');
   const oneShot = readFileSync(path.join(root, 'src', 'actors', 'one-shot-worker.ts'), 'utf8');
   t.match(oneShot, /new Worker\(threadEntry\(file\)/, 'and it starts threadEntry(file)');
   for (const e of THREAD_ENTRIES) {

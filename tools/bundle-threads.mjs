@@ -72,6 +72,7 @@ async function main() {
       target: 'node20',
       packages: 'external',
       sourcemap: 'linked',
+      sourcesContent: false, // as tsc's maps: they name the .ts files
       logLevel: 'warning',
       legalComments: 'none',
       // The mark says which bundle a thread runs (test/thread-bundles.test.ts reads it from a plugin in the thread).

@@ -6,6 +6,7 @@
 import type { PluginValues } from '../plugins/step-probes.js';
 import { Piscina } from 'piscina';
 import { threadEntry } from '../thread-entry.js';
+import { workerFlags } from '../actors/worker-exec-argv.js';
 import type { DatasetSpec } from './dataset.js';
 import type { LoadShardResult, LoadShardTask } from './load-shard-task.js';
 import { deserializeError } from '../errors.js';
@@ -64,6 +65,7 @@ export class ShardLoader {
       () =>
         new Piscina({
           filename: threadEntry(new URL('./load-shard-task.js', import.meta.url)).href,
+          ...workerFlags(), // the process's Node flags, or TANDEM_WORKER_EXEC_ARGV's (a test runner's hooks left out)
           minThreads: options.threads,
           maxThreads: options.threads,
           idleTimeout: 60_000,
