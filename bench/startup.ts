@@ -7,7 +7,7 @@
  * /proc/self/stat, less the sampled groups), medians over the runs. Then what each thread's code costs to load, in a
  * fresh worker: tfjs (through tandem's #tfjs shim), and tandem's own modules that the thread's entry imports (how many,
  * and the time to import them one by one). The fits alternate between threads started on the bundles the build writes
- * (tools/bundle-threads.mjs) and on the modules one by one (TANDEM_THREAD_BUNDLES=0), so both rows of a device count
+ * (tools/bundle-entries.mjs) and on the modules one by one (TANDEM_BUNDLES=0), so both rows of a device count
  * come from the same minutes. bench/results/startup.json.
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -20,7 +20,7 @@ import { runRecord } from './run-record.js';
 import { THREAD_GROUPS, readThreadCpu, type ThreadGroup, type ThreadReading } from './thread-cpu.js';
 import { ownCpuMs } from './process-cpu.js';
 import { median } from './hosts-figures.js';
-import { THREAD_BUNDLES_ENV, threadEntry } from '../src/thread-entry.js';
+import { BUNDLES_ENV, bundledEntry } from '../src/bundled-entry.js';
 
 export interface StartupBenchOptions {
   runs: number;
@@ -69,13 +69,13 @@ async function measuredFit(devices: number, x: tf.Tensor, y: tf.Tensor): Promise
 
 /** `measuredFit` with tandem's threads started on their bundles or on their entry modules. */
 async function fitStartedOn(threads: 'bundled' | 'modules', devices: number, x: tf.Tensor, y: tf.Tensor) {
-  const before = process.env[THREAD_BUNDLES_ENV];
-  process.env[THREAD_BUNDLES_ENV] = threads === 'bundled' ? '1' : '0';
+  const before = process.env[BUNDLES_ENV];
+  process.env[BUNDLES_ENV] = threads === 'bundled' ? '1' : '0';
   try {
     return await measuredFit(devices, x, y);
   } finally {
-    if (before === undefined) delete process.env[THREAD_BUNDLES_ENV];
-    else process.env[THREAD_BUNDLES_ENV] = before;
+    if (before === undefined) delete process.env[BUNDLES_ENV];
+    else process.env[BUNDLES_ENV] = before;
   }
 }
 
@@ -145,7 +145,7 @@ async function importRows(runs: number) {
 export async function runStartupBench(options: StartupBenchOptions): Promise<void> {
   if (readThreadCpu() === undefined) throw new Error('the startup bench reads /proc (Linux only)');
   const compute = new URL(`../src/${ENTRIES.compute}`, import.meta.url);
-  if (threadEntry(compute, {}) === compute) throw new Error('no current thread bundles in dist/src: run npm run build');
+  if (bundledEntry(compute, {}) === compute) throw new Error('no current bundles in dist/src: run npm run build');
   await tf.setBackend('cpu');
   const x = tf.randomNormal([48, 4]);
   const y = tf.oneHot(tf.randomUniform([48], 0, 3, 'int32'), 3).toFloat();

@@ -110,7 +110,7 @@ tap.test(
         if (s.startsWith('.')) {
           const target = path.posix.normalize(path.posix.join(path.posix.dirname(f), s));
           // The native addons (.node) are built at install, from the shipped sources; a folder (`../..`) is no file.
-          // dist/tsconfig.tsbuildinfo: the compile's record, absent from a package on purpose (src/thread-entry.ts).
+          // dist/tsconfig.tsbuildinfo: the compile's record, absent from a package on purpose (src/bundled-entry.ts).
           const optional = target.endsWith('.node') || target === 'dist/tsconfig.tsbuildinfo';
           if (!optional && !/(^|\/)\.{1,2}\/?$/.test(s) && !files.has(target)) missing.push(`${f}: ${s}`);
         } else if (s.startsWith('#')) {

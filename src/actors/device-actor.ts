@@ -7,7 +7,7 @@
 import { once } from 'node:events';
 import { Worker, type Transferable } from 'node:worker_threads';
 import { workerFlags } from './worker-exec-argv.js';
-import { threadEntry } from '../thread-entry.js';
+import { bundledEntry } from '../bundled-entry.js';
 import { isWorkerOutOfMemory, outOfMemoryWords } from './worker-memory.js';
 import { TandemError, deserializeError, type SerializedError } from '../errors.js';
 import type { ControlBlock } from '../pipeline/control-block.js';
@@ -46,7 +46,7 @@ export class DeviceActor {
   }
 
   private spawn(file: string, side: 'compute' | 'comm', onMessage: (m: unknown) => void): Worker {
-    const w = new Worker(threadEntry(new URL(file, import.meta.url)), {
+    const w = new Worker(bundledEntry(new URL(file, import.meta.url)), {
       name: `tandem-device${this.device}-${side}`,
       ...workerFlags(),
     });

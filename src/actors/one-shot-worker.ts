@@ -6,7 +6,7 @@
 import { Worker } from 'node:worker_threads';
 import { TandemError, deserializeError, type SerializedError } from '../errors.js';
 import { workerFlags } from './worker-exec-argv.js';
-import { threadEntry } from '../thread-entry.js';
+import { bundledEntry } from '../bundled-entry.js';
 import { isWorkerOutOfMemory, outOfMemoryWords } from './worker-memory.js';
 
 export type OneShotReply<R> = R | { type: 'error'; error: SerializedError };
@@ -16,7 +16,7 @@ export async function runOneShotWorker<R extends { type: string }>(
   workerData: unknown,
   what: string,
 ): Promise<R> {
-  const worker = new Worker(threadEntry(file), { workerData, name: `tandem-${what}`, ...workerFlags() });
+  const worker = new Worker(bundledEntry(file), { workerData, name: `tandem-${what}`, ...workerFlags() });
   try {
     const reply = await new Promise<OneShotReply<R>>((resolve, reject) => {
       worker.once('message', resolve);

@@ -5,7 +5,7 @@
  */
 import type { PluginValues } from '../plugins/step-probes.js';
 import { Piscina } from 'piscina';
-import { threadEntry } from '../thread-entry.js';
+import { bundledEntry } from '../bundled-entry.js';
 import { workerFlags } from '../actors/worker-exec-argv.js';
 import type { DatasetSpec } from './dataset.js';
 import type { LoadShardResult, LoadShardTask } from './load-shard-task.js';
@@ -64,7 +64,7 @@ export class ShardLoader {
       { length: pools },
       () =>
         new Piscina({
-          filename: threadEntry(new URL('./load-shard-task.js', import.meta.url)).href,
+          filename: bundledEntry(new URL('./load-shard-task.js', import.meta.url)).href,
           ...workerFlags(), // the process's Node flags, or TANDEM_WORKER_EXEC_ARGV's (a test runner's hooks left out)
           minThreads: options.threads,
           maxThreads: options.threads,

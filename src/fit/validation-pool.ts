@@ -14,7 +14,7 @@ import { RequestThread, allReady } from '../actors/request-thread.js';
 import { defaultBackend } from '../engine/backend.js';
 import { modelArtifacts, writeModelFiles } from '../actors/model-files.js';
 import { workerFlags } from '../actors/worker-exec-argv.js';
-import { threadEntry } from '../thread-entry.js';
+import { bundledEntry } from '../bundled-entry.js';
 import { samplesOf, shardsOf, type ValidationOn } from './evaluate.js';
 import { pluginUrls } from '../config/plugin-urls.js';
 import { metricFunctionsOf } from './fit-metrics.js';
@@ -87,7 +87,7 @@ export class ValidationPool {
       const shard: EvaluateShard = { ...job, batchSize, persistent: true, ...samplesOf(x, y, first + from, count) };
       const what = `validation on device ${d}`;
       return new RequestThread<Answer, EvaluateRequest>(
-        new Worker(threadEntry(new URL('./evaluate-worker.js', import.meta.url)), {
+        new Worker(bundledEntry(new URL('./evaluate-worker.js', import.meta.url)), {
           workerData: shard,
           name: `tandem-${what}`,
           ...workerFlags(),

@@ -8,7 +8,7 @@ import { Worker } from 'node:worker_threads';
 import type { ResolvedConfig } from '../config-types.js';
 import { RequestThread, allReady } from '../actors/request-thread.js';
 import { workerFlags } from '../actors/worker-exec-argv.js';
-import { threadEntry } from '../thread-entry.js';
+import { bundledEntry } from '../bundled-entry.js';
 import { shardsOf } from '../data/batch-shards.js';
 import type { ValidationAnswer, ValidationRequest, ValidationShard } from './validation-worker.js';
 
@@ -66,7 +66,7 @@ export class EpochValidation {
     const threads = shardsOf(mine[1], cfg.batch, localDevices).map(([from, count], d) => {
       const shard: ValidationShard = { ...job, from: cfg.trainSize + mine[0] + from, count };
       const what = `validation on device ${d}`;
-      const worker = new Worker(threadEntry(new URL('./validation-worker.js', import.meta.url)), {
+      const worker = new Worker(bundledEntry(new URL('./validation-worker.js', import.meta.url)), {
         workerData: shard,
         name: `tandem-${what}`,
         ...workerFlags(),

@@ -1,27 +1,32 @@
-// tandem's threads start on the bundles the build writes (tools/bundle-threads.mjs, src/thread-entry.ts): one file per
-// thread entry instead of ~150 modules. What must hold: every thread tandem starts goes through threadEntry and has a
-// bundle, and takes tandem's worker flags (src/actors/worker-exec-argv.ts: the loader pools once did not, and each
-// loader thread of a test paid the test runner's loader hooks); a real 2-device run's threads run the bundles (a
-// plugin in each thread reads the bundle's mark), and give bit for bit what the same run gives on the modules one by
-// one; a stale or missing bundle is never used.
+// tandem's threads and its command line start on the bundles the build writes (tools/bundle-entries.mjs,
+// src/bundled-entry.ts): one file per entry instead of ~150 modules. What must hold: every thread tandem starts goes
+// through bundledEntry and has a bundle, and takes tandem's worker flags (src/actors/worker-exec-argv.ts: the loader
+// pools once did not, and each loader thread of a test paid the test runner's loader hooks); a real 2-device run's
+// threads run the bundles (a plugin in each thread reads the bundle's mark), and give bit for bit what the same run
+// gives on the modules one by one; the `tandem` command runs its bundle; a stale or missing bundle is never used.
 import t from 'tap';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { train, type TrainConfig } from '../src/index.js';
-import { THREAD_BUNDLES_ENV, threadEntry } from '../src/thread-entry.js';
+import { runTandem } from './fixtures/cli-process.js';
+import { smallRunArgs } from './fixtures/small-run.js';
+import { BUNDLES_ENV, bundledEntry } from '../src/bundled-entry.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const distSrc = path.join(root, 'dist', 'src');
-const scratch = mkdtempSync(path.join(os.tmpdir(), 'tandem-thread-bundles-'));
+const scratch = mkdtempSync(path.join(os.tmpdir(), 'tandem-entry-bundles-'));
 t.teardown(() => rmSync(scratch, { recursive: true, force: true }));
 
-const { THREAD_ENTRIES } = (await import(pathToFileURL(path.join(root, 'tools', 'bundle-threads.mjs')).href)) as {
-  THREAD_ENTRIES: string[];
+const { ENTRIES } = (await import(pathToFileURL(path.join(root, 'tools', 'bundle-entries.mjs')).href)) as {
+  ENTRIES: string[];
 };
 
-/** The thread entries tandem's sources start (a Worker, a piscina pool, a one-shot worker), relative to src/. */
+/**
+ * The entries tandem's sources start (a Worker, a piscina pool, a one-shot worker; src/cli/main.ts the command line),
+ * relative to src/.
+ */
 function spawnedEntries(): { entries: Set<string>; bypass: string[] } {
   const entries = new Set<string>();
   const bypass: string[] = [];
@@ -33,11 +38,13 @@ function spawnedEntries(): { entries: Set<string>; bypass: string[] } {
       .filter(line => !/^\s*(\/\/|\/?\*)/.test(line)) // code, not the docs' examples
       .join('\n');
     const dir = path.posix.dirname(f.split(path.sep).join('/'));
-    for (const m of text.matchAll(/new URL\('(\.{1,2}\/[^']+-(?:worker|task)\.js)', import\.meta\.url\)/g))
+    const named = /new URL\('(\.{1,2}\/[^']+-(?:worker|task)\.js)', import\.meta\.url\)/g;
+    const wrapped = /bundledEntry\(new URL\('(\.{1,2}\/[^']+\.js)', import\.meta\.url\)\)/g;
+    for (const m of [...text.matchAll(named), ...text.matchAll(wrapped)])
       entries.add(path.posix.normalize(path.posix.join(dir, m[1])));
     // device-actor names its two entries as arguments of spawn()
     for (const m of text.matchAll(/this\.spawn\('([^']+\.js)'/g)) entries.add(path.posix.join(dir, m[1]));
-    if (/new Worker\((?!threadEntry\()|filename: (?!threadEntry\()/.test(text)) bypass.push(f);
+    if (/new Worker\((?!bundledEntry\()|filename: (?!bundledEntry\()/.test(text)) bypass.push(f);
     // and with tandem's worker flags (a test runner's loader hooks left out when TANDEM_WORKER_EXEC_ARGV says so)
     if (/new (Worker|Piscina)\(/.test(text) && !text.includes('...workerFlags()'))
       bypass.push(`${f}: no workerFlags()`);
@@ -45,16 +52,16 @@ function spawnedEntries(): { entries: Set<string>; bypass: string[] } {
   return { entries, bypass };
 }
 
-t.test('every thread entry tandem starts has a bundle, and every spawn goes through threadEntry', async t => {
+t.test('every entry tandem starts has a bundle, and every spawn goes through bundledEntry', async t => {
   const { entries, bypass } = spawnedEntries();
-  t.same([...entries].sort(), [...THREAD_ENTRIES].sort(), 'the bundled entries are the entries the sources start');
-  t.same(bypass, [], 'every Worker and piscina pool of src/ starts on threadEntry(...), with workerFlags()');
+  t.same([...entries].sort(), [...ENTRIES].sort(), 'the bundled entries are the entries the sources start');
+  t.same(bypass, [], 'every Worker and piscina pool of src/ starts on bundledEntry(...), with workerFlags()');
   const oneShot = readFileSync(path.join(root, 'src', 'actors', 'one-shot-worker.ts'), 'utf8');
-  t.match(oneShot, /new Worker\(threadEntry\(file\)/, 'and it starts threadEntry(file)');
-  for (const e of THREAD_ENTRIES) {
+  t.match(oneShot, /new Worker\(bundledEntry\(file\)/, 'and it starts bundledEntry(file)');
+  for (const e of ENTRIES) {
     const entry = pathToFileURL(path.join(distSrc, e));
-    t.equal(threadEntry(entry).href, entry.href.replace(/\.js$/, '.bundle.js'), `${e}: its bundle is current`);
-    t.equal(threadEntry(entry, { [THREAD_BUNDLES_ENV]: '0' }).href, entry.href, `${e}: ${THREAD_BUNDLES_ENV}=0`);
+    t.equal(bundledEntry(entry).href, entry.href.replace(/\.js$/, '.bundle.js'), `${e}: its bundle is current`);
+    t.equal(bundledEntry(entry, { [BUNDLES_ENV]: '0' }).href, entry.href, `${e}: ${BUNDLES_ENV}=0`);
   }
 });
 
@@ -67,17 +74,17 @@ t.test('a missing or stale bundle is not used; one as new as the compile is', as
   };
   const compiled = file('tsconfig.tsbuildinfo', 2_000_000);
   const lone = file('lone.js', 1_000_000);
-  t.equal(threadEntry(lone, {}, compiled).href, lone.href, 'no bundle: the entry');
+  t.equal(bundledEntry(lone, {}, compiled).href, lone.href, 'no bundle: the entry');
   const stale = file('stale.js', 1_000_000);
   file('stale.bundle.js', 1_000_000);
-  t.equal(threadEntry(stale, {}, compiled).href, stale.href, 'a bundle older than the compile: the entry');
+  t.equal(bundledEntry(stale, {}, compiled).href, stale.href, 'a bundle older than the compile: the entry');
   const fresh = file('fresh.js', 1_000_000);
   const bundle = file('fresh.bundle.js', 2_000_000);
-  t.equal(threadEntry(fresh, {}, compiled).href, bundle.href, 'a bundle as new as the compile: the bundle');
+  t.equal(bundledEntry(fresh, {}, compiled).href, bundle.href, 'a bundle as new as the compile: the bundle');
   const installed = file('installed.js', 1_000_000);
   const shipped = file('installed.bundle.js', 1_000_000);
   const noCompile = pathToFileURL(path.join(scratch, 'absent.tsbuildinfo'));
-  t.equal(threadEntry(installed, {}, noCompile).href, shipped.href, 'no compile record (a package): the bundle');
+  t.equal(bundledEntry(installed, {}, noCompile).href, shipped.href, 'no compile record (a package): the bundle');
 });
 
 // A plugin that records, in each thread that loads it, which bundle the thread runs (undefined: modules one by one).
@@ -88,15 +95,15 @@ writeFileSync(
   `import { mkdirSync, writeFileSync } from 'node:fs';
 import { isMainThread, threadId } from 'node:worker_threads';
 mkdirSync(${JSON.stringify(marks)}, { recursive: true });
-const bundle = globalThis[Symbol.for('tandem.threadBundle')] ?? null;
+const bundle = globalThis[Symbol.for('tandem.bundle')] ?? null;
 writeFileSync(${JSON.stringify(marks)} + '/' + threadId + '.json', JSON.stringify({ isMainThread, bundle }));
 `,
 );
 
 async function markedRun(bundles: '1' | '0') {
   rmSync(marks, { recursive: true, force: true });
-  const before = process.env[THREAD_BUNDLES_ENV];
-  process.env[THREAD_BUNDLES_ENV] = bundles;
+  const before = process.env[BUNDLES_ENV];
+  process.env[BUNDLES_ENV] = bundles;
   const cfg: TrainConfig = {
     model: 'convnet-gap',
     data: 'synthetic-images',
@@ -115,8 +122,8 @@ async function markedRun(bundles: '1' | '0') {
     const seen = readdirSync(marks).map(f => JSON.parse(readFileSync(path.join(marks, f), 'utf8')));
     return { summary, seen: seen as { isMainThread: boolean; bundle: string | null }[] };
   } finally {
-    if (before === undefined) delete process.env[THREAD_BUNDLES_ENV];
-    else process.env[THREAD_BUNDLES_ENV] = before;
+    if (before === undefined) delete process.env[BUNDLES_ENV];
+    else process.env[BUNDLES_ENV] = before;
   }
 }
 
@@ -131,7 +138,7 @@ t.test('a 2-device run starts its threads on the bundles and gives what the modu
     [],
     'every thread that loaded the plugin ran a bundle',
   );
-  t.ok(workers(modules).length >= 2, 'with TANDEM_THREAD_BUNDLES=0 the threads loaded the plugin too');
+  t.ok(workers(modules).length >= 2, 'with TANDEM_BUNDLES=0 the threads loaded the plugin too');
   t.same(
     workers(modules).filter(s => s.bundle !== null),
     [],
@@ -142,4 +149,17 @@ t.test('a 2-device run starts its threads on the bundles and gives what the modu
   const same = bundled.summary.weights.every((w, k) => bits(w.values) === bits(modules.summary.weights[k].values));
   t.ok(same, 'equal bit for bit');
   t.equal(bundled.summary.finalLoss, modules.summary.finalLoss, 'the same final loss');
+});
+
+t.test('the tandem command runs its bundle: a plugin in its main thread reads the mark', async t => {
+  const args = ['train', '--plugin', plugin, ...smallRunArgs({ steps: 2 }), '--devices', '2', '--backend', 'cpu'];
+  const marksOf = async (bundles: '1' | '0') => {
+    rmSync(marks, { recursive: true, force: true });
+    const run = await runTandem(args, { env: { ...process.env, [BUNDLES_ENV]: bundles }, cwd: scratch });
+    t.equal(run.code, 0, `TANDEM_BUNDLES=${bundles}: the run ends well${run.code ? `: ${run.stderr}` : ''}`);
+    const seen = readdirSync(marks).map(f => JSON.parse(readFileSync(path.join(marks, f), 'utf8')));
+    return (seen as { isMainThread: boolean; bundle: string | null }[]).filter(s => s.isMainThread);
+  };
+  t.same(await marksOf('1'), [{ isMainThread: true, bundle: 'cli/command-line.js' }], 'bundled: the command line');
+  t.same(await marksOf('0'), [{ isMainThread: true, bundle: null }], 'TANDEM_BUNDLES=0: its modules one by one');
 });
