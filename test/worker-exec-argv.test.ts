@@ -23,6 +23,9 @@ t.test('parsing', async t => {
 t.test('a worker started with them sees them, and no NODE_OPTIONS', async t => {
   const env = { [WORKER_EXEC_ARGV_ENV]: '["--no-warnings"]', NODE_OPTIONS: '--no-deprecation', KEPT: 'yes' };
   t.same(workerFlags({ KEPT: 'yes' }), {}, "unset: no options (Node's defaults)");
+  const script = ['-e', 'code()'];
+  t.same(workerFlags({}, ['--input-type=module', ...script]), { execArgv: script }, 'unset: --input-type=… left out');
+  t.same(workerFlags({}, ['--input-type', 'module', ...script]), { execArgv: script }, 'and --input-type …');
   const seen = await new Promise<{ argv: string[]; options?: string; kept?: string }>((resolve, reject) => {
     const w = new Worker(
       'const { parentPort } = require("node:worker_threads"); ' +

@@ -18,10 +18,21 @@ import { TandemError } from '../errors.js';
 
 export const WORKER_EXEC_ARGV_ENV = 'TANDEM_WORKER_EXEC_ARGV';
 
-/** A new worker thread's options for its flags: none given (Node's default: the process's), or execArgv and env. */
-export function workerFlags(env: NodeJS.ProcessEnv = process.env): { execArgv?: string[]; env?: NodeJS.ProcessEnv } {
+/**
+ * A new worker thread's options for its flags: none given (Node's default: the process's, `processArgv`), or
+ * execArgv and env. `--input-type` is the one flag of the process a worker refuses (Node throws
+ * ERR_INPUT_TYPE_NOT_ALLOWED: a program run as `node --input-type=module -e …` lost every device thread): it is left
+ * out.
+ */
+export function workerFlags(
+  env: NodeJS.ProcessEnv = process.env,
+  processArgv: readonly string[] = process.execArgv,
+): { execArgv?: string[]; env?: NodeJS.ProcessEnv } {
   const execArgv = workerExecArgv(env);
-  if (execArgv === undefined) return {};
+  if (execArgv === undefined) {
+    const kept = processArgv.filter((a, i) => !a.startsWith('--input-type') && processArgv[i - 1] !== '--input-type');
+    return kept.length === processArgv.length ? {} : { execArgv: kept };
+  }
   const { NODE_OPTIONS: _options, ...rest } = env;
   void _options;
   return { execArgv, env: rest };

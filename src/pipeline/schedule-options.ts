@@ -86,7 +86,7 @@ export const SCHEDULE_OPTIONS: OptionTable<ScheduleOptions> = {
     kind: 'string',
     group: 'schedule',
     choices: [...STRATEGIES, 'auto'],
-    default: 'per-layer on one device, else sequential',
+    default: 'per-layer on one device with two or more CPUs, else sequential',
     doc: 'auto profiles first, then runs the schedule the cost model predicts fastest',
   },
   timeShare: {
