@@ -12,6 +12,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { train, type TrainConfig } from '../src/index.js';
 import { runTandem } from './fixtures/cli-process.js';
 import { smallRunArgs } from './fixtures/small-run.js';
+import { sameWeightBits } from './fixtures/same-bits.js';
 import { BUNDLES_ENV, bundledEntry } from '../src/bundled-entry.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
@@ -100,6 +101,10 @@ writeFileSync(${JSON.stringify(marks)} + '/' + threadId + '.json', JSON.stringif
 `,
 );
 
+/** What each thread that loaded the plugin wrote: whether it is a main thread, and the bundle it runs (or null). */
+const readMarks = () => readdirSync(marks).map(f => JSON.parse(readFileSync(path.join(marks, f), 'utf8')) as Mark);
+type Mark = { isMainThread: boolean; bundle: string | null };
+
 async function markedRun(bundles: '1' | '0') {
   rmSync(marks, { recursive: true, force: true });
   const before = process.env[BUNDLES_ENV];
@@ -119,8 +124,7 @@ async function markedRun(bundles: '1' | '0') {
   };
   try {
     const summary = await train(cfg);
-    const seen = readdirSync(marks).map(f => JSON.parse(readFileSync(path.join(marks, f), 'utf8')));
-    return { summary, seen: seen as { isMainThread: boolean; bundle: string | null }[] };
+    return { summary, seen: readMarks() };
   } finally {
     if (before === undefined) delete process.env[BUNDLES_ENV];
     else process.env[BUNDLES_ENV] = before;
@@ -144,10 +148,8 @@ t.test('a 2-device run starts its threads on the bundles and gives what the modu
     [],
     'and ran the modules one by one',
   );
-  const bits = (v: ArrayLike<number>) => Buffer.from(Float32Array.from(v).buffer).toString('hex');
   t.equal(bundled.summary.weights.length, modules.summary.weights.length, 'the same parameters');
-  const same = bundled.summary.weights.every((w, k) => bits(w.values) === bits(modules.summary.weights[k].values));
-  t.ok(same, 'equal bit for bit');
+  t.ok(sameWeightBits(bundled.summary.weights, modules.summary.weights), 'equal bit for bit');
   t.equal(bundled.summary.finalLoss, modules.summary.finalLoss, 'the same final loss');
 });
 
@@ -157,8 +159,7 @@ t.test('the tandem command runs its bundle: a plugin in its main thread reads th
     rmSync(marks, { recursive: true, force: true });
     const run = await runTandem(args, { env: { ...process.env, [BUNDLES_ENV]: bundles }, cwd: scratch });
     t.equal(run.code, 0, `TANDEM_BUNDLES=${bundles}: the run ends well${run.code ? `: ${run.stderr}` : ''}`);
-    const seen = readdirSync(marks).map(f => JSON.parse(readFileSync(path.join(marks, f), 'utf8')));
-    return (seen as { isMainThread: boolean; bundle: string | null }[]).filter(s => s.isMainThread);
+    return readMarks().filter(s => s.isMainThread);
   };
   t.same(await marksOf('1'), [{ isMainThread: true, bundle: 'cli/command-line.js' }], 'bundled: the command line');
   t.same(await marksOf('0'), [{ isMainThread: true, bundle: null }], 'TANDEM_BUNDLES=0: its modules one by one');

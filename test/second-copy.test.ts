@@ -10,6 +10,7 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { train, TandemError, type TrainConfig } from '../src/index.js';
 import { methodNames } from '../src/methods/method-registry.js';
+import { sameWeightBits } from './fixtures/same-bits.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const scratch = mkdtempSync(path.join(os.tmpdir(), 'tandem-second-copy-'));
@@ -106,9 +107,7 @@ t.test('a method the copy registered trains on 2 devices, as the method it wraps
   const theirs = await train({ ...base, method: 'second-copy-dp' });
   const ours = await train({ ...base, method: 'data-parallel' });
   t.equal(theirs.weights.length, ours.weights.length, 'the same parameters');
-  const bits = (v: ArrayLike<number>) => Buffer.from(Float32Array.from(v).buffer).toString('hex');
-  const same = theirs.weights.every((w, k) => bits(w.values) === bits(ours.weights[k].values));
-  t.ok(same, 'bit for bit the parameters data-parallel reaches');
+  t.ok(sameWeightBits(theirs.weights, ours.weights), 'bit for bit the parameters data-parallel reaches');
   t.equal(theirs.finalLoss, ours.finalLoss, 'and the same final loss');
 });
 
