@@ -8,6 +8,7 @@
  */
 import type { LayersModel, Tensor, Tf } from '../engine/tfjs-types.js';
 import { isRegressionLoss, type LossKind, type RegressionLossKind } from './loss-kinds.js';
+import { fusedSoftmaxCrossEntropy } from '../engine/softmax-cross-entropy.js';
 
 export interface OutputLoss {
   kind: LossKind;
@@ -62,6 +63,10 @@ export function outputLoss(
     return { loss: regressionLoss(tf, spec.kind, tf.reshape(labels, output.shape), output), correct: tf.scalar(NaN) };
   }
   if (spec.kind === 'categorical') {
+    // from logits, where the backend has it: one kernel for both, tfjs's bits (engine/softmax-cross-entropy.ts)
+    const fromLogits = !spec.fromProbabilities && output.shape[output.rank - 1] === classes;
+    const fused = fromLogits ? fusedSoftmaxCrossEntropy(tf, output, labels) : undefined;
+    if (fused) return fused;
     const oneHot = tf.oneHot(labels as import('@tensorflow/tfjs').Tensor1D, classes);
     const loss = spec.fromProbabilities
       ? tf.metrics.categoricalCrossentropy(oneHot, output).mean()

@@ -10,7 +10,7 @@ import { BUILTIN_MODELS, type ModelFactory, type ModelOptions } from './builtin-
 import { fileURLToPath } from 'node:url';
 import { fileModelHandler } from './file-model-handler.js';
 import { getEngine } from '../engine/engine-registry.js';
-import { outputActivation } from './output-loss.js';
+import { outputActivation, outputLoss } from './output-loss.js';
 import { withSeededMathRandom } from './seeded-math-random.js';
 import { sourcePath } from '../source-path.js';
 
@@ -90,7 +90,10 @@ export function outputsProbabilities(model: LayersModel): boolean {
   return outputActivation(model) === 'softmax';
 }
 
-/** Mean cross-entropy of `output` against integer `labels`, and the number of correct predictions. */
+/**
+ * Mean cross-entropy of `output` against integer `labels`, and the number of correct predictions: outputLoss's
+ * (one fused kernel from logits where the backend has it).
+ */
 export function classificationLoss(
   tf: Tf,
   output: Tensor,
@@ -98,12 +101,7 @@ export function classificationLoss(
   classes: number,
   probabilities: boolean,
 ): { loss: Tensor; correct: Tensor } {
-  const oneHot = tf.oneHot(labels as import('@tensorflow/tfjs').Tensor1D, classes);
-  const loss = probabilities
-    ? tf.metrics.categoricalCrossentropy(oneHot, output).mean()
-    : tf.losses.softmaxCrossEntropy(oneHot, output);
-  const correct = tf.tidy(() => tf.equal(tf.argMax(output, -1), labels).sum());
-  return { loss, correct };
+  return outputLoss(tf, output, labels, { kind: 'categorical', fromProbabilities: probabilities }, classes);
 }
 
 /**

@@ -19,6 +19,8 @@ import type { NativeKernel, NativeKernelArgs } from './native-kernel.js';
 import { CONV_FILTER_BIAS_KERNEL, convKernels } from './conv-kernels.js';
 import { matmulKernels } from './matmul-kernels.js';
 import { tileKernel } from './tile-kernel.js';
+import { registerSoftmaxCrossEntropyGradient, softmaxCrossEntropyKernels } from './softmax-cross-entropy-kernel.js';
+import { SOFTMAX_CE_GRAD_KERNEL, SOFTMAX_CE_KERNEL } from '../softmax-cross-entropy.js';
 import { MAX_POOL_OF_RELU_KERNEL, MAX_POOL_RELU_GRAD_KERNEL, poolKernels } from './pool-kernels.js';
 import { elementwiseKernels, RELU_GRAD_KERNEL } from './elementwise-kernels.js';
 import { FUSED_CONV_KERNEL, registerFusedConvGradient } from './fused-conv-layers.js';
@@ -61,6 +63,7 @@ function allKernels(tf: Tf, addon: NativeAddon): NativeKernel[] {
     ...elementwiseKernels(ctx),
     ...convPoolKernels(ctx),
     tileKernel(),
+    ...softmaxCrossEntropyKernels(),
   ];
 }
 
@@ -170,6 +173,15 @@ export function registerNativeBackend(tf: Tf, options: NativeBackendOptions = {}
       kernelFunc: withFallback(natives.get(name)!, undefined),
     });
   registerConvPoolGradient(tf, () => addon.getPrecision() === 'bf16');
+  // A classifier's loss from logits in one kernel, tfjs's bits (softmax-cross-entropy-kernel.ts): native only, as
+  // ../softmax-cross-entropy.ts asks for it only where the backend has it
+  for (const name of [SOFTMAX_CE_KERNEL, SOFTMAX_CE_GRAD_KERNEL])
+    tf.registerKernel({
+      kernelName: name,
+      backendName: NATIVE_BACKEND,
+      kernelFunc: withFallback(natives.get(name)!, undefined),
+    });
+  registerSoftmaxCrossEntropyGradient(tf);
   return addon;
 }
 
