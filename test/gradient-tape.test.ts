@@ -125,3 +125,52 @@ t.test('a variable the loss does not use gets zeros; internals check names the f
     { code: 'TFJS_INTERNALS', message: /4\.22\.0/ },
   );
 });
+
+t.test("the forward saves tensors for the gradient without tfjs's Identity kernel, the same bits", async t => {
+  await tf.setBackend('cpu');
+  const model = functionalModel();
+  const x = tf.randomUniform([4, 6, 6, 2], 0, 1, 'float32', 9);
+  const y = tf.oneHot(tf.tensor1d([2, 0, 1, 1], 'int32'), 3);
+  const vars = model.trainableWeights.map(w => w.read() as tf.Variable);
+  const loss = () => tf.losses.softmaxCrossEntropy(y, model.apply(x) as tf.Tensor) as tf.Scalar;
+  const identities = async (f: () => void) => (await tf.profile(f)).kernels.filter(k => k.name === 'Identity').length;
+  const got: Float32Array[] = [];
+  const before = tf.memory();
+  const ours = await identities(() =>
+    backwardWithGradientReady(tf, loss, vars, (i, g) => (got[i] = g.dataSync() as Float32Array)).dispose(),
+  );
+  t.same(
+    [tf.memory().numTensors, tf.memory().numBytes],
+    [before.numTensors, before.numBytes],
+    'no tensor or byte left behind',
+  );
+  let stock: ReturnType<typeof tf.variableGrads> | undefined;
+  const tfjs = await identities(() => void (stock = tf.variableGrads(loss, vars)));
+  const plain = await identities(() => void tf.tidy(loss)); // the forward's own (a layer's clone), no tape
+  t.equal(ours, plain, `no Identity kernel beyond the forward's own ${plain}`);
+  t.ok(tfjs > 10, `tf.variableGrads of the same loss ran ${tfjs}`);
+  t.ok(
+    vars.every((v, i) => Buffer.from(stock!.grads[v.name].dataSync().buffer).equals(Buffer.from(got[i].buffer))),
+    "every gradient tfjs's bits",
+  );
+  tf.dispose([stock!.value, ...Object.values(stock!.grads), x, y]);
+  model.dispose();
+});
+
+t.test('a gradient taken inside the forward (a gradient penalty) keeps what its own gradient needs', async t => {
+  await tf.setBackend('cpu');
+  const w = tf.variable(tf.tensor2d([0.3, -1.2, 0.8, 0.5, 1.1, -0.4], [3, 2]));
+  const x = tf.tensor2d([0.5, -1, 2, 1.5, 0.25, -0.75], [2, 3]);
+  // loss = Σ tanh(xW)² + Σ (d Σ tanh(xW) / dx)²: its gradient in W runs through the inner gradient's backward
+  const loss = () => {
+    const f = (z: tf.Tensor) => tf.sum(tf.tanh(tf.matMul(z, w)));
+    const penalty = tf.sum(tf.square(tf.grad(f)(x)));
+    return tf.add(tf.sum(tf.square(tf.tanh(tf.matMul(x, w)))), penalty) as tf.Scalar;
+  };
+  let got: Float32Array | undefined;
+  backwardWithGradientReady(tf, loss, [w], (_, g) => (got = g.dataSync() as Float32Array)).dispose();
+  const stock = tf.variableGrads(loss, [w]);
+  const want = stock.grads[w.name].dataSync() as Float32Array;
+  t.same(Array.from(got!), Array.from(want), `second-order gradient equal: ${Array.from(want).map(v => v.toFixed(4))}`);
+  tf.dispose([stock.value, stock.grads[w.name], w, x]);
+});

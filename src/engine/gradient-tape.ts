@@ -7,7 +7,8 @@
  * gradient functions, same accumulation order, so bit-identical values), and
  * each variable's gradient is announced as soon as the walk has passed the
  * earliest tape node that reads the variable: no remaining node can add to it.
- * Nothing is recomputed.
+ * Nothing is recomputed. The forward saves what the gradients need without
+ * tfjs's Identity kernel (`leanSaves`).
  */
 import { TandemError } from '../errors.js';
 import type { Tensor, Tf, Variable } from './tfjs-types.js';
@@ -29,18 +30,35 @@ interface EngineInternals {
   startScope(name?: string): void;
   endScope(result?: unknown): void;
   tidy<T>(nameOrFn: string, fn: () => T): T;
-  state: { activeTape: TapeNode[] | null; gradientDepth: number };
+  state: {
+    activeTape: TapeNode[] | null;
+    gradientDepth: number;
+    tensorInfo: WeakMap<object, { backend: { incRef?: (dataId: unknown) => void } }>;
+  };
+  /** The copy of a tensor tfjs saves for its gradient: the Identity kernel, and a tape node for it. */
+  clone(x: Tensor): Tensor;
+  makeTensorFromTensorInfo(info: { dataId: unknown; shape: number[]; dtype: string }, backend: unknown): Tensor;
 }
 
 /** The engine, checked to have the internals this module relies on. */
 export function tapeInternals(tf: Tf): EngineInternals {
   const e = tf.engine() as unknown as Partial<EngineInternals>;
-  const missing = (['startTape', 'endTape', 'scopedRun', 'startScope', 'endScope', 'tidy'] as const).filter(
-    k => typeof e[k] !== 'function',
-  );
+  const missing = (
+    [
+      'startTape',
+      'endTape',
+      'scopedRun',
+      'startScope',
+      'endScope',
+      'tidy',
+      'clone',
+      'makeTensorFromTensorInfo',
+    ] as const
+  ).filter(k => typeof e[k] !== 'function');
   const tape = e.state?.activeTape;
   if (!e.state || typeof e.state.gradientDepth !== 'number' || (tape != null && !Array.isArray(tape)))
     missing.push('state.activeTape/gradientDepth' as never);
+  if (!(e.state?.tensorInfo instanceof WeakMap)) missing.push('state.tensorInfo' as never);
   if (missing.length > 0) {
     throw new TandemError(
       'TFJS_INTERNALS',
@@ -101,13 +119,52 @@ export function backwardWithGradientReady(
   destination?: GradientDestination,
 ): Tensor {
   const engine = tapeInternals(tf);
+  const lean = leanSaves(tf, engine),
+    outer = lean.depth;
   const y = engine.scopedRun(
-    () => engine.startTape(),
-    () => engine.endTape(),
+    () => {
+      engine.startTape();
+      lean.depth = engine.state.gradientDepth;
+    },
+    () => {
+      lean.depth = outer;
+      engine.endTape();
+    },
     () => engine.tidy('forward', loss),
   );
   walkBackward(tf, engine, y, vars, onReady, destination);
   return y;
+}
+
+/** Where the engine saves tensors for the gradient without tfjs's Identity kernel: the tape depth of that forward. */
+interface LeanSaves {
+  depth: number | undefined;
+}
+const LEAN = new WeakMap<object, LeanSaves>();
+
+/**
+ * tfjs saves each tensor a gradient needs (26 in a mnist-node step, 47 in resnet-mini's) through `clone`: the Identity
+ * kernel's full dispatch and two tape nodes, whose only use would be a gradient of that gradient. In the forward of
+ * `backwardWithGradientReady`, on the cpu-based backends (whose Identity only adds a reference to the data), the
+ * tensor is made directly on the same data: the same values, no kernel, no tape node. The backward walk that uses
+ * them records nothing, so nothing could differentiate through them; a gradient taken inside that forward (a deeper
+ * tape) keeps tfjs's clone. 0.16 ms of a bf16 mnist-node step on one core, 0.28 of resnet-mini's.
+ */
+function leanSaves(tf: Tf, engine: EngineInternals): LeanSaves {
+  const known = LEAN.get(engine);
+  if (known) return known;
+  const lean: LeanSaves = { depth: undefined };
+  LEAN.set(engine, lean);
+  const stock = engine.clone.bind(engine);
+  engine.clone = (x: Tensor) => {
+    const backend = engine.state.tensorInfo.get(x.dataId)?.backend;
+    const name = tf.getBackend();
+    if (lean.depth !== engine.state.gradientDepth || (name !== 'cpu' && name !== 'native') || !backend?.incRef)
+      return stock(x);
+    backend.incRef(x.dataId); // what the cpu backend's Identity does
+    return engine.makeTensorFromTensorInfo({ dataId: x.dataId, shape: x.shape, dtype: x.dtype }, backend);
+  };
+  return lean;
 }
 
 /**
