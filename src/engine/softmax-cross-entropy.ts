@@ -11,8 +11,7 @@ export const SOFTMAX_CE_GRAD_KERNEL = 'TandemSoftmaxCrossEntropyGrad';
 /**
  * `tf.losses.softmaxCrossEntropy(tf.oneHot(labels, C), logits)` and `tf.equal(tf.argMax(logits, -1), labels).sum()`
  * as one kernel on the current backend, or undefined where the backend has no such kernel or the inputs are not
- * float32 logits [N, C] (C ≥ 2: tf.oneHot's least depth, whose error
- * tfjs's path keeps) and int32 labels [N].
+ * float32 logits [N, C] and int32 labels [N]. C ≥ 2: tf.oneHot's least depth, whose error tfjs's path keeps.
  */
 export function fusedSoftmaxCrossEntropy(
   tf: Tf,
