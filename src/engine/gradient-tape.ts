@@ -13,6 +13,7 @@
 import { TandemError } from '../errors.js';
 import type { Tensor, Tf, Variable } from './tfjs-types.js';
 import { withOutputDestination } from './output-destination.js';
+import { NATIVE_BACKEND } from './native/backend-name.js';
 
 interface TapeNode {
   id: number;
@@ -159,7 +160,7 @@ function leanSaves(tf: Tf, engine: EngineInternals): LeanSaves {
   engine.clone = (x: Tensor) => {
     const backend = engine.state.tensorInfo.get(x.dataId)?.backend;
     const name = tf.getBackend();
-    if (lean.depth !== engine.state.gradientDepth || (name !== 'cpu' && name !== 'native') || !backend?.incRef)
+    if (lean.depth !== engine.state.gradientDepth || (name !== 'cpu' && name !== NATIVE_BACKEND) || !backend?.incRef)
       return stock(x);
     backend.incRef(x.dataId); // what the cpu backend's Identity does
     return engine.makeTensorFromTensorInfo({ dataId: x.dataId, shape: x.shape, dtype: x.dtype }, backend);

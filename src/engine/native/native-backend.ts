@@ -164,23 +164,17 @@ export function registerNativeBackend(tf: Tf, options: NativeBackendOptions = {}
   }
   registerFilterBias(tf, natives);
   registerPoolOfRelu(tf, natives);
-  // A relu convolution and its max pool in one kernel (bf16, conv-pool-kernel.ts): native only, as the layer asks
-  // for it only where it runs
-  for (const name of [CONV_RELU_POOL_KERNEL, POOLED_RELU_GRAD_KERNEL])
+  // Kernels of tandem's own with no stock kernel behind them, native only, as their callers ask for them only where
+  // they run: a relu convolution and its max pool in one (bf16, conv-pool-kernel.ts), as the layer does; a
+  // classifier's loss from logits in one, tfjs's bits (softmax-cross-entropy-kernel.ts), as ../softmax-cross-entropy.ts
+  // does
+  for (const name of [CONV_RELU_POOL_KERNEL, POOLED_RELU_GRAD_KERNEL, SOFTMAX_CE_KERNEL, SOFTMAX_CE_GRAD_KERNEL])
     tf.registerKernel({
       kernelName: name,
       backendName: NATIVE_BACKEND,
       kernelFunc: withFallback(natives.get(name)!, undefined),
     });
   registerConvPoolGradient(tf, () => addon.getPrecision() === 'bf16');
-  // A classifier's loss from logits in one kernel, tfjs's bits (softmax-cross-entropy-kernel.ts): native only, as
-  // ../softmax-cross-entropy.ts asks for it only where the backend has it
-  for (const name of [SOFTMAX_CE_KERNEL, SOFTMAX_CE_GRAD_KERNEL])
-    tf.registerKernel({
-      kernelName: name,
-      backendName: NATIVE_BACKEND,
-      kernelFunc: withFallback(natives.get(name)!, undefined),
-    });
   registerSoftmaxCrossEntropyGradient(tf);
   return addon;
 }

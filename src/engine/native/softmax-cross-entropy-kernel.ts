@@ -15,7 +15,7 @@
 import type { MathBackendCPU } from '@tensorflow/tfjs-backend-cpu';
 import type { NamedAttrMap, TensorInfo } from '@tensorflow/tfjs-core';
 import type { Tensor, Tf } from '../tfjs-types.js';
-import { SOFTMAX_CE_GRAD_KERNEL, SOFTMAX_CE_KERNEL } from '../softmax-cross-entropy.js';
+import { fusedLossCovers, SOFTMAX_CE_GRAD_KERNEL, SOFTMAX_CE_KERNEL } from '../softmax-cross-entropy.js';
 import { float32Values, output, overwrittenOutput, type NativeKernel } from './native-kernel.js';
 
 const f32 = Math.fround;
@@ -27,11 +27,10 @@ interface LossInputs {
   c: number;
 }
 
-/** The kernel's inputs when it covers them: float32 logits [N, C] (N ≥ 1, C ≥ 2), int32 labels [N]. */
+/** The kernel's inputs when it covers them (`fusedLossCovers`), read from the backend. */
 function lossInputs(backend: MathBackendCPU, logitsInfo?: TensorInfo, labelsInfo?: TensorInfo): LossInputs | undefined {
-  if (!logitsInfo || !labelsInfo || logitsInfo.shape.length !== 2 || labelsInfo.dtype !== 'int32') return undefined;
+  if (!logitsInfo || !labelsInfo || !fusedLossCovers(logitsInfo, labelsInfo)) return undefined;
   const [n, c] = logitsInfo.shape;
-  if (n < 1 || c < 2 || labelsInfo.shape.length !== 1 || labelsInfo.shape[0] !== n) return undefined;
   const logits = float32Values(backend, logitsInfo),
     labels = backend.data.get(labelsInfo.dataId)?.values;
   return logits && labels instanceof Int32Array ? { logits, labels, n, c } : undefined;
