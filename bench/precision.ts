@@ -2,8 +2,11 @@
  * `npm run bench -- precision [--models a,b] [--steps N] [--batch N] [--repeats N]`: tandem's native engine in fp32
  * and bf16 on 1 and 2 devices, beside PyTorch fp32 and `torch.autocast('cpu', dtype=torch.bfloat16)` (both
  * channels_last, one thread, one process) in the same run, on the same architectures (bench/torch/<model>.py) and
- * batch per device. The headline, 1 device bf16 against autocast, is `--repeats` (default 3) pairs run in turn,
- * reported as medians and the median of the pairs' ratios: the machine's speed drifts between runs.
+ * batch per device. The headline, 1 device bf16 against autocast, is `--repeats` (default 3) rounds run in turn,
+ * reported as medians and the median of the rounds' ratios: the machine's speed drifts between runs. Each round runs
+ * PyTorch twice, with glibc's malloc as it comes and keeping freed memory (bench/torch-reference.ts, `TorchAllocator`):
+ * on a machine whose page faults are slow the first pays hundreds of faults a step that the second does not, and the
+ * goal's ratio is taken against the faster of the two. Minor page faults per timed step are printed for both sides.
  *
  * tandem trains on 512 synthetic images, drawn once and then kept by each device's reader, so that neither side
  * pays for making data in its step (PyTorch's reference trains on one fixed random batch).
@@ -31,9 +34,11 @@ import { BUILTIN_MODELS } from '../src/model/builtin-models.js';
 import { trainBatchNormalization } from '../src/model/sync-batch-norm.js';
 import { runRecord } from './run-record.js';
 import { allowedCpus, pinTo } from './cpu-pin.js';
-import { findTorchPython, runTorchReference, type TorchModel } from './torch-reference.js';
-import { readThreadCpu, threadCpuPerStep, THREAD_GROUPS, type ThreadCpu, type ThreadReading } from './thread-cpu.js';
+import { findTorchPython, runTorchReference, type TorchAllocator, type TorchModel } from './torch-reference.js';
+import { readThreadCpu, threadCpuPerStep, type ThreadCpu, type ThreadReading } from './thread-cpu.js';
 import { matmulPeak, stepSplit, trainingFlopsPerSample, type StepSplit } from './precision-probes.js';
+import { median, printTables, printThreadSplit } from './precision-tables.js';
+import type { Bf16Runs, ModelProbe, Precision, PrecisionRow } from './precision-tables.js';
 
 export interface PrecisionBenchOptions {
   models: string[];
@@ -42,35 +47,11 @@ export interface PrecisionBenchOptions {
   /** The 1-device bf16 comparison, tandem then PyTorch, this many times in turn: medians and the median ratio. */
   repeats: number;
   /**
-   * Run each pair on one CPU (the pairs on the CPUs in turn): one core each. Unpinned, tandem's comm thread (the
+   * Run each round on one CPU (the rounds on the CPUs in turn): one core each. Unpinned, tandem's comm thread (the
    * update, the bf16 copy of the parameters) runs beside its compute thread on the other core.
    */
   pin: boolean;
   out: string;
-}
-
-type Precision = 'fp32' | 'bf16';
-
-interface PrecisionRow {
-  model: string;
-  devices: number;
-  tandem: Record<Precision, number>;
-  torch?: Record<Precision, number>;
-  /** The median of the alternated pairs' tandem bf16 / PyTorch bf16 (1 device). */
-  bf16OverTorchBf16?: number;
-  /**
-   * 1 device: each pair's samples/s, in the order run (tandem bf16 first, then PyTorch bf16), and the CPU each pair
-   * ran on (`pin`; empty unpinned).
-   */
-  bf16Pairs?: { tandem: number[]; torch: number[]; cpus: number[] };
-  /**
-   * 1 device bf16: each tandem run of the pairs, ms of CPU per step by thread (bench/thread-cpu.ts); with `pin`, all
-   * on one core, so they add up to the step.
-   */
-  bf16Threads?: ThreadCpu[];
-  bf16PeakShare: number;
-  /** 2-device rows: two independent 1-device bf16 trainings at once, rates summed (the machine's ceiling, (d)). */
-  bf16Independent?: number;
 }
 
 const INPUT: Record<string, [number, number, number]> = {
@@ -101,18 +82,22 @@ async function tandemRun(model: string, devices: number, precision: Precision, o
   const warm = untimedSteps(o.steps);
   const starts: number[] = [];
   const cpu: (ThreadReading | undefined)[] = [];
+  const faults: number[] = [];
   const run = startTraining(cfg);
   run.timeline$.subscribe(s => {
     if (s.device !== 0 || s.thread !== 'compute' || s.kind !== 'load' || s.step <= warm) return;
     starts[s.step] = s.start;
-    if (s.step === warm + 1 || s.step === o.steps) cpu.push(readThreadCpu());
+    if (s.step !== warm + 1 && s.step !== o.steps) return;
+    cpu.push(readThreadCpu());
+    faults.push(process.resourceUsage().minorPageFault);
   });
   await run.done;
   const timed = starts.filter(t => t !== undefined);
   if (timed.length < 2) throw new Error(`precision bench: ${model} reported ${timed.length} timed steps`);
   const rate = (cfg.batch! * (timed.length - 1)) / ((timed[timed.length - 1] - timed[0]) / 1000);
   const [a, b] = cpu;
-  return { rate, threads: a && b ? threadCpuPerStep(a, b, timed.length - 1) : undefined };
+  const faultsPerStep = (faults[1] - faults[0]) / (timed.length - 1);
+  return { rate, threads: a && b ? threadCpuPerStep(a, b, timed.length - 1) : undefined, faultsPerStep };
 }
 
 /** The untimed first steps of a run of `steps`, on both sides: half. */
@@ -126,7 +111,14 @@ async function independentRate(model: string, precision: Precision, o: Precision
   return runs[0].rate + runs[1].rate;
 }
 
-async function torchRate(python: string, model: string, precision: Precision, o: PrecisionBenchOptions) {
+/** PyTorch's samples/s and minor page faults per timed step, with glibc's malloc as `allocator` says. */
+async function torchRun(
+  python: string,
+  model: string,
+  precision: Precision,
+  allocator: TorchAllocator,
+  o: PrecisionBenchOptions,
+) {
   const warmup = untimedSteps(o.steps);
   const common = {
     mode: 'single' as const,
@@ -137,16 +129,30 @@ async function torchRate(python: string, model: string, precision: Precision, o:
     threads: 1,
     channelsLast: true,
   };
-  return (await runTorchReference(python, { ...common, precision })).samplesPerSecond;
+  const r = await runTorchReference(python, { ...common, precision, allocator });
+  return { rate: r.samplesPerSecond, faultsPerStep: r.minorFaultsPerStep ?? 0 };
+}
+
+async function torchRates(python: string, model: string, o: PrecisionBenchOptions, bf16: Bf16Runs) {
+  const fp32 = async (allocator: TorchAllocator) => (await torchRun(python, model, 'fp32', allocator, o)).rate;
+  return {
+    glibc: { fp32: await fp32('glibc'), bf16: median(bf16.torch) },
+    kept: { fp32: await fp32('kept'), bf16: median(bf16.torchKept) },
+  };
 }
 
 /**
- * The headline comparison, 1 device bf16 against PyTorch's autocast, as `repeats` pairs run in turn: this machine's
- * speed drifts by 5–20% over minutes, so a ratio of two runs minutes apart says as much about the drift. With `pin`,
- * each pair runs on one CPU (bench/cpu-pin.ts), the pairs on the CPUs in turn.
+ * The headline comparison, 1 device bf16 against PyTorch's autocast, as `repeats` rounds run in turn (tandem, then
+ * PyTorch with glibc's malloc as it comes, then PyTorch keeping freed memory): this machine's speed drifts by 5–20%
+ * over minutes, so a ratio of two runs minutes apart says as much about the drift. With `pin`, each round runs on one
+ * CPU (bench/cpu-pin.ts), the rounds on the CPUs in turn.
  */
-async function bf16Pairs(python: string, model: string, o: PrecisionBenchOptions) {
-  const pairs = { tandem: [] as number[], torch: [] as number[], cpus: [] as number[], threads: [] as ThreadCpu[] };
+async function bf16Rounds(python: string, model: string, o: PrecisionBenchOptions) {
+  const runs: Bf16Runs = {
+    ...{ tandem: [], torch: [], torchKept: [], cpus: [] },
+    ...{ tandemFaults: [], torchFaults: [], torchKeptFaults: [] },
+  };
+  const threads: ThreadCpu[] = [];
   const cpus = o.pin ? allowedCpus() : undefined;
   if (o.pin && !cpus) throw new Error('precision bench: --pin needs taskset (util-linux)');
   for (let i = 0; i < o.repeats; i++) {
@@ -154,20 +160,24 @@ async function bf16Pairs(python: string, model: string, o: PrecisionBenchOptions
     if (cpu !== undefined) pinTo([cpu]);
     try {
       const run = await tandemRun(model, 1, 'bf16', o);
-      pairs.tandem.push(run.rate);
-      if (run.threads) pairs.threads.push(run.threads);
-      pairs.torch.push(await torchRate(python, model, 'bf16', o));
+      runs.tandem.push(run.rate);
+      runs.tandemFaults.push(run.faultsPerStep);
+      if (run.threads) threads.push(run.threads);
+      const glibc = await torchRun(python, model, 'bf16', 'glibc', o);
+      runs.torch.push(glibc.rate);
+      runs.torchFaults.push(glibc.faultsPerStep);
+      const kept = await torchRun(python, model, 'bf16', 'kept', o);
+      runs.torchKept.push(kept.rate);
+      runs.torchKeptFaults.push(kept.faultsPerStep);
     } finally {
       if (cpus) pinTo(cpus);
     }
-    if (cpu !== undefined) pairs.cpus.push(cpu);
+    if (cpu !== undefined) runs.cpus.push(cpu);
   }
-  return { ...pairs, ratio: median(pairs.tandem.map((t, i) => t / pairs.torch[i])) };
-}
-
-function median(values: number[]): number {
-  const s = [...values].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+  const over = (torch: number[]) => median(runs.tandem.map((t, i) => t / torch[i]));
+  const faster = runs.torch.map((t, i) => Math.max(t, runs.torchKept[i]));
+  const ratios = { glibc: over(runs.torch), kept: over(runs.torchKept), faster: over(faster) };
+  return { runs, threads, ratios };
 }
 
 /** The model built on this thread: its training FLOPs per sample, bf16 implementations and step splits. */
@@ -195,29 +205,30 @@ export async function runPrecisionBench(o: PrecisionBenchOptions): Promise<void>
   console.log(`${peak.bf16.toFixed(0)} GFLOP/s\n`);
   const python = findTorchPython();
   const rows: PrecisionRow[] = [];
-  const probes: Record<string, Awaited<ReturnType<typeof probeModel>>> = {};
+  const probes: Record<string, ModelProbe> = {};
   for (const model of o.models) {
     probes[model] = await probeModel(addon, model, o);
-    const torchFp32 = python ? await torchRate(python, model, 'fp32', o) : undefined;
-    const pairs = python ? await bf16Pairs(python, model, o) : undefined;
+    const rounds = python ? await bf16Rounds(python, model, o) : undefined;
+    const torch = python && rounds ? await torchRates(python, model, o, rounds.runs) : undefined;
     for (const devices of [1, 2]) {
-      const paired = devices === 1 ? pairs : undefined;
+      const one = devices === 1 ? rounds : undefined;
       const tandem = {
         fp32: (await tandemRun(model, devices, 'fp32', o)).rate,
-        bf16: paired ? median(paired.tandem) : (await tandemRun(model, devices, 'bf16', o)).rate,
+        bf16: one ? median(one.runs.tandem) : (await tandemRun(model, devices, 'bf16', o)).rate,
       };
-      const torchRow = paired && torchFp32 !== undefined ? { fp32: torchFp32, bf16: median(paired.torch) } : undefined;
       const bf16Independent = devices === 2 ? await independentRate(model, 'bf16', o) : undefined;
       rows.push({
         model,
         devices,
         tandem,
-        torch: torchRow,
-        ...(paired
+        torch: one ? torch : undefined,
+        ...(one
           ? {
-              bf16OverTorchBf16: paired.ratio,
-              bf16Pairs: { tandem: paired.tandem, torch: paired.torch, cpus: paired.cpus },
-              bf16Threads: paired.threads,
+              bf16OverTorchBf16: one.ratios.glibc,
+              bf16OverTorchBf16Kept: one.ratios.kept,
+              bf16OverFasterTorch: one.ratios.faster,
+              bf16Runs: one.runs,
+              bf16Threads: one.threads,
             }
           : {}),
         bf16PeakShare: (tandem.bf16 * probes[model].flops) / (devices * peak.bf16 * 1e9),
@@ -226,7 +237,7 @@ export async function runPrecisionBench(o: PrecisionBenchOptions): Promise<void>
     }
   }
   printTables(rows, probes);
-  printThreadSplit(rows, o);
+  printThreadSplit(rows, o.pin, o.perDeviceBatch);
   const onednn = { isa: support.isa, bf16Matmul: support.implementation };
   const result = {
     bench: 'precision',
@@ -242,83 +253,4 @@ export async function runPrecisionBench(o: PrecisionBenchOptions): Promise<void>
   const file = `${o.out}/precision.json`;
   writeFileSync(file, JSON.stringify(result, null, 2) + '\n');
   console.log(`\nwrote ${file}`);
-}
-
-function printTables(rows: PrecisionRow[], probes: Record<string, Awaited<ReturnType<typeof probeModel>>>) {
-  const f = (v: number | undefined, d = 0) => (v === undefined ? '–' : v.toFixed(d));
-  console.log('| model | devices | tandem fp32 | tandem bf16 | bf16 / fp32 | PyTorch fp32 (cl) | PyTorch bf16 (cl) |');
-  console.log('|---|---:|---:|---:|---:|---:|---:|');
-  for (const r of rows) {
-    const cells = [r.tandem.fp32, r.tandem.bf16].map(v => f(v));
-    const ratio = f(r.tandem.bf16 / r.tandem.fp32, 2);
-    console.log(
-      `| ${r.model} | ${r.devices} | ${cells.join(' | ')} | ${ratio} | ${f(r.torch?.fp32)} | ${f(r.torch?.bf16)} |`,
-    );
-  }
-  console.log(
-    '\n(samples/s, one thread per device; PyTorch one process, channels_last, autocast for bf16; 1 device bf16: ' +
-      'the median of the pairs below)\n',
-  );
-  for (const r of rows.filter(x => x.bf16Pairs)) {
-    const p = r.bf16Pairs!;
-    const on = (i: number) => (p.cpus.length > 0 ? ` (CPU ${p.cpus[i]})` : '');
-    const each = p.tandem.map((t, i) => `${f(t)}/${f(p.torch[i])}${on(i)}`).join(', ');
-    console.log(
-      `${r.model}, 1 device bf16, tandem/PyTorch in turn: ${each}; median ratio ${f(r.bf16OverTorchBf16, 2)}`,
-    );
-  }
-  console.log('');
-  console.log(
-    '| model | devices | tandem bf16 / PyTorch bf16 | (c)/(b): 2 devices / 1 device (bf16) | (d)/(b): ceiling | ' +
-      'share of bf16 peak |',
-  );
-  console.log('|---|---:|---:|---:|---:|---:|');
-  for (const r of rows) {
-    const one = rows.find(x => x.model === r.model && x.devices === 1)!;
-    const scale = r.devices === 1 ? '–' : f(r.tandem.bf16 / one.tandem.bf16, 2);
-    const ceiling = r.bf16Independent === undefined ? '–' : f(r.bf16Independent / one.tandem.bf16, 2);
-    const share = `${(100 * r.bf16PeakShare).toFixed(1)}%`;
-    console.log(`| ${r.model} | ${r.devices} | ${f(r.bf16OverTorchBf16, 2)} | ${scale} | ${ceiling} | ${share} |`);
-  }
-  console.log(
-    '\n(d): two independent 1-device bf16 trainings at once, their samples/s summed: what two threads of this ' +
-      'machine give without any exchange, the ceiling for (c).\n',
-  );
-  console.log("One device's step, split (this thread, same batch per device):\n");
-  console.log('| model | precision | step ms | native kernels ms | rest ms | MFLOP/sample |');
-  console.log('|---|---|---:|---:|---:|---:|');
-  for (const [model, p] of Object.entries(probes)) {
-    for (const prec of ['fp32', 'bf16'] as const) {
-      const s = p.split[prec];
-      const cells = [s.stepMs, s.kernelMs, s.stepMs - s.kernelMs].map(v => v.toFixed(2));
-      console.log(`| ${model} | ${prec} | ${cells.join(' | ')} | ${(p.flops / 1e6).toFixed(1)} |`);
-    }
-  }
-  console.log('\noneDNN implementations in bf16 (kernel: implementation):');
-  for (const [model, p] of Object.entries(probes)) {
-    console.log(`  ${model}:`);
-    for (const [kernel, impl] of Object.entries(p.split.bf16.implementations)) console.log(`    ${kernel}: ${impl}`);
-  }
-}
-
-/** Where a 1-device bf16 step's CPU went, by thread (the median of the pairs' tandem runs, group by group). */
-function printThreadSplit(rows: PrecisionRow[], o: PrecisionBenchOptions) {
-  const split = rows.filter(r => r.bf16Threads && r.bf16Threads.length > 0);
-  if (split.length === 0) return;
-  const groups = THREAD_GROUPS.filter(g => split.some(r => r.bf16Threads!.some(t => t[g] > 0.005)));
-  const pinned = o.pin ? ' (all on one core: they add up to the step)' : '';
-  console.log(`\n1 device bf16, ms of CPU per step by thread${pinned}:\n`);
-  console.log(`| model | ${groups.join(' | ')} | all | wall ms/step |`);
-  console.log(`|---|${groups.map(() => '---:|').join('')}---:|---:|`);
-  for (const r of split) {
-    const t = r.bf16Threads!;
-    const cells = groups.map(g => median(t.map(x => x[g])).toFixed(2));
-    const all = median(t.map(x => THREAD_GROUPS.reduce((sum, g) => sum + x[g], 0))).toFixed(2);
-    const wall = ((o.perDeviceBatch * 1000) / r.tandem.bf16).toFixed(2);
-    console.log(`| ${r.model} | ${cells.join(' | ')} | ${all} | ${wall} |`);
-  }
-  console.log(
-    "\n(main: the process's own thread, which hands out steps and loading and takes the reports; V8 and Node: " +
-      "V8's garbage collection and compilation, libuv's pool)",
-  );
 }

@@ -33,7 +33,24 @@ export interface TorchStepResult {
   msPerStep: number;
   medianMsPerStep: number;
   samplesPerSecond: number;
+  /** single only: the process's minor page faults per timed step. */
+  minorFaultsPerStep?: number;
+  /** How glibc's malloc was set for the run (the options' `allocator`). */
+  allocator: TorchAllocator;
 }
+
+/**
+ * How glibc's malloc runs under PyTorch. 'glibc': its defaults, where a tensor above the mmap threshold (128 KiB,
+ * raised as large blocks are freed) is mmap()ed and unmapped when freed, so a step's activations and gradients can
+ * fault their pages in afresh at every step; on a virtual machine whose page faults are slow that alone can make a
+ * step 1.5× longer (here: ~580 faults a step on alexnet-mini autocast, 9.5 → 16 ms). 'kept' (the default): freed
+ * memory is kept for reuse (`MALLOC_MMAP_THRESHOLD_` 32 MiB, glibc's largest, and `MALLOC_TRIM_THRESHOLD_` 1 GiB, as
+ * mallopt(3) reads them from the environment), what PyTorch's own tuning guide asks of an allocator (jemalloc or
+ * tcmalloc): ~1 fault a step, and PyTorch at its fastest here.
+ */
+export type TorchAllocator = 'glibc' | 'kept';
+
+const KEPT_MALLOC_ENV = { MALLOC_MMAP_THRESHOLD_: String(32 * 1024 * 1024), MALLOC_TRIM_THRESHOLD_: String(1 << 30) };
 
 export interface TorchReferenceOptions {
   mode: 'single' | 'ddp';
@@ -57,6 +74,8 @@ export interface TorchReferenceOptions {
   precision?: 'fp32' | 'bf16';
   /** single only: model and inputs in channels_last. */
   channelsLast?: boolean;
+  /** glibc malloc's settings for the run (default 'kept'; see {@link TorchAllocator}). */
+  allocator?: TorchAllocator;
 }
 
 const DEFAULT_TIMEOUT_MS = 300_000;
@@ -145,7 +164,13 @@ function validateResult(value: unknown, options: TorchReferenceOptions): TorchSt
     msPerStep: numbers.msPerStep,
     medianMsPerStep: numbers.medianMsPerStep,
     samplesPerSecond: numbers.samplesPerSecond,
+    allocator: options.allocator ?? 'kept',
   };
+  const faults = value.minorFaultsPerStep;
+  if (mode === 'single') {
+    if (typeof faults !== 'number' || !(faults >= 0)) return `bad "minorFaultsPerStep": ${JSON.stringify(faults)}`;
+    result.minorFaultsPerStep = faults;
+  }
   if (mode === 'ddp') Object.assign(result, { procs: procs as number, batchNorm: batchNorm as 'local' | 'sync' });
   return result;
 }
@@ -190,12 +215,14 @@ export function runTorchReference(python: string, options: TorchReferenceOptions
     const scriptTimeoutS = timeoutMs >= 30_000 ? timeoutMs / 1000 - 10 : (timeoutMs * 0.8) / 1000;
     args.push('--timeout', String(Math.max(1, Math.floor(scriptTimeoutS))));
   }
-  const command = [python, ...args].join(' ');
+  const allocator = options.allocator ?? 'kept';
+  const envShown = allocator === 'kept' ? Object.entries(KEPT_MALLOC_ENV).map(([k, v]) => `${k}=${v}`) : [];
+  const command = [...envShown, python, ...args].join(' ');
 
   return new Promise<TorchStepResult>((resolve, reject) => {
     const child = spawn(python, args, {
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, PYTHONUNBUFFERED: '1' },
+      env: { ...process.env, PYTHONUNBUFFERED: '1', ...(allocator === 'kept' ? KEPT_MALLOC_ENV : {}) },
     });
     let stdout = '';
     let stderrPartial = '';

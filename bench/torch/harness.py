@@ -15,7 +15,11 @@ the loss is cross-entropy from logits, the optimizer SGD lr 0.01 momentum 0.9 (t
                   SyncBatchNorm runs on CUDA only)
 
 The mean (msPerStep, samplesPerSecond) is the timed steps' wall time over their count, after
---warmup untimed steps; the median of the per-step times is reported beside it.
+--warmup untimed steps; the median of the per-step times is reported beside it, and in single mode
+the process's minor page faults per timed step (minorFaultsPerStep: glibc's malloc hands PyTorch's
+large tensors out as fresh mmap()ed pages and unmaps them when freed, so with its default settings
+every step's tensors fault their pages in again; bench/torch-reference.ts runs the script with
+MALLOC_MMAP_THRESHOLD_ and MALLOC_TRIM_THRESHOLD_ set so that freed memory is kept, unless told not to).
 
 Human lines go to stderr; exactly one JSON line goes to stdout at the end, e.g.
   {"mode":"single","model":"alexnet-mini","torch":"1.13.0a0","threads":1,"batch":32,"steps":100,
@@ -35,6 +39,7 @@ import argparse
 import json
 import os
 import queue
+import resource
 import shutil
 import signal
 import statistics
@@ -151,9 +156,11 @@ def run_single(args, build_model):
 
     train_steps(model, loss_fn, opt, batches, 0, args.warmup, autocast=autocast)
     times = []
+    faults0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     t0 = time.perf_counter()
     loss = train_steps(model, loss_fn, opt, batches, args.warmup, args.steps, times, autocast)
     elapsed = time.perf_counter() - t0
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults0
     if not torch.isfinite(loss).item():
         raise RuntimeError(f'loss is not finite after training: {loss.item()}')
 
@@ -163,6 +170,7 @@ def run_single(args, build_model):
         'medianMsPerStep': round(statistics.median(times) * 1000, 3),
         'samplesPerSecond': round(args.batch * args.steps / elapsed, 2),
         'precision': args.precision, 'channelsLast': args.channels_last,
+        'minorFaultsPerStep': round(faults / args.steps, 1),
     })
     log(f'single: {result["msPerStep"]} ms/step (median {result["medianMsPerStep"]}), '
         f'{result["samplesPerSecond"]} samples/s, final loss {loss.item():.4f}')
