@@ -51,6 +51,17 @@ export interface TorchStepResult {
 export type TorchAllocator = 'glibc' | 'kept';
 
 const KEPT_MALLOC_ENV = { MALLOC_MMAP_THRESHOLD_: String(32 * 1024 * 1024), MALLOC_TRIM_THRESHOLD_: String(1 << 30) };
+const MALLOC_VARIABLES = /^MALLOC_(MMAP_THRESHOLD|TRIM_THRESHOLD|TOP_PAD|MMAP_MAX|ARENA_MAX)_?$/;
+
+/** The glibc malloc variables PyTorch runs under for `allocator` (this process's own are not passed on). */
+export function mallocEnv(allocator: TorchAllocator): Record<string, string> {
+  return allocator === 'kept' ? { ...KEPT_MALLOC_ENV } : {};
+}
+
+function childEnv(allocator: TorchAllocator): NodeJS.ProcessEnv {
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !MALLOC_VARIABLES.test(k)));
+  return { ...env, PYTHONUNBUFFERED: '1', ...mallocEnv(allocator) };
+}
 
 export interface TorchReferenceOptions {
   mode: 'single' | 'ddp';
@@ -170,9 +181,16 @@ function validateResult(value: unknown, options: TorchReferenceOptions): TorchSt
   if (mode === 'single') {
     if (typeof faults !== 'number' || !(faults >= 0)) return `bad "minorFaultsPerStep": ${JSON.stringify(faults)}`;
     result.minorFaultsPerStep = faults;
+    const seen = isRecord(value.mallocEnv) ? sortedEntries(value.mallocEnv) : undefined;
+    if (seen !== sortedEntries(mallocEnv(result.allocator)))
+      return `ran with malloc settings ${JSON.stringify(value.mallocEnv)}, not ${result.allocator}'s`;
   }
   if (mode === 'ddp') Object.assign(result, { procs: procs as number, batchNorm: batchNorm as 'local' | 'sync' });
   return result;
+}
+
+function sortedEntries(record: Record<string, unknown>): string {
+  return JSON.stringify(Object.entries(record).sort(([a], [b]) => (a < b ? -1 : 1)));
 }
 
 function checkCount(name: string, value: number | undefined, min: number): void {
@@ -216,13 +234,13 @@ export function runTorchReference(python: string, options: TorchReferenceOptions
     args.push('--timeout', String(Math.max(1, Math.floor(scriptTimeoutS))));
   }
   const allocator = options.allocator ?? 'kept';
-  const envShown = allocator === 'kept' ? Object.entries(KEPT_MALLOC_ENV).map(([k, v]) => `${k}=${v}`) : [];
+  const envShown = Object.entries(mallocEnv(allocator)).map(([k, v]) => `${k}=${v}`);
   const command = [...envShown, python, ...args].join(' ');
 
   return new Promise<TorchStepResult>((resolve, reject) => {
     const child = spawn(python, args, {
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, PYTHONUNBUFFERED: '1', ...(allocator === 'kept' ? KEPT_MALLOC_ENV : {}) },
+      env: childEnv(allocator),
     });
     let stdout = '';
     let stderrPartial = '';

@@ -19,7 +19,8 @@ The mean (msPerStep, samplesPerSecond) is the timed steps' wall time over their 
 the process's minor page faults per timed step (minorFaultsPerStep: glibc's malloc hands PyTorch's
 large tensors out as fresh mmap()ed pages and unmaps them when freed, so with its default settings
 every step's tensors fault their pages in again; bench/torch-reference.ts runs the script with
-MALLOC_MMAP_THRESHOLD_ and MALLOC_TRIM_THRESHOLD_ set so that freed memory is kept, unless told not to).
+MALLOC_MMAP_THRESHOLD_ and MALLOC_TRIM_THRESHOLD_ set so that freed memory is kept, unless told not to), and the
+glibc malloc variables it ran under (mallocEnv).
 
 Human lines go to stderr; exactly one JSON line goes to stdout at the end, e.g.
   {"mode":"single","model":"alexnet-mini","torch":"1.13.0a0","threads":1,"batch":32,"steps":100,
@@ -131,6 +132,11 @@ def train_steps(model, loss_fn, opt, batches, start, count, times=None, autocast
     return loss
 
 
+# glibc's malloc settings read from the environment (mallopt(3)); reported so a run shows what it ran under
+MALLOC_ENV = ('MALLOC_MMAP_THRESHOLD_', 'MALLOC_TRIM_THRESHOLD_', 'MALLOC_TOP_PAD_', 'MALLOC_MMAP_MAX_',
+              'MALLOC_ARENA_MAX')
+
+
 def base_result(args, torch, counts):
     """The fields every result has: what ran and the model's parameter counts."""
     return {
@@ -171,6 +177,7 @@ def run_single(args, build_model):
         'samplesPerSecond': round(args.batch * args.steps / elapsed, 2),
         'precision': args.precision, 'channelsLast': args.channels_last,
         'minorFaultsPerStep': round(faults / args.steps, 1),
+        'mallocEnv': {k: v for k, v in os.environ.items() if k in MALLOC_ENV},
     })
     log(f'single: {result["msPerStep"]} ms/step (median {result["medianMsPerStep"]}), '
         f'{result["samplesPerSecond"]} samples/s, final loss {loss.item():.4f}')
