@@ -44,7 +44,7 @@ export interface PrecisionBenchOptions {
   models: string[];
   steps: number;
   perDeviceBatch: number;
-  /** The 1-device bf16 comparison, tandem then PyTorch, this many times in turn: medians and the median ratio. */
+  /** The 1-device bf16 comparison, tandem then PyTorch both ways, this many times in turn: medians, median ratios. */
   repeats: number;
   /**
    * Run each round on one CPU (the rounds on the CPUs in turn): one core each. Unpinned, tandem's comm thread (the
