@@ -77,13 +77,15 @@ function modelDifference(saved: WeightShape[], mine: WeightShape[]): string {
  * fingerprint this version can read.
  */
 export function fingerprintDifferences(saved: string, mine: string): string[] {
-  let a: unknown, b: unknown;
   try {
-    a = JSON.parse(saved);
-    b = JSON.parse(mine);
+    return differences(JSON.parse(saved), JSON.parse(mine));
   } catch {
+    // Not JSON, or nested past the stack (a crafted checkpoint's fingerprint): the caller names the settings whole.
     return [];
   }
+}
+
+function differences(a: unknown, b: unknown): string[] {
   const out: string[] = [];
   const isRecord = (v: unknown): v is Record<string, unknown> =>
     v !== null && typeof v === 'object' && !Array.isArray(v);
@@ -94,7 +96,8 @@ export function fingerprintDifferences(saved: string, mine: string): string[] {
       for (const key of new Set([...Object.keys(x), ...Object.keys(y)]))
         walk(x[key], y[key], at ? `${at}.${key}` : key);
     } else if (JSON.stringify(x) !== JSON.stringify(y)) {
-      const show = (v: unknown) => (v === undefined ? 'none' : JSON.stringify(v));
+      const shown = (text: string) => (text.length > 200 ? `${text.slice(0, 200)}…` : text);
+      const show = (v: unknown) => (v === undefined ? 'none' : shown(JSON.stringify(v)));
       out.push(`${at} ${show(x)} in the checkpoint, ${show(y)} in this run`);
     }
   };
