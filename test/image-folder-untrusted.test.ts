@@ -1,12 +1,15 @@
 // An image folder from elsewhere is data (docs/guide/security.md): its `.tandem-cache` may be anyone's, and its
 // symbolic links may lead anywhere. A cache whose manifest has fields of the wrong type, or whose declared manifest
-// length passes the file's end, is rebuilt (never a TypeError, never an allocation of what the file does not hold).
+// length passes the file's end, is rebuilt (never a TypeError, never an allocation of what the file does not hold). A
+// symbolic link loop, a second path to one folder and a dangling link among the classes are each named (BAD_DATA) or
+// skipped, never walked forever nor crashed on.
 import t from 'tap';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { prepareImageFolder } from '../src/data/image-folder.js';
 import { cacheFileOf, type Shape3 } from '../src/data/image-cache.js';
+import { listImageFolder } from '../src/data/image-files.js';
 import { pngBytes } from './fixtures/image-folder.js';
 
 const root = mkdtempSync(path.join(os.tmpdir(), 'tandem-untrusted-images-'));
@@ -59,4 +62,28 @@ t.test('a cache of another shape is rebuilt, never trusted', async t => {
     t.equal(built.decoded, 2, `${name}: rebuilt, both images decoded`);
     t.equal((await prepareImageFolder(dir, SHAPE, cacheDir)).decoded, 0, `${name}: the rebuilt cache is used`);
   }
+});
+
+t.test('symbolic links: a loop and a second path are named, a dangling link is skipped', async t => {
+  const loop = folder('loop');
+  symlinkSync('.', path.join(loop, 'a', 'again'));
+  t.throws(() => listImageFolder(loop), {
+    code: 'BAD_DATA',
+    message:
+      `${path.join(loop, 'a', 'again')} is the folder ${path.join(loop, 'a')} again: its images would be read ` +
+      'forever',
+  });
+  const twice = folder('twice');
+  symlinkSync(path.join('..', 'a'), path.join(twice, 'b', 'also-a'));
+  t.throws(() => listImageFolder(twice), {
+    code: 'BAD_DATA',
+    message: /b\/also-a is the folder .*\/twice\/a again: its images would be read twice \(two paths to one folder\)/,
+  });
+  const dangling = folder('dangling');
+  symlinkSync(path.join(root, 'nothing-here'), path.join(dangling, 'c'));
+  t.same(
+    listImageFolder(dangling).classNames,
+    ['a', 'b'],
+    'a link to nothing among the classes is skipped as a file that is no folder',
+  );
 });
