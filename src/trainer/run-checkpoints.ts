@@ -10,12 +10,12 @@ import { TandemError } from '../errors.js';
 import { modelStateSlots, optimizerStateOf, paramSlots, type SharedBuffers } from '../actors/shared-buffers.js';
 import type { WeightShape } from '../actors/protocol.js';
 import { scheduleIdentity } from '../optim/lr-schedule.js';
-import { readFile } from 'node:fs/promises';
 import { checkAgainstRun } from '../checkpoint/checkpoint-fields.js';
 import {
   checkpointSteps,
   decodeCheckpoint,
   newestWholeCheckpoint,
+  readCheckpointBytes,
   type Checkpoint,
   type CheckpointBytes,
   type HeadState,
@@ -125,14 +125,7 @@ export async function loadResume(
 export async function readResumeBytes(cfg: ResolvedConfig): Promise<CheckpointBytes> {
   const target = cfg.resume!;
   if (!statSync(target, { throwIfNoEntry: false })?.isFile()) return newestWholeCheckpoint(target);
-  const file = target;
-  try {
-    return { source: file, bytes: await readFile(file) };
-  } catch (err) {
-    throw new TandemError('BAD_CHECKPOINT', `checkpoint ${file} cannot be read: ${(err as Error).message}`, undefined, {
-      cause: err,
-    });
-  }
+  return { source: target, bytes: await readCheckpointBytes(target) };
 }
 
 /**
