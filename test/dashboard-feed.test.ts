@@ -1,14 +1,16 @@
 // The dashboard's parts without a browser: `--dashboard` alone, with a port, or before another flag; a bad port
 // refused by the config check; the feed a late page gets keeps the first and last steps of a long run at half the
-// points; a finished run's event log read as untrusted (lines of the wrong shape left out and counted).
+// points; a finished run's event log read as untrusted (lines of the wrong shape left out and counted). A run's files
+// that are links to a device (/dev/zero) are refused or left out, never read.
 import t from 'tap';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseTrainArgs } from '../src/cli/parse-train-args.js';
 import { resolveConfig } from '../src/index.js';
 import { DashboardFeed, KEPT_STEPS, type DashboardMessage } from '../src/monitor/dashboard-feed.js';
 import { finishedRunFeed } from '../src/cli/finished-run.js';
+import { readTrace } from '../src/cli/trace-command.js';
 
 const step = (n: number): DashboardMessage => ({
   kind: 'step',
@@ -79,5 +81,28 @@ t.test("a finished run's event log is read as untrusted", async t => {
   t.throws(() => finishedRunFeed(path.join(dir, 'none'), () => {}), {
     code: 'BAD_CONFIG',
     message: /cannot read the summary of a finished run/,
+  });
+});
+
+t.test("a finished run's files that are links to a device are refused or left out, never read", async t => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'tandem-dashboard-devices-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  symlinkSync('/dev/zero', path.join(dir, 'summary.json'));
+  t.throws(() => finishedRunFeed(dir, () => {}), {
+    code: 'BAD_CONFIG',
+    message: /cannot read the summary of a finished run .*summary\.json: it is not a regular file/,
+  });
+  rmSync(path.join(dir, 'summary.json'));
+  writeFileSync(path.join(dir, 'summary.json'), JSON.stringify({ steps: 1, history: [{ step: 1, loss: 2 }] }));
+  symlinkSync('/dev/zero', path.join(dir, 'events.jsonl'));
+  const warnings: string[] = [];
+  const kinds = finishedRunFeed(dir, line => warnings.push(line))
+    .snapshot()
+    .map(m => m.kind);
+  t.same(kinds, ['config', 'step', 'summary', 'end'], "the summary's loss history instead");
+  t.match(warnings, [/the event log .*events\.jsonl cannot be read \(it is not a regular file .*\): the loss history/]);
+  t.throws(() => readTrace('/dev/zero'), {
+    code: 'BAD_CONFIG',
+    message: 'tandem trace /dev/zero: cannot read it: it is not a regular file (a device, FIFO or socket)',
   });
 });

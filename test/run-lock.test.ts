@@ -3,10 +3,19 @@
 // a lock left by a process that died is taken over with a notice; the lock
 // goes when the run ends, failed or not. The lock is the kernel's (flock): a
 // resume right after kill -9 of its holder is accepted, though its PID is a
-// zombie still.
+// zombie still. A symbolic link planted at the lock's name is refused, its target untouched.
 import t from 'tap';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -179,4 +188,26 @@ t.test('an --out holding a finished run is refused unless --overwrite', async t 
   t.ok(readFileSync(path.join(out, 'weights.bin')).equals(before), 'its results untouched');
   await train({ ...tiny, seed: 9, out, overwrite: true });
   t.notOk(readFileSync(path.join(out, 'weights.bin')).equals(before), '--overwrite replaced them');
+});
+
+t.test('a symbolic link planted at the lock name is refused, never written through', async t => {
+  if (!kernelFlock()) {
+    t.comment('skipped: the shm addon (flock) is not built; the run lock falls back to PID liveness');
+    return;
+  }
+  const dir = tmp();
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const out = path.join(dir, 'shared-out');
+  mkdirSync(out);
+  const victim = path.join(dir, 'victim.txt');
+  writeFileSync(victim, 'not yours\n');
+  symlinkSync(victim, path.join(out, LOCK_FILE));
+  await t.rejects(
+    acquireRunLock([{ path: out, label: `--out ${out}` }], () => {}),
+    {
+      code: 'BAD_OUTPUT',
+      message: /cannot open the run lock .*: it is a symbolic link .*: remove it/,
+    },
+  );
+  t.equal(readFileSync(victim, 'utf8'), 'not yours\n', "the link's target is neither truncated nor written");
 });

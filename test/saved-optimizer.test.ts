@@ -73,6 +73,13 @@ t.test("keras's spellings", async t => {
     () => savedOptimizerFields({ class_name: 'Adam', config: { learning_rate: 0.01, decay: 0.01 } }),
     /Adam with decay 0.01, which tandem does not apply/,
   );
+  // Keys of Object.prototype are no settings: refused as any other key tandem does not apply, never dropped.
+  for (const key of ['constructor', '__proto__', 'valueOf', 'hasOwnProperty'])
+    t.throws(
+      () => savedOptimizerFields({ class_name: 'Adam', config: JSON.parse(`{"${key}": 1}`) as object }),
+      new RegExp(`Adam with ${key} 1, which tandem does not apply`),
+      key,
+    );
   t.throws(
     () => savedOptimizerFields({ class_name: 'Nadam', config: {} }),
     /optimizer "Nadam", which tandem does not train with \(it trains with sgd, momentum, adam/,

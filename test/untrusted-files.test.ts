@@ -5,6 +5,9 @@
 // truncated or too long. Checkpoints crafted with a recomputed checksum: every field's type, length and range, deep
 // nesting; and raw bit flips of the file. checkAgainstRun names the field that does not fit the run. (A hook's
 // options are the hook's own: the run compares them with its own, checkHookState, and is not fuzzed here.)
+// Values JSON cannot hold (a BigInt, a cycle, a Map, deep nesting) are refused by field too; a crafted fingerprint
+// nested past the stack is named as a whole. A model.json or a checkpoint that is a link to a device (/dev/zero) is
+// refused by what it is, before a byte is read.
 import t from 'tap';
 import fc from 'fast-check';
 import { mkdtempSync, rmSync, symlinkSync, writeFileSync, mkdirSync } from 'node:fs';
@@ -15,8 +18,15 @@ import { createHash } from 'node:crypto';
 import { Packr } from 'msgpackr';
 import { TandemError } from '../src/errors.js';
 import { readLayersModelFiles } from '../src/model/layers-model-files.js';
-import { decodeCheckpoint, writeCheckpoint, type Checkpoint } from '../src/checkpoint/checkpoint-file.js';
+import {
+  decodeCheckpoint,
+  newestWholeCheckpoint,
+  readCheckpoint,
+  writeCheckpoint,
+  type Checkpoint,
+} from '../src/checkpoint/checkpoint-file.js';
 import { checkAgainstRun } from '../src/checkpoint/checkpoint-fields.js';
+import { fingerprintDifferences } from '../src/trainer/run-checkpoints.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'tandem-untrusted-'));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));
@@ -215,4 +225,48 @@ t.test("checkAgainstRun names the field that does not fit the run's buffers", as
   t.throws(() => checkAgainstRun(CKPT, 'c', { ...run, params: 5 }), { message: /field params has 4 floats.*5/ });
   t.throws(() => checkAgainstRun(CKPT, 'c', { ...run, slots: [4, 4] }), { message: /field optimizerState has 1/ });
   t.throws(() => checkAgainstRun(CKPT, 'c', { ...run, slots: [5] }), { message: /field optimizerState\[0\] has 4/ });
+});
+
+t.test('values JSON cannot hold are refused by field: a BigInt, a cycle, a Map, deep nesting', async t => {
+  const cyclic: Record<string, unknown> = {};
+  cyclic.self = cyclic;
+  let deep: unknown = 1;
+  for (let i = 0; i < 50; i++) deep = { deep };
+  const cases: [string, Mutable, RegExp][] = [
+    ['step a BigInt', { ...CKPT, step: 2n ** 63n }, /field step is bigint 9223372036854775808, expected ≥ 0/],
+    ['shape a BigInt', { ...CKPT, weights: [{ name: 'w', shape: [2n ** 64n] }] }, /field weights\[0\]\.shape\[0\]/],
+    ['fingerprint a BigInt', { ...CKPT, fingerprint: 1n }, /field fingerprint is bigint 1, expected a string/],
+    ['hook options a cycle', { ...CKPT, commHook: { ...CKPT.commHook, options: cyclic } }, /commHook\.options\.self/],
+    ['hook option a BigInt', { ...CKPT, commHook: { ...CKPT.commHook, options: { rank: 1n } } }, /options\.rank is/],
+    ['hook options a Map', { ...CKPT, commHook: { ...CKPT.commHook, options: { m: new Map() } } }, /\[object Map\]/],
+    ['hook options deep', { ...CKPT, commHook: { ...CKPT.commHook, options: deep as object } }, /nested deeper/],
+  ];
+  for (const [name, c, message] of cases)
+    t.throws(() => decodeCheckpoint(crafted(packr.pack(c)), name), { code: 'BAD_CHECKPOINT', message }, name);
+  // The fingerprint is compared as JSON: one nested past the stack is named as a whole, never a RangeError.
+  const nested = `{"model":${'['.repeat(200_000)}${']'.repeat(200_000)}}`;
+  t.same(fingerprintDifferences(nested, '{"model":"mlp"}'), [], 'a fingerprint nested past the stack');
+  const [long] = fingerprintDifferences(`{"model":"${'x'.repeat(10_000)}"}`, '{"model":"mlp"}');
+  t.ok(long.length < 300, `a long value is cut short in the message (${long.length} characters)`);
+});
+
+t.test('a name leading to a device is refused before a byte is read: model.json, a checkpoint', async t => {
+  const model = path.join(dir, 'device-model');
+  mkdirSync(model);
+  symlinkSync('/dev/zero', path.join(model, 'model.json'));
+  await t.rejects(readLayersModelFiles(path.join(model, 'model.json')), {
+    code: 'BAD_MODEL',
+    message: /model\.json: cannot read it: it is not a regular file \(a device, FIFO or socket\)/,
+  });
+  // A directory whose newest checkpoint is a link to /dev/zero: skipped, naming it; the one before it is read.
+  const ckpts = path.join(dir, 'device-checkpoints');
+  const older = await writeCheckpoint(ckpts, CKPT);
+  symlinkSync('/dev/zero', path.join(ckpts, 'checkpoint-000000009.tandem'));
+  const newest = await newestWholeCheckpoint(ckpts);
+  t.equal(newest.source, older);
+  t.match(newest.skipped, [/checkpoint-000000009\.tandem: not readable: it is not a regular file/]);
+  await t.rejects(readCheckpoint(path.join(ckpts, 'checkpoint-000000009.tandem')), {
+    code: 'BAD_CHECKPOINT',
+    message: /checkpoint-000000009\.tandem cannot be read: it is not a regular file/,
+  });
 });

@@ -246,6 +246,10 @@ t.test('--config files and numbers on the command line', async t => {
     code: 'BAD_CONFIG',
     message: /--config .*none\.json: cannot read it: no such file or directory/,
   });
+  t.throws(() => parseTrainArgs(['--config', '/dev/zero']), {
+    code: 'BAD_CONFIG',
+    message: '--config /dev/zero: cannot read it: it is not a regular file (a device, FIFO or socket)',
+  });
   const { config } = parseTrainArgs(['--devices', '-1', '--lr', '-.5']);
   t.same(config, { devices: -1, lr: -0.5 }, "a negative number is read as the flag's value, not as an option");
   await t.rejects(resolveConfig(config), {

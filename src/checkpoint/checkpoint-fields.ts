@@ -34,11 +34,36 @@ function list<T>(v: unknown, field: string, fail: Fail, each: (x: unknown, field
   return v.map((x, i) => each(x, `${field}[${i}]`));
 }
 
+/** What `v` is, in a few words; never throws (a decoded payload may hold a BigInt, which JSON.stringify refuses). */
 function describe(v: unknown): string {
   if (v === null) return 'null';
   if (Array.isArray(v)) return `an array of ${v.length}`;
   if (ArrayBuffer.isView(v)) return `a ${v.constructor.name} of ${(v as Float32Array).length}`;
-  return typeof v === 'object' ? 'an object' : `${typeof v} ${JSON.stringify(v)?.slice(0, 40)}`;
+  if (typeof v === 'object') return 'an object';
+  return `${typeof v} ${(typeof v === 'string' ? JSON.stringify(v) : String(v)).slice(0, 40)}`;
+}
+
+/** Deepest nesting a hook's options may have (tandem's hooks take flat options). */
+const MAX_OPTION_DEPTH = 8;
+
+/**
+ * A hook's options as JSON holds them (the run compares them with its own as JSON): plain objects and arrays, finite
+ * numbers, strings, booleans, null, nested at most MAX_OPTION_DEPTH (a cycle, a BigInt, a Map or a Date is refused).
+ */
+function plainOptions(v: unknown, field: string, fail: Fail, depth = 0): void {
+  if (depth > MAX_OPTION_DEPTH) fail(field, `is nested deeper than ${MAX_OPTION_DEPTH}`);
+  if (v === null || typeof v === 'string' || typeof v === 'boolean') return;
+  if (typeof v === 'number') {
+    if (!Number.isFinite(v)) fail(field, `is ${v}, not finite`);
+    return;
+  }
+  if (Array.isArray(v)) {
+    list(v, field, fail, (x, f) => plainOptions(x, f, fail, depth + 1));
+    return;
+  }
+  if (typeof v !== 'object' || Object.getPrototypeOf(v) !== Object.prototype)
+    fail(field, `is ${typeof v === 'object' ? Object.prototype.toString.call(v) : describe(v)}, expected a JSON value`);
+  for (const [k, x] of Object.entries(v)) plainOptions(x, `${field}.${k}`, fail, depth + 1);
 }
 
 function record(v: unknown, field: string, fail: Fail): Record<string, unknown> {
@@ -101,7 +126,9 @@ export function checkFields(value: unknown, file: string): Checkpoint {
     const ranks = list(h.ranks, 'commHook.ranks', fail, (r, f) =>
       list(r, f, fail, (g, gf) => list(g, gf, fail, (s, sf) => floats(s, sf, fail))),
     );
-    out.commHook = { name, options: record(h.options, 'commHook.options', fail), ranks };
+    const options = record(h.options, 'commHook.options', fail);
+    plainOptions(options, 'commHook.options', fail);
+    out.commHook = { name, options, ranks };
   }
   return out;
 }

@@ -7,7 +7,7 @@
  * functions of (seed, step), so the step restores them.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { Packr } from 'msgpackr';
 import { TandemError } from '../errors.js';
@@ -15,13 +15,14 @@ import { writeFileAtomically } from '../output/atomic-write.js';
 import { fsReason } from '../output/fs-reason.js';
 import { makeDirectory } from '../output/make-directory.js';
 import { checkFields } from './checkpoint-fields.js';
+import { readRegularFile } from '../read-regular-file.js';
 
 const packr = new Packr({ structuredClone: true });
 const MAGIC = 'tandem-checkpoint';
 const VERSION = 1;
 const NAME = /^checkpoint-(\d{9})\.tandem$/;
 /** The largest checkpoint read (a model's weights are bounded by 4 GiB, layers-model-files.ts; with its state). */
-const MAX_CHECKPOINT_BYTES = 2 ** 34;
+export const MAX_CHECKPOINT_BYTES = 2 ** 34;
 /** Between a checkpoint's name and the tag of its temporary file. */
 export const TMP_INFIX = '.tmp-';
 
@@ -69,7 +70,21 @@ export function encodeCheckpoint(checkpoint: Checkpoint): Buffer {
 }
 
 export async function readCheckpoint(file: string): Promise<Checkpoint> {
-  return decodeCheckpoint(await readFile(file), file);
+  return decodeCheckpoint(await readCheckpointBytes(file), file);
+}
+
+/**
+ * A checkpoint file's bytes: a regular file of at most MAX_CHECKPOINT_BYTES (a name leading to a device or a FIFO is
+ * refused, never read); BAD_CHECKPOINT naming the file otherwise.
+ */
+export async function readCheckpointBytes(file: string): Promise<Buffer> {
+  try {
+    return await readRegularFile(file, MAX_CHECKPOINT_BYTES);
+  } catch (err) {
+    throw new TandemError('BAD_CHECKPOINT', `checkpoint ${file} cannot be read: ${fsReason(err)}`, undefined, {
+      cause: err,
+    });
+  }
 }
 
 /** A checkpoint file's bytes (`file` names where they came from in errors), checked as readCheckpoint does. */
@@ -263,7 +278,7 @@ class FrameReader {
 async function readWhole(file: string): Promise<{ bytes: Uint8Array } | Unreadable> {
   let bytes: Uint8Array;
   try {
-    bytes = await readFile(file);
+    bytes = await readRegularFile(file, MAX_CHECKPOINT_BYTES);
   } catch (err) {
     return { problem: `not readable: ${fsReason(err)}`, advice: "check the file's permissions and disk" };
   }

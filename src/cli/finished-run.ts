@@ -4,7 +4,7 @@
  * steps drawn from its Chrome trace. The files are read as untrusted: a line or field of the wrong shape is left out
  * (and counted), never shown as markup.
  */
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { TandemError } from '../errors.js';
 import { fsReason } from '../output/fs-reason.js';
@@ -13,6 +13,7 @@ import { DashboardFeed, jsonSafe, type DashboardMessage, type DashboardSummary }
 import { spansFromChromeTrace, timelineSvg } from '../monitor/timeline-picture.js';
 import { DEFAULT_STEP_RANGE } from '../monitor/step-range.js';
 import { readTrace } from './trace-command.js';
+import { readTextFileSync as readRunFile } from '../read-regular-file.js';
 
 type Json = Record<string, unknown>;
 const isObject = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v);
@@ -45,7 +46,7 @@ function messageOf(v: unknown): DashboardMessage | null | undefined {
 
 function readJson(file: string, what: string): unknown {
   try {
-    return JSON.parse(readFileSync(file, 'utf8'));
+    return JSON.parse(readRunFile(file));
   } catch (err) {
     const reason = err instanceof SyntaxError ? `invalid JSON (${err.message})` : fsReason(err);
     throw new TandemError('BAD_CONFIG', `tandem dashboard: cannot read ${what} ${file}: ${reason}`);
@@ -88,11 +89,15 @@ export function finishedRunFeed(dir: string, warn: (line: string) => void): Dash
   const log = path.join(dir, OUT_FILES.events);
   let lines: string[] | undefined;
   try {
-    lines = readFileSync(log, 'utf8')
+    lines = readRunFile(log)
       .split('\n')
       .filter(l => l.trim() !== '');
-  } catch {
-    warn(`no event log ${log} (a run before tandem wrote one): the loss history of the summary only`);
+  } catch (err) {
+    warn(
+      (err as NodeJS.ErrnoException).code === 'ENOENT'
+        ? `no event log ${log} (a run before tandem wrote one): the loss history of the summary only`
+        : `the event log ${log} cannot be read (${fsReason(err)}): the loss history of the summary only`,
+    );
   }
   const messages = lines ? lines.map(l => messageOf(parseLine(l))).filter(m => m !== null) : historySteps(summary);
   const bad = messages.filter(m => m === undefined).length;

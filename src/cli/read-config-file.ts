@@ -1,9 +1,9 @@
 /** A `--config` file: JSON holding one object of train options; anything else is named with what was found. */
-import { readFileSync } from 'node:fs';
 import { TandemError } from '../errors.js';
 import type { TrainConfig } from '../config-types.js';
 import { fsReason } from '../output/fs-reason.js';
 import { jsonErrorPlace } from '../json-place.js';
+import { readTextFileSync } from '../read-regular-file.js';
 
 function notAnObject(file: string, found: string): never {
   throw new TandemError(
@@ -15,7 +15,7 @@ function notAnObject(file: string, found: string): never {
 export function readConfigFile(file: string): TrainConfig {
   let text: string;
   try {
-    text = readFileSync(file, 'utf8');
+    text = readTextFileSync(file);
   } catch (err) {
     throw new TandemError('BAD_CONFIG', `--config ${file}: cannot read it: ${fsReason(err)}`, undefined, {
       cause: err,

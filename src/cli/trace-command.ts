@@ -3,10 +3,10 @@
  * draws a Chrome trace written by `--trace` or `--out`; by default the last
  * three steps, so the spans are wide enough to see.
  */
-import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { TandemError } from '../errors.js';
 import { fsReason } from '../output/fs-reason.js';
+import { readTextFileSync } from '../read-regular-file.js';
 import { prepareOutputPlaces } from '../output/output-places.js';
 import { writeFileAtomically } from '../output/atomic-write.js';
 import { drawnSpans, spansFromChromeTrace, timelinePng, timelineSvg } from '../monitor/timeline-picture.js';
@@ -39,7 +39,7 @@ type ChromeTrace = Parameters<typeof spansFromChromeTrace>[0];
 export function readTrace(file: string): ChromeTrace {
   let text: string;
   try {
-    text = readFileSync(file, 'utf8');
+    text = readTextFileSync(file);
   } catch (err) {
     throw new TandemError('BAD_CONFIG', `tandem trace ${file}: cannot read it: ${fsReason(err)}`, undefined, {
       cause: err,

@@ -1,5 +1,4 @@
 /** What a saved model.json brings to a run: its compiled optimizer (and loss, read by resolve-loss.ts). */
-import { readFileSync } from 'node:fs';
 import { TandemError } from '../errors.js';
 import { bad } from '../config-checks.js';
 import type { TrainConfig } from '../config-types.js';
@@ -7,13 +6,15 @@ import { optimizerKeys, resolveOptimizer, type OptimizerFields } from '../optim/
 import { SavedOptimizerProblem, savedOptimizerFields } from '../optim/saved-optimizer.js';
 import type { OptimizerConfig } from '../optim/flat-optimizer.js';
 import { sourcePath } from '../source-path.js';
+import { readRegularFileSync } from '../read-regular-file.js';
+import { MAX_MODEL_JSON_BYTES } from '../model/layers-model-files.js';
 
 /** A saved model.json's trainingConfig (written when a compiled model is saved with its optimizer), if any. */
 export function savedTrainingConfig(source: string): { loss?: unknown; optimizer_config?: unknown } | undefined {
   if (!source.endsWith('.json')) return undefined;
   try {
     return (
-      JSON.parse(readFileSync(sourcePath(source), 'utf8')) as {
+      JSON.parse(readRegularFileSync(sourcePath(source), MAX_MODEL_JSON_BYTES).toString('utf8')) as {
         trainingConfig?: { loss?: unknown; optimizer_config?: unknown };
       }
     ).trainingConfig;

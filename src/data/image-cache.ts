@@ -59,12 +59,14 @@ export function openCache(file: string): OpenCache | undefined {
     const head = Buffer.alloc(12);
     if (readSync(fd, head, 0, 12, 0) !== 12 || head.toString('latin1', 0, 8) !== MAGIC) throw new Error('not a cache');
     const length = head.readUInt32LE(8);
+    const size = fstatSync(fd).size;
+    if (12 + length > size) throw new Error('short'); // never allocate what the file does not hold
     const text = Buffer.alloc(length);
     if (readSync(fd, text, 0, length, 12) !== length) throw new Error('short');
-    const manifest = JSON.parse(text.toString('utf8')) as OpenCache['manifest'];
+    const manifest = checkedManifest(JSON.parse(text.toString('utf8')));
     const dataOffset = align(12 + length);
     const row = manifest.shape.reduce((a, b) => a * b, 1);
-    if (fstatSync(fd).size !== dataOffset + row * manifest.files.length) throw new Error('truncated');
+    if (size !== dataOffset + row * manifest.files.length) throw new Error('truncated');
     return { fd, stamp: createHash('sha1').update(text).digest('hex'), manifest, dataOffset };
   } catch {
     closeSync(fd);
@@ -73,6 +75,34 @@ export function openCache(file: string): OpenCache | undefined {
 }
 
 const align = (n: number): number => Math.ceil(n / ALIGN) * ALIGN;
+
+const isCount = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
+
+/**
+ * A cache's manifest as buildCache writes it (the file may be anyone's: a folder from elsewhere brings its
+ * `.tandem-cache`); a manifest of another shape throws, and the cache is rebuilt.
+ */
+function checkedManifest(m: unknown): OpenCache['manifest'] {
+  const o = (m ?? {}) as Partial<Record<keyof OpenCache['manifest'], unknown>>;
+  const file = (f: unknown) =>
+    Array.isArray(f) &&
+    f.length === 4 &&
+    typeof f[0] === 'string' &&
+    isCount(f[1]) &&
+    typeof f[2] === 'number' &&
+    isCount(f[3]);
+  if (
+    !Array.isArray(o.shape) ||
+    o.shape.length !== 3 ||
+    !o.shape.every(isCount) ||
+    !Array.isArray(o.classNames) ||
+    !o.classNames.every(n => typeof n === 'string') ||
+    !Array.isArray(o.files) ||
+    !o.files.every(file)
+  )
+    throw new Error('not a manifest');
+  return o as OpenCache['manifest'];
+}
 
 /**
  * Builds the cache of `listing` (folder `dir`) at `file`, reusing the images of `old` whose file is unchanged; returns

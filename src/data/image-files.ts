@@ -6,10 +6,11 @@
  * the same on every machine and every run, so the held-out samples (`--held-out N`: the last N) are a split by file
  * with every class in it, and a file keeps its side of the split when others are added.
  */
-import { readdirSync, statSync } from 'node:fs';
+import { readdirSync, realpathSync, statSync, type Stats } from 'node:fs';
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { TandemError } from '../errors.js';
+import { fsReason } from '../output/fs-reason.js';
 
 /** One image: its path from DIR (with `/`), its size and time (what the cache is checked against), its label. */
 export interface ImageFile {
@@ -32,8 +33,8 @@ const byCodeUnit = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0
 export function listImageFolder(dir: string): ImageListing {
   const st = statSync(dir, { throwIfNoEntry: false });
   if (!st?.isDirectory()) throw new TandemError('BAD_DATA', `--data ${dir}: no such directory`);
-  const classNames = readdirSync(dir)
-    .filter(name => !name.startsWith('.') && statSync(path.join(dir, name)).isDirectory())
+  const classNames = entriesOf(dir, '')
+    .filter(name => !name.startsWith('.') && statOf(dir, name)?.isDirectory())
     .sort(byCodeUnit);
   if (classNames.length === 0) {
     throw new TandemError(
@@ -43,8 +44,9 @@ export function listImageFolder(dir: string): ImageListing {
     );
   }
   const files: (ImageFile & { key: string })[] = [];
+  const walked = new Map<string, string>();
   classNames.forEach((name, label) => {
-    for (const rel of imagesUnder(dir, name)) {
+    for (const rel of imagesUnder(dir, name, walked)) {
       const s = statSync(path.join(dir, rel));
       files.push({ rel, size: s.size, mtimeMs: s.mtimeMs, label, key: createHash('sha1').update(rel).digest('hex') });
     }
@@ -59,16 +61,67 @@ export function listImageFolder(dir: string): ImageListing {
   return { classNames, files: files.map(({ key, ...f }) => (void key, f)) };
 }
 
-/** The image files under DIR/`rel` (paths from DIR, `/`-separated), at any depth, sorted. */
-function imagesUnder(dir: string, rel: string): string[] {
+/**
+ * The image files under DIR/`rel` (paths from DIR, `/`-separated), at any depth, sorted. Symbolic links are followed,
+ * but each folder is read once (`walked`: real path → the path it was read by): a link back up the tree (a loop) or a
+ * second path to one folder is refused by name, never walked forever nor read twice.
+ */
+function imagesUnder(dir: string, rel: string, walked: Map<string, string>): string[] {
+  const real = realOf(dir, rel);
+  const before = walked.get(real);
+  if (before !== undefined) {
+    const how = rel.startsWith(`${before}/`) ? 'forever (a symbolic link loop)' : 'twice (two paths to one folder)';
+    throw new TandemError(
+      'BAD_DATA',
+      `--data ${dir}: ${path.join(dir, rel)} is the folder ${path.join(dir, before)} again: its images would be ` +
+        `read ${how}; remove the link`,
+    );
+  }
+  walked.set(real, rel);
   const out: string[] = [];
-  for (const name of readdirSync(path.join(dir, rel)).sort(byCodeUnit)) {
+  for (const name of entriesOf(dir, rel).sort(byCodeUnit)) {
     if (name.startsWith('.')) continue;
     const child = `${rel}/${name}`;
-    const s = statSync(path.join(dir, child), { throwIfNoEntry: false });
-    if (s?.isDirectory()) out.push(...imagesUnder(dir, child));
+    const s = statOf(dir, child);
+    if (s?.isDirectory()) out.push(...imagesUnder(dir, child, walked));
     else if (s?.isFile() && (IMAGE_EXTENSIONS as readonly string[]).includes(path.extname(name).toLowerCase()))
       out.push(child);
   }
   return out;
+}
+
+/** BAD_DATA naming DIR/`rel` and why the file system refused it. */
+function unreadable(dir: string, rel: string, err: unknown): TandemError {
+  return new TandemError(
+    'BAD_DATA',
+    `--data ${dir}: cannot read ${path.join(dir, rel)}: ${fsReason(err)}; fix or remove it (tandem trains on every ` +
+      'image of the folder)',
+    undefined,
+    { cause: err },
+  );
+}
+
+function entriesOf(dir: string, rel: string): string[] {
+  try {
+    return readdirSync(path.join(dir, rel));
+  } catch (err) {
+    throw unreadable(dir, rel, err);
+  }
+}
+
+/** DIR/`rel`'s status through its links; undefined for a link to nothing (skipped, as any file not an image). */
+function statOf(dir: string, rel: string): Stats | undefined {
+  try {
+    return statSync(path.join(dir, rel), { throwIfNoEntry: false });
+  } catch (err) {
+    throw unreadable(dir, rel, err);
+  }
+}
+
+function realOf(dir: string, rel: string): string {
+  try {
+    return realpathSync(path.join(dir, rel));
+  } catch (err) {
+    throw unreadable(dir, rel, err);
+  }
 }

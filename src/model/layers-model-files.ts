@@ -6,10 +6,11 @@
  * failure is a BAD_MODEL error naming the file, what was expected and what
  * was found.
  */
-import { open, readFile, realpath } from 'node:fs/promises';
+import { open, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { TandemError } from '../errors.js';
 import { fsReason } from '../output/fs-reason.js';
+import { readRegularFile } from '../read-regular-file.js';
 
 export interface WeightSpec {
   name: string;
@@ -101,8 +102,15 @@ async function readWeightsFile(modelJsonPath: string, dir: string, p: string, mo
   }
 }
 
+/** The longest model.json read: its topology and manifest are text (and V8's strings end near 512 MiB). */
+export const MAX_MODEL_JSON_BYTES = 2 ** 29;
+
 async function readModelJson(file: string): Promise<{ modelTopology?: unknown; weightsManifest?: unknown }> {
-  const text = await readFile(file, 'utf8').catch((err: unknown) => bad(file, `cannot read it: ${fsReason(err)}`, err));
+  const text = (
+    await readRegularFile(file, MAX_MODEL_JSON_BYTES).catch((err: unknown) =>
+      bad(file, `cannot read it: ${fsReason(err)}`, err),
+    )
+  ).toString('utf8');
   if (text.trim() === '') bad(file, `expected ${EXPECTED}, found an empty file`);
   let json: unknown;
   try {

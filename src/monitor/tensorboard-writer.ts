@@ -5,7 +5,7 @@
  * `close()`. A failed write (a full disk, a directory that cannot be made) is reported once through `warn`, and the
  * writer drops what it holds from then on: the run goes on without its event file.
  */
-import { appendFile, mkdir } from 'node:fs/promises';
+import { mkdir, open, type FileHandle } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { eventRecord, FILE_VERSION, type ScalarValue } from './tfevents.js';
@@ -21,7 +21,8 @@ export class EventFileWriter {
   readonly file: string;
   private pending: Buffer[] = [];
   private writing: Promise<void> = Promise.resolve();
-  private opened = false;
+  /** The event file, created by the first append (exclusively: never a file or a link already there). */
+  private handle?: FileHandle;
   private failed = false;
   private closed = false;
   private readonly timer: NodeJS.Timeout;
@@ -59,17 +60,28 @@ export class EventFileWriter {
     clearInterval(this.timer);
     await this.flush();
     this.closed = true;
+    await this.handle?.close().catch(() => {});
+    this.handle = undefined;
   }
 
+  /**
+   * Appends `data` to the event file. The file is created exclusively (O_EXCL) and kept open: a name already taken —
+   * another writer's file, or a symbolic link planted in a shared directory to make the run append to a file of
+   * someone else's — is refused (warned, the run goes on without), and no later append follows a name again.
+   */
   private async append(data: Buffer): Promise<void> {
     if (this.failed) return;
     try {
-      if (!this.opened) await mkdir(this.dir, { recursive: true });
-      this.opened = true;
-      await appendFile(this.file, data);
+      if (!this.handle) {
+        await mkdir(this.dir, { recursive: true });
+        this.handle = await open(this.file, 'ax');
+      }
+      await this.handle.appendFile(data);
     } catch (err) {
       this.failed = true;
       this.pending = [];
+      await this.handle?.close().catch(() => {});
+      this.handle = undefined;
       const why = err instanceof Error ? err.message : String(err);
       this.warn(`tensorboard: cannot write ${this.file} (${why}); the run goes on without its event file`);
     }

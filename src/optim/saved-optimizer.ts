@@ -49,6 +49,10 @@ const INERT: Record<string, unknown[]> = {
   weightdecay: [null, 0],
 };
 
+/** `table[key]` when the table itself has it (a saved key `constructor` is no field: the file is data). */
+const own = <T>(table: Record<string, T>, key: string): T | undefined =>
+  Object.hasOwn(table, key) ? table[key] : undefined;
+
 /** What cannot be carried over, said by the caller with the file's name. */
 export class SavedOptimizerProblem extends Error {}
 
@@ -79,16 +83,16 @@ export function savedOptimizerFields(optimizerConfig: unknown): OptimizerFields 
         ? 'decay'
         : plain === 'decay'
           ? undefined
-          : FIELDS[plain]
+          : own(FIELDS, plain)
       : // adamax (and tfjs's rmsprop) have a decay of their own; keras's legacy learning-rate decay elsewhere
         // must be 0.
         plain === 'decay' && !('decay' in optimizer.options)
         ? undefined
-        : FIELDS[plain];
+        : own(FIELDS, plain);
     if (value === null || value === undefined) continue;
     if (field) {
       fields[field] = value;
-    } else if (!(plain in INERT) || (INERT[plain].length > 0 && !INERT[plain].includes(value))) {
+    } else if (!Object.hasOwn(INERT, plain) || (INERT[plain].length > 0 && !INERT[plain].includes(value))) {
       throw new SavedOptimizerProblem(`${className} with ${key} ${JSON.stringify(value)}, which tandem does not apply`);
     }
   }

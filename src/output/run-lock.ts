@@ -11,7 +11,18 @@
  */
 import { link, readFile, rename, rm } from 'node:fs/promises';
 import { kernelFlock } from './kernel-lock.js';
-import { closeSync, fstatSync, ftruncateSync, openSync, readFileSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  ftruncateSync,
+  openSync,
+  readFileSync,
+  readSync,
+  statSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { TandemError } from '../errors.js';
@@ -142,14 +153,7 @@ function flockOne(
 ): number {
   const label = place.label;
   for (let attempt = 0; attempt < 5; attempt++) {
-    let fd: number;
-    try {
-      fd = openSync(file, 'a+');
-    } catch (err) {
-      throw new TandemError('BAD_OUTPUT', `${label}: cannot open the run lock ${file}: ${fsReason(err)}`, undefined, {
-        cause: err,
-      });
-    }
+    const fd = openLockFile(file, label);
     const taken = flock(fd);
     const before = parseOwner(readSafely(fd));
     if (taken === 0 && statSync(file, { throwIfNoEntry: false })?.ino === fstatSync(fd).ino) {
@@ -173,9 +177,40 @@ function flockOne(
   throw new TandemError('RUN_LOCKED', `${label}: could not take the run lock ${file}: other runs keep taking it`);
 }
 
+/** Flags that never follow a symbolic link at the lock's name, nor block on a FIFO planted there. */
+const NO_LINK = constants.O_NOFOLLOW | constants.O_NONBLOCK;
+
+/**
+ * The lock file `file` opened to read and append (created if missing). Its name is predictable, so in a shared
+ * directory a symbolic link planted there would have the run truncate and write the link's target: a link, or
+ * anything but a regular file, is refused (BAD_OUTPUT naming it).
+ */
+function openLockFile(file: string, label: string): number {
+  let fd: number;
+  try {
+    fd = openSync(file, constants.O_RDWR | constants.O_CREAT | constants.O_APPEND | NO_LINK, 0o666);
+  } catch (err) {
+    const link = (err as NodeJS.ErrnoException).code === 'ELOOP';
+    throw new TandemError(
+      'BAD_OUTPUT',
+      `${label}: cannot open the run lock ${file}: ` +
+        (link ? 'it is a symbolic link (a run lock is never written through one): remove it' : fsReason(err)),
+      undefined,
+      { cause: err },
+    );
+  }
+  if (!fstatSync(fd).isFile()) {
+    closeSync(fd);
+    throw new TandemError('BAD_OUTPUT', `${label}: the run lock ${file} is not a regular file: remove it`);
+  }
+  return fd;
+}
+
+/** The lock file's text: its first 4 KiB (an owner record is a line), '' when unreadable. */
 function readSafely(fd: number): string {
   try {
-    return readFileSync(fd, 'utf8');
+    const buf = Buffer.alloc(4096);
+    return buf.toString('utf8', 0, readSync(fd, buf, 0, buf.length, 0));
   } catch {
     return '';
   }
@@ -300,12 +335,12 @@ export function heldElsewhere(file: string, place: Pick<LockPlace, 'label' | 'fi
   if (!flock) return undefined;
   let fd: number;
   try {
-    fd = openSync(file, 'r');
+    fd = openSync(file, constants.O_RDONLY | NO_LINK);
   } catch {
     return undefined;
   }
   try {
-    if (flock(fd) !== 1) return undefined;
+    if (!fstatSync(fd).isFile() || flock(fd) !== 1) return undefined;
     const owner = parseOwner(readSafely(fd));
     return owner
       ? lockedBy(file, place, owner)

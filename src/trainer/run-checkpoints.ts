@@ -10,12 +10,12 @@ import { TandemError } from '../errors.js';
 import { modelStateSlots, optimizerStateOf, paramSlots, type SharedBuffers } from '../actors/shared-buffers.js';
 import type { WeightShape } from '../actors/protocol.js';
 import { scheduleIdentity } from '../optim/lr-schedule.js';
-import { readFile } from 'node:fs/promises';
 import { checkAgainstRun } from '../checkpoint/checkpoint-fields.js';
 import {
   checkpointSteps,
   decodeCheckpoint,
   newestWholeCheckpoint,
+  readCheckpointBytes,
   type Checkpoint,
   type CheckpointBytes,
   type HeadState,
@@ -77,13 +77,15 @@ function modelDifference(saved: WeightShape[], mine: WeightShape[]): string {
  * fingerprint this version can read.
  */
 export function fingerprintDifferences(saved: string, mine: string): string[] {
-  let a: unknown, b: unknown;
   try {
-    a = JSON.parse(saved);
-    b = JSON.parse(mine);
+    return differences(JSON.parse(saved), JSON.parse(mine));
   } catch {
+    // Not JSON, or nested past the stack (a crafted checkpoint's fingerprint): the caller names the settings whole.
     return [];
   }
+}
+
+function differences(a: unknown, b: unknown): string[] {
   const out: string[] = [];
   const isRecord = (v: unknown): v is Record<string, unknown> =>
     v !== null && typeof v === 'object' && !Array.isArray(v);
@@ -94,7 +96,8 @@ export function fingerprintDifferences(saved: string, mine: string): string[] {
       for (const key of new Set([...Object.keys(x), ...Object.keys(y)]))
         walk(x[key], y[key], at ? `${at}.${key}` : key);
     } else if (JSON.stringify(x) !== JSON.stringify(y)) {
-      const show = (v: unknown) => (v === undefined ? 'none' : JSON.stringify(v));
+      const shown = (text: string) => (text.length > 200 ? `${text.slice(0, 200)}…` : text);
+      const show = (v: unknown) => (v === undefined ? 'none' : shown(JSON.stringify(v)));
       out.push(`${at} ${show(x)} in the checkpoint, ${show(y)} in this run`);
     }
   };
@@ -122,14 +125,7 @@ export async function loadResume(
 export async function readResumeBytes(cfg: ResolvedConfig): Promise<CheckpointBytes> {
   const target = cfg.resume!;
   if (!statSync(target, { throwIfNoEntry: false })?.isFile()) return newestWholeCheckpoint(target);
-  const file = target;
-  try {
-    return { source: file, bytes: await readFile(file) };
-  } catch (err) {
-    throw new TandemError('BAD_CHECKPOINT', `checkpoint ${file} cannot be read: ${(err as Error).message}`, undefined, {
-      cause: err,
-    });
-  }
+  return { source: target, bytes: await readCheckpointBytes(target) };
 }
 
 /**

@@ -1,0 +1,42 @@
+// The TensorBoard event file is created exclusively (docs/guide/security.md): in a shared directory a symbolic link
+// planted at the writer's name (it is predictable: the second and the host name) would make the run append its events
+// to a file of someone else's. The writer refuses the taken name with a warning naming it, the run goes on without
+// its event file, and the link's target is left as it was; a free name is written as before.
+import t from 'tap';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync, lstatSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { EventFileWriter } from '../src/monitor/tensorboard-writer.js';
+
+const dir = mkdtempSync(path.join(os.tmpdir(), 'tandem-tb-links-'));
+t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+
+t.test('a link planted at the event file name is refused, its target untouched', async t => {
+  const board = path.join(dir, 'shared');
+  mkdirSync(board);
+  const victim = path.join(dir, 'victim.txt');
+  writeFileSync(victim, 'not yours\n');
+  const warnings: string[] = [];
+  const writer = new EventFileWriter(board, { warn: m => warnings.push(m), flushMs: 60_000 });
+  // Planted before the writer's first append runs (it waits for the event loop): the name the writer will create.
+  symlinkSync(victim, writer.file);
+  writer.scalars(1, [{ tag: 'loss', value: 0.5 }]);
+  await writer.close();
+  t.equal(readFileSync(victim, 'utf8'), 'not yours\n', "the link's target is left as it was");
+  t.ok(lstatSync(writer.file).isSymbolicLink(), 'the link is left in place, not written through');
+  t.match(warnings, [/tensorboard: cannot write .*EEXIST.*the run goes on without its event file/]);
+});
+
+t.test('a free name is created and written, events appended in order', async t => {
+  const board = path.join(dir, 'free');
+  const warnings: string[] = [];
+  const writer = new EventFileWriter(board, { warn: m => warnings.push(m), flushMs: 60_000 });
+  await writer.flush();
+  const first = readFileSync(writer.file).length;
+  writer.scalars(1, [{ tag: 'loss', value: 0.5 }]);
+  writer.scalars(2, [{ tag: 'loss', value: 0.25 }]);
+  await writer.close();
+  t.ok(first > 0, 'the file-version event, first');
+  t.ok(readFileSync(writer.file).length > first, 'then the steps, appended');
+  t.same(warnings, []);
+});
