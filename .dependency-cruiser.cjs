@@ -45,7 +45,7 @@ const LAYERS = [
   {
     name: 'base',
     paths: [
-      '^src/(errors|named-registry|addon-load|source-path|decimal-count|json-place|config-checks|bundled-entry)\\.ts$',
+      '^src/(errors|named-registry|addon-load|source-path|decimal-count|json-place|config-checks|bundled-entry|read-regular-file)\\.ts$',
       '^src/options/(declaration|option-checks)\\.ts$',
       '^src/output/(atomic-write|fs-reason|make-directory|run-lock|kernel-lock|locked-places)\\.ts$',
       '^src/world/(topology|peer-wait|job-secret)\\.ts$',
