@@ -215,12 +215,12 @@ function validator<T extends tf.TensorContainer>(
 ): { logs: () => Promise<Record<string, number>>; close(): Promise<void> } {
   if (Array.isArray(data)) {
     const [given, y] = data;
-    const several = model.inputs.length > 1;
-    if (!(several || given instanceof tf.Tensor) || !(outputs || y instanceof tf.Tensor) || data.length > 2)
+    if (!(outputs || y instanceof tf.Tensor) || data.length > 2)
       throw new TandemError('BAD_DATA', 'fitDataset: validationData must be a dataset or [x, y] of two tensors');
-    // several inputs: x a Tensor[] or { inputName: Tensor }, packed as the batches are
-    const x = several ? packInputs(inputsOf(model, given as FitX, 'validationData')) : (given as tf.Tensor);
-    const unpack = () => void (x !== given && x.dispose());
+    // x a Tensor, or a Tensor[] or { inputName: Tensor }, packed as the batches are (one input's: the caller's)
+    const inputs = given instanceof tf.Tensor ? [given] : inputsOf(model, given as FitX, 'validationData');
+    const x = packInputs(inputs);
+    const unpack = () => void (x !== inputs[0] && x.dispose());
     if (outputs) return packedClose(outputsValidator(model, outputs, x, y, batchSize, on), unpack);
     const pool = new ValidationPool(trained, x, y as tf.Tensor, batchSize, devicesOf(on));
     return { logs: () => pool.logs(), close: () => pool.close().finally(unpack) };
