@@ -33,9 +33,34 @@ t.test('fit: classWeight with a target tensor per sample is refused, naming the 
   const { x, y } = c.data();
   await t.rejects(fit(c.make(), x, y, { classWeight: { 0: 1, 1: 2 }, backend: 'cpu' }), {
     code: 'BAD_CONFIG',
-    message: /classWeight weighs one class label per sample, and y gives targets of shape \[4\].*leave classWeight out/,
+    message:
+      /classWeight weighs one class label per sample, and y goes to the devices as targets of shape \[4\].*leave classWeight out, or give one label per sample/,
   });
   tf.dispose([x, y]);
+});
+
+t.test('fit: classWeight on labels that a metric sends as targets is refused, naming the metric', async t => {
+  const make = (loss: string, metrics: string[]) => {
+    const model = tf.sequential({ layers: [tf.layers.dense({ inputShape: [2], units: 3, activation: 'softmax' })] });
+    model.compile({ optimizer: 'sgd', loss, metrics });
+    return model;
+  };
+  const x = tf.zeros([6, 2]);
+  const ids = tf.tensor1d([0, 1, 2, 0, 1, 2]);
+  const oneHot = tf.oneHot(tf.tensor1d([0, 1, 2, 0, 1, 2], 'int32'), 3);
+  const classWeight = { 0: 1, 1: 2, 2: 3 };
+  for (const [loss, y, metrics, shape] of [
+    ['sparseCategoricalCrossentropy', ids, ['acc', 'ce'], '1'],
+    ['categoricalCrossentropy', oneHot, ['mse'], '3'],
+  ] as const)
+    await t.rejects(fit(make(loss, [...metrics]), x, y, { classWeight, backend: 'cpu' }), {
+      code: 'BAD_CONFIG',
+      message: new RegExp(
+        `targets of shape \\[${shape}\\].*because metrics ${metrics.map(m => `'${m}'`).join(', ')} are computed ` +
+          `on y.*compile with metrics \\['acc'\\] \\(or none\\) to weigh classes, or leave classWeight out`,
+      ),
+    });
+  tf.dispose([x, ids, oneHot]);
 });
 
 t.test("fit: class ids not of the output's shape are refused, naming both shapes", async t => {
