@@ -113,6 +113,24 @@ t.test('fit: a metric tandem cannot compute across devices is refused, naming it
   tf.dispose([x, y]);
 });
 
+t.test('fit: metrics as a list per output (tfjs compiles them to no function) refused, saying how', async t => {
+  const input = tf.input({ shape: [2] });
+  const cls = tf.layers.dense({ units: 3, activation: 'softmax', name: 'cls' }).apply(input) as tf.SymbolicTensor;
+  const reg = tf.layers.dense({ units: 1, name: 'reg' }).apply(input) as tf.SymbolicTensor;
+  const two = tf.model({ inputs: input, outputs: [cls, reg] });
+  const lists = [['acc'], ['mse']] as unknown as string[]; // compile's type forbids it; tfjs takes it all the same
+  two.compile({ optimizer: 'sgd', loss: ['categoricalCrossentropy', 'meanSquaredError'], metrics: lists });
+  const one = tf.sequential({ layers: [tf.layers.dense({ inputShape: [2], units: 3, activation: 'softmax' })] });
+  one.compile({ optimizer: 'sgd', loss: 'categoricalCrossentropy', metrics: [['acc']] as unknown as string[] });
+  const [x, y, r] = [tf.zeros([4, 2]), tf.zeros([4, 3]), tf.zeros([4, 1])];
+  await t.rejects(two.fit(x, [y, r]), /metric is not a function/, "tfjs's own model.fit fails on it");
+  const way = /is no function: .*give metrics as \{ outputName: \['acc'\] \}, or one list for every output/;
+  await t.rejects(fit(two, x, [y, r], { backend: 'cpu' }), { code: 'BAD_CONFIG', message: way });
+  await t.rejects(fit(one, x, y, { backend: 'cpu' }), { code: 'BAD_CONFIG', message: way });
+  tf.dispose([x, y, r]);
+  [two, one].forEach(m => m.dispose());
+});
+
 t.test('metrics: a train option of tfjs function names, on targets of a shape only', async t => {
   const run = { batch: 8, steps: 1, devices: 2, backend: 'cpu' as const };
   await t.rejects(train({ ...run, metrics: ['r2Score'] }), {
