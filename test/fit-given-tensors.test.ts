@@ -1,5 +1,6 @@
 // The caller's tensors stay the caller's: fit, evaluate and fitDataset take a model of one input's x (and
-// validationData's x) as a Tensor[] of one, as tfjs does, train on it as model.fit does, and dispose none of them.
+// validationData's x) as a Tensor[] of one, as tfjs does, train on it as model.fit does, and dispose none of them;
+// fitDataset takes a one-input, one-output model's batches with xs a Tensor[] of one and ys { outputName: Tensor }.
 import t from 'tap';
 import * as tf from '@tensorflow/tfjs';
 import { evaluate, fit, fitDataset } from '../src/index.js';
@@ -10,7 +11,9 @@ await tf.setBackend('cpu');
 const N = 24;
 
 function make(): tf.LayersModel {
-  const model = tf.sequential({ layers: [tf.layers.dense({ inputShape: [5], units: 3, activation: 'softmax' })] });
+  const model = tf.sequential({
+    layers: [tf.layers.dense({ inputShape: [5], units: 3, activation: 'softmax', name: 'probs' })],
+  });
   model.compile({ optimizer: 'sgd', loss: 'categoricalCrossentropy', metrics: ['acc'] });
   return model;
 }
@@ -76,6 +79,31 @@ t.test("fitDataset: validationData's x as [x] = model.fitDataset, x still alive"
   const model = twin(start, make);
   const got = await fitDataset(model, dataset, { ...args, ...on } as never);
   t.notOk(vx.isDisposed, "fitDataset leaves validationData's x alive");
+  for (const key of Object.keys(expected.history)) {
+    const d = worstRelative(expected.history[key] as number[], got.history[key] as number[]);
+    t.ok(d <= 1e-4, `history.${key} relative difference ${d.toExponential(2)} ≤ 1e-4`);
+  }
+  tf.dispose([x, y, vx, vy, ...xs, ...ys]);
+  [start, reference, model].forEach(m => m.dispose());
+});
+
+t.test('fitDataset: batches of xs [x] and ys { outputName: y } = model.fitDataset', async t => {
+  const { x, y, vx, vy } = data();
+  const [xs, ys] = [tf.unstack(x), tf.unstack(y)];
+  const start = make();
+  const name = start.outputNames[0];
+  const dataset = tf.data
+    .zip({ xs: tf.data.array(xs), ys: tf.data.array(ys) })
+    .batch(8)
+    .map(b => {
+      const { xs, ys } = b as { xs: tf.Tensor; ys: tf.Tensor };
+      return { xs: [xs], ys: { [name]: ys } } as unknown as tf.TensorContainer;
+    });
+  const reference = twin(start, make);
+  const expected = await reference.fitDataset(dataset, { epochs: 2, verbose: 0 });
+  const model = twin(start, make);
+  const got = await fitDataset(model, dataset, { epochs: 2, verbose: 0, ...on });
+  t.same(Object.keys(got.history).sort(), Object.keys(expected.history).sort(), 'History keys');
   for (const key of Object.keys(expected.history)) {
     const d = worstRelative(expected.history[key] as number[], got.history[key] as number[]);
     t.ok(d <= 1e-4, `history.${key} relative difference ${d.toExponential(2)} ≤ 1e-4`);
