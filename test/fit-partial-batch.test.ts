@@ -25,6 +25,7 @@ interface Shape {
 // 47 samples in batches of 12: 3 full, then 11 (on 2 devices 5 and 6, on 3 devices 3, 4 and 4).
 // 48 with validationSplit 0.2: 38 train, 3 batches of 12, then 2 (on 3 devices 0, 1 and 1: one device has none).
 // 37 in batches of 12: the last batch is 1 sample (on 2 devices 0 and 1).
+// 21 with validationSplit 0.2 in batches of 64: one batch of 16 an epoch (BatchNormalization: 8 + 8).
 const SHAPES: Shape[] = [
   { name: '47 samples, batch 12', caseIndex: 0, samples: 47, batchSize: 12, devices: [1, 2, 3] },
   {
@@ -41,6 +42,15 @@ const SHAPES: Shape[] = [
   { name: '47 samples, batch 12', caseIndex: 2, samples: 47, batchSize: 12, devices: [2, 3] },
   // Target tensors and metrics (acc, precision, recall as sums): a last batch of 2 on 3 devices, one with none.
   { name: '38 samples, batch 12 (multi-label)', caseIndex: 10, samples: 38, batchSize: 12, devices: [3] },
+  // A batch larger than the samples (model.fit trains one batch of them all an epoch): 16 train + 5 validation.
+  {
+    name: '21 samples, batch 64',
+    caseIndex: 2,
+    samples: 21,
+    batchSize: 64,
+    validationSplit: 0.2,
+    devices: [1, 2],
+  },
 ];
 
 for (const shape of SHAPES) {

@@ -33,9 +33,34 @@ t.test('fit: classWeight with a target tensor per sample is refused, naming the 
   const { x, y } = c.data();
   await t.rejects(fit(c.make(), x, y, { classWeight: { 0: 1, 1: 2 }, backend: 'cpu' }), {
     code: 'BAD_CONFIG',
-    message: /classWeight weighs one class label per sample, and y gives targets of shape \[4\].*leave classWeight out/,
+    message:
+      /classWeight weighs one class label per sample, and y goes to the devices as targets of shape \[4\].*leave classWeight out, or give one label per sample/,
   });
   tf.dispose([x, y]);
+});
+
+t.test('fit: classWeight on labels that a metric sends as targets is refused, naming the metric', async t => {
+  const make = (loss: string, metrics: string[]) => {
+    const model = tf.sequential({ layers: [tf.layers.dense({ inputShape: [2], units: 3, activation: 'softmax' })] });
+    model.compile({ optimizer: 'sgd', loss, metrics });
+    return model;
+  };
+  const x = tf.zeros([6, 2]);
+  const ids = tf.tensor1d([0, 1, 2, 0, 1, 2]);
+  const oneHot = tf.oneHot(tf.tensor1d([0, 1, 2, 0, 1, 2], 'int32'), 3);
+  const classWeight = { 0: 1, 1: 2, 2: 3 };
+  for (const [loss, y, metrics, shape] of [
+    ['sparseCategoricalCrossentropy', ids, ['acc', 'ce'], '1'],
+    ['categoricalCrossentropy', oneHot, ['mse'], '3'],
+  ] as const)
+    await t.rejects(fit(make(loss, [...metrics]), x, y, { classWeight, backend: 'cpu' }), {
+      code: 'BAD_CONFIG',
+      message: new RegExp(
+        `targets of shape \\[${shape}\\].*because metrics ${metrics.map(m => `'${m}'`).join(', ')} are computed ` +
+          `on y.*compile with metrics \\['acc'\\] \\(or none\\) to weigh classes, or leave classWeight out`,
+      ),
+    });
+  tf.dispose([x, ids, oneHot]);
 });
 
 t.test("fit: class ids not of the output's shape are refused, naming both shapes", async t => {
@@ -86,6 +111,24 @@ t.test('fit: a metric tandem cannot compute across devices is refused, naming it
   r2.compile({ optimizer: 'sgd', loss: 'meanAbsoluteError', metrics: [tf.metrics.r2Score] });
   await t.rejects(fit(r2, x, y, { backend: 'cpu' }), { code: 'BAD_CONFIG', message: /function r2Score/ });
   tf.dispose([x, y]);
+});
+
+t.test('fit: metrics as a list per output (tfjs compiles them to no function) refused, saying how', async t => {
+  const input = tf.input({ shape: [2] });
+  const cls = tf.layers.dense({ units: 3, activation: 'softmax', name: 'cls' }).apply(input) as tf.SymbolicTensor;
+  const reg = tf.layers.dense({ units: 1, name: 'reg' }).apply(input) as tf.SymbolicTensor;
+  const two = tf.model({ inputs: input, outputs: [cls, reg] });
+  const lists = [['acc'], ['mse']] as unknown as string[]; // compile's type forbids it; tfjs takes it all the same
+  two.compile({ optimizer: 'sgd', loss: ['categoricalCrossentropy', 'meanSquaredError'], metrics: lists });
+  const one = tf.sequential({ layers: [tf.layers.dense({ inputShape: [2], units: 3, activation: 'softmax' })] });
+  one.compile({ optimizer: 'sgd', loss: 'categoricalCrossentropy', metrics: [['acc']] as unknown as string[] });
+  const [x, y, r] = [tf.zeros([4, 2]), tf.zeros([4, 3]), tf.zeros([4, 1])];
+  await t.rejects(two.fit(x, [y, r]), /metric is not a function/, "tfjs's own model.fit fails on it");
+  const way = /is no function: .*give metrics as \{ outputName: \['acc'\] \}, or one list for every output/;
+  await t.rejects(fit(two, x, [y, r], { backend: 'cpu' }), { code: 'BAD_CONFIG', message: way });
+  await t.rejects(fit(one, x, y, { backend: 'cpu' }), { code: 'BAD_CONFIG', message: way });
+  tf.dispose([x, y, r]);
+  [two, one].forEach(m => m.dispose());
 });
 
 t.test('metrics: a train option of tfjs function names, on targets of a shape only', async t => {

@@ -64,7 +64,8 @@ export function heldOutSplit(
     bad('heldOut', `must be an integer in [0, ${size}), got ${shown(heldOut)}`);
   const trainSize = size - heldOut;
   const evalSamples = evalSamplesOf(config.evalSamples, heldOut, config.heldOut === undefined);
-  if (trainSize < batch)
+  // with partialBatch, a batch of more samples than there are is an epoch of one smaller batch, as model.fit's
+  if (trainSize < batch && !(config.partialBatch === true && trainSize > 0))
     bad(
       'batch',
       `global batch ${batch} is larger than the training samples (${trainSize} of ${size}; ${heldOut} held out): ` +

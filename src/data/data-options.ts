@@ -135,7 +135,9 @@ export const DATA_OPTIONS: OptionTable<DataOptions> = {
     kind: 'boolean',
     group: 'model and data',
     default: 'false',
-    doc: "each epoch also trains its last, smaller batch (as tfjs's model.fit), split unevenly over the devices",
+    doc:
+      "each epoch also trains its last, smaller batch (as tfjs's model.fit), split unevenly over the devices; a " +
+      'batch larger than the training samples is then one batch of them all',
     check: trueOrFalse,
   },
 };

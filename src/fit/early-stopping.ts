@@ -10,6 +10,7 @@
  */
 import * as tf from '#tfjs';
 import { TandemError } from '../errors.js';
+import { assignWeight } from '../model/flat-weights.js';
 
 export interface EarlyStoppingArgs extends tf.EarlyStoppingCallbackArgs {
   /** The model ends with the weights of the epoch with the best monitored value when the fit stops early. */
@@ -65,7 +66,7 @@ export class EarlyStoppingWithRestore extends tf.EarlyStopping {
   override async onTrainEnd(logs?: tf.Logs): Promise<void> {
     await super.onTrainEnd(logs);
     if (this.restore && this.stoppedHere && this.bestWeights !== undefined)
-      this.state.model.setWeights(this.bestWeights);
+      this.state.model.weights.forEach((w, i) => assignWeight(w, this.bestWeights![i])); // as trained, unconstrained
     this.dropBest();
   }
 

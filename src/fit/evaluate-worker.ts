@@ -8,7 +8,8 @@ import { nameThisThread } from '../engine/thread-name.js';
 import * as tf from '#tfjs';
 import { serializeError } from '../errors.js';
 import { startBackend, type BackendName } from '../engine/backend.js';
-import { fileModelHandler } from '../model/file-model-handler.js';
+import { loadModelFile } from '../model/file-model-handler.js';
+import { assignWeight } from '../model/flat-weights.js';
 import { unknownClass } from '../model/resolve-model.js';
 import { loadPlugins } from '../plugins/load-plugins.js';
 import { compileMetric } from './fit-metrics.js';
@@ -44,7 +45,7 @@ export type EvaluateShardReply =
 async function loadShard(job: EvaluateShard) {
   await loadPlugins(job.plugins);
   await startBackend(tf, job.backend);
-  const model = await tf.loadLayersModel(fileModelHandler(job.modelJson)).catch(unknownClass);
+  const model = await loadModelFile(tf, job.modelJson).catch(unknownClass);
   model.compile({ optimizer: 'sgd', loss: job.loss, metrics: job.metrics.map(m => compileMetric(tf, m)) });
   const x = tf.tensor(job.x, job.xShape, 'float32'),
     y = tf.tensor(job.y, job.yShape, 'float32');
@@ -93,9 +94,10 @@ async function serveShard(job: EvaluateShard): Promise<void> {
   const shard = await loadShard(job);
   parentPort!.on('message', ({ weights }: EvaluateRequest) => {
     try {
-      const tensors = shard.model.weights.map((w, i) => tf.tensor(weights[i], w.shape as number[], 'float32'));
-      shard.model.setWeights(tensors);
-      tf.dispose(tensors);
+      // as trained (not setWeights: tfjs's fit applies no constraint, flat-weights.ts)
+      shard.model.weights.forEach((w, i) =>
+        tf.tidy(() => assignWeight(w, tf.tensor(weights[i], w.shape as number[], 'float32'))),
+      );
       parentPort!.postMessage(shard.evaluated());
     } catch (err) {
       parentPort!.postMessage({ type: 'error', error: serializeError(err) });

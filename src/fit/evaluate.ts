@@ -102,7 +102,7 @@ function evaluated(model: tf.LayersModel, x: FitX, y: unknown) {
     y: flatY,
     loss: ys ? 'meanSquaredError' : (loss as string), // several outputs: each output's loss is the spec's
     spec,
-    dispose: () => tf.dispose([...(flatY !== y ? [flatY] : []), ...(flatX !== x ? [flatX] : [])]),
+    dispose: () => tf.dispose([...(flatY !== y ? [flatY] : []), ...(flatX !== inputs[0] ? [flatX] : [])]),
   };
 }
 

@@ -15,13 +15,7 @@ export function classWeightOf(given: Given, model: tf.LayersModel, targets: FitT
   if (given === undefined || given === null) return undefined;
   if (isRegressionLoss(targets.loss))
     throw new TandemError('BAD_CONFIG', `fit: classWeight weighs classes, and loss '${targets.loss}' is a regression`);
-  if (y.targetShape)
-    throw new TandemError(
-      'BAD_CONFIG',
-      `fit: classWeight weighs one class label per sample, and y gives targets of shape ` +
-        `[${y.targetShape.join(', ')}] ` +
-        'per sample; tandem weighs those not yet: leave classWeight out, or give one label per sample',
-    );
+  if (y.targetShape) throw targetsWeighed(y.targetShape, targets);
   const labels = y.values;
   const table = oneTable(given, model.outputNames[0]);
   const weights = Array.from({ length: targets.classes }, (_, c) => table[c] ?? 1);
@@ -37,6 +31,25 @@ export function classWeightOf(given: Given, model: tf.LayersModel, targets: FitT
       throw new TandemError('BAD_CONFIG', `fit: classWeight[${label}] is ${String(w)}; give a finite weight ≥ 0`);
   }
   return weights;
+}
+
+/**
+ * classWeight refused on targets sent as a tensor per sample. Labels (class ids, one-hot rows) travel so too when
+ * compile's metrics other than the loss's accuracy need y as tfjs has it: then those metrics are the culprit.
+ */
+function targetsWeighed(shape: number[], targets: FitTargets): TandemError {
+  const labels =
+    shape.length === 1 && (shape[0] === 1 || (targets.loss === 'categorical' && shape[0] === targets.classes));
+  const because =
+    targets.metrics && labels
+      ? `; labels travel so because metrics ${targets.metricKeys.map(k => `'${k}'`).join(', ')} are computed on y as ` +
+        "tfjs has it: compile with metrics ['acc'] (or none) to weigh classes, or leave classWeight out"
+      : ': leave classWeight out, or give one label per sample';
+  return new TandemError(
+    'BAD_CONFIG',
+    `fit: classWeight weighs one class label per sample, and y goes to the devices as targets of shape ` +
+      `[${shape.join(', ')}] per sample; tandem weighs those not yet${because}`,
+  );
 }
 
 /**

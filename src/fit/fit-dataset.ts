@@ -215,12 +215,12 @@ function validator<T extends tf.TensorContainer>(
 ): { logs: () => Promise<Record<string, number>>; close(): Promise<void> } {
   if (Array.isArray(data)) {
     const [given, y] = data;
-    const several = model.inputs.length > 1;
-    if (!(several || given instanceof tf.Tensor) || !(outputs || y instanceof tf.Tensor) || data.length > 2)
+    if (!(outputs || y instanceof tf.Tensor) || data.length > 2)
       throw new TandemError('BAD_DATA', 'fitDataset: validationData must be a dataset or [x, y] of two tensors');
-    // several inputs: x a Tensor[] or { inputName: Tensor }, packed as the batches are
-    const x = several ? packInputs(inputsOf(model, given as FitX, 'validationData')) : (given as tf.Tensor);
-    const unpack = () => void (x !== given && x.dispose());
+    // x a Tensor, or a Tensor[] or { inputName: Tensor }, packed as the batches are (one input's: the caller's)
+    const inputs = given instanceof tf.Tensor ? [given] : inputsOf(model, given as FitX, 'validationData');
+    const x = packInputs(inputs);
+    const unpack = () => void (x !== inputs[0] && x.dispose());
     if (outputs) return packedClose(outputsValidator(model, outputs, x, y, batchSize, on), unpack);
     const pool = new ValidationPool(trained, x, y as tf.Tensor, batchSize, devicesOf(on));
     return { logs: () => pool.logs(), close: () => pool.close().finally(unpack) };
@@ -262,19 +262,25 @@ function packedClose<V extends { close(): Promise<void> }>(v: V, after: () => vo
 }
 
 /**
- * A model of several inputs: the dataset's batches with `xs` (a Tensor[] in the inputs' order or `{ inputName:
- * Tensor }`) packed into one [batch, total] tensor, as fit packs x; a model of one input: the dataset as it is.
+ * The dataset's batches as the devices read them: `xs` (a Tensor, or a Tensor[] in the inputs' order or `{ inputName:
+ * Tensor }`, as tfjs takes it) as one tensor, several inputs packed into one [batch, total] tensor as fit packs x; for
+ * a model of one output, `ys` given as a Tensor[] of one or `{ outputName: Tensor }` as that tensor.
  */
 function packedInputs(
   model: tf.LayersModel,
   dataset: tf.data.Dataset<tf.TensorContainer>,
 ): tf.data.Dataset<tf.TensorContainer> {
-  if (model.inputs.length <= 1) return dataset; // (an unbuilt Sequential has none yet)
+  if (model.inputs.length === 0) return dataset; // an unbuilt Sequential has no inputs yet
+  const [oneInput, oneOutput] = [model.inputs.length === 1, model.outputs.length === 1];
   return dataset.map(element => {
     const { xs, ys } = (element ?? {}) as { xs?: FitX; ys?: tf.TensorContainer };
+    const yAsIs = !oneOutput || ys instanceof tf.Tensor || ys === undefined;
+    if (oneInput && xs instanceof tf.Tensor && yAsIs) return element;
     if (xs === undefined)
       throw new TandemError('BAD_DATA', 'fitDataset: each element must be { xs, ys }; this one has no xs');
-    return { xs: packInputs(inputsOf(model, xs, 'a batch of the dataset (xs)')), ys } as tf.TensorContainer;
+    const x = packInputs(inputsOf(model, xs, 'a batch of the dataset (xs)'));
+    const y = oneOutput && ys !== undefined && !(ys instanceof tf.Tensor) ? outputsOf(model, ys, 'fitDataset')[0] : ys;
+    return { xs: x, ys: y } as tf.TensorContainer;
   });
 }
 

@@ -46,7 +46,7 @@ export function inputsOf(model: tf.LayersModel, x: FitX, what: string): tf.Tenso
   return list;
 }
 
-/** Several inputs' tensors as one [n, total] tensor (a new one); one input's as it is. */
+/** Several inputs' tensors as one [n, total] tensor (a new one); one input's as it is (the caller's, kept). */
 export function packInputs(xs: tf.Tensor[]): tf.Tensor {
   if (xs.length === 1) return xs[0];
   return tf.tidy(() =>

@@ -19,6 +19,7 @@ export function metricFunctionsOf(model: tf.LayersModel, what: string): string[]
   const compiled = (model as unknown as Compiled).metricsTensors ?? [];
   const keys = model.metricsNames.slice(1);
   return compiled.map(([fn], i) => {
+    if (typeof fn !== 'function') throw noMetricFunction(keys[i], model.outputNames[0]);
     const name = fn.name.replace(/\$\d+$/, ''); // tfjs's bundle renames clashing functions name$1
     if (METRIC_FUNCTIONS.includes(name)) return name;
     throw new TandemError(
@@ -36,4 +37,14 @@ type MetricFn = (yTrue: tf.Tensor, yPred: tf.Tensor) => tf.Tensor;
 export function compileMetric(tfjs: typeof tf, name: string): string | MetricFn {
   const fn = (tfjs.metrics as unknown as Record<string, unknown>)[name];
   return typeof fn === 'function' ? (fn as MetricFn) : name;
+}
+
+/** A compiled metric that is no function: tfjs 4.22 compiles a list of lists so (and its model.fit fails on it). */
+export function noMetricFunction(key: string, output: string): TandemError {
+  return new TandemError(
+    'BAD_CONFIG',
+    `fit: metric '${key}' of output ${output} is no function: tfjs 4.22's compile makes none of a list per output ` +
+      "(metrics: [['acc'], ['mse']]; its own model.fit fails on it too); give metrics as { outputName: ['acc'] }, " +
+      "or one list for every output (metrics: ['acc'])",
+  );
 }

@@ -15,6 +15,7 @@ import { METRIC_FUNCTIONS } from '../model/metric-values.js';
 import { LOSS_NAMES, type FitTargets } from './fit-targets.js';
 import type { LossKind } from '../model/loss-kinds.js';
 import { cutInputs } from './fit-inputs.js';
+import { noMetricFunction } from './fit-metrics.js';
 
 /** One output as the devices cut it out of the flat output and the flat target row. */
 export interface OutputSpec {
@@ -126,6 +127,7 @@ export function outputsSpec(model: tf.LayersModel, ys: tf.Tensor[], lossWeights?
   const keys = model.metricsNames.slice(1);
   const metrics = (compiled ?? []).map(([fn, output], k) => {
     if (k < outputs.length) return { fn: null, output }; // `<output>_loss`
+    if (typeof fn !== 'function') throw noMetricFunction(keys[k], model.outputNames[output]);
     const name = fn.name.replace(/\$\d+$/, '');
     if (!METRIC_FUNCTIONS.includes(name))
       throw new TandemError(

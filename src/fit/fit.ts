@@ -49,7 +49,8 @@ export async function fit(model: tf.LayersModel, x: FitX, y: FitY, args: FitArgs
   const flatX = packInputs(inputs);
   const given = args.validationData;
   const several = model.inputs.length > 1 || !(given?.[0] instanceof tf.Tensor); // one tensor: refused if several
-  const validationX = given && several ? packInputs(inputsOf(model, given[0], 'validationData')) : undefined;
+  const validationInputs = given && several ? inputsOf(model, given[0], 'validationData') : undefined;
+  const validationX = validationInputs && packInputs(validationInputs);
   const flatArgs = validationX ? { ...args, validationData: [validationX, ...given!.slice(1)] as typeof given } : args;
   const { trainX, trainY, validation } = splitValidation(flatX, y, flatArgs);
   const { batchSize } = settings;
@@ -84,8 +85,8 @@ export async function fit(model: tf.LayersModel, x: FitX, y: FitY, args: FitArgs
     await pool?.close();
     if (trainX !== flatX) tf.dispose([trainX, trainY]);
     validation?.dispose();
-    if (flatX !== x) flatX.dispose();
-    validationX?.dispose();
+    if (flatX !== inputs[0]) flatX.dispose(); // one input's tensor is the caller's, given alone or as [x]
+    if (validationX !== validationInputs?.[0]) validationX?.dispose();
     outputs?.dispose();
   }
 }

@@ -2,6 +2,7 @@
 import * as tf from '#tfjs';
 import type { TrainSummary } from '../trainer/run-types.js';
 import { TandemError } from '../errors.js';
+import { assignWeight } from '../model/flat-weights.js';
 
 /** The run's trainable and non-trainable weights into `model`'s variables, matched by name and shape. */
 export function loadTrainedWeights(
@@ -28,7 +29,7 @@ function write(vars: tf.LayersModel['weights'], values: TrainSummary['weights'],
           `[${w.shape.join(', ')}]; was the model changed during fit?`,
       );
     const value = tf.tensor(w.values, w.shape, 'float32');
-    v.write(value);
+    assignWeight(v, value); // as trained: tfjs's fit applies no constraint (flat-weights.ts)
     value.dispose();
   });
 }

@@ -2,6 +2,8 @@
  * Reads a model saved in the TensorFlow.js layers format (model.json + weights files; see src/actors/model-files.ts for
  * the writer).
  */
+import type { LayersModel, Tf } from '../engine/tfjs-types.js';
+import { assignWeight } from './flat-weights.js';
 import { readLayersModelFiles } from './layers-model-files.js';
 
 /**
@@ -15,4 +17,22 @@ export function fileModelHandler(modelJsonPath: string) {
       return { modelTopology, weightSpecs: weightSpecs as never, weightData };
     },
   };
+}
+
+/**
+ * `tf.loadLayersModel` of model.json on disk with its weights exactly as saved. tfjs's load sets each weight through
+ * its constraint (a kernelConstraint's maxNorm, nonNeg, …), which tfjs's `model.fit` never applies (it trains the
+ * variables themselves): a model loaded so would start, evaluate or continue from other weights than the model that
+ * was saved. The constrained weights are set back to the file's values.
+ */
+export async function loadModelFile(tf: Tf, modelJsonPath: string): Promise<LayersModel> {
+  const { modelTopology, weightSpecs, weightData } = await readLayersModelFiles(modelJsonPath);
+  const specs = weightSpecs as Parameters<Tf['io']['decodeWeights']>[1];
+  const model = await tf.loadLayersModel({ load: async () => ({ modelTopology, weightSpecs: specs, weightData }) });
+  const constrained = model.weights.filter(w => w.constraint != null);
+  if (constrained.length === 0) return model;
+  const saved = tf.io.decodeWeights(weightData, specs);
+  for (const w of constrained) if (saved[w.originalName]) assignWeight(w, saved[w.originalName]);
+  tf.dispose(Object.values(saved));
+  return model;
 }

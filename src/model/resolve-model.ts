@@ -8,7 +8,7 @@ function resolveModulePath(source: string): string {
 }
 import { BUILTIN_MODELS, type ModelFactory, type ModelOptions } from './builtin-models.js';
 import { fileURLToPath } from 'node:url';
-import { fileModelHandler } from './file-model-handler.js';
+import { loadModelFile } from './file-model-handler.js';
 import { getEngine } from '../engine/engine-registry.js';
 import { outputActivation, outputLoss } from './output-loss.js';
 import { withSeededMathRandom } from './seeded-math-random.js';
@@ -25,7 +25,7 @@ export async function resolveModelFactory(source: string): Promise<ModelFactory>
   if (source.endsWith('.json')) {
     // An existing TensorFlow.js layers model (topology + weights): trained from its own weights.
     const file = source.startsWith('file:') ? fileURLToPath(source) : resolveModulePath(source);
-    return tf => tf.loadLayersModel(fileModelHandler(file)).catch(unknownClass);
+    return tf => loadModelFile(tf, file).catch(unknownClass);
   }
   if (!isModulePath(source)) {
     throw new TandemError(

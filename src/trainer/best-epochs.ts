@@ -10,6 +10,7 @@ import path from 'node:path';
 import * as tf from '#tfjs';
 import type { ResolvedConfig } from '../config-types.js';
 import { buildModel } from '../model/resolve-model.js';
+import { assignWeight } from '../model/flat-weights.js';
 import { modelArtifacts, writeModelFiles } from '../actors/model-files.js';
 import { OUT_FILES } from '../output/output-places.js';
 import type { EpochEnd } from './run-types.js';
@@ -47,7 +48,7 @@ export class BestEpochs {
     const set = (vars: tf.LayerVariable[], values: { values: Float32Array }[]) =>
       vars.forEach((v, i) =>
         tf.tidy(() => {
-          v.write(tf.tensor(values[i].values, v.shape as number[], 'float32'));
+          assignWeight(v, tf.tensor(values[i].values, v.shape as number[], 'float32')); // as trained
         }),
       );
     set(model.trainableWeights, weights);

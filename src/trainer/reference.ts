@@ -10,6 +10,7 @@ import { startBackend } from '../engine/backend.js';
 import { getEngine } from '../engine/engine-registry.js';
 import { TandemError } from '../errors.js';
 import { buildTrainingModel } from '../model/resolve-model.js';
+import { assignWeight } from '../model/flat-weights.js';
 import { outputLoss, outputLossOf, withRegularization } from '../model/output-loss.js';
 import { SampleReader } from '../data/one-sample-view.js';
 import { resolveDataset } from '../data/resolve-dataset.js';
@@ -92,7 +93,7 @@ async function referenceModel(cfg: ResolvedConfig, options: ReferenceOptions) {
   for (const { name, values } of options.initialWeights ?? []) {
     const w = model.weights.find(v => v.originalName === name);
     if (!w) throw new Error(`trainReference: the model has no weight named ${name}`);
-    w.write(tf.tensor(values, w.shape as number[], 'float32'));
+    tf.tidy(() => assignWeight(w, tf.tensor(values, w.shape as number[], 'float32'))); // as devices set them
   }
   const random =
     options.randomLayersAsDevices === undefined

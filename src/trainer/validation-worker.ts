@@ -11,6 +11,7 @@ import * as tf from '#tfjs';
 import { serializeError } from '../errors.js';
 import { startBackend, type BackendName } from '../engine/backend.js';
 import { buildModel, type ModelSpec } from '../model/resolve-model.js';
+import { assignWeight } from '../model/flat-weights.js';
 import { outputLoss, outputLossOf } from '../model/output-loss.js';
 import { targetLoss } from '../model/target-loss.js';
 import { metricSums } from '../model/metric-values.js';
@@ -91,7 +92,7 @@ async function serve(job: ValidationShard): Promise<void> {
       const set = (vars: tf.LayerVariable[], values: Float32Array[]) =>
         vars.forEach((v, i) =>
           tf.tidy(() => {
-            v.write(tf.tensor(values[i], v.shape as number[], 'float32'));
+            assignWeight(v, tf.tensor(values[i], v.shape as number[], 'float32')); // as trained, unconstrained
           }),
         );
       set(model.trainableWeights, weights);

@@ -1,0 +1,113 @@
+// The caller's tensors stay the caller's: fit, evaluate and fitDataset take a model of one input's x (and
+// validationData's x) as a Tensor[] of one, as tfjs does, train on it as model.fit does, and dispose none of them;
+// fitDataset takes a one-input, one-output model's batches with xs a Tensor[] of one and ys { outputName: Tensor }.
+import t from 'tap';
+import * as tf from '@tensorflow/tfjs';
+import { evaluate, fit, fitDataset } from '../src/index.js';
+import { twin, worstRelative } from './fixtures/fit-models.js';
+
+await tf.setBackend('cpu');
+
+const N = 24;
+
+function make(): tf.LayersModel {
+  const model = tf.sequential({
+    layers: [tf.layers.dense({ inputShape: [5], units: 3, activation: 'softmax', name: 'probs' })],
+  });
+  model.compile({ optimizer: 'sgd', loss: 'categoricalCrossentropy', metrics: ['acc'] });
+  return model;
+}
+
+function data() {
+  const x = tf.randomNormal([N, 5], 0, 1, 'float32', 7);
+  const y = tf
+    .oneHot(
+      tf.tensor1d(
+        Array.from({ length: N }, (_, i) => (i * 7) % 3),
+        'int32',
+      ),
+      3,
+    )
+    .toFloat();
+  return { x, y, vx: x.slice(0, 8), vy: y.slice(0, 8) };
+}
+
+const on = { devices: 2, backend: 'cpu' } as const;
+
+t.test('fit: x and validationData x as [x] = model.fit, the tensors still alive', async t => {
+  const { x, y, vx, vy } = data();
+  const start = make();
+  const reference = twin(start, make);
+  const args = { epochs: 2, batchSize: 8, shuffle: false, verbose: 0 as const, validationData: [[vx], vy] };
+  const expected = await reference.fit([x], y, args as tf.ModelFitArgs);
+  t.notOk(x.isDisposed || vx.isDisposed, 'model.fit disposes neither');
+  const model = twin(start, make);
+  const got = await fit(model, [x], y, { ...args, ...on } as never);
+  t.notOk(x.isDisposed, 'fit leaves x alive');
+  t.notOk(vx.isDisposed, "fit leaves validationData's x alive");
+  for (const key of Object.keys(expected.history)) {
+    const d = worstRelative(expected.history[key] as number[], got.history[key] as number[]);
+    t.ok(d <= 1e-4, `history.${key} relative difference ${d.toExponential(2)} ≤ 1e-4`);
+  }
+  tf.dispose([x, y, vx, vy]);
+  [start, reference, model].forEach(m => m.dispose());
+});
+
+t.test('evaluate: x as [x] = model.evaluate, x still alive', async t => {
+  const { x, y, vx, vy } = data();
+  const model = make();
+  const expected = (model.evaluate([x], y, { batchSize: 8 }) as tf.Scalar[]).map(s => s.dataSync()[0]);
+  const got = (await evaluate(model, [x], y, { batchSize: 8, ...on })) as tf.Scalar[];
+  t.notOk(x.isDisposed, 'evaluate leaves x alive');
+  const d = worstRelative(
+    expected,
+    got.map(s => s.dataSync()[0]),
+  );
+  t.ok(d <= 1e-4, `loss and acc relative difference ${d.toExponential(2)} ≤ 1e-4`);
+  tf.dispose([x, y, vx, vy, ...got]);
+  model.dispose();
+});
+
+t.test("fitDataset: validationData's x as [x] = model.fitDataset, x still alive", async t => {
+  const { x, y, vx, vy } = data();
+  const [xs, ys] = [tf.unstack(x), tf.unstack(y)];
+  const dataset = tf.data.zip({ xs: tf.data.array(xs), ys: tf.data.array(ys) }).batch(8);
+  const start = make();
+  const reference = twin(start, make);
+  const args = { epochs: 2, verbose: 0 as const, validationData: [[vx], vy] as [tf.Tensor[], tf.Tensor] };
+  const expected = await reference.fitDataset(dataset, args);
+  const model = twin(start, make);
+  const got = await fitDataset(model, dataset, { ...args, ...on } as never);
+  t.notOk(vx.isDisposed, "fitDataset leaves validationData's x alive");
+  for (const key of Object.keys(expected.history)) {
+    const d = worstRelative(expected.history[key] as number[], got.history[key] as number[]);
+    t.ok(d <= 1e-4, `history.${key} relative difference ${d.toExponential(2)} ≤ 1e-4`);
+  }
+  tf.dispose([x, y, vx, vy, ...xs, ...ys]);
+  [start, reference, model].forEach(m => m.dispose());
+});
+
+t.test('fitDataset: batches of xs [x] and ys { outputName: y } = model.fitDataset', async t => {
+  const { x, y, vx, vy } = data();
+  const [xs, ys] = [tf.unstack(x), tf.unstack(y)];
+  const start = make();
+  const name = start.outputNames[0];
+  const dataset = tf.data
+    .zip({ xs: tf.data.array(xs), ys: tf.data.array(ys) })
+    .batch(8)
+    .map(b => {
+      const { xs, ys } = b as { xs: tf.Tensor; ys: tf.Tensor };
+      return { xs: [xs], ys: { [name]: ys } } as unknown as tf.TensorContainer;
+    });
+  const reference = twin(start, make);
+  const expected = await reference.fitDataset(dataset, { epochs: 2, verbose: 0 });
+  const model = twin(start, make);
+  const got = await fitDataset(model, dataset, { epochs: 2, verbose: 0, ...on });
+  t.same(Object.keys(got.history).sort(), Object.keys(expected.history).sort(), 'History keys');
+  for (const key of Object.keys(expected.history)) {
+    const d = worstRelative(expected.history[key] as number[], got.history[key] as number[]);
+    t.ok(d <= 1e-4, `history.${key} relative difference ${d.toExponential(2)} ≤ 1e-4`);
+  }
+  tf.dispose([x, y, vx, vy, ...xs, ...ys]);
+  [start, reference, model].forEach(m => m.dispose());
+});
