@@ -81,7 +81,8 @@ export async function streamedModuleDataset(
   previous?.withdraw();
   const labels = labelReading(file);
   const counted = new (await streamClass())(dataset, labels.reading);
-  const { shape, first } = await counted.open(); // the counting pass sees every label
+  // the counting pass sees every label
+  const { shape, first } = await counted.open('return a dataset that ends (no repeat(): each epoch is a new pass)');
   const { hosts = 1, batch } = spec.options;
   const shares = hosts > 1 && batch !== undefined && shape.batch * hosts === batch;
   const own = shape.batchSizes;
