@@ -6,10 +6,11 @@
  * the same on every machine and every run, so the held-out samples (`--held-out N`: the last N) are a split by file
  * with every class in it, and a file keeps its side of the split when others are added.
  */
-import { readdirSync, statSync } from 'node:fs';
+import { lstatSync, readdirSync, realpathSync, statSync, type Stats } from 'node:fs';
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { TandemError } from '../errors.js';
+import { fsReason } from '../output/fs-reason.js';
 
 /** One image: its path from DIR (with `/`), its size and time (what the cache is checked against), its label. */
 export interface ImageFile {
@@ -32,8 +33,8 @@ const byCodeUnit = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0
 export function listImageFolder(dir: string): ImageListing {
   const st = statSync(dir, { throwIfNoEntry: false });
   if (!st?.isDirectory()) throw new TandemError('BAD_DATA', `--data ${dir}: no such directory`);
-  const classNames = readdirSync(dir)
-    .filter(name => !name.startsWith('.') && statSync(path.join(dir, name)).isDirectory())
+  const classNames = entries(dir, '')
+    .filter(name => !name.startsWith('.') && statOf(dir, name)?.isDirectory())
     .sort(byCodeUnit);
   if (classNames.length === 0) {
     throw new TandemError(
@@ -44,8 +45,8 @@ export function listImageFolder(dir: string): ImageListing {
   }
   const files: (ImageFile & { key: string })[] = [];
   classNames.forEach((name, label) => {
-    for (const rel of imagesUnder(dir, name)) {
-      const s = statSync(path.join(dir, rel));
+    for (const rel of imagesUnder(dir, name, [realpathSync(dir)])) {
+      const s = statOf(dir, rel) as Stats;
       files.push({ rel, size: s.size, mtimeMs: s.mtimeMs, label, key: createHash('sha1').update(rel).digest('hex') });
     }
   });
@@ -59,16 +60,54 @@ export function listImageFolder(dir: string): ImageListing {
   return { classNames, files: files.map(({ key, ...f }) => (void key, f)) };
 }
 
-/** The image files under DIR/`rel` (paths from DIR, `/`-separated), at any depth, sorted. */
-function imagesUnder(dir: string, rel: string): string[] {
+/**
+ * The image files under DIR/`rel` (paths from DIR, `/`-separated), at any depth, sorted; `above`: the real paths of
+ * the folders it is in (a link back to one of them is a loop, refused).
+ */
+function imagesUnder(dir: string, rel: string, above: string[]): string[] {
+  const real = realpathSync(path.join(dir, rel));
+  if (above.includes(real))
+    throw new TandemError(
+      'BAD_DATA',
+      `--data ${dir}: ${path.join(dir, rel)} is a link to ${real}, a folder it is in, so its images would be read ` +
+        'without end; remove the link',
+    );
   const out: string[] = [];
-  for (const name of readdirSync(path.join(dir, rel)).sort(byCodeUnit)) {
+  for (const name of entries(dir, rel).sort(byCodeUnit)) {
     if (name.startsWith('.')) continue;
     const child = `${rel}/${name}`;
-    const s = statSync(path.join(dir, child), { throwIfNoEntry: false });
-    if (s?.isDirectory()) out.push(...imagesUnder(dir, child));
-    else if (s?.isFile() && (IMAGE_EXTENSIONS as readonly string[]).includes(path.extname(name).toLowerCase()))
-      out.push(child);
+    const image = (IMAGE_EXTENSIONS as readonly string[]).includes(path.extname(name).toLowerCase());
+    const s = statOf(dir, child, image);
+    if (s?.isDirectory()) out.push(...imagesUnder(dir, child, [...above, real]));
+    else if (s?.isFile() && image) out.push(child);
   }
   return out;
+}
+
+/** The names in DIR/`rel`, else BAD_DATA naming the folder and why it cannot be listed. */
+function entries(dir: string, rel: string): string[] {
+  try {
+    return readdirSync(path.join(dir, rel));
+  } catch (err) {
+    throw new TandemError('BAD_DATA', `--data ${dir}: cannot list ${path.join(dir, rel)}: ${fsReason(err)}`);
+  }
+}
+
+/**
+ * DIR/`rel`'s stats (through links), undefined when it is gone; a link to nothing is BAD_DATA naming it when it
+ * `matters` (a class or an image that would be missing without a word), as is a file that cannot be read.
+ */
+function statOf(dir: string, rel: string, matters = true): Stats | undefined {
+  const file = path.join(dir, rel);
+  try {
+    const s = statSync(file, { throwIfNoEntry: false });
+    if (s || !matters || !lstatSync(file, { throwIfNoEntry: false })?.isSymbolicLink()) return s;
+  } catch (err) {
+    throw new TandemError('BAD_DATA', `--data ${dir}: cannot read ${file}: ${fsReason(err)}`);
+  }
+  throw new TandemError(
+    'BAD_DATA',
+    `--data ${dir}: ${file} is a symbolic link to nothing (its target is gone); remove it or point it at a ` +
+      `${rel.includes('/') ? 'file' : 'folder'}`,
+  );
 }
