@@ -5,7 +5,8 @@
 // Numeric labels are classes by value (1 and 1.0 one class); a number past float32, a file that is not UTF-8 and an
 // unnamed header column (pandas' index) are refused naming the file and the fix.
 import t from 'tap';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
+import { constants } from 'node:buffer';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -13,6 +14,7 @@ import { train, type TrainConfig, type TrainSummary } from '../src/index.js';
 import { osThreads } from './fixtures/os-threads.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'tandem-csv-'));
+t.teardown(() => rmSync(dir, { recursive: true, force: true }));
 const fixture = (name: string) => fileURLToPath(new URL(`../../test/fixtures/${name}`, import.meta.url));
 const N = 60;
 const feature = (i: number, k: number) => Math.fround((((i * 37 + k * 11) % 23) - 11) / 8);
@@ -121,6 +123,14 @@ t.test('numeric labels are classes by value; overflow, non-UTF-8 text and an unn
     code: 'BAD_DATA',
     message: /utf16\.csv is not UTF-8 text \(a UTF-16 file\)/,
   });
+  // past V8's longest string (a sparse file: no disk, nothing read): was "not a CSV file … Cannot create a string"
+  const large = write('large.csv', 'x,label\n');
+  truncateSync(large, constants.MAX_STRING_LENGTH + 1);
+  await t.rejects(train({ ...base, data: large, labelColumn: 'label' }), {
+    code: 'BAD_DATA',
+    message: /large\.csv is 512 MiB, and tandem parses a CSV whole, as one string of at most 512 MiB/,
+  });
+  rmSync(large);
   // pandas' to_csv() writes its row index as a column with no name: it was trained on as a feature
   const pandas = write('pandas.csv', ',x,label\n0,1,a\n1,2,b\n');
   await t.rejects(train({ ...base, data: pandas, labelColumn: 'label' }), {

@@ -9,6 +9,7 @@
  */
 import type * as CsvParse from 'csv-parse/sync';
 import { readFileSync, statSync } from 'node:fs';
+import { constants } from 'node:buffer';
 import { TandemError } from '../errors.js';
 import type { Dataset } from './dataset.js';
 import type { CsvSpec } from './file-data-spec.js';
@@ -117,10 +118,19 @@ function parseRows(file: string, parse: typeof CsvParse.parse): Row[] {
 
 /** The file's text, else BAD_DATA naming the first line that is not UTF-8 (a Latin-1 `é` would become `�`). */
 function utf8Text(file: string): string {
+  const size = statSync(file).size;
+  if (size > constants.MAX_STRING_LENGTH)
+    throw new TandemError(
+      'BAD_DATA',
+      `${file} is ${(size / 2 ** 20).toFixed(0)} MiB, and tandem parses a CSV whole, as one string of at most ` +
+        `${(constants.MAX_STRING_LENGTH / 2 ** 20).toFixed(0)} MiB (V8's limit); split it into files, or stream ` +
+        'it from a data module (a tf.data.generator of batches)',
+    );
   const bytes = readFileSync(file);
   try {
     return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
-  } catch {
+  } catch (err) {
+    if ((err as { code?: unknown }).code !== 'ERR_ENCODING_INVALID_ENCODED_DATA') throw err;
     const utf16 =
       bytes.length >= 2 && ((bytes[0] === 0xff && bytes[1] === 0xfe) || (bytes[0] === 0xfe && bytes[1] === 0xff));
     const lossy = bytes.toString('utf8');
