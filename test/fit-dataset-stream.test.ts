@@ -5,6 +5,7 @@
 import t from 'tap';
 import * as tf from '@tensorflow/tfjs';
 import { fitDataset } from '../src/index.js';
+import { COUNTING_NOTE } from '../src/data/dataset-stream.js';
 import { FIT_CASES, twin, worstRelative, worstWeightDifference } from './fixtures/fit-models.js';
 
 await tf.setBackend('cpu');
@@ -134,6 +135,35 @@ t.test(
       message: /^fitDataset: batch 1's xs has NaN at sample 3, element 2; clean or impute/,
     });
     tf.dispose([x, y]);
+  },
+);
+
+t.test(
+  'a counting pass that goes on is noted, naming batchesPerEpoch (a generator that loops hung silently)',
+  async t => {
+    const { x, y } = dense.data();
+    const [xs, ys] = [x.slice(0, 1), y.slice(0, 1)];
+    const looping = tf.data.generator(function* () {
+      for (let b = 0; ; b++) {
+        if (b === COUNTING_NOTE + 1) throw new Error('the test stops the loop');
+        yield { xs: xs.clone(), ys: ys.clone() };
+      }
+    });
+    const warned: string[] = [];
+    const warn = console.warn;
+    console.warn = (m: string) => void warned.push(m);
+    try {
+      await t.rejects(fitDataset(dense.make(), looping as never, { epochs: 1, verbose: 0, backend: 'cpu' }), {
+        message: /the test stops the loop/,
+      });
+    } finally {
+      console.warn = warn;
+    }
+    t.same(warned, [
+      `warning: fitDataset: still counting the dataset's first pass before training, ${COUNTING_NOTE} batches so ` +
+        'far; if it never ends (a generator that loops, a repeat()), give batchesPerEpoch',
+    ]);
+    tf.dispose([x, y, xs, ys]);
   },
 );
 

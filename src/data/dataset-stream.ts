@@ -43,6 +43,9 @@ export interface StreamShape {
   firstY: BatchTargets;
 }
 
+/** Batches counted before the first note that the counting pass goes on (then at every power of 10). */
+export const COUNTING_NOTE = 10_000;
+
 /** Reads a dataset's batches as `model`'s devices train them, checking each against batch 0. */
 export class DatasetStream {
   private shape?: Omit<StreamShape, 'batchSizes'>;
@@ -74,7 +77,14 @@ export class DatasetStream {
     if (this.batchesPerEpoch !== undefined)
       return { shape: { ...shape, batchSizes: new Array<number>(this.batchesPerEpoch).fill(shape.batch) }, first };
     const batchSizes = [first.count];
-    for (let b = await this.next(); b; b = await this.next()) batchSizes.push(b.count);
+    for (let b = await this.next(); b; b = await this.next()) {
+      batchSizes.push(b.count);
+      if (batchSizes.length >= COUNTING_NOTE && Number.isInteger(Math.log10(batchSizes.length)))
+        console.warn(
+          `warning: ${this.reading.who}: still counting the dataset's first pass before training, ` +
+            `${batchSizes.length} batches so far; if it never ends (a generator that loops, a repeat()), ${endless}`,
+        );
+    }
     this.refuseShortBatch(batchSizes);
     this.iterator = await this.dataset.iterator();
     this.given = 0;
