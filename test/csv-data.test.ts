@@ -2,8 +2,9 @@
 // numeric order, the features the chosen columns in the order given; a run equals the same run on a data module
 // holding the same numbers. A missing or non-numeric value is refused naming its row, line and column. A numeric
 // label with a regression loss is a float target (equal to the module run again). Resume mid-epoch is exact.
-// Numeric labels are classes by value (1 and 1.0 one class); a number past float32, a file that is not UTF-8 and an
-// unnamed header column (pandas' index) are refused naming the file and the fix.
+// Numeric labels are classes by value (1 and 1.0 one class); a number past float32, a file that is not UTF-8, one
+// past V8's longest string, one separated by semicolons and an unnamed header column (pandas' index) are refused
+// naming the file and the fix.
 import t from 'tap';
 import { mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { constants } from 'node:buffer';
@@ -131,6 +132,12 @@ t.test('numeric labels are classes by value; overflow, non-UTF-8 text and an unn
     message: /large\.csv is 512 MiB, and tandem parses a CSV whole, as one string of at most 512 MiB/,
   });
   rmSync(large);
+  // separated by semicolons (a European spreadsheet's CSV): the one column named, but not why
+  const semicolons = write('semicolons.csv', 'x;y;label\n1;2;a\n2;3;b\n');
+  await t.rejects(train({ ...base, data: semicolons, labelColumn: 'label' }), {
+    code: 'BAD_DATA',
+    message: /no column "label"; its columns are "x;y;label" \(one column: its header is separated by ";".*commas\)/,
+  });
   // pandas' to_csv() writes its row index as a column with no name: it was trained on as a feature
   const pandas = write('pandas.csv', ',x,label\n0,1,a\n1,2,b\n');
   await t.rejects(train({ ...base, data: pandas, labelColumn: 'label' }), {

@@ -151,9 +151,15 @@ function columnIndex(spec: CsvSpec, names: string[]): (name: string, flag: strin
   return (name, flag) => {
     const i = names.indexOf(name);
     if (i < 0) {
+      const separator = names.length === 1 ? [';', '\t', '|'].find(c => names[0].includes(c)) : undefined;
       throw new TandemError(
-        'BAD_CONFIG',
-        `${flag} ${name}: ${spec.file} has no column "${name}"; its columns are ${names.map(n => `"${n}"`).join(', ')}`,
+        separator ? 'BAD_DATA' : 'BAD_CONFIG',
+        `${flag} ${name}: ${spec.file} has no column "${name}"; ` +
+          `its columns are ${names.map(n => `"${n}"`).join(', ')}` +
+          (separator
+            ? ` (one column: its header is separated by ${JSON.stringify(separator)}, and tandem reads ` +
+              'comma-separated values; save it with commas)'
+            : ''),
       );
     }
     return i;
