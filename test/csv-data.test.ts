@@ -2,8 +2,12 @@
 // numeric order, the features the chosen columns in the order given; a run equals the same run on a data module
 // holding the same numbers. A missing or non-numeric value is refused naming its row, line and column. A numeric
 // label with a regression loss is a float target (equal to the module run again). Resume mid-epoch is exact.
+// Numeric labels are classes by value (1 and 1.0 one class); a number past float32, a file that is not UTF-8, one
+// past V8's longest string, one separated by semicolons and an unnamed header column (pandas' index) are refused
+// naming the file and the fix.
 import t from 'tap';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
+import { constants } from 'node:buffer';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -11,6 +15,7 @@ import { train, type TrainConfig, type TrainSummary } from '../src/index.js';
 import { osThreads } from './fixtures/os-threads.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'tandem-csv-'));
+t.teardown(() => rmSync(dir, { recursive: true, force: true }));
 const fixture = (name: string) => fileURLToPath(new URL(`../../test/fixtures/${name}`, import.meta.url));
 const N = 60;
 const feature = (i: number, k: number) => Math.fround((((i * 37 + k * 11) % 23) - 11) / 8);
@@ -88,6 +93,58 @@ t.test('numeric labels are sorted as numbers; a missing or non-numeric value nam
     code: 'BAD_CONFIG',
     message: /dataCache.*is where an image folder's decoded images go/,
   });
+  t.equal(osThreads(), threads, 'all refused before any thread');
+});
+
+t.test('numeric labels are classes by value; overflow, non-UTF-8 text and an unnamed column are refused', async t => {
+  // "1" and "1.0" were two classes (and "0", "-0"): a class per spelling
+  const spelled = write('spelled.csv', 'x,y,label\n1,2,1\n2,3,0\n3,4,1.0\n4,5,-0\n5,6,1e0\n6,7,0.0\n');
+  const out = path.join(dir, 'spelled-out');
+  await train({ ...base, epochs: 1, batch: 2, data: spelled, labelColumn: 'label', out });
+  t.same(JSON.parse(readFileSync(path.join(out, 'labels.json'), 'utf8')), ['0', '1'], 'named as first written');
+  const threads = osThreads();
+  // 1e999 was read as Infinity, 1e39 became Infinity as a float32: refused later as "in the data module", no row
+  for (const big of ['1e999', '-1e39']) {
+    const huge = write('huge.csv', `x,y,label\n1,2,a\n2,${big},b\n`);
+    await t.rejects(train({ ...base, data: huge, labelColumn: 'label' }), {
+      code: 'BAD_DATA',
+      message: new RegExp(`huge\\.csv: row 2 \\(line 3\\), column "y": "${big}" is beyond a 32-bit float`),
+    });
+  }
+  // a Latin-1 é became U+FFFD in the class names; UTF-16 was "Invalid Record Length"
+  const latin1 = path.join(dir, 'latin1.csv');
+  writeFileSync(latin1, Buffer.from('x,y,label\n1,2,caf\xe9\n2,3,the\n', 'latin1'));
+  await t.rejects(train({ ...base, data: latin1, labelColumn: 'label' }), {
+    code: 'BAD_DATA',
+    message: /latin1\.csv is not UTF-8 text \(line 2 has bytes UTF-8 does not have\); save it as UTF-8/,
+  });
+  const utf16 = path.join(dir, 'utf16.csv');
+  writeFileSync(utf16, Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('x,label\r\n1,a\r\n2,b\r\n', 'utf16le')]));
+  await t.rejects(train({ ...base, data: utf16, labelColumn: 'label' }), {
+    code: 'BAD_DATA',
+    message: /utf16\.csv is not UTF-8 text \(a UTF-16 file\)/,
+  });
+  // past V8's longest string (a sparse file: no disk, nothing read): was "not a CSV file … Cannot create a string"
+  const large = write('large.csv', 'x,label\n');
+  truncateSync(large, constants.MAX_STRING_LENGTH + 1);
+  await t.rejects(train({ ...base, data: large, labelColumn: 'label' }), {
+    code: 'BAD_DATA',
+    message: /large\.csv is 512 MiB, and tandem parses a CSV whole, as one string of at most 512 MiB/,
+  });
+  rmSync(large);
+  // separated by semicolons (a European spreadsheet's CSV): the one column named, but not why
+  const semicolons = write('semicolons.csv', 'x;y;label\n1;2;a\n2;3;b\n');
+  await t.rejects(train({ ...base, data: semicolons, labelColumn: 'label' }), {
+    code: 'BAD_DATA',
+    message: /no column "label"; its columns are "x;y;label" \(one column: its header is separated by ";".*commas\)/,
+  });
+  // pandas' to_csv() writes its row index as a column with no name: it was trained on as a feature
+  const pandas = write('pandas.csv', ',x,label\n0,1,a\n1,2,b\n');
+  await t.rejects(train({ ...base, data: pandas, labelColumn: 'label' }), {
+    code: 'BAD_DATA',
+    message: /pandas\.csv: column 1 of the header has no name.*to_csv\(index=False\).*--feature-columns/,
+  });
+  await train({ ...base, epochs: 1, batch: 2, data: pandas, labelColumn: 'label', featureColumns: ['x'] });
   t.equal(osThreads(), threads, 'all refused before any thread');
 });
 

@@ -5,6 +5,7 @@
 import t from 'tap';
 import * as tf from '@tensorflow/tfjs';
 import { fitDataset } from '../src/index.js';
+import { COUNTING_NOTE } from '../src/data/dataset-stream.js';
 import { FIT_CASES, twin, worstRelative, worstWeightDifference } from './fixtures/fit-models.js';
 
 await tf.setBackend('cpu');
@@ -100,6 +101,71 @@ t.test('refused: samples instead of batches, a batch larger than the first, batc
   });
   tf.dispose([x, y]);
 });
+
+t.test(
+  'refused before training: an endless dataset, a short batch mid-pass, a short one with batchesPerEpoch, NaN',
+  async t => {
+    const { x, y } = dense.data();
+    const args = { epochs: 1, verbose: 0 as const, devices: 2, backend: 'cpu' as const };
+    // counted without batchesPerEpoch, a repeat() never ended: the fit hung before step 1
+    const endless = arrayBatches(x, y, 16, 8).repeat();
+    await t.rejects(fitDataset(dense.make(), endless, args), {
+      code: 'BAD_DATA',
+      message: /fitDataset: the dataset never ends \(its size is Infinity.*give batchesPerEpoch/,
+    });
+    // batches of 8, 4, 8 (two batched datasets concatenated): the ring put batch 2 at 16, the loaders waited for it
+    const concatenated = arrayBatches(x, y, 12, 8).concatenate(arrayBatches(x, y, 8, 8));
+    await t.rejects(fitDataset(dense.make(), concatenated, args), {
+      code: 'BAD_DATA',
+      message: /batch 1 of the dataset's 3 has 4 samples and batch 0 8; only a pass's last batch may be smaller/,
+    });
+    const repeated = arrayBatches(x, y, 20, 8).repeat(); // 8, 8, 4, 8, …
+    await t.rejects(fitDataset(dense.make(), repeated, { ...args, batchesPerEpoch: 3 }), {
+      code: 'BAD_DATA',
+      message: /batch 2 of epoch 1 \(batch 2 of the dataset\) has 4 samples.*data\.repeat\(\)\.batch\(size\)/,
+    });
+    const withNaN = tf.data.generator(function* () {
+      yield { xs: x.slice(0, 8), ys: y.slice(0, 8) };
+      const values = x.slice(8, 8).dataSync().slice();
+      values[3 * 6 + 2] = NaN;
+      yield { xs: tf.tensor(values, [8, 6]), ys: y.slice(8, 8) };
+    });
+    await t.rejects(fitDataset(dense.make(), withNaN as never, args), {
+      code: 'BAD_DATA',
+      message: /^fitDataset: batch 1's xs has NaN at sample 3, element 2; clean or impute/,
+    });
+    tf.dispose([x, y]);
+  },
+);
+
+t.test(
+  'a counting pass that goes on is noted, naming batchesPerEpoch (a generator that loops hung silently)',
+  async t => {
+    const { x, y } = dense.data();
+    const [xs, ys] = [x.slice(0, 1), y.slice(0, 1)];
+    const looping = tf.data.generator(function* () {
+      for (let b = 0; ; b++) {
+        if (b === COUNTING_NOTE + 1) throw new Error('the test stops the loop');
+        yield { xs: xs.clone(), ys: ys.clone() };
+      }
+    });
+    const warned: string[] = [];
+    const warn = console.warn;
+    console.warn = (m: string) => void warned.push(m);
+    try {
+      await t.rejects(fitDataset(dense.make(), looping as never, { epochs: 1, verbose: 0, backend: 'cpu' }), {
+        message: /the test stops the loop/,
+      });
+    } finally {
+      console.warn = warn;
+    }
+    t.same(warned, [
+      `warning: fitDataset: still counting the dataset's first pass before training, ${COUNTING_NOTE} batches so ` +
+        'far; if it never ends (a generator that loops, a repeat()), give batchesPerEpoch',
+    ]);
+    tf.dispose([x, y, xs, ys]);
+  },
+);
 
 t.test('stopped by a callback after epoch 1 of 3: the fit returns, as model.fitDataset', async t => {
   const { x, y } = dense.data();

@@ -1,8 +1,8 @@
 // An image folder from elsewhere is data (docs/guide/security.md): its `.tandem-cache` may be anyone's, and its
 // symbolic links may lead anywhere. A cache whose manifest has fields of the wrong type, or whose declared manifest
 // length passes the file's end, is rebuilt (never a TypeError, never an allocation of what the file does not hold). A
-// symbolic link loop, a second path to one folder and a dangling link among the classes are each named (BAD_DATA) or
-// skipped, never walked forever nor crashed on.
+// symbolic link loop, a second path to one folder and a dangling link among the classes are each named (BAD_DATA),
+// never walked forever, skipped nor crashed on.
 import t from 'tap';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -64,7 +64,7 @@ t.test('a cache of another shape is rebuilt, never trusted', async t => {
   }
 });
 
-t.test('symbolic links: a loop and a second path are named, a dangling link is skipped', async t => {
+t.test('symbolic links: a loop, a second path and a dangling class link are named', async t => {
   const loop = folder('loop');
   symlinkSync('.', path.join(loop, 'a', 'again'));
   t.throws(() => listImageFolder(loop), {
@@ -81,9 +81,8 @@ t.test('symbolic links: a loop and a second path are named, a dangling link is s
   });
   const dangling = folder('dangling');
   symlinkSync(path.join(root, 'nothing-here'), path.join(dangling, 'c'));
-  t.same(
-    listImageFolder(dangling).classNames,
-    ['a', 'b'],
-    'a link to nothing among the classes is skipped as a file that is no folder',
-  );
+  t.throws(() => listImageFolder(dangling), {
+    code: 'BAD_DATA',
+    message: /dangling\/c is a symbolic link to nothing \(its target is gone\); remove it or point it at a folder/,
+  });
 });

@@ -3,14 +3,16 @@
 // for bit. Resume mid-epoch on a pipeline that reshuffles every pass (dataset.shuffle) equals the uninterrupted run:
 // the stream skips ahead to the checkpoint's step. A shuffled sampler over a stream is refused naming --no-shuffle.
 import t from 'tap';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as tf from '@tensorflow/tfjs';
 import { train, type TrainConfig, type TrainSummary } from '../src/index.js';
+import { osThreads } from './fixtures/os-threads.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'tandem-tfdata-'));
+t.teardown(() => rmSync(dir, { recursive: true, force: true }));
 const fixture = (name: string) => fileURLToPath(new URL(`../../test/fixtures/${name}`, import.meta.url));
 const sameBits = (a: TrainSummary, b: TrainSummary) =>
   a.weights.every((w, k) => w.values.every((v, i) => Object.is(v, b.weights[k].values[i])));
@@ -58,4 +60,45 @@ t.test('a streamed dataset with a shuffled sampler is refused naming --no-shuffl
   await t.rejects(train({ ...base, shuffle: true, data: fixture('tfdata-batches.mjs') }), {
     message: /not in the batch of step 1; .*--batch 8.*--no-shuffle/,
   });
+});
+
+/** A data module in the temp dir whose factory returns `body` (tf in scope: this test's copy of tfjs). */
+function tfModule(name: string, body: string): string {
+  const file = path.join(dir, name);
+  writeFileSync(
+    file,
+    `import * as tf from '${import.meta.resolve('@tensorflow/tfjs')}';\nexport default () => ${body};\n`,
+  );
+  return file;
+}
+
+t.test('refused before any thread, naming the fix: labels -1, repeat(), a short batch mid-pass', async t => {
+  const threads = osThreads();
+  // labels -1, 0, 1: it was "has 1 class … for a regression", without a word of the -1
+  const negative = tfModule(
+    'negative.mjs',
+    'tf.data.generator(function* () { for (let b = 0; b < 3; b++) ' +
+      'yield { xs: tf.ones([4, 3]), ys: tf.tensor1d([-1, 0, 1, 0]) }; })',
+  );
+  await t.rejects(train({ ...base, batch: 4, data: negative }), {
+    code: 'BAD_CONFIG',
+    message: /tf\.data dataset whose classes are its labels 0 … the largest .* batch 0 has label -1: .*map the labels/,
+  });
+  // a pass that never ends: the counting pass hung
+  const endless = tfModule('endless.mjs', 'tf.data.array([{ xs: tf.ones([4, 3]), ys: tf.ones([4]) }]).repeat()');
+  await t.rejects(train({ ...base, batch: 4, data: endless }), {
+    code: 'BAD_DATA',
+    message: /the dataset never ends .*return a dataset that ends \(no repeat\(\): each epoch is a new pass\)/,
+  });
+  // batches of 4, 2, 4: the loaders waited for a batch the ring never held
+  const short = tfModule(
+    'short.mjs',
+    'tf.data.array([0, 1, 2, 3, 4, 5]).batch(4).concatenate(tf.data.array([6, 7, 8, 9]).batch(4))' +
+      '.map(v => ({ xs: tf.stack([v, v, v], 1), ys: v.mod(2) }))',
+  );
+  await t.rejects(train({ ...base, batch: 4, data: short }), {
+    code: 'BAD_DATA',
+    message: /batch 1 of the dataset's 3 has 2 samples and batch 0 4; only a pass's last batch may be smaller/,
+  });
+  t.equal(osThreads(), threads, 'all refused before any thread');
 });

@@ -8,8 +8,9 @@ import { isCsvFile, isImageFolder, resolveDataset, resolveModuleUrl } from '../d
 import { prepareFileData } from './prepare-file-data.js';
 import type { PreparedData } from './prepared-data.js';
 import { checkOptionsHonoured, probeFirstSample, probeHeldOut } from '../data/dataset-checks.js';
-import { classLabelProblem, singleClassProblem } from '../data/class-labels.js';
+import { classLabelProblem, REGRESSION_LOSSES, singleClassProblem } from '../data/class-labels.js';
 import { MNIST_META } from '../data/mnist.js';
+import { streamedEpoch } from '../data/tfdata-source.js';
 import { SYNTHETIC_DEFAULTS } from '../data/synthetic-images.js';
 import { sourcePath } from '../source-path.js';
 import type { TrainingMethod } from '../methods/training-method.js';
@@ -90,6 +91,14 @@ export function checkClassLabels(
         `and data '${dataSource}' has ${meta.classes}; give --classes 2 or more`,
     );
   }
+  const notAClass = single && streamedEpoch(data)?.notAClass;
+  if (notAClass)
+    bad(
+      'loss',
+      `data '${dataSource}' is a tf.data dataset whose classes are its labels 0 … the largest when every label is a ` +
+        `non-negative integer, and ${notAClass}${loss ? `; loss is ${loss}` : ''}: for a classifier, map the ` +
+        `labels to 0, 1, … in the pipeline; for a regression on them, give loss ${REGRESSION_LOSSES}`,
+    );
   if (single) bad('loss', `data '${dataSource}' has 1 class${loss ? ` and loss is ${loss}` : ''}: ${single}`);
   const problem = firstLabel === undefined ? undefined : classLabelProblem(firstLabel, meta.classes);
   if (problem)

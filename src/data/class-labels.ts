@@ -8,7 +8,7 @@ import { found, nonNumberLabelProblem } from './returned-value.js';
 import { REGRESSION_LOSS_KINDS } from '../model/loss-kinds.js';
 
 /** The way to a regression loss, as a clause: `'mse' (--loss mse) or another regression loss (mae, huber, ...)`. */
-const REGRESSION_LOSSES =
+export const REGRESSION_LOSSES =
   `'mse' (--loss mse) or another regression loss ` + `(${REGRESSION_LOSS_KINDS.filter(k => k !== 'mse').join(', ')})`;
 
 /**

@@ -3,12 +3,13 @@
  * quoted fields, embedded commas and newlines, a byte-order mark and blank lines are read as RFC 4180 says) as a
  * tandem `Dataset` of 1-D samples, the feature columns (`--feature-columns A,B`, default every other column, in the
  * file's order). The label column's values are classes, in sorted order (numerically when every value is a number,
- * else by code unit): class 0 is the first; or, with a regression loss, float targets. Every feature and label must be
- * there and be a number where one is needed: an empty or non-numeric field is BAD_DATA naming the row, its line and
- * the column. Samples are the rows in file order (held-out: the last rows).
+ * else by code unit; `1` and `1.0` one class): class 0 is the first; or, with a regression loss, float targets.
+ * Every feature and label must be there and be a number where one is needed: an empty or non-numeric field is
+ * BAD_DATA naming the row, its line and the column. Samples are the rows in file order (held-out: the last rows).
  */
 import type * as CsvParse from 'csv-parse/sync';
 import { readFileSync, statSync } from 'node:fs';
+import { constants } from 'node:buffer';
 import { TandemError } from '../errors.js';
 import type { Dataset } from './dataset.js';
 import type { CsvSpec } from './file-data-spec.js';
@@ -71,7 +72,17 @@ export async function readCsv(spec: CsvSpec): Promise<Dataset> {
 
 /** The feature columns' names: as given (an entry that is no column's name split at commas), else all but the label. */
 function featureNames(spec: CsvSpec, names: string[]): string[] {
-  if (!spec.featureColumns) return names.filter(n => n !== spec.labelColumn);
+  if (!spec.featureColumns) {
+    const unnamed = names.indexOf('');
+    if (unnamed >= 0)
+      throw new TandemError(
+        'BAD_DATA',
+        `${spec.file}: column ${unnamed + 1} of the header has no name, and every column but the label is a ` +
+          "feature by default (pandas' to_csv writes its row index so; to_csv(index=False) leaves it out): name " +
+          'it, or choose the features with --feature-columns',
+      );
+    return names.filter(n => n !== spec.labelColumn);
+  }
   return spec.featureColumns.flatMap(c => (names.includes(c) ? [c] : splitNames(c, names)));
 }
 
@@ -91,8 +102,9 @@ function splitNames(text: string, names: string[]): string[] {
 }
 
 function parseRows(file: string, parse: typeof CsvParse.parse): Row[] {
+  const text = utf8Text(file);
   try {
-    return parse(readFileSync(file, 'utf8'), {
+    return parse(text, {
       info: true,
       bom: true,
       trim: true,
@@ -104,6 +116,33 @@ function parseRows(file: string, parse: typeof CsvParse.parse): Row[] {
   }
 }
 
+/** The file's text, else BAD_DATA naming the first line that is not UTF-8 (a Latin-1 `é` would become `�`). */
+function utf8Text(file: string): string {
+  const size = statSync(file).size;
+  if (size > constants.MAX_STRING_LENGTH)
+    throw new TandemError(
+      'BAD_DATA',
+      `${file} is ${(size / 2 ** 20).toFixed(0)} MiB, and tandem parses a CSV whole, as one string of at most ` +
+        `${(constants.MAX_STRING_LENGTH / 2 ** 20).toFixed(0)} MiB (V8's limit); split it into files, or stream ` +
+        'it from a data module (a tf.data.generator of batches)',
+    );
+  const bytes = readFileSync(file);
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch (err) {
+    if ((err as { code?: unknown }).code !== 'ERR_ENCODING_INVALID_ENCODED_DATA') throw err;
+    const utf16 =
+      bytes.length >= 2 && ((bytes[0] === 0xff && bytes[1] === 0xfe) || (bytes[0] === 0xfe && bytes[1] === 0xff));
+    const lossy = bytes.toString('utf8');
+    const line = lossy.slice(0, lossy.indexOf('\uFFFD')).split('\n').length;
+    throw new TandemError(
+      'BAD_DATA',
+      `${file} is not UTF-8 text (${utf16 ? 'a UTF-16 file' : `line ${line} has bytes UTF-8 does not have`}); ` +
+        `save it as UTF-8 (a spreadsheet's "CSV UTF-8", or iconv -f ${utf16 ? 'utf-16' : 'latin1'} -t utf-8)`,
+    );
+  }
+}
+
 /** The index of column `name` in the header, else BAD_CONFIG naming the flag and the columns there are. */
 function columnIndex(spec: CsvSpec, names: string[]): (name: string, flag: string) => number {
   const twice = names.find((n, i) => names.indexOf(n) !== i);
@@ -112,9 +151,15 @@ function columnIndex(spec: CsvSpec, names: string[]): (name: string, flag: strin
   return (name, flag) => {
     const i = names.indexOf(name);
     if (i < 0) {
+      const separator = names.length === 1 ? [';', '\t', '|'].find(c => names[0].includes(c)) : undefined;
       throw new TandemError(
-        'BAD_CONFIG',
-        `${flag} ${name}: ${spec.file} has no column "${name}"; its columns are ${names.map(n => `"${n}"`).join(', ')}`,
+        separator ? 'BAD_DATA' : 'BAD_CONFIG',
+        `${flag} ${name}: ${spec.file} has no column "${name}"; ` +
+          `its columns are ${names.map(n => `"${n}"`).join(', ')}` +
+          (separator
+            ? ` (one column: its header is separated by ${JSON.stringify(separator)}, and tandem reads ` +
+              'comma-separated values; save it with commas)'
+            : ''),
       );
     }
     return i;
@@ -124,15 +169,17 @@ function columnIndex(spec: CsvSpec, names: string[]): (name: string, flag: strin
 /** Row `r`'s (0-based, after the header) value in column `c`, a number, else BAD_DATA naming row, line and column. */
 function numberAt(spec: CsvSpec, row: Row, r: number, c: number, name: string): number {
   const text = row.record[c];
-  if (NUMBER.test(text)) return Number(text);
+  const value = NUMBER.test(text) ? Number(text) : NaN;
+  if (Number.isFinite(Math.fround(value))) return value;
+  const shown = `"${text.length > 40 ? `${text.slice(0, 40)}…` : text}"`;
   throw new TandemError(
     'BAD_DATA',
     `${spec.file}: row ${r + 1} (line ${row.info.lines}), column "${name}": ` +
       (text === ''
         ? 'the value is missing; fill it in or drop the row (tandem imputes nothing)'
-        : `"${text.length > 40 ? `${text.slice(0, 40)}…` : text}" is not a number; features${
-            name === spec.labelColumn ? ' and regression targets' : ''
-          } are numbers`),
+        : Number.isNaN(value)
+          ? `${shown} is not a number; ${name === spec.labelColumn ? 'regression targets' : 'features'} are numbers`
+          : `${shown} is beyond a 32-bit float (±3.4e38), the precision tandem trains in; scale the column`),
   );
 }
 
@@ -151,8 +198,18 @@ function classes(spec: CsvSpec, rows: Row[], c: number): { values: Int32Array; c
       );
   });
   const distinct = [...new Set(rows.map(row => row.record[c]))];
-  const numeric = distinct.every(v => NUMBER.test(v));
-  const classNames = distinct.sort(numeric ? (a, b) => Number(a) - Number(b) : (a, b) => (a < b ? -1 : a > b ? 1 : 0));
-  const index = new Map(classNames.map((n, i) => [n, i]));
-  return { values: Int32Array.from(rows, row => index.get(row.record[c]) as number), classNames };
+  if (!distinct.every(v => NUMBER.test(v))) {
+    const classNames = distinct.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    const index = new Map(classNames.map((n, i) => [n, i]));
+    return { values: Int32Array.from(rows, row => index.get(row.record[c]) as number), classNames };
+  }
+  // numbers: one class per value (`1` and `1.0` are one class), named as the file first writes it
+  const named = new Map<number, string>();
+  for (const v of distinct) if (!named.has(Number(v))) named.set(Number(v), v);
+  const numbers = [...named.keys()].sort((a, b) => a - b);
+  const index = new Map(numbers.map((n, i) => [n, i]));
+  return {
+    values: Int32Array.from(rows, row => index.get(Number(row.record[c])) as number),
+    classNames: numbers.map(n => named.get(n) as string),
+  };
 }

@@ -43,6 +43,9 @@ export interface StreamShape {
   firstY: BatchTargets;
 }
 
+/** Batches counted before the first note that the counting pass goes on (then at every power of 10). */
+export const COUNTING_NOTE = 10_000;
+
 /** Reads a dataset's batches as `model`'s devices train them, checking each against batch 0. */
 export class DatasetStream {
   private shape?: Omit<StreamShape, 'batchSizes'>;
@@ -56,8 +59,17 @@ export class DatasetStream {
     private readonly batchesPerEpoch?: number,
   ) {}
 
-  /** Batch 0 read and checked, and the sizes of an epoch's batches (one counting pass without batchesPerEpoch). */
-  async open(): Promise<{ shape: StreamShape; first: BatchArrays }> {
+  /**
+   * Batch 0 read and checked, and the sizes of an epoch's batches (one counting pass without batchesPerEpoch).
+   * `endless`: what to do instead of counting a dataset tfjs knows never ends (its size Infinity, a `repeat()`).
+   */
+  async open(endless = 'give batchesPerEpoch'): Promise<{ shape: StreamShape; first: BatchArrays }> {
+    if (this.batchesPerEpoch === undefined && this.dataset.size === Infinity)
+      throw new TandemError(
+        'BAD_DATA',
+        `${this.reading.who}: the dataset never ends (its size is Infinity: a repeat() without a count), and an ` +
+          `epoch is one pass of it, counted before training; ${endless}`,
+      );
     this.iterator = await this.dataset.iterator();
     const first = await this.next();
     if (!first) throw new TandemError('BAD_DATA', `${this.reading.who}: the dataset gave no batch`);
@@ -65,7 +77,15 @@ export class DatasetStream {
     if (this.batchesPerEpoch !== undefined)
       return { shape: { ...shape, batchSizes: new Array<number>(this.batchesPerEpoch).fill(shape.batch) }, first };
     const batchSizes = [first.count];
-    for (let b = await this.next(); b; b = await this.next()) batchSizes.push(b.count);
+    for (let b = await this.next(); b; b = await this.next()) {
+      batchSizes.push(b.count);
+      if (batchSizes.length >= COUNTING_NOTE && Number.isInteger(Math.log10(batchSizes.length)))
+        console.warn(
+          `warning: ${this.reading.who}: still counting the dataset's first pass before training, ` +
+            `${batchSizes.length} batches so far; if it never ends (a generator that loops, a repeat()), ${endless}`,
+        );
+    }
+    this.refuseShortBatch(batchSizes);
     this.iterator = await this.dataset.iterator();
     this.given = 0;
     const again = await this.next(); // the first epoch's batch 0: the ring's first
@@ -109,13 +129,7 @@ export class DatasetStream {
       const b = await this.next();
       if (!b) throw this.ranOut(seq, perEpoch, total);
       if (seq < ring.wanted) continue; // a resumed run: the batches before its step are read and left
-      if (b.count !== passSizes[place])
-        throw new TandemError(
-          'BAD_DATA',
-          `${this.reading.who}: batch ${place} of epoch ${Math.floor(seq / perEpoch) + 1} has ${b.count} samples, ` +
-            `and ` +
-            `${passSizes[place]} in the first pass; every pass must give the same batches`,
-        );
+      if (b.count !== passSizes[place]) throw this.otherSize(seq, perEpoch, b.count, passSizes[place]);
       if (!(await ring.put(seq, b.samples, b.targets, batchSizes[place]))) return;
     }
   }
@@ -161,7 +175,9 @@ export class DatasetStream {
         `${this.reading.who}: batch ${index}'s ys are read as ${shapeWords(y.targetShape)}, and batch 0's as ` +
           `${shapeWords(s.targetShape)}; give ys of one kind in every batch`,
       );
-    return { samples: xs.dataSync() as Float32Array, targets: y.values, count };
+    const samples = xs.dataSync() as Float32Array;
+    this.refuseNonFinite(samples, index, count);
+    return { samples, targets: y.values, count };
   }
 
   /** Elements of one sample each (not batched) are refused, naming the fix. */
@@ -182,6 +198,45 @@ export class DatasetStream {
         : `${this.reading.who}: batch ${index}'s xs has shape [${xs.shape.join(', ')}]; the model's input is ` +
             `[batch, ${input.join(', ')}]` +
             (this.shape ? ` and batch 0's samples [${this.shape.sampleShape.join(', ')}]` : ''),
+    );
+  }
+
+  /** Only a pass's last batch may be smaller than batch 0 (the ring places batch b's samples at b × batch). */
+  private refuseShortBatch(batchSizes: number[]): void {
+    const short = batchSizes.findIndex((n, b) => b < batchSizes.length - 1 && n < batchSizes[0]);
+    if (short < 0) return;
+    throw new TandemError(
+      'BAD_DATA',
+      `${this.reading.who}: batch ${short} of the dataset's ${batchSizes.length} has ${batchSizes[short]} samples ` +
+        `and batch 0 ${batchSizes[0]}; only a pass's last batch may be smaller (batch the whole pass once: ` +
+        'a.concatenate(b).batch(size), not a.batch(size).concatenate(b.batch(size)))',
+    );
+  }
+
+  /** Every input value finite, else BAD_DATA naming the batch, the sample and the element. */
+  private refuseNonFinite(samples: ArrayLike<number>, index: number, count: number): void {
+    for (let k = 0; k < samples.length; k++) {
+      if (Number.isFinite(samples[k])) continue;
+      const per = samples.length / count;
+      throw new TandemError(
+        'BAD_DATA',
+        `${this.reading.who}: batch ${index}'s xs has ${samples[k]} at sample ${Math.floor(k / per)}, element ` +
+          `${k % per}; clean or impute the data before training (a non-finite input makes the loss and the ` +
+          'weights NaN)',
+      );
+    }
+  }
+
+  /** Batch `seq` has `count` samples where the epoch's batches say `expected`. */
+  private otherSize(seq: number, perEpoch: number, count: number, expected: number): TandemError {
+    const where = `${this.reading.who}: batch ${seq % perEpoch} of epoch ${Math.floor(seq / perEpoch) + 1}`;
+    return new TandemError(
+      'BAD_DATA',
+      this.batchesPerEpoch === undefined
+        ? `${where} has ${count} samples, and ${expected} in the first pass; every pass must give the same batches`
+        : `${where} (batch ${seq} of the dataset) has ${count} samples and batch 0 ${expected}; with ` +
+            'batchesPerEpoch every batch is a full one (a smaller one is the end of a pass of the data: repeat ' +
+            'before batching, data.repeat().batch(size), not data.batch(size).repeat())',
     );
   }
 

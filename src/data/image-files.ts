@@ -6,7 +6,7 @@
  * the same on every machine and every run, so the held-out samples (`--held-out N`: the last N) are a split by file
  * with every class in it, and a file keeps its side of the split when others are added.
  */
-import { readdirSync, realpathSync, statSync, type Stats } from 'node:fs';
+import { lstatSync, readdirSync, realpathSync, statSync, type Stats } from 'node:fs';
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { TandemError } from '../errors.js';
@@ -82,10 +82,10 @@ function imagesUnder(dir: string, rel: string, walked: Map<string, string>): str
   for (const name of entriesOf(dir, rel).sort(byCodeUnit)) {
     if (name.startsWith('.')) continue;
     const child = `${rel}/${name}`;
-    const s = statOf(dir, child);
+    const image = (IMAGE_EXTENSIONS as readonly string[]).includes(path.extname(name).toLowerCase());
+    const s = statOf(dir, child, image);
     if (s?.isDirectory()) out.push(...imagesUnder(dir, child, walked));
-    else if (s?.isFile() && (IMAGE_EXTENSIONS as readonly string[]).includes(path.extname(name).toLowerCase()))
-      out.push(child);
+    else if (s?.isFile() && image) out.push(child);
   }
   return out;
 }
@@ -109,13 +109,23 @@ function entriesOf(dir: string, rel: string): string[] {
   }
 }
 
-/** DIR/`rel`'s status through its links; undefined for a link to nothing (skipped, as any file not an image). */
-function statOf(dir: string, rel: string): Stats | undefined {
+/**
+ * DIR/`rel`'s status through its links, undefined when it is gone; a link to nothing is BAD_DATA naming it when it
+ * `matters` (a class, or an image that would go missing without a word), as is a file that cannot be read.
+ */
+function statOf(dir: string, rel: string, matters = true): Stats | undefined {
+  const file = path.join(dir, rel);
   try {
-    return statSync(path.join(dir, rel), { throwIfNoEntry: false });
+    const s = statSync(file, { throwIfNoEntry: false });
+    if (s || !matters || !lstatSync(file, { throwIfNoEntry: false })?.isSymbolicLink()) return s;
   } catch (err) {
     throw unreadable(dir, rel, err);
   }
+  throw new TandemError(
+    'BAD_DATA',
+    `--data ${dir}: ${file} is a symbolic link to nothing (its target is gone); remove it or point it at a ` +
+      `${rel.includes('/') ? 'file' : 'folder'}`,
+  );
 }
 
 function realOf(dir: string, rel: string): string {

@@ -47,6 +47,8 @@ export interface StreamedEpoch {
   shares: boolean;
   /** The global batches the ring was made for: `sizes`, or with shares the global batches they are taken to be. */
   globalSizes: number[];
+  /** The first label that is no class (negative or fractional: `batch 2 has label -1`), when one is. */
+  notAClass?: string;
 }
 
 /** Closes the ring of the previous run on the same spec (a producer left waiting on it returns). */
@@ -81,13 +83,15 @@ export async function streamedModuleDataset(
   previous?.withdraw();
   const labels = labelReading(file);
   const counted = new (await streamClass())(dataset, labels.reading);
-  const { shape, first } = await counted.open(); // the counting pass sees every label
+  // the counting pass sees every label
+  const { shape, first } = await counted.open('return a dataset that ends (no repeat(): each epoch is a new pass)');
   const { hosts = 1, batch } = spec.options;
   const shares = hosts > 1 && batch !== undefined && shape.batch * hosts === batch;
   const own = shape.batchSizes;
   // until the hosts agree (agree-streamed-epoch.ts), a last share of c samples stands for a global batch of c × hosts
   const globalSizes = shares ? own.map(c => (c === shape.batch ? batch : c * hosts)) : own;
-  const epoch = { sizes: own, shares, globalSizes };
+  const notAClass = labels.notAClass();
+  const epoch = { sizes: own, shares, globalSizes, ...(notAClass ? { notAClass } : {}) };
   const source: StreamSource = { key, options: spec.options, dataset, labels, shape, epoch };
   await startStream(source, own, globalSizes, { stream: counted, first });
   return ringDataset(key);
@@ -145,9 +149,10 @@ async function startStream(
 }
 
 /** ys as one label per sample; the classes the labels seen imply. */
-function labelReading(file: string): { reading: BatchReading; classes(): number } {
+function labelReading(file: string): { reading: BatchReading; classes(): number; notAClass(): string | undefined } {
   let largest = -1,
-    integral = true;
+    integral = true,
+    notAClass: string | undefined;
   const reading: BatchReading = {
     who: `data module ${file}`,
     targets(ys, index) {
@@ -164,10 +169,13 @@ function labelReading(file: string): { reading: BatchReading; classes(): number 
         if (!Number.isFinite(v))
           throw new TandemError('BAD_DATA', `data module ${file}: batch ${index} has label ${v}, not a finite number`);
         if (Number.isInteger(v) && v >= 0) largest = Math.max(largest, v);
-        else integral = false;
+        else {
+          integral = false;
+          notAClass ??= `batch ${index} has label ${v}`;
+        }
       }
       return { values };
     },
   };
-  return { reading, classes: () => (integral ? largest + 1 : 1) };
+  return { reading, classes: () => (integral ? largest + 1 : 1), notAClass: () => notAClass };
 }
