@@ -7,6 +7,7 @@ import t from 'tap';
 import * as tf from '@tensorflow/tfjs';
 import { evaluate, fit } from '../src/index.js';
 import { worstRelative, worstWeightDifference } from './fixtures/fit-models.js';
+import { threeClassData } from './fixtures/fit-case-helpers.js';
 
 await tf.setBackend('cpu');
 
@@ -36,17 +37,7 @@ function make(): tf.LayersModel {
 }
 
 function data() {
-  const x = tf.randomNormal([N, 5], 0, 1, 'float32', 1);
-  const y = tf
-    .oneHot(
-      tf.tensor1d(
-        Array.from({ length: N }, (_, i) => (i * 7) % 3),
-        'int32',
-      ),
-      3,
-    )
-    .toFloat();
-  return { x, y };
+  return threeClassData(N, 1);
 }
 
 const scalars = (s: tf.Scalar | tf.Scalar[]) => (Array.isArray(s) ? s : [s]).map(v => v.dataSync()[0]);

@@ -5,6 +5,7 @@ import t from 'tap';
 import * as tf from '@tensorflow/tfjs';
 import { evaluate, fit, fitDataset } from '../src/index.js';
 import { twin, worstRelative } from './fixtures/fit-models.js';
+import { threeClassData } from './fixtures/fit-case-helpers.js';
 
 await tf.setBackend('cpu');
 
@@ -19,16 +20,7 @@ function make(): tf.LayersModel {
 }
 
 function data() {
-  const x = tf.randomNormal([N, 5], 0, 1, 'float32', 7);
-  const y = tf
-    .oneHot(
-      tf.tensor1d(
-        Array.from({ length: N }, (_, i) => (i * 7) % 3),
-        'int32',
-      ),
-      3,
-    )
-    .toFloat();
+  const { x, y } = threeClassData(N, 7);
   return { x, y, vx: x.slice(0, 8), vy: y.slice(0, 8) };
 }
 
