@@ -3,10 +3,10 @@
 // holding the same numbers. A missing or non-numeric value is refused naming its row, line and column. A numeric
 // label with a regression loss is a float target (equal to the module run again). Resume mid-epoch is exact.
 // Numeric labels are classes by value (1 and 1.0 one class); a number past float32, a file that is not UTF-8, one
-// past V8's longest string, one separated by semicolons and an unnamed header column (pandas' index) are refused
-// naming the file and the fix.
+// past V8's longest string, one separated by semicolons, an unnamed header column (pandas' index) and a link to a
+// device are refused naming the file and the fix.
 import t from 'tap';
-import { mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import { constants } from 'node:buffer';
 import os from 'node:os';
 import path from 'node:path';
@@ -145,6 +145,13 @@ t.test('numeric labels are classes by value; overflow, non-UTF-8 text and an unn
     message: /pandas\.csv: column 1 of the header has no name.*to_csv\(index=False\).*--feature-columns/,
   });
   await train({ ...base, epochs: 1, batch: 2, data: pandas, labelColumn: 'label', featureColumns: ['x'] });
+  // a link to a device: it was "no such file", though there is one
+  const device = path.join(dir, 'device.csv');
+  symlinkSync('/dev/zero', device);
+  await t.rejects(train({ ...base, data: device, labelColumn: 'label' }), {
+    code: 'BAD_DATA',
+    message: /device\.csv: not a regular file \(a device, FIFO or socket\); give a CSV file/,
+  });
   t.equal(osThreads(), threads, 'all refused before any thread');
 });
 

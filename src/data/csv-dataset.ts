@@ -25,7 +25,13 @@ interface Row {
 /** The stamp of a CSV file as it is now: its size and modification time. */
 export function csvStamp(file: string): string {
   const s = statSync(file, { throwIfNoEntry: false });
-  if (!s?.isFile()) throw new TandemError('BAD_DATA', `--data ${file}: no such file`);
+  if (!s) throw new TandemError('BAD_DATA', `--data ${file}: no such file`);
+  if (!s.isFile())
+    throw new TandemError(
+      'BAD_DATA',
+      `--data ${file}: not a regular file (${s.isDirectory() ? 'a directory' : 'a device, FIFO or socket'}); ` +
+        'give a CSV file',
+    );
   return `${s.size}-${s.mtimeMs}`;
 }
 
