@@ -28,6 +28,18 @@ const cases: [string, TrainConfig, string, RegExp][] = [
   ['fractional devices', { devices: 1.5 }, 'BAD_CONFIG', /config\.devices/],
   ['unknown model', { model: 'resnet-9000' }, 'UNKNOWN_MODEL', /unknown model 'resnet-9000'.*Builtins: mlp/],
   ['unknown dataset', { data: 'imagenet' }, 'UNKNOWN_DATASET', /unknown dataset 'imagenet'/],
+  [
+    'data folder not there',
+    { data: 'no-such-images/' },
+    'UNKNOWN_DATASET',
+    /config\.data: no such folder or file: no-such-images\/ \(.*\); give an image folder/,
+  ],
+  [
+    'data file not there',
+    { data: 'train.jsonl' },
+    'UNKNOWN_DATASET',
+    /config\.data: no such folder or file: train\.jsonl/,
+  ],
   ['batch not divisible', { devices: 3, batch: 32 }, 'BAD_CONFIG', /divisible by devices 3/],
   ['missing module', { model: './no/such/model.mjs' }, 'MODULE_NOT_FOUND', /no such file/],
   [

@@ -4,7 +4,14 @@ import { bad } from '../config-checks.js';
 import type { TrainConfig } from '../config-types.js';
 import { BUILTIN_MODELS, type BuiltinModel } from '../model/builtin-models.js';
 import { modelPathUrl } from '../model/model-path.js';
-import { BUILTIN_DATASETS, isCsvFile, isImageFolder, isModulePath, resolveModuleUrl } from '../data/resolve-dataset.js';
+import {
+  BUILTIN_DATASETS,
+  isCsvFile,
+  isImageFolder,
+  isModulePath,
+  resolveModuleUrl,
+  unknownDataset,
+} from '../data/resolve-dataset.js';
 
 export function modelSourceOf(config: TrainConfig): {
   modelSource: string;
@@ -30,13 +37,7 @@ export function dataSourceOf(config: TrainConfig): { dataSource: string; imageSh
   const folder = isImageFolder(dataSource);
   const csv = !folder && isCsvFile(dataSource);
   if (!(BUILTIN_DATASETS as readonly string[]).includes(dataSource) && !folder && !csv) {
-    if (!isModulePath(dataSource)) {
-      throw new TandemError(
-        'UNKNOWN_DATASET',
-        `config.data: unknown dataset '${dataSource}'. Builtins: ${BUILTIN_DATASETS.join(', ')}; ` +
-          'or a path to an ES module, an image folder or a .csv file.',
-      );
-    }
+    if (!isModulePath(dataSource)) throw unknownDataset(dataSource);
     resolveModuleUrl(dataSource, 'data');
   }
   const s = config.imageSize;

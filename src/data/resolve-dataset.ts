@@ -34,6 +34,25 @@ export function isCsvFile(source: string): boolean {
   return !source.startsWith('file:') && path.extname(source).toLowerCase() === '.csv';
 }
 
+/**
+ * UNKNOWN_DATASET for a `config.data` that is no builtin, module, folder or CSV file: a name with a path separator or
+ * an extension (`imgs/`, `train.jsonl`) is a path that is not there, and is named as one.
+ */
+export function unknownDataset(source: string): TandemError {
+  const builtins = BUILTIN_DATASETS.join(', ');
+  if (/[\\/]/.test(source) || path.extname(source) !== '')
+    return new TandemError(
+      'UNKNOWN_DATASET',
+      `config.data: no such folder or file: ${source} (${path.resolve(source)}); give an image folder, a .csv ` +
+        `file or an ES module, or a builtin: ${builtins}`,
+    );
+  return new TandemError(
+    'UNKNOWN_DATASET',
+    `config.data: unknown dataset '${source}'. Builtins: ${builtins}; or a path to an ES module, an image folder or ` +
+      'a .csv file.',
+  );
+}
+
 /** Absolute file URL of a user module, or a clear error if it is not there. */
 export function resolveModuleUrl(source: string, what: 'model' | 'data' | 'plugins'): string {
   if (source.startsWith('file:')) return source;
@@ -86,12 +105,7 @@ async function build(spec: DatasetSpec): Promise<Dataset> {
     case 'synthetic-images':
       return syntheticImages(spec.options);
     default: {
-      if (!isModulePath(spec.source)) {
-        throw new TandemError(
-          'UNKNOWN_DATASET',
-          `unknown dataset '${spec.source}'. Builtins: ${BUILTIN_DATASETS.join(', ')}; or give a path to an ES module.`,
-        );
-      }
+      if (!isModulePath(spec.source)) throw unknownDataset(spec.source);
       const url = resolveModuleUrl(spec.source, 'data');
       refuseNonModule(url);
       const factory = await loadDefaultExport<DatasetFactory>(url, 'data');
