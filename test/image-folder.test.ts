@@ -10,6 +10,7 @@ import {
   mkdtempSync,
   readdirSync,
   readFileSync,
+  rmSync,
   statSync,
   writeFileSync,
   cpSync,
@@ -17,6 +18,7 @@ import {
 import os from 'node:os';
 import path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
+import sharp from 'sharp';
 import { fit, train, type TrainConfig } from '../src/index.js';
 import { prepareImageFolder, openImageFolder } from '../src/data/image-folder.js';
 import { cacheFileOf } from '../src/data/image-cache.js';
@@ -175,6 +177,19 @@ t.test('a corrupt image is refused before any thread, naming its path; the cache
   });
   t.equal(osThreads(), threads, 'no thread started');
   t.same(readdirSync(path.join(folder, '.tandem-cache')), [], 'no cache and no temporary file left');
+  // a WebP named .png: sharp decodes it by what it holds; it was trained on, though the folder takes PNG and JPEG
+  rmSync(broken);
+  const webp = path.join(folder, 'cat', 'really-webp.png');
+  writeFileSync(
+    webp,
+    await sharp({ create: { width: 3, height: 3, channels: 3, background: '#123456' } })
+      .webp()
+      .toBuffer(),
+  );
+  await t.rejects(train({ ...base, data: folder, steps: 1 }), {
+    code: 'BAD_DATA',
+    message: /cannot be decoded as PNG or JPEG: .*really-webp\.png \(it holds a webp image, not PNG or JPEG\)/,
+  });
   const empty = path.join(root, 'no-classes');
   mkdirSync(path.join(empty, '.hidden'), { recursive: true });
   await t.rejects(train({ ...base, data: empty }), {

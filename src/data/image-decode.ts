@@ -19,11 +19,18 @@ async function sharpFactory(): Promise<SharpFactory> {
   return factory;
 }
 
-/** The bytes of `file` at `shape` ([h, w, c], row-major, channels last); throws sharp's error for a bad file. */
+/**
+ * The bytes of `file` at `shape` ([h, w, c], row-major, channels last); throws sharp's error for a bad file, and an
+ * error naming the format of a file that is no PNG or JPEG.
+ */
 export async function decodeImage(file: string, shape: readonly [number, number, number]): Promise<Uint8Array> {
   const [h, w, c] = shape;
   const sharp = await sharpFactory();
   let image = sharp(file, { failOn: 'error' });
+  // sharp reads what a file holds, whatever its name: a WebP, GIF or TIFF named .png would be trained on
+  const { format } = await image.metadata();
+  if (format !== 'png' && format !== 'jpeg')
+    throw new Error(`it holds a ${format ?? 'unknown'} image, not PNG or JPEG`);
   image = c === 1 ? image.removeAlpha().grayscale() : c === 3 ? image.removeAlpha() : image.ensureAlpha();
   if (c !== 1) image = image.toColourspace('srgb');
   const { data, info } = await image
