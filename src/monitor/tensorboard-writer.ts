@@ -1,5 +1,6 @@
 /**
- * One TensorBoard event file (`DIR/events.out.tfevents.<seconds>.<hostname>`), written as TensorFlow's
+ * One TensorBoard event file (`DIR/events.out.tfevents.<seconds>.<hostname>`; when another writer of the same second
+ * has that name, `….<pid>.<n>` after it, as TensorFlow's writers add a suffix), written as TensorFlow's
  * EventFileWriter does: the file-version event first, then one event per (step, scalars). Values are framed into a
  * buffer as they come and appended to the file off the caller's path: every `flushMs`, on `flush()`, and on
  * `close()`. A failed write (a full disk, a directory that cannot be made) is reported once through `warn`, and the
@@ -17,8 +18,12 @@ export interface EventFileWriterOptions {
   warn?: (message: string) => void;
 }
 
+/** Names tried after the plain one is taken, before the writer gives up. */
+const MAX_SUFFIXES = 100;
+
 export class EventFileWriter {
-  readonly file: string;
+  /** The event file's name: the plain one until a write finds it taken. */
+  private name: string;
   private pending: Buffer[] = [];
   private writing: Promise<void> = Promise.resolve();
   /** The event file, created by the first append (exclusively: never a file or a link already there). */
@@ -32,12 +37,17 @@ export class EventFileWriter {
     readonly dir: string,
     options: EventFileWriterOptions = {},
   ) {
-    this.file = path.join(dir, `events.out.tfevents.${Math.floor(Date.now() / 1000)}.${os.hostname()}`);
+    this.name = path.join(dir, `events.out.tfevents.${Math.floor(Date.now() / 1000)}.${os.hostname()}`);
     this.warn = options.warn ?? (() => {});
     this.pending.push(eventRecord(0, { fileVersion: FILE_VERSION }));
     this.timer = setInterval(() => void this.flush(), options.flushMs ?? 2000);
     this.timer.unref();
     void this.flush(); // the file and its first event now: a directory that cannot be written is said at once
+  }
+
+  /** The event file (once the first write made it, its final name). */
+  get file(): string {
+    return this.name;
   }
 
   /** Scalars of one step, one event. Non-finite values are kept (TensorBoard shows NaN/Inf). */
@@ -66,15 +76,16 @@ export class EventFileWriter {
 
   /**
    * Appends `data` to the event file. The file is created exclusively (O_EXCL) and kept open: a name already taken —
-   * another writer's file, or a symbolic link planted in a shared directory to make the run append to a file of
-   * someone else's — is refused (warned, the run goes on without), and no later append follows a name again.
+   * another writer's file of the same second (two `model.fit` calls with `tensorBoard(dir)` in a row), or a symbolic
+   * link planted in a shared directory to make the run append to a file of someone else's — is never opened: the
+   * writer takes the next name (`….<pid>.<n>`), and no later append follows a name again.
    */
   private async append(data: Buffer): Promise<void> {
     if (this.failed) return;
     try {
       if (!this.handle) {
         await mkdir(this.dir, { recursive: true });
-        this.handle = await open(this.file, 'ax');
+        this.handle = await this.create();
       }
       await this.handle.appendFile(data);
     } catch (err) {
@@ -84,6 +95,19 @@ export class EventFileWriter {
       this.handle = undefined;
       const why = err instanceof Error ? err.message : String(err);
       this.warn(`tensorboard: cannot write ${this.file} (${why}); the run goes on without its event file`);
+    }
+  }
+
+  /** The event file, created: the plain name, else the first `….<pid>.<n>` not taken. */
+  private async create(): Promise<FileHandle> {
+    const plain = this.name;
+    for (let n = 0; ; n++) {
+      try {
+        return await open(this.name, 'ax');
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || n === MAX_SUFFIXES) throw err;
+        this.name = `${plain}.${process.pid}.${n + 1}`;
+      }
     }
   }
 }

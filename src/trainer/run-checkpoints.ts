@@ -4,6 +4,7 @@
  * directly; the local heads come from (go to) the compute threads.
  */
 import path from 'node:path';
+import { createHash } from 'node:crypto';
 import { realpathSync, statSync } from 'node:fs';
 import type { ResolvedConfig } from '../config-types.js';
 import { TandemError } from '../errors.js';
@@ -11,6 +12,9 @@ import { modelStateSlots, optimizerStateOf, paramSlots, type SharedBuffers } fro
 import type { WeightShape } from '../actors/protocol.js';
 import { scheduleIdentity } from '../optim/lr-schedule.js';
 import { checkAgainstRun } from '../checkpoint/checkpoint-fields.js';
+import { sourcePath } from '../source-path.js';
+import { readRegularFileSync } from '../read-regular-file.js';
+import { MAX_MODEL_JSON_BYTES } from '../model/layers-model-files.js';
 import {
   checkpointSteps,
   decodeCheckpoint,
@@ -36,10 +40,36 @@ function dataIdentity(data: ResolvedConfig['data']): ResolvedConfig['data'] {
   return { ...data, file: { ...file, cacheDir: '' } };
 }
 
-/** What must match for a checkpoint to continue this run exactly. */
-export function runFingerprint(cfg: ResolvedConfig): string {
+/**
+ * The model as a checkpoint must match it: a model.json by its topology (a copy elsewhere, or the run moved to
+ * another machine, is the same model; another dropout rate or activation in the same file is not), its path
+ * otherwise. An unreadable file keeps its path (the model loader reports it).
+ */
+function modelIdentity(model: ResolvedConfig['model']): unknown {
+  if (!model.source.endsWith('.json')) return model;
+  type Topology = { class_name?: unknown; config?: unknown; model_config?: Topology };
+  let layers: Topology;
+  try {
+    const json = readRegularFileSync(sourcePath(model.source), MAX_MODEL_JSON_BYTES).toString('utf8');
+    const topology = (JSON.parse(json) as { modelTopology: Topology }).modelTopology;
+    layers = topology.model_config ?? topology; // keras's converter nests it; keras_version, backend do not count
+  } catch {
+    return model;
+  }
+  const what = JSON.stringify({ class_name: layers.class_name, config: layers.config });
+  return {
+    layersOfModelJson: `sha256:${createHash('sha256').update(what).digest('hex').slice(0, 16)}`,
+    options: model.options,
+  };
+}
+
+/**
+ * What must match for a checkpoint to continue this run exactly. `legacy`: a model.json by its path, as checkpoints
+ * written before its topology was fingerprinted hold it (they still resume).
+ */
+export function runFingerprint(cfg: ResolvedConfig, legacy = false): string {
   return JSON.stringify({
-    model: cfg.model,
+    model: legacy ? cfg.model : modelIdentity(cfg.model),
     data: dataIdentity(cfg.data),
     method: cfg.method,
     optimizer: cfg.optimizer,
@@ -170,7 +200,7 @@ export function checkResume(
     );
   }
   const mine = runFingerprint(cfg);
-  if (ckpt.fingerprint !== mine) {
+  if (ckpt.fingerprint !== mine && ckpt.fingerprint !== runFingerprint(cfg, true)) {
     const differences = fingerprintDifferences(ckpt.fingerprint, mine);
     throw new TandemError(
       'BAD_CHECKPOINT',
