@@ -1,7 +1,8 @@
-// Half of a launcher's pair of variables, in a real `tandem train` process: torchrun's WORLD_SIZE and rendezvous
-// without RANK made every process host 0 (one failed to listen with EADDRINUSE, the other waited for hosts that
-// thought they were host 0 too); RANK not below WORLD_SIZE was refused as a bad --host-rank the user never gave. Each
-// is refused at once, naming the variables, before anything listens.
+// Hosts that do not meet, in real `tandem train` processes: half of a launcher's pair of variables (torchrun's
+// WORLD_SIZE and rendezvous without RANK made every process host 0: one failed to listen with EADDRINUSE, the other
+// waited for hosts that thought they were host 0 too), RANK not below WORLD_SIZE (refused as a bad --host-rank the
+// user never gave), each refused at once naming the variables; and a host that never starts, named by host 0 after
+// the setup wait with what to check (not the store's bare key name).
 import t from 'tap';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -45,4 +46,31 @@ t.test('RANK not below WORLD_SIZE: refused naming both variables', async t => {
   const { code, stderr } = await refusal({ RANK: '2', WORLD_SIZE: '2' });
   t.equal(code, 1, stderr);
   t.match(stderr, /RANK is 2, not below WORLD_SIZE 2/);
+});
+
+t.test('host 0 alone, host 1 never started: STALLED naming host 1 and what to check', async t => {
+  const port = await freePort();
+  const secret = 'a-test-secret-of-enough-length-0123456789';
+  const vars = { TANDEM_JOB_SECRET: secret };
+  const run = tandem(
+    [
+      'train',
+      '--config',
+      config,
+      '--hosts',
+      '2',
+      '--host-rank',
+      '0',
+      '--rendezvous',
+      `127.0.0.1:${port}`,
+      '--stall-timeout-ms',
+      '1000',
+    ],
+    undefined,
+    (command, args) => spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], env: envWith(vars) }),
+  );
+  const ended = await run.ended;
+  const stderr = run.stderr.join('\n');
+  t.equal(ended.code, 1, stderr);
+  t.match(stderr, /host 1 did not join the rendezvous in time \(host 0 waited;.*--host-rank.*setup watchdog/);
 });

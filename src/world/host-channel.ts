@@ -36,7 +36,7 @@ import { Packr } from 'msgpackr';
 import { TandemError } from '../errors.js';
 import { parseStoreUrl, StoreClient } from '../collectives/gloo/tcp-store-client.js';
 import { describeProcess, type Topology } from './topology.js';
-import { flagDifferences, type HostFlags } from './host-flags.js';
+import { flagDifferences, readHostFlags, type HostFlags } from './host-flags.js';
 import type { CheckpointBytes, HeadState } from '../checkpoint/checkpoint-file.js';
 import { frame, unframe } from './store-frame.js';
 
@@ -106,7 +106,8 @@ export class HostChannel {
    */
   async agreeOnFlags(flags: HostFlags): Promise<void> {
     const me = this.topology.process;
-    const read = async (h: number) => JSON.parse((await this.client.get(flagsKey(h))).toString()) as HostFlags;
+    const who = (h: number) => describeProcess(this.topology, h);
+    const read = (h: number) => readHostFlags(() => this.client.get(flagsKey(h)), who(h), who(me));
     // Another host reads host 0's flags before it publishes its own, so that it holds them before host 0 can see a
     // difference and fail (closing the store).
     const host0 = me === 0 ? undefined : await read(0);
@@ -114,12 +115,7 @@ export class HostChannel {
     const others = me === 0 ? Array.from({ length: this.topology.processes - 1 }, (_, h) => h + 1) : [0];
     for (const h of others) {
       const theirs = host0 ?? (await read(h));
-      const differences = flagDifferences(
-        flags,
-        theirs,
-        `on ${describeProcess(this.topology, me)}`,
-        `on ${describeProcess(this.topology, h)}`,
-      );
+      const differences = flagDifferences(flags, theirs, `on ${who(me)}`, `on ${who(h)}`);
       if (differences.length > 0) {
         throw new TandemError(
           'BAD_CONFIG',

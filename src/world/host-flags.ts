@@ -10,6 +10,7 @@
  * data, outputs, resume) may differ between machines and are not compared.
  */
 import type { ResolvedConfig } from '../config-types.js';
+import { TandemError } from '../errors.js';
 import { scheduleIdentity } from '../optim/lr-schedule.js';
 
 export type HostFlags = Record<string, string>;
@@ -51,4 +52,23 @@ export function flagDifferences(mine: HostFlags, theirs: HostFlags, here: string
   return names
     .filter(n => mine[n] !== theirs[n])
     .map(n => `${n}: ${mine[n] ?? 'not set'} ${here}, ${theirs[n] ?? 'not set'} ${there}`);
+}
+
+/**
+ * Host `host`'s flags as `get` reads them from the store: a host that never published them within the setup wait
+ * (never started, started with another --host-rank or --rendezvous, or cannot reach the store) is named, with what
+ * to check, instead of the store's bare "key 'tandem.host1.flags' was not set".
+ */
+export async function readHostFlags(get: () => Promise<Buffer>, who: string, me: string): Promise<HostFlags> {
+  try {
+    return JSON.parse((await get()).toString()) as HostFlags;
+  } catch (err) {
+    if (!(err instanceof TandemError && err.code === 'STALLED' && /was not set within/.test(err.message))) throw err;
+    throw new TandemError(
+      'STALLED',
+      `${who} did not join the rendezvous in time (${me} waited; ${err.message}): start it with the same command ` +
+        `and its own --host-rank and the same --rendezvous, and check that it reaches host 0's address; the wait is ` +
+        `the setup watchdog (60 s, or --stall-timeout-ms when longer)`,
+    );
+  }
 }
