@@ -72,3 +72,13 @@ export async function readHostFlags(get: () => Promise<Buffer>, who: string, me:
     );
   }
 }
+
+/**
+ * The model a host built, as flags to compare (model paths may differ between machines, the model may not): a host
+ * with another model would otherwise exchange gradients of another length and end with other weights, silently.
+ */
+export function modelFlags(built: { weights: { name: string; shape: number[] }[]; layout: { total: number } }) {
+  const { weights, layout } = built;
+  const shapes = weights.map(w => `${w.name}[${w.shape.join('x')}]`).join(' ');
+  return { 'model parameters': `${layout.total} in ${weights.length} tensors`, 'model tensors': shapes };
+}
