@@ -32,6 +32,7 @@ export function hostFlags(cfg: ResolvedConfig, auto: boolean, minHosts?: number)
     optimizer: cfg.optimizer,
     'lr schedule': scheduleIdentity(cfg.lrSchedule),
     seed: cfg.seed,
+    shuffle: cfg.shuffle, // like the seed, the order of the data: a host without it trains on other batches
     strategy: auto ? 'auto' : cfg.strategy,
     'comm hook': auto ? undefined : (cfg.commHook?.name ?? 'none'),
     'checkpoint every': cfg.checkpointEvery ?? 0,
