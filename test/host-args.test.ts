@@ -345,6 +345,11 @@ t.test("half of a launcher's pair, or a rank not below its size, is refused nami
   ];
   for (const [env, message] of refused)
     t.throws(() => hostFieldsFromEnv({}, env), { code: 'BAD_CONFIG', message }, JSON.stringify(env));
+  t.throws(
+    () => hostFieldsFromEnv({ hosts: 2 }, { SLURM_PROCID: '3', SLURM_NTASKS: '4' }),
+    { code: 'BAD_CONFIG', message: /SLURM_PROCID is 3, not below --hosts 2: --hosts wins over SLURM_NTASKS/ },
+    "a flag's size and the environment's rank: named as such",
+  );
   t.same(hostFieldsFromEnv({ hosts: 2 }, { RANK: '1' }), { hosts: 2, hostRank: 1 }, '--hosts completes RANK');
   t.same(hostFieldsFromEnv({ hostRank: 1 }, { WORLD_SIZE: '2' }), { hosts: 2, hostRank: 1 }, '--host-rank too');
   t.same(hostFieldsFromEnv({}, { TANDEM_HOSTS: '2', JOB_COMPLETION_INDEX: '1' }), { hosts: 2, hostRank: 1 });

@@ -72,14 +72,16 @@ function checkPair(pair: (typeof LAUNCHER_VARIABLES)[number], given: HostFields,
         `process, or give ${flag}, which wins over the environment`,
     );
   }
-  if (size !== undefined && rank !== undefined && given.hosts === undefined && given.hostRank === undefined) {
-    if (out.hostRank! >= out.hosts!)
-      throw new TandemError(
-        'BAD_CONFIG',
-        `environment variable ${pair.rank} is ${out.hostRank}, not below ${pair.size} ${out.hosts}: ` +
-          `the launcher's variables disagree (ranks are 0..${pair.size}-1)`,
-      );
-  }
+  if (rank === undefined || given.hostRank !== undefined || out.hosts === undefined || out.hostRank! < out.hosts)
+    return;
+  const sizeFrom = given.hosts === undefined ? pair.size : '--hosts';
+  throw new TandemError(
+    'BAD_CONFIG',
+    `environment variable ${pair.rank} is ${out.hostRank}, not below ${sizeFrom} ${out.hosts}: ` +
+      (given.hosts === undefined
+        ? `the launcher's variables disagree (ranks are 0..${pair.size}-1)`
+        : `--hosts wins over ${pair.size}: give the world's size, or --host-rank too`),
+  );
 }
 
 /**
