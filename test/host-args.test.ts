@@ -333,3 +333,24 @@ t.test('torchrun / PyTorchJob and Kubernetes Indexed Job variables, with the sam
   });
   t.same(hostFieldsFromEnv({}, { ...torchrun, LOCAL_RANK: '0', LOCAL_WORLD_SIZE: '1' }).hostRank, 1);
 });
+
+t.test("half of a launcher's pair, or a rank not below its size, is refused naming the variables", async t => {
+  const refused: [Record<string, string>, RegExp][] = [
+    [{ WORLD_SIZE: '2' }, /WORLD_SIZE is set but RANK is not \(torchrun.*--host-rank/],
+    [{ RANK: '1' }, /RANK is set but WORLD_SIZE is not .*--hosts/],
+    [{ TANDEM_HOST_RANK: '1', SLURM_PROCID: '1', SLURM_NTASKS: '2' }, /TANDEM_HOST_RANK is set but TANDEM_HOSTS/],
+    [{ SLURM_NTASKS: '2' }, /SLURM_NTASKS is set but SLURM_PROCID is not/],
+    [{ RANK: '2', WORLD_SIZE: '2' }, /RANK is 2, not below WORLD_SIZE 2/],
+    [{ OMPI_COMM_WORLD_RANK: '3', OMPI_COMM_WORLD_SIZE: '2' }, /OMPI_COMM_WORLD_RANK is 3, not below/],
+  ];
+  for (const [env, message] of refused)
+    t.throws(() => hostFieldsFromEnv({}, env), { code: 'BAD_CONFIG', message }, JSON.stringify(env));
+  t.throws(
+    () => hostFieldsFromEnv({ hosts: 2 }, { SLURM_PROCID: '3', SLURM_NTASKS: '4' }),
+    { code: 'BAD_CONFIG', message: /SLURM_PROCID is 3, not below --hosts 2: --hosts wins over SLURM_NTASKS/ },
+    "a flag's size and the environment's rank: named as such",
+  );
+  t.same(hostFieldsFromEnv({ hosts: 2 }, { RANK: '1' }), { hosts: 2, hostRank: 1 }, '--hosts completes RANK');
+  t.same(hostFieldsFromEnv({ hostRank: 1 }, { WORLD_SIZE: '2' }), { hosts: 2, hostRank: 1 }, '--host-rank too');
+  t.same(hostFieldsFromEnv({}, { TANDEM_HOSTS: '2', JOB_COMPLETION_INDEX: '1' }), { hosts: 2, hostRank: 1 });
+});

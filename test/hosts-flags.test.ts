@@ -126,6 +126,9 @@ t.test(
     t.same(flagDifferences(base, await flags({ ...COMMON, accumulate: 2 }), 'here', 'there'), [
       'accumulate: not set here, 2 there',
     ]);
+    t.same(flagDifferences(base, await flags({ ...COMMON, shuffle: false }), 'here', 'there'), [
+      'shuffle: true here, false there',
+    ]);
   },
 );
 
@@ -138,6 +141,7 @@ if (glooAddonOrSkip()) {
       /strategy: "(auto|sequential)" on host [01], "(auto|sequential)" on host [01]/,
     ],
     ['other --steps', ['--steps', '3'], ['--steps', '4'], /steps: [34] on host [01], [34] on host [01]/],
+    ['--no-shuffle on host 1 alone', [], ['--no-shuffle'], /shuffle: (true|false) on host [01], (true|false) on host/],
   ] as const) {
     t.test(`hosts started with ${what}: both fail at once, naming the flag`, async t => {
       const port = await freePort();

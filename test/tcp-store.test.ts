@@ -65,7 +65,7 @@ t.test('a port already in use is refused with BAD_CONFIG naming it', async t => 
   t.teardown(() => first.close());
   await t.rejects(startStoreServer({ port: first.port }), {
     code: 'BAD_CONFIG',
-    message: new RegExp(`cannot listen on 127\\.0\\.0\\.1:${first.port}: .*EADDRINUSE`),
+    message: new RegExp(`cannot listen on 127\\.0\\.0\\.1:${first.port}: .*EADDRINUSE.*another process holds`),
   });
 });
 

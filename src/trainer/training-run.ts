@@ -13,7 +13,7 @@ import type { StrategySpec } from '../pipeline/strategy.js';
 import type { StoreServer } from '../collectives/gloo/tcp-store-server.js';
 import { getMethod } from '../methods/method-registry.js';
 import type { TrainingMethod } from '../methods/training-method.js';
-import { hostFlags } from '../world/host-flags.js';
+import { hostFlags, modelFlags } from '../world/host-flags.js';
 import { checkRoomForResults, resultNeeds } from '../output/room-for-results.js';
 import { RunLedger } from './run-ledger.js';
 import { finishSummary } from './run-summary.js';
@@ -135,6 +135,7 @@ export class TrainingRun {
     await this.joinWorld();
     const watchdogMs = this.stalls.setupWatchdogMs();
     const built = await spawn(threads, cfg, watchdogMs);
+    await this.world?.channel?.agreeOnFlags(modelFlags(built), 'model');
     await checkRoomForResults(resultNeeds(cfg, built.layout.total, built.stateTotal)); // before step 1, not at the end
     const checkpoints = this.checkpoints.store !== undefined;
     // an elastic run keeps the pre-update copy an abort checkpoint keeps: the state of the last completed step

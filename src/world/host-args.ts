@@ -46,7 +46,42 @@ export function hostFieldsFromEnv(given: HostFields, env: Env): HostFields {
   const index = env[INDEXED_JOB_RANK];
   if (out.hostRank === undefined && index !== undefined && (pair === undefined || env[pair.rank] === undefined))
     out.hostRank = integerFrom(INDEXED_JOB_RANK, index);
+  if (pair) checkPair(pair, given, out, env);
   return out;
+}
+
+/**
+ * A launcher's pair as read: half of it alone (a size without a rank makes every process host 0; a rank without a
+ * size makes a world of 1) or a rank not below its size is refused naming the variables, not later as a bad
+ * --host-rank the user never gave. A half that a flag (or the Indexed Job's index, for the rank) completes is fine.
+ */
+function checkPair(pair: (typeof LAUNCHER_VARIABLES)[number], given: HostFields, out: HostFields, env: Env): void {
+  const size = env[pair.size],
+    rank = env[pair.rank];
+  const rankGiven = given.hostRank !== undefined || (rank === undefined && out.hostRank !== undefined);
+  const [has, lacks, flag] =
+    size === undefined && given.hosts === undefined
+      ? [pair.rank, pair.size, '--hosts']
+      : rank === undefined && !rankGiven
+        ? [pair.size, pair.rank, '--host-rank']
+        : [];
+  if (has !== undefined) {
+    throw new TandemError(
+      'BAD_CONFIG',
+      `environment variable ${has} is set but ${lacks} is not (${pair.launcher} sets both): set both in every ` +
+        `process, or give ${flag}, which wins over the environment`,
+    );
+  }
+  if (rank === undefined || given.hostRank !== undefined || out.hosts === undefined || out.hostRank! < out.hosts)
+    return;
+  const sizeFrom = given.hosts === undefined ? pair.size : '--hosts';
+  throw new TandemError(
+    'BAD_CONFIG',
+    `environment variable ${pair.rank} is ${out.hostRank}, not below ${sizeFrom} ${out.hosts}: ` +
+      (given.hosts === undefined
+        ? `the launcher's variables disagree (ranks are 0..${pair.size}-1)`
+        : `--hosts wins over ${pair.size}: give the world's size, or --host-rank too`),
+  );
 }
 
 /**

@@ -36,7 +36,7 @@ import { Packr } from 'msgpackr';
 import { TandemError } from '../errors.js';
 import { parseStoreUrl, StoreClient } from '../collectives/gloo/tcp-store-client.js';
 import { describeProcess, type Topology } from './topology.js';
-import { flagDifferences, type HostFlags } from './host-flags.js';
+import { flagDifferences, readHostFlags, type HostFlags } from './host-flags.js';
 import type { CheckpointBytes, HeadState } from '../checkpoint/checkpoint-file.js';
 import { frame, unframe } from './store-frame.js';
 
@@ -68,7 +68,7 @@ const stopKey = (step: number) => `tandem.stop.${step}`;
 /** Where host `host` leaves its address when it joins (a generation's prefix before it). */
 export const addressKey = (host: number) => `tandem.host${host}.address`;
 const machineKey = (host: number) => `tandem.host${host}.machine`;
-const flagsKey = (host: number) => `tandem.host${host}.flags`;
+const flagsKey = (host: number, what = 'flags') => `tandem.host${host}.${what}`;
 /** The first byte of the resume key's value: the checkpoint's bytes follow, or host 0's error message. */
 const RESUME_OK = 1;
 const RESUME_FAILED = 0;
@@ -102,31 +102,28 @@ export class HostChannel {
 
   /**
    * Publishes this host's flags (host-flags.ts) and compares them: every other host with host 0's, host 0 with every
-   * host's. A difference is BAD_CONFIG naming each flag and both values.
+   * host's. A difference is BAD_CONFIG naming each flag and both values. `what`: 'model', the model each host built
+   * (its parameters), compared the same way once built.
    */
-  async agreeOnFlags(flags: HostFlags): Promise<void> {
+  async agreeOnFlags(flags: HostFlags, what: 'flags' | 'model' = 'flags'): Promise<void> {
     const me = this.topology.process;
-    const read = async (h: number) => JSON.parse((await this.client.get(flagsKey(h))).toString()) as HostFlags;
+    const who = (h: number) => describeProcess(this.topology, h);
+    const read = (h: number) => readHostFlags(() => this.client.get(flagsKey(h, what)), who(h), who(me));
     // Another host reads host 0's flags before it publishes its own, so that it holds them before host 0 can see a
     // difference and fail (closing the store).
     const host0 = me === 0 ? undefined : await read(0);
-    await this.client.set(flagsKey(me), JSON.stringify(flags));
+    await this.client.set(flagsKey(me, what), JSON.stringify(flags));
     const others = me === 0 ? Array.from({ length: this.topology.processes - 1 }, (_, h) => h + 1) : [0];
     for (const h of others) {
       const theirs = host0 ?? (await read(h));
-      const differences = flagDifferences(
-        flags,
-        theirs,
-        `on ${describeProcess(this.topology, me)}`,
-        `on ${describeProcess(this.topology, h)}`,
-      );
+      const differences = flagDifferences(flags, theirs, `on ${who(me)}`, `on ${who(h)}`);
       if (differences.length > 0) {
+        const model = what === 'model';
         throw new TandemError(
           'BAD_CONFIG',
-          `${describeProcess(this.topology, me)} and ${describeProcess(this.topology, h)} were started with ` +
-            `different flags — ` +
-            (`${differences.join('; ')}: every host runs the same command (only --host-rank, paths and output flags ` +
-              `may differ)`),
+          `${who(me)} and ${who(h)} ${model ? 'built different models' : 'were started with different flags'} — ` +
+            `${differences.join('; ')}: every host runs the same command (only --host-rank, paths and output flags ` +
+            `may differ${model ? ', and a model path must give the same model on every host' : ''})`,
         );
       }
     }

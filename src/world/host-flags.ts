@@ -10,6 +10,7 @@
  * data, outputs, resume) may differ between machines and are not compared.
  */
 import type { ResolvedConfig } from '../config-types.js';
+import { TandemError } from '../errors.js';
 import { scheduleIdentity } from '../optim/lr-schedule.js';
 
 export type HostFlags = Record<string, string>;
@@ -31,6 +32,7 @@ export function hostFlags(cfg: ResolvedConfig, auto: boolean, minHosts?: number)
     optimizer: cfg.optimizer,
     'lr schedule': scheduleIdentity(cfg.lrSchedule),
     seed: cfg.seed,
+    shuffle: cfg.shuffle, // like the seed, the order of the data: a host without it trains on other batches
     strategy: auto ? 'auto' : cfg.strategy,
     'comm hook': auto ? undefined : (cfg.commHook?.name ?? 'none'),
     'checkpoint every': cfg.checkpointEvery ?? 0,
@@ -51,4 +53,33 @@ export function flagDifferences(mine: HostFlags, theirs: HostFlags, here: string
   return names
     .filter(n => mine[n] !== theirs[n])
     .map(n => `${n}: ${mine[n] ?? 'not set'} ${here}, ${theirs[n] ?? 'not set'} ${there}`);
+}
+
+/**
+ * Host `host`'s flags as `get` reads them from the store: a host that never published them within the setup wait
+ * (never started, started with another --host-rank or --rendezvous, or cannot reach the store) is named, with what
+ * to check, instead of the store's bare "key 'tandem.host1.flags' was not set".
+ */
+export async function readHostFlags(get: () => Promise<Buffer>, who: string, me: string): Promise<HostFlags> {
+  try {
+    return JSON.parse((await get()).toString()) as HostFlags;
+  } catch (err) {
+    if (!(err instanceof TandemError && err.code === 'STALLED' && /was not set within/.test(err.message))) throw err;
+    throw new TandemError(
+      'STALLED',
+      `${who} did not join the rendezvous in time (${me} waited; ${err.message}): start it with the same command ` +
+        `and its own --host-rank and the same --rendezvous, and check that it reaches host 0's address; the wait is ` +
+        `the setup watchdog (60 s, or --stall-timeout-ms when longer)`,
+    );
+  }
+}
+
+/**
+ * The model a host built, as flags to compare (model paths may differ between machines, the model may not): a host
+ * with another model would otherwise exchange gradients of another length and end with other weights, silently.
+ */
+export function modelFlags(built: { weights: { name: string; shape: number[] }[]; layout: { total: number } }) {
+  const { weights, layout } = built;
+  const shapes = weights.map(w => `${w.name}[${w.shape.join('x')}]`).join(' ');
+  return { 'model parameters': `${layout.total} in ${weights.length} tensors`, 'model tensors': shapes };
 }

@@ -248,7 +248,8 @@ export async function startStoreServer(options: StoreServerOptions = {}): Promis
   } catch (err) {
     throw new TandemError(
       'BAD_CONFIG',
-      `the rendezvous store cannot listen on ${host}:${options.port ?? 0}: ${(err as Error).message}`,
+      `the rendezvous store cannot listen on ${host}:${options.port ?? 0}: ${(err as Error).message}` +
+        listenHint((err as NodeJS.ErrnoException).code),
       undefined,
       { cause: err },
     );
@@ -266,4 +267,13 @@ export async function startStoreServer(options: StoreServerOptions = {}): Promis
       await closed;
     },
   };
+}
+
+/** What to do when host 0 cannot listen at the rendezvous. */
+function listenHint(code: string | undefined): string {
+  if (code === 'EADDRINUSE')
+    return ' (another process holds the port: another job, or a run still ending; give every host another port)';
+  if (code === 'EADDRNOTAVAIL')
+    return " (no interface of this host has that address: the rendezvous names host 0's own address)";
+  return '';
 }

@@ -1,0 +1,47 @@
+// Two hosts that build different models (a model path is free to differ between machines, the model is not): both
+// used to finish with exit 0 and different weights (their replica checksums differed, nothing said so). Each host now
+// compares the model it built (its tensors and parameter count) with host 0's before step 1, and both fail with
+// BAD_CONFIG naming the hosts and both models. Two real processes on 127.0.0.1.
+import t from 'tap';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { killAllTandems, tandem } from './fixtures/tandem-lines.js';
+import { freePort } from '../src/world/launch.js';
+
+t.teardown(killAllTandems);
+const dir = mkdtempSync(path.join(os.tmpdir(), 'tandem-model-differs-'));
+t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+const config = path.join(dir, 'train.json');
+const SMALL = { model: 'mlp', data: 'synthetic-images', imageSize: [8, 8, 1], classes: 4, batch: 8, steps: 2 };
+writeFileSync(config, JSON.stringify({ ...SMALL, datasetSize: 64, devices: 1 }));
+
+/** The environment without any launcher's variables, with the job's secret. */
+function env(): Record<string, string> {
+  const launcher = /^(TANDEM_|OMPI_|SLURM_|JOB_COMPLETION_INDEX)|^(RANK|WORLD_SIZE|MASTER_ADDR|MASTER_PORT|LOCAL_)/;
+  const kept = Object.entries(process.env).filter(([k, v]) => !launcher.test(k) && v !== undefined);
+  return {
+    ...(Object.fromEntries(kept) as Record<string, string>),
+    TANDEM_JOB_SECRET: 'a-test-secret-0123456789abcdef',
+  };
+}
+
+t.test('host 1 on another model than host 0: both fail naming the hosts and the models', async t => {
+  const port = await freePort();
+  const world = ['--hosts', '2', '--rendezvous', `127.0.0.1:${port}`];
+  const runs = [[], ['--model', 'convnet-gap']].map((extra, rank) =>
+    tandem(['train', '--config', config, ...world, '--host-rank', String(rank), ...extra], undefined, (c, a) =>
+      spawn(c, a, { stdio: ['ignore', 'pipe', 'pipe'], env: env() }),
+    ),
+  );
+  const ended = await Promise.all(runs.map(r => r.ended));
+  for (const [rank, run] of runs.entries()) {
+    const stderr = run.stderr.join('\n');
+    t.equal(ended[rank].code, 1, `host ${rank} failed: ${stderr}`);
+    t.match(
+      stderr,
+      /host \d and host \d built different models — model parameters: \d+ in \d+ tensors on host \d, \d+ in \d+ tensors on host \d/,
+    );
+  }
+});
