@@ -53,6 +53,14 @@ const cases: [string, TrainConfig, string, RegExp][] = [
   ],
   ['unknown backend', { backend: 'opencl' as 'cpu' }, 'BAD_CONFIG', /config\.backend/],
   ['tensorflow backend not installed', { backend: 'tensorflow' }, 'BACKEND_UNAVAILABLE', /tfjs-node/],
+  // the native engine's own options on another engine: they were ignored unsaid
+  [
+    'native threads on the cpu engine',
+    { backend: 'cpu', nativeThreads: 4 },
+    'BAD_CONFIG',
+    /^config\.nativeThreads: applies to backend 'native' only, not 'cpu': give --backend native/,
+  ],
+  ['native fusion off on wasm', { backend: 'wasm', nativeFusion: false }, 'BAD_CONFIG', /nativeFusion: .*not 'wasm'/],
   ['steps and epochs', { steps: 3, epochs: 1 }, 'BAD_CONFIG', /steps or epochs/],
   ['negative lr', { lr: -1 }, 'BAD_CONFIG', /config\.lr/],
   [
