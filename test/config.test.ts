@@ -60,6 +60,12 @@ const cases: [string, TrainConfig, string, RegExp][] = [
     'BAD_CONFIG',
     /^config\.nativeThreads: applies to backend 'native' only, not 'cpu': give --backend native/,
   ],
+  [
+    'a dashboard address without a dashboard (ignored unsaid)',
+    { dashboardHost: '0.0.0.0' },
+    'BAD_CONFIG',
+    /^config\.dashboardHost: is where the dashboard listens, and no dashboard was asked for: add --dashboard/,
+  ],
   ['native fusion off on wasm', { backend: 'wasm', nativeFusion: false }, 'BAD_CONFIG', /nativeFusion: .*not 'wasm'/],
   ['steps and epochs', { steps: 3, epochs: 1 }, 'BAD_CONFIG', /steps or epochs/],
   ['negative lr', { lr: -1 }, 'BAD_CONFIG', /config\.lr/],

@@ -81,8 +81,19 @@ export function checkConfig(config: TrainConfig): CheckedConfig {
   };
   const model = modelSourceOf(config);
   const data = dataSourceOf(config);
-  if (config.steps !== undefined && config.epochs !== undefined) bad('steps', 'give steps or epochs, not both');
+  refuseUnpaired(config);
   return { config, fields, localDevices, writer, ...model, ...data };
+}
+
+/** Options that need another: steps and epochs exclude each other; a dashboard address needs a dashboard. */
+function refuseUnpaired(config: TrainConfig): void {
+  if (config.steps !== undefined && config.epochs !== undefined) bad('steps', 'give steps or epochs, not both');
+  if (config.dashboardHost !== undefined && config.dashboard === undefined)
+    bad(
+      'dashboardHost',
+      'is where the dashboard listens, and no dashboard was asked for: add --dashboard [PORT], or remove ' +
+        '--dashboard-host',
+    );
 }
 
 /**
