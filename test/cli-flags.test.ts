@@ -185,6 +185,12 @@ tap.test('a bad value the library refuses names the flag first, then its config 
   );
   await refused(
     t,
+    ['train', ...SMALL, '--powersgd-rank', '2'],
+    /^tandem: --powersgd-rank \(config\.commHookOptions\.rank\): given without commHook/,
+    '--powersgd-rank without --comm-hook (it named commHookOptions, which the user never wrote)',
+  );
+  await refused(
+    t,
     ['train', ...replacing(SMALL, '--model', ['--model', 'nosuch'])],
     /^tandem: --model \(config\.model\): unknown model 'nosuch'/,
     '--model nosuch',
