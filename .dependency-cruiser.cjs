@@ -8,7 +8,7 @@
  * The layers, lowest first (LAYERS below). A module may import from its own layer and the ones below it, never from a
  * higher one (`import type` counts: a type is a design dependency):
  *   base            the root helpers (errors, named-registry, addon-load, source-path, decimal-count, json-place, bundled-entry,
- *                   config-checks), the option declarations and checks (src/options), src/output's plain file
+ *                   config-checks, nearest-name), the option declarations and checks (src/options), src/output's plain file
  *                   helpers (atomic-write, fs-reason, make-directory, run-lock, kernel-lock, locked-places), the
  *                   job's plain data
  *                   (src/world/topology.ts, peer-wait.ts, job-secret.ts), the worker threads' Node flags
@@ -45,7 +45,7 @@ const LAYERS = [
   {
     name: 'base',
     paths: [
-      '^src/(errors|named-registry|addon-load|source-path|decimal-count|json-place|config-checks|bundled-entry|read-regular-file)\\.ts$',
+      '^src/(errors|named-registry|addon-load|source-path|decimal-count|json-place|config-checks|bundled-entry|read-regular-file|nearest-name)\\.ts$',
       '^src/options/(declaration|option-checks)\\.ts$',
       '^src/output/(atomic-write|fs-reason|make-directory|run-lock|kernel-lock|locked-places)\\.ts$',
       '^src/world/(topology|peer-wait|job-secret)\\.ts$',

@@ -82,7 +82,7 @@ async function tandemRow(model: TorchModel, backend: BackendName, opts: ModelsBe
       batch: devices * opts.perDeviceBatch,
       steps: opts.steps,
       backend,
-      nativeThreads: DEVICE_THREADS,
+      ...(backend === 'native' ? { nativeThreads: DEVICE_THREADS } : {}),
       optimizer: 'sgd',
       lr: 0.01,
     };

@@ -4,7 +4,7 @@
 // value and the fix, before anything trains or any host process starts. A value the library refuses (config.devices …)
 // is shown with the flag that set it first.
 import tap from 'tap';
-import { existsSync, mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseTrainArgs } from '../src/cli/parse-train-args.js';
@@ -185,6 +185,12 @@ tap.test('a bad value the library refuses names the flag first, then its config 
   );
   await refused(
     t,
+    ['train', ...SMALL, '--powersgd-rank', '2'],
+    /^tandem: --powersgd-rank \(config\.commHookOptions\.rank\): given without commHook/,
+    '--powersgd-rank without --comm-hook (it named commHookOptions, which the user never wrote)',
+  );
+  await refused(
+    t,
     ['train', ...replacing(SMALL, '--model', ['--model', 'nosuch'])],
     /^tandem: --model \(config\.model\): unknown model 'nosuch'/,
     '--model nosuch',
@@ -194,5 +200,25 @@ tap.test('a bad value the library refuses names the flag first, then its config 
     ['train', ...SMALL, '--batch', '8', '--held-out', '10', '--eval-samples', '50'],
     /^tandem: --eval-samples \(config\.evalSamples\): 50 is more than the 10 held-out samples \(heldOut is 10\): give evalSamples 10 or fewer \(--eval-samples 10\), or hold out more with heldOut 50 \(--held-out 50\)\n$/,
     '--eval-samples 50 --held-out 10 (it evaluated 10, silently)',
+  );
+});
+
+tap.test('a mistyped flag or --config key is named with the one meant (it said only "Unknown option")', async t => {
+  await refused(
+    t,
+    ['train', ...SMALL, '--stps', '3'],
+    /^tandem: tandem train: Unknown option '--stps'\. Did you mean --steps\? See tandem --help\.\n$/,
+    '--stps',
+  );
+  await refused(t, ['profile', '--devics', '2'], /Unknown option '--devics'\. Did you mean --devices\?/, '--devics');
+  const far = await refused(t, ['train', ...SMALL, '--xyzzy', '3'], /Unknown option '--xyzzy'\./, '--xyzzy');
+  t.notMatch(far.stderr, /Did you mean/, 'a name near none: no guess');
+  const config = path.join(dir, 'typo.json');
+  writeFileSync(config, JSON.stringify({ stpes: 3 }));
+  await refused(
+    t,
+    ['train', ...SMALL, '--config', config],
+    /^tandem: config\.stpes: unknown option: did you mean steps\?/,
+    'stpes in --config',
   );
 });

@@ -57,7 +57,10 @@ t.test('bad hook names and options are named before any thread starts; the CLI f
     train({ ...base, commHook: 'powersgd', commHookOptions: { rank: 0 } }),
     /commHookOptions.rank: must be an integer >= 1/,
   );
-  await t.rejects(train({ ...base, commHookOptions: { rank: 2 } }), /commHookOptions: given without commHook/);
+  await t.rejects(
+    train({ ...base, commHookOptions: { rank: 2 } }),
+    /config\.commHookOptions\.rank: given without commHook/,
+  );
   const { config } = parseTrainArgs([
     '--comm-hook',
     'powersgd',

@@ -65,6 +65,33 @@ const cases: [string, TrainConfig, string, RegExp][] = [
   ],
   ['unknown backend', { backend: 'opencl' as 'cpu' }, 'BAD_CONFIG', /config\.backend/],
   ['tensorflow backend not installed', { backend: 'tensorflow' }, 'BACKEND_UNAVAILABLE', /tfjs-node/],
+  // the native engine's own options on another engine: they were ignored unsaid
+  [
+    'native threads on the cpu engine',
+    { backend: 'cpu', nativeThreads: 4 },
+    'BAD_CONFIG',
+    /^config\.nativeThreads: applies to backend 'native' only, not 'cpu': give --backend native/,
+  ],
+  [
+    'a dashboard address without a dashboard (ignored unsaid)',
+    { dashboardHost: '0.0.0.0' },
+    'BAD_CONFIG',
+    /^config\.dashboardHost: is where the dashboard listens, and no dashboard was asked for: add --dashboard/,
+  ],
+  // a size for data that has its own samples: it trained all of mnist unsaid
+  [
+    'a dataset size for mnist',
+    { data: 'mnist', datasetSize: 100 },
+    'BAD_CONFIG',
+    /^config\.datasetSize: applies to synthetic-images and data modules; data 'mnist' has its own samples/,
+  ],
+  [
+    'classes for a CSV',
+    { data: 'no-such.csv', labelColumn: 'y', classes: 3 },
+    'BAD_CONFIG',
+    /^config\.classes: .*data 'no-such\.csv' has its own samples \(its label column\)/,
+  ],
+  ['native fusion off on wasm', { backend: 'wasm', nativeFusion: false }, 'BAD_CONFIG', /nativeFusion: .*not 'wasm'/],
   ['steps and epochs', { steps: 3, epochs: 1 }, 'BAD_CONFIG', /steps or epochs/],
   ['negative lr', { lr: -1 }, 'BAD_CONFIG', /config\.lr/],
   [

@@ -74,10 +74,19 @@ t.test('bad schedules are refused, naming the option and the syntax', async t =>
   refuse({ lrSchedule: () => 0.1, warmupSteps: 2 }, /warmupSteps: does not apply to a function schedule/);
   refuse({ lrSchedule: (k: number) => (k === 3 ? NaN : 0.1) }, /the function returned NaN at step 3/);
   refuse({ warmupFrom: 0.5 }, /config\.warmupFrom: needs warmupSteps > 0/);
+  // the steps a decay spans, given to a schedule without one: it was ignored unsaid
+  refuse({ lrScheduleSteps: 20 }, /config\.lrScheduleSteps: applies to the cosine and linear .*not 'constant'/);
+  refuse({ lrSchedule: 'step:2:0.5', lrScheduleSteps: 20 }, /lrScheduleSteps: .*not 'step:2:0.5'.*remove/);
+  refuse({ lrSchedule: 'exponential:2:0.5', lrScheduleSteps: 20 }, /lrScheduleSteps: .*'exponential:2:0.5'/);
+  t.ok(resolveLrSchedule({ lrSchedule: 'linear:0.01', lrScheduleSteps: 20 }, 0.1, 10, 5), 'linear spans them');
   const throws = () => {
     throw new Error('no lr here');
   };
   refuse({ lrSchedule: throws }, /config\.lrSchedule: the function threw at step 0: no lr here/);
+  await t.rejects(train({ model: 'mlp', data: 'synthetic-images', lrScheduleSteps: 20 }), {
+    code: 'BAD_CONFIG',
+    message: /config\.lrScheduleSteps: applies to the cosine and linear/,
+  });
   await t.rejects(train({ model: 'mlp', data: 'synthetic-images', lrSchedule: 3 as never }), {
     code: 'BAD_CONFIG',
     message: /config\.lrSchedule: must be a schedule's text/,

@@ -73,7 +73,12 @@ t.test(
       for (const strategy of strategies[devices]) {
         const spans: Span[] = [];
         const run = await train(
-          { ...base, devices, strategy, bucketCapMB: 0.02, firstBucketMB: 0.005 },
+          {
+            ...base,
+            devices,
+            strategy,
+            ...(strategy === 'buckets' ? { bucketCapMB: 0.02, firstBucketMB: 0.005 } : {}),
+          },
           {
             onSpans: s => {
               spans.push(...s);

@@ -6,6 +6,7 @@ import { parseArgs } from 'node:util';
 import { TandemError } from '../errors.js';
 import type { TrainConfig } from '../config-types.js';
 import { flagNumber } from './flag-number.js';
+import { nearestName } from '../nearest-name.js';
 import { readConfigFile } from './read-config-file.js';
 import { trainFlags, type TrainFlag } from './train-flags.js';
 
@@ -62,8 +63,17 @@ function parsed(
       tokens: true,
     }) as { values: FlagValues; tokens: FlagToken[] };
   } catch (err) {
-    throw new TandemError('BAD_CONFIG', `tandem ${command}: ${(err as Error).message}. See tandem --help.`);
+    const meant = unknownFlagMeant(err, Object.keys(options));
+    throw new TandemError('BAD_CONFIG', `tandem ${command}: ${(err as Error).message}.${meant} See tandem --help.`);
   }
+}
+
+/** ` Did you mean --steps?` for an unknown flag near a known one (`--stps`), else ''. */
+function unknownFlagMeant(err: unknown, flags: readonly string[]): string {
+  if ((err as { code?: unknown }).code !== 'ERR_PARSE_ARGS_UNKNOWN_OPTION') return '';
+  const given = /'--([^'=]+)/.exec((err as Error).message)?.[1];
+  const meant = given === undefined ? undefined : nearestName(given, flags);
+  return meant === undefined ? '' : ` Did you mean --${meant}?`;
 }
 
 /** `command` profile reads --steps as the number of measured steps, not training steps. */

@@ -17,15 +17,21 @@ export async function profileCommand(args: string[]): Promise<number> {
       'BAD_CONFIG',
       'tandem profile runs in one process: leave out --hosts (profile one host, then train with --hosts)',
     );
-  const resolved = await resolveConfig({ ...config, strategy: 'sequential', steps: 1 });
-  const profile = await profileModel({ ...config, strategy: 'sequential', steps: 1 }, train, {
+  const { splitLayer, ...rest } = config; // profile predicts two-group at the split given, as auto takes the others
+  const resolved = await resolveConfig({ ...rest, strategy: 'auto', steps: 1 });
+  const profile = await profileModel({ ...config, steps: 1 }, train, {
     steps: profileSteps,
   });
   const verdict = decideAlexNetLike(profile.layers, {
     timeShare: config.timeShare ?? 0.25,
     paramShare: config.paramShare ?? 0.25,
   });
-  const predictions = predictStrategies(profile, resolved.devices, resolved.strategyOptions, resolved.link);
+  const predictions = predictStrategies(
+    profile,
+    resolved.devices,
+    { ...resolved.strategyOptions, splitLayer },
+    resolved.link,
+  );
   if (json)
     console.log(
       JSON.stringify({

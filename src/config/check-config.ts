@@ -10,6 +10,7 @@ import os from 'node:os';
 import { TandemError } from '../errors.js';
 import { bad } from '../config-checks.js';
 import type { TrainConfig } from '../config-types.js';
+import { BACKENDS } from '../engine/engine-options.js';
 import { assertBackendAvailable, assertPrecisionAvailable, defaultBackend } from '../engine/backend.js';
 import { PRECISIONS, type Precision } from '../engine/engine-options.js';
 import { engineNames, getEngine } from '../engine/engine-registry.js';
@@ -56,8 +57,7 @@ export function checkConfig(config: TrainConfig): CheckedConfig {
     rendezvous,
     devices,
     backend,
-    nativeThreads: config.nativeThreads ?? 1,
-    nativeFusion: config.nativeFusion ?? true,
+    ...nativeFields(config, backend),
     precision: precisionOf(config, backend),
     batch,
     accumulate,
@@ -81,8 +81,35 @@ export function checkConfig(config: TrainConfig): CheckedConfig {
   };
   const model = modelSourceOf(config);
   const data = dataSourceOf(config);
-  if (config.steps !== undefined && config.epochs !== undefined) bad('steps', 'give steps or epochs, not both');
+  refuseUnpaired(config);
   return { config, fields, localDevices, writer, ...model, ...data };
+}
+
+/** Options that need another: steps and epochs exclude each other; a dashboard address needs a dashboard. */
+function refuseUnpaired(config: TrainConfig): void {
+  if (config.steps !== undefined && config.epochs !== undefined) bad('steps', 'give steps or epochs, not both');
+  if (config.dashboardHost !== undefined && config.dashboard === undefined)
+    bad(
+      'dashboardHost',
+      'is where the dashboard listens, and no dashboard was asked for: add --dashboard [PORT], or remove ' +
+        '--dashboard-host',
+    );
+}
+
+/**
+ * The native engine's own options; another built-in engine has neither (a plugin's engine may read them), and one
+ * given with it would be ignored unsaid.
+ */
+function nativeFields(config: TrainConfig, backend: string): Pick<CheckedFields, 'nativeThreads' | 'nativeFusion'> {
+  const other = backend !== 'native' && (BACKENDS as readonly string[]).includes(backend);
+  for (const [field, flag] of [
+    ['nativeThreads', '--native-threads'],
+    ['nativeFusion', '--no-native-fusion'],
+  ] as const) {
+    if (other && config[field] !== undefined)
+      bad(field, `applies to backend 'native' only, not '${backend}': give --backend native, or remove ${flag}`);
+  }
+  return { nativeThreads: config.nativeThreads ?? 1, nativeFusion: config.nativeFusion ?? true };
 }
 
 /** The precision named (default fp32), refused before any thread starts when the backend cannot multiply in it. */

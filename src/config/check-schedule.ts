@@ -29,11 +29,7 @@ export function scheduleFields(
   devices: number,
   cpus: number = availableParallelism(),
 ): Pick<ResolvedConfig, 'strategy' | 'strategyOptions' | 'exchange' | 'link'> {
-  const strategyOptions: StrategyOptions = {
-    splitLayer: config.splitLayer,
-    bucketCapMB: config.bucketCapMB ?? 0.5,
-    firstBucketMB: config.firstBucketMB ?? 0.125,
-  };
+  const strategyOptions = strategyOptionsOf(config);
   const exchange: ExchangeOrder =
     (config.exchangeOrder ?? 'ready') === 'priority'
       ? { order: 'priority', chunkFloats: config.chunkFloats ?? DEFAULT_CHUNK_FLOATS }
@@ -46,7 +42,43 @@ export function scheduleFields(
     link = parseLink(config.link);
   }
   const strategy = strategyOf(config.strategy ?? defaultStrategy(devices, config.minHosts !== undefined, cpus));
+  refuseUnusedStrategyOptions(config, strategy);
   return { strategy, strategyOptions, exchange, link };
+}
+
+/**
+ * A strategy's own options with another strategy would be ignored unsaid (`--split-layer 2` on `sequential` trains
+ * sequential): each is refused, naming the strategy it applies to. auto picks its split from the profile.
+ */
+function refuseUnusedStrategyOptions(config: TrainConfig, strategy: string): void {
+  const used = (field: keyof TrainConfig, strategies: readonly string[], flag: string): void => {
+    if (config[field] === undefined || strategies.includes(strategy)) return;
+    const named = strategies.map(s => `'${s}'`).join(' or ');
+    const auto = strategy === 'auto' && field === 'splitLayer' ? ' (auto picks the split from the profile)' : '';
+    const fix = `give --strategy ${strategies[0]}, or remove ${flag}`;
+    bad(field, `applies to strategy ${named} only, not '${strategy}'${auto}: ${fix}`);
+  };
+  used('splitLayer', ['two-group'], '--split-layer');
+  used('bucketCapMB', ['buckets', 'auto'], '--bucket-mb');
+  used('firstBucketMB', ['buckets', 'auto'], '--first-bucket-mb');
+  used('timeShare', ['auto'], '--time-share (tandem profile takes it too)');
+  used('paramShare', ['auto'], '--param-share (tandem profile takes it too)');
+}
+
+/** A strategy's options as a schedule reads them, the defaults in place. */
+export function strategyOptionsOf(config: TrainConfig): StrategyOptions {
+  return {
+    splitLayer: config.splitLayer,
+    bucketCapMB: config.bucketCapMB ?? 0.5,
+    firstBucketMB: config.firstBucketMB ?? 0.125,
+  };
+}
+
+/** The config of a profile's sequential run: the strategies' own options are for the predictions, not for it. */
+export function sequentialTrialConfig(config: TrainConfig): TrainConfig {
+  const { splitLayer: _s, bucketCapMB: _b, firstBucketMB: _f, timeShare: _t, paramShare: _p, ...rest } = config;
+  void [_s, _b, _f, _t, _p];
+  return { ...rest, strategy: 'sequential' };
 }
 
 /** A built-in strategy's name, `auto`, or a custom strategy's (its groups are computed on the main thread). */

@@ -47,9 +47,24 @@ export function dataSourceOf(config: TrainConfig): { dataSource: string; imageSh
     if (imageShape) bad('imageSize', 'mnist images are 28x28x1; imageSize applies to synthetic-images');
   }
   checkCsvOptions(config, dataSource, csv);
+  refuseOwnSamples(config, dataSource, dataSource === 'mnist' || folder || csv, csv);
   if (config.dataCache !== undefined && !folder)
     bad('dataCache', `is where an image folder's decoded images go; data '${dataSource}' is no image folder`);
   return { dataSource, ...(imageShape ? { imageShape } : {}) };
+}
+
+/**
+ * mnist, an image folder and a CSV have their own samples: a size (or a CSV's classes or image shape) given for them
+ * would be ignored unsaid. synthetic-images builds what it is asked; a data module is told and checked.
+ */
+function refuseOwnSamples(config: TrainConfig, dataSource: string, own: boolean, csv: boolean): void {
+  const theirs = `data '${dataSource}' has its own samples`;
+  if (own && config.datasetSize !== undefined)
+    bad('datasetSize', `applies to synthetic-images and data modules; ${theirs}: remove datasetSize`);
+  if (csv && config.classes !== undefined)
+    bad('classes', `applies to synthetic-images and data modules; ${theirs} (its label column): remove classes`);
+  if (csv && config.imageSize !== undefined)
+    bad('imageSize', `applies to images; ${theirs} (its feature columns): remove imageSize`);
 }
 
 /** A CSV needs its label column; the CSV options apply to a CSV alone. */

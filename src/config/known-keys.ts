@@ -2,6 +2,7 @@
 import { TandemError } from '../errors.js';
 import { bad, shown } from '../config-checks.js';
 import { knownKeys, pluginOptionKeys } from '../options/option-registry.js';
+import { nearestName } from '../nearest-name.js';
 import type { PluginValues } from '../plugins/step-probes.js';
 
 /** Not an object of train options: named with what was found. */
@@ -28,11 +29,14 @@ export function refuseUnknownKeys(config: object): void {
 
 /**
  * An option tandem does not know: a key written as a flag is (`checkpoint-every`, `held_out`, `heldout`) is named with
- * the option meant, which a --config file written from the flags gets wrong; any other with the list of options.
+ * the option meant, which a --config file written from the flags gets wrong; a typo (`stpes`) with the option nearest;
+ * any other with the list of options.
  */
 function unknownOption(key: string, known: readonly string[]): never {
   const camel = key.replace(/[-_]+([a-z0-9])/gi, (_, c: string) => c.toUpperCase());
   const meant = known.find(k => k.toLowerCase() === camel.toLowerCase());
+  const near = meant === undefined ? nearestName(camel, known) : undefined;
+  if (near) bad(key, `unknown option: did you mean ${near}? (known: ${known.join(', ')})`);
   if (meant)
     bad(
       key,

@@ -27,6 +27,7 @@ import { classWeightOf } from './fit-class-weight.js';
 import { ValidationPool } from './validation-pool.js';
 import { flatInputModel, inputsOf, packInputs, type FitX } from './fit-inputs.js';
 import { DatasetStream, type BatchArrays, type StreamShape } from '../data/dataset-stream.js';
+import { spansSteps } from '../optim/lr-schedule.js';
 
 /** tfjs's `model.fitDataset` arguments, and tandem's options in the same object. */
 export type FitDatasetArgs<T extends tf.TensorContainer> = tf.ModelFitDatasetArgs<T> &
@@ -177,7 +178,7 @@ async function streamed(
       batch,
       shuffle: false,
       partialBatch: (config.accumulate ?? 1) === 1,
-      lrScheduleSteps: config.lrScheduleSteps ?? Math.max(1, total),
+      ...(spansSteps(config.lrSchedule) ? { lrScheduleSteps: config.lrScheduleSteps ?? Math.max(1, total) } : {}),
       ...(targets.metrics ? { metrics: targets.metrics } : {}),
     };
     return await fitLoop({ model, targets, config: trainConfig, stepsPerEpoch, batchSize: batch, batchSizes }, style);

@@ -22,6 +22,7 @@ import { fitDigest } from './fit-hosts.js';
 import { writeOutputsSpec } from './fit-outputs.js';
 import { flatInputModel, inputsOf, packInputs, type FitX } from './fit-inputs.js';
 import { severalOutputs, type FitY } from './fit-several-outputs.js';
+import { spansSteps } from '../optim/lr-schedule.js';
 
 export type { FitArgs, FitOptions } from './fit-args.js';
 export type { FitY } from './fit-several-outputs.js';
@@ -121,7 +122,12 @@ export async function fitWith(
       batch: batchSize,
       shuffle,
       partialBatch: (options.accumulate ?? 1) === 1, // micro-batches split whole batches only
-      lrScheduleSteps: options.lrScheduleSteps ?? Math.max(1, (style.epochs - style.initialEpoch) * stepsPerEpoch),
+      ...(spansSteps(options.lrSchedule)
+        ? {
+            lrScheduleSteps:
+              options.lrScheduleSteps ?? Math.max(1, (style.epochs - style.initialEpoch) * stepsPerEpoch),
+          }
+        : {}), // decay spans every epoch
       classWeight: classWeightOf(args.classWeight, trained, targets, targetsY),
       ...(targets.metrics ? { metrics: targets.metrics } : {}),
       ...(style.outputs

@@ -108,10 +108,21 @@ export function resolveLrSchedule(
   }
   if (typeof spec !== 'string') bad('lrSchedule', `must be a schedule's text or a function, got ${shown(spec)}`);
   const decay = parseSpec(spec, lr, steps);
+  if (config.lrScheduleSteps !== undefined && !spansSteps(spec))
+    bad(
+      'lrScheduleSteps',
+      `applies to the cosine and linear schedules (and a function schedule) only, not '${spec}', whose learning ` +
+        `rate does not depend on the steps it spans: remove lrScheduleSteps, or give lrSchedule cosine or linear`,
+    );
   if (decay.kind === 'constant' && warmupSteps === 0) return undefined;
   if (warmupSteps >= steps && (decay.kind === 'cosine' || decay.kind === 'linear'))
     bad('warmupSteps', `is ${warmupSteps}, not below the run's ${steps} steps: nothing would be left to decay`);
   return { ...decay, warmupSteps, warmupFrom } as LrSchedule;
+}
+
+/** Whether schedule `spec` (default constant) spans `lrScheduleSteps`: a function, cosine or linear decay. */
+export function spansSteps(spec: LrScheduleFields['lrSchedule']): boolean {
+  return typeof spec === 'function' || (typeof spec === 'string' && /^(cosine|linear)(:|$)/.test(spec));
 }
 
 /** The schedule as checkpoints and host flags compare it: a function's values by their digest. */

@@ -26,8 +26,12 @@ function bad(field: string, message: string): never {
 
 export async function resolveCommHook(spec: unknown, options: unknown): Promise<ResolvedCommHook | undefined> {
   if (spec === undefined || spec === 'none') {
-    if (options !== undefined)
-      bad('commHookOptions', 'given without commHook; name a hook (fp16, bf16, powersgd or a module path)');
+    if (options !== undefined) {
+      // named by the option given (`config.commHookOptions.rank`), which the CLI shows with its flag (--powersgd-rank)
+      const [first] = options !== null && typeof options === 'object' ? Object.keys(options) : [];
+      const field = first === undefined ? 'commHookOptions' : `commHookOptions.${first}`;
+      bad(field, 'given without commHook; name a hook (fp16, bf16, powersgd or a module path)');
+    }
     return undefined;
   }
   if (typeof spec !== 'string' || spec === '')

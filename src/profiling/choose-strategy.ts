@@ -11,6 +11,7 @@
  */
 import type { ResolvedConfig, TrainConfig } from '../config-types.js';
 import { resolveConfig } from '../config.js';
+import { sequentialTrialConfig, strategyOptionsOf } from '../config/check-schedule.js';
 import {
   decideAlexNetLike,
   marginSentence,
@@ -73,7 +74,7 @@ export async function chooseStrategy(
   hostsOnMachine = 1,
 ): Promise<AutoChoice> {
   const allowCompression = config.commHook === 'auto';
-  const resolved = await resolveConfig({ ...withoutAutoHook(config), strategy: 'sequential' });
+  const resolved = await resolveConfig(sequentialTrialConfig(withoutAutoHook(config)));
   const profile = await profileModel(thisHostAlone(config), runTrial, options);
   const conditions = {
     timeShare: config.timeShare ?? DEFAULT_CONDITIONS.timeShare,
@@ -81,7 +82,7 @@ export async function chooseStrategy(
   };
   const verdict = decideAlexNetLike(profile.layers, conditions);
   const split = verdict.alexnetLike ? parameterisedSplit(profile.layers, verdict.p) : 0;
-  const strategyOptions = { ...resolved.strategyOptions, splitLayer: split > 0 ? split : undefined };
+  const strategyOptions = { ...strategyOptionsOf(config), splitLayer: split > 0 ? split : undefined };
   const predictions = predictStrategies(profile, resolved.devices, strategyOptions, resolved.link);
   const machine = machineOf(config, resolved, measured, hostsOnMachine);
   const { link, cpu } = machine;

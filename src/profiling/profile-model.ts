@@ -1,5 +1,6 @@
 /** Main side of the profiler: runs the profile worker and returns its measurements. */
 import { resolveConfig } from '../config.js';
+import { sequentialTrialConfig } from '../config/check-schedule.js';
 import { TandemError } from '../errors.js';
 import type { TrainConfig } from '../config-types.js';
 import { runOneShotWorker } from '../actors/one-shot-worker.js';
@@ -63,7 +64,9 @@ export async function profileModel(
   runTrial: RunTrial,
   options: ProfileOptions = {},
 ): Promise<ModelProfile> {
-  const resolved = await resolveConfig({ ...config, strategy: 'sequential' });
+  const { splitLayer: _split, ...checked } = config; // the shares and bucket caps checked as auto reads them
+  void _split;
+  const resolved = await resolveConfig({ ...checked, strategy: 'auto' });
   const request: ProfileRequest = {
     config: profileSlice(resolved), // the thread's slice, not the whole config
     warmupSteps: count('warmupSteps', options.warmupSteps ?? DEFAULT_WARMUP, 0),
@@ -113,7 +116,7 @@ async function calibrate(
   void resume;
   const steady = new SteadySteps(warmup);
   const run = await runTrial(
-    { ...plain, strategy: 'sequential', steps, epochs: undefined },
+    { ...sequentialTrialConfig(plain), steps, epochs: undefined },
     { onStep: m => steady.step(m.step) },
   );
   const profiled = profile.stepForwardMs + profile.stepBackwardMs;

@@ -136,10 +136,14 @@ function checkedHooks(hooks: TrainHooks | null | undefined): TrainHooks {
 
 /** The config with auto's choice in place of `auto` (and of `commHook: 'auto'`). */
 function withChoice(config: TrainConfig, note: AutoNote): TrainConfig {
-  const { chunkFloats: _chunk, ...rest } = note.commHook === undefined ? withoutAutoHook(config) : config;
+  const { chunkFloats: _chunk, ...picked } = note.commHook === undefined ? withoutAutoHook(config) : config;
   void _chunk;
+  // auto's own options (the AlexNet-like shares; the bucket caps unless buckets was picked) served the choice
+  const { splitLayer: _s, bucketCapMB, firstBucketMB, timeShare: _t, paramShare: _p, ...rest } = picked;
+  void [_s, _t, _p];
   return {
     ...rest,
+    ...(note.strategy === 'buckets' ? { bucketCapMB, firstBucketMB } : {}),
     strategy: note.strategy as StrategyName,
     splitLayer: note.splitLayer,
     forwardWait: note.forwardWait,
