@@ -35,6 +35,9 @@ export interface TorchStepResult {
   samplesPerSecond: number;
   /** single only: the process's minor page faults per timed step. */
   minorFaultsPerStep?: number;
+  /** single only: whether a 4 MiB malloc() was its own mmap() in the process (glibc's defaults: true; 'kept':
+   *  false), the settings seen taking effect; absent without glibc. */
+  mallocMapsFourMiB?: boolean;
   /** How glibc's malloc was set for the run (the options' `allocator`). */
   allocator: TorchAllocator;
 }
@@ -184,6 +187,11 @@ function validateResult(value: unknown, options: TorchReferenceOptions): TorchSt
     const seen = isRecord(value.mallocEnv) ? sortedEntries(value.mallocEnv) : undefined;
     if (seen !== sortedEntries(mallocEnv(result.allocator)))
       return `ran with malloc settings ${JSON.stringify(value.mallocEnv)}, not ${result.allocator}'s`;
+    const maps = value.mallocMapsFourMiB;
+    if (maps !== null && typeof maps !== 'boolean') return `bad "mallocMapsFourMiB": ${JSON.stringify(maps)}`;
+    if (maps !== null && maps !== (result.allocator === 'glibc'))
+      return `a 4 MiB malloc() was ${maps ? '' : 'not '}its own mmap(): ${result.allocator}'s settings did not take effect`;
+    if (maps !== null) result.mallocMapsFourMiB = maps;
   }
   if (mode === 'ddp') Object.assign(result, { procs: procs as number, batchNorm: batchNorm as 'local' | 'sync' });
   return result;

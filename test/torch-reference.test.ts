@@ -1,7 +1,7 @@
 // The PyTorch reference's allocator (bench/torch-reference.ts): with glibc's malloc as it comes, PyTorch's freed
-// tensors are unmapped and faulted back in at every step; 'kept' (the default) keeps freed memory. The harness counts
-// the PyTorch process's minor faults per timed step, so the setting is seen to reach it. Needs a Python with torch
-// (Debian's python3-torch) and glibc; skipped, saying which, without them.
+// tensors are unmapped and faulted back in at every step; 'kept' (the default) keeps freed memory. The harness reports
+// the settings its process saw and whether a 4 MiB malloc() was its own mmap() there, so the setting is seen to reach
+// it and take effect. Needs a Python with torch (Debian's python3-torch) and glibc; skipped, saying which, without them.
 import t from 'tap';
 import { findTorchPython, mallocEnv, runTorchReference } from '../bench/torch-reference.js';
 
@@ -10,7 +10,7 @@ const report = process.report?.getReport() as { header?: { glibcVersionRuntime?:
 const header = report?.header;
 const skip = !python ? 'no Python with torch here' : !header?.glibcVersionRuntime ? 'not glibc' : false;
 
-t.test("PyTorch's malloc settings reach it, and glibc's defaults fault a step", { skip }, async t => {
+t.test("PyTorch's malloc settings reach it and take effect", { skip }, async t => {
   const common = { mode: 'single', model: 'alexnet-mini', batch: 8, warmup: 2, steps: 3, threads: 1 } as const;
   process.env.MALLOC_TOP_PAD_ = '4096'; // this process's own are not passed on
   try {
@@ -20,10 +20,13 @@ t.test("PyTorch's malloc settings reach it, and glibc's defaults fault a step", 
     t.equal(glibc.allocator, 'glibc');
     t.same(mallocEnv('kept'), { MALLOC_MMAP_THRESHOLD_: '33554432', MALLOC_TRIM_THRESHOLD_: '1073741824' });
     t.same(mallocEnv('glibc'), {});
-    // runTorchReference rejects a result whose process saw other settings; the counts are the evidence
+    // runTorchReference rejects a result whose process saw other settings, or where they did not take effect;
+    // the probe is the evidence. The fault counts are only reported: a kernel may count none (one CI machine saw
+    // 0 and 0 where this one sees 0 and ~330), and glibc's adaptive threshold makes them depend on the run.
+    t.equal(kept.mallocMapsFourMiB, false, "'kept': a 4 MiB malloc() stays in the heap");
+    t.equal(glibc.mallocMapsFourMiB, true, "glibc's defaults: a 4 MiB malloc() is its own mmap()");
     const [k, g] = [kept.minorFaultsPerStep, glibc.minorFaultsPerStep];
     t.ok(typeof k === 'number' && typeof g === 'number', `faults a step reported: kept ${k}, glibc ${g}`);
-    t.ok(g! > 20, `glibc's defaults: ${g} faults a step (freed tensors unmapped, faulted back in)`);
   } finally {
     delete process.env.MALLOC_TOP_PAD_;
   }

@@ -20,7 +20,8 @@ the process's minor page faults per timed step (minorFaultsPerStep: glibc's mall
 large tensors out as fresh mmap()ed pages and unmaps them when freed, so with its default settings
 every step's tensors fault their pages in again; bench/torch-reference.ts runs the script with
 MALLOC_MMAP_THRESHOLD_ and MALLOC_TRIM_THRESHOLD_ set so that freed memory is kept, unless told not to), and the
-glibc malloc variables it ran under (mallocEnv).
+glibc malloc variables it ran under (mallocEnv), and whether a 4 MiB malloc() was its own mmap() in this
+process (mallocMapsFourMiB: true under glibc's defaults, false with the kept settings, null without glibc).
 
 Human lines go to stderr; exactly one JSON line goes to stdout at the end, e.g.
   {"mode":"single","model":"alexnet-mini","torch":"1.13.0a0","threads":1,"batch":32,"steps":100,
@@ -137,6 +138,29 @@ MALLOC_ENV = ('MALLOC_MMAP_THRESHOLD_', 'MALLOC_TRIM_THRESHOLD_', 'MALLOC_TOP_PA
               'MALLOC_ARENA_MAX')
 
 
+def malloc_maps_four_mib():
+    """Whether glibc's malloc hands out a 4 MiB block as its own mmap() (its default threshold is 128 KiB;
+    MALLOC_MMAP_THRESHOLD_ of 32 MiB keeps it in the heap): the settings seen to take effect in this process,
+    where the minor-fault count cannot show it (a kernel that counts none). None without glibc's mallinfo2."""
+    import ctypes
+    libc = ctypes.CDLL(None)
+    if not hasattr(libc, 'mallinfo2'):
+        return None
+
+    class MallInfo2(ctypes.Structure):
+        _fields_ = [(name, ctypes.c_size_t) for name in ('arena', 'ordblks', 'smblks', 'hblks', 'hblkhd',
+                                                       'usmblks', 'fsmblks', 'uordblks', 'fordblks', 'keepcost')]
+    libc.mallinfo2.restype = MallInfo2
+    libc.malloc.restype = ctypes.c_void_p
+    libc.malloc.argtypes = [ctypes.c_size_t]
+    libc.free.argtypes = [ctypes.c_void_p]
+    before = libc.mallinfo2().hblks
+    block = libc.malloc(4 << 20)
+    mapped = libc.mallinfo2().hblks > before
+    libc.free(block)
+    return mapped
+
+
 def base_result(args, torch, counts):
     """The fields every result has: what ran and the model's parameter counts."""
     return {
@@ -147,6 +171,7 @@ def base_result(args, torch, counts):
 
 
 def run_single(args, build_model):
+    maps_four_mib = malloc_maps_four_mib()  # before torch: nothing freed yet has raised glibc's threshold
     limit_threads_env(args.threads)
     import torch
     set_torch_threads(torch, args.threads)
@@ -178,6 +203,7 @@ def run_single(args, build_model):
         'precision': args.precision, 'channelsLast': args.channels_last,
         'minorFaultsPerStep': round(faults / args.steps, 1),
         'mallocEnv': {k: v for k, v in os.environ.items() if k in MALLOC_ENV},
+        'mallocMapsFourMiB': maps_four_mib,
     })
     log(f'single: {result["msPerStep"]} ms/step (median {result["medianMsPerStep"]}), '
         f'{result["samplesPerSecond"]} samples/s, final loss {loss.item():.4f}')
