@@ -189,8 +189,10 @@ function validateResult(value: unknown, options: TorchReferenceOptions): TorchSt
       return `ran with malloc settings ${JSON.stringify(value.mallocEnv)}, not ${result.allocator}'s`;
     const maps = value.mallocMapsFourMiB;
     if (maps !== null && typeof maps !== 'boolean') return `bad "mallocMapsFourMiB": ${JSON.stringify(maps)}`;
-    if (maps !== null && maps !== (result.allocator === 'glibc'))
-      return `a 4 MiB malloc() was ${maps ? '' : 'not '}its own mmap(): ${result.allocator}'s settings did not take effect`;
+    if (maps !== null && maps !== (result.allocator === 'glibc')) {
+      const was = maps ? 'was' : 'was not';
+      return `a 4 MiB malloc() ${was} its own mmap(): ${result.allocator}'s settings did not take effect`;
+    }
     if (maps !== null) result.mallocMapsFourMiB = maps;
   }
   if (mode === 'ddp') Object.assign(result, { procs: procs as number, batchNorm: batchNorm as 'local' | 'sync' });

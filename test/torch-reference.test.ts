@@ -1,7 +1,8 @@
 // The PyTorch reference's allocator (bench/torch-reference.ts): with glibc's malloc as it comes, PyTorch's freed
 // tensors are unmapped and faulted back in at every step; 'kept' (the default) keeps freed memory. The harness reports
 // the settings its process saw and whether a 4 MiB malloc() was its own mmap() there, so the setting is seen to reach
-// it and take effect. Needs a Python with torch (Debian's python3-torch) and glibc; skipped, saying which, without them.
+// it and take effect. Needs a Python with torch (Debian's python3-torch) and glibc; skipped, saying which, without
+// them.
 import t from 'tap';
 import { findTorchPython, mallocEnv, runTorchReference } from '../bench/torch-reference.js';
 
