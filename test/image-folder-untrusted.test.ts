@@ -4,12 +4,14 @@
 // symbolic link loop, a second path to one folder and a dangling link among the classes are each named (BAD_DATA),
 // never walked forever, skipped nor crashed on.
 import t from 'tap';
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import { prepareImageFolder } from '../src/data/image-folder.js';
 import { cacheFileOf, type Shape3 } from '../src/data/image-cache.js';
 import { listImageFolder } from '../src/data/image-files.js';
+import { folderCacheDir } from '../src/config/prepare-file-data.js';
 import { pngBytes } from './fixtures/image-folder.js';
 
 const root = mkdtempSync(path.join(os.tmpdir(), 'tandem-untrusted-images-'));
@@ -85,4 +87,42 @@ t.test('symbolic links: a loop, a second path and a dangling class link are name
     code: 'BAD_DATA',
     message: /dangling\/c is a symbolic link to nothing \(its target is gone\); remove it or point it at a folder/,
   });
+});
+
+t.test('a FIFO or a device where the cache file belongs is replaced, never read', async t => {
+  const dir = folder('fifo');
+  const cacheDir = path.join(dir, '.tandem-cache');
+  mkdirSync(cacheDir, { recursive: true });
+  const file = cacheFileOf(dir, SHAPE, cacheDir);
+  execFileSync('mkfifo', [file]); // a reader would block forever: open() waits for a writer
+  const built = await prepareImageFolder(dir, SHAPE, cacheDir);
+  t.equal(built.decoded, 2, 'the FIFO is replaced by a cache, both images decoded');
+  t.ok(lstatSync(file).isFile(), 'the cache is a regular file now');
+  rmSync(file);
+  symlinkSync('/dev/zero', file); // a device reads forever
+  t.equal((await prepareImageFolder(dir, SHAPE, cacheDir)).decoded, 2, 'a link to /dev/zero: replaced, rebuilt');
+  t.equal((await prepareImageFolder(dir, SHAPE, cacheDir)).decoded, 0, 'the rebuilt cache is used');
+});
+
+t.test("a folder's own .tandem-cache that is a symbolic link is refused, never written through", async t => {
+  const dir = folder('cache-link');
+  const elsewhere = path.join(root, 'elsewhere');
+  mkdirSync(elsewhere);
+  symlinkSync(elsewhere, path.join(dir, '.tandem-cache'));
+  t.throws(() => folderCacheDir(dir, undefined), {
+    code: 'BAD_DATA',
+    message:
+      `image folder ${dir}: its cache directory ${path.join(dir, '.tandem-cache')} is a symbolic link (to ` +
+      `${elsewhere}): tandem would write its cache where the link leads; remove the link, or give a cache ` +
+      'directory with --data-cache DIR',
+  });
+  t.same(readdirSync(elsewhere), [], 'nothing written where the link leads');
+  const given = path.join(root, 'given-cache');
+  symlinkSync(elsewhere, given); // a link the user names is theirs to follow
+  const cacheDir = folderCacheDir(dir, given);
+  t.equal(cacheDir, given, '--data-cache through a link of the user\'s: used as given');
+  t.equal((await prepareImageFolder(dir, SHAPE, cacheDir)).decoded, 2, 'the cache built there');
+  t.equal(readdirSync(elsewhere).length, 1, 'written where the named link leads');
+  const plain = folder('cache-plain');
+  t.equal(folderCacheDir(plain, undefined), path.join(plain, '.tandem-cache'), 'no cache yet: the default');
 });

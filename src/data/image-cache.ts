@@ -9,7 +9,7 @@
  * Layout: 8 bytes `TNDMIMG1`, a uint32 (little-endian) manifest length, the manifest (JSON), zeros up to a multiple
  * of 64 bytes, then the images' bytes.
  */
-import { closeSync, fstatSync, mkdirSync, openSync, readSync } from 'node:fs';
+import { closeSync, constants, fstatSync, mkdirSync, openSync, readSync } from 'node:fs';
 import { open, rename, rm } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
 import path from 'node:path';
@@ -47,15 +47,19 @@ export interface OpenCache {
   dataOffset: number;
 }
 
-/** The cache at `file`, or undefined when there is none or it is not whole (a build then replaces it). */
+/**
+ * The cache at `file`, or undefined when there is none, it is not whole, or it is not a regular file (a build then
+ * replaces it). Opened with O_NONBLOCK: a FIFO planted there would otherwise block the open until a writer came.
+ */
 export function openCache(file: string): OpenCache | undefined {
   let fd: number;
   try {
-    fd = openSync(file, 'r');
+    fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
   } catch {
     return undefined;
   }
   try {
+    if (!fstatSync(fd).isFile()) throw new Error('not a regular file'); // a device would be read forever
     const head = Buffer.alloc(12);
     if (readSync(fd, head, 0, 12, 0) !== 12 || head.toString('latin1', 0, 8) !== MAGIC) throw new Error('not a cache');
     const length = head.readUInt32LE(8);
