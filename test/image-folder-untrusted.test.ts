@@ -120,7 +120,7 @@ t.test("a folder's own .tandem-cache that is a symbolic link is refused, never w
   const given = path.join(root, 'given-cache');
   symlinkSync(elsewhere, given); // a link the user names is theirs to follow
   const cacheDir = folderCacheDir(dir, given);
-  t.equal(cacheDir, given, '--data-cache through a link of the user\'s: used as given');
+  t.equal(cacheDir, given, "--data-cache through a link of the user's: used as given");
   t.equal((await prepareImageFolder(dir, SHAPE, cacheDir)).decoded, 2, 'the cache built there');
   t.equal(readdirSync(elsewhere).length, 1, 'written where the named link leads');
   const plain = folder('cache-plain');
