@@ -6,7 +6,7 @@
 // A Gloo call cannot be interrupted (closing its pairs does not wake it): it ends
 // with its result, a peer's failure or the timeout.
 //
-//   new GlooContext({ rank, size, store, prefix, hostname, timeoutMs, onWait?, waitSliceMs? })
+//   new GlooContext({ rank, size, store, prefix, hostname, timeoutMs, secret?, onWait?, waitSliceMs? })
 //   connect()                           the rendezvous through the store; blocks
 //     store: "tcp://host:port" (tandem's store, src/collectives/gloo/tcp-store-server.ts)
 //            | "file:///shared/dir" (Gloo's FileStore)
@@ -49,11 +49,14 @@ constexpr size_t kAddressBytes = 64;
 struct Options {
   int rank = 0, size = 1;
   std::string store, prefix, hostname;
+  // The store's secret: the `secret` option (an in-process communicator's own), else TANDEM_JOB_SECRET, else none.
+  std::string secret;
   std::chrono::milliseconds timeout{30000};
   std::chrono::milliseconds waitSlice{50};
 };
 
-std::unique_ptr<gloo::rendezvous::Store> OpenStore(const std::string& url, std::chrono::milliseconds timeout) {
+std::unique_ptr<gloo::rendezvous::Store> OpenStore(const std::string& url, std::chrono::milliseconds timeout,
+                                                   const std::string& secret) {
   if (url.rfind("file://", 0) == 0) return std::make_unique<gloo::rendezvous::FileStore>(url.substr(7));
   if (url.rfind("tcp://", 0) == 0) {
     auto hostPort = url.substr(6);
@@ -61,7 +64,7 @@ std::unique_ptr<gloo::rendezvous::Store> OpenStore(const std::string& url, std::
     if (colon == std::string::npos) GLOO_THROW_INVALID_OPERATION_EXCEPTION("store '", url, "' has no port");
     auto host = hostPort.substr(0, colon);
     if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-    return std::make_unique<TcpStore>(host, std::stoi(hostPort.substr(colon + 1)), timeout);
+    return std::make_unique<TcpStore>(host, std::stoi(hostPort.substr(colon + 1)), timeout, secret);
   }
   GLOO_THROW_INVALID_OPERATION_EXCEPTION("store '", url, "' is neither tcp://host:port nor file:///dir");
 }
@@ -126,6 +129,11 @@ class GlooContext : public Napi::ObjectWrap<GlooContext> {
     out.prefix = o.Get("prefix").As<Napi::String>().Utf8Value();
     out.hostname = o.Get("hostname").As<Napi::String>().Utf8Value();
     out.timeout = std::chrono::milliseconds(o.Get("timeoutMs").As<Napi::Number>().Int64Value());
+    if (o.Has("secret") && o.Get("secret").IsString()) {
+      out.secret = o.Get("secret").As<Napi::String>().Utf8Value();
+    } else if (const char* env = getenv("TANDEM_JOB_SECRET")) {
+      out.secret = env;
+    }
     if (out.size < 1 || out.rank < 0 || out.rank >= out.size)
       throw Napi::RangeError::New(v.Env(), "GlooContext: rank must be in [0, size)");
     if (out.timeout.count() <= 0) throw Napi::RangeError::New(v.Env(), "GlooContext: timeoutMs must be positive");
@@ -135,7 +143,7 @@ class GlooContext : public Napi::ObjectWrap<GlooContext> {
 
   // Rendezvous through the store, connect every pair, then learn how each peer's end is named.
   void Connect() {
-    auto store = OpenStore(opts_.store, opts_.timeout);
+    auto store = OpenStore(opts_.store, opts_.timeout, opts_.secret);
     gloo::rendezvous::PrefixStore prefixed(opts_.prefix, *store);
     gloo::transport::tcp::attr attr;
     attr.hostname = opts_.hostname;

@@ -70,7 +70,7 @@ int MsLeft(Clock::time_point deadline) {
 
 }  // namespace
 
-TcpStore::TcpStore(const std::string& host, int port, std::chrono::milliseconds timeout)
+TcpStore::TcpStore(const std::string& host, int port, std::chrono::milliseconds timeout, const std::string& secret)
     : where_("tcp://" + host + ":" + std::to_string(port)), timeout_(timeout) {
   auto deadline = Clock::now() + timeout;
   auto pause = std::chrono::milliseconds(10);
@@ -80,8 +80,7 @@ TcpStore::TcpStore(const std::string& host, int port, std::chrono::milliseconds 
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::milliseconds(500));
   }
-  const char* secret = getenv("TANDEM_JOB_SECRET");
-  if (secret && *secret) {
+  if (!secret.empty()) {
     try {
       handshake(secret, deadline + std::chrono::seconds(10));
     } catch (...) {

@@ -6,8 +6,8 @@
 //   request: "<SET|GET|WAIT|ADD> <timeoutMs> <keyBytes> <valueBytes>\n" <key> <value>
 //   reply:   "OK <valueBytes>\n" <value>   |   "ERR <messageBytes>\n" <message>
 // GET and WAIT are answered when the key exists, or with ERR after timeoutMs naming the key.
-// With TANDEM_JOB_SECRET set, the connection opens with the job secret's handshake and every request and reply
-// carries a 32-byte tag (src/world/job-secret.ts).
+// With a secret (the job's TANDEM_JOB_SECRET, or an in-process communicator's own), the connection opens with the
+// secret's handshake and every request and reply carries a 32-byte tag (src/world/job-secret.ts).
 #pragma once
 
 #include <gloo/rendezvous/store.h>
@@ -24,7 +24,8 @@ namespace tandem_gloo {
 class TcpStore : public gloo::rendezvous::Store {
  public:
   // Connects to host:port, retrying until `timeout` (the server may start after this rank).
-  TcpStore(const std::string& host, int port, std::chrono::milliseconds timeout);
+  // `secret`: the job's (or an in-process communicator's own); empty: a store without one.
+  TcpStore(const std::string& host, int port, std::chrono::milliseconds timeout, const std::string& secret);
   ~TcpStore() override;
 
   void set(const std::string& key, const std::vector<char>& data) override;

@@ -1,36 +1,28 @@
 /**
- * The gloo transport: every rank is one rank of a Gloo context (a full mesh of
- * TCP pairs, the addon in native/gloo), reached at an address — 127.0.0.1 for
- * the threads of one process, a host's address across machines. The store
- * the ranks meet at is served by the process that prepares the communicator
- * (tcp-store-server.ts), or any `tcp://` or `file://` store named in the handle.
+ * The gloo transport: every rank is one rank of a Gloo context (a full mesh of TCP pairs, the addon in native/gloo),
+ * reached at an address — 127.0.0.1 for the threads of one process, a host's address across machines. The store the
+ * ranks meet at is served by the process that prepares the communicator (tcp-store-server.ts), or any `tcp://` or
+ * `file://` store named in the handle. One process's store has a secret of its own (a fresh one per communicator,
+ * handed to its ranks in their handles), so no other process on the machine can read or write its keys.
  *
- * All-reduce gives the shared-memory transport's bits (element by element,
- * float32 additions in rank order, then / N for a mean): each rank reduces
- * its shard of the buffer (`shardOf`) from every rank's copy, and the reduced
- * shards go to every rank. It moves what a ring moves (2(N-1)/N of the buffer
- * per rank) without Gloo's ring order of additions. Two algorithms:
- * - `pipelined` (the default, the addon's allReducePipelined,
- *   native/src/gloo-pipelined.cc): the buffer in chunks (`pipelineChunkFloats`,
- *   about 16 per buffer); every receive is posted before any send, every
- *   chunk's shards go out at once, and each reduced shard goes back as soon as
- *   its chunk's copies arrived, so both directions of every link stay busy.
- *   Between 2 hosts it reaches the plain-TCP rate (bench/hosts-line-rate.ts).
- * - `shards` (the first one): Gloo's all-to-all of the shards, the reduction
- *   here (the reference loops or the engine's reducer), then Gloo's
- *   all-gather. Gloo posts each send before its receive, so a rank's "ready to
- *   receive" notice can wait behind its own data on the TCP stream: between 2
- *   hosts the two directions take turns, half the line rate.
+ * All-reduce gives the shared-memory transport's bits (element by element, float32 additions in rank order, then / N
+ * for a mean): each rank reduces its shard of the buffer (`shardOf`) from every rank's copy, and the reduced shards go
+ * to every rank. It moves what a ring moves (2(N-1)/N of the buffer per rank) without Gloo's ring order of additions.
+ * Two algorithms:
+ * - `pipelined` (the default, the addon's allReducePipelined, native/src/gloo-pipelined.cc): the buffer in chunks
+ *   (`pipelineChunkFloats`, about 16 per buffer); every receive is posted before any send, every chunk's shards go out
+ *   at once, and each reduced shard goes back as soon as its chunk's copies arrived, so both directions of every link
+ *   stay busy. Between 2 hosts it reaches the plain-TCP rate (bench/hosts-line-rate.ts).
+ * - `shards` (the first one): Gloo's all-to-all of the shards, the reduction here (the reference loops or the engine's
+ *   reducer), then Gloo's all-gather. Gloo posts each send before its receive, so a rank's "ready to receive" notice
+ *   can wait behind its own data on the TCP stream: between 2 hosts the two directions take turns, half the line rate.
  *
- * Every operation is synchronous for the calling thread (the rank's comm or
- * compute thread), so `blocking` is offered; the addon runs it on the
- * context's own thread and the caller beats its heartbeat meanwhile, so the
- * run's watchdog never takes a rank waiting for a peer for a hung one. Gloo
- * gives up after the communicator's timeout (STALLED); a peer whose
- * connection closes fails the operation at once (PEER_LOST, naming the
- * peer's rank, and across processes its host and address). An aborted run is seen before each operation and between
- * chunks (ABORTED): a Gloo call in flight cannot be interrupted, it ends with
- * a peer's failure or the timeout. A context in which an operation failed is
+ * Every operation is synchronous for the calling thread (the rank's comm or compute thread), so `blocking` is offered;
+ * the addon runs it on the context's own thread and the caller beats its heartbeat meanwhile, so the run's watchdog
+ * never takes a rank waiting for a peer for a hung one. Gloo gives up after the communicator's timeout (STALLED); a
+ * peer whose connection closes fails the operation at once (PEER_LOST, naming the peer's rank, and across processes its
+ * host and address). An aborted run is seen before each operation and between chunks (ABORTED): a Gloo call in flight
+ * cannot be interrupted, it ends with a peer's failure or the timeout. A context in which an operation failed is
  * closed.
  */
 import { TandemError } from '../errors.js';
@@ -41,6 +33,7 @@ import { isGlooFailure, loadGlooAddon, GLOO_HOW_TO, type GlooContext, type GlooF
 import { startStoreServer } from './gloo/tcp-store-server.js';
 import { WAIT_SLICE_MS } from './shared-barrier.js';
 import { describeProcess, type ProcessKind } from '../world/topology.js';
+import { newJobSecret } from '../world/job-secret.js';
 
 /** What a rank needs to join its Gloo context (structured-cloneable). */
 export interface GlooRankData {
@@ -63,6 +56,8 @@ export interface GlooRankData {
   crossHost?: { stride: number; offset: number };
   /** How all-reduce moves the bytes (default GLOO_DEFAULT_ALGORITHM). */
   algorithm?: GlooAllReduceAlgorithm;
+  /** One process's communicator: its store's own secret (it never leaves the process; absent: the job's). */
+  secret?: string;
   /** Floats per chunk of the pipelined algorithm (default: pipelineChunkFloats(), from the buffer's length). */
   pipelineChunkFloats?: number;
 }
@@ -106,8 +101,14 @@ export const GLOO_TRANSPORT: Transport = {
   blocking: true,
   async prepare(spec: CommunicatorSpec): Promise<PreparedCommunicator> {
     if (spec.world) return worldHandles(spec, spec.world);
-    const server = await startStoreServer({ host: '127.0.0.1', closeAfterClients: spec.size });
+    const secret = newJobSecret(); // or any local user could read and write its keys: the pairs' addresses
+    const server = await startStoreServer({
+      host: '127.0.0.1',
+      closeAfterClients: spec.size,
+      secret: Buffer.from(secret),
+    });
     const data: GlooRankData = {
+      secret,
       store: server.url,
       prefix: `${spec.name}.${process.pid}.${++communicators}`,
       hostname: '127.0.0.1',
@@ -165,6 +166,7 @@ export function openGlooCollective(
       prefix: data.prefix,
       hostname: data.hostname,
       timeoutMs: env.timeoutMs,
+      ...(data.secret !== undefined ? { secret: data.secret } : {}),
       onWait: () => env.heartbeat?.(),
       waitSliceMs: WAIT_SLICE_MS,
     });

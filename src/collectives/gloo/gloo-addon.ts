@@ -25,6 +25,8 @@ export interface GlooContextOptions {
   hostname: string;
   /** Rendezvous, connection and every operation give up after this. */
   timeoutMs: number;
+  /** The store's secret (default: TANDEM_JOB_SECRET; neither: a store without one). */
+  secret?: string;
   /** Called every `waitSliceMs` (default 50) while a call is in flight: the calling thread's proof of life. */
   onWait?: () => void;
   waitSliceMs?: number;

@@ -31,13 +31,13 @@ export interface StoreServerOptions {
   /** Port (default 0: any free port, see `port`). */
   port?: number;
   /**
-   * Close by itself once this many clients have connected and all have disconnected (a communicator's ranks after
-   * rendezvous).
+   * Close by itself once this many clients have been admitted and all have disconnected (a communicator's ranks after
+   * rendezvous; a refused stranger does not count).
    */
   closeAfterClients?: number;
   /**
-   * The job secret a client must prove before any request (job-secret.ts); default this process's (TANDEM_JOB_SECRET),
-   * none: every client is served (a single-host run's loopback store, `--insecure`).
+   * The secret a client must prove before any request (job-secret.ts); default this process's (TANDEM_JOB_SECRET),
+   * none: every client is served (`--insecure`). One process's gloo communicator gives its store a secret of its own.
    */
   secret?: Buffer | null;
   /** Where a refused client is reported, naming its address (default: stderr). */
@@ -202,19 +202,32 @@ function serve(c: Connection, store: KeyValues, rest: Buffer): void {
   void pump();
 }
 
-/** Admits a client (proving the secret when there is one), then serves it; a refusal is logged naming the client. */
-function accept(socket: net.Socket, store: KeyValues, options: StoreServerOptions, secret: Buffer | undefined): void {
+/**
+ * Admits a client (proving the secret when there is one), then serves it; a refusal is logged naming the client.
+ * `admitted` is called once the client is in.
+ */
+function accept(
+  socket: net.Socket,
+  store: KeyValues,
+  options: StoreServerOptions,
+  secret: Buffer | undefined,
+  admitted: () => void,
+): void {
   const peer = `${socket.remoteAddress}:${socket.remotePort}`;
   const log = options.log ?? ((line: string) => process.stderr.write(`tandem: ${line}\n`));
   const limits = options.limits ?? STORE_LIMITS;
   socket.setNoDelay(true);
   socket.on('error', () => socket.destroy());
   if (!secret) {
+    admitted();
     serve({ socket, peer, log, limits }, store, Buffer.alloc(0));
     return;
   }
   admitClient(socket, secret, 'store', HANDSHAKE_MS).then(
-    ({ tags, rest }) => serve({ socket, peer, log, limits, tags }, store, rest),
+    ({ tags, rest }) => {
+      admitted();
+      serve({ socket, peer, log, limits, tags }, store, rest);
+    },
     (err: unknown) => {
       // A connection that closes before sending a byte is a probe (addressTowards): not worth a line.
       if (!(err instanceof AuthRefused) || socket.bytesRead > 0)
@@ -230,16 +243,15 @@ export async function startStoreServer(options: StoreServerOptions = {}): Promis
   const store = new KeyValues(limits.maxKeys);
   const secret = options.secret === null ? undefined : (options.secret ?? jobSecret());
   const sockets = new Set<net.Socket>();
-  let seen = 0;
+  let admitted = 0; // a stranger refused, or a probe, is not one of the clients that close the server
   const server = net.createServer(socket => {
-    seen++;
     sockets.add(socket);
     socket.on('close', () => {
       sockets.delete(socket);
-      if (options.closeAfterClients !== undefined && seen >= options.closeAfterClients && sockets.size === 0)
+      if (options.closeAfterClients !== undefined && admitted >= options.closeAfterClients && sockets.size === 0)
         server.close();
     });
-    accept(socket, store, options, secret);
+    accept(socket, store, options, secret, () => admitted++);
   });
   const closed = new Promise<void>(resolve => server.once('close', () => resolve()));
   server.listen(options.port ?? 0, host);
