@@ -57,6 +57,7 @@ export type {
   AnyOptionTable,
   OptionGroup,
   OptionKind,
+  HostAgreement,
 } from './options/declaration.js';
 export { registerOptimizer, getOptimizer, optimizerNames } from './optim/optimizer-registry.js';
 export { defineOptimizer, real, flag } from './optim/optimizer-definition.js';

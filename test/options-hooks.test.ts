@@ -33,7 +33,15 @@ tap.test("a registered hook's options are known fields, flags and in --help", as
   registerCommHook({
     name: 'options-test-hook',
     description: 'a hook with an option of its own',
-    options: { level: { kind: 'integer', group: 'comm hook', flag: 'test-hook-level', doc: 'test hook: its level' } },
+    options: {
+      level: {
+        kind: 'integer',
+        group: 'comm hook',
+        hosts: 'same',
+        flag: 'test-hook-level',
+        doc: 'test hook: its level',
+      },
+    },
     init: () => undefined,
     exchange: async () => undefined,
   });

@@ -130,7 +130,11 @@ tap.test("a plugin's options are known keys, parse as flags, and are in --help",
   const resolved = await resolveConfig({ pluginLevel: 2, devices: 1 } as Parameters<typeof resolveConfig>[0]);
   t.equal(resolved.devices, 1, 'a config with it resolves (no unknown option)');
   t.throws(
-    () => registerOptions({ name: 'again', table: { devices: { kind: 'integer', group: 'world', doc: 'x' } } }),
+    () =>
+      registerOptions({
+        name: 'again',
+        table: { devices: { kind: 'integer', group: 'world', hosts: 'same', doc: 'x' } },
+      }),
     {
       code: 'BAD_CONFIG',
       message: /option devices is world's/,

@@ -23,6 +23,7 @@ export const CHECKPOINT_OPTIONS: OptionTable<CheckpointOptions> = {
   checkpointEvery: {
     kind: 'integer',
     group: 'checkpoint',
+    hosts: 'same',
     arg: 'K',
     doc: 'write a checkpoint every K steps (and when stopped)',
     check: positiveInt(),
@@ -30,6 +31,7 @@ export const CHECKPOINT_OPTIONS: OptionTable<CheckpointOptions> = {
   checkpointDir: {
     kind: 'string',
     group: 'checkpoint',
+    hosts: 'own: a directory on this machine (host 0 writes the checkpoints)',
     arg: 'DIR',
     default: '--out',
     doc: 'where checkpoints go',
@@ -38,6 +40,7 @@ export const CHECKPOINT_OPTIONS: OptionTable<CheckpointOptions> = {
   keepCheckpoints: {
     kind: 'integer',
     group: 'checkpoint',
+    hosts: 'own: host 0 alone writes and prunes the checkpoints',
     arg: 'K',
     default: '3 (0 keeps all)',
     doc: 'the K newest checkpoints are kept',
@@ -46,6 +49,7 @@ export const CHECKPOINT_OPTIONS: OptionTable<CheckpointOptions> = {
   resume: {
     kind: 'string',
     group: 'checkpoint',
+    hosts: 'same',
     arg: 'DIR|FILE',
     doc: 'continue from the latest checkpoint there; --steps counts from the start of the run',
     check: nonEmpty('must be a path'),

@@ -16,10 +16,26 @@ export const CLI_FLAGS: OptionTable<CliFlags> = {
   config: {
     kind: 'string',
     group: 'general',
+    hosts: 'own: a file path; the options it gives are compared one by one',
     arg: 'FILE.json',
     doc: 'a JSON object of train options (camelCase keys); flags given beside it win',
   },
-  json: { kind: 'boolean', group: 'general', doc: 'one JSON event per line instead of text' },
-  quiet: { kind: 'boolean', group: 'general', doc: 'no progress, only warnings, errors and the final lines' },
-  verbose: { kind: 'boolean', group: 'general', doc: 'a host other than 0 shows its own progress too' },
+  json: {
+    kind: 'boolean',
+    group: 'general',
+    hosts: 'own: how this host prints',
+    doc: 'one JSON event per line instead of text',
+  },
+  quiet: {
+    kind: 'boolean',
+    group: 'general',
+    hosts: 'own: how this host prints',
+    doc: 'no progress, only warnings, errors and the final lines',
+  },
+  verbose: {
+    kind: 'boolean',
+    group: 'general',
+    hosts: 'own: how this host prints',
+    doc: 'a host other than 0 shows its own progress too',
+  },
 };

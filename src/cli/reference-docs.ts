@@ -2,7 +2,7 @@
  * `docs/reference/options.md` and `docs/reference/errors.md`, generated from the option declarations and the error
  * codes (`npm run docs:reference` writes them; test/options-reference.test.ts checks the committed ones are these).
  */
-import { OPTION_GROUPS, type OptionDeclaration } from '../options/declaration.js';
+import { OPTION_GROUPS, sameOnEveryHost, type OptionDeclaration } from '../options/declaration.js';
 import { allOptions } from './train-flags.js';
 import { flagArgument, groupHeading } from './help-text.js';
 import { ERROR_MEANINGS } from './error-meanings.js';
@@ -33,6 +33,9 @@ function typeOf(d: OptionDeclaration<unknown>): string {
   }
 }
 
+/** `same`, or `own:` and why the hosts of a run may differ (docs/guide/several-hosts.md). */
+const hostsCell = (d: OptionDeclaration<unknown>) => (sameOnEveryHost(d) ? 'same' : d.hosts);
+
 export function optionsReference(): string {
   const lines = [
     '# Options',
@@ -43,19 +46,22 @@ export function optionsReference(): string {
     '`commHookOptions.rank` is a field of `commHookOptions`), its flag, its type, its default and what it does.',
     'A flag given beside `--config` wins over the file. Options without a flag are set in a config file or the ' +
       'library.',
+    'Hosts: `same` when every host of a multi-host run must give it the same value (the hosts compare these before',
+    'step 1: docs/guide/several-hosts.md), `own` when it may differ between machines, and why.',
   ];
   const options = allOptions();
   for (const group of OPTION_GROUPS) {
     const inGroup = options.filter(o => o.option.declaration.group === group);
     if (inGroup.length === 0) continue;
     lines.push('', `## ${groupHeading(group).replace(/ arguments:$/, '')}`, '');
-    lines.push('| Key | Flag | Type | Default | What it does |', '| --- | --- | --- | --- | --- |');
+    lines.push('| Key | Flag | Type | Default | Hosts | What it does |', '| --- | --- | --- | --- | --- | --- |');
     for (const { option, flag } of inGroup) {
       const d = option.declaration;
       const key = option.section === 'command' ? '(command line only)' : `\`${option.path}\``;
       const arg = flagArgument(d);
       const flagCell = flag === undefined ? '' : `\`--${flag}\`${arg && d.choices === undefined ? ` ${arg}` : ''}`;
-      lines.push(`| ${key} | ${cell(flagCell)} | ${cell(typeOf(d))} | ${cell(d.default ?? '')} | ${cell(d.doc)} |`);
+      const cells = [key, flagCell, typeOf(d), d.default ?? '', hostsCell(d), d.doc];
+      lines.push(`| ${cells.map((c, i) => (i === 0 ? c : cell(c))).join(' | ')} |`);
     }
   }
   return `${lines.join('\n')}\n`;

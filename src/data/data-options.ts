@@ -53,6 +53,7 @@ export const DATA_OPTIONS: OptionTable<DataOptions> = {
   data: {
     kind: 'string',
     group: 'model and data',
+    hosts: "own: a path may differ between machines; the samples' shape, classes and count are compared",
     arg: 'NAME|PATH',
     default: 'mnist',
     doc: 'mnist, synthetic-images, an ES module (options) => Dataset, an image folder (DIR/CLASS/*.png|jpg) or a .csv',
@@ -61,6 +62,7 @@ export const DATA_OPTIONS: OptionTable<DataOptions> = {
   classes: {
     kind: 'integer',
     group: 'model and data',
+    hosts: 'same',
     arg: 'C',
     doc: 'classes of a synthetic or module dataset',
     check: positiveInt(10_000_000),
@@ -68,6 +70,7 @@ export const DATA_OPTIONS: OptionTable<DataOptions> = {
   imageSize: {
     kind: 'shape',
     group: 'model and data',
+    hosts: 'same',
     arg: 'HxW[xC]',
     doc:
       "synthetic-images, an image folder: the image shape (folder: resized to it; default the model's, else " +
@@ -77,18 +80,21 @@ export const DATA_OPTIONS: OptionTable<DataOptions> = {
   datasetSize: {
     kind: 'integer',
     group: 'model and data',
+    hosts: 'same',
     doc: 'samples in a synthetic dataset',
     check: positiveInt(),
   },
   heldOut: {
     kind: 'integer',
     group: 'model and data',
+    hosts: 'same',
     default: '10% for local-head and partial-fc, else 0',
     doc: 'samples held out at the end of the dataset for evaluation',
   },
   evalSamples: {
     kind: 'integer',
     group: 'model and data',
+    hosts: 'same',
     default: '2000 (at most the held-out samples)',
     doc: 'held-out samples evaluated after training',
     check: positiveInt(),
@@ -97,6 +103,7 @@ export const DATA_OPTIONS: OptionTable<DataOptions> = {
     kind: 'config',
     type: 'integer',
     group: 'model and data',
+    hosts: "own: this machine's cores; every host loads the same batches",
     default: 'min(2, cores - 1), at least 1',
     doc: 'threads that load the batches',
     check: positiveInt(16),
@@ -104,6 +111,7 @@ export const DATA_OPTIONS: OptionTable<DataOptions> = {
   labelColumn: {
     kind: 'string',
     group: 'model and data',
+    hosts: 'same',
     arg: 'NAME',
     doc: '--data FILE.csv: the column of the labels (classes, or a regression target)',
     check: nonEmpty('must be a column name of the CSV header'),
@@ -111,6 +119,7 @@ export const DATA_OPTIONS: OptionTable<DataOptions> = {
   featureColumns: {
     kind: 'list',
     group: 'model and data',
+    hosts: 'same',
     arg: 'A,B,…',
     default: 'every column but the label',
     doc: '--data FILE.csv: the feature columns, in this order',
@@ -119,6 +128,7 @@ export const DATA_OPTIONS: OptionTable<DataOptions> = {
   dataCache: {
     kind: 'string',
     group: 'model and data',
+    hosts: 'own: a directory on this machine',
     arg: 'DIR',
     default: 'DIR/.tandem-cache (in the image folder)',
     doc: "an image folder's cache of decoded images (rebuilt when a file changes)",
@@ -127,6 +137,7 @@ export const DATA_OPTIONS: OptionTable<DataOptions> = {
   shuffle: {
     kind: 'negated',
     group: 'model and data',
+    hosts: 'same',
     default: 'true',
     doc: 'each epoch visits the samples in a seeded random order (off: in their order, index 0 first)',
     check: trueOrFalse,
@@ -134,6 +145,7 @@ export const DATA_OPTIONS: OptionTable<DataOptions> = {
   partialBatch: {
     kind: 'boolean',
     group: 'model and data',
+    hosts: 'same',
     default: 'false',
     doc:
       "each epoch also trains its last, smaller batch (as tfjs's model.fit), split unevenly over the devices; a " +

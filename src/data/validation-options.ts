@@ -45,6 +45,7 @@ export const VALIDATION_OPTIONS: OptionTable<ValidationOptions> = {
   validationSplit: {
     kind: 'real',
     group: 'model and data',
+    hosts: 'same',
     arg: 'F',
     doc: "the last fraction F of the samples, evaluated every epoch (val_loss, val_acc), as tfjs's validationSplit",
     check: fraction,
@@ -52,6 +53,7 @@ export const VALIDATION_OPTIONS: OptionTable<ValidationOptions> = {
   earlyStopping: {
     kind: 'string',
     group: 'schedule',
+    hosts: 'same',
     arg: 'MONITOR:PATIENCE',
     doc: "stop after PATIENCE epochs without improvement of MONITOR (val_loss:2), as tfjs's earlyStopping",
     check: (v, field) => (earlyStoppingOf(v, field), v as string),
@@ -59,6 +61,7 @@ export const VALIDATION_OPTIONS: OptionTable<ValidationOptions> = {
   keepBest: {
     kind: 'integer',
     group: 'checkpoint',
+    hosts: 'own: host 0 alone writes --out DIR/best (whether epochs are logged is compared)',
     arg: 'K',
     doc: "keep the models of the K best epochs by --early-stopping's monitor (else val_loss) in --out DIR/best",
     check: positiveInt(1000),

@@ -33,6 +33,7 @@ export const ENGINE_OPTIONS: OptionTable<EngineOptions> = {
   backend: {
     kind: 'string',
     group: 'engine',
+    hosts: 'same',
     choices: BACKENDS,
     default: 'native when the addon was built, else wasm (env TANDEM_BACKEND)',
     doc: 'the engine every device computes on (or one a plugin registers)',
@@ -40,6 +41,7 @@ export const ENGINE_OPTIONS: OptionTable<EngineOptions> = {
   nativeThreads: {
     kind: 'integer',
     group: 'engine',
+    hosts: "own: this machine's cores",
     default: '1',
     doc: 'native: OpenMP threads per device',
     check: positiveInt(256),
@@ -47,6 +49,7 @@ export const ENGINE_OPTIONS: OptionTable<EngineOptions> = {
   precision: {
     kind: 'string',
     group: 'engine',
+    hosts: 'same',
     choices: PRECISIONS,
     default: 'fp32',
     doc: 'native: bf16 multiplies convolutions and matmuls in bfloat16 (float32 accumulation, weights and update)',
@@ -54,6 +57,7 @@ export const ENGINE_OPTIONS: OptionTable<EngineOptions> = {
   nativeFusion: {
     kind: 'negated',
     group: 'engine',
+    hosts: 'same',
     default: 'true',
     doc: 'native: each Conv2D as one fused kernel (convolution + bias + activation)',
     check: trueOrFalse,

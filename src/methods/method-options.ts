@@ -18,6 +18,7 @@ export const METHOD_SECTION: OptionTable<MethodSection> = {
   method: {
     kind: 'string',
     group: 'method',
+    hosts: 'same',
     choices: METHODS,
     default: 'data-parallel',
     doc: 'local-head: each device owns a share of the labels; partial-fc: the Partial FC comparison',
@@ -41,13 +42,42 @@ export interface ClassifierOptions {
 
 const method = 'method' as const;
 export const CLASSIFIER_OPTIONS: OptionTable<ClassifierOptions> = {
-  embedding: { kind: 'integer', group: method, arg: 'E', default: '128', doc: 'embedding size the model outputs' },
-  head: { kind: 'string', group: method, choices: HEAD_KINDS, default: 'linear', doc: 'the classifier head' },
-  scale: { kind: 'real', group: method, arg: 'S', default: '30 (cosine)', doc: 'cosine head: the scale s' },
-  margin: { kind: 'real', group: method, arg: 'M', default: '0', doc: 'cosine head: additive angular margin (rad)' },
+  embedding: {
+    kind: 'integer',
+    group: method,
+    hosts: 'same',
+    arg: 'E',
+    default: '128',
+    doc: 'embedding size the model outputs',
+  },
+  head: {
+    kind: 'string',
+    group: method,
+    hosts: 'same',
+    choices: HEAD_KINDS,
+    default: 'linear',
+    doc: 'the classifier head',
+  },
+  scale: {
+    kind: 'real',
+    group: method,
+    hosts: 'same',
+    arg: 'S',
+    default: '30 (cosine)',
+    doc: 'cosine head: the scale s',
+  },
+  margin: {
+    kind: 'real',
+    group: method,
+    hosts: 'same',
+    arg: 'M',
+    default: '0',
+    doc: 'cosine head: additive angular margin (rad)',
+  },
   sampleRate: {
     kind: 'real',
     group: method,
+    hosts: 'same',
     arg: 'R',
     default: '1',
     doc: "partial-fc: share of each device's class centres in a step's softmax",
@@ -56,13 +86,22 @@ export const CLASSIFIER_OPTIONS: OptionTable<ClassifierOptions> = {
     kind: 'config',
     type: 'list of label lists',
     group: method,
+    hosts: 'same',
     default: 'contiguous shares',
     doc: 'one list of labels per device',
   },
-  exportDevice: { kind: 'integer', group: method, arg: 'D', default: '0', doc: 'the device whose model is exported' },
+  exportDevice: {
+    kind: 'integer',
+    group: method,
+    hosts: 'same',
+    arg: 'D',
+    default: '0',
+    doc: 'the device whose model is exported',
+  },
   exportClassifier: {
     kind: 'boolean',
     group: method,
+    hosts: 'same',
     doc: 'also write the full classifier into --out (as DIR/classifier; needs --out)',
   },
 };

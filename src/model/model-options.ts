@@ -49,6 +49,7 @@ export const MODEL_OPTIONS: OptionTable<ModelSection> = {
   model: {
     kind: 'string',
     group: 'model and data',
+    hosts: 'own: a path may differ between machines; the model each host builds is compared',
     arg: 'NAME|PATH',
     default: 'mlp',
     doc: 'mlp, alexnet-mini, alexnet, convnet-gap, resnet-mini, mobilenet-mini, an ES module, or a layers model.json',
@@ -57,6 +58,7 @@ export const MODEL_OPTIONS: OptionTable<ModelSection> = {
   loss: {
     kind: 'string',
     group: 'model and data',
+    hosts: 'same',
     choices: LOSS_KINDS,
     default: "a saved model's compiled loss, else read from its output",
     doc: 'mse and after: regression, one output on float targets; huber: delta 1',
@@ -66,6 +68,7 @@ export const MODEL_OPTIONS: OptionTable<ModelSection> = {
     kind: 'config',
     type: 'number[]',
     group: 'model and data',
+    hosts: 'same',
     doc: "a classifier's weight per class id: each sample's loss times its class's weight (tfjs's classWeight)",
     check: classWeights,
   },
@@ -73,6 +76,7 @@ export const MODEL_OPTIONS: OptionTable<ModelSection> = {
     kind: 'config',
     type: 'string[]',
     group: 'model and data',
+    hosts: 'same',
     doc: "tfjs metric functions computed each step on targets of a shape (fit sets them from compile's metrics)",
     check: metricNames,
   },

@@ -20,6 +20,7 @@ export const DASHBOARD_OPTIONS: OptionTable<DashboardOptions> = {
   dashboard: {
     kind: 'optional-integer',
     group: 'output',
+    hosts: 'own: a page this host serves',
     arg: '[PORT]',
     type: 'integer or true',
     doc: 'serve a live page of the run on 127.0.0.1:PORT (the flag alone: a free port; the address is printed)',
@@ -33,6 +34,7 @@ export const DASHBOARD_OPTIONS: OptionTable<DashboardOptions> = {
   dashboardHost: {
     kind: 'string',
     group: 'output',
+    hosts: 'own: a page this host serves',
     arg: 'ADDRESS',
     default: '127.0.0.1',
     doc: 'the address the dashboard listens on; any other than loopback requires the token printed in its URL',

@@ -37,6 +37,7 @@ export const RELIABILITY_OPTIONS: OptionTable<ReliabilityOptions> = {
   onNan: {
     kind: 'string',
     group: 'reliability',
+    hosts: 'same',
     choices: ['error', 'skip-step'],
     default: 'error',
     doc: "a non-finite gradient fails the run, or every device skips that group's update",
@@ -45,6 +46,7 @@ export const RELIABILITY_OPTIONS: OptionTable<ReliabilityOptions> = {
   replicaCheckEvery: {
     kind: 'integer',
     group: 'reliability',
+    hosts: 'same',
     arg: 'K',
     default: `${DEFAULT_REPLICA_CHECK_EVERY} (0: off)`,
     doc: "compare every replica's parameter bits every K steps",
@@ -53,6 +55,7 @@ export const RELIABILITY_OPTIONS: OptionTable<ReliabilityOptions> = {
   stopGraceMs: {
     kind: 'real',
     group: 'reliability',
+    hosts: "own: this host's own wait for a stopped step",
     arg: 'MS',
     default: '5000',
     doc: 'how long a stopped step may take before it is aborted',
@@ -61,6 +64,7 @@ export const RELIABILITY_OPTIONS: OptionTable<ReliabilityOptions> = {
   stallTimeoutMs: {
     kind: 'real',
     group: 'reliability',
+    hosts: "own: this host's own watchdog",
     arg: 'MS',
     default: '120000',
     doc: 'watchdog: a silent device fails the run after MS, a silent peer host after 2 × MS',

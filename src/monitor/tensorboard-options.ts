@@ -15,6 +15,7 @@ export const TENSORBOARD_OPTIONS: OptionTable<TensorBoardOptions> = {
   tensorboard: {
     kind: 'string',
     group: 'output',
+    hosts: 'own: host 0 alone writes the event files',
     arg: 'DIR',
     doc: 'TensorBoard event files of the run in DIR/train (host 0 writes them; tensorboard --logdir DIR)',
     check: nonEmpty('must be a directory path'),

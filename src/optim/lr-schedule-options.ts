@@ -19,6 +19,7 @@ export const LR_SCHEDULE_OPTIONS: OptionTable<LrScheduleOptions> = {
   lrSchedule: {
     kind: 'string',
     group: 'optimizer',
+    hosts: 'same',
     arg: 'SCHEDULE',
     default: 'constant',
     doc:
@@ -29,6 +30,7 @@ export const LR_SCHEDULE_OPTIONS: OptionTable<LrScheduleOptions> = {
   warmupSteps: {
     kind: 'integer',
     group: 'optimizer',
+    hosts: 'same',
     arg: 'N',
     default: '0',
     doc: 'the first N steps raise the learning rate linearly to lr (step k of N, from 1: lr × k / N)',
@@ -37,6 +39,7 @@ export const LR_SCHEDULE_OPTIONS: OptionTable<LrScheduleOptions> = {
   warmupFrom: {
     kind: 'real',
     group: 'optimizer',
+    hosts: 'same',
     arg: 'F',
     default: '0',
     doc: 'the warm-up starts from this fraction of lr instead of 0',
@@ -45,6 +48,7 @@ export const LR_SCHEDULE_OPTIONS: OptionTable<LrScheduleOptions> = {
   lrScheduleSteps: {
     kind: 'integer',
     group: 'optimizer',
+    hosts: 'same',
     arg: 'N',
     default: "the run's steps",
     doc: 'the steps cosine and linear decay (and a function schedule) span; a longer run keeps the last lr',

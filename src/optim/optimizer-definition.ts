@@ -13,8 +13,14 @@ import type { OptionDeclaration } from '../options/declaration.js';
 /** A hyper-parameter's value: a real number or a switch. */
 export type HyperValue = number | boolean;
 
-/** One hyper-parameter: a train option (flag, help, reference) with its value when not given and its range. */
-export interface HyperOption<T extends HyperValue> extends Omit<OptionDeclaration<T>, 'group' | 'default' | 'kind'> {
+/**
+ * One hyper-parameter: a train option (flag, help, reference) with its value when not given and its range. Every host
+ * gives it the same value (it is in the update rule), so it declares no `hosts`.
+ */
+export interface HyperOption<T extends HyperValue> extends Omit<
+  OptionDeclaration<T>,
+  'group' | 'default' | 'kind' | 'hosts'
+> {
   kind: T extends boolean ? 'boolean' : 'real';
   /** The value when the config does not give one. */
   fallback: T;

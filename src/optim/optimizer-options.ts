@@ -32,6 +32,7 @@ function hyperDeclaration(field: string, owners: AnyOptimizer[]): OptionDeclarat
   const declaration: OptionDeclaration<unknown> = {
     kind: first.kind,
     group: 'optimizer',
+    hosts: 'same', // in the update rule: a host with another value updates its replicas otherwise
     doc: gathered(field, owners, o => o.options[field].doc),
     ...(first.flag === undefined ? {} : { flag: first.flag }),
   };
@@ -48,11 +49,12 @@ export function optimizerOptionTable(): OptimizerOptionTable {
     optimizer: {
       kind: 'string',
       group: 'optimizer',
+      hosts: 'same',
       choices: names,
       default: "a saved model's compiled optimizer, else sgd",
       doc: "tfjs's optimizers (momentum: sgd with momentum); each takes only its own hyper-parameters",
     },
-    lr: { kind: 'real', group: 'optimizer', doc: 'learning rate', default: lrs },
+    lr: { kind: 'real', group: 'optimizer', hosts: 'same', doc: 'learning rate', default: lrs },
   };
   for (const [field, owners] of hyperParameterOwners()) table[field] = hyperDeclaration(field, owners);
   return table;

@@ -33,9 +33,25 @@ export type OptionGroup = (typeof OPTION_GROUPS)[number];
 export type OptionKind =
   'integer' | 'optional-integer' | 'real' | 'string' | 'boolean' | 'negated' | 'list' | 'shape' | 'config';
 
+/**
+ * Whether every host of a multi-host run must give an option the same value: `same` when a difference changes the
+ * math (the replicas would no longer be what one engine computes on the same global batch), the world's shape or its
+ * protocol, or could hang a host; `own: WHY` when it truly may differ between machines (a path, an output, a
+ * dashboard, the host's rank, its verbosity, its cores), WHY saying so in one line. The hosts compare every `same`
+ * option at the rendezvous (world/host-flags.ts); the reference shows the rule.
+ */
+export type HostAgreement = 'same' | `own: ${string}`;
+
+/** True unless `d` declares that hosts may differ (a JavaScript plugin's declaration without the field: compared). */
+export function sameOnEveryHost(d: OptionDeclaration<unknown>): boolean {
+  return !(typeof d.hosts === 'string' && d.hosts.startsWith('own: '));
+}
+
 export interface OptionDeclaration<T> {
   kind: OptionKind;
   group: OptionGroup;
+  /** Whether every host must give it the same value (see HostAgreement); required, so that each option decides. */
+  hosts: HostAgreement;
   /** One line: what it does, for `--help` and the reference. */
   doc: string;
   /** The flag without dashes; default: the key in kebab-case (`--no-` + it for `negated`). */

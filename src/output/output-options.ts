@@ -15,6 +15,7 @@ export const OUTPUT_OPTIONS: OptionTable<OutputOptions> = {
   out: {
     kind: 'string',
     group: 'output',
+    hosts: 'own: host 0 alone writes --out',
     arg: 'DIR',
     doc: 'model.json + weights.bin + summary.json (host 0 writes them)',
     check: nonEmpty('must be a directory path'),
@@ -22,6 +23,7 @@ export const OUTPUT_OPTIONS: OptionTable<OutputOptions> = {
   trace: {
     kind: 'string',
     group: 'output',
+    hosts: "own: a file of this host's own",
     arg: 'FILE.json',
     doc: 'a Chrome trace of the run (Perfetto / chrome://tracing)',
     check: nonEmpty('must be a file path'),
@@ -29,6 +31,7 @@ export const OUTPUT_OPTIONS: OptionTable<OutputOptions> = {
   overwrite: {
     kind: 'boolean',
     group: 'output',
+    hosts: 'own: host 0 alone writes --out',
     doc: "replace a finished run's results in --out (refused without it, unless the run resumes)",
   },
 };

@@ -35,6 +35,7 @@ export const COMM_HOOK_SECTION: OptionTable<CommHookSection> = {
   commHook: {
     kind: 'string',
     group: 'comm hook',
+    hosts: 'same',
     arg: 'fp16|bf16|powersgd|auto|NAME|PATH',
     default: 'none: the plain all-reduce, bit for bit',
     doc: 'what replaces the all-reduce of each group (auto: --strategy auto may pick one)',
@@ -42,6 +43,7 @@ export const COMM_HOOK_SECTION: OptionTable<CommHookSection> = {
   commHookOptions: {
     kind: 'config',
     group: 'comm hook',
+    hosts: 'own: each field is declared by its hook and compared by its own rule',
     doc: "the hook's options (below: their flags), e.g. { rank: 4 }",
   },
 };
@@ -49,6 +51,7 @@ export const COMM_HOOK_SECTION: OptionTable<CommHookSection> = {
 const errorFeedback = {
   kind: 'negated',
   group: 'comm hook',
+  hosts: 'same',
   default: 'true',
   doc: 'fp16, bf16, powersgd: keep what was not sent and add it to the next step',
   check: trueOrFalse,
@@ -62,6 +65,7 @@ export const POWER_SGD_OPTIONS: OptionTable<CommHookOptions> = {
   rank: {
     kind: 'integer',
     group: 'comm hook',
+    hosts: 'same',
     flag: 'powersgd-rank',
     arg: 'R',
     default: '8',
@@ -71,6 +75,7 @@ export const POWER_SGD_OPTIONS: OptionTable<CommHookOptions> = {
   startStep: {
     kind: 'integer',
     group: 'comm hook',
+    hosts: 'same',
     flag: 'powersgd-start-step',
     arg: 'S',
     default: '10',
@@ -80,6 +85,7 @@ export const POWER_SGD_OPTIONS: OptionTable<CommHookOptions> = {
   warmStart: {
     kind: 'negated',
     group: 'comm hook',
+    hosts: 'same',
     default: 'true',
     doc: "powersgd: start each step's power iteration from last step's Q",
     check: trueOrFalse,
@@ -87,6 +93,7 @@ export const POWER_SGD_OPTIONS: OptionTable<CommHookOptions> = {
   minCompressionRate: {
     kind: 'real',
     group: 'comm hook',
+    hosts: 'same',
     flag: 'powersgd-min-compression',
     default: '2',
     doc: 'powersgd: compress an [n, m] matrix only when n·m > X · (n + m) · r',

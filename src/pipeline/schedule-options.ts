@@ -60,6 +60,7 @@ export const SCHEDULE_OPTIONS: OptionTable<ScheduleOptions> = {
   batch: {
     kind: 'integer',
     group: 'schedule',
+    hosts: 'same',
     arg: 'GLOBAL',
     default: '32',
     doc: 'global batch over every device of every host',
@@ -68,16 +69,30 @@ export const SCHEDULE_OPTIONS: OptionTable<ScheduleOptions> = {
   accumulate: {
     kind: 'integer',
     group: 'schedule',
+    hosts: 'same',
     arg: 'N',
     default: '1',
     doc: 'N micro-batches of batch/(devices×N) per step, one exchange of their mean gradient (batch divisible by both)',
     check: positiveInt(4096),
   },
-  steps: { kind: 'integer', group: 'schedule', default: 'one epoch', doc: 'training steps (or --epochs)' },
-  epochs: { kind: 'integer', group: 'schedule', doc: 'epochs instead of steps', check: positiveInt(1_000_000) },
+  steps: {
+    kind: 'integer',
+    group: 'schedule',
+    hosts: 'same',
+    default: 'one epoch',
+    doc: 'training steps (or --epochs)',
+  },
+  epochs: {
+    kind: 'integer',
+    group: 'schedule',
+    hosts: 'same',
+    doc: 'epochs instead of steps',
+    check: positiveInt(1_000_000),
+  },
   seed: {
     kind: 'integer',
     group: 'schedule',
+    hosts: 'same',
     default: '1',
     doc: 'initial values, sampling and data order',
     check: seed,
@@ -85,6 +100,7 @@ export const SCHEDULE_OPTIONS: OptionTable<ScheduleOptions> = {
   strategy: {
     kind: 'string',
     group: 'schedule',
+    hosts: 'same',
     choices: [...STRATEGIES, 'auto'],
     default: 'per-layer on one device with two or more CPUs, else sequential',
     doc: 'auto profiles first, then runs the schedule the cost model predicts fastest',
@@ -92,6 +108,7 @@ export const SCHEDULE_OPTIONS: OptionTable<ScheduleOptions> = {
   timeShare: {
     kind: 'real',
     group: 'schedule',
+    hosts: "own: auto profiles on host 0, and every host takes host 0's choice",
     default: '0.25',
     doc: 'auto, profile: the AlexNet-like compute-time condition',
     check: finiteIn(0, 1),
@@ -99,6 +116,7 @@ export const SCHEDULE_OPTIONS: OptionTable<ScheduleOptions> = {
   paramShare: {
     kind: 'real',
     group: 'schedule',
+    hosts: "own: auto profiles on host 0, and every host takes host 0's choice",
     default: '0.25',
     doc: 'auto, profile: the AlexNet-like parameter condition',
     check: finiteIn(0, 1),
@@ -106,6 +124,7 @@ export const SCHEDULE_OPTIONS: OptionTable<ScheduleOptions> = {
   splitLayer: {
     kind: 'integer',
     group: 'schedule',
+    hosts: 'same',
     arg: 'P',
     doc: 'two-group: layers (transmission order) in the FC group',
     check: positiveInt(),
@@ -113,6 +132,7 @@ export const SCHEDULE_OPTIONS: OptionTable<ScheduleOptions> = {
   bucketCapMB: {
     kind: 'real',
     group: 'schedule',
+    hosts: 'same',
     flag: 'bucket-mb',
     arg: 'MB',
     default: '0.5',
@@ -122,6 +142,7 @@ export const SCHEDULE_OPTIONS: OptionTable<ScheduleOptions> = {
   firstBucketMB: {
     kind: 'real',
     group: 'schedule',
+    hosts: 'same',
     flag: 'first-bucket-mb',
     arg: 'MB',
     default: '0.125',
@@ -131,12 +152,14 @@ export const SCHEDULE_OPTIONS: OptionTable<ScheduleOptions> = {
   link: {
     kind: 'string',
     group: 'schedule',
+    hosts: 'same',
     arg: 'BANDWIDTH[:LATENCY]',
     doc: 'EMULATED link between devices, e.g. 1gbps, 10gbps:0.05ms',
   },
   exchangeOrder: {
     kind: 'string',
     group: 'schedule',
+    hosts: 'same',
     choices: EXCHANGE_ORDERS,
     default: 'ready',
     doc: "priority: each group's all-reduce in chunks; a group forward needs earlier overtakes",
@@ -145,6 +168,7 @@ export const SCHEDULE_OPTIONS: OptionTable<ScheduleOptions> = {
   chunkFloats: {
     kind: 'integer',
     group: 'schedule',
+    hosts: 'same',
     default: '1048576 (4 MiB)',
     doc: "priority: floats per chunk of a group's all-reduce",
     check: positiveInt(),
@@ -152,6 +176,7 @@ export const SCHEDULE_OPTIONS: OptionTable<ScheduleOptions> = {
   batchNorm: {
     kind: 'string',
     group: 'schedule',
+    hosts: 'same',
     choices: ['sync', 'local'],
     default: 'sync',
     doc: 'sync: global-batch statistics, as one engine; local: per device',
@@ -160,6 +185,7 @@ export const SCHEDULE_OPTIONS: OptionTable<ScheduleOptions> = {
   forwardWait: {
     kind: 'string',
     group: 'schedule',
+    hosts: "own: when this host's forward waits: the same bits either way",
     choices: ['group', 'step'],
     default: 'group',
     doc: "group: wait for each group's update just before the layer using it",

@@ -13,6 +13,7 @@ export const PLUGIN_OPTIONS: OptionTable<PluginOptions> = {
   plugins: {
     kind: 'list',
     group: 'plugin',
+    hosts: 'own: module paths may differ between machines; the options they declare are compared',
     flag: 'plugin',
     arg: 'MODULE',
     doc: 'a module that registers a transport, method, engine or hook (repeatable; loaded first)',

@@ -119,11 +119,12 @@ export class HostChannel {
       const differences = flagDifferences(flags, theirs, `on ${who(me)}`, `on ${who(h)}`);
       if (differences.length > 0) {
         const model = what === 'model';
+        const modelPath = model ? ', and a model path must give the same model on every host' : '';
         throw new TandemError(
           'BAD_CONFIG',
           `${who(me)} and ${who(h)} ${model ? 'built different models' : 'were started with different flags'} — ` +
-            `${differences.join('; ')}: every host runs the same command (only --host-rank, paths and output flags ` +
-            `may differ${model ? ', and a model path must give the same model on every host' : ''})`,
+            `${differences.join('; ')}: every host runs the same command (only the options marked own in ` +
+            `docs/reference/options.md — --host-rank, paths, outputs, … — may differ${modelPath})`,
         );
       }
     }

@@ -1,47 +1,141 @@
 /**
- * The flags every host of a run must share: what decides the world's groups,
- * batches and steps. Every host runs the same command; a host that does not
- * (one with `--strategy auto` beside one without, other steps or batch) would
- * otherwise wait for the others in a phase they never reach — auto's
- * profiling, a communicator of other groups — until a timeout that names no
- * cause. Each host publishes its flags when it joins the rendezvous store and
- * compares them with host 0's (HostChannel.agreeOnFlags): a difference is
- * BAD_CONFIG, naming the flag and both values, before any step. Paths (model,
- * data, outputs, resume) may differ between machines and are not compared.
+ * What every host of a run must share: each option declared `hosts: 'same'` (options/declaration.ts), by its
+ * resolved value — a default and the same value given explicitly agree — and what the run derives from them (the
+ * samples' shape, the training samples). An option decides for itself whether the hosts must agree: one that changes
+ * the math (replicas that no longer equal one engine on the same global batch), the world's shape or its protocol, or
+ * could leave a host waiting in a phase the others never reach. Each host publishes its flags when it joins the
+ * rendezvous store and compares them with host 0's (HostChannel.agreeOnFlags): a difference is BAD_CONFIG, naming
+ * the option and both values, before any step. Options declared `own` (paths, outputs, dashboards, the host's rank,
+ * its cores) may differ between machines and are not compared.
  */
 import type { ResolvedConfig } from '../config-types.js';
 import { TandemError } from '../errors.js';
 import { scheduleIdentity } from '../optim/lr-schedule.js';
+import { sameOnEveryHost, type DeclaredOption } from '../options/declaration.js';
+import { declaredOptions, TRAIN_CONFIG_SECTIONS } from '../options/option-registry.js';
 
 export type HostFlags = Record<string, string>;
 
+/** What a host's flags are read from: its resolved config, whether its strategy is auto, an elastic run's min hosts. */
+interface FlagSource {
+  cfg: ResolvedConfig;
+  auto: boolean;
+  minHosts?: number;
+}
+type Read = (x: FlagSource) => unknown;
+
+/** Options read at the same key of the resolved config. */
+const AT_KEY = [
+  'classWeight',
+  'metrics',
+  'classes',
+  'datasetSize',
+  'shuffle',
+  'partialBatch',
+  'evalSamples',
+  'devices',
+  'transport',
+  'allReduce',
+  'localUpdate',
+  'backend',
+  'precision',
+  'nativeFusion',
+  'batch',
+  'accumulate',
+  'steps',
+  'seed',
+  'link',
+  'batchNorm',
+  'method',
+  'checkpointEvery',
+  'onNan',
+  'replicaCheckEvery',
+] as const satisfies readonly (keyof ResolvedConfig)[];
+
+const csv = ({ cfg }: FlagSource) => (cfg.data.file?.kind === 'csv' ? cfg.data.file : undefined);
+
+/** Options resolved into another shape, or not into the config (`--strategy auto`: auto's hook is host 0's pick). */
+const READERS: Readonly<Record<string, Read>> = {
+  loss: ({ cfg }) => cfg.loss ?? 'from the model',
+  labelColumn: x => csv(x)?.labelColumn,
+  featureColumns: x => csv(x)?.featureColumns ?? 'every column but the label',
+  validationSplit: ({ cfg }) => cfg.epochLogs?.validation ?? false,
+  earlyStopping: ({ cfg }) => cfg.epochLogs?.earlyStopping,
+  hosts: ({ cfg }) => cfg.topology.processes,
+  minHosts: ({ minHosts }) => minHosts,
+  optimizer: ({ cfg }) => cfg.optimizer.kind,
+  lrSchedule: ({ cfg }) => scheduleIdentity(cfg.lrSchedule) ?? 'constant',
+  strategy: ({ cfg, auto }) => (auto ? 'auto' : cfg.strategy),
+  splitLayer: ({ cfg }) => cfg.strategyOptions.splitLayer,
+  bucketCapMB: ({ cfg }) => cfg.strategyOptions.bucketCapMB,
+  firstBucketMB: ({ cfg }) => cfg.strategyOptions.firstBucketMB,
+  exchangeOrder: ({ cfg }) => cfg.exchange,
+  commHook: ({ cfg, auto }) => (auto ? undefined : (cfg.commHook?.name ?? 'none')),
+  resume: ({ cfg }) => cfg.resume !== undefined, // whether the run resumes; where from is host 0's to read
+};
+
+/** Options whose resolved value a derived flag holds (`--epochs` becomes the steps). */
+const DERIVED: Readonly<Record<string, Read>> = {
+  'sample shape': ({ cfg }) => cfg.sampleShape,
+  'training samples': ({ cfg }) => cfg.trainSize,
+  // epoch logs gather every host's share at each epoch's end: a host without them would leave the others waiting
+  'epoch logs': ({ cfg }) => cfg.epochLogs !== undefined,
+};
+const COMPARED_AS: Readonly<Record<string, string>> = {
+  imageSize: 'sample shape',
+  heldOut: 'training samples',
+  epochs: 'steps',
+  warmupSteps: 'lrSchedule',
+  warmupFrom: 'lrSchedule',
+  lrScheduleSteps: 'lrSchedule',
+  chunkFloats: 'exchangeOrder',
+};
+
+const BUILT_IN = new Set(TRAIN_CONFIG_SECTIONS.map(s => s.name));
+
 /**
- * This host's flags. `auto`: the run's strategy is `--strategy auto` (auto's choices, hook included, are host 0's);
+ * How one option is compared: under `name`, by `read` (absent: a derived flag holds it). A built-in section's
+ * option with no way to read it is `undefined` (test/host-agreement.test.ts keeps that from happening); a part's
+ * option (a method's, a hook's, a transport's, an engine's, a plugin's) is read where its values go.
+ */
+export function comparison(o: DeclaredOption): { name: string; read?: Read } | undefined {
+  const { key, path } = o;
+  if (o.into === 'commHookOptions')
+    return { name: path, read: ({ cfg }) => (cfg.commHook?.options as Record<string, unknown> | undefined)?.[key] };
+  if (COMPARED_AS[key] !== undefined) return { name: COMPARED_AS[key] };
+  const reader = READERS[key];
+  if (reader) return { name: path, read: reader };
+  if ((AT_KEY as readonly string[]).includes(key))
+    return { name: path, read: ({ cfg }) => (cfg as unknown as Record<string, unknown>)[key] };
+  if (o.section === 'optimizer')
+    return { name: path, read: ({ cfg }) => (cfg.optimizer as unknown as Record<string, unknown>)[key] };
+  if (BUILT_IN.has(o.section)) return undefined;
+  return {
+    name: path,
+    read: ({ cfg }) => {
+      const classifier = cfg.classifier as Record<string, unknown> | undefined;
+      return classifier && key in classifier ? classifier[key] : cfg.pluginOptions[key];
+    },
+  };
+}
+
+/**
+ * This host's flags: every option every host must share (by its key, `commHookOptions.rank` for a hook's), and the
+ * derived ones. `auto`: the run's strategy is `--strategy auto` (auto's choices, hook included, are host 0's);
  * `minHosts`: an elastic run's --min-hosts (a host without it would end at a loss its peers go on from).
  */
 export function hostFlags(cfg: ResolvedConfig, auto: boolean, minHosts?: number): HostFlags {
-  const flags: Record<string, unknown> = {
-    devices: cfg.devices,
-    batch: cfg.batch,
-    accumulate: cfg.accumulate > 1 ? cfg.accumulate : undefined,
-    steps: cfg.steps,
-    'sample shape': cfg.sampleShape,
-    classes: cfg.classes,
-    'dataset size': cfg.datasetSize,
-    method: cfg.method,
-    optimizer: cfg.optimizer,
-    'lr schedule': scheduleIdentity(cfg.lrSchedule),
-    seed: cfg.seed,
-    shuffle: cfg.shuffle, // like the seed, the order of the data: a host without it trains on other batches
-    strategy: auto ? 'auto' : cfg.strategy,
-    'comm hook': auto ? undefined : (cfg.commHook?.name ?? 'none'),
-    'checkpoint every': cfg.checkpointEvery ?? 0,
-    transport: cfg.transport,
-    loss: cfg.loss ?? 'from the model',
-    'min hosts': minHosts,
-  };
+  const x: FlagSource = { cfg, auto, minHosts };
   const out: HostFlags = {};
-  for (const [name, value] of Object.entries(flags)) if (value !== undefined) out[name] = JSON.stringify(value);
+  const put = (name: string, value: unknown) => (out[name] = value === undefined ? 'none' : JSON.stringify(value));
+  for (const [name, read] of Object.entries(DERIVED)) put(name, read(x));
+  for (const option of declaredOptions()) {
+    if (!sameOnEveryHost(option.declaration)) continue;
+    const how = comparison(option);
+    if (how === undefined)
+      throw new Error(`host-flags.ts: option ${option.path} is declared the same on every host, and never read`);
+    if (how.read) put(how.name, how.read(x));
+  }
   return out;
 }
 
@@ -49,7 +143,7 @@ export function hostFlags(cfg: ResolvedConfig, auto: boolean, minHosts?: number)
 export function flagDifferences(mine: HostFlags, theirs: HostFlags, here: string, there: string): string[] {
   // auto's hook is host 0's choice: the strategy names it
   const auto = mine.strategy === '"auto"' || theirs.strategy === '"auto"';
-  const names = [...new Set([...Object.keys(mine), ...Object.keys(theirs)])].filter(n => !(auto && n === 'comm hook'));
+  const names = [...new Set([...Object.keys(mine), ...Object.keys(theirs)])].filter(n => !(auto && n === 'commHook'));
   return names
     .filter(n => mine[n] !== theirs[n])
     .map(n => `${n}: ${mine[n] ?? 'not set'} ${here}, ${theirs[n] ?? 'not set'} ${there}`);

@@ -52,21 +52,37 @@ export const WORLD_OPTIONS: OptionTable<WorldOptions> = {
   devices: {
     kind: 'integer',
     group: 'world',
+    hosts: 'same',
     default: '2',
     doc: 'devices per host; the world is hosts × devices',
     check: positiveInt(MAX_LOCAL_DEVICES),
   },
-  hosts: { kind: 'integer', group: 'world', default: '1', doc: 'processes (hosts) in the job, each with --devices' },
-  hostRank: { kind: 'integer', group: 'world', arg: 'R', default: '0', doc: "this process's rank among the hosts" },
+  hosts: {
+    kind: 'integer',
+    group: 'world',
+    hosts: 'same',
+    default: '1',
+    doc: 'processes (hosts) in the job, each with --devices',
+  },
+  hostRank: {
+    kind: 'integer',
+    group: 'world',
+    hosts: "own: each host's own rank",
+    arg: 'R',
+    default: '0',
+    doc: "this process's rank among the hosts",
+  },
   rendezvous: {
     kind: 'string',
     group: 'world',
+    hosts: "own: each machine may name host 0's address its own way",
     arg: 'HOST:PORT',
     doc: "several hosts: host 0's address; host 0 serves the store there",
   },
   transport: {
     kind: 'string',
     group: 'world',
+    hosts: 'same',
     arg: 'NAME',
     default: 'shared-memory; several hosts: shm on loopback, else hierarchical (gloo with one device)',
     doc: 'a registered transport the collectives run over',
@@ -75,6 +91,7 @@ export const WORLD_OPTIONS: OptionTable<WorldOptions> = {
   allReduce: {
     kind: 'string',
     group: 'world',
+    hosts: 'same',
     choices: ALL_REDUCE_KINDS,
     default: 'sharded',
     doc: 'sharded reduce-scatter + all-gather, or reduce on the primary device + broadcast',
@@ -83,6 +100,7 @@ export const WORLD_OPTIONS: OptionTable<WorldOptions> = {
   localUpdate: {
     kind: 'string',
     group: 'world',
+    hosts: 'same',
     choices: ['shard', 'replica'],
     default: 'replica',
     doc: "shard: each device updates 1/N of the parameters once, into every replica (one process's devices)",
@@ -91,6 +109,7 @@ export const WORLD_OPTIONS: OptionTable<WorldOptions> = {
   jobSecretFile: {
     kind: 'string',
     group: 'world',
+    hosts: 'own: a path on this machine; host 0 checks the secret each host proves',
     arg: 'FILE',
     default: 'TANDEM_JOB_SECRET',
     doc: "several hosts: the job's secret every host proves to host 0 (docs/guide/security.md)",
@@ -99,6 +118,7 @@ export const WORLD_OPTIONS: OptionTable<WorldOptions> = {
   minHosts: {
     kind: 'integer',
     group: 'world',
+    hosts: 'same',
     arg: 'M',
     default: 'none: a lost host ends the run',
     doc: 'several hosts: go on without a lost host while at least M remain (docs/guide/elastic.md)',
@@ -107,6 +127,7 @@ export const WORLD_OPTIONS: OptionTable<WorldOptions> = {
   insecure: {
     kind: 'boolean',
     group: 'world',
+    hosts: "own: host 0 checks a host's secret when it connects",
     doc: 'several hosts without a job secret: admit any process that reaches host 0 (trusted networks only)',
   },
 };
