@@ -1,7 +1,8 @@
 // Two hosts that build different models (a model path is free to differ between machines, the model is not): both
 // used to finish with exit 0 and different weights (their replica checksums differed, nothing said so). Each host now
-// compares the model it built (its tensors and parameter count) with host 0's before step 1, and both fail with
-// BAD_CONFIG naming the hosts and both models. Two real processes on 127.0.0.1.
+// compares the model it built (its tensors and parameter count, and each layer's settings: a dropout rate changes no
+// tensor) with host 0's before step 1, and both fail with BAD_CONFIG naming the hosts and what differs. Two real
+// processes on 127.0.0.1.
 import t from 'tap';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -45,3 +46,39 @@ t.test('host 1 on another model than host 0: both fail naming the hosts and the 
     );
   }
 });
+
+t.test(
+  'host 1 on the same tensors with another dropout rate: both fail naming the layer and both settings',
+  async t => {
+    const model = (rate: number) => {
+      const file = path.join(dir, `dropout-${rate}.mjs`);
+      writeFileSync(
+        file,
+        'export default (tf, { inputShape, classes }) => tf.sequential({ layers: [\n' +
+          '  tf.layers.flatten({ inputShape }),\n' +
+          "  tf.layers.dense({ units: 16, activation: 'relu' }),\n" +
+          `  tf.layers.dropout({ rate: ${rate} }),\n` +
+          '  tf.layers.dense({ units: classes }),\n' +
+          '] });\n',
+      );
+      return file;
+    };
+    const port = await freePort();
+    const world = ['--hosts', '2', '--rendezvous', `127.0.0.1:${port}`];
+    const runs = [model(0.1), model(0.5)].map((file, rank) =>
+      tandem(['train', '--config', config, ...world, '--host-rank', String(rank), '--model', file], undefined, (c, a) =>
+        spawn(c, a, { stdio: ['ignore', 'pipe', 'pipe'], env: env() }),
+      ),
+    );
+    const ended = await Promise.all(runs.map(r => r.ended));
+    for (const [rank, run] of runs.entries()) {
+      const stderr = run.stderr.join('\n');
+      t.equal(ended[rank].code, 1, `host ${rank} failed: ${stderr}`);
+      t.match(
+        stderr,
+        /built different models — model layer 2: Dropout \{"rate":0\.\d[^}]*\} on host \d, Dropout \{"rate":0\.\d/,
+      );
+      t.notMatch(stderr, /model tensors|model parameters|model layer [013]/, 'only the layer that differs is named');
+    }
+  },
+);

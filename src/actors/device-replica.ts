@@ -52,6 +52,7 @@ import {
 } from './replica-model.js';
 import type { DeviceIdentity, FromCompute } from './protocol.js';
 import { peerWaitMs } from '../world/peer-wait.js';
+import { layerSettings } from '../model/layer-settings.js';
 
 type Send = (msg: FromCompute, transfer?: ArrayBuffer[]) => void;
 
@@ -127,6 +128,7 @@ export class DeviceReplica {
       weights,
       state,
       batchNormLayers: batchNormLayers(model),
+      layers: layerSettings(model),
       numTensors: tf.memory().numTensors,
       engineDevice,
     });

@@ -66,6 +66,8 @@ export type FromCompute =
       weights: WeightShape[];
       state: WeightShape[];
       batchNormLayers: string[];
+      /** Each layer's class and settings (model/layer-settings.ts), for the hosts to compare. */
+      layers: string[];
       numTensors: number;
       engineDevice?: EngineDevice;
     }

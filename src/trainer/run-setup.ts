@@ -35,6 +35,8 @@ export interface Built {
   state: WeightShape[];
   stateTotal: number;
   batchNormLayers: string[];
+  /** Each layer's class and settings (model/layer-settings.ts). */
+  layers: string[];
   /** Per local device, the accelerator its engine opened (webgpu); undefined on the CPU engines. */
   engineDevices?: EngineDevice[];
 }
@@ -66,7 +68,7 @@ export async function spawn(threads: RunThreads, cfg: ResolvedConfig, watchdogMs
     });
   }
   const reports = await built;
-  const { weights, state, batchNormLayers } = reports[0];
+  const { weights, state, batchNormLayers, layers } = reports[0];
   const shapes = (ws: WeightShape[][]) => JSON.stringify(ws.map(w => w.map(v => v.shape)));
   for (const r of reports) {
     if (shapes([r.weights, r.state]) !== shapes([weights, state])) {
@@ -80,7 +82,7 @@ export async function spawn(threads: RunThreads, cfg: ResolvedConfig, watchdogMs
   const stateTotal = state.reduce((n, w) => n + w.shape.reduce((a, b) => a * b, 1), 0);
   const devices = reports.map(r => r.engineDevice);
   const engineDevices = devices.every((d): d is EngineDevice => d !== undefined) ? devices : undefined;
-  return { weights, layout: layoutParameters(weights), state, stateTotal, batchNormLayers, engineDevices };
+  return { weights, layout: layoutParameters(weights), state, stateTotal, batchNormLayers, layers, engineDevices };
 }
 
 /** An emulated link slower than the stall watchdog allows is refused before step 1 (it would fail as STALLED). */

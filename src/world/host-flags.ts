@@ -144,10 +144,15 @@ export function flagDifferences(mine: HostFlags, theirs: HostFlags, here: string
   // auto's hook is host 0's choice: the strategy names it
   const auto = mine.strategy === '"auto"' || theirs.strategy === '"auto"';
   const names = [...new Set([...Object.keys(mine), ...Object.keys(theirs)])].filter(n => !(auto && n === 'commHook'));
-  return names
-    .filter(n => mine[n] !== theirs[n])
-    .map(n => `${n}: ${mine[n] ?? 'not set'} ${here}, ${theirs[n] ?? 'not set'} ${there}`);
+  // other tensors make every layer differ: its settings are news only where the tensors agree
+  const otherTensors = mine['model tensors'] !== theirs['model tensors'];
+  const differing = names.filter(n => mine[n] !== theirs[n] && !(otherTensors && n.startsWith('model layer ')));
+  const shown = differing.map(n => `${n}: ${mine[n] ?? 'not set'} ${here}, ${theirs[n] ?? 'not set'} ${there}`);
+  return shown.length > MAX_SHOWN ? [...shown.slice(0, MAX_SHOWN), `and ${shown.length - MAX_SHOWN} more`] : shown;
 }
+
+/** Differences a refusal lists (a model of many layers may differ in each). */
+const MAX_SHOWN = 6;
 
 /**
  * Host `host`'s flags as `get` reads them from the store: a host that never published them within the setup wait
@@ -170,10 +175,21 @@ export async function readHostFlags(get: () => Promise<Buffer>, who: string, me:
 
 /**
  * The model a host built, as flags to compare (model paths may differ between machines, the model may not): a host
- * with another model would otherwise exchange gradients of another length and end with other weights, silently.
+ * with another model would otherwise exchange gradients of another length and end with other weights, silently, and
+ * one whose layers have other settings (model/layer-settings.ts) would train another model on the same tensors.
  */
-export function modelFlags(built: { weights: { name: string; shape: number[] }[]; layout: { total: number } }) {
-  const { weights, layout } = built;
+export function modelFlags(built: {
+  weights: { name: string; shape: number[] }[];
+  layout: { total: number };
+  layers: string[];
+}): HostFlags {
+  const { weights, layout, layers } = built;
   const shapes = weights.map(w => `${w.name}[${w.shape.join('x')}]`).join(' ');
-  return { 'model parameters': `${layout.total} in ${weights.length} tensors`, 'model tensors': shapes };
+  const flags: HostFlags = {
+    'model parameters': `${layout.total} in ${weights.length} tensors`,
+    'model tensors': shapes,
+  };
+  // the same tensors, other settings (a dropout rate, an activation): each layer its own flag, so only those differ
+  layers.forEach((settings, i) => (flags[`model layer ${i}`] = settings));
+  return flags;
 }
