@@ -56,6 +56,16 @@ export class EventFileWriter {
     this.pending.push(eventRecord(step, values));
   }
 
+  /**
+   * A run that resumes at `step`: TensorBoard (`SessionLog.START`, as PyTorch's `SummaryWriter(purge_step=…)` writes)
+   * then drops the points of this step and later that an earlier file of the run holds (written after the checkpoint
+   * the run resumes from), so no step is shown twice and no curve goes back.
+   */
+  sessionStart(step: number): void {
+    if (this.failed || this.closed) return;
+    this.pending.push(eventRecord(step, { sessionStart: true }));
+  }
+
   /** Appends what is buffered; resolves when it is written (or the write failed and was warned about). */
   flush(): Promise<void> {
     if (this.pending.length === 0 || this.failed) return this.writing;

@@ -64,7 +64,10 @@ export class RunTensorBoard {
   }
 
   event(e: RunEvent): void {
-    if (e.type === 'started') this.stepsPerEpoch = e.stepsPerEpoch;
+    if (e.type === 'started') {
+      this.stepsPerEpoch = e.stepsPerEpoch;
+      if (e.firstStep > 1) this.writer.sessionStart(e.firstStep); // --resume: the later points of before go
+    }
     if (e.type === 'epochEnd') this.validation(e.epoch, e.logs);
   }
 
