@@ -104,7 +104,10 @@ export class EventFileWriter {
       await this.handle?.close().catch(() => {});
       this.handle = undefined;
       const why = err instanceof Error ? err.message : String(err);
-      this.warn(`tensorboard: cannot write ${this.file} (${why}); the run goes on without its event file`);
+      this.warn(
+        `tensorboard: cannot write ${this.file} (${why}); the run goes on without its event file ` +
+          `(${writeFix((err as NodeJS.ErrnoException).code)})`,
+      );
     }
   }
 
@@ -120,4 +123,12 @@ export class EventFileWriter {
       }
     }
   }
+}
+
+/** What to do about a write that failed with `code`. */
+function writeFix(code: string | undefined): string {
+  if (code === 'ENOSPC' || code === 'EDQUOT') return 'free space on its disk, or give a directory on another';
+  if (code === 'ENOTDIR' || code === 'EEXIST')
+    return 'a file stands where a directory of the path should be: give a directory path';
+  return 'give --tensorboard DIR (or tensorBoard(dir)) a directory this user can create and write';
 }
