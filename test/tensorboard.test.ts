@@ -66,6 +66,11 @@ else {
       summary.history.map(h => [h.step, f32(summary.config.optimizer.lr)]),
       'the learning rate of every step (no schedule: the constant lr)',
     );
+    t.same(
+      valuesOf(decoded, 'epoch_learning_rate'),
+      [1, 2].map(e => [e, f32(summary.config.optimizer.lr)]),
+      "each epoch's learning rate, as Keras's TensorBoard callback tags it",
+    );
     for (const tag of ['samples_per_second', 'step_ms', 'compute_ms/device_0', 'compute_ms/device_1']) {
       const got = valuesOf(decoded, tag);
       t.equal(got.length, 16, `${tag} every step`);
@@ -182,7 +187,9 @@ else {
     const dense = FIT_CASES[0];
     const { x, y } = dense.data();
     const batches: { loss: number; acc: number }[] = [];
-    const history = await fit(dense.make(), x, y, {
+    const model = dense.make();
+    const lr = model.optimizer.getConfig().learningRate as number;
+    const history = await fit(model, x, y, {
       batchSize: 12,
       epochs: 2,
       validationSplit: 0.25,
@@ -206,6 +213,11 @@ else {
     t.same(
       valuesOf(train, 'epoch_loss'),
       (history.history.loss as number[]).map((v, i) => [i + 1, f32(v)]),
+    );
+    t.same(
+      valuesOf(train, 'epoch_learning_rate'),
+      [1, 2].map(e => [e, f32(lr)]),
+      "the optimizer's learning rate each epoch, as Keras's TensorBoard callback tags it",
     );
     const val = decodeDir(path.join(dir, 'val')).decoded;
     t.same(

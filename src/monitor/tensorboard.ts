@@ -35,24 +35,42 @@ function logMetrics(dir: string, writers: Map<string, EventFileWriter>, logs: tf
   }
 }
 
+/** The learning rate of the model's optimizer (its config's `learningRate`), when it has one. */
+function learningRate(model: unknown): number | undefined {
+  const optimizer = (model as { optimizer?: Partial<tf.Optimizer> } | undefined)?.optimizer;
+  const lr = optimizer?.getConfig?.().learningRate;
+  return typeof lr === 'number' ? lr : undefined;
+}
+
+/** tfjs's CustomCallback, keeping the model `fit` gives it (for its optimizer's learning rate). */
+class ModelCallback extends tf.CustomCallback {
+  fitted: unknown;
+  override setModel(model: Parameters<tf.CustomCallback['setModel']>[0]): void {
+    super.setModel(model);
+    this.fitted = model;
+  }
+}
+
 /**
  * A callback for `fit` (and tfjs's `model.fit`) writing TensorBoard event files, shaped like tfjs-node's
  * `tf.node.tensorBoard(dir)`: `DIR/train` and `DIR/val`, `batch_<metric>` at the batches seen so far,
- * `epoch_<metric>` at the epochs seen so far. Files are appended every 2 s, at each epoch's end and at the end.
+ * `epoch_<metric>` at the epochs seen so far, and `epoch_learning_rate` (the optimizer's, as Keras's TensorBoard
+ * callback writes it; tfjs-node's leaves it out). Files are appended every 2 s, at each epoch's end and at the end.
  */
 export function tensorBoard(dir: string, args: TensorBoardCallbackArgs = {}): tf.CustomCallback {
   const writers = new Map<string, EventFileWriter>();
   let batches = 0,
     epochs = 0;
   const flushAll = async () => void (await Promise.all([...writers.values()].map(w => w.flush())));
-  return new tf.CustomCallback({
+  const callback: ModelCallback = new ModelCallback({
     onBatchEnd: async (_batch, logs) => {
       batches++;
       if (args.updateFreq !== 'epoch' && logs) logMetrics(dir, writers, logs, 'batch_', batches);
     },
     onEpochEnd: async (_epoch, logs) => {
       epochs++;
-      if (logs) logMetrics(dir, writers, logs, 'epoch_', epochs);
+      const lr = learningRate(callback.fitted);
+      if (logs) logMetrics(dir, writers, lr === undefined ? logs : { ...logs, learning_rate: lr }, 'epoch_', epochs);
       void flushAll();
     },
     onTrainEnd: async () => {
@@ -60,4 +78,5 @@ export function tensorBoard(dir: string, args: TensorBoardCallbackArgs = {}): tf
       writers.clear();
     },
   });
+  return callback;
 }
