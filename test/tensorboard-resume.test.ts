@@ -7,9 +7,20 @@ import t from 'tap';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import * as tf from '@tensorflow/tfjs';
+import { fit, tensorBoard } from '../src/index.js';
 import { runTandem } from './fixtures/cli-process.js';
+import { FIT_CASES } from './fixtures/fit-models.js';
 import { smallRunArgs } from './fixtures/small-run.js';
-import { decodeFile, f32, missingDecoder, type Decoded, type Scalar } from './fixtures/tfevents-decoder.js';
+import {
+  decodeDir,
+  decodeFile,
+  f32,
+  missingDecoder,
+  valuesOf,
+  type Decoded,
+  type Scalar,
+} from './fixtures/tfevents-decoder.js';
 
 /** A run's files merged as TensorBoard's event accumulator does with purge_orphaned_data (its default). */
 function merged(dir: string): { files: Decoded[]; scalars: Scalar[] } {
@@ -28,7 +39,7 @@ function merged(dir: string): { files: Decoded[]; scalars: Scalar[] } {
 const missing = missingDecoder();
 if (missing && process.env.TANDEM_REQUIRE_TENSORBOARD === '1') t.fail(`TANDEM_REQUIRE_TENSORBOARD=1 but ${missing}`);
 else if (missing) t.plan(0, `skipped: ${missing}`);
-else
+else {
   t.test('--resume into the same DIR: each step once, in order, the resumed values after the checkpoint', async t => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'tandem-tb-resume-'));
     t.teardown(() => rmSync(dir, { recursive: true, force: true }));
@@ -68,3 +79,29 @@ else
       "steps 11..20: the resumed run's values",
     );
   });
+
+  t.test('fit({ initialEpoch }) with tensorBoard(dir): epochs and batches go on from the run before', async t => {
+    await tf.setBackend('cpu');
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'tandem-tb-initial-'));
+    t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+    const dense = FIT_CASES[0];
+    const { x, y } = dense.data();
+    const args = { batchSize: 12, shuffle: false, verbose: 0 as const, devices: 2 };
+    await fit(dense.make(), x, y, { ...args, epochs: 1, callbacks: [tensorBoard(path.join(dir, 'a'))] });
+    const perEpoch = valuesOf(decodeDir(path.join(dir, 'a', 'train')).decoded, 'batch_loss').length;
+    t.ok(perEpoch > 1, `${perEpoch} batches an epoch`);
+    const callbacks = [tensorBoard(path.join(dir, 'b'))];
+    await fit(dense.make(), x, y, { ...args, epochs: 3, initialEpoch: 1, callbacks });
+    const resumed = decodeDir(path.join(dir, 'b', 'train')).decoded;
+    t.same(
+      valuesOf(resumed, 'epoch_loss').map(([step]) => step),
+      [2, 3],
+      'epochs 2 and 3',
+    );
+    t.same(
+      valuesOf(resumed, 'batch_loss').map(([step]) => step),
+      Array.from({ length: 2 * perEpoch }, (_, i) => perEpoch + i + 1),
+      'the batches after the first epoch',
+    );
+  });
+}
