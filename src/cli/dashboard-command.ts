@@ -26,7 +26,11 @@ export async function dashboardCommand(args: string[]): Promise<number> {
   const port = values.port === undefined ? 0 : flagNumber('port', values.port, 'integer');
   if (port < 0 || port > 65535) throw new TandemError('BAD_CONFIG', `--port must be in [0, 65535], got ${port}`);
   const feed = finishedRunFeed(positionals[0], line => console.error(`tandem dashboard: ${line}`));
-  const server = await serveDashboard(feed, { port, host: values.host });
+  const server = await serveDashboard(feed, {
+    port,
+    host: values.host,
+    flags: { port: '--port', host: '--host' },
+  });
   console.log(`dashboard: ${server.url}`);
   console.log('(Ctrl-C ends it)');
   await new Promise<void>(resolve => {

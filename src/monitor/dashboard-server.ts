@@ -27,7 +27,18 @@ export interface ServeOptions {
   port: number;
   /** Default 127.0.0.1. */
   host?: string;
+  /** The flags that set port and host, for a listen error's fix: default `--dashboard`, `--dashboard-host`. */
+  flags?: { port: string; host: string };
 }
+
+/** Event streams open at once: past this many a page is refused (503) until one closes. */
+export const MAX_STREAMS = 64;
+
+/**
+ * A page's stream that has this much not yet taken by its client (a client that does not read, or reads slower than
+ * the run publishes) is closed: the run's memory does not grow with it. A page that reconnects gets everything again.
+ */
+export const MAX_UNSENT_BYTES = 16 * 1024 * 1024;
 
 export async function serveDashboard(feed: DashboardFeed, options: ServeOptions): Promise<DashboardServer> {
   const host = options.host ?? '127.0.0.1';
@@ -36,24 +47,21 @@ export async function serveDashboard(feed: DashboardFeed, options: ServeOptions)
   const open = new Map<ServerResponse, () => void>();
   let port = 0;
   const server = createServer((req, res) => {
-    const refusal = refused(req, token, port);
+    const url = parsedUrl(req);
+    if (!url) return answer(res, 400, 'bad request target');
+    const refusal = refused(req, url, token, port);
     if (refusal) return answer(res, refusal.status, refusal.text);
-    const route = new URL(req.url ?? '/', 'http://dashboard').pathname;
-    if (route === '/events') return streamEvents(feed, res, open);
+    const route = url.pathname;
+    if (route === '/events') {
+      if (open.size >= MAX_STREAMS) return answer(res, 503, `${MAX_STREAMS} pages are open already: close one`);
+      return streamEvents(feed, res, open);
+    }
     const asset = Object.hasOwn(DASHBOARD_ASSETS, route) ? DASHBOARD_ASSETS[route] : undefined;
     if (!asset) return answer(res, 404, 'not found');
     void sendAsset(res, asset, token);
   });
   await new Promise<void>((resolve, reject) => {
-    server.once('error', err =>
-      reject(
-        new TandemError(
-          'BAD_CONFIG',
-          `the dashboard cannot listen on ${host}:${options.port}: ${err.message} (give another --dashboard PORT, ` +
-            'or the flag alone for a free one)',
-        ),
-      ),
-    );
+    server.once('error', err => reject(listenError(err, host, options)));
     server.listen(options.port, host, () => resolve());
   });
   port = (server.address() as AddressInfo).port;
@@ -75,9 +83,33 @@ export async function serveDashboard(feed: DashboardFeed, options: ServeOptions)
   };
 }
 
+/** Why the dashboard cannot listen, and the flag that fixes it. */
+function listenError(err: NodeJS.ErrnoException, host: string, options: ServeOptions): TandemError {
+  const flags = options.flags ?? { port: '--dashboard', host: '--dashboard-host' };
+  const fix =
+    err.code === 'EADDRINUSE' || err.code === 'EACCES'
+      ? `another process holds port ${options.port}, or it needs privileges: give another ${flags.port} PORT, or ` +
+        `${flags.port === '--dashboard' ? 'the flag alone' : `${flags.port} 0`} for a free one`
+      : `give ${flags.host} an address of this machine (127.0.0.1, 0.0.0.0)`;
+  return new TandemError(
+    'BAD_CONFIG',
+    `the dashboard cannot listen on ${host}:${options.port}: ${err.message} (${fix})`,
+  );
+}
+
+/** The request's target as a URL; undefined when it is not one (a stranger's malformed request, answered 400). */
+function parsedUrl(req: IncomingMessage): URL | undefined {
+  try {
+    return new URL(req.url ?? '/', 'http://dashboard');
+  } catch {
+    return undefined;
+  }
+}
+
 /** Why a request is refused (a bad method, a foreign Host header on loopback, a missing or wrong token), or none. */
 function refused(
   req: IncomingMessage,
+  url: URL,
   token: string | undefined,
   port: number,
 ): { status: number; text: string } | undefined {
@@ -89,7 +121,7 @@ function refused(
       return { status: 403, text: 'the dashboard answers only at its loopback address' };
     return undefined;
   }
-  const sent = new URL(req.url ?? '/', 'http://dashboard').searchParams.get('token') ?? '';
+  const sent = url.searchParams.get('token') ?? '';
   const a = Buffer.from(sent),
     b = Buffer.from(token);
   if (a.length !== b.length || !timingSafeEqual(a, b))
@@ -134,13 +166,18 @@ function streamEvents(feed: DashboardFeed, res: ServerResponse, open: Map<Server
   });
   let pending = '';
   let timer: NodeJS.Timeout | undefined;
+  /** What the client may leave unread: the snapshot it was sent first, and MAX_UNSENT_BYTES more. */
+  let allowed = MAX_UNSENT_BYTES;
   const flush = () => {
     clearTimeout(timer);
     timer = undefined;
-    if (pending && !res.writableEnded) res.write(pending);
+    if (res.writableLength > allowed)
+      res.destroy(); // a client far behind: dropped ('close' unsubscribes it)
+    else if (pending && !res.writableEnded) res.write(pending);
     pending = '';
   };
   const send = (m: DashboardMessage) => {
+    if (res.destroyed) return;
     pending += m.kind === 'end' ? 'event: end\ndata: {}\n\n' : `data: ${JSON.stringify(m)}\n\n`;
     if (m.kind === 'end') {
       flush();
@@ -151,6 +188,7 @@ function streamEvents(feed: DashboardFeed, res: ServerResponse, open: Map<Server
   for (const m of feed.snapshot()) send(m);
   if (feed.done) return;
   flush();
+  allowed += res.writableLength;
   open.set(res, flush);
   const unsubscribe = feed.subscribe(send);
   res.on('close', () => {

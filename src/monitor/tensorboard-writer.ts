@@ -56,6 +56,16 @@ export class EventFileWriter {
     this.pending.push(eventRecord(step, values));
   }
 
+  /**
+   * A run that resumes at `step`: TensorBoard (`SessionLog.START`, as PyTorch's `SummaryWriter(purge_step=…)` writes)
+   * then drops the points of this step and later that an earlier file of the run holds (written after the checkpoint
+   * the run resumes from), so no step is shown twice and no curve goes back.
+   */
+  sessionStart(step: number): void {
+    if (this.failed || this.closed) return;
+    this.pending.push(eventRecord(step, { sessionStart: true }));
+  }
+
   /** Appends what is buffered; resolves when it is written (or the write failed and was warned about). */
   flush(): Promise<void> {
     if (this.pending.length === 0 || this.failed) return this.writing;
@@ -94,7 +104,10 @@ export class EventFileWriter {
       await this.handle?.close().catch(() => {});
       this.handle = undefined;
       const why = err instanceof Error ? err.message : String(err);
-      this.warn(`tensorboard: cannot write ${this.file} (${why}); the run goes on without its event file`);
+      this.warn(
+        `tensorboard: cannot write ${this.file} (${why}); the run goes on without its event file ` +
+          `(${writeFix((err as NodeJS.ErrnoException).code)})`,
+      );
     }
   }
 
@@ -110,4 +123,12 @@ export class EventFileWriter {
       }
     }
   }
+}
+
+/** What to do about a write that failed with `code`. */
+function writeFix(code: string | undefined): string {
+  if (code === 'ENOSPC' || code === 'EDQUOT') return 'free space on its disk, or give a directory on another';
+  if (code === 'ENOTDIR' || code === 'EEXIST')
+    return 'a file stands where a directory of the path should be: give a directory path';
+  return 'give --tensorboard DIR (or tensorBoard(dir)) a directory this user can create and write';
 }

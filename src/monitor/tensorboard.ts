@@ -7,6 +7,14 @@ import * as tf from '#tfjs';
 import { EventFileWriter } from './tensorboard-writer.js';
 import type { ScalarValue } from './tfevents.js';
 
+/** What tfjs's `fit` tells its callbacks (`params`) that the step numbers need. */
+interface FitParams {
+  initialEpoch: number | null;
+  steps: number | null;
+  samples: number | null;
+  batchSize: number | null;
+}
+
 export interface TensorBoardCallbackArgs {
   /** 'batch' (default): batch_ scalars every batch, and epoch_ scalars; 'epoch': epoch_ scalars alone. */
   updateFreq?: 'batch' | 'epoch';
@@ -35,24 +43,50 @@ function logMetrics(dir: string, writers: Map<string, EventFileWriter>, logs: tf
   }
 }
 
+/** The learning rate of the model's optimizer (its config's `learningRate`), when it has one. */
+function learningRate(model: unknown): number | undefined {
+  const optimizer = (model as { optimizer?: Partial<tf.Optimizer> } | undefined)?.optimizer;
+  const lr = optimizer?.getConfig?.().learningRate;
+  return typeof lr === 'number' ? lr : undefined;
+}
+
+/** tfjs's CustomCallback, keeping the model `fit` gives it (for its optimizer's learning rate). */
+class ModelCallback extends tf.CustomCallback {
+  fitted: unknown;
+  override setModel(model: Parameters<tf.CustomCallback['setModel']>[0]): void {
+    super.setModel(model);
+    this.fitted = model;
+  }
+}
+
 /**
  * A callback for `fit` (and tfjs's `model.fit`) writing TensorBoard event files, shaped like tfjs-node's
  * `tf.node.tensorBoard(dir)`: `DIR/train` and `DIR/val`, `batch_<metric>` at the batches seen so far,
- * `epoch_<metric>` at the epochs seen so far. Files are appended every 2 s, at each epoch's end and at the end.
+ * `epoch_<metric>` at the epochs seen so far (a fit with `initialEpoch` k: from epoch k + 1 and batch k × its
+ * batches per epoch + 1 on, so that it goes on from the run it resumes), and `epoch_learning_rate` (the optimizer's,
+ * as Keras's TensorBoard callback writes it; tfjs-node's leaves it out). Files are appended every 2 s, at each
+ * epoch's end and at the end.
  */
 export function tensorBoard(dir: string, args: TensorBoardCallbackArgs = {}): tf.CustomCallback {
   const writers = new Map<string, EventFileWriter>();
   let batches = 0,
     epochs = 0;
   const flushAll = async () => void (await Promise.all([...writers.values()].map(w => w.flush())));
-  return new tf.CustomCallback({
+  const callback: ModelCallback = new ModelCallback({
     onBatchEnd: async (_batch, logs) => {
       batches++;
       if (args.updateFreq !== 'epoch' && logs) logMetrics(dir, writers, logs, 'batch_', batches);
     },
-    onEpochEnd: async (_epoch, logs) => {
-      epochs++;
-      if (logs) logMetrics(dir, writers, logs, 'epoch_', epochs);
+    onTrainBegin: async () => {
+      // fit({ initialEpoch }) goes on from a run before: its steps too, as Keras's callback numbers epochs
+      const { initialEpoch, steps, samples, batchSize } = callback.params as Partial<FitParams>;
+      const perEpoch = steps ?? (samples && batchSize ? Math.ceil(samples / batchSize) : 0);
+      batches = Math.max(batches, (initialEpoch ?? 0) * perEpoch);
+    },
+    onEpochEnd: async (epoch, logs) => {
+      epochs = Math.max(epochs + 1, epoch + 1); // tfjs's epoch counts from 0, initialEpoch included
+      const lr = learningRate(callback.fitted);
+      if (logs) logMetrics(dir, writers, lr === undefined ? logs : { ...logs, learning_rate: lr }, 'epoch_', epochs);
       void flushAll();
     },
     onTrainEnd: async () => {
@@ -60,4 +94,5 @@ export function tensorBoard(dir: string, args: TensorBoardCallbackArgs = {}): tf
       writers.clear();
     },
   });
+  return callback;
 }

@@ -1,6 +1,7 @@
 /**
  * TensorBoard event files of a run (`tensorboard: DIR`), laid out as tfjs-node's `tf.node.tensorBoard` writes a fit's:
- * `DIR/train`, `batch_loss`/`batch_acc` per step and `epoch_loss`/`epoch_acc` per epoch, with tandem's own per step:
+ * `DIR/train`, `batch_loss`/`batch_acc` per step and `epoch_loss`/`epoch_acc` per epoch (and `epoch_learning_rate`, as
+ * Keras's TensorBoard callback writes it), with tandem's own per step:
  * `samples_per_second`, `step_ms`, `learning_rate` (the step's, scheduled or not), `compute_ms/device_<d>`,
  * `exchange_ms/device_<d>` and `exchange_bytes/device_<d>` (the bytes the device handed to the exchange) for every
  * device of the world on host 0, `overlap_share` (the share of the step's exchange
@@ -64,7 +65,10 @@ export class RunTensorBoard {
   }
 
   event(e: RunEvent): void {
-    if (e.type === 'started') this.stepsPerEpoch = e.stepsPerEpoch;
+    if (e.type === 'started') {
+      this.stepsPerEpoch = e.stepsPerEpoch;
+      if (e.firstStep > 1) this.writer.sessionStart(e.firstStep); // --resume: the later points of before go
+    }
     if (e.type === 'epochEnd') this.validation(e.epoch, e.logs);
   }
 
@@ -119,6 +123,7 @@ export class RunTensorBoard {
       this.writer.scalars(m.step / this.stepsPerEpoch, [
         { tag: 'epoch_loss', value: this.epochLoss / this.epochSteps },
         { tag: 'epoch_acc', value: this.epochAcc / this.epochSteps },
+        { tag: 'epoch_learning_rate', value: m.lr }, // as Keras's TensorBoard callback: the epoch's last lr
       ]);
       this.epochLoss = this.epochAcc = this.epochSteps = 0;
       void this.writer.flush(); // at an epoch's end, as tfjs-node's writer
