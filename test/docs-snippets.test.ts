@@ -1,0 +1,236 @@
+// The rest of the docs as a user types it (the quick starts run in docs-commands.test.ts):
+// - every ```ts and ```js block of README.md and docs/guide/*.md is type-checked by tsc against the built package's
+//   types, importing `tandem` by name as a project that installed it does; the names a snippet leaves to the reader
+//   (your `model`, `x`, `y`, …) are declared in GIVENS below, and nothing else is;
+// - every `tandem train|profile|launch` command of a shell block (and every `npx tandem …` in the text) goes through
+//   the CLI's flag parser and the config check, in a folder that holds stand-ins for the files it names;
+// - every ```json block of the docs and every examples/*.json passes the config check `--config` applies.
+import t from 'tap';
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  symlinkSync,
+} from 'node:fs';
+import { writeFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseTrainArgs } from '../src/cli/parse-train-args.js';
+import { splitLaunchArgs } from '../src/world/launch.js';
+import { checkConfig } from '../src/config.js';
+import type { TrainConfig } from '../src/config-types.js';
+import { BUILTIN_MODELS } from '../src/model/builtin-models.js';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const GUIDES = ['README.md', ...readdirSync(join(root, 'docs/guide')).map(f => `docs/guide/${f}`)].filter(f =>
+  f.endsWith('.md'),
+);
+
+/** What a snippet may use without declaring it: the reader's own model and data. */
+const GIVENS = `import type * as tf from '@tensorflow/tfjs';
+declare global {
+  const model: tf.LayersModel;
+  const x: tf.Tensor, y: tf.Tensor, xTest: tf.Tensor, yTest: tf.Tensor, labels: tf.Tensor, targets: tf.Tensor;
+  const callbacks: tf.CustomCallbackArgs[];
+  const hostRank: number;
+  const SAMPLES: number;
+  function sample(i: number): tf.TensorContainer;
+  function makeSamples(): Iterator<tf.TensorContainer>;
+}
+`;
+
+interface Block {
+  file: string;
+  line: number;
+  lang: string;
+  text: string;
+}
+
+function codeBlocks(file: string): Block[] {
+  const text = readFileSync(join(root, file), 'utf8');
+  return [...text.matchAll(/^```(\w*)\n([\s\S]*?)^```$/gm)].map(m => ({
+    file,
+    line: text.slice(0, m.index).split('\n').length,
+    lang: m[1],
+    text: m[2],
+  }));
+}
+
+/** A scratch project: node_modules holds tandem (this checkout, built) and what its snippets import. */
+function scratchProject(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'tandem-snippets-'));
+  mkdirSync(join(dir, 'node_modules'));
+  symlinkSync(root, join(dir, 'node_modules/tandem'), 'dir');
+  for (const name of ['@tensorflow', 'rxjs', '@types'])
+    symlinkSync(join(root, 'node_modules', name), join(dir, 'node_modules', name), 'dir');
+  return dir;
+}
+
+t.test('every ts and js snippet of the guides type-checks against the package', async t => {
+  const blocks = GUIDES.flatMap(codeBlocks).filter(b => b.lang === 'ts' || b.lang === 'js');
+  t.ok(blocks.length >= 10, `the guides have snippets (${blocks.length})`);
+  const dir = scratchProject();
+  const names = new Map<string, Block>();
+  for (const b of blocks) {
+    // A js block is a .mjs file (JSDoc types are checked, parameters may go untyped); a ts block a .mts.
+    const name = `${b.file.replace(/\W/g, '_')}_${b.line}.${b.lang === 'ts' ? 'mts' : 'mjs'}`;
+    names.set(name, b);
+    writeFileSync(join(dir, name), `${b.text}\nexport {};\n`);
+  }
+  writeFileSync(join(dir, 'givens.d.ts'), GIVENS);
+  const compilerOptions = {
+    module: 'NodeNext',
+    moduleResolution: 'NodeNext',
+    target: 'ES2022',
+    strict: true,
+    noImplicitAny: false,
+    noEmit: true,
+    allowJs: true,
+    checkJs: true,
+    skipLibCheck: true,
+    types: ['node'],
+  };
+  writeFileSync(
+    join(dir, 'tsconfig.json'),
+    JSON.stringify({ compilerOptions, include: ['*.mts', '*.mjs', 'givens.d.ts'] }),
+  );
+  const tsc = join(root, 'node_modules/typescript/bin/tsc');
+  const output = await new Promise<string>(resolve =>
+    execFile(process.execPath, [tsc, '-p', join(dir, 'tsconfig.json')], { cwd: dir }, (_err, stdout) =>
+      resolve(stdout),
+    ),
+  );
+  const errors = output.split('\n').filter(l => /error TS\d+/.test(l));
+  for (const [name, b] of names) {
+    const own = errors.filter(l => l.startsWith(name));
+    t.same(own, [], `${b.file}:${b.line} (${b.lang}) type-checks`);
+  }
+  t.same(
+    errors.filter(l => ![...names.keys()].some(n => l.startsWith(n))),
+    [],
+    'no other error (the givens, the setup)',
+  );
+});
+
+/** Flags whose value is a file or folder the reader has (or a builtin name). */
+const PATH_FLAGS = ['--model', '--data', '--config', '--job-secret-file', '--plugin', '--comm-hook'];
+const BUILTIN = new Set<string>([
+  ...Object.keys(BUILTIN_MODELS),
+  'mnist',
+  'synthetic-images',
+  'fp16',
+  'bf16',
+  'powersgd',
+  'auto',
+]);
+
+/** Writes stand-ins for the files a command names into `dir` (its columns for a CSV, a secret of mode 600, …). */
+function standIns(words: string[], dir: string): void {
+  const valueOf = (flag: string) => words[words.indexOf(flag) + 1] as string | undefined;
+  for (const [i, word] of words.entries()) {
+    const path = words[i + 1];
+    if (!PATH_FLAGS.includes(word) || path === undefined || BUILTIN.has(path)) continue;
+    const at = join(dir, path);
+    mkdirSync(join(at, path.endsWith('/') ? '' : '..'), { recursive: true });
+    if (path.endsWith('/')) continue;
+    // A config the package ships, or the reader's own (`train.json`): one that leaves the rest to the flags.
+    const shipped = join(root, path.replace(/^node_modules\/tandem\//, ''));
+    if (word === '--config' && existsSync(shipped)) copyFileSync(shipped, at);
+    else if (word === '--config') writeFileSync(at, JSON.stringify({ model: 'mlp', data: 'synthetic-images' }));
+    else if (word === '--job-secret-file') {
+      writeFileSync(at, 'a-job-secret-of-forty-four-characters-for-us=\n');
+      chmodSync(at, 0o600);
+    } else if (path.endsWith('.csv')) {
+      const columns = [valueOf('--label-column') ?? 'label', ...(valueOf('--feature-columns') ?? 'a').split(',')];
+      writeFileSync(at, `${columns.join(',')}\n${columns.map(() => '1').join(',')}\n`);
+    } else if (path.endsWith('.json')) writeFileSync(at, '{}\n');
+    else writeFileSync(at, 'export default () => undefined;\n');
+  }
+}
+
+/** The tandem commands of the guides: a shell block's lines (continued with `\`), and `npx tandem …` in the text. */
+function tandemCommands(file: string): { file: string; command: string }[] {
+  const shell = codeBlocks(file)
+    .filter(b => ['sh', 'bash', ''].includes(b.lang))
+    .flatMap(b => b.text.replace(/\\\n\s*/g, ' ').split('\n'))
+    .map(line => line.replace(/\s+#.*$/, '').trim())
+    .filter(line => !line.startsWith('#'));
+  const prose = readFileSync(join(root, file), 'utf8').replace(/^```[\s\S]*?^```$/gm, '');
+  const inline = [...prose.matchAll(/`(npx tandem [^`…]+)`/g)].map(m => m[1]);
+  return [...shell, ...inline]
+    .map(line => /(?:^|\s)(?:npx )?(tandem (?:train|profile|launch)\s.*)$/.exec(line)?.[1])
+    .filter((c): c is string => c !== undefined && !/\s--help\b/.test(c))
+    .map(command => ({ file, command }));
+}
+
+/** What `tandem launch ARGS` has host 0 run (launch.ts's memberTrainArgs): a process per host, or per GPU of each. */
+function launchedArgs(argv: string[]): string[] {
+  const { hosts, gpus, trainArgs } = splitLaunchArgs(argv);
+  const world = hosts * (gpus ?? 1);
+  const worldArgs = world > 1 ? ['--hosts', String(world), '--host-rank', '0', '--rendezvous', '127.0.0.1:29500'] : [];
+  // the launcher makes the job's secret for the processes it starts
+  const secret = world > 1 && !trainArgs.includes('--job-secret-file') ? ['--insecure'] : [];
+  return [...trainArgs, ...(gpus ? ['--devices', '1'] : []), ...worldArgs, ...secret];
+}
+
+/** `tandem train|profile|launch ARGS` through the CLI's parser and the config check, in `cwd`. */
+function dryCheck(words: string[], cwd: string): TrainConfig {
+  const [, command, ...rest] = words;
+  const args = command === 'launch' ? launchedArgs(rest) : rest;
+  const previous = process.cwd();
+  process.chdir(cwd);
+  try {
+    const { config } = parseTrainArgs(args, command === 'profile' ? 'profile' : 'train');
+    checkConfig(config);
+    return config;
+  } finally {
+    process.chdir(previous);
+  }
+}
+
+t.test('every tandem command of the guides parses and passes the config check', async t => {
+  const commands = GUIDES.flatMap(tandemCommands);
+  t.ok(commands.length >= 20, `the guides have tandem commands (${commands.length})`);
+  for (const { file, command } of commands) {
+    // Placeholders a reader fills in: `R` (this host's rank).
+    const words = command.split(/\s+/).map(w => (w === 'R' ? '0' : w));
+    const dir = mkdtempSync(join(tmpdir(), 'tandem-docs-command-'));
+    standIns(words, dir);
+    let error: unknown;
+    try {
+      dryCheck(words, dir);
+    } catch (err) {
+      error = err;
+    }
+    t.equal(error, undefined, `${file}: ${command}${error ? ` (${String(error)})` : ''}`);
+  }
+});
+
+t.test('every json config of the docs and the examples passes the config check', async t => {
+  const files = [...GUIDES, ...readdirSync(join(root, 'docs/reference')).map(f => `docs/reference/${f}`)];
+  const blocks = files.flatMap(codeBlocks).filter(b => b.lang === 'json');
+  const examples = readdirSync(join(root, 'examples')).filter(f => f.endsWith('.json'));
+  t.ok(examples.length >= 1, 'examples has a config');
+  const configs = [
+    ...blocks.map(b => ({ name: `${b.file}:${b.line}`, text: b.text })),
+    ...examples.map(f => ({ name: `examples/${f}`, text: readFileSync(join(root, 'examples', f), 'utf8') })),
+  ];
+  for (const { name, text } of configs) {
+    const dir = mkdtempSync(join(tmpdir(), 'tandem-docs-json-'));
+    const path = join(dir, basename(name.replace(/:\d+$/, '')).replace(/\.md$/, '.json'));
+    writeFileSync(path, text);
+    let error: unknown;
+    try {
+      dryCheck(['tandem', 'train', '--config', path], root);
+    } catch (err) {
+      error = err;
+    }
+    t.equal(error, undefined, `${name}: the config check passes${error ? ` (${String(error)})` : ''}`);
+  }
+});
