@@ -26,6 +26,9 @@ import { splitLaunchArgs } from '../src/world/launch.js';
 import { checkConfig } from '../src/config.js';
 import type { TrainConfig } from '../src/config-types.js';
 import { BUILTIN_MODELS } from '../src/model/builtin-models.js';
+import { trainFlags } from '../src/cli/train-flags.js';
+import { helpText } from '../src/cli/help-text.js';
+import { COMM_HOOKS } from '../src/pipeline/comm-hook.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const GUIDES = ['README.md', ...readdirSync(join(root, 'docs/guide')).map(f => `docs/guide/${f}`)].filter(f =>
@@ -233,4 +236,49 @@ t.test('every json config of the docs and the examples passes the config check',
     }
     t.equal(error, undefined, `${name}: the config check passes${error ? ` (${String(error)})` : ''}`);
   }
+});
+
+/** What each flag takes by name: its declared choices, the built-in models, the built-in hooks. */
+function flagChoices(): Map<string, readonly string[]> {
+  const choices = new Map<string, readonly string[]>();
+  for (const f of trainFlags()) if (f.option.declaration.choices) choices.set(f.flag, f.option.declaration.choices);
+  choices.set('model', Object.keys(BUILTIN_MODELS));
+  choices.set('comm-hook', [...COMM_HOOKS, 'auto']);
+  return choices;
+}
+
+t.test('the choices the guides list for a flag are the ones it takes', async t => {
+  const choices = flagChoices();
+  let lists = 0;
+  for (const file of GUIDES) {
+    const text = readFileSync(join(root, file), 'utf8');
+    for (const [, flag, list] of text.matchAll(/`--([a-z-]+) ([\w.-]+(?:\|[\w.-]+)+)`/g)) {
+      const known = choices.get(flag);
+      if (!known) continue;
+      lists++;
+      // upper case: a placeholder (PATH, DIR); the rest are names the flag must take
+      const named = list.split('|').filter(v => v === v.toLowerCase());
+      t.same(
+        named.filter(v => !known.includes(v)),
+        [],
+        `${file}: --${flag} ${list}: every name is one it takes (${known.join(', ')})`,
+      );
+      // training.md's list of flags is the reference a reader takes in whole: every choice is there
+      if (file === 'docs/guide/training.md')
+        t.same(
+          known.filter(v => !named.includes(v)),
+          [],
+          `${file}: --${flag} lists every choice`,
+        );
+    }
+  }
+  t.ok(lists >= 10, `the guides list choices (${lists})`);
+  const help = helpText();
+  for (const name of Object.keys(BUILTIN_MODELS)) t.match(help, name, `tandem --help names the model ${name}`);
+});
+
+t.test('no code block of the docs is empty (a picture reflowed out of its fence leaves one)', async t => {
+  const files = [...GUIDES, 'CHANGELOG.md', ...readdirSync(join(root, 'docs/design')).map(f => `docs/design/${f}`)];
+  for (const b of files.filter(f => f.endsWith('.md')).flatMap(codeBlocks))
+    t.not(b.text.trim(), '', `${b.file}:${b.line}: the block has content`);
 });
