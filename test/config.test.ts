@@ -250,3 +250,20 @@ t.test(
     });
   },
 );
+
+t.test(
+  '--data naming a file that is there, of a kind tandem does not read, says so (it said "no such file")',
+  async t => {
+    const here = mkdtempSync(path.join(os.tmpdir(), 'tandem-data-kind-'));
+    writeFileSync(path.join(here, 'samples.txt'), '1 2 3\n');
+    const previous = process.cwd();
+    process.chdir(here); // a bare relative name: a module path starts with ./ or /
+    t.teardown(() => process.chdir(previous));
+    await t.rejects(train({ data: 'samples.txt' }), {
+      code: 'UNKNOWN_DATASET',
+      message:
+        /^config\.data: samples\.txt \(.*samples\.txt\) is a \.txt file, which tandem does not read as data; give/,
+    });
+    await t.rejects(train({ data: 'absent.txt' }), { message: /^config\.data: no such folder or file: absent\.txt/ });
+  },
+);

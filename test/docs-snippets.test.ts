@@ -282,3 +282,23 @@ t.test('no code block of the docs is empty (a picture reflowed out of its fence 
   for (const b of files.filter(f => f.endsWith('.md')).flatMap(codeBlocks))
     t.not(b.text.trim(), '', `${b.file}:${b.line}: the block has content`);
 });
+
+/** The .ts files under `dir`, recursively. */
+function sourceFiles(dir: string): string[] {
+  return readdirSync(join(root, dir), { withFileTypes: true }).flatMap(e =>
+    e.isDirectory() ? sourceFiles(`${dir}/${e.name}`) : e.name.endsWith('.ts') ? [`${dir}/${e.name}`] : [],
+  );
+}
+
+t.test('every docs page the source names (in messages and comments) exists', async t => {
+  let named = 0;
+  for (const file of sourceFiles('src')) {
+    const text = readFileSync(join(root, file), 'utf8');
+    for (const [page] of text.matchAll(/docs\/(?:guide|reference|design)\/[\w-]+\.md/g)) {
+      named++;
+      t.ok(existsSync(join(root, page)), `${file}: ${page} exists`);
+    }
+    t.notMatch(text, /\(README, "/, `${file}: names no README section (the README's sections moved to docs/guide)`);
+  }
+  t.ok(named >= 10, `the source names docs pages (${named})`);
+});

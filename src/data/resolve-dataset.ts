@@ -40,6 +40,14 @@ export function isCsvFile(source: string): boolean {
  */
 export function unknownDataset(source: string): TandemError {
   const builtins = BUILTIN_DATASETS.join(', ');
+  const there = statSync(path.resolve(source), { throwIfNoEntry: false });
+  if (there?.isFile())
+    return new TandemError(
+      'UNKNOWN_DATASET',
+      `config.data: ${source} (${path.resolve(source)}) is a ${path.extname(source) || 'file without an extension'} ` +
+        `file, which tandem does not read as data; give an image folder, a .csv file or an ES module (.mjs, .js: ` +
+        `a data module of yours can read this file), or a builtin: ${builtins}`,
+    );
   if (/[\\/]/.test(source) || path.extname(source) !== '')
     return new TandemError(
       'UNKNOWN_DATASET',
@@ -137,7 +145,8 @@ async function openFileData(spec: FileDataSpec): Promise<Dataset> {
 const DATA_MODULE =
   'a dataset is an ES module (.mjs, or .js) whose default export is ({ seed, classes, imageShape, size, batch, ' +
   'hostRank, hosts }) => ' +
-  'Dataset { size, sampleShape, classes, read(index, out, offset) → label } (README, "Training")';
+  'Dataset { size, sampleShape, classes, read(index, out, offset) → label }, or a tf.data.Dataset of batches ' +
+  '(docs/guide/data.md)';
 
 /**
  * A directory or a file Node does not import as a module (a model.json, a .csv, …): BAD_DATA saying what a dataset is,
