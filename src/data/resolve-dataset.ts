@@ -3,7 +3,7 @@ import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { TandemError } from '../errors.js';
-import type { Dataset, DatasetFactory, DatasetSpec } from './dataset.js';
+import type { DataModuleOptions, Dataset, DatasetFactory, DatasetSpec } from './dataset.js';
 import { loadMnist } from './mnist.js';
 import { syntheticImages } from './synthetic-images.js';
 import { defaultExportProblem, importUserModule, userModuleErrorCode } from './import-user-module.js';
@@ -173,7 +173,8 @@ function refuseNonModule(url: string): void {
 
 async function callDataFactory(factory: DatasetFactory, spec: DatasetSpec, url: string): Promise<unknown> {
   try {
-    return await factory(spec.options);
+    // prepare-data.ts gives a module's factory the run's batch, hostRank and hosts
+    return await factory(spec.options as DataModuleOptions);
   } catch (err) {
     if (err instanceof TandemError) throw err;
     throw new TandemError(
