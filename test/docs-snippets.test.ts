@@ -302,3 +302,19 @@ t.test('every docs page the source names (in messages and comments) exists', asy
   }
   t.ok(named >= 10, `the source names docs pages (${named})`);
 });
+
+t.test('every file of the repository the docs name exists (a test renamed, a module moved)', async t => {
+  const files = [...GUIDES, ...readdirSync(join(root, 'docs/design')).map(f => `docs/design/${f}`)];
+  const re = /(dist\/)?\b(?:test|src|bench|tools|native|examples)\/[\w./-]+\.(?:ts|mjs|js|json|cc|h|py|sh|cjs)\b/g;
+  let named = 0;
+  for (const file of files.filter(f => f.endsWith('.md'))) {
+    const text = readFileSync(join(root, file), 'utf8');
+    for (const m of text.matchAll(re)) {
+      // dist/…: what the build writes; its source is the .ts beside the path without dist/
+      const path = m[1] ? m[0].slice(m[1].length).replace(/(\.d)?\.js$|\.d\.ts$/, '.ts') : m[0];
+      named++;
+      t.ok(existsSync(join(root, path)), `${file}: ${m[0]} exists`);
+    }
+  }
+  t.ok(named >= 100, `the docs name files (${named})`);
+});
