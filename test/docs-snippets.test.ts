@@ -29,6 +29,7 @@ import { BUILTIN_MODELS } from '../src/model/builtin-models.js';
 import { trainFlags } from '../src/cli/train-flags.js';
 import { helpText } from '../src/cli/help-text.js';
 import { COMM_HOOKS } from '../src/pipeline/comm-hook.js';
+import { ERROR_MEANINGS } from '../src/cli/error-meanings.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const GUIDES = ['README.md', ...readdirSync(join(root, 'docs/guide')).map(f => `docs/guide/${f}`)].filter(f =>
@@ -330,4 +331,14 @@ t.test('every file of the repository the docs name exists (a test renamed, a mod
     }
   }
   t.ok(named >= 100, `the docs name files (${named})`);
+});
+
+t.test("errors-explained.md's table has a row for every error code", async t => {
+  const text = readFileSync(join(root, 'docs/guide/errors-explained.md'), 'utf8');
+  const rows = text.split('\n').filter(line => line.startsWith('| `'));
+  for (const code of Object.keys(ERROR_MEANINGS))
+    t.ok(
+      rows.some(row => row.split('|')[1].includes(`\`${code}\``)),
+      `${code} has a row`,
+    );
 });
