@@ -342,3 +342,17 @@ t.test("errors-explained.md's table has a row for every error code", async t => 
       `${code} has a row`,
     );
 });
+
+t.test('every npm script and bench the docs name exists', async t => {
+  const scripts = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> })
+    .scripts;
+  const benches = readFileSync(join(root, 'bench/main.ts'), 'utf8');
+  const files = [...GUIDES, ...readdirSync(join(root, 'docs/design')).map(f => `docs/design/${f}`)];
+  for (const file of files.filter(f => f.endsWith('.md'))) {
+    const text = readFileSync(join(root, file), 'utf8');
+    for (const [, name] of text.matchAll(/npm run ([\w:-]+)/g))
+      t.type(scripts[name], 'string', `${file}: npm run ${name} is a script`);
+    for (const [, name] of text.matchAll(/npm run bench -- ([a-z][\w-]*)/g))
+      t.ok(benches.includes(`'${name}'`), `${file}: the bench ${name} is in bench/main.ts`);
+  }
+});
