@@ -12,6 +12,8 @@ import {
   existsSync,
   mkdirSync,
   mkdtempSync,
+  rmSync,
+  unlinkSync,
   readFileSync,
   readdirSync,
   symlinkSync,
@@ -32,6 +34,15 @@ import { COMM_HOOKS } from '../src/pipeline/comm-hook.js';
 import { ERROR_MEANINGS } from '../src/cli/error-meanings.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
+/** Every folder this file writes is under one scratch folder, removed at the end. */
+const scratch = mkdtempSync(join(tmpdir(), 'tandem-docs-snippets-'));
+const LINKS = ['node_modules/tandem', ...['@tensorflow', 'rxjs', '@types'].map(name => `node_modules/${name}`)];
+t.teardown(() => {
+  // the links first (they point into this checkout), then the folders
+  for (const dir of readdirSync(scratch).filter(d => d.startsWith('project-')))
+    for (const link of LINKS) unlinkSync(join(scratch, dir, link));
+  rmSync(scratch, { recursive: true, force: true });
+});
 const GUIDES = ['README.md', ...readdirSync(join(root, 'docs/guide')).map(f => `docs/guide/${f}`)].filter(f =>
   f.endsWith('.md'),
 );
@@ -68,11 +79,10 @@ function codeBlocks(file: string): Block[] {
 
 /** A scratch project: node_modules holds tandem (this checkout, built) and what its snippets import. */
 function scratchProject(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'tandem-snippets-'));
+  const dir = mkdtempSync(join(scratch, 'project-'));
   mkdirSync(join(dir, 'node_modules'));
-  symlinkSync(root, join(dir, 'node_modules/tandem'), 'dir');
-  for (const name of ['@tensorflow', 'rxjs', '@types'])
-    symlinkSync(join(root, 'node_modules', name), join(dir, 'node_modules', name), 'dir');
+  for (const link of LINKS)
+    symlinkSync(link === 'node_modules/tandem' ? root : join(root, link), join(dir, link), 'dir');
   return dir;
 }
 
@@ -217,7 +227,7 @@ t.test('every tandem command of the guides parses and passes the config check', 
   for (const { file, command } of commands) {
     // Placeholders a reader fills in: `R` (this host's rank).
     const words = command.split(/\s+/).map(w => (w === 'R' ? '0' : w));
-    const dir = mkdtempSync(join(tmpdir(), 'tandem-docs-command-'));
+    const dir = mkdtempSync(join(scratch, 'command-'));
     standIns(words, dir);
     let error: unknown;
     try {
@@ -239,7 +249,7 @@ t.test('every json config of the docs and the examples passes the config check',
     ...examples.map(f => ({ name: `examples/${f}`, text: readFileSync(join(root, 'examples', f), 'utf8') })),
   ];
   for (const { name, text } of configs) {
-    const dir = mkdtempSync(join(tmpdir(), 'tandem-docs-json-'));
+    const dir = mkdtempSync(join(scratch, 'json-'));
     const path = join(dir, basename(name.replace(/:\d+$/, '')).replace(/\.md$/, '.json'));
     writeFileSync(path, text);
     let error: unknown;
