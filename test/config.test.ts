@@ -1,6 +1,6 @@
 // Bad configuration is refused with a clear TandemError before any thread starts.
 import t from 'tap';
-import { readFileSync, writeFileSync, mkdtempSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync, mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { train, type TrainConfig } from '../src/index.js';
@@ -258,7 +258,10 @@ t.test(
     writeFileSync(path.join(here, 'samples.txt'), '1 2 3\n');
     const previous = process.cwd();
     process.chdir(here); // a bare relative name: a module path starts with ./ or /
-    t.teardown(() => process.chdir(previous));
+    t.teardown(() => {
+      process.chdir(previous);
+      rmSync(here, { recursive: true, force: true });
+    });
     await t.rejects(train({ data: 'samples.txt' }), {
       code: 'UNKNOWN_DATASET',
       message:
