@@ -78,7 +78,7 @@ export { PRECISIONS } from './engine/engine-options.js';
 export type { Precision } from './engine/engine-options.js';
 export { BUILTIN_MODELS } from './model/builtin-models.js';
 export type { ModelFactory, ModelOptions } from './model/builtin-models.js';
-export type { Dataset, DatasetFactory, DatasetOptions } from './data/dataset.js';
+export type { Dataset, DatasetFactory, DatasetOptions, DataModuleOptions, TfDataset } from './data/dataset.js';
 export { hostShare } from './data/host-share.js';
 export type { HostShareOptions } from './data/host-share.js';
 export { REDUCE_OPS, ALL_REDUCE_KINDS } from './collectives/collective.js';

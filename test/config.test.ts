@@ -1,6 +1,6 @@
 // Bad configuration is refused with a clear TandemError before any thread starts.
 import t from 'tap';
-import { readFileSync, writeFileSync, mkdtempSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync, mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { train, type TrainConfig } from '../src/index.js';
@@ -248,5 +248,25 @@ t.test(
       code: 'BAD_CONFIG',
       message: /found invalid JSON at line 3, column 1: `}` \(/,
     });
+  },
+);
+
+t.test(
+  '--data naming a file that is there, of a kind tandem does not read, says so (it said "no such file")',
+  async t => {
+    const here = mkdtempSync(path.join(os.tmpdir(), 'tandem-data-kind-'));
+    writeFileSync(path.join(here, 'samples.txt'), '1 2 3\n');
+    const previous = process.cwd();
+    process.chdir(here); // a bare relative name: a module path starts with ./ or /
+    t.teardown(() => {
+      process.chdir(previous);
+      rmSync(here, { recursive: true, force: true });
+    });
+    await t.rejects(train({ data: 'samples.txt' }), {
+      code: 'UNKNOWN_DATASET',
+      message:
+        /^config\.data: samples\.txt \(.*samples\.txt\) is a \.txt file, which tandem does not read as data; give/,
+    });
+    await t.rejects(train({ data: 'absent.txt' }), { message: /^config\.data: no such folder or file: absent\.txt/ });
   },
 );

@@ -69,7 +69,15 @@ t.test('fit refuses what it cannot train like model.fit, naming it', async t => 
   const logits = tf.sequential({ layers: [tf.layers.dense({ units: 3, inputShape: [6] })] });
   logits.compile({ optimizer: 'sgd', loss: 'categoricalCrossentropy' });
   await t.rejects(fit(logits, x, y), { code: 'BAD_MODEL', message: /ends in 'linear', not 'softmax'/ });
-  await t.rejects(fit(dense.make(), x, y, { batch: 4 } as never), { code: 'BAD_CONFIG', message: /remove 'batch'/ });
+  // each names the argument to use instead (it named compile() and batchSize, epochs, shuffle for every one)
+  await t.rejects(fit(dense.make(), x, y, { batch: 4 } as never), {
+    code: 'BAD_CONFIG',
+    message: /^fit: batch comes from fit's batchSize; remove 'batch'/,
+  });
+  await t.rejects(fit(dense.make(), x, y, { lr: 0.1 } as never), {
+    code: 'BAD_CONFIG',
+    message: /^fit: lr comes from the optimizer given to the model's compile\(\) .*lrSchedule; remove 'lr'/,
+  });
   await t.rejects(fit(dense.make(), x, y, { classWeight: { 0: 2 } }), { code: 'BAD_CONFIG', message: /classWeight/ });
   const err = await fit(dense.make(), x, tf.zeros([48, 4])).catch((e: unknown) => e);
   t.ok(

@@ -5,7 +5,9 @@ export const ERROR_MEANINGS: { readonly [C in TandemErrorCode]: string } = {
   BAD_CONFIG: 'an option, a flag or a config file is refused before any thread starts; the message names the field',
   BAD_DATA: "a data module's sample is not what the run needs (a label outside the classes, a bad value)",
   UNKNOWN_MODEL: '--model is neither a builtin model nor a path to a module or a layers model.json',
-  UNKNOWN_DATASET: '--data is neither a builtin dataset nor a path to an ES module',
+  UNKNOWN_DATASET:
+    '--data is no builtin dataset, image folder, .csv file or ES module: a name unknown, a path not there, a file of ' +
+    'another kind',
   MODULE_NOT_FOUND: 'a path given for a model, a dataset, a plugin or a hook names no file',
   SHAPE_MISMATCH: "the model's input or output does not fit the data's samples or classes",
   BACKEND_UNAVAILABLE: 'the engine asked for cannot run here (its addon or package is missing); the message says how',

@@ -1,4 +1,8 @@
 /** The prose of `--help` that is not an option: what each command does, signals, several hosts, launch. */
+import { BUILTIN_MODELS } from '../model/builtin-models.js';
+
+/** The built-in models, as `--model` takes them (from the table, so that a new one is listed). */
+const MODELS = Object.keys(BUILTIN_MODELS).join(', ');
 
 export const COMMANDS = `\
 Commands:
@@ -9,10 +13,11 @@ Commands:
   tandem trace TRACE.json --svg OUT.svg    draw a trace written by --trace or --out (tandem trace --help)
   tandem dashboard RUN_DIR [--port P]      serve the dashboard of a finished run (its --out) in the browser
 
-Models: mlp, alexnet-mini, alexnet, convnet-gap, resnet-mini, mobilenet-mini, an ES module
+Models: ${MODELS}, an ES module
         (tf, options) => tf.LayersModel, or a TensorFlow.js layers model.json (trained from its weights and
         written back in the same format).
-Data:   mnist, synthetic-images, or an ES module (options) => Dataset.`;
+Data:   mnist, synthetic-images, an image folder (a subfolder per class), a CSV file (--label-column), or an
+        ES module (options) => Dataset or a tf.data.Dataset of batches.`;
 
 export const TRAIN_USAGE = `\
 tandem train — train a TensorFlow.js model on several devices at once

@@ -56,7 +56,25 @@ export interface DatasetOptions {
   hosts?: number;
 }
 
-export type DatasetFactory = (options: DatasetOptions) => Dataset | Promise<Dataset>;
+/**
+ * What a data module's factory is given (`--data my-data.mjs`): the run's seed, its global batch, this host's rank and
+ * the hosts (0 and 1 in one process) always; `classes`, `imageShape` and `size` when `--classes`, `--image-size` and
+ * `--dataset-size` give them.
+ */
+export interface DataModuleOptions extends DatasetOptions {
+  batch: number;
+  hostRank: number;
+  hosts: number;
+}
+
+/**
+ * A data module's default export: an indexed `Dataset`, or a `tf.data.Dataset` of batches `{ xs, ys }`, streamed
+ * (docs/guide/data.md).
+ */
+export type DatasetFactory = (options: DataModuleOptions) => Dataset | TfDataset | Promise<Dataset | TfDataset>;
+
+/** A tf.data dataset of batches, as a data module may return it. */
+export type TfDataset = import('@tensorflow/tfjs').data.Dataset<import('@tensorflow/tfjs').TensorContainer>;
 
 /** What a worker needs to build the same dataset: serialisable. */
 export interface DatasetSpec {

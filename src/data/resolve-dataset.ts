@@ -3,7 +3,7 @@ import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { TandemError } from '../errors.js';
-import type { Dataset, DatasetFactory, DatasetSpec } from './dataset.js';
+import type { DataModuleOptions, Dataset, DatasetFactory, DatasetSpec } from './dataset.js';
 import { loadMnist } from './mnist.js';
 import { syntheticImages } from './synthetic-images.js';
 import { defaultExportProblem, importUserModule, userModuleErrorCode } from './import-user-module.js';
@@ -40,6 +40,14 @@ export function isCsvFile(source: string): boolean {
  */
 export function unknownDataset(source: string): TandemError {
   const builtins = BUILTIN_DATASETS.join(', ');
+  const there = statSync(path.resolve(source), { throwIfNoEntry: false });
+  if (there?.isFile())
+    return new TandemError(
+      'UNKNOWN_DATASET',
+      `config.data: ${source} (${path.resolve(source)}) is a ${path.extname(source) || 'file without an extension'} ` +
+        `file, which tandem does not read as data; give an image folder, a .csv file or an ES module (.mjs, .js: ` +
+        `a data module of yours can read this file), or a builtin: ${builtins}`,
+    );
   if (/[\\/]/.test(source) || path.extname(source) !== '')
     return new TandemError(
       'UNKNOWN_DATASET',
@@ -137,7 +145,8 @@ async function openFileData(spec: FileDataSpec): Promise<Dataset> {
 const DATA_MODULE =
   'a dataset is an ES module (.mjs, or .js) whose default export is ({ seed, classes, imageShape, size, batch, ' +
   'hostRank, hosts }) => ' +
-  'Dataset { size, sampleShape, classes, read(index, out, offset) → label } (README, "Training")';
+  'Dataset { size, sampleShape, classes, read(index, out, offset) → label }, or a tf.data.Dataset of batches ' +
+  '(docs/guide/data.md)';
 
 /**
  * A directory or a file Node does not import as a module (a model.json, a .csv, …): BAD_DATA saying what a dataset is,
@@ -164,7 +173,8 @@ function refuseNonModule(url: string): void {
 
 async function callDataFactory(factory: DatasetFactory, spec: DatasetSpec, url: string): Promise<unknown> {
   try {
-    return await factory(spec.options);
+    // prepare-data.ts gives a module's factory the run's batch, hostRank and hosts
+    return await factory(spec.options as DataModuleOptions);
   } catch (err) {
     if (err instanceof TandemError) throw err;
     throw new TandemError(

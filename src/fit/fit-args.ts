@@ -62,6 +62,19 @@ const TFJS_KEYS = new Set([
   'yieldEvery',
 ]);
 
+/** Where what a train option of FIT_OWNS says comes from in a fit, by key (the rest: compile() or fit's arguments). */
+const INSTEAD: Readonly<Record<string, string>> = {
+  model: 'fit(model, x, y)',
+  data: 'fit(model, x, y): x and y',
+  batch: "fit's batchSize",
+  steps: "fit's epochs (each epoch all of x's batches)",
+  loss: "the model's compile({ loss })",
+  metrics: "the model's compile({ metrics })",
+  optimizer: "the model's compile({ optimizer })",
+  lr: "the optimizer given to the model's compile() (its learning rate), or fit's lrSchedule",
+  heldOut: "fit's validationSplit or validationData",
+};
+
 /** What tandem does not run yet, by tfjs key. */
 const NOT_YET: Readonly<Record<string, string>> = {
   sampleWeight: 'model.fit itself does not support it either',
@@ -99,7 +112,7 @@ export function tandemOptions(args: FitArgs): FitOptions {
     if ((FIT_OWNS as readonly string[]).includes(key))
       throw new TandemError(
         'BAD_CONFIG',
-        `fit: ${key} comes from the model's compile() or from fit's own arguments (batchSize, epochs, shuffle); ` +
+        `fit: ${key} comes from ${INSTEAD[key] ?? "the model's compile() or from fit's own arguments"}; ` +
           `remove '${key}' from fit's arguments`,
       );
     options[key] = value;
