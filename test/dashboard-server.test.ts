@@ -100,3 +100,32 @@ t.test('a port in use: the error names the port and the flag of the command', as
     message: /192\.0\.2\.1:0: .*EADDRNOTAVAIL.*give --dashboard-host an address of this machine/,
   });
 });
+
+t.test('a message is serialised once, however many pages get it', async t => {
+  const feed = new DashboardFeed();
+  const server = await serveDashboard(feed, { port: 0 });
+  t.teardown(() => server.close());
+  const head = `GET /events HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\n\r\n`;
+  const pages = await Promise.all([0, 1, 2].map(() => rawRequest(server.port, head)));
+  t.teardown(() => pages.forEach(p => p.socket.destroy()));
+  await sleep(100);
+  let serialised = 0;
+  const message = 'serialised-once';
+  const event = {
+    type: 'warning',
+    step: 1,
+    message,
+    toJSON: () => (serialised++, { type: 'warning', step: 1, message }),
+  };
+  feed.publish({ kind: 'event', event } as DashboardMessage);
+  for (let waited = 0; waited < 5000 && !pages.every(p => p.text().includes(message)); waited += 50) await sleep(50);
+  t.ok(
+    pages.every(p => p.text().includes(message)),
+    'all three pages got it',
+  );
+  const late = await rawRequest(server.port, head); // the snapshot a late page gets reuses the frame
+  t.teardown(() => late.socket.destroy());
+  for (let waited = 0; waited < 5000 && !late.text().includes(message); waited += 50) await sleep(50);
+  t.ok(late.text().includes(message), 'a page that connected later got it too');
+  t.equal(serialised, 1, 'JSON.stringify reached the message once');
+});

@@ -158,6 +158,18 @@ async function sendAsset(res: ServerResponse, asset: DashboardAsset, token: stri
  */
 const SEND_MS = 250;
 
+/** Each message's frame, made once however many pages get it (a late page's snapshot reuses the frames too). */
+const frames = new WeakMap<DashboardMessage, string>();
+
+function frameOf(m: DashboardMessage): string {
+  let frame = frames.get(m);
+  if (frame === undefined) {
+    frame = m.kind === 'end' ? 'event: end\ndata: {}\n\n' : `data: ${JSON.stringify(m)}\n\n`;
+    frames.set(m, frame);
+  }
+  return frame;
+}
+
 function streamEvents(feed: DashboardFeed, res: ServerResponse, open: Map<ServerResponse, () => void>): void {
   res.writeHead(200, {
     'content-type': 'text/event-stream; charset=utf-8',
@@ -178,7 +190,7 @@ function streamEvents(feed: DashboardFeed, res: ServerResponse, open: Map<Server
   };
   const send = (m: DashboardMessage) => {
     if (res.destroyed) return;
-    pending += m.kind === 'end' ? 'event: end\ndata: {}\n\n' : `data: ${JSON.stringify(m)}\n\n`;
+    pending += frameOf(m);
     if (m.kind === 'end') {
       flush();
       res.end();
