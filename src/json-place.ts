@@ -4,8 +4,8 @@
  * undefined.
  *
  * @example
- * jsonErrorPlace('{\n "a": 1\n "b": 2\n}', new SyntaxError("Expected ',' or '}' after property value in JSON at
- * position 13"))
+ * const text = '{\n  "a": 1\n  "b": 2\n}'; // JSON.parse(text) throws the error below
+ * jsonErrorPlace(text, new SyntaxError("Expected ',' or '}' after property value in JSON at position 13"))
  * // 'line 3, column 3: `  "b": 2`'
  */
 export function jsonErrorPlace(text: string, err: unknown): string | undefined {

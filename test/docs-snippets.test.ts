@@ -1,7 +1,8 @@
 // The rest of the docs as a user types it (the quick starts run in docs-commands.test.ts):
-// - every ```ts and ```js block of README.md and docs/guide/*.md is type-checked by tsc against the built package's
-//   types, importing `tandem` by name as a project that installed it does; the names a snippet leaves to the reader
-//   (your `model`, `x`, `y`, …) are declared in GIVENS below, and nothing else is;
+// - every ```ts and ```js block of README.md and docs/guide/*.md, and every example of the API reference (the doc
+//   comments of what src/index.ts exports: fixtures/api-examples.ts), is type-checked by tsc against the built
+//   package's types, importing `tandem` by name as a project that installed it does; the names a snippet leaves to
+//   the reader (your `model`, `x`, `y`, …) are declared in GIVENS below, and nothing else is;
 // - every `tandem train|profile|launch` command of a shell block (and every `npx tandem …` in the text) goes through
 //   the CLI's flag parser and the config check, in a folder that holds stand-ins for the files it names;
 // - every ```json block of the docs and every examples/*.json passes the config check `--config` applies.
@@ -32,6 +33,7 @@ import { trainFlags } from '../src/cli/train-flags.js';
 import { helpText } from '../src/cli/help-text.js';
 import { COMM_HOOKS } from '../src/pipeline/comm-hook.js';
 import { ERROR_MEANINGS } from '../src/cli/error-meanings.js';
+import { apiExamples } from './fixtures/api-examples.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 /** Every folder this file writes is under one scratch folder, removed at the end. */
@@ -86,7 +88,7 @@ function scratchProject(): string {
   return dir;
 }
 
-t.test('every ts and js snippet of the guides type-checks against the package', async t => {
+t.test('every ts and js snippet of the guides and the API reference type-checks against the package', async t => {
   // and each `import { … } from 'tandem'` the text shows inline: the names it imports are exported
   const inline = GUIDES.flatMap(file =>
     [...readFileSync(join(root, file), 'utf8').matchAll(/`(import \{[^}`]+\} from 'tandem');?`/g)].map(m => ({
@@ -101,6 +103,9 @@ t.test('every ts and js snippet of the guides type-checks against the package', 
     ...inline.map((b, i) => ({ ...b, line: -1 - i })),
   ];
   t.ok(blocks.length >= 10, `the guides have snippets (${blocks.length})`);
+  const examples = apiExamples(root);
+  t.ok(examples.length >= 3, `the API reference has examples (${examples.length})`);
+  blocks.push(...examples.map((e, i) => ({ file: e.where, line: 1e6 + i, lang: e.lang, text: e.text })));
   const dir = scratchProject();
   const names = new Map<string, Block>();
   for (const b of blocks) {
@@ -135,7 +140,8 @@ t.test('every ts and js snippet of the guides type-checks against the package', 
   const errors = output.split('\n').filter(l => /error TS\d+/.test(l));
   for (const [name, b] of names) {
     const own = errors.filter(l => l.startsWith(name));
-    const where = b.line < 0 ? `${b.file} (an import in the text)` : `${b.file}:${b.line} (${b.lang})`;
+    const where =
+      b.line < 0 ? `${b.file} (an import in the text)` : b.line >= 1e6 ? b.file : `${b.file}:${b.line} (${b.lang})`;
     t.same(own, [], `${where} type-checks`);
   }
   t.same(

@@ -6,14 +6,7 @@
  * and, at every step, must leave the MEAN over ranks of the group's gradient
  * in `bucket.buffer` — the same bits on every rank (replicas stay identical
  * only if every rank decodes the same bytes in the same order).
- *
- * @example
- * // my-hook.mjs — `commHook: './my-hook.mjs'` (default export), or registerCommHook in a plugin
- * export default {
- *   name: 'plain', description: 'all-reduce mean, as without a hook',
- *   init: () => undefined,
- *   exchange: (bucket, _state, collective) => collective.allReduce(bucket.buffer, 0, bucket.buffer.length, 'mean'),
- * };
+ * A hook of one's own: see CommHook's example.
  */
 import type { Collective } from '../collectives/collective.js';
 import type { AnyOptionTable } from '../options/declaration.js';
@@ -72,6 +65,22 @@ export const DEFAULT_COMM_HOOK_OPTIONS: CommHookOptions = {
   minCompressionRate: 2,
 };
 
+/**
+ * What replaces the all-reduce of one exchange group (see the module's comment).
+ *
+ * @example
+ * ```ts
+ * // my-hook.ts, compiled to my-hook.mjs: `commHook: './my-hook.mjs'` (default export), or registerCommHook in a plugin
+ * import type { CommHook } from 'tandem';
+ *
+ * export default {
+ *   name: 'plain',
+ *   description: 'all-reduce mean, as without a hook',
+ *   init: () => undefined,
+ *   exchange: (bucket, _state, collective) => collective.allReduce(bucket.buffer, 0, bucket.buffer.length, 'mean'),
+ * } satisfies CommHook;
+ * ```
+ */
 export interface CommHook<State = unknown> {
   readonly name: string;
   readonly description: string;

@@ -10,9 +10,22 @@
  * Built-ins: `sequential` (one group: all compute, then all comm),
  * `two-group` (method A: FC group = layers 1..p in transmission order, conv
  * group = the rest), `per-layer`, `buckets` (size-capped, first bucket small,
- * as PyTorch DDP). Users compose their own from the helpers below:
+ * as PyTorch DDP). Users compose their own from the helpers below (see
+ * CustomStrategy's example).
+ */
+import { TandemError } from '../errors.js';
+import { layersOf, type ParameterGroup, type ParameterLayout } from '../model/parameter-layout.js';
+
+export const STRATEGIES = ['sequential', 'two-group', 'per-layer', 'buckets'] as const;
+export type StrategyName = (typeof STRATEGIES)[number];
+
+/**
+ * A strategy of the user's own: its groups of a layout, in transmission order.
  *
+ * @example
  * ```ts
+ * import { bucketRange, defaultSplitLayer, train, twoGroups, type CustomStrategy } from 'tandem';
+ *
  * const fcThenBuckets: CustomStrategy = {
  *   name: 'fc-then-buckets',
  *   groups: layout => {
@@ -23,12 +36,6 @@
  * await train({ model: 'alexnet-mini', strategy: fcThenBuckets });
  * ```
  */
-import { TandemError } from '../errors.js';
-import { layersOf, type ParameterGroup, type ParameterLayout } from '../model/parameter-layout.js';
-
-export const STRATEGIES = ['sequential', 'two-group', 'per-layer', 'buckets'] as const;
-export type StrategyName = (typeof STRATEGIES)[number];
-
 export interface CustomStrategy {
   name: string;
   groups(layout: ParameterLayout): ParameterGroup[];

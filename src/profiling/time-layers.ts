@@ -10,8 +10,8 @@
  * computed (`fence`: synchronous, or awaited on an engine without synchronous reads).
  *
  * @example
- * const costs = await timeLayers(tf, layerGraph(tf, model), x, layerClock('calling-thread'), 3, readFence(true)); //
- * model order
+ * // costs: one per layer call, in model order
+ * const costs = await timeLayers(tf, layerGraph(tf, model), x, layerClock('calling-thread'), 3, readFence(true));
  */
 import type { Tensor, Tf, Variable } from '../engine/tfjs-types.js';
 import { forwardAsInTraining } from '../engine/gradient-tape.js';

@@ -223,9 +223,13 @@ async function pickStrategy(
  * event and completes the streams (`done` rejects); an exception in a subscriber becomes one `warning` event.
  *
  * @example
+ * import { filter } from 'rxjs';
+ * import { startTraining } from 'tandem';
+ *
  * const run = startTraining({ model: 'alexnet-mini', strategy: 'two-group', link: '1gbps' });
- * run.timeline$.pipe(filter(s => s.kind === 'exchange')).subscribe(s => console.log(s.device, s.name, s.end -
- * s.start));
+ * run.timeline$
+ *   .pipe(filter(s => s.kind === 'exchange'))
+ *   .subscribe(s => console.log(s.device, s.name, s.end - s.start));
  * const summary = await run.done;
  */
 export function startTraining(config: TrainConfig, hooks: TrainHooks = {}): TrainingHandle {
