@@ -9,8 +9,9 @@
  * --rendezvous ADDR` the N processes of host h of a real multi-machine job.
  * Every line a process writes is passed on with its name; SIGINT/SIGTERM/SIGHUP
  * are forwarded to every process; when one fails (non-zero exit, or killed)
- * the others are stopped, and the launcher exits non-zero naming the first
- * that failed. Each process has an IPC channel to the launcher, so a process
+ * the others are stopped (in an elastic run, `--min-hosts`, they go on
+ * without it unless it is host 0), and the launcher exits non-zero naming the
+ * first that failed. Each process has an IPC channel to the launcher, so a process
  * whose launcher is gone aborts.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -101,6 +102,7 @@ export async function launchHosts(
   machine: LaunchMachine = thisMachine(),
 ): Promise<number> {
   const args = splitLaunchArgs(argv);
+  const elastic = givesMinHosts(args.trainArgs);
   const plan = await planLaunch(args, machine);
   giveJobSecret(args);
   // a bad flag, --out or lock fails here, as train, before any process starts
@@ -123,6 +125,8 @@ export async function launchHosts(
   };
   for (const s of FORWARDED_SIGNALS) process.on(s, forward);
   let firstFailure: HostEnd | undefined;
+  /** The processes of an elastic run lost for good (not host 0): the others went on without them. */
+  const lost: HostEnd[] = [];
   try {
     await Promise.all(
       children.map(async (_, i) => {
@@ -136,19 +140,31 @@ export async function launchHosts(
           end = await hostEnd(children[i], i);
         }
         if (firstFailure || failure(end) === undefined) return;
+        const others = plan.gpus ? 'GPU processes' : 'hosts';
+        if (elastic && !forwarded && plan.members[i].rank !== 0) {
+          // the others regroup without it (or end by themselves, below --min-hosts): stopping them would end the run
+          lost.push(end);
+          const spent = args.maxRestarts > 0 ? `, its --max-restarts ${args.maxRestarts} spent` : '';
+          say(`${name(i)} ${failure(end)}${spent}; the other ${others} go on without it (--min-hosts)`);
+          return;
+        }
         firstFailure = end;
         if (forwarded) return; // every process has the signal already: a second one would abort their stop
-        say(`${name(i)} ${failure(end)}; stopping the other ${plan.gpus ? 'GPU processes' : 'hosts'}`);
+        say(`${name(i)} ${failure(end)}; stopping the other ${others}`);
         stopOthers(children, killedByUs);
       }),
     );
   } finally {
     for (const s of FORWARDED_SIGNALS) process.off(s, forward);
   }
-  if (!firstFailure) return 0;
-  const who = `${name(firstFailure.member)} ${failure(firstFailure)}`;
-  say(forwarded ? `stopped on ${forwarded}: ${who}` : `failed: ${who}`);
-  return firstFailure.kind === 'exited' ? firstFailure.code : 128 + (constants.signals[firstFailure.signal] ?? 0);
+  const first = lost[0] ?? firstFailure;
+  if (!first) return 0;
+  const who = `${name(first.member)} ${failure(first)}`;
+  const after = firstFailure
+    ? ''
+    : `; the other ${plan.gpus ? 'GPU processes' : 'hosts'} went on without it and ended well`;
+  say(forwarded ? `stopped on ${forwarded}: ${who}` : `failed: ${who}${after}`);
+  return first.kind === 'exited' ? first.code : 128 + (constants.signals[first.signal] ?? 0);
 }
 
 /**
@@ -291,7 +307,7 @@ function restartsOf(own: Partial<Record<LauncherFlag, string>>, trainArgs: strin
       'BAD_CONFIG',
       `tandem launch --max-restarts must be an integer in [0, ${MAX_RESTARTS}], got '${own['max-restarts']}'`,
     );
-  if (n > 0 && !trainArgs.some(a => a === '--min-hosts' || a.startsWith('--min-hosts=')))
+  if (n > 0 && !givesMinHosts(trainArgs))
     throw new TandemError(
       'BAD_CONFIG',
       'tandem launch --max-restarts restarts a lost host into an elastic run, which admits it again: give ' +
@@ -299,6 +315,9 @@ function restartsOf(own: Partial<Record<LauncherFlag, string>>, trainArgs: strin
     );
   return n;
 }
+
+/** An elastic run's flags: a lost host other than host 0 does not end it. */
+const givesMinHosts = (trainArgs: string[]) => trainArgs.some(a => a === '--min-hosts' || a.startsWith('--min-hosts='));
 
 function count(flag: string, text: string | undefined, max: number): number {
   const n = text === undefined ? undefined : decimalCount(text);
