@@ -160,10 +160,14 @@ export async function launchHosts(
   const first = lost[0] ?? firstFailure;
   if (!first) return 0;
   const who = `${name(first.member)} ${failure(first)}`;
+  const also = lost
+    .slice(1)
+    .map(e => `; ${name(e.member)} ${failure(e)}`)
+    .join('');
   const after = firstFailure
     ? ''
-    : `; the other ${plan.gpus ? 'GPU processes' : 'hosts'} went on without it and ended well`;
-  say(forwarded ? `stopped on ${forwarded}: ${who}` : `failed: ${who}${after}`);
+    : `; the other ${plan.gpus ? 'GPU processes' : 'hosts'} went on without ${lost.length > 1 ? 'them' : 'it'} and ended well`;
+  say(forwarded ? `stopped on ${forwarded}: ${who}` : `failed: ${who}${also}${after}`);
   return first.kind === 'exited' ? first.code : 128 + (constants.signals[first.signal] ?? 0);
 }
 
