@@ -25,6 +25,13 @@ export type Admission =
   | { kind: 'admitted'; generation: number; hosts: number; hostRank: number; step: number }
   | { kind: 'ended'; reason: string };
 
+/**
+ * Set by `tandem launch` in the environment of a host it restarted (the restart's number): its run already began, so
+ * host 0's store answers at once unless the run has ended (startedBefore waits for it only this long).
+ */
+export const RESTART_ENV = 'TANDEM_LAUNCH_RESTART';
+const RESTARTED_WAIT_MS = 5_000;
+
 /** How long one wait for a key lasts before it is asked again (the store's waits are bounded). */
 const WATCH_MS = 60_000;
 const TICKETS_KEY = 'tandem.elastic.joins';
@@ -36,8 +43,25 @@ const stateKey = (generation: number) => `${generationPrefix(generation)}elastic
  * Whether host `rank` of the run meeting at `rendezvous` was started before (its address from the first generation is
  * in host 0's store): it then asks to join (askToJoin) instead of meeting the first generation.
  */
-export async function startedBefore(rendezvous: Rendezvous, rank: number, timeoutMs: number): Promise<boolean> {
-  await addressTowards(rendezvous, timeoutMs);
+export async function startedBefore(
+  rendezvous: Rendezvous,
+  rank: number,
+  timeoutMs: number,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<boolean> {
+  const restart = env[RESTART_ENV];
+  if (restart === undefined) await addressTowards(rendezvous, timeoutMs);
+  else {
+    await addressTowards(rendezvous, RESTARTED_WAIT_MS).catch((err: unknown) => {
+      throw new TandemError(
+        'ABORTED',
+        `host ${rank}, restarted by tandem launch (restart ${restart}), finds host 0's rendezvous store gone: the run ` +
+          `ended meanwhile, or host 0 was lost (${(err as Error).message})`,
+        undefined,
+        { cause: err },
+      );
+    });
+  }
   const client = await StoreClient.connect(storeUrl(rendezvous), timeoutMs, undefined, timeoutMs);
   try {
     return await client.get(`${rendezvous.prefix ?? ''}${addressKey(rank)}`, 0).then(

@@ -25,6 +25,7 @@ import { decimalCount } from '../decimal-count.js';
 import { jobSecret, newJobSecret, SECRET_ENV } from './job-secret.js';
 import { failed, hostEnd, stopOthers, type HostEnd } from './launch-ends.js';
 import { freePort } from './free-port.js';
+import { RESTART_ENV } from './join-requests.js';
 
 export { freePort };
 
@@ -135,7 +136,7 @@ export async function launchHosts(
         const restartable = () => !firstFailure && !forwarded && plan.members[i].rank !== 0;
         for (let n = 1; n <= args.maxRestarts && failure(end) !== undefined && restartable(); n++) {
           const was = `${name(i)} ${failure(end)}`;
-          children[i] = startHost(plan.members[i], plan, args.trainArgs, onLine);
+          children[i] = startHost(plan.members[i], plan, args.trainArgs, onLine, n);
           say(`${was}; restarting it (restart ${n} of --max-restarts ${args.maxRestarts}, pid ${children[i].pid})`);
           end = await hostEnd(children[i], i);
         }
@@ -335,13 +336,22 @@ function startHost(
   plan: LaunchPlan,
   trainArgs: string[],
   onLine: (prefix: string, line: HostLine) => void,
+  restart?: number,
 ): ChildProcess {
   const env: NodeJS.ProcessEnv = { ...process.env };
   // A GPU process's pinning replaces the launcher's own (a host keeps what the user set: CUDA_VISIBLE_DEVICES,
   // DRI_PRIME…).
-  for (const k of ['TANDEM_HOSTS', 'TANDEM_HOST_RANK', 'TANDEM_RENDEZVOUS', ...(plan.gpus ? PINNING_VARIABLES : [])])
+  for (const k of [
+    'TANDEM_HOSTS',
+    'TANDEM_HOST_RANK',
+    'TANDEM_RENDEZVOUS',
+    RESTART_ENV,
+    ...(plan.gpus ? PINNING_VARIABLES : []),
+  ])
     delete env[k];
   Object.assign(env, m.env);
+  // a restarted host that finds host 0's store gone ends at once: the run ended meanwhile (join-requests.ts)
+  if (restart !== undefined) env[RESTART_ENV] = String(restart);
   const child = spawn(
     process.execPath,
     [CLI, 'train', ...memberTrainArgs(m, plan, trainArgs)],
