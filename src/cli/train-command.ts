@@ -42,11 +42,11 @@ function engineDeviceLine(config: TrainConfig, backend: string, devices: EngineD
 }
 
 /**
- * What `tandem train ARGS` checks before it starts anything (flags, the config and its elasticity, then the places it writes: created,
- * probed, and their run lock taken and given back); `tandem launch` runs it on host 0's command line before it starts
- * a process, so a bad flag, an `--out` that cannot be written or one another run holds fails there, once, with the
- * message and code train would give, instead of in every process after they all started. `notice`: a stale lock taken
- * over.
+ * What `tandem train ARGS` checks before it starts anything (flags, the config and its elasticity, then the places it
+ * writes: created, probed, and their run lock taken and given back); `tandem launch` runs it on host 0's command line
+ * before it starts a process, so a bad flag, an `--out` that cannot be written or one another run holds fails there,
+ * once, with the message and code train would give, instead of in every process after they all started. `notice`: a
+ * stale lock taken over.
  */
 export async function checkTrainArgs(args: string[], notice: (message: string) => void): Promise<void> {
   await loadCliPlugins(args);

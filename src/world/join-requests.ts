@@ -5,9 +5,10 @@
  *   process of that rank joined it, so this one was restarted, as by `tandem launch --max-restarts`) asks to join: it
  *   takes a ticket, leaves its rank under the ticket, and waits for host 0's answer;
  * - host 0 watches for requests on a store connection of its own (nothing on any host's step path), and while one
- *   waits its wish after each step is to regroup (a host started with other flags is refused at once: admitted, its
- *   first step's flag agreement would end the whole run) (run-controller.ts): every host ends the generation after the step
- *   they agree on, and the regroup (regroup.ts) admits the waiting hosts the run has room for (`--hosts`, the most);
+ *   waits its wish after each step is to regroup (run-controller.ts; a host started with other flags is refused at
+ *   once: admitted, its first step's flag agreement would end the whole run): every host ends the generation after
+ *   the step they agree on, and the regroup (regroup.ts) admits the waiting hosts the run has room for (`--hosts`, the
+ *   most);
  * - host 0 publishes the state of that step (parameters, optimizer state) under the next generation's keys, then
  *   answers each admitted host with its place in it; the next generation's start broadcasts host 0's parameters to
  *   every replica, as at every start. A run that ends first tells each waiting host so.
@@ -55,8 +56,8 @@ export async function startedBefore(
     await addressTowards(rendezvous, RESTARTED_WAIT_MS).catch((err: unknown) => {
       throw new TandemError(
         'ABORTED',
-        `host ${rank}, restarted by tandem launch (restart ${restart}), finds host 0's rendezvous store gone: the run ` +
-          `ended meanwhile, or host 0 was lost (${(err as Error).message})`,
+        `host ${rank}, restarted by tandem launch (restart ${restart}), finds host 0's rendezvous store gone: ` +
+          `the run ended meanwhile, or host 0 was lost (${(err as Error).message})`,
         undefined,
         { cause: err },
       );

@@ -92,8 +92,8 @@ export type TrainArgsCheck = (trainArgs: string[]) => Promise<void>;
 
 /**
  * `argv`: `--hosts N` and/or `--gpus N`, and the train flags. `onLine` gets each line with its process's prefix.
- * `checkTrain`
- * sees the first process's train flags before any process starts. Resolves with the launcher's exit code.
+ * `checkTrain` sees the first process's train flags before any process starts (a bad flag, --out or lock fails there,
+ * as train). Resolves with the launcher's exit code.
  */
 export async function launchHosts(
   argv: string[],
@@ -103,37 +103,25 @@ export async function launchHosts(
   machine: LaunchMachine = thisMachine(),
 ): Promise<number> {
   const args = splitLaunchArgs(argv);
-  const elastic = givesMinHosts(args.trainArgs);
   const plan = await planLaunch(args, machine);
   giveJobSecret(args);
-  // a bad flag, --out or lock fails here, as train, before any process starts
   await checkTrain(memberTrainArgs(plan.members[0], plan, args.trainArgs));
   const children = plan.members.map(m => startHost(m, plan, args.trainArgs, onLine));
   const name = (i: number) =>
     plan.gpus ? `GPU process ${plan.members[i].rank} (pid ${children[i].pid})` : `host ${plan.members[i].rank}`;
-  /**
-   * The processes the launcher itself sent SIGKILL (stopOthers, past the grace): any other SIGKILL came from outside.
-   */
+  // the processes the launcher itself sent SIGKILL (stopOthers, past the grace): any other SIGKILL came from outside
   const killedByUs = new Set<ChildProcess>();
   const failure = (end: HostEnd) => failed(end, children[end.member].pid, killedByUs.has(children[end.member]));
   announce(plan, children, say);
-  let forwarded: NodeJS.Signals | undefined;
-  const forward = (signal: NodeJS.Signals) => {
-    forwarded ??= signal;
-    children.forEach(c => {
-      if (c.exitCode === null && c.signalCode === null) c.kill(signal);
-    });
-  };
-  for (const s of FORWARDED_SIGNALS) process.on(s, forward);
-  let firstFailure: HostEnd | undefined;
-  /** The processes of an elastic run lost for good (not host 0): the others went on without them. */
+  const signals = forwardSignals(children);
+  let firstFailure: HostEnd | undefined; // and the processes of an elastic run lost for good (not host 0):
   const lost: HostEnd[] = [];
   try {
     await Promise.all(
       children.map(async (_, i) => {
         let end = await hostEnd(children[i], i);
         // an elastic run's host (not host 0: it serves the store) is started again, and asks to rejoin the run
-        const restartable = () => !firstFailure && !forwarded && plan.members[i].rank !== 0;
+        const restartable = () => !firstFailure && !signals.received() && plan.members[i].rank !== 0;
         for (let n = 1; n <= args.maxRestarts && failure(end) !== undefined && restartable(); n++) {
           const was = `${name(i)} ${failure(end)}`;
           children[i] = startHost(plan.members[i], plan, args.trainArgs, onLine, n);
@@ -142,34 +130,57 @@ export async function launchHosts(
         }
         if (firstFailure || failure(end) === undefined) return;
         const others = plan.gpus ? 'GPU processes' : 'hosts';
-        if (elastic && !forwarded && plan.members[i].rank !== 0) {
+        if (givesMinHosts(args.trainArgs) && !signals.received() && plan.members[i].rank !== 0) {
           // the others regroup without it (or end by themselves, below --min-hosts): stopping them would end the run
           lost.push(end);
-          const spent = args.maxRestarts > 0 ? `, its --max-restarts ${args.maxRestarts} spent` : '';
-          say(`${name(i)} ${failure(end)}${spent}; the other ${others} go on without it (--min-hosts)`);
+          say(
+            `${name(i)} ${failure(end)}${spent(args.maxRestarts)}; the other ${others} go on without it (--min-hosts)`,
+          );
           return;
         }
         firstFailure = end;
-        if (forwarded) return; // every process has the signal already: a second one would abort their stop
+        if (signals.received()) return; // every process has the signal already: a second one would abort their stop
         say(`${name(i)} ${failure(end)}; stopping the other ${others}`);
         stopOthers(children, killedByUs);
       }),
     );
   } finally {
-    for (const s of FORWARDED_SIGNALS) process.off(s, forward);
+    signals.dispose();
   }
+  const forwarded = signals.received();
   const first = lost[0] ?? firstFailure;
   if (!first) return 0;
-  const who = `${name(first.member)} ${failure(first)}`;
-  const also = lost
-    .slice(1)
-    .map(e => `; ${name(e.member)} ${failure(e)}`)
-    .join('');
-  const after = firstFailure
-    ? ''
-    : `; the other ${plan.gpus ? 'GPU processes' : 'hosts'} went on without ${lost.length > 1 ? 'them' : 'it'} and ended well`;
-  say(forwarded ? `stopped on ${forwarded}: ${who}` : `failed: ${who}${also}${after}`);
+  const lines = [...lost, ...(firstFailure ? [firstFailure] : [])].map(e => `${name(e.member)} ${failure(e)}`);
+  say(forwarded ? `stopped on ${forwarded}: ${lines[0]}` : `failed: ${endWords(lines, !firstFailure, plan.gpus)}`);
   return first.kind === 'exited' ? first.code : 128 + (constants.signals[first.signal] ?? 0);
+}
+
+/** SIGINT/SIGTERM/SIGHUP forwarded to every process still running (`children`, as it changes), until disposed. */
+function forwardSignals(children: ChildProcess[]): { received: () => NodeJS.Signals | undefined; dispose: () => void } {
+  let forwarded: NodeJS.Signals | undefined;
+  const forward = (signal: NodeJS.Signals) => {
+    forwarded ??= signal;
+    children.forEach(c => {
+      if (c.exitCode === null && c.signalCode === null) c.kill(signal);
+    });
+  };
+  for (const s of FORWARDED_SIGNALS) process.on(s, forward);
+  return {
+    received: () => forwarded,
+    dispose: () => FORWARDED_SIGNALS.forEach(s => process.off(s, forward)),
+  };
+}
+
+const spent = (maxRestarts: number) => (maxRestarts > 0 ? `, its --max-restarts ${maxRestarts} spent` : '');
+
+/**
+ * The launch's failure in words: each process lost (`ended`: the others went on without them and ended well), else
+ * the first that failed.
+ */
+function endWords(failures: string[], wentOn: boolean, gpus: boolean): string {
+  if (!wentOn) return failures[0];
+  const them = failures.length > 1 ? 'them' : 'it';
+  return `${failures.join('; ')}; the other ${gpus ? 'GPU processes' : 'hosts'} went on without ${them} and ended well`;
 }
 
 /**
