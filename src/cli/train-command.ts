@@ -4,6 +4,7 @@ import { TandemError } from '../errors.js';
 import type { TrainConfig } from '../config-types.js';
 import { resolveConfig } from '../config.js';
 import { claimOutputs } from '../output/claim-outputs.js';
+import { elasticOf } from '../world/elastic-config.js';
 import { hostFieldsFromEnv, type HostFields } from '../world/host-args.js';
 import { describeProcess } from '../world/topology.js';
 import { gpuProcess } from '../world/resolve-hosts.js';
@@ -41,15 +42,17 @@ function engineDeviceLine(config: TrainConfig, backend: string, devices: EngineD
 }
 
 /**
- * What `tandem train ARGS` checks before it starts anything (flags, the config, then the places it writes: created,
- * probed, and their run lock taken and given back); `tandem launch` runs it on host 0's command line before it starts
- * a process, so a bad flag, an `--out` that cannot be written or one another run holds fails there, once, with the
- * message and code train would give, instead of in every process after they all started. `notice`: a stale lock taken
- * over.
+ * What `tandem train ARGS` checks before it starts anything (flags, the config and its elasticity, then the places it
+ * writes: created, probed, and their run lock taken and given back); `tandem launch` runs it on host 0's command line
+ * before it starts a process, so a bad flag, an `--out` that cannot be written or one another run holds fails there,
+ * once, with the message and code train would give, instead of in every process after they all started. `notice`: a
+ * stale lock taken over.
  */
 export async function checkTrainArgs(args: string[], notice: (message: string) => void): Promise<void> {
   await loadCliPlugins(args);
-  const resolved = await resolveConfig(parseTrainArgs(args, 'train').config);
+  const { config } = parseTrainArgs(args, 'train');
+  const resolved = await resolveConfig(config);
+  elasticOf(config, resolved); // --min-hosts more than --hosts, with the shm transport…
   const lock = await claimOutputs(resolved, notice); // host 0 writes: its outputs are set, another host's are not
   await lock.release();
 }

@@ -17,6 +17,7 @@ import { generationPrefix, openPresence, presenceKey, regroup, type Verdict } fr
 import { askToJoin, JoinWatch, startedBefore } from '../world/join-requests.js';
 import type { Elastic } from '../world/elastic-config.js';
 import { peerWaitMs } from '../world/peer-wait.js';
+import { hostFlags, type HostFlags } from '../world/host-flags.js';
 import { describeProcess } from '../world/topology.js';
 import type { Checkpoint } from '../checkpoint/checkpoint-file.js';
 import { checkpointDirOf, runFingerprint } from './run-checkpoints.js';
@@ -54,7 +55,11 @@ export async function runElastic(x: ElasticRunInputs): Promise<TrainSummary> {
   const maxHosts = x.cfg.topology.processes;
   let ending = 'the run ended';
   // host 0 watches for hosts that ask to join (a host restarted by tandem launch --max-restarts)
-  const joins = server ? await JoinWatch.open(storeUrl(x.cfg.rendezvous), SETUP_WAIT_MS) : undefined;
+  const joins = server
+    ? await JoinWatch.open(storeUrl(x.cfg.rendezvous), SETUP_WAIT_MS, flagsOf(x), reason =>
+        hooks.onEvent?.({ type: 'warning', step: 0, message: `elastic: not admitted: ${reason}` }),
+      )
+    : undefined;
   try {
     let generation = await firstGeneration(x, elastic);
     for (;;) {
@@ -116,7 +121,7 @@ async function firstGeneration(x: ElasticRunInputs, elastic: Elastic): Promise<G
     step: 0,
     message: `elastic: host ${rank} was started before in this run (restarted): it asks host 0 to admit it`,
   });
-  const { admission, state } = await askToJoin(storeUrl(rendezvous), rank, SETUP_WAIT_MS);
+  const { admission, state } = await askToJoin(storeUrl(rendezvous), rank, flagsOf(x), SETUP_WAIT_MS);
   if (admission.kind === 'ended' || !state) {
     const why = admission.kind === 'ended' ? admission.reason : 'no state';
     throw new TandemError('ABORTED', `host ${rank} (restarted) was not admitted into the elastic run: ${why}`);
@@ -131,6 +136,11 @@ async function firstGeneration(x: ElasticRunInputs, elastic: Elastic): Promise<G
   });
   const resume = { ...state, fingerprint: runFingerprint(cfg) };
   return { cfg, number: admission.generation, resume, minHosts: elastic.minHosts };
+}
+
+/** The flags the hosts compare (host-flags.ts), of the run as started: a restarted host's must be host 0's. */
+function flagsOf(x: ElasticRunInputs): HostFlags {
+  return hostFlags(x.cfg, x.auto !== undefined, x.elastic?.minHosts);
 }
 
 function withPrefix(cfg: ResolvedConfig, generation: number): ResolvedConfig {

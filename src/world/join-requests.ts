@@ -5,8 +5,10 @@
  *   process of that rank joined it, so this one was restarted, as by `tandem launch --max-restarts`) asks to join: it
  *   takes a ticket, leaves its rank under the ticket, and waits for host 0's answer;
  * - host 0 watches for requests on a store connection of its own (nothing on any host's step path), and while one
- *   waits its wish after each step is to regroup (run-controller.ts): every host ends the generation after the step
- *   they agree on, and the regroup (regroup.ts) admits the waiting hosts the run has room for (`--hosts`, the most);
+ *   waits its wish after each step is to regroup (run-controller.ts; a host started with other flags is refused at
+ *   once: admitted, its first step's flag agreement would end the whole run): every host ends the generation after
+ *   the step they agree on, and the regroup (regroup.ts) admits the waiting hosts the run has room for (`--hosts`, the
+ *   most);
  * - host 0 publishes the state of that step (parameters, optimizer state) under the next generation's keys, then
  *   answers each admitted host with its place in it; the next generation's start broadcasts host 0's parameters to
  *   every replica, as at every start. A run that ends first tells each waiting host so.
@@ -17,11 +19,19 @@ import { decodeCheckpoint, encodeCheckpoint, type Checkpoint } from '../checkpoi
 import { addressTowards, storeUrl, type Rendezvous } from './rendezvous.js';
 import { addressKey } from './host-channel.js';
 import { generationPrefix, type JoinRequest } from './regroup.js';
+import { flagDifferences, type HostFlags } from './host-flags.js';
 
 /** Host 0's answer to a join request: the host's place in the generation it joins, or why it joins none. */
 export type Admission =
   | { kind: 'admitted'; generation: number; hosts: number; hostRank: number; step: number }
   | { kind: 'ended'; reason: string };
+
+/**
+ * Set by `tandem launch` in the environment of a host it restarted (the restart's number): its run already began, so
+ * host 0's store answers at once unless the run has ended (startedBefore waits for it only this long).
+ */
+export const RESTART_ENV = 'TANDEM_LAUNCH_RESTART';
+const RESTARTED_WAIT_MS = 5_000;
 
 /** How long one wait for a key lasts before it is asked again (the store's waits are bounded). */
 const WATCH_MS = 60_000;
@@ -34,8 +44,25 @@ const stateKey = (generation: number) => `${generationPrefix(generation)}elastic
  * Whether host `rank` of the run meeting at `rendezvous` was started before (its address from the first generation is
  * in host 0's store): it then asks to join (askToJoin) instead of meeting the first generation.
  */
-export async function startedBefore(rendezvous: Rendezvous, rank: number, timeoutMs: number): Promise<boolean> {
-  await addressTowards(rendezvous, timeoutMs);
+export async function startedBefore(
+  rendezvous: Rendezvous,
+  rank: number,
+  timeoutMs: number,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<boolean> {
+  const restart = env[RESTART_ENV];
+  if (restart === undefined) await addressTowards(rendezvous, timeoutMs);
+  else {
+    await addressTowards(rendezvous, RESTARTED_WAIT_MS).catch((err: unknown) => {
+      throw new TandemError(
+        'ABORTED',
+        `host ${rank}, restarted by tandem launch (restart ${restart}), finds host 0's rendezvous store gone: ` +
+          `the run ended meanwhile, or host 0 was lost (${(err as Error).message})`,
+        undefined,
+        { cause: err },
+      );
+    });
+  }
   const client = await StoreClient.connect(storeUrl(rendezvous), timeoutMs, undefined, timeoutMs);
   try {
     return await client.get(`${rendezvous.prefix ?? ''}${addressKey(rank)}`, 0).then(
@@ -54,12 +81,13 @@ export async function startedBefore(rendezvous: Rendezvous, rank: number, timeou
 export async function askToJoin(
   store: string,
   rank: number,
+  flags: HostFlags,
   timeoutMs: number,
 ): Promise<{ admission: Admission; state?: Checkpoint }> {
   const client = await StoreClient.connect(store, WATCH_MS, undefined, timeoutMs);
   try {
     const ticket = await client.add(TICKETS_KEY, 1);
-    await client.set(joinKey(ticket), JSON.stringify({ rank }));
+    await client.set(joinKey(ticket), JSON.stringify({ rank, flags }));
     const admission = JSON.parse((await waitFor(client, admitKey(ticket))).toString()) as Admission;
     if (admission.kind === 'ended') return { admission };
     const bytes = await client.get(stateKey(admission.generation), timeoutMs);
@@ -98,17 +126,25 @@ export class JoinWatch {
   private constructor(
     private readonly watcher: StoreClient,
     private readonly writer: StoreClient,
+    private readonly flags: HostFlags,
+    private readonly refused: (reason: string) => void,
   ) {
     void this.watch();
   }
 
-  static async open(store: string, timeoutMs: number): Promise<JoinWatch> {
+  /** `flags`: host 0's (a host asking with others is refused, and `refused` told why). */
+  static async open(
+    store: string,
+    timeoutMs: number,
+    flags: HostFlags,
+    refused: (reason: string) => void,
+  ): Promise<JoinWatch> {
     const watcher = await StoreClient.connect(store, WATCH_MS, undefined, timeoutMs);
     const writer = await StoreClient.connect(store, timeoutMs, undefined, timeoutMs).catch((err: unknown) => {
       watcher.close();
       throw err;
     });
-    return new JoinWatch(watcher, writer);
+    return new JoinWatch(watcher, writer, flags, refused);
   }
 
   /** The hosts waiting to be admitted, in the order they asked. */
@@ -121,8 +157,20 @@ export class JoinWatch {
       const said = await waitFor(this.watcher, joinKey(this.next)).catch(() => undefined);
       if (!said) return; // closed
       const ticket = this.next++;
-      const rank = Number((JSON.parse(said.toString()) as { rank?: unknown }).rank);
-      if (Number.isInteger(rank)) this.requests.push({ ticket, rank });
+      const asked = JSON.parse(said.toString()) as { rank?: unknown; flags?: HostFlags };
+      const rank = Number(asked.rank);
+      if (!Number.isInteger(rank)) continue;
+      const differences = flagDifferences(this.flags, asked.flags ?? {}, 'on host 0', `on host ${rank}`);
+      if (differences.length === 0) {
+        this.requests.push({ ticket, rank });
+        continue;
+      }
+      const reason =
+        `host ${rank} (restarted) was started with different flags — ${differences.join('; ')}: restart it with ` +
+        `the run's command (only the options marked own in docs/reference/options.md may differ)`;
+      this.refused(reason);
+      const ended: Admission = { kind: 'ended', reason };
+      await this.writer.set(admitKey(ticket), JSON.stringify(ended)).catch(() => {});
     }
   }
 

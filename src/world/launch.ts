@@ -9,8 +9,9 @@
  * --rendezvous ADDR` the N processes of host h of a real multi-machine job.
  * Every line a process writes is passed on with its name; SIGINT/SIGTERM/SIGHUP
  * are forwarded to every process; when one fails (non-zero exit, or killed)
- * the others are stopped, and the launcher exits non-zero naming the first
- * that failed. Each process has an IPC channel to the launcher, so a process
+ * the others are stopped (in an elastic run, `--min-hosts`, they go on
+ * without it unless it is host 0), and the launcher exits non-zero naming the
+ * first that failed. Each process has an IPC channel to the launcher, so a process
  * whose launcher is gone aborts.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -24,6 +25,7 @@ import { decimalCount } from '../decimal-count.js';
 import { jobSecret, newJobSecret, SECRET_ENV } from './job-secret.js';
 import { failed, hostEnd, stopOthers, type HostEnd } from './launch-ends.js';
 import { freePort } from './free-port.js';
+import { RESTART_ENV } from './join-requests.js';
 
 export { freePort };
 
@@ -90,8 +92,8 @@ export type TrainArgsCheck = (trainArgs: string[]) => Promise<void>;
 
 /**
  * `argv`: `--hosts N` and/or `--gpus N`, and the train flags. `onLine` gets each line with its process's prefix.
- * `checkTrain`
- * sees the first process's train flags before any process starts. Resolves with the launcher's exit code.
+ * `checkTrain` sees the first process's train flags before any process starts (a bad flag, --out or lock fails there,
+ * as train). Resolves with the launcher's exit code.
  */
 export async function launchHosts(
   argv: string[],
@@ -103,17 +105,58 @@ export async function launchHosts(
   const args = splitLaunchArgs(argv);
   const plan = await planLaunch(args, machine);
   giveJobSecret(args);
-  // a bad flag, --out or lock fails here, as train, before any process starts
   await checkTrain(memberTrainArgs(plan.members[0], plan, args.trainArgs));
   const children = plan.members.map(m => startHost(m, plan, args.trainArgs, onLine));
   const name = (i: number) =>
     plan.gpus ? `GPU process ${plan.members[i].rank} (pid ${children[i].pid})` : `host ${plan.members[i].rank}`;
-  /**
-   * The processes the launcher itself sent SIGKILL (stopOthers, past the grace): any other SIGKILL came from outside.
-   */
+  // the processes the launcher itself sent SIGKILL (stopOthers, past the grace): any other SIGKILL came from outside
   const killedByUs = new Set<ChildProcess>();
   const failure = (end: HostEnd) => failed(end, children[end.member].pid, killedByUs.has(children[end.member]));
   announce(plan, children, say);
+  const signals = forwardSignals(children);
+  let firstFailure: HostEnd | undefined; // and the processes of an elastic run lost for good (not host 0):
+  const lost: HostEnd[] = [];
+  try {
+    await Promise.all(
+      children.map(async (_, i) => {
+        let end = await hostEnd(children[i], i);
+        // an elastic run's host (not host 0: it serves the store) is started again, and asks to rejoin the run
+        const restartable = () => !firstFailure && !signals.received() && plan.members[i].rank !== 0;
+        for (let n = 1; n <= args.maxRestarts && failure(end) !== undefined && restartable(); n++) {
+          const was = `${name(i)} ${failure(end)}`;
+          children[i] = startHost(plan.members[i], plan, args.trainArgs, onLine, n);
+          say(`${was}; restarting it (restart ${n} of --max-restarts ${args.maxRestarts}, pid ${children[i].pid})`);
+          end = await hostEnd(children[i], i);
+        }
+        if (firstFailure || failure(end) === undefined) return;
+        const others = plan.gpus ? 'GPU processes' : 'hosts';
+        if (givesMinHosts(args.trainArgs) && !signals.received() && plan.members[i].rank !== 0) {
+          // the others regroup without it (or end by themselves, below --min-hosts): stopping them would end the run
+          lost.push(end);
+          say(
+            `${name(i)} ${failure(end)}${spent(args.maxRestarts)}; the other ${others} go on without it (--min-hosts)`,
+          );
+          return;
+        }
+        firstFailure = end;
+        if (signals.received()) return; // every process has the signal already: a second one would abort their stop
+        say(`${name(i)} ${failure(end)}; stopping the other ${others}`);
+        stopOthers(children, killedByUs);
+      }),
+    );
+  } finally {
+    signals.dispose();
+  }
+  const forwarded = signals.received();
+  const first = lost[0] ?? firstFailure;
+  if (!first) return 0;
+  const lines = [...lost, ...(firstFailure ? [firstFailure] : [])].map(e => `${name(e.member)} ${failure(e)}`);
+  say(forwarded ? `stopped on ${forwarded}: ${lines[0]}` : `failed: ${endWords(lines, !firstFailure, plan.gpus)}`);
+  return first.kind === 'exited' ? first.code : 128 + (constants.signals[first.signal] ?? 0);
+}
+
+/** SIGINT/SIGTERM/SIGHUP forwarded to every process still running (`children`, as it changes), until disposed. */
+function forwardSignals(children: ChildProcess[]): { received: () => NodeJS.Signals | undefined; dispose: () => void } {
   let forwarded: NodeJS.Signals | undefined;
   const forward = (signal: NodeJS.Signals) => {
     forwarded ??= signal;
@@ -122,33 +165,22 @@ export async function launchHosts(
     });
   };
   for (const s of FORWARDED_SIGNALS) process.on(s, forward);
-  let firstFailure: HostEnd | undefined;
-  try {
-    await Promise.all(
-      children.map(async (_, i) => {
-        let end = await hostEnd(children[i], i);
-        // an elastic run's host (not host 0: it serves the store) is started again, and asks to rejoin the run
-        const restartable = () => !firstFailure && !forwarded && plan.members[i].rank !== 0;
-        for (let n = 1; n <= args.maxRestarts && failure(end) !== undefined && restartable(); n++) {
-          const was = `${name(i)} ${failure(end)}`;
-          children[i] = startHost(plan.members[i], plan, args.trainArgs, onLine);
-          say(`${was}; restarting it (restart ${n} of --max-restarts ${args.maxRestarts}, pid ${children[i].pid})`);
-          end = await hostEnd(children[i], i);
-        }
-        if (firstFailure || failure(end) === undefined) return;
-        firstFailure = end;
-        if (forwarded) return; // every process has the signal already: a second one would abort their stop
-        say(`${name(i)} ${failure(end)}; stopping the other ${plan.gpus ? 'GPU processes' : 'hosts'}`);
-        stopOthers(children, killedByUs);
-      }),
-    );
-  } finally {
-    for (const s of FORWARDED_SIGNALS) process.off(s, forward);
-  }
-  if (!firstFailure) return 0;
-  const who = `${name(firstFailure.member)} ${failure(firstFailure)}`;
-  say(forwarded ? `stopped on ${forwarded}: ${who}` : `failed: ${who}`);
-  return firstFailure.kind === 'exited' ? firstFailure.code : 128 + (constants.signals[firstFailure.signal] ?? 0);
+  return {
+    received: () => forwarded,
+    dispose: () => FORWARDED_SIGNALS.forEach(s => process.off(s, forward)),
+  };
+}
+
+const spent = (maxRestarts: number) => (maxRestarts > 0 ? `, its --max-restarts ${maxRestarts} spent` : '');
+
+/**
+ * The launch's failure in words: each process lost (`ended`: the others went on without them and ended well), else
+ * the first that failed.
+ */
+function endWords(failures: string[], wentOn: boolean, gpus: boolean): string {
+  if (!wentOn) return failures[0];
+  const them = failures.length > 1 ? 'them' : 'it';
+  return `${failures.join('; ')}; the other ${gpus ? 'GPU processes' : 'hosts'} went on without ${them} and ended well`;
 }
 
 /**
@@ -291,7 +323,7 @@ function restartsOf(own: Partial<Record<LauncherFlag, string>>, trainArgs: strin
       'BAD_CONFIG',
       `tandem launch --max-restarts must be an integer in [0, ${MAX_RESTARTS}], got '${own['max-restarts']}'`,
     );
-  if (n > 0 && !trainArgs.some(a => a === '--min-hosts' || a.startsWith('--min-hosts=')))
+  if (n > 0 && !givesMinHosts(trainArgs))
     throw new TandemError(
       'BAD_CONFIG',
       'tandem launch --max-restarts restarts a lost host into an elastic run, which admits it again: give ' +
@@ -299,6 +331,9 @@ function restartsOf(own: Partial<Record<LauncherFlag, string>>, trainArgs: strin
     );
   return n;
 }
+
+/** An elastic run's flags: a lost host other than host 0 does not end it. */
+const givesMinHosts = (trainArgs: string[]) => trainArgs.some(a => a === '--min-hosts' || a.startsWith('--min-hosts='));
 
 function count(flag: string, text: string | undefined, max: number): number {
   const n = text === undefined ? undefined : decimalCount(text);
@@ -312,13 +347,22 @@ function startHost(
   plan: LaunchPlan,
   trainArgs: string[],
   onLine: (prefix: string, line: HostLine) => void,
+  restart?: number,
 ): ChildProcess {
   const env: NodeJS.ProcessEnv = { ...process.env };
   // A GPU process's pinning replaces the launcher's own (a host keeps what the user set: CUDA_VISIBLE_DEVICES,
   // DRI_PRIME…).
-  for (const k of ['TANDEM_HOSTS', 'TANDEM_HOST_RANK', 'TANDEM_RENDEZVOUS', ...(plan.gpus ? PINNING_VARIABLES : [])])
+  for (const k of [
+    'TANDEM_HOSTS',
+    'TANDEM_HOST_RANK',
+    'TANDEM_RENDEZVOUS',
+    RESTART_ENV,
+    ...(plan.gpus ? PINNING_VARIABLES : []),
+  ])
     delete env[k];
   Object.assign(env, m.env);
+  // a restarted host that finds host 0's store gone ends at once: the run ended meanwhile (join-requests.ts)
+  if (restart !== undefined) env[RESTART_ENV] = String(restart);
   const child = spawn(
     process.execPath,
     [CLI, 'train', ...memberTrainArgs(m, plan, trainArgs)],
