@@ -1,0 +1,52 @@
+// Options a plugin's parts declare themselves (a method's, a transport's `options`), not through registerOptions:
+// their values reach the part on every thread, the hosts compare them, and a checkpoint's fingerprint holds a
+// method's. test/fixtures/part-options-plugin.ts is the plugin.
+import t from 'tap';
+import { fileURLToPath } from 'node:url';
+import { train, resolveConfig, type TrainConfig } from '../src/index.js';
+import { flagDifferences, hostFlags } from '../src/world/host-flags.js';
+import { runFingerprint } from '../src/trainer/run-checkpoints.js';
+
+const plugin = fileURLToPath(new URL('./fixtures/part-options-plugin.js', import.meta.url));
+const base: TrainConfig = {
+  model: 'mlp',
+  data: 'synthetic-images',
+  imageSize: [6, 6, 1],
+  classes: 4,
+  datasetSize: 48,
+  batch: 12,
+  steps: 1,
+  backend: 'cpu',
+  seed: 5,
+  devices: 2,
+  plugins: [plugin],
+};
+
+t.test("a plugin method's option reaches its part on each compute thread; not given, its default", async t => {
+  const plain = await train({ ...base, method: 'scaled-loss' });
+  const scaled = await train({ ...base, method: 'scaled-loss', lossScale: 4 } as TrainConfig);
+  const ratio = scaled.history[0].loss / plain.history[0].loss;
+  t.ok(Math.abs(ratio - 4) < 1e-4, `the loss with lossScale 4 is ${ratio.toFixed(5)} times the default's`);
+});
+
+t.test("a plugin transport's option reaches its prepare and each rank's thread", async t => {
+  await t.rejects(train({ ...base, transport: 'tagged-memory', memoryTag: 'refuse-on-rank' } as TrainConfig), {
+    message: /rank \d's thread read memoryTag refuse-on-rank/,
+  });
+  const done = await train({ ...base, transport: 'tagged-memory', memoryTag: 'plain' } as TrainConfig);
+  t.equal(done.history.length, 1, 'trains with the plain tag');
+});
+
+t.test("hosts that give a part's option other values are refused, naming it; the fingerprint holds it", async t => {
+  const cfg = (c: Record<string, unknown>) => resolveConfig({ ...base, method: 'scaled-loss', ...c } as TrainConfig);
+  const two = await cfg({ lossScale: 2, memoryTag: 'plain' });
+  const three = await cfg({ lossScale: 3, memoryTag: 'refuse-on-rank' });
+  t.same(flagDifferences(hostFlags(two, false), hostFlags(three, false), 'here', 'on host 1'), [
+    'lossScale: 2 here, 3 on host 1',
+    'memoryTag: "plain" here, "refuse-on-rank" on host 1',
+  ]);
+  t.not(runFingerprint(two), runFingerprint(three), 'another loss scale: another run');
+  t.match(runFingerprint(two), /"lossScale":2/);
+  const none = runFingerprint(await resolveConfig({ ...base }));
+  t.notMatch(none, /partOptions/, 'a run without them: the fingerprint is as before (older checkpoints resume)');
+});
