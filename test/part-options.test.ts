@@ -2,10 +2,11 @@
 // their values reach the part on every thread, the hosts compare them, and a checkpoint's fingerprint holds a
 // method's. test/fixtures/part-options-plugin.ts is the plugin.
 import t from 'tap';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { train, resolveConfig, type TrainConfig } from '../src/index.js';
 import { flagDifferences, hostFlags } from '../src/world/host-flags.js';
 import { runFingerprint } from '../src/trainer/run-checkpoints.js';
+import { optionsReference } from '../src/cli/reference-docs.js';
 
 const plugin = fileURLToPath(new URL('./fixtures/part-options-plugin.js', import.meta.url));
 const base: TrainConfig = {
@@ -38,7 +39,8 @@ t.test("a plugin transport's option reaches its prepare and each rank's thread",
 });
 
 t.test("hosts that give a part's option other values are refused, naming it; the fingerprint holds it", async t => {
-  const cfg = (c: Record<string, unknown>) => resolveConfig({ ...base, method: 'scaled-loss', ...c } as TrainConfig);
+  const cfg = (c: Record<string, unknown>) =>
+    resolveConfig({ ...base, method: 'scaled-loss', transport: 'tagged-memory', ...c } as TrainConfig);
   const two = await cfg({ lossScale: 2, memoryTag: 'plain' });
   const three = await cfg({ lossScale: 3, memoryTag: 'refuse-on-rank' });
   t.same(flagDifferences(hostFlags(two, false), hostFlags(three, false), 'here', 'on host 1'), [
@@ -49,4 +51,24 @@ t.test("hosts that give a part's option other values are refused, naming it; the
   t.match(runFingerprint(two), /"lossScale":2/);
   const none = runFingerprint(await resolveConfig({ ...base }));
   t.notMatch(none, /partOptions/, 'a run without them: the fingerprint is as before (older checkpoints resume)');
+});
+
+t.test("a part's option given while another part of its kind runs is refused, naming its part", async t => {
+  await t.rejects(resolveConfig({ ...base, lossScale: 2 } as TrainConfig), {
+    code: 'BAD_CONFIG',
+    message:
+      'config.lossScale: applies to method scaled-loss only, not method data-parallel: give --method scaled-loss, ' +
+      'or remove --loss-scale',
+  });
+  await t.rejects(resolveConfig({ ...base, memoryTag: 'plain' } as TrainConfig), {
+    message: /config\.memoryTag: applies to transport tagged-memory only, not transport shared-memory/,
+  });
+  await resolveConfig({ ...base, transport: 'tagged-memory', memoryTag: 'plain' } as TrainConfig);
+});
+
+t.test("the parts' options are in the generated reference, with their flag, default and hosts rule", async t => {
+  await import(pathToFileURL(plugin).href);
+  const reference = optionsReference();
+  t.match(reference, /\| `lossScale` \| `--loss-scale` X \| number \| 1 \| same \|/);
+  t.match(reference, /\| `memoryTag` \| `--memory-tag` \| string: `plain`, `refuse-on-rank` \| plain \| same \|/);
 });

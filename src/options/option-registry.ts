@@ -142,6 +142,18 @@ export function mathPartValues(
   return Object.keys(out).length > 0 ? out : undefined;
 }
 
+/** A kind of registered part that declares top-level options of its own, as the config chooses it. */
+export type PartKind = 'method' | 'transport' | 'backend';
+
+/** The registered parts whose own `options` declare top-level option `key` (none: a plugin's registerOptions'). */
+export function partsDeclaring(key: string): { kind: PartKind; name: string }[] {
+  const out: { kind: PartKind; name: string }[] = [];
+  for (const name of methodNames()) if (getMethod(name).options?.[key]) out.push({ kind: 'method', name });
+  for (const name of transportNames()) if (getTransport(name).options?.[key]) out.push({ kind: 'transport', name });
+  for (const [name, table] of engineOptionTables()) if (table[key]) out.push({ kind: 'backend', name });
+  return out;
+}
+
 /** The fields of `commHookOptions` some hook declares. */
 export function knownHookOptionKeys(): string[] {
   return declaredOptions()
