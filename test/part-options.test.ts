@@ -38,6 +38,14 @@ t.test("a plugin transport's option reaches its prepare and each rank's thread",
   t.equal(done.history.length, 1, 'trains with the plain tag');
 });
 
+t.test("a plugin engine's option reaches its start on each thread", async t => {
+  await t.rejects(train({ ...base, backend: 'cpu-tagged', engineTag: 'refuse-at-start' } as TrainConfig), {
+    message: /the engine's start read engineTag refuse-at-start/,
+  });
+  const done = await train({ ...base, backend: 'cpu-tagged', engineTag: 'plain' } as TrainConfig);
+  t.equal(done.history.length, 1, 'trains with the plain tag');
+});
+
 t.test("hosts that give a part's option other values are refused, naming it; the fingerprint holds it", async t => {
   const cfg = (c: Record<string, unknown>) =>
     resolveConfig({ ...base, method: 'scaled-loss', transport: 'tagged-memory', ...c } as TrainConfig);
@@ -49,6 +57,8 @@ t.test("hosts that give a part's option other values are refused, naming it; the
   ]);
   t.not(runFingerprint(two), runFingerprint(three), 'another loss scale: another run');
   t.match(runFingerprint(two), /"lossScale":2/);
+  const engine = await resolveConfig({ ...base, backend: 'cpu-tagged', engineTag: 'plain' } as TrainConfig);
+  t.match(runFingerprint(engine), /"partOptions":\{"engineTag":"plain"\}/, "the engine's too");
   const none = runFingerprint(await resolveConfig({ ...base }));
   t.notMatch(none, /partOptions/, 'a run without them: the fingerprint is as before (older checkpoints resume)');
 });

@@ -117,7 +117,11 @@ export class DeviceReplica {
   async build(): Promise<void> {
     const c = this.config;
     this.enter('setup');
-    const engineDevice = await startBackend(tf, c.backend, { nativeThreads: c.nativeThreads, precision: c.precision });
+    const engineDevice = await startBackend(tf, c.backend, {
+      nativeThreads: c.nativeThreads,
+      precision: c.precision,
+      pluginOptions: c.pluginOptions,
+    });
     const model = await buildTrainingModel(tf, c);
     const weights = model.trainableWeights.map(w => ({ name: w.originalName, shape: [...w.shape] as number[] }));
     const state = model.nonTrainableWeights.map(w => ({ name: w.originalName, shape: [...w.shape] as number[] }));

@@ -11,6 +11,7 @@ import type { ParamsMirror } from './native/bf16-shadows.js';
 
 export type { ParamsMirror };
 import type { Precision } from './engine-options.js';
+import type { PluginValues } from '../plugins/step-probes.js';
 
 export interface EngineCapabilities {
   /**
@@ -32,6 +33,8 @@ export interface EngineStartOptions {
   nativeThreads?: number;
   /** What convolutions and matmuls multiply in (default fp32; bf16 where `precisionUnavailable` allows it). */
   precision?: Precision;
+  /** The values of the options plugins and registered parts declared (a plugin engine's own among them), by key. */
+  pluginOptions?: PluginValues;
 }
 
 /**

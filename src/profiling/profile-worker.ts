@@ -46,7 +46,11 @@ profile(workerData as ProfileRequest).then(
 
 async function profile({ config, warmupSteps, steps, reps, clock: kind }: ProfileRequest): Promise<ModelProfile> {
   await loadPlugins(config.plugins);
-  const engineOptions = { nativeThreads: config.nativeThreads, precision: config.precision };
+  const engineOptions = {
+    nativeThreads: config.nativeThreads,
+    precision: config.precision,
+    pluginOptions: config.pluginOptions,
+  };
   await startBackend(tf, config.backend, engineOptions);
   const model = await buildTrainingModel(tf, config);
   const synchronousReads = getEngine(config.backend).capabilities.synchronousReads;

@@ -88,7 +88,11 @@ export async function trainReference(
 
 /** The reference's model on the calling thread: its initial weights as given, its random layers seeded as asked. */
 async function referenceModel(cfg: ResolvedConfig, options: ReferenceOptions) {
-  await startBackend(tf, cfg.backend, { nativeThreads: cfg.nativeThreads, precision: cfg.precision });
+  await startBackend(tf, cfg.backend, {
+    nativeThreads: cfg.nativeThreads,
+    precision: cfg.precision,
+    pluginOptions: cfg.pluginOptions,
+  });
   const model = await buildTrainingModel(tf, cfg);
   for (const { name, values } of options.initialWeights ?? []) {
     const w = model.weights.find(v => v.originalName === name);
