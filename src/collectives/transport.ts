@@ -10,7 +10,6 @@ import type { Transferable } from 'node:worker_threads';
 import type { AllReduceKind, Collective, CollectiveEnv } from './collective.js';
 import type { ProcessKind } from '../world/topology.js';
 import type { AnyOptionTable } from '../options/declaration.js';
-import type { PluginValues } from '../plugins/step-probes.js';
 
 /** A SharedArrayBuffer of `slots` equal slots of `slotFloats` floats: slot r is rank r's copy. */
 export interface SlotBuffer {
@@ -22,8 +21,8 @@ export interface SlotBuffer {
 export interface TransportOptions {
   /** Shared memory: the all-reduce algorithm (the same bits either way). */
   allReduce: AllReduceKind;
-  /** The values of the options plugins and registered parts declared (a plugin transport's own among them), by key; absent: none. */
-  pluginOptions?: PluginValues;
+  /** The values of the options plugins and registered parts declared (a plugin transport's own among them), by key. */
+  pluginOptions?: Readonly<Record<string, unknown>>;
 }
 
 /** One communicator, as the main thread asks for it. */

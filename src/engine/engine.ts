@@ -11,7 +11,6 @@ import type { ParamsMirror } from './native/bf16-shadows.js';
 
 export type { ParamsMirror };
 import type { Precision } from './engine-options.js';
-import type { PluginValues } from '../plugins/step-probes.js';
 
 export interface EngineCapabilities {
   /**
@@ -34,7 +33,7 @@ export interface EngineStartOptions {
   /** What convolutions and matmuls multiply in (default fp32; bf16 where `precisionUnavailable` allows it). */
   precision?: Precision;
   /** The values of the options plugins and registered parts declared (a plugin engine's own among them), by key. */
-  pluginOptions?: PluginValues;
+  pluginOptions?: Readonly<Record<string, unknown>>;
 }
 
 /**
