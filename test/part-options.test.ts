@@ -3,6 +3,9 @@
 // method's. test/fixtures/part-options-plugin.ts is the plugin.
 import t from 'tap';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { train, resolveConfig, type TrainConfig } from '../src/index.js';
 import { flagDifferences, hostFlags } from '../src/world/host-flags.js';
 import { runFingerprint } from '../src/trainer/run-checkpoints.js';
@@ -81,4 +84,16 @@ t.test("the parts' options are in the generated reference, with their flag, defa
   const reference = optionsReference();
   t.match(reference, /\| `lossScale` \| `--loss-scale` X \| number \| 1 \| same \|/);
   t.match(reference, /\| `memoryTag` \| `--memory-tag` \| string: `plain`, `refuse-on-rank` \| plain \| same \|/);
+});
+
+t.test("a checkpoint of a plugin method's run resumes with its options, and refuses others", async t => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'tandem-part-options-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const cfg = { ...base, method: 'scaled-loss', lossScale: 2 } as TrainConfig;
+  await train({ ...cfg, steps: 2, checkpointEvery: 1, checkpointDir: dir });
+  const atOne = path.join(dir, 'checkpoint-000000001.tandem');
+  await t.rejects(train({ ...cfg, lossScale: 3, steps: 2, resume: atOne } as TrainConfig), {
+    message: /other settings: partOptions\.lossScale 2 in the checkpoint, 3 in this run/,
+  });
+  t.equal((await train({ ...cfg, steps: 2, resume: atOne })).firstStep, 2, 'the same options: resumes');
 });
