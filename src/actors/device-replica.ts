@@ -13,7 +13,7 @@ import type { ComputeConfig } from './config-slices.js';
 import * as tf from '#tfjs';
 import { Subject, tap } from '#rxjs';
 import { serializeError } from '../errors.js';
-import { startBackend } from '../engine/backend.js';
+import { engineStartOptions, startBackend } from '../engine/backend.js';
 import { getEngine } from '../engine/engine-registry.js';
 import { buildTrainingModel } from '../model/resolve-model.js';
 import { readFlat, readFlatAsync, writeFlat } from '../model/flat-weights.js';
@@ -117,7 +117,7 @@ export class DeviceReplica {
   async build(): Promise<void> {
     const c = this.config;
     this.enter('setup');
-    const engineDevice = await startBackend(tf, c.backend, { nativeThreads: c.nativeThreads, precision: c.precision });
+    const engineDevice = await startBackend(tf, c.backend, engineStartOptions(c));
     const model = await buildTrainingModel(tf, c);
     const weights = model.trainableWeights.map(w => ({ name: w.originalName, shape: [...w.shape] as number[] }));
     const state = model.nonTrainableWeights.map(w => ({ name: w.originalName, shape: [...w.shape] as number[] }));

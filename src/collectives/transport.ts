@@ -21,6 +21,8 @@ export interface SlotBuffer {
 export interface TransportOptions {
   /** Shared memory: the all-reduce algorithm (the same bits either way). */
   allReduce: AllReduceKind;
+  /** The values of the options plugins and registered parts declared (a plugin transport's own among them), by key. */
+  pluginOptions?: Readonly<Record<string, unknown>>;
 }
 
 /** One communicator, as the main thread asks for it. */

@@ -18,7 +18,7 @@ import { oneOf } from '../config-checks.js';
 import { worldSize } from '../world/topology.js';
 import { resolveHosts } from '../world/resolve-hosts.js';
 import { DEFAULT_REPLICA_CHECK_EVERY } from '../monitor/reliability-options.js';
-import { refuseNonObject, refuseUnknownKeys } from './known-keys.js';
+import { refuseNonObject, refuseOtherPartsOptions, refuseUnknownKeys } from './known-keys.js';
 import { checkDeclared } from './declared-checks.js';
 import { pluginUrls } from './plugin-urls.js';
 import { checkpointFields } from './check-reliability.js';
@@ -50,6 +50,7 @@ export function checkConfig(config: TrainConfig): CheckedConfig {
   const seed = config.seed ?? 1;
   const schedule = scheduleFields(config, devices);
   const transport = transportOf(config, topology, rendezvous);
+  refuseOtherPartsOptions(config, { method: config.method ?? 'data-parallel', transport, backend });
   if (config.commHook === 'auto' && config.strategy !== 'auto')
     bad('commHook', "'auto' (let --strategy auto pick a hook) needs strategy 'auto'");
   const fields: CheckedFields = {

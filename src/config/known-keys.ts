@@ -1,7 +1,14 @@
 /** The train config's top-level keys, generated from the declarations, and the refusal of any other. */
 import { TandemError } from '../errors.js';
 import { bad, shown } from '../config-checks.js';
-import { knownKeys, pluginOptionKeys } from '../options/option-registry.js';
+import {
+  declaredOptions,
+  knownKeys,
+  partsDeclaring,
+  pluginOptionKeys,
+  type PartKind,
+} from '../options/option-registry.js';
+import { flagOf } from '../options/declaration.js';
 import { nearestName } from '../nearest-name.js';
 import type { PluginValues } from '../plugins/step-probes.js';
 
@@ -52,4 +59,26 @@ export function pluginValues(config: object): PluginValues {
   const values: Record<string, unknown> = {};
   for (const key of pluginOptionKeys()) if (given[key] !== undefined) values[key] = given[key];
   return values;
+}
+
+/**
+ * An option a registered part declares (a plugin method's, transport's, engine's), given while another part of its kind
+ * runs: refused, naming the part it belongs to, as it would be ignored unsaid.
+ */
+export function refuseOtherPartsOptions(config: object, chosen: Readonly<Record<PartKind, string>>): void {
+  const given = config as Record<string, unknown>;
+  for (const key of pluginOptionKeys()) {
+    if (given[key] === undefined) continue;
+    const parts = partsDeclaring(key);
+    if (parts.length === 0 || parts.some(p => chosen[p.kind] === p.name)) continue;
+    const { kind, name } = parts[0];
+    const declaration = declaredOptions().find(o => o.into === undefined && o.key === key)?.declaration;
+    const flag = declaration && flagOf(key, declaration);
+    const owners = parts.map(p => `${p.kind} ${p.name}`).join(' or ');
+    bad(
+      key,
+      `applies to ${owners} only, not ${kind} ${chosen[kind]}: give --${kind} ${name}, or remove ` +
+        (flag ? `--${flag}` : key),
+    );
+  }
 }

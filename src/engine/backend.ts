@@ -74,6 +74,11 @@ export function precisionLabel(name: BackendName, precision: Precision): string 
 
 export type BackendOptions = EngineStartOptions;
 
+/** The start options of a run's engine, from its config (its fields of the same names). */
+export function engineStartOptions(c: Required<EngineStartOptions>): BackendOptions {
+  return { nativeThreads: c.nativeThreads, precision: c.precision, pluginOptions: c.pluginOptions };
+}
+
 /**
  * Starts engine `name` on this thread's tfjs and installs tandem's faster gradients. Worker side.
  * Resolves with the accelerator the engine opened (a GPU adapter), when it runs on one.

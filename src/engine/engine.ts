@@ -32,6 +32,8 @@ export interface EngineStartOptions {
   nativeThreads?: number;
   /** What convolutions and matmuls multiply in (default fp32; bf16 where `precisionUnavailable` allows it). */
   precision?: Precision;
+  /** The values of the options plugins and registered parts declared (a plugin engine's own among them), by key. */
+  pluginOptions?: Readonly<Record<string, unknown>>;
 }
 
 /**

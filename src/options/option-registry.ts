@@ -27,6 +27,7 @@ import { getMethod, methodNames } from '../methods/method-registry.js';
 import { commHookNames, getCommHook } from '../pipeline/comm-hooks.js';
 import { getTransport, transportNames } from '../collectives/transport-registry.js';
 import { engineOptionTables } from '../engine/engine-registry.js';
+import { CLASSIFIER_OPTION_KEYS } from '../methods/classifier-options.js';
 
 /** The sections of `TrainConfig`, in the order the reference lists them. */
 export const TRAIN_CONFIG_SECTIONS: readonly OptionSection[] = [
@@ -47,6 +48,8 @@ export const TRAIN_CONFIG_SECTIONS: readonly OptionSection[] = [
   { name: 'reliability', table: RELIABILITY_OPTIONS },
   { name: 'plugin', table: PLUGIN_OPTIONS },
 ];
+
+const CONFIG_SECTION_NAMES = new Set(TRAIN_CONFIG_SECTIONS.map(s => s.name));
 
 /** The sections registered parts and plugins added (shared with other copies of tandem in the thread). */
 const registered = threadShared('option-sections', (): OptionSection[] => []);
@@ -112,11 +115,43 @@ export function knownKeys(): string[] {
     .map(o => o.key);
 }
 
-/** The top-level keys the plugins' own tables (`registerOptions`) declare: their values travel to every thread. */
+/**
+ * The top-level keys whose values travel to every thread as `pluginOptions`: those of the plugins' own tables
+ * (`registerOptions`) and those registered parts declare (a method's, a transport's, an engine's), but the built-in
+ * classifier methods' (resolved into `classifier`).
+ */
 export function pluginOptionKeys(): string[] {
-  return declaredOptions(registered)
-    .filter(o => o.into === undefined)
+  const resolved = new Set<string>(CLASSIFIER_OPTION_KEYS);
+  return declaredOptions()
+    .filter(o => o.into === undefined && !CONFIG_SECTION_NAMES.has(o.section) && !resolved.has(o.key))
     .map(o => o.key);
+}
+
+/**
+ * The values `values` gives the options of method `method` and engine `backend` (a plugin's: the math is theirs, so a
+ * checkpoint's fingerprint holds them), by key; undefined when none is given.
+ */
+export function mathPartValues(
+  method: string,
+  backend: string,
+  values: Readonly<Record<string, unknown>>,
+): Record<string, unknown> | undefined {
+  const out: Record<string, unknown> = {};
+  for (const table of [getMethod(method).options, engineOptionTables().get(backend)])
+    for (const key of Object.keys(table ?? {})) if (values[key] !== undefined) out[key] = values[key];
+  return Object.keys(out).length > 0 ? out : undefined;
+}
+
+/** A kind of registered part that declares top-level options of its own, as the config chooses it. */
+export type PartKind = 'method' | 'transport' | 'backend';
+
+/** The registered parts whose own `options` declare top-level option `key` (none: a plugin's registerOptions'). */
+export function partsDeclaring(key: string): { kind: PartKind; name: string }[] {
+  const out: { kind: PartKind; name: string }[] = [];
+  for (const name of methodNames()) if (getMethod(name).options?.[key]) out.push({ kind: 'method', name });
+  for (const name of transportNames()) if (getTransport(name).options?.[key]) out.push({ kind: 'transport', name });
+  for (const [name, table] of engineOptionTables()) if (table[key]) out.push({ kind: 'backend', name });
+  return out;
 }
 
 /** The fields of `commHookOptions` some hook declares. */

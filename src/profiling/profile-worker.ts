@@ -13,7 +13,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import * as tf from '#tfjs';
 import { serializeError } from '../errors.js';
-import { kernelSiteOf, startBackend, flatArithmeticFor } from '../engine/backend.js';
+import { engineStartOptions, kernelSiteOf, startBackend, flatArithmeticFor } from '../engine/backend.js';
 import { backwardWithGradientReady } from '../engine/gradient-tape.js';
 import { OrderedReads } from '../engine/async-reads.js';
 import { getEngine } from '../engine/engine-registry.js';
@@ -46,7 +46,7 @@ profile(workerData as ProfileRequest).then(
 
 async function profile({ config, warmupSteps, steps, reps, clock: kind }: ProfileRequest): Promise<ModelProfile> {
   await loadPlugins(config.plugins);
-  const engineOptions = { nativeThreads: config.nativeThreads, precision: config.precision };
+  const engineOptions = engineStartOptions(config);
   await startBackend(tf, config.backend, engineOptions);
   const model = await buildTrainingModel(tf, config);
   const synchronousReads = getEngine(config.backend).capabilities.synchronousReads;

@@ -6,7 +6,7 @@
 import * as tf from '#tfjs';
 import { resolveConfig } from '../config.js';
 import { isRegressionLoss, type ResolvedConfig, type TrainConfig } from '../config-types.js';
-import { startBackend } from '../engine/backend.js';
+import { engineStartOptions, startBackend } from '../engine/backend.js';
 import { getEngine } from '../engine/engine-registry.js';
 import { TandemError } from '../errors.js';
 import { buildTrainingModel } from '../model/resolve-model.js';
@@ -88,7 +88,7 @@ export async function trainReference(
 
 /** The reference's model on the calling thread: its initial weights as given, its random layers seeded as asked. */
 async function referenceModel(cfg: ResolvedConfig, options: ReferenceOptions) {
-  await startBackend(tf, cfg.backend, { nativeThreads: cfg.nativeThreads, precision: cfg.precision });
+  await startBackend(tf, cfg.backend, engineStartOptions(cfg));
   const model = await buildTrainingModel(tf, cfg);
   for (const { name, values } of options.initialWeights ?? []) {
     const w = model.weights.find(v => v.originalName === name);

@@ -11,6 +11,7 @@ import { TandemError } from '../errors.js';
 import { modelStateSlots, optimizerStateOf, paramSlots, type SharedBuffers } from '../actors/shared-buffers.js';
 import type { WeightShape } from '../actors/protocol.js';
 import { scheduleIdentity } from '../optim/lr-schedule.js';
+import { mathPartValues } from '../options/option-registry.js';
 import { checkAgainstRun } from '../checkpoint/checkpoint-fields.js';
 import { sourcePath } from '../source-path.js';
 import { readRegularFileSync } from '../read-regular-file.js';
@@ -68,6 +69,7 @@ function modelIdentity(model: ResolvedConfig['model']): unknown {
  * written before its topology was fingerprinted hold it (they still resume).
  */
 export function runFingerprint(cfg: ResolvedConfig, legacy = false): string {
+  const partOptions = mathPartValues(cfg.method, cfg.backend, cfg.pluginOptions);
   return JSON.stringify({
     model: legacy ? cfg.model : modelIdentity(cfg.model),
     data: dataIdentity(cfg.data),
@@ -84,6 +86,7 @@ export function runFingerprint(cfg: ResolvedConfig, legacy = false): string {
     ...(cfg.precision === 'bf16' ? { precision: 'bf16' } : {}), // other arithmetic: not the same run
     ...(cfg.partialBatch ? { partialBatch: true } : {}), // other batches: not the same run
     classifier: cfg.classifier && { ...cfg.classifier, exportDevice: undefined, exportClassifier: undefined },
+    ...(partOptions ? { partOptions } : {}), // a plugin method's or engine's options: its math (absent: as before)
   });
 }
 

@@ -56,7 +56,7 @@ export async function joinWorld(
  * rank).
  */
 export async function communicator(
-  cfg: Pick<ResolvedConfig, 'topology' | 'transport' | 'allReduce' | 'rendezvous' | 'devices'>,
+  cfg: Pick<ResolvedConfig, 'topology' | 'transport' | 'allReduce' | 'rendezvous' | 'devices' | 'pluginOptions'>,
   world: JoinedWorld | undefined,
   name: string,
   buffers: SharedBuffers | undefined,
@@ -68,7 +68,7 @@ export async function communicator(
     size: topology.localDevices,
     registered: buffers ? registeredSlots(buffers) : [],
     stagingFloats,
-    options: { allReduce: cfg.allReduce },
+    options: { allReduce: cfg.allReduce, pluginOptions: cfg.pluginOptions },
     world: world &&
       cfg.rendezvous && {
         store: storeUrl(cfg.rendezvous),
