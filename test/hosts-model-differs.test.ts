@@ -28,18 +28,22 @@ function env(): Record<string, string> {
   };
 }
 
-t.test('host 1 on another model than host 0: both fail naming the hosts and the models', async t => {
+/** Hosts 0 and 1 of a fresh world, each given the config and its own arguments: how each ended, and its stderr. */
+async function twoHosts(extra: string[][]): Promise<{ code: number | null; stderr: string }[]> {
   const port = await freePort();
   const world = ['--hosts', '2', '--rendezvous', `127.0.0.1:${port}`];
-  const runs = [[], ['--model', 'convnet-gap']].map((extra, rank) =>
-    tandem(['train', '--config', config, ...world, '--host-rank', String(rank), ...extra], undefined, (c, a) =>
+  const runs = extra.map((more, rank) =>
+    tandem(['train', '--config', config, ...world, '--host-rank', String(rank), ...more], undefined, (c, a) =>
       spawn(c, a, { stdio: ['ignore', 'pipe', 'pipe'], env: env() }),
     ),
   );
   const ended = await Promise.all(runs.map(r => r.ended));
-  for (const [rank, run] of runs.entries()) {
-    const stderr = run.stderr.join('\n');
-    t.equal(ended[rank].code, 1, `host ${rank} failed: ${stderr}`);
+  return runs.map((run, rank) => ({ code: ended[rank].code, stderr: run.stderr.join('\n') }));
+}
+
+t.test('host 1 on another model than host 0: both fail naming the hosts and the models', async t => {
+  for (const [rank, { code, stderr }] of (await twoHosts([[], ['--model', 'convnet-gap']])).entries()) {
+    t.equal(code, 1, `host ${rank} failed: ${stderr}`);
     t.match(
       stderr,
       /host \d and host \d built different models — model parameters: \d+ in \d+ tensors on host \d, \d+ in \d+ tensors on host \d/,
@@ -63,17 +67,9 @@ t.test(
       );
       return file;
     };
-    const port = await freePort();
-    const world = ['--hosts', '2', '--rendezvous', `127.0.0.1:${port}`];
-    const runs = [model(0.1), model(0.5)].map((file, rank) =>
-      tandem(['train', '--config', config, ...world, '--host-rank', String(rank), '--model', file], undefined, (c, a) =>
-        spawn(c, a, { stdio: ['ignore', 'pipe', 'pipe'], env: env() }),
-      ),
-    );
-    const ended = await Promise.all(runs.map(r => r.ended));
-    for (const [rank, run] of runs.entries()) {
-      const stderr = run.stderr.join('\n');
-      t.equal(ended[rank].code, 1, `host ${rank} failed: ${stderr}`);
+    const hosts = await twoHosts([model(0.1), model(0.5)].map(file => ['--model', file]));
+    for (const [rank, { code, stderr }] of hosts.entries()) {
+      t.equal(code, 1, `host ${rank} failed: ${stderr}`);
       t.match(
         stderr,
         /built different models — model layer 2: Dropout \{"rate":0\.\d[^}]*\} on host \d, Dropout \{"rate":0\.\d/,
