@@ -122,7 +122,15 @@ if (glooAddonOrSkip()) {
       [WRONG, false],
     ] as const) {
       const log: string[] = [];
-      const server = await startStoreServer({ secret, log: line => log.push(line) });
+      let logged = (): void => {};
+      const firstLine = new Promise<void>(resolve => (logged = resolve));
+      const server = await startStoreServer({
+        secret,
+        log: line => {
+          log.push(line);
+          logged();
+        },
+      });
       t.teardown(() => server.close());
       const worker = new Worker(
         `const { workerData, parentPort } = require('node:worker_threads');
@@ -145,6 +153,7 @@ if (glooAddonOrSkip()) {
       if (ok) t.equal(said, 'connected', "the job's secret: admitted");
       else {
         t.match(said, /does not hold this job's secret/, 'another secret: the store is refused by the rank');
+        await firstLine; // the store sees the rank's connection close after the rank has said so
         t.match(log, [/refused 127\.0\.0\.1:\d+/], 'and the store refuses the rank');
       }
     }

@@ -43,14 +43,16 @@ t.test('a get or a wait that times out fails with STALLED naming the key', async
 t.test(
   'a malformed request closes its connection only; the server closes itself after closeAfterClients came and went',
   async t => {
-    const server = await startStoreServer({ closeAfterClients: 2 });
+    // Without a secret every connection is admitted, and counts among the clients that close the server; with one,
+    // these bytes would be refused at the handshake and not count (gloo-local-store.test.ts).
+    const server = await startStoreServer({ closeAfterClients: 2, secret: null });
     const { host, port } = parseStoreUrl(server.url);
     const bad = net.connect({ host, port });
     await once(bad, 'connect');
     bad.write('FLY 0 1 1\nab');
     await once(bad, 'close');
     t.pass('the server closed the malformed connection');
-    const good = await StoreClient.connect(server.url, 1000);
+    const good = await StoreClient.connect(server.url, 1000, null);
     await good.set('k', 'v');
     t.equal((await good.get('k')).toString(), 'v');
     good.close();
@@ -59,6 +61,24 @@ t.test(
     await t.rejects(StoreClient.connect(server.url, 1000), { code: 'STALLED', message: /unreachable/ });
   },
 );
+
+t.test('with a secret, a refused stranger does not count among the clients that close the server', async t => {
+  const server = await startStoreServer({
+    closeAfterClients: 1,
+    secret: Buffer.from('a-secret-of-32-bytes-0123456789ab'),
+  });
+  const { host, port } = parseStoreUrl(server.url);
+  const stranger = net.connect({ host, port });
+  await once(stranger, 'connect');
+  stranger.write('SET 0 1 1\nab'); // a request where the handshake belongs
+  await once(stranger, 'close');
+  const good = await StoreClient.connect(server.url, 1000, Buffer.from('a-secret-of-32-bytes-0123456789ab'));
+  await good.set('k', 'v');
+  t.equal((await good.get('k')).toString(), 'v', 'the one client the server waits for is served after the stranger');
+  good.close();
+  await server.closed;
+  t.pass('the server closed itself once that client left');
+});
 
 t.test('a port already in use is refused with BAD_CONFIG naming it', async t => {
   const first = await startStoreServer();
