@@ -19,6 +19,8 @@ import type { GradientReady } from '../pipeline/events.js';
 import { wallNow, type Span } from '../monitor/span.js';
 import type { DeviceMethod, StepLoss } from '../methods/training-method.js';
 import type { ForwardGate } from './forward-gate.js';
+import type { PassMark, StepReplay } from './step-replay.js';
+import { markRead, traceMark, type KernelTrace } from '../engine/kernel-trace.js';
 
 /** What the pass tells its device: backward began, a span of the timeline, a gradient ready. */
 export interface PassHost {
@@ -31,6 +33,8 @@ export interface PassHost {
 /** The device's parts one step uses. */
 export interface PassInputs {
   cfg: Pick<ResolvedConfig, 'onNan' | 'pluginOptions' | 'method'>;
+  /** The device's recorded step (step-replay.ts), when it may replay one. */
+  replay?: StepReplay;
   rank: number;
   step: number;
   model: LayersModel;
@@ -69,6 +73,8 @@ export interface PassResult {
   /** The first variable (or the loss) that was not finite, under skip-step. */
   nonFinite?: string;
   nonFiniteLoss?: number;
+  /** The pass ran as the device's recorded kernels (step-replay.ts). */
+  replayed?: boolean;
 }
 
 export class BackwardPass {
@@ -95,15 +101,63 @@ export class BackwardPass {
     this.marker = tf.customGrad(((t: Tensor) => ({
       value: t.clone(),
       gradFunc: (dy: Tensor) => {
-        this.backwardStart = wallNow();
-        host.backwardStarted(this.backwardStart);
+        traceMark<PassMark>({ kind: 'backwardStarted' });
+        this.startBackward();
         return dy;
       },
     })) as never) as (t: Tensor) => Tensor;
   }
 
-  /** Forward and backward over inputs `xs` and targets `ys` (`labels`: the class labels, for the method). */
+  /**
+   * Forward and backward over inputs `xs` and targets `ys` (`labels`: the class labels, for the method): the device's
+   * recorded step replayed where it has one, else through tfjs (recorded, where it may replay later).
+   */
   async run(xs: Tensor, ys: Tensor, labels: Int32Array): Promise<PassResult> {
+    const { replay, syncReads, micro, weight } = this.x;
+    if (!replay || !syncReads || micro || weight !== 1) return this.live(xs, ys, labels);
+    const inputs = [xs, ys];
+    const trace = replay.replayable(inputs);
+    if (trace) return this.replayed(replay, trace, inputs);
+    const recording = replay.record([...this.vars, ...this.localVars], inputs);
+    if (!recording) return this.live(xs, ys, labels);
+    let usable = false;
+    try {
+      const result = await this.live(xs, ys, labels);
+      const s = this.stepLoss!;
+      usable = s.reportedLoss === undefined && s.localGradients === undefined && typeof s.correct === 'number';
+      usable &&= !(s.metrics instanceof Promise) && result.nonFinite === undefined && this.nonFiniteLoss === undefined;
+      return result;
+    } finally {
+      replay.recorded(recording, usable);
+    }
+  }
+
+  /** The step as its recording runs it: the same kernels, and the pass's part at each mark. */
+  private replayed(replay: StepReplay, trace: KernelTrace<PassMark>, inputs: Tensor[]): PassResult {
+    let correct = 0,
+      metrics: number[] | undefined;
+    replay.replay(trace, [...this.vars, ...this.localVars], inputs, {
+      need: (indices, layer) => this.x.gate?.need(indices, layer),
+      settle: () => this.x.gate?.settle(),
+      backwardStarted: () => this.startBackward(),
+      read: (name, values) => {
+        if (name === 'total') this.lossRead(values[0]);
+        else if (name === 'correct') correct = values[0];
+        else if (name === 'metrics') metrics = Array.from(values);
+        else throw new Error(`step replay: a read of '${name}' has no place in a pass`);
+      },
+      ready: (index, gradient) => this.readyValues(index, gradient),
+    });
+    const { lossValue: loss, localGrads, nonFinite, nonFiniteLoss } = this;
+    return { loss, correct, metrics, localGrads, nonFinite, nonFiniteLoss, replayed: true };
+  }
+
+  private startBackward(): void {
+    this.backwardStart = wallNow();
+    this.host.backwardStarted(this.backwardStart);
+  }
+
+  private async live(xs: Tensor, ys: Tensor, labels: Int32Array): Promise<PassResult> {
     const { method, step, cfg } = this.x;
     const { reads } = this;
     const variables = [...this.vars, ...this.localVars];
@@ -174,16 +228,27 @@ export class BackwardPass {
     if (total !== result.loss && result.reportedLoss !== undefined) {
       result.reportedLoss += total.dataSync()[0] - result.loss.dataSync()[0];
     }
-    this.lossValue = total.dataSync()[0];
-    this.nonFiniteLoss =
-      [this.lossValue, result.reportedLoss ?? 0].find(v => !Number.isFinite(v)) ?? this.x.micro?.nonFiniteLoss;
+    markRead('total', total);
+    this.lossRead(total.dataSync()[0], result.reportedLoss);
     return backward;
+  }
+
+  /** The loss read (on a synchronous engine): a non-finite one (or a non-finite reported loss) is this step's. */
+  private lossRead(value: number, reported?: number): void {
+    this.lossValue = value;
+    this.nonFiniteLoss = [value, reported ?? 0].find(v => !Number.isFinite(v)) ?? this.x.micro?.nonFiniteLoss;
   }
 
   private onReady(modelIndex: number, gradient: Tensor): void {
     if (this.reads) this.reads.queue(gradient, values => this.handOver(modelIndex, values));
-    else if (this.nonFiniteLoss === undefined || this.x.cfg.onNan !== 'error')
-      this.handOver(modelIndex, hostFloats(tf, gradient)); // read in place: handOver copies, keeps nothing
+    else {
+      traceMark<PassMark>({ kind: 'ready', index: modelIndex }, [gradient]);
+      this.readyValues(modelIndex, hostFloats(tf, gradient)); // read in place: handOver copies, keeps nothing
+    }
+  }
+
+  private readyValues(modelIndex: number, values: Float32Array): void {
+    if (this.nonFiniteLoss === undefined || this.x.cfg.onNan !== 'error') this.handOver(modelIndex, values);
   }
 
   /**

@@ -53,6 +53,7 @@ import {
 import type { DeviceIdentity, FromCompute } from './protocol.js';
 import { peerWaitMs } from '../world/peer-wait.js';
 import { layerSettings } from '../model/layer-settings.js';
+import { DeviceReplays } from './step-replay.js';
 
 type Send = (msg: FromCompute, transfer?: ArrayBuffer[]) => void;
 
@@ -70,15 +71,14 @@ export class DeviceReplica {
   private groupBackwardStart = 0;
   /** batchNorm 'local': the moving statistics averaged over the devices after every step. */
   private averagedState?: LayerVariable[];
-  /**
-   * This step's forward, in pieces between the group waits that blocked: where the current piece began, ms waited.
-   */
+  /** This step's forward, in pieces between the group waits that blocked: where the current piece began, ms waited */
   private forwardFrom = 0;
   /** Gradient accumulation: the sum of the earlier micro-batches' gradients (layout order). */
   private gradientSum?: Float32Array;
   private forwardWaitedMs = 0;
   /** The engine's `dataSync()` works; false: every read is `await data()` (webgpu). */
   private readonly syncReads: boolean;
+  private readonly replays = new DeviceReplays(); // the recorded step (step-replay.ts)
 
   constructor(
     device: DeviceIdentity,
@@ -222,10 +222,8 @@ export class DeviceReplica {
     copyVariables(model, layout, slot, direction, this.syncReads);
   }
 
-  /**
-   * forwardWait 'group': every layer holding parameters waits for its groups' update and writes its variables just
-   * before it runs; a wait that blocks ends the current forward span and is a 'wait' span of its own.
-   */
+  /** forwardWait 'group': layers wait for their groups' update and write their variables just before they run (a
+   * wait that blocks ends the current forward span and is a 'wait' span of its own). */
   private forwardGate(
     model: LayersModel,
     layout: ParameterLayout,
@@ -292,11 +290,12 @@ export class DeviceReplica {
     const { syncReads, rank } = this;
     const { rows, samples, weight } = deviceShare(cfg, s, rank); // a partial batch: fewer rows, weighted
     if (cfg.accumulate > 1) this.gradientSum ??= new Float32Array(layout.total);
+    const replay = this.replays.of(tf, model, cfg.plugins.length === 0);
     const passInputs = { cfg, rank, step: s, model, layout, byModelIndex, grads, method, gate, syncReads, weight };
     const run = await runStepPasses({
       ...{ cfg, ...inputs, syncReads, sum: this.gradientSum, rows, model, scope: getEngine(cfg.backend).stepScope },
       mirror: paramsBf16?.(s),
-      pass: micro => new BackwardPass({ ...passInputs, micro }, this.passHost()),
+      pass: micro => new BackwardPass({ ...passInputs, micro, replay }, this.passHost()),
       between: () => this.nextMicroBatch(),
     });
     const { localGrads, nonFinite, nonFiniteLoss } = run;
@@ -313,7 +312,7 @@ export class DeviceReplica {
       type: 'stepDone',
       device: this.rank,
       step: s,
-      ...{ loss, correct, metrics },
+      ...{ loss, correct, metrics, replayed: run.replayed === true },
       count: samples,
       computeMs: t2 - t1 - this.forwardWaitedMs,
       loadMs: t1 - t0,

@@ -18,6 +18,8 @@
 import { allLayers } from '../model/all-layers.js';
 import type { ParameterGroup, ParameterLayout } from '../model/parameter-layout.js';
 import type { LayersModel, LayerVariable, Tensor } from '../engine/tfjs-types.js';
+import { traceMark } from '../engine/kernel-trace.js';
+import type { PassMark } from './step-replay.js';
 
 /** What the gate does to the outside world. */
 export interface GateIo {
@@ -73,6 +75,7 @@ export class ForwardGate {
 
   /** Makes layout variables `indices` current before `layer` runs (the unowned ones too, the first time). */
   need(indices: readonly number[], layer: string): void {
+    traceMark<PassMark>({ kind: 'need', indices, layer }); // a replayed step asks here too
     if (!this.armed) return;
     if (this.unowned.length > 0 && !this.written[this.unowned[0]]) this.make(this.unowned, layer);
     this.make(indices, layer);
@@ -80,6 +83,7 @@ export class ForwardGate {
 
   /** Forward has ended: every variable current (what no layer used included); the gate is off until the next `arm`. */
   settle(): void {
+    traceMark<PassMark>({ kind: 'settle' });
     if (!this.armed) return;
     this.make(
       this.layout.variables.map((_, i) => i),

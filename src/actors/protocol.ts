@@ -85,6 +85,8 @@ export type FromCompute =
       loadMs: number;
       numTensors: number;
       spans: Span[];
+      /** The step ran as the device's recorded kernels (step-replay.ts), not through tfjs. */
+      replayed: boolean;
       nonFinite?: string;
       /**
        * The step's loss on this device when it was not finite: nothing (onNan 'error') or NaN (skip-step) was handed

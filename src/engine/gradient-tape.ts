@@ -11,6 +11,7 @@
  * tfjs's Identity kernel (`leanSaves`).
  */
 import { TandemError } from '../errors.js';
+import { releaseAllKept } from './kept-for-closure.js';
 import type { Tensor, Tf, Variable } from './tfjs-types.js';
 import { withOutputDestination } from './output-destination.js';
 import { NATIVE_BACKEND } from './native/backend-name.js';
@@ -220,10 +221,7 @@ function walkBackward(
     const unused: number[] = [];
     vars.forEach((v, index) => {
       const first = nodes.findIndex(n => Object.values(n.inputs).some(t => t.id === v.id));
-      if (first < 0) {
-        unused.push(index);
-        return;
-      }
+      if (first < 0) return void unused.push(index);
       const list = readyAfter.get(first) ?? [];
       list.push(index);
       readyAfter.set(first, list);
@@ -254,6 +252,7 @@ function walkBackward(
       for (const index of unused) onReady(index, tf.zerosLike(vars[index]));
     });
   } finally {
+    releaseAllKept();
     if (engine.state.gradientDepth === 0) {
       for (const node of tape) for (const t of node.saved ?? []) t.dispose();
       engine.state.activeTape = null;
@@ -324,6 +323,7 @@ export function nodesWithoutGradient(
     );
     return { missing: missing.length > 0 ? missing : throwingGradients(tf, tape, nodes) };
   } finally {
+    releaseAllKept();
     if (engine.state.gradientDepth === 0) {
       for (const node of tape) for (const t of node.saved ?? []) t.dispose();
       engine.state.activeTape = null;

@@ -5,6 +5,7 @@
 import { TandemError } from '../errors.js';
 import { isRegressionLoss } from '../config-types.js';
 import { getEngine } from '../engine/engine-registry.js';
+import { markRead } from '../engine/kernel-trace.js';
 import { outputLoss, outputLossOf } from '../model/output-loss.js';
 import { targetLoss } from '../model/target-loss.js';
 import { metricSums } from '../model/metric-values.js';
@@ -55,7 +56,9 @@ export const DATA_PARALLEL: TrainingMethod = {
                 .finally(() => keptSums.dispose()),
           };
         }
+        markRead('correct', c); // a replayed step (kernel-trace.ts) reads them at the same place
         const correct = c.dataSync()[0];
+        if (sums) markRead('metrics', sums);
         const metrics = sums && Array.from(sums.dataSync());
         tf.dispose([c, ...(sums ? [sums] : [])]);
         return { loss, correct, metrics };

@@ -43,6 +43,8 @@ export interface StepLoopResult {
   lastRecordedAt?: number;
   warmup: number;
   trainStart: number;
+  /** Steps every device of this process ran as its recorded kernels (actors/step-replay.ts). */
+  replayedSteps: number;
 }
 
 export interface SummaryInputs {
@@ -92,6 +94,7 @@ export async function finishSummary(x: SummaryInputs): Promise<TrainSummary> {
     steadyStepMs: (trainEnd - loop.stepStarts[warmup - firstStep + 1]) / steadySteps,
     timings: timingsOf(loop, ledger, ranSteps, steadySteps, trainSeconds * 1000),
     parameters: layout.total,
+    replayedSteps: loop.replayedSteps,
     replicaChecksum: replicaChecksum(x.replica),
     wire: wireOf(
       cfg.commHook?.name ?? 'none',

@@ -46,6 +46,11 @@ export interface TrainSummary {
     loadWaitShare: number;
   };
   parameters: number;
+  /**
+   * Steps every device of this process ran as the kernels it recorded on earlier steps, without tfjs's layers, engine
+   * and tape around them (docs/guide/precision.md, "Replayed steps"); the others ran through tfjs.
+   */
+  replayedSteps: number;
   /** Digest of the bits of this process's replica (every replica is identical; compare it across hosts). */
   replicaChecksum: string;
   strategy: { name: string; groups: { name: string; parameters: number }[] };

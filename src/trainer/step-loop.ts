@@ -68,6 +68,7 @@ export class StepLoop {
       steadyCompute: 0,
       stepStarts: [],
       warmup: firstStep - 1 + warmupSteps(cfg.steps - firstStep + 1),
+      replayedSteps: 0,
       trainStart: performance.now(),
     };
   }
@@ -216,6 +217,7 @@ export class StepLoop {
     result.computeTotal += Math.max(...computeMs);
     if (step > result.warmup) result.steadyCompute += Math.max(...computeMs);
     result.history.push({ step, loss, accuracy });
+    if (results.every(r => r.replayed)) result.replayedSteps++;
     const numTensors = results.map(r => r.numTensors);
     this.parts.monitor.step(
       { step, losses: results.map(r => r.loss), correct, stepMs, computeMs, numTensors, dataWaitMs },

@@ -5,6 +5,7 @@
 import type { NamedAttrMap } from '@tensorflow/tfjs-core';
 import type { Tensor, Tf } from '../tfjs-types.js';
 import { CONV_FILTER_BIAS_KERNEL } from './conv-kernels.js';
+import { keepForLaterClosure, releaseKept } from '../kept-for-closure.js';
 
 /**
  * The gradients of a convolution (and its bias, `attrs.hasBias`) from `dyPre`, the gradient of its pre-activation
@@ -24,9 +25,10 @@ export function convGradients(
     dataFormat: 'NHWC',
     dimRoundingMode: attrs.dimRoundingMode,
   } as NamedAttrMap;
-  // the bias gradient of the filter gradient's call, kept as values (tfjs disposes what a closure made besides
-  // its result) for the bias closure, which tfjs calls after the filter's
-  let biasValues: Float32Array | undefined;
+  // the bias gradient of the filter gradient's call, kept (tfjs disposes what a closure made besides its result) for
+  // the bias closure, which the walk calls after the filter's; the bias gradient is then a kernel's output (an
+  // Identity on its data), not values copied into a new tensor, so that a step's kernels can be replayed
+  let biasGradient: Tensor | undefined;
   const filterGradient = () => {
     if (attrs.hasBias !== true || !biasInKernel())
       return tf
@@ -35,13 +37,20 @@ export function convGradients(
     const [dw, db] = tf
       .engine()
       .runKernel(CONV_FILTER_BIAS_KERNEL, { x, dy: dyPre }, { ...conv, filterShape: filter.shape }) as Tensor[];
-    biasValues = (db.dataSync() as Float32Array).slice();
+    biasGradient = tf.keep(db);
+    keepForLaterClosure(biasGradient);
     return dw;
   };
   return {
     x: () =>
       tf.engine().runKernel('Conv2DBackpropInput', { dy: dyPre, filter }, { ...conv, inputShape: x.shape }) as Tensor,
     filter: filterGradient,
-    bias: () => (biasValues ? tf.tensor1d(biasValues) : tf.sum(dyPre, [0, 1, 2])),
+    bias: () => {
+      const kept = biasGradient;
+      if (!kept || kept.isDisposed) return tf.sum(dyPre, [0, 1, 2]);
+      const dBias = tf.engine().runKernel('Identity', { x: kept }) as Tensor; // the same data, a tensor of this scope
+      releaseKept(kept);
+      return dBias;
+    },
   };
 }

@@ -27,6 +27,7 @@ import { FUSED_CONV_KERNEL, registerFusedConvGradient } from './fused-conv-layer
 import { registerPoolOfReluGradient } from './fused-pool-layers.js';
 import { storedValues } from './bf16-only-outputs.js';
 import { OUTPUT_POOL } from './output-pool.js';
+import { noteRead, wrapBackendKernels } from '../kernel-trace.js';
 import {
   CONV_RELU_POOL_KERNEL,
   convPoolKernels,
@@ -101,6 +102,7 @@ class NativeCpuBackend extends MathBackendCPU {
 
   /** What `dataSync()` hands out may outlive the tensor: never recycled. */
   override readSync(dataId: DataId): ReturnType<MathBackendCPU['readSync']> {
+    noteRead(dataId);
     OUTPUT_POOL.pin(this.data.get(dataId)?.values);
     return super.readSync(dataId);
   }
@@ -176,6 +178,7 @@ export function registerNativeBackend(tf: Tf, options: NativeBackendOptions = {}
     });
   registerConvPoolGradient(tf, () => addon.getPrecision() === 'bf16');
   registerSoftmaxCrossEntropyGradient(tf);
+  wrapBackendKernels(tf, NATIVE_BACKEND); // recordable for a step's replay (../kernel-trace.ts)
   return addon;
 }
 

@@ -1,0 +1,119 @@
+/**
+ * A recorded step (kernel-trace.ts) run again, and the test of whether a recording can stand for the next step: two
+ * consecutive steps' traces equal in every call, attribute, source, mark and constant.
+ */
+import type { TensorInfo } from '@tensorflow/tfjs-core';
+import type { KernelTrace, TraceBackend, TraceRef } from './kernel-trace.js';
+
+type DataId = TensorInfo['dataId'];
+
+export interface ReplayEnv<M> {
+  /** The variables now (their data may change at a mark: read at each call). */
+  variables: readonly { readonly dataId: DataId }[];
+  /** This step's inputs, in the recording's order. */
+  inputs: readonly TensorInfo[];
+  /** A mark reached, with the tensors it names (valid until the replay ends). */
+  onMark(mark: M, tensors: TensorInfo[]): void;
+}
+
+/**
+ * Runs the trace's kernels in order on `env`'s variables and inputs, each mark at its place; every tensor the kernels
+ * made is released at the end (also when a mark or a kernel throws).
+ */
+export function replayTrace<M>(trace: KernelTrace<M>, backend: TraceBackend, env: ReplayEnv<M>): void {
+  const values: DataId[] = [];
+  const made = new Set<DataId>();
+  const aliases: DataId[] = []; // outputs on an external's data: a reference each, to give back
+  const resolve = (ref: TraceRef): DataId => {
+    switch (ref.kind) {
+      case 'value':
+        return values[ref.id];
+      case 'variable':
+        return env.variables[ref.index].dataId;
+      case 'input':
+        return env.inputs[ref.index].dataId;
+      case 'constant':
+        return trace.constants[ref.index].info.dataId;
+      default:
+        return ref satisfies never;
+    }
+  };
+  const info = (i: { ref: TraceRef; shape: number[]; dtype: TensorInfo['dtype'] }): TensorInfo => ({
+    dataId: resolve(i.ref),
+    shape: i.shape,
+    dtype: i.dtype,
+  });
+  let mark = 0;
+  const marksAt = (at: number) => {
+    for (; mark < trace.marks.length && trace.marks[mark].at === at; mark++) {
+      const m = trace.marks[mark];
+      env.onMark(m.mark, m.tensors.map(info));
+    }
+  };
+  try {
+    trace.calls.forEach((call, at) => {
+      marksAt(at);
+      const inputs: Record<string, TensorInfo> = {};
+      const external = new Set<DataId>();
+      for (const i of call.inputs) {
+        inputs[i.name] = info(i);
+        if (i.ref.kind !== 'value') external.add(inputs[i.name].dataId);
+      }
+      const out = call.kernel({ inputs, attrs: call.attrs, backend: backend as never });
+      const outs = (Array.isArray(out) ? out : [out]) as TensorInfo[];
+      call.outputs.forEach((o, k) => {
+        const id = outs[k].dataId;
+        values[o.id] = id;
+        if (external.has(id)) aliases.push(id);
+        else made.add(id);
+      });
+    });
+    marksAt(trace.calls.length);
+  } finally {
+    for (const id of made) if (backend.data.has(id)) backend.disposeData(id, true);
+    for (const id of aliases) if (backend.data.has(id)) backend.disposeData(id, false);
+  }
+}
+
+/** Whether `b` (a later step's recording) runs what `a` runs: the same calls, sources, marks and constants. */
+export function sameTrace<M>(a: KernelTrace<M>, b: KernelTrace<M>): boolean {
+  if (a.calls.length !== b.calls.length || a.marks.length !== b.marks.length) return false;
+  if (a.constants.length !== b.constants.length) return false;
+  const callsEqual = a.calls.every((c, i) => {
+    const d = b.calls[i];
+    return (
+      c.name === d.name &&
+      c.kernel === d.kernel &&
+      deepEqual(c.attrs, d.attrs) &&
+      deepEqual(c.inputs, d.inputs) &&
+      deepEqual(c.outputs, d.outputs)
+    );
+  });
+  const marksEqual = a.marks.every((m, i) => deepEqual(m, b.marks[i]));
+  const constantsEqual = a.constants.every((c, i) => {
+    const d = b.constants[i];
+    return deepEqual(c.info.shape, d.info.shape) && c.info.dtype === d.info.dtype && sameBits(c.values, d.values);
+  });
+  return callsEqual && marksEqual && constantsEqual;
+}
+
+function sameBits(a: unknown, b: unknown): boolean {
+  if (!ArrayBuffer.isView(a) || !ArrayBuffer.isView(b) || a.byteLength !== b.byteLength) return false;
+  const x = new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
+  const y = new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
+  return x.every((v, i) => v === y[i]);
+}
+
+/** Structural equality of plain data (attributes, sources, marks): numbers by their bits, NaN equal to NaN. */
+export function deepEqual(a: unknown, b: unknown): boolean {
+  if (Object.is(a, b)) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (ArrayBuffer.isView(a) || ArrayBuffer.isView(b)) return sameBits(a, b);
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  const ka = Object.keys(a),
+    kb = Object.keys(b);
+  if (ka.length !== kb.length) return false;
+  return ka.every(
+    k => Object.hasOwn(b, k) && deepEqual((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]),
+  );
+}

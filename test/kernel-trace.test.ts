@@ -1,0 +1,129 @@
+// A step's kernels recorded and replayed (src/engine/kernel-trace.ts, src/engine/trace-replay.ts), on the native
+// backend in this thread:
+// - a replay on new inputs and a variable written since gives the bits tfjs gives for the same computation;
+// - two recordings agree only when their constants are the same numbers and their calls the same;
+// - a recording that read a kernel's output it did not mark, or during which another variable was written, is refused;
+// - a kernel that runs kernels is one call; the replay releases what its kernels made.
+// Skipped when the addon is not built (failed with TANDEM_REQUIRE_NATIVE=1).
+import t from 'tap';
+import * as tf from '@tensorflow/tfjs';
+import { startNativeAndStock } from './fixtures/native-compare.js';
+import {
+  markRead,
+  releaseTrace,
+  startRecording,
+  traceMark,
+  type KernelTrace,
+  type TraceBackend,
+} from '../src/engine/kernel-trace.js';
+import { replayTrace, sameTrace } from '../src/engine/trace-replay.js';
+
+type Mark = { kind: 'out' } | { kind: 'read'; name: string };
+
+const addon = await startNativeAndStock();
+if (addon) registerTests();
+
+function registerTests() {
+  const backend = () => tf.backend() as unknown as TraceBackend;
+  const w = tf.variable(tf.tensor2d([0.5, -1, 2, 0.25, 1.5, -0.75], [3, 2]), true, 'trace-w');
+  const b = tf.variable(tf.tensor1d([0.1, -0.2]), true, 'trace-b');
+  t.teardown(() => tf.dispose([w, b]));
+  /** The computation recorded: a dense layer, relu, a scalar factor made outside kernels, its output marked. */
+  const compute = (x: tf.Tensor, factor = 3) =>
+    tf.tidy(() => {
+      const y = tf.mul(tf.relu(tf.add(tf.matMul(x, w), b)), tf.scalar(factor));
+      traceMark<Mark>({ kind: 'out' }, [y]);
+      return y;
+    });
+  const record = (x: tf.Tensor, body: () => void, watched: tf.Variable[] = []) => {
+    const r = startRecording<Mark>(backend(), [w, b], [x], watched);
+    try {
+      body();
+    } catch (err) {
+      r.finish();
+      throw err;
+    }
+    return r.finish();
+  };
+  const traceOf = (x: tf.Tensor, factor = 3): KernelTrace<Mark> => {
+    const result = record(x, () => compute(x, factor).dispose());
+    if ('spoiled' in result) throw new Error(result.spoiled);
+    return result;
+  };
+  const replayed = (trace: KernelTrace<Mark>, x: tf.Tensor): Float32Array => {
+    let out: Float32Array | undefined;
+    replayTrace(trace, backend(), {
+      variables: [w, b],
+      inputs: [x],
+      onMark: (mark, tensors) => {
+        if (mark.kind === 'out') out = (backend().data.get(tensors[0].dataId)!.values as Float32Array).slice();
+      },
+    });
+    return out!;
+  };
+
+  t.test('a replay on new inputs and rewritten variables gives tfjs bits', t => {
+    const x1 = tf.tensor2d([1, 2, 3, -1, 0.5, 4], [2, 3]);
+    const trace = traceOf(x1);
+    t.same(
+      trace.calls.map(c => c.name),
+      ['BatchMatMul', 'Add', 'Relu', 'Multiply'],
+      'the top-level kernels, in order (a kernel that runs kernels is one call)',
+    );
+    const x2 = tf.tensor2d([-2, 1, 0.3, 2, -0.5, 1], [2, 3]);
+    w.assign(tf.tensor2d([1, 2, -3, 0.5, 0.25, 2], [3, 2]));
+    const before = tf.memory().numTensors,
+      dataBefore = (tf.backend() as unknown as { numDataIds(): number }).numDataIds();
+    const got = replayed(trace, x2);
+    const want = compute(x2);
+    t.same([...got], [...(want.dataSync() as Float32Array)], 'the same values as tfjs on the new inputs');
+    t.ok(got.some(v => v > 0) && got.some(v => v === 0), 'relu cut some values and kept others');
+    want.dispose();
+    t.equal(tf.memory().numTensors, before, 'no tensor left by the replay');
+    t.equal((tf.backend() as unknown as { numDataIds(): number }).numDataIds(), dataBefore, 'no data left by it');
+    releaseTrace(trace, backend());
+    tf.dispose([x1, x2]);
+    t.end();
+  });
+
+  t.test('two recordings agree only on the same calls and the same constants', t => {
+    const x = tf.tensor2d([1, 2, 3, -1, 0.5, 4], [2, 3]);
+    const [a, same, other] = [traceOf(x), traceOf(x), traceOf(x, 4)];
+    t.ok(sameTrace(a, same), 'the same step twice: the same trace');
+    t.notOk(sameTrace(a, other), 'a constant of other values (a step-dependent scalar): not the same');
+    const bigger = tf.tensor2d([1, 2, 3, -1, 0.5, 4, 0, 1, 2], [3, 3]);
+    const wider = traceOf(bigger);
+    t.notOk(sameTrace(a, wider), 'other shapes: not the same');
+    for (const tr of [a, same, other, wider]) releaseTrace(tr, backend());
+    tf.dispose([x, bigger]);
+    t.end();
+  });
+
+  t.test('a read it was not told of, or another variable written, refuses the recording', t => {
+    const x = tf.tensor2d([1, 2, 3, -1, 0.5, 4], [2, 3]);
+    const unmarked = record(x, () => compute(x).dataSync());
+    t.same(unmarked, { spoiled: 'a kernel output was read' }, 'an unmarked read of an output');
+    const marked = record(x, () => {
+      const y = compute(x);
+      markRead('y', y);
+      y.dataSync();
+      y.dispose();
+    });
+    t.notOk('spoiled' in marked, 'the same read, marked: kept');
+    if (!('spoiled' in marked)) {
+      t.same(
+        marked.marks.map(m => m.mark),
+        [{ kind: 'out' }, { kind: 'read', name: 'y' }],
+        'the marks, in order',
+      );
+      releaseTrace(marked, backend());
+    }
+    const moving = tf.variable(tf.zeros([2]), false, 'trace-moving');
+    const written = record(x, () => moving.assign(tf.tidy(() => tf.sum(compute(x), 0))), [moving]);
+    t.same(written, { spoiled: 'the step wrote a variable' }, 'a moving average written in the step');
+    const heldOutput = record(x, () => w.assign(tf.tidy(() => tf.add(w, tf.scalar(1)))));
+    t.same(heldOutput, { spoiled: "a variable holds a kernel's output" }, "a variable given a kernel's output");
+    tf.dispose([x, moving]);
+    t.end();
+  });
+}
