@@ -56,7 +56,7 @@ const LAYERS = [
     name: 'kernels',
     paths: [
       '^src/engine/native/',
-      '^src/engine/(tfjs-types|kernel-attrs|sole-reader|output-destination|softmax-cross-entropy|kernel-trace|kept-for-closure)\\.ts$',
+      '^src/engine/(tfjs-types|kernel-attrs|sole-reader|output-destination|softmax-cross-entropy|kernel-trace|kept-for-closure|dropout-kernel)\\.ts$',
       '^src/pipeline/hooks/half-float\\.ts$',
     ],
   },

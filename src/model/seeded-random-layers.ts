@@ -19,6 +19,7 @@
 import type { LayersModel, Tensor, Tf } from '../engine/tfjs-types.js';
 import { allLayers } from './all-layers.js';
 import { dropoutMask } from '../engine/dropout-mask.js';
+import { dropoutMaskKernel, dropoutThreshold, maskBase, registerSeedSource } from '../engine/dropout-kernel.js';
 
 interface RecurrentCell {
   dropout?: number;
@@ -84,6 +85,9 @@ export function seedRandomLayers(tf: Tf, model: LayersModel, shards = 1): Random
   const found = allLayers(model.layers as unknown as RandomLayer[]).filter(drawsAtRandom);
   found.forEach((layer, index) => {
     const stock = layer.call.bind(layer);
+    // the seed of device k's draw of this layer in the step `at` keyed, asked when a mask kernel runs (a replayed
+    // step's too: engine/kernel-trace.ts)
+    const source = registerSeedSource(() => mixSeed(key[0], key[1], key[2], index));
     layer.call = (inputs, kwargs) => {
       if (kwargs?.training !== true) return stock(inputs, kwargs);
       const x = Array.isArray(inputs) ? inputs[0] : inputs;
@@ -94,6 +98,7 @@ export function seedRandomLayers(tf: Tf, model: LayersModel, shards = 1): Random
           part,
           mixSeed(key[0], key[1] + k, key[2], index),
           () => stock(part, partKwargs) as Tensor,
+          shards === 1 ? source : undefined,
         );
       return tf.tidy(() =>
         shards === 1
@@ -136,14 +141,17 @@ function shardsOf(
     ]);
 }
 
-function seededCall(tf: Tf, layer: RandomLayer, x: Tensor, seed: number, stock: () => Tensor): Tensor {
+/** `source`: a seed source giving `seed` (engine/dropout-kernel.ts), for a mask kernel where the backend has one. */
+function seededCall(tf: Tf, layer: RandomLayer, x: Tensor, seed: number, stock: () => Tensor, source?: number) {
   switch (layer.getClassName()) {
     case 'Dropout':
     case 'SpatialDropout1D': {
       // tfjs's own call (tf.dropout), its mask drawn by dropoutMultiplier
       const rate = layer.rate!;
       if (!(rate > 0 && rate < 1)) return stock();
-      return tf.mul(x, dropoutMultiplier(tf, noiseShape(x.shape, layer.getNoiseShape?.(x)), rate, seed));
+      const shape = noiseShape(x.shape, layer.getNoiseShape?.(x));
+      const kernel = source === undefined ? undefined : dropoutMaskKernel(tf, shape, rate, source);
+      return tf.mul(x, kernel ?? dropoutMultiplier(tf, shape, rate, seed));
     }
     case 'GaussianNoise':
       return tf.add(x, tf.randomNormal(x.shape, 0, layer.stddev!, 'float32', seed));
@@ -196,17 +204,8 @@ function noiseShape(shape: number[], given: (number | null)[] | null | undefined
  * Branch-free: u is kept from a threshold on its 24 bits, found once.
  */
 export function dropoutMultiplier(tf: Tf, shape: number[], rate: number, seed: number): Tensor {
-  const keep = Math.fround(1 - rate);
-  const table = Float32Array.of(0, 1 / keep); // [dropped, kept]
-  // the least 24-bit u with fround(u / 2^24 + keep) >= 1 (2^24: none)
-  let lo = 0,
-    hi = 1 << 24;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (Math.fround(mid / 16777216 + keep) >= 1) hi = mid;
-    else lo = mid + 1;
-  }
+  const { kept, lo } = dropoutThreshold(rate);
+  const table = Float32Array.of(0, kept); // [dropped, kept]
   const size = shape.reduce((a, b) => a * b, 1);
-  const base = Math.imul(seed | 0, 0x85ebca6b) ^ 0x2545f491;
-  return tf.tensor(dropoutMask(size, base, lo, table), shape, 'float32');
+  return tf.tensor(dropoutMask(size, maskBase(seed), lo, table), shape, 'float32');
 }

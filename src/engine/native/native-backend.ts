@@ -21,6 +21,8 @@ import { matmulKernels } from './matmul-kernels.js';
 import { tileKernel } from './tile-kernel.js';
 import { registerSoftmaxCrossEntropyGradient, softmaxCrossEntropyKernels } from './softmax-cross-entropy-kernel.js';
 import { SOFTMAX_CE_GRAD_KERNEL, SOFTMAX_CE_KERNEL } from '../softmax-cross-entropy.js';
+import { DROPOUT_MASK_KERNEL } from '../dropout-kernel.js';
+import { dropoutMaskKernel } from './dropout-mask-kernel.js';
 import { MAX_POOL_OF_RELU_KERNEL, MAX_POOL_RELU_GRAD_KERNEL, poolKernels } from './pool-kernels.js';
 import { elementwiseKernels, RELU_GRAD_KERNEL } from './elementwise-kernels.js';
 import { FUSED_CONV_KERNEL, registerFusedConvGradient } from './fused-conv-layers.js';
@@ -65,6 +67,7 @@ function allKernels(tf: Tf, addon: NativeAddon): NativeKernel[] {
     ...convPoolKernels(ctx),
     tileKernel(),
     ...softmaxCrossEntropyKernels(),
+    dropoutMaskKernel(ctx),
   ];
 }
 
@@ -169,8 +172,9 @@ export function registerNativeBackend(tf: Tf, options: NativeBackendOptions = {}
   // Kernels of tandem's own with no stock kernel behind them, native only, as their callers ask for them only where
   // they run: a relu convolution and its max pool in one (bf16, conv-pool-kernel.ts), as the layer does; a
   // classifier's loss from logits in one, tfjs's bits (softmax-cross-entropy-kernel.ts), as ../softmax-cross-entropy.ts
-  // does
-  for (const name of [CONV_RELU_POOL_KERNEL, POOLED_RELU_GRAD_KERNEL, SOFTMAX_CE_KERNEL, SOFTMAX_CE_GRAD_KERNEL])
+  // does; dropout's multiplier (dropout-mask-kernel.ts), as ../../model/seeded-random-layers.ts does
+  const own = [CONV_RELU_POOL_KERNEL, POOLED_RELU_GRAD_KERNEL, SOFTMAX_CE_KERNEL, SOFTMAX_CE_GRAD_KERNEL];
+  for (const name of [...own, DROPOUT_MASK_KERNEL])
     tf.registerKernel({
       kernelName: name,
       backendName: NATIVE_BACKEND,
