@@ -61,9 +61,7 @@ function registerTests(bf16: boolean) {
   t.test("Dropout (tfjs-examples mnist-node): each step's own masks, replayed", t =>
     same(t, { model: 'mnist-node', imageSize: [28, 28, 1], steps: 6 }, allButRecorded),
   );
-  t.test('BatchNormalization (resnet-mini): never replayed', t =>
-    same(t, { model: 'resnet-mini', steps: 5 }, () => 0),
-  );
+  t.test('BatchNormalization (resnet-mini): never replayed', t => same(t, { model: 'resnet-mini', steps: 5 }, () => 0));
   t.test('a partial last batch runs through tfjs', t =>
     // 200 training samples in batches of 32: the 7th batch has 8 samples, the 8th is the next epoch's first
     same(t, { datasetSize: 200, steps: 9, partialBatch: true }, steps => steps - 2 - 1),
