@@ -4,14 +4,18 @@
 //   oneDNN has bf16 kernels here, and past a check of the kept recording against a fresh one (REVERIFY_EVERY steps);
 // - how many steps replay: all but the two recorded first and the one each check records;
 // - a model with Dropout replays, each step drawing its own masks (the mask is a kernel whose seed is the step's);
-// - a model with BatchNormalization (statistics computed outside kernels, moving averages written) never replays, and
-//   gives the same bits;
+// - BatchNormalization replays (its statistics and gradient are kernels, its moving averages a hook run again), sync
+//   and local; the moving averages are in the replica checksum;
+// - a model whose random layers draw outside kernels (Gaussian noise: values that differ each step) never replays,
+//   and gives the same bits;
 // - a partial last batch runs through tfjs, the others replay.
 // Skipped when the addon is not built (failed with TANDEM_REQUIRE_NATIVE=1).
 import t, { type Test } from 'tap';
 import { nativeAddonOrSkip } from './fixtures/native-addon-or-skip.js';
 import { startTraining, type TrainConfig } from '../src/index.js';
 import { REVERIFY_EVERY } from '../src/actors/step-replay.js';
+
+const fixtureModel = (file: string) => new URL(`../../test/fixtures/models/${file}`, import.meta.url).pathname;
 
 const addon = nativeAddonOrSkip();
 if (addon) registerTests(addon.bf16Support().implementation !== '');
@@ -20,6 +24,8 @@ interface Outcome {
   history: { loss: number; accuracy: number }[];
   checksum: string;
   replayed: number;
+  /** The non-trainable weights' bits (BatchNormalization's moving statistics). */
+  state: number[][];
 }
 
 async function train(replay: 'on' | 'off', config: Partial<TrainConfig>): Promise<Outcome> {
@@ -31,7 +37,8 @@ async function train(replay: 'on' | 'off', config: Partial<TrainConfig>): Promis
       ...config,
     } as TrainConfig);
     const s = await run.done;
-    return { history: s.history.map(h => ({ ...h })), checksum: s.replicaChecksum, replayed: s.replayedSteps };
+    const state = s.nonTrainableWeights.map(w => Array.from(new Uint32Array(w.values.slice().buffer)));
+    return { history: s.history.map(h => ({ ...h })), checksum: s.replicaChecksum, replayed: s.replayedSteps, state };
   } finally {
     delete process.env.TANDEM_STEP_REPLAY;
   }
@@ -46,6 +53,7 @@ function registerTests(bf16: boolean) {
     t.equal(on.replayed, replayed(steps), 'on: the steps that replay');
     t.same(on.history, off.history, 'every step: the same loss and accuracy bits');
     t.equal(on.checksum, off.checksum, 'the same replica bits');
+    t.same(on.state, off.state, 'the same non-trainable weights (moving statistics)');
     t.ok(new Set(on.history.map(h => h.loss)).size > 1, 'the loss moved: training happened');
   };
   const allButRecorded = (steps: number) => steps - 2;
@@ -61,7 +69,18 @@ function registerTests(bf16: boolean) {
   t.test("Dropout (tfjs-examples mnist-node): each step's own masks, replayed", t =>
     same(t, { model: 'mnist-node', imageSize: [28, 28, 1], steps: 6 }, allButRecorded),
   );
-  t.test('BatchNormalization (resnet-mini): never replayed', t => same(t, { model: 'resnet-mini', steps: 5 }, () => 0));
+  t.test('BatchNormalization, sync on 2 devices (resnet-mini): the moving averages too', async t => {
+    await same(t, { model: 'resnet-mini', devices: 2, steps: 6 }, allButRecorded);
+    const { state } = await train('on', { model: 'resnet-mini', devices: 2, steps: 2 });
+    const moved = await train('on', { model: 'resnet-mini', devices: 2, steps: 6 });
+    t.notSame(moved.state, state, 'the moving statistics moved in the replayed steps');
+  });
+  t.test('BatchNormalization, local, and a depthwise network (mobilenet-mini)', t =>
+    same(t, { model: 'mobilenet-mini', devices: 2, steps: 6, batchNorm: 'local' }, allButRecorded),
+  );
+  t.test('Gaussian noise and dropouts drawn outside kernels: never replayed', t =>
+    same(t, { model: fixtureModel('random-layers.mjs'), imageSize: [8, 8, 3], steps: 5 }, () => 0),
+  );
   t.test('a partial last batch runs through tfjs', t =>
     // 200 training samples in batches of 32: the 7th batch has 8 samples, the 8th is the next epoch's first
     same(t, { datasetSize: 200, steps: 9, partialBatch: true }, steps => steps - 2 - 1),

@@ -20,6 +20,8 @@ import {
   wrapBackendKernels,
   type KernelTrace,
   type ReadMark,
+  type HookMark,
+  replayTraceHook,
   type TraceBackend,
   type TraceRecorder,
 } from '../engine/kernel-trace.js';
@@ -31,7 +33,8 @@ export type PassMark =
   | { kind: 'settle' }
   | { kind: 'backwardStarted' }
   | { kind: 'ready'; index: number }
-  | ReadMark;
+  | ReadMark
+  | HookMark;
 
 /** A replayed pass's marks, for the pass to act on. */
 export interface ReplayedPass {
@@ -168,6 +171,8 @@ function onMark(
       return pass.backwardStarted();
     case 'read':
       return pass.read(mark.name, floats(tensors[0]));
+    case 'hook':
+      return replayTraceHook(mark.id, tensors);
     case 'ready': {
       const gradient = floats(tensors[0]);
       if (!(gradient instanceof Float32Array)) throw new Error('step replay: a gradient of integers');

@@ -137,6 +137,38 @@ export function traceMark<M>(mark: M, tensors: readonly TensorInfo[] = []): void
   (ACTIVE.recorder as TraceRecorder<M> | undefined)?.mark(mark, tensors);
 }
 
+/** A mark of a hook: JavaScript that reads only its tensors, run in a step and again at its place in a replay. */
+export interface HookMark {
+  kind: 'hook';
+  id: number;
+}
+
+const HOOKS: { run: (tensors: readonly TensorInfo[]) => void; writes: readonly Source[] }[] = [];
+
+/**
+ * A hook's id: `run` reads only the tensors it is given (and writes only `writes`: a moving average's variables), so
+ * that a replay can run it again at its place with that step's tensors.
+ */
+export function registerTraceHook(run: (tensors: readonly TensorInfo[]) => void, writes: readonly Source[]): number {
+  return HOOKS.push({ run, writes }) - 1;
+}
+
+/** Runs hook `id` on `tensors` now; in a recording, marked (its writes allowed) for the replay to run it there. */
+export function runTraceHook(id: number, tensors: readonly TensorInfo[]): void {
+  const hook = HOOKS[id];
+  const r = ACTIVE.recorder;
+  if (r !== undefined) {
+    r.mark({ kind: 'hook', id } satisfies HookMark, tensors);
+    for (const v of hook.writes) r.allowWrite(v);
+  }
+  hook.run(tensors);
+}
+
+/** A replay reached hook `id`'s mark: runs it on the replay's tensors. */
+export function replayTraceHook(id: number, tensors: readonly TensorInfo[]): void {
+  HOOKS[id].run(tensors);
+}
+
 /** Whether this thread is recording a trace now. */
 export function recording(): boolean {
   return ACTIVE.recorder !== undefined;
@@ -201,7 +233,13 @@ export class TraceRecorder<M> {
   }
 
   read(dataId: DataId): void {
+    if (this.depth > 0) return; // a kernel reading its inputs: part of the call
     if (this.produced.has(dataId) && !this.declared.has(dataId)) this.spoiled ??= 'a kernel output was read';
+  }
+
+  /** A variable a hook of the step writes: not a reason to refuse the recording. */
+  allowWrite(v: Source): void {
+    this.before.delete(v);
   }
 
   spoil(reason: string): void {

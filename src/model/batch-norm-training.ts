@@ -21,7 +21,8 @@
  */
 import type { BlockingCollective } from '../collectives/collective.js';
 import type { Tensor, Tf } from '../engine/tfjs-types.js';
-import { batchNormLoops, type ChannelGeometry } from '../engine/batch-norm-loops.js';
+import { batchNormLoops } from '../engine/batch-norm-loops.js';
+import { geometryOf, inverseStd, reduced } from './batch-norm-kernels.js';
 import { hostFloats } from '../engine/host-floats.js';
 
 export interface BatchNormTrainingOptions {
@@ -42,18 +43,6 @@ export interface BatchNormTrainingResult {
   /** The batch mean and biased variance per channel (global with a collective), for the moving statistics. */
   mean: Tensor;
   variance: Tensor;
-}
-
-function geometryOf(shape: number[], axis: number): ChannelGeometry {
-  const a = axis >= 0 ? axis : axis + shape.length;
-  const prod = (dims: number[]) => dims.reduce((p, d) => p * d, 1);
-  return { outer: prod(shape.slice(0, a)), channels: shape[a], inner: prod(shape.slice(a + 1)) };
-}
-
-/** Σ over the devices of `local` (in place) when there is a collective. */
-function reduced(local: Float32Array, collective: BlockingCollective | undefined): Float32Array {
-  collective?.allReduce(local, 0, local.length, 'sum');
-  return local;
 }
 
 /** y, the batch mean and the batch variance of x (any rank, any channel axis), with tfjs's gradients for x, γ and β. */
@@ -84,7 +73,7 @@ export function batchNormTraining(
     mean = Float32Array.from(sums.subarray(0, C), s => s / n);
     const squares = Float32Array.from(centeredSquareSums(xv, mean, g));
     variance = Float32Array.from(reduced(squares, options.collective), s => s / n);
-    const invStd = Float64Array.from(variance, v => 1 / Math.sqrt(v + options.epsilon));
+    const invStd = inverseStd(variance, options.epsilon);
     const y = normalize(
       xv,
       mean,

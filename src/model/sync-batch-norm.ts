@@ -19,6 +19,10 @@ import { soleReader, type GraphLayerLike } from '../engine/sole-reader.js';
 import { batchNormTraining } from './batch-norm-training.js';
 import { allLayers } from './all-layers.js';
 import { ownFloats } from '../engine/host-floats.js';
+import { backendRecordable, registerTraceHook, runTraceHook } from '../engine/kernel-trace.js';
+import { BN_TRAIN_KERNEL, registerBatchNormKernels, registerCollective } from './batch-norm-kernels.js';
+import type { TensorInfo } from '@tensorflow/tfjs-core';
+import type { MathBackendCPU } from '@tensorflow/tfjs-backend-cpu';
 
 interface LayerVariableLike {
   read(): Tensor;
@@ -72,10 +76,11 @@ export function trainBatchNormalization(tf: Tf, model: LayersModel, collective?:
       const stockRelu = relu.call.bind(relu);
       relu.call = (inputs, kwargs) => (kwargs?.training === true ? inputs : stockRelu(inputs, kwargs));
     }
+    const kernel = asKernel(tf, layer, collective);
     layer.call = (inputs, kwargs) => {
       if (kwargs?.training !== true) return stock(inputs, kwargs);
       const x = Array.isArray(inputs) ? inputs[0] : inputs;
-      return tf.tidy(() => trainingForward(tf, layer, x, collective, relu !== undefined));
+      return tf.tidy(() => trainingForward(tf, layer, x, collective, relu !== undefined, kernel));
     };
     return layer.name;
   });
@@ -106,16 +111,44 @@ function reluLayersAfterBatchNorm(tf: Tf, model: LayersModel): Map<GraphLayer, G
   return found;
 }
 
+/** The layer as batch-norm-kernels.ts's kernels where the backend's steps replay; undefined: customGrad's closures. */
+interface AsKernel {
+  collective: number;
+  /** The moving averages' update from the kernel's mean and variance, a hook a replayed step runs again. */
+  hook: number;
+}
+
+function asKernel(tf: Tf, layer: BatchNormLayer, collective: BlockingCollective | undefined): AsKernel | undefined {
+  if (!backendRecordable(tf)) return undefined;
+  registerBatchNormKernels(tf);
+  const values = (t: TensorInfo) => (tf.backend() as unknown as MathBackendCPU).data.get(t.dataId)!.values;
+  const hook = registerTraceHook(
+    ([mean, variance]) => {
+      movingAverageOf(tf, layer.movingMean, values(mean) as Float32Array, layer.momentum);
+      movingAverageOf(tf, layer.movingVariance, values(variance) as Float32Array, layer.momentum);
+    },
+    [layer.movingMean.read(), layer.movingVariance.read()],
+  );
+  return { collective: registerCollective(collective), hook };
+}
+
 function trainingForward(
   tf: Tf,
   layer: BatchNormLayer,
   x: Tensor,
   collective: BlockingCollective | undefined,
   relu: boolean,
+  kernel: AsKernel | undefined,
 ): Tensor {
   const C = x.shape[layer.axis >= 0 ? layer.axis : layer.axis + x.rank];
   const gamma = layer.scale && layer.gamma ? layer.gamma.read() : tf.ones([C]);
   const beta = layer.center && layer.beta ? layer.beta.read() : tf.zeros([C]);
+  if (kernel) {
+    const attrs = { axis: layer.axis, epsilon: layer.epsilon, relu, collective: kernel.collective };
+    const [y, mean, variance] = tf.engine().runKernel(BN_TRAIN_KERNEL, { x, gamma, beta }, attrs) as Tensor[];
+    runTraceHook(kernel.hook, [mean, variance]);
+    return y;
+  }
   const { y, mean, variance } = batchNormTraining(tf, x, gamma, beta, {
     axis: layer.axis,
     epsilon: layer.epsilon,
@@ -137,10 +170,17 @@ function movingAverage(tf: Tf, variable: LayerVariableLike, value: Tensor, momen
     const orig = variable.read();
     const o = ownFloats(tf, orig),
       v = ownFloats(tf, value);
-    if (!o || !v || o.length !== v.length) {
-      variable.write(tf.sub(orig, tf.mul(tf.sub(orig, value), 1 - momentum)));
-      return;
-    }
+    if (!o || !v || o.length !== v.length) variable.write(tf.sub(orig, tf.mul(tf.sub(orig, value), 1 - momentum)));
+    else movingAverageOf(tf, variable, v, momentum);
+  });
+}
+
+/** movingAverage's loop, from the values of the statistic (the variable's own array read in place). */
+function movingAverageOf(tf: Tf, variable: LayerVariableLike, v: Float32Array, momentum: number): void {
+  tf.tidy(() => {
+    const orig = variable.read();
+    const o = ownFloats(tf, orig);
+    if (!o || o.length !== v.length) throw new Error(`moving average: ${o?.length} values against ${v.length}`);
     const decay = Math.fround(1 - momentum),
       next = new Float32Array(o.length);
     for (let i = 0; i < o.length; i++) next[i] = o[i] - Math.fround(Math.fround(o[i] - v[i]) * decay);
