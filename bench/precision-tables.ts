@@ -15,6 +15,10 @@ export interface TorchRates {
 /** The 1-device bf16 comparison, one entry a run, in the order run: tandem, PyTorch (glibc), PyTorch (kept). */
 export interface Bf16Runs {
   tandem: number[];
+  /** tandem with every step through tfjs (TANDEM_STEP_REPLAY=off), in the same round: what the replay gives. */
+  tandemLive: number[];
+  /** Steps the replaying run replayed, of its steps. */
+  tandemReplayed: number[];
   torch: number[];
   torchKept: number[];
   /** The CPU each round ran on (`pin`; empty unpinned). */
@@ -89,8 +93,12 @@ function printRounds(rows: PrecisionRow[]): void {
   for (const r of rows.filter(x => x.bf16Runs)) {
     const p = r.bf16Runs!;
     const on = (i: number) => (p.cpus.length > 0 ? ` (CPU ${p.cpus[i]})` : '');
-    const each = p.tandem.map((t, i) => `${f(t)}/${f(p.torch[i])}/${f(p.torchKept[i])}${on(i)}`).join(', ');
-    console.log(`${r.model}, 1 device bf16, tandem/PyTorch/PyTorch kept in turn: ${each}`);
+    const each = p.tandem
+      .map((t, i) => `${f(t)}/${f(p.tandemLive[i])}/${f(p.torch[i])}/${f(p.torchKept[i])}${on(i)}`)
+      .join(', ');
+    console.log(`${r.model}, 1 device bf16, tandem/tandem unreplayed/PyTorch/PyTorch kept in turn: ${each}`);
+    const gain = median(p.tandem.map((t, i) => t / p.tandemLive[i]));
+    console.log(`  the replay: ${f(gain, 2)}× the unreplayed step (median), ${p.tandemReplayed.join(', ')} replayed`);
     const faults = [p.tandemFaults, p.torchFaults, p.torchKeptFaults].map(x => f(median(x)));
     console.log(`  minor page faults a step (medians): tandem ${faults[0]}, PyTorch ${faults[1]}, kept ${faults[2]}`);
   }

@@ -62,7 +62,13 @@ const INPUT: Record<string, [number, number, number]> = {
 };
 
 /** samples/s over the timed steps, and (Linux) the CPU each kind of thread spent per timed step. */
-async function tandemRun(model: string, devices: number, precision: Precision, o: PrecisionBenchOptions) {
+async function tandemRun(
+  model: string,
+  devices: number,
+  precision: Precision,
+  o: PrecisionBenchOptions,
+  replay = true,
+) {
   const cfg: TrainConfig = {
     model,
     data: 'synthetic-images',
@@ -83,6 +89,7 @@ async function tandemRun(model: string, devices: number, precision: Precision, o
   const starts: number[] = [];
   const cpu: (ThreadReading | undefined)[] = [];
   const faults: number[] = [];
+  if (!replay) process.env.TANDEM_STEP_REPLAY = 'off'; // the threads read it as they start
   const run = startTraining(cfg);
   run.timeline$.subscribe(s => {
     if (s.device !== 0 || s.thread !== 'compute' || s.kind !== 'load' || s.step <= warm) return;
@@ -91,13 +98,13 @@ async function tandemRun(model: string, devices: number, precision: Precision, o
     cpu.push(readThreadCpu());
     faults.push(process.resourceUsage().minorPageFault);
   });
-  await run.done;
+  const { replayedSteps } = await run.done.finally(() => delete process.env.TANDEM_STEP_REPLAY);
   const timed = starts.filter(t => t !== undefined);
   if (timed.length < 2) throw new Error(`precision bench: ${model} reported ${timed.length} timed steps`);
   const rate = (cfg.batch! * (timed.length - 1)) / ((timed[timed.length - 1] - timed[0]) / 1000);
   const [a, b] = cpu;
   const faultsPerStep = (faults[1] - faults[0]) / (timed.length - 1);
-  return { rate, threads: a && b ? threadCpuPerStep(a, b, timed.length - 1) : undefined, faultsPerStep };
+  return { rate, threads: a && b ? threadCpuPerStep(a, b, timed.length - 1) : undefined, faultsPerStep, replayedSteps };
 }
 
 /** The untimed first steps of a run of `steps`, on both sides: half. */
@@ -149,7 +156,7 @@ async function torchRates(python: string, model: string, o: PrecisionBenchOption
  */
 async function bf16Rounds(python: string, model: string, o: PrecisionBenchOptions) {
   const runs: Bf16Runs = {
-    ...{ tandem: [], torch: [], torchKept: [], cpus: [] },
+    ...{ tandem: [], tandemLive: [], tandemReplayed: [], torch: [], torchKept: [], cpus: [] },
     ...{ tandemFaults: [], torchFaults: [], torchKeptFaults: [] },
   };
   const threads: ThreadCpu[] = [];
@@ -162,7 +169,9 @@ async function bf16Rounds(python: string, model: string, o: PrecisionBenchOption
       const run = await tandemRun(model, 1, 'bf16', o);
       runs.tandem.push(run.rate);
       runs.tandemFaults.push(run.faultsPerStep);
+      runs.tandemReplayed.push(run.replayedSteps);
       if (run.threads) threads.push(run.threads);
+      runs.tandemLive.push((await tandemRun(model, 1, 'bf16', o, false)).rate);
       const glibc = await torchRun(python, model, 'bf16', 'glibc', o);
       runs.torch.push(glibc.rate);
       runs.torchFaults.push(glibc.faultsPerStep);
