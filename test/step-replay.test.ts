@@ -8,6 +8,7 @@
 //   and local; the moving averages are in the replica checksum;
 // - a model whose random layers draw outside kernels (Gaussian noise: values that differ each step) never replays,
 //   and gives the same bits;
+// - method B (local-head) never replays;
 // - a partial last batch runs through tfjs, the others replay.
 // Skipped when the addon is not built (failed with TANDEM_REQUIRE_NATIVE=1).
 import t, { type Test } from 'tap';
@@ -80,6 +81,9 @@ function registerTests(bf16: boolean) {
   );
   t.test('Gaussian noise and dropouts drawn outside kernels: never replayed', t =>
     same(t, { model: fixtureModel('random-layers.mjs'), imageSize: [8, 8, 3], steps: 5 }, () => 0),
+  );
+  t.test('method B (local-head: a loss built from the labels on the host): never replayed', t =>
+    same(t, { method: 'local-head', devices: 2, steps: 4 }, () => 0),
   );
   t.test('a partial last batch runs through tfjs', t =>
     // 200 training samples in batches of 32: the 7th batch has 8 samples, the 8th is the next epoch's first

@@ -53,7 +53,7 @@ import {
 import type { DeviceIdentity, FromCompute } from './protocol.js';
 import { peerWaitMs } from '../world/peer-wait.js';
 import { layerSettings } from '../model/layer-settings.js';
-import { DeviceReplays } from './step-replay.js';
+import { DeviceReplays, replayable } from './step-replay.js';
 
 type Send = (msg: FromCompute, transfer?: ArrayBuffer[]) => void;
 
@@ -290,7 +290,7 @@ export class DeviceReplica {
     const { syncReads, rank } = this;
     const { rows, samples, weight } = deviceShare(cfg, s, rank); // a partial batch: fewer rows, weighted
     if (cfg.accumulate > 1) this.gradientSum ??= new Float32Array(layout.total);
-    const replay = this.replays.of(tf, model, cfg.plugins.length === 0);
+    const replay = this.replays.of(tf, this.attached!, replayable(cfg));
     const passInputs = { cfg, rank, step: s, model, layout, byModelIndex, grads, method, gate, syncReads, weight };
     const run = await runStepPasses({
       ...{ cfg, ...inputs, syncReads, sum: this.gradientSum, rows, model, scope: getEngine(cfg.backend).stepScope },

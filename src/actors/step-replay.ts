@@ -7,8 +7,9 @@
  * again and must still agree, or the device records until two agree again.
  *
  * Replayed only on the native backend, reading synchronously, over a whole batch in one pass (no micro-batches, no
- * partial batch's weight), without plugins (whose probes and layers run JavaScript a replay would skip); a recording
- * that read a kernel's output it did not mark, or whose method's loss did more than a loss and counts, is not kept.
+ * partial batch's weight), data-parallel, without plugins (whose probes and layers run JavaScript a replay would skip);
+ * a recording that read a kernel's output it did not mark, or whose method's loss did more than a loss and counts, is
+ * not kept.
  * `TANDEM_STEP_REPLAY=off` keeps every step on tfjs (the bench's and the tests' comparison).
  */
 import type { TensorInfo } from '@tensorflow/tfjs-core';
@@ -183,15 +184,26 @@ function onMark(
   }
 }
 
-/** A device's `StepReplay` for the model it trains now (another model: a fresh one, the old one's released). */
+/**
+ * Whether a run's steps may replay: data-parallel (whose loss reads nothing but its tensors; a method that builds
+ * tensors from the labels on the host could make two steps' constants agree by chance), and no plugins.
+ */
+export function replayable(cfg: { method: string; plugins: readonly string[] }): boolean {
+  return cfg.method === 'data-parallel' && cfg.plugins.length === 0;
+}
+
+/**
+ * A device's `StepReplay` for what it trains now: `attached`, the model with its buffers, groups and collective (a new
+ * attach: a fresh one, the old one's released, as its kernels' collectives and hooks may be others).
+ */
 export class DeviceReplays {
-  private current?: { model: object; replay: StepReplay };
+  private current?: { attached: object; replay: StepReplay };
 
   /** `enabled`: the run may replay at all (no plugins). */
-  of(tf: Tf, model: object, enabled: boolean): StepReplay {
-    if (this.current?.model !== model) {
+  of(tf: Tf, attached: object, enabled: boolean): StepReplay {
+    if (this.current?.attached !== attached) {
       this.current?.replay.dispose();
-      this.current = { model, replay: new StepReplay(tf, tf.backend() as unknown as TraceBackend, enabled) };
+      this.current = { attached, replay: new StepReplay(tf, tf.backend() as unknown as TraceBackend, enabled) };
     }
     return this.current.replay;
   }
