@@ -86,6 +86,36 @@ function registerTests() {
     t.end();
   });
 
+  t.test("a variable outside the step's own, read by a kernel, is read as it is at the replay", t => {
+    const frozen = tf.variable(tf.tensor1d([1, 2]), false, 'trace-frozen');
+    const x = tf.tensor2d([1, 2, 3, -1, 0.5, 4], [2, 3]);
+    const scaled = () =>
+      tf.tidy(() => {
+        const y = tf.mul(tf.matMul(x, w), frozen);
+        traceMark<Mark>({ kind: 'out' }, [y]);
+        return y;
+      });
+    const trace = record(x, () => scaled().dispose(), [frozen]);
+    if ('spoiled' in trace) throw new Error(trace.spoiled);
+    t.same(
+      trace.calls[1].inputs.map(i => i.ref.kind),
+      ['value', 'variable'],
+      'the other variable is a variable of the recording, not a constant',
+    );
+    frozen.assign(tf.tensor1d([-3, 0.5])); // between steps (a moving average averaged over the devices)
+    let got: Float32Array | undefined;
+    replayTrace(trace, backend(), {
+      variables: [w, b, frozen],
+      inputs: [x],
+      onMark: (_, tensors) => (got = (backend().data.get(tensors[0].dataId)!.values as Float32Array).slice()),
+    });
+    const want = scaled();
+    t.same([...got!], [...(want.dataSync() as Float32Array)], 'its values now, as tfjs reads them');
+    releaseTrace(trace, backend());
+    tf.dispose([want, x, frozen]);
+    t.end();
+  });
+
   t.test('two recordings agree only on the same calls and the same constants', t => {
     const x = tf.tensor2d([1, 2, 3, -1, 0.5, 4], [2, 3]);
     const [a, same, other] = [traceOf(x), traceOf(x), traceOf(x, 4)];
@@ -102,7 +132,9 @@ function registerTests() {
   t.test('a read it was not told of, or another variable written, refuses the recording', t => {
     const x = tf.tensor2d([1, 2, 3, -1, 0.5, 4], [2, 3]);
     const unmarked = record(x, () => compute(x).dataSync());
-    t.same(unmarked, { spoiled: 'a kernel output was read' }, 'an unmarked read of an output');
+    t.same(unmarked, { spoiled: 'a tensor was read' }, 'an unmarked read of an output');
+    const input = record(x, () => compute(tf.tensor2d(x.dataSync() as Float32Array, [2, 3])).dispose());
+    t.same(input, { spoiled: 'a tensor was read' }, "an unmarked read of the step's input (a tensor made from it)");
     const marked = record(x, () => {
       const y = compute(x);
       markRead('y', y);

@@ -92,7 +92,7 @@ export class StepReplay {
       throw new Error(`step replay: no host values for a ${t.dtype} tensor the recording read`);
     };
     replayTrace(trace, this.backend, {
-      variables,
+      variables: [...variables, ...Object.values(this.tf.engine().registeredVariables)],
       inputs,
       onMark: (mark, tensors) => onMark(pass, mark, tensors, floats),
     });

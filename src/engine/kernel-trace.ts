@@ -25,7 +25,7 @@ type Dtype = TensorInfo['dtype'];
 /** Where a kernel's input comes from: an earlier call's output, a variable, the step's input, a constant. */
 export type TraceRef =
   | { kind: 'value'; id: number }
-  | { kind: 'variable'; index: number }
+  | { kind: 'variable'; id: number }
   | { kind: 'input'; index: number }
   | { kind: 'constant'; index: number };
 
@@ -67,7 +67,17 @@ export interface KernelTrace<M> {
 }
 
 /** A tensor's identity: a variable (whose data the step may replace) or a tensor. */
-type Source = { readonly dataId: DataId };
+export type Source = { readonly dataId: DataId };
+
+const SOURCE_IDS = new WeakMap<Source, number>();
+let nextSourceId = 0;
+
+/** A variable's id in traces: the same object, the same id, whatever its data is now. */
+export function sourceId(v: Source): number {
+  let id = SOURCE_IDS.get(v);
+  if (id === undefined) SOURCE_IDS.set(v, (id = nextSourceId++));
+  return id;
+}
 
 /** The recorder of this thread, while one records. */
 const ACTIVE: { recorder?: TraceRecorder<unknown> } = {};
@@ -203,6 +213,8 @@ export class TraceRecorder<M> {
   private nextValue = 0;
   private spoiled?: string;
   private readonly before: Map<Source, DataId>;
+  /** The other variables: read through the variable (its data now), never as a constant of the recording. */
+  private readonly others: readonly Source[];
 
   constructor(
     private readonly backend: TraceBackend,
@@ -210,7 +222,8 @@ export class TraceRecorder<M> {
     private readonly inputs: readonly TensorInfo[],
     watched: readonly Source[],
   ) {
-    this.before = new Map(watched.filter(v => !variables.includes(v)).map(v => [v, v.dataId]));
+    this.others = watched.filter(v => !variables.includes(v));
+    this.before = new Map(this.others.map(v => [v, v.dataId]));
   }
 
   called(
@@ -234,7 +247,9 @@ export class TraceRecorder<M> {
 
   read(dataId: DataId): void {
     if (this.depth > 0) return; // a kernel reading its inputs: part of the call
-    if (this.produced.has(dataId) && !this.declared.has(dataId)) this.spoiled ??= 'a kernel output was read';
+    // any tensor read for JavaScript: a kernel's output, and also an input or a variable, whose values could make a
+    // tensor outside kernels that two steps' recordings happen to agree on
+    if (!this.declared.has(dataId)) this.spoiled ??= 'a tensor was read';
   }
 
   /** A variable a hook of the step writes: not a reason to refuse the recording. */
@@ -270,8 +285,8 @@ export class TraceRecorder<M> {
   private refOf(t: TensorInfo): TraceRef {
     const value = this.produced.get(t.dataId);
     if (value !== undefined) return { kind: 'value', id: value };
-    const variable = this.variables.findIndex(v => v.dataId === t.dataId);
-    if (variable >= 0) return { kind: 'variable', index: variable };
+    const variable = this.variables.find(v => v.dataId === t.dataId) ?? this.others.find(v => v.dataId === t.dataId);
+    if (variable) return { kind: 'variable', id: sourceId(variable) };
     const input = this.inputs.findIndex(i => i.dataId === t.dataId);
     if (input >= 0) return { kind: 'input', index: input };
     let constant = this.constants.findIndex(c => c.info.dataId === t.dataId);

@@ -3,13 +3,13 @@
  * consecutive steps' traces equal in every call, attribute, source, mark and constant.
  */
 import type { TensorInfo } from '@tensorflow/tfjs-core';
-import type { KernelTrace, TraceBackend, TraceRef } from './kernel-trace.js';
+import { sourceId, type KernelTrace, type Source, type TraceBackend, type TraceRef } from './kernel-trace.js';
 
 type DataId = TensorInfo['dataId'];
 
 export interface ReplayEnv<M> {
-  /** The variables now (their data may change at a mark: read at each call). */
-  variables: readonly { readonly dataId: DataId }[];
+  /** Every variable the recording may read (their data may change at a mark: read at each call). */
+  variables: readonly Source[];
   /** This step's inputs, in the recording's order. */
   inputs: readonly TensorInfo[];
   /** A mark reached, with the tensors it names (valid until the replay ends). */
@@ -24,12 +24,18 @@ export function replayTrace<M>(trace: KernelTrace<M>, backend: TraceBackend, env
   const values: DataId[] = [];
   const made = new Set<DataId>();
   const aliases: DataId[] = []; // outputs on an external's data: a reference each, to give back
+  const variables = new Map(env.variables.map(v => [sourceId(v), v]));
+  const variable = (id: number): DataId => {
+    const v = variables.get(id);
+    if (!v) throw new Error(`step replay: variable ${id} of the recording is not among the step's variables`);
+    return v.dataId;
+  };
   const resolve = (ref: TraceRef): DataId => {
     switch (ref.kind) {
       case 'value':
         return values[ref.id];
       case 'variable':
-        return env.variables[ref.index].dataId;
+        return variable(ref.id);
       case 'input':
         return env.inputs[ref.index].dataId;
       case 'constant':
