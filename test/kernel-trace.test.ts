@@ -2,7 +2,8 @@
 // backend in this thread:
 // - a replay on new inputs and a variable written since gives the bits tfjs gives for the same computation;
 // - two recordings agree only when their constants are the same numbers and their calls the same;
-// - a recording that read a kernel's output it did not mark, or during which another variable was written, is refused;
+// - a recording that read a tensor it did not mark, ran a kernel whose output shape depends on values, or during which
+//   another variable was written, is refused;
 // - a kernel that runs kernels is one call; the replay releases what its kernels made.
 // Skipped when the addon is not built (failed with TANDEM_REQUIRE_NATIVE=1).
 import t from 'tap';
@@ -150,6 +151,8 @@ function registerTests() {
       );
       releaseTrace(marked, backend());
     }
+    const unique = record(x, () => tf.tidy(() => tf.unique(tf.reshape(compute(x), [-1])).values.dispose()));
+    t.same(unique, { spoiled: "Unique's output shape depends on its input's values" }, 'a value-shaped kernel');
     const moving = tf.variable(tf.zeros([2]), false, 'trace-moving');
     const written = record(x, () => moving.assign(tf.tidy(() => tf.sum(compute(x), 0))), [moving]);
     t.same(written, { spoiled: 'the step wrote a variable' }, 'a moving average written in the step');

@@ -79,6 +79,24 @@ export function sourceId(v: Source): number {
   return id;
 }
 
+/** tfjs's kernels whose outputs' shapes depend on their inputs' values: a step running one is not recorded. */
+const VALUE_SHAPED = new Set([
+  'Unique',
+  'NonMaxSuppressionV3',
+  'NonMaxSuppressionV4',
+  'NonMaxSuppressionV5',
+  'Where',
+  'SparseFillEmptyRows',
+  'SparseReshape',
+  'SparseSegmentMean',
+  'SparseSegmentSum',
+  'RaggedGather',
+  'RaggedRange',
+  'RaggedTensorToTensor',
+  'StringNGrams',
+  'StringSplit',
+]);
+
 /** The recorder of this thread, while one records. */
 const ACTIVE: { recorder?: TraceRecorder<unknown> } = {};
 
@@ -233,6 +251,7 @@ export class TraceRecorder<M> {
     attrs: NamedAttrMap,
     out: unknown,
   ) {
+    if (VALUE_SHAPED.has(name)) this.spoil(`${name}'s output shape depends on its input's values`);
     const ins: TraceInput[] = [];
     for (const [key, t] of Object.entries(inputs)) if (t !== undefined) ins.push(this.input(key, t));
     const outs = (Array.isArray(out) ? out : [out]) as TensorInfo[];

@@ -68,6 +68,8 @@ export function replayTrace<M>(trace: KernelTrace<M>, backend: TraceBackend, env
       const out = call.kernel({ inputs, attrs: call.attrs, backend: backend as never });
       const outs = (Array.isArray(out) ? out : [out]) as TensorInfo[];
       call.outputs.forEach((o, k) => {
+        if (!sameShape(outs[k].shape, o.shape))
+          throw new Error(`step replay: ${call.name} gave [${outs[k].shape}] where the recording had [${o.shape}]`);
         const id = outs[k].dataId;
         values[o.id] = id;
         if (external.has(id)) aliases.push(id);
@@ -101,6 +103,10 @@ export function sameTrace<M>(a: KernelTrace<M>, b: KernelTrace<M>): boolean {
     return deepEqual(c.info.shape, d.info.shape) && c.info.dtype === d.info.dtype && sameBits(c.values, d.values);
   });
   return callsEqual && marksEqual && constantsEqual;
+}
+
+function sameShape(a: readonly number[], b: readonly number[]): boolean {
+  return a.length === b.length && a.every((d, i) => d === b[i]);
 }
 
 function sameBits(a: unknown, b: unknown): boolean {
