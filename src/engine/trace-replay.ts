@@ -24,31 +24,7 @@ export function replayTrace<M>(trace: KernelTrace<M>, backend: TraceBackend, env
   const values: DataId[] = [];
   const made = new Set<DataId>();
   const aliases: DataId[] = []; // outputs on an external's data: a reference each, to give back
-  const variables = new Map(env.variables.map(v => [sourceId(v), v]));
-  const variable = (id: number): DataId => {
-    const v = variables.get(id);
-    if (!v) throw new Error(`step replay: variable ${id} of the recording is not among the step's variables`);
-    return v.dataId;
-  };
-  const resolve = (ref: TraceRef): DataId => {
-    switch (ref.kind) {
-      case 'value':
-        return values[ref.id];
-      case 'variable':
-        return variable(ref.id);
-      case 'input':
-        return env.inputs[ref.index].dataId;
-      case 'constant':
-        return trace.constants[ref.index].info.dataId;
-      default:
-        return ref satisfies never;
-    }
-  };
-  const info = (i: { ref: TraceRef; shape: number[]; dtype: TensorInfo['dtype'] }): TensorInfo => ({
-    dataId: resolve(i.ref),
-    shape: i.shape,
-    dtype: i.dtype,
-  });
+  const info = inputsOf(trace, env, values);
   let mark = 0;
   const marksAt = (at: number) => {
     for (; mark < trace.marks.length && trace.marks[mark].at === at; mark++) {
@@ -81,6 +57,33 @@ export function replayTrace<M>(trace: KernelTrace<M>, backend: TraceBackend, env
     for (const id of made) if (backend.data.has(id)) backend.disposeData(id, true);
     for (const id of aliases) if (backend.data.has(id)) backend.disposeData(id, false);
   }
+}
+
+type Input = { ref: TraceRef; shape: number[]; dtype: TensorInfo['dtype'] };
+
+/** A recorded input as this replay's tensor: its source now (`values`: the replay's outputs so far), its shape. */
+function inputsOf<M>(trace: KernelTrace<M>, env: ReplayEnv<M>, values: DataId[]): (i: Input) => TensorInfo {
+  const variables = new Map(env.variables.map(v => [sourceId(v), v]));
+  const variable = (id: number): DataId => {
+    const v = variables.get(id);
+    if (!v) throw new Error(`step replay: variable ${id} of the recording is not among the step's variables`);
+    return v.dataId;
+  };
+  const resolve = (ref: TraceRef): DataId => {
+    switch (ref.kind) {
+      case 'value':
+        return values[ref.id];
+      case 'variable':
+        return variable(ref.id);
+      case 'input':
+        return env.inputs[ref.index].dataId;
+      case 'constant':
+        return trace.constants[ref.index].info.dataId;
+      default:
+        return ref satisfies never;
+    }
+  };
+  return i => ({ dataId: resolve(i.ref), shape: i.shape, dtype: i.dtype });
 }
 
 /** Whether `b` (a later step's recording) runs what `a` runs: the same calls, sources, marks and constants. */
