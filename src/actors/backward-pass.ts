@@ -147,6 +147,7 @@ export class BackwardPass {
         else throw new Error(`step replay: a read of '${name}' has no place in a pass`);
       },
       ready: (index, gradient) => this.readyValues(index, gradient),
+      destination: index => this.slotOf(index),
     });
     const { lossValue: loss, localGrads, nonFinite, nonFiniteLoss } = this;
     return { loss, correct, metrics, localGrads, nonFinite, nonFiniteLoss, replayed: true };

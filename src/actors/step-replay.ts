@@ -27,6 +27,8 @@ import {
   type TraceRecorder,
 } from '../engine/kernel-trace.js';
 import { replayTrace, sameTrace } from '../engine/trace-replay.js';
+import type { DestinationMark } from '../engine/gradient-tape.js';
+import { offerOutputDestination } from '../engine/output-destination.js';
 
 /** What the pass marks in its recording, besides the kernels. */
 export type PassMark =
@@ -35,7 +37,8 @@ export type PassMark =
   | { kind: 'backwardStarted' }
   | { kind: 'ready'; index: number }
   | ReadMark
-  | HookMark;
+  | HookMark
+  | DestinationMark;
 
 /** A replayed pass's marks, for the pass to act on. */
 export interface ReplayedPass {
@@ -44,6 +47,8 @@ export interface ReplayedPass {
   backwardStarted(): void;
   read(name: string, values: Float32Array | Int32Array): void;
   ready(index: number, gradient: Float32Array): void;
+  /** Where variable `index`'s gradient goes, for its kernel to write it there (undefined: anywhere). */
+  destination(index: number): Float32Array | undefined;
 }
 
 /** Steps between two checks of a kept recording against a fresh one. */
@@ -91,11 +96,15 @@ export class StepReplay {
       if (values instanceof Float32Array || values instanceof Int32Array) return values;
       throw new Error(`step replay: no host values for a ${t.dtype} tensor the recording read`);
     };
-    replayTrace(trace, this.backend, {
-      variables: [...variables, ...Object.values(this.tf.engine().registeredVariables)],
-      inputs,
-      onMark: (mark, tensors) => onMark(pass, mark, tensors, floats),
-    });
+    try {
+      replayTrace(trace, this.backend, {
+        variables: [...variables, ...Object.values(this.tf.engine().registeredVariables)],
+        inputs,
+        onMark: (mark, tensors) => onMark(pass, mark, tensors, floats),
+      });
+    } finally {
+      offerOutputDestination(undefined); // a kernel that threw between a destination's marks left it offered
+    }
   }
 
   /** A recorder for this step, or undefined (nothing to gain: the step runs live, unrecorded). */
@@ -174,6 +183,10 @@ function onMark(
       return pass.read(mark.name, floats(tensors[0]));
     case 'hook':
       return replayTraceHook(mark.id, tensors);
+    case 'destination':
+      return offerOutputDestination(pass.destination(mark.index));
+    case 'destinationEnd':
+      return offerOutputDestination(undefined);
     case 'ready': {
       const gradient = floats(tensors[0]);
       if (!(gradient instanceof Float32Array)) throw new Error('step replay: a gradient of integers');

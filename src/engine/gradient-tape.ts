@@ -12,6 +12,7 @@
  */
 import { TandemError } from '../errors.js';
 import { releaseAllKept } from './kept-for-closure.js';
+import { traceMark } from './kernel-trace.js';
 import type { Tensor, Tf, Variable } from './tfjs-types.js';
 import { withOutputDestination } from './output-destination.js';
 import { NATIVE_BACKEND } from './native/backend-name.js';
@@ -198,6 +199,19 @@ export async function backwardWithGradientReadyAsync(
   return y;
 }
 
+/** A mark of a recorded step (kernel-trace.ts): the walk offered variable `index`'s slot (or stopped offering it). */
+export type DestinationMark = { kind: 'destination'; index: number } | { kind: 'destinationEnd' };
+
+/** `f` with `target` offered as its output's place (withOutputDestination), the offer marked in a recording. */
+function offered(index: number, target: Float32Array, f: () => Tensor): Tensor {
+  traceMark<DestinationMark>({ kind: 'destination', index });
+  try {
+    return withOutputDestination(target, f);
+  } finally {
+    traceMark<DestinationMark>({ kind: 'destinationEnd' });
+  }
+}
+
 /** The reverse walk over the tape the forward that returned `y` recorded; releases the tape. */
 function walkBackward(
   tf: Tf,
@@ -240,7 +254,7 @@ function walkBackward(
           // the variable's last contribution, alone: its final gradient, which may be written where it goes
           const index = current === undefined && ready ? ready.find(k => vars[k].id === x.id) : undefined;
           const target = index === undefined ? undefined : destination?.(index);
-          const dx = engine.tidy('grad', () => (target ? withOutputDestination(target, grads[name]) : grads[name]()));
+          const dx = engine.tidy('grad', () => (target ? offered(index!, target, grads[name]) : grads[name]()));
           if (current === undefined) acc.set(x.id, dx);
           else {
             acc.set(x.id, tf.add(current, dx));

@@ -21,6 +21,14 @@ export function withOutputDestination<T>(target: Float32Array, f: () => T): T {
   }
 }
 
+/**
+ * A replayed step's offer (../actors/step-replay.ts): `target` offered from the mark where the recorded walk offered
+ * its slot to the mark where it stopped (undefined: stopped).
+ */
+export function offerOutputDestination(target: Float32Array | undefined): void {
+  next = target;
+}
+
 /** The destination offered for an output of `length` floats (then no longer offered), or undefined. */
 export function takeOutputDestination(length: number): Float32Array | undefined {
   if (next === undefined || next.length !== length) return undefined;
