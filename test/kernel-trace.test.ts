@@ -117,6 +117,32 @@ function registerTests() {
     t.end();
   });
 
+  t.test("reshapes of the input's reshape, and kernels of a list of tensors: the input's data kept", t => {
+    const x = tf.tensor2d([1, 2, 3, -1, 0.5, 4], [2, 3]);
+    const body = (input: tf.Tensor) =>
+      tf.tidy(() => {
+        const flat = tf.reshape(tf.reshape(input, [6]), [3, 2]); // the input's data, twice over
+        const y = tf.addN([tf.concat([flat, flat], 0), tf.concat([flat, tf.neg(flat)], 0)]); // inputs as lists
+        traceMark<Mark>({ kind: 'out' }, [y]);
+        return y;
+      });
+    const trace = record(x, () => body(x).dispose());
+    if ('spoiled' in trace) throw new Error(trace.spoiled);
+    t.same(
+      trace.calls.map(c => c.name),
+      ['Reshape', 'Reshape', 'Concat', 'Neg', 'Concat', 'AddN'],
+      'the calls',
+    );
+    const x2 = tf.tensor2d([5, -6, 7, 8, 0, 1], [2, 3]);
+    const got = replayed(trace, x2);
+    const want = body(x2);
+    t.same([...got], [...(want.dataSync() as Float32Array)], "tfjs's values");
+    t.same([...(x2.dataSync() as Float32Array)], [5, -6, 7, 8, 0, 1], "the replay's input still holds its data");
+    releaseTrace(trace, backend());
+    tf.dispose([want, x, x2]);
+    t.end();
+  });
+
   t.test('two recordings agree only on the same calls and the same constants', t => {
     const x = tf.tensor2d([1, 2, 3, -1, 0.5, 4], [2, 3]);
     const [a, same, other] = [traceOf(x), traceOf(x), traceOf(x, 4)];

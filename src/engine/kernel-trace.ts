@@ -41,6 +41,8 @@ interface TraceCall {
   kernel: KernelFunc;
   attrs: NamedAttrMap;
   inputs: TraceInput[];
+  /** The inputs were an array (Concat's, AddN's, Pack's tensors), not a map of names. */
+  inputList: boolean;
   /** Each output's value id, shape and dtype. */
   outputs: { id: number; shape: number[]; dtype: Dtype }[];
 }
@@ -257,7 +259,7 @@ export class TraceRecorder<M> {
     const outs = (Array.isArray(out) ? out : [out]) as TensorInfo[];
     for (const o of outs) if (!Object.values(inputs).some(t => t?.dataId === o.dataId)) this.fresh.add(o.dataId);
     const outputs = outs.map(o => ({ id: this.produce(o.dataId), shape: [...o.shape], dtype: o.dtype }));
-    this.calls.push({ name, kernel, attrs, inputs: ins, outputs });
+    this.calls.push({ name, kernel, attrs, inputs: ins, inputList: Array.isArray(inputs), outputs });
   }
 
   mark(mark: M, tensors: readonly TensorInfo[]): void {

@@ -23,7 +23,10 @@ export interface ReplayEnv<M> {
 export function replayTrace<M>(trace: KernelTrace<M>, backend: TraceBackend, env: ReplayEnv<M>): void {
   const values: DataId[] = [];
   const made = new Set<DataId>();
-  const aliases: DataId[] = []; // outputs on an external's data: a reference each, to give back
+  // data the replay did not make (variables', inputs', constants'): an output on it (a reshape's, a reshape of that
+  // reshape's) holds a reference, given back at the end; only the replay's own data is freed
+  const externals = new Set<DataId>();
+  const aliases: DataId[] = [];
   const info = inputsOf(trace, env, values);
   let mark = 0;
   const marksAt = (at: number) => {
@@ -35,11 +38,10 @@ export function replayTrace<M>(trace: KernelTrace<M>, backend: TraceBackend, env
   try {
     trace.calls.forEach((call, at) => {
       marksAt(at);
-      const inputs: Record<string, TensorInfo> = {};
-      const external = new Set<DataId>();
+      const inputs: Record<string, TensorInfo> = call.inputList ? ([] as unknown as Record<string, TensorInfo>) : {};
       for (const i of call.inputs) {
         inputs[i.name] = info(i);
-        if (i.ref.kind !== 'value') external.add(inputs[i.name].dataId);
+        if (i.ref.kind !== 'value') externals.add(inputs[i.name].dataId);
       }
       const out = call.kernel({ inputs, attrs: call.attrs, backend: backend as never });
       const outs = (Array.isArray(out) ? out : [out]) as TensorInfo[];
@@ -48,7 +50,7 @@ export function replayTrace<M>(trace: KernelTrace<M>, backend: TraceBackend, env
           throw new Error(`step replay: ${call.name} gave [${outs[k].shape}] where the recording had [${o.shape}]`);
         const id = outs[k].dataId;
         values[o.id] = id;
-        if (external.has(id)) aliases.push(id);
+        if (externals.has(id)) aliases.push(id);
         else made.add(id);
       });
     });
