@@ -31,7 +31,8 @@
  *   config          src/config.ts, src/config/ (checkConfig, prepareConfig: a config checked against the registered
  *                   parts), the option registry (src/options/option-registry.ts: every section and part's options)
  *   device threads  src/actors: device-actor, device-replica (backward-pass, step-passes, replica-model,
- *                   forward-gate), the workers (compute-worker; comm-worker with comm-stages, exchange-orders)
+ *                   forward-gate, inline-update), the workers (compute-worker; comm-worker with comm-stages,
+ *                   exchange-orders)
  *   profiling       src/profiling
  *   world           src/world (the rest: host flags, host channel, launch, monitor hub, link probe)
  *   trainer         src/trainer
@@ -78,7 +79,7 @@ const LAYERS = [
   {
     name: 'actors',
     paths: [
-      '^src/actors/(?!(device-actor|device-replica|compute-worker|comm-worker|forward-gate|backward-pass|step-passes|replica-model|comm-stages|exchange-orders)\\.ts$)',
+      '^src/actors/(?!(device-actor|device-replica|compute-worker|comm-worker|forward-gate|backward-pass|step-passes|replica-model|comm-stages|exchange-orders|inline-update)\\.ts$)',
     ],
   },
   { name: 'methods', paths: ['^src/methods/', '^src/classifier/'] },

@@ -19,6 +19,11 @@ export interface Bf16Runs {
   tandemLive: number[];
   /** Steps the replaying run replayed, of its steps. */
   tandemReplayed: number[];
+  /**
+   * Pinned rounds: tandem with the update on the comm thread (TANDEM_UPDATE_ON_COMPUTE=off), in the same round: what
+   * updating on the compute thread gives on one CPU (src/actors/inline-update.ts). Empty unpinned.
+   */
+  tandemCommUpdate?: number[];
   torch: number[];
   torchKept: number[];
   /** The CPU each round ran on (`pin`; empty unpinned). */
@@ -99,6 +104,12 @@ function printRounds(rows: PrecisionRow[]): void {
     console.log(`${r.model}, 1 device bf16, tandem/tandem unreplayed/PyTorch/PyTorch kept in turn: ${each}`);
     const gain = median(p.tandem.map((t, i) => t / p.tandemLive[i]));
     console.log(`  the replay: ${f(gain, 2)}× the unreplayed step (median), ${p.tandemReplayed.join(', ')} replayed`);
+    const comm = p.tandemCommUpdate ?? [];
+    if (comm.length > 0) {
+      const inline = median(p.tandem.map((t, i) => t / comm[i]));
+      const rates = comm.map(x => f(x)).join(', ');
+      console.log(`  the update on the compute thread: ${f(inline, 2)}× on the comm thread (median; ${rates})`);
+    }
     const faults = [p.tandemFaults, p.torchFaults, p.torchKeptFaults].map(x => f(median(x)));
     console.log(`  minor page faults a step (medians): tandem ${faults[0]}, PyTorch ${faults[1]}, kept ${faults[2]}`);
   }

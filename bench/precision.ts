@@ -67,7 +67,8 @@ async function tandemRun(
   devices: number,
   precision: Precision,
   o: PrecisionBenchOptions,
-  replay = true,
+  /** Switches turned off for this run: the replay, the update on the compute thread. */
+  off: ('TANDEM_STEP_REPLAY' | 'TANDEM_UPDATE_ON_COMPUTE')[] = [],
 ) {
   const cfg: TrainConfig = {
     model,
@@ -89,7 +90,7 @@ async function tandemRun(
   const starts: number[] = [];
   const cpu: (ThreadReading | undefined)[] = [];
   const faults: number[] = [];
-  if (!replay) process.env.TANDEM_STEP_REPLAY = 'off'; // the threads read it as they start
+  for (const name of off) process.env[name] = 'off'; // the threads read it as they start
   const run = startTraining(cfg);
   run.timeline$.subscribe(s => {
     if (s.device !== 0 || s.thread !== 'compute' || s.kind !== 'load' || s.step <= warm) return;
@@ -98,7 +99,7 @@ async function tandemRun(
     cpu.push(readThreadCpu());
     faults.push(process.resourceUsage().minorPageFault);
   });
-  const { replayedSteps } = await run.done.finally(() => delete process.env.TANDEM_STEP_REPLAY);
+  const { replayedSteps } = await run.done.finally(() => off.forEach(name => delete process.env[name]));
   const timed = starts.filter(t => t !== undefined);
   if (timed.length < 2) throw new Error(`precision bench: ${model} reported ${timed.length} timed steps`);
   const rate = (cfg.batch! * (timed.length - 1)) / ((timed[timed.length - 1] - timed[0]) / 1000);
@@ -156,7 +157,7 @@ async function torchRates(python: string, model: string, o: PrecisionBenchOption
  */
 async function bf16Rounds(python: string, model: string, o: PrecisionBenchOptions) {
   const runs: Bf16Runs = {
-    ...{ tandem: [], tandemLive: [], tandemReplayed: [], torch: [], torchKept: [], cpus: [] },
+    ...{ tandem: [], tandemLive: [], tandemReplayed: [], tandemCommUpdate: [], torch: [], torchKept: [], cpus: [] },
     ...{ tandemFaults: [], torchFaults: [], torchKeptFaults: [] },
   };
   const threads: ThreadCpu[] = [];
@@ -171,7 +172,9 @@ async function bf16Rounds(python: string, model: string, o: PrecisionBenchOption
       runs.tandemFaults.push(run.faultsPerStep);
       runs.tandemReplayed.push(run.replayedSteps);
       if (run.threads) threads.push(run.threads);
-      runs.tandemLive.push((await tandemRun(model, 1, 'bf16', o, false)).rate);
+      runs.tandemLive.push((await tandemRun(model, 1, 'bf16', o, ['TANDEM_STEP_REPLAY'])).rate);
+      if (cpu !== undefined)
+        runs.tandemCommUpdate!.push((await tandemRun(model, 1, 'bf16', o, ['TANDEM_UPDATE_ON_COMPUTE'])).rate);
       const glibc = await torchRun(python, model, 'bf16', 'glibc', o);
       runs.torch.push(glibc.rate);
       runs.torchFaults.push(glibc.faultsPerStep);

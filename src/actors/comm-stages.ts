@@ -24,6 +24,12 @@ import { probeEnter, probeUpdated, probesUpdates } from '../plugins/step-probes.
 import { StepPreimage } from './step-preimage.js';
 import { gradSlots, optimizerStateOf, paramSlots, paramsBf16Of } from './shared-buffers.js';
 import type { FromComm, ToComm } from './protocol.js';
+import type { CommConfig } from './config-slices.js';
+
+/** What a device's update stages read: its identity, buffers and groups, and the optimizer's settings. */
+export type ApplySource = Pick<ToComm, 'device' | 'buffers' | 'groups'> & {
+  config: Pick<CommConfig, 'optimizer' | 'onNan' | 'pluginOptions'>;
+};
 
 /**
  * The comm half of the pipeline: `wire` runs per unit sent (a group, or a chunk of one), `apply` per group once it is
@@ -44,12 +50,33 @@ export async function commStages(
   report: (m: FromComm) => void,
 ): Promise<CommStages> {
   const sharding = shardingCollective(msg, wire);
-  const preimage = preimageStage(msg);
+  // priority: any group may complete the step; elastic: a completed step may have to be rolled back
+  const preimage = preimageStage(
+    msg,
+    msg.config.exchange.order === 'priority' || msg.buffers.preimageEveryGroup === true,
+  );
   const wireStages = await wireStagesOf(msg, wire, sharding, preimage, report);
   const stages = applyStagesOf(msg, control, at, sharding, preimage, arithmetic);
-  const through = (ops: OperatorFunction<GroupExchange, GroupExchange>[]) => (unit: GroupExchange) =>
-    lastValueFrom(ops.reduce((obs, op) => obs.pipe(op), of(unit)));
   return { wire: through(wireStages), apply: through(stages) };
+}
+
+/** The stages `ops` as one function of a unit. */
+function through(ops: OperatorFunction<GroupExchange, GroupExchange>[]) {
+  return (unit: GroupExchange) => lastValueFrom(ops.reduce((obs, op) => obs.pipe(op), of(unit)));
+}
+
+/**
+ * A device's own update of a group, without an exchange (a world of one device, actors/inline-update.ts): the update
+ * phase, the pre-update copy, the optimizer update, the bf16 copy, "applied".
+ */
+export function updateStages(
+  source: ApplySource,
+  control: ControlBlock,
+  at: (step: number, phase: Phase) => void,
+  arithmetic: FlatArithmetic,
+): (unit: GroupExchange) => Promise<GroupExchange> {
+  const preimage = preimageStage(source, source.buffers.preimageEveryGroup === true);
+  return through(applyStagesOf(source, control, at, undefined, preimage, arithmetic));
 }
 
 /** The all-reduce, or the run's hook in its place, or this device's shard of it; the emulated link. */
@@ -79,7 +106,7 @@ async function wireStagesOf(
  * Per group once it is reduced: the update phase, the optimizer update (of this replica or of this shard), "applied".
  */
 function applyStagesOf(
-  msg: ToComm,
+  msg: ApplySource,
   control: ControlBlock,
   at: (step: number, phase: Phase) => void,
   sharding: ShardingCollective | undefined,
@@ -151,12 +178,10 @@ function shardingCollective(msg: ToComm, wire: CountingCollective): ShardingColl
 /**
  * Every local device's parameters and optimizer state (the shard update writes each device's shard into all of them).
  */
-function localReplicas(msg: ToComm): LocalReplicas {
-  const { buffers, config } = msg;
-  const params = paramSlots(buffers);
+function localReplicas({ buffers }: ApplySource): LocalReplicas {
   return {
-    params,
-    states: Array.from({ length: config.topology.localDevices }, (_, d) => optimizerStateOf(buffers, d)),
+    params: paramSlots(buffers),
+    states: Array.from({ length: buffers.devices }, (_, d) => optimizerStateOf(buffers, d)),
   };
 }
 
@@ -164,7 +189,7 @@ function localReplicas(msg: ToComm): LocalReplicas {
  * Precision bf16: the updated group's bf16 copy for the device's next passes (after any probe changed the values), when
  * the run keeps one.
  */
-function mirrorStage(msg: ToComm, params: Float32Array, arithmetic: FlatArithmetic) {
+function mirrorStage(msg: ApplySource, params: Float32Array, arithmetic: FlatArithmetic) {
   const copy = paramsBf16Of(msg.buffers, msg.device.local, msg.groups.length);
   if (!copy || !arithmetic.castToBf16) return undefined;
   return mirrorParamsBf16(params, copy, msg.groups, arithmetic.castToBf16.bind(arithmetic));
@@ -174,10 +199,12 @@ function mirrorStage(msg: ToComm, params: Float32Array, arithmetic: FlatArithmet
  * Device 0: what each update overwrites (parameters, optimizer state), for a checkpoint of an aborted run; others:
  * none.
  */
-function preimageStage(msg: ToComm): OperatorFunction<GroupExchange, GroupExchange> | undefined {
+function preimageStage(
+  msg: ApplySource,
+  everyGroup: boolean,
+): OperatorFunction<GroupExchange, GroupExchange> | undefined {
   const {
     device: { local: device },
-    config,
     buffers,
     groups,
   } = msg;
@@ -185,8 +212,6 @@ function preimageStage(msg: ToComm): OperatorFunction<GroupExchange, GroupExchan
   const preimage = new StepPreimage(buffers.preimage, groups.length, buffers.total, buffers.stateSlots);
   const params = paramSlots(buffers)[device],
     state = optimizerStateOf(buffers, device);
-  // priority: any group may complete the step; elastic: a completed step may have to be rolled back
-  const everyGroup = config.exchange.order === 'priority' || buffers.preimageEveryGroup === true;
   return tap(unit =>
     preimage.save(unit.group, groups.length, groups[unit.group], unit.step, params, state, everyGroup),
   );

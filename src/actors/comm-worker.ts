@@ -119,6 +119,8 @@ async function exchangeSteps(
   if (buffers.stateTotal > 0) await collective.broadcast(modelStateSlots(buffers)[device], 0, 0, buffers.stateTotal);
   // Parameters in place: as if step firstStep-1 had just been applied (0, or a resumed checkpoint's step).
   for (let g = 0; g < groups.length; g++) control.markApplied(device, g, msg.firstStep - 1);
+  // a world of one device on one CPU: its compute thread updates (inline-update.ts), nothing is exchanged
+  if (buffers.updatesOnCompute) return at(msg.firstStep - 1, 'idle');
 
   const loop: ExchangeLoop = { msg, control, at, stages, wire, report };
   const exchange = config.exchange;

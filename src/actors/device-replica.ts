@@ -54,6 +54,7 @@ import type { DeviceIdentity, FromCompute } from './protocol.js';
 import { peerWaitMs } from '../world/peer-wait.js';
 import { layerSettings } from '../model/layer-settings.js';
 import { DeviceReplays, replayable } from './step-replay.js';
+import { InlineUpdate } from './inline-update.js';
 
 type Send = (msg: FromCompute, transfer?: ArrayBuffer[]) => void;
 
@@ -149,16 +150,16 @@ export class DeviceReplica {
         heartbeat: () => this.control.beat(this.local, 'compute'),
       });
     this.averagedState = setUpBatchNorm(model, c, this.syncReads, collective);
+    const arithmetic = scheduledArithmetic(getEngine(c.backend).arithmetic(), c.lrSchedule);
     const method = getMethod(c.method).createDevice({
-      tf,
-      cfg: c,
-      device: this.rank,
-      model,
-      arithmetic: scheduledArithmetic(getEngine(c.backend).arithmetic(), c.lrSchedule),
+      ...{ tf, cfg: c, device: this.rank, model, arithmetic },
       collective: collective?.blocking,
     });
     const params = paramSlots(buffers)[this.local];
+    const device = { local: this.local, rank: this.rank };
+    const source = { device, config: c, buffers, groups };
     this.attached = {
+      inline: buffers.updatesOnCompute ? new InlineUpdate(source, this.control, arithmetic) : undefined,
       buffers,
       groups,
       params,
@@ -308,11 +309,12 @@ export class DeviceReplica {
     if (this.averagedState) await this.averageState(this.averagedState);
     const t2 = wallNow();
     this.enter('idle');
+    const exchanged = await this.attached!.inline?.run(s);
     this.send({
       type: 'stepDone',
       device: this.rank,
       step: s,
-      ...{ loss, correct, metrics, replayed: run.replayed === true },
+      ...{ loss, correct, metrics, replayed: run.replayed === true, exchanged },
       count: samples,
       computeMs: t2 - t1 - this.forwardWaitedMs,
       loadMs: t1 - t0,
@@ -383,17 +385,13 @@ export class DeviceReplica {
     if (collective && !this.control.aborted) await collective.barrier(); // as comm: no close while a peer reads
     collective?.close();
     const state = this.syncReads ? readState(model) : await readFlatAsync(model.nonTrainableWeights);
-    this.send(
-      {
-        type: 'finished',
-        device: this.rank,
-        artifacts,
-        head: method.finalValues(),
-        worldHeads,
-        state,
-        numTensors: tf.memory().numTensors,
-      },
-      artifacts ? [artifacts.weightData] : [],
-    );
+    const finished = {
+      type: 'finished',
+      device: this.rank,
+      artifacts,
+      head: method.finalValues(),
+      worldHeads,
+    } as const;
+    this.send({ ...finished, state, numTensors: tf.memory().numTensors }, artifacts ? [artifacts.weightData] : []);
   }
 }

@@ -4,7 +4,8 @@
  * chunks the highest-priority group every rank has ready goes first). Each group's exchange is reported to the main
  * thread.
  */
-import { wallNow, type Span } from '../monitor/span.js';
+import { wallNow } from '../monitor/span.js';
+import { exchangedReport, type Sent } from './exchanged-report.js';
 import type { GroupExchange } from '../pipeline/events.js';
 import { chunksOf, runPriorityStep, type ExchangeChunk } from '../pipeline/priority-schedule.js';
 import type { ControlBlock, Phase } from '../pipeline/control-block.js';
@@ -24,51 +25,14 @@ export interface ExchangeLoop {
   report: (m: FromComm) => void;
 }
 
-type Sent = { start: number; end: number; label: string }[];
-
 /** The step probes of the exchange phase (plugins'; tandem's tests inject faults there). */
 function exchangeProbes(msg: ToComm, step: number): void {
   probeEnter({ thread: 'comm', phase: 'exchange', device: msg.device.rank, step }, msg.config.pluginOptions);
 }
 
-/** Reports a group's exchange to the main thread: its spans (wait, one exchange per unit sent, apply) and times. */
+/** Reports a group's exchange to the main thread. */
 function reportExchanged(x: ExchangeLoop, done: GroupExchange, sent: Sent, wireFloats: number): void {
-  const {
-    device: { rank },
-    groups,
-  } = x.msg;
-  const { step, group: g } = done;
-  const name = groups[g].name;
-  const span = (kind: Span['kind'], label: string, start: number, end: number): Span => ({
-    device: rank,
-    thread: 'comm',
-    kind,
-    name: label,
-    step,
-    group: g,
-    start,
-    end,
-  });
-  const exchanges = sent.map(s => span('exchange', `exchange ${name}${s.label}`, s.start, s.end));
-  if (exchanges.length > 0) exchanges[exchanges.length - 1].bytes = 4 * wireFloats;
-  const spans = [
-    span('wait', `wait ${name}`, done.waitStart, done.waitEnd),
-    ...exchanges,
-    span('apply', `apply ${name}`, done.applyStart!, done.applyEnd!),
-  ];
-  x.report({
-    type: 'exchanged',
-    device: rank,
-    step,
-    group: g,
-    waitMs: done.waitEnd - done.waitStart,
-    exchangeMs: sent.reduce((ms, s) => ms + s.end - s.start, 0),
-    updateMs: done.applyEnd! - done.applyStart!,
-    spans,
-    carried: { start: groups[g].start, end: groups[g].end },
-    skipped: done.skipped === true,
-    wireFloats,
-  });
+  x.report(exchangedReport(x.msg.device.rank, x.msg.groups, 'comm', done, sent, wireFloats));
 }
 
 /** Groups one after the other, in the order they become ready (transmission order). */

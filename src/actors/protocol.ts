@@ -87,6 +87,8 @@ export type FromCompute =
       spans: Span[];
       /** The step ran as the device's recorded kernels (step-replay.ts), not through tfjs. */
       replayed: boolean;
+      /** A device that updates on its compute thread (inline-update.ts): the step's updates, as a comm thread's. */
+      exchanged?: Extract<FromComm, { type: 'exchanged' }>[];
       nonFinite?: string;
       /**
        * The step's loss on this device when it was not finite: nothing (onNan 'error') or NaN (skip-step) was handed

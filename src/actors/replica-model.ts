@@ -2,6 +2,7 @@
  * A device replica's model and the shared buffers: its variables copied to and from a flat slot (transmission order),
  * its non-trainable weights as one flat array, its BatchNormalization layers set up for training, a step's inputs.
  */
+import type { InlineUpdate } from './inline-update.js';
 import * as tf from '#tfjs';
 import { isRegressionLoss, type ResolvedConfig } from '../config-types.js';
 import type { ComputeConfig } from './config-slices.js';
@@ -44,6 +45,8 @@ export interface Attached {
   gate?: ForwardGate;
   /** The comm thread's bf16 copy of the parameters, as step `s` may read it (params-mirror.ts). */
   paramsBf16?: (step: number) => ParamsMirror;
+  /** A world of one device on one CPU: the update this thread applies after each step (inline-update.ts). */
+  inline?: InlineUpdate;
 }
 
 /** Copies between the model's variables and a flat slot (transmission order). */

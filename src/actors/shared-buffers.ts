@@ -33,6 +33,11 @@ export interface SharedBuffers extends InputBuffers {
    */
   preimageEveryGroup?: boolean;
   /**
+   * A world of one device on one CPU (actors/inline-update.ts): its compute thread applies each step's update after
+   * backward, and its comm thread only starts the run.
+   */
+  updatesOnCompute?: boolean;
+  /**
    * Precision bf16 on the native engine: each device's parameters in bf16 (params' indexing), which its comm thread
    * writes after each group's update, and per device and group the step that copy holds (Int32, -1 none yet). The
    * device's passes read the copy in place of casting the weights again (actors/params-mirror.ts).

@@ -2,6 +2,7 @@
  * Set-up, phases 1 and 2: spawn one device actor per local device (each builds its replica and reports its
  * variables), then lay out where everything lives: exchange groups, shared buffers, the data loader.
  */
+import { updatesOnCompute } from '../actors/inline-update.js';
 import { computeSlice } from '../actors/config-slices.js';
 import type { ResolvedConfig } from '../config-types.js';
 import type { EngineDevice } from '../engine/engine.js';
@@ -143,6 +144,7 @@ export async function layOut(
         ? StepPreimage.allocate(groups.length, built.layout.total, slots)
         : undefined,
     ...(elastic ? { preimageEveryGroup: true } : {}),
+    ...(updatesOnCompute(cfg, elastic === true) ? { updatesOnCompute: true } : {}),
     ...(keepsParamsBf16(cfg, method, elastic) ? allocateParamsBf16(local, built.layout.total, groups.length) : {}),
   };
   // adagrad's accumulator

@@ -139,6 +139,7 @@ export class RunThreads {
       return;
     }
     if (msg.type === 'stepDone') this.ledger.recordSpans(msg.spans);
+    if (msg.type === 'stepDone') for (const report of msg.exchanged ?? []) this.ledger.exchanged(report);
     this.replies.deliver(msg);
   }
 
