@@ -17,7 +17,8 @@ import {
   type KernelTrace,
   type TraceBackend,
 } from '../src/engine/kernel-trace.js';
-import { replayTrace, sameTrace } from '../src/engine/trace-replay.js';
+import { ReplayVariables, replayTrace, sameTrace } from '../src/engine/trace-replay.js';
+import { sourceId } from '../src/engine/kernel-trace.js';
 
 type Mark = { kind: 'out' } | { kind: 'read'; name: string };
 
@@ -54,7 +55,7 @@ function registerTests() {
   const replayed = (trace: KernelTrace<Mark>, x: tf.Tensor): Float32Array => {
     let out: Float32Array | undefined;
     replayTrace(trace, backend(), {
-      variables: [w, b],
+      variables: new ReplayVariables(() => [w, b]),
       inputs: [x],
       onMark: (mark, tensors) => {
         if (mark.kind === 'out') out = (backend().data.get(tensors[0].dataId)!.values as Float32Array).slice();
@@ -106,7 +107,7 @@ function registerTests() {
     frozen.assign(tf.tensor1d([-3, 0.5])); // between steps (a moving average averaged over the devices)
     let got: Float32Array | undefined;
     replayTrace(trace, backend(), {
-      variables: [w, b, frozen],
+      variables: new ReplayVariables(() => [w, b, frozen]),
       inputs: [x],
       onMark: (_, tensors) => (got = (backend().data.get(tensors[0].dataId)!.values as Float32Array).slice()),
     });
@@ -188,3 +189,25 @@ function registerTests() {
     t.end();
   });
 }
+
+t.test('a replay finds its variables by id: kept, looked up again when one is replaced, named when gone', async t => {
+  const a = tf.variable(tf.tensor1d([1, 2]));
+  let b = tf.variable(tf.tensor1d([3]));
+  let lookups = 0;
+  const index = new ReplayVariables(() => {
+    lookups++;
+    return [a, b];
+  });
+  t.equal(index.dataId(sourceId(a)), a.dataId, 'found');
+  t.equal(index.dataId(sourceId(b)), b.dataId);
+  a.assign(tf.tensor1d([5, 6]));
+  t.equal(index.dataId(sourceId(a)), a.dataId, "assigned: the variable's data now");
+  t.equal(lookups, 1, 'indexed once for every lookup of known variables');
+  const old = b;
+  old.dispose();
+  t.throws(() => index.dataId(sourceId(old)), /variable \d+ of the recording is not among the step's variables/);
+  b = tf.variable(tf.tensor1d([7]));
+  t.equal(index.dataId(sourceId(b)), b.dataId, 'a variable made since is found by indexing again');
+  a.dispose();
+  b.dispose();
+});

@@ -26,7 +26,7 @@ import {
   type TraceBackend,
   type TraceRecorder,
 } from '../engine/kernel-trace.js';
-import { replayTrace, sameTrace } from '../engine/trace-replay.js';
+import { ReplayVariables, replayTrace, sameTrace } from '../engine/trace-replay.js';
 import type { DestinationMark } from '../engine/gradient-tape.js';
 import { offerOutputDestination } from '../engine/output-destination.js';
 
@@ -64,6 +64,12 @@ export class StepReplay {
   private misses = 0;
   private sinceCheck = 0;
   private off: boolean;
+  /** The model's variables of the step replayed now, and every variable tfjs knows of, as a replay finds them. */
+  private stepVariables: readonly { readonly dataId: object }[] = [];
+  private readonly variables = new ReplayVariables(() => [
+    ...this.stepVariables,
+    ...Object.values(this.tf.engine().registeredVariables),
+  ]);
 
   constructor(
     private readonly tf: Tf,
@@ -97,8 +103,9 @@ export class StepReplay {
       throw new Error(`step replay: no host values for a ${t.dtype} tensor the recording read`);
     };
     try {
+      this.stepVariables = variables;
       replayTrace(trace, this.backend, {
-        variables: [...variables, ...Object.values(this.tf.engine().registeredVariables)],
+        variables: this.variables,
         inputs,
         onMark: (mark, tensors) => onMark(pass, mark, tensors, floats),
       });

@@ -9,11 +9,37 @@ type DataId = TensorInfo['dataId'];
 
 export interface ReplayEnv<M> {
   /** Every variable the recording may read (their data may change at a mark: read at each call). */
-  variables: readonly Source[];
+  variables: ReplayVariables;
   /** This step's inputs, in the recording's order. */
   inputs: readonly TensorInfo[];
   /** A mark reached, with the tensors it names (valid until the replay ends). */
   onMark(mark: M, tensors: TensorInfo[]): void;
+}
+
+/**
+ * The variables a replay may read, by source id (kernel-trace.ts's sourceId): indexed once and kept from step to
+ * step, indexed again from `all` when a recorded one is missing or disposed (a variable made or replaced since).
+ */
+export class ReplayVariables {
+  private byId = new Map<number, Source>();
+
+  constructor(private readonly all: () => readonly Source[]) {}
+
+  /** Variable `id`'s data now. */
+  dataId(id: number): DataId {
+    let v = this.byId.get(id);
+    if (!v || disposed(v)) {
+      this.byId = new Map(this.all().map(s => [sourceId(s), s]));
+      v = this.byId.get(id);
+    }
+    if (!v || disposed(v))
+      throw new Error(`step replay: variable ${id} of the recording is not among the step's variables`);
+    return v.dataId;
+  }
+}
+
+function disposed(v: Source): boolean {
+  return (v as { isDisposed?: boolean }).isDisposed === true;
 }
 
 /**
@@ -65,12 +91,7 @@ type Input = { ref: TraceRef; shape: number[]; dtype: TensorInfo['dtype'] };
 
 /** A recorded input as this replay's tensor: its source now (`values`: the replay's outputs so far), its shape. */
 function inputsOf<M>(trace: KernelTrace<M>, env: ReplayEnv<M>, values: DataId[]): (i: Input) => TensorInfo {
-  const variables = new Map(env.variables.map(v => [sourceId(v), v]));
-  const variable = (id: number): DataId => {
-    const v = variables.get(id);
-    if (!v) throw new Error(`step replay: variable ${id} of the recording is not among the step's variables`);
-    return v.dataId;
-  };
+  const variable = (id: number): DataId => env.variables.dataId(id);
   const resolve = (ref: TraceRef): DataId => {
     switch (ref.kind) {
       case 'value':

@@ -21,8 +21,7 @@
  */
 import type { BlockingCollective } from '../collectives/collective.js';
 import type { Tensor, Tf } from '../engine/tfjs-types.js';
-import { batchNormLoops } from '../engine/batch-norm-loops.js';
-import { geometryOf, inverseStd, reduced } from './batch-norm-kernels.js';
+import { geometryOf, gradients, statistics, type BatchStatistics } from './batch-norm-math.js';
 import { hostFloats } from '../engine/host-floats.js';
 
 export interface BatchNormTrainingOptions {
@@ -54,53 +53,27 @@ export function batchNormTraining(
   options: BatchNormTrainingOptions,
 ): BatchNormTrainingResult {
   const g = geometryOf(x.shape, options.axis);
-  const C = g.channels;
-  const { channelSums, centeredSquareSums, normalize, gradientSums, inputGradient } = batchNormLoops();
-  let mean = new Float32Array(C),
-    variance = new Float32Array(C);
+  let stats: BatchStatistics | undefined;
   // x is saved for the gradient (tfjs keeps it alive until then) and read there again: an array read now is the
   // tensor's own on the native backend (hostFloats), recycled once the tensor is dropped.
   const op = tf.customGrad(((xIn: Tensor, gammaIn: Tensor, betaIn: Tensor, save: (t: Tensor[]) => void) => {
     if (!options.relu) save([xIn]);
-    const xv = hostFloats(tf, xIn),
-      gv = gammaIn.dataSync() as Float32Array,
-      bv = betaIn.dataSync() as Float32Array;
-    const sums = new Float32Array(C + 1);
-    sums.set(channelSums(xv, g));
-    sums[C] = g.outer * g.inner;
-    reduced(sums, options.collective);
-    const n = sums[C];
-    mean = Float32Array.from(sums.subarray(0, C), s => s / n);
-    const squares = Float32Array.from(centeredSquareSums(xv, mean, g));
-    variance = Float32Array.from(reduced(squares, options.collective), s => s / n);
-    const invStd = inverseStd(variance, options.epsilon);
-    const y = normalize(
-      xv,
-      mean,
-      Float64Array.from(invStd, (k, c) => gv[c] * k),
-      bv,
-      g,
-      options.relu,
-    );
-    const value = tf.tensor(y, x.shape, 'float32');
+    const gv = gammaIn.dataSync() as Float32Array;
+    const [xv, bv] = [hostFloats(tf, xIn), betaIn.dataSync() as Float32Array];
+    const forward = statistics(xv, gv, bv, g, options.epsilon, options.relu === true, options.collective);
+    stats = forward;
+    const value = tf.tensor(forward.y, x.shape, 'float32');
     if (options.relu) save([xIn, value]); // relu's derivative is read from its output
     return {
       value,
       gradFunc: (dy: Tensor, saved: Tensor[]) => {
-        const dyv = hostFloats(tf, dy),
-          xs = hostFloats(tf, saved[0]),
-          z = options.relu ? hostFloats(tf, saved[1]) : undefined;
-        const local = gradientSums(dyv, xs, mean, invStd, g, z);
-        const global = reduced(Float32Array.from(local), options.collective);
-        const dx = inputGradient(dyv, xs, mean, invStd, gv, global, n, g, z);
-        return [
-          tf.tensor(dx, x.shape, 'float32'),
-          tf.tensor(Float32Array.from(local.subarray(C)), [C]),
-          tf.tensor(Float32Array.from(local.subarray(0, C)), [C]),
-        ];
+        const z = options.relu ? hostFloats(tf, saved[1]) : undefined;
+        const [dyv, xs] = [hostFloats(tf, dy), hostFloats(tf, saved[0])];
+        const { dx, dGamma, dBeta } = gradients(dyv, xs, gv, forward, g, z, options.collective);
+        return [tf.tensor(dx, x.shape, 'float32'), tf.tensor(dGamma, [g.channels]), tf.tensor(dBeta, [g.channels])];
       },
     };
   }) as never) as (x: Tensor, gamma: Tensor, beta: Tensor) => Tensor;
   const y = op(x, gamma, beta);
-  return { y, mean: tf.tensor1d(mean), variance: tf.tensor1d(variance) };
+  return { y, mean: tf.tensor1d(stats!.mean), variance: tf.tensor1d(stats!.variance) };
 }

@@ -124,8 +124,14 @@ function asKernel(tf: Tf, layer: BatchNormLayer, collective: BlockingCollective 
   const values = (t: TensorInfo) => (tf.backend() as unknown as MathBackendCPU).data.get(t.dataId)!.values;
   const hook = registerTraceHook(
     ([mean, variance]) => {
-      movingAverageOf(tf, layer.movingMean, values(mean) as Float32Array, layer.momentum);
-      movingAverageOf(tf, layer.movingVariance, values(variance) as Float32Array, layer.momentum);
+      for (const [moving, stat] of [
+        [layer.movingMean, mean],
+        [layer.movingVariance, variance],
+      ] as const) {
+        const v = values(stat) as Float32Array;
+        if (!movingAverageOf(tf, moving, v, layer.momentum))
+          throw new Error(`moving average of ${layer.name}: the variable holds no array of ${v.length} values`);
+      }
     },
     [layer.movingMean.read(), layer.movingVariance.read()],
   );
@@ -166,24 +172,25 @@ function trainingForward(
  * kernel calls a step in resnet-mini); the same bits.
  */
 function movingAverage(tf: Tf, variable: LayerVariableLike, value: Tensor, momentum: number): void {
+  const v = ownFloats(tf, value);
+  if (v && movingAverageOf(tf, variable, v, momentum)) return;
   tf.tidy(() => {
     const orig = variable.read();
-    const o = ownFloats(tf, orig),
-      v = ownFloats(tf, value);
-    if (!o || !v || o.length !== v.length) variable.write(tf.sub(orig, tf.mul(tf.sub(orig, value), 1 - momentum)));
-    else movingAverageOf(tf, variable, v, momentum);
+    variable.write(tf.sub(orig, tf.mul(tf.sub(orig, value), 1 - momentum)));
   });
 }
 
-/** movingAverage's loop, from the values of the statistic (the variable's own array read in place). */
-function movingAverageOf(tf: Tf, variable: LayerVariableLike, v: Float32Array, momentum: number): void {
+function movingAverageOf(tf: Tf, variable: LayerVariableLike, v: Float32Array, momentum: number): boolean {
+  let written = false;
   tf.tidy(() => {
     const orig = variable.read();
     const o = ownFloats(tf, orig);
-    if (!o || o.length !== v.length) throw new Error(`moving average: ${o?.length} values against ${v.length}`);
+    if (!o || o.length !== v.length) return;
     const decay = Math.fround(1 - momentum),
       next = new Float32Array(o.length);
     for (let i = 0; i < o.length; i++) next[i] = o[i] - Math.fround(Math.fround(o[i] - v[i]) * decay);
     variable.write(tf.tensor(next, orig.shape, 'float32'));
+    written = true;
   });
+  return written;
 }
