@@ -1,7 +1,8 @@
 // The dashboard's server as a stranger meets it, over real sockets: a malformed request target is answered 400 and the
 // run goes on (it used to throw out of the request handler and end the process, before any token check), a client
 // that never reads is dropped once far behind (the run's memory does not grow with it) while a reading one gets every
-// message, past MAX_STREAMS pages are refused, and a port in use names the port and the flag that changes it.
+// message, past MAX_STREAMS pages are refused, a HEAD of the feed holds no page's place, and a port in use names the
+// port and the flag that changes it.
 import t from 'tap';
 import net from 'node:net';
 import { DashboardFeed, type DashboardMessage } from '../src/monitor/dashboard-feed.js';
@@ -128,4 +129,34 @@ t.test('a message is serialised once, however many pages get it', async t => {
   for (let waited = 0; waited < 5000 && !late.text().includes(message); waited += 50) await sleep(50);
   t.ok(late.text().includes(message), 'a page that connected later got it too');
   t.equal(serialised, 1, 'JSON.stringify reached the message once');
+});
+
+t.test(`a HEAD of /events is answered at once and holds no page's place`, async t => {
+  const server = await serveDashboard(new DashboardFeed(), { port: 0 });
+  t.teardown(() => server.close());
+  const answered = async (method: string) => {
+    const r = await rawRequest(server.port, `${method} /events HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\n\r\n`);
+    await new Promise<void>(resolve => {
+      const check = () => (r.text().includes('\r\n\r\n') ? resolve() : r.socket.once('data', check));
+      check();
+    });
+    return r;
+  };
+  const heads = [];
+  for (let i = 0; i < MAX_STREAMS + 4; i++) heads.push(await answered('HEAD'));
+  t.ok(
+    heads.every(h => /^HTTP\/1\.1 200 [^]*content-type: text\/event-stream/i.test(h.text())),
+    `${MAX_STREAMS + 4} HEADs answered 200, the feed's type`,
+  );
+  t.ok(
+    heads.every(h => !/transfer-encoding: chunked/i.test(h.text()) || /\r\n0\r\n/.test(h.text())),
+    'each answer complete',
+  );
+  const pages = [];
+  for (let i = 0; i < MAX_STREAMS; i++) pages.push(await answered('GET'));
+  t.ok(
+    pages.every(p => p.text().startsWith('HTTP/1.1 200')),
+    `then ${MAX_STREAMS} pages still open, the HEADs' connections open too`,
+  );
+  for (const s of [...heads, ...pages]) s.socket.destroy();
 });

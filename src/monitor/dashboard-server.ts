@@ -53,6 +53,8 @@ export async function serveDashboard(feed: DashboardFeed, options: ServeOptions)
     if (refusal) return answer(res, refusal.status, refusal.text);
     const route = url.pathname;
     if (route === '/events') {
+      // A HEAD has no body to stream: answered at once, it holds no page's place
+      if (req.method === 'HEAD') return void res.writeHead(200, EVENT_STREAM_HEADERS).end();
       if (open.size >= MAX_STREAMS) return answer(res, 503, `${MAX_STREAMS} pages are open already: close one`);
       return streamEvents(feed, res, open);
     }
@@ -170,12 +172,14 @@ function frameOf(m: DashboardMessage): string {
   return frame;
 }
 
+const EVENT_STREAM_HEADERS = {
+  'content-type': 'text/event-stream; charset=utf-8',
+  'cache-control': 'no-store',
+  connection: 'keep-alive',
+};
+
 function streamEvents(feed: DashboardFeed, res: ServerResponse, open: Map<ServerResponse, () => void>): void {
-  res.writeHead(200, {
-    'content-type': 'text/event-stream; charset=utf-8',
-    'cache-control': 'no-store',
-    connection: 'keep-alive',
-  });
+  res.writeHead(200, EVENT_STREAM_HEADERS);
   let pending = '';
   let timer: NodeJS.Timeout | undefined;
   /** What the client may leave unread: the snapshot it was sent first, and MAX_UNSENT_BYTES more. */
