@@ -2,7 +2,8 @@
 // and merged as TensorBoard merges a run's files (in name order; a SessionLog.START event at step T drops the points
 // at T and later read before it): every step once, in order, no gap. The first run wrote steps 11 and 12 after its
 // last checkpoint (step 10); the resumed run writes them again, so without its START event at step 11 TensorBoard
-// showed both and the curve went back from 12 to 11.
+// showed both and the curve went back from 12 to 11. An epoch (8 steps) the resumed run saw only the end of (epoch 2,
+// steps 9-16, resumed at 11) gets no mean from it: it used to write the mean of steps 11-16 as epoch 2's.
 import t from 'tap';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -54,7 +55,7 @@ else {
     t.equal(first.code, 0, first.stderr);
     const out = path.join(dir, 'b');
     const resumed = await runTandem(
-      [...args, '--steps', '20', '--resume', path.join(dir, 'a'), '--out', out].concat(['--tensorboard', board]),
+      [...args, '--steps', '24', '--resume', path.join(dir, 'a'), '--out', out].concat(['--tensorboard', board]),
     );
     t.equal(resumed.code, 0, resumed.stderr);
 
@@ -65,18 +66,30 @@ else {
     const loss = scalars.filter(s => s[0] === 'batch_loss');
     t.same(
       loss.map(s => s[1]),
-      Array.from({ length: 20 }, (_, i) => i + 1),
-      'batch_loss at steps 1..20, each once, in order',
+      Array.from({ length: 24 }, (_, i) => i + 1),
+      'batch_loss at steps 1..24, each once, in order',
     );
-    const history = (
-      JSON.parse(readFileSync(path.join(out, 'summary.json'), 'utf8')) as {
-        history: { step: number; loss: number }[];
-      }
-    ).history;
+    const historyOf = (run: string) =>
+      (
+        JSON.parse(readFileSync(path.join(run, 'summary.json'), 'utf8')) as {
+          history: { step: number; loss: number }[];
+        }
+      ).history;
+    const history = historyOf(out);
     t.same(
       loss.slice(10),
       history.filter(h => h.step > 10).map(h => ['batch_loss', h.step, f32(h.loss)]),
-      "steps 11..20: the resumed run's values",
+      "steps 11..24: the resumed run's values",
+    );
+    const meanOf = (h: { step: number; loss: number }[], from: number) =>
+      f32(h.filter(x => x.step >= from && x.step < from + 8).reduce((sum, x) => sum + x.loss, 0) / 8);
+    t.same(
+      scalars.filter(s => s[0] === 'epoch_loss'),
+      [
+        ['epoch_loss', 1, meanOf(historyOf(path.join(dir, 'a')), 1)],
+        ['epoch_loss', 3, meanOf(history, 17)],
+      ],
+      "epoch 1 from the first run, epoch 3 from the resumed one, and no mean of epoch 2's last steps as epoch 2's",
     );
   });
 

@@ -120,14 +120,20 @@ export class RunTensorBoard {
     this.epochAcc += m.accuracy;
     this.epochSteps++;
     if (this.stepsPerEpoch > 0 && m.step % this.stepsPerEpoch === 0) {
-      this.writer.scalars(m.step / this.stepsPerEpoch, [
-        { tag: 'epoch_loss', value: this.epochLoss / this.epochSteps },
-        { tag: 'epoch_acc', value: this.epochAcc / this.epochSteps },
-        { tag: 'epoch_learning_rate', value: m.lr }, // as Keras's TensorBoard callback: the epoch's last lr
-      ]);
+      // An epoch this run saw only the end of (--resume from a checkpoint inside it): its first steps' values are the
+      // run's before, not here, so no mean of it is written (the one before, if it got there, stands).
+      if (this.epochSteps === this.stepsPerEpoch) this.epochPoint(m);
       this.epochLoss = this.epochAcc = this.epochSteps = 0;
       void this.writer.flush(); // at an epoch's end, as tfjs-node's writer
     }
+  }
+
+  private epochPoint(m: StepMetrics): void {
+    this.writer.scalars(m.step / this.stepsPerEpoch, [
+      { tag: 'epoch_loss', value: this.epochLoss / this.epochSteps },
+      { tag: 'epoch_acc', value: this.epochAcc / this.epochSteps },
+      { tag: 'epoch_learning_rate', value: m.lr }, // as Keras's TensorBoard callback: the epoch's last lr
+    ]);
   }
 }
 
