@@ -30,6 +30,7 @@ export const ENTRIES = [
   'fit/evaluate-worker.js',
   'classifier/evaluate-worker.js',
   'trainer/validation-worker.js',
+  'trainer/model-flags-worker.js',
   'profiling/profile-worker.js',
   'world/link-probe-worker.js',
 ];

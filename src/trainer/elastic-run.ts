@@ -8,6 +8,7 @@
  * checkpoint file. Host 0 serves the store for every generation. Below M hosts, or when host 0 is lost, the run ends
  * with an error saying so (docs/guide/elastic.md).
  */
+import { builtModelFlags } from './model-flags.js';
 import type { ResolvedConfig } from '../config-types.js';
 import { TandemError } from '../errors.js';
 import type { StrategySpec } from '../pipeline/strategy.js';
@@ -65,7 +66,9 @@ export async function runElastic(x: ElasticRunInputs): Promise<TrainSummary> {
     for (;;) {
       const { cfg } = generation;
       const regroupWanted = joins && (() => joins.waiting.length > 0 && cfg.topology.processes < maxHosts);
-      const run = new TrainingRun(cfg, strategy, hooks, auto, stopRequest, server, { ...generation, regroupWanted });
+      const onModelFlags = joins && ((flags: HostFlags) => joins.knowModel(flags));
+      const elasticGeneration = { ...generation, regroupWanted, onModelFlags };
+      const run = new TrainingRun(cfg, strategy, hooks, auto, stopRequest, server, elasticGeneration);
       // host 0 learns at once that this host's process died (world/regroup.ts)
       const presence =
         cfg.rendezvous && cfg.topology.process !== 0
@@ -121,7 +124,9 @@ async function firstGeneration(x: ElasticRunInputs, elastic: Elastic): Promise<G
     step: 0,
     message: `elastic: host ${rank} was started before in this run (restarted): it asks host 0 to admit it`,
   });
-  const { admission, state } = await askToJoin(storeUrl(rendezvous), rank, flagsOf(x), SETUP_WAIT_MS);
+  // its model too (a model path may give another one here): refused at once, not admitted to end the run
+  const flags = { ...flagsOf(x), ...(await builtModelFlags(x.cfg)) };
+  const { admission, state } = await askToJoin(storeUrl(rendezvous), rank, flags, SETUP_WAIT_MS);
   if (admission.kind === 'ended' || !state) {
     const why = admission.kind === 'ended' ? admission.reason : 'no state';
     throw new TandemError('ABORTED', `host ${rank} (restarted) was not admitted into the elastic run: ${why}`);

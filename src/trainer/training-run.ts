@@ -13,7 +13,7 @@ import type { StrategySpec } from '../pipeline/strategy.js';
 import type { StoreServer } from '../collectives/gloo/tcp-store-server.js';
 import { getMethod } from '../methods/method-registry.js';
 import type { TrainingMethod } from '../methods/training-method.js';
-import { hostFlags, modelFlags } from '../world/host-flags.js';
+import { hostFlags, modelFlags, type HostFlags } from '../world/host-flags.js';
 import { checkRoomForResults, resultNeeds } from '../output/room-for-results.js';
 import { RunLedger } from './run-ledger.js';
 import { finishSummary } from './run-summary.js';
@@ -44,6 +44,8 @@ export interface ElasticGeneration {
   minHosts?: number;
   /** Host 0: whether a host waits to be admitted (the hosts then end the generation at the next step they agree on). */
   regroupWanted?: () => boolean;
+  /** Host 0: its model as flags once built, for the restarted hosts that ask to be admitted (join-requests.ts). */
+  onModelFlags?: (flags: HostFlags) => void;
 }
 
 /** An elastic run's generation that ended after `step` to admit a host: the run goes on in the next generation. */
@@ -136,6 +138,7 @@ export class TrainingRun {
     const watchdogMs = this.stalls.setupWatchdogMs();
     const built = await spawn(threads, cfg, watchdogMs);
     await this.world?.channel?.agreeOnFlags(modelFlags(built), 'model');
+    this.elastic?.onModelFlags?.(modelFlags(built));
     await checkRoomForResults(resultNeeds(cfg, built.layout.total, built.stateTotal)); // before step 1, not at the end
     const checkpoints = this.checkpoints.store !== undefined;
     // an elastic run keeps the pre-update copy an abort checkpoint keeps: the state of the last completed step

@@ -123,13 +123,23 @@ export class JoinWatch {
   private readonly requests: JoinRequest[] = [];
   private next = 1;
 
+  /** Host 0's model as flags, once it is built (`knowModel`): a request is compared with it too. */
+  private model: Promise<HostFlags>;
+  private knownModel!: (flags: HostFlags) => void;
+
   private constructor(
     private readonly watcher: StoreClient,
     private readonly writer: StoreClient,
     private readonly flags: HostFlags,
     private readonly refused: (reason: string) => void,
   ) {
+    this.model = new Promise(resolve => (this.knownModel = resolve));
     void this.watch();
+  }
+
+  /** Host 0's model, built (host-flags.ts's modelFlags): a restarted host must have built the same one. */
+  knowModel(flags: HostFlags): void {
+    this.knownModel(flags);
   }
 
   /** `flags`: host 0's (a host asking with others is refused, and `refused` told why). */
@@ -160,14 +170,16 @@ export class JoinWatch {
       const asked = JSON.parse(said.toString()) as { rank?: unknown; flags?: HostFlags };
       const rank = Number(asked.rank);
       if (!Number.isInteger(rank)) continue;
-      const differences = flagDifferences(this.flags, asked.flags ?? {}, 'on host 0', `on host ${rank}`);
+      const mine = { ...this.flags, ...(await this.model) };
+      const differences = flagDifferences(mine, asked.flags ?? {}, 'on host 0', `on host ${rank}`);
       if (differences.length === 0) {
         this.requests.push({ ticket, rank });
         continue;
       }
       const reason =
         `host ${rank} (restarted) was started with different flags — ${differences.join('; ')}: restart it with ` +
-        `the run's command (only the options marked own in docs/reference/options.md may differ)`;
+        `the run's command (only the options marked own in docs/reference/options.md may differ, and a model path ` +
+        `must give the same model)`;
       this.refused(reason);
       const ended: Admission = { kind: 'ended', reason };
       await this.writer.set(admitKey(ticket), JSON.stringify(ended)).catch(() => {});
