@@ -308,8 +308,10 @@ export class DeviceReplica {
     if (localGrads.length > 0 && !skipLocal) method.applyLocal(localGrads, s);
     if (this.averagedState) await this.averageState(this.averagedState);
     const t2 = wallNow();
+    const { inline } = this.attached!;
+    if (inline) this.enter('update'); // a failure in it is named as the update's
+    const exchanged = await inline?.run(s);
     this.enter('idle');
-    const exchanged = await this.attached!.inline?.run(s);
     this.send({
       type: 'stepDone',
       device: this.rank,
