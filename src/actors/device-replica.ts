@@ -18,7 +18,7 @@ import { getEngine } from '../engine/engine-registry.js';
 import { buildTrainingModel } from '../model/resolve-model.js';
 import { readFlat, readFlatAsync, writeFlat } from '../model/flat-weights.js';
 import { seedRandomLayers } from '../model/seeded-random-layers.js';
-import { layoutParameters, type ParameterGroup, type ParameterLayout } from '../model/parameter-layout.js';
+import { layoutParameters, weightShapes, type ParameterGroup } from '../model/parameter-layout.js';
 import { inputSlotIndex, INPUT_SLOTS } from '../data/input-slots.js';
 import { completeGroups } from '../pipeline/operators/complete-groups.js';
 import { handOff } from '../pipeline/operators/hand-off.js';
@@ -120,8 +120,8 @@ export class DeviceReplica {
     this.enter('setup');
     const engineDevice = await startBackend(tf, c.backend, engineStartOptions(c));
     const model = await buildTrainingModel(tf, c);
-    const weights = model.trainableWeights.map(w => ({ name: w.originalName, shape: [...w.shape] as number[] }));
-    const state = model.nonTrainableWeights.map(w => ({ name: w.originalName, shape: [...w.shape] as number[] }));
+    const weights = weightShapes(model.trainableWeights);
+    const state = weightShapes(model.nonTrainableWeights);
     this.built = { model, layout: layoutParameters(weights), random: seedRandomLayers(tf, model) };
     this.send({
       type: 'built',
@@ -227,7 +227,7 @@ export class DeviceReplica {
    * wait that blocks ends the current forward span and is a 'wait' span of its own). */
   private forwardGate(
     model: LayersModel,
-    layout: ParameterLayout,
+    layout: Built['layout'],
     groups: ParameterGroup[],
     byModelIndex: number[],
     params: Float32Array,

@@ -41,6 +41,16 @@ export interface ParameterLayout {
   groups: ParameterGroup[];
 }
 
+/**
+ * Each variable's name (tfjs's original one, without the suffix a process adds) and shape, in the order given: what
+ * layoutParameters lays out, and what hosts compare of the model a device builds.
+ */
+export function weightShapes(
+  weights: readonly { originalName: string; shape: readonly (number | null)[] }[],
+): { name: string; shape: number[] }[] {
+  return weights.map(w => ({ name: w.originalName, shape: [...w.shape] as number[] }));
+}
+
 /** Lays out variables (given in model order) in transmission order, as one group per `splits`. */
 export function layoutParameters(weights: { name: string; shape: number[] }[]): ParameterLayout {
   const variables: ParameterSpec[] = [];

@@ -27,6 +27,7 @@ import { layerGraph } from './layer-graph.js';
 import { median, timeLayers } from './time-layers.js';
 import { readFence } from './read-fence.js';
 import { optimizerStateSlots } from '../optim/flat-optimizer.js';
+import { weightShapes } from '../model/parameter-layout.js';
 
 export interface ProfileRequest {
   config: ProfileConfig;
@@ -78,7 +79,7 @@ async function profile({ config, warmupSteps, steps, reps, clock: kind }: Profil
       l.backwardMs *= sumB > 0 ? step.backwardMs / sumB : 0;
     }
     const throughput = measureThroughput(config, clock);
-    const weights = model.trainableWeights.map(w => ({ name: w.originalName, shape: [...w.shape] as number[] }));
+    const weights = weightShapes(model.trainableWeights);
     tf.dispose([x, y]);
     model.dispose();
     return {

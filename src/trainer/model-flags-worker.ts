@@ -7,7 +7,7 @@ import * as tf from '#tfjs';
 import { serializeError } from '../errors.js';
 import { engineStartOptions, startBackend } from '../engine/backend.js';
 import { buildTrainingModel } from '../model/resolve-model.js';
-import { layoutParameters } from '../model/parameter-layout.js';
+import { layoutParameters, weightShapes } from '../model/parameter-layout.js';
 import { layerSettings } from '../model/layer-settings.js';
 import { loadPlugins } from '../plugins/load-plugins.js';
 import { modelFlags, type HostFlags } from '../world/host-flags.js';
@@ -31,7 +31,7 @@ async function flagsOf(config: ModelFlagsConfig): Promise<HostFlags> {
   await loadPlugins(config.plugins);
   await startBackend(tf, config.backend, engineStartOptions(config));
   const model = await buildTrainingModel(tf, config);
-  const weights = model.trainableWeights.map(w => ({ name: w.originalName, shape: [...w.shape] as number[] }));
+  const weights = weightShapes(model.trainableWeights);
   const flags = modelFlags({ weights, layout: layoutParameters(weights), layers: layerSettings(model) });
   model.dispose();
   return flags;

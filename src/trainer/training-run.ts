@@ -137,8 +137,9 @@ export class TrainingRun {
     await this.joinWorld();
     const watchdogMs = this.stalls.setupWatchdogMs();
     const built = await spawn(threads, cfg, watchdogMs);
-    await this.world?.channel?.agreeOnFlags(modelFlags(built), 'model');
-    this.elastic?.onModelFlags?.(modelFlags(built));
+    const model = modelFlags(built);
+    await this.world?.channel?.agreeOnFlags(model, 'model');
+    this.elastic?.onModelFlags?.(model);
     await checkRoomForResults(resultNeeds(cfg, built.layout.total, built.stateTotal)); // before step 1, not at the end
     const checkpoints = this.checkpoints.store !== undefined;
     // an elastic run keeps the pre-update copy an abort checkpoint keeps: the state of the last completed step
