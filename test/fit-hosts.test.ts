@@ -5,7 +5,8 @@
 // batches; and the final weights (1e-4), BatchNormalization's moving statistics included — which is tfjs's own
 // model.fit too. tf.callbacks.earlyStopping stops both hosts at the epoch it stops one process at; a callback on host
 // 1 alone that stops the fit stops host 0 after the same epoch; hosts called with different arguments both refuse,
-// naming the argument and the hosts. A model of two outputs (y a Tensor[]) across the hosts equals one process too.
+// naming the argument and the hosts (another loss function too). A model of two outputs (y a Tensor[]) across the
+// hosts equals one process too.
 // Every process is torn down.
 import t, { type Test } from 'tap';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -134,5 +135,11 @@ t.test('hosts called with different arguments both refuse, naming the argument a
   for (const [rank, r] of results.entries()) {
     t.equal(r.error?.code, 'BAD_CONFIG', `host ${rank} refuses`);
     t.match(r.error?.message, /host 1 was called with other arguments than host 0 — epochs: 3 on host 0, 4 on host 1/);
+  }
+  // a loss function is each host's own: its source is part of the model's compile settings the hosts compare
+  const losses = await twoHosts('other-loss');
+  for (const [rank, r] of losses.entries()) {
+    t.equal(r.error?.code, 'BAD_CONFIG', `host ${rank} refuses another loss function`);
+    t.match(r.error?.message, /host 1 was called with other arguments than host 0 — the model: sha256:\w+ on host 0/);
   }
 });

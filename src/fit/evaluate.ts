@@ -16,7 +16,7 @@ import { metricFunctionsOf } from './fit-metrics.js';
 import { pluginUrls } from '../config/plugin-urls.js';
 import type { EvaluateShard, EvaluateShardReply } from './evaluate-worker.js';
 import { shardsOf } from '../data/batch-shards.js';
-import { flatOutputModel, flatTargets, outputsOf, outputsSpec } from './fit-outputs.js';
+import { flatOutputModel, flatTargets, onOutputsPath, outputsOf, outputsSpec } from './fit-outputs.js';
 import { flatInputModel, inputsOf, packInputs, type FitX } from './fit-inputs.js';
 
 /** tfjs's `model.evaluate` arguments, and the devices and backend to evaluate on. */
@@ -85,7 +85,7 @@ export { shardsOf } from '../data/batch-shards.js';
  */
 function evaluated(model: tf.LayersModel, x: FitX, y: unknown) {
   const inputs = inputsOf(model, x, 'x');
-  const ys = model.outputs.length > 1 ? outputsOf(model, y, 'evaluate') : undefined;
+  const ys = onOutputsPath(model) ? outputsOf(model, y, 'evaluate') : undefined;
   const loss: unknown = Array.isArray(model.loss) ? model.loss[0] : model.loss;
   if (!ys && typeof loss !== 'string')
     throw new TandemError('BAD_MODEL', 'evaluate: the model must be compiled with a loss named by a string');

@@ -106,6 +106,8 @@ function tablesOf(given: NonNullable<Given>, names: string[]): (Record<number, n
     return given.map(t => t ?? null);
   }
   const map = given as Record<string, unknown>;
+  if (names.length === 1 && Object.keys(map).every(k => /^\d+$/.test(k)))
+    return [map as Record<number, number | undefined>]; // one output's table (a function loss: fit-outputs.ts)
   const unknown = Object.keys(map).filter(k => !names.includes(k));
   if (unknown.length > 0)
     throw new TandemError(

@@ -20,7 +20,7 @@ import { devicesOf, type ValidationOn } from './fit.js';
 import { fitSettings, tandemOptions, type FitOptions } from './fit-args.js';
 import { fitTargets, requireCompiled, type FitTargets } from './fit-targets.js';
 import { datasetOutputs, outputsDatasetLogs, type DatasetOutputs } from './fit-dataset-outputs.js';
-import { flatTargets, outputsOf, writeOutputsSpec } from './fit-outputs.js';
+import { flatTargets, onOutputsPath, outputsOf, writeOutputsSpec } from './fit-outputs.js';
 import { writeFitFiles } from './fit-files.js';
 import { fitLoop, type FitStyle } from './fit-loop.js';
 import { classWeightOf } from './fit-class-weight.js';
@@ -116,7 +116,7 @@ function devicesModel<T extends tf.TensorContainer>(
 ) {
   requireCompiled(model);
   const packed = packedInputs(model, dataset as tf.data.Dataset<tf.TensorContainer>);
-  const outputs = model.outputs.length > 1 ? datasetOutputs(model, packed, classWeight) : undefined;
+  const outputs = onOutputsPath(model) ? datasetOutputs(model, packed, classWeight) : undefined;
   const trained = outputs?.trained ?? (model.inputs.length > 1 ? flatInputModel(model) : model);
   const targets = outputs?.targets ?? fitTargets(trained);
   return { data: outputs?.dataset ?? packed, outputs, trained, targets };

@@ -14,7 +14,8 @@ import { targetLoss } from '../model/target-loss.js';
 import { metricSums, metricValues, sparseCrossentropy } from '../model/metric-values.js';
 import type { Tensor, Tf } from '../engine/tfjs-types.js';
 import type { DeviceMethod, TrainingMethod } from '../methods/training-method.js';
-import { OUTPUTS_FILE, type OutputsSpec } from './fit-outputs.js';
+import { OUTPUTS_FILE, type OutputSpec, type OutputsSpec } from './fit-outputs.js';
+import { userFunction, userFunctionMean } from './user-functions.js';
 
 export const FIT_OUTPUTS_METHOD_NAME = 'fit-outputs';
 
@@ -60,14 +61,15 @@ export const FIT_OUTPUTS_METHOD: TrainingMethod = {
  * An output's loss with class weights, as tfjs's fit with `classWeight` computes it: each sample's loss times its
  * class's weight (the class: a class id, a [rows, 1] column, or the argmax of a one-hot row), then the batch mean.
  */
-function weightedLoss(tf: Tf, p: Tensor, y: Tensor, kind: string, table: number[]): Tensor {
+function weightedLoss(tf: Tf, p: Tensor, y: Tensor, o: OutputSpec, table: number[]): Tensor {
   return tf.tidy(() => {
     const rows = p.shape[0] ?? 1;
     const column = y.rank === 1 || (y.rank === 2 && y.shape[1] === 1);
     const ids = column ? tf.reshape(y, [rows]) : tf.argMax(y, 1);
     const weights = tf.gather(tf.tensor1d(table, 'float32'), tf.cast(ids, 'int32'));
+    if (o.lossFunction) return tf.mean(tf.mul(userFunction(tf, o.lossFunction)(y, p), weights)); // as tfjs weighs
     const perSample =
-      kind === 'binary'
+      o.kind === 'binary'
         ? tf.metrics.binaryCrossentropy(tf.reshape(y, p.shape), p)
         : column
           ? sparseCrossentropy(tf, ids, p)
@@ -89,19 +91,24 @@ export function outputsLoss(tf: Tf, spec: OutputsSpec, out: Tensor, ys: Tensor):
     targetAt += o.targetSize;
     const table = spec.classWeights?.[i];
     const loss = table
-      ? weightedLoss(tf, p, y, o.kind, table)
-      : targetLoss(tf, p, y, { kind: o.kind, fromProbabilities: true }).loss;
+      ? weightedLoss(tf, p, y, o, table)
+      : o.lossFunction
+        ? userFunctionMean(tf, o.lossFunction, y, p)
+        : targetLoss(tf, p, y, { kind: o.kind, fromProbabilities: true }).loss;
     return { p, y, loss };
   });
   const loss = parts.map((x, i) => tf.mul(x.loss, spec.outputs[i].weight)).reduce((a, b) => tf.add(a, b));
   const sums = tf.tidy(() =>
-    tf.concat(
-      spec.metrics.map(m => {
-        const x = parts[m.output];
-        if (m.fn === null) return tf.stack([tf.mul(x.loss, rows), tf.scalar(rows)]);
-        return metricSums(tf, [m.fn], x.y, x.p);
-      }),
-    ),
+    spec.metrics.length === 0
+      ? tf.zeros([0])
+      : tf.concat(
+          spec.metrics.map(m => {
+            const x = parts[m.output];
+            if (m.user) return tf.stack([tf.mul(userFunctionMean(tf, m.user, x.y, x.p), rows), tf.scalar(rows)]);
+            if (m.fn === null) return tf.stack([tf.mul(x.loss, rows), tf.scalar(rows)]);
+            return metricSums(tf, [m.fn], x.y, x.p);
+          }),
+        ),
   );
   return { loss, sums };
 }

@@ -16,6 +16,7 @@ import { LOSS_NAMES, type FitTargets } from './fit-targets.js';
 import type { LossKind } from '../model/loss-kinds.js';
 import { cutInputs } from './fit-inputs.js';
 import { noMetricFunction } from './fit-metrics.js';
+import { userFunctionOf, type UserFunction } from './user-functions.js';
 
 /** One output as the devices cut it out of the flat output and the flat target row. */
 export interface OutputSpec {
@@ -28,12 +29,17 @@ export interface OutputSpec {
   targetSize: number;
   kind: LossKind;
   weight: number;
+  /** compile's loss of this output as the user's function (user-functions.ts); `kind` is then unused. */
+  lossFunction?: UserFunction;
 }
 
-/** The outputs, and each logged metric after `loss`: an output's loss (fn null) or a tfjs metric of an output. */
+/**
+ * The outputs, and each logged metric after `loss`: an output's loss (fn null), a tfjs metric of an output, or the
+ * user's own metric function (`user`, fn null).
+ */
 export interface OutputsSpec {
   outputs: OutputSpec[];
-  metrics: { fn: string | null; output: number }[];
+  metrics: { fn: string | null; output: number; user?: UserFunction }[];
   /**
    * Training only (validation's losses are unweighted, as tfjs's): per output, its weight per class id
    * (fit-class-weight.ts `outputClassWeights`), or null.
@@ -50,6 +56,7 @@ export type LossWeights = number[] | Record<string, number>;
 /** `y` of a model of several outputs as its tensors in the outputs' order (BAD_DATA saying what is wrong). */
 export function outputsOf(model: tf.LayersModel, y: unknown, who = 'fit'): tf.Tensor[] {
   const names = model.outputNames;
+  if (names.length === 1 && y instanceof tf.Tensor) return [y]; // one output with a function (onOutputsPath)
   const list = Array.isArray(y)
     ? (y as unknown[])
     : y !== null && typeof y === 'object' && !(y instanceof tf.Tensor)
@@ -66,8 +73,11 @@ export function outputsOf(model: tf.LayersModel, y: unknown, who = 'fit'): tf.Te
   return list as tf.Tensor[];
 }
 
-/** Each output's loss name, from compile's loss: one for all, a list in the outputs' order, or a map by name. */
-function lossNames(model: tf.LayersModel): string[] {
+type LossFn = (yTrue: tf.Tensor, yPred: tf.Tensor) => tf.Tensor;
+type CompiledLoss = string | LossFn;
+
+/** Each output's loss, from compile's loss: one for all, a list in the outputs' order, or a map by name. */
+function lossesOf(model: tf.LayersModel): CompiledLoss[] {
   const given: unknown = model.loss;
   const names = model.outputNames;
   const each = Array.isArray(given)
@@ -76,13 +86,41 @@ function lossNames(model: tf.LayersModel): string[] {
       ? names.map(n => (given as Record<string, unknown>)[n])
       : names.map(() => given);
   return each.map((loss, i) => {
+    if (typeof loss === 'function') return loss as CompiledLoss;
     if (typeof loss === 'string' && Object.hasOwn(LOSS_NAMES, loss)) return loss;
     throw new TandemError(
       'BAD_CONFIG',
-      `fit: output ${names[i]}'s loss ${typeof loss === 'string' ? `'${loss}'` : 'given as a function'} is not ` +
-        `one tandem trains; compile with one of ${Object.keys(LOSS_NAMES).join(', ')} per output`,
+      `fit: output ${names[i]}'s loss ${typeof loss === 'string' ? `'${loss}'` : `of type ${typeof loss}`} is not ` +
+        `one tandem trains; compile with one of ${Object.keys(LOSS_NAMES).join(', ')} per output, or a function`,
     );
   });
+}
+
+/** A compiled metric tandem computes by name (tf.metrics'), else null: the user's own function. */
+function metricName(fn: unknown): string | null {
+  const name = typeof fn === 'function' ? fn.name.replace(/\$\d+$/, '') : '';
+  return METRIC_FUNCTIONS.includes(name) ? name : null;
+}
+
+/**
+ * Whether `model` trains as the outputs' wrapper: several outputs, or a loss or metric that is the user's own
+ * function (which the fit-outputs method computes from its source, user-functions.ts).
+ */
+export function onOutputsPath(model: tf.LayersModel): boolean {
+  if (model.outputs.length > 1) return true;
+  const given: unknown = Array.isArray(model.loss) ? model.loss[0] : model.loss;
+  const compiled = (model as unknown as { metricsTensors?: [unknown, number][] }).metricsTensors ?? [];
+  return typeof given === 'function' || compiled.some(([fn]) => typeof fn === 'function' && !metricName(fn));
+}
+
+/** Probe targets and outputs for checking output `i`'s functions: its first rows of `y`, outputs in (0.1, 0.9). */
+function probeOf(model: tf.LayersModel, y: tf.Tensor, i: number, targetShape: number[]): [tf.Tensor, tf.Tensor] {
+  const rows = Math.max(1, Math.min(4, y.shape[0]));
+  const shape = model.outputs[i].shape.slice(1) as number[];
+  return tf.tidy(() => [
+    tf.reshape(tf.cast(y.slice(0, rows), 'float32'), [rows, ...targetShape]),
+    tf.randomUniform([rows, ...shape], 0.1, 0.9, 'float32', 7),
+  ]);
 }
 
 /** `lossWeights` as one number per output (1 each when not given). */
@@ -102,7 +140,7 @@ function weightsOf(model: tf.LayersModel, given: LossWeights | undefined): numbe
 
 /** The outputs' spec of `model` for targets `ys` (the outputs' order) and `lossWeights`. */
 export function outputsSpec(model: tf.LayersModel, ys: tf.Tensor[], lossWeights?: LossWeights): OutputsSpec {
-  const losses = lossNames(model);
+  const losses = lossesOf(model);
   const weights = weightsOf(model, lossWeights);
   const outputs = model.outputs.map((o, i): OutputSpec => {
     const shape = o.shape.slice(1);
@@ -113,31 +151,82 @@ export function outputsSpec(model: tf.LayersModel, ys: tf.Tensor[], lossWeights?
       );
     const targetShape = ys[i].rank === 1 ? [1] : ys[i].shape.slice(1);
     const count = (s: number[]) => s.reduce((a, b) => a * b, 1);
+    const loss = losses[i];
     return {
       name: model.outputNames[i],
       shape: shape as number[],
       size: count(shape as number[]),
       targetShape,
       targetSize: count(targetShape),
-      kind: LOSS_NAMES[losses[i]],
       weight: weights[i],
+      ...(typeof loss === 'string'
+        ? { kind: LOSS_NAMES[loss] }
+        : checkedLoss(model, ys[i], i, targetShape, loss, `the loss of output ${model.outputNames[i]}`)),
     };
   });
   const compiled = (model as unknown as { metricsTensors?: [(...a: unknown[]) => unknown, number][] }).metricsTensors;
   const keys = model.metricsNames.slice(1);
+  const perOutputLosses = outputs.length > 1 ? outputs.length : 0; // tfjs logs `<output>_loss` of several first
   const metrics = (compiled ?? []).map(([fn, output], k) => {
-    if (k < outputs.length) return { fn: null, output }; // `<output>_loss`
+    if (k < perOutputLosses) return { fn: null, output }; // `<output>_loss`
     if (typeof fn !== 'function') throw noMetricFunction(keys[k], model.outputNames[output]);
-    const name = fn.name.replace(/\$\d+$/, '');
-    if (!METRIC_FUNCTIONS.includes(name))
-      throw new TandemError(
-        'BAD_CONFIG',
-        `fit: metric '${keys[k]}' is not one tandem computes across devices; it computes ` +
-          `${METRIC_FUNCTIONS.join(', ')}`,
-      );
-    return { fn: name, output };
+    const name = metricName(fn);
+    if (name) return { fn: name, output };
+    const what = `metric '${keys[k]}'`;
+    const user = checkedFunction(model, ys[output], output, outputs[output].targetShape, fn as LossFn, what);
+    return { fn: null, output, user };
   });
   return { outputs, metrics };
+}
+
+/** The user's function `fn` of output `i`, checked as the devices will rebuild it (user-functions.ts). */
+function checkedFunction(
+  model: tf.LayersModel,
+  y: tf.Tensor,
+  i: number,
+  targetShape: number[],
+  fn: LossFn,
+  what: string,
+) {
+  const [py, pp] = probeOf(model, y, i, targetShape);
+  try {
+    return userFunctionOf(tf, fn, `fit: ${what}`, py, pp);
+  } finally {
+    tf.dispose([py, pp]);
+  }
+}
+
+/** What `f` returns, or undefined where it throws. */
+function attempt<T>(f: () => T): T | undefined {
+  try {
+    return f();
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A loss function's kind: one of tfjs's own (`tf.metrics.meanSquaredError`, `tf.losses.meanSquaredError`: its name
+ * is a loss name and it gives that loss's batch mean on the probe) trains as that name; any other is the user's.
+ */
+function checkedLoss(
+  model: tf.LayersModel,
+  y: tf.Tensor,
+  i: number,
+  targetShape: number[],
+  fn: LossFn,
+  what: string,
+): Pick<OutputSpec, 'kind' | 'lossFunction'> {
+  const name = fn.name.replace(/\$\d+$/, '').replace(/__op$/, '');
+  const own = Object.hasOwn(LOSS_NAMES, name) ? (tf.metrics as unknown as Record<string, LossFn>)[name] : undefined;
+  if (own) {
+    const [py, pp] = probeOf(model, y, i, targetShape);
+    const means = () => tf.tidy(() => [fn, own].map(f => tf.mean(f(py, pp)).dataSync()[0]));
+    const [a, b] = attempt(means) ?? [NaN, NaN];
+    tf.dispose([py, pp]);
+    if (Math.abs(a - b) <= 1e-6 * Math.max(1, Math.abs(b))) return { kind: LOSS_NAMES[name] };
+  }
+  return { kind: 'mse', lossFunction: checkedFunction(model, y, i, targetShape, fn, what) };
 }
 
 /** FitTargets of the flat wrapper: `y` (the targets' tensors, concatenated per sample) as one target row. */
@@ -169,7 +258,7 @@ export function flatOutputModel(model: tf.LayersModel): tf.LayersModel {
   const cut = model.inputs.length > 1 ? cutInputs(model) : undefined;
   const outputs = cut ? (model.apply(cut.parts) as tf.SymbolicTensor[]) : model.outputs;
   const parts = outputs.map(o => (o.rank > 2 ? (tf.layers.flatten().apply(o) as tf.SymbolicTensor) : o));
-  const flat = tf.layers.concatenate({ axis: -1 }).apply(parts) as tf.SymbolicTensor;
+  const flat = parts.length === 1 ? parts[0] : (tf.layers.concatenate({ axis: -1 }).apply(parts) as tf.SymbolicTensor);
   const wrapper = tf.model({ inputs: cut?.flat ?? model.inputs, outputs: flat });
   wrapper.compile({ optimizer: model.optimizer, loss: 'meanSquaredError' });
   return wrapper;

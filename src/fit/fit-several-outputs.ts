@@ -43,7 +43,7 @@ export function severalOutputs(
     args.classWeight,
     model,
     ys,
-    spec.outputs.map(o => o.kind),
+    spec.outputs.map(o => (o.lossFunction ? 'categorical' : o.kind)), // a function's table: by y's classes
   );
   const flatY = flatTargets(ys);
   const given = args.validationData;

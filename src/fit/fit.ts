@@ -19,7 +19,7 @@ export type { ValidationOn } from './evaluate.js';
 import { fitLoop, type FitStyle } from './fit-loop.js';
 import { classWeightOf } from './fit-class-weight.js';
 import { fitDigest } from './fit-hosts.js';
-import { writeOutputsSpec } from './fit-outputs.js';
+import { onOutputsPath, writeOutputsSpec } from './fit-outputs.js';
 import { flatInputModel, inputsOf, packInputs, type FitX } from './fit-inputs.js';
 import { severalOutputs, type FitY } from './fit-several-outputs.js';
 import { spansSteps } from '../optim/lr-schedule.js';
@@ -35,7 +35,7 @@ export type { FitStyle } from './fit-loop.js';
 export async function fit(model: tf.LayersModel, x: FitX, y: FitY, args: FitArgs = {}): Promise<tf.History> {
   const settings = fitSettings(args);
   requireCompiled(model);
-  const outputs = model.outputs.length > 1 ? severalOutputs(model, y, args) : undefined;
+  const outputs = onOutputsPath(model) ? severalOutputs(model, y, args) : undefined;
   if (outputs) [y, args] = [outputs.y, outputs.args];
   if (!(y instanceof tf.Tensor)) throw new TandemError('BAD_DATA', 'fit: y must be a tensor for a model of one output');
   const inputs = inputsOf(model, x, 'x');
@@ -149,11 +149,15 @@ function modelDigest(model: tf.LayersModel): unknown {
   const optimizer = model.optimizer;
   const unnamed = (config: unknown): unknown =>
     JSON.parse(JSON.stringify(config, (key, v: unknown) => (key === 'name' ? undefined : v)));
+  const sources = (v: unknown): unknown =>
+    JSON.parse(JSON.stringify(v, (_, x: unknown) => (typeof x === 'function' ? x.toString() : x)) ?? 'null');
+  const compiled = (model as unknown as { metricsTensors?: [unknown, number][] }).metricsTensors ?? [];
   return {
     layers: model.layers.map(l => ({ class: l.getClassName(), config: unnamed(l.getConfig()) })),
     weights: model.weights.map(w => w.shape),
-    loss: model.loss,
+    loss: sources(model.loss), // a loss or metric function by its source: each host rebuilds its own
     metrics: model.metricsNames,
+    metricFunctions: sources(compiled.map(([fn]) => fn)),
     optimizer: optimizer && { class: optimizer.getClassName(), config: optimizer.getConfig() },
   };
 }
