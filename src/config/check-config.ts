@@ -20,6 +20,7 @@ import { resolveHosts } from '../world/resolve-hosts.js';
 import { DEFAULT_REPLICA_CHECK_EVERY } from '../monitor/reliability-options.js';
 import { refuseNonObject, refuseOtherPartsOptions, refuseUnknownKeys } from './known-keys.js';
 import { checkDeclared } from './declared-checks.js';
+import { defaultLoaderThreads } from '../data/data-options.js';
 import { pluginUrls } from './plugin-urls.js';
 import { checkpointFields } from './check-reliability.js';
 import { pluginValues } from './known-keys.js';
@@ -74,7 +75,7 @@ export function checkConfig(config: TrainConfig): CheckedConfig {
     out: writer ? config.out : undefined,
     overwrite: config.overwrite,
     stallTimeoutMs: config.stallTimeoutMs ?? 120_000,
-    loaderThreads: config.loaderThreads ?? Math.min(2, Math.max(1, os.availableParallelism() - 1)),
+    loaderThreads: config.loaderThreads ?? defaultLoaderThreads(os.availableParallelism()),
     pluginOptions: pluginValues(config),
     onNan: config.onNan ?? 'error',
     replicaCheckEvery: config.replicaCheckEvery ?? DEFAULT_REPLICA_CHECK_EVERY,

@@ -1,6 +1,6 @@
 /** The data section of a train config: the dataset, its shape, and the samples held out. */
 import type { OptionTable } from '../options/declaration.js';
-import { nonEmpty, positiveInt, trueOrFalse } from '../options/option-checks.js';
+import { intUpTo, nonEmpty, positiveInt, trueOrFalse } from '../options/option-checks.js';
 import { bad } from '../config-checks.js';
 
 export interface DataOptions {
@@ -104,9 +104,9 @@ export const DATA_OPTIONS: OptionTable<DataOptions> = {
     type: 'integer',
     group: 'model and data',
     hosts: "own: this machine's cores; every host loads the same batches",
-    default: 'min(2, cores - 1), at least 1',
-    doc: 'threads that load the batches',
-    check: positiveInt(16),
+    default: 'min(2, cores - 1); 0 where the process has one core',
+    doc: 'threads that load the batches (0: the main thread loads them)',
+    check: intUpTo(16, '0: the main thread loads'),
   },
   labelColumn: {
     kind: 'string',
@@ -153,3 +153,11 @@ export const DATA_OPTIONS: OptionTable<DataOptions> = {
     check: trueOrFalse,
   },
 };
+
+/**
+ * `loaderThreads` when not given: up to 2, one core left to the compute; none on a process of one core, whose
+ * batches the main thread loads (a loader thread there is woken on the same core for every batch).
+ */
+export function defaultLoaderThreads(cores: number): number {
+  return cores <= 1 ? 0 : Math.min(2, cores - 1);
+}

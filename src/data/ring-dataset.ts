@@ -25,6 +25,11 @@ const PREFIX = 'tandem-batch-ring:';
 /** A streamed dataset's hook, called by a loader before it reads a shard: the step whose batch it reads. */
 export const STREAM_STEP = Symbol.for('tandem.streamStep');
 
+/** Whether `ds` is a streamed dataset (read out of a ring: by loader threads only). */
+export function isStreamed(ds: Dataset): boolean {
+  return STREAM_STEP in ds;
+}
+
 /** Tells `ds`, when it is a streamed dataset, the step whose samples are read next on this thread. */
 export function setStreamStep(ds: Dataset, step: number): void {
   (ds as { [STREAM_STEP]?: (step: number) => void })[STREAM_STEP]?.(step);

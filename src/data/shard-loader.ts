@@ -1,14 +1,16 @@
 /**
  * Main side of data loading: a piscina pool fills each device's input slot
  * (double-buffered: step s uses slot s % 2, so step s+1 loads while s trains)
- * in the shared input and label buffers.
+ * in the shared input and label buffers. With no loader threads (`loaderThreads: 0`, the default of a process
+ * that has one CPU) the main thread loads each shard itself: on one core a loader thread only adds a round trip
+ * (the task's message, a thread woken, the answer's) to every step.
  */
 import type { PluginValues } from '../plugins/step-probes.js';
 import { Piscina } from 'piscina';
 import { bundledEntry } from '../bundled-entry.js';
 import { workerFlags } from '../actors/worker-exec-argv.js';
 import type { DatasetSpec } from './dataset.js';
-import type { LoadShardResult, LoadShardTask } from './load-shard-task.js';
+import loadShard, { type LoadShardResult, type LoadShardTask } from './load-shard.js';
 import { deserializeError } from '../errors.js';
 import { INPUT_SLOTS, inputSlotIndex, type InputBuffers } from './input-slots.js';
 
@@ -18,7 +20,7 @@ export interface ShardSampler {
 }
 
 export interface ShardLoaderOptions {
-  /** Threads per pool. */
+  /** Threads per pool; 0: no pool, the main thread loads. */
   threads: number;
   /** One pool per device (method B's dedicated loaders) instead of one shared pool. */
   poolPerDevice?: boolean;
@@ -59,7 +61,7 @@ export class ShardLoader {
     private readonly devices: number,
     private readonly options: ShardLoaderOptions,
   ) {
-    const pools = options.poolPerDevice ? devices : 1;
+    const pools = options.threads === 0 ? 0 : options.poolPerDevice ? devices : 1;
     this.pools = Array.from(
       { length: pools },
       () =>
@@ -95,7 +97,7 @@ export class ShardLoader {
       };
       this.pending.add(d);
       tasks.push(
-        (this.pools[this.pools.length === 1 ? 0 : local].run(task) as Promise<LoadShardResult>).then(
+        this.load(task, local).then(
           r => {
             if (r.type === 'error') throw new ShardLoadError(d, step, deserializeError(r.error));
             this.pending.delete(d);
@@ -107,6 +109,12 @@ export class ShardLoader {
       );
     }
     await Promise.all(tasks);
+  }
+
+  /** `task` on its device's pool, or on this thread where there is none. */
+  private load(task: LoadShardTask, local: number): Promise<LoadShardResult> {
+    if (this.pools.length === 0) return loadShard(task);
+    return this.pools[this.pools.length === 1 ? 0 : local].run(task) as Promise<LoadShardResult>;
   }
 
   async close(): Promise<void> {

@@ -10,6 +10,7 @@ import { LocalLabelSampler } from '../data/local-label-sampler.js';
 import { ShardLoader, type ShardLoaderOptions } from '../data/shard-loader.js';
 import type { InputBuffers } from '../data/input-slots.js';
 import { resolveDataset } from '../data/resolve-dataset.js';
+import { isStreamed } from '../data/ring-dataset.js';
 import { labelsOf, sampleSize } from '../data/dataset.js';
 import { sourcePath } from '../source-path.js';
 import { LabelPartition } from '../classifier/label-partition.js';
@@ -27,7 +28,7 @@ export async function createGlobalBatchLoader(cfg: ResolvedConfig, input: InputB
     cfg.partialBatch,
   );
   return new ShardLoader(cfg.data, input, sampler, cfg.topology.localDevices, {
-    threads: cfg.loaderThreads,
+    threads: await loaderThreads(cfg),
     ranks: localRanks(cfg.topology),
     floatTargets: isRegressionLoss(cfg.loss),
     ...(cfg.targetShape ? { targetFloats: sampleSize(cfg.targetShape) } : {}),
@@ -51,12 +52,21 @@ export async function createLocalLabelLoader(cfg: ResolvedConfig, input: InputBu
   });
   const sampler = new LocalLabelSampler(owned, cfg.perDevice, cfg.seed); // indexed by global rank
   return new ShardLoader(cfg.data, input, sampler, cfg.topology.localDevices, {
-    threads: 1,
+    threads: Math.min(1, cfg.loaderThreads), // 0: the main thread loads
     poolPerDevice: true,
     labelMaps,
     ranks: localRanks(cfg.topology),
     probes: loadProbes(cfg),
   });
+}
+
+/**
+ * The run's loader threads: `loaderThreads`, but at least one for a streamed dataset (a tf.data dataset, fitDataset's),
+ * whose ring the main thread fills and only a loader thread reads.
+ */
+async function loaderThreads(cfg: ResolvedConfig): Promise<number> {
+  if (cfg.loaderThreads > 0) return cfg.loaderThreads;
+  return isStreamed(await resolveDataset(cfg.data)) ? 1 : 0;
 }
 
 /** The loader threads load the run's plugins (and call their step probes) only when the run has some. */

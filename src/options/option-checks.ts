@@ -24,6 +24,15 @@ export function nonNegativeInt(zero = '0: off'): Check<number> {
   };
 }
 
+/** An integer in [0, max], `zero` saying what 0 means. */
+export function intUpTo(max: number, zero: string): Check<number> {
+  return (v, field) => {
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > max)
+      bad(field, `must be an integer in [0, ${max}] (${zero}), got ${shown(v)}`);
+    return v;
+  };
+}
+
 /** A finite number in [min, max]. */
 export function finiteIn(min: number, max: number): Check<number> {
   return (v, field) => finite(field, v, min, max);
