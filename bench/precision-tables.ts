@@ -24,6 +24,11 @@ export interface Bf16Runs {
    * updating on the compute thread gives on one CPU (src/actors/inline-update.ts). Empty unpinned.
    */
   tandemCommUpdate?: number[];
+  /**
+   * Pinned rounds: tandem with a loader thread (`loaderThreads: 1`), in the same round: what reading the batches on
+   * the main thread gives on one CPU (docs/guide/data.md, loader threads). Empty unpinned.
+   */
+  tandemLoaderThread?: number[];
   torch: number[];
   torchKept: number[];
   /** The CPU each round ran on (`pin`; empty unpinned). */
@@ -109,6 +114,12 @@ function printRounds(rows: PrecisionRow[]): void {
       const inline = median(p.tandem.map((t, i) => t / comm[i]));
       const rates = comm.map(x => f(x)).join(', ');
       console.log(`  the update on the compute thread: ${f(inline, 2)}× on the comm thread (median; ${rates})`);
+    }
+    const loader = p.tandemLoaderThread ?? [];
+    if (loader.length > 0) {
+      const main = median(p.tandem.map((t, i) => t / loader[i]));
+      const rates = loader.map(x => f(x)).join(', ');
+      console.log(`  the batches read on the main thread: ${f(main, 2)}× a loader thread (median; ${rates})`);
     }
     const faults = [p.tandemFaults, p.torchFaults, p.torchKeptFaults].map(x => f(median(x)));
     console.log(`  minor page faults a step (medians): tandem ${faults[0]}, PyTorch ${faults[1]}, kept ${faults[2]}`);

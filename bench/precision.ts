@@ -67,8 +67,8 @@ async function tandemRun(
   devices: number,
   precision: Precision,
   o: PrecisionBenchOptions,
-  /** Switches turned off for this run: the replay, the update on the compute thread. */
-  off: ('TANDEM_STEP_REPLAY' | 'TANDEM_UPDATE_ON_COMPUTE')[] = [],
+  /** Switches turned off for this run: the replay, the update on the compute thread, the main thread's loading. */
+  off: ('TANDEM_STEP_REPLAY' | 'TANDEM_UPDATE_ON_COMPUTE' | 'mainThreadLoads')[] = [],
 ) {
   const cfg: TrainConfig = {
     model,
@@ -85,12 +85,13 @@ async function tandemRun(
     optimizer: 'sgd',
     lr: 0.01,
     momentum: 0.9,
+    ...(off.includes('mainThreadLoads') ? { loaderThreads: 1 } : {}),
   };
   const warm = untimedSteps(o.steps);
   const starts: number[] = [];
   const cpu: (ThreadReading | undefined)[] = [];
   const faults: number[] = [];
-  for (const name of off) process.env[name] = 'off'; // the threads read it as they start
+  for (const name of off) if (name !== 'mainThreadLoads') process.env[name] = 'off'; // the threads read it at start
   const run = startTraining(cfg);
   run.timeline$.subscribe(s => {
     if (s.device !== 0 || s.thread !== 'compute' || s.kind !== 'load' || s.step <= warm) return;
@@ -157,7 +158,8 @@ async function torchRates(python: string, model: string, o: PrecisionBenchOption
  */
 async function bf16Rounds(python: string, model: string, o: PrecisionBenchOptions) {
   const runs: Bf16Runs = {
-    ...{ tandem: [], tandemLive: [], tandemReplayed: [], tandemCommUpdate: [], torch: [], torchKept: [], cpus: [] },
+    ...{ tandem: [], tandemLive: [], tandemReplayed: [], tandemCommUpdate: [], tandemLoaderThread: [] },
+    ...{ torch: [], torchKept: [], cpus: [] },
     ...{ tandemFaults: [], torchFaults: [], torchKeptFaults: [] },
   };
   const threads: ThreadCpu[] = [];
@@ -173,8 +175,10 @@ async function bf16Rounds(python: string, model: string, o: PrecisionBenchOption
       runs.tandemReplayed.push(run.replayedSteps);
       if (run.threads) threads.push(run.threads);
       runs.tandemLive.push((await tandemRun(model, 1, 'bf16', o, ['TANDEM_STEP_REPLAY'])).rate);
-      if (cpu !== undefined)
+      if (cpu !== undefined) {
         runs.tandemCommUpdate!.push((await tandemRun(model, 1, 'bf16', o, ['TANDEM_UPDATE_ON_COMPUTE'])).rate);
+        runs.tandemLoaderThread!.push((await tandemRun(model, 1, 'bf16', o, ['mainThreadLoads'])).rate);
+      }
       const glibc = await torchRun(python, model, 'bf16', 'glibc', o);
       runs.torch.push(glibc.rate);
       runs.torchFaults.push(glibc.faultsPerStep);

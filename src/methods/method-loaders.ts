@@ -11,6 +11,7 @@ import { ShardLoader, type ShardLoaderOptions } from '../data/shard-loader.js';
 import type { InputBuffers } from '../data/input-slots.js';
 import { resolveDataset } from '../data/resolve-dataset.js';
 import { isStreamed } from '../data/ring-dataset.js';
+import { streamedEpoch } from '../data/tfdata-source.js';
 import { labelsOf, sampleSize } from '../data/dataset.js';
 import { sourcePath } from '../source-path.js';
 import { LabelPartition } from '../classifier/label-partition.js';
@@ -66,6 +67,7 @@ export async function createLocalLabelLoader(cfg: ResolvedConfig, input: InputBu
  */
 async function loaderThreads(cfg: ResolvedConfig): Promise<number> {
   if (cfg.loaderThreads > 0) return cfg.loaderThreads;
+  if (streamedEpoch(cfg.data)) return 1; // a module's tf.data dataset, streamed from here (resolving starts it again)
   return isStreamed(await resolveDataset(cfg.data)) ? 1 : 0;
 }
 
