@@ -113,14 +113,27 @@ export function onOutputsPath(model: tf.LayersModel): boolean {
   return typeof given === 'function' || compiled.some(([fn]) => typeof fn === 'function' && !metricName(fn));
 }
 
-/** Probe targets and outputs for checking output `i`'s functions: its first rows of `y`, outputs in (0.1, 0.9). */
-function probeOf(model: tf.LayersModel, y: tf.Tensor, i: number, targetShape: number[]): [tf.Tensor, tf.Tensor] {
+/** Where output `output`'s functions are probed: its targets `y`, their shape per sample. */
+interface ProbeSite {
+  model: tf.LayersModel;
+  y: tf.Tensor;
+  output: number;
+  targetShape: number[];
+}
+
+/** `use` of probe targets and outputs for the site's functions: its first rows of `y`, outputs in (0.1, 0.9). */
+function withProbe<T>({ model, y, output, targetShape }: ProbeSite, use: (y: tf.Tensor, p: tf.Tensor) => T): T {
   const rows = Math.max(1, Math.min(4, y.shape[0]));
-  const shape = model.outputs[i].shape.slice(1) as number[];
-  return tf.tidy(() => [
+  const shape = model.outputs[output].shape.slice(1) as number[];
+  const [py, pp] = tf.tidy(() => [
     tf.reshape(tf.cast(y.slice(0, rows), 'float32'), [rows, ...targetShape]),
     tf.randomUniform([rows, ...shape], 0.1, 0.9, 'float32', 7),
   ]);
+  try {
+    return use(py, pp);
+  } finally {
+    tf.dispose([py, pp]);
+  }
 }
 
 /** `lossWeights` as one number per output (1 each when not given). */
@@ -161,7 +174,7 @@ export function outputsSpec(model: tf.LayersModel, ys: tf.Tensor[], lossWeights?
       weight: weights[i],
       ...(typeof loss === 'string'
         ? { kind: LOSS_NAMES[loss] }
-        : checkedLoss(model, ys[i], i, targetShape, loss, `the loss of output ${model.outputNames[i]}`)),
+        : checkedLoss({ model, y: ys[i], output: i, targetShape }, loss, `the loss of output ${model.outputNames[i]}`)),
     };
   });
   const compiled = (model as unknown as { metricsTensors?: [(...a: unknown[]) => unknown, number][] }).metricsTensors;
@@ -173,27 +186,16 @@ export function outputsSpec(model: tf.LayersModel, ys: tf.Tensor[], lossWeights?
     const name = metricName(fn);
     if (name) return { fn: name, output };
     const what = `metric '${keys[k]}'`;
-    const user = checkedFunction(model, ys[output], output, outputs[output].targetShape, fn as LossFn, what);
+    const site = { model, y: ys[output], output, targetShape: outputs[output].targetShape };
+    const user = checkedFunction(site, fn as LossFn, what);
     return { fn: null, output, user };
   });
   return { outputs, metrics };
 }
 
-/** The user's function `fn` of output `i`, checked as the devices will rebuild it (user-functions.ts). */
-function checkedFunction(
-  model: tf.LayersModel,
-  y: tf.Tensor,
-  i: number,
-  targetShape: number[],
-  fn: LossFn,
-  what: string,
-) {
-  const [py, pp] = probeOf(model, y, i, targetShape);
-  try {
-    return userFunctionOf(tf, fn, `fit: ${what}`, py, pp);
-  } finally {
-    tf.dispose([py, pp]);
-  }
+/** The user's function `fn` at `site`, checked as the devices will rebuild it (user-functions.ts). */
+function checkedFunction(site: ProbeSite, fn: LossFn, what: string): UserFunction {
+  return withProbe(site, (y, p) => userFunctionOf(tf, fn, `fit: ${what}`, y, p));
 }
 
 /** What `f` returns, or undefined where it throws. */
@@ -209,24 +211,14 @@ function attempt<T>(f: () => T): T | undefined {
  * A loss function's kind: one of tfjs's own (`tf.metrics.meanSquaredError`, `tf.losses.meanSquaredError`: its name
  * is a loss name and it gives that loss's batch mean on the probe) trains as that name; any other is the user's.
  */
-function checkedLoss(
-  model: tf.LayersModel,
-  y: tf.Tensor,
-  i: number,
-  targetShape: number[],
-  fn: LossFn,
-  what: string,
-): Pick<OutputSpec, 'kind' | 'lossFunction'> {
+function checkedLoss(site: ProbeSite, fn: LossFn, what: string): Pick<OutputSpec, 'kind' | 'lossFunction'> {
   const name = fn.name.replace(/\$\d+$/, '').replace(/__op$/, '');
   const own = Object.hasOwn(LOSS_NAMES, name) ? (tf.metrics as unknown as Record<string, LossFn>)[name] : undefined;
-  if (own) {
-    const [py, pp] = probeOf(model, y, i, targetShape);
-    const means = () => tf.tidy(() => [fn, own].map(f => tf.mean(f(py, pp)).dataSync()[0]));
-    const [a, b] = attempt(means) ?? [NaN, NaN];
-    tf.dispose([py, pp]);
-    if (Math.abs(a - b) <= 1e-6 * Math.max(1, Math.abs(b))) return { kind: LOSS_NAMES[name] };
-  }
-  return { kind: 'mse', lossFunction: checkedFunction(model, y, i, targetShape, fn, what) };
+  const means =
+    own && withProbe(site, (y, p) => attempt(() => tf.tidy(() => [fn, own].map(f => tf.mean(f(y, p)).dataSync()[0]))));
+  if (means && Math.abs(means[0] - means[1]) <= 1e-6 * Math.max(1, Math.abs(means[1])))
+    return { kind: LOSS_NAMES[name] };
+  return { kind: 'mse', lossFunction: checkedFunction(site, fn, what) };
 }
 
 /** FitTargets of the flat wrapper: `y` (the targets' tensors, concatenated per sample) as one target row. */
