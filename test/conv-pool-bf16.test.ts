@@ -155,55 +155,6 @@ function registerTests(addon: NativeAddon): void {
     );
   });
 
-  t.test('the pooled values in bf16 alone: the same bits, winners and gradients as with float32 written', async t => {
-    const [n, h, w, ci, oc] = [2, 8, 8, 8, 16];
-    const rand = prng(13);
-    const x = Float32Array.from({ length: n * h * w * ci }, (_, i) => (i % 29 === 7 ? NaN : rand() * 2 - 1));
-    const filter = Float32Array.from({ length: 3 * 3 * ci * oc }, () => rand() - 0.5);
-    const bias = Float32Array.from({ length: oc }, () => rand() * 0.2 - 0.1);
-    const shape: NativeConvShape = [n, h, w, ci, 3, 3, oc, 1, 1, 1, 1, 1, 1, h, w, 1];
-    const pooled = (n * h * w * oc) / 4;
-    const run = (withFloats: boolean) =>
-      inPrecision('bf16', () => {
-        const y = new Float32Array(pooled),
-          bits = new Uint16Array(pooled),
-          winners = new Int8Array(pooled);
-        addon.conv2dReluMaxPool(x, filter, bias, withFloats ? y : null, bits, winners, shape, [2, 2]);
-        return { y, bits, winners };
-      });
-    const [floats, alone] = [run(true), run(false)];
-    t.same(alone.bits, floats.bits, 'the same bits');
-    t.same(alone.winners, floats.winners, 'the same winners');
-    t.ok(
-      alone.y.every(v => v === 0),
-      'no float32 written',
-    );
-    const widened = new Float32Array(pooled);
-    addon.widenBf16(floats.bits, widened);
-    t.ok(
-      widened.every((v, i) => Object.is(v, floats.y[i])),
-      'each pooled value is its bits widened: a bf16 value',
-    );
-    const dy = Float32Array.from({ length: pooled }, () => rand() * 4 - 2);
-    const grad = (y: Float32Array | Uint16Array) => {
-      const dx = new Float32Array(n * h * w * oc),
-        dxBits = new Uint16Array(dx.length);
-      const poolShape = [n, h, w, oc, 2, 2, 2, 2, 0, 0, h / 2, w / 2];
-      addon.maxPoolReluGradWinners(dy, null, y, floats.winners, dx, poolShape, dxBits);
-      return [dx, dxBits] as const;
-    };
-    const [fromFloats, fromBits] = [grad(floats.y), grad(floats.bits)];
-    t.ok(
-      fromBits[0].every((v, i) => Object.is(v, fromFloats[0][i])),
-      'the gradient from the bits: the same float32 bits',
-    );
-    t.same(fromBits[1], fromFloats[1], 'and the same bf16 copy');
-    t.ok(
-      floats.winners.some(v => v === -2) && floats.y.some(v => v > 0) && floats.y.some(v => v === 0),
-      'windows holding NaN, pooled values of 0 and above',
-    );
-  });
-
   t.test('NaN in the input: the loss and the gradients are NaN, as unfused', async t => {
     const values = x.dataSync().slice();
     values[7] = NaN;

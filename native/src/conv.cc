@@ -330,7 +330,7 @@ Napi::Value Conv2dReluMaxPool(const Napi::CallbackInfo& info) {
     float* x = F32(info[0], s.xSize(), "x");
     float* w = F32(info[1], s.wSize(), "filter");
     float* b = OptionalF32(info[2], s.OC, "bias");
-    float* y = OptionalF32(info[3], pooled, "y");  // null: the pooled values in yShadow alone (bf16 values)
+    float* y = F32(info[3], pooled, "y");
     uint16_t* yBits = TypedData<uint16_t>(info[4], napi_uint16_array, "Uint16Array", pooled, "yShadow");
     int8_t* winners = TypedData<int8_t>(info[5], napi_int8_array, "Int8Array", pooled, "winners");
     Shadow xs = ReadShadow(info, 8, s.xSize());

@@ -97,12 +97,10 @@ inline void Winners4(const uint16_t* const* cells, float* y, uint16_t* yBits, in
 }  // namespace
 
 // maxPoolWinners of relu(x) for raw bf16 x (widened: exact), relu folded in: the pooled values, their bf16 bits and
-// the winners (for a window holding a NaN, kHoldsNaN: its gradient is NaN, as its cells' are). y null: the bits alone
-// (each pooled value is a bf16 value, so its bits hold it exactly); a cell's values go through a scratch row.
+// the winners (for a window holding a NaN, kHoldsNaN: its gradient is NaN, as its cells' are).
 TANDEM_SIMD void MaxPoolWinnersBf16(const uint16_t* x, float* y, uint16_t* yBits, int8_t* winners,
                                     const TiledPool& p) {
   const int OH = p.H / p.FH, OW = p.W / p.FW, K = p.FH * p.FW, C = p.C;
-  std::vector<float> scratch(y ? 0 : C);
   if (p.FH == 2 && p.FW == 2) {  // the common window: its cells' addresses by steps, not divisions
     const size_t rowCells = (size_t)p.W * C;
     for (int n = 0; n < p.N; n++)
@@ -113,7 +111,7 @@ TANDEM_SIMD void MaxPoolWinnersBf16(const uint16_t* x, float* y, uint16_t* yBits
           const uint16_t* window[4] = {top + 2 * ow * C, top + (2 * ow + 1) * C, top + rowCells + 2 * ow * C,
                                        top + rowCells + (2 * ow + 1) * C};
           const size_t at = first + (size_t)ow * C;
-          Winners4(window, y ? y + at : scratch.data(), yBits + at, winners + at, C);
+          Winners4(window, y + at, yBits + at, winners + at, C);
         }
       }
     return;
@@ -127,7 +125,7 @@ TANDEM_SIMD void MaxPoolWinnersBf16(const uint16_t* x, float* y, uint16_t* yBits
         for (int k = 0; k < K; k++)
           cells[k] = x + (((size_t)n * p.H + oh * p.FH + k / p.FW) * p.W + ow * p.FW + k % p.FW) * C;
         const size_t cell = ((size_t)n * OH + oh) * OW + ow;
-        float* __restrict py = y ? y + cell * C : scratch.data();
+        float* __restrict py = y + cell * C;
         if (K == 4) {  // 1×4 or 4×1 (2×2 took the path above): one pass, the window in registers
           Winners4(cells.data(), py, yBits + cell * C, winners + cell * C, C);
           continue;

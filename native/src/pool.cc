@@ -321,12 +321,7 @@ TANDEM_SIMD Napi::Value MaxPoolReluGradWinners(const Napi::CallbackInfo& info) {
   const size_t ySize = (size_t)p.N * p.OH * p.OW * p.C;
   const float* dy = F32(info[0], ySize, "dy");
   const float* x = OptionalF32(info[1], (size_t)p.N * p.H * p.W * p.C, "x");
-  // y: the pooled values, or their bf16 bits (a Uint16Array) where they are bf16 values (conv2dReluMaxPool's)
-  const bool yInBits = info[2].IsTypedArray() && info[2].As<Napi::TypedArray>().TypedArrayType() == napi_uint16_array;
-  const uint16_t* yBits =
-      yInBits ? TypedData<uint16_t>(info[2], napi_uint16_array, "Uint16Array", ySize, "y") : nullptr;
-  const float* y = yInBits ? nullptr : F32(info[2], ySize, "y");
-  std::vector<float> yCell(yInBits ? p.C : 0);  // a cell's bits widened (exact)
+  const float* y = F32(info[2], ySize, "y");
   const int8_t* winners = I8(info[3], ySize, "winners");
   // dxShadow (optional): dx in bf16 too, in the same pass (each window's value rounded once); dx null: in bf16 alone
   uint16_t* dxBits = OptionalShadowOut(info, 6, (size_t)p.N * p.H * p.W * p.C);
@@ -347,10 +342,7 @@ TANDEM_SIMD Napi::Value MaxPoolReluGradWinners(const Napi::CallbackInfo& info) {
           for (int dw = 0; dw < p.FW; dw++, k++)
             windowAt[k] = (((size_t)n * p.H + oh * p.FH + dh) * p.W + ow * p.FW + dw) * p.C;
         const size_t cell = ((size_t)n * p.OH + oh) * p.OW + ow;
-        const float* pdy = dy + cell * p.C;
-        if (yInBits)
-          for (int c = 0; c < p.C; c++) yCell[c] = Widened(yBits[cell * p.C + c]);
-        const float* py = yInBits ? yCell.data() : y + cell * p.C;
+        const float *pdy = dy + cell * p.C, *py = y + cell * p.C;
         const int8_t* pw = winners + cell * p.C;
         const bool flagged =
             vectorBits ? CellGradientBf16x16(pdy, py, pw, dxBits, windowAt.data(), K, p.C)

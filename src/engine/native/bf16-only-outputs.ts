@@ -1,8 +1,7 @@
 /**
  * Outputs written in bf16 alone (precision bf16): a gradient that only convolutions read — the pool's gradient inside a
- * pooled convolution's gradient (conv-pool-kernel.ts), relu's inside a fused convolution's (fused-conv-layers.ts) —
- * and a pooled relu convolution's output (whose values are bf16 values) are written into their bf16 shadow and
- * nowhere else. The convolutions read the shadow (as they read any filled one); the
+ * pooled convolution's gradient (conv-pool-kernel.ts), relu's inside a fused convolution's (fused-conv-layers.ts) — is
+ * written into its bf16 shadow and nowhere else. The convolutions read the shadow (as they read any filled one); the
  * float32 array stays unwritten ("stale") until something reads the tensor's values through the backend (a stock
  * kernel, `dataSync()`, a kernel that takes no shadow), which widens the shadow into it first: the values rounded to
  * bf16, which is what the convolutions multiplied. alexnet-mini's three pool gradients wrote 6.6 MB of float32 a step

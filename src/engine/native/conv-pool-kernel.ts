@@ -2,10 +2,8 @@
  * A relu convolution and the max pool that alone reads it, as one kernel under precision bf16:
  * `TandemConv2DReluMaxPool` computes relu(conv(x) + bias) in bf16 into a buffer of the addon's own — the activation
  * is never written in float32, nor read back as float32 by the pool — and pools it by windows that tile it (2×2 at
- * stride 2 in alexnet's and mnist-node's blocks). Its output is the pooled activation, written in bf16 alone
- * (bf16-only-outputs.ts: each pooled value is the maximum of widened bf16 cells, or 0, so its bits hold it exactly;
- * the next convolution reads them, and the float32 array is widened only where something reads it), and each window's
- * winner recorded. Its gradient is the
+ * stride 2 in alexnet's and mnist-node's blocks). Its output is the pooled activation, with its bf16 shadow filled
+ * (the next convolution reads it without a conversion) and each window's winner recorded. Its gradient is the
  * pool's from the winners (`TandemMaxPoolReluGradOfPooled`: relu's derivative from the pooled values, no pass over
  * the convolution's output, which is not kept) and then the convolution's (fused-conv-layers.ts's).
  *
@@ -76,49 +74,32 @@ export function convPoolKernels(ctx: NativeKernelContext): NativeKernel[] {
           convPoolPlan(ctx, inputs.x.shape, inputs.filter.shape, attrs);
         if (!x || !filter || bias === undefined || !plan) return undefined;
         const y = overwrittenOutput(sizeOf(plan.pooled));
+        const info = output(backend, plan.pooled, y);
+        const ys = OUTPUT_POOL.shadowOf(y);
         const xs = OUTPUT_POOL.shadowOf(x);
         const winners = new Int8Array(y.length);
-        const pool = (values: Float32Array | null, bits: Uint16Array) => {
-          const poolSize = attrs.poolSize as [number, number];
-          const state = shadowState(xs);
-          const filled = addon.conv2dReluMaxPool(
-            x,
-            filter,
-            bias,
-            values,
-            bits,
-            winners,
-            plan.conv,
-            poolSize,
-            xs?.bits,
-            state,
-          );
-          if (xs) xs.filled = filled === 1;
-        };
-        // each pooled value is a bf16 value (the maximum of widened bf16 cells, or 0): in bits alone, exactly
-        const info =
-          bf16OnlyOutput(ctx, backend, plan.pooled, y, bits => pool(null, bits)) ??
-          pooledInFloat32(backend, plan, y, pool);
+        const poolSize = attrs.poolSize as [number, number];
+        const yBits = ys?.bits ?? new Uint16Array(y.length);
+        const filled = addon.conv2dReluMaxPool(
+          x,
+          filter,
+          bias,
+          y,
+          yBits,
+          winners,
+          plan.conv,
+          poolSize,
+          xs?.bits,
+          shadowState(xs),
+        );
+        if (xs) xs.filled = filled === 1;
+        if (ys) ys.filled = true;
         recordWinners(info, winners);
         return info;
       },
     },
     pooledReluGradKernel(ctx),
   ];
-}
-
-/** The pooled output in float32 (and its shadow where the pool gives one), where it cannot be in bf16 alone. */
-function pooledInFloat32(
-  backend: Parameters<NativeKernel['run']>[0]['backend'],
-  plan: { pooled: number[] },
-  y: Float32Array,
-  pool: (values: Float32Array, bits: Uint16Array) => void,
-) {
-  const info = output(backend, plan.pooled, y);
-  const ys = OUTPUT_POOL.shadowOf(y);
-  pool(y, ys?.bits ?? new Uint16Array(y.length));
-  if (ys) ys.filled = true;
-  return info;
 }
 
 /** The pool's gradient through relu inside `TandemConv2DReluMaxPool`'s gradient, from the winners it recorded. */
@@ -128,9 +109,7 @@ function pooledReluGradKernel(ctx: NativeKernelContext): NativeKernel {
     kernelName: POOLED_RELU_GRAD_KERNEL,
     run({ inputs, attrs, backend }) {
       const dy = float32Values(backend, inputs.dy),
-        raw = shadowedValues(backend, inputs.output); // not widened: a filled shadow's bits are the values
-      const shadow = raw && OUTPUT_POOL.shadowOf(raw);
-      const y = shadow?.filled ? shadow.bits : raw;
+        y = float32Values(backend, inputs.output);
       const winners = winnersOf(inputs.output);
       if (!dy || !y || !winners || winners.length !== y.length) return undefined;
       const shape = tiledPoolShape(inputs.output.shape, attrs.poolSize as [number, number]);

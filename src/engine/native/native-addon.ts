@@ -124,8 +124,7 @@ export interface NativeAddon {
   maxPoolReluGradWinners(
     dy: F32,
     x: F32 | null,
-    /** The pooled values, or their bf16 bits where they are bf16 values (conv2dReluMaxPool's) */
-    y: F32 | Uint16Array,
+    y: F32,
     winners: Int8Array,
     /** null with dxShadow: dx in bf16 alone */
     dx: F32 | null,
@@ -135,13 +134,12 @@ export interface NativeAddon {
   /**
    * Precision bf16: relu(conv(x) + bias) in bf16 (never written in float32), max-pooled by poolSize windows that tile
    * it: y and its bf16 bits (yShadow), the winners as maxPoolWinners records them. Returns 1 when xShadow holds x.
-   * y null: the pooled values in yShadow alone (each is a bf16 value: the bits hold it exactly).
    */
   conv2dReluMaxPool(
     x: F32,
     filter: F32,
     bias: F32 | null,
-    y: F32 | null,
+    y: F32,
     yShadow: Uint16Array,
     winners: Int8Array,
     shape: NativeConvShape,
