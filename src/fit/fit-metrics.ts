@@ -11,6 +11,17 @@ import { METRIC_FUNCTIONS } from '../model/metric-values.js';
 /** The compiled model's metric functions and the outputs they are of (tfjs-layers' own field). */
 type Compiled = { metricsTensors?: [(...a: unknown[]) => unknown, number][] };
 
+/** `fn`'s name without the `$1` that tfjs's bundle appends to names that clash. */
+export function functionName(fn: { name: string }): string {
+  return fn.name.replace(/\$\d+$/, '');
+}
+
+/** The tf.metrics name tandem computes `fn` by, or null: a function of the user's own (or no function). */
+export function tfjsMetricName(fn: unknown): string | null {
+  const name = typeof fn === 'function' ? functionName(fn) : '';
+  return METRIC_FUNCTIONS.includes(name) ? name : null;
+}
+
 /**
  * The tfjs function names of `model`'s compiled metrics (after `loss`, in metricsNames order); `what` names the caller
  * in the refusal.
@@ -20,8 +31,9 @@ export function metricFunctionsOf(model: tf.LayersModel, what: string): string[]
   const keys = model.metricsNames.slice(1);
   return compiled.map(([fn], i) => {
     if (typeof fn !== 'function') throw noMetricFunction(keys[i], model.outputNames[0]);
-    const name = fn.name.replace(/\$\d+$/, ''); // tfjs's bundle renames clashing functions name$1
-    if (METRIC_FUNCTIONS.includes(name)) return name;
+    const known = tfjsMetricName(fn);
+    if (known) return known;
+    const name = functionName(fn);
     throw new TandemError(
       'BAD_CONFIG',
       `${what}: metric '${keys[i] ?? name}' (${name ? `function ${name}` : 'an unnamed function'}) is not one tandem ` +

@@ -11,11 +11,10 @@ import * as tf from '#tfjs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { TandemError } from '../errors.js';
-import { METRIC_FUNCTIONS } from '../model/metric-values.js';
 import { LOSS_NAMES, type FitTargets } from './fit-targets.js';
 import type { LossKind } from '../model/loss-kinds.js';
 import { cutInputs } from './fit-inputs.js';
-import { noMetricFunction } from './fit-metrics.js';
+import { functionName, noMetricFunction, tfjsMetricName } from './fit-metrics.js';
 import { userFunctionOf, type UserFunction } from './user-functions.js';
 
 /** One output as the devices cut it out of the flat output and the flat target row. */
@@ -96,12 +95,6 @@ function lossesOf(model: tf.LayersModel): CompiledLoss[] {
   });
 }
 
-/** A compiled metric tandem computes by name (tf.metrics'), else null: the user's own function. */
-function metricName(fn: unknown): string | null {
-  const name = typeof fn === 'function' ? fn.name.replace(/\$\d+$/, '') : '';
-  return METRIC_FUNCTIONS.includes(name) ? name : null;
-}
-
 /**
  * Whether `model` trains as the outputs' wrapper: several outputs, or a loss or metric that is the user's own
  * function (which the fit-outputs method computes from its source, user-functions.ts).
@@ -110,7 +103,7 @@ export function onOutputsPath(model: tf.LayersModel): boolean {
   if (model.outputs.length > 1) return true;
   const given: unknown = Array.isArray(model.loss) ? model.loss[0] : model.loss;
   const compiled = (model as unknown as { metricsTensors?: [unknown, number][] }).metricsTensors ?? [];
-  return typeof given === 'function' || compiled.some(([fn]) => typeof fn === 'function' && !metricName(fn));
+  return typeof given === 'function' || compiled.some(([fn]) => typeof fn === 'function' && !tfjsMetricName(fn));
 }
 
 /** Where output `output`'s functions are probed: its targets `y`, their shape per sample. */
@@ -183,7 +176,7 @@ export function outputsSpec(model: tf.LayersModel, ys: tf.Tensor[], lossWeights?
   const metrics = (compiled ?? []).map(([fn, output], k) => {
     if (k < perOutputLosses) return { fn: null, output }; // `<output>_loss`
     if (typeof fn !== 'function') throw noMetricFunction(keys[k], model.outputNames[output]);
-    const name = metricName(fn);
+    const name = tfjsMetricName(fn);
     if (name) return { fn: name, output };
     const what = `metric '${keys[k]}'`;
     const site = { model, y: ys[output], output, targetShape: outputs[output].targetShape };
@@ -212,7 +205,7 @@ function attempt<T>(f: () => T): T | undefined {
  * is a loss name and it gives that loss's batch mean on the probe) trains as that name; any other is the user's.
  */
 function checkedLoss(site: ProbeSite, fn: LossFn, what: string): Pick<OutputSpec, 'kind' | 'lossFunction'> {
-  const name = fn.name.replace(/\$\d+$/, '').replace(/__op$/, '');
+  const name = functionName(fn).replace(/__op$/, '');
   const own = Object.hasOwn(LOSS_NAMES, name) ? (tf.metrics as unknown as Record<string, LossFn>)[name] : undefined;
   const means =
     own && withProbe(site, (y, p) => attempt(() => tf.tidy(() => [fn, own].map(f => tf.mean(f(y, p)).dataSync()[0]))));

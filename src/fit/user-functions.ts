@@ -9,6 +9,7 @@
 import type * as tfNs from '@tensorflow/tfjs';
 import { TandemError } from '../errors.js';
 import type { Tensor, Tf } from '../engine/tfjs-types.js';
+import { functionName } from './fit-metrics.js';
 
 /** A user's loss or metric function, as the device threads rebuild it. */
 export interface UserFunction {
@@ -78,7 +79,7 @@ const same = (a: Float32Array, b: Float32Array) =>
  * give what `fn` gives on probe targets `y` and outputs `p`. `what` names it in the refusal ("loss of output y").
  */
 export function userFunctionOf(tf: typeof tfNs, fn: LossFn, what: string, y: Tensor, p: Tensor): UserFunction {
-  const f: UserFunction = { name: fn.name.replace(/\$\d+$/, ''), source: fn.toString() };
+  const f: UserFunction = { name: functionName(fn), source: fn.toString() };
   const refuse = (why: string) =>
     new TandemError(
       'BAD_CONFIG',

@@ -29,7 +29,7 @@ export async function createGlobalBatchLoader(cfg: ResolvedConfig, input: InputB
     cfg.partialBatch,
   );
   return new ShardLoader(cfg.data, input, sampler, cfg.topology.localDevices, {
-    threads: await loaderThreads(cfg),
+    threads: await loaderThreads(cfg, cfg.loaderThreads),
     ranks: localRanks(cfg.topology),
     floatTargets: isRegressionLoss(cfg.loss),
     ...(cfg.targetShape ? { targetFloats: sampleSize(cfg.targetShape) } : {}),
@@ -53,7 +53,7 @@ export async function createLocalLabelLoader(cfg: ResolvedConfig, input: InputBu
   });
   const sampler = new LocalLabelSampler(owned, cfg.perDevice, cfg.seed); // indexed by global rank
   return new ShardLoader(cfg.data, input, sampler, cfg.topology.localDevices, {
-    threads: Math.min(1, cfg.loaderThreads), // 0: the main thread loads
+    threads: await loaderThreads(cfg, Math.min(1, cfg.loaderThreads)), // one pool per device: a thread each at most
     poolPerDevice: true,
     labelMaps,
     ranks: localRanks(cfg.topology),
@@ -62,11 +62,12 @@ export async function createLocalLabelLoader(cfg: ResolvedConfig, input: InputBu
 }
 
 /**
- * The run's loader threads: `loaderThreads`, but at least one for a streamed dataset (a tf.data dataset, fitDataset's),
- * whose ring the main thread fills and only a loader thread reads.
+ * A loader's threads: `wanted` (0: the main thread loads), but at least one for a streamed dataset (a tf.data
+ * dataset, fitDataset's), whose ring the main thread fills and only a loader thread reads. Every loader takes its
+ * count from here.
  */
-async function loaderThreads(cfg: ResolvedConfig): Promise<number> {
-  if (cfg.loaderThreads > 0) return cfg.loaderThreads;
+async function loaderThreads(cfg: ResolvedConfig, wanted: number): Promise<number> {
+  if (wanted > 0) return wanted;
   if (streamedEpoch(cfg.data)) return 1; // a module's tf.data dataset, streamed from here (resolving starts it again)
   return isStreamed(await resolveDataset(cfg.data)) ? 1 : 0;
 }
