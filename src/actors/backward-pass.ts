@@ -114,11 +114,12 @@ export class BackwardPass {
    */
   async run(xs: Tensor, ys: Tensor, labels: Int32Array): Promise<PassResult> {
     const { replay, syncReads, micro, weight } = this.x;
-    if (!replay || !syncReads || micro || weight !== 1) return this.live(xs, ys, labels);
+    if (!replay || !syncReads || micro) return this.live(xs, ys, labels);
     const inputs = [xs, ys];
-    const trace = replay.replayable(inputs);
+    // an uneven share's weight is a constant of the recording: a step of other rows or weight does not replay it
+    const trace = replay.replayable(inputs, weight);
     if (trace) return this.replayed(replay, trace, inputs);
-    const recording = replay.record([...this.vars, ...this.localVars], inputs);
+    const recording = replay.record([...this.vars, ...this.localVars], inputs, weight);
     if (!recording) return this.live(xs, ys, labels);
     let usable = false;
     try {

@@ -1,6 +1,7 @@
 /**
- * A device's share of a global batch: its samples, and the weight of its mean loss. A full batch gives every device
- * `batch / devices` samples and weight 1; an epoch's partial last batch of r samples (`partialBatch`) gives device d
+ * A device's share of a global batch: its samples, and the weight of its mean loss. A batch that divides evenly gives
+ * every device `batch / devices` samples and weight 1; with `partialBatch`, a batch of r samples that does not (an
+ * epoch's partial last batch, or every batch when `batch` is no multiple of the devices) gives device d
  * its n_d of them (sampler.ts's shardRange: perhaps none) and weight devices · n_d / r on its mean loss (backward-pass
  * .ts), so that every sample's gradient is scaled by devices / r on every device and the exchange's mean is the sum of
  * the per-sample gradients over r: one engine's gradient of that batch. A device with no sample still takes part in
@@ -26,5 +27,5 @@ export function deviceShare(cfg: ShareConfig, step: number, rank: number): Devic
   if (!cfg.partialBatch) return { samples: cfg.perDevice, rows: cfg.perDevice, weight: 1 };
   const r = batchSamplesAt(cfg.trainSize, cfg.batch, true, step);
   const [, n] = shardRange(r, cfg.devices, rank);
-  return { samples: n, rows: Math.max(1, n), weight: r === cfg.batch ? 1 : (cfg.devices * n) / r };
+  return { samples: n, rows: Math.max(1, n), weight: n * cfg.devices === r ? 1 : (cfg.devices * n) / r };
 }

@@ -6,8 +6,9 @@
  * the loss and the correct count read, each gradient handed over. Every `REVERIFY_EVERY` steps a step is recorded
  * again and must still agree, or the device records until two agree again.
  *
- * Replayed only on the native backend, reading synchronously, over a whole batch in one pass (no micro-batches, no
- * partial batch's weight), data-parallel, without plugins (whose probes and layers run JavaScript a replay would skip);
+ * Replayed only on the native backend, reading synchronously, over a whole batch in one pass (no micro-batches; an
+ * uneven share's rows and weight are the recording's, so an epoch's partial last batch runs live), data-parallel,
+ * without plugins (whose probes and layers run JavaScript a replay would skip);
  * a recording that read a kernel's output it did not mark, or whose method's loss did more than a loss and counts, is
  * not kept.
  * `TANDEM_STEP_REPLAY=off` keeps every step on tfjs (the bench's and the tests' comparison).
@@ -82,10 +83,13 @@ export class StepReplay {
   /** Steps replayed so far (a bench's and a test's count). */
   replayed = 0;
 
-  /** The recording to replay this step on `inputs`, or undefined (record it, or run it live). */
-  replayable(inputs: readonly TensorInfo[]): KernelTrace<PassMark> | undefined {
+  /**
+   * The recording to replay this step on `inputs` (`weight`: the share's factor on the loss, device-share.ts), or
+   * undefined (record it, or run it live).
+   */
+  replayable(inputs: readonly TensorInfo[], weight: number): KernelTrace<PassMark> | undefined {
     if (this.off || !this.kept || !backendRecordable(this.tf)) return undefined;
-    if (this.kept.shapes !== shapesOf(inputs) || ++this.sinceCheck >= REVERIFY_EVERY) return undefined;
+    if (this.kept.shapes !== shapesOf(inputs, weight) || ++this.sinceCheck >= REVERIFY_EVERY) return undefined;
     this.replayed++;
     return this.kept.trace;
   }
@@ -115,12 +119,17 @@ export class StepReplay {
   }
 
   /** A recorder for this step, or undefined (nothing to gain: the step runs live, unrecorded). */
-  record(variables: readonly { readonly dataId: object }[], inputs: readonly TensorInfo[]): Recording | undefined {
+  record(
+    variables: readonly { readonly dataId: object }[],
+    inputs: readonly TensorInfo[],
+    weight: number,
+  ): Recording | undefined {
     if (this.off || !backendRecordable(this.tf)) return undefined;
-    if (this.kept && this.kept.shapes !== shapesOf(inputs)) return undefined; // a partial batch: live
+    const shapes = shapesOf(inputs, weight);
+    if (this.kept && this.kept.shapes !== shapes) return undefined; // a partial batch: live
     wrapBackendKernels(this.tf, this.tf.getBackend()); // a kernel registered since
     const watched = Object.values(this.tf.engine().registeredVariables);
-    return { recorder: startRecording<PassMark>(this.backend, variables, inputs, watched), shapes: shapesOf(inputs) };
+    return { recorder: startRecording<PassMark>(this.backend, variables, inputs, watched), shapes };
   }
 
   /** The recording ended (`usable`: the pass did nothing a replay would miss): kept, compared or dropped. */
@@ -169,8 +178,9 @@ export interface Recording {
   shapes: Shapes;
 }
 
-function shapesOf(inputs: readonly TensorInfo[]): Shapes {
-  return inputs.map(t => `${t.dtype}[${t.shape.join(',')}]`).join(' ');
+/** A step's form: its inputs' shapes and its share's weight (a partial batch's share may have a full one's rows). */
+function shapesOf(inputs: readonly TensorInfo[], weight: number): Shapes {
+  return `${inputs.map(t => `${t.dtype}[${t.shape.join(',')}]`).join(' ')} weight ${weight}`;
 }
 
 function onMark(

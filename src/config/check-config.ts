@@ -39,12 +39,13 @@ export function checkConfig(config: TrainConfig): CheckedConfig {
   const writer = topology.process === 0; // host 0 alone writes the model, summary, trace and checkpoints
   const backend = backendOf(config);
   const batch = config.batch ?? 32;
-  if (batch % devices !== 0) {
+  if (batch % devices !== 0 && config.partialBatch !== true) {
     const hosts = topology.processes > 1 ? ` (${topology.processes} hosts × ${localDevices})` : '';
     bad(
       'batch',
       `global batch ${batch} must be divisible by devices ${devices}${hosts} (each device trains batch/devices ` +
-        `samples); try ${Math.max(devices, batch - (batch % devices))}`,
+        `samples); try ${Math.max(devices, batch - (batch % devices))}, or set partialBatch (--partial-batch), ` +
+        'which splits every batch over the devices as evenly as it can (fit and fitDataset set it)',
     );
   }
   const accumulate = accumulateOf(config, batch, devices);
@@ -126,7 +127,7 @@ function accumulateOf(config: TrainConfig, batch: number, devices: number): numb
   const n = config.accumulate ?? 1;
   if (n > 1 && !dataParallelMethod(config.method ?? 'data-parallel'))
     bad('accumulate', `applies to method data-parallel only, not ${config.method}: remove accumulate`);
-  if (batch % (devices * n) !== 0)
+  if (n > 1 && batch % (devices * n) !== 0)
     bad(
       'accumulate',
       `global batch ${batch} must be divisible by devices ${devices} × accumulate ${n} = ${devices * n} (each ` +

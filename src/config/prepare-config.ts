@@ -188,7 +188,7 @@ function assemble({ fields: f }: CheckedConfig, p: Prepared): ResolvedConfig {
     ...(p.targetShape ? { targetShape: p.targetShape } : {}),
     ...pick(f, 'devices', 'topology', 'rendezvous', 'backend', 'nativeThreads', 'nativeFusion', 'precision'),
     ...pick(f, 'batch'),
-    perDevice: f.batch / f.devices,
+    perDevice: Math.ceil(f.batch / f.devices), // the most rows a device trains (partialBatch splits unevenly)
     accumulate: f.accumulate,
     ...pick(p, 'steps', 'stepsPerEpoch', 'optimizer'),
     ...(p.lrSchedule ? { lrSchedule: p.lrSchedule } : {}),

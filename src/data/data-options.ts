@@ -149,7 +149,8 @@ export const DATA_OPTIONS: OptionTable<DataOptions> = {
     default: 'false',
     doc:
       "each epoch also trains its last, smaller batch (as tfjs's model.fit), split unevenly over the devices; a " +
-      'batch larger than the training samples is then one batch of them all',
+      'batch larger than the training samples is then one batch of them all, and a batch that is no multiple of ' +
+      'the devices is split as evenly as it can be',
     check: trueOrFalse,
   },
 };

@@ -8,6 +8,7 @@
  * see that host alone, events stamped with it. One process: the hooks as given.
  */
 import { lrAt } from '../optim/lr-schedule.js';
+import { batchSamplesAt } from '../data/sampler.js';
 import type { ResolvedConfig } from '../config-types.js';
 import type { Span } from '../monitor/span.js';
 import type { HostChannel } from '../world/host-channel.js';
@@ -121,7 +122,7 @@ export class WorldMonitor {
   private worldStep(w: WorldStep): void {
     const { cfg } = this;
     const loss = w.losses.reduce((s, l) => s + l, 0) / w.losses.length; // as one process with every device sums them
-    const accuracy = w.correct / (cfg.perDevice * cfg.devices);
+    const accuracy = w.correct / batchSamplesAt(cfg.trainSize, cfg.batch, cfg.partialBatch, w.step);
     this.worldHistory.set(w.step, { step: w.step, loss, accuracy });
     this.outer.onStep?.({
       step: w.step,
