@@ -1,10 +1,10 @@
 // fit's callbacks run as tfjs's model.fit runs them: the same hooks in the same order with the same logs
 // (CustomCallbackArgs objects and tf.Callback subclasses), tf.callbacks.earlyStopping stopping at the same epoch, and
-// model.stopTraining set by a callback ending the fit after that epoch; initialEpoch as model.fit numbers it; and a
-// partial last batch trained, with its batch logs.
+// model.stopTraining set by a callback ending the fit after that epoch; initialEpoch as model.fit numbers it; no
+// epoch to run (epochs 0) as model.fit runs none; and a partial last batch trained, with its batch logs.
 import t from 'tap';
 import * as tf from '@tensorflow/tfjs';
-import { fit } from '../src/index.js';
+import { fit, fitDataset } from '../src/index.js';
 import { FIT_CASES, twin, worstRelative, worstWeightDifference } from './fixtures/fit-models.js';
 
 await tf.setBackend('cpu');
@@ -116,6 +116,29 @@ t.test('initialEpoch: the epochs from it on, numbered as model.fit numbers them'
   t.same(got.epoch, expected.epoch, `History.epoch ${JSON.stringify(expected.epoch)}`);
   t.ok(worstRelative(expected.history.loss as number[], got.history.loss as number[]) <= 1e-4, 'loss per epoch');
   t.ok(worstWeightDifference(reference, model) <= 1e-4, 'final weights');
+  tf.dispose([x, y]);
+  reference.dispose();
+  model.dispose();
+});
+
+t.test('no epoch to run (epochs 0, initialEpoch ≥ epochs): what model.fit does, and no weight moves', async t => {
+  const { x, y } = dense.data();
+  const reference = dense.make();
+  const model = twin(reference, dense.make);
+  for (const args of [{ epochs: 0 }, { epochs: 2, initialEpoch: 2 }, { epochs: 1, initialEpoch: 4 }]) {
+    const expected: Call[] = [],
+      got: Call[] = [];
+    const want = await reference.fit(x, y, { ...base, ...args, callbacks: allHooks(expected) });
+    const history = await fit(model, x, y, { ...base, ...args, callbacks: allHooks(got), backend: 'cpu' });
+    const what = JSON.stringify(args);
+    t.same(got, expected, `${what}: the hooks model.fit calls (${expected.map(c => c.hook).join(', ')})`);
+    t.same([history.epoch, history.history], [want.epoch, want.history], `${what}: model.fit's empty History`);
+    t.equal(worstWeightDifference(reference, model), 0, `${what}: the weights as they were`);
+  }
+  await t.rejects(fitDataset(model, tf.data.array([{ xs: x, ys: y }]), { epochs: 0, backend: 'cpu' }), {
+    code: 'BAD_CONFIG',
+    message: /fitDataset: epochs must be an integer ≥ 1, got 0/, // model.fitDataset refuses it too
+  });
   tf.dispose([x, y]);
   reference.dispose();
   model.dispose();

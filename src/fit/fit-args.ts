@@ -120,8 +120,11 @@ export function tandemOptions(args: FitArgs): FitOptions {
   return options as FitOptions;
 }
 
-/** tfjs's defaults for the arguments fit reads, checked as tfjs checks them. */
-export function fitSettings(args: FitArgs): {
+/**
+ * tfjs's defaults for the arguments fit reads, checked as tfjs checks them: `model.fit` takes 0 epochs (a History of
+ * none), `model.fitDataset` wants at least one.
+ */
+export function fitSettings(args: FitArgs, who: 'fit' | 'fitDataset' = 'fit'): {
   batchSize: number;
   epochs: number;
   initialEpoch: number;
@@ -133,11 +136,11 @@ export function fitSettings(args: FitArgs): {
   const initialEpoch = args.initialEpoch ?? 0;
   for (const [key, v, min] of [
     ['batchSize', batchSize, 1],
-    ['epochs', epochs, 1],
+    ['epochs', epochs, who === 'fit' ? 0 : 1],
     ['initialEpoch', initialEpoch, 0],
   ] as const) {
     if (!Number.isInteger(v) || v < min)
-      throw new TandemError('BAD_CONFIG', `fit: ${key} must be an integer ≥ ${min}, got ${String(v)}`);
+      throw new TandemError('BAD_CONFIG', `${who}: ${key} must be an integer ≥ ${min}, got ${String(v)}`);
   }
   return { batchSize, epochs, initialEpoch, shuffle: args.shuffle ?? true, verbose: args.verbose ?? 1 };
 }

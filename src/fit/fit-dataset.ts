@@ -59,7 +59,7 @@ export async function fitDataset<T extends tf.TensorContainer>(
     ...options
   } = args;
   checkCounts(batchesPerEpoch, readAhead);
-  fitSettings({ epochs, initialEpoch });
+  fitSettings({ epochs, initialEpoch }, 'fitDataset');
   const tandem = tandemOptions(options);
   const { data, outputs, trained, targets } = devicesModel(model, dataset, classWeight);
   const reading = {
