@@ -124,7 +124,10 @@ export function tandemOptions(args: FitArgs): FitOptions {
  * tfjs's defaults for the arguments fit reads, checked as tfjs checks them: `model.fit` takes 0 epochs (a History of
  * none), `model.fitDataset` wants at least one.
  */
-export function fitSettings(args: FitArgs, who: 'fit' | 'fitDataset' = 'fit'): {
+export function fitSettings(
+  args: FitArgs,
+  who: 'fit' | 'fitDataset' = 'fit',
+): {
   batchSize: number;
   epochs: number;
   initialEpoch: number;
