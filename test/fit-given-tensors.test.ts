@@ -1,5 +1,6 @@
 // The caller's tensors stay the caller's: fit, evaluate and fitDataset take a model of one input's x (and
 // validationData's x) as a Tensor[] of one, as tfjs does, train on it as model.fit does, and dispose none of them;
+// fit and evaluate take a model of one output's y (and validationData's y) as [y] or { outputName: y }, as tfjs does;
 // fitDataset takes a one-input, one-output model's batches with xs a Tensor[] of one and ys { outputName: Tensor }.
 import t from 'tap';
 import * as tf from '@tensorflow/tfjs';
@@ -43,6 +44,42 @@ t.test('fit: x and validationData x as [x] = model.fit, the tensors still alive'
   }
   tf.dispose([x, y, vx, vy]);
   [start, reference, model].forEach(m => m.dispose());
+});
+
+t.test('fit and evaluate: y (and validationData y) as [y] and { outputName: y } = model.fit', async t => {
+  const { x, y, vx, vy } = data();
+  const start = make();
+  for (const [form, wrap] of [
+    ['[y]', (v: tf.Tensor) => [v]],
+    ['{ probs: y }', (v: tf.Tensor) => ({ probs: v })],
+  ] as const) {
+    const reference = twin(start, make);
+    const args = { epochs: 2, batchSize: 8, shuffle: false, verbose: 0 as const, validationData: [vx, wrap(vy)] };
+    const expected = await reference.fit(x, wrap(y), args as tf.ModelFitArgs);
+    const model = twin(start, make);
+    const got = await fit(model, x, wrap(y), { ...args, ...on } as never);
+    t.same(Object.keys(got.history).sort(), Object.keys(expected.history).sort(), `${form}: History keys, val_ too`);
+    for (const key of Object.keys(expected.history)) {
+      const d = worstRelative(expected.history[key] as number[], got.history[key] as number[]);
+      t.ok(d <= 1e-4, `${form}: history.${key} relative difference ${d.toExponential(2)} ≤ 1e-4`);
+    }
+    const want = (reference.evaluate(x, wrap(y) as never, { batchSize: 8 }) as tf.Scalar[]).map(v => v.dataSync()[0]);
+    const values = (await evaluate(model, x, wrap(y), { batchSize: 8, ...on })) as tf.Scalar[];
+    const d = worstRelative(
+      want,
+      values.map(v => v.dataSync()[0]),
+    );
+    t.ok(d <= 1e-4, `${form}: evaluate's loss and acc relative difference ${d.toExponential(2)} ≤ 1e-4`);
+    tf.dispose(values);
+    [reference, model].forEach(m => m.dispose());
+  }
+  await t.rejects(fit(start, x, [y, y], on), {
+    code: 'BAD_DATA',
+    message: /fit: the model has one output \(probs\); give y as a Tensor, \[Tensor\] or \{ probs: Tensor \}/,
+  });
+  await t.rejects(fit(start, x, { scores: y }, on), { code: 'BAD_DATA', message: /y names scores, not an output/ });
+  tf.dispose([x, y, vx, vy]);
+  start.dispose();
 });
 
 t.test('evaluate: x as [x] = model.evaluate, x still alive', async t => {

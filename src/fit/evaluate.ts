@@ -86,11 +86,10 @@ export { shardsOf } from '../data/batch-shards.js';
 function evaluated(model: tf.LayersModel, x: FitX, y: unknown) {
   const inputs = inputsOf(model, x, 'x');
   const ys = onOutputsPath(model) ? outputsOf(model, y, 'evaluate') : undefined;
+  if (!ys) y = outputsOf(model, y, 'evaluate')[0]; // a Tensor, [Tensor] or { outputName: Tensor }, as tfjs takes it
   const loss: unknown = Array.isArray(model.loss) ? model.loss[0] : model.loss;
   if (!ys && typeof loss !== 'string')
     throw new TandemError('BAD_MODEL', 'evaluate: the model must be compiled with a loss named by a string');
-  if (!ys && !(y instanceof tf.Tensor))
-    throw new TandemError('BAD_DATA', 'evaluate: y must be a tensor for a model of one output');
   const [n, m] = [inputs[0].shape[0], (ys?.[0] ?? (y as tf.Tensor)).shape[0]];
   if (n !== m) throw new TandemError('BAD_DATA', `evaluate: x has ${n} samples and y ${m}; give as many of each`);
   const spec = ys && outputsSpec(model, ys);

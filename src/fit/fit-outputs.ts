@@ -62,13 +62,17 @@ export function outputsOf(model: tf.LayersModel, y: unknown, who = 'fit'): tf.Te
       ? names.map(n => (y as Record<string, unknown>)[n])
       : undefined;
   const extra = list && !Array.isArray(y) ? Object.keys(y as object).filter(k => !names.includes(k)) : [];
-  if (!list || list.length !== names.length || list.some(t => !(t instanceof tf.Tensor)) || extra.length > 0)
+  if (!list || list.length !== names.length || list.some(t => !(t instanceof tf.Tensor)) || extra.length > 0) {
+    const byName = `{ ${names.map(n => `${n}: Tensor`).join(', ')} }`;
     throw new TandemError(
       'BAD_DATA',
-      `${who}: the model has ${names.length} outputs (${names.join(', ')}); give y as a Tensor[] of ${names.length} ` +
-        `in that order or as { ${names.map(n => `${n}: Tensor`).join(', ')} }` +
+      (names.length === 1
+        ? `${who}: the model has one output (${names[0]}); give y as a Tensor, [Tensor] or ${byName}`
+        : `${who}: the model has ${names.length} outputs (${names.join(', ')}); give y as a Tensor[] of ` +
+          `${names.length} in that order or as ${byName}`) +
         (extra.length > 0 ? ` (y names ${extra.join(', ')}, not an output)` : ''),
     );
+  }
   return list as tf.Tensor[];
 }
 

@@ -67,3 +67,17 @@ export function severalOutputs(
     dispose: () => tf.dispose([flatY, ...(validationY ? [validationY] : [])]),
   };
 }
+
+/**
+ * A model of one output's targets as tfjs takes them (a Tensor, a Tensor[] of one, `{ outputName: Tensor }`), for y
+ * and validationData's y: the tensors.
+ */
+export function oneOutput(model: tf.LayersModel, y: FitY, args: FitArgs): { y: tf.Tensor; args: FitArgs } {
+  const given = args.validationData;
+  const vy: unknown = given?.[1];
+  const validation =
+    given && vy !== undefined && !(vy instanceof tf.Tensor)
+      ? ([given[0], outputsOf(model, vy, 'fit: validationData')[0], ...given.slice(2)] as FitArgs['validationData'])
+      : given;
+  return { y: outputsOf(model, y)[0], args: validation === given ? args : { ...args, validationData: validation } };
+}

@@ -21,7 +21,7 @@ import { classWeightOf } from './fit-class-weight.js';
 import { fitDigest } from './fit-hosts.js';
 import { onOutputsPath, writeOutputsSpec } from './fit-outputs.js';
 import { flatInputModel, inputsOf, packInputs, type FitX } from './fit-inputs.js';
-import { severalOutputs, type FitY } from './fit-several-outputs.js';
+import { oneOutput, severalOutputs, type FitY } from './fit-several-outputs.js';
 import { spansSteps } from '../optim/lr-schedule.js';
 
 export type { FitArgs, FitOptions } from './fit-args.js';
@@ -36,8 +36,7 @@ export async function fit(model: tf.LayersModel, x: FitX, y: FitY, args: FitArgs
   const settings = fitSettings(args);
   requireCompiled(model);
   const outputs = onOutputsPath(model) ? severalOutputs(model, y, args) : undefined;
-  if (outputs) [y, args] = [outputs.y, outputs.args];
-  if (!(y instanceof tf.Tensor)) throw new TandemError('BAD_DATA', 'fit: y must be a tensor for a model of one output');
+  ({ y, args } = outputs ?? oneOutput(model, y, args)); // one tensor of targets (several outputs': flat)
   const inputs = inputsOf(model, x, 'x');
   if (inputs[0].shape[0] !== y.shape[0])
     throw new TandemError(
