@@ -5,7 +5,7 @@
 import t from 'tap';
 import * as tf from '@tensorflow/tfjs';
 import { fit, fitDataset } from '../src/index.js';
-import { FIT_CASES, twin, worstRelative, worstWeightDifference } from './fixtures/fit-models.js';
+import { FIT_CASES, assertSameTraining, twin } from './fixtures/fit-models.js';
 
 const REL = 1e-4;
 const WEIGHTS = 1e-4;
@@ -79,12 +79,8 @@ for (const shape of SHAPES) {
       const got = await fit(model, x, y, { ...args, devices, backend: 'cpu', callbacks: sizes });
       t.same(batches.splice(0), expectedSizes, `${devices} device(s): the batches and their sizes, as model.fit's`);
       t.same(Object.keys(got.history).sort(), Object.keys(expected.history).sort(), `${devices}: History keys`);
-      for (const key of Object.keys(expected.history)) {
-        const d = worstRelative(expected.history[key] as number[], got.history[key] as number[]);
-        t.ok(d <= REL, `${devices} device(s): history.${key} relative difference ${d.toExponential(2)} ≤ ${REL}`);
-      }
-      const w = worstWeightDifference(reference, model);
-      t.ok(w <= WEIGHTS, `${devices} device(s): final weights, max |Δ| ${w.toExponential(2)} ≤ ${WEIGHTS}`);
+      const what = `${devices} device(s): `;
+      assertSameTraining(t, [expected, reference], [got, model], { rel: REL, weights: WEIGHTS, what });
       model.dispose();
     }
     tf.dispose([x, y]);
@@ -112,12 +108,7 @@ t.test(
     const expectedSizes = sizes.splice(0);
     const got = await fitDataset(model, dataset(), { epochs: 2, verbose: 0, callbacks, devices: 3, backend: 'cpu' });
     t.same(sizes, expectedSizes, `the batches' sizes, as model.fitDataset's (${expectedSizes.join(', ')})`);
-    for (const key of Object.keys(expected.history)) {
-      const d = worstRelative(expected.history[key] as number[], got.history[key] as number[]);
-      t.ok(d <= REL, `history.${key} relative difference ${d.toExponential(2)} ≤ ${REL}`);
-    }
-    const w = worstWeightDifference(reference, model);
-    t.ok(w <= WEIGHTS, `final weights, max |Δ| ${w.toExponential(2)} ≤ ${WEIGHTS}`);
+    assertSameTraining(t, [expected, reference], [got, model], { rel: REL, weights: WEIGHTS });
     tf.dispose([x, y]);
     reference.dispose();
     model.dispose();

@@ -13,11 +13,9 @@ import t from 'tap';
 import * as tf from '@tensorflow/tfjs';
 import { fit, fitDataset, train, trainReference, type TrainConfig } from '../src/index.js';
 import { loadNativeAddon } from '../src/engine/native/native-addon.js';
-import { FIT_CASES, twin, worstRelative, worstWeightDifference } from './fixtures/fit-models.js';
+import { FIT_CASES, assertSameTraining, twin } from './fixtures/fit-models.js';
 import { worstDifference } from './fixtures/weights-difference.js';
 
-const REL = 1e-4;
-const WEIGHTS = 1e-4;
 const addon = loadNativeAddon();
 const BACKEND = addon.loaded ? 'native' : 'cpu';
 
@@ -45,12 +43,7 @@ for (const shape of SHAPES) {
     const expectedSizes = sizes.splice(0);
     const got = await fit(model, x, y, { ...args, callbacks, devices: shape.devices, backend: 'cpu' });
     t.same(sizes, expectedSizes, `the batches and their sizes, as model.fit's (${expectedSizes.join(', ')})`);
-    for (const key of Object.keys(expected.history)) {
-      const d = worstRelative(expected.history[key] as number[], got.history[key] as number[]);
-      t.ok(d <= REL, `history.${key} relative difference ${d.toExponential(2)} ≤ ${REL}`);
-    }
-    const w = worstWeightDifference(reference, model);
-    t.ok(w <= WEIGHTS, `final weights, max |Δ| ${w.toExponential(2)} ≤ ${WEIGHTS}`);
+    assertSameTraining(t, [expected, reference], [got, model]);
     tf.dispose([x, y]);
     reference.dispose();
     model.dispose();
@@ -67,12 +60,7 @@ t.test('fitDataset: batches of 16 on 3 devices equal model.fitDataset', async t 
   const model = twin(reference, c.make);
   const expected = await reference.fitDataset(dataset(), { epochs: 2, verbose: 0 });
   const got = await fitDataset(model, dataset(), { epochs: 2, verbose: 0, devices: 3, backend: 'cpu' });
-  for (const key of Object.keys(expected.history)) {
-    const d = worstRelative(expected.history[key] as number[], got.history[key] as number[]);
-    t.ok(d <= REL, `history.${key} relative difference ${d.toExponential(2)} ≤ ${REL}`);
-  }
-  const w = worstWeightDifference(reference, model);
-  t.ok(w <= WEIGHTS, `final weights, max |Δ| ${w.toExponential(2)} ≤ ${WEIGHTS}`);
+  assertSameTraining(t, [expected, reference], [got, model]);
   tf.dispose([x, y]);
   reference.dispose();
   model.dispose();
