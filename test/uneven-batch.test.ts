@@ -7,9 +7,12 @@
 // - train on the native backend (cpu without the addon): 3 devices against the one-engine reference loop, replicas
 //   bit-identical after every step, and the step replayed with the same bits as unreplayed (its weight is the
 //   recording's, and a partial batch of a full one's rows runs live), in fp32 and, where oneDNN has bf16 kernels
-//   here, bf16;
+//   here, bf16; a resume across them exact;
 // - without partialBatch the batch is refused, naming partialBatch.
 import t from 'tap';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { fit, fitDataset, train, trainReference, type TrainConfig } from '../src/index.js';
 import { loadNativeAddon } from '../src/engine/native/native-addon.js';
@@ -119,6 +122,19 @@ for (const precision of ['fp32', 'bf16'] as const) {
     },
   );
 }
+
+t.test(`${BACKEND}: resume is exact across uneven shares and an epoch's partial batch`, async t => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'tandem-uneven-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  // 56 samples in batches of 16 on 3 devices: 5 + 5 + 6 three times, then 8 as 2 + 3 + 3; the checkpoint at step 3
+  const cfg = { ...base, devices: 3, partialBatch: true, datasetSize: 70, heldOut: 14, steps: 6 };
+  const full = await train({ ...cfg, checkpointEvery: 3, checkpointDir: dir });
+  const resumed = await train({ ...cfg, resume: path.join(dir, 'checkpoint-000000003.tandem') });
+  t.equal(resumed.firstStep, 4, 'continues at step 4');
+  const bits = (ws: { values: Float32Array }[]) => ws.map(w => Array.from(new Uint32Array(w.values.slice().buffer)));
+  t.same(bits(resumed.weights), bits(full.weights), '3 + 3 steps = 6 uninterrupted steps, bit for bit');
+  t.same(resumed.history.map(h => h.loss), full.history.slice(3).map(h => h.loss), 'the same losses after it');
+});
 
 t.test('without partialBatch, a batch that is no multiple of the devices is refused, naming it', async t => {
   await t.rejects(train({ ...base, devices: 3 }), {
