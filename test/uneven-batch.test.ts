@@ -133,7 +133,11 @@ t.test(`${BACKEND}: resume is exact across uneven shares and an epoch's partial 
   t.equal(resumed.firstStep, 4, 'continues at step 4');
   const bits = (ws: { values: Float32Array }[]) => ws.map(w => Array.from(new Uint32Array(w.values.slice().buffer)));
   t.same(bits(resumed.weights), bits(full.weights), '3 + 3 steps = 6 uninterrupted steps, bit for bit');
-  t.same(resumed.history.map(h => h.loss), full.history.slice(3).map(h => h.loss), 'the same losses after it');
+  t.same(
+    resumed.history.map(h => h.loss),
+    full.history.slice(3).map(h => h.loss),
+    'the same losses after it',
+  );
 });
 
 t.test('without partialBatch, a batch that is no multiple of the devices is refused, naming it', async t => {
