@@ -1,7 +1,8 @@
 // fit's callbacks run as tfjs's model.fit runs them: the same hooks in the same order with the same logs
 // (CustomCallbackArgs objects and tf.Callback subclasses), tf.callbacks.earlyStopping stopping at the same epoch, and
 // model.stopTraining set by a callback ending the fit after that epoch; initialEpoch as model.fit numbers it; no
-// epoch to run (epochs 0) as model.fit runs none; and a partial last batch trained, with its batch logs.
+// epoch to run (epochs 0) as model.fit runs none; one fit of a model at a time, as model.fit refuses a second; and a
+// partial last batch trained, with its batch logs.
 import t from 'tap';
 import * as tf from '@tensorflow/tfjs';
 import { fit, fitDataset } from '../src/index.js';
@@ -142,6 +143,43 @@ t.test('no epoch to run (epochs 0, initialEpoch ≥ epochs): what model.fit does
   tf.dispose([x, y]);
   reference.dispose();
   model.dispose();
+});
+
+t.test('one fit of a model at a time, as model.fit has it; the model free again after a fit that failed', async t => {
+  const { x, y } = dense.data();
+  for (const sequential of [true, false]) {
+    const model = sequential
+      ? dense.make()
+      : (() => {
+          const input = tf.input({ shape: [6] });
+          const out = tf.layers.dense({ units: 3, activation: 'softmax' }).apply(input) as tf.SymbolicTensor;
+          const m = tf.model({ inputs: input, outputs: out });
+          m.compile({ optimizer: 'sgd', loss: 'categoricalCrossentropy' });
+          return m;
+        })();
+    const kind = sequential ? 'Sequential' : 'functional';
+    const first = fit(model, x, y, { ...base, epochs: 2, backend: 'cpu' });
+    const busy = { code: 'BAD_CONFIG', message: /another fit of this model is ongoing/ };
+    await t.rejects(fit(model, x, y, { ...base, backend: 'cpu' }), busy, `${kind}: a second fit is refused`);
+    await t.rejects(
+      fitDataset(model, tf.data.array([{ xs: x, ys: y }]), { epochs: 1, backend: 'cpu' }),
+      busy,
+      'fitDataset too',
+    );
+    await t.rejects(model.fit(x, y, base), /another fit\(\) call is ongoing/, "tfjs's own model.fit refuses it too");
+    await first;
+    const failed = fit(model, x, y, { ...base, batchSize: 0, backend: 'cpu' });
+    await t.rejects(failed, { code: 'BAD_CONFIG', message: /batchSize/ }, 'a fit that fails');
+    const after = await fit(model, x, y, { ...base, backend: 'cpu' });
+    t.equal(after.epoch.length, 1, `${kind}: after both, the next fit runs`);
+    const own = await model.fit(x, y, { ...base, epochs: 1 });
+    t.equal(own.epoch.length, 1, "and so does tfjs's model.fit");
+    const during = model.fit(x, y, { ...base, epochs: 2 });
+    await t.rejects(fit(model, x, y, { ...base, backend: 'cpu' }), busy, "fit refuses while tfjs's model.fit runs");
+    await during;
+    model.dispose();
+  }
+  tf.dispose([x, y]);
 });
 
 t.test('a batch size that leaves samples over: the last, smaller batch trained, with its batch logs', async t => {

@@ -28,6 +28,7 @@ import { ValidationPool } from './validation-pool.js';
 import { flatInputModel, inputsOf, packInputs, type FitX } from './fit-inputs.js';
 import { DatasetStream, type BatchArrays, type StreamShape } from '../data/dataset-stream.js';
 import { spansSteps } from '../optim/lr-schedule.js';
+import { asOnlyFit } from './one-fit.js';
 
 /** tfjs's `model.fitDataset` arguments, and tandem's options in the same object. */
 export type FitDatasetArgs<T extends tf.TensorContainer> = tf.ModelFitDatasetArgs<T> &
@@ -40,6 +41,14 @@ export const DEFAULT_READ_AHEAD = 3;
 
 /** tfjs's `model.fitDataset(dataset, args)` on tandem's devices. */
 export async function fitDataset<T extends tf.TensorContainer>(
+  model: tf.LayersModel,
+  dataset: tf.data.Dataset<T>,
+  args: FitDatasetArgs<T>,
+): Promise<tf.History> {
+  return asOnlyFit(model, 'fitDataset', () => fitDatasetOnce(model, dataset, args));
+}
+
+async function fitDatasetOnce<T extends tf.TensorContainer>(
   model: tf.LayersModel,
   dataset: tf.data.Dataset<T>,
   args: FitDatasetArgs<T>,

@@ -23,6 +23,7 @@ import { onOutputsPath, writeOutputsSpec } from './fit-outputs.js';
 import { flatInputModel, inputsOf, packInputs, type FitX } from './fit-inputs.js';
 import { oneOutput, severalOutputs, type FitY } from './fit-several-outputs.js';
 import { spansSteps } from '../optim/lr-schedule.js';
+import { asOnlyFit } from './one-fit.js';
 
 export type { FitArgs, FitOptions } from './fit-args.js';
 export type { FitY } from './fit-several-outputs.js';
@@ -33,6 +34,10 @@ export type { FitStyle } from './fit-loop.js';
  * a Tensor, or for a model of several inputs a Tensor[] or `{ inputName: Tensor }` (fit-inputs.ts).
  */
 export async function fit(model: tf.LayersModel, x: FitX, y: FitY, args: FitArgs = {}): Promise<tf.History> {
+  return asOnlyFit(model, 'fit', () => fitOnce(model, x, y, args));
+}
+
+async function fitOnce(model: tf.LayersModel, x: FitX, y: FitY, args: FitArgs): Promise<tf.History> {
   const settings = fitSettings(args);
   requireCompiled(model);
   const outputs = onOutputsPath(model) ? severalOutputs(model, y, args) : undefined;
