@@ -129,7 +129,13 @@ t.test(`${BACKEND}: resume is exact across uneven shares and an epoch's partial 
   // 56 samples in batches of 16 on 3 devices: 5 + 5 + 6 three times, then 8 as 2 + 3 + 3; the checkpoint at step 3
   const cfg = { ...base, devices: 3, partialBatch: true, datasetSize: 70, heldOut: 14, steps: 6 };
   const full = await train({ ...cfg, checkpointEvery: 3, checkpointDir: dir });
-  const resumed = await train({ ...cfg, resume: path.join(dir, 'checkpoint-000000003.tandem') });
+  const rates: number[] = [];
+  const resumed = await train(
+    { ...cfg, resume: path.join(dir, 'checkpoint-000000003.tandem') },
+    { onStep: m => void rates.push((m.samplesPerSecond * m.stepMs) / 1000) },
+  );
+  const [partial, ...full16] = rates;
+  t.ok(Math.abs(partial - 8) < 1e-6 && full16.every(r => Math.abs(r - 16) < 1e-6), "steps' samples/s: 8, then 16s");
   t.equal(resumed.firstStep, 4, 'continues at step 4');
   const bits = (ws: { values: Float32Array }[]) => ws.map(w => Array.from(new Uint32Array(w.values.slice().buffer)));
   t.same(bits(resumed.weights), bits(full.weights), '3 + 3 steps = 6 uninterrupted steps, bit for bit');

@@ -19,6 +19,7 @@ import type { RunLedger } from './run-ledger.js';
 import type { LaidOut } from './run-setup.js';
 import { checkLoss } from './loss-check.js';
 import { lrAt } from '../optim/lr-schedule.js';
+import { batchSamplesAt } from '../data/sampler.js';
 import { atEpochEnd, epochEndDue, type EpochEndConfig } from './epoch-end.js';
 
 /** A step posted to every device: its replies, and when its inputs were loaded. */
@@ -41,7 +42,16 @@ export interface StepLoopParts {
 
 type LoopConfig = Pick<
   ResolvedConfig,
-  'steps' | 'stepsPerEpoch' | 'perDevice' | 'topology' | 'batch' | 'onNan' | 'optimizer' | 'lrSchedule'
+  | 'steps'
+  | 'stepsPerEpoch'
+  | 'perDevice'
+  | 'topology'
+  | 'batch'
+  | 'trainSize'
+  | 'partialBatch'
+  | 'onNan'
+  | 'optimizer'
+  | 'lrSchedule'
 > &
   EpochEndConfig;
 
@@ -223,7 +233,8 @@ export class StepLoop {
       { step, losses: results.map(r => r.loss), correct, stepMs, computeMs, numTensors, dataWaitMs },
       {
         ...{ step, loss, accuracy, lr, stepMs, dataWaitMs },
-        ...{ samplesPerSecond: cfg.batch / (stepMs / 1000), computeMs, numTensors },
+        ...{ samplesPerSecond: batchSamplesAt(cfg.trainSize, cfg.batch, cfg.partialBatch, step) / (stepMs / 1000) },
+        ...{ computeMs, numTensors },
         ...(sums ? { metrics: metricValues(sums) } : {}),
       },
     );

@@ -130,7 +130,7 @@ export class WorldMonitor {
       accuracy,
       lr: lrAt(cfg.lrSchedule, cfg.optimizer.lr, w.step),
       stepMs: w.stepMs,
-      samplesPerSecond: cfg.batch / (w.stepMs / 1000),
+      samplesPerSecond: batchSamplesAt(cfg.trainSize, cfg.batch, cfg.partialBatch, w.step) / (w.stepMs / 1000),
       computeMs: w.computeMs,
       numTensors: w.numTensors,
       dataWaitMs: w.dataWaitMs,
