@@ -146,6 +146,18 @@ t.test(`${BACKEND}: resume is exact across uneven shares and an epoch's partial 
   );
 });
 
+t.test('a batch smaller than the devices is refused: every device has a sample of each full batch', async t => {
+  await t.rejects(train({ ...base, batch: 2, devices: 3, partialBatch: true }), {
+    code: 'BAD_CONFIG',
+    message: /config\.batch: global batch 2 is smaller than devices 3; give a batch of at least 3/,
+  });
+  const { x, y } = FIT_CASES[0].data();
+  await t.rejects(fit(FIT_CASES[0].make(), x, y, { batchSize: 2, devices: 3, backend: 'cpu' }), {
+    message: /global batch 2 is smaller than devices 3/,
+  });
+  tf.dispose([x, y]);
+});
+
 t.test('without partialBatch, a batch that is no multiple of the devices is refused, naming it', async t => {
   await t.rejects(train({ ...base, devices: 3 }), {
     code: 'BAD_CONFIG',

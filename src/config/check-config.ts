@@ -48,6 +48,10 @@ export function checkConfig(config: TrainConfig): CheckedConfig {
         'which splits every batch over the devices as evenly as it can (fit and fitDataset set it)',
     );
   }
+  if (batch < devices)
+    // a device with no sample of a full batch would run a placeholder row each step (BatchNormalization's statistics
+    // would count it): an uneven split gives every device at least one
+    bad('batch', `global batch ${batch} is smaller than devices ${devices}; give a batch of at least ${devices}, or fewer devices`);
   const accumulate = accumulateOf(config, batch, devices);
   const seed = config.seed ?? 1;
   const schedule = scheduleFields(config, devices);
