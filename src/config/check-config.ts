@@ -38,20 +38,7 @@ export function checkConfig(config: TrainConfig): CheckedConfig {
   const devices = worldSize(topology); // replicas in the job: batch split, labels, mean
   const writer = topology.process === 0; // host 0 alone writes the model, summary, trace and checkpoints
   const backend = backendOf(config);
-  const batch = config.batch ?? 32;
-  if (batch % devices !== 0 && config.partialBatch !== true) {
-    const hosts = topology.processes > 1 ? ` (${topology.processes} hosts × ${localDevices})` : '';
-    bad(
-      'batch',
-      `global batch ${batch} must be divisible by devices ${devices}${hosts} (each device trains batch/devices ` +
-        `samples); try ${Math.max(devices, batch - (batch % devices))}, or set partialBatch (--partial-batch), ` +
-        'which splits every batch over the devices as evenly as it can (fit and fitDataset set it)',
-    );
-  }
-  if (batch < devices)
-    // a device with no sample of a full batch would run a placeholder row each step (BatchNormalization's statistics
-    // would count it): an uneven split gives every device at least one
-    bad('batch', `global batch ${batch} is smaller than devices ${devices}; give a batch of at least ${devices}, or fewer devices`);
+  const batch = batchOf(config, devices, topology.processes);
   const accumulate = accumulateOf(config, batch, devices);
   const seed = config.seed ?? 1;
   const schedule = scheduleFields(config, devices);
@@ -124,6 +111,30 @@ function precisionOf(config: TrainConfig, backend: string): Precision {
   const precision = oneOf('precision', config.precision ?? 'fp32', PRECISIONS);
   assertPrecisionAvailable(backend, precision);
   return precision;
+}
+
+/**
+ * The global batch: a multiple of the world's devices, or with partialBatch split over them as evenly as it can be;
+ * never fewer samples than devices (a device with no sample of a full batch would run a placeholder row each step,
+ * which BatchNormalization's statistics count).
+ */
+function batchOf(config: TrainConfig, devices: number, hosts: number): number {
+  const batch = config.batch ?? 32;
+  if (batch % devices !== 0 && config.partialBatch !== true) {
+    const world = hosts > 1 ? ` (${hosts} hosts × ${devices / hosts})` : '';
+    bad(
+      'batch',
+      `global batch ${batch} must be divisible by devices ${devices}${world} (each device trains batch/devices ` +
+        `samples); try ${Math.max(devices, batch - (batch % devices))}, or set partialBatch (--partial-batch), ` +
+        'which splits every batch over the devices as evenly as it can (fit and fitDataset set it)',
+    );
+  }
+  if (batch < devices)
+    bad(
+      'batch',
+      `global batch ${batch} is smaller than devices ${devices}; give a batch of at least ${devices}, or fewer devices`,
+    );
+  return batch;
 }
 
 /** Micro-batches per step: the global batch splits into devices × accumulate equal micro-batches. */
