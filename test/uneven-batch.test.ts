@@ -153,7 +153,13 @@ t.test('a batch smaller than the devices is refused: every device has a sample o
   });
   const { x, y } = FIT_CASES[0].data();
   await t.rejects(fit(FIT_CASES[0].make(), x, y, { batchSize: 2, devices: 3, backend: 'cpu' }), {
-    message: /global batch 2 is smaller than devices 3/,
+    code: 'BAD_CONFIG',
+    message: /fit: batchSize 2 is smaller than the devices \(3\).*give a batchSize of at least 3, or train on fewer/,
+  });
+  const batchesOf2 = tf.data.zip({ xs: tf.data.array(x.unstack()), ys: tf.data.array(y.unstack()) }).batch(2);
+  await t.rejects(fitDataset(FIT_CASES[0].make(), batchesOf2 as never, { epochs: 1, devices: 3, backend: 'cpu' }), {
+    code: 'BAD_CONFIG',
+    message: /fitDataset: the dataset's batches of 2 are smaller than the devices \(3\).*batch it by 3 or more/,
   });
   tf.dispose([x, y]);
 });

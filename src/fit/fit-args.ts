@@ -147,3 +147,23 @@ export function fitSettings(
   }
   return { batchSize, epochs, initialEpoch, shuffle: args.shuffle ?? true, verbose: args.verbose ?? 1 };
 }
+
+/**
+ * A batch of at least as many samples as the run's devices (each device trains a sample of every full batch; the
+ * config refuses it too, naming config.batch): refused in the caller's words, `what` naming `batch` with its verb
+ * ("fit: batchSize 2 is") and `fix` mending it ("give a batchSize of at least N").
+ */
+export function checkBatchCoversDevices(
+  options: { devices?: number; hosts?: number },
+  batch: number,
+  what: string,
+  fix: (devices: number) => string,
+): void {
+  const devices = (options.devices ?? 2) * (options.hosts ?? 1);
+  if (Number.isInteger(devices) && batch < devices)
+    throw new TandemError(
+      'BAD_CONFIG',
+      `${what} smaller than the devices (${devices}): every device trains a sample of each batch; ` +
+        `${fix(devices)}, or train on fewer devices`,
+    );
+}

@@ -17,7 +17,7 @@ import { TandemError } from '../errors.js';
 import { openRingSource, type RingSource } from '../data/ring-source.js';
 import { sampleSize } from '../data/dataset.js';
 import { devicesOf, type ValidationOn } from './fit.js';
-import { fitSettings, tandemOptions, type FitOptions } from './fit-args.js';
+import { checkBatchCoversDevices, fitSettings, tandemOptions, type FitOptions } from './fit-args.js';
 import { fitTargets, requireCompiled, type FitTargets } from './fit-targets.js';
 import { datasetOutputs, outputsDatasetLogs, type DatasetOutputs } from './fit-dataset-outputs.js';
 import { flatTargets, onOutputsPath, outputsOf, writeOutputsSpec } from './fit-outputs.js';
@@ -152,6 +152,12 @@ async function streamed(
   style: FitStyle,
 ): Promise<tf.History> {
   const { batch, batchSizes, sampleShape, targetShape } = shape;
+  checkBatchCoversDevices(
+    config,
+    batch,
+    `fitDataset: the dataset's batches of ${batch} are`,
+    n => `batch it by ${n} or more`,
+  );
   const stepsPerEpoch = batchSizes.length;
   const total = (style.epochs - style.initialEpoch) * stepsPerEpoch;
   const files = await modelFiles(trained, first, shape, targets.classes);

@@ -10,7 +10,7 @@ import type { TrainConfig } from '../config-types.js';
 import { TandemError } from '../errors.js';
 import { fitTargets, requireCompiled } from './fit-targets.js';
 import { writeFitFiles } from './fit-files.js';
-import { fitSettings, tandemOptions, type FitArgs } from './fit-args.js';
+import { checkBatchCoversDevices, fitSettings, tandemOptions, type FitArgs } from './fit-args.js';
 import { splitValidation } from './fit-validation.js';
 import { ValidationPool } from './validation-pool.js';
 import type { ValidationOn } from './evaluate.js';
@@ -109,6 +109,12 @@ export async function fitWith(
 ): Promise<tf.History> {
   const options = tandemOptions(args);
   const { batchSize, shuffle } = fitSettings(args);
+  checkBatchCoversDevices(
+    options,
+    batchSize,
+    `fit: batchSize ${batchSize} is`,
+    n => `give a batchSize of at least ${n}`,
+  );
   const trained = style.trained ?? model; // what the devices build: the model, or its flat-input wrapper
   const targets = style.outputs?.targets ?? fitTargets(trained);
   const samples = x.shape[0];
