@@ -7,10 +7,11 @@
 // - train on the native backend (cpu without the addon): 3 devices against the one-engine reference loop, replicas
 //   bit-identical after every step, and the step replayed with the same bits as unreplayed (its weight is the
 //   recording's, and a partial batch of a full one's rows runs live), in fp32 and, where oneDNN has bf16 kernels
-//   here, bf16; a resume across them exact;
+//   here, bf16; a resume across them exact; 2 hosts × 2 devices equal to one process of 4, host 0's world loss of
+//   each step included;
 // - without partialBatch the batch is refused, naming partialBatch.
 import t from 'tap';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
@@ -18,6 +19,8 @@ import { fit, fitDataset, train, trainReference, type TrainConfig } from '../src
 import { loadNativeAddon } from '../src/engine/native/native-addon.js';
 import { FIT_CASES, assertSameTraining, twin } from './fixtures/fit-models.js';
 import { worstDifference } from './fixtures/weights-difference.js';
+import { killAllTandems, summaryOf, tandem } from './fixtures/tandem-lines.js';
+import { glooAddonOrSkip } from './fixtures/gloo-addon-or-skip.js';
 
 const addon = loadNativeAddon();
 const BACKEND = addon.loaded ? 'native' : 'cpu';
@@ -145,6 +148,39 @@ t.test(`${BACKEND}: resume is exact across uneven shares and an epoch's partial 
     'the same losses after it',
   );
 });
+
+const hosts = glooAddonOrSkip(); // several hosts meet through Gloo's store
+t.test(
+  "2 hosts × 2 devices on batches of 9 equal one process of 4: weights, replicas, every step's loss",
+  { skip: !hosts },
+  async t => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'tandem-uneven-hosts-'));
+    t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+    t.teardown(killAllTandems);
+    // 60 samples in batches of 9: 2 + 2 + 2 + 3, then an epoch's last batch of 6 (1 + 2 + 1 + 2)
+    const args = ['--model', 'mlp', '--data', 'synthetic-images', '--image-size', '6x6x1', '--classes', '4'];
+    args.push('--dataset-size', '60', '--batch', '9', '--partial-batch', '--steps', '8', '--seed', '5', '--json');
+    const launch = tandem(['launch', '--hosts', '2', '--devices', '2', ...args, '--out', path.join(dir, 'hosts')]);
+    const one = tandem(['train', '--devices', '4', ...args, '--out', path.join(dir, 'one')]);
+    const [h, o] = await Promise.all([launch.ended, one.ended]);
+    t.equal(h.code, 0, `launch: ${launch.stderr.join('\n')}`);
+    t.equal(o.code, 0, `one process: ${one.stderr.join('\n')}`);
+    const file = (run: string, name: string) => readFileSync(path.join(dir, run, name));
+    t.ok(file('hosts', 'weights.bin').equals(file('one', 'weights.bin')), 'weights.bin bit-identical');
+    const [host0, host1] = [summaryOf(launch.lines, '[host 0] '), summaryOf(launch.lines, '[host 1] ')];
+    const oneSummary = summaryOf(one.lines);
+    t.equal(host0.replicaChecksum, oneSummary.replicaChecksum, "host 0's replica = one process's");
+    t.equal(host1.replicaChecksum, oneSummary.replicaChecksum, "host 1's replica = one process's");
+    const losses = (run: string) =>
+      (JSON.parse(file(run, 'summary.json').toString()) as { history: { loss: number }[] }).history.map(s => s.loss);
+    const [world, local] = [losses('hosts'), losses('one')];
+    const worst = Math.max(...world.map((l, i) => Math.abs(l - local[i]) / Math.abs(local[i])));
+    t.ok(
+      world.length === 8 && worst < 1e-6,
+      `host 0's world loss of every step = one process's (${worst.toExponential(2)})`,
+    );
+  },
+);
 
 t.test('a batch smaller than the devices is refused: every device has a sample of each full batch', async t => {
   await t.rejects(train({ ...base, batch: 2, devices: 3, partialBatch: true }), {

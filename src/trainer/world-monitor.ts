@@ -8,7 +8,7 @@
  * see that host alone, events stamped with it. One process: the hooks as given.
  */
 import { lrAt } from '../optim/lr-schedule.js';
-import { batchSamplesAt } from '../data/sampler.js';
+import { batchSamplesAt, shardRange } from '../data/sampler.js';
 import type { ResolvedConfig } from '../config-types.js';
 import type { Span } from '../monitor/span.js';
 import type { HostChannel } from '../world/host-channel.js';
@@ -121,8 +121,9 @@ export class WorldMonitor {
 
   private worldStep(w: WorldStep): void {
     const { cfg } = this;
-    const loss = w.losses.reduce((s, l) => s + l, 0) / w.losses.length; // as one process with every device sums them
-    const accuracy = w.correct / batchSamplesAt(cfg.trainSize, cfg.batch, cfg.partialBatch, w.step);
+    const samples = batchSamplesAt(cfg.trainSize, cfg.batch, cfg.partialBatch, w.step);
+    const loss = worldLoss(w.losses, samples);
+    const accuracy = w.correct / samples;
     this.worldHistory.set(w.step, { step: w.step, loss, accuracy });
     this.outer.onStep?.({
       step: w.step,
@@ -130,10 +131,21 @@ export class WorldMonitor {
       accuracy,
       lr: lrAt(cfg.lrSchedule, cfg.optimizer.lr, w.step),
       stepMs: w.stepMs,
-      samplesPerSecond: batchSamplesAt(cfg.trainSize, cfg.batch, cfg.partialBatch, w.step) / (w.stepMs / 1000),
+      samplesPerSecond: samples / (w.stepMs / 1000),
       computeMs: w.computeMs,
       numTensors: w.numTensors,
       dataWaitMs: w.dataWaitMs,
     });
   }
+}
+
+/**
+ * The world's loss of a step from every device's (global rank order) on a batch of `samples`: their mean, as one
+ * process with every device sums them, where the shares are equal; else weighted by each device's samples (an uneven
+ * split, an epoch's last batch: a device without samples reports 0 and weighs nothing), as the step loop weighs them.
+ */
+function worldLoss(losses: number[], samples: number): number {
+  const counts = losses.map((_, rank) => shardRange(samples, losses.length, rank)[1]);
+  if (counts.every(n => n === counts[0])) return losses.reduce((s, l) => s + l, 0) / losses.length;
+  return losses.reduce((s, l, rank) => s + l * counts[rank], 0) / samples;
 }
