@@ -18,6 +18,7 @@ import type { WorldMonitor } from './world-monitor.js';
 import type { RunLedger } from './run-ledger.js';
 import type { LaidOut } from './run-setup.js';
 import { checkLoss } from './loss-check.js';
+import { stepLoss } from './step-loss.js';
 import { lrAt } from '../optim/lr-schedule.js';
 import { batchSamplesAt } from '../data/sampler.js';
 import { atEpochEnd, epochEndDue, type EpochEndConfig } from './epoch-end.js';
@@ -204,12 +205,13 @@ export class StepLoop {
     const { cfg, result } = this;
     checkLoss(step, results, cfg, this.parts.hooks);
     this.parts.ledger.stepDone(step, results);
-    // Devices of one share: their mean; a partial batch's uneven shares: weighted by their samples.
-    const even = results.every(r => r.count === cfg.perDevice);
-    const samples = even ? cfg.perDevice * cfg.topology.localDevices : results.reduce((s, r) => s + r.count, 0);
-    const loss = even
-      ? results.reduce((s, r) => s + r.loss, 0) / results.length
-      : results.reduce((s, r) => s + r.loss * r.count, 0) / samples;
+    const counts = results.map(r => r.count);
+    const samples = counts.reduce((s, n) => s + n, 0);
+    const loss = stepLoss(
+      results.map(r => r.loss),
+      counts,
+      cfg.perDevice,
+    );
     // This process's devices' samples (the whole global batch on one host; several hosts: host 0's monitor sees the
     // world's).
     const correct = results.reduce((s, r) => s + r.correct, 0);

@@ -9,6 +9,7 @@
  */
 import { lrAt } from '../optim/lr-schedule.js';
 import { batchSamplesAt, shardRange } from '../data/sampler.js';
+import { stepLoss } from './step-loss.js';
 import type { ResolvedConfig } from '../config-types.js';
 import type { Span } from '../monitor/span.js';
 import type { HostChannel } from '../world/host-channel.js';
@@ -122,7 +123,8 @@ export class WorldMonitor {
   private worldStep(w: WorldStep): void {
     const { cfg } = this;
     const samples = batchSamplesAt(cfg.trainSize, cfg.batch, cfg.partialBatch, w.step);
-    const loss = worldLoss(w.losses, samples);
+    const counts = w.losses.map((_, rank) => shardRange(samples, w.losses.length, rank)[1]); // each device's share
+    const loss = stepLoss(w.losses, counts, cfg.perDevice);
     const accuracy = w.correct / samples;
     this.worldHistory.set(w.step, { step: w.step, loss, accuracy });
     this.outer.onStep?.({
@@ -137,15 +139,4 @@ export class WorldMonitor {
       dataWaitMs: w.dataWaitMs,
     });
   }
-}
-
-/**
- * The world's loss of a step from every device's (global rank order) on a batch of `samples`: their mean, as one
- * process with every device sums them, where the shares are equal; else weighted by each device's samples (an uneven
- * split, an epoch's last batch: a device without samples reports 0 and weighs nothing), as the step loop weighs them.
- */
-function worldLoss(losses: number[], samples: number): number {
-  const counts = losses.map((_, rank) => shardRange(samples, losses.length, rank)[1]);
-  if (counts.every(n => n === counts[0])) return losses.reduce((s, l) => s + l, 0) / losses.length;
-  return losses.reduce((s, l, rank) => s + l * counts[rank], 0) / samples;
 }
