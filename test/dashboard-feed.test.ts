@@ -1,9 +1,10 @@
 // The dashboard's parts without a browser: `--dashboard` alone, with a port, or before another flag; a bad port
 // refused by the config check; the feed a late page gets keeps the first and last steps of a long run at half the
 // points; a finished run's event log read as untrusted (lines of the wrong shape left out and counted). A run's files
-// that are links to a device (/dev/zero) are refused or left out, never read.
+// that are links to a device (/dev/zero) are refused or left out, never read. A step's exchange reports that arrive
+// after the next step's metrics (they travel on the comm thread's port) are still in the step's published bytes.
 import t from 'tap';
-import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseTrainArgs } from '../src/cli/parse-train-args.js';
@@ -11,6 +12,9 @@ import { resolveConfig } from '../src/index.js';
 import { DashboardFeed, KEPT_STEPS, type DashboardMessage } from '../src/monitor/dashboard-feed.js';
 import { finishedRunFeed } from '../src/cli/finished-run.js';
 import { readTrace } from '../src/cli/trace-command.js';
+import { withDashboard } from '../src/trainer/run-dashboard.js';
+import type { Span } from '../src/monitor/span.js';
+import type { StepMetrics, TrainSummary } from '../src/trainer/run-types.js';
 
 const step = (n: number): DashboardMessage => ({
   kind: 'step',
@@ -105,4 +109,41 @@ t.test("a finished run's files that are links to a device are refused or left ou
     code: 'BAD_CONFIG',
     message: 'tandem trace /dev/zero: cannot read it: it is not a regular file (a device, FIFO or socket)',
   });
+});
+
+t.test("a step's exchange reports that come after the next step's metrics are in its published step", async t => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'tandem-dashboard-late-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const board = await withDashboard({ devices: 2 }, dir, {});
+  const metrics = (n: number): StepMetrics => ({
+    ...{ step: n, loss: 1 / n, accuracy: 0.5, lr: 0.01, samplesPerSecond: 100, stepMs: 10, dataWaitMs: 0 },
+    ...{ computeMs: [5, 5], numTensors: [1, 1] },
+  });
+  const span = (device: number, kind: Span['kind'], step: number, bytes?: number): Span => {
+    const at = { device, thread: 'comm' as const, kind, name: `${kind} all`, step, group: 0, start: 0, end: 1 };
+    return bytes === undefined ? at : { ...at, bytes };
+  };
+  const report = (device: number, step: number) => [span(device, 'exchange', step, 40), span(device, 'apply', step)];
+  const { onStep, onSpans, onEvent } = board.hooks;
+  const started = { devices: 2, backend: 'cpu', method: 'data-parallel', strategy: 'x', steps: 9, firstStep: 1 };
+  onEvent!({ type: 'started', ...started, stepsPerEpoch: 9, precision: 'fp32' });
+  onSpans!(report(1, 1));
+  onStep!(metrics(1));
+  onStep!(metrics(2)); // device 0's report of step 1 is still on its way
+  onSpans!(report(0, 1));
+  onSpans!([...report(0, 2), ...report(1, 2)]);
+  onStep!(metrics(3));
+  for (let n = 4; n <= 9; n++) onStep!(metrics(n)); // no report: a step is held until 4 later ones are
+  board.finish({ steps: 9, finalLoss: 0.1, finalAccuracy: 0.5, samplesPerSecond: 1, wallSeconds: 1 } as TrainSummary);
+  await board.close();
+  const logged = readFileSync(path.join(dir, 'events.jsonl'), 'utf8')
+    .trim()
+    .split('\n')
+    .map(l => JSON.parse(l) as DashboardMessage)
+    .flatMap(m => (m.kind === 'step' ? [[m.step.step, m.step.exchangeBytes.join()]] : []));
+  t.same(
+    logged,
+    [1, 2, 3, 4, 5, 6, 7, 8, 9].map(n => [n, n <= 2 ? '40,40' : '0,0']),
+    "every step once, in order, with each device's bytes",
+  );
 });

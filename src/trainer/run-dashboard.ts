@@ -2,8 +2,10 @@
  * A run's dashboard feed (monitor/dashboard-feed.ts), fed from its hooks as run-tensorboard.ts feeds the event files:
  * host 0's run (the caller decides), so across hosts it is the world's view. Its messages go to the live page
  * (`dashboard: PORT`, monitor/dashboard-server.ts) and to the event log `--out DIR/events.jsonl` (monitor/event-log.ts,
- * inside the run's locked --out), from which `tandem dashboard DIR` shows the finished run. A step is published when
- * the next one's metrics arrive (or at the end), so that its exchange and wait spans are in.
+ * inside the run's locked --out), from which `tandem dashboard DIR` shows the finished run. A step is published once
+ * every device has reported an update of a later step (its exchange reports come in order on one port, but on another
+ * port than its step's metrics, so they can arrive after the next step's), once HOLD_STEPS later steps are held (a
+ * schedule that does not exchange every step), or at the end.
  */
 import path from 'node:path';
 import { DashboardFeed, jsonSafe, type DashboardStep } from '../monitor/dashboard-feed.js';
@@ -20,6 +22,8 @@ import type { StepMetrics, TrainHooks, TrainSummary } from './run-types.js';
 /** The timeline picture is redrawn at most this often, and only while a page is connected. */
 const TIMELINE_MS = 2000;
 const TIMELINE_STEPS = 3;
+/** At most this many steps wait for their exchange reports. */
+const HOLD_STEPS = 4;
 
 export interface RunDashboard {
   hooks: TrainHooks;
@@ -32,6 +36,8 @@ export interface RunDashboard {
 /** Per step: the spans seen, until the step is published. */
 class StepSpans {
   private readonly byStep = new Map<number, Span[]>();
+  /** Per device, the latest step of which an update ('apply' span, one per group) was reported. */
+  private readonly appliedUpTo: number[] = [];
   recent: Span[] = [];
 
   add(s: Span): void {
@@ -39,6 +45,13 @@ class StepSpans {
     list.push(s);
     this.byStep.set(s.step, list);
     this.recent.push(s);
+    if (s.kind === 'apply') this.appliedUpTo[s.device] = Math.max(this.appliedUpTo[s.device] ?? 0, s.step);
+  }
+
+  /** Whether each of `devices` reported an update after `step`: every report of `step` is in. */
+  reportedAfter(step: number, devices: number): boolean {
+    for (let d = 0; d < devices; d++) if (!((this.appliedUpTo[d] ?? 0) > step)) return false;
+    return true;
   }
 
   /** Step `m` with its spans' sums per device; the spans of steps up to it are let go. */
@@ -72,10 +85,10 @@ function titleOf(config: TrainConfig): string {
   return `tandem: ${model}, ${config.devices ?? 'default'} devices, ${strategy}`;
 }
 
-/** The feed of a live run: its steps held until the next (their spans are in then), the timeline now and then. */
+/** The feed of a live run: its steps held until their spans are in, the timeline now and then. */
 class LiveFeed {
   private readonly spans = new StepSpans();
-  private held: StepMetrics | undefined;
+  private readonly held: StepMetrics[] = [];
   private drawnAt = 0;
 
   constructor(
@@ -84,17 +97,18 @@ class LiveFeed {
   ) {}
 
   step(m: StepMetrics): void {
-    this.publishHeld();
-    this.held = m;
+    this.held.push(m);
+    this.publishHeld(false);
     this.drawTimeline(false);
   }
 
   addSpans(list: readonly Span[]): void {
     for (const s of list) this.spans.add(s);
+    this.publishHeld(false);
   }
 
   finish(summary: TrainSummary): void {
-    this.publishHeld();
+    this.publishHeld(true);
     this.drawTimeline(true);
     const { steps, finalLoss, finalAccuracy, samplesPerSecond, wallSeconds, stoppedAt, heldOut } = summary;
     const heldOutAccuracy = heldOut?.accuracy;
@@ -106,7 +120,7 @@ class LiveFeed {
   }
 
   fail(err: unknown): void {
-    this.publishHeld();
+    this.publishHeld(true);
     this.feed.publish({ kind: 'event', event: failedEvent(err) });
     this.feed.publish({ kind: 'end' });
   }
@@ -119,9 +133,14 @@ class LiveFeed {
       this.feed.publish({ kind: 'timeline', svg: timelineSvg(this.spans.recent, this.title) });
   }
 
-  private publishHeld(): void {
-    if (this.held) this.feed.publish({ kind: 'step', step: this.spans.take(this.held) });
-    this.held = undefined;
+  /** The held steps whose reports are in, in order (`all`: every one). */
+  private publishHeld(all: boolean): void {
+    while (this.held.length > 0) {
+      const m = this.held[0];
+      if (!all && this.held.length <= HOLD_STEPS && !this.spans.reportedAfter(m.step, m.computeMs.length)) return;
+      this.held.shift();
+      this.feed.publish({ kind: 'step', step: this.spans.take(m) });
+    }
   }
 }
 
