@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
-import { fit, train } from '../src/index.js';
+import { evaluate, fit, fitDataset, train } from '../src/index.js';
 import { FIT_CASES } from './fixtures/fit-models.js';
 import { MULTI_INPUT_CASES } from './fixtures/fit-models-more.js';
 
@@ -61,6 +61,30 @@ t.test('fit: classWeight on labels that a metric sends as targets is refused, na
       ),
     });
   tf.dispose([x, ids, oneHot]);
+});
+
+t.test('categoricalCrossentropy with class ids: refused by fit, fitDataset and evaluate as by tfjs', async t => {
+  const make = () => {
+    const model = tf.sequential({ layers: [tf.layers.dense({ inputShape: [2], units: 3, activation: 'softmax' })] });
+    model.compile({ optimizer: 'sgd', loss: 'categoricalCrossentropy', metrics: ['acc'] });
+    return model;
+  };
+  const x = tf.randomNormal([6, 2]);
+  const wanted =
+    /y of shape \[6(, 1)?\] for loss 'categoricalCrossentropy'.*one-hot.*'sparseCategoricalCrossentropy'.*tf\.oneHot\(ids, 3\)/;
+  for (const y of [tf.tensor1d([0, 1, 2, 0, 1, 2]), tf.tensor2d([0, 1, 2, 0, 1, 2], [6, 1])]) {
+    await t.rejects(make().fit(x, y, { epochs: 1, batchSize: 2, verbose: 0 }), /target expected/, `tfjs: [${y.shape}]`);
+    await t.rejects(fit(make(), x, y, { batchSize: 2, backend: 'cpu' }), { code: 'BAD_DATA', message: wanted });
+    // evaluate runs tfjs's own model.evaluate on each device, which refuses them with tfjs's message
+    await t.rejects(evaluate(make(), x, y, { batchSize: 2, backend: 'cpu' }), /target expected a batch/);
+    const ds = tf.data.zip({ xs: tf.data.array(x.unstack()), ys: tf.data.array(y.unstack()) }).batch(6);
+    await t.rejects(fitDataset(make(), ds, { epochs: 1, backend: 'cpu' }), { code: 'BAD_DATA', message: /'sparseCat/ });
+    tf.dispose(y);
+  }
+  const oneHot = tf.oneHot(tf.tensor1d([0, 1, 2, 0, 1, 2], 'int32'), 3);
+  const history = await fit(make(), x, oneHot, { batchSize: 2, backend: 'cpu' });
+  t.equal(history.history.loss.length, 1, 'the same model trains on one-hot rows');
+  tf.dispose([x, oneHot]);
 });
 
 t.test("fit: class ids not of the output's shape are refused, naming both shapes", async t => {

@@ -123,6 +123,9 @@ function targetsOf(y: tfNs.Tensor, lossName: string, kind: LossKind, output: (nu
   } else if (lossName === 'categoricalCrossentropy' && y.rank === 2 && output.length === 1 && y.shape[1] === units) {
     const classes = oneHotClasses(values, n, units);
     if (classes) return { values: classes };
+  } else if (lossName === 'categoricalCrossentropy' && oneValue && units > 1) {
+    // model.fit refuses it too: its targets are one row of `units` probabilities per sample
+    badTargets(lossName, y, oneHotWanted(output));
   } else if (kind === 'categorical' && oneValue && output.length === 1) {
     if (values.some(v => !Number.isInteger(v) || v < 0 || v >= units))
       badTargets(lossName, y, `integer class ids in [0, ${units})`);
@@ -160,6 +163,13 @@ function oneHotClasses(values: Float32Array, n: number, units: number): Float32A
     out[i] = hot;
   }
   return out;
+}
+
+function oneHotWanted(output: (number | null)[]): string {
+  return (
+    `targets of the model's output shape [${output.join(', ')}] (one-hot rows, as model.fit takes them); for class ` +
+    `ids compile with loss 'sparseCategoricalCrossentropy', or give tf.oneHot(ids, ${output[output.length - 1]})`
+  );
 }
 
 function badTargets(lossName: string, y: tfNs.Tensor, wanted: string): never {
