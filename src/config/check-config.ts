@@ -17,6 +17,7 @@ import { engineNames, getEngine } from '../engine/engine-registry.js';
 import { oneOf } from '../config-checks.js';
 import { worldSize } from '../world/topology.js';
 import { resolveHosts } from '../world/resolve-hosts.js';
+import { DEFAULT_DEVICES } from '../world/world-options.js';
 import { DEFAULT_REPLICA_CHECK_EVERY } from '../monitor/reliability-options.js';
 import { refuseNonObject, refuseOtherPartsOptions, refuseUnknownKeys } from './known-keys.js';
 import { checkDeclared } from './declared-checks.js';
@@ -33,7 +34,7 @@ export function checkConfig(config: TrainConfig): CheckedConfig {
   const plugins = pluginUrls(config.plugins);
   refuseUnknownKeys(config);
   checkDeclared(config);
-  const localDevices = config.devices ?? 2;
+  const localDevices = config.devices ?? DEFAULT_DEVICES;
   const { topology, rendezvous } = resolveHosts(config, localDevices);
   const devices = worldSize(topology); // replicas in the job: batch split, labels, mean
   const writer = topology.process === 0; // host 0 alone writes the model, summary, trace and checkpoints

@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import * as tf from '#tfjs';
 import { TandemError } from '../errors.js';
+import { DEFAULT_DEVICES } from '../world/world-options.js';
 import { defaultBackend, type BackendName } from '../engine/backend.js';
 import { modelArtifacts, writeModelFiles } from '../actors/model-files.js';
 import { runOneShotWorker } from '../actors/one-shot-worker.js';
@@ -42,7 +43,7 @@ export async function evaluate(
   for (const key of Object.keys(args))
     if (!KEYS.has(key))
       throw new TandemError('BAD_CONFIG', `evaluate: ${key} is not supported (it takes ${[...KEYS].join(', ')})`);
-  const { batchSize = 32, devices = 2, backend = defaultBackend() } = args;
+  const { batchSize = 32, devices = DEFAULT_DEVICES, backend = defaultBackend() } = args;
   if (!Number.isInteger(batchSize) || batchSize < 1 || !Number.isInteger(devices) || devices < 1)
     throw new TandemError('BAD_CONFIG', `evaluate: batchSize and devices must be positive integers`);
   const run = evaluated(model, x, y);

@@ -5,6 +5,7 @@
 import type * as tf from '@tensorflow/tfjs';
 import type { TrainConfig } from '../config-types.js';
 import { TandemError } from '../errors.js';
+import { DEFAULT_DEVICES } from '../world/world-options.js';
 
 /** The train options `fit` sets from the model, the tensors and tfjs's arguments. */
 const FIT_OWNS = [
@@ -159,7 +160,7 @@ export function checkBatchCoversDevices(
   what: string,
   fix: (devices: number) => string,
 ): void {
-  const devices = (options.devices ?? 2) * (options.hosts ?? 1);
+  const devices = (options.devices ?? DEFAULT_DEVICES) * (options.hosts ?? 1);
   if (Number.isInteger(devices) && batch < devices)
     throw new TandemError(
       'BAD_CONFIG',

@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import * as tf from '#tfjs';
+import { DEFAULT_DEVICES } from '../world/world-options.js';
 import { RequestThread, allReady } from '../actors/request-thread.js';
 import { defaultBackend } from '../engine/backend.js';
 import { modelArtifacts, writeModelFiles } from '../actors/model-files.js';
@@ -83,7 +84,7 @@ export class ValidationPool {
     const outputs = this.outputs?.spec;
     const job = { backend, plugins, modelJson, loss: loss as string, metrics, ...(outputs ? { outputs } : {}) };
     const [first, samples] = range;
-    const threads = shardsOf(samples, batchSize, this.on.devices ?? 2).map(([from, count], d) => {
+    const threads = shardsOf(samples, batchSize, this.on.devices ?? DEFAULT_DEVICES).map(([from, count], d) => {
       const shard: EvaluateShard = { ...job, batchSize, persistent: true, ...samplesOf(x, y, first + from, count) };
       const what = `validation on device ${d}`;
       return new RequestThread<Answer, EvaluateRequest>(

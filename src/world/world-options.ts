@@ -48,12 +48,15 @@ export interface WorldOptions {
   minHosts?: number;
 }
 
+/** Devices per host when `devices` is not given. */
+export const DEFAULT_DEVICES = 2;
+
 export const WORLD_OPTIONS: OptionTable<WorldOptions> = {
   devices: {
     kind: 'integer',
     group: 'world',
     hosts: 'same',
-    default: '2',
+    default: String(DEFAULT_DEVICES),
     doc: 'devices per host; the world is hosts × devices',
     check: positiveInt(MAX_LOCAL_DEVICES),
   },
