@@ -15,7 +15,7 @@ import { LOSS_NAMES, type FitTargets } from './fit-targets.js';
 import type { LossKind } from '../model/loss-kinds.js';
 import { cutInputs } from './fit-inputs.js';
 import { functionName, noMetricFunction, tfjsMetricName } from './fit-metrics.js';
-import { userFunctionOf, type UserFunction } from './user-functions.js';
+import { TFJS_ONLY_LOSSES, tfjsLoss, userFunctionOf, type UserFunction } from './user-functions.js';
 
 /** One output as the devices cut it out of the flat output and the flat target row. */
 export interface OutputSpec {
@@ -77,7 +77,8 @@ export function outputsOf(model: tf.LayersModel, y: unknown, who = 'fit'): tf.Te
 }
 
 type LossFn = (yTrue: tf.Tensor, yPred: tf.Tensor) => tf.Tensor;
-type CompiledLoss = string | LossFn;
+/** A loss by tandem's name, the user's function, or a loss tfjs names that trains as tfjs's function. */
+type CompiledLoss = string | LossFn | { tfjs: string };
 
 /** Each output's loss, from compile's loss: one for all, a list in the outputs' order, or a map by name. */
 function lossesOf(model: tf.LayersModel): CompiledLoss[] {
@@ -91,10 +92,12 @@ function lossesOf(model: tf.LayersModel): CompiledLoss[] {
   return each.map((loss, i) => {
     if (typeof loss === 'function') return loss as CompiledLoss;
     if (typeof loss === 'string' && Object.hasOwn(LOSS_NAMES, loss)) return loss;
+    if (typeof loss === 'string' && TFJS_ONLY_LOSSES.includes(loss)) return { tfjs: loss };
     throw new TandemError(
       'BAD_CONFIG',
       `fit: output ${names[i]}'s loss ${typeof loss === 'string' ? `'${loss}'` : `of type ${typeof loss}`} is not ` +
-        `one tandem trains; compile with one of ${Object.keys(LOSS_NAMES).join(', ')} per output, or a function`,
+        `one tandem trains; compile with one of ${[...Object.keys(LOSS_NAMES), ...TFJS_ONLY_LOSSES].join(', ')} ` +
+        'per output, or a function',
     );
   });
 }
@@ -107,7 +110,10 @@ export function onOutputsPath(model: tf.LayersModel): boolean {
   if (model.outputs.length > 1) return true;
   const given: unknown = Array.isArray(model.loss) ? model.loss[0] : model.loss;
   const compiled = (model as unknown as { metricsTensors?: [unknown, number][] }).metricsTensors ?? [];
-  return typeof given === 'function' || compiled.some(([fn]) => typeof fn === 'function' && !tfjsMetricName(fn));
+  const tfjsOnly = typeof given === 'string' && TFJS_ONLY_LOSSES.includes(given);
+  return (
+    typeof given === 'function' || tfjsOnly || compiled.some(([fn]) => typeof fn === 'function' && !tfjsMetricName(fn))
+  );
 }
 
 /** Where output `output`'s functions are probed: its targets `y`, their shape per sample. */
@@ -162,6 +168,7 @@ export function outputsSpec(model: tf.LayersModel, ys: tf.Tensor[], lossWeights?
     const targetShape = ys[i].rank === 1 ? [1] : ys[i].shape.slice(1);
     const count = (s: number[]) => s.reduce((a, b) => a * b, 1);
     const loss = losses[i];
+    const site = { model, y: ys[i], output: i, targetShape };
     return {
       name: model.outputNames[i],
       shape: shape as number[],
@@ -171,7 +178,9 @@ export function outputsSpec(model: tf.LayersModel, ys: tf.Tensor[], lossWeights?
       weight: weights[i],
       ...(typeof loss === 'string'
         ? { kind: LOSS_NAMES[loss] }
-        : checkedLoss({ model, y: ys[i], output: i, targetShape }, loss, `the loss of output ${model.outputNames[i]}`)),
+        : typeof loss === 'object'
+          ? { kind: 'mse' as const, lossFunction: tfjsLoss(loss.tfjs) }
+          : checkedLoss(site, loss, `the loss of output ${model.outputNames[i]}`)),
     };
   });
   const compiled = (model as unknown as { metricsTensors?: [(...a: unknown[]) => unknown, number][] }).metricsTensors;

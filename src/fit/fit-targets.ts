@@ -8,6 +8,7 @@ import { TandemError } from '../errors.js';
 import { isRegressionLoss, type LossKind } from '../model/loss-kinds.js';
 import { outputActivation } from '../model/output-loss.js';
 import { metricFunctionsOf } from './fit-metrics.js';
+import { TFJS_ONLY_LOSSES } from './user-functions.js';
 
 /** tfjs-layers' loss names (and their aliases) as tandem losses. */
 export const LOSS_NAMES: Readonly<Record<string, LossKind>> = {
@@ -85,7 +86,7 @@ export function fitTargets(model: tfNs.LayersModel): FitTargets {
     throw new TandemError(
       'BAD_CONFIG',
       `fit: loss ${lossName !== undefined ? `'${lossName}'` : 'given as a function'} is not one tandem trains; ` +
-        `compile with one of ${Object.keys(LOSS_NAMES).join(', ')}`,
+        `compile with one of ${[...Object.keys(LOSS_NAMES), ...TFJS_ONLY_LOSSES].join(', ')}, or a function`,
     );
   const units = model.outputs[0].shape[model.outputs[0].shape.length - 1] ?? 1;
   checkActivation(model, kind, lossName!);

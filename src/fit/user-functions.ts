@@ -36,6 +36,27 @@ function compiled(tf: Tf, source: string): LossFn {
   return fn as LossFn;
 }
 
+/**
+ * The losses tfjs-layers' `compile` takes by name that tandem has no loss of its own for: they train as functions,
+ * each thread taking tfjs's own function from a model of no weights compiled with that name (`tfjsLoss`).
+ */
+export const TFJS_ONLY_LOSSES: readonly string[] = [
+  'hinge',
+  'squaredHinge',
+  'categoricalHinge',
+  'kullbackLeiblerDivergence',
+  'cosineProximity',
+];
+
+/** tfjs-layers' loss of `name` (one of TFJS_ONLY_LOSSES) as a function each thread rebuilds: tfjs's own. */
+export function tfjsLoss(name: string): UserFunction {
+  const model =
+    'const i = tf.input({ shape: [1] }); ' +
+    "const m = tf.model({ inputs: i, outputs: tf.layers.activation({ activation: 'linear' }).apply(i) }); " +
+    `m.compile({ optimizer: 'sgd', loss: ${JSON.stringify(name)} }); m.optimizer.dispose();`;
+  return { name, source: `(() => { ${model} return m.lossFunctions[0]; })()` };
+}
+
 /** The function of `f` on this thread's tfjs (rebuilt once per source). */
 export function userFunction(tf: Tf, f: UserFunction): LossFn {
   const key = f.source;
