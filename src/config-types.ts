@@ -96,6 +96,8 @@ export interface ResolvedConfig {
    * 0.
    */
   inputWarning?: string;
+  /** An image folder's files of other extensions, left out (data/image-files.ts): host 0 warns with it once. */
+  dataWarning?: string;
   evalSamples: number;
   /** Validation every epoch, early stopping, the best epochs kept (config/epoch-logs-config.ts); absent: none. */
   epochLogs?: EpochLogsConfig;

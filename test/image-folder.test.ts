@@ -173,22 +173,24 @@ t.test('a corrupt image is refused before any thread, naming its path; the cache
   const threads = osThreads();
   await t.rejects(train({ ...base, data: folder, steps: 1 }), {
     code: 'BAD_DATA',
-    message: new RegExp(`1 file\\(s\\) cannot be decoded as PNG or JPEG: ${broken.replace(/[.]/g, '\\.')} \\(`),
+    message: new RegExp(
+      `1 file\\(s\\) cannot be decoded as PNG, JPEG, GIF or WebP: ${broken.replace(/[.]/g, '\\.')} \\(`,
+    ),
   });
   t.equal(osThreads(), threads, 'no thread started');
   t.same(readdirSync(path.join(folder, '.tandem-cache')), [], 'no cache and no temporary file left');
-  // a WebP named .png: sharp decodes it by what it holds; it was trained on, though the folder takes PNG and JPEG
+  // a TIFF named .png: sharp decodes it by what it holds; it was trained on, though the folder takes no TIFF
   rmSync(broken);
-  const webp = path.join(folder, 'cat', 'really-webp.png');
+  const tiff = path.join(folder, 'cat', 'really-tiff.png');
   writeFileSync(
-    webp,
+    tiff,
     await sharp({ create: { width: 3, height: 3, channels: 3, background: '#123456' } })
-      .webp()
+      .tiff()
       .toBuffer(),
   );
   await t.rejects(train({ ...base, data: folder, steps: 1 }), {
     code: 'BAD_DATA',
-    message: /cannot be decoded as PNG or JPEG: .*really-webp\.png \(it holds a webp image, not PNG or JPEG\)/,
+    message: /cannot be decoded as PNG, JPEG, GIF or WebP: .*really-tiff\.png \(it holds a tiff image, not PNG, JPEG/,
   });
   const empty = path.join(root, 'no-classes');
   mkdirSync(path.join(empty, '.hidden'), { recursive: true });

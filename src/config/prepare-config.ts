@@ -18,6 +18,7 @@ import { positiveInt } from '../options/option-checks.js';
 import type { CheckedConfig, CheckedFields } from './checked-config.js';
 import { optimizerOf, savedTrainingConfig } from './saved-model.js';
 import { checkClassLabels, heldOutSplit, prepareData } from './prepare-data.js';
+import type { PreparedData } from './prepared-data.js';
 import { namedLoss, resolveLoss } from './resolve-loss.js';
 import { checkModuleModelShapes } from './module-model-shapes.js';
 import { shardedUpdateApplies } from './sharded-update.js';
@@ -48,14 +49,9 @@ export async function prepareConfig(checked: CheckedConfig): Promise<ResolvedCon
   await checkLossAndModel(checked, prepared, loss, model, { trainSize, evalSamples }, method.ownTargets === true);
   const { partialBatch, stepsPerEpoch, steps } = stepsOf(config, trainSize, batch, method.name);
   const shuffle = config.shuffle !== false;
-  const inputWarning =
-    prepared.userDataset && checked.writer // host 0 says it once for the job
-      ? inputScaleWarning(
-          prepared.userDataset,
-          new GlobalBatchSampler(trainSize, batch, seed, devices, shuffle, partialBatch).batchIndices(1),
-          data.source,
-        )
-      : undefined;
+  const firstBatch = () =>
+    new GlobalBatchSampler(trainSize, batch, seed, devices, shuffle, partialBatch).batchIndices(1);
+  const { inputWarning, dataWarning } = warningsOf(checked, prepared, firstBatch, data.source);
   const resolved = assemble(checked, {
     method: method.name,
     classifier,
@@ -64,6 +60,7 @@ export async function prepareConfig(checked: CheckedConfig): Promise<ResolvedCon
     partialBatch,
     evalSamples,
     inputWarning,
+    ...(dataWarning ? { dataWarning } : {}),
     model,
     data,
     datasetSize: meta.size,
@@ -84,6 +81,21 @@ export async function prepareConfig(checked: CheckedConfig): Promise<ResolvedCon
   refuseNonBlockingTransport(resolved, method.computeCommunicator(resolved) !== undefined, method.name);
   if (!shardedUpdateApplies(resolved)) resolved.localUpdate = 'replica';
   return resolved;
+}
+
+/** What host 0 warns of once for the job: a data module's first batch far outside the usual range, data left out. */
+function warningsOf(
+  checked: CheckedConfig,
+  prepared: PreparedData,
+  firstBatch: () => ArrayLike<number>,
+  source: string,
+): { inputWarning?: string; dataWarning?: string } {
+  if (!checked.writer) return {};
+  const { userDataset, dataWarning } = prepared;
+  return {
+    ...(userDataset ? { inputWarning: inputScaleWarning(userDataset, firstBatch(), source) } : {}),
+    ...(dataWarning ? { dataWarning } : {}),
+  };
 }
 
 /** The labels fit the loss, and the model's output the loss and the data. */
@@ -179,6 +191,7 @@ function assemble({ fields: f }: CheckedConfig, p: Prepared): ResolvedConfig {
       'partialBatch',
       'evalSamples',
       'inputWarning',
+      'dataWarning',
       'model',
       'data',
       'datasetSize',

@@ -17,7 +17,7 @@ import { TandemError } from '../errors.js';
 import { temporaryNameFor } from '../output/atomic-write.js';
 import { fsReason } from '../output/fs-reason.js';
 import type { ImageListing } from './image-files.js';
-import { decodeImage } from './image-decode.js';
+import { decodeImage, IMAGE_FORMAT_WORDS } from './image-decode.js';
 
 const MAGIC = 'TNDMIMG1';
 const ALIGN = 64;
@@ -202,7 +202,7 @@ function undecodable(dir: string, failures: string[]): TandemError {
   const shown = failures.slice(0, 10).join('; ') + (failures.length > 10 ? `; and ${failures.length - 10} more` : '');
   return new TandemError(
     'BAD_DATA',
-    `image folder ${dir}: ${failures.length} file(s) cannot be decoded as PNG or JPEG: ${shown}. ` +
+    `image folder ${dir}: ${failures.length} file(s) cannot be decoded as ${IMAGE_FORMAT_WORDS}: ${shown}. ` +
       'Remove or replace them (tandem trains on every image of the folder, and skips none)',
   );
 }

@@ -9,6 +9,10 @@ import type { Sharp } from 'sharp';
 
 type SharpFactory = (input: string, options: { failOn: 'error' }) => Sharp;
 
+/** What an image folder's files may hold (sharp's format names); of an animated GIF or WebP, the first frame. */
+const IMAGE_FORMATS: readonly string[] = ['png', 'jpeg', 'gif', 'webp'];
+export const IMAGE_FORMAT_WORDS = 'PNG, JPEG, GIF or WebP';
+
 let factory: Promise<SharpFactory> | undefined;
 
 async function sharpFactory(): Promise<SharpFactory> {
@@ -21,16 +25,16 @@ async function sharpFactory(): Promise<SharpFactory> {
 
 /**
  * The bytes of `file` at `shape` ([h, w, c], row-major, channels last); throws sharp's error for a bad file, and an
- * error naming the format of a file that is no PNG or JPEG.
+ * error naming the format of a file that is none of IMAGE_FORMATS.
  */
 export async function decodeImage(file: string, shape: readonly [number, number, number]): Promise<Uint8Array> {
   const [h, w, c] = shape;
   const sharp = await sharpFactory();
   let image = sharp(file, { failOn: 'error' });
-  // sharp reads what a file holds, whatever its name: a WebP, GIF or TIFF named .png would be trained on
+  // sharp reads what a file holds, whatever its name: a TIFF or an SVG named .png would be trained on
   const { format } = await image.metadata();
-  if (format !== 'png' && format !== 'jpeg')
-    throw new Error(`it holds a ${format ?? 'unknown'} image, not PNG or JPEG`);
+  if (!IMAGE_FORMATS.includes(format as string))
+    throw new Error(`it holds a ${format ?? 'unknown'} image, not ${IMAGE_FORMAT_WORDS}`);
   image = c === 1 ? image.removeAlpha().grayscale() : c === 3 ? image.removeAlpha() : image.ensureAlpha();
   if (c !== 1) image = image.toColourspace('srgb');
   const { data, info } = await image

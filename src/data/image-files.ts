@@ -1,10 +1,11 @@
 /**
  * The images of a folder laid out as Keras' `image_dataset_from_directory` reads it: each subfolder of DIR is a
- * class (in sorted order: label 0 is the first name), its PNG and JPEG files (at any depth) the samples. Names that
- * start with a dot are skipped (DIR/.tandem-cache among them), as are files of other extensions and files directly in
- * DIR. The samples are ordered by a hash of their path (SHA-1 of `class/file`): a fixed order that mixes the classes,
- * the same on every machine and every run, so the held-out samples (`--held-out N`: the last N) are a split by file
- * with every class in it, and a file keeps its side of the split when others are added.
+ * class (in sorted order: label 0 is the first name), its PNG, JPEG, GIF and WebP files (at any depth) the samples.
+ * Names that start with a dot are skipped (DIR/.tandem-cache among them), as are files directly in DIR and files of
+ * other extensions (counted by extension, so that the run can say what it left out). The samples are ordered by a
+ * hash of their path (SHA-1 of `class/file`): a fixed order that mixes the classes, the same on every machine and run,
+ * so the held-out samples (`--held-out N`: the last N) are a split by file with every class in it, and a file keeps its
+ * side of the split when others are added.
  */
 import { lstatSync, readdirSync, realpathSync, statSync, type Stats } from 'node:fs';
 import { createHash } from 'node:crypto';
@@ -24,9 +25,11 @@ export interface ImageListing {
   classNames: string[];
   /** In sample order. */
   files: ImageFile[];
+  /** Files in the class folders of other extensions, by extension (lower case; '' for none). */
+  leftOut: Record<string, number>;
 }
 
-export const IMAGE_EXTENSIONS = ['.png', '.jpg', '.jpeg'] as const;
+export const IMAGE_EXTENSIONS = ['.png', '.jpg', '.jpeg', '.gif', '.webp'] as const;
 
 const byCodeUnit = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
@@ -45,8 +48,9 @@ export function listImageFolder(dir: string): ImageListing {
   }
   const files: (ImageFile & { key: string })[] = [];
   const walked = new Map<string, string>();
+  const leftOut: Record<string, number> = {};
   classNames.forEach((name, label) => {
-    for (const rel of imagesUnder(dir, name, walked)) {
+    for (const rel of imagesUnder(dir, name, walked, leftOut)) {
       const s = statSync(path.join(dir, rel));
       files.push({ rel, size: s.size, mtimeMs: s.mtimeMs, label, key: createHash('sha1').update(rel).digest('hex') });
     }
@@ -54,11 +58,20 @@ export function listImageFolder(dir: string): ImageListing {
   if (files.length === 0) {
     throw new TandemError(
       'BAD_DATA',
-      `--data ${dir}: its class folders (${classNames.join(', ')}) hold no ${IMAGE_EXTENSIONS.join(', ')} file`,
+      `--data ${dir}: its class folders (${classNames.join(', ')}) hold no ${IMAGE_EXTENSIONS.join(', ')} file` +
+        (Object.keys(leftOut).length > 0 ? ` (${leftOutWords(leftOut)})` : ''),
     );
   }
   files.sort((a, b) => byCodeUnit(a.key, b.key) || byCodeUnit(a.rel, b.rel));
-  return { classNames, files: files.map(({ key, ...f }) => (void key, f)) };
+  return { classNames, files: files.map(({ key, ...f }) => (void key, f)), leftOut };
+}
+
+/** `leftOut` in words: "3 other files left out: .bmp 2, .txt 1". */
+export function leftOutWords(leftOut: Record<string, number>): string {
+  const entries = Object.entries(leftOut).sort(([a], [b]) => byCodeUnit(a, b));
+  const total = entries.reduce((n, [, count]) => n + count, 0);
+  const each = entries.map(([ext, count]) => `${ext || 'no extension'} ${count}`).join(', ');
+  return `${total} other file${total === 1 ? '' : 's'} left out: ${each}`;
 }
 
 /**
@@ -66,7 +79,7 @@ export function listImageFolder(dir: string): ImageListing {
  * but each folder is read once (`walked`: real path → the path it was read by): a link back up the tree (a loop) or a
  * second path to one folder is refused by name, never walked forever nor read twice.
  */
-function imagesUnder(dir: string, rel: string, walked: Map<string, string>): string[] {
+function imagesUnder(dir: string, rel: string, walked: Map<string, string>, leftOut: Record<string, number>): string[] {
   const real = realOf(dir, rel);
   const before = walked.get(real);
   if (before !== undefined) {
@@ -82,10 +95,12 @@ function imagesUnder(dir: string, rel: string, walked: Map<string, string>): str
   for (const name of entriesOf(dir, rel).sort(byCodeUnit)) {
     if (name.startsWith('.')) continue;
     const child = `${rel}/${name}`;
-    const image = (IMAGE_EXTENSIONS as readonly string[]).includes(path.extname(name).toLowerCase());
+    const ext = path.extname(name).toLowerCase();
+    const image = (IMAGE_EXTENSIONS as readonly string[]).includes(ext);
     const s = statOf(dir, child, image);
-    if (s?.isDirectory()) out.push(...imagesUnder(dir, child, walked));
+    if (s?.isDirectory()) out.push(...imagesUnder(dir, child, walked, leftOut));
     else if (s?.isFile() && image) out.push(child);
+    else if (s?.isFile()) leftOut[ext] = (leftOut[ext] ?? 0) + 1;
   }
   return out;
 }
