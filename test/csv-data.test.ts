@@ -3,8 +3,9 @@
 // holding the same numbers. A missing or non-numeric value is refused naming its row, line and column. A numeric
 // label with a regression loss is a float target (equal to the module run again). Resume mid-epoch is exact.
 // Numeric labels are classes by value (1 and 1.0 one class); a number past float32, a file that is not UTF-8, one
-// past V8's longest string, one separated by semicolons, an unnamed header column (pandas' index) and a link to a
-// device are refused naming the file and the fix.
+// past V8's longest string, a decimal comma, an unnamed header column (pandas' index) and a link to a device are
+// refused naming the file and the fix. The delimiter is the header's (`;`, a tab, `|`), a tab in a .tsv: each file
+// trains bit for bit as the comma-separated one.
 import t from 'tap';
 import { mkdtempSync, readFileSync, rmSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import { constants } from 'node:buffer';
@@ -59,6 +60,23 @@ t.test('string labels: classes in sorted order, labels.json; features in the ord
   t.equal(csv.steps, 14, '60 rows, batch 8, 2 epochs');
 });
 
+t.test('semicolons, tabs, bars and a .tsv: the same samples as the commas', async t => {
+  const commas = readFileSync(irisCsv, 'utf8');
+  const run = (data: string) => train({ ...base, epochs: 1, data, labelColumn: 'species', featureColumns: ['a', 'c'] });
+  const want = await run(irisCsv);
+  // the comma inside the quoted column name stays; every field's other commas are delimiters
+  const as = (d: string) => commas.replace(/"[^"]*"|,/g, m => (m === ',' ? d : m.replace(/,/g, ';')));
+  for (const [name, d] of [
+    ['semicolons.csv', ';'],
+    ['tabs.csv', '\t'],
+    ['bars.csv', '|'],
+    ['tabs.tsv', '\t'],
+  ]) {
+    const got = await run(write(name, as(d)));
+    t.ok(sameBits(got, want), `${name}: bit for bit the comma-separated run`);
+  }
+});
+
 t.test('numeric labels are sorted as numbers; a missing or non-numeric value names its row and column', async t => {
   const numeric = write('numeric.csv', 'x,y,label\n1,2,10\n2,3,9\n3,4,10\n4,5,9\n5,6,2\n6,7,2\n');
   const out = path.join(dir, 'numeric-out');
@@ -87,7 +105,7 @@ t.test('numeric labels are sorted as numbers; a missing or non-numeric value nam
   await t.rejects(train({ ...base, data: word }), { code: 'BAD_CONFIG', message: /--label-column NAME/ });
   await t.rejects(train({ ...base, data: 'synthetic-images', labelColumn: 'label' }), {
     code: 'BAD_CONFIG',
-    message: /labelColumn.*applies to --data FILE\.csv; data 'synthetic-images' is no CSV/,
+    message: /labelColumn.*applies to --data FILE\.csv \(or \.tsv\); data 'synthetic-images' is no CSV/,
   });
   await t.rejects(train({ ...base, data: word, labelColumn: 'label', dataCache: dir }), {
     code: 'BAD_CONFIG',
@@ -132,11 +150,12 @@ t.test('numeric labels are classes by value; overflow, non-UTF-8 text and an unn
     message: /large\.csv is 512 MiB, and tandem parses a CSV whole, as one string of at most 512 MiB/,
   });
   rmSync(large);
-  // separated by semicolons (a European spreadsheet's CSV): the one column named, but not why
-  const semicolons = write('semicolons.csv', 'x;y;label\n1;2;a\n2;3;b\n');
-  await t.rejects(train({ ...base, data: semicolons, labelColumn: 'label' }), {
+  // a European spreadsheet's CSV: separated by semicolons, with a decimal comma
+  const decimalComma = write('decimal-comma.csv', 'x;y;label\n1;2,5;a\n2;3;b\n');
+  await t.rejects(train({ ...base, data: decimalComma, labelColumn: 'label' }), {
     code: 'BAD_DATA',
-    message: /no column "label"; its columns are "x;y;label" \(one column: its header is separated by ";".*commas\)/,
+    message:
+      /row 1 \(line 2\), column "y": "2,5" is not a number; features are numbers \(a decimal comma: write 2\.5\)/,
   });
   // pandas' to_csv() writes its row index as a column with no name: it was trained on as a feature
   const pandas = write('pandas.csv', ',x,label\n0,1,a\n1,2,b\n');

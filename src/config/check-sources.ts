@@ -72,5 +72,6 @@ function checkCsvOptions(config: TrainConfig, dataSource: string, csv: boolean):
   if (csv && config.labelColumn === undefined)
     bad('labelColumn', `--data ${dataSource} is a CSV: name its label column (--label-column NAME)`);
   for (const key of ['labelColumn', 'featureColumns'] as const)
-    if (!csv && config[key] !== undefined) bad(key, `applies to --data FILE.csv; data '${dataSource}' is no CSV`);
+    if (!csv && config[key] !== undefined)
+      bad(key, `applies to --data FILE.csv (or .tsv); data '${dataSource}' is no CSV`);
 }

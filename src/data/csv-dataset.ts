@@ -1,6 +1,7 @@
 /**
  * `--data FILE.csv --label-column NAME`: a CSV file (a header row, then one sample a row; parsed by csv-parse, so
- * quoted fields, embedded commas and newlines, a byte-order mark and blank lines are read as RFC 4180 says) as a
+ * quoted fields, embedded commas and newlines, a byte-order mark and blank lines are read as RFC 4180 says; the
+ * delimiter is the header's: `,`, `;`, a tab or `|`, and a tab in a .tsv) as a
  * tandem `Dataset` of 1-D samples, the feature columns (`--feature-columns A,B`, default every other column, in the
  * file's order). The label column's values are classes, in sorted order (numerically when every value is a number,
  * else by code unit; `1` and `1.0` one class): class 0 is the first; or, with a regression loss, float targets.
@@ -111,6 +112,7 @@ function parseRows(file: string, parse: typeof CsvParse.parse): Row[] {
   const text = utf8Text(file);
   try {
     return parse(text, {
+      delimiter: delimiterOf(file, text),
       info: true,
       bom: true,
       trim: true,
@@ -120,6 +122,26 @@ function parseRows(file: string, parse: typeof CsvParse.parse): Row[] {
     const why = err instanceof Error ? err.message : String(err);
     throw new TandemError('BAD_DATA', `${file} is not a CSV file tandem can read: ${why}`, undefined, { cause: err });
   }
+}
+
+/** Delimiters a header row may use, in the order that breaks a tie. */
+const DELIMITERS = [',', ';', '\t', '|'] as const;
+
+/**
+ * The delimiter of `text`: a tab in a .tsv; else the one its header row (its first line that is not blank) holds most
+ * often outside quotes, as a spreadsheet's "CSV" of another locale uses `;`; a comma when it holds none.
+ */
+export function delimiterOf(file: string, text: string): string {
+  if (file.toLowerCase().endsWith('.tsv')) return '\t';
+  const header =
+    text
+      .replace(/^\uFEFF/, '')
+      .split(/\r?\n/)
+      .find(line => line.trim() !== '') ?? '';
+  const unquoted = header.replace(/"(?:[^"]|"")*"/g, '');
+  const counts = DELIMITERS.map(d => unquoted.split(d).length - 1);
+  const most = Math.max(...counts);
+  return most === 0 ? ',' : DELIMITERS[counts.indexOf(most)];
 }
 
 /** The file's text, else BAD_DATA naming the first line that is not UTF-8 (a Latin-1 `é` would become `�`). */
@@ -156,18 +178,11 @@ function columnIndex(spec: CsvSpec, names: string[]): (name: string, flag: strin
     throw new TandemError('BAD_DATA', `${spec.file}: column "${twice}" appears twice in the header; rename one`);
   return (name, flag) => {
     const i = names.indexOf(name);
-    if (i < 0) {
-      const separator = names.length === 1 ? [';', '\t', '|'].find(c => names[0].includes(c)) : undefined;
+    if (i < 0)
       throw new TandemError(
-        separator ? 'BAD_DATA' : 'BAD_CONFIG',
-        `${flag} ${name}: ${spec.file} has no column "${name}"; ` +
-          `its columns are ${names.map(n => `"${n}"`).join(', ')}` +
-          (separator
-            ? ` (one column: its header is separated by ${JSON.stringify(separator)}, and tandem reads ` +
-              'comma-separated values; save it with commas)'
-            : ''),
+        'BAD_CONFIG',
+        `${flag} ${name}: ${spec.file} has no column "${name}"; its columns are ${names.map(n => `"${n}"`).join(', ')}`,
       );
-    }
     return i;
   };
 }
@@ -184,7 +199,8 @@ function numberAt(spec: CsvSpec, row: Row, r: number, c: number, name: string): 
       (text === ''
         ? 'the value is missing; fill it in or drop the row (tandem imputes nothing)'
         : Number.isNaN(value)
-          ? `${shown} is not a number; ${name === spec.labelColumn ? 'regression targets' : 'features'} are numbers`
+          ? `${shown} is not a number; ${name === spec.labelColumn ? 'regression targets' : 'features'} are numbers` +
+            (/^[+-]?\d*,\d+$/.test(text) ? ` (a decimal comma: write ${text.replace(',', '.')})` : '')
           : `${shown} is beyond a 32-bit float (±3.4e38), the precision tandem trains in; scale the column`),
   );
 }

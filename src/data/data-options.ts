@@ -56,7 +56,7 @@ export const DATA_OPTIONS: OptionTable<DataOptions> = {
     hosts: "own: a path may differ between machines; the samples' shape, classes and count are compared",
     arg: 'NAME|PATH',
     default: 'mnist',
-    doc: 'mnist, synthetic-images, an ES module (options) => Dataset, an image folder (DIR/CLASS/*.png|jpg) or a .csv',
+    doc: 'mnist, synthetic-images, an ES module (options) => Dataset, an image folder (DIR/CLASS/*.png) or a .csv/.tsv',
     check: nonEmpty('must be a builtin name or a module path'),
   },
   classes: {

@@ -31,7 +31,7 @@ export function isImageFolder(source: string): boolean {
 
 /** Whether `source` names a .csv file (csv-dataset.ts). */
 export function isCsvFile(source: string): boolean {
-  return !source.startsWith('file:') && path.extname(source).toLowerCase() === '.csv';
+  return !source.startsWith('file:') && ['.csv', '.tsv'].includes(path.extname(source).toLowerCase());
 }
 
 /**
