@@ -22,6 +22,17 @@ export function finite(field: string, v: unknown, min: number, max: number, maxO
 }
 
 export function oneOf<T extends string>(field: string, v: unknown, options: readonly T[]): T {
-  if (!options.includes(v as T)) bad(field, `must be one of ${options.join(', ')}, got ${JSON.stringify(v)}`);
+  if (!options.includes(v as T))
+    bad(field, `must be one of ${options.join(', ')}, got ${JSON.stringify(v)}${meant(v, options)}`);
   return v as T;
+}
+
+/**
+ * ` (did you mean adam?)` for a name that is one of `options` but for its case or separators (`Adam`, `RMSProp`,
+ * `per_layer`, as tfjs and Keras write them), else '' (a near name may be another thing: `adamw` is not `adam`).
+ */
+export function meant(v: unknown, options: readonly string[]): string {
+  const norm = (s: string) => s.toLowerCase().replace(/_/g, '-');
+  const same = typeof v === 'string' ? options.find(o => norm(o) === norm(v)) : undefined;
+  return same === undefined ? '' : ` (did you mean ${same}?)`;
 }

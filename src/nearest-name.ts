@@ -16,6 +16,31 @@ export function nearestName(name: string, known: readonly string[]): string | un
   return best !== undefined && !tie ? best : undefined;
 }
 
+/**
+ * Options other training tools name otherwise (Keras' `batch_size`, PyTorch's `lr` spelled out, torchrun's
+ * `--nproc-per-node`), by their camelCase form, with tandem's name for each.
+ */
+const OTHER_TOOLS_NAMES: Readonly<Record<string, string>> = {
+  batchSize: 'batch',
+  learningRate: 'lr',
+  numEpochs: 'epochs',
+  maxSteps: 'steps',
+  numWorkers: 'loaderThreads',
+  nprocPerNode: 'devices',
+  nnodes: 'hosts',
+};
+
+const camelOf = (name: string) => name.replace(/[-_]+([a-z0-9])/gi, (_, c: string) => c.toUpperCase());
+
+/**
+ * The entry of `known` (keys, or kebab-case flags) that `name` (any case or separator) names in another training
+ * tool: `batch_size` → `batch`, `--num-workers` → `loader-threads`.
+ */
+export function otherToolsName(name: string, known: readonly string[]): string | undefined {
+  const key = Object.keys(OTHER_TOOLS_NAMES).find(k => k.toLowerCase() === camelOf(name).toLowerCase());
+  return key === undefined ? undefined : known.find(k => camelOf(k) === OTHER_TOOLS_NAMES[key]);
+}
+
 /** Optimal string alignment distance: Levenshtein's, with a swap of two neighbouring letters counted as one edit. */
 function editDistance(a: string, b: string): number {
   const rows = Array.from({ length: a.length + 1 }, (_, i) =>

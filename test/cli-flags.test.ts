@@ -211,6 +211,20 @@ tap.test('a mistyped flag or --config key is named with the one meant (it said o
     '--stps',
   );
   await refused(t, ['profile', '--devics', '2'], /Unknown option '--devics'\. Did you mean --devices\?/, '--devics');
+  // another tool's name (Keras' batch_size, torchrun's --nproc-per-node): the option tandem has for it
+  for (const [given, meant] of [
+    ['--batch-size', '--batch'],
+    ['--batch_size', '--batch'],
+    ['--learning-rate', '--lr'],
+    ['--nproc-per-node', '--devices'],
+  ])
+    await refused(t, ['train', ...SMALL, given, '3'], new RegExp(`'${given}'\\. Did you mean ${meant}\\?`), given);
+  await refused(
+    t,
+    ['train', ...SMALL, '--gpus', '2'],
+    /'--gpus'\. One process per GPU is tandem launch --gpus N/,
+    '--gpus',
+  );
   const far = await refused(t, ['train', ...SMALL, '--xyzzy', '3'], /Unknown option '--xyzzy'\./, '--xyzzy');
   t.notMatch(far.stderr, /Did you mean/, 'a name near none: no guess');
   const config = path.join(dir, 'typo.json');

@@ -63,6 +63,20 @@ const cases: [string, TrainConfig, string, RegExp][] = [
     'BAD_CONFIG',
     /^config\.held_out: unknown option: did you mean heldOut\?/,
   ],
+  [
+    "another tool's name",
+    { num_workers: 1 } as TrainConfig,
+    'BAD_CONFIG',
+    /^config\.num_workers: unknown option: did you mean loaderThreads\?/,
+  ],
+  [
+    'an optimizer as tfjs names it',
+    { optimizer: 'RMSProp' },
+    'BAD_CONFIG',
+    /got "RMSProp" \(did you mean rmsprop\?\)$/,
+  ],
+  ['a strategy in snake_case', { strategy: 'per_layer' as 'auto' }, 'BAD_CONFIG', /\(did you mean per-layer\?\)$/],
+  ['another optimizer, near a name', { optimizer: 'adamw' }, 'BAD_CONFIG', /got "adamw"$/],
   ['unknown backend', { backend: 'opencl' as 'cpu' }, 'BAD_CONFIG', /config\.backend/],
   ['tensorflow backend not installed', { backend: 'tensorflow' }, 'BACKEND_UNAVAILABLE', /tfjs-node/],
   // the native engine's own options on another engine: they were ignored unsaid

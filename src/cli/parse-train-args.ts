@@ -6,7 +6,7 @@ import { parseArgs } from 'node:util';
 import { TandemError } from '../errors.js';
 import type { TrainConfig } from '../config-types.js';
 import { flagNumber } from './flag-number.js';
-import { nearestName } from '../nearest-name.js';
+import { nearestName, otherToolsName } from '../nearest-name.js';
 import { readConfigFile } from './read-config-file.js';
 import { trainFlags, type TrainFlag } from './train-flags.js';
 
@@ -72,7 +72,8 @@ function parsed(
 function unknownFlagMeant(err: unknown, flags: readonly string[]): string {
   if ((err as { code?: unknown }).code !== 'ERR_PARSE_ARGS_UNKNOWN_OPTION') return '';
   const given = /'--([^'=]+)/.exec((err as Error).message)?.[1];
-  const meant = given === undefined ? undefined : nearestName(given, flags);
+  if (given === 'gpus') return ' One process per GPU is tandem launch --gpus N [train flags…].';
+  const meant = given === undefined ? undefined : (otherToolsName(given, flags) ?? nearestName(given, flags));
   return meant === undefined ? '' : ` Did you mean --${meant}?`;
 }
 

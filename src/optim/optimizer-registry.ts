@@ -4,6 +4,7 @@
  */
 import { TandemError } from '../errors.js';
 import { NamedRegistry } from '../named-registry.js';
+import { meant } from '../config-checks.js';
 import type { HyperOption, HyperOptions, HyperValue, OptimizerDefinition } from './optimizer-definition.js';
 import { BUILTIN_OPTIMIZERS } from './optimizers/index.js';
 
@@ -14,7 +15,10 @@ const registry = new NamedRegistry<AnyOptimizer>(
   'optimizer',
   BUILTIN_OPTIMIZERS as unknown as readonly AnyOptimizer[],
   (name, known) =>
-    new TandemError('BAD_CONFIG', `config.optimizer: must be one of ${known.join(', ')}, got ${JSON.stringify(name)}`),
+    new TandemError(
+      'BAD_CONFIG',
+      `config.optimizer: must be one of ${known.join(', ')}, got ${JSON.stringify(name)}${meant(name, known)}`,
+    ),
 );
 
 /** Adds an optimizer (a plugin's); its options become train options, flags and `--help` lines. */
