@@ -106,6 +106,23 @@ t.test('model.json and weights.bin: truncated, empty, {}, not a model, weights s
     new RegExp(`tfjs cannot build the model ${named('topology')}`),
     'a topology tfjs cannot build',
   );
+  // a graph model (tensorflowjs_converter's default for a SavedModel): tfjs said only "Improper config format"
+  file('graph/model.json', JSON.stringify({ format: 'graph-model', modelTopology: { node: [] }, weightsManifest: [] }));
+  await refused(
+    t,
+    { model: path.join(dir, 'graph/model.json') },
+    'BAD_MODEL',
+    new RegExp(`model ${named('graph')}: it is a TensorFlow.js graph model .* --output_format tfjs_layers_model`),
+    'a graph model',
+  );
+  file('keras/model.h5', 'HDF');
+  await refused(
+    t,
+    { model: path.join(dir, 'keras/model.h5') },
+    'BAD_MODEL',
+    /model\.h5 is neither .*; it looks like a Keras model: convert it \(tensorflowjs_converter --input_format keras/,
+    'a Keras .h5',
+  );
   file('short/model.json', json);
   file('short/weights.bin', weights.subarray(0, 40));
   await refused(

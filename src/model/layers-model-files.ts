@@ -102,6 +102,10 @@ async function readWeightsFile(modelJsonPath: string, dir: string, p: string, mo
   }
 }
 
+/** How a Keras model becomes a model tandem trains, for the refusals that name it. */
+export const KERAS_CONVERSION =
+  'tensorflowjs_converter --input_format keras --output_format tfjs_layers_model model.h5 out_dir';
+
 /** The longest model.json read: its topology and manifest are text (and V8's strings end near 512 MiB). */
 export const MAX_MODEL_JSON_BYTES = 2 ** 29;
 
@@ -124,7 +128,14 @@ async function readModelJson(file: string): Promise<{ modelTopology?: unknown; w
   }
   if (json === null || typeof json !== 'object' || Array.isArray(json))
     bad(file, `expected ${EXPECTED}, found ${json === null ? 'null' : Array.isArray(json) ? 'an array' : typeof json}`);
-  const o = json as { modelTopology?: unknown; weightsManifest?: unknown };
+  const o = json as { modelTopology?: unknown; weightsManifest?: unknown; format?: unknown };
+  if (o.format === 'graph-model' || Array.isArray((o.modelTopology as { node?: unknown } | null)?.node))
+    bad(
+      file,
+      'it is a TensorFlow.js graph model (a frozen TensorFlow graph, for tf.loadGraphModel and inference), which ' +
+        'neither tfjs nor tandem can train; convert the Keras model to a layers model instead ' +
+        `(${KERAS_CONVERSION}) and give its model.json`,
+    );
   if (o.modelTopology === null || typeof o.modelTopology !== 'object') {
     bad(
       file,

@@ -8,6 +8,7 @@ import { existsSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { TandemError } from '../errors.js';
+import { KERAS_CONVERSION } from './layers-model-files.js';
 import { isModulePath, resolveModuleUrl } from '../data/resolve-dataset.js';
 
 const MODEL_FILE = /\.(m?js|cjs|json)$/;
@@ -35,7 +36,11 @@ export function modelPathUrl(source: string): string | undefined {
     throw new TandemError(
       'BAD_MODEL',
       `--model ${source}: ${file} is neither a TensorFlow.js layers model.json nor an ES module (.js, .mjs)` +
-        `${file.endsWith('.bin') ? '; it looks like a weights file: give the model.json beside it' : ''}`,
+        (file.endsWith('.bin')
+          ? '; it looks like a weights file: give the model.json beside it'
+          : /\.(h5|hdf5|keras)$/i.test(file)
+            ? `; it looks like a Keras model: convert it (${KERAS_CONVERSION}) and give out_dir/model.json`
+            : ''),
     );
   }
   return pathToFileURL(file).href;
