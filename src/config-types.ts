@@ -96,8 +96,8 @@ export interface ResolvedConfig {
    * 0.
    */
   inputWarning?: string;
-  /** An image folder's files of other extensions, left out (data/image-files.ts): host 0 warns with it once. */
-  dataWarning?: string;
+  /** What an image folder's listing found to say (data/image-files.ts's listingNotes): host 0 warns with it once. */
+  dataWarnings?: string[];
   evalSamples: number;
   /** Validation every epoch, early stopping, the best epochs kept (config/epoch-logs-config.ts); absent: none. */
   epochLogs?: EpochLogsConfig;

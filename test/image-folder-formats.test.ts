@@ -1,6 +1,7 @@
 // An image folder's GIF and WebP files train beside PNG and JPEG (an animated GIF or WebP: its first frame, as sharp
 // reads it); files of other extensions are left out and the run says so once, counting them by extension; a folder
-// of only such files is refused, naming what it holds; a TIFF named .png is refused as before.
+// of only such files is refused, naming what it holds; a TIFF named .png is refused as before. A folder whose classes
+// are a dataset's splits (train, val) trains, with a warning naming the folder meant.
 import t from 'tap';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -59,7 +60,7 @@ t.test('GIF and WebP train beside PNG: each sample is its first frame', async t 
   const cacheDir = path.join(dir, '.tandem-cache');
   const prepared = await prepareImageFolder(dir, shape, cacheDir);
   t.equal(prepared.decoded, 5, 'all 5 images decoded');
-  t.equal(prepared.leftOut, undefined, 'nothing left out');
+  t.same(prepared.notes, [], 'nothing to say: nothing left out');
   const ds = await openImageFolder({ kind: 'image-folder', dir, imageShape: shape, cacheDir, stamp: prepared.stamp });
   t.equal(ds.size, 5);
   const seen: string[] = [];
@@ -105,6 +106,20 @@ t.test('files of other extensions: left out, counted in one warning; a folder of
     code: 'BAD_DATA',
     message: /hold no \.png, \.jpg, \.jpeg, \.gif, \.webp file \(1 other file left out: \.bmp 1\)/,
   });
+  // the folder one level too high: its classes are the splits (Keras trains on them as classes too)
+  const splits = path.join(root, 'splits');
+  await writeFolder(path.join(splits, 'train'));
+  await writeFolder(path.join(splits, 'val'));
+  const seen: string[] = [];
+  await train({ ...run, data: splits }, { onEvent: e => e.type === 'warning' && seen.push(e.message) });
+  t.same(
+    seen,
+    [
+      `--data ${splits}: its classes are train, val, which name a dataset's splits, not classes; if each holds a ` +
+        `folder per class, give --data ${path.join(splits, 'train')} (and hold samples out with --held-out N)`,
+    ],
+    'classes that are splits: one warning naming the folder meant',
+  );
   const tiff = path.join(root, 'tiff');
   await writeFolder(tiff);
   await raw([RED])

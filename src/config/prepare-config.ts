@@ -51,7 +51,7 @@ export async function prepareConfig(checked: CheckedConfig): Promise<ResolvedCon
   const shuffle = config.shuffle !== false;
   const firstBatch = () =>
     new GlobalBatchSampler(trainSize, batch, seed, devices, shuffle, partialBatch).batchIndices(1);
-  const { inputWarning, dataWarning } = warningsOf(checked, prepared, firstBatch, data.source);
+  const { inputWarning, dataWarnings } = warningsOf(checked, prepared, firstBatch, data.source);
   const resolved = assemble(checked, {
     method: method.name,
     classifier,
@@ -60,7 +60,7 @@ export async function prepareConfig(checked: CheckedConfig): Promise<ResolvedCon
     partialBatch,
     evalSamples,
     inputWarning,
-    ...(dataWarning ? { dataWarning } : {}),
+    ...(dataWarnings ? { dataWarnings } : {}),
     model,
     data,
     datasetSize: meta.size,
@@ -89,12 +89,12 @@ function warningsOf(
   prepared: PreparedData,
   firstBatch: () => ArrayLike<number>,
   source: string,
-): { inputWarning?: string; dataWarning?: string } {
+): { inputWarning?: string; dataWarnings?: string[] } {
   if (!checked.writer) return {};
-  const { userDataset, dataWarning } = prepared;
+  const { userDataset, dataWarnings } = prepared;
   return {
     ...(userDataset ? { inputWarning: inputScaleWarning(userDataset, firstBatch(), source) } : {}),
-    ...(dataWarning ? { dataWarning } : {}),
+    ...(dataWarnings ? { dataWarnings } : {}),
   };
 }
 
@@ -191,7 +191,7 @@ function assemble({ fields: f }: CheckedConfig, p: Prepared): ResolvedConfig {
       'partialBatch',
       'evalSamples',
       'inputWarning',
-      'dataWarning',
+      'dataWarnings',
       'model',
       'data',
       'datasetSize',

@@ -58,13 +58,13 @@ export async function prepareFileData(checked: CheckedConfig, regression: boolea
   const [h, w, c] = checked.imageShape ?? checked.builtinModel?.preferredInputShape ?? DEFAULT_FOLDER_SHAPE;
   const imageShape: [number, number, number] = [h, w, c];
   const cacheDir = folderCacheDir(dir, config.dataCache);
-  const { stamp, leftOut } = await prepareImageFolder(dir, imageShape, cacheDir);
+  const { stamp, notes } = await prepareImageFolder(dir, imageShape, cacheDir);
   const data: DatasetSpec = {
     source: dir,
     options: { seed: checked.fields.seed },
     file: { kind: 'image-folder', dir, imageShape, cacheDir, stamp },
   };
-  return { ...preparedFrom(data, await resolveDataset(data)), ...(leftOut ? { dataWarning: leftOut } : {}) };
+  return { ...preparedFrom(data, await resolveDataset(data)), ...(notes.length > 0 ? { dataWarnings: notes } : {}) };
 }
 
 function preparedFrom(data: DatasetSpec, ds: Dataset): PreparedData {

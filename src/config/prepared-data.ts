@@ -9,6 +9,6 @@ export interface PreparedData {
   userDataset?: Dataset;
   /** The classes' names, when the dataset gives them (an image folder, a CSV): written to labels.json. */
   classNames?: readonly string[];
-  /** What reading the data left out (an image folder's files of other extensions), said once as a warning. */
-  dataWarning?: string;
+  /** What the run says of the data once, as warnings (an image folder's files left out, classes that are splits). */
+  dataWarnings?: string[];
 }

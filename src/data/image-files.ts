@@ -66,8 +66,32 @@ export function listImageFolder(dir: string): ImageListing {
   return { classNames, files: files.map(({ key, ...f }) => (void key, f)), leftOut };
 }
 
+/** Class names that are a dataset's splits, not classes: the folder given is one level too high. */
+const SPLIT_NAMES = new Set(['train', 'training', 'val', 'valid', 'validation', 'test', 'testing', 'eval', 'dev']);
+
+/**
+ * What a run says of a listed folder before it starts: the files of other extensions it left out; classes that are
+ * all a dataset's splits (`train`, `val`), which Keras would train on as classes too.
+ */
+export function listingNotes(dir: string, listing: ImageListing): string[] {
+  const { files, classNames, leftOut } = listing;
+  const notes: string[] = [];
+  if (Object.keys(leftOut).length > 0)
+    notes.push(
+      `--data ${dir}: ${files.length} images in ${classNames.length} classes; ${leftOutWords(leftOut)} (tandem ` +
+        `trains the ${IMAGE_EXTENSIONS.join(', ')} files; convert the others to one of these to train on them)`,
+    );
+  if (classNames.every(c => SPLIT_NAMES.has(c.toLowerCase())))
+    notes.push(
+      `--data ${dir}: its classes are ${classNames.join(', ')}, which name a dataset's splits, not classes; if each ` +
+        `holds a folder per class, give --data ${path.join(dir, classNames[0])} (and hold samples out with ` +
+        '--held-out N)',
+    );
+  return notes;
+}
+
 /** `leftOut` in words: "3 other files left out: .bmp 2, .txt 1". */
-export function leftOutWords(leftOut: Record<string, number>): string {
+function leftOutWords(leftOut: Record<string, number>): string {
   const entries = Object.entries(leftOut).sort(([a], [b]) => byCodeUnit(a, b));
   const total = entries.reduce((n, [, count]) => n + count, 0);
   const each = entries.map(([ext, count]) => `${ext || 'no extension'} ${count}`).join(', ');

@@ -8,18 +8,18 @@ import { closeSync, readSync } from 'node:fs';
 import { TandemError } from '../errors.js';
 import type { Dataset } from './dataset.js';
 import type { ImageFolderSpec } from './file-data-spec.js';
-import { IMAGE_EXTENSIONS, leftOutWords, listImageFolder } from './image-files.js';
+import { listImageFolder, listingNotes } from './image-files.js';
 import { buildCache, cacheFileOf, manifestOf, openCache, type OpenCache, type Shape3 } from './image-cache.js';
 
 /**
- * What preparing a folder found: the cache's stamp and file, how many images it decoded (0: the cache held), and the
- * files of other extensions it left out, in words (absent: none).
+ * What preparing a folder found: the cache's stamp and file, how many images it decoded (0: the cache held), and what
+ * the run should say of the folder before it starts (image-files.ts's listingNotes).
  */
 export interface PreparedImageFolder {
   stamp: string;
   cacheFile: string;
   decoded: number;
-  leftOut?: string;
+  notes: string[];
 }
 
 /** Lists `dir` and makes its cache current (built when absent, rebuilt when a file changed). */
@@ -29,16 +29,11 @@ export async function prepareImageFolder(dir: string, shape: Shape3, cacheDir: s
   const { stamp } = manifestOf(listing, shape);
   const cacheFile = cacheFileOf(dir, shape, cacheDir);
   const existing = openCache(cacheFile);
-  const leftOut =
-    Object.keys(listing.leftOut).length > 0
-      ? `--data ${dir}: ${listing.files.length} images in ${listing.classNames.length} classes; ` +
-        `${leftOutWords(listing.leftOut)} (tandem trains the ${IMAGE_EXTENSIONS.join(', ')} files; convert the ` +
-        'others to one of these to train on them)'
-      : undefined;
+  const notes = listingNotes(dir, listing);
   try {
-    if (existing?.stamp === stamp) return { stamp, cacheFile, decoded: 0, ...(leftOut ? { leftOut } : {}) };
+    if (existing?.stamp === stamp) return { stamp, cacheFile, decoded: 0, notes };
     const decoded = await buildCache(cacheFile, dir, listing, shape, existing);
-    return { stamp, cacheFile, decoded, ...(leftOut ? { leftOut } : {}) };
+    return { stamp, cacheFile, decoded, notes };
   } finally {
     if (existing) closeSync(existing.fd);
   }
