@@ -16,6 +16,12 @@ writeFileSync(
   wrongShapeModel,
   `export default (tf) => tf.sequential({ layers: [tf.layers.dense({ inputShape: [5], units: 10 })] });`,
 );
+const fixedImageModel = path.join(dir, 'fixed-image.mjs');
+writeFileSync(
+  fixedImageModel,
+  'export default (tf) => tf.sequential({ layers: [tf.layers.flatten({ inputShape: [12, 10, 1] }), ' +
+    "tf.layers.dense({ units: 10, activation: 'softmax' })] });",
+);
 const noHeldOutData = path.join(dir, 'no-held-out.mjs');
 writeFileSync(
   noHeldOutData,
@@ -46,7 +52,13 @@ const cases: [string, TrainConfig, string, RegExp][] = [
     'model shape does not match data',
     { model: wrongShapeModel, data: 'mnist' },
     'SHAPE_MISMATCH',
-    /takes inputs of shape \[5\].*\[28, 28, 1\]/,
+    /takes inputs of shape \[5\].*\[28, 28, 1\]$/,
+  ],
+  [
+    "images of another size than the model's: the size to give",
+    { model: fixedImageModel, data: 'synthetic-images' },
+    'SHAPE_MISMATCH',
+    /takes inputs of shape \[12, 10, 1\] .* gives \[32, 32, 3\]; give --image-size 12x10x1 \(config imageSize: \[12, 10, 1\]\)/,
   ],
   ['image too small for alexnet', { model: 'alexnet', data: 'mnist' }, 'SHAPE_MISMATCH', /at least 195x195/],
   ['unknown option', { devcies: 2 } as TrainConfig, 'BAD_CONFIG', /config\.devcies: unknown option/],

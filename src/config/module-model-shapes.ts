@@ -3,6 +3,14 @@ import { TandemError } from '../errors.js';
 import { isRegressionLoss, type LossKind } from '../config-types.js';
 import type { ModelSpec } from '../model/resolve-model.js';
 import { useQuietCpu } from '../engine/quiet-cpu.js';
+import { isImageFolder } from '../data/resolve-dataset.js';
+
+/** `; give --image-size 32x32x1 …` where the data's images are resized to a size the model's input fixes. */
+function imageSizeFix(input: (number | null)[], dataSource: string): string {
+  const resized = dataSource === 'synthetic-images' || isImageFolder(dataSource);
+  if (!resized || input.length !== 3 || input.some(d => d === null) || ![1, 3, 4].includes(input[2]!)) return '';
+  return `; give --image-size ${input.join('x')} (config imageSize: [${input.join(', ')}]), the size its images are made`;
+}
 
 /** Builds a user module's model once on this thread (cpu backend) to check it against the data. */
 export async function checkModuleModelShapes(
@@ -36,7 +44,7 @@ export async function checkModuleModelShapes(
       throw new TandemError(
         'SHAPE_MISMATCH',
         `model '${modelSource}' takes inputs of shape [${input.join(', ')}] but data '${dataSource}' gives ` +
-          `[${sampleShape.join(', ')}]`,
+          `[${sampleShape.join(', ')}]${imageSizeFix(input, dataSource)}`,
       );
     }
     if (targetShape) {
