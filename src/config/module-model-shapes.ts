@@ -9,7 +9,7 @@ import { isImageFolder } from '../data/resolve-dataset.js';
 function imageSizeFix(input: (number | null)[], dataSource: string): string {
   const resized = dataSource === 'synthetic-images' || isImageFolder(dataSource);
   if (!resized || input.length !== 3 || input.some(d => d === null) || ![1, 3, 4].includes(input[2]!)) return '';
-  return `; give --image-size ${input.join('x')} (config imageSize: [${input.join(', ')}]), the size its images are made`;
+  return `; give --image-size ${input.join('x')} (config imageSize: [${input.join(', ')}]), their size`;
 }
 
 /** Builds a user module's model once on this thread (cpu backend) to check it against the data. */
