@@ -1,7 +1,8 @@
 // An image folder's GIF and WebP files train beside PNG and JPEG (an animated GIF or WebP: its first frame, as sharp
 // reads it); files of other extensions are left out and the run says so once, counting them by extension; a folder
 // of only such files is refused, naming what it holds; a TIFF named .png is refused as before. A folder whose classes
-// are a dataset's splits (train, val) trains, with a warning naming the folder meant.
+// are a dataset's splits (train, val) trains, with a warning naming the folder meant; a folder of one class is
+// refused, saying a classifier of one class trains nothing.
 import t from 'tap';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -120,6 +121,14 @@ t.test('files of other extensions: left out, counted in one warning; a folder of
     ],
     'classes that are splits: one warning naming the folder meant',
   );
+  const one = path.join(root, 'one-class');
+  mkdirSync(path.join(one, 'cats'), { recursive: true });
+  for (let i = 0; i < 8; i++)
+    writeFileSync(path.join(one, 'cats', `${i}.png`), pngBytes(Buffer.alloc(W * H * 4, 255), W, H));
+  await t.rejects(train({ ...run, data: one }), {
+    code: 'BAD_DATA',
+    message: /folder's classes are its subfolders, and it has 1 \(cats\).*add a folder per class \(2 or more\)/,
+  });
   const tiff = path.join(root, 'tiff');
   await writeFolder(tiff);
   await raw([RED])

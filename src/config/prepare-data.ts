@@ -99,6 +99,13 @@ export function checkClassLabels(
         `non-negative integer, and ${notAClass}${loss ? `; loss is ${loss}` : ''}: for a classifier, map the ` +
         `labels to 0, 1, … in the pipeline; for a regression on them, give loss ${REGRESSION_LOSSES}`,
     );
+  if (single && data.file?.kind === 'image-folder')
+    throw new TandemError(
+      'BAD_DATA',
+      `--data ${dataSource}: an image folder's classes are its subfolders, and it has 1 (` +
+        `${prepared.classNames?.[0] ?? ''}): a classifier of one class trains nothing; add a folder per class (2 or ` +
+        'more)',
+    );
   if (single) bad('loss', `data '${dataSource}' has 1 class${loss ? ` and loss is ${loss}` : ''}: ${single}`);
   const problem = firstLabel === undefined ? undefined : classLabelProblem(firstLabel, meta.classes);
   if (problem)
