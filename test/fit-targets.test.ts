@@ -9,6 +9,7 @@ import * as tf from '@tensorflow/tfjs';
 import { evaluate, fit, fitDataset, train } from '../src/index.js';
 import { FIT_CASES } from './fixtures/fit-models.js';
 import { MULTI_INPUT_CASES } from './fixtures/fit-models-more.js';
+import { osThreads } from './fixtures/os-threads.js';
 
 await tf.setBackend('cpu');
 const dir = mkdtempSync(path.join(os.tmpdir(), 'tandem-fit-targets-'));
@@ -86,6 +87,48 @@ t.test('categoricalCrossentropy with class ids: refused by fit, fitDataset and e
   t.equal(history.history.loss.length, 1, 'the same model trains on one-hot rows');
   tf.dispose([x, oneHot]);
 });
+
+t.test(
+  "a model of several outputs: a y not of its output's shape is refused before any thread, as by tfjs",
+  async t => {
+    const make = (loss: string | ((a: tf.Tensor, b: tf.Tensor) => tf.Tensor)) => {
+      const input = tf.input({ shape: [6] });
+      const h = tf.layers.dense({ units: 8, activation: 'relu' }).apply(input) as tf.SymbolicTensor;
+      const cls = tf.layers.dense({ units: 3, activation: 'softmax', name: 'cls' }).apply(h) as tf.SymbolicTensor;
+      const reg = tf.layers.dense({ units: 2, name: 'reg' }).apply(h) as tf.SymbolicTensor;
+      const model = tf.model({ inputs: input, outputs: [cls, reg] });
+      model.compile({ optimizer: 'sgd', loss: ['categoricalCrossentropy', loss] as never });
+      return model;
+    };
+    const x = tf.randomNormal([12, 6]);
+    const ids = tf.tensor1d(Array.from({ length: 12 }, (_, i) => i % 3));
+    const oneHot = tf.oneHot(tf.cast(ids, 'int32'), 3);
+    const [wide, flat, fine] = [tf.randomNormal([12, 3]), tf.randomNormal([12]), tf.randomNormal([12, 2])];
+    const mse = (a: tf.Tensor, b: tf.Tensor) => tf.metrics.meanSquaredError(a, b);
+    const cases: [string, string | typeof mse, tf.Tensor[], RegExp][] = [
+      [
+        '3 floats for 2',
+        'meanSquaredError',
+        [oneHot, wide],
+        /y of output reg has shape \[12, 3\] .*output's shape \[2\]/,
+      ],
+      ['1 float for 2', 'meanSquaredError', [oneHot, flat], /y of output reg has shape \[12\] .*output's shape \[2\]/],
+      ['a function loss', mse, [oneHot, wide], /y of output reg has shape \[12, 3\] for loss a function/],
+      ['class ids', 'meanSquaredError', [ids, fine], /y of output cls has shape \[12\] .*one-hot rows.*tf\.oneHot/],
+    ];
+    for (const [what, loss, y, message] of cases) {
+      await t.rejects(
+        make(loss).fit(x, y, { epochs: 1, batchSize: 4, verbose: 0 }),
+        /target expected/,
+        `tfjs: ${what}`,
+      );
+      const threads = osThreads();
+      await t.rejects(fit(make(loss), x, y, { batchSize: 4, backend: 'cpu' }), { code: 'BAD_DATA', message }, what);
+      t.equal(osThreads(), threads, `${what}: no thread started`);
+    }
+    tf.dispose([x, ids, oneHot, wide, flat, fine]);
+  },
+);
 
 t.test("fit: class ids not of the output's shape are refused, naming both shapes", async t => {
   const c = caseNamed('sequence of class ids');

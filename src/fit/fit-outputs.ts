@@ -154,6 +154,30 @@ function weightsOf(model: tf.LayersModel, given: LossWeights | undefined): numbe
   return list;
 }
 
+/**
+ * An output's `y` of the shape tfjs's fit takes for it (its `standardizeInputData`), else BAD_DATA naming the output
+ * and both shapes: the output's per sample; for sparseCategoricalCrossentropy, class ids (its last axis 1, or without
+ * it). It used to reach the devices and fail there ("Size(6) must match the product of shape 2,2").
+ */
+function checkOutputTargets(name: string, output: number[], loss: CompiledLoss, y: tf.Tensor): void {
+  const given = y.rank === 1 ? [1] : y.shape.slice(1);
+  const same = (want: number[]) => want.length === given.length && want.every((d, k) => d === given[k]);
+  const sparse = loss === 'sparseCategoricalCrossentropy';
+  if (sparse ? same([...output.slice(0, -1), 1]) || same(output.slice(0, -1)) : same(output)) return;
+  const lossName = typeof loss === 'string' ? loss : typeof loss === 'object' ? loss.tfjs : 'a function';
+  const wanted = sparse
+    ? `class ids of shape [${[...output.slice(0, -1), 1].join(', ')}]`
+    : `targets of the output's shape [${output.join(', ')}]` +
+      (loss === 'categoricalCrossentropy' && same([1])
+        ? " (one-hot rows); for class ids compile it with 'sparseCategoricalCrossentropy', or give tf.oneHot(ids, " +
+          `${output[output.length - 1]})`
+        : '');
+  throw new TandemError(
+    'BAD_DATA',
+    `fit: y of output ${name} has shape [${y.shape.join(', ')}] for loss ${lossName}: expected ${wanted} per sample`,
+  );
+}
+
 /** The outputs' spec of `model` for targets `ys` (the outputs' order) and `lossWeights`. */
 export function outputsSpec(model: tf.LayersModel, ys: tf.Tensor[], lossWeights?: LossWeights): OutputsSpec {
   const losses = lossesOf(model);
@@ -168,6 +192,7 @@ export function outputsSpec(model: tf.LayersModel, ys: tf.Tensor[], lossWeights?
     const targetShape = ys[i].rank === 1 ? [1] : ys[i].shape.slice(1);
     const count = (s: number[]) => s.reduce((a, b) => a * b, 1);
     const loss = losses[i];
+    checkOutputTargets(model.outputNames[i], shape as number[], loss, ys[i]);
     const site = { model, y: ys[i], output: i, targetShape };
     return {
       name: model.outputNames[i],
