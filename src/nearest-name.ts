@@ -30,7 +30,8 @@ const OTHER_TOOLS_NAMES: Readonly<Record<string, string>> = {
   nnodes: 'hosts',
 };
 
-const camelOf = (name: string) => name.replace(/[-_]+([a-z0-9])/gi, (_, c: string) => c.toUpperCase());
+/** `name` in camelCase: `checkpoint-every` and `held_out` as `checkpointEvery` and `heldOut`. */
+export const camelOf = (name: string) => name.replace(/[-_]+([a-z0-9])/gi, (_, c: string) => c.toUpperCase());
 
 /**
  * The entry of `known` (keys, or kebab-case flags) that `name` (any case or separator) names in another training

@@ -9,7 +9,7 @@ import {
   type PartKind,
 } from '../options/option-registry.js';
 import { flagOf } from '../options/declaration.js';
-import { nearestName, otherToolsName } from '../nearest-name.js';
+import { camelOf, nearestName, otherToolsName } from '../nearest-name.js';
 import type { PluginValues } from '../plugins/step-probes.js';
 
 /** Not an object of train options: named with what was found. */
@@ -40,7 +40,7 @@ export function refuseUnknownKeys(config: object): void {
  * any other with the list of options.
  */
 function unknownOption(key: string, known: readonly string[]): never {
-  const camel = key.replace(/[-_]+([a-z0-9])/gi, (_, c: string) => c.toUpperCase());
+  const camel = camelOf(key);
   const meant = known.find(k => k.toLowerCase() === camel.toLowerCase());
   const near = meant === undefined ? (otherToolsName(key, known) ?? nearestName(camel, known)) : undefined;
   if (near) bad(key, `unknown option: did you mean ${near}? (known: ${known.join(', ')})`);

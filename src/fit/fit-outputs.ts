@@ -11,7 +11,7 @@ import * as tf from '#tfjs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { TandemError } from '../errors.js';
-import { LOSS_NAMES, type FitTargets } from './fit-targets.js';
+import { classIdsFix, LOSS_NAMES, type FitTargets } from './fit-targets.js';
 import type { LossKind } from '../model/loss-kinds.js';
 import { cutInputs } from './fit-inputs.js';
 import { functionName, noMetricFunction, tfjsMetricName } from './fit-metrics.js';
@@ -169,8 +169,7 @@ function checkOutputTargets(name: string, output: number[], loss: CompiledLoss, 
     ? `class ids of shape [${[...output.slice(0, -1), 1].join(', ')}]`
     : `targets of the output's shape [${output.join(', ')}]` +
       (loss === 'categoricalCrossentropy' && same([1])
-        ? " (one-hot rows); for class ids compile it with 'sparseCategoricalCrossentropy', or give tf.oneHot(ids, " +
-          `${output[output.length - 1]})`
+        ? ` (one-hot rows); ${classIdsFix(output[output.length - 1])}`
         : '');
   throw new TandemError(
     'BAD_DATA',

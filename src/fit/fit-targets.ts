@@ -168,9 +168,14 @@ function oneHotClasses(values: Float32Array, n: number, units: number): Float32A
 
 function oneHotWanted(output: (number | null)[]): string {
   return (
-    `targets of the model's output shape [${output.join(', ')}] (one-hot rows, as model.fit takes them); for class ` +
-    `ids compile with loss 'sparseCategoricalCrossentropy', or give tf.oneHot(ids, ${output[output.length - 1]})`
+    `targets of the model's output shape [${output.join(', ')}] (one-hot rows, as model.fit takes them); ` +
+    classIdsFix(output[output.length - 1] ?? 1)
   );
+}
+
+/** The way out for class ids given to categoricalCrossentropy on `units` classes (fit-outputs.ts says it too). */
+export function classIdsFix(units: number): string {
+  return `for class ids compile with loss 'sparseCategoricalCrossentropy', or give tf.oneHot(ids, ${units})`;
 }
 
 function badTargets(lossName: string, y: tfNs.Tensor, wanted: string): never {

@@ -8,7 +8,8 @@
  * see that host alone, events stamped with it. One process: the hooks as given.
  */
 import { lrAt } from '../optim/lr-schedule.js';
-import { batchSamplesAt, shardRange } from '../data/sampler.js';
+import { batchSamplesAt } from '../data/sampler.js';
+import { deviceShare } from '../actors/device-share.js';
 import { stepLoss } from './step-loss.js';
 import type { ResolvedConfig } from '../config-types.js';
 import type { Span } from '../monitor/span.js';
@@ -123,7 +124,7 @@ export class WorldMonitor {
   private worldStep(w: WorldStep): void {
     const { cfg } = this;
     const samples = batchSamplesAt(cfg.trainSize, cfg.batch, cfg.partialBatch, w.step);
-    const counts = w.losses.map((_, rank) => shardRange(samples, w.losses.length, rank)[1]); // each device's share
+    const counts = w.losses.map((_, rank) => deviceShare(cfg, w.step, rank).samples);
     const loss = stepLoss(w.losses, counts, cfg.perDevice);
     const accuracy = w.correct / samples;
     this.worldHistory.set(w.step, { step: w.step, loss, accuracy });
