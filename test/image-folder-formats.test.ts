@@ -80,10 +80,10 @@ t.test('files of other extensions: left out, counted in one warning; a folder of
   const dir = path.join(root, 'left-out');
   await writeFolder(dir);
   writeFileSync(path.join(dir, 'a', 'notes.txt'), 'not an image');
-  writeFileSync(path.join(dir, 'b', 'scan.bmp'), 'BM');
+  writeFileSync(path.join(dir, 'b', 'scan.tif'), 'II*');
   writeFileSync(path.join(dir, 'b', 'README'), 'x');
   mkdirSync(path.join(dir, 'b', 'deeper'));
-  writeFileSync(path.join(dir, 'b', 'deeper', 'old.bmp'), 'BM');
+  writeFileSync(path.join(dir, 'b', 'deeper', 'old.tif'), 'II*');
   writeFileSync(path.join(dir, 'b', '.DS_Store'), 'hidden: not counted');
   const model = path.join(root, 'model.mjs');
   writeImageModel(model);
@@ -95,17 +95,17 @@ t.test('files of other extensions: left out, counted in one warning; a folder of
   t.same(
     warnings.filter(m => m.includes('left out')),
     [
-      `--data ${dir}: 5 images in 2 classes; 4 other files left out: no extension 1, .bmp 2, .txt 1 (tandem trains ` +
-        'the .png, .jpg, .jpeg, .gif, .webp files; convert the others to one of these to train on them)',
+      `--data ${dir}: 5 images in 2 classes; 4 other files left out: no extension 1, .tif 2, .txt 1 (tandem trains ` +
+        'the .png, .jpg, .jpeg, .gif, .webp, .bmp files; convert the others to one of these to train on them)',
     ],
     'one warning, each extension counted, dot files not',
   );
-  const only = path.join(root, 'only-bmp');
+  const only = path.join(root, 'only-tif');
   mkdirSync(path.join(only, 'a'), { recursive: true });
-  writeFileSync(path.join(only, 'a', 'x.bmp'), 'BM');
+  writeFileSync(path.join(only, 'a', 'x.tif'), 'II*');
   await t.rejects(train({ ...run, data: only }), {
     code: 'BAD_DATA',
-    message: /hold no \.png, \.jpg, \.jpeg, \.gif, \.webp file \(1 other file left out: \.bmp 1\)/,
+    message: /hold no \.png, \.jpg, \.jpeg, \.gif, \.webp, \.bmp file \(1 other file left out: \.tif 1\)/,
   });
   // the folder one level too high: its classes are the splits (Keras trains on them as classes too)
   const splits = path.join(root, 'splits');
@@ -136,6 +136,6 @@ t.test('files of other extensions: left out, counted in one warning; a folder of
     .toFile(path.join(tiff, 'b', 'really-tiff.png'));
   await t.rejects(train({ ...run, data: tiff }), {
     code: 'BAD_DATA',
-    message: /cannot be decoded as PNG, JPEG, GIF or WebP: .*really-tiff\.png \(it holds a tiff image/,
+    message: /cannot be decoded as PNG, JPEG, GIF, WebP or BMP: .*really-tiff\.png \(it holds a tiff image/,
   });
 });

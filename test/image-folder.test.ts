@@ -174,7 +174,7 @@ t.test('a corrupt image is refused before any thread, naming its path; the cache
   await t.rejects(train({ ...base, data: folder, steps: 1 }), {
     code: 'BAD_DATA',
     message: new RegExp(
-      `1 file\\(s\\) cannot be decoded as PNG, JPEG, GIF or WebP: ${broken.replace(/[.]/g, '\\.')} \\(`,
+      `1 file\\(s\\) cannot be decoded as PNG, JPEG, GIF, WebP or BMP: ${broken.replace(/[.]/g, '\\.')} \\(`,
     ),
   });
   t.equal(osThreads(), threads, 'no thread started');
@@ -190,7 +190,8 @@ t.test('a corrupt image is refused before any thread, naming its path; the cache
   );
   await t.rejects(train({ ...base, data: folder, steps: 1 }), {
     code: 'BAD_DATA',
-    message: /cannot be decoded as PNG, JPEG, GIF or WebP: .*really-tiff\.png \(it holds a tiff image, not PNG, JPEG/,
+    message:
+      /cannot be decoded as PNG, JPEG, GIF, WebP or BMP: .*really-tiff\.png \(it holds a tiff image, not PNG, JPEG/,
   });
   const empty = path.join(root, 'no-classes');
   mkdirSync(path.join(empty, '.hidden'), { recursive: true });

@@ -53,7 +53,7 @@ const ENTRY_PACKAGES = [
  * only when a page asks for them, src/monitor/dashboard-assets.ts, and shows its values as text without it; the GPU
  * check serves no dashboard).
  */
-const NOT_AT_RUN_TIME = ['node-addon-api', 'mnist', 'sharp', 'csv-parse', 'uplot'];
+const NOT_AT_RUN_TIME = ['node-addon-api', 'mnist', 'sharp', 'bmp-ts', 'csv-parse', 'uplot'];
 const BUILTIN = new Set(builtinModules.flatMap(m => [m, `node:${m}`]));
 
 function fail(message) {

@@ -2,16 +2,18 @@
  * One image file decoded and resized to [height, width, channels] bytes with sharp (libvips: its prebuilt binaries
  * come as npm packages, no download and no install script; JPEG decoding 2-4x the pure-JS jpeg-js, docs/guide/data.md).
  * Resized by stretching to the size (Keras' default, no crop), with a bilinear kernel; channels 1 (grey), 3 (RGB,
- * alpha dropped) or 4 (RGBA). sharp is imported when an image is first decoded: a run whose cache is warm, or that
- * reads no image folder, never loads it.
+ * alpha dropped) or 4 (RGBA). A BMP file is decoded by bmp-pixels.ts, then resized the same way. sharp is imported
+ * when an image is first decoded: a run whose cache is warm, or that reads no image folder, never loads it.
  */
-import type { Sharp } from 'sharp';
+import { readFile } from 'node:fs/promises';
+import type { Sharp, SharpOptions } from 'sharp';
+import { bmpPixels, isBmp } from './bmp-pixels.js';
 
-type SharpFactory = (input: string, options: { failOn: 'error' }) => Sharp;
+type SharpFactory = (input: Buffer, options: SharpOptions) => Sharp;
 
 /** What an image folder's files may hold (sharp's format names); of an animated GIF or WebP, the first frame. */
 const IMAGE_FORMATS: readonly string[] = ['png', 'jpeg', 'gif', 'webp'];
-export const IMAGE_FORMAT_WORDS = 'PNG, JPEG, GIF or WebP';
+export const IMAGE_FORMAT_WORDS = 'PNG, JPEG, GIF, WebP or BMP';
 
 let factory: Promise<SharpFactory> | undefined;
 
@@ -30,11 +32,18 @@ async function sharpFactory(): Promise<SharpFactory> {
 export async function decodeImage(file: string, shape: readonly [number, number, number]): Promise<Uint8Array> {
   const [h, w, c] = shape;
   const sharp = await sharpFactory();
-  let image = sharp(file, { failOn: 'error' });
-  // sharp reads what a file holds, whatever its name: a TIFF or an SVG named .png would be trained on
-  const { format } = await image.metadata();
-  if (!IMAGE_FORMATS.includes(format as string))
-    throw new Error(`it holds a ${format ?? 'unknown'} image, not ${IMAGE_FORMAT_WORDS}`);
+  const bytes = await readFile(file);
+  let image: Sharp;
+  if (isBmp(bytes)) {
+    const { width, height, rgba } = await bmpPixels(bytes);
+    image = sharp(rgba, { raw: { width, height, channels: 4 } });
+  } else {
+    image = sharp(bytes, { failOn: 'error' });
+    // sharp reads what a file holds, whatever its name: a TIFF or an SVG named .png would be trained on
+    const { format } = await image.metadata();
+    if (!IMAGE_FORMATS.includes(format as string))
+      throw new Error(`it holds a ${format ?? 'unknown'} image, not ${IMAGE_FORMAT_WORDS}`);
+  }
   image = c === 1 ? image.removeAlpha().grayscale() : c === 3 ? image.removeAlpha() : image.ensureAlpha();
   if (c !== 1) image = image.toColourspace('srgb');
   const { data, info } = await image

@@ -1,11 +1,11 @@
 /**
  * The images of a folder laid out as Keras' `image_dataset_from_directory` reads it: each subfolder of DIR is a
- * class (in sorted order: label 0 is the first name), its PNG, JPEG, GIF and WebP files (at any depth) the samples.
- * Names that start with a dot are skipped (DIR/.tandem-cache among them), as are files directly in DIR and files of
- * other extensions (counted by extension, so that the run can say what it left out). The samples are ordered by a
- * hash of their path (SHA-1 of `class/file`): a fixed order that mixes the classes, the same on every machine and run,
- * so the held-out samples (`--held-out N`: the last N) are a split by file with every class in it, and a file keeps its
- * side of the split when others are added.
+ * class (in sorted order: label 0 is the first name), its PNG, JPEG, GIF, WebP and BMP files (at any depth) the
+ * samples. Names that start with a dot are skipped (DIR/.tandem-cache among them), as are files directly in DIR and
+ * files of other extensions (counted by extension, so that the run can say what it left out). The samples are ordered
+ * by a hash of their path (SHA-1 of `class/file`): a fixed order that mixes the classes, the same on every machine and
+ * run, so the held-out samples (`--held-out N`: the last N) are a split by file with every class in it, and a file
+ * keeps its side of the split when others are added.
  */
 import { lstatSync, readdirSync, realpathSync, statSync, type Stats } from 'node:fs';
 import { createHash } from 'node:crypto';
@@ -29,7 +29,7 @@ export interface ImageListing {
   leftOut: Record<string, number>;
 }
 
-export const IMAGE_EXTENSIONS = ['.png', '.jpg', '.jpeg', '.gif', '.webp'] as const;
+export const IMAGE_EXTENSIONS = ['.png', '.jpg', '.jpeg', '.gif', '.webp', '.bmp'] as const;
 
 const byCodeUnit = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
