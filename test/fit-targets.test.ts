@@ -125,6 +125,17 @@ t.test(
       const threads = osThreads();
       await t.rejects(fit(make(loss), x, y, { batchSize: 4, backend: 'cpu' }), { code: 'BAD_DATA', message }, what);
       t.equal(osThreads(), threads, `${what}: no thread started`);
+      // evaluate and fitDataset refuse it as well, each in its own name
+      // (fitDataset names a batch's shape: 4 samples, not 12)
+      const named = (who: string, n = '12') => new RegExp(`^${who}: ${message.source.replace('\\[12', `\\[${n}`)}`);
+      const opts = { batchSize: 4, backend: 'cpu' as const };
+      await t.rejects(evaluate(make(loss), x, y, opts), { code: 'BAD_DATA', message: named('evaluate') }, what);
+      const byName = { cls: tf.data.array(y[0].unstack()), reg: tf.data.array(y[1].unstack()) };
+      const ds = tf.data.zip({ xs: tf.data.array(x.unstack()), ys: tf.data.zip(byName) });
+      await t.rejects(fitDataset(make(loss), ds.batch(4), { epochs: 1, backend: 'cpu' }), {
+        code: 'BAD_DATA',
+        message: named('fitDataset', '4'),
+      });
     }
     tf.dispose([x, ids, oneHot, wide, flat, fine]);
   },
@@ -238,6 +249,10 @@ t.test('fit: x of a model of two inputs, given wrong, is refused naming the inpu
   await t.rejects(fit(c.make(), x, y, { backend: 'cpu', validationData: [x[0], y] }), {
     code: 'BAD_DATA',
     message: /^fit: validationData is one tensor, and the model has 2 inputs \(features, grid\)/,
+  });
+  await t.rejects(evaluate(c.make(), x[0], y, { backend: 'cpu' }), {
+    code: 'BAD_DATA',
+    message: /^evaluate: x is one tensor, and the model has 2 inputs \(features, grid\)/,
   });
   tf.dispose([...x, y]);
 });

@@ -85,7 +85,7 @@ export { shardsOf } from '../data/batch-shards.js';
  * output (several outputs: `y` flat, the outputs' spec with every loss weighing 1, as tfjs sums them).
  */
 function evaluated(model: tf.LayersModel, x: FitX, y: unknown) {
-  const inputs = inputsOf(model, x, 'x');
+  const inputs = inputsOf(model, x, 'x', 'evaluate');
   const ys = onOutputsPath(model) ? outputsOf(model, y, 'evaluate') : undefined;
   if (!ys) y = outputsOf(model, y, 'evaluate')[0]; // a Tensor, [Tensor] or { outputName: Tensor }, as tfjs takes it
   const loss: unknown = Array.isArray(model.loss) ? model.loss[0] : model.loss;
@@ -93,7 +93,7 @@ function evaluated(model: tf.LayersModel, x: FitX, y: unknown) {
     throw new TandemError('BAD_MODEL', 'evaluate: the model must be compiled with a loss named by a string');
   const [n, m] = [inputs[0].shape[0], (ys?.[0] ?? (y as tf.Tensor)).shape[0]];
   if (n !== m) throw new TandemError('BAD_DATA', `evaluate: x has ${n} samples and y ${m}; give as many of each`);
-  const spec = ys && outputsSpec(model, ys);
+  const spec = ys && outputsSpec(model, ys, undefined, 'evaluate');
   const flatY = ys ? flatTargets(ys) : (y as tf.Tensor);
   const flatX = packInputs(inputs);
   return {

@@ -49,7 +49,7 @@ export function datasetOutputs(
   const flat = dataset.map(element => {
     const { xs, ys } = (element ?? {}) as { xs?: tf.Tensor; ys?: unknown };
     const list = outputsOf(model, ys, 'fitDataset');
-    spec ??= outputsSpec(model, list);
+    spec ??= outputsSpec(model, list, undefined, 'fitDataset');
     return { xs, ys: flatTargets(list) } as tf.TensorContainer;
   });
   const targets = outputsTargets(model);
@@ -86,7 +86,9 @@ export async function outputsDatasetLogs(
     const values = tf.tidy(() => {
       const given = xs ?? (undefined as unknown as FitX);
       const x =
-        model.inputs.length > 1 ? packInputs(inputsOf(model, given, 'validationData (xs)')) : (given as tf.Tensor);
+        model.inputs.length > 1
+          ? packInputs(inputsOf(model, given, 'validationData (xs)', 'fitDataset'))
+          : (given as tf.Tensor);
       const flat = flatTargets(outputsOf(model, ys, 'fitDataset validationData'));
       return { rows: x.shape[0], values: outputsBatchValues(tf, spec, outputs.trained.predict(x) as tf.Tensor, flat) };
     });

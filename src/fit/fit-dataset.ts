@@ -234,7 +234,8 @@ function validator<T extends tf.TensorContainer>(
     if (!(outputs || y instanceof tf.Tensor) || data.length > 2)
       throw new TandemError('BAD_DATA', 'fitDataset: validationData must be a dataset or [x, y] of two tensors');
     // x a Tensor, or a Tensor[] or { inputName: Tensor }, packed as the batches are (one input's: the caller's)
-    const inputs = given instanceof tf.Tensor ? [given] : inputsOf(model, given as FitX, 'validationData');
+    const inputs =
+      given instanceof tf.Tensor ? [given] : inputsOf(model, given as FitX, 'validationData', 'fitDataset');
     const x = packInputs(inputs);
     const unpack = () => void (x !== inputs[0] && x.dispose());
     if (outputs) return packedClose(outputsValidator(model, outputs, x, y, batchSize, on), unpack);
@@ -294,7 +295,7 @@ function packedInputs(
     if (oneInput && xs instanceof tf.Tensor && yAsIs) return element;
     if (xs === undefined)
       throw new TandemError('BAD_DATA', 'fitDataset: each element must be { xs, ys }; this one has no xs');
-    const x = packInputs(inputsOf(model, xs, 'a batch of the dataset (xs)'));
+    const x = packInputs(inputsOf(model, xs, 'a batch of the dataset (xs)', 'fitDataset'));
     const y = oneOutput && ys !== undefined && !(ys instanceof tf.Tensor) ? outputsOf(model, ys, 'fitDataset')[0] : ys;
     return { xs: x, ys: y } as tf.TensorContainer;
   });

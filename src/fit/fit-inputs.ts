@@ -12,36 +12,40 @@ import { requireCompiled } from './fit-targets.js';
 /** What tfjs's fit takes as x. */
 export type FitX = tf.Tensor | tf.Tensor[] | Record<string, tf.Tensor>;
 
-/** `x` as one tensor per input of `model`, in its inputs' order, each of `n` samples; BAD_DATA saying what differs. */
-export function inputsOf(model: tf.LayersModel, x: FitX, what: string): tf.Tensor[] {
+/**
+ * `x` as one tensor per input of `model`, in its inputs' order, each of `n` samples; BAD_DATA saying what differs,
+ * begun by `who` (fit, fitDataset, evaluate).
+ */
+export function inputsOf(model: tf.LayersModel, x: FitX, what: string, who = 'fit'): tf.Tensor[] {
   const names = model.inputNames;
   if (x instanceof tf.Tensor) {
     if (names.length === 1) return [x];
     throw new TandemError(
       'BAD_DATA',
-      `fit: ${what} is one tensor, and the model has ${names.length} inputs (${names.join(', ')}); give one tensor ` +
-        `per input: an array in that order ([${names.join(', ')}]) or an object by name ({ ${names.join(', ')} })`,
+      `${who}: ${what} is one tensor, and the model has ${names.length} inputs (${names.join(', ')}); give one ` +
+        `tensor per input: an array in that order ([${names.join(', ')}]) or an object by name ` +
+        `({ ${names.join(', ')} })`,
     );
   }
   const list = Array.isArray(x)
     ? x
     : names.map(name => {
         if (!(x[name] instanceof tf.Tensor))
-          throw new TandemError('BAD_DATA', `fit: ${what} has no tensor for input '${name}' (inputs: ${names})`);
+          throw new TandemError('BAD_DATA', `${who}: ${what} has no tensor for input '${name}' (inputs: ${names})`);
         return x[name];
       });
   if (list.length !== names.length || list.some(t => !(t instanceof tf.Tensor)))
     throw new TandemError(
       'BAD_DATA',
-      `fit: ${what} gives ${list.length} tensor(s) and the model has ${names.length} input(s) (${names.join(', ')}); ` +
-        'give one tensor per input, in that order or by name',
+      `${who}: ${what} gives ${list.length} tensor(s) and the model has ${names.length} input(s) ` +
+        `(${names.join(', ')}); give one tensor per input, in that order or by name`,
     );
   const n = list[0].shape[0];
   const odd = list.findIndex(t => t.shape[0] !== n);
   if (odd >= 0)
     throw new TandemError(
       'BAD_DATA',
-      `fit: ${what}'s input ${names[odd]} has ${list[odd].shape[0]} samples and ${names[0]} ${n}`,
+      `${who}: ${what}'s input ${names[odd]} has ${list[odd].shape[0]} samples and ${names[0]} ${n}`,
     );
   return list;
 }

@@ -81,7 +81,7 @@ type LossFn = (yTrue: tf.Tensor, yPred: tf.Tensor) => tf.Tensor;
 type CompiledLoss = string | LossFn | { tfjs: string };
 
 /** Each output's loss, from compile's loss: one for all, a list in the outputs' order, or a map by name. */
-function lossesOf(model: tf.LayersModel): CompiledLoss[] {
+function lossesOf(model: tf.LayersModel, who: string): CompiledLoss[] {
   const given: unknown = model.loss;
   const names = model.outputNames;
   const each = Array.isArray(given)
@@ -95,7 +95,7 @@ function lossesOf(model: tf.LayersModel): CompiledLoss[] {
     if (typeof loss === 'string' && TFJS_ONLY_LOSSES.includes(loss)) return { tfjs: loss };
     throw new TandemError(
       'BAD_CONFIG',
-      `fit: output ${names[i]}'s loss ${typeof loss === 'string' ? `'${loss}'` : `of type ${typeof loss}`} is not ` +
+      `${who}: output ${names[i]}'s loss ${typeof loss === 'string' ? `'${loss}'` : `of type ${typeof loss}`} is not ` +
         `one tandem trains; compile with one of ${[...Object.keys(LOSS_NAMES), ...TFJS_ONLY_LOSSES].join(', ')} ` +
         'per output, or a function',
     );
@@ -140,7 +140,7 @@ function withProbe<T>({ model, y, output, targetShape }: ProbeSite, use: (y: tf.
 }
 
 /** `lossWeights` as one number per output (1 each when not given). */
-function weightsOf(model: tf.LayersModel, given: LossWeights | undefined): number[] {
+function weightsOf(model: tf.LayersModel, given: LossWeights | undefined, who: string): number[] {
   const names = model.outputNames;
   if (given === undefined) return names.map(() => 1);
   const list = Array.isArray(given) ? given : names.map(n => given[n] ?? 1);
@@ -148,7 +148,7 @@ function weightsOf(model: tf.LayersModel, given: LossWeights | undefined): numbe
   if (list.length !== names.length || list.some(w => typeof w !== 'number' || !Number.isFinite(w)) || unknown.length)
     throw new TandemError(
       'BAD_CONFIG',
-      `fit: lossWeights must be ${names.length} finite numbers (one per output: ${names.join(', ')}) or ` +
+      `${who}: lossWeights must be ${names.length} finite numbers (one per output: ${names.join(', ')}) or ` +
         `{ outputName: number }${unknown.length ? `; ${unknown.join(', ')} is not an output` : ''}`,
     );
   return list;
@@ -159,7 +159,7 @@ function weightsOf(model: tf.LayersModel, given: LossWeights | undefined): numbe
  * and both shapes: the output's per sample; for sparseCategoricalCrossentropy, class ids (its last axis 1, or without
  * it). It used to reach the devices and fail there ("Size(6) must match the product of shape 2,2").
  */
-function checkOutputTargets(name: string, output: number[], loss: CompiledLoss, y: tf.Tensor): void {
+function checkOutputTargets(name: string, output: number[], loss: CompiledLoss, y: tf.Tensor, who: string): void {
   const given = y.rank === 1 ? [1] : y.shape.slice(1);
   const same = (want: number[]) => want.length === given.length && want.every((d, k) => d === given[k]);
   const sparse = loss === 'sparseCategoricalCrossentropy';
@@ -173,25 +173,33 @@ function checkOutputTargets(name: string, output: number[], loss: CompiledLoss, 
         : '');
   throw new TandemError(
     'BAD_DATA',
-    `fit: y of output ${name} has shape [${y.shape.join(', ')}] for loss ${lossName}: expected ${wanted} per sample`,
+    `${who}: y of output ${name} has shape [${y.shape.join(', ')}] for loss ${lossName}: expected ${wanted} per sample`,
   );
 }
 
-/** The outputs' spec of `model` for targets `ys` (the outputs' order) and `lossWeights`. */
-export function outputsSpec(model: tf.LayersModel, ys: tf.Tensor[], lossWeights?: LossWeights): OutputsSpec {
-  const losses = lossesOf(model);
-  const weights = weightsOf(model, lossWeights);
+/**
+ * The outputs' spec of `model` for targets `ys` (the outputs' order) and `lossWeights`; `who` (fit, fitDataset,
+ * evaluate) begins its refusals.
+ */
+export function outputsSpec(
+  model: tf.LayersModel,
+  ys: tf.Tensor[],
+  lossWeights?: LossWeights,
+  who = 'fit',
+): OutputsSpec {
+  const losses = lossesOf(model, who);
+  const weights = weightsOf(model, lossWeights, who);
   const outputs = model.outputs.map((o, i): OutputSpec => {
     const shape = o.shape.slice(1);
     if (shape.some(d => d === null))
       throw new TandemError(
         'BAD_MODEL',
-        `fit: output ${model.outputNames[i]} has no fixed shape [${shape.join(', ')}]`,
+        `${who}: output ${model.outputNames[i]} has no fixed shape [${shape.join(', ')}]`,
       );
     const targetShape = ys[i].rank === 1 ? [1] : ys[i].shape.slice(1);
     const count = (s: number[]) => s.reduce((a, b) => a * b, 1);
     const loss = losses[i];
-    checkOutputTargets(model.outputNames[i], shape as number[], loss, ys[i]);
+    checkOutputTargets(model.outputNames[i], shape as number[], loss, ys[i], who);
     const site = { model, y: ys[i], output: i, targetShape };
     return {
       name: model.outputNames[i],
