@@ -1,9 +1,9 @@
 /**
  * `npm run bench -- scaling|kernels|precision|precision-accuracy|overlap|profile|profile-clock|classifier|faults|
  * elastic|soak|models|hosts|hosts-repeat A.json B.json|hosts-timelines|hosts-allreduce|hosts-line-rate|comm-hooks|
- * half-passes|chunk-size|shm-vs-loopback|data|gpu|watch|fit|startup [--gpus 1,2] [--image-size S] [--steps N]
- * [--runs N] [--busy N] [--classes 1000,10000] [--models a,b] [--stock-steps N] [--batch N] [--links none,1gbps,…]
- * [--rates 10gbit,1gbit,100mbit] [--pin] [--out DIR]`
+ * half-passes|chunk-size|shm-vs-loopback|data|gpu|watch|fit|startup|onednn-share [--gpus 1,2] [--image-size S]
+ * [--steps N] [--runs N] [--busy N] [--classes 1000,10000] [--models a,b] [--stock-steps N] [--batch N]
+ * [--links none,1gbps,…] [--rates 10gbit,1gbit,100mbit] [--pin] [--out DIR]`
  */
 import { parseArgs } from 'node:util';
 import { runScaling } from './scaling.js';
@@ -28,6 +28,7 @@ import { runShmVsLoopbackBench } from './shm-vs-loopback.js';
 import { runHostsLineRateBench, DEFAULT_LINE_RATE_METHODS, type SecretMode } from './hosts-line-rate.js';
 import type { LineRateMethod } from './hosts-line-rate-host.js';
 import { runPrecisionBench } from './precision.js';
+import { runOnednnShareBench } from './onednn-share.js';
 import { runFitBench } from './fit.js';
 import { runStartupBench } from './startup.js';
 import { runPrecisionAccuracy } from './precision-accuracy.js';
@@ -61,14 +62,14 @@ const { positionals, values } = parseArgs({
     devices: { type: 'string' }, // watch
     backend: { type: 'string' }, // watch
     warmup: { type: 'string' }, // watch
-    pin: { type: 'boolean' }, // precision
+    pin: { type: 'boolean' }, // precision, onednn-share
     help: { type: 'boolean', short: 'h' },
   },
 });
 const BENCHES =
   'scaling, kernels, overlap, profile, profile-clock, classifier, faults, elastic, soak, models, hosts, ' +
   'hosts-repeat, hosts-timelines, hosts-allreduce, comm-hooks, half-passes, chunk-size, shm-vs-loopback, ' +
-  'hosts-line-rate, gpu, watch, fit, startup, data, precision, precision-accuracy';
+  'hosts-line-rate, gpu, watch, fit, startup, data, precision, precision-accuracy, onednn-share';
 const name = values.help ? 'help' : (positionals[0] ?? 'scaling');
 switch (name) {
   case 'help':
@@ -149,6 +150,15 @@ switch (name) {
       models: (values.models ?? 'alexnet-mini,resnet-mini,mnist-node').split(','),
       steps: Number(values.steps ?? 300),
       perDeviceBatch: Number(values.batch ?? 32),
+      repeats: Number(values.repeats ?? 3),
+      pin: values.pin ?? false,
+      out: values.out ?? 'bench/results',
+    });
+    break;
+  case 'onednn-share':
+    await runOnednnShareBench({
+      models: (values.models ?? 'alexnet-mini,resnet-mini,mnist-node').split(','),
+      steps: Number(values.steps ?? 400),
       repeats: Number(values.repeats ?? 3),
       pin: values.pin ?? false,
       out: values.out ?? 'bench/results',

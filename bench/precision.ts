@@ -54,7 +54,8 @@ export interface PrecisionBenchOptions {
   out: string;
 }
 
-const INPUT: Record<string, [number, number, number]> = {
+/** Each model's input on both sides of the precision benches (MNIST's for mnist-node, CIFAR's for the others). */
+export const INPUT: Record<string, [number, number, number]> = {
   'alexnet-mini': [32, 32, 3],
   'resnet-mini': [32, 32, 3],
   'mobilenet-mini': [32, 32, 3],
