@@ -256,3 +256,27 @@ t.test('fit: x of a model of two inputs, given wrong, is refused naming the inpu
   });
   tf.dispose([...x, y]);
 });
+
+t.test(
+  'fitDataset names itself where it refuses a model: not compiled, a logits output for a loss of probabilities',
+  async t => {
+    const x = tf.randomNormal([8, 6]);
+    const y = tf.oneHot(tf.tensor1d([0, 1, 2, 0, 1, 2, 0, 1], 'int32'), 3);
+    const ds = tf.data.zip({ xs: tf.data.array(x.unstack()), ys: tf.data.array(y.unstack()) }).batch(4);
+    const dense = (activation: 'softmax' | 'linear') =>
+      tf.sequential({ layers: [tf.layers.dense({ units: 3, inputShape: [6], activation })] });
+    await t.rejects(fitDataset(dense('softmax'), ds, { epochs: 1, backend: 'cpu' }), {
+      code: 'BAD_MODEL',
+      message: /^fitDataset: the model is not compiled; call model\.compile/,
+    });
+    const logits = dense('linear');
+    logits.compile({ optimizer: 'sgd', loss: 'categoricalCrossentropy' });
+    await t.rejects(fitDataset(logits, ds, { epochs: 1, backend: 'cpu' }), {
+      code: 'BAD_MODEL',
+      message:
+        /^fitDataset: loss 'categoricalCrossentropy' takes probabilities, and the model's output ends in 'linear'/,
+    });
+    await t.rejects(fit(logits, x, y, { backend: 'cpu' }), { code: 'BAD_MODEL', message: /^fit: loss 'categorical/ });
+    tf.dispose([x, y]);
+  },
+);

@@ -44,7 +44,7 @@ export function datasetOutputs(
       'BAD_CONFIG',
       'fitDataset: classWeight with a model of several outputs is not taken yet; leave it out',
     );
-  requireCompiled(model);
+  requireCompiled(model, 'fitDataset');
   let spec: OutputsSpec | undefined;
   const flat = dataset.map(element => {
     const { xs, ys } = (element ?? {}) as { xs?: tf.Tensor; ys?: unknown };

@@ -123,11 +123,11 @@ function devicesModel<T extends tf.TensorContainer>(
   dataset: tf.data.Dataset<T>,
   classWeight: unknown,
 ) {
-  requireCompiled(model);
+  requireCompiled(model, 'fitDataset');
   const packed = packedInputs(model, dataset as tf.data.Dataset<tf.TensorContainer>);
   const outputs = onOutputsPath(model) ? datasetOutputs(model, packed, classWeight) : undefined;
   const trained = outputs?.trained ?? (model.inputs.length > 1 ? flatInputModel(model) : model);
-  const targets = outputs?.targets ?? fitTargets(trained);
+  const targets = outputs?.targets ?? fitTargets(trained, 'fitDataset');
   return { data: outputs?.dataset ?? packed, outputs, trained, targets };
 }
 

@@ -63,19 +63,25 @@ export interface FitY {
   targetShape?: number[];
 }
 
-/** BAD_MODEL unless `model` is compiled (before anything reads its inputs: an unbuilt Sequential names none). */
-export function requireCompiled(model: tfNs.LayersModel): void {
+/**
+ * BAD_MODEL unless `model` is compiled (before anything reads its inputs: an unbuilt Sequential names none); `who`
+ * (fit, fitDataset) begins the refusal.
+ */
+export function requireCompiled(model: tfNs.LayersModel, who = 'fit'): void {
   if (!model.optimizer || model.loss === undefined)
-    throw new TandemError('BAD_MODEL', 'fit: the model is not compiled; call model.compile({ optimizer, loss }) first');
+    throw new TandemError(
+      'BAD_MODEL',
+      `${who}: the model is not compiled; call model.compile({ optimizer, loss }) first`,
+    );
 }
 
 /** The run's loss, labels and metric keys of a compiled `model`, else BAD_MODEL / BAD_CONFIG saying why. */
-export function fitTargets(model: tfNs.LayersModel): FitTargets {
-  requireCompiled(model);
+export function fitTargets(model: tfNs.LayersModel, who = 'fit'): FitTargets {
+  requireCompiled(model, who);
   if (model.outputs.length !== 1 || model.inputs.length !== 1)
     throw new TandemError(
       'BAD_MODEL',
-      `fit: the model has ${model.inputs.length} input(s) and ${model.outputs.length} output(s); fitDataset takes ` +
+      `${who}: the model has ${model.inputs.length} input(s) and ${model.outputs.length} output(s); fitDataset takes ` +
         'models of one input so far (fit and evaluate take several: x a Tensor[] or { inputName: Tensor }, y a ' +
         'Tensor[] or { outputName: Tensor })',
     );
@@ -85,13 +91,13 @@ export function fitTargets(model: tfNs.LayersModel): FitTargets {
   if (!kind)
     throw new TandemError(
       'BAD_CONFIG',
-      `fit: loss ${lossName !== undefined ? `'${lossName}'` : 'given as a function'} is not one tandem trains; ` +
+      `${who}: loss ${lossName !== undefined ? `'${lossName}'` : 'given as a function'} is not one tandem trains; ` +
         `compile with one of ${[...Object.keys(LOSS_NAMES), ...TFJS_ONLY_LOSSES].join(', ')}, or a function`,
     );
   const units = model.outputs[0].shape[model.outputs[0].shape.length - 1] ?? 1;
-  checkActivation(model, kind, lossName!);
+  checkActivation(model, kind, lossName!, who);
   const metricKeys = model.metricsNames.slice(1);
-  const functions = metricFunctionsOf(model, 'fit');
+  const functions = metricFunctionsOf(model, who);
   const accuracyOnly = !isRegressionLoss(kind) && functions.every(f => ACCURACY_FUNCTIONS[kind].includes(f));
   const metrics = functions.length === 0 || accuracyOnly ? undefined : functions;
   const classes = kind === 'binary' ? 2 : isRegressionLoss(kind) ? 1 : units;
@@ -101,13 +107,13 @@ export function fitTargets(model: tfNs.LayersModel): FitTargets {
 }
 
 /** tandem reads a classifier's output as probabilities only after a softmax (sigmoid), as tfjs's losses take them. */
-function checkActivation(model: tfNs.LayersModel, kind: LossKind, lossName: string): void {
+function checkActivation(model: tfNs.LayersModel, kind: LossKind, lossName: string, who: string): void {
   const wanted = kind === 'categorical' ? 'softmax' : kind === 'binary' ? 'sigmoid' : undefined;
   const activation = outputActivation(model);
   if (wanted && activation !== wanted)
     throw new TandemError(
       'BAD_MODEL',
-      `fit: loss '${lossName}' takes probabilities, and the model's output ends in '${activation}', not ` +
+      `${who}: loss '${lossName}' takes probabilities, and the model's output ends in '${activation}', not ` +
         `'${wanted}'; end the model in activation '${wanted}' (tandem would read a '${activation}' output as logits)`,
     );
 }
