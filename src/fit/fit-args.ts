@@ -1,6 +1,7 @@
 /**
  * `fit`'s arguments: tfjs's `ModelFitArgs` and tandem's own options in one object, told apart here; the tfjs
- * arguments tandem does not run yet, and the train options `fit` sets itself, are refused with the way out.
+ * arguments tandem does not run yet, and the train options `fit` sets itself, are refused with the way out; those
+ * tfjs's own fit ignores are ignored, with a warning.
  */
 import type * as tf from '@tensorflow/tfjs';
 import type { TrainConfig } from '../config-types.js';
@@ -79,9 +80,25 @@ const INSTEAD: Readonly<Record<string, string>> = {
 /** What tandem does not run yet, by tfjs key. */
 const NOT_YET: Readonly<Record<string, string>> = {
   sampleWeight: 'model.fit itself does not support it either',
-  stepsPerEpoch: 'fit trains every full batch of x each epoch; give x of the samples to train',
-  validationSteps: 'validation runs on all of validationData',
 };
+
+/**
+ * tfjs keys that tfjs 4.22's `model.fit` takes and ignores (its fitLoop is called with them null), by key: what runs
+ * instead. fit ignores them too, so a program written for model.fit runs, and says so once.
+ */
+const IGNORED_AS_BY_TFJS: Readonly<Record<string, string>> = {
+  stepsPerEpoch: 'each epoch trains all of x',
+  validationSteps: 'validation runs on all of the validation data',
+};
+
+/** A process warning (code TANDEM_FIT_IGNORED) for each argument of `args` that fit ignores as model.fit does. */
+export function warnIgnoredArgs(args: FitArgs): void {
+  for (const [key, instead] of Object.entries(IGNORED_AS_BY_TFJS))
+    if ((args as Record<string, unknown>)[key] !== undefined)
+      process.emitWarning(`fit: ${key} is ignored, as tfjs's model.fit ignores it: ${instead}`, {
+        code: 'TANDEM_FIT_IGNORED',
+      });
+}
 
 /** tandem's options of `args` (every key not tfjs's), after refusing what `fit` cannot take. */
 export function tandemOptions(args: FitArgs): FitOptions {
