@@ -1,10 +1,10 @@
 // tfjs 4.22's model.fit takes stepsPerEpoch and validationSteps and ignores them (its fitLoop gets them null): fit
 // does the same, so a program written for model.fit runs on tandem, and it warns once for each (a process warning,
 // code TANDEM_FIT_IGNORED). The History equals model.fit's with the same arguments. sampleWeight, which model.fit
-// refuses, fit refuses too.
+// refuses, fit refuses too; model.evaluate takes it and ignores it, and so does evaluate, with the same warning.
 import t from 'tap';
 import * as tf from '@tensorflow/tfjs';
-import { fit } from '../src/index.js';
+import { evaluate, fit } from '../src/index.js';
 
 const make = () => {
   const model = tf.sequential({
@@ -69,4 +69,28 @@ t.test('sampleWeight: refused, as model.fit refuses it', async t => {
     message: /sampleWeight/,
   });
   tf.dispose([x, y, w]);
+});
+
+t.test('evaluate: sampleWeight ignored as by model.evaluate, with one warning', async t => {
+  const x = tf.randomUniform([10, 3], -1, 1, 'float32', 9);
+  const y = tf.randomUniform([10, 1], -1, 1, 'float32', 10);
+  const w = tf.linspace(0, 1, 10);
+  const model = make();
+  const reference = model.evaluate(x, y, { sampleWeight: w, batchSize: 4 }) as tf.Scalar;
+  const plain = model.evaluate(x, y, { batchSize: 4 }) as tf.Scalar;
+  t.equal(reference.dataSync()[0], plain.dataSync()[0], 'tfjs: the weights change nothing');
+  const warnings: Error[] = [];
+  const listen = (e: Error) => warnings.push(e);
+  process.on('warning', listen);
+  t.teardown(() => void process.off('warning', listen));
+  const ours = (await evaluate(model, x, y, { sampleWeight: w, batchSize: 4, backend: 'cpu' })) as tf.Scalar;
+  await new Promise(resolve => setImmediate(resolve));
+  const [a, b] = [ours.dataSync()[0], reference.dataSync()[0]];
+  t.ok(rel(a, b) < 1e-6, `the loss as model.evaluate's (${a} against ${b})`);
+  t.same(
+    warnings.filter(e => (e as Error & { code?: string }).code === 'TANDEM_FIT_IGNORED').map(e => e.message),
+    ["evaluate: sampleWeight is ignored, as tfjs's model.evaluate ignores it: every sample weighs the same"],
+    'one warning, naming it',
+  );
+  tf.dispose([x, y, w, reference, plain, ours]);
 });

@@ -14,6 +14,7 @@ import { defaultBackend, type BackendName } from '../engine/backend.js';
 import { modelArtifacts, writeModelFiles } from '../actors/model-files.js';
 import { runOneShotWorker } from '../actors/one-shot-worker.js';
 import { metricFunctionsOf } from './fit-metrics.js';
+import { warnIgnoredArgs } from './fit-args.js';
 import { pluginUrls } from '../config/plugin-urls.js';
 import type { EvaluateShard, EvaluateShardReply } from './evaluate-worker.js';
 import { shardsOf } from '../data/batch-shards.js';
@@ -27,6 +28,8 @@ export type EvaluateArgs = tf.ModelEvaluateArgs & { devices?: number; backend?: 
 export type ValidationOn = Pick<EvaluateArgs, 'devices' | 'backend' | 'plugins'>;
 
 const KEYS = new Set(['batchSize', 'verbose', 'devices', 'backend', 'plugins']);
+/** What tfjs 4.22's model.evaluate takes and ignores (it standardises no sample weights), by key: what runs instead. */
+const EVALUATE_IGNORED: Readonly<Record<string, string>> = { sampleWeight: 'every sample weighs the same' };
 
 /**
  * tfjs's `model.evaluate(x, y, args)` on `devices` threads (default 2), each its share of the batches. A model of
@@ -41,8 +44,9 @@ export async function evaluate(
   args: EvaluateArgs = {},
 ): Promise<tf.Scalar | tf.Scalar[]> {
   for (const key of Object.keys(args))
-    if (!KEYS.has(key))
+    if (!KEYS.has(key) && !Object.hasOwn(EVALUATE_IGNORED, key))
       throw new TandemError('BAD_CONFIG', `evaluate: ${key} is not supported (it takes ${[...KEYS].join(', ')})`);
+  warnIgnoredArgs(args, EVALUATE_IGNORED, 'evaluate');
   const { batchSize = 32, devices = DEFAULT_DEVICES, backend = defaultBackend() } = args;
   if (!Number.isInteger(batchSize) || batchSize < 1 || !Number.isInteger(devices) || devices < 1)
     throw new TandemError('BAD_CONFIG', `evaluate: batchSize and devices must be positive integers`);

@@ -86,16 +86,23 @@ const NOT_YET: Readonly<Record<string, string>> = {
  * tfjs keys that tfjs 4.22's `model.fit` takes and ignores (its fitLoop is called with them null), by key: what runs
  * instead. fit ignores them too, so a program written for model.fit runs, and says so once.
  */
-const IGNORED_AS_BY_TFJS: Readonly<Record<string, string>> = {
+export const FIT_IGNORED: Readonly<Record<string, string>> = {
   stepsPerEpoch: 'each epoch trains all of x',
   validationSteps: 'validation runs on all of the validation data',
 };
 
-/** A process warning (code TANDEM_FIT_IGNORED) for each argument of `args` that fit ignores as model.fit does. */
-export function warnIgnoredArgs(args: FitArgs): void {
-  for (const [key, instead] of Object.entries(IGNORED_AS_BY_TFJS))
+/**
+ * A process warning (code TANDEM_FIT_IGNORED) for each argument of `args` that `ignored` names: one that tfjs's
+ * `model.fit` or `model.evaluate` (`who`) takes and ignores, and so does tandem's.
+ */
+export function warnIgnoredArgs(
+  args: object,
+  ignored: Readonly<Record<string, string>>,
+  who: 'fit' | 'evaluate',
+): void {
+  for (const [key, instead] of Object.entries(ignored))
     if ((args as Record<string, unknown>)[key] !== undefined)
-      process.emitWarning(`fit: ${key} is ignored, as tfjs's model.fit ignores it: ${instead}`, {
+      process.emitWarning(`${who}: ${key} is ignored, as tfjs's model.${who} ignores it: ${instead}`, {
         code: 'TANDEM_FIT_IGNORED',
       });
 }

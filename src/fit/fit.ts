@@ -10,7 +10,8 @@ import type { TrainConfig } from '../config-types.js';
 import { TandemError } from '../errors.js';
 import { fitTargets, requireCompiled } from './fit-targets.js';
 import { writeFitFiles } from './fit-files.js';
-import { checkBatchCoversDevices, fitSettings, tandemOptions, warnIgnoredArgs, type FitArgs } from './fit-args.js';
+import { checkBatchCoversDevices, FIT_IGNORED, fitSettings, tandemOptions, warnIgnoredArgs } from './fit-args.js';
+import type { FitArgs } from './fit-args.js';
 import { splitValidation } from './fit-validation.js';
 import { ValidationPool } from './validation-pool.js';
 import type { ValidationOn } from './evaluate.js';
@@ -49,7 +50,7 @@ async function fitOnce(model: tf.LayersModel, x: FitX, y: FitY, args: FitArgs): 
       `fit: x has ${inputs[0].shape[0]} samples and y ${y.shape[0]}; give as many of each`,
     );
   tandemOptions(args); // refused before the split
-  warnIgnoredArgs(args);
+  warnIgnoredArgs(args, FIT_IGNORED, 'fit');
   // several inputs: one flat row per sample; several outputs: one flat output
   const trained = outputs?.trained ?? (inputs.length > 1 ? flatInputModel(model) : model);
   const flatX = packInputs(inputs);
