@@ -280,3 +280,48 @@ t.test(
     tf.dispose([x, y]);
   },
 );
+
+t.test("a y of the wrong form for two outputs: refused in the caller's name, naming the argument", async t => {
+  const input = tf.input({ shape: [6] });
+  const cls = tf.layers.dense({ units: 3, activation: 'softmax', name: 'cls' }).apply(input) as tf.SymbolicTensor;
+  const reg = tf.layers.dense({ units: 2, name: 'reg' }).apply(input) as tf.SymbolicTensor;
+  const make = () => {
+    const model = tf.model({ inputs: input, outputs: [cls, reg] });
+    model.compile({ optimizer: 'sgd', loss: ['categoricalCrossentropy', 'meanSquaredError'] });
+    return model;
+  };
+  const x = tf.randomNormal([8, 6]);
+  const y = [tf.oneHot(tf.tensor1d([0, 1, 2, 0, 1, 2, 0, 1], 'int32'), 3), tf.randomNormal([8, 2])];
+  const opts = { batchSize: 4, backend: 'cpu' as const };
+  const two = (who: string, what: string) =>
+    new RegExp(`^${who}: the model has 2 outputs \\(cls, reg\\); give ${what} as a Tensor\\[\\] of 2 in that order`);
+  const extra = (what: string) => new RegExp(`\\(${what} names score, not an output\\)$`);
+  const wrongName = { cls: y[0], reg: y[1], score: y[1] };
+  await t.rejects(fit(make(), x, y[0], opts), { code: 'BAD_DATA', message: two('fit', 'y') });
+  await t.rejects(fit(make(), x, y, { ...opts, validationData: [x, y[0]] }), {
+    code: 'BAD_DATA',
+    message: two('fit', "validationData's y"),
+  });
+  await t.rejects(fit(make(), x, y, { ...opts, validationData: [x, wrongName] as never }), {
+    code: 'BAD_DATA',
+    message: extra("validationData's y"),
+  });
+  await t.rejects(evaluate(make(), x, wrongName as never, opts), { code: 'BAD_DATA', message: extra('y') });
+  await t.rejects(evaluate(make(), x, y[0], opts), { code: 'BAD_DATA', message: two('evaluate', 'y') });
+  const batches = tf.data.zip({ xs: tf.data.array(x.unstack()), ys: tf.data.array(y[0].unstack()) }).batch(4);
+  await t.rejects(fitDataset(make(), batches, { epochs: 1, backend: 'cpu' }), {
+    code: 'BAD_DATA',
+    message: two('fitDataset', "a batch's ys"),
+  });
+  const byName = tf.data.zip({ cls: tf.data.array(y[0].unstack()), reg: tf.data.array(y[1].unstack()) });
+  const good = tf.data.zip({ xs: tf.data.array(x.unstack()), ys: byName }).batch(4);
+  await t.rejects(fitDataset(make(), good, { epochs: 1, backend: 'cpu', validationData: [x, y[0]] }), {
+    code: 'BAD_DATA',
+    message: two('fitDataset', "validationData's y"),
+  });
+  await t.rejects(fitDataset(make(), good, { epochs: 1, backend: 'cpu', validationData: batches }), {
+    code: 'BAD_DATA',
+    message: two('fitDataset', "validationData's ys"),
+  });
+  tf.dispose([x, ...y]);
+});

@@ -6,6 +6,7 @@
 import type * as tf from '@tensorflow/tfjs';
 import type { TrainConfig } from '../config-types.js';
 import { TandemError } from '../errors.js';
+import type { FitCaller } from './fit-caller.js';
 import { DEFAULT_DEVICES } from '../world/world-options.js';
 
 /** The train options `fit` sets from the model, the tensors and tfjs's arguments. */
@@ -98,7 +99,7 @@ export const FIT_IGNORED: Readonly<Record<string, string>> = {
 export function warnIgnoredArgs(
   args: object,
   ignored: Readonly<Record<string, string>>,
-  who: 'fit' | 'evaluate',
+  who: Exclude<FitCaller, 'fitDataset'>,
 ): void {
   for (const [key, instead] of Object.entries(ignored))
     if ((args as Record<string, unknown>)[key] !== undefined)
@@ -151,7 +152,7 @@ export function tandemOptions(args: FitArgs): FitOptions {
  */
 export function fitSettings(
   args: FitArgs,
-  who: 'fit' | 'fitDataset' = 'fit',
+  who: Exclude<FitCaller, 'evaluate'> = 'fit',
 ): {
   batchSize: number;
   epochs: number;

@@ -48,7 +48,7 @@ export function datasetOutputs(
   let spec: OutputsSpec | undefined;
   const flat = dataset.map(element => {
     const { xs, ys } = (element ?? {}) as { xs?: tf.Tensor; ys?: unknown };
-    const list = outputsOf(model, ys, 'fitDataset');
+    const list = outputsOf(model, ys, 'fitDataset', "a batch's ys");
     spec ??= outputsSpec(model, list, undefined, 'fitDataset');
     return { xs, ys: flatTargets(list) } as tf.TensorContainer;
   });
@@ -89,7 +89,7 @@ export async function outputsDatasetLogs(
         model.inputs.length > 1
           ? packInputs(inputsOf(model, given, 'validationData (xs)', 'fitDataset'))
           : (given as tf.Tensor);
-      const flat = flatTargets(outputsOf(model, ys, 'fitDataset validationData'));
+      const flat = flatTargets(outputsOf(model, ys, 'fitDataset', "validationData's ys"));
       return { rows: x.shape[0], values: outputsBatchValues(tf, spec, outputs.trained.predict(x) as tf.Tensor, flat) };
     });
     values.values.forEach((v, i) => (totals[i] += v * values.rows));

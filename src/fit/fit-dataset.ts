@@ -267,7 +267,7 @@ function outputsValidator(
   batchSize: number,
   on: ValidationOn,
 ): { logs: () => Promise<Record<string, number>>; close(): Promise<void> } {
-  const flat = flatTargets(outputsOf(model, y, 'fitDataset'));
+  const flat = flatTargets(outputsOf(model, y, 'fitDataset', "validationData's y"));
   const names = { spec: outputs.run().spec, names: model.metricsNames };
   const pool = new ValidationPool(outputs.trained, x, flat, batchSize, devicesOf(on), names);
   return { logs: () => pool.logs(), close: () => pool.close().finally(() => flat.dispose()) };
@@ -296,7 +296,8 @@ function packedInputs(
     if (xs === undefined)
       throw new TandemError('BAD_DATA', 'fitDataset: each element must be { xs, ys }; this one has no xs');
     const x = packInputs(inputsOf(model, xs, 'a batch of the dataset (xs)', 'fitDataset'));
-    const y = oneOutput && ys !== undefined && !(ys instanceof tf.Tensor) ? outputsOf(model, ys, 'fitDataset')[0] : ys;
+    const asOne = oneOutput && ys !== undefined && !(ys instanceof tf.Tensor);
+    const y = asOne ? outputsOf(model, ys, 'fitDataset', "a batch's ys")[0] : ys;
     return { xs: x, ys: y } as tf.TensorContainer;
   });
 }

@@ -8,6 +8,7 @@
 import * as tf from '#tfjs';
 import { TandemError } from '../errors.js';
 import { requireCompiled } from './fit-targets.js';
+import type { FitCaller } from './fit-caller.js';
 
 /** What tfjs's fit takes as x. */
 export type FitX = tf.Tensor | tf.Tensor[] | Record<string, tf.Tensor>;
@@ -16,7 +17,7 @@ export type FitX = tf.Tensor | tf.Tensor[] | Record<string, tf.Tensor>;
  * `x` as one tensor per input of `model`, in its inputs' order, each of `n` samples; BAD_DATA saying what differs,
  * begun by `who` (fit, fitDataset, evaluate).
  */
-export function inputsOf(model: tf.LayersModel, x: FitX, what: string, who = 'fit'): tf.Tensor[] {
+export function inputsOf(model: tf.LayersModel, x: FitX, what: string, who: FitCaller = 'fit'): tf.Tensor[] {
   const names = model.inputNames;
   if (x instanceof tf.Tensor) {
     if (names.length === 1) return [x];

@@ -6,6 +6,7 @@
  */
 import type * as tf from '@tensorflow/tfjs';
 import { TandemError } from '../errors.js';
+import type { FitCaller } from './fit-caller.js';
 import { METRIC_FUNCTIONS } from '../model/metric-values.js';
 
 /** The compiled model's metric functions and the outputs they are of (tfjs-layers' own field). */
@@ -26,7 +27,7 @@ export function tfjsMetricName(fn: unknown): string | null {
  * The tfjs function names of `model`'s compiled metrics (after `loss`, in metricsNames order); `what` names the caller
  * in the refusal.
  */
-export function metricFunctionsOf(model: tf.LayersModel, what: string): string[] {
+export function metricFunctionsOf(model: tf.LayersModel, what: FitCaller): string[] {
   const compiled = (model as unknown as Compiled).metricsTensors ?? [];
   const keys = model.metricsNames.slice(1);
   return compiled.map(([fn], i) => {

@@ -16,6 +16,7 @@ import type { LossKind } from '../model/loss-kinds.js';
 import { cutInputs } from './fit-inputs.js';
 import { functionName, noMetricFunction, tfjsMetricName } from './fit-metrics.js';
 import { TFJS_ONLY_LOSSES, tfjsLoss, userFunctionOf, type UserFunction } from './user-functions.js';
+import type { FitCaller } from './fit-caller.js';
 
 /** One output as the devices cut it out of the flat output and the flat target row. */
 export interface OutputSpec {
@@ -52,8 +53,11 @@ export const OUTPUTS_FILE = 'outputs.json';
 /** `lossWeights` as fit takes it: one number per output, in order, or `{ outputName: number }`. */
 export type LossWeights = number[] | Record<string, number>;
 
-/** `y` of a model of several outputs as its tensors in the outputs' order (BAD_DATA saying what is wrong). */
-export function outputsOf(model: tf.LayersModel, y: unknown, who = 'fit'): tf.Tensor[] {
+/**
+ * `y` of a model of several outputs as its tensors in the outputs' order (BAD_DATA saying what is wrong); `who` and
+ * `what` (the argument that gave `y`) name it in the refusal.
+ */
+export function outputsOf(model: tf.LayersModel, y: unknown, who: FitCaller = 'fit', what = 'y'): tf.Tensor[] {
   const names = model.outputNames;
   if (names.length === 1 && y instanceof tf.Tensor) return [y]; // one output with a function (onOutputsPath)
   const list = Array.isArray(y)
@@ -67,10 +71,10 @@ export function outputsOf(model: tf.LayersModel, y: unknown, who = 'fit'): tf.Te
     throw new TandemError(
       'BAD_DATA',
       (names.length === 1
-        ? `${who}: the model has one output (${names[0]}); give y as a Tensor, [Tensor] or ${byName}`
-        : `${who}: the model has ${names.length} outputs (${names.join(', ')}); give y as a Tensor[] of ` +
+        ? `${who}: the model has one output (${names[0]}); give ${what} as a Tensor, [Tensor] or ${byName}`
+        : `${who}: the model has ${names.length} outputs (${names.join(', ')}); give ${what} as a Tensor[] of ` +
           `${names.length} in that order or as ${byName}`) +
-        (extra.length > 0 ? ` (y names ${extra.join(', ')}, not an output)` : ''),
+        (extra.length > 0 ? ` (${what} names ${extra.join(', ')}, not an output)` : ''),
     );
   }
   return list as tf.Tensor[];
@@ -81,7 +85,7 @@ type LossFn = (yTrue: tf.Tensor, yPred: tf.Tensor) => tf.Tensor;
 type CompiledLoss = string | LossFn | { tfjs: string };
 
 /** Each output's loss, from compile's loss: one for all, a list in the outputs' order, or a map by name. */
-function lossesOf(model: tf.LayersModel, who: string): CompiledLoss[] {
+function lossesOf(model: tf.LayersModel, who: FitCaller): CompiledLoss[] {
   const given: unknown = model.loss;
   const names = model.outputNames;
   const each = Array.isArray(given)
@@ -140,7 +144,7 @@ function withProbe<T>({ model, y, output, targetShape }: ProbeSite, use: (y: tf.
 }
 
 /** `lossWeights` as one number per output (1 each when not given). */
-function weightsOf(model: tf.LayersModel, given: LossWeights | undefined, who: string): number[] {
+function weightsOf(model: tf.LayersModel, given: LossWeights | undefined, who: FitCaller): number[] {
   const names = model.outputNames;
   if (given === undefined) return names.map(() => 1);
   const list = Array.isArray(given) ? given : names.map(n => given[n] ?? 1);
@@ -159,7 +163,7 @@ function weightsOf(model: tf.LayersModel, given: LossWeights | undefined, who: s
  * and both shapes: the output's per sample; for sparseCategoricalCrossentropy, class ids (its last axis 1, or without
  * it). It used to reach the devices and fail there ("Size(6) must match the product of shape 2,2").
  */
-function checkOutputTargets(name: string, output: number[], loss: CompiledLoss, y: tf.Tensor, who: string): void {
+function checkOutputTargets(name: string, output: number[], loss: CompiledLoss, y: tf.Tensor, who: FitCaller): void {
   const given = y.rank === 1 ? [1] : y.shape.slice(1);
   const same = (want: number[]) => want.length === given.length && want.every((d, k) => d === given[k]);
   const sparse = loss === 'sparseCategoricalCrossentropy';
@@ -185,7 +189,7 @@ export function outputsSpec(
   model: tf.LayersModel,
   ys: tf.Tensor[],
   lossWeights?: LossWeights,
-  who = 'fit',
+  who: FitCaller = 'fit',
 ): OutputsSpec {
   const losses = lossesOf(model, who);
   const weights = weightsOf(model, lossWeights, who);

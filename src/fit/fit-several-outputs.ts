@@ -47,7 +47,7 @@ export function severalOutputs(
   );
   const flatY = flatTargets(ys);
   const given = args.validationData;
-  const validationY = given ? flatTargets(outputsOf(model, given[1])) : undefined;
+  const validationY = given ? flatTargets(outputsOf(model, given[1], 'fit', "validationData's y")) : undefined;
   const { lossWeights: _weights, classWeight: _classes, ...rest } = args;
   void [_weights, _classes];
   const flatArgs: FitArgs = validationY
@@ -75,9 +75,10 @@ export function severalOutputs(
 export function oneOutput(model: tf.LayersModel, y: FitY, args: FitArgs): { y: tf.Tensor; args: FitArgs } {
   const given = args.validationData;
   const vy: unknown = given?.[1];
+  const one = () => outputsOf(model, vy, 'fit', "validationData's y")[0];
   const validation =
     given && vy !== undefined && !(vy instanceof tf.Tensor)
-      ? ([given[0], outputsOf(model, vy, 'fit: validationData')[0], ...given.slice(2)] as FitArgs['validationData'])
+      ? ([given[0], one(), ...given.slice(2)] as FitArgs['validationData'])
       : given;
   return { y: outputsOf(model, y)[0], args: validation === given ? args : { ...args, validationData: validation } };
 }

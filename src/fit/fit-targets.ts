@@ -9,6 +9,7 @@ import { isRegressionLoss, type LossKind } from '../model/loss-kinds.js';
 import { outputActivation } from '../model/output-loss.js';
 import { metricFunctionsOf } from './fit-metrics.js';
 import { TFJS_ONLY_LOSSES } from './user-functions.js';
+import type { FitCaller } from './fit-caller.js';
 
 /** tfjs-layers' loss names (and their aliases) as tandem losses. */
 export const LOSS_NAMES: Readonly<Record<string, LossKind>> = {
@@ -65,9 +66,9 @@ export interface FitY {
 
 /**
  * BAD_MODEL unless `model` is compiled (before anything reads its inputs: an unbuilt Sequential names none); `who`
- * (fit, fitDataset) begins the refusal.
+ * (fit, fitDataset, evaluate) begins the refusal.
  */
-export function requireCompiled(model: tfNs.LayersModel, who = 'fit'): void {
+export function requireCompiled(model: tfNs.LayersModel, who: FitCaller = 'fit'): void {
   if (!model.optimizer || model.loss === undefined)
     throw new TandemError(
       'BAD_MODEL',
@@ -76,14 +77,14 @@ export function requireCompiled(model: tfNs.LayersModel, who = 'fit'): void {
 }
 
 /** The run's loss, labels and metric keys of a compiled `model`, else BAD_MODEL / BAD_CONFIG saying why. */
-export function fitTargets(model: tfNs.LayersModel, who = 'fit'): FitTargets {
+export function fitTargets(model: tfNs.LayersModel, who: FitCaller = 'fit'): FitTargets {
   requireCompiled(model, who);
   if (model.outputs.length !== 1 || model.inputs.length !== 1)
     throw new TandemError(
       'BAD_MODEL',
-      `${who}: the model has ${model.inputs.length} input(s) and ${model.outputs.length} output(s); fitDataset takes ` +
-        'models of one input so far (fit and evaluate take several: x a Tensor[] or { inputName: Tensor }, y a ' +
-        'Tensor[] or { outputName: Tensor })',
+      `${who}: fitTargets was given a model of ${model.inputs.length} input(s) and ${model.outputs.length} ` +
+        "output(s); tandem's own wrappers (fit-inputs, fit-outputs) make one of each first: this is tandem's bug, " +
+        'please report it with the model',
     );
   const given: unknown = Array.isArray(model.loss) ? model.loss[0] : model.loss;
   const lossName = typeof given === 'string' ? given : undefined;
@@ -107,7 +108,7 @@ export function fitTargets(model: tfNs.LayersModel, who = 'fit'): FitTargets {
 }
 
 /** tandem reads a classifier's output as probabilities only after a softmax (sigmoid), as tfjs's losses take them. */
-function checkActivation(model: tfNs.LayersModel, kind: LossKind, lossName: string, who: string): void {
+function checkActivation(model: tfNs.LayersModel, kind: LossKind, lossName: string, who: FitCaller): void {
   const wanted = kind === 'categorical' ? 'softmax' : kind === 'binary' ? 'sigmoid' : undefined;
   const activation = outputActivation(model);
   if (wanted && activation !== wanted)

@@ -6,6 +6,7 @@
  */
 import type * as tf from '@tensorflow/tfjs';
 import { TandemError } from '../errors.js';
+import type { FitCaller } from './fit-caller.js';
 
 /** tfjs's flag: on the model, and on a Sequential's inner model (whose `fit` Sequential's calls). */
 type Flagged = { isTraining?: boolean };
@@ -19,7 +20,7 @@ function flagHolders(model: tf.LayersModel): Flagged[] {
 }
 
 /** `run()` as `model`'s only fit: refused (BAD_CONFIG) while another of tandem's or tfjs's is ongoing. */
-export async function asOnlyFit<T>(model: tf.LayersModel, who: string, run: () => Promise<T>): Promise<T> {
+export async function asOnlyFit<T>(model: tf.LayersModel, who: FitCaller, run: () => Promise<T>): Promise<T> {
   const holders = flagHolders(model);
   if (holders.some(h => h.isTraining === true))
     throw new TandemError(
