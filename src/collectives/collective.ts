@@ -58,6 +58,31 @@ export interface Collective {
   close(): void;
 }
 
+/**
+ * A collective whose every operation completes on the calling thread: each promise is its `blocking` operation's,
+ * already settled. The in-process, process, Gloo and hierarchical transports extend it and build `blocking`.
+ */
+export abstract class BlockingBackedCollective implements Collective {
+  abstract readonly transport: string;
+  abstract readonly rank: number;
+  abstract readonly size: number;
+  abstract readonly blocking: BlockingCollective;
+  abstract close(): void;
+
+  async allReduce(buf: Float32Array, start: number, end: number, op: ReduceOp): Promise<void> {
+    this.blocking.allReduce(buf, start, end, op);
+  }
+  async allGather(mine: Float32Array, all: Float32Array): Promise<void> {
+    this.blocking.allGather(mine, all);
+  }
+  async broadcast(buf: Float32Array, root: number, start: number, end: number): Promise<void> {
+    this.blocking.broadcast(buf, root, start, end);
+  }
+  async barrier(): Promise<void> {
+    this.blocking.barrier();
+  }
+}
+
 /** What a rank's thread gives a transport when it opens a communicator there. */
 export interface CollectiveEnv {
   /**

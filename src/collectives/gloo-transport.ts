@@ -26,7 +26,14 @@
  * closed.
  */
 import { TandemError } from '../errors.js';
-import type { BlockingCollective, Collective, CollectiveEnv, ReduceOp, SlotReducer } from './collective.js';
+import {
+  BlockingBackedCollective,
+  type BlockingCollective,
+  type Collective,
+  CollectiveEnv,
+  ReduceOp,
+  SlotReducer,
+} from './collective.js';
 import type { CommunicatorSpec, CommunicatorWorld, PreparedCommunicator, RankHandle, Transport } from './transport.js';
 import { reduceMeanInto, reduceSlotsInto, shardOf } from './reduce-slots.js';
 import { isGlooFailure, loadGlooAddon, GLOO_HOW_TO, type GlooContext, type GlooFailure } from './gloo/gloo-addon.js';
@@ -193,7 +200,7 @@ export function openGlooCollective(
   }
 }
 
-export class GlooCollective implements Collective {
+export class GlooCollective extends BlockingBackedCollective {
   readonly transport = 'gloo';
   readonly rank: number;
   readonly size: number;
@@ -211,6 +218,7 @@ export class GlooCollective implements Collective {
     options: GlooAllReduceOptions = {},
     private readonly naming: PeerNaming = FLAT_NAMING,
   ) {
+    super();
     this.rank = context.rank;
     this.size = context.size;
     this.chunkFloats = options.chunkFloats ?? GLOO_CHUNK_FLOATS;
@@ -223,19 +231,6 @@ export class GlooCollective implements Collective {
       broadcast: (buf, root, start, end) => this.broadcastNow(buf, root, start, end),
       barrier: () => this.run('a barrier', () => this.context.barrier()),
     };
-  }
-
-  async allReduce(buf: Float32Array, start: number, end: number, op: ReduceOp): Promise<void> {
-    this.allReduceNow(buf, start, end, op);
-  }
-  async allGather(mine: Float32Array, all: Float32Array): Promise<void> {
-    this.allGatherNow(mine, all);
-  }
-  async broadcast(buf: Float32Array, root: number, start: number, end: number): Promise<void> {
-    this.broadcastNow(buf, root, start, end);
-  }
-  async barrier(): Promise<void> {
-    this.blocking.barrier();
   }
 
   close(): void {

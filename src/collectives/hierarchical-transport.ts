@@ -43,7 +43,14 @@
  * the flat gloo transport (the same chain would add nothing).
  */
 import { TandemError } from '../errors.js';
-import type { BlockingCollective, Collective, CollectiveEnv, ReduceOp, SlotSet } from './collective.js';
+import {
+  BlockingBackedCollective,
+  type BlockingCollective,
+  type Collective,
+  CollectiveEnv,
+  ReduceOp,
+  SlotSet,
+} from './collective.js';
 import type { CommunicatorSpec, PreparedCommunicator, RankHandle, Transport } from './transport.js';
 import { shardOf } from './reduce-slots.js';
 import {
@@ -151,7 +158,7 @@ export function tickMessages(hosts: number, chunks: number, t: number): ChainMes
   return out;
 }
 
-export class HierarchicalCollective implements Collective {
+export class HierarchicalCollective extends BlockingBackedCollective {
   readonly transport = 'hierarchical';
   readonly rank: number;
   readonly size: number;
@@ -172,6 +179,7 @@ export class HierarchicalCollective implements Collective {
     private readonly data: HierarchicalData,
     env: CollectiveEnv,
   ) {
+    super();
     this.rank = handle.rank;
     this.size = handle.size;
     this.localSize = handle.size / data.hosts;
@@ -195,18 +203,6 @@ export class HierarchicalCollective implements Collective {
     };
   }
 
-  async allReduce(buf: Float32Array, start: number, end: number, op: ReduceOp): Promise<void> {
-    this.allReduceNow(buf, start, end, op);
-  }
-  async allGather(mine: Float32Array, all: Float32Array): Promise<void> {
-    this.allGatherNow(mine, all);
-  }
-  async broadcast(buf: Float32Array, root: number, start: number, end: number): Promise<void> {
-    this.broadcastNow(buf, root, start, end);
-  }
-  async barrier(): Promise<void> {
-    this.blocking.barrier();
-  }
   close(): void {
     this.cross.close();
   }

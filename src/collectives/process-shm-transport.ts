@@ -25,7 +25,14 @@
  * seen before each operation and while waiting (ABORTED).
  */
 import { TandemError } from '../errors.js';
-import type { BlockingCollective, Collective, CollectiveEnv, ReduceOp, SlotReducer } from './collective.js';
+import {
+  BlockingBackedCollective,
+  type BlockingCollective,
+  type Collective,
+  CollectiveEnv,
+  ReduceOp,
+  SlotReducer,
+} from './collective.js';
 import type { CommunicatorSpec, PreparedCommunicator, RankHandle, Transport } from './transport.js';
 import { reduceMeanInto, reduceSlotsInto, shardOf } from './reduce-slots.js';
 import { loadShmAddon, SHM_HOW_TO, type ShmAddon } from './shm/shm-addon.js';
@@ -116,7 +123,7 @@ function requireAddon(): ShmAddon {
   return load.addon;
 }
 
-export class ProcessShmCollective implements Collective {
+export class ProcessShmCollective extends BlockingBackedCollective {
   readonly transport = SHM_TRANSPORT_NAME;
   readonly blocking: BlockingCollective;
   private readonly gate: ProcessBarrier;
@@ -132,6 +139,7 @@ export class ProcessShmCollective implements Collective {
     private readonly data: ShmRankData,
     private readonly env: CollectiveEnv,
   ) {
+    super();
     const { segment, layout } = data;
     this.naming = rankNaming(data);
     this.gate = new ProcessBarrier(segment, layout, rank, requireAddon(), env, this.naming);
@@ -145,18 +153,6 @@ export class ProcessShmCollective implements Collective {
     };
   }
 
-  async allReduce(buf: Float32Array, start: number, end: number, op: ReduceOp): Promise<void> {
-    this.blocking.allReduce(buf, start, end, op);
-  }
-  async allGather(mine: Float32Array, all: Float32Array): Promise<void> {
-    this.blocking.allGather(mine, all);
-  }
-  async broadcast(buf: Float32Array, root: number, start: number, end: number): Promise<void> {
-    this.blocking.broadcast(buf, root, start, end);
-  }
-  async barrier(): Promise<void> {
-    this.blocking.barrier();
-  }
   close(): void {
     this.open = false;
   }

@@ -14,14 +14,15 @@
  * in rank order in float32 (`reduce-slots.ts`), so every rank holds the same
  * bits and so does every other transport that reduces in rank order.
  */
-import type {
-  AllReduceKind,
-  BlockingCollective,
-  Collective,
-  CollectiveEnv,
-  ReduceOp,
-  SlotReducer,
-  SlotSet,
+import {
+  BlockingBackedCollective,
+  type AllReduceKind,
+  type BlockingCollective,
+  type Collective,
+  type CollectiveEnv,
+  type ReduceOp,
+  type SlotReducer,
+  type SlotSet,
 } from './collective.js';
 import { TandemError } from '../errors.js';
 import type { CommunicatorSpec, PreparedCommunicator, RankHandle, SlotBuffer, Transport } from './transport.js';
@@ -79,7 +80,7 @@ export const SHARED_MEMORY_TRANSPORT: Omit<Transport, 'prepare'> & {
   },
 };
 
-export class SharedMemoryCollective implements Collective {
+export class SharedMemoryCollective extends BlockingBackedCollective {
   readonly transport = 'shared-memory';
   readonly blocking: BlockingCollective;
   private readonly gate: SharedBarrier;
@@ -97,6 +98,7 @@ export class SharedMemoryCollective implements Collective {
     private readonly data: SharedMemoryData,
     env: CollectiveEnv,
   ) {
+    super();
     this.gate = new SharedBarrier(data.barrier, 0, size, env);
     this.staging = Array.from(
       { length: size },
@@ -117,18 +119,6 @@ export class SharedMemoryCollective implements Collective {
     };
   }
 
-  async allReduce(buf: Float32Array, start: number, end: number, op: ReduceOp): Promise<void> {
-    this.allReduceNow(buf, start, end, op);
-  }
-  async allGather(mine: Float32Array, all: Float32Array): Promise<void> {
-    this.allGatherNow(mine, all);
-  }
-  async broadcast(buf: Float32Array, root: number, start: number, end: number): Promise<void> {
-    this.broadcastNow(buf, root, start, end);
-  }
-  async barrier(): Promise<void> {
-    this.blocking.barrier();
-  }
   close(): void {
     /* nothing held */
   }
