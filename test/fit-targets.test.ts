@@ -325,3 +325,52 @@ t.test("a y of the wrong form for two outputs: refused in the caller's name, nam
   });
   tf.dispose([x, ...y]);
 });
+
+t.test("a model tandem cannot train: refused in the caller's name, before any thread, not as a file", async t => {
+  const dense = (units: number, activation?: 'softmax') => tf.layers.dense({ units, activation });
+  const models: [string, () => tf.LayersModel, number[], RegExp][] = [
+    [
+      'stateful LSTM',
+      () =>
+        tf.sequential({
+          layers: [tf.layers.lstm({ batchInputShape: [4, 5, 2], units: 3, stateful: true }), dense(3, 'softmax')],
+        }),
+      [5, 2],
+      /layer '\w+' \(LSTM\) is stateful .*Build it with stateful: false\.$/,
+    ],
+    [
+      'ThresholdedReLU after a Dense',
+      () =>
+        tf.sequential({
+          layers: [tf.layers.dense({ inputShape: [6], units: 4 }), tf.layers.thresholdedReLU(), dense(3, 'softmax')],
+        }),
+      [6],
+      /layer '\w+' \(ThresholdedReLU\) runs the kernel Greater, which has no gradient in TensorFlow\.js.*trainable: false/,
+    ],
+  ];
+  for (const [what, make, sample, cause] of models) {
+    const x = tf.zeros([8, ...sample]);
+    const y = tf.oneHot(tf.tensor1d([0, 1, 2, 0, 1, 2, 0, 1], 'int32'), 3);
+    const compiled = () => {
+      const model = make();
+      model.compile({ optimizer: 'sgd', loss: 'categoricalCrossentropy' });
+      return model;
+    };
+    const threads = osThreads();
+    const ds = tf.data.zip({ xs: tf.data.array(x.unstack()), ys: tf.data.array(y.unstack()) }).batch(4);
+    for (const [who, run] of [
+      ['fit', () => fit(compiled(), x, y, { batchSize: 4, backend: 'cpu' })],
+      ['fitDataset', () => fitDataset(compiled(), ds, { epochs: 1, backend: 'cpu' })],
+    ] as const) {
+      const e = (await run().then(
+        () => undefined,
+        (err: unknown) => err,
+      )) as Error & { code?: string };
+      t.equal(e?.code, 'BAD_CONFIG', `${who}, ${what}: BAD_CONFIG`);
+      t.match(e?.message, new RegExp(`^${who}: the model cannot be trained: ${cause.source}`), `${who}, ${what}`);
+      t.notMatch(e?.message, /tandem-fit-|model\.json/, `${who}, ${what}: no private file named`);
+    }
+    t.equal(osThreads(), threads, `${what}: no thread started`);
+    tf.dispose([x, y]);
+  }
+});

@@ -49,7 +49,7 @@ export async function checkModuleModelShapes(
     }
     if (targetShape) {
       if (!ownTargets) checkTargetShape(output, targetShape, loss, modelSource, dataSource);
-      assertTrainable(tf, model, sampleShape, modelSource);
+      assertTrainable(tf, model, sampleShape, `model '${modelSource}'`);
       return;
     }
     const binary = classes === 2 && output[0] === 1; // one score (sigmoid or logit) for two classes
@@ -67,7 +67,7 @@ export async function checkModuleModelShapes(
           `(give ${classes} outputs${classes === 2 ? ', or 1 for binary cross-entropy' : ''})`,
       );
     }
-    assertTrainable(tf, model, sampleShape, modelSource);
+    assertTrainable(tf, model, sampleShape, `model '${modelSource}'`);
   } finally {
     model.dispose();
   }

@@ -211,7 +211,7 @@ async function modelFiles(model: tf.LayersModel, first: BatchArrays, shape: Stre
   const { sampleShape, targetShape } = shape;
   const x = tf.tensor(first.samples.subarray(0, first.count * sampleSize(sampleShape)), [first.count, ...sampleShape]);
   try {
-    return await writeFitFiles(tf, model, x, { values: first.targets, targetShape }, classes);
+    return await writeFitFiles(tf, model, x, { values: first.targets, targetShape }, classes, 'fitDataset');
   } finally {
     x.dispose();
   }

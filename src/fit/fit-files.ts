@@ -9,6 +9,8 @@ import path from 'node:path';
 import type * as tfNs from '@tensorflow/tfjs';
 import { modelArtifacts, writeModelFiles } from '../actors/model-files.js';
 import type { FitY } from './fit-targets.js';
+import type { FitCaller } from './fit-caller.js';
+import { assertTrainable } from '../model/trainability.js';
 
 /** The private directory of one fit: its model.json, its data module; `remove()` deletes it all. */
 export interface FitFiles {
@@ -24,7 +26,9 @@ export async function writeFitFiles(
   x: tfNs.Tensor,
   y: FitY,
   classes: number,
+  who: Exclude<FitCaller, 'evaluate'>,
 ): Promise<FitFiles> {
+  checkTrainable(tf, model, x.shape.slice(1), who);
   const dir = await mkdtemp(path.join(os.tmpdir(), 'tandem-fit-'));
   try {
     const modelJson = await writeModelFiles(path.join(dir, 'model'), await modelArtifacts(tf, model));
@@ -34,6 +38,20 @@ export async function writeFitFiles(
   } catch (err) {
     await rm(dir, { recursive: true, force: true });
     throw err;
+  }
+}
+
+/**
+ * A model tandem cannot train, refused in the caller's name (the run would name its private model.json). The check's
+ * training forward pass moves BatchNormalization's moving statistics: the model's non-trainable weights are put back.
+ */
+function checkTrainable(tf: typeof tfNs, model: tfNs.LayersModel, sample: number[], who: FitCaller): void {
+  const kept = model.nonTrainableWeights.map(w => tf.clone(w.read()));
+  try {
+    assertTrainable(tf, model, sample, `${who}: the model`);
+  } finally {
+    model.nonTrainableWeights.forEach((w, i) => w.write(kept[i]));
+    tf.dispose(kept);
   }
 }
 

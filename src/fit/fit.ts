@@ -122,7 +122,7 @@ export async function fitWith(
   const samples = x.shape[0];
   const stepsPerEpoch = Math.ceil(samples / batchSize); // the last batch may be smaller, as model.fit trains it
   const targetsY = targets.targets(y);
-  const files = await writeFitFiles(tf, trained, x, targetsY, targets.classes);
+  const files = await writeFitFiles(tf, trained, x, targetsY, targets.classes, 'fit');
   try {
     const outputs = style.outputs;
     if (outputs) await writeOutputsSpec(files.modelJson, { ...outputs.spec, classWeights: outputs.classWeights });

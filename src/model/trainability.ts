@@ -27,14 +27,14 @@ interface LayerLike {
 
 /**
  * Throws BAD_CONFIG naming the first layer whose kernel has no gradient on the way from a trainable weight to the
- * output.
+ * output; `subject` begins the refusal (`model 'net.mjs'`, `fit: the model`).
  */
-export function assertTrainable(tf: Tf, model: LayersModel, sampleShape: number[], source: string): void {
+export function assertTrainable(tf: Tf, model: LayersModel, sampleShape: number[], subject: string): void {
   const spans: { layer: LayerLike; from: number; to: number }[] = [];
   const running: LayerLike[] = [];
   const restore: (() => void)[] = [];
   const layers = allLayers(model.layers as unknown as LayerLike[]);
-  assertStateless(layers, source);
+  assertStateless(layers, subject);
   const visit = (layer: LayerLike) => {
     const stock = layer.call;
     layer.call = function (this: LayerLike, inputs, kwargs) {
@@ -59,7 +59,7 @@ export function assertTrainable(tf: Tf, model: LayersModel, sampleShape: number[
       model.trainableWeights.map(w => w.read() as Variable),
     ).missing;
   } catch (e) {
-    throw forwardFailure(e, running.at(-1), source);
+    throw forwardFailure(e, running.at(-1), subject);
   } finally {
     x.dispose();
     for (const r of restore) r();
@@ -75,7 +75,7 @@ export function assertTrainable(tf: Tf, model: LayersModel, sampleShape: number[
       : `whose gradient throws in TensorFlow.js (${throws})`;
   throw new TandemError(
     'BAD_CONFIG',
-    `model '${source}' cannot be trained: ${where} runs the kernel ${kernelName}, ${gradient}` +
+    `${subject} cannot be trained: ${where} runs the kernel ${kernelName}, ${gradient}` +
       (`, and a trainable weight lies before it (or is its own). Freeze those weights (trainable: false), or compute ` +
         `it with ops that have `) +
       `gradients${kernelName === 'StridedSlice' ? ' (tf.slice instead of tf.stridedSlice)' : ''}.`,
@@ -83,12 +83,12 @@ export function assertTrainable(tf: Tf, model: LayersModel, sampleShape: number[
 }
 
 /** A forward pass of the model that throws inside tfjs, as a refusal naming the layer that threw. */
-function forwardFailure(e: unknown, layer: LayerLike | undefined, source: string): Error {
+function forwardFailure(e: unknown, layer: LayerLike | undefined, subject: string): Error {
   if (e instanceof TandemError) return e;
   const where = layer ? `layer '${layer.name}' (${layer.getClassName()})` : 'the model';
   return new TandemError(
     'BAD_CONFIG',
-    `model '${source}' cannot be trained: ${where} throws in a training forward pass on one ` +
+    `${subject} cannot be trained: ${where} throws in a training forward pass on one ` +
       (`TensorFlow.js engine, before any device starts (${e instanceof Error ? e.message : String(e)}). ` +
         `TensorFlow.js itself cannot run it `) +
       'in a model: remove the layer, or do its work in the data module.',
@@ -96,12 +96,12 @@ function forwardFailure(e: unknown, layer: LayerLike | undefined, source: string
 }
 
 /** A stateful recurrent layer carries its state from one batch to the next: refused, naming it. */
-function assertStateless(layers: LayerLike[], source: string): void {
+function assertStateless(layers: LayerLike[], subject: string): void {
   const stateful = layers.find(l => l.stateful === true);
   if (!stateful) return;
   throw new TandemError(
     'BAD_CONFIG',
-    `model '${source}' cannot be trained: layer '${stateful.name}' (${stateful.getClassName()}) is stateful — ` +
+    `${subject} cannot be trained: layer '${stateful.name}' (${stateful.getClassName()}) is stateful — ` +
       ("its state carries from one batch to the next, and tandem's batches are shuffled samples split across " +
         'devices, and its state is ') +
       'no weight (checkpoints do not hold it). Build it with stateful: false.',
