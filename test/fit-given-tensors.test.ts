@@ -140,3 +140,42 @@ t.test('fitDataset: batches of xs [x] and ys { outputName: y } = model.fitDatase
   tf.dispose([x, y, vx, vy, ...xs, ...ys]);
   [start, reference, model].forEach(m => m.dispose());
 });
+
+t.test('fit: a NaN or Infinity in the samples it trains is refused, naming the tensor, sample and element', async t => {
+  const { x, y } = data();
+  const at = (tensor: tf.Tensor, sample: number, element: number, value: number) => {
+    const values = tensor.arraySync() as number[][];
+    values[sample][element] = value;
+    return tf.tensor2d(values);
+  };
+  const bad: [string, tf.Tensor, tf.Tensor, RegExp][] = [
+    ['x', at(x, 3, 2, NaN), y, /^fit: x has NaN at sample 3, element 2; clean or impute the data before training/],
+    ['y', x, at(y, 5, 1, Infinity), /^fit: y has Infinity at sample 5, element 1; clean or impute/],
+  ];
+  for (const [what, bx, by, message] of bad) {
+    await t.rejects(fit(make(), bx, by, { batchSize: 4, ...on }), { code: 'BAD_DATA', message }, what);
+    await t.rejects(
+      fit(make(), [bx], [by], { batchSize: 4, ...on }),
+      { code: 'BAD_DATA', message },
+      `${what} as [${what}]`,
+    );
+  }
+  // one of two inputs, named
+  const a = tf.input({ shape: [2], name: 'left' });
+  const b = tf.input({ shape: [3], name: 'right' });
+  const out = tf.layers.dense({ units: 3, activation: 'softmax' }).apply(tf.layers.concatenate().apply([a, b]));
+  const two = tf.model({ inputs: [a, b], outputs: out as tf.SymbolicTensor });
+  two.compile({ optimizer: 'sgd', loss: 'categoricalCrossentropy' });
+  await t.rejects(fit(two, [x.slice([0, 0], [-1, 2]), at(x.slice([0, 2], [-1, 3]), 7, 0, -Infinity)], y, on), {
+    code: 'BAD_DATA',
+    message: /^fit: x's input right has -Infinity at sample 7, element 0/,
+  });
+  // in the validation split only: trained, as model.fit trains it (its val_loss NaN)
+  const late = at(x, N - 1, 0, NaN);
+  const history = await fit(make(), late, y, { batchSize: 4, validationSplit: 0.25, ...on });
+  t.ok(Number.isFinite(history.history.loss[0] as number), 'the training samples are all finite: trained');
+  const tfjs = await make().fit(late, y, { batchSize: 4, validationSplit: 0.25, verbose: 0 });
+  t.ok(Number.isNaN(tfjs.history.val_loss[0] as number), "model.fit's val_loss: NaN");
+  t.ok(Number.isNaN(history.history.val_loss[0] as number), 'val_loss NaN, as model.fit gives it');
+  tf.dispose([x, y, bad[0][1], bad[1][2], late]);
+});

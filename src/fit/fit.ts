@@ -60,6 +60,7 @@ async function fitOnce(model: tf.LayersModel, x: FitX, y: FitY, args: FitArgs): 
   const validationX = validationInputs && packInputs(validationInputs);
   const flatArgs = validationX ? { ...args, validationData: [validationX, ...given!.slice(1)] as typeof given } : args;
   const { trainX, trainY, validation } = splitValidation(flatX, y, flatArgs);
+  refuseNonFiniteTraining(model, inputs, y, trainX.shape[0]);
   const { batchSize } = settings;
   const names = outputs && { spec: outputs.run.spec, names: model.metricsNames };
   const pool = validation && new ValidationPool(trained, validation.x, validation.y, batchSize, devicesOf(args), names);
@@ -181,4 +182,28 @@ export function devicesOf(args: ValidationOn): ValidationOn {
     ...(args.backend !== undefined ? { backend: args.backend } : {}),
     ...(args.plugins !== undefined ? { plugins: args.plugins } : {}),
   };
+}
+
+/** Each input of `x`, and `y`, refused on a non-finite value in the first `rows` samples (the ones trained). */
+function refuseNonFiniteTraining(model: tf.LayersModel, inputs: tf.Tensor[], y: tf.Tensor, rows: number): void {
+  const named = (i: number) => (inputs.length > 1 ? `x's input ${model.inputNames[i]}` : 'x');
+  inputs.forEach((input, i) => refuseNonFinite(input, rows, named(i), 'an input'));
+  refuseNonFinite(y, rows, 'y', 'a target');
+}
+
+/**
+ * BAD_DATA naming the first non-finite value in the first `rows` samples of `tensor` (those fit trains on), as the
+ * data modules refuse one: tfjs would train the weights to NaN.
+ */
+function refuseNonFinite(tensor: tf.Tensor, rows: number, what: string, kind: string): void {
+  const values = tensor.dataSync();
+  const per = tensor.size / Math.max(1, tensor.shape[0]);
+  for (let k = 0; k < rows * per; k++) {
+    if (Number.isFinite(values[k])) continue;
+    throw new TandemError(
+      'BAD_DATA',
+      `fit: ${what} has ${values[k]} at sample ${Math.floor(k / per)}, element ${k % per}; clean or impute the data ` +
+        `before training (${kind} of NaN or Infinity makes the loss and the weights NaN)`,
+    );
+  }
 }
