@@ -179,3 +179,61 @@ t.test('fit: a NaN or Infinity in the samples it trains is refused, naming the t
   t.ok(Number.isNaN(history.history.val_loss[0] as number), 'val_loss NaN, as model.fit gives it');
   tf.dispose([x, y, bad[0][1], bad[1][2], late]);
 });
+
+t.test('fit: x of rank 1 for an input of one value = model.fit, as tfjs takes it; nothing left behind', async t => {
+  const make1 = () => {
+    const model = tf.sequential({
+      layers: [tf.layers.dense({ inputShape: [1], units: 3, activation: 'softmax', kernelInitializer: 'ones' })],
+    });
+    model.compile({ optimizer: 'sgd', loss: 'categoricalCrossentropy' });
+    return model;
+  };
+  const x = tf.tensor1d([1, 2, 3, 4, 5, 6, 7, 8].map(v => v / 8));
+  const y = tf.oneHot(tf.tensor1d([0, 1, 2, 0, 1, 2, 0, 1], 'int32'), 3);
+  const [vx, vy] = [x.slice(0, 4), y.slice(0, 4)];
+  for (const [what, extra] of [
+    ['validationData of rank 1', { validationData: [vx, vy] as [tf.Tensor, tf.Tensor] }],
+    ['validationSplit', { validationSplit: 0.25 }],
+  ] as const) {
+    const args = { batchSize: 4, shuffle: false, ...extra };
+    const want = await make1().fit(x, y, { ...args, verbose: 0 });
+    const model = make1();
+    const before = tf.memory().numTensors;
+    const got = await fit(model, x, y, { ...args, ...on });
+    t.equal(tf.memory().numTensors, before, `${what}: fit leaves no tensor behind`);
+    for (const key of Object.keys(want.history))
+      t.ok(worstRelative(want.history[key] as number[], got.history[key] as number[]) < 1e-6, `${what}: ${key}`);
+  }
+  t.notOk(x.isDisposed || vx.isDisposed, "the caller's tensors still alive");
+  tf.dispose([x, y, vx, vy]);
+});
+
+t.test('fit and evaluate: x of the wrong sample shape or of strings, or nothing to train: refused by name', async t => {
+  const { x, y } = data();
+  const cases: [string, () => Promise<unknown>, RegExp][] = [
+    [
+      'fit, x [24, 4]',
+      () => fit(make(), x.slice([0, 0], [-1, 4]), y, on),
+      /^fit: x has shape \[24, 4\]: samples of \[4\], and the model's input \w+ takes samples of \[5\]$/,
+    ],
+    [
+      'evaluate, x [24, 5, 1]',
+      () => evaluate(make(), x.expandDims(2), y, on),
+      /^evaluate: x has shape \[24, 5, 1\]: samples of \[5, 1\], and the model's input \w+ takes samples of \[5\]$/,
+    ],
+    [
+      'fit, validationData x [8, 4]',
+      () => fit(make(), x, y, { ...on, validationData: [[x.slice([0, 0], [8, 4])], y.slice(0, 8)] }),
+      /^fit: validationData has shape \[8, 4\]: samples of \[4\]/,
+    ],
+    ['fit, x of strings', () => fit(make(), tf.fill([24, 5], 'a'), y, on), /^fit: x is a tensor of string; the model/],
+    ['fit, no samples', () => fit(make(), tf.zeros([0, 5]), tf.zeros([0, 3]), on), /^fit: x has no samples; give/],
+    [
+      'fit, a split that leaves none',
+      () => fit(make(), x, y, { ...on, validationSplit: 0.99 }),
+      /^fit: validationSplit 0\.99 leaves none of x's 24 samples to train on/,
+    ],
+  ];
+  for (const [what, run, message] of cases) await t.rejects(run(), { code: 'BAD_DATA', message }, what);
+  tf.dispose([x, y]);
+});

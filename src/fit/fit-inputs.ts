@@ -18,6 +18,29 @@ export type FitX = tf.Tensor | tf.Tensor[] | Record<string, tf.Tensor>;
  * begun by `who` (fit, fitDataset, evaluate).
  */
 export function inputsOf(model: tf.LayersModel, x: FitX, what: string, who: FitCaller = 'fit'): tf.Tensor[] {
+  const list = inputList(model, x, what, who);
+  list.forEach((t, i) => refuseOddInput(model, t, i, what, who));
+  return list;
+}
+
+/** A tensor of strings, or samples not of the model's input's shape, refused (a tensor of rank 1 is [n, 1]). */
+function refuseOddInput(model: tf.LayersModel, t: tf.Tensor, i: number, what: string, who: FitCaller): void {
+  const names = model.inputNames;
+  const label = names.length > 1 ? `${what}'s input ${names[i]}` : what;
+  if (t.dtype === 'string' || t.dtype === 'complex64')
+    throw new TandemError('BAD_DATA', `${who}: ${label} is a tensor of ${t.dtype}; the model takes numbers`);
+  const want = model.inputs[i].shape.slice(1);
+  const got = t.rank === 1 ? [1] : t.shape.slice(1); // as tfjs's fit and evaluate take it
+  if (got.length === want.length && want.every((d, k) => d === null || d === got[k])) return;
+  throw new TandemError(
+    'BAD_DATA',
+    `${who}: ${label} has shape [${t.shape.join(', ')}]: samples of [${got.join(', ')}], and the model's input ` +
+      `${names[i]} takes samples of [${want.map(d => d ?? 'any').join(', ')}]`,
+  );
+}
+
+/** `x` as one tensor per input of `model`, in its inputs' order, each of `n` samples. */
+function inputList(model: tf.LayersModel, x: FitX, what: string, who: FitCaller): tf.Tensor[] {
   const names = model.inputNames;
   if (x instanceof tf.Tensor) {
     if (names.length === 1) return [x];

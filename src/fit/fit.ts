@@ -43,36 +43,24 @@ async function fitOnce(model: tf.LayersModel, x: FitX, y: FitY, args: FitArgs): 
   requireCompiled(model);
   const outputs = onOutputsPath(model) ? severalOutputs(model, y, args) : undefined;
   ({ y, args } = outputs ?? oneOutput(model, y, args)); // one tensor of targets (several outputs': flat)
-  const inputs = inputsOf(model, x, 'x');
-  if (inputs[0].shape[0] !== y.shape[0])
-    throw new TandemError(
-      'BAD_DATA',
-      `fit: x has ${inputs[0].shape[0]} samples and y ${y.shape[0]}; give as many of each`,
-    );
-  tandemOptions(args); // refused before the split
-  warnIgnoredArgs(args, FIT_IGNORED, 'fit');
-  // several inputs: one flat row per sample; several outputs: one flat output
-  const trained = outputs?.trained ?? (inputs.length > 1 ? flatInputModel(model) : model);
-  const flatX = packInputs(inputs);
-  const given = args.validationData;
-  const several = model.inputs.length > 1 || !(given?.[0] instanceof tf.Tensor); // one tensor: refused if several
-  const validationInputs = given && several ? inputsOf(model, given[0], 'validationData') : undefined;
-  const validationX = validationInputs && packInputs(validationInputs);
-  const flatArgs = validationX ? { ...args, validationData: [validationX, ...given!.slice(1)] as typeof given } : args;
-  const { trainX, trainY, validation } = splitValidation(flatX, y, flatArgs);
-  refuseNonFiniteTraining(model, inputs, y, trainX.shape[0]);
-  const { batchSize } = settings;
-  const names = outputs && { spec: outputs.run.spec, names: model.metricsNames };
-  const pool = validation && new ValidationPool(trained, validation.x, validation.y, batchSize, devicesOf(args), names);
+  const made: tf.Tensor[] = []; // every tensor this fit makes (never the caller's), disposed at its end
+  let pool: ValidationPool | undefined;
   try {
+    const { inputs, trainX, trainY, validation } = fitData(model, x, y, args, made);
+    // several inputs: one flat row per sample; several outputs: one flat output
+    const trained = outputs?.trained ?? (inputs.length > 1 ? flatInputModel(model) : model);
+    const { batchSize } = settings;
+    const names = outputs && { spec: outputs.run.spec, names: model.metricsNames };
+    pool = validation && new ValidationPool(trained, validation.x, validation.y, batchSize, devicesOf(args), names);
+    const validate = pool;
     return await fitWith(model, trainX, trainY, args, {
       ...settings,
       callbacks: args.callbacks,
       yieldEvery: args.yieldEvery,
       params: { samples: trainX.shape[0], steps: null, batchSize, initialEpoch: settings.initialEpoch },
       batchLogsBeforeBegin: false,
-      validate: pool && (() => pool.logs()),
-      validatePart: pool && (hosts => pool.part(hosts)),
+      validate: validate && (() => validate.logs()),
+      validatePart: validate && (hosts => validate.part(hosts)),
       trained,
       ...(outputs ? { outputs: outputs.run } : {}),
       digest: () =>
@@ -91,12 +79,55 @@ async function fitOnce(model: tf.LayersModel, x: FitX, y: FitY, args: FitArgs): 
     });
   } finally {
     await pool?.close();
-    if (trainX !== flatX) tf.dispose([trainX, trainY]);
-    validation?.dispose();
-    if (flatX !== inputs[0]) flatX.dispose(); // one input's tensor is the caller's, given alone or as [x]
-    if (validationX !== validationInputs?.[0]) validationX?.dispose();
+    tf.dispose(made);
     outputs?.dispose();
   }
+}
+
+/**
+ * What fit trains and validates on: x's inputs (a tensor of rank 1 as [n, 1], as model.fit takes it), packed into one
+ * row a sample, split from the validation; each tensor made here is pushed to `made`. BAD_DATA where x and y differ in
+ * samples, where nothing is left to train on, or where a sample trained on is not finite.
+ */
+function fitData(model: tf.LayersModel, x: FitX, y: tf.Tensor, args: FitArgs, made: tf.Tensor[]) {
+  const ours = (t: tf.Tensor, given: tf.Tensor[]) => (given.includes(t) || made.includes(t) ? t : (made.push(t), t));
+  const givenInputs = inputsOf(model, x, 'x');
+  const inputs = givenInputs.map(t => ours(rank2(t), givenInputs));
+  if (inputs[0].shape[0] !== y.shape[0])
+    throw new TandemError(
+      'BAD_DATA',
+      `fit: x has ${inputs[0].shape[0]} samples and y ${y.shape[0]}; give as many of each`,
+    );
+  tandemOptions(args); // refused before the split
+  warnIgnoredArgs(args, FIT_IGNORED, 'fit');
+  const flatX = ours(packInputs(inputs), givenInputs);
+  const given = args.validationData;
+  const several = model.inputs.length > 1 || !(given?.[0] instanceof tf.Tensor) || given[0].rank === 1;
+  const givenValidation = given && several ? inputsOf(model, given[0], 'validationData') : [];
+  const validationX =
+    given && several
+      ? ours(packInputs(givenValidation.map(t => ours(rank2(t), givenValidation))), givenValidation)
+      : undefined;
+  const flatArgs = validationX ? { ...args, validationData: [validationX, ...given!.slice(1)] as typeof given } : args;
+  const { trainX, trainY, validation } = splitValidation(flatX, y, flatArgs);
+  if (trainX !== flatX) made.push(trainX, trainY);
+  if (validation)
+    made.push(...[validation.x, validation.y].filter(t => t !== validationX && t !== given?.[0] && t !== given?.[1]));
+  refuseEmptyTraining(inputs[0].shape[0], trainX.shape[0], args.validationSplit);
+  refuseNonFiniteTraining(model, inputs, y, trainX.shape[0]);
+  return { inputs, trainX, trainY, validation };
+}
+
+/** BAD_DATA when no sample is left to train on (model.fit would train none and return an empty History). */
+function refuseEmptyTraining(samples: number, trained: number, split: number | undefined): void {
+  if (trained > 0) return;
+  throw new TandemError(
+    'BAD_DATA',
+    samples === 0
+      ? 'fit: x has no samples; give at least one (model.fit would train nothing and return an empty History)'
+      : `fit: validationSplit ${split} leaves none of x's ${samples} samples to train on ` +
+          `(floor(${samples} × (1 − ${split})) = 0); give a smaller split or more samples`,
+  );
 }
 
 /**
@@ -206,4 +237,9 @@ function refuseNonFinite(tensor: tf.Tensor, rows: number, what: string, kind: st
         `before training (${kind} of NaN or Infinity makes the loss and the weights NaN)`,
     );
   }
+}
+
+/** A tensor of rank 1 as [n, 1] (a new tensor), as tfjs's fit takes it; any other as it is. */
+function rank2(t: tf.Tensor): tf.Tensor {
+  return t.rank === 1 ? tf.expandDims(t, 1) : t;
 }
