@@ -99,6 +99,21 @@ t.test('refused: samples instead of batches, a batch larger than the first, batc
     code: 'BAD_DATA',
     message: /ran out after 3 batches.*need 4/,
   });
+  // an element without ys, or xs of strings: what it is, and what fitDataset takes
+  const odd: [string, tf.data.Dataset<tf.TensorContainer>, RegExp][] = [
+    ['no ys', tf.data.array(x.unstack()).map(xs => ({ xs })), /^fitDataset: element 0's ys is missing; each element/],
+    [
+      'xs of strings',
+      tf.data.array(x.unstack()).map(() => ({ xs: tf.fill([6], 'a'), ys: tf.scalar(1) })),
+      /^fitDataset: element 0's xs is a tensor of string; each element must be \{ xs, ys \} of tensors of numbers/,
+    ],
+  ];
+  for (const [what, ds, message] of odd)
+    await t.rejects(
+      fitDataset(dense.make(), ds.batch(4), { epochs: 1, backend: 'cpu' }),
+      { code: 'BAD_DATA', message },
+      what,
+    );
   tf.dispose([x, y]);
 });
 

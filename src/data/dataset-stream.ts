@@ -148,12 +148,8 @@ export class DatasetStream {
   }
 
   private arrays(value: Partial<{ xs: unknown; ys: unknown }>, index: number): BatchArrays {
-    const { xs, ys } = value ?? {};
-    if (!(xs instanceof tf.Tensor) || !(ys instanceof tf.Tensor))
-      throw new TandemError(
-        'BAD_DATA',
-        `${this.reading.who}: element ${index} is not { xs: Tensor, ys: Tensor } (one input, one output so far)`,
-      );
+    const xs = this.tensorOf(value?.xs, 'xs', index);
+    const ys = this.tensorOf(value?.ys, 'ys', index);
     this.checkIsBatch(xs, index);
     const count = xs.shape[0];
     const y = this.reading.targets(ys, index);
@@ -178,6 +174,17 @@ export class DatasetStream {
     const samples = xs.dataSync() as Float32Array;
     this.refuseNonFinite(samples, index, count);
     return { samples, targets: y.values, count };
+  }
+
+  /** An element's `xs` or `ys` (`key`): a tensor of numbers, else BAD_DATA saying what it is. */
+  private tensorOf(v: unknown, key: 'xs' | 'ys', index: number): tf.Tensor {
+    if (v instanceof tf.Tensor && v.dtype !== 'string' && v.dtype !== 'complex64') return v;
+    const what = v === undefined ? 'missing' : v instanceof tf.Tensor ? `a tensor of ${v.dtype}` : typeof v;
+    throw new TandemError(
+      'BAD_DATA',
+      `${this.reading.who}: element ${index}'s ${key} is ${what}; each element must be { xs, ys } of tensors of ` +
+        'numbers, as model.fitDataset takes them',
+    );
   }
 
   /** Elements of one sample each (not batched) are refused, naming the fix. */
