@@ -31,3 +31,15 @@ for (const c of [FIT_CASES[2], FIT_CASES[4]]) {
     model.dispose();
   });
 }
+
+t.test('evaluate of no samples returns what model.evaluate returns: an empty list', async t => {
+  const c = FIT_CASES[2];
+  const { x, y } = c.data();
+  const model = c.make();
+  const [x0, y0] = [x.slice(0, 0), y.slice(0, 0)];
+  const expected = model.evaluate(x0, y0, { batchSize: 10 });
+  t.same(expected, [], 'model.evaluate: []');
+  t.same(await evaluate(model, x0, y0, { batchSize: 10, backend: 'cpu' }), expected, 'evaluate: the same');
+  tf.dispose([x, y, x0, y0]);
+  model.dispose();
+});

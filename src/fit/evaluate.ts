@@ -51,6 +51,10 @@ export async function evaluate(
   if (!Number.isInteger(batchSize) || batchSize < 1 || !Number.isInteger(devices) || devices < 1)
     throw new TandemError('BAD_CONFIG', `evaluate: batchSize and devices must be positive integers`);
   const run = evaluated(model, x, y);
+  if (run.x.shape[0] === 0) {
+    run.dispose();
+    return []; // as model.evaluate returns for no samples: no batch, no value
+  }
   const dir = await mkdtemp(path.join(os.tmpdir(), 'tandem-evaluate-'));
   try {
     const modelJson = await writeModelFiles(path.join(dir, 'model'), await modelArtifacts(tf, run.model));
