@@ -26,14 +26,8 @@
  * closed.
  */
 import { TandemError } from '../errors.js';
-import {
-  BlockingBackedCollective,
-  type BlockingCollective,
-  type Collective,
-  CollectiveEnv,
-  ReduceOp,
-  SlotReducer,
-} from './collective.js';
+import { BlockingBackedCollective } from './collective.js';
+import type { BlockingCollective, Collective, CollectiveEnv, ReduceOp, SlotReducer } from './collective.js';
 import type { CommunicatorSpec, CommunicatorWorld, PreparedCommunicator, RankHandle, Transport } from './transport.js';
 import { reduceMeanInto, reduceSlotsInto, shardOf } from './reduce-slots.js';
 import { isGlooFailure, loadGlooAddon, GLOO_HOW_TO, type GlooContext, type GlooFailure } from './gloo/gloo-addon.js';

@@ -43,14 +43,8 @@
  * the flat gloo transport (the same chain would add nothing).
  */
 import { TandemError } from '../errors.js';
-import {
-  BlockingBackedCollective,
-  type BlockingCollective,
-  type Collective,
-  CollectiveEnv,
-  ReduceOp,
-  SlotSet,
-} from './collective.js';
+import { BlockingBackedCollective } from './collective.js';
+import type { BlockingCollective, Collective, CollectiveEnv, ReduceOp, SlotSet } from './collective.js';
 import type { CommunicatorSpec, PreparedCommunicator, RankHandle, Transport } from './transport.js';
 import { shardOf } from './reduce-slots.js';
 import {

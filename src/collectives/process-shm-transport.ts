@@ -25,14 +25,8 @@
  * seen before each operation and while waiting (ABORTED).
  */
 import { TandemError } from '../errors.js';
-import {
-  BlockingBackedCollective,
-  type BlockingCollective,
-  type Collective,
-  CollectiveEnv,
-  ReduceOp,
-  SlotReducer,
-} from './collective.js';
+import { BlockingBackedCollective } from './collective.js';
+import type { BlockingCollective, Collective, CollectiveEnv, ReduceOp, SlotReducer } from './collective.js';
 import type { CommunicatorSpec, PreparedCommunicator, RankHandle, Transport } from './transport.js';
 import { reduceMeanInto, reduceSlotsInto, shardOf } from './reduce-slots.js';
 import { loadShmAddon, SHM_HOW_TO, type ShmAddon } from './shm/shm-addon.js';

@@ -14,15 +14,15 @@
  * in rank order in float32 (`reduce-slots.ts`), so every rank holds the same
  * bits and so does every other transport that reduces in rank order.
  */
-import {
-  BlockingBackedCollective,
-  type AllReduceKind,
-  type BlockingCollective,
-  type Collective,
-  type CollectiveEnv,
-  type ReduceOp,
-  type SlotReducer,
-  type SlotSet,
+import { BlockingBackedCollective } from './collective.js';
+import type {
+  AllReduceKind,
+  BlockingCollective,
+  Collective,
+  CollectiveEnv,
+  ReduceOp,
+  SlotReducer,
+  SlotSet,
 } from './collective.js';
 import { TandemError } from '../errors.js';
 import type { CommunicatorSpec, PreparedCommunicator, RankHandle, SlotBuffer, Transport } from './transport.js';
