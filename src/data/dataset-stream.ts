@@ -6,6 +6,7 @@
  */
 import * as tf from '#tfjs';
 import { TandemError } from '../errors.js';
+import { firstNonFinite } from '../engine/non-finite.js';
 import type { BatchRing } from './batch-ring.js';
 
 /** One batch's ys as the devices read them: one label (or float target) per sample, or targets of a shape. */
@@ -222,16 +223,15 @@ export class DatasetStream {
 
   /** Every input value finite, else BAD_DATA naming the batch, the sample and the element. */
   private refuseNonFinite(samples: ArrayLike<number>, index: number, count: number): void {
-    for (let k = 0; k < samples.length; k++) {
-      if (Number.isFinite(samples[k])) continue;
-      const per = samples.length / count;
-      throw new TandemError(
-        'BAD_DATA',
-        `${this.reading.who}: batch ${index}'s xs has ${samples[k]} at sample ${Math.floor(k / per)}, element ` +
-          `${k % per}; clean or impute the data before training (a non-finite input makes the loss and the ` +
-          'weights NaN)',
-      );
-    }
+    const k = samples instanceof Float32Array ? firstNonFinite(samples) : -1; // integers and booleans are finite
+    if (k < 0) return;
+    const per = samples.length / count;
+    throw new TandemError(
+      'BAD_DATA',
+      `${this.reading.who}: batch ${index}'s xs has ${samples[k]} at sample ${Math.floor(k / per)}, element ` +
+        `${k % per}; clean or impute the data before training (a non-finite input makes the loss and the ` +
+        'weights NaN)',
+    );
   }
 
   /** Batch `seq` has `count` samples where the epoch's batches say `expected`. */

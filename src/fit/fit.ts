@@ -8,6 +8,7 @@
 import * as tf from '#tfjs';
 import type { TrainConfig } from '../config-types.js';
 import { TandemError } from '../errors.js';
+import { firstNonFinite } from '../engine/non-finite.js';
 import { fitTargets, requireCompiled } from './fit-targets.js';
 import { writeFitFiles } from './fit-files.js';
 import { checkBatchCoversDevices, FIT_IGNORED, fitSettings, tandemOptions, warnIgnoredArgs } from './fit-args.js';
@@ -227,16 +228,17 @@ function refuseNonFiniteTraining(model: tf.LayersModel, inputs: tf.Tensor[], y: 
  * data modules refuse one: tfjs would train the weights to NaN.
  */
 function refuseNonFinite(tensor: tf.Tensor, rows: number, what: string, kind: string): void {
-  const values = tensor.dataSync();
+  const data = tensor.dataSync();
+  if (!(data instanceof Float32Array)) return; // integers and booleans (tfjs's cpu cast keeps an int's Int32Array)
   const per = tensor.size / Math.max(1, tensor.shape[0]);
-  for (let k = 0; k < rows * per; k++) {
-    if (Number.isFinite(values[k])) continue;
-    throw new TandemError(
-      'BAD_DATA',
-      `fit: ${what} has ${values[k]} at sample ${Math.floor(k / per)}, element ${k % per}; clean or impute the data ` +
-        `before training (${kind} of NaN or Infinity makes the loss and the weights NaN)`,
-    );
-  }
+  const values = data.subarray(0, rows * per);
+  const k = firstNonFinite(values);
+  if (k < 0) return;
+  throw new TandemError(
+    'BAD_DATA',
+    `fit: ${what} has ${values[k]} at sample ${Math.floor(k / per)}, element ${k % per}; clean or impute the data ` +
+      `before training (${kind} of NaN or Infinity makes the loss and the weights NaN)`,
+  );
 }
 
 /** A tensor of rank 1 as [n, 1] (a new tensor), as tfjs's fit takes it; any other as it is. */
