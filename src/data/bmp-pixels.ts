@@ -139,15 +139,20 @@ function decoderStart(bytes: Buffer, { infoSize, compression, bitPP }: BmpHeader
   return 14 + infoSize + after + entries * 4;
 }
 
-/** The file as bmp-ts must be given it: its pixels where bmp-ts reads them, BI_RGB's masks the default ones. */
+/**
+ * The file as bmp-ts must be given it: its pixels where bmp-ts reads them, BI_RGB's masks the default ones; `bytes`
+ * itself where that is what they are already, else a copy.
+ */
 function asDecoderReads(bytes: Buffer, header: BmpHeader): Buffer {
   const start = decoderStart(bytes, header);
   if (start > bytes.length) throw new Error(`a BMP file of ${bytes.length} bytes that ends inside its palette`);
   const { offset, compression, masks, infoSize } = header;
+  // BI_RGB's mask fields inside a header larger than 40 bytes, which bmp-ts reads
+  const fields = compression === 0 && masks ? masks.filter((_, i) => MASK_AT + i * 4 + 4 <= 14 + infoSize) : [];
+  if (start === offset && fields.length === 0) return bytes;
   const copy =
     start === offset ? Buffer.from(bytes) : Buffer.concat([bytes.subarray(0, start), bytes.subarray(offset)]);
-  if (compression === 0 && masks)
-    masks.forEach((m, i) => MASK_AT + i * 4 + 4 <= 14 + infoSize && copy.writeUInt32LE(m, MASK_AT + i * 4));
+  fields.forEach((m, i) => copy.writeUInt32LE(m, MASK_AT + i * 4));
   return copy;
 }
 
@@ -158,9 +163,10 @@ function asDecoderReads(bytes: Buffer, header: BmpHeader): Buffer {
  */
 function abgrOf(decode: Decode, bytes: Buffer, header: BmpHeader): Buffer {
   const { width, height, bitPP, compression } = header;
-  const file = asDecoderReads(bytes, header);
+  const readable = asDecoderReads(bytes, header);
   const widened = bitPP === 4 && compression === 0 && width % 2 === 1;
-  if (!widened) return decoded(decode, file);
+  if (!widened) return decoded(decode, readable);
+  const file = readable === bytes ? Buffer.from(bytes) : readable; // the caller's bytes are not written
   file.writeInt32LE(width + 1, 18);
   const wide = decoded(decode, file);
   const out = Buffer.alloc(width * height * 4);
