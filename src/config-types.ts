@@ -139,6 +139,13 @@ export interface ResolvedConfig {
   steps: number;
   stepsPerEpoch: number;
   optimizer: OptimizerConfig;
+  /**
+   * The model.json whose saved optimizer state (its weights of group 'optimizer') the optimizer starts from, counting
+   * on from its iterations (`optimizer.stepsBefore`): config/saved-model.ts.
+   */
+  optimizerStateFrom?: string;
+  /** Why a saved optimizer state is not taken up: host 0 warns with it once. */
+  optimizerWarning?: string;
   /** The learning rate of each step (optim/lr-schedule.ts); absent: `optimizer.lr` throughout. */
   lrSchedule?: LrSchedule;
   seed: number;

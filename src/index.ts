@@ -70,6 +70,7 @@ export type {
   FlatUpdate,
 } from './optim/optimizer-definition.js';
 export type { OptimizerConfig, OptimizerName } from './optim/flat-optimizer.js';
+export type { OptimizerWeights, NamedValues } from './optim/optimizer-weights.js';
 export { TandemError } from './errors.js';
 export type { TandemErrorCode, SerializedError } from './errors.js';
 export { BACKENDS } from './engine/backend.js';

@@ -16,7 +16,7 @@ import type { ModelSpec } from '../model/resolve-model.js';
 import { getMethod } from '../methods/method-registry.js';
 import { positiveInt } from '../options/option-checks.js';
 import type { CheckedConfig, CheckedFields } from './checked-config.js';
-import { optimizerOf, savedTrainingConfig } from './saved-model.js';
+import { optimizerOf, savedOptimizerState, savedTrainingConfig } from './saved-model.js';
 import { checkClassLabels, heldOutSplit, prepareData } from './prepare-data.js';
 import type { PreparedData } from './prepared-data.js';
 import { namedLoss, resolveLoss } from './resolve-loss.js';
@@ -41,6 +41,8 @@ export async function prepareConfig(checked: CheckedConfig): Promise<ResolvedCon
   const method = getMethod(config.method ?? 'data-parallel');
   const { trainSize, evalSamples } = heldOutSplit(config, meta.size, method, batch, devices);
   const classifier = method.resolveOptions(config, { classes: meta.classes, devices });
+  const localHeads = method.localState ? method.name : undefined;
+  const savedState = await savedOptimizerState(config, source, trainingConfig, optimizer, localHeads);
   checkMinImage(checked, sampleShape);
   const outputs = classifier ? classifier.embedding : meta.classes; // classifier methods: a feature extractor's
   const model: ModelSpec = { source, options: { inputShape: sampleShape, classes: outputs, seed } };
@@ -70,7 +72,7 @@ export async function prepareConfig(checked: CheckedConfig): Promise<ResolvedCon
     targetShape,
     steps,
     stepsPerEpoch,
-    optimizer,
+    ...savedState,
     lrSchedule: resolveLrSchedule(config, optimizer.lr, steps, stepsPerEpoch),
     commHook,
     loss,
@@ -204,6 +206,8 @@ function assemble({ fields: f }: CheckedConfig, p: Prepared): ResolvedConfig {
     perDevice: Math.ceil(f.batch / f.devices), // the most rows a device trains (partialBatch splits unevenly)
     accumulate: f.accumulate,
     ...pick(p, 'steps', 'stepsPerEpoch', 'optimizer'),
+    ...(p.optimizerStateFrom ? { optimizerStateFrom: p.optimizerStateFrom } : {}),
+    ...(p.optimizerWarning ? { optimizerWarning: p.optimizerWarning } : {}),
     ...(p.lrSchedule ? { lrSchedule: p.lrSchedule } : {}),
     ...pick(f, 'seed', 'strategy', 'strategyOptions', 'exchange', 'link', 'trace', 'allReduce', 'localUpdate'),
     ...pick(f, 'transport', 'overwrite'),

@@ -11,6 +11,8 @@ import { modelArtifacts, writeModelFiles } from '../actors/model-files.js';
 import type { FitY } from './fit-targets.js';
 import type { FitCaller } from './fit-caller.js';
 import { assertTrainable } from '../model/trainability.js';
+import type { ModelArtifactsData } from '../actors/protocol.js';
+import { optimizerStateFiles, type OptimizerStateFiles } from './fit-optimizer-state.js';
 
 /** The private directory of one fit: its model.json, its data module; `remove()` deletes it all. */
 export interface FitFiles {
@@ -31,7 +33,8 @@ export async function writeFitFiles(
   checkTrainable(tf, model, x.shape.slice(1), who);
   const dir = await mkdtemp(path.join(os.tmpdir(), 'tandem-fit-'));
   try {
-    const modelJson = await writeModelFiles(path.join(dir, 'model'), await modelArtifacts(tf, model));
+    const artifacts = withOptimizerState(await modelArtifacts(tf, model), await optimizerStateFiles(model, who));
+    const modelJson = await writeModelFiles(path.join(dir, 'model'), artifacts);
     await addOptimizer(modelJson, model);
     const dataModule = await writeSamples(dir, x, y, classes);
     return { dir, modelJson, dataModule, remove: () => rm(dir, { recursive: true, force: true }) };
@@ -53,6 +56,23 @@ function checkTrainable(tf: typeof tfNs, model: tfNs.LayersModel, sample: number
     model.nonTrainableWeights.forEach((w, i) => w.write(kept[i]));
     tf.dispose(kept);
   }
+}
+
+/** The optimizer's state appended to the model's weights, as `model.save({ includeOptimizer: true })` appends it. */
+function withOptimizerState(artifacts: ModelArtifactsData, state: OptimizerStateFiles | undefined): ModelArtifactsData {
+  if (!state) return artifacts;
+  return {
+    ...artifacts,
+    weightSpecs: [...artifacts.weightSpecs, ...(state.specs as ModelArtifactsData['weightSpecs'])],
+    weightData: concatenateBytes(artifacts.weightData, state.data),
+  };
+}
+
+function concatenateBytes(a: ArrayBuffer, b: ArrayBuffer): ArrayBuffer {
+  const out = new Uint8Array(a.byteLength + b.byteLength);
+  out.set(new Uint8Array(a), 0);
+  out.set(new Uint8Array(b), a.byteLength);
+  return out.buffer;
 }
 
 /** The compiled optimizer into model.json's trainingConfig (what `model.save({ includeOptimizer })` writes). */

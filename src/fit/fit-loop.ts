@@ -11,6 +11,7 @@ import { train } from '../trainer/train.js';
 import type { TrainConfig } from '../config-types.js';
 import type { EpochEnd, HostStepShare, RunHosts, TrainHooks } from '../trainer/run-types.js';
 import { fitCallbackList, type FitParams } from './fit-callbacks.js';
+import { takeOptimizerState } from './fit-optimizer-state.js';
 import { loadTrainedWeights } from './trained-weights.js';
 import type { FitTargets } from './fit-targets.js';
 import type { FitArgs } from './fit-args.js';
@@ -110,7 +111,10 @@ async function epochEnded(
   await list.onEpochEnd(epoch, epochLogs);
   // several hosts: any host's callbacks stop every host, after the same epoch
   if (end.hosts) model.stopTraining = (await end.hosts.gather('stop', model.stopTraining)).some(Boolean);
-  if (model.stopTraining || epoch + 1 >= s.epochs) return true;
+  if (model.stopTraining || epoch + 1 >= s.epochs) {
+    await takeOptimizerState(model, end.optimizerState); // model.fit's optimizer goes on from here
+    return true;
+  }
   await list.onEpochBegin(epoch + 1);
   return false;
 }

@@ -188,7 +188,8 @@ export async function fitWith(
 
 /**
  * What of `model` every host's must share: its layers' classes, settings and weight shapes (not their names, which
- * tfjs numbers per process), and its compile() settings. Its weights may differ: host 0's go to every device.
+ * tfjs numbers per process), its compile() settings and its optimizer's iterations. Its weights may differ: host 0's
+ * go to every device.
  */
 function modelDigest(model: tf.LayersModel): unknown {
   const optimizer = model.optimizer;
@@ -203,7 +204,12 @@ function modelDigest(model: tf.LayersModel): unknown {
     loss: sources(model.loss), // a loss or metric function by its source: each host rebuilds its own
     metrics: model.metricsNames,
     metricFunctions: sources(compiled.map(([fn]) => fn)),
-    optimizer: optimizer && { class: optimizer.getClassName(), config: optimizer.getConfig() },
+    // its iterations: a host whose optimizer trained more (its state goes on into the run) would train otherwise
+    optimizer: optimizer && {
+      class: optimizer.getClassName(),
+      config: optimizer.getConfig(),
+      iterations: optimizer.iterations,
+    },
   };
 }
 

@@ -4,7 +4,12 @@
  */
 import type { LayersModel, Tf } from '../engine/tfjs-types.js';
 import { assignWeight } from './flat-weights.js';
-import { readLayersModelFiles } from './layers-model-files.js';
+import { readLayersModelFiles, splitOptimizerWeights } from './layers-model-files.js';
+
+/** The model's own files: an optimizer's saved state is read apart (saved-optimizer-state.ts), never built here. */
+async function modelFiles(modelJsonPath: string) {
+  return splitOptimizerWeights(modelJsonPath, await readLayersModelFiles(modelJsonPath)).model;
+}
 
 /**
  * A tfjs IOHandler over model.json on disk, for `tf.loadLayersModel` without tfjs-node; malformed files fail with
@@ -13,7 +18,7 @@ import { readLayersModelFiles } from './layers-model-files.js';
 export function fileModelHandler(modelJsonPath: string) {
   return {
     async load() {
-      const { modelTopology, weightSpecs, weightData } = await readLayersModelFiles(modelJsonPath);
+      const { modelTopology, weightSpecs, weightData } = await modelFiles(modelJsonPath);
       return { modelTopology, weightSpecs: weightSpecs as never, weightData };
     },
   };
@@ -26,7 +31,7 @@ export function fileModelHandler(modelJsonPath: string) {
  * was saved. The constrained weights are set back to the file's values.
  */
 export async function loadModelFile(tf: Tf, modelJsonPath: string): Promise<LayersModel> {
-  const { modelTopology, weightSpecs, weightData } = await readLayersModelFiles(modelJsonPath);
+  const { modelTopology, weightSpecs, weightData } = await modelFiles(modelJsonPath);
   const specs = weightSpecs as Parameters<Tf['io']['decodeWeights']>[1];
   const model = await tf.loadLayersModel({ load: async () => ({ modelTopology, weightSpecs: specs, weightData }) });
   const constrained = model.weights.filter(w => w.constraint != null);

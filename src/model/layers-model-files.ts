@@ -17,6 +17,8 @@ export interface WeightSpec {
   shape: number[];
   dtype: string;
   quantization?: { dtype: string };
+  /** 'optimizer': the optimizer's state, which `model.save({ includeOptimizer: true })` appends. */
+  group?: string;
 }
 export interface LayersModelFiles {
   modelTopology: object;
@@ -207,4 +209,51 @@ function expectedBytes(file: string, specs: WeightSpec[]): number {
     if (total > MAX_WEIGHT_BYTES) bad(file, `the weights take over 4 GiB (weight ${i} included)`);
   }
   return total;
+}
+
+/** A weight of group 'optimizer' (the optimizer's state), decoded. */
+export interface SavedOptimizerWeight {
+  name: string;
+  shape: number[];
+  values: Float32Array | Int32Array;
+}
+
+/**
+ * The model's own weights apart from the optimizer's state (the weights of group 'optimizer', decoded: tfjs writes
+ * them float32, and the iterations int32), as tfjs's loader splits them.
+ */
+export function splitOptimizerWeights(
+  file: string,
+  files: LayersModelFiles,
+): { model: LayersModelFiles; optimizer: SavedOptimizerWeight[] } {
+  const specs: WeightSpec[] = [];
+  const parts: Uint8Array[] = [];
+  const optimizer: SavedOptimizerWeight[] = [];
+  let at = 0;
+  for (const [i, s] of files.weightSpecs.entries()) {
+    const bytes = BYTES[s.quantization?.dtype ?? s.dtype] * s.shape.reduce((a, b) => a * b, 1);
+    const part = new Uint8Array(files.weightData, at, bytes);
+    at += bytes;
+    if (s.group !== 'optimizer') {
+      specs.push(s);
+      parts.push(part);
+    } else if (s.quantization || (s.dtype !== 'float32' && s.dtype !== 'int32')) {
+      bad(
+        file,
+        `optimizer weight ${i} (${JSON.stringify(s.name)}) is ${s.quantization?.dtype ?? s.dtype}: ` +
+          "tfjs saves an optimizer's state as float32 (its iterations int32)",
+      );
+    } else {
+      const copy = part.slice().buffer;
+      optimizer.push({
+        name: s.name,
+        shape: s.shape,
+        values: s.dtype === 'int32' ? new Int32Array(copy) : new Float32Array(copy),
+      });
+    }
+  }
+  if (optimizer.length === 0) return { model: files, optimizer };
+  const data = Buffer.concat(parts);
+  const weightData = data.buffer.slice(data.byteOffset, data.byteOffset + data.byteLength);
+  return { model: { modelTopology: files.modelTopology, weightSpecs: specs, weightData }, optimizer };
 }

@@ -10,7 +10,7 @@
  * the same bits whichever arithmetic runs.
  */
 import { requireNativeAddon } from '../engine/native/native-addon.js';
-import { applyUpdate, type OptimizerConfig } from './flat-optimizer.js';
+import { applyUpdate, optimizerStep, type OptimizerConfig } from './flat-optimizer.js';
 import { optimizerOfKind } from './optimizer-registry.js';
 import { reduceMeanInto } from '../collectives/reduce-slots.js';
 import type { SlotReducer } from '../collectives/collective.js';
@@ -44,8 +44,9 @@ export function nativeArithmetic(): FlatArithmetic {
         reduceMeanInto(slots, out, start, end); // a copy at most: the JS one
       else if (end > start) addon.reduceMean(slots, out, start, end);
     },
-    applyUpdate(config, params, grads, state, start, end, step) {
+    applyUpdate(config, params, grads, state, start, end, runStep) {
       const optimizer = optimizerOfKind(config.kind);
+      const step = optimizerStep(config, runStep);
       if (optimizer.nativeUpdate)
         optimizer.nativeUpdate(addon, config as never, params, grads, state, start, end, step);
       else optimizer.update(config as never, params, grads, state, start, end, step); // no C++ loop: the same bits

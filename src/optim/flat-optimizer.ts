@@ -55,5 +55,10 @@ export function applyUpdate(
   end: number,
   step: number,
 ): void {
-  optimizerOfKind(config.kind).update(config as never, params, grads, state, start, end, step);
+  optimizerOfKind(config.kind).update(config as never, params, grads, state, start, end, optimizerStep(config, step));
+}
+
+/** The step an optimizer's rule sees at the run's `step`: counted on from the updates it made before the run. */
+export function optimizerStep(config: { stepsBefore?: number }, step: number): number {
+  return step + (config.stepsBefore ?? 0);
 }

@@ -40,7 +40,15 @@ export type HyperOptions = Readonly<Record<string, HyperOption<HyperValue>>>;
 export type HyperValueOf<O> = O extends HyperOption<infer T> ? (T extends boolean ? boolean : number) : never;
 
 /** What every thread receives for an optimizer: its kind, the learning rate and its hyper-parameters resolved. */
-export type ResolvedOptimizer<K extends string, O extends HyperOptions> = { kind: K; lr: number } & {
+export type ResolvedOptimizer<K extends string, O extends HyperOptions> = {
+  kind: K;
+  lr: number;
+  /**
+   * The updates the optimizer made before this run's step 1 (a saved model's optimizer state, or `fit` called again):
+   * its rule sees step + stepsBefore, as tfjs's optimizer counts its iterations on.
+   */
+  stepsBefore?: number;
+} & {
   -readonly [P in keyof O as HyperValueOf<O[P]> extends boolean ? never : P]: HyperValueOf<O[P]>;
 } & {
   // switches may be left out at their fallback (`omitAtFallback`)
@@ -72,6 +80,12 @@ export interface OptimizerDefinition<K extends string = string, O extends HyperO
   /** Cross-option checks after each option's own, as BAD_CONFIG naming the field. */
   check?(config: ResolvedOptimizer<K, O>): void;
   stateSlots(config: ResolvedOptimizer<K, O>): number;
+  /**
+   * What the tfjs optimizer it stands for names each state slot (a weight's `<name>/<suffix>`), in the order of its
+   * `getWeights()`, which is the order of the slots here: the first `stateSlots` of them are kept. Absent: a saved
+   * model's optimizer state, or the state `fit` hands on between calls, is not carried over (the state starts afresh).
+   */
+  readonly tfjsStateNames?: readonly string[];
   /** Each state slot's value before the first step (0 but for adagrad's accumulator). */
   init(config: ResolvedOptimizer<K, O>): number[];
   update(...args: Parameters<FlatUpdate<ResolvedOptimizer<K, O>>>): void;

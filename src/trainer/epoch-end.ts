@@ -8,7 +8,9 @@
 import type { ResolvedConfig } from '../config-types.js';
 import { peerWaitMs } from '../world/peer-wait.js';
 import { hostGather } from './host-gather.js';
-import { paramSlots } from '../actors/shared-buffers.js';
+import { optimizerStateOf, paramSlots } from '../actors/shared-buffers.js';
+import { optimizerStep } from '../optim/flat-optimizer.js';
+import { stateNamesOf, type OptimizerWeights } from '../optim/optimizer-weights.js';
 import type { RunCheckpointing } from './checkpointing.js';
 import type { RunThreads } from './run-threads.js';
 import type { LaidOut } from './run-setup.js';
@@ -21,7 +23,10 @@ export function epochEndDue(hooks: TrainHooks, stepsPerEpoch: number, step: numb
 }
 
 /** The epoch-end's config: its epochs' length, and the hosts' world. */
-export type EpochEndConfig = Pick<ResolvedConfig, 'stepsPerEpoch' | 'rendezvous' | 'topology' | 'stallTimeoutMs'>;
+export type EpochEndConfig = Pick<
+  ResolvedConfig,
+  'stepsPerEpoch' | 'rendezvous' | 'topology' | 'stallTimeoutMs' | 'optimizer'
+>;
 
 /** The hook called for the epoch `step` ends; true: the run ends after `step`. */
 export async function atEpochEnd(
@@ -41,8 +46,22 @@ export async function atEpochEnd(
       nonTrainableWeights: splitState(laidOut.state, state),
     };
   };
+  const optimizerState = (): OptimizerWeights => {
+    const names = stateNamesOf(cfg.optimizer);
+    // every device holds the same state (a sharded update writes each shard into every replica)
+    const slots = optimizerStateOf(laidOut.buffers, 0).map((s, j) =>
+      modelOrderWeights(laidOut.weights, laidOut.layout, s).map(w => ({ ...w, name: `${w.name}/${names[j]}` })),
+    );
+    return { iterations: optimizerStep(cfg.optimizer, step), slots };
+  };
   const hosts = hostGather(cfg, `epoch-end.${step}`, peerWaitMs(cfg.stallTimeoutMs));
   return (
-    (await hooks.atEpochEnd!({ epoch: step / stepsPerEpoch, step, weights, ...(hosts ? { hosts } : {}) })) === true
+    (await hooks.atEpochEnd!({
+      epoch: step / stepsPerEpoch,
+      step,
+      weights,
+      optimizerState,
+      ...(hosts ? { hosts } : {}),
+    })) === true
   );
 }

@@ -8,6 +8,7 @@ import type { AutoChoice } from '../profiling/choose-strategy.js';
 import type { ClassifierSummary } from '../classifier/classifier-result.js';
 import type { EngineDevice } from '../engine/engine.js';
 import type { StepValues } from '../monitor/step-values.js';
+import type { OptimizerWeights } from '../optim/optimizer-weights.js';
 
 /** A step as the trainer reports it: the values every view shows, and the tensors and metrics. */
 export interface StepMetrics extends StepValues {
@@ -128,6 +129,12 @@ export interface EpochEnd {
   epoch: number;
   step: number;
   weights(): Promise<Pick<TrainSummary, 'weights' | 'nonTrainableWeights'>>;
+  /**
+   * The optimizer's state the devices hold now, as tfjs's optimizers keep it: its iterations, and each slot's array per
+   * trainable weight (model order) named `<weight>/<slot>`; OptimizerWeightsProblem for an optimizer that does not
+   * declare tfjs's names of its slots (`tfjsStateNames`).
+   */
+  optimizerState(): OptimizerWeights;
   /** Several hosts: this host's place, and gathers of every host's values for this epoch's end. */
   hosts?: RunHosts;
 }

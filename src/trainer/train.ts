@@ -42,7 +42,7 @@ export async function train(
   hooks = checkedHooks(hooks);
   const checked = await resolveConfig(config); // bad input fails before any output is touched or thread started
   const lock = await claimOutputs(checked, message => hooks.onEvent?.({ type: 'warning', step: 0, message }));
-  for (const message of [...(checked.dataWarnings ?? []), checked.inputWarning])
+  for (const message of [...(checked.dataWarnings ?? []), checked.inputWarning, checked.optimizerWarning])
     if (message) hooks.onEvent?.({ type: 'warning', step: 0, message });
   // Host 0 alone writes the TensorBoard event files, as it writes the summary and trace.
   const board =

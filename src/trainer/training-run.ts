@@ -25,6 +25,7 @@ import { RunThreads } from './run-threads.js';
 import { StallInspector } from './stall-inspector.js';
 import { RunController } from './run-controller.js';
 import { RunCheckpointing } from './checkpointing.js';
+import { seedOptimizerState } from './seed-optimizer-state.js';
 import { checkLink, layOut, spawn, type LaidOut } from './run-setup.js';
 import { joinWorld, type JoinedWorld } from './run-world.js';
 import { attach, finish, restore, startExchange, type StartContext } from './run-start.js';
@@ -160,6 +161,7 @@ export class TrainingRun {
     const start: StartContext = { threads, cfg, method: this.method, world: this.world, watchdogMs };
     await attach(start, laidOut);
     if (resume) await restore(threads, laidOut, resume);
+    else await seedOptimizerState(cfg, laidOut);
     const shareHookState = checkpoints || this.checkpoints.sendsHeads();
     const { resumeSource } = this.checkpoints;
     await startExchange(start, laidOut, { firstStep, resume, resumeSource, shareHookState, hooks: this.hooks });

@@ -18,6 +18,7 @@ export const adadelta = defineOptimizer({
   options,
   defaultLr: 0.001,
   stateSlots: () => 2,
+  tfjsStateNames: ['accum_grad', 'accum_var'],
   init: () => [0, 0],
   update(config, params, grads, state, start, end) {
     const rho = f(config.rho),

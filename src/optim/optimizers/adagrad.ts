@@ -20,6 +20,7 @@ export const adagrad = defineOptimizer({
   options,
   defaultLr: 0.01,
   stateSlots: () => 1,
+  tfjsStateNames: ['accumulator'],
   init: config => [Math.fround(config.initialAccumulatorValue)],
   update(config, params, grads, state, start, end) {
     const minusLr = f(-config.lr),

@@ -16,6 +16,7 @@ export const adam = defineOptimizer({
   options,
   defaultLr: 0.001,
   stateSlots: () => 2,
+  tfjsStateNames: ['m', 'v'],
   init: () => [0, 0],
   update(config, params, grads, state, start, end, step) {
     const { lr, beta1, beta2, epsilon } = config;

@@ -33,6 +33,7 @@ export const adamax = defineOptimizer({
   options,
   defaultLr: 0.002,
   stateSlots: () => 2,
+  tfjsStateNames: ['m', 'v'],
   init: () => [0, 0],
   update(config, params, grads, state, start, end, step) {
     const b1 = f(config.beta1),

@@ -21,6 +21,7 @@ export const rmsprop = defineOptimizer({
   defaultLr: 0.001,
   foreignHints: { rho: "keras's rho is rmsprop's decay here: set decay instead" },
   stateSlots: config => (config.centered ? 3 : 2),
+  tfjsStateNames: ['rms', 'momentum', 'mg'],
   init: config => (config.centered ? [0, 0, 0] : [0, 0]),
   update(config, params, grads, state, start, end) {
     const decay = f(config.decay),

@@ -74,6 +74,7 @@ export const sgd = defineOptimizer({
       );
   },
   stateSlots: config => (config.momentum > 0 ? 1 : 0),
+  tfjsStateNames: ['momentum'],
   init: config => (config.momentum > 0 ? [0] : []),
   update: sgdUpdate,
   nativeUpdate(addon, config, params, grads, state, start, end) {
