@@ -17,7 +17,7 @@ import * as tf from '@tensorflow/tfjs';
 import { glooAddonOrSkip } from './fixtures/gloo-addon-or-skip.js';
 import { freePort } from '../src/world/launch.js';
 import { fit } from '../src/index.js';
-import { hostsArgs, hostsFit, type HostsMode } from './fixtures/fit-hosts-case.js';
+import { beforeFit, hostsArgs, hostsFit, type HostsMode } from './fixtures/fit-hosts-case.js';
 
 const HOST = fileURLToPath(new URL('./fixtures/fit-host.js', import.meta.url));
 
@@ -55,6 +55,7 @@ async function twoHosts(mode: HostsMode): Promise<HostResult[]> {
 /** One process's fit of `mode` on 2 devices (host 0's arguments), or tfjs's own model.fit. */
 async function oneProcess(mode: HostsMode, tfjs = false): Promise<HostResult> {
   const { model, x, y } = hostsFit(mode);
+  await beforeFit(mode, 0, { model, x, y });
   const args = hostsArgs(mode, 0, () => model);
   const h = tfjs ? await model.fit(x, y, args) : await fit(model, x, y, { ...args, devices: 2, backend: 'cpu' });
   const weights = model.getWeights().map(w => Array.from(w.dataSync()));
@@ -89,6 +90,20 @@ t.test('2 hosts × 1 device = one process with 2 devices = model.fit', async t =
   sameRun(t, h1, reference, 'host 1');
   t.same(h1.history, h0.history, "every host's History is the same, bit for bit");
   sameRun(t, reference, await oneProcess('plain', true), "one process (against tfjs's model.fit)");
+});
+
+t.test("after tfjs's model.fit on every host, fit goes on from the optimizer's state as in one process", async t => {
+  if (!glooAddonOrSkip()) return;
+  const [h0, h1] = await twoHosts('after-model-fit');
+  const reference = await oneProcess('after-model-fit');
+  sameRun(t, h0, reference, 'host 0');
+  sameRun(t, h1, reference, 'host 1');
+  sameRun(t, reference, await oneProcess('after-model-fit', true), "one process (against tfjs's model.fit)");
+  const iterations = await twoHosts('other-iterations');
+  for (const [rank, r] of iterations.entries()) {
+    t.equal(r.error?.code, 'BAD_CONFIG', `host ${rank} refuses a host whose optimizer trained more`);
+    t.match(r.error?.message, /host 1 was called with other arguments than host 0 — the model: sha256:\w+ on host 0/);
+  }
 });
 
 t.test('a learning-rate schedule, and validation data of fewer batches than hosts', async t => {
