@@ -190,14 +190,28 @@ t.test('a model saved with its optimizer trains on from its state, as tf.loadLay
   const specs = (artifacts.weightSpecs ?? []).filter(s => s.group === 'optimizer');
   t.equal(specs.length, 9, "adam's iterations, and m and v of 4 weights");
   const vBytes = 4 * 3; // the last optimizer weight: v of the last bias [3]
-  const short = changed(file, 'short', (w, bytes) => (w.pop(), bytes.subarray(0, bytes.length - vBytes)));
+  const last2 = vBytes + 4 * 8 * 3; // and v of the last kernel [8, 3] before it
+  const short = changed(file, 'short', (w, bytes) => (w.splice(-2), bytes.subarray(0, bytes.length - last2)));
   await t.rejects(train({ ...base, model: short }), {
     code: 'BAD_MODEL',
     message: new RegExp(
-      `model ${short}: its optimizer's state \\(the weights of group 'optimizer'\\): it holds 7 state arrays after ` +
+      `model ${short}: its optimizer's state \\(the weights of group 'optimizer'\\): it holds 6 state arrays after ` +
         "its iterations, and adam keeps 2 \\(m, v\\) for each of the model's 4 trainable weights: 8; save the model " +
         'without includeOptimizer, or give optimizer \\(--optimizer\\) to start one afresh$',
     ),
+  });
+  const odd = changed(file, 'odd', (w, bytes) => (w.pop(), bytes.subarray(0, bytes.length - vBytes)));
+  await t.rejects(resolveConfig({ ...base, model: odd }), {
+    code: 'BAD_MODEL',
+    message: /it holds 7 state arrays after its iterations, which adam's 2 slots \(m, v\), .* do not divide/,
+  });
+  const bool = changed(file, 'bool', (w, bytes) => {
+    w[w.length - 1] = { ...w[w.length - 1], dtype: 'bool', shape: [12] }; // the same 12 bytes
+    return bytes;
+  });
+  await t.rejects(resolveConfig({ ...base, model: bool }), {
+    code: 'BAD_MODEL',
+    message: /optimizer weight 12 \(".*"\) is bool: tfjs saves an optimizer's state as float32/,
   });
   const notIter = changed(file, 'not-iter', (w, bytes) => {
     const first = w.findIndex(s => s.group === 'optimizer');

@@ -8,7 +8,7 @@ import type { OptimizerConfig } from '../optim/flat-optimizer.js';
 import { sourcePath } from '../source-path.js';
 import { readRegularFileSync } from '../read-regular-file.js';
 import { MAX_MODEL_JSON_BYTES, readLayersModelFiles, splitOptimizerWeights } from '../model/layers-model-files.js';
-import { iterationsOf, OptimizerWeightsProblem, stateNamesOf } from '../optim/optimizer-weights.js';
+import { checkedIterations, OptimizerWeightsProblem } from '../optim/optimizer-weights.js';
 
 /** What a saved model.json says of its training: loss and optimizer, and whether its optimizer's state is saved. */
 export interface SavedTraining {
@@ -60,8 +60,7 @@ export async function savedOptimizerState(
         "head's state): the optimizer starts afresh",
     };
   try {
-    const iterations = iterationsOf(list);
-    if (list.length > 1) stateNamesOf(optimizer);
+    const iterations = checkedIterations(optimizer, list);
     return { optimizer: { ...optimizer, stepsBefore: iterations }, optimizerStateFrom: file };
   } catch (err) {
     throw optimizerStateError(file, err);

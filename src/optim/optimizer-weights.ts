@@ -54,6 +54,23 @@ export function iterationsOf(list: readonly NamedValues[]): number {
   return iterations;
 }
 
+/**
+ * What of tfjs's list can be checked before the model is built: its iterations, and a count of state arrays that
+ * `config`'s slots divide (each slot has one array per trainable weight).
+ */
+export function checkedIterations(config: OptimizerConfig, list: readonly NamedValues[]): number {
+  const iterations = iterationsOf(list);
+  const arrays = list.length - 1;
+  if (arrays === 0) return iterations;
+  const names = stateNamesOf(config);
+  if (arrays % Math.max(1, names.length) !== 0 || names.length === 0)
+    problem(
+      `it holds ${arrays} state arrays after its iterations, which ${config.kind}'s ${names.length} slots ` +
+        `(${names.join(', ') || 'none'}), one array per trainable weight each, do not divide`,
+    );
+  return iterations;
+}
+
 /** tfjs's list (iterations first) as `config`'s state of `weights` (model order), each array's shape checked. */
 export function optimizerWeightsOf(
   config: OptimizerConfig,

@@ -5,7 +5,8 @@
  * converter writes keras's. A run that names no optimizer trains with it, as
  * `model.fit` would after `tf.loadLayersModel` (the loss is read the same
  * way); the run's own hyper-parameters override the saved ones. Its saved
- * optimizer *state* is not loaded: the run's optimizer starts fresh.
+ * optimizer *state* (the weights of group 'optimizer') is read by
+ * config/saved-model.ts.
  *
  * @example
  * savedOptimizerFields({ class_name: 'Adam', config: { learningRate: 0.01, beta1: 0.8, beta2: 0.999, epsilon: 1e-7 } })
