@@ -1,9 +1,10 @@
 // The optimizer's state goes on between calls, as tfjs's keeps it (src/fit/fit-optimizer-state.ts): a model trained
 // in turns, tfjs's model.fit once, then tandem's fit one epoch a call, then model.fit again, equals a twin trained by
 // model.fit alone (losses relative 1e-4, weights 1e-5, the optimizer's iterations and its state arrays), for every
-// optimizer whose tfjs class gives and takes its state; and a call leaves no tensor but the optimizer's state. A model
-// saved with includeOptimizer (src/config/saved-model.ts) trains on from its state as tf.loadLayersModel and
-// model.fit do; naming an optimizer starts afresh; a state that does not fit the model is refused naming the file.
+// optimizer (tfjs's Adamax, which has no getWeights, through its fields); and a call leaves no tensor but the
+// optimizer's state. A model saved with includeOptimizer (src/config/saved-model.ts) trains on from its state as
+// tf.loadLayersModel and model.fit do; naming an optimizer starts afresh; a state that does not fit the model is
+// refused naming the file.
 import t from 'tap';
 import * as tf from '@tensorflow/tfjs';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -11,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fit, resolveConfig, train } from '../src/index.js';
 import { tensorsBesidesOptimizer } from './fixtures/fit-case-helpers.js';
+import { tfjsOptimizerState } from '../src/fit/tfjs-optimizer-state.js';
 import { worstRelative, worstWeightDifference } from './fixtures/fit-models.js';
 
 await tf.setBackend('cpu');
@@ -31,6 +33,7 @@ const OPTIMIZERS: [string, () => tf.Optimizer][] = [
   ['adagrad', () => tf.train.adagrad(0.1)],
   ['adadelta', () => tf.train.adadelta(1)],
   ['sgd', () => tf.train.sgd(0.1)],
+  ['adamax (no getWeights in tfjs)', () => tf.train.adamax(0.02, 0.9, 0.999, 1e-7, 0.01)],
 ];
 
 function make(optimizer: tf.Optimizer, seed = 1): tf.LayersModel {
@@ -42,12 +45,11 @@ function make(optimizer: tf.Optimizer, seed = 1): tf.LayersModel {
   return m;
 }
 
-/** The optimizer's iterations and state arrays' values (getWeights, the iterations' scalar disposed). */
+/** The optimizer's iterations (tfjs's getter) and state arrays' values (the iterations' scalar disposed). */
 async function stateOf(model: tf.LayersModel): Promise<{ iterations: number; arrays: number[][] }> {
-  const [iter, ...rest] = await model.optimizer.getWeights();
-  const iterations = iter.tensor.dataSync()[0];
+  const [iter, ...rest] = (await tfjsOptimizerState(model.optimizer))!;
   iter.tensor.dispose();
-  return { iterations, arrays: rest.map(r => Array.from(r.tensor.dataSync())) };
+  return { iterations: model.optimizer.iterations, arrays: rest.map(r => Array.from(r.tensor.dataSync())) };
 }
 
 const once = { epochs: 1, batchSize: BATCH, shuffle: false, verbose: 0 as const };

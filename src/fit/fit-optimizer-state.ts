@@ -2,30 +2,20 @@
  * `fit` keeps the model's optimizer between calls, as tfjs's `model.fit` does (Adam's moments and iterations go on):
  * the state goes into fit's private model.json as `model.save({ includeOptimizer: true })` writes it (weights of group
  * 'optimizer'), the run's optimizer starts from it (config/saved-model.ts), and at the run's last epoch end the
- * devices' state goes back into `model.optimizer` (its `setWeights`). An optimizer whose tfjs class cannot give its
- * state (tfjs's Adamax: "getWeights() is not implemented") starts afresh at each call, as before.
+ * devices' state goes back into `model.optimizer` (its `setWeights`; tfjs's Adamax, which has none, through
+ * tfjs-optimizer-state.ts).
  */
 import * as tf from '#tfjs';
 
-/** One array of an optimizer's state, as tfjs's `getWeights()` gives it. */
-type NamedTensor = Awaited<ReturnType<tf.Optimizer['getWeights']>>[number];
 import { TandemError } from '../errors.js';
 import { OptimizerWeightsProblem, type OptimizerWeights } from '../optim/optimizer-weights.js';
 import type { FitCaller } from './fit-caller.js';
+import { setTfjsOptimizerState, tfjsOptimizerState, type NamedTensor } from './tfjs-optimizer-state.js';
 
 /** Weights of group 'optimizer' to append to a saved model: their manifest entries and bytes. */
 export interface OptimizerStateFiles {
   specs: tf.io.WeightsManifestEntry[];
   data: ArrayBuffer;
-}
-
-/** tfjs's state of `optimizer`, or undefined when its class cannot give it. */
-async function stateOf(optimizer: tf.Optimizer): Promise<NamedTensor[] | undefined> {
-  try {
-    return await optimizer.getWeights();
-  } catch {
-    return undefined; // tfjs's Adamax
-  }
 }
 
 /**
@@ -36,14 +26,14 @@ export async function optimizerStateFiles(
   model: tf.LayersModel,
   who: Exclude<FitCaller, 'evaluate'>,
 ): Promise<OptimizerStateFiles | undefined> {
-  const list = await stateOf(model.optimizer);
+  const list = await tfjsOptimizerState(model.optimizer);
   if (!list || list.length === 0) return undefined;
   try {
     if (list.length === 1 && list[0].tensor.dataSync()[0] === 0) return undefined;
     checkAgainstWeights(list.slice(1), model.trainableWeights, who);
     return await tf.io.encodeWeights(list, 'optimizer');
   } finally {
-    list[0].tensor.dispose(); // a scalar getWeights made; the rest are the optimizer's own variables
+    list[0].tensor.dispose(); // a scalar made for us; the rest are the optimizer's own variables
   }
 }
 
@@ -77,7 +67,7 @@ export async function takeOptimizerState(model: tf.LayersModel, state: () => Opt
     if (err instanceof OptimizerWeightsProblem) return; // a plugin's optimizer: no names for tfjs
     throw err;
   }
-  const old = await stateOf(model.optimizer);
+  const old = await tfjsOptimizerState(model.optimizer);
   if (!old) return;
   const weights = model.trainableWeights;
   const list: NamedTensor[] = [
@@ -90,7 +80,7 @@ export async function takeOptimizerState(model: tf.LayersModel, state: () => Opt
     ),
   ];
   try {
-    await model.optimizer.setWeights(list);
+    await setTfjsOptimizerState(model.optimizer, list);
     tf.dispose(old.slice(1).map(n => n.tensor)); // replaced: the optimizer holds new variables now
   } finally {
     tf.dispose([old[0].tensor, ...list.map(n => n.tensor)]); // getWeights' scalar, and the tensors given
