@@ -10,9 +10,9 @@ import * as tf from '@tensorflow/tfjs';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fit, resolveConfig, train } from '../src/index.js';
+import { fit, resolveConfig, train, trainReference } from '../src/index.js';
 import { tensorsBesidesOptimizer } from './fixtures/fit-case-helpers.js';
-import { tfjsOptimizerState } from '../src/fit/tfjs-optimizer-state.js';
+import { tfjsOptimizerState } from '../src/optim/tfjs-optimizer-state.js';
 import { worstRelative, worstWeightDifference } from './fixtures/fit-models.js';
 
 await tf.setBackend('cpu');
@@ -178,6 +178,13 @@ t.test('a model saved with its optimizer trains on from its state, as tf.loadLay
     );
   const d = differs(run.weights);
   t.ok(d <= 1e-5, `the run's weights are the reference's within ${d.toExponential(2)}`);
+  const single = await trainReference({ ...base, model: file });
+  const far = Math.max(
+    ...single.weights.map((w, i) =>
+      w.values.reduce((m, v, k) => Math.max(m, Math.abs(v - run.weights[i].values[k])), 0),
+    ),
+  );
+  t.ok(far <= 1e-5, `and trainReference's (one engine, tfjs's optimizer seeded) within ${far.toExponential(2)}`);
   const afresh = await train({ ...base, model: file, optimizer: 'adam', lr: 0.02 });
   t.equal(afresh.config.optimizerStateFrom, undefined, 'naming the optimizer: it starts afresh');
   t.ok(differs(afresh.weights) > 1e-3, `which trains otherwise (${differs(afresh.weights).toExponential(2)})`);

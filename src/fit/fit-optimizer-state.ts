@@ -10,7 +10,7 @@ import * as tf from '#tfjs';
 import { TandemError } from '../errors.js';
 import { OptimizerWeightsProblem, type OptimizerWeights } from '../optim/optimizer-weights.js';
 import type { FitCaller } from './fit-caller.js';
-import { setTfjsOptimizerState, tfjsOptimizerState, type NamedTensor } from './tfjs-optimizer-state.js';
+import { setTfjsOptimizerState, tfjsOptimizerState, type NamedTensor } from '../optim/tfjs-optimizer-state.js';
 
 /** Weights of group 'optimizer' to append to a saved model: their manifest entries and bytes. */
 export interface OptimizerStateFiles {

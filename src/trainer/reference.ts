@@ -19,6 +19,10 @@ import { GlobalBatchSampler } from '../data/sampler.js';
 import type { TrainSummary } from './train.js';
 import { setTfjsLearningRate, tfjsOptimizer } from '../optim/tfjs-optimizer.js';
 import { lrAt } from '../optim/lr-schedule.js';
+import { seedTfjsOptimizer } from '../optim/tfjs-optimizer-state.js';
+import { optimizerWeightsOf } from '../optim/optimizer-weights.js';
+import { optimizerStateError } from '../config/saved-model.js';
+import { readLayersModelFiles, splitOptimizerWeights } from '../model/layers-model-files.js';
 
 export interface ReferenceOptions {
   /** Values for weights of the built model, by name (e.g. the non-trainable weights a run started from). */
@@ -52,7 +56,7 @@ export async function trainReference(
   const floatTargets = isRegressionLoss(cfg.loss);
   const ds = await resolveDataset(cfg.data);
   const sampler = new GlobalBatchSampler(cfg.datasetSize, cfg.batch, cfg.seed, 1, cfg.shuffle);
-  const optimizer = tfjsOptimizer(tf, cfg.optimizer);
+  const optimizer = await referenceOptimizer(cfg, model);
   const reader = new SampleReader(ds, cfg.data.source);
   const per = reader.sampleFloats;
   const x = new Float32Array(cfg.batch * per),
@@ -84,6 +88,22 @@ export async function trainReference(
   optimizer.dispose();
   model.dispose();
   return { weights, nonTrainableWeights, losses };
+}
+
+/** tfjs's optimizer of the run, from the saved state the run starts from (config/saved-model.ts), checked as there. */
+async function referenceOptimizer(cfg: ResolvedConfig, model: tf.LayersModel): Promise<tf.Optimizer> {
+  const optimizer = tfjsOptimizer(tf, cfg.optimizer);
+  const file = cfg.optimizerStateFrom;
+  if (file === undefined) return optimizer;
+  const saved = splitOptimizerWeights(file, await readLayersModelFiles(file)).optimizer;
+  try {
+    const weights = model.trainableWeights.map(w => ({ name: w.originalName, shape: w.shape as number[] }));
+    optimizerWeightsOf(cfg.optimizer, weights, saved);
+  } catch (err) {
+    throw optimizerStateError(file, err);
+  }
+  await seedTfjsOptimizer(optimizer, saved);
+  return optimizer;
 }
 
 /** The reference's model on the calling thread: its initial weights as given, its random layers seeded as asked. */

@@ -6,7 +6,7 @@
  * `model.fit` does. `test/fit-optimizer-state.test.ts` checks both ways against model.fit.
  */
 import * as tf from '#tfjs';
-import { adamaxAccBeta1 } from '../optim/optimizers/adamax.js';
+import { adamaxAccBeta1 } from './optimizers/adamax.js';
 
 /** One array of an optimizer's state, as tfjs's `getWeights()` gives it. */
 export type NamedTensor = Awaited<ReturnType<tf.Optimizer['getWeights']>>[number];
@@ -58,4 +58,20 @@ export async function setTfjsOptimizerState(optimizer: tf.Optimizer, list: Named
     o.accBeta1.assign(tf.scalar(adamaxAccBeta1(o.beta1, iterations + 1))); // beta1's power at the next update
   });
   o.iterations_ = iterations;
+}
+
+/** A saved optimizer state (model.json's weights of group 'optimizer', decoded) into `optimizer`. */
+export async function seedTfjsOptimizer(
+  optimizer: tf.Optimizer,
+  saved: readonly { name: string; shape: number[]; values: Float32Array | Int32Array }[],
+): Promise<void> {
+  const list = saved.map(s => ({
+    name: s.name,
+    tensor: tf.tensor(s.values, s.shape, s.values instanceof Int32Array ? 'int32' : 'float32'),
+  }));
+  try {
+    await setTfjsOptimizerState(optimizer, list);
+  } finally {
+    tf.dispose(list.map(n => n.tensor));
+  }
 }
