@@ -51,7 +51,6 @@ export async function savedOptimizerState(
   if (config.optimizer !== undefined || !saved?.optimizerState || saved.optimizer_config === undefined)
     return { optimizer };
   const file = sourcePath(source);
-  const list = splitOptimizerWeights(file, await readLayersModelFiles(file)).optimizer;
   if (localHeads !== undefined)
     return {
       optimizer,
@@ -59,6 +58,7 @@ export async function savedOptimizerState(
         `${file} holds its optimizer's state, which method ${localHeads} does not take up (each device keeps its ` +
         "head's state): the optimizer starts afresh",
     };
+  const list = splitOptimizerWeights(file, await readLayersModelFiles(file)).optimizer;
   try {
     const iterations = checkedIterations(optimizer, list);
     return { optimizer: { ...optimizer, stepsBefore: iterations }, optimizerStateFrom: file };

@@ -4,10 +4,8 @@
  * the optimizer's order, one array per trainable weight in the order the optimizer first saw them (the model's
  * `trainableWeights`). tandem keeps the same state in flat slots (optimizer-definition.ts's `tfjsStateNames` names
  * them as tfjs does); these convert one into the other, by position, checked against the model's weights.
- *
- * @example
- * // Adam on a model of two trainable weights: [iter, w0/m, w1/m, w0/v, w1/v]
- * optimizerWeightsOf(adamConfig, [kernel, bias], list) // { iterations: 12, slots: [[m0, m1], [v0, v1]] }
+ * Adam's list on a model of two trainable weights is [iter, w0/m, w1/m, w0/v, w1/v], and its OptimizerWeights
+ * { iterations, slots: [[w0/m, w1/m], [w0/v, w1/v]] }.
  */
 import type { OptimizerConfig } from './flat-optimizer.js';
 import { optimizerStateSlots } from './flat-optimizer.js';
