@@ -33,6 +33,7 @@ const OPTIMIZERS: [string, () => tf.Optimizer][] = [
   ['adagrad', () => tf.train.adagrad(0.1)],
   ['adadelta', () => tf.train.adadelta(1)],
   ['sgd', () => tf.train.sgd(0.1)],
+  ['momentum 0 (an accumulator tandem does not keep)', () => tf.train.momentum(0.1, 0)],
   ['adamax (no getWeights in tfjs)', () => tf.train.adamax(0.02, 0.9, 0.999, 1e-7, 0.01)],
 ];
 
@@ -71,9 +72,15 @@ for (const [name, optimizer] of OPTIMIZERS) {
     }
     const [a, b] = [await stateOf(reference), await stateOf(model)];
     t.equal(b.iterations, a.iterations, `the optimizer's iterations: ${a.iterations}`);
-    t.equal(b.arrays.length, a.arrays.length, `${a.arrays.length} state arrays`);
-    const worst = Math.max(0, ...a.arrays.map((arr, k) => worstRelative(arr, b.arrays[k] ?? [])));
-    t.ok(worst <= 1e-4, `the state arrays within ${worst.toExponential(2)} relative`);
+    if (name.startsWith('momentum 0')) {
+      // tfjs's accumulator at momentum 0 is the last gradient, never read again: tandem keeps none, and tfjs's next
+      // model.fit starts it at 0 (the weights below agree)
+      t.equal(b.arrays.length, 0, 'no state arrays');
+    } else {
+      t.equal(b.arrays.length, a.arrays.length, `${a.arrays.length} state arrays`);
+      const worst = Math.max(0, ...a.arrays.map((arr, k) => worstRelative(arr, b.arrays[k] ?? [])));
+      t.ok(worst <= 1e-4, `the state arrays within ${worst.toExponential(2)} relative`);
+    }
     const w = worstWeightDifference(reference, model);
     t.ok(w <= 1e-5, `weights after tandem's calls within ${w.toExponential(2)}`);
     await reference.fit(x, y, once);
