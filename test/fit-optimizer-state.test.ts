@@ -248,3 +248,36 @@ t.test('a model saved with its optimizer trains on from its state, as tf.loadLay
   saved.dispose();
   sparse.dispose();
 });
+
+t.test("a callback's new learning rate: a warning within fit, and the next call trains with it", async t => {
+  const warnings: string[] = [];
+  const warn = console.warn;
+  console.warn = (...args: unknown[]) => void warnings.push(args.join(' '));
+  t.teardown(() => void (console.warn = warn));
+  const setRate = (m: tf.LayersModel, rate: number) =>
+    void ((m.optimizer as unknown as { learningRate: number }).learningRate = rate);
+  const model = make(tf.train.adam(0.02));
+  const reference = make(tf.train.adam(0.02));
+  reference.setWeights(model.getWeights());
+  const halve = { onEpochEnd: async () => setRate(model, 0.01) };
+  await fit(model, x, y, { ...once, epochs: 3, callbacks: halve, devices: 2, backend: 'cpu' });
+  t.equal(warnings.length, 1, 'one warning in a fit of 3 epochs');
+  t.equal(
+    warnings[0],
+    "fit: the optimizer's learning rate changed from 0.02 to 0.01 during fit (a callback?); the devices train with " +
+      '0.02 to the end of this fit, and the next fit call takes the new rate. To change it within a fit, give the ' +
+      'schedule as lrSchedule: (step, epoch) => rate',
+  );
+  warnings.length = 0;
+  await reference.fit(x, y, { ...once, epochs: 3 }); // tandem's 3 epochs at 0.02
+  setRate(reference, 0.01);
+  // set at the fit's last epoch end: for the next call, as in tfjs (no warning)
+  const lastEpoch = { onEpochEnd: async () => setRate(model, 0.005) };
+  await fit(model, x, y, { ...once, callbacks: lastEpoch, devices: 2, backend: 'cpu' });
+  await reference.fit(x, y, once);
+  t.same(warnings, [], 'no warning for a rate set at the last epoch end');
+  const w = worstWeightDifference(reference, model);
+  t.ok(w <= 1e-5, `the next call trained with the new rate, as model.fit: weights within ${w.toExponential(2)}`);
+  model.dispose();
+  reference.dispose();
+});

@@ -59,6 +59,8 @@ export interface FitStyle {
   outputs?: OutputsRun;
   /** Several hosts: the arguments every host must call with alike (fit-hosts.ts), compared before the first step. */
   digest?: () => FitDigest;
+  /** Called after each epoch's onEpochBegin: learningRateWatch's warning. */
+  lrWatch?: () => void;
 }
 
 /** The fit's epochs, from `s.initialEpoch`, in one run; its History. */
@@ -74,10 +76,12 @@ export async function fitLoop(plan: FitPlan, s: FitStyle): Promise<tf.History> {
     metrics,
   });
   model.history = history;
+  s = { ...s, lrWatch: s.lrWatch ?? learningRateWatch(model) };
   await list.onTrainBegin();
   model.stopTraining = false;
   if (s.initialEpoch < s.epochs) {
     await list.onEpochBegin(s.initialEpoch);
+    s.lrWatch?.();
     const batches = new BatchCallbacks(list, plan, s.batchLogsBeforeBegin);
     const hooks: TrainHooks = {
       onHostStep: share => batches.stepDone(share),
@@ -105,6 +109,7 @@ async function epochEnded(
   const { model } = plan;
   const epoch = s.initialEpoch + end.epoch - 1;
   const shares = await batches.epochShares();
+  s.lrWatch?.(); // the epoch's batch callbacks have run
   loadTrainedWeights(model, await end.weights());
   const epochLogs = end.hosts ? await worldLogs(plan, s, end.hosts, shares) : await hostLogs(plan, s, shares);
   if (plan.config.lrSchedule !== undefined && batches.lr !== undefined) epochLogs.lr = batches.lr; // as fit's logs show
@@ -116,7 +121,28 @@ async function epochEnded(
     return true;
   }
   await list.onEpochBegin(epoch + 1);
+  s.lrWatch?.();
   return false;
+}
+
+/**
+ * Warns once when a callback changes the optimizer's learning rate during fit: the devices train with the rate the
+ * run started with (the next fit call takes the new one).
+ */
+export function learningRateWatch(model: tf.LayersModel): () => void {
+  const rate = () => (model.optimizer.getConfig() as { learningRate?: unknown }).learningRate;
+  const started = rate();
+  let warned = false;
+  return () => {
+    const now = rate();
+    if (warned || now === started) return;
+    warned = true;
+    console.warn(
+      `fit: the optimizer's learning rate changed from ${String(started)} to ${String(now)} during fit (a ` +
+        `callback?); the devices train with ${String(started)} to the end of this fit, and the next fit call takes ` +
+        'the new rate. To change it within a fit, give the schedule as lrSchedule: (step, epoch) => rate',
+    );
+  };
 }
 
 const computesMetrics = (plan: FitPlan) => plan.targets.metrics !== undefined || plan.targets.metricsByMethod === true;
