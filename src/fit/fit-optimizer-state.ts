@@ -6,7 +6,6 @@
  * tfjs-optimizer-state.ts).
  */
 import * as tf from '#tfjs';
-
 import { TandemError } from '../errors.js';
 import { optimizerStateSlots } from '../optim/flat-optimizer.js';
 import { resolveOptimizer } from '../optim/resolve-optimizer.js';
