@@ -8,7 +8,13 @@ import type { OptimizerConfig } from '../optim/flat-optimizer.js';
 import { sourcePath } from '../source-path.js';
 import { readRegularFileSync } from '../read-regular-file.js';
 import { MAX_MODEL_JSON_BYTES, readLayersModelFiles, splitOptimizerWeights } from '../model/layers-model-files.js';
-import { checkedIterations, OptimizerWeightsProblem } from '../optim/optimizer-weights.js';
+import {
+  checkedIterations,
+  optimizerWeightsOf,
+  OptimizerWeightsProblem,
+  type NamedValues,
+  type OptimizerWeights,
+} from '../optim/optimizer-weights.js';
 
 /** What a saved model.json says of its training: loss and optimizer, and whether its optimizer's state is saved. */
 export interface SavedTraining {
@@ -67,8 +73,27 @@ export async function savedOptimizerState(
   }
 }
 
+/**
+ * The saved optimizer state a run starts from (`optimizerStateFrom`, found by savedOptimizerState), read and checked
+ * against the model's trainable `weights` (model order): tfjs's list, and the same state by slot and weight; none
+ * when the run starts its optimizer afresh.
+ */
+export async function readSavedOptimizerState(
+  cfg: Pick<ResolvedConfig, 'optimizer' | 'optimizerStateFrom'>,
+  weights: readonly { name: string; shape: number[] }[],
+): Promise<{ list: NamedValues[]; state: OptimizerWeights } | undefined> {
+  const file = cfg.optimizerStateFrom;
+  if (file === undefined) return undefined;
+  const list = splitOptimizerWeights(file, await readLayersModelFiles(file)).optimizer;
+  try {
+    return { list, state: optimizerWeightsOf(cfg.optimizer, weights, list) };
+  } catch (err) {
+    throw optimizerStateError(file, err);
+  }
+}
+
 /** An OptimizerWeightsProblem of model.json `file`'s saved optimizer state as BAD_MODEL, with the ways round it. */
-export function optimizerStateError(file: string, err: unknown): unknown {
+function optimizerStateError(file: string, err: unknown): unknown {
   if (!(err instanceof OptimizerWeightsProblem)) return err;
   return new TandemError(
     'BAD_MODEL',

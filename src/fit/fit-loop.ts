@@ -59,8 +59,6 @@ export interface FitStyle {
   outputs?: OutputsRun;
   /** Several hosts: the arguments every host must call with alike (fit-hosts.ts), compared before the first step. */
   digest?: () => FitDigest;
-  /** Called after each epoch's onEpochBegin: learningRateWatch's warning. */
-  lrWatch?: () => void;
 }
 
 /** The fit's epochs, from `s.initialEpoch`, in one run; its History. */
@@ -76,17 +74,17 @@ export async function fitLoop(plan: FitPlan, s: FitStyle): Promise<tf.History> {
     metrics,
   });
   model.history = history;
-  s = { ...s, lrWatch: s.lrWatch ?? learningRateWatch(model) };
+  const lrWatch = learningRateWatch(model);
   await list.onTrainBegin();
   model.stopTraining = false;
   if (s.initialEpoch < s.epochs) {
     await list.onEpochBegin(s.initialEpoch);
-    s.lrWatch?.();
+    lrWatch();
     const batches = new BatchCallbacks(list, plan, s.batchLogsBeforeBegin);
     const hooks: TrainHooks = {
       onHostStep: share => batches.stepDone(share),
       atHostsMet: hosts => agreeOnArgs(hosts, s.digest?.() ?? {}),
-      atEpochEnd: end => epochEnded(plan, s, list, batches, end),
+      atEpochEnd: end => epochEnded(plan, s, { list, batches, lrWatch }, end),
       // `dashboard` asked for a page: its address (fit has no event stream to give it on)
       onEvent: e => (e.type === 'dashboard' ? console.log(`dashboard: ${e.url}`) : undefined),
     };
@@ -102,14 +100,13 @@ export async function fitLoop(plan: FitPlan, s: FitStyle): Promise<tf.History> {
 async function epochEnded(
   plan: FitPlan,
   s: FitStyle,
-  list: tf.CallbackList,
-  batches: BatchCallbacks,
+  { list, batches, lrWatch }: { list: tf.CallbackList; batches: BatchCallbacks; lrWatch: () => void },
   end: EpochEnd,
 ): Promise<boolean> {
   const { model } = plan;
   const epoch = s.initialEpoch + end.epoch - 1;
   const shares = await batches.epochShares();
-  s.lrWatch?.(); // the epoch's batch callbacks have run
+  lrWatch(); // the epoch's batch callbacks have run
   loadTrainedWeights(model, await end.weights());
   const epochLogs = end.hosts ? await worldLogs(plan, s, end.hosts, shares) : await hostLogs(plan, s, shares);
   if (plan.config.lrSchedule !== undefined && batches.lr !== undefined) epochLogs.lr = batches.lr; // as fit's logs show
@@ -121,7 +118,7 @@ async function epochEnded(
     return true;
   }
   await list.onEpochBegin(epoch + 1);
-  s.lrWatch?.();
+  lrWatch();
   return false;
 }
 

@@ -6,7 +6,7 @@ import type { LayersModel, Tf } from '../engine/tfjs-types.js';
 import { assignWeight } from './flat-weights.js';
 import { readLayersModelFiles, splitOptimizerWeights } from './layers-model-files.js';
 
-/** The model's own files: an optimizer's saved state is read apart (saved-optimizer-state.ts), never built here. */
+/** The model's own files: an optimizer's saved state is read apart (config/saved-model.ts), never built here. */
 async function modelFiles(modelJsonPath: string) {
   return splitOptimizerWeights(modelJsonPath, await readLayersModelFiles(modelJsonPath)).model;
 }

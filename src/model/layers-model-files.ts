@@ -11,6 +11,7 @@ import path from 'node:path';
 import { TandemError } from '../errors.js';
 import { fsReason } from '../output/fs-reason.js';
 import { readRegularFile } from '../read-regular-file.js';
+import type { NamedValues } from '../optim/optimizer-weights.js';
 
 export interface WeightSpec {
   name: string;
@@ -211,13 +212,6 @@ function expectedBytes(file: string, specs: WeightSpec[]): number {
   return total;
 }
 
-/** A weight of group 'optimizer' (the optimizer's state), decoded. */
-export interface SavedOptimizerWeight {
-  name: string;
-  shape: number[];
-  values: Float32Array | Int32Array;
-}
-
 /**
  * The model's own weights apart from the optimizer's state (the weights of group 'optimizer', decoded: tfjs writes
  * them float32, and the iterations int32), as tfjs's loader splits them.
@@ -225,10 +219,10 @@ export interface SavedOptimizerWeight {
 export function splitOptimizerWeights(
   file: string,
   files: LayersModelFiles,
-): { model: LayersModelFiles; optimizer: SavedOptimizerWeight[] } {
+): { model: LayersModelFiles; optimizer: NamedValues[] } {
   const specs: WeightSpec[] = [];
   const parts: Uint8Array[] = [];
-  const optimizer: SavedOptimizerWeight[] = [];
+  const optimizer: NamedValues[] = [];
   let at = 0;
   for (const [i, s] of files.weightSpecs.entries()) {
     const bytes = BYTES[s.quantization?.dtype ?? s.dtype] * s.shape.reduce((a, b) => a * b, 1);

@@ -100,15 +100,3 @@ export function optimizerWeightsOf(
   );
   return { iterations, slots };
 }
-
-/** `state` as tfjs's list: the iterations (int32), then each slot's arrays named `<weight>/<slot>`. */
-export function tfjsListOf(config: OptimizerConfig, state: OptimizerWeights, weightNames: string[]): NamedValues[] {
-  const names = state.slots.length > 0 ? stateNamesOf(config) : [];
-  const iter: NamedValues = { name: 'iter', shape: [], values: Int32Array.of(state.iterations) };
-  return [
-    iter,
-    ...state.slots.flatMap((arrays, j) =>
-      arrays.map((a, i) => ({ name: `${weightNames[i]}/${names[j]}`, shape: a.shape, values: a.values })),
-    ),
-  ];
-}

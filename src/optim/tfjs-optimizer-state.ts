@@ -7,6 +7,7 @@
  */
 import * as tf from '#tfjs';
 import { adamaxAccBeta1 } from './optimizers/adamax.js';
+import type { NamedValues } from './optimizer-weights.js';
 
 /** One array of an optimizer's state, as tfjs's `getWeights()` gives it. */
 export type NamedTensor = Awaited<ReturnType<tf.Optimizer['getWeights']>>[number];
@@ -61,10 +62,7 @@ export async function setTfjsOptimizerState(optimizer: tf.Optimizer, list: Named
 }
 
 /** A saved optimizer state (model.json's weights of group 'optimizer', decoded) into `optimizer`. */
-export async function seedTfjsOptimizer(
-  optimizer: tf.Optimizer,
-  saved: readonly { name: string; shape: number[]; values: Float32Array | Int32Array }[],
-): Promise<void> {
+export async function seedTfjsOptimizer(optimizer: tf.Optimizer, saved: readonly NamedValues[]): Promise<void> {
   const list = saved.map(s => ({
     name: s.name,
     tensor: tf.tensor(s.values, s.shape, s.values instanceof Int32Array ? 'int32' : 'float32'),

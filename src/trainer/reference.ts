@@ -20,9 +20,7 @@ import type { TrainSummary } from './train.js';
 import { setTfjsLearningRate, tfjsOptimizer } from '../optim/tfjs-optimizer.js';
 import { lrAt } from '../optim/lr-schedule.js';
 import { seedTfjsOptimizer } from '../optim/tfjs-optimizer-state.js';
-import { optimizerWeightsOf } from '../optim/optimizer-weights.js';
-import { optimizerStateError } from '../config/saved-model.js';
-import { readLayersModelFiles, splitOptimizerWeights } from '../model/layers-model-files.js';
+import { readSavedOptimizerState } from '../config/saved-model.js';
 
 export interface ReferenceOptions {
   /** Values for weights of the built model, by name (e.g. the non-trainable weights a run started from). */
@@ -93,16 +91,9 @@ export async function trainReference(
 /** tfjs's optimizer of the run, from the saved state the run starts from (config/saved-model.ts), checked as there. */
 async function referenceOptimizer(cfg: ResolvedConfig, model: tf.LayersModel): Promise<tf.Optimizer> {
   const optimizer = tfjsOptimizer(tf, cfg.optimizer);
-  const file = cfg.optimizerStateFrom;
-  if (file === undefined) return optimizer;
-  const saved = splitOptimizerWeights(file, await readLayersModelFiles(file)).optimizer;
-  try {
-    const weights = model.trainableWeights.map(w => ({ name: w.originalName, shape: w.shape as number[] }));
-    optimizerWeightsOf(cfg.optimizer, weights, saved);
-  } catch (err) {
-    throw optimizerStateError(file, err);
-  }
-  await seedTfjsOptimizer(optimizer, saved);
+  const weights = model.trainableWeights.map(w => ({ name: w.originalName, shape: w.shape as number[] }));
+  const saved = await readSavedOptimizerState(cfg, weights);
+  if (saved) await seedTfjsOptimizer(optimizer, saved.list);
   return optimizer;
 }
 
