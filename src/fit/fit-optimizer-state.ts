@@ -7,9 +7,6 @@
  */
 import * as tf from '#tfjs';
 import { TandemError } from '../errors.js';
-import { optimizerStateSlots } from '../optim/flat-optimizer.js';
-import { resolveOptimizer } from '../optim/resolve-optimizer.js';
-import { savedOptimizerFields } from '../optim/saved-optimizer.js';
 import { OptimizerWeightsProblem, type OptimizerWeights } from '../optim/optimizer-weights.js';
 import type { FitCaller } from './fit-caller.js';
 import { setTfjsOptimizerState, tfjsOptimizerState, type NamedTensor } from '../optim/tfjs-optimizer-state.js';
@@ -33,21 +30,9 @@ export async function optimizerStateFiles(
   try {
     if (list.length === 1 && list[0].tensor.dataSync()[0] === 0) return undefined;
     checkAgainstWeights(list.slice(1), model.trainableWeights, who);
-    // tfjs's momentum optimizer at momentum 0 keeps an accumulator that tandem's plain update does not need
-    const kept = keptSlots(model.optimizer) === 0 ? list.slice(0, 1) : list;
-    return await tf.io.encodeWeights(kept, 'optimizer');
+    return await tf.io.encodeWeights(list, 'optimizer');
   } finally {
     list[0].tensor.dispose(); // a scalar made for us; the rest are the optimizer's own variables
-  }
-}
-
-/** The state slots tandem keeps for `optimizer` (the run's, from its class and config); undefined: not known here. */
-function keptSlots(optimizer: tf.Optimizer): number | undefined {
-  try {
-    const fields = savedOptimizerFields({ class_name: optimizer.getClassName(), config: optimizer.getConfig() });
-    return fields && optimizerStateSlots(resolveOptimizer(fields));
-  } catch {
-    return undefined; // the run refuses it, saying why
   }
 }
 

@@ -54,14 +54,14 @@ export function iterationsOf(list: readonly NamedValues[]): number {
 
 /**
  * What of tfjs's list can be checked before the model is built: its iterations, and a count of state arrays that
- * `config`'s slots divide (each slot has one array per trainable weight).
+ * `config`'s slots divide (each slot has one array per trainable weight); a rule of no slots keeps none of them.
  */
 export function checkedIterations(config: OptimizerConfig, list: readonly NamedValues[]): number {
   const iterations = iterationsOf(list);
   const arrays = list.length - 1;
   if (arrays === 0) return iterations;
   const names = stateNamesOf(config);
-  if (arrays % Math.max(1, names.length) !== 0 || names.length === 0)
+  if (names.length > 0 && arrays % names.length !== 0)
     problem(
       `it holds ${arrays} state arrays after its iterations, which ${config.kind}'s ${names.length} slots ` +
         `(${names.join(', ') || 'none'}), one array per trainable weight each, do not divide`,
@@ -79,6 +79,8 @@ export function optimizerWeightsOf(
   const rest = list.slice(1);
   if (rest.length === 0) return { iterations, slots: [] };
   const names = stateNamesOf(config);
+  // a rule that keeps no state: tfjs's momentum optimizer at momentum 0 saves an accumulator it never reads again
+  if (names.length === 0) return { iterations, slots: [] };
   const expected = names.length * weights.length;
   if (rest.length !== expected)
     problem(
